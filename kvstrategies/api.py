@@ -1,0 +1,95 @@
+"""The public entry points: :func:`plan` a deployment, :func:`build` its pools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .context import KVCacheContext
+from .errors import KVCacheConfigError
+from .pools.build import KVPools, build_pools
+from .pools.layout import KVPoolsLayout
+from .resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
+from .sizing import PoolSizes
+from .strategies.base import PoolConfigurator
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planned deployment (torch-free).
+
+    ``sizes`` is ``calculate_pool_sizes(available_bytes)`` finalised with its request count;
+    ``sizes_from_max_tokens`` is ``calculate_pool_sizes_from_max_tokens(max_tokens)`` finalised,
+    when a token cap was given; ``pool_sizes`` is what :attr:`layout` describes (the capped sizes
+    when given, else ``sizes``, or a what-if size); ``resolution`` is the whole SGLang pipeline
+    (user cap and PP-wide minimum included) as an operator's server would run it.
+    """
+
+    configurator: PoolConfigurator
+    available_bytes: int
+    sizes: PoolSizes
+    sizes_from_max_tokens: PoolSizes | None
+    pool_sizes: PoolSizes
+    layout: KVPoolsLayout
+    resolution: Resolution
+
+    @property
+    def ctx(self) -> KVCacheContext:
+        return self.configurator.ctx
+
+    @property
+    def cell_size_bytes(self) -> int | float:
+        return self.configurator.cell_size_bytes
+
+    @property
+    def planned_bytes(self) -> int:
+        return self.layout.planned_bytes
+
+
+def plan(
+    ctx: KVCacheContext,
+    available_bytes: int,
+    *,
+    max_tokens: int | None = None,
+    pool_max_tokens: int | None = None,
+    pool_max_running_requests: int = 8,
+    pool_max_mamba_cache_size: int | None = None,
+) -> Plan:
+    """Plan one rank: select the strategy, size every pool, describe the layout.
+
+    ``pool_max_tokens`` asks for a what-if layout at a small size (DESIGN.md, the case file):
+    the pools are described for ``calculate_pool_sizes_from_max_tokens(pool_max_tokens)`` with
+    ``pool_max_running_requests`` requests (and ``pool_max_mamba_cache_size`` state slots,
+    default 3 x requests); the sizing fields are unaffected.
+    """
+    resolution = resolve(ctx, available_bytes)
+    configurator = resolution.configurator
+    reservation = reserve_state(configurator, available_bytes)
+    sizes = finalize(configurator, profiled_sizes(configurator, reservation))
+    capped = None
+    if max_tokens is not None:
+        capped = finalize(configurator, sizes_for_max_tokens(configurator, max_tokens, reservation))
+    pool_sizes = capped or sizes
+    if pool_max_tokens is not None:
+        if pool_max_running_requests <= 0:
+            raise KVCacheConfigError(f"pool_max_running_requests must be positive, got {pool_max_running_requests}")
+        what_if = sizes_for_max_tokens(configurator, pool_max_tokens)
+        if sizes.max_mamba_cache_size is not None:
+            slots = pool_max_mamba_cache_size or 3 * pool_max_running_requests
+            what_if = what_if.replace(max_mamba_cache_size=slots)
+        pool_sizes = configurator.finalize_with_max_running_requests(
+            what_if.replace(max_running_requests=pool_max_running_requests)
+        )
+    return Plan(
+        configurator=configurator,
+        available_bytes=available_bytes,
+        sizes=sizes,
+        sizes_from_max_tokens=capped,
+        pool_sizes=pool_sizes,
+        layout=configurator.layout(pool_sizes),
+        resolution=resolution,
+    )
+
+
+def build(planned: Plan, device: str = "meta") -> KVPools:
+    """Allocate exactly ``planned.layout`` on ``device`` (imports torch)."""
+    return build_pools(planned.layout, device)

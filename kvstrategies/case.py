@@ -1,0 +1,360 @@
+"""Case files: one deployment to plan, as JSON (DESIGN.md, "The case file").
+
+Keys follow SGLang's server arguments. Missing keys take the defaults in :data:`CASE_DEFAULTS`;
+unknown keys are an error. ``env`` holds the SGLang environment knobs that change sizing
+(sizing.md 11) by their SGLang names; they are mapped onto explicit settings here, so no
+strategy ever reads the process environment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .context import (
+    AttentionBackends,
+    DeviceKind,
+    DisaggregationMode,
+    EngineKnobs,
+    KVCacheSettings,
+    ParallelLayout,
+    Platform,
+    SchedulingConfig,
+    SpecAlgorithm,
+    SpeculativeConfig,
+)
+from .dtypes import DType, resolve_kv_cache_dtype
+from .errors import KVCacheConfigError, UnsupportedConfigurationError
+from .models import ModelGeometry, parse_hf_config
+from .presets import load_preset_config
+
+CASE_DEFAULTS: dict[str, Any] = {
+    "name": None,
+    "description": "",
+    "hf_config": None,
+    "preset": None,
+    "tp_size": 1,
+    "pp_size": 1,
+    "pp_rank": 0,
+    "dcp_size": 1,
+    "attn_dp_size": 1,
+    "attn_cp_size": 1,
+    "kv_cache_dtype": "auto",
+    "model_dtype": "bfloat16",
+    "page_size": 1,
+    "available_bytes": None,
+    "max_tokens": None,
+    "device": "cuda",
+    "attention_backend": None,
+    "prefill_attention_backend": None,
+    "decode_attention_backend": None,
+    "dsa_prefill_backend": None,
+    "dsa_decode_backend": None,
+    "dsv4_attn_backend": None,
+    "platform": {},
+    "speculative_algorithm": None,
+    "eagle_draft_num_layers": None,
+    "eagle_draft_swa_num_layers": None,
+    "dflash_draft_cell_size_per_token": None,
+    "speculative_num_draft_tokens": None,
+    "speculative_num_steps": None,
+    "speculative_eagle_topk": None,
+    "swa_full_tokens_ratio": None,
+    "swa_prefix_tails": None,
+    "max_running_requests": None,
+    "chunked_prefill_size": None,
+    "context_length": None,
+    "disable_radix_cache": False,
+    "disable_overlap_schedule": False,
+    "disaggregation_mode": "null",
+    "disaggregation_decode_extra_slots": None,
+    "max_mamba_cache_size": None,
+    "mamba_full_memory_ratio": 0.9,
+    "mamba_radix_cache_strategy": None,
+    "is_draft_worker": False,
+    "env": {},
+    "pool_max_tokens": None,
+    "pool_max_running_requests": 8,
+    "pool_max_mamba_cache_size": None,
+}
+_PLATFORM_KEYS = {"is_sm100", "is_sm90", "is_blackwell", "is_hip", "is_gfx95"}
+# SGLang environment knobs a case may set, and the ones that select out-of-scope features.
+_SUPPORTED_ENV = {
+    "SGLANG_SWA_EVICTION_INTERVAL",
+    "SGLANG_DSV4_COMPRESS_STATE_DTYPE",
+    "SGLANG_DSV4_KV_LAYOUT",
+    "SGLANG_DSV4_COMPRESSED_KV_LAYOUT",
+    "SGLANG_PP_LAYER_PARTITION",
+    "SGLANG_MAMBA_SSM_DTYPE",
+    "SGLANG_MAMBA_CONV_DTYPE",
+    "SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK",
+}
+_OUT_OF_SCOPE_ENV = {
+    "SGLANG_OPT_USE_ONLINE_COMPRESS",
+    "SGLANG_EXPERIMENTAL_ONLINE_C128_MTP",
+    "SGLANG_DSV4_UNIFIED_KV_FP8",
+    "SGLANG_HACK_FLASHMLA_BACKEND",
+    "SGLANG_NPU_ENABLE_SPARSE_KV_OFFLOAD",
+    "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING",
+    "SGLANG_USE_HND_KVCACHE",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """A parsed case: the context to plan, the budget, and the what-if pool request."""
+
+    name: str
+    description: str
+    settings: KVCacheSettings
+    available_bytes: int
+    max_tokens: int | None
+    pool_max_tokens: int | None
+    pool_max_running_requests: int
+    pool_max_mamba_cache_size: int | None
+    raw: Mapping[str, Any]
+
+
+def _int(data: Mapping[str, Any], key: str, *, minimum: int | None = None, optional: bool = False) -> Any:
+    value = data[key]
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise KVCacheConfigError(f"case field {key!r} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise KVCacheConfigError(f"case field {key!r} must be >= {minimum}, got {value}")
+    return value
+
+
+def _bool(data: Mapping[str, Any], key: str) -> bool:
+    value = data[key]
+    if not isinstance(value, bool):
+        raise KVCacheConfigError(f"case field {key!r} must be true or false, got {value!r}")
+    return value
+
+
+def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
+    value = data[key]
+    if value is not None and not isinstance(value, str):
+        raise KVCacheConfigError(f"case field {key!r} must be a string or null, got {value!r}")
+    return value
+
+
+def _env_flag(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def knobs_from_env(env: Mapping[str, Any]) -> tuple[EngineKnobs, tuple[int, ...] | None]:
+    """Map SGLang env knobs onto :class:`EngineKnobs` (and the PP layer partition)."""
+    if not isinstance(env, Mapping):
+        raise KVCacheConfigError(f"case field 'env' must be an object, got {env!r}")
+    for key in env:
+        if key in _OUT_OF_SCOPE_ENV:
+            raise UnsupportedConfigurationError(
+                f"env {key} selects a feature that kvstrategies does not model (out of scope in the spec); remove it"
+            )
+        if key not in _SUPPORTED_ENV:
+            raise KVCacheConfigError(f"unknown env knob {key!r}; supported: {sorted(_SUPPORTED_ENV)}")
+    knobs: dict[str, Any] = {}
+    if "SGLANG_SWA_EVICTION_INTERVAL" in env:
+        try:
+            knobs["swa_eviction_interval"] = max(1, int(env["SGLANG_SWA_EVICTION_INTERVAL"]))
+        except (TypeError, ValueError) as exc:
+            raise KVCacheConfigError("env SGLANG_SWA_EVICTION_INTERVAL must be an integer") from exc
+    if "SGLANG_DSV4_COMPRESS_STATE_DTYPE" in env:
+        name = str(env["SGLANG_DSV4_COMPRESS_STATE_DTYPE"]).lower()
+        if name not in ("float32", "fp32", "bfloat16", "bf16"):
+            raise KVCacheConfigError(
+                f"env SGLANG_DSV4_COMPRESS_STATE_DTYPE={name!r}; use float32 (default) or bfloat16"
+            )
+        knobs["dsv4_compress_state_dtype"] = DType.from_name(name)
+    if "SGLANG_DSV4_KV_LAYOUT" in env:
+        knobs["dsv4_kv_layout"] = str(env["SGLANG_DSV4_KV_LAYOUT"])
+    if "SGLANG_DSV4_COMPRESSED_KV_LAYOUT" in env:
+        knobs["dsv4_compressed_kv_layout"] = str(env["SGLANG_DSV4_COMPRESSED_KV_LAYOUT"])
+    if "SGLANG_MAMBA_SSM_DTYPE" in env:
+        knobs["mamba_ssm_dtype"] = DType.from_name(str(env["SGLANG_MAMBA_SSM_DTYPE"]))
+    if "SGLANG_MAMBA_CONV_DTYPE" in env:
+        conv = str(env["SGLANG_MAMBA_CONV_DTYPE"]).lower()
+        # SGLang falls back to bfloat16 for anything but float32/float16 (resolve.md 3.1)
+        knobs["mamba_conv_dtype"] = DType.from_name(conv) if conv in ("float32", "float16") else DType.BFLOAT16
+    if "SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK" in env:
+        knobs["mamba_skip_decode_lock"] = _env_flag(env["SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK"])
+    partition = None
+    if "SGLANG_PP_LAYER_PARTITION" in env:
+        try:
+            partition = tuple(int(p) for p in str(env["SGLANG_PP_LAYER_PARTITION"]).split(","))
+        except ValueError as exc:
+            raise KVCacheConfigError(
+                "env SGLANG_PP_LAYER_PARTITION must be a comma list of layer counts, e.g. '3,45'"
+            ) from exc
+    return EngineKnobs(**knobs), partition
+
+
+def _geometry(data: Mapping[str, Any], base_dir: Path | None) -> ModelGeometry:
+    hf_config, preset = data["hf_config"], data["preset"]
+    if (hf_config is None) == (preset is None):
+        raise KVCacheConfigError("a case needs exactly one of 'hf_config' (a config.json object or path) or 'preset'")
+    if preset is not None:
+        return parse_hf_config(load_preset_config(str(preset)))
+    if isinstance(hf_config, str):
+        path = Path(hf_config)
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        return parse_hf_config(read_json_file(path))
+    if not isinstance(hf_config, Mapping):
+        raise KVCacheConfigError("case field 'hf_config' must be a config.json object or a path to one")
+    return parse_hf_config(hf_config)
+
+
+def _speculative(data: Mapping[str, Any], geometry: ModelGeometry) -> SpeculativeConfig:
+    algorithm = SpecAlgorithm.parse(_opt_str(data, "speculative_algorithm"))
+    draft_layers = _int(data, "eagle_draft_num_layers", minimum=0, optional=True)
+    if draft_layers is None and algorithm.is_eagle_family:
+        # no draft checkpoint in a case: SGLang reads the target's MTP layer count (sizing.md 5.8)
+        draft_layers = geometry.num_nextn_predict_layers
+    return SpeculativeConfig(
+        algorithm=algorithm,
+        eagle_draft_num_layers=draft_layers if not algorithm.is_dflash_family else None,
+        eagle_draft_swa_num_layers=_int(data, "eagle_draft_swa_num_layers", minimum=0, optional=True),
+        dflash_draft_num_layers=draft_layers if algorithm.is_dflash_family else None,
+        dflash_draft_cell_size_per_token=_int(data, "dflash_draft_cell_size_per_token", optional=True),
+        num_draft_tokens=_int(data, "speculative_num_draft_tokens", minimum=1, optional=True),
+        num_steps=_int(data, "speculative_num_steps", minimum=1, optional=True),
+        eagle_topk=_int(data, "speculative_eagle_topk", minimum=1, optional=True),
+    )
+
+
+def _platform(data: Mapping[str, Any]) -> tuple[Platform, bool]:
+    raw = data["platform"] or {}
+    if not isinstance(raw, Mapping):
+        raise KVCacheConfigError(f"case field 'platform' must be an object, got {raw!r}")
+    unknown = set(raw) - _PLATFORM_KEYS
+    if unknown:
+        raise KVCacheConfigError(f"unknown platform keys {sorted(unknown)}; known: {sorted(_PLATFORM_KEYS)}")
+    flags = {k: bool(raw.get(k, False)) for k in _PLATFORM_KEYS}
+    is_hip = flags.pop("is_hip")
+    return Platform(**flags), is_hip
+
+
+def _ratio(data: Mapping[str, Any]) -> float | None:
+    value = data["swa_full_tokens_ratio"]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise KVCacheConfigError(f"swa_full_tokens_ratio must be in (0, 1], got {value!r}")
+    return float(value)
+
+
+def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: str | None = None) -> Case:
+    """Validate a case dict and turn it into settings (see :data:`CASE_DEFAULTS`)."""
+    if not isinstance(data, Mapping):
+        raise KVCacheConfigError(f"a case must be a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(CASE_DEFAULTS))
+    if unknown:
+        raise KVCacheConfigError(f"unknown case keys {unknown}; known keys: {sorted(CASE_DEFAULTS)}")
+    merged = {**CASE_DEFAULTS, **data}
+    geometry = _geometry(merged, base_dir)
+    platform, is_hip = _platform(merged)
+    device = DeviceKind.parse(str(merged["device"]))
+    if is_hip and device is DeviceKind.CUDA:
+        device = DeviceKind.HIP
+    model_dtype = DType.from_name(str(merged["model_dtype"]))
+    geometry = _with_model_dtype(geometry, model_dtype)
+    kv_dtype = resolve_kv_cache_dtype(
+        str(merged["kv_cache_dtype"]),
+        model_dtype,
+        checkpoint_kv_fp8=geometry.checkpoint_kv_fp8,
+        is_hip=device is DeviceKind.HIP,
+        is_cpu=device is DeviceKind.CPU,
+    )
+    knobs, partition = knobs_from_env(merged["env"])
+    try:
+        mode = DisaggregationMode(str(merged["disaggregation_mode"]).lower())
+    except ValueError as exc:
+        raise KVCacheConfigError(
+            f"disaggregation_mode {merged['disaggregation_mode']!r}; use null, prefill or decode"
+        ) from exc
+    settings = KVCacheSettings(
+        geometry=geometry,
+        kv_cache_dtype=kv_dtype,
+        page_size=_int(merged, "page_size", minimum=1),
+        parallel=ParallelLayout(
+            tp_size=_int(merged, "tp_size", minimum=1),
+            pp_size=_int(merged, "pp_size", minimum=1),
+            pp_rank=_int(merged, "pp_rank", minimum=0),
+            dcp_size=_int(merged, "dcp_size", minimum=1),
+            attn_dp_size=_int(merged, "attn_dp_size", minimum=1),
+            attn_cp_size=_int(merged, "attn_cp_size", minimum=1),
+            pp_layer_partition=partition,
+        ),
+        speculative=_speculative(merged, geometry),
+        device=device,
+        platform=platform,
+        backends=AttentionBackends(
+            attention_backend=_opt_str(merged, "attention_backend"),
+            prefill_attention_backend=_opt_str(merged, "prefill_attention_backend"),
+            decode_attention_backend=_opt_str(merged, "decode_attention_backend"),
+            dsa_prefill_backend=_opt_str(merged, "dsa_prefill_backend"),
+            dsa_decode_backend=_opt_str(merged, "dsa_decode_backend"),
+            dsv4_attn_backend=_opt_str(merged, "dsv4_attn_backend"),
+        ),
+        scheduling=SchedulingConfig(
+            max_running_requests=_int(merged, "max_running_requests", minimum=1, optional=True),
+            max_total_tokens=_int(merged, "max_tokens", minimum=1, optional=True),
+            chunked_prefill_size=_int(merged, "chunked_prefill_size", optional=True),
+            context_length=_int(merged, "context_length", minimum=1, optional=True),
+            disable_radix_cache=_bool(merged, "disable_radix_cache"),
+            disable_overlap_schedule=_bool(merged, "disable_overlap_schedule"),
+            swa_full_tokens_ratio=_ratio(merged),
+            swa_prefix_tails=_int(merged, "swa_prefix_tails", minimum=0, optional=True),
+            disaggregation_mode=mode,
+            disaggregation_decode_extra_slots=_int(merged, "disaggregation_decode_extra_slots", minimum=0, optional=True),
+            max_mamba_cache_size=_int(merged, "max_mamba_cache_size", minimum=1, optional=True),
+            mamba_full_memory_ratio=float(merged["mamba_full_memory_ratio"]),
+            mamba_radix_cache_strategy=_opt_str(merged, "mamba_radix_cache_strategy"),
+        ),
+        knobs=knobs,
+        is_draft_worker=_bool(merged, "is_draft_worker"),
+    )
+    available = merged["available_bytes"]
+    if available is None:
+        raise KVCacheConfigError("case field 'available_bytes' is required (the KV budget in bytes after profiling)")
+    return Case(
+        name=str(merged["name"] or name or "case"),
+        description=str(merged["description"] or ""),
+        settings=settings,
+        available_bytes=_int(merged, "available_bytes", minimum=1),
+        max_tokens=_int(merged, "max_tokens", minimum=1, optional=True),
+        pool_max_tokens=_int(merged, "pool_max_tokens", minimum=1, optional=True),
+        pool_max_running_requests=_int(merged, "pool_max_running_requests", minimum=1),
+        pool_max_mamba_cache_size=_int(merged, "pool_max_mamba_cache_size", minimum=1, optional=True),
+        raw=dict(data),
+    )
+
+
+def _with_model_dtype(geometry: ModelGeometry, dtype: DType) -> ModelGeometry:
+    import dataclasses
+
+    return dataclasses.replace(geometry, model_dtype=dtype)
+
+
+def read_json_file(path: Path) -> Any:
+    """Read JSON (``Infinity``/``NaN`` accepted, as NVIDIA publishes them); errors name the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise KVCacheConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise KVCacheConfigError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+
+
+def load_case(path: str | Path) -> Case:
+    """Read and parse a case file; a relative ``hf_config`` path is taken from the file's folder."""
+    file = Path(path)
+    return parse_case(read_json_file(file), base_dir=file.parent, name=file.stem)

@@ -1,0 +1,347 @@
+"""What a strategy may read: the narrow :class:`KVCacheContext` protocol and its dataclass.
+
+A strategy never sees an engine object. It sees the model's geometry, the parallel layout of
+this rank, the speculative setup, the resolved KV dtype, the page size, the device and a few
+scheduler/kernel settings (sizing.md section 3, minus the out-of-scope flags). SGLang reads
+many of these from environment variables; here they are explicit fields
+(:class:`EngineKnobs`), filled by the case loader or the caller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from .dtypes import DType, KVCacheDtype
+from .errors import KVCacheConfigError
+from .models.geometry import ModelGeometry
+
+
+class DeviceKind(enum.Enum):
+    """Where the pools live; NPU selects the Ascend layouts."""
+
+    CUDA = "cuda"
+    HIP = "hip"
+    NPU = "npu"
+    CPU = "cpu"
+    META = "meta"
+
+    @classmethod
+    def parse(cls, device: str) -> DeviceKind:
+        """``"cuda"``, ``"cuda:1"``, ``"npu:0"``, ``"cpu"``, ``"meta"``, ``"hip"``."""
+        head = str(device).strip().lower().split(":", 1)[0]
+        for member in cls:
+            if member.value == head:
+                return member
+        raise KVCacheConfigError(
+            f"device {device!r} is not one of cuda, npu, hip, cpu, meta (optionally ':N')"
+        )
+
+
+class SpecAlgorithm(enum.Enum):
+    """SGLang's ``--speculative-algorithm`` values that sizing distinguishes."""
+
+    NONE = "NONE"
+    EAGLE = "EAGLE"
+    EAGLE3 = "EAGLE3"
+    FROZEN_KV_MTP = "FROZEN_KV_MTP"
+    STANDALONE = "STANDALONE"
+    DFLASH = "DFLASH"
+    DSPARK = "DSPARK"
+    NGRAM = "NGRAM"
+    UNO = "UNO"
+
+    @classmethod
+    def parse(cls, name: str | None) -> SpecAlgorithm:
+        if name is None:
+            return cls.NONE
+        key = str(name).strip().upper()
+        if key == "NEXTN":  # SGLang accepts NEXTN as an alias of EAGLE
+            key = "EAGLE"
+        for member in cls:
+            if member.value == key:
+                return member
+        allowed = ", ".join(m.value for m in cls)
+        raise KVCacheConfigError(f"unknown speculative_algorithm {name!r}; use one of: {allowed}")
+
+    @property
+    def is_eagle_family(self) -> bool:
+        """EAGLE, EAGLE3, FROZEN_KV_MTP (counted as EAGLE in 0.5.23) and STANDALONE (sizing.md 5.8)."""
+        return self in (
+            SpecAlgorithm.EAGLE,
+            SpecAlgorithm.EAGLE3,
+            SpecAlgorithm.FROZEN_KV_MTP,
+            SpecAlgorithm.STANDALONE,
+        )
+
+    @property
+    def is_dflash_family(self) -> bool:
+        return self in (SpecAlgorithm.DFLASH, SpecAlgorithm.DSPARK)
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    """This rank's place in the parallel layout.
+
+    ``attn_tp_size = tp_size // attn_dp_size // attn_cp_size`` (sizing.md 2.1); the stage's layer
+    range follows SGLang's ``get_pp_indices`` (sizing.md 2.3): the *last* ``n % pp`` stages get
+    one extra layer, unless an explicit ``pp_layer_partition`` is given.
+    """
+
+    tp_size: int = 1
+    pp_size: int = 1
+    pp_rank: int = 0
+    dcp_size: int = 1
+    attn_dp_size: int = 1
+    attn_cp_size: int = 1
+    pp_layer_partition: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("tp_size", "pp_size", "dcp_size", "attn_dp_size", "attn_cp_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise KVCacheConfigError(f"{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.pp_rank, int) or not 0 <= self.pp_rank < self.pp_size:
+            raise KVCacheConfigError(
+                f"pp_rank {self.pp_rank!r} is out of range for pp_size {self.pp_size}; "
+                f"use 0..{self.pp_size - 1}"
+            )
+        if self.tp_size % (self.attn_dp_size * self.attn_cp_size):
+            raise KVCacheConfigError(
+                f"tp_size {self.tp_size} is not divisible by attn_dp_size x attn_cp_size "
+                f"({self.attn_dp_size} x {self.attn_cp_size}); pick a tp_size that is"
+            )
+        if self.attn_tp_size % self.dcp_size:
+            raise KVCacheConfigError(
+                f"attention TP size {self.attn_tp_size} is not divisible by dcp_size "
+                f"{self.dcp_size}; DCP splits the attention TP group, pick a divisor"
+            )
+
+    @property
+    def attn_tp_size(self) -> int:
+        """Attention tensor-parallel size: ``tp // attn_dp // attn_cp``."""
+        return self.tp_size // self.attn_dp_size // self.attn_cp_size
+
+    def layer_range(self, num_layers: int, pp_rank: int | None = None) -> tuple[int, int]:
+        """``[start, end)`` of the stage's global layers (SGLang ``get_pp_indices``)."""
+        rank = self.pp_rank if pp_rank is None else pp_rank
+        pp = self.pp_size
+        if self.pp_layer_partition is not None and pp > 1:
+            parts = self.pp_layer_partition
+            if len(parts) != pp or sum(parts) != num_layers:
+                raise KVCacheConfigError(
+                    f"pp_layer_partition {list(parts)} must have pp_size={pp} entries summing to "
+                    f"the model's {num_layers} layers"
+                )
+            start = sum(parts[:rank])
+            return start, start + parts[rank]
+        if num_layers < pp:
+            raise KVCacheConfigError(
+                f"pp_size {pp} exceeds the model's {num_layers} layers; use pp_size <= {num_layers}"
+            )
+        base, rem = divmod(num_layers, pp)
+        if rank >= pp - rem:
+            start = rank * (base + 1) - (pp - rem)
+            return start, start + base + 1
+        return rank * base, rank * base + base
+
+    def at_pp_rank(self, rank: int) -> ParallelLayout:
+        return dataclasses.replace(self, pp_rank=rank)
+
+
+@dataclass(frozen=True)
+class SpeculativeConfig:
+    """The speculative-decoding setup, as the target's sizing sees it (sizing.md 5.8, 7.2)."""
+
+    algorithm: SpecAlgorithm = SpecAlgorithm.NONE
+    eagle_draft_num_layers: int | None = None
+    eagle_draft_swa_num_layers: int | None = None
+    dflash_draft_num_layers: int | None = None
+    dflash_draft_cell_size_per_token: int | None = None
+    num_draft_tokens: int | None = None
+    num_steps: int | None = None
+    eagle_topk: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.algorithm is not SpecAlgorithm.NONE
+
+    @property
+    def max_num_draft_tokens(self) -> int | None:
+        """SGLang's ``max_speculative_num_draft_tokens()`` (no adaptive maximum here)."""
+        return self.num_draft_tokens if self.enabled else None
+
+
+@dataclass(frozen=True)
+class Platform:
+    """GPU generation probes that change FP4/MiniMax/DSV4 numbers."""
+
+    is_sm100: bool = False
+    is_sm90: bool = False
+    is_blackwell: bool = False
+    is_gfx95: bool = False
+
+
+@dataclass(frozen=True)
+class AttentionBackends:
+    """Resolved attention backends; ``prefill``/``decode`` fall back to ``attention_backend``."""
+
+    attention_backend: str | None = None
+    prefill_attention_backend: str | None = None
+    decode_attention_backend: str | None = None
+    dsa_prefill_backend: str | None = None
+    dsa_decode_backend: str | None = None
+    dsv4_attn_backend: str | None = None
+
+    @property
+    def prefill(self) -> str | None:
+        return self.prefill_attention_backend or self.attention_backend
+
+    @property
+    def decode(self) -> str | None:
+        return self.decode_attention_backend or self.attention_backend
+
+
+class DisaggregationMode(enum.Enum):
+    NULL = "null"
+    PREFILL = "prefill"
+    DECODE = "decode"
+
+
+@dataclass(frozen=True)
+class SchedulingConfig:
+    """Scheduler settings that sizing reads (sizing.md 3)."""
+
+    max_running_requests: int | None = None
+    max_total_tokens: int | None = None
+    chunked_prefill_size: int | None = None
+    context_length: int | None = None
+    disable_radix_cache: bool = False
+    disable_overlap_schedule: bool = False
+    swa_full_tokens_ratio: float | None = None
+    swa_prefix_tails: int | None = None
+    disaggregation_mode: DisaggregationMode = DisaggregationMode.NULL
+    disaggregation_decode_extra_slots: int | None = None
+    max_mamba_cache_size: int | None = None
+    mamba_full_memory_ratio: float = 0.9
+    mamba_radix_cache_strategy: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineKnobs:
+    """SGLang environment knobs that change sizing (sizing.md 11), as explicit settings."""
+
+    swa_eviction_interval: int = 128
+    dsv4_compress_state_dtype: DType = DType.FLOAT32
+    dsv4_kv_layout: str = "v4"
+    dsv4_compressed_kv_layout: str = "auto"
+    mamba_ssm_dtype: DType | None = None
+    mamba_conv_dtype: DType = DType.BFLOAT16
+    mamba_skip_decode_lock: bool = False
+
+
+@runtime_checkable
+class KVCacheContext(Protocol):
+    """Every input that sizing and building read. Strategies depend on this, nothing else."""
+
+    @property
+    def geometry(self) -> ModelGeometry: ...
+
+    @property
+    def parallel(self) -> ParallelLayout: ...
+
+    @property
+    def speculative(self) -> SpeculativeConfig: ...
+
+    @property
+    def kv_cache_dtype(self) -> KVCacheDtype: ...
+
+    @property
+    def page_size(self) -> int: ...
+
+    @property
+    def device(self) -> DeviceKind: ...
+
+    @property
+    def platform(self) -> Platform: ...
+
+    @property
+    def backends(self) -> AttentionBackends: ...
+
+    @property
+    def scheduling(self) -> SchedulingConfig: ...
+
+    @property
+    def knobs(self) -> EngineKnobs: ...
+
+    @property
+    def is_draft_worker(self) -> bool: ...
+
+    def at_pp_rank(self, rank: int) -> KVCacheContext:
+        """The same deployment seen from another pipeline stage (for the PP-wide MIN)."""
+        ...
+
+
+@dataclass(frozen=True)
+class KVCacheSettings:
+    """The plain-data :class:`KVCacheContext`: build one, hand it to any strategy."""
+
+    geometry: ModelGeometry
+    kv_cache_dtype: KVCacheDtype
+    page_size: int = 1
+    parallel: ParallelLayout = field(default_factory=ParallelLayout)
+    speculative: SpeculativeConfig = field(default_factory=SpeculativeConfig)
+    device: DeviceKind = DeviceKind.CUDA
+    platform: Platform = field(default_factory=Platform)
+    backends: AttentionBackends = field(default_factory=AttentionBackends)
+    scheduling: SchedulingConfig = field(default_factory=SchedulingConfig)
+    knobs: EngineKnobs = field(default_factory=EngineKnobs)
+    is_draft_worker: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.page_size, int) or isinstance(self.page_size, bool) or self.page_size < 1:
+            raise KVCacheConfigError(
+                f"page_size must be a positive integer number of tokens, got {self.page_size!r}"
+            )
+
+    def at_pp_rank(self, rank: int) -> KVCacheSettings:
+        return dataclasses.replace(self, parallel=self.parallel.at_pp_rank(rank))
+
+
+# ---- derived quantities every strategy uses (one definition each) -------------------------
+
+
+def context_len(ctx: KVCacheContext) -> int:
+    """The engine's context length: the user's override, else the model's (sizing.md 2.5)."""
+    override = ctx.scheduling.context_length
+    return override if override is not None else ctx.geometry.context_len
+
+
+def stage_layer_range(ctx: KVCacheContext) -> tuple[int, int]:
+    """``[start, end)`` of this rank's global layers (draft worker: its own draft layers)."""
+    if ctx.is_draft_worker:
+        return 0, draft_num_layers(ctx)
+    return ctx.parallel.layer_range(ctx.geometry.num_pp_layers)
+
+
+def draft_num_layers(ctx: KVCacheContext) -> int:
+    """Layers of a draft worker's model: the EAGLE/MTP draft count, else the MTP layers, else 1."""
+    spec = ctx.speculative
+    for count in (spec.eagle_draft_num_layers, spec.dflash_draft_num_layers, ctx.geometry.num_nextn_predict_layers):
+        if count:
+            return count
+    return 1
+
+
+def num_effective_layers(ctx: KVCacheContext) -> int:
+    """``(end - start) * loop_num``: SGLang's ``layer_info`` for this rank (sizing.md 2.3)."""
+    start, end = stage_layer_range(ctx)
+    return (end - start) * ctx.geometry.loop_num
+
+
+def num_kv_heads_per_rank(ctx: KVCacheContext) -> int:
+    """``max(1, H_total // (attn_tp // dcp))``; a draft worker ignores DCP (sizing.md 2.1)."""
+    dcp = 1 if ctx.is_draft_worker else ctx.parallel.dcp_size
+    return ctx.geometry.num_kv_heads(ctx.parallel.attn_tp_size, dcp)

@@ -1,0 +1,155 @@
+"""``ModelGeometry``: what a model's config says about its KV cache, and nothing else.
+
+One frozen value per model, parsed once from the HF ``config.json`` (see :mod:`.parse`).
+Family-specific parts (DSA indexer, hybrid SWA layers, Mamba state, MiniMax sparse layers,
+DeepSeek-V4 compression) are optional sub-values owned by their own modules.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..dtypes import DType
+
+if TYPE_CHECKING:
+    from .dsv4 import DSV4Geometry
+    from .hybrid_swa import HybridSWAGeometry
+    from .mamba import MambaGeometry
+    from .minimax import MiniMaxSparseGeometry
+
+
+class AttentionArch(enum.Enum):
+    MHA = "mha"  # MHA / GQA / MQA: per-head K and V rows
+    MLA = "mla"  # multi-head latent attention: one compressed latent row per token
+
+
+@dataclass(frozen=True)
+class MLADims:
+    """Latent-attention dims (sizing.md 2.2); ``swa_*`` differ only for Dots3 configs."""
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    swa_kv_lora_rank: int
+    swa_qk_rope_head_dim: int
+
+    @property
+    def latent_dim(self) -> int:
+        """``kv_lora_rank + qk_rope_head_dim`` elements per token and layer (576 for DeepSeek)."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+@dataclass(frozen=True)
+class DSAGeometry:
+    """DeepSeek sparse-attention indexer (sizing.md 2.6).
+
+    A layer "skips top-k" (reuses the previous layer's selection and stores no index keys of its
+    own) by the first rule that applies: ``indexer_types``, the LongCat ``cli_factor``,
+    ``index_topk_pattern``, else the frequency/offset rule.
+    """
+
+    index_head_dim: int
+    index_topk: int
+    index_kpool: int = 1
+    indexer_types: tuple[str, ...] | None = None
+    cli_factor: int = 1
+    index_topk_pattern: str | None = None
+    index_topk_freq: int = 1
+    index_skip_topk_offset: int | None = None
+
+    def skips_topk(self, layer: int) -> bool:
+        """True when ``layer`` has no index-K buffer of its own (``dsa_layer_skips_topk``)."""
+        if self.indexer_types is not None:
+            return 0 <= layer < len(self.indexer_types) and self.indexer_types[layer] == "shared"
+        if self.cli_factor > 1:
+            return layer % self.cli_factor != 0
+        if self.index_topk_pattern is not None:
+            return layer < len(self.index_topk_pattern) and self.index_topk_pattern[layer] == "S"
+        freq = self.index_topk_freq or 1
+        if self.index_skip_topk_offset is not None:
+            return max(layer - self.index_skip_topk_offset + 1, 0) % freq != 0
+        return max(layer - 1, 0) % freq != 0
+
+    @property
+    def index_k_bytes_per_token(self) -> int:
+        """``ceil_div(index_head_dim + index_head_dim // 128 * 4, index_kpool)``: uint8 key + fp32 scales."""
+        raw = self.index_head_dim + (self.index_head_dim // 128) * 4
+        return -(-raw // self.index_kpool)
+
+
+@dataclass(frozen=True)
+class ModelGeometry:
+    """KV-relevant facts of one model (global, before any parallel split).
+
+    ``num_pp_layers`` is the layer count the pipeline split divides
+    (``max(num_hidden_layers, num_attention_layers)``, sizing.md 2.3).
+    """
+
+    architectures: tuple[str, ...]
+    model_type: str
+    num_hidden_layers: int
+    num_pp_layers: int
+    total_num_kv_heads: int
+    num_attention_heads: int
+    head_dim: int
+    v_head_dim: int
+    context_len: int
+    model_dtype: DType = DType.BFLOAT16
+    attention_arch: AttentionArch = AttentionArch.MHA
+    mla: MLADims | None = None
+    swa_head_dim: int | None = None
+    swa_v_head_dim: int | None = None
+    swa_total_num_kv_heads: int | None = None
+    loop_num: int = 1
+    num_nextn_predict_layers: int | None = None
+    checkpoint_kv_fp8: bool = False
+    quantization: str | None = None
+    is_multimodal: bool = False
+    dsa: DSAGeometry | None = None
+    hybrid_swa: HybridSWAGeometry | None = None
+    mamba: MambaGeometry | None = None
+    minimax_sparse: MiniMaxSparseGeometry | None = None
+    dsv4: DSV4Geometry | None = None
+
+    @property
+    def use_mla(self) -> bool:
+        return self.attention_arch is AttentionArch.MLA
+
+    @property
+    def is_dsa(self) -> bool:
+        return self.dsa is not None
+
+    @property
+    def family(self) -> str:
+        """A short label for listings: dsv4, hybrid-swa, hybrid-linear, dsa, mla, minimax-sparse, mha."""
+        if self.dsv4 is not None:
+            return "dsv4"
+        if self.hybrid_swa is not None:
+            return "hybrid-swa"
+        if self.mamba is not None:
+            return "hybrid-linear"
+        if self.dsa is not None:
+            return "dsa"
+        if self.use_mla:
+            return "mla"
+        if self.minimax_sparse is not None:
+            return "minimax-sparse"
+        return "mha"
+
+    def num_kv_heads(self, attn_tp_size: int, dcp_size: int = 1) -> int:
+        """KV heads on one rank: ``max(1, H_total // (tp // dcp))`` (sizing.md 2.1).
+
+        With ``tp // dcp`` above ``H_total`` each rank keeps one replicated head (8 heads at
+        TP16 -> 1, not 0.5); DCP replicates KV across its group, so it *raises* the count.
+        """
+        kv_tp = max(1, attn_tp_size // dcp_size)
+        return max(1, self.total_num_kv_heads // kv_tp)
+
+    def num_swa_kv_heads(self, attn_tp_size: int) -> int:
+        """Sliding-window KV heads per rank; falls back to :meth:`num_kv_heads` without DCP."""
+        if self.swa_total_num_kv_heads is not None:
+            return max(1, self.swa_total_num_kv_heads // attn_tp_size)
+        return self.num_kv_heads(attn_tp_size)

@@ -1,0 +1,90 @@
+"""Reading HuggingFace ``config.json`` dicts: typed field access with clear errors."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import KVCacheConfigError
+
+ConfigDict = Mapping[str, Any]
+
+
+def text_config(config: ConfigDict) -> ConfigDict:
+    """The language model's config: ``text_config`` (or ``llm_config``) when nested, else the root."""
+    for key in ("text_config", "llm_config", "language_config"):
+        nested = config.get(key)
+        if isinstance(nested, Mapping) and nested:
+            return nested
+    return config
+
+
+def architectures(config: ConfigDict) -> tuple[str, ...]:
+    """The top-level ``architectures`` list (nested wrappers carry it at the root)."""
+    archs = config.get("architectures")
+    if archs is None:
+        archs = text_config(config).get("architectures") or ()
+    if isinstance(archs, str):
+        archs = (archs,)
+    if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) for a in archs):
+        raise KVCacheConfigError(f"config field 'architectures' must be a list of strings, got {archs!r}")
+    return tuple(archs)
+
+
+def get_int(cfg: ConfigDict, key: str, default: int | None = None, *, minimum: int = 0) -> int:
+    """``cfg[key]`` as an int >= ``minimum``; a missing key without default is an error."""
+    value = cfg.get(key)
+    if value is None:
+        if default is None:
+            raise KVCacheConfigError(
+                f"config field {key!r} is missing; add it to config.json (it sizes the KV cache)"
+            )
+        return default
+    return as_int(value, key, minimum=minimum)
+
+
+def get_opt_int(cfg: ConfigDict, key: str, *, minimum: int = 0) -> int | None:
+    value = cfg.get(key)
+    return None if value is None else as_int(value, key, minimum=minimum)
+
+
+def as_int(value: Any, key: str, *, minimum: int = 0) -> int:
+    """Accept ints and integral floats (``128.0``); reject bools, strings, NaN, fractions."""
+    if isinstance(value, bool):
+        raise KVCacheConfigError(f"config field {key!r} must be an integer, got {value!r}")
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        raise KVCacheConfigError(f"config field {key!r} must be an integer, got {value!r}")
+    if value < minimum:
+        raise KVCacheConfigError(f"config field {key!r} must be >= {minimum}, got {value}")
+    return value
+
+
+def first_present(cfg: ConfigDict, keys: tuple[str, ...]) -> tuple[str, Any] | None:
+    """The first ``(key, value)`` among ``keys`` whose value is not None."""
+    for key in keys:
+        value = cfg.get(key)
+        if value is not None:
+            return key, value
+    return None
+
+
+def int_list(cfg: ConfigDict, key: str) -> tuple[int, ...] | None:
+    """A list of ints, or None when absent."""
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)):
+        raise KVCacheConfigError(f"config field {key!r} must be a list of integers, got {value!r}")
+    return tuple(as_int(v, f"{key}[{i}]") for i, v in enumerate(value))
+
+
+def str_list(cfg: ConfigDict, key: str) -> tuple[str, ...] | None:
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise KVCacheConfigError(f"config field {key!r} must be a list of strings, got {value!r}")
+    return tuple(value)

@@ -1,0 +1,288 @@
+"""Parse a HuggingFace ``config.json`` dict into a :class:`ModelGeometry`.
+
+The base parser reads what every family shares (layers, KV heads, head dims, MLA dims, DSA
+indexer, context length, dtype). Family modules refine the result through
+:data:`FAMILY_PARSERS`: each is ``(root, text, geometry) -> geometry`` and returns the geometry
+unchanged when the config is not of its family.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..dtypes import DType
+from ..errors import KVCacheConfigError
+from .geometry import AttentionArch, DSAGeometry, MLADims, ModelGeometry
+from .hf import (
+    ConfigDict,
+    architectures,
+    as_int,
+    first_present,
+    get_int,
+    get_opt_int,
+    str_list,
+    text_config,
+)
+
+FamilyParser = Callable[[ConfigDict, ConfigDict, ModelGeometry], ModelGeometry]
+
+# The closed list of SGLang 0.5.23's MLA architectures (sizing.md 2.2); some are conditional.
+MLA_ARCHITECTURES = frozenset(
+    {
+        "DeepseekV2ForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "DeepseekV32ForCausalLM",
+        "DeepseekV3ForCausalLMNextN",
+        "Glm4MoeLiteForCausalLM",
+        "Glm4MoeLiteForCausalLMNextN",
+        "GlmMoeDsaForCausalLM",
+        "GlmMoeDsaForCausalLMNextN",
+        "Glm5NextForConditionalGeneration",
+        "Glm5NextForConditionalGenerationNextN",
+        "KimiK25ForConditionalGeneration",
+        "KimiVLForConditionalGeneration",
+        "KimiLinearForCausalLM",
+        "KimiK3LinearForCausalLM",
+        "KimiK3ForConditionalGeneration",
+        "LongcatFlashForCausalLM",
+        "LongcatFlashForCausalLMNextN",
+        "HYV4ForCausalLM",
+        "HYV4ForCausalLMNextN",
+        "DotsVLMForCausalLM",
+        "Dots3NoteForCausalLM",
+        "Dots3NoteForCausalLMNextN",
+        "MistralLarge3ForCausalLM",
+        "MistralLarge3ForCausalLMEagle",
+        "Eagle3DeepseekV2ForCausalLM",
+        "GigaChat35ForCausalLM",
+        "GigaChat35ForCausalLMNextN",
+        "MiniCPM3ForCausalLM",
+        "BailingMoeV2_5ForCausalLM",
+        "BailingMoeV3ForCausalLM",
+        "BailingMoeV3VLForConditionalGeneration",
+        "SarvamMLAForCausalLM",
+    }
+)
+# MLA only when the text config carries a latent rank.
+MLA_IF_LORA_RANK = frozenset({"PixtralForConditionalGeneration", "BailingMoeForCausalLMNextN"})
+# DSA when the config also has a non-None ``index_topk`` (sizing.md 2.6).
+DSA_ARCHITECTURES = frozenset(
+    {
+        "DeepseekV3ForCausalLM",
+        "DeepseekV32ForCausalLM",
+        "DeepseekV3ForCausalLMNextN",
+        "MistralLarge3ForCausalLM",
+        "PixtralForConditionalGeneration",
+        "GlmMoeDsaForCausalLM",
+        "GlmMoeDsaForCausalLMNextN",
+        "Glm5NextForConditionalGeneration",
+        "Glm5NextForConditionalGenerationNextN",
+        "LongcatFlashForCausalLM",
+        "LongcatFlashForCausalLMNextN",
+        "Dots3NoteForCausalLM",
+        "Dots3NoteForCausalLMNextN",
+        "HYV4ForCausalLM",
+        "HYV4ForCausalLMNextN",
+    }
+)
+_LONGCAT = frozenset({"LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN"})
+_DOTS3 = frozenset({"Dots3NoteForCausalLM", "Dots3NoteForCausalLMNextN"})
+
+# Defaults of transformers config classes for fields that published config.json files omit.
+_MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "falcon": {"max_position_embeddings": 2048},
+    "gemma3_text": {"max_position_embeddings": 131072, "sliding_window_pattern": 6},
+    "gemma2": {"max_position_embeddings": 8192},
+}
+_CONTEXT_KEYS = (
+    "max_sequence_length",
+    "seq_length",
+    "max_seq_len",
+    "model_max_length",
+    "max_position_embeddings",
+)
+_MULTIMODAL_KEYS = ("vision_config", "audio_config", "vision_tower", "mm_vision_tower")
+
+
+def _with_defaults(cfg: ConfigDict) -> dict[str, Any]:
+    merged = dict(_MODEL_TYPE_DEFAULTS.get(str(cfg.get("model_type", "")), {}))
+    merged.update({k: v for k, v in cfg.items() if v is not None})
+    return merged
+
+
+def derive_context_len(text: ConfigDict) -> int:
+    """First context key, times the rope factor unless the scaling is llama3-style (sizing.md 2.5)."""
+    factor: float = 1.0
+    rope = text.get("rope_scaling")
+    if isinstance(rope, Mapping) and rope:
+        factor = float(rope.get("factor", 1) or 1)
+        rope_type = rope.get("rope_type", rope.get("type"))
+        if "original_max_position_embeddings" in rope or rope_type == "llama3":
+            factor = 1.0
+    found = first_present(text, _CONTEXT_KEYS)
+    if found is None:
+        return 2048
+    key, value = found
+    return int(factor * as_int(value, key, minimum=1))
+
+
+def total_num_kv_heads(text: ConfigDict, num_attention_heads: int) -> int:
+    """``get_total_num_kv_heads`` (sizing.md 2.1), first match wins."""
+    model_type = str(text.get("model_type", ""))
+    new_decoder = bool(text.get("new_decoder_architecture", False))
+    if text.get("multi_query") is True and not (model_type == "falcon" and new_decoder):
+        return 1
+    attn_config = text.get("attn_config")
+    if model_type in ("mpt", "dbrx") and isinstance(attn_config, Mapping):
+        kv = attn_config.get("kv_n_heads")
+        return num_attention_heads if kv is None else as_int(kv, "attn_config.kv_n_heads", minimum=1)
+    found = first_present(
+        text, ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups")
+    )
+    if found is not None:
+        return as_int(found[1], found[0], minimum=1)
+    return num_attention_heads
+
+
+def model_dtype_of(root: ConfigDict, text: ConfigDict) -> DType:
+    """The serving dtype SGLang picks for ``--dtype auto``: fp32 checkpoints serve in bf16."""
+    raw = text.get("torch_dtype") or text.get("dtype") or root.get("torch_dtype") or root.get("dtype")
+    if not isinstance(raw, str):
+        return DType.BFLOAT16
+    try:
+        dtype = DType.from_name(raw)
+    except KVCacheConfigError:
+        return DType.BFLOAT16
+    return DType.BFLOAT16 if dtype is DType.FLOAT32 else dtype
+
+
+def _quantization(root: ConfigDict, text: ConfigDict) -> tuple[str | None, bool]:
+    quant = text.get("quantization_config") or root.get("quantization_config")
+    if not isinstance(quant, Mapping):
+        return None, False
+    kv_algo = quant.get("kv_cache_quant_algo")
+    kv_fp8 = isinstance(kv_algo, str) and kv_algo.upper() == "FP8"
+    method = quant.get("quant_method") or quant.get("quant_algo")
+    return (str(method) if method is not None else None), kv_fp8
+
+
+def _is_mla(archs: tuple[str, ...], text: ConfigDict) -> bool:
+    for arch in archs:
+        if arch == "DeepseekVL2ForCausalLM":
+            if text.get("use_mla", True) is not False:
+                return True
+        elif arch in MLA_ARCHITECTURES:
+            return True
+        elif arch in MLA_IF_LORA_RANK and text.get("kv_lora_rank") is not None:
+            return True
+    return False
+
+
+def _mla_dims(archs: tuple[str, ...], text: ConfigDict) -> MLADims:
+    kv_lora_rank = get_int(text, "kv_lora_rank", minimum=1)
+    rope = get_int(text, "qk_rope_head_dim")
+    if any(a.startswith("BailingMoeV3") for a in archs) and text.get("use_mla_nope"):
+        rope = 0
+    nope = get_int(text, "qk_nope_head_dim", 0)
+    v_head_dim = get_int(text, "v_head_dim", 0)
+    swa_rank, swa_rope = kv_lora_rank, rope
+    if any(a in _DOTS3 for a in archs):
+        swa_rank = get_int(text, "swa_kv_lora_rank", kv_lora_rank, minimum=1)
+        swa_rope = get_int(text, "swa_qk_rope_head_dim", rope)
+    return MLADims(kv_lora_rank, rope, nope, v_head_dim, swa_rank, swa_rope)
+
+
+def _dsa(archs: tuple[str, ...], text: ConfigDict) -> DSAGeometry | None:
+    if text.get("index_topk") is None or not any(a in DSA_ARCHITECTURES for a in archs):
+        return None
+    pattern = text.get("index_topk_pattern")
+    if pattern is not None and not isinstance(pattern, str):
+        pattern = "".join(str(p) for p in pattern)
+    return DSAGeometry(
+        index_head_dim=get_int(text, "index_head_dim", minimum=1),
+        index_topk=get_int(text, "index_topk", minimum=1),
+        index_kpool=get_int(text, "index_kpool", 1, minimum=1),
+        indexer_types=str_list(text, "indexer_types"),
+        cli_factor=get_int(text, "cli_factor", 1, minimum=1) if any(a in _LONGCAT for a in archs) else 1,
+        index_topk_pattern=pattern,
+        index_topk_freq=get_int(text, "index_topk_freq", 1, minimum=1),
+        index_skip_topk_offset=get_opt_int(text, "index_skip_topk_offset", minimum=1),
+    )
+
+
+def parse_base(root: ConfigDict) -> ModelGeometry:
+    """Everything but the family refinements; see :func:`parse_hf_config`."""
+    if not isinstance(root, Mapping):
+        raise KVCacheConfigError(f"a model config must be a JSON object, got {type(root).__name__}")
+    archs = architectures(root)
+    text = _with_defaults(text_config(root))
+    model_type = str(root.get("model_type") or text.get("model_type") or "")
+    num_layers = get_int(text, "num_hidden_layers" if "num_hidden_layers" in text else "n_layer", minimum=1)
+    heads_field = "num_attention_heads" if "num_attention_heads" in text else "n_head"
+    num_heads = get_int(text, heads_field, minimum=1)
+    use_mla = _is_mla(archs, text)
+    if use_mla:
+        head_dim = 0  # MLA forces a dummy head_dim that sizing never reads
+        v_head_dim = 0
+    elif text.get("head_dim") is not None:
+        head_dim = get_int(text, "head_dim", minimum=1)
+        v_head_dim = get_int(text, "v_head_dim", 0) or head_dim
+    else:
+        hidden = get_int(text, "hidden_size" if "hidden_size" in text else "n_embd", minimum=1)
+        if hidden % num_heads:
+            raise KVCacheConfigError(
+                f"hidden_size {hidden} is not divisible by {heads_field} {num_heads}; add an explicit "
+                "'head_dim' to the config"
+            )
+        head_dim = hidden // num_heads
+        v_head_dim = get_int(text, "v_head_dim", 0) or head_dim
+    swa_head_dim = get_opt_int(text, "swa_head_dim", minimum=1)
+    swa_v_head_dim = get_opt_int(text, "swa_v_head_dim", minimum=1)
+    num_pp_layers = 2 * num_layers if any(a in _LONGCAT for a in archs) else num_layers
+    quantization, kv_fp8 = _quantization(root, text)
+    swa_kv_heads = get_opt_int(text, "swa_num_key_value_heads", minimum=1)
+    other = text.get("attention_other_setting")
+    if swa_kv_heads is None and isinstance(other, Mapping) and other.get("num_attention_groups") is not None:
+        swa_kv_heads = as_int(other["num_attention_groups"], "attention_other_setting.num_attention_groups", minimum=1)
+    return ModelGeometry(
+        architectures=archs,
+        model_type=model_type,
+        num_hidden_layers=num_layers,
+        num_pp_layers=num_pp_layers,
+        total_num_kv_heads=total_num_kv_heads(text, num_heads),
+        num_attention_heads=num_heads,
+        head_dim=head_dim,
+        v_head_dim=v_head_dim,
+        swa_head_dim=swa_head_dim,
+        swa_v_head_dim=swa_v_head_dim,
+        swa_total_num_kv_heads=swa_kv_heads,
+        context_len=derive_context_len(text),
+        model_dtype=model_dtype_of(root, text),
+        attention_arch=AttentionArch.MLA if use_mla else AttentionArch.MHA,
+        mla=_mla_dims(archs, text) if use_mla else None,
+        loop_num=get_int(text, "loop_num", get_int(text, "num_loops", 1, minimum=1), minimum=1),
+        num_nextn_predict_layers=get_opt_int(text, "num_nextn_predict_layers"),
+        checkpoint_kv_fp8=kv_fp8,
+        quantization=quantization,
+        is_multimodal=any(root.get(k) is not None for k in _MULTIMODAL_KEYS),
+        dsa=_dsa(archs, text) if use_mla else None,
+    )
+
+
+FAMILY_PARSERS: list[FamilyParser] = []
+
+
+def parse_hf_config(config: ConfigDict) -> ModelGeometry:
+    """The :class:`ModelGeometry` of a HF ``config.json`` dict (nested ``text_config`` allowed)."""
+    geometry = parse_base(config)
+    text = _with_defaults(text_config(config))
+    for refine in FAMILY_PARSERS:
+        geometry = refine(config, text, geometry)
+    return geometry
+
+
+def replace(geometry: ModelGeometry, **changes: Any) -> ModelGeometry:
+    """``dataclasses.replace`` for family parsers."""
+    return dataclasses.replace(geometry, **changes)

@@ -1,0 +1,100 @@
+"""Layouts of the plain pools: MHA K/V (layouts.md 4.2), MLA latent (6), request table (1)."""
+
+from __future__ import annotations
+
+from ..dtypes import DType
+from ..sizing import ceil_align
+from .layout import BufferRole, BufferSpec, PoolLayout, ViewOf
+
+
+def mha_layout(
+    *,
+    size: int,
+    page_size: int,
+    head_num: int,
+    head_dim: int,
+    v_head_dim: int,
+    layer_num: int,
+    store_dtype: DType,
+    pool_class: str = "MHATokenToKVPool",
+) -> PoolLayout:
+    """``MHATokenToKVPool``, NHD layout: per layer K ``(N, H, D)`` and V ``(N, H, Dv)``, ``N = T + P``.
+
+    With ``D == Dv`` SGLang allocates one fused ``(2, ceil_align(N, P), H, D)`` tensor per layer
+    and K/V are views of its halves, so allocated bytes exceed ``N * cell`` when ``N`` is not a
+    page multiple (layouts.md 15.A: T=1000, P=16 allocates 1024 rows, addresses 1016).
+    """
+    rows = size + page_size
+    buffers: list[BufferSpec] = []
+    for layer in range(layer_num):
+        if head_dim == v_head_dim:
+            storage = f"kv_storage[{layer}]"
+            padded = ceil_align(rows, page_size)
+            buffers.append(
+                BufferSpec(storage, (2, padded, head_num, head_dim), store_dtype, engine_facing=False)
+            )
+            buffers.append(
+                BufferSpec(f"k_buffer[{layer}]", (rows, head_num, head_dim), store_dtype, view=ViewOf(storage, (0,), rows))
+            )
+            buffers.append(
+                BufferSpec(f"v_buffer[{layer}]", (rows, head_num, head_dim), store_dtype, view=ViewOf(storage, (1,), rows))
+            )
+        else:
+            buffers.append(BufferSpec(f"k_buffer[{layer}]", (rows, head_num, head_dim), store_dtype))
+            buffers.append(BufferSpec(f"v_buffer[{layer}]", (rows, head_num, v_head_dim), store_dtype))
+    attributes: tuple[tuple[str, int | str | None], ...] = (
+        ("size", size),
+        ("page_size", page_size),
+        ("head_num", head_num),
+        ("head_dim", head_dim),
+        ("v_head_dim", v_head_dim),
+        ("layer_num", layer_num),
+    )
+    return PoolLayout(pool_class, tuple(buffers), attributes)
+
+
+def mla_layout(
+    *,
+    size: int,
+    page_size: int,
+    kv_cache_dim: int,
+    layer_num: int,
+    store_dtype: DType,
+    pool_class: str = "MLATokenToKVPool",
+) -> PoolLayout:
+    """``MLATokenToKVPool``: per layer ``kv_buffer[l]`` of ``(T + P, 1, kv_cache_dim)``.
+
+    The row is ``[nope (kv_lora_rank) | rope (qk_rope_head_dim)]``; "V" is a view of the first
+    ``kv_lora_rank`` columns, not a buffer. Allocated = ``(T + P) * kv_cache_dim * L * itemsize``.
+    """
+    rows = size + page_size
+    buffers = tuple(
+        BufferSpec(f"kv_buffer[{layer}]", (rows, 1, kv_cache_dim), store_dtype) for layer in range(layer_num)
+    )
+    attributes: tuple[tuple[str, int | str | None], ...] = (
+        ("size", size),
+        ("page_size", page_size),
+        ("kv_cache_dim", kv_cache_dim),
+        ("layer_num", layer_num),
+    )
+    return PoolLayout(pool_class, buffers, attributes)
+
+
+def req_to_token_layout(
+    *, max_running_requests: int, max_context_len: int, pre_alloc_size: int = 0, pool_class: str = "ReqToTokenPool"
+) -> PoolLayout:
+    """``ReqToTokenPool``: ``req_to_token (R + 1 + pre_alloc, max_context_len)`` int32 (row 0 pads).
+
+    ``req_generation`` is a per-row reuse counter that SGLang keeps on the CPU.
+    """
+    rows = max_running_requests + pre_alloc_size + 1
+    buffers = (
+        BufferSpec("req_to_token", (rows, max_context_len), DType.INT32, role=BufferRole.INDEX),
+        BufferSpec("req_generation", (rows,), DType.INT64, role=BufferRole.INDEX, device="cpu"),
+    )
+    attributes: tuple[tuple[str, int | str | None], ...] = (
+        ("size", max_running_requests),
+        ("max_context_len", max_context_len),
+        ("pre_alloc_size", pre_alloc_size),
+    )
+    return PoolLayout(pool_class, buffers, attributes)

@@ -1,0 +1,139 @@
+"""Pure-data pool layouts: named buffers with shape, dtype and bytes, no torch.
+
+A :class:`PoolLayout` is what ``layout(sizes)`` returns and exactly what ``build()`` allocates:
+each :class:`BufferSpec` is either an *allocation* (backing storage, zero-filled) or a *view*
+into one (``k_buffer[l]`` as ``kv_storage[l][0, :N]``). Planned bytes are the allocations'
+bytes, so planned == allocated by construction; views are listed for engines and snapshots.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+from ..dtypes import DType
+from ..errors import KVCacheConfigError
+
+
+class BufferRole(enum.Enum):
+    KV = "kv"  # per-token KV data and its scales (counted by SGLang's get_kv_size_bytes)
+    STATE = "state"  # request-scoped state (Mamba, DSV4 compression state)
+    INDEX = "index"  # request tables and other integer indexes
+    WORKSPACE = "workspace"  # shared scratch (FP4 dequant workspace)
+
+
+@dataclass(frozen=True)
+class ViewOf:
+    """A view ``source[index...][:length]``: select leading ``index`` dims, narrow the next to ``length``."""
+
+    source: str
+    index: tuple[int, ...] = ()
+    length: int | None = None
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """One tensor: ``nbytes = prod(shape) * dtype.itemsize``; ``view`` set for views."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    role: BufferRole = BufferRole.KV
+    view: ViewOf | None = None
+    device: str | None = None  # None: the pool's device; "cpu" for host-side tensors
+    engine_facing: bool = True  # False for backing storage that engines address via views
+
+    def __post_init__(self) -> None:
+        if any((not isinstance(d, int)) or d < 0 for d in self.shape):
+            raise KVCacheConfigError(f"buffer {self.name} has an invalid shape {self.shape}")
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+    @property
+    def is_view(self) -> bool:
+        return self.view is not None
+
+
+@dataclass(frozen=True)
+class PoolLayout:
+    """All buffers of one pool (sub-pools flattened with a ``prefix.`` on their names)."""
+
+    pool_class: str
+    buffers: tuple[BufferSpec, ...]
+    attributes: tuple[tuple[str, int | str | None], ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        names = [b.name for b in self.buffers]
+        if len(names) != len(set(names)):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            raise KVCacheConfigError(f"pool {self.pool_class} names buffers twice: {dupes}")
+        allocations = {b.name for b in self.buffers if not b.is_view}
+        for buf in self.buffers:
+            if buf.view is not None and buf.view.source not in allocations:
+                raise KVCacheConfigError(f"view {buf.name} refers to unknown allocation {buf.view.source}")
+
+    @property
+    def allocations(self) -> tuple[BufferSpec, ...]:
+        return tuple(b for b in self.buffers if not b.is_view)
+
+    @property
+    def engine_buffers(self) -> tuple[BufferSpec, ...]:
+        """Tensors an engine addresses (views included, hidden backing storage excluded)."""
+        return tuple(b for b in self.buffers if b.engine_facing)
+
+    @property
+    def planned_bytes(self) -> int:
+        """Bytes this pool allocates: the sum over allocations (views share their storage)."""
+        return sum(b.nbytes for b in self.allocations)
+
+    def bytes_by_role(self) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for buf in self.allocations:
+            totals[buf.role.value] = totals.get(buf.role.value, 0) + buf.nbytes
+        return totals
+
+    def prefixed(self, prefix: str) -> PoolLayout:
+        """The same pool with every name (and view source) under ``prefix.``."""
+        def rename(buf: BufferSpec) -> BufferSpec:
+            view = None
+            if buf.view is not None:
+                view = ViewOf(f"{prefix}.{buf.view.source}", buf.view.index, buf.view.length)
+            return BufferSpec(f"{prefix}.{buf.name}", buf.shape, buf.dtype, buf.role, view, buf.device, buf.engine_facing)
+
+        return PoolLayout(self.pool_class, tuple(rename(b) for b in self.buffers), self.attributes)
+
+
+def combine(pool_class: str, parts: dict[str, PoolLayout], *, extra: tuple[BufferSpec, ...] = ()) -> PoolLayout:
+    """A composite pool (``full.`` / ``swa.`` sub-pools) as one flat layout."""
+    buffers: list[BufferSpec] = []
+    attributes: list[tuple[str, int | str | None]] = []
+    for prefix, part in parts.items():
+        buffers.extend(part.prefixed(prefix).buffers)
+        attributes.append((f"{prefix}.pool_class", part.pool_class))
+        attributes.extend((f"{prefix}.{k}", v) for k, v in part.attributes)
+    buffers.extend(extra)
+    return PoolLayout(pool_class, tuple(buffers), tuple(attributes))
+
+
+@dataclass(frozen=True)
+class KVPoolsLayout:
+    """Everything one rank allocates: the request table, the token-to-KV pool, extra pools."""
+
+    req_to_token: PoolLayout
+    token_to_kv: PoolLayout
+    extra: tuple[PoolLayout, ...] = ()
+
+    @property
+    def pools(self) -> tuple[PoolLayout, ...]:
+        return (self.req_to_token, self.token_to_kv, *self.extra)
+
+    @property
+    def planned_bytes(self) -> int:
+        return sum(p.planned_bytes for p in self.pools)

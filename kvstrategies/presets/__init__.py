@@ -1,0 +1,54 @@
+"""Shipped HF ``config.json`` files of real models, addressable by short name or HF id.
+
+``index.json`` maps each short name (the file's stem) to the model's Hugging Face id.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from ..errors import KVCacheConfigError
+
+
+@cache
+def preset_index() -> dict[str, str]:
+    """``{short name: HF id}`` for every shipped preset."""
+    text = resources.files(__package__).joinpath("index.json").read_text(encoding="utf-8")
+    index: dict[str, str] = json.loads(text)
+    return index
+
+
+def preset_names() -> tuple[str, ...]:
+    return tuple(sorted(preset_index()))
+
+
+def _normalise(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+def resolve_preset_name(name: str) -> str | None:
+    """The short name for ``name`` (a short name or a HF id, any case), or None."""
+    key = _normalise(name)
+    index = preset_index()
+    if key in index:
+        return key
+    for short, hf_id in index.items():
+        if _normalise(hf_id) == key or _normalise(hf_id.split("/", 1)[-1]) == key:
+            return short
+    return None
+
+
+def load_preset_config(name: str) -> dict[str, Any]:
+    """The raw config dict of a preset; an unknown name lists the known ones."""
+    short = resolve_preset_name(name)
+    if short is None:
+        raise KVCacheConfigError(
+            f"unknown preset {name!r}; known presets: {', '.join(preset_names())} "
+            "(or pass a path to a config.json or a model folder)"
+        )
+    text = resources.files(__package__).joinpath(f"{short}.json").read_text(encoding="utf-8")
+    config: dict[str, Any] = json.loads(text)
+    return config

@@ -1,0 +1,74 @@
+"""Machine output of a plan: the ``plan --json`` / ``plan --case FILE --json`` document.
+
+``{"configurator", "cell_size", "sizes", "sizes_from_max_tokens", "pools", "allocations",
+"planned_bytes", "allocated_bytes", ...}`` (DESIGN.md, "The case file"). ``pools`` lists every
+engine-facing tensor (views included) of the token-to-KV pool and any state pools;
+``allocations`` every backing allocation with its bytes. ``allocated_bytes`` is what
+``build(sizes, "meta")`` allocates: computed from the layout without torch, and measured on
+``meta`` when ``measure=True`` (tests assert both agree for every golden case).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .api import Plan
+from .pools.layout import BufferSpec, PoolLayout
+
+
+def _cell(value: int | float) -> int | float:
+    if isinstance(value, float) and value.is_integer():
+        return value  # keep the float type: SGLang reports hybrid cells as floats
+    return value
+
+
+def buffer_entry(buf: BufferSpec) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": buf.name, "shape": list(buf.shape), "dtype": str(buf.dtype)}
+    if buf.is_view:
+        assert buf.view is not None
+        entry["view_of"] = buf.view.source
+    return entry
+
+
+def allocation_entry(buf: BufferSpec) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": buf.name, "shape": list(buf.shape), "dtype": str(buf.dtype), "nbytes": buf.nbytes}
+    if buf.device is not None:
+        entry["device"] = buf.device
+    return entry
+
+
+def kv_side_layouts(planned: Plan) -> tuple[PoolLayout, ...]:
+    """The token-to-KV pool and the extra (state) pools: what ``pools`` reports."""
+    return (planned.layout.token_to_kv, *planned.layout.extra)
+
+
+def plan_document(planned: Plan, *, measure: bool = False) -> dict[str, Any]:
+    """The JSON-able plan document for one rank."""
+    layouts = kv_side_layouts(planned)
+    pools = [buffer_entry(b) for layout in layouts for b in layout.engine_buffers]
+    allocations = [allocation_entry(b) for layout in layouts for b in layout.allocations]
+    planned_bytes = sum(layout.planned_bytes for layout in layouts)
+    allocated = planned_bytes
+    if measure:
+        from .api import build
+
+        built = build(planned, "meta")
+        allocated = built.token_to_kv_pool.allocated_bytes + sum(p.allocated_bytes for p in built.extra)
+    req = planned.layout.req_to_token
+    return {
+        "configurator": type(planned.configurator).__name__,
+        "cell_size": _cell(planned.cell_size_bytes),
+        "sizes": planned.sizes.to_dict(),
+        "sizes_from_max_tokens": None if planned.sizes_from_max_tokens is None else planned.sizes_from_max_tokens.to_dict(),
+        "pool_sizes": planned.pool_sizes.to_dict(),
+        "token_to_kv_pool_class": planned.layout.token_to_kv.pool_class,
+        "pools": pools,
+        "allocations": allocations,
+        "planned_bytes": planned_bytes,
+        "allocated_bytes": allocated,
+        "req_to_token_pool": {
+            "pool_class": req.pool_class,
+            "buffers": [allocation_entry(b) for b in req.allocations],
+            "nbytes": req.planned_bytes,
+        },
+    }

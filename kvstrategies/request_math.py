@@ -1,0 +1,105 @@
+"""Per-request token arithmetic shared by sizing and the request table (sizing.md 7.2, resolve.md 5, 7)."""
+
+from __future__ import annotations
+
+from .context import DisaggregationMode, KVCacheContext, SpecAlgorithm, context_len
+from .errors import KVCacheConfigError
+from .sizing import ceil_align
+
+
+def alloc_len_per_decode(ctx: KVCacheContext) -> int:
+    """Tokens one decode step allocates per request (SGLang ``alloc_len_per_decode``).
+
+    No speculation: 1. UNO: ``t + 1``. With ``Pa = page * dcp``, ``s`` steps, ``k`` top-k and
+    ``t`` draft tokens: ``max(s * k, t)`` when ``Pa == 1`` or ``k == 1`` or NGRAM, else
+    ``max(pages * Pa * k, t)`` with ``pages = ((Pa - 1) + s + Pa - 1) // Pa``.
+    """
+    spec = ctx.speculative
+    if not spec.enabled:
+        return 1
+    draft_tokens = spec.max_num_draft_tokens
+    if spec.algorithm is SpecAlgorithm.UNO:
+        if draft_tokens is None:
+            raise KVCacheConfigError("speculative_algorithm UNO needs speculative_num_draft_tokens")
+        return draft_tokens + 1
+    page_span = ctx.page_size * ctx.parallel.dcp_size
+    steps = spec.num_steps or 1
+    topk = spec.eagle_topk or 1
+    t = draft_tokens or 0
+    if page_span == 1 or topk == 1 or spec.algorithm is SpecAlgorithm.NGRAM:
+        return max(steps * topk, t)
+    pages = ((page_span - 1) + steps + page_span - 1) // page_span
+    return max(pages * page_span * topk, t)
+
+
+def spec_v1_alloc(ctx: KVCacheContext) -> int:
+    """Decode allocation without the overlap scheduler (SGLang ``spec_v1_alloc``, sizing.md 7.2)."""
+    spec = ctx.speculative
+    page = ctx.page_size
+    steps = spec.num_steps or 1
+    topk = spec.eagle_topk or 1
+    tokens = spec.num_draft_tokens or 1
+    if page > 1 and topk > 1:
+        steps = ceil_align(steps + page, page)
+        tokens = ceil_align(tokens, page)
+    elif page > 1:
+        steps = ceil_align(steps, page)
+        tokens = ceil_align(tokens, page)
+    return max(steps * topk, tokens)
+
+
+def decode_extra_slots(ctx: KVCacheContext) -> int:
+    """``disaggregation_decode_extra_slots`` as the launch resolves it (sizing.md 7.2).
+
+    An explicit value is kept. Otherwise, in the decode role with ``--max-running-requests``:
+    ``2 * w`` when ``w = max(1, mrr // attn_dp) <= 32``, else 0; 0 outside the decode role.
+    """
+    sched = ctx.scheduling
+    if sched.disaggregation_decode_extra_slots is not None:
+        return sched.disaggregation_decode_extra_slots
+    if sched.disaggregation_mode is not DisaggregationMode.DECODE or sched.max_running_requests is None:
+        return 0
+    per_worker = max(1, sched.max_running_requests // ctx.parallel.attn_dp_size)
+    return 2 * per_worker if per_worker <= 32 else 0
+
+
+def req_to_token_extra_context_len(ctx: KVCacheContext) -> int:
+    """Columns beyond ``context_len`` in the request table (resolve.md 7).
+
+    ``extra = 4 + Dmax``; with speculation and (``Pa > 1`` or UNO):
+    ``max(extra, 2 * alloc_len_per_decode + Pa - 1)``. E.g. EAGLE top-1, 3 steps, 4 drafts,
+    P = 64: ``max(8, 2*4 + 63) = 71``.
+    """
+    spec = ctx.speculative
+    extra = 4 + (spec.max_num_draft_tokens or 0)
+    page_span = ctx.page_size * ctx.parallel.dcp_size
+    if spec.enabled and (page_span > 1 or spec.algorithm is SpecAlgorithm.UNO):
+        extra = max(extra, 2 * alloc_len_per_decode(ctx) + page_span - 1)
+    return extra
+
+
+def req_to_token_max_context_len(ctx: KVCacheContext) -> int:
+    return context_len(ctx) + req_to_token_extra_context_len(ctx)
+
+
+def req_to_token_pre_alloc(ctx: KVCacheContext) -> int:
+    """Extra request rows of the decode-role table (``DecodeReqToTokenPool``)."""
+    if ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE:
+        return decode_extra_slots(ctx)
+    return 0
+
+
+def estimated_max_running_requests(total_tokens: int, ctx: KVCacheContext) -> int:
+    """``resolve_max_num_reqs`` before any Mamba cap (resolve.md 5).
+
+    ``est = clamp(int(T / C * 512), 2048, 4096)`` (float, truncated); an explicit
+    ``--max-running-requests`` bypasses the clamp and is divided by attention DP;
+    either way at most ``T // 2``.
+    """
+    estimate = int(total_tokens / context_len(ctx) * 512)
+    estimate = max(min(estimate, 4096), 2048)
+    requested = ctx.scheduling.max_running_requests
+    if requested is not None:
+        per_worker = max(1, requested // ctx.parallel.attn_dp_size)
+        return min(per_worker, total_tokens // 2)
+    return min(estimate, total_tokens // 2)

@@ -1,0 +1,127 @@
+"""The strategy contract: ``PoolConfigurator``.
+
+A configurator turns a byte budget into token counts (an affine or piecewise cost model with
+its inverse), finalises them with the request count, describes the pools as pure data
+(``layout``) and allocates exactly that (``build``). It reads only its
+:class:`~kvstrategies.context.KVCacheContext`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from ..context import KVCacheContext, context_len
+from ..pools.basic import req_to_token_layout
+from ..pools.build import KVPools, build_pools
+from ..pools.layout import KVPoolsLayout, PoolLayout
+from ..request_math import req_to_token_max_context_len, req_to_token_pre_alloc
+from ..sizing import PoolSizes
+
+
+@dataclass(frozen=True)
+class StateReservation:
+    """Bytes taken for request-scoped state before KV sizing, and the sizes it fixes.
+
+    Hybrid linear models reserve their Mamba state here (resolve.md 3); the rest of the
+    budget (``kv_available_bytes``) goes to the KV configurator.
+    """
+
+    kv_available_bytes: int
+    size_fields: Mapping[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+class PoolConfigurator(ABC):
+    """One architecture family's sizing and pool layout (sizing.md 0.1)."""
+
+    #: short family label for listings and the CLI
+    family: ClassVar[str] = ""
+
+    def __init__(self, ctx: KVCacheContext) -> None:
+        self.ctx = ctx
+
+    # ---- selection ---------------------------------------------------------------------
+    @classmethod
+    @abstractmethod
+    def is_applicable(cls, ctx: KVCacheContext) -> bool:
+        """Whether this strategy sizes ``ctx`` (the registry asks in sizing.md 9 order)."""
+
+    # ---- sizing ------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def cell_size_bytes(self) -> int | float:
+        """Bytes per unit of ``max_total_num_tokens`` (the value a plan reports, sizing.md 4)."""
+
+    @abstractmethod
+    def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
+        """Profiling path: a byte budget (after state reservations) to token counts."""
+
+    @abstractmethod
+    def calculate_pool_sizes_from_max_tokens(self, max_total_num_tokens: int, page_size: int) -> PoolSizes:
+        """Constraint path: re-derive every sub-pool for a (smaller) token count."""
+
+    def finalize_with_max_running_requests(self, sizes: PoolSizes) -> PoolSizes:
+        """Sizes that depend on the resolved request count; identity except DSV4."""
+        return sizes
+
+    def reserve_state_bytes(self, available_bytes: int) -> StateReservation:
+        """Take request-scoped state out of the budget first; nothing by default."""
+        return StateReservation(available_bytes)
+
+    def cap_max_running_requests(self, requests: int, sizes: PoolSizes) -> int:
+        """Further caps on ``max_running_requests`` (Mamba slots); none by default."""
+        return requests
+
+    # ---- layout and build --------------------------------------------------------------
+    @abstractmethod
+    def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """The token-to-KV pool for ``sizes`` as pure data."""
+
+    def req_to_token_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """The request table: ``(R + 1 [+ pre_alloc], context_len + extra)`` int32 (resolve.md 7)."""
+        requests = _require_requests(sizes)
+        pre_alloc = req_to_token_pre_alloc(self.ctx)
+        return req_to_token_layout(
+            max_running_requests=requests,
+            max_context_len=req_to_token_max_context_len(self.ctx),
+            pre_alloc_size=pre_alloc,
+            pool_class="DecodeReqToTokenPool" if pre_alloc else "ReqToTokenPool",
+        )
+
+    def extra_layouts(self, sizes: PoolSizes) -> tuple[PoolLayout, ...]:
+        """Pools beyond the request table and the token-to-KV pool; none by default."""
+        return ()
+
+    def layout(self, sizes: PoolSizes) -> KVPoolsLayout:
+        """Everything ``build(sizes, device)`` allocates, as pure data (no torch)."""
+        return KVPoolsLayout(
+            req_to_token=self.req_to_token_layout(sizes),
+            token_to_kv=self.token_to_kv_layout(sizes),
+            extra=self.extra_layouts(sizes),
+        )
+
+    def build(self, sizes: PoolSizes, device: str = "meta") -> KVPools:
+        """Allocate exactly :meth:`layout` on ``device`` (``"meta"`` needs no memory)."""
+        return build_pools(self.layout(sizes), device)
+
+    # ---- helpers -----------------------------------------------------------------------
+    @property
+    def context_len(self) -> int:
+        return context_len(self.ctx)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(cell_size_bytes={self.cell_size_bytes!r})"
+
+
+def _require_requests(sizes: PoolSizes) -> int:
+    from ..errors import KVCacheConfigError
+
+    if sizes.max_running_requests is None:
+        raise KVCacheConfigError(
+            "sizes have no max_running_requests yet; finalise them first "
+            "(kvstrategies.resolve.finalize or plan())"
+        )
+    return sizes.max_running_requests

@@ -1,0 +1,318 @@
+"""``DefaultPoolConfigurator``: MHA / GQA / MQA, MLA and DSA, plain and FP8 KV (sizing.md 5).
+
+Cost model (affine): ``available_bytes = max_total_num_tokens * cell + fixed`` with an int
+``cell`` (bytes per token slot over this rank's layers) and ``fixed = 0`` (logical-page KV
+sharding, the only fixed term in SGLang, is out of scope). Inverse:
+``T = align((available - fixed) // cell, page_size)``.
+
+The cell is built in SGLang's order (5.2): MLA (+ FP4, + DSA indexer) or MiniMax sparse or
+MHA (+ FP4 recipe, + MXFP8 scales), then draft scaling for a speculative target (5.8).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import ClassVar
+
+from ..context import (
+    DeviceKind,
+    DisaggregationMode,
+    KVCacheContext,
+    num_effective_layers,
+    num_kv_heads_per_rank,
+    stage_layer_range,
+)
+from ..dtypes import DType
+from ..errors import KVCacheConfigError, UnsupportedConfigurationError
+from ..pools.basic import mha_layout, mla_layout
+from ..pools.layout import PoolLayout
+from ..sizing import PoolSizes, align_down, ceil_div, require_positive_tokens
+from .base import PoolConfigurator
+
+#: what a stage with no local attention layer reports when the KV lives on another PP stage
+ZERO_KV_STAGE_TOKENS = 2**63 - 1
+
+
+class DefaultPoolConfigurator(PoolConfigurator):
+    """Everything that is not hybrid SWA or DeepSeek-V4 (sizing.md 5)."""
+
+    family: ClassVar[str] = "default"
+
+    @classmethod
+    def is_applicable(cls, ctx: KVCacheContext) -> bool:
+        return True
+
+    # ---- layer counts (5.1) ------------------------------------------------------------
+    @cached_property
+    def layer_range(self) -> tuple[int, int]:
+        return stage_layer_range(self.ctx)
+
+    @cached_property
+    def num_layers(self) -> int:
+        """Local attention layers priced by the cell (Mamba hybrids: only softmax-attention ones)."""
+        return num_effective_layers(self.ctx)
+
+    @property
+    def effective_num_layers(self) -> int:
+        """Layers of the MLA/MHA KV term; equals :attr:`num_layers` (GLM DSA CP split out of scope)."""
+        return self.num_layers
+
+    @cached_property
+    def cache_layer_ids(self) -> tuple[int, ...]:
+        """Global ids of the layers holding KV on this rank (DSA elision counts over these)."""
+        start, end = self.layer_range
+        return tuple(range(start, end))
+
+    # ---- cell size (5.2 - 5.8) ---------------------------------------------------------
+    @property
+    def kv_itemsize(self) -> int:
+        return self.ctx.kv_cache_dtype.itemsize
+
+    @property
+    def fp4_applies(self) -> bool:
+        """SGLang's ``is_float4_e2m1fn_x2``: true only on CUDA (sizing.md 1.2)."""
+        return self.ctx.kv_cache_dtype.is_fp4 and self.ctx.device in (DeviceKind.CUDA, DeviceKind.META)
+
+    @cached_property
+    def dcp(self) -> int:
+        return self.ctx.parallel.dcp_size
+
+    @cached_property
+    def base_cell_size_bytes(self) -> int:
+        """The cell of 5.2 before draft scaling."""
+        if self.ctx.geometry.use_mla:
+            return self.mla_cell_bytes()
+        return self.mha_cell_bytes()
+
+    @cached_property
+    def cell_size_bytes(self) -> int:
+        """Final int bytes per token slot (5.2 then 5.8)."""
+        return self.draft_scaled_cell(self.base_cell_size_bytes)
+
+    # MLA ------------------------------------------------------------------------------
+    def mla_kv_cache_dim(self) -> int:
+        """``calculate_mla_kv_cache_dim`` (5.3): elements per latent row (bytes when fp8 packed).
+
+        576 for DeepSeek; DSA with ``float8_e4m3fn`` and a FlashMLA-style backend packs
+        ``rank + rank // 128 * 4 + rope * 2`` = 656 (fp8 latent, fp32 scales, bf16 rope).
+        """
+        geometry = self.ctx.geometry
+        assert geometry.mla is not None
+        raw = geometry.mla.latent_dim
+        if geometry.dsa is None or self.dsa_uses_raw_layout():
+            return raw
+        if self.ctx.kv_cache_dtype.dtype is not DType.FLOAT8_E4M3FN:
+            return raw
+        rank = geometry.mla.kv_lora_rank
+        if rank % 128:
+            raise KVCacheConfigError(
+                f"kv_lora_rank {rank} must be a multiple of 128 for the packed FP8 DSA layout; "
+                "use a bf16 KV cache or a trtllm DSA backend"
+            )
+        return rank + (rank // 128) * 4 + geometry.mla.qk_rope_head_dim * 2
+
+    def dsa_uses_raw_layout(self) -> bool:
+        """The TRT-LLM (or HIP/TileLang) DSA layout keeps the raw 576-wide row (5.3)."""
+        backends = self.ctx.backends
+        pair = (backends.dsa_prefill_backend, backends.dsa_decode_backend)
+        mode = self.ctx.scheduling.disaggregation_mode
+        if mode is DisaggregationMode.DECODE:
+            trtllm = backends.dsa_decode_backend == "trtllm"
+        elif mode is DisaggregationMode.PREFILL:
+            trtllm = backends.dsa_prefill_backend == "trtllm"
+        else:
+            trtllm = "trtllm" in pair
+        hip_raw = self.ctx.device is DeviceKind.HIP and any(b in ("tilelang", "triton", "aiter") for b in pair)
+        return trtllm or hip_raw or pair == ("tilelang", "tilelang")
+
+    def mla_cell_bytes(self) -> int:
+        """``mla_dim * L * kv`` (+ FP4 halving and scales) + the DSA indexer term (5.2 b)."""
+        geometry = self.ctx.geometry
+        assert geometry.mla is not None
+        layers = self.effective_num_layers
+        cell = self.mla_kv_cache_dim() * layers * self.kv_itemsize
+        if self.fp4_applies:
+            # half a byte per latent value plus one 1-byte scale per 16 values; no recipe check
+            cell = cell // 2 + (geometry.mla.latent_dim // 16) * layers * self.kv_itemsize
+        if geometry.dsa is not None:
+            cell += self.indexer_bytes(self.num_layers) * (1 if self.ctx.is_draft_worker else self.dcp)
+        return cell
+
+    # DSA indexer (5.5) --------------------------------------------------------------------
+    @property
+    def index_k_elision(self) -> bool:
+        """Layers that reuse the previous top-k store no index keys (target workers only)."""
+        npu = self.ctx.device is DeviceKind.NPU
+        disagg = self.ctx.scheduling.disaggregation_mode is not DisaggregationMode.NULL
+        return not self.ctx.is_draft_worker and not (npu and disagg)
+
+    def indexer_layer_count(self, num_layers: int, *, all_layers: bool = False) -> int:
+        """Layers carrying index keys; the skip rule runs on the cache-layer ids.
+
+        QUIRK (sizing.md 12.8): when the id list's length differs from ``num_layers`` SGLang
+        evaluates the skip rule on ``0..num_layers-1`` instead of the real ids.
+        """
+        dsa = self.ctx.geometry.dsa
+        assert dsa is not None
+        if all_layers or not self.index_k_elision:
+            return num_layers
+        ids = self.cache_layer_ids
+        if len(ids) != num_layers:
+            ids = tuple(range(num_layers))
+        return sum(1 for layer in ids if not dsa.skips_topk(layer))
+
+    def indexer_bytes(self, num_layers: int, *, all_layers: bool = False) -> int:
+        """``int(per_tok * n_indexer_layers * esz)``: uint8 index key + fp32 scale per 128 (5.5).
+
+        NPU with a non-fp8 KV cache keeps a bf16 indexer: ``per_tok = index_head_dim``,
+        ``esz = es(kv)``.
+        """
+        dsa = self.ctx.geometry.dsa
+        assert dsa is not None
+        per_token = dsa.index_k_bytes_per_token
+        element = 1
+        if self.ctx.device is DeviceKind.NPU and self.ctx.kv_cache_dtype.dtype is not DType.FLOAT8_E4M3FN:
+            per_token = dsa.index_head_dim
+            element = self.kv_itemsize
+        return int(per_token * self.indexer_layer_count(num_layers, all_layers=all_layers) * element)
+
+    # MHA --------------------------------------------------------------------------------
+    @property
+    def kv_heads(self) -> int:
+        return num_kv_heads_per_rank(self.ctx)
+
+    def mha_cell_bytes(self) -> int:
+        """``H * (head_dim + v_head_dim) * L * kv`` (5.2 d); FP4/MXFP8 replace or extend it."""
+        geometry = self.ctx.geometry
+        cell = self.kv_heads * (geometry.head_dim + geometry.v_head_dim) * self.effective_num_layers * self.kv_itemsize
+        if self.fp4_applies:
+            raise UnsupportedConfigurationError(
+                f"FP4 KV cache ({self.ctx.kv_cache_dtype.name}) for MHA models is not supported yet"
+            )
+        return cell
+
+    # draft scaling (5.8) ------------------------------------------------------------------
+    def draft_scaled_cell(self, cell: int) -> int:
+        """Add the speculative draft's KV to a target's cell (sizing.md 5.8).
+
+        EAGLE family: ``cell += int(cell * D / num_layers)`` (float, truncated) - the whole
+        target cell is scaled, so every draft layer is priced at the target's per-layer bytes.
+        DSA splits the latent and indexer parts. DFLASH is handled by :meth:`dflash_scaled_cell`.
+        """
+        spec = self.ctx.speculative
+        if self.ctx.is_draft_worker or not spec.enabled or self.num_layers <= 0:
+            return cell
+        if spec.algorithm.is_eagle_family:
+            draft_layers = spec.eagle_draft_num_layers
+            if draft_layers is None or draft_layers <= 0:
+                return cell
+            if self.ctx.geometry.dsa is None:
+                return cell + int(cell * draft_layers / self.num_layers)
+            target_index = self.indexer_bytes(self.num_layers) * self.dcp
+            target_kv = cell - target_index
+            draft_kv = int(target_kv * draft_layers / self.effective_num_layers)
+            draft_index = self.indexer_bytes(draft_layers, all_layers=True)
+            return cell + draft_kv * self.dcp + draft_index * self.dcp
+        if spec.algorithm.is_dflash_family:
+            return self.dflash_scaled_cell(cell)
+        return cell
+
+    def dflash_scaled_cell(self, cell: int) -> int:
+        """DFLASH/DSPARK: add the draft's own cell, else scale by layers rounding up (5.8)."""
+        spec = self.ctx.speculative
+        draft_layers = spec.dflash_draft_num_layers
+        if draft_layers is None or draft_layers <= 0:
+            return cell
+        draft_cell = spec.dflash_draft_cell_size_per_token
+        if draft_cell is not None and draft_cell > 0:
+            scaled = cell + draft_cell * self.dcp
+        else:
+            scaled = ceil_div(cell * (self.num_layers + draft_layers * self.dcp), self.num_layers)
+        if scaled <= 0:
+            raise KVCacheConfigError(f"DFLASH draft scaling gives a non-positive cell ({scaled} B/token)")
+        return scaled
+
+    # ---- token counts (5.6, 5.9) ---------------------------------------------------------
+    def zero_kv_tokens(self) -> int:
+        """Tokens of a rank with no local attention layer (5.6)."""
+        return self.ctx.scheduling.max_total_tokens or self.context_len
+
+    def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
+        """``T = align(max(available, 0) // cell, P)`` (5.9); cell 0 -> the zero-KV rule (5.6)."""
+        cell = self.cell_size_bytes
+        tokens = max(available_bytes, 0) // cell if cell != 0 else self.zero_kv_tokens()
+        tokens = align_down(tokens, page_size)
+        require_positive_tokens(tokens)
+        return PoolSizes(max_total_num_tokens=tokens)
+
+    def calculate_pool_sizes_from_max_tokens(self, max_total_num_tokens: int, page_size: int) -> PoolSizes:
+        tokens = align_down(max_total_num_tokens, page_size)
+        require_positive_tokens(tokens)
+        return PoolSizes(max_total_num_tokens=tokens)
+
+    # ---- pools (builders.md 4, 5.1, 5.2) -------------------------------------------------
+    @property
+    def loc_space_scale(self) -> int:
+        """A DCP draft indexes the target allocator's DCP-widened ids (resolve.md 6)."""
+        return self.dcp if self.ctx.is_draft_worker and self.dcp > 1 else 1
+
+    @property
+    def pool_page_size(self) -> int:
+        return self.ctx.page_size * self.loc_space_scale
+
+    @property
+    def pool_layer_num(self) -> int:
+        """``L`` handed to the pool: the stage's effective layers (draft: its own layers)."""
+        return num_effective_layers(self.ctx)
+
+    def pool_tokens(self, sizes: PoolSizes) -> int:
+        return sizes.max_total_num_tokens * self.loc_space_scale
+
+    def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """builders.md 4 rows 7-9 and 11-13, for a non-Mamba, non-SWA model."""
+        geometry = self.ctx.geometry
+        if geometry.use_mla:
+            if geometry.dsa is not None:
+                return self.dsa_layout(sizes)
+            if self.fp4_applies:
+                return self.mla_fp4_layout(sizes)
+            return self.mla_layout(sizes)
+        return self.mha_layout(sizes)
+
+    def mla_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """``MLATokenToKVPool`` with the raw latent width (no DSA packing, layouts.md 6)."""
+        geometry = self.ctx.geometry
+        assert geometry.mla is not None
+        return mla_layout(
+            size=self.pool_tokens(sizes),
+            page_size=self.pool_page_size,
+            kv_cache_dim=geometry.mla.latent_dim,
+            layer_num=self.pool_layer_num,
+            store_dtype=self.ctx.kv_cache_dtype.store_dtype,
+        )
+
+    def mla_fp4_layout(self, sizes: PoolSizes) -> PoolLayout:
+        raise UnsupportedConfigurationError("FP4 KV cache for MLA models is not supported yet")
+
+    def dsa_layout(self, sizes: PoolSizes) -> PoolLayout:
+        raise UnsupportedConfigurationError("the DSA token-to-KV pool is not supported yet")
+
+    def mha_store_dtype(self) -> DType:
+        """uint8 for fp8 (readers view it back), except CPU fp8 e4m3 (the AMX recipe keeps fp8)."""
+        kv = self.ctx.kv_cache_dtype
+        if self.ctx.device is DeviceKind.CPU and kv.dtype is DType.FLOAT8_E4M3FN:
+            return DType.FLOAT8_E4M3FN
+        return kv.store_dtype
+
+    def mha_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """``MHATokenToKVPool`` (layouts.md 4.2) for this rank's heads and layers."""
+        geometry = self.ctx.geometry
+        return mha_layout(
+            size=self.pool_tokens(sizes),
+            page_size=self.pool_page_size,
+            head_num=self.kv_heads,
+            head_dim=geometry.head_dim,
+            v_head_dim=geometry.v_head_dim,
+            layer_num=self.pool_layer_num,
+            store_dtype=self.mha_store_dtype(),
+        )

@@ -1,0 +1,73 @@
+"""The ordered strategy registry: the first strategy whose ``is_applicable(ctx)`` holds wins.
+
+Order follows SGLang's factory (sizing.md 9): DeepSeek-V4, the request-capped SWA pool, hybrid
+SWA, then the Default family (hybrid linear, Ascend NPU, Default). Third parties add theirs
+with :func:`register` (before a built-in by name, or first by default).
+"""
+
+from __future__ import annotations
+
+from ..context import KVCacheContext
+from ..errors import UnsupportedConfigurationError
+from .base import PoolConfigurator
+
+_REGISTRY: list[type[PoolConfigurator]] = []
+
+
+def register(strategy: type[PoolConfigurator], *, before: str | None = None) -> type[PoolConfigurator]:
+    """Add ``strategy``; ``before`` names a registered class to insert ahead of (default: first)."""
+    if strategy in _REGISTRY:
+        _REGISTRY.remove(strategy)
+    if before is None:
+        _REGISTRY.insert(0, strategy)
+        return strategy
+    for position, existing in enumerate(_REGISTRY):
+        if existing.__name__ == before:
+            _REGISTRY.insert(position, strategy)
+            return strategy
+    raise UnsupportedConfigurationError(
+        f"cannot register {strategy.__name__} before {before!r}: no such strategy; "
+        f"registered: {[s.__name__ for s in _REGISTRY]}"
+    )
+
+
+def unregister(strategy: type[PoolConfigurator]) -> None:
+    if strategy in _REGISTRY:
+        _REGISTRY.remove(strategy)
+
+
+def registered() -> tuple[type[PoolConfigurator], ...]:
+    """The strategies in selection order."""
+    _ensure_builtins()
+    return tuple(_REGISTRY)
+
+
+def select_configurator_class(ctx: KVCacheContext) -> type[PoolConfigurator]:
+    for strategy in registered():
+        if strategy.is_applicable(ctx):
+            return strategy
+    raise UnsupportedConfigurationError(
+        f"no KV-cache strategy applies to {ctx.geometry.architectures or ctx.geometry.model_type!r} "
+        f"on {ctx.device.value}; registered: {[s.__name__ for s in _REGISTRY]}"
+    )
+
+
+def select_configurator(ctx: KVCacheContext) -> PoolConfigurator:
+    """An instance of the first applicable strategy for ``ctx``."""
+    return select_configurator_class(ctx)(ctx)
+
+
+_BUILTINS_LOADED = False
+
+
+def _ensure_builtins() -> None:
+    """Register the built-in strategies once, in sizing.md 9 order (last appended = last asked)."""
+    global _BUILTINS_LOADED
+    if _BUILTINS_LOADED:
+        return
+    _BUILTINS_LOADED = True
+    from . import builtin
+
+    for strategy in builtin.BUILTIN_ORDER:
+        if strategy not in _REGISTRY:
+            _REGISTRY.append(strategy)

@@ -1,0 +1,665 @@
+"""Parameter counts and weight bytes estimated from a raw Hugging Face ``config.json``.
+
+The KV budget is what is left after the weights (launch_defaults.md §5: budget ~= P0 * mfs -
+weights per rank), so planning without a GPU needs the resident weight bytes of one rank. This
+module counts parameters tensor group by tensor group from the config alone:
+
+* dense decoders (Llama, Qwen2/3, Mistral, Phi-3, Gemma, Falcon), GQA/MQA, qk-norm, biases;
+* MoE: routed experts, shared experts (DeepSeek ``n_shared_experts``, Qwen
+  ``shared_expert_intermediate_size`` + its gate, Llama-4's one shared expert), routers (+
+  correction bias), dense-first layers (``first_k_dense_replace``, ``moe_layer_freq``,
+  ``mlp_only_layers``, ``decoder_sparse_step``, Jamba's period/offset, Llama-4's interleave step);
+* MLA (``q_lora_rank`` / ``kv_lora_rank``) and the DSA indexer;
+* hybrids: GDN (Qwen3-Next, Qwen3.5), Mamba2 (Nemotron-H, Falcon-H1), Mamba1 (Jamba), KDA
+  (Kimi-Linear); MiMo-V2's separate SWA head counts; gpt-oss biases and sinks;
+* DeepSeek-V4 approximately (grouped low-rank output, compressors, indexers, hyper-connections);
+* MTP/NextN layers separately (``mtp_params``), including the embedding and head copies a
+  DeepSeek-style checkpoint stores with them.
+
+Vision towers, audio encoders and other multimodal parts are **not** counted (text decoder only).
+
+Bytes use the checkpoint's dtype and ``quantization_config`` (:class:`WeightFormat`): FP8 with
+128x128 block scales (1 + 4/16384 B/param), MXFP4 experts (0.5 + 1/32 B/param, gpt-oss; also
+DeepSeek-V4 ``expert_dtype: fp4``), NVFP4 (0.5 + 1/16), W4A16 groups. Embeddings, lm_head, norms,
+biases and routers keep the model dtype. A config float32 counts 2 bytes, as SGLang's ``auto``
+serves float32 checkpoints in 16 bits (launch_defaults.md §8).
+
+Per-rank split (:meth:`WeightEstimate.weight_bytes_per_rank`), a documented approximation of
+SGLang's sharding: every group carries the size of the dimension TP shards (heads, intermediate
+size, experts, vocab); a rank holds ``count / units * max(1, units // tp)`` of it, so KV heads
+fewer than ``tp`` are replicated (8 KV heads at TP16 keep one each), while norms, routers and the
+MLA/DSA down-projections (``q_a``, ``kv_a``, indexer) are replicated. Vocab padding is ignored.
+Pipeline stages own ``get_pp_indices`` layer ranges (sizing.md §2.3); the embedding lives on the
+first stage, final norm + lm_head on the last.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .dtypes import DType
+from .errors import KVCacheConfigError
+
+
+class ParamKind(enum.Enum):
+    """What a tensor group is, which decides its bytes under a quantization scheme."""
+
+    EMBEDDING = "embedding"
+    LM_HEAD = "lm_head"
+    ATTENTION = "attention"  # attention / token-mixer projections (quantizable)
+    DENSE = "dense"  # dense MLP, shared experts, state-space projections (quantizable)
+    EXPERT = "expert"  # routed experts (quantizable)
+    ROUTER = "router"
+    SMALL = "small"  # norms, biases, sinks, conv kernels, A/D/dt vectors: model dtype
+
+
+@dataclass(frozen=True)
+class ParamGroup:
+    """``count`` parameters of one kind; ``tp_units`` = size of the TP-sharded dim (0 = replicated)."""
+
+    name: str
+    count: int
+    kind: ParamKind
+    tp_units: int = 0
+
+    def per_rank(self, tp: int) -> float:
+        """Parameters one TP rank holds: ``count / units * max(1, units // tp)``."""
+        if self.tp_units <= 0 or tp <= 1:
+            return float(self.count)
+        return self.count / self.tp_units * max(1, self.tp_units // tp)
+
+
+_Groups = tuple[ParamGroup, ...]
+
+# --- weight formats --------------------------------------------------------------------------
+
+_FP8_BLOCK = 1.0 + 4.0 / (128 * 128)  # fp8 e4m3 + one fp32 scale per 128x128 block
+_MXFP4 = 0.5 + 1.0 / 32  # 4-bit values + one e8m0 byte per 32
+_NVFP4 = 0.5 + 1.0 / 16  # 4-bit values + one fp8 scale per 16
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """Bytes per parameter by :class:`ParamKind`; ``name`` says which scheme was read."""
+
+    name: str
+    base_bytes: float  # embeddings, lm_head, routers, small tensors (the model dtype)
+    attention_bytes: float
+    dense_bytes: float
+    expert_bytes: float
+
+    def bytes_per_param(self, kind: ParamKind) -> float:
+        if kind is ParamKind.ATTENTION:
+            return self.attention_bytes
+        if kind is ParamKind.DENSE:
+            return self.dense_bytes
+        if kind is ParamKind.EXPERT:
+            return self.expert_bytes
+        return self.base_bytes
+
+
+QUANTIZATIONS = ("none", "fp8", "mxfp4", "nvfp4", "w4a16")
+
+
+def _text(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The text-model config: ``text_config`` over the top level (tolerant of wrappers)."""
+    merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}
+    text = cfg.get("text_config") or cfg.get("language_config") or {}
+    merged.update(text)
+    for key, value in _TEXT_DEFAULTS.get(str(merged.get("model_type")), {}).items():
+        merged.setdefault(key, value)
+    return merged
+
+
+# transformers config-class defaults for keys that published configs leave out.
+_TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {"vocab_size": 262208, "tie_word_embeddings": True},
+    "gemma2": {"tie_word_embeddings": True},
+    "gemma": {"tie_word_embeddings": True},
+    "falcon": {"tie_word_embeddings": True},
+}
+
+
+def _config_dtype_bytes(t: Mapping[str, Any]) -> float:
+    name = t.get("torch_dtype") or t.get("dtype")
+    if name is None:
+        return 2.0  # no dtype -> float32 -> `auto` serves float16 (launch_defaults.md §8)
+    dtype = DType.from_name(str(name))
+    return 2.0 if dtype is DType.FLOAT32 else float(dtype.itemsize)
+
+
+def weight_format_from_config(
+    cfg: Mapping[str, Any], *, dtype: str | DType | None = None, quantization: str | None = None
+) -> WeightFormat:
+    """Read the weight format from ``torch_dtype``/``dtype`` and ``quantization_config``.
+
+    ``dtype`` overrides the model dtype (``"float32"`` really counts 4 bytes then);
+    ``quantization`` overrides the checkpoint's scheme: one of ``QUANTIZATIONS``.
+    """
+    t = _text(cfg)
+    if dtype is not None:
+        base = float((dtype if isinstance(dtype, DType) else DType.from_name(dtype)).itemsize)
+    else:
+        base = _config_dtype_bytes(t)
+    qcfg = t.get("quantization_config") or {}
+    method = quantization if quantization is not None else str(qcfg.get("quant_method") or "none")
+    method = method.lower()
+    skip = " ".join(str(m) for m in qcfg.get("modules_to_not_convert") or ()) if quantization is None else ""
+    attn_q = "self_attn" not in skip
+    if method == "none":
+        return WeightFormat(f"{_dtype_label(base)}", base, base, base, base)
+    if method == "fp8":
+        block = qcfg.get("weight_block_size") if quantization is None else [128, 128]
+        per = 1.0 + 4.0 / (block[0] * block[1]) if block else 1.0
+        expert = _MXFP4 if str(t.get("expert_dtype", "")).lower() == "fp4" else per
+        label = "fp8" + ("-block" if block else "") + ("+fp4-experts" if expert != per else "")
+        return WeightFormat(label, base, per if attn_q else base, per, expert)
+    if method == "mxfp4":
+        # gpt-oss: only the MoE experts are MXFP4; attention, router, embeddings stay 16-bit.
+        return WeightFormat("mxfp4-experts", base, base, base, _MXFP4)
+    if method in ("nvfp4", "modelopt_fp4") or (
+        method == "modelopt" and "FP4" in str(qcfg.get("quant_algo", "")).upper()
+    ):
+        return WeightFormat("nvfp4", base, _NVFP4 if attn_q else base, _NVFP4, _NVFP4)
+    if method == "modelopt":
+        return WeightFormat("fp8", base, 1.0 if attn_q else base, 1.0, 1.0)
+    if method in ("w4a16", "awq", "gptq", "awq_marlin", "gptq_marlin"):
+        bits = int(qcfg.get("bits", qcfg.get("w_bit", 4)))
+        group = int(qcfg.get("group_size", qcfg.get("q_group_size", 128)) or 128)
+        per = bits / 8 + (2 + bits / 8) / group  # packed values + fp16 scale + zero per group
+        return WeightFormat(f"int{bits}-g{group}", base, per, per, per)
+    raise KVCacheConfigError(
+        f"unsupported quantization {method!r} for the weight estimate; pass quantization= one of "
+        f"{', '.join(QUANTIZATIONS)}"
+    )
+
+
+def _dtype_label(nbytes: float) -> str:
+    return {2.0: "16-bit", 4.0: "float32", 1.0: "8-bit"}.get(nbytes, f"{nbytes}-byte")
+
+
+# --- the estimate ----------------------------------------------------------------------------
+
+
+def get_pp_indices(num_layers: int, rank: int, pp: int) -> tuple[int, int]:
+    """Layer range ``[start, end)`` of PP stage ``rank`` (sizing.md §2.3: last stages get extras)."""
+    base, rem = divmod(num_layers, pp)
+    if rank >= pp - rem:
+        start = rank * (base + 1) - (pp - rem)
+        return start, start + base + 1
+    return rank * base, rank * base + base
+
+
+@dataclass(frozen=True)
+class WeightEstimate:
+    """Parameter groups of a model: embedding, one tuple per decoder layer, head, MTP layers.
+
+    ``tied``: lm_head shares the embedding (counted once when one stage holds both).
+    """
+
+    model_type: str
+    embedding: _Groups
+    layers: tuple[_Groups, ...]
+    head: _Groups
+    mtp: _Groups
+    tied: bool
+    fmt: WeightFormat
+
+    @property
+    def main_params(self) -> int:
+        """Parameters of the served model without MTP layers."""
+        body = sum(g.count for layer in self.layers for g in layer)
+        return _total(self.embedding) + body + _total(self._head(True))
+
+    @property
+    def mtp_params(self) -> int:
+        """Parameters of the MTP/NextN layers as a checkpoint stores them."""
+        return _total(self.mtp)
+
+    @property
+    def total_params(self) -> int:
+        return self.main_params + self.mtp_params
+
+    def _head(self, with_embedding: bool) -> _Groups:
+        if self.tied and with_embedding:
+            return tuple(g for g in self.head if g.kind is not ParamKind.LM_HEAD)
+        return self.head
+
+    def _bytes(self, groups: _Groups, tp: int) -> float:
+        return sum(g.per_rank(tp) * self.fmt.bytes_per_param(g.kind) for g in groups)
+
+    def weight_bytes(self, *, include_mtp: bool = False) -> int:
+        """All weights of the model (one copy), in bytes."""
+        return self.weight_bytes_per_rank(1, 1, include_mtp=include_mtp)
+
+    def stage_bytes(self, tp: int, pp: int, pp_rank: int, *, include_mtp: bool = False) -> int:
+        """Bytes one TP rank of PP stage ``pp_rank`` holds.
+
+        The draft's MTP layers (without their embedding/head copies, which SGLang shares with
+        the target) are charged to the last stage when ``include_mtp``.
+        """
+        if tp < 1 or pp < 1 or not 0 <= pp_rank < pp:
+            raise KVCacheConfigError(f"invalid tp={tp} pp={pp} pp_rank={pp_rank}")
+        start, end = get_pp_indices(len(self.layers), pp_rank, pp)
+        first, last = pp_rank == 0, pp_rank == pp - 1
+        groups: list[ParamGroup] = []
+        if first:
+            groups += self.embedding
+        for layer in self.layers[start:end]:
+            groups += layer
+        if last:
+            groups += self._head(with_embedding=first)
+            if include_mtp:
+                groups += [g for g in self.mtp if g.kind not in (ParamKind.EMBEDDING, ParamKind.LM_HEAD)]
+        return math.ceil(self._bytes(tuple(groups), tp))
+
+    def weight_bytes_per_rank(self, tp: int = 1, pp: int = 1, *, include_mtp: bool = False) -> int:
+        """Resident weight bytes of the fullest rank (max over PP stages) at ``tp`` x ``pp``."""
+        return max(self.stage_bytes(tp, pp, r, include_mtp=include_mtp) for r in range(pp))
+
+
+def _total(groups: _Groups) -> int:
+    return sum(g.count for g in groups)
+
+
+def estimate_weights(
+    cfg: Mapping[str, Any], *, dtype: str | DType | None = None, quantization: str | None = None
+) -> WeightEstimate:
+    """Count a model's parameters from its raw HF config dict and attach its weight format."""
+    t = _text(cfg)
+    h, vocab = int(t["hidden_size"]), int(t["vocab_size"])
+    arch = " ".join(t.get("architectures") or ())
+    n = int(t["num_hidden_layers"])
+    tied = bool(t.get("tie_word_embeddings", False))
+    norm = 2 * h if t.get("model_type") == "falcon" else h  # LayerNorm with bias
+    hc = _hc_head(t, h)
+    layers = tuple(_layer(t, i) for i in range(n))
+    return WeightEstimate(
+        model_type=str(t.get("model_type", "")),
+        embedding=(ParamGroup("embed_tokens", vocab * h, ParamKind.EMBEDDING, vocab),),
+        layers=layers,
+        head=(
+            ParamGroup("norm", norm, ParamKind.SMALL),
+            *hc,
+            ParamGroup("lm_head", vocab * h, ParamKind.LM_HEAD, vocab),
+        ),
+        mtp=_mtp(t, h, vocab, n),
+        tied=tied,
+        fmt=weight_format_from_config(cfg, dtype=dtype, quantization=quantization),
+    )
+
+
+def count_params(cfg: Mapping[str, Any]) -> tuple[int, int]:
+    """``(main_params, mtp_params)`` of a raw HF config."""
+    est = estimate_weights(cfg)
+    return est.main_params, est.mtp_params
+
+
+# --- families --------------------------------------------------------------------------------
+
+_MLA_ARCHS = (
+    "DeepseekV2ForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "DeepseekV32ForCausalLM",
+    "GlmMoeDsaForCausalLM",
+    "Glm4MoeLiteForCausalLM",
+    "KimiLinearForCausalLM",
+    "KimiK25ForConditionalGeneration",
+    "KimiVLForConditionalGeneration",
+    "LongcatFlashForCausalLM",
+    "MistralLarge3ForCausalLM",
+    "MiniCPM3ForCausalLM",
+    "BailingMoeV2_5ForCausalLM",
+)
+
+
+def _arch(t: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(a) for a in t.get("architectures") or ())
+
+
+def _is_dsv4(t: Mapping[str, Any]) -> bool:
+    return any(a.startswith("DeepseekV4") for a in _arch(t))
+
+
+def _is_mla(t: Mapping[str, Any]) -> bool:
+    return any(a in _MLA_ARCHS for a in _arch(t)) or (
+        t.get("kv_lora_rank") is not None and not _is_dsv4(t)
+    )
+
+
+def _num_experts(t: Mapping[str, Any]) -> int:
+    for key in ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts"):
+        if t.get(key):
+            return int(t[key])
+    return 0
+
+
+def _is_moe_layer(t: Mapping[str, Any], i: int) -> bool:
+    """Whether layer ``i`` has routed experts (dense-first layers and interleaving rules)."""
+    if _num_experts(t) == 0:
+        return False
+    if i in (t.get("mlp_only_layers") or ()):
+        return False
+    freq = t.get("moe_layer_freq")
+    if isinstance(freq, list):  # MiMo-V2: one flag per layer
+        return bool(freq[i])
+    if i < int(t.get("first_k_dense_replace") or 0):
+        return False
+    if "expert_layer_period" in t:  # Jamba
+        return i % int(t["expert_layer_period"]) == int(t.get("expert_layer_offset", 0))
+    step = int(t.get("interleave_moe_layer_step") or t.get("decoder_sparse_step") or 1)
+    if freq is not None and "first_k_dense_replace" in t:
+        return (i - int(t["first_k_dense_replace"])) % int(freq) == 0
+    return (i + 1) % step == 0
+
+
+def _mixer(t: Mapping[str, Any], i: int) -> str:
+    """Token mixer of layer ``i``: attention, mla, swa, gdn, kda, mamba1, mamba2, hybrid, none."""
+    mt = str(t.get("model_type", ""))
+    if mt == "nemotron_h":
+        return {"M": "mamba2", "*": "attention"}.get(str(t["hybrid_override_pattern"])[i], "none")
+    if mt.startswith("qwen3_next") or mt.startswith("qwen3_5"):
+        return "attention" if (i + 1) % int(t.get("full_attention_interval", 4)) == 0 else "gdn"
+    if mt == "falcon_h1":
+        return "hybrid"  # attention and Mamba2 in parallel in every layer
+    if mt == "jamba":
+        period, offset = int(t["attn_layer_period"]), int(t["attn_layer_offset"])
+        return "attention" if i % period == offset else "mamba1"
+    if "linear_attn_config" in t:  # Kimi-Linear: 1-based kda_layers (sizing.md §2.7)
+        return "kda" if i + 1 in t["linear_attn_config"]["kda_layers"] else "mla"
+    if _is_mla(t):
+        return "mla"
+    pattern = t.get("hybrid_layer_pattern")
+    if isinstance(pattern, list) and pattern[i] == 1:
+        return "swa"
+    return "attention"
+
+
+def _ffn(t: Mapping[str, Any], i: int) -> str:
+    """Feed-forward of layer ``i``: moe, dense, or none (Nemotron-H mixer-only layers)."""
+    if t.get("model_type") == "nemotron_h":
+        return {"-": "dense", "E": "moe"}.get(str(t["hybrid_override_pattern"])[i], "none")
+    return "moe" if _is_moe_layer(t, i) else "dense"
+
+
+def _layer(t: Mapping[str, Any], i: int) -> _Groups:
+    h = int(t["hidden_size"])
+    mixer, ffn = _mixer(t, i), _ffn(t, i)
+    groups: list[ParamGroup] = [ParamGroup("layer_norms", _layer_norms(t, h), ParamKind.SMALL)]
+    if _is_dsv4(t):
+        groups += _dsv4_attention(t, i)
+    elif mixer in ("attention", "swa"):
+        groups += _attention(t, swa=mixer == "swa")
+    elif mixer == "mla":
+        groups += _mla(t)
+    elif mixer == "gdn":
+        groups += _gdn(t)
+    elif mixer == "kda":
+        groups += _kda(t)
+    elif mixer == "mamba1":
+        groups += _mamba1(t)
+    elif mixer == "mamba2":
+        groups += _mamba2(t)
+    elif mixer == "hybrid":
+        groups += _attention(t) + _mamba2(t)
+    if ffn == "moe":
+        groups += _moe(t)
+    elif ffn == "dense":
+        groups += _dense_mlp(t, i)
+    return tuple(g for g in groups if g.count)
+
+
+def _layer_norms(t: Mapping[str, Any], h: int) -> int:
+    mt = str(t.get("model_type", ""))
+    if mt.startswith("gemma2") or mt.startswith("gemma3"):
+        return 4 * h  # input, post-attention, pre- and post-feedforward norms
+    if mt == "nemotron_h":
+        return h  # one norm per (single-mixer) layer
+    if mt == "falcon":
+        return 2 * h  # one LayerNorm (weight + bias) feeding parallel attention and MLP
+    return 2 * h
+
+
+def _attention(t: Mapping[str, Any], *, swa: bool = False) -> list[ParamGroup]:
+    """q/k/v/o (+bias, qk-norm, sinks, output gate). KV groups shard by KV heads (replicated < tp)."""
+    h, mt = int(t["hidden_size"]), str(t.get("model_type", ""))
+    pre = "swa_" if swa and "swa_num_attention_heads" in t else ""
+    nh = int(t[pre + "num_attention_heads"])
+    nkv = _num_kv_heads(t, pre)
+    hd = int(t.get(pre + "head_dim") or t.get("attention_head_dim") or h // int(t["num_attention_heads"]))
+    vd = int(t.get(pre + "v_head_dim") or hd)
+    gate = 2 if (t.get("attn_output_gate") or mt.startswith("qwen3_next")) else 1
+    bias = bool(t.get("attention_bias")) or mt in ("qwen2", "qwen2_moe") or bool(t.get("bias"))
+    o_bias = bias and mt not in ("qwen2", "qwen2_moe", "glm4_moe")
+    groups = [
+        ParamGroup("q_proj", h * nh * hd * gate, ParamKind.ATTENTION, nh),
+        ParamGroup("kv_proj", h * nkv * (hd + vd), ParamKind.ATTENTION, nkv),
+        ParamGroup("o_proj", nh * vd * h, ParamKind.ATTENTION, nh),
+    ]
+    if bias:
+        groups.append(ParamGroup("qkv_bias", nh * hd * gate + nkv * (hd + vd), ParamKind.SMALL, nh))
+    if o_bias:
+        groups.append(ParamGroup("o_bias", h, ParamKind.SMALL))
+    if t.get("qk_norm_type") == "per_layer":
+        groups.append(ParamGroup("qk_norm", (nh + nkv) * hd, ParamKind.SMALL, nh))
+    elif mt.startswith(("qwen3", "gemma3", "olmo2")) or (t.get("use_qk_norm") and mt != "llama4_text"):
+        groups.append(ParamGroup("qk_norm", 2 * hd, ParamKind.SMALL))
+    if mt == "gpt_oss" or (swa and t.get("add_swa_attention_sink_bias")):
+        groups.append(ParamGroup("sinks", nh, ParamKind.SMALL, nh))
+    return groups
+
+
+def _num_kv_heads(t: Mapping[str, Any], pre: str = "") -> int:
+    if t.get("multi_query") and not t.get("new_decoder_architecture"):
+        return 1  # Falcon-7B MQA (sizing.md §2.1)
+    for key in (pre + "num_key_value_heads", "num_kv_heads", "n_head_kv", "num_key_value_heads"):
+        if t.get(key):
+            return int(t[key])
+    return int(t["num_attention_heads"])
+
+
+def _mla(t: Mapping[str, Any]) -> list[ParamGroup]:
+    """MLA: q (LoRA or full), kv_a (replicated), kv_b, o; plus the DSA indexer when present."""
+    h, nh = int(t["hidden_size"]), int(t["num_attention_heads"])
+    nope, rope, vd = int(t["qk_nope_head_dim"]), int(t["qk_rope_head_dim"]), int(t["v_head_dim"])
+    kvr, qr = int(t["kv_lora_rank"]), t.get("q_lora_rank")
+    groups: list[ParamGroup] = []
+    if qr:
+        groups += [
+            ParamGroup("q_a_proj", h * int(qr), ParamKind.ATTENTION),
+            ParamGroup("q_a_norm", int(qr), ParamKind.SMALL),
+            ParamGroup("q_b_proj", int(qr) * nh * (nope + rope), ParamKind.ATTENTION, nh),
+        ]
+    else:
+        groups.append(ParamGroup("q_proj", h * nh * (nope + rope), ParamKind.ATTENTION, nh))
+    groups += [
+        ParamGroup("kv_a_proj", h * (kvr + rope), ParamKind.ATTENTION),
+        ParamGroup("kv_a_norm", kvr, ParamKind.SMALL),
+        ParamGroup("kv_b_proj", kvr * nh * (nope + vd), ParamKind.ATTENTION, nh),
+        ParamGroup("o_proj", nh * vd * h, ParamKind.ATTENTION, nh),
+    ]
+    if t.get("index_topk") is not None and qr:  # DSA lightning indexer (replicated)
+        inh, ihd = int(t["index_n_heads"]), int(t["index_head_dim"])
+        groups += [
+            ParamGroup("indexer", int(qr) * inh * ihd + h * ihd + h * inh, ParamKind.ATTENTION),
+            ParamGroup("indexer_k_norm", 2 * ihd, ParamKind.SMALL),
+        ]
+    return groups
+
+
+def _dsv4_attention(t: Mapping[str, Any], i: int) -> list[ParamGroup]:
+    """DeepSeek-V4 (approximate): q LoRA, one shared KV head, grouped low-rank output,
+    compressor (ratio > 0) and indexer (ratio 4), sinks and hyper-connection mixers."""
+    h, nh, hd = int(t["hidden_size"]), int(t["num_attention_heads"]), int(t["head_dim"])
+    qr, olr, og = int(t["q_lora_rank"]), int(t["o_lora_rank"]), int(t["o_groups"])
+    ratios = t.get("compress_ratios") or []
+    ratio = int(ratios[i]) if i < len(ratios) else 0
+    groups = [
+        ParamGroup("wq_a", h * qr, ParamKind.ATTENTION),
+        ParamGroup("wq_b", qr * nh * hd, ParamKind.ATTENTION, nh),
+        ParamGroup("wkv", h * hd, ParamKind.ATTENTION),
+        ParamGroup("wo_a", nh * hd * olr, ParamKind.ATTENTION, og),
+        ParamGroup("wo_b", og * olr * h, ParamKind.ATTENTION, og),
+        ParamGroup("attn_small", qr + hd + nh, ParamKind.SMALL),
+        ParamGroup("hyper_connections", 2 * _hc_mixer(t, h), ParamKind.SMALL),
+    ]
+    if ratio:
+        groups.append(_dsv4_compressor("compressor", h, hd, ratio))
+    if ratio == 4:
+        inh, ihd = int(t["index_n_heads"]), int(t["index_head_dim"])
+        groups += [
+            ParamGroup("indexer", qr * inh * ihd + h * inh, ParamKind.ATTENTION),
+            _dsv4_compressor("indexer_compressor", h, ihd, ratio),
+        ]
+    return groups
+
+
+def _dsv4_compressor(name: str, h: int, dim: int, ratio: int) -> ParamGroup:
+    coff = 2 if ratio == 4 else 1  # overlapping windows for ratio 4
+    return ParamGroup(name, 2 * h * coff * dim + ratio * coff * dim + dim, ParamKind.ATTENTION)
+
+
+def _hc_mixer(t: Mapping[str, Any], h: int) -> int:
+    m = int(t.get("hc_mult") or 0)
+    mix = (2 + m) * m
+    return m * h * mix + mix + 3 if m else 0
+
+
+def _hc_head(t: Mapping[str, Any], h: int) -> _Groups:
+    m = int(t.get("hc_mult") or 0)
+    return (ParamGroup("hc_head", m * h * m + m + 1, ParamKind.SMALL),) if m else ()
+
+
+def _gdn(t: Mapping[str, Any]) -> list[ParamGroup]:
+    """Gated DeltaNet (Qwen3-Next/3.5): qkvz + ba projections, conv, A/dt, gated norm, out."""
+    h = int(t["hidden_size"])
+    nk, dk = int(t["linear_num_key_heads"]), int(t["linear_key_head_dim"])
+    nv, dv = int(t["linear_num_value_heads"]), int(t["linear_value_head_dim"])
+    conv = (2 * nk * dk + nv * dv) * int(t.get("linear_conv_kernel_dim", 4))
+    return [
+        ParamGroup("in_proj", h * (2 * nk * dk + 2 * nv * dv + 2 * nv), ParamKind.ATTENTION, nv),
+        ParamGroup("conv_A_dt_norm", conv + 2 * nv + dv, ParamKind.SMALL, nv),
+        ParamGroup("out_proj", nv * dv * h, ParamKind.ATTENTION, nv),
+    ]
+
+
+def _kda(t: Mapping[str, Any]) -> list[ParamGroup]:
+    """Kimi Delta Attention: q/k/v, short convs, low-rank f and g gates, beta, out."""
+    h, lac = int(t["hidden_size"]), t["linear_attn_config"]
+    nh, hd, k = int(lac["num_heads"]), int(lac["head_dim"]), int(lac.get("short_conv_kernel_size", 4))
+    inner = nh * hd
+    return [
+        ParamGroup("qkv_proj", 3 * h * inner, ParamKind.ATTENTION, nh),
+        ParamGroup("gates", 2 * (h * hd + hd * inner) + h * nh, ParamKind.ATTENTION, nh),
+        ParamGroup("conv_A_dt_norm", 3 * inner * k + nh + inner + hd, ParamKind.SMALL, nh),
+        ParamGroup("o_proj", inner * h, ParamKind.ATTENTION, nh),
+    ]
+
+
+def _mamba2(t: Mapping[str, Any]) -> list[ParamGroup]:
+    """Mamba2 mixer (Nemotron-H, Falcon-H1): in_proj, conv1d, dt/A/D, gated norm, out_proj."""
+    h = int(t["hidden_size"])
+    heads = int(t.get("mamba_num_heads") or t.get("mamba_n_heads"))
+    head_dim = int(t.get("mamba_head_dim") or t.get("mamba_d_head") or 0)
+    inner = int(t.get("mamba_d_ssm") or heads * head_dim or int(t.get("mamba_expand", 2)) * h)
+    ng = int(t.get("n_groups") or t.get("mamba_n_groups") or 1)
+    ds = int(t.get("ssm_state_size") or t.get("mamba_d_state"))
+    kernel = int(t.get("conv_kernel") or t.get("mamba_d_conv") or 4)
+    conv_dim = inner + 2 * ng * ds
+    conv_bias = conv_dim if t.get("use_conv_bias", t.get("mamba_conv_bias", True)) else 0
+    norm = inner if t.get("mamba_rms_norm", True) else 0
+    return [
+        ParamGroup("in_proj", h * (2 * inner + 2 * ng * ds + heads), ParamKind.ATTENTION, heads),
+        ParamGroup("conv_A_D_dt_norm", conv_dim * kernel + conv_bias + 3 * heads + norm, ParamKind.SMALL, heads),
+        ParamGroup("out_proj", inner * h, ParamKind.ATTENTION, heads),
+    ]
+
+
+def _mamba1(t: Mapping[str, Any]) -> list[ParamGroup]:
+    """Mamba1 mixer (Jamba): in/x/dt/out projections, conv1d, A_log, D, dt/B/C norms."""
+    h = int(t["hidden_size"])
+    inner = int(t.get("mamba_expand", 2)) * h
+    ds, k = int(t.get("mamba_d_state", 16)), int(t.get("mamba_d_conv", 4))
+    rank = int(t.get("mamba_dt_rank") or math.ceil(h / 16))
+    small = inner * k + inner + inner + inner * ds + inner + rank + 2 * ds
+    return [
+        ParamGroup("in_proj", h * 2 * inner, ParamKind.ATTENTION, inner),
+        ParamGroup("x_dt_proj", inner * (rank + 2 * ds) + rank * inner, ParamKind.ATTENTION, inner),
+        ParamGroup("conv_A_D_norms", small, ParamKind.SMALL, inner),
+        ParamGroup("out_proj", inner * h, ParamKind.ATTENTION, inner),
+    ]
+
+
+def _gated(t: Mapping[str, Any]) -> bool:
+    act = str(t.get("mlp_hidden_act") or "")
+    return t.get("model_type") not in ("falcon",) and act != "relu2"
+
+
+def _dense_mlp(t: Mapping[str, Any], i: int) -> list[ParamGroup]:
+    h = int(t["hidden_size"])
+    size = t.get("intermediate_size_mlp") or t.get("ffn_hidden_size") or t.get("intermediate_size")
+    inter = int(size) if size else 4 * h  # Falcon-7B: 4h, no gate
+    mats = 3 if _gated(t) else 2
+    return [ParamGroup("mlp", mats * h * inter, ParamKind.DENSE, inter)]
+
+
+def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
+    """Routed experts (+gpt-oss biases), router (+correction bias), shared experts."""
+    h, e = int(t["hidden_size"]), _num_experts(t)
+    im = int(t.get("moe_intermediate_size") or t.get("intermediate_size"))
+    mt = str(t.get("model_type", ""))
+    groups = [ParamGroup("experts", e * 3 * h * im, ParamKind.EXPERT, e * im)]
+    router = h * e
+    if mt == "gpt_oss":
+        groups.append(ParamGroup("expert_bias", e * (2 * im + h), ParamKind.SMALL, e))
+        router += e
+    elif t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias") or mt.startswith("glm4_moe"):
+        router += e  # e_score_correction_bias
+    groups.append(ParamGroup("router", router, ParamKind.ROUTER))
+    n_shared = int(t.get("n_shared_experts") or t.get("num_shared_experts") or 0)
+    shared_size = int(t.get("shared_expert_intermediate_size") or 0)
+    if n_shared:
+        groups.append(ParamGroup("shared_experts", n_shared * 3 * h * im, ParamKind.DENSE, im))
+    elif shared_size:
+        groups += [
+            ParamGroup("shared_expert", 3 * h * shared_size, ParamKind.DENSE, shared_size),
+            ParamGroup("shared_expert_gate", h, ParamKind.ROUTER),
+        ]
+    elif mt == "llama4_text":
+        groups.append(ParamGroup("shared_expert", 3 * h * im, ParamKind.DENSE, im))
+    return groups
+
+
+def _mtp(t: Mapping[str, Any], h: int, vocab: int, n: int) -> _Groups:
+    """MTP/NextN layers: DeepSeek/GLM style (``num_nextn_predict_layers``: enorm, hnorm, eh_proj,
+    one MoE decoder layer, its own embedding and shared head), Qwen3.5 ``mtp_num_hidden_layers``
+    and MiniMax ``num_mtp_modules`` (no embedding/head copies)."""
+    nextn = int(t.get("num_nextn_predict_layers") or 0)
+    own = int(t.get("mtp_num_hidden_layers") or 0) or (
+        int(t.get("num_mtp_modules") or 0) * int(t.get("mtp_transformer_layers") or 1)
+        if t.get("use_mtp")
+        else 0
+    )
+    count = nextn or own
+    if not count:
+        return ()
+    groups: list[ParamGroup] = []
+    last = n - 1  # the MTP block is built like the last (MoE, full-attention) layer
+    while _mixer(t, last) not in ("attention", "mla") and last > 0 and not _is_dsv4(t):
+        last -= 1
+    for j in range(count):
+        groups += _layer(t, last if not _is_dsv4(t) else n + j)
+        groups += [
+            ParamGroup("mtp_norms", 3 * h, ParamKind.SMALL),
+            ParamGroup("eh_proj", 2 * h * h, ParamKind.DENSE),
+        ]
+        if nextn and not _is_dsv4(t):
+            groups += [
+                ParamGroup("mtp_embed_tokens", vocab * h, ParamKind.EMBEDDING, vocab),
+                ParamGroup("mtp_shared_head", vocab * h, ParamKind.LM_HEAD, vocab),
+            ]
+    return tuple(groups)
