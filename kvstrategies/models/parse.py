@@ -219,8 +219,9 @@ def parse_base(root: ConfigDict) -> ModelGeometry:
     archs = architectures(root)
     text = _with_defaults(text_config(root))
     model_type = str(root.get("model_type") or text.get("model_type") or "")
-    num_layers = get_int(text, "num_hidden_layers" if "num_hidden_layers" in text else "n_layer", minimum=1)
-    heads_field = "num_attention_heads" if "num_attention_heads" in text else "n_head"
+    layers_field = "n_layer" if "n_layer" in text and "num_hidden_layers" not in text else "num_hidden_layers"
+    num_layers = get_int(text, layers_field, minimum=1)
+    heads_field = "n_head" if "n_head" in text and "num_attention_heads" not in text else "num_attention_heads"
     num_heads = get_int(text, heads_field, minimum=1)
     use_mla = _is_mla(archs, text)
     if use_mla:
