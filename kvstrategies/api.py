@@ -11,6 +11,7 @@ from .pools.layout import KVPoolsLayout
 from .resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
 from .sizing import PoolSizes
 from .strategies.base import PoolConfigurator
+from .strategies.registry import select_configurator
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,15 @@ def plan(
     ``pool_max_running_requests`` requests (and ``pool_max_mamba_cache_size`` state slots,
     default 3 x requests); the sizing fields are unaffected.
     """
+    if ctx.is_draft_worker:
+        return _plan_draft_worker(
+            ctx,
+            available_bytes,
+            max_tokens=max_tokens,
+            pool_max_tokens=pool_max_tokens,
+            pool_max_running_requests=pool_max_running_requests,
+            pool_max_mamba_cache_size=pool_max_mamba_cache_size,
+        )
     resolution = resolve(ctx, available_bytes)
     configurator = resolution.configurator
     reservation = reserve_state(configurator, available_bytes)
@@ -79,6 +89,48 @@ def plan(
         pool_sizes = configurator.finalize_with_max_running_requests(
             what_if.replace(max_running_requests=pool_max_running_requests)
         )
+    return Plan(
+        configurator=configurator,
+        available_bytes=available_bytes,
+        sizes=sizes,
+        sizes_from_max_tokens=capped,
+        pool_sizes=pool_sizes,
+        layout=configurator.layout(pool_sizes),
+        resolution=resolution,
+    )
+
+
+def _plan_draft_worker(
+    ctx: KVCacheContext,
+    available_bytes: int,
+    *,
+    max_tokens: int | None,
+    pool_max_tokens: int | None,
+    pool_max_running_requests: int,
+    pool_max_mamba_cache_size: int | None,
+) -> Plan:
+    """A draft worker never sizes: it takes the target's finished sizes (resolve.md 1, 8).
+
+    The target (same settings, ``is_draft_worker`` false) is planned; its sizes are then mapped
+    by the draft's strategy (``derive_draft_sizes``: DCP widening, DSV4's zeroed compressed
+    pools) and the draft's own pools are laid out for them.
+    """
+    target = plan(
+        ctx.target_context(),
+        available_bytes,
+        max_tokens=max_tokens,
+        pool_max_tokens=pool_max_tokens,
+        pool_max_running_requests=pool_max_running_requests,
+        pool_max_mamba_cache_size=pool_max_mamba_cache_size,
+    )
+    configurator = select_configurator(ctx)
+    sizes = configurator.derive_draft_sizes(target.sizes)
+    capped = None
+    if target.sizes_from_max_tokens is not None:
+        capped = configurator.derive_draft_sizes(target.sizes_from_max_tokens)
+    final = configurator.derive_draft_sizes(target.resolution.sizes)
+    resolution = Resolution(configurator, available_bytes, target.resolution.reservation, sizes, final, None)
+    pool_sizes = configurator.derive_draft_sizes(target.pool_sizes)
     return Plan(
         configurator=configurator,
         available_bytes=available_bytes,

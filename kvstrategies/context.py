@@ -283,6 +283,10 @@ class KVCacheContext(Protocol):
         """The same deployment seen from another pipeline stage (for the PP-wide MIN)."""
         ...
 
+    def target_context(self) -> KVCacheContext:
+        """The same deployment seen from the target worker (a draft takes the target's sizes)."""
+        ...
+
 
 @dataclass(frozen=True)
 class KVCacheSettings:
@@ -308,6 +312,9 @@ class KVCacheSettings:
 
     def at_pp_rank(self, rank: int) -> KVCacheSettings:
         return dataclasses.replace(self, parallel=self.parallel.at_pp_rank(rank))
+
+    def target_context(self) -> KVCacheSettings:
+        return dataclasses.replace(self, is_draft_worker=False) if self.is_draft_worker else self
 
 
 # ---- derived quantities every strategy uses (one definition each) -------------------------

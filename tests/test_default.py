@@ -216,3 +216,14 @@ def test_meta_build_matches_layout_bytes() -> None:
     k0 = pools.token_to_kv_pool["k_buffer[0]"]
     assert tuple(k0.shape) == (1008, 8, 128)  # what-if cap 1000 aligns to 992 tokens, + 16 padding rows
     assert k0._base is pools.token_to_kv_pool["kv_storage[0]"]
+
+
+def test_draft_worker_takes_the_target_sizes_widened_by_dcp() -> None:
+    # DeepSeek-V3 MTP draft at TP8 DCP2: the target's cell 71,424 (example 12) sizes the tokens,
+    # the draft pool spans the DCP-widened ids (x2) with page 64 * 2 and its single MTP layer.
+    ctx = case_settings("deepseek-v3", page_size=64, tp_size=8, dcp_size=2, speculative_algorithm="EAGLE",
+                        is_draft_worker=True)
+    planned = plan(ctx, 40 * GIB)
+    assert planned.sizes.max_total_num_tokens == 601_280 * 2
+    kv = planned.layout.token_to_kv
+    assert [b.shape for b in kv.allocations] == [(601_280 * 2 + 128, 1, 576)]

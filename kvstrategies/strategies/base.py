@@ -71,6 +71,23 @@ class PoolConfigurator(ABC):
         """Take request-scoped state out of the budget first; nothing by default."""
         return StateReservation(available_bytes)
 
+    def derive_draft_sizes(self, target_sizes: PoolSizes) -> PoolSizes:
+        """A draft worker's sizes from the target's finished ones (resolve.md 6, 8).
+
+        Token counts are multiplied by ``loc_space_scale`` (the DCP size for a draft under DCP:
+        it indexes the target allocator's DCP-widened ids); the hybrid counts only for hybrid SWA.
+        """
+        scale = self.ctx.parallel.dcp_size if self.ctx.parallel.dcp_size > 1 else 1
+
+        def scaled(value: int | None) -> int | None:
+            return None if value is None else value * scale
+
+        return target_sizes.replace(
+            max_total_num_tokens=target_sizes.max_total_num_tokens * scale,
+            full_max_total_num_tokens=scaled(target_sizes.full_max_total_num_tokens),
+            swa_max_total_num_tokens=scaled(target_sizes.swa_max_total_num_tokens),
+        )
+
     def cap_max_running_requests(self, requests: int, sizes: PoolSizes) -> int:
         """Further caps on ``max_running_requests`` (Mamba slots); none by default."""
         return requests

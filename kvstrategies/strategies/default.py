@@ -266,7 +266,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return num_effective_layers(self.ctx)
 
     def pool_tokens(self, sizes: PoolSizes) -> int:
-        return sizes.max_total_num_tokens * self.loc_space_scale
+        """Token slots of the pool (a draft's sizes already carry ``loc_space_scale``)."""
+        return sizes.max_total_num_tokens
 
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
         """builders.md 4 rows 7-9 and 11-13, for a non-Mamba, non-SWA model."""
