@@ -272,7 +272,6 @@ def estimate_weights(
     """Count a model's parameters from its raw HF config dict and attach its weight format."""
     t = _text(cfg)
     h, vocab = int(t["hidden_size"]), int(t["vocab_size"])
-    arch = " ".join(t.get("architectures") or ())
     n = int(t["num_hidden_layers"])
     tied = bool(t.get("tie_word_embeddings", False))
     norm = 2 * h if t.get("model_type") == "falcon" else h  # LayerNorm with bias
@@ -326,9 +325,7 @@ def _is_dsv4(t: Mapping[str, Any]) -> bool:
 
 
 def _is_mla(t: Mapping[str, Any]) -> bool:
-    return any(a in _MLA_ARCHS for a in _arch(t)) or (
-        t.get("kv_lora_rank") is not None and not _is_dsv4(t)
-    )
+    return any(a in _MLA_ARCHS for a in _arch(t)) or (t.get("kv_lora_rank") is not None and not _is_dsv4(t))
 
 
 def _num_experts(t: Mapping[str, Any]) -> int:
@@ -352,8 +349,8 @@ def _is_moe_layer(t: Mapping[str, Any], i: int) -> bool:
     if "expert_layer_period" in t:  # Jamba
         return i % int(t["expert_layer_period"]) == int(t.get("expert_layer_offset", 0))
     step = int(t.get("interleave_moe_layer_step") or t.get("decoder_sparse_step") or 1)
-    if freq is not None and "first_k_dense_replace" in t:
-        return (i - int(t["first_k_dense_replace"])) % int(freq) == 0
+    if freq is not None and "first_k_dense_replace" in t:  # DeepSeek: i % moe_layer_freq == 0
+        return i % int(freq) == 0
     return (i + 1) % step == 0
 
 
@@ -563,11 +560,11 @@ def _kda(t: Mapping[str, Any]) -> list[ParamGroup]:
 def _mamba2(t: Mapping[str, Any]) -> list[ParamGroup]:
     """Mamba2 mixer (Nemotron-H, Falcon-H1): in_proj, conv1d, dt/A/D, gated norm, out_proj."""
     h = int(t["hidden_size"])
-    heads = int(t.get("mamba_num_heads") or t.get("mamba_n_heads"))
+    heads = int(t.get("mamba_num_heads") or t["mamba_n_heads"])
     head_dim = int(t.get("mamba_head_dim") or t.get("mamba_d_head") or 0)
     inner = int(t.get("mamba_d_ssm") or heads * head_dim or int(t.get("mamba_expand", 2)) * h)
     ng = int(t.get("n_groups") or t.get("mamba_n_groups") or 1)
-    ds = int(t.get("ssm_state_size") or t.get("mamba_d_state"))
+    ds = int(t.get("ssm_state_size") or t["mamba_d_state"])
     kernel = int(t.get("conv_kernel") or t.get("mamba_d_conv") or 4)
     conv_dim = inner + 2 * ng * ds
     conv_bias = conv_dim if t.get("use_conv_bias", t.get("mamba_conv_bias", True)) else 0
@@ -610,7 +607,7 @@ def _dense_mlp(t: Mapping[str, Any], i: int) -> list[ParamGroup]:
 def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
     """Routed experts (+gpt-oss biases), router (+correction bias), shared experts."""
     h, e = int(t["hidden_size"]), _num_experts(t)
-    im = int(t.get("moe_intermediate_size") or t.get("intermediate_size"))
+    im = int(t.get("moe_intermediate_size") or t["intermediate_size"])
     mt = str(t.get("model_type", ""))
     groups = [ParamGroup("experts", e * 3 * h * im, ParamKind.EXPERT, e * im)]
     router = h * e
@@ -640,9 +637,7 @@ def _mtp(t: Mapping[str, Any], h: int, vocab: int, n: int) -> _Groups:
     and MiniMax ``num_mtp_modules`` (no embedding/head copies)."""
     nextn = int(t.get("num_nextn_predict_layers") or 0)
     own = int(t.get("mtp_num_hidden_layers") or 0) or (
-        int(t.get("num_mtp_modules") or 0) * int(t.get("mtp_transformer_layers") or 1)
-        if t.get("use_mtp")
-        else 0
+        int(t.get("num_mtp_modules") or 0) * int(t.get("mtp_transformer_layers") or 1) if t.get("use_mtp") else 0
     )
     count = nextn or own
     if not count:

@@ -1,0 +1,210 @@
+"""Accelerators as SGLang 0.5.23 sees them at launch, and a byte-size parser.
+
+``capacity_mib`` is the number SGLang's ``get_device_memory_capacity`` returns (launch_defaults.md
+§1.1): on CUDA nvidia-smi's ``memory.total`` in MiB (not the marketing "80 GB"), on ROCm rocminfo's
+"Pool 1" size in KB / 1024, on Ascend the NPU runtime's total. It drives the capacity tier and the
+``mem_fraction_static`` default (§2, §4); the KV budget itself is measured from *free* memory (§5).
+Only H100 81559, H200 143771 and B200 183359 MiB are confirmed by the spec; every other figure
+carries a ``note`` (OPEN-L1) and can be replaced with :meth:`Accelerator.with_capacity`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from .errors import KVCacheConfigError
+
+Platform = Literal["cuda", "hip", "npu"]
+
+_UNCONFIRMED = "capacity not confirmed from a device listing (launch_defaults.md OPEN-L1)"
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """One device type.
+
+    ``capacity_mib``: MiB as SGLang reads it (float; ``None`` = SGLang could not probe it, which
+    selects the fallbacks of launch_defaults.md §2/§4). ``compute_capability``: CUDA (major,
+    minor), assuming a toolkit new enough for SGLang's probes (>= 12.3 on SM90, >= 12.8 on
+    Blackwell, §1.2). ``gfx_arch``: ROCm target (``"gfx942"``, ``"gfx950"``).
+    """
+
+    name: str
+    capacity_mib: float | None
+    platform: Platform
+    compute_capability: tuple[int, int] | None = None
+    gfx_arch: str | None = None
+    note: str | None = None
+
+    @property
+    def capacity_bytes(self) -> int | None:
+        """``capacity_mib * 2**20`` bytes (``None`` when unknown)."""
+        return None if self.capacity_mib is None else int(self.capacity_mib * 2**20)
+
+    @property
+    def sm_major(self) -> int | None:
+        """Raw CUDA major (the DSA rules test ``major >= 10``, which includes SM120)."""
+        if self.platform != "cuda" or self.compute_capability is None:
+            return None
+        return self.compute_capability[0]
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.platform == "cuda"
+
+    @property
+    def is_hip(self) -> bool:
+        return self.platform == "hip"
+
+    @property
+    def is_npu(self) -> bool:
+        return self.platform == "npu"
+
+    @property
+    def is_sm90(self) -> bool:
+        """SGLang's ``is_hopper_with_cuda_12_3``: CUDA major 9."""
+        return self.sm_major == 9
+
+    @property
+    def is_sm100(self) -> bool:
+        """CUDA major 10: B200/GB200 (SM100) and B300/GB300 (SM103) alike (§1.2)."""
+        return self.sm_major == 10
+
+    @property
+    def is_sm120(self) -> bool:
+        return self.sm_major == 12
+
+    @property
+    def is_blackwell(self) -> bool:
+        """CUDA major in {10, 11, 12}."""
+        return self.sm_major in (10, 11, 12)
+
+    @property
+    def is_gfx95(self) -> bool:
+        """ROCm MI350/MI355 generation."""
+        return self.is_hip and (self.gfx_arch or "").startswith("gfx95")
+
+    def with_capacity(self, capacity_mib: float | None) -> Accelerator:
+        """The same device with a measured capacity (e.g. from your own nvidia-smi)."""
+        if capacity_mib is not None and not capacity_mib > 0:
+            raise KVCacheConfigError(f"capacity_mib must be > 0, got {capacity_mib!r}")
+        return replace(self, capacity_mib=capacity_mib, note=None)
+
+
+def _cuda(name: str, mib: float, cc: tuple[int, int], note: str | None = _UNCONFIRMED) -> Accelerator:
+    return Accelerator(name, mib, "cuda", compute_capability=cc, note=note)
+
+
+GPUS: tuple[Accelerator, ...] = (
+    # Confirmed nvidia-smi memory.total values (launch_defaults.md §1.1).
+    _cuda("H100-80GB", 81559, (9, 0), None),
+    _cuda("H200", 143771, (9, 0), None),
+    _cuda("B200", 183359, (10, 0), None),
+    # Unconfirmed (OPEN-L1): typical nvidia-smi listings; override with with_capacity().
+    _cuda("A100-40GB", 40960, (8, 0)),
+    _cuda("A100-80GB", 81920, (8, 0)),
+    _cuda("H100-PCIe", 81559, (9, 0)),
+    _cuda("H100-NVL", 95830, (9, 0)),
+    _cuda("H800", 81559, (9, 0)),
+    _cuda("H20", 97871, (9, 0)),
+    _cuda("GB200", 189471, (10, 0)),
+    _cuda("B300", 275040, (10, 3)),
+    _cuda("L40S", 46068, (8, 9)),
+    _cuda("L40", 46068, (8, 9)),
+    _cuda("L4", 23034, (8, 9)),
+    _cuda("A10", 23028, (8, 6)),
+    _cuda("T4", 15360, (7, 5)),
+    _cuda("RTX-4090", 24564, (8, 9)),
+    _cuda("RTX-5090", 32607, (12, 0)),
+    _cuda("RTX-PRO-6000", 97887, (12, 0)),
+    Accelerator("MI300X", 196592, "hip", gfx_arch="gfx942", note=_UNCONFIRMED),
+    Accelerator("MI325X", 262128, "hip", gfx_arch="gfx942", note=_UNCONFIRMED),
+    Accelerator("MI355X", 294896, "hip", gfx_arch="gfx950", note=_UNCONFIRMED),
+    Accelerator("Ascend-910B", 65536, "npu", note=_UNCONFIRMED),
+)
+
+_ALIASES = {
+    "h100": "H100-80GB",
+    "h100sxm": "H100-80GB",
+    "h10080gbhbm3": "H100-80GB",
+    "h200141gb": "H200",
+    "h200sxm": "H200",
+    "a100": "A100-80GB",
+    "a100sxm480gb": "A100-80GB",
+    "a100sxm440gb": "A100-40GB",
+    "4090": "RTX-4090",
+    "5090": "RTX-5090",
+    "910b": "Ascend-910B",
+}
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "", name.strip().lower())
+
+
+_BY_KEY = {_key(g.name): g for g in GPUS}
+
+
+def lookup_gpu(name: str) -> Accelerator:
+    """Find an accelerator by name, ignoring case, spaces, dashes and underscores.
+
+    ``"h100"``, ``"H100-80GB"`` and ``"h100_80gb"`` all give the 81559 MiB H100 SXM entry.
+    Unknown names raise :class:`KVCacheConfigError` listing the known ones.
+    """
+    key = _key(name)
+    key = _key(_ALIASES.get(key, key))
+    found = _BY_KEY.get(key)
+    if found is None:
+        known = ", ".join(g.name for g in GPUS)
+        raise KVCacheConfigError(
+            f"unknown GPU {name!r}; known: {known} (or build an Accelerator with your nvidia-smi memory.total in MiB)"
+        )
+    return found
+
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_bytes(value: str | int) -> int:
+    """Parse a byte size: ``"80GiB"`` (2**30), ``"40GB"`` (10**9), ``"512MiB"``, ``"1234"``.
+
+    Units: B, KB/MB/GB/TB (powers of 10), KiB/MiB/GiB/TiB (powers of 2), case-insensitive; a
+    decimal number is allowed when the result is a whole number of bytes (``"1.5GiB"``).
+    Negative, fractional-byte or unparseable input raises :class:`KVCacheConfigError`.
+    """
+    if isinstance(value, bool):
+        raise KVCacheConfigError(f"not a byte size: {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise KVCacheConfigError(f"byte size must be >= 0, got {value}")
+        return int(value)
+    if str(value).strip().startswith("-"):
+        raise KVCacheConfigError(f"byte size must be >= 0, got {value!r}")
+    match = _SIZE_RE.match(str(value))
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _UNITS:
+        raise KVCacheConfigError(f"not a byte size: {value!r}; use e.g. '80GiB', '40GB', '512MiB' or a plain integer")
+    number = match.group(1)
+    if "." in number:
+        whole, frac = number.split(".")
+        scale: int = 10 ** len(frac)
+        numerator = int(whole or "0") * scale + int(frac or "0")
+        total, rest = divmod(numerator * _UNITS[unit], scale)
+        if rest:
+            raise KVCacheConfigError(f"byte size {value!r} is not a whole number of bytes")
+        return total
+    return int(number) * _UNITS[unit]

@@ -1,0 +1,99 @@
+"""Accelerator table, name lookup and byte-size parsing (launch_defaults.md §1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.gpus import GPUS, Accelerator, lookup_gpu, parse_bytes
+
+
+@pytest.mark.parametrize(
+    ("name", "mib", "nbytes"),
+    [
+        # launch_defaults.md §1.1: nvidia-smi memory.total, confirmed.
+        ("H100-80GB", 81559, 85_520_809_984),
+        ("H200", 143771, 150_754_820_096),
+        ("B200", 183359, 192_265_846_784),
+    ],
+)
+def test_confirmed_capacities(name: str, mib: int, nbytes: int) -> None:
+    gpu = lookup_gpu(name)
+    assert gpu.capacity_mib == mib
+    assert gpu.capacity_bytes == nbytes
+    assert gpu.note is None
+
+
+def test_unconfirmed_capacities_carry_a_note() -> None:
+    confirmed = {"H100-80GB", "H200", "B200"}
+    for gpu in GPUS:
+        assert (gpu.note is None) == (gpu.name in confirmed), gpu.name
+    assert lookup_gpu("A100-80GB").capacity_mib == 81920  # §1.1 table (not confirmed)
+    assert lookup_gpu("A100-40GB").capacity_mib == 40960
+
+
+@pytest.mark.parametrize("spelling", ["h100", "H100-80GB", "h100_80gb", " H100 80GB ", "h100-sxm"])
+def test_lookup_is_tolerant(spelling: str) -> None:
+    assert lookup_gpu(spelling).name == "H100-80GB"
+
+
+def test_lookup_more_names() -> None:
+    assert lookup_gpu("mi-300x").name == "MI300X"
+    assert lookup_gpu("rtx4090").name == "RTX-4090"
+    assert lookup_gpu("ascend_910b").platform == "npu"
+
+
+def test_unknown_gpu_lists_known_names() -> None:
+    with pytest.raises(KVCacheConfigError, match=r"unknown GPU 'V100'.*H100-80GB.*MI355X"):
+        lookup_gpu("V100")
+
+
+def test_arch_flags() -> None:
+    h100, b200, b300 = lookup_gpu("H100"), lookup_gpu("B200"), lookup_gpu("B300")
+    assert h100.is_sm90 and not h100.is_blackwell and not h100.is_sm100 and h100.is_cuda
+    assert b200.is_sm100 and b200.is_blackwell and not b200.is_sm90
+    assert b300.is_sm100  # SM103 counts as SM100 for SGLang's rules (§1.2)
+    rtx = lookup_gpu("RTX-5090")
+    assert rtx.is_sm120 and rtx.is_blackwell and not rtx.is_sm100 and rtx.sm_major == 12
+    mi355, mi300 = lookup_gpu("MI355X"), lookup_gpu("MI300X")
+    assert mi355.is_hip and mi355.is_gfx95 and mi355.sm_major is None
+    assert mi300.is_hip and not mi300.is_gfx95 and not mi300.is_sm90
+    assert lookup_gpu("910B").is_npu
+
+
+def test_with_capacity() -> None:
+    measured = lookup_gpu("H20").with_capacity(97000)
+    assert measured.capacity_mib == 97000 and measured.note is None and measured.is_sm90
+    assert lookup_gpu("H100").with_capacity(None).capacity_bytes is None
+    with pytest.raises(KVCacheConfigError):
+        lookup_gpu("H100").with_capacity(0)
+    custom = Accelerator("my-gpu", 12345.0, "cuda", compute_capability=(8, 0))
+    assert custom.capacity_bytes == 12345 * 2**20 and not custom.is_sm90
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("80GiB", 80 * 2**30),
+        ("40GB", 40 * 10**9),
+        ("1234", 1234),
+        ("512MiB", 512 * 2**20),
+        ("512 mb", 512 * 10**6),
+        ("64KiB", 65536),
+        ("2kb", 2000),
+        ("1TiB", 2**40),
+        ("1.5GiB", 3 * 2**29),
+        ("0.5GB", 500_000_000),
+        ("7B", 7),
+        ("0", 0),
+        (42, 42),
+    ],
+)
+def test_parse_bytes(text: str | int, expected: int) -> None:
+    assert parse_bytes(text) == expected
+
+
+@pytest.mark.parametrize("junk", ["", "junk", "-1", "-5GiB", "1.5B", "10XB", "GiB", "1e9", "1,000", -3, True])
+def test_parse_bytes_rejects(junk: str | int) -> None:
+    with pytest.raises(KVCacheConfigError):
+        parse_bytes(junk)
