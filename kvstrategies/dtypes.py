@@ -133,6 +133,14 @@ class KVCacheDtype:
             return DType.UINT8
         return self.dtype
 
+    @property
+    def base_store_dtype(self) -> DType:
+        """SGLang's base ``KVCache`` rule, recipes aside: uint8 for fp8, else the dtype itself.
+
+        What pools without their own quantized layout (MLA, DSA, MiniMax sub-pools) allocate.
+        """
+        return DType.UINT8 if self.dtype.is_fp8 else self.dtype
+
 
 KV_CACHE_DTYPE_NAMES = (
     "auto",

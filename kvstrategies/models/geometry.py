@@ -59,6 +59,7 @@ class DSAGeometry:
     index_topk_pattern: str | None = None
     index_topk_freq: int = 1
     index_skip_topk_offset: int | None = None
+    index_kpool_compress: bool = False  # HF ``index_kpool_compress``: per-request compress tails (layouts.md 8)
 
     def skips_topk(self, layer: int) -> bool:
         """True when ``layer`` has no index-K buffer of its own (``dsa_layer_skips_topk``)."""

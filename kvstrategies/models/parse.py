@@ -209,6 +209,7 @@ def _dsa(archs: tuple[str, ...], text: ConfigDict) -> DSAGeometry | None:
         index_topk_pattern=pattern,
         index_topk_freq=get_int(text, "index_topk_freq", 1, minimum=1),
         index_skip_topk_offset=get_opt_int(text, "index_skip_topk_offset", minimum=1),
+        index_kpool_compress=bool(text.get("index_kpool_compress", False)),
     )
 
 

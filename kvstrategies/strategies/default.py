@@ -1,4 +1,4 @@
-"""``DefaultPoolConfigurator``: MHA / GQA / MQA, MLA and DSA, plain and FP8 KV (sizing.md 5).
+"""``DefaultPoolConfigurator``: MHA / GQA / MQA, MLA, DSA, MiniMax sparse; FP8, FP4, MXFP8 KV (sizing.md 5).
 
 Cost model (affine): ``available_bytes = max_total_num_tokens * cell + fixed`` with an int
 ``cell`` (bytes per token slot over this rank's layers) and ``fixed = 0`` (logical-page KV
@@ -7,6 +7,12 @@ sharding, the only fixed term in SGLang, is out of scope). Inverse:
 
 The cell is built in SGLang's order (5.2): MLA (+ FP4, + DSA indexer) or MiniMax sparse or
 MHA (+ FP4 recipe, + MXFP8 scales), then draft scaling for a speculative target (5.8).
+
+Decisions where SGLang has no consistent pool (each raises ``UnsupportedConfigurationError``):
+FP4 KV with DSA (priced 324 B/layer, but the DSA pool would store a 576-wide float4 row), FP4 with
+MiniMax sparse (OPEN-B3, :func:`~.checks.reject_fp4`), FP4 off CUDA (SGLang skips its FP4 branches
+there), and the MiniMax-M3 NVFP4 native stack (out of scope). Draft scaling (5.8) also applies to
+MiniMax sparse targets: its "return immediately" ends the 5.2 cell, not the scaling.
 """
 
 from __future__ import annotations
@@ -22,12 +28,20 @@ from ..context import (
     num_kv_heads_per_rank,
     stage_layer_range,
 )
-from ..dtypes import DType
+from ..dtypes import DType, KVRecipe
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..pools.basic import mha_layout, mla_layout
+from ..pools.dsa import DSAIndexGeometry
+from ..pools.dsa import dsa_layout as dsa_pool_layout
+from ..pools.fp4 import FP4KVRecipe, mla_fp4_cell_bytes
+from ..pools.fp4 import mla_fp4_layout as mla_fp4_pool_layout
 from ..pools.layout import PoolLayout
+from ..pools.minimax import minimax_index_dtype, minimax_sparse_cell_bytes, minimax_sparse_layout
+from ..pools.mxfp8 import mxfp8_layout, mxfp8_scale_cell_bytes
+from ..request_math import req_to_token_pre_alloc
 from ..sizing import PoolSizes, align_down, ceil_div, require_positive_tokens
 from .base import PoolConfigurator
+from .checks import reject_fp4, require_fp4_device
 
 #: what a stage with no local attention layer reports when the KV lives on another PP stage
 ZERO_KV_STAGE_TOKENS = 2**63 - 1
@@ -82,6 +96,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """The cell of 5.2 before draft scaling."""
         if self.ctx.geometry.use_mla:
             return self.mla_cell_bytes()
+        if self.ctx.geometry.minimax_sparse is not None:
+            return self.minimax_cell_bytes()
         return self.mha_cell_bytes()
 
     @cached_property
@@ -129,11 +145,21 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """``mla_dim * L * kv`` (+ FP4 halving and scales) + the DSA indexer term (5.2 b)."""
         geometry = self.ctx.geometry
         assert geometry.mla is not None
+        require_fp4_device(self.ctx)
+        if self.fp4_applies and geometry.dsa is not None:
+            # SGLang prices 324 B/layer here but its DSA pool stores a 576-wide float4 row: no
+            # consistent pool exists, so the combination is rejected (decision, see module notes)
+            raise UnsupportedConfigurationError(
+                f"kv_cache_dtype {self.ctx.kv_cache_dtype.name!r} (FP4) with DSA sparse attention "
+                f"({', '.join(geometry.architectures)}) is not supported: SGLang has no FP4 DSA pool; "
+                "use 'fp8_e4m3' or 'bf16'"
+            )
         layers = self.effective_num_layers
         cell = self.mla_kv_cache_dim() * layers * self.kv_itemsize
         if self.fp4_applies:
-            # half a byte per latent value plus one 1-byte scale per 16 values; no recipe check
-            cell = cell // 2 + (geometry.mla.latent_dim // 16) * layers * self.kv_itemsize
+            # half a byte per latent value plus one 1-byte scale per 16 values; QUIRK (sizing.md
+            # 12.4): no recipe check and no workspace, nvfp4 and fp4_mx_block16 cost the same
+            cell = mla_fp4_cell_bytes(self.mla_kv_cache_dim(), layers)
         if geometry.dsa is not None:
             cell += self.indexer_bytes(self.num_layers) * (1 if self.ctx.is_draft_worker else self.dcp)
         return cell
@@ -141,10 +167,14 @@ class DefaultPoolConfigurator(PoolConfigurator):
     # DSA indexer (5.5) --------------------------------------------------------------------
     @property
     def index_k_elision(self) -> bool:
-        """Layers that reuse the previous top-k store no index keys (target workers only)."""
+        """Layers that reuse the previous top-k store no index keys (target workers only).
+
+        Off on NPU under PD disaggregation or hierarchical cache (sizing.md 5.5).
+        """
         npu = self.ctx.device is DeviceKind.NPU
-        disagg = self.ctx.scheduling.disaggregation_mode is not DisaggregationMode.NULL
-        return not self.ctx.is_draft_worker and not (npu and disagg)
+        scheduling = self.ctx.scheduling
+        disagg = scheduling.disaggregation_mode is not DisaggregationMode.NULL
+        return not self.ctx.is_draft_worker and not (npu and (disagg or scheduling.enable_hierarchical_cache))
 
     def indexer_layer_count(self, num_layers: int, *, all_layers: bool = False) -> int:
         """Layers carrying index keys; the skip rule runs on the cache-layer ids.
@@ -182,14 +212,78 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return num_kv_heads_per_rank(self.ctx)
 
     def mha_cell_bytes(self) -> int:
-        """``H * (head_dim + v_head_dim) * L * kv`` (5.2 d); FP4/MXFP8 replace or extend it."""
+        """``H * (head_dim + v_head_dim) * L * kv`` (5.2 d); FP4 replaces it, MXFP8 adds scales.
+
+        FP4 (5.4): the recipe's cell with ``head_dim`` for K and V (QUIRK 12.4: ``v_head_dim`` is
+        ignored). MXFP8: ``+ (H * (D + Dv) * num_layers) // 32`` (QUIRK 12.1: ``num_layers`` in the
+        scale term, ``effective_num_layers`` in the data term; equal for MHA; one floor overall).
+        """
         geometry = self.ctx.geometry
-        cell = self.kv_heads * (geometry.head_dim + geometry.v_head_dim) * self.effective_num_layers * self.kv_itemsize
+        require_fp4_device(self.ctx)
         if self.fp4_applies:
-            raise UnsupportedConfigurationError(
-                f"FP4 KV cache ({self.ctx.kv_cache_dtype.name}) for MHA models is not supported yet"
-            )
+            return self.fp4_recipe.cell_bytes(self.kv_heads, geometry.head_dim, self.effective_num_layers)
+        heads, dims = self.kv_heads, geometry.head_dim + geometry.v_head_dim
+        cell = heads * dims * self.effective_num_layers * self.kv_itemsize
+        if self.ctx.kv_cache_dtype.recipe is KVRecipe.MXFP8:
+            cell += mxfp8_scale_cell_bytes(heads, geometry.head_dim, geometry.v_head_dim, self.num_layers)
         return cell
+
+    @cached_property
+    def fp4_recipe(self) -> FP4KVRecipe:
+        """The FP4 recipe named by ``kv_cache_dtype`` for the (prefill, decode) backend pair (5.4).
+
+        Each phase falls back to ``attention_backend``; with none at all only the packed data
+        (and nvfp4's global-scale vectors) exist.
+        """
+        backends = self.ctx.backends
+        return FP4KVRecipe.configure(
+            self.ctx.kv_cache_dtype.recipe,
+            prefill_backend=backends.prefill,
+            decode_backend=backends.decode,
+            is_sm100=self.ctx.platform.is_sm100,
+        )
+
+    # MiniMax sparse (5.2 c) ----------------------------------------------------------------
+    @cached_property
+    def minimax_index_dtype(self) -> DType:
+        """The indexer cache dtype: KV dtype on CUDA SM90 with fp8-e4m3 KV, fp8 on gfx95, else model dtype.
+
+        MiniMax fp8-attention-GEMM mode is not a setting here (off); the gfx95 env knob
+        ``SGLANG_OPT_MINIMAX_M3_FP8_INDEX_CACHE`` is taken at its default (on).
+        """
+        ctx = self.ctx
+        cuda = ctx.device in (DeviceKind.CUDA, DeviceKind.META)
+        return minimax_index_dtype(
+            ctx.kv_cache_dtype.dtype,
+            ctx.geometry.model_dtype,
+            cuda_sm90=cuda and ctx.platform.is_sm90,
+            gfx95_fp8_index_cache=ctx.device is DeviceKind.HIP and ctx.platform.is_gfx95,
+        )
+
+    def minimax_cell_bytes(self) -> int:
+        """MiniMax-M3 sparse: main K/V of every local layer plus indexer K(/V) (5.2 c).
+
+        ``H = num_kv_heads(attn_tp)`` without DCP (the builder passes DCP heads to the pool;
+        identical unless DCP > 1). No FP4/MXFP8/QSA terms. FP4 KV is rejected (OPEN-B3), and so
+        is the ``minimax_m3_nvfp4`` native Blackwell stack (out of scope, OPEN-L4).
+        """
+        ctx, geometry = self.ctx, self.ctx.geometry
+        sparse = geometry.minimax_sparse
+        assert sparse is not None
+        reject_fp4(ctx, f"MiniMax sparse attention ({', '.join(geometry.architectures)})")
+        if geometry.quantization == "minimax_m3_nvfp4" and ctx.platform.is_blackwell:
+            raise UnsupportedConfigurationError(
+                "the MiniMax-M3 NVFP4 native KV pool (quantization 'minimax_m3_nvfp4' on Blackwell) is out of "
+                "scope (spec OPEN-L4); plan it on a non-Blackwell platform or with another checkpoint"
+            )
+        return minimax_sparse_cell_bytes(
+            sparse.local(*self.layer_range),
+            head_num=geometry.num_kv_heads(ctx.parallel.attn_tp_size),
+            head_dim=geometry.head_dim,
+            kv_itemsize=self.kv_itemsize,
+            index_dim=sparse.sparse_index_dim,
+            index_itemsize=self.minimax_index_dtype.itemsize,
+        )
 
     # draft scaling (5.8) ------------------------------------------------------------------
     def draft_scaled_cell(self, cell: int) -> int:
@@ -278,6 +372,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
             if self.fp4_applies:
                 return self.mla_fp4_layout(sizes)
             return self.mla_layout(sizes)
+        if geometry.minimax_sparse is not None:
+            return self.minimax_sparse_layout(sizes)
         return self.mha_layout(sizes)
 
     def mla_layout(self, sizes: PoolSizes) -> PoolLayout:
@@ -289,14 +385,80 @@ class DefaultPoolConfigurator(PoolConfigurator):
             page_size=self.pool_page_size,
             kv_cache_dim=geometry.mla.latent_dim,
             layer_num=self.pool_layer_num,
-            store_dtype=self.ctx.kv_cache_dtype.store_dtype,
+            store_dtype=self.ctx.kv_cache_dtype.base_store_dtype,
         )
 
     def mla_fp4_layout(self, sizes: PoolSizes) -> PoolLayout:
-        raise UnsupportedConfigurationError("FP4 KV cache for MLA models is not supported yet")
+        """``MLATokenToKVPoolFP4`` (builders.md 4 row 8, layouts.md 7), either FP4 recipe."""
+        geometry = self.ctx.geometry
+        assert geometry.mla is not None
+        return mla_fp4_pool_layout(
+            size=self.pool_tokens(sizes),
+            page_size=self.pool_page_size,
+            kv_cache_dim=geometry.mla.latent_dim,
+            layer_num=self.pool_layer_num,
+        )
+
+    def dsa_skip_topk_layers(self) -> tuple[bool, ...] | None:
+        """Pool-local skip flags of the stage layers when index-K elision applies (builders.md 5.3)."""
+        dsa = self.ctx.geometry.dsa
+        assert dsa is not None
+        if not self.index_k_elision:
+            return None
+        start, end = self.layer_range
+        return tuple(dsa.skips_topk(layer) for layer in range(start, end))
 
     def dsa_layout(self, sizes: PoolSizes) -> PoolLayout:
-        raise UnsupportedConfigurationError("the DSA token-to-KV pool is not supported yet")
+        """``DSATokenToKVPool`` (builders.md 5.3, layouts.md 8): latent rows plus index keys.
+
+        ``kv_cache_dim`` is 5.3's (656 packed fp8 or the raw 576); a DCP draft pool is
+        ``dcp_replicated`` (its index page is ``P * dcp / kpool / dcp``); the kpool compress tails
+        get ``req_to_token`` rows + 1 rows and ``index_kpool + max draft tokens`` slots.
+        """
+        ctx, geometry = self.ctx, self.ctx.geometry
+        assert geometry.mla is not None and geometry.dsa is not None
+        dsa = geometry.dsa
+        tails = None
+        if dsa.index_kpool > 1 and dsa.index_kpool_compress:
+            requests = sizes.max_running_requests
+            if requests is None:
+                raise KVCacheConfigError("DSA compress tails need max_running_requests; finalise the sizes first")
+            req_rows = requests + req_to_token_pre_alloc(ctx) + 1
+            tails = (req_rows + 1, dsa.index_kpool + (ctx.speculative.max_num_draft_tokens or 0))
+        return dsa_pool_layout(
+            size=self.pool_tokens(sizes),
+            page_size=self.pool_page_size,
+            kv_cache_dim=self.mla_kv_cache_dim(),
+            layer_num=self.pool_layer_num,
+            store_dtype=ctx.kv_cache_dtype.base_store_dtype,
+            index=DSAIndexGeometry(
+                size=self.pool_tokens(sizes),
+                page_size=self.pool_page_size,
+                index_head_dim=dsa.index_head_dim,
+                index_kpool=dsa.index_kpool,
+                dcp_size=self.dcp,
+                dcp_replicated=self.loc_space_scale > 1,
+            ),
+            skip_topk_layers=self.dsa_skip_topk_layers(),
+            compress_tails=tails,
+            is_hip=ctx.device is DeviceKind.HIP,
+        )
+
+    def minimax_sparse_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """``MiniMaxSparseKVPool`` (builders.md 5.6, layouts.md 12); heads with DCP, as the builder passes."""
+        geometry = self.ctx.geometry
+        sparse = geometry.minimax_sparse
+        assert sparse is not None
+        return minimax_sparse_layout(
+            size=self.pool_tokens(sizes),
+            page_size=self.pool_page_size,
+            head_num=self.kv_heads,
+            head_dim=geometry.head_dim,
+            index_dim=sparse.sparse_index_dim,
+            layers=sparse.local(*self.layer_range),
+            store_dtype=self.ctx.kv_cache_dtype.base_store_dtype,
+            index_dtype=self.minimax_index_dtype,
+        )
 
     def mha_store_dtype(self) -> DType:
         """uint8 for fp8 (readers view it back), except CPU fp8 e4m3 (the AMX recipe keeps fp8)."""
@@ -306,8 +468,30 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return kv.store_dtype
 
     def mha_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """``MHATokenToKVPool`` (layouts.md 4.2) for this rank's heads and layers."""
+        """``MHATokenToKVPool`` (layouts.md 4.2) for this rank's heads and layers (builders.md 5.1).
+
+        FP4: the recipe's quantized buffers (4.5), recipe page = scheduler page, ``L`` layers of
+        global scales. MXFP8: ``MHATokenToKVPoolMXFP8`` (5).
+        """
         geometry = self.ctx.geometry
+        if self.fp4_applies:
+            return self.fp4_recipe.layout(
+                size=self.pool_tokens(sizes),
+                page_size=self.pool_page_size,
+                head_num=self.kv_heads,
+                head_dim=geometry.head_dim,
+                layer_num=self.pool_layer_num,
+                quant_page_size=self.ctx.page_size,
+            )
+        if self.ctx.kv_cache_dtype.recipe is KVRecipe.MXFP8:
+            return mxfp8_layout(
+                size=self.pool_tokens(sizes),
+                page_size=self.pool_page_size,
+                head_num=self.kv_heads,
+                head_dim=geometry.head_dim,
+                v_head_dim=geometry.v_head_dim,
+                layer_num=self.pool_layer_num,
+            )
         return mha_layout(
             size=self.pool_tokens(sizes),
             page_size=self.pool_page_size,

@@ -1,0 +1,105 @@
+"""``MiniMaxSparseGeometry``: MiniMax-M3 block-sparse attention layers (sizing.md 2.8).
+
+A MiniMax-M3 sparse model (architecture ``MiniMaxM3SparseForCausalLM`` or
+``MiniMaxM3SparseForConditionalGeneration``) mixes *dense* attention layers with *sparse* ones.
+Every layer keeps its K/V in one MHA pool; a sparse layer also keeps its lightning-indexer keys
+(``sparse_index_dim`` wide, one head), and, unless the layer is in the "disable index value"
+list, the indexer's values too. From ``sparse_attention_config`` (in ``text_config`` or the root):
+
+* dense layer ids: ``sparse_attention_freq[i] == 0``; sparse: ``!= 0``;
+* K-only indexer layers: sparse layers with ``sparse_disable_index_value[i] != 0`` (empty if absent);
+* ``sparse_index_dim``: the indexer head dim.
+
+Decision (not in the spec): the ``sparse_attention_freq`` list is required and must cover every
+hidden layer (a shorter list would leave layers in neither set, which SGLang sizes as no KV but
+still addresses in the main pool); entries past ``num_hidden_layers`` (MTP layers) are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..errors import KVCacheConfigError
+from .geometry import ModelGeometry
+from .hf import ConfigDict, get_int, int_list
+from .parse import replace
+
+MINIMAX_SPARSE_ARCHITECTURES = frozenset(
+    {"MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration"}
+)
+
+
+@dataclass(frozen=True)
+class MiniMaxLocalLayers:
+    """One stage's layer sets (global ids inside ``[start, end)``)."""
+
+    dense: tuple[int, ...]
+    sparse: tuple[int, ...]
+    k_only: tuple[int, ...]  # sparse layers whose indexer keeps K only
+
+    @property
+    def kv_sparse(self) -> tuple[int, ...]:
+        """Sparse layers whose indexer keeps both K and V."""
+        k_only = set(self.k_only)
+        return tuple(layer for layer in self.sparse if layer not in k_only)
+
+    @property
+    def num_layers(self) -> int:
+        """Layers of the main K/V pool (dense + sparse)."""
+        return len(self.dense) + len(self.sparse)
+
+
+@dataclass(frozen=True)
+class MiniMaxSparseGeometry:
+    """Model-wide MiniMax-M3 sparse layer sets (global ids) and the indexer head dim."""
+
+    dense_layer_ids: tuple[int, ...]
+    sparse_layer_ids: tuple[int, ...]
+    k_only_layer_ids: tuple[int, ...]  # every id flagged in sparse_disable_index_value
+    sparse_index_dim: int
+
+    def local(self, start: int, end: int) -> MiniMaxLocalLayers:
+        """The layer sets of the stage ``[start, end)``; K-only = local sparse layers in the list."""
+        flagged = set(self.k_only_layer_ids)
+        dense = tuple(i for i in self.dense_layer_ids if start <= i < end)
+        sparse = tuple(i for i in self.sparse_layer_ids if start <= i < end)
+        return MiniMaxLocalLayers(dense, sparse, tuple(i for i in sparse if i in flagged))
+
+
+def _sparse_config(root: ConfigDict, text: ConfigDict) -> Mapping[str, object]:
+    cfg = text.get("sparse_attention_config") or root.get("sparse_attention_config")
+    if not isinstance(cfg, Mapping):
+        raise KVCacheConfigError(
+            "a MiniMax-M3 sparse config needs a 'sparse_attention_config' object (in text_config or the "
+            f"root) with 'sparse_attention_freq' and 'sparse_index_dim'; got {cfg!r}"
+        )
+    return cfg
+
+
+def parse_minimax_sparse(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> ModelGeometry:
+    """Attach :class:`MiniMaxSparseGeometry` to a MiniMax-M3 sparse model (sizing.md 2.8)."""
+    if not any(arch in MINIMAX_SPARSE_ARCHITECTURES for arch in geometry.architectures):
+        return geometry
+    cfg = _sparse_config(root, text)
+    freq = int_list(cfg, "sparse_attention_freq")
+    if freq is None:
+        raise KVCacheConfigError(
+            "sparse_attention_config.sparse_attention_freq is missing; it says which layers are "
+            "dense (0) and sparse (non-zero)"
+        )
+    layers = geometry.num_hidden_layers
+    if len(freq) < layers:
+        raise KVCacheConfigError(
+            f"sparse_attention_config.sparse_attention_freq has {len(freq)} entries but the model has "
+            f"{layers} hidden layers; give one entry per layer"
+        )
+    disable = int_list(cfg, "sparse_disable_index_value") or ()
+    index_dim = get_int(cfg, "sparse_index_dim", minimum=1)
+    sparse_geometry = MiniMaxSparseGeometry(
+        dense_layer_ids=tuple(i for i in range(layers) if freq[i] == 0),
+        sparse_layer_ids=tuple(i for i in range(layers) if freq[i] != 0),
+        k_only_layer_ids=tuple(i for i, flag in enumerate(disable) if flag != 0),
+        sparse_index_dim=index_dim,
+    )
+    return replace(geometry, minimax_sparse=sparse_geometry)
