@@ -75,3 +75,25 @@ def require_positive_tokens(tokens: int) -> None:
             "available_bytes (SGLang: --mem-fraction-static), lower the page size, or use a "
             "smaller KV dtype / more TP"
         )
+
+
+def validate_swa_pool_size(swa_tokens: int, sliding_window_size: int | None, page_size: int) -> None:
+    """SGLang's base-class ``validate_swa_pool_size`` (sizing.md 4): the prefill admission floor.
+
+    Prefill charges ``min(extend + decode, W) + P`` SWA slots per request, so an SWA pool of
+    ``W + P`` tokens or fewer could never admit one and the server would hang: raise when
+    ``W + P >= swa_tokens`` (e.g. GPT-OSS, W 127, P 64: 191 >= 128 fails, 192 passes).
+    Skipped when the window is unknown (None).
+    """
+    from .errors import SWAPoolTooSmallError
+
+    if sliding_window_size is None:
+        return
+    if sliding_window_size + page_size >= swa_tokens:
+        raise SWAPoolTooSmallError(
+            f"SWA pool ({swa_tokens} tokens) cannot hold even one request: the prefill admission floor "
+            f"is sliding_window_size ({sliding_window_size}) + page_size ({page_size}) = "
+            f"{sliding_window_size + page_size} tokens. Increase swa_full_tokens_ratio (SGLang "
+            "--swa-full-tokens-ratio), the KV budget (available_bytes, or a larger max_tokens cap), "
+            "or lower page_size"
+        )

@@ -1,0 +1,425 @@
+"""Hybrid sliding-window models: which layers are full / SWA, and the engine's window.
+
+``parse_hybrid_swa`` is a family parser (``(root, text, geometry) -> geometry``). It does two
+independent things:
+
+* **Gemma-4 config rewrite** (sizing.md 2.2, builders.md 1): a Gemma-4-family HF config states
+  the *sliding* layers' shape in its base attributes and the full-attention shape as overrides;
+  SGLang flips that so the base fields are the full-attention shape and ``swa_*`` the sliding
+  one. Applied whether or not hybrid-SWA memory is enabled (it is a config rewrite).
+* **Hybrid-SWA detection** (sizing.md 2.4): for an architecture in SGLang's hybrid-SWA set, or a
+  text config with ``is_hybrid_swa: true``, attach a :class:`HybridSWAGeometry` with the global
+  full / SWA layer ids (builders.md 6) and the engine's sliding window.
+
+Gemma-2 and Gemma-3 are **not** in SGLang 0.5.23's set: they keep the Default strategy over all
+their layers although their configs carry a ``sliding_window``.
+
+Decisions (OPEN; the spec names families, not always architecture strings):
+
+* Architecture names for Granite SWA (``GraniteSWAForCausalLM``, ``GraniteMoeSWAForCausalLM``),
+  IQuest-Q1 (``IQuestQ1ForCausalLM``), MuseGlimmer (``MuseGlimmerForCausalLM``), Beam
+  (``BeamForCausalLM``), Inkling (``InklingForCausalLM``, ``InklingForConditionalGeneration``
+  (+``MTP``)) and UnlimitedOCR (``UnlimitedOCRForCausalLM``) are taken from their public
+  model code; any other spelling still works through the text config's ``is_hybrid_swa``.
+* A root ``model_type`` of ``gemma4_text`` (a text-only Gemma-4 checkpoint, architecture
+  ``Gemma4ForCausalLM``, which *is* in the hybrid-SWA set) gets the Gemma-4 rewrite with the
+  ``gemma4`` gate; the spec lists only the wrapper model types.
+* A generic ``is_hybrid_swa`` config without ``hybrid_layer_pattern`` falls back to
+  ``layer_types``; with neither it is a :class:`KVCacheConfigError`.
+* MXFP8 scale bytes of an MLA hybrid-SWA model (sizing.md 12 quirk 3) use SGLang's per-layer
+  head dims of the MHA formula, which for MLA models are SGLang's forced dummy ``head_dim``
+  (256 for the DeepSeek-style list, 128 MiniCPM3, 72 Kimi-Linear, the config's for Bailing,
+  else the config's / ``hidden // heads``) and the config's ``v_head_dim``; the SWA side uses
+  the config's ``swa_head_dim`` (default: the raw head dim) and ``swa_v_head_dim``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import KVCacheConfigError
+from .geometry import ModelGeometry
+from .hf import ConfigDict, as_int, get_int, get_opt_int, int_list, str_list
+from .parse import replace as _replace
+
+GPT_OSS = frozenset({"GptOssForCausalLM"})
+LLAMA4 = frozenset({"Llama4ForConditionalGeneration"})
+DEEPSEEK_V4 = frozenset({"DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN", "DeepseekV4ForCausalLMDSpark"})
+MIMO_V2 = frozenset({"MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM"})
+STEP3P5 = frozenset({"Step3p5ForCausalLM", "Step3p7ForConditionalGeneration"})
+# MTP draft architectures: one SWA layer (the draft depth), no full layer (builders.md 6).
+MTP_DRAFTS = frozenset({"MiMoV2MTP", "Step3p5MTP", "InklingForConditionalGenerationMTP"})
+GEMMA4 = frozenset(
+    {
+        "Gemma4ForCausalLM",
+        "Gemma4ForConditionalGeneration",
+        "Gemma4UnifiedForConditionalGeneration",
+        "EmbeddingGemma2Model",
+        "DiffusionGemmaForBlockDiffusion",
+    }
+)
+LAYER_TYPES_FAMILIES = frozenset(
+    {
+        "GraniteSWAForCausalLM",
+        "GraniteMoeSWAForCausalLM",
+        "IQuestQ1ForCausalLM",
+        "Dots3NoteForCausalLM",
+        "Dots3NoteForCausalLMNextN",
+        "LagunaForCausalLM",
+        "MellumForCausalLM",
+        "MuseGlimmerForCausalLM",
+        "BeamForCausalLM",
+    }
+)
+INKLING = frozenset({"InklingForCausalLM", "InklingForConditionalGeneration"})
+UNLIMITED_OCR = frozenset({"UnlimitedOCRForCausalLM"})
+LAGUNA = frozenset({"LagunaForCausalLM"})
+BEAM = frozenset({"BeamForCausalLM"})
+
+#: SGLang 0.5.23's hybrid-SWA architecture set (sizing.md 2.4); any entry of ``architectures``.
+HYBRID_SWA_ARCHITECTURES = (
+    GPT_OSS
+    | LLAMA4
+    | DEEPSEEK_V4
+    | MIMO_V2
+    | STEP3P5
+    | MTP_DRAFTS
+    | GEMMA4
+    | (LAYER_TYPES_FAMILIES - {"Dots3NoteForCausalLM", "Dots3NoteForCausalLMNextN"})
+    | INKLING
+    | UNLIMITED_OCR
+)
+#: Models whose SWA layers have their own KV heads / head dims (builders.md 5.5), by first entry.
+COMPRESS_ARCHITECTURES = frozenset(
+    {
+        "MiMoV2ForCausalLM",
+        "MiMoV2FlashForCausalLM",
+        "MiMoV2MTP",
+        "Gemma4ForCausalLM",
+        "Gemma4ForConditionalGeneration",
+        "Gemma4UnifiedForConditionalGeneration",
+        "EmbeddingGemma2Model",
+        "InklingForConditionalGeneration",
+        "InklingForConditionalGenerationMTP",
+        "DiffusionGemmaForBlockDiffusion",
+    }
+)
+# Models whose ``get_attention_sliding_window_size`` returns HF's inclusive window - 1.
+_WINDOW_MINUS_ONE = GPT_OSS | GEMMA4 | frozenset({"MellumForCausalLM"})
+#: Root model types of the Gemma-4 family (sizing.md 2.2) and the rewrite's global-KV-head gate.
+GEMMA4_MODEL_TYPES = frozenset(
+    {
+        "gemma4",
+        "gemma4_text",
+        "gemma4_unified",
+        "gemma4_assistant",
+        "gemma4_unified_assistant",
+        "diffusion_gemma",
+        "embedding_gemma2",
+    }
+)
+_GEMMA4_GATED_BY_K_EQ_V = frozenset({"gemma4", "gemma4_text", "gemma4_unified"})
+_EMBEDDING_GEMMA2_MAX_CONTEXT = 8192
+# SGLang forces a dummy ``head_dim`` for these MLA architectures (used only by quirk 3).
+_MLA_HEAD_DIM_256 = frozenset(
+    {
+        "DeepseekV2ForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "DeepseekV32ForCausalLM",
+        "DeepseekV3ForCausalLMNextN",
+        "Glm4MoeLiteForCausalLM",
+        "Glm4MoeLiteForCausalLMNextN",
+        "GlmMoeDsaForCausalLM",
+        "LongcatFlashForCausalLM",
+        "LongcatFlashForCausalLMNextN",
+        "DotsVLMForCausalLM",
+        "MistralLarge3ForCausalLM",
+        "PixtralForConditionalGeneration",
+        "MistralLarge3ForCausalLMEagle",
+        "KimiK25ForConditionalGeneration",
+        "Eagle3DeepseekV2ForCausalLM",
+        "DeepseekVL2ForCausalLM",
+        "KimiVLForConditionalGeneration",
+    }
+)
+
+DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
+#: Model overrides of the ratio default (sizing.md 6); Step-3.5's 1.0 needs hierarchical cache.
+_RATIO_OVERRIDES = {"inkling": 0.1, "deepseek_v4": 0.1}
+
+
+@dataclass(frozen=True)
+class HybridSWAGeometry:
+    """The hybrid sliding-window split of one model (global layer ids, sizing.md 2.4).
+
+    ``sliding_window_size`` is the engine's window ``W`` (tokens a SWA layer still attends to),
+    e.g. 127 for GPT-OSS (HF ``sliding_window = 128`` is inclusive), 8192 for Llama-4 (its
+    ``attention_chunk_size``). ``is_compress_model``: the SWA pool gets its own KV heads and head
+    dims (``swa_*`` of :class:`ModelGeometry`). DeepSeek-V4 (``is_deepseek_v4``) carries no id
+    lists: its layer split is ``compress_ratios`` (its own strategy). ``mtp_local_layer_ids``:
+    draft depths stored at SWA geometry with full capacity (sizing.md 6.2 ``dSF``).
+    ``mla_scale_dims`` = ``(full D, full Dv, swa D, swa Dv)`` of the MXFP8 scale term of an MLA
+    model (quirk 3), None for MHA models.
+    """
+
+    full_attention_layer_ids: tuple[int, ...]
+    swa_attention_layer_ids: tuple[int, ...]
+    sliding_window_size: int | None
+    is_compress_model: bool = False
+    default_swa_full_tokens_ratio: float = DEFAULT_SWA_FULL_TOKENS_RATIO
+    mtp_local_layer_ids: tuple[int, ...] | None = None
+    is_deepseek_v4: bool = False
+    mla_scale_dims: tuple[int, int, int, int] | None = None
+
+    def local_full_attention_layer_ids(self, start: int, end: int) -> tuple[int, ...]:
+        """Global ids of the full-attention layers in the stage ``[start, end)``."""
+        return tuple(i for i in self.full_attention_layer_ids if start <= i < end)
+
+    def local_swa_attention_layer_ids(self, start: int, end: int) -> tuple[int, ...]:
+        """Global ids of the sliding-window layers in the stage ``[start, end)``."""
+        return tuple(i for i in self.swa_attention_layer_ids if start <= i < end)
+
+
+# ---- the Gemma-4 config rewrite (sizing.md 2.2) ----------------------------------------------
+
+
+def _gemma4_full_kv_heads(root_type: str, text: ConfigDict, sliding_heads: int) -> int:
+    """Total KV heads of the full-attention layers: the global override when its gate opens."""
+    global_heads = get_opt_int(text, "num_global_key_value_heads", minimum=1)
+    if root_type == "embedding_gemma2":
+        return 1 if global_heads is None else global_heads
+    if root_type == "diffusion_gemma":
+        return sliding_heads if global_heads is None else global_heads
+    if root_type in _GEMMA4_GATED_BY_K_EQ_V and global_heads is not None and text.get("attention_k_eq_v") is True:
+        return global_heads
+    return sliding_heads
+
+
+def rewrite_gemma4(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> ModelGeometry:
+    """Base fields := full-attention shape, ``swa_*`` := sliding shape (Gemma-4 family only).
+
+    Full layers: ``head_dim = v_head_dim = global_head_dim`` (default 512); KV heads the global
+    override when gated in, else ``num_key_value_heads``. Sliding layers: the config's
+    ``head_dim`` and ``num_key_value_heads``. ``attention_k_eq_v`` does not halve the cache.
+    """
+    root_type = str(root.get("model_type") or "")
+    if root_type not in GEMMA4_MODEL_TYPES:
+        return geometry
+    sliding_dim = geometry.head_dim
+    sliding_heads = geometry.total_num_kv_heads
+    global_dim = get_int(text, "global_head_dim", 512, minimum=1)
+    context = geometry.context_len
+    if root_type == "embedding_gemma2":
+        context = min(context, _EMBEDDING_GEMMA2_MAX_CONTEXT)
+    return _replace(
+        geometry,
+        head_dim=global_dim,
+        v_head_dim=global_dim,
+        total_num_kv_heads=_gemma4_full_kv_heads(root_type, text, sliding_heads),
+        swa_head_dim=sliding_dim,
+        swa_v_head_dim=sliding_dim,
+        swa_total_num_kv_heads=sliding_heads,
+        context_len=context,
+    )
+
+
+# ---- hybrid-SWA detection, layer ids, window --------------------------------------------------
+
+
+def _has(archs: tuple[str, ...], family: frozenset[str]) -> bool:
+    return any(a in family for a in archs)
+
+
+def _is_gemma4_family(root: ConfigDict, archs: tuple[str, ...]) -> bool:
+    return _has(archs, GEMMA4) or str(root.get("model_type") or "") in GEMMA4_MODEL_TYPES
+
+
+def is_hybrid_swa_config(root: ConfigDict, text: ConfigDict, archs: tuple[str, ...]) -> bool:
+    """SGLang's ``is_hybrid_swa_model`` (sizing.md 2.4), before ``--disable-hybrid-swa-memory``."""
+    if text.get("is_hybrid_swa") is True:
+        return True
+    if _has(archs, LAGUNA) and not text.get("sliding_window"):
+        return False  # Laguna is hybrid only with a non-zero sliding_window
+    if _has(archs, BEAM):
+        types = str_list(text, "layer_types") or ()
+        if "sliding_attention" not in types:
+            return False
+    return _has(archs, HYBRID_SWA_ARCHITECTURES) or _is_gemma4_family(root, archs)
+
+
+def _gemma4_layer_types(text: ConfigDict, num_layers: int) -> tuple[str, ...]:
+    types = str_list(text, "layer_types")
+    if types is None:
+        pattern = get_opt_int(text, "sliding_window_pattern", minimum=1)
+        if pattern is None:
+            raise KVCacheConfigError(
+                "a Gemma-4 config needs 'layer_types' (or 'sliding_window_pattern') to tell sliding "
+                "from full-attention layers; add it to config.json"
+            )
+        types = tuple("full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(num_layers))
+    # the HF loader forces the last layer to full attention (sizing.md 2.2)
+    return (*types[:-1], "full_attention") if types else types
+
+
+def _ids_by_types(types: tuple[str, ...], limit: int | None = None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(full, swa)`` from ``layer_types``: ``full_attention`` / ``sliding_attention`` entries."""
+    n = len(types) if limit is None else min(limit, len(types))
+    full = tuple(i for i in range(n) if types[i] == "full_attention")
+    swa = tuple(i for i in range(n) if types[i] == "sliding_attention")
+    return full, swa
+
+
+def _ids_by_pattern(text: ConfigDict, num_layers: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``hybrid_layer_pattern[i] == 1`` is SWA, ``0`` is full (MiMo-V2 and the generic fallback)."""
+    pattern = int_list(text, "hybrid_layer_pattern")
+    if pattern is None or len(pattern) < num_layers:
+        raise KVCacheConfigError(
+            f"config field 'hybrid_layer_pattern' must list {num_layers} entries (1 = sliding window, "
+            f"0 = full attention), got {None if pattern is None else len(pattern)}"
+        )
+    full = tuple(i for i in range(num_layers) if pattern[i] == 0)
+    swa = tuple(i for i in range(num_layers) if pattern[i] == 1)
+    return full, swa
+
+
+def _required_layer_types(text: ConfigDict, family: str) -> tuple[str, ...]:
+    types = str_list(text, "layer_types")
+    if types is None:
+        raise KVCacheConfigError(
+            f"{family} config needs 'layer_types' (sliding_attention / full_attention per layer) to split "
+            "its KV pools"
+        )
+    return types
+
+
+def hybrid_layer_ids(
+    root: ConfigDict, text: ConfigDict, archs: tuple[str, ...], num_layers: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(full_attention_layer_ids, swa_attention_layer_ids)``, global (builders.md 6)."""
+    if _has(archs, LLAMA4):
+        return (
+            tuple(i for i in range(num_layers) if (i + 1) % 4 == 0),
+            tuple(i for i in range(num_layers) if (i + 1) % 4 != 0),
+        )
+    if _has(archs, MTP_DRAFTS):
+        return (), (0,)
+    if _has(archs, MIMO_V2):
+        return _ids_by_pattern(text, num_layers)
+    if _has(archs, STEP3P5):
+        return _ids_by_types(_required_layer_types(text, "Step-3.5"), limit=num_layers)
+    if _is_gemma4_family(root, archs):
+        return _ids_by_types(_gemma4_layer_types(text, num_layers))
+    if _has(archs, GPT_OSS | LAYER_TYPES_FAMILIES):
+        return _ids_by_types(_required_layer_types(text, archs[0] if archs else "this"))
+    if _has(archs, INKLING):
+        local = int_list(text, "local_layer_ids")
+        if local is None:
+            raise KVCacheConfigError("an Inkling config needs 'local_layer_ids' (its sliding-window layers)")
+        return tuple(i for i in range(num_layers) if i not in local), tuple(sorted(set(local)))
+    if _has(archs, UNLIMITED_OCR):
+        return (), tuple(range(num_layers))
+    if text.get("hybrid_layer_pattern") is not None:
+        return _ids_by_pattern(text, num_layers)
+    if text.get("layer_types") is not None:
+        return _ids_by_types(_required_layer_types(text, "this hybrid-SWA"))
+    raise KVCacheConfigError(
+        f"config marks {archs or 'the model'} as hybrid SWA but gives no layer split; add "
+        "'hybrid_layer_pattern' (1 = sliding window, 0 = full) or 'layer_types'"
+    )
+
+
+def engine_sliding_window(root: ConfigDict, text: ConfigDict, archs: tuple[str, ...]) -> int | None:
+    """The window the engine hands to the configurators (sizing.md 2.4).
+
+    GPT-OSS, Gemma-4, Mellum: ``sliding_window - 1`` (HF's inclusive window made exclusive; a
+    bidirectional Gemma first becomes ``sliding_window // 2 + 1``). DeepSeek-V4: the config value.
+    Others: the first of ``sliding_window_size``, ``sliding_window``, ``window_size``; else
+    ``attention_chunk_size`` (Llama-4's chunked attention).
+    """
+    if _has(archs, DEEPSEEK_V4):
+        return get_opt_int(text, "sliding_window", minimum=1)
+    if _has(archs, _WINDOW_MINUS_ONE) or _is_gemma4_family(root, archs):
+        window = get_opt_int(text, "sliding_window", minimum=1)
+        if window is None:
+            return None
+        if _is_gemma4_family(root, archs) and text.get("use_bidirectional_attention") == "all":
+            window = window // 2 + 1
+        return window - 1
+    for key in ("sliding_window_size", "sliding_window", "window_size", "attention_chunk_size"):
+        value = text.get(key)
+        if value is not None:
+            return as_int(value, key, minimum=1)
+    return None
+
+
+def _raw_head_dim(text: ConfigDict) -> int:
+    if text.get("head_dim") is not None:
+        return get_int(text, "head_dim")
+    hidden, heads = text.get("hidden_size"), text.get("num_attention_heads")
+    if hidden is None or not heads:
+        return 0
+    return as_int(hidden, "hidden_size") // as_int(heads, "num_attention_heads", minimum=1)
+
+
+def _mla_scale_dims(archs: tuple[str, ...], text: ConfigDict) -> tuple[int, int, int, int]:
+    """SGLang's (head_dim, v_head_dim, swa_head_dim, swa_v_head_dim) of an MLA model (quirk 3)."""
+    raw = _raw_head_dim(text)
+    if _has(archs, _MLA_HEAD_DIM_256):
+        full = 256
+    elif "MiniCPM3ForCausalLM" in archs:
+        full = 128
+    elif "KimiLinearForCausalLM" in archs:
+        full = 72
+    else:
+        full = raw
+    v_dim = get_int(text, "v_head_dim", 0) or raw
+    swa_dim = get_int(text, "swa_head_dim", 0) or raw
+    swa_v_dim = get_int(text, "swa_v_head_dim", 0) or swa_dim
+    return full, v_dim, swa_dim, swa_v_dim
+
+
+def _ratio_default(archs: tuple[str, ...]) -> float:
+    if _has(archs, INKLING) or "InklingForConditionalGenerationMTP" in archs:
+        return _RATIO_OVERRIDES["inkling"]
+    if _has(archs, DEEPSEEK_V4):
+        return _RATIO_OVERRIDES["deepseek_v4"]
+    return DEFAULT_SWA_FULL_TOKENS_RATIO
+
+
+def parse_hybrid_swa(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> ModelGeometry:
+    """Family parser: the Gemma-4 rewrite, then :class:`HybridSWAGeometry` for hybrid-SWA models."""
+    geometry = rewrite_gemma4(root, text, geometry)
+    archs = geometry.architectures
+    if not is_hybrid_swa_config(root, text, archs):
+        return geometry
+    window = engine_sliding_window(root, text, archs)
+    if _has(archs, DEEPSEEK_V4):
+        ratio = _ratio_default(archs)
+        hybrid = HybridSWAGeometry((), (), window, default_swa_full_tokens_ratio=ratio, is_deepseek_v4=True)
+        return _replace(geometry, hybrid_swa=hybrid)
+    full, swa = hybrid_layer_ids(root, text, archs, geometry.num_hidden_layers)
+    hybrid = HybridSWAGeometry(
+        full_attention_layer_ids=full,
+        swa_attention_layer_ids=swa,
+        sliding_window_size=window,
+        is_compress_model=bool(archs) and archs[0] in COMPRESS_ARCHITECTURES,
+        default_swa_full_tokens_ratio=_ratio_default(archs),
+        mtp_local_layer_ids=int_list(text, "mtp_local_layer_ids"),
+        mla_scale_dims=_mla_scale_dims(archs, text) if geometry.use_mla else None,
+    )
+    return _replace(geometry, hybrid_swa=hybrid)
+
+
+__all__ = [
+    "COMPRESS_ARCHITECTURES",
+    "DEFAULT_SWA_FULL_TOKENS_RATIO",
+    "GEMMA4_MODEL_TYPES",
+    "HYBRID_SWA_ARCHITECTURES",
+    "HybridSWAGeometry",
+    "engine_sliding_window",
+    "hybrid_layer_ids",
+    "is_hybrid_swa_config",
+    "parse_hybrid_swa",
+    "rewrite_gemma4",
+]
+

@@ -1,0 +1,455 @@
+"""Hybrid sliding-window strategies: ``HybridSWAPoolConfigurator`` and its request-capped variant.
+
+Two sub-pools: ``full`` tokens for the full-attention layers and ``swa`` tokens for the
+sliding-window layers (sizing.md 6, 7).
+
+**HybridSWA** (piecewise-linear cost model, float cell): with per-layer bytes ``full_pt`` /
+``swa_pt`` (ints, no DCP), local layer counts ``nF`` / ``nS`` and draft layers ``dF, dS, dSF``::
+
+    cell = full_pt*(nF+dF) + swa_pt*dSF + ratio * swa_pt*(nS+dS) + draft_cell   (B per full token)
+    full = align(int(available // cell), P);  swa = align(int(full * ratio), P)
+
+so ``available ~ full * cell`` and, inversely, a token count re-derives ``swa`` by the ratio.
+All-SWA (``nF == 0``): an int cell over every layer, ``swa = align(available // cell, P)``,
+``full = 0`` and no window-floor check (quirk 9).
+
+**SWAChunkCap** (SGLang ``SWARequestCapPoolConfigurator``, affine with a fixed part): the SWA pool
+is the worst case of ``--max-running-requests`` in flight (sizing.md 7.2),
+``swa = ceil_align(cap, P)`` costing ``fixed = swa * swa_pt*(nS+dS)`` bytes; the rest goes to the
+full pool at the int cell ``full_pt*(nF+dF) + swa_pt*dSF + draft_cell``. Its reported cell is the
+inherited HybridSWA float value, ratio term included (sizing.md 4).
+
+Pools: ``SWAKVPool`` (:mod:`kvstrategies.pools.swa`) of two MHA / MXFP8 pools (builders.md 4
+row 10), two ``NPUMHATokenToKVPool`` on an Ascend NPU (row 2), or, for MLA models, a DSA / MLA full
+pool and an MLA SWA pool at the scheduler page size (row 6).
+
+Decisions: FP4 KV dtypes are rejected (README OPEN-B3); a hybrid-SWA *draft worker* is rejected
+(SGLang never runs a configurator there: the draft takes the target's sizes, resolve.md 8); a
+hybrid-SWA model with Mamba layers (Inkling with Mamba parameters) is rejected until the Mamba
+state budget of resolve.md 3 is shared with this strategy; a DFLASH-family draft cell counts
+whenever it is a positive int (SGLang's 5.8 conditions on draft layers are not re-checked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import ClassVar
+
+from ..context import (
+    DeviceKind,
+    DisaggregationMode,
+    KVCacheContext,
+    is_hybrid_swa,
+    num_kv_heads_per_rank,
+    stage_layer_range,
+)
+from ..dtypes import KVRecipe
+from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
+from ..mla_dims import calculate_mla_kv_cache_dim
+from ..models.hybrid_swa import HybridSWAGeometry
+from ..pools.ascend import npu_mha_layout
+from ..pools.basic import mla_layout
+from ..pools.dsa import DSAIndexGeometry, dsa_layout
+from ..pools.layout import PoolLayout
+from ..pools.swa import mha_sub_pool, swa_kv_pool_layout
+from ..request_math import swa_request_cap
+from ..sizing import PoolSizes, align_down, ceil_align, require_positive_tokens, validate_swa_pool_size
+from .base import PoolConfigurator
+from .checks import reject_fp4
+
+_GIB = 2**30
+
+
+@dataclass(frozen=True)
+class DraftLayers:
+    """Draft layers a speculative target pays for (sizing.md 6.2).
+
+    ``full``: at full-layer bytes (``dF``); ``swa``: SWA bytes at SWA capacity (``dS``);
+    ``swa_full``: SWA bytes at full capacity (``dSF``, MTP depths in ``mtp_local_layer_ids``).
+    """
+
+    full: int = 0
+    swa: int = 0
+    swa_full: int = 0
+
+
+class HybridSWAPoolConfigurator(PoolConfigurator):
+    """Full + sliding-window pools sized by ``swa_full_tokens_ratio`` (sizing.md 6)."""
+
+    family: ClassVar[str] = "hybrid-swa"
+
+    @classmethod
+    def is_applicable(cls, ctx: KVCacheContext) -> bool:
+        """Hybrid SWA (and not disabled), except DeepSeek-V4, which has its own strategy (9)."""
+        hybrid = ctx.geometry.hybrid_swa
+        return is_hybrid_swa(ctx) and hybrid is not None and not hybrid.is_deepseek_v4
+
+    def __init__(self, ctx: KVCacheContext) -> None:
+        super().__init__(ctx)
+        hybrid = ctx.geometry.hybrid_swa
+        if hybrid is None or hybrid.is_deepseek_v4:
+            raise UnsupportedConfigurationError(
+                f"{type(self).__name__} needs a hybrid sliding-window model (not DeepSeek-V4); "
+                f"{ctx.geometry.architectures} is not one"
+            )
+        self.hybrid: HybridSWAGeometry = hybrid
+        self._reject_unsupported()
+        start, end = stage_layer_range(ctx)
+        self.full_layer_ids = hybrid.local_full_attention_layer_ids(start, end)
+        self.swa_layer_ids = hybrid.local_swa_attention_layer_ids(start, end)
+        if not self.swa_layer_ids:
+            raise KVCacheConfigError(
+                f"hybrid SWA model must have at least one SWA layer on this stage; layers [{start}, {end}) "
+                "hold none (change the PP split, or set disable_hybrid_swa_memory to price every layer "
+                "as full attention)"
+            )
+        self.ratio = self._resolve_ratio()
+
+    def _reject_unsupported(self) -> None:
+        kv = self.ctx.kv_cache_dtype
+        reject_fp4(self.ctx, f"hybrid sliding-window attention ({', '.join(self.ctx.geometry.architectures)})")
+        if self.ctx.device is DeviceKind.NPU and kv.recipe is KVRecipe.MXFP8:
+            raise UnsupportedConfigurationError(
+                "kv_cache_dtype 'mxfp8' has no Ascend NPU pool; use 'auto'/'bf16' or 'fp8_e4m3' on device 'npu'"
+            )
+        if self.ctx.geometry.mamba is not None:
+            raise UnsupportedConfigurationError(
+                f"{self.ctx.geometry.architectures[:1]} is hybrid SWA with Mamba layers (Inkling-style): its "
+                "Mamba state budget (resolve.md 3) is not wired into the hybrid-SWA strategy yet, so it "
+                "cannot be planned"
+            )
+        if self.ctx.is_draft_worker:
+            raise UnsupportedConfigurationError(
+                "a hybrid-SWA draft worker is not planned on its own: SGLang hands it the target's sizes "
+                "(resolve.md 8); plan the target worker (its cell already pays for the draft layers)"
+            )
+
+    def _resolve_ratio(self) -> float:
+        """``swa_full_tokens_ratio``: the user's, else the model's default (0.8; Inkling 0.1)."""
+        given = self.ctx.scheduling.swa_full_tokens_ratio
+        ratio = self.hybrid.default_swa_full_tokens_ratio if given is None else given
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
+            raise KVCacheConfigError(f"swa_full_tokens_ratio must be in (0, 1], got {ratio!r}")
+        return float(ratio)
+
+    # ---- per-layer bytes (6.1) -------------------------------------------------------------
+    @property
+    def nF(self) -> int:  # noqa: N802 - the spec's name
+        return len(self.full_layer_ids)
+
+    @property
+    def nS(self) -> int:  # noqa: N802 - the spec's name
+        return len(self.swa_layer_ids)
+
+    @property
+    def is_all_swa(self) -> bool:
+        """No local full-attention layer (UnlimitedOCR, or a PP stage of SWA layers only)."""
+        return self.nF == 0
+
+    @property
+    def sliding_window_size(self) -> int | None:
+        return self.hybrid.sliding_window_size
+
+    @property
+    def attn_tp(self) -> int:
+        return self.ctx.parallel.attn_tp_size
+
+    @property
+    def is_mxfp8(self) -> bool:
+        return self.ctx.kv_cache_dtype.recipe is KVRecipe.MXFP8
+
+    @property
+    def head_dims(self) -> tuple[int, int, int, int]:
+        """``(D, Dv, Ds, Dsv)``: ``swa_head_dim`` defaults to D, ``swa_v_head_dim`` to Ds (2.2)."""
+        geometry = self.ctx.geometry
+        swa_dim = geometry.swa_head_dim or geometry.head_dim
+        return geometry.head_dim, geometry.v_head_dim, swa_dim, geometry.swa_v_head_dim or swa_dim
+
+    @cached_property
+    def full_bytes_per_layer(self) -> int:
+        """``full_pt``: MLA ``mla_dim * kv`` (+ DSA index key); MHA ``H * (D + Dv) * kv`` (+ MXFP8)."""
+        geometry = self.ctx.geometry
+        kv = self.ctx.kv_cache_dtype.itemsize
+        if geometry.use_mla:
+            per_layer = calculate_mla_kv_cache_dim(self.ctx) * kv
+            if geometry.dsa is not None:
+                # no skip elision, no HiSparse, no DCP here (sizing.md 6.1)
+                per_layer += geometry.dsa.index_k_bytes_per_token
+        else:
+            d, dv, _, _ = self.head_dims
+            per_layer = geometry.num_kv_heads(self.attn_tp) * (d + dv) * kv
+        return per_layer + self._mxfp8_scales(full=True)
+
+    @cached_property
+    def swa_bytes_per_layer(self) -> int:
+        """``swa_pt``: MLA ``(swa_rank + swa_rope) * kv``; MHA ``H_swa * (Ds + Dsv) * kv`` (+ MXFP8)."""
+        geometry = self.ctx.geometry
+        kv = self.ctx.kv_cache_dtype.itemsize
+        if geometry.mla is not None and geometry.use_mla:
+            per_layer = (geometry.mla.swa_kv_lora_rank + geometry.mla.swa_qk_rope_head_dim) * kv
+        else:
+            _, _, ds, dsv = self.head_dims
+            per_layer = geometry.num_swa_kv_heads(self.attn_tp) * (ds + dsv) * kv
+        return per_layer + self._mxfp8_scales(full=False)
+
+    def _mxfp8_scales(self, *, full: bool) -> int:
+        """One UE8M0 byte per 32 values, floored per layer: ``(H * (D + Dv)) // 32``.
+
+        QUIRK (sizing.md 12.3): SGLang adds it for MLA models too, with the MHA head formula
+        (SGLang's dummy MLA head_dim); kept so MXFP8 MLA-SWA cells match byte for byte.
+        """
+        if not self.is_mxfp8:
+            return 0
+        geometry = self.ctx.geometry
+        if geometry.use_mla and self.hybrid.mla_scale_dims is not None:
+            d, dv, ds, dsv = self.hybrid.mla_scale_dims
+        else:
+            d, dv, ds, dsv = self.head_dims
+        if full:
+            return (geometry.num_kv_heads(self.attn_tp) * (d + dv)) // 32
+        return (geometry.num_swa_kv_heads(self.attn_tp) * (ds + dsv)) // 32
+
+    # ---- draft layers (6.2) ----------------------------------------------------------------
+    @cached_property
+    def draft_layers(self) -> DraftLayers:
+        """EAGLE-family / STANDALONE target with ``D`` draft layers: ``dF = D - dS - dSF``."""
+        spec = self.ctx.speculative
+        depth = spec.eagle_draft_num_layers
+        if not spec.algorithm.is_eagle_family or depth is None or depth <= 0:
+            return DraftLayers()
+        swa = swa_full = 0
+        if self.hybrid.mtp_local_layer_ids is not None:
+            swa_full = sum(1 for d in range(depth) if d in self.hybrid.mtp_local_layer_ids)
+        elif spec.eagle_draft_swa_num_layers is not None:
+            swa = min(max(spec.eagle_draft_swa_num_layers, 0), depth)
+        return DraftLayers(full=depth - swa - swa_full, swa=swa, swa_full=swa_full)
+
+    @cached_property
+    def draft_cell(self) -> int:
+        """A DFLASH-family target's known draft cell, times DCP (as sizing.md 5.8), else 0."""
+        spec = self.ctx.speculative
+        value = spec.dflash_draft_cell_size_per_token
+        if spec.algorithm.is_dflash_family and value is not None and value > 0:
+            return value * self.ctx.parallel.dcp_size
+        return 0
+
+    @property
+    def full_cell(self) -> int:
+        """``full_pt * (nF + dF)``: bytes per full-pool token."""
+        return self.full_bytes_per_layer * (self.nF + self.draft_layers.full)
+
+    @property
+    def swa_cell(self) -> int:
+        """``swa_pt * (nS + dS)``: bytes per SWA-pool token."""
+        return self.swa_bytes_per_layer * (self.nS + self.draft_layers.swa)
+
+    # ---- cell (6.3) --------------------------------------------------------------------------
+    @cached_property
+    def cell_size_bytes(self) -> int | float:
+        """Bytes per unit of ``max_total_num_tokens``: a float for hybrids, an int for all-SWA.
+
+        Evaluated left to right as SGLang does (a regrouped sum can move the token count by one):
+        ``full_cell + swa_pt*dSF + ratio*swa_cell + draft_cell``.
+        """
+        full_pt, swa_pt = self.full_bytes_per_layer, self.swa_bytes_per_layer
+        draft = self.draft_layers
+        if self.is_all_swa:
+            all_swa: int = swa_pt * self.nS + full_pt * draft.full + swa_pt * draft.swa + swa_pt * draft.swa_full
+            return all_swa + self.draft_cell
+        return self.full_cell + swa_pt * draft.swa_full + self.ratio * self.swa_cell + self.draft_cell
+
+    # ---- sizes (6.4) --------------------------------------------------------------------------
+    def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
+        """``M = int(available // cell)`` (float floor division for hybrids), then :meth:`solve`."""
+        return self.solve(int(available_bytes // self.cell_size_bytes), page_size)
+
+    def calculate_pool_sizes_from_max_tokens(self, max_total_num_tokens: int, page_size: int) -> PoolSizes:
+        """A token cap re-applies the ratio and re-runs the window-floor check (quirk 9)."""
+        return self.solve(max_total_num_tokens, page_size)
+
+    def solve(self, tokens: int, page_size: int) -> PoolSizes:
+        """Split ``tokens`` (full tokens; SWA tokens when all-SWA) into the two pools.
+
+        Hybrid: ``full = align(M, P)``, ``swa = align(int(full * ratio), P)``; the window-floor
+        error comes before the generic "not enough memory" one (sizing.md 6.4).
+        """
+        if self.is_all_swa:
+            swa = align_down(tokens, page_size)
+            require_positive_tokens(swa)
+            return PoolSizes(max_total_num_tokens=swa, full_max_total_num_tokens=0, swa_max_total_num_tokens=swa)
+        full = align_down(tokens, page_size)
+        swa = align_down(int(full * self.ratio), page_size)
+        validate_swa_pool_size(swa, self.sliding_window_size, page_size)
+        require_positive_tokens(full)
+        return PoolSizes(max_total_num_tokens=full, full_max_total_num_tokens=full, swa_max_total_num_tokens=swa)
+
+    # ---- pools (builders.md 4 rows 6 and 10, 5.4, 5.5) ----------------------------------------
+    def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
+        full = sizes.full_max_total_num_tokens
+        swa = sizes.swa_max_total_num_tokens
+        if full is None or swa is None:
+            raise KVCacheConfigError(
+                "hybrid-SWA sizes need full_max_total_num_tokens and swa_max_total_num_tokens; "
+                "use this strategy's calculate_pool_sizes / calculate_pool_sizes_from_max_tokens"
+            )
+        if self.ctx.device is DeviceKind.NPU and (self.ctx.geometry.use_mla or self.ctx.geometry.mamba is not None):
+            raise UnsupportedConfigurationError(
+                "hybrid SWA on an Ascend NPU is built only for MHA models without Mamba layers "
+                "(builders.md 4 row 2); this model is MLA or Mamba-hybrid"
+            )
+        if self.ctx.geometry.use_mla:
+            full_pool, swa_pool = self._mla_sub_pools(full, swa)
+        else:
+            full_pool, swa_pool = self._mha_sub_pools(full, swa)
+        return swa_kv_pool_layout(
+            full=full_pool,
+            swa=swa_pool,
+            size=full,
+            size_swa=swa,
+            page_size=self.ctx.page_size,
+            full_attention_layer_ids=self.full_layer_ids,
+            swa_attention_layer_ids=self.swa_layer_ids,
+            allocator_page_size=self.ctx.page_size,
+        )
+
+    def _mha_sub_pools(self, full: int, swa: int) -> tuple[PoolLayout, PoolLayout]:
+        """Row 10: both sub-pools MHA (or MXFP8). Pool heads use DCP, unlike the sizing (quirk 2).
+
+        A "compress" model gives the SWA pool ``H_swa = max(1, swa_num_key_value_heads // tp)``
+        and its own head dims; otherwise no ``v_head_dim`` is passed and V uses ``head_dim``.
+        """
+        geometry = self.ctx.geometry
+        d, dv, ds, dsv = self.head_dims
+        heads = num_kv_heads_per_rank(self.ctx)
+        if self.hybrid.is_compress_model:
+            if geometry.swa_total_num_kv_heads is None:
+                raise KVCacheConfigError(
+                    f"{geometry.architectures[:1]} keeps its own SWA KV heads but the config has no "
+                    "'swa_num_key_value_heads'; add it to config.json"
+                )
+            swa_geometry = (max(1, geometry.swa_total_num_kv_heads // self.attn_tp), ds, dsv)
+            full_geometry = (heads, d, dv)
+        else:
+            full_geometry = swa_geometry = (heads, d, d)
+        return self._mha_sub_pool(full, full_geometry, self.nF), self._mha_sub_pool(swa, swa_geometry, self.nS)
+
+    def _mha_sub_pool(self, size: int, shape: tuple[int, int, int], layers: int) -> PoolLayout:
+        heads, k_dim, v_dim = shape
+        if self.ctx.device is DeviceKind.NPU:
+            # row 2: SWAKVPool of two NPUMHATokenToKVPool (builders.md 5.9)
+            return npu_mha_layout(
+                size=size,
+                page_size=self.ctx.page_size,
+                head_num=heads,
+                head_dim=k_dim,
+                v_head_dim=v_dim,
+                layer_num=layers,
+                store_dtype=self.ctx.kv_cache_dtype.base_store_dtype,
+            )
+        return mha_sub_pool(
+            size=size,
+            page_size=self.ctx.page_size,
+            head_num=heads,
+            head_dim=k_dim,
+            v_head_dim=v_dim,
+            layer_num=layers,
+            store_dtype=self.ctx.kv_cache_dtype.store_dtype,
+            mxfp8=self.is_mxfp8,
+        )
+
+    def _mla_sub_pools(self, full: int, swa: int) -> tuple[PoolLayout, PoolLayout]:
+        """Row 6: full side DSA (or MLA) pool, SWA side MLA pool, scheduler page size (5.4)."""
+        geometry = self.ctx.geometry
+        assert geometry.mla is not None
+        page = self.ctx.page_size
+        store = self.ctx.kv_cache_dtype.base_store_dtype
+        if geometry.dsa is not None:
+            full_pool = dsa_layout(
+                size=full,
+                page_size=page,
+                kv_cache_dim=calculate_mla_kv_cache_dim(self.ctx),
+                layer_num=self.nF,
+                store_dtype=store,
+                index=DSAIndexGeometry(size=full, page_size=page, index_head_dim=geometry.dsa.index_head_dim),
+                is_hip=self.ctx.device is DeviceKind.HIP,
+            )
+        else:
+            full_pool = mla_layout(
+                size=full, page_size=page, kv_cache_dim=geometry.mla.latent_dim, layer_num=self.nF, store_dtype=store
+            )
+        swa_dim = geometry.mla.swa_kv_lora_rank + geometry.mla.swa_qk_rope_head_dim
+        swa_pool = mla_layout(size=swa, page_size=page, kv_cache_dim=swa_dim, layer_num=self.nS, store_dtype=store)
+        return full_pool, swa_pool
+
+
+class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
+    """SGLang's ``SWARequestCapPoolConfigurator``: the SWA pool holds exactly the request cap (7)."""
+
+    family: ClassVar[str] = "hybrid-swa-chunk-cap"
+
+    @classmethod
+    def is_applicable(cls, ctx: KVCacheContext) -> bool:
+        """All of 7.1: requests capped, radix cache off, decode role or chunked prefill on, a
+        sliding window, and a local full-attention layer."""
+        if not HybridSWAPoolConfigurator.is_applicable(ctx):
+            return False
+        hybrid = ctx.geometry.hybrid_swa
+        sched = ctx.scheduling
+        if hybrid is None or sched.max_running_requests is None or not sched.disable_radix_cache:
+            return False
+        chunked = sched.chunked_prefill_size is not None and sched.chunked_prefill_size > 0
+        if sched.disaggregation_mode is not DisaggregationMode.DECODE and not chunked:
+            return False
+        if hybrid.sliding_window_size is None:
+            return False
+        start, end = stage_layer_range(ctx)
+        return bool(hybrid.local_full_attention_layer_ids(start, end))
+
+    def __init__(self, ctx: KVCacheContext) -> None:
+        super().__init__(ctx)
+        if self.is_all_swa or self.sliding_window_size is None or ctx.scheduling.max_running_requests is None:
+            raise KVCacheConfigError(
+                "the request-capped SWA pool needs a full-attention layer on this stage, a sliding window "
+                "and max_running_requests (sizing.md 7.1)"
+            )
+
+    @cached_property
+    def swa_cap_tokens(self) -> int:
+        """``compute_swa_request_cap`` (7.2): the worst case of every running request plus the
+        prefill chunks in flight (decode role: the requests still arriving from prefill)."""
+        window = self.sliding_window_size
+        requests = self.ctx.scheduling.max_running_requests
+        assert window is not None and requests is not None
+        return swa_request_cap(self.ctx, window, requests)
+
+    @property
+    def full_token_cell(self) -> int:
+        """Int bytes per full token once the SWA pool is fixed: ``full_cell + swa_pt*dSF + draft``."""
+        return self.full_cell + self.swa_bytes_per_layer * self.draft_layers.swa_full + self.draft_cell
+
+    def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
+        """``swa = ceil_align(cap, P)``; ``full = align((available - swa * swa_cell) // full_token_cell, P)``.
+
+        No window-floor check (the cap always exceeds ``W + P``).
+        """
+        swa = ceil_align(self.swa_cap_tokens, page_size)
+        fixed = swa * self.swa_cell
+        full = align_down(int((available_bytes - fixed) // self.full_token_cell), page_size)
+        if full <= 0:
+            raise InsufficientMemoryError(
+                f"SWA pool cap ({swa} tokens, {fixed / _GIB:.2f} GiB) leaves no room for the full KV pool "
+                f"within the available {available_bytes / _GIB:.2f} GiB. Reduce max_running_requests "
+                "(SGLang --max-running-requests), lower SGLANG_SWA_EVICTION_INTERVAL, or increase the "
+                "budget (--mem-fraction-static)"
+            )
+        return PoolSizes(max_total_num_tokens=full, full_max_total_num_tokens=full, swa_max_total_num_tokens=swa)
+
+    def calculate_pool_sizes_from_max_tokens(self, max_total_num_tokens: int, page_size: int) -> PoolSizes:
+        """``full = align(M, P)``, ``swa = min(ceil_align(cap, P), M)``."""
+        full = align_down(max_total_num_tokens, page_size)
+        require_positive_tokens(full)
+        # QUIRK (sizing.md 12.10): SGLang caps SWA by the un-aligned M, so M = 30000, P = 64 gives
+        # swa = 30000 (not a page multiple); kept so capped plans match the engine's pools.
+        swa = min(ceil_align(self.swa_cap_tokens, page_size), max_total_num_tokens)
+        return PoolSizes(max_total_num_tokens=full, full_max_total_num_tokens=full, swa_max_total_num_tokens=swa)
