@@ -63,6 +63,45 @@ def decode_extra_slots(ctx: KVCacheContext) -> int:
     return 2 * per_worker if per_worker <= 32 else 0
 
 
+def swa_tokens_per_request(ctx: KVCacheContext, window: int) -> int:
+    """SWA slots one running request holds at worst: ``W + ev * Dt + P + decode_alloc`` (7.2).
+
+    ``Dt`` draft tokens or 1, ``ev`` the eviction interval, ``decode_alloc`` = P without
+    speculation, ``spec_v1_alloc`` without the overlap scheduler, else ``2 * alloc_len_per_decode``.
+    E.g. W 128, P 256, no speculation: ``128 + 128 + 256 + 256 = 768``.
+    """
+    page = ctx.page_size
+    draft_tokens = ctx.speculative.max_num_draft_tokens or 1
+    trailing = window + max(1, ctx.knobs.swa_eviction_interval) * draft_tokens + page
+    if not ctx.speculative.enabled:
+        decode_alloc = page
+    elif ctx.scheduling.disable_overlap_schedule:
+        decode_alloc = spec_v1_alloc(ctx)
+    else:
+        decode_alloc = 2 * alloc_len_per_decode(ctx)
+    return trailing + decode_alloc
+
+
+def swa_request_cap(ctx: KVCacheContext, window: int, max_running_requests: int) -> int:
+    """SWA tokens the worst case of ``max_running_requests`` needs (``compute_swa_request_cap``, 7.2).
+
+    ``per_request = W + ev * Dt + P + decode_alloc`` (``Dt`` draft tokens or 1, ``ev`` the
+    eviction interval, ``decode_alloc`` = P, ``spec_v1_alloc`` without the overlap scheduler,
+    else ``2 * alloc_len_per_decode``); ``n = max(1, mrr // attn_dp)``. Decode role:
+    ``per_request * n + (W + P) * extra_slots``; otherwise ``per_request * n + chunks *
+    chunked_prefill_size + P`` with 2 chunks in flight (1 without the overlap scheduler).
+    E.g. W 128, P 256, 64 requests, chunk 8192: ``768 * 64 + 2 * 8192 + 256 = 65,792``.
+    """
+    page = ctx.page_size
+    sched = ctx.scheduling
+    per_request = swa_tokens_per_request(ctx, window)
+    requests = max(1, max_running_requests // ctx.parallel.attn_dp_size)
+    if sched.disaggregation_mode is DisaggregationMode.DECODE:
+        return per_request * requests + (window + page) * decode_extra_slots(ctx)
+    chunks = 1 if sched.disable_overlap_schedule else 2
+    return per_request * requests + chunks * (sched.chunked_prefill_size or 0) + page
+
+
 def req_to_token_extra_context_len(ctx: KVCacheContext) -> int:
     """Columns beyond ``context_len`` in the request table (resolve.md 7).
 

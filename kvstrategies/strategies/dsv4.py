@@ -1,0 +1,584 @@
+"""``DSV4PoolConfigurator``: DeepSeek-V4 compressed attention (sizing.md 8).
+
+Cost model (piecewise affine, bytes per rank)::
+
+    available = full * bpft + fixed(m)
+
+``bpft`` (bytes per full token, float) sums, per owned compression ratio, the compressed
+latent and indexer bytes one full token adds, plus ``swa_ratio * bpst`` in ratio mode (SWA
+slots follow the full pool at ``swa_ratio``, 0.1 unless given). ``bpst`` (bytes per SWA
+token) is the paged latent of every stage layer plus the ratio-4 compression state, which
+lives per SWA page. ``fixed(m)`` is request-scoped: the ratio-128 compression state for an
+estimated ``m`` requests, plus, in cap mode, the whole SWA pool (``swa_cap_tokens * bpst``,
+sized from ``max_running_requests`` instead of the ratio). Inverse:
+``full = align(int(max(A - fixed, 0) / bpft), P)``; then ``swa``, ``c4 = full // 4``,
+``c128 = full // 128`` and ``c4_state = swa // P * ring4`` follow; ``finalize`` sets
+``c128_state = (R + 1) * ring128`` for the resolved request count ``R``.
+
+Every float is evaluated in SGLang's order (sizing.md 0). Modelled: the CUDA ``v4`` page
+layout, the trtllm uniform-fp8 pool, NPU sizing (no page padding; the NPU pool layout itself is
+another module's), EAGLE/MTP draft inflation ``(T + 1) / T``, the draft worker's zeroed
+compressed pools. Rejected with :class:`UnsupportedConfigurationError`: V4.1 layouts and
+kv-source ratio-1/2 pools, DSpark drafts (encoder replay), a DCP draft worker.
+
+Decisions (OPEN / unspecified):
+* A speculative DSV4 deployment must state ``speculative_num_draft_tokens``: SGLang's sizing
+  keys the rings on "algorithm set" and its pool on "algorithm set and draft tokens > 0"
+  (layouts.md 13.2); requiring the count makes both agree.
+* Where SGLang's ratio-mode window-floor ``ValueError`` is really caused by the ratio-128
+  state reserved for the *estimated* request count (examples.md D3, quirk 11), we raise
+  :class:`DSV4StateReservationError` naming that cause and ``max_running_requests``.
+* Page size: 256 on every non-NPU device (the CUDA builder asserts it); NPU accepts any
+  multiple of 128.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import ClassVar
+
+from ..context import (
+    DeviceKind,
+    DisaggregationMode,
+    KVCacheContext,
+    SpecAlgorithm,
+    context_len,
+    num_effective_layers,
+)
+from ..dtypes import DType
+from ..errors import (
+    InsufficientMemoryError,
+    KVCacheConfigError,
+    SWAPoolTooSmallError,
+    UnsupportedConfigurationError,
+)
+from ..models.dsv4 import DSV4Geometry
+from ..pools.dsv4 import KVPageLayout, compress_state_rows, dsv4_layout
+from ..pools.layout import PoolLayout
+from ..request_math import req_to_token_pre_alloc, swa_request_cap
+from ..sizing import PoolSizes, align_down, ceil_align, ceil_div, require_positive_tokens
+from .base import PoolConfigurator
+
+#: ``DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO``: SWA tokens per full token when the ratio is not given
+DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO = 0.1
+#: the page size SGLang's CUDA DSV4 builder asserts (builders.md 5.8)
+DSV4_CUDA_PAGE_SIZE = 256
+#: ring sizes of the compression state ``(without, with)`` speculative decoding (sizing.md 8.1)
+_RING_SIZES = {4: (8, 16), 128: (128, 256)}
+#: the compressor window a ring must keep besides the drafts: ``ratio * (2 if ratio == 4 else 1)``
+_RING_WINDOWS = {4: 8, 128: 128}
+_STATE_DTYPES = (DType.FLOAT32, DType.BFLOAT16)
+
+
+class DSV4StateReservationError(SWAPoolTooSmallError):
+    """The ratio-128 state for the estimated request count leaves the SWA pool below its floor.
+
+    SGLang reports this as the SWA window-floor error (examples.md D3); the fix is to bound
+    the request count with ``max_running_requests``.
+    """
+
+
+class DSV4PoolConfigurator(PoolConfigurator):
+    """DeepSeek-V4 compressed attention: SWA, c4, c128 and compression-state pools (sizing.md 8)."""
+
+    family: ClassVar[str] = "dsv4"
+
+    @classmethod
+    def is_applicable(cls, ctx: KVCacheContext) -> bool:
+        """DeepSeek-V4 family with hybrid SWA memory on (sizing.md 9, first rule)."""
+        return ctx.geometry.dsv4 is not None and not ctx.scheduling.disable_hybrid_swa_memory
+
+    # ---- geometry and settings (8.1, 8.2) ----------------------------------------------
+    @property
+    def dsv4(self) -> DSV4Geometry:
+        geometry = self.ctx.geometry.dsv4
+        if geometry is None:
+            raise KVCacheConfigError(
+                f"{self.ctx.geometry.architectures} is not a DeepSeek-V4 model; DSV4PoolConfigurator needs one"
+            )
+        return geometry
+
+    @cached_property
+    def stage_range(self) -> tuple[int, int]:
+        """The *target's* ``[start, end)`` on this PP rank (a draft worker sizes as its target)."""
+        return self.ctx.parallel.layer_range(self.ctx.geometry.num_pp_layers)
+
+    @cached_property
+    def stage_ratios(self) -> tuple[int, ...]:
+        """``compress_ratios[start:end]``; ``T = len`` counts ratio-0 layers too."""
+        return self.dsv4.stage_ratios(*self.stage_range)
+
+    @property
+    def num_layers_total(self) -> int:
+        return len(self.stage_ratios)
+
+    @cached_property
+    def owners(self) -> dict[int, tuple[int, ...]]:
+        """Global ids owning compressed storage, per ratio, in dict order 4, 128 (``collect_sources_by_ratio``).
+
+        Ratios 1 and 2 own only ``kv_source_layer_ids`` layers (V4.1); without that list they
+        own nothing and their layers are SWA-only. With it they are rejected (out of scope).
+        """
+        start, _ = self.stage_range
+        low = sorted({r for r in self.stage_ratios if r in (1, 2)})
+        if low and self.dsv4.kv_source_layer_ids is not None:
+            raise UnsupportedConfigurationError(
+                f"compress ratio(s) {low} with kv_source_layer_ids (a DeepSeek-V4.1 checkpoint) need the "
+                "ratio-1/2 pools, which kvstrategies does not model; use a V4 (ratios 0/4/128) checkpoint"
+            )
+        owners: dict[int, tuple[int, ...]] = {}
+        for ratio in (4, 128):
+            layers = tuple(start + i for i, r in enumerate(self.stage_ratios) if r == ratio)
+            if layers:
+                owners[ratio] = layers
+        return owners
+
+    def n(self, ratio: int) -> int:
+        """``n(r)``: layers of this stage owning ratio ``r``'s compressed storage."""
+        return len(self.owners.get(ratio, ()))
+
+    @cached_property
+    def speculative(self) -> bool:
+        """A speculative algorithm is set (it sizes the rings and inflates the coefficients)."""
+        spec = self.ctx.speculative
+        if not spec.enabled:
+            return False
+        if spec.algorithm is SpecAlgorithm.DSPARK:
+            raise UnsupportedConfigurationError(
+                "DeepSeek-V4 with a DSpark draft (encoder SWA replay) is not modelled; use EAGLE/MTP"
+            )
+        if not spec.num_draft_tokens:
+            raise KVCacheConfigError(
+                f"DeepSeek-V4 with speculative_algorithm {spec.algorithm.value} needs speculative_num_draft_tokens "
+                "(the compression-state rings are sized for it); set it, e.g. 4 for MTP"
+            )
+        return True
+
+    @cached_property
+    def ring_sizes(self) -> dict[int, int]:
+        """Compression-state ring per owned ratio: 8 / 128, or 16 / 256 with speculative decoding.
+
+        With drafts the ring must keep them resident: ``ring - window + 2 >= draft tokens``
+        (16-ring serves 10 drafts, 256-ring 130; SGLang asserts).
+        """
+        speculative = self.speculative
+        rings = {ratio: _RING_SIZES[ratio][1 if speculative else 0] for ratio in self.owners}
+        if speculative:
+            drafts = self.ctx.speculative.max_num_draft_tokens or 0
+            for ratio, ring in rings.items():
+                window = _RING_WINDOWS[ratio]
+                pad = ring - window + 2 if ring > window else 0
+                if drafts > pad:
+                    raise KVCacheConfigError(
+                        f"speculative_num_draft_tokens={drafts} exceeds what the c{ratio} compression-state ring "
+                        f"(ring {ring}) keeps resident ({pad} draft tokens); lower speculative_num_draft_tokens"
+                    )
+        return rings
+
+    def pool_ring_sizes(self) -> tuple[int, int]:
+        """``(ring4, ring128)`` as the pool computes them (whether or not the stage owns the ratio)."""
+        index = 1 if self.speculative else 0
+        return _RING_SIZES[4][index], _RING_SIZES[128][index]
+
+    @cached_property
+    def page_size(self) -> int:
+        """The scheduler page, checked: 256 off NPU, a multiple of 128 on NPU."""
+        return self.check_page_size(self.ctx.page_size)
+
+    def check_page_size(self, page_size: int) -> int:
+        if self.ctx.device is DeviceKind.NPU:
+            if page_size % 128:
+                raise KVCacheConfigError(
+                    f"page_size {page_size}: DeepSeek-V4 compressed attention needs a multiple of 128 "
+                    "(SGLang asserts it); use 128 on NPU"
+                )
+        elif page_size != DSV4_CUDA_PAGE_SIZE:
+            raise KVCacheConfigError(
+                f"page_size {page_size}: the DeepSeek-V4 pool on {self.ctx.device.value} needs page_size "
+                f"{DSV4_CUDA_PAGE_SIZE} (SGLang forces --page-size 256 and the pool asserts it; 128 is the "
+                "Ascend NPU layout); set page_size to 256"
+            )
+        return page_size
+
+    @cached_property
+    def kv_layout(self) -> KVPageLayout:
+        """The main-cache page format (``select_dsv4_kv_layout``): V4, or uniform fp8 under trtllm.
+
+        ``SGLANG_DSV4_KV_LAYOUT``: ``v4`` (default); ``auto`` is V4.1 on SM100, else V4; ``v41``
+        and the ``flashmla_mega`` backend select V4.1, which is not modelled. A V4 main cache
+        pairs only with V4 compressed caches (compressed option ``auto`` or ``fp8``).
+        """
+        knobs, backend = self.ctx.knobs, self.ctx.backends.dsv4_attn_backend
+        if backend == "trtllm":
+            if self.ctx.kv_cache_dtype.dtype is not DType.FLOAT8_E4M3FN:
+                raise KVCacheConfigError(
+                    f"dsv4_attn_backend trtllm stores the uniform fp8 pool and needs kv_cache_dtype fp8_e4m3, "
+                    f"got {self.ctx.kv_cache_dtype.name}"
+                )
+            return KVPageLayout.UNIFORM_FP8
+        mode = knobs.dsv4_kv_layout.strip().lower()
+        if mode not in ("v4", "auto", "v41", "v41_new"):
+            raise KVCacheConfigError(f"SGLANG_DSV4_KV_LAYOUT={mode!r}; use v4 (default), auto or v41")
+        if backend == "flashmla_mega" or mode in ("v41", "v41_new") or (mode == "auto" and self.ctx.platform.is_sm100):
+            raise UnsupportedConfigurationError(
+                "the DeepSeek-V4.1 KV page layouts (v41, SM100 auto, flashmla_mega) are not modelled; "
+                "set SGLANG_DSV4_KV_LAYOUT=v4"
+            )
+        option = knobs.dsv4_compressed_kv_layout.strip().lower()
+        if option not in ("auto", "fp8"):
+            raise KVCacheConfigError(
+                f"SGLANG_DSV4_COMPRESSED_KV_LAYOUT={option!r}: the V4 main cache pairs only with V4 compressed "
+                "caches; use auto or fp8"
+            )
+        return KVPageLayout.V4
+
+    @property
+    def unpadded(self) -> bool:
+        """NPU and the trtllm uniform pool store ``kv_bytes`` per token with no page padding (8.3)."""
+        return self.ctx.device is DeviceKind.NPU or self.kv_layout is KVPageLayout.UNIFORM_FP8
+
+    @property
+    def head_dim(self) -> int:
+        """``hd = nope + rope`` (512)."""
+        return self.dsv4.head_dim
+
+    @property
+    def kv_bytes(self) -> int:
+        """One latent slot: ``hd`` under trtllm, else ``nope + 2 * rope + 8`` (584: fp8 nope, bf16 rope, scales)."""
+        if self.kv_layout is KVPageLayout.UNIFORM_FP8:
+            return self.head_dim
+        return self.dsv4.qk_nope_head_dim + self.dsv4.qk_rope_head_dim * 2 + 8
+
+    @property
+    def indexer_bytes_per_token(self) -> int:
+        """``idx + idx // 128 * 4``: fp8 indexer key plus fp32 scales (132 for 128)."""
+        idx = self.dsv4.index_head_dim
+        return idx + idx // 128 * 4
+
+    @cached_property
+    def state_dtype(self) -> DType:
+        """``SGLANG_DSV4_COMPRESS_STATE_DTYPE``: float32 (default) or bfloat16, for c4 and c128 alike."""
+        dtype = self.ctx.knobs.dsv4_compress_state_dtype
+        if dtype not in _STATE_DTYPES:
+            raise KVCacheConfigError(
+                f"DeepSeek-V4 compression-state dtype {dtype.torch_name}; use float32 (default) or bfloat16 "
+                "(SGLANG_DSV4_COMPRESS_STATE_DTYPE)"
+            )
+        return dtype
+
+    # ---- per-token coefficients (8.3, 8.4) -----------------------------------------------
+    def paged(self, ratio: int) -> float:
+        """Paged bytes per token of the ratio-``r`` cache (0 = SWA): ``page_bytes(ps) / ps``, ``ps = P // r``.
+
+        V4 at P = 256: 585.0 (ratio 0 and 4), 864.0 (ratio 128: 1,168 bytes padded to 1,728).
+        """
+        if self.unpadded:
+            return float(self.kv_bytes)
+        tokens = self.page_size // ratio if ratio else self.page_size
+        return self.kv_layout.page_bytes(tokens) / tokens
+
+    def compressed_bytes_per_full_token(self, ratio: int) -> float:
+        """``comp(4) = 1/4 * paged(4) + 1/4 * idx_bpt``; ``comp(128) = 1/128 * paged(128)`` (float)."""
+        if ratio == 4:
+            # ``1 / (4 * c4_shrink)`` with c4_shrink = 1: HiSparse (its host/device ratio) is not modelled
+            return (1 / (4 * 1)) * self.paged(4) + 1 / 4 * self.indexer_bytes_per_token
+        return 1 / 128 * self.paged(128)
+
+    @property
+    def draft_inflation(self) -> float:
+        """``(T + 1) / T`` with speculative decoding (one draft layer assumed), else 1."""
+        total = self.num_layers_total
+        return (total + 1) / total if self.speculative else 1.0
+
+    @cached_property
+    def base_bytes_per_swa_token(self) -> float:
+        """``paged(0) * T + (ring4 / P) * (4*hd*es + 4*idx*es) * n(4)`` before draft inflation (float).
+
+        The c4 compression state (attention + indexer rows) lives per SWA page, so it is priced
+        per SWA token. Flash, no spec: ``585.0 * 43 + 8/256 * 10,240 * 21 = 31,875.0``.
+        """
+        es = self.state_dtype.itemsize
+        c4_state_bytes = 2 * 2 * self.head_dim * es
+        c4_indexer_state_bytes = 2 * 2 * self.dsv4.index_head_dim * es
+        c4_state_ratio = self.ring_sizes.get(4, 0) / self.page_size
+        return self.paged(0) * self.num_layers_total + (
+            c4_state_ratio * (c4_state_bytes + c4_indexer_state_bytes) * self.n(4)
+        )
+
+    @cached_property
+    def base_bytes_per_full_token(self) -> float:
+        """``swa_term + sum comp(r) * n(r)`` (dict order 4, 128) before draft inflation (float).
+
+        ``swa_term = swa_ratio * bpst`` in ratio mode, ``0 * bpst`` in cap mode (the SWA pool is
+        then fixed bytes). Flash, no spec, ratio 0.1: ``3,187.5 + 3,899.25 = 7,086.75``.
+        """
+        swa_ratio = 0 if self.cap_mode else self.swa_ratio
+        return swa_ratio * self.base_bytes_per_swa_token + sum(
+            self.compressed_bytes_per_full_token(ratio) * len(layers) for ratio, layers in self.owners.items()
+        )
+
+    @property
+    def bytes_per_swa_token(self) -> float:
+        """``bpst``: :attr:`base_bytes_per_swa_token` times the draft inflation when speculative."""
+        base = self.base_bytes_per_swa_token
+        return base * self.draft_inflation if self.speculative else base
+
+    @property
+    def bytes_per_full_token(self) -> float:
+        """``bpft``: :attr:`base_bytes_per_full_token` times the draft inflation when speculative."""
+        base = self.base_bytes_per_full_token
+        return base * self.draft_inflation if self.speculative else base
+
+    @property
+    def cell_size_bytes(self) -> float:
+        """The reported cell: ``bytes_per_full_token`` (after draft inflation; no SWA term in cap mode)."""
+        return self.bytes_per_full_token
+
+    # ---- SWA mode (8.5, 8.6) ---------------------------------------------------------------
+    @property
+    def swa_ratio(self) -> float:
+        """The operator's ``swa_full_tokens_ratio`` when given, else 0.1."""
+        given = self.ctx.scheduling.swa_full_tokens_ratio
+        return DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO if given is None else given
+
+    @property
+    def window(self) -> int:
+        return self.dsv4.window_size
+
+    @property
+    def requests_per_worker(self) -> int | None:
+        """``max(1, max_running_requests // attn_dp)`` when ``--max-running-requests`` is set."""
+        requested = self.ctx.scheduling.max_running_requests
+        if requested is None:
+            return None
+        return max(1, requested // self.ctx.parallel.attn_dp_size)
+
+    @property
+    def swa_prefix_tails(self) -> int:
+        """Cached prefixes kept addressable in cap mode: given, else 0 without radix cache or cap, else ``4 * mrr``."""
+        sched = self.ctx.scheduling
+        if sched.swa_prefix_tails is not None:
+            return sched.swa_prefix_tails
+        requests = self.requests_per_worker
+        if sched.disable_radix_cache or requests is None:
+            return 0
+        return 4 * requests
+
+    @cached_property
+    def swa_cap_tokens(self) -> int | None:
+        """Cap mode: ``ceil_align(cap + prefix_tails * (W + P), P)``; None = ratio mode.
+
+        Ratio mode when the ratio was given, without ``--max-running-requests``, or outside the
+        decode role without chunked prefill. Flash, 64 requests, chunk 8192, radix on:
+        ``ceil_align(65,792 + 256 * 384, 256) = 164,096``.
+        """
+        sched = self.ctx.scheduling
+        requests = self.requests_per_worker
+        if sched.swa_full_tokens_ratio is not None or requests is None:
+            return None
+        decode = sched.disaggregation_mode is DisaggregationMode.DECODE
+        if not decode and (sched.chunked_prefill_size is None or sched.chunked_prefill_size <= 0):
+            return None
+        page = self.page_size
+        cap = swa_request_cap(self.ctx, self.window, requests)
+        return ceil_align(cap + self.swa_prefix_tails * (self.window + page), page)
+
+    @property
+    def cap_mode(self) -> bool:
+        return self.swa_cap_tokens is not None
+
+    # ---- fixed request-scoped bytes (8.7) --------------------------------------------------
+    def estimated_requests(self, available_bytes: int) -> int:
+        """``m``: ``max_running_requests`` per worker if set, else ``min(clamp(int(F / C * 512), 2048, 4096), F // 2)``.
+
+        ``F = int(A / bpft)`` (float). Over-estimating is safe: more fixed bytes, fewer tokens.
+        """
+        requests = self.requests_per_worker
+        if requests is not None:
+            return requests
+        full = int(available_bytes / self.bytes_per_full_token)
+        estimate = int(full / context_len(self.ctx) * 512)
+        estimate = max(min(estimate, 4096), 2048)
+        return min(estimate, full // 2)
+
+    def request_slots(self, requests: int) -> int:
+        """Request-table rows: ``m + 1`` (+ the decode role's pre-allocated slots)."""
+        return requests + req_to_token_pre_alloc(self.ctx) + 1
+
+    def c128_state_fixed_bytes(self, requests: int) -> int:
+        """``ceil_div(slots * ring128 + ring128 + 1, 128) * 128`` rows of ``2 * hd`` states per ratio-128 layer."""
+        layers = self.n(128)
+        if layers == 0:
+            return 0
+        ring = self.ring_sizes[128]
+        rows = ceil_div(self.request_slots(requests) * ring + ring + 1, 128) * 128
+        return rows * (2 * self.head_dim) * self.state_dtype.itemsize * layers
+
+    @property
+    def swa_fixed_bytes(self) -> float:
+        """Cap mode: the whole SWA pool, ``swa_cap_tokens * bpst`` (float); ratio mode 0."""
+        cap = self.swa_cap_tokens
+        return 0 if cap is None else cap * self.bytes_per_swa_token
+
+    def fixed_bytes(self, requests: int) -> float:
+        """``c128 + c2 + swa_fixed + swa_ring + c4_unified`` (the last three are 0 here but ratio-2 and unified)."""
+        return self.c128_state_fixed_bytes(requests) + 0 + self.swa_fixed_bytes + 0 + 0
+
+    # ---- sizes (8.9) -----------------------------------------------------------------------
+    def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
+        """``full = align(int(max(A - fixed(m), 0) / bpft), P)``, then :meth:`sizes_for_full_tokens`.
+
+        Ratio-1/2 page padding (step 4) does not apply: those pools are not modelled.
+        """
+        page = self.check_page_size(page_size)
+        # QUIRK (sizing.md 12.11): fixed bytes use this estimate; finalize later uses the resolved count.
+        requests = self.estimated_requests(available_bytes)
+        fixed = self.fixed_bytes(requests)
+        available_for_tokens = max(available_bytes - fixed, 0)
+        full = align_down(int(available_for_tokens / self.bytes_per_full_token), page)
+        if full <= 0 and self.cap_mode:
+            raise InsufficientMemoryError(
+                f"The DSV4 SWA pool cap ({self.swa_cap_tokens} tokens, {self.swa_fixed_bytes / (1 << 30):.2f} GB) "
+                f"leaves no room for the full KV pool within the available {available_bytes / (1 << 30):.2f} GB. "
+                "Reduce max_running_requests (--max-running-requests), lower swa_prefix_tails or "
+                "SGLANG_SWA_EVICTION_INTERVAL, or increase available_bytes (--mem-fraction-static)."
+            )
+        if not self.cap_mode:
+            self._explain_state_reservation(available_bytes, requests, fixed, full, page)
+        sizes = self.sizes_for_full_tokens(full, page)
+        return self.derive_draft_sizes(sizes) if self.ctx.is_draft_worker else sizes
+
+    def calculate_pool_sizes_from_max_tokens(self, max_total_num_tokens: int, page_size: int) -> PoolSizes:
+        """Step 6 on ``M`` (fixed bytes are not re-subtracted; cap-mode ``swa`` is not limited by ``M``)."""
+        sizes = self.sizes_for_full_tokens(max_total_num_tokens, self.check_page_size(page_size))
+        return self.derive_draft_sizes(sizes) if self.ctx.is_draft_worker else sizes
+
+    def sizes_for_full_tokens(self, full_tokens: int, page_size: int) -> PoolSizes:
+        """``full = align(full, P)``; ``swa`` = cap, or ``align(int(full * ratio), P)`` checked against ``W + P``.
+
+        ``c4 = full // 4``, ``c128 = full // 128``, ``c4_state = swa // P * ring4``,
+        ``c128_state = 0`` until :meth:`finalize_with_max_running_requests`.
+        """
+        full = align_down(full_tokens, page_size)
+        cap = self.swa_cap_tokens
+        # QUIRK (sizing.md 12.12): the cap-mode SWA size is neither re-aligned nor limited by full/M.
+        swa = cap if cap is not None else align_down(int(full * self.swa_ratio), page_size)
+        if cap is None and self.window + page_size >= swa:
+            raise SWAPoolTooSmallError(
+                f"SWA pool ({swa} tokens) cannot hold even one request: the prefill admission floor is "
+                f"sliding_window_size ({self.window}) + page_size ({page_size}). Increase swa_full_tokens_ratio "
+                "(--swa-full-tokens-ratio) or the total KV budget."
+            )
+        require_positive_tokens(full)
+        dtype = self.state_dtype.torch_name
+        return PoolSizes(
+            max_total_num_tokens=full,
+            full_max_total_num_tokens=full,
+            swa_max_total_num_tokens=swa,
+            c4_max_total_num_tokens=full // (4 * 1),  # full // (4 * c4_shrink), c4_shrink = 1 (no HiSparse)
+            c128_max_total_num_tokens=full // 128,
+            c4_state_pool_size=swa // page_size * self.ring_sizes.get(4, 0),
+            c128_state_pool_size=0,
+            c4_state_dtype=dtype,
+            c128_state_dtype=dtype,
+        )
+
+    def _explain_state_reservation(self, available: int, requests: int, fixed: float, full: int, page: int) -> None:
+        """Replace SGLang's window-floor error when the c128 state reservation caused it (D3, quirk 11).
+
+        Raised only when the SWA pool misses its floor *and* would clear it without the
+        request-scoped state; otherwise the plain window-floor error follows.
+        """
+        swa = align_down(int(full * self.swa_ratio), page)
+        if fixed <= 0 or self.window + page < swa:
+            return
+        without_state = align_down(int(available / self.bytes_per_full_token), page)
+        if self.window + page >= align_down(int(without_state * self.swa_ratio), page):
+            return
+        ring = self.ring_sizes.get(128, 0)
+        rows = compress_state_rows(self.request_slots(requests) * ring, ring, 128)
+        if self.requests_per_worker is None:
+            count = f"an estimated {requests} concurrent requests (max_running_requests not given)"
+            fix = "Set max_running_requests (--max-running-requests) to the concurrency you serve (e.g. 64)"
+        else:
+            count = f"max_running_requests {requests} per worker"
+            fix = "Lower max_running_requests (--max-running-requests)"
+        spec = "; speculative decoding doubles the ring to 256 rows per request" if self.speculative else ""
+        raise DSV4StateReservationError(
+            f"DeepSeek-V4: the ratio-128 compression state for {count} takes {int(fixed)} bytes "
+            f"({fixed / (1 << 30):.2f} GiB: {rows} rows x {self.n(128)} layers{spec}) of the {available} byte "
+            f"budget, which leaves the SWA pool {swa} tokens, at or below its floor sliding_window_size + "
+            f"page_size ({self.window} + {page}). SGLang reports this as 'SWA pool cannot hold even one "
+            f"request', but the cause is the request-scoped state. {fix}, or raise available_bytes."
+        )
+
+    def finalize_with_max_running_requests(self, sizes: PoolSizes) -> PoolSizes:
+        """``c128_state_pool_size = (R + 1 [+ decode slots]) * ring128`` for the resolved ``R``."""
+        if sizes.max_running_requests is None:
+            raise KVCacheConfigError("DSV4 finalize needs max_running_requests; resolve it first (resolve.finalize)")
+        if self.ctx.is_draft_worker:
+            return self.derive_draft_sizes(sizes)
+        slots = self.request_slots(sizes.max_running_requests)
+        return sizes.replace(c128_state_pool_size=slots * self.ring_sizes.get(128, 0))
+
+    def derive_draft_sizes(self, target_sizes: PoolSizes) -> PoolSizes:
+        """The target's sizes with c4/c128 and both state pools 0: they live on the target (resolve.md 6)."""
+        if self.ctx.parallel.dcp_size > 1:
+            raise UnsupportedConfigurationError(
+                "a DeepSeek-V4 draft worker under decode context parallelism (dcp_size > 1) is not modelled; "
+                "use dcp_size 1"
+            )
+        dtype = self.state_dtype.torch_name
+        return super().derive_draft_sizes(target_sizes).replace(
+            c4_max_total_num_tokens=0,
+            c128_max_total_num_tokens=0,
+            c4_state_pool_size=0,
+            c128_state_pool_size=0,
+            c4_state_dtype=dtype,
+            c128_state_dtype=dtype,
+        )
+
+    # ---- pool (builders.md 5.8, layouts.md 13) -------------------------------------------------
+    def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """``DeepSeekV4TokenToKVPool`` for these sizes; a draft worker holds only its SWA layers."""
+        if self.ctx.device is DeviceKind.NPU:
+            return self.npu_token_to_kv_layout(sizes)
+        page = self.page_size
+        requests = sizes.max_running_requests
+        if requests is None:
+            raise KVCacheConfigError("the DSV4 pool needs max_running_requests; finalise the sizes first")
+        swa = sizes.swa_max_total_num_tokens
+        if swa is None:
+            raise KVCacheConfigError("DSV4 sizes need swa_max_total_num_tokens")
+        if self.ctx.is_draft_worker:
+            start, ratios = 0, (0,) * num_effective_layers(self.ctx)
+        else:
+            start, ratios = self.stage_range[0], self.stage_ratios
+        _ = self.owners  # validates the stage (kv-source ratio-1/2 layers are rejected)
+        num_req_slots = self.request_slots(requests)  # = req_to_token rows
+        return dsv4_layout(
+            swa_size=swa,
+            c4_size=sizes.c4_max_total_num_tokens,
+            c128_size=sizes.c128_max_total_num_tokens,
+            c4_state_pool_size=sizes.c4_state_pool_size,
+            c128_state_pool_size=sizes.c128_state_pool_size,
+            num_req_slots=num_req_slots,
+            page_size=page,
+            stage_start=start,
+            stage_ratios=ratios,
+            ring_sizes=self.pool_ring_sizes(),
+            qk_nope_head_dim=self.dsv4.qk_nope_head_dim,
+            qk_rope_head_dim=self.dsv4.qk_rope_head_dim,
+            indexer_head_dim=self.dsv4.index_head_dim,
+            indexer_bytes_per_token=self.indexer_bytes_per_token,
+            c4_state_dtype=self.state_dtype,
+            c128_state_dtype=self.state_dtype,
+            kv_layout=self.kv_layout,
+        )
+
+    def npu_token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """``DSV4NPUTokenToKVPool`` (Ascend): provided by the NPU pools, not here."""
+        raise UnsupportedConfigurationError(
+            "the Ascend NPU DeepSeek-V4 pool (DSV4NPUTokenToKVPool) layout is not available yet; "
+            "plan on cuda, or size only (calculate_pool_sizes works on npu)"
+        )
