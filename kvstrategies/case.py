@@ -70,6 +70,8 @@ CASE_DEFAULTS: dict[str, Any] = {
     "disable_radix_cache": False,
     "disable_overlap_schedule": False,
     "disaggregation_mode": "null",
+    "enable_hierarchical_cache": False,
+    "disable_hybrid_swa_memory": False,
     "disaggregation_decode_extra_slots": None,
     "max_mamba_cache_size": None,
     "mamba_full_memory_ratio": 0.9,
@@ -80,7 +82,7 @@ CASE_DEFAULTS: dict[str, Any] = {
     "pool_max_running_requests": 8,
     "pool_max_mamba_cache_size": None,
 }
-_PLATFORM_KEYS = {"is_sm100", "is_sm90", "is_blackwell", "is_hip", "is_gfx95"}
+_PLATFORM_KEYS = {"is_sm100", "is_sm90", "is_blackwell", "is_hip", "is_gfx95", "is_npu_arch35"}
 # SGLang environment knobs a case may set, and the ones that select out-of-scope features.
 _SUPPORTED_ENV = {
     "SGLANG_SWA_EVICTION_INTERVAL",
@@ -312,6 +314,8 @@ def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: s
             swa_full_tokens_ratio=_ratio(merged),
             swa_prefix_tails=_int(merged, "swa_prefix_tails", minimum=0, optional=True),
             disaggregation_mode=mode,
+            enable_hierarchical_cache=_bool(merged, "enable_hierarchical_cache"),
+            disable_hybrid_swa_memory=_bool(merged, "disable_hybrid_swa_memory"),
             disaggregation_decode_extra_slots=_int(merged, "disaggregation_decode_extra_slots", minimum=0, optional=True),
             max_mamba_cache_size=_int(merged, "max_mamba_cache_size", minimum=1, optional=True),
             mamba_full_memory_ratio=float(merged["mamba_full_memory_ratio"]),

@@ -182,6 +182,7 @@ class Platform:
     is_sm90: bool = False
     is_blackwell: bool = False
     is_gfx95: bool = False
+    is_npu_arch35: bool = False  # Ascend arch35 SoC: packed-FP8 DSA pool (builders.md 5.9)
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,8 @@ class SchedulingConfig:
     max_mamba_cache_size: int | None = None
     mamba_full_memory_ratio: float = 0.9
     mamba_radix_cache_strategy: str | None = None
+    enable_hierarchical_cache: bool = False  # HiCache: on NPU it turns DSA index-K elision off (5.5)
+    disable_hybrid_swa_memory: bool = False  # hybrid SWA and DSV4 fall to Default (sizing.md 2.4)
 
 
 @dataclass(frozen=True)
@@ -352,3 +355,8 @@ def num_kv_heads_per_rank(ctx: KVCacheContext) -> int:
     """``max(1, H_total // (attn_tp // dcp))``; a draft worker ignores DCP (sizing.md 2.1)."""
     dcp = 1 if ctx.is_draft_worker else ctx.parallel.dcp_size
     return ctx.geometry.num_kv_heads(ctx.parallel.attn_tp_size, dcp)
+
+
+def is_hybrid_swa(ctx: KVCacheContext) -> bool:
+    """SGLang's ``is_hybrid_swa``: a hybrid-SWA model and ``--disable-hybrid-swa-memory`` off (2.4)."""
+    return ctx.geometry.hybrid_swa is not None and not ctx.scheduling.disable_hybrid_swa_memory

@@ -3,9 +3,10 @@
 ``{"configurator", "cell_size", "sizes", "sizes_from_max_tokens", "pools", "allocations",
 "planned_bytes", "allocated_bytes", ...}`` (DESIGN.md, "The case file"). ``pools`` lists every
 engine-facing tensor (views included) of the token-to-KV pool and any state pools;
-``allocations`` every backing allocation with its bytes. ``allocated_bytes`` is what
-``build(sizes, "meta")`` allocates: computed from the layout without torch, and measured on
-``meta`` when ``measure=True`` (tests assert both agree for every golden case).
+``allocations`` every backing allocation with its bytes; ``notes`` what the plan wants an
+operator to know (state reservations, where SGLang itself would size differently).
+``allocated_bytes`` is what ``build(sizes, "meta")`` allocates: computed from the layout without
+torch, and measured on ``meta`` when ``measure=True`` (tests assert both agree for every golden case).
 """
 
 from __future__ import annotations
@@ -71,4 +72,5 @@ def plan_document(planned: Plan, *, measure: bool = False) -> dict[str, Any]:
             "buffers": [allocation_entry(b) for b in req.allocations],
             "nbytes": req.planned_bytes,
         },
+        "notes": list(planned.resolution.reservation.notes),
     }

@@ -1,10 +1,25 @@
-"""The built-in strategies in SGLang's selection order (sizing.md 9); first applicable wins."""
+"""The built-in strategies in SGLang's selection order (sizing.md 9); first applicable wins.
+
+1. DeepSeek-V4 and hybrid SWA -> DSV4PoolConfigurator
+2. hybrid SWA with the request cap conditions -> SWAChunkCapPoolConfigurator
+3. hybrid SWA -> HybridSWAPoolConfigurator
+4. otherwise the Default family (same numbers): HybridLinear (Mamba-ish), Ascend (NPU), Default.
+"""
 
 from __future__ import annotations
 
+from .ascend import AscendPoolConfigurator
 from .base import PoolConfigurator
 from .default import DefaultPoolConfigurator
+from .dsv4 import DSV4PoolConfigurator
+from .hybrid_linear import HybridLinearPoolConfigurator
+from .hybrid_swa import HybridSWAPoolConfigurator, SWAChunkCapPoolConfigurator
 
 BUILTIN_ORDER: tuple[type[PoolConfigurator], ...] = (
+    DSV4PoolConfigurator,
+    SWAChunkCapPoolConfigurator,
+    HybridSWAPoolConfigurator,
+    HybridLinearPoolConfigurator,
+    AscendPoolConfigurator,
     DefaultPoolConfigurator,
 )

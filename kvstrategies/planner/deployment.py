@@ -1,0 +1,117 @@
+"""The planner pipeline: request -> launch defaults -> case -> budget -> plan -> breakdown,
+fit, fixes. Each step is its own module; this one only runs them in order.
+
+Everything here is torch-free: ``kvstrategies plan`` answers in milliseconds for any preset
+(``tools/bench_plan.py`` measures it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..api import Plan, plan
+from ..case import Case, parse_case
+from ..launch_defaults import AppliedDefault, LaunchResolution
+from ..pools.layout import KVPoolsLayout
+from ..sizing import PoolSizes
+from .breakdown import Breakdown, build_breakdown
+from .budget import KVBudget, kv_budget
+from .fit import FitReport, fit_report
+from .fixes import Fix, suggest_fixes
+from .launch import case_fields, resolve_launch
+from .request import DeploymentRequest
+
+
+@dataclass(frozen=True)
+class DeploymentPlan:
+    """A planned deployment with everything the planner reports.
+
+    ``sizes`` / ``layout`` are the final ones (user token cap and PP minimum applied), which
+    may differ from ``planned.pool_sizes`` (what ``plan --json``'s ``pools`` describe).
+    ``request`` is ``None`` for a plan made from a case file.
+    """
+
+    request: DeploymentRequest | None
+    launch: LaunchResolution | None
+    budget: KVBudget
+    case: Case
+    planned: Plan
+    sizes: PoolSizes
+    layout: KVPoolsLayout
+    breakdown: Breakdown
+    fit: FitReport
+    fixes: tuple[Fix, ...] = ()
+
+    @property
+    def defaults(self) -> tuple[AppliedDefault, ...]:
+        """Every launch default applied, in SGLang's pipeline order (last one wins)."""
+        return () if self.launch is None else self.launch.applied
+
+
+def model_dtype_name(req: DeploymentRequest, config: Mapping[str, Any]) -> str:
+    """The serving dtype: ``--model-dtype``, else the config's (``auto``: fp32 serves bf16)."""
+    if req.model_dtype is not None:
+        return req.model_dtype
+    from ..models.hf import text_config
+    from ..models.parse import model_dtype_of
+
+    return model_dtype_of(config, text_config(config)).torch_name
+
+
+def final_layout(planned: Plan) -> tuple[PoolSizes, KVPoolsLayout]:
+    """The final sizes (``resolution.sizes``) and their layout (reused when unchanged)."""
+    sizes = planned.resolution.sizes
+    if sizes == planned.pool_sizes:
+        return sizes, planned.layout
+    return sizes, planned.configurator.layout(sizes)
+
+
+def _assemble(
+    request: DeploymentRequest | None,
+    launch: LaunchResolution | None,
+    budget: KVBudget,
+    case: Case,
+    planned: Plan,
+    lengths: tuple[int, ...],
+) -> DeploymentPlan:
+    sizes, layout = final_layout(planned)
+    return DeploymentPlan(
+        request=request,
+        launch=launch,
+        budget=budget,
+        case=case,
+        planned=planned,
+        sizes=sizes,
+        layout=layout,
+        breakdown=build_breakdown(budget, layout),
+        fit=fit_report(planned.ctx, sizes, lengths),
+        fixes=(),
+    )
+
+
+def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> DeploymentPlan:
+    """Plan ``req`` end to end; ``suggest`` also searches the fixes when the context does not fit."""
+    config = req.hf_config()
+    launch = resolve_launch(req, config)
+    fields = case_fields(req, model_dtype_name(req, config), launch)
+    budget = kv_budget(req, config, launch)
+    case = parse_case({**fields, "available_bytes": budget.available_bytes})
+    planned = plan(case.settings, case.available_bytes, max_tokens=case.max_tokens)
+    result = _assemble(req, launch, budget, case, planned, req.request_lengths)
+    if not suggest or result.fit.context_fits:
+        return result
+    fixes = suggest_fixes(result, req, lambda changed: plan_deployment(changed, suggest=False))
+    return dataclasses.replace(result, fixes=fixes)
+
+
+def deployment_from_case(case: Case, planned: Plan, lengths: tuple[int, ...] = ()) -> DeploymentPlan:
+    """The planner's view of a case-file plan (budget given, no launch defaults, no fixes)."""
+    budget = KVBudget(
+        available_bytes=case.available_bytes,
+        source="given",
+        assumptions=("KV budget per rank from the case file (available_bytes)",),
+    )
+    return _assemble(None, None, budget, case, planned, lengths)

@@ -1,0 +1,124 @@
+"""The launch-defaults layer in front of sizing: what SGLang 0.5.23 would choose for the
+settings a user left out, turned into the case fields the strategies read.
+
+:func:`resolve_launch` runs :func:`~kvstrategies.launch_defaults.resolve_launch_defaults` on
+the user's explicit flags; :func:`case_fields` maps the resolution (or, without a GPU, the
+library's plain defaults) onto a case dict (DESIGN.md case format), so flags, GPUs and case
+files share one parsing path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..gpus import Accelerator
+from ..launch_defaults import LaunchResolution, LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
+from .request import DeploymentRequest
+
+
+def launch_settings(req: DeploymentRequest) -> LaunchSettings:
+    """The user's explicit server arguments (``None`` = left out)."""
+    return LaunchSettings(
+        mem_fraction_static=req.mem_fraction_static,
+        chunked_prefill_size=req.chunked_prefill_size,
+        max_running_requests=req.max_running_requests,
+        max_total_tokens=req.max_total_tokens,
+        context_length=req.context_length,
+        kv_cache_dtype=req.kv_cache_dtype,
+        page_size=req.page_size,
+        attention_backend=req.attention_backend,
+        swa_full_tokens_ratio=req.swa_full_tokens_ratio,
+        disable_radix_cache=req.disable_radix_cache,
+        speculative_algorithm=req.speculative_algorithm,
+        speculative_num_draft_tokens=req.speculative_num_draft_tokens,
+    )
+
+
+def resolve_launch(req: DeploymentRequest, config: Mapping[str, Any]) -> LaunchResolution | None:
+    """SGLang's launch resolution for ``req`` on its GPU (``None`` without a GPU)."""
+    if req.gpu is None:
+        return None
+    return resolve_launch_defaults(
+        model_facts_from_hf_config(config),
+        req.gpu,
+        tp_size=req.tp_size,
+        pp_size=req.pp_size,
+        attn_dp_size=req.attn_dp_size,
+        settings=launch_settings(req),
+    )
+
+
+def platform_fields(gpu: Accelerator) -> dict[str, bool]:
+    """The case ``platform`` probes of an accelerator (launch_defaults.md §1.2)."""
+    return {
+        "is_sm90": gpu.is_sm90,
+        "is_sm100": gpu.is_sm100,
+        "is_blackwell": gpu.is_blackwell,
+        "is_hip": gpu.is_hip,
+        "is_gfx95": gpu.is_gfx95,
+    }
+
+
+def case_fields(req: DeploymentRequest, model_dtype: str, launch: LaunchResolution | None) -> dict[str, Any]:
+    """The case dict to plan (``available_bytes`` is filled by the budget step).
+
+    Without a launch resolution the user's values (or ``auto`` / page 1) are used. With one,
+    every resolved setting goes in; ``swa_full_tokens_ratio`` only when it counts as explicitly
+    set (launch_defaults.md §9.1: the DSV4 model-declared 0.1 does, the 0.8 field fallback does
+    not, so the strategy's own default applies then).
+    """
+    case: dict[str, Any] = {
+        "name": req.model,
+        **dict(req.source),
+        "tp_size": req.tp_size,
+        "pp_size": req.pp_size,
+        "pp_rank": req.pp_rank,
+        "dcp_size": req.dcp_size,
+        "attn_dp_size": req.attn_dp_size,
+        "model_dtype": model_dtype,
+        "max_tokens": req.max_total_tokens,
+        "context_length": req.context_length,
+        "device": req.device,
+        "eagle_draft_num_layers": req.speculative_draft_layers,
+        "disable_radix_cache": req.disable_radix_cache,
+    }
+    if launch is None:
+        case.update(
+            kv_cache_dtype=req.kv_cache_dtype or "auto",
+            page_size=1 if req.page_size is None else req.page_size,
+            max_running_requests=req.max_running_requests,
+            attention_backend=req.attention_backend,
+            speculative_algorithm=req.speculative_algorithm,
+            speculative_num_draft_tokens=req.speculative_num_draft_tokens,
+            swa_full_tokens_ratio=req.swa_full_tokens_ratio,
+            chunked_prefill_size=req.chunked_prefill_size,
+        )
+        return case
+    gpu = req.gpu
+    assert gpu is not None  # a launch resolution needs a GPU
+    case.update(
+        kv_cache_dtype=launch.kv_cache_dtype,
+        page_size=launch.page_size or 1,
+        max_running_requests=launch.max_running_requests,
+        attention_backend=launch.attention_backend,
+        prefill_attention_backend=launch.prefill_attention_backend,
+        decode_attention_backend=launch.decode_attention_backend,
+        dsa_prefill_backend=launch.dsa_prefill_backend,
+        dsa_decode_backend=launch.dsa_decode_backend,
+        dsv4_attn_backend=launch.dsv4_attn_backend,
+        speculative_algorithm=launch.speculative_algorithm,
+        speculative_num_steps=launch.speculative_num_steps,
+        speculative_eagle_topk=launch.speculative_eagle_topk,
+        speculative_num_draft_tokens=launch.speculative_num_draft_tokens,
+        swa_full_tokens_ratio=launch.swa_full_tokens_ratio if launch.swa_full_tokens_ratio_explicit else None,
+        chunked_prefill_size=launch.chunked_prefill_size,
+        disable_radix_cache=launch.disable_radix_cache,
+        disable_overlap_schedule=launch.disable_overlap_schedule,
+        disable_hybrid_swa_memory=launch.disable_hybrid_swa_memory,
+        mamba_radix_cache_strategy=launch.mamba_radix_cache_strategy,
+        platform=platform_fields(gpu),
+    )
+    if gpu.is_npu:
+        case["device"] = "npu"
+    return case

@@ -1,0 +1,126 @@
+"""The planner's output: the ``"planner"`` JSON section and the human-readable sections
+(defaults applied, budget and its assumptions, the breakdown table, the fit and its fixes).
+
+The ``plan --json`` document of :mod:`kvstrategies.report` is left as is; everything here
+goes under its own ``"planner"`` key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .deployment import DeploymentPlan
+
+GIB = 2**30
+
+
+def _gib(nbytes: int | float) -> str:
+    return f"{nbytes / GIB:,.2f}"
+
+
+def launch_document(plan: DeploymentPlan) -> dict[str, Any] | None:
+    """Every resolved launch setting (``applied`` is reported as ``defaults``)."""
+    if plan.launch is None:
+        return None
+    fields = dataclasses.asdict(plan.launch)
+    fields.pop("applied")
+    return fields
+
+
+def planner_document(plan: DeploymentPlan) -> dict[str, Any]:
+    """The JSON-able ``"planner"`` section."""
+    budget = dataclasses.asdict(plan.budget)
+    budget["assumptions"] = list(plan.budget.assumptions)
+    return {
+        "mode": plan.budget.source,
+        "gpu": plan.budget.gpu_name,
+        "defaults": [dataclasses.asdict(item) for item in plan.defaults],
+        "launch": launch_document(plan),
+        "budget": budget,
+        "breakdown": plan.breakdown.to_dict(),
+        "tokens": plan.sizes.max_total_num_tokens,
+        "max_running_requests": plan.sizes.max_running_requests,
+        "final_sizes": plan.sizes.to_dict(),
+        "fit": plan.fit.to_dict(),
+        "fixes": [fix.to_dict() for fix in plan.fixes],
+    }
+
+
+def defaults_text(plan: DeploymentPlan) -> list[str]:
+    if plan.launch is None:
+        return ["defaults applied: none (no --gpu: KV dtype 'auto' and page 1 unless given)"]
+    req = plan.request
+    where = "" if req is None else f" for {plan.budget.gpu_name}, tp {req.tp_size}, pp {req.pp_size}"
+    lines = [f"defaults applied (SGLang 0.5.23 launch{where}; last one wins)"]
+    if not plan.defaults:
+        lines.append("  none: every setting was given")
+    for item in plan.defaults:
+        lines.append(f"  {item.setting:<30}{item.value!s:<14}{item.reason}")
+    return lines
+
+
+def budget_text(plan: DeploymentPlan) -> list[str]:
+    b = plan.budget
+    lines = [f"budget         {b.available_bytes:,} B ({_gib(b.available_bytes)} GiB) KV per rank"]
+    if b.source == "gpu":
+        lines.append(
+            f"               {b.gpu_name}: {_gib(b.capacity_bytes or 0)} GiB, mem_fraction_static "
+            f"{b.mem_fraction_static:g}, weights {_gib(b.weight_bytes or 0)} GiB per rank"
+        )
+    lines.append("assumptions")
+    lines.extend(f"  - {text}" for text in b.assumptions)
+    return lines
+
+
+def breakdown_text(plan: DeploymentPlan) -> list[str]:
+    bd = plan.breakdown
+    whole = bd.capacity_bytes or bd.total_bytes
+    lines = [f"{'breakdown (one rank)':<58}{'bytes':>18}{'GiB':>10}{'share':>8}"]
+    for row in bd.rows:
+        where = {"gpu": "", "kv-budget": "  KV  ", "slack": "  slack "}[row.area]
+        share = f"{100 * row.nbytes / whole:.1f}%" if whole else ""
+        lines.append(f"  {where + row.label:<56}{row.nbytes:>18,}{_gib(row.nbytes):>10}{share:>8}")
+    lines.append(f"  {'KV budget':<56}{bd.budget_bytes:>18,}{_gib(bd.budget_bytes):>10}")
+    lines.append(f"  {'KV pools charged to it':<56}{bd.pools_bytes:>18,}{_gib(bd.pools_bytes):>10}")
+    lines.append(f"  {'left':<56}{bd.left_bytes:>18,}{_gib(bd.left_bytes):>10}")
+    if bd.capacity_bytes is not None:
+        lines.append(f"  {'GPU capacity':<56}{bd.capacity_bytes:>18,}{_gib(bd.capacity_bytes):>10}")
+    lines.extend(f"note: {text}" for text in bd.notes)
+    lines.extend(f"WARNING: {text}" for text in bd.warnings)
+    return lines
+
+
+def fit_text(plan: DeploymentPlan) -> list[str]:
+    fit = plan.fit
+    dp = f" per attention-DP worker (x{fit.attn_dp_size})" if fit.attn_dp_size > 1 else ""
+    lines = [
+        f"fit            {fit.capacity_tokens:,} tokens (page {fit.page_size}), "
+        f"max_running_requests {fit.max_running_requests:,}{dp}",
+        f"  {'request length':>16}{'concurrency':>14}  limited by",
+    ]
+    for item in fit.lengths:
+        lines.append(f"  {item.request_length:>16,}{item.requests:>14,}  {item.limited_by}")
+    if fit.context_fits:
+        lines.append(f"  one request of the model's whole context ({fit.context_len:,} tokens) fits")
+    else:
+        lines.append(
+            f"  one request of the model's whole context ({fit.context_len:,} tokens) does NOT fit; "
+            f"the longest that fits is {fit.max_fitting_length:,} tokens"
+        )
+        if plan.fixes:
+            lines.append("  fixes (each re-planned):")
+        for fix in plan.fixes:
+            note = f"; {fix.note}" if fix.note else ""
+            lines.append(
+                f"    {fix.flag:<32} -> {fix.capacity_tokens:,} tokens, longest request "
+                f"{fix.max_fitting_length:,}{note}"
+            )
+    lines.append(f"  SGLang's own limit: max_req_len = min(context_len - 1, capacity - 1) = {fit.sglang_max_req_len:,}")
+    return lines
+
+
+def planner_text(plan: DeploymentPlan) -> str:
+    """The planner's human-readable sections."""
+    sections = (defaults_text(plan), budget_text(plan), breakdown_text(plan), fit_text(plan))
+    return "\n\n".join("\n".join(section) for section in sections)

@@ -1,0 +1,476 @@
+"""``HybridLinearPoolConfigurator``: Mamba2 / GDN / Mamba-1 / KDA hybrids (sizing.md 5, resolve.md 3).
+
+Qwen3-Next, Qwen3.5, Nemotron-H, Falcon-H1, Jamba and Kimi-Linear keep softmax-attention KV on
+some layers and a fixed-size recurrent state per request on the others. SGLang has no
+configurator for them: the KV numbers are exactly Default's over this rank's *full-attention*
+layers (sizing.md 5.1, 5.6), and the Mamba state is taken out of the budget earlier, while
+profiling (resolve.md 3). This class does both, in that order.
+
+Cost model (two steps). State first, in SGLang's GiB floats on ``rest = available / 2**30``:
+``K`` state slots (branch A: given, B: ``max_running_requests`` without radix cache, C: the
+``r / (1 + r)`` share of ``rest``, ``r = mamba_full_memory_ratio``), then
+``kv_available = int((rest - (K + 1) * stage_per_req / 2**30 [- spec scratch]) * 2**30)``.
+KV second, Default's affine model: ``T = align(kv_available // cell, P)`` with
+``cell = H * (D + Dv) * L_full * kv`` (MLA: ``latent * L_full * kv``).
+Requests: Default's estimate, capped by ``K // mamba_ratio`` (resolve.md 5).
+
+Decision (the case's ``available_bytes``): it is the budget *before* the Mamba reservation,
+i.e. SGLang's ``rest * 2**30`` of resolve.md 2. :meth:`reserve_state_bytes` divides it by
+``2**30`` to recover ``rest`` (exact for budgets SGLang would produce from a GiB float up to
+the sub-byte part ``int()`` dropped) and runs resolve.md 3 on it in SGLang's float order.
+
+Other decisions (OPEN or unstated in the spec):
+* Jamba: SGLang 0.5.23 serves it through its generic fallback (every layer priced as MHA, no
+  Mamba state); we size it as the hybrid it is and say so in the plan's notes.
+* Draft workers (MTP over a hybrid target): the KV pool holds one layer (``[0]``, builders.md
+  5.7), no state is reserved and no Mamba pool is described: the draft shares the target's
+  request pool and its Mamba state.
+* ReplaySSM, the int8 checkpoint pool and unified memory are out of scope. On NPU the full
+  sub-pool is ``NPUMHATokenToKVPool`` / ``NPUMLATokenToKVPool`` (``kvstrategies.pools.ascend``)
+  and the conv state takes the NPU layout (layouts.md 2.1); FP4 / MXFP8 KV are rejected there.
+* PD decode role: ``HybridMambaDecodeReqToTokenPool`` widens the request rows (and the Mamba
+  index mapping) by ``pre_alloc``; the Mamba pool keeps ``max_mamba_cache_size`` slots and
+  ``R`` speculative slots, as layouts.md 3 states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import ClassVar
+
+from ..context import DeviceKind, DisaggregationMode, KVCacheContext
+from ..dtypes import DType, KVRecipe
+from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
+from ..models.mamba import STATE_DTYPES, MambaGeometry, MambaStateShapes
+from ..pools.ascend import npu_mha_layout, npu_mla_layout
+from ..pools.basic import mha_layout
+from ..pools.layout import PoolLayout
+from ..pools.mamba import hybrid_linear_kv_layout, hybrid_req_to_token_layout, mamba_pool_layout
+from ..request_math import req_to_token_max_context_len, req_to_token_pre_alloc
+from ..sizing import PoolSizes
+from .base import StateReservation
+from .default import ZERO_KV_STAGE_TOKENS, DefaultPoolConfigurator
+
+GIB = 1 << 30
+
+#: ``--mamba-radix-cache-strategy`` values sizing understands (``auto`` is resolved at launch;
+#: left unresolved it means no extra buffer, as for Jamba, launch_defaults.md 9.3)
+RADIX_STRATEGIES = (None, "auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
+
+
+@dataclass(frozen=True)
+class MambaBudget:
+    """What resolve.md 3 decided for one rank (bytes ints, GiB floats as SGLang keeps them)."""
+
+    branch: str  # "A" (given size), "B" (radix off + max_running_requests), "C" (auto-fit)
+    max_mamba_cache_size: int
+    mamba_ratio: int
+    mamba_cache_per_req: int  # all Mamba layers of the model
+    stage_mamba_cache_per_req: int  # PP-scaled (equals the above when pp == 1)
+    spec_scratch_gib: float  # speculative per-draft-token state taken from rest (0.0 without)
+    rest_gib_before: float
+    rest_gib_after: float
+
+    @property
+    def kv_available_bytes(self) -> int:
+        return int(self.rest_gib_after * GIB)
+
+    @property
+    def state_bytes(self) -> int:
+        """``(K + 1) * stage_per_req``: the persistent state pool (slot 0 is the dummy slot)."""
+        return (self.max_mamba_cache_size + 1) * self.stage_mamba_cache_per_req
+
+
+class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
+    """Default's numbers over the local full-attention layers, plus the Mamba state (see module doc)."""
+
+    family: ClassVar[str] = "hybrid-linear"
+
+    @classmethod
+    def is_applicable(cls, ctx: KVCacheContext) -> bool:
+        # a Mamba-ish model that is also hybrid SWA (Inkling) goes to HybridSWA (sizing.md 9)
+        return ctx.geometry.mamba is not None and ctx.geometry.hybrid_swa is None
+
+    @property
+    def mamba(self) -> MambaGeometry:
+        mamba = self.ctx.geometry.mamba
+        assert mamba is not None  # is_applicable guarantees it
+        return mamba
+
+    # ---- layers (sizing.md 5.1, builders.md 5.7) -----------------------------------------------
+    @cached_property
+    def cache_layer_ids(self) -> tuple[int, ...]:
+        """Global ids of this rank's softmax-attention layers; a draft worker's pool holds ``[0]``."""
+        if self.ctx.is_draft_worker:
+            return (0,)
+        start, end = self.layer_range
+        return tuple(i for i in self.mamba.full_attention_layer_ids if start <= i < end)
+
+    @cached_property
+    def num_layers(self) -> int:
+        """Local softmax-attention layers: the only layers the KV cell prices."""
+        return len(self.cache_layer_ids)
+
+    @property
+    def pool_layer_num(self) -> int:
+        return len(self.cache_layer_ids)
+
+    @cached_property
+    def local_mamba_layer_ids(self) -> tuple[int, ...]:
+        """Global ids of this stage's Mamba layers (the Mamba pool's layers)."""
+        start, end = self.layer_range
+        return tuple(i for i in self.mamba.mamba_layer_ids if start <= i < end)
+
+    def zero_kv_tokens(self) -> int:
+        """No local attention layer: ``2**63 - 1`` when the KV lives on another PP stage (5.6)."""
+        if self.mamba.full_attention_layer_ids and self.ctx.parallel.pp_size > 1:
+            return ZERO_KV_STAGE_TOKENS
+        return super().zero_kv_tokens()
+
+    # ---- state geometry (resolve.md 3.1) ---------------------------------------------------------
+    @cached_property
+    def state_shapes(self) -> MambaStateShapes:
+        """Per-layer, per-slot shapes at the linear-attention TP size (= attention TP)."""
+        return self.mamba.state_shapes(self.ctx.parallel.attn_tp_size)
+
+    @property
+    def conv_dtype(self) -> DType:
+        """``SGLANG_MAMBA_CONV_DTYPE``: bfloat16 unless float32/float16 (resolve.md 3.1)."""
+        dtype = self.ctx.knobs.mamba_conv_dtype
+        return dtype if dtype in STATE_DTYPES else DType.BFLOAT16
+
+    @property
+    def ssm_dtype(self) -> DType:
+        """``SGLANG_MAMBA_SSM_DTYPE`` when valid, else the config's ``mamba_ssm_dtype``, else float32."""
+        knob = self.ctx.knobs.mamba_ssm_dtype
+        return knob if knob in STATE_DTYPES else self.mamba.ssm_dtype
+
+    @cached_property
+    def mamba_cache_per_req(self) -> int:
+        """One slot's bytes over all the model's Mamba layers."""
+        return self.state_shapes.bytes_per_layer(self.conv_dtype, self.ssm_dtype) * len(self.mamba.mamba_layer_ids)
+
+    @cached_property
+    def stage_mamba_cache_per_req(self) -> int:
+        """PP scaling (3.2): ``int(per_req * (max stage Mamba layers / all Mamba layers))``."""
+        pp = self.ctx.parallel.pp_size
+        if pp == 1:
+            return self.mamba_cache_per_req
+        ids = self.mamba.mamba_layer_ids
+        largest = 0
+        for rank in range(pp):
+            start, end = self.ctx.parallel.layer_range(self.ctx.geometry.num_pp_layers, rank)
+            largest = max(largest, sum(1 for i in ids if start <= i < end))
+        scale = largest / max(len(ids), 1)
+        return int(self.mamba_cache_per_req * scale)
+
+    # ---- slots per request (3.3) -----------------------------------------------------------------
+    @cached_property
+    def radix_strategy(self) -> str | None:
+        strategy = self.ctx.scheduling.mamba_radix_cache_strategy
+        if strategy not in RADIX_STRATEGIES:
+            raise KVCacheConfigError(
+                f"mamba_radix_cache_strategy {strategy!r} is not one of auto, no_buffer, extra_buffer, "
+                "extra_buffer_lazy"
+            )
+        return strategy
+
+    @property
+    def extra_buffer(self) -> bool:
+        """SGLang ``enable_mamba_extra_buffer``: an extra-buffer strategy with the radix cache on."""
+        return not self.ctx.scheduling.disable_radix_cache and self.radix_strategy in (
+            "extra_buffer",
+            "extra_buffer_lazy",
+        )
+
+    @property
+    def overlap_schedule(self) -> bool:
+        return not self.ctx.scheduling.disable_overlap_schedule
+
+    @cached_property
+    def mamba_ratio(self) -> int:
+        """State slots per running request: 1 without radix cache, else 3 (2 with skip-lock) + extras."""
+        sched = self.ctx.scheduling
+        if sched.disable_radix_cache:
+            return 1
+        skip_lock = self.ctx.knobs.mamba_skip_decode_lock
+        base = 2 if skip_lock else 3
+        if self.extra_buffer:
+            lazy = self.radix_strategy == "extra_buffer_lazy"
+            if not self.overlap_schedule:
+                if lazy:
+                    raise KVCacheConfigError(
+                        "mamba_radix_cache_strategy 'extra_buffer_lazy' needs the overlap scheduler; "
+                        "drop disable_overlap_schedule or use 'extra_buffer'"
+                    )
+                return base + 1
+            return base + (1 if lazy else 2)
+        return base + (1 if skip_lock else 0)
+
+    # ---- speculative state (3.4) -----------------------------------------------------------------
+    @property
+    def pd_prefill_skips_spec(self) -> bool:
+        """A PD prefill role (off NPU) keeps no per-draft-token state."""
+        prefill = self.ctx.scheduling.disaggregation_mode is DisaggregationMode.PREFILL
+        return prefill and self.ctx.device is not DeviceKind.NPU
+
+    @property
+    def reserves_spec(self) -> bool:
+        return self.ctx.speculative.enabled and not self.pd_prefill_skips_spec
+
+    @property
+    def spec_num_draft_tokens(self) -> int | None:
+        """``speculative_num_draft_tokens`` handed to the Mamba pool (None without spec state)."""
+        if not self.reserves_spec:
+            return None
+        return self.ctx.speculative.max_num_draft_tokens
+
+    def _spec_inputs(self) -> tuple[int, int]:
+        spec = self.ctx.speculative
+        mrr = self.ctx.scheduling.max_running_requests
+        if spec.num_draft_tokens is None or mrr is None:
+            raise KVCacheConfigError(
+                f"speculative decoding ({spec.algorithm.value}) on a hybrid linear model reserves Mamba "
+                "state per draft token and needs both speculative_num_draft_tokens (given "
+                f"{spec.num_draft_tokens}) and max_running_requests (given {mrr}); set both"
+            )
+        return spec.num_draft_tokens, mrr
+
+    # ---- the budget (resolve.md 3.4) -------------------------------------------------------------
+    def mamba_budget(self, available_bytes: int) -> MambaBudget:
+        """``_handle_max_mamba_cache`` on ``rest = available_bytes / 2**30`` (float order kept)."""
+        sched = self.ctx.scheduling
+        rest = available_bytes / GIB
+        rest_before = rest
+        per = self.stage_mamba_cache_per_req
+        ratio = self.mamba_ratio
+        dp = self.ctx.parallel.attn_dp_size
+        mrr = sched.max_running_requests
+        spec_gib = 0.0
+        draft_tokens, spec_mrr = self._spec_inputs() if self.reserves_spec else (0, 0)
+        if sched.max_mamba_cache_size is not None:
+            branch = "A"
+            slots = sched.max_mamba_cache_size // dp
+            if self.reserves_spec:
+                capped = min(max(1, spec_mrr // dp), slots // ratio)
+                spec_gib = per * (capped + 1) * draft_tokens / GIB
+                rest -= spec_gib
+        elif sched.disable_radix_cache and mrr is not None:
+            branch = "B"
+            slots = max(1, mrr // dp)
+            if self.reserves_spec:
+                spec_gib = per * (slots + 1) * draft_tokens / GIB
+                rest -= spec_gib
+        else:
+            branch = "C"
+            share = sched.mamba_full_memory_ratio
+            budget = rest * share / (1 + share)
+            budget_bytes = budget * GIB
+            if self.reserves_spec:
+                slots = int((budget_bytes - per * (1 + draft_tokens)) // (per * (1 + draft_tokens / ratio)))
+                capped = min(max(1, spec_mrr // dp), slots // ratio)
+                spec_gib = per * (capped + 1) * draft_tokens / GIB
+                rest -= spec_gib
+            else:
+                # the "- per" pays for the pool's dummy slot 0
+                slots = int((budget_bytes - per) // per)
+        if slots <= 0:
+            raise InsufficientMemoryError(
+                "not enough memory for the hybrid (Mamba / linear-attention) state cache: "
+                f"max_mamba_cache_size={slots} (rest {rest:.3f} GiB, {per / 2**20:.2f} MiB per slot). "
+                "Reduce max_running_requests, raise available_bytes (--mem-fraction-static), "
+                "reduce speculative_num_draft_tokens or use more TP"
+            )
+        rest -= (slots + 1) * per / GIB
+        if rest <= 0:
+            raise InsufficientMemoryError(
+                f"the Mamba state ({(slots + 1) * per:,} B for {slots} slots) leaves no memory for the KV "
+                "cache; lower max_mamba_cache_size / max_running_requests or raise available_bytes"
+            )
+        return MambaBudget(
+            branch=branch,
+            max_mamba_cache_size=slots,
+            mamba_ratio=ratio,
+            mamba_cache_per_req=self.mamba_cache_per_req,
+            stage_mamba_cache_per_req=per,
+            spec_scratch_gib=spec_gib,
+            rest_gib_before=rest_before,
+            rest_gib_after=rest,
+        )
+
+    def reserve_state_bytes(self, available_bytes: int) -> StateReservation:
+        """resolve.md 3 on ``available_bytes`` (the budget before the Mamba reservation)."""
+        notes = self.sglang_notes()
+        if self.ctx.is_draft_worker:
+            return StateReservation(available_bytes, notes=notes)
+        budget = self.mamba_budget(available_bytes)
+        note = (
+            f"Mamba state reserved before KV (resolve.md 3, branch {budget.branch}): "
+            f"max_mamba_cache_size={budget.max_mamba_cache_size} slots x "
+            f"{budget.stage_mamba_cache_per_req:,} B (+1 dummy slot) = {budget.state_bytes:,} B"
+        )
+        if budget.spec_scratch_gib:
+            note += f", speculative scratch {int(budget.spec_scratch_gib * GIB):,} B"
+        return StateReservation(
+            kv_available_bytes=budget.kv_available_bytes,
+            size_fields={"max_mamba_cache_size": budget.max_mamba_cache_size},
+            notes=(*notes, note),
+        )
+
+    def sglang_notes(self) -> tuple[str, ...]:
+        """Where this plan knowingly differs from what SGLang 0.5.23 itself would do."""
+        if not self.mamba.sglang_generic_fallback:
+            return ()
+        layers = self.ctx.geometry.num_hidden_layers
+        return (
+            f"SGLang 0.5.23 serves {', '.join(self.ctx.geometry.architectures)} only through its generic "
+            f"fallback, which prices all {layers} layers as attention KV and reserves no Mamba state; "
+            f"this plan sizes it as a Mamba hybrid ({len(self.mamba.full_attention_layer_ids)} attention + "
+            f"{len(self.mamba.mamba_layer_ids)} Mamba layers)",
+        )
+
+    def cap_max_running_requests(self, requests: int, sizes: PoolSizes) -> int:
+        """``min(R, max_mamba_cache_size // mamba_ratio)`` (resolve.md 5)."""
+        slots = sizes.max_mamba_cache_size
+        if slots is None:
+            return requests
+        capped = min(requests, slots // self.mamba_ratio)
+        if capped <= 0:
+            raise InsufficientMemoryError(
+                "the hybrid (Mamba / linear-attention) state cache is too small to serve any request: "
+                f"max_mamba_cache_size={slots}, mamba_ratio={self.mamba_ratio}, max_running_requests={capped}. "
+                "Raise max_mamba_cache_size or available_bytes, or disable the radix cache (ratio 1)"
+            )
+        return capped
+
+    # ---- pools (builders.md 3, 5.7; layouts.md 2, 3, 10) -------------------------------------------
+    @property
+    def npu(self) -> bool:
+        """Ascend: NPU sub-pool classes and the NPU conv-state layout (builders.md 5.7, layouts.md 2.1)."""
+        return self.ctx.device is DeviceKind.NPU
+
+    def _require_supported_device(self) -> None:
+        kv = self.ctx.kv_cache_dtype
+        if self.npu and (kv.is_fp4 or kv.recipe is KVRecipe.MXFP8):
+            raise UnsupportedConfigurationError(
+                f"kv_cache_dtype {kv.name!r} has no Ascend NPU pool (FP4 and MXFP8 KV caches are CUDA-only); "
+                "use 'auto'/'bf16' or 'fp8_e4m3' on device 'npu'"
+            )
+
+    def req_to_token_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """``HybridReqToTokenPool`` (``HybridMambaDecodeReqToTokenPool`` in the PD decode role)."""
+        if self.ctx.is_draft_worker:
+            return super().req_to_token_layout(sizes)
+        requests = sizes.max_running_requests
+        slots = sizes.max_mamba_cache_size
+        if requests is None or slots is None:
+            raise KVCacheConfigError(
+                "hybrid linear sizes need max_running_requests and max_mamba_cache_size; finalise them "
+                "first (kvstrategies.plan / resolve)"
+            )
+        decode = self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE
+        return hybrid_req_to_token_layout(
+            max_running_requests=requests,
+            max_context_len=req_to_token_max_context_len(self.ctx),
+            mamba_size=slots,
+            pre_alloc_size=req_to_token_pre_alloc(self.ctx),
+            ping_pong_track_buffer_size=(2 if self.overlap_schedule else 1) if self.extra_buffer else None,
+            pool_class="HybridMambaDecodeReqToTokenPool" if decode else "HybridReqToTokenPool",
+        )
+
+    def extra_layouts(self, sizes: PoolSizes) -> tuple[PoolLayout, ...]:
+        """The ``MambaPool`` of this stage's Mamba layers (owned by the request pool in SGLang)."""
+        if self.ctx.is_draft_worker:
+            return ()
+        self._require_supported_device()
+        requests = sizes.max_running_requests
+        slots = sizes.max_mamba_cache_size
+        if requests is None or slots is None:
+            raise KVCacheConfigError("the Mamba pool needs finalised max_running_requests and max_mamba_cache_size")
+        shapes = self.state_shapes
+        spec = self.ctx.speculative
+        cuda = self.ctx.device in (DeviceKind.CUDA, DeviceKind.META)
+        dedup = cuda and (spec.eagle_topk or 1) <= 1 and not self.mamba.is_kda
+        return (
+            mamba_pool_layout(
+                size=slots,
+                spec_state_size=requests,
+                conv_shapes=shapes.conv,
+                temporal_shape=shapes.temporal,
+                mamba_layer_ids=self.local_mamba_layer_ids,
+                conv_dtype=self.conv_dtype,
+                ssm_dtype=self.ssm_dtype,
+                num_draft_tokens=self.spec_num_draft_tokens,
+                conv_window_dedup=dedup,
+                conv_window_axis=shapes.conv_window_axis,
+                npu_conv=self.npu,
+            ),
+        )
+
+    def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """``HybridLinearKVPool``: Default's MHA / MLA pool over the full-attention layers, as ``full.``."""
+        self._require_supported_device()
+        if self.npu and self.ctx.geometry.dsa is None:
+            return hybrid_linear_kv_layout(self.npu_full_attention_layout(sizes), self.cache_layer_ids)
+        return hybrid_linear_kv_layout(super().token_to_kv_layout(sizes), self.cache_layer_ids)
+
+    def npu_full_attention_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """``_hybrid_full_attention_pool_class`` on NPU: ``NPUMLATokenToKVPool`` (nope/rope split) for
+        MLA, else ``NPUMHATokenToKVPool`` with V sized by ``head_dim``; dense, no start layer (5.7)."""
+        geometry = self.ctx.geometry
+        if geometry.use_mla:
+            mla = geometry.mla
+            if mla is None:
+                raise KVCacheConfigError(f"{geometry.architectures} is an MLA model without MLA dims")
+            return npu_mla_layout(
+                size=self.pool_tokens(sizes),
+                page_size=self.pool_page_size,
+                kv_lora_rank=mla.kv_lora_rank,
+                qk_rope_head_dim=mla.qk_rope_head_dim,
+                layer_num=self.pool_layer_num,
+                dtype=self.ctx.kv_cache_dtype.dtype,
+            )
+        return npu_mha_layout(
+            size=self.pool_tokens(sizes),
+            page_size=self.pool_page_size,
+            head_num=self.kv_heads,
+            head_dim=geometry.head_dim,
+            v_head_dim=geometry.head_dim,
+            layer_num=self.pool_layer_num,
+            store_dtype=self.mha_store_dtype(),
+        )
+
+    def mla_fp4_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """FP4 on an MLA hybrid: the plain MLA class in the FP4 dtype (builders.md 5.7).
+
+        QUIRK: ``_hybrid_full_attention_pool_class`` has no MLA-FP4 entry, so the sub-pool keeps
+        full 576-wide rows of 1-byte elements while the Default cell prices the packed FP4 row.
+        """
+        return self.mla_layout(sizes)
+
+    def dsa_skip_topk_layers(self) -> tuple[bool, ...] | None:
+        """Skip flags per full-attention layer id (target), None for a draft (builders.md 5.7)."""
+        dsa = self.ctx.geometry.dsa
+        assert dsa is not None
+        if not self.index_k_elision:
+            return None
+        return tuple(dsa.skips_topk(layer) for layer in self.cache_layer_ids)
+
+    def mha_layout(self, sizes: PoolSizes) -> PoolLayout:
+        """The MHA sub-pool; SGLang passes it no ``v_head_dim``, so V is sized with ``head_dim``."""
+        geometry = self.ctx.geometry
+        recipe = self.fp4_applies or self.ctx.kv_cache_dtype.recipe is not KVRecipe.NONE
+        if geometry.head_dim == geometry.v_head_dim or recipe:
+            # FP4 recipes size V with head_dim anyway; MXFP8 with D != Dv keeps Default's layout
+            return super().mha_layout(sizes)
+        # QUIRK (layouts.md 10): HybridLinearKVPool drops v_head_dim; the cell still prices D + Dv
+        return mha_layout(
+            size=self.pool_tokens(sizes),
+            page_size=self.pool_page_size,
+            head_num=self.kv_heads,
+            head_dim=geometry.head_dim,
+            v_head_dim=geometry.head_dim,
+            layer_num=self.pool_layer_num,
+            store_dtype=self.mha_store_dtype(),
+        )

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Record or check the golden snapshots (``golden/<case>.json``) of the catalog (``tests/cases``).
+
+    python tools/record_golden.py                 # record every case (writes only what changed)
+    python tools/record_golden.py -k llama -k qwen  # only cases whose name contains a substring
+    python tools/record_golden.py --check         # exit 1 on drift, missing or stale snapshots
+    python tools/record_golden.py --prune         # also delete stale snapshots (no case file)
+
+The bytes written are :func:`kvstrategies.golden.golden_text`, exactly what
+``pytest --snapshot-update`` writes. A case that fails to plan is reported and not recorded
+(exit 1). ``--check`` prints, per drifted case, which size moved and by how much and which
+buffer changed shape or dtype, appeared or disappeared; it also lists snapshots without a case
+(stale) and cases without a snapshot (missing). Planning is torch-free: this tool never imports
+torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from kvstrategies.errors import KVCacheConfigError  # noqa: E402
+from kvstrategies.golden import (  # noqa: E402
+    case_files,
+    catalog_mismatch,
+    golden_text,
+    load_catalog_case,
+    select_names,
+    snapshot_path,
+)
+from kvstrategies.golden_diff import diff_documents  # noqa: E402
+
+
+def _render(path: Path) -> tuple[str | None, str | None]:
+    """(golden text, None) or (None, error message) for one case file."""
+    try:
+        return golden_text(load_catalog_case(path)), None
+    except KVCacheConfigError as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # a strategy in progress may fail in any way; report, do not record
+        return None, f"{type(exc).__name__} (not a KVCacheConfigError): {exc}"
+
+
+def record(cases_dir: Path, golden_dir: Path, names: list[str], *, prune: bool, quiet: bool) -> int:
+    golden_dir.mkdir(parents=True, exist_ok=True)
+    written, unchanged, failed = [], 0, []
+    for name in names:
+        text, error = _render(cases_dir / f"{name}.json")
+        if text is None:
+            failed.append((name, error))
+            continue
+        target = snapshot_path(golden_dir, name)
+        if target.exists() and target.read_bytes() == text.encode("utf-8"):
+            unchanged += 1
+            continue
+        target.write_bytes(text.encode("utf-8"))
+        written.append(name)
+    stale = catalog_mismatch(cases_dir, golden_dir).stale
+    if not quiet:
+        for name in written:
+            print(f"wrote {snapshot_path(golden_dir, name)}")
+    for name, error in failed:
+        print(f"FAILED {name}: {error} (not recorded)")
+    for name in stale:
+        if prune:
+            snapshot_path(golden_dir, name).unlink()
+            print(f"deleted stale snapshot {snapshot_path(golden_dir, name)}")
+        else:
+            print(f"stale snapshot {snapshot_path(golden_dir, name)}: no case file (use --prune to delete)")
+    print(f"{len(names)} cases: {len(written)} written, {unchanged} unchanged, {len(failed)} failed"
+          + (f", {len(stale)} stale" if stale else ""))
+    return 1 if failed else 0
+
+
+def check(cases_dir: Path, golden_dir: Path, names: list[str], *, selected: bool) -> int:
+    drifted, failed = [], []
+    for name in names:
+        text, error = _render(cases_dir / f"{name}.json")
+        target = snapshot_path(golden_dir, name)
+        if text is None:
+            failed.append(name)
+            print(f"ERROR {name}: cannot plan: {error}")
+            continue
+        if not target.exists():
+            continue  # reported below as missing
+        stored = target.read_text(encoding="utf-8")
+        if stored == text:
+            continue
+        drifted.append(name)
+        print(f"DRIFT {name} ({target})")
+        try:
+            lines = diff_documents(json.loads(stored), json.loads(text))
+        except json.JSONDecodeError as exc:
+            lines = [f"stored snapshot is not valid JSON: {exc}"]
+        if not lines:
+            lines = ["same content, different bytes (formatting): re-record"]
+        for line in lines:
+            print(f"    {line}")
+    mismatch = catalog_mismatch(cases_dir, golden_dir, selected=names if selected else None)
+    for line in mismatch.lines(cases_dir, golden_dir):
+        print(line)
+    problems = len(drifted) + len(failed) + len(mismatch.missing) + len(mismatch.stale)
+    print(
+        f"{len(names)} cases checked: {len(names) - len(drifted) - len(failed) - len(mismatch.missing)} match, "
+        f"{len(drifted)} drifted, {len(failed)} failed to plan, {len(mismatch.missing)} missing, "
+        f"{len(mismatch.stale)} stale"
+    )
+    return 1 if problems else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Record or check the golden snapshots of the case catalog.")
+    parser.add_argument("-k", dest="substrings", action="append", metavar="SUBSTRING",
+                        help="only cases whose name contains SUBSTRING (repeatable: any of them)")
+    parser.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on any difference")
+    parser.add_argument("--prune", action="store_true", help="delete stale snapshots (snapshot without case file)")
+    parser.add_argument("--cases", type=Path, default=ROOT / "tests" / "cases", help="catalog folder")
+    parser.add_argument("--golden", type=Path, default=ROOT / "golden", help="snapshot folder")
+    parser.add_argument("-q", "--quiet", action="store_true", help="do not list each written file")
+    args = parser.parse_args(argv)
+    if not args.cases.is_dir():
+        print(f"record_golden: no catalog folder {args.cases}", file=sys.stderr)
+        return 2
+    all_names = [p.stem for p in case_files(args.cases)]
+    names = select_names(all_names, args.substrings)
+    if args.substrings and not names:
+        print(f"record_golden: no case name contains any of {args.substrings}", file=sys.stderr)
+        return 2
+    if args.check:
+        return check(args.cases, args.golden, names, selected=bool(args.substrings))
+    return record(args.cases, args.golden, names, prune=args.prune and not args.substrings, quiet=args.quiet)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
