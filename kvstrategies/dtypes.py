@@ -51,6 +51,11 @@ class DType(enum.Enum):
     def is_fp4(self) -> bool:
         return self is DType.FLOAT4_E2M1FN_X2
 
+    @property
+    def kv_store_dtype(self) -> DType:
+        """SGLang's base ``KVCache`` storage rule (layouts.md 0.3): fp8 is stored as uint8."""
+        return DType.UINT8 if self.is_fp8 else self
+
     def __str__(self) -> str:
         """As torch prints it: ``torch.bfloat16``."""
         return f"torch.{self.torch_name}"
@@ -139,7 +144,7 @@ class KVCacheDtype:
 
         What pools without their own quantized layout (MLA, DSA, MiniMax sub-pools) allocate.
         """
-        return DType.UINT8 if self.dtype.is_fp8 else self.dtype
+        return self.dtype.kv_store_dtype
 
 
 KV_CACHE_DTYPE_NAMES = (

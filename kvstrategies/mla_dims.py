@@ -1,7 +1,7 @@
 """``calculate_mla_kv_cache_dim`` (sizing.md 5.3) as a function of the context.
 
 Shared by every strategy that prices or builds an MLA latent row (the hybrid MLA-SWA pool uses
-it for its full side). ``DefaultPoolConfigurator.mla_kv_cache_dim`` computes the same value.
+it for its full side).
 """
 
 from __future__ import annotations

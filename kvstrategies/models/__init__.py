@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from .geometry import AttentionArch, DSAGeometry, MLADims, ModelGeometry
-from .parse import FAMILY_PARSERS, parse_hf_config
-
 # Family refinements run in this order after the base parse (each module registers one parser).
 # (family modules are appended here)
 from .dsv4 import parse_dsv4  # noqa: E402
+from .geometry import AttentionArch, DSAGeometry, MLADims, ModelGeometry
+from .parse import FAMILY_PARSERS, parse_hf_config
 
 FAMILY_PARSERS.append(parse_dsv4)
 from .mamba import parse_mamba  # noqa: E402

@@ -33,11 +33,6 @@ NPU_MINIMAX_SPARSE_POOL = "NPUMiniMaxSparseKVPool"
 Attributes = tuple[tuple[str, int | str | None], ...]
 
 
-def generic_store_dtype(dtype: DType) -> DType:
-    """SGLang's ``KVCache`` rule (layouts.md 0.3): fp8 KV is stored as uint8, the rest as is."""
-    return DType.UINT8 if dtype.is_fp8 else dtype
-
-
 def npu_num_pages(size: int, page_size: int, pad: int = 1) -> int:
     """``T // P + pad`` pages per layer: floored usable pages plus ``pad`` padding pages (14)."""
     if page_size < 1:
@@ -197,7 +192,7 @@ def npu_mla_layout(
             f"{packed_fp8_dsa_dim(kv_lora_rank, qk_rope_head_dim)} (kv_lora_rank + kv_lora_rank/128*4 + "
             "2*qk_rope_head_dim)"
         )
-    k_dtype = DType.FLOAT8_E4M3FN if dsa_fp8 else generic_store_dtype(dtype)
+    k_dtype = DType.FLOAT8_E4M3FN if dsa_fp8 else dtype.kv_store_dtype
     v_dtype = DType.BFLOAT16 if dsa_fp8 else k_dtype
     k_dim = kv_cache_dim if dsa_fp8 and kv_cache_dim is not None else kv_lora_rank
     rope_dim = 0 if dsa_fp8 else qk_rope_head_dim

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..context import DeviceKind, KVCacheContext
+from ..context import DeviceKind, KVCacheContext, is_hybrid_swa
 from ..dtypes import DType, KVRecipe
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..pools.ascend import NPUIndexer, npu_mha_layout, npu_minimax_sparse_layout, npu_mla_layout
@@ -61,7 +61,7 @@ class AscendPoolConfigurator(DefaultPoolConfigurator):
         return (
             is_ascend_device(ctx)
             and geometry.dsv4 is None
-            and geometry.hybrid_swa is None
+            and not is_hybrid_swa(ctx)
             and geometry.mamba is None
         )
 

@@ -29,6 +29,7 @@ from ..context import (
     stage_layer_range,
 )
 from ..dtypes import DType, KVRecipe
+from ..mla_dims import calculate_mla_kv_cache_dim
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..pools.basic import mha_layout, mla_layout
 from ..pools.dsa import DSAIndexGeometry
@@ -107,39 +108,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     # MLA ------------------------------------------------------------------------------
     def mla_kv_cache_dim(self) -> int:
-        """``calculate_mla_kv_cache_dim`` (5.3): elements per latent row (bytes when fp8 packed).
-
-        576 for DeepSeek; DSA with ``float8_e4m3fn`` and a FlashMLA-style backend packs
-        ``rank + rank // 128 * 4 + rope * 2`` = 656 (fp8 latent, fp32 scales, bf16 rope).
-        """
-        geometry = self.ctx.geometry
-        assert geometry.mla is not None
-        raw = geometry.mla.latent_dim
-        if geometry.dsa is None or self.dsa_uses_raw_layout():
-            return raw
-        if self.ctx.kv_cache_dtype.dtype is not DType.FLOAT8_E4M3FN:
-            return raw
-        rank = geometry.mla.kv_lora_rank
-        if rank % 128:
-            raise KVCacheConfigError(
-                f"kv_lora_rank {rank} must be a multiple of 128 for the packed FP8 DSA layout; "
-                "use a bf16 KV cache or a trtllm DSA backend"
-            )
-        return rank + (rank // 128) * 4 + geometry.mla.qk_rope_head_dim * 2
-
-    def dsa_uses_raw_layout(self) -> bool:
-        """The TRT-LLM (or HIP/TileLang) DSA layout keeps the raw 576-wide row (5.3)."""
-        backends = self.ctx.backends
-        pair = (backends.dsa_prefill_backend, backends.dsa_decode_backend)
-        mode = self.ctx.scheduling.disaggregation_mode
-        if mode is DisaggregationMode.DECODE:
-            trtllm = backends.dsa_decode_backend == "trtllm"
-        elif mode is DisaggregationMode.PREFILL:
-            trtllm = backends.dsa_prefill_backend == "trtllm"
-        else:
-            trtllm = "trtllm" in pair
-        hip_raw = self.ctx.device is DeviceKind.HIP and any(b in ("tilelang", "triton", "aiter") for b in pair)
-        return trtllm or hip_raw or pair == ("tilelang", "tilelang")
+        """``calculate_mla_kv_cache_dim`` (5.3): 576 for DeepSeek, 656 packed-fp8 DSA rows."""
+        return calculate_mla_kv_cache_dim(self.ctx)
 
     def mla_cell_bytes(self) -> int:
         """``mla_dim * L * kv`` (+ FP4 halving and scales) + the DSA indexer term (5.2 b)."""

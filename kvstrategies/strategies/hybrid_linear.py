@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
 
-from ..context import DeviceKind, DisaggregationMode, KVCacheContext
+from ..context import DeviceKind, DisaggregationMode, KVCacheContext, is_hybrid_swa
 from ..dtypes import DType, KVRecipe
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from ..models.mamba import STATE_DTYPES, MambaGeometry, MambaStateShapes
@@ -83,14 +83,20 @@ class MambaBudget:
 
 
 class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
-    """Default's numbers over the local full-attention layers, plus the Mamba state (see module doc)."""
+    """Default's numbers over the local full-attention layers, plus the Mamba state.
+
+    ``available_bytes`` handed to :meth:`reserve_state_bytes` is the budget *before* the Mamba
+    reservation (SGLang's ``rest * 2**30``, resolve.md 2); it returns
+    ``int(rest_after * 2**30)`` for the KV side and ``max_mamba_cache_size`` as a size field.
+    :meth:`cap_max_running_requests` then applies ``K // mamba_ratio`` (resolve.md 5).
+    """
 
     family: ClassVar[str] = "hybrid-linear"
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
         # a Mamba-ish model that is also hybrid SWA (Inkling) goes to HybridSWA (sizing.md 9)
-        return ctx.geometry.mamba is not None and ctx.geometry.hybrid_swa is None
+        return ctx.geometry.mamba is not None and not is_hybrid_swa(ctx)
 
     @property
     def mamba(self) -> MambaGeometry:
