@@ -88,9 +88,9 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
     free_before = gpu.capacity_mib * 2**20 - req.overhead_bytes
     if weights >= free_before:
         raise InsufficientMemoryError(
-            f"the weights ({weights / GIB:.2f} GiB per rank, {weight_source}) do not fit the "
-            f"{free_before / GIB:.2f} GiB free on {gpu.name} before loading; use more GPUs (--tp, --pp-size), "
-            "smaller weights (--weight-dtype / --weight-quantization fp8) or a larger GPU"
+            f"the weights ({weights / GIB:.2f} GiB per rank) do not fit the {free_before / GIB:.2f} GiB free on "
+            f"{gpu.name} before loading; use more GPUs (--tp, --pp-size), smaller weights (--weight-dtype / "
+            f"--weight-quantization fp8) or a larger GPU (weights {weight_source})"
         )
     estimate = estimate_kv_budget(
         gpu.capacity_mib,

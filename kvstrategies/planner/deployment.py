@@ -45,10 +45,13 @@ class DeploymentPlan:
     fit: FitReport
     fixes: tuple[Fix, ...] = ()
 
+    derived: tuple[AppliedDefault, ...] = ()
+
     @property
     def defaults(self) -> tuple[AppliedDefault, ...]:
-        """Every launch default applied, in SGLang's pipeline order (last one wins)."""
-        return () if self.launch is None else self.launch.applied
+        """Every default applied: SGLang's launch declarations in pipeline order (last one wins),
+        then the values the plan derived for settings left out (:func:`derived_defaults`)."""
+        return (() if self.launch is None else self.launch.applied) + self.derived
 
 
 def model_dtype_name(req: DeploymentRequest, config: Mapping[str, Any]) -> str:
@@ -67,6 +70,32 @@ def final_layout(planned: Plan) -> tuple[PoolSizes, KVPoolsLayout]:
     if sizes == planned.pool_sizes:
         return sizes, planned.layout
     return sizes, planned.configurator.layout(sizes)
+
+
+def derived_defaults(
+    req: DeploymentRequest | None, launch: LaunchResolution | None, planned: Plan, sizes: PoolSizes
+) -> tuple[AppliedDefault, ...]:
+    """Settings left out that no launch step declares: the library defaults without a GPU,
+    what ``auto`` KV resolved to (sizing.md §1.1), and the derived ``max_running_requests``."""
+    if req is None:
+        return ()
+    out: list[AppliedDefault] = []
+    if launch is None:
+        if req.kv_cache_dtype is None:
+            out.append(AppliedDefault("kv_cache_dtype", "auto", "not given, no --gpu: SGLang's field default"))
+        if req.page_size is None:
+            out.append(AppliedDefault("page_size", 1, "not given, no --gpu: SGLang's field default"))
+    kv = planned.ctx.kv_cache_dtype
+    if kv.name == "auto":
+        source = "the checkpoint's FP8 KV quantization" if planned.ctx.geometry.checkpoint_kv_fp8 else "the model dtype"
+        out.append(AppliedDefault("kv_cache_dtype", str(kv.dtype), f"auto resolves to {source} (sizing.md §1.1)"))
+    given = req.max_running_requests if launch is None else launch.max_running_requests
+    if given is None:
+        reason = "derived from the KV size: min(clamp(int(T / context_len * 512), 2048, 4096), T // 2) (resolve.md §5)"
+        if sizes.max_mamba_cache_size is not None:
+            reason += ", then capped by the Mamba state slots"
+        out.append(AppliedDefault("max_running_requests", sizes.max_running_requests, reason))
+    return tuple(out)
 
 
 def _assemble(
@@ -89,6 +118,7 @@ def _assemble(
         breakdown=build_breakdown(budget, layout),
         fit=fit_report(planned.ctx, sizes, lengths),
         fixes=(),
+        derived=derived_defaults(request, launch, planned, sizes),
     )
 
 

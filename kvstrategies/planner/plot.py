@@ -41,41 +41,48 @@ def _pyplot() -> Any:
 def _title(plan: DeploymentPlan) -> str:
     ctx = plan.planned.ctx
     req = plan.request
-    where = plan.budget.gpu_name or "given KV budget"
+    where = plan.budget.gpu_name or "a given KV budget"
     parallel = f"TP {ctx.parallel.tp_size}" + (f" PP {ctx.parallel.pp_size}" if ctx.parallel.pp_size > 1 else "")
     name = req.model if req is not None else plan.case.name
+    kv = ctx.kv_cache_dtype
+    kv_name = f"{kv.dtype.name.lower()} (auto)" if kv.name == "auto" else kv.name
     return (
-        f"{name} on {where}, {parallel}, KV {ctx.kv_cache_dtype.name}, page {ctx.page_size}\n"
+        f"{name} on {where}, {parallel}, KV {kv_name}, page {ctx.page_size}\n"
         f"{plan.sizes.max_total_num_tokens:,} tokens, max_running_requests {plan.sizes.max_running_requests:,}"
     )
 
 
 def plot_breakdown(plan: DeploymentPlan, path: str | Path) -> Path:
-    """Write the breakdown of ``plan`` as a stacked bar (GiB) to ``path``; returns the path."""
+    """Write the breakdown of ``plan`` as a stacked bar (GiB) to ``path``; returns the path.
+
+    Segments under 1 MiB (request-generation counters, index maps) are left out of the drawing.
+    """
     plt = _pyplot()
-    rows = [row for row in plan.breakdown.rows if row.nbytes > 0]
-    fig, ax = plt.subplots(figsize=(9, 6.5))
+    rows = [row for row in plan.breakdown.rows if row.nbytes >= 2**20]
+    total = sum(row.nbytes for row in rows) / GIB
+    fig, ax = plt.subplots(figsize=(10, 6))
     bottom = 0.0
     shades: dict[str, int] = {}
     for row in rows:
         size = row.nbytes / GIB
-        base = _COLOURS.get(row.kind, "#8c564b")
         shade = shades.get(row.kind, 0)
         shades[row.kind] = shade + 1
-        alpha = max(0.45, 1.0 - 0.18 * shade)  # successive pools of one kind: lighter
-        ax.bar(0, size, bottom=bottom, width=0.5, color=base, alpha=alpha, edgecolor="white",
+        alpha = max(0.45, 1.0 - 0.2 * shade)  # successive pools of one kind: lighter
+        colour = _COLOURS.get(row.kind, "#8c564b")
+        ax.bar(0, size, bottom=bottom, width=0.6, color=colour, alpha=alpha, edgecolor="white",
                label=f"{row.label}: {size:,.2f} GiB")  # fmt: skip
+        if size >= 0.05 * total:
+            ax.text(0, bottom + size / 2, f"{size:,.2f} GiB", ha="center", va="center", fontsize=9, color="white")
         bottom += size
-    budget = plan.breakdown
-    if budget.capacity_bytes is not None:
-        ax.axhline(budget.capacity_bytes / GIB, color="black", linestyle="--", linewidth=1)
-        ax.text(0.27, budget.capacity_bytes / GIB, f" capacity {budget.capacity_bytes / GIB:,.2f} GiB",
-                va="bottom", fontsize=8)  # fmt: skip
-    ax.set_xlim(-0.5, 2.6)
+    capacity = plan.breakdown.capacity_bytes
+    if capacity is not None:
+        ax.axhline(capacity / GIB, color="black", linestyle="--", linewidth=1)
+        ax.text(0.32, capacity / GIB, f"capacity {capacity / GIB:,.2f} GiB", va="bottom", ha="right", fontsize=8)
+    ax.set_xlim(-0.5, 0.5)
     ax.set_xticks([])
     ax.set_ylabel("GiB (one rank)")
     ax.set_title(_title(plan), fontsize=10)
-    ax.legend(loc="upper right", fontsize=7.5, frameon=False, reverse=True)
+    ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, frameon=False, reverse=True)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=120)

@@ -48,44 +48,48 @@ def planner_document(plan: DeploymentPlan) -> dict[str, Any]:
 
 
 def defaults_text(plan: DeploymentPlan) -> list[str]:
-    if plan.launch is None:
-        return ["defaults applied: none (no --gpu: KV dtype 'auto' and page 1 unless given)"]
     req = plan.request
-    where = "" if req is None else f" for {plan.budget.gpu_name}, tp {req.tp_size}, pp {req.pp_size}"
-    lines = [f"defaults applied (SGLang 0.5.23 launch{where}; last one wins)"]
+    if plan.launch is None:
+        head = "defaults applied (no --gpu: SGLang's field defaults, no launch heuristics)"
+    else:
+        where = "" if req is None else f" for {plan.budget.gpu_name}, tp {req.tp_size}, pp {req.pp_size}"
+        head = f"defaults applied (SGLang 0.5.23 launch{where}; last one wins)"
+    lines = [head]
     if not plan.defaults:
-        lines.append("  none: every setting was given")
+        lines.append(
+            "  none: every setting was given" if req is not None else "  none: the case file gives every setting"
+        )
     for item in plan.defaults:
-        lines.append(f"  {item.setting:<30}{item.value!s:<14}{item.reason}")
+        lines.append(f"  {item.setting:<30}{item.value!s:<16}{item.reason}")
     return lines
 
 
 def budget_text(plan: DeploymentPlan) -> list[str]:
     b = plan.budget
-    lines = [f"budget         {b.available_bytes:,} B ({_gib(b.available_bytes)} GiB) KV per rank"]
     if b.source == "gpu":
-        lines.append(
-            f"               {b.gpu_name}: {_gib(b.capacity_bytes or 0)} GiB, mem_fraction_static "
-            f"{b.mem_fraction_static:g}, weights {_gib(b.weight_bytes or 0)} GiB per rank"
+        head = (
+            f"budget step    {b.gpu_name} {_gib(b.capacity_bytes or 0)} GiB, mem_fraction_static "
+            f"{b.mem_fraction_static:g}, weights {_gib(b.weight_bytes or 0)} GiB per rank -> KV budget "
+            f"{_gib(b.available_bytes)} GiB per rank"
         )
-    lines.append("assumptions")
-    lines.extend(f"  - {text}" for text in b.assumptions)
-    return lines
+    else:
+        head = f"budget step    skipped: KV budget {_gib(b.available_bytes)} GiB per rank given"
+    return [head, *(f"  - {text}" for text in b.assumptions)]
 
 
 def breakdown_text(plan: DeploymentPlan) -> list[str]:
     bd = plan.breakdown
     whole = bd.capacity_bytes or bd.total_bytes
-    lines = [f"{'breakdown (one rank)':<58}{'bytes':>18}{'GiB':>10}{'share':>8}"]
+    area = {"gpu": "gpu", "kv-budget": "KV", "slack": "slack"}
+    lines = [f"{'breakdown (one rank)':<62}{'bytes':>18}{'GiB':>10}{'share':>8}"]
     for row in bd.rows:
-        where = {"gpu": "", "kv-budget": "  KV  ", "slack": "  slack "}[row.area]
         share = f"{100 * row.nbytes / whole:.1f}%" if whole else ""
-        lines.append(f"  {where + row.label:<56}{row.nbytes:>18,}{_gib(row.nbytes):>10}{share:>8}")
-    lines.append(f"  {'KV budget':<56}{bd.budget_bytes:>18,}{_gib(bd.budget_bytes):>10}")
-    lines.append(f"  {'KV pools charged to it':<56}{bd.pools_bytes:>18,}{_gib(bd.pools_bytes):>10}")
-    lines.append(f"  {'left':<56}{bd.left_bytes:>18,}{_gib(bd.left_bytes):>10}")
+        lines.append(f"  {area[row.area]:<6}{row.label:<54}{row.nbytes:>18,}{_gib(row.nbytes):>10}{share:>8}")
+    lines.append(f"  {'KV budget':<60}{bd.budget_bytes:>18,}{_gib(bd.budget_bytes):>10}")
+    lines.append(f"  {'KV pools charged to it':<60}{bd.pools_bytes:>18,}{_gib(bd.pools_bytes):>10}")
+    lines.append(f"  {'left':<60}{bd.left_bytes:>18,}{_gib(bd.left_bytes):>10}")
     if bd.capacity_bytes is not None:
-        lines.append(f"  {'GPU capacity':<56}{bd.capacity_bytes:>18,}{_gib(bd.capacity_bytes):>10}")
+        lines.append(f"  {'GPU capacity':<60}{bd.capacity_bytes:>18,}{_gib(bd.capacity_bytes):>10}")
     lines.extend(f"note: {text}" for text in bd.notes)
     lines.extend(f"WARNING: {text}" for text in bd.warnings)
     return lines

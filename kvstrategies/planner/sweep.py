@@ -119,7 +119,8 @@ def sweep_table(rows: Sequence[SweepRow]) -> str:
     for r, cells in zip(rows, body, strict=True):
         lines.append("  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
         if r.error:
-            lines.append(f"    error: {r.error}")
+            first = r.error.split("; ")[0].split(". ")[0]
+            lines.append(f"    error: {first[:160]}")
     return "\n".join(lines)
 
 

@@ -1,0 +1,271 @@
+"""The deployment planner (kvstrategies.planner): launch defaults, budget, breakdown, fit, fixes,
+sweep, plot. Expected numbers are computed by hand in the comments and written as literals."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
+from kvstrategies.gpus import lookup_gpu
+from kvstrategies.planner import (
+    DeploymentRequest,
+    TokenPool,
+    plan_deployment,
+    sweep,
+    sweep_csv,
+    sweep_table,
+)
+from kvstrategies.planner.fit import largest_true
+
+GIB = 2**30
+LLAMA8 = {"preset": "llama-3.1-8b"}
+# Llama-3.1-8B: 32 layers x 8 KV heads x (128 + 128) x 2 B = 131,072 B per token (bf16).
+DENSE_BUDGET = 10 * GIB + 100 * 131_072  # raw 82,020 tokens -> page 64: 1,281 pages = 81,984 tokens
+
+
+def dense(**changes: object) -> DeploymentRequest:
+    base = DeploymentRequest("llama-3.1-8b", LLAMA8, page_size=64, available_bytes=DENSE_BUDGET)
+    return base.replace(**changes)
+
+
+# ---- fit: concurrency and the longest request, one dense case by hand ------------------------------------
+
+
+def test_dense_concurrency_and_max_length_by_hand() -> None:
+    planned = plan_deployment(dense(request_lengths=(100, 1000, 8192, 81_984, 81_985)))
+    fit = planned.fit
+    assert planned.sizes.max_total_num_tokens == 81_984
+    # requests: clamp(int(81,984 / 131,072 * 512) = 320, 2048, 4096) = 2048 <= 81,984 // 2
+    assert fit.max_running_requests == 2048
+    assert (fit.capacity_tokens, fit.page_size, fit.context_len) == (81_984, 64, 131_072)
+    got = [(x.request_length, x.tokens_per_request, x.requests, x.limited_by) for x in fit.lengths]
+    assert got == [
+        (100, 128, 640, "token pool"),  # ceil_align(100, 64) = 128; 81,984 // 128 = 640
+        (1000, 1024, 80, "token pool"),  # 1024 per request; 81,984 // 1024 = 80
+        (8192, 8192, 10, "token pool"),  # 81,984 // 8192 = 10
+        (81_984, 81_984, 1, "token pool"),  # exactly the pool
+        (81_985, 82_048, 0, "token pool"),  # one page more than the pool
+    ]
+    # 131,072 > 81,984: the whole context does not fit; the binary search lands on the pool size.
+    assert not fit.context_fits and fit.max_fitting_length == 81_984
+    assert fit.sglang_max_req_len == 81_983  # min(131,072 - 1, 81,984 - 1)
+
+
+def test_concurrency_is_capped_by_max_running_requests() -> None:
+    fit = plan_deployment(dense(max_running_requests=7, request_lengths=(1000,))).fit
+    assert [(x.requests, x.limited_by) for x in fit.lengths] == [(7, "max_running_requests")]
+
+
+def test_fixes_are_replanned_by_hand() -> None:
+    fixes = plan_deployment(dense()).fixes
+    assert [(f.flag, f.capacity_tokens, f.max_fitting_length) for f in fixes] == [
+        # fp8: 65,536 B per token -> 164,040 raw -> 164,032 page-aligned >= 131,072
+        ("--kv-cache-dtype fp8_e4m3", 164_032, 131_072),
+        # TP 2: 4 heads per rank, same per-rank budget -> the same 164,032 tokens
+        ("--tp 2", 164_032, 131_072),
+        ("--context-length 81984", 81_984, 81_984),
+    ]
+    assert fixes[1].note == "same KV budget per rank (--available-bytes)"
+    assert plan_deployment(dense(available_bytes=20 * GIB)).fixes == ()  # 163,840 tokens: fits
+
+
+def test_binary_search() -> None:
+    assert largest_true(lambda n: n <= 81_984, 131_072) == 81_984
+    assert largest_true(lambda n: n <= 10, 10) == 10
+    assert largest_true(lambda n: n == 0, 5) == 0
+    pool = TokenPool("swa", 1000, 64, span=257)
+    assert (pool.tokens_for(100), pool.tokens_for(10_000), pool.requests_at(10_000)) == (128, 320, 3)
+
+
+def test_hybrid_swa_short_requests_are_bound_by_the_swa_pool() -> None:
+    req = DeploymentRequest("gpt-oss-120b", {"preset": "gpt-oss-120b"}, available_bytes=20 * GIB,
+                            request_lengths=(200, 8192))  # fmt: skip
+    planned = plan_deployment(req)
+    full, swa = planned.sizes.full_max_total_num_tokens, planned.sizes.swa_max_total_num_tokens
+    assert full is not None and swa is not None
+    fit = planned.fit
+    assert fit.capacity_tokens == full  # the full pool bounds one request (resolve.md §9)
+    short, long = fit.lengths
+    # L 200: full holds full // 200, the SWA pool (0.8 of it) swa // 200 -> SWA binds (< 2048 requests).
+    assert (short.requests, short.limited_by) == (swa // 200, "swa pool")
+    # L 8192: an SWA request holds at most W + ev + P + P = 127 + 128 + 1 + 1 = 257 slots.
+    assert (long.requests, long.limited_by) == (min(full // 8192, swa // 257), "full pool")
+    assert fit.max_fitting_length == min(full, fit.context_len)
+
+
+# ---- launch defaults: two worked launches of launch_defaults.md §13 ---------------------------------------
+
+
+def test_worked_launch_1_llama_8b_h100() -> None:
+    planned = plan_deployment(DeploymentRequest("llama-3.1-8b", LLAMA8, gpu=lookup_gpu("H100-80GB")))
+    assert [(d.setting, d.value) for d in planned.defaults] == [
+        ("chunked_prefill_size", 8192),
+        ("cuda_graph_max_bs", 256),
+        ("mem_fraction_static", 0.83),  # round((81559 - 13904) / 81559, 3)
+        ("attention_backend", "fa3"),
+        ("page_size", 1),
+        ("swa_full_tokens_ratio", 0.8),
+        ("kv_cache_dtype", "torch.bfloat16"),  # auto = the model dtype
+        ("max_running_requests", 2048),  # derived: int(412,220 / 131,072 * 512) = 1610 -> 2048
+    ]
+    budget = planned.budget
+    # P0 = 81559 MiB - 1 GiB = 84,447,068,160 B; weights 8,030,261,248 params x 2 B = 16,060,522,496 B;
+    # budget = int(P0 - weights - P0 * 0.17) = int(68,386,545,664 - 14,356,001,587.2) = 54,030,544,076.
+    assert (budget.weight_bytes, budget.available_bytes) == (16_060_522_496, 54_030_544_076)
+    assert planned.sizes.max_total_num_tokens == 412_220  # 54,030,544,076 // 131,072
+    ctx = planned.planned.ctx
+    assert (ctx.page_size, ctx.backends.attention_backend, ctx.scheduling.chunked_prefill_size) == (1, "fa3", 8192)
+    assert ctx.scheduling.swa_full_tokens_ratio is None  # the 0.8 fallback is not "explicit" (§9.1)
+    # the rows add up to the GPU: overhead + weights + pools + request table + slack = capacity
+    assert sum(row.nbytes for row in planned.breakdown.rows) == 85_520_809_984
+
+
+def test_worked_launch_9_deepseek_v4_flash_h200_tp8() -> None:
+    req = DeploymentRequest("deepseek-v4-flash", {"preset": "deepseek-v4-flash"}, tp_size=8, gpu=lookup_gpu("H200"))
+    planned = plan_deployment(req)
+    assert [(d.setting, d.value) for d in planned.defaults] == [
+        ("prefill_cuda_graph", "disabled"),
+        ("chunked_prefill_size", 8192),
+        ("cuda_graph_max_bs", 512),
+        ("mem_fraction_static", 0.897),  # R = 512 + 1.5 * 8192 + 1024 + 2 * 512 = 14848
+        ("attention_backend", "dsv4"),
+        ("dsv4_attn_backend", "flashmla"),
+        ("page_size", 256),
+        ("kv_cache_dtype", "fp8_e4m3"),
+        ("swa_full_tokens_ratio", 0.1),
+        ("max_running_requests", 256),
+    ]
+    ctx = planned.planned.ctx
+    assert (ctx.page_size, ctx.kv_cache_dtype.name, ctx.backends.dsv4_attn_backend) == (256, "fp8_e4m3", "flashmla")
+    assert (ctx.scheduling.swa_full_tokens_ratio, ctx.scheduling.max_running_requests) == (0.1, 256)
+    assert planned.launch is not None and planned.launch.reserved_mib == 14848
+    assert planned.sizes.max_running_requests == 256
+    kinds = {row.label.split(" ")[1] for row in planned.breakdown.rows if row.area == "kv-budget"}
+    assert {"swa", "c4", "c128", "state"} <= kinds  # each pool by kind, read from the layout
+
+
+def test_given_settings_are_not_defaulted() -> None:
+    req = DeploymentRequest("llama-3.1-8b", LLAMA8, gpu=lookup_gpu("B200"), kv_cache_dtype="fp8_e4m3",
+                            page_size=32, mem_fraction_static=0.8, weight_bytes=16 * GIB)  # fmt: skip
+    planned = plan_deployment(req)
+    settings = {d.setting for d in planned.defaults}
+    assert not {"kv_cache_dtype", "mem_fraction_static"} & settings
+    assert planned.planned.ctx.page_size == 32  # trtllm_mha keeps 16/32/64/128 (§7)
+    assert planned.budget.weight_source == "given per rank (--weight-bytes)"
+
+
+def test_weight_bytes_given_budget_by_hand() -> None:
+    req = DeploymentRequest("llama-3.1-8b", LLAMA8, gpu=lookup_gpu("H100"), weight_bytes=16 * GIB)
+    # int((78.6474609375 - 16 - 78.6474609375 * 0.17) GiB) = 52,911,197,388 B
+    assert plan_deployment(req).budget.available_bytes == 52_911_197_388
+
+
+def test_mem_fraction_fix_is_the_smallest_that_fits() -> None:
+    req = DeploymentRequest("gpt-oss-120b", {"preset": "gpt-oss-120b"}, gpu=lookup_gpu("H100"))
+    planned = plan_deployment(req)
+    assert not planned.fit.context_fits
+    fixes = {fix.setting: fix for fix in planned.fixes}
+    assert set(fixes) == {"kv_cache_dtype", "tp_size", "mem_fraction_static", "context_length"}
+    value = fixes["mem_fraction_static"].value
+    assert isinstance(value, float)
+    assert plan_deployment(req.replace(mem_fraction_static=value), suggest=False).fit.context_fits
+    below = round(value - 0.001, 3)
+    assert not plan_deployment(req.replace(mem_fraction_static=below), suggest=False).fit.context_fits
+
+
+def test_request_table_larger_than_the_slack_is_a_warning() -> None:
+    req = DeploymentRequest("llama-4-scout", {"preset": "llama-4-scout"}, tp_size=8, gpu=lookup_gpu("H100"))
+    planned = plan_deployment(req)
+    # 2049 rows x (10,485,760 + 4) columns x 4 B = 85.9 GB of request table vs ~14.8 GiB of slack
+    assert planned.breakdown.request_table_bytes > planned.budget.slack_bytes  # type: ignore[operator]
+    assert any("request table" in warning for warning in planned.breakdown.warnings)
+
+
+# ---- breakdown through the generic layout API -----------------------------------------------------------
+
+
+def test_breakdown_pools_match_the_layout() -> None:
+    for preset in ("gpt-oss-120b", "qwen3-next-80b-a3b", "deepseek-v3.2"):
+        planned = plan_deployment(
+            DeploymentRequest(preset, {"preset": preset}, tp_size=4, page_size=64, available_bytes=30 * GIB)
+        )
+        layout = planned.layout
+        charged = sum(row.nbytes for row in planned.breakdown.rows if row.area == "kv-budget" and row.kind != "unused")
+        assert charged == layout.token_to_kv.planned_bytes + sum(p.planned_bytes for p in layout.extra)
+        assert planned.breakdown.request_table_bytes == layout.req_to_token.planned_bytes
+        assert planned.breakdown.left_bytes == 30 * GIB - charged
+
+
+def test_state_pools_are_their_own_rows() -> None:
+    req = DeploymentRequest("qwen3-next-80b-a3b", {"preset": "qwen3-next-80b-a3b"}, tp_size=4, available_bytes=46 * GIB)
+    rows = plan_deployment(req).breakdown.rows
+    labels = [(row.label, row.kind) for row in rows]
+    assert ("MambaPool mamba [state]", "state") in labels
+    assert ("HybridLinearKVPool full (MHATokenToKVPool) [kv]", "kv") in labels
+
+
+def test_final_layout_builds_exactly_on_meta() -> None:
+    from kvstrategies.pools.build import build_pools
+
+    planned = plan_deployment(DeploymentRequest("gpt-oss-20b", {"preset": "gpt-oss-20b"}, gpu=lookup_gpu("H100")))
+    built = build_pools(planned.layout, "meta")
+    assert built.token_to_kv_pool.allocated_bytes == planned.layout.token_to_kv.planned_bytes
+
+
+# ---- sweep -------------------------------------------------------------------------------------------------
+
+
+def test_sweep_grid_and_errors() -> None:
+    base = DeploymentRequest("llama-3.1-70b", {"preset": "llama-3.1-70b"}, gpu=lookup_gpu("H100"))
+    rows = sweep(base, tp_sizes=(1, 4), kv_cache_dtypes=("bf16", "fp8_e4m3"), page_sizes=(1, 64),
+                 gpus=(lookup_gpu("H100"), lookup_gpu("H200")))  # fmt: skip
+    assert len(rows) == 16
+    tp1_h100 = [r for r in rows if r.tp == 1 and r.gpu == "H100-80GB"]
+    assert all(r.error and "do not fit" in r.error and r.tokens is None for r in tp1_h100)
+    ok = [r for r in rows if r.tp == 4 and r.gpu == "H100-80GB" and r.page_request == 1]
+    assert [r.kv for r in ok] == ["bf16", "fp8_e4m3"]
+    assert ok[1].tokens is not None and ok[0].tokens is not None and ok[1].tokens > 1.99 * ok[0].tokens
+    csv_text = sweep_csv(rows)
+    assert csv_text.splitlines()[0].startswith("gpu,tp,kv_request,page_request,kv,page,")
+    assert len(csv_text.splitlines()) == 17
+    assert "error:" in sweep_table(rows)
+
+
+# ---- bad inputs ----------------------------------------------------------------------------------------------
+
+
+def test_bad_inputs_raise_config_errors() -> None:
+    with pytest.raises(KVCacheConfigError, match="no memory budget"):
+        DeploymentRequest("x", LLAMA8)
+    with pytest.raises(KVCacheConfigError, match="mem-fraction-static"):
+        DeploymentRequest("x", LLAMA8, gpu=lookup_gpu("H100"), mem_fraction_static=1.2)
+    with pytest.raises(KVCacheConfigError, match="request-length"):
+        DeploymentRequest("x", LLAMA8, available_bytes=GIB, request_lengths=(0,))
+    with pytest.raises(InsufficientMemoryError, match="do not fit"):
+        plan_deployment(DeploymentRequest("x", {"preset": "llama-3.1-405b"}, tp_size=8, gpu=lookup_gpu("H100")))
+    with pytest.raises(KVCacheConfigError, match="unknown GPU"):
+        lookup_gpu("Z100")
+
+
+# ---- plot ----------------------------------------------------------------------------------------------------
+
+
+def test_plot_writes_a_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from kvstrategies.planner.plot import plot_breakdown
+
+    planned = plan_deployment(DeploymentRequest("llama-3.1-8b", LLAMA8, gpu=lookup_gpu("H100")))
+    out = plot_breakdown(planned, tmp_path / "plan.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from kvstrategies.planner.plot import plot_breakdown
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    planned = plan_deployment(dense())
+    with pytest.raises(KVCacheConfigError, match=r"pip install 'kvstrategies\[plot\]'"):
+        plot_breakdown(planned, tmp_path / "plan.png")
