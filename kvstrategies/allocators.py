@@ -91,6 +91,9 @@ def num_new_pages(prefix_lens_cpu: torch.Tensor, seq_lens_cpu: torch.Tensor, pag
     return int((seq_pages - prefix_pages).sum().item())
 
 
+_count_new_pages = num_new_pages
+
+
 class BaseTokenToKVPoolAllocator:
     """The common token-allocator contract (allocators.md section 1).
 
@@ -358,7 +361,7 @@ class PagedTokenToKVPoolAllocator(BaseTokenToKVPoolAllocator):
         estimate = extend_num_tokens // p + batch + 1
         if self.need_sort and estimate > len(self.free_pages):
             self.merge_and_sort_free()
-        exact = _count_new_pages(prefix_lens_cpu, seq_lens_cpu, p)
+        exact = _count_new_pages(prefix_lens_cpu, seq_lens_cpu, p)  # the argument shadows num_new_pages
         if num_new_pages is not None:
             require(num_new_pages == exact, f"num_new_pages={num_new_pages} but the lengths need {exact}")
         if estimate > len(self.free_pages) and exact > len(self.free_pages):
@@ -428,10 +431,6 @@ class PagedTokenToKVPoolAllocator(BaseTokenToKVPoolAllocator):
         super().free_group_end()
         if page_ids:
             self.free_page_ids(torch.cat(page_ids))
-
-
-def _count_new_pages(prefix_lens_cpu: torch.Tensor, seq_lens_cpu: torch.Tensor, p: int) -> int:
-    return num_new_pages(prefix_lens_cpu, seq_lens_cpu, p)
 
 
 def _extend_locations(
