@@ -14,6 +14,32 @@ from .strategies.base import PoolConfigurator
 from .strategies.registry import select_configurator
 
 
+class LayoutError(KVCacheConfigError):
+    """Sizing succeeded but the pools cannot be laid out (e.g. a page size the pool rejects).
+
+    Carries what was planned so far, so ``plan --json`` can still report the sizes.
+    """
+
+    def __init__(
+        self, message: str, configurator: PoolConfigurator, sizes: PoolSizes, sizes_from_max_tokens: PoolSizes | None
+    ) -> None:
+        super().__init__(message)
+        self.configurator = configurator
+        self.sizes = sizes
+        self.sizes_from_max_tokens = sizes_from_max_tokens
+
+
+def _layout(
+    configurator: PoolConfigurator, pool_sizes: PoolSizes, sizes: PoolSizes, capped: PoolSizes | None
+) -> KVPoolsLayout:
+    try:
+        return configurator.layout(pool_sizes)
+    except LayoutError:
+        raise
+    except KVCacheConfigError as exc:
+        raise LayoutError(str(exc), configurator, sizes, capped) from exc
+
+
 @dataclass(frozen=True)
 class Plan:
     """A planned deployment (torch-free).
@@ -95,7 +121,7 @@ def plan(
         sizes=sizes,
         sizes_from_max_tokens=capped,
         pool_sizes=pool_sizes,
-        layout=configurator.layout(pool_sizes),
+        layout=_layout(configurator, pool_sizes, sizes, capped),
         resolution=resolution,
     )
 
@@ -137,7 +163,7 @@ def _plan_draft_worker(
         sizes=sizes,
         sizes_from_max_tokens=capped,
         pool_sizes=pool_sizes,
-        layout=configurator.layout(pool_sizes),
+        layout=_layout(configurator, pool_sizes, sizes, capped),
         resolution=resolution,
     )
 

@@ -232,23 +232,28 @@ def _human(document: dict[str, Any], planned: Any) -> str:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from .api import plan
+    from .api import LayoutError, plan
     from .case import load_case
     from .planner import deployment_from_case, plan_deployment
     from .planner.report import planner_document, planner_text
-    from .report import plan_document
+    from .report import partial_plan_document, plan_document
 
     lengths = tuple(args.request_lengths or ())
     if args.case is not None:
         case = load_case(args.case)
-        planned = plan(
-            case.settings,
-            case.available_bytes,
-            max_tokens=case.max_tokens,
-            pool_max_tokens=case.pool_max_tokens,
-            pool_max_running_requests=case.pool_max_running_requests,
-            pool_max_mamba_cache_size=case.pool_max_mamba_cache_size,
-        )
+        try:
+            planned = plan(
+                case.settings,
+                case.available_bytes,
+                max_tokens=case.max_tokens,
+                pool_max_tokens=case.pool_max_tokens,
+                pool_max_running_requests=case.pool_max_running_requests,
+                pool_max_mamba_cache_size=case.pool_max_mamba_cache_size,
+            )
+        except LayoutError as exc:
+            if args.json:  # the sizes stand even when the pool cannot be built: report them
+                print(json.dumps(partial_plan_document(exc), indent=2))
+            raise
         deployment = None if args.json and args.plot is None else deployment_from_case(case, planned, lengths)
     else:
         deployment = plan_deployment(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
@@ -326,6 +331,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KVCacheConfigError as exc:
         print(f"kvstrategies: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `kvstrategies plan ... | head`
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

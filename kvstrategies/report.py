@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .api import Plan
+from .api import LayoutError, Plan
 from .pools.layout import BufferSpec, PoolLayout
 
 
@@ -73,4 +73,19 @@ def plan_document(planned: Plan, *, measure: bool = False) -> dict[str, Any]:
             "nbytes": req.planned_bytes,
         },
         "notes": list(planned.resolution.reservation.notes),
+    }
+
+
+def partial_plan_document(error: LayoutError) -> dict[str, Any]:
+    """The plan document when sizing succeeded but the pool cannot be laid out: no pools."""
+    return {
+        "configurator": type(error.configurator).__name__,
+        "cell_size": _cell(error.configurator.cell_size_bytes),
+        "sizes": error.sizes.to_dict(),
+        "sizes_from_max_tokens": None if error.sizes_from_max_tokens is None else error.sizes_from_max_tokens.to_dict(),
+        "pools": None,
+        "allocations": None,
+        "planned_bytes": None,
+        "allocated_bytes": None,
+        "layout_error": str(error),
     }

@@ -188,3 +188,18 @@ def test_planning_never_imports_torch() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_case_json_keeps_the_sizes_when_the_pool_cannot_be_laid_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # DSA on CUDA needs 64-token index pages: page 256 sizes fine (78,324 B/token bf16) but has no pool.
+    path = tmp_path / "dsa.json"
+    path.write_text(json.dumps({"preset": "deepseek-v3.2", "page_size": 256, "available_bytes": 40 * GIB}))
+    assert main(["plan", "--case", str(path), "--json"]) == 2
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert document["cell_size"] == 78_324
+    assert document["sizes"]["max_total_num_tokens"] == 548_352  # align(42,949,672,960 // 78,324, 256)
+    assert document["pools"] is None and "index page" in document["layout_error"]
+    assert captured.err.startswith("kvstrategies: error: DSA on CUDA")
