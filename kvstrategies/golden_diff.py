@@ -53,7 +53,7 @@ def describe_change(old: Any, new: Any) -> str:
     delta = b - a
     shown = f"{delta:+d}" if isinstance(delta, int) else f"{delta:+.6g}"
     if a:
-        return f"{text} ({shown}, {delta / a * 100:+.2f}%)"
+        return f"{text} ({shown}, {delta / a * 100:+.3g}%)"
     return f"{text} ({shown})"
 
 
@@ -176,7 +176,9 @@ def _diff_pools(old: Mapping[str, Any], new: Mapping[str, Any], out: list[str]) 
                        f"{pool.get('planned_bytes')} B)")
             continue
         a, b = old[name], new[name]
-        for key in _ordered_keys(a, b):
+        keys = set(a) | set(b)
+        first = [k for k in ("pool_class", "attributes", "buffers", "planned_bytes") if k in keys]
+        for key in first + sorted(keys - set(first)):
             if key == "buffers":
                 out.extend(diff_buffers(name, a.get("buffers", []), b.get("buffers", [])))
             else:

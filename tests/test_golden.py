@@ -39,7 +39,7 @@ from kvstrategies.strategies.hybrid_swa import SWAChunkCapPoolConfigurator
 from .golden_syrupy import GOLDEN_DIR_ENV, GoldenSnapshotExtension, golden_dir
 
 # syrupy cannot relate a snapshot named after a case to the test's own name; that is the design.
-pytestmark = pytest.mark.filterwarnings("ignore:.*Can not relate snapshot.*")
+pytestmark = pytest.mark.filterwarnings("ignore:(?s).*Can not relate snapshot:UserWarning")
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES_DIR = ROOT / "tests" / "cases"
@@ -83,15 +83,33 @@ def test_case_names_match_file_names() -> None:
 @pytest.mark.parametrize("path", CASE_PATHS, ids=CASE_IDS)
 def test_golden_snapshot(path: Path, golden: Any) -> None:
     case = _case(path)
-    assert golden(name=case.name) == golden_document(case.name, _plan(path))
+    document = golden_document(case.name, _plan(path))
+    if golden(name=case.name) == document:
+        return
+    # syrupy recorded the failure; say what moved, untruncated, naming the case and the buffers
+    stored = golden_dir() / f"{case.name}.json"
+    if not stored.exists():
+        pytest.fail(f"{case.name}: no snapshot {stored}; record it with "
+                    f"`python tools/record_golden.py -k {case.name}`", pytrace=False)
+    lines = diff_documents(json.loads(stored.read_text(encoding="utf-8")), json.loads(dumps(document)))
+    pytest.fail(
+        f"{case.name}: plan differs from {stored} (snapshot -> now):\n  "
+        + "\n  ".join(lines or ["same content, different bytes: re-record"])
+        + "\nIf the change is intended: python tools/record_golden.py -k " + case.name,
+        pytrace=False,
+    )
 
 
-def test_every_case_has_a_snapshot_and_every_snapshot_a_case() -> None:
+def test_every_case_has_a_snapshot_and_every_snapshot_a_case(request: pytest.FixtureRequest) -> None:
     mismatch = catalog_mismatch(CASES_DIR, golden_dir())
-    assert mismatch.ok, (
+    message = (
         "golden catalog and snapshots disagree (record with `python tools/record_golden.py`, "
         "delete stale ones with `--prune`):\n" + "\n".join(mismatch.lines(CASES_DIR, golden_dir()))
     )
+    if request.config.getoption("--snapshot-update", default=False) and not mismatch.missing and mismatch.stale:
+        # an unfiltered `pytest --snapshot-update` deletes them when the session ends
+        pytest.skip(message)
+    assert mismatch.ok, message
 
 
 # ---- every case built on meta ----------------------------------------------------------------
@@ -272,3 +290,74 @@ def test_default_cases_are_generated_by_the_script(tmp_path: Path) -> None:
     generated = {p.name: p.read_bytes() for p in tmp_path.glob("*.json")}
     committed = {p.name: p.read_bytes() for p in CASES_DIR.glob("default-*.json")}
     assert generated == committed
+
+
+# ---- the tools around the catalog ------------------------------------------------------------
+
+
+def _tool_module(name: str) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_kvs_tool_{name}", TOOLS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_mutation_sites_spare_messages_docstrings_and_annotations() -> None:
+    tool = _tool_module("mutation_check")
+    source = (
+        '"""Doc 1 + 2."""\n'
+        "def cell(heads: int, dims: int) -> int:\n"
+        '    """Docstring 3 * 4."""\n'
+        "    if heads < 1:\n"
+        '        raise ValueError(f"heads {heads + 1} must be >= 1")\n'
+        "    return align_down(heads * dims + 2, 64)\n"
+    )
+    import ast
+
+    tree = ast.parse(source)
+    walker = tool.MutationWalker(tool._shielded(tree))
+    walker.visit(tree)
+    kinds = sorted(kind for _, kind, _, _ in walker.sites)
+    assert kinds == sorted([
+        "< -> <=", "c -> c+1",  # heads < 1
+        "rounding result +1", "rounding argument +1",  # align_down(...)
+        "+ -> -", "drop right term", "drop left term",  # ... + 2
+        "* -> //", "c -> c+1", "c -> c+1",  # heads * dims, 2, 64
+    ])
+    mutated = [tool.mutated_source(source, i) for i in range(len(walker.sites))]
+    assert "align_down(heads * dims + 2, 64) + 1" in "".join(mutated)
+    assert all("must be >= 1" in text and "Docstring 3 * 4." in text for text in mutated)
+    for text in mutated:
+        compile(text, "<mutant>", "exec")
+
+
+def test_diff_golden_reports_no_change_between_identical_trees() -> None:
+    run = subprocess.run(
+        [sys.executable, str(TOOLS / "diff_golden.py"), "WORKTREE", "WORKTREE", "-k", "default-llama-3.1-8b-tp1-"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    count = sum(1 for n in CASE_IDS if "default-llama-3.1-8b-tp1-" in n)
+    assert f"{count} cases: {count} unchanged" in run.stdout
+
+
+def test_diff_golden_tables_changed_added_and_failing_cases(capsys: pytest.CaptureFixture[str]) -> None:
+    tool = _tool_module("diff_golden")
+    path = _first("default-llama-3.1-8b-tp1-bf16-p1")
+    text = golden_text(_case(path))
+    changed = json.loads(text)
+    changed["cell_size"] = 1
+    a = {"_package": "a", "same": {"text": text}, "moved": {"text": text}, "gone": {"text": text},
+         "broken": {"text": text}}
+    b = {"_package": "b", "same": {"text": text}, "moved": {"text": dumps(changed)}, "new": {"text": text},
+         "broken": {"error": "KVCacheConfigError: no"}}
+    assert tool.compare(a, b, verbose=True) == 1
+    out = capsys.readouterr().out
+    assert "moved" in out and "cell_size: 131072 -> 1" in out
+    assert "only in A" in out and "only in B" in out and "B: KVCacheConfigError: no" in out
+    assert "5 cases: 1 unchanged" in out
+    assert tool.compare({"same": {"text": text}}, {"same": {"text": text}}, verbose=False) == 0
