@@ -223,13 +223,22 @@ def test_npu_sizes_without_page_padding() -> None:
         _ = dsv4(page_size=192, device="npu").cell_size_bytes
 
 
-@pytest.mark.parametrize("page", [1, 64, 128, 512])
-def test_cuda_page_size_must_be_256(page: int) -> None:
-    cfg = dsv4(page_size=page)
-    with pytest.raises(KVCacheConfigError, match="needs page_size 256"):
-        _ = cfg.cell_size_bytes
-    with pytest.raises(KVCacheConfigError, match="needs page_size 256"):
+@pytest.mark.parametrize("page", [1, 64, 192])
+def test_page_size_must_be_a_multiple_of_128(page: int) -> None:
+    with pytest.raises(KVCacheConfigError, match="multiple of 128"):
+        _ = dsv4(page_size=page).cell_size_bytes
+    with pytest.raises(KVCacheConfigError, match="multiple of 128"):
         dsv4().calculate_pool_sizes(BUDGET, page)
+
+
+@pytest.mark.parametrize("page", [128, 512])
+def test_cuda_sizes_other_128_multiples_but_builds_only_page_256(page: int) -> None:
+    # SGLang's configurator asserts P % 128 == 0; its CUDA pool asserts P == 256 (builders.md 5.8).
+    cfg = dsv4(page_size=page)
+    sizes = cfg.calculate_pool_sizes(BUDGET, page)
+    assert sizes.max_total_num_tokens % page == 0
+    with pytest.raises(KVCacheConfigError, match="needs page_size 256"):
+        cfg.token_to_kv_layout(sizes.replace(max_running_requests=8))
 
 
 def test_unsupported_and_invalid_settings() -> None:

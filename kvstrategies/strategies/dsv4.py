@@ -28,8 +28,8 @@ Decisions (OPEN / unspecified):
 * Where SGLang's ratio-mode window-floor ``ValueError`` is really caused by the ratio-128
   state reserved for the *estimated* request count (examples.md D3, quirk 11), we raise
   :class:`DSV4StateReservationError` naming that cause and ``max_running_requests``.
-* Page size: 256 on every non-NPU device (the CUDA builder asserts it); NPU accepts any
-  multiple of 128.
+* Page size: sizing accepts any multiple of 128 (what SGLang's configurator asserts); the pool
+  needs 256 off NPU (the CUDA builder asserts it), so other pages plan sizes but no layout.
 """
 
 from __future__ import annotations
@@ -182,23 +182,28 @@ class DSV4PoolConfigurator(PoolConfigurator):
 
     @cached_property
     def page_size(self) -> int:
-        """The scheduler page, checked: 256 off NPU, a multiple of 128 on NPU."""
+        """The scheduler page, checked as SGLang's configurator asserts it: a multiple of 128."""
         return self.check_page_size(self.ctx.page_size)
 
     def check_page_size(self, page_size: int) -> int:
-        if self.ctx.device is DeviceKind.NPU:
-            if page_size % 128:
-                raise KVCacheConfigError(
-                    f"page_size {page_size}: DeepSeek-V4 compressed attention needs a multiple of 128 "
-                    "(SGLang asserts it); use 128 on NPU"
-                )
-        elif page_size != DSV4_CUDA_PAGE_SIZE:
+        """Sizing needs ``P % 128 == 0`` (sizing.md 8); only the CUDA pool insists on 256."""
+        if page_size % 128:
             raise KVCacheConfigError(
-                f"page_size {page_size}: the DeepSeek-V4 pool on {self.ctx.device.value} needs page_size "
+                f"page_size {page_size}: DeepSeek-V4 compressed attention needs a multiple of 128 "
+                f"(SGLang asserts it); use {DSV4_CUDA_PAGE_SIZE} on CUDA or 128 on Ascend NPU"
+            )
+        return page_size
+
+    def pool_page_size(self) -> int:
+        """The page the pool is built with: 256 off NPU, where SGLang's builder asserts it."""
+        page = self.page_size
+        if self.ctx.device is not DeviceKind.NPU and page != DSV4_CUDA_PAGE_SIZE:
+            raise KVCacheConfigError(
+                f"page_size {page}: the DeepSeek-V4 pool on {self.ctx.device.value} needs page_size "
                 f"{DSV4_CUDA_PAGE_SIZE} (SGLang forces --page-size 256 and the pool asserts it; 128 is the "
                 "Ascend NPU layout); set page_size to 256"
             )
-        return page_size
+        return page
 
     @cached_property
     def kv_layout(self) -> KVPageLayout:
@@ -543,7 +548,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
         """``DeepSeekV4TokenToKVPool`` for these sizes; a draft worker holds only its SWA layers."""
         if self.ctx.device is DeviceKind.NPU:
             return self.npu_token_to_kv_layout(sizes)
-        page = self.page_size
+        page = self.pool_page_size()
         requests = sizes.max_running_requests
         if requests is None:
             raise KVCacheConfigError("the DSV4 pool needs max_running_requests; finalise the sizes first")
