@@ -796,8 +796,9 @@ class PureSWATokenToKVPoolAllocator:
         self._kvcache = kvcache
         self.swa_attn_allocator = TokenToKVPoolAllocator(size_swa, dtype, device, kvcache, need_sort)
         self.full_attn_allocator = self.swa_attn_allocator
-        ident = torch.arange(size_swa + self.page_size, dtype=_I64, device=self.device)
-        self.full_to_swa_index_mapping = torch.cat((ident, torch.full((1,), -1, dtype=_I64, device=self.device)))
+        # identity then the -1 sentinel; arange + setitem, not cat: cat on "meta" imports torch._dynamo (and triton)
+        self.full_to_swa_index_mapping = torch.arange(size_swa + self.page_size + 1, dtype=_I64, device=self.device)
+        self.full_to_swa_index_mapping[-1] = -1
         if kvcache is not None and hasattr(kvcache, "register_mapping"):
             kvcache.register_mapping(self.full_to_swa_index_mapping)
 

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from ._torch import import_torch
 from .context import KVCacheContext
-from .errors import KVCacheConfigError
-from .pools.build import KVPools, build_pools
+from .errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
+from .pools.binding import AllocatorSpec, PoolBinding, pool_binding
+from .pools.build import KVPools
 from .pools.layout import KVPoolsLayout
 from .resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
 from .sizing import PoolSizes
 from .strategies.base import PoolConfigurator
 from .strategies.registry import select_configurator
+from .validate import MAX_INT64, check_instance, check_int, check_opt_int
 
 
 class LayoutError(KVCacheConfigError):
@@ -71,6 +75,16 @@ class Plan:
     def planned_bytes(self) -> int:
         return self.layout.planned_bytes
 
+    @property
+    def binding(self) -> PoolBinding:
+        """What ``build`` needs beyond the layout: ``start_layer``, logical KV dtype, allocator."""
+        return pool_binding(self.ctx, self.pool_sizes)
+
+    @property
+    def allocator_spec(self) -> AllocatorSpec | None:
+        """The token allocator ``build`` constructs (builders.md 7.1); ``None`` for a draft worker."""
+        return self.binding.allocator
+
 
 def plan(
     ctx: KVCacheContext,
@@ -86,8 +100,11 @@ def plan(
     ``pool_max_tokens`` asks for a what-if layout at a small size (DESIGN.md, the case file):
     the pools are described for ``calculate_pool_sizes_from_max_tokens(pool_max_tokens)`` with
     ``pool_max_running_requests`` requests (and ``pool_max_mamba_cache_size`` state slots,
-    default 3 x requests); the sizing fields are unaffected.
+    default 3 x requests); the sizing fields are unaffected. Bad arguments raise
+    :class:`KVCacheConfigError` naming the argument.
     """
+    _check_arguments(ctx, available_bytes, max_tokens, pool_max_tokens, pool_max_running_requests,
+                     pool_max_mamba_cache_size)  # fmt: skip
     if ctx.is_draft_worker:
         return _plan_draft_worker(
             ctx,
@@ -124,6 +141,30 @@ def plan(
         layout=_layout(configurator, pool_sizes, sizes, capped),
         resolution=resolution,
     )
+
+
+def _check_arguments(
+    ctx: object,
+    available_bytes: object,
+    max_tokens: object,
+    pool_max_tokens: object,
+    pool_max_running_requests: object,
+    pool_max_mamba_cache_size: object,
+) -> None:
+    """Types and ranges of :func:`plan`'s arguments (the context validates its own fields)."""
+    if not isinstance(ctx, KVCacheContext):
+        raise KVCacheConfigError(
+            f"plan() needs a KVCacheContext (e.g. KVCacheSettings or kvstrategies.case.parse_case(...).settings), "
+            f"got {type(ctx).__name__}"
+        )
+    check_int(available_bytes, "available_bytes", minimum=1, maximum=MAX_INT64,
+              fix="pass the KV budget in bytes, e.g. 40 * 2**30")  # fmt: skip
+    check_opt_int(max_tokens, "max_tokens", minimum=1, maximum=MAX_INT64, fix="pass a token cap or None")
+    check_opt_int(pool_max_tokens, "pool_max_tokens", minimum=1, maximum=MAX_INT64,
+                  fix="pass a small what-if token count or None")  # fmt: skip
+    check_int(pool_max_running_requests, "pool_max_running_requests", minimum=1, fix="pass e.g. 8 (the default)")
+    check_opt_int(pool_max_mamba_cache_size, "pool_max_mamba_cache_size", minimum=1,
+                  fix="pass a slot count or None (3 x requests)")  # fmt: skip
 
 
 def _plan_draft_worker(
@@ -168,6 +209,44 @@ def _plan_draft_worker(
     )
 
 
-def build(planned: Plan, device: str = "meta") -> KVPools:
-    """Allocate exactly ``planned.layout`` on ``device`` (imports torch)."""
-    return build_pools(planned.layout, device)
+def build(
+    planned: Plan,
+    device: str = "meta",
+    *,
+    allocator: Any = None,
+    use_triton: bool | None = None,
+    check_bounds: bool = True,
+) -> KVPools:
+    """Allocate exactly ``planned.layout`` on ``device`` (imports torch), as typed pools.
+
+    ``token_to_kv_pool`` / ``req_to_token_pool`` are the typed pools of
+    :mod:`kvstrategies.pools.runtime` (``set_kv_buffer``, ``get_key_buffer``, ``alloc``, ...;
+    still indexable by buffer name); ``allocator`` is built from :attr:`Plan.allocator_spec`
+    unless one is passed (a draft worker reuses the target's). ``use_triton`` and
+    ``check_bounds`` are handed to every pool (see :class:`~kvstrategies.pools.runtime.TypedPool`).
+
+    A device torch does not know or cannot reach, and running out of device memory, raise
+    :class:`KVCacheConfigError` (:class:`InsufficientMemoryError` for the latter).
+    """
+    check_instance(planned, Plan, "planned", "get one from kvstrategies.plan(ctx, available_bytes)")
+    torch = import_torch()
+    try:
+        target = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise KVCacheConfigError(
+            f"device {device!r} is not a torch device; use 'meta', 'cpu', 'cuda' or 'cuda:N' ({exc})"
+        ) from exc
+    if target.type == "cuda" and not torch.cuda.is_available():
+        raise UnsupportedConfigurationError(
+            f"device {device!r}: this torch sees no CUDA device; build on 'meta' to check a plan without one"
+        )
+    try:
+        from .pools.runtime.factory import build_typed_pools
+
+        return build_typed_pools(planned.layout, device, planned.binding, allocator=allocator, use_triton=use_triton,
+                                 check_bounds=check_bounds)  # fmt: skip
+    except torch.cuda.OutOfMemoryError as exc:
+        raise InsufficientMemoryError(
+            f"allocating the planned {planned.planned_bytes:,} bytes on {device!r} ran out of memory; "
+            "plan with a smaller available_bytes"
+        ) from exc

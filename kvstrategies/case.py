@@ -8,12 +8,12 @@ strategy ever reads the process environment.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import jsonio
 from .context import (
     AttentionBackends,
     DeviceKind,
@@ -30,6 +30,7 @@ from .dtypes import DType, resolve_kv_cache_dtype
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
 from .models import ModelGeometry, parse_hf_config
 from .presets import load_preset_config
+from .validate import MAX_INT64, MAX_SETTING_INT, check_float
 
 CASE_DEFAULTS: dict[str, Any] = {
     "name": None,
@@ -120,15 +121,32 @@ class Case:
     raw: Mapping[str, Any]
 
 
-def _int(data: Mapping[str, Any], key: str, *, minimum: int | None = None, optional: bool = False) -> Any:
+def _int(
+    data: Mapping[str, Any],
+    key: str,
+    *,
+    minimum: int | None = None,
+    optional: bool = False,
+    maximum: int = MAX_SETTING_INT,
+) -> Any:
     value = data[key]
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise KVCacheConfigError(f"case field {key!r} must be an integer, got {value!r}")
+        null = " or null" if optional else ""
+        raise KVCacheConfigError(
+            f"case field {key!r} must be an integer{null}, got {value!r:.80} ({type(value).__name__})"
+        )
     if minimum is not None and value < minimum:
         raise KVCacheConfigError(f"case field {key!r} must be >= {minimum}, got {value}")
+    if value > maximum:
+        raise KVCacheConfigError(f"case field {key!r} must be <= {maximum}, got {value}")
     return value
+
+
+def _float(data: Mapping[str, Any], key: str, *, fix: str) -> float:
+    """A finite number > 0 (``mamba_full_memory_ratio``)."""
+    return check_float(data[key], f"case field {key!r}", low=0.0, fix=fix)
 
 
 def _bool(data: Mapping[str, Any], key: str) -> bool:
@@ -162,10 +180,16 @@ def knobs_from_env(env: Mapping[str, Any]) -> tuple[EngineKnobs, tuple[int, ...]
             raise KVCacheConfigError(f"unknown env knob {key!r}; supported: {sorted(_SUPPORTED_ENV)}")
     knobs: dict[str, Any] = {}
     if "SGLANG_SWA_EVICTION_INTERVAL" in env:
+        raw = env["SGLANG_SWA_EVICTION_INTERVAL"]
         try:
-            knobs["swa_eviction_interval"] = max(1, int(env["SGLANG_SWA_EVICTION_INTERVAL"]))
-        except (TypeError, ValueError) as exc:
-            raise KVCacheConfigError("env SGLANG_SWA_EVICTION_INTERVAL must be an integer") from exc
+            interval = max(1, int(raw))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise KVCacheConfigError(
+                f"env SGLANG_SWA_EVICTION_INTERVAL must be an integer (default 128), got {raw!r:.40}"
+            ) from exc
+        if interval > 2**20:
+            raise KVCacheConfigError(f"env SGLANG_SWA_EVICTION_INTERVAL={interval} is absurd; use e.g. 128 (default)")
+        knobs["swa_eviction_interval"] = interval
     if "SGLANG_DSV4_COMPRESS_STATE_DTYPE" in env:
         name = str(env["SGLANG_DSV4_COMPRESS_STATE_DTYPE"]).lower()
         if name not in ("float32", "fp32", "bfloat16", "bf16"):
@@ -178,7 +202,10 @@ def knobs_from_env(env: Mapping[str, Any]) -> tuple[EngineKnobs, tuple[int, ...]
     if "SGLANG_DSV4_COMPRESSED_KV_LAYOUT" in env:
         knobs["dsv4_compressed_kv_layout"] = str(env["SGLANG_DSV4_COMPRESSED_KV_LAYOUT"])
     if "SGLANG_MAMBA_SSM_DTYPE" in env:
-        knobs["mamba_ssm_dtype"] = DType.from_name(str(env["SGLANG_MAMBA_SSM_DTYPE"]))
+        try:
+            knobs["mamba_ssm_dtype"] = DType.from_name(str(env["SGLANG_MAMBA_SSM_DTYPE"]))
+        except KVCacheConfigError as exc:
+            raise KVCacheConfigError(f"env SGLANG_MAMBA_SSM_DTYPE: {exc}") from exc
     if "SGLANG_MAMBA_CONV_DTYPE" in env:
         conv = str(env["SGLANG_MAMBA_CONV_DTYPE"]).lower()
         # SGLang falls back to bfloat16 for anything but float32/float16 (resolve.md 3.1)
@@ -206,7 +233,9 @@ def _geometry(data: Mapping[str, Any], base_dir: Path | None) -> ModelGeometry:
         path = Path(hf_config)
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
-        return parse_hf_config(read_json_file(path))
+        if path.is_dir():
+            path = path / "config.json"
+        return parse_hf_config(jsonio.read_json_object(path, "a model config (config.json)"))
     if not isinstance(hf_config, Mapping):
         raise KVCacheConfigError("case field 'hf_config' must be a config.json object or a path to one")
     return parse_hf_config(hf_config)
@@ -237,7 +266,7 @@ def _platform(data: Mapping[str, Any]) -> tuple[Platform, bool]:
     unknown = set(raw) - _PLATFORM_KEYS
     if unknown:
         raise KVCacheConfigError(f"unknown platform keys {sorted(unknown)}; known: {sorted(_PLATFORM_KEYS)}")
-    flags = {k: bool(raw.get(k, False)) for k in _PLATFORM_KEYS}
+    flags = {k: _bool({k: raw.get(k, False)}, k) for k in _PLATFORM_KEYS}
     is_hip = flags.pop("is_hip")
     return Platform(**flags), is_hip
 
@@ -306,7 +335,7 @@ def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: s
         ),
         scheduling=SchedulingConfig(
             max_running_requests=_int(merged, "max_running_requests", minimum=1, optional=True),
-            max_total_tokens=_int(merged, "max_tokens", minimum=1, optional=True),
+            max_total_tokens=_int(merged, "max_tokens", minimum=1, optional=True, maximum=MAX_INT64),
             chunked_prefill_size=_int(merged, "chunked_prefill_size", optional=True),
             context_length=_int(merged, "context_length", minimum=1, optional=True),
             disable_radix_cache=_bool(merged, "disable_radix_cache"),
@@ -316,9 +345,11 @@ def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: s
             disaggregation_mode=mode,
             enable_hierarchical_cache=_bool(merged, "enable_hierarchical_cache"),
             disable_hybrid_swa_memory=_bool(merged, "disable_hybrid_swa_memory"),
-            disaggregation_decode_extra_slots=_int(merged, "disaggregation_decode_extra_slots", minimum=0, optional=True),
+            disaggregation_decode_extra_slots=_int(
+                merged, "disaggregation_decode_extra_slots", minimum=0, optional=True
+            ),
             max_mamba_cache_size=_int(merged, "max_mamba_cache_size", minimum=1, optional=True),
-            mamba_full_memory_ratio=float(merged["mamba_full_memory_ratio"]),
+            mamba_full_memory_ratio=_float(merged, "mamba_full_memory_ratio", fix="use e.g. 0.9 (the default)"),
             mamba_radix_cache_strategy=_opt_str(merged, "mamba_radix_cache_strategy"),
         ),
         knobs=knobs,
@@ -328,11 +359,11 @@ def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: s
     if available is None:
         raise KVCacheConfigError("case field 'available_bytes' is required (the KV budget in bytes after profiling)")
     return Case(
-        name=str(merged["name"] or name or "case"),
-        description=str(merged["description"] or ""),
+        name=_opt_str(merged, "name") or name or "case",
+        description=_opt_str(merged, "description") or "",
         settings=settings,
-        available_bytes=_int(merged, "available_bytes", minimum=1),
-        max_tokens=_int(merged, "max_tokens", minimum=1, optional=True),
+        available_bytes=_int(merged, "available_bytes", minimum=1, maximum=MAX_INT64),
+        max_tokens=_int(merged, "max_tokens", minimum=1, optional=True, maximum=MAX_INT64),
         pool_max_tokens=_int(merged, "pool_max_tokens", minimum=1, optional=True),
         pool_max_running_requests=_int(merged, "pool_max_running_requests", minimum=1),
         pool_max_mamba_cache_size=_int(merged, "pool_max_mamba_cache_size", minimum=1, optional=True),
@@ -346,19 +377,21 @@ def _with_model_dtype(geometry: ModelGeometry, dtype: DType) -> ModelGeometry:
     return dataclasses.replace(geometry, model_dtype=dtype)
 
 
-def read_json_file(path: Path) -> Any:
-    """Read JSON (``Infinity``/``NaN`` accepted, as NVIDIA publishes them); errors name the file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise KVCacheConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise KVCacheConfigError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+def read_json_file(path: str | Path) -> Any:
+    """Read JSON (``Infinity``/``NaN`` accepted, as NVIDIA publishes them); errors name the file.
+
+    Every file the library reads goes through :mod:`kvstrategies.jsonio` (JSON only, never executed).
+    """
+    return jsonio.read_json_file(path)
 
 
 def load_case(path: str | Path) -> Case:
     """Read and parse a case file; a relative ``hf_config`` path is taken from the file's folder."""
     file = Path(path)
-    return parse_case(read_json_file(file), base_dir=file.parent, name=file.stem)
+    data = jsonio.read_json_object(file, "a case file")
+    try:
+        return parse_case(data, base_dir=file.parent, name=file.stem)
+    except KVCacheConfigError as exc:
+        if str(file) in str(exc):
+            raise
+        raise type(exc)(f"{file}: {exc}") from exc

@@ -166,14 +166,18 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
 
 def model_source(model: str) -> dict[str, Any]:
     """``{"preset": name}`` or ``{"hf_config": dict}`` for a preset, config.json or model folder."""
-    from .case import read_json_file
+    from .jsonio import read_json_object
     from .presets import resolve_preset_name
 
     path = Path(model)
     if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise KVCacheConfigError(
+                f"model folder {path} has no config.json; pass a checkpoint folder, a config.json path or a preset"
+            )
         path = path / "config.json"
     if path.is_file():
-        return {"hf_config": read_json_file(path)}
+        return {"hf_config": read_json_object(path, "a model config (config.json)")}
     short = resolve_preset_name(model)
     if short is None:
         from .presets import preset_names
@@ -334,6 +338,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `kvstrategies plan ... | head`
         sys.stderr.close()
         return 0
+    except OSError as exc:  # e.g. --plot into a folder that does not exist
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"kvstrategies: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,12 +11,27 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from .dtypes import DType, KVCacheDtype
 from .errors import KVCacheConfigError
 from .models.geometry import ModelGeometry
+from .validate import (
+    MAX_INT64,
+    MAX_LAYERS,
+    MAX_PAGE_SIZE,
+    check_bool,
+    check_float,
+    check_instance,
+    check_int,
+    check_opt_int,
+    check_opt_str,
+)
+
+#: the largest parallel group size accepted (SGLang deployments go to a few hundred ranks)
+MAX_PARALLEL_SIZE = 2**16
 
 
 class DeviceKind(enum.Enum):
@@ -100,10 +115,16 @@ class ParallelLayout:
 
     def __post_init__(self) -> None:
         for name in ("tp_size", "pp_size", "dcp_size", "attn_dp_size", "attn_cp_size"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise KVCacheConfigError(f"{name} must be a positive integer, got {value!r}")
-        if not isinstance(self.pp_rank, int) or not 0 <= self.pp_rank < self.pp_size:
+            check_int(getattr(self, name), name, minimum=1, maximum=MAX_PARALLEL_SIZE)
+        if self.pp_layer_partition is not None:
+            parts = self.pp_layer_partition
+            if not isinstance(parts, tuple) or not parts:
+                raise KVCacheConfigError(
+                    f"pp_layer_partition must be a non-empty tuple of layer counts, got {parts!r}"
+                )
+            for i, part in enumerate(parts):
+                check_int(part, f"pp_layer_partition[{i}]", minimum=0, fix="give each stage's layer count")
+        if isinstance(self.pp_rank, bool) or not isinstance(self.pp_rank, int) or not 0 <= self.pp_rank < self.pp_size:
             raise KVCacheConfigError(
                 f"pp_rank {self.pp_rank!r} is out of range for pp_size {self.pp_size}; "
                 f"use 0..{self.pp_size - 1}"
@@ -164,6 +185,14 @@ class SpeculativeConfig:
     num_steps: int | None = None
     eagle_topk: int | None = None
 
+    def __post_init__(self) -> None:
+        check_instance(self.algorithm, SpecAlgorithm, "speculative algorithm", "use SpecAlgorithm.parse(name)")
+        for name in ("eagle_draft_num_layers", "eagle_draft_swa_num_layers", "dflash_draft_num_layers"):
+            check_opt_int(getattr(self, name), name, maximum=MAX_LAYERS, fix="give the draft model's layer count")
+        check_opt_int(self.dflash_draft_cell_size_per_token, "dflash_draft_cell_size_per_token")
+        for name in ("num_draft_tokens", "num_steps", "eagle_topk"):
+            check_opt_int(getattr(self, name), f"speculative_{name}", minimum=1, maximum=2**16)
+
     @property
     def enabled(self) -> bool:
         return self.algorithm is not SpecAlgorithm.NONE
@@ -184,6 +213,10 @@ class Platform:
     is_gfx95: bool = False
     is_npu_arch35: bool = False  # Ascend arch35 SoC: packed-FP8 DSA pool (builders.md 5.9)
 
+    def __post_init__(self) -> None:
+        for item in dataclasses.fields(self):
+            check_bool(getattr(self, item.name), f"platform.{item.name}")
+
 
 @dataclass(frozen=True)
 class AttentionBackends:
@@ -195,6 +228,10 @@ class AttentionBackends:
     dsa_prefill_backend: str | None = None
     dsa_decode_backend: str | None = None
     dsv4_attn_backend: str | None = None
+
+    def __post_init__(self) -> None:
+        for item in dataclasses.fields(self):
+            check_opt_str(getattr(self, item.name), item.name)
 
     @property
     def prefill(self) -> str | None:
@@ -231,6 +268,31 @@ class SchedulingConfig:
     enable_hierarchical_cache: bool = False  # HiCache: on NPU it turns DSA index-K elision off (5.5)
     disable_hybrid_swa_memory: bool = False  # hybrid SWA and DSV4 fall to Default (sizing.md 2.4)
 
+    def __post_init__(self) -> None:
+        """Types and ranges of every field (a bad value fails here, not deep inside a strategy)."""
+        check_opt_int(self.max_running_requests, "max_running_requests", minimum=1)
+        check_opt_int(self.max_total_tokens, "max_total_tokens (max_tokens)", minimum=1, maximum=MAX_INT64)
+        # SGLang: -1 (or 0) turns chunked prefill off
+        check_opt_int(self.chunked_prefill_size, "chunked_prefill_size", minimum=-1)
+        check_opt_int(self.context_length, "context_length", minimum=1)
+        check_opt_int(self.swa_prefix_tails, "swa_prefix_tails")
+        check_opt_int(self.disaggregation_decode_extra_slots, "disaggregation_decode_extra_slots")
+        check_opt_int(self.max_mamba_cache_size, "max_mamba_cache_size", minimum=1)
+        ratio = self.swa_full_tokens_ratio
+        if ratio is not None and (
+            isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not math.isfinite(ratio)
+        ):  # the (0, 1] range is the SWA strategies' own check (they name the model's default)
+            raise KVCacheConfigError(f"swa_full_tokens_ratio must be a number in (0, 1] or None, got {ratio!r}")
+        # the Mamba : KV memory split r / (1 + r) of resolve.md 3.4 needs r > 0
+        check_float(self.mamba_full_memory_ratio, "mamba_full_memory_ratio", low=0.0, fix="use e.g. 0.9 (the default)")
+        check_opt_str(self.mamba_radix_cache_strategy, "mamba_radix_cache_strategy")
+        check_instance(
+            self.disaggregation_mode, DisaggregationMode, "disaggregation_mode", "use DisaggregationMode('null')"
+        )
+        for name in ("disable_radix_cache", "disable_overlap_schedule", "enable_hierarchical_cache",
+                     "disable_hybrid_swa_memory"):  # fmt: skip
+            check_bool(getattr(self, name), name)
+
 
 @dataclass(frozen=True)
 class EngineKnobs:
@@ -243,6 +305,18 @@ class EngineKnobs:
     mamba_ssm_dtype: DType | None = None
     mamba_conv_dtype: DType = DType.BFLOAT16
     mamba_skip_decode_lock: bool = False
+
+    def __post_init__(self) -> None:
+        check_int(self.swa_eviction_interval, "SGLANG_SWA_EVICTION_INTERVAL (swa_eviction_interval)", minimum=1,
+                  maximum=2**20)  # fmt: skip
+        for name in ("dsv4_compress_state_dtype", "mamba_conv_dtype"):
+            check_instance(getattr(self, name), DType, name, "use DType.from_name(name)")
+        if self.mamba_ssm_dtype is not None:
+            check_instance(self.mamba_ssm_dtype, DType, "mamba_ssm_dtype", "use DType.from_name(name)")
+        for name in ("dsv4_kv_layout", "dsv4_compressed_kv_layout"):
+            if not isinstance(getattr(self, name), str):
+                raise KVCacheConfigError(f"{name} must be a string, got {getattr(self, name)!r}")
+        check_bool(self.mamba_skip_decode_lock, "mamba_skip_decode_lock")
 
 
 @runtime_checkable
@@ -308,10 +382,21 @@ class KVCacheSettings:
     is_draft_worker: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.page_size, int) or isinstance(self.page_size, bool) or self.page_size < 1:
-            raise KVCacheConfigError(
-                f"page_size must be a positive integer number of tokens, got {self.page_size!r}"
-            )
+        check_int(self.page_size, "page_size", minimum=1, maximum=MAX_PAGE_SIZE,
+                  fix="give the KV page size in tokens, e.g. 1, 16, 64 or 256")  # fmt: skip
+        check_instance(self.geometry, ModelGeometry, "geometry", "parse one with kvstrategies.parse_hf_config")
+        check_instance(self.kv_cache_dtype, KVCacheDtype, "kv_cache_dtype", "use resolve_kv_cache_dtype(name, ...)")
+        for name, kind in (
+            ("parallel", ParallelLayout),
+            ("speculative", SpeculativeConfig),
+            ("device", DeviceKind),
+            ("platform", Platform),
+            ("backends", AttentionBackends),
+            ("scheduling", SchedulingConfig),
+            ("knobs", EngineKnobs),
+        ):
+            check_instance(getattr(self, name), kind, name, f"build it with {kind.__name__}(...)")
+        check_bool(self.is_draft_worker, "is_draft_worker")
 
     def at_pp_rank(self, rank: int) -> KVCacheSettings:
         return dataclasses.replace(self, parallel=self.parallel.at_pp_rank(rank))

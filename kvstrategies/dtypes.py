@@ -76,6 +76,8 @@ class DType(enum.Enum):
     @classmethod
     def from_name(cls, name: str) -> DType:
         """Parse ``"bfloat16"``, ``"torch.bfloat16"``, ``"bf16"``, ``"fp32"``, ..."""
+        if not isinstance(name, str):
+            raise KVCacheConfigError(f"a dtype name must be a string such as 'bfloat16', got {name!r:.40}")
         key = name.strip().lower().removeprefix("torch.")
         key = _ALIASES.get(key, key)
         for member in cls:
@@ -179,6 +181,8 @@ def resolve_kv_cache_dtype(
     extensions for models served in those dtypes.
     """
     key = str(name).strip().lower()
+    if not isinstance(model_dtype, DType):
+        raise KVCacheConfigError(f"model_dtype must be a DType (DType.from_name('bfloat16')), got {model_dtype!r:.40}")
     fp8 = DType.FLOAT8_E4M3FNUZ if is_hip else DType.FLOAT8_E4M3FN
     if key == "auto":
         if checkpoint_kv_fp8:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from .errors import InsufficientMemoryError, KVCacheConfigError
 from .gpus import Accelerator
+from .validate import TrackedConfig, reading_config
 
 SettingValue = str | int | float | bool | None
 DisaggregationMode = Literal["null", "prefill", "decode"]
@@ -166,8 +167,19 @@ def _context_length(t: Mapping[str, Any]) -> int:
 
 
 def model_facts_from_hf_config(cfg: Mapping[str, Any]) -> LaunchModelFacts:
-    """Read :class:`LaunchModelFacts` from a raw HF ``config.json`` dict (``text_config`` aware)."""
-    t = _text_config(cfg)
+    """Read :class:`LaunchModelFacts` from a raw HF ``config.json`` dict (``text_config`` aware).
+
+    A field the launch rules cannot read raises :class:`KVCacheConfigError` naming it.
+    """
+    if not isinstance(cfg, Mapping):
+        raise KVCacheConfigError(f"a model config must be a JSON object, got {type(cfg).__name__}")
+    t = TrackedConfig()
+    with reading_config(t, "reading the launch facts", "pass the settings explicitly (--available-bytes)"):
+        t.update(_text_config(cfg))
+        return _model_facts(cfg, t)
+
+
+def _model_facts(cfg: Mapping[str, Any], t: Mapping[str, Any]) -> LaunchModelFacts:
     arch = tuple(str(a) for a in cfg.get("architectures") or t.get("architectures") or ())
     if not arch:
         raise KVCacheConfigError("config has no 'architectures'; SGLang selects rules by it")

@@ -43,6 +43,8 @@ from typing import Any
 
 from .dtypes import DType
 from .errors import KVCacheConfigError
+from .models.hf import as_int
+from .validate import MAX_LAYERS, TrackedConfig, reading_config
 
 
 class ParamKind(enum.Enum):
@@ -269,10 +271,23 @@ def _total(groups: _Groups) -> int:
 def estimate_weights(
     cfg: Mapping[str, Any], *, dtype: str | DType | None = None, quantization: str | None = None
 ) -> WeightEstimate:
-    """Count a model's parameters from its raw HF config dict and attach its weight format."""
-    t = _text(cfg)
+    """Count a model's parameters from its raw HF config dict and attach its weight format.
+
+    A field the estimator needs but cannot read raises :class:`KVCacheConfigError` naming it.
+    """
+    if not isinstance(cfg, Mapping):
+        raise KVCacheConfigError(f"a model config must be a JSON object, got {type(cfg).__name__}")
+    t = TrackedConfig()
+    with reading_config(t, "estimating the weights", "pass the resident weight bytes (--weight-bytes)"):
+        t.update(_text(cfg))
+        return _estimate_weights(cfg, t, dtype=dtype, quantization=quantization)
+
+
+def _estimate_weights(
+    cfg: Mapping[str, Any], t: Mapping[str, Any], *, dtype: str | DType | None, quantization: str | None
+) -> WeightEstimate:
     h, vocab = int(t["hidden_size"]), int(t["vocab_size"])
-    n = int(t["num_hidden_layers"])
+    n = as_int(t["num_hidden_layers"], "num_hidden_layers", minimum=1, maximum=MAX_LAYERS)
     tied = bool(t.get("tie_word_embeddings", False))
     norm = 2 * h if t.get("model_type") == "falcon" else h  # LayerNorm with bias
     hc = _hc_head(t, h)

@@ -10,12 +10,11 @@ kind, seconds) or ``thorough`` (>= 10^5 operations per allocator kind).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvstrategies.allocators import (
@@ -33,10 +32,7 @@ from kvstrategies.errors import KVCacheConfigError
 # Every example runs MIN_OPS..MAX_OPS operations: "ci" 40 examples -> >= 1,600 operations per
 # test (several tests per allocator kind); "thorough" 2,500 examples -> >= 100,000 per test.
 MIN_OPS, MAX_OPS = 40, 60
-_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
-settings.register_profile("ci", max_examples=40, deadline=None, suppress_health_check=_SLOW_OK)
-settings.register_profile("thorough", max_examples=2500, deadline=None, suppress_health_check=_SLOW_OK)
-PROFILE = settings.get_profile(os.environ.get("KVSTRATEGIES_HYPOTHESIS_PROFILE", "ci"))
+PROFILE = settings()  # the profile tests/conftest.py loaded from KVSTRATEGIES_HYPOTHESIS_PROFILE
 
 
 def t(*values: int) -> torch.Tensor:

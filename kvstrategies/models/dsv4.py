@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import KVCacheConfigError
+from ..validate import MAX_LAYERS, check_int, check_int_tuple
 from .geometry import AttentionArch, ModelGeometry
-from .hf import ConfigDict, get_int, get_opt_int, int_list
+from .hf import MAX_CONFIG_INT, ConfigDict, get_int, get_opt_int, int_list
 from .parse import replace
 
 #: architectures of the DeepSeek-V4 family (sizing.md 2.2)
@@ -45,6 +46,17 @@ class DSV4Geometry:
     kv_lora_rank: int = 512
     v_head_dim: int = 512
     kv_source_layer_ids: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        check_int_tuple(self.compress_ratios, "dsv4.compress_ratios", maximum=128)
+        unknown = sorted({r for r in self.compress_ratios if r not in KNOWN_RATIOS})
+        if unknown:
+            raise KVCacheConfigError(f"dsv4.compress_ratios holds {unknown}; SGLang accepts {sorted(KNOWN_RATIOS)}")
+        for name in ("window_size", "qk_nope_head_dim", "index_head_dim", "kv_lora_rank", "v_head_dim"):
+            check_int(getattr(self, name), f"dsv4.{name}", minimum=1, maximum=MAX_CONFIG_INT)
+        check_int(self.qk_rope_head_dim, "dsv4.qk_rope_head_dim", maximum=MAX_CONFIG_INT)
+        if self.kv_source_layer_ids is not None:
+            check_int_tuple(self.kv_source_layer_ids, "dsv4.kv_source_layer_ids", maximum=MAX_LAYERS)
 
     @property
     def head_dim(self) -> int:

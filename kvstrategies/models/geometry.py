@@ -8,10 +8,13 @@ DeepSeek-V4 compression) are optional sub-values owned by their own modules.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from ..dtypes import DType
+from ..errors import KVCacheConfigError
+from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_opt_int, check_opt_str
+from .hf import MAX_CONFIG_INT
 
 if TYPE_CHECKING:
     from .dsv4 import DSV4Geometry
@@ -35,6 +38,11 @@ class MLADims:
     v_head_dim: int
     swa_kv_lora_rank: int
     swa_qk_rope_head_dim: int
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            minimum = 1 if item.name.endswith("kv_lora_rank") else 0
+            check_int(getattr(self, item.name), f"geometry.mla.{item.name}", minimum=minimum, maximum=MAX_CONFIG_INT)
 
     @property
     def latent_dim(self) -> int:
@@ -60,6 +68,19 @@ class DSAGeometry:
     index_topk_freq: int = 1
     index_skip_topk_offset: int | None = None
     index_kpool_compress: bool = False  # HF ``index_kpool_compress``: per-request compress tails (layouts.md 8)
+
+    def __post_init__(self) -> None:
+        for name in ("index_head_dim", "index_topk", "index_kpool", "cli_factor", "index_topk_freq"):
+            check_int(getattr(self, name), f"geometry.dsa.{name}", minimum=1, maximum=MAX_CONFIG_INT)
+        check_opt_int(self.index_skip_topk_offset, "geometry.dsa.index_skip_topk_offset", maximum=MAX_CONFIG_INT)
+        if self.indexer_types is not None and (
+            not isinstance(self.indexer_types, tuple) or not all(isinstance(t, str) for t in self.indexer_types)
+        ):
+            raise KVCacheConfigError(
+                f"geometry.dsa.indexer_types must be a tuple of strings, got {self.indexer_types!r:.80}"
+            )
+        check_opt_str(self.index_topk_pattern, "geometry.dsa.index_topk_pattern")
+        check_bool(self.index_kpool_compress, "geometry.dsa.index_kpool_compress")
 
     def skips_topk(self, layer: int) -> bool:
         """True when ``layer`` has no index-K buffer of its own (``dsa_layer_skips_topk``)."""
@@ -114,6 +135,48 @@ class ModelGeometry:
     mamba: MambaGeometry | None = None
     minimax_sparse: MiniMaxSparseGeometry | None = None
     dsv4: DSV4Geometry | None = None
+
+    def __post_init__(self) -> None:
+        """Types and ranges of the scalar fields (a hand-built geometry fails here, not mid-plan)."""
+        fix = "parse the geometry from a config with kvstrategies.parse_hf_config"
+        if not isinstance(self.architectures, tuple) or not all(isinstance(a, str) for a in self.architectures):
+            raise KVCacheConfigError(
+                f"geometry.architectures must be a tuple of strings, got {self.architectures!r:.80}"
+            )
+        if not isinstance(self.model_type, str):
+            raise KVCacheConfigError(f"geometry.model_type must be a string, got {self.model_type!r:.80}")
+        check_int(self.num_hidden_layers, "geometry.num_hidden_layers", minimum=1, maximum=MAX_LAYERS, fix=fix)
+        check_int(self.num_pp_layers, "geometry.num_pp_layers", minimum=1, maximum=2 * MAX_LAYERS, fix=fix)
+        check_int(self.loop_num, "geometry.loop_num", minimum=1, maximum=MAX_LAYERS // self.num_hidden_layers, fix=fix)
+        for name in ("total_num_kv_heads", "num_attention_heads", "context_len"):
+            check_int(getattr(self, name), f"geometry.{name}", minimum=1, maximum=MAX_CONFIG_INT, fix=fix)
+        for name in ("head_dim", "v_head_dim"):  # 0 for MLA models (SGLang's dummy head_dim is never read)
+            check_int(getattr(self, name), f"geometry.{name}", minimum=0, maximum=MAX_CONFIG_INT, fix=fix)
+        for name in ("swa_head_dim", "swa_v_head_dim", "swa_total_num_kv_heads"):
+            check_opt_int(getattr(self, name), f"geometry.{name}", minimum=1, maximum=MAX_CONFIG_INT, fix=fix)
+        check_opt_int(self.num_nextn_predict_layers, "geometry.num_nextn_predict_layers", maximum=MAX_LAYERS, fix=fix)
+        check_instance(self.model_dtype, DType, "geometry.model_dtype", "use DType.from_name(name)")
+        check_instance(self.attention_arch, AttentionArch, "geometry.attention_arch", fix)
+        if self.attention_arch is AttentionArch.MLA and not isinstance(self.mla, MLADims):
+            raise KVCacheConfigError(f"an MLA geometry needs its MLADims (geometry.mla), got {self.mla!r:.80}; {fix}")
+        from .dsv4 import DSV4Geometry
+        from .hybrid_swa import HybridSWAGeometry
+        from .mamba import MambaGeometry
+        from .minimax import MiniMaxSparseGeometry
+
+        for name, kind in (
+            ("mla", MLADims),
+            ("dsa", DSAGeometry),
+            ("hybrid_swa", HybridSWAGeometry),
+            ("mamba", MambaGeometry),
+            ("minimax_sparse", MiniMaxSparseGeometry),
+            ("dsv4", DSV4Geometry),
+        ):
+            if getattr(self, name) is not None:
+                check_instance(getattr(self, name), kind, f"geometry.{name}", fix)
+        for name in ("checkpoint_kv_fp8", "is_multimodal"):
+            check_bool(getattr(self, name), f"geometry.{name}")
+        check_opt_str(self.quantization, "geometry.quantization")
 
     @property
     def use_mla(self) -> bool:

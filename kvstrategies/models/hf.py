@@ -7,8 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import KVCacheConfigError
+from ..validate import MAX_LAYERS
 
 ConfigDict = Mapping[str, Any]
+
+#: the largest integer a config field may hold (2**40, about 1.1e12): far above any real model's
+#: dims, head counts or context length, low enough that products of a few fields stay finite floats
+MAX_CONFIG_INT = 2**40
 
 
 def text_config(config: ConfigDict) -> ConfigDict:
@@ -32,8 +37,10 @@ def architectures(config: ConfigDict) -> tuple[str, ...]:
     return tuple(archs)
 
 
-def get_int(cfg: ConfigDict, key: str, default: int | None = None, *, minimum: int = 0) -> int:
-    """``cfg[key]`` as an int >= ``minimum``; a missing key without default is an error."""
+def get_int(
+    cfg: ConfigDict, key: str, default: int | None = None, *, minimum: int = 0, maximum: int = MAX_CONFIG_INT
+) -> int:
+    """``cfg[key]`` as an int in ``[minimum, maximum]``; a missing key without default is an error."""
     value = cfg.get(key)
     if value is None:
         if default is None:
@@ -41,25 +48,46 @@ def get_int(cfg: ConfigDict, key: str, default: int | None = None, *, minimum: i
                 f"config field {key!r} is missing; add it to config.json (it sizes the KV cache)"
             )
         return default
-    return as_int(value, key, minimum=minimum)
+    return as_int(value, key, minimum=minimum, maximum=maximum)
 
 
-def get_opt_int(cfg: ConfigDict, key: str, *, minimum: int = 0) -> int | None:
+def get_opt_int(cfg: ConfigDict, key: str, *, minimum: int = 0, maximum: int = MAX_CONFIG_INT) -> int | None:
     value = cfg.get(key)
-    return None if value is None else as_int(value, key, minimum=minimum)
+    return None if value is None else as_int(value, key, minimum=minimum, maximum=maximum)
 
 
-def as_int(value: Any, key: str, *, minimum: int = 0) -> int:
-    """Accept ints and integral floats (``128.0``); reject bools, strings, NaN, fractions."""
+def as_int(value: Any, key: str, *, minimum: int = 0, maximum: int = MAX_CONFIG_INT) -> int:
+    """Accept ints and integral floats (``128.0``); reject bools, strings, NaN, fractions, absurd sizes."""
     if isinstance(value, bool):
         raise KVCacheConfigError(f"config field {key!r} must be an integer, got {value!r}")
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         value = int(value)
     if not isinstance(value, int):
-        raise KVCacheConfigError(f"config field {key!r} must be an integer, got {value!r}")
+        raise KVCacheConfigError(
+            f"config field {key!r} must be an integer, got {value!r:.80} ({type(value).__name__}); fix config.json"
+        )
     if value < minimum:
-        raise KVCacheConfigError(f"config field {key!r} must be >= {minimum}, got {value}")
+        raise KVCacheConfigError(f"config field {key!r} must be >= {minimum}, got {value}; fix config.json")
+    if value > maximum:
+        raise KVCacheConfigError(
+            f"config field {key!r} is {value}, above the largest value accepted ({maximum}); fix config.json"
+        )
     return value
+
+
+def as_float(value: Any, key: str, *, minimum: float = 0.0, maximum: float = float(MAX_CONFIG_INT)) -> float:
+    """A finite number in ``(minimum, maximum]`` (ints accepted); bools, strings, NaN and infinities rejected."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise KVCacheConfigError(
+            f"config field {key!r} must be a number, got {value!r:.80} ({type(value).__name__}); fix config.json"
+        )
+    number = float(value)
+    if not (math.isfinite(number) and minimum < number <= maximum):
+        raise KVCacheConfigError(
+            f"config field {key!r} must be a finite number in ({minimum}, {maximum}], got {value!r}; "
+            "fix config.json"
+        )
+    return number
 
 
 def first_present(cfg: ConfigDict, keys: tuple[str, ...]) -> tuple[str, Any] | None:
@@ -78,6 +106,11 @@ def int_list(cfg: ConfigDict, key: str) -> tuple[int, ...] | None:
         return None
     if not isinstance(value, (list, tuple)):
         raise KVCacheConfigError(f"config field {key!r} must be a list of integers, got {value!r}")
+    if len(value) > MAX_LAYERS + 16:
+        raise KVCacheConfigError(
+            f"config field {key!r} has {len(value)} entries, more than any model has layers "
+            f"({MAX_LAYERS}); fix config.json"
+        )
     return tuple(as_int(v, f"{key}[{i}]") for i, v in enumerate(value))
 
 
@@ -86,5 +119,10 @@ def str_list(cfg: ConfigDict, key: str) -> tuple[str, ...] | None:
     if value is None:
         return None
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise KVCacheConfigError(f"config field {key!r} must be a list of strings, got {value!r}")
+        raise KVCacheConfigError(f"config field {key!r} must be a list of strings, got {value!r:.80}")
+    if len(value) > MAX_LAYERS + 16:
+        raise KVCacheConfigError(
+            f"config field {key!r} has {len(value)} entries, more than any model has layers "
+            f"({MAX_LAYERS}); fix config.json"
+        )
     return tuple(value)

@@ -38,8 +38,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import KVCacheConfigError
+from ..validate import MAX_LAYERS, check_bool, check_float, check_int_tuple, check_opt_int
 from .geometry import ModelGeometry
-from .hf import ConfigDict, as_int, get_int, get_opt_int, int_list, str_list
+from .hf import MAX_CONFIG_INT, ConfigDict, as_int, get_int, get_opt_int, int_list, str_list
 from .parse import replace as _replace
 
 GPT_OSS = frozenset({"GptOssForCausalLM"})
@@ -170,6 +171,18 @@ class HybridSWAGeometry:
     mtp_local_layer_ids: tuple[int, ...] | None = None
     is_deepseek_v4: bool = False
     mla_scale_dims: tuple[int, int, int, int] | None = None
+
+    def __post_init__(self) -> None:
+        check_int_tuple(self.full_attention_layer_ids, "hybrid_swa.full_attention_layer_ids", maximum=MAX_LAYERS)
+        check_int_tuple(self.swa_attention_layer_ids, "hybrid_swa.swa_attention_layer_ids", maximum=MAX_LAYERS)
+        check_opt_int(self.sliding_window_size, "hybrid_swa.sliding_window_size", minimum=1, maximum=MAX_CONFIG_INT)
+        check_float(self.default_swa_full_tokens_ratio, "hybrid_swa.default_swa_full_tokens_ratio", low=0.0, high=1.0)
+        if self.mtp_local_layer_ids is not None:
+            check_int_tuple(self.mtp_local_layer_ids, "hybrid_swa.mtp_local_layer_ids", maximum=MAX_LAYERS)
+        if self.mla_scale_dims is not None:
+            check_int_tuple(self.mla_scale_dims, "hybrid_swa.mla_scale_dims", maximum=MAX_CONFIG_INT)
+        check_bool(self.is_compress_model, "hybrid_swa.is_compress_model")
+        check_bool(self.is_deepseek_v4, "hybrid_swa.is_deepseek_v4")
 
     def local_full_attention_layer_ids(self, start: int, end: int) -> tuple[int, ...]:
         """Global ids of the full-attention layers in the stage ``[start, end)``."""

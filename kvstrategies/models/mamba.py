@@ -24,12 +24,13 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
+from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_int_tuple
 from .geometry import ModelGeometry
-from .hf import ConfigDict, architectures, as_int, get_int, int_list, str_list
+from .hf import MAX_CONFIG_INT, ConfigDict, architectures, as_int, get_int, int_list, str_list
 from .parse import replace
 
 #: SSM / conv state dtypes SGLang accepts; anything else is ignored (resolve.md 3.1)
@@ -40,6 +41,12 @@ class MixerKind(enum.Enum):
     MAMBA2 = "mamba2"  # Mamba2 and Gated DeltaNet: Mamba2StateShape.create
     MAMBA1 = "mamba1"  # full-rank Mamba-1 (Jamba)
     KDA = "kda"  # Kimi Delta Attention: KimiLinearStateShape.create
+
+
+def _check_dims(mixer: object) -> None:
+    """Every field of a mixer is a positive int (direct construction fails here, not mid-plan)."""
+    for item in fields(mixer):  # type: ignore[arg-type]
+        check_int(getattr(mixer, item.name), f"mamba.mixer.{item.name}", minimum=1, maximum=MAX_CONFIG_INT)
 
 
 def _divide(numerator: int, denominator: int, what: str) -> int:
@@ -88,6 +95,9 @@ class Mamba2Mixer:
 
     kind = MixerKind.MAMBA2
 
+    def __post_init__(self) -> None:
+        _check_dims(self)
+
     def state_shapes(self, tp: int) -> MambaStateShapes:
         groups = self.n_groups
         if groups % tp:
@@ -109,6 +119,9 @@ class Mamba1Mixer:
 
     kind = MixerKind.MAMBA1
 
+    def __post_init__(self) -> None:
+        _check_dims(self)
+
     def state_shapes(self, tp: int) -> MambaStateShapes:
         channels = _divide(self.intermediate_size, tp, "Mamba intermediate_size")
         return MambaStateShapes(((channels, self.conv_kernel - 1),), (channels, 1, self.state_size))
@@ -127,6 +140,9 @@ class KDAMixer:
     conv_kernel: int
 
     kind = MixerKind.KDA
+
+    def __post_init__(self) -> None:
+        _check_dims(self)
 
     def state_shapes(self, tp: int) -> MambaStateShapes:
         proj = _divide(self.num_heads * self.head_dim, tp, "KDA num_heads * head_dim")
@@ -154,6 +170,21 @@ class MambaGeometry:
     mamba_layer_ids: tuple[int, ...]
     ssm_dtype: DType = DType.FLOAT32
     sglang_generic_fallback: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.family, str):
+            raise KVCacheConfigError(f"mamba.family must be a string, got {self.family!r:.80}")
+        check_instance(self.mixer, (Mamba2Mixer, Mamba1Mixer, KDAMixer), "mamba.mixer", "use a parsed geometry")
+        check_int_tuple(self.full_attention_layer_ids, "mamba.full_attention_layer_ids", maximum=MAX_LAYERS)
+        check_int_tuple(self.mamba_layer_ids, "mamba.mamba_layer_ids", maximum=MAX_LAYERS)
+        if not self.mamba_layer_ids:  # a state pool of zero bytes per slot: SGLang divides by it
+            field = _LAYER_SPLIT_FIELDS.get(self.family, "the layer pattern")
+            raise KVCacheConfigError(
+                f"{self.family} config has no Mamba / linear-attention layer (decided by {field}); "
+                f"fix {field} in config.json"
+            )
+        check_instance(self.ssm_dtype, DType, "mamba.ssm_dtype", "use DType.from_name(name)")
+        check_bool(self.sglang_generic_fallback, "mamba.sglang_generic_fallback")
 
     @property
     def kind(self) -> MixerKind:
@@ -258,6 +289,10 @@ def _first_int(text: ConfigDict, keys: tuple[str, ...], default: int) -> int:
 def _nemotron_h(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> tuple[MambaGeometry, ModelGeometry]:
     pattern = _nemotron_pattern(text)
     n = len(pattern)
+    if n > MAX_LAYERS:
+        raise KVCacheConfigError(
+            f"Nemotron-H layer pattern has {n} layers, more than the {MAX_LAYERS} accepted; fix config.json"
+        )
     if n != geometry.num_hidden_layers:
         # the pattern is the source of truth for Nemotron-H's layer count
         geometry = replace(geometry, num_hidden_layers=n, num_pp_layers=n)
@@ -340,6 +375,15 @@ def _kimi_linear(text: ConfigDict, geometry: ModelGeometry) -> MambaGeometry:
     )
     # Kimi-Linear does not hand its config to the state-dtype helper: float32 unless the env says otherwise
     return MambaGeometry("kimi_linear", mixer, full, linear, DType.FLOAT32)
+
+
+#: the config fields that decide which layers are linear, per family (for MambaGeometry's errors)
+_LAYER_SPLIT_FIELDS = {
+    "gdn": "full_attention_interval",
+    "nemotron_h": "hybrid_override_pattern / layers_block_type",
+    "jamba": "attn_layer_period / attn_layer_offset",
+    "kimi_linear": "linear_attn_config.kda_layers",
+}
 
 
 def parse_mamba(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> ModelGeometry:

@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import KVCacheConfigError
+from ..validate import MAX_LAYERS, check_int, check_int_tuple
 from .geometry import ModelGeometry
-from .hf import ConfigDict, get_int, int_list
+from .hf import MAX_CONFIG_INT, ConfigDict, get_int, int_list
 from .parse import replace
 
 MINIMAX_SPARSE_ARCHITECTURES = frozenset(
@@ -58,6 +59,11 @@ class MiniMaxSparseGeometry:
     sparse_layer_ids: tuple[int, ...]
     k_only_layer_ids: tuple[int, ...]  # every id flagged in sparse_disable_index_value
     sparse_index_dim: int
+
+    def __post_init__(self) -> None:
+        for name in ("dense_layer_ids", "sparse_layer_ids", "k_only_layer_ids"):
+            check_int_tuple(getattr(self, name), f"minimax_sparse.{name}", maximum=MAX_LAYERS)
+        check_int(self.sparse_index_dim, "minimax_sparse.sparse_index_dim", minimum=1, maximum=MAX_CONFIG_INT)
 
     def local(self, start: int, end: int) -> MiniMaxLocalLayers:
         """The layer sets of the stage ``[start, end)``; K-only = local sparse layers in the list."""

@@ -14,10 +14,13 @@ from typing import Any
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
+from ..validate import MAX_LAYERS
 from .geometry import AttentionArch, DSAGeometry, MLADims, ModelGeometry
 from .hf import (
+    MAX_CONFIG_INT,
     ConfigDict,
     architectures,
+    as_float,
     as_int,
     first_present,
     get_int,
@@ -117,7 +120,7 @@ def derive_context_len(text: ConfigDict) -> int:
     factor: float = 1.0
     rope = text.get("rope_scaling")
     if isinstance(rope, Mapping) and rope:
-        factor = float(rope.get("factor", 1) or 1)
+        factor = as_float(rope.get("factor", 1) or 1, "rope_scaling.factor", maximum=1e6)
         rope_type = rope.get("rope_type", rope.get("type"))
         if "original_max_position_embeddings" in rope or rope_type == "llama3":
             factor = 1.0
@@ -125,7 +128,13 @@ def derive_context_len(text: ConfigDict) -> int:
     if found is None:
         return 2048
     key, value = found
-    return int(factor * as_int(value, key, minimum=1))
+    context = int(factor * as_int(value, key, minimum=1))
+    if not 1 <= context <= MAX_CONFIG_INT:
+        raise KVCacheConfigError(
+            f"context length {key} x rope_scaling.factor = {as_int(value, key)} x {factor} = {context} is outside "
+            f"[1, {MAX_CONFIG_INT}]; fix {key} or rope_scaling.factor in config.json"
+        )
+    return context
 
 
 def total_num_kv_heads(text: ConfigDict, num_attention_heads: int) -> int:
@@ -199,6 +208,10 @@ def _dsa(archs: tuple[str, ...], text: ConfigDict) -> DSAGeometry | None:
         return None
     pattern = text.get("index_topk_pattern")
     if pattern is not None and not isinstance(pattern, str):
+        if not isinstance(pattern, (list, tuple)) or not all(isinstance(p, (str, int)) for p in pattern):
+            raise KVCacheConfigError(
+                f"config field 'index_topk_pattern' must be a string or a list of per-layer codes, got {pattern!r:.80}"
+            )
         pattern = "".join(str(p) for p in pattern)
     return DSAGeometry(
         index_head_dim=get_int(text, "index_head_dim", minimum=1),
@@ -213,6 +226,17 @@ def _dsa(archs: tuple[str, ...], text: ConfigDict) -> DSAGeometry | None:
     )
 
 
+def _loop_num(text: ConfigDict, num_layers: int) -> int:
+    """``loop_num`` (else ``num_loops``, else 1): how often the layer stack repeats; the product is capped."""
+    loops = get_int(text, "loop_num", get_int(text, "num_loops", 1, minimum=1), minimum=1)
+    if loops * num_layers > MAX_LAYERS:
+        raise KVCacheConfigError(
+            f"config gives {num_layers} layers x loop_num {loops} = {loops * num_layers} effective layers, more than "
+            f"the {MAX_LAYERS} accepted; fix num_hidden_layers / loop_num in config.json"
+        )
+    return loops
+
+
 def parse_base(root: ConfigDict) -> ModelGeometry:
     """Everything but the family refinements; see :func:`parse_hf_config`."""
     if not isinstance(root, Mapping):
@@ -221,7 +245,7 @@ def parse_base(root: ConfigDict) -> ModelGeometry:
     text = _with_defaults(text_config(root))
     model_type = str(root.get("model_type") or text.get("model_type") or "")
     layers_field = "n_layer" if "n_layer" in text and "num_hidden_layers" not in text else "num_hidden_layers"
-    num_layers = get_int(text, layers_field, minimum=1)
+    num_layers = get_int(text, layers_field, minimum=1, maximum=MAX_LAYERS)
     heads_field = "n_head" if "n_head" in text and "num_attention_heads" not in text else "num_attention_heads"
     num_heads = get_int(text, heads_field, minimum=1)
     use_mla = _is_mla(archs, text)
@@ -264,7 +288,7 @@ def parse_base(root: ConfigDict) -> ModelGeometry:
         model_dtype=model_dtype_of(root, text),
         attention_arch=AttentionArch.MLA if use_mla else AttentionArch.MHA,
         mla=_mla_dims(archs, text) if use_mla else None,
-        loop_num=get_int(text, "loop_num", get_int(text, "num_loops", 1, minimum=1), minimum=1),
+        loop_num=_loop_num(text, num_layers),
         num_nextn_predict_layers=get_opt_int(text, "num_nextn_predict_layers"),
         checkpoint_kv_fp8=kv_fp8,
         quantization=quantization,

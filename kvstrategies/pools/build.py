@@ -9,12 +9,19 @@ from .._torch import import_torch
 from .layout import BufferSpec, KVPoolsLayout, PoolLayout
 
 
-@dataclass(frozen=True)
 class BuiltPool:
-    """A pool's tensors by buffer name (views share storage with their allocation)."""
+    """A pool's tensors by buffer name (views share storage with their allocation).
 
-    layout: PoolLayout
-    tensors: dict[str, Any]
+    The typed pools of :mod:`kvstrategies.pools.runtime` subclass this, so every build result
+    keeps ``layout``, ``tensors``, ``pool[name]`` and ``allocated_bytes``.
+    """
+
+    def __init__(self, layout: PoolLayout, tensors: dict[str, Any]) -> None:
+        self.layout = layout
+        self.tensors = tensors
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.layout.pool_class}, {len(self.tensors)} tensors)"
 
     def __getitem__(self, name: str) -> Any:
         return self.tensors[name]
@@ -67,7 +74,12 @@ def build_pool(layout: PoolLayout, device: str) -> BuiltPool:
 
 @dataclass(frozen=True)
 class KVPools:
-    """One rank's pools: the request table, the token-to-KV pool, extra pools, and allocator."""
+    """One rank's pools: the request table, the token-to-KV pool, extra pools, and allocator.
+
+    ``kvstrategies.build`` fills it with typed pools (:mod:`kvstrategies.pools.runtime`, all
+    :class:`BuiltPool` subclasses) and the allocator of ``Plan.allocator_spec``; ``build_pools``
+    alone gives plain :class:`BuiltPool` tensors and no allocator.
+    """
 
     layout: KVPoolsLayout
     req_to_token_pool: BuiltPool

@@ -5,20 +5,19 @@
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from ..errors import KVCacheConfigError
+from ..jsonio import parse_json_text, require_object
 
 
 @cache
 def preset_index() -> dict[str, str]:
     """``{short name: HF id}`` for every shipped preset."""
     text = resources.files(__package__).joinpath("index.json").read_text(encoding="utf-8")
-    index: dict[str, str] = json.loads(text)
-    return index
+    return require_object(parse_json_text(text, "presets/index.json"), "presets/index.json", "the preset index")
 
 
 def preset_names() -> tuple[str, ...]:
@@ -26,7 +25,7 @@ def preset_names() -> tuple[str, ...]:
 
 
 def _normalise(name: str) -> str:
-    return name.strip().lower().replace("_", "-")
+    return str(name).strip().lower().replace("_", "-")
 
 
 def resolve_preset_name(name: str) -> str | None:
@@ -49,6 +48,6 @@ def load_preset_config(name: str) -> dict[str, Any]:
             f"unknown preset {name!r}; known presets: {', '.join(preset_names())} "
             "(or pass a path to a config.json or a model folder)"
         )
+    source = f"preset {short} (presets/{short}.json)"
     text = resources.files(__package__).joinpath(f"{short}.json").read_text(encoding="utf-8")
-    config: dict[str, Any] = json.loads(text)
-    return config
+    return require_object(parse_json_text(text, source), source, "a model config")

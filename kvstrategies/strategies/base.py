@@ -15,7 +15,8 @@ from typing import ClassVar
 
 from ..context import KVCacheContext, context_len
 from ..pools.basic import req_to_token_layout
-from ..pools.build import KVPools, build_pools
+from ..pools.binding import pool_binding
+from ..pools.build import KVPools
 from ..pools.layout import KVPoolsLayout, PoolLayout
 from ..request_math import req_to_token_max_context_len, req_to_token_pre_alloc
 from ..sizing import PoolSizes
@@ -121,8 +122,11 @@ class PoolConfigurator(ABC):
         )
 
     def build(self, sizes: PoolSizes, device: str = "meta") -> KVPools:
-        """Allocate exactly :meth:`layout` on ``device`` (``"meta"`` needs no memory)."""
-        return build_pools(self.layout(sizes), device)
+        """Allocate exactly :meth:`layout` on ``device`` (``"meta"`` needs no memory) as typed pools
+        with their allocator (:func:`kvstrategies.pools.runtime.build_typed_pools`)."""
+        from ..pools.runtime.factory import build_typed_pools
+
+        return build_typed_pools(self.layout(sizes), device, pool_binding(self.ctx, sizes))
 
     # ---- helpers -----------------------------------------------------------------------
     @property

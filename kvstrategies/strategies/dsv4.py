@@ -378,14 +378,15 @@ class DSV4PoolConfigurator(PoolConfigurator):
         ``ceil_align(65,792 + 256 * 384, 256) = 164,096``.
         """
         sched = self.ctx.scheduling
-        requests = self.requests_per_worker
-        if sched.swa_full_tokens_ratio is not None or requests is None:
+        requested = sched.max_running_requests
+        if sched.swa_full_tokens_ratio is not None or requested is None:
             return None
         decode = sched.disaggregation_mode is DisaggregationMode.DECODE
         if not decode and (sched.chunked_prefill_size is None or sched.chunked_prefill_size <= 0):
             return None
         page = self.page_size
-        cap = swa_request_cap(self.ctx, self.window, requests)
+        # compute_swa_request_cap takes the global --max-running-requests and divides by attn DP itself (8.6)
+        cap = swa_request_cap(self.ctx, self.window, requested)
         return ceil_align(cap + self.swa_prefix_tails * (self.window + page), page)
 
     @property
@@ -436,6 +437,13 @@ class DSV4PoolConfigurator(PoolConfigurator):
         Ratio-1/2 page padding (step 4) does not apply: those pools are not modelled.
         """
         page = self.check_page_size(page_size)
+        if self.bytes_per_full_token <= 0:
+            # cap mode with only ratio-0 layers on this stage: SGLang divides by this 0 and crashes
+            raise UnsupportedConfigurationError(
+                f"DeepSeek-V4 in cap mode (max_running_requests set, no swa_full_tokens_ratio) with no compressed "
+                f"layer on this stage (compress_ratios {list(self.stage_ratios)}) prices a full token at 0 bytes; "
+                "give swa_full_tokens_ratio (ratio mode) or a PP split that puts a ratio-4/128 layer on this stage"
+            )
         # QUIRK (sizing.md 12.11): fixed bytes use this estimate; finalize later uses the resolved count.
         requests = self.estimated_requests(available_bytes)
         fixed = self.fixed_bytes(requests)

@@ -1,0 +1,210 @@
+"""The common part of every typed pool: tensors by name, layer ids, locations (write_path.md 0).
+
+A typed pool *is* a :class:`~kvstrategies.pools.build.BuiltPool` (``layout``, ``tensors``,
+``pool[name]``, ``allocated_bytes``) with the engine-facing read/write API on top. Layer ids
+are global model layer ids; a plain pool uses buffer ``layer_id - start_layer``, a composite
+pool maps ids through its layout attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import torch
+
+from ...errors import KVCacheConfigError, UnsupportedConfigurationError
+from ..build import BuiltPool
+from ..layout import BufferSpec, PoolLayout
+
+Attribute = int | str | None
+
+
+@dataclass(frozen=True)
+class KVWriteLoc:
+    """Locations of one write: ``loc`` plus pre-translated sub-pool locations (write_path.md 0).
+
+    ``swa_loc`` (SWA layers of an ``SWAKVPool``) and ``full_loc`` (``HybridLinearKVPool``) are
+    sliced to ``len(loc)`` when longer. ``physical`` matters only to unified pools (out of scope).
+    """
+
+    loc: torch.Tensor
+    swa_loc: torch.Tensor | None = None
+    full_loc: torch.Tensor | None = None
+    physical: bool = False
+
+    def sub(self, which: torch.Tensor | None) -> torch.Tensor | None:
+        """``which[:len(loc)]`` (or None)."""
+        return None if which is None else which[: self.loc.shape[0]]
+
+
+Loc = torch.Tensor | KVWriteLoc
+
+
+def plain_loc(loc: Loc) -> torch.Tensor:
+    """The bare location tensor of ``loc``."""
+    return loc.loc if isinstance(loc, KVWriteLoc) else loc
+
+
+def torch_dtype(dtype: Any) -> torch.dtype:
+    """A ``torch.dtype`` from a torch dtype or a :class:`~kvstrategies.dtypes.DType`."""
+    return dtype if isinstance(dtype, torch.dtype) else dtype.to_torch()
+
+
+def sub_pool(built: BuiltPool, prefix: str) -> BuiltPool:
+    """The ``prefix.`` part of a composite pool as a pool of its own (same tensors, names unprefixed).
+
+    Its layout holds the stripped buffers and the ``prefix.*`` attributes (``pool_class`` from
+    ``prefix.pool_class``); planned bytes therefore stay counted once, on the composite.
+    """
+    head = f"{prefix}."
+    attrs = dict(built.layout.attributes)
+    buffers = tuple(_strip(b, head) for b in built.layout.buffers if b.name.startswith(head))
+    if not buffers and f"{head}pool_class" not in attrs:
+        raise KVCacheConfigError(f"pool {built.layout.pool_class} has no sub-pool {prefix!r}")
+    sub_attrs = tuple((k[len(head):], v) for k, v in built.layout.attributes if k.startswith(head))
+    pool_class = str(attrs.get(f"{head}pool_class", prefix))
+    layout = PoolLayout(pool_class, buffers, tuple((k, v) for k, v in sub_attrs if k != "pool_class"))
+    tensors = {b.name[len(head):]: built.tensors[b.name] for b in built.layout.buffers if b.name.startswith(head)}
+    return BuiltPool(layout, tensors)
+
+
+def _strip(buf: BufferSpec, head: str) -> BufferSpec:
+    view = buf.view
+    if view is not None:
+        from ..layout import ViewOf
+
+        view = ViewOf(view.source[len(head):] if view.source.startswith(head) else view.source, view.index, view.length)
+    return BufferSpec(buf.name[len(head):], buf.shape, buf.dtype, buf.role, view, buf.device, buf.engine_facing)
+
+
+class TypedPool(BuiltPool):
+    """A built pool with typed access: attributes of its layout, layer-id mapping, bounds checks.
+
+    ``use_triton`` is handed to every kernel (None: Triton on CUDA tensors, True: Triton or an
+    error, needing ``TRITON_INTERPRET=1`` off CUDA; False: the torch reference).
+    ``check_bounds`` validates locations against ``[0, rows)`` before a write (one host sync).
+    """
+
+    def __init__(
+        self,
+        built: BuiltPool,
+        *,
+        start_layer: int = 0,
+        use_triton: bool | None = None,
+        check_bounds: bool = True,
+    ) -> None:
+        super().__init__(built.layout, built.tensors)
+        self.start_layer = start_layer
+        self.use_triton = use_triton
+        self.check_bounds = check_bounds
+
+    # ---- layout facts --------------------------------------------------------------------------
+    def attribute(self, name: str, default: Attribute = None, *, required: bool = True) -> Attribute:
+        """A layout attribute (``size``, ``page_size``, ``layer_num``, ...)."""
+        for key, value in self.layout.attributes:
+            if key == name:
+                return value
+        if required:
+            raise KVCacheConfigError(f"pool {self.layout.pool_class} has no attribute {name!r} in its layout")
+        return default
+
+    def int_attribute(self, name: str) -> int:
+        value = self.attribute(name)
+        if not isinstance(value, int):
+            raise KVCacheConfigError(f"pool {self.layout.pool_class} attribute {name!r} is {value!r}, not an int")
+        return value
+
+    @property
+    def size(self) -> int:
+        """Usable token slots ``T`` (rows are ``T + P``)."""
+        return self.int_attribute("size")
+
+    @property
+    def page_size(self) -> int:
+        return self.int_attribute("page_size")
+
+    @property
+    def layer_num(self) -> int:
+        return self.int_attribute("layer_num")
+
+    @property
+    def end_layer(self) -> int:
+        return self.start_layer + self.layer_num
+
+    # ---- layer ids -----------------------------------------------------------------------------
+    def local_layer(self, layer_id: int) -> int:
+        """``layer_id - start_layer``; a layer outside ``[start_layer, end_layer)`` raises."""
+        index = layer_id - self.start_layer
+        if not 0 <= index < self.layer_num:
+            raise KVCacheConfigError(
+                f"layer_id {layer_id} is not held by this {self.layout.pool_class} (layers "
+                f"[{self.start_layer}, {self.end_layer})); pass a global layer id of this stage"
+            )
+        return index
+
+    # ---- locations -----------------------------------------------------------------------------
+    def check_loc(self, loc: torch.Tensor, rows: int, what: str = "loc") -> None:
+        """Locations must be 1-D integers in ``[0, rows)`` (write_path.md 0, bounds)."""
+        if loc.is_floating_point() or loc.is_complex() or loc.dtype == torch.bool:
+            raise KVCacheConfigError(f"{what} must be an int64 (or int32) tensor, got {loc.dtype}")
+        if not self.check_bounds or loc.numel() == 0 or loc.device.type == "meta":
+            return
+        low, high = int(loc.min().item()), int(loc.max().item())
+        if low < 0 or high >= rows:
+            raise KVCacheConfigError(
+                f"{what} holds locations in [{low}, {high}] but this {self.layout.pool_class} has rows [0, {rows}); "
+                "pass locations from this pool's allocator"
+            )
+
+
+class ReadOnlyKVPool(TypedPool):
+    """A pool whose writes the spec does not define in a form this library implements.
+
+    DeepSeek-V4 stores (write_path.md 10: pre-quantized packs, fused norm/RoPE kernels,
+    compressor states) and the Ascend NPU stores (write_path.md 11: NPU kernels) are exposed
+    read-only: every buffer by name (``pool[name]``, :meth:`buffer`), per-layer lists through
+    :meth:`layer_buffers`; every write raises :class:`UnsupportedConfigurationError`.
+    """
+
+    def __init__(self, built: BuiltPool, *, section: str, start_layer: int = 0, **kwargs: Any) -> None:
+        super().__init__(built, start_layer=start_layer, **kwargs)
+        self.section = section
+        self.full_to_swa_index_mapping: torch.Tensor | None = None
+
+    def buffer(self, name: str) -> torch.Tensor:
+        if name not in self.tensors:
+            raise KVCacheConfigError(f"{self.layout.pool_class} has no buffer {name!r}")
+        return self.tensors[name]  # type: ignore[no-any-return]
+
+    def get_key_buffer(self, layer_id: int) -> torch.Tensor:
+        """``k_buffer[layer_id - start_layer]`` where the pool has one (NPU pools)."""
+        return self.buffer(f"k_buffer[{layer_id - self.start_layer}]")
+
+    def get_value_buffer(self, layer_id: int) -> torch.Tensor:
+        return self.buffer(f"v_buffer[{layer_id - self.start_layer}]")
+
+    def register_mapping(self, mapping: torch.Tensor) -> None:
+        """Keep the allocator's full-to-SWA mapping (DSV4 uses the SWA allocator)."""
+        self.full_to_swa_index_mapping = mapping
+
+    def _refuse(self, what: str) -> NoReturn:
+        raise UnsupportedConfigurationError(
+            f"{self.layout.pool_class}.{what} is not implemented: its store is specified in {self.section} "
+            "only through platform kernels this library does not reproduce; the pool's buffers are read-only here"
+        )
+
+    def set_kv_buffer(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse("set_kv_buffer")
+
+    def set_mla_kv_buffer(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse("set_mla_kv_buffer")
+
+    def set_index_k_scale_buffer(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse("set_index_k_scale_buffer")
+
+    def set_index_k_buffer(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse("set_index_k_buffer")
+
+    def move_kv_cache(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse("move_kv_cache")
