@@ -15,12 +15,17 @@ from typing import Any
 
 from .api import LayoutError, Plan
 from .pools.layout import BufferSpec, PoolLayout
+from .sizing import PoolSizes
 
 
 def _cell(value: int | float) -> int | float:
     if isinstance(value, float) and value.is_integer():
         return value  # keep the float type: SGLang reports hybrid cells as floats
     return value
+
+
+def _sizes_or_none(sizes: PoolSizes | None) -> dict[str, Any] | None:
+    return None if sizes is None else sizes.to_dict()
 
 
 def buffer_entry(buf: BufferSpec) -> dict[str, Any]:
@@ -60,7 +65,7 @@ def plan_document(planned: Plan, *, measure: bool = False) -> dict[str, Any]:
         "configurator": type(planned.configurator).__name__,
         "cell_size": _cell(planned.cell_size_bytes),
         "sizes": planned.sizes.to_dict(),
-        "sizes_from_max_tokens": None if planned.sizes_from_max_tokens is None else planned.sizes_from_max_tokens.to_dict(),
+        "sizes_from_max_tokens": _sizes_or_none(planned.sizes_from_max_tokens),
         "pool_sizes": planned.pool_sizes.to_dict(),
         "token_to_kv_pool_class": planned.layout.token_to_kv.pool_class,
         "pools": pools,
@@ -82,7 +87,7 @@ def partial_plan_document(error: LayoutError) -> dict[str, Any]:
         "configurator": type(error.configurator).__name__,
         "cell_size": _cell(error.configurator.cell_size_bytes),
         "sizes": error.sizes.to_dict(),
-        "sizes_from_max_tokens": None if error.sizes_from_max_tokens is None else error.sizes_from_max_tokens.to_dict(),
+        "sizes_from_max_tokens": _sizes_or_none(error.sizes_from_max_tokens),
         "pools": None,
         "allocations": None,
         "planned_bytes": None,

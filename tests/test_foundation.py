@@ -89,7 +89,8 @@ def test_bad_case_input_names_the_field(changes: dict[str, Any], fragment: str) 
          "not divisible"),
         ({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": "two", "num_attention_heads": 2, "head_dim": 8},
          "must be an integer"),
-        ({"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 2}, "kv_lora_rank"),
+        ({"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 2},
+         "kv_lora_rank"),
         ([1, 2], "JSON object"),
     ],
 )

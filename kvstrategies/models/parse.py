@@ -182,9 +182,7 @@ def _is_mla(archs: tuple[str, ...], text: ConfigDict) -> bool:
         if arch == "DeepseekVL2ForCausalLM":
             if text.get("use_mla", True) is not False:
                 return True
-        elif arch in MLA_ARCHITECTURES:
-            return True
-        elif arch in MLA_IF_LORA_RANK and text.get("kv_lora_rank") is not None:
+        elif arch in MLA_ARCHITECTURES or arch in MLA_IF_LORA_RANK and text.get("kv_lora_rank") is not None:
             return True
     return False
 

@@ -33,12 +33,9 @@ def mha_layout(
             buffers.append(
                 BufferSpec(storage, (2, padded, head_num, head_dim), store_dtype, engine_facing=False)
             )
-            buffers.append(
-                BufferSpec(f"k_buffer[{layer}]", (rows, head_num, head_dim), store_dtype, view=ViewOf(storage, (0,), rows))
-            )
-            buffers.append(
-                BufferSpec(f"v_buffer[{layer}]", (rows, head_num, head_dim), store_dtype, view=ViewOf(storage, (1,), rows))
-            )
+            for half, name in enumerate(("k_buffer", "v_buffer")):
+                view = ViewOf(storage, (half,), rows)
+                buffers.append(BufferSpec(f"{name}[{layer}]", (rows, head_num, head_dim), store_dtype, view=view))
         else:
             buffers.append(BufferSpec(f"k_buffer[{layer}]", (rows, head_num, head_dim), store_dtype))
             buffers.append(BufferSpec(f"v_buffer[{layer}]", (rows, head_num, v_head_dim), store_dtype))

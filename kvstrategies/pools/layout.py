@@ -105,7 +105,8 @@ class PoolLayout:
             view = None
             if buf.view is not None:
                 view = ViewOf(f"{prefix}.{buf.view.source}", buf.view.index, buf.view.length)
-            return BufferSpec(f"{prefix}.{buf.name}", buf.shape, buf.dtype, buf.role, view, buf.device, buf.engine_facing)
+            name = f"{prefix}.{buf.name}"
+            return BufferSpec(name, buf.shape, buf.dtype, buf.role, view, buf.device, buf.engine_facing)
 
         return PoolLayout(self.pool_class, tuple(rename(b) for b in self.buffers), self.attributes)
 

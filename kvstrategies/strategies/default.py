@@ -29,8 +29,8 @@ from ..context import (
     stage_layer_range,
 )
 from ..dtypes import DType, KVRecipe
-from ..mla_dims import calculate_mla_kv_cache_dim
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
+from ..mla_dims import calculate_mla_kv_cache_dim
 from ..pools.basic import mha_layout, mla_layout
 from ..pools.dsa import DSAIndexGeometry
 from ..pools.dsa import dsa_layout as dsa_pool_layout
