@@ -253,13 +253,22 @@ def test_example_10_all_swa_int_cell_no_ratio_no_floor() -> None:
 
 
 def test_all_swa_layout_uses_the_pure_swa_mapping() -> None:
-    cfg = hybrid(ALL_SWA_CONFIG, page_size=16)
-    layout = cfg.token_to_kv_layout(cfg.calculate_pool_sizes_from_max_tokens(1024, 16))
+    cfg = hybrid(ALL_SWA_CONFIG, page_size=1)
+    layout = cfg.token_to_kv_layout(cfg.calculate_pool_sizes_from_max_tokens(1024, 1))
     attributes = dict(layout.attributes)
     assert attributes["allocator_class"] == "PureSWATokenToKVPoolAllocator"
     assert attributes["full.layer_num"] == 0 and attributes["swa.layer_num"] == 24
     mapping = {b.name: b for b in layout.buffers}["full_to_swa_index_mapping"]
-    assert mapping.shape == (1024 + 16 + 1,) and str(mapping.dtype) == "torch.int64"
+    assert mapping.shape == (1024 + 1 + 1,) and str(mapping.dtype) == "torch.int64"
+
+
+def test_all_swa_sizes_at_any_page_but_the_pool_needs_page_1() -> None:
+    # SGLang sizes the all-SWA pool at page 16 (examples.md 10) but its PureSWA allocator asserts page 1.
+    cfg = hybrid(ALL_SWA_CONFIG, page_size=16)
+    sizes = cfg.calculate_pool_sizes_from_max_tokens(1024, 16)
+    assert sizes.swa_max_total_num_tokens == 1024 and sizes.full_max_total_num_tokens == 0
+    with pytest.raises(UnsupportedConfigurationError, match="page_size 1"):
+        cfg.token_to_kv_layout(sizes.replace(max_running_requests=8))
 
 
 # ---- examples.md 11 and sizing.md 7: the request / chunk cap --------------------------------------

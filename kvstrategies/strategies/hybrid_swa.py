@@ -298,6 +298,13 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
                 "hybrid SWA on an Ascend NPU is built only for MHA models without Mamba layers "
                 "(builders.md 4 row 2); this model is MLA or Mamba-hybrid"
             )
+        if full == 0 and self.ctx.page_size != 1:
+            # builders.md 7.1 row 4: an all-SWA pool gets PureSWATokenToKVPoolAllocator, which
+            # SGLang asserts to page 1; the sizes stand, the pool cannot be served.
+            raise UnsupportedConfigurationError(
+                f"an all-SWA model is served by SGLang's PureSWATokenToKVPoolAllocator, which needs "
+                f"page_size 1 (got {self.ctx.page_size}); set page_size to 1"
+            )
         if self.ctx.geometry.use_mla:
             full_pool, swa_pool = self._mla_sub_pools(full, swa)
         else:
