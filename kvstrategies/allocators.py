@@ -31,7 +31,7 @@ Deliberate differences from SGLang (each repeated where it applies):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -165,13 +165,23 @@ class BaseTokenToKVPoolAllocator:
 
     def free(self, free_index: torch.Tensor | Sequence[int]) -> None:
         """Give locations back (deferred inside a free group). Empty input is a no-op."""
-        locs = _as_locs(free_index, self.device)
+        self._release_or_queue(free_index, self._release)
+
+    def _release_or_queue(
+        self,
+        ids: torch.Tensor | Sequence[int],
+        release: Callable[[torch.Tensor], None],
+        queue: list[torch.Tensor] | None = None,
+    ) -> None:
+        """``release(ids)`` then the overfull check; inside a free group a clone is queued instead
+        (on ``queue``, default the group's location queue). Empty input is a no-op."""
+        locs = _as_locs(ids, self.device)
         if locs.numel() == 0:
             return
         if self._free_group is not None:
-            self._free_group.append(locs.clone())
+            (self._free_group if queue is None else queue).append(locs.clone())
             return
-        self._release(locs)
+        release(locs)
         self._check_not_overfull()
 
     def free_group_begin(self) -> None:
@@ -410,14 +420,7 @@ class PagedTokenToKVPoolAllocator(BaseTokenToKVPoolAllocator):
 
     def free_page_ids(self, page_ids: torch.Tensor | Sequence[int]) -> None:
         """Release exactly these pages (no dedup); queued while a free group is open."""
-        ids = _as_locs(page_ids, self.device)
-        if ids.numel() == 0:
-            return
-        if self._free_group is not None:
-            self._page_ids_group.append(ids.clone())
-            return
-        self._release_pages(ids)
-        self._check_not_overfull()
+        self._release_or_queue(page_ids, self._release_pages, self._page_ids_group)
 
     def free_segment(self, free_index: torch.Tensor, start_pos: int) -> None:
         """Free the pages of ``free_index[::P]``; ``start_pos`` (its first position) is page-aligned."""
@@ -475,7 +478,27 @@ def _make_sub_allocator(
     return PagedTokenToKVPoolAllocator(size, page_size, dtype, device, kvcache, need_sort)
 
 
-class SWATokenToKVPoolAllocator:
+def _register_mapping(kvcache: Any, mapping: torch.Tensor) -> None:
+    """Hand ``full_to_swa_index_mapping`` to the KV pool when it keeps one (``register_mapping``)."""
+    if kvcache is not None and hasattr(kvcache, "register_mapping"):
+        kvcache.register_mapping(mapping)
+
+
+class _FullToSWAMapped:
+    """What both SWA allocators share: the KV pool they serve and the full-to-SWA translation."""
+
+    _kvcache: Any
+    full_to_swa_index_mapping: torch.Tensor
+
+    def get_kvcache(self) -> Any:
+        return self._kvcache
+
+    def translate_loc_from_full_to_swa(self, locs: torch.Tensor) -> torch.Tensor:
+        """``mapping[locs]``: the SWA location of each full location (0: none, -1 for -1)."""
+        return self.full_to_swa_index_mapping[locs.to(_I64)]
+
+
+class SWATokenToKVPoolAllocator(_FullToSWAMapped):
     """Hybrid sliding-window allocator (allocators.md section 4): a full side and an SWA side.
 
     Every full location handed out has an SWA peer recorded in ``full_to_swa_index_mapping``
@@ -509,8 +532,7 @@ class SWATokenToKVPoolAllocator:
         self.full_attn_allocator = _make_sub_allocator(size, page_size, dtype, device, full_pool, need_sort)
         self.swa_attn_allocator = _make_sub_allocator(size_swa, page_size, dtype, device, swa_pool, need_sort)
         self.full_to_swa_index_mapping = self._new_mapping(size)
-        if kvcache is not None and hasattr(kvcache, "register_mapping"):
-            kvcache.register_mapping(self.full_to_swa_index_mapping)
+        _register_mapping(kvcache, self.full_to_swa_index_mapping)
 
     def _new_mapping(self, size: int) -> torch.Tensor:
         mapping = torch.zeros(size + self.page_size + 1, dtype=_I64, device=self.device)
@@ -542,13 +564,6 @@ class SWATokenToKVPoolAllocator:
     def new_pages_available(self, full_pages: int, swa_pages: int) -> bool:
         p = self.page_size
         return full_pages <= self.full_available_size() // p and swa_pages <= self.swa_available_size() // p
-
-    def get_kvcache(self) -> Any:
-        return self._kvcache
-
-    def translate_loc_from_full_to_swa(self, locs: torch.Tensor) -> torch.Tensor:
-        """``mapping[locs]``: the SWA location of each full location (0: none, -1 for -1)."""
-        return self.full_to_swa_index_mapping[locs.to(_I64)]
 
     # -- alloc ---------------------------------------------------------------------------------------
     def alloc(self, need_size: int) -> torch.Tensor | None:
@@ -766,12 +781,11 @@ class SWATokenToKVPoolAllocator:
         self.full_attn_allocator.size = _size_of(config, "full_max_total_num_tokens")
         self.swa_attn_allocator.size = _size_of(config, "swa_max_total_num_tokens")
         self.full_to_swa_index_mapping = self._new_mapping(self.full_attn_allocator.size)
-        if self._kvcache is not None and hasattr(self._kvcache, "register_mapping"):
-            self._kvcache.register_mapping(self.full_to_swa_index_mapping)
+        _register_mapping(self._kvcache, self.full_to_swa_index_mapping)
         self.clear()
 
 
-class PureSWATokenToKVPoolAllocator:
+class PureSWATokenToKVPoolAllocator(_FullToSWAMapped):
     """Every layer is sliding-window (allocators.md section 5); page size must be 1.
 
     One :class:`TokenToKVPoolAllocator` of ``size_swa`` serves as both sides; the mapping is the
@@ -799,8 +813,7 @@ class PureSWATokenToKVPoolAllocator:
         # identity then the -1 sentinel; arange + setitem, not cat: cat on "meta" imports torch._dynamo (and triton)
         self.full_to_swa_index_mapping = torch.arange(size_swa + self.page_size + 1, dtype=_I64, device=self.device)
         self.full_to_swa_index_mapping[-1] = -1
-        if kvcache is not None and hasattr(kvcache, "register_mapping"):
-            kvcache.register_mapping(self.full_to_swa_index_mapping)
+        _register_mapping(kvcache, self.full_to_swa_index_mapping)
 
     @property
     def size(self) -> int:
@@ -812,12 +825,6 @@ class PureSWATokenToKVPoolAllocator:
         return self.swa_attn_allocator.available_size()
 
     full_available_size = swa_available_size = available_size
-
-    def get_kvcache(self) -> Any:
-        return self._kvcache
-
-    def translate_loc_from_full_to_swa(self, locs: torch.Tensor) -> torch.Tensor:
-        return self.full_to_swa_index_mapping[locs.to(_I64)]
 
     def alloc(self, need_size: int) -> torch.Tensor | None:
         return self.swa_attn_allocator.alloc(need_size)

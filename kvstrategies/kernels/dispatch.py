@@ -20,6 +20,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from types import ModuleType
 
 import torch
@@ -212,10 +213,8 @@ def store_kv(
     use_triton: bool | None = None,
 ) -> None:
     """MHA ``set_kv_buffer`` (:func:`.reference.store_kv`): K and V rows scattered to ``loc``."""
-    store_rows(k_buffer, loc, cache_k, kv_dtype=kv_dtype, scale=k_scale, skip_zero_loc=skip_zero_loc,
-               use_triton=use_triton)
-    store_rows(v_buffer, loc, cache_v, kv_dtype=kv_dtype, scale=v_scale, skip_zero_loc=skip_zero_loc,
-               use_triton=use_triton)
+    ref._store_kv_with(partial(store_rows, use_triton=use_triton), k_buffer, v_buffer, loc, cache_k, cache_v,
+                      k_scale, v_scale, kv_dtype, skip_zero_loc)
 
 
 def store_mla_kv(
@@ -229,14 +228,8 @@ def store_mla_kv(
     use_triton: bool | None = None,
 ) -> None:
     """MLA ``set_mla_kv_buffer`` (:func:`.reference.store_mla_kv`): row ``[nope | rope]``."""
-    has_rope = cache_k_rope is not None and cache_k_rope.numel() > 0
-    skip = has_rope if skip_zero_loc is None else skip_zero_loc
-    store_rows(kv_buffer, loc, cache_k_nope, kv_dtype=kv_dtype, skip_zero_loc=skip, use_triton=use_triton)
-    if has_rope:
-        assert cache_k_rope is not None
-        width = cache_k_nope.reshape(cache_k_nope.shape[0], -1).shape[1]
-        store_rows(kv_buffer, loc, cache_k_rope, kv_dtype=kv_dtype, col_offset=width, skip_zero_loc=skip,
-                   use_triton=use_triton)
+    ref._store_mla_kv_with(partial(store_rows, use_triton=use_triton), kv_buffer, loc, cache_k_nope, cache_k_rope,
+                          kv_dtype, skip_zero_loc)
 
 
 # -- all-layer copy ------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ torch): torch 2.13 casts fp32 to ``float8_e4m3fn`` **saturating** to +-448 (inf 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -188,8 +188,24 @@ def store_kv(
     defaults to the CUDA ``store_cache`` behaviour (location 0 not written). The caller's
     tensors are not modified (SGLang divides them in place; the values stored are the same).
     """
-    store_rows(k_buffer, loc, cache_k, kv_dtype=kv_dtype, scale=k_scale, skip_zero_loc=skip_zero_loc)
-    store_rows(v_buffer, loc, cache_v, kv_dtype=kv_dtype, scale=v_scale, skip_zero_loc=skip_zero_loc)
+    _store_kv_with(store_rows, k_buffer, v_buffer, loc, cache_k, cache_v, k_scale, v_scale, kv_dtype, skip_zero_loc)
+
+
+def _store_kv_with(
+    store: Callable[..., None],
+    k_buffer: torch.Tensor,
+    v_buffer: torch.Tensor,
+    loc: torch.Tensor,
+    cache_k: torch.Tensor,
+    cache_v: torch.Tensor,
+    k_scale: Scale | None,
+    v_scale: Scale | None,
+    kv_dtype: torch.dtype | None,
+    skip_zero_loc: bool,
+) -> None:
+    """:func:`store_kv` over a given row store (this module's :func:`store_rows` or the dispatching one)."""
+    store(k_buffer, loc, cache_k, kv_dtype=kv_dtype, scale=k_scale, skip_zero_loc=skip_zero_loc)
+    store(v_buffer, loc, cache_v, kv_dtype=kv_dtype, scale=v_scale, skip_zero_loc=skip_zero_loc)
 
 
 def store_mla_kv(
@@ -207,14 +223,26 @@ def store_mla_kv(
     ``cache_k_rope`` ``(N, [1,] rope)`` or None / empty (then only the nope columns are written).
     ``skip_zero_loc`` defaults to SGLang's scatter kernel: skip location 0 iff rope is present.
     """
+    _store_mla_kv_with(store_rows, kv_buffer, loc, cache_k_nope, cache_k_rope, kv_dtype, skip_zero_loc)
+
+
+def _store_mla_kv_with(
+    store: Callable[..., None],
+    kv_buffer: torch.Tensor,
+    loc: torch.Tensor,
+    cache_k_nope: torch.Tensor,
+    cache_k_rope: torch.Tensor | None,
+    kv_dtype: torch.dtype | None,
+    skip_zero_loc: bool | None,
+) -> None:
+    """:func:`store_mla_kv` over a given row store: nope at column 0, rope right after it."""
     has_rope = cache_k_rope is not None and cache_k_rope.numel() > 0
     skip = has_rope if skip_zero_loc is None else skip_zero_loc
-    n = _locs(loc).numel()
-    store_rows(kv_buffer, loc, cache_k_nope, kv_dtype=kv_dtype, skip_zero_loc=skip)
+    store(kv_buffer, loc, cache_k_nope, kv_dtype=kv_dtype, skip_zero_loc=skip)
     if has_rope:
         assert cache_k_rope is not None
-        width = _rows(cache_k_nope, n).shape[1]
-        store_rows(kv_buffer, loc, cache_k_rope, kv_dtype=kv_dtype, col_offset=width, skip_zero_loc=skip)
+        width = _rows(cache_k_nope, _locs(loc).numel()).shape[1]
+        store(kv_buffer, loc, cache_k_rope, kv_dtype=kv_dtype, col_offset=width, skip_zero_loc=skip)
 
 
 # -- all-layer copy ------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 import torch
 
+from ... import kernels
 from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..build import BuiltPool
 from ..layout import BufferSpec, PoolLayout
@@ -49,6 +50,15 @@ def plain_loc(loc: Loc) -> torch.Tensor:
 def torch_dtype(dtype: Any) -> torch.dtype:
     """A ``torch.dtype`` from a torch dtype or a :class:`~kvstrategies.dtypes.DType`."""
     return dtype if isinstance(dtype, torch.dtype) else dtype.to_torch()
+
+
+def logical_dtype(store: torch.dtype, kv_dtype: torch.dtype) -> torch.dtype:
+    """A pool's logical dtype: its storage dtype, except uint8 storage holds ``kv_dtype`` (fp8) bytes."""
+    if store != torch.uint8 or kv_dtype == torch.uint8:
+        return store
+    if kv_dtype.itemsize != 1 or not kv_dtype.is_floating_point:
+        raise KVCacheConfigError(f"a uint8 KV buffer holds fp8 bytes, but the pool's KV dtype is {kv_dtype}")
+    return kv_dtype
 
 
 def sub_pool(built: BuiltPool, prefix: str) -> BuiltPool:
@@ -156,6 +166,59 @@ class TypedPool(BuiltPool):
                 f"{what} holds locations in [{low}, {high}] but this {self.layout.pool_class} has rows [0, {rows}); "
                 "pass locations from this pool's allocator"
             )
+
+
+    def layer_target(self, layer_id: int, loc: Loc) -> tuple[int, torch.Tensor]:
+        """``(local layer index, bare location tensor)`` of one write (layer checked first)."""
+        return self.local_layer(layer_id), plain_loc(loc)
+
+
+class TokenRowPool(TypedPool):
+    """A typed pool of token-major per-layer buffers with ``T + P`` rows (MHA and MLA families).
+
+    Subclasses set ``dtype`` (logical) and ``store_dtype`` (:meth:`init_dtypes`) and list the
+    buffers :meth:`move_kv_cache` copies rows of in :meth:`move_buffers`.
+    """
+
+    dtype: torch.dtype
+    store_dtype: torch.dtype
+
+    def checked_layer_buffers(self, prefix: str, what: str) -> list[torch.Tensor]:
+        """``layer_buffers(prefix)``, one per layer (else ``"{pool}: {n} {what} for {L} layers"``)."""
+        buffers: list[torch.Tensor] = self.layer_buffers(prefix)
+        if len(buffers) != self.layer_num:
+            raise KVCacheConfigError(f"{self.layout.pool_class}: {len(buffers)} {what} for {self.layer_num} layers")
+        return buffers
+
+    def init_dtypes(self, first: list[torch.Tensor], kv_dtype: torch.dtype) -> None:
+        """``store_dtype`` from the first buffer (uint8 for one-byte ``kv_dtype`` without one); ``dtype`` logical."""
+        store = first[0].dtype if first else (torch.uint8 if kv_dtype.itemsize == 1 else kv_dtype)
+        self.store_dtype = store
+        self.dtype = logical_dtype(store, kv_dtype)
+
+    @property
+    def rows(self) -> int:
+        """``T + P`` rows per buffer."""
+        return self.size + self.page_size
+
+    def _view(self, buf: torch.Tensor) -> torch.Tensor:
+        return buf.view(self.dtype) if buf.dtype != self.dtype else buf
+
+    def move_buffers(self) -> list[torch.Tensor]:
+        """Token-major buffers :meth:`move_kv_cache` copies rows of."""
+        return []
+
+    def move_kv_cache(self, dst_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
+        """Copy rows ``src_loc[i] -> dst_loc[i]`` in every layer (write_path.md 1; no overlap)."""
+        if dst_loc.numel() != src_loc.numel():
+            raise KVCacheConfigError(f"move_kv_cache: {dst_loc.numel()} destinations for {src_loc.numel()} sources")
+        self.check_loc(dst_loc, self.rows, "dst_loc")
+        self.check_loc(src_loc, self.rows, "src_loc")
+        kernels.move_kv_cache(self.move_buffers(), dst_loc, src_loc, use_triton=self.use_triton)
+        self.move_extra(dst_loc, src_loc)
+
+    def move_extra(self, dst_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
+        """Buffers that are not token-major (interleaved / native scales, DSA index keys) move here."""
 
 
 class ReadOnlyKVPool(TypedPool):

@@ -115,8 +115,7 @@ class DSATokenToKVPool(MLATokenToKVPool):
         if not self.packed_fp8:
             super().set_mla_kv_buffer(layer_id, loc, cache_k_nope, cache_k_rope)
             return
-        index = self.local_layer(layer_id)
-        where = plain_loc(loc)
+        index, where = self.layer_target(layer_id, loc)
         has_rope = self._check_parts(where.shape[0], cache_k_nope, cache_k_rope)
         self.check_loc(where, self.rows)
         row = quantize_packed_latent(cache_k_nope, cache_k_rope if has_rope else None)

@@ -14,16 +14,9 @@ from ... import kernels
 from ...errors import KVCacheConfigError
 from ...kernels.reference import Scale
 from ..build import BuiltPool
-from .base import Loc, TypedPool, plain_loc
+from .base import Loc, TokenRowPool, logical_dtype
 
-
-def logical_dtype(store: torch.dtype, kv_dtype: torch.dtype) -> torch.dtype:
-    """A pool's logical dtype: its storage dtype, except uint8 storage holds ``kv_dtype`` (fp8) bytes."""
-    if store != torch.uint8 or kv_dtype == torch.uint8:
-        return store
-    if kv_dtype.itemsize != 1 or not kv_dtype.is_floating_point:
-        raise KVCacheConfigError(f"a uint8 KV buffer holds fp8 bytes, but the pool's KV dtype is {kv_dtype}")
-    return kv_dtype
+__all__ = ["MHATokenToKOnlyPool", "MHATokenToKVPool", "check_rows", "logical_dtype"]
 
 
 def check_rows(x: torch.Tensor, n: int, width: int, what: str) -> None:
@@ -34,7 +27,7 @@ def check_rows(x: torch.Tensor, n: int, width: int, what: str) -> None:
         )
 
 
-class MHATokenToKOnlyPool(TypedPool):
+class MHATokenToKOnlyPool(TokenRowPool):
     """K rows only (layouts.md 9, write_path.md 9): ``k_buffer[l]`` ``(T + P, H, D)``.
 
     ``set_k_buffer`` is plain indexing (location 0 written): with a scale and a dtype change the
@@ -43,24 +36,10 @@ class MHATokenToKOnlyPool(TypedPool):
 
     def __init__(self, built: BuiltPool, *, kv_dtype: torch.dtype, **kwargs: Any) -> None:
         super().__init__(built, **kwargs)
-        self.k_buffer: list[torch.Tensor] = self.layer_buffers("k_buffer")
-        if len(self.k_buffer) != self.layer_num:
-            raise KVCacheConfigError(
-                f"{self.layout.pool_class}: {len(self.k_buffer)} K buffers for {self.layer_num} layers"
-            )
-        store = self.k_buffer[0].dtype if self.k_buffer else (torch.uint8 if kv_dtype.itemsize == 1 else kv_dtype)
-        self.store_dtype = store
-        self.dtype = logical_dtype(store, kv_dtype)
+        self.k_buffer: list[torch.Tensor] = self.checked_layer_buffers("k_buffer", "K buffers")
+        self.init_dtypes(self.k_buffer, kv_dtype)
         self.head_num = self.int_attribute("head_num")
         self.head_dim = self.int_attribute("head_dim")
-
-    @property
-    def rows(self) -> int:
-        """``T + P`` rows per buffer."""
-        return self.size + self.page_size
-
-    def _view(self, buf: torch.Tensor) -> torch.Tensor:
-        return buf.view(self.dtype) if buf.dtype != self.dtype else buf
 
     def get_key_buffer(self, layer_id: int) -> torch.Tensor:
         """``k_buffer[layer_id - start_layer]`` in the logical dtype ``(T + P, H, D)``."""
@@ -68,28 +47,14 @@ class MHATokenToKOnlyPool(TypedPool):
 
     def set_k_buffer(self, layer_id: int, loc: Loc, cache_k: torch.Tensor, k_scale: Scale | None = None) -> None:
         """``k_buffer[l][loc] = cast(cache_k / k_scale)`` (row 0 written, plain indexing)."""
-        index = self.local_layer(layer_id)
-        where = plain_loc(loc)
+        index, where = self.layer_target(layer_id, loc)
         check_rows(cache_k, where.shape[0], self.head_num * self.head_dim, "cache_k")
         self.check_loc(where, self.rows)
         kernels.store_rows(self.k_buffer[index], where, cache_k, kv_dtype=self.dtype, scale=k_scale,
                            skip_zero_loc=False, use_triton=self.use_triton)
 
     def move_buffers(self) -> list[torch.Tensor]:
-        """Token-major buffers :meth:`move_kv_cache` copies rows of."""
         return list(self.k_buffer)
-
-    def move_kv_cache(self, dst_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
-        """Copy rows ``src_loc[i] -> dst_loc[i]`` in every layer (write_path.md 1; no overlap)."""
-        if dst_loc.numel() != src_loc.numel():
-            raise KVCacheConfigError(f"move_kv_cache: {dst_loc.numel()} destinations for {src_loc.numel()} sources")
-        self.check_loc(dst_loc, self.rows, "dst_loc")
-        self.check_loc(src_loc, self.rows, "src_loc")
-        kernels.move_kv_cache(self.move_buffers(), dst_loc, src_loc, use_triton=self.use_triton)
-        self.move_extra(dst_loc, src_loc)
-
-    def move_extra(self, dst_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
-        """Buffers that are not token-major (interleaved / native scales) move here."""
 
 
 class MHATokenToKVPool(MHATokenToKOnlyPool):
@@ -105,11 +70,7 @@ class MHATokenToKVPool(MHATokenToKOnlyPool):
 
     def __init__(self, built: BuiltPool, *, kv_dtype: torch.dtype, **kwargs: Any) -> None:
         super().__init__(built, kv_dtype=kv_dtype, **kwargs)
-        self.v_buffer: list[torch.Tensor] = self.layer_buffers("v_buffer")
-        if len(self.v_buffer) != self.layer_num:
-            raise KVCacheConfigError(
-                f"{self.layout.pool_class}: {len(self.v_buffer)} V buffers for {self.layer_num} layers"
-            )
+        self.v_buffer: list[torch.Tensor] = self.checked_layer_buffers("v_buffer", "V buffers")
         self.v_head_dim = int(self.attribute("v_head_dim", self.head_dim, required=False) or self.head_dim)
 
     def get_value_buffer(self, layer_id: int) -> torch.Tensor:
@@ -134,8 +95,7 @@ class MHATokenToKVPool(MHATokenToKOnlyPool):
 
         ``dcp_kv_mask``: only rows with a non-zero mask entry are written.
         """
-        index = self.local_layer(layer_id)
-        where = plain_loc(loc)
+        index, where = self.layer_target(layer_id, loc)
         n = where.shape[0]
         check_rows(cache_k, n, self.head_num * self.head_dim, "cache_k")
         check_rows(cache_v, n, self.head_num * self.v_head_dim, "cache_v")

@@ -14,8 +14,8 @@ from ... import kernels
 from ...errors import KVCacheConfigError
 from ...kernels import reference as ref
 from ..build import BuiltPool
-from .base import Loc, TypedPool, plain_loc
-from .mha import check_rows, logical_dtype
+from .base import Loc, TokenRowPool
+from .mha import check_rows
 
 
 def _width(x: torch.Tensor | None) -> int:
@@ -25,7 +25,7 @@ def _width(x: torch.Tensor | None) -> int:
     return int(x[0].numel())
 
 
-class MLATokenToKVPool(TypedPool):
+class MLATokenToKVPool(TokenRowPool):
     """Latent rows ``kv_buffer[l]`` ``(T + P, 1, kv_cache_dim)`` (layouts.md 6, write_path.md 4).
 
     * ``set_kv_buffer(layer, loc, cache_k, cache_v)``: ``cache_k`` is the concatenated row
@@ -41,17 +41,11 @@ class MLATokenToKVPool(TypedPool):
         self, built: BuiltPool, *, kv_dtype: torch.dtype, kv_lora_rank: int, qk_rope_head_dim: int, **kwargs: Any
     ) -> None:
         super().__init__(built, **kwargs)
-        self.kv_buffer: list[torch.Tensor] = self.layer_buffers("kv_buffer")
-        if len(self.kv_buffer) != self.layer_num:
-            raise KVCacheConfigError(
-                f"{self.layout.pool_class}: {len(self.kv_buffer)} buffers for {self.layer_num} layers"
-            )
+        self.kv_buffer: list[torch.Tensor] = self.checked_layer_buffers("kv_buffer", "buffers")
         self.kv_cache_dim = self.int_attribute("kv_cache_dim")
         self.kv_lora_rank = kv_lora_rank
         self.qk_rope_head_dim = qk_rope_head_dim
-        store = self.kv_buffer[0].dtype if self.kv_buffer else (torch.uint8 if kv_dtype.itemsize == 1 else kv_dtype)
-        self.store_dtype = store
-        self.dtype = logical_dtype(store, kv_dtype)
+        self.init_dtypes(self.kv_buffer, kv_dtype)
         self._check_dims()
 
     def _check_dims(self) -> None:
@@ -60,13 +54,6 @@ class MLATokenToKVPool(TypedPool):
                 f"{self.layout.pool_class} row of {self.kv_cache_dim} values does not split into kv_lora_rank "
                 f"{self.kv_lora_rank} + qk_rope_head_dim {self.qk_rope_head_dim}"
             )
-
-    @property
-    def rows(self) -> int:
-        return self.size + self.page_size
-
-    def _view(self, buf: torch.Tensor) -> torch.Tensor:
-        return buf.view(self.dtype) if buf.dtype != self.dtype else buf
 
     def get_key_buffer(self, layer_id: int) -> torch.Tensor:
         """The latent rows of ``layer_id`` ``(T + P, 1, kv_cache_dim)`` in the logical dtype."""
@@ -89,8 +76,7 @@ class MLATokenToKVPool(TypedPool):
         v_scale: Any = None,
     ) -> None:
         """``kv_buffer[l][loc] = cast(cache_k)`` (the whole row; ``cache_v`` ignored)."""
-        index = self.local_layer(layer_id)
-        where = plain_loc(loc)
+        index, where = self.layer_target(layer_id, loc)
         check_rows(cache_k, where.shape[0], self.kv_cache_dim, "cache_k (the concatenated latent row)")
         self.check_loc(where, self.rows)
         kernels.store_rows(self.kv_buffer[index], where, cache_k, kv_dtype=self.dtype, skip_zero_loc=False,
@@ -108,8 +94,7 @@ class MLATokenToKVPool(TypedPool):
         self, layer_id: int, loc: Loc, cache_k_nope: torch.Tensor, cache_k_rope: torch.Tensor | None = None
     ) -> None:
         """Row ``loc[i]`` becomes ``[nope_i | rope_i]`` cast to the pool dtype."""
-        index = self.local_layer(layer_id)
-        where = plain_loc(loc)
+        index, where = self.layer_target(layer_id, loc)
         self._check_parts(where.shape[0], cache_k_nope, cache_k_rope)
         self.check_loc(where, self.rows)
         kernels.store_mla_kv(self.kv_buffer[index], where, cache_k_nope, cache_k_rope, kv_dtype=self.dtype,
@@ -127,18 +112,6 @@ class MLATokenToKVPool(TypedPool):
 
     def move_buffers(self) -> list[torch.Tensor]:
         return list(self.kv_buffer)
-
-    def move_kv_cache(self, dst_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
-        """Row copy ``src_loc[i] -> dst_loc[i]`` in every layer (no overlap between the two)."""
-        if dst_loc.numel() != src_loc.numel():
-            raise KVCacheConfigError(f"move_kv_cache: {dst_loc.numel()} destinations for {src_loc.numel()} sources")
-        self.check_loc(dst_loc, self.rows, "dst_loc")
-        self.check_loc(src_loc, self.rows, "src_loc")
-        kernels.move_kv_cache(self.move_buffers(), dst_loc, src_loc, use_triton=self.use_triton)
-        self.move_extra(dst_loc, src_loc)
-
-    def move_extra(self, dst_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
-        """Buffers that are not token-major move here (DSA index keys)."""
 
 
 class MLATokenToKVPoolFP4(MLATokenToKVPool):
@@ -172,8 +145,7 @@ class MLATokenToKVPoolFP4(MLATokenToKVPool):
         v_scale: Any = None,
     ) -> None:
         """Quantize the concatenated row ``(N, [1,] dim)``; plain indexing (location 0 written)."""
-        index = self.local_layer(layer_id)
-        where = plain_loc(loc)
+        index, where = self.layer_target(layer_id, loc)
         check_rows(cache_k, where.shape[0], self.kv_cache_dim, "cache_k (the concatenated latent row)")
         self.check_loc(where, self.rows)
         kernels.quantize_store_fp4_block16(self.kv_buffer[index], self.kv_scale_buffer[index], where, cache_k,
@@ -182,8 +154,7 @@ class MLATokenToKVPoolFP4(MLATokenToKVPool):
     def set_mla_kv_buffer(
         self, layer_id: int, loc: Loc, cache_k_nope: torch.Tensor, cache_k_rope: torch.Tensor | None = None
     ) -> None:
-        index = self.local_layer(layer_id)
-        where = plain_loc(loc)
+        index, where = self.layer_target(layer_id, loc)
         has_rope = self._check_parts(where.shape[0], cache_k_nope, cache_k_rope)
         self.check_loc(where, self.rows)
         data, scales = self.kv_buffer[index], self.kv_scale_buffer[index]

@@ -15,7 +15,7 @@ from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...kernels import reference as ref
 from ...kernels.reference import Scale
 from ..build import BuiltPool
-from .base import Loc, plain_loc
+from .base import Loc
 from .mha import MHATokenToKVPool, check_rows
 
 FP4_MX_BLOCK16 = "fp4_mx_block16"
@@ -99,8 +99,7 @@ class MHATokenToKVPoolFP4(MHATokenToKVPool):
         """Quantize ``cache_k`` / ``cache_v`` ``(N, H, D)`` and store data and scales at ``loc``."""
         if dcp_kv_mask is not None:
             raise UnsupportedConfigurationError("FP4 KV recipes reject dcp_kv_mask (write_path.md 2)")
-        index = self.local_layer(layer_id)
-        where = plain_loc(loc)
+        index, where = self.layer_target(layer_id, loc)
         n, h, d = where.shape[0], self.head_num, self.head_dim
         for name, x in (("cache_k", cache_k), ("cache_v", cache_v)):
             check_rows(x, n, h * d, name)
@@ -216,8 +215,7 @@ class MHATokenToKVPoolMXFP8(MHATokenToKVPool):
         """Fused quantize-and-store, or a pre-quantized store when fp8 data and scales are given."""
         if dcp_kv_mask is not None:
             raise UnsupportedConfigurationError("the MXFP8 pool has no dcp_kv_mask path (write_path.md 3)")
-        index = self.local_layer(layer_id)
-        where = plain_loc(loc)
+        index, where = self.layer_target(layer_id, loc)
         n, h = where.shape[0], self.head_num
         check_rows(cache_k, n, h * self.head_dim, "cache_k")
         check_rows(cache_v, n, h * self.v_head_dim, "cache_v")
