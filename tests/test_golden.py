@@ -335,6 +335,23 @@ def test_mutation_sites_spare_messages_docstrings_and_annotations() -> None:
         compile(text, "<mutant>", "exec")
 
 
+def test_equivalent_mutants_are_matched_without_line_numbers_and_none_is_stale() -> None:
+    tool = _tool_module("mutation_check")
+    mutants = [m for f in ("kvstrategies/strategies/default.py", "kvstrategies/strategies/dsv4.py")
+               for m in tool.enumerate_mutants(f)]
+    # the same `draft_layers <= 0` guard is equivalent in EAGLE scaling but not in DFLASH scaling (scope)
+    guards = {m.scope: tool.equivalent_reason(m) for m in mutants if m.before == "draft_layers <= 0"}
+    assert guards["DefaultPoolConfigurator.draft_scaled_cell"] is not None
+    assert guards["DefaultPoolConfigurator.dflash_scaled_cell"] is None
+    # structural rule: `x + 0` -> `x - 0` / `x` is the identity
+    zeros = [m for m in mutants if m.identity]
+    assert zeros and all(m.kind in ("+ -> -", "drop right term") for m in zeros)
+    population = [m for pattern in tool.DEFAULT_FILES for path in sorted(ROOT.glob(pattern))
+                  if path.name != "__init__.py" for m in tool.enumerate_mutants(str(path.relative_to(ROOT)))]
+    stale = [e for e in tool.EQUIVALENT if not any(e.matches(m) for m in population)]
+    assert not stale, f"equivalent-mutant entries that match nothing: {stale}"
+
+
 def test_diff_golden_reports_no_change_between_identical_trees() -> None:
     run = subprocess.run(
         [sys.executable, str(TOOLS / "diff_golden.py"), "WORKTREE", "WORKTREE", "-k", "default-llama-3.1-8b-tp1-"],

@@ -733,3 +733,69 @@ def test_minimax_hisparse_ratio_scales_dense_layers_and_the_index() -> None:
     cell = minimax_sparse_cell_bytes(layers, head_num=2, head_dim=128, kv_itemsize=1, index_dim=128, index_itemsize=2,
                                      hisparse_ratio=2)
     assert cell == 6_144
+
+
+# ratio 767/1024 = 0.7490234375 (exact): bpft = 0.7490234375 * 38,552 + 3,850.25 = 32,726.6015625 on the NPU;
+# 512 full tokens give int(383.5) = 383 -> swa align(383, 128) = 256 = W + P, one token short of 384
+NPU_V4_767: dict[str, Any] = {**NPU_V4, "swa_full_tokens_ratio": 767 / 1024}
+
+
+def test_dsv4_state_reservation_explained_one_token_below_the_next_swa_page() -> None:
+    # 17,017,768 B after the 4,096-request state: int(17,017,768 / 32,726.6015625) = 519 -> full 512 -> swa 256
+    cfg = dsv4(**NPU_V4_767)
+    assert cfg.bytes_per_full_token == 32_726.6015625
+    with pytest.raises(DSV4StateReservationError, match="leaves the SWA pool 256 tokens"):
+        cfg.calculate_pool_sizes(42_981_130_240 + 17_017_768, 128)
+
+
+def test_dsv4_plain_floor_error_when_the_stateless_swa_is_one_token_short() -> None:
+    # 17,017,768 B alone: state > budget -> full 0; without the state align(519, 128) = 512 full tokens
+    # -> swa 256 = W + P, still at the floor: SGLang's own error stands
+    with pytest.raises(SWAPoolTooSmallError) as info:
+        dsv4(**NPU_V4_767).calculate_pool_sizes(17_017_768, 128)
+    assert not isinstance(info.value, DSV4StateReservationError)
+
+
+def test_dsv4_stage_without_ratio_4_owners_has_no_c4_state() -> None:
+    # 8.9 step 6: c4_state = swa // P * ring.get(4, 0) = 0; M = 2,048 at ratio 0.5 -> swa 1,024, c128 16
+    config = dict(load_preset_config("deepseek-v4-flash"))
+    config["compress_ratios"] = [0, 0] + [128] * 41 + [0]
+    sizes = dsv4(config, swa_full_tokens_ratio=0.5).calculate_pool_sizes_from_max_tokens(2_048, 256)
+    assert (sizes.swa_max_total_num_tokens, sizes.c128_max_total_num_tokens, sizes.c4_state_pool_size) == (1_024, 16, 0)
+
+
+def test_dsv4_swa_only_stage_in_ratio_mode_with_a_tiny_ratio_still_plans() -> None:
+    # every layer ratio 0, ratio 2**-15: bpft = 585 * 43 / 32,768 = 0.7676... B > 0, so sizing proceeds:
+    # full = align(int(2**30 / bpft), 256); swa = align(int(full * 2**-15), 256)
+    config = dict(load_preset_config("deepseek-v4-flash"))
+    config["compress_ratios"] = [0] * 44
+    cfg = dsv4(config, swa_full_tokens_ratio=2**-15)
+    assert cfg.bytes_per_full_token == 25_155 / 32_768
+    sizes = cfg.calculate_pool_sizes(2**30, 256)
+    assert sizes.max_total_num_tokens == 1_398_702_848  # int(1,398,702,925.4) page-floored
+    assert sizes.swa_max_total_num_tokens == 42_496  # int(42,685.02) page-floored
+
+
+@pytest.mark.parametrize(("extra", "full"), [(36_864, 1), (36_863, 0)])
+def test_chunk_cap_at_page_1_leaves_exactly_one_full_token(extra: int, full: int) -> None:
+    # 7.2 at P = 1: per_request = 127 + 128 + 1 + 1 = 257; cap = 257 * 64 + 2 * 8,192 + 1 = 32,833;
+    # fixed = 32,833 * 36,864; one more full cell (36,864 B) -> full = 1; a byte less -> 0 (error)
+    cfg = select_configurator(case_settings(GPT_OSS, page_size=1, **CHUNK_CAP))
+    assert isinstance(cfg, SWAChunkCapPoolConfigurator) and cfg.swa_cap_tokens == 32_833
+    budget = 32_833 * 36_864 + extra
+    if full:
+        sizes = cfg.calculate_pool_sizes(budget, 1)
+        assert (sizes.full_max_total_num_tokens, sizes.swa_max_total_num_tokens) == (1, 32_833)
+    else:
+        with pytest.raises(InsufficientMemoryError, match="leaves no room for the full KV pool"):
+            cfg.calculate_pool_sizes(budget, 1)
+
+
+def test_dsv4_cap_mode_stage_without_compressed_layers_is_rejected() -> None:
+    # cap mode prices a full token at 0 * bpst + no comp(r) terms = 0 B (SGLang divides by it): rejected
+    config = dict(load_preset_config("deepseek-v4-flash"))
+    config["compress_ratios"] = [0] * 44
+    cfg = dsv4(config, max_running_requests=64, chunked_prefill_size=8192)
+    assert cfg.cap_mode and cfg.bytes_per_full_token == 0
+    with pytest.raises(UnsupportedConfigurationError, match="swa_full_tokens_ratio"):
+        cfg.calculate_pool_sizes(40 * GIB, 256)

@@ -17,8 +17,12 @@ off by one (``f(x, p) + 1`` and ``f(x + 1, p)``), comparison boundaries ``<`` <-
     python tools/mutation_check.py --sample 40 --seed 1             # 40 random mutants
     python tools/mutation_check.py --files kvstrategies/strategies/default.py --list
     python tools/mutation_check.py --tests tests/test_default.py -j 8 --timeout 60
+    python tools/mutation_check.py --files kvstrategies/strategies/dsv4.py --match 'dsv4.py:4[0-9][0-9] '
 
 Tests that already fail before any mutation (work in progress) are deselected and named.
+Equivalent mutants (no input can tell them apart: see :data:`EQUIVALENT`, and ``x + 0`` ->
+``x - 0`` / ``x``) are listed apart, never run and left out of the kill rate.
+``--match REGEX`` keeps the mutants whose label matches (e.g. to re-run a report's survivors).
 Exit 0 when the kill rate reaches ``--min-kill-rate`` (default 0: report only), else 1.
 """
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import fnmatch
 import os
 import random
 import re
@@ -55,6 +60,7 @@ DEFAULT_TESTS = (
     "tests/test_mamba*.py",
     "tests/test_layout*.py",
     "tests/test_examples*.py",
+    "tests/test_mutation_gaps.py",
 )
 ROUNDING = {"align_down", "ceil_div", "ceil_align"}
 IGNORE = shutil.ignore_patterns(
@@ -74,9 +80,201 @@ class Mutant:
     kind: str
     before: str
     after: str
+    source: str = ""  # the stripped source line the mutated node starts on
+    scope: str = ""  # the enclosing class / function names, e.g. ``Pool.cell_bytes``
+    parent: str = ""  # source of the mutated node's parent expression or statement
+    identity: str = ""  # why the mutation is the identity by construction (x + 0 -> x - 0), else ""
 
     def label(self) -> str:
         return f"{self.file}:{self.line} {self.kind}: {self.before}  ->  {self.after}"
+
+
+# ---- equivalent mutants ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """A mutation site whose mutant cannot change any observable result (so no test can kill it).
+
+    Matched without line numbers: ``file`` (a glob), ``pattern`` (a regex searched in the
+    stripped source line the mutated node starts on), ``kind`` and ``before`` exactly, and
+    ``after`` / ``scope`` (enclosing ``Class.function``) exactly and ``within`` (a regex searched
+    in the source of the mutated node's parent) when given. ``reason`` says why every input
+    gives the same result.
+    """
+
+    file: str
+    pattern: str
+    kind: str
+    before: str
+    reason: str
+    after: str | None = None
+    scope: str | None = None
+    within: str | None = None
+
+    def matches(self, mutant: Mutant) -> bool:
+        return (
+            fnmatch.fnmatch(mutant.file, self.file)
+            and mutant.kind == self.kind
+            and mutant.before == self.before
+            and (self.after is None or mutant.after == self.after)
+            and (self.scope is None or mutant.scope == self.scope)
+            and (self.within is None or re.search(self.within, mutant.parent) is not None)
+            and re.search(self.pattern, mutant.source) is not None
+        )
+
+
+#: Keep this list short and every reason checkable by reading the lines it names.
+EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(
+        "kvstrategies/strategies/default.py", r"draft_layers is None or draft_layers <= 0", "<= -> <",
+        "draft_layers <= 0",
+        "EAGLE scaling with 0 draft layers adds int(cell * 0 / L) = 0 (DSA: draft_kv 0, indexer over 0 layers 0)",
+        scope="DefaultPoolConfigurator.draft_scaled_cell",
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/strategies/default.py", r"^if scaled <= 0:", kind, before,
+            "defensive: with Dd > 0 and L > 0 the cell is >= 1 and scaled >= cell + 1 >= 2, never <= 1",
+        )
+        for kind, before in (("<= -> <", "scaled <= 0"), ("c -> c+1", "0"))
+    ),
+    Equivalent(
+        "kvstrategies/strategies/default.py", r"tokens = max\(available_bytes, 0\) // cell", "c -> c+1", "0",
+        "a non-zero cell is >= 2 B (K and V of one head of one layer), so 1 // cell == 0 // cell == 0",
+        within=r"^max\(available_bytes, 0\)$",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/default.py", r"return self\.dcp if self\.ctx\.is_draft_worker and self\.dcp > 1",
+        "> -> >=", "self.dcp > 1", "at dcp 1 both branches give 1",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/base.py", r"scale = self\.ctx\.parallel\.dcp_size if", "> -> >=",
+        "self.ctx.parallel.dcp_size > 1", "at dcp_size 1 both branches give scale 1",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/base.py", r"return None if value is None else value \* scale", "* -> //",
+        "value * scale", "only hybrid-SWA sizes carry full/swa counts and no hybrid-SWA draft runs with "
+        "dcp > 1 (HybridSWA rejects draft workers, DSV4 rejects DCP drafts): scale is 1 there",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/dsv4.py", r"pad = ring - window \+ 2 if ring > window else 0", "> -> >=",
+        "ring > window", "only speculative rings reach it: 16 > 8 and 256 > 128, never equal",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/dsv4.py", r"pad = ring - window \+ 2 if ring > window else 0", "c -> c+1",
+        "0", "dead branch: speculative rings (16, 256) always exceed their windows (8, 128)",
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/strategies/dsv4.py", r"layers = tuple\(start \+ i for i, r in enumerate", kind,
+            "start + i", "owner ids are only counted (n(r), len(layers)), never used as ids",
+            scope="DSV4PoolConfigurator.owners",
+        )
+        for kind in ("+ -> -", "drop right term", "drop left term")
+    ),
+    Equivalent(
+        "kvstrategies/strategies/dsv4.py", r"drafts = self\.ctx\.speculative\.max_num_draft_tokens or 0", "c -> c+1",
+        "0", "reached only when speculative, which requires speculative_num_draft_tokens: never None",
+    ),
+    *(
+        Equivalent("kvstrategies/strategies/dsv4.py", pattern, "* -> //", "4 * 1", "4 * 1 == 4 // 1 (c4_shrink 1)")
+        for pattern in (r"return \(1 / \(4 \* 1\)\)", r"c4_max_total_num_tokens=full // \(4 \* 1\)")
+    ),
+    Equivalent(
+        "kvstrategies/strategies/dsv4.py", r"start, ratios = 0, \(0,\) \* num_effective_layers\(self\.ctx\)",
+        "c -> c+1", "0", "a draft stage: dsv4_layout adds buffers only for ratios 4 and 128 and uses stage_start "
+        "only to name those, so start 1 or ratio 1 lays out the same SWA-only pool",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/dsv4.py", r"available_for_tokens = max\(available_bytes - fixed, 0\)", "c -> c+1",
+        "0", "bpft > 1 B, so int(1 / bpft) == int(0 / bpft) == 0",
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/strategies/dsv4.py", r"if fixed <= 0 or self\.window \+ page < swa:", kind, "fixed <= 0",
+            "early-out only: with fixed == 0 the stateless SWA size equals swa and the next check returns; "
+            "fixed is 0 or >= 128 rows of c128 state, never in (0, 1]",
+        )
+        for kind in ("<= -> <",)
+    ),
+    Equivalent(
+        "kvstrategies/strategies/dsv4.py", r"if fixed <= 0 or self\.window \+ page < swa:", "c -> c+1", "0",
+        "fixed is 0 or >= 128 rows of c128 state, never in (0, 1]", within=r"^fixed <= 0$",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/dsv4.py", r"ring = self\.ring_sizes\.get\(128, 0\)", "c -> c+1", "0",
+        "fixed > 0 here means ratio-128 owners, so ring 128 is present (the default is never used)",
+        scope="DSV4PoolConfigurator._explain_state_reservation",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/dsv4.py", r"c4_state_ratio = self\.ring_sizes\.get\(4, 0\)", "c -> c+1", "0",
+        "ring 4 is missing only when n(4) == 0, and the term is multiplied by n(4)",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/dsv4.py", r"return self\.paged\(0\) \* self\.num_layers_total", "c -> c+1", "0",
+        "paged(1) == paged(0): both use the whole page (P // 1 == P)", within=r"^self\.paged\(0\)$",
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/strategies/dsv4.py",
+            r"rows = ceil_div\(self\.request_slots\(requests\) \* ring \+ ring \+ 1, 128\)",
+            kind, before, "rings are 128 or 256: slots*ring + ring + 1 leaves remainder 1 mod 128, and 2 rounds "
+            "up to the same multiple of 128", after=after,
+        )
+        for kind, before, after in (
+            ("rounding argument +1", "ceil_div(self.request_slots(requests) * ring + ring + 1, 128)", None),
+            ("c -> c+1", "1", "2"),
+        )
+    ),
+    Equivalent(
+        "kvstrategies/strategies/hybrid_swa.py", r"and value is not None and value > 0:", "> -> >=", "value > 0",
+        "a draft cell of 0 adds 0 * dcp = 0, the same as no draft cell",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/hybrid_swa.py", r"or depth is None or depth <= 0:", "<= -> <", "depth <= 0",
+        "D = 0 gives dS = min(max(x, 0), 0) = 0, dSF = 0, dF = 0: the same zero DraftLayers()",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/hybrid_linear.py",
+        r"if self\.mamba\.full_attention_layer_ids and self\.ctx\.parallel\.pp_size > 1:", "> -> >=",
+        "self.ctx.parallel.pp_size > 1", "with pp 1 and full-attention layers the stage holds them all: "
+        "its cell is not 0, so the zero-KV rule never runs",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/hybrid_linear.py", r"if self\.reserves_spec else \(0, 0\)$", "c -> c+1", "0",
+        "the pair is read only under reserves_spec, where _spec_inputs() supplies it",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/hybrid_linear.py", r"^largest = 0$", "c -> c+1", "0",
+        "a hybrid linear model has Mamba layers, so the largest stage holds >= 1 and max() never keeps the seed",
+    ),
+    Equivalent(
+        "kvstrategies/pools/dsa.py", r"if self\.dcp_size > 1 and not self\.dcp_replicated:", "> -> >=",
+        "self.dcp_size > 1", "at dcp 1 the widened size (T + P) * 1 - P is T, the plain size",
+    ),
+    *(
+        Equivalent("kvstrategies/pools/ascend.py", pattern, "> -> >=", "dcp > 1", "at dcp 1 both branches give 1")
+        for pattern in (r"kv_pad = dcp if is_draft_worker and dcp > 1 else 1", r"idx_pad = dcp if dcp > 1 else 1")
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/pools/dsv4.py", rf"c{r}_layers = \[stage_start \+ i for", kind, "stage_start + i",
+            f"c{r}_layers is only counted (len), never indexed: the ids' values are unobservable",
+        )
+        for r in (4, 128)
+        for kind in ("+ -> -", "drop right term", "drop left term")
+    ),
+    Equivalent(
+        "kvstrategies/pools/dsv4.py", r"compress_state_last_dim\(128, head_dim\)", "c -> c+1", "128",
+        "compress_state_last_dim only tests ratio == 4: 128 and 129 both take the no-overlap branch",
+    ),
+)
+
+
+def equivalent_reason(mutant: Mutant) -> str | None:
+    """The allow-list's reason, or the structural one (adding or subtracting a literal 0)."""
+    return mutant.identity or next((e.reason for e in EQUIVALENT if e.matches(mutant)), None)
 
 
 def _shielded(tree: ast.AST) -> set[int]:
@@ -158,7 +356,10 @@ class MutationWalker(ast.NodeTransformer):
         self.skip = skip
         self.target = target
         self.sites: list[tuple[int, str, str, str]] = []  # (line, kind, before, after)
+        self.context: list[tuple[str, str, str]] = []  # per site: (scope, parent source, identity reason or "")
         self.applied = False
+        self.scope: list[str] = []
+        self.parents: list[ast.AST] = []
 
     def visit(self, node: ast.AST) -> ast.AST:
         if self.applied or id(node) in self.skip:
@@ -168,11 +369,30 @@ class MutationWalker(ast.NodeTransformer):
             replacement = make()
             ast.copy_location(replacement, node)
             ast.fix_missing_locations(replacement)
+            parent = ast.unparse(self.parents[-1]) if self.parents and self.target is None else ""
             self.sites.append((getattr(node, "lineno", 0), kind, _src(node), _src(replacement)))
+            self.context.append((".".join(self.scope), parent, _identity(node, kind)))
             if index == self.target:
                 self.applied = True
                 return replacement
-        return self.generic_visit(node)
+        named = isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        if named:
+            self.scope.append(node.name)  # type: ignore[attr-defined]
+        self.parents.append(node)
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.parents.pop()
+            if named:
+                self.scope.pop()
+
+
+def _identity(node: ast.AST, kind: str) -> str:
+    """Why a mutation is the identity by construction (``x + 0`` -> ``x - 0`` or ``x``), else ""."""
+    zero = isinstance(node, ast.BinOp) and isinstance(node.right, ast.Constant) and node.right.value == 0
+    if zero and kind in ("+ -> -", "- -> +", "drop right term"):
+        return "x + 0 == x - 0 == x"
+    return ""
 
 
 def _src(node: ast.AST) -> str:
@@ -181,10 +401,18 @@ def _src(node: ast.AST) -> str:
 
 
 def enumerate_mutants(rel: str) -> list[Mutant]:
-    tree = ast.parse((ROOT / rel).read_text(encoding="utf-8"))
+    text = (ROOT / rel).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    tree = ast.parse(text)
     walker = MutationWalker(_shielded(tree))
     walker.visit(tree)
-    return [Mutant(rel, i, line, kind, before, after) for i, (line, kind, before, after) in enumerate(walker.sites)]
+    return [
+        Mutant(rel, i, line, kind, before, after, lines[line - 1].strip() if 0 < line <= len(lines) else "",
+               scope, parent, identity)
+        for i, ((line, kind, before, after), (scope, parent, identity)) in enumerate(
+            zip(walker.sites, walker.context, strict=True)
+        )
+    ]
 
 
 def mutated_source(source: str, index: int) -> str:
@@ -288,17 +516,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=min(4, os.cpu_count() or 1),
                         help="parallel workers (default: CPU count, at most 4)")
     parser.add_argument("--list", action="store_true", help="only list the mutants")
+    parser.add_argument("--match", default=None, metavar="REGEX",
+                        help="only mutants whose label (file:line kind: before -> after) matches, before sampling")
     parser.add_argument("--min-kill-rate", type=float, default=0.0, help="exit 1 below this kill rate (0..1)")
     args = parser.parse_args(argv)
 
     files = [f for f in _expand(args.files) if f.endswith(".py") and not f.endswith("__init__.py")]
-    mutants = [m for f in files for m in enumerate_mutants(f)]
+    population = [m for f in files for m in enumerate_mutants(f)]
+    stale = [e for e in EQUIVALENT if not any(e.matches(m) for m in population)]
+    for entry in stale if args.files == list(DEFAULT_FILES) else []:
+        print(f"warning: equivalent-mutant entry matches nothing (stale?): {entry.file} /{entry.pattern}/ "
+              f"{entry.kind}: {entry.before}", file=sys.stderr)
+    mutants = population
+    if args.match is not None:
+        mutants = [m for m in mutants if re.search(args.match, m.label())]
     if args.sample is not None and args.sample < len(mutants):
         mutants = sorted(random.Random(args.seed).sample(mutants, args.sample), key=lambda m: (m.file, m.index))
+    # equivalent mutants are sampled like the rest (samples stay stable as the list grows), never run,
+    # reported apart and left out of the kill rate's denominator
+    skipped = [(m, reason) for m in mutants if (reason := equivalent_reason(m)) is not None]
+    mutants = [m for m in mutants if equivalent_reason(m) is None]
     if args.list:
         for mutant in mutants:
             print(mutant.label())
-        print(f"{len(mutants)} mutants in {len(files)} files")
+        for mutant, reason in skipped:
+            print(f"EQUIVALENT {mutant.label()}  [{reason}]")
+        print(f"{len(mutants)} mutants in {len(files)} files (+ {len(skipped)} equivalent, not run)")
         return 0
     tests = _expand(args.tests)
     if not tests or not mutants:
@@ -317,7 +560,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tests: {' '.join(tests)}")
         print(f"baseline: passed in {time.perf_counter() - start:.1f}s"
               + (f"; {len(deselect)} failing before mutation, deselected: {' '.join(deselect)}" if deselect else ""))
-        print(f"{len(mutants)} mutants in {len(files)} files, {jobs} workers, timeout {args.timeout:.0f}s")
+        print(f"{len(mutants)} mutants in {len(files)} files ({len(skipped)} more skipped as equivalent), "
+              f"{jobs} workers, timeout {args.timeout:.0f}s")
         free = list(copies)
         outcomes: list[Outcome] = []
 
@@ -336,7 +580,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{mark} {outcome.mutant.label()}{why}", flush=True)
         killed = sum(1 for o in outcomes if o.status == "killed")
         rate = killed / len(outcomes)
-        print(f"\n{killed} killed, {len(outcomes) - killed} survived of {len(outcomes)} mutants: "
+        if skipped:
+            print(f"\n{len(skipped)} equivalent mutants skipped (not run, not counted):")
+            for mutant, reason in skipped:
+                print(f"EQUIVALENT {mutant.label()}  [{reason}]")
+        print(f"\n{killed} killed, {len(outcomes) - killed} survived of {len(outcomes)} mutants"
+              f"{f' (+ {len(skipped)} equivalent skipped)' if skipped else ''}: "
               f"kill rate {rate:.1%} ({time.perf_counter() - start:.0f}s)")
         by_file: dict[str, list[int]] = {}
         for outcome in outcomes:
