@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--json", action="store_true", help="JSON rows instead of a table")
     presets = sub.add_parser("presets", help="list the shipped model presets and the strategy that sizes each")
     presets.add_argument("--json", action="store_true")
+    archs = sub.add_parser("architectures", help="list the architectures SGLang 0.5.23 serves that the planner knows")
+    archs.add_argument("--json", action="store_true")
     return parser
 
 
@@ -323,6 +325,18 @@ def run_presets(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_architectures(args: argparse.Namespace) -> int:
+    from .models.architectures import served_listing
+
+    rows = served_listing()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for row in rows:
+            print(f"{row['name']:<44}{row['family']:<28}{row['sglang_model']}{' (draft)' if row['draft'] else ''}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -331,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_plan(args)
         if args.command == "sweep":
             return run_sweep(args)
+        if args.command == "architectures":
+            return run_architectures(args)
         return run_presets(args)
     except KVCacheConfigError as exc:
         print(f"kvstrategies: error: {exc}", file=sys.stderr)

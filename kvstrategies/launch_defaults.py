@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from .errors import InsufficientMemoryError, KVCacheConfigError
 from .gpus import Accelerator
+from .models.architectures import Attention, LaunchBackendRule, SWAMemoryOff, model_type_row, names_where
 from .validate import TrackedConfig, reading_config
 
 SettingValue = str | int | float | bool | None
@@ -37,69 +38,41 @@ DisaggregationMode = Literal["null", "prefill", "decode"]
 
 # --- architecture sets (launch_defaults.md §3, §6, §9; sizing.md §2.2, §2.6) ------------------
 
-_MLA_ARCHS = frozenset({
-    "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM",
-    "DeepseekV3ForCausalLMNextN", "DeepseekVL2ForCausalLM", "Glm4MoeLiteForCausalLM",
-    "GlmMoeDsaForCausalLM", "Glm5NextForConditionalGeneration", "KimiK25ForConditionalGeneration",
-    "KimiVLForConditionalGeneration", "KimiLinearForCausalLM", "KimiK3LinearForCausalLM",
-    "KimiK3ForConditionalGeneration", "LongcatFlashForCausalLM", "HYV4ForCausalLM",
-    "DotsVLMForCausalLM", "Dots3NoteForCausalLM", "MistralLarge3ForCausalLM",
-    "Eagle3DeepseekV2ForCausalLM", "GigaChat35ForCausalLM", "MiniCPM3ForCausalLM",
-    "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "SarvamMLAForCausalLM",
-})  # fmt: skip
+_MLA_ARCHS = names_where(lambda r: r.launch_mla)
 # DeepSeek-V3-style architectures; with `index_topk` they are DSA (sizing.md §2.6).
-_DEEPSEEK_FAMILY = frozenset({
-    "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV3ForCausalLMNextN",
-    "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM",
-    "Glm5NextForConditionalGeneration", "LongcatFlashForCausalLM", "Dots3NoteForCausalLM",
-    "HYV4ForCausalLM", "KimiK25ForConditionalGeneration",
-})  # fmt: skip
-_DSV4_ARCHS = frozenset({"DeepseekV4ForCausalLM"})
-_HYBRID_SWA_ARCHS = frozenset({
-    "GptOssForCausalLM", "Llama4ForConditionalGeneration", "Llama4ForCausalLM",
-    "DeepseekV4ForCausalLM", "MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM",
-})  # fmt: skip
-_MAMBA_RADIX_ARCHS = frozenset({
-    "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-    "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM", "KimiLinearForCausalLM",
-    "KimiK3LinearForCausalLM", "KimiK3ForConditionalGeneration", "BailingMoeV2_5ForCausalLM",
-    "BailingMoeV3ForCausalLM", "NemotronHForCausalLM", "FalconH1ForCausalLM",
-    "JetNemotronForCausalLM", "JetVLMForConditionalGeneration", "Lfm2ForCausalLM",
-    "Lfm2MoeForCausalLM", "GraniteMoeHybridForCausalLM", "ZayaForCausalLM",
-    "Glm5NextForConditionalGeneration",
-})  # fmt: skip
+_DEEPSEEK_FAMILY = names_where(lambda r: r.launch_deepseek_family)
+_DSV4_ARCHS = names_where(lambda r: r.launch_dsv4)
+_HYBRID_SWA_ARCHS = names_where(lambda r: r.launch_hybrid_swa)
+_MAMBA_RADIX_ARCHS = names_where(lambda r: r.mamba_radix)
 # §9.3: Mamba-radix architectures without extra-buffer support.
-_NO_EXTRA_BUFFER_ARCHS = frozenset({
-    "Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "ZayaForCausalLM", "JetNemotronForCausalLM",
-    "JetVLMForConditionalGeneration",
-})  # fmt: skip
-_QWEN3_NEXT_LIKE = frozenset({
-    "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-    "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
-})  # fmt: skip
+_NO_EXTRA_BUFFER_ARCHS = names_where(lambda r: r.mamba_radix and not r.mamba_extra_buffer)
 # §4.4.1: multimodal part off unless --enable-multimodal.
-_MULTIMODAL_OPT_IN = frozenset({
-    "Llama4ForConditionalGeneration", "Gemma3ForConditionalGeneration",
-    "Step3VLForConditionalGeneration",
-})  # fmt: skip
+_MULTIMODAL_OPT_IN = names_where(lambda r: r.multimodal_opt_in)
 # §3: multimodal models that keep the breakable prefill graph.
-_BREAKABLE_MULTIMODAL = frozenset({
-    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-    "KimiK25ForConditionalGeneration", "KimiK3ForConditionalGeneration",
-    "Glm5NextForConditionalGeneration", "Cohere2VisionForConditionalGeneration",
-    "PaddleOCRVLForConditionalGeneration",
-})  # fmt: skip
+_BREAKABLE_MULTIMODAL = names_where(lambda r: r.breakable_multimodal)
 # §9.2: forced --disable-hybrid-swa-memory (Exaone-4 only with sliding_window_pattern).
-_NO_HYBRID_SWA_MEMORY = frozenset({
-    "Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration",
-    "Gemma3nForCausalLM", "Gemma3nForConditionalGeneration", "Olmo2ForCausalLM",
-    "Olmo3ForCausalLM",
-})  # fmt: skip
+_NO_HYBRID_SWA_MEMORY = names_where(lambda r: r.hybrid_swa_memory_off is SWAMemoryOff.ALWAYS)
+_NO_HYBRID_SWA_MEMORY_WITH_PATTERN = names_where(
+    lambda r: r.hybrid_swa_memory_off is SWAMemoryOff.WITH_SLIDING_WINDOW_PATTERN
+)
+_MLA_UNLESS_DISABLED = names_where(lambda r: r.attention is Attention.MLA_UNLESS_DISABLED)
+_NOT_KDA = names_where(lambda r: not r.kda_from_linear_attn_config)
+_ATTENTION_SINKS = names_where(lambda r: r.attention_sinks)
+_AUDIO_ENCODER_DECODER = names_where(lambda r: r.audio_encoder_decoder)
+_LATE_TRTLLM_MLA_PREFILL = names_where(lambda r: r.late_trtllm_mla_prefill_graph)
+
+
+def _backend_rule_names(rule: LaunchBackendRule) -> frozenset[str]:
+    return names_where(lambda row: row.launch_backend_rule is rule)
+
+
+# §6.1: one name set per architecture backend rule
+_BACKEND_RULE = {rule: _backend_rule_names(rule) for rule in LaunchBackendRule}
 _SPEC_ALGORITHMS = frozenset({
     "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "DFLASH", "DSPARK", "FROZEN_KV_MTP", "NGRAM",
 })  # fmt: skip
 _EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
-_WIDE_SPEC_ARCHS = frozenset({"LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM"})
+_WIDE_SPEC_ARCHS = names_where(lambda r: r.wide_speculative_defaults)
 
 
 # --- inputs --------------------------------------------------------------------------------
@@ -158,12 +131,11 @@ def _context_length(t: Mapping[str, Any]) -> int:
         or (rope.get("rope_type") == "llama3")
     ):
         factor = 1.0
-    defaults = {"gemma3_text": 131072}
     for key in ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
                 "max_position_embeddings"):  # fmt: skip
         if t.get(key):
             return int(factor * int(t[key]))
-    return int(factor * defaults.get(str(t.get("model_type")), 2048))
+    return int(factor * (model_type_row(t.get("model_type")).launch_context_default or 2048))
 
 
 def model_facts_from_hf_config(cfg: Mapping[str, Any]) -> LaunchModelFacts:
@@ -184,13 +156,13 @@ def _model_facts(cfg: Mapping[str, Any], t: Mapping[str, Any]) -> LaunchModelFac
     if not arch:
         raise KVCacheConfigError("config has no 'architectures'; SGLang selects rules by it")
     names = frozenset(arch)
-    is_mla = bool(names & _MLA_ARCHS) and not ("DeepseekVL2ForCausalLM" in names and t.get("use_mla") is False)
+    is_mla = bool(names & _MLA_ARCHS) and not (names & _MLA_UNLESS_DISABLED and t.get("use_mla") is False)
     vision = cfg.get("vision_config")
     opt_in = bool(names & _MULTIMODAL_OPT_IN)
     multimodal = (
         opt_in
         or isinstance(vision, Mapping)
-        or any(a.endswith("ForConditionalGeneration") and "Whisper" not in a for a in arch)
+        or any(a.endswith("ForConditionalGeneration") and a not in _AUDIO_ENCODER_DECODER for a in arch)
     )
     lac = t.get("linear_attn_config") or {}
     head_dim, v_head_dim = t.get("head_dim"), t.get("v_head_dim")
@@ -207,18 +179,18 @@ def _model_facts(cfg: Mapping[str, Any], t: Mapping[str, Any]) -> LaunchModelFac
         is_hybrid_swa=bool(names & _HYBRID_SWA_ARCHS) or bool(t.get("is_hybrid_swa")),
         is_mamba_radix=bool(names & _MAMBA_RADIX_ARCHS),
         mamba_extra_buffer=bool(names & _MAMBA_RADIX_ARCHS) and not names & _NO_EXTRA_BUFFER_ARCHS,
-        is_kda=bool(lac.get("kda_layers")) and "Glm5NextForConditionalGeneration" not in names,
+        is_kda=bool(lac.get("kda_layers")) and not names & _NOT_KDA,
         is_multimodal=multimodal,
         multimodal_opt_in=opt_in,
         breakable_multimodal=bool(names & _BREAKABLE_MULTIMODAL),
         has_vision_config=isinstance(vision, Mapping),
         vision_layers=_opt_int(vision, "num_hidden_layers"),
         vision_hidden=_opt_int(vision, "hidden_size"),
-        has_attention_sinks="GptOssForCausalLM" in names
+        has_attention_sinks=bool(names & _ATTENTION_SINKS)
         or bool(t.get("add_swa_attention_sink_bias") or t.get("add_full_attention_sink_bias")),
         kv_head_dims_differ=not is_mla and v_head_dim is not None and v_head_dim != head_dim,
         forces_disable_hybrid_swa_memory=bool(names & _NO_HYBRID_SWA_MEMORY)
-        or ("Exaone4ForCausalLM" in names and "sliding_window_pattern" in t),
+        or (bool(names & _NO_HYBRID_SWA_MEMORY_WITH_PATTERN) and "sliding_window_pattern" in t),
     )
 
 
@@ -608,7 +580,7 @@ def dsv4_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
         res = _declare(res, "kv_cache_dtype", "fp8_e4m3", "DeepSeek-V4 auto -> fp8_e4m3 (§8)")
     elif kv not in ("bfloat16", "bf16", "fp8_e4m3"):
         raise KVCacheConfigError(f"DeepSeek-V4 accepts kv_cache_dtype fp8_e4m3 or bfloat16, got {kv!r}")
-    if res.swa_full_tokens_ratio is None and inp.model.model_type != "deepseek_v41":
+    if res.swa_full_tokens_ratio is None and model_type_row(inp.model.model_type).dsv4_swa_ratio_override:
         res = _declare(res, "swa_full_tokens_ratio", 0.1, "DeepSeek-V4 model override (§9.1)")
     if res.max_running_requests is None:
         res = _declare(res, "max_running_requests", 256, "DeepSeek-V4 model override (§10)")
@@ -622,15 +594,15 @@ def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | Non
     spec, topk = s.speculative_algorithm is not None, s.speculative_eagle_topk
     if m.has_arch(_DEEPSEEK_FAMILY) and not m.is_dsa and g.is_sm100 and free:
         return "trtllm_mla", None
-    if m.has_arch(frozenset({"GptOssForCausalLM"})) and free:
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.GPT_OSS]) and free:
         return ("trtllm_mha" if g.is_sm100 else "fa3" if g.is_sm90 else "aiter" if g.is_hip
                 else "triton"), None  # fmt: skip
-    if m.has_arch(frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"})) and unset:
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.LLAMA4]) and unset:
         return ("trtllm_mha" if g.is_sm100 else "fa3" if g.is_sm90 else "aiter" if g.is_hip
                 else "triton"), None  # fmt: skip
-    if m.has_arch(frozenset({"MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM"})) and g.is_sm100 and free:
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.MIMO_V2]) and g.is_sm100 and free:
         return "fa4", None
-    if m.has_arch(_QWEN3_NEXT_LIKE) and g.is_sm100 and unset:
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.QWEN3_NEXT]) and g.is_sm100 and unset:
         # QUIRK §6.4: the Mamba strategy is still "auto" here, which is not extra-buffer, so a
         # default launch gets triton / page 1 although extra_buffer is chosen right after.
         generic = generic_attention_backend(inp, res)
@@ -638,13 +610,13 @@ def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | Non
         if not keep:
             return "triton", 1
         return generic, 64 if generic == "trtllm_mha" else None
-    if m.has_arch(frozenset({"NemotronHForCausalLM"})) and g.is_blackwell and free:
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and g.is_blackwell and free:
         if g.is_sm100 and (not spec or (topk or 1) <= 1):
             return "trtllm_mha", 64 if spec else None
         return ("triton", None) if spec and not g.is_sm100 else (None, None)
-    if m.has_arch(frozenset({"FalconH1ForCausalLM", "JetNemotronForCausalLM"})) and g.is_sm100 and unset:
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.FALCON_H1]) and g.is_sm100 and unset:
         return "triton", None
-    if m.has_arch(frozenset({"GraniteMoeHybridForCausalLM"})) and m.is_mamba_radix and g.is_sm100 and unset:
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.GRANITE_HYBRID]) and m.is_mamba_radix and g.is_sm100 and unset:
         return "flashinfer", None
     return None, None
 
@@ -658,7 +630,7 @@ def attention_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
         res = _declare(res, "attention_backend", backend, f"{inp.model.architectures[0]} override (§6.1)")
     if page is not None and res.page_size is None:
         res = _declare(res, "page_size", page, f"{inp.model.architectures[0]} override (§7)")
-    nemotron_spec = inp.model.has_arch(frozenset({"NemotronHForCausalLM"})) and inp.gpu.is_sm100
+    nemotron_spec = inp.model.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and inp.gpu.is_sm100
     spec = inp.settings.speculative_algorithm is not None
     if nemotron_spec and backend == "trtllm_mha" and spec and res.mamba_radix_cache_strategy == "auto":
         res = _declare(res, "mamba_radix_cache_strategy", "extra_buffer", "Nemotron-H SM100 with speculation (§6.1)")
@@ -689,7 +661,7 @@ def mamba_strategy_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
 def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
     """§6.2 ``get_default_attn_backend`` with the *user* speculative topk (auto topk comes later)."""
     m, g, s = inp.model, inp.gpu, inp.settings
-    if "WhisperForConditionalGeneration" in m.architectures:
+    if m.has_arch(_AUDIO_ENCODER_DECODER):
         return "flashinfer"
     spec, topk = s.speculative_algorithm is not None, s.speculative_eagle_topk
     spec_ok = not spec or (topk in (None, 1) and res.page_size in (None, 1))
@@ -733,7 +705,7 @@ def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchReso
             res = _declare(res, "mem_fraction_static", res.mem_fraction_static * 0.85,
                            f"HIP aiter with context {ctx} > 8192 (§4.4.2)")  # fmt: skip
     prefill = res.prefill_attention_backend or res.attention_backend
-    late = ("DeepseekV3ForCausalLM" in inp.model.architectures and prefill == "trtllm_mla") or prefill in (
+    late = (inp.model.has_arch(_LATE_TRTLLM_MLA_PREFILL) and prefill == "trtllm_mla") or prefill in (
         "torch_native",
         "flex_attention",
     )
@@ -838,7 +810,7 @@ def capability_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
         return res
     if inp.settings.disaggregation_mode == "decode":
         return _declare(res, "disable_radix_cache", True, "PD decode role (§9.4)")
-    if "WhisperForConditionalGeneration" in inp.model.architectures:
+    if inp.model.has_arch(_AUDIO_ENCODER_DECODER):
         return _declare(res, "disable_radix_cache", True, "Whisper encoder-decoder (§9.4)")
     return res
 

@@ -43,6 +43,7 @@ from typing import Any
 
 from .dtypes import DType
 from .errors import KVCacheConfigError
+from .models.architectures import Attention, LinearAttention, any_row, model_type_row
 from .models.hf import as_int
 from .validate import MAX_LAYERS, TrackedConfig, reading_config
 
@@ -112,18 +113,9 @@ def _text(cfg: Mapping[str, Any]) -> dict[str, Any]:
     merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}
     text = cfg.get("text_config") or cfg.get("language_config") or {}
     merged.update(text)
-    for key, value in _TEXT_DEFAULTS.get(str(merged.get("model_type")), {}).items():
+    for key, value in model_type_row(merged.get("model_type")).weight_defaults:
         merged.setdefault(key, value)
     return merged
-
-
-# transformers config-class defaults for keys that published configs leave out.
-_TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {"vocab_size": 262208, "tie_word_embeddings": True},
-    "gemma2": {"tie_word_embeddings": True},
-    "gemma": {"tie_word_embeddings": True},
-    "falcon": {"tie_word_embeddings": True},
-}
 
 
 def _config_dtype_bytes(t: Mapping[str, Any]) -> float:
@@ -289,7 +281,7 @@ def _estimate_weights(
     h, vocab = int(t["hidden_size"]), int(t["vocab_size"])
     n = as_int(t["num_hidden_layers"], "num_hidden_layers", minimum=1, maximum=MAX_LAYERS)
     tied = bool(t.get("tie_word_embeddings", False))
-    norm = 2 * h if t.get("model_type") == "falcon" else h  # LayerNorm with bias
+    norm = 2 * h if model_type_row(t.get("model_type")).layernorm_bias else h  # LayerNorm with bias
     hc = _hc_head(t, h)
     layers = tuple(_layer(t, i) for i in range(n))
     return WeightEstimate(
@@ -315,32 +307,18 @@ def count_params(cfg: Mapping[str, Any]) -> tuple[int, int]:
 
 # --- families --------------------------------------------------------------------------------
 
-_MLA_ARCHS = (
-    "DeepseekV2ForCausalLM",
-    "DeepseekV3ForCausalLM",
-    "DeepseekV32ForCausalLM",
-    "GlmMoeDsaForCausalLM",
-    "Glm4MoeLiteForCausalLM",
-    "KimiLinearForCausalLM",
-    "KimiK25ForConditionalGeneration",
-    "KimiVLForConditionalGeneration",
-    "LongcatFlashForCausalLM",
-    "MistralLarge3ForCausalLM",
-    "MiniCPM3ForCausalLM",
-    "BailingMoeV2_5ForCausalLM",
-)
-
 
 def _arch(t: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(a) for a in t.get("architectures") or ())
 
 
 def _is_dsv4(t: Mapping[str, Any]) -> bool:
-    return any(a.startswith("DeepseekV4") for a in _arch(t))
+    return any_row(_arch(t), lambda r: r.dsv4)
 
 
 def _is_mla(t: Mapping[str, Any]) -> bool:
-    return any(a in _MLA_ARCHS for a in _arch(t)) or (t.get("kv_lora_rank") is not None and not _is_dsv4(t))
+    mla = any_row(_arch(t), lambda r: r.attention is Attention.MLA)
+    return mla or (t.get("kv_lora_rank") is not None and not _is_dsv4(t))
 
 
 def _num_experts(t: Mapping[str, Any]) -> int:
@@ -371,14 +349,14 @@ def _is_moe_layer(t: Mapping[str, Any], i: int) -> bool:
 
 def _mixer(t: Mapping[str, Any], i: int) -> str:
     """Token mixer of layer ``i``: attention, mla, swa, gdn, kda, mamba1, mamba2, hybrid, none."""
-    mt = str(t.get("model_type", ""))
-    if mt == "nemotron_h":
+    linear = model_type_row(t.get("model_type", "")).linear_attention
+    if linear is LinearAttention.NEMOTRON_H:
         return {"M": "mamba2", "*": "attention"}.get(str(t["hybrid_override_pattern"])[i], "none")
-    if mt.startswith("qwen3_next") or mt.startswith("qwen3_5"):
+    if linear is LinearAttention.GDN:
         return "attention" if (i + 1) % int(t.get("full_attention_interval", 4)) == 0 else "gdn"
-    if mt == "falcon_h1":
+    if linear is LinearAttention.FALCON_H1:
         return "hybrid"  # attention and Mamba2 in parallel in every layer
-    if mt == "jamba":
+    if linear is LinearAttention.JAMBA:
         period, offset = int(t["attn_layer_period"]), int(t["attn_layer_offset"])
         return "attention" if i % period == offset else "mamba1"
     if "linear_attn_config" in t:  # Kimi-Linear: 1-based kda_layers (sizing.md §2.7)
@@ -393,7 +371,7 @@ def _mixer(t: Mapping[str, Any], i: int) -> str:
 
 def _ffn(t: Mapping[str, Any], i: int) -> str:
     """Feed-forward of layer ``i``: moe, dense, or none (Nemotron-H mixer-only layers)."""
-    if t.get("model_type") == "nemotron_h":
+    if model_type_row(t.get("model_type")).linear_attention is LinearAttention.NEMOTRON_H:
         return {"-": "dense", "E": "moe"}.get(str(t["hybrid_override_pattern"])[i], "none")
     return "moe" if _is_moe_layer(t, i) else "dense"
 
@@ -426,27 +404,22 @@ def _layer(t: Mapping[str, Any], i: int) -> _Groups:
 
 
 def _layer_norms(t: Mapping[str, Any], h: int) -> int:
-    mt = str(t.get("model_type", ""))
-    if mt.startswith("gemma2") or mt.startswith("gemma3"):
-        return 4 * h  # input, post-attention, pre- and post-feedforward norms
-    if mt == "nemotron_h":
-        return h  # one norm per (single-mixer) layer
-    if mt == "falcon":
-        return 2 * h  # one LayerNorm (weight + bias) feeding parallel attention and MLP
-    return 2 * h
+    # Gemma-2/3: 4 (input, post-attention, pre- and post-feedforward); Nemotron-H: 1 per
+    # (single-mixer) layer; Falcon: one LayerNorm (weight + bias) feeding attention and MLP = 2
+    return model_type_row(t.get("model_type", "")).norms_per_layer * h
 
 
 def _attention(t: Mapping[str, Any], *, swa: bool = False) -> list[ParamGroup]:
     """q/k/v/o (+bias, qk-norm, sinks, output gate). KV groups shard by KV heads (replicated < tp)."""
-    h, mt = int(t["hidden_size"]), str(t.get("model_type", ""))
+    h, conventions = int(t["hidden_size"]), model_type_row(t.get("model_type", ""))
     pre = "swa_" if swa and "swa_num_attention_heads" in t else ""
     nh = int(t[pre + "num_attention_heads"])
     nkv = _num_kv_heads(t, pre)
     hd = int(t.get(pre + "head_dim") or t.get("attention_head_dim") or h // int(t["num_attention_heads"]))
     vd = int(t.get(pre + "v_head_dim") or hd)
-    gate = 2 if (t.get("attn_output_gate") or mt.startswith("qwen3_next")) else 1
-    bias = bool(t.get("attention_bias")) or mt in ("qwen2", "qwen2_moe") or bool(t.get("bias"))
-    o_bias = bias and mt not in ("qwen2", "qwen2_moe", "glm4_moe")
+    gate = 2 if (t.get("attn_output_gate") or conventions.attn_output_gate) else 1
+    bias = bool(t.get("attention_bias")) or conventions.qkv_bias or bool(t.get("bias"))
+    o_bias = bias and conventions.o_proj_bias
     groups = [
         ParamGroup("q_proj", h * nh * hd * gate, ParamKind.ATTENTION, nh),
         ParamGroup("kv_proj", h * nkv * (hd + vd), ParamKind.ATTENTION, nkv),
@@ -458,9 +431,9 @@ def _attention(t: Mapping[str, Any], *, swa: bool = False) -> list[ParamGroup]:
         groups.append(ParamGroup("o_bias", h, ParamKind.SMALL))
     if t.get("qk_norm_type") == "per_layer":
         groups.append(ParamGroup("qk_norm", (nh + nkv) * hd, ParamKind.SMALL, nh))
-    elif mt.startswith(("qwen3", "gemma3", "olmo2")) or (t.get("use_qk_norm") and mt != "llama4_text"):
+    elif conventions.qk_norm or (t.get("use_qk_norm") and not conventions.qk_norm_weightless):
         groups.append(ParamGroup("qk_norm", 2 * hd, ParamKind.SMALL))
-    if mt == "gpt_oss" or (swa and t.get("add_swa_attention_sink_bias")):
+    if conventions.attention_sinks or (swa and t.get("add_swa_attention_sink_bias")):
         groups.append(ParamGroup("sinks", nh, ParamKind.SMALL, nh))
     return groups
 
@@ -608,7 +581,7 @@ def _mamba1(t: Mapping[str, Any]) -> list[ParamGroup]:
 
 def _gated(t: Mapping[str, Any]) -> bool:
     act = str(t.get("mlp_hidden_act") or "")
-    return t.get("model_type") not in ("falcon",) and act != "relu2"
+    return model_type_row(t.get("model_type")).gated_mlp and act != "relu2"
 
 
 def _dense_mlp(t: Mapping[str, Any], i: int) -> list[ParamGroup]:
@@ -623,13 +596,13 @@ def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
     """Routed experts (+gpt-oss biases), router (+correction bias), shared experts."""
     h, e = int(t["hidden_size"]), _num_experts(t)
     im = int(t.get("moe_intermediate_size") or t["intermediate_size"])
-    mt = str(t.get("model_type", ""))
+    conventions = model_type_row(t.get("model_type", ""))
     groups = [ParamGroup("experts", e * 3 * h * im, ParamKind.EXPERT, e * im)]
     router = h * e
-    if mt == "gpt_oss":
+    if conventions.moe_expert_bias:
         groups.append(ParamGroup("expert_bias", e * (2 * im + h), ParamKind.SMALL, e))
         router += e
-    elif t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias") or mt.startswith("glm4_moe"):
+    elif t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias") or conventions.moe_router_bias:
         router += e  # e_score_correction_bias
     groups.append(ParamGroup("router", router, ParamKind.ROUTER))
     n_shared = int(t.get("n_shared_experts") or t.get("num_shared_experts") or 0)
@@ -641,7 +614,7 @@ def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
             ParamGroup("shared_expert", 3 * h * shared_size, ParamKind.DENSE, shared_size),
             ParamGroup("shared_expert_gate", h, ParamKind.ROUTER),
         ]
-    elif mt == "llama4_text":
+    elif conventions.moe_shared_expert:
         groups.append(ParamGroup("shared_expert", 3 * h * im, ParamKind.DENSE, im))
     return groups
 

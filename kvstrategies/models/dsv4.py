@@ -18,14 +18,11 @@ from dataclasses import dataclass
 
 from ..errors import KVCacheConfigError
 from ..validate import MAX_LAYERS, check_int, check_int_tuple
+from .architectures import any_row
 from .geometry import AttentionArch, ModelGeometry
 from .hf import MAX_CONFIG_INT, ConfigDict, get_int, get_opt_int, int_list
 from .parse import replace
 
-#: architectures of the DeepSeek-V4 family (sizing.md 2.2)
-DSV4_ARCHITECTURES = frozenset(
-    {"DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN", "DeepseekV4ForCausalLMDSpark"}
-)
 #: every compression ratio SGLang 0.5.23 knows (``collect_sources_by_ratio``)
 KNOWN_RATIOS = frozenset({0, 1, 2, 4, 128})
 
@@ -74,7 +71,7 @@ def parse_dsv4(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> M
     The base parse already makes it MHA (the architecture is not in the MLA list) with
     ``num_pp_layers = num_hidden_layers``; this keeps both and checks them.
     """
-    if not any(arch in DSV4_ARCHITECTURES for arch in geometry.architectures):
+    if not any_row(geometry.architectures, lambda r: r.dsv4):
         return geometry
     ratios = int_list(text, "compress_ratios")
     if ratios is None:

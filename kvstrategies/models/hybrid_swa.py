@@ -39,114 +39,21 @@ from dataclasses import dataclass
 
 from ..errors import KVCacheConfigError
 from ..validate import MAX_LAYERS, check_bool, check_float, check_int_tuple, check_opt_int
+from .architectures import (
+    Gemma4KVHeads,
+    HybridSWAGate,
+    SWALayerSplit,
+    SWAWindow,
+    any_row,
+    first_row,
+    model_type_row,
+    rows_for,
+)
 from .geometry import ModelGeometry
 from .hf import MAX_CONFIG_INT, ConfigDict, as_int, get_int, get_opt_int, int_list, str_list
 from .parse import replace as _replace
 
-GPT_OSS = frozenset({"GptOssForCausalLM"})
-LLAMA4 = frozenset({"Llama4ForConditionalGeneration"})
-DEEPSEEK_V4 = frozenset({"DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN", "DeepseekV4ForCausalLMDSpark"})
-MIMO_V2 = frozenset({"MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM"})
-STEP3P5 = frozenset({"Step3p5ForCausalLM", "Step3p7ForConditionalGeneration"})
-# MTP draft architectures: one SWA layer (the draft depth), no full layer (builders.md 6).
-MTP_DRAFTS = frozenset({"MiMoV2MTP", "Step3p5MTP", "InklingForConditionalGenerationMTP"})
-GEMMA4 = frozenset(
-    {
-        "Gemma4ForCausalLM",
-        "Gemma4ForConditionalGeneration",
-        "Gemma4UnifiedForConditionalGeneration",
-        "EmbeddingGemma2Model",
-        "DiffusionGemmaForBlockDiffusion",
-    }
-)
-LAYER_TYPES_FAMILIES = frozenset(
-    {
-        "GraniteSWAForCausalLM",
-        "GraniteMoeSWAForCausalLM",
-        "IQuestQ1ForCausalLM",
-        "Dots3NoteForCausalLM",
-        "Dots3NoteForCausalLMNextN",
-        "LagunaForCausalLM",
-        "MellumForCausalLM",
-        "MuseGlimmerForCausalLM",
-        "BeamForCausalLM",
-    }
-)
-INKLING = frozenset({"InklingForCausalLM", "InklingForConditionalGeneration"})
-UNLIMITED_OCR = frozenset({"UnlimitedOCRForCausalLM"})
-LAGUNA = frozenset({"LagunaForCausalLM"})
-BEAM = frozenset({"BeamForCausalLM"})
-
-#: SGLang 0.5.23's hybrid-SWA architecture set (sizing.md 2.4); any entry of ``architectures``.
-HYBRID_SWA_ARCHITECTURES = (
-    GPT_OSS
-    | LLAMA4
-    | DEEPSEEK_V4
-    | MIMO_V2
-    | STEP3P5
-    | MTP_DRAFTS
-    | GEMMA4
-    | (LAYER_TYPES_FAMILIES - {"Dots3NoteForCausalLM", "Dots3NoteForCausalLMNextN"})
-    | INKLING
-    | UNLIMITED_OCR
-)
-#: Models whose SWA layers have their own KV heads / head dims (builders.md 5.5), by first entry.
-COMPRESS_ARCHITECTURES = frozenset(
-    {
-        "MiMoV2ForCausalLM",
-        "MiMoV2FlashForCausalLM",
-        "MiMoV2MTP",
-        "Gemma4ForCausalLM",
-        "Gemma4ForConditionalGeneration",
-        "Gemma4UnifiedForConditionalGeneration",
-        "EmbeddingGemma2Model",
-        "InklingForConditionalGeneration",
-        "InklingForConditionalGenerationMTP",
-        "DiffusionGemmaForBlockDiffusion",
-    }
-)
-# Models whose ``get_attention_sliding_window_size`` returns HF's inclusive window - 1.
-_WINDOW_MINUS_ONE = GPT_OSS | GEMMA4 | frozenset({"MellumForCausalLM"})
-#: Root model types of the Gemma-4 family (sizing.md 2.2) and the rewrite's global-KV-head gate.
-GEMMA4_MODEL_TYPES = frozenset(
-    {
-        "gemma4",
-        "gemma4_text",
-        "gemma4_unified",
-        "gemma4_assistant",
-        "gemma4_unified_assistant",
-        "diffusion_gemma",
-        "embedding_gemma2",
-    }
-)
-_GEMMA4_GATED_BY_K_EQ_V = frozenset({"gemma4", "gemma4_text", "gemma4_unified"})
-_EMBEDDING_GEMMA2_MAX_CONTEXT = 8192
-# SGLang forces a dummy ``head_dim`` for these MLA architectures (used only by quirk 3).
-_MLA_HEAD_DIM_256 = frozenset(
-    {
-        "DeepseekV2ForCausalLM",
-        "DeepseekV3ForCausalLM",
-        "DeepseekV32ForCausalLM",
-        "DeepseekV3ForCausalLMNextN",
-        "Glm4MoeLiteForCausalLM",
-        "Glm4MoeLiteForCausalLMNextN",
-        "GlmMoeDsaForCausalLM",
-        "LongcatFlashForCausalLM",
-        "LongcatFlashForCausalLMNextN",
-        "DotsVLMForCausalLM",
-        "MistralLarge3ForCausalLM",
-        "PixtralForConditionalGeneration",
-        "MistralLarge3ForCausalLMEagle",
-        "KimiK25ForConditionalGeneration",
-        "Eagle3DeepseekV2ForCausalLM",
-        "DeepseekVL2ForCausalLM",
-        "KimiVLForConditionalGeneration",
-    }
-)
-
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
-#: Model overrides of the ratio default (sizing.md 6); Step-3.5's 1.0 needs hierarchical cache.
-_RATIO_OVERRIDES = {"inkling": 0.1, "deepseek_v4": 0.1}
 
 
 @dataclass(frozen=True)
@@ -196,14 +103,14 @@ class HybridSWAGeometry:
 # ---- the Gemma-4 config rewrite (sizing.md 2.2) ----------------------------------------------
 
 
-def _gemma4_full_kv_heads(root_type: str, text: ConfigDict, sliding_heads: int) -> int:
+def _gemma4_full_kv_heads(rule: Gemma4KVHeads, text: ConfigDict, sliding_heads: int) -> int:
     """Total KV heads of the full-attention layers: the global override when its gate opens."""
     global_heads = get_opt_int(text, "num_global_key_value_heads", minimum=1)
-    if root_type == "embedding_gemma2":
+    if rule is Gemma4KVHeads.GLOBAL_OR_ONE:
         return 1 if global_heads is None else global_heads
-    if root_type == "diffusion_gemma":
+    if rule is Gemma4KVHeads.GLOBAL_OR_SLIDING:
         return sliding_heads if global_heads is None else global_heads
-    if root_type in _GEMMA4_GATED_BY_K_EQ_V and global_heads is not None and text.get("attention_k_eq_v") is True:
+    if rule is Gemma4KVHeads.GLOBAL_IF_K_EQ_V and global_heads is not None and text.get("attention_k_eq_v") is True:
         return global_heads
     return sliding_heads
 
@@ -215,20 +122,20 @@ def rewrite_gemma4(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) 
     override when gated in, else ``num_key_value_heads``. Sliding layers: the config's
     ``head_dim`` and ``num_key_value_heads``. ``attention_k_eq_v`` does not halve the cache.
     """
-    root_type = str(root.get("model_type") or "")
-    if root_type not in GEMMA4_MODEL_TYPES:
+    conventions = model_type_row(root.get("model_type") or "")
+    if conventions.gemma4_kv_heads is None:
         return geometry
     sliding_dim = geometry.head_dim
     sliding_heads = geometry.total_num_kv_heads
     global_dim = get_int(text, "global_head_dim", 512, minimum=1)
     context = geometry.context_len
-    if root_type == "embedding_gemma2":
-        context = min(context, _EMBEDDING_GEMMA2_MAX_CONTEXT)
+    if conventions.max_context_len is not None:
+        context = min(context, conventions.max_context_len)
     return _replace(
         geometry,
         head_dim=global_dim,
         v_head_dim=global_dim,
-        total_num_kv_heads=_gemma4_full_kv_heads(root_type, text, sliding_heads),
+        total_num_kv_heads=_gemma4_full_kv_heads(conventions.gemma4_kv_heads, text, sliding_heads),
         swa_head_dim=sliding_dim,
         swa_v_head_dim=sliding_dim,
         swa_total_num_kv_heads=sliding_heads,
@@ -239,25 +146,30 @@ def rewrite_gemma4(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) 
 # ---- hybrid-SWA detection, layer ids, window --------------------------------------------------
 
 
-def _has(archs: tuple[str, ...], family: frozenset[str]) -> bool:
-    return any(a in family for a in archs)
+def _gates(archs: tuple[str, ...]) -> set[HybridSWAGate]:
+    return {row.hybrid_swa for row in rows_for(archs) if row.hybrid_swa is not None}
+
+
+def _splits(archs: tuple[str, ...]) -> set[SWALayerSplit]:
+    return {row.swa_layer_split for row in rows_for(archs) if row.swa_layer_split is not None}
 
 
 def _is_gemma4_family(root: ConfigDict, archs: tuple[str, ...]) -> bool:
-    return _has(archs, GEMMA4) or str(root.get("model_type") or "") in GEMMA4_MODEL_TYPES
+    return any_row(archs, lambda r: r.gemma4_family) or model_type_row(root.get("model_type") or "").gemma4_family
 
 
 def is_hybrid_swa_config(root: ConfigDict, text: ConfigDict, archs: tuple[str, ...]) -> bool:
     """SGLang's ``is_hybrid_swa_model`` (sizing.md 2.4), before ``--disable-hybrid-swa-memory``."""
     if text.get("is_hybrid_swa") is True:
         return True
-    if _has(archs, LAGUNA) and not text.get("sliding_window"):
+    gates = _gates(archs)
+    if HybridSWAGate.IF_SLIDING_WINDOW in gates and not text.get("sliding_window"):
         return False  # Laguna is hybrid only with a non-zero sliding_window
-    if _has(archs, BEAM):
+    if HybridSWAGate.IF_SLIDING_LAYER in gates:
         types = str_list(text, "layer_types") or ()
         if "sliding_attention" not in types:
             return False
-    return _has(archs, HYBRID_SWA_ARCHITECTURES) or _is_gemma4_family(root, archs)
+    return bool(gates) or _is_gemma4_family(root, archs)
 
 
 def _gemma4_layer_types(text: ConfigDict, num_layers: int) -> tuple[str, ...]:
@@ -308,28 +220,32 @@ def _required_layer_types(text: ConfigDict, family: str) -> tuple[str, ...]:
 def hybrid_layer_ids(
     root: ConfigDict, text: ConfigDict, archs: tuple[str, ...], num_layers: int
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """``(full_attention_layer_ids, swa_attention_layer_ids)``, global (builders.md 6)."""
-    if _has(archs, LLAMA4):
+    """``(full_attention_layer_ids, swa_attention_layer_ids)``, global (builders.md 6).
+
+    The architectures' split rules apply in :class:`SWALayerSplit` order; then the generic keys.
+    """
+    splits = _splits(archs)
+    if SWALayerSplit.EVERY_FOURTH_FULL in splits:
         return (
             tuple(i for i in range(num_layers) if (i + 1) % 4 == 0),
             tuple(i for i in range(num_layers) if (i + 1) % 4 != 0),
         )
-    if _has(archs, MTP_DRAFTS):
+    if SWALayerSplit.DRAFT_ONE_SWA in splits:
         return (), (0,)
-    if _has(archs, MIMO_V2):
+    if SWALayerSplit.HYBRID_LAYER_PATTERN in splits:
         return _ids_by_pattern(text, num_layers)
-    if _has(archs, STEP3P5):
+    if SWALayerSplit.LAYER_TYPES_CAPPED in splits:
         return _ids_by_types(_required_layer_types(text, "Step-3.5"), limit=num_layers)
     if _is_gemma4_family(root, archs):
         return _ids_by_types(_gemma4_layer_types(text, num_layers))
-    if _has(archs, GPT_OSS | LAYER_TYPES_FAMILIES):
+    if SWALayerSplit.LAYER_TYPES in splits:
         return _ids_by_types(_required_layer_types(text, archs[0] if archs else "this"))
-    if _has(archs, INKLING):
+    if SWALayerSplit.LOCAL_LAYER_IDS in splits:
         local = int_list(text, "local_layer_ids")
         if local is None:
             raise KVCacheConfigError("an Inkling config needs 'local_layer_ids' (its sliding-window layers)")
         return tuple(i for i in range(num_layers) if i not in local), tuple(sorted(set(local)))
-    if _has(archs, UNLIMITED_OCR):
+    if SWALayerSplit.ALL_SWA in splits:
         return (), tuple(range(num_layers))
     if text.get("hybrid_layer_pattern") is not None:
         return _ids_by_pattern(text, num_layers)
@@ -349,9 +265,10 @@ def engine_sliding_window(root: ConfigDict, text: ConfigDict, archs: tuple[str, 
     Others: the first of ``sliding_window_size``, ``sliding_window``, ``window_size``; else
     ``attention_chunk_size`` (Llama-4's chunked attention).
     """
-    if _has(archs, DEEPSEEK_V4):
+    windows = {row.swa_window for row in rows_for(archs)}
+    if SWAWindow.CONFIG_VALUE in windows:
         return get_opt_int(text, "sliding_window", minimum=1)
-    if _has(archs, _WINDOW_MINUS_ONE) or _is_gemma4_family(root, archs):
+    if SWAWindow.INCLUSIVE_MINUS_ONE in windows or _is_gemma4_family(root, archs):
         window = get_opt_int(text, "sliding_window", minimum=1)
         if window is None:
             return None
@@ -377,14 +294,9 @@ def _raw_head_dim(text: ConfigDict) -> int:
 def _mla_scale_dims(archs: tuple[str, ...], text: ConfigDict) -> tuple[int, int, int, int]:
     """SGLang's (head_dim, v_head_dim, swa_head_dim, swa_v_head_dim) of an MLA model (quirk 3)."""
     raw = _raw_head_dim(text)
-    if _has(archs, _MLA_HEAD_DIM_256):
-        full = 256
-    elif "MiniCPM3ForCausalLM" in archs:
-        full = 128
-    elif "KimiLinearForCausalLM" in archs:
-        full = 72
-    else:
-        full = raw
+    forced = [row.mla_forced_head_dim for row in rows_for(archs) if row.mla_forced_head_dim is not None]
+    # SGLang tests the 256 list first, then MiniCPM3 (128), then Kimi-Linear (72): the largest wins
+    full = max(forced) if forced else raw
     v_dim = get_int(text, "v_head_dim", 0) or raw
     swa_dim = get_int(text, "swa_head_dim", 0) or raw
     swa_v_dim = get_int(text, "swa_v_head_dim", 0) or swa_dim
@@ -392,11 +304,17 @@ def _mla_scale_dims(archs: tuple[str, ...], text: ConfigDict) -> tuple[int, int,
 
 
 def _ratio_default(archs: tuple[str, ...]) -> float:
-    if _has(archs, INKLING) or "InklingForConditionalGenerationMTP" in archs:
-        return _RATIO_OVERRIDES["inkling"]
-    if _has(archs, DEEPSEEK_V4):
-        return _RATIO_OVERRIDES["deepseek_v4"]
+    """The model's default ``swa_full_tokens_ratio`` (sizing.md 6), else 0.8."""
+    for row in rows_for(archs):
+        if row.swa_full_tokens_ratio is not None:
+            return row.swa_full_tokens_ratio
     return DEFAULT_SWA_FULL_TOKENS_RATIO
+
+
+def _is_compress(archs: tuple[str, ...]) -> bool:
+    """SWA layers keep their own KV heads / head dims; SGLang reads the first entry only."""
+    first = first_row(archs[:1])
+    return first is not None and first.swa_compress
 
 
 def parse_hybrid_swa(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> ModelGeometry:
@@ -406,7 +324,7 @@ def parse_hybrid_swa(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry
     if not is_hybrid_swa_config(root, text, archs):
         return geometry
     window = engine_sliding_window(root, text, archs)
-    if _has(archs, DEEPSEEK_V4):
+    if any_row(archs, lambda r: r.dsv4):
         ratio = _ratio_default(archs)
         hybrid = HybridSWAGeometry((), (), window, default_swa_full_tokens_ratio=ratio, is_deepseek_v4=True)
         return _replace(geometry, hybrid_swa=hybrid)
@@ -415,7 +333,7 @@ def parse_hybrid_swa(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry
         full_attention_layer_ids=full,
         swa_attention_layer_ids=swa,
         sliding_window_size=window,
-        is_compress_model=bool(archs) and archs[0] in COMPRESS_ARCHITECTURES,
+        is_compress_model=_is_compress(archs),
         default_swa_full_tokens_ratio=_ratio_default(archs),
         mtp_local_layer_ids=int_list(text, "mtp_local_layer_ids"),
         mla_scale_dims=_mla_scale_dims(archs, text) if geometry.use_mla else None,
@@ -424,10 +342,7 @@ def parse_hybrid_swa(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry
 
 
 __all__ = [
-    "COMPRESS_ARCHITECTURES",
     "DEFAULT_SWA_FULL_TOKENS_RATIO",
-    "GEMMA4_MODEL_TYPES",
-    "HYBRID_SWA_ARCHITECTURES",
     "HybridSWAGeometry",
     "engine_sliding_window",
     "hybrid_layer_ids",

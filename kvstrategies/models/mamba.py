@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
 from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_int_tuple
+from .architectures import LinearAttention, model_type_row, rows_for
 from .geometry import ModelGeometry
 from .hf import MAX_CONFIG_INT, ConfigDict, architectures, as_int, get_int, int_list, str_list
 from .parse import replace
@@ -205,17 +206,6 @@ class MambaGeometry:
 
 # ---- parsing ------------------------------------------------------------------------------
 
-_GDN_ARCHS = frozenset(
-    {
-        "Qwen3NextForCausalLM",
-        "Qwen3_5ForCausalLM",
-        "Qwen3_5MoeForCausalLM",
-        "Qwen3_5ForConditionalGeneration",
-        "Qwen3_5MoeForConditionalGeneration",
-    }
-)
-_GDN_MODEL_TYPES = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"})
-
 
 def _ssm_dtype(root: ConfigDict, text: ConfigDict) -> DType:
     """``mamba_ssm_dtype`` of the text config, else the root; float32 unless a valid state dtype."""
@@ -253,7 +243,7 @@ def _gdn(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> MambaGe
         state_size=get_int(text, "linear_key_head_dim", minimum=1),
         conv_kernel=get_int(text, "linear_conv_kernel_dim", minimum=2),
     )
-    return MambaGeometry("gdn", mixer, full, linear, _ssm_dtype(root, text))
+    return MambaGeometry(LinearAttention.GDN.value, mixer, full, linear, _ssm_dtype(root, text))
 
 
 def _nemotron_pattern(text: ConfigDict) -> str:
@@ -312,7 +302,7 @@ def _nemotron_h(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> 
     if attention_head_dim is not None:
         dim = as_int(attention_head_dim, "attention_head_dim", minimum=1)
         geometry = replace(geometry, head_dim=dim, v_head_dim=dim)
-    return MambaGeometry("nemotron_h", mixer, full, linear, _ssm_dtype(root, text)), geometry
+    return MambaGeometry(LinearAttention.NEMOTRON_H.value, mixer, full, linear, _ssm_dtype(root, text)), geometry
 
 
 def _falcon_h1(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> MambaGeometry:
@@ -339,7 +329,7 @@ def _falcon_h1(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> M
         conv_kernel=get_int(text, "mamba_d_conv", 4, minimum=2),
     )
     every = tuple(range(n))  # each Falcon-H1 layer has attention and Mamba side by side
-    return MambaGeometry("falcon_h1", mixer, every, every, _ssm_dtype(root, text))
+    return MambaGeometry(LinearAttention.FALCON_H1.value, mixer, every, every, _ssm_dtype(root, text))
 
 
 def _jamba(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> MambaGeometry:
@@ -352,7 +342,9 @@ def _jamba(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> Mamba
         state_size=get_int(text, "mamba_d_state", 16, minimum=1),
         conv_kernel=get_int(text, "mamba_d_conv", 4, minimum=2),
     )
-    return MambaGeometry("jamba", mixer, full, linear, _ssm_dtype(root, text), sglang_generic_fallback=True)
+    return MambaGeometry(
+        LinearAttention.JAMBA.value, mixer, full, linear, _ssm_dtype(root, text), sglang_generic_fallback=True
+    )
 
 
 def _kimi_linear(text: ConfigDict, geometry: ModelGeometry) -> MambaGeometry:
@@ -374,31 +366,31 @@ def _kimi_linear(text: ConfigDict, geometry: ModelGeometry) -> MambaGeometry:
         conv_kernel=get_int(linear_cfg, "short_conv_kernel_size", 4, minimum=2),
     )
     # Kimi-Linear does not hand its config to the state-dtype helper: float32 unless the env says otherwise
-    return MambaGeometry("kimi_linear", mixer, full, linear, DType.FLOAT32)
+    return MambaGeometry(LinearAttention.KIMI_LINEAR.value, mixer, full, linear, DType.FLOAT32)
 
 
 #: the config fields that decide which layers are linear, per family (for MambaGeometry's errors)
 _LAYER_SPLIT_FIELDS = {
-    "gdn": "full_attention_interval",
-    "nemotron_h": "hybrid_override_pattern / layers_block_type",
-    "jamba": "attn_layer_period / attn_layer_offset",
-    "kimi_linear": "linear_attn_config.kda_layers",
+    LinearAttention.GDN.value: "full_attention_interval",
+    LinearAttention.NEMOTRON_H.value: "hybrid_override_pattern / layers_block_type",
+    LinearAttention.JAMBA.value: "attn_layer_period / attn_layer_offset",
+    LinearAttention.KIMI_LINEAR.value: "linear_attn_config.kda_layers",
 }
 
 
 def parse_mamba(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> ModelGeometry:
     """Family parser: attach a :class:`MambaGeometry` to Mamba-ish hybrids (sizing.md 2.7)."""
-    archs = set(architectures(root))
-    model_type = str(text.get("model_type", geometry.model_type))
-    if archs & _GDN_ARCHS or model_type in _GDN_MODEL_TYPES:
+    kinds = {row.linear_attention for row in rows_for(architectures(root))}
+    kinds.add(model_type_row(text.get("model_type", geometry.model_type)).linear_attention)
+    if LinearAttention.GDN in kinds:
         return replace(geometry, mamba=_gdn(root, text, geometry))
-    if "NemotronHForCausalLM" in archs or model_type == "nemotron_h":
+    if LinearAttention.NEMOTRON_H in kinds:
         mamba, geometry = _nemotron_h(root, text, geometry)
         return replace(geometry, mamba=mamba)
-    if "FalconH1ForCausalLM" in archs or model_type == "falcon_h1":
+    if LinearAttention.FALCON_H1 in kinds:
         return replace(geometry, mamba=_falcon_h1(root, text, geometry))
-    if "JambaForCausalLM" in archs or model_type == "jamba":
+    if LinearAttention.JAMBA in kinds:
         return replace(geometry, mamba=_jamba(root, text, geometry))
-    if "KimiLinearForCausalLM" in archs or model_type == "kimi_linear":
+    if LinearAttention.KIMI_LINEAR in kinds:
         return replace(geometry, mamba=_kimi_linear(text, geometry))
     return geometry

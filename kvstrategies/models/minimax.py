@@ -22,13 +22,10 @@ from dataclasses import dataclass
 
 from ..errors import KVCacheConfigError
 from ..validate import MAX_LAYERS, check_int, check_int_tuple
+from .architectures import any_row
 from .geometry import ModelGeometry
 from .hf import MAX_CONFIG_INT, ConfigDict, get_int, int_list
 from .parse import replace
-
-MINIMAX_SPARSE_ARCHITECTURES = frozenset(
-    {"MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration"}
-)
 
 
 @dataclass(frozen=True)
@@ -85,7 +82,7 @@ def _sparse_config(root: ConfigDict, text: ConfigDict) -> Mapping[str, object]:
 
 def parse_minimax_sparse(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> ModelGeometry:
     """Attach :class:`MiniMaxSparseGeometry` to a MiniMax-M3 sparse model (sizing.md 2.8)."""
-    if not any(arch in MINIMAX_SPARSE_ARCHITECTURES for arch in geometry.architectures):
+    if not any_row(geometry.architectures, lambda r: r.minimax_sparse):
         return geometry
     cfg = _sparse_config(root, text)
     freq = int_list(cfg, "sparse_attention_freq")

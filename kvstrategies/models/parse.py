@@ -15,6 +15,7 @@ from typing import Any
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
 from ..validate import MAX_LAYERS
+from .architectures import Attention, any_row, model_type_row, rows_for
 from .geometry import AttentionArch, DSAGeometry, MLADims, ModelGeometry
 from .hf import (
     MAX_CONFIG_INT,
@@ -31,74 +32,6 @@ from .hf import (
 
 FamilyParser = Callable[[ConfigDict, ConfigDict, ModelGeometry], ModelGeometry]
 
-# The closed list of SGLang 0.5.23's MLA architectures (sizing.md 2.2); some are conditional.
-MLA_ARCHITECTURES = frozenset(
-    {
-        "DeepseekV2ForCausalLM",
-        "DeepseekV3ForCausalLM",
-        "DeepseekV32ForCausalLM",
-        "DeepseekV3ForCausalLMNextN",
-        "Glm4MoeLiteForCausalLM",
-        "Glm4MoeLiteForCausalLMNextN",
-        "GlmMoeDsaForCausalLM",
-        "GlmMoeDsaForCausalLMNextN",
-        "Glm5NextForConditionalGeneration",
-        "Glm5NextForConditionalGenerationNextN",
-        "KimiK25ForConditionalGeneration",
-        "KimiVLForConditionalGeneration",
-        "KimiLinearForCausalLM",
-        "KimiK3LinearForCausalLM",
-        "KimiK3ForConditionalGeneration",
-        "LongcatFlashForCausalLM",
-        "LongcatFlashForCausalLMNextN",
-        "HYV4ForCausalLM",
-        "HYV4ForCausalLMNextN",
-        "DotsVLMForCausalLM",
-        "Dots3NoteForCausalLM",
-        "Dots3NoteForCausalLMNextN",
-        "MistralLarge3ForCausalLM",
-        "MistralLarge3ForCausalLMEagle",
-        "Eagle3DeepseekV2ForCausalLM",
-        "GigaChat35ForCausalLM",
-        "GigaChat35ForCausalLMNextN",
-        "MiniCPM3ForCausalLM",
-        "BailingMoeV2_5ForCausalLM",
-        "BailingMoeV3ForCausalLM",
-        "BailingMoeV3VLForConditionalGeneration",
-        "SarvamMLAForCausalLM",
-    }
-)
-# MLA only when the text config carries a latent rank.
-MLA_IF_LORA_RANK = frozenset({"PixtralForConditionalGeneration", "BailingMoeForCausalLMNextN"})
-# DSA when the config also has a non-None ``index_topk`` (sizing.md 2.6).
-DSA_ARCHITECTURES = frozenset(
-    {
-        "DeepseekV3ForCausalLM",
-        "DeepseekV32ForCausalLM",
-        "DeepseekV3ForCausalLMNextN",
-        "MistralLarge3ForCausalLM",
-        "PixtralForConditionalGeneration",
-        "GlmMoeDsaForCausalLM",
-        "GlmMoeDsaForCausalLMNextN",
-        "Glm5NextForConditionalGeneration",
-        "Glm5NextForConditionalGenerationNextN",
-        "LongcatFlashForCausalLM",
-        "LongcatFlashForCausalLMNextN",
-        "Dots3NoteForCausalLM",
-        "Dots3NoteForCausalLMNextN",
-        "HYV4ForCausalLM",
-        "HYV4ForCausalLMNextN",
-    }
-)
-_LONGCAT = frozenset({"LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN"})
-_DOTS3 = frozenset({"Dots3NoteForCausalLM", "Dots3NoteForCausalLMNextN"})
-
-# Defaults of transformers config classes for fields that published config.json files omit.
-_MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "falcon": {"max_position_embeddings": 2048},
-    "gemma3_text": {"max_position_embeddings": 131072, "sliding_window_pattern": 6},
-    "gemma2": {"max_position_embeddings": 8192},
-}
 _CONTEXT_KEYS = (
     "max_sequence_length",
     "seq_length",
@@ -110,7 +43,8 @@ _MULTIMODAL_KEYS = ("vision_config", "audio_config", "vision_tower", "mm_vision_
 
 
 def _with_defaults(cfg: ConfigDict) -> dict[str, Any]:
-    merged = dict(_MODEL_TYPE_DEFAULTS.get(str(cfg.get("model_type", "")), {}))
+    """The config over its model type's transformers defaults (``ModelType.geometry_defaults``)."""
+    merged = dict(model_type_row(cfg.get("model_type", "")).geometry_defaults)
     merged.update({k: v for k, v in cfg.items() if v is not None})
     return merged
 
@@ -139,12 +73,12 @@ def derive_context_len(text: ConfigDict) -> int:
 
 def total_num_kv_heads(text: ConfigDict, num_attention_heads: int) -> int:
     """``get_total_num_kv_heads`` (sizing.md 2.1), first match wins."""
-    model_type = str(text.get("model_type", ""))
+    conventions = model_type_row(text.get("model_type", ""))
     new_decoder = bool(text.get("new_decoder_architecture", False))
-    if text.get("multi_query") is True and not (model_type == "falcon" and new_decoder):
+    if text.get("multi_query") is True and not (conventions.multi_query_unless_new_decoder and new_decoder):
         return 1
     attn_config = text.get("attn_config")
-    if model_type in ("mpt", "dbrx") and isinstance(attn_config, Mapping):
+    if conventions.kv_heads_in_attn_config and isinstance(attn_config, Mapping):
         kv = attn_config.get("kv_n_heads")
         return num_attention_heads if kv is None else as_int(kv, "attn_config.kv_n_heads", minimum=1)
     found = first_present(
@@ -178,11 +112,14 @@ def _quantization(root: ConfigDict, text: ConfigDict) -> tuple[str | None, bool]
 
 
 def _is_mla(archs: tuple[str, ...], text: ConfigDict) -> bool:
-    for arch in archs:
-        if arch == "DeepseekVL2ForCausalLM":
+    """SGLang's ``attention_arch`` rule (sizing.md 2.2): any entry whose row's condition holds."""
+    for row in rows_for(archs):
+        if row.attention is Attention.MLA_UNLESS_DISABLED:
             if text.get("use_mla", True) is not False:
                 return True
-        elif arch in MLA_ARCHITECTURES or arch in MLA_IF_LORA_RANK and text.get("kv_lora_rank") is not None:
+        elif row.attention is Attention.MLA or (
+            row.attention is Attention.MLA_IF_LORA and text.get("kv_lora_rank") is not None
+        ):
             return True
     return False
 
@@ -190,19 +127,19 @@ def _is_mla(archs: tuple[str, ...], text: ConfigDict) -> bool:
 def _mla_dims(archs: tuple[str, ...], text: ConfigDict) -> MLADims:
     kv_lora_rank = get_int(text, "kv_lora_rank", minimum=1)
     rope = get_int(text, "qk_rope_head_dim")
-    if any(a.startswith("BailingMoeV3") for a in archs) and text.get("use_mla_nope"):
+    if any_row(archs, lambda r: r.mla_nope_flag) and text.get("use_mla_nope"):
         rope = 0
     nope = get_int(text, "qk_nope_head_dim", 0)
     v_head_dim = get_int(text, "v_head_dim", 0)
     swa_rank, swa_rope = kv_lora_rank, rope
-    if any(a in _DOTS3 for a in archs):
+    if any_row(archs, lambda r: r.mla_swa_dims):
         swa_rank = get_int(text, "swa_kv_lora_rank", kv_lora_rank, minimum=1)
         swa_rope = get_int(text, "swa_qk_rope_head_dim", rope)
     return MLADims(kv_lora_rank, rope, nope, v_head_dim, swa_rank, swa_rope)
 
 
 def _dsa(archs: tuple[str, ...], text: ConfigDict) -> DSAGeometry | None:
-    if text.get("index_topk") is None or not any(a in DSA_ARCHITECTURES for a in archs):
+    if text.get("index_topk") is None or not any_row(archs, lambda r: r.dsa_if_index_topk):
         return None
     pattern = text.get("index_topk_pattern")
     if pattern is not None and not isinstance(pattern, str):
@@ -216,7 +153,7 @@ def _dsa(archs: tuple[str, ...], text: ConfigDict) -> DSAGeometry | None:
         index_topk=get_int(text, "index_topk", minimum=1),
         index_kpool=get_int(text, "index_kpool", 1, minimum=1),
         indexer_types=str_list(text, "indexer_types"),
-        cli_factor=get_int(text, "cli_factor", 1, minimum=1) if any(a in _LONGCAT for a in archs) else 1,
+        cli_factor=get_int(text, "cli_factor", 1, minimum=1) if any_row(archs, lambda r: r.dsa_cli_factor) else 1,
         index_topk_pattern=pattern,
         index_topk_freq=get_int(text, "index_topk_freq", 1, minimum=1),
         index_skip_topk_offset=get_opt_int(text, "index_skip_topk_offset", minimum=1),
@@ -264,7 +201,7 @@ def parse_base(root: ConfigDict) -> ModelGeometry:
         v_head_dim = get_int(text, "v_head_dim", 0) or head_dim
     swa_head_dim = get_opt_int(text, "swa_head_dim", minimum=1)
     swa_v_head_dim = get_opt_int(text, "swa_v_head_dim", minimum=1)
-    num_pp_layers = 2 * num_layers if any(a in _LONGCAT for a in archs) else num_layers
+    num_pp_layers = num_layers * max((r.pp_layers_per_layer for r in rows_for(archs)), default=1)
     quantization, kv_fp8 = _quantization(root, text)
     swa_kv_heads = get_opt_int(text, "swa_num_key_value_heads", minimum=1)
     other = text.get("attention_other_setting")

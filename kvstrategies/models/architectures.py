@@ -1,0 +1,754 @@
+"""One table of every per-architecture fact the project reads (sizing, parsing, launch, weights).
+
+Two kinds of rows, keyed the way SGLang and transformers branch:
+
+* :class:`Architecture`: one row per entry of a config's ``architectures`` list (SGLang's
+  ``EntryClass`` names, ``sglang/srt/models/*.py``) that SGLang 0.5.23 serves and the project
+  knows. It says what is true of the model (attention kind, DSA, hybrid-SWA layer rule and
+  window rule, linear-attention kind, launch-rule memberships, ...); the modules decide what
+  each fact means.
+* :class:`ModelType`: one row per HF ``model_type`` whose config conventions a module reads
+  (transformers config-class defaults, KV-head conventions, weight-layout quirks).
+
+Every module asks here instead of comparing names; ``tests/test_architectures.py`` fails on an
+architecture name or model type written as a string literal anywhere else in the package.
+Adding a model is one :class:`Architecture` row (``docs/adding-a-model.md``).
+
+Where the launch rules (launch_defaults.md) list a family differently from the sizing rules
+(sizing.md 2.2-2.7), both memberships are kept as separate ``launch_*`` fields: SGLang reads the
+two lists in different places (``server_args.py`` vs ``configs/model_config.py``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+class Attention(enum.Enum):
+    """How SGLang's ``ModelConfig`` sets ``attention_arch`` for the architecture (sizing.md 2.2)."""
+
+    MHA = "mha"  # MHA / GQA / MQA (the default)
+    MLA = "mla"  # always latent attention
+    MLA_IF_LORA = "mla-if-kv-lora-rank"  # MLA when the text config carries ``kv_lora_rank``
+    MLA_UNLESS_DISABLED = "mla-unless-use-mla-false"  # MLA unless the config says ``use_mla: false``
+
+
+class HybridSWAGate(enum.Enum):
+    """Membership in SGLang's ``is_hybrid_swa_model`` set and its extra condition (sizing.md 2.4)."""
+
+    ALWAYS = "always"
+    IF_SLIDING_WINDOW = "if-sliding-window"  # only with a non-zero ``sliding_window`` (Laguna)
+    IF_SLIDING_LAYER = "if-sliding-layer"  # only when ``layer_types`` has a sliding layer (Beam)
+
+
+class SWALayerSplit(enum.Enum):
+    """Which config field splits full from sliding-window layers (builders.md 6).
+
+    Declaration order is the precedence when a config lists several architectures.
+    """
+
+    EVERY_FOURTH_FULL = "every-4th-full"  # Llama-4: layer l is full iff (l + 1) % 4 == 0
+    DRAFT_ONE_SWA = "draft-one-swa"  # MTP drafts: one SWA layer, no full layer
+    HYBRID_LAYER_PATTERN = "hybrid_layer_pattern"  # 1 = SWA, 0 = full (MiMo-V2)
+    LAYER_TYPES_CAPPED = "layer_types-capped"  # layer_types, first num_hidden_layers entries (Step-3.5)
+    GEMMA4 = "gemma4"  # layer_types (or sliding_window_pattern), last layer forced full
+    LAYER_TYPES = "layer_types"  # full_attention / sliding_attention per layer
+    LOCAL_LAYER_IDS = "local_layer_ids"  # the listed layers are SWA (Inkling)
+    ALL_SWA = "all-swa"  # every layer is SWA (UnlimitedOCR)
+
+
+class SWAWindow(enum.Enum):
+    """How the engine's sliding window follows from the config (sizing.md 2.4)."""
+
+    FIRST_KEY = "first-key"  # sliding_window_size, sliding_window, window_size, attention_chunk_size
+    INCLUSIVE_MINUS_ONE = "minus-one"  # HF's inclusive sliding_window - 1
+    CONFIG_VALUE = "config-value"  # sliding_window unchanged (DeepSeek-V4)
+
+
+class LinearAttention(enum.Enum):
+    """The linear-state family of a Mamba-ish hybrid (sizing.md 2.7); order = parse precedence."""
+
+    GDN = "gdn"  # Gated DeltaNet (Qwen3-Next, Qwen3.5): Mamba2 state shapes
+    NEMOTRON_H = "nemotron_h"  # Mamba2 layers by hybrid_override_pattern
+    FALCON_H1 = "falcon_h1"  # attention and Mamba2 side by side in every layer
+    JAMBA = "jamba"  # Mamba-1 (SGLang 0.5.23 serves it through the generic fallback)
+    KIMI_LINEAR = "kimi_linear"  # Kimi Delta Attention
+
+
+class SWAMemoryOff(enum.Enum):
+    """SGLang's forced ``--disable-hybrid-swa-memory`` (launch_defaults.md 9.2)."""
+
+    NEVER = "never"
+    ALWAYS = "always"
+    WITH_SLIDING_WINDOW_PATTERN = "with-sliding_window_pattern"  # Exaone-4
+
+
+class LaunchBackendRule(enum.Enum):
+    """The per-architecture attention-backend rule of the launch defaults (launch_defaults.md 6.1).
+
+    Declaration order is the order SGLang tries them.
+    """
+
+    GPT_OSS = "gpt-oss"
+    LLAMA4 = "llama4"
+    MIMO_V2 = "mimo-v2"
+    QWEN3_NEXT = "qwen3-next"
+    NEMOTRON_H = "nemotron-h"
+    FALCON_H1 = "falcon-h1"
+    GRANITE_HYBRID = "granite-hybrid"
+
+
+class SGLangModel(enum.Enum):
+    """How SGLang 0.5.23 loads the architecture."""
+
+    NATIVE = "native"  # an ``EntryClass`` of ``sglang/srt/models`` (the registry)
+    TRANSFORMERS_FALLBACK = "transformers"  # no native class: the generic Transformers backend
+    RULE_ONLY = "rule-only"  # named by SGLang's config / launch rules, no model class to load
+
+
+class Gemma4KVHeads(enum.Enum):
+    """Where a Gemma-4-family model type takes its full-attention KV heads (sizing.md 2.2)."""
+
+    SLIDING = "sliding"  # the sliding layers' num_key_value_heads
+    GLOBAL_IF_K_EQ_V = "global-if-k-eq-v"  # num_global_key_value_heads when attention_k_eq_v
+    GLOBAL_OR_ONE = "global-or-one"  # num_global_key_value_heads, default 1
+    GLOBAL_OR_SLIDING = "global-or-sliding"  # num_global_key_value_heads, default the sliding count
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """What is true of one served architecture; every field defaults to "nothing special".
+
+    ``sglang_model``: how SGLang loads it (:func:`is_served` is False only for rule-only names).
+
+    Sizing / parsing:
+    ``attention``: latent or per-head KV. ``dsa_if_index_topk``: DeepSeek sparse attention when
+    the config has ``index_topk``. ``dsa_cli_factor``: the indexer reads ``cli_factor``.
+    ``pp_layers_per_layer``: layers the pipeline split counts per hidden layer (LongCat: 2).
+    ``mla_swa_dims``: MLA with separate ``swa_kv_lora_rank`` / ``swa_qk_rope_head_dim``.
+    ``mla_nope_flag``: ``use_mla_nope`` zeroes the rope dim. ``mla_forced_head_dim``: SGLang's
+    dummy ``head_dim`` of an MLA model (read only by the MXFP8 scale quirk). ``dsv4``: DeepSeek-V4
+    compressed attention. ``minimax_sparse``: MiniMax-M3 sparse layers. ``hybrid_swa``: in SGLang's
+    hybrid-SWA set (with its gate); ``swa_layer_split`` / ``swa_window``: its layer and window
+    rules. ``swa_compress``: SWA layers keep their own KV heads / head dims (first entry only).
+    ``swa_full_tokens_ratio``: the model's default ratio. ``gemma4_family``: Gemma-4 config rewrite.
+    ``linear_attention``: the Mamba-ish family. ``is_draft``: an MTP / NextN / EAGLE draft head.
+
+    Launch defaults:
+    ``launch_mla`` / ``launch_deepseek_family`` (DSA with ``index_topk``, trtllm_mla rule) /
+    ``launch_dsv4`` / ``launch_hybrid_swa``: the launch rules' own lists. ``mamba_radix``: SGLang's
+    Mamba radix cache serves it; ``mamba_extra_buffer``: with the extra-buffer strategy.
+    ``kda_from_linear_attn_config``: ``linear_attn_config.kda_layers`` means KDA layers.
+    ``multimodal_opt_in`` / ``breakable_multimodal``: multimodal handling. ``hybrid_swa_memory_off``:
+    forced ``--disable-hybrid-swa-memory``. ``attention_sinks``. ``audio_encoder_decoder``: Whisper.
+    ``launch_backend_rule``: its attention-backend override. ``late_trtllm_mla_prefill_graph``: the
+    prefill graph is disabled after the trtllm_mla prefill choice. ``wide_speculative_defaults``:
+    the wider EAGLE auto steps.
+    """
+
+    name: str
+    sglang_model: SGLangModel = SGLangModel.NATIVE
+    attention: Attention = Attention.MHA
+    dsa_if_index_topk: bool = False
+    dsa_cli_factor: bool = False
+    pp_layers_per_layer: int = 1
+    mla_swa_dims: bool = False
+    mla_nope_flag: bool = False
+    mla_forced_head_dim: int | None = None
+    dsv4: bool = False
+    minimax_sparse: bool = False
+    hybrid_swa: HybridSWAGate | None = None
+    swa_layer_split: SWALayerSplit | None = None
+    swa_window: SWAWindow = SWAWindow.FIRST_KEY
+    swa_compress: bool = False
+    swa_full_tokens_ratio: float | None = None
+    gemma4_family: bool = False
+    linear_attention: LinearAttention | None = None
+    is_draft: bool = False
+    launch_mla: bool = False
+    launch_deepseek_family: bool = False
+    launch_dsv4: bool = False
+    launch_hybrid_swa: bool = False
+    mamba_radix: bool = False
+    mamba_extra_buffer: bool = True
+    kda_from_linear_attn_config: bool = True
+    multimodal_opt_in: bool = False
+    breakable_multimodal: bool = False
+    hybrid_swa_memory_off: SWAMemoryOff = SWAMemoryOff.NEVER
+    attention_sinks: bool = False
+    audio_encoder_decoder: bool = False
+    launch_backend_rule: LaunchBackendRule | None = None
+    late_trtllm_mla_prefill_graph: bool = False
+    wide_speculative_defaults: bool = False
+
+    @property
+    def family(self) -> str:
+        """A short label for listings (the facts that pick its strategy)."""
+        if self.dsv4:
+            return "dsv4"
+        if self.hybrid_swa is not None:
+            return "hybrid-swa"
+        if self.linear_attention is not None:
+            return f"hybrid-linear ({self.linear_attention.value})"
+        if self.minimax_sparse:
+            return "minimax-sparse"
+        if self.attention is not Attention.MHA:
+            return "mla+dsa" if self.dsa_if_index_topk else "mla"
+        return "mha"
+
+
+@dataclass(frozen=True)
+class ModelType:
+    """Config conventions of one HF ``model_type``.
+
+    ``geometry_defaults`` / ``weight_defaults``: transformers config-class defaults for fields
+    published configs omit, as read by the geometry parser and the weight estimate.
+    ``launch_context_default``: the context length the launch facts assume without a length key.
+    ``multi_query_unless_new_decoder``: ``multi_query`` means 1 KV head unless
+    ``new_decoder_architecture`` (Falcon). ``kv_heads_in_attn_config``: ``attn_config.kv_n_heads``.
+    ``gemma4_kv_heads`` (Gemma-4 family when set) and ``max_context_len``. ``linear_attention``.
+    Weights: ``norms_per_layer`` (hidden-size vectors), ``layernorm_bias`` (final norm has a
+    bias), ``gated_mlp``, ``attn_output_gate``, ``qkv_bias``, ``o_proj_bias`` (with the qkv bias),
+    ``qk_norm`` (per-head-dim q/k norms), ``qk_norm_weightless`` (``use_qk_norm`` without weights),
+    ``attention_sinks``, ``moe_expert_bias``, ``moe_router_bias``, ``moe_shared_expert``.
+    ``dsv4_swa_ratio_override``: DeepSeek-V4's launch override of the SWA ratio applies.
+    """
+
+    name: str
+    geometry_defaults: tuple[tuple[str, Any], ...] = ()
+    weight_defaults: tuple[tuple[str, Any], ...] = ()
+    launch_context_default: int | None = None
+    multi_query_unless_new_decoder: bool = False
+    kv_heads_in_attn_config: bool = False
+    gemma4_kv_heads: Gemma4KVHeads | None = None
+    max_context_len: int | None = None
+    linear_attention: LinearAttention | None = None
+    norms_per_layer: int = 2
+    layernorm_bias: bool = False
+    gated_mlp: bool = True
+    attn_output_gate: bool = False
+    qkv_bias: bool = False
+    o_proj_bias: bool = True
+    qk_norm: bool = False
+    qk_norm_weightless: bool = False
+    attention_sinks: bool = False
+    moe_expert_bias: bool = False
+    moe_router_bias: bool = False
+    moe_shared_expert: bool = False
+    dsv4_swa_ratio_override: bool = True
+
+    @property
+    def gemma4_family(self) -> bool:
+        return self.gemma4_kv_heads is not None
+
+
+_A = Architecture
+_M = ModelType
+_MLA = Attention.MLA
+_SWA = HybridSWAGate.ALWAYS
+_SWA_IF_WINDOW = HybridSWAGate.IF_SLIDING_WINDOW
+_SWA_IF_LAYER = HybridSWAGate.IF_SLIDING_LAYER
+_FALLBACK = SGLangModel.TRANSFORMERS_FALLBACK
+_RULE_ONLY = SGLangModel.RULE_ONLY
+_GDN = LinearAttention.GDN
+
+# ---- the architecture rows ------------------------------------------------------------------
+ARCHITECTURES: tuple[Architecture, ...] = (
+    _A("BailingMoeForCausalLMNextN", attention=Attention.MLA_IF_LORA, is_draft=True),
+    _A("BailingMoeV2_5ForCausalLM", attention=_MLA, launch_mla=True, mamba_radix=True),
+    _A("BailingMoeV3ForCausalLM", attention=_MLA, mla_nope_flag=True, launch_mla=True, mamba_radix=True),
+    _A("BailingMoeV3VLForConditionalGeneration", attention=_MLA, mla_nope_flag=True),
+    _A("BeamForCausalLM", hybrid_swa=_SWA_IF_LAYER, swa_layer_split=SWALayerSplit.LAYER_TYPES),
+    _A("Cohere2VisionForConditionalGeneration", breakable_multimodal=True),
+    _A("DeepseekV2ForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
+    _A(
+        "DeepseekV32ForCausalLM",
+        attention=_MLA,
+        dsa_if_index_topk=True,
+        mla_forced_head_dim=256,
+        launch_mla=True,
+        launch_deepseek_family=True,
+    ),
+    _A(
+        "DeepseekV3ForCausalLM",
+        attention=_MLA,
+        dsa_if_index_topk=True,
+        mla_forced_head_dim=256,
+        launch_mla=True,
+        launch_deepseek_family=True,
+        late_trtllm_mla_prefill_graph=True,
+    ),
+    _A(
+        "DeepseekV3ForCausalLMNextN",
+        attention=_MLA,
+        dsa_if_index_topk=True,
+        mla_forced_head_dim=256,
+        is_draft=True,
+        launch_mla=True,
+        launch_deepseek_family=True,
+    ),
+    _A(
+        "DeepseekV4ForCausalLM",
+        dsv4=True,
+        hybrid_swa=_SWA,
+        swa_window=SWAWindow.CONFIG_VALUE,
+        swa_full_tokens_ratio=0.1,
+        launch_dsv4=True,
+        launch_hybrid_swa=True,
+    ),
+    _A(
+        "DeepseekV4ForCausalLMDSpark",
+        dsv4=True,
+        hybrid_swa=_SWA,
+        swa_window=SWAWindow.CONFIG_VALUE,
+        swa_full_tokens_ratio=0.1,
+        is_draft=True,
+    ),
+    _A(
+        "DeepseekV4ForCausalLMNextN",
+        dsv4=True,
+        hybrid_swa=_SWA,
+        swa_window=SWAWindow.CONFIG_VALUE,
+        swa_full_tokens_ratio=0.1,
+        is_draft=True,
+    ),
+    _A("DeepseekVL2ForCausalLM", attention=Attention.MLA_UNLESS_DISABLED, mla_forced_head_dim=256, launch_mla=True),
+    _A(
+        "DiffusionGemmaForBlockDiffusion",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.GEMMA4,
+        swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
+        swa_compress=True,
+        gemma4_family=True,
+    ),
+    _A(
+        "Dots3NoteForCausalLM",
+        attention=_MLA,
+        dsa_if_index_topk=True,
+        mla_swa_dims=True,
+        swa_layer_split=SWALayerSplit.LAYER_TYPES,
+        launch_mla=True,
+        launch_deepseek_family=True,
+    ),
+    _A(
+        "Dots3NoteForCausalLMNextN",
+        attention=_MLA,
+        dsa_if_index_topk=True,
+        mla_swa_dims=True,
+        swa_layer_split=SWALayerSplit.LAYER_TYPES,
+        is_draft=True,
+    ),
+    _A("DotsVLMForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
+    _A("Eagle3DeepseekV2ForCausalLM", attention=_MLA, mla_forced_head_dim=256, is_draft=True, launch_mla=True),
+    _A(
+        "EmbeddingGemma2Model",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.GEMMA4,
+        swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
+        swa_compress=True,
+        gemma4_family=True,
+    ),
+    _A("Exaone4ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.WITH_SLIDING_WINDOW_PATTERN),
+    _A("FalconForCausalLM", sglang_model=_FALLBACK),
+    _A(
+        "FalconH1ForCausalLM",
+        linear_attention=LinearAttention.FALCON_H1,
+        mamba_radix=True,
+        launch_backend_rule=LaunchBackendRule.FALCON_H1,
+    ),
+    _A("Gemma2ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
+    _A("Gemma3ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
+    _A("Gemma3ForConditionalGeneration", multimodal_opt_in=True, hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
+    _A("Gemma3nForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
+    _A("Gemma3nForConditionalGeneration", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
+    _A(
+        "Gemma4ForCausalLM",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.GEMMA4,
+        swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
+        swa_compress=True,
+        gemma4_family=True,
+    ),
+    _A(
+        "Gemma4ForConditionalGeneration",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.GEMMA4,
+        swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
+        swa_compress=True,
+        gemma4_family=True,
+    ),
+    _A(
+        "Gemma4UnifiedForConditionalGeneration",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.GEMMA4,
+        swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
+        swa_compress=True,
+        gemma4_family=True,
+    ),
+    _A("GigaChat35ForCausalLM", attention=_MLA, launch_mla=True),
+    _A("GigaChat35ForCausalLMNextN", attention=_MLA, is_draft=True),
+    _A("Glm4MoeForCausalLM"),
+    _A("Glm4MoeLiteForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
+    _A("Glm4MoeLiteForCausalLMNextN", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
+    _A(
+        "Glm5NextForConditionalGeneration",
+        attention=_MLA,
+        dsa_if_index_topk=True,
+        launch_mla=True,
+        launch_deepseek_family=True,
+        mamba_radix=True,
+        kda_from_linear_attn_config=False,
+        breakable_multimodal=True,
+    ),
+    _A("Glm5NextForConditionalGenerationNextN", attention=_MLA, dsa_if_index_topk=True, is_draft=True),
+    _A(
+        "GlmMoeDsaForCausalLM",
+        attention=_MLA,
+        dsa_if_index_topk=True,
+        mla_forced_head_dim=256,
+        launch_mla=True,
+        launch_deepseek_family=True,
+    ),
+    _A("GlmMoeDsaForCausalLMNextN", attention=_MLA, dsa_if_index_topk=True, is_draft=True),
+    _A(
+        "GptOssForCausalLM",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.LAYER_TYPES,
+        swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
+        launch_hybrid_swa=True,
+        attention_sinks=True,
+        launch_backend_rule=LaunchBackendRule.GPT_OSS,
+    ),
+    _A("GraniteMoeHybridForCausalLM", mamba_radix=True, launch_backend_rule=LaunchBackendRule.GRANITE_HYBRID),
+    _A("GraniteMoeSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
+    _A("GraniteSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
+    _A("Grok1ForCausalLM", wide_speculative_defaults=True),
+    _A("Grok1VForCausalLM", wide_speculative_defaults=True, sglang_model=_RULE_ONLY),
+    _A("HYV4ForCausalLM", attention=_MLA, dsa_if_index_topk=True, launch_mla=True, launch_deepseek_family=True),
+    _A("HYV4ForCausalLMNextN", attention=_MLA, dsa_if_index_topk=True, is_draft=True),
+    _A("IQuestQ1ForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
+    _A(
+        "InklingForCausalLM",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.LOCAL_LAYER_IDS,
+        swa_full_tokens_ratio=0.1,
+        sglang_model=_RULE_ONLY,
+    ),
+    _A(
+        "InklingForConditionalGeneration",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.LOCAL_LAYER_IDS,
+        swa_compress=True,
+        swa_full_tokens_ratio=0.1,
+    ),
+    _A(
+        "InklingForConditionalGenerationMTP",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA,
+        swa_compress=True,
+        swa_full_tokens_ratio=0.1,
+        is_draft=True,
+    ),
+    _A("JambaForCausalLM", linear_attention=LinearAttention.JAMBA, sglang_model=_FALLBACK),
+    _A(
+        "JetNemotronForCausalLM",
+        mamba_radix=True,
+        mamba_extra_buffer=False,
+        launch_backend_rule=LaunchBackendRule.FALCON_H1,
+    ),
+    _A("JetVLMForConditionalGeneration", mamba_radix=True, mamba_extra_buffer=False),
+    _A(
+        "KimiK25ForConditionalGeneration",
+        attention=_MLA,
+        mla_forced_head_dim=256,
+        launch_mla=True,
+        launch_deepseek_family=True,
+        breakable_multimodal=True,
+    ),
+    _A("KimiK3ForConditionalGeneration", attention=_MLA, launch_mla=True, mamba_radix=True, breakable_multimodal=True),
+    _A("KimiK3LinearForCausalLM", attention=_MLA, launch_mla=True, mamba_radix=True),
+    _A(
+        "KimiLinearForCausalLM",
+        attention=_MLA,
+        mla_forced_head_dim=72,
+        linear_attention=LinearAttention.KIMI_LINEAR,
+        launch_mla=True,
+        mamba_radix=True,
+    ),
+    _A("KimiVLForConditionalGeneration", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
+    _A("LagunaForCausalLM", hybrid_swa=_SWA_IF_WINDOW, swa_layer_split=SWALayerSplit.LAYER_TYPES),
+    _A("Lfm2ForCausalLM", mamba_radix=True, mamba_extra_buffer=False),
+    _A("Lfm2MoeForCausalLM", mamba_radix=True, mamba_extra_buffer=False),
+    _A("Llama4ForCausalLM", launch_hybrid_swa=True, launch_backend_rule=LaunchBackendRule.LLAMA4),
+    _A(
+        "Llama4ForConditionalGeneration",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.EVERY_FOURTH_FULL,
+        launch_hybrid_swa=True,
+        multimodal_opt_in=True,
+        launch_backend_rule=LaunchBackendRule.LLAMA4,
+    ),
+    _A("LlamaForCausalLM", wide_speculative_defaults=True),
+    _A(
+        "LongcatFlashForCausalLM",
+        attention=_MLA,
+        dsa_if_index_topk=True,
+        dsa_cli_factor=True,
+        pp_layers_per_layer=2,
+        mla_forced_head_dim=256,
+        launch_mla=True,
+        launch_deepseek_family=True,
+    ),
+    _A(
+        "LongcatFlashForCausalLMNextN",
+        attention=_MLA,
+        dsa_if_index_topk=True,
+        dsa_cli_factor=True,
+        pp_layers_per_layer=2,
+        mla_forced_head_dim=256,
+        is_draft=True,
+    ),
+    _A(
+        "MellumForCausalLM",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.LAYER_TYPES,
+        swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
+    ),
+    _A(
+        "MiMoV2FlashForCausalLM",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.HYBRID_LAYER_PATTERN,
+        swa_compress=True,
+        launch_hybrid_swa=True,
+        launch_backend_rule=LaunchBackendRule.MIMO_V2,
+    ),
+    _A(
+        "MiMoV2ForCausalLM",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.HYBRID_LAYER_PATTERN,
+        swa_compress=True,
+        launch_hybrid_swa=True,
+        launch_backend_rule=LaunchBackendRule.MIMO_V2,
+    ),
+    _A("MiMoV2MTP", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA, swa_compress=True, is_draft=True),
+    _A("MiniCPM3ForCausalLM", attention=_MLA, mla_forced_head_dim=128, launch_mla=True),
+    _A("MiniMaxM2ForCausalLM"),
+    _A("MiniMaxM3SparseForCausalLM", minimax_sparse=True),
+    _A("MiniMaxM3SparseForConditionalGeneration", minimax_sparse=True),
+    _A("MistralForCausalLM"),
+    _A(
+        "MistralLarge3ForCausalLM",
+        attention=_MLA,
+        dsa_if_index_topk=True,
+        mla_forced_head_dim=256,
+        launch_mla=True,
+        launch_deepseek_family=True,
+    ),
+    _A("MistralLarge3ForCausalLMEagle", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
+    _A("MixtralForCausalLM"),
+    _A("MuseGlimmerForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
+    _A(
+        "NemotronHForCausalLM",
+        linear_attention=LinearAttention.NEMOTRON_H,
+        mamba_radix=True,
+        launch_backend_rule=LaunchBackendRule.NEMOTRON_H,
+    ),
+    _A("Olmo2ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
+    _A("Olmo3ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS, sglang_model=_FALLBACK),
+    _A("PaddleOCRVLForConditionalGeneration", breakable_multimodal=True),
+    _A("Phi3ForCausalLM"),
+    _A(
+        "PixtralForConditionalGeneration",
+        attention=Attention.MLA_IF_LORA,
+        dsa_if_index_topk=True,
+        mla_forced_head_dim=256,
+        launch_deepseek_family=True,
+    ),
+    _A("Qwen2ForCausalLM"),
+    _A("Qwen3ForCausalLM"),
+    _A("Qwen3MoeForCausalLM"),
+    _A(
+        "Qwen3NextForCausalLM",
+        linear_attention=LinearAttention.GDN,
+        mamba_radix=True,
+        launch_backend_rule=LaunchBackendRule.QWEN3_NEXT,
+    ),
+    _A(
+        "Qwen3_5ForCausalLM",
+        linear_attention=LinearAttention.GDN,
+        mamba_radix=True,
+        launch_backend_rule=LaunchBackendRule.QWEN3_NEXT,
+    ),
+    _A(
+        "Qwen3_5ForConditionalGeneration",
+        linear_attention=LinearAttention.GDN,
+        mamba_radix=True,
+        breakable_multimodal=True,
+        launch_backend_rule=LaunchBackendRule.QWEN3_NEXT,
+    ),
+    _A(
+        "Qwen3_5MoeForCausalLM",
+        linear_attention=LinearAttention.GDN,
+        mamba_radix=True,
+        launch_backend_rule=LaunchBackendRule.QWEN3_NEXT,
+    ),
+    _A(
+        "Qwen3_5MoeForConditionalGeneration",
+        linear_attention=LinearAttention.GDN,
+        mamba_radix=True,
+        breakable_multimodal=True,
+        launch_backend_rule=LaunchBackendRule.QWEN3_NEXT,
+    ),
+    _A("SarvamMLAForCausalLM", attention=_MLA, launch_mla=True),
+    _A("Step3VLForConditionalGeneration", multimodal_opt_in=True),
+    _A("Step3p5ForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES_CAPPED),
+    _A("Step3p5MTP", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA, is_draft=True),
+    _A("Step3p7ForConditionalGeneration", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES_CAPPED),
+    _A("UnlimitedOCRForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.ALL_SWA),
+    _A("WhisperForConditionalGeneration", audio_encoder_decoder=True),
+    _A("ZayaForCausalLM", mamba_radix=True, mamba_extra_buffer=False),
+)
+
+# ---- the model-type rows --------------------------------------------------------------------
+MODEL_TYPES: tuple[ModelType, ...] = (
+    _M("dbrx", kv_heads_in_attn_config=True),
+    _M("deepseek_v41", dsv4_swa_ratio_override=False),
+    _M("diffusion_gemma", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_SLIDING),
+    _M("embedding_gemma2", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_ONE, max_context_len=8192),
+    _M(
+        "falcon",
+        geometry_defaults=(("max_position_embeddings", 2048),),
+        weight_defaults=(("tie_word_embeddings", True),),
+        multi_query_unless_new_decoder=True,
+        layernorm_bias=True,
+        gated_mlp=False,
+    ),
+    _M("falcon_h1", linear_attention=LinearAttention.FALCON_H1),
+    _M("gemma", weight_defaults=(("tie_word_embeddings", True),)),
+    _M(
+        "gemma2",
+        geometry_defaults=(("max_position_embeddings", 8192),),
+        weight_defaults=(("tie_word_embeddings", True),),
+        norms_per_layer=4,
+    ),
+    _M("gemma3", norms_per_layer=4, qk_norm=True),
+    _M(
+        "gemma3_text",
+        geometry_defaults=(("max_position_embeddings", 131072), ("sliding_window_pattern", 6)),
+        weight_defaults=(("vocab_size", 262208), ("tie_word_embeddings", True)),
+        launch_context_default=131072,
+        norms_per_layer=4,
+        qk_norm=True,
+    ),
+    _M("gemma3n", norms_per_layer=4, qk_norm=True),
+    _M("gemma3n_text", norms_per_layer=4, qk_norm=True),
+    _M("gemma4", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_IF_K_EQ_V),
+    _M("gemma4_assistant", gemma4_kv_heads=Gemma4KVHeads.SLIDING),
+    _M("gemma4_text", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_IF_K_EQ_V),
+    _M("gemma4_unified", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_IF_K_EQ_V),
+    _M("gemma4_unified_assistant", gemma4_kv_heads=Gemma4KVHeads.SLIDING),
+    _M("glm4_moe", o_proj_bias=False, moe_router_bias=True),
+    _M("glm4_moe_lite", moe_router_bias=True),
+    _M("gpt_oss", attention_sinks=True, moe_expert_bias=True),
+    _M("jamba", linear_attention=LinearAttention.JAMBA),
+    _M("kimi_linear", linear_attention=LinearAttention.KIMI_LINEAR),
+    _M("llama4_text", qk_norm_weightless=True, moe_shared_expert=True),
+    _M("mpt", kv_heads_in_attn_config=True),
+    _M("nemotron_h", linear_attention=LinearAttention.NEMOTRON_H, norms_per_layer=1),
+    _M("olmo2", qk_norm=True),
+    _M("qwen2", qkv_bias=True, o_proj_bias=False),
+    _M("qwen2_moe", qkv_bias=True, o_proj_bias=False),
+    _M("qwen3", qk_norm=True),
+    _M("qwen3_5", linear_attention=_GDN, qk_norm=True),
+    _M("qwen3_5_moe", linear_attention=_GDN, qk_norm=True),
+    _M("qwen3_5_moe_text", linear_attention=_GDN, qk_norm=True),
+    _M("qwen3_5_text", linear_attention=_GDN, qk_norm=True),
+    _M("qwen3_moe", qk_norm=True),
+    _M("qwen3_next", linear_attention=_GDN, attn_output_gate=True, qk_norm=True),
+    _M("qwen3_vl", qk_norm=True),
+    _M("qwen3_vl_moe", qk_norm=True),
+)
+
+_BY_NAME: dict[str, Architecture] = {row.name: row for row in ARCHITECTURES}
+_BY_MODEL_TYPE: dict[str, ModelType] = {row.name: row for row in MODEL_TYPES}
+_PLAIN_MODEL_TYPE = ModelType("")
+
+
+def is_served(name: str) -> bool:
+    """True when ``name`` is an architecture SGLang 0.5.23 serves (natively or through its
+    Transformers backend) that this table knows."""
+    row = _BY_NAME.get(name)
+    return row is not None and row.sglang_model is not SGLangModel.RULE_ONLY
+
+
+def row_for(name: str) -> Architecture | None:
+    """The row of one architecture name, None when the table does not know it."""
+    return _BY_NAME.get(name)
+
+
+def rows_for(architectures: Iterable[str]) -> tuple[Architecture, ...]:
+    """The known rows of a config's ``architectures`` list, in its order (unknown names skipped)."""
+    return tuple(_BY_NAME[name] for name in architectures if name in _BY_NAME)
+
+
+def first_row(architectures: Iterable[str]) -> Architecture | None:
+    """The row of the first known entry of ``architectures`` (None when none is known)."""
+    rows = rows_for(architectures)
+    return rows[0] if rows else None
+
+
+def any_row(architectures: Iterable[str], predicate: Callable[[Architecture], bool]) -> bool:
+    """True when some known entry of ``architectures`` satisfies ``predicate``."""
+    return any(predicate(row) for row in rows_for(architectures))
+
+
+def names_where(predicate: Callable[[Architecture], bool]) -> frozenset[str]:
+    """The architecture names whose row satisfies ``predicate``."""
+    return frozenset(row.name for row in ARCHITECTURES if predicate(row))
+
+
+def model_type_row(name: object) -> ModelType:
+    """The row of an HF ``model_type``; a row of defaults when the table does not know it."""
+    return _BY_MODEL_TYPE.get(str(name), _PLAIN_MODEL_TYPE) if name is not None else _PLAIN_MODEL_TYPE
+
+
+def known_model_types() -> frozenset[str]:
+    return frozenset(_BY_MODEL_TYPE)
+
+
+def served_listing() -> list[dict[str, str | bool]]:
+    """One entry per served architecture, sorted by name (``kvstrategies architectures``)."""
+    return [
+        {"name": row.name, "family": row.family, "sglang_model": row.sglang_model.value, "draft": row.is_draft}
+        for row in sorted(ARCHITECTURES, key=lambda r: r.name)
+        if is_served(row.name)
+    ]
+
+
+__all__ = [
+    "ARCHITECTURES",
+    "MODEL_TYPES",
+    "Architecture",
+    "Attention",
+    "Gemma4KVHeads",
+    "HybridSWAGate",
+    "LaunchBackendRule",
+    "LinearAttention",
+    "ModelType",
+    "SWALayerSplit",
+    "SWAMemoryOff",
+    "SWAWindow",
+    "SGLangModel",
+    "any_row",
+    "first_row",
+    "is_served",
+    "known_model_types",
+    "model_type_row",
+    "names_where",
+    "row_for",
+    "rows_for",
+    "served_listing",
+]
