@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
 from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_opt_int, check_opt_str
+from .dsv4 import DSV4Geometry
 from .hf import MAX_CONFIG_INT
-
-if TYPE_CHECKING:
-    from .dsv4 import DSV4Geometry
-    from .hybrid_swa import HybridSWAGeometry
-    from .mamba import MambaGeometry
-    from .minimax import MiniMaxSparseGeometry
+from .hybrid_swa import HybridSWAGeometry
+from .mamba import MambaGeometry
+from .minimax import MiniMaxSparseGeometry
 
 
 class AttentionArch(enum.Enum):
@@ -159,11 +156,6 @@ class ModelGeometry:
         check_instance(self.attention_arch, AttentionArch, "geometry.attention_arch", fix)
         if self.attention_arch is AttentionArch.MLA and not isinstance(self.mla, MLADims):
             raise KVCacheConfigError(f"an MLA geometry needs its MLADims (geometry.mla), got {self.mla!r:.80}; {fix}")
-        from .dsv4 import DSV4Geometry
-        from .hybrid_swa import HybridSWAGeometry
-        from .mamba import MambaGeometry
-        from .minimax import MiniMaxSparseGeometry
-
         for name, kind in (
             ("mla", MLADims),
             ("dsa", DSAGeometry),

@@ -12,15 +12,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ..api import Plan
 from ..errors import KVCacheConfigError
+from .budget import KVBudget
+from .fit import FitReport
 from .request import DeploymentRequest
 
-if TYPE_CHECKING:
-    from .deployment import DeploymentPlan
 
-Replan = Callable[[DeploymentRequest], "DeploymentPlan"]
+class PlannedDeployment(Protocol):
+    """What the fixes read of a planned deployment (``planner.deployment.DeploymentPlan`` is one).
+
+    A protocol, so that this module does not import the deployment module that calls it.
+    """
+
+    @property
+    def fit(self) -> FitReport: ...
+
+    @property
+    def budget(self) -> KVBudget: ...
+
+    @property
+    def planned(self) -> Plan: ...
+
+
+Replan = Callable[[DeploymentRequest], PlannedDeployment]
 MAX_SUGGESTED_TP = 8
 MAX_SUGGESTED_MFS = 0.95
 
@@ -42,18 +59,18 @@ class Fix:
                 "note": self.note}  # fmt: skip
 
 
-def _try(replan: Replan, req: DeploymentRequest) -> DeploymentPlan | None:
+def _try(replan: Replan, req: DeploymentRequest) -> PlannedDeployment | None:
     try:
         return replan(req)
     except KVCacheConfigError:
         return None
 
 
-def _fix(setting: str, value: str | int | float, flag: str, plan: DeploymentPlan, note: str = "") -> Fix:
+def _fix(setting: str, value: str | int | float, flag: str, plan: PlannedDeployment, note: str = "") -> Fix:
     return Fix(setting, value, flag, plan.fit.capacity_tokens, plan.fit.max_fitting_length, note)
 
 
-def _kv_fp8(current: DeploymentPlan, req: DeploymentRequest, replan: Replan) -> Fix | None:
+def _kv_fp8(current: PlannedDeployment, req: DeploymentRequest, replan: Replan) -> Fix | None:
     if current.planned.ctx.kv_cache_dtype.itemsize < 2:
         return None
     changed = _try(replan, req.replace(kv_cache_dtype="fp8_e4m3"))
@@ -74,7 +91,7 @@ def _tensor_parallel(req: DeploymentRequest, replan: Replan) -> Fix | None:
     return None
 
 
-def _mem_fraction(current: DeploymentPlan, req: DeploymentRequest, replan: Replan) -> Fix | None:
+def _mem_fraction(current: PlannedDeployment, req: DeploymentRequest, replan: Replan) -> Fix | None:
     mfs = current.budget.mem_fraction_static
     if req.available_bytes is not None or mfs is None:
         return None
@@ -82,7 +99,7 @@ def _mem_fraction(current: DeploymentPlan, req: DeploymentRequest, replan: Repla
     if start > stop:
         return None
 
-    def plan_at(thousandths: int) -> DeploymentPlan | None:
+    def plan_at(thousandths: int) -> PlannedDeployment | None:
         changed = _try(replan, req.replace(mem_fraction_static=thousandths / 1000))
         return changed if changed is not None and changed.fit.context_fits else None
 
@@ -100,7 +117,7 @@ def _mem_fraction(current: DeploymentPlan, req: DeploymentRequest, replan: Repla
     return _fix("mem_fraction_static", lo / 1000, f"--mem-fraction-static {lo / 1000:.3f}", changed)
 
 
-def _context_length(current: DeploymentPlan) -> Fix | None:
+def _context_length(current: PlannedDeployment) -> Fix | None:
     length = current.fit.max_fitting_length
     if length < 1:
         return None
@@ -108,7 +125,7 @@ def _context_length(current: DeploymentPlan) -> Fix | None:
                "serve shorter requests")  # fmt: skip
 
 
-def suggest_fixes(current: DeploymentPlan, req: DeploymentRequest, replan: Replan) -> tuple[Fix, ...]:
+def suggest_fixes(current: PlannedDeployment, req: DeploymentRequest, replan: Replan) -> tuple[Fix, ...]:
     """Every candidate fix that makes the model's whole context fit (empty when it already does);
     ``current`` is the plan of ``req``, ``replan`` plans a changed request (without fixes)."""
     if current.fit.context_fits:
