@@ -114,3 +114,24 @@ def test_cli_lists_the_served_architectures(capsys: pytest.CaptureFixture[str]) 
     assert "DeepseekV3ForCausalLM" in listed and "Grok1VForCausalLM" not in listed
     assert main(["architectures"]) == 0
     assert "Qwen3NextForCausalLM" in capsys.readouterr().out
+
+
+def test_muse_glimmer_multimodal_export_is_hybrid_swa_by_its_row() -> None:
+    """MuseGlimmerForConditionalGeneration (SGLang's defaults, vendor layer rule): by hand.
+
+    Full layers where (52 - i - 1) % 4 == 0 (13), the other 39 slide; window = sliding_window - 1
+    = 2047 (the model's get_attention_sliding_window_size); cell = 2 heads x (128 + 128) x 2 B x
+    (13 + 0.8 x 39) = 45260.8 B per token (HybridSWAPoolConfigurator, ratio 0.8).
+    """
+    from kvstrategies import select_configurator
+    from kvstrategies.case import parse_case
+
+    case = json.loads((CASES / "swa-muse-glimmer-vl-tp1-bf16-p64.json").read_text())
+    geometry = parse_hf_config(case["hf_config"])
+    assert geometry.hybrid_swa is not None
+    assert geometry.hybrid_swa.full_attention_layer_ids == tuple(i for i in range(52) if (51 - i) % 4 == 0)
+    assert len(geometry.hybrid_swa.swa_attention_layer_ids) == 39
+    assert geometry.hybrid_swa.sliding_window_size == 2047
+    configurator = select_configurator(parse_case(case).settings)
+    assert type(configurator).__name__ == "HybridSWAPoolConfigurator"
+    assert configurator.cell_size_bytes == pytest.approx(2 * 256 * 2 * (13 + 0.8 * 39))

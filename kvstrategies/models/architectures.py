@@ -550,6 +550,15 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("MistralLarge3ForCausalLMEagle", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
     _A("MixtralForCausalLM"),
     _A("MuseGlimmerForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
+    # the vendor's multimodal export; the model class inherits get_attention_sliding_window_size
+    # (sliding_window - 1) and is on SGLang's breakable multimodal list
+    _A(
+        "MuseGlimmerForConditionalGeneration",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.LAYER_TYPES,
+        swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
+        breakable_multimodal=True,
+    ),
     _A(
         "NemotronHForCausalLM",
         linear_attention=LinearAttention.NEMOTRON_H,
