@@ -135,3 +135,18 @@ def test_muse_glimmer_multimodal_export_is_hybrid_swa_by_its_row() -> None:
     configurator = select_configurator(parse_case(case).settings)
     assert type(configurator).__name__ == "HybridSWAPoolConfigurator"
     assert configurator.cell_size_bytes == pytest.approx(2 * 256 * 2 * (13 + 0.8 * 39))
+
+
+@pytest.mark.parametrize("architecture", ["MuseGlimmerForCausalLM", "BeamForCausalLM", "MellumForCausalLM"])
+def test_window_follows_the_models_get_attention_sliding_window_size(architecture: str) -> None:
+    """These SGLang model classes return ``sliding_window - 1`` (HF's inclusive window, exclusive)."""
+    config = {
+        "architectures": [architecture],
+        "num_hidden_layers": 4,
+        "hidden_size": 256,
+        "num_attention_heads": 4,
+        "sliding_window": 1024,
+        "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+    }
+    hybrid = parse_hf_config(config).hybrid_swa
+    assert hybrid is not None and hybrid.sliding_window_size == 1023

@@ -261,7 +261,12 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("BailingMoeV2_5ForCausalLM", attention=_MLA, launch_mla=True, mamba_radix=True),
     _A("BailingMoeV3ForCausalLM", attention=_MLA, mla_nope_flag=True, launch_mla=True, mamba_radix=True),
     _A("BailingMoeV3VLForConditionalGeneration", attention=_MLA, mla_nope_flag=True),
-    _A("BeamForCausalLM", hybrid_swa=_SWA_IF_LAYER, swa_layer_split=SWALayerSplit.LAYER_TYPES),
+    _A(
+        "BeamForCausalLM",
+        hybrid_swa=_SWA_IF_LAYER,
+        swa_layer_split=SWALayerSplit.LAYER_TYPES,
+        swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
+    ),
     _A("Cohere2VisionForConditionalGeneration", breakable_multimodal=True),
     _A("DeepseekV2ForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A(
@@ -549,9 +554,14 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("MistralLarge3ForCausalLMEagle", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
     _A("MixtralForCausalLM"),
-    _A("MuseGlimmerForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
-    # the vendor's multimodal export; the model class inherits get_attention_sliding_window_size
-    # (sliding_window - 1) and is on SGLang's breakable multimodal list
+    _A(
+        "MuseGlimmerForCausalLM",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.LAYER_TYPES,
+        swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
+    ),
+    # the vendor's multimodal export of the model above (same window rule); on SGLang's breakable
+    # multimodal list
     _A(
         "MuseGlimmerForConditionalGeneration",
         hybrid_swa=_SWA,
