@@ -6,7 +6,8 @@ weights and the memory fraction, and the report shows the defaults applied, wher
 goes, the concurrency per request length and the longest request that fits (with the settings
 that would make the whole context fit). ``--available-bytes`` gives the KV budget directly.
 ``plan --case FILE --json`` prints the case document compared with SGLang, unchanged.
-``sweep`` runs a grid, ``presets`` lists the shipped models. Every user error is one line on
+``sweep`` runs a grid, ``presets`` lists the shipped models, ``architectures`` the served
+architectures the table knows (docs/adding-a-model.md). Every user error is one line on
 stderr and exit code 2 (no traceback). Nothing imports torch unless ``--build-check`` asks to
 allocate the pools on ``meta``; the planner logic lives in :mod:`kvstrategies.planner`.
 """
