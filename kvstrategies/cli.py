@@ -42,7 +42,12 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--weight-dtype", default=None, help="dtype for the weight estimate (default: the config's)")
     parser.add_argument("--weight-quantization", default=None, help="none, fp8, mxfp4, nvfp4, w4a16 (weight estimate)")
-    parser.add_argument("--gpu-overhead", default="1GiB", help="memory held before weights load (CUDA context, NCCL)")
+    parser.add_argument(
+        "--gpu-overhead", default=None, help="memory held before weights load (default: modelled per GPU and TP)"
+    )
+    parser.add_argument(
+        "--checkpoint", default=None, help="checkpoint folder whose safetensors headers/index give the weights"
+    )
     parser.add_argument("--max-total-tokens", type=int, default=None, help="user token cap (SGLang --max-total-tokens)")
     parser.add_argument("--max-running-requests", type=int, default=None)
     parser.add_argument("--context-length", type=int, default=None)
@@ -131,9 +136,12 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
     def size(value: str | None) -> int | None:
         return None if value is None else parse_bytes(value)
 
+    source = model_source(str(args.model))
+    if getattr(args, "checkpoint", None):
+        source = {**source, "checkpoint": str(args.checkpoint)}
     return DeploymentRequest(
         model=str(args.model),
-        source=model_source(str(args.model)),
+        source=source,
         tp_size=args.tp if isinstance(args.tp, int) else 1,
         pp_size=args.pp_size,
         pp_rank=getattr(args, "pp_rank", 0),
@@ -148,7 +156,7 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         weight_bytes=size(args.weight_bytes),
         weight_dtype=args.weight_dtype,
         weight_quantization=args.weight_quantization,
-        overhead_bytes=parse_bytes(args.gpu_overhead),
+        overhead_bytes=size(args.gpu_overhead),
         max_total_tokens=args.max_total_tokens,
         max_running_requests=args.max_running_requests,
         context_length=args.context_length,
@@ -175,7 +183,8 @@ def model_source(model: str) -> dict[str, Any]:
             raise KVCacheConfigError(
                 f"model folder {path} has no config.json; pass a checkpoint folder, a config.json path or a preset"
             )
-        path = path / "config.json"
+        config = read_json_object(path / "config.json", "a model config (config.json)")
+        return {"hf_config": config, "checkpoint": str(path)}  # its safetensors give the weights
     if path.is_file():
         return {"hf_config": read_json_object(path, "a model config (config.json)")}
     short = resolve_preset_name(model)
