@@ -18,10 +18,12 @@ module counts parameters tensor group by tensor group from the config alone:
 
 Vision towers, audio encoders and other multimodal parts are **not** counted (text decoder only).
 
-Bytes use the checkpoint's dtype and ``quantization_config`` (:class:`WeightFormat`): FP8 with
-128x128 block scales (1 + 4/16384 B/param), MXFP4 experts (0.5 + 1/32 B/param, gpt-oss; also
-DeepSeek-V4 ``expert_dtype: fp4``), NVFP4 (0.5 + 1/16), W4A16 groups. Embeddings, lm_head, norms,
-biases and routers keep the model dtype. A config float32 counts 2 bytes, as SGLang's ``auto``
+Bytes use the checkpoint's dtype and ``quantization_config`` (:class:`WeightFormat`, priced by
+:mod:`kvstrategies.weight_quant`): FP8 with block scales (1 + 4/16384 B/param at 128x128),
+MXFP4 experts (0.5 + 1/32 B/param, gpt-oss; also DeepSeek-V4 ``expert_dtype: fp4``), NVFP4
+(0.5 + 1/16), AWQ/GPTQ/compressed-tensors integer groups with their scales and zero points, and
+the modules a config leaves unquantized. Embeddings, lm_head, norms, biases and routers keep the
+model dtype. A config float32 counts 2 bytes, as SGLang's ``auto``
 serves float32 checkpoints in 16 bits (launch_defaults.md §8).
 
 Per-rank split (:meth:`WeightEstimate.weight_bytes_per_rank`), a documented approximation of
@@ -93,6 +95,7 @@ class WeightFormat:
     attention_bytes: float
     dense_bytes: float
     expert_bytes: float
+    notes: tuple[str, ...] = ()  # what the estimate could only bound (counted on the safe side)
 
     def bytes_per_param(self, kind: ParamKind) -> float:
         if kind is ParamKind.ATTENTION:
@@ -149,35 +152,16 @@ def weight_format_from_config(
         base = _config_dtype_bytes(t)
     qcfg = t.get("quantization_config") or {}
     method = quantization if quantization is not None else str(qcfg.get("quant_method") or "none")
-    method = method.lower()
-    skip = " ".join(str(m) for m in qcfg.get("modules_to_not_convert") or ()) if quantization is None else ""
-    attn_q = "self_attn" not in skip
-    if method == "none":
+    if method.lower() == "none":
         return WeightFormat(f"{_dtype_label(base)}", base, base, base, base)
-    if method == "fp8":
-        block = qcfg.get("weight_block_size") if quantization is None else [128, 128]
-        per = 1.0 + 4.0 / (block[0] * block[1]) if block else 1.0
-        expert = _MXFP4 if str(t.get("expert_dtype", "")).lower() == "fp4" else per
-        label = "fp8" + ("-block" if block else "") + ("+fp4-experts" if expert != per else "")
-        return WeightFormat(label, base, per if attn_q else base, per, expert)
-    if method == "mxfp4":
-        # gpt-oss: only the MoE experts are MXFP4; attention, router, embeddings stay 16-bit.
-        return WeightFormat("mxfp4-experts", base, base, base, _MXFP4)
-    if method in ("nvfp4", "modelopt_fp4") or (
-        method == "modelopt" and "FP4" in str(qcfg.get("quant_algo", "")).upper()
-    ):
-        return WeightFormat("nvfp4", base, _NVFP4 if attn_q else base, _NVFP4, _NVFP4)
-    if method == "modelopt":
-        return WeightFormat("fp8", base, 1.0 if attn_q else base, 1.0, 1.0)
-    if method in ("w4a16", "awq", "gptq", "awq_marlin", "gptq_marlin"):
-        bits = int(qcfg.get("bits", qcfg.get("w_bit", 4)))
-        group = int(qcfg.get("group_size", qcfg.get("q_group_size", 128)) or 128)
-        per = bits / 8 + (2 + bits / 8) / group  # packed values + fp16 scale + zero per group
-        return WeightFormat(f"int{bits}-g{group}", base, per, per, per)
-    raise KVCacheConfigError(
-        f"unsupported quantization {method!r} for the weight estimate; pass quantization= one of "
-        f"{', '.join(QUANTIZATIONS)}"
-    )
+    from .weight_quant import quant_bytes  # per-scheme bytes, scales and unquantized modules
+
+    q = quant_bytes(qcfg, override=quantization, expert_dtype=str(t.get("expert_dtype", "")))
+
+    def pick(value: float | None) -> float:
+        return base if value is None else value
+
+    return WeightFormat(q.name, base, pick(q.attention), pick(q.dense), pick(q.expert), q.notes)
 
 
 def _dtype_label(nbytes: float) -> str:

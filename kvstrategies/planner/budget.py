@@ -85,7 +85,8 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
                 f"({ckpt.total_bytes / stored:.4f} x the {stored:,} B the config predicts)"
             )
     params = f"{estimate.main_params / 1e9:.2f}B parameters{mtp}"
-    return nbytes, f"estimated from the config: {params}, {estimate.fmt.name}, {split}"
+    notes = "".join(f"; note: {n}" for n in estimate.fmt.notes)
+    return nbytes, f"estimated from the config: {params}, {estimate.fmt.name}, {split}{notes}"
 
 
 def _checkpoint(req: DeploymentRequest) -> CheckpointWeights | None:
