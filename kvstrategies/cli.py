@@ -94,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--json", action="store_true", help="JSON rows instead of a table")
     presets = sub.add_parser("presets", help="list the shipped model presets and the strategy that sizes each")
     presets.add_argument("--json", action="store_true")
+    gpus = sub.add_parser("gpus", help="list the GPU table: capacity as SGLang reads it and where it was checked")
+    gpus.add_argument("--json", action="store_true")
     return parser
 
 
@@ -332,6 +334,34 @@ def run_presets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sm(cc: tuple[int, int] | None) -> str | None:
+    return None if cc is None else f"sm{cc[0]}{cc[1]}"
+
+
+def run_gpus(args: argparse.Namespace) -> int:
+    """``kvstrategies gpus``: every accelerator, its capacity in MiB and the listing it was checked against."""
+    from .gpus import GPUS
+
+    rows = [
+        {
+            "name": g.name,
+            "capacity_mib": g.capacity_mib,
+            "platform": g.platform,
+            "arch": g.gfx_arch if g.is_hip else _sm(g.compute_capability),
+            "source": g.source,
+            "note": g.note,
+        }
+        for g in GPUS
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        where = row["source"] or f"UNCONFIRMED: {row['note']}"
+        print(f"{row['name']:<14}{row['capacity_mib']:>9g} MiB  {row['platform']:<5}{row['arch'] or '':<8}{where}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -340,6 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_plan(args)
         if args.command == "sweep":
             return run_sweep(args)
+        if args.command == "gpus":
+            return run_gpus(args)
         return run_presets(args)
     except KVCacheConfigError as exc:
         print(f"kvstrategies: error: {exc}", file=sys.stderr)
