@@ -215,14 +215,24 @@ class WeightEstimate:
             return tuple(g for g in self.head if g.kind is not ParamKind.LM_HEAD)
         return self.head
 
-    def _bytes(self, groups: _Groups, tp: int) -> float:
-        return sum(g.per_rank(tp) * self.fmt.bytes_per_param(g.kind) for g in groups)
+    def _bytes(self, groups: _Groups, tp: int, attn_tp: int | None = None) -> float:
+        """``attn_tp``: the attention-TP size under DP attention (``tp / attn_dp``): attention
+        projections and the embedding are sharded over it, not over ``tp``
+        (``sglang/srt/layers/vocab_parallel_embedding.py``, ``is_dp_attention_enabled``)."""
+        a_tp = tp if attn_tp is None else attn_tp
+        return sum(
+            g.per_rank(a_tp if g.kind in (ParamKind.ATTENTION, ParamKind.EMBEDDING) else tp)
+            * self.fmt.bytes_per_param(g.kind)
+            for g in groups
+        )
 
     def weight_bytes(self, *, include_mtp: bool = False) -> int:
         """All weights of the model (one copy), in bytes."""
         return self.weight_bytes_per_rank(1, 1, include_mtp=include_mtp)
 
-    def stage_bytes(self, tp: int, pp: int, pp_rank: int, *, include_mtp: bool = False) -> int:
+    def stage_bytes(
+        self, tp: int, pp: int, pp_rank: int, *, include_mtp: bool = False, attn_tp: int | None = None
+    ) -> int:
         """Bytes one TP rank of PP stage ``pp_rank`` holds.
 
         The draft's MTP layers (without their embedding/head copies, which SGLang shares with
@@ -241,11 +251,13 @@ class WeightEstimate:
             groups += self._head(with_embedding=first)
             if include_mtp:
                 groups += [g for g in self.mtp if g.kind not in (ParamKind.EMBEDDING, ParamKind.LM_HEAD)]
-        return math.ceil(self._bytes(tuple(groups), tp))
+        return math.ceil(self._bytes(tuple(groups), tp, attn_tp))
 
-    def weight_bytes_per_rank(self, tp: int = 1, pp: int = 1, *, include_mtp: bool = False) -> int:
+    def weight_bytes_per_rank(
+        self, tp: int = 1, pp: int = 1, *, include_mtp: bool = False, attn_tp: int | None = None
+    ) -> int:
         """Resident weight bytes of the fullest rank (max over PP stages) at ``tp`` x ``pp``."""
-        return max(self.stage_bytes(tp, pp, r, include_mtp=include_mtp) for r in range(pp))
+        return max(self.stage_bytes(tp, pp, r, include_mtp=include_mtp, attn_tp=attn_tp) for r in range(pp))
 
 
 def _total(groups: _Groups) -> int:

@@ -72,9 +72,17 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
     ckpt = _checkpoint(req)
     if ckpt is not None and ckpt.source == "headers":
         facts = ShardingFacts.from_config(config, serve_bytes=_serve_bytes(req, config))
-        nbytes = max_rank_bytes(ckpt, facts, tp=req.tp_size, pp=req.pp_size, include_mtp=include_mtp)
+        nbytes = max_rank_bytes(
+            ckpt,
+            facts,
+            tp=req.tp_size,
+            pp=req.pp_size,
+            include_mtp=include_mtp,
+            attn_tp=req.tp_size // max(1, req.attn_dp_size),
+        )
         return nbytes, f"from the {ckpt.label}, {split}"
-    nbytes = estimate.weight_bytes_per_rank(req.tp_size, req.pp_size, include_mtp=include_mtp)
+    attn_tp = max(1, req.tp_size // max(1, req.attn_dp_size))
+    nbytes = estimate.weight_bytes_per_rank(req.tp_size, req.pp_size, include_mtp=include_mtp, attn_tp=attn_tp)
     mtp = f" + {estimate.mtp_params / 1e9:.2f}B MTP draft" if include_mtp else ""
     if ckpt is not None:  # index total only: scale the config's per-rank split to the stored total
         stored = estimate_weights(config, dtype=_stored_dtype(config), quantization=None).weight_bytes(include_mtp=True)
@@ -190,7 +198,8 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
     ]
     if req.attn_dp_size > 1:
         assumptions.append(
-            "DP attention: weights counted TP-sharded (attention weights replicated per DP group are not)"
+            f"DP attention: attention projections and the embedding sharded over attention-TP "
+            f"{max(1, req.tp_size // req.attn_dp_size)}, the rest over TP {req.tp_size}"
         )
     if req.speculative_algorithm is not None and "MTP" not in weight_source and req.weight_bytes is None:
         assumptions.append("speculative draft: an external draft model's weights are not counted")

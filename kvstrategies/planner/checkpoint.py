@@ -252,11 +252,18 @@ def _kv_fraction(facts: ShardingFacts, tp: int) -> float:
     return max(1, nkv // tp) / nkv if tp > 1 else 1.0
 
 
-def _tp_fraction(t: TensorInfo, facts: ShardingFacts, tp: int) -> float:
-    """Share of tensor ``t`` one TP rank holds (1.0 = replicated)."""
+_ATTN_MODULES = {"q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn", "o_proj", "q_b_proj",
+                 "kv_b_proj", "wq_b", "wo", "wo_b", "dense"}  # fmt: skip
+
+
+def _tp_fraction(t: TensorInfo, facts: ShardingFacts, tp: int, attn_tp: int | None = None) -> float:
+    """Share of tensor ``t`` one TP rank holds (1.0 = replicated); attention projections use
+    ``attn_tp`` (the attention-TP size under DP attention) when given."""
+    module, param = _module_and_param(t.name)
+    if attn_tp is not None and module in _ATTN_MODULES and ("attn" in t.name or "attention" in t.name):
+        tp = attn_tp
     if tp <= 1:
         return 1.0
-    module, param = _module_and_param(t.name)
     if t.numel <= 1:
         return 1.0  # per-tensor scales
     if module in _KV:
@@ -308,8 +315,10 @@ def rank_bytes(
     pp: int = 1,
     pp_rank: int = 0,
     include_mtp: bool = False,
+    attn_tp: int | None = None,
 ) -> int:
-    """Bytes one TP rank of PP stage ``pp_rank`` loads from a header-read checkpoint."""
+    """Bytes one TP rank of PP stage ``pp_rank`` loads from a header-read checkpoint
+    (``attn_tp``: attention-TP size under DP attention; the embedding is sharded over it)."""
     if ckpt.source != "headers":
         raise KVCacheConfigError("rank_bytes needs the safetensors headers; only the index total is known")
     if tp < 1 or pp < 1 or not 0 <= pp_rank < pp:
@@ -324,7 +333,7 @@ def rank_bytes(
         layer = int(match.group(1)) if match else None
         if _is_mtp(t.name, layer, facts):
             if include_mtp and last and not (_is_embedding(t.name) or "shared_head.head" in t.name):
-                total += _loaded_bytes(t, facts) * _tp_fraction(t, facts, tp)
+                total += _loaded_bytes(t, facts) * _tp_fraction(t, facts, tp, attn_tp)
             continue
         if _is_embedding(t.name) or _is_lm_head(t.name):
             is_head = _is_lm_head(t.name)
@@ -332,14 +341,14 @@ def rank_bytes(
             if not is_head and embedding is None and t.shape:
                 embedding = t
             if (last if is_head else first) and len(t.shape) == 2:
-                rows = _vocab_rows(facts, t.shape[0], tp)
+                rows = _vocab_rows(facts, t.shape[0], tp if is_head or attn_tp is None else attn_tp)
                 total += rows * t.shape[1] * _loaded_bytes(t, facts) / max(1, t.numel)
             elif last if is_head else first:
                 total += _loaded_bytes(t, facts)
             continue
         if layer is not None:
             if start <= layer < end:
-                total += _loaded_bytes(t, facts) * _tp_fraction(t, facts, tp)
+                total += _loaded_bytes(t, facts) * _tp_fraction(t, facts, tp, attn_tp)
             continue
         if last:  # final norm and other model-level tensors (multimodal towers: stage 0 too)
             total += _loaded_bytes(t, facts) * _tp_fraction(t, facts, tp)
@@ -349,6 +358,10 @@ def rank_bytes(
     return int(total)
 
 
-def max_rank_bytes(ckpt: CheckpointWeights, facts: ShardingFacts, *, tp: int, pp: int, include_mtp: bool) -> int:
+def max_rank_bytes(
+    ckpt: CheckpointWeights, facts: ShardingFacts, *, tp: int, pp: int, include_mtp: bool, attn_tp: int | None = None
+) -> int:
     """The fullest rank's bytes over the PP stages (SGLang sizes every rank by the MIN free)."""
-    return max(rank_bytes(ckpt, facts, tp=tp, pp=pp, pp_rank=r, include_mtp=include_mtp) for r in range(pp))
+    return max(
+        rank_bytes(ckpt, facts, tp=tp, pp=pp, pp_rank=r, include_mtp=include_mtp, attn_tp=attn_tp) for r in range(pp)
+    )
