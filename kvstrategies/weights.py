@@ -669,3 +669,33 @@ def _mtp(t: Mapping[str, Any], h: int, vocab: int, n: int) -> _Groups:
                 ParamGroup("mtp_shared_head", vocab * h, ParamKind.LM_HEAD, vocab),
             ]
     return tuple(groups)
+
+
+def vision_tower_params(cfg: Mapping[str, Any]) -> int:
+    """Approximate parameters of a ViT-style vision tower and its projector (0 without one).
+
+    ``layers * (4 h^2 + 2 h i)`` (attention q/k/v/o and a two-matrix MLP of ``vision_config``)
+    + the patch embedding (``channels * temporal * patch^2 * h``) + a merger/projector of
+    ``(h m^2)^2 + h m^2 * out`` (``spatial_merge_size`` m, ``out_hidden_size``; Gemma-3's
+    ``mm_input_projection`` when the text hidden size is given). Norms, biases and position
+    tables are left out (under 1% of a tower). An estimate: pass a checkpoint for exact bytes.
+    """
+    v = cfg.get("vision_config")
+    if not isinstance(v, Mapping):
+        return 0
+
+    def num(key: str, default: int = 0) -> int:
+        value = v.get(key, default)
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+    h, inter = num("hidden_size"), num("intermediate_size")
+    layers = num("num_hidden_layers") or num("depth")
+    if not (h and inter and layers):
+        return 0
+    patch = num("patch_size", 14)
+    embed = (num("num_channels") or num("in_channels") or 3) * max(1, num("temporal_patch_size", 1)) * patch * patch * h
+    merge = num("spatial_merge_size")
+    text_h = int(_text(cfg).get("hidden_size") or 0)
+    out = num("out_hidden_size") or text_h
+    projector = (h * merge * merge) ** 2 + h * merge * merge * out if merge else h * out
+    return layers * (4 * h * h + 2 * h * inter) + embed + projector

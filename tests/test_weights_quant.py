@@ -152,3 +152,21 @@ def test_every_preset_is_priced(preset: str) -> None:
     est = estimate_weights(load_preset_config(preset))
     assert est.main_params > 1e9 and est.weight_bytes() > est.main_params * 0.5
     assert not est.fmt.notes  # nothing in a shipped config needs a safe-side bound
+
+
+def test_vision_towers_are_counted_with_a_note() -> None:
+    from kvstrategies.gpus import lookup_gpu
+    from kvstrategies.planner import DeploymentRequest, plan_deployment
+    from kvstrategies.weights import vision_tower_params
+
+    gemma = load_preset_config("gemma-3-27b")
+    assert 0.40e9 < vision_tower_params(gemma) < 0.43e9  # SigLIP-So400m (~400M) + the 1152x5376 projector
+    assert vision_tower_params(LLAMA) == 0
+    budget = plan_deployment(
+        DeploymentRequest("g", {"preset": "gemma-3-27b"}, gpu=lookup_gpu("H100")), suggest=False
+    ).budget
+    assert (
+        budget.weight_source is not None
+        and "vision tower" in budget.weight_source
+        and "approximate" in budget.weight_source
+    )

@@ -15,6 +15,7 @@ records every assumption so the plan can print them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,7 +23,7 @@ from typing import Any, Literal
 from ..dtypes import DType
 from ..errors import InsufficientMemoryError, KVCacheConfigError
 from ..launch_defaults import LaunchResolution, estimate_kv_budget, model_facts_from_hf_config
-from ..weights import estimate_weights
+from ..weights import estimate_weights, vision_tower_params
 from .checkpoint import CheckpointWeights, ShardingFacts, max_rank_bytes, read_checkpoint
 from .preload import preload_memory
 from .request import GIB, DeploymentRequest
@@ -94,7 +95,19 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
             )
     params = f"{estimate.main_params / 1e9:.2f}B parameters{mtp}"
     notes = "".join(f"; note: {n}" for n in estimate.fmt.notes)
+    tower = _vision_tower(config)
+    if tower:  # SGLang loads the tower with the language model; TP-sharded like its linears
+        nbytes += math.ceil(tower * estimate.fmt.base_bytes / max(1, req.tp_size))
+        notes += f"; + vision tower ~{tower / 1e9:.2f}B parameters (approximate, from vision_config)"
     return nbytes, f"estimated from the config: {params}, {estimate.fmt.name}, {split}{notes}"
+
+
+def _vision_tower(config: Mapping[str, Any]) -> int:
+    """Parameters of the vision tower SGLang loads: the multimodal model classes build it even
+    when multimodal serving is opt-in and off (``sglang/srt/models/gemma3_mm.py``)."""
+    if not model_facts_from_hf_config(config).is_multimodal:
+        return 0
+    return vision_tower_params(config)
 
 
 def _checkpoint(req: DeploymentRequest) -> CheckpointWeights | None:
