@@ -16,7 +16,8 @@ module counts parameters tensor group by tensor group from the config alone:
 * MTP/NextN layers separately (``mtp_params``), including the embedding and head copies a
   DeepSeek-style checkpoint stores with them.
 
-Vision towers, audio encoders and other multimodal parts are **not** counted (text decoder only).
+Vision towers, audio encoders and other multimodal parts are not in the groups (text decoder
+only); :func:`vision_tower_params` approximates a ViT tower and the planner adds it, saying so.
 
 Bytes use the checkpoint's dtype and ``quantization_config`` (:class:`WeightFormat`, priced by
 :mod:`kvstrategies.weight_quant`): FP8 with block scales (1 + 4/16384 B/param at 128x128),
