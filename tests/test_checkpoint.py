@@ -70,6 +70,7 @@ def test_index_total_is_the_weight_figure_at_tp1(tmp_path: Path, preset: str, to
     req = DeploymentRequest(preset, {"hf_config": config, "checkpoint": str(tmp_path)}, gpu=lookup_gpu("B200"))
     budget = plan_deployment(req, suggest=False).budget
     assert budget.weight_source is not None and "checkpoint index total" in budget.weight_source
+    assert budget.weight_origin == "checkpoint index total"
     rope = budget.weight_bytes - total  # type: ignore[operator]
     assert 0 <= rope < 2**27  # the float32 RoPE cache is all that is added at TP1
 
@@ -243,3 +244,4 @@ def test_model_folder_on_the_command_line_uses_its_headers(tmp_path: Path, capsy
     assert main(["plan", str(tmp_path), "--gpu", "H100", "--json"]) == 0
     planner = json.loads(capsys.readouterr().out)["planner"]
     assert "checkpoint headers (1 tensors" in planner["budget"]["weight_source"]
+    assert planner["budget"]["weight_origin"] == "checkpoint headers"

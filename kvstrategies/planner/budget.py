@@ -50,6 +50,7 @@ class KVBudget:
     overhead_bytes: int | None = None
     weight_bytes: int | None = None
     weight_source: str | None = None
+    weight_origin: str | None = None  # "given", "checkpoint headers", "checkpoint index total", "config estimate"
     slack_bytes: int | None = None
     multimodal_bytes: int = 0
     assumptions: tuple[str, ...] = ()
@@ -108,6 +109,18 @@ def _vision_tower(config: Mapping[str, Any]) -> int:
     if not model_facts_from_hf_config(config).is_multimodal:
         return 0
     return vision_tower_params(config)
+
+
+def weight_origin(source: str) -> str:
+    """The short name of where a weight figure came from (for the JSON and quick reading)."""
+    for marker, origin in (
+        ("--weight-bytes", "given"),
+        ("checkpoint headers", "checkpoint headers"),
+        ("checkpoint index total", "checkpoint index total"),
+    ):
+        if marker in source:
+            return origin
+    return "config estimate"
 
 
 def _checkpoint(req: DeploymentRequest) -> CheckpointWeights | None:
@@ -225,6 +238,7 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
         overhead_bytes=overhead,
         weight_bytes=weights + rope,
         weight_source=weight_source,
+        weight_origin=weight_origin(weight_source),
         slack_bytes=int(estimate.slack_gib * GIB),
         multimodal_bytes=int(mm_gib * GIB),
         assumptions=tuple(assumptions),
