@@ -43,7 +43,12 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--weight-dtype", default=None, help="dtype for the weight estimate (default: the config's)")
     parser.add_argument("--weight-quantization", default=None, help="none, fp8, mxfp4, nvfp4, w4a16 (weight estimate)")
-    parser.add_argument("--gpu-overhead", default="1GiB", help="memory held before weights load (CUDA context, NCCL)")
+    parser.add_argument(
+        "--gpu-overhead", default=None, help="memory held before weights load (default: modelled per GPU and TP)"
+    )
+    parser.add_argument(
+        "--checkpoint", default=None, help="checkpoint folder whose safetensors headers/index give the weights"
+    )
     parser.add_argument("--max-total-tokens", type=int, default=None, help="user token cap (SGLang --max-total-tokens)")
     parser.add_argument("--max-running-requests", type=int, default=None)
     parser.add_argument("--context-length", type=int, default=None)
@@ -92,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     presets.add_argument("--json", action="store_true")
     archs = sub.add_parser("architectures", help="list the architectures SGLang 0.5.23 serves that the planner knows")
     archs.add_argument("--json", action="store_true")
+    gpus = sub.add_parser("gpus", help="list the GPU table: capacity as SGLang reads it and where it was checked")
+    gpus.add_argument("--json", action="store_true")
     return parser
 
 
@@ -134,9 +141,12 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
     def size(value: str | None) -> int | None:
         return None if value is None else parse_bytes(value)
 
+    source = model_source(str(args.model))
+    if getattr(args, "checkpoint", None):
+        source = {**source, "checkpoint": str(args.checkpoint)}
     return DeploymentRequest(
         model=str(args.model),
-        source=model_source(str(args.model)),
+        source=source,
         tp_size=args.tp if isinstance(args.tp, int) else 1,
         pp_size=args.pp_size,
         pp_rank=getattr(args, "pp_rank", 0),
@@ -151,7 +161,7 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         weight_bytes=size(args.weight_bytes),
         weight_dtype=args.weight_dtype,
         weight_quantization=args.weight_quantization,
-        overhead_bytes=parse_bytes(args.gpu_overhead),
+        overhead_bytes=size(args.gpu_overhead),
         max_total_tokens=args.max_total_tokens,
         max_running_requests=args.max_running_requests,
         context_length=args.context_length,
@@ -178,7 +188,8 @@ def model_source(model: str) -> dict[str, Any]:
             raise KVCacheConfigError(
                 f"model folder {path} has no config.json; pass a checkpoint folder, a config.json path or a preset"
             )
-        path = path / "config.json"
+        config = read_json_object(path / "config.json", "a model config (config.json)")
+        return {"hf_config": config, "checkpoint": str(path)}  # its safetensors give the weights
     if path.is_file():
         return {"hf_config": read_json_object(path, "a model config (config.json)")}
     short = resolve_preset_name(model)
@@ -338,6 +349,34 @@ def run_architectures(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sm(cc: tuple[int, int] | None) -> str | None:
+    return None if cc is None else f"sm{cc[0]}{cc[1]}"
+
+
+def run_gpus(args: argparse.Namespace) -> int:
+    """``kvstrategies gpus``: every accelerator, its capacity in MiB and the listing it was checked against."""
+    from .gpus import GPUS
+
+    rows = [
+        {
+            "name": g.name,
+            "capacity_mib": g.capacity_mib,
+            "platform": g.platform,
+            "arch": g.gfx_arch if g.is_hip else _sm(g.compute_capability),
+            "source": g.source,
+            "note": g.note,
+        }
+        for g in GPUS
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        where = row["source"] or f"UNCONFIRMED: {row['note']}"
+        print(f"{row['name']:<14}{row['capacity_mib']:>9g} MiB  {row['platform']:<5}{row['arch'] or '':<8}{where}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -348,6 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_sweep(args)
         if args.command == "architectures":
             return run_architectures(args)
+        if args.command == "gpus":
+            return run_gpus(args)
         return run_presets(args)
     except KVCacheConfigError as exc:
         print(f"kvstrategies: error: {exc}", file=sys.stderr)

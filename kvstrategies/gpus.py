@@ -1,11 +1,12 @@
 """Accelerators as SGLang 0.5.23 sees them at launch, and a byte-size parser.
 
-``capacity_mib`` is the number SGLang's ``get_device_memory_capacity`` returns (launch_defaults.md
-§1.1): on CUDA nvidia-smi's ``memory.total`` in MiB (not the marketing "80 GB"), on ROCm rocminfo's
-"Pool 1" size in KB / 1024, on Ascend the NPU runtime's total. It drives the capacity tier and the
-``mem_fraction_static`` default (§2, §4); the KV budget itself is measured from *free* memory (§5).
-Only H100 81559, H200 143771 and B200 183359 MiB are confirmed by the spec; every other figure
-carries a ``note`` (OPEN-L1) and can be replaced with :meth:`Accelerator.with_capacity`.
+``capacity_mib`` is the number SGLang's ``get_device_memory_capacity`` returns
+(``sglang/srt/utils/common.py``): on CUDA nvidia-smi's ``memory.total`` in MiB (not the marketing
+"80 GB"), on ROCm rocminfo's "Pool 1" size in KB / 1024, on Ascend the NPU runtime's total. It
+drives the capacity tier and the ``mem_fraction_static`` default; the KV budget itself is measured
+from *free* memory. Every figure confirmed by a published ``nvidia-smi`` listing carries that
+listing as its ``source`` (``kvstrategies gpus`` prints them); the others carry a ``note`` saying
+they are unconfirmed and can be replaced with :meth:`Accelerator.with_capacity`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .errors import KVCacheConfigError
 
 Platform = Literal["cuda", "hip", "npu"]
 
-_UNCONFIRMED = "capacity not confirmed from a device listing (launch_defaults.md OPEN-L1)"
+_UNCONFIRMED = "capacity not confirmed by a published nvidia-smi/rocm-smi listing; pass --gpu-memory to override"
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Accelerator:
     compute_capability: tuple[int, int] | None = None
     gfx_arch: str | None = None
     note: str | None = None
+    source: str | None = None  # the published device listing the capacity was checked against
 
     @property
     def capacity_bytes(self) -> int | None:
@@ -90,34 +92,43 @@ class Accelerator:
         """The same device with a measured capacity (e.g. from your own nvidia-smi)."""
         if capacity_mib is not None and not capacity_mib > 0:
             raise KVCacheConfigError(f"capacity_mib must be > 0, got {capacity_mib!r}")
-        return replace(self, capacity_mib=capacity_mib, note=None)
+        return replace(self, capacity_mib=capacity_mib, note=None, source="given (--gpu-memory)")
 
 
-def _cuda(name: str, mib: float, cc: tuple[int, int], note: str | None = _UNCONFIRMED) -> Accelerator:
-    return Accelerator(name, mib, "cuda", compute_capability=cc, note=note)
+def _cuda(name: str, mib: float, cc: tuple[int, int], source: str | None = None) -> Accelerator:
+    note = None if source is not None else _UNCONFIRMED
+    return Accelerator(name, mib, "cuda", compute_capability=cc, note=note, source=source)
 
+
+_GH = "https://github.com/"
+_MODAL = _GH + "modal-labs/modal-client/pull/2797 (nvidia-smi memory.total of Modal's GPU fleet)"
 
 GPUS: tuple[Accelerator, ...] = (
-    # Confirmed nvidia-smi memory.total values (launch_defaults.md §1.1).
-    _cuda("H100-80GB", 81559, (9, 0), None),
-    _cuda("H200", 143771, (9, 0), None),
-    _cuda("B200", 183359, (10, 0), None),
-    # Unconfirmed (OPEN-L1): typical nvidia-smi listings; override with with_capacity().
-    _cuda("A100-40GB", 40960, (8, 0)),
-    _cuda("A100-80GB", 81920, (8, 0)),
+    # Confirmed: each capacity appears as nvidia-smi "<used>MiB / <total>MiB" in the listing cited.
+    _cuda("H100-80GB", 81559, (9, 0), _GH + "NVIDIA/nccl/issues/1264 (NVIDIA H100 80GB HBM3, 0MiB / 81559MiB)"),
+    _cuda("H200", 143771, (9, 0), _GH + "sgl-project/sglang/issues/3196 (NVIDIA H200, 124585MiB / 143771MiB)"),
+    _cuda("B200", 183359, (10, 0), _GH + "NVIDIA/TensorRT-LLM/issues/10278 (NVIDIA B200, 166593MiB / 183359MiB)"),
+    _cuda(
+        "A100-40GB",
+        40960,
+        (8, 0),
+        _GH + "bottlerocket-os/bottlerocket-core-kit/pull/834 (A100-SXM4-40GB, 598MiB / 40960MiB)",
+    ),
+    _cuda("A100-80GB", 81920, (8, 0), _MODAL + ": A100 80GB 81920MiB"),
+    _cuda("H20", 97871, (9, 0), _GH + "NVIDIA/nvtrust/issues/128 (NVIDIA H20, 0MiB / 97871MiB)"),
+    _cuda("L40S", 46068, (8, 9), _GH + "sgl-project/sglang/pull/13023 (NVIDIA L40S, 1MiB / 46068MiB)"),
+    _cuda("L4", 23034, (8, 9), _MODAL + ": L4 23034MiB"),
+    _cuda("A10", 23028, (8, 6), _MODAL + ": A10 23028MiB"),
+    _cuda("T4", 15360, (7, 5), _MODAL + ": T4 15360MiB"),
+    _cuda("RTX-4090", 24564, (8, 9), _GH + "vllm-project/vllm/issues/7553 (RTX 4090, 23859MiB / 24564MiB)"),
+    _cuda("RTX-5090", 32607, (12, 0), _GH + "noonghunna/club-3090/issues/1229 (RTX 5090, 29324MiB / 32607MiB)"),
+    # Unconfirmed: typical listings, no published nvidia-smi/rocm-smi total found; override with --gpu-memory.
     _cuda("H100-PCIe", 81559, (9, 0)),
     _cuda("H100-NVL", 95830, (9, 0)),
     _cuda("H800", 81559, (9, 0)),
-    _cuda("H20", 97871, (9, 0)),
     _cuda("GB200", 189471, (10, 0)),
     _cuda("B300", 275040, (10, 3)),
-    _cuda("L40S", 46068, (8, 9)),
     _cuda("L40", 46068, (8, 9)),
-    _cuda("L4", 23034, (8, 9)),
-    _cuda("A10", 23028, (8, 6)),
-    _cuda("T4", 15360, (7, 5)),
-    _cuda("RTX-4090", 24564, (8, 9)),
-    _cuda("RTX-5090", 32607, (12, 0)),
     _cuda("RTX-PRO-6000", 97887, (12, 0)),
     Accelerator("MI300X", 196592, "hip", gfx_arch="gfx942", note=_UNCONFIRMED),
     Accelerator("MI325X", 262128, "hip", gfx_arch="gfx942", note=_UNCONFIRMED),

@@ -16,12 +16,15 @@ module counts parameters tensor group by tensor group from the config alone:
 * MTP/NextN layers separately (``mtp_params``), including the embedding and head copies a
   DeepSeek-style checkpoint stores with them.
 
-Vision towers, audio encoders and other multimodal parts are **not** counted (text decoder only).
+Vision towers, audio encoders and other multimodal parts are not in the groups (text decoder
+only); :func:`vision_tower_params` approximates a ViT tower and the planner adds it, saying so.
 
-Bytes use the checkpoint's dtype and ``quantization_config`` (:class:`WeightFormat`): FP8 with
-128x128 block scales (1 + 4/16384 B/param), MXFP4 experts (0.5 + 1/32 B/param, gpt-oss; also
-DeepSeek-V4 ``expert_dtype: fp4``), NVFP4 (0.5 + 1/16), W4A16 groups. Embeddings, lm_head, norms,
-biases and routers keep the model dtype. A config float32 counts 2 bytes, as SGLang's ``auto``
+Bytes use the checkpoint's dtype and ``quantization_config`` (:class:`WeightFormat`, priced by
+:mod:`kvstrategies.weight_quant`): FP8 with block scales (1 + 4/16384 B/param at 128x128),
+MXFP4 experts (0.5 + 1/32 B/param, gpt-oss; also DeepSeek-V4 ``expert_dtype: fp4``), NVFP4
+(0.5 + 1/16), AWQ/GPTQ/compressed-tensors integer groups with their scales and zero points, and
+the modules a config leaves unquantized. Embeddings, lm_head, norms, biases and routers keep the
+model dtype. A config float32 counts 2 bytes, as SGLang's ``auto``
 serves float32 checkpoints in 16 bits (launch_defaults.md §8).
 
 Per-rank split (:meth:`WeightEstimate.weight_bytes_per_rank`), a documented approximation of
@@ -94,6 +97,7 @@ class WeightFormat:
     attention_bytes: float
     dense_bytes: float
     expert_bytes: float
+    notes: tuple[str, ...] = ()  # what the estimate could only bound (counted on the safe side)
 
     def bytes_per_param(self, kind: ParamKind) -> float:
         if kind is ParamKind.ATTENTION:
@@ -141,35 +145,16 @@ def weight_format_from_config(
         base = _config_dtype_bytes(t)
     qcfg = t.get("quantization_config") or {}
     method = quantization if quantization is not None else str(qcfg.get("quant_method") or "none")
-    method = method.lower()
-    skip = " ".join(str(m) for m in qcfg.get("modules_to_not_convert") or ()) if quantization is None else ""
-    attn_q = "self_attn" not in skip
-    if method == "none":
+    if method.lower() == "none":
         return WeightFormat(f"{_dtype_label(base)}", base, base, base, base)
-    if method == "fp8":
-        block = qcfg.get("weight_block_size") if quantization is None else [128, 128]
-        per = 1.0 + 4.0 / (block[0] * block[1]) if block else 1.0
-        expert = _MXFP4 if str(t.get("expert_dtype", "")).lower() == "fp4" else per
-        label = "fp8" + ("-block" if block else "") + ("+fp4-experts" if expert != per else "")
-        return WeightFormat(label, base, per if attn_q else base, per, expert)
-    if method == "mxfp4":
-        # gpt-oss: only the MoE experts are MXFP4; attention, router, embeddings stay 16-bit.
-        return WeightFormat("mxfp4-experts", base, base, base, _MXFP4)
-    if method in ("nvfp4", "modelopt_fp4") or (
-        method == "modelopt" and "FP4" in str(qcfg.get("quant_algo", "")).upper()
-    ):
-        return WeightFormat("nvfp4", base, _NVFP4 if attn_q else base, _NVFP4, _NVFP4)
-    if method == "modelopt":
-        return WeightFormat("fp8", base, 1.0 if attn_q else base, 1.0, 1.0)
-    if method in ("w4a16", "awq", "gptq", "awq_marlin", "gptq_marlin"):
-        bits = int(qcfg.get("bits", qcfg.get("w_bit", 4)))
-        group = int(qcfg.get("group_size", qcfg.get("q_group_size", 128)) or 128)
-        per = bits / 8 + (2 + bits / 8) / group  # packed values + fp16 scale + zero per group
-        return WeightFormat(f"int{bits}-g{group}", base, per, per, per)
-    raise KVCacheConfigError(
-        f"unsupported quantization {method!r} for the weight estimate; pass quantization= one of "
-        f"{', '.join(QUANTIZATIONS)}"
-    )
+    from .weight_quant import quant_bytes  # per-scheme bytes, scales and unquantized modules
+
+    q = quant_bytes(qcfg, override=quantization, expert_dtype=str(t.get("expert_dtype", "")))
+
+    def pick(value: float | None) -> float:
+        return base if value is None else value
+
+    return WeightFormat(q.name, base, pick(q.attention), pick(q.dense), pick(q.expert), q.notes)
 
 
 def _dtype_label(nbytes: float) -> str:
@@ -223,14 +208,24 @@ class WeightEstimate:
             return tuple(g for g in self.head if g.kind is not ParamKind.LM_HEAD)
         return self.head
 
-    def _bytes(self, groups: _Groups, tp: int) -> float:
-        return sum(g.per_rank(tp) * self.fmt.bytes_per_param(g.kind) for g in groups)
+    def _bytes(self, groups: _Groups, tp: int, attn_tp: int | None = None) -> float:
+        """``attn_tp``: the attention-TP size under DP attention (``tp / attn_dp``): attention
+        projections and the embedding are sharded over it, not over ``tp``
+        (``sglang/srt/layers/vocab_parallel_embedding.py``, ``is_dp_attention_enabled``)."""
+        a_tp = tp if attn_tp is None else attn_tp
+        return sum(
+            g.per_rank(a_tp if g.kind in (ParamKind.ATTENTION, ParamKind.EMBEDDING) else tp)
+            * self.fmt.bytes_per_param(g.kind)
+            for g in groups
+        )
 
     def weight_bytes(self, *, include_mtp: bool = False) -> int:
         """All weights of the model (one copy), in bytes."""
         return self.weight_bytes_per_rank(1, 1, include_mtp=include_mtp)
 
-    def stage_bytes(self, tp: int, pp: int, pp_rank: int, *, include_mtp: bool = False) -> int:
+    def stage_bytes(
+        self, tp: int, pp: int, pp_rank: int, *, include_mtp: bool = False, attn_tp: int | None = None
+    ) -> int:
         """Bytes one TP rank of PP stage ``pp_rank`` holds.
 
         The draft's MTP layers (without their embedding/head copies, which SGLang shares with
@@ -249,11 +244,13 @@ class WeightEstimate:
             groups += self._head(with_embedding=first)
             if include_mtp:
                 groups += [g for g in self.mtp if g.kind not in (ParamKind.EMBEDDING, ParamKind.LM_HEAD)]
-        return math.ceil(self._bytes(tuple(groups), tp))
+        return math.ceil(self._bytes(tuple(groups), tp, attn_tp))
 
-    def weight_bytes_per_rank(self, tp: int = 1, pp: int = 1, *, include_mtp: bool = False) -> int:
+    def weight_bytes_per_rank(
+        self, tp: int = 1, pp: int = 1, *, include_mtp: bool = False, attn_tp: int | None = None
+    ) -> int:
         """Resident weight bytes of the fullest rank (max over PP stages) at ``tp`` x ``pp``."""
-        return max(self.stage_bytes(tp, pp, r, include_mtp=include_mtp) for r in range(pp))
+        return max(self.stage_bytes(tp, pp, r, include_mtp=include_mtp, attn_tp=attn_tp) for r in range(pp))
 
 
 def _total(groups: _Groups) -> int:
@@ -646,3 +643,33 @@ def _mtp(t: Mapping[str, Any], h: int, vocab: int, n: int) -> _Groups:
                 ParamGroup("mtp_shared_head", vocab * h, ParamKind.LM_HEAD, vocab),
             ]
     return tuple(groups)
+
+
+def vision_tower_params(cfg: Mapping[str, Any]) -> int:
+    """Approximate parameters of a ViT-style vision tower and its projector (0 without one).
+
+    ``layers * (4 h^2 + 2 h i)`` (attention q/k/v/o and a two-matrix MLP of ``vision_config``)
+    + the patch embedding (``channels * temporal * patch^2 * h``) + a merger/projector of
+    ``(h m^2)^2 + h m^2 * out`` (``spatial_merge_size`` m, ``out_hidden_size``; Gemma-3's
+    ``mm_input_projection`` when the text hidden size is given). Norms, biases and position
+    tables are left out (under 1% of a tower). An estimate: pass a checkpoint for exact bytes.
+    """
+    v = cfg.get("vision_config")
+    if not isinstance(v, Mapping):
+        return 0
+
+    def num(key: str, default: int = 0) -> int:
+        value = v.get(key, default)
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+    h, inter = num("hidden_size"), num("intermediate_size")
+    layers = num("num_hidden_layers") or num("depth")
+    if not (h and inter and layers):
+        return 0
+    patch = num("patch_size", 14)
+    embed = (num("num_channels") or num("in_channels") or 3) * max(1, num("temporal_patch_size", 1)) * patch * patch * h
+    merge = num("spatial_merge_size")
+    text_h = int(_text(cfg).get("hidden_size") or 0)
+    out = num("out_hidden_size") or text_h
+    projector = (h * merge * merge) ** 2 + h * merge * merge * out if merge else h * out
+    return layers * (4 * h * h + 2 * h * inter) + embed + projector

@@ -11,25 +11,48 @@ from kvstrategies.gpus import GPUS, Accelerator, lookup_gpu, parse_bytes
 @pytest.mark.parametrize(
     ("name", "mib", "nbytes"),
     [
-        # launch_defaults.md §1.1: nvidia-smi memory.total, confirmed.
+        # nvidia-smi memory.total, each from the published listing in the entry's source.
         ("H100-80GB", 81559, 85_520_809_984),
         ("H200", 143771, 150_754_820_096),
         ("B200", 183359, 192_265_846_784),
+        ("A100-80GB", 81920, 85_899_345_920),
+        ("L40S", 46068, 48_305_799_168),
     ],
 )
 def test_confirmed_capacities(name: str, mib: int, nbytes: int) -> None:
     gpu = lookup_gpu(name)
     assert gpu.capacity_mib == mib
     assert gpu.capacity_bytes == nbytes
-    assert gpu.note is None
+    assert gpu.note is None and gpu.source is not None and f"{mib}MiB" in gpu.source
 
 
-def test_unconfirmed_capacities_carry_a_note() -> None:
-    confirmed = {"H100-80GB", "H200", "B200"}
+def test_every_gpu_has_a_source_or_says_it_is_unconfirmed() -> None:
     for gpu in GPUS:
-        assert (gpu.note is None) == (gpu.name in confirmed), gpu.name
-    assert lookup_gpu("A100-80GB").capacity_mib == 81920  # §1.1 table (not confirmed)
-    assert lookup_gpu("A100-40GB").capacity_mib == 40960
+        assert (gpu.source is None) != (gpu.note is None), gpu.name
+        if gpu.source is not None:
+            assert gpu.source.startswith("https://github.com/") and f"{gpu.capacity_mib:g}MiB" in gpu.source, gpu.name
+        else:
+            assert "not confirmed" in (gpu.note or ""), gpu.name
+    confirmed = {g.name for g in GPUS if g.source}
+    assert {"H100-80GB", "H200", "B200", "A100-40GB", "A100-80GB", "H20", "L4", "T4", "RTX-4090"} <= confirmed
+
+
+def test_with_capacity_replaces_the_source() -> None:
+    gpu = lookup_gpu("RTX-PRO-6000").with_capacity(97887)
+    assert gpu.note is None and gpu.source == "given (--gpu-memory)"
+
+
+def test_gpus_command_lists_sources(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from kvstrategies.cli import main
+
+    assert main(["gpus"]) == 0
+    text = capsys.readouterr().out
+    assert "143771 MiB" in text and "sgl-project/sglang/issues/3196" in text and "UNCONFIRMED" in text
+    assert main(["gpus", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == len(GPUS) and rows[0]["name"] == "H100-80GB" and rows[0]["arch"] == "sm90"
 
 
 @pytest.mark.parametrize("spelling", ["h100", "H100-80GB", "h100_80gb", " H100 80GB ", "h100-sxm"])

@@ -109,13 +109,16 @@ def test_worked_launch_1_llama_8b_h100() -> None:
         ("page_size", 1),
         ("swa_full_tokens_ratio", 0.8),
         ("kv_cache_dtype", "torch.bfloat16"),  # auto = the model dtype
-        ("max_running_requests", 2048),  # derived: int(412,220 / 131,072 * 512) = 1610 -> 2048
+        ("max_running_requests", 2048),  # derived: int(410,721 / 131,072 * 512) = 1604 -> 2048
     ]
     budget = planned.budget
-    # P0 = 81559 MiB - 1 GiB = 84,447,068,160 B; weights 8,030,261,248 params x 2 B = 16,060,522,496 B;
-    # budget = int(P0 - weights - P0 * 0.17) = int(68,386,545,664 - 14,356,001,587.2) = 54,030,544,076.
-    assert (budget.weight_bytes, budget.available_bytes) == (16_060_522_496, 54_030_544_076)
-    assert planned.sizes.max_total_num_tokens == 412_220  # 54,030,544,076 // 131,072
+    # held before load int(1.145 GiB) = 1,229,434,388 B (planner/preload.py, TP1: no peers), so
+    # P0 = 85,520,809,984 - 1,229,434,388 = 84,291,375,596 B; weights 8,030,261,248 params x 2 B =
+    # 16,060,522,496 B + RoPE cache max(131072, align128(131072 + 256)) x 128 x 4 B = 67,239,936 B;
+    # budget = int(P0 - weights - P0 * 0.17) = 53,834,079,312.
+    assert budget.overhead_bytes == 1_229_434_388
+    assert (budget.weight_bytes, budget.available_bytes) == (16_127_762_432, 53_834_079_312)
+    assert planned.sizes.max_total_num_tokens == 410_721  # 53,834,079,312 // 131,072
     ctx = planned.planned.ctx
     assert (ctx.page_size, ctx.backends.attention_backend, ctx.scheduling.chunked_prefill_size) == (1, "fa3", 8192)
     assert ctx.scheduling.swa_full_tokens_ratio is None  # the 0.8 fallback is not "explicit" (§9.1)
@@ -159,8 +162,11 @@ def test_given_settings_are_not_defaulted() -> None:
 
 def test_weight_bytes_given_budget_by_hand() -> None:
     req = DeploymentRequest("llama-3.1-8b", LLAMA8, gpu=lookup_gpu("H100"), weight_bytes=16 * GIB)
-    # int((78.6474609375 - 16 - 78.6474609375 * 0.17) GiB) = 52,911,197,388 B
-    assert plan_deployment(req).budget.available_bytes == 52_911_197_388
+    # P0 = 79.6474609375 - 1.145 GiB held = 78.50246 GiB; weights given (no RoPE added):
+    # int((78.50246 - 16 - 78.50246 * 0.17) GiB) = 52,781,972,560 B
+    assert plan_deployment(req).budget.available_bytes == 52_781_972_560
+    given = plan_deployment(req.replace(overhead_bytes=GIB))  # --gpu-overhead 1GiB: the old flat figure
+    assert given.budget.available_bytes == 52_911_197_388  # int((78.6474609375 - 16 - 78.6474609375 * 0.17) GiB)
 
 
 def test_mem_fraction_fix_is_the_smallest_that_fits() -> None:

@@ -1,23 +1,32 @@
 """The budget step: from a GPU, the memory fraction and the weights to one rank's KV budget.
 
-``budget = avail - P0 * (1 - mfs) - mm`` bytes (resolve.md §2, launch_defaults.md §5) with
-``P0 = capacity - overhead`` (free memory before weights load, OPEN-L2: the overhead is an
-input, 1 GiB by default) and ``avail = P0 - weights`` (the fullest rank's resident weights,
-given per rank or estimated from the config by :mod:`kvstrategies.weights`). The arithmetic
-is :func:`~kvstrategies.launch_defaults.estimate_kv_budget`; this module chooses its inputs
-and records every assumption so the plan can print them.
+SGLang 0.5.23 (``sglang/srt/mem_cache/kv_cache_configurator.py``,
+``KVCacheConfigurator._profile_available_bytes``) sizes the pool as
+``int((avail - pre * (1 - mfs) - mm) * 2**30)`` bytes, where ``pre`` is the free memory measured
+before any weight loads (``distributed/bootstrap.py``, ``measure_pre_model_load_memory``) and
+``avail`` the free memory after loading, both MIN-all-reduced as float32 over the world. Here
+``pre = capacity - held`` (``held``: what the process holds before loading, :mod:`.preload`, or
+``--gpu-overhead``) and ``avail = pre - weights - rope`` (the fullest rank's resident weights
+from :mod:`.checkpoint` when a checkpoint is at hand, else :mod:`kvstrategies.weights`' estimate;
+``rope``: the float32 RoPE ``cos_sin_cache`` the model builds at load). The arithmetic is
+:func:`~kvstrategies.launch_defaults.estimate_kv_budget`; this module chooses its inputs and
+records every assumption so the plan can print them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..dtypes import DType
 from ..errors import InsufficientMemoryError, KVCacheConfigError
 from ..launch_defaults import LaunchResolution, estimate_kv_budget, model_facts_from_hf_config
-from ..weights import estimate_weights
-from .request import GIB, DeploymentRequest
+from ..weights import estimate_weights, vision_tower_params
+from .checkpoint import CheckpointWeights, ShardingFacts, max_rank_bytes, read_checkpoint
+from .preload import preload_memory
+from .request import GIB, DeploymentRequest, model_dtype_name
 
 # resolve.md §2: SGLANG_VLM_CACHE_SIZE_MB default (100 MiB), held for an active multimodal part.
 MULTIMODAL_RESERVE_GIB = 100 / 1024
@@ -29,8 +38,8 @@ class KVBudget:
 
     ``source`` is ``"given"`` (``--available-bytes``) or ``"gpu"``. In GPU mode the capacity
     splits as ``overhead + weights + slack + multimodal + available`` (up to int truncation and
-    the float32 rounding of a multi-rank world); ``slack = P0 * (1 - mfs)`` holds activations,
-    CUDA graphs and the request table.
+    the float32 rounding of a multi-rank world); ``weights`` includes the RoPE cache;
+    ``slack = P0 * (1 - mfs)`` holds activations, CUDA graphs and the request table.
     """
 
     available_bytes: int
@@ -41,6 +50,7 @@ class KVBudget:
     overhead_bytes: int | None = None
     weight_bytes: int | None = None
     weight_source: str | None = None
+    weight_origin: str | None = None  # "given", "checkpoint headers", "checkpoint index total", "config estimate"
     slack_bytes: int | None = None
     multimodal_bytes: int = 0
     assumptions: tuple[str, ...] = ()
@@ -49,20 +59,112 @@ class KVBudget:
 def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple[int, str]:
     """Resident weight bytes of the fullest rank, and where the number came from.
 
-    Given (``--weight-bytes``) wins; else the estimate of :mod:`kvstrategies.weights` at
-    ``tp x pp``, MTP layers included when speculative decoding is on (the draft shares the GPU).
+    Given (``--weight-bytes``) wins; else the checkpoint (``source["checkpoint"]``: a model
+    folder, or ``--checkpoint``) when it holds safetensors, unless ``--weight-quantization``
+    asks for a format the checkpoint does not store; else the estimate of
+    :mod:`kvstrategies.weights` at ``tp x pp``. MTP layers count when speculative decoding is on
+    (the draft shares the GPU).
     """
     if req.weight_bytes is not None:
         return req.weight_bytes, "given per rank (--weight-bytes)"
     dtype = req.weight_dtype or req.model_dtype
     estimate = estimate_weights(config, dtype=dtype, quantization=req.weight_quantization)
     include_mtp = req.speculative_algorithm is not None and estimate.mtp_params > 0
-    nbytes = estimate.weight_bytes_per_rank(req.tp_size, req.pp_size, include_mtp=include_mtp)
+    split = f"split over TP {req.tp_size} x PP {req.pp_size} (fullest rank)"
+    ckpt = _checkpoint(req)
+    if ckpt is not None and ckpt.source == "headers":
+        facts = ShardingFacts.from_config(config, serve_bytes=_serve_bytes(req, config))
+        nbytes = max_rank_bytes(
+            ckpt,
+            facts,
+            tp=req.tp_size,
+            pp=req.pp_size,
+            include_mtp=include_mtp,
+            attn_tp=req.tp_size // max(1, req.attn_dp_size),
+        )
+        return nbytes, f"from the {ckpt.label}, {split}"
+    attn_tp = max(1, req.tp_size // max(1, req.attn_dp_size))
+    nbytes = estimate.weight_bytes_per_rank(req.tp_size, req.pp_size, include_mtp=include_mtp, attn_tp=attn_tp)
     mtp = f" + {estimate.mtp_params / 1e9:.2f}B MTP draft" if include_mtp else ""
-    return nbytes, (
-        f"estimated from the config: {estimate.main_params / 1e9:.2f}B parameters{mtp}, {estimate.fmt.name}, "
-        f"split over TP {req.tp_size} x PP {req.pp_size} (fullest rank)"
+    if ckpt is not None:  # index total only: scale the config's per-rank split to the stored total
+        stored = estimate_weights(config, dtype=_stored_dtype(config), quantization=None).weight_bytes(include_mtp=True)
+        if stored > 0:
+            nbytes = int(nbytes * ckpt.total_bytes / stored)
+            return nbytes, (
+                f"from the {ckpt.label}: the config estimate's {split} scaled by the stored total "
+                f"({ckpt.total_bytes / stored:.4f} x the {stored:,} B the config predicts)"
+            )
+    params = f"{estimate.main_params / 1e9:.2f}B parameters{mtp}"
+    notes = "".join(f"; note: {n}" for n in estimate.fmt.notes)
+    tower = _vision_tower(config)
+    if tower:  # SGLang loads the tower with the language model; TP-sharded like its linears
+        nbytes += math.ceil(tower * estimate.fmt.base_bytes / max(1, req.tp_size))
+        notes += f"; + vision tower ~{tower / 1e9:.2f}B parameters (approximate, from vision_config)"
+    return nbytes, f"estimated from the config: {params}, {estimate.fmt.name}, {split}{notes}"
+
+
+def _vision_tower(config: Mapping[str, Any]) -> int:
+    """Parameters of the vision tower SGLang loads: the multimodal model classes build it even
+    when multimodal serving is opt-in and off (``sglang/srt/models/gemma3_mm.py``)."""
+    if not model_facts_from_hf_config(config).is_multimodal:
+        return 0
+    return vision_tower_params(config)
+
+
+def weight_origin(source: str) -> str:
+    """The short name of where a weight figure came from (for the JSON and quick reading)."""
+    for marker, origin in (
+        ("--weight-bytes", "given"),
+        ("checkpoint headers", "checkpoint headers"),
+        ("checkpoint index total", "checkpoint index total"),
+    ):
+        if marker in source:
+            return origin
+    return "config estimate"
+
+
+def _checkpoint(req: DeploymentRequest) -> CheckpointWeights | None:
+    folder = req.source.get("checkpoint")
+    if folder is None or req.weight_quantization is not None:
+        return None
+    return read_checkpoint(str(folder))
+
+
+def _serve_bytes(req: DeploymentRequest, config: Mapping[str, Any]) -> int:
+    name = req.weight_dtype or model_dtype_name(req, config)
+    return DType.from_name(name).itemsize
+
+
+def _stored_dtype(config: Mapping[str, Any]) -> str | None:
+    from ..models.hf import text_config
+
+    name = text_config(config).get("torch_dtype") or text_config(config).get("dtype") or config.get("torch_dtype")
+    return None if name is None else str(name)
+
+
+def rope_cache_bytes(config: Mapping[str, Any], context_length: int | None) -> int:
+    """Bytes of the float32 RoPE ``cos_sin_cache`` (``layers/rotary_embedding/base.py``): rows
+    ``max(max_position_embeddings, align128(context + 256))`` (``reserve_rope_cache_for_long_sequences``)
+    times the rotary dim (``qk_rope_head_dim`` for MLA, else ``head_dim * partial_rotary_factor``)
+    times 4. One cache per model (``get_rope`` shares it across layers)."""
+    from ..models.hf import text_config
+
+    t = text_config(config)
+
+    def num(key: str) -> float:
+        value = t.get(key, config.get(key))
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+    heads = num("num_attention_heads")
+    if not heads or not num("hidden_size"):
+        return 0
+    rot = num("qk_rope_head_dim") or (num("head_dim") or num("hidden_size") / heads) * (
+        num("partial_rotary_factor") or 1.0
     )
+    max_pos = int(num("max_position_embeddings"))
+    ctx = context_length or max_pos
+    rows = max(max_pos, -(-(ctx + 256) // 128) * 128)
+    return int(rows * int(rot) * 4)
 
 
 def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchResolution | None) -> KVBudget:
@@ -80,13 +182,16 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
     if gpu.capacity_mib is None or launch.mem_fraction_static is None:
         raise KVCacheConfigError(f"GPU {gpu.name!r} has no known capacity; give --gpu-memory (e.g. 80GiB)")
     weights, weight_source = weights_per_rank(req, config)
+    rope = 0 if req.weight_bytes is not None else rope_cache_bytes(config, req.context_length)
+    held = preload_memory(gpu, tp=req.tp_size, pp=req.pp_size)
+    overhead = req.overhead_bytes if req.overhead_bytes is not None else held.total_bytes
     facts = model_facts_from_hf_config(config)
     multimodal = facts.is_multimodal and not facts.multimodal_opt_in
     mm_gib = MULTIMODAL_RESERVE_GIB if multimodal else 0.0
     mfs = launch.mem_fraction_static
     world = req.tp_size * req.pp_size
-    free_before = gpu.capacity_mib * 2**20 - req.overhead_bytes
-    if weights >= free_before:
+    free_before = gpu.capacity_mib * 2**20 - overhead
+    if weights + rope >= free_before:
         raise InsufficientMemoryError(
             f"the weights ({weights / GIB:.2f} GiB per rank) do not fit the {free_before / GIB:.2f} GiB free on "
             f"{gpu.name} before loading; use more GPUs (--tp, --pp-size), smaller weights (--weight-dtype / "
@@ -94,27 +199,31 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
         )
     estimate = estimate_kv_budget(
         gpu.capacity_mib,
-        weights,
+        weights + rope,
         mfs,
-        overhead_gib=req.overhead_bytes / GIB,
+        overhead_gib=overhead / GIB,
         world_size=world,
         multimodal_gib=mm_gib,
     )
+    held_text = (
+        f"{overhead / GIB:.2f} GiB given (--gpu-overhead)" if req.overhead_bytes is not None else held.describe()
+    )
     assumptions = [
-        f"GPU capacity {gpu.capacity_mib:g} MiB ({gpu.name}) as nvidia-smi reports memory.total "
-        f"(launch_defaults.md §1.1){'; ' + gpu.note if gpu.note else ''}",
-        f"free memory before weights P0 = capacity - {req.overhead_bytes / GIB:.2f} GiB runtime overhead "
-        "(CUDA context, NCCL, custom all-reduce; OPEN-L2, --gpu-overhead)",
-        f"weights {weight_source}",
+        f"GPU capacity {gpu.capacity_mib:g} MiB ({gpu.name}) as nvidia-smi reports memory.total"
+        f"{'; ' + gpu.note if gpu.note else ''} (kvstrategies gpus lists the sources)",
+        f"free memory before weights P0 = capacity - {held_text}",
+        f"weights {weight_source}" + (f"; + {rope / 2**20:.1f} MiB float32 RoPE cache" if rope else ""),
         "free memory after weights = P0 - weights"
-        + (f"; both float32-rounded by the world MIN all-reduce ({world} ranks, resolve.md §2)" if world > 1 else ""),
+        + (f"; both float32-rounded by the world MIN all-reduce ({world} ranks)" if world > 1 else ""),
         f"KV budget = free after weights - P0 x (1 - mem_fraction_static {mfs:g})"
-        + (f" - {mm_gib:.4f} GiB multimodal cache (resolve.md §2)" if mm_gib else "")
-        + "; the slack P0 x (1 - mfs) holds activations, CUDA graphs and the request table",
+        + (f" - {mm_gib:.4f} GiB multimodal cache" if mm_gib else "")
+        + " (sglang/srt/mem_cache/kv_cache_configurator.py, _profile_available_bytes); the slack "
+        "P0 x (1 - mfs) holds activations, CUDA graphs and the request table",
     ]
     if req.attn_dp_size > 1:
         assumptions.append(
-            "DP attention: weights counted TP-sharded (attention weights replicated per DP group are not)"
+            f"DP attention: attention projections and the embedding sharded over attention-TP "
+            f"{max(1, req.tp_size // req.attn_dp_size)}, the rest over TP {req.tp_size}"
         )
     if req.speculative_algorithm is not None and "MTP" not in weight_source and req.weight_bytes is None:
         assumptions.append("speculative draft: an external draft model's weights are not counted")
@@ -124,9 +233,10 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
         gpu_name=gpu.name,
         capacity_bytes=gpu.capacity_bytes,
         mem_fraction_static=mfs,
-        overhead_bytes=req.overhead_bytes,
-        weight_bytes=weights,
+        overhead_bytes=overhead,
+        weight_bytes=weights + rope,
         weight_source=weight_source,
+        weight_origin=weight_origin(weight_source),
         slack_bytes=int(estimate.slack_gib * GIB),
         multimodal_bytes=int(mm_gib * GIB),
         assumptions=tuple(assumptions),

@@ -8,9 +8,7 @@ Everything here is torch-free: ``kvstrategies plan`` answers in milliseconds for
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ..api import Plan, plan
 from ..case import Case, parse_case
@@ -22,7 +20,7 @@ from .budget import KVBudget, kv_budget
 from .fit import FitReport, fit_report
 from .fixes import Fix, suggest_fixes
 from .launch import case_fields, resolve_launch
-from .request import DeploymentRequest
+from .request import DeploymentRequest, model_dtype_name
 
 
 @dataclass(frozen=True)
@@ -52,16 +50,6 @@ class DeploymentPlan:
         """Every default applied: SGLang's launch declarations in pipeline order (last one wins),
         then the values the plan derived for settings left out (:func:`derived_defaults`)."""
         return (() if self.launch is None else self.launch.applied) + self.derived
-
-
-def model_dtype_name(req: DeploymentRequest, config: Mapping[str, Any]) -> str:
-    """The serving dtype: ``--model-dtype``, else the config's (``auto``: fp32 serves bf16)."""
-    if req.model_dtype is not None:
-        return req.model_dtype
-    from ..models.hf import text_config
-    from ..models.parse import model_dtype_of
-
-    return model_dtype_of(config, text_config(config)).torch_name
 
 
 def final_layout(planned: Plan) -> tuple[PoolSizes, KVPoolsLayout]:

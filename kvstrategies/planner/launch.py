@@ -70,7 +70,7 @@ def case_fields(req: DeploymentRequest, model_dtype: str, launch: LaunchResoluti
     """
     case: dict[str, Any] = {
         "name": req.model,
-        **dict(req.source),
+        **{k: v for k, v in req.source.items() if k != "checkpoint"},  # the weights step reads it
         "tp_size": req.tp_size,
         "pp_size": req.pp_size,
         "pp_rank": req.pp_rank,

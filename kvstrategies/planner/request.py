@@ -16,7 +16,6 @@ from ..errors import KVCacheConfigError
 from ..gpus import Accelerator
 
 GIB = 2**30
-DEFAULT_OVERHEAD_BYTES = GIB  # CUDA context + NCCL + all-reduce buffers (launch_defaults.py)
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,8 @@ class DeploymentRequest:
     Budget: ``available_bytes`` (the KV budget per rank, skips the budget step) or ``gpu``
     (capacity as SGLang reads it) with ``mem_fraction_static`` and the resident weights
     (``weight_bytes`` per rank, else estimated from the config with ``weight_dtype`` /
-    ``weight_quantization``); ``overhead_bytes`` is what the runtime holds before weights load.
+    ``weight_quantization``); ``overhead_bytes`` is what the runtime holds before weights load
+    (``None``: modelled per GPU and TP by :mod:`.preload`).
     ``request_lengths`` (tokens) are the lengths the fit report answers for.
     """
 
@@ -47,7 +47,7 @@ class DeploymentRequest:
     weight_bytes: int | None = None
     weight_dtype: str | None = None
     weight_quantization: str | None = None
-    overhead_bytes: int = DEFAULT_OVERHEAD_BYTES
+    overhead_bytes: int | None = None
     max_total_tokens: int | None = None
     max_running_requests: int | None = None
     context_length: int | None = None
@@ -69,7 +69,7 @@ class DeploymentRequest:
             )
         if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static < 1:
             raise KVCacheConfigError(f"--mem-fraction-static must be in (0, 1), got {self.mem_fraction_static}")
-        if self.overhead_bytes < 0:
+        if self.overhead_bytes is not None and self.overhead_bytes < 0:
             raise KVCacheConfigError(f"overhead must be >= 0 bytes, got {self.overhead_bytes}")
         for length in self.request_lengths:
             if length < 1:
@@ -91,3 +91,13 @@ class DeploymentRequest:
 
     def replace(self, **changes: Any) -> DeploymentRequest:
         return dataclasses.replace(self, **changes)
+
+
+def model_dtype_name(req: DeploymentRequest, config: Mapping[str, Any]) -> str:
+    """The serving dtype: ``--model-dtype``, else the config's (``auto``: fp32 serves bf16)."""
+    if req.model_dtype is not None:
+        return req.model_dtype
+    from ..models.hf import text_config
+    from ..models.parse import model_dtype_of
+
+    return model_dtype_of(config, text_config(config)).torch_name

@@ -1,0 +1,247 @@
+"""Weights from checkpoint metadata: safetensors headers, the index total, TP/PP sharding."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.gpus import lookup_gpu
+from kvstrategies.planner import DeploymentRequest, plan_deployment
+from kvstrategies.planner.checkpoint import (
+    INDEX_NAME,
+    ShardingFacts,
+    max_rank_bytes,
+    rank_bytes,
+    read_checkpoint,
+    read_safetensors_header,
+)
+from kvstrategies.presets import load_preset_config
+from kvstrategies.weights import estimate_weights
+
+_ITEM = {"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4, "U8": 1}
+
+
+def write_safetensors(path: Path, tensors: dict[str, tuple[str, tuple[int, ...]]], *, data: bool = True) -> int:
+    """A real safetensors file (header + zero data); returns the data bytes."""
+    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for name, (dtype, shape) in tensors.items():
+        n = _ITEM[dtype]
+        for d in shape:
+            n *= d
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + n]}
+        offset += n
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)))
+        f.write(raw)
+        if data:
+            f.write(b"\0" * offset)
+    return offset
+
+
+# Published model.safetensors.index.json metadata.total_size of real checkpoints (bytes), as quoted
+# in public repositories' docs and tests: these are the checkpoints' own sizes.
+PUBLISHED_TOTALS = [
+    ("llama-3.1-8b", 16_060_522_496),  # meta-llama/Llama-3.1-8B(-Instruct), 4 shards
+    ("llama-3.1-70b", 141_107_412_992),  # meta-llama/Llama-3.1-70B-Instruct, 30 shards
+    ("mistral-7b", 14_483_464_192),  # mistralai/Mistral-7B-Instruct-v0.2 (same shapes as v0.1)
+    ("qwen2.5-7b", 15_231_233_024),  # Qwen/Qwen2.5-7B-Instruct
+    ("mixtral-8x7b", 93_405_585_408),  # mistralai/Mixtral-8x7B
+    ("qwen3-8b", 16_381_470_720),  # Qwen/Qwen3-8B
+]
+
+
+@pytest.mark.parametrize(("preset", "total"), PUBLISHED_TOTALS)
+def test_index_total_is_the_weight_figure_at_tp1(tmp_path: Path, preset: str, total: int) -> None:
+    """With only the index at hand, TP1 weights are the checkpoint's own size (+ nothing else)."""
+    config = load_preset_config(preset)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / INDEX_NAME).write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": {}}))
+    ckpt = read_checkpoint(tmp_path)
+    assert ckpt is not None and (ckpt.source, ckpt.total_bytes) == ("index", total)
+    req = DeploymentRequest(preset, {"hf_config": config, "checkpoint": str(tmp_path)}, gpu=lookup_gpu("B200"))
+    budget = plan_deployment(req, suggest=False).budget
+    assert budget.weight_source is not None and "checkpoint index total" in budget.weight_source
+    assert budget.weight_origin == "checkpoint index total"
+    rope = budget.weight_bytes - total  # type: ignore[operator]
+    assert 0 <= rope < 2**27  # the float32 RoPE cache is all that is added at TP1
+
+
+@pytest.mark.parametrize(("preset", "total"), PUBLISHED_TOTALS)
+def test_config_estimate_matches_published_checkpoint_sizes(preset: str, total: int) -> None:
+    """The parameter-count estimate of the dense and MoE presets equals the published total."""
+    assert estimate_weights(load_preset_config(preset)).weight_bytes(include_mtp=True) == total
+
+
+def test_index_total_scales_the_per_rank_split(tmp_path: Path) -> None:
+    config = load_preset_config("llama-3.1-70b")
+    (tmp_path / INDEX_NAME).write_text(json.dumps({"metadata": {"total_size": 141_107_412_992}}))
+    req = DeploymentRequest("x", {"hf_config": config, "checkpoint": str(tmp_path)}, tp_size=8, gpu=lookup_gpu("H200"))
+    est = estimate_weights(config).weight_bytes_per_rank(8)
+    weights = plan_deployment(req, suggest=False).budget.weight_bytes
+    assert weights is not None and abs(weights - est) < 2**27  # exact ratio 1: only the RoPE cache differs
+
+
+def _llama_like(layers: int = 2, vocab: int = 1000, h: int = 64, inter: int = 128, nh: int = 8, nkv: int = 2) -> dict:
+    hd = h // nh
+    t: dict[str, tuple[str, tuple[int, ...]]] = {"model.embed_tokens.weight": ("BF16", (vocab, h))}
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        t |= {
+            p + "input_layernorm.weight": ("BF16", (h,)),
+            p + "post_attention_layernorm.weight": ("BF16", (h,)),
+            p + "self_attn.q_proj.weight": ("BF16", (nh * hd, h)),
+            p + "self_attn.k_proj.weight": ("BF16", (nkv * hd, h)),
+            p + "self_attn.v_proj.weight": ("BF16", (nkv * hd, h)),
+            p + "self_attn.o_proj.weight": ("BF16", (h, nh * hd)),
+            p + "mlp.gate_proj.weight": ("BF16", (inter, h)),
+            p + "mlp.up_proj.weight": ("BF16", (inter, h)),
+            p + "mlp.down_proj.weight": ("BF16", (h, inter)),
+        }
+    t |= {"model.norm.weight": ("BF16", (h,)), "lm_head.weight": ("BF16", (vocab, h))}
+    return t
+
+
+FACTS = ShardingFacts(num_layers=2, num_heads=8, num_kv_heads=2, vocab_size=1000, tied=False, serve_bytes=2)
+
+
+def test_headers_read_exact_bytes_without_data(tmp_path: Path) -> None:
+    tensors = _llama_like()
+    nbytes = write_safetensors(tmp_path / "model.safetensors", tensors, data=False)  # header only on disk
+    read = read_safetensors_header(tmp_path / "model.safetensors")
+    assert {t.name: (t.dtype, t.shape) for t in read} == tensors
+    ckpt = read_checkpoint(tmp_path)
+    assert ckpt is not None and (ckpt.source, ckpt.total_bytes) == ("headers", nbytes)
+    layer = 2 * 64 + 2 * 64 * 64 + 2 * 16 * 64 + 3 * 128 * 64  # norms, q/o, k/v (2 heads x 8), mlp
+    assert nbytes == 2 * (2 * 1000 * 64 + 2 * layer + 64)
+    assert rank_bytes(ckpt, FACTS) == nbytes + 2 * 2 * 24 * 64  # TP1: all, vocab 1000 padded to 1024 rows
+
+
+def test_tp_sharding_follows_sglang_layers(tmp_path: Path) -> None:
+    write_safetensors(tmp_path / "model.safetensors", _llama_like())
+    ckpt = read_checkpoint(tmp_path)
+    assert ckpt is not None
+    h, vocab_rows = 64, 1024  # pad(1000, 64)
+    norms = 2 * (2 * h) + h
+    # TP2: q/o/mlp halved, 2 KV heads split 1 per rank, vocab rows 512 each for embed and head
+    attn = (64 * 64 + 2 * 16 * 64 + 64 * 64) // 2
+    mlp = 3 * 128 * 64 // 2
+    tp2 = 2 * (2 * vocab_rows // 2 * h + norms + 2 * (attn + mlp))
+    assert rank_bytes(ckpt, FACTS, tp=2) == tp2
+    # TP4: KV heads (2) < tp: one head per rank, replicated -> k/v keep 8 x 64 each (not 4 x 64)
+    kv4 = 2 * 8 * 64
+    tp4 = 2 * (2 * vocab_rows // 4 * h + norms + 2 * ((64 * 64 + 64 * 64) // 4 + kv4 + 3 * 128 * 64 // 4))
+    assert rank_bytes(ckpt, FACTS, tp=4) == tp4
+
+
+def test_pp_stages_and_mtp_layers(tmp_path: Path) -> None:
+    tensors = _llama_like(layers=3)  # layer 2 is past num_hidden_layers=2: an MTP/NextN layer
+    write_safetensors(tmp_path / "model.safetensors", tensors)
+    ckpt = read_checkpoint(tmp_path)
+    assert ckpt is not None
+    layer = 2 * (2 * 64 + 2 * 64 * 64 + 2 * 16 * 64 + 3 * 128 * 64)
+    embed = head = 2 * 1024 * 64
+    assert rank_bytes(ckpt, FACTS, pp=2, pp_rank=0) == embed + layer
+    assert rank_bytes(ckpt, FACTS, pp=2, pp_rank=1) == layer + 2 * 64 + head
+    assert rank_bytes(ckpt, FACTS, pp=2, pp_rank=1, include_mtp=True) == 2 * layer + 2 * 64 + head
+    assert max_rank_bytes(ckpt, FACTS, tp=1, pp=2, include_mtp=False) == layer + 2 * 64 + head
+
+
+def test_float32_checkpoint_loads_in_the_serving_dtype(tmp_path: Path) -> None:
+    write_safetensors(
+        tmp_path / "model.safetensors",
+        {
+            "model.layers.0.mlp.up_proj.weight": ("F32", (128, 64)),
+            "model.layers.0.mlp.up_proj.weight_scale": ("F32", (1,)),
+        },
+    )
+    ckpt = read_checkpoint(tmp_path)
+    assert ckpt is not None and ckpt.total_bytes == 128 * 64 * 4 + 4
+    assert rank_bytes(ckpt, FACTS) == 128 * 64 * 2 + 4  # values served in bf16, the scale kept fp32
+
+
+def test_fp8_values_keep_their_bytes(tmp_path: Path) -> None:
+    write_safetensors(
+        tmp_path / "model.safetensors",
+        {
+            "model.layers.0.mlp.down_proj.weight": ("F8_E4M3", (64, 256)),
+            "model.layers.0.mlp.down_proj.weight_scale_inv": ("F32", (1, 2)),
+        },
+    )
+    ckpt = read_checkpoint(tmp_path)
+    assert ckpt is not None
+    assert rank_bytes(ckpt, FACTS, tp=2) == (64 * 256 + 8) // 2  # row-parallel: values and block scales split
+
+
+def test_index_lists_shards_that_must_all_be_present(tmp_path: Path) -> None:
+    a = write_safetensors(
+        tmp_path / "model-00001-of-00002.safetensors", {"model.embed_tokens.weight": ("BF16", (64, 8))}
+    )
+    index = {
+        "metadata": {"total_size": 999},
+        "weight_map": {
+            "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+            "lm_head.weight": "model-00002-of-00002.safetensors",
+        },
+    }
+    (tmp_path / INDEX_NAME).write_text(json.dumps(index))
+    ckpt = read_checkpoint(tmp_path)
+    assert ckpt is not None and (ckpt.source, ckpt.total_bytes) == ("index", 999)  # shard 2 missing
+    b = write_safetensors(tmp_path / "model-00002-of-00002.safetensors", {"lm_head.weight": ("BF16", (64, 8))})
+    ckpt = read_checkpoint(tmp_path)
+    assert ckpt is not None and (ckpt.source, ckpt.total_bytes) == ("headers", a + b)
+
+
+def test_bad_headers_are_clear_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(struct.pack("<Q", 10**12) + b"{}")
+    with pytest.raises(KVCacheConfigError, match="header length .* exceeds the file"):
+        read_safetensors_header(bad)
+    bad.write_bytes(struct.pack("<Q", 4) + b"{nop")
+    with pytest.raises(KVCacheConfigError, match="not valid JSON"):
+        read_safetensors_header(bad)
+    bad.write_bytes(b"abc")
+    with pytest.raises(KVCacheConfigError, match="not a safetensors file"):
+        read_safetensors_header(bad)
+    big = tmp_path / "big.safetensors"
+    big.write_bytes(struct.pack("<Q", 64) + b" " * 64)
+    with pytest.raises(KVCacheConfigError, match="64-byte cap|exceeds the 32-byte cap"):
+        read_safetensors_header(big, max_header_bytes=32)
+    bad.write_bytes(struct.pack("<Q", 24) + b'{"t": {"dtype": "BF16"}}')
+    with pytest.raises(KVCacheConfigError, match="needs dtype, shape and data_offsets"):
+        read_safetensors_header(bad)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_only_regular_files_are_opened(tmp_path: Path) -> None:
+    fifo = tmp_path / "model.safetensors"
+    os.mkfifo(fifo)
+    with pytest.raises(KVCacheConfigError, match="not a regular file"):
+        read_safetensors_header(fifo)
+    real = tmp_path / "blob"
+    write_safetensors(real, {"x.weight": ("BF16", (2, 2))})
+    link = tmp_path / "link.safetensors"
+    link.symlink_to(real)  # the Hugging Face cache's snapshots/ link into blobs/
+    assert read_safetensors_header(link)[0].nbytes == 8
+
+
+def test_model_folder_on_the_command_line_uses_its_headers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kvstrategies.cli import main
+
+    config = load_preset_config("llama-3.1-8b")
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    write_safetensors(
+        tmp_path / "model.safetensors", {"model.embed_tokens.weight": ("BF16", (128256, 4096))}, data=False
+    )
+    assert main(["plan", str(tmp_path), "--gpu", "H100", "--json"]) == 0
+    planner = json.loads(capsys.readouterr().out)["planner"]
+    assert "checkpoint headers (1 tensors" in planner["budget"]["weight_source"]
+    assert planner["budget"]["weight_origin"] == "checkpoint headers"

@@ -1,0 +1,293 @@
+"""The planner end to end against figures real SGLang servers printed at start-up.
+
+Every row is a public log (link in ``docs/validation.md``): the launch settings it shows go in,
+the number it printed comes out. Three checks, each against its own published lines:
+
+* end to end: ``max_total_num_tokens`` (or the KV budget when the log prints it);
+* memory held before weights load: ``capacity - (avail after load + weight mem usage)``;
+* weights: ``Load weight end ... mem usage``.
+
+Tolerances are the ones the current model reaches (docs/validation.md explains each gap); a
+change that moves a figure past them fails here.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from kvstrategies.gpus import lookup_gpu
+from kvstrategies.planner import DeploymentRequest, plan_deployment
+from kvstrategies.planner.preload import preload_memory
+from kvstrategies.presets import load_preset_config
+
+GIB = 2**30
+
+QWEN3_235B_FP8 = {
+    **load_preset_config("qwen3-235b-a22b"),
+    "quantization_config": {
+        "activation_scheme": "dynamic",
+        "fmt": "e4m3",
+        "quant_method": "fp8",
+        "weight_block_size": [128, 128],
+    },
+}
+QWEN3_14B = {  # Qwen/Qwen3-14B config.json (the shape fields the planner reads)
+    "architectures": ["Qwen3ForCausalLM"],
+    "model_type": "qwen3",
+    "hidden_size": 5120,
+    "intermediate_size": 17408,
+    "num_hidden_layers": 40,
+    "num_attention_heads": 40,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 151936,
+    "max_position_embeddings": 40960,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000,
+}
+
+QWEN3_32B = {  # Qwen/Qwen3-32B config.json (the shape fields the planner reads)
+    **QWEN3_14B,
+    "intermediate_size": 25600,
+    "num_hidden_layers": 64,
+    "num_attention_heads": 64,
+}
+QWEN3_06B = {  # Qwen/Qwen3-0.6B (and Qwen3-Reranker-0.6B) config.json: tied embeddings
+    **QWEN3_14B,
+    "hidden_size": 1024,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "tie_word_embeddings": True,
+}
+GLM5_FP8 = {  # zai-org/GLM-5-FP8: the GLM-5 shapes with DeepSeek-style 128x128 block FP8
+    **load_preset_config("glm-5"),
+    "quantization_config": {
+        "activation_scheme": "dynamic",
+        "fmt": "e4m3",
+        "quant_method": "fp8",
+        "weight_block_size": [128, 128],
+    },
+}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One published start-up: what was launched and what the server printed."""
+
+    source: str
+    config: dict[str, Any]
+    gpu: str
+    tp: int = 1
+    attn_dp: int = 1
+    mfs: float | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    tokens: int | None = None  # logged max_total_num_tokens / "#tokens"
+    kv_budget_bytes: int | None = None  # logged available bytes, when printed
+    weights_gib: float | None = None  # logged "Load weight end ... mem usage"
+    avail_after_load_gib: float | None = None  # logged "Load weight end ... avail mem"
+
+    def plan(self) -> Any:
+        req = DeploymentRequest(
+            self.source,
+            {"hf_config": self.config},
+            tp_size=self.tp,
+            attn_dp_size=self.attn_dp,
+            gpu=lookup_gpu(self.gpu),
+            mem_fraction_static=self.mfs,
+            **self.options,
+        )
+        return plan_deployment(req, suggest=False)
+
+
+QWEN3_30B = load_preset_config("qwen3-30b-a3b")
+LLAMA_8B = load_preset_config("llama-3.1-8b")
+
+# End to end. sglang PR 18263 prints the effective mem_fraction_static (0.911, after launch
+# resolution) and the profiled budget; the triton backend keeps the planner from applying the
+# HIP aiter cut a second time.
+E2E = {
+    "sglang#18263 MI355X TP1": Launch(
+        "sglang#18263",
+        QWEN3_30B,
+        "MI355X",
+        mfs=0.911,
+        options={"attention_backend": "triton"},
+        kv_budget_bytes=219_721_119_039,
+        weights_gib=56.98,
+        avail_after_load_gib=230.20,
+    ),
+    "sglang#17392 H200 DP4": Launch(
+        "sglang#17392",
+        QWEN3_30B,
+        "H200",
+        tp=4,
+        attn_dp=4,
+        mfs=0.80,
+        tokens=1_029_388,
+        weights_gib=16.39,
+        avail_after_load_gib=121.90,
+    ),
+    "vllm#21348 H100 TP4": Launch("vllm#21348", QWEN3_235B_FP8, "H100", tp=4, mfs=0.93, tokens=367_404),
+    "sglang#4760 H100 TP1": Launch(
+        "sglang#4760", LLAMA_8B, "H100", mfs=0.88, tokens=442_750, weights_gib=15.11, avail_after_load_gib=63.48
+    ),
+    "llm-d snapshot guide H100 TP1": Launch(
+        "RyanRosario/llm-d",
+        QWEN3_32B,
+        "H100",
+        mfs=0.90,
+        options={"context_length": 8192},
+        tokens=39_078,
+        weights_gib=61.07,
+        avail_after_load_gib=17.40,
+    ),
+    "Qwen3-32B 4x RTX 5090 TP4": Launch(
+        "Qwen3-32B Dense BF16 SGLang 4TP write-up",
+        QWEN3_32B,
+        "RTX-5090",
+        tp=4,
+        mfs=0.88,
+        options={"context_length": 40960, "attention_backend": "triton"},
+        tokens=187_069,
+        weights_gib=15.50,
+    ),
+    "GLM-5-FP8 MI355X TP8": Launch(
+        "ajith-sirra-amd/Issues",
+        GLM5_FP8,
+        "MI355X",
+        tp=8,
+        mfs=0.908,
+        options={"attention_backend": "triton", "kv_cache_dtype": "fp8_e4m3", "page_size": 1},
+        tokens=3_262_823,
+        weights_gib=89.58,
+        avail_after_load_gib=193.90,
+    ),
+    "Qwen3-Reranker-0.6B H100 TP1": Launch(
+        "SGLang reranker serving write-up (H100 section)",
+        QWEN3_06B,
+        "H100",
+        mfs=0.3,
+        options={"disable_radix_cache": True},
+        tokens=208_651,
+        weights_gib=1.18,
+        avail_after_load_gib=77.29,
+    ),
+    "Qwen3-14B 4x RTX 4090 TP4": Launch(
+        "Qwen3-14B 4x RTX 4090 service-baseline write-up",
+        QWEN3_14B,
+        "RTX-4090",
+        tp=4,
+        mfs=0.80,
+        tokens=298_447,
+        weights_gib=7.08,
+        avail_after_load_gib=16.00,
+    ),
+    # Kimi-K2.5 (INT4 experts, vision tower): its quantization_config is not in the sources
+    # found, so this row takes the logged weight figure (--weight-bytes) and checks the rest of
+    # the chain: pre-load memory, SGLang's budget formula and the MLA cell.
+    "Kimi-K2.5 MI355X TP8 (logged weights)": Launch(
+        "ajith-sirra-amd/Issues",
+        load_preset_config("kimi-k2"),
+        "MI355X",
+        tp=8,
+        mfs=0.8260405859375,
+        options={"attention_backend": "triton", "weight_bytes": round(73.58 * GIB)},
+        tokens=2_454_421,
+    ),
+}
+# Per-row tolerance (relative): printed settings 0.5%; mfs inferred (sglang#17392) 1%; the
+# vllm#21348 row (SGLang version not shown, July 2025) sits 3.6% high, see docs/validation.md.
+E2E_TOLERANCE = {
+    "sglang#18263 MI355X TP1": 0.005,
+    "sglang#17392 H200 DP4": 0.01,
+    "vllm#21348 H100 TP4": 0.04,
+    "sglang#4760 H100 TP1": 0.005,
+    "llm-d snapshot guide H100 TP1": 0.01,
+    "GLM-5-FP8 MI355X TP8": 0.01,
+    "Qwen3-32B 4x RTX 5090 TP4": 0.01,
+    "Kimi-K2.5 MI355X TP8 (logged weights)": 0.005,
+    "Qwen3-Reranker-0.6B H100 TP1": 0.01,
+    # 4x RTX 4090 holds 0.91 GiB before load against the PCIe model's 1.54 GiB (GeForce parts run
+    # without P2P / custom all-reduce), partly offset by 0.18 GiB more during load; see the docs.
+    "Qwen3-14B 4x RTX 4090 TP4": 0.03,
+}
+
+
+def e2e_error(row: Launch) -> float:
+    planned = row.plan()
+    if row.kv_budget_bytes is not None:
+        return float(planned.budget.available_bytes / row.kv_budget_bytes - 1)
+    assert row.tokens is not None
+    return float(planned.sizes.max_total_num_tokens / row.tokens - 1)
+
+
+@pytest.mark.parametrize("name", sorted(E2E))
+def test_end_to_end_matches_the_published_start_up(name: str) -> None:
+    assert abs(e2e_error(E2E[name])) <= E2E_TOLERANCE[name]
+
+
+def test_end_to_end_median_error_is_within_one_percent() -> None:
+    errors = [abs(e2e_error(row)) for row in E2E.values()]
+    assert statistics.median(errors) <= 0.01
+
+
+# Memory held before weights load, from published logs: capacity - (avail after load + mem usage),
+# or capacity - "Load weight begin. avail mem" (GiB, the MIN rank where ranks differ).
+PRELOAD = [
+    ("sglang#11716", "H200", 8, 143771 / 1024 - 137.29),
+    ("sglang#17392", "H200", 4, 143771 / 1024 - (121.90 + 16.39)),
+    ("InferenceX#2128", "H200", 8, 143771 / 1024 - (12.25 + 125.65)),
+    ("sglang#40558", "RTX-PRO-6000", 4, 97887 / 1024 - 94.01),
+    ("ktransformers#1870", "RTX-4090", 2, 24564 / 1024 - (19.08 + 3.76)),
+    ("sglang#18263", "MI355X", 1, 294896 / 1024 - (230.20 + 56.98)),
+    ("sglang#4760", "H100-80GB", 1, 81559 / 1024 - (63.48 + 15.11)),
+    ("RyanRosario/llm-d", "H100-80GB", 1, 81559 / 1024 - (17.40 + 61.07)),
+    ("ajith-sirra-amd/Issues", "MI355X", 8, 294896 / 1024 - 283.48),
+    ("Grok-2 on-prem write-up", "H100-80GB", 8, 81559 / 1024 - 77.43),
+    ("SGLang reranker serving write-up", "H100-80GB", 1, 81559 / 1024 - (77.29 + 1.18)),
+    ("Qwen3-14B 4x RTX 4090 write-up", "RTX-4090", 4, 24564 / 1024 - (16.00 + 7.08)),
+]
+
+
+def preload_errors() -> list[float]:
+    return [preload_memory(lookup_gpu(gpu), tp=tp).total_bytes / GIB - held for _, gpu, tp, held in PRELOAD]
+
+
+def test_preload_model_tracks_published_logs() -> None:
+    errors = [abs(e) for e in preload_errors()]
+    assert statistics.median(errors) <= 0.15  # GiB
+    # InferenceX#2128 (DeepSeek-V4 container, +0.65), the Grok-2 write-up (SGLang 0.5.2rc2, +0.94) and
+    # the 4x RTX 4090 write-up (+0.63) hold less than the model: smaller communication buffers.
+    assert max(errors) <= 1.0
+
+
+# Weights: "Load weight end ... mem usage" (GiB) against the planner's resident weights (+ RoPE cache).
+WEIGHTS = [
+    ("sglang#4760", LLAMA_8B, "H100", 1, 1, 15.11, 0.01),
+    ("xorbitsai/inference#3481", QWEN3_14B, "H100", 1, 1, 27.57, 0.01),
+    ("sglang#18263", QWEN3_30B, "MI355X", 1, 1, 56.98, 0.01),
+    ("sglang#17392", QWEN3_30B, "H200", 4, 4, 16.39, 0.03),  # lm_head: TP-sharded unless --enable-dp-lm-head
+    ("RyanRosario/llm-d", QWEN3_32B, "H100", 1, 1, 61.07, 0.01),
+    ("ajith-sirra-amd/Issues", GLM5_FP8, "MI355X", 8, 1, 89.58, 0.015),
+    ("Qwen3-32B Dense BF16 SGLang 4TP write-up", QWEN3_32B, "RTX-5090", 4, 1, 15.50, 0.015),
+    ("Qwen3-14B 4x RTX 4090 write-up", QWEN3_14B, "RTX-4090", 4, 1, 7.08, 0.03),
+]
+
+
+@pytest.mark.parametrize(("source", "config", "gpu", "tp", "dp", "logged", "tolerance"), WEIGHTS)
+def test_weights_match_logged_mem_usage(
+    source: str, config: dict[str, Any], gpu: str, tp: int, dp: int, logged: float, tolerance: float
+) -> None:
+    req = DeploymentRequest(
+        source, {"hf_config": config}, tp_size=tp, attn_dp_size=dp, gpu=lookup_gpu(gpu), mem_fraction_static=0.9
+    )
+    weights = plan_deployment(req, suggest=False).budget.weight_bytes
+    assert weights is not None
+    assert weights / GIB == pytest.approx(logged, rel=tolerance)

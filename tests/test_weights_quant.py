@@ -1,0 +1,172 @@
+"""Weight bytes under each quantization_config scheme, unquantized modules and refusals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.presets import load_preset_config, preset_names
+from kvstrategies.weight_quant import NVFP4, quant_bytes, unquantized_kinds
+from kvstrategies.weights import ParamKind, estimate_weights
+
+LLAMA = load_preset_config("llama-3.1-8b")
+EMBED_HEAD = 2 * 128256 * 4096
+NORMS = 2 * 4096 * 32 + 4096
+LINEAR = 8_030_261_248 - EMBED_HEAD - NORMS  # q/k/v/o and MLP parameters of Llama-3.1-8B
+ATTN = 32 * 4096 * (4096 + 2 * 1024 + 4096)
+
+
+def with_quant(qcfg: dict[str, Any]) -> dict[str, Any]:
+    return {**LLAMA, "quantization_config": qcfg}
+
+
+def test_awq_counts_values_scales_and_zeros() -> None:
+    est = estimate_weights(with_quant({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}))
+    per = 0.5 + (2 + 0.5) / 128  # int4 values + fp16 scale + int4 zero per 128
+    assert est.fmt.bytes_per_param(ParamKind.DENSE) == per
+    assert est.weight_bytes() == pytest.approx(2 * (EMBED_HEAD + NORMS) + LINEAR * per, abs=1)
+
+
+def test_gptq_per_channel_and_8_bit() -> None:
+    assert quant_bytes({"quant_method": "gptq", "bits": 4, "group_size": -1}).dense == 0.5
+    assert quant_bytes({"quant_method": "gptq", "bits": 8, "group_size": 64}).dense == 1 + 3 / 64
+
+
+def test_compressed_tensors_int4_fp8_nvfp4() -> None:
+    w4a16 = {
+        "quant_method": "compressed-tensors",
+        "format": "pack-quantized",
+        "config_groups": {
+            "group_0": {
+                "targets": ["Linear"],
+                "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True},
+            }
+        },
+        "ignore": ["lm_head"],
+    }
+    q = quant_bytes(w4a16)
+    assert (q.attention, q.dense, q.expert) == (0.5 + 2 / 128,) * 3  # symmetric: no zero point
+    fp8 = {
+        **w4a16,
+        "config_groups": {
+            "g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}
+        },
+    }
+    assert quant_bytes(fp8).dense == 1.0
+    nvfp4 = {
+        **w4a16,
+        "config_groups": {
+            "g": {
+                "targets": ["Linear"],
+                "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16},
+            }
+        },
+    }
+    assert quant_bytes(nvfp4).expert == NVFP4
+
+
+def test_compressed_tensors_groups_by_target() -> None:
+    qcfg = {
+        "quant_method": "compressed-tensors",
+        "config_groups": {
+            "experts": {
+                "targets": ["re:.*mlp.experts.*"],
+                "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32},
+            },
+            "rest": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}},
+        },
+    }
+    q = quant_bytes(qcfg)
+    assert q.expert == 0.5 + 2 / 32 and q.attention == 1.0 and q.dense == 1.0
+
+
+def test_unquantized_modules_return_to_the_model_dtype() -> None:
+    est = estimate_weights(
+        with_quant(
+            {
+                "quant_method": "fp8",
+                "weight_block_size": [128, 128],
+                "modules_to_not_convert": ["model.layers.*.self_attn", "lm_head"],
+            }
+        )
+    )
+    assert est.fmt.attention_bytes == 2 and est.fmt.dense_bytes == 1 + 4 / 16384
+    blocked = estimate_weights(with_quant({"quant_method": "fp8", "weight_block_size": [128, 128]}))
+    assert est.weight_bytes() - blocked.weight_bytes() == pytest.approx(ATTN * (2 - 1 - 4 / 16384), abs=1)
+    ct = estimate_weights(
+        with_quant(
+            {
+                "quant_method": "compressed-tensors",
+                "ignore": ["re:.*self_attn.*", "lm_head"],
+                "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}},
+            }
+        )
+    )
+    assert ct.fmt.attention_bytes == 2 and ct.fmt.dense_bytes == 1
+    modelopt = estimate_weights(
+        with_quant(
+            {"quant_method": "modelopt", "quant_algo": "NVFP4", "exclude_modules": ["lm_head", "model.layers.*.mlp"]}
+        )
+    )
+    assert modelopt.fmt.dense_bytes == 2 and modelopt.fmt.attention_bytes == NVFP4
+
+
+def test_single_layer_exclusions_are_counted_on_the_safe_side_with_a_note() -> None:
+    kinds, notes = unquantized_kinds(["model.layers.0.mlp.down_proj", "lm_head", "re:.*mlp.gate$"])
+    assert kinds == {"dense"} and len(notes) == 1 and "counted unquantized" in notes[0]
+    est = estimate_weights(
+        with_quant(
+            {
+                "quant_method": "fp8",
+                "weight_block_size": [128, 128],
+                "modules_to_not_convert": ["model.layers.0.mlp.down_proj"],
+            }
+        )
+    )
+    assert est.fmt.dense_bytes == 2 and est.fmt.notes  # over-counted, and the plan says so
+
+
+def test_routers_heads_and_embeddings_in_lists_change_nothing() -> None:
+    kinds, notes = unquantized_kinds(
+        ["gate", "e_score_correction_bias", "lm_head", "model.embed_tokens", "model.layers.*.mlp.router", "re:visual.*"]
+    )
+    assert kinds == set() and notes == ()
+
+
+@pytest.mark.parametrize("method", ["bitsandbytes", "gguf", "quark"])
+def test_unpriceable_schemes_are_refused(method: str) -> None:
+    with pytest.raises(KVCacheConfigError, match=f"unsupported quantization '{method}'.*checkpoint folder"):
+        estimate_weights(with_quant({"quant_method": method}))
+
+
+def test_modelopt_unknown_algo_is_refused() -> None:
+    with pytest.raises(KVCacheConfigError, match="quant_algo 'W4A8_AWQ'"):
+        estimate_weights(with_quant({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}))
+
+
+@pytest.mark.parametrize("preset", preset_names())
+def test_every_preset_is_priced(preset: str) -> None:
+    """Every shipped architecture gets a weight figure in a format the module can name."""
+    est = estimate_weights(load_preset_config(preset))
+    assert est.main_params > 1e9 and est.weight_bytes() > est.main_params * 0.5
+    assert not est.fmt.notes  # nothing in a shipped config needs a safe-side bound
+
+
+def test_vision_towers_are_counted_with_a_note() -> None:
+    from kvstrategies.gpus import lookup_gpu
+    from kvstrategies.planner import DeploymentRequest, plan_deployment
+    from kvstrategies.weights import vision_tower_params
+
+    gemma = load_preset_config("gemma-3-27b")
+    assert 0.40e9 < vision_tower_params(gemma) < 0.43e9  # SigLIP-So400m (~400M) + the 1152x5376 projector
+    assert vision_tower_params(LLAMA) == 0
+    budget = plan_deployment(
+        DeploymentRequest("g", {"preset": "gemma-3-27b"}, gpu=lookup_gpu("H100")), suggest=False
+    ).budget
+    assert (
+        budget.weight_source is not None
+        and "vision tower" in budget.weight_source
+        and "approximate" in budget.weight_source
+    )
