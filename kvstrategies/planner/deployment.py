@@ -22,6 +22,7 @@ from .budget import KVBudget, kv_budget
 from .fit import FitReport, fit_report
 from .fixes import Fix, suggest_fixes
 from .launch import case_fields, resolve_launch
+from .refusals import admit
 from .request import DeploymentRequest
 
 
@@ -105,6 +106,7 @@ def _assemble(
     case: Case,
     planned: Plan,
     lengths: tuple[int, ...],
+    config_defaults: tuple[AppliedDefault, ...] = (),
 ) -> DeploymentPlan:
     sizes, layout = final_layout(planned)
     return DeploymentPlan(
@@ -118,19 +120,22 @@ def _assemble(
         breakdown=build_breakdown(budget, layout),
         fit=fit_report(planned.ctx, sizes, lengths),
         fixes=(),
-        derived=derived_defaults(request, launch, planned, sizes),
+        derived=(*config_defaults, *derived_defaults(request, launch, planned, sizes)),
     )
 
 
 def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> DeploymentPlan:
-    """Plan ``req`` end to end; ``suggest`` also searches the fixes when the context does not fit."""
+    """Plan ``req`` end to end; ``suggest`` also searches the fixes when the context does not fit.
+
+    What SGLang would refuse at launch is refused first (:func:`.refusals.admit`)."""
+    req, config_defaults = admit(req)
     config = req.hf_config()
     launch = resolve_launch(req, config)
     fields = case_fields(req, model_dtype_name(req, config), launch)
     budget = kv_budget(req, config, launch)
     case = parse_case({**fields, "available_bytes": budget.available_bytes})
     planned = plan(case.settings, case.available_bytes, max_tokens=case.max_tokens)
-    result = _assemble(req, launch, budget, case, planned, req.request_lengths)
+    result = _assemble(req, launch, budget, case, planned, req.request_lengths, config_defaults)
     if not suggest or result.fit.context_fits:
         return result
     fixes = suggest_fixes(result, req, lambda changed: plan_deployment(changed, suggest=False))
