@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         "as ignored.",
     )
     _add_deployment_arguments(plan)
-    plan.add_argument("--case", type=Path, help="plan a case file (DESIGN.md case format) instead of flags")
+    plan.add_argument("--case", type=Path, help="plan a case file (the format of tests/cases/*.json) instead of flags")
     plan.add_argument("--gpu", default=None, help="GPU name (H100-80GB, H200, B200...): apply SGLang's launch defaults")
     plan.add_argument("--tp", "--tp-size", "--tensor-parallel-size", dest="tp", type=int, default=1,
                       help="tensor-parallel size (default 1)")  # fmt: skip

@@ -18,7 +18,7 @@ from .errors import KVCacheConfigError
 
 Platform = Literal["cuda", "hip", "npu"]
 
-_UNCONFIRMED = "capacity not confirmed from a device listing (launch_defaults.md OPEN-L1)"
+_UNCONFIRMED = "capacity not confirmed from a device listing (nvidia-smi memory.total)"
 
 
 @dataclass(frozen=True)

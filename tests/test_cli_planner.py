@@ -53,7 +53,8 @@ def test_json_carries_the_planner_section(capsys: pytest.CaptureFixture[str]) ->
     assert planner["defaults"][2] == {
         "setting": "mem_fraction_static",
         "value": 0.83,
-        "reason": "round((81559 - R 13904) / 81559, 3) (§4.2)",
+        "reason": "round((81559 - R 13904) / 81559, 3) (sglang.srt.arg_groups.memory_hook."
+        "handle_gpu_memory_settings)",
     }
     assert planner["budget"]["available_bytes"] == 54_030_544_076
     assert planner["launch"]["reserved_mib"] == 13904

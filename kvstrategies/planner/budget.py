@@ -102,14 +102,15 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
     )
     assumptions = [
         f"GPU capacity {gpu.capacity_mib:g} MiB ({gpu.name}) as nvidia-smi reports memory.total "
-        f"(launch_defaults.md §1.1){'; ' + gpu.note if gpu.note else ''}",
+        f"(SGLang's sglang.srt.utils.common.get_device_memory_capacity){'; ' + gpu.note if gpu.note else ''}",
         f"free memory before weights P0 = capacity - {req.overhead_bytes / GIB:.2f} GiB runtime overhead "
-        "(CUDA context, NCCL, custom all-reduce; OPEN-L2, --gpu-overhead)",
+        "(CUDA context, NCCL, custom all-reduce: an assumption, set with --gpu-overhead)",
         f"weights {weight_source}",
         "free memory after weights = P0 - weights"
-        + (f"; both float32-rounded by the world MIN all-reduce ({world} ranks, resolve.md §2)" if world > 1 else ""),
+        + (f"; both float32-rounded by the world MIN all-reduce ({world} ranks, sglang.srt.utils.common."
+           "get_available_gpu_memory)" if world > 1 else ""),
         f"KV budget = free after weights - P0 x (1 - mem_fraction_static {mfs:g})"
-        + (f" - {mm_gib:.4f} GiB multimodal cache (resolve.md §2)" if mm_gib else "")
+        + (f" - {mm_gib:.4f} GiB multimodal cache (SGLANG_VLM_CACHE_SIZE_MB)" if mm_gib else "")
         + "; the slack P0 x (1 - mfs) holds activations, CUDA graphs and the request table",
     ]
     if req.attn_dp_size > 1:

@@ -89,10 +89,14 @@ def derived_defaults(
     kv = planned.ctx.kv_cache_dtype
     if kv.name == "auto":
         source = "the checkpoint's FP8 KV quantization" if planned.ctx.geometry.checkpoint_kv_fp8 else "the model dtype"
-        out.append(AppliedDefault("kv_cache_dtype", str(kv.dtype), f"auto resolves to {source} (sizing.md §1.1)"))
+        why = f"auto resolves to {source} (sglang.srt.mem_cache.kv_cache_dtype.configure_kv_cache_dtype)"
+        out.append(AppliedDefault("kv_cache_dtype", str(kv.dtype), why))
     given = req.max_running_requests if launch is None else launch.max_running_requests
     if given is None:
-        reason = "derived from the KV size: min(clamp(int(T / context_len * 512), 2048, 4096), T // 2) (resolve.md §5)"
+        reason = (
+            "derived from the KV size: min(clamp(int(T / context_len * 512), 2048, 4096), T // 2) "
+            "(sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator.resolve_max_num_reqs)"
+        )
         if sizes.max_mamba_cache_size is not None:
             reason += ", then capped by the Mamba state slots"
         out.append(AppliedDefault("max_running_requests", sizes.max_running_requests, reason))

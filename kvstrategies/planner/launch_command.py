@@ -177,7 +177,10 @@ def canonical_flag(option: str) -> tuple[str, str]:
         raise KVCacheConfigError(
             f"{option} is ambiguous among SGLang's flags ({', '.join(sorted(m[0] for m in matches)[:5])}); spell it out"
         )
-    raise KVCacheConfigError(f"{option} is not an SGLang 0.5.23 server flag; SGLang would refuse the command")
+    raise KVCacheConfigError(
+        f"{option} is not an SGLang 0.5.23 server flag, so SGLang would refuse the command; kvstrategies' own flags "
+        "(--gpu, --request-length, --json, ...) go before the `--`"
+    )
 
 
 def translate(command: Sequence[str]) -> LaunchCommand:

@@ -24,10 +24,12 @@ import contextlib
 import difflib
 import os
 import re
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from ..errors import KVCacheConfigError, MissingDependencyError
 from ..jsonio import read_json_object
@@ -96,6 +98,22 @@ def cached_snapshot(repo_id: str, cache: Path) -> Path | None:
     return max(candidates, key=lambda path: (path / CONFIG).stat().st_mtime) if candidates else None
 
 
+def hub_host(environ: Mapping[str, str] | None = None) -> str:
+    """The hub's host name (``HF_ENDPOINT``, else huggingface.co)."""
+    env = os.environ if environ is None else environ
+    endpoint = env.get("HF_ENDPOINT") or "https://huggingface.co"
+    return urlsplit(endpoint).hostname or "huggingface.co"
+
+
+def hub_reachable(host: str, timeout_s: float = 3.0) -> bool:
+    """A TCP connection to ``host:443`` opens within ``timeout_s`` (no retries, no noise)."""
+    try:
+        with socket.create_connection((host, 443), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
 def download_file(repo_id: str, filename: str) -> Path:
     """``huggingface_hub.hf_hub_download`` of one file (the ``hub`` extra); tests replace it."""
     try:
@@ -105,6 +123,13 @@ def download_file(repo_id: str, filename: str) -> Path:
             f"{repo_id!r} is not in the local HF cache ({hub_cache_dir()}); downloading its config.json needs "
             "huggingface_hub: pip install 'kvstrategies[hub]', or pass a config.json path or model folder"
         ) from exc
+    host = hub_host()
+    if not hub_reachable(host):
+        raise KVCacheConfigError(
+            f"{repo_id!r} is not in the local HF cache ({hub_cache_dir()}) and {host} cannot be reached (offline?); "
+            "download it where there is a network (huggingface-cli download REPO config.json), point HF_HUB_CACHE "
+            "at that cache, or pass a config.json path or model folder"
+        )
     return Path(hf_hub_download(repo_id, filename))
 
 
