@@ -161,7 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="machine-readable output")
     plan.add_argument("--build-check", action="store_true", help="also allocate on meta (imports torch)")
     plan.add_argument("--plot", type=Path, default=None, help="write the breakdown as a stacked bar PNG (matplotlib)")
-    sweep = sub.add_parser("sweep", help="a grid of plans over GPUs, TP sizes, KV dtypes and page sizes")
+    sweep = sub.add_parser(
+        "sweep",
+        help="a grid of plans over GPUs, TP sizes, KV dtypes and page sizes",
+        description="A grid of plans. The concurrency column is for the first --request-length, else for "
+        "8,192-token requests (or the model's context when shorter).",
+    )
     _add_deployment_arguments(sweep)
     sweep.add_argument("--gpu", default=None, help="comma list of GPU names, e.g. H100-80GB,H200")
     sweep.add_argument("--tp", "--tp-size", "--tensor-parallel-size", dest="tp", default="1",
@@ -332,6 +337,12 @@ def _human(document: dict[str, Any], planned: Any) -> str:
                 f"{'':<15}requests capped by the Mamba state cache: {uncapped:,} -> "
                 f"{sizes['max_running_requests']:,} (max_mamba_cache_size // slots per request)"
             )
+    if planned.pool_sizes not in (planned.sizes, planned.resolution.sizes):
+        lines.append(
+            f"what-if pool   the pools below are built for {planned.pool_sizes.max_total_num_tokens:,} tokens, "
+            f"{planned.pool_sizes.max_running_requests or 0:,} requests (the case's pool_max_* sizes), "
+            "not for the planned capacity above"
+        )
     final = planned.resolution.sizes
     if final != planned.sizes:
         lines.append(f"after caps     tokens {final.max_total_num_tokens:,}, requests {final.max_running_requests:,}")
@@ -416,6 +427,10 @@ def run_sweep(args: argparse.Namespace) -> int:
     tps = _int_list("--tp", args.tp)
     kv_dtypes: list[str | None] = list(_str_list(args.kv_cache_dtype)) if args.kv_cache_dtype else [None]
     pages: list[int | None] = list(_int_list("--page-size", args.page_size)) if args.page_size else [None]
+    from .planner.refusals import check_page_size
+
+    for page in pages:
+        check_page_size(page)
     base = request_from_arguments(argparse.Namespace(**{**vars(args), "tp": 1, "kv_cache_dtype": None,
                                                         "page_size": None}), gpus[0])  # fmt: skip
     rows = sweep(base, tp_sizes=tps, kv_cache_dtypes=kv_dtypes, page_sizes=pages, gpus=gpus)

@@ -164,14 +164,20 @@ def breakdown_text(plan: DeploymentPlan) -> list[str]:
 
 def fit_text(plan: DeploymentPlan) -> list[str]:
     fit = plan.fit
-    dp = f" per attention-DP worker (x{fit.attn_dp_size} workers)" if fit.attn_dp_size > 1 else ""
+    dp, replicas = workers(plan)
+    scale = dp * replicas
+    per = " per attention-DP worker" if dp > 1 else (" per replica" if replicas > 1 else "")
     lines = [
         f"fit            {fit.capacity_tokens:,} tokens (page {fit.page_size}), "
-        f"max_running_requests {fit.max_running_requests:,}{dp}",
-        f"  {'request length':>16}{'concurrency':>14}  limited by",
+        f"max_running_requests {fit.max_running_requests:,}{per}",
     ]
+    if scale > 1:
+        lines.append(f"  {'request length':>16}{'per worker':>14}{'total':>10}  limited by")
+    else:
+        lines.append(f"  {'request length':>16}{'concurrency':>14}  limited by")
     for item in fit.lengths:
-        lines.append(f"  {item.request_length:>16,}{item.requests:>14,}  {item.limited_by}")
+        total = f"{item.requests * scale:>10,}" if scale > 1 else ""
+        lines.append(f"  {item.request_length:>16,}{item.requests:>14,}{total}  {item.limited_by}")
     if fit.context_fits:
         lines.append(f"  one request of the model's whole context ({fit.context_len:,} tokens) fits")
     else:
