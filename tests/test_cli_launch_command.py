@@ -106,18 +106,21 @@ def test_classes_are_real_sglang_flags() -> None:
 
 
 def test_flag_list_matches_installed_sglang() -> None:
-    pytest.importorskip("sglang")
+    """The shipped list is SGLang 0.5.23's own (in a subprocess: importing SGLang here would patch
+    triton for the kernel tests that follow, so not even ``importorskip``)."""
     import importlib.util
+    import subprocess
+    import sys
     from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location(
-        "list_sglang_flags", Path(__file__).resolve().parents[1] / "tools" / "list_sglang_flags.py"
-    )
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    version, flags = tool.installed_flags()
-    assert version == "0.5.23" and flags == SGLANG_SERVER_FLAGS
+    if importlib.util.find_spec("sglang") is None:
+        pytest.skip("SGLang is not installed")
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "tools/list_sglang_flags.py", "--check"], cwd=root, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 # ---- the CLI -------------------------------------------------------------------------------------
