@@ -481,6 +481,7 @@ def split_launch_command(argv: Sequence[str]) -> tuple[list[str], LaunchCommand 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    args: argparse.Namespace | None = None
     try:
         argv_list, command = split_launch_command(sys.argv[1:] if argv is None else argv)
         args = parser.parse_args(argv_list)
@@ -491,7 +492,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_sweep(args)
         return run_presets(args)
     except KVCacheConfigError as exc:
-        print(f"kvstrategies: error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if args is not None and args.command in ("plan", "sweep") and getattr(args, "case", None) is None:
+            from .planner.flag_names import flag_wording
+
+            message = flag_wording(message)  # planned from flags: name the flags, not the case fields
+        print(f"kvstrategies: error: {message}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `kvstrategies plan ... | head`
         sys.stderr.close()

@@ -193,3 +193,31 @@ def test_no_spec_reference_in_help_errors_sweep_and_presets(capsys: pytest.Captu
 def test_no_spec_reference_in_readme_and_docs() -> None:
     for path in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))):
         assert spec_citations(path.read_text(encoding="utf-8")) == [], path.name
+
+
+@pytest.mark.parametrize(
+    ("flags", "named", "field"),
+    [
+        (["--max-running-requests", "0"], "--max-running-requests must be >= 1", "max_running_requests"),
+        (["--max-total-tokens", "-1"], "--max-total-tokens must be >= 1", "max_tokens"),
+        (["--context-length", "0"], "--context-length must be >= 1", "context_length"),
+        (["--dcp", "3"], "--dcp 3", "dcp_size"),
+        (["--attn-dp", "3"], "--attn-dp 3", "attn_dp_size"),
+        (["--pp-rank", "5"], "--pp-rank 5 is out of range for --pp-size 1", "pp_rank"),
+        (["--swa-full-tokens-ratio", "2"], "--swa-full-tokens-ratio must be", "swa_full_tokens_ratio"),
+        (["--kv-cache-dtype", "foo"], "unsupported --kv-cache-dtype 'foo'", "kv_cache_dtype"),
+        (["--weight-quantization", "foo"], "--weight-quantization one of", "quantization="),
+    ],
+)
+def test_cli_errors_name_flags_not_fields(
+    capsys: pytest.CaptureFixture[str], flags: list[str], named: str, field: str
+) -> None:
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", *flags)
+    assert code == 2 and named in err and field not in err and "case field" not in err, err
+
+
+def test_case_file_errors_keep_field_names(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    case = tmp_path / "bad.json"
+    case.write_text(json.dumps({"preset": "llama-3.1-8b", "available_bytes": 2**30, "max_running_requests": 0}))
+    code, _, err = run(capsys, "plan", "--case", str(case))
+    assert code == 2 and "case field 'max_running_requests'" in err

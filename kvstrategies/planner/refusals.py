@@ -111,7 +111,7 @@ def check_page_size(page_size: int | None) -> None:
     if page_size is not None and page_size < 1:
         raise UnsupportedConfigurationError(
             f"--page-size must be a positive number of tokens, got {page_size}; SGLang 0.5.23 fails at launch on it "
-            "(sglang.srt.arg_groups.validation_hook.check_server_args: chunked_prefill_size % page_size); "
+            "(sglang.srt.arg_groups.validation_hook.check_server_args takes the chunked-prefill size modulo the page); "
             "leave --page-size out for SGLang's default or give e.g. 1, 16, 64"
         )
 

@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import KVCacheConfigError
 from ..gpus import Accelerator
 from .deployment import plan_deployment
+from .flag_names import flag_wording
 from .request import GIB, DeploymentRequest
 
 
@@ -59,7 +60,7 @@ def sweep_cell(base: DeploymentRequest, gpu: Accelerator | None, tp: int, kv: st
     try:
         plan = plan_deployment(req, suggest=False)
     except KVCacheConfigError as exc:
-        return SweepRow(**{**asdict(asked), "error": str(exc)})
+        return SweepRow(**{**asdict(asked), "error": flag_wording(str(exc))})
     fit = plan.fit
     if base.request_lengths:
         first = fit.lengths[0]
