@@ -62,7 +62,7 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     mem.add_argument("--weight-bytes", default=None, help="resident weights per rank, e.g. 16GiB (default: estimate)")
     mem.add_argument("--weight-dtype", default=None, help="dtype for the weight estimate (default: the config's)")
     mem.add_argument("--weight-quantization", default=None, help="none, fp8, mxfp4, nvfp4, w4a16 (weight estimate)")
-    mem.add_argument("--quantization", dest="sglang_quantization", default=None,
+    mem.add_argument("--quantization", dest="sglang_quantization", default=None, metavar="METHOD",
                      help=f"SGLang's spelling for the weight estimate: {', '.join(sorted(QUANTIZATION))}")  # fmt: skip
     mem.add_argument("--gpu-overhead", default="1GiB", help="memory held before weights load (CUDA context, NCCL)")
     srv = parser.add_argument_group("SGLang server arguments (same names and meaning)")
@@ -93,6 +93,7 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         action="append",
         default=None,
+        metavar="TOKENS",
         help="answer the concurrency for requests of this many tokens (repeatable)",
     )
 
@@ -145,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     plan = sub.add_parser(
         "plan",
+        usage="%(prog)s [MODEL] [flags] [-- SGLANG LAUNCH COMMAND]",
         help="how many tokens and requests fit, and the pools that hold them",
         description="Plan one deployment. After `--`, paste an SGLang launch command "
         "(python -m sglang.launch_server ... / sglang serve ...): its memory flags are planned, the others listed "
@@ -267,6 +269,7 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         model=model,
         source=source.request_source(),
         model_folder=source.folder,
+        model_description=source.description,
         tp_size=tp,
         pp_size=args.pp_size,
         pp_rank=getattr(args, "pp_rank", 0),

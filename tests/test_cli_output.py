@@ -51,10 +51,11 @@ def test_answer_comes_first(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == "answer on H100-80GB, TP 1"
-    tokens = int(lines[1].split()[2].replace(",", ""))
+    assert lines[1] == "  model          preset llama-3.1-8b"
+    tokens = int(lines[2].split()[2].replace(",", ""))
     document = json.loads(run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--json")[1])
     assert tokens == document["planner"]["tokens"]
-    assert "8,192-token requests:" in lines[2]
+    assert "8,192-token requests:" in lines[3]
     assert out.index("answer") < out.index("defaults applied") < out.index("breakdown")
 
 

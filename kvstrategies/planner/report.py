@@ -68,8 +68,10 @@ def answer_text(plan: DeploymentPlan) -> list[str]:
     if replicas > 1:
         unit.append(f"{replicas} DP replicas" if dp == 1 else f"x {replicas} DP replicas")
     per = " per attention-DP worker" if dp > 1 else (" per replica" if replicas > 1 else "")
-    lines = [
-        f"answer{where}",
+    lines = [f"answer{where}"]
+    if plan.request is not None and plan.request.model_description:
+        lines.append(f"  model          {plan.request.model_description}")
+    lines += [
         f"  KV cache       {plan.sizes.max_total_num_tokens:,} tokens{per}, max_running_requests "
         f"{plan.sizes.max_running_requests:,}{per}",
     ]
@@ -100,6 +102,7 @@ def planner_document(plan: DeploymentPlan) -> dict[str, Any]:
         "answer": answer_document(plan),
         "model_folder": None if plan.request is None or plan.request.model_folder is None
         else str(plan.request.model_folder),
+        "model_source": None if plan.request is None else plan.request.model_description,
         "mode": plan.budget.source,
         "gpu": plan.budget.gpu_name,
         "defaults": [dataclasses.asdict(item) for item in plan.defaults],

@@ -33,7 +33,8 @@ class DeploymentRequest:
     ``assume_architecture`` plans an unserved architecture as a served one;
     ``allow_context_length_override`` admits ``context_length`` above the model's maximum
     (SGLang's ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN``); ``model_folder`` is the local
-    checkpoint folder the config came from (``None`` for a preset or a bare config file).
+    checkpoint folder the config came from (``None`` for a preset or a bare config file);
+    ``model_description`` says where the config came from (preset, path, HF cache, download).
     ``dp_replicas`` is SGLang's ``--dp-size`` without attention DP: independent replicas, each
     planned as this one. ``launch_extras`` are further
     :class:`~kvstrategies.launch_defaults.LaunchSettings` fields the user gave.
@@ -71,6 +72,7 @@ class DeploymentRequest:
     assume_architecture: str | None = None
     allow_context_length_override: bool = False
     model_folder: Path | None = None
+    model_description: str | None = None
     dp_replicas: int = 1
     launch_extras: Mapping[str, Any] = field(default_factory=dict)
 
