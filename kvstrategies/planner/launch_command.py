@@ -218,9 +218,14 @@ def translate(command: Sequence[str]) -> LaunchCommand:
             if arity in ("1", "+") and not values:
                 raise KVCacheConfigError(f"{option} in the pasted command needs a value")
         if canon in NOT_MODELLED:
+            hint = (
+                "plan the target without it, with the draft's layers (--speculative-draft-layers, before `--`) "
+                "and the draft's weights added to --weight-bytes"
+                if canon.startswith("--speculative-draft")
+                else "plan without it and allow for it, or give the KV budget directly with --available-bytes"
+            )
             raise KVCacheConfigError(
-                f"{option} changes GPU memory ({NOT_MODELLED[canon]}) in a way kvstrategies does not model; "
-                f"plan without it and allow for it, or give the KV budget directly with --available-bytes"
+                f"{option} changes GPU memory ({NOT_MODELLED[canon]}) in a way kvstrategies does not model; {hint}"
             )
         if canon in GRAPH_RESERVE_FLAGS and "--mem-fraction-static" not in given:
             raise KVCacheConfigError(

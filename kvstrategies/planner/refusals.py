@@ -86,7 +86,8 @@ def check_architecture(
         note = AppliedDefault(
             "architecture",
             assume,
-            f"--assume-architecture: the config's {list(archs) or 'missing architectures'} planned as {assume}",
+            f"the config's {list(archs) or 'missing architectures'} planned as {assume} (--assume-architecture); "
+            "the plan is only as right as that assumption",
         )
         return {**config, "architectures": [assume]}, note
     if any(is_served(arch) for arch in archs):

@@ -71,6 +71,9 @@ def answer_text(plan: DeploymentPlan) -> list[str]:
     lines = [f"answer{where}"]
     if plan.request is not None and plan.request.model_description:
         lines.append(f"  model          {plan.request.model_description}")
+    for assumed in plan.derived:
+        if assumed.setting == "architecture":
+            lines.append(f"  assumed        {assumed.reason}")
     lines += [
         f"  KV cache       {plan.sizes.max_total_num_tokens:,} tokens{per}, max_running_requests "
         f"{plan.sizes.max_running_requests:,}{per}",
