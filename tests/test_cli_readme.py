@@ -15,17 +15,19 @@ from kvstrategies.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+PLANNER_DOC = (ROOT / "docs" / "planner.md").read_text(encoding="utf-8")
 EXAMPLE = ROOT / "examples" / "plan_and_build.py"
 BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
 
 
-def blocks(language: str) -> list[str]:
-    return [body for lang, body in BLOCK.findall(README) if lang == language]
+def blocks(language: str, text: str = README) -> list[str]:
+    return [body for lang, body in BLOCK.findall(text) if lang == language]
 
 
 def readme_commands() -> list[list[str]]:
-    """Every ``kvstrategies ...`` command of the README's bash blocks and ``$`` prompts."""
-    lines = [line for body in blocks("bash") for line in body.splitlines()]
+    """Every ``kvstrategies ...`` command of the README's (and docs/planner.md's) bash blocks and
+    ``$`` prompts."""
+    lines = [line for text in (README, PLANNER_DOC) for body in blocks("bash", text) for line in body.splitlines()]
     lines += [line[2:] for body in blocks("text") for line in body.splitlines() if line.startswith("$ ")]
     commands = []
     for line in lines:
@@ -35,7 +37,7 @@ def readme_commands() -> list[list[str]]:
 
 
 def test_readme_has_commands() -> None:
-    assert len(readme_commands()) >= 6
+    assert len(readme_commands()) >= 7
 
 
 @pytest.mark.parametrize("argv", readme_commands(), ids=lambda argv: " ".join(argv)[:60])
