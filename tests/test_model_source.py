@@ -183,3 +183,12 @@ def test_cli_typo_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "lama-3.1-8b", "--available-bytes", "40GiB"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "did you mean 'llama-3.1-8b'" in err
+
+
+def test_reachability_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(key, raising=False)
+    assert not model_source.hub_reachable("hub.invalid", timeout_s=0.5)  # .invalid never resolves
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    assert model_source.hub_reachable("hub.invalid", timeout_s=0.5)  # behind a proxy: left to huggingface_hub
+    assert model_source.hub_host({"HF_ENDPOINT": "https://mirror.example.org/"}) == "mirror.example.org"

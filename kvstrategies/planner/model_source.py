@@ -106,7 +106,10 @@ def hub_host(environ: Mapping[str, str] | None = None) -> str:
 
 
 def hub_reachable(host: str, timeout_s: float = 3.0) -> bool:
-    """A TCP connection to ``host:443`` opens within ``timeout_s`` (no retries, no noise)."""
+    """A TCP connection to ``host:443`` opens within ``timeout_s`` (no retries, no noise); behind
+    an HTTP(S) proxy it is left to huggingface_hub (a direct connection may be blocked there)."""
+    if any(os.environ.get(key) for key in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
     try:
         with socket.create_connection((host, 443), timeout=timeout_s):
             return True
