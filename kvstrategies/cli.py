@@ -445,6 +445,10 @@ def run_sweep(args: argparse.Namespace) -> int:
         print(json.dumps([dataclasses.asdict(row) for row in rows], indent=2))
     else:
         print(sweep_table(rows))
+        scale = base.attn_dp_size * base.dp_replicas
+        if scale > 1:
+            print(f"tokens, max req and concurrency are per worker: x {scale} workers "
+                  f"({base.attn_dp_size} attention-DP x {base.dp_replicas} replicas) in total")  # fmt: skip
     return 0
 
 

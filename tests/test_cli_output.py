@@ -222,3 +222,9 @@ def test_case_file_errors_keep_field_names(capsys: pytest.CaptureFixture[str], t
     case.write_text(json.dumps({"preset": "llama-3.1-8b", "available_bytes": 2**30, "max_running_requests": 0}))
     code, _, err = run(capsys, "plan", "--case", str(case))
     assert code == 2 and "case field 'max_running_requests'" in err
+
+
+def test_sweep_labels_attention_dp_workers(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run(capsys, "sweep", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--attn-dp", "8")[1]
+    assert out.splitlines()[-1].startswith("tokens, max req and concurrency are per worker: x 8 workers")
+    assert "per worker" not in run(capsys, "sweep", "llama-3.1-8b", "--gpu", "H100")[1]
