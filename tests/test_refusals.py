@@ -196,3 +196,11 @@ def test_a_complete_config_reports_no_config_defaults(capsys: pytest.CaptureFixt
     document = plan_json(capsys, write_config(tmp_path, head_dim=128), "--available-bytes", "40GiB")
     settings = {d["setting"] for d in document["planner"]["defaults"]}
     assert not settings & {"num_key_value_heads", "head_dim", "max_position_embeddings", "torch_dtype"}
+
+
+def test_transformers_default_is_reported_as_the_field_value(capsys: pytest.CaptureFixture[str]) -> None:
+    # gemma-3's text config omits max_position_embeddings: Gemma3TextConfig's 131072, times rope factor 8
+    document = plan_json(capsys, "gemma-3-27b", "--available-bytes", "40GiB")
+    (entry,) = [d for d in document["planner"]["defaults"] if d["setting"] == "max_position_embeddings"]
+    assert entry["value"] == 131072 and "Gemma3TextConfig" in entry["reason"]
+    assert document["planner"]["fit"]["context_len"] == 131072 * 8

@@ -37,6 +37,7 @@ from ..launch_defaults import AppliedDefault
 from ..models import ModelGeometry, parse_hf_config
 from ..models.geometry import AttentionArch
 from ..models.hf import architectures, text_config
+from ..models.parse import _MODEL_TYPE_DEFAULTS as MODEL_TYPE_DEFAULTS
 from .request import DeploymentRequest
 
 _KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups")
@@ -192,13 +193,16 @@ def config_defaults(config: Mapping[str, Any], geometry: ModelGeometry) -> tuple
         ))  # fmt: skip
     if all(text.get(key) is None for key in _CONTEXT_KEYS):
         origin = _TRANSFORMERS_DEFAULTS.get(model_type)
+        value = MODEL_TYPE_DEFAULTS.get(model_type, {}).get("max_position_embeddings", 2048)
         reason = (
             f"not in config.json: transformers' {origin} default"
             if origin
             else "not in config.json: the default of SGLang's sglang.srt.utils.hf_transformers.common."
             "get_context_length"
         )
-        out.append(AppliedDefault("max_position_embeddings", geometry.context_len, reason))
+        if value != geometry.context_len:
+            reason += f"; context {geometry.context_len:,} tokens after rope_scaling.factor (get_context_length)"
+        out.append(AppliedDefault("max_position_embeddings", value, reason))
     if all(node.get(key) is None for node in (text, config) for key in ("torch_dtype", "dtype")):
         out.append(AppliedDefault(
             "torch_dtype", "float32",
