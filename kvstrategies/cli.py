@@ -22,44 +22,76 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import KVCacheConfigError
+from .planner.launch_command import QUANTIZATION
 
 if TYPE_CHECKING:
     from .gpus import Accelerator
     from .planner import DeploymentRequest
+    from .planner.launch_command import LaunchCommand
 
 
 def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by ``plan`` and ``sweep`` (SGLang server-argument names where they exist)."""
-    parser.add_argument("model", nargs="?", help="preset name, HF id of a preset, config.json path or model folder")
-    parser.add_argument("--pp-size", type=int, default=1)
-    parser.add_argument("--dcp", type=int, default=1, help="decode-context-parallel size")
-    parser.add_argument("--attn-dp", type=int, default=1, help="attention data-parallel size")
-    parser.add_argument("--model-dtype", default=None, help="serving dtype (default: from the config)")
-    parser.add_argument("--available-bytes", default=None, help="KV budget per rank, e.g. 40GiB (skips the GPU step)")
-    parser.add_argument("--gpu-memory", default=None, help="GPU capacity, e.g. 80GiB (overrides --gpu's figure)")
-    parser.add_argument("--mem-fraction-static", type=float, default=None, help="default: SGLang's launch heuristic")
+    """Flags shared by ``plan`` and ``sweep``: SGLang's server-argument spellings are accepted
+    as given (``--tp-size``, ``--pp-size``, ``--dcp-size``, ``--model-path``, ...)."""
     parser.add_argument(
-        "--weight-bytes", default=None, help="resident weights per rank, e.g. 16GiB (default: estimate)"
-    )
-    parser.add_argument("--weight-dtype", default=None, help="dtype for the weight estimate (default: the config's)")
-    parser.add_argument("--weight-quantization", default=None, help="none, fp8, mxfp4, nvfp4, w4a16 (weight estimate)")
-    parser.add_argument(
+        "model", nargs="?", help="preset name, HF id (local HF cache, or downloaded with the hub extra), "
+        "config.json path or model folder"
+    )  # fmt: skip
+    model = parser.add_argument_group("model")
+    model.add_argument("--model-path", "--model", dest="model_path", default=None, help="same as MODEL (SGLang)")
+    model.add_argument("--model-dtype", "--dtype", dest="model_dtype", default=None,
+                       help="serving dtype (default: from the config)")  # fmt: skip
+    model.add_argument(
+        "--assume-architecture", default=None, metavar="NAME",
+        help="plan a config whose architecture SGLang does not serve as the served architecture NAME",
+    )  # fmt: skip
+    par = parser.add_argument_group("parallelism (SGLang names accepted)")
+    par.add_argument("--pp-size", "--pipeline-parallel-size", dest="pp_size", type=int, default=1)
+    par.add_argument("--dcp", "--dcp-size", "--decode-context-parallel-size", dest="dcp", type=int, default=1,
+                     help="decode-context-parallel size")  # fmt: skip
+    par.add_argument("--attn-dp", "--attn-dp-size", "--attention-data-parallel-size", dest="attn_dp", type=int,
+                     default=None, help="attention data-parallel size (concurrency is per worker)")  # fmt: skip
+    par.add_argument("--dp-size", "--data-parallel-size", dest="dp_size", type=int, default=1,
+                     help="data-parallel replicas (with --enable-dp-attention: the attention-DP size)")  # fmt: skip
+    par.add_argument("--enable-dp-attention", action="store_true", help="SGLang's deprecated spelling: --dp-size "
+                     "N becomes --attn-dp-size N")  # fmt: skip
+    par.add_argument("--ep-size", type=int, default=None, help="expert parallel size: 1 or the TP size")
+    mem = parser.add_argument_group("memory")
+    mem.add_argument("--available-bytes", default=None, help="KV budget per rank, e.g. 40GiB (skips the GPU step)")
+    mem.add_argument("--gpu-memory", default=None, help="GPU capacity, e.g. 80GiB (overrides --gpu's figure)")
+    mem.add_argument("--mem-fraction-static", type=float, default=None, help="default: SGLang's launch heuristic")
+    mem.add_argument("--weight-bytes", default=None, help="resident weights per rank, e.g. 16GiB (default: estimate)")
+    mem.add_argument("--weight-dtype", default=None, help="dtype for the weight estimate (default: the config's)")
+    mem.add_argument("--weight-quantization", default=None, help="none, fp8, mxfp4, nvfp4, w4a16 (weight estimate)")
+    mem.add_argument("--quantization", dest="sglang_quantization", default=None, metavar="METHOD",
+                     help=f"SGLang's spelling for the weight estimate: {', '.join(sorted(QUANTIZATION))}")  # fmt: skip
+    mem.add_argument(
         "--gpu-overhead", default=None, help="memory held before weights load (default: modelled per GPU and TP)"
     )
-    parser.add_argument(
+    mem.add_argument(
         "--checkpoint", default=None, help="checkpoint folder whose safetensors headers/index give the weights"
     )
-    parser.add_argument("--max-total-tokens", type=int, default=None, help="user token cap (SGLang --max-total-tokens)")
-    parser.add_argument("--max-running-requests", type=int, default=None)
-    parser.add_argument("--context-length", type=int, default=None)
-    parser.add_argument("--device", default="cuda", help="cuda, npu, cpu (selects layouts)")
-    parser.add_argument("--attention-backend", default=None)
-    parser.add_argument("--speculative-algorithm", default=None)
-    parser.add_argument("--speculative-draft-layers", type=int, default=None, help="draft model layers")
-    parser.add_argument("--speculative-num-draft-tokens", type=int, default=None)
-    parser.add_argument("--swa-full-tokens-ratio", type=float, default=None)
-    parser.add_argument("--chunked-prefill-size", type=int, default=None)
-    parser.add_argument("--disable-radix-cache", action="store_true")
+    srv = parser.add_argument_group("SGLang server arguments (same names and meaning)")
+    srv.add_argument("--max-total-tokens", type=int, default=None, help="user token cap")
+    srv.add_argument("--max-running-requests", type=int, default=None)
+    srv.add_argument("--context-length", type=int, default=None)
+    srv.add_argument(
+        "--allow-context-length-override", action="store_true",
+        help="accept --context-length above the model's maximum (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1)",
+    )  # fmt: skip
+    srv.add_argument("--device", default="cuda", help="cuda, npu, cpu (selects layouts)")
+    srv.add_argument("--attention-backend", default=None)
+    srv.add_argument("--speculative-algorithm", default=None)
+    srv.add_argument("--speculative-draft-layers", type=int, default=None, help="draft model layers (kvstrategies)")
+    srv.add_argument("--speculative-num-draft-tokens", type=int, default=None)
+    srv.add_argument("--swa-full-tokens-ratio", type=float, default=None)
+    srv.add_argument("--chunked-prefill-size", type=int, default=None)
+    srv.add_argument("--disable-radix-cache", action="store_true")
+    for flag, kind in LAUNCH_EXTRAS.items():
+        if kind is bool:
+            srv.add_argument(flag, action="store_true")
+        else:
+            srv.add_argument(flag, type=kind, default=None)
     parser.add_argument(
         "--request-length",
         "--context-length-request",
@@ -67,28 +99,86 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         action="append",
         default=None,
+        metavar="TOKENS",
         help="answer the concurrency for requests of this many tokens (repeatable)",
     )
 
 
+#: further SGLang server arguments the launch defaults read (flag -> type); passed to
+#: :class:`~kvstrategies.launch_defaults.LaunchSettings` under the flag's field name
+LAUNCH_EXTRAS: dict[str, type] = {
+    "--max-prefill-tokens": int,
+    "--prefill-attention-backend": str,
+    "--decode-attention-backend": str,
+    "--disable-hybrid-swa-memory": bool,
+    "--mamba-radix-cache-strategy": str,
+    "--disable-cuda-graph": bool,
+    "--disable-prefill-cuda-graph": bool,
+    "--disable-overlap-schedule": bool,
+    "--cuda-graph-max-bs-decode": int,
+    "--speculative-num-steps": int,
+    "--speculative-eagle-topk": int,
+    "--moe-a2a-backend": str,
+    "--disaggregation-mode": str,
+    "--enable-multimodal": bool,
+    "--language-only": bool,
+}
+#: LaunchSettings field of a flag whose name differs
+_LAUNCH_FIELD = {"--cuda-graph-max-bs-decode": "cuda_graph_max_bs"}
+
+
+def launch_extras(args: argparse.Namespace) -> dict[str, Any]:
+    """The :data:`LAUNCH_EXTRAS` the user gave, keyed by LaunchSettings field."""
+    out: dict[str, Any] = {}
+    for flag, kind in LAUNCH_EXTRAS.items():
+        dest = flag[2:].replace("-", "_")
+        value = getattr(args, dest, None)
+        if value is None or (kind is bool and not value):
+            continue
+        out[_LAUNCH_FIELD.get(flag, dest)] = value
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kvstrategies", description="Plan SGLang-compatible KV-cache pools.")
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="kvstrategies",
+        description="Plan SGLang-compatible KV-cache pools: how many tokens and requests fit.",
+        epilog="Paste a launch command: kvstrategies plan --gpu H100 -- python -m sglang.launch_server "
+        "--model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 1",
+    )
+    parser.add_argument("--version", action="version", version=f"kvstrategies {__version__} (SGLang 0.5.23 rules)")
     sub = parser.add_subparsers(dest="command", required=True)
-    plan = sub.add_parser("plan", help="how many tokens and requests fit, and the pools that hold them")
+    plan = sub.add_parser(
+        "plan",
+        usage="%(prog)s [MODEL] [flags] [-- SGLANG LAUNCH COMMAND]",
+        help="how many tokens and requests fit, and the pools that hold them",
+        description="Plan one deployment. After `--`, paste an SGLang launch command "
+        "(python -m sglang.launch_server ... / sglang serve ...): its memory flags are planned, the others listed "
+        "as ignored.",
+    )
     _add_deployment_arguments(plan)
-    plan.add_argument("--case", type=Path, help="plan a case file (DESIGN.md case format) instead of flags")
+    plan.add_argument("--case", type=Path, help="plan a case file (the format of tests/cases/*.json) instead of flags")
     plan.add_argument("--gpu", default=None, help="GPU name (H100-80GB, H200, B200...): apply SGLang's launch defaults")
-    plan.add_argument("--tp", type=int, default=1, help="tensor-parallel size (default 1)")
+    plan.add_argument("--tp", "--tp-size", "--tensor-parallel-size", dest="tp", type=int, default=1,
+                      help="tensor-parallel size (default 1)")  # fmt: skip
     plan.add_argument("--pp-rank", type=int, default=0)
     plan.add_argument("--kv-cache-dtype", default=None, help="default: auto, or SGLang's launch choice with --gpu")
     plan.add_argument("--page-size", type=int, default=None, help="default: 1, or SGLang's launch choice with --gpu")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
     plan.add_argument("--build-check", action="store_true", help="also allocate on meta (imports torch)")
     plan.add_argument("--plot", type=Path, default=None, help="write the breakdown as a stacked bar PNG (matplotlib)")
-    sweep = sub.add_parser("sweep", help="a grid of plans over GPUs, TP sizes, KV dtypes and page sizes")
+    sweep = sub.add_parser(
+        "sweep",
+        help="a grid of plans over GPUs, TP sizes, KV dtypes and page sizes",
+        description="A grid of plans. The concurrency column is for the first --request-length, else for "
+        "8,192-token requests (or the model's context when shorter).",
+    )
     _add_deployment_arguments(sweep)
     sweep.add_argument("--gpu", default=None, help="comma list of GPU names, e.g. H100-80GB,H200")
-    sweep.add_argument("--tp", default="1", help="comma list, e.g. 1,2,4,8")
+    sweep.add_argument("--tp", "--tp-size", "--tensor-parallel-size", dest="tp", default="1",
+                       help="comma list, e.g. 1,2,4,8")  # fmt: skip
     sweep.add_argument("--kv-cache-dtype", default=None, help="comma list, e.g. bf16,fp8_e4m3 (default: the launch's)")
     sweep.add_argument("--page-size", default=None, help="comma list, e.g. 1,64 (default: the launch's)")
     sweep.add_argument("--csv", action="store_true", help="CSV instead of a table")
@@ -130,28 +220,76 @@ def accelerator(name: str | None, memory: str | None) -> Accelerator | None:
     return Accelerator(f"GPU {memory}", mib, "cuda", note=note)
 
 
+def model_argument(args: argparse.Namespace) -> str:
+    """MODEL, given positionally or as ``--model-path`` (not both, unless equal)."""
+    given = [value for value in (args.model, args.model_path) if value is not None]
+    if not given:
+        raise KVCacheConfigError(
+            "name a model (preset, HF id, config.json or folder; or --model-path) or pass --case FILE"
+        )
+    if len(set(given)) > 1:
+        raise KVCacheConfigError(f"two models given: {given[0]!r} and --model-path {given[1]!r}; keep one")
+    return str(given[0])
+
+
+def parallel_sizes(args: argparse.Namespace) -> tuple[int, int]:
+    """``(attention-DP size, data-parallel replicas)`` from ``--attn-dp`` / ``--dp-size`` /
+    ``--enable-dp-attention`` (SGLang's parallel_hook.handle_deprecated_dp_attention rule)."""
+    dp = args.dp_size
+    if dp < 1:
+        raise KVCacheConfigError(f"--dp-size must be >= 1, got {dp}")
+    if args.enable_dp_attention:
+        if args.attn_dp not in (None, dp):
+            raise KVCacheConfigError(
+                f"--enable-dp-attention makes --dp-size {dp} the attention-DP size, "
+                f"but --attn-dp-size is {args.attn_dp}"
+            )
+        return dp, 1
+    return (1 if args.attn_dp is None else args.attn_dp), dp
+
+
 def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) -> DeploymentRequest:
     """Translate the flags into a :class:`~kvstrategies.planner.DeploymentRequest`."""
     from .gpus import parse_bytes
     from .planner import DeploymentRequest
+    from .planner.model_source import resolve_model
 
-    if args.model is None:
-        raise KVCacheConfigError("name a model (preset, config.json or folder) or pass --case FILE")
+    model = model_argument(args)
+    source = resolve_model(model)
+    tp = args.tp if isinstance(args.tp, int) else 1
+    if args.ep_size not in (None, 1, tp) and isinstance(args.tp, int):
+        raise KVCacheConfigError(
+            f"--ep-size {args.ep_size} differs from --tp-size {tp}: expert weights per rank are not modelled for it; "
+            "use --ep-size 1 or the TP size, or give --weight-bytes per rank"
+        )
+    weight_quantization = args.weight_quantization
+    if args.sglang_quantization is not None:
+        if args.sglang_quantization not in QUANTIZATION:
+            raise KVCacheConfigError(
+                f"--quantization {args.sglang_quantization} is not modelled by the weight estimate; give "
+                f"--weight-bytes per rank instead (modelled: {', '.join(sorted(QUANTIZATION))})"
+            )
+        weight_quantization = weight_quantization or QUANTIZATION[args.sglang_quantization]
+    attn_dp, replicas = parallel_sizes(args)
 
     def size(value: str | None) -> int | None:
         return None if value is None else parse_bytes(value)
 
-    source = model_source(str(args.model))
-    if getattr(args, "checkpoint", None):
-        source = {**source, "checkpoint": str(args.checkpoint)}
+    request_source = source.request_source()
+    checkpoint = getattr(args, "checkpoint", None) or source.folder  # its safetensors give the weights
+    if checkpoint is not None:
+        request_source = {**request_source, "checkpoint": str(checkpoint)}
     return DeploymentRequest(
-        model=str(args.model),
-        source=source,
-        tp_size=args.tp if isinstance(args.tp, int) else 1,
+        model=model,
+        source=request_source,
+        model_folder=source.folder,
+        model_description=source.description,
+        tp_size=tp,
         pp_size=args.pp_size,
         pp_rank=getattr(args, "pp_rank", 0),
         dcp_size=args.dcp,
-        attn_dp_size=args.attn_dp,
+        attn_dp_size=attn_dp,
+        dp_replicas=replicas,
         kv_cache_dtype=args.kv_cache_dtype if isinstance(args.kv_cache_dtype, str) else None,
         page_size=args.page_size if isinstance(args.page_size, int) else None,
         model_dtype=args.model_dtype,
@@ -160,7 +298,7 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         mem_fraction_static=args.mem_fraction_static,
         weight_bytes=size(args.weight_bytes),
         weight_dtype=args.weight_dtype,
-        weight_quantization=args.weight_quantization,
+        weight_quantization=weight_quantization,
         overhead_bytes=size(args.gpu_overhead),
         max_total_tokens=args.max_total_tokens,
         max_running_requests=args.max_running_requests,
@@ -174,32 +312,17 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         chunked_prefill_size=args.chunked_prefill_size,
         disable_radix_cache=args.disable_radix_cache,
         request_lengths=tuple(args.request_lengths or ()),
+        assume_architecture=args.assume_architecture,
+        allow_context_length_override=args.allow_context_length_override,
+        launch_extras=launch_extras(args),
     )
 
 
 def model_source(model: str) -> dict[str, Any]:
-    """``{"preset": name}`` or ``{"hf_config": dict}`` for a preset, config.json or model folder."""
-    from .jsonio import read_json_object
-    from .presets import resolve_preset_name
+    """``{"preset": name}`` or ``{"hf_config": dict}`` for MODEL (see :mod:`kvstrategies.planner.model_source`)."""
+    from .planner.model_source import resolve_model
 
-    path = Path(model)
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise KVCacheConfigError(
-                f"model folder {path} has no config.json; pass a checkpoint folder, a config.json path or a preset"
-            )
-        config = read_json_object(path / "config.json", "a model config (config.json)")
-        return {"hf_config": config, "checkpoint": str(path)}  # its safetensors give the weights
-    if path.is_file():
-        return {"hf_config": read_json_object(path, "a model config (config.json)")}
-    short = resolve_preset_name(model)
-    if short is None:
-        from .presets import preset_names
-
-        raise KVCacheConfigError(
-            f"{model!r} is neither a preset nor a config.json path; presets: {', '.join(preset_names())}"
-        )
-    return {"preset": short}
+    return resolve_model(model).request_source()
 
 
 def _human(document: dict[str, Any], planned: Any) -> str:
@@ -231,6 +354,12 @@ def _human(document: dict[str, Any], planned: Any) -> str:
                 f"{'':<15}requests capped by the Mamba state cache: {uncapped:,} -> "
                 f"{sizes['max_running_requests']:,} (max_mamba_cache_size // slots per request)"
             )
+    if planned.pool_sizes not in (planned.sizes, planned.resolution.sizes):
+        lines.append(
+            f"what-if pool   the pools below are built for {planned.pool_sizes.max_total_num_tokens:,} tokens, "
+            f"{planned.pool_sizes.max_running_requests or 0:,} requests (the case's pool_max_* sizes), "
+            "not for the planned capacity above"
+        )
     final = planned.resolution.sizes
     if final != planned.sizes:
         lines.append(f"after caps     tokens {final.max_total_num_tokens:,}, requests {final.max_running_requests:,}")
@@ -253,7 +382,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from .api import LayoutError, plan
     from .case import load_case
     from .planner import deployment_from_case, plan_deployment
-    from .planner.report import planner_document, planner_text
+    from .planner.report import answer_text, planner_document, planner_text
     from .report import partial_plan_document, plan_document
 
     lengths = tuple(args.request_lengths or ())
@@ -276,20 +405,33 @@ def run_plan(args: argparse.Namespace) -> int:
     else:
         deployment = plan_deployment(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
         planned = deployment.planned
-    document = plan_document(planned, measure=args.build_check)
+    from . import __version__
+
+    document = {"version": __version__, **plan_document(planned, measure=args.build_check)}
+    command: LaunchCommand | None = getattr(args, "launch_command", None)
     if args.plot is not None and deployment is not None:
         from .planner.plot import plot_breakdown
 
-        plot_breakdown(deployment, args.plot)
+        written = plot_breakdown(deployment, args.plot)
+        print(f"kvstrategies: wrote the memory breakdown plot to {written}", file=sys.stderr)
     if args.json:
         if args.case is None and deployment is not None:
             document["planner"] = planner_document(deployment)  # case mode stays as SGLang compares it
+            if command is not None:
+                document["planner"]["launch_command"] = {"plan_args": list(command.plan_args),
+                                                         "ignored": list(command.ignored)}  # fmt: skip
         print(json.dumps(document, indent=2))
-    else:
-        print(_human(document, planned))
-        if deployment is not None:
-            print()
-            print(planner_text(deployment))
+        return 0
+    if deployment is not None:
+        print("\n".join(answer_text(deployment)))
+        print()
+    if command is not None:
+        print("\n".join(f"note: {text}" for text in command.notes) or "note: every flag of the launch command planned")
+        print()
+    print(_human(document, planned))
+    if deployment is not None:
+        print()
+        print(planner_text(deployment))
     return 0
 
 
@@ -302,6 +444,10 @@ def run_sweep(args: argparse.Namespace) -> int:
     tps = _int_list("--tp", args.tp)
     kv_dtypes: list[str | None] = list(_str_list(args.kv_cache_dtype)) if args.kv_cache_dtype else [None]
     pages: list[int | None] = list(_int_list("--page-size", args.page_size)) if args.page_size else [None]
+    from .planner.refusals import check_page_size
+
+    for page in pages:
+        check_page_size(page)
     base = request_from_arguments(argparse.Namespace(**{**vars(args), "tp": 1, "kv_cache_dtype": None,
                                                         "page_size": None}), gpus[0])  # fmt: skip
     rows = sweep(base, tp_sizes=tps, kv_cache_dtypes=kv_dtypes, page_sizes=pages, gpus=gpus)
@@ -313,6 +459,10 @@ def run_sweep(args: argparse.Namespace) -> int:
         print(json.dumps([dataclasses.asdict(row) for row in rows], indent=2))
     else:
         print(sweep_table(rows))
+        scale = base.attn_dp_size * base.dp_replicas
+        if scale > 1:
+            print(f"tokens, max req and concurrency are per worker: x {scale} workers "
+                  f"({base.attn_dp_size} attention-DP x {base.dp_replicas} replicas) in total")  # fmt: skip
     return 0
 
 
@@ -377,10 +527,26 @@ def run_gpus(args: argparse.Namespace) -> int:
     return 0
 
 
+def split_launch_command(argv: Sequence[str]) -> tuple[list[str], LaunchCommand | None]:
+    """``plan [flags] -- <SGLang launch command>``: the ``plan`` arguments with the command's
+    memory flags first (flags before ``--`` win, being later), and the translated command."""
+    from .planner.launch_command import translate
+
+    args = list(argv)
+    if not args or args[0] != "plan" or "--" not in args:
+        return args, None
+    cut = args.index("--")
+    command = translate(args[cut + 1 :])
+    return ["plan", *command.plan_args, *args[1:cut]], command
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args: argparse.Namespace | None = None
     try:
+        argv_list, command = split_launch_command(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(argv_list)
+        args.launch_command = command
         if args.command == "plan":
             return run_plan(args)
         if args.command == "sweep":
@@ -391,7 +557,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_gpus(args)
         return run_presets(args)
     except KVCacheConfigError as exc:
-        print(f"kvstrategies: error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if args is not None and args.command in ("plan", "sweep") and getattr(args, "case", None) is None:
+            from .planner.flag_names import flag_wording
+
+            message = flag_wording(message)  # planned from flags: name the flags, not the case fields
+        print(f"kvstrategies: error: {message}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `kvstrategies plan ... | head`
         sys.stderr.close()

@@ -23,6 +23,7 @@ rule and the Qwen3-VL Hopper ``max_bs`` raise.
 from __future__ import annotations
 
 import math
+import re
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -309,9 +310,47 @@ class LaunchResolution:
         return "\n".join(f"{a.setting} = {a.value!r}  # {a.reason}" for a in self.applied)
 
 
+# Where SGLang 0.5.23 takes each launch decision, by launch_defaults.md section: the reasons
+# users read cite SGLang's source, never the spec (most specific section first).
+_SGLANG_SOURCE = {
+    "4.4.1": "sglang.srt.arg_groups.memory_hook.adjust_mem_fraction_for_vlm",
+    "6.1": "sglang.srt.arg_groups.model_overrides",
+    "6.2": "sglang.srt.arg_groups.model_override_base.get_default_attn_backend",
+    "6.3": "sglang.srt.arg_groups.overrides",
+    "9.3": "sglang.srt.arg_groups.overrides._mamba_radix_cache_resolution",
+    "1": "sglang.srt.utils.common.get_device_memory_capacity",
+    "2": "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings",
+    "3": "sglang.srt.arg_groups.cuda_graph_hook",
+    "4": "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings",
+    "6": "sglang.srt.arg_groups.attention_hook.handle_attention_backend_compatibility",
+    "7": "sglang.srt.arg_groups.overrides._page_size_default",
+    "8": "sglang.srt.arg_groups.overrides (kv_cache_dtype defaults)",
+    "9": "sglang.srt.arg_groups.overrides",
+    "10": "sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding",
+    "11": "sglang.srt.arg_groups.parallel_hook.handle_data_parallelism",
+    "12": "sglang.srt.arg_groups.platform_hook.handle_platform_defaults",
+}
+_SECTION = re.compile(r"§(\d+(?:\.\d+)*)(?:, after)?")
+
+
+def sglang_source(reason: str) -> str:
+    """``reason`` with each launch_defaults.md section reference replaced by SGLang's module."""
+
+    def cite(match: re.Match[str]) -> str:
+        parts = match.group(1).split(".")
+        for depth in range(len(parts), 0, -1):
+            source = _SGLANG_SOURCE.get(".".join(parts[:depth]))
+            if source is not None:
+                return source
+        return "SGLang 0.5.23's launch defaults"
+
+    return _SECTION.sub(cite, reason)
+
+
 def _declare(res: LaunchResolution, setting: str, value: SettingValue, reason: str) -> LaunchResolution:
     """Set ``setting`` (a LaunchResolution field) and record why; last declaration wins (§0)."""
-    changes: dict[str, Any] = {setting: value, "applied": (*res.applied, AppliedDefault(setting, value, reason))}
+    applied = AppliedDefault(setting, value, sglang_source(reason))
+    changes: dict[str, Any] = {setting: value, "applied": (*res.applied, applied)}
     return replace(res, **changes)
 
 
@@ -785,9 +824,15 @@ def speculative_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResoluti
             res = _declare(res, "speculative_num_draft_tokens", draft, "topk 1: steps + 1 (§10)")
     topk = res.speculative_eagle_topk or 1
     if inp.model.is_dsv4 and (algo not in ("EAGLE", "DSPARK") or topk > 1):
-        raise KVCacheConfigError("DeepSeek-V4 accepts only EAGLE with topk 1 or DSPARK (§10)")
+        raise KVCacheConfigError(
+            "DeepSeek-V4 accepts only EAGLE with topk 1 or DSPARK "
+            "(sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding)"
+        )
     if topk > 1 and "trtllm_mha" in (res.attention_backend, res.decode_attention_backend):
-        raise KVCacheConfigError("attention backend trtllm_mha rejects speculative topk > 1 (§10)")
+        raise KVCacheConfigError(
+            "attention backend trtllm_mha rejects speculative topk > 1 "
+            "(sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding)"
+        )
     return res
 
 

@@ -262,7 +262,7 @@ def test_npu_dsa_fp8_arch35_packs_nope_rope_scales() -> None:
         "index_k_scale_buffer": 265_472,  # 61 * 1,088 * 4
     }
     assert layout.planned_bytes == 1_088 * 48_068  # (T + P) * cell exactly
-    assert dict(layout.attributes)["hadamard"] == "not modelled (OPEN-L6)"
+    assert dict(layout.attributes)["hadamard"] == "not modelled"
 
 
 def test_npu_dsa_dcp_replicates_the_index_keys() -> None:

@@ -53,7 +53,8 @@ def test_json_carries_the_planner_section(capsys: pytest.CaptureFixture[str]) ->
     assert planner["defaults"][2] == {
         "setting": "mem_fraction_static",
         "value": 0.83,
-        "reason": "round((81559 - R 13904) / 81559, 3) (§4.2)",
+        "reason": "round((81559 - R 13904) / 81559, 3) (sglang.srt.arg_groups.memory_hook."
+        "handle_gpu_memory_settings)",
     }
     assert planner["budget"]["available_bytes"] == 53_834_079_312
     assert planner["launch"]["reserved_mib"] == 13904
@@ -70,8 +71,10 @@ def test_json_carries_the_planner_section(capsys: pytest.CaptureFixture[str]) ->
 def test_available_bytes_mode_is_unchanged_apart_from_the_planner(capsys: pytest.CaptureFixture[str]) -> None:
     document = run_json(capsys, "llama-3.1-8b", "--available-bytes", "40GiB")
     planner = document.pop("planner")
+    assert document.pop("version")  # kvstrategies --version's number, on top of the case document
     assert isinstance(planner, dict) and planner["mode"] == "given" and planner["launch"] is None
     assert [d["setting"] for d in planner["defaults"]] == [
+        "head_dim",  # the preset's config omits it
         "kv_cache_dtype",
         "page_size",
         "kv_cache_dtype",
@@ -88,6 +91,9 @@ def test_case_json_has_no_planner_key(capsys: pytest.CaptureFixture[str]) -> Non
     path = CASES / "default-deepseek-v3-tp1-bf16-p64.json"
     document = run_json(capsys, "--case", str(path))
     assert "planner" not in document
+    from kvstrategies import __version__
+
+    assert document.pop("version") == __version__
     case = load_case(path)
     planned = plan(
         case.settings,

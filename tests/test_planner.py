@@ -108,6 +108,7 @@ def test_worked_launch_1_llama_8b_h100() -> None:
         ("attention_backend", "fa3"),
         ("page_size", 1),
         ("swa_full_tokens_ratio", 0.8),
+        ("head_dim", 128),  # the preset's config omits it: hidden_size // num_attention_heads
         ("kv_cache_dtype", "torch.bfloat16"),  # auto = the model dtype
         ("max_running_requests", 2048),  # derived: int(410,721 / 131,072 * 512) = 1604 -> 2048
     ]

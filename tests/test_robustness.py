@@ -195,7 +195,7 @@ def _files(tmp_path: Path) -> dict[str, Path]:
         (["plan", "--case", "@case_unknown_key.json"], r"case_unknown_key.json: unknown case keys \['tensor_p"),
         (["plan", "llama-3.1-8b", "--available-bytes", "40GiB", "--plot", "@empty/no/such/dir/x.png"],
          r"No such file or directory|kvstrategies\[plot\]"),  # no matplotlib: the install hint  # fmt: skip
-        (["plan", "llama-3.1-8b", "--available-bytes", "40GiB", "--page-size", "0"], r"page_size"),
+        (["plan", "llama-3.1-8b", "--available-bytes", "40GiB", "--page-size", "0"], r"--page-size must be a positive"),
     ],
 )
 def test_cli_user_errors_are_one_line_and_exit_2(

@@ -209,14 +209,20 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
         f"{overhead / GIB:.2f} GiB given (--gpu-overhead)" if req.overhead_bytes is not None else held.describe()
     )
     assumptions = [
-        f"GPU capacity {gpu.capacity_mib:g} MiB ({gpu.name}) as nvidia-smi reports memory.total"
+        f"GPU capacity {gpu.capacity_mib:g} MiB ({gpu.name}) as nvidia-smi reports memory.total "
+        "(SGLang's sglang.srt.utils.common.get_device_memory_capacity)"
         f"{'; ' + gpu.note if gpu.note else ''} (kvstrategies gpus lists the sources)",
         f"free memory before weights P0 = capacity - {held_text}",
         f"weights {weight_source}" + (f"; + {rope / 2**20:.1f} MiB float32 RoPE cache" if rope else ""),
         "free memory after weights = P0 - weights"
-        + (f"; both float32-rounded by the world MIN all-reduce ({world} ranks)" if world > 1 else ""),
+        + (
+            f"; both float32-rounded by the world MIN all-reduce ({world} ranks, "
+            "sglang.srt.utils.common.get_available_gpu_memory)"
+            if world > 1
+            else ""
+        ),
         f"KV budget = free after weights - P0 x (1 - mem_fraction_static {mfs:g})"
-        + (f" - {mm_gib:.4f} GiB multimodal cache" if mm_gib else "")
+        + (f" - {mm_gib:.4f} GiB multimodal cache (SGLANG_VLM_CACHE_SIZE_MB)" if mm_gib else "")
         + " (sglang/srt/mem_cache/kv_cache_configurator.py, _profile_available_bytes); the slack "
         "P0 x (1 - mfs) holds activations, CUDA graphs and the request table",
     ]

@@ -20,6 +20,7 @@ from .budget import KVBudget, kv_budget
 from .fit import FitReport, fit_report
 from .fixes import Fix, suggest_fixes
 from .launch import case_fields, resolve_launch
+from .refusals import admit
 from .request import DeploymentRequest, model_dtype_name
 
 
@@ -76,10 +77,14 @@ def derived_defaults(
     kv = planned.ctx.kv_cache_dtype
     if kv.name == "auto":
         source = "the checkpoint's FP8 KV quantization" if planned.ctx.geometry.checkpoint_kv_fp8 else "the model dtype"
-        out.append(AppliedDefault("kv_cache_dtype", str(kv.dtype), f"auto resolves to {source} (sizing.md §1.1)"))
+        why = f"auto resolves to {source} (sglang.srt.mem_cache.kv_cache_dtype.configure_kv_cache_dtype)"
+        out.append(AppliedDefault("kv_cache_dtype", str(kv.dtype), why))
     given = req.max_running_requests if launch is None else launch.max_running_requests
     if given is None:
-        reason = "derived from the KV size: min(clamp(int(T / context_len * 512), 2048, 4096), T // 2) (resolve.md §5)"
+        reason = (
+            "derived from the KV size: min(clamp(int(T / context_len * 512), 2048, 4096), T // 2) "
+            "(sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator.resolve_max_num_reqs)"
+        )
         if sizes.max_mamba_cache_size is not None:
             reason += ", then capped by the Mamba state slots"
         out.append(AppliedDefault("max_running_requests", sizes.max_running_requests, reason))
@@ -93,6 +98,7 @@ def _assemble(
     case: Case,
     planned: Plan,
     lengths: tuple[int, ...],
+    config_defaults: tuple[AppliedDefault, ...] = (),
 ) -> DeploymentPlan:
     sizes, layout = final_layout(planned)
     return DeploymentPlan(
@@ -106,19 +112,22 @@ def _assemble(
         breakdown=build_breakdown(budget, layout),
         fit=fit_report(planned.ctx, sizes, lengths),
         fixes=(),
-        derived=derived_defaults(request, launch, planned, sizes),
+        derived=(*config_defaults, *derived_defaults(request, launch, planned, sizes)),
     )
 
 
 def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> DeploymentPlan:
-    """Plan ``req`` end to end; ``suggest`` also searches the fixes when the context does not fit."""
+    """Plan ``req`` end to end; ``suggest`` also searches the fixes when the context does not fit.
+
+    What SGLang would refuse at launch is refused first (:func:`.refusals.admit`)."""
+    req, config_defaults = admit(req)
     config = req.hf_config()
     launch = resolve_launch(req, config)
     fields = case_fields(req, model_dtype_name(req, config), launch)
     budget = kv_budget(req, config, launch)
     case = parse_case({**fields, "available_bytes": budget.available_bytes})
     planned = plan(case.settings, case.available_bytes, max_tokens=case.max_tokens)
-    result = _assemble(req, launch, budget, case, planned, req.request_lengths)
+    result = _assemble(req, launch, budget, case, planned, req.request_lengths, config_defaults)
     if not suggest or result.fit.context_fits:
         return result
     fixes = suggest_fixes(result, req, lambda changed: plan_deployment(changed, suggest=False))

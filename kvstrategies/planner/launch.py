@@ -32,6 +32,7 @@ def launch_settings(req: DeploymentRequest) -> LaunchSettings:
         disable_radix_cache=req.disable_radix_cache,
         speculative_algorithm=req.speculative_algorithm,
         speculative_num_draft_tokens=req.speculative_num_draft_tokens,
+        **req.launch_extras,
     )
 
 

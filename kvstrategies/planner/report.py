@@ -28,11 +28,84 @@ def launch_document(plan: DeploymentPlan) -> dict[str, Any] | None:
     return fields
 
 
+def workers(plan: DeploymentPlan) -> tuple[int, int]:
+    """``(attention-DP workers per replica, data-parallel replicas)``: each worker has its own pool."""
+    replicas = 1 if plan.request is None else plan.request.dp_replicas
+    return plan.fit.attn_dp_size, replicas
+
+
+def answer_document(plan: DeploymentPlan) -> dict[str, Any]:
+    """The answer in numbers: per pool (one attention-DP worker) and in total over all workers."""
+    dp, replicas = workers(plan)
+    scale = dp * replicas
+    return {
+        "tokens_per_worker": plan.sizes.max_total_num_tokens,
+        "max_running_requests_per_worker": plan.sizes.max_running_requests,
+        "attention_dp_workers": dp,
+        "dp_replicas": replicas,
+        "tokens_total": plan.sizes.max_total_num_tokens * scale,
+        "concurrency": [
+            {"request_length": item.request_length, "per_worker": item.requests, "total": item.requests * scale,
+             "limited_by": item.limited_by}
+            for item in plan.fit.lengths
+        ],
+        "context_fits": plan.fit.context_fits,
+        "max_fitting_length": plan.fit.max_fitting_length,
+    }  # fmt: skip
+
+
+def answer_text(plan: DeploymentPlan) -> list[str]:
+    """The answer first: tokens, requests and concurrency at the asked lengths (details follow)."""
+    dp, replicas = workers(plan)
+    scale = dp * replicas
+    where = ""
+    if plan.budget.source == "gpu" and plan.request is not None:
+        req = plan.request
+        where = f" on {plan.budget.gpu_name}, TP {req.tp_size}" + (f", PP {req.pp_size}" if req.pp_size > 1 else "")
+    unit = []
+    if dp > 1:
+        unit.append(f"{dp} attention-DP workers")
+    if replicas > 1:
+        unit.append(f"{replicas} DP replicas" if dp == 1 else f"x {replicas} DP replicas")
+    per = " per attention-DP worker" if dp > 1 else (" per replica" if replicas > 1 else "")
+    lines = [f"answer{where}"]
+    if plan.request is not None and plan.request.model_description:
+        lines.append(f"  model          {plan.request.model_description}")
+    for assumed in plan.derived:
+        if assumed.setting == "architecture":
+            lines.append(f"  assumed        {assumed.reason}")
+    lines += [
+        f"  KV cache       {plan.sizes.max_total_num_tokens:,} tokens{per}, max_running_requests "
+        f"{plan.sizes.max_running_requests:,}{per}",
+    ]
+    if scale > 1:
+        lines.append(f"  in total       {plan.sizes.max_total_num_tokens * scale:,} tokens over {' '.join(unit)}")
+    for item in plan.fit.lengths:
+        total = f" ({item.requests * scale:,} in total)" if scale > 1 else ""
+        lines.append(
+            f"  {item.request_length:>9,}-token requests: {item.requests:,} at once{per}{total}, limited by "
+            f"{item.limited_by}"
+        )
+    fit = plan.fit
+    if fit.context_fits:
+        lines.append(f"  one request of the whole context ({fit.context_len:,} tokens) fits")
+    else:
+        lines.append(
+            f"  one request of the whole context ({fit.context_len:,} tokens) does NOT fit; the longest that "
+            f"fits is {fit.max_fitting_length:,} tokens (fixes below)"
+        )
+    return lines
+
+
 def planner_document(plan: DeploymentPlan) -> dict[str, Any]:
     """The JSON-able ``"planner"`` section."""
     budget = dataclasses.asdict(plan.budget)
     budget["assumptions"] = list(plan.budget.assumptions)
     return {
+        "answer": answer_document(plan),
+        "model_folder": None if plan.request is None or plan.request.model_folder is None
+        else str(plan.request.model_folder),
+        "model_source": None if plan.request is None else plan.request.model_description,
         "mode": plan.budget.source,
         "gpu": plan.budget.gpu_name,
         "defaults": [dataclasses.asdict(item) for item in plan.defaults],
@@ -97,14 +170,20 @@ def breakdown_text(plan: DeploymentPlan) -> list[str]:
 
 def fit_text(plan: DeploymentPlan) -> list[str]:
     fit = plan.fit
-    dp = f" per attention-DP worker (x{fit.attn_dp_size})" if fit.attn_dp_size > 1 else ""
+    dp, replicas = workers(plan)
+    scale = dp * replicas
+    per = " per attention-DP worker" if dp > 1 else (" per replica" if replicas > 1 else "")
     lines = [
         f"fit            {fit.capacity_tokens:,} tokens (page {fit.page_size}), "
-        f"max_running_requests {fit.max_running_requests:,}{dp}",
-        f"  {'request length':>16}{'concurrency':>14}  limited by",
+        f"max_running_requests {fit.max_running_requests:,}{per}",
     ]
+    if scale > 1:
+        lines.append(f"  {'request length':>16}{'per worker':>14}{'total':>10}  limited by")
+    else:
+        lines.append(f"  {'request length':>16}{'concurrency':>14}  limited by")
     for item in fit.lengths:
-        lines.append(f"  {item.request_length:>16,}{item.requests:>14,}  {item.limited_by}")
+        total = f"{item.requests * scale:>10,}" if scale > 1 else ""
+        lines.append(f"  {item.request_length:>16,}{item.requests:>14,}{total}  {item.limited_by}")
     if fit.context_fits:
         lines.append(f"  one request of the model's whole context ({fit.context_len:,} tokens) fits")
     else:

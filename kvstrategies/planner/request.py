@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import KVCacheConfigError
@@ -29,6 +30,14 @@ class DeploymentRequest:
     ``weight_quantization``); ``overhead_bytes`` is what the runtime holds before weights load
     (``None``: modelled per GPU and TP by :mod:`.preload`).
     ``request_lengths`` (tokens) are the lengths the fit report answers for.
+    ``assume_architecture`` plans an unserved architecture as a served one;
+    ``allow_context_length_override`` admits ``context_length`` above the model's maximum
+    (SGLang's ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN``); ``model_folder`` is the local
+    checkpoint folder the config came from (``None`` for a preset or a bare config file);
+    ``model_description`` says where the config came from (preset, path, HF cache, download).
+    ``dp_replicas`` is SGLang's ``--dp-size`` without attention DP: independent replicas, each
+    planned as this one. ``launch_extras`` are further
+    :class:`~kvstrategies.launch_defaults.LaunchSettings` fields the user gave.
     """
 
     model: str
@@ -60,6 +69,12 @@ class DeploymentRequest:
     chunked_prefill_size: int | None = None
     disable_radix_cache: bool = False
     request_lengths: tuple[int, ...] = field(default_factory=tuple)
+    assume_architecture: str | None = None
+    allow_context_length_override: bool = False
+    model_folder: Path | None = None
+    model_description: str | None = None
+    dp_replicas: int = 1
+    launch_extras: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.available_bytes is None and self.gpu is None:

@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import KVCacheConfigError
 from ..gpus import Accelerator
 from .deployment import plan_deployment
+from .flag_names import flag_wording
 from .request import GIB, DeploymentRequest
 
 
@@ -26,7 +27,7 @@ class SweepRow:
     """One cell: what was asked (``gpu``, ``tp``, ``kv_request``, ``page_request``) and the plan.
 
     ``concurrency`` is for requests of ``request_length`` tokens (the first ``--request-length``,
-    else the model's context), per attention-DP worker.
+    else :data:`DEFAULT_REQUEST_LENGTH` or the model's context when shorter), per attention-DP worker.
     """
 
     gpu: str | None
@@ -47,6 +48,9 @@ class SweepRow:
 
 
 COLUMNS = tuple(f.name for f in fields(SweepRow))
+#: the request length (tokens) a sweep answers for without ``--request-length``: a typical chat /
+#: RAG request, capped at the model's context
+DEFAULT_REQUEST_LENGTH = 8192
 
 
 def sweep_cell(base: DeploymentRequest, gpu: Accelerator | None, tp: int, kv: str | None, page: int | None) -> SweepRow:
@@ -56,9 +60,13 @@ def sweep_cell(base: DeploymentRequest, gpu: Accelerator | None, tp: int, kv: st
     try:
         plan = plan_deployment(req, suggest=False)
     except KVCacheConfigError as exc:
-        return SweepRow(**{**asdict(asked), "error": str(exc)})
+        return SweepRow(**{**asdict(asked), "error": flag_wording(str(exc))})
     fit = plan.fit
-    first = fit.lengths[0] if base.request_lengths else fit.lengths[-1]
+    if base.request_lengths:
+        first = fit.lengths[0]
+    else:
+        length = min(DEFAULT_REQUEST_LENGTH, fit.context_len)
+        first = next((item for item in fit.lengths if item.request_length == length), fit.lengths[-1])
     return SweepRow(
         gpu=asked.gpu,
         tp=tp,

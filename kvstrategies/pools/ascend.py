@@ -236,7 +236,7 @@ def npu_mla_layout(
             ("num_indexer_layers", len(labels)),
         ]
         if dsa_fp8:
-            attributes.append(("hadamard", "not modelled (OPEN-L6)"))
+            attributes.append(("hadamard", "not modelled"))
     return PoolLayout(NPU_MLA_POOL, tuple(buffers), tuple(attributes))
 
 

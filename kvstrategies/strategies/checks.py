@@ -19,7 +19,7 @@ def reject_fp4(ctx: KVCacheContext, family: str) -> None:
     if kv.is_fp4:
         raise UnsupportedConfigurationError(
             f"kv_cache_dtype {kv.name!r} (FP4) is not supported with {family}: SGLang builds these pools "
-            "without FP4 scales (spec OPEN-B3); use 'fp8_e4m3' or 'bf16'"
+            "without FP4 scales; use 'fp8_e4m3' or 'bf16'"
         )
 
 

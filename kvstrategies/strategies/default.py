@@ -244,7 +244,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         if geometry.quantization == "minimax_m3_nvfp4" and ctx.platform.is_blackwell:
             raise UnsupportedConfigurationError(
                 "the MiniMax-M3 NVFP4 native KV pool (quantization 'minimax_m3_nvfp4' on Blackwell) is out of "
-                "scope (spec OPEN-L4); plan it on a non-Blackwell platform or with another checkpoint"
+                "scope of this planner; plan it on a non-Blackwell platform or with another checkpoint"
             )
         return minimax_sparse_cell_bytes(
             sparse.local(*self.layer_range),

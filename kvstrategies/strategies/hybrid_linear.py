@@ -312,7 +312,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             return StateReservation(available_bytes, notes=notes)
         budget = self.mamba_budget(available_bytes)
         note = (
-            f"Mamba state reserved before KV (resolve.md 3, branch {budget.branch}): "
+            f"Mamba state reserved before KV (SGLang's Mamba budget, branch {budget.branch}): "
             f"max_mamba_cache_size={budget.max_mamba_cache_size} slots x "
             f"{budget.stage_mamba_cache_per_req:,} B (+1 dummy slot) = {budget.state_bytes:,} B"
         )

@@ -116,13 +116,13 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         if self.ctx.geometry.mamba is not None:
             raise UnsupportedConfigurationError(
                 f"{self.ctx.geometry.architectures[:1]} is hybrid SWA with Mamba layers (Inkling-style): its "
-                "Mamba state budget (resolve.md 3) is not wired into the hybrid-SWA strategy yet, so it "
+                "Mamba state budget is not wired into the hybrid-SWA strategy yet, so it "
                 "cannot be planned"
             )
         if self.ctx.is_draft_worker:
             raise UnsupportedConfigurationError(
-                "a hybrid-SWA draft worker is not planned on its own: SGLang hands it the target's sizes "
-                "(resolve.md 8); plan the target worker (its cell already pays for the draft layers)"
+                "a hybrid-SWA draft worker is not planned on its own: SGLang hands it the target's sizes; "
+                "plan the target worker (its cell already pays for the draft layers)"
             )
 
     def _resolve_ratio(self) -> float:
@@ -296,7 +296,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         if self.ctx.device is DeviceKind.NPU and (self.ctx.geometry.use_mla or self.ctx.geometry.mamba is not None):
             raise UnsupportedConfigurationError(
                 "hybrid SWA on an Ascend NPU is built only for MHA models without Mamba layers "
-                "(builders.md 4 row 2); this model is MLA or Mamba-hybrid"
+                "(as SGLang 0.5.23 builds it); this model is MLA or Mamba-hybrid"
             )
         if full == 0 and self.ctx.page_size != 1:
             # builders.md 7.1 row 4: an all-SWA pool gets PureSWATokenToKVPoolAllocator, which
@@ -418,7 +418,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
         if self.is_all_swa or self.sliding_window_size is None or ctx.scheduling.max_running_requests is None:
             raise KVCacheConfigError(
                 "the request-capped SWA pool needs a full-attention layer on this stage, a sliding window "
-                "and max_running_requests (sizing.md 7.1)"
+                "and max_running_requests"
             )
 
     @cached_property

@@ -141,7 +141,7 @@ class DSATokenToKVPool(MLATokenToKVPool):
             )
         if self.index_kpool != 1:
             raise UnsupportedConfigurationError(
-                f"index_kpool {self.index_kpool}: kpool-compressed index keys have no write path here (OPEN-W3)"
+                f"index_kpool {self.index_kpool}: kpool-compressed index keys have no write path here"
             )
         return buf
 

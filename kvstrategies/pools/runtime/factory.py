@@ -37,11 +37,11 @@ Allocator = (
 )
 
 _READ_ONLY = {
-    "DeepSeekV4TokenToKVPool": "write_path.md 10",
-    "NPUMHATokenToKVPool": "write_path.md 11",
-    "NPUMHATokenToKOnlyPool": "write_path.md 11",
-    "NPUMLATokenToKVPool": "write_path.md 11",
-    "NPUMiniMaxSparseKVPool": "write_path.md 11",
+    "DeepSeekV4TokenToKVPool": "docs/write_path.md (DeepSeek-V4 pools)",
+    "NPUMHATokenToKVPool": "docs/write_path.md (Ascend NPU pools)",
+    "NPUMHATokenToKOnlyPool": "docs/write_path.md (Ascend NPU pools)",
+    "NPUMLATokenToKVPool": "docs/write_path.md (Ascend NPU pools)",
+    "NPUMiniMaxSparseKVPool": "docs/write_path.md (Ascend NPU pools)",
 }
 _HYBRID_REQ = ("HybridReqToTokenPool", "HybridMambaDecodeReqToTokenPool")
 
@@ -88,7 +88,7 @@ def typed_pool(
         return HybridLinearKVPool(built, full_kv_pool=full, mamba_pool=mamba_pool, **options)
     if cls == "MiniMaxSparseKVPool":
         return _minimax(built, binding, start, options)
-    return ReadOnlyKVPool(built, section=f"write_path.md (no store for {cls})", **common)
+    return ReadOnlyKVPool(built, section=f"docs/write_path.md (no store for {cls})", **common)
 
 
 def _minimax(built: BuiltPool, binding: PoolBinding, start: int, options: dict[str, Any]) -> MiniMaxSparseKVPool:

@@ -129,7 +129,7 @@ class MHATokenToKVPoolFP4(MHATokenToKVPool):
 
     def _scales(self, buffers: list[torch.Tensor], layer_id: int) -> torch.Tensor:
         if not buffers:
-            raise KVCacheConfigError(f"this {self.quant_method} pool has no linear scale buffers (layouts.md 4.5)")
+            raise KVCacheConfigError(f"this {self.quant_method} pool has no linear scale buffers")
         return buffers[self.local_layer(layer_id)]
 
     def dequantize_kv(self, layer_id: int, loc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

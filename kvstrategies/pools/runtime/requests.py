@@ -114,7 +114,7 @@ class HybridReqToTokenPool(ReqToTokenPool):
     def alloc(self, reqs: Sequence[RequestHandle]) -> list[int] | None:
         if self.has_ping_pong:
             raise UnsupportedConfigurationError(
-                "the Mamba extra buffer (ping-pong track slots, allocators.md 7.1) is not implemented"
+                "the Mamba extra buffer (ping-pong track slots) is not implemented"
             )
         if self.mamba_pool is None:
             raise UnsupportedConfigurationError("this request pool has no Mamba pool (a draft worker's)")

@@ -1,0 +1,205 @@
+"""``kvstrategies plan -- <SGLang launch command>`` and SGLang's flag spellings on ``plan``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kvstrategies.cli import main
+from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.planner.launch_command import MODELLED, NOT_MODELLED, canonical_flag, translate
+from kvstrategies.planner.sglang_flags import SGLANG_SERVER_FLAGS
+
+
+def plan_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    assert main(["plan", *argv, "--json"] if "--" not in argv else ["plan", "--json", *argv]) == 0
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return document
+
+
+def essentials(document: dict[str, Any]) -> tuple[Any, ...]:
+    planner = document["planner"]
+    budget = planner["budget"]["available_bytes"]
+    return planner["tokens"], planner["max_running_requests"], budget, document["pools"], planner["fit"]
+
+
+# ---- translation ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        ["python", "-m", "sglang.launch_server"],
+        ["python3", "-m", "sglang.launch_server"],
+        ["/usr/bin/python3.11", "-m", "sglang.launch_server"],
+        ["sglang", "serve"],
+        [],
+    ],
+)
+def test_launchers_are_stripped(launcher: list[str]) -> None:
+    command = translate([*launcher, "--model-path", "m", "--tp-size", "8", "--port", "30000"])
+    assert command.plan_args == ("--model-path", "m", "--tp-size", "8")
+    assert command.ignored == ("--port",)
+
+
+def test_one_quoted_string_and_env_assignments() -> None:
+    command = translate(
+        ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server "
+         "--model m --tp 2 --context-length=200000 --trust-remote-code"]
+    )  # fmt: skip
+    assert command.plan_args == (
+        "--allow-context-length-override", "--model-path", "m", "--tp-size", "2", "--context-length", "200000",
+    )  # fmt: skip
+    assert command.ignored == ("CUDA_VISIBLE_DEVICES=0,1", "--trust-remote-code")
+    assert "--trust-remote-code" in command.notes[0]
+
+
+def test_list_flags_consume_their_values() -> None:
+    command = translate(["--model-path", "m", "--mem-fraction-static", "0.8", "--cuda-graph-bs-decode", "1", "2",
+                         "4", "--page-size", "64"])  # fmt: skip
+    assert command.plan_args == ("--model-path", "m", "--mem-fraction-static", "0.8", "--page-size", "64")
+    assert command.ignored == ("--cuda-graph-bs-decode",)
+
+
+def test_memory_flags_not_modelled_are_errors_naming_the_flag() -> None:
+    for flag in ("--cpu-offload-gb", "--enable-lora", "--json-model-override-args", "--max-mamba-cache-size"):
+        arity = SGLANG_SERVER_FLAGS[flag][1]
+        with pytest.raises(KVCacheConfigError, match=f"^{flag} changes GPU memory"):
+            translate(["--model-path", "m", flag, *(["1"] if arity != "0" else [])])
+
+
+def test_graph_reserve_flags_need_the_fraction() -> None:
+    with pytest.raises(KVCacheConfigError, match="--cuda-graph-max-bs-prefill changes SGLang's default"):
+        translate(["--model-path", "m", "--cuda-graph-max-bs-prefill", "16"])
+    assert translate(["--cuda-graph-max-bs-prefill", "16", "--mem-fraction-static", "0.8"]).ignored == (
+        "--cuda-graph-max-bs-prefill",
+    )
+
+
+def test_unknown_flag_and_stray_value() -> None:
+    with pytest.raises(KVCacheConfigError, match="--request-length is not an SGLang 0.5.23 server flag.*before"):
+        translate(["--model-path", "m", "--request-length", "8192"])
+    with pytest.raises(KVCacheConfigError, match="unexpected 'extra'"):
+        translate(["--model-path", "m", "--disable-radix-cache", "extra"])
+    with pytest.raises(KVCacheConfigError, match="not SGLang's server"):
+        translate(["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"])
+
+
+def test_abbreviations_resolve_like_sglangs_argparse() -> None:
+    assert canonical_flag("--tp") == ("--tp-size", "1")
+    assert canonical_flag("--model") == ("--model-path", "1")
+    with pytest.raises(KVCacheConfigError, match="ambiguous"):
+        canonical_flag("--disable")
+
+
+def test_quantization_maps_to_the_weight_estimate() -> None:
+    assert translate(["--quantization", "fp8"]).plan_args == ("--weight-quantization", "fp8")
+    with pytest.raises(KVCacheConfigError, match="--quantization bitsandbytes is not modelled"):
+        translate(["--quantization", "bitsandbytes"])
+
+
+def test_classes_are_real_sglang_flags() -> None:
+    for flag in (*MODELLED, *NOT_MODELLED):
+        assert SGLANG_SERVER_FLAGS[flag][0] == flag, flag
+
+
+def test_flag_list_matches_installed_sglang() -> None:
+    """The shipped list is SGLang 0.5.23's own (in a subprocess: importing SGLang here would patch
+    triton for the kernel tests that follow, so not even ``importorskip``)."""
+    import importlib.util
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if importlib.util.find_spec("sglang") is None:
+        pytest.skip("SGLang is not installed")
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "tools/list_sglang_flags.py", "--check"], cwd=root, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ---- the CLI -------------------------------------------------------------------------------------
+
+
+def test_pasted_command_plans_like_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    pasted = plan_json(
+        capsys, "--gpu", "H100", "--", "python", "-m", "sglang.launch_server", "--model-path", "llama-3.1-8b",
+        "--tp-size", "2", "--host", "0.0.0.0", "--port", "30000", "--kv-cache-dtype", "fp8_e4m3",
+    )  # fmt: skip
+    flags = plan_json(capsys, "llama-3.1-8b", "--gpu", "H100", "--tp", "2", "--kv-cache-dtype", "fp8_e4m3")
+    assert essentials(pasted) == essentials(flags)
+    assert pasted["planner"]["launch_command"]["ignored"] == ["--host", "--port"]
+
+
+def test_flags_before_the_separator_win(capsys: pytest.CaptureFixture[str]) -> None:
+    document = plan_json(capsys, "--gpu", "H100", "--page-size", "16", "--", "sglang", "serve", "--model-path",
+                         "llama-3.1-8b", "--page-size", "64")  # fmt: skip
+    assert document["planner"]["launch"]["page_size"] == 16
+
+
+def test_pasted_command_text_lists_ignored_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--gpu", "H100", "--", "sglang", "serve", "--model", "llama-3.1-8b", "--log-level",
+                 "info"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "ignored from the launch command (no effect on the memory plan): --log-level" in out
+
+
+def test_pasted_unmodelled_flag_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--gpu", "H100", "--", "python", "-m", "sglang.launch_server", "--model-path",
+                 "llama-3.1-8b", "--enable-lora"]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--enable-lora changes GPU memory" in err
+
+
+@pytest.mark.parametrize(
+    ("model", "sglang", "ours"),
+    [
+        ("llama-3.1-70b", ["--tp-size", "4"], ["--tp", "4"]),
+        ("llama-3.1-70b", ["--tensor-parallel-size", "4"], ["--tp", "4"]),
+        ("llama-3.1-70b", ["--pipeline-parallel-size", "2"], ["--pp-size", "2"]),
+        ("deepseek-v3", ["--tp-size", "8", "--dcp-size", "2"], ["--tp", "8", "--dcp", "2"]),
+        ("deepseek-v3", ["--tp-size", "8", "--dp-size", "8", "--enable-dp-attention"], ["--tp", "8", "--attn-dp", "8"]),
+        ("deepseek-v3", ["--tp-size", "8", "--attn-dp-size", "8"], ["--tp", "8", "--attn-dp", "8"]),
+        ("llama-3.1-8b", ["--dtype", "float16"], ["--model-dtype", "float16"]),
+    ],
+)
+def test_sglang_spellings_are_aliases(
+    capsys: pytest.CaptureFixture[str], model: str, sglang: list[str], ours: list[str]
+) -> None:
+    base = ["--gpu", "H200"]
+    a = plan_json(capsys, "--model-path", model, *base, *sglang)
+    b = plan_json(capsys, model, *base, *ours)
+    assert essentials(a) == essentials(b)
+    plain = plan_json(capsys, model, *base, *(["--tp", "8"] if model != "llama-3.1-8b" else []))
+    assert essentials(a) != essentials(plain)  # the flag did change the plan
+
+
+def test_launch_extras_reach_the_launch_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    base = plan_json(capsys, "llama-3.1-8b", "--gpu", "H100")
+    graph = plan_json(capsys, "llama-3.1-8b", "--gpu", "H100", "--cuda-graph-max-bs-decode", "8")
+    assert graph["planner"]["launch"]["cuda_graph_max_bs"] == 8
+    assert graph["planner"]["launch"]["mem_fraction_static"] != base["planner"]["launch"]["mem_fraction_static"]
+
+
+def test_dp_replicas_are_counted_in_the_total(capsys: pytest.CaptureFixture[str]) -> None:
+    document = plan_json(capsys, "llama-3.1-8b", "--gpu", "H100", "--dp-size", "4", "--request-length", "8192")
+    answer = document["planner"]["answer"]
+    assert answer["dp_replicas"] == 4 and answer["attention_dp_workers"] == 1
+    assert answer["tokens_total"] == 4 * answer["tokens_per_worker"]
+    assert answer["concurrency"][0]["total"] == 4 * answer["concurrency"][0]["per_worker"]
+
+
+def test_model_given_twice_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "llama-3.1-8b", "--model-path", "qwen3-8b", "--available-bytes", "1GiB"]) == 2
+    assert "two models given" in capsys.readouterr().err
+
+
+def test_ep_size_other_than_tp_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--ep-size", "4"]) == 2
+    assert "--ep-size 4 differs from --tp-size 8" in capsys.readouterr().err
+    assert main(["plan", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--ep-size", "8", "--json"]) == 0

@@ -1,0 +1,63 @@
+"""The README works as written: its ``kvstrategies`` commands run, and its Python snippets are
+excerpts of ``examples/plan_and_build.py``, which runs."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvstrategies.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+PLANNER_DOC = (ROOT / "docs" / "planner.md").read_text(encoding="utf-8")
+EXAMPLE = ROOT / "examples" / "plan_and_build.py"
+BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
+
+
+def blocks(language: str, text: str = README) -> list[str]:
+    return [body for lang, body in BLOCK.findall(text) if lang == language]
+
+
+def readme_commands() -> list[list[str]]:
+    """Every ``kvstrategies ...`` command of the README's (and docs/planner.md's) bash blocks and
+    ``$`` prompts."""
+    lines = [line for text in (README, PLANNER_DOC) for body in blocks("bash", text) for line in body.splitlines()]
+    lines += [line[2:] for body in blocks("text") for line in body.splitlines() if line.startswith("$ ")]
+    commands = []
+    for line in lines:
+        if line.lstrip().startswith("kvstrategies "):
+            commands.append(shlex.split(line, comments=True)[1:])
+    return commands
+
+
+def test_readme_has_commands() -> None:
+    assert len(readme_commands()) >= 7
+
+
+@pytest.mark.parametrize("argv", readme_commands(), ids=lambda argv: " ".join(argv)[:60])
+def test_readme_command_runs(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    if "--plot" in argv:
+        pytest.importorskip("matplotlib")
+    assert main(argv) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out
+
+
+def test_readme_python_snippets_are_the_example_script() -> None:
+    script = EXAMPLE.read_text(encoding="utf-8")
+    snippets = blocks("python")
+    assert len(snippets) == 2
+    for snippet in snippets:
+        assert snippet in script
+
+
+def test_example_script_runs() -> None:
+    pytest.importorskip("torch")
+    result = subprocess.run([sys.executable, str(EXAMPLE)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "wrote (64, 1, 128) K/V for layer 0" in result.stdout
