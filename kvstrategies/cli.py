@@ -87,6 +87,17 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--page-size", default=None, help="comma list, e.g. 1,64 (default: the launch's)")
     sweep.add_argument("--csv", action="store_true", help="CSV instead of a table")
     sweep.add_argument("--json", action="store_true", help="JSON rows instead of a table")
+    verify = sub.add_parser("verify", help="check the planner against SGLang's own code")
+    verify.add_argument("--against", choices=["sglang"], required=True)
+    verify.add_argument(
+        "--launch", nargs="?", const="", default=None, metavar="GRID",
+        help="launch defaults: resolve each launch of GRID (a JSON list; default: the shipped grid) with "
+        "SGLang's ServerArgs.resolve_once and with the planner, and diff every field",
+    )  # fmt: skip
+    verify.add_argument("--recorded", action="store_true", help="use SGLang's recorded answers (no SGLang needed)")
+    verify.add_argument("--record", type=Path, default=None, metavar="DIR", help="write SGLang's live answers to DIR")
+    verify.add_argument("--show-equal", action="store_true", help="also list the launches that agree")
+    verify.add_argument("--json", action="store_true")
     presets = sub.add_parser("presets", help="list the shipped model presets and the strategy that sizes each")
     presets.add_argument("--json", action="store_true")
     return parser
@@ -323,6 +334,18 @@ def run_presets(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_verify(args: argparse.Namespace) -> int:
+    """``verify --against sglang --launch [GRID]`` (see :mod:`kvstrategies.integrations.sglang.launch`)."""
+    if args.launch is None:
+        raise KVCacheConfigError("verify: pass --launch [GRID] to check the launch defaults")
+    from .integrations.sglang.launch import run_verify_launch
+
+    grid = Path(args.launch) if args.launch else None
+    return run_verify_launch(
+        grid, recorded=args.recorded, record=args.record, as_json=args.json, show_equal=args.show_equal
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -331,6 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_plan(args)
         if args.command == "sweep":
             return run_sweep(args)
+        if args.command == "verify":
+            return run_verify(args)
         return run_presets(args)
     except KVCacheConfigError as exc:
         print(f"kvstrategies: error: {exc}", file=sys.stderr)

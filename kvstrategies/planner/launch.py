@@ -9,7 +9,9 @@ files share one parsing path.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..gpus import Accelerator
@@ -32,7 +34,31 @@ def launch_settings(req: DeploymentRequest) -> LaunchSettings:
         disable_radix_cache=req.disable_radix_cache,
         speculative_algorithm=req.speculative_algorithm,
         speculative_num_draft_tokens=req.speculative_num_draft_tokens,
+        speculative_num_steps=req.speculative_num_steps,
+        speculative_eagle_topk=req.speculative_eagle_topk,
+        speculative_draft_model_path=req.speculative_draft_model_path,
+        speculative_dflash_block_size=dflash_block_size(req.speculative_draft_model_path),
     )
+
+
+def dflash_block_size(draft_model_path: str | None) -> int | None:
+    """The DFLASH block size a draft model's ``config.json`` names (``dflash_config.block_size``,
+    else top-level ``block_size``), or ``None`` when absent or unreadable: SGLang then uses 16
+    (``speculative_hook._handle_dflash`` reading ``dflash_utils.parse_dflash_draft_config``)."""
+    if draft_model_path is None:
+        return None
+    path = Path(draft_model_path)
+    path = path / "config.json" if path.is_dir() else path
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    section = config.get("dflash_config")
+    holder = section if isinstance(section, dict) and "block_size" in section else config
+    value = holder.get("block_size")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 def resolve_launch(req: DeploymentRequest, config: Mapping[str, Any]) -> LaunchResolution | None:
@@ -45,6 +71,7 @@ def resolve_launch(req: DeploymentRequest, config: Mapping[str, Any]) -> LaunchR
         tp_size=req.tp_size,
         pp_size=req.pp_size,
         attn_dp_size=req.attn_dp_size,
+        dcp_size=req.dcp_size,
         settings=launch_settings(req),
     )
 
