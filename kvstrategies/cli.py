@@ -51,6 +51,11 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speculative-algorithm", default=None)
     parser.add_argument("--speculative-draft-layers", type=int, default=None, help="draft model layers")
     parser.add_argument("--speculative-num-draft-tokens", type=int, default=None)
+    parser.add_argument("--speculative-num-steps", type=int, default=None, help="default: SGLang's auto choice")
+    parser.add_argument("--speculative-eagle-topk", type=int, default=None, help="default: SGLang's auto choice")
+    parser.add_argument(
+        "--speculative-draft-model-path", default=None, help="draft model folder or config.json (DFLASH needs one)"
+    )
     parser.add_argument("--swa-full-tokens-ratio", type=float, default=None)
     parser.add_argument("--chunked-prefill-size", type=int, default=None)
     parser.add_argument("--disable-radix-cache", action="store_true")
@@ -168,6 +173,9 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         speculative_algorithm=args.speculative_algorithm,
         speculative_draft_layers=args.speculative_draft_layers,
         speculative_num_draft_tokens=args.speculative_num_draft_tokens,
+        speculative_num_steps=args.speculative_num_steps,
+        speculative_eagle_topk=args.speculative_eagle_topk,
+        speculative_draft_model_path=args.speculative_draft_model_path,
         swa_full_tokens_ratio=args.swa_full_tokens_ratio,
         chunked_prefill_size=args.chunked_prefill_size,
         disable_radix_cache=args.disable_radix_cache,

@@ -886,7 +886,7 @@ def _eagle_family(inp: LaunchInputs, res: LaunchResolution, algo: str) -> Launch
             )
         wide = algo != "STANDALONE" and inp.model.architectures[0] in _WIDE_SPEC_ARCHS
         auto = (5, 4, 8) if wide else (3, 1, 4)
-        why = f"auto speculative params for {inp.model.architectures[0]} (§10)"
+        why = f"auto params for {inp.model.architectures[0]} (speculative_hook._auto_choose_speculative_params)"
         res = _declare(res, "speculative_num_steps", auto[0], why)
         res = _declare(res, "speculative_eagle_topk", auto[1], why)
         res = _declare(res, "speculative_num_draft_tokens", auto[2], why)
@@ -898,7 +898,8 @@ def _eagle_family(inp: LaunchInputs, res: LaunchResolution, algo: str) -> Launch
     if topk == 1 and res.speculative_num_steps is not None:
         draft = res.speculative_num_steps + 1
         if res.speculative_num_draft_tokens != draft:
-            res = _declare(res, "speculative_num_draft_tokens", draft, "topk 1: steps + 1 (§10)")
+            why = "topk 1: steps + 1 (speculative_hook._handle_eagle_family)"
+            res = _declare(res, "speculative_num_draft_tokens", draft, why)
     if topk > 1 and (res.page_size or 1) > 1 and res.attention_backend not in ("flashinfer", "fa3", "triton"):
         raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", f"speculative_eagle_topk > 1 with page_size > 1 needs "
                       f"flashinfer, fa3 or triton, got {res.attention_backend}")  # fmt: skip
@@ -933,8 +934,8 @@ def _dflash(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
         raise _refuse(check, "DFLASH speculative decoding only supports pp_size == 1")
     if s.speculative_draft_model_path is None:
         raise _refuse(check, "DFLASH speculative decoding requires --speculative-draft-model-path")
-    res = _declare(res, "speculative_num_steps", 1, "DFLASH forces one step (§10)")
-    res = _declare(res, "speculative_eagle_topk", 1, "DFLASH forces topk 1 (§10)")
+    res = _declare(res, "speculative_num_steps", 1, "DFLASH: one step (speculative_hook._handle_dflash)")
+    res = _declare(res, "speculative_eagle_topk", 1, "DFLASH: topk 1 (speculative_hook._handle_dflash)")
     if res.speculative_num_draft_tokens is None:
         block = s.speculative_dflash_block_size or DFLASH_DEFAULT_BLOCK_SIZE
         res = _declare(res, "speculative_num_draft_tokens", block, "DFLASH: the draft model's block size")
