@@ -15,9 +15,12 @@ speculative 48 or the per-DP chunk (§0, quirk 1). :func:`estimate_kv_budget` tu
 into a KV byte budget (§5 / resolve.md §2). Nothing here reads the environment or imports torch.
 
 Not modelled (outside the fixtures; their settings are not inputs): XPU/MUSA/CPU/HPU platforms,
-prefill context parallel, DCP, two-batch overlap, PD KV sharding, post-capture KV sizing,
-deterministic inference, HiSparse, ``--enable-mis``, embedding-only heads, the ``llama-2`` path
-rule and the Qwen3-VL Hopper ``max_bs`` raise.
+prefill context parallel, two-batch overlap, PD KV sharding, post-capture KV sizing,
+deterministic inference, HiSparse, ``--enable-mis``, embedding-only heads and the ``llama-2`` path
+rule. DCP enters through its prefill-graph and DSA-backend rules only.
+
+Every rule is checked against SGLang's own resolution, launch by launch, by
+``kvstrategies verify --against sglang --launch`` (:mod:`kvstrategies.integrations.sglang.launch`).
 """
 
 from __future__ import annotations
@@ -212,14 +215,31 @@ def _model_facts(cfg: Mapping[str, Any], t: Mapping[str, Any]) -> LaunchModelFac
         multimodal_opt_in=opt_in,
         breakable_multimodal=bool(names & _BREAKABLE_MULTIMODAL),
         has_vision_config=isinstance(vision, Mapping),
-        vision_layers=_opt_int(vision, "num_hidden_layers"),
-        vision_hidden=_opt_int(vision, "hidden_size"),
+        vision_layers=_vision_value(cfg, vision, "num_hidden_layers"),
+        vision_hidden=_vision_value(cfg, vision, "hidden_size"),
         has_attention_sinks="GptOssForCausalLM" in names
         or bool(t.get("add_swa_attention_sink_bias") or t.get("add_full_attention_sink_bias")),
         kv_head_dims_differ=not is_mla and v_head_dim is not None and v_head_dim != head_dim,
         forces_disable_hybrid_swa_memory=bool(names & _NO_HYBRID_SWA_MEMORY)
         or ("Exaone4ForCausalLM" in names and "sliding_window_pattern" in t),
     )
+
+
+# Vision-config classes that fill what the raw JSON lacks (SGLang builds them from the dict):
+# configs.kimi_k25.KimiK25VisionConfig defaults num_hidden_layers 27, hidden_size 1152.
+_VISION_CONFIG_DEFAULTS: Mapping[str, Mapping[str, int]] = {
+    "kimi_k25": {"num_hidden_layers": 27, "hidden_size": 1152},
+}
+
+
+def _vision_value(cfg: Mapping[str, Any], vision: Any, key: str) -> int | None:
+    """``vision_config[key]``, else the vision-config class default of the model type, else
+    ``None`` (the VLM cut then uses 24 / 1024). SGLang: ``arg_groups.memory_hook.
+    adjust_mem_fraction_for_vlm`` reads the attribute of the config *object*."""
+    value = _opt_int(vision, key)
+    if value is not None or not isinstance(vision, Mapping):
+        return value
+    return _VISION_CONFIG_DEFAULTS.get(str(cfg.get("model_type") or ""), {}).get(key)
 
 
 def _opt_int(section: Any, key: str) -> int | None:
@@ -329,6 +349,7 @@ class LaunchResolution:
     speculative_num_steps: int | None = None
     speculative_eagle_topk: int | None = None
     speculative_num_draft_tokens: int | None = None
+    multimodal_reserve_mib: float = 0.0
     applied: tuple[AppliedDefault, ...] = ()
 
     def reasons(self, setting: str) -> tuple[AppliedDefault, ...]:
@@ -468,8 +489,24 @@ def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
         mrr = inp.settings.max_running_requests
         if mrr is not None and dmb > mrr:
             dmb, why = mrr, f"capacity tier {dmb} capped by --max-running-requests {mrr} (§2)"
+        if large_hopper_qwen3_vl(inp) and mrr is not None and dmb < mrr <= 512:
+            why = "Qwen3-VL, large Hopper: --max-running-requests (qwen3_vl.expand_multimodal_decode_graph...)"
+            dmb = mrr
         res = _declare(res, "cuda_graph_max_bs", dmb, why)
     return res
+
+
+def large_hopper_qwen3_vl(inp: LaunchInputs) -> bool:
+    """Qwen3-VL (``model_type`` qwen3_vl / qwen3_vl_moe, multimodal part on) on a Hopper GPU of at
+    least 60 GiB (SGLang: ``arg_groups.model_overrides.qwen3_vl.large_hopper_qwen3_vl_model_type``)."""
+    mem = inp.gpu.capacity_mib
+    return (
+        inp.gpu.is_sm90
+        and mem is not None
+        and mem >= 60 * 1024
+        and inp.model.model_type in ("qwen3_vl", "qwen3_vl_moe")
+        and _multimodal_active(inp)
+    )
 
 
 def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
@@ -679,15 +716,42 @@ def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | Non
         return "fa4", None
     if m.has_arch(_QWEN3_NEXT_LIKE) and g.is_sm100 and unset:
         return _qwen3_5_hybrid_backend(inp, res)
+    if m.has_arch(_GEMMA4_ARCHS) and unset:
+        return _gemma4_backend(inp), None
     if m.has_arch(frozenset({"NemotronHForCausalLM"})) and g.is_blackwell and free:
         if g.is_sm100 and (not spec or (topk or 1) <= 1):
             return "trtllm_mha", 64 if spec else None
-        return ("triton", None) if spec and not g.is_sm100 else (None, None)
+        # model_overrides.nemotron_h._nemotron_h_overrides: any other speculative launch -> triton
+        return ("triton", None) if spec else (None, None)
     if m.has_arch(frozenset({"FalconH1ForCausalLM", "JetNemotronForCausalLM"})) and g.is_sm100 and unset:
         return "triton", None
     if m.has_arch(frozenset({"GraniteMoeHybridForCausalLM"})) and m.is_mamba_radix and g.is_sm100 and unset:
         return "flashinfer", None
     return None, None
+
+
+_GEMMA4_ARCHS = frozenset({
+    "Gemma4ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma4UnifiedForConditionalGeneration",
+    "DiffusionGemmaForBlockDiffusion",
+})  # fmt: skip
+
+
+def _gemma4_backend(inp: LaunchInputs) -> str:
+    """Gemma-4 without ``--attention-backend``: ``trtllm_mha`` on SM100, ``triton`` elsewhere
+    (Hopper and Ampere included) and for the diffusion variant (SGLang:
+    ``arg_groups.model_overrides.gemma4._gemma4_overrides``)."""
+    diffusion = inp.model.architectures[0] == "DiffusionGemmaForBlockDiffusion"
+    return "trtllm_mha" if inp.gpu.is_sm100 and not diffusion else "triton"
+
+
+def _qwen3_vl_hopper_decode_backend(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """Qwen3-VL on a large Hopper GPU decodes with ``flashinfer`` when no attention or decode
+    backend was given (SGLang: ``arg_groups.model_overrides.qwen3_vl.
+    _qwen3vl_hopper_serving_overrides``)."""
+    if not large_hopper_qwen3_vl(inp) or res.attention_backend is not None or res.decode_attention_backend:
+        return res
+    return _declare(res, "decode_attention_backend", "flashinfer", "Qwen3-VL on a large Hopper GPU "
+                    "(qwen3_vl._qwen3vl_hopper_serving_overrides)")  # fmt: skip
 
 
 def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str, int]:
@@ -712,6 +776,7 @@ def attention_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
     """Step 5 (§6.1, §7): per-architecture attention backend and page size (fill-only page)."""
     if inp.model.is_dsv4 or inp.model.is_dsa or inp.gpu.is_npu:
         return res
+    res = _qwen3_vl_hopper_decode_backend(inp, res)
     backend, page = _family_backend(inp, res)
     if backend is not None:
         res = _declare(res, "attention_backend", backend, f"{inp.model.architectures[0]} override (§6.1)")
@@ -722,6 +787,29 @@ def attention_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
     spec = inp.settings.speculative_algorithm is not None
     if nemotron_spec and backend == "trtllm_mha" and spec and res.mamba_radix_cache_strategy == "auto":
         res = _declare(res, "mamba_radix_cache_strategy", "extra_buffer", "Nemotron-H SM100 with speculation (§6.1)")
+    return res
+
+
+_MODEL_HOOK = "sglang.srt.arg_groups.model_hook.handle_model_specific_adjustments"
+_LLAMA4_BACKENDS = frozenset({"fa3", "aiter", "triton", "ascend", "trtllm_mha", "intel_xpu"})
+_GEMMA4_BACKENDS = frozenset({"trtllm_mha", "triton", "fa4", "ascend", "intel_xpu", "intel_amx", "aiter"})
+
+
+def model_backend_check(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """After the model overrides: Llama-4 needs fa3/aiter/triton/ascend/trtllm_mha/intel_xpu as the
+    attention backend; Gemma-4 needs trtllm_mha/triton/fa4/ascend/intel_xpu/intel_amx/aiter for
+    prefill and decode (SGLang: ``arg_groups.model_hook.handle_model_specific_adjustments``)."""
+    arch = inp.model.architectures[0]
+    llama4 = arch in ("Llama4ForConditionalGeneration", "Llama4ForCausalLM")
+    if llama4 and res.attention_backend not in _LLAMA4_BACKENDS:
+        raise _refuse(_MODEL_HOOK, f"Llama-4 needs one of {sorted(_LLAMA4_BACKENDS)} as the attention backend, got "
+                      f"{res.attention_backend}")  # fmt: skip
+    if arch in _GEMMA4_ARCHS - {"DiffusionGemmaForBlockDiffusion"}:
+        prefill = res.prefill_attention_backend or res.attention_backend
+        decode = res.decode_attention_backend or res.attention_backend
+        if prefill not in _GEMMA4_BACKENDS or decode not in _GEMMA4_BACKENDS:
+            raise _refuse(_MODEL_HOOK, f"Gemma-4 needs one of {sorted(_GEMMA4_BACKENDS)} for prefill and decode, got "
+                          f"prefill={prefill}, decode={decode}")  # fmt: skip
     return res
 
 
@@ -752,7 +840,8 @@ def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
     if "WhisperForConditionalGeneration" in m.architectures:
         return "flashinfer"
     spec, topk = s.speculative_algorithm is not None, s.speculative_eagle_topk
-    spec_ok = not spec or (topk in (None, 1) and res.page_size in (None, 1))
+    # utils.common.is_no_spec_infer_or_topk_one: an unset topk passes at any page size.
+    spec_ok = topk is None or (topk == 1 and res.page_size in (None, 1))
     if m.is_mla:
         if g.is_sm90:
             return "fa3"
@@ -980,6 +1069,27 @@ def swa_ratio_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution
     return res
 
 
+VLM_CACHE_MIB = 100  # SGLANG_VLM_CACHE_SIZE_MB default
+MM_FEATURE_CACHE_MIB = 1024  # SGLANG_MM_FEATURE_CACHE_MB default
+
+
+def multimodal_reserve_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """The KV-budget share held for multimodal allocations made after sizing (MiB): the embedding
+    cache (100) for an active multimodal part; Qwen3-VL on a large Hopper GPU turns that cache
+    off and moves features over CUDA IPC, whose pool is reserved instead (1024 MiB, 3072 with a
+    user ``--max-running-requests >= 400``). SGLang: ``mem_cache.kv_cache_configurator.
+    mm_runtime_reservation_gb`` with the environment ``qwen3_vl._qwen3vl_hopper_serving_overrides``
+    sets."""
+    if not _multimodal_active(inp):
+        return res
+    if not large_hopper_qwen3_vl(inp):
+        return replace(res, multimodal_reserve_mib=float(VLM_CACHE_MIB))
+    mrr = inp.settings.max_running_requests
+    feature = 3 * 1024 if mrr is not None and mrr >= 400 else MM_FEATURE_CACHE_MIB
+    return _declare(res, "multimodal_reserve_mib", float(feature), "Qwen3-VL on a large Hopper GPU: CUDA-IPC "
+                    "feature pool, no embedding cache (qwen3_vl._qwen3vl_hopper_serving_overrides)")  # fmt: skip
+
+
 def capability_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     """Step 11 (§9.4): PD decode and Whisper run without the radix cache."""
     if res.disable_radix_cache:
@@ -1000,6 +1110,7 @@ PIPELINE: tuple[Step, ...] = (
     dsv4_override,  # 5
     dsa_override,
     attention_override,
+    model_backend_check,
     hybrid_swa_memory_override,
     mamba_strategy_override,
     generic_backend_step,  # 6
@@ -1009,6 +1120,7 @@ PIPELINE: tuple[Step, ...] = (
     speculative_step,  # 9
     swa_ratio_step,  # 10
     capability_step,  # 11
+    multimodal_reserve_step,
 )
 
 

@@ -205,3 +205,96 @@ def test_trtllm_mla_needs_blackwell() -> None:
     with pytest.raises(KVCacheConfigError, match="fp8_e4m3, bf16 or auto"):
         resolve_launch_defaults(DSV3, B200, tp_size=8, settings=e5m2)
     assert resolve_launch_defaults(DSV3, B200, tp_size=8).attention_backend == "trtllm_mla"
+
+
+def _synthetic(name: str):  # type: ignore[no-untyped-def]
+    from kvstrategies.integrations.sglang.launch_grid import launch_config
+
+    return model_facts_from_hf_config(launch_config("synthetic:" + name))
+
+
+A100 = lookup_gpu("A100-80GB")
+
+
+def test_gemma4_attention_backend_per_platform() -> None:
+    """Gemma-4 without a backend flag: trtllm_mha on SM100, triton on Hopper and Ampere (the
+    generic rule would pick fa3 / flashinfer). SGLang:
+    ``sglang.srt.arg_groups.model_overrides.gemma4._gemma4_overrides``."""
+    gemma4 = _synthetic("gemma4")
+    backends = [resolve_launch_defaults(gemma4, gpu).attention_backend for gpu in (H200, A100, B200)]
+    assert backends == ["triton", "triton", "trtllm_mha"]
+    assert resolve_launch_defaults(gemma4, B200).page_size == 64  # trtllm_mha page rule
+    split = LaunchSettings(decode_attention_backend="triton")
+    assert resolve_launch_defaults(gemma4, H200, settings=split).attention_backend == "triton"
+
+
+def test_gemma4_and_llama4_refuse_unsupported_backends() -> None:
+    """Gemma-4 takes trtllm_mha/triton/fa4/ascend/intel_xpu/intel_amx/aiter for prefill and
+    decode; Llama-4 fa3/aiter/triton/ascend/trtllm_mha/intel_xpu. SGLang:
+    ``sglang.srt.arg_groups.model_hook.handle_model_specific_adjustments``."""
+    flashinfer = LaunchSettings(attention_backend="flashinfer")
+    with pytest.raises(KVCacheConfigError, match="handle_model_specific_adjustments.*Gemma-4"):
+        resolve_launch_defaults(_synthetic("gemma4"), H200, settings=flashinfer)
+    with pytest.raises(KVCacheConfigError, match="Llama-4"):
+        resolve_launch_defaults(facts("llama-4-scout"), H200, tp_size=8, settings=flashinfer)
+    assert resolve_launch_defaults(facts("llama-4-scout"), A100, tp_size=8).attention_backend == "triton"
+
+
+def test_qwen3_vl_on_a_large_hopper_gpu() -> None:
+    """Qwen3-VL on a Hopper GPU of >= 60 GiB: decode backend flashinfer, decode graph max_bs up to
+    a user request cap <= 512, and the CUDA-IPC feature pool (1 GiB, 3 GiB at >= 400 requests)
+    reserved from the KV budget instead of the 100 MiB embedding cache. SGLang:
+    ``sglang.srt.arg_groups.model_overrides.qwen3_vl._qwen3vl_hopper_serving_overrides``,
+    ``qwen3_vl.expand_multimodal_decode_graph_to_running_limit``,
+    ``sglang.srt.mem_cache.kv_cache_configurator.mm_runtime_reservation_gb``."""
+    for name in ("qwen3-vl", "qwen3-vl-moe"):
+        vl = _synthetic(name)
+        hopper = resolve_launch_defaults(vl, H200)
+        assert (hopper.attention_backend, hopper.decode_attention_backend) == ("fa3", "flashinfer")
+        assert hopper.multimodal_reserve_mib == 1024
+        busy = resolve_launch_defaults(vl, H200, settings=LaunchSettings(max_running_requests=400))
+        assert (busy.cuda_graph_max_bs, busy.multimodal_reserve_mib) == (400, 3072)
+        ampere = resolve_launch_defaults(vl, A100, settings=LaunchSettings(max_running_requests=400))
+        assert (ampere.decode_attention_backend, ampere.cuda_graph_max_bs, ampere.multimodal_reserve_mib) == (
+            None, 256, 100
+        )
+    req = DeploymentRequest("vl", {"hf_config": {"architectures": ["LlamaForCausalLM"]}}, gpu=H200)
+    assert resolve_launch(req, req.hf_config()).multimodal_reserve_mib == 0  # type: ignore[union-attr]
+
+
+def test_kimi_k25_vision_config_class_defaults() -> None:
+    """Kimi-K2.5's vision config object supplies num_hidden_layers 27 / hidden_size 1152 when the
+    raw JSON names them otherwise, so the VLM cut is x0.9098, not the 24 / 1024 fallback.
+    SGLang: ``sglang.srt.configs.kimi_k25.KimiK25VisionConfig`` read by
+    ``sglang.srt.arg_groups.memory_hook.adjust_mem_fraction_for_vlm``."""
+    kimi = _synthetic("kimi-k2.5")
+    assert (kimi.vision_layers, kimi.vision_hidden) == (27, 1152)
+    res = resolve_launch_defaults(kimi, H200, tp_size=8)
+    assert res.mem_fraction_static == pytest.approx(0.886 * 0.95 * (1 - 0.1 * (27 * 1152**2 / (24 * 1024**2) - 1)))
+    other = model_facts_from_hf_config({"architectures": ["X"], "model_type": "x", "vision_config": {"depth": 4}})
+    assert (other.vision_layers, other.vision_hidden) == (None, None)
+
+
+def test_hopper_keeps_fa3_for_speculation_with_topk_unset_at_any_page() -> None:
+    """The generic default on Hopper is fa3 unless a *given* topk > 1 or topk 1 with page > 1: with
+    EAGLE and topk still unset, page 64 keeps fa3. SGLang:
+    ``sglang.srt.arg_groups.model_override_base.get_default_attn_backend`` with
+    ``sglang.srt.utils.common.is_no_spec_infer_or_topk_one``."""
+    paged = LaunchSettings(speculative_algorithm="EAGLE", page_size=64)
+    assert resolve_launch_defaults(facts("qwen3-8b"), H200, settings=paged).attention_backend == "fa3"
+    given = LaunchSettings(
+        speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_eagle_topk=1, page_size=64
+    )
+    assert resolve_launch_defaults(facts("qwen3-8b"), H200, settings=given).attention_backend == "flashinfer"
+
+
+def test_nemotron_h_on_sm100_with_a_speculative_tree_uses_triton() -> None:
+    """Nemotron-H on Blackwell with speculation: trtllm_mha (page 64) for topk unset/1 on SM100,
+    triton otherwise (topk > 1 on SM100 too). SGLang:
+    ``sglang.srt.arg_groups.model_overrides.nemotron_h._nemotron_h_overrides``."""
+    nemotron = facts("nemotron-h-8b")
+    tree = LaunchSettings(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_eagle_topk=4,
+                          speculative_num_draft_tokens=8)  # fmt: skip
+    assert resolve_launch_defaults(nemotron, B200, tp_size=8, settings=tree).attention_backend == "triton"
+    chain = resolve_launch_defaults(nemotron, B200, tp_size=8, settings=LaunchSettings(speculative_algorithm="EAGLE"))
+    assert (chain.attention_backend, chain.page_size) == ("trtllm_mha", 64)

@@ -12,9 +12,12 @@ from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.integrations.sglang import launch as bridge
 from kvstrategies.integrations.sglang.launch_grid import (
     DFLASH_DRAFT,
+    SYNTHETIC_CONFIGS,
+    SYNTHETIC_PREFIX,
     LaunchSpec,
     default_grid,
     grid_from_json,
+    launch_config,
     spec_from_dict,
     valid_tps,
 )
@@ -24,7 +27,7 @@ from kvstrategies.presets import load_preset_config, preset_names
 def test_default_grid_covers_every_preset_gpu_and_feature() -> None:
     grid = default_grid()
     assert len(grid) >= 500 and len({s.name for s in grid}) == len(grid)
-    assert {s.preset for s in grid} == set(preset_names())
+    assert {s.preset for s in grid} == set(preset_names()) | {SYNTHETIC_PREFIX + n for n in SYNTHETIC_CONFIGS}
     assert {s.gpu for s in grid} == {"H100-80GB", "H200", "B200", "A100-80GB"}
     flags = [s.flags for s in grid]
     for algo in ("EAGLE", "NGRAM", "DFLASH"):
@@ -54,6 +57,9 @@ def test_grid_files_round_trip_and_refuse_bad_input() -> None:
         grid_from_json([spec.to_dict(), spec.to_dict()])
     with pytest.raises(KVCacheConfigError, match="JSON list"):
         grid_from_json({"launches": []})  # type: ignore[arg-type]
+    with pytest.raises(KVCacheConfigError, match="unknown synthetic config"):
+        launch_config("synthetic:nope")
+    assert launch_config("synthetic:kimi-k2.5")["text_config"] == load_preset_config("kimi-k2")
 
 
 def _sglang_like(spec: LaunchSpec, **changes: object) -> bridge.LaunchOutcome:

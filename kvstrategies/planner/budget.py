@@ -15,12 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InsufficientMemoryError, KVCacheConfigError
-from ..launch_defaults import LaunchResolution, estimate_kv_budget, model_facts_from_hf_config
+from ..launch_defaults import LaunchResolution, estimate_kv_budget
 from ..weights import estimate_weights
 from .request import GIB, DeploymentRequest
-
-# resolve.md §2: SGLANG_VLM_CACHE_SIZE_MB default (100 MiB), held for an active multimodal part.
-MULTIMODAL_RESERVE_GIB = 100 / 1024
 
 
 @dataclass(frozen=True)
@@ -80,9 +77,7 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
     if gpu.capacity_mib is None or launch.mem_fraction_static is None:
         raise KVCacheConfigError(f"GPU {gpu.name!r} has no known capacity; give --gpu-memory (e.g. 80GiB)")
     weights, weight_source = weights_per_rank(req, config)
-    facts = model_facts_from_hf_config(config)
-    multimodal = facts.is_multimodal and not facts.multimodal_opt_in
-    mm_gib = MULTIMODAL_RESERVE_GIB if multimodal else 0.0
+    mm_gib = launch.multimodal_reserve_mib / 1024  # kv_cache_configurator.mm_runtime_reservation_gb
     mfs = launch.mem_fraction_static
     world = req.tp_size * req.pp_size
     free_before = gpu.capacity_mib * 2**20 - req.overhead_bytes

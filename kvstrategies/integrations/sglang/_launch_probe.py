@@ -108,7 +108,8 @@ def preload_resolution_modules() -> None:
             with contextlib.suppress(Exception):  # a platform-only module may not import here
                 importlib.import_module(info.name)
         for name in ("sglang.srt.model_loader", "sglang.srt.speculative.dflash_utils",
-                     "sglang.srt.model_executor.cuda_graph_config", "sglang.srt.configs.model_config"):  # fmt: skip
+                     "sglang.srt.model_executor.cuda_graph_config", "sglang.srt.configs.model_config",
+                     "sglang.srt.mem_cache.kv_cache_configurator"):  # fmt: skip
             importlib.import_module(name)
 
 
@@ -201,12 +202,20 @@ def resolve_in_this_process(fields: Mapping[str, Any]) -> dict[str, Any]:
     ``_swa_full_tokens_ratio_explicitly_set``. Call after :func:`install_gpu`."""
     server_args_mod = importlib.import_module("sglang.srt.server_args")
     overrides = importlib.import_module("sglang.srt.arg_groups.overrides")
+    base = importlib.import_module("sglang.srt.arg_groups.model_override_base")
+    kv_configurator = importlib.import_module("sglang.srt.mem_cache.kv_cache_configurator")
     sa = server_args_mod.ServerArgs(**fields)
     sa.resolve_once()
     resolved: dict[str, Any] = sa.resolved_dict()
     resolved["_swa_full_tokens_ratio_explicitly_set"] = overrides.resolution_result(
         sa, "_swa_full_tokens_ratio_explicitly_set"
     )
+    # The KV-budget share for multimodal allocations, from the environment the hooks just set.
+    reserve_gb = kv_configurator.mm_runtime_reservation_gb(
+        is_multimodal=bool(base.model_config_of(sa).is_multimodal),
+        mm_feature_transport=overrides.resolution_result(sa, "mm_feature_transport"),
+    )
+    resolved["_multimodal_reserve_mib"] = float(reserve_gb) * 1024
     return resolved
 
 

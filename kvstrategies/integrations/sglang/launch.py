@@ -24,8 +24,7 @@ from typing import Any
 from ...errors import KVCacheConfigError
 from ...gpus import lookup_gpu
 from ...launch_defaults import LaunchResolution
-from ...presets import load_preset_config
-from .launch_grid import DFLASH_DRAFT, DFLASH_DRAFT_CONFIG, LaunchSpec, spec_from_dict
+from .launch_grid import DFLASH_DRAFT, DFLASH_DRAFT_CONFIG, LaunchSpec, launch_config, spec_from_dict
 
 SGLANG_VERSION = "0.5.23"
 GOLDEN_DIR = Path(__file__).resolve().parents[3] / "golden" / f"sglang-{SGLANG_VERSION}-launch"
@@ -40,7 +39,7 @@ COMPARED_FIELDS: tuple[str, ...] = (
     "swa_full_tokens_ratio", "swa_full_tokens_ratio_explicit", "disable_hybrid_swa_memory",
     "mamba_radix_cache_strategy", "disable_overlap_schedule", "disable_radix_cache",
     "max_running_requests", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
-    "speculative_num_draft_tokens",
+    "speculative_num_draft_tokens", "multimodal_reserve_mib",
 )  # fmt: skip
 
 
@@ -50,15 +49,6 @@ class LaunchOutcome:
 
     fields: Mapping[str, Any] = field(default_factory=dict)
     refused: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"refused": self.refused} if self.refused is not None else {"fields": dict(self.fields)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LaunchOutcome:
-        if data.get("refused") is not None:
-            return cls(refused=str(data["refused"]))
-        return cls(fields=dict(data.get("fields") or {}))
 
 
 @dataclass(frozen=True)
@@ -120,7 +110,8 @@ def sglang_fields(resolved: Mapping[str, Any]) -> dict[str, Any]:
     """The compared fields from ``ServerArgs.resolved_dict()`` (+ the explicit-ratio flag).
 
     Graph fields come from ``cuda_graph_config`` (decode ``max_bs``/``backend``; prefill
-    ``backend``/``max_bs``/``len(bs)``).
+    ``backend``/``max_bs``/``len(bs)``); ``multimodal_reserve_mib`` is
+    ``kv_cache_configurator.mm_runtime_reservation_gb`` (in MiB) after the resolution.
     """
     graphs = resolved.get("cuda_graph_config") or {}
     decode, prefill = graphs.get("decode") or {}, graphs.get("prefill") or {}
@@ -132,6 +123,7 @@ def sglang_fields(resolved: Mapping[str, Any]) -> dict[str, Any]:
         prefill_graph_max_bs=prefill.get("max_bs"),
         prefill_graph_bs_count=len(prefill.get("bs") or ()),
         swa_full_tokens_ratio_explicit=bool(resolved.get("_swa_full_tokens_ratio_explicitly_set")),
+        multimodal_reserve_mib=resolved.get("_multimodal_reserve_mib"),
     )
     return out
 
@@ -161,7 +153,7 @@ def planner_outcome(spec: LaunchSpec, draft_dir: Path) -> LaunchOutcome:
     try:
         req = DeploymentRequest(
             model=spec.preset,
-            source={"preset": spec.preset},
+            source={"hf_config": launch_config(spec.preset)},
             tp_size=spec.tp_size,
             pp_size=spec.pp_size,
             dcp_size=spec.dcp_size,
@@ -195,7 +187,7 @@ def write_model_dirs(specs: Iterable[LaunchSpec], root: Path) -> tuple[dict[str,
     dirs: dict[str, Path] = {}
     for spec in specs:
         if spec.preset not in dirs:
-            config = dict(load_preset_config(spec.preset))
+            config = launch_config(spec.preset)
             config.pop("auto_map", None)
             folder = root / spec.preset
             folder.mkdir(parents=True, exist_ok=True)

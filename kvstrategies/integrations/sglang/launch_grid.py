@@ -3,9 +3,10 @@
 A launch is a preset model, a GPU, the parallel layout and the server flags a user would pass
 (SGLang's server-argument names). :func:`default_grid` is the shipped grid: every preset on
 H100-80GB, H200, B200 and A100-80GB at every TP in 1, 2, 4, 8 that divides the attention heads,
-then, per preset at its largest such TP, variants with fp8 KV, page 64, EAGLE (auto and explicit
-parameters), NGRAM, DFLASH (with a draft model), DP attention, DCP 2, PP 2 and
-``--chunked-prefill-size -1``, plus launches SGLang refuses (to check the planner refuses them
+then, per preset at its largest such TP, variants with fp8 KV, page 64, EAGLE (auto, explicit
+chain and tree parameters, with page 64, with DP attention), NGRAM, DFLASH (with a draft model),
+DP attention, DCP 2, PP 2, ``--chunked-prefill-size -1``, fp8_e5m2 KV, radix cache off and a
+request cap, plus launches SGLang refuses (to check the planner refuses them
 too). A grid file is a JSON list of launch objects with the same keys as :class:`LaunchSpec`.
 No SGLang import here.
 """
@@ -36,6 +37,47 @@ DFLASH_DRAFT_CONFIG: Mapping[str, Any] = {
     "torch_dtype": "bfloat16",
     "block_size": 10,
 }
+
+# Models without a shipped preset whose launch rules the issue named, as small configs that
+# SGLang completes from its config classes (the rest of each config is the class default).
+# A launch's ``preset`` names one as ``synthetic:<name>``.
+SYNTHETIC_PREFIX = "synthetic:"
+
+
+def _kimi_k25() -> dict[str, Any]:
+    """Kimi-K2.5-shaped: Kimi-K2's text model, a vision config without ``num_hidden_layers`` /
+    ``hidden_size`` (so ``KimiK25VisionConfig`` supplies 27 / 1152)."""
+    return {
+        "architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
+        "text_config": load_preset_config("kimi-k2"),
+        "vision_config": {"vt_num_hidden_layers": 27, "vt_hidden_size": 1152, "patch_size": 14},
+    }  # fmt: skip
+
+
+SYNTHETIC_CONFIGS: Mapping[str, Any] = {
+    "gemma4": lambda: {"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4"},
+    "qwen3-vl": lambda: {
+        "architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
+        "vision_config": {"model_type": "qwen3_vl", "depth": 27, "hidden_size": 1152},
+    },
+    "qwen3-vl-moe": lambda: {
+        "architectures": ["Qwen3VLMoeForConditionalGeneration"], "model_type": "qwen3_vl_moe",
+        "vision_config": {"model_type": "qwen3_vl_moe", "depth": 27, "hidden_size": 1152},
+    },
+    "kimi-k2.5": _kimi_k25,
+}  # fmt: skip
+
+
+def launch_config(preset: str) -> dict[str, Any]:
+    """The raw config of a launch's model: a shipped preset or a ``synthetic:`` config."""
+    if preset.startswith(SYNTHETIC_PREFIX):
+        make = SYNTHETIC_CONFIGS.get(preset[len(SYNTHETIC_PREFIX) :])
+        if make is None:
+            raise KVCacheConfigError(f"unknown synthetic config {preset!r}; known: {sorted(SYNTHETIC_CONFIGS)}")
+        config: dict[str, Any] = make()
+        return config
+    return dict(load_preset_config(preset))
+
 
 FLAG_NAMES = frozenset({
     "kv_cache_dtype", "page_size", "chunked_prefill_size", "attention_backend", "max_running_requests",
@@ -141,6 +183,13 @@ _VARIANTS_H200_B200: tuple[dict[str, Any], ...] = (
     {"flags": {"speculative_algorithm": "DFLASH", "speculative_draft_model_path": DFLASH_DRAFT}},
     {"dcp_size": 2},
     {"flags": {"chunked_prefill_size": -1}},
+    {"flags": {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 4,
+               "speculative_num_draft_tokens": 8}},
+    {"flags": {"speculative_algorithm": "EAGLE", "page_size": 64}},
+    {"attn_dp_size": -1, "flags": {"speculative_algorithm": "EAGLE"}},
+    {"flags": {"kv_cache_dtype": "fp8_e5m2"}},
+    {"flags": {"disable_radix_cache": True}},
+    {"flags": {"max_running_requests": 64}},
 )  # fmt: skip
 # Launches SGLang refuses; the planner must refuse them too (DeepSeek-V4 + bare EAGLE is a
 # variant already).
@@ -175,6 +224,22 @@ def default_grid(presets: Iterable[str] | None = None) -> tuple[LaunchSpec, ...]
     for preset, gpu, tp, flags in _REFUSED:
         if preset in names:
             out.append(_spec(preset, gpu, tp, flags=flags))
+    if presets is None:
+        out.extend(synthetic_grid())
+    return tuple(out)
+
+
+def synthetic_grid() -> tuple[LaunchSpec, ...]:
+    """Every synthetic config on every grid GPU at TP 1 and 8, plus a high request cap (the
+    Qwen3-VL Hopper graph and feature-pool rules) and a split decode backend (Gemma-4)."""
+    out: list[LaunchSpec] = []
+    for name in SYNTHETIC_CONFIGS:
+        preset = SYNTHETIC_PREFIX + name
+        for gpu in GRID_GPUS:
+            out.extend(_spec(preset, gpu, tp) for tp in (1, 8))
+            out.append(_spec(preset, gpu, 8, flags={"max_running_requests": 400}))
+    for gpu in GRID_GPUS:
+        out.append(_spec(SYNTHETIC_PREFIX + "gemma4", gpu, 1, flags={"attention_backend": "flashinfer"}))
     return tuple(out)
 
 
