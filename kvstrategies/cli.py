@@ -101,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     verify.add_argument("--recorded", action="store_true", help="use SGLang's recorded answers (no SGLang needed)")
     verify.add_argument("--record", type=Path, default=None, metavar="DIR", help="write SGLang's live answers to DIR")
+    verify.add_argument("--jobs", type=int, default=None, help="resolution workers (default: the CPUs, at most 8)")
     verify.add_argument("--show-equal", action="store_true", help="also list the launches that agree")
     verify.add_argument("--json", action="store_true")
     presets = sub.add_parser("presets", help="list the shipped model presets and the strategy that sizes each")
@@ -350,7 +351,8 @@ def run_verify(args: argparse.Namespace) -> int:
 
     grid = Path(args.launch) if args.launch else None
     return run_verify_launch(
-        grid, recorded=args.recorded, record=args.record, as_json=args.json, show_equal=args.show_equal
+        grid, recorded=args.recorded, record=args.record, workers=args.jobs, as_json=args.json,
+        show_equal=args.show_equal,
     )
 
 

@@ -1040,12 +1040,13 @@ def speculative_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResoluti
     algo = algo.upper()
     res = replace(res, speculative_algorithm=algo)  # SGLang's enum is upper case
     if algo == "NEXTN":
-        res = _declare(res, "speculative_algorithm", "EAGLE", "NEXTN is renamed EAGLE (§10)")
+        why = "NEXTN is EAGLE (speculative_hook.handle_speculative_decoding)"
+        res = _declare(res, "speculative_algorithm", "EAGLE", why)
         algo = "EAGLE"
     if algo == "DFLASH":
         res = _dflash(inp, res)
     if res.max_running_requests is None:
-        res = _declare(res, "max_running_requests", 48, f"{algo} default (§10)")
+        res = _declare(res, "max_running_requests", 48, f"{algo} default (speculative_hook)")
     if algo in _EAGLE_FAMILY:
         res = _eagle_family(inp, res, algo)
     elif algo == "NGRAM":

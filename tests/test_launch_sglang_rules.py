@@ -156,6 +156,9 @@ def test_dflash_needs_a_draft_model_and_takes_its_block_size(tmp_path: Path) -> 
     )  # fmt: skip
     launch = resolve_launch(req, req.hf_config())
     assert launch is not None and launch.speculative_num_draft_tokens == 3
+    (tmp_path / "config.json").write_text(json.dumps({"block_size": 3, "num_hidden_layers": 5}))
+    assert case_fields(req, "bfloat16", launch)["eagle_draft_num_layers"] == 5  # the draft's layers
+    assert case_fields(req.replace(speculative_draft_layers=2), "bfloat16", launch)["eagle_draft_num_layers"] == 2
 
 
 def test_eagle_params_are_all_auto_or_steps_given() -> None:

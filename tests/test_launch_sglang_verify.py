@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,17 @@ def test_cli_verify_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "not recorded" in capsys.readouterr().err
     assert main(["verify", "--against", "sglang"]) == 2
     assert "--launch" in capsys.readouterr().err
+
+
+def test_workers_keep_the_launch_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kvstrategies.integrations.sglang import _launch_probe as probe
+
+    monkeypatch.setattr(probe, "resolve_forked", lambda facts, fields: {"ok": {"i": fields["i"], "pid": os.getpid()}})
+    jobs = [(probe.GpuFacts(9, 0, 81559.0), {"i": i}) for i in range(7)]
+    answers = probe.resolve_many_forked(jobs, workers=3)
+    assert [a["ok"]["i"] for a in answers] == list(range(7))
+    assert len({a["ok"]["pid"] for a in answers}) == 3 and os.getpid() not in {a["ok"]["pid"] for a in answers}
+    assert probe.resolve_many_forked(jobs[:2], workers=1) == [{"ok": {"i": i, "pid": os.getpid()}} for i in range(2)]
+    facts = probe.GpuFacts(10, 0, 183359.0).platform_facts()
+    assert facts["is_sm100"] and facts["is_blackwell"] and not facts["is_sm90"]
+    assert facts["device_capability"] == (10, 0)

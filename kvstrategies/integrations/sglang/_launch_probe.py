@@ -252,3 +252,37 @@ def resolve_forked(facts: GpuFacts, fields: Mapping[str, Any]) -> dict[str, Any]
         return {"refused": f"child process died (status {status}) before answering"}
     result: dict[str, Any] = json.loads(data)
     return result
+
+
+def resolve_many_forked(jobs: list[tuple[GpuFacts, dict[str, Any]]], workers: int = 1) -> list[dict[str, Any]]:
+    """:func:`resolve_forked` for every job, in order. With ``workers > 1`` the jobs are dealt
+    round-robin to that many forked workers (each still resolves every launch in its own fresh
+    child, so no launch sees another's process state)."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [resolve_forked(facts, fields) for facts, fields in jobs]
+    pipes: list[tuple[int, int]] = []
+    for worker in range(workers):
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # worker
+            os.close(read_fd)
+            code = 0
+            try:
+                mine = {i: resolve_forked(*jobs[i]) for i in range(worker, len(jobs), workers)}
+                with os.fdopen(write_fd, "wb") as pipe:
+                    pipe.write(json.dumps(mine, default=str).encode())
+            except BaseException:  # noqa: BLE001
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        pipes.append((pid, read_fd))
+    answers: dict[int, dict[str, Any]] = {}
+    for pid, read_fd in pipes:
+        with os.fdopen(read_fd, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        if not data:
+            raise RuntimeError(f"a resolution worker died (status {status}) before answering")
+        answers.update({int(k): v for k, v in json.loads(data).items()})
+    return [answers[i] for i in range(len(jobs))]

@@ -199,10 +199,19 @@ def write_model_dirs(specs: Iterable[LaunchSpec], root: Path) -> tuple[dict[str,
     return dirs, draft
 
 
+def default_workers() -> int:
+    """Resolution workers: the CPUs this process may use, at most 8."""
+    import os
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(8, cpus))
+
+
 def sglang_live_outcomes(
-    specs: Sequence[LaunchSpec], progress: Callable[[int, int], None] | None = None
+    specs: Sequence[LaunchSpec], workers: int | None = None
 ) -> tuple[dict[str, LaunchOutcome], float]:
-    """Resolve every launch with SGLang (one import here, one forked child per launch).
+    """Resolve every launch with SGLang: one import here, then one fresh forked child per launch
+    (spread over ``workers`` forked workers, :func:`default_workers` by default).
 
     Returns the outcomes by launch name and the wall time in seconds (import included).
     """
@@ -210,21 +219,22 @@ def sglang_live_outcomes(
     from . import _launch_probe as probe
 
     probe.preload_resolution_modules()
-    out: dict[str, LaunchOutcome] = {}
     with tempfile.TemporaryDirectory(prefix="kvstrategies-launch-") as tmp:
         dirs, draft = write_model_dirs(specs, Path(tmp))
-        for i, spec in enumerate(specs):
+        jobs = []
+        for spec in specs:
             gpu = lookup_gpu(spec.gpu)
             if gpu.compute_capability is None or gpu.capacity_mib is None:
                 raise KVCacheConfigError(f"launch {spec.name!r}: the SGLang check runs CUDA GPUs only, got {gpu.name}")
             facts = probe.GpuFacts(*gpu.compute_capability, capacity_mib=gpu.capacity_mib)
-            answer = probe.resolve_forked(facts, _server_fields(spec, dirs[spec.preset], draft))
-            if "ok" in answer:
-                out[spec.name] = LaunchOutcome(fields=sglang_fields(answer["ok"]))
-            else:
-                out[spec.name] = LaunchOutcome(refused=str(answer["refused"]))
-            if progress is not None:
-                progress(i + 1, len(specs))
+            jobs.append((facts, _server_fields(spec, dirs[spec.preset], draft)))
+        answers = probe.resolve_many_forked(jobs, default_workers() if workers is None else workers)
+    out: dict[str, LaunchOutcome] = {}
+    for spec, answer in zip(specs, answers, strict=True):
+        if "ok" in answer:
+            out[spec.name] = LaunchOutcome(fields=sglang_fields(answer["ok"]))
+        else:
+            out[spec.name] = LaunchOutcome(refused=str(answer["refused"]))
     return out, time.perf_counter() - start
 
 
@@ -405,6 +415,7 @@ def run_verify_launch(
     *,
     recorded: bool = False,
     record: Path | None = None,
+    workers: int | None = None,
     as_json: bool = False,
     show_equal: bool = False,
     out: Callable[[str], None] = print,
@@ -426,7 +437,7 @@ def run_verify_launch(
         source = f"SGLang {SGLANG_VERSION} answers recorded in golden/sglang-{SGLANG_VERSION}-launch"
     else:
         try:
-            answers, seconds = sglang_live_outcomes(specs)
+            answers, seconds = sglang_live_outcomes(specs, workers)
         except ImportError as exc:
             raise KVCacheConfigError(
                 f"SGLang is not importable ({exc}); install the 'sglang' extra or pass --recorded"
