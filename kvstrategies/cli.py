@@ -84,6 +84,11 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     srv.add_argument("--speculative-algorithm", default=None)
     srv.add_argument("--speculative-draft-layers", type=int, default=None, help="draft model layers (kvstrategies)")
     srv.add_argument("--speculative-num-draft-tokens", type=int, default=None)
+    srv.add_argument("--speculative-num-steps", type=int, default=None, help="default: SGLang's auto choice")
+    srv.add_argument("--speculative-eagle-topk", type=int, default=None, help="default: SGLang's auto choice")
+    srv.add_argument(
+        "--speculative-draft-model-path", default=None, help="draft model folder or config.json (DFLASH needs one)"
+    )
     srv.add_argument("--swa-full-tokens-ratio", type=float, default=None)
     srv.add_argument("--chunked-prefill-size", type=int, default=None)
     srv.add_argument("--disable-radix-cache", action="store_true")
@@ -116,8 +121,6 @@ LAUNCH_EXTRAS: dict[str, type] = {
     "--disable-prefill-cuda-graph": bool,
     "--disable-overlap-schedule": bool,
     "--cuda-graph-max-bs-decode": int,
-    "--speculative-num-steps": int,
-    "--speculative-eagle-topk": int,
     "--moe-a2a-backend": str,
     "--disaggregation-mode": str,
     "--enable-multimodal": bool,
@@ -183,6 +186,18 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--page-size", default=None, help="comma list, e.g. 1,64 (default: the launch's)")
     sweep.add_argument("--csv", action="store_true", help="CSV instead of a table")
     sweep.add_argument("--json", action="store_true", help="JSON rows instead of a table")
+    verify = sub.add_parser("verify", help="check the planner against SGLang's own code")
+    verify.add_argument("--against", choices=["sglang"], required=True)
+    verify.add_argument(
+        "--launch", nargs="?", const="", default=None, metavar="GRID",
+        help="launch defaults: resolve each launch of GRID (a JSON list; default: the shipped grid) with "
+        "SGLang's ServerArgs.resolve_once and with the planner, and diff every field",
+    )  # fmt: skip
+    verify.add_argument("--recorded", action="store_true", help="use SGLang's recorded answers (no SGLang needed)")
+    verify.add_argument("--record", type=Path, default=None, metavar="DIR", help="write SGLang's live answers to DIR")
+    verify.add_argument("--jobs", type=int, default=None, help="resolution workers (default: the CPUs, at most 8)")
+    verify.add_argument("--show-equal", action="store_true", help="also list the launches that agree")
+    verify.add_argument("--json", action="store_true")
     presets = sub.add_parser("presets", help="list the shipped model presets and the strategy that sizes each")
     presets.add_argument("--json", action="store_true")
     archs = sub.add_parser("architectures", help="list the architectures SGLang 0.5.23 serves that the planner knows")
@@ -308,6 +323,9 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         speculative_algorithm=args.speculative_algorithm,
         speculative_draft_layers=args.speculative_draft_layers,
         speculative_num_draft_tokens=args.speculative_num_draft_tokens,
+        speculative_num_steps=args.speculative_num_steps,
+        speculative_eagle_topk=args.speculative_eagle_topk,
+        speculative_draft_model_path=args.speculative_draft_model_path,
         swa_full_tokens_ratio=args.swa_full_tokens_ratio,
         chunked_prefill_size=args.chunked_prefill_size,
         disable_radix_cache=args.disable_radix_cache,
@@ -540,6 +558,19 @@ def split_launch_command(argv: Sequence[str]) -> tuple[list[str], LaunchCommand 
     return ["plan", *command.plan_args, *args[1:cut]], command
 
 
+def run_verify(args: argparse.Namespace) -> int:
+    """``verify --against sglang --launch [GRID]`` (see :mod:`kvstrategies.integrations.sglang.launch`)."""
+    if args.launch is None:
+        raise KVCacheConfigError("verify: pass --launch [GRID] to check the launch defaults")
+    from .integrations.sglang.launch import run_verify_launch
+
+    grid = Path(args.launch) if args.launch else None
+    return run_verify_launch(
+        grid, recorded=args.recorded, record=args.record, workers=args.jobs, as_json=args.json,
+        show_equal=args.show_equal,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args: argparse.Namespace | None = None
@@ -555,6 +586,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_architectures(args)
         if args.command == "gpus":
             return run_gpus(args)
+        if args.command == "verify":
+            return run_verify(args)
         return run_presets(args)
     except KVCacheConfigError as exc:
         message = str(exc)

@@ -15,9 +15,12 @@ speculative 48 or the per-DP chunk (§0, quirk 1). :func:`estimate_kv_budget` tu
 into a KV byte budget (§5 / resolve.md §2). Nothing here reads the environment or imports torch.
 
 Not modelled (outside the fixtures; their settings are not inputs): XPU/MUSA/CPU/HPU platforms,
-prefill context parallel, DCP, two-batch overlap, PD KV sharding, post-capture KV sizing,
-deterministic inference, HiSparse, ``--enable-mis``, embedding-only heads, the ``llama-2`` path
-rule and the Qwen3-VL Hopper ``max_bs`` raise.
+prefill context parallel, two-batch overlap, PD KV sharding, post-capture KV sizing,
+deterministic inference, HiSparse, ``--enable-mis``, embedding-only heads and the ``llama-2`` path
+rule. DCP enters through its prefill-graph and DSA-backend rules only.
+
+Every rule is checked against SGLang's own resolution, launch by launch, by
+``kvstrategies verify --against sglang --launch`` (:mod:`kvstrategies.integrations.sglang.launch`).
 """
 
 from __future__ import annotations
@@ -185,14 +188,31 @@ def _model_facts(cfg: Mapping[str, Any], t: Mapping[str, Any]) -> LaunchModelFac
         multimodal_opt_in=opt_in,
         breakable_multimodal=bool(names & _BREAKABLE_MULTIMODAL),
         has_vision_config=isinstance(vision, Mapping),
-        vision_layers=_opt_int(vision, "num_hidden_layers"),
-        vision_hidden=_opt_int(vision, "hidden_size"),
+        vision_layers=_vision_value(cfg, vision, "num_hidden_layers"),
+        vision_hidden=_vision_value(cfg, vision, "hidden_size"),
         has_attention_sinks=bool(names & _ATTENTION_SINKS)
         or bool(t.get("add_swa_attention_sink_bias") or t.get("add_full_attention_sink_bias")),
         kv_head_dims_differ=not is_mla and v_head_dim is not None and v_head_dim != head_dim,
         forces_disable_hybrid_swa_memory=bool(names & _NO_HYBRID_SWA_MEMORY)
         or (bool(names & _NO_HYBRID_SWA_MEMORY_WITH_PATTERN) and "sliding_window_pattern" in t),
     )
+
+
+# Vision-config classes that fill what the raw JSON lacks (SGLang builds them from the dict):
+# configs.kimi_k25.KimiK25VisionConfig defaults num_hidden_layers 27, hidden_size 1152.
+_VISION_CONFIG_DEFAULTS: Mapping[str, Mapping[str, int]] = {
+    "kimi_k25": {"num_hidden_layers": 27, "hidden_size": 1152},
+}
+
+
+def _vision_value(cfg: Mapping[str, Any], vision: Any, key: str) -> int | None:
+    """``vision_config[key]``, else the vision-config class default of the model type, else
+    ``None`` (the VLM cut then uses 24 / 1024). SGLang: ``arg_groups.memory_hook.
+    adjust_mem_fraction_for_vlm`` reads the attribute of the config *object*."""
+    value = _opt_int(vision, key)
+    if value is not None or not isinstance(vision, Mapping):
+        return value
+    return _VISION_CONFIG_DEFAULTS.get(str(cfg.get("model_type") or ""), {}).get(key)
 
 
 def _opt_int(section: Any, key: str) -> int | None:
@@ -228,6 +248,8 @@ class LaunchSettings:
     speculative_num_steps: int | None = None
     speculative_eagle_topk: int | None = None
     speculative_num_draft_tokens: int | None = None
+    speculative_draft_model_path: str | None = None
+    speculative_dflash_block_size: int | None = None  # the DFLASH draft config's block_size
     moe_a2a_backend: str = "none"
     disaggregation_mode: DisaggregationMode = "null"
     enable_multimodal: bool = False
@@ -246,6 +268,7 @@ class LaunchInputs:
     pp_size: int = 1
     attn_dp_size: int = 1
     settings: LaunchSettings = field(default_factory=LaunchSettings)
+    dcp_size: int = 1
 
 
 # --- outputs -------------------------------------------------------------------------------
@@ -299,6 +322,7 @@ class LaunchResolution:
     speculative_num_steps: int | None = None
     speculative_eagle_topk: int | None = None
     speculative_num_draft_tokens: int | None = None
+    multimodal_reserve_mib: float = 0.0
     applied: tuple[AppliedDefault, ...] = ()
 
     def reasons(self, setting: str) -> tuple[AppliedDefault, ...]:
@@ -352,6 +376,11 @@ def _declare(res: LaunchResolution, setting: str, value: SettingValue, reason: s
     applied = AppliedDefault(setting, value, sglang_source(reason))
     changes: dict[str, Any] = {setting: value, "applied": (*res.applied, applied)}
     return replace(res, **changes)
+
+
+def _refuse(check: str, message: str) -> KVCacheConfigError:
+    """The error for a launch SGLang rejects, naming SGLang's check (module.function)."""
+    return KVCacheConfigError(f"SGLang refuses this launch ({check}): {message}")
 
 
 # --- small pure formulas --------------------------------------------------------------------
@@ -427,6 +456,7 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
         (inp.pp_size > 1, "pp_size > 1: breakable prefill graph is opt-in"),
         (m.is_kda, "KDA hybrid linear attention"),
         (m.is_dsv4, "DeepSeek-V4 disables the prefill graph"),
+        (inp.dcp_size > 1, "decode context parallel (dcp_size > 1)"),
         (s.moe_a2a_backend not in ("none", "deepep", "megamoe", "flashinfer"), "moe_a2a_backend"),
         (_multimodal_active(inp) and not m.breakable_multimodal, "multimodal model not on the "
          "breakable allow-list"),
@@ -470,25 +500,42 @@ def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
         mrr = inp.settings.max_running_requests
         if mrr is not None and dmb > mrr:
             dmb, why = mrr, f"capacity tier {dmb} capped by --max-running-requests {mrr} (§2)"
+        if large_hopper_qwen3_vl(inp) and mrr is not None and dmb < mrr <= 512:
+            why = "Qwen3-VL, large Hopper: --max-running-requests (qwen3_vl.expand_multimodal_decode_graph...)"
+            dmb = mrr
         res = _declare(res, "cuda_graph_max_bs", dmb, why)
     return res
+
+
+def large_hopper_qwen3_vl(inp: LaunchInputs) -> bool:
+    """Qwen3-VL (``model_type`` qwen3_vl / qwen3_vl_moe, multimodal part on) on a Hopper GPU of at
+    least 60 GiB (SGLang: ``arg_groups.model_overrides.qwen3_vl.large_hopper_qwen3_vl_model_type``)."""
+    mem = inp.gpu.capacity_mib
+    return (
+        inp.gpu.is_sm90
+        and mem is not None
+        and mem >= 60 * 1024
+        and inp.model.model_type in ("qwen3_vl", "qwen3_vl_moe")
+        and _multimodal_active(inp)
+    )
 
 
 def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     """Step 4b (§3): prefill graph ``max_bs`` (tokens) and its batch list length.
 
-    ``max_bs = chunk`` (non-MLA) or ``min(8192, chunk)`` (MLA), then ``min(., max_total_tokens)``
-    and the PP cap 8192. With chunked prefill off (-1) ``max_prefill_tokens`` stands in
-    (library decision; SGLang's value for that case was not traced).
+    ``max_bs = chunk`` (non-MLA) or ``min(8192, chunk)`` (MLA), then the PP cap 8192 (only while
+    the prefill graph is still breakable) and ``min(., max_total_tokens)``. With chunked prefill
+    off (``-1``) ``max_bs`` is ``-1`` and the batch list is empty: no prefill graph is captured
+    and none is reserved for (SGLang: ``memory_hook.handle_gpu_memory_settings``).
     """
     chunk = res.chunked_prefill_size
-    max_bs = chunk if chunk is not None and chunk > 0 else res.max_prefill_tokens
+    max_bs = chunk if chunk is not None else res.max_prefill_tokens
     if inp.model.is_mla:
         max_bs = min(8192, max_bs)
+    if inp.pp_size > 1 and res.prefill_cuda_graph == "breakable":
+        max_bs = min(max_bs, 8192)
     if inp.settings.max_total_tokens is not None:
         max_bs = min(max_bs, inp.settings.max_total_tokens)
-    if inp.pp_size > 1:
-        max_bs = min(max_bs, 8192)
     res = replace(res, prefill_graph_max_bs=max_bs)
     return replace(res, prefill_graph_bs_count=len(prefill_graph_batch_sizes(max_bs)))
 
@@ -577,8 +624,31 @@ def _dsa_backends(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
                 (False, True): ("flashmla_sparse", "trtllm"),
                 (False, False): ("flashmla_sparse", "fa3")}[(fp8, sm10)]  # fmt: skip
     why = f"DSA split backends for {res.kv_cache_dtype} (§6.3)"
-    res = _declare(res, "dsa_prefill_backend", pair[0], why)
-    return _declare(res, "dsa_decode_backend", pair[1], why)
+    if res.dsa_prefill_backend is None:  # one set earlier (DCP) stays
+        res = _declare(res, "dsa_prefill_backend", pair[0], why)
+    if res.dsa_decode_backend is None:
+        res = _declare(res, "dsa_decode_backend", pair[1], why)
+    return res
+
+
+def _dsa_dcp(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """DSA with ``--dcp-size > 1``: both DSA backends ``trtllm`` on any CUDA GPU (Hopper too);
+    refused with PD disaggregation, a user topk other than 1, or a pooled index key
+    (``index_kpool > 1``) (SGLang: ``arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides``
+    and ``_deepseek_family_overrides``)."""
+    if inp.dcp_size <= 1:
+        return res
+    s, check = inp.settings, "sglang.srt.arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides"
+    if s.disaggregation_mode != "null":
+        raise _refuse(check, "DSA DCP does not support PD disaggregation")
+    if s.speculative_eagle_topk not in (None, 1):
+        raise _refuse(check, "DSA DCP requires --speculative-eagle-topk 1")
+    if inp.gpu.is_cuda and inp.model.index_kpool > 1:
+        raise _refuse("sglang.srt.arg_groups.model_overrides.deepseek_v2._deepseek_family_overrides",
+                      f"--dcp-size > 1 is not supported for DSA with index_kpool={inp.model.index_kpool}")  # fmt: skip
+    why = f"DSA with dcp_size {inp.dcp_size} forces trtllm"
+    res = _declare(res, "dsa_prefill_backend", "trtllm", why)
+    return _declare(res, "dsa_decode_backend", "trtllm", why)
 
 
 def dsa_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
@@ -586,6 +656,7 @@ def dsa_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     ``64 * index_kpool`` **forced** on CUDA (1 on ROCm without the preshuffle path)."""
     if not inp.model.is_dsa:
         return res
+    res = _dsa_dcp(inp, res)
     if _no_backend_flags(inp.settings) and not inp.gpu.is_npu:
         res = _declare(res, "attention_backend", "dsa", "DSA model override (§6.1)")
     if not inp.gpu.is_npu:
@@ -623,7 +694,20 @@ def dsv4_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
         res = _declare(res, "swa_full_tokens_ratio", 0.1, "DeepSeek-V4 model override (§9.1)")
     if res.max_running_requests is None:
         res = _declare(res, "max_running_requests", 256, "DeepSeek-V4 model override (§10)")
+    _dsv4_speculative_check(inp)
     return res
+
+
+def _dsv4_speculative_check(inp: LaunchInputs) -> None:
+    """DeepSeek-V4 takes EAGLE with an explicit ``--speculative-eagle-topk 1`` or DSPARK, checked
+    on the raw flags before any speculative default (SGLang:
+    ``arg_groups.deepseek_v4_hook.apply_deepseek_v4_defaults``)."""
+    algo, topk = inp.settings.speculative_algorithm, inp.settings.speculative_eagle_topk
+    check = "sglang.srt.arg_groups.deepseek_v4_hook.apply_deepseek_v4_defaults"
+    if algo is not None and algo not in ("EAGLE", "DSPARK"):
+        raise _refuse(check, f"DeepSeek-V4 supports only the EAGLE and DSPARK speculative algorithms, got {algo}")
+    if algo == "EAGLE" and topk != 1:
+        raise _refuse(check, f"DeepSeek-V4 with EAGLE needs an explicit --speculative-eagle-topk 1 (got {topk})")
 
 
 def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | None, int | None]:
@@ -642,17 +726,14 @@ def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | Non
     if m.has_arch(_BACKEND_RULE[LaunchBackendRule.MIMO_V2]) and g.is_sm100 and free:
         return "fa4", None
     if m.has_arch(_BACKEND_RULE[LaunchBackendRule.QWEN3_NEXT]) and g.is_sm100 and unset:
-        # QUIRK §6.4: the Mamba strategy is still "auto" here, which is not extra-buffer, so a
-        # default launch gets triton / page 1 although extra_buffer is chosen right after.
-        generic = generic_attention_backend(inp, res)
-        keep = res.mamba_radix_cache_strategy.startswith("extra_buffer") or res.disable_radix_cache or spec
-        if not keep:
-            return "triton", 1
-        return generic, 64 if generic == "trtllm_mha" else None
+        return _qwen3_5_hybrid_backend(inp, res)
+    if m.has_arch(_GEMMA4_ARCHS) and unset:
+        return _gemma4_backend(inp), None
     if m.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and g.is_blackwell and free:
         if g.is_sm100 and (not spec or (topk or 1) <= 1):
             return "trtllm_mha", 64 if spec else None
-        return ("triton", None) if spec and not g.is_sm100 else (None, None)
+        # model_overrides.nemotron_h._nemotron_h_overrides: any other speculative launch -> triton
+        return ("triton", None) if spec else (None, None)
     if m.has_arch(_BACKEND_RULE[LaunchBackendRule.FALCON_H1]) and g.is_sm100 and unset:
         return "triton", None
     if m.has_arch(_BACKEND_RULE[LaunchBackendRule.GRANITE_HYBRID]) and m.is_mamba_radix and g.is_sm100 and unset:
@@ -660,19 +741,87 @@ def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | Non
     return None, None
 
 
+_GEMMA4_ARCHS = frozenset({
+    "Gemma4ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma4UnifiedForConditionalGeneration",
+    "DiffusionGemmaForBlockDiffusion",
+})  # fmt: skip
+
+
+def _gemma4_backend(inp: LaunchInputs) -> str:
+    """Gemma-4 without ``--attention-backend``: ``trtllm_mha`` on SM100, ``triton`` elsewhere
+    (Hopper and Ampere included) and for the diffusion variant (SGLang:
+    ``arg_groups.model_overrides.gemma4._gemma4_overrides``)."""
+    diffusion = inp.model.architectures[0] == "DiffusionGemmaForBlockDiffusion"
+    return "trtllm_mha" if inp.gpu.is_sm100 and not diffusion else "triton"
+
+
+def _qwen3_vl_hopper_decode_backend(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """Qwen3-VL on a large Hopper GPU decodes with ``flashinfer`` when no attention or decode
+    backend was given (SGLang: ``arg_groups.model_overrides.qwen3_vl.
+    _qwen3vl_hopper_serving_overrides``)."""
+    if not large_hopper_qwen3_vl(inp) or res.attention_backend is not None or res.decode_attention_backend:
+        return res
+    return _declare(res, "decode_attention_backend", "flashinfer", "Qwen3-VL on a large Hopper GPU "
+                    "(qwen3_vl._qwen3vl_hopper_serving_overrides)")  # fmt: skip
+
+
+def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str, int]:
+    """Qwen3-Next / Qwen3.5 on SM100 without ``--attention-backend``: ``trtllm_mha`` with page 64
+    when the generic default is trtllm_mha and page 1 is not required (it is with the radix cache
+    on, no extra buffer and no speculation), else ``triton`` with page 1; the page is **forced**
+    over a user's ``--page-size`` (SGLang:
+    ``arg_groups.model_overrides.qwen3_5._qwen3_5_hybrid_overrides``).
+
+    QUIRK §6.4: the Mamba strategy is still "auto" here, which is not extra-buffer, so a default
+    launch gets triton / page 1 although extra_buffer is chosen right after.
+    """
+    generic = generic_attention_backend(inp, res)
+    extra = res.mamba_radix_cache_strategy.startswith("extra_buffer")
+    page_one_needed = not extra and not res.disable_radix_cache and inp.settings.speculative_algorithm is None
+    if generic == "trtllm_mha" and not page_one_needed:
+        return "trtllm_mha", 64
+    return "triton", 1
+
+
 def attention_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     """Step 5 (§6.1, §7): per-architecture attention backend and page size (fill-only page)."""
     if inp.model.is_dsv4 or inp.model.is_dsa or inp.gpu.is_npu:
         return res
+    res = _qwen3_vl_hopper_decode_backend(inp, res)
     backend, page = _family_backend(inp, res)
     if backend is not None:
         res = _declare(res, "attention_backend", backend, f"{inp.model.architectures[0]} override (§6.1)")
-    if page is not None and res.page_size is None:
+    # qwen3_5._qwen3_5_hybrid_overrides forces the page over a user's
+    forced = inp.model.has_arch(_BACKEND_RULE[LaunchBackendRule.QWEN3_NEXT])
+    if page is not None and (res.page_size is None or (forced and res.page_size != page)):
         res = _declare(res, "page_size", page, f"{inp.model.architectures[0]} override (§7)")
     nemotron_spec = inp.model.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and inp.gpu.is_sm100
     spec = inp.settings.speculative_algorithm is not None
     if nemotron_spec and backend == "trtllm_mha" and spec and res.mamba_radix_cache_strategy == "auto":
         res = _declare(res, "mamba_radix_cache_strategy", "extra_buffer", "Nemotron-H SM100 with speculation (§6.1)")
+    return res
+
+
+_MODEL_HOOK = "sglang.srt.arg_groups.model_hook.handle_model_specific_adjustments"
+_LLAMA4_BACKENDS = frozenset({"fa3", "aiter", "triton", "ascend", "trtllm_mha", "intel_xpu"})
+_GEMMA4_BACKENDS = frozenset({"trtllm_mha", "triton", "fa4", "ascend", "intel_xpu", "intel_amx", "aiter"})
+
+
+def model_backend_check(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """After the model overrides: Llama-4 needs fa3/aiter/triton/ascend/trtllm_mha/intel_xpu as the
+    attention backend; Gemma-4 needs trtllm_mha/triton/fa4/ascend/intel_xpu/intel_amx/aiter for
+    prefill and decode (SGLang: ``arg_groups.model_hook.handle_model_specific_adjustments``)."""
+    arch = inp.model.architectures[0]
+    llama4 = arch in ("Llama4ForConditionalGeneration", "Llama4ForCausalLM")
+    if llama4 and res.attention_backend not in _LLAMA4_BACKENDS:
+        raise _refuse(_MODEL_HOOK, f"Llama-4 needs one of {sorted(_LLAMA4_BACKENDS)} as the attention backend, got "
+                      f"{res.attention_backend}")  # fmt: skip
+    if arch in _GEMMA4_ARCHS - {"DiffusionGemmaForBlockDiffusion"}:
+        prefill = res.prefill_attention_backend or res.attention_backend
+        decode = res.decode_attention_backend or res.attention_backend
+        if prefill not in _GEMMA4_BACKENDS or decode not in _GEMMA4_BACKENDS:
+            raise _refuse(_MODEL_HOOK, f"Gemma-4 needs one of {sorted(_GEMMA4_BACKENDS)} for prefill and decode, got "
+                          f"prefill={prefill}, decode={decode}")  # fmt: skip
     return res
 
 
@@ -703,7 +852,8 @@ def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
     if m.has_arch(_AUDIO_ENCODER_DECODER):
         return "flashinfer"
     spec, topk = s.speculative_algorithm is not None, s.speculative_eagle_topk
-    spec_ok = not spec or (topk in (None, 1) and res.page_size in (None, 1))
+    # utils.common.is_no_spec_infer_or_topk_one: an unset topk passes at any page size.
+    spec_ok = topk is None or (topk == 1 and res.page_size in (None, 1))
     if m.is_mla:
         if g.is_sm90:
             return "fa3"
@@ -737,6 +887,7 @@ def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchReso
     if res.attention_backend == "fa3" and res.kv_cache_dtype == "fp8_e5m2":
         res = _declare(res, "attention_backend", "triton", "fa3 does not take fp8_e5m2 KV (§6.2)")
     res = _page_snap(inp, res)
+    _trtllm_mla_check(inp, res)
     ctx = s.context_length or inp.model.context_length
     if res.attention_backend == "aiter" and ctx > 8192 and res.mem_fraction_static is not None:
         honored = s.mem_fraction_static is not None and s.aiter_honor_explicit_mem_fraction
@@ -752,6 +903,19 @@ def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchReso
         # QUIRK §14.2: the reserve already counted this graph (1536 MiB for MLA).
         res = _declare(res, "prefill_cuda_graph", "disabled", f"{prefill} prefill backend (§3, after)")
     return res
+
+
+def _trtllm_mla_check(inp: LaunchInputs, res: LaunchResolution) -> None:
+    """``trtllm_mla`` (as the backend or decode backend) needs Blackwell and an fp8_e4m3 / bf16 /
+    auto KV cache (SGLang: ``arg_groups.overrides._mla_kv_cache_dtype_checks``)."""
+    if "trtllm_mla" not in (res.attention_backend, res.decode_attention_backend):
+        return
+    check = "sglang.srt.arg_groups.overrides._mla_kv_cache_dtype_checks"
+    if not inp.gpu.is_blackwell:
+        raise _refuse(check, f"the trtllm_mla backend needs a Blackwell GPU (SM100/SM12x), not {inp.gpu.name}")
+    if res.kv_cache_dtype not in ("fp8_e4m3", "bf16", "auto"):
+        raise _refuse(check, f"the trtllm_mla backend takes kv_cache_dtype fp8_e4m3, bf16 or auto, not "
+                      f"{res.kv_cache_dtype}")  # fmt: skip
 
 
 def _page_snap(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
@@ -784,55 +948,124 @@ def dp_attention_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolut
     if dp <= 1 or chunk is None or chunk <= 0:
         return res
     res = _declare(res, "chunked_prefill_size", chunk // dp, f"DP attention: {chunk} // {dp} (§11)")
-    if res.prefill_graph_max_bs is not None and res.prefill_graph_max_bs > chunk // dp:
+    # parallel_hook.handle_data_parallelism re-clamps only a prefill graph still enabled.
+    graph_on = res.prefill_cuda_graph != "disabled"
+    if graph_on and res.prefill_graph_max_bs is not None and res.prefill_graph_max_bs > chunk // dp:
         max_bs = chunk // dp
         res = replace(res, prefill_graph_max_bs=max_bs,
                       prefill_graph_bs_count=len(prefill_graph_batch_sizes(max_bs)))  # fmt: skip
     return res
 
 
+def pipeline_overlap_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """PP > 1 turns the overlap scheduler off, after the Mamba strategy was chosen with it on
+    (SGLang: ``arg_groups.overrides._pipeline_parallel_overlap_disable``, run just before the
+    speculative hook); the Mamba state slots per request follow the final value."""
+    if inp.pp_size > 1 and not res.disable_overlap_schedule:
+        return _declare(res, "disable_overlap_schedule", True, "pipeline parallelism disables the overlap scheduler")
+    return res
+
+
+_SPEC_HOOK = "sglang.srt.arg_groups.speculative_hook"
+NGRAM_MAX_BFS_BREADTH = 10  # SGLang's --speculative-ngram-max-bfs-breadth default
+DFLASH_DEFAULT_BLOCK_SIZE = 16  # used when the draft config names no block_size
+
+
+def _eagle_family(inp: LaunchInputs, res: LaunchResolution, algo: str) -> LaunchResolution:
+    """EAGLE/EAGLE3/STANDALONE (``speculative_hook._handle_eagle_family``): auto (steps, topk,
+    draft) only when steps are unset, and then topk/draft must be unset too; topk 1 forces
+    draft = steps + 1; topk > 1 needs no trtllm_mha and, at page > 1, flashinfer/fa3/triton."""
+    if algo == "STANDALONE" and inp.attn_dp_size > 1:
+        raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", "STANDALONE speculative decoding does not support "
+                      "DP attention")  # fmt: skip
+    if res.speculative_num_steps is None:
+        if res.speculative_eagle_topk is not None or res.speculative_num_draft_tokens is not None:
+            raise _refuse(
+                f"{_SPEC_HOOK}._handle_eagle_family",
+                "--speculative-eagle-topk / --speculative-num-draft-tokens need --speculative-num-steps "
+                "(SGLang chooses all three only when none is given)",
+            )
+        wide = algo != "STANDALONE" and inp.model.architectures[0] in _WIDE_SPEC_ARCHS
+        auto = (5, 4, 8) if wide else (3, 1, 4)
+        why = f"auto params for {inp.model.architectures[0]} (speculative_hook._auto_choose_speculative_params)"
+        res = _declare(res, "speculative_num_steps", auto[0], why)
+        res = _declare(res, "speculative_eagle_topk", auto[1], why)
+        res = _declare(res, "speculative_num_draft_tokens", auto[2], why)
+    topk = res.speculative_eagle_topk
+    if topk is None:  # SGLang compares None > 1 and fails with a TypeError
+        raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", "--speculative-num-steps needs --speculative-eagle-topk")
+    if topk > 1 and "trtllm_mha" in (res.attention_backend, res.decode_attention_backend):
+        raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", "trtllm_mha backend only supports topk = 1")
+    if topk == 1 and res.speculative_num_steps is not None:
+        draft = res.speculative_num_steps + 1
+        if res.speculative_num_draft_tokens != draft:
+            why = "topk 1: steps + 1 (speculative_hook._handle_eagle_family)"
+            res = _declare(res, "speculative_num_draft_tokens", draft, why)
+    if topk > 1 and (res.page_size or 1) > 1 and res.attention_backend not in ("flashinfer", "fa3", "triton"):
+        raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", f"speculative_eagle_topk > 1 with page_size > 1 needs "
+                      f"flashinfer, fa3 or triton, got {res.attention_backend}")  # fmt: skip
+    return res
+
+
+def _ngram(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """NGRAM (``speculative_hook._handle_ngram``): topk = the BFS breadth (10), draft tokens 12,
+    steps = draft // topk; topk > 1 at page > 1 needs flashinfer; no DP attention."""
+    why = "NGRAM default (speculative_hook._handle_ngram)"
+    res = _declare(res, "speculative_eagle_topk", NGRAM_MAX_BFS_BREADTH, why)
+    if res.speculative_num_draft_tokens is None:
+        res = _declare(res, "speculative_num_draft_tokens", 12, why)
+    if res.speculative_num_steps is None:
+        draft = res.speculative_num_draft_tokens or 12
+        res = _declare(res, "speculative_num_steps", draft // NGRAM_MAX_BFS_BREADTH, why)
+    if (res.page_size or 1) > 1 and res.attention_backend != "flashinfer":
+        raise _refuse(f"{_SPEC_HOOK}._handle_ngram", f"NGRAM's topk {NGRAM_MAX_BFS_BREADTH} with page_size "
+                      f"{res.page_size} > 1 is only supported on the flashinfer backend, got {res.attention_backend}")
+    if inp.attn_dp_size > 1:
+        raise _refuse(f"{_SPEC_HOOK}._handle_ngram", "ngram speculative decoding does not support DP attention")
+    return res
+
+
+def _dflash(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """DFLASH (``speculative_hook._handle_dflash``): PP 1, a draft model, no DP attention (it
+    needs --enable-dp-lm-head); steps 1, topk 1; draft tokens = the draft's block size (16)."""
+    s, check = inp.settings, f"{_SPEC_HOOK}._handle_dflash"
+    if inp.attn_dp_size > 1:
+        raise _refuse(check, "DFLASH with DP attention requires --enable-dp-lm-head")
+    if inp.pp_size != 1:
+        raise _refuse(check, "DFLASH speculative decoding only supports pp_size == 1")
+    if s.speculative_draft_model_path is None:
+        raise _refuse(check, "DFLASH speculative decoding requires --speculative-draft-model-path")
+    res = _declare(res, "speculative_num_steps", 1, "DFLASH: one step (speculative_hook._handle_dflash)")
+    res = _declare(res, "speculative_eagle_topk", 1, "DFLASH: topk 1 (speculative_hook._handle_dflash)")
+    if res.speculative_num_draft_tokens is None:
+        block = s.speculative_dflash_block_size or DFLASH_DEFAULT_BLOCK_SIZE
+        res = _declare(res, "speculative_num_draft_tokens", block, "DFLASH: the draft model's block size")
+    return res
+
+
 def speculative_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 9 (§10): 48 requests; EAGLE-family (steps, topk, draft) when steps are unset:
-    (5, 4, 8) for Llama/Grok, else (3, 1, 4); topk 1 forces draft = steps + 1."""
+    """Step 9 (§10, ``speculative_hook.handle_speculative_decoding``): upper-case, NEXTN ->
+    EAGLE, 48 requests, then the algorithm's own defaults and checks."""
     algo = res.speculative_algorithm
     if algo is None:
         return res
     algo = algo.upper()
     res = replace(res, speculative_algorithm=algo)  # SGLang's enum is upper case
     if algo == "NEXTN":
-        res = _declare(res, "speculative_algorithm", "EAGLE", "NEXTN is renamed EAGLE (§10)")
+        why = "NEXTN is EAGLE (speculative_hook.handle_speculative_decoding)"
+        res = _declare(res, "speculative_algorithm", "EAGLE", why)
         algo = "EAGLE"
+    if algo == "DFLASH":
+        res = _dflash(inp, res)
     if res.max_running_requests is None:
-        res = _declare(res, "max_running_requests", 48, f"{algo} default (§10)")
-    if algo in _EAGLE_FAMILY and res.speculative_num_steps is None:
-        wide = algo != "STANDALONE" and inp.model.has_arch(_WIDE_SPEC_ARCHS)
-        steps, topk, draft = (5, 4, 8) if wide else (3, 1, 4)
-        why = f"auto speculative params for {inp.model.architectures[0]} (§10)"
-        res = _declare(res, "speculative_num_steps", steps, why)
-        if res.speculative_eagle_topk is None:
-            res = _declare(res, "speculative_eagle_topk", topk, why)
-        if res.speculative_num_draft_tokens is None:
-            res = _declare(res, "speculative_num_draft_tokens", draft, why)
-    if algo in ("DFLASH", "DSPARK"):
+        res = _declare(res, "max_running_requests", 48, f"{algo} default (speculative_hook)")
+    if algo in _EAGLE_FAMILY:
+        res = _eagle_family(inp, res, algo)
+    elif algo == "NGRAM":
+        res = _ngram(inp, res)
+    elif algo == "DSPARK":
         res = _declare(res, "speculative_num_steps", 1, f"{algo} forces one step (§10)")
         res = _declare(res, "speculative_eagle_topk", 1, f"{algo} forces topk 1 (§10)")
-    if algo == "NGRAM" and res.speculative_num_draft_tokens is None:
-        res = _declare(res, "speculative_num_draft_tokens", 12, "NGRAM default (§10)")
-    if algo in _EAGLE_FAMILY and res.speculative_eagle_topk == 1 and res.speculative_num_steps is not None:
-        draft = res.speculative_num_steps + 1
-        if res.speculative_num_draft_tokens != draft:
-            res = _declare(res, "speculative_num_draft_tokens", draft, "topk 1: steps + 1 (§10)")
-    topk = res.speculative_eagle_topk or 1
-    if inp.model.is_dsv4 and (algo not in ("EAGLE", "DSPARK") or topk > 1):
-        raise KVCacheConfigError(
-            "DeepSeek-V4 accepts only EAGLE with topk 1 or DSPARK "
-            "(sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding)"
-        )
-    if topk > 1 and "trtllm_mha" in (res.attention_backend, res.decode_attention_backend):
-        raise KVCacheConfigError(
-            "attention backend trtllm_mha rejects speculative topk > 1 "
-            "(sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding)"
-        )
     return res
 
 
@@ -847,6 +1080,27 @@ def swa_ratio_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution
     if value is None or not 0 < value <= 1:
         raise KVCacheConfigError(f"swa_full_tokens_ratio must be in (0, 1], got {value!r}")
     return res
+
+
+VLM_CACHE_MIB = 100  # SGLANG_VLM_CACHE_SIZE_MB default
+MM_FEATURE_CACHE_MIB = 1024  # SGLANG_MM_FEATURE_CACHE_MB default
+
+
+def multimodal_reserve_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """The KV-budget share held for multimodal allocations made after sizing (MiB): the embedding
+    cache (100) for an active multimodal part; Qwen3-VL on a large Hopper GPU turns that cache
+    off and moves features over CUDA IPC, whose pool is reserved instead (1024 MiB, 3072 with a
+    user ``--max-running-requests >= 400``). SGLang: ``mem_cache.kv_cache_configurator.
+    mm_runtime_reservation_gb`` with the environment ``qwen3_vl._qwen3vl_hopper_serving_overrides``
+    sets."""
+    if not _multimodal_active(inp):
+        return res
+    if not large_hopper_qwen3_vl(inp):
+        return replace(res, multimodal_reserve_mib=float(VLM_CACHE_MIB))
+    mrr = inp.settings.max_running_requests
+    feature = 3 * 1024 if mrr is not None and mrr >= 400 else MM_FEATURE_CACHE_MIB
+    return _declare(res, "multimodal_reserve_mib", float(feature), "Qwen3-VL on a large Hopper GPU: CUDA-IPC "
+                    "feature pool, no embedding cache (qwen3_vl._qwen3vl_hopper_serving_overrides)")  # fmt: skip
 
 
 def capability_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
@@ -869,14 +1123,17 @@ PIPELINE: tuple[Step, ...] = (
     dsv4_override,  # 5
     dsa_override,
     attention_override,
+    model_backend_check,
     hybrid_swa_memory_override,
     mamba_strategy_override,
     generic_backend_step,  # 6
     page_default_step,  # 7
     dp_attention_step,  # 8
+    pipeline_overlap_step,
     speculative_step,  # 9
     swa_ratio_step,  # 10
     capability_step,  # 11
+    multimodal_reserve_step,
 )
 
 
@@ -934,9 +1191,10 @@ def resolve_launch_defaults(
     pp_size: int = 1,
     attn_dp_size: int = 1,
     settings: LaunchSettings | None = None,
+    dcp_size: int = 1,
 ) -> LaunchResolution:
     """Run :data:`PIPELINE` and return every resolved setting with the defaults applied."""
-    inp = LaunchInputs(model, gpu, tp_size, pp_size, attn_dp_size, settings or LaunchSettings())
+    inp = LaunchInputs(model, gpu, tp_size, pp_size, attn_dp_size, settings or LaunchSettings(), dcp_size)
     res = _initial(inp)
     for step in PIPELINE:
         res = step(inp, res)

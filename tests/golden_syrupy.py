@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from syrupy.data import SnapshotCollections
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from kvstrategies.golden import dumps
@@ -56,6 +57,16 @@ class GoldenSnapshotExtension(JSONSnapshotExtension):
     @classmethod
     def matches_test_location(cls, *, test_location: Any, snapshot_location: str) -> bool:
         return Path(snapshot_location).parent == golden_dir()
+
+    def discover_snapshots(self, *, test_location: Any, ignore_extensions: Any = None) -> SnapshotCollections:
+        """Only ``golden/*.json``: sub-folders (recorded SGLang answers) are not syrupy's to report
+        as unused, nor to delete on ``--snapshot-update``."""
+        found = super().discover_snapshots(test_location=test_location, ignore_extensions=ignore_extensions)
+        kept = SnapshotCollections()
+        for collection in found:
+            if Path(collection.location).parent == golden_dir():
+                kept.add(collection)
+        return kept
 
     def serialize(self, data: Any, *, exclude: Any = None, include: Any = None, matcher: Any = None) -> str:
         if isinstance(data, str):

@@ -197,7 +197,8 @@ def test_speculative_defaults() -> None:
     )
     assert v3.speculative_algorithm == "EAGLE" and v3.max_running_requests == 48
     assert (v3.speculative_num_steps, v3.speculative_eagle_topk, v3.speculative_num_draft_tokens) == (3, 1, 4)
-    v4 = resolve_launch_defaults(facts("deepseek-ai--DeepSeek-V4-Flash"), b200, tp_size=8, settings=eagle)
+    v4_eagle = LaunchSettings(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_eagle_topk=1)
+    v4 = resolve_launch_defaults(facts("deepseek-ai--DeepSeek-V4-Flash"), b200, tp_size=8, settings=v4_eagle)
     assert v4.max_running_requests == 256 and v4.mem_fraction_static == 0.852
     ngram = resolve_launch_defaults(llama, h100, settings=LaunchSettings(speculative_algorithm="NGRAM"))
     assert ngram.speculative_num_draft_tokens == 12 and ngram.max_running_requests == 48
@@ -208,11 +209,11 @@ def test_speculative_defaults() -> None:
 def test_rejected_settings() -> None:
     v4, b200 = facts("deepseek-ai--DeepSeek-V4-Flash"), lookup_gpu("B200")
     wide = LaunchSettings(speculative_algorithm="EAGLE", speculative_eagle_topk=4, speculative_num_steps=3)
-    with pytest.raises(KVCacheConfigError, match="DeepSeek-V4 accepts only EAGLE"):
+    with pytest.raises(KVCacheConfigError, match="apply_deepseek_v4_defaults"):
         resolve_launch_defaults(v4, b200, tp_size=8, settings=wide)
     with pytest.raises(KVCacheConfigError, match="fp8_e4m3 or bfloat16"):
         resolve_launch_defaults(v4, b200, tp_size=8, settings=LaunchSettings(kv_cache_dtype="fp8_e5m2"))
-    with pytest.raises(KVCacheConfigError, match="trtllm_mha rejects"):
+    with pytest.raises(KVCacheConfigError, match="trtllm_mha backend only supports topk = 1"):
         resolve_launch_defaults(
             LLAMA, b200, settings=LaunchSettings(attention_backend="trtllm_mha", speculative_algorithm="EAGLE")
         )

@@ -28,9 +28,6 @@ from .checkpoint import CheckpointWeights, ShardingFacts, max_rank_bytes, read_c
 from .preload import preload_memory
 from .request import GIB, DeploymentRequest, model_dtype_name
 
-# resolve.md §2: SGLANG_VLM_CACHE_SIZE_MB default (100 MiB), held for an active multimodal part.
-MULTIMODAL_RESERVE_GIB = 100 / 1024
-
 
 @dataclass(frozen=True)
 class KVBudget:
@@ -185,9 +182,7 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
     rope = 0 if req.weight_bytes is not None else rope_cache_bytes(config, req.context_length)
     held = preload_memory(gpu, tp=req.tp_size, pp=req.pp_size)
     overhead = req.overhead_bytes if req.overhead_bytes is not None else held.total_bytes
-    facts = model_facts_from_hf_config(config)
-    multimodal = facts.is_multimodal and not facts.multimodal_opt_in
-    mm_gib = MULTIMODAL_RESERVE_GIB if multimodal else 0.0
+    mm_gib = launch.multimodal_reserve_mib / 1024  # kv_cache_configurator.mm_runtime_reservation_gb
     mfs = launch.mem_fraction_static
     world = req.tp_size * req.pp_size
     free_before = gpu.capacity_mib * 2**20 - overhead

@@ -9,7 +9,9 @@ files share one parsing path.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..gpus import Accelerator
@@ -33,7 +35,49 @@ def launch_settings(req: DeploymentRequest) -> LaunchSettings:
         speculative_algorithm=req.speculative_algorithm,
         speculative_num_draft_tokens=req.speculative_num_draft_tokens,
         **req.launch_extras,
+        speculative_num_steps=req.speculative_num_steps,
+        speculative_eagle_topk=req.speculative_eagle_topk,
+        speculative_draft_model_path=req.speculative_draft_model_path,
+        speculative_dflash_block_size=dflash_block_size(req.speculative_draft_model_path),
     )
+
+
+def draft_config(draft_model_path: str | None) -> dict[str, Any] | None:
+    """The draft model's ``config.json`` (a folder or the file), or ``None`` when not given or
+    unreadable (SGLang's launch resolution then falls back, it does not refuse)."""
+    if draft_model_path is None:
+        return None
+    path = Path(draft_model_path)
+    path = path / "config.json" if path.is_dir() else path
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def dflash_block_size(draft_model_path: str | None) -> int | None:
+    """The DFLASH block size a draft model's ``config.json`` names (``dflash_config.block_size``,
+    else top-level ``block_size``), or ``None`` when absent or unreadable: SGLang then uses 16
+    (``speculative_hook._handle_dflash`` reading ``dflash_utils.parse_dflash_draft_config``)."""
+    config = draft_config(draft_model_path)
+    if config is None:
+        return None
+    section = config.get("dflash_config")
+    holder = section if isinstance(section, dict) and "block_size" in section else config
+    return _positive_int(holder.get("block_size"))
+
+
+def draft_layers(req: DeploymentRequest) -> int | None:
+    """``--speculative-draft-layers``, else the draft model config's ``num_hidden_layers``."""
+    if req.speculative_draft_layers is not None:
+        return req.speculative_draft_layers
+    config = draft_config(req.speculative_draft_model_path)
+    return None if config is None else _positive_int(config.get("num_hidden_layers"))
 
 
 def resolve_launch(req: DeploymentRequest, config: Mapping[str, Any]) -> LaunchResolution | None:
@@ -46,6 +90,7 @@ def resolve_launch(req: DeploymentRequest, config: Mapping[str, Any]) -> LaunchR
         tp_size=req.tp_size,
         pp_size=req.pp_size,
         attn_dp_size=req.attn_dp_size,
+        dcp_size=req.dcp_size,
         settings=launch_settings(req),
     )
 
@@ -81,7 +126,7 @@ def case_fields(req: DeploymentRequest, model_dtype: str, launch: LaunchResoluti
         "max_tokens": req.max_total_tokens,
         "context_length": req.context_length,
         "device": req.device,
-        "eagle_draft_num_layers": req.speculative_draft_layers,
+        "eagle_draft_num_layers": draft_layers(req),
         "disable_radix_cache": req.disable_radix_cache,
     }
     if launch is None:

@@ -65,6 +65,9 @@ class DeploymentRequest:
     speculative_algorithm: str | None = None
     speculative_draft_layers: int | None = None
     speculative_num_draft_tokens: int | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_draft_model_path: str | None = None
     swa_full_tokens_ratio: float | None = None
     chunked_prefill_size: int | None = None
     disable_radix_cache: bool = False

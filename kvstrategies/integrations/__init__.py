@@ -1,0 +1,1 @@
+"""Optional bridges to serving engines (the core package never imports them)."""

@@ -1,0 +1,256 @@
+"""The launches checked against SGLang's own launch resolution (``verify --against sglang --launch``).
+
+A launch is a preset model, a GPU, the parallel layout and the server flags a user would pass
+(SGLang's server-argument names). :func:`default_grid` is the shipped grid: every preset on
+H100-80GB, H200, B200 and A100-80GB at every TP in 1, 2, 4, 8 that divides the attention heads,
+then, per preset at its largest such TP, variants with fp8 KV, page 64, EAGLE (auto, explicit
+chain and tree parameters, with page 64, with DP attention), NGRAM, DFLASH (with a draft model),
+DP attention, DCP 2, PP 2, ``--chunked-prefill-size -1``, fp8_e5m2 KV, radix cache off and a
+request cap, plus launches SGLang refuses (to check the planner refuses them
+too). A grid file is a JSON list of launch objects with the same keys as :class:`LaunchSpec`.
+No SGLang import here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import KVCacheConfigError
+from ...presets import load_preset_config, preset_names
+
+# A minimal DFLASH draft model config written next to the launch (only its block size is read
+# at launch: speculative_hook._handle_dflash -> dflash_utils.parse_dflash_draft_config).
+DFLASH_DRAFT = "<dflash-draft>"
+DFLASH_DRAFT_CONFIG: Mapping[str, Any] = {
+    "architectures": ["DFlashDraftModel"],
+    "model_type": "qwen3",
+    "hidden_size": 4096,
+    "intermediate_size": 12288,
+    "num_hidden_layers": 5,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 151936,
+    "max_position_embeddings": 40960,
+    "torch_dtype": "bfloat16",
+    "block_size": 10,
+}
+
+# Models without a shipped preset whose launch rules the issue named, as small configs that
+# SGLang completes from its config classes (the rest of each config is the class default).
+# A launch's ``preset`` names one as ``synthetic:<name>``.
+SYNTHETIC_PREFIX = "synthetic:"
+
+
+def _kimi_k25() -> dict[str, Any]:
+    """Kimi-K2.5-shaped: Kimi-K2's text model, a vision config without ``num_hidden_layers`` /
+    ``hidden_size`` (so ``KimiK25VisionConfig`` supplies 27 / 1152)."""
+    return {
+        "architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
+        "text_config": load_preset_config("kimi-k2"),
+        "vision_config": {"vt_num_hidden_layers": 27, "vt_hidden_size": 1152, "patch_size": 14},
+    }  # fmt: skip
+
+
+SYNTHETIC_CONFIGS: Mapping[str, Any] = {
+    "gemma4": lambda: {"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4"},
+    "qwen3-vl": lambda: {
+        "architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
+        "vision_config": {"model_type": "qwen3_vl", "depth": 27, "hidden_size": 1152},
+    },
+    "qwen3-vl-moe": lambda: {
+        "architectures": ["Qwen3VLMoeForConditionalGeneration"], "model_type": "qwen3_vl_moe",
+        "vision_config": {"model_type": "qwen3_vl_moe", "depth": 27, "hidden_size": 1152},
+    },
+    "kimi-k2.5": _kimi_k25,
+}  # fmt: skip
+
+
+def launch_config(preset: str) -> dict[str, Any]:
+    """The raw config of a launch's model: a shipped preset or a ``synthetic:`` config."""
+    if preset.startswith(SYNTHETIC_PREFIX):
+        make = SYNTHETIC_CONFIGS.get(preset[len(SYNTHETIC_PREFIX) :])
+        if make is None:
+            raise KVCacheConfigError(f"unknown synthetic config {preset!r}; known: {sorted(SYNTHETIC_CONFIGS)}")
+        config: dict[str, Any] = make()
+        return config
+    return dict(load_preset_config(preset))
+
+
+FLAG_NAMES = frozenset({
+    "kv_cache_dtype", "page_size", "chunked_prefill_size", "attention_backend", "max_running_requests",
+    "disable_radix_cache", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+    "speculative_num_draft_tokens", "speculative_draft_model_path",
+})  # fmt: skip
+
+GRID_GPUS = ("H100-80GB", "H200", "B200", "A100-80GB")
+GRID_TPS = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """One launch: ``flags`` are SGLang server arguments (``speculative_draft_model_path`` may be
+    :data:`DFLASH_DRAFT`, the shipped draft config)."""
+
+    name: str
+    preset: str
+    gpu: str
+    tp_size: int = 1
+    pp_size: int = 1
+    attn_dp_size: int = 1
+    dcp_size: int = 1
+    flags: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "preset": self.preset, "gpu": self.gpu, "tp_size": self.tp_size}
+        for key in ("pp_size", "attn_dp_size", "dcp_size"):
+            if getattr(self, key) != 1:
+                out[key] = getattr(self, key)
+        if self.flags:
+            out["flags"] = dict(sorted(self.flags.items()))
+        return out
+
+
+def spec_from_dict(item: Mapping[str, Any]) -> LaunchSpec:
+    """A :class:`LaunchSpec` from a grid-file object; unknown keys or flags are refused."""
+    if not isinstance(item, Mapping):
+        raise KVCacheConfigError(f"a launch in the grid must be a JSON object, got {type(item).__name__}")
+    known = {"name", "preset", "gpu", "tp_size", "pp_size", "attn_dp_size", "dcp_size", "flags"}
+    extra = set(item) - known
+    if extra or not {"preset", "gpu"} <= set(item):
+        raise KVCacheConfigError(
+            f"launch {item.get('name', '?')!r}: keys must be among {sorted(known)} with preset and gpu given; "
+            f"unknown: {sorted(extra)}"
+        )
+    flags = dict(item.get("flags") or {})
+    bad = set(flags) - FLAG_NAMES
+    if bad:
+        raise KVCacheConfigError(
+            f"launch {item.get('name', '?')!r}: unsupported flags {sorted(bad)}; use {sorted(FLAG_NAMES)}"
+        )
+    ints = {k: item.get(k, 1) for k in ("tp_size", "pp_size", "attn_dp_size", "dcp_size")}
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in ints.values()):
+        raise KVCacheConfigError(f"launch {item.get('name', '?')!r}: parallel sizes must be integers >= 1, got {ints}")
+    name = str(item.get("name") or _name(str(item["preset"]), str(item["gpu"]), ints, flags))
+    return LaunchSpec(name, str(item["preset"]), str(item["gpu"]), flags=flags, **ints)
+
+
+def _name(preset: str, gpu: str, sizes: Mapping[str, int], flags: Mapping[str, Any]) -> str:
+    parts = [preset, gpu, f"tp{sizes['tp_size']}"]
+    for key, short in (("pp_size", "pp"), ("attn_dp_size", "dp"), ("dcp_size", "dcp")):
+        if sizes.get(key, 1) != 1:
+            parts.append(f"{short}{sizes[key]}")
+    for key, value in sorted(flags.items()):
+        text = "draft" if value == DFLASH_DRAFT else str(value)
+        parts.append(f"{key.replace('speculative_', 'spec-').replace('_', '-')}={text}")
+    return "/".join(parts)
+
+
+def _spec(preset: str, gpu: str, tp: int, **kw: Any) -> LaunchSpec:
+    flags = kw.pop("flags", {})
+    sizes = {"tp_size": tp, "pp_size": kw.get("pp_size", 1), "attn_dp_size": kw.get("attn_dp_size", 1),
+             "dcp_size": kw.get("dcp_size", 1)}  # fmt: skip
+    return LaunchSpec(_name(preset, gpu, sizes, flags), preset, gpu, tp, flags=flags, **kw)
+
+
+def attention_heads(config: Mapping[str, Any]) -> int:
+    """``num_attention_heads`` of the text model (``text_config`` or ``llm_config`` aware)."""
+    for section in (config.get("text_config"), config.get("llm_config"), config):
+        if isinstance(section, Mapping) and section.get("num_attention_heads"):
+            return int(section["num_attention_heads"])
+    return 1
+
+
+def valid_tps(config: Mapping[str, Any]) -> tuple[int, ...]:
+    """TP sizes of :data:`GRID_TPS` that divide the attention heads."""
+    heads = attention_heads(config)
+    return tuple(tp for tp in GRID_TPS if heads % tp == 0)
+
+
+_VARIANTS_ALL_GPUS: tuple[dict[str, Any], ...] = (
+    {"flags": {"kv_cache_dtype": "fp8_e4m3"}},
+    {"flags": {"page_size": 64}},
+    {"flags": {"speculative_algorithm": "EAGLE"}},
+    {"attn_dp_size": -1},  # DP attention as wide as TP
+    {"pp_size": 2},
+)
+_VARIANTS_H200_B200: tuple[dict[str, Any], ...] = (
+    {"flags": {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
+               "speculative_num_draft_tokens": 4}},
+    {"flags": {"speculative_algorithm": "NGRAM"}},
+    {"flags": {"speculative_algorithm": "DFLASH", "speculative_draft_model_path": DFLASH_DRAFT}},
+    {"dcp_size": 2},
+    {"flags": {"chunked_prefill_size": -1}},
+    {"flags": {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 4,
+               "speculative_num_draft_tokens": 8}},
+    {"flags": {"speculative_algorithm": "EAGLE", "page_size": 64}},
+    {"attn_dp_size": -1, "flags": {"speculative_algorithm": "EAGLE"}},
+    {"flags": {"kv_cache_dtype": "fp8_e5m2"}},
+    {"flags": {"disable_radix_cache": True}},
+    {"flags": {"max_running_requests": 64}},
+)  # fmt: skip
+# Launches SGLang refuses; the planner must refuse them too (DeepSeek-V4 + bare EAGLE is a
+# variant already).
+_REFUSED: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
+    ("deepseek-v4-pro", "H200", 8, {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3}),
+    ("llama-3.1-8b", "H200", 1, {"speculative_algorithm": "EAGLE", "speculative_num_draft_tokens": 4}),
+    ("qwen3-8b", "B200", 1, {"speculative_algorithm": "EAGLE", "speculative_num_draft_tokens": 6}),
+    ("deepseek-v3", "H200", 8, {"attention_backend": "trtllm_mla"}),
+    ("kimi-k2", "H100-80GB", 8, {"attention_backend": "trtllm_mla"}),
+    ("llama-3.1-8b", "H200", 1, {"speculative_algorithm": "DFLASH"}),
+    ("qwen3-30b-a3b", "B200", 4, {"speculative_algorithm": "DFLASH"}),
+)
+
+
+def default_grid(presets: Iterable[str] | None = None) -> tuple[LaunchSpec, ...]:
+    """The shipped grid (see the module doc); ``presets`` restricts it to some models."""
+    names = tuple(presets) if presets is not None else preset_names()
+    out: list[LaunchSpec] = []
+    for preset in names:
+        tps = valid_tps(load_preset_config(preset))
+        for gpu in GRID_GPUS:
+            out.extend(_spec(preset, gpu, tp) for tp in tps)
+        top = tps[-1]
+        for gpu in GRID_GPUS:
+            for variant in _VARIANTS_ALL_GPUS + (_VARIANTS_H200_B200 if gpu in ("H200", "B200") else ()):
+                kw = dict(variant)
+                if kw.get("attn_dp_size") == -1:
+                    if top == 1:
+                        continue
+                    kw["attn_dp_size"] = top
+                out.append(_spec(preset, gpu, top, **kw))
+    for preset, gpu, tp, flags in _REFUSED:
+        if preset in names:
+            out.append(_spec(preset, gpu, tp, flags=flags))
+    if presets is None:
+        out.extend(synthetic_grid())
+    return tuple(out)
+
+
+def synthetic_grid() -> tuple[LaunchSpec, ...]:
+    """Every synthetic config on every grid GPU at TP 1 and 8, plus a high request cap (the
+    Qwen3-VL Hopper graph and feature-pool rules) and a split decode backend (Gemma-4)."""
+    out: list[LaunchSpec] = []
+    for name in SYNTHETIC_CONFIGS:
+        preset = SYNTHETIC_PREFIX + name
+        for gpu in GRID_GPUS:
+            out.extend(_spec(preset, gpu, tp) for tp in (1, 8))
+            out.append(_spec(preset, gpu, 8, flags={"max_running_requests": 400}))
+    for gpu in GRID_GPUS:
+        out.append(_spec(SYNTHETIC_PREFIX + "gemma4", gpu, 1, flags={"attention_backend": "flashinfer"}))
+    return tuple(out)
+
+
+def grid_from_json(items: Sequence[Any]) -> tuple[LaunchSpec, ...]:
+    """Parse a grid file's list; duplicate names are refused."""
+    if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
+        raise KVCacheConfigError("a launch grid file must hold a JSON list of launch objects")
+    specs = tuple(spec_from_dict(item) for item in items)
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise KVCacheConfigError(f"launch name {spec.name!r} appears twice in the grid")
+        seen.add(spec.name)
+    return specs

@@ -1,0 +1,144 @@
+"""The launch grid, the comparison and ``kvstrategies verify --against sglang --launch`` (no SGLang)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kvstrategies.cli import main
+from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.integrations.sglang import launch as bridge
+from kvstrategies.integrations.sglang.launch_grid import (
+    DFLASH_DRAFT,
+    SYNTHETIC_CONFIGS,
+    SYNTHETIC_PREFIX,
+    LaunchSpec,
+    default_grid,
+    grid_from_json,
+    launch_config,
+    spec_from_dict,
+    valid_tps,
+)
+from kvstrategies.presets import load_preset_config, preset_names
+
+
+def test_default_grid_covers_every_preset_gpu_and_feature() -> None:
+    grid = default_grid()
+    assert len(grid) >= 500 and len({s.name for s in grid}) == len(grid)
+    assert {s.preset for s in grid} == set(preset_names()) | {SYNTHETIC_PREFIX + n for n in SYNTHETIC_CONFIGS}
+    assert {s.gpu for s in grid} == {"H100-80GB", "H200", "B200", "A100-80GB"}
+    flags = [s.flags for s in grid]
+    for algo in ("EAGLE", "NGRAM", "DFLASH"):
+        assert any(f.get("speculative_algorithm") == algo for f in flags)
+    assert any(f.get("kv_cache_dtype") == "fp8_e4m3" for f in flags) and any("page_size" in f for f in flags)
+    assert any(s.attn_dp_size > 1 for s in grid) and any(s.dcp_size > 1 for s in grid)
+    assert any(s.pp_size > 1 for s in grid)
+    assert valid_tps(load_preset_config("falcon-7b")) == (1,)  # 71 heads
+    assert valid_tps(load_preset_config("qwen2.5-7b")) == (1, 2, 4)  # 28 heads
+
+
+def test_grid_files_round_trip_and_refuse_bad_input() -> None:
+    spec = default_grid(["llama-3.1-8b"])[-1]
+    assert spec_from_dict(spec.to_dict()) == spec
+    named = spec_from_dict({"preset": "qwen3-8b", "gpu": "H200", "tp_size": 2, "flags": {"page_size": 16}})
+    assert named.name == "qwen3-8b/H200/tp2/page-size=16"
+    for bad in (
+        {"preset": "qwen3-8b"},
+        {"preset": "qwen3-8b", "gpu": "H200", "color": 1},
+        {"preset": "qwen3-8b", "gpu": "H200", "flags": {"enable_mis": True}},
+        {"preset": "qwen3-8b", "gpu": "H200", "tp_size": 0},
+        "qwen3-8b",
+    ):
+        with pytest.raises(KVCacheConfigError):
+            spec_from_dict(bad)  # type: ignore[arg-type]
+    with pytest.raises(KVCacheConfigError, match="twice"):
+        grid_from_json([spec.to_dict(), spec.to_dict()])
+    with pytest.raises(KVCacheConfigError, match="JSON list"):
+        grid_from_json({"launches": []})  # type: ignore[arg-type]
+    with pytest.raises(KVCacheConfigError, match="unknown synthetic config"):
+        launch_config("synthetic:nope")
+    assert launch_config("synthetic:kimi-k2.5")["text_config"] == load_preset_config("kimi-k2")
+
+
+def _sglang_like(spec: LaunchSpec, **changes: object) -> bridge.LaunchOutcome:
+    planner = bridge.planner_outcome(spec, Path("unused"))
+    return bridge.LaunchOutcome(fields={**planner.fields, **changes})
+
+
+def test_comparison_reports_each_difference_readably() -> None:
+    spec = spec_from_dict({"preset": "llama-3.1-8b", "gpu": "H200", "tp_size": 8})
+    planner = bridge.planner_outcome(spec, Path("unused"))
+    same = bridge.compare_launch(spec, _sglang_like(spec), planner)
+    assert same.equal and not same.failed and bridge.diff_text(same) == []
+    moved = bridge.compare_launch(spec, _sglang_like(spec, mem_fraction_static=0.9, page_size=64), planner)
+    assert [d.field for d in moved.diffs] == ["mem_fraction_static", "page_size"] and moved.failed
+    text = "\n".join(bridge.diff_text(moved))
+    assert "llama-3.1-8b/H200/tp8:" in text and "sglang=0.9" in text and "planner=0.893" in text
+    refused = bridge.compare_launch(spec, bridge.LaunchOutcome(refused="ValueError: no"), planner)
+    assert refused.sglang_refuses_planner_plans and refused.failed
+    assert "SGLang refuses (ValueError: no); the planner plans it" in bridge.diff_text(refused)[0]
+    summary = bridge.summarize([same, moved, refused])
+    assert (summary.launches, summary.equal, summary.sglang_refuses_planner_plans, summary.unexplained) == (3, 1, 1, 1)
+    assert summary.per_field["page_size"] == (1, 2) and summary.field_total == 2 * len(bridge.COMPARED_FIELDS)
+
+
+def test_a_known_difference_does_not_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = spec_from_dict({"preset": "llama-3.1-8b", "gpu": "H200"})
+    known = bridge.KnownDifference("page_size", "a test reason", lambda s: s.preset == "llama-3.1-8b")
+    monkeypatch.setattr(bridge, "KNOWN_DIFFERENCES", (known,))
+    c = bridge.compare_launch(spec, _sglang_like(spec, page_size=16), bridge.planner_outcome(spec, Path("x")))
+    assert c.diffs[0].known == "a test reason" and not c.failed
+    assert "(known: a test reason)" in bridge.diff_text(c)[1]
+
+
+def test_planner_side_refuses_with_sglangs_check_named() -> None:
+    spec = spec_from_dict({"preset": "llama-3.1-8b", "gpu": "H200", "flags": {"speculative_algorithm": "DFLASH"}})
+    assert "speculative_hook._handle_dflash" in str(bridge.planner_outcome(spec, Path("x")).refused)
+    drafted = LaunchSpec("d", "llama-3.1-8b", "H200", flags={"speculative_algorithm": "DFLASH",
+                                                             "speculative_draft_model_path": DFLASH_DRAFT})  # fmt: skip
+    out = bridge.planner_outcome(drafted, Path("no-such-folder"))
+    assert out.refused is None and out.fields["speculative_num_draft_tokens"] == 16  # unreadable draft: 16
+
+
+def test_golden_round_trip(tmp_path: Path) -> None:
+    specs = default_grid(["qwen3-8b"])[:3]
+    outcomes = {specs[0].name: bridge.LaunchOutcome(refused="ValueError: x")}
+    outcomes.update({s.name: _sglang_like(s) for s in specs[1:]})
+    bridge.save_golden(specs, outcomes, tmp_path)
+    assert bridge.load_golden(tmp_path) == (specs, outcomes)
+    (tmp_path / bridge.GOLDEN_FILE).write_text("{}\n")
+    with pytest.raises(KVCacheConfigError, match="records SGLang"):
+        bridge.load_golden(tmp_path)
+
+
+def test_cli_verify_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps([s.to_dict() for s in default_grid(["deepseek-v4-flash"])]))
+    assert main(["verify", "--against", "sglang", "--launch", str(grid), "--recorded"]) == 0
+    out = capsys.readouterr().out
+    assert "launches compared" in out and "SGLang refuses, planner plans 0" in out
+    assert main(["verify", "--against", "sglang", "--launch", str(grid), "--recorded", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["launches"] == doc["equal"] and doc["sglang_refuses_planner_plans"] == 0
+    grid.write_text(json.dumps([{"preset": "qwen3-8b", "gpu": "H200", "tp_size": 2, "flags": {"page_size": 16}}]))
+    assert main(["verify", "--against", "sglang", "--launch", str(grid), "--recorded"]) == 2
+    assert "not recorded" in capsys.readouterr().err
+    assert main(["verify", "--against", "sglang"]) == 2
+    assert "--launch" in capsys.readouterr().err
+
+
+def test_workers_keep_the_launch_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kvstrategies.integrations.sglang import _launch_probe as probe
+
+    monkeypatch.setattr(probe, "resolve_forked", lambda facts, fields: {"ok": {"i": fields["i"], "pid": os.getpid()}})
+    jobs = [(probe.GpuFacts(9, 0, 81559.0), {"i": i}) for i in range(7)]
+    answers = probe.resolve_many_forked(jobs, workers=3)
+    assert [a["ok"]["i"] for a in answers] == list(range(7))
+    assert len({a["ok"]["pid"] for a in answers}) == 3 and os.getpid() not in {a["ok"]["pid"] for a in answers}
+    assert probe.resolve_many_forked(jobs[:2], workers=1) == [{"ok": {"i": i, "pid": os.getpid()}} for i in range(2)]
+    facts = probe.GpuFacts(10, 0, 183359.0).platform_facts()
+    assert facts["is_sm100"] and facts["is_blackwell"] and not facts["is_sm90"]
+    assert facts["device_capability"] == (10, 0)
