@@ -195,7 +195,7 @@ def _files(tmp_path: Path) -> dict[str, Path]:
         (["plan", "--case", "@case_unknown_key.json"], r"case_unknown_key.json: unknown case keys \['tensor_p"),
         (["plan", "llama-3.1-8b", "--available-bytes", "40GiB", "--plot", "@empty/no/such/dir/x.png"],
          r"No such file or directory|kvstrategies\[plot\]"),  # no matplotlib: the install hint  # fmt: skip
-        (["plan", "llama-3.1-8b", "--available-bytes", "40GiB", "--page-size", "0"], r"page_size"),
+        (["plan", "llama-3.1-8b", "--available-bytes", "40GiB", "--page-size", "0"], r"page.size"),
     ],
 )
 def test_cli_user_errors_are_one_line_and_exit_2(
@@ -314,3 +314,192 @@ def test_docs_errors_lists_every_error_class() -> None:
     listed = set(re.findall(r"^\| `(\w+)` \|", table, flags=re.MULTILINE))
     assert {"LayoutError", "DSV4StateReservationError", "SWAPoolTooSmallError"} <= classes
     assert classes <= listed, sorted(classes - listed)
+
+
+# ---- the --gpu planner path: every field the weight estimate / launch rules read ---------------------
+
+
+def _gpu_request(preset: str, config: dict[str, Any] | None = None, **changes: Any) -> Any:
+    from kvstrategies.gpus import lookup_gpu
+    from kvstrategies.planner import DeploymentRequest
+
+    source = {"hf_config": config} if config is not None else {"preset": preset}
+    return DeploymentRequest(model=preset, source=source, gpu=lookup_gpu("H100"), **changes)
+
+
+def _nested(preset: str, section: str, **changes: Any) -> dict[str, Any]:
+    config = load_preset_config(preset)
+    return {**config, section: {**config[section], **changes}}
+
+
+PLANNER_BAD_CONFIGS = [
+    # each of these escaped as OverflowError / hung / printed a negative weight before config_fields
+    ("deepseek-v2-lite", lambda: _config("deepseek-v2-lite", vocab_size=1e308), "vocab_size"),
+    ("deepseek-v2-lite", lambda: _config("deepseek-v2-lite", num_nextn_predict_layers=10**20), "num_nextn_predict"),
+    ("deepseek-v2-lite", lambda: _config("deepseek-v2-lite", hc_mult=2**1000), "hc_mult"),
+    ("gemma-2-9b", lambda: _config("gemma-2-9b", hidden_size=-1), "hidden_size"),
+    ("deepseek-v2-lite", lambda: _config("deepseek-v2-lite", n_routed_experts=-1), "n_routed_experts"),
+    ("mixtral-8x7b", lambda: _config("mixtral-8x7b", num_local_experts=math.nan), "num_local_experts"),
+    ("minimax-m2.5", lambda: _config("minimax-m2.5", num_mtp_modules=5000, mtp_transformer_layers=5000),
+     "num_mtp_modules"),  # fmt: skip
+    ("qwen3.5-35b-a3b", lambda: _nested("qwen3.5-35b-a3b", "vision_config", hidden_size=2**1000),
+     "vision_config.hidden_size"),  # fmt: skip
+    ("qwen3.5-35b-a3b", lambda: _nested("qwen3.5-35b-a3b", "text_config", mtp_num_hidden_layers=10**19),
+     "text_config.mtp_num_hidden_layers"),  # fmt: skip
+    ("kimi-linear-48b-a3b", lambda: _nested("kimi-linear-48b-a3b", "linear_attn_config", head_dim=1e308),
+     "linear_attn_config.head_dim"),  # fmt: skip
+    ("llama-3.1-8b", lambda: _nested("llama-3.1-8b", "rope_scaling", factor=math.inf), "factor"),
+    ("deepseek-v3", lambda: _nested("deepseek-v3", "quantization_config", weight_block_size=[0, 128]),
+     "weight_block_size"),  # fmt: skip
+    ("qwen3-8b", lambda: _config("qwen3-8b", quantization_config={"quant_method": "gptq", "bits": 4,
+                                                                  "group_size": -1}), "group_size"),  # fmt: skip
+    ("mimo-v2-flash", lambda: _config("mimo-v2-flash", moe_layer_freq=[1, -1]), "moe_layer_freq[1]"),
+]
+
+
+@pytest.mark.parametrize(("preset", "make", "field"), PLANNER_BAD_CONFIGS)
+def test_planner_refuses_bad_estimate_fields_naming_them(preset: str, make: Any, field: str) -> None:
+    from kvstrategies.planner import plan_deployment
+
+    with pytest.raises(KVCacheConfigError) as info:
+        plan_deployment(_gpu_request(preset, make()), suggest=False)
+    assert field in str(info.value)
+
+
+def test_planner_field_rules_accept_every_shipped_config() -> None:
+    """No rule refuses a real config: every preset and every hf_config of the test cases."""
+    from kvstrategies.planner.config_fields import validate_config_fields
+    from kvstrategies.presets import preset_names
+
+    configs = [load_preset_config(name) for name in preset_names()]
+    for path in (Path(__file__).parent / "cases").glob("*.json"):
+        hf = json.loads(path.read_text(encoding="utf-8")).get("hf_config")
+        if isinstance(hf, dict):
+            configs.append(hf)
+    assert len(configs) > 30
+    for config in configs:
+        validate_config_fields(config)
+
+
+@pytest.mark.parametrize(
+    ("changes", "flag"),
+    [
+        ({"pp_size": 2**63}, "--pp-size"),
+        ({"page_size": 0}, "--page-size"),
+        ({"chunked_prefill_size": 0}, "--chunked-prefill-size"),
+        ({"tp_size": 0}, "--tp"),
+        ({"weight_bytes": 2**64}, "--weight-bytes"),
+    ],
+)
+def test_planner_refuses_bad_request_values(changes: dict[str, Any], flag: str) -> None:
+    from kvstrategies.planner import plan_deployment
+
+    with pytest.raises(KVCacheConfigError, match=re.escape(flag)):
+        plan_deployment(_gpu_request("llama-3.1-8b", **changes), suggest=False)
+
+
+def test_absurd_budgets_are_never_reported() -> None:
+    from kvstrategies.planner.budget import KVBudget
+    from kvstrategies.planner.config_fields import check_budget_sane
+
+    good = KVBudget(available_bytes=GIB, source="gpu", gpu_name="X", weight_bytes=GIB)
+    check_budget_sane(good, 80 * GIB)
+    for bad, kind in (
+        (KVBudget(available_bytes=GIB, source="gpu", gpu_name="X", weight_bytes=0), "weight estimate"),
+        (KVBudget(available_bytes=-5, source="gpu", gpu_name="X", weight_bytes=GIB), "no KV budget"),
+        (KVBudget(available_bytes=81 * GIB, source="gpu", gpu_name="X", weight_bytes=GIB), "larger than the GPU"),
+    ):
+        with pytest.raises(KVCacheConfigError, match=kind):
+            check_budget_sane(bad, 80 * GIB)
+    check_budget_sane(KVBudget(available_bytes=10**15, source="given"), 80 * GIB)  # the user's own number
+
+
+def test_chunked_prefill_2_pow_40_is_answered_without_building_the_graph_list() -> None:
+    from kvstrategies.launch_defaults import prefill_graph_batch_sizes, prefill_graph_bs_count
+
+    for max_bs in (0, 3, 4, 32, 48, 4096, 4607, 4608, 5120, 8192, 16384, 100_000):
+        assert prefill_graph_bs_count(max_bs) == len(prefill_graph_batch_sizes(max_bs))
+    assert prefill_graph_bs_count(2**40) == 8 + 14 + 8 + 8 + 12 + (2**40 - 4608) // 512 + 1
+
+
+# ---- files: regular files only, bounded, no duplicate keys -------------------------------------------
+
+
+def test_json_files_must_be_regular_and_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from kvstrategies import jsonio
+
+    with pytest.raises(KVCacheConfigError, match="not a regular file"):
+        read_json_file("/dev/zero")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(KVCacheConfigError, match="not a regular file"):
+        read_json_file(fifo)  # would block forever on open/read
+    big = tmp_path / "big.json"
+    big.write_text('{"a": "' + "x" * 200 + '"}', encoding="utf-8")
+    monkeypatch.setattr(jsonio, "MAX_JSON_BYTES", 100)
+    with pytest.raises(KVCacheConfigError, match="larger than"):
+        read_json_file(big)
+
+
+def test_case_naming_a_device_or_fifo_as_hf_config_is_refused(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "config-fifo"
+    os.mkfifo(fifo)
+    for target in ("/dev/zero", "/dev/urandom", str(fifo)):
+        case = tmp_path / "case.json"
+        case.write_text(json.dumps({"hf_config": target, "available_bytes": GIB}), encoding="utf-8")
+        with pytest.raises(KVCacheConfigError, match="not a regular file"):
+            load_case(case)
+
+
+def test_duplicate_keys_and_lone_surrogates_are_errors() -> None:
+    with pytest.raises(KVCacheConfigError, match="'available_bytes' appears twice"):
+        parse_json_text('{"available_bytes": 1, "available_bytes": 2}', "dup.json")
+    with pytest.raises(KVCacheConfigError, match="appears twice"):
+        parse_json_text('{"hf_config": {"a": 1, "a": 1}}', "nested.json")
+    with pytest.raises(KVCacheConfigError, match="lone surrogate"):
+        parse_json_text('{"architectures": ["Llama\\udc80ForCausalLM"]}', "sur.json")
+    assert parse_json_text('{"a": "\\ud83d\\ude00"}', "pair.json") == {"a": "\U0001f600"}  # a valid pair stays
+
+
+REPORTED_CLI_INPUTS = [
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--gpu-memory", "0"], "--gpu-memory"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--gpu-memory", "9" * 5000], "5000 digits"),
+    (["plan", "llama-3.1-8b", "--available-bytes", "9" * 5000], "5000 digits"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--pp-size", str(2**63)], "--pp-size"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--chunked-prefill-size", str(2**40)], "mem-fraction-static"),
+    (["sweep", "llama-3.1-8b", "--gpu", ","], "--gpu is empty"),
+    (["sweep", "llama-3.1-8b", "--gpu", "H100", "--page-size", "0"], "--page-size"),
+    (["sweep", "llama-3.1-8b", "--gpu", "H100", "--tp", ",".join(["1"] * 20_001)], "cells"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--page-size", "0"], "--page-size"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--plot", "@dir"], "it is a folder"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--plot", "/dev/null"], "not a regular file"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--plot", "@dir/breakdown"], "unknown image suffix"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--plot", "@dir/breakdown.txt"], "unknown image suffix"),
+    (["plan", "--case", "/dev/zero"], "not a regular file"),
+    (["plan", "--case", "@dup.json"], "appears twice"),
+    (["plan", "@surrogate.json", "--gpu", "H100"], "lone surrogate"),
+    (["plan", "--case", "@mamba.json"], "mamba_full_memory_ratio"),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), REPORTED_CLI_INPUTS)
+def test_reported_cli_inputs_end_as_one_line_exit_2(
+    args: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dup.json").write_text('{"preset": "llama-3.1-8b", "available_bytes": 1, "available_bytes": 2}',
+                                       encoding="utf-8")  # fmt: skip
+    surrogate = {**load_preset_config("llama-3.1-8b"), "architectures": ["Llama\udc80ForCausalLM"]}
+    (tmp_path / "surrogate.json").write_text(json.dumps(surrogate), encoding="utf-8")
+    mamba = {"preset": "nemotron-h-8b", "available_bytes": 40 * GIB, "mamba_full_memory_ratio": 1e308}
+    (tmp_path / "mamba.json").write_text(json.dumps(mamba), encoding="utf-8")
+    resolved = [str(tmp_path) + "/" + a[1:] if a.startswith("@") else a for a in args]
+    code, lines = _run_cli(resolved, capsys)
+    assert code == 2
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("kvstrategies: error: ")
+    assert expected in lines[0], lines[0]

@@ -19,6 +19,7 @@ from ..pools.layout import KVPoolsLayout
 from ..sizing import PoolSizes
 from .breakdown import Breakdown, build_breakdown
 from .budget import KVBudget, kv_budget
+from .config_fields import check_budget_sane, validate_planner_inputs
 from .fit import FitReport, fit_report
 from .fixes import Fix, suggest_fixes
 from .launch import case_fields, resolve_launch
@@ -125,9 +126,11 @@ def _assemble(
 def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> DeploymentPlan:
     """Plan ``req`` end to end; ``suggest`` also searches the fixes when the context does not fit."""
     config = req.hf_config()
+    validate_planner_inputs(req, config)  # before any reader loops over a field
     launch = resolve_launch(req, config)
     fields = case_fields(req, model_dtype_name(req, config), launch)
     budget = kv_budget(req, config, launch)
+    check_budget_sane(budget, None if req.gpu is None else req.gpu.capacity_bytes)
     case = parse_case({**fields, "available_bytes": budget.available_bytes})
     planned = plan(case.settings, case.available_bytes, max_tokens=case.max_tokens)
     result = _assemble(req, launch, budget, case, planned, req.request_lengths)
