@@ -503,3 +503,63 @@ def test_reported_cli_inputs_end_as_one_line_exit_2(
     assert len(lines) == 1, lines
     assert lines[0].startswith("kvstrategies: error: ")
     assert expected in lines[0], lines[0]
+
+
+# ---- plan() with an engine's own context object ---------------------------------------------------
+
+
+class _EngineContext:
+    """A context object as an engine would write one: plain attributes, its own methods."""
+
+    def __init__(self, base: KVCacheSettings, **overrides: Any) -> None:
+        for name in ("geometry", "kv_cache_dtype", "page_size", "parallel", "speculative", "device", "platform",
+                     "backends", "scheduling", "knobs", "is_draft_worker"):  # fmt: skip
+            setattr(self, name, overrides.get(name, getattr(base, name)))
+        self._base = base
+
+    def at_pp_rank(self, rank: int) -> Any:
+        return self
+
+    def target_context(self) -> Any:
+        return self  # a draft whose target is itself: recursed forever before plan() snapshotted it
+
+
+class _RaisingContext(_EngineContext):
+    @property
+    def page_size(self) -> int:  # type: ignore[override]
+        return self.page_size  # RecursionError
+
+    @page_size.setter
+    def page_size(self, value: int) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"page_size": -64}, "page_size"),
+        ({"page_size": 0}, "page_size"),  # was ZeroDivisionError
+        ({"page_size": "64"}, "page_size"),  # was TypeError
+        ({"page_size": 64.0}, "page_size"),
+        ({"is_draft_worker": 1}, "is_draft_worker"),
+        ({"geometry": {"num_hidden_layers": 32}}, "geometry"),
+        ({"parallel": None}, "parallel"),
+    ],
+)
+def test_plan_validates_an_engine_context(overrides: dict[str, Any], field: str) -> None:
+    with pytest.raises(KVCacheConfigError, match=field):
+        plan(_EngineContext(_ctx(), **overrides), 40 * GIB)  # type: ignore[arg-type]
+
+
+def test_plan_with_an_engine_context_equals_the_settings_plan() -> None:
+    settings = _ctx()
+    engine = plan(_EngineContext(settings), 40 * GIB)  # type: ignore[arg-type]
+    assert engine.sizes == plan(settings, 40 * GIB).sizes
+    assert engine.ctx == settings  # the validated snapshot
+    draft = _EngineContext(_ctx(preset="deepseek-v3", speculative_algorithm="EAGLE"), is_draft_worker=True)
+    assert plan(draft, 40 * GIB).ctx.is_draft_worker  # type: ignore[arg-type]  # no RecursionError
+
+
+def test_plan_reports_an_engine_property_that_fails() -> None:
+    with pytest.raises(KVCacheConfigError, match=r"ctx.* cannot be read .*RecursionError"):
+        plan(_RaisingContext(_ctx()), 40 * GIB)  # type: ignore[arg-type]
