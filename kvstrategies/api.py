@@ -17,7 +17,6 @@ from .strategies.base import PoolConfigurator
 from .strategies.registry import select_configurator
 from .validate import MAX_INT64, check_instance, check_int, check_opt_int
 
-
 #: the most requests (rows of the request table) a what-if layout (``pool_max_running_requests``) may
 #: ask for: a what-if is a small size, and a build on a real device allocates the table for real
 MAX_WHAT_IF_REQUESTS = 2**20
