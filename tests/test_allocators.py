@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvstrategies.allocators import (
+    AllocatorMisuseError,
     AllocatorStateError,
     MambaSlotAllocator,
     PagedTokenToKVPoolAllocator,
@@ -82,8 +83,19 @@ def test_token_none_exactly_when_short() -> None:
     assert as_list(a.alloc(0)) == []
 
 
-def test_token_free_does_not_filter_slot_zero_and_double_free_is_caught_when_overfull() -> None:
+def test_token_free_of_slot_zero_or_twice_is_misuse() -> None:
     a = TokenToKVPoolAllocator(2)
+    a.alloc(1)
+    with pytest.raises(AllocatorMisuseError, match=r"out of range \[1, 2\]: \[0\]"):
+        a.free(t(0))
+    a.free(t(1))
+    with pytest.raises(AllocatorMisuseError, match="not handed out"):
+        a.free(t(1))
+    assert as_list(a.free_pages) == [2, 1]  # the refused calls changed nothing
+
+
+def test_token_unchecked_free_does_not_filter_slot_zero_and_double_free_is_caught_when_overfull() -> None:
+    a = TokenToKVPoolAllocator(2, check_misuse=False)  # SGLang's behaviour
     a.alloc(1)
     a.free(t(0))  # no filtering of slot 0 (SGLang behaviour); the pool is now "full" again
     assert as_list(a.free_pages) == [2, 0]
