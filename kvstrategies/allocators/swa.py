@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from ..errors import KVCacheConfigError, require
-from .common import I64, AllocatorStateError, Device, as_locs, check_count, num_new_pages, size_of
+from .common import I64, AllocatorMisuseError, AllocatorStateError, Device, as_locs, check_count, num_new_pages, size_of
 from .paged import PagedTokenToKVPoolAllocator
 from .token import TokenToKVPoolAllocator
 
@@ -47,6 +47,21 @@ class _FullToSWAMapped:
 
     def get_kvcache(self) -> Any:
         return self._kvcache
+
+    check_misuse: bool = True
+    device: torch.device
+
+    def _checked_locs(self, free_index: torch.Tensor | Sequence[int]) -> torch.Tensor:
+        """``free_index`` as locations; out of the mapping's range is misuse (it would index past it)."""
+        locs = as_locs(free_index, self.device)
+        if self.check_misuse and locs.numel() and self.device.type != "meta":
+            limit = int(self.full_to_swa_index_mapping.numel()) - 1  # the last entry is the -1 sentinel
+            bad = (locs < 0) | (locs >= limit)
+            if bool(bad.any()):
+                raise AllocatorMisuseError(
+                    f"{type(self).__name__}: freeing locations out of range [0, {limit}): {locs[bad][:8].tolist()}"
+                )
+        return locs
 
     def translate_loc_from_full_to_swa(self, locs: torch.Tensor) -> torch.Tensor:
         """``mapping[locs]``: the SWA location of each full location (0: none, -1 for -1)."""
@@ -99,6 +114,10 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
         return mapping
 
     # -- capacity ------------------------------------------------------------------------------------
+    def held_count(self) -> int:
+        """Full-side ids handed out and not freed (pages when paged); -1 when not tracked."""
+        return self.full_attn_allocator.held_count()
+
     @property
     def size(self) -> int:
         return min(self.size_full, self.size_swa)
@@ -241,7 +260,7 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
     # -- free ----------------------------------------------------------------------------------------
     def free(self, free_index: torch.Tensor | Sequence[int]) -> None:
         """``free_swa`` then ``free_full``."""
-        locs = as_locs(free_index, self.device)
+        locs = self._checked_locs(free_index)
         if locs.numel() == 0:
             return
         self.free_swa(locs)
@@ -255,28 +274,30 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
     def free_swa(self, free_index: torch.Tensor | Sequence[int]) -> None:
         """Release the SWA peers of these full locations and clear their mapping entries.
 
-        Page size 1: every location must have a peer (> 0), else :class:`AllocatorStateError`.
-        Page size > 1: the whole full pages are considered and peers that exist are freed.
+        Page size 1: every location must have a peer (> 0), else :class:`AllocatorMisuseError`
+        (freed twice, or never handed out). Page size > 1: the whole full pages are considered and
+        peers that exist are freed. The SWA side is freed before the mapping is cleared, so a
+        refused free leaves both unchanged.
         """
-        locs = as_locs(free_index, self.device)
+        locs = self._checked_locs(free_index)
         if locs.numel() == 0:
             return
         mapping = self.full_to_swa_index_mapping
         if self.page_size == 1:
             swa = mapping[locs]
             if not bool((swa > 0).all()):
-                raise AllocatorStateError("free_swa: a full location has no SWA peer (freed twice?)")
+                raise AllocatorMisuseError("free_swa: a full location has no SWA peer (freed twice or never allocated)")
+            self.swa_attn_allocator.free(swa)
             mapping[locs] = 0
         else:
             expanded = self._expand_to_full_pages(locs)
             swa = mapping[expanded]
-            swa = swa[swa > 0]
+            self.swa_attn_allocator.free(swa[swa > 0])
             mapping[expanded] = 0
-        self.swa_attn_allocator.free(swa)
 
     def free_full(self, free_index: torch.Tensor | Sequence[int]) -> None:
         """Free on the full side; the SWA peers must already be released (mapping 0)."""
-        locs = as_locs(free_index, self.device)
+        locs = self._checked_locs(free_index)
         if locs.numel() == 0:
             return
         if bool((self.full_to_swa_index_mapping[locs] != 0).any()):
@@ -384,6 +405,10 @@ class PureSWATokenToKVPoolAllocator(_FullToSWAMapped):
 
     def available_size(self) -> int:
         return self.swa_attn_allocator.available_size()
+
+    def held_count(self) -> int:
+        """Locations handed out and not freed; -1 when not tracked."""
+        return self.swa_attn_allocator.held_count()
 
     full_available_size = swa_available_size = available_size
 
