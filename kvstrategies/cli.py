@@ -18,7 +18,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import KVCacheConfigError
 
@@ -65,8 +65,15 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """argparse, but a usage error is one stderr line and exit 2 like every other user error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"kvstrategies: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kvstrategies", description="Plan SGLang-compatible KV-cache pools.")
+    parser = _OneLineErrors(prog="kvstrategies", description="Plan SGLang-compatible KV-cache pools.")
     sub = parser.add_subparsers(dest="command", required=True)
     plan = sub.add_parser("plan", help="how many tokens and requests fit, and the pools that hold them")
     _add_deployment_arguments(plan)

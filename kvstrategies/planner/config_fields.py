@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InsufficientMemoryError, KVCacheConfigError
+from ..gpus import Accelerator
 from ..models.hf import MAX_CONFIG_INT, as_int
 from ..validate import MAX_LAYERS, MAX_PAGE_SIZE, MAX_SETTING_INT, check_float, check_int, check_opt_int
 from .request import DeploymentRequest
@@ -184,7 +185,10 @@ def _check_totals(config: Mapping[str, Any]) -> None:
 
 
 def validate_request(req: DeploymentRequest) -> None:
-    """The request's own numbers, with the bounds of the case-file fields (no loop over a huge count)."""
+    """The request's own numbers, with the bounds of the case-file fields (no loop over a huge count).
+
+    Run by ``DeploymentRequest.__post_init__`` (so every replaced copy is checked too).
+    """
     check_int(req.tp_size, "--tp", minimum=1, maximum=MAX_PARALLEL)
     check_int(req.pp_size, "--pp-size", minimum=1, maximum=MAX_LAYERS, fix="a pipeline stage needs >= 1 layer")
     check_int(req.pp_rank, "--pp-rank", minimum=0, maximum=req.pp_size - 1)
@@ -207,6 +211,10 @@ def validate_request(req: DeploymentRequest) -> None:
         ("--speculative-num-draft-tokens", req.speculative_num_draft_tokens),
     ):
         check_opt_int(value, flag, minimum=1 if flag != "--speculative-draft-layers" else 0, maximum=MAX_SETTING_INT)
+    if not isinstance(req.request_lengths, (tuple, list)):
+        raise KVCacheConfigError(f"request_lengths must be a tuple of token counts, got {req.request_lengths!r:.80}")
+    if req.gpu is not None and not isinstance(req.gpu, Accelerator):
+        raise KVCacheConfigError(f"gpu must be an Accelerator (kvstrategies.gpus.lookup_gpu), got {req.gpu!r:.80}")
     for length in req.request_lengths:
         check_int(length, "--request-length", minimum=1, maximum=MAX_SETTING_INT)
     if req.mem_fraction_static is not None:

@@ -62,6 +62,9 @@ class DeploymentRequest:
     request_lengths: tuple[int, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
+        from .config_fields import validate_request  # the bounds live with the config-field rules
+
+        validate_request(self)
         if self.available_bytes is None and self.gpu is None:
             raise KVCacheConfigError(
                 "no memory budget: name a GPU (--gpu H100-80GB or --gpu-memory 80GiB) or give the KV "
