@@ -156,6 +156,7 @@ def test_fuzz_gpu_planner_request_values(name: str, gpu: str, changes: dict[str,
     try:
         req = DeploymentRequest(model=name, source={"preset": name}, gpu=lookup_gpu(gpu), **changes)
     except KVCacheConfigError:
+        event("refused by DeploymentRequest")
         return
     except TypeError:  # a dataclass field compared with a wrong type in __post_init__ (e.g. "x" < 1)
         pytest.fail(f"DeploymentRequest({changes!r}) raised TypeError, not KVCacheConfigError")
