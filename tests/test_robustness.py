@@ -563,3 +563,25 @@ def test_plan_with_an_engine_context_equals_the_settings_plan() -> None:
 def test_plan_reports_an_engine_property_that_fails() -> None:
     with pytest.raises(KVCacheConfigError, match=r"ctx.* cannot be read .*RecursionError"):
         plan(_RaisingContext(_ctx()), 40 * GIB)  # type: ignore[arg-type]
+
+
+# ---- build(plan, "meta") allocates nothing proportional to the input ---------------------------------
+
+
+def test_meta_build_keeps_every_tensor_on_meta_and_allocators_lazy() -> None:
+    from kvstrategies.api import MAX_WHAT_IF_REQUESTS
+
+    planned = _plan({"preset": "qwen3-next-80b-a3b", "tp_size": 4, "available_bytes": 40 * GIB,
+                     "pool_max_tokens": 2**40, "pool_max_running_requests": MAX_WHAT_IF_REQUESTS})  # fmt: skip
+    pools = build(planned, "meta")
+    tensors = [t for pool in (pools.req_to_token_pool, pools.token_to_kv_pool) for t in pool.tensors.values()]
+    assert tensors and all(t.device.type == "meta" for t in tensors)  # req_generation included
+    requests = pools.req_to_token_pool.allocator
+    assert requests.available_size() == MAX_WHAT_IF_REQUESTS and not requests._tail  # a lazy range
+    assert pools.allocator is not None and pools.allocator.held_count() == -1  # nothing tracked on meta
+
+
+def test_what_if_request_count_is_bounded() -> None:
+    with pytest.raises(KVCacheConfigError, match="pool_max_running_requests must be in"):
+        _plan({"preset": "llama-3.1-8b", "available_bytes": GIB, "pool_max_tokens": 64,
+               "pool_max_running_requests": 2**31})  # fmt: skip
