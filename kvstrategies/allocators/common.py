@@ -86,7 +86,8 @@ class SlotLedger:
         self.device = device
         self.enabled = bool(enabled) and device.type != "meta"
         self.capacity = capacity
-        self.held = torch.zeros(capacity + 1 if self.enabled else 0, dtype=torch.bool, device=device)
+        self.held = torch.zeros(0, dtype=torch.bool, device=device)
+        self.reset(capacity)
 
     def reset(self, capacity: int) -> None:
         """Nothing held, ``capacity`` ids."""
