@@ -823,6 +823,13 @@ def test_mamba_and_request_slot_misuse() -> None:
         m.alloc_group_begin(1)  # used to drop the 2 pre-taken slots (a leak)
     m.alloc_group_end()
     assert m.available_size() == 4 and m.held_count() == 0
+    freed = ok(m.alloc(1))
+    m.free(freed)
+    m.alloc_group_begin(4)  # pre-takes the freed slot again
+    with pytest.raises(AllocatorMisuseError, match="not handed out"):
+        m.free(freed)  # a double free must not be hidden by the group holding the slot
+    assert m.reserved_count() == 4
+    m.alloc_group_end()
     r = RequestSlotAllocator(4)
     rows = ok_rows(r.alloc(2))
     r.free(rows)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -30,15 +30,19 @@ class MambaSlotAllocator:
         self.size = size
         self.device = torch.device(device)
         self.free_slots = torch.empty(0, dtype=I64)
-        self._group: Iterator[torch.Tensor] | None = None
+        self._group: list[torch.Tensor] = []  # pre-taken slots not yet handed out (a group is open)
         self._group_open = False
         self.check_misuse = bool(check_misuse)
         self._ledger = SlotLedger(size, self.device, "MambaSlotAllocator", enabled=self.check_misuse)
         self.clear()
 
     def held_count(self) -> int:
-        """Slots handed out (pre-taken group slots included); -1 when not tracked."""
+        """Slots handed out to the caller and not freed (pre-taken group slots excluded); -1 when not tracked."""
         return self._ledger.held_count()
+
+    def reserved_count(self) -> int:
+        """Slots an open group pre-took and has not handed out yet."""
+        return len(self._group)
 
     def available_size(self) -> int:
         return len(self.free_slots)
@@ -47,32 +51,31 @@ class MambaSlotAllocator:
         if n > len(self.free_slots):
             return None
         out, self.free_slots = take_head(self.free_slots, n)
-        self._ledger.take(out)
         return out
 
     def alloc(self, need_size: int) -> torch.Tensor | None:
         n = check_count(need_size)
-        if self._group is not None and n == 1:
-            slot = next(self._group, None)
-            if slot is not None:
-                return slot
-        return self._take(n)
+        if self._group and n == 1:
+            out: torch.Tensor | None = self._group.pop(0)
+        else:
+            out = self._take(n)
+        if out is not None:
+            self._ledger.take(out)
+        return out
 
     def alloc_group_begin(self, num_reqs: int) -> None:
         if self._group_open:
             raise AllocatorMisuseError("MambaSlotAllocator: alloc_group_begin inside an open group; end it first")
         self._group_open = True
-        self._group = None
         taken = self._take(check_count(num_reqs, "num_reqs")) if num_reqs > 0 else None
-        if taken is not None:
-            self._group = iter(list(torch.split(taken, 1)))
+        # pre-taken slots are the group's, not the caller's: freeing one before alloc hands it out is misuse
+        self._group = [] if taken is None else list(torch.split(taken, 1))
 
     def alloc_group_end(self) -> None:
-        group, self._group = self._group, None
+        rest, self._group = self._group, []
         self._group_open = False
-        rest = list(group) if group is not None else []
-        if rest:
-            self.free(torch.cat(rest))
+        if rest:  # back to the free list as they were never handed out (no ledger change)
+            self.free_slots = torch.cat((self.free_slots, *rest))
 
     def free(self, free_index: torch.Tensor | Sequence[int]) -> None:
         slots = as_locs(free_index, self.device)
@@ -83,7 +86,7 @@ class MambaSlotAllocator:
 
     def clear(self) -> None:
         self.free_slots = torch.arange(1, self.size + 1, dtype=I64, device=self.device)
-        self._group = None
+        self._group = []
         self._group_open = False
         self._ledger.reset(self.size)
 
