@@ -875,3 +875,25 @@ def test_request_rows_are_a_lazy_range() -> None:
     assert r.alloc(2) == [2**40 - 1, 2**40]
     r.free([2**40])
     assert r.alloc(3) == [2**40 - 3, 2**40 - 2, 2**40]
+
+
+def test_token_merge_with_nothing_staged_keeps_the_free_order() -> None:
+    a = TokenToKVPoolAllocator(6)
+    a.alloc(4)
+    a.free(t(3, 1))
+    a.merge_and_sort_free()  # nothing staged (need_sort off): SGLang leaves the list as it is
+    assert as_list(a.free_pages) == [5, 6, 3, 1]
+
+
+def test_swa_segment_frees_need_a_page_aligned_start() -> None:
+    p = 4
+    a = SWATokenToKVPoolAllocator(32, 32, page_size=p)
+    full = ok(a.alloc_extend(t(0), t(0), t(2 * p), t(2 * p), t(-1), 2 * p))
+    a.free_segment(full[p:], p)  # the second page, both sides
+    assert a.full_available_size() == (32 // p - 1) * p and a.swa_available_size() == (32 // p - 1) * p
+    with pytest.raises(KVCacheConfigError, match="not a page multiple"):
+        a.free_full_segment(full[:p], 1)
+    with pytest.raises(KVCacheConfigError, match="not a page multiple"):
+        a.free_swa_segment(full[:p], 2)
+    a.free_segment(full[:p], 0)
+    assert a.full_available_size() == 32 and a.swa_available_size() == 32
