@@ -585,3 +585,24 @@ def test_what_if_request_count_is_bounded() -> None:
     with pytest.raises(KVCacheConfigError, match="pool_max_running_requests must be in"):
         _plan({"preset": "llama-3.1-8b", "available_bytes": GIB, "pool_max_tokens": 64,
                "pool_max_running_requests": 2**31})  # fmt: skip
+
+
+# ---- model parsing: documented defaults and the smallest legal values --------------------------------
+
+
+def test_jamba_defaults_match_the_values_the_preset_spells_out() -> None:
+    """transformers' Jamba defaults (d_conv 4, attention period 8) fill the fields when left out."""
+    full = load_preset_config("jamba-v0.1")
+    assert (full["mamba_d_conv"], full["attn_layer_period"]) == (4, 8)
+    bare = {k: v for k, v in full.items() if k not in ("mamba_d_conv", "attn_layer_period")}
+    assert parse_hf_config(bare) == parse_hf_config(full)
+
+
+def test_smallest_legal_mamba_values_parse() -> None:
+    jamba = parse_hf_config(_config("jamba-v0.1", mamba_expand=1, mamba_d_conv=2))
+    assert jamba.mamba is not None
+    qwen = parse_hf_config(_config("qwen3-next-80b-a3b", linear_conv_kernel_dim=2))
+    assert qwen.mamba is not None
+    for preset, field in (("jamba-v0.1", "mamba_d_conv"), ("qwen3-next-80b-a3b", "linear_conv_kernel_dim")):
+        with pytest.raises(KVCacheConfigError, match=field):
+            parse_hf_config(_config(preset, **{field: 1}))
