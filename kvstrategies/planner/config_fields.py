@@ -242,6 +242,8 @@ def check_budget_sane(budget: Any, capacity_bytes: int | None) -> None:
         return
     weights = budget.weight_bytes
     if weights is not None and weights <= 0:
+        if str(budget.weight_source).startswith("given"):
+            raise KVCacheConfigError(f"--weight-bytes must be > 0 with a GPU budget, got {weights}")
         raise KVCacheConfigError(
             f"the weight estimate came out at {weights} bytes per rank, which cannot be right; check the "
             "config's sizes or pass --weight-bytes"
