@@ -606,3 +606,30 @@ def test_smallest_legal_mamba_values_parse() -> None:
     for preset, field in (("jamba-v0.1", "mamba_d_conv"), ("qwen3-next-80b-a3b", "linear_conv_kernel_dim")):
         with pytest.raises(KVCacheConfigError, match=field):
             parse_hf_config(_config(preset, **{field: 1}))
+
+
+def test_planner_request_bounds_are_inclusive() -> None:
+    """Each bound is the largest value accepted: one more is refused (flags named)."""
+    from kvstrategies.planner.config_fields import MAX_PARALLEL
+
+    top = 2**63 - 1
+    for field, largest, flag in (
+        ("weight_bytes", top, "--weight-bytes"),
+        ("overhead_bytes", top, "--gpu-overhead"),
+        ("available_bytes", top, "--available-bytes"),
+        ("tp_size", MAX_PARALLEL, "--tp"),
+        ("pp_size", 10_000, "--pp-size"),
+        ("chunked_prefill_size", 2**40, "--chunked-prefill-size"),
+    ):
+        _gpu_request("llama-3.1-8b", **{field: largest})
+        with pytest.raises(KVCacheConfigError, match=re.escape(flag)):
+            _gpu_request("llama-3.1-8b", **{field: largest + 1})
+    _gpu_request("llama-3.1-8b", chunked_prefill_size=-1)  # -1: chunked prefill off
+
+
+def test_planner_list_fields_are_bounded_by_the_layer_limit() -> None:
+    from kvstrategies.planner.config_fields import validate_config_fields
+
+    validate_config_fields({"mlp_only_layers": [0] * 10_016})
+    with pytest.raises(KVCacheConfigError, match="mlp_only_layers.*10017 entries"):
+        validate_config_fields({"mlp_only_layers": [0] * 10_017})
