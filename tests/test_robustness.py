@@ -633,3 +633,13 @@ def test_planner_list_fields_are_bounded_by_the_layer_limit() -> None:
     validate_config_fields({"mlp_only_layers": [0] * 10_016})
     with pytest.raises(KVCacheConfigError, match="mlp_only_layers.*10017 entries"):
         validate_config_fields({"mlp_only_layers": [0] * 10_017})
+
+
+def test_multimodal_models_reserve_sglangs_100_mib_vlm_cache() -> None:
+    """SGLANG_VLM_CACHE_SIZE_MB defaults to 100: a multimodal model's GPU budget holds 100 MiB back."""
+    from kvstrategies.planner import plan_deployment
+
+    planned = plan_deployment(_gpu_request("qwen3.5-35b-a3b", tp_size=8), suggest=False)
+    assert planned.budget.multimodal_bytes == 100 * 2**20
+    text_only = plan_deployment(_gpu_request("qwen3-8b"), suggest=False)
+    assert text_only.budget.multimodal_bytes == 0
