@@ -643,3 +643,22 @@ def test_multimodal_models_reserve_sglangs_100_mib_vlm_cache() -> None:
     assert planned.budget.multimodal_bytes == 100 * 2**20
     text_only = plan_deployment(_gpu_request("qwen3-8b"), suggest=False)
     assert text_only.budget.multimodal_bytes == 0
+
+
+@pytest.mark.parametrize(
+    ("mib", "tp", "tier"),
+    [
+        # sglang/srt/arg_groups/memory_hook.py: strict `gpu_mem < 20/35/60/90/160 * 1024` bands
+        (20 * 1024 - 1, 1, (2048, 8)),
+        (20 * 1024, 1, (4096, 48)),
+        (35 * 1024 - 1, 4, (4096, 160)),
+        (35 * 1024, 1, (4096, 32)),
+        (60 * 1024, 1, (8192, 256)),
+        (160 * 1024 - 1, 4, (8192, 512)),
+        (160 * 1024, 1, (16384, 512)),
+    ],
+)
+def test_capacity_tier_bands_are_strict_upper_bounds(mib: int, tp: int, tier: tuple[int, int]) -> None:
+    from kvstrategies.launch_defaults import capacity_tier
+
+    assert capacity_tier(mib, tp) == tier
