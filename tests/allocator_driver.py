@@ -10,7 +10,7 @@ leave the allocator unchanged. After **every** operation the driver checks:
 * no id is held twice (every allocation is disjoint from what is held, and in range).
 
 ``python -m tests.allocator_driver --ops 100000`` prints the operation counts per kind; the
-tests in ``test_fuzz_allocators.py`` run it at the profile's size (CI small, ``tox -e
+tests in ``test_fuzz_allocators.py`` run it at the profile's size (CI 1,000 per kind, ``tox -e
 property`` >= 10^5 per kind).
 """
 
