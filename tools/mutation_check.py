@@ -95,10 +95,13 @@ GROUPS: dict[str, Group] = {
         ("kvstrategies/planner/*.py",),
         ("tests/test_planner.py", "tests/test_cli_planner.py", "tests/test_robustness.py"),
     ),
-    "weights": Group(("kvstrategies/weights.py",), ("tests/test_weights.py", "tests/test_planner.py")),
+    "weights": Group(
+        ("kvstrategies/weights.py",), ("tests/test_weights.py", "tests/test_planner.py", "tests/test_robustness.py")
+    ),
     "launch_defaults": Group(
         ("kvstrategies/launch_defaults.py",),
-        ("tests/test_launch_defaults.py", "tests/test_planner.py", "tests/test_cli_planner.py"),
+        ("tests/test_launch_defaults.py", "tests/test_planner.py", "tests/test_cli_planner.py",
+         "tests/test_robustness.py"),  # fmt: skip
     ),
 }
 ROUNDING = {"align_down", "ceil_div", "ceil_align"}
