@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._torch import import_torch
-from .context import KVCacheContext
+from .context import KVCacheContext, KVCacheSettings
 from .errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from .pools.binding import AllocatorSpec, PoolBinding, pool_binding
 from .pools.build import KVPools
@@ -16,6 +16,10 @@ from .sizing import PoolSizes
 from .strategies.base import PoolConfigurator
 from .strategies.registry import select_configurator
 from .validate import MAX_INT64, check_instance, check_int, check_opt_int
+
+#: the most requests (rows of the request table) a what-if layout (``pool_max_running_requests``) may
+#: ask for: a what-if is a small size, and a build on a real device allocates the table for real
+MAX_WHAT_IF_REQUESTS = 2**20
 
 
 class LayoutError(KVCacheConfigError):
@@ -87,7 +91,7 @@ class Plan:
 
 
 def plan(
-    ctx: KVCacheContext,
+    ctx: KVCacheContext | KVCacheSettings,
     available_bytes: int,
     *,
     max_tokens: int | None = None,
@@ -99,10 +103,13 @@ def plan(
 
     ``pool_max_tokens`` asks for a what-if layout at a small size (DESIGN.md, the case file):
     the pools are described for ``calculate_pool_sizes_from_max_tokens(pool_max_tokens)`` with
-    ``pool_max_running_requests`` requests (and ``pool_max_mamba_cache_size`` state slots,
-    default 3 x requests); the sizing fields are unaffected. Bad arguments raise
+    ``pool_max_running_requests`` requests, at most :data:`MAX_WHAT_IF_REQUESTS` (2**20), and
+    ``pool_max_mamba_cache_size`` state slots (default 3 x requests, at most 4 x 2**20); the sizing
+    fields are unaffected. An engine's own context object is
+    read once and validated (:func:`as_settings`); ``Plan.ctx`` is that snapshot. Bad arguments raise
     :class:`KVCacheConfigError` naming the argument.
     """
+    ctx = as_settings(ctx)
     _check_arguments(ctx, available_bytes, max_tokens, pool_max_tokens, pool_max_running_requests,
                      pool_max_mamba_cache_size)  # fmt: skip
     if ctx.is_draft_worker:
@@ -143,6 +150,48 @@ def plan(
     )
 
 
+_CONTEXT_FIELDS = (
+    "geometry", "kv_cache_dtype", "page_size", "parallel", "speculative", "device", "platform", "backends",
+    "scheduling", "knobs", "is_draft_worker",
+)  # fmt: skip
+
+
+def as_settings(ctx: object) -> KVCacheSettings:
+    """The protocol's values of ``ctx`` read once into a validated :class:`KVCacheSettings`.
+
+    A :class:`KVCacheSettings` is returned as is (it validated itself when built). An engine's
+    own context object (any :class:`KVCacheContext`) is read field by field and every value
+    goes through the same checks (types, ``page_size`` in ``[1, 2**20]``, the parallel layout's
+    ranges...), so a bad engine value is a :class:`KVCacheConfigError` naming the field, never a
+    ``ZeroDivisionError`` deep in a strategy; a property that raises (or recurses) is reported
+    the same way. The plan then depends on this snapshot only: its ``at_pp_rank`` /
+    ``target_context`` are the library's, so an engine whose ``target_context()`` returns a
+    draft again cannot recurse.
+    """
+    if isinstance(ctx, KVCacheSettings):
+        return ctx
+    try:  # a runtime Protocol check reads every member: an engine property may raise here already
+        conforms = isinstance(ctx, KVCacheContext)
+    except Exception as exc:
+        raise KVCacheConfigError(
+            f"ctx of {type(ctx).__name__} cannot be read as a KVCacheContext ({type(exc).__name__}: {str(exc):.80})"
+        ) from exc
+    if not conforms:
+        raise KVCacheConfigError(
+            f"plan() needs a KVCacheContext (e.g. KVCacheSettings or kvstrategies.case.parse_case(...).settings), "
+            f"got {type(ctx).__name__}"
+        )
+    values: dict[str, Any] = {}
+    for name in _CONTEXT_FIELDS:
+        try:
+            values[name] = getattr(ctx, name)
+        except Exception as exc:  # an engine property: any failure is the engine's bad value
+            raise KVCacheConfigError(
+                f"ctx.{name} of {type(ctx).__name__} cannot be read ({type(exc).__name__}: {str(exc):.80})"
+            ) from exc
+    return KVCacheSettings(**values)  # validates every value, naming the field
+
+
 def _check_arguments(
     ctx: object,
     available_bytes: object,
@@ -151,20 +200,16 @@ def _check_arguments(
     pool_max_running_requests: object,
     pool_max_mamba_cache_size: object,
 ) -> None:
-    """Types and ranges of :func:`plan`'s arguments (the context validates its own fields)."""
-    if not isinstance(ctx, KVCacheContext):
-        raise KVCacheConfigError(
-            f"plan() needs a KVCacheContext (e.g. KVCacheSettings or kvstrategies.case.parse_case(...).settings), "
-            f"got {type(ctx).__name__}"
-        )
+    """Types and ranges of :func:`plan`'s arguments (the context is checked by :func:`as_settings`)."""
     check_int(available_bytes, "available_bytes", minimum=1, maximum=MAX_INT64,
               fix="pass the KV budget in bytes, e.g. 40 * 2**30")  # fmt: skip
     check_opt_int(max_tokens, "max_tokens", minimum=1, maximum=MAX_INT64, fix="pass a token cap or None")
     check_opt_int(pool_max_tokens, "pool_max_tokens", minimum=1, maximum=MAX_INT64,
                   fix="pass a small what-if token count or None")  # fmt: skip
-    check_int(pool_max_running_requests, "pool_max_running_requests", minimum=1, fix="pass e.g. 8 (the default)")
+    check_int(pool_max_running_requests, "pool_max_running_requests", minimum=1, maximum=MAX_WHAT_IF_REQUESTS,
+              fix="a what-if layout is a small size; pass e.g. 8 (the default)")  # fmt: skip
     check_opt_int(pool_max_mamba_cache_size, "pool_max_mamba_cache_size", minimum=1,
-                  fix="pass a slot count or None (3 x requests)")  # fmt: skip
+                  maximum=4 * MAX_WHAT_IF_REQUESTS, fix="pass a slot count or None (3 x requests)")  # fmt: skip
 
 
 def _plan_draft_worker(
@@ -224,6 +269,10 @@ def build(
     still indexable by buffer name); ``allocator`` is built from :attr:`Plan.allocator_spec`
     unless one is passed (a draft worker reuses the target's). ``use_triton`` and
     ``check_bounds`` are handed to every pool (see :class:`~kvstrategies.pools.runtime.TypedPool`).
+
+    On ``"meta"`` nothing is allocated: every tensor (host-side ones such as ``req_generation``
+    included) is a meta tensor and the allocators' free lists are meta tensors or lazy ranges, so
+    host memory does not grow with the plan's sizes.
 
     A device torch does not know or cannot reach, and running out of device memory, raise
     :class:`KVCacheConfigError` (:class:`InsufficientMemoryError` for the latter).

@@ -19,7 +19,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import KVCacheConfigError
 from .planner.launch_command import QUANTIZATION
@@ -109,6 +109,13 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """argparse, but a usage error is one stderr line and exit 2 like every other user error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"kvstrategies: error: {message} (see {self.prog} --help)\n")
+
+
 #: further SGLang server arguments the launch defaults read (flag -> type); passed to
 #: :class:`~kvstrategies.launch_defaults.LaunchSettings` under the flag's field name
 LAUNCH_EXTRAS: dict[str, type] = {
@@ -145,7 +152,7 @@ def launch_extras(args: argparse.Namespace) -> dict[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _OneLineErrors(
         prog="kvstrategies",
         description="Plan SGLang-compatible KV-cache pools: how many tokens and requests fit.",
         epilog="Paste a launch command: kvstrategies plan --gpu H100 -- python -m sglang.launch_server "
@@ -226,6 +233,8 @@ def accelerator(name: str | None, memory: str | None) -> Accelerator | None:
     from .gpus import Accelerator, lookup_gpu, parse_bytes
 
     mib = None if memory is None else parse_bytes(memory) / 2**20
+    if mib is not None and not 0 < mib * 2**20 <= 2**63 - 1:
+        raise KVCacheConfigError(f"--gpu-memory must be a positive size up to 2**63 - 1 bytes, got {memory!r:.40}")
     if name is not None:
         gpu = lookup_gpu(name)
         return gpu if mib is None else gpu.with_capacity(mib)
@@ -404,6 +413,10 @@ def run_plan(args: argparse.Namespace) -> int:
     from .report import partial_plan_document, plan_document
 
     lengths = tuple(args.request_lengths or ())
+    if args.plot is not None:  # refuse a bad --plot before planning, not after
+        from .planner.plot import check_plot_path
+
+        check_plot_path(args.plot)
     if args.case is not None:
         case = load_case(args.case)
         try:
@@ -457,15 +470,19 @@ def run_sweep(args: argparse.Namespace) -> int:
     from .planner import sweep, sweep_csv, sweep_table
 
     gpus: list[Accelerator | None] = []
-    for name in _str_list(args.gpu) if args.gpu else [None]:
+    names = _str_list(args.gpu) if args.gpu is not None else [None]
+    if not names:
+        raise KVCacheConfigError(f"--gpu is empty ({args.gpu!r}); give a comma list of GPU names, e.g. H100-80GB,H200")
+    for name in names:
         gpus.append(accelerator(name, args.gpu_memory))
     tps = _int_list("--tp", args.tp)
     kv_dtypes: list[str | None] = list(_str_list(args.kv_cache_dtype)) if args.kv_cache_dtype else [None]
     pages: list[int | None] = list(_int_list("--page-size", args.page_size)) if args.page_size else [None]
-    from .planner.refusals import check_page_size
+    from .planner.request import check_page_size
 
     for page in pages:
         check_page_size(page)
+    _check_grid(tps, pages, len(gpus) * len(kv_dtypes))
     base = request_from_arguments(argparse.Namespace(**{**vars(args), "tp": 1, "kv_cache_dtype": None,
                                                         "page_size": None}), gpus[0])  # fmt: skip
     rows = sweep(base, tp_sizes=tps, kv_cache_dtypes=kv_dtypes, page_sizes=pages, gpus=gpus)
@@ -482,6 +499,25 @@ def run_sweep(args: argparse.Namespace) -> int:
             print(f"tokens, max req and concurrency are per worker: x {scale} workers "
                   f"({base.attn_dp_size} attention-DP x {base.dp_replicas} replicas) in total")  # fmt: skip
     return 0
+
+
+#: most cells a sweep plans (each is a full plan: milliseconds)
+MAX_SWEEP_CELLS = 10_000
+
+
+def _check_grid(tps: list[int], pages: list[int | None], other_cells: int) -> None:
+    """Grid-wide values are refused up front (a per-cell error would print a table of errors)."""
+    from .planner.config_fields import MAX_PARALLEL
+    from .validate import MAX_PAGE_SIZE, check_int
+
+    for tp in tps:
+        check_int(tp, "--tp", minimum=1, maximum=MAX_PARALLEL)
+    for page in pages:
+        if page is not None:
+            check_int(page, "--page-size", minimum=1, maximum=MAX_PAGE_SIZE, fix="SGLang's --page-size is positive")
+    cells = len(tps) * len(pages) * other_cells
+    if cells > MAX_SWEEP_CELLS:
+        raise KVCacheConfigError(f"the sweep grid has {cells:,} cells, more than {MAX_SWEEP_CELLS:,}; narrow the lists")
 
 
 def run_presets(args: argparse.Namespace) -> int:
@@ -572,6 +608,10 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a name prints as \udcxx, never crashes
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     parser = build_parser()
     args: argparse.Namespace | None = None
     try:

@@ -21,6 +21,7 @@ from .models.geometry import ModelGeometry
 from .validate import (
     MAX_INT64,
     MAX_LAYERS,
+    MAX_MEMORY_RATIO,
     MAX_PAGE_SIZE,
     check_bool,
     check_float,
@@ -284,7 +285,8 @@ class SchedulingConfig:
         ):  # the (0, 1] range is the SWA strategies' own check (they name the model's default)
             raise KVCacheConfigError(f"swa_full_tokens_ratio must be a number in (0, 1] or None, got {ratio!r}")
         # the Mamba : KV memory split r / (1 + r) of resolve.md 3.4 needs r > 0
-        check_float(self.mamba_full_memory_ratio, "mamba_full_memory_ratio", low=0.0, fix="use e.g. 0.9 (the default)")
+        check_float(self.mamba_full_memory_ratio, "mamba_full_memory_ratio", low=0.0, high=MAX_MEMORY_RATIO,
+                    fix="use e.g. 0.9 (the default)")  # fmt: skip
         check_opt_str(self.mamba_radix_cache_strategy, "mamba_radix_cache_strategy")
         check_instance(
             self.disaggregation_mode, DisaggregationMode, "disaggregation_mode", "use DisaggregationMode('null')"

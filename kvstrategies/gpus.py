@@ -187,6 +187,7 @@ _UNITS = {
     "gib": 2**30,
     "tib": 2**40,
 }
+_MAX_SIZE_DIGITS = 40
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
 
 
@@ -210,6 +211,8 @@ def parse_bytes(value: str | int) -> int:
     if match is None or unit not in _UNITS:
         raise KVCacheConfigError(f"not a byte size: {value!r}; use e.g. '80GiB', '40GB', '512MiB' or a plain integer")
     number = match.group(1)
+    if len(number) > _MAX_SIZE_DIGITS:  # int() of thousands of digits is slow, then refused by Python
+        raise KVCacheConfigError(f"byte size {value!r:.40}... has {len(number)} digits; the most accepted is 2**63 - 1")
     if "." in number:
         whole, frac = number.split(".")
         scale: int = 10 ** len(frac)

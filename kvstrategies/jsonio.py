@@ -4,23 +4,70 @@ Files are parsed as JSON and nothing else (never executed, never unpickled). ``I
 ``-Infinity`` and ``NaN`` are accepted as NVIDIA publishes them (Nemotron-H's
 ``time_step_limit: [0.0, Infinity]``); a UTF-8 byte-order mark is skipped. Every failure is a
 :class:`~kvstrategies.errors.KVCacheConfigError` naming the file and, for bad JSON, the line and
-column (for bad UTF-8, the byte offset).
+column (for bad UTF-8, the byte offset). Only regular files up to :data:`MAX_JSON_BYTES` are
+read (never a device or a FIFO); a key repeated in one object is an error.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .errors import KVCacheConfigError
 
+#: the largest JSON file read (bytes); real configs and case files are under 1 MiB
+MAX_JSON_BYTES = 64 * 2**20
+
+
+class _DuplicateKeyError(ValueError):
+    """A JSON object names one key twice (internal: becomes a KVCacheConfigError)."""
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: a dict, or an error on a repeated key (JSON would keep the last)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKeyError(key)
+        out[key] = value
+    return out
+
+
+def _check_strings(value: Any, source: str) -> None:
+    """Refuse lone surrogates (``"\\udc80"``): text that cannot be printed or written as UTF-8."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise KVCacheConfigError(
+                    f"{source}: a string holds a lone surrogate ({item!r:.60}), not text; fix the file"
+                ) from exc
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
 
 def parse_json_text(text: str, source: str) -> Any:
-    """``json.loads(text)``; errors name ``source`` (a path or a preset name) and the position."""
+    """``json.loads(text)``; errors name ``source`` (a path or a preset name) and the position.
+
+    A key repeated in one object is an error (JSON parsers differ on which copy wins), and so
+    is a string escape that makes a lone surrogate.
+    """
     try:
-        return json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_object)
+    except _DuplicateKeyError as exc:
+        raise KVCacheConfigError(
+            f"{source}: key {exc.args[0]!r:.80} appears twice in one JSON object; keep one"
+        ) from exc
     except json.JSONDecodeError as exc:
         raise KVCacheConfigError(
             f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; fix the file"
@@ -29,17 +76,14 @@ def parse_json_text(text: str, source: str) -> Any:
         raise KVCacheConfigError(f"{source}: JSON nested too deeply to read; fix the file") from exc
     except ValueError as exc:  # e.g. an integer literal longer than Python's 4300-digit limit
         raise KVCacheConfigError(f"{source}: unreadable JSON value ({exc}); fix the file") from exc
+    _check_strings(value, source)
+    return value
 
 
 def read_json_file(path: str | Path) -> Any:
     """Read and parse the JSON file at ``path`` (UTF-8); errors name the file."""
     file = Path(path)
-    try:
-        data = file.read_bytes()
-    except IsADirectoryError as exc:
-        raise KVCacheConfigError(f"cannot read {file}: it is a folder, not a JSON file") from exc
-    except OSError as exc:
-        raise KVCacheConfigError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    data = _read_regular_file(file)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -47,6 +91,39 @@ def read_json_file(path: str | Path) -> Any:
             f"{file}: not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); save it as UTF-8 JSON"
         ) from exc
     return parse_json_text(text, str(file))
+
+
+def _read_regular_file(file: Path) -> bytes:
+    """The bytes of ``file``: a regular file of at most :data:`MAX_JSON_BYTES`.
+
+    Devices (``/dev/zero``), FIFOs and sockets are refused before opening (a read would never
+    end or never start); the size is checked on the open handle and the read is bounded, so a
+    file that grows meanwhile cannot exhaust memory either.
+    """
+    try:
+        mode = file.stat().st_mode
+    except OSError as exc:
+        raise KVCacheConfigError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    except ValueError as exc:  # an embedded NUL in the path
+        raise KVCacheConfigError(f"cannot read {file!r:.80}: {exc}") from exc
+    if stat.S_ISDIR(mode):
+        raise KVCacheConfigError(f"cannot read {file}: it is a folder, not a JSON file")
+    if not stat.S_ISREG(mode):
+        raise KVCacheConfigError(f"cannot read {file}: not a regular file (a device, pipe or socket); give a JSON file")
+    try:
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)  # never block on a FIFO swapped in after stat
+        fd = os.open(file, flags)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise KVCacheConfigError(f"cannot read {file}: not a regular file; give a JSON file")
+            data = handle.read(MAX_JSON_BYTES + 1)
+    except OSError as exc:
+        raise KVCacheConfigError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_JSON_BYTES:
+        raise KVCacheConfigError(
+            f"cannot read {file}: larger than {MAX_JSON_BYTES // 2**20} MiB, far more than any config or case file"
+        )
+    return data
 
 
 def require_object(value: Any, source: str, what: str) -> dict[str, Any]:

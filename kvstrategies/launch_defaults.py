@@ -412,6 +412,12 @@ def prefill_graph_batch_sizes(max_bs: int) -> tuple[int, ...]:
     return tuple(b for b in sizes if b <= max_bs)
 
 
+def prefill_graph_bs_count(max_bs: int) -> int:
+    """``prefill_graph_bs_count(max_bs)`` without building the list (any ``max_bs``)."""
+    fixed = sum(1 for b in prefill_graph_batch_sizes(min(max_bs, 4096)) if b <= max_bs)
+    return fixed + len(range(4608, max_bs + 1, 512))
+
+
 def mem_fraction_from_reserve(gpu_mem_mib: float, reserved_mib: float) -> float:
     """§4.2: ``round((gpu_mem - R) / gpu_mem, 3)`` (Python's correctly rounded ``round``)."""
     return round((gpu_mem_mib - reserved_mib) / gpu_mem_mib, 3)
@@ -537,7 +543,7 @@ def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
     if inp.settings.max_total_tokens is not None:
         max_bs = min(max_bs, inp.settings.max_total_tokens)
     res = replace(res, prefill_graph_max_bs=max_bs)
-    return replace(res, prefill_graph_bs_count=len(prefill_graph_batch_sizes(max_bs)))
+    return replace(res, prefill_graph_bs_count=prefill_graph_bs_count(max_bs))
 
 
 def reserved_memory_mib(inp: LaunchInputs, res: LaunchResolution) -> float:
@@ -953,7 +959,7 @@ def dp_attention_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolut
     if graph_on and res.prefill_graph_max_bs is not None and res.prefill_graph_max_bs > chunk // dp:
         max_bs = chunk // dp
         res = replace(res, prefill_graph_max_bs=max_bs,
-                      prefill_graph_bs_count=len(prefill_graph_batch_sizes(max_bs)))  # fmt: skip
+                      prefill_graph_bs_count=prefill_graph_bs_count(max_bs))  # fmt: skip
     return res
 
 

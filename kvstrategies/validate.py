@@ -21,6 +21,8 @@ MAX_INT64 = 2**63 - 1
 MAX_SETTING_INT = 2**40
 #: the most layers a model (or a draft model) may have; real models have at most a few hundred
 MAX_LAYERS = 10_000
+#: the largest Mamba : KV memory ratio (``r`` of the ``r / (1 + r)`` split; 10**6 already gives 0.999999)
+MAX_MEMORY_RATIO = 1e6
 #: the largest page size accepted (tokens); SGLang's pages are 1..256 in practice
 MAX_PAGE_SIZE = 2**20
 

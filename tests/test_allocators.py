@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvstrategies.allocators import (
+    AllocatorMisuseError,
     AllocatorStateError,
     MambaSlotAllocator,
     PagedTokenToKVPoolAllocator,
@@ -82,8 +83,19 @@ def test_token_none_exactly_when_short() -> None:
     assert as_list(a.alloc(0)) == []
 
 
-def test_token_free_does_not_filter_slot_zero_and_double_free_is_caught_when_overfull() -> None:
+def test_token_free_of_slot_zero_or_twice_is_misuse() -> None:
     a = TokenToKVPoolAllocator(2)
+    a.alloc(1)
+    with pytest.raises(AllocatorMisuseError, match=r"out of range \[1, 2\]: \[0\]"):
+        a.free(t(0))
+    a.free(t(1))
+    with pytest.raises(AllocatorMisuseError, match="not handed out"):
+        a.free(t(1))
+    assert as_list(a.free_pages) == [2, 1]  # the refused calls changed nothing
+
+
+def test_token_unchecked_free_does_not_filter_slot_zero_and_double_free_is_caught_when_overfull() -> None:
+    a = TokenToKVPoolAllocator(2, check_misuse=False)  # SGLang's behaviour
     a.alloc(1)
     a.free(t(0))  # no filtering of slot 0 (SGLang behaviour); the pool is now "full" again
     assert as_list(a.free_pages) == [2, 0]
@@ -747,3 +759,141 @@ def test_property_request_slots(size: int, ops: list[tuple[str, int]]) -> None:
             r.free(victims)
             model.held -= set(victims)
         assert r.available_size() + len(model.held) == size
+
+
+# --------------------------------------------------------------------------------------------
+# Misuse: refused at the faulty call by default, SGLang's silent behaviour with check_misuse=False
+# --------------------------------------------------------------------------------------------
+
+
+def test_paged_decode_at_page_1_takes_a_fresh_location_per_request() -> None:
+    """An NPU plan at page 1 builds the paged allocator; its decode used to return last_loc + 1,
+    a location never taken from the free list (handed out twice once it was)."""
+    a = PagedTokenToKVPoolAllocator(8, 1)
+    first = as_list(a.alloc_extend(t(0), t(0), t(2), t(2), t(-1), 2))
+    assert first == [1, 2]
+    out = as_list(a.alloc_decode(t(3), t(3), t(2)))
+    assert out == [3] and a.available_size() == 5 and a.held_count() == 3
+    other = as_list(a.alloc(1))
+    assert other == [4]  # not 3: the decode location was taken from the free list
+
+
+def test_npu_plan_at_page_1_builds_an_allocator_that_hands_nothing_out_twice() -> None:
+    from kvstrategies.api import build, plan
+    from kvstrategies.case import parse_case
+
+    case = parse_case({"preset": "llama-3.1-8b", "available_bytes": 2**30, "device": "npu", "page_size": 1,
+                       "pool_max_tokens": 16})  # fmt: skip
+    pools = build(plan(case.settings, case.available_bytes, pool_max_tokens=16), "cpu")
+    a = pools.allocator
+    got = [*as_list(a.alloc_extend(t(0), t(0), t(2), t(2), t(-1), 2))] if hasattr(a, "alloc_extend") else []
+    got += as_list(a.alloc_decode(t(3), t(3), t(got[-1]))) if got else as_list(a.alloc(1))
+    got += as_list(a.alloc(1))
+    assert len(got) == len(set(got)), got
+
+
+@pytest.mark.parametrize("page", [1, 4])
+def test_paged_double_free_and_never_allocated_are_misuse(page: int) -> None:
+    a = PagedTokenToKVPoolAllocator(8 * page, page)
+    locs = ok(a.alloc(2 * page))
+    a.free(locs)
+    before = as_list(a.free_pages)
+    with pytest.raises(AllocatorMisuseError, match="not handed out"):
+        a.free(locs)
+    with pytest.raises(AllocatorMisuseError, match="out of range"):
+        a.free(t(100 * page))
+    with pytest.raises(AllocatorMisuseError, match="out of range"):
+        a.free_page_ids(t(0))
+    pages = ok(a.alloc(page)) // page
+    with pytest.raises(AllocatorMisuseError, match="twice in one call"):
+        a.free_page_ids(torch.cat((pages, pages)))
+    assert sorted(as_list(a.free_pages)) == sorted(set(before) - set(as_list(pages)))
+
+
+def test_mamba_and_request_slot_misuse() -> None:
+    m = MambaSlotAllocator(4)
+    s = ok(m.alloc(2))
+    m.free(s)
+    with pytest.raises(AllocatorMisuseError, match="not handed out"):
+        m.free(s)
+    with pytest.raises(AllocatorMisuseError, match="out of range"):
+        m.free(t(0))
+    m.alloc_group_begin(2)
+    with pytest.raises(AllocatorMisuseError, match="inside an open group"):
+        m.alloc_group_begin(1)  # used to drop the 2 pre-taken slots (a leak)
+    m.alloc_group_end()
+    assert m.available_size() == 4 and m.held_count() == 0
+    freed = ok(m.alloc(1))
+    m.free(freed)
+    m.alloc_group_begin(4)  # pre-takes the freed slot again
+    with pytest.raises(AllocatorMisuseError, match="not handed out"):
+        m.free(freed)  # a double free must not be hidden by the group holding the slot
+    assert m.reserved_count() == 4
+    m.alloc_group_end()
+    r = RequestSlotAllocator(4)
+    rows = ok_rows(r.alloc(2))
+    r.free(rows)
+    with pytest.raises(AllocatorMisuseError, match="not handed out"):
+        r.free(rows)
+    with pytest.raises(AllocatorMisuseError, match="out of range"):
+        r.free([5])
+    assert r.free_slots == [1, 2, 3, 4] and r.available_size() == 4
+
+
+def ok_rows(rows: list[int] | None) -> list[int]:
+    assert rows is not None
+    return rows
+
+
+def test_swa_double_free_and_out_of_range_are_misuse() -> None:
+    a = SWATokenToKVPoolAllocator(8, 6)
+    full = ok(a.alloc(2))
+    a.free(full)
+    mapping = a.full_to_swa_index_mapping.clone()
+    with pytest.raises(AllocatorMisuseError):
+        a.free(full)
+    with pytest.raises(AllocatorMisuseError, match="out of range"):
+        a.free(t(10_000))
+    assert torch.equal(a.full_to_swa_index_mapping, mapping)
+    assert a.full_available_size() == 8 and a.swa_available_size() == 6
+
+
+def test_unchecked_allocators_keep_sglang_behaviour_and_track_nothing() -> None:
+    m = MambaSlotAllocator(2, check_misuse=False)
+    s = ok(m.alloc(1))
+    m.free(s)
+    m.free(s)  # SGLang: silently duplicated in the free list
+    assert m.available_size() == 3 and m.held_count() == -1
+    r = RequestSlotAllocator(2, check_misuse=False)
+    r.free([1])
+    assert r.free_slots == [1, 2, 1]
+
+
+def test_request_rows_are_a_lazy_range() -> None:
+    r = RequestSlotAllocator(2**40)  # a meta what-if of any size costs no host memory
+    assert r.available_size() == 2**40
+    assert r.alloc(2) == [2**40 - 1, 2**40]
+    r.free([2**40])
+    assert r.alloc(3) == [2**40 - 3, 2**40 - 2, 2**40]
+
+
+def test_token_merge_with_nothing_staged_keeps_the_free_order() -> None:
+    a = TokenToKVPoolAllocator(6)
+    a.alloc(4)
+    a.free(t(3, 1))
+    a.merge_and_sort_free()  # nothing staged (need_sort off): SGLang leaves the list as it is
+    assert as_list(a.free_pages) == [5, 6, 3, 1]
+
+
+def test_swa_segment_frees_need_a_page_aligned_start() -> None:
+    p = 4
+    a = SWATokenToKVPoolAllocator(32, 32, page_size=p)
+    full = ok(a.alloc_extend(t(0), t(0), t(2 * p), t(2 * p), t(-1), 2 * p))
+    a.free_segment(full[p:], p)  # the second page, both sides
+    assert a.full_available_size() == (32 // p - 1) * p and a.swa_available_size() == (32 // p - 1) * p
+    with pytest.raises(KVCacheConfigError, match="not a page multiple"):
+        a.free_full_segment(full[:p], 1)
+    with pytest.raises(KVCacheConfigError, match="not a page multiple"):
+        a.free_swa_segment(full[:p], 2)
+    a.free_segment(full[:p], 0)
+    assert a.full_available_size() == 32 and a.swa_available_size() == 32

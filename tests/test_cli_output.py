@@ -206,9 +206,9 @@ def test_no_spec_reference_in_readme_and_docs() -> None:
 @pytest.mark.parametrize(
     ("flags", "named", "field"),
     [
-        (["--max-running-requests", "0"], "--max-running-requests must be >= 1", "max_running_requests"),
-        (["--max-total-tokens", "-1"], "--max-total-tokens must be >= 1", "max_tokens"),
-        (["--context-length", "0"], "--context-length must be >= 1", "context_length"),
+        (["--max-running-requests", "0"], "--max-running-requests must be in [1,", "max_running_requests"),
+        (["--max-total-tokens", "-1"], "--max-total-tokens must be in [1,", "max_tokens"),
+        (["--context-length", "0"], "--context-length must be in [1,", "context_length"),
         (["--dcp", "3"], "--dcp 3", "dcp_size"),
         (["--attn-dp", "3"], "--attn-dp 3", "attn_dp_size"),
         (["--pp-rank", "5"], "--pp-rank 5 is out of range for --pp-size 1", "pp_rank"),

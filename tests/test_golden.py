@@ -335,21 +335,23 @@ def test_mutation_sites_spare_messages_docstrings_and_annotations() -> None:
         compile(text, "<mutant>", "exec")
 
 
-def test_equivalent_mutants_are_matched_without_line_numbers_and_none_is_stale() -> None:
+def test_equivalent_mutants_are_matched_without_line_numbers_one_mutant_per_entry() -> None:
     tool = _tool_module("mutation_check")
-    mutants = [m for f in ("kvstrategies/strategies/default.py", "kvstrategies/strategies/dsv4.py")
-               for m in tool.enumerate_mutants(f)]
+    files = [str(path.relative_to(ROOT)) for pattern in tool.DEFAULT_FILES for path in sorted(ROOT.glob(pattern))]
+    population = [m for f in files for m in tool.enumerate_mutants(f)]
+    # every entry binds exactly one mutant (none stale, none covering a whole line)
+    assert tool.resolve_allow_list(population, files) == []
     # the same `draft_layers <= 0` guard is equivalent in EAGLE scaling but not in DFLASH scaling (scope)
-    guards = {m.scope: tool.equivalent_reason(m) for m in mutants if m.before == "draft_layers <= 0"}
+    guards = {m.scope: tool.equivalent_reason(m) for m in population if m.before == "draft_layers <= 0"}
     assert guards["DefaultPoolConfigurator.draft_scaled_cell"] is not None
     assert guards["DefaultPoolConfigurator.dflash_scaled_cell"] is None
+    # one line, two `0 -> 1` mutants: the ratio is equivalent, the stage start is not (golden kills it)
+    line = [m for m in population if m.file.endswith("dsv4.py") and m.kind == "c -> c+1"
+            and m.source.startswith("start, ratios = 0, (0,)")]
+    assert sorted(tool.equivalent_reason(m) is not None for m in line) == [False, True]
     # structural rule: `x + 0` -> `x - 0` / `x` is the identity
-    zeros = [m for m in mutants if m.identity]
+    zeros = [m for m in population if m.identity]
     assert zeros and all(m.kind in ("+ -> -", "drop right term") for m in zeros)
-    population = [m for pattern in tool.DEFAULT_FILES for path in sorted(ROOT.glob(pattern))
-                  if path.name != "__init__.py" for m in tool.enumerate_mutants(str(path.relative_to(ROOT)))]
-    stale = [e for e in tool.EQUIVALENT if not any(e.matches(m) for m in population)]
-    assert not stale, f"equivalent-mutant entries that match nothing: {stale}"
 
 
 def test_diff_golden_reports_no_change_between_identical_trees() -> None:

@@ -11,7 +11,8 @@ import pytest
 
 from kvstrategies.cli import main
 from kvstrategies.errors import UnsupportedConfigurationError
-from kvstrategies.planner.refusals import check_context_length, check_page_size, is_served, served_architectures
+from kvstrategies.planner.refusals import check_context_length, is_served, served_architectures
+from kvstrategies.planner.request import check_page_size
 from kvstrategies.presets import load_preset_config, preset_names
 
 

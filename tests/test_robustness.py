@@ -314,3 +314,351 @@ def test_docs_errors_lists_every_error_class() -> None:
     listed = set(re.findall(r"^\| `(\w+)` \|", table, flags=re.MULTILINE))
     assert {"LayoutError", "DSV4StateReservationError", "SWAPoolTooSmallError"} <= classes
     assert classes <= listed, sorted(classes - listed)
+
+
+# ---- the --gpu planner path: every field the weight estimate / launch rules read ---------------------
+
+
+def _gpu_request(preset: str, config: dict[str, Any] | None = None, **changes: Any) -> Any:
+    from kvstrategies.gpus import lookup_gpu
+    from kvstrategies.planner import DeploymentRequest
+
+    source = {"hf_config": config} if config is not None else {"preset": preset}
+    return DeploymentRequest(model=preset, source=source, gpu=lookup_gpu("H100"), **changes)
+
+
+def _nested(preset: str, section: str, **changes: Any) -> dict[str, Any]:
+    config = load_preset_config(preset)
+    return {**config, section: {**config[section], **changes}}
+
+
+PLANNER_BAD_CONFIGS = [
+    # each of these escaped as OverflowError / hung / printed a negative weight before config_fields
+    ("deepseek-v2-lite", lambda: _config("deepseek-v2-lite", vocab_size=1e308), "vocab_size"),
+    ("deepseek-v2-lite", lambda: _config("deepseek-v2-lite", num_nextn_predict_layers=10**20), "num_nextn_predict"),
+    ("deepseek-v2-lite", lambda: _config("deepseek-v2-lite", hc_mult=2**1000), "hc_mult"),
+    ("gemma-2-9b", lambda: _config("gemma-2-9b", hidden_size=-1), "hidden_size"),
+    ("deepseek-v2-lite", lambda: _config("deepseek-v2-lite", n_routed_experts=-1), "n_routed_experts"),
+    ("mixtral-8x7b", lambda: _config("mixtral-8x7b", num_local_experts=math.nan), "num_local_experts"),
+    ("minimax-m2.5", lambda: _config("minimax-m2.5", num_mtp_modules=5000, mtp_transformer_layers=5000),
+     "num_mtp_modules"),  # fmt: skip
+    ("qwen3.5-35b-a3b", lambda: _nested("qwen3.5-35b-a3b", "vision_config", hidden_size=2**1000),
+     "vision_config.hidden_size"),  # fmt: skip
+    ("qwen3.5-35b-a3b", lambda: _nested("qwen3.5-35b-a3b", "text_config", mtp_num_hidden_layers=10**19),
+     "text_config.mtp_num_hidden_layers"),  # fmt: skip
+    ("kimi-linear-48b-a3b", lambda: _nested("kimi-linear-48b-a3b", "linear_attn_config", head_dim=1e308),
+     "linear_attn_config.head_dim"),  # fmt: skip
+    ("llama-3.1-8b", lambda: _nested("llama-3.1-8b", "rope_scaling", factor=math.inf), "factor"),
+    ("deepseek-v3", lambda: _nested("deepseek-v3", "quantization_config", weight_block_size=[0, 128]),
+     "weight_block_size"),  # fmt: skip
+    ("qwen3-8b", lambda: _config("qwen3-8b", quantization_config={"quant_method": "gptq", "bits": 4,
+                                                                  "group_size": -1}), "group_size"),  # fmt: skip
+    ("mimo-v2-flash", lambda: _config("mimo-v2-flash", moe_layer_freq=[1, -1]), "moe_layer_freq[1]"),
+]
+
+
+@pytest.mark.parametrize(("preset", "make", "field"), PLANNER_BAD_CONFIGS)
+def test_planner_refuses_bad_estimate_fields_naming_them(preset: str, make: Any, field: str) -> None:
+    from kvstrategies.planner import plan_deployment
+
+    with pytest.raises(KVCacheConfigError) as info:
+        plan_deployment(_gpu_request(preset, make()), suggest=False)
+    assert field in str(info.value)
+
+
+def test_planner_field_rules_accept_every_shipped_config() -> None:
+    """No rule refuses a real config: every preset and every hf_config of the test cases."""
+    from kvstrategies.planner.config_fields import validate_config_fields
+    from kvstrategies.presets import preset_names
+
+    configs = [load_preset_config(name) for name in preset_names()]
+    for path in (Path(__file__).parent / "cases").glob("*.json"):
+        hf = json.loads(path.read_text(encoding="utf-8")).get("hf_config")
+        if isinstance(hf, dict):
+            configs.append(hf)
+    assert len(configs) > 30
+    for config in configs:
+        validate_config_fields(config)
+
+
+@pytest.mark.parametrize(
+    ("changes", "flag"),
+    [
+        ({"pp_size": 2**63}, "--pp-size"),
+        ({"page_size": 0}, "--page-size"),
+        ({"chunked_prefill_size": 0}, "--chunked-prefill-size"),
+        ({"tp_size": 0}, "--tp"),
+        ({"weight_bytes": 2**64}, "--weight-bytes"),
+    ],
+)
+def test_planner_refuses_bad_request_values(changes: dict[str, Any], flag: str) -> None:
+    from kvstrategies.planner import plan_deployment
+
+    with pytest.raises(KVCacheConfigError, match=re.escape(flag)):
+        plan_deployment(_gpu_request("llama-3.1-8b", **changes), suggest=False)
+
+
+def test_absurd_budgets_are_never_reported() -> None:
+    from kvstrategies.planner.budget import KVBudget
+    from kvstrategies.planner.config_fields import check_budget_sane
+
+    good = KVBudget(available_bytes=GIB, source="gpu", gpu_name="X", weight_bytes=GIB)
+    check_budget_sane(good, 80 * GIB)
+    for bad, kind in (
+        (KVBudget(available_bytes=GIB, source="gpu", gpu_name="X", weight_bytes=0), "weight estimate"),
+        (KVBudget(available_bytes=-5, source="gpu", gpu_name="X", weight_bytes=GIB), "no KV budget"),
+        (KVBudget(available_bytes=81 * GIB, source="gpu", gpu_name="X", weight_bytes=GIB), "larger than the GPU"),
+    ):
+        with pytest.raises(KVCacheConfigError, match=kind):
+            check_budget_sane(bad, 80 * GIB)
+    check_budget_sane(KVBudget(available_bytes=10**15, source="given"), 80 * GIB)  # the user's own number
+
+
+def test_chunked_prefill_2_pow_40_is_answered_without_building_the_graph_list() -> None:
+    from kvstrategies.launch_defaults import prefill_graph_batch_sizes, prefill_graph_bs_count
+
+    for max_bs in (0, 3, 4, 32, 48, 4096, 4607, 4608, 5120, 8192, 16384, 100_000):
+        assert prefill_graph_bs_count(max_bs) == len(prefill_graph_batch_sizes(max_bs))
+    assert prefill_graph_bs_count(2**40) == 8 + 14 + 8 + 8 + 12 + (2**40 - 4608) // 512 + 1
+
+
+# ---- files: regular files only, bounded, no duplicate keys -------------------------------------------
+
+
+def test_json_files_must_be_regular_and_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from kvstrategies import jsonio
+
+    with pytest.raises(KVCacheConfigError, match="not a regular file"):
+        read_json_file("/dev/zero")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(KVCacheConfigError, match="not a regular file"):
+        read_json_file(fifo)  # would block forever on open/read
+    big = tmp_path / "big.json"
+    big.write_text('{"a": "' + "x" * 200 + '"}', encoding="utf-8")
+    monkeypatch.setattr(jsonio, "MAX_JSON_BYTES", 100)
+    with pytest.raises(KVCacheConfigError, match="larger than"):
+        read_json_file(big)
+
+
+def test_case_naming_a_device_or_fifo_as_hf_config_is_refused(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "config-fifo"
+    os.mkfifo(fifo)
+    for target in ("/dev/zero", "/dev/urandom", str(fifo)):
+        case = tmp_path / "case.json"
+        case.write_text(json.dumps({"hf_config": target, "available_bytes": GIB}), encoding="utf-8")
+        with pytest.raises(KVCacheConfigError, match="not a regular file"):
+            load_case(case)
+
+
+def test_duplicate_keys_and_lone_surrogates_are_errors() -> None:
+    with pytest.raises(KVCacheConfigError, match="'available_bytes' appears twice"):
+        parse_json_text('{"available_bytes": 1, "available_bytes": 2}', "dup.json")
+    with pytest.raises(KVCacheConfigError, match="appears twice"):
+        parse_json_text('{"hf_config": {"a": 1, "a": 1}}', "nested.json")
+    with pytest.raises(KVCacheConfigError, match="lone surrogate"):
+        parse_json_text('{"architectures": ["Llama\\udc80ForCausalLM"]}', "sur.json")
+    assert parse_json_text('{"a": "\\ud83d\\ude00"}', "pair.json") == {"a": "\U0001f600"}  # a valid pair stays
+
+
+REPORTED_CLI_INPUTS = [
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--gpu-memory", "0"], "--gpu-memory"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--gpu-memory", "9" * 5000], "5000 digits"),
+    (["plan", "llama-3.1-8b", "--available-bytes", "9" * 5000], "5000 digits"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--pp-size", str(2**63)], "--pp-size"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--chunked-prefill-size", str(2**40)], "mem-fraction-static"),
+    (["sweep", "llama-3.1-8b", "--gpu", ","], "--gpu is empty"),
+    (["sweep", "llama-3.1-8b", "--gpu", "H100", "--page-size", "0"], "--page-size"),
+    (["sweep", "llama-3.1-8b", "--gpu", "H100", "--tp", ",".join(["1"] * 20_001)], "cells"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--page-size", "0"], "--page-size"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--plot", "@dir"], "it is a folder"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--plot", "/dev/null"], "not a regular file"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--plot", "@dir/breakdown"], "unknown image suffix"),
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--plot", "@dir/breakdown.txt"], "unknown image suffix"),
+    (["plan", "--case", "/dev/zero"], "not a regular file"),
+    (["plan", "--case", "@dup.json"], "appears twice"),
+    (["plan", "@surrogate.json", "--gpu", "H100"], "lone surrogate"),
+    (["plan", "--case", "@mamba.json"], "mamba_full_memory_ratio"),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), REPORTED_CLI_INPUTS)
+def test_reported_cli_inputs_end_as_one_line_exit_2(
+    args: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dup.json").write_text('{"preset": "llama-3.1-8b", "available_bytes": 1, "available_bytes": 2}',
+                                       encoding="utf-8")  # fmt: skip
+    surrogate = {**load_preset_config("llama-3.1-8b"), "architectures": ["Llama\udc80ForCausalLM"]}
+    (tmp_path / "surrogate.json").write_text(json.dumps(surrogate), encoding="utf-8")
+    mamba = {"preset": "nemotron-h-8b", "available_bytes": 40 * GIB, "mamba_full_memory_ratio": 1e308}
+    (tmp_path / "mamba.json").write_text(json.dumps(mamba), encoding="utf-8")
+    resolved = [str(tmp_path) + "/" + a[1:] if a.startswith("@") else a for a in args]
+    code, lines = _run_cli(resolved, capsys)
+    assert code == 2
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("kvstrategies: error: ")
+    assert expected in lines[0], lines[0]
+
+
+# ---- plan() with an engine's own context object ---------------------------------------------------
+
+
+class _EngineContext:
+    """A context object as an engine would write one: plain attributes, its own methods."""
+
+    def __init__(self, base: KVCacheSettings, **overrides: Any) -> None:
+        for name in ("geometry", "kv_cache_dtype", "page_size", "parallel", "speculative", "device", "platform",
+                     "backends", "scheduling", "knobs", "is_draft_worker"):  # fmt: skip
+            setattr(self, name, overrides.get(name, getattr(base, name)))
+        self._base = base
+
+    def at_pp_rank(self, rank: int) -> Any:
+        return self
+
+    def target_context(self) -> Any:
+        return self  # a draft whose target is itself: recursed forever before plan() snapshotted it
+
+
+class _RaisingContext(_EngineContext):
+    @property
+    def page_size(self) -> int:  # type: ignore[override]
+        return self.page_size  # RecursionError
+
+    @page_size.setter
+    def page_size(self, value: int) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"page_size": -64}, "page_size"),
+        ({"page_size": 0}, "page_size"),  # was ZeroDivisionError
+        ({"page_size": "64"}, "page_size"),  # was TypeError
+        ({"page_size": 64.0}, "page_size"),
+        ({"is_draft_worker": 1}, "is_draft_worker"),
+        ({"geometry": {"num_hidden_layers": 32}}, "geometry"),
+        ({"parallel": None}, "parallel"),
+    ],
+)
+def test_plan_validates_an_engine_context(overrides: dict[str, Any], field: str) -> None:
+    with pytest.raises(KVCacheConfigError, match=field):
+        plan(_EngineContext(_ctx(), **overrides), 40 * GIB)  # type: ignore[arg-type]
+
+
+def test_plan_with_an_engine_context_equals_the_settings_plan() -> None:
+    settings = _ctx()
+    engine = plan(_EngineContext(settings), 40 * GIB)  # type: ignore[arg-type]
+    assert engine.sizes == plan(settings, 40 * GIB).sizes
+    assert engine.ctx == settings  # the validated snapshot
+    draft = _EngineContext(_ctx(preset="deepseek-v3", speculative_algorithm="EAGLE"), is_draft_worker=True)
+    assert plan(draft, 40 * GIB).ctx.is_draft_worker  # type: ignore[arg-type]  # no RecursionError
+
+
+def test_plan_reports_an_engine_property_that_fails() -> None:
+    with pytest.raises(KVCacheConfigError, match=r"ctx.* cannot be read .*RecursionError"):
+        plan(_RaisingContext(_ctx()), 40 * GIB)  # type: ignore[arg-type]
+
+
+# ---- build(plan, "meta") allocates nothing proportional to the input ---------------------------------
+
+
+def test_meta_build_keeps_every_tensor_on_meta_and_allocators_lazy() -> None:
+    from kvstrategies.api import MAX_WHAT_IF_REQUESTS
+
+    planned = _plan({"preset": "qwen3-next-80b-a3b", "tp_size": 4, "available_bytes": 40 * GIB,
+                     "pool_max_tokens": 2**40, "pool_max_running_requests": MAX_WHAT_IF_REQUESTS})  # fmt: skip
+    pools = build(planned, "meta")
+    tensors = [t for pool in (pools.req_to_token_pool, pools.token_to_kv_pool) for t in pool.tensors.values()]
+    assert tensors and all(t.device.type == "meta" for t in tensors)  # req_generation included
+    requests = pools.req_to_token_pool.allocator
+    assert requests.available_size() == MAX_WHAT_IF_REQUESTS and not requests._tail  # a lazy range
+    assert pools.allocator is not None and pools.allocator.held_count() == -1  # nothing tracked on meta
+
+
+def test_what_if_request_count_is_bounded() -> None:
+    with pytest.raises(KVCacheConfigError, match="pool_max_running_requests must be in"):
+        _plan({"preset": "llama-3.1-8b", "available_bytes": GIB, "pool_max_tokens": 64,
+               "pool_max_running_requests": 2**31})  # fmt: skip
+
+
+# ---- model parsing: documented defaults and the smallest legal values --------------------------------
+
+
+def test_jamba_defaults_match_the_values_the_preset_spells_out() -> None:
+    """transformers' Jamba defaults (d_conv 4, attention period 8) fill the fields when left out."""
+    full = load_preset_config("jamba-v0.1")
+    assert (full["mamba_d_conv"], full["attn_layer_period"]) == (4, 8)
+    bare = {k: v for k, v in full.items() if k not in ("mamba_d_conv", "attn_layer_period")}
+    assert parse_hf_config(bare) == parse_hf_config(full)
+
+
+def test_smallest_legal_mamba_values_parse() -> None:
+    jamba = parse_hf_config(_config("jamba-v0.1", mamba_expand=1, mamba_d_conv=2))
+    assert jamba.mamba is not None
+    qwen = parse_hf_config(_config("qwen3-next-80b-a3b", linear_conv_kernel_dim=2))
+    assert qwen.mamba is not None
+    for preset, field in (("jamba-v0.1", "mamba_d_conv"), ("qwen3-next-80b-a3b", "linear_conv_kernel_dim")):
+        with pytest.raises(KVCacheConfigError, match=field):
+            parse_hf_config(_config(preset, **{field: 1}))
+
+
+def test_planner_request_bounds_are_inclusive() -> None:
+    """Each bound is the largest value accepted: one more is refused (flags named)."""
+    from kvstrategies.planner.config_fields import MAX_PARALLEL
+
+    top = 2**63 - 1
+    for field, largest, flag in (
+        ("weight_bytes", top, "--weight-bytes"),
+        ("overhead_bytes", top, "--gpu-overhead"),
+        ("available_bytes", top, "--available-bytes"),
+        ("tp_size", MAX_PARALLEL, "--tp"),
+        ("pp_size", 10_000, "--pp-size"),
+        ("chunked_prefill_size", 2**40, "--chunked-prefill-size"),
+    ):
+        _gpu_request("llama-3.1-8b", **{field: largest})
+        with pytest.raises(KVCacheConfigError, match=re.escape(flag)):
+            _gpu_request("llama-3.1-8b", **{field: largest + 1})
+    _gpu_request("llama-3.1-8b", chunked_prefill_size=-1)  # -1: chunked prefill off
+
+
+def test_planner_list_fields_are_bounded_by_the_layer_limit() -> None:
+    from kvstrategies.planner.config_fields import validate_config_fields
+
+    validate_config_fields({"mlp_only_layers": [0] * 10_016})
+    with pytest.raises(KVCacheConfigError, match="mlp_only_layers.*10017 entries"):
+        validate_config_fields({"mlp_only_layers": [0] * 10_017})
+
+
+def test_multimodal_models_reserve_sglangs_100_mib_vlm_cache() -> None:
+    """SGLANG_VLM_CACHE_SIZE_MB defaults to 100: a multimodal model's GPU budget holds 100 MiB back."""
+    from kvstrategies.planner import plan_deployment
+
+    planned = plan_deployment(_gpu_request("qwen3.5-35b-a3b", tp_size=8), suggest=False)
+    assert planned.budget.multimodal_bytes == 100 * 2**20
+    text_only = plan_deployment(_gpu_request("qwen3-8b"), suggest=False)
+    assert text_only.budget.multimodal_bytes == 0
+
+
+@pytest.mark.parametrize(
+    ("mib", "tp", "tier"),
+    [
+        # sglang/srt/arg_groups/memory_hook.py: strict `gpu_mem < 20/35/60/90/160 * 1024` bands
+        (20 * 1024 - 1, 1, (2048, 8)),
+        (20 * 1024, 1, (4096, 48)),
+        (35 * 1024 - 1, 4, (4096, 160)),
+        (35 * 1024, 1, (4096, 32)),
+        (60 * 1024, 1, (8192, 256)),
+        (160 * 1024 - 1, 4, (8192, 512)),
+        (160 * 1024, 1, (16384, 512)),
+    ],
+)
+def test_capacity_tier_bands_are_strict_upper_bounds(mib: int, tp: int, tier: tuple[int, int]) -> None:
+    from kvstrategies.launch_defaults import capacity_tier
+
+    assert capacity_tier(mib, tp) == tier

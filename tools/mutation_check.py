@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Mutation check: do the golden and hand-computed tests notice a wrong formula?
 
-Applies one AST mutation at a time to ``kvstrategies/strategies/*.py`` and
-``kvstrategies/pools/*.py`` in a scratch copy of the repository (the working tree is never
-touched, so other people's test runs are safe), runs a fast test subset there (``-x -q`` with a
-timeout), and reports each mutant as killed (a test failed, or the mutant broke the import or
-timed out) or survived, with the kill rate.
+Applies one AST mutation at a time to the files of a module group (:data:`GROUPS`: the
+strategies, the pools, the allocators, model parsing, the planner, the weight estimate and the
+launch defaults) in a scratch copy of the repository (the working tree is never touched, so
+other people's test runs are safe), runs that group's tests there (``-x -q`` with a timeout),
+and reports each mutant as killed (a test failed, or the mutant broke the import or timed out)
+or survived, with the kill rate per group.
 
 Mutations (outside error messages, f-strings, asserts, annotations and docstrings):
 ``+`` <-> ``-`` (also ``+=``/``-=``), ``*`` <-> ``//``, an integer constant ``c`` -> ``c + 1``,
@@ -13,15 +14,19 @@ a sum ``a + b`` -> ``a`` and -> ``b`` (drop a term), ``align_down / ceil_div / c
 off by one (``f(x, p) + 1`` and ``f(x + 1, p)``), comparison boundaries ``<`` <-> ``<=`` and
 ``>`` <-> ``>=``.
 
-    python tools/mutation_check.py                                  # every mutant
-    python tools/mutation_check.py --sample 40 --seed 1             # 40 random mutants
+    python tools/mutation_check.py                                  # every mutant of every group
+    python tools/mutation_check.py --sample 40 --seed 1             # 40 random mutants per group
+    python tools/mutation_check.py --groups allocators planner --sample 15 -j 2
     python tools/mutation_check.py --files kvstrategies/strategies/default.py --list
     python tools/mutation_check.py --tests tests/test_default.py -j 8 --timeout 60
     python tools/mutation_check.py --files kvstrategies/strategies/dsv4.py --match 'dsv4.py:4[0-9][0-9] '
 
 Tests that already fail before any mutation (work in progress) are deselected and named.
 Equivalent mutants (no input can tell them apart: see :data:`EQUIVALENT`, and ``x + 0`` ->
-``x - 0`` / ``x``) are listed apart, never run and left out of the kill rate.
+``x - 0`` / ``x``) are listed apart, never run and left out of the kill rate. Every allow-list
+entry must match exactly one mutant (not a line: a line holds several mutants, and a killable
+one must never hide behind an equivalent neighbour); the run stops (exit 2) naming any entry
+that matches none or several.
 ``--match REGEX`` keeps the mutants whose label matches (e.g. to re-run a report's survivors).
 Exit 0 when the kill rate reaches ``--min-kill-rate`` (default 0: report only), else 1.
 """
@@ -47,7 +52,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FILES = ("kvstrategies/strategies/*.py", "kvstrategies/pools/*.py")
 # the golden snapshots plus the hand-computed strategy tests (whichever exist)
-DEFAULT_TESTS = (
+SIZING_TESTS = (
     "tests/test_golden.py::test_golden_snapshot",
     "tests/test_golden.py::test_meta_build",
     "tests/test_default*.py",
@@ -62,6 +67,43 @@ DEFAULT_TESTS = (
     "tests/test_examples*.py",
     "tests/test_mutation_gaps.py",
 )
+DEFAULT_TESTS = SIZING_TESTS
+
+
+@dataclass(frozen=True)
+class Group:
+    """A module group: the files mutated and the tests that must notice."""
+
+    files: tuple[str, ...]
+    tests: tuple[str, ...]
+
+
+#: every module group the check covers; ``--groups`` picks some (default: all)
+GROUPS: dict[str, Group] = {
+    "strategies": Group(("kvstrategies/strategies/*.py",), SIZING_TESTS),
+    "pools": Group(("kvstrategies/pools/*.py",), SIZING_TESTS),
+    "allocators": Group(
+        ("kvstrategies/allocators/*.py",),
+        ("tests/test_allocators.py", "tests/test_fuzz_allocators.py", "tests/test_write_path.py"),
+    ),
+    "models": Group(
+        ("kvstrategies/models/*.py",),
+        ("tests/test_golden.py::test_golden_snapshot", "tests/test_foundation.py", "tests/test_robustness.py",
+         "tests/test_hybrid*.py", "tests/test_dsv4*.py", "tests/test_default*.py"),  # fmt: skip
+    ),
+    "planner": Group(
+        ("kvstrategies/planner/*.py",),
+        ("tests/test_planner.py", "tests/test_cli_planner.py", "tests/test_robustness.py"),
+    ),
+    "weights": Group(
+        ("kvstrategies/weights.py",), ("tests/test_weights.py", "tests/test_planner.py", "tests/test_robustness.py")
+    ),
+    "launch_defaults": Group(
+        ("kvstrategies/launch_defaults.py",),
+        ("tests/test_launch_defaults.py", "tests/test_planner.py", "tests/test_cli_planner.py",
+         "tests/test_robustness.py"),  # fmt: skip
+    ),
+}
 ROUNDING = {"align_down", "ceil_div", "ceil_align"}
 IGNORE = shutil.ignore_patterns(
     ".git", ".venv", ".ci-venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
@@ -111,8 +153,10 @@ class Equivalent:
     after: str | None = None
     scope: str | None = None
     within: str | None = None
+    nth: int | None = None  # among mutants matching everything else (walk order): the nth only
 
     def matches(self, mutant: Mutant) -> bool:
+        """Whether ``mutant`` fits every field but ``nth`` (see :func:`resolve_allow_list`)."""
         return (
             fnmatch.fnmatch(mutant.file, self.file)
             and mutant.kind == self.kind
@@ -183,8 +227,9 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     Equivalent(
         "kvstrategies/strategies/dsv4.py", r"start, ratios = 0, \(0,\) \* num_effective_layers\(self\.ctx\)",
-        "c -> c+1", "0", "a draft stage: dsv4_layout adds buffers only for ratios 4 and 128 and uses stage_start "
-        "only to name those, so start 1 or ratio 1 lays out the same SWA-only pool",
+        "c -> c+1", "0", "a draft stage: dsv4_layout adds buffers only for ratios 4 and 128, so ratio 1 lays out "
+        "the same SWA-only pool as ratio 0 (start 0 -> 1 is NOT equivalent: the golden draft case kills it)",
+        within=r"^\(0,\)$",
     ),
     Equivalent(
         "kvstrategies/strategies/dsv4.py", r"available_for_tokens = max\(available_bytes - fixed, 0\)", "c -> c+1",
@@ -241,9 +286,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "self.ctx.parallel.pp_size > 1", "with pp 1 and full-attention layers the stage holds them all: "
         "its cell is not 0, so the zero-KV rule never runs",
     ),
-    Equivalent(
-        "kvstrategies/strategies/hybrid_linear.py", r"if self\.reserves_spec else \(0, 0\)$", "c -> c+1", "0",
-        "the pair is read only under reserves_spec, where _spec_inputs() supplies it",
+    *(
+        Equivalent(
+            "kvstrategies/strategies/hybrid_linear.py", r"if self\.reserves_spec else \(0, 0\)$", "c -> c+1", "0",
+            "the pair is read only under reserves_spec, where _spec_inputs() supplies it", nth=nth,
+        )
+        for nth in (0, 1)
     ),
     Equivalent(
         "kvstrategies/strategies/hybrid_linear.py", r"^largest = 0$", "c -> c+1", "0",
@@ -272,9 +320,30 @@ EQUIVALENT: tuple[Equivalent, ...] = (
 )
 
 
+_ALLOWED: dict[tuple[str, int], str] = {}  # (file, site index) -> reason, filled by resolve_allow_list
+
+
+def resolve_allow_list(population: list[Mutant], files: list[str]) -> list[str]:
+    """Bind every allow-list entry (for these files) to its one mutant; the entries that match
+    none or several are returned as problems (a line holds several mutants: be exact)."""
+    problems: list[str] = []
+    for entry in EQUIVALENT:
+        if not any(fnmatch.fnmatch(f, entry.file) for f in files):
+            continue
+        hits = [m for m in population if entry.matches(m)]
+        if entry.nth is not None:
+            hits = hits[entry.nth : entry.nth + 1]
+        if len(hits) != 1:
+            where = "; ".join(m.label() for m in hits[:4]) or "nothing (stale?)"
+            problems.append(f"{entry.file} /{entry.pattern}/ {entry.kind}: {entry.before} matches {len(hits)}: {where}")
+            continue
+        _ALLOWED[(hits[0].file, hits[0].index)] = entry.reason
+    return problems
+
+
 def equivalent_reason(mutant: Mutant) -> str | None:
-    """The allow-list's reason, or the structural one (adding or subtracting a literal 0)."""
-    return mutant.identity or next((e.reason for e in EQUIVALENT if e.matches(mutant)), None)
+    """The allow-list's reason (its one bound mutant), or the structural one (adding or subtracting 0)."""
+    return mutant.identity or _ALLOWED.get((mutant.file, mutant.index))
 
 
 def _shielded(tree: ast.AST) -> set[int]:
@@ -508,9 +577,11 @@ def _expand(patterns: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="AST mutation check of the strategy and pool formulas.")
-    parser.add_argument("--files", nargs="+", default=list(DEFAULT_FILES), help="files or globs to mutate")
-    parser.add_argument("--tests", nargs="+", default=list(DEFAULT_TESTS), help="pytest paths / node ids / globs")
-    parser.add_argument("--sample", type=int, default=None, help="run N randomly chosen mutants")
+    parser.add_argument("--groups", nargs="+", default=None, choices=sorted(GROUPS),
+                        help="module groups to mutate, each with its own tests (default: all)")
+    parser.add_argument("--files", nargs="+", default=None, help="files or globs to mutate (instead of --groups)")
+    parser.add_argument("--tests", nargs="+", default=None, help="pytest paths / node ids / globs (with --files)")
+    parser.add_argument("--sample", type=int, default=None, help="run N randomly chosen mutants per group")
     parser.add_argument("--seed", type=int, default=0, help="random seed for --sample (default 0)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant run (default 120)")
     parser.add_argument("-j", "--jobs", type=int, default=min(4, os.cpu_count() or 1),
@@ -521,17 +592,52 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-kill-rate", type=float, default=0.0, help="exit 1 below this kill rate (0..1)")
     args = parser.parse_args(argv)
 
-    files = [f for f in _expand(args.files) if f.endswith(".py") and not f.endswith("__init__.py")]
-    population = [m for f in files for m in enumerate_mutants(f)]
-    stale = [e for e in EQUIVALENT if not any(e.matches(m) for m in population)]
-    for entry in stale if args.files == list(DEFAULT_FILES) else []:
-        print(f"warning: equivalent-mutant entry matches nothing (stale?): {entry.file} /{entry.pattern}/ "
-              f"{entry.kind}: {entry.before}", file=sys.stderr)
-    mutants = population
-    if args.match is not None:
-        mutants = [m for m in mutants if re.search(args.match, m.label())]
-    if args.sample is not None and args.sample < len(mutants):
-        mutants = sorted(random.Random(args.seed).sample(mutants, args.sample), key=lambda m: (m.file, m.index))
+    if args.files is not None:
+        groups = {"files": Group(tuple(args.files), tuple(args.tests or DEFAULT_TESTS))}
+    else:
+        groups = {name: GROUPS[name] for name in (args.groups or sorted(GROUPS))}
+    plans: list[tuple[str, list[Mutant], list[str]]] = []
+    for name, group in groups.items():
+        group_files = [f for f in _expand(list(group.files)) if f.endswith(".py")]
+        population = [m for f in group_files for m in enumerate_mutants(f)]
+        problems = resolve_allow_list(population, group_files)
+        if problems:
+            print("mutation_check: the equivalent-mutant allow-list must match exactly one mutant per entry:",
+                  *problems, sep="\n  ", file=sys.stderr)
+            return 2
+        chosen = population
+        if args.match is not None:
+            chosen = [m for m in chosen if re.search(args.match, m.label())]
+        if args.sample is not None and args.sample < len(chosen):
+            chosen = sorted(random.Random(args.seed).sample(chosen, args.sample), key=lambda m: (m.file, m.index))
+        plans.append((name, chosen, _expand(list(group.tests))))
+    if len(plans) == 1:
+        name, mutants, tests = plans[0]
+        return _run_group(args, name, mutants, tests, sum(1 for f in _expand(list(groups[name].files))
+                                                        if f.endswith(".py")))  # fmt: skip
+    summary: list[str] = []
+    worst = 0
+    for name, mutants, tests in plans:
+        print(f"\n==== group {name} ====", flush=True)
+        files = sum(1 for f in _expand(list(groups[name].files)) if f.endswith(".py"))
+        code = _run_group(args, name, mutants, tests, files, summary)
+        worst = max(worst, code)
+    print("\nkill rate per group:")
+    for line in summary:
+        print(f"  {line}")
+    print(f"allow-list: {len(EQUIVALENT)} entries, each matching exactly one mutant")
+    return worst
+
+
+def _run_group(
+    args: argparse.Namespace,
+    group: str,
+    mutants: list[Mutant],
+    tests: list[str],
+    nfiles: int,
+    summary: list[str] | None = None,
+) -> int:
+    """Run one group's mutants against its tests; print and (``summary``) record its kill rate."""
     # equivalent mutants are sampled like the rest (samples stay stable as the list grows), never run,
     # reported apart and left out of the kill rate's denominator
     skipped = [(m, reason) for m in mutants if (reason := equivalent_reason(m)) is not None]
@@ -541,11 +647,10 @@ def main(argv: list[str] | None = None) -> int:
             print(mutant.label())
         for mutant, reason in skipped:
             print(f"EQUIVALENT {mutant.label()}  [{reason}]")
-        print(f"{len(mutants)} mutants in {len(files)} files (+ {len(skipped)} equivalent, not run)")
+        print(f"{group}: {len(mutants)} mutants in {nfiles} files (+ {len(skipped)} equivalent, not run)")
         return 0
-    tests = _expand(args.tests)
     if not tests or not mutants:
-        print("mutation_check: nothing to do (no tests or no mutants)", file=sys.stderr)
+        print(f"mutation_check: {group}: nothing to do (no tests or no mutants)", file=sys.stderr)
         return 2
     scratch = Path(tempfile.mkdtemp(prefix="kvs-mutation-"))
     try:
@@ -560,7 +665,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tests: {' '.join(tests)}")
         print(f"baseline: passed in {time.perf_counter() - start:.1f}s"
               + (f"; {len(deselect)} failing before mutation, deselected: {' '.join(deselect)}" if deselect else ""))
-        print(f"{len(mutants)} mutants in {len(files)} files ({len(skipped)} more skipped as equivalent), "
+        print(f"{len(mutants)} mutants in {nfiles} files ({len(skipped)} more skipped as equivalent), "
               f"{jobs} workers, timeout {args.timeout:.0f}s")
         free = list(copies)
         outcomes: list[Outcome] = []
@@ -593,6 +698,9 @@ def main(argv: list[str] | None = None) -> int:
             counts[0 if outcome.status == "killed" else 1] += 1
         for file, (k, s) in sorted(by_file.items()):
             print(f"  {file:<44} {k:>4} killed {s:>4} survived  {k / (k + s):.0%}")
+        if summary is not None:
+            summary.append(f"{group:<16} {killed:>4} killed of {len(outcomes):>4}  {rate:.1%}  "
+                           f"({len(skipped)} equivalent skipped)")
         return 0 if rate >= args.min_kill_rate else 1
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

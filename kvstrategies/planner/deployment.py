@@ -17,6 +17,7 @@ from ..pools.layout import KVPoolsLayout
 from ..sizing import PoolSizes
 from .breakdown import Breakdown, build_breakdown
 from .budget import KVBudget, kv_budget
+from .config_fields import check_budget_sane, validate_planner_inputs
 from .fit import FitReport, fit_report
 from .fixes import Fix, suggest_fixes
 from .launch import case_fields, resolve_launch
@@ -120,11 +121,13 @@ def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> Deployme
     """Plan ``req`` end to end; ``suggest`` also searches the fixes when the context does not fit.
 
     What SGLang would refuse at launch is refused first (:func:`.refusals.admit`)."""
+    validate_planner_inputs(req, req.hf_config())  # before any reader (the refusals' parse included) loops
     req, config_defaults = admit(req)
     config = req.hf_config()
     launch = resolve_launch(req, config)
     fields = case_fields(req, model_dtype_name(req, config), launch)
     budget = kv_budget(req, config, launch)
+    check_budget_sane(budget, None if req.gpu is None else req.gpu.capacity_bytes)
     case = parse_case({**fields, "available_bytes": budget.available_bytes})
     planned = plan(case.settings, case.available_bytes, max_tokens=case.max_tokens)
     result = _assemble(req, launch, budget, case, planned, req.request_lengths, config_defaults)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import MissingDependencyError
+from ..errors import KVCacheConfigError, MissingDependencyError
 from .deployment import DeploymentPlan
 
 GIB = 2**30
@@ -52,11 +52,33 @@ def _title(plan: DeploymentPlan) -> str:
     )
 
 
+#: image formats ``--plot`` writes (matplotlib picks the format from the suffix)
+PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".eps", ".ps", ".jpg", ".jpeg")
+
+
+def check_plot_path(path: str | Path) -> Path:
+    """``path`` when it can take the image: a known image suffix, not a folder, not a device/FIFO.
+
+    Checked before planning so that a bad ``--plot`` is refused up front (no silent ``.png``).
+    """
+    out = Path(path)
+    if out.is_dir():
+        raise KVCacheConfigError(f"--plot {out}: it is a folder; give a file name such as {out / 'plan.png'}")
+    if out.exists() and not out.is_file():
+        raise KVCacheConfigError(f"--plot {out}: not a regular file (a device or a pipe); give an image file name")
+    if out.suffix.lower() not in PLOT_SUFFIXES:
+        raise KVCacheConfigError(
+            f"--plot {out}: unknown image suffix {out.suffix or '(none)'!r}; use one of {', '.join(PLOT_SUFFIXES)}"
+        )
+    return out
+
+
 def plot_breakdown(plan: DeploymentPlan, path: str | Path) -> Path:
     """Write the breakdown of ``plan`` as a stacked bar (GiB) to ``path``; returns the path.
 
     Segments under 1 MiB (request-generation counters, index maps) are left out of the drawing.
     """
+    out = check_plot_path(path)
     plt = _pyplot()
     rows = [row for row in plan.breakdown.rows if row.nbytes >= 2**20]
     total = sum(row.nbytes for row in rows) / GIB
@@ -84,7 +106,6 @@ def plot_breakdown(plan: DeploymentPlan, path: str | Path) -> Path:
     ax.set_title(_title(plan), fontsize=10)
     ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, frameon=False, reverse=True)
     fig.tight_layout()
-    out = Path(path)
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out

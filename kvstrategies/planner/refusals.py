@@ -36,7 +36,7 @@ from ..models import ModelGeometry, parse_hf_config
 from ..models.architectures import is_served, model_type_row, names_where
 from ..models.geometry import AttentionArch
 from ..models.hf import architectures, text_config
-from .request import DeploymentRequest
+from .request import DeploymentRequest, check_page_size
 
 _KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups")
 _CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
@@ -86,16 +86,6 @@ def check_architecture(
 
 def _examples() -> str:
     return "LlamaForCausalLM, Qwen3ForCausalLM, DeepseekV3ForCausalLM, GptOssForCausalLM"
-
-
-def check_page_size(page_size: int | None) -> None:
-    """``--page-size`` must be a positive token count (SGLang fails at launch otherwise)."""
-    if page_size is not None and page_size < 1:
-        raise UnsupportedConfigurationError(
-            f"--page-size must be a positive number of tokens, got {page_size}; SGLang 0.5.23 fails at launch on it "
-            "(sglang.srt.arg_groups.validation_hook.check_server_args takes the chunked-prefill size modulo the page); "
-            "leave --page-size out for SGLang's default or give e.g. 1, 16, 64"
-        )
 
 
 def check_context_length(requested: int | None, model_max: int, allow_override: bool) -> AppliedDefault | None:

@@ -8,13 +8,16 @@ as ``kvstrategies plan --available-bytes`` always did.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import KVCacheConfigError
+from ..context import MAX_PARALLEL_SIZE
+from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..gpus import Accelerator
+from ..validate import MAX_LAYERS, MAX_PAGE_SIZE, MAX_SETTING_INT, check_float, check_int, check_opt_int
 
 GIB = 2**30
 
@@ -80,6 +83,7 @@ class DeploymentRequest:
     launch_extras: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        validate_request(self)
         if self.available_bytes is None and self.gpu is None:
             raise KVCacheConfigError(
                 "no memory budget: name a GPU (--gpu H100-80GB or --gpu-memory 80GiB) or give the KV "
@@ -119,3 +123,63 @@ def model_dtype_name(req: DeploymentRequest, config: Mapping[str, Any]) -> str:
     from ..models.parse import model_dtype_of
 
     return model_dtype_of(config, text_config(config)).torch_name
+
+
+def check_page_size(page_size: int | None) -> None:
+    """``--page-size`` must be a positive token count (SGLang fails at launch otherwise)."""
+    if page_size is not None and page_size < 1:
+        raise UnsupportedConfigurationError(
+            f"--page-size must be a positive number of tokens, got {page_size}; SGLang 0.5.23 fails at launch on it "
+            "(sglang.srt.arg_groups.validation_hook.check_server_args takes the chunked-prefill size modulo the page); "
+            "leave --page-size out for SGLang's default or give e.g. 1, 16, 64"
+        )
+
+
+def validate_request(req: DeploymentRequest) -> None:
+    """The request's own numbers, with the bounds of the case-file fields (no loop over a huge count).
+
+    Run by :meth:`DeploymentRequest.__post_init__` (so every replaced copy is checked too).
+    """
+    check_int(req.tp_size, "--tp", minimum=1, maximum=MAX_PARALLEL_SIZE)
+    check_int(req.pp_size, "--pp-size", minimum=1, maximum=MAX_LAYERS, fix="a pipeline stage needs >= 1 layer")
+    check_int(req.pp_rank, "--pp-rank", minimum=0, maximum=MAX_LAYERS)
+    if req.pp_rank >= req.pp_size:
+        raise KVCacheConfigError(
+            f"--pp-rank {req.pp_rank} is out of range for --pp-size {req.pp_size}: ranks are 0..{req.pp_size - 1}"
+        )
+    check_int(req.dcp_size, "--dcp", minimum=1, maximum=MAX_PARALLEL_SIZE)
+    check_int(req.attn_dp_size, "--attn-dp", minimum=1, maximum=MAX_PARALLEL_SIZE)
+    check_page_size(req.page_size)
+    check_opt_int(req.page_size, "--page-size", minimum=1, maximum=MAX_PAGE_SIZE)
+    check_opt_int(req.available_bytes, "--available-bytes", minimum=0, maximum=2**63 - 1)
+    check_opt_int(req.weight_bytes, "--weight-bytes", minimum=0, maximum=2**63 - 1)
+    check_opt_int(req.overhead_bytes, "--gpu-overhead", minimum=0, maximum=2**63 - 1)
+    check_int(req.dp_replicas, "--dp-size", minimum=1, maximum=MAX_PARALLEL_SIZE)
+    chunk = req.chunked_prefill_size
+    if chunk is not None and chunk != -1:
+        check_int(chunk, "--chunked-prefill-size", minimum=1, maximum=MAX_SETTING_INT,
+                  fix="give a positive token count, or -1 to disable chunked prefill")  # fmt: skip
+    for flag, value in (
+        ("--max-total-tokens", req.max_total_tokens),
+        ("--max-running-requests", req.max_running_requests),
+        ("--context-length", req.context_length),
+        ("--speculative-draft-layers", req.speculative_draft_layers),
+        ("--speculative-num-draft-tokens", req.speculative_num_draft_tokens),
+        ("--speculative-num-steps", req.speculative_num_steps),
+        ("--speculative-eagle-topk", req.speculative_eagle_topk),
+    ):
+        minimum = 1 if flag != "--speculative-draft-layers" else 0
+        check_opt_int(value, flag, minimum=minimum, maximum=MAX_SETTING_INT)
+    if not isinstance(req.request_lengths, (tuple, list)):
+        raise KVCacheConfigError(f"request_lengths must be a tuple of token counts, got {req.request_lengths!r:.80}")
+    if req.gpu is not None and not isinstance(req.gpu, Accelerator):
+        raise KVCacheConfigError(f"gpu must be an Accelerator (kvstrategies.gpus.lookup_gpu), got {req.gpu!r:.80}")
+    for length in req.request_lengths:
+        check_int(length, "--request-length", minimum=1, maximum=MAX_SETTING_INT)
+    if req.mem_fraction_static is not None:
+        check_float(req.mem_fraction_static, "--mem-fraction-static", low=0.0, high=1.0)
+    if req.swa_full_tokens_ratio is not None:
+        check_float(req.swa_full_tokens_ratio, "--swa-full-tokens-ratio", low=0.0, high=1.0)
+    capacity = None if req.gpu is None else req.gpu.capacity_mib
+    if capacity is not None and not (math.isfinite(capacity) and 0 < capacity * 2**20 <= 2**63 - 1):
+        raise KVCacheConfigError(f"GPU capacity must be in (0, 2**63) bytes, got {capacity!r} MiB; fix --gpu-memory")

@@ -45,9 +45,9 @@ def _nbytes(tensor: Any) -> int:
 
 def _allocate(spec: BufferSpec, device: str) -> Any:
     torch = import_torch()
-    target = spec.device or device
-    if target == "cpu" and device == "meta":
-        target = "cpu"  # host-side tensors (req_generation) stay real even for a meta plan
+    # a meta build allocates nothing: host-side tensors (req_generation) go to meta as well, so no
+    # host memory grows with the plan's sizes (a what-if of 2**20 requests costs nothing)
+    target = device if device == "meta" else (spec.device or device)
     return torch.zeros(spec.shape, dtype=spec.dtype.to_torch(), device=target)
 
 

@@ -1,0 +1,94 @@
+"""Rows of the request-to-token table (allocators.md 7): rows ``1..size``, row 0 padding."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+
+from ..errors import require
+from .common import AllocatorMisuseError, check_count
+
+
+class RequestSlotAllocator:
+    """Rows of the request-to-token table (allocators.md section 7): rows ``1..size``, 0 padding.
+
+    The free list is SGLang's Python list ``[1..size]``: ``alloc(n)`` takes the **last** ``n``
+    entries (a fresh allocator of size 4: ``alloc(2) -> [3, 4]``), ``[]`` for ``n == 0``, ``None``
+    when fewer than ``n`` are free; ``free`` appends to the end; ``clear`` restores ``[1..size]``.
+    It is stored as a lazy range ``[1..fresh]`` followed by an explicit ``tail`` list, so a pool
+    of 2**31 rows (a meta build) costs no host memory until rows are used; :attr:`free_slots`
+    materialises the list for inspection. Freeing row 0, a row out of range, a row not handed
+    out, or one row twice raises :class:`~.common.AllocatorMisuseError` unless
+    ``check_misuse=False`` (the held rows are a set: memory grows with rows in use only).
+    ``ReqToTokenPool`` delegates its ``alloc_rows`` / ``free_rows`` here and keeps the generation
+    counters, the aux cache and the on-alloc hook itself.
+    """
+
+    def __init__(self, size: int, *, check_misuse: bool = True) -> None:
+        require(isinstance(size, int) and size >= 0, f"size must be a non-negative int, got {size!r}")
+        self.size = size
+        self.check_misuse = bool(check_misuse)
+        self._fresh = 0  # rows 1..fresh are free, in order, before the tail
+        self._tail: list[int] = []
+        self._held: set[int] = set()
+        self.clear()
+
+    @property
+    def free_slots(self) -> list[int]:
+        """The free list as SGLang holds it (a copy)."""
+        return [*range(1, self._fresh + 1), *self._tail]
+
+    def available_size(self) -> int:
+        return self._fresh + len(self._tail)
+
+    def held_count(self) -> int:
+        """Rows handed out and not freed; -1 when not tracked."""
+        return len(self._held) if self.check_misuse else -1
+
+    def alloc(self, need_size: int) -> list[int] | None:
+        n = check_count(need_size)
+        if n > self.available_size():
+            return None
+        if n == 0:
+            return []
+        from_range = max(0, n - len(self._tail))
+        out = list(range(self._fresh - from_range + 1, self._fresh + 1))
+        self._fresh -= from_range
+        take = n - from_range
+        if take:
+            out += self._tail[-take:]
+            del self._tail[-take:]
+        if self.check_misuse:
+            self._held.update(out)
+        return out
+
+    def free(self, free_index: int | Iterable[int] | torch.Tensor) -> None:
+        if isinstance(free_index, torch.Tensor):
+            rows = [int(i) for i in free_index.reshape(-1).tolist()]
+        elif isinstance(free_index, int):
+            rows = [free_index]
+        else:
+            rows = [int(i) for i in free_index]
+        if self.check_misuse:
+            self._check_free(rows)
+        self._tail.extend(rows)
+
+    def _check_free(self, rows: list[int]) -> None:
+        bad = [r for r in rows if not 1 <= r <= self.size]
+        if bad:
+            raise AllocatorMisuseError(f"RequestSlotAllocator: freeing rows out of range [1, {self.size}]: {bad[:8]}")
+        free = [r for r in rows if r not in self._held]
+        if free:
+            raise AllocatorMisuseError(
+                f"RequestSlotAllocator: freeing rows that are not handed out (double free or never allocated): "
+                f"{free[:8]}"
+            )
+        if len(set(rows)) != len(rows):
+            raise AllocatorMisuseError("RequestSlotAllocator: the same row is freed twice in one call")
+        self._held.difference_update(rows)
+
+    def clear(self) -> None:
+        self._fresh = self.size
+        self._tail = []
+        self._held = set()
