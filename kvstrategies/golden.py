@@ -113,7 +113,7 @@ def golden_document(name: str, planned: Plan) -> dict[str, Any]:
     for pool in layout.pools:
         for role, nbytes in pool.bytes_by_role().items():
             by_role[role] = by_role.get(role, 0) + nbytes
-    return {
+    document = {
         "case": name,
         "golden_format": GOLDEN_FORMAT,
         "configurator": report["configurator"],
@@ -139,6 +139,9 @@ def golden_document(name: str, planned: Plan) -> dict[str, Any]:
             "by_role": by_role,
         },
     }
+    if "adopted_sizes" in report:  # draft workers only
+        document["adopted_sizes"] = report["adopted_sizes"]
+    return document
 
 
 def case_document(case: Case) -> dict[str, Any]:

@@ -69,8 +69,16 @@ class PoolConfigurator(ABC):
         return sizes
 
     def reserve_state_bytes(self, available_bytes: int) -> StateReservation:
-        """Take request-scoped state out of the budget first; nothing by default."""
+        """The state sizes that go with SGLang's KV budget ``available_bytes``; nothing by default.
+
+        ``available_bytes`` is what SGLang hands ``calculate_pool_sizes`` (any state reservation
+        already out of it), so ``kv_available_bytes`` is always ``available_bytes``.
+        """
         return StateReservation(available_bytes)
+
+    def reserve_before_kv(self, budget_bytes: int) -> StateReservation:
+        """From a budget *before* state reservations (a planner's ``rest``) to SGLang's KV budget."""
+        return StateReservation(budget_bytes)
 
     def derive_draft_sizes(self, target_sizes: PoolSizes) -> PoolSizes:
         """A draft worker's sizes from the target's finished ones (resolve.md 6, 8).

@@ -21,6 +21,7 @@ its own process (:mod:`kvstrategies.integrations.sglang.verify` groups them).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import json
 import os
@@ -272,8 +273,7 @@ def _no_kv_copy(self: Any) -> None:
 # ---- walking a built pool --------------------------------------------------------------------
 
 #: back references and allocator state: not storage of the pool being listed
-_SKIP_ATTRS = frozenset({"req_to_token_pool", "token_to_kv_pool_allocator", "allocator", "mamba_allocator",
-                         "full_to_swa_index_mapping"})
+_SKIP_ATTRS = frozenset({"req_to_token_pool", "token_to_kv_pool_allocator", "allocator", "mamba_allocator"})
 #: SGLang attribute paths -> the names the project gives the same tensors (DESIGN.md: sub-pools
 #: by role, the DSA indexer keys after their accessor ``get_index_k_with_scale_buffer``)
 NAME_ALIASES: tuple[tuple[str, str], ...] = (
@@ -373,6 +373,36 @@ def sglang_document(case: Mapping[str, Any], *, base_dir: Path | None = None) ->
 
 
 def _run(case: Mapping[str, Any], folder: str) -> dict[str, Any]:
+    """One case. A draft worker also runs its target: its pools are built for the target's sizes."""
+    target: _Sized | None = None
+    if case["is_draft_worker"]:
+        target = _sized({**case, "is_draft_worker": False}, folder)
+    sized = _sized(case, folder, tolerate_sizing_error=target is not None)
+    document = sized.document
+    pool_config, pool_slots = sized.pool_config, sized.pool_slots
+    if target is not None:
+        kvc = sized.kvc
+        document["adopted_sizes"] = _derived_dict(kvc._derive_pool_sizes(config=target.final_config), None)
+        pool_config, pool_slots = target.pool_config, target.pool_slots
+        document["pool_sizes"] = _derived_dict(kvc._derive_pool_sizes(config=pool_config), None)
+    document.update(_build(case, sized.kvc, pool_config, pool_slots, sized.hf, sized.runtime_context))
+    return document
+
+
+@dataclasses.dataclass
+class _Sized:
+    """SGLang's objects for one case and its finalised configs."""
+
+    document: dict[str, Any]
+    kvc: Any
+    hf: Any
+    runtime_context: Any
+    final_config: Any
+    pool_config: Any
+    pool_slots: int | None
+
+
+def _sized(case: Mapping[str, Any], folder: str, *, tolerate_sizing_error: bool = False) -> _Sized:
     import torch
 
     server_args = importlib.import_module("sglang.srt.server_args")
@@ -405,6 +435,8 @@ def _run(case: Mapping[str, Any], folder: str) -> dict[str, Any]:
         dtype=str(case["model_dtype"]),
         speculative_algorithm=spec_name,
         is_draft_model=is_draft,
+        context_length=case["context_length"],
+        disable_hybrid_swa_memory=bool(case["disable_hybrid_swa_memory"]),
     )
     hf = model_config.hf_config
     model = types.SimpleNamespace(layers=[], config=hf)
@@ -474,17 +506,23 @@ def _run(case: Mapping[str, Any], folder: str) -> dict[str, Any]:
         "configurator": type(configurator).__name__,
         "cell_size": _cell(configurator),
     }
-    mamba_slots = _mamba_slots(case, kvc, sa, runtime_context)
-    sizes = configurator.calculate_pool_sizes(int(case["available_bytes"]), page)
-    sizes = _finalised(configurator, kvc, sizes)
-    document["sizes"] = _sizes_dict(sizes, kvc, mamba_slots)
-    capped = None
-    if case["max_tokens"] is not None:
-        capped = configurator.calculate_pool_sizes_from_max_tokens(int(case["max_tokens"]), page)
-        capped = _finalised(configurator, kvc, capped)
-        document["sizes_from_max_tokens"] = _sizes_dict(capped, kvc, mamba_slots)
-    else:
+    mamba_slots = None if is_draft else _mamba_slots(case, kvc, sa, runtime_context)
+    try:
+        sizes = configurator.calculate_pool_sizes(int(case["available_bytes"]), page)
+        sizes = _finalised(configurator, kvc, sizes)
+        document["sizes"] = _sizes_dict(sizes, kvc, mamba_slots)
+        capped = None
         document["sizes_from_max_tokens"] = None
+        if case["max_tokens"] is not None:
+            capped = configurator.calculate_pool_sizes_from_max_tokens(int(case["max_tokens"]), page)
+            capped = _finalised(configurator, kvc, capped)
+            document["sizes_from_max_tokens"] = _sizes_dict(capped, kvc, mamba_slots)
+    except Exception as exc:  # a draft's own sizing is never used by SGLang; report its refusal
+        if not tolerate_sizing_error:
+            raise
+        document.update(sizes=None, sizes_from_max_tokens=None,
+                        sizing_error=f"SGLang's {type(configurator).__name__} raised {type(exc).__name__}: {exc}")
+        return _Sized(document, kvc, hf, runtime_context, None, None, None)
     pool_config = capped or sizes
     pool_slots = mamba_slots
     if case["pool_max_tokens"] is not None:
@@ -494,8 +532,17 @@ def _run(case: Mapping[str, Any], folder: str) -> dict[str, Any]:
         if mamba_slots is not None:
             pool_slots = case["pool_max_mamba_cache_size"] or 3 * int(case["pool_max_running_requests"])
     document["pool_sizes"] = _sizes_dict(pool_config, kvc, pool_slots)
-    document.update(_build(case, kvc, pool_config, pool_slots, hf, runtime_context))
-    return document
+    return _Sized(document, kvc, hf, runtime_context, capped or sizes, pool_config, pool_slots)
+
+
+def _derived_dict(derived: Any, slots: int | None) -> dict[str, Any]:
+    """SGLang's ``_PoolSizes`` (what a pool is built for) under our ``PoolSizes`` names."""
+    out = {key: getattr(derived, key, None) for key in SIZE_FIELDS}
+    for key in ("c4_state_dtype", "c128_state_dtype"):
+        if out[key] is not None:
+            out[key] = _DTYPE_NAMES.get(str(out[key]), str(out[key]))
+    out["max_mamba_cache_size"] = slots
+    return out
 
 
 def _bind_sliding_window_method(model: Any, hf: Any) -> None:
@@ -594,6 +641,12 @@ def _build(
                 is_dsv4_model=model_config_mod.is_deepseek_v4(hf),
                 req_to_token_pool=req_pool,
             )
+            if not case["is_draft_worker"]:  # SWA pools hold the allocator's index mapping once registered
+                with contextlib.suppress(Exception):
+                    kvc._build_token_to_kv_pool_allocator(
+                        sizes=sizes, token_to_kv_pool=pool, is_dsv4_model=model_config_mod.is_deepseek_v4(hf),
+                        req_to_token_pool=req_pool, token_to_kv_pool_allocator=None,
+                    )
     except Exception as exc:  # sizing stands when SGLang's builder refuses: report both, as plan --json does
         return {"token_to_kv_pool_class": None, "pools": None,
                 "layout_error": f"SGLang's pool builder raised {type(exc).__name__}: {exc}"}
