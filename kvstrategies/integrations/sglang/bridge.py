@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ...case import CASE_DEFAULTS
-from ...errors import KVCacheConfigError
+from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...presets import load_preset_config
 from .runtime import cuda_platform_facts, import_sglang, platform_override, quiet_stdout
 
@@ -63,8 +63,8 @@ SIZE_FIELDS: tuple[str, ...] = (
 _DTYPE_NAMES = {"torch.float32": "float32", "torch.bfloat16": "bfloat16", "torch.float16": "float16"}
 
 
-class SGLangCaseError(KVCacheConfigError):
-    """SGLang refused the case (its own exception, named), or the bridge cannot express it."""
+#: SGLang refused the case (its own exception is named in the message)
+SGLangCaseError = UnsupportedConfigurationError
 
 
 # ---- the model folder SGLang reads -----------------------------------------------------------

@@ -27,7 +27,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import KVCacheConfigError
+from ...errors import MissingDependencyError
 
 #: SGLang releases whose private sizing API the bridge was written against and checked with.
 SUPPORTED_VERSIONS: tuple[str, ...] = ("0.5.23",)
@@ -43,8 +43,8 @@ SIZING_MODULES: tuple[str, ...] = (
 )
 
 
-class SGLangUnavailableError(KVCacheConfigError):
-    """SGLang is not installed, cannot be imported here, or is a version the bridge does not know."""
+#: SGLang is not installed, cannot be imported here, or is a version the bridge does not know
+SGLangUnavailableError = MissingDependencyError
 
 
 def check_version(version: str) -> None:
