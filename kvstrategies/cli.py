@@ -89,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--json", action="store_true", help="JSON rows instead of a table")
     presets = sub.add_parser("presets", help="list the shipped model presets and the strategy that sizes each")
     presets.add_argument("--json", action="store_true")
+    verify = sub.add_parser("verify", help="compare the plans with a live engine's own (docs/sglang-bridge.md)")
+    verify.add_argument("--against", choices=["sglang"], required=True, help="the engine to compare with")
+    verify.add_argument("cases", nargs="*", type=Path, help="case files or folders (default: tests/cases)")
+    verify.add_argument("-v", "--verbose", action="store_true", help="every difference of every case")
     return parser
 
 
@@ -323,6 +327,26 @@ def run_presets(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_verify(args: argparse.Namespace) -> int:
+    """``verify --against ENGINE``: one dispatch per engine (and, later, per mode)."""
+    from .integrations.sglang.verify import format_report, verify
+
+    paths: list[Path] = []
+    for given in args.cases or [Path("tests") / "cases"]:
+        if given.is_dir():
+            paths.extend(sorted(given.glob("*.json")))
+        elif given.is_file():
+            paths.append(given)
+        else:
+            raise KVCacheConfigError(f"verify: no case file or folder {given}")
+    if not paths:
+        raise KVCacheConfigError("verify: no case files found; pass case files or a folder of them")
+    report = verify(paths)
+    for line in format_report(report, verbose=args.verbose):
+        print(line)
+    return 0 if report.ok else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -331,6 +355,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_plan(args)
         if args.command == "sweep":
             return run_sweep(args)
+        if args.command == "verify":
+            return run_verify(args)
         return run_presets(args)
     except KVCacheConfigError as exc:
         print(f"kvstrategies: error: {exc}", file=sys.stderr)

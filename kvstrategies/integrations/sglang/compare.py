@@ -81,17 +81,38 @@ def difference_lines(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> list
                 side = "ours" if left is None else "SGLang"
                 lines.append(f"pools.{pool}: not built by {side}")
             continue
-        lines.extend(diff_buffers(pool, left, right))
+        buffer_lines = diff_buffers(pool, left, right)
+        if buffer_lines and _signatures(left) == _signatures(right):
+            buffer_lines = [f"pools.{pool}: same buffers under other names ({len(left)} buffers)"]
+        lines.extend(buffer_lines)
+    for key in ("layout_error", "sizing_error"):
+        if (key in ours) != (key in theirs):
+            text = theirs.get(key) if key in theirs else ours.get(key)
+            lines.append(f"{key}: {'added' if key in theirs else 'removed'} ({text})")
     return lines
+
+
+def _signatures(buffers: list[dict[str, Any]]) -> list[tuple[tuple[int, ...], str]]:
+    return sorted((tuple(b["shape"]), str(b["dtype"])) for b in buffers)
 
 
 @dataclass(frozen=True)
 class KnownDifference:
-    """A deliberate difference from SGLang 0.5.23: a kind, its reason, and which cases it covers."""
+    """A deliberate (or environmental) difference from SGLang 0.5.23.
+
+    ``applies(case)`` says which cases it can explain, ``covers`` which difference lines (regular
+    expressions on :func:`difference_lines` output; an SGLang refusal is the line
+    ``sglang: refused: ...``). A case is *known* when every line is covered by a difference that
+    applies to it; anything else is unexplained.
+    """
 
     kind: str
     reason: str
     applies: Callable[[Mapping[str, Any]], bool]
+    covers: tuple[str, ...]
+
+    def covers_line(self, line: str) -> bool:
+        return any(re.search(pattern, line) for pattern in self.covers)
 
 
 def _hf(case: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -103,57 +124,106 @@ def _architectures(case: Mapping[str, Any]) -> list[str]:
     return [str(a) for a in (_hf(case).get("architectures") or [])]
 
 
-def _is_jamba(case: Mapping[str, Any]) -> bool:
-    return any("Jamba" in a for a in _architectures(case))
+def _is_dsv4(case: Mapping[str, Any]) -> bool:
+    return any(a.startswith("DeepseekV4") for a in _architectures(case))
 
 
-def _is_npu(case: Mapping[str, Any]) -> bool:
-    return str(case.get("device", "cuda")) == "npu"
-
-
-def _all_swa_paged(case: Mapping[str, Any]) -> bool:
+def _all_swa(case: Mapping[str, Any]) -> bool:
     config = _hf(case)
-    types = config.get("layer_types") or []
-    all_swa = bool(types) and all(str(t) == "sliding_attention" for t in types)
-    return all_swa and int(case.get("page_size", 1)) > 1
+    text = config.get("language_config") or config.get("text_config") or config
+    return str(text.get("model_type", config.get("model_type", ""))) == "unlimited-ocr" or (
+        isinstance(text.get("layer_types"), list)
+        and all(str(t) == "sliding_attention" for t in text["layer_types"])
+    )
 
 
-def _minimax_m3(case: Mapping[str, Any]) -> bool:
-    return str(_hf(case).get("model_type", "")) == "minimax_m3"
+_ANY = (r".",)
+_NOT_BUILT = (r"^token_to_kv_pool_class: \S+ -> null$", r"^pools\.token_to_kv: not built by SGLang$",
+              r"^layout_error: added ")
 
-
-#: The deliberate differences (spec README decisions, sglang_bridge.md 5), in matching order.
+#: The known differences (spec README decisions, sglang_bridge.md 5, and this host's limits).
 KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
     KnownDifference(
+        "strategy-name",
+        "kvstrategies gives Mamba hybrids, Ascend NPU layouts and the request-capped SWA variant their own "
+        "strategy classes; SGLang 0.5.23 sizes them in DefaultPoolConfigurator / SWARequestCapPoolConfigurator "
+        "(same numbers)",
+        lambda case: True,
+        (r"^configurator: (HybridLinearPoolConfigurator|AscendPoolConfigurator) -> DefaultPoolConfigurator$",
+         r"^configurator: SWAChunkCapPoolConfigurator -> SWARequestCapPoolConfigurator$"),
+    ),
+    KnownDifference(
         "jamba-generic-fallback",
-        "SGLang 0.5.23 serves Jamba only through its generic fallback, which prices every layer as "
-        "attention KV; kvstrategies sizes it as the Mamba hybrid it is (and says so in the plan's notes)",
-        _is_jamba,
+        "SGLang 0.5.23 serves Jamba only through its generic fallback, which prices every layer as attention "
+        "KV; kvstrategies sizes it as the Mamba hybrid it is (the plan's notes say so)",
+        lambda case: any("Jamba" in a for a in _architectures(case)),
+        _ANY,
     ),
     KnownDifference(
         "npu-pools-not-buildable",
-        "SGLang's Ascend pool classes need torch_npu: on this host only SGLang's NPU sizing runs, "
-        "the pools are compared by the project's own tests",
-        _is_npu,
+        "SGLang's Ascend pool classes need torch_npu: on a host without it only SGLang's NPU sizing runs "
+        "(sizes are compared; pools are checked by the project's own layout tests)",
+        lambda case: str(case.get("device", "cuda")) == "npu",
+        _NOT_BUILT,
     ),
     KnownDifference(
         "all-swa-page-size",
         "all-SWA models at page > 1: SGLang sizes and builds the pool but its PureSWATokenToKVPoolAllocator "
         "needs page 1; kvstrategies reports the sizes and refuses the layout",
-        _all_swa_paged,
+        lambda case: _all_swa(case) and int(case.get("page_size", 1)) > 1,
+        (r"^pools\.", r"^token_to_kv_pool_class: ", r"^layout_error: "),
+    ),
+    KnownDifference(
+        "dsv4-auto-kv-dtype",
+        "DeepSeek-V4 with kv_cache_dtype auto: SGLang's launch turns it into fp8 before sizing (the bridge "
+        "takes settings as resolved), and its DeepSeekV4TokenToKVPool asserts a uint8 store otherwise; "
+        "kvstrategies lays the pool out as the launch would",
+        lambda case: _is_dsv4(case) and str(case.get("kv_cache_dtype", "auto")) == "auto",
+        _NOT_BUILT,
+    ),
+    KnownDifference(
+        "dsv4-buffer-names",
+        "SGLang keeps DeepSeek-V4's compressed pools in index-addressed lists (kv_pools[i], index_pools[i], "
+        "compress_state_pools[i].kv_score_buffer); kvstrategies names them by role (c4., c128., "
+        "c4_indexer., state[i], indexer_state[i]); the same tensors, shapes and dtypes",
+        _is_dsv4,
+        (r"^pools\.token_to_kv: same buffers under other names",),
+    ),
+    KnownDifference(
+        "dsv4-draft-own-sizing",
+        "a DeepSeek-V4 draft worker: SGLang's DSV4PoolConfigurator prices it at 0 bytes per full token and its "
+        "calculate_pool_sizes divides by zero (a draft never calls it at launch: it adopts the target's sizes); "
+        "kvstrategies reports the draft layer's own sizing",
+        lambda case: _is_dsv4(case) and bool(case.get("is_draft_worker")),
+        (r"^cell_size: ", r"^sizes(_from_max_tokens)?[.:]", r"^sizing_error: "),
+    ),
+    KnownDifference(
+        "mamba-conv-window-view",
+        "speculative Mamba state with the deduplicated conv window: SGLang exposes intermediate_conv_window[i] "
+        "as an overlapping as_strided view [L, S+1, D, dim, K-1] of _intermediate_conv_window_phys[i] "
+        "[L, S+1, dim, D+K-2]; kvstrategies lists the physical buffer under the engine name (same bytes)",
+        lambda case: case.get("speculative_algorithm") is not None,
+        (r"intermediate_conv_window",),
     ),
     KnownDifference(
         "minimax-m3-config-unloadable",
-        "SGLang 0.5.23 with transformers 5.19 cannot load a minimax_m3 config.json offline (no config "
-        "class): SGLang's side cannot run",
-        _minimax_m3,
+        "SGLang 0.5.23 with transformers 5.19 cannot load a minimax_m3 config.json offline (no config class "
+        "registered), so SGLang's side cannot run this case",
+        lambda case: str(_hf(case).get("model_type", "")) == "minimax_m3",
+        (r"^sglang: refused: .*minimax_m3",),
     ),
 )
 
 
-def explain(case: Mapping[str, Any]) -> KnownDifference | None:
-    """The known difference that covers this case, if any."""
-    for known in KNOWN_DIFFERENCES:
-        if known.applies(case):
-            return known
-    return None
+def explain(case: Mapping[str, Any], lines: list[str]) -> tuple[list[KnownDifference], list[str]]:
+    """(the known differences that cover some of ``lines``, the lines none covers)."""
+    used: list[KnownDifference] = []
+    left: list[str] = []
+    applicable = [k for k in KNOWN_DIFFERENCES if k.applies(case)]
+    for line in lines:
+        match = next((k for k in applicable if k.covers_line(line)), None)
+        if match is None:
+            left.append(line)
+        elif match not in used:
+            used.append(match)
+    return used, left
