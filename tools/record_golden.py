@@ -134,7 +134,11 @@ def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_
     from kvstrategies.integrations.sglang.snapshots import KNOWN_FILE, snapshot_folder, snapshot_text
     from kvstrategies.integrations.sglang.verify import verdict_for
 
+    import time
+
+    started = time.perf_counter()
     version = import_sglang()
+    imported = time.perf_counter() - started
     committed = out or snapshot_folder(ROOT / "golden", version)
     target = Path(tempfile.mkdtemp(prefix="kvs-sglang-golden-")) if check_only else committed
     target.mkdir(parents=True, exist_ok=True)
@@ -157,7 +161,7 @@ def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_
     (target / KNOWN_FILE).write_text(known_text, encoding="utf-8")
     unexplained = sorted(n for n, v in known.items() if v["status"] == "DIFF")
     print(f"SGLang {version}: {len(paths)} cases recorded in {timings['total']:.1f} s "
-          f"(import {timings['import']:.1f} s); {len(unexplained)} with unexplained differences"
+          f"(import {imported:.1f} s); {len(unexplained)} with unexplained differences"
           + (f": {', '.join(unexplained)}" if unexplained else ""))
     if not check_only:
         print(f"{target}: {written} written")

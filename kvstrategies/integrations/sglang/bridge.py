@@ -362,30 +362,50 @@ def sglang_document(case: Mapping[str, Any], *, base_dir: Path | None = None) ->
     import_sglang()
     merged = {**CASE_DEFAULTS, **case}
     config = case_hf_config(merged, base_dir)
-    with model_folder(config) as folder, quiet_stdout(), cuda_answers(merged), \
-            platform_override(**_platform_facts(merged)):
+    with model_folder(config) as folder, model_folder(draft_config(config, merged)) as draft_folder, \
+            quiet_stdout(), cuda_answers(merged), platform_override(**_platform_facts(merged)):
         try:
-            return _run(merged, folder)
+            return _run(merged, folder, draft_folder)
         except KVCacheConfigError:
             raise
         except Exception as exc:  # SGLang's own refusals: AssertionError, ValueError, RuntimeError...
             raise SGLangCaseError(f"SGLang raised {type(exc).__name__}: {exc}") from exc
 
 
-def _run(case: Mapping[str, Any], folder: str) -> dict[str, Any]:
-    """One case. A draft worker also runs its target: its pools are built for the target's sizes."""
-    target: _Sized | None = None
-    if case["is_draft_worker"]:
-        target = _sized({**case, "is_draft_worker": False}, folder)
-    sized = _sized(case, folder, tolerate_sizing_error=target is not None)
+def draft_config(config: Mapping[str, Any], case: Mapping[str, Any]) -> dict[str, Any]:
+    """The draft checkpoint's config a case implies (DESIGN.md: ``eagle_draft_num_layers`` is the
+    draft model's layer count, its per-layer geometry the target's). MTP targets (``num_nextn_predict_layers``)
+    keep their config: SGLang's draft reads the MTP layer count from it."""
+    layers = case.get("eagle_draft_num_layers")
+    out = dict(config)
+    if not case.get("is_draft_worker") or layers is None:
+        return out
+    key = next((k for k in ("text_config", "llm_config", "language_config") if isinstance(out.get(k), Mapping)), None)
+    text = dict(out[key]) if key else out
+    if text.get("num_nextn_predict_layers"):
+        return out
+    text["num_hidden_layers"] = int(layers)
+    if isinstance(text.get("layer_types"), list):
+        text["layer_types"] = text["layer_types"][: int(layers)]
+    if key:
+        out[key] = text
+    return out
+
+
+def _run(case: Mapping[str, Any], folder: str, draft_folder: str) -> dict[str, Any]:
+    """One case. A draft worker also runs its target: its pools are built for the target's sizes,
+    on the target's request pool (shared, so not reported as the draft's)."""
+    if not case["is_draft_worker"]:
+        sized = _sized(case, folder)
+        sized.document.update(_build(case, sized, sized.pool_config, sized.pool_slots))
+        return sized.document
+    target = _sized({**case, "is_draft_worker": False}, folder)
+    sized = _sized(case, draft_folder, tolerate_sizing_error=True, inherited_slots=target.mamba_slots)
     document = sized.document
-    pool_config, pool_slots = sized.pool_config, sized.pool_slots
-    if target is not None:
-        kvc = sized.kvc
-        document["adopted_sizes"] = _derived_dict(kvc._derive_pool_sizes(config=target.final_config), None)
-        pool_config, pool_slots = target.pool_config, target.pool_slots
-        document["pool_sizes"] = _derived_dict(kvc._derive_pool_sizes(config=pool_config), None)
-    document.update(_build(case, sized.kvc, pool_config, pool_slots, sized.hf, sized.runtime_context))
+    kvc = sized.kvc
+    document["adopted_sizes"] = _derived_dict(kvc._derive_pool_sizes(config=target.final_config), target.mamba_slots)
+    document["pool_sizes"] = _derived_dict(kvc._derive_pool_sizes(config=target.pool_config), target.pool_slots)
+    document.update(_build(case, sized, target.pool_config, target.pool_slots, shared_from=target))
     return document
 
 
@@ -400,9 +420,12 @@ class _Sized:
     final_config: Any
     pool_config: Any
     pool_slots: int | None
+    mamba_slots: int | None
 
 
-def _sized(case: Mapping[str, Any], folder: str, *, tolerate_sizing_error: bool = False) -> _Sized:
+def _sized(
+    case: Mapping[str, Any], folder: str, *, tolerate_sizing_error: bool = False, inherited_slots: int | None = None
+) -> _Sized:
     import torch
 
     server_args = importlib.import_module("sglang.srt.server_args")
@@ -507,6 +530,8 @@ def _sized(case: Mapping[str, Any], folder: str, *, tolerate_sizing_error: bool 
         "cell_size": _cell(configurator),
     }
     mamba_slots = None if is_draft else _mamba_slots(case, kvc, sa, runtime_context)
+    if inherited_slots is not None:  # a draft reads the slot count the target's reservation fixed
+        runtime_context.get_context().override("bridge.draft", max_mamba_cache_size=inherited_slots)
     try:
         sizes = configurator.calculate_pool_sizes(int(case["available_bytes"]), page)
         sizes = _finalised(configurator, kvc, sizes)
@@ -522,7 +547,7 @@ def _sized(case: Mapping[str, Any], folder: str, *, tolerate_sizing_error: bool 
             raise
         document.update(sizes=None, sizes_from_max_tokens=None,
                         sizing_error=f"SGLang's {type(configurator).__name__} raised {type(exc).__name__}: {exc}")
-        return _Sized(document, kvc, hf, runtime_context, None, None, None)
+        return _Sized(document, kvc, hf, runtime_context, None, None, None, mamba_slots)
     pool_config = capped or sizes
     pool_slots = mamba_slots
     if case["pool_max_tokens"] is not None:
@@ -532,7 +557,7 @@ def _sized(case: Mapping[str, Any], folder: str, *, tolerate_sizing_error: bool 
         if mamba_slots is not None:
             pool_slots = case["pool_max_mamba_cache_size"] or 3 * int(case["pool_max_running_requests"])
     document["pool_sizes"] = _sizes_dict(pool_config, kvc, pool_slots)
-    return _Sized(document, kvc, hf, runtime_context, capped or sizes, pool_config, pool_slots)
+    return _Sized(document, kvc, hf, runtime_context, capped or sizes, pool_config, pool_slots, mamba_slots)
 
 
 def _derived_dict(derived: Any, slots: int | None) -> dict[str, Any]:
@@ -622,26 +647,35 @@ def _mamba_slots(case: Mapping[str, Any], kvc: Any, sa: Any, runtime_context: An
 
 
 def _build(
-    case: Mapping[str, Any], kvc: Any, config: Any, mamba_slots: int | None, hf: Any, runtime_context: Any
+    case: Mapping[str, Any], sized: _Sized, config: Any, mamba_slots: int | None, *, shared_from: _Sized | None = None
 ) -> dict[str, Any]:
-    """Build the request and token-to-KV pools on ``meta`` and list their tensors."""
+    """Build the request and token-to-KV pools on ``meta`` and list their tensors.
+
+    A draft (``shared_from`` its target) builds on the target's request pool, as SGLang's draft
+    worker does; tensors the target's pools own are not listed as the draft's.
+    """
     if str(case["device"]) == "npu":
         return {"token_to_kv_pool_class": None, "pools": None,
                 "pools_unavailable": "SGLang's NPU pool classes need torch_npu"}
+    kvc, hf, runtime_context = sized.kvc, sized.hf, sized.runtime_context
     model_config_mod = importlib.import_module("sglang.srt.configs.model_config")
     slots = runtime_context.get_schedule().override(max_mamba_cache_size=mamba_slots) if mamba_slots is not None \
         else contextlib.nullcontext()
+    seen: set[int] = set()
     try:
         with slots:
             sizes = kvc._derive_pool_sizes(config=config)
-            req_pool = kvc._build_req_to_token_pool(max_num_reqs=int(config.max_running_requests))
+            owner = shared_from.kvc if shared_from is not None else kvc
+            req_pool = owner._build_req_to_token_pool(max_num_reqs=int(config.max_running_requests))
+            if shared_from is not None:
+                walk_tensors(req_pool, seen=seen)  # the target's: mark as seen, do not list
             pool = kvc._build_token_to_kv_pool(
                 sizes=sizes,
                 is_dsa_model=model_config_mod.is_deepseek_dsa(hf),
                 is_dsv4_model=model_config_mod.is_deepseek_v4(hf),
                 req_to_token_pool=req_pool,
             )
-            if not case["is_draft_worker"]:  # SWA pools hold the allocator's index mapping once registered
+            if shared_from is None:  # SWA pools hold the allocator's index mapping once registered
                 with contextlib.suppress(Exception):
                     kvc._build_token_to_kv_pool_allocator(
                         sizes=sizes, token_to_kv_pool=pool, is_dsv4_model=model_config_mod.is_deepseek_v4(hf),
@@ -650,14 +684,11 @@ def _build(
     except Exception as exc:  # sizing stands when SGLang's builder refuses: report both, as plan --json does
         return {"token_to_kv_pool_class": None, "pools": None,
                 "layout_error": f"SGLang's pool builder raised {type(exc).__name__}: {exc}"}
-    seen: set[int] = set()
     pools = walk_tensors(pool, seen=seen)
-    return {
-        "token_to_kv_pool_class": type(pool).__name__,
-        "pools": pools,
-        # state the token-to-KV pool already listed (SGLang's Mamba pool hangs off both) is not repeated
-        "req_to_token_pool": {"pool_class": type(req_pool).__name__, "buffers": walk_tensors(req_pool, seen=seen)},
-    }
+    # state the token-to-KV pool already listed (SGLang's Mamba pool hangs off both) is not repeated
+    req = None if shared_from is not None else {
+        "pool_class": type(req_pool).__name__, "buffers": walk_tensors(req_pool, seen=seen)}
+    return {"token_to_kv_pool_class": type(pool).__name__, "pools": pools, "req_to_token_pool": req}
 
 
 def env_of(case: Mapping[str, Any]) -> dict[str, str]:
