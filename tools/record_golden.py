@@ -128,13 +128,12 @@ def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_
     any committed snapshot (or ``_known.json``) differs from the live recording.
     """
     import tempfile
+    import time
 
     from kvstrategies.integrations.sglang.engine import run_cases
     from kvstrategies.integrations.sglang.runtime import import_sglang
     from kvstrategies.integrations.sglang.snapshots import KNOWN_FILE, snapshot_folder, snapshot_text
     from kvstrategies.integrations.sglang.verify import verdict_for
-
-    import time
 
     started = time.perf_counter()
     version = import_sglang()
