@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..context import KVCacheContext, context_len
+from ..context import DisaggregationMode, KVCacheContext, context_len
 from ..pools.basic import req_to_token_layout
 from ..pools.binding import pool_binding
 from ..pools.build import KVPools
@@ -114,7 +114,9 @@ class PoolConfigurator(ABC):
             max_running_requests=requests,
             max_context_len=req_to_token_max_context_len(self.ctx),
             pre_alloc_size=pre_alloc,
-            pool_class="DecodeReqToTokenPool" if pre_alloc else "ReqToTokenPool",
+            # SGLang builds DecodeReqToTokenPool for every decode role, even with no extra rows
+            pool_class="DecodeReqToTokenPool" if self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE
+            else "ReqToTokenPool",
         )
 
     def extra_layouts(self, sizes: PoolSizes) -> tuple[PoolLayout, ...]:

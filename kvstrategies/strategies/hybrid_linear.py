@@ -451,10 +451,18 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         spec = self.ctx.speculative
         cuda = self.ctx.device in (DeviceKind.CUDA, DeviceKind.META)
         dedup = cuda and (spec.eagle_topk or 1) <= 1 and not self.mamba.is_kda
+        spec_state_size = requests
+        if self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE:
+            # HybridMambaDecodeReqToTokenPool (SGLang disaggregation.decode): the pre-allocated rows
+            # get state too; slots = max(K, (R + pre_alloc) * (1 + tracking slots))
+            rows = requests + req_to_token_pre_alloc(self.ctx)
+            tracking = (2 if self.overlap_schedule else 1) if self.extra_buffer else 0
+            slots = max(slots, rows * (1 + tracking))
+            spec_state_size = rows
         return (
             mamba_pool_layout(
                 size=slots,
-                spec_state_size=requests,
+                spec_state_size=spec_state_size,
                 conv_shapes=shapes.conv,
                 temporal_shape=shapes.temporal,
                 mamba_layer_ids=self.local_mamba_layer_ids,

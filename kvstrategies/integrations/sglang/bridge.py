@@ -463,7 +463,7 @@ def _sized(
     )
     hf = model_config.hf_config
     model = types.SimpleNamespace(layers=[], config=hf)
-    if pp_size > 1:
+    if pp_size > 1 and not is_draft:  # a draft model holds its own layers on the last stage
         model.start_layer, model.end_layer = dist_utils.get_pp_indices(model_config.num_hidden_layers, pp_rank, pp_size)
     _bind_sliding_window_method(model, hf)
     quant = getattr(hf, "quantization_config", None)
