@@ -76,6 +76,8 @@ def buffer_document(buf: BufferSpec) -> dict[str, Any]:
     if buf.view is not None:
         entry["view_index"] = list(buf.view.index)
         entry["view_length"] = buf.view.length
+        if buf.view.window_axis is not None:  # an overlapping sliding-window view
+            entry["view_window_axis"] = buf.view.window_axis
     if not buf.engine_facing:
         entry["engine_facing"] = False
     if buf.device is not None:

@@ -395,8 +395,13 @@ def test_spec_state_buffers_dedup_and_dense() -> None:
         "mamba.conv[0]": (36, 25, 2048, 3),
         "mamba.temporal": (36, 25, 8, 128, 128),
         "mamba.intermediate_ssm": (36, 9, 4, 8, 128, 128),
-        "mamba.intermediate_conv_window[0]": (36, 9, 2048, 6),  # Dd + K - 2 = 4 + 4 - 2
+        "mamba._intermediate_conv_window_phys[0]": (36, 9, 2048, 6),  # Dd + K - 2 = 4 + 4 - 2
     }
+    # engines address it through an overlapping window view: step t reads columns [t, t + K - 1)
+    views = {b.name: b for b in dedup.buffers if b.is_view}
+    window = views["mamba.intermediate_conv_window[0]"]
+    assert window.shape == (36, 9, 4, 2048, 3) and window.view is not None
+    assert (window.view.source, window.view.window_axis) == ("mamba._intermediate_conv_window_phys[0]", 3)
     tree = configurator(QWEN3_NEXT, tp_size=4, **{**MTP, "speculative_eagle_topk": 2}).layout(sizes).extra[0]
     assert dict((b.name, b.shape) for b in tree.allocations)["mamba.intermediate_conv_window[0]"] == (
         36,

@@ -66,3 +66,21 @@ def test_draft_sizes_are_its_own_and_the_adopted_target_sizes_sit_beside_them() 
     assert draft.pool_sizes.max_total_num_tokens == target.pool_sizes.max_total_num_tokens
     assert plan_document(draft)["adopted_sizes"] == draft.adopted_sizes.to_dict()
     assert "adopted_sizes" not in plan_document(target)
+
+
+def test_the_dedup_conv_window_view_overlaps_its_storage_as_sglang_does() -> None:
+    torch = __import__("pytest").importorskip("torch")
+    from kvstrategies.api import build
+
+    case = parse_case({**QWEN3_NEXT, "available_bytes": 30 * GIB, "speculative_algorithm": "EAGLE",
+                       "eagle_draft_num_layers": 1, "speculative_num_steps": 3, "speculative_eagle_topk": 1,
+                       "speculative_num_draft_tokens": 4, "max_running_requests": 8})
+    planned = plan(case.settings, case.available_bytes, pool_max_tokens=1024)
+    pools = build(planned, "cpu")
+    mamba = pools.extra[0]
+    phys = mamba["mamba._intermediate_conv_window_phys[0]"]
+    view = mamba["mamba.intermediate_conv_window[0]"]
+    assert tuple(view.shape) == (36, 9, 4, 2048, 3) and view.data_ptr() == phys.data_ptr()
+    phys[0, 0, 5, :] = torch.arange(6, dtype=phys.dtype)  # one channel's 6 columns
+    # draft step t sees columns [t, t + 3): the windows overlap
+    assert view[0, 0, :, 5, :].tolist() == [[0, 1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 5]]
