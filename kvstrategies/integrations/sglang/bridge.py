@@ -281,6 +281,13 @@ NAME_ALIASES: tuple[tuple[str, str], ...] = (
     ("swa_kv_pool.", "swa."),
     ("mamba_pool.mamba_cache.", "mamba."),
     ("index_key_cache.buffer", "index_k_with_scale_buffer"),
+    # DeepSeek-V4: SGLang's ratio-keyed dicts and per-layer state pools -> role names
+    ("kv_pools[4].", "c4."),
+    ("kv_pools[128].", "c128."),
+    ("index_pools[4].", "c4_indexer."),
+    ("indexer_compress_state_pools[", "indexer_state["),
+    ("compress_state_pools[", "state["),
+    (".kv_score_buffer.kv_score", ".kv_score"),
 )
 
 

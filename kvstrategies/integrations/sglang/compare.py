@@ -191,14 +191,6 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         _NOT_BUILT,
     ),
     KnownDifference(
-        "dsv4-buffer-names",
-        "SGLang keeps DeepSeek-V4's compressed pools in index-addressed lists (kv_pools[i], index_pools[i], "
-        "compress_state_pools[i].kv_score_buffer); kvstrategies names them by role (c4., c128., "
-        "c4_indexer., state[i], indexer_state[i]); the same tensors, shapes and dtypes",
-        _is_dsv4,
-        (r"^pools\.token_to_kv: same buffers under other names",),
-    ),
-    KnownDifference(
         "dsv4-draft-own-sizing",
         "a DeepSeek-V4 draft worker: SGLang's DSV4PoolConfigurator prices it at 0 bytes per full token and its "
         "calculate_pool_sizes divides by zero (a draft never calls it at launch: it adopts the target's sizes); "
