@@ -107,3 +107,32 @@ def test_live_sglang_agrees(name: str) -> None:
     path = CASES / f"{name}.json"
     verdict = verdict_for(path, run_one(path))
     assert verdict.unexplained == (), "\n".join(verdict.unexplained)
+
+
+def test_missing_sglang_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from kvstrategies.cli import main
+    from kvstrategies.integrations.sglang import runtime
+
+    monkeypatch.setattr(runtime, "_IMPORTED", None)
+    monkeypatch.setitem(sys.modules, "sglang", None)  # import sglang -> ImportError
+    with pytest.raises(MissingDependencyError, match=r"pip install --no-deps 'sglang==0\.5\.23'"):
+        runtime.import_sglang()
+    assert main(["verify", "--against", "sglang", str(CASES / "default-llama-3.1-8b-tp1-bf16-p1.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kvstrategies: error: SGLang is not installed")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="SGLang is not installed")
+def test_verify_cli_one_line_per_case_and_a_total(capsys: pytest.CaptureFixture[str]) -> None:
+    from kvstrategies.cli import main
+
+    names = ("default-llama-3.1-8b-tp1-bf16-p1", "hybrid-linear-jamba-v0.1-tp2-bf16-p1")
+    cases = [str(CASES / f"{name}.json") for name in names]
+    assert main(["verify", "--against", "sglang", *cases]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[:2] == ["default-llama-3.1-8b-tp1-bf16-p1", "match"]
+    assert out[2].split()[:2] == ["hybrid-linear-jamba-v0.1-tp2-bf16-p1", "known"]
+    assert "jamba-generic-fallback" in out[2]
+    assert out[-1].startswith("total: 2 cases: 1 match, 1 known, 0 unexplained")
