@@ -313,7 +313,10 @@ def walk_tensors(obj: Any, prefix: str = "", seen: set[int] | None = None) -> li
     seen.add(id(obj))
     items: list[tuple[str, Any]]
     if hasattr(obj, "__dict__"):
-        items = [(f"{prefix}{k}", v) for k, v in vars(obj).items() if k not in _SKIP_ATTRS]
+        # public attributes first: a tensor held under both a public and a private name (a dense
+        # conv window is its own backing storage) is listed under the name engines use
+        attrs = sorted(vars(obj).items(), key=lambda item: item[0].startswith("_"))
+        items = [(f"{prefix}{k}", v) for k, v in attrs if k not in _SKIP_ATTRS]
     else:
         return out
     for name, value in items:
