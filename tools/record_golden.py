@@ -156,9 +156,14 @@ def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_
         verdict = verdict_for(path, results[path.stem])
         if verdict.status != "match":
             known[path.stem] = {"status": verdict.status, "kinds": list(verdict.kinds)}
+    recorded = {path.stem for path in paths}
+    stored_known_file = committed / KNOWN_FILE
+    if stored_known_file.exists():  # a -k subset keeps the other cases' entries
+        stored = json.loads(stored_known_file.read_text(encoding="utf-8"))
+        known = {**{k: v for k, v in stored.items() if k not in recorded}, **known}
     known_text = json.dumps(known, indent=2, sort_keys=True) + "\n"
     (target / KNOWN_FILE).write_text(known_text, encoding="utf-8")
-    unexplained = sorted(n for n, v in known.items() if v["status"] == "DIFF")
+    unexplained = sorted(n for n, v in known.items() if v["status"] == "DIFF" and n in recorded)
     print(f"SGLang {version}: {len(paths)} cases recorded in {timings['total']:.1f} s "
           f"(import {imported:.1f} s); {len(unexplained)} with unexplained differences"
           + (f": {', '.join(unexplained)}" if unexplained else ""))
