@@ -66,6 +66,9 @@ class Plan:
     pool_sizes: PoolSizes
     layout: KVPoolsLayout
     resolution: Resolution
+    #: a draft worker's adopted target sizes (mapped by ``derive_draft_sizes``): what its pools are
+    #: built for; ``None`` for a target
+    adopted_sizes: PoolSizes | None = None
 
     @property
     def ctx(self) -> KVCacheContext:
@@ -221,11 +224,14 @@ def _plan_draft_worker(
     pool_max_running_requests: int,
     pool_max_mamba_cache_size: int | None,
 ) -> Plan:
-    """A draft worker never sizes: it takes the target's finished sizes (resolve.md 1, 8).
+    """A draft worker's own sizing beside the target sizes it adopts (resolve.md 1, 8).
 
-    The target (same settings, ``is_draft_worker`` false) is planned; its sizes are then mapped
-    by the draft's strategy (``derive_draft_sizes``: DCP widening, DSV4's zeroed compressed
-    pools) and the draft's own pools are laid out for them.
+    ``sizes`` (and ``sizes_from_max_tokens``) are the draft configurator's own
+    ``calculate_pool_sizes`` results, finalised (spec README: what a plan's ``sizes`` means).
+    SGLang's draft never uses them: it takes the target's finished sizes. So the target (same
+    settings, ``is_draft_worker`` false) is planned, its final sizes are mapped by the draft's
+    strategy (``derive_draft_sizes``: DCP widening, DSV4's zeroed compressed pools) into
+    ``adopted_sizes``, and the draft's pools are laid out for those.
     """
     target = plan(
         ctx.target_context(),
@@ -236,10 +242,12 @@ def _plan_draft_worker(
         pool_max_mamba_cache_size=pool_max_mamba_cache_size,
     )
     configurator = select_configurator(ctx)
-    sizes = configurator.derive_draft_sizes(target.sizes)
+    reservation = reserve_state(configurator, available_bytes)
+    sizes = finalize(configurator, profiled_sizes(configurator, reservation))
     capped = None
-    if target.sizes_from_max_tokens is not None:
-        capped = configurator.derive_draft_sizes(target.sizes_from_max_tokens)
+    if max_tokens is not None:
+        capped = finalize(configurator, sizes_for_max_tokens(configurator, max_tokens, reservation))
+    adopted = configurator.derive_draft_sizes(target.sizes_from_max_tokens or target.sizes)
     final = configurator.derive_draft_sizes(target.resolution.sizes)
     resolution = Resolution(configurator, available_bytes, target.resolution.reservation, sizes, final, None)
     pool_sizes = configurator.derive_draft_sizes(target.pool_sizes)
@@ -251,6 +259,7 @@ def _plan_draft_worker(
         pool_sizes=pool_sizes,
         layout=_layout(configurator, pool_sizes, sizes, capped),
         resolution=resolution,
+        adopted_sizes=adopted,
     )
 
 

@@ -94,6 +94,7 @@ _SUPPORTED_ENV = {
     "SGLANG_MAMBA_SSM_DTYPE",
     "SGLANG_MAMBA_CONV_DTYPE",
     "SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK",
+    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
 }
 _OUT_OF_SCOPE_ENV = {
     "SGLANG_OPT_USE_ONLINE_COMPRESS",
@@ -355,6 +356,7 @@ def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: s
         knobs=knobs,
         is_draft_worker=_bool(merged, "is_draft_worker"),
     )
+    _check_context_length(settings, merged["env"])
     available = merged["available_bytes"]
     if available is None:
         raise KVCacheConfigError("case field 'available_bytes' is required (the KV budget in bytes after profiling)")
@@ -368,6 +370,19 @@ def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: s
         pool_max_running_requests=_int(merged, "pool_max_running_requests", minimum=1),
         pool_max_mamba_cache_size=_int(merged, "pool_max_mamba_cache_size", minimum=1, optional=True),
         raw=dict(data),
+    )
+
+
+def _check_context_length(settings: KVCacheSettings, env: Mapping[str, Any]) -> None:
+    """SGLang refuses a ``context_length`` above the model's derived one unless the env allows it
+    (``sglang.srt.configs.model_config.ModelConfig._derive_context_length``)."""
+    given, derived = settings.scheduling.context_length, settings.geometry.context_len
+    if given is None or given <= derived or _env_flag(env.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "")):
+        return
+    raise KVCacheConfigError(
+        f"context_length {given} is greater than the model's derived context length {derived}; SGLang refuses "
+        "this (sglang.srt.configs.model_config.ModelConfig._derive_context_length). Lower context_length, or set "
+        "env SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 to override as SGLang allows"
     )
 
 

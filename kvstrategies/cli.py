@@ -193,8 +193,12 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--page-size", default=None, help="comma list, e.g. 1,64 (default: the launch's)")
     sweep.add_argument("--csv", action="store_true", help="CSV instead of a table")
     sweep.add_argument("--json", action="store_true", help="JSON rows instead of a table")
-    verify = sub.add_parser("verify", help="check the planner against SGLang's own code")
-    verify.add_argument("--against", choices=["sglang"], required=True)
+    verify = sub.add_parser(
+        "verify", help="compare with SGLang's own code: case files (docs/sglang-bridge.md) or launch defaults"
+    )
+    verify.add_argument("--against", choices=["sglang"], required=True, help="the engine to compare with")
+    verify.add_argument("cases", nargs="*", type=Path, help="case files or folders (default: tests/cases)")
+    verify.add_argument("-v", "--verbose", action="store_true", help="every difference of every case")
     verify.add_argument(
         "--launch", nargs="?", const="", default=None, metavar="GRID",
         help="launch defaults: resolve each launch of GRID (a JSON list; default: the shipped grid) with "
@@ -595,16 +599,37 @@ def split_launch_command(argv: Sequence[str]) -> tuple[list[str], LaunchCommand 
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    """``verify --against sglang --launch [GRID]`` (see :mod:`kvstrategies.integrations.sglang.launch`)."""
-    if args.launch is None:
-        raise KVCacheConfigError("verify: pass --launch [GRID] to check the launch defaults")
-    from .integrations.sglang.launch import run_verify_launch
+    """``verify --against sglang``: the catalog's cases through SGLang's own sizing and pool
+    builders (:mod:`kvstrategies.integrations.sglang.verify`), or with ``--launch [GRID]`` the
+    launch defaults against SGLang's own resolution (:mod:`kvstrategies.integrations.sglang.launch`)."""
+    if args.launch is not None:
+        if args.cases:
+            raise KVCacheConfigError("verify: case files and --launch are separate checks; run them one at a time")
+        from .integrations.sglang.launch import run_verify_launch
 
-    grid = Path(args.launch) if args.launch else None
-    return run_verify_launch(
-        grid, recorded=args.recorded, record=args.record, workers=args.jobs, as_json=args.json,
-        show_equal=args.show_equal,
-    )
+        grid = Path(args.launch) if args.launch else None
+        return run_verify_launch(
+            grid, recorded=args.recorded, record=args.record, workers=args.jobs, as_json=args.json,
+            show_equal=args.show_equal,
+        )
+    if args.recorded or args.record is not None or args.json or args.show_equal or args.jobs is not None:
+        raise KVCacheConfigError("verify: --recorded, --record, --jobs, --show-equal and --json go with --launch")
+    from .integrations.sglang.verify import format_report, verify
+
+    paths: list[Path] = []
+    for given in args.cases or [Path("tests") / "cases"]:
+        if given.is_dir():
+            paths.extend(sorted(given.glob("*.json")))
+        elif given.is_file():
+            paths.append(given)
+        else:
+            raise KVCacheConfigError(f"verify: no case file or folder {given}")
+    if not paths:
+        raise KVCacheConfigError("verify: no case files found; pass case files or a folder of them")
+    report = verify(paths)
+    for line in format_report(report, verbose=args.verbose):
+        print(line)
+    return 0 if report.ok else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

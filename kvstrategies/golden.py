@@ -76,6 +76,8 @@ def buffer_document(buf: BufferSpec) -> dict[str, Any]:
     if buf.view is not None:
         entry["view_index"] = list(buf.view.index)
         entry["view_length"] = buf.view.length
+        if buf.view.window_axis is not None:  # an overlapping sliding-window view
+            entry["view_window_axis"] = buf.view.window_axis
     if not buf.engine_facing:
         entry["engine_facing"] = False
     if buf.device is not None:
@@ -113,7 +115,7 @@ def golden_document(name: str, planned: Plan) -> dict[str, Any]:
     for pool in layout.pools:
         for role, nbytes in pool.bytes_by_role().items():
             by_role[role] = by_role.get(role, 0) + nbytes
-    return {
+    document = {
         "case": name,
         "golden_format": GOLDEN_FORMAT,
         "configurator": report["configurator"],
@@ -139,6 +141,9 @@ def golden_document(name: str, planned: Plan) -> dict[str, Any]:
             "by_role": by_role,
         },
     }
+    if "adopted_sizes" in report:  # draft workers only
+        document["adopted_sizes"] = report["adopted_sizes"]
+    return document
 
 
 def case_document(case: Case) -> dict[str, Any]:

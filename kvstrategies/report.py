@@ -61,7 +61,7 @@ def plan_document(planned: Plan, *, measure: bool = False) -> dict[str, Any]:
         built = build(planned, "meta")
         allocated = built.token_to_kv_pool.allocated_bytes + sum(p.allocated_bytes for p in built.extra)
     req = planned.layout.req_to_token
-    return {
+    document = {
         "configurator": type(planned.configurator).__name__,
         "cell_size": _cell(planned.cell_size_bytes),
         "sizes": planned.sizes.to_dict(),
@@ -79,6 +79,9 @@ def plan_document(planned: Plan, *, measure: bool = False) -> dict[str, Any]:
         },
         "notes": list(planned.resolution.reservation.notes),
     }
+    if planned.adopted_sizes is not None:  # a draft worker: the target sizes its pools are built for
+        document["adopted_sizes"] = planned.adopted_sizes.to_dict()
+    return document
 
 
 def partial_plan_document(error: LayoutError) -> dict[str, Any]:

@@ -58,15 +58,15 @@ class GoldenSnapshotExtension(JSONSnapshotExtension):
     def matches_test_location(cls, *, test_location: Any, snapshot_location: str) -> bool:
         return Path(snapshot_location).parent == golden_dir()
 
-    def discover_snapshots(self, *, test_location: Any, ignore_extensions: Any = None) -> SnapshotCollections:
-        """Only ``golden/*.json``: sub-folders (recorded SGLang answers) are not syrupy's to report
-        as unused, nor to delete on ``--snapshot-update``."""
+    def discover_snapshots(self, *, test_location: Any, ignore_extensions: list[str] | None = None) -> Any:
+        """Only ``golden/*.json``: sub-folders (``golden/sglang-<version>/``) hold other engines' answers."""
+
         found = super().discover_snapshots(test_location=test_location, ignore_extensions=ignore_extensions)
-        kept = SnapshotCollections()
+        mine = SnapshotCollections()
         for collection in found:
-            if Path(collection.location).parent == golden_dir():
-                kept.add(collection)
-        return kept
+            if Path(collection.location).resolve().parent == golden_dir():
+                mine.add(collection)
+        return mine
 
     def serialize(self, data: Any, *, exclude: Any = None, include: Any = None, matcher: Any = None) -> str:
         if isinstance(data, str):

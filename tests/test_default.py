@@ -224,6 +224,8 @@ def test_draft_worker_takes_the_target_sizes_widened_by_dcp() -> None:
     ctx = case_settings("deepseek-v3", page_size=64, tp_size=8, dcp_size=2, speculative_algorithm="EAGLE",
                         is_draft_worker=True)
     planned = plan(ctx, 40 * GIB)
-    assert planned.sizes.max_total_num_tokens == 601_280 * 2
+    assert planned.adopted_sizes is not None and planned.adopted_sizes.max_total_num_tokens == 601_280 * 2
+    # its own sizing (what a plan's sizes mean): one 576-wide MTP layer, 1,152 B a token, page 128
+    assert planned.sizes.max_total_num_tokens == (40 * GIB // 1_152) // 128 * 128 == 37_282_688
     kv = planned.layout.token_to_kv
     assert [b.shape for b in kv.allocations] == [(601_280 * 2 + 128, 1, 576)]

@@ -339,7 +339,9 @@ def test_d2_what_if_layout() -> None:
     assert shapes["state[2].kv_score"] == (5_140, 2_048)  # ceil_align(5,128 + 8 + 1, 4)
     assert shapes["indexer_state[2].kv_score"] == (5_140, 512)
     assert shapes["state[3].kv_score"] == (1_408, 1_024)  # ceil_align(9 * 128 + 129, 128)
-    assert len(shapes) == 43 + 21 + 20 + 21 + 21 + 20 + 21
+    # the SWA allocator's full -> SWA mapping, registered on the pool: full tokens + page + 1
+    assert shapes["full_to_swa_index_mapping"] == (sizes.max_total_num_tokens + 256 + 1,)
+    assert len(shapes) == 43 + 21 + 20 + 21 + 21 + 20 + 21 + 1
 
 
 # ---- the catalog ------------------------------------------------------------------------------

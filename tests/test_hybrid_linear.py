@@ -156,10 +156,16 @@ def test_example_15_qwen3_next_tp4_auto_fit() -> None:
     assert budget.max_mamba_cache_size == 1_210  # int((23,396,269,217.68421 - per) // per)
     assert budget.rest_gib_after == 24.213973999023438
     assert budget.kv_available_bytes == 25_999_556_608
-    result = resolve(cfg.ctx, REST_46)
+    # available_bytes is SGLang's KV budget. Two budgets leave exactly these bytes (1,209 and 1,210
+    # slots: one more slot eats 19.3 MB while 0.47 of each extra byte goes to the state); the
+    # inverse takes the smaller budget's count
+    result = resolve(cfg.ctx, budget.kv_available_bytes)
+    smaller = cfg.budget_leaving(budget.kv_available_bytes)
+    assert smaller.kv_available_bytes == budget.kv_available_bytes
+    assert smaller.rest_gib_before < budget.rest_gib_before
     assert result.sizes.max_total_num_tokens == 2_115_840
-    assert result.sizes.max_mamba_cache_size == 1_210
-    assert result.sizes.max_running_requests == 403  # 4096 capped by 1210 // 3
+    assert result.sizes.max_mamba_cache_size == smaller.max_mamba_cache_size == 1_209
+    assert result.sizes.max_running_requests == 403  # 4096 capped by 1209 // 3
 
 
 def test_example_15_variant_b_radix_off_mrr_256() -> None:
@@ -169,7 +175,7 @@ def test_example_15_variant_b_radix_off_mrr_256() -> None:
     assert (budget.branch, budget.max_mamba_cache_size) == ("B", 256)
     assert budget.rest_gib_after == 41.37654113769531
     assert budget.kv_available_bytes == 44_427_722_752
-    sizes = resolve(cfg.ctx, REST_46).sizes
+    sizes = resolve(cfg.ctx, budget.kv_available_bytes).sizes
     assert (sizes.max_total_num_tokens, sizes.max_running_requests) == (3_615_488, 256)
 
 
@@ -192,10 +198,12 @@ def test_example_16_zero_kv_pp_stage() -> None:
     assert stage0.calculate_pool_sizes(26_001_166_336, 64).max_total_num_tokens == 9_223_372_036_854_775_744
     assert stage1.calculate_pool_sizes(26_001_166_336, 64).max_total_num_tokens == 2_115_968
     for stage in (stage0, stage1):
-        result = resolve(stage.ctx, REST_46)
+        result = resolve(stage.ctx, 26_001_166_336)  # the KV budget the 46 GiB leave
         assert result.pp_min_tokens == 2_115_968
         assert result.sizes.max_total_num_tokens == 2_115_968
-        assert result.sizes.max_running_requests == 440  # 4096 capped by 1320 // 3
+        # the smallest budget leaving these bytes holds 1,319 slots (1,320 above): 4096 capped by 1319 // 3
+        assert result.sizes.max_mamba_cache_size == 1_319
+        assert result.sizes.max_running_requests == 439
     # stage 0's KV pool has no layers, its Mamba pool holds layers 0-2
     layout = stage0.layout(PoolSizes(max_total_num_tokens=1024, max_running_requests=8, max_mamba_cache_size=24))
     assert layout.token_to_kv.buffers == ()
@@ -245,7 +253,7 @@ def test_spec_branch_c() -> None:
     # capped = min(64, 516 // 3) = 64; scratch = per * 65 * 4 B
     assert int(budget.spec_scratch_gib * GIB) == 5_022_351_360
     assert budget.kv_available_bytes == 34_383_020_032
-    sizes = resolve(cfg.ctx, REST_46).sizes
+    sizes = resolve(cfg.ctx, budget.kv_available_bytes).sizes
     assert (sizes.max_total_num_tokens, sizes.max_running_requests) == (2_582_848, 64)
 
 
@@ -313,10 +321,10 @@ def test_request_cap_and_its_errors() -> None:
 def test_too_small_budget_is_insufficient_memory() -> None:
     cfg = configurator(QWEN3_NEXT, tp_size=4)
     with pytest.raises(InsufficientMemoryError, match="state cache"):
-        cfg.reserve_state_bytes(30_000_000)  # 0.028 GiB: budget share below one 19 MB slot + dummy
+        cfg.reserve_before_kv(30_000_000)  # 0.028 GiB: budget share below one 19 MB slot + dummy
     radix_off = configurator(QWEN3_NEXT, tp_size=4, disable_radix_cache=True, max_running_requests=4000)
     with pytest.raises(InsufficientMemoryError, match="no memory for the KV"):
-        radix_off.reserve_state_bytes(REST_46)  # 4001 slots * 19.3 MB > 46 GiB
+        radix_off.reserve_before_kv(REST_46)  # 4001 slots * 19.3 MB > 46 GiB
 
 
 # ---- layouts.md 15.C ----------------------------------------------------------------------------------
@@ -387,8 +395,13 @@ def test_spec_state_buffers_dedup_and_dense() -> None:
         "mamba.conv[0]": (36, 25, 2048, 3),
         "mamba.temporal": (36, 25, 8, 128, 128),
         "mamba.intermediate_ssm": (36, 9, 4, 8, 128, 128),
-        "mamba.intermediate_conv_window[0]": (36, 9, 2048, 6),  # Dd + K - 2 = 4 + 4 - 2
+        "mamba._intermediate_conv_window_phys[0]": (36, 9, 2048, 6),  # Dd + K - 2 = 4 + 4 - 2
     }
+    # engines address it through an overlapping window view: step t reads columns [t, t + K - 1)
+    views = {b.name: b for b in dedup.buffers if b.is_view}
+    window = views["mamba.intermediate_conv_window[0]"]
+    assert window.shape == (36, 9, 4, 2048, 3) and window.view is not None
+    assert (window.view.source, window.view.window_axis) == ("mamba._intermediate_conv_window_phys[0]", 3)
     tree = configurator(QWEN3_NEXT, tp_size=4, **{**MTP, "speculative_eagle_topk": 2}).layout(sizes).extra[0]
     assert dict((b.name, b.shape) for b in tree.allocations)["mamba.intermediate_conv_window[0]"] == (
         36,
@@ -474,7 +487,9 @@ def test_cli_json_has_state_pool_in_pools(capsys: pytest.CaptureFixture[str]) ->
     document = json.loads(capsys.readouterr().out)
     names = {p["name"] for p in document["pools"]}
     assert {"mamba.conv[0]", "mamba.temporal", "full.k_buffer[0]"} <= names
-    assert document["sizes"]["max_running_requests"] == 403
+    # available_bytes is SGLang's KV budget (reservation already out): 2,299 slots, 2299 // 3 requests
+    assert document["sizes"]["max_mamba_cache_size"] == 2_299
+    assert document["sizes"]["max_running_requests"] == 766
     assert document["pool_sizes"]["max_mamba_cache_size"] == 24
 
 

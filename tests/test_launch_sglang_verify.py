@@ -126,7 +126,7 @@ def test_cli_verify_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     grid.write_text(json.dumps([{"preset": "qwen3-8b", "gpu": "H200", "tp_size": 2, "flags": {"page_size": 16}}]))
     assert main(["verify", "--against", "sglang", "--launch", str(grid), "--recorded"]) == 2
     assert "not recorded" in capsys.readouterr().err
-    assert main(["verify", "--against", "sglang"]) == 2
+    assert main(["verify", "--against", "sglang", "--recorded"]) == 2  # --recorded goes with --launch
     assert "--launch" in capsys.readouterr().err
 
 

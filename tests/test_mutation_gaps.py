@@ -574,7 +574,7 @@ def test_spec_state_without_a_topk_uses_the_dedup_conv_layout() -> None:
     spec = {key: value for key, value in MTP.items() if key != "speculative_eagle_topk"}
     mamba = hybrid_linear(QWEN3_NEXT, tp_size=4, **spec).layout(sizes).extra[0]
     shapes = {b.name: b.shape for b in mamba.allocations}
-    assert shapes["mamba.intermediate_conv_window[0]"] == (36, 9, 2048, 6)  # Dd + K - 2 = 4 + 4 - 2
+    assert shapes["mamba._intermediate_conv_window_phys[0]"] == (36, 9, 2048, 6)  # Dd + K - 2 = 4 + 4 - 2
 
 
 # ---- the registry (sizing.md 9, DESIGN.md) -------------------------------------------------------------

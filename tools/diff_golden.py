@@ -3,6 +3,7 @@
 
     python tools/diff_golden.py REV_A REV_B [-k SUBSTRING] [--cases DIR] [-v]
     python tools/diff_golden.py HEAD WORKTREE      # uncommitted changes against the last commit
+    python tools/diff_golden.py --dirs DIR_A DIR_B  # two recorded folders (e.g. SGLang before/after)
 
 Each revision is checked out into a temporary ``git worktree`` (``WORKTREE`` means this
 working tree as it is, uncommitted edits included) and its catalog is planned by this venv's
@@ -132,8 +133,36 @@ def compare(a: dict[str, Any], b: dict[str, Any], verbose: bool) -> int:
     return 1 if rows else 0
 
 
+def compare_dirs(argv: list[str]) -> int:
+    """``--dirs A B``: diff two folders of recorded snapshots (e.g. two SGLang recordings)."""
+    parser = argparse.ArgumentParser(prog="diff_golden.py --dirs",
+                                     description="Compare two folders of golden snapshots, case by case.")
+    parser.add_argument("dir_a", type=Path)
+    parser.add_argument("dir_b", type=Path)
+    parser.add_argument("-k", dest="substrings", action="append", default=[], metavar="SUBSTRING")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every difference of every case")
+    args = parser.parse_args(argv)
+    sides = []
+    for folder in (args.dir_a, args.dir_b):
+        if not folder.is_dir():
+            print(f"diff_golden: no folder {folder}", file=sys.stderr)
+            return 2
+        data: dict[str, Any] = {"_package": str(folder)}
+        for path in sorted(folder.glob("*.json")):
+            if path.name.startswith("_") or (args.substrings and not any(s in path.stem for s in args.substrings)):
+                continue
+            text = path.read_text(encoding="utf-8")
+            snapshot = json.loads(text)
+            data[path.stem] = {"error": snapshot["error"]} if "error" in snapshot else {"text": text}
+        print(f"{'AB'[len(sides)]}: {folder}: {len(data) - 1} snapshots")
+        sides.append(data)
+    return compare(sides[0], sides[1], args.verbose)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--dirs"]:
+        return compare_dirs(argv[1:])
     if argv[:1] == ["--emit"]:
         child = argparse.ArgumentParser()
         child.add_argument("--emit", nargs=2, type=Path)

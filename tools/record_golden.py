@@ -5,6 +5,8 @@
     python tools/record_golden.py -k llama -k qwen  # only cases whose name contains a substring
     python tools/record_golden.py --check         # exit 1 on drift, missing or stale snapshots
     python tools/record_golden.py --prune         # also delete stale snapshots (no case file)
+    python tools/record_golden.py --engine sglang --out DIR   # SGLang's own answers (live SGLang)
+    python tools/record_golden.py --engine sglang --check     # exit 1 if golden/sglang-<version> is stale
 
 The bytes written are :func:`kvstrategies.golden.golden_text`, exactly what
 ``pytest --snapshot-update`` writes. A case that fails to plan is reported and not recorded
@@ -20,6 +22,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -114,6 +117,77 @@ def check(cases_dir: Path, golden_dir: Path, names: list[str], *, selected: bool
     return 1 if problems else 0
 
 
+# ---- SGLang as the engine (kvstrategies.integrations.sglang; needs a live SGLang) ----------------
+
+
+def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_only: bool, quiet: bool) -> int:
+    """Record SGLang's snapshots of ``names`` into ``out`` (default ``golden/sglang-<version>``).
+
+    Also writes ``_known.json``: the known differences between the project and these snapshots,
+    per case (``verify``'s verdicts). ``check_only``: record into a scratch folder and exit 1 if
+    any committed snapshot (or ``_known.json``) differs from the live recording.
+    """
+    import tempfile
+    import time
+
+    from kvstrategies.integrations.sglang.engine import run_cases
+    from kvstrategies.integrations.sglang.runtime import import_sglang
+    from kvstrategies.integrations.sglang.snapshots import KNOWN_FILE, snapshot_folder, snapshot_text
+    from kvstrategies.integrations.sglang.verify import verdict_for
+
+    started = time.perf_counter()
+    version = import_sglang()
+    imported = time.perf_counter() - started
+    committed = out or snapshot_folder(ROOT / "golden", version)
+    target = Path(tempfile.mkdtemp(prefix="kvs-sglang-golden-")) if check_only else committed
+    target.mkdir(parents=True, exist_ok=True)
+    paths = [cases_dir / f"{name}.json" for name in names]
+    results, timings = run_cases(paths)
+    known: dict[str, Any] = {}
+    written = 0
+    for path in paths:
+        text = snapshot_text(path.stem, version, results[path.stem])
+        file = target / f"{path.stem}.json"
+        if not (file.exists() and file.read_text(encoding="utf-8") == text):
+            file.write_text(text, encoding="utf-8")
+            written += 1
+            if not quiet and not check_only:
+                print(f"wrote {file}")
+        verdict = verdict_for(path, results[path.stem])
+        if verdict.status != "match":
+            known[path.stem] = {"status": verdict.status, "kinds": list(verdict.kinds)}
+    recorded = {path.stem for path in paths}
+    stored_known_file = committed / KNOWN_FILE
+    if stored_known_file.exists():  # a -k subset keeps the other cases' entries
+        stored = json.loads(stored_known_file.read_text(encoding="utf-8"))
+        known = {**{k: v for k, v in stored.items() if k not in recorded}, **known}
+    known_text = json.dumps(known, indent=2, sort_keys=True) + "\n"
+    (target / KNOWN_FILE).write_text(known_text, encoding="utf-8")
+    unexplained = sorted(n for n, v in known.items() if v["status"] == "DIFF" and n in recorded)
+    print(f"SGLang {version}: {len(paths)} cases recorded in {timings['total']:.1f} s "
+          f"(import {imported:.1f} s); {len(unexplained)} with unexplained differences"
+          + (f": {', '.join(unexplained)}" if unexplained else ""))
+    if not check_only:
+        print(f"{target}: {written} written")
+        return 1 if unexplained else 0
+    stale = []
+    for path in paths:
+        live = (target / f"{path.stem}.json").read_text(encoding="utf-8")
+        stored = committed / f"{path.stem}.json"
+        if not stored.exists() or stored.read_text(encoding="utf-8") != live:
+            stale.append(path.stem)
+            print(f"STALE {stored}")
+            if stored.exists():
+                for line in diff_documents(json.loads(stored.read_text(encoding="utf-8")), json.loads(live)):
+                    print(f"    {line}")
+    stored_known = committed / KNOWN_FILE
+    if not stored_known.exists() or stored_known.read_text(encoding="utf-8") != known_text:
+        stale.append(KNOWN_FILE)
+        print(f"STALE {stored_known} (the known differences changed)")
+    print(f"{len(paths)} SGLang snapshots checked against {committed}: {len(stale)} stale")
+    return 1 if stale or unexplained else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Record or check the golden snapshots of the case catalog.")
     parser.add_argument("-k", dest="substrings", action="append", metavar="SUBSTRING",
@@ -123,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=Path, default=ROOT / "tests" / "cases", help="catalog folder")
     parser.add_argument("--golden", type=Path, default=ROOT / "golden", help="snapshot folder")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not list each written file")
+    parser.add_argument("--engine", choices=["kvstrategies", "sglang"], default="kvstrategies",
+                        help="whose answers to record: this library (default) or a live SGLang")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="--engine sglang: snapshot folder (default golden/sglang-<version>)")
     args = parser.parse_args(argv)
     if not args.cases.is_dir():
         print(f"record_golden: no catalog folder {args.cases}", file=sys.stderr)
@@ -132,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.substrings and not names:
         print(f"record_golden: no case name contains any of {args.substrings}", file=sys.stderr)
         return 2
+    if args.engine == "sglang":
+        return record_sglang(args.cases, args.out, names, check_only=args.check, quiet=args.quiet)
     if args.check:
         return check(args.cases, args.golden, names, selected=bool(args.substrings))
     return record(args.cases, args.golden, names, prune=args.prune and not args.substrings, quiet=args.quiet)

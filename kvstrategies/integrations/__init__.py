@@ -1,1 +1,5 @@
-"""Optional bridges to serving engines (the core package never imports them)."""
+"""Bridges to serving engines. Optional: the core library never imports this package.
+
+``kvstrategies.integrations.sglang`` runs SGLang's own sizing and pool builders beside ours
+(install the ``sglang`` extra).
+"""

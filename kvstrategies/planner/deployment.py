@@ -8,7 +8,9 @@ Everything here is torch-free: ``kvstrategies plan`` answers in milliseconds for
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..api import Plan, plan
 from ..case import Case, parse_case
@@ -117,6 +119,25 @@ def _assemble(
     )
 
 
+def state_reserved_fields(fields: Mapping[str, Any], budget_bytes: int) -> dict[str, Any]:
+    """Case fields for a budget *before* state reservations (the GPU step's ``rest``).
+
+    ``available_bytes`` of a case is what SGLang hands ``calculate_pool_sizes``: for Mamba hybrids
+    the state reservation comes out first (resolve.md 3, SGLang's ``_handle_max_mamba_cache``).
+    The planner runs it here and pins the slot count it chose (``max_mamba_cache_size``, global:
+    per-DP slots times attention DP), so the plan sizes exactly that reservation's KV budget.
+    """
+    from ..strategies.registry import select_configurator
+
+    settings = parse_case({**fields, "available_bytes": budget_bytes}).settings
+    reservation = select_configurator(settings).reserve_before_kv(budget_bytes)
+    out = {**fields, "available_bytes": reservation.kv_available_bytes}
+    slots = reservation.size_fields.get("max_mamba_cache_size")
+    if slots is not None and fields.get("max_mamba_cache_size") is None:
+        out["max_mamba_cache_size"] = slots * settings.parallel.attn_dp_size
+    return out
+
+
 def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> DeploymentPlan:
     """Plan ``req`` end to end; ``suggest`` also searches the fixes when the context does not fit.
 
@@ -128,7 +149,7 @@ def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> Deployme
     fields = case_fields(req, model_dtype_name(req, config), launch)
     budget = kv_budget(req, config, launch)
     check_budget_sane(budget, None if req.gpu is None else req.gpu.capacity_bytes)
-    case = parse_case({**fields, "available_bytes": budget.available_bytes})
+    case = parse_case(state_reserved_fields(fields, budget.available_bytes))
     planned = plan(case.settings, case.available_bytes, max_tokens=case.max_tokens)
     result = _assemble(req, launch, budget, case, planned, req.request_lengths, config_defaults)
     if not suggest or result.fit.context_fits:

@@ -129,6 +129,8 @@ def case_fields(req: DeploymentRequest, model_dtype: str, launch: LaunchResoluti
         "eagle_draft_num_layers": draft_layers(req),
         "disable_radix_cache": req.disable_radix_cache,
     }
+    if req.allow_context_length_override:  # --allow-context-length-override is SGLang's env knob
+        case["env"] = {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}
     if launch is None:
         case.update(
             kv_cache_dtype=req.kv_cache_dtype or "auto",

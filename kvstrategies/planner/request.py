@@ -127,7 +127,7 @@ def model_dtype_name(req: DeploymentRequest, config: Mapping[str, Any]) -> str:
 
 def check_page_size(page_size: int | None) -> None:
     """``--page-size`` must be a positive token count (SGLang fails at launch otherwise)."""
-    if page_size is not None and page_size < 1:
+    if isinstance(page_size, int) and not isinstance(page_size, bool) and page_size < 1:
         raise UnsupportedConfigurationError(
             f"--page-size must be a positive number of tokens, got {page_size}; SGLang 0.5.23 fails at launch on it "
             "(sglang.srt.arg_groups.validation_hook.check_server_args takes the chunked-prefill size modulo the page); "

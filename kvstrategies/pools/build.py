@@ -54,6 +54,10 @@ def _allocate(spec: BufferSpec, device: str) -> Any:
 def _view(spec: BufferSpec, tensors: dict[str, Any]) -> Any:
     assert spec.view is not None
     tensor = tensors[spec.view.source]
+    if spec.view.window_axis is not None:  # overlapping sliding windows over one source axis
+        strides = tensor.stride()
+        window_stride = strides[spec.view.window_axis]
+        return tensor.as_strided(spec.shape, (*strides[:2], window_stride, *strides[2:]))
     for index in spec.view.index:
         tensor = tensor[index]
     if spec.view.length is not None:

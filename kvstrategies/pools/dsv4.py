@@ -97,8 +97,12 @@ def dsv4_layout(
     c4_state_dtype: DType,
     c128_state_dtype: DType,
     kv_layout: KVPageLayout = KVPageLayout.V4,
+    mapping_length: int | None = None,
 ) -> PoolLayout:
     """Every buffer of ``DeepSeekV4TokenToKVPool`` (layouts.md 13.2).
+
+    ``mapping_length``: the target's SWA allocator registers its ``full_to_swa_index_mapping``
+    (``full + P + 1`` int64 entries, as for ``SWAKVPool``) on the pool; a draft passes ``None``.
 
     ``stage_ratios[i]`` is the ratio of global layer ``stage_start + i`` (a draft worker passes
     all zeros: it holds only SWA buffers); ``ring_sizes = (ring4, ring128)``; the ratio-128
@@ -161,6 +165,8 @@ def dsv4_layout(
                     BufferRole.STATE,
                 )
             )
+    if mapping_length is not None:
+        buffers.append(BufferSpec("full_to_swa_index_mapping", (mapping_length,), DType.INT64, BufferRole.INDEX))
     attributes: tuple[tuple[str, int | str | None], ...] = (
         ("swa_size", swa_size),
         ("c4_size", c4_size),

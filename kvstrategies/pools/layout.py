@@ -8,6 +8,7 @@ bytes, so planned == allocated by construction; views are listed for engines and
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from dataclasses import dataclass, field
@@ -25,11 +26,18 @@ class BufferRole(enum.Enum):
 
 @dataclass(frozen=True)
 class ViewOf:
-    """A view ``source[index...][:length]``: select leading ``index`` dims, narrow the next to ``length``."""
+    """A view ``source[index...][:length]``: select leading ``index`` dims, narrow the next to ``length``.
+
+    ``window_axis`` set: instead an overlapping sliding-window view (``as_strided``) of a source
+    ``(A, B, *rest)`` with shape ``(A, B, steps, *rest')``, where step ``t`` reads ``rest`` along
+    source axis ``window_axis`` from ``t``; the view's own shape says ``steps`` and the window width
+    (SGLang's deduplicated speculative conv window, layouts.md 2.2). Views hold no bytes of their own.
+    """
 
     source: str
     index: tuple[int, ...] = ()
     length: int | None = None
+    window_axis: int | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +112,7 @@ class PoolLayout:
         def rename(buf: BufferSpec) -> BufferSpec:
             view = None
             if buf.view is not None:
-                view = ViewOf(f"{prefix}.{buf.view.source}", buf.view.index, buf.view.length)
+                view = dataclasses.replace(buf.view, source=f"{prefix}.{buf.view.source}")
             name = f"{prefix}.{buf.name}"
             return BufferSpec(name, buf.shape, buf.dtype, buf.role, view, buf.device, buf.engine_facing)
 

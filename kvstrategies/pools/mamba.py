@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..dtypes import DType
 from .basic import req_to_token_layout
-from .layout import BufferRole, BufferSpec, PoolLayout, combine
+from .layout import BufferRole, BufferSpec, PoolLayout, ViewOf, combine
 
 
 def mamba_pool_layout(
@@ -66,10 +66,19 @@ def mamba_pool_layout(
         for index, shape in enumerate(conv_shapes):
             if conv_window_dedup:
                 widened = list(shape)
-                # one window of Dd + K - 2 columns per slot; draft step t reads [t, t + K - 1)
+                # one window of Dd + K - 2 columns per slot; draft step t reads [t, t + K - 1):
+                # SGLang allocates _intermediate_conv_window_phys[i] and hands engines an
+                # overlapping as_strided view (layers, S + 1, Dd, *conv) of it
                 widened[conv_window_axis] = num_draft_tokens + shape[conv_window_axis] - 1
-                window: tuple[int, ...] = (layers, spec_slots, *widened)
-            elif npu_conv and conv_window_axis == 0:
+                phys = f"_intermediate_conv_window_phys[{index}]"
+                buffers.append(BufferSpec(phys, (layers, spec_slots, *widened), conv_dtype, role=BufferRole.STATE,
+                                          engine_facing=False))  # fmt: skip
+                buffers.append(BufferSpec(
+                    f"intermediate_conv_window[{index}]", (layers, spec_slots, num_draft_tokens, *shape), conv_dtype,
+                    role=BufferRole.STATE, view=ViewOf(phys, window_axis=2 + conv_window_axis),
+                ))  # fmt: skip
+                continue
+            if npu_conv and conv_window_axis == 0:
                 window = (layers, spec_slots, num_draft_tokens, shape[1], shape[0])  # NPU + KDA: axes swapped
             else:
                 window = (layers, spec_slots, num_draft_tokens, *shape)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..context import KVCacheContext, context_len
+from ..context import DisaggregationMode, KVCacheContext, context_len
 from ..pools.basic import req_to_token_layout
 from ..pools.binding import pool_binding
 from ..pools.build import KVPools
@@ -69,8 +69,16 @@ class PoolConfigurator(ABC):
         return sizes
 
     def reserve_state_bytes(self, available_bytes: int) -> StateReservation:
-        """Take request-scoped state out of the budget first; nothing by default."""
+        """The state sizes that go with SGLang's KV budget ``available_bytes``; nothing by default.
+
+        ``available_bytes`` is what SGLang hands ``calculate_pool_sizes`` (any state reservation
+        already out of it), so ``kv_available_bytes`` is always ``available_bytes``.
+        """
         return StateReservation(available_bytes)
+
+    def reserve_before_kv(self, budget_bytes: int) -> StateReservation:
+        """From a budget *before* state reservations (a planner's ``rest``) to SGLang's KV budget."""
+        return StateReservation(budget_bytes)
 
     def derive_draft_sizes(self, target_sizes: PoolSizes) -> PoolSizes:
         """A draft worker's sizes from the target's finished ones (resolve.md 6, 8).
@@ -106,7 +114,9 @@ class PoolConfigurator(ABC):
             max_running_requests=requests,
             max_context_len=req_to_token_max_context_len(self.ctx),
             pre_alloc_size=pre_alloc,
-            pool_class="DecodeReqToTokenPool" if pre_alloc else "ReqToTokenPool",
+            # SGLang builds DecodeReqToTokenPool for every decode role, even with no extra rows
+            pool_class="DecodeReqToTokenPool" if self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE
+            else "ReqToTokenPool",
         )
 
     def extra_layouts(self, sizes: PoolSizes) -> tuple[PoolLayout, ...]:

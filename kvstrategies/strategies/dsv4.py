@@ -55,6 +55,7 @@ from ..errors import (
 from ..models.dsv4 import DSV4Geometry
 from ..pools.dsv4 import KVPageLayout, compress_state_rows, dsv4_layout
 from ..pools.layout import PoolLayout
+from ..pools.swa import full_to_swa_mapping_length
 from ..request_math import req_to_token_pre_alloc, swa_request_cap
 from ..sizing import PoolSizes, align_down, ceil_align, ceil_div, require_positive_tokens
 from .base import PoolConfigurator
@@ -587,6 +588,11 @@ class DSV4PoolConfigurator(PoolConfigurator):
             c4_state_dtype=self.state_dtype,
             c128_state_dtype=self.state_dtype,
             kv_layout=self.kv_layout,
+            # the target's SWA allocator registers its full -> SWA mapping on the pool (SGLang's
+            # SWATokenToKVPoolAllocator: full + page + 1 int64 entries)
+            mapping_length=None if self.ctx.is_draft_worker else full_to_swa_mapping_length(
+                sizes.full_max_total_num_tokens or sizes.max_total_num_tokens, swa, page
+            ),
         )
 
     def npu_token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:

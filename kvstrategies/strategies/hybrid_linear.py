@@ -14,10 +14,15 @@ KV second, Default's affine model: ``T = align(kv_available // cell, P)`` with
 ``cell = H * (D + Dv) * L_full * kv`` (MLA: ``latent * L_full * kv``).
 Requests: Default's estimate, capped by ``K // mamba_ratio`` (resolve.md 5).
 
-Decision (the case's ``available_bytes``): it is the budget *before* the Mamba reservation,
-i.e. SGLang's ``rest * 2**30`` of resolve.md 2. :meth:`reserve_state_bytes` divides it by
-``2**30`` to recover ``rest`` (exact for budgets SGLang would produce from a GiB float up to
-the sub-byte part ``int()`` dropped) and runs resolve.md 3 on it in SGLang's float order.
+Contract (spec README, "What ``available_bytes`` means"): ``available_bytes`` is what SGLang
+hands ``calculate_pool_sizes``, the Mamba reservation already out of it.
+:meth:`reserve_state_bytes` therefore only fixes the slot count ``K``: given
+(``max_mamba_cache_size``, branch A), ``max_running_requests`` without radix cache (B), or, when
+neither fixes it, the ``K`` SGLang's auto-fit (C) picks for the *smallest* pre-reservation budget
+``R`` whose reservation leaves exactly ``available_bytes`` (the inverse of resolve.md 3, found by
+``R += available - left(R)`` from ``R = available``: ``left`` grows at most one byte per byte of
+``R``, so the walk never steps over a solution; about ten steps). A planner that starts from the
+pre-reservation ``rest`` (``--gpu``) runs the forward direction, :meth:`reserve_before_kv`.
 
 Other decisions (OPEN or unstated in the spec):
 * Jamba: SGLang 0.5.23 serves it through its generic fallback (every layer priced as MHA, no
@@ -85,9 +90,9 @@ class MambaBudget:
 class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     """Default's numbers over the local full-attention layers, plus the Mamba state.
 
-    ``available_bytes`` handed to :meth:`reserve_state_bytes` is the budget *before* the Mamba
-    reservation (SGLang's ``rest * 2**30``, resolve.md 2); it returns
-    ``int(rest_after * 2**30)`` for the KV side and ``max_mamba_cache_size`` as a size field.
+    ``available_bytes`` handed to :meth:`reserve_state_bytes` is SGLang's KV budget (reservation
+    already taken); it fixes ``max_mamba_cache_size`` (see the module doc).
+    :meth:`reserve_before_kv` runs resolve.md 3 forward on the pre-reservation budget.
     :meth:`cap_max_running_requests` then applies ``K // mamba_ratio`` (resolve.md 5).
     """
 
@@ -305,12 +310,64 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             rest_gib_after=rest,
         )
 
+    def reserve_before_kv(self, budget_bytes: int) -> StateReservation:
+        """resolve.md 3 forward: from the budget *before* the reservation to SGLang's KV budget."""
+        notes = self.sglang_notes()
+        if self.ctx.is_draft_worker:
+            return StateReservation(budget_bytes, notes=notes)
+        budget = self.mamba_budget(budget_bytes)
+        return StateReservation(
+            kv_available_bytes=budget.kv_available_bytes,
+            size_fields={"max_mamba_cache_size": budget.max_mamba_cache_size},
+            notes=(*notes, self._reservation_note(budget)),
+        )
+
     def reserve_state_bytes(self, available_bytes: int) -> StateReservation:
-        """resolve.md 3 on ``available_bytes`` (the budget before the Mamba reservation)."""
+        """The slot count for SGLang's KV budget ``available_bytes`` (reservation already out of it)."""
         notes = self.sglang_notes()
         if self.ctx.is_draft_worker:
             return StateReservation(available_bytes, notes=notes)
-        budget = self.mamba_budget(available_bytes)
+        budget = self.budget_leaving(available_bytes)
+        note = self._reservation_note(budget)
+        if budget.branch == "C":
+            note += (
+                f"; max_mamba_cache_size not given: {budget.max_mamba_cache_size} slots is what SGLang's auto-fit "
+                f"picks for the smallest budget ({int(budget.rest_gib_before * GIB):,} B) that leaves "
+                f"available_bytes={available_bytes:,} after the reservation"
+            )
+        return StateReservation(
+            kv_available_bytes=available_bytes,
+            size_fields={"max_mamba_cache_size": budget.max_mamba_cache_size},
+            notes=(*notes, note),
+        )
+
+    def budget_leaving(self, available_bytes: int) -> MambaBudget:
+        """The reservation of the smallest budget ``R >= available_bytes`` that leaves ``available_bytes``.
+
+        ``R += available - left(R)`` from ``R = available`` (module doc). A budget too small for one
+        slot moves ``R`` up by a sixteenth of the target; the walk stops at the first ``left(R) >=
+        available`` (``int()`` may skip the exact byte).
+        """
+        rest = available_bytes
+        step_floor = max(available_bytes // 16, 1 << 20)
+        last_error: InsufficientMemoryError | None = None
+        for _ in range(1000):
+            try:
+                budget = self.mamba_budget(rest)
+            except InsufficientMemoryError as exc:
+                last_error = exc
+                rest += step_floor
+                continue
+            left = budget.kv_available_bytes
+            if left >= available_bytes:
+                return budget
+            rest += available_bytes - left
+        raise InsufficientMemoryError(
+            f"no Mamba state reservation leaves available_bytes={available_bytes:,} "
+            f"({last_error or 'the search did not converge'}); give max_mamba_cache_size explicitly"
+        )
+
+    def _reservation_note(self, budget: MambaBudget) -> str:
         note = (
             f"Mamba state reserved before KV (SGLang's Mamba budget, branch {budget.branch}): "
             f"max_mamba_cache_size={budget.max_mamba_cache_size} slots x "
@@ -318,11 +375,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         )
         if budget.spec_scratch_gib:
             note += f", speculative scratch {int(budget.spec_scratch_gib * GIB):,} B"
-        return StateReservation(
-            kv_available_bytes=budget.kv_available_bytes,
-            size_fields={"max_mamba_cache_size": budget.max_mamba_cache_size},
-            notes=(*notes, note),
-        )
+        return note
 
     def sglang_notes(self) -> tuple[str, ...]:
         """Where this plan knowingly differs from what SGLang 0.5.23 itself would do."""
@@ -398,10 +451,18 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         spec = self.ctx.speculative
         cuda = self.ctx.device in (DeviceKind.CUDA, DeviceKind.META)
         dedup = cuda and (spec.eagle_topk or 1) <= 1 and not self.mamba.is_kda
+        spec_state_size = requests
+        if self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE:
+            # HybridMambaDecodeReqToTokenPool (SGLang disaggregation.decode): the pre-allocated rows
+            # get state too; slots = max(K, (R + pre_alloc) * (1 + tracking slots))
+            rows = requests + req_to_token_pre_alloc(self.ctx)
+            tracking = (2 if self.overlap_schedule else 1) if self.extra_buffer else 0
+            slots = max(slots, rows * (1 + tracking))
+            spec_state_size = rows
         return (
             mamba_pool_layout(
                 size=slots,
-                spec_state_size=requests,
+                spec_state_size=spec_state_size,
                 conv_shapes=shapes.conv,
                 temporal_shape=shapes.temporal,
                 mamba_layer_ids=self.local_mamba_layer_ids,

@@ -82,9 +82,10 @@ def sub_pool(built: BuiltPool, prefix: str) -> BuiltPool:
 def _strip(buf: BufferSpec, head: str) -> BufferSpec:
     view = buf.view
     if view is not None:
-        from ..layout import ViewOf
+        import dataclasses
 
-        view = ViewOf(view.source[len(head):] if view.source.startswith(head) else view.source, view.index, view.length)
+        source = view.source[len(head):] if view.source.startswith(head) else view.source
+        view = dataclasses.replace(view, source=source)
     return BufferSpec(buf.name[len(head):], buf.shape, buf.dtype, buf.role, view, buf.device, buf.engine_facing)
 
 

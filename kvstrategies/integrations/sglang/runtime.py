@@ -1,0 +1,188 @@
+"""Importing SGLang on a CPU-only machine: the version check, the torchvision stub, platform facts.
+
+Everything that must happen before or around ``import sglang`` lives here, so every user of a
+live SGLang (the case bridge, launch resolution) shares one small API:
+
+* :func:`import_sglang` installs the import stub, imports SGLang's sizing modules once and
+  returns the version; an unsupported or missing SGLang is a :class:`SGLangUnavailableError`
+  naming :data:`SUPPORTED_VERSIONS`.
+* :func:`platform_override` states the GPU's facts through SGLang's own
+  ``sglang.srt.runtime_context.override_platform`` (a context manager).
+* :func:`cuda_platform_facts` the facts a CUDA host of a given compute capability answers.
+* :func:`quiet_stdout` keeps SGLang's import chatter off a stdout that carries JSON.
+
+Facts used: ``spec/sglang_bridge.md`` 1 (install, torchvision) and 6 (platform facts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.abc
+import importlib.machinery
+import io
+import os
+import sys
+import types
+from collections.abc import Iterator
+from typing import Any
+
+from ...errors import MissingDependencyError
+
+#: SGLang releases whose private sizing API the bridge was written against and checked with.
+SUPPORTED_VERSIONS: tuple[str, ...] = ("0.5.23",)
+#: the stubbed package: only multimodal helpers import it at module load (never for sizing)
+_STUBBED = "torchvision"
+#: the modules the bridge reads (imported once by :func:`import_sglang`)
+SIZING_MODULES: tuple[str, ...] = (
+    "sglang.srt.server_args",
+    "sglang.srt.runtime_context",
+    "sglang.srt.configs.model_config",
+    "sglang.srt.mem_cache.kv_cache_configurator",
+    "sglang.srt.model_executor.pool_configurator",
+)
+
+
+#: SGLang is not installed, cannot be imported here, or is a version the bridge does not know
+SGLangUnavailableError = MissingDependencyError
+
+
+def check_version(version: str) -> None:
+    """Refuse an SGLang the bridge was not written for (its private names move between releases)."""
+    if version not in SUPPORTED_VERSIONS:
+        raise SGLangUnavailableError(
+            f"SGLang {version} is installed; the bridge supports {', '.join(SUPPORTED_VERSIONS)} "
+            f"(pip install --no-deps 'sglang=={SUPPORTED_VERSIONS[-1]}', see docs/sglang-bridge.md)"
+        )
+
+
+class _Permissive(type):
+    """A class that answers every attribute, call and subscript with another permissive class."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Permissive(name, (), {})
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _Permissive(cls.__name__, (), {})
+
+    def __getitem__(cls, item: Any) -> Any:
+        return _Permissive(cls.__name__, (), {})
+
+
+class _StubModule(types.ModuleType):
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Permissive(name, (), {})
+
+
+class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Answers ``import torchvision[.x.y]`` with permissive modules (no code runs)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname == _STUBBED or fullname.startswith(_STUBBED + "."):
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = _StubModule(spec.name)
+        module.__path__ = []
+        module.__version__ = "0.0.0+kvstrategies-stub"  # type: ignore[attr-defined]
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+def install_torchvision_stub() -> None:
+    """Stub ``torchvision`` unless a real one imports.
+
+    Installed *after* ``transformers.utils.import_utils`` is imported, so transformers keeps
+    recording torchvision as absent (its PyPI wheel is built for CUDA torch and fails on CPU torch).
+    """
+    if any(isinstance(finder, _StubFinder) for finder in sys.meta_path):
+        return
+    importlib.import_module("transformers.utils.import_utils")
+    if _STUBBED in sys.modules and not isinstance(sys.modules[_STUBBED], _StubModule):
+        return
+    sys.meta_path.insert(0, _StubFinder())
+
+
+@contextlib.contextmanager
+def quiet_stdout() -> Iterator[io.StringIO]:
+    """Send anything printed on stdout (SGLang's import chatter) into a buffer."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        yield buffer
+
+
+_IMPORTED: str | None = None
+
+
+def import_sglang(*, require_supported: bool = True) -> str:
+    """Import SGLang's sizing modules once (CPU-safe) and return ``sglang.__version__``.
+
+    Raises :class:`SGLangUnavailableError` when SGLang or a light dependency is missing, or the
+    version is not in :data:`SUPPORTED_VERSIONS` (unless ``require_supported`` is false).
+    """
+    global _IMPORTED
+    if _IMPORTED is not None:
+        return _IMPORTED
+    try:
+        sglang = importlib.import_module("sglang")
+    except ImportError as exc:
+        raise SGLangUnavailableError(
+            f"SGLang is not installed ({exc}); install the 'sglang' extra: "
+            f"pip install --no-deps 'sglang=={SUPPORTED_VERSIONS[-1]}' plus its light dependencies "
+            "(docs/sglang-bridge.md)"
+        ) from exc
+    version = str(getattr(sglang, "__version__", "unknown"))
+    if require_supported:
+        check_version(version)
+    os.environ.setdefault("SGLANG_DISABLE_REQUEST_LOGGING", "1")
+    try:
+        with quiet_stdout():
+            install_torchvision_stub()
+            for name in SIZING_MODULES:
+                importlib.import_module(name)
+    except ImportError as exc:
+        raise SGLangUnavailableError(
+            f"SGLang {version} is installed but its sizing modules do not import: {exc} "
+            "(a light dependency is missing; see docs/sglang-bridge.md)"
+        ) from exc
+    _IMPORTED = version
+    return version
+
+
+def cuda_platform_facts(major: int, minor: int = 0) -> dict[str, Any]:
+    """The platform facts a CUDA host of compute capability ``major.minor`` answers (bridge doc 6)."""
+    return {
+        "is_cuda": True,
+        "is_hip": False,
+        "is_npu": False,
+        "is_xpu": False,
+        "is_musa": False,
+        "is_mps": False,
+        "is_sm90": major == 9,
+        "is_hopper_with_cuda_12_3": major == 9,
+        "is_sm100": major == 10,
+        "is_sm100_or_sm110": major in (10, 11),
+        "is_sm110": major == 11,
+        "is_sm120": major == 12,
+        "is_blackwell": major in (10, 11, 12),
+        "has_flashinfer": True,
+        "has_amx": False,
+        "device_sm": major * 10 + minor,
+        "device_capability": (major, minor),
+    }
+
+
+@contextlib.contextmanager
+def platform_override(**facts: Any) -> Iterator[Any]:
+    """State platform facts for every SGLang reader (``runtime_context.override_platform``), scoped."""
+    import_sglang()
+    runtime_context = importlib.import_module("sglang.srt.runtime_context")
+    with runtime_context.override_platform(**facts) as platform:
+        yield platform

@@ -1,0 +1,151 @@
+"""``kvstrategies verify --against sglang``: every case planned by both engines, differences named.
+
+One line per case: ``match``, ``known`` (every difference is a deliberate one; the kinds are
+named) or ``DIFF`` (the first unexplained difference, naming the field or buffer), then the
+reasons of the known kinds used and a total. Exit status 1 on any unexplained difference.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import KVCacheConfigError
+from .bridge import case_hf_config
+from .compare import KNOWN_DIFFERENCES, difference_lines, explain
+
+
+def project_document(path: Path) -> dict[str, Any]:
+    """``plan --case PATH --json``'s document (the partial one when the layout is refused)."""
+    from ...api import LayoutError
+    from ...case import load_case
+    from ...golden import plan_case
+    from ...report import partial_plan_document, plan_document
+
+    try:
+        return plan_document(plan_case(load_case(path)))
+    except LayoutError as exc:
+        document = partial_plan_document(exc)
+        return document
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    """One case: ``match`` / ``known`` / ``DIFF``, the known kinds used, every difference line."""
+
+    name: str
+    status: str
+    kinds: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()
+    unexplained: tuple[str, ...] = ()
+    sglang_seconds: float = 0.0
+
+
+@dataclass
+class VerifyReport:
+    verdicts: list[CaseVerdict] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    version: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return all(v.status != "DIFF" for v in self.verdicts)
+
+    def kind_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for verdict in self.verdicts:
+            for kind in verdict.kinds:
+                counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+
+def case_with_config(path: Path) -> dict[str, Any]:
+    case = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        case["_hf_config"] = case_hf_config(case, path.parent)
+    except (KVCacheConfigError, OSError, ValueError):
+        case["_hf_config"] = {}
+    return dict(case)
+
+
+def verdict_for(path: Path, sglang: dict[str, Any]) -> CaseVerdict:
+    """Compare one case's two documents (or refusals) and classify the differences."""
+    seconds = float(sglang.get("seconds", 0.0))
+    try:
+        ours: dict[str, Any] | None = project_document(path)
+        our_error = None
+    except KVCacheConfigError as exc:
+        ours, our_error = None, str(exc)
+    theirs = sglang.get("document")
+    if ours is None and theirs is None:
+        return CaseVerdict(path.stem, "match", lines=("both refuse",), sglang_seconds=seconds)
+    if theirs is None:
+        lines = [f"sglang: refused: {sglang.get('error')}"]
+    elif ours is None:
+        lines = [f"kvstrategies: refused: {our_error}"]
+    else:
+        lines = difference_lines(ours, theirs)
+    if not lines:
+        return CaseVerdict(path.stem, "match", sglang_seconds=seconds)
+    used, left = explain(case_with_config(path), lines)
+    status = "DIFF" if left else "known"
+    return CaseVerdict(path.stem, status, tuple(k.kind for k in used), tuple(lines), tuple(left), seconds)
+
+
+def verify(paths: Sequence[Path]) -> VerifyReport:
+    """Run SGLang over ``paths`` (one import; env cases in their own processes) and compare."""
+    import time
+
+    from .engine import run_cases
+    from .runtime import import_sglang
+
+    started = time.perf_counter()
+    version = import_sglang()
+    imported = time.perf_counter() - started
+    results, timings = run_cases(paths)
+    timings = {"import": imported, "total": imported + timings["total"]}
+    report = VerifyReport(timings=timings, version=version)
+    for path in paths:
+        report.verdicts.append(verdict_for(path, results[path.stem]))
+    return report
+
+
+def format_report(report: VerifyReport, *, verbose: bool = False, width: int = 110) -> list[str]:
+    """The lines ``verify`` prints."""
+    out = [f"kvstrategies vs SGLang {report.version}: {len(report.verdicts)} cases"]
+    name_width = max((len(v.name) for v in report.verdicts), default=4)
+    for verdict in report.verdicts:
+        if verdict.status == "match":
+            detail = ""
+        elif verdict.status == "known":
+            detail = ", ".join(verdict.kinds)
+        else:
+            first = verdict.unexplained[0]
+            more = f"; +{len(verdict.unexplained) - 1} more" if len(verdict.unexplained) > 1 else ""
+            detail = first + more
+        if len(detail) > width:
+            detail = detail[: width - 3] + "..."
+        out.append(f"{verdict.name:<{name_width}}  {verdict.status:<5}  {detail}".rstrip())
+        if verbose or verdict.status == "DIFF":
+            shown = verdict.lines if verbose else verdict.unexplained
+            out.extend(f"{'':<{name_width}}    {line}" for line in shown)
+    counts = report.kind_counts()
+    if counts:
+        out.append("known differences:")
+        reasons = {k.kind: k.reason for k in KNOWN_DIFFERENCES}
+        for kind, count in sorted(counts.items()):
+            out.append(f"  {kind} ({count} cases): {reasons[kind]}")
+    tally: dict[str, int] = {}
+    for verdict in report.verdicts:
+        tally[verdict.status] = tally.get(verdict.status, 0) + 1
+    timing = report.timings
+    per_case = (timing.get("total", 0.0) - timing.get("import", 0.0)) / max(len(report.verdicts), 1)
+    out.append(
+        f"total: {len(report.verdicts)} cases: {tally.get('match', 0)} match, {tally.get('known', 0)} known, "
+        f"{tally.get('DIFF', 0)} unexplained (SGLang import {timing.get('import', 0.0):.1f} s, "
+        f"{per_case:.2f} s per case, {timing.get('total', 0.0):.1f} s in all)"
+    )
+    return out

@@ -1,0 +1,138 @@
+"""The SGLang bridge: comparison rules without SGLang; a few live cases when SGLang 0.5.23 is installed."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from kvstrategies.errors import MissingDependencyError
+from kvstrategies.integrations.sglang.bridge import decode_extra_slots, project_name, sanitized_config
+from kvstrategies.integrations.sglang.compare import difference_lines, explain
+from kvstrategies.integrations.sglang.runtime import SUPPORTED_VERSIONS, check_version
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ROOT / "tests" / "cases"
+SIZES = {"max_total_num_tokens": 1024, "max_running_requests": 8}
+
+
+def _doc(**changes: object) -> dict[str, object]:
+    doc: dict[str, object] = {
+        "configurator": "DefaultPoolConfigurator",
+        "cell_size": 131072,
+        "sizes": dict(SIZES),
+        "sizes_from_max_tokens": None,
+        "pool_sizes": dict(SIZES),
+        "token_to_kv_pool_class": "MHATokenToKVPool",
+        "pools": [{"name": "k_buffer[0]", "shape": [1025, 8, 128], "dtype": "torch.bfloat16", "view_of": "kv[0]"},
+                  {"name": "v_buffer[0]", "shape": [1025, 8, 128], "dtype": "torch.bfloat16"}],
+        "req_to_token_pool": {"pool_class": "ReqToTokenPool",
+                              "buffers": [{"name": "req_to_token", "shape": [9, 4100], "dtype": "torch.int32"}]},
+    }
+    doc.update(changes)
+    return doc
+
+
+def test_version_check_names_the_supported_versions() -> None:
+    check_version(SUPPORTED_VERSIONS[0])
+    with pytest.raises(MissingDependencyError, match=r"supports 0\.5\.23"):
+        check_version("0.5.22")
+
+
+def test_sglang_attribute_paths_map_to_the_project_names() -> None:
+    assert project_name("full_kv_pool.k_buffer[3]") == "full.k_buffer[3]"
+    assert project_name("mamba_pool.mamba_cache.conv[0]") == "mamba.conv[0]"
+    assert project_name("index_key_cache.buffer[7]") == "index_k_with_scale_buffer[7]"
+    assert project_name("kv_buffer[1]") == "kv_buffer[1]"
+
+
+def test_config_is_loadable_offline() -> None:
+    config = {"auto_map": {"AutoConfig": "x.Y"}, "quantization_config": {"quant_method": "mxfp4"}, "a": 1}
+    assert sanitized_config(config) == {"a": 1}
+    assert sanitized_config({"quantization_config": {"quant_method": "fp8"}})["quantization_config"]
+
+
+def test_decode_extra_slots_follow_the_resolution_hook() -> None:
+    base = {"disaggregation_mode": "decode", "disaggregation_decode_extra_slots": None, "attn_dp_size": 1}
+    assert decode_extra_slots({**base, "max_running_requests": 16}) == 32
+    assert decode_extra_slots({**base, "max_running_requests": 64}) == 0
+    assert decode_extra_slots({**base, "disaggregation_mode": "null", "max_running_requests": 16}) is None
+
+
+def test_equal_documents_have_no_difference_and_order_and_pointer_tables_do_not_count() -> None:
+    theirs = _doc(pools=[{"name": "v_buffer[0]", "shape": [1025, 8, 128], "dtype": "torch.bfloat16"},
+                         {"name": "k_buffer[0]", "shape": [1025, 8, 128], "dtype": "torch.bfloat16"},
+                         {"name": "k_data_ptrs", "shape": [1], "dtype": "torch.uint64"},
+                         {"name": "full.data_strides", "shape": [2], "dtype": "torch.int64"}])
+    assert difference_lines(_doc(), theirs) == []
+
+
+def test_differences_name_the_field_and_the_buffer() -> None:
+    theirs = _doc(sizes={**SIZES, "max_total_num_tokens": 2048},
+                  pools=[{"name": "k_buffer[0]", "shape": [1025, 8, 128], "dtype": "torch.float8_e4m3fn"},
+                         {"name": "v_buffer[0]", "shape": [1025, 8, 128], "dtype": "torch.bfloat16"}])
+    lines = difference_lines(_doc(), theirs)
+    assert lines[0].startswith("sizes.max_total_num_tokens: 1024 -> 2048")
+    assert lines[1] == "pools.token_to_kv: k_buffer[0]: dtype torch.bfloat16 -> torch.float8_e4m3fn"
+
+
+def test_known_differences_cover_only_their_cases_and_lines() -> None:
+    line = "configurator: HybridLinearPoolConfigurator -> DefaultPoolConfigurator"
+    used, left = explain({"_hf_config": {}}, [line, "sizes.max_total_num_tokens: 1 -> 2"])
+    assert [k.kind for k in used] == ["strategy-name"] and left == ["sizes.max_total_num_tokens: 1 -> 2"]
+    jamba = {"_hf_config": {"architectures": ["JambaForCausalLM"]}}
+    assert explain(jamba, ["sizes.max_total_num_tokens: 1 -> 2"])[1] == []
+    npu_line = "pools.token_to_kv: not built by SGLang"
+    assert explain({"device": "npu", "_hf_config": {}}, [npu_line])[1] == []
+    assert explain({"device": "cuda", "_hf_config": {}}, [npu_line])[1] == [npu_line]
+
+
+# ---- live: SGLang 0.5.23 itself ---------------------------------------------------------------
+
+LIVE_CASES = (
+    "default-llama-3.1-8b-tp1-bf16-p64-max-tokens",
+    "hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64",
+    "swa-gpt-oss-120b-tp1-bf16-p64-chunkcap",
+    "dsa-deepseek-v3.2-tp8-fp8-mtp-draft-p64",
+)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="SGLang is not installed")
+@pytest.mark.parametrize("name", LIVE_CASES)
+def test_live_sglang_agrees(name: str) -> None:
+    from kvstrategies.integrations.sglang.engine import run_one
+    from kvstrategies.integrations.sglang.verify import verdict_for
+
+    path = CASES / f"{name}.json"
+    verdict = verdict_for(path, run_one(path))
+    assert verdict.unexplained == (), "\n".join(verdict.unexplained)
+
+
+def test_missing_sglang_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from kvstrategies.cli import main
+    from kvstrategies.integrations.sglang import runtime
+
+    monkeypatch.setattr(runtime, "_IMPORTED", None)
+    monkeypatch.setitem(sys.modules, "sglang", None)  # import sglang -> ImportError
+    with pytest.raises(MissingDependencyError, match=r"pip install --no-deps 'sglang==0\.5\.23'"):
+        runtime.import_sglang()
+    assert main(["verify", "--against", "sglang", str(CASES / "default-llama-3.1-8b-tp1-bf16-p1.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kvstrategies: error: SGLang is not installed")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="SGLang is not installed")
+def test_verify_cli_one_line_per_case_and_a_total(capsys: pytest.CaptureFixture[str]) -> None:
+    from kvstrategies.cli import main
+
+    names = ("default-llama-3.1-8b-tp1-bf16-p1", "hybrid-linear-jamba-v0.1-tp2-bf16-p1")
+    cases = [str(CASES / f"{name}.json") for name in names]
+    assert main(["verify", "--against", "sglang", *cases]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[:2] == ["default-llama-3.1-8b-tp1-bf16-p1", "match"]
+    assert out[2].split()[:2] == ["hybrid-linear-jamba-v0.1-tp2-bf16-p1", "known"]
+    assert "jamba-generic-fallback" in out[2]
+    assert out[-1].startswith("total: 2 cases: 1 match, 1 known, 0 unexplained")
