@@ -34,7 +34,15 @@ from typing import Any, Literal
 
 from .errors import InsufficientMemoryError, KVCacheConfigError
 from .gpus import Accelerator
-from .models.architectures import Attention, LaunchBackendRule, SWAMemoryOff, model_type_row, names_where
+from .models.architectures import (
+    Attention,
+    LaunchBackendCheck,
+    LaunchBackendRule,
+    SWAMemoryOff,
+    model_type_row,
+    names_where,
+    row_for,
+)
 from .validate import TrackedConfig, reading_config
 
 SettingValue = str | int | float | bool | None
@@ -198,21 +206,15 @@ def _model_facts(cfg: Mapping[str, Any], t: Mapping[str, Any]) -> LaunchModelFac
     )
 
 
-# Vision-config classes that fill what the raw JSON lacks (SGLang builds them from the dict):
-# configs.kimi_k25.KimiK25VisionConfig defaults num_hidden_layers 27, hidden_size 1152.
-_VISION_CONFIG_DEFAULTS: Mapping[str, Mapping[str, int]] = {
-    "kimi_k25": {"num_hidden_layers": 27, "hidden_size": 1152},
-}
-
-
 def _vision_value(cfg: Mapping[str, Any], vision: Any, key: str) -> int | None:
     """``vision_config[key]``, else the vision-config class default of the model type, else
     ``None`` (the VLM cut then uses 24 / 1024). SGLang: ``arg_groups.memory_hook.
-    adjust_mem_fraction_for_vlm`` reads the attribute of the config *object*."""
+    adjust_mem_fraction_for_vlm`` reads the attribute of the config *object*, which SGLang builds
+    from the dict with the vision-config class defaults (the model type's table row)."""
     value = _opt_int(vision, key)
     if value is not None or not isinstance(vision, Mapping):
         return value
-    return _VISION_CONFIG_DEFAULTS.get(str(cfg.get("model_type") or ""), {}).get(key)
+    return dict(model_type_row(str(cfg.get("model_type") or "")).vision_config_defaults).get(key)
 
 
 def _opt_int(section: Any, key: str) -> int | None:
@@ -514,14 +516,15 @@ def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
 
 
 def large_hopper_qwen3_vl(inp: LaunchInputs) -> bool:
-    """Qwen3-VL (``model_type`` qwen3_vl / qwen3_vl_moe, multimodal part on) on a Hopper GPU of at
-    least 60 GiB (SGLang: ``arg_groups.model_overrides.qwen3_vl.large_hopper_qwen3_vl_model_type``)."""
+    """Qwen3-VL (a model type whose row has ``large_hopper_vl_overrides``, multimodal part on) on
+    a Hopper GPU of at least 60 GiB (SGLang:
+    ``arg_groups.model_overrides.qwen3_vl.large_hopper_qwen3_vl_model_type``)."""
     mem = inp.gpu.capacity_mib
     return (
         inp.gpu.is_sm90
         and mem is not None
         and mem >= 60 * 1024
-        and inp.model.model_type in ("qwen3_vl", "qwen3_vl_moe")
+        and model_type_row(inp.model.model_type).large_hopper_vl_overrides
         and _multimodal_active(inp)
     )
 
@@ -733,7 +736,7 @@ def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | Non
         return "fa4", None
     if m.has_arch(_BACKEND_RULE[LaunchBackendRule.QWEN3_NEXT]) and g.is_sm100 and unset:
         return _qwen3_5_hybrid_backend(inp, res)
-    if m.has_arch(_GEMMA4_ARCHS) and unset:
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.GEMMA4]) and unset:
         return _gemma4_backend(inp), None
     if m.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and g.is_blackwell and free:
         if g.is_sm100 and (not spec or (topk or 1) <= 1):
@@ -747,17 +750,12 @@ def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | Non
     return None, None
 
 
-_GEMMA4_ARCHS = frozenset({
-    "Gemma4ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma4UnifiedForConditionalGeneration",
-    "DiffusionGemmaForBlockDiffusion",
-})  # fmt: skip
-
-
 def _gemma4_backend(inp: LaunchInputs) -> str:
     """Gemma-4 without ``--attention-backend``: ``trtllm_mha`` on SM100, ``triton`` elsewhere
     (Hopper and Ampere included) and for the diffusion variant (SGLang:
     ``arg_groups.model_overrides.gemma4._gemma4_overrides``)."""
-    diffusion = inp.model.architectures[0] == "DiffusionGemmaForBlockDiffusion"
+    first = row_for(inp.model.architectures[0])
+    diffusion = first is not None and first.block_diffusion
     return "trtllm_mha" if inp.gpu.is_sm100 and not diffusion else "triton"
 
 
@@ -817,12 +815,12 @@ def model_backend_check(inp: LaunchInputs, res: LaunchResolution) -> LaunchResol
     """After the model overrides: Llama-4 needs fa3/aiter/triton/ascend/trtllm_mha/intel_xpu as the
     attention backend; Gemma-4 needs trtllm_mha/triton/fa4/ascend/intel_xpu/intel_amx/aiter for
     prefill and decode (SGLang: ``arg_groups.model_hook.handle_model_specific_adjustments``)."""
-    arch = inp.model.architectures[0]
-    llama4 = arch in ("Llama4ForConditionalGeneration", "Llama4ForCausalLM")
-    if llama4 and res.attention_backend not in _LLAMA4_BACKENDS:
+    first = row_for(inp.model.architectures[0])
+    check = first.launch_backend_check if first is not None else None
+    if check is LaunchBackendCheck.LLAMA4 and res.attention_backend not in _LLAMA4_BACKENDS:
         raise _refuse(_MODEL_HOOK, f"Llama-4 needs one of {sorted(_LLAMA4_BACKENDS)} as the attention backend, got "
                       f"{res.attention_backend}")  # fmt: skip
-    if arch in _GEMMA4_ARCHS - {"DiffusionGemmaForBlockDiffusion"}:
+    if check is LaunchBackendCheck.GEMMA4:
         prefill = res.prefill_attention_backend or res.attention_backend
         decode = res.decode_attention_backend or res.attention_backend
         if prefill not in _GEMMA4_BACKENDS or decode not in _GEMMA4_BACKENDS:

@@ -231,6 +231,21 @@ def test_gemma4_attention_backend_per_platform() -> None:
     assert resolve_launch_defaults(gemma4, H200, settings=split).attention_backend == "triton"
 
 
+def test_gemma4_block_diffusion_variant_keeps_triton_and_skips_the_backend_check() -> None:
+    """The block-diffusion Gemma-4 defaults to triton on SM100 too, and the model hook's Gemma-4
+    backend list does not name it. SGLang: ``sglang.srt.arg_groups.model_overrides.gemma4.
+    _gemma4_overrides`` and ``sglang.srt.arg_groups.model_hook.handle_model_specific_adjustments``."""
+    from kvstrategies.integrations.sglang.launch_grid import launch_config
+    from kvstrategies.models.architectures import names_where
+
+    (diffusion,) = names_where(lambda row: row.block_diffusion)
+    config = {**launch_config("synthetic:gemma4"), "architectures": [diffusion]}
+    model = model_facts_from_hf_config(config)
+    assert resolve_launch_defaults(model, B200).attention_backend == "triton"
+    flashinfer = LaunchSettings(attention_backend="flashinfer")
+    assert resolve_launch_defaults(model, H200, settings=flashinfer).attention_backend == "flashinfer"
+
+
 def test_gemma4_and_llama4_refuse_unsupported_backends() -> None:
     """Gemma-4 takes trtllm_mha/triton/fa4/ascend/intel_xpu/intel_amx/aiter for prefill and
     decode; Llama-4 fa3/aiter/triton/ascend/trtllm_mha/intel_xpu. SGLang:

@@ -13,13 +13,13 @@ from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.integrations.sglang import launch as bridge
 from kvstrategies.integrations.sglang.launch_grid import (
     DFLASH_DRAFT,
-    SYNTHETIC_CONFIGS,
     SYNTHETIC_PREFIX,
     LaunchSpec,
     default_grid,
     grid_from_json,
     launch_config,
     spec_from_dict,
+    synthetic_config_names,
     valid_tps,
 )
 from kvstrategies.presets import load_preset_config, preset_names
@@ -28,7 +28,7 @@ from kvstrategies.presets import load_preset_config, preset_names
 def test_default_grid_covers_every_preset_gpu_and_feature() -> None:
     grid = default_grid()
     assert len(grid) >= 500 and len({s.name for s in grid}) == len(grid)
-    assert {s.preset for s in grid} == set(preset_names()) | {SYNTHETIC_PREFIX + n for n in SYNTHETIC_CONFIGS}
+    assert {s.preset for s in grid} == set(preset_names()) | {SYNTHETIC_PREFIX + n for n in synthetic_config_names()}
     assert {s.gpu for s in grid} == {"H100-80GB", "H200", "B200", "A100-80GB"}
     flags = [s.flags for s in grid]
     for algo in ("EAGLE", "NGRAM", "DFLASH"):

@@ -96,9 +96,18 @@ class LaunchBackendRule(enum.Enum):
     LLAMA4 = "llama4"
     MIMO_V2 = "mimo-v2"
     QWEN3_NEXT = "qwen3-next"
+    GEMMA4 = "gemma4"
     NEMOTRON_H = "nemotron-h"
     FALCON_H1 = "falcon-h1"
     GRANITE_HYBRID = "granite-hybrid"
+
+
+class LaunchBackendCheck(enum.Enum):
+    """SGLang's check of the resolved attention backend after the model overrides (SGLang:
+    ``arg_groups.model_hook.handle_model_specific_adjustments``; launch_defaults.md 6.1)."""
+
+    LLAMA4 = "llama4"  # the attention backend is one of Llama-4's
+    GEMMA4 = "gemma4"  # the prefill and decode backends are both among Gemma-4's
 
 
 class SGLangModel(enum.Enum):
@@ -144,7 +153,9 @@ class Architecture:
     ``kda_from_linear_attn_config``: ``linear_attn_config.kda_layers`` means KDA layers.
     ``multimodal_opt_in`` / ``breakable_multimodal``: multimodal handling. ``hybrid_swa_memory_off``:
     forced ``--disable-hybrid-swa-memory``. ``attention_sinks``. ``audio_encoder_decoder``: Whisper.
-    ``launch_backend_rule``: its attention-backend override. ``late_trtllm_mla_prefill_graph``: the
+    ``launch_backend_rule``: its attention-backend override. ``block_diffusion``: a block-diffusion
+    variant (the Gemma-4 rule then keeps ``triton`` on SM100 too). ``launch_backend_check``: the
+    model hook's check of the resolved backend. ``late_trtllm_mla_prefill_graph``: the
     prefill graph is disabled after the trtllm_mla prefill choice. ``wide_speculative_defaults``:
     the wider EAGLE auto steps.
     """
@@ -181,6 +192,8 @@ class Architecture:
     attention_sinks: bool = False
     audio_encoder_decoder: bool = False
     launch_backend_rule: LaunchBackendRule | None = None
+    block_diffusion: bool = False
+    launch_backend_check: LaunchBackendCheck | None = None
     late_trtllm_mla_prefill_graph: bool = False
     wide_speculative_defaults: bool = False
 
@@ -215,6 +228,9 @@ class ModelType:
     ``qk_norm`` (per-head-dim q/k norms), ``qk_norm_weightless`` (``use_qk_norm`` without weights),
     ``attention_sinks``, ``moe_expert_bias``, ``moe_router_bias``, ``moe_shared_expert``.
     ``dsv4_swa_ratio_override``: DeepSeek-V4's launch override of the SWA ratio applies.
+    ``large_hopper_vl_overrides``: Qwen3-VL's large-Hopper serving rules apply (decode graph up to
+    the request cap, flashinfer decode). ``vision_config_defaults``: the vision-config class
+    defaults SGLang fills in when the raw ``vision_config`` omits a field.
     """
 
     name: str
@@ -239,6 +255,8 @@ class ModelType:
     moe_router_bias: bool = False
     moe_shared_expert: bool = False
     dsv4_swa_ratio_override: bool = True
+    large_hopper_vl_overrides: bool = False
+    vision_config_defaults: tuple[tuple[str, int], ...] = ()
 
     @property
     def gemma4_family(self) -> bool:
@@ -328,6 +346,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
         swa_compress=True,
         gemma4_family=True,
+        launch_backend_rule=LaunchBackendRule.GEMMA4,
+        block_diffusion=True,
     ),
     _A(
         "Dots3NoteForCausalLM",
@@ -376,6 +396,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
         swa_compress=True,
         gemma4_family=True,
+        launch_backend_rule=LaunchBackendRule.GEMMA4,
+        launch_backend_check=LaunchBackendCheck.GEMMA4,
     ),
     _A(
         "Gemma4ForConditionalGeneration",
@@ -384,6 +406,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
         swa_compress=True,
         gemma4_family=True,
+        launch_backend_rule=LaunchBackendRule.GEMMA4,
+        launch_backend_check=LaunchBackendCheck.GEMMA4,
     ),
     _A(
         "Gemma4UnifiedForConditionalGeneration",
@@ -392,6 +416,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
         swa_compress=True,
         gemma4_family=True,
+        launch_backend_rule=LaunchBackendRule.GEMMA4,
+        launch_backend_check=LaunchBackendCheck.GEMMA4,
     ),
     _A("GigaChat35ForCausalLM", attention=_MLA, launch_mla=True),
     _A("GigaChat35ForCausalLMNextN", attention=_MLA, is_draft=True),
@@ -487,7 +513,12 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("LagunaForCausalLM", hybrid_swa=_SWA_IF_WINDOW, swa_layer_split=SWALayerSplit.LAYER_TYPES),
     _A("Lfm2ForCausalLM", mamba_radix=True, mamba_extra_buffer=False),
     _A("Lfm2MoeForCausalLM", mamba_radix=True, mamba_extra_buffer=False),
-    _A("Llama4ForCausalLM", launch_hybrid_swa=True, launch_backend_rule=LaunchBackendRule.LLAMA4),
+    _A(
+        "Llama4ForCausalLM",
+        launch_hybrid_swa=True,
+        launch_backend_rule=LaunchBackendRule.LLAMA4,
+        launch_backend_check=LaunchBackendCheck.LLAMA4,
+    ),
     _A(
         "Llama4ForConditionalGeneration",
         hybrid_swa=_SWA,
@@ -495,6 +526,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_hybrid_swa=True,
         multimodal_opt_in=True,
         launch_backend_rule=LaunchBackendRule.LLAMA4,
+        launch_backend_check=LaunchBackendCheck.LLAMA4,
     ),
     _A("LlamaForCausalLM", wide_speculative_defaults=True),
     _A(
@@ -673,6 +705,8 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("glm4_moe_lite", moe_router_bias=True),
     _M("gpt_oss", attention_sinks=True, moe_expert_bias=True),
     _M("jamba", linear_attention=LinearAttention.JAMBA),
+    # configs.kimi_k25.KimiK25VisionConfig
+    _M("kimi_k25", vision_config_defaults=(("num_hidden_layers", 27), ("hidden_size", 1152))),
     _M("kimi_linear", linear_attention=LinearAttention.KIMI_LINEAR),
     _M("llama4_text", qk_norm_weightless=True, moe_shared_expert=True),
     _M("mpt", kv_heads_in_attn_config=True),
@@ -687,8 +721,8 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("qwen3_5_text", linear_attention=_GDN, qk_norm=True),
     _M("qwen3_moe", qk_norm=True),
     _M("qwen3_next", linear_attention=_GDN, attn_output_gate=True, qk_norm=True),
-    _M("qwen3_vl", qk_norm=True),
-    _M("qwen3_vl_moe", qk_norm=True),
+    _M("qwen3_vl", qk_norm=True, large_hopper_vl_overrides=True),
+    _M("qwen3_vl_moe", qk_norm=True, large_hopper_vl_overrides=True),
 )
 
 _BY_NAME: dict[str, Architecture] = {row.name: row for row in ARCHITECTURES}
@@ -754,6 +788,7 @@ __all__ = [
     "Attention",
     "Gemma4KVHeads",
     "HybridSWAGate",
+    "LaunchBackendCheck",
     "LaunchBackendRule",
     "LinearAttention",
     "ModelType",

@@ -15,67 +15,57 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from types import MappingProxyType
 from typing import Any
 
 from ...errors import KVCacheConfigError
+from ...jsonio import parse_json_text, require_object
+from ...models.architectures import LaunchBackendCheck, row_for
 from ...presets import load_preset_config, preset_names
 
-# A minimal DFLASH draft model config written next to the launch (only its block size is read
-# at launch: speculative_hook._handle_dflash -> dflash_utils.parse_dflash_draft_config).
+# The config data of the grid ships in ``grid_configs/`` (package data, like the presets):
+# ``dflash-draft.json`` is a minimal DFLASH draft model config written next to the launch (only
+# its block size is read at launch: speculative_hook._handle_dflash ->
+# dflash_utils.parse_dflash_draft_config).
 DFLASH_DRAFT = "<dflash-draft>"
-DFLASH_DRAFT_CONFIG: Mapping[str, Any] = {
-    "architectures": ["DFlashDraftModel"],
-    "model_type": "qwen3",
-    "hidden_size": 4096,
-    "intermediate_size": 12288,
-    "num_hidden_layers": 5,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "vocab_size": 151936,
-    "max_position_embeddings": 40960,
-    "torch_dtype": "bfloat16",
-    "block_size": 10,
-}
 
 # Models without a shipped preset whose launch rules the issue named, as small configs that
-# SGLang completes from its config classes (the rest of each config is the class default).
+# SGLang completes from its config classes (the rest of each config is the class default):
+# ``grid_configs/index.json`` maps each name (the file's stem) to a description, in grid order.
 # A launch's ``preset`` names one as ``synthetic:<name>``.
 SYNTHETIC_PREFIX = "synthetic:"
+_GRID_CONFIGS = "grid_configs"
 
 
-def _kimi_k25() -> dict[str, Any]:
-    """Kimi-K2.5-shaped: Kimi-K2's text model, a vision config without ``num_hidden_layers`` /
-    ``hidden_size`` (so ``KimiK25VisionConfig`` supplies 27 / 1152)."""
-    return {
-        "architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
-        "text_config": load_preset_config("kimi-k2"),
-        "vision_config": {"vt_num_hidden_layers": 27, "vt_hidden_size": 1152, "patch_size": 14},
-    }  # fmt: skip
+def _grid_config_file(stem: str, what: str) -> Any:
+    source = f"{_GRID_CONFIGS}/{stem}.json"
+    text = resources.files(__package__).joinpath(_GRID_CONFIGS, f"{stem}.json").read_text(encoding="utf-8")
+    return require_object(parse_json_text(text, source), source, what)
 
 
-SYNTHETIC_CONFIGS: Mapping[str, Any] = {
-    "gemma4": lambda: {"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4"},
-    "qwen3-vl": lambda: {
-        "architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
-        "vision_config": {"model_type": "qwen3_vl", "depth": 27, "hidden_size": 1152},
-    },
-    "qwen3-vl-moe": lambda: {
-        "architectures": ["Qwen3VLMoeForConditionalGeneration"], "model_type": "qwen3_vl_moe",
-        "vision_config": {"model_type": "qwen3_vl_moe", "depth": 27, "hidden_size": 1152},
-    },
-    "kimi-k2.5": _kimi_k25,
-}  # fmt: skip
+DFLASH_DRAFT_CONFIG: Mapping[str, Any] = MappingProxyType(_grid_config_file("dflash-draft", "a model config"))
+
+
+@cache
+def synthetic_config_names() -> tuple[str, ...]:
+    """The synthetic configs' names in grid order (``grid_configs/index.json``)."""
+    return tuple(_grid_config_file("index", "the synthetic config index"))
+
+
+def synthetic_config(name: str) -> dict[str, Any]:
+    """The raw config of one synthetic model (a fresh copy); an unknown name lists the known ones."""
+    if name not in synthetic_config_names():
+        raise KVCacheConfigError(f"unknown synthetic config {name!r}; known: {sorted(synthetic_config_names())}")
+    config: dict[str, Any] = _grid_config_file(name, "a model config")
+    return config
 
 
 def launch_config(preset: str) -> dict[str, Any]:
     """The raw config of a launch's model: a shipped preset or a ``synthetic:`` config."""
     if preset.startswith(SYNTHETIC_PREFIX):
-        make = SYNTHETIC_CONFIGS.get(preset[len(SYNTHETIC_PREFIX) :])
-        if make is None:
-            raise KVCacheConfigError(f"unknown synthetic config {preset!r}; known: {sorted(SYNTHETIC_CONFIGS)}")
-        config: dict[str, Any] = make()
-        return config
+        return synthetic_config(preset[len(SYNTHETIC_PREFIX) :])
     return dict(load_preset_config(preset))
 
 
@@ -231,16 +221,26 @@ def default_grid(presets: Iterable[str] | None = None) -> tuple[LaunchSpec, ...]
 
 def synthetic_grid() -> tuple[LaunchSpec, ...]:
     """Every synthetic config on every grid GPU at TP 1 and 8, plus a high request cap (the
-    Qwen3-VL Hopper graph and feature-pool rules) and a split decode backend (Gemma-4)."""
+    Qwen3-VL Hopper graph and feature-pool rules) and, for a model whose row carries the Gemma-4
+    backend check, a backend that check refuses (``--attention-backend flashinfer``)."""
+    names = synthetic_config_names()
     out: list[LaunchSpec] = []
-    for name in SYNTHETIC_CONFIGS:
+    for name in names:
         preset = SYNTHETIC_PREFIX + name
         for gpu in GRID_GPUS:
             out.extend(_spec(preset, gpu, tp) for tp in (1, 8))
             out.append(_spec(preset, gpu, 8, flags={"max_running_requests": 400}))
-    for gpu in GRID_GPUS:
-        out.append(_spec(SYNTHETIC_PREFIX + "gemma4", gpu, 1, flags={"attention_backend": "flashinfer"}))
+    checked = [name for name in names if _first_row_check(synthetic_config(name)) is LaunchBackendCheck.GEMMA4]
+    for name in checked:
+        for gpu in GRID_GPUS:
+            out.append(_spec(SYNTHETIC_PREFIX + name, gpu, 1, flags={"attention_backend": "flashinfer"}))
     return tuple(out)
+
+
+def _first_row_check(config: Mapping[str, Any]) -> LaunchBackendCheck | None:
+    """The backend check of the config's first architecture (the one SGLang's model hook reads)."""
+    row = row_for(str((config.get("architectures") or [""])[0]))
+    return row.launch_backend_check if row is not None else None
 
 
 def grid_from_json(items: Sequence[Any]) -> tuple[LaunchSpec, ...]:
