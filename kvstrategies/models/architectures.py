@@ -228,6 +228,8 @@ class ModelType:
     ``qk_norm`` (per-head-dim q/k norms), ``qk_norm_weightless`` (``use_qk_norm`` without weights),
     ``attention_sinks``, ``moe_expert_bias``, ``moe_router_bias``, ``moe_shared_expert``.
     ``dsv4_swa_ratio_override``: DeepSeek-V4's launch override of the SWA ratio applies.
+    ``rope_per_layer_type``: transformers 5.19 (SGLang 0.5.23's pin) keeps this type's rope
+    parameters per attention type, so SGLang's context length sees no top-level rope factor.
     ``large_hopper_vl_overrides``: Qwen3-VL's large-Hopper serving rules apply (decode graph up to
     the request cap, flashinfer decode). ``vision_config_defaults``: the vision-config class
     defaults SGLang fills in when the raw ``vision_config`` omits a field.
@@ -255,6 +257,7 @@ class ModelType:
     moe_router_bias: bool = False
     moe_shared_expert: bool = False
     dsv4_swa_ratio_override: bool = True
+    rope_per_layer_type: bool = False
     large_hopper_vl_overrides: bool = False
     vision_config_defaults: tuple[tuple[str, int], ...] = ()
 
@@ -685,9 +688,10 @@ MODEL_TYPES: tuple[ModelType, ...] = (
         weight_defaults=(("tie_word_embeddings", True),),
         norms_per_layer=4,
     ),
-    _M("gemma3", norms_per_layer=4, qk_norm=True),
+    _M("gemma3", norms_per_layer=4, qk_norm=True, rope_per_layer_type=True),
     _M(
         "gemma3_text",
+        rope_per_layer_type=True,
         geometry_defaults=(("max_position_embeddings", 131072), ("sliding_window_pattern", 6)),
         weight_defaults=(("vocab_size", 262208), ("tie_word_embeddings", True)),
         launch_context_default=131072,

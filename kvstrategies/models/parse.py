@@ -49,17 +49,14 @@ def _with_defaults(cfg: ConfigDict) -> dict[str, Any]:
     return merged
 
 
-#: model types whose transformers 5.19 config (the version SGLang 0.5.23 pins) keeps rope
-#: parameters per attention type (``{"sliding_attention": {...}, "full_attention": {...}}``): SGLang's
-#: ``get_context_length`` then finds no top-level ``factor`` and uses 1 (Gemma 3: 131072, not 8x)
-_PER_LAYER_TYPE_ROPE = frozenset({"gemma3", "gemma3_text"})
-
-
 def derive_context_len(text: ConfigDict) -> int:
     """First context key, times the rope factor unless the scaling is llama3-style (sizing.md 2.5)."""
     factor: float = 1.0
     rope = text.get("rope_scaling")
-    if str(text.get("model_type", "")) in _PER_LAYER_TYPE_ROPE:
+    if model_type_row(text.get("model_type")).rope_per_layer_type:
+        # transformers 5.19 keeps these rope parameters per attention type ({"sliding_attention":
+        # ..., "full_attention": ...}): SGLang's get_context_length finds no top-level factor and
+        # uses 1 (Gemma 3: 131072, not 8x; checked with the SGLang bridge)
         rope = None
     if isinstance(rope, Mapping) and rope:
         factor = as_float(rope.get("factor", 1) or 1, "rope_scaling.factor", maximum=1e6)
