@@ -141,6 +141,7 @@ def _context_length(t: Mapping[str, Any]) -> int:
         not isinstance(rope, Mapping)
         or "original_max_position_embeddings" in rope
         or (rope.get("rope_type") == "llama3")
+        or model_type_row(t.get("model_type")).rope_per_layer_type  # as models.parse.derive_context_len
     ):
         factor = 1.0
     for key in ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
