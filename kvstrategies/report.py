@@ -63,6 +63,7 @@ def plan_document(planned: Plan, *, measure: bool = False) -> dict[str, Any]:
     req = planned.layout.req_to_token
     document = {
         "configurator": type(planned.configurator).__name__,
+        "sglang_configurator": planned.configurator.sglang_class_name(),
         "cell_size": _cell(planned.cell_size_bytes),
         "sizes": planned.sizes.to_dict(),
         "sizes_from_max_tokens": _sizes_or_none(planned.sizes_from_max_tokens),
@@ -88,6 +89,7 @@ def partial_plan_document(error: LayoutError) -> dict[str, Any]:
     """The plan document when sizing succeeded but the pool cannot be laid out: no pools."""
     return {
         "configurator": type(error.configurator).__name__,
+        "sglang_configurator": error.configurator.sglang_class_name(),
         "cell_size": _cell(error.configurator.cell_size_bytes),
         "sizes": error.sizes.to_dict(),
         "sizes_from_max_tokens": _sizes_or_none(error.sizes_from_max_tokens),

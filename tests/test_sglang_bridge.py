@@ -77,10 +77,17 @@ def test_differences_name_the_field_and_the_buffer() -> None:
     assert lines[1] == "pools.token_to_kv: k_buffer[0]: dtype torch.bfloat16 -> torch.float8_e4m3fn"
 
 
+def test_a_strategy_is_compared_by_the_sglang_class_it_reproduces() -> None:
+    ours = {**_doc(), "configurator": "HybridLinearPoolConfigurator", "sglang_configurator": "DefaultPoolConfigurator"}
+    theirs = {**_doc(), "configurator": "DefaultPoolConfigurator"}
+    assert difference_lines(ours, theirs) == []
+    wrong = {**ours, "sglang_configurator": "HybridSWAPoolConfigurator"}
+    assert difference_lines(wrong, theirs) == ["configurator: HybridSWAPoolConfigurator -> DefaultPoolConfigurator"]
+
+
 def test_known_differences_cover_only_their_cases_and_lines() -> None:
     line = "configurator: HybridLinearPoolConfigurator -> DefaultPoolConfigurator"
-    used, left = explain({"_hf_config": {}}, [line, "sizes.max_total_num_tokens: 1 -> 2"])
-    assert [k.kind for k in used] == ["strategy-name"] and left == ["sizes.max_total_num_tokens: 1 -> 2"]
+    assert explain({"_hf_config": {}}, [line])[1] == [line]  # names are compared as SGLang's classes
     jamba = {"_hf_config": {"architectures": ["JambaForCausalLM"]}}
     assert explain(jamba, ["sizes.max_total_num_tokens: 1 -> 2"])[1] == []
     npu_line = "pools.token_to_kv: not built by SGLang"

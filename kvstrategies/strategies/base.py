@@ -40,6 +40,15 @@ class PoolConfigurator(ABC):
 
     #: short family label for listings and the CLI
     family: ClassVar[str] = ""
+    #: the SGLang 0.5.23 class whose numbers this strategy reproduces (sizing.md 0.1): SGLang has
+    #: four concrete configurators, so Mamba hybrids and Ascend layouts (Default numbers) say
+    #: ``DefaultPoolConfigurator``; empty means the same name as this class (plugins)
+    sglang_configurator: ClassVar[str] = ""
+
+    @classmethod
+    def sglang_class_name(cls) -> str:
+        """SGLang's class for these numbers: :attr:`sglang_configurator`, else this class's name."""
+        return cls.sglang_configurator or cls.__name__
 
     def __init__(self, ctx: KVCacheContext) -> None:
         self.ctx = ctx

@@ -52,6 +52,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
     """Everything that is not hybrid SWA or DeepSeek-V4 (sizing.md 5)."""
 
     family: ClassVar[str] = "default"
+    sglang_configurator: ClassVar[str] = "DefaultPoolConfigurator"  # HybridLinear and Ascend inherit it
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:

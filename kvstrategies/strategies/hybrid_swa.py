@@ -394,6 +394,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
     """SGLang's ``SWARequestCapPoolConfigurator``: the SWA pool holds exactly the request cap (7)."""
 
     family: ClassVar[str] = "hybrid-swa-chunk-cap"
+    sglang_configurator: ClassVar[str] = "SWARequestCapPoolConfigurator"
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
