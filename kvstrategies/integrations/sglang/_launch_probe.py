@@ -1,7 +1,7 @@
 """Run SGLang 0.5.23's own launch resolution on this CPU host while it believes it is on a GPU.
 
-Private to :mod:`.launch`. One import of SGLang in the parent (:func:`import_sglang`, which the
-shared bridge runtime may replace), then one forked child per launch: the child answers
+Private to :mod:`.launch`. One import of SGLang in the parent (:func:`import_sglang`, through the
+shared :mod:`.runtime`), then one forked child per launch: the child answers
 SGLang's platform probes for the GPU in question (sglang_bridge.md §6), builds
 ``ServerArgs(**fields)``, calls ``resolve_once()`` and sends the resolved fields back through a
 pipe. The hooks write process state (``SGLANG_*`` environment, lru caches, the platform
@@ -23,60 +23,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-SUPPORTED_SGLANG = "0.5.23"
-
-
-# --- generic plumbing: import SGLang with a torchvision stub, check the version -------------
-# (kept apart so the shared `integrations.sglang.runtime` helper can replace it at merge)
-
-
-class _PermissiveModule(types.ModuleType):
-    """A module whose every attribute is another permissive module (and callable)."""
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        child = _PermissiveModule(f"{self.__name__}.{name}")
-        child.__path__ = []
-        sys.modules[child.__name__] = child
-        return child
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self
-
-
-class _TorchvisionStub(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname == "torchvision" or fullname.startswith("torchvision."):
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-        return None
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        module = _PermissiveModule(spec.name)
-        module.__path__ = []
-        return module
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        return None
+from .runtime import import_sglang as _import_sglang_checked
 
 
 def import_sglang() -> types.ModuleType:
-    """Import SGLang (CPU torch, no torchvision) and check it is the supported version.
-
-    The torchvision stub goes in after ``transformers.utils.import_utils`` so transformers still
-    records torchvision as absent (sglang_bridge.md §1). Raises ``RuntimeError`` naming the
-    installed and supported versions.
-    """
-    import transformers.utils.import_utils  # noqa: F401  (must precede the stub)
-
-    if not any(isinstance(f, _TorchvisionStub) for f in sys.meta_path):
-        sys.meta_path.insert(0, _TorchvisionStub())
-    with _quiet_stdout():
-        sglang = importlib.import_module("sglang")
-    version = str(getattr(sglang, "__version__", "unknown"))
-    if version != SUPPORTED_SGLANG:
-        raise RuntimeError(f"SGLang {version} is installed; the launch bridge supports SGLang {SUPPORTED_SGLANG} only")
-    return sglang
+    """SGLang, imported once through the shared CPU-host plumbing (:func:`.runtime.import_sglang`:
+    torchvision stub, version check, sizing modules) and returned as a module."""
+    _import_sglang_checked()
+    return importlib.import_module("sglang")
 
 
 # --- launch-specific: preload the resolution modules, answer the probes, resolve -------------
