@@ -25,8 +25,8 @@ from .errors import KVCacheConfigError
 from .planner.launch_command import QUANTIZATION
 
 if TYPE_CHECKING:
-    from .gpus import Accelerator
     from .planner import DeploymentRequest
+    from .planner.gpus import Accelerator
     from .planner.launch_command import LaunchCommand
 
 
@@ -117,7 +117,7 @@ class _OneLineErrors(argparse.ArgumentParser):
 
 
 #: further SGLang server arguments the launch defaults read (flag -> type); passed to
-#: :class:`~kvstrategies.launch_defaults.LaunchSettings` under the flag's field name
+#: :class:`~kvstrategies.planner.launch_defaults.LaunchSettings` under the flag's field name
 LAUNCH_EXTRAS: dict[str, type] = {
     "--max-prefill-tokens": int,
     "--prefill-attention-backend": str,
@@ -234,7 +234,7 @@ def _str_list(text: str) -> list[str]:
 
 def accelerator(name: str | None, memory: str | None) -> Accelerator | None:
     """``--gpu`` (looked up) and/or ``--gpu-memory`` (a capacity; alone: a generic CUDA GPU)."""
-    from .gpus import Accelerator, lookup_gpu, parse_bytes
+    from .planner.gpus import Accelerator, lookup_gpu, parse_bytes
 
     mib = None if memory is None else parse_bytes(memory) / 2**20
     if mib is not None and not 0 < mib * 2**20 <= 2**63 - 1:
@@ -278,8 +278,8 @@ def parallel_sizes(args: argparse.Namespace) -> tuple[int, int]:
 
 def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) -> DeploymentRequest:
     """Translate the flags into a :class:`~kvstrategies.planner.DeploymentRequest`."""
-    from .gpus import parse_bytes
     from .planner import DeploymentRequest
+    from .planner.gpus import parse_bytes
     from .planner.model_source import resolve_model
 
     model = model_argument(args)
@@ -563,7 +563,7 @@ def _sm(cc: tuple[int, int] | None) -> str | None:
 
 def run_gpus(args: argparse.Namespace) -> int:
     """``kvstrategies gpus``: every accelerator, its capacity in MiB and the listing it was checked against."""
-    from .gpus import GPUS
+    from .planner.gpus import GPUS
 
     rows = [
         {

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.gpus import lookup_gpu
 from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner.checkpoint import (
     INDEX_NAME,
@@ -21,8 +20,9 @@ from kvstrategies.planner.checkpoint import (
     read_checkpoint,
     read_safetensors_header,
 )
+from kvstrategies.planner.gpus import lookup_gpu
+from kvstrategies.planner.weights import estimate_weights
 from kvstrategies.presets import load_preset_config
-from kvstrategies.weights import estimate_weights
 
 _ITEM = {"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4, "U8": 1}
 

@@ -12,8 +12,8 @@ import pytest
 
 import kvstrategies
 from kvstrategies.cli import main
-from kvstrategies.gpus import GPUS
-from kvstrategies.launch_defaults import model_facts_from_hf_config, resolve_launch_defaults
+from kvstrategies.planner.gpus import GPUS
+from kvstrategies.planner.launch_defaults import model_facts_from_hf_config, resolve_launch_defaults
 from kvstrategies.presets import load_preset_config, preset_names
 
 ROOT = Path(__file__).resolve().parents[1]

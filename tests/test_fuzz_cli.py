@@ -35,9 +35,9 @@ from hypothesis import strategies as st
 
 from kvstrategies import cli
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.gpus import lookup_gpu
 from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner.config_fields import INT_FIELDS
+from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.presets import load_preset_config, preset_names
 
 PRESETS = tuple(preset_names())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.gpus import GPUS, Accelerator, lookup_gpu, parse_bytes
+from kvstrategies.planner.gpus import GPUS, Accelerator, lookup_gpu, parse_bytes
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""The package's import graph has no cycle (every import statement, lazy and TYPE_CHECKING ones too)."""
+"""The package's import graph has no cycle (every import statement, lazy and TYPE_CHECKING ones too),
+and the core library never imports the operator tool (``kvstrategies.planner``)."""
 
 from __future__ import annotations
 
@@ -92,6 +93,56 @@ def test_the_package_import_graph_has_no_cycle() -> None:
     graph = import_graph(PACKAGE)
     assert "kvstrategies.models.geometry" in graph and "kvstrategies.planner.fixes" in graph
     assert cycles(graph) == []
+
+
+#: the operator tool's front end and the engine bridges may use the planner; nothing else may
+PLANNER_USERS = ("kvstrategies.planner", "kvstrategies.cli", "kvstrategies.integrations")
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def core_imports_of_the_planner(graph: dict[str, set[str]]) -> list[str]:
+    """``module -> planner module`` for every core module (outside :data:`PLANNER_USERS`) importing one."""
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if not _within(module, PLANNER_USERS)
+        for target in targets
+        if _within(target, ("kvstrategies.planner",))
+    )
+
+
+def test_the_core_library_does_not_import_the_planner() -> None:
+    graph = import_graph(PACKAGE)
+    assert {"kvstrategies.planner.gpus", "kvstrategies.planner.weights"} <= set(graph)
+    assert core_imports_of_the_planner(graph) == []
+
+
+def test_the_planner_has_no_import_cycle() -> None:
+    graph = import_graph(PACKAGE)
+    planner = {m: {t for t in ts if _within(t, ("kvstrategies.planner",))}
+               for m, ts in graph.items() if _within(m, ("kvstrategies.planner",))}  # fmt: skip
+    assert len(planner) > 20
+    assert cycles(planner) == []
+
+
+def test_the_planner_rule_finds_a_core_import(tmp_path: Path) -> None:
+    """Not vacuous: a core module importing a planner module (eagerly or lazily) is named."""
+    package = tmp_path / "kvstrategies"
+    (package / "planner").mkdir(parents=True)
+    (package / "integrations").mkdir()
+    for name in ("__init__.py", "planner/__init__.py", "planner/gpus.py", "integrations/__init__.py"):
+        (package / name).write_text("")
+    (package / "case.py").write_text("def f():\n    from .planner.gpus import parse_bytes\n")
+    (package / "api.py").write_text("from kvstrategies.planner import gpus\n")
+    (package / "cli.py").write_text("from .planner.gpus import parse_bytes\n")
+    (package / "integrations" / "bridge.py").write_text("from ..planner import gpus\n")
+    assert core_imports_of_the_planner(import_graph(package)) == [
+        "kvstrategies.api -> kvstrategies.planner.gpus",
+        "kvstrategies.case -> kvstrategies.planner.gpus",
+    ]
 
 
 def test_the_cycle_check_finds_a_circle(tmp_path: Path) -> None:

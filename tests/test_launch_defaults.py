@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
-from kvstrategies.gpus import lookup_gpu
-from kvstrategies.launch_defaults import (
+from kvstrategies.planner.gpus import lookup_gpu
+from kvstrategies.planner.launch_defaults import (
     LaunchModelFacts,
     LaunchSettings,
     capacity_tier,
@@ -346,9 +346,9 @@ def test_float32_all_reduce_rounding() -> None:
 def test_planning_does_not_import_torch() -> None:
     code = (
         "import json, sys\n"
-        "from kvstrategies.gpus import lookup_gpu\n"
-        "from kvstrategies.launch_defaults import model_facts_from_hf_config, resolve_launch_defaults\n"
-        "from kvstrategies.weights import estimate_weights\n"
+        "from kvstrategies.planner.gpus import lookup_gpu\n"
+        "from kvstrategies.planner.launch_defaults import model_facts_from_hf_config, resolve_launch_defaults\n"
+        "from kvstrategies.planner.weights import estimate_weights\n"
         f"cfg = json.load(open({str(CONFIGS / 'deepseek-ai--DeepSeek-V3.json')!r}))\n"
         "resolve_launch_defaults(model_facts_from_hf_config(cfg), lookup_gpu('H200'), tp_size=8)\n"
         "estimate_weights(cfg).weight_bytes_per_rank(8)\n"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.gpus import lookup_gpu
-from kvstrategies.launch_defaults import LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
 from kvstrategies.planner import DeploymentRequest
+from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.planner.launch import case_fields, dflash_block_size, resolve_launch
+from kvstrategies.planner.launch_defaults import LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
 from kvstrategies.presets import load_preset_config
 
 H100, H200, B200 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200")

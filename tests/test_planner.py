@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
-from kvstrategies.gpus import lookup_gpu
 from kvstrategies.planner import (
     DeploymentRequest,
     TokenPool,
@@ -19,6 +18,7 @@ from kvstrategies.planner import (
     sweep_table,
 )
 from kvstrategies.planner.fit import largest_true
+from kvstrategies.planner.gpus import lookup_gpu
 
 GIB = 2**30
 LLAMA8 = {"preset": "llama-3.1-8b"}

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from kvstrategies.gpus import lookup_gpu
 from kvstrategies.planner import DeploymentRequest, plan_deployment
+from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.planner.preload import preload_memory
 from kvstrategies.presets import load_preset_config
 

@@ -22,11 +22,11 @@ from kvstrategies.context import KVCacheSettings, SchedulingConfig, SpeculativeC
 from kvstrategies.dtypes import DType, resolve_kv_cache_dtype
 from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from kvstrategies.jsonio import parse_json_text, read_json_file
-from kvstrategies.launch_defaults import model_facts_from_hf_config
 from kvstrategies.models import parse_hf_config
+from kvstrategies.planner.launch_defaults import model_facts_from_hf_config
+from kvstrategies.planner.weights import estimate_weights
 from kvstrategies.presets import load_preset_config
 from kvstrategies.strategies.default import DefaultPoolConfigurator
-from kvstrategies.weights import estimate_weights
 
 GIB = 2**30
 
@@ -320,8 +320,8 @@ def test_docs_errors_lists_every_error_class() -> None:
 
 
 def _gpu_request(preset: str, config: dict[str, Any] | None = None, **changes: Any) -> Any:
-    from kvstrategies.gpus import lookup_gpu
     from kvstrategies.planner import DeploymentRequest
+    from kvstrategies.planner.gpus import lookup_gpu
 
     source = {"hf_config": config} if config is not None else {"preset": preset}
     return DeploymentRequest(model=preset, source=source, gpu=lookup_gpu("H100"), **changes)
@@ -415,7 +415,7 @@ def test_absurd_budgets_are_never_reported() -> None:
 
 
 def test_chunked_prefill_2_pow_40_is_answered_without_building_the_graph_list() -> None:
-    from kvstrategies.launch_defaults import prefill_graph_batch_sizes, prefill_graph_bs_count
+    from kvstrategies.planner.launch_defaults import prefill_graph_batch_sizes, prefill_graph_bs_count
 
     for max_bs in (0, 3, 4, 32, 48, 4096, 4607, 4608, 5120, 8192, 16384, 100_000):
         assert prefill_graph_bs_count(max_bs) == len(prefill_graph_batch_sizes(max_bs))
@@ -659,6 +659,6 @@ def test_multimodal_models_reserve_sglangs_100_mib_vlm_cache() -> None:
     ],
 )
 def test_capacity_tier_bands_are_strict_upper_bounds(mib: int, tp: int, tier: tuple[int, int]) -> None:
-    from kvstrategies.launch_defaults import capacity_tier
+    from kvstrategies.planner.launch_defaults import capacity_tier
 
     assert capacity_tier(mib, tp) == tier

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.weights import ParamKind, count_params, estimate_weights, get_pp_indices
+from kvstrategies.planner.weights import ParamKind, count_params, estimate_weights, get_pp_indices
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 

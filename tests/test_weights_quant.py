@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.planner.weight_quant import NVFP4, quant_bytes, unquantized_kinds
+from kvstrategies.planner.weights import ParamKind, estimate_weights
 from kvstrategies.presets import load_preset_config, preset_names
-from kvstrategies.weight_quant import NVFP4, quant_bytes, unquantized_kinds
-from kvstrategies.weights import ParamKind, estimate_weights
 
 LLAMA = load_preset_config("llama-3.1-8b")
 EMBED_HEAD = 2 * 128256 * 4096
@@ -155,9 +155,9 @@ def test_every_preset_is_priced(preset: str) -> None:
 
 
 def test_vision_towers_are_counted_with_a_note() -> None:
-    from kvstrategies.gpus import lookup_gpu
     from kvstrategies.planner import DeploymentRequest, plan_deployment
-    from kvstrategies.weights import vision_tower_params
+    from kvstrategies.planner.gpus import lookup_gpu
+    from kvstrategies.planner.weights import vision_tower_params
 
     gemma = load_preset_config("gemma-3-27b")
     assert 0.40e9 < vision_tower_params(gemma) < 0.43e9  # SigLIP-So400m (~400M) + the 1152x5376 projector

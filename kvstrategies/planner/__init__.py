@@ -4,7 +4,10 @@ requests of this model fit on this GPU with these settings?"
 ``request`` (what the user asked) -> ``launch`` (SGLang's launch defaults for what was left
 out) -> ``budget`` (GPU, fraction, weights -> KV bytes) -> :func:`kvstrategies.api.plan` ->
 ``breakdown`` (where the memory goes) -> ``fit`` (concurrency, longest request) -> ``fixes``.
-``sweep`` runs a grid, ``plot`` draws the breakdown, ``report`` prints it. Torch-free.
+``sweep`` runs a grid, ``plot`` draws the breakdown, ``report`` prints it. ``launch_defaults``
+(SGLang's launch rules), ``gpus`` (the accelerator table) and ``weights`` / ``weight_quant`` (the
+weight estimate) serve these steps only. Torch-free. The core library never imports this package
+(``tests/test_import_graph.py``); the CLI and ``kvstrategies.integrations`` do.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ before any weight loads (``distributed/bootstrap.py``, ``measure_pre_model_load_
 ``avail`` the free memory after loading, both MIN-all-reduced as float32 over the world. Here
 ``pre = capacity - held`` (``held``: what the process holds before loading, :mod:`.preload`, or
 ``--gpu-overhead``) and ``avail = pre - weights - rope`` (the fullest rank's resident weights
-from :mod:`.checkpoint` when a checkpoint is at hand, else :mod:`kvstrategies.weights`' estimate;
+from :mod:`.checkpoint` when a checkpoint is at hand, else :mod:`kvstrategies.planner.weights`' estimate;
 ``rope``: the float32 RoPE ``cos_sin_cache`` the model builds at load). The arithmetic is
-:func:`~kvstrategies.launch_defaults.estimate_kv_budget`; this module chooses its inputs and
+:func:`~kvstrategies.planner.launch_defaults.estimate_kv_budget`; this module chooses its inputs and
 records every assumption so the plan can print them.
 """
 
@@ -22,11 +22,11 @@ from typing import Any, Literal
 
 from ..dtypes import DType
 from ..errors import InsufficientMemoryError, KVCacheConfigError
-from ..launch_defaults import LaunchResolution, estimate_kv_budget, model_facts_from_hf_config
-from ..weights import estimate_weights, vision_tower_params
 from .checkpoint import CheckpointWeights, ShardingFacts, max_rank_bytes, read_checkpoint
+from .launch_defaults import LaunchResolution, estimate_kv_budget, model_facts_from_hf_config
 from .preload import preload_memory
 from .request import GIB, DeploymentRequest, model_dtype_name
+from .weights import estimate_weights, vision_tower_params
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
     Given (``--weight-bytes``) wins; else the checkpoint (``source["checkpoint"]``: a model
     folder, or ``--checkpoint``) when it holds safetensors, unless ``--weight-quantization``
     asks for a format the checkpoint does not store; else the estimate of
-    :mod:`kvstrategies.weights` at ``tp x pp``. MTP layers count when speculative decoding is on
+    :mod:`kvstrategies.planner.weights` at ``tp x pp``. MTP layers count when speculative decoding is on
     (the draft shares the GPU).
     """
     if req.weight_bytes is not None:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import KVCacheConfigError
-from ..weights import get_pp_indices
+from .weights import get_pp_indices
 
 MAX_HEADER_BYTES = 100 * 1000 * 1000  # the safetensors format's header limit
 INDEX_NAME = "model.safetensors.index.json"

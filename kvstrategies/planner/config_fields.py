@@ -1,8 +1,8 @@
 """Validate, up front, every config field and setting the ``--gpu`` planner path reads.
 
 The sizing parsers (:mod:`kvstrategies.models`) check the fields that size the KV cache. The
-weight estimate (:mod:`kvstrategies.weights`) and the launch rules
-(:mod:`kvstrategies.launch_defaults`) read many more (vocab size, expert counts, MTP/nextn layer
+weight estimate (:mod:`kvstrategies.planner.weights`) and the launch rules
+(:mod:`kvstrategies.planner.launch_defaults`) read many more (vocab size, expert counts, MTP/nextn layer
 counts, intermediate and vision sizes, hyper-connection multipliers, rope factors, quantization
 block sizes) with plain ``int()`` / ``float()``, some of them inside ``for j in range(count)``
 loops. :func:`validate_planner_inputs` runs first, at the entry of

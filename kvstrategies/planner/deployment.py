@@ -14,7 +14,6 @@ from typing import Any
 
 from ..api import Plan, plan
 from ..case import Case, parse_case
-from ..launch_defaults import AppliedDefault, LaunchResolution
 from ..pools.layout import KVPoolsLayout
 from ..sizing import PoolSizes
 from .breakdown import Breakdown, build_breakdown
@@ -23,6 +22,7 @@ from .config_fields import check_budget_sane, validate_planner_inputs
 from .fit import FitReport, fit_report
 from .fixes import Fix, suggest_fixes
 from .launch import case_fields, resolve_launch
+from .launch_defaults import AppliedDefault, LaunchResolution
 from .refusals import admit
 from .request import DeploymentRequest, model_dtype_name
 

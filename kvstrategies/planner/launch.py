@@ -1,7 +1,7 @@
 """The launch-defaults layer in front of sizing: what SGLang 0.5.23 would choose for the
 settings a user left out, turned into the case fields the strategies read.
 
-:func:`resolve_launch` runs :func:`~kvstrategies.launch_defaults.resolve_launch_defaults` on
+:func:`resolve_launch` runs :func:`~kvstrategies.planner.launch_defaults.resolve_launch_defaults` on
 the user's explicit flags; :func:`case_fields` maps the resolution (or, without a GPU, the
 library's plain defaults) onto a case dict (DESIGN.md case format), so flags, GPUs and case
 files share one parsing path.
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..gpus import Accelerator
-from ..launch_defaults import LaunchResolution, LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
+from .gpus import Accelerator
+from .launch_defaults import LaunchResolution, LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
 from .request import DeploymentRequest
 
 

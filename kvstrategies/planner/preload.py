@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..gpus import Accelerator
+from .gpus import Accelerator
 
 GIB = 2**30
 CUDA_CONTEXT_GIB = (1.10 + 1.19) / 2

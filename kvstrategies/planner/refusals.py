@@ -31,11 +31,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
-from ..launch_defaults import AppliedDefault
 from ..models import ModelGeometry, parse_hf_config
 from ..models.architectures import is_served, model_type_row, names_where
 from ..models.geometry import AttentionArch
 from ..models.hf import architectures, text_config
+from .launch_defaults import AppliedDefault
 from .request import DeploymentRequest, check_page_size
 
 _KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups")

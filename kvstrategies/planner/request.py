@@ -16,8 +16,8 @@ from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
-from ..gpus import Accelerator
 from ..validate import MAX_LAYERS, MAX_PAGE_SIZE, MAX_SETTING_INT, check_float, check_int, check_opt_int
+from .gpus import Accelerator
 
 GIB = 2**30
 
@@ -40,7 +40,7 @@ class DeploymentRequest:
     ``model_description`` says where the config came from (preset, path, HF cache, download).
     ``dp_replicas`` is SGLang's ``--dp-size`` without attention DP: independent replicas, each
     planned as this one. ``launch_extras`` are further
-    :class:`~kvstrategies.launch_defaults.LaunchSettings` fields the user gave.
+    :class:`~kvstrategies.planner.launch_defaults.LaunchSettings` fields the user gave.
     """
 
     model: str
@@ -173,7 +173,9 @@ def validate_request(req: DeploymentRequest) -> None:
     if not isinstance(req.request_lengths, (tuple, list)):
         raise KVCacheConfigError(f"request_lengths must be a tuple of token counts, got {req.request_lengths!r:.80}")
     if req.gpu is not None and not isinstance(req.gpu, Accelerator):
-        raise KVCacheConfigError(f"gpu must be an Accelerator (kvstrategies.gpus.lookup_gpu), got {req.gpu!r:.80}")
+        raise KVCacheConfigError(
+            f"gpu must be an Accelerator (kvstrategies.planner.gpus.lookup_gpu), got {req.gpu!r:.80}"
+        )
     for length in req.request_lengths:
         check_int(length, "--request-length", minimum=1, maximum=MAX_SETTING_INT)
     if req.mem_fraction_static is not None:

@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ..errors import KVCacheConfigError
-from ..gpus import Accelerator
 from .deployment import plan_deployment
 from .flag_names import flag_wording
+from .gpus import Accelerator
 from .request import GIB, DeploymentRequest
 
 

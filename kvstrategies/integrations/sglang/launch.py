@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import KVCacheConfigError
-from ...gpus import lookup_gpu
-from ...launch_defaults import LaunchResolution
+from ...planner.gpus import lookup_gpu
+from ...planner.launch_defaults import LaunchResolution
 from .launch_grid import DFLASH_DRAFT, DFLASH_DRAFT_CONFIG, LaunchSpec, launch_config, spec_from_dict
 
 SGLANG_VERSION = "0.5.23"

@@ -32,9 +32,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .errors import InsufficientMemoryError, KVCacheConfigError
-from .gpus import Accelerator
-from .models.architectures import (
+from ..errors import InsufficientMemoryError, KVCacheConfigError
+from ..models.architectures import (
     Attention,
     LaunchBackendCheck,
     LaunchBackendRule,
@@ -43,7 +42,8 @@ from .models.architectures import (
     names_where,
     row_for,
 )
-from .validate import TrackedConfig, reading_config
+from ..validate import TrackedConfig, reading_config
+from .gpus import Accelerator
 
 SettingValue = str | int | float | bool | None
 DisaggregationMode = Literal["null", "prefill", "decode"]

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import KVCacheConfigError
+from ..errors import KVCacheConfigError
 
 MXFP4 = 0.5 + 1.0 / 32
 NVFP4 = 0.5 + 1.0 / 16

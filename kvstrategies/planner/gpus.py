@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .errors import KVCacheConfigError
+from ..errors import KVCacheConfigError
 
 Platform = Literal["cuda", "hip", "npu"]
 

@@ -20,7 +20,7 @@ Vision towers, audio encoders and other multimodal parts are not in the groups (
 only); :func:`vision_tower_params` approximates a ViT tower and the planner adds it, saying so.
 
 Bytes use the checkpoint's dtype and ``quantization_config`` (:class:`WeightFormat`, priced by
-:mod:`kvstrategies.weight_quant`): FP8 with block scales (1 + 4/16384 B/param at 128x128),
+:mod:`kvstrategies.planner.weight_quant`): FP8 with block scales (1 + 4/16384 B/param at 128x128),
 MXFP4 experts (0.5 + 1/32 B/param, gpt-oss; also DeepSeek-V4 ``expert_dtype: fp4``), NVFP4
 (0.5 + 1/16), AWQ/GPTQ/compressed-tensors integer groups with their scales and zero points, and
 the modules a config leaves unquantized. Embeddings, lm_head, norms, biases and routers keep the
@@ -44,11 +44,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .dtypes import DType
-from .errors import KVCacheConfigError
-from .models.architectures import Attention, LinearAttention, any_row, model_type_row
-from .models.hf import as_int
-from .validate import MAX_LAYERS, TrackedConfig, reading_config
+from ..dtypes import DType
+from ..errors import KVCacheConfigError
+from ..models.architectures import Attention, LinearAttention, any_row, model_type_row
+from ..models.hf import as_int
+from ..validate import MAX_LAYERS, TrackedConfig, reading_config
 
 
 class ParamKind(enum.Enum):
