@@ -119,8 +119,8 @@ def build_breakdown(budget: KVBudget, layout: KVPoolsLayout) -> Breakdown:
     overhead = budget.overhead_bytes or 0
     weights = budget.weight_bytes or 0
     front = [
-        BreakdownRow("runtime overhead before weights (assumed)", overhead, "overhead", "gpu"),
-        BreakdownRow("weights (per rank)", weights, "weights", "gpu"),
+        BreakdownRow("held before weights load (CUDA context, comm buffers)", overhead, "overhead", "gpu"),
+        BreakdownRow(f"weights (per rank, {budget.weight_origin or 'estimate'})", weights, "weights", "gpu"),
     ]
     mm = [BreakdownRow("multimodal cache reserve", budget.multimodal_bytes, "multimodal", "gpu")]
     kv_area = max(pools_bytes, budget.available_bytes)

@@ -142,7 +142,8 @@ def budget_text(plan: DeploymentPlan) -> list[str]:
     if b.source == "gpu":
         head = (
             f"budget step    {b.gpu_name} {_gib(b.capacity_bytes or 0)} GiB, mem_fraction_static "
-            f"{b.mem_fraction_static:g}, weights {_gib(b.weight_bytes or 0)} GiB per rank -> KV budget "
+            f"{b.mem_fraction_static:g}, weights {_gib(b.weight_bytes or 0)} GiB per rank "
+            f"({b.weight_origin or 'estimate'}) -> KV budget "
             f"{_gib(b.available_bytes)} GiB per rank"
         )
     else:
