@@ -7,8 +7,10 @@ the number it printed comes out. Three checks, each against its own published li
 * memory held before weights load: ``capacity - (avail after load + weight mem usage)``;
 * weights: ``Load weight end ... mem usage``.
 
-Tolerances are the ones the current model reaches (docs/validation.md explains each gap); a
-change that moves a figure past them fails here.
+Tolerances are the ones the current model reaches, rounded up to the next quarter percent
+(docs/validation.md explains each gap); a change that moves a figure past them fails here. The
+median and worst-case checks cover the SGLang >= 0.5 start-ups (``Launch.sglang_05``); the rows
+from older or unknown releases stay as reported figures with their own tolerance.
 """
 
 from __future__ import annotations
@@ -66,6 +68,35 @@ QWEN3_06B = {  # Qwen/Qwen3-0.6B (and Qwen3-Reranker-0.6B) config.json: tied emb
     "num_attention_heads": 16,
     "tie_word_embeddings": True,
 }
+QWEN3_30B_FP8 = {  # Qwen/Qwen3-30B-A3B-FP8: the Qwen3-30B-A3B shapes with 128x128 block FP8
+    **load_preset_config("qwen3-30b-a3b"),
+    "quantization_config": {
+        "activation_scheme": "dynamic",
+        "fmt": "e4m3",
+        "quant_method": "fp8",
+        "weight_block_size": [128, 128],
+    },
+}
+_QWEN35 = load_preset_config("qwen3.5-35b-a3b")  # the Qwen3.5 family: GDN dims, attention gate, rope
+_QWEN35_MOE_ONLY = ("moe_intermediate_size", "num_experts", "num_experts_per_tok", "shared_expert_intermediate_size")
+QWEN35_9B = {  # Qwen/Qwen3.5-9B: the dense shapes its write-up prints (hidden 4096, 32 layers, 16 heads,
+    # 4 KV heads, head_dim 256, intermediate 12288, vocab 248320, full attention every 4th layer) on
+    # the family's GDN dims, which reproduce the log's Mamba state (ssm 4.38 GB + conv 0.10 GB for
+    # 186 slots + 1 at TP2). The row takes the logged weights, so tied/untied head and tower do not enter.
+    **{k: v for k, v in _QWEN35.items() if k != "text_config"},
+    "architectures": ["Qwen3_5ForConditionalGeneration"],
+    "model_type": "qwen3_5",
+    "text_config": {
+        **{k: v for k, v in _QWEN35["text_config"].items() if k not in _QWEN35_MOE_ONLY},
+        "model_type": "qwen3_5_text",
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 4,
+        "intermediate_size": 12288,
+        "mlp_only_layers": [],
+        "layer_types": ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(32)],
+    },
+}
 GLM5_FP8 = {  # zai-org/GLM-5-FP8: the GLM-5 shapes with DeepSeek-style 128x128 block FP8
     **load_preset_config("glm-5"),
     "quantization_config": {
@@ -92,6 +123,7 @@ class Launch:
     kv_budget_bytes: int | None = None  # logged available bytes, when printed
     weights_gib: float | None = None  # logged "Load weight end ... mem usage"
     avail_after_load_gib: float | None = None  # logged "Load weight end ... avail mem"
+    sglang_05: bool = True  # an SGLang >= 0.5 start-up (False: older or version not shown)
 
     def plan(self) -> Any:
         req = DeploymentRequest(
@@ -134,9 +166,32 @@ E2E = {
         weights_gib=16.39,
         avail_after_load_gib=121.90,
     ),
-    "vllm#21348 H100 TP4": Launch("vllm#21348", QWEN3_235B_FP8, "H100", tp=4, mfs=0.93, tokens=367_404),
+    # Filed 2025-07-22, before SGLang 0.5.0; the version is not printed (docs/validation.md).
+    "vllm#21348 H100 TP4": Launch(
+        "vllm#21348", QWEN3_235B_FP8, "H100", tp=4, mfs=0.93, tokens=367_404, sglang_05=False
+    ),
     "sglang#4760 H100 TP1": Launch(
-        "sglang#4760", LLAMA_8B, "H100", mfs=0.88, tokens=442_750, weights_gib=15.11, avail_after_load_gib=63.48
+        "sglang#4760",
+        LLAMA_8B,
+        "H100",
+        mfs=0.88,
+        tokens=442_750,
+        weights_gib=15.11,
+        avail_after_load_gib=63.48,
+        sglang_05=False,  # SGLang 0.4.4
+    ),
+    # mystous/vllm_hybrid, shadow_assists/features/IDE_023/whitepaper/IDE_023_TSK_043_RAW_DATA.md
+    # (2026-08-27, H100 80GB HBM3): server_args print mem_fraction_static=0.83, tp_size=1,
+    # attention_backend='triton', page_size=1, context_length=None.
+    "Qwen3-30B-A3B-FP8 H100 TP1": Launch(
+        "mystous/vllm_hybrid IDE_023 raw data",
+        QWEN3_30B_FP8,
+        "H100",
+        mfs=0.83,
+        options={"attention_backend": "triton"},
+        tokens=392_920,
+        weights_gib=29.15,
+        avail_after_load_gib=49.33,
     ),
     "llm-d snapshot guide H100 TP1": Launch(
         "RyanRosario/llm-d",
@@ -179,6 +234,19 @@ E2E = {
         weights_gib=1.18,
         avail_after_load_gib=77.29,
     ),
+    # Qwen3.5-9B on 2x RTX 4090 (GPUs 0 and 2, empty before launch), SGLang main
+    # 0.0.0.dev11582+g4df60434d (2026-04-14), --tp-size 2 --mem-fraction-static 0.8
+    # --context-length 262144; weights from the log's "Load weight end ... mem usage=8.85 GB"
+    # (the published config.json of this model was not in the sources found).
+    "Qwen3.5-9B 2x RTX 4090 TP2 (logged weights)": Launch(
+        "Qwen3.5-9B TP2 baseline write-up (Exp-001)",
+        QWEN35_9B,
+        "RTX-4090",
+        tp=2,
+        mfs=0.8,
+        options={"context_length": 262144, "weight_bytes": round(8.85 * GIB)},
+        tokens=327_310,
+    ),
     "Qwen3-14B 4x RTX 4090 TP4": Launch(
         "Qwen3-14B 4x RTX 4090 service-baseline write-up",
         QWEN3_14B,
@@ -202,21 +270,23 @@ E2E = {
         tokens=2_454_421,
     ),
 }
-# Per-row tolerance (relative): printed settings 0.5%; mfs inferred (sglang#17392) 1%; the
-# vllm#21348 row (SGLang version not shown, July 2025) sits 3.6% high, see docs/validation.md.
+# Per-row tolerance (relative): what the planner reaches, rounded up to the next quarter percent.
 E2E_TOLERANCE = {
-    "sglang#18263 MI355X TP1": 0.005,
-    "sglang#17392 H200 DP4": 0.01,
-    "vllm#21348 H100 TP4": 0.04,
-    "sglang#4760 H100 TP1": 0.005,
-    "llm-d snapshot guide H100 TP1": 0.01,
-    "GLM-5-FP8 MI355X TP8": 0.01,
-    "Qwen3-32B 4x RTX 5090 TP4": 0.01,
-    "Kimi-K2.5 MI355X TP8 (logged weights)": 0.005,
-    "Qwen3-Reranker-0.6B H100 TP1": 0.01,
+    "sglang#18263 MI355X TP1": 0.0025,  # +0.05%
+    "sglang#17392 H200 DP4": 0.0075,  # +0.55%, mfs inferred (0.80 reproduces the budget)
+    "vllm#21348 H100 TP4": 0.0375,  # +3.62%, pre-0.5 SGLang, version not shown
+    "sglang#4760 H100 TP1": 0.0025,  # +0.03%, SGLang 0.4.4
+    "Qwen3-30B-A3B-FP8 H100 TP1": 0.005,  # +0.36%
+    "llm-d snapshot guide H100 TP1": 0.0075,  # +0.71%
+    "GLM-5-FP8 MI355X TP8": 0.0075,  # +0.52%
+    "Qwen3-32B 4x RTX 5090 TP4": 0.0025,  # -0.21%
+    "Kimi-K2.5 MI355X TP8 (logged weights)": 0.0025,  # -0.03%
+    "Qwen3-Reranker-0.6B H100 TP1": 0.0075,  # +0.60%
     # 4x RTX 4090 holds 0.91 GiB before load against the PCIe model's 1.54 GiB (GeForce parts run
     # without P2P / custom all-reduce), partly offset by 0.18 GiB more during load; see the docs.
-    "Qwen3-14B 4x RTX 4090 TP4": 0.03,
+    "Qwen3-14B 4x RTX 4090 TP4": 0.03,  # -2.81%
+    # The same GeForce gap at TP2: 1.06 GiB held before load against the model's 1.27 GiB.
+    "Qwen3.5-9B 2x RTX 4090 TP2 (logged weights)": 0.03,  # -2.74%
 }
 
 
@@ -233,7 +303,22 @@ def test_end_to_end_matches_the_published_start_up(name: str) -> None:
     assert abs(e2e_error(E2E[name])) <= E2E_TOLERANCE[name]
 
 
-def test_end_to_end_median_error_is_within_one_percent() -> None:
+def test_every_row_has_a_tolerance() -> None:
+    assert set(E2E_TOLERANCE) == set(E2E)
+
+
+def sglang_05_errors() -> list[float]:
+    return [abs(e2e_error(row)) for row in E2E.values() if row.sglang_05]
+
+
+def test_sglang_05_rows_median_within_one_percent_worst_within_three() -> None:
+    errors = sglang_05_errors()
+    assert len(errors) >= 10
+    assert statistics.median(errors) <= 0.01
+    assert max(errors) <= 0.03
+
+
+def test_all_rows_median_within_one_percent() -> None:
     errors = [abs(e2e_error(row)) for row in E2E.values()]
     assert statistics.median(errors) <= 0.01
 
@@ -253,6 +338,8 @@ PRELOAD = [
     ("Grok-2 on-prem write-up", "H100-80GB", 8, 81559 / 1024 - 77.43),
     ("SGLang reranker serving write-up", "H100-80GB", 1, 81559 / 1024 - (77.29 + 1.18)),
     ("Qwen3-14B 4x RTX 4090 write-up", "RTX-4090", 4, 24564 / 1024 - (16.00 + 7.08)),
+    ("mystous/vllm_hybrid IDE_023 raw data", "H100-80GB", 1, 81559 / 1024 - 78.48),
+    ("Qwen3.5-9B TP2 baseline write-up", "RTX-4090", 2, 24564 / 1024 - 22.93),
 ]
 
 
@@ -278,6 +365,7 @@ WEIGHTS = [
     ("ajith-sirra-amd/Issues", GLM5_FP8, "MI355X", 8, 1, 89.58, 0.015),
     ("Qwen3-32B Dense BF16 SGLang 4TP write-up", QWEN3_32B, "RTX-5090", 4, 1, 15.50, 0.015),
     ("Qwen3-14B 4x RTX 4090 write-up", QWEN3_14B, "RTX-4090", 4, 1, 7.08, 0.03),
+    ("mystous/vllm_hybrid IDE_023 raw data", QWEN3_30B_FP8, "H100", 1, 1, 29.15, 0.005),
 ]
 
 
