@@ -461,6 +461,16 @@ def test_draft_worker_holds_one_kv_layer_and_no_state() -> None:
     assert len(layout.token_to_kv.allocations) == 1
 
 
+def test_mtp_draft_prices_the_target_pattern_in_its_own_range() -> None:
+    # The draft's range is [0, 1) of Qwen3-Next's pattern; layer 0 is linear attention
+    # ((0 + 1) % 4 != 0), so the cell prices 0 layers and the zero-KV rule gives the context
+    # length (262,144), page-aligned: what SGLang 0.5.23's DefaultPoolConfigurator answers.
+    cfg = configurator(QWEN3_NEXT, tp_size=4, is_draft_worker=True, **MTP)
+    assert cfg.num_layers == 0 and cfg.cell_size_bytes == 0
+    assert cfg.calculate_pool_sizes(40 * GIB, 64).max_total_num_tokens == 262_144
+    assert cfg.pool_layer_num == 1  # the pool still holds the draft's one attention layer
+
+
 # ---- Jamba, reporting, CLI ---------------------------------------------------------------------------
 
 

@@ -120,8 +120,13 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     @cached_property
     def num_layers(self) -> int:
-        """Local softmax-attention layers: the only layers the KV cell prices."""
-        return len(self.cache_layer_ids)
+        """Local softmax-attention layers, the only layers the KV cell prices (sizing.md 5.1): the
+        pattern's ids inside ``[start, end)``. A draft worker's range is ``[0, n)`` of the same
+        pattern (SGLang looks its MTP layers up there), so a Qwen3-Next MTP draft, whose layer 0
+        is linear attention, prices none and takes the zero-KV rule (5.6), while its pool holds
+        one attention layer (:attr:`cache_layer_ids`, built for the adopted target sizes)."""
+        start, end = self.layer_range
+        return sum(1 for i in self.mamba.full_attention_layer_ids if start <= i < end)
 
     @property
     def pool_layer_num(self) -> int:

@@ -132,14 +132,6 @@ def _is_dsv4(case: Mapping[str, Any]) -> bool:
     return any(a.startswith("DeepseekV4") for a in _architectures(case))
 
 
-def _is_mamba_hybrid(case: Mapping[str, Any]) -> bool:
-    config = _hf(case)
-    text = config.get("text_config") or config
-    keys = ("layers_block_type", "hybrid_override_pattern", "linear_attention", "linear_num_value_heads",
-            "mamba_d_state", "mamba_n_heads", "linear_attn_config")
-    return any(k in text for k in keys) or any("Mamba" in a or "Jamba" in a for a in _architectures(case))
-
-
 def _all_swa(case: Mapping[str, Any]) -> bool:
     config = _hf(case)
     text = config.get("language_config") or config.get("text_config") or config
@@ -191,15 +183,6 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         "kvstrategies reports the draft layer's own sizing",
         lambda case: _is_dsv4(case) and bool(case.get("is_draft_worker")),
         (r"^cell_size: ", r"^sizes(_from_max_tokens)?[.:]", r"^sizing_error: "),
-    ),
-    KnownDifference(
-        "mamba-mtp-draft-own-sizing",
-        "a Mamba hybrid's MTP draft worker: SGLang's draft configurator looks the MTP layer up in the target's "
-        "hybrid layer pattern (layer 0 is a linear-attention layer), so its own cell is 0 and its own sizes "
-        "degenerate; kvstrategies prices the draft's one attention layer. The pools (built for the adopted "
-        "target sizes) agree",
-        lambda case: bool(case.get("is_draft_worker")) and _is_mamba_hybrid(case),
-        (r"^cell_size: ", r"^sizes(_from_max_tokens)?[.:]"),
     ),
     KnownDifference(
         "minimax-m3-config-unloadable",
