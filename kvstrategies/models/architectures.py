@@ -145,6 +145,8 @@ class Architecture:
     rules. ``swa_compress``: SWA layers keep their own KV heads / head dims (first entry only).
     ``swa_full_tokens_ratio``: the model's default ratio. ``gemma4_family``: Gemma-4 config rewrite.
     ``linear_attention``: the Mamba-ish family. ``is_draft``: an MTP / NextN / EAGLE draft head.
+    ``draft_architecture``: the row SGLang's ``ModelConfig._config_draft_model`` renames this one to
+    for a draft worker, where that changes the hybrid-SWA layer split (MiMo-V2, Step-3.5).
 
     Launch defaults:
     ``launch_mla`` / ``launch_deepseek_family`` (DSA with ``index_topk``, trtllm_mla rule) /
@@ -179,6 +181,7 @@ class Architecture:
     gemma4_family: bool = False
     linear_attention: LinearAttention | None = None
     is_draft: bool = False
+    draft_architecture: str | None = None
     launch_mla: bool = False
     launch_deepseek_family: bool = False
     launch_dsv4: bool = False
@@ -561,6 +564,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         "MiMoV2FlashForCausalLM",
         hybrid_swa=_SWA,
         swa_layer_split=SWALayerSplit.HYBRID_LAYER_PATTERN,
+        draft_architecture="MiMoV2MTP",
         swa_compress=True,
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
@@ -569,6 +573,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         "MiMoV2ForCausalLM",
         hybrid_swa=_SWA,
         swa_layer_split=SWALayerSplit.HYBRID_LAYER_PATTERN,
+        draft_architecture="MiMoV2MTP",
         swa_compress=True,
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
@@ -658,9 +663,19 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("SarvamMLAForCausalLM", attention=_MLA, launch_mla=True),
     _A("Step3VLForConditionalGeneration", multimodal_opt_in=True),
-    _A("Step3p5ForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES_CAPPED),
+    _A(
+        "Step3p5ForCausalLM",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.LAYER_TYPES_CAPPED,
+        draft_architecture="Step3p5MTP",
+    ),
     _A("Step3p5MTP", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA, is_draft=True),
-    _A("Step3p7ForConditionalGeneration", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES_CAPPED),
+    _A(
+        "Step3p7ForConditionalGeneration",
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.LAYER_TYPES_CAPPED,
+        draft_architecture="Step3p5MTP",
+    ),
     _A("UnlimitedOCRForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.ALL_SWA),
     _A("WhisperForConditionalGeneration", audio_encoder_decoder=True),
     _A("ZayaForCausalLM", mamba_radix=True, mamba_extra_buffer=False),
