@@ -29,23 +29,37 @@ class LayoutError(KVCacheConfigError):
     """
 
     def __init__(
-        self, message: str, configurator: PoolConfigurator, sizes: PoolSizes, sizes_from_max_tokens: PoolSizes | None
+        self,
+        message: str,
+        configurator: PoolConfigurator,
+        sizes: PoolSizes,
+        sizes_from_max_tokens: PoolSizes | None,
+        pool_sizes: PoolSizes | None = None,
+        adopted_sizes: PoolSizes | None = None,
     ) -> None:
         super().__init__(message)
         self.configurator = configurator
         self.sizes = sizes
         self.sizes_from_max_tokens = sizes_from_max_tokens
+        #: what the refused layout was asked for (as :attr:`Plan.pool_sizes`)
+        self.pool_sizes = pool_sizes
+        #: a draft worker's adopted target sizes (as :attr:`Plan.adopted_sizes`)
+        self.adopted_sizes = adopted_sizes
 
 
 def _layout(
-    configurator: PoolConfigurator, pool_sizes: PoolSizes, sizes: PoolSizes, capped: PoolSizes | None
+    configurator: PoolConfigurator,
+    pool_sizes: PoolSizes,
+    sizes: PoolSizes,
+    capped: PoolSizes | None,
+    adopted: PoolSizes | None = None,
 ) -> KVPoolsLayout:
     try:
         return configurator.layout(pool_sizes)
     except LayoutError:
         raise
     except KVCacheConfigError as exc:
-        raise LayoutError(str(exc), configurator, sizes, capped) from exc
+        raise LayoutError(str(exc), configurator, sizes, capped, pool_sizes, adopted) from exc
 
 
 @dataclass(frozen=True)
@@ -257,7 +271,7 @@ def _plan_draft_worker(
         sizes=sizes,
         sizes_from_max_tokens=capped,
         pool_sizes=pool_sizes,
-        layout=_layout(configurator, pool_sizes, sizes, capped),
+        layout=_layout(configurator, pool_sizes, sizes, capped, adopted),
         resolution=resolution,
         adopted_sizes=adopted,
     )

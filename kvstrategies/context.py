@@ -424,9 +424,13 @@ def stage_layer_range(ctx: KVCacheContext) -> tuple[int, int]:
 
 
 def draft_num_layers(ctx: KVCacheContext) -> int:
-    """Layers of a draft worker's model: the EAGLE/MTP draft count, else the MTP layers, else 1."""
+    """Layers of a draft worker's model: the config's MTP layers, else the draft count, else 1.
+
+    SGLang's ``layer_setup._compute_model_num_layers`` takes ``num_nextn_predict_layers`` first
+    for a draft whose config has MTP layers (sizing.md 2.3), whatever the draft count says.
+    """
     spec = ctx.speculative
-    for count in (spec.eagle_draft_num_layers, spec.dflash_draft_num_layers, ctx.geometry.num_nextn_predict_layers):
+    for count in (ctx.geometry.num_nextn_predict_layers, spec.eagle_draft_num_layers, spec.dflash_draft_num_layers):
         if count:
             return count
     return 1

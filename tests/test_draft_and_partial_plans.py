@@ -1,0 +1,52 @@
+"""Differences found by running random cases against SGLang 0.5.23 (each fixed generally).
+
+* a draft worker of an MTP model holds ``num_nextn_predict_layers`` layers (SGLang's
+  ``layer_setup._compute_model_num_layers``), whatever the draft count says;
+* a plan whose layout is refused still reports what the pools were asked for (``pool_sizes``);
+* a hybrid linear model with a speculative algorithm needs ``max_running_requests`` and
+  ``speculative_num_draft_tokens`` even in the PD prefill role (``_handle_max_mamba_cache``
+  asserts both before it branches).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kvstrategies.api import LayoutError, plan
+from kvstrategies.context import draft_num_layers
+from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.report import partial_plan_document
+
+from .helpers import GIB, case_settings
+
+SPEC = {"speculative_num_steps": 1, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 2}
+
+
+def test_mtp_draft_holds_the_configs_mtp_layers() -> None:
+    ctx = case_settings("deepseek-v3", is_draft_worker=True, speculative_algorithm="STANDALONE",
+                        eagle_draft_num_layers=3, page_size=64, **SPEC)  # fmt: skip
+    assert draft_num_layers(ctx) == 1  # DeepSeek-V3: num_nextn_predict_layers = 1
+    planned = plan(ctx, 10 * GIB)
+    # one MLA layer: (kv_lora_rank 512 + rope 64) * 2 B, no draft scaling on a draft worker
+    assert planned.cell_size_bytes == 576 * 2
+    no_mtp = case_settings("llama-3.1-8b", is_draft_worker=True, speculative_algorithm="EAGLE",
+                           eagle_draft_num_layers=3, **SPEC)  # fmt: skip
+    assert draft_num_layers(no_mtp) == 3
+
+
+def test_refused_layout_still_reports_the_requested_pool_sizes() -> None:
+    # DSA pools need page 64 on CUDA; sizing succeeds, the layout is refused
+    ctx = case_settings("glm-5", tp_size=2, page_size=32, kv_cache_dtype="fp8_e5m2")
+    with pytest.raises(LayoutError) as info:
+        plan(ctx, 50 * GIB)
+    document = partial_plan_document(info.value)
+    assert document["pools"] is None
+    assert document["pool_sizes"] == document["sizes"]
+    assert document["pool_sizes"]["max_total_num_tokens"] == info.value.sizes.max_total_num_tokens
+
+
+def test_mamba_speculation_needs_request_cap_in_prefill_role_too() -> None:
+    ctx = case_settings("nemotron-h-8b", page_size=1, disaggregation_mode="prefill",
+                        speculative_algorithm="EAGLE", eagle_draft_num_layers=1, **SPEC)  # fmt: skip
+    with pytest.raises(KVCacheConfigError, match="max_running_requests"):
+        plan(ctx, 40 * GIB)
