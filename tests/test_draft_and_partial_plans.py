@@ -1,7 +1,8 @@
 """Differences found by running random cases against SGLang 0.5.23 (each fixed generally).
 
 * a draft worker of an MTP model holds ``num_nextn_predict_layers`` layers (SGLang's
-  ``layer_setup._compute_model_num_layers``), whatever the draft count says;
+  ``layer_setup._compute_model_num_layers``), whatever the draft count says; without either
+  count it holds every layer of the target checkpoint;
 * a plan whose layout is refused still reports what the pools were asked for (``pool_sizes``);
 * a hybrid linear model with a speculative algorithm needs ``max_running_requests`` and
   ``speculative_num_draft_tokens`` even in the PD prefill role (``_handle_max_mamba_cache``
@@ -32,6 +33,14 @@ def test_mtp_draft_holds_the_configs_mtp_layers() -> None:
     no_mtp = case_settings("llama-3.1-8b", is_draft_worker=True, speculative_algorithm="EAGLE",
                            eagle_draft_num_layers=3, **SPEC)  # fmt: skip
     assert draft_num_layers(no_mtp) == 3
+    # SGLang renames a Qwen3-MoE draft to its one-layer MTP head (num_nextn_predict_layers = 1)
+    qwen = case_settings("qwen3-30b-a3b", is_draft_worker=True, speculative_algorithm="EAGLE",
+                         eagle_draft_num_layers=3, **SPEC)  # fmt: skip
+    assert draft_num_layers(qwen) == 1
+    # no count and no MTP layers: the draft is the target checkpoint, every layer of it
+    whole = case_settings("mistral-7b", is_draft_worker=True, speculative_algorithm="STANDALONE", **SPEC)
+    assert draft_num_layers(whole) == 32
+    assert plan(whole, 10 * GIB).cell_size_bytes == 32 * 8 * (128 + 128) * 2
 
 
 def test_refused_layout_still_reports_the_requested_pool_sizes() -> None:
