@@ -59,3 +59,16 @@ def test_mamba_speculation_needs_request_cap_in_prefill_role_too() -> None:
                         speculative_algorithm="EAGLE", eagle_draft_num_layers=1, **SPEC)  # fmt: skip
     with pytest.raises(KVCacheConfigError, match="max_running_requests"):
         plan(ctx, 40 * GIB)
+
+
+def test_draft_whose_pool_is_refused_reports_its_own_sizing_and_the_adopted_sizes() -> None:
+    # the target's DSA pool is refused at page 32 too: the draft still adopts the target's sizes
+    ctx = case_settings("deepseek-v3.2", page_size=32, kv_cache_dtype="fp8_e4m3", is_draft_worker=True,
+                        speculative_algorithm="EAGLE", eagle_draft_num_layers=1, **SPEC)  # fmt: skip
+    with pytest.raises(LayoutError) as info:
+        plan(ctx, 100 * GIB)
+    document = partial_plan_document(info.value)
+    # the draft's one layer: FP8 MLA row 656 B + DSA index key 128 + 4 scale B = 788 B
+    assert document["cell_size"] == 788
+    assert document["adopted_sizes"]["max_total_num_tokens"] < document["sizes"]["max_total_num_tokens"]
+    assert document["pool_sizes"] == document["adopted_sizes"]
