@@ -16,6 +16,7 @@ import pytest
 from kvstrategies.api import LayoutError, plan
 from kvstrategies.context import draft_num_layers
 from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.presets import load_preset_config
 from kvstrategies.report import partial_plan_document
 
 from .helpers import GIB, case_settings
@@ -72,3 +73,17 @@ def test_draft_whose_pool_is_refused_reports_its_own_sizing_and_the_adopted_size
     assert document["cell_size"] == 788
     assert document["adopted_sizes"]["max_total_num_tokens"] < document["sizes"]["max_total_num_tokens"]
     assert document["pool_sizes"] == document["adopted_sizes"]
+
+
+def test_nemotron_h_mtp_draft_is_a_plain_attention_model() -> None:
+    """NemotronHConfig's default MTP pattern ``*E`` has no Mamba layer (SGLang's
+    ``hybrid_arch.mamba2_config`` returns None for that draft): Default strategy, MHA pool."""
+    fields = {"speculative_algorithm": "EAGLE", "max_running_requests": 64, **SPEC}
+    draft = plan(case_settings("nemotron-h-8b", is_draft_worker=True, **fields), 10 * GIB)
+    assert type(draft.configurator).__name__ == "DefaultPoolConfigurator"
+    assert draft.layout.token_to_kv.pool_class == "MHATokenToKVPool"
+    # one attention layer: 8 KV heads * (128 + 128) * 2 B
+    assert draft.cell_size_bytes == 8 * 256 * 2
+    with_mamba = load_preset_config("nemotron-h-8b") | {"mtp_hybrid_override_pattern": "M*"}
+    assert type(plan(case_settings(with_mamba, is_draft_worker=True, **fields), 10 * GIB).configurator).__name__ \
+        == "HybridLinearPoolConfigurator"

@@ -101,7 +101,11 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
         # a Mamba-ish model that is also hybrid SWA (Inkling) goes to HybridSWA (sizing.md 9)
-        return ctx.geometry.mamba is not None and not is_hybrid_swa(ctx)
+        # a draft without Mamba layers (Nemotron-H's MTP head) is a plain attention model to SGLang
+        mamba = ctx.geometry.mamba
+        if mamba is None or (ctx.is_draft_worker and mamba.draft_without_state):
+            return False
+        return not is_hybrid_swa(ctx)
 
     @property
     def mamba(self) -> MambaGeometry:
