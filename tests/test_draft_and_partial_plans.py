@@ -87,3 +87,19 @@ def test_nemotron_h_mtp_draft_is_a_plain_attention_model() -> None:
     with_mamba = load_preset_config("nemotron-h-8b") | {"mtp_hybrid_override_pattern": "M*"}
     assert type(plan(case_settings(with_mamba, is_draft_worker=True, **fields), 10 * GIB).configurator).__name__ \
         == "HybridLinearPoolConfigurator"
+
+
+def test_dsv4_without_hybrid_swa_memory_keeps_state_dtypes_and_has_no_pool() -> None:
+    """SGLang's _derive_pool_sizes sets the compression-state dtypes for every DeepSeek-V4 model;
+    its pool builder then builds the DSV4 pool, which cannot be built without hybrid sizes."""
+    ctx = case_settings("deepseek-v4-flash", page_size=256, kv_cache_dtype="fp8_e4m3", disable_hybrid_swa_memory=True)
+    with pytest.raises(LayoutError, match="disable_hybrid_swa_memory") as info:
+        plan(ctx, 50 * GIB)
+    document = partial_plan_document(info.value)
+    assert document["configurator"] == "DefaultPoolConfigurator"
+    assert (document["sizes"]["c4_state_dtype"], document["sizes"]["c128_state_dtype"]) == ("float32", "float32")
+    bf16 = case_settings("deepseek-v4-flash", page_size=256, kv_cache_dtype="fp8_e4m3", disable_hybrid_swa_memory=True,
+                         env={"SGLANG_DSV4_COMPRESS_STATE_DTYPE": "bf16"})  # fmt: skip
+    with pytest.raises(LayoutError) as info:
+        plan(bf16, 50 * GIB)
+    assert info.value.sizes.c4_state_dtype == "bfloat16"
