@@ -91,3 +91,15 @@ def test_draft_pools_build_exactly_as_laid_out(preset: str) -> None:
     planned = plan(ctx, 20 * GIB, pool_max_tokens=65536)
     pools = build(planned, "meta")
     assert pools.token_to_kv_pool.allocated_bytes == planned.layout.token_to_kv.planned_bytes
+
+
+def test_dcp_draft_pools_span_the_widened_ids_at_the_widened_page() -> None:
+    """Under DCP the draft indexes the target allocator's ids directly: sizes x dcp, page x dcp,
+    and its heads ignore DCP (8 KV heads at TP4 -> 2; the target keeps 8 // (4 // 4) = 8)."""
+    ctx = case_settings(GPT_OSS, tp_size=4, dcp_size=4, page_size=64, kv_cache_dtype="fp8_e4m3",
+                        is_draft_worker=True, eagle_draft_num_layers=1, **SPEC)  # fmt: skip
+    planned = plan(ctx, 12 * GIB, pool_max_tokens=65536)
+    full, swa = 65536, int(65536 * 0.8) // 64 * 64  # the target's what-if sizes
+    assert planned.pool_sizes.full_max_total_num_tokens == full * 4
+    assert planned.pool_sizes.swa_max_total_num_tokens == swa * 4
+    assert _buffers(planned)["swa.k_buffer[0]"] == ((swa * 4 + 256, 2, 64), "uint8")  # FP8 stored as uint8
