@@ -29,23 +29,37 @@ class LayoutError(KVCacheConfigError):
     """
 
     def __init__(
-        self, message: str, configurator: PoolConfigurator, sizes: PoolSizes, sizes_from_max_tokens: PoolSizes | None
+        self,
+        message: str,
+        configurator: PoolConfigurator,
+        sizes: PoolSizes,
+        sizes_from_max_tokens: PoolSizes | None,
+        pool_sizes: PoolSizes | None = None,
+        adopted_sizes: PoolSizes | None = None,
     ) -> None:
         super().__init__(message)
         self.configurator = configurator
         self.sizes = sizes
         self.sizes_from_max_tokens = sizes_from_max_tokens
+        #: what the refused layout was asked for (as :attr:`Plan.pool_sizes`)
+        self.pool_sizes = pool_sizes
+        #: a draft worker's adopted target sizes (as :attr:`Plan.adopted_sizes`)
+        self.adopted_sizes = adopted_sizes
 
 
 def _layout(
-    configurator: PoolConfigurator, pool_sizes: PoolSizes, sizes: PoolSizes, capped: PoolSizes | None
+    configurator: PoolConfigurator,
+    pool_sizes: PoolSizes,
+    sizes: PoolSizes,
+    capped: PoolSizes | None,
+    adopted: PoolSizes | None = None,
 ) -> KVPoolsLayout:
     try:
         return configurator.layout(pool_sizes)
     except LayoutError:
         raise
     except KVCacheConfigError as exc:
-        raise LayoutError(str(exc), configurator, sizes, capped) from exc
+        raise LayoutError(str(exc), configurator, sizes, capped, pool_sizes, adopted) from exc
 
 
 @dataclass(frozen=True)
@@ -124,6 +138,39 @@ def plan(
             pool_max_running_requests=pool_max_running_requests,
             pool_max_mamba_cache_size=pool_max_mamba_cache_size,
         )
+    target = _size_target(ctx, available_bytes, max_tokens, pool_max_tokens, pool_max_running_requests,
+                          pool_max_mamba_cache_size)  # fmt: skip
+    configurator = target.resolution.configurator
+    return Plan(
+        configurator=configurator,
+        available_bytes=available_bytes,
+        sizes=target.sizes,
+        sizes_from_max_tokens=target.capped,
+        pool_sizes=target.pool_sizes,
+        layout=_layout(configurator, target.pool_sizes, target.sizes, target.capped),
+        resolution=target.resolution,
+    )
+
+
+@dataclass(frozen=True)
+class _TargetSizes:
+    """A target rank's sizes before any layout: what :func:`plan` lays out and a draft adopts."""
+
+    resolution: Resolution
+    sizes: PoolSizes
+    capped: PoolSizes | None
+    pool_sizes: PoolSizes
+
+
+def _size_target(
+    ctx: KVCacheContext,
+    available_bytes: int,
+    max_tokens: int | None,
+    pool_max_tokens: int | None,
+    pool_max_running_requests: int,
+    pool_max_mamba_cache_size: int | None,
+) -> _TargetSizes:
+    """Resolve, size and finalise a (non-draft) rank; the pools are not laid out here."""
     resolution = resolve(ctx, available_bytes)
     configurator = resolution.configurator
     reservation = reserve_state(configurator, available_bytes)
@@ -142,15 +189,7 @@ def plan(
         pool_sizes = configurator.finalize_with_max_running_requests(
             what_if.replace(max_running_requests=pool_max_running_requests)
         )
-    return Plan(
-        configurator=configurator,
-        available_bytes=available_bytes,
-        sizes=sizes,
-        sizes_from_max_tokens=capped,
-        pool_sizes=pool_sizes,
-        layout=_layout(configurator, pool_sizes, sizes, capped),
-        resolution=resolution,
-    )
+    return _TargetSizes(resolution, sizes, capped, pool_sizes)
 
 
 _CONTEXT_FIELDS = (
@@ -233,21 +272,16 @@ def _plan_draft_worker(
     strategy (``derive_draft_sizes``: DCP widening, DSV4's zeroed compressed pools) into
     ``adopted_sizes``, and the draft's pools are laid out for those.
     """
-    target = plan(
-        ctx.target_context(),
-        available_bytes,
-        max_tokens=max_tokens,
-        pool_max_tokens=pool_max_tokens,
-        pool_max_running_requests=pool_max_running_requests,
-        pool_max_mamba_cache_size=pool_max_mamba_cache_size,
-    )
+    # the target's sizes only: a target whose own pool layout is refused still hands them over
+    target = _size_target(ctx.target_context(), available_bytes, max_tokens, pool_max_tokens,
+                          pool_max_running_requests, pool_max_mamba_cache_size)  # fmt: skip
     configurator = select_configurator(ctx)
     reservation = reserve_state(configurator, available_bytes)
     sizes = finalize(configurator, profiled_sizes(configurator, reservation))
     capped = None
     if max_tokens is not None:
         capped = finalize(configurator, sizes_for_max_tokens(configurator, max_tokens, reservation))
-    adopted = configurator.derive_draft_sizes(target.sizes_from_max_tokens or target.sizes)
+    adopted = configurator.derive_draft_sizes(target.capped or target.sizes)
     final = configurator.derive_draft_sizes(target.resolution.sizes)
     resolution = Resolution(configurator, available_bytes, target.resolution.reservation, sizes, final, None)
     pool_sizes = configurator.derive_draft_sizes(target.pool_sizes)
@@ -257,7 +291,7 @@ def _plan_draft_worker(
         sizes=sizes,
         sizes_from_max_tokens=capped,
         pool_sizes=pool_sizes,
-        layout=_layout(configurator, pool_sizes, sizes, capped),
+        layout=_layout(configurator, pool_sizes, sizes, capped, adopted),
         resolution=resolution,
         adopted_sizes=adopted,
     )

@@ -424,12 +424,22 @@ def stage_layer_range(ctx: KVCacheContext) -> tuple[int, int]:
 
 
 def draft_num_layers(ctx: KVCacheContext) -> int:
-    """Layers of a draft worker's model: the EAGLE/MTP draft count, else the MTP layers, else 1."""
+    """Layers of a draft worker's model: the config's MTP layers, else the draft count, else all.
+
+    SGLang's ``layer_setup._compute_model_num_layers`` takes ``num_nextn_predict_layers`` first
+    for a draft whose config has MTP layers (sizing.md 2.3), whatever the draft count says, after
+    ``ModelConfig._config_draft_model`` renamed some architectures to one-layer MTP heads
+    (``geometry.draft_num_layers``); a draft with no count of its own is the target checkpoint
+    itself (``num_pp_layers`` layers).
+    """
     spec = ctx.speculative
-    for count in (spec.eagle_draft_num_layers, spec.dflash_draft_num_layers, ctx.geometry.num_nextn_predict_layers):
+    geometry = ctx.geometry
+    counts = (geometry.draft_num_layers, geometry.num_nextn_predict_layers, spec.eagle_draft_num_layers,
+              spec.dflash_draft_num_layers)  # fmt: skip
+    for count in counts:
         if count:
             return count
-    return 1
+    return ctx.geometry.num_pp_layers
 
 
 def num_effective_layers(ctx: KVCacheContext) -> int:

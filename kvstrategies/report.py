@@ -93,9 +93,11 @@ def partial_plan_document(error: LayoutError) -> dict[str, Any]:
         "cell_size": _cell(error.configurator.cell_size_bytes),
         "sizes": error.sizes.to_dict(),
         "sizes_from_max_tokens": _sizes_or_none(error.sizes_from_max_tokens),
+        "pool_sizes": _sizes_or_none(error.pool_sizes),
         "pools": None,
         "allocations": None,
         "planned_bytes": None,
         "allocated_bytes": None,
         "layout_error": str(error),
+        **({} if error.adopted_sizes is None else {"adopted_sizes": error.adopted_sizes.to_dict()}),
     }

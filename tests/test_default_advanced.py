@@ -286,7 +286,8 @@ def test_dsa_pool_dcp_target_and_draft() -> None:
     draft = what_if(V32, kv_cache_dtype="fp8_e4m3", page_size=64, tp_size=8, dcp_size=2,
                     speculative_algorithm="EAGLE", is_draft_worker=True).layout.token_to_kv
     # DCP draft: 2,048 ids, pool page 128, index page 128 / 2 = 64; (2,048 + 128 + 1) // 128 = 17
-    assert [b.shape for b in draft.buffers] == [(2_176, 1, 656), (17, 8_448)]
+    # rows of 128 / kpool 1 = 128 keys (two 64-key kernel pages, SGLang's IndexKeyCache): 128 * 132 B
+    assert [b.shape for b in draft.buffers] == [(2_176, 1, 656), (17, 16_896)]
 
 
 def test_dsa_mtp_draft_worker_indexes_every_layer() -> None:

@@ -30,7 +30,7 @@ from kvstrategies.sizing import validate_swa_pool_size
 from kvstrategies.strategies.builtin import BUILTIN_ORDER
 from kvstrategies.strategies.default import DefaultPoolConfigurator
 from kvstrategies.strategies.dsv4 import DSV4PoolConfigurator
-from kvstrategies.strategies.hybrid_swa import HybridSWAPoolConfigurator, SWAChunkCapPoolConfigurator
+from kvstrategies.strategies.hybrid_swa import DraftLayers, HybridSWAPoolConfigurator, SWAChunkCapPoolConfigurator
 
 from .helpers import GIB, case_settings
 
@@ -585,9 +585,14 @@ def test_hybrid_swa_with_mamba_layers_is_rejected_not_mispriced() -> None:
         select_configurator(case_settings(config, page_size=64))
 
 
-def test_draft_worker_is_not_planned_alone() -> None:
-    with pytest.raises(UnsupportedConfigurationError, match="target"):
-        select_configurator(case_settings(GPT_OSS, page_size=64, is_draft_worker=True))
+def test_draft_worker_is_sized_as_its_own_model() -> None:
+    """A draft worker prices only its own D layers (no draft scaling) and is planned (resolve.md 8)."""
+    cfg = hybrid(GPT_OSS, page_size=64, is_draft_worker=True, speculative_algorithm="EAGLE3",
+                 eagle_draft_num_layers=2, tp_size=2)  # fmt: skip
+    assert (cfg.full_layer_ids, cfg.swa_layer_ids) == ((1,), (0,))  # layer_types[0:2] = sliding, full
+    assert cfg.draft_layers == DraftLayers()
+    # full_pt = swa_pt = 4 heads (8 // TP2) * (64 + 64) * 2 B = 1024; cell = 1024 + 0.8 * 1024
+    assert cfg.cell_size_bytes == 1024 + 0.8 * 1024
 
 
 def test_sizes_without_sub_pools_cannot_be_laid_out() -> None:

@@ -345,6 +345,26 @@ def test_dsa_index_k_packing_order() -> None:
         pool.set_index_k_scale_buffer(4, loc, keys, scales)
 
 
+def test_dsa_dcp_replicated_rows_hold_two_kernel_pages() -> None:
+    """A DCP-2 draft's stored rows hold P = 128 keys, written as two 64-key kernel pages
+    (SGLang's IndexKeyCache._kernel_view): location 70 is kernel page 1, the second half of row 0."""
+    index = DSAIndexGeometry(size=128, page_size=128, index_head_dim=128, dcp_size=2, dcp_replicated=True)
+    layout = dsa_layout(size=128, page_size=128, kv_cache_dim=164, layer_num=1, store_dtype=DType.UINT8,
+                        index=index, skip_topk_layers=(False,))  # fmt: skip
+    pool = typed_pool(build_pool(layout, "cpu"), binding(DType.FLOAT8_E4M3FN, start=3, kv_lora_rank=128,
+                                                        qk_rope_head_dim=16))  # fmt: skip
+    assert isinstance(pool, DSATokenToKVPool)
+    stored = pool.get_index_k_with_scale_buffer(3)
+    assert stored.shape == (2, 128 * 132)
+    keys = torch.full((1, 128), 2.0).to(torch.float8_e4m3fn)
+    pool.set_index_k_scale_buffer(3, torch.tensor([70]), keys, torch.tensor([2.0]))
+    page = 64 * 132  # kernel page 1 starts half-way through stored row 0
+    assert torch.equal(stored[0, page + 6 * 128 : page + 7 * 128], keys.view(torch.uint8)[0])
+    assert stored[0, page + 64 * 128 + 6 * 4 : page + 64 * 128 + 7 * 4].tolist() == [0x00, 0x00, 0x00, 0x40]
+    got_k, got_s = pool.get_index_k_scale(3, torch.tensor([70]))
+    assert torch.equal(got_k.view(torch.uint8), keys.view(torch.uint8)) and got_s.tolist() == [2.0]
+
+
 def test_dsa_fused_index_k_and_move() -> None:
     pool = dsa_pool(BF16, packed=False)
     assert not pool.packed_fp8

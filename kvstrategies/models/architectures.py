@@ -145,6 +145,10 @@ class Architecture:
     rules. ``swa_compress``: SWA layers keep their own KV heads / head dims (first entry only).
     ``swa_full_tokens_ratio``: the model's default ratio. ``gemma4_family``: Gemma-4 config rewrite.
     ``linear_attention``: the Mamba-ish family. ``is_draft``: an MTP / NextN / EAGLE draft head.
+    ``draft_architecture``: the row SGLang's ``ModelConfig._config_draft_model`` renames this one to
+    for a draft worker, where that changes the hybrid-SWA layer split (MiMo-V2, Step-3.5).
+    ``draft_num_layers``: the layers that renamed draft holds whatever the config says (its
+    ``num_nextn_predict_layers`` set to 1, or a one-layer MTP head: ``_compute_model_num_layers``).
 
     Launch defaults:
     ``launch_mla`` / ``launch_deepseek_family`` (DSA with ``index_topk``, trtllm_mla rule) /
@@ -179,6 +183,8 @@ class Architecture:
     gemma4_family: bool = False
     linear_attention: LinearAttention | None = None
     is_draft: bool = False
+    draft_architecture: str | None = None
+    draft_num_layers: int | None = None
     launch_mla: bool = False
     launch_deepseek_family: bool = False
     launch_dsv4: bool = False
@@ -461,7 +467,14 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("GraniteSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
     _A("Grok1ForCausalLM", wide_speculative_defaults=True),
     _A("Grok1VForCausalLM", wide_speculative_defaults=True, sglang_model=_RULE_ONLY),
-    _A("HYV4ForCausalLM", attention=_MLA, dsa_if_index_topk=True, launch_mla=True, launch_deepseek_family=True),
+    _A(
+        "HYV4ForCausalLM",
+        draft_num_layers=1,
+        attention=_MLA,
+        dsa_if_index_topk=True,
+        launch_mla=True,
+        launch_deepseek_family=True,
+    ),
     _A("HYV4ForCausalLMNextN", attention=_MLA, dsa_if_index_topk=True, is_draft=True),
     _A("IQuestQ1ForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
     _A(
@@ -559,16 +572,20 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "MiMoV2FlashForCausalLM",
+        draft_num_layers=1,
         hybrid_swa=_SWA,
         swa_layer_split=SWALayerSplit.HYBRID_LAYER_PATTERN,
+        draft_architecture="MiMoV2MTP",
         swa_compress=True,
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
     ),
     _A(
         "MiMoV2ForCausalLM",
+        draft_num_layers=1,
         hybrid_swa=_SWA,
         swa_layer_split=SWALayerSplit.HYBRID_LAYER_PATTERN,
+        draft_architecture="MiMoV2MTP",
         swa_compress=True,
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
@@ -606,6 +623,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "NemotronHForCausalLM",
+        draft_num_layers=1,
         linear_attention=LinearAttention.NEMOTRON_H,
         mamba_radix=True,
         launch_backend_rule=LaunchBackendRule.NEMOTRON_H,
@@ -623,21 +641,24 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("Qwen2ForCausalLM"),
     _A("Qwen3ForCausalLM"),
-    _A("Qwen3MoeForCausalLM"),
+    _A("Qwen3MoeForCausalLM", draft_num_layers=1),
     _A(
         "Qwen3NextForCausalLM",
+        draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
         launch_backend_rule=LaunchBackendRule.QWEN3_NEXT,
     ),
     _A(
         "Qwen3_5ForCausalLM",
+        draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
         launch_backend_rule=LaunchBackendRule.QWEN3_NEXT,
     ),
     _A(
         "Qwen3_5ForConditionalGeneration",
+        draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
         breakable_multimodal=True,
@@ -645,12 +666,14 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "Qwen3_5MoeForCausalLM",
+        draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
         launch_backend_rule=LaunchBackendRule.QWEN3_NEXT,
     ),
     _A(
         "Qwen3_5MoeForConditionalGeneration",
+        draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
         breakable_multimodal=True,
@@ -658,9 +681,21 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("SarvamMLAForCausalLM", attention=_MLA, launch_mla=True),
     _A("Step3VLForConditionalGeneration", multimodal_opt_in=True),
-    _A("Step3p5ForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES_CAPPED),
+    _A(
+        "Step3p5ForCausalLM",
+        draft_num_layers=1,
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.LAYER_TYPES_CAPPED,
+        draft_architecture="Step3p5MTP",
+    ),
     _A("Step3p5MTP", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA, is_draft=True),
-    _A("Step3p7ForConditionalGeneration", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES_CAPPED),
+    _A(
+        "Step3p7ForConditionalGeneration",
+        draft_num_layers=1,
+        hybrid_swa=_SWA,
+        swa_layer_split=SWALayerSplit.LAYER_TYPES_CAPPED,
+        draft_architecture="Step3p5MTP",
+    ),
     _A("UnlimitedOCRForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.ALL_SWA),
     _A("WhisperForConditionalGeneration", audio_encoder_decoder=True),
     _A("ZayaForCausalLM", mamba_radix=True, mamba_extra_buffer=False),

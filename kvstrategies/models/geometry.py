@@ -124,6 +124,9 @@ class ModelGeometry:
     swa_total_num_kv_heads: int | None = None
     loop_num: int = 1
     num_nextn_predict_layers: int | None = None
+    #: layers SGLang's draft worker of this model holds whatever the config says (its draft
+    #: architecture rename: Qwen3-MoE / MiMo-V2 MTP heads hold 1); None: no such rename
+    draft_num_layers: int | None = None
     checkpoint_kv_fp8: bool = False
     quantization: str | None = None
     is_multimodal: bool = False
@@ -152,6 +155,7 @@ class ModelGeometry:
         for name in ("swa_head_dim", "swa_v_head_dim", "swa_total_num_kv_heads"):
             check_opt_int(getattr(self, name), f"geometry.{name}", minimum=1, maximum=MAX_CONFIG_INT, fix=fix)
         check_opt_int(self.num_nextn_predict_layers, "geometry.num_nextn_predict_layers", maximum=MAX_LAYERS, fix=fix)
+        check_opt_int(self.draft_num_layers, "geometry.draft_num_layers", minimum=1, maximum=MAX_LAYERS, fix=fix)
         check_instance(self.model_dtype, DType, "geometry.model_dtype", "use DType.from_name(name)")
         check_instance(self.attention_arch, AttentionArch, "geometry.attention_arch", fix)
         if self.attention_arch is AttentionArch.MLA and not isinstance(self.mla, MLADims):

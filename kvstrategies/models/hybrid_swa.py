@@ -23,6 +23,7 @@ class HybridSWAGeometry:
     dims (``swa_*`` of :class:`ModelGeometry`). DeepSeek-V4 (``is_deepseek_v4``) carries no id
     lists: its layer split is ``compress_ratios`` (its own strategy). ``mtp_local_layer_ids``:
     draft depths stored at SWA geometry with full capacity (sizing.md 6.2 ``dSF``).
+    ``draft_layer_ids``: a draft worker's own split when SGLang renames the draft's architecture.
     ``mla_scale_dims`` = ``(full D, full Dv, swa D, swa Dv)`` of the MXFP8 scale term of an MLA
     model (quirk 3), None for MHA models.
     """
@@ -35,6 +36,10 @@ class HybridSWAGeometry:
     mtp_local_layer_ids: tuple[int, ...] | None = None
     is_deepseek_v4: bool = False
     mla_scale_dims: tuple[int, int, int, int] | None = None
+    #: ``(full, swa)`` layer ids of the model SGLang loads for a draft worker when its draft
+    #: architecture splits layers its own way (MiMo-V2 / Step-3.5 MTP: one SWA layer); None: the
+    #: draft's layers are ``[0, D)`` of this split
+    draft_layer_ids: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
     def __post_init__(self) -> None:
         check_int_tuple(self.full_attention_layer_ids, "hybrid_swa.full_attention_layer_ids", maximum=MAX_LAYERS)
@@ -45,6 +50,9 @@ class HybridSWAGeometry:
             check_int_tuple(self.mtp_local_layer_ids, "hybrid_swa.mtp_local_layer_ids", maximum=MAX_LAYERS)
         if self.mla_scale_dims is not None:
             check_int_tuple(self.mla_scale_dims, "hybrid_swa.mla_scale_dims", maximum=MAX_CONFIG_INT)
+        if self.draft_layer_ids is not None:
+            check_int_tuple(self.draft_layer_ids[0], "hybrid_swa.draft_layer_ids[0]", maximum=MAX_LAYERS)
+            check_int_tuple(self.draft_layer_ids[1], "hybrid_swa.draft_layer_ids[1]", maximum=MAX_LAYERS)
         check_bool(self.is_compress_model, "hybrid_swa.is_compress_model")
         check_bool(self.is_deepseek_v4, "hybrid_swa.is_deepseek_v4")
 

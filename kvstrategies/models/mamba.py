@@ -168,6 +168,9 @@ class MambaGeometry:
     mamba_layer_ids: tuple[int, ...]
     ssm_dtype: DType = DType.FLOAT32
     sglang_generic_fallback: bool = False
+    #: the model's MTP draft worker holds no linear-attention layer (Nemotron-H's default MTP
+    #: pattern): SGLang sizes and builds that draft as a plain attention model
+    draft_without_state: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.family, str):
@@ -183,6 +186,7 @@ class MambaGeometry:
             )
         check_instance(self.ssm_dtype, DType, "mamba.ssm_dtype", "use DType.from_name(name)")
         check_bool(self.sglang_generic_fallback, "mamba.sglang_generic_fallback")
+        check_bool(self.draft_without_state, "mamba.draft_without_state")
 
     @property
     def kind(self) -> MixerKind:

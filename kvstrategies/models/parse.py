@@ -230,6 +230,7 @@ def parse_base(root: ConfigDict) -> ModelGeometry:
         mla=_mla_dims(archs, text) if use_mla else None,
         loop_num=_loop_num(text, num_layers),
         num_nextn_predict_layers=get_opt_int(text, "num_nextn_predict_layers"),
+        draft_num_layers=next((r.draft_num_layers for r in rows_for(archs[:1]) if r.draft_num_layers), None),
         checkpoint_kv_fp8=kv_fp8,
         quantization=quantization,
         is_multimodal=any(root.get(k) is not None for k in _MULTIMODAL_KEYS),

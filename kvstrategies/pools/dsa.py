@@ -72,8 +72,13 @@ class DSAIndexGeometry:
 
     @property
     def page_bytes(self) -> int:
-        """One index row: ``index_page_size`` keys then their scales."""
-        return self.index_page_size * index_k_row_bytes(self.index_head_dim)
+        """One stored row: ``P / index_kpool`` keys then their scales.
+
+        A DCP-replicated draft row holds ``dcp`` kernel pages of ``index_page_size`` keys
+        (SGLang's ``IndexKeyCache._buffer_shape`` / ``_kernel_view``): P 128, DCP 2 -> 128 keys a
+        row, viewed as two 64-key pages. Otherwise one row is one index page.
+        """
+        return self.page_size // self.index_kpool * index_k_row_bytes(self.index_head_dim)
 
 
 def validate_index_page_size(index_page_size: int, *, is_hip: bool) -> None:

@@ -83,17 +83,20 @@ def swa_kv_pool_layout(
     full_attention_layer_ids: Sequence[int],
     swa_attention_layer_ids: Sequence[int],
     allocator_page_size: int | None = None,
+    owns_mapping: bool = True,
 ) -> PoolLayout:
     """``SWAKVPool`` over two sub-pool layouts, plus the full-to-SWA index mapping.
 
     ``full_attention_layer_ids`` / ``swa_attention_layer_ids`` are this stage's global ids, in
     order: the ``i``-th id is dense layer ``i`` of its sub-pool. ``allocator_page_size`` (the
-    scheduler page size, default ``page_size``) sizes the mapping.
+    scheduler page size, default ``page_size``) sizes the mapping. ``owns_mapping`` false (a
+    draft worker): the pool registers the *target* allocator's mapping, so it is not listed here.
     """
     mapping_page = page_size if allocator_page_size is None else allocator_page_size
     length = full_to_swa_mapping_length(size, size_swa, mapping_page)
     mapping = BufferSpec(MAPPING_NAME, (length,), DType.INT64, role=BufferRole.INDEX)
-    combined = combine(SWA_KV_POOL, {"full": full, "swa": swa}, extra=(mapping,))
+    extra = (mapping,) if owns_mapping else ()
+    combined = combine(SWA_KV_POOL, {"full": full, "swa": swa}, extra=extra)
     layers = sorted(
         [(g, f"full[{i}]") for i, g in enumerate(full_attention_layer_ids)]
         + [(g, f"swa[{i}]") for i, g in enumerate(swa_attention_layer_ids)]
@@ -106,6 +109,7 @@ def swa_kv_pool_layout(
         ("swa_attention_layer_ids", _ids(swa_attention_layer_ids)),
         *((f"layers_mapping[{g}]", where) for g, where in layers),
         ("allocator_class", PURE_SWA_ALLOCATOR if size == 0 else SWA_ALLOCATOR),
+        *(() if owns_mapping else (("index_mapping", "the target allocator's"),)),
         *combined.attributes,
     )
     return PoolLayout(SWA_KV_POOL, combined.buffers, attributes)

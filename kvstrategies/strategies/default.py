@@ -315,6 +315,15 @@ class DefaultPoolConfigurator(PoolConfigurator):
         require_positive_tokens(tokens)
         return PoolSizes(max_total_num_tokens=tokens)
 
+    def finalize_with_max_running_requests(self, sizes: PoolSizes) -> PoolSizes:
+        """A DeepSeek-V4 model sized here (hybrid-SWA memory disabled) still carries the
+        compression-state dtypes: SGLang's ``_derive_pool_sizes`` sets them for every DSV4 model
+        (``SGLANG_DSV4_COMPRESS_STATE_DTYPE``, float32 by default; resolve.md 6)."""
+        if self.ctx.geometry.dsv4 is None:
+            return sizes
+        name = self.ctx.knobs.dsv4_compress_state_dtype.torch_name
+        return sizes.replace(c4_state_dtype=name, c128_state_dtype=name)
+
     # ---- pools (builders.md 4, 5.1, 5.2) -------------------------------------------------
     @property
     def loc_space_scale(self) -> int:
@@ -337,6 +346,14 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
         """builders.md 4 rows 7-9 and 11-13, for a non-Mamba, non-SWA model."""
         geometry = self.ctx.geometry
+        if geometry.dsv4 is not None:
+            # SGLang's KVCacheConfigurator._build_token_to_kv_pool builds the DeepSeek-V4 pool for every
+            # DSV4 model; without hybrid-SWA memory it has no full/SWA sizes and cannot be built
+            raise UnsupportedConfigurationError(
+                "DeepSeek-V4 with disable_hybrid_swa_memory has no pool SGLang can build: its DeepSeek-V4 "
+                "pool (KVCacheConfigurator._build_dsv4_kv_pool) needs the hybrid full/SWA sizes; leave "
+                "hybrid-SWA memory on"
+            )
         if geometry.use_mla:
             if geometry.dsa is not None:
                 return self.dsa_layout(sizes)

@@ -101,7 +101,11 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
         # a Mamba-ish model that is also hybrid SWA (Inkling) goes to HybridSWA (sizing.md 9)
-        return ctx.geometry.mamba is not None and not is_hybrid_swa(ctx)
+        # a draft without Mamba layers (Nemotron-H's MTP head) is a plain attention model to SGLang
+        mamba = ctx.geometry.mamba
+        if mamba is None or (ctx.is_draft_worker and mamba.draft_without_state):
+            return False
+        return not is_hybrid_swa(ctx)
 
     @property
     def mamba(self) -> MambaGeometry:
@@ -264,7 +268,10 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         dp = self.ctx.parallel.attn_dp_size
         mrr = sched.max_running_requests
         spec_gib = 0.0
-        draft_tokens, spec_mrr = self._spec_inputs() if self.reserves_spec else (0, 0)
+        # SGLang asserts both inputs whenever a speculative algorithm is set, also where no per-token
+        # state is reserved (PD prefill role): _handle_max_mamba_cache checks before branching
+        spec_inputs = self._spec_inputs() if self.ctx.speculative.enabled else (0, 0)
+        draft_tokens, spec_mrr = spec_inputs if self.reserves_spec else (0, 0)
         if sched.max_mamba_cache_size is not None:
             branch = "A"
             slots = sched.max_mamba_cache_size // dp

@@ -23,8 +23,12 @@ Pools: ``SWAKVPool`` (:mod:`kvstrategies.pools.swa`) of two MHA / MXFP8 pools (b
 row 10), two ``NPUMHATokenToKVPool`` on an Ascend NPU (row 2), or, for MLA models, a DSA / MLA full
 pool and an MLA SWA pool at the scheduler page size (row 6).
 
-Decisions: FP4 KV dtypes are rejected (README OPEN-B3); a hybrid-SWA *draft worker* is rejected
-(SGLang never runs a configurator there: the draft takes the target's sizes, resolve.md 8); a
+Draft workers (resolve.md 6, 8): a draft's own sizing prices only its own layers (``[0, D)`` of the
+split, or the renamed MTP head's: MiMoV2MTP holds SWA layer 0) with no draft scaling; its pools
+are built for the target's sizes (``adopted_sizes``) at ``page_size * loc_space_scale`` and register
+the target allocator's ``full_to_swa_index_mapping`` (not listed as the draft's).
+
+Decisions: FP4 KV dtypes are rejected (README OPEN-B3); a
 hybrid-SWA model with Mamba layers (Inkling with Mamba parameters) is rejected until the Mamba
 state budget of resolve.md 3 is shared with this strategy; a DFLASH-family draft cell counts
 whenever it is a positive int (SGLang's 5.8 conditions on draft layers are not re-checked).
@@ -74,6 +78,18 @@ class DraftLayers:
     swa_full: int = 0
 
 
+def local_layer_ids(ctx: KVCacheContext, hybrid: HybridSWAGeometry) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(full, swa)`` global ids this rank holds: its stage's, or a draft worker's own layers.
+
+    A draft holds ``[0, D)`` of the split, unless SGLang renames its architecture to an MTP head
+    with a split of its own (``ModelConfig._config_draft_model``: MiMoV2MTP holds SWA layer 0).
+    """
+    if ctx.is_draft_worker and hybrid.draft_layer_ids is not None:
+        return hybrid.draft_layer_ids
+    start, end = stage_layer_range(ctx)
+    return hybrid.local_full_attention_layer_ids(start, end), hybrid.local_swa_attention_layer_ids(start, end)
+
+
 class HybridSWAPoolConfigurator(PoolConfigurator):
     """Full + sliding-window pools sized by ``swa_full_tokens_ratio`` (sizing.md 6)."""
 
@@ -96,8 +112,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         self.hybrid: HybridSWAGeometry = hybrid
         self._reject_unsupported()
         start, end = stage_layer_range(ctx)
-        self.full_layer_ids = hybrid.local_full_attention_layer_ids(start, end)
-        self.swa_layer_ids = hybrid.local_swa_attention_layer_ids(start, end)
+        self.full_layer_ids, self.swa_layer_ids = local_layer_ids(ctx, hybrid)
         if not self.swa_layer_ids:
             raise KVCacheConfigError(
                 f"hybrid SWA model must have at least one SWA layer on this stage; layers [{start}, {end}) "
@@ -118,11 +133,6 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
                 f"{self.ctx.geometry.architectures[:1]} is hybrid SWA with Mamba layers (Inkling-style): its "
                 "Mamba state budget is not wired into the hybrid-SWA strategy yet, so it "
                 "cannot be planned"
-            )
-        if self.ctx.is_draft_worker:
-            raise UnsupportedConfigurationError(
-                "a hybrid-SWA draft worker is not planned on its own: SGLang hands it the target's sizes; "
-                "plan the target worker (its cell already pays for the draft layers)"
             )
 
     def _resolve_ratio(self) -> float:
@@ -216,7 +226,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """EAGLE-family / STANDALONE target with ``D`` draft layers: ``dF = D - dS - dSF``."""
         spec = self.ctx.speculative
         depth = spec.eagle_draft_num_layers
-        if not spec.algorithm.is_eagle_family or depth is None or depth <= 0:
+        if self.ctx.is_draft_worker or not spec.algorithm.is_eagle_family or depth is None or depth <= 0:
             return DraftLayers()
         swa = swa_full = 0
         if self.hybrid.mtp_local_layer_ids is not None:
@@ -230,7 +240,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """A DFLASH-family target's known draft cell, times DCP (as sizing.md 5.8), else 0."""
         spec = self.ctx.speculative
         value = spec.dflash_draft_cell_size_per_token
-        if spec.algorithm.is_dflash_family and value is not None and value > 0:
+        if not self.ctx.is_draft_worker and spec.algorithm.is_dflash_family and value is not None and value > 0:
             return value * self.ctx.parallel.dcp_size
         return 0
 
@@ -307,18 +317,32 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             )
         if self.ctx.geometry.use_mla:
             full_pool, swa_pool = self._mla_sub_pools(full, swa)
+            pool_page = self.ctx.page_size  # the MLA-SWA pool takes the scheduler page (builders.md 5.4)
         else:
             full_pool, swa_pool = self._mha_sub_pools(full, swa)
+            pool_page = self.pool_page_size
         return swa_kv_pool_layout(
             full=full_pool,
             swa=swa_pool,
             size=full,
             size_swa=swa,
-            page_size=self.ctx.page_size,
+            page_size=pool_page,
             full_attention_layer_ids=self.full_layer_ids,
             swa_attention_layer_ids=self.swa_layer_ids,
             allocator_page_size=self.ctx.page_size,
+            owns_mapping=not self.ctx.is_draft_worker,
         )
+
+    @property
+    def loc_space_scale(self) -> int:
+        """A draft under DCP indexes the target allocator's DCP-widened ids (resolve.md 6, 8)."""
+        dcp = self.ctx.parallel.dcp_size
+        return dcp if self.ctx.is_draft_worker and dcp > 1 else 1
+
+    @property
+    def pool_page_size(self) -> int:
+        """The MHA pools' page: ``page_size * loc_space_scale`` (SGLang's ``pool_page_size``)."""
+        return self.ctx.page_size * self.loc_space_scale
 
     def _mha_sub_pools(self, full: int, swa: int) -> tuple[PoolLayout, PoolLayout]:
         """Row 10: both sub-pools MHA (or MXFP8). Pool heads use DCP, unlike the sizing (quirk 2).
@@ -347,7 +371,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             # row 2: SWAKVPool of two NPUMHATokenToKVPool (builders.md 5.9)
             return npu_mha_layout(
                 size=size,
-                page_size=self.ctx.page_size,
+                page_size=self.pool_page_size,
                 head_num=heads,
                 head_dim=k_dim,
                 v_head_dim=v_dim,
@@ -356,7 +380,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             )
         return mha_sub_pool(
             size=size,
-            page_size=self.ctx.page_size,
+            page_size=self.pool_page_size,
             head_num=heads,
             head_dim=k_dim,
             v_head_dim=v_dim,
@@ -411,8 +435,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
             return False
         if hybrid.sliding_window_size is None:
             return False
-        start, end = stage_layer_range(ctx)
-        return bool(hybrid.local_full_attention_layer_ids(start, end))
+        return bool(local_layer_ids(ctx, hybrid)[0])
 
     def __init__(self, ctx: KVCacheContext) -> None:
         super().__init__(ctx)

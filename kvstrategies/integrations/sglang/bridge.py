@@ -493,7 +493,9 @@ def _sized(
         speculative_draft_kv_cache_dtype=None,
     )
     draft_layers = case["eagle_draft_num_layers"]
-    if draft_layers is None and spec_algorithm.is_eagle() if hasattr(spec_algorithm, "is_eagle") else False:
+    # spec_aux_hidden_state._resolve_eagle_aux_hidden_state: a path-less EAGLE or STANDALONE draft
+    # reads the target's MTP layer count
+    if draft_layers is None and (spec_algorithm.is_eagle() or spec_algorithm.is_standalone()):
         draft_layers = getattr(hf, "num_nextn_predict_layers", None)
     aux = aux_mod.SpecAuxHiddenStateConfig(
         eagle_draft_num_layers=None if spec_algorithm.is_dflash_family() else draft_layers,

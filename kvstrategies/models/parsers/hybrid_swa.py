@@ -280,6 +280,9 @@ def parse_hybrid_swa(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry
         hybrid = HybridSWAGeometry((), (), window, default_swa_full_tokens_ratio=ratio, is_deepseek_v4=True)
         return replace(geometry, hybrid_swa=hybrid)
     full, swa = hybrid_layer_ids(root, text, archs, geometry.num_hidden_layers)
+    first = first_row(archs[:1])
+    draft_arch = None if first is None else first.draft_architecture
+    draft_ids = None if draft_arch is None else hybrid_layer_ids(root, text, (draft_arch,), geometry.num_hidden_layers)
     hybrid = HybridSWAGeometry(
         full_attention_layer_ids=full,
         swa_attention_layer_ids=swa,
@@ -288,6 +291,7 @@ def parse_hybrid_swa(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry
         default_swa_full_tokens_ratio=_ratio_default(archs),
         mtp_local_layer_ids=int_list(text, "mtp_local_layer_ids"),
         mla_scale_dims=_mla_scale_dims(archs, text) if geometry.use_mla else None,
+        draft_layer_ids=draft_ids,
     )
     return replace(geometry, hybrid_swa=hybrid)
 

@@ -113,7 +113,19 @@ def _nemotron_h(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> 
     if attention_head_dim is not None:
         dim = as_int(attention_head_dim, "attention_head_dim", minimum=1)
         geometry = replace(geometry, head_dim=dim, v_head_dim=dim)
-    return MambaGeometry(LinearAttention.NEMOTRON_H.value, mixer, full, linear, _ssm_dtype(root, text)), geometry
+    mamba = MambaGeometry(LinearAttention.NEMOTRON_H.value, mixer, full, linear, _ssm_dtype(root, text),
+                          draft_without_state=_nemotron_mtp_without_mamba(text))  # fmt: skip
+    return mamba, geometry
+
+
+def _nemotron_mtp_without_mamba(text: ConfigDict) -> bool:
+    """Whether the MTP draft has no Mamba layer: SGLang's ``hybrid_arch.mamba2_config`` then gives
+    the draft no Mamba state (NemotronHConfig's default MTP pattern ``*E``: attention, MoE)."""
+    blocks = str_list(text, "mtp_layers_block_type")
+    if blocks is not None:
+        return "mamba" not in blocks
+    pattern = text.get("mtp_hybrid_override_pattern")
+    return "M" not in (pattern if isinstance(pattern, str) else "*E")
 
 
 def _falcon_h1(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> MambaGeometry:

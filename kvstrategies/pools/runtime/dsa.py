@@ -143,7 +143,9 @@ class DSATokenToKVPool(MLATokenToKVPool):
             raise UnsupportedConfigurationError(
                 f"index_kpool {self.index_kpool}: kpool-compressed index keys have no write path here"
             )
-        return buf
+        # one kernel page a row: a DCP-replicated draft stores dcp pages per row (IndexKeyCache._kernel_view)
+        page_width = self.index_page_size * (self.index_head_dim + self.index_head_dim // 128 * 4)
+        return buf.view(-1, page_width)
 
     def get_index_k_with_scale_buffer(self, layer_id: int) -> torch.Tensor:
         """The layer's page-major ``(pages, p * 132)`` uint8 buffer (0 rows for a skipping layer)."""
