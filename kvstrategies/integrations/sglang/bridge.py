@@ -8,7 +8,7 @@ run SGLang's strategy selection (``create_memory_pool_configurator``), ``calcula
 token-to-KV pool by walking its tensors. Facts: ``spec/sglang_bridge.md`` 2-4.
 
 The result has the keys of :func:`kvstrategies.report.plan_document` that both engines can
-answer (:data:`COMPARED_KEYS`): ``configurator``, ``cell_size``, ``sizes``,
+answer (:data:`.compare.COMPARED_KEYS` and the pools): ``configurator``, ``cell_size``, ``sizes``,
 ``sizes_from_max_tokens``, ``pool_sizes``, ``token_to_kv_pool_class``, ``pools`` (one entry per
 tensor the pool holds: ``name``, ``shape``, ``dtype``), ``req_to_token_pool`` and ``notes``.
 
@@ -36,7 +36,6 @@ from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...presets import load_preset_config
 from .runtime import cuda_platform_facts, import_sglang, platform_override, quiet_stdout
 
-#: the plan-document keys the bridge answers (the rest are the project's own bookkeeping)
 COMPARED_KEYS: tuple[str, ...] = (
     "configurator",
     "cell_size",

@@ -1,7 +1,7 @@
 """Compare the project's plan document with SGLang's for one case, and explain known differences.
 
 :func:`comparable` reduces either engine's ``plan --case --json`` document to what both answer
-(``bridge.COMPARED_KEYS``; buffers as ``name``/``shape``/``dtype``; SGLang's kernel pointer and
+(:data:`COMPARED_KEYS` and the pools; buffers as ``name``/``shape``/``dtype``; SGLang's kernel pointer and
 stride tables left out, see :data:`POINTER_TABLE`). :func:`difference_lines` names each field or
 buffer that differs (:mod:`kvstrategies.golden_diff`). :func:`explain` matches a case's
 differences against :data:`KNOWN_DIFFERENCES`: the deliberate ones, each with its reason.
