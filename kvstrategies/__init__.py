@@ -52,4 +52,4 @@ __all__ = [
     "resolve_kv_cache_dtype",
     "select_configurator",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
