@@ -356,7 +356,7 @@ def _mixer(t: Mapping[str, Any], i: int) -> str:
     if linear is LinearAttention.JAMBA:
         period, offset = int(t["attn_layer_period"]), int(t["attn_layer_offset"])
         return "attention" if i % period == offset else "mamba1"
-    if "linear_attn_config" in t:  # Kimi-Linear: 1-based kda_layers (sizing.md §2.7)
+    if "linear_attn_config" in t:  # Kimi-Linear: 1-based kda_layers (SGLang's KimiLinearConfig)
         return "kda" if i + 1 in t["linear_attn_config"]["kda_layers"] else "mla"
     if _is_mla(t):
         return "mla"

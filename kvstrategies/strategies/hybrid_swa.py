@@ -282,7 +282,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """Split ``tokens`` (full tokens; SWA tokens when all-SWA) into the two pools.
 
         Hybrid: ``full = align(M, P)``, ``swa = align(int(full * ratio), P)``; the window-floor
-        error comes before the generic "not enough memory" one (sizing.md 6.4).
+        error comes before the generic "not enough memory" one, as in SGLang's
+        HybridSWAPoolConfigurator.
         """
         if self.is_all_swa:
             swa = align_down(tokens, page_size)

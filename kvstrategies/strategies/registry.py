@@ -1,6 +1,7 @@
 """The ordered strategy registry: the first strategy whose ``is_applicable(ctx)`` holds wins.
 
-Order follows SGLang's factory (sizing.md 9): DeepSeek-V4, the request-capped SWA pool, hybrid
+Order follows SGLang's factory (sglang.srt.model_executor.pool_configurator.
+create_memory_pool_configurator): DeepSeek-V4, the request-capped SWA pool, hybrid
 SWA, then the Default family (hybrid linear, Ascend NPU, Default). Third parties add theirs
 with :func:`register` (before a built-in by name, or first by default).
 """
