@@ -15,7 +15,7 @@ from .resolve import Resolution, finalize, profiled_sizes, reserve_state, resolv
 from .sizing import PoolSizes
 from .strategies.base import PoolConfigurator
 from .strategies.registry import select_configurator
-from .validate import MAX_INT64, check_instance, check_int, check_opt_int
+from .validate import MAX_INT64, check_bool, check_instance, check_int, check_opt_int
 
 #: the most requests (rows of the request table) a what-if layout (``pool_max_running_requests``) may
 #: ask for: a what-if is a small size, and a build on a real device allocates the table for real
@@ -321,6 +321,9 @@ def build(
     :class:`KVCacheConfigError` (:class:`InsufficientMemoryError` for the latter).
     """
     check_instance(planned, Plan, "planned", "get one from kvstrategies.plan(ctx, available_bytes)")
+    if use_triton is not None:
+        check_bool(use_triton, "use_triton")
+    check_bool(check_bounds, "check_bounds")
     torch = import_torch()
     try:
         target = torch.device(device)

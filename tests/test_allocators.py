@@ -94,6 +94,15 @@ def test_token_free_of_slot_zero_or_twice_is_misuse() -> None:
     assert as_list(a.free_pages) == [2, 1]  # the refused calls changed nothing
 
 
+@pytest.mark.parametrize("locs", [None, 5, "12", ["a"], [1.5]], ids=["none", "int", "str", "str-list", "float-list"])
+def test_free_of_non_integer_locations_is_config_error(locs: object) -> None:
+    a = TokenToKVPoolAllocator(4)
+    a.alloc(2)
+    with pytest.raises(KVCacheConfigError, match="sequence of ints"):
+        a.free(locs)  # type: ignore[arg-type]
+    assert a.available_size() == 2  # nothing was freed
+
+
 def test_token_unchecked_free_does_not_filter_slot_zero_and_double_free_is_caught_when_overfull() -> None:
     a = TokenToKVPoolAllocator(2, check_misuse=False)  # SGLang's behaviour
     a.alloc(1)

@@ -266,6 +266,12 @@ BAD_INPUTS = [
     ("dtype name type", lambda: DType.from_name(16), "dtype name"),  # type: ignore[arg-type]
     ("build device", lambda: build(_plan({"preset": "llama-3.1-8b", "available_bytes": GIB, "pool_max_tokens": 64}),
                                    "tpu9"), "device"),  # fmt: skip
+    ("build check_bounds text", lambda: build(_plan({"preset": "llama-3.1-8b", "available_bytes": GIB,
+                                                      "pool_max_tokens": 64}), "meta", check_bounds="no"),
+     "check_bounds"),  # type: ignore[arg-type]  # fmt: skip
+    ("build use_triton text", lambda: build(_plan({"preset": "llama-3.1-8b", "available_bytes": GIB,
+                                                    "pool_max_tokens": 64}), "meta", use_triton="x"),
+     "use_triton"),  # type: ignore[arg-type]  # fmt: skip
     ("weights vocab", lambda: estimate_weights({k: v for k, v in load_preset_config("llama-3.1-8b").items()
                                                 if k != "vocab_size"}), "vocab_size"),  # fmt: skip
     ("launch facts", lambda: model_facts_from_hf_config(_config("llama-3.1-8b", num_key_value_heads=[8])),

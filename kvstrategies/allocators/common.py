@@ -16,6 +16,7 @@ ledger is then never touched; ``tools/bench_allocators.py`` measures the differe
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -55,10 +56,16 @@ def check_count(n: int, what: str = "need_size") -> int:
 
 
 def as_locs(locs: torch.Tensor | Sequence[int], device: Device) -> torch.Tensor:
-    """A 1-D int64 tensor on ``device`` (int32 input, lists and tuples accepted)."""
+    """A 1-D int64 tensor on ``device`` (int32 input, lists and tuples of ints accepted)."""
     if isinstance(locs, torch.Tensor):
         return locs.reshape(-1).to(device=device, dtype=I64)
-    return torch.tensor(list(locs), dtype=I64, device=device)
+    try:
+        if isinstance(locs, (str, bytes)):
+            raise TypeError(type(locs).__name__)
+        values = [operator.index(loc) for loc in locs]
+    except TypeError as exc:
+        raise KVCacheConfigError(f"locations must be a tensor or a sequence of ints, got {locs!r:.60}") from exc
+    return torch.tensor(values, dtype=I64, device=device)
 
 
 def num_new_pages(prefix_lens_cpu: torch.Tensor, seq_lens_cpu: torch.Tensor, page_size: int) -> int:

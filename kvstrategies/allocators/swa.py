@@ -51,6 +51,18 @@ class _FullToSWAMapped:
     check_misuse: bool = True
     device: torch.device
 
+    def _set_options(
+        self, page_size: int, dtype: torch.dtype | None, device: Device, kvcache: Any, need_sort: bool,
+        check_misuse: bool,
+    ) -> None:  # fmt: skip
+        """The constructor arguments both SWA allocators keep as they are given."""
+        self.page_size = page_size
+        self.dtype = dtype
+        self.device = torch.device(device)
+        self.need_sort = bool(need_sort)
+        self._kvcache = kvcache
+        self.check_misuse = bool(check_misuse)
+
     def _checked_locs(self, free_index: torch.Tensor | Sequence[int]) -> torch.Tensor:
         """``free_index`` as locations; out of the mapping's range is misuse (it would index past it)."""
         locs = as_locs(free_index, self.device)
@@ -93,12 +105,7 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
         need_sort: bool = False,
         check_misuse: bool = True,
     ) -> None:
-        self.page_size = page_size
-        self.check_misuse = bool(check_misuse)
-        self.dtype = dtype
-        self.device = torch.device(device)
-        self.need_sort = bool(need_sort)
-        self._kvcache = kvcache
+        self._set_options(page_size, dtype, device, kvcache, need_sort, check_misuse)
         full_pool = getattr(kvcache, "full_kv_pool", None)
         swa_pool = getattr(kvcache, "swa_kv_pool", None)
         self.full_attn_allocator = _make_sub_allocator(size, page_size, dtype, device, full_pool, need_sort,
@@ -384,12 +391,7 @@ class PureSWATokenToKVPoolAllocator(_FullToSWAMapped):
         check_misuse: bool = True,
     ) -> None:
         require(page_size == 1, f"PureSWATokenToKVPoolAllocator needs page_size 1, got {page_size}")
-        self.page_size = 1
-        self.dtype = dtype
-        self.device = torch.device(device)
-        self.need_sort = bool(need_sort)
-        self._kvcache = kvcache
-        self.check_misuse = bool(check_misuse)
+        self._set_options(1, dtype, device, kvcache, need_sort, check_misuse)
         self.swa_attn_allocator = TokenToKVPoolAllocator(size_swa, dtype, device, kvcache, need_sort, check_misuse)
         self.full_attn_allocator = self.swa_attn_allocator
         # identity then the -1 sentinel; arange + setitem, not cat: cat on "meta" imports torch._dynamo (and triton)
