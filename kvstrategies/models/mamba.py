@@ -1,9 +1,10 @@
 """``MambaGeometry``: the linear-state (Mamba2 / GDN / Mamba-1 / KDA) part of a hybrid model.
 
-SGLang calls such models "Mamba-ish" (sglang.srt.configs.hybrid_arch.mambaish_config): some layers carry softmax-attention KV,
-the others a fixed-size recurrent state per request (a conv window and an SSM "temporal" state).
-The geometry keeps the TP-independent config numbers; :meth:`MambaGeometry.state_shapes` turns
-them into one rank's shapes (layouts.md 2.1, SGLang ``mamba_utils.py``).
+SGLang calls such models "Mamba-ish" (sglang.srt.configs.hybrid_arch.mambaish_config): some
+layers carry softmax-attention KV, the others a fixed-size recurrent state per request (a conv
+window and an SSM "temporal" state). The geometry keeps the TP-independent config numbers;
+:meth:`MambaGeometry.state_shapes` turns them into one rank's shapes (layouts.md 2.1, SGLang
+``mamba_utils.py``).
 
 Families (parsed by :func:`kvstrategies.models.parsers.mamba.parse_mamba`):
 
