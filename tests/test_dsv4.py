@@ -341,6 +341,9 @@ def test_d2_what_if_layout() -> None:
     assert shapes["state[3].kv_score"] == (1_408, 1_024)  # ceil_align(9 * 128 + 129, 128)
     # the SWA allocator's full -> SWA mapping, registered on the pool: full tokens + page + 1
     assert shapes["full_to_swa_index_mapping"] == (sizes.max_total_num_tokens + 256 + 1,)
+    # full = 4,096 tokens (c4 logical 1,024 = 4,096 / 4): 4,096 + 256 + 1 = 4,353 int64 entries
+    assert sizes.full_max_total_num_tokens == 4_096
+    assert shapes["full_to_swa_index_mapping"] == (4_353,)
     assert len(shapes) == 43 + 21 + 20 + 21 + 21 + 20 + 21 + 1
 
 

@@ -537,3 +537,14 @@ def test_plan_is_deterministic_and_frozen() -> None:
     first = plan(ctx, REST_46).sizes
     second = plan(dataclasses.replace(ctx), REST_46).sizes
     assert first == second
+
+
+def test_decode_role_gives_the_pre_allocated_rows_state_slots() -> None:
+    # HybridMambaDecodeReqToTokenPool: slots = max(K, (R + pre_alloc) * (1 + tracking)); no extra
+    # buffer -> tracking 0; R 8, pre_alloc 2 * max(1, 8 // 1) = 16: max(10, 24 * 1) = 24 slots,
+    # + 1 dummy = 25 rows (the prefill role keeps K: 10 + 1 = 11)
+    sizes = PoolSizes(max_total_num_tokens=1024, max_running_requests=8, max_mamba_cache_size=10)
+    decode = configurator(QWEN3_NEXT, disaggregation_mode="decode", max_running_requests=8).layout(sizes)
+    plain = configurator(QWEN3_NEXT, max_running_requests=8).layout(sizes)
+    assert {b.name: b.shape for b in decode.extra[0].buffers}["mamba.conv[0]"][:2] == (36, 25)
+    assert {b.name: b.shape for b in plain.extra[0].buffers}["mamba.conv[0]"][:2] == (36, 11)

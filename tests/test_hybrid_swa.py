@@ -628,3 +628,20 @@ def test_case_builds_on_meta_exactly_as_planned(path: Path) -> None:
     for spec in planned.layout.token_to_kv.buffers:
         tensor = built.token_to_kv_pool[spec.name]
         assert (tuple(tensor.shape), str(tensor.dtype)) == (spec.shape, str(spec.dtype)), spec.name
+
+
+def test_gemma3_context_ignores_the_linear_rope_factor() -> None:
+    """transformers keeps Gemma-3's rope parameters per attention type, so SGLang's
+    ``get_context_length`` sees no top-level factor: the context is max_position_embeddings."""
+    from kvstrategies.models.parse import derive_context_len
+
+    rope = {"factor": 8.0, "rope_type": "linear"}
+    # gemma3_text: factor dropped -> 131072 x 1 = 131,072 (not 131072 x 8)
+    assert derive_context_len({"model_type": "gemma3_text", "max_position_embeddings": 131072,
+                               "rope_scaling": rope}) == 131_072  # fmt: skip
+    # the same text under a model type without per-type rope keeps the factor: 131072 x 8 = 1,048,576
+    assert derive_context_len({"model_type": "gemma2", "max_position_embeddings": 131072,
+                               "rope_scaling": rope}) == 1_048_576  # fmt: skip
+    # the published Gemma-3 27B config (text_config rope_scaling factor 8, no length key: the
+    # gemma3_text default 131072 applies) -> 131,072
+    assert parse_hf_config(load_preset_config("gemma-3-27b")).context_len == 131_072

@@ -103,3 +103,13 @@ def test_dcp_draft_pools_span_the_widened_ids_at_the_widened_page() -> None:
     assert planned.pool_sizes.full_max_total_num_tokens == full * 4
     assert planned.pool_sizes.swa_max_total_num_tokens == swa * 4
     assert _buffers(planned)["swa.k_buffer[0]"] == ((swa * 4 + 256, 2, 64), "uint8")  # FP8 stored as uint8
+
+
+@pytest.mark.parametrize("bad", [((0,),), 5, ((0,), (1,), (2,))])
+def test_malformed_draft_layer_ids_is_a_config_error(bad: Any) -> None:
+    from kvstrategies.errors import KVCacheConfigError
+    from kvstrategies.models.hybrid_swa import HybridSWAGeometry
+
+    with pytest.raises(KVCacheConfigError, match="draft_layer_ids must be a"):
+        HybridSWAGeometry(full_attention_layer_ids=(1,), swa_attention_layer_ids=(0,), sliding_window_size=4,
+                          draft_layer_ids=bad)  # fmt: skip

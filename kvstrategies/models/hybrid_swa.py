@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import KVCacheConfigError
 from ..validate import MAX_LAYERS, check_bool, check_float, check_int_tuple, check_opt_int
 from .hf import MAX_CONFIG_INT
 
@@ -51,6 +52,11 @@ class HybridSWAGeometry:
         if self.mla_scale_dims is not None:
             check_int_tuple(self.mla_scale_dims, "hybrid_swa.mla_scale_dims", maximum=MAX_CONFIG_INT)
         if self.draft_layer_ids is not None:
+            if not isinstance(self.draft_layer_ids, tuple) or len(self.draft_layer_ids) != 2:
+                raise KVCacheConfigError(
+                    f"hybrid_swa.draft_layer_ids must be a (full_ids, swa_ids) pair of tuples, got "
+                    f"{self.draft_layer_ids!r:.80}; give two tuples of layer ids or None"
+                )
             check_int_tuple(self.draft_layer_ids[0], "hybrid_swa.draft_layer_ids[0]", maximum=MAX_LAYERS)
             check_int_tuple(self.draft_layer_ids[1], "hybrid_swa.draft_layer_ids[1]", maximum=MAX_LAYERS)
         check_bool(self.is_compress_model, "hybrid_swa.is_compress_model")

@@ -16,6 +16,7 @@ from ... import kernels
 from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...kernels import reference as ref
 from ..build import BuiltPool
+from ..dsa import index_k_row_bytes
 from .base import Loc, plain_loc
 from .mha import check_rows
 from .mla import MLATokenToKVPool
@@ -144,7 +145,7 @@ class DSATokenToKVPool(MLATokenToKVPool):
                 f"index_kpool {self.index_kpool}: kpool-compressed index keys have no write path here"
             )
         # one kernel page a row: a DCP-replicated draft stores dcp pages per row (IndexKeyCache._kernel_view)
-        page_width = self.index_page_size * (self.index_head_dim + self.index_head_dim // 128 * 4)
+        page_width = self.index_page_size * index_k_row_bytes(self.index_head_dim)
         return buf.view(-1, page_width)
 
     def get_index_k_with_scale_buffer(self, layer_id: int) -> torch.Tensor:
