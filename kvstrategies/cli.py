@@ -304,6 +304,10 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         return None if value is None else parse_bytes(value)
 
     request_source = source.request_source()
+    if getattr(args, "checkpoint", None) is not None:
+        from .planner.checkpoint import require_checkpoint_files
+
+        require_checkpoint_files(args.checkpoint)
     checkpoint = getattr(args, "checkpoint", None) or source.folder  # its safetensors give the weights
     if checkpoint is not None:
         request_source = {**request_source, "checkpoint": str(checkpoint)}
