@@ -308,11 +308,12 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
             raise KVCacheConfigError(f"{flag}: {exc}") from exc
 
     request_source = source.request_source()
-    if getattr(args, "checkpoint", None) is not None:
+    given_checkpoint = getattr(args, "checkpoint", None)
+    if given_checkpoint is not None:
         from .planner.checkpoint import require_checkpoint_files
 
-        require_checkpoint_files(args.checkpoint)
-    checkpoint = getattr(args, "checkpoint", None) or source.folder  # its safetensors give the weights
+        require_checkpoint_files(given_checkpoint)
+    checkpoint = given_checkpoint or source.folder  # its safetensors give the weights
     if checkpoint is not None:
         request_source = {**request_source, "checkpoint": str(checkpoint)}
     return DeploymentRequest(
