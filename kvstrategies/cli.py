@@ -300,11 +300,20 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         weight_quantization = weight_quantization or QUANTIZATION[args.sglang_quantization]
     attn_dp, replicas = parallel_sizes(args)
 
-    def size(value: str | None) -> int | None:
-        return None if value is None else parse_bytes(value)
+    def size(flag: str, value: str | None) -> int | None:
+        """``value`` parsed as a byte size; a bad one is refused naming ``flag``."""
+        try:
+            return None if value is None else parse_bytes(value)
+        except KVCacheConfigError as exc:
+            raise KVCacheConfigError(f"{flag}: {exc}") from exc
 
     request_source = source.request_source()
-    checkpoint = getattr(args, "checkpoint", None) or source.folder  # its safetensors give the weights
+    given_checkpoint = getattr(args, "checkpoint", None)
+    if given_checkpoint is not None:
+        from .planner.checkpoint import require_checkpoint_files
+
+        require_checkpoint_files(given_checkpoint)
+    checkpoint = given_checkpoint or source.folder  # its safetensors give the weights
     if checkpoint is not None:
         request_source = {**request_source, "checkpoint": str(checkpoint)}
     return DeploymentRequest(
@@ -321,13 +330,13 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         kv_cache_dtype=args.kv_cache_dtype if isinstance(args.kv_cache_dtype, str) else None,
         page_size=args.page_size if isinstance(args.page_size, int) else None,
         model_dtype=args.model_dtype,
-        available_bytes=size(args.available_bytes),
+        available_bytes=size("--available-bytes", args.available_bytes),
         gpu=gpu,
         mem_fraction_static=args.mem_fraction_static,
-        weight_bytes=size(args.weight_bytes),
+        weight_bytes=size("--weight-bytes", args.weight_bytes),
         weight_dtype=args.weight_dtype,
         weight_quantization=weight_quantization,
-        overhead_bytes=size(args.gpu_overhead),
+        overhead_bytes=size("--gpu-overhead", args.gpu_overhead),
         max_total_tokens=args.max_total_tokens,
         max_running_requests=args.max_running_requests,
         context_length=args.context_length,

@@ -245,3 +245,11 @@ def test_model_folder_on_the_command_line_uses_its_headers(tmp_path: Path, capsy
     planner = json.loads(capsys.readouterr().out)["planner"]
     assert "checkpoint headers (1 tensors" in planner["budget"]["weight_source"]
     assert planner["budget"]["weight_origin"] == "checkpoint headers"
+
+
+def test_checkpoint_flag_without_safetensors_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kvstrategies.cli import main
+
+    assert main(["plan", "llama-3.1-8b", "--gpu", "H100", "--checkpoint", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "holds no *.safetensors file" in err and "--checkpoint" in err

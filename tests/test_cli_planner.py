@@ -205,3 +205,14 @@ def test_plot_without_matplotlib_is_one_line(
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main(["plan", "llama-3.1-8b", "--available-bytes", "40GiB", "--plot", str(tmp_path / "x.png")]) == 2
     assert "pip install 'kvstrategies[plot]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [("--gpu-overhead", "-1", "must be >= 0"), ("--weight-bytes", "1.5B", "whole number"),
+     ("--available-bytes", "lots", "not a byte size")],
+)  # fmt: skip
+def test_a_bad_byte_size_names_its_flag(flag: str, value: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "llama-3.1-8b", "--gpu", "H100", flag, value]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag}: " in err and says in err and len(err.strip().splitlines()) == 1

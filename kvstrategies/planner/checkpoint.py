@@ -168,6 +168,17 @@ def read_index_total(folder: str | Path) -> tuple[int, tuple[str, ...]]:
     return int(total), tuple(shards)
 
 
+def require_checkpoint_files(folder: str | Path) -> None:
+    """Refuse a folder given as ``--checkpoint`` that holds neither ``*.safetensors`` nor the
+    index: its weights would otherwise fall back to the config estimate without a word."""
+    root = Path(folder)
+    if root.is_dir() and not (root / INDEX_NAME).exists() and next(root.glob("*.safetensors"), None) is None:
+        raise KVCacheConfigError(
+            f"checkpoint folder {root} holds no *.safetensors file and no {INDEX_NAME}; point --checkpoint "
+            "at the folder with the weights, or leave it out to use the config estimate"
+        )
+
+
 def read_checkpoint(folder: str | Path) -> CheckpointWeights | None:
     """The weights a checkpoint folder declares, or ``None`` when it holds no safetensors.
 

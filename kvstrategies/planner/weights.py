@@ -83,11 +83,6 @@ _Groups = tuple[ParamGroup, ...]
 
 # --- weight formats --------------------------------------------------------------------------
 
-_FP8_BLOCK = 1.0 + 4.0 / (128 * 128)  # fp8 e4m3 + one fp32 scale per 128x128 block
-_MXFP4 = 0.5 + 1.0 / 32  # 4-bit values + one e8m0 byte per 32
-_NVFP4 = 0.5 + 1.0 / 16  # 4-bit values + one fp8 scale per 16
-
-
 @dataclass(frozen=True)
 class WeightFormat:
     """Bytes per parameter by :class:`ParamKind`; ``name`` says which scheme was read."""
