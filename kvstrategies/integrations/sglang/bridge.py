@@ -703,6 +703,8 @@ def _build(
 def env_of(case: Mapping[str, Any]) -> dict[str, str]:
     """The ``SGLANG_*`` environment a case needs (read by SGLang at import)."""
     env = case.get("env") or {}
+    if not isinstance(env, Mapping):
+        raise KVCacheConfigError(f"case field 'env' must be an object of SGLANG_* knobs, got {env!r:.60}")
     return {str(k): str(v) for k, v in env.items()}
 
 
