@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .runtime import import_sglang
+from .runtime import cuda_platform_facts, import_sglang
 
 # --- launch-specific: preload the resolution modules, answer the probes, resolve -------------
 
@@ -65,16 +65,8 @@ class GpuFacts:
     capacity_mib: float
 
     def platform_facts(self) -> dict[str, Any]:
-        """``runtime_context.override_platform`` facts (sglang_bridge.md §6)."""
-        major = self.major
-        return {
-            "is_cuda": True, "is_hip": False, "is_npu": False, "is_xpu": False, "is_musa": False,
-            "is_mps": False, "is_sm90": major == 9, "is_hopper_with_cuda_12_3": major == 9,
-            "is_sm100": major == 10, "is_sm100_or_sm110": major in (10, 11), "is_sm110": major == 11,
-            "is_sm120": major == 12, "is_blackwell": major in (10, 11, 12), "has_flashinfer": True,
-            "has_amx": False, "device_sm": major * 10 + self.minor,
-            "device_capability": (major, self.minor),
-        }  # fmt: skip
+        """``runtime_context.override_platform`` facts (:func:`.runtime.cuda_platform_facts`)."""
+        return cuda_platform_facts(self.major, self.minor)
 
     def probes(self) -> dict[str, Any]:
         """``sglang.srt.utils.common`` probes that modules import by name (bypassing the override)."""
