@@ -152,7 +152,13 @@ def compare_dirs(argv: list[str]) -> int:
             if path.name.startswith("_") or (args.substrings and not any(s in path.stem for s in args.substrings)):
                 continue
             text = path.read_text(encoding="utf-8")
-            snapshot = json.loads(text)
+            try:
+                snapshot = json.loads(text)
+            except ValueError as exc:
+                snapshot = exc
+            if not isinstance(snapshot, dict):
+                print(f"diff_golden: {path}: not a snapshot (a JSON object): {snapshot}", file=sys.stderr)
+                return 2
             data[path.stem] = {"error": snapshot["error"]} if "error" in snapshot else {"text": text}
         print(f"{'AB'[len(sides)]}: {folder}: {len(data) - 1} snapshots")
         sides.append(data)

@@ -1,7 +1,7 @@
 """Run SGLang 0.5.23's own launch resolution on this CPU host while it believes it is on a GPU.
 
-Private to :mod:`.launch`. One import of SGLang in the parent (:func:`import_sglang`, through the
-shared :mod:`.runtime`), then one forked child per launch: the child answers
+Private to :mod:`.launch`. One import of SGLang in the parent (:func:`.runtime.import_sglang`:
+torchvision stub, version check, sizing modules), then one forked child per launch: the child answers
 SGLang's platform probes for the GPU in question (sglang_bridge.md §6), builds
 ``ServerArgs(**fields)``, calls ``resolve_once()`` and sends the resolved fields back through a
 pipe. The hooks write process state (``SGLANG_*`` environment, lru caches, the platform
@@ -12,26 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.abc
-import importlib.machinery
 import json
 import os
 import pkgutil
 import sys
-import types
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .runtime import import_sglang as _import_sglang_checked
-
-
-def import_sglang() -> types.ModuleType:
-    """SGLang, imported once through the shared CPU-host plumbing (:func:`.runtime.import_sglang`:
-    torchvision stub, version check, sizing modules) and returned as a module."""
-    _import_sglang_checked()
-    return importlib.import_module("sglang")
-
+from .runtime import cuda_platform_facts, import_sglang
 
 # --- launch-specific: preload the resolution modules, answer the probes, resolve -------------
 
@@ -76,16 +65,8 @@ class GpuFacts:
     capacity_mib: float
 
     def platform_facts(self) -> dict[str, Any]:
-        """``runtime_context.override_platform`` facts (sglang_bridge.md §6)."""
-        major = self.major
-        return {
-            "is_cuda": True, "is_hip": False, "is_npu": False, "is_xpu": False, "is_musa": False,
-            "is_mps": False, "is_sm90": major == 9, "is_hopper_with_cuda_12_3": major == 9,
-            "is_sm100": major == 10, "is_sm100_or_sm110": major in (10, 11), "is_sm110": major == 11,
-            "is_sm120": major == 12, "is_blackwell": major in (10, 11, 12), "has_flashinfer": True,
-            "has_amx": False, "device_sm": major * 10 + self.minor,
-            "device_capability": (major, self.minor),
-        }  # fmt: skip
+        """``runtime_context.override_platform`` facts (:func:`.runtime.cuda_platform_facts`)."""
+        return cuda_platform_facts(self.major, self.minor)
 
     def probes(self) -> dict[str, Any]:
         """``sglang.srt.utils.common`` probes that modules import by name (bypassing the override)."""

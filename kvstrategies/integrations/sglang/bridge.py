@@ -33,6 +33,7 @@ from typing import Any
 
 from ...case import CASE_DEFAULTS
 from ...errors import KVCacheConfigError, UnsupportedConfigurationError
+from ...jsonio import read_json_object
 from ...presets import load_preset_config
 from .runtime import cuda_platform_facts, import_sglang, platform_override, quiet_stdout
 
@@ -82,10 +83,7 @@ def case_hf_config(case: Mapping[str, Any], base_dir: Path | None) -> dict[str, 
             path = base_dir / path
         if path.is_dir():
             path = path / "config.json"
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict):
-            raise SGLangCaseError(f"{path}: not a config object")
-        return data
+        return read_json_object(path, "a model config")
     raise SGLangCaseError("a case needs 'preset' or 'hf_config'")
 
 
@@ -705,6 +703,8 @@ def _build(
 def env_of(case: Mapping[str, Any]) -> dict[str, str]:
     """The ``SGLANG_*`` environment a case needs (read by SGLang at import)."""
     env = case.get("env") or {}
+    if not isinstance(env, Mapping):
+        raise KVCacheConfigError(f"case field 'env' must be an object of SGLANG_* knobs, got {env!r:.60}")
     return {str(k): str(v) for k, v in env.items()}
 
 

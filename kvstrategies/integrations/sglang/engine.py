@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import KVCacheConfigError
+from ...jsonio import read_json_object
 from .bridge import env_of, environment_matches, sglang_document
 from .runtime import import_sglang
 
@@ -29,10 +30,8 @@ Result = dict[str, Any]
 
 
 def load_case_dict(path: Path) -> dict[str, Any]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict):
-        raise KVCacheConfigError(f"{path}: a case must be a JSON object")
-    return data
+    """The case file's JSON object (unreadable or not an object: :class:`KVCacheConfigError`)."""
+    return read_json_object(path, "a case file")
 
 
 def run_one(path: Path) -> Result:

@@ -424,6 +424,8 @@ def run_verify_launch(
     known, 1 otherwise. ``recorded`` reads SGLang's answers from the golden file (no SGLang
     needed; the grid must be the recorded one's subset); else SGLang runs live, and ``record``
     writes its answers there."""
+    if workers is not None and workers < 1:
+        raise KVCacheConfigError(f"verify: --jobs must be an integer >= 1 (resolution workers), got {workers}")
     specs = load_grid(grid)
     seconds: float | None = None
     if recorded:

@@ -114,7 +114,13 @@ def spec_from_dict(item: Mapping[str, Any]) -> LaunchSpec:
             f"launch {item.get('name', '?')!r}: keys must be among {sorted(known)} with preset and gpu given; "
             f"unknown: {sorted(extra)}"
         )
-    flags = dict(item.get("flags") or {})
+    raw_flags = item.get("flags") or {}
+    if not isinstance(raw_flags, Mapping):
+        raise KVCacheConfigError(
+            f"launch {item.get('name', '?')!r}: flags must be a JSON object of server arguments, "
+            f"got {type(raw_flags).__name__}"
+        )
+    flags = dict(raw_flags)
     bad = set(flags) - FLAG_NAMES
     if bad:
         raise KVCacheConfigError(

@@ -7,7 +7,6 @@ reasons of the known kinds used and a total. Exit status 1 on any unexplained di
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 from ...errors import KVCacheConfigError
 from .bridge import case_hf_config
 from .compare import KNOWN_DIFFERENCES, difference_lines, explain
+from .engine import load_case_dict
 
 
 def project_document(path: Path) -> dict[str, Any]:
@@ -63,7 +63,7 @@ class VerifyReport:
 
 
 def case_with_config(path: Path) -> dict[str, Any]:
-    case = json.loads(path.read_text(encoding="utf-8"))
+    case = load_case_dict(path)
     try:
         case["_hf_config"] = case_hf_config(case, path.parent)
     except (KVCacheConfigError, OSError, ValueError):
