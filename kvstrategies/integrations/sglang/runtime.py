@@ -131,7 +131,9 @@ def import_sglang(*, require_supported: bool = True) -> str:
     if _IMPORTED is not None:
         return _IMPORTED
     try:
-        sglang = importlib.import_module("sglang")
+        with quiet_stdout():
+            install_torchvision_stub()  # releases up to 0.5.21 import torchvision from `import sglang`
+            sglang = importlib.import_module("sglang")
     except ImportError as exc:
         raise SGLangUnavailableError(
             f"SGLang is not installed ({exc}); install the 'sglang' extra: "
