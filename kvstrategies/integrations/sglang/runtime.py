@@ -119,7 +119,7 @@ def _unplaceholder_auto_image_processor() -> None:
     current = getattr(transformers, "AutoImageProcessor", None)
     if current is None or type(current).__name__ != "DummyObject":
         return
-    real = importlib.import_module("transformers.models.auto.image_processing_auto").AutoImageProcessor
+    real = getattr(importlib.import_module("transformers.models.auto.image_processing_auto"), "AutoImageProcessor")
     sys.modules["transformers"].AutoImageProcessor = real
 
 
