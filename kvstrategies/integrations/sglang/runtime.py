@@ -119,8 +119,8 @@ def _unplaceholder_auto_image_processor() -> None:
     current = getattr(transformers, "AutoImageProcessor", None)
     if current is None or type(current).__name__ != "DummyObject":
         return
-    real = getattr(importlib.import_module("transformers.models.auto.image_processing_auto"), "AutoImageProcessor")
-    sys.modules["transformers"].AutoImageProcessor = real
+    module: Any = importlib.import_module("transformers.models.auto.image_processing_auto")
+    setattr(sys.modules["transformers"], "AutoImageProcessor", module.AutoImageProcessor)  # noqa: B010
 
 
 @contextlib.contextmanager
