@@ -46,6 +46,8 @@ COMMON_PACKAGES: tuple[str, ...] = (
     "gguf==0.19.0",
     "openai==2.8.0",
     "partial-json-parser==0.2.1.1.post7",
+    "uvicorn==0.38.0",
+    "setproctitle==1.3.7",
 )
 
 
