@@ -435,7 +435,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
         "sglang-class-swa-request-cap",
         (("0.5.15", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
         "SGLang's name for the request-capped hybrid-SWA configurator",
-        "sglang.srt.model_executor.pool_configurator: SWAChunkCapPoolConfigurator, renamed SWARequestCapPoolConfigurator",
+        "sglang.srt.model_executor.pool_configurator.SWARequestCapPoolConfigurator (SWAChunkCap... to 0.5.21)",
         topic="sizing",
     )
 
