@@ -29,6 +29,7 @@ from .context import (
 from .dtypes import DType, resolve_kv_cache_dtype
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
 from .models import ModelGeometry, parse_hf_config
+from .models.architectures import require_loadable
 from .presets import load_preset_config
 from .releases import parse_release
 from .validate import MAX_INT64, MAX_SETTING_INT, check_float
@@ -303,6 +304,8 @@ def parse_case(
     if sglang_version is not None:
         merged["sglang_version"] = sglang_version
     geometry = _geometry(merged, base_dir)
+    release = parse_release(merged["sglang_version"], field="case field 'sglang_version'")
+    require_loadable(geometry.model_type, release)
     platform, is_hip = _platform(merged)
     device = DeviceKind.parse(str(merged["device"]))
     if is_hip and device is DeviceKind.CUDA:
@@ -368,7 +371,7 @@ def parse_case(
         ),
         knobs=knobs,
         is_draft_worker=_bool(merged, "is_draft_worker"),
-        release=parse_release(merged["sglang_version"], field="case field 'sglang_version'"),
+        release=release,
     )
     _check_context_length(settings, merged["env"])
     available = merged["available_bytes"]

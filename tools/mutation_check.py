@@ -298,8 +298,9 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     *(
         Equivalent(
-            "kvstrategies/strategies/hybrid_linear.py", r"if self\.reserves_spec else \(0, 0\)$", "c -> c+1", "0",
-            "the pair is read only under reserves_spec, where _spec_inputs() supplies it", nth=nth,
+            "kvstrategies/strategies/hybrid_linear.py", r"if self\.budget_reserves_spec else \(0, 0\)$",
+            "c -> c+1", "0",
+            "the pair is read only under budget_reserves_spec, where _spec_inputs() supplies it", nth=nth,
         )
         for nth in (0, 1)
     ),
@@ -308,7 +309,8 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "a hybrid linear model has Mamba layers, so the largest stage holds >= 1 and max() never keeps the seed",
     ),
     Equivalent(
-        "kvstrategies/pools/dsa.py", r"if self\.dcp_size > 1 and not self\.dcp_replicated:", "> -> >=",
+        "kvstrategies/pools/dsa.py", r"if self\.kpool_dcp and self\.dcp_size > 1 and not self\.dcp_replicated:",
+        "> -> >=",
         "self.dcp_size > 1", "at dcp 1 the widened size (T + P) * 1 - P is T, the plain size",
     ),
     *(

@@ -26,6 +26,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import UnsupportedConfigurationError
+from ..releases import SGLANG_TRANSFORMERS, EngineRelease, parse_release
+
 
 class Attention(enum.Enum):
     """How SGLang's ``ModelConfig`` sets ``attention_arch`` for the architecture (sizing.md 2.2)."""
@@ -238,7 +241,8 @@ class ModelType:
     parameters per attention type, so SGLang's context length sees no top-level rope factor.
     ``large_hopper_vl_overrides``: Qwen3-VL's large-Hopper serving rules apply (decode graph up to
     the request cap, flashinfer decode). ``vision_config_defaults``: the vision-config class
-    defaults SGLang fills in when the raw ``vision_config`` omits a field.
+    defaults SGLang fills in when the raw ``vision_config`` omits a field. ``first_release``: the
+    first SGLang release that loads the config (``ModelConfig`` -> ``AutoConfig``).
     """
 
     name: str
@@ -266,6 +270,9 @@ class ModelType:
     rope_per_layer_type: bool = False
     large_hopper_vl_overrides: bool = False
     vision_config_defaults: tuple[tuple[str, int], ...] = ()
+    #: the first SGLang release that can load this ``config.json`` (its pinned transformers or its
+    #: own config classes know the model type); None: every supported release
+    first_release: str | None = None
 
     @property
     def gemma4_family(self) -> bool:
@@ -703,10 +710,14 @@ ARCHITECTURES: tuple[Architecture, ...] = (
 
 # ---- the model-type rows --------------------------------------------------------------------
 MODEL_TYPES: tuple[ModelType, ...] = (
+    # config classes transformers 5.12.1 (SGLang's pin up to 0.5.21) does not have; SGLang's own
+    # sglang/srt/configs/muse_glimmer.py registers muse_glimmer from 0.5.18
+    _M("mimo_v2_flash", first_release="0.5.22"),
+    _M("muse_glimmer", first_release="0.5.18"),
     _M("dbrx", kv_heads_in_attn_config=True),
-    _M("deepseek_v41", dsv4_swa_ratio_override=False),
+    _M("deepseek_v41", dsv4_swa_ratio_override=False, first_release="0.5.21"),
     _M("diffusion_gemma", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_SLIDING),
-    _M("embedding_gemma2", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_ONE, max_context_len=8192),
+    _M("embedding_gemma2", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_ONE, max_context_len=8192, first_release="0.5.22"),
     _M(
         "falcon",
         geometry_defaults=(("max_position_embeddings", 2048),),
@@ -805,6 +816,18 @@ def names_where(predicate: Callable[[Architecture], bool]) -> frozenset[str]:
 def model_type_row(name: object) -> ModelType:
     """The row of an HF ``model_type``; a row of defaults when the table does not know it."""
     return _BY_MODEL_TYPE.get(str(name), _PLAIN_MODEL_TYPE) if name is not None else _PLAIN_MODEL_TYPE
+
+
+def require_loadable(model_type: str, release: EngineRelease) -> None:
+    """Refuse a config that ``release`` cannot load (``ModelConfig`` -> transformers ``AutoConfig``)."""
+    first = model_type_row(model_type).first_release
+    if first is None or parse_release(first) <= release:
+        return
+    raise UnsupportedConfigurationError(
+        f"{release.label} cannot load a config.json of model_type {model_type!r}: its transformers "
+        f"{SGLANG_TRANSFORMERS.at(release)} does not know it (sglang.srt.configs.model_config.ModelConfig -> "
+        f"AutoConfig); SGLang loads it from {first} on (--sglang-version {first})"
+    )
 
 
 def known_model_types() -> frozenset[str]:

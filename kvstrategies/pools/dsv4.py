@@ -22,6 +22,7 @@ import enum
 from collections.abc import Sequence
 
 from ..dtypes import DType
+from ..releases import ReleaseRule, span
 from ..sizing import ceil_align, ceil_div
 from .layout import BufferRole, BufferSpec, PoolLayout
 
@@ -63,6 +64,25 @@ class KVPageLayout(enum.Enum):
         return DType.FLOAT8_E4M3FN if self is KVPageLayout.UNIFORM_FP8 else DType.UINT8
 
 
+#: the c4 indexer pool counts its pages as the KV pool of its ratio does (the allocator reserves
+#: one page at the model-wide page size): ``ceil((size + P) / (P / 4))``; before, its own page
+#: ``p = P / 4``: ``(size + p + 1) // p``
+DSV4_INDEXER_PAGES_AT_GLOBAL_PAGE = ReleaseRule(
+    "dsv4-indexer-pages-at-global-page",
+    span("0.5.22"),
+    "DeepSeek-V4 c4 indexer rows: ceil((size + P) / (P/4)) (before: (size + P/4 + 1) // (P/4))",
+    "sglang.srt.mem_cache.deepseek_v4_memory_pool.DeepSeekV4IndexerPool._create_buffer",
+)
+
+
+def c4_indexer_pages(c4_logical: int, page_size: int, *, at_global_page: bool) -> int:
+    """Rows of one c4 indexer buffer for ``c4_logical`` tokens (:data:`DSV4_INDEXER_PAGES_AT_GLOBAL_PAGE`)."""
+    index_page = page_size // 4
+    if at_global_page:
+        return ceil_div(c4_logical + page_size, index_page)
+    return (c4_logical + index_page + 1) // index_page
+
+
 def compress_state_rows(size: int, ring: int, ratio: int) -> int:
     """Rows of a compression-state buffer: ``ceil_align(size + ring + 1, ratio)`` (last row = sink)."""
     return ceil_align(size + ring + 1, ratio)
@@ -98,6 +118,7 @@ def dsv4_layout(
     c128_state_dtype: DType,
     kv_layout: KVPageLayout = KVPageLayout.V4,
     mapping_length: int | None = None,
+    indexer_pages_at_global_page: bool = True,
 ) -> PoolLayout:
     """Every buffer of ``DeepSeekV4TokenToKVPool`` (layouts.md 13.2).
 
@@ -127,7 +148,7 @@ def dsv4_layout(
         for j in range(len(c128_layers))
     ]
     index_page = page_size // 4
-    index_pages = ceil_div(c4_logical + page_size, index_page)
+    index_pages = c4_indexer_pages(c4_logical, page_size, at_global_page=indexer_pages_at_global_page)
     buffers += [
         BufferSpec(
             f"c4_indexer.index_k_with_scale_buffer[{j}]",

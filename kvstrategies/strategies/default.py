@@ -32,7 +32,7 @@ from ..dtypes import DType, KVRecipe
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..mla_dims import calculate_mla_kv_cache_dim
 from ..pools.basic import mha_layout, mla_layout
-from ..pools.dsa import DSAIndexGeometry
+from ..pools.dsa import DSA_INDEX_KPOOL_DCP, DSAIndexGeometry
 from ..pools.dsa import dsa_layout as dsa_pool_layout
 from ..pools.fp4 import FP4KVRecipe, mla_fp4_cell_bytes
 from ..pools.fp4 import mla_fp4_layout as mla_fp4_pool_layout
@@ -132,8 +132,13 @@ class DefaultPoolConfigurator(PoolConfigurator):
             # 12.4): no recipe check and no workspace, nvfp4 and fp4_mx_block16 cost the same
             cell = mla_fp4_cell_bytes(self.mla_kv_cache_dim(), layers)
         if geometry.dsa is not None:
-            cell += self.indexer_bytes(self.num_layers) * (1 if self.ctx.is_draft_worker else self.dcp)
+            cell += self.indexer_bytes(self.num_layers) * (1 if self.ctx.is_draft_worker else self.indexer_dcp)
         return cell
+
+    @property
+    def indexer_dcp(self) -> int:
+        """The DCP factor on DSA index keys: ``dcp`` (:data:`DSA_INDEX_KPOOL_DCP`), else 1."""
+        return self.dcp if DSA_INDEX_KPOOL_DCP.holds(self.ctx.release) else 1
 
     # DSA indexer (5.5) --------------------------------------------------------------------
     @property
@@ -170,7 +175,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """
         dsa = self.ctx.geometry.dsa
         assert dsa is not None
-        per_token = dsa.index_k_bytes_per_token
+        kpool = DSA_INDEX_KPOOL_DCP.holds(self.ctx.release)
+        per_token = dsa.index_k_bytes_per_token if kpool else dsa.raw_index_k_bytes_per_token
         element = 1
         if self.ctx.device is DeviceKind.NPU and self.ctx.kv_cache_dtype.dtype is not DType.FLOAT8_E4M3FN:
             per_token = dsa.index_head_dim
@@ -273,11 +279,12 @@ class DefaultPoolConfigurator(PoolConfigurator):
                 return cell
             if self.ctx.geometry.dsa is None:
                 return cell + int(cell * draft_layers / self.num_layers)
-            target_index = self.indexer_bytes(self.num_layers) * self.dcp
+            dcp = self.indexer_dcp
+            target_index = self.indexer_bytes(self.num_layers) * dcp
             target_kv = cell - target_index
             draft_kv = int(target_kv * draft_layers / self.effective_num_layers)
             draft_index = self.indexer_bytes(draft_layers, all_layers=True)
-            return cell + draft_kv * self.dcp + draft_index * self.dcp
+            return cell + draft_kv * dcp + draft_index * dcp
         if spec.algorithm.is_dflash_family:
             return self.dflash_scaled_cell(cell)
         return cell
@@ -426,6 +433,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
                 index_kpool=dsa.index_kpool,
                 dcp_size=self.dcp,
                 dcp_replicated=self.loc_space_scale > 1,
+                kpool_dcp=DSA_INDEX_KPOOL_DCP.holds(ctx.release),
             ),
             skip_topk_layers=self.dsa_skip_topk_layers(),
             compress_tails=tails,

@@ -53,7 +53,7 @@ from ..errors import (
     UnsupportedConfigurationError,
 )
 from ..models.dsv4 import DSV4Geometry
-from ..pools.dsv4 import KVPageLayout, compress_state_rows, dsv4_layout
+from ..pools.dsv4 import DSV4_INDEXER_PAGES_AT_GLOBAL_PAGE, KVPageLayout, compress_state_rows, dsv4_layout
 from ..pools.layout import PoolLayout
 from ..pools.swa import full_to_swa_mapping_length
 from ..request_math import req_to_token_pre_alloc, swa_request_cap
@@ -588,6 +588,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
             c4_state_dtype=self.state_dtype,
             c128_state_dtype=self.state_dtype,
             kv_layout=self.kv_layout,
+            indexer_pages_at_global_page=DSV4_INDEXER_PAGES_AT_GLOBAL_PAGE.holds(self.ctx.release),
             # the target's SWA allocator registers its full -> SWA mapping on the pool (SGLang's
             # SWATokenToKVPoolAllocator: full + page + 1 int64 entries)
             mapping_length=None if self.ctx.is_draft_worker else full_to_swa_mapping_length(

@@ -52,6 +52,7 @@ from ..pools.ascend import npu_mha_layout, npu_mla_layout
 from ..pools.basic import mha_layout
 from ..pools.layout import PoolLayout
 from ..pools.mamba import hybrid_linear_kv_layout, hybrid_req_to_token_layout, mamba_pool_layout
+from ..releases import ReleaseRule, span
 from ..request_math import req_to_token_max_context_len, req_to_token_pre_alloc
 from ..sizing import PoolSizes
 from .base import StateReservation
@@ -86,6 +87,16 @@ class MambaBudget:
         """``(K + 1) * stage_per_req``: the persistent state pool (slot 0 is the dummy slot)."""
         return (self.max_mamba_cache_size + 1) * self.stage_mamba_cache_per_req
 
+
+#: the PD prefill role's reservation skips the per-draft-token state its pool never allocates
+#: (before: reserved anyway, so fewer state slots fit)
+MAMBA_PD_PREFILL_BUDGET_SKIPS_SPEC = ReleaseRule(
+    "mamba-pd-prefill-budget-skips-spec",
+    span("0.5.22"),
+    "Mamba reservation in the PD prefill role prices no speculative state",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache "
+    "(_pd_prefill_skips_mamba_spec_state)",
+)
 
 class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     """Default's numbers over the local full-attention layers, plus the Mamba state.
@@ -237,7 +248,16 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     @property
     def reserves_spec(self) -> bool:
+        """The pool holds per-draft-token state (not in the PD prefill role)."""
         return self.ctx.speculative.enabled and not self.pd_prefill_skips_spec
+
+    @property
+    def budget_reserves_spec(self) -> bool:
+        """The reservation prices per-draft-token state: :attr:`reserves_spec`; before
+        :data:`MAMBA_PD_PREFILL_BUDGET_SKIPS_SPEC`, also in the PD prefill role (whose pool has none)."""
+        if MAMBA_PD_PREFILL_BUDGET_SKIPS_SPEC.holds(self.ctx.release):
+            return self.reserves_spec
+        return self.ctx.speculative.enabled
 
     @property
     def spec_num_draft_tokens(self) -> int | None:
@@ -271,18 +291,18 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         # SGLang asserts both inputs whenever a speculative algorithm is set, also where no per-token
         # state is reserved (PD prefill role): _handle_max_mamba_cache checks before branching
         spec_inputs = self._spec_inputs() if self.ctx.speculative.enabled else (0, 0)
-        draft_tokens, spec_mrr = spec_inputs if self.reserves_spec else (0, 0)
+        draft_tokens, spec_mrr = spec_inputs if self.budget_reserves_spec else (0, 0)
         if sched.max_mamba_cache_size is not None:
             branch = "A"
             slots = sched.max_mamba_cache_size // dp
-            if self.reserves_spec:
+            if self.budget_reserves_spec:
                 capped = min(max(1, spec_mrr // dp), slots // ratio)
                 spec_gib = per * (capped + 1) * draft_tokens / GIB
                 rest -= spec_gib
         elif sched.disable_radix_cache and mrr is not None:
             branch = "B"
             slots = max(1, mrr // dp)
-            if self.reserves_spec:
+            if self.budget_reserves_spec:
                 spec_gib = per * (slots + 1) * draft_tokens / GIB
                 rest -= spec_gib
         else:
@@ -290,7 +310,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             share = sched.mamba_full_memory_ratio
             budget = rest * share / (1 + share)
             budget_bytes = budget * GIB
-            if self.reserves_spec:
+            if self.budget_reserves_spec:
                 slots = int((budget_bytes - per * (1 + draft_tokens)) // (per * (1 + draft_tokens / ratio)))
                 capped = min(max(1, spec_mrr // dp), slots // ratio)
                 spec_gib = per * (capped + 1) * draft_tokens / GIB
