@@ -263,7 +263,11 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         scope="DSV4PoolConfigurator._explain_state_reservation",
     ),
     Equivalent(
-        "kvstrategies/strategies/dsv4.py", r"c4_state_ratio = self\.ring_sizes\.get\(4, 0\)", "c -> c+1", "0",
+        "kvstrategies/strategies/dsv4.py", r"return self\.ring_sizes\.get\(4, 0\) / self\.page_size", "c -> c+1", "0",
+        "ring 4 is missing only when n(4) == 0, and the term is multiplied by n(4)",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/dsv4.py", r"return self\.ring_sizes\.get\(4, 0\) / self\.window", "c -> c+1", "0",
         "ring 4 is missing only when n(4) == 0, and the term is multiplied by n(4)",
     ),
     Equivalent(

@@ -93,8 +93,27 @@ def compress_state_last_dim(ratio: int, head_dim: int) -> int:
     return 2 * (1 + (1 if ratio == 4 else 0)) * head_dim
 
 
-def _paged(name: str, size: int, logical_page: int, physical_page: int, layout: KVPageLayout) -> BufferSpec:
-    pages = ceil_div(size + logical_page, physical_page)
+#: a paged KV buffer counts its pages from the allocator's reserved page at the model-wide page
+#: size: ``ceil((size + P) / p)`` for physical page ``p``; before, ``(size + p + 1) // p``
+DSV4_KV_PAGES_AT_GLOBAL_PAGE = ReleaseRule(
+    "dsv4-kv-pages-at-global-page",
+    span("0.5.21"),
+    "DeepSeek-V4 compressed KV rows: ceil((size + P) / p) (before: (size + p + 1) // p)",
+    "sglang.srt.mem_cache.deepseek_v4_memory_pool.DeepSeekV4SingleKVPool.__init__ (_num_dsv4_physical_kv_pages)",
+)
+
+
+def physical_pages(size: int, logical_page: int, physical_page: int, *, at_global_page: bool) -> int:
+    """Rows of a paged DSV4 buffer of ``size`` tokens (:data:`DSV4_KV_PAGES_AT_GLOBAL_PAGE`)."""
+    if at_global_page:
+        return ceil_div(size + logical_page, physical_page)
+    return (size + physical_page + 1) // physical_page
+
+
+def _paged(
+    name: str, size: int, logical_page: int, physical_page: int, layout: KVPageLayout, *, at_global_page: bool = True
+) -> BufferSpec:
+    pages = physical_pages(size, logical_page, physical_page, at_global_page=at_global_page)
     return BufferSpec(name, (pages, layout.page_bytes(physical_page)), layout.store_dtype)
 
 
@@ -119,6 +138,7 @@ def dsv4_layout(
     kv_layout: KVPageLayout = KVPageLayout.V4,
     mapping_length: int | None = None,
     indexer_pages_at_global_page: bool = True,
+    kv_pages_at_global_page: bool = True,
 ) -> PoolLayout:
     """Every buffer of ``DeepSeekV4TokenToKVPool`` (layouts.md 13.2).
 
@@ -141,10 +161,13 @@ def dsv4_layout(
         for layer in range(len(stage_ratios))
     ]
     buffers += [
-        _paged(f"c4.kv_buffer[{j}]", c4_size, page_size, page_size // 4, kv_layout) for j in range(len(c4_layers))
+        _paged(f"c4.kv_buffer[{j}]", c4_size, page_size, page_size // 4, kv_layout,
+               at_global_page=kv_pages_at_global_page)  # fmt: skip
+        for j in range(len(c4_layers))
     ]
     buffers += [
-        _paged(f"c128.kv_buffer[{j}]", c128_size, page_size, page_size // 128, kv_layout)
+        _paged(f"c128.kv_buffer[{j}]", c128_size, page_size, page_size // 128, kv_layout,
+               at_global_page=kv_pages_at_global_page)  # fmt: skip
         for j in range(len(c128_layers))
     ]
     index_page = page_size // 4

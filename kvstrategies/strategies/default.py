@@ -34,7 +34,7 @@ from ..mla_dims import calculate_mla_kv_cache_dim
 from ..pools.basic import mha_layout, mla_layout
 from ..pools.dsa import DSA_INDEX_KPOOL_DCP, DSAIndexGeometry
 from ..pools.dsa import dsa_layout as dsa_pool_layout
-from ..pools.fp4 import FP4KVRecipe, mla_fp4_cell_bytes
+from ..pools.fp4 import FP4_RECIPE_BY_BACKEND, FP4KVRecipe, fixed_fp4_cell_bytes, mla_fp4_cell_bytes
 from ..pools.fp4 import mla_fp4_layout as mla_fp4_pool_layout
 from ..pools.layout import PoolLayout
 from ..pools.minimax import minimax_index_dtype, minimax_sparse_cell_bytes, minimax_sparse_layout
@@ -197,6 +197,9 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """
         geometry = self.ctx.geometry
         require_fp4_device(self.ctx)
+        if self.fp4_applies and not FP4_RECIPE_BY_BACKEND.holds(self.ctx.release):
+            layers = self.effective_num_layers
+            return fixed_fp4_cell_bytes(self.kv_heads, geometry.head_dim, geometry.v_head_dim, layers)
         if self.fp4_applies:
             return self.fp4_recipe.cell_bytes(self.kv_heads, geometry.head_dim, self.effective_num_layers)
         heads, dims = self.kv_heads, geometry.head_dim + geometry.v_head_dim
@@ -218,6 +221,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
             prefill_backend=backends.prefill,
             decode_backend=backends.decode,
             is_sm100=self.ctx.platform.is_sm100,
+            by_backend=FP4_RECIPE_BY_BACKEND.holds(self.ctx.release),
         )
 
     # MiniMax sparse (5.2 c) ----------------------------------------------------------------

@@ -284,6 +284,9 @@ NAME_ALIASES: tuple[tuple[str, str], ...] = (
     ("kv_pools[4].", "c4."),
     ("kv_pools[128].", "c128."),
     ("index_pools[4].", "c4_indexer."),
+    ("c4_kv_pool.", "c4."),  # up to 0.5.19 the ratio pools are named attributes
+    ("c128_kv_pool.", "c128."),
+    ("c4_indexer_kv_pool.", "c4_indexer."),
     ("indexer_compress_state_pools[", "indexer_state["),
     ("compress_state_pools[", "state["),
     (".kv_score_buffer.kv_score", ".kv_score"),
