@@ -211,6 +211,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", action="store_true")
     presets = sub.add_parser("presets", help="list the shipped model presets and the strategy that sizes each")
     presets.add_argument("--json", action="store_true")
+    ckpts = sub.add_parser(
+        "checkpoints", help="list the shipped HF checkpoints (planned offline by their HF id) and their sources"
+    )
+    ckpts.add_argument("--json", action="store_true")
     archs = sub.add_parser("architectures", help="list the architectures SGLang 0.5.23 serves that the planner knows")
     archs.add_argument("--json", action="store_true")
     gpus = sub.add_parser("gpus", help="list the GPU table: capacity as SGLang reads it and where it was checked")
@@ -280,10 +284,10 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
     """Translate the flags into a :class:`~kvstrategies.planner.DeploymentRequest`."""
     from .planner import DeploymentRequest
     from .planner.gpus import parse_bytes
-    from .planner.model_source import resolve_model
+    from .planner.model_lookup import resolve_for_planning
 
     model = model_argument(args)
-    source = resolve_model(model)
+    source = resolve_for_planning(model)
     tp = args.tp if isinstance(args.tp, int) else 1
     if args.ep_size not in (None, 1, tp) and isinstance(args.tp, int):
         raise KVCacheConfigError(
@@ -554,6 +558,34 @@ def run_presets(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_checkpoints(args: argparse.Namespace) -> int:
+    """``kvstrategies checkpoints``: every shipped checkpoint, its strategy, quantization and sources."""
+    from .case import parse_case
+    from .checkpoints import shipped_checkpoints
+    from .planner.known_models import shipped_model
+    from .strategies.registry import select_configurator
+
+    rows = []
+    for hf_id, ckpt in sorted(shipped_checkpoints().items(), key=lambda item: item[0].lower()):
+        model = shipped_model(hf_id)
+        assert model is not None  # every index entry resolves to itself
+        settings = parse_case({"hf_config": dict(model.config), "available_bytes": 1}).settings
+        try:
+            strategy = type(select_configurator(settings)).__name__
+        except KVCacheConfigError as exc:
+            strategy = f"none ({exc})"
+        quant = model.config.get("quantization_config")
+        method = str(quant.get("quant_method", "?")) if isinstance(quant, dict) else "none"
+        rows.append({"hf_id": hf_id, "family": settings.geometry.family, "strategy": strategy,
+                     "quantization": method, "files": dict(ckpt.sources)})  # fmt: skip
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for row in rows:
+            print(f"{row['hf_id']:<48}{row['family']:<16}{row['quantization']:<20}{row['strategy']}")
+    return 0
+
+
 def run_architectures(args: argparse.Namespace) -> int:
     from .models.architectures import served_listing
 
@@ -658,6 +690,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_sweep(args)
         if args.command == "architectures":
             return run_architectures(args)
+        if args.command == "checkpoints":
+            return run_checkpoints(args)
         if args.command == "gpus":
             return run_gpus(args)
         if args.command == "verify":
