@@ -110,10 +110,13 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class _OneLineErrors(argparse.ArgumentParser):
-    """argparse, but a usage error is one stderr line and exit 2 like every other user error."""
+    """argparse, but a usage error is reported like every other user error (one stderr line,
+    exit 2; with ``--json`` also a JSON object, :mod:`kvstrategies.cli_errors`)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"kvstrategies: error: {message} (see {self.prog} --help)\n")
+        from .cli_errors import UsageError
+
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 #: further SGLang server arguments the launch defaults read (flag -> type); passed to
@@ -176,7 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--pp-rank", type=int, default=0)
     plan.add_argument("--kv-cache-dtype", default=None, help="default: auto, or SGLang's launch choice with --gpu")
     plan.add_argument("--page-size", type=int, default=None, help="default: 1, or SGLang's launch choice with --gpu")
-    plan.add_argument("--json", action="store_true", help="machine-readable output")
+    plan.add_argument("--json", action="store_true", help="machine-readable output (errors too: one JSON object)")
+    plan.add_argument(
+        "--brief", action="store_true",
+        help="only the answer, the SGLang command that realizes it and, when the context does not fit, the fixes",
+    )  # fmt: skip
     plan.add_argument("--build-check", action="store_true", help="also allocate on meta (imports torch)")
     plan.add_argument("--plot", type=Path, default=None, help="write the breakdown as a stacked bar PNG (matplotlib)")
     sweep = sub.add_parser(
@@ -425,8 +432,9 @@ def _human(document: dict[str, Any], planned: Any) -> str:
 def run_plan(args: argparse.Namespace) -> int:
     from .api import LayoutError, plan
     from .case import load_case
-    from .planner import deployment_from_case, plan_deployment
-    from .planner.report import answer_text, planner_document, planner_text
+    from .planner import deployment_from_case
+    from .planner.replan import plan_or_replan
+    from .planner.report import answer_text, fixes_text, planner_document, planner_text, run_text
     from .report import partial_plan_document, plan_document
 
     lengths = tuple(args.request_lengths or ())
@@ -448,10 +456,11 @@ def run_plan(args: argparse.Namespace) -> int:
         except LayoutError as exc:
             if args.json:  # the sizes stand even when the pool cannot be built: report them
                 print(json.dumps(partial_plan_document(exc), indent=2))
+                exc.reported_as_json = True  # type: ignore[attr-defined]  # (the one JSON object)
             raise
         deployment = None if args.json and args.plot is None else deployment_from_case(case, planned, lengths)
     else:
-        deployment = plan_deployment(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
+        deployment = plan_or_replan(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
         planned = deployment.planned
     from . import __version__
 
@@ -471,7 +480,10 @@ def run_plan(args: argparse.Namespace) -> int:
         print(json.dumps(document, indent=2))
         return 0
     if deployment is not None:
-        print("\n".join(answer_text(deployment)))
+        print("\n".join([*answer_text(deployment), *run_text(deployment)]))
+        if args.brief:
+            print("\n".join(fixes_text(deployment)), end="\n" if deployment.fixes else "")
+            return 0
         print()
     if command is not None:
         print("\n".join(f"note: {text}" for text in command.notes) or "note: every flag of the launch command planned")
@@ -680,8 +692,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             reconfigure(errors="backslashreplace")
     parser = build_parser()
     args: argparse.Namespace | None = None
+    raw = list(sys.argv[1:] if argv is None else argv)
     try:
-        argv_list, command = split_launch_command(sys.argv[1:] if argv is None else argv)
+        argv_list, command = split_launch_command(raw)
         args = parser.parse_args(argv_list)
         args.launch_command = command
         if args.command == "plan":
@@ -703,15 +716,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .planner.flag_names import flag_wording
 
             message = flag_wording(message)  # planned from flags: name the flags, not the case fields
-        print(f"kvstrategies: error: {message}", file=sys.stderr)
-        return 2
+        return _report_error(exc, message, raw)
     except BrokenPipeError:  # `kvstrategies plan ... | head`
         sys.stderr.close()
         return 0
     except OSError as exc:  # e.g. --plot into a folder that does not exist
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"kvstrategies: error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return _report_error(exc, f"{where}{exc.strerror or exc}", raw)
+
+
+def _report_error(exc: BaseException, message: str, argv: Sequence[str]) -> int:
+    """One line on stderr; with ``--json`` the JSON object on stdout, else a does-not-fit's options."""
+    from .cli_errors import error_json, json_requested, options_text
+
+    print(f"kvstrategies: error: {message}", file=sys.stderr)
+    if json_requested(argv):
+        if not getattr(exc, "reported_as_json", False):
+            print(error_json(exc, message))
+    else:
+        options = options_text(exc)
+        if options is not None:
+            print(options)
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover
