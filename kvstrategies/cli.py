@@ -200,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--page-size", default=None, help="comma list, e.g. 1,64 (default: the launch's)")
     sweep.add_argument("--csv", action="store_true", help="CSV instead of a table")
     sweep.add_argument("--json", action="store_true", help="JSON rows instead of a table")
+    sweep.add_argument(
+        "--plot", type=Path, default=None, help="also draw tokens and concurrency against TP and GPU (matplotlib)"
+    )
     verify = sub.add_parser(
         "verify", help="compare with SGLang's own code: case files (docs/sglang-bridge.md) or launch defaults"
     )
@@ -512,9 +515,18 @@ def run_sweep(args: argparse.Namespace) -> int:
     for page in pages:
         check_page_size(page)
     _check_grid(tps, pages, len(gpus) * len(kv_dtypes))
+    if args.plot is not None:  # a bad --plot is refused before the grid runs
+        from .planner.plot import check_plot_path
+
+        check_plot_path(args.plot)
     base = request_from_arguments(argparse.Namespace(**{**vars(args), "tp": 1, "kv_cache_dtype": None,
                                                         "page_size": None}), gpus[0])  # fmt: skip
     rows = sweep(base, tp_sizes=tps, kv_cache_dtypes=kv_dtypes, page_sizes=pages, gpus=gpus)
+    if args.plot is not None:
+        from .planner.sweep_plot import plot_sweep
+
+        written = plot_sweep(rows, args.plot, base.model)
+        print(f"kvstrategies: wrote the sweep plot to {written}", file=sys.stderr)
     if args.csv:
         print(sweep_csv(rows), end="")
     elif args.json:

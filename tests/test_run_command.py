@@ -168,3 +168,17 @@ def test_json_errors_are_one_object_with_the_same_exit_code(capsys: pytest.Captu
     assert document["options"] and document["fix"].startswith(document["options"][0]["flag"])
     first = document["options"][0]["sglang_command"]["text"]
     assert shlex.split(first)[:3] == ["python", "-m", "sglang.launch_server"]
+
+
+def test_brief_is_the_answer_and_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "llama-3.1-8b", "--gpu", "H100", "--brief"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "answer on H100-80GB, TP 1" and out[-2:] == [
+        "  python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B --tp-size 1",
+        "  # on one H100-80GB",
+    ]
+    assert len(out) <= 15
+    assert main(["plan", "llama-3.1-8b", "--gpu", "RTX-4090", "--brief"]) == 0  # context does not fit: + fixes
+    brief = capsys.readouterr().out
+    assert "fixes, each planned again (cheapest first):" in brief and "defaults applied" not in brief
+    assert brief.count("run:  python -m sglang.launch_server") == 5
