@@ -111,10 +111,10 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
 
 class _OneLineErrors(argparse.ArgumentParser):
     """argparse, but a usage error is reported like every other user error (one stderr line,
-    exit 2; with ``--json`` also a JSON object, :mod:`kvstrategies.cli_errors`)."""
+    exit 2; with ``--json`` also a JSON object, :mod:`kvstrategies.planner.error_report`)."""
 
     def error(self, message: str) -> NoReturn:
-        from .cli_errors import UsageError
+        from .planner.error_report import UsageError
 
         raise UsageError(f"{message} (see {self.prog} --help)")
 
@@ -739,7 +739,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _report_error(exc: BaseException, message: str, argv: Sequence[str]) -> int:
     """One line on stderr; with ``--json`` the JSON object on stdout, else a does-not-fit's options."""
-    from .cli_errors import error_json, json_requested, options_text
+    from .planner.error_report import error_json, json_requested, options_text
 
     print(f"kvstrategies: error: {message}", file=sys.stderr)
     if json_requested(argv):

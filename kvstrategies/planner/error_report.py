@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import KVCacheConfigError
+from ..errors import KVCacheConfigError
 
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 #: first words of a clause that says what to do
@@ -59,11 +59,11 @@ def error_fix(message: str) -> str | None:
 
 def error_document(exc: BaseException, message: str) -> dict[str, Any]:
     """The ``--json`` object for an error (see the module doc)."""
-    from .planner.replan import DoesNotFitError
+    from .replan import DoesNotFitError
 
     document: dict[str, Any] = {"error": message, "flag": error_flag(message), "fix": error_fix(message)}
     if isinstance(exc, DoesNotFitError):
-        from .planner.report import fix_document
+        from .report import fix_document
 
         document["options"] = [fix_document(option, exc.request) for option in exc.options]
         if exc.options:
@@ -77,11 +77,11 @@ def error_json(exc: BaseException, message: str) -> str:
 
 def options_text(exc: BaseException) -> str | None:
     """The re-planned options of a deployment that does not fit, for stdout; ``None`` otherwise."""
-    from .planner.replan import DoesNotFitError
+    from .replan import DoesNotFitError
 
     if not isinstance(exc, DoesNotFitError):
         return None
-    from .planner.report import fix_lines
+    from .report import fix_lines
 
     if not exc.options:
         return (
