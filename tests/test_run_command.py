@@ -14,6 +14,7 @@ from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.planner.replan import DoesNotFitError, plan_or_replan
 from kvstrategies.planner.run_command import model_path, sglang_command
+from kvstrategies.releases import NEWEST_SGLANG
 
 #: (kvstrategies flags, the plan's own flags): plans of different kinds (preset, shipped FP8
 #: checkpoint, MLA with fp8 KV and a context cap, hybrid SWA with a page and a fraction, DP attention)
@@ -62,7 +63,7 @@ def test_the_command_is_printed_after_the_answer(capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out
     head = out.split("\n\n")[0].splitlines()
     assert head[0] == "answer on H100-80GB, TP 2"
-    run = head.index("run it (SGLang 0.5.23)")
+    run = head.index(f"run it ({NEWEST_SGLANG.label})")
     assert head[run + 1] == (
         "  python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B-FP8 --tp-size 2 --page-size 64"
     )
