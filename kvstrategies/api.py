@@ -145,7 +145,7 @@ def plan(
                           pool_max_mamba_cache_size)  # fmt: skip
     configurator = target.resolution.configurator
     layout = _layout(configurator, target.pool_sizes, target.sizes, target.capped)
-    if pool_max_tokens is None:  # a what-if layout follows the asked size, not the budget
+    if target.pool_sizes is target.sizes:  # a layout at an asked size (max_tokens, what-if) follows that size
         check_layout_within_budget(type(configurator).__name__, layout, available_bytes, ctx.page_size,
                                    ctx.parallel.dcp_size, float(configurator.cell_size_bytes))  # fmt: skip
     return Plan(

@@ -11,8 +11,10 @@ counts; request state and index tables are reserved or charged elsewhere -- with
 
 bytes: the budget (per decode-context-parallel rank group: with DCP a rank's pools hold
 logical tokens of all ``dcp`` ranks, as SGLang's hybrid-SWA pool does) plus two pages of
-padding (SGLang allocates ``size + page_size`` slots, and FP4/FP8 scale rows round up). What-if
-layouts (``pool_max_tokens``) and draft workers, whose pools follow other sizes, are not checked.
+padding (SGLang allocates ``size + page_size`` slots, and FP4/FP8 scale rows round up). Layouts
+at an asked size -- ``max_tokens`` (``calculate_pool_sizes_from_max_tokens``, an entry point of its
+own), a ``pool_max_tokens`` what-if -- and draft workers, whose pools follow other sizes, are not
+checked.
 """
 
 from __future__ import annotations
