@@ -201,7 +201,7 @@ def _size_target(
 
 _CONTEXT_FIELDS = (
     "geometry", "kv_cache_dtype", "page_size", "parallel", "speculative", "device", "platform", "backends",
-    "scheduling", "knobs", "is_draft_worker",
+    "scheduling", "knobs", "is_draft_worker", "release",
 )  # fmt: skip
 
 

@@ -30,11 +30,13 @@ from .dtypes import DType, resolve_kv_cache_dtype
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
 from .models import ModelGeometry, parse_hf_config
 from .presets import load_preset_config
+from .releases import parse_release
 from .validate import MAX_INT64, MAX_SETTING_INT, check_float
 
 CASE_DEFAULTS: dict[str, Any] = {
     "name": None,
     "description": "",
+    "sglang_version": None,
     "hf_config": None,
     "preset": None,
     "tp_size": 1,
@@ -281,14 +283,25 @@ def _ratio(data: Mapping[str, Any]) -> float | None:
     return float(value)
 
 
-def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: str | None = None) -> Case:
-    """Validate a case dict and turn it into settings (see :data:`CASE_DEFAULTS`)."""
+def parse_case(
+    data: Mapping[str, Any],
+    *,
+    base_dir: Path | None = None,
+    name: str | None = None,
+    sglang_version: str | None = None,
+) -> Case:
+    """Validate a case dict and turn it into settings (see :data:`CASE_DEFAULTS`).
+
+    ``sglang_version`` (``--sglang-version``) overrides the case's own ``sglang_version``.
+    """
     if not isinstance(data, Mapping):
         raise KVCacheConfigError(f"a case must be a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - set(CASE_DEFAULTS))
     if unknown:
         raise KVCacheConfigError(f"unknown case keys {unknown}; known keys: {sorted(CASE_DEFAULTS)}")
     merged = {**CASE_DEFAULTS, **data}
+    if sglang_version is not None:
+        merged["sglang_version"] = sglang_version
     geometry = _geometry(merged, base_dir)
     platform, is_hip = _platform(merged)
     device = DeviceKind.parse(str(merged["device"]))
@@ -355,6 +368,7 @@ def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: s
         ),
         knobs=knobs,
         is_draft_worker=_bool(merged, "is_draft_worker"),
+        release=parse_release(merged["sglang_version"], field="case field 'sglang_version'"),
     )
     _check_context_length(settings, merged["env"])
     available = merged["available_bytes"]
@@ -400,12 +414,15 @@ def read_json_file(path: str | Path) -> Any:
     return jsonio.read_json_file(path)
 
 
-def load_case(path: str | Path) -> Case:
-    """Read and parse a case file; a relative ``hf_config`` path is taken from the file's folder."""
+def load_case(path: str | Path, *, sglang_version: str | None = None) -> Case:
+    """Read and parse a case file; a relative ``hf_config`` path is taken from the file's folder.
+
+    ``sglang_version`` plans it for that SGLang release instead of the case's own.
+    """
     file = Path(path)
     data = jsonio.read_json_object(file, "a case file")
     try:
-        return parse_case(data, base_dir=file.parent, name=file.stem)
+        return parse_case(data, base_dir=file.parent, name=file.stem, sglang_version=sglang_version)
     except KVCacheConfigError as exc:
         if str(file) in str(exc):
             raise

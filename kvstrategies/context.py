@@ -18,6 +18,7 @@ from typing import Protocol, runtime_checkable
 from .dtypes import DType, KVCacheDtype
 from .errors import KVCacheConfigError
 from .models.geometry import ModelGeometry
+from .releases import NEWEST_SGLANG, EngineRelease, parse_release
 from .validate import (
     MAX_INT64,
     MAX_LAYERS,
@@ -358,6 +359,11 @@ class KVCacheContext(Protocol):
     @property
     def is_draft_worker(self) -> bool: ...
 
+    @property
+    def release(self) -> EngineRelease:
+        """The engine release whose rules apply (``kvstrategies.releases``; default the newest)."""
+        ...
+
     def at_pp_rank(self, rank: int) -> KVCacheContext:
         """The same deployment seen from another pipeline stage (for the PP-wide MIN)."""
         ...
@@ -382,6 +388,7 @@ class KVCacheSettings:
     scheduling: SchedulingConfig = field(default_factory=SchedulingConfig)
     knobs: EngineKnobs = field(default_factory=EngineKnobs)
     is_draft_worker: bool = False
+    release: EngineRelease = NEWEST_SGLANG
 
     def __post_init__(self) -> None:
         check_int(self.page_size, "page_size", minimum=1, maximum=MAX_PAGE_SIZE,
@@ -399,6 +406,8 @@ class KVCacheSettings:
         ):
             check_instance(getattr(self, name), kind, name, f"build it with {kind.__name__}(...)")
         check_bool(self.is_draft_worker, "is_draft_worker")
+        check_instance(self.release, EngineRelease, "release", "use kvstrategies.releases.parse_release('0.5.20')")
+        parse_release(self.release, field="release")  # a release the project models
 
     def at_pp_rank(self, rank: int) -> KVCacheSettings:
         return dataclasses.replace(self, parallel=self.parallel.at_pp_rank(rank))

@@ -519,7 +519,7 @@ class _EngineContext:
 
     def __init__(self, base: KVCacheSettings, **overrides: Any) -> None:
         for name in ("geometry", "kv_cache_dtype", "page_size", "parallel", "speculative", "device", "platform",
-                     "backends", "scheduling", "knobs", "is_draft_worker"):  # fmt: skip
+                     "backends", "scheduling", "knobs", "is_draft_worker", "release"):  # fmt: skip
             setattr(self, name, overrides.get(name, getattr(base, name)))
         self._base = base
 

@@ -101,15 +101,15 @@ GROUPS: dict[str, Group] = {
         ("tests/test_planner.py", "tests/test_cli_planner.py", "tests/test_robustness.py"),
         # the weight estimate and the launch defaults are groups of their own; the GPU table and
         # the quantization table were never mutated
-        exclude=("kvstrategies/planner/weights.py", "kvstrategies/planner/launch_defaults.py",
-                 "kvstrategies/planner/gpus.py", "kvstrategies/planner/weight_quant.py"),  # fmt: skip
+        exclude=("kvstrategies/planner/weights.py", "kvstrategies/planner/gpus.py",
+                 "kvstrategies/planner/weight_quant.py"),  # fmt: skip
     ),
     "weights": Group(
         ("kvstrategies/planner/weights.py",),
         ("tests/test_weights.py", "tests/test_planner.py", "tests/test_robustness.py"),
     ),
     "launch_defaults": Group(
-        ("kvstrategies/planner/launch_defaults.py",),
+        ("kvstrategies/planner/launch_defaults/*.py",),
         ("tests/test_launch_defaults.py", "tests/test_planner.py", "tests/test_cli_planner.py",
          "tests/test_robustness.py"),  # fmt: skip
     ),

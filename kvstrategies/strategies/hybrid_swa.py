@@ -57,6 +57,7 @@ from ..pools.basic import mla_layout
 from ..pools.dsa import DSAIndexGeometry, dsa_layout
 from ..pools.layout import PoolLayout
 from ..pools.swa import mha_sub_pool, swa_kv_pool_layout
+from ..releases import ByRelease, ReleaseRule, span
 from ..request_math import swa_request_cap
 from ..sizing import PoolSizes, align_down, ceil_align, require_positive_tokens, validate_swa_pool_size
 from .base import PoolConfigurator
@@ -415,11 +416,28 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         return full_pool, swa_pool
 
 
+#: the request cap serves the PD decode role without chunked prefill, and a chunk <= 0 (prefill off)
+#: no longer counts as chunked (before: any chunked_prefill_size that is not None)
+SWA_REQUEST_CAP_DECODE_ROLE = ReleaseRule(
+    "swa-request-cap-decode-role",
+    span("0.5.22"),
+    "the request-capped SWA pool also applies in the PD decode role without chunked prefill; chunked "
+    "prefill <= 0 does not qualify",
+    "sglang.srt.model_executor.pool_configurator.SWARequestCapPoolConfigurator.is_applicable",
+)
+
+
 class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
     """SGLang's ``SWARequestCapPoolConfigurator``: the SWA pool holds exactly the request cap (7)."""
 
     family: ClassVar[str] = "hybrid-swa-chunk-cap"
-    sglang_configurator: ClassVar[str] = "SWARequestCapPoolConfigurator"
+    sglang_configurator: ClassVar[str | ByRelease[str]] = ByRelease(
+        "sglang-class-swa-request-cap",
+        (("0.5.15", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
+        "SGLang's name for the request-capped hybrid-SWA configurator",
+        "sglang.srt.model_executor.pool_configurator.SWARequestCapPoolConfigurator (SWAChunkCap... to 0.5.21)",
+        topic="sizing",
+    )
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
@@ -431,8 +449,11 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
         sched = ctx.scheduling
         if hybrid is None or sched.max_running_requests is None or not sched.disable_radix_cache:
             return False
-        chunked = sched.chunked_prefill_size is not None and sched.chunked_prefill_size > 0
-        if sched.disaggregation_mode is not DisaggregationMode.DECODE and not chunked:
+        if SWA_REQUEST_CAP_DECODE_ROLE.holds(ctx.release):
+            chunked = sched.chunked_prefill_size is not None and sched.chunked_prefill_size > 0
+            if sched.disaggregation_mode is not DisaggregationMode.DECODE and not chunked:
+                return False
+        elif sched.chunked_prefill_size is None:
             return False
         if hybrid.sliding_window_size is None:
             return False
