@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import KVCacheConfigError
 from ..jsonio import read_json_object
+from ..releases import NEWEST_SGLANG
 
 HF_QUANT_CONFIG = "hf_quant_config.json"
 
@@ -45,7 +46,7 @@ def modelopt_method(quant_algo: str, quantized_layers: Mapping[str, Any] | None 
     if quant_algo == "MXFP8":
         return "mxfp8"
     raise KVCacheConfigError(
-        f"{HF_QUANT_CONFIG}: quant_algo {quant_algo!r} is not one SGLang 0.5.23 maps to a method "
+        f"{HF_QUANT_CONFIG}: quant_algo {quant_algo!r} is not one {NEWEST_SGLANG.label} maps to a method "
         "(sglang.srt.configs.model_config.ModelConfig._parse_modelopt_quant_config); give --weight-bytes"
     )
 
