@@ -562,18 +562,12 @@ def _check_grid(tps: list[int], pages: list[int | None], other_cells: int) -> No
 
 
 def run_presets(args: argparse.Namespace) -> int:
-    from .case import parse_case
     from .presets import preset_index
-    from .strategies.registry import select_configurator
 
     rows = []
     for short, hf_id in sorted(preset_index().items()):
-        settings = parse_case({"preset": short, "available_bytes": 1}).settings  # a default context
-        try:
-            strategy = type(select_configurator(settings)).__name__
-        except KVCacheConfigError as exc:
-            strategy = f"none ({exc})"
-        rows.append({"name": short, "hf_id": hf_id, "family": settings.geometry.family, "strategy": strategy})
+        family, strategy = _family_and_strategy({"preset": short})
+        rows.append({"name": short, "hf_id": hf_id, "family": family, "strategy": strategy})
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
@@ -582,26 +576,32 @@ def run_presets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _family_and_strategy(source: dict[str, Any]) -> tuple[str, str]:
+    """A model's family and the strategy that sizes it in a default context (``none (why)``)."""
+    from .case import parse_case
+    from .strategies.registry import select_configurator
+
+    settings = parse_case({**source, "available_bytes": 1}).settings
+    try:
+        return settings.geometry.family, type(select_configurator(settings)).__name__
+    except KVCacheConfigError as exc:
+        return settings.geometry.family, f"none ({exc})"
+
+
 def run_checkpoints(args: argparse.Namespace) -> int:
     """``kvstrategies checkpoints``: every shipped checkpoint, its strategy, quantization and sources."""
-    from .case import parse_case
     from .checkpoints import shipped_checkpoints
     from .planner.known_models import shipped_model
-    from .strategies.registry import select_configurator
 
     rows = []
     for hf_id, ckpt in sorted(shipped_checkpoints().items(), key=lambda item: item[0].lower()):
         model = shipped_model(hf_id)
         assert model is not None  # every index entry resolves to itself
-        settings = parse_case({"hf_config": dict(model.config), "available_bytes": 1}).settings
-        try:
-            strategy = type(select_configurator(settings)).__name__
-        except KVCacheConfigError as exc:
-            strategy = f"none ({exc})"
+        family, strategy = _family_and_strategy({"hf_config": dict(model.config)})
         quant = model.config.get("quantization_config")
         method = str(quant.get("quant_method", "?")) if isinstance(quant, dict) else "none"
-        rows.append({"hf_id": hf_id, "family": settings.geometry.family, "strategy": strategy,
-                     "quantization": method, "files": dict(ckpt.sources)})  # fmt: skip
+        rows.append({"hf_id": hf_id, "family": family, "strategy": strategy, "quantization": method,
+                     "files": dict(ckpt.sources)})  # fmt: skip
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
