@@ -190,3 +190,34 @@ def test_a_modelopt_folder_is_planned_in_its_quantization(tmp_path: Path, capsys
     assert {item["setting"]: item for item in bf16["planner"]["defaults"]}["kv_cache_dtype"][
         "value"
     ] == "torch.bfloat16"
+
+
+FLOAT8 = {"type": "float", "num_bits": 8}
+
+
+@pytest.mark.parametrize(
+    ("quant", "fp8"),
+    [
+        ({"kv_cache_quant_algo": "FP8"}, True),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_scheme": FLOAT8}, True),
+        ({"quant_algo": "FP8", "kv_cache_scheme": "FLOAT8"}, True),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_scheme": {**FLOAT8, "num_bits": 4}}, False),
+        ({"quant_method": "compressed-tensors",
+          "kv_cache_scheme": {"type": "float", "num_bits": 8, "strategy": "tensor", "symmetric": True}}, True),
+        ({"quant_method": "compressed-tensors",
+          "kv_cache_scheme": {"type": "float", "num_bits": 8, "strategy": "tensor", "dynamic": True}}, False),
+        ({"quant_method": "fp8", "weight_block_size": [128, 128]}, False),
+    ],
+)  # fmt: skip
+def test_checkpoint_kv_scheme_as_sglang_reads_it(quant: dict, fp8: bool) -> None:
+    """modelopt_quant.ModelOptFp4Config.from_config: a flat kv_cache_scheme of 8-bit floats is an FP8
+    KV cache; compressed-tensors only for a static symmetric per-tensor scheme (is_supported_scheme)."""
+    from kvstrategies.models.parse import checkpoint_kv_is_fp8
+
+    assert checkpoint_kv_is_fp8(quant) is fp8
+
+
+def test_an_nvfp4_checkpoint_with_an_fp8_kv_scheme_plans_an_fp8_cache(capsys: pytest.CaptureFixture[str]) -> None:
+    planner = _plan_json(["plan", "nvidia/Qwen3.5-397B-A17B-NVFP4", "--gpu", "B200", "--tp", "4"], capsys)["planner"]
+    kv = {item["setting"]: item for item in planner["defaults"]}["kv_cache_dtype"]
+    assert kv["value"] == "torch.float8_e4m3fn" and "checkpoint's FP8 KV" in kv["reason"]
