@@ -39,6 +39,7 @@ from ..pools.fp4 import mla_fp4_layout as mla_fp4_pool_layout
 from ..pools.layout import PoolLayout
 from ..pools.minimax import minimax_index_dtype, minimax_sparse_cell_bytes, minimax_sparse_layout
 from ..pools.mxfp8 import mxfp8_layout, mxfp8_scale_cell_bytes
+from ..releases import ReleaseRule, span
 from ..request_math import req_to_token_pre_alloc
 from ..sizing import PoolSizes, align_down, ceil_div, require_positive_tokens
 from .base import PoolConfigurator
@@ -46,6 +47,34 @@ from .checks import reject_fp4, require_fp4_device
 
 #: what a stage with no local attention layer reports when the KV lives on another PP stage
 ZERO_KV_STAGE_TOKENS = 2**63 - 1
+
+
+#: layers that reuse the previous top-k hold no index keys (zero-row pool placeholders, not
+#: priced), and an EAGLE draft adds its latent and indexer parts separately; before, every layer
+#: allocates and prices its index keys and the draft scales the whole cell
+DSA_INDEXER_BY_LAYER = ReleaseRule(
+    "dsa-indexer-by-layer",
+    span("0.5.18"),
+    "DSA index keys only where the indexer runs (pool and sizing); EAGLE drafts split latent and indexer",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator._compute_dsa_indexer_cell_size; "
+    "sglang.srt.mem_cache.memory_pool.DSATokenToKVPool (skip_topk_layers)",
+)
+#: an EAGLE-family draft adds ``int(cell * D / L)`` to the cell; before, the cell became
+#: ``int(cell * (1 + D / L))`` (one float product; it can round one byte lower)
+EAGLE_DRAFT_CELL_ADDED = ReleaseRule(
+    "eagle-draft-cell-added",
+    span("0.5.22"),
+    "EAGLE draft cell: cell + int(cell * D / L) (before: int(cell * (1 + D / L)))",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator.__init__",
+)
+#: an Ascend NPU with a non-fp8 KV cache prices the DSA indexer in the cache dtype (``index_head_dim``
+#: values of ``es(kv)`` bytes); before, as the fp8 key plus scales of CUDA (132 bytes per layer)
+NPU_DSA_CACHE_DTYPE_INDEXER = ReleaseRule(
+    "npu-dsa-cache-dtype-indexer",
+    span("0.5.20"),
+    "DSA indexer on Ascend NPU with a non-fp8 KV cache: index_head_dim x es(kv) bytes (before: the fp8 132 B)",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator._compute_dsa_indexer_cell_size",
+)
 
 
 class DefaultPoolConfigurator(PoolConfigurator):
@@ -160,7 +189,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """
         dsa = self.ctx.geometry.dsa
         assert dsa is not None
-        if all_layers or not self.index_k_elision:
+        if all_layers or not self.index_k_elision or not DSA_INDEXER_BY_LAYER.holds(self.ctx.release):
             return num_layers
         ids = self.cache_layer_ids
         if len(ids) != num_layers:
@@ -178,7 +207,11 @@ class DefaultPoolConfigurator(PoolConfigurator):
         kpool = DSA_INDEX_KPOOL_DCP.holds(self.ctx.release)
         per_token = dsa.index_k_bytes_per_token if kpool else dsa.raw_index_k_bytes_per_token
         element = 1
-        if self.ctx.device is DeviceKind.NPU and self.ctx.kv_cache_dtype.dtype is not DType.FLOAT8_E4M3FN:
+        if (
+            self.ctx.device is DeviceKind.NPU
+            and self.ctx.kv_cache_dtype.dtype is not DType.FLOAT8_E4M3FN
+            and NPU_DSA_CACHE_DTYPE_INDEXER.holds(self.ctx.release)
+        ):
             per_token = dsa.index_head_dim
             element = self.kv_itemsize
         return int(per_token * self.indexer_layer_count(num_layers, all_layers=all_layers) * element)
@@ -281,8 +314,10 @@ class DefaultPoolConfigurator(PoolConfigurator):
             draft_layers = spec.eagle_draft_num_layers
             if draft_layers is None or draft_layers <= 0:
                 return cell
-            if self.ctx.geometry.dsa is None:
-                return cell + int(cell * draft_layers / self.num_layers)
+            if self.ctx.geometry.dsa is None or not DSA_INDEXER_BY_LAYER.holds(self.ctx.release):
+                if EAGLE_DRAFT_CELL_ADDED.holds(self.ctx.release):
+                    return cell + int(cell * draft_layers / self.num_layers)
+                return int(cell * (1 + draft_layers / self.num_layers))
             dcp = self.indexer_dcp
             target_index = self.indexer_bytes(self.num_layers) * dcp
             target_kv = cell - target_index
@@ -402,7 +437,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """Pool-local skip flags of the stage layers when index-K elision applies (builders.md 5.3)."""
         dsa = self.ctx.geometry.dsa
         assert dsa is not None
-        if not self.index_k_elision:
+        if not self.index_k_elision or not DSA_INDEXER_BY_LAYER.holds(self.ctx.release):
             return None
         start, end = self.layer_range
         return tuple(dsa.skips_topk(layer) for layer in range(start, end))

@@ -88,6 +88,13 @@ class MambaBudget:
         return (self.max_mamba_cache_size + 1) * self.stage_mamba_cache_per_req
 
 
+#: a PD prefill role's Mamba pool allocates no per-draft-token state (it never runs target verify)
+MAMBA_PD_PREFILL_POOL_SKIPS_SPEC = ReleaseRule(
+    "mamba-pd-prefill-pool-skips-spec",
+    span("0.5.18"),
+    "the Mamba pool of a PD prefill role holds no speculative (per-draft-token) state",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._build_req_to_token_pool",
+)
 #: the PD prefill role's reservation skips the per-draft-token state its pool never allocates
 #: (before: reserved anyway, so fewer state slots fit)
 MAMBA_PD_PREFILL_BUDGET_SKIPS_SPEC = ReleaseRule(
@@ -242,9 +249,10 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     # ---- speculative state (3.4) -----------------------------------------------------------------
     @property
     def pd_prefill_skips_spec(self) -> bool:
-        """A PD prefill role (off NPU) keeps no per-draft-token state."""
+        """A PD prefill role (off NPU) keeps no per-draft-token state (:data:`MAMBA_PD_PREFILL_POOL_SKIPS_SPEC`)."""
         prefill = self.ctx.scheduling.disaggregation_mode is DisaggregationMode.PREFILL
-        return prefill and self.ctx.device is not DeviceKind.NPU
+        skips = MAMBA_PD_PREFILL_POOL_SKIPS_SPEC.holds(self.ctx.release)
+        return skips and prefill and self.ctx.device is not DeviceKind.NPU
 
     @property
     def reserves_spec(self) -> bool:

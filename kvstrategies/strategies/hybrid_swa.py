@@ -359,7 +359,10 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """
         geometry = self.ctx.geometry
         d, dv, ds, dsv = self.head_dims
-        heads = num_kv_heads_per_rank(self.ctx)
+        if SWA_POOL_DCP_HEADS.holds(self.ctx.release):
+            heads = num_kv_heads_per_rank(self.ctx)
+        else:
+            heads = geometry.num_kv_heads(self.attn_tp, 1)
         if self.hybrid.is_compress_model:
             if geometry.swa_total_num_kv_heads is None:
                 raise KVCacheConfigError(
@@ -420,6 +423,14 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         swa_pool = mla_layout(size=swa, page_size=page, kv_cache_dim=swa_dim, layer_num=self.nS, store_dtype=store)
         return full_pool, swa_pool
 
+
+#: the MHA sub-pools take the DCP-replicated KV head count (before: attention TP alone)
+SWA_POOL_DCP_HEADS = ReleaseRule(
+    "swa-pool-dcp-heads",
+    span("0.5.18"),
+    "hybrid-SWA MHA sub-pools: max(1, H // (attn_tp / dcp)) heads (before: H // attn_tp)",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._build_hybrid_swa_kv_pool",
+)
 
 #: sizing counts the full and SWA layers of this PP stage (before: every layer of the model, on each stage)
 HYBRID_SWA_STAGE_LAYERS = ReleaseRule(
