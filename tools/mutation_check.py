@@ -199,12 +199,8 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         within=r"^max\(available_bytes, 0\)$",
     ),
     Equivalent(
-        "kvstrategies/strategies/default.py", r"return self\.dcp if self\.ctx\.is_draft_worker and self\.dcp > 1",
-        "> -> >=", "self.dcp > 1", "at dcp 1 both branches give 1",
-    ),
-    Equivalent(
-        "kvstrategies/strategies/base.py", r"scale = self\.ctx\.parallel\.dcp_size if", "> -> >=",
-        "self.ctx.parallel.dcp_size > 1", "at dcp_size 1 both branches give scale 1",
+        "kvstrategies/context.py", r"return dcp if ctx\.is_draft_worker and dcp > 1 and", "> -> >=",
+        "dcp > 1", "at dcp 1 both branches give 1",
     ),
     Equivalent(
         "kvstrategies/strategies/base.py", r"return None if value is None else value \* scale", "* -> //",

@@ -24,6 +24,7 @@ from ..context import (
     DeviceKind,
     DisaggregationMode,
     KVCacheContext,
+    draft_loc_space_scale,
     num_effective_layers,
     num_kv_heads_per_rank,
     stage_layer_range,
@@ -49,6 +50,23 @@ from .checks import reject_fp4, require_fp4_device
 ZERO_KV_STAGE_TOKENS = 2**63 - 1
 
 
+#: a rank with no attention layer of its own (a PP stage of Mamba layers, an MTP draft of a
+#: linear-attention model) takes a token count instead of dividing by its zero cell
+ZERO_KV_RULE = ReleaseRule(
+    "zero-kv-rule",
+    span("0.5.17"),
+    "a zero-cell rank gets max_total_tokens or the context (2**63 - 1 when the KV is on another PP stage); "
+    "before, calculate_pool_sizes divides by zero",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator.__init__ (_zero_kv_max_tokens)",
+)
+#: the MLA cell prices the row the pool stores (the 656-byte packed fp8 DSA row); before, always
+#: the raw ``kv_lora_rank + qk_rope_head_dim`` elements (the pool already stored 656)
+MLA_CELL_PRICES_POOL_ROW = ReleaseRule(
+    "mla-cell-prices-pool-row",
+    span("0.5.17"),
+    "MLA cell uses calculate_mla_kv_cache_dim (packed fp8 DSA: 656) (before: rank + rope = 576)",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator._compute_cell_size",
+)
 #: layers that reuse the previous top-k hold no index keys (zero-row pool placeholders, not
 #: priced), and an EAGLE draft adds its latent and indexer parts separately; before, every layer
 #: allocates and prices its index keys and the draft scales the whole cell
@@ -155,7 +173,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
                 "use 'fp8_e4m3' or 'bf16'"
             )
         layers = self.effective_num_layers
-        cell = self.mla_kv_cache_dim() * layers * self.kv_itemsize
+        row = self.mla_kv_cache_dim() if MLA_CELL_PRICES_POOL_ROW.holds(self.ctx.release) else geometry.mla.latent_dim
+        cell = row * layers * self.kv_itemsize
         if self.fp4_applies:
             # half a byte per latent value plus one 1-byte scale per 16 values; QUIRK (sizing.md
             # 12.4): no recipe check and no workspace, nvfp4 and fp4_mx_block16 cost the same
@@ -345,8 +364,19 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     # ---- token counts (5.6, 5.9) ---------------------------------------------------------
     def zero_kv_tokens(self) -> int:
-        """Tokens of a rank with no local attention layer (5.6)."""
+        """Tokens of a rank with no local attention layer (5.6, :data:`ZERO_KV_RULE`)."""
+        self.require_zero_kv_rule()
         return self.ctx.scheduling.max_total_tokens or self.context_len
+
+    def require_zero_kv_rule(self) -> None:
+        """Refuse a zero-cell target rank where SGLang divides by its cell (before :data:`ZERO_KV_RULE`)."""
+        if not ZERO_KV_RULE.holds(self.ctx.release) and not self.ctx.is_draft_worker:
+            raise UnsupportedConfigurationError(
+                f"{self.ctx.release.label} cannot size a rank without attention layers of its own (layers "
+                f"{list(self.layer_range)}): its DefaultPoolConfigurator divides the budget by the zero cell "
+                "(ZeroDivisionError; sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator."
+                "calculate_pool_sizes); change the PP split or use SGLang 0.5.17 or later (--sglang-version)"
+            )
 
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
         """``T = align(max(available, 0) // cell, P)`` (5.9); cell 0 -> the zero-KV rule (5.6)."""
@@ -373,8 +403,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
     # ---- pools (builders.md 4, 5.1, 5.2) -------------------------------------------------
     @property
     def loc_space_scale(self) -> int:
-        """A DCP draft indexes the target allocator's DCP-widened ids (resolve.md 6)."""
-        return self.dcp if self.ctx.is_draft_worker and self.dcp > 1 else 1
+        """A DCP draft indexes the target allocator's DCP-widened ids (:func:`draft_loc_space_scale`)."""
+        return draft_loc_space_scale(self.ctx)
 
     @property
     def pool_page_size(self) -> int:

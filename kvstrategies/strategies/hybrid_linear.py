@@ -88,6 +88,20 @@ class MambaBudget:
         return (self.max_mamba_cache_size + 1) * self.stage_mamba_cache_per_req
 
 
+#: the reservation prices the Mamba pool's padding slot (slot 0) in the state and speculative terms
+MAMBA_PRICES_PADDING_SLOT = ReleaseRule(
+    "mamba-prices-padding-slot",
+    span("0.5.17"),
+    "Mamba reservation: (K + 1) slots and (capped + 1) draft rows (before: K and capped)",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache",
+)
+#: under PP each stage reserves the largest stage's share of the Mamba layers (before: all of them)
+MAMBA_STAGE_SHARE = ReleaseRule(
+    "mamba-stage-share",
+    span("0.5.17"),
+    "Mamba reservation under PP: per-request bytes scaled to the largest stage's Mamba layers",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache (pp_layer_scale)",
+)
 #: a PD prefill role's Mamba pool allocates no per-draft-token state (it never runs target verify)
 MAMBA_PD_PREFILL_POOL_SKIPS_SPEC = ReleaseRule(
     "mamba-pd-prefill-pool-skips-spec",
@@ -162,6 +176,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     def zero_kv_tokens(self) -> int:
         """No local attention layer: ``2**63 - 1`` when the KV lives on another PP stage (5.6)."""
+        self.require_zero_kv_rule()
         if self.mamba.full_attention_layer_ids and self.ctx.parallel.pp_size > 1:
             return ZERO_KV_STAGE_TOKENS
         return super().zero_kv_tokens()
@@ -193,7 +208,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     def stage_mamba_cache_per_req(self) -> int:
         """PP scaling (3.2): ``int(per_req * (max stage Mamba layers / all Mamba layers))``."""
         pp = self.ctx.parallel.pp_size
-        if pp == 1:
+        if pp == 1 or not MAMBA_STAGE_SHARE.holds(self.ctx.release):
             return self.mamba_cache_per_req
         ids = self.mamba.mamba_layer_ids
         largest = 0
@@ -296,6 +311,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         dp = self.ctx.parallel.attn_dp_size
         mrr = sched.max_running_requests
         spec_gib = 0.0
+        pad = 1 if MAMBA_PRICES_PADDING_SLOT.holds(self.ctx.release) else 0  # the pool's dummy slot 0
         # SGLang asserts both inputs whenever a speculative algorithm is set, also where no per-token
         # state is reserved (PD prefill role): _handle_max_mamba_cache checks before branching
         spec_inputs = self._spec_inputs() if self.ctx.speculative.enabled else (0, 0)
@@ -305,13 +321,13 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             slots = sched.max_mamba_cache_size // dp
             if self.budget_reserves_spec:
                 capped = min(max(1, spec_mrr // dp), slots // ratio)
-                spec_gib = per * (capped + 1) * draft_tokens / GIB
+                spec_gib = per * (capped + pad) * draft_tokens / GIB
                 rest -= spec_gib
         elif sched.disable_radix_cache and mrr is not None:
             branch = "B"
             slots = max(1, mrr // dp)
             if self.budget_reserves_spec:
-                spec_gib = per * (slots + 1) * draft_tokens / GIB
+                spec_gib = per * (slots + pad) * draft_tokens / GIB
                 rest -= spec_gib
         else:
             branch = "C"
@@ -319,13 +335,12 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             budget = rest * share / (1 + share)
             budget_bytes = budget * GIB
             if self.budget_reserves_spec:
-                slots = int((budget_bytes - per * (1 + draft_tokens)) // (per * (1 + draft_tokens / ratio)))
+                slots = int((budget_bytes - per * (1 + draft_tokens) * pad) // (per * (1 + draft_tokens / ratio)))
                 capped = min(max(1, spec_mrr // dp), slots // ratio)
-                spec_gib = per * (capped + 1) * draft_tokens / GIB
+                spec_gib = per * (capped + pad) * draft_tokens / GIB
                 rest -= spec_gib
             else:
-                # the "- per" pays for the pool's dummy slot 0
-                slots = int((budget_bytes - per) // per)
+                slots = int((budget_bytes - per * pad) // per)
         if slots <= 0:
             raise InsufficientMemoryError(
                 "not enough memory for the hybrid (Mamba / linear-attention) state cache: "
@@ -333,10 +348,10 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
                 "Reduce max_running_requests, raise available_bytes (--mem-fraction-static), "
                 "reduce speculative_num_draft_tokens or use more TP"
             )
-        rest -= (slots + 1) * per / GIB
+        rest -= (slots + pad) * per / GIB
         if rest <= 0:
             raise InsufficientMemoryError(
-                f"the Mamba state ({(slots + 1) * per:,} B for {slots} slots) leaves no memory for the KV "
+                f"the Mamba state ({(slots + pad) * per:,} B for {slots} slots) leaves no memory for the KV "
                 "cache; lower max_mamba_cache_size / max_running_requests or raise available_bytes"
             )
         return MambaBudget(

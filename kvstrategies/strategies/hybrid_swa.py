@@ -44,6 +44,7 @@ from ..context import (
     DeviceKind,
     DisaggregationMode,
     KVCacheContext,
+    draft_loc_space_scale,
     is_hybrid_swa,
     num_kv_heads_per_rank,
     stage_layer_range,
@@ -342,9 +343,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
 
     @property
     def loc_space_scale(self) -> int:
-        """A draft under DCP indexes the target allocator's DCP-widened ids (resolve.md 6, 8)."""
-        dcp = self.ctx.parallel.dcp_size
-        return dcp if self.ctx.is_draft_worker and dcp > 1 else 1
+        """A draft under DCP indexes the target allocator's DCP-widened ids (:func:`draft_loc_space_scale`)."""
+        return draft_loc_space_scale(self.ctx)
 
     @property
     def pool_page_size(self) -> int:
