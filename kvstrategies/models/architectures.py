@@ -162,6 +162,11 @@ class Architecture:
     model hook's check of the resolved backend. ``late_trtllm_mla_prefill_graph``: the
     prefill graph is disabled after the trtllm_mla prefill choice. ``wide_speculative_defaults``:
     the wider EAGLE auto steps.
+
+    Weights: ``moe_block`` names the module that holds a decoder layer's MoE in SGLang's model
+    (``block_sparse_moe`` for Mixtral, MiniMax-M2 and Grok), which quantization exclusion lists
+    are matched against; ``router_fp32``: the router is built in float32 (``Grok1MoE.gate`` and
+    ``MiniMaxM2MoE.gate``, ``sglang/srt/models/grok.py`` and ``minimax_m2.py``).
     """
 
     name: str
@@ -202,6 +207,8 @@ class Architecture:
     launch_backend_check: LaunchBackendCheck | None = None
     late_trtllm_mla_prefill_graph: bool = False
     wide_speculative_defaults: bool = False
+    moe_block: str = "mlp"
+    router_fp32: bool = False
 
     @property
     def family(self) -> str:
@@ -465,7 +472,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("GraniteMoeHybridForCausalLM", mamba_radix=True, launch_backend_rule=LaunchBackendRule.GRANITE_HYBRID),
     _A("GraniteMoeSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
     _A("GraniteSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
-    _A("Grok1ForCausalLM", wide_speculative_defaults=True),
+    _A("Grok1ForCausalLM", wide_speculative_defaults=True, moe_block="block_sparse_moe", router_fp32=True),
     _A("Grok1VForCausalLM", wide_speculative_defaults=True, sglang_model=_RULE_ONLY),
     _A(
         "HYV4ForCausalLM",
@@ -592,7 +599,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("MiMoV2MTP", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA, swa_compress=True, is_draft=True),
     _A("MiniCPM3ForCausalLM", attention=_MLA, mla_forced_head_dim=128, launch_mla=True),
-    _A("MiniMaxM2ForCausalLM"),
+    _A("MiniMaxM2ForCausalLM", moe_block="block_sparse_moe", router_fp32=True),
     _A("MiniMaxM3SparseForCausalLM", minimax_sparse=True),
     _A("MiniMaxM3SparseForConditionalGeneration", minimax_sparse=True),
     _A("MistralForCausalLM"),
@@ -605,7 +612,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_deepseek_family=True,
     ),
     _A("MistralLarge3ForCausalLMEagle", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
-    _A("MixtralForCausalLM"),
+    _A("MixtralForCausalLM", moe_block="block_sparse_moe"),
     _A(
         "MuseGlimmerForCausalLM",
         hybrid_swa=_SWA,
