@@ -199,7 +199,11 @@ def test_model_given_twice_is_an_error(capsys: pytest.CaptureFixture[str]) -> No
     assert "two models given" in capsys.readouterr().err
 
 
-def test_ep_size_other_than_tp_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--ep-size", "4"]) == 2
-    assert "--ep-size 4 differs from --tp-size 8" in capsys.readouterr().err
-    assert main(["plan", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--ep-size", "8", "--json"]) == 0
+def test_ep_size_must_divide_tp(capsys: pytest.CaptureFixture[str]) -> None:
+    """moe_tp_size = tp_size // ep_size (sglang/srt/runtime_context.py, derive_parallel_widths): an EP
+    size that does not divide TP is refused naming the check; every divisor is planned."""
+    assert main(["plan", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--ep-size", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--ep-size 3 does not divide --tp 8" in err and "derive_parallel_widths" in err
+    assert main(["plan", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--ep-size", "4", "--json"]) == 0
+    assert main(["plan", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--expert-parallel-size", "8", "--json"]) == 0

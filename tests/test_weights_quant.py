@@ -124,13 +124,10 @@ def test_modelopt_exclusion_globs_match_whole_names_or_one_part() -> None:
     """``ModelOptQuantConfig.is_layer_excluded``: ``*`` is any text and the pattern must match the
     whole module name (or one dotted part), so ``model.layers.*.mlp`` leaves ``mlp.gate_up_proj``
     quantized while ``model.layers.*.mlp*`` does not (sglang/srt/layers/quantization/modelopt_quant.py)."""
-    loose = estimate_weights(
-        with_quant({"quant_method": "modelopt", "quant_algo": "NVFP4", "exclude_modules": ["lm_head", "model.layers.*.mlp*"]})
-    )
+    nvfp4 = {"quant_method": "modelopt", "quant_algo": "NVFP4"}
+    loose = estimate_weights(with_quant({**nvfp4, "exclude_modules": ["lm_head", "model.layers.*.mlp*"]}))
     assert group_bytes(loose, "mlp.gate_up_proj") == 2 and group_bytes(loose, "q_proj") == NVFP4
-    exact = estimate_weights(
-        with_quant({"quant_method": "modelopt", "quant_algo": "NVFP4", "exclude_modules": ["lm_head", "model.layers.*.mlp"]})
-    )
+    exact = estimate_weights(with_quant({**nvfp4, "exclude_modules": ["lm_head", "model.layers.*.mlp"]}))
     assert group_bytes(exact, "mlp.gate_up_proj") == NVFP4
 
 
@@ -152,8 +149,8 @@ def test_single_layer_exclusions_are_priced_per_layer() -> None:
 
 
 def test_routers_heads_and_embeddings_in_lists_change_nothing() -> None:
-    listed = {"quant_method": "fp8", "weight_block_size": [128, 128],
-              "modules_to_not_convert": ["gate", "e_score_correction_bias", "lm_head", "model.embed_tokens"]}  # fmt: skip
+    names = ["gate", "e_score_correction_bias", "lm_head", "model.embed_tokens"]
+    listed = {"quant_method": "fp8", "weight_block_size": [128, 128], "modules_to_not_convert": names}
     blocked = estimate_weights(with_quant({"quant_method": "fp8", "weight_block_size": [128, 128]}))
     assert estimate_weights(with_quant(listed)).weight_bytes() == blocked.weight_bytes()
 

@@ -167,6 +167,10 @@ class Architecture:
     (``block_sparse_moe`` for Mixtral, MiniMax-M2 and Grok), which quantization exclusion lists
     are matched against; ``router_fp32``: the router is built in float32 (``Grok1MoE.gate`` and
     ``MiniMaxM2MoE.gate``, ``sglang/srt/models/grok.py`` and ``minimax_m2.py``).
+    ``sm100_trtllm_moe``: the ``--quantization`` values (``none``: a 16-bit checkpoint;
+    ``kimi-int4``: the Kimi INT4 recipe) for which SGLang picks the FlashInfer TRT-LLM MoE runner on
+    SM100 by itself (``arg_groups/overrides.py`` ``_deepseek_moe_quant_resolution``;
+    ``arg_groups/model_overrides/qwen3_moe.py`` and ``glm4_moe.py``).
     """
 
     name: str
@@ -209,6 +213,7 @@ class Architecture:
     wide_speculative_defaults: bool = False
     moe_block: str = "mlp"
     router_fp32: bool = False
+    sm100_trtllm_moe: frozenset[str] = frozenset()
 
     @property
     def family(self) -> str:
@@ -280,6 +285,8 @@ class ModelType:
 
 
 _A = Architecture
+_DS_TRTLLM = frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed", "none", "kimi-int4"})
+_QWEN_TRTLLM = frozenset({"fp8", "modelopt_fp4", "modelopt_mixed", "none"})
 _M = ModelType
 _MLA = Attention.MLA
 _SWA = HybridSWAGate.ALWAYS
@@ -305,6 +312,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("DeepseekV2ForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A(
         "DeepseekV32ForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -313,6 +321,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "DeepseekV3ForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -367,6 +376,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "Dots3NoteForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_swa_dims=True,
@@ -437,11 +447,12 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("GigaChat35ForCausalLM", attention=_MLA, launch_mla=True),
     _A("GigaChat35ForCausalLMNextN", attention=_MLA, is_draft=True),
-    _A("Glm4MoeForCausalLM"),
+    _A("Glm4MoeForCausalLM", sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"})),
     _A("Glm4MoeLiteForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A("Glm4MoeLiteForCausalLMNextN", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
     _A(
         "Glm5NextForConditionalGeneration",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         launch_mla=True,
@@ -453,6 +464,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("Glm5NextForConditionalGenerationNextN", attention=_MLA, dsa_if_index_topk=True, is_draft=True),
     _A(
         "GlmMoeDsaForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -476,6 +488,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("Grok1VForCausalLM", wide_speculative_defaults=True, sglang_model=_RULE_ONLY),
     _A(
         "HYV4ForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         draft_num_layers=1,
         attention=_MLA,
         dsa_if_index_topk=True,
@@ -516,6 +529,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("JetVLMForConditionalGeneration", mamba_radix=True, mamba_extra_buffer=False),
     _A(
         "KimiK25ForConditionalGeneration",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         mla_forced_head_dim=256,
         launch_mla=True,
@@ -605,6 +619,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("MistralForCausalLM"),
     _A(
         "MistralLarge3ForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -641,6 +656,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("Phi3ForCausalLM"),
     _A(
         "PixtralForConditionalGeneration",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=Attention.MLA_IF_LORA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -648,9 +664,10 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("Qwen2ForCausalLM"),
     _A("Qwen3ForCausalLM"),
-    _A("Qwen3MoeForCausalLM", draft_num_layers=1),
+    _A("Qwen3MoeForCausalLM", draft_num_layers=1, sm100_trtllm_moe=_QWEN_TRTLLM),
     _A(
         "Qwen3NextForCausalLM",
+        sm100_trtllm_moe=_QWEN_TRTLLM,
         draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
@@ -665,6 +682,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "Qwen3_5ForConditionalGeneration",
+        sm100_trtllm_moe=_QWEN_TRTLLM,
         draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
@@ -680,6 +698,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "Qwen3_5MoeForConditionalGeneration",
+        sm100_trtllm_moe=_QWEN_TRTLLM,
         draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
