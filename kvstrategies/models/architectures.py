@@ -165,8 +165,9 @@ class Architecture:
 
     Weights: ``moe_block`` names the module that holds a decoder layer's MoE in SGLang's model
     (``block_sparse_moe`` for Mixtral, MiniMax-M2 and Grok), which quantization exclusion lists
-    are matched against; ``router_fp32``: the router is built in float32 (``Grok1MoE.gate`` and
-    ``MiniMaxM2MoE.gate``, ``sglang/srt/models/grok.py`` and ``minimax_m2.py``).
+    are matched against; ``router_fp32``: the router is built in float32 (``Grok1MoE.gate``,
+    ``MiniMaxM2MoE.gate``, ``Glm4MoeGate``: ``sglang/srt/models/grok.py``, ``minimax_m2.py``,
+    ``glm4_moe.py``).
     ``sm100_trtllm_moe``: the ``--quantization`` values (``none``: a 16-bit checkpoint;
     ``kimi-int4``: the Kimi INT4 recipe) for which SGLang picks the FlashInfer TRT-LLM MoE runner on
     SM100 by itself (``arg_groups/overrides.py`` ``_deepseek_moe_quant_resolution``;
@@ -447,7 +448,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("GigaChat35ForCausalLM", attention=_MLA, launch_mla=True),
     _A("GigaChat35ForCausalLMNextN", attention=_MLA, is_draft=True),
-    _A("Glm4MoeForCausalLM", sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"})),
+    _A("Glm4MoeForCausalLM", router_fp32=True, sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"})),
     _A("Glm4MoeLiteForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A("Glm4MoeLiteForCausalLMNextN", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
     _A(

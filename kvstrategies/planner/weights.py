@@ -651,7 +651,8 @@ def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
         groups.append(ParamGroup("expert_bias", e * (2 * im + h), ParamKind.SMALL, e))
         router += e
     elif t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias") or conventions.moe_router_bias:
-        router += e  # e_score_correction_bias
+        # e_score_correction_bias: float32 (deepseek_v2.MoEGate, minimax_m2.MiniMaxM2MoE, glm4_moe.Glm4MoeGate)
+        groups.append(ParamGroup("e_score_correction_bias", e, ParamKind.ROUTER, 0, "", 4.0))
     fp32 = 4.0 if any_row(_arch(t), lambda r: r.router_fp32) else None
     groups.append(ParamGroup("router", router, ParamKind.ROUTER, 0, f"{block}.gate", fp32))
     n_shared = int(t.get("n_shared_experts") or t.get("num_shared_experts") or 0)
@@ -696,6 +697,36 @@ def _mtp(t: Mapping[str, Any], h: int, vocab: int, n: int) -> _Groups:
                 ParamGroup("mtp_shared_head", vocab * h, ParamKind.LM_HEAD, vocab, f"{at}.shared_head.head"),
             ]
     return tuple(groups)
+
+
+def moonvit_groups(cfg: Mapping[str, Any]) -> _Groups:
+    """Kimi-K2.5's MoonViT tower and patch-merger projector, group by group (empty for other towers).
+
+    SGLang builds (``sglang/srt/models/kimi_k25.py``): per encoder block a ``VisionAttention``
+    whose ``wqkv`` (``3 h x h`` + bias) and ``wo`` (``h x h``, replicated bias) split over the
+    attention-TP group by heads, an ``MLP2`` of two plain ``nn.Linear`` (``i x h`` + bias, ``h x i``
+    + bias: replicated) and two LayerNorms; the patch embedding (``h x 3 x p x p`` + bias), the
+    fixed position table (``init_pos_emb_height x init_pos_emb_width x h``) and a final LayerNorm;
+    the ``K2VLMultiModalProjector``: a LayerNorm and two ``ReplicatedLinear`` of
+    ``(h m^2)^2 + h m^2`` and ``text_hidden x h m^2 + text_hidden`` (``m x m``: ``merge_kernel_size``).
+    All in the model dtype: the tower gets no quantization config.
+    """
+    v = cfg.get("vision_config")
+    if not isinstance(v, Mapping) or "vt_hidden_size" not in v:
+        return ()
+    h, inter = int(v["vt_hidden_size"]), int(v["vt_intermediate_size"])
+    layers, heads, patch = int(v["vt_num_hidden_layers"]), int(v["vt_num_attention_heads"]), int(v["patch_size"])
+    merge = v.get("merge_kernel_size") or [2, 2]
+    m2 = int(merge[0]) * int(merge[1])
+    text_h = int(v.get("text_hidden_size") or _text(cfg)["hidden_size"])
+    pos = int(v.get("init_pos_emb_height", 64)) * int(v.get("init_pos_emb_width", 64)) * h
+    return (
+        ParamGroup("vision.wqkv", layers * (3 * h * h + 3 * h), ParamKind.SMALL, heads, "vision_tower.wqkv"),
+        ParamGroup("vision.wo", layers * h * h, ParamKind.SMALL, heads, "vision_tower.wo"),
+        ParamGroup("vision.replicated", layers * (2 * h * inter + inter + 2 * h + 4 * h), ParamKind.SMALL),
+        ParamGroup("vision.embeddings", h * 3 * patch * patch + h + pos + 2 * h, ParamKind.SMALL),
+        ParamGroup("mm_projector", 2 * h + (h * m2) ** 2 + h * m2 + text_h * h * m2 + text_h, ParamKind.SMALL),
+    )
 
 
 def vision_tower_params(cfg: Mapping[str, Any]) -> int:
