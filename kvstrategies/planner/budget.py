@@ -50,6 +50,7 @@ class KVBudget:
     weight_bytes: int | None = None
     weight_source: str | None = None
     weight_origin: str | None = None  # "given", "checkpoint headers", "checkpoint index total", "config estimate"
+    overhead_origin: str | None = None  # "given (--gpu-overhead)" or the preload profile it came from
     slack_bytes: int | None = None
     multimodal_bytes: int = 0
     assumptions: tuple[str, ...] = ()
@@ -207,7 +208,7 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
         raise KVCacheConfigError(f"GPU {gpu.name!r} has no known capacity; give --gpu-memory (e.g. 80GiB)")
     weights, weight_source = weights_per_rank(req, config)
     rope = 0 if req.weight_bytes is not None else rope_cache_bytes(config, req.context_length)
-    held = preload_memory(gpu, tp=req.tp_size, pp=req.pp_size)
+    held = preload_memory(gpu, tp=req.tp_size, pp=req.pp_size, attn_dp=req.attn_dp_size)
     overhead = req.overhead_bytes if req.overhead_bytes is not None else held.total_bytes
     mm_gib = launch.multimodal_reserve_mib / 1024  # kv_cache_configurator.mm_runtime_reservation_gb
     mfs = launch.mem_fraction_static
@@ -262,6 +263,7 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
         capacity_bytes=gpu.capacity_bytes,
         mem_fraction_static=mfs,
         overhead_bytes=overhead,
+        overhead_origin="given (--gpu-overhead)" if req.overhead_bytes is not None else held.origin,
         weight_bytes=weights + rope,
         weight_source=weight_source,
         weight_origin=weight_origin(weight_source),
