@@ -771,6 +771,9 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("glm4_moe_lite", moe_router_bias=True),
     _M("gpt_oss", attention_sinks=True, moe_expert_bias=True),
     _M("jamba", linear_attention=LinearAttention.JAMBA),
+    # Grok-2's config.json names model_type "git"; Grok1DecoderLayer has four RMSNorms
+    # (pre/post attention, pre/post MoE: sglang/srt/models/grok.py)
+    _M("git", norms_per_layer=4),
     # configs.kimi_k25.KimiK25VisionConfig
     _M("kimi_k25", vision_config_defaults=(("num_hidden_layers", 27), ("hidden_size", 1152))),
     _M("kimi_linear", linear_attention=LinearAttention.KIMI_LINEAR),

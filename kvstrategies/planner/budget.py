@@ -208,7 +208,7 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
         raise KVCacheConfigError(f"GPU {gpu.name!r} has no known capacity; give --gpu-memory (e.g. 80GiB)")
     weights, weight_source = weights_per_rank(req, config)
     rope = 0 if req.weight_bytes is not None else rope_cache_bytes(config, req.context_length)
-    held = preload_memory(gpu, tp=req.tp_size, pp=req.pp_size, attn_dp=req.attn_dp_size)
+    held = preload_memory(gpu, tp=req.tp_size, pp=req.pp_size)
     overhead = req.overhead_bytes if req.overhead_bytes is not None else held.total_bytes
     mm_gib = launch.multimodal_reserve_mib / 1024  # kv_cache_configurator.mm_runtime_reservation_gb
     mfs = launch.mem_fraction_static

@@ -4,7 +4,8 @@ SGLang sizes the KV pool from ``pre_model_load_memory``: the free device memory 
 ``sglang.srt.distributed.bootstrap.measure_pre_model_load_memory`` after the process group is up
 and before any weight loads (MIN over the world). What is gone from the device capacity by then
 is modelled as ``context + per_peer x peers`` (bytes), ``peers = tp - 1`` (+ 1 for a PP
-neighbour), with the two constants of the GPU's family (:data:`PROFILES`). Each constant comes
+neighbour), with the constants of the GPU's family (:data:`PROFILES`; ROCm adds a fixed figure
+once a rank has a peer). Each constant comes
 from public SGLang >= 0.5 start-up logs (``capacity - "Load weight begin. avail mem"``, the MIN
 rank; ``Init torch distributed ends. mem usage`` where printed), named in the profile:
 
@@ -23,15 +24,21 @@ rank; ``Init torch distributed ends. mem usage`` where printed), named in the pr
   = 0.13 GiB (sgl-project/sglang#40558, RTX PRO 6000 TP4). SGLang drops its custom all-reduce on
   more than two PCIe-only GPUs (``custom_all_reduce_utils.can_use_custom_all_reduce_with_nvlink``),
   and GeForce cards hold less still (docs/validation.md).
-* **AMD Instinct** (ROCm, RCCL and aiter's custom all-reduce): context 0.80 GiB (MI355X TP1,
-  sgl-project/sglang#18263: 287.98 - (230.20 + 56.98)); per peer (4.475 - 0.80) / 7 = 0.525 GiB,
-  4.475 the mean of two MI355X TP8 start-ups of the rocm/sgl-dev v0.5.8.post1 image (GLM-5-FP8:
-  287.98 - 283.48 = 4.50; Kimi-K2.5: 287.98 - 283.53 = 4.45; github.com/ajith-sirra-amd/Issues).
-  Both come from MI355X: they stand in for MI300X / MI325X.
-* **AMD Instinct with attention DP**: ROCm images hold far more once DP attention is on: per peer
-  2.89 GiB, the mean of MI300X TP4 DP4 (sgl-project/sglang#25118: 191.98 - 182.61 = 9.37, so
-  (9.37 - 0.80) / 3 = 2.86) and MI355X TP4 with DP attention (a public GLM-5.2 run log:
-  287.98 - 278.42 = 9.56, (9.56 - 0.80) / 3 = 2.92). Both are TP4; larger TP is extrapolated.
+* **AMD Instinct** (ROCm, RCCL and aiter's custom all-reduce, ``dispatch_custom_allreduce`` in
+  ``sglang/srt/distributed/device_communicators/custom_all_reduce.py``): context 0.748 GiB, the mean
+  of three MI355X TP1 start-ups (287.98 GiB capacity): sgl-project/sglang#18263 (287.98 - (230.20 +
+  56.98) = 0.80) and a public ROCm bring-up write-up on SGLang 0.5.17 (pip route, Qwen3-0.6B:
+  287.98 - ``Load weight begin. avail mem=287.26`` = 0.72; lmsysorg/sglang-rocm v0.5.17 container,
+  Qwen3.8-27B-FP8: 287.98 - (258.78 + 28.49) = 0.71). With more than one rank, a fixed 7.63 GiB
+  (the all-reduce workspace) plus 0.3625 GiB per peer, fit to the three multi-GPU start-ups of
+  2026 images: the same write-up's container at TP2 (287.98 - (264.75 + 14.49) = 8.74), MI300X TP4
+  with DP attention (sgl-project/sglang#25118: 191.98 - 182.61 = 9.37) and MI355X TP4 with DP
+  attention (a public GLM-5.2 run log: 287.98 - 278.42 = 9.56): per peer ((9.37 + 9.56) / 2 - 8.74)
+  / 2, fixed 8.74 - 0.748 - per peer. The TP2 container ran without DP attention and holds as
+  much, so the figure belongs to the image, not to DP attention; the same write-up's pip route,
+  whose aiter all-reduce failed to set up, held 1.72 at TP2. Older images held less: two MI355X
+  TP8 start-ups of rocm/sgl-dev v0.5.8.post1 (GLM-5-FP8 4.50, Kimi-K2.5 4.45;
+  github.com/ajith-sirra-amd/Issues) are 6.4 GiB under this profile (docs/validation.md).
 
 The profiles are fits over a handful of published logs, not measurements of every stack: SGLang,
 NCCL/RCCL and driver versions move them by a few hundred MiB. ``--gpu-overhead`` replaces them with
@@ -50,11 +57,14 @@ NVLINK_PER_PEER_GIB = 2.01 / 7
 PCIE_PER_PEER_GIB = 0.39 / 3
 H20_PER_PEER_GIB = (95.58 - 93.56 - CUDA_CONTEXT_GIB) / 7
 BLACKWELL_CONTEXT_GIB = ((183359 / 1024 - 177.57) + (284208 / 1024 - 275.75)) / 2
-HIP_CONTEXT_GIB = 294896 / 1024 - (230.20 + 56.98)
-HIP_PER_PEER_GIB = ((294896 / 1024 - 283.48) + (294896 / 1024 - 283.53)) / 2 / 7 - HIP_CONTEXT_GIB / 7
-HIP_DP_ATTENTION_PER_PEER_GIB = (
-    (196592 / 1024 - 182.61 - HIP_CONTEXT_GIB) / 3 + (294896 / 1024 - 278.42 - HIP_CONTEXT_GIB) / 3
-) / 2
+_MI355X_GIB = 294896 / 1024
+HIP_CONTEXT_GIB = (
+    (_MI355X_GIB - (230.20 + 56.98)) + (_MI355X_GIB - 287.26) + (_MI355X_GIB - (258.78 + 28.49))
+) / 3
+_HIP_TP2 = _MI355X_GIB - (264.75 + 14.49)
+_HIP_TP4 = ((196592 / 1024 - 182.61) + (_MI355X_GIB - 278.42)) / 2
+HIP_PER_PEER_GIB = (_HIP_TP4 - _HIP_TP2) / 2
+HIP_ALL_REDUCE_GIB = _HIP_TP2 - HIP_CONTEXT_GIB - HIP_PER_PEER_GIB
 
 _HOPPER_LOGS = "H200 TP8 sgl-project/sglang#11716, RTX PRO 6000 TP4 sgl-project/sglang#40558"
 
@@ -69,6 +79,7 @@ class PreloadProfile:
     interconnect: str
     sources: str
     stand_in: str = ""  # what is borrowed from another family, if anything
+    multi_rank_gib: float = 0.0  # held once per rank when it has any peer (ROCm: the all-reduce workspace)
 
 
 PROFILES: dict[str, PreloadProfile] = {
@@ -87,11 +98,9 @@ PROFILES: dict[str, PreloadProfile] = {
     "pcie": PreloadProfile("PCIe cards", CUDA_CONTEXT_GIB, PCIE_PER_PEER_GIB, "PCIe", _HOPPER_LOGS),
     "instinct": PreloadProfile(
         "AMD Instinct", HIP_CONTEXT_GIB, HIP_PER_PEER_GIB, "Infinity Fabric",
-        "MI355X TP1 sgl-project/sglang#18263, MI355X TP8 GLM-5-FP8 and Kimi-K2.5 (ajith-sirra-amd/Issues)",
-    ),  # fmt: skip
-    "instinct-dp-attention": PreloadProfile(
-        "AMD Instinct, attention DP", HIP_CONTEXT_GIB, HIP_DP_ATTENTION_PER_PEER_GIB, "Infinity Fabric",
-        "MI300X TP4 DP4 sgl-project/sglang#25118, MI355X TP4 DP-attention GLM-5.2 run log",
+        "MI355X TP1 sgl-project/sglang#18263 and SGLang 0.5.17 ROCm bring-up write-up (TP1, TP2); "
+        "MI300X TP4 sgl-project/sglang#25118; MI355X TP4 GLM-5.2 run log",
+        multi_rank_gib=HIP_ALL_REDUCE_GIB,
     ),  # fmt: skip
 }
 
@@ -100,10 +109,10 @@ _NVLINK = ("H100-80GB", "H200", "H800", "A100-40GB", "A100-80GB", "H100-NVL")
 _BLACKWELL = ("B200", "B300", "GB200", "GB300")
 
 
-def profile_for(gpu: Accelerator, *, attn_dp: int = 1) -> PreloadProfile:
-    """The preload profile of ``gpu`` (attention DP changes it on ROCm)."""
+def profile_for(gpu: Accelerator) -> PreloadProfile:
+    """The preload profile of ``gpu``'s family."""
     if gpu.is_hip:
-        return PROFILES["instinct-dp-attention" if attn_dp > 1 else "instinct"]
+        return PROFILES["instinct"]
     if gpu.name == "H20":
         return PROFILES["h20"]
     if gpu.name in _BLACKWELL:
@@ -139,22 +148,23 @@ class PreloadMemory:
         )
 
 
-def preload_memory(gpu: Accelerator, *, tp: int = 1, pp: int = 1, attn_dp: int = 1) -> PreloadMemory:
+def preload_memory(gpu: Accelerator, *, tp: int = 1, pp: int = 1) -> PreloadMemory:
     """What ``gpu`` holds per rank before the weights of a ``tp x pp`` deployment load."""
     peers = max(0, tp - 1) + (1 if pp > 1 else 0)
-    profile = profile_for(gpu, attn_dp=attn_dp)
+    profile = profile_for(gpu)
     note = "fit to published SGLang >= 0.5 start-up logs"
     if profile.stand_in and peers:
         note += f"; {profile.stand_in} stands in"
-    if gpu.is_hip and gpu.name != "MI355X" and attn_dp == 1:
+    if gpu.is_hip and gpu.name != "MI355X" and not peers:
         note += "; MI355X figures stand in for this part"
-    if gpu.is_hip and attn_dp > 1 and tp > 4:
-        note += "; the per-peer figure comes from TP4 logs, extrapolated"
+    if gpu.is_hip and tp > 4:
+        note += "; the per-peer figure comes from TP2 / TP4 logs, extrapolated"
     if gpu.is_npu:
         note += "; CUDA figures stand in for this platform"
+    communication = profile.per_peer_gib * peers + (profile.multi_rank_gib if peers else 0.0)
     return PreloadMemory(
         context_bytes=int(profile.context_gib * GIB),
-        communication_bytes=int(profile.per_peer_gib * peers * GIB),
+        communication_bytes=int(communication * GIB),
         interconnect=f"{profile.interconnect}, {peers} peer(s)",
         note=note,
         family=profile.family,
