@@ -14,6 +14,7 @@ from kvstrategies.errors import UnsupportedConfigurationError
 from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.planner.load_refusals import block_fp8, request_layout
+from kvstrategies.planner.moe_layout import moe_layout, override_quantization
 from kvstrategies.presets import load_preset_config
 
 BLOCK_FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
@@ -157,3 +158,46 @@ def test_a_request_longer_than_the_context_cannot_be_served() -> None:
     assert not too_long.served and too_long.requests == 0
     assert "cannot be served" in too_long.limited_by and "_validate_one_request" in too_long.limited_by
     assert whole.served and whole.requests >= 1
+
+
+MODELOPT_FP8 = {"quant_method": "modelopt", "quant_algo": "FP8"}
+
+
+@pytest.mark.parametrize(
+    ("preset", "qcfg", "flag", "gpu", "runner"),
+    [
+        # overrides._deepseek_moe_quant_resolution: fp8 / None / modelopt_* flags -> flashinfer_trtllm on SM100
+        ("deepseek-v3", None, None, "B200", "flashinfer_trtllm"),
+        ("deepseek-v3", None, None, "H200", "auto"),  # not SM100
+        # config.json's raw quant_method "modelopt" is in none of the lists: the auto runner ...
+        ("deepseek-v3", MODELOPT_FP8, None, "B200", "auto"),
+        # ... unless --quantization names the ModelOpt scheme
+        ("deepseek-v3", MODELOPT_FP8, "modelopt_fp8", "B200", "flashinfer_trtllm"),
+        # model_overrides/qwen3_moe.py: fp8, modelopt_fp4, modelopt_mixed or None
+        ("qwen3-30b-a3b", None, None, "GB300", "flashinfer_trtllm"),
+        ("qwen3-30b-a3b", None, "awq", "B200", "auto"),
+        # model_overrides/glm4_moe.py: modelopt_fp4 or None only (an fp8 checkpoint keeps auto)
+        ("glm-4.5", None, None, "B200", "flashinfer_trtllm"),
+        ("glm-4.5", {"quant_method": "fp8", "weight_block_size": [128, 128]}, None, "B200", "auto"),
+        ("mixtral-8x7b", None, None, "B200", "auto"),  # no SM100 override for Mixtral
+    ],
+)
+def test_sm100_moe_runner_choice(
+    preset: str, qcfg: dict[str, object] | None, flag: str | None, gpu: str, runner: str
+) -> None:
+    config = load_preset_config(preset)
+    config = {k: v for k, v in config.items() if k != "quantization_config"}
+    if qcfg is not None:
+        config["quantization_config"] = qcfg
+    assert override_quantization(config, flag) == (flag or (qcfg or {}).get("quant_method") or "none")
+    layout = moe_layout(config, tp=8, ep=1, gpu=lookup_gpu(gpu), quantization=override_quantization(config, flag))
+    assert layout is not None and layout.runner == runner
+
+
+def test_an_explicit_runner_or_an_a2a_backend_wins() -> None:
+    config = load_preset_config("deepseek-v3")
+    b200 = lookup_gpu("B200")
+    given = moe_layout(config, tp=8, ep=1, gpu=b200, quantization="fp8", runner="triton")
+    a2a = moe_layout(config, tp=8, ep=1, gpu=b200, quantization="fp8", a2a="deepep")
+    assert given is not None and given.runner == "triton"
+    assert a2a is not None and a2a.runner == "auto" and a2a.ep == 8

@@ -37,7 +37,7 @@ from typing import Any
 from ..errors import UnsupportedConfigurationError
 from ..models.hf import text_config
 from ..releases import NEWEST_SGLANG
-from .moe_layout import MoELayout, moe_layout, quantization_method
+from .moe_layout import MoELayout, moe_layout, override_quantization, quantization_method
 from .request import DeploymentRequest
 from .weights import UNQUANTIZED, ParamGroup, ParamKind, WeightEstimate, estimate_weights
 
@@ -89,7 +89,7 @@ def request_layout(req: DeploymentRequest, config: Mapping[str, Any]) -> MoELayo
         tp=req.tp_size,
         ep=req.ep_size,
         gpu=req.gpu,
-        quantization=quantization_method(config, req.weight_quantization),
+        quantization=override_quantization(config, req.weight_quantization),
         runner=req.moe_runner_backend,
         a2a=str(req.launch_extras.get("moe_a2a_backend") or "none"),
         aiter=req.rocm_aiter,

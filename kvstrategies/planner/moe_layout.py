@@ -12,10 +12,11 @@ Two runner choices change the columns a rank stores, so the weights and the load
 
 * the FlashInfer TRT-LLM MoE runner rounds the per-rank columns up to a multiple of 128 before the
   weights are created (``FusedMoE.__init__``, except NVFP4 experts). SGLang picks it by itself on
-  SM100 for the DeepSeek family (fp8, ModelOpt, 16-bit checkpoints and Kimi's INT4), the Qwen3-MoE
-  family (fp8, ModelOpt FP4, 16-bit) and GLM-4-MoE (ModelOpt FP4, 16-bit)
-  (``overrides._deepseek_moe_quant_resolution``, ``model_overrides/qwen3_moe.py``,
-  ``model_overrides/glm4_moe.py``);
+  SM100 for the DeepSeek family (fp8, ``--quantization modelopt_fp8/fp4/mixed``, 16-bit checkpoints
+  and Kimi's INT4), the Qwen3-MoE family (fp8, ``--quantization modelopt_fp4/mixed``, 16-bit) and
+  GLM-4-MoE (``--quantization modelopt_fp4``, 16-bit) (``overrides._deepseek_moe_quant_resolution``,
+  ``model_overrides/qwen3_moe.py``, ``model_overrides/glm4_moe.py``); they test the flag, else
+  config.json's raw ``quant_method`` (:func:`override_quantization`);
 * ROCm's aiter MoE (``SGLANG_USE_AITER=1``, which SGLang's ROCm images set in
   ``docker/rocm.Dockerfile``) pads fp8 experts' columns to a multiple of 128
   (``sglang/srt/layers/moe/utils.py``, ``get_moe_weight_sizes`` / ``get_moe_padding_size``).
@@ -73,6 +74,19 @@ def quantization_method(config: Mapping[str, Any], override: str | None) -> str 
     return method or None
 
 
+def override_quantization(config: Mapping[str, Any], flag: str | None) -> str:
+    """``quantization`` as SGLang's SM100 MoE-runner overrides see it: the ``--quantization`` flag,
+    else config.json's raw ``quantization_config.quant_method`` (``utils/common.py``,
+    ``get_quantization_config``), ``"none"`` when there is none. A ModelOpt export names itself
+    ``"modelopt"`` there, which none of the overrides' lists holds, so SGLang keeps the auto runner
+    for it unless ``--quantization modelopt_fp4`` / ``modelopt_fp8`` is given."""
+    if flag is not None:
+        return {"nvfp4": "modelopt_fp4", "w4a16": "awq"}.get(flag, flag)
+    qcfg = text_config(config).get("quantization_config") or config.get("quantization_config")
+    method = qcfg.get("quant_method") if isinstance(qcfg, Mapping) else None
+    return str(method) if method else "none"
+
+
 def _kimi_int4(config: Mapping[str, Any]) -> bool:
     """``overrides._deepseek_moe_quant_resolution``'s Kimi-K2-Thinking / K2.5 INT4 recipe test."""
     qcfg = text_config(config).get("quantization_config") or config.get("quantization_config") or {}
@@ -85,9 +99,10 @@ def _kimi_int4(config: Mapping[str, Any]) -> bool:
 
 
 def moe_runner_backend(
-    config: Mapping[str, Any], gpu: Accelerator | None, quantization: str | None, given: str | None, a2a: str
+    config: Mapping[str, Any], gpu: Accelerator | None, quantization: str, given: str | None, a2a: str
 ) -> str:
-    """The MoE runner SGLang resolves (module doc); ``given`` is ``--moe-runner-backend``."""
+    """The MoE runner SGLang resolves (module doc); ``quantization`` from :func:`override_quantization`,
+    ``given`` is ``--moe-runner-backend``."""
     if given not in (None, "auto"):
         return str(given)
     if gpu is None or not gpu.is_sm100 or a2a != "none":
@@ -96,7 +111,8 @@ def moe_runner_backend(
     if not rows:
         return "auto"
     wanted = rows[0].sm100_trtllm_moe
-    if (quantization or "none") in wanted or ("kimi-int4" in wanted and _kimi_int4(config)):
+    kimi = "kimi-int4" in wanted and quantization == "compressed-tensors" and _kimi_int4(config)
+    if quantization in wanted or kimi:
         return "flashinfer_trtllm"
     return "auto"
 
@@ -143,7 +159,7 @@ def moe_layout(
     tp: int,
     ep: int,
     gpu: Accelerator | None,
-    quantization: str | None,
+    quantization: str,
     runner: str | None = None,
     a2a: str = "none",
     aiter: bool | None = None,
