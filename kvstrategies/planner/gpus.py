@@ -135,12 +135,15 @@ GPUS: tuple[Accelerator, ...] = (
         "MI355X", 294896, "hip", gfx_arch="gfx950",
         source=_PUBLIC + " 69068205465 (8 MI355X cards reporting 309220868096 B total = 294896MiB)",
     ),  # fmt: skip
+    _cuda("H100-NVL", 95830, (9, 0), _PUBLIC + " 22207881571 (NVIDIA H100 NVL, 0MiB / 95830MiB)"),
+    _cuda("L40", 46068, (8, 9), _PUBLIC + " 60430572081 (NVIDIA L40, 39145MiB / 46068MiB, ECC on)"),
+    _cuda(
+        "RTX-PRO-6000", 97887, (12, 0),
+        _PUBLIC + " 65948066077 (NVIDIA RTX PRO 6000 Blackwell, 0MiB / 97887MiB)",
+    ),  # fmt: skip
     # Unconfirmed: typical listings, no published nvidia-smi/rocm-smi total found; override with --gpu-memory.
     _cuda("H100-PCIe", 81559, (9, 0)),
-    _cuda("H100-NVL", 95830, (9, 0)),
     _cuda("H800", 81559, (9, 0)),
-    _cuda("L40", 46068, (8, 9)),
-    _cuda("RTX-PRO-6000", 97887, (12, 0)),
     Accelerator("MI325X", 262128, "hip", gfx_arch="gfx942", note=_UNCONFIRMED),
     Accelerator("Ascend-910B", 65536, "npu", note=_UNCONFIRMED),
 )
