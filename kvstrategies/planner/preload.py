@@ -15,7 +15,8 @@ rank; ``Init torch distributed ends. mem usage`` where printed), named in the pr
   H200 TP8 log's ``Init torch distributed ends. mem usage=2.01 GB``).
 * **NVIDIA H20** (NVLink, HGX H20): the Hopper context; per peer (2.02 - 1.145) / 7 = 0.125 GiB
   from an H20 TP8 start-up (DeepSeek-V4-Flash-Base, 2026-05-15: 95.58 - ``avail mem=93.56``), a
-  sample log kept in a public capacity-planner's tests.
+  sample log kept in a public capacity-planner's tests: the only H20 start-up found (two launches
+  of one deployment), so the figure rests on one deployment.
 * **NVIDIA Blackwell data-centre** (B200, B300, GB200, GB300): context 1.64 GiB, the mean of two
   TP1 clean start-ups in SGLang's development notes: B200 (179.06 - 177.57 = 1.49, 2026-04-27)
   and GB300 (277.55 - 275.75 = 1.80, 2026-05-24); no published multi-GPU Blackwell log of SGLang
