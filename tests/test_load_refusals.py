@@ -201,3 +201,16 @@ def test_an_explicit_runner_or_an_a2a_backend_wins() -> None:
     a2a = moe_layout(config, tp=8, ep=1, gpu=b200, quantization="fp8", a2a="deepep")
     assert given is not None and given.runner == "triton"
     assert a2a is not None and a2a.runner == "auto" and a2a.ep == 8
+
+
+def test_nvfp4_row_parallel_inputs_must_be_multiples_of_16() -> None:
+    """``ModelOptFp4LinearMethod.create_weights`` (modelopt_quant.py) raises 'in features size is not
+    multiple of 16' for a rank's input width. down_proj is row-parallel: its input per rank is
+    intermediate / tp = 12320 / 8 = 1540 (1540 % 16 = 4) or 12320 / 4 = 3080 (% 16 = 8), refused;
+    12320 / 2 = 6160 = 16 x 385 loads."""
+    nvfp4 = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}
+    config = {**load_preset_config("qwen3-8b"), "intermediate_size": 12320, "quantization_config": nvfp4}
+    for tp, width in ((8, 1540), (4, 3080)):
+        with pytest.raises(UnsupportedConfigurationError, match=f"input width {width} is not a multiple of 16"):
+            plan(config, tp_size=tp, gpu="B200")
+    assert plan(config, tp_size=2, gpu="B200").sizes.max_total_num_tokens > 0
