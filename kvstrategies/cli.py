@@ -55,7 +55,9 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
                      help="data-parallel replicas (with --enable-dp-attention: the attention-DP size)")  # fmt: skip
     par.add_argument("--enable-dp-attention", action="store_true", help="SGLang's deprecated spelling: --dp-size "
                      "N becomes --attn-dp-size N")  # fmt: skip
-    par.add_argument("--ep-size", type=int, default=None, help="expert parallel size: 1 or the TP size")
+    par.add_argument("--ep-size", "--expert-parallel-size", "--ep", dest="ep_size", type=int, default=None,
+                     help="expert-parallel size: experts split over EP ranks, each over tp / ep")  # fmt: skip
+    par.add_argument("--moe-runner-backend", default=None, help="SGLang's MoE runner (default: SGLang's choice)")
     mem = parser.add_argument_group("memory")
     mem.add_argument("--available-bytes", default=None, help="KV budget per rank, e.g. 40GiB (skips the GPU step)")
     mem.add_argument("--gpu-memory", default=None, help="GPU capacity, e.g. 80GiB (overrides --gpu's figure)")
@@ -80,6 +82,8 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
         help="accept --context-length above the model's maximum (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1)",
     )  # fmt: skip
     srv.add_argument("--device", default="cuda", help="cuda, npu, cpu (selects layouts)")
+    srv.add_argument("--no-rocm-aiter", action="store_true",
+                     help="ROCm without aiter (SGLANG_USE_AITER=0; SGLang's ROCm images set it to 1)")  # fmt: skip
     srv.add_argument("--attention-backend", default=None)
     srv.add_argument("--speculative-algorithm", default=None)
     srv.add_argument("--speculative-draft-layers", type=int, default=None, help="draft model layers (kvstrategies)")
@@ -299,11 +303,6 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
     model = model_argument(args)
     source = resolve_for_planning(model)
     tp = args.tp if isinstance(args.tp, int) else 1
-    if args.ep_size not in (None, 1, tp) and isinstance(args.tp, int):
-        raise KVCacheConfigError(
-            f"--ep-size {args.ep_size} differs from --tp-size {tp}: expert weights per rank are not modelled for it; "
-            "use --ep-size 1 or the TP size, or give --weight-bytes per rank"
-        )
     weight_quantization = args.weight_quantization
     if args.sglang_quantization is not None:
         if args.sglang_quantization not in QUANTIZATION:
@@ -369,6 +368,9 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         assume_architecture=args.assume_architecture,
         allow_context_length_override=args.allow_context_length_override,
         launch_extras=launch_extras(args),
+        ep_size=args.ep_size if isinstance(args.ep_size, int) else 1,
+        moe_runner_backend=getattr(args, "moe_runner_backend", None),
+        rocm_aiter=not getattr(args, "no_rocm_aiter", False),
     )
 
 

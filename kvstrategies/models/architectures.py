@@ -165,6 +165,16 @@ class Architecture:
     model hook's check of the resolved backend. ``late_trtllm_mla_prefill_graph``: the
     prefill graph is disabled after the trtllm_mla prefill choice. ``wide_speculative_defaults``:
     the wider EAGLE auto steps.
+
+    Weights: ``moe_block`` names the module that holds a decoder layer's MoE in SGLang's model
+    (``block_sparse_moe`` for Mixtral, MiniMax-M2 and Grok), which quantization exclusion lists
+    are matched against; ``router_fp32``: the router is built in float32 (``Grok1MoE.gate``,
+    ``MiniMaxM2MoE.gate``, ``Glm4MoeGate``: ``sglang/srt/models/grok.py``, ``minimax_m2.py``,
+    ``glm4_moe.py``).
+    ``sm100_trtllm_moe``: the ``--quantization`` values (``none``: a 16-bit checkpoint;
+    ``kimi-int4``: the Kimi INT4 recipe) for which SGLang picks the FlashInfer TRT-LLM MoE runner on
+    SM100 by itself (``arg_groups/overrides.py`` ``_deepseek_moe_quant_resolution``;
+    ``arg_groups/model_overrides/qwen3_moe.py`` and ``glm4_moe.py``).
     """
 
     name: str
@@ -205,6 +215,9 @@ class Architecture:
     launch_backend_check: LaunchBackendCheck | None = None
     late_trtllm_mla_prefill_graph: bool = False
     wide_speculative_defaults: bool = False
+    moe_block: str = "mlp"
+    router_fp32: bool = False
+    sm100_trtllm_moe: frozenset[str] = frozenset()
 
     @property
     def family(self) -> str:
@@ -280,6 +293,8 @@ class ModelType:
 
 
 _A = Architecture
+_DS_TRTLLM = frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed", "none", "kimi-int4"})
+_QWEN_TRTLLM = frozenset({"fp8", "modelopt_fp4", "modelopt_mixed", "none"})
 _M = ModelType
 _MLA = Attention.MLA
 _SWA = HybridSWAGate.ALWAYS
@@ -305,6 +320,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("DeepseekV2ForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A(
         "DeepseekV32ForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -313,6 +329,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "DeepseekV3ForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -367,6 +384,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "Dots3NoteForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_swa_dims=True,
@@ -437,11 +455,12 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("GigaChat35ForCausalLM", attention=_MLA, launch_mla=True),
     _A("GigaChat35ForCausalLMNextN", attention=_MLA, is_draft=True),
-    _A("Glm4MoeForCausalLM"),
+    _A("Glm4MoeForCausalLM", router_fp32=True, sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"})),
     _A("Glm4MoeLiteForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A("Glm4MoeLiteForCausalLMNextN", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
     _A(
         "Glm5NextForConditionalGeneration",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         launch_mla=True,
@@ -453,6 +472,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("Glm5NextForConditionalGenerationNextN", attention=_MLA, dsa_if_index_topk=True, is_draft=True),
     _A(
         "GlmMoeDsaForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -472,10 +492,11 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("GraniteMoeHybridForCausalLM", mamba_radix=True, launch_backend_rule=LaunchBackendRule.GRANITE_HYBRID),
     _A("GraniteMoeSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
     _A("GraniteSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
-    _A("Grok1ForCausalLM", wide_speculative_defaults=True),
+    _A("Grok1ForCausalLM", wide_speculative_defaults=True, moe_block="block_sparse_moe", router_fp32=True),
     _A("Grok1VForCausalLM", wide_speculative_defaults=True, sglang_model=_RULE_ONLY),
     _A(
         "HYV4ForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         draft_num_layers=1,
         attention=_MLA,
         dsa_if_index_topk=True,
@@ -516,6 +537,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("JetVLMForConditionalGeneration", mamba_radix=True, mamba_extra_buffer=False),
     _A(
         "KimiK25ForConditionalGeneration",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         mla_forced_head_dim=256,
         launch_mla=True,
@@ -599,12 +621,13 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("MiMoV2MTP", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA, swa_compress=True, is_draft=True),
     _A("MiniCPM3ForCausalLM", attention=_MLA, mla_forced_head_dim=128, launch_mla=True),
-    _A("MiniMaxM2ForCausalLM"),
+    _A("MiniMaxM2ForCausalLM", moe_block="block_sparse_moe", router_fp32=True),
     _A("MiniMaxM3SparseForCausalLM", minimax_sparse=True),
     _A("MiniMaxM3SparseForConditionalGeneration", minimax_sparse=True),
     _A("MistralForCausalLM"),
     _A(
         "MistralLarge3ForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -612,7 +635,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_deepseek_family=True,
     ),
     _A("MistralLarge3ForCausalLMEagle", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
-    _A("MixtralForCausalLM"),
+    _A("MixtralForCausalLM", moe_block="block_sparse_moe"),
     _A(
         "MuseGlimmerForCausalLM",
         hybrid_swa=_SWA,
@@ -641,6 +664,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("Phi3ForCausalLM"),
     _A(
         "PixtralForConditionalGeneration",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=Attention.MLA_IF_LORA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -648,9 +672,10 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("Qwen2ForCausalLM"),
     _A("Qwen3ForCausalLM"),
-    _A("Qwen3MoeForCausalLM", draft_num_layers=1),
+    _A("Qwen3MoeForCausalLM", draft_num_layers=1, sm100_trtllm_moe=_QWEN_TRTLLM),
     _A(
         "Qwen3NextForCausalLM",
+        sm100_trtllm_moe=_QWEN_TRTLLM,
         draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
@@ -665,6 +690,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "Qwen3_5ForConditionalGeneration",
+        sm100_trtllm_moe=_QWEN_TRTLLM,
         draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
@@ -680,6 +706,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "Qwen3_5MoeForConditionalGeneration",
+        sm100_trtllm_moe=_QWEN_TRTLLM,
         draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
@@ -755,6 +782,9 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("glm4_moe_lite", moe_router_bias=True),
     _M("gpt_oss", attention_sinks=True, moe_expert_bias=True),
     _M("jamba", linear_attention=LinearAttention.JAMBA),
+    # Grok-2's config.json names model_type "git"; Grok1DecoderLayer has four RMSNorms
+    # (pre/post attention, pre/post MoE: sglang/srt/models/grok.py)
+    _M("git", norms_per_layer=4),
     # configs.kimi_k25.KimiK25VisionConfig
     _M("kimi_k25", vision_config_defaults=(("num_hidden_layers", 27), ("hidden_size", 1152))),
     _M("kimi_linear", linear_attention=LinearAttention.KIMI_LINEAR),

@@ -50,7 +50,7 @@ def answer_document(plan: DeploymentPlan) -> dict[str, Any]:
         "tokens_total": plan.sizes.max_total_num_tokens * scale,
         "concurrency": [
             {"request_length": item.request_length, "per_worker": item.requests, "total": item.requests * scale,
-             "limited_by": item.limited_by}
+             "limited_by": item.limited_by, "served": item.served}
             for item in plan.fit.lengths
         ],
         "context_fits": plan.fit.context_fits,
@@ -85,6 +85,9 @@ def answer_text(plan: DeploymentPlan) -> list[str]:
     if scale > 1:
         lines.append(f"  in total       {plan.sizes.max_total_num_tokens * scale:,} tokens over {' '.join(unit)}")
     for item in plan.fit.lengths:
+        if not item.served:
+            lines.append(f"  {item.request_length:>9,}-token requests: {item.limited_by}")
+            continue
         total = f" ({item.requests * scale:,} in total)" if scale > 1 else ""
         lines.append(
             f"  {item.request_length:>9,}-token requests: {item.requests:,} at once{per}{total}, limited by "
