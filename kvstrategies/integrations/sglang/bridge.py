@@ -517,6 +517,10 @@ def _sized(
         model=model, model_config=model_config, is_draft_worker=is_draft, draft_model_idx=None,
         spec_algorithm=spec_algorithm,
     )
+    adjust = getattr(layer_setup, "adjust_hybrid_swa_layer_ids", None)
+    if adjust is not None:  # 0.5.16-0.5.20's ModelRunner trims the model's layer lists to the stage here
+        adjust(model_config=model_config, start_layer=layer_info.start_layer, end_layer=layer_info.end_layer,
+               is_hybrid_swa=model_config.is_hybrid_swa)  # fmt: skip
     sliding_window = load_utils.resolve_sliding_window_size(model, model_config)
     kv_str, kv_dtype = compat.call(
         dtype_mod.configure_kv_cache_dtype,
