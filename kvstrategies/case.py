@@ -26,7 +26,7 @@ from .context import (
     SpecAlgorithm,
     SpeculativeConfig,
 )
-from .dtypes import DType, resolve_kv_cache_dtype
+from .dtypes import DType, require_release_kv_cache_dtype, resolve_kv_cache_dtype
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
 from .models import ModelGeometry, parse_hf_config
 from .models.architectures import require_loadable
@@ -330,6 +330,7 @@ def parse_case(
     release = parse_release(merged["sglang_version"], field="case field 'sglang_version'")
     require_loadable(geometry.model_type, release)
     _require_server_arguments(merged, release)
+    require_release_kv_cache_dtype(str(merged["kv_cache_dtype"]), release)
     platform, is_hip = _platform(merged)
     device = DeviceKind.parse(str(merged["device"]))
     if is_hip and device is DeviceKind.CUDA:

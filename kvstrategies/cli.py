@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import KVCacheConfigError
 from .planner.launch_command import QUANTIZATION
+from .releases import parse_release
 
 if TYPE_CHECKING:
     from .planner import DeploymentRequest
@@ -219,6 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
         "SGLang's ServerArgs.resolve_once and with the planner, and diff every field",
     )  # fmt: skip
     verify.add_argument("--recorded", action="store_true", help="use SGLang's recorded answers (no SGLang needed)")
+    verify.add_argument(
+        "--sglang-version", default=None, metavar="X",
+        help="the SGLang release to check (default: the installed one; with --recorded the newest recorded)",
+    )  # fmt: skip
     verify.add_argument("--record", type=Path, default=None, metavar="DIR", help="write SGLang's live answers to DIR")
     verify.add_argument("--jobs", type=int, default=None, help="resolution workers (default: the CPUs, at most 8)")
     verify.add_argument("--show-equal", action="store_true", help="also list the launches that agree")
@@ -679,9 +684,9 @@ def run_verify(args: argparse.Namespace) -> int:
             grid, recorded=args.recorded, record=args.record, workers=args.jobs, as_json=args.json,
             show_equal=args.show_equal,
         )
-    if args.recorded or args.record is not None or args.json or args.show_equal or args.jobs is not None:
-        raise KVCacheConfigError("verify: --recorded, --record, --jobs, --show-equal and --json go with --launch")
-    from .integrations.sglang.verify import format_report, verify
+    if args.record is not None or args.json or args.show_equal or args.jobs is not None:
+        raise KVCacheConfigError("verify: --record, --jobs, --show-equal and --json go with --launch")
+    from .integrations.sglang.verify import format_report, verify, verify_recorded
 
     paths: list[Path] = []
     for given in args.cases or [Path("tests") / "cases"]:
@@ -693,7 +698,12 @@ def run_verify(args: argparse.Namespace) -> int:
             raise KVCacheConfigError(f"verify: no case file or folder {given}")
     if not paths:
         raise KVCacheConfigError("verify: no case files found; pass case files or a folder of them")
-    report = verify(paths)
+    if args.recorded:
+        release = parse_release(args.sglang_version)
+        recorded = Path(__file__).resolve().parents[1] / "golden" / f"sglang-{release.text}"
+        report = verify_recorded(paths, recorded, release.text)
+    else:
+        report = verify(paths, args.sglang_version)
     for line in format_report(report, verbose=args.verbose):
         print(line)
     return 0 if report.ok else 1

@@ -126,7 +126,10 @@ def test_cli_verify_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     grid.write_text(json.dumps([{"preset": "qwen3-8b", "gpu": "H200", "tp_size": 2, "flags": {"page_size": 16}}]))
     assert main(["verify", "--against", "sglang", "--launch", str(grid), "--recorded"]) == 2
     assert "not recorded" in capsys.readouterr().err
-    assert main(["verify", "--against", "sglang", "--recorded"]) == 2  # --recorded goes with --launch
+    # without --launch, --recorded compares the catalog with a release's recorded answers
+    assert main(["verify", "--against", "sglang", "--recorded", "--sglang-version", "0.5.14"]) == 2
+    assert "supported: 0.5.15" in capsys.readouterr().err
+    assert main(["verify", "--against", "sglang", "--recorded", "--show-equal"]) == 2  # launch-only flag
     assert "--launch" in capsys.readouterr().err
 
 

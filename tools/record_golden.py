@@ -131,12 +131,12 @@ def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_
     import time
 
     from kvstrategies.integrations.sglang.engine import run_cases
-    from kvstrategies.integrations.sglang.runtime import import_sglang
+    from kvstrategies.integrations.sglang.runtime import check_version, import_sglang
     from kvstrategies.integrations.sglang.snapshots import KNOWN_FILE, snapshot_folder, snapshot_text
     from kvstrategies.integrations.sglang.verify import verdict_for
 
     started = time.perf_counter()
-    version = import_sglang()
+    version = check_version(import_sglang()).line  # a .postN build records as its release line
     imported = time.perf_counter() - started
     committed = out or snapshot_folder(ROOT / "golden", version)
     target = Path(tempfile.mkdtemp(prefix="kvs-sglang-golden-")) if check_only else committed
@@ -153,7 +153,7 @@ def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_
             written += 1
             if not quiet and not check_only:
                 print(f"wrote {file}")
-        verdict = verdict_for(path, results[path.stem])
+        verdict = verdict_for(path, results[path.stem], version)
         if verdict.status != "match":
             known[path.stem] = {"status": verdict.status, "kinds": list(verdict.kinds)}
     recorded = {path.stem for path in paths}

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..context import DisaggregationMode, KVCacheContext, context_len, draft_loc_space_scale
-from ..pools.basic import req_to_token_layout
+from ..pools.basic import REQ_GENERATION_COUNTER, req_to_token_layout
 from ..pools.binding import pool_binding
 from ..pools.build import KVPools
 from ..pools.layout import KVPoolsLayout, PoolLayout
@@ -130,6 +130,7 @@ class PoolConfigurator(ABC):
             # SGLang builds DecodeReqToTokenPool for every decode role, even with no extra rows
             pool_class="DecodeReqToTokenPool" if self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE
             else "ReqToTokenPool",
+            generation_counter=REQ_GENERATION_COUNTER.holds(self.ctx.release),
         )
 
     def extra_layouts(self, sizes: PoolSizes) -> tuple[PoolLayout, ...]:
