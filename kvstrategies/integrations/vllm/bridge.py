@@ -46,7 +46,7 @@ from .runtime import cuda_to_meta, gpu_facts, import_vllm, quiet, reset_stubbed_
 #: vLLM refused the case (its own exception is named in the message)
 VLLMCaseError = UnsupportedConfigurationError
 #: vLLM's failures while building its config or sizing the cache (its own checks and asserts)
-_VLLM_FAILURES = (ValueError, AssertionError, NotImplementedError, RuntimeError, TypeError, KeyError,
+_VLLM_FAILURES = (ValueError, AssertionError, NotImplementedError, RuntimeError, TypeError, KeyError, ImportError,
                   AttributeError, ZeroDivisionError, IndexError)  # fmt: skip
 
 

@@ -93,7 +93,12 @@ OP_ANSWERS: dict[str, Callable[..., Any]] = {
     "cutlass_group_gemm_supported": lambda capability: capability in (90, 100),
     "cutlass_scaled_mm_supports_fp4": lambda capability: capability >= 100,
     "get_num_sms": lambda *args: 132,
+    # DeepGEMM's set-up (vLLM's vendored copy runs it when the sparse-attention indexer is built)
+    "init": lambda *args: None,
 }
+#: GPUs the stated host has: as many as any planned layout needs (a TP 16 plan spans two hosts
+#: on a real cluster; vLLM's per-host check is not a sizing rule)
+STATED_DEVICE_COUNT = 1024
 
 
 @dataclass(frozen=True)
@@ -109,36 +114,32 @@ class GpuFacts:
         return self.capability[0] * 10 + self.capability[1]
 
 
-#: the GPUs the bridge can state (their NVML totals: ``kvstrategies gpus``)
-GPU_FACTS: dict[str, GpuFacts] = {
-    "H200": GpuFacts("NVIDIA H200", (9, 0), 143771 * 2**20),
-    "H100": GpuFacts("NVIDIA H100 80GB HBM3", (9, 0), 81559 * 2**20),
-    "B200": GpuFacts("NVIDIA B200", (10, 0), 183359 * 2**20),
-    "A100": GpuFacts("NVIDIA A100-SXM4-80GB", (8, 0), 81920 * 2**20),
-}
-DEFAULT_GPU = "H200"
-
-_FACTS: list[GpuFacts] = [GPU_FACTS[DEFAULT_GPU]]
+_FACTS: list[GpuFacts] = []
 
 
 def current_gpu() -> GpuFacts:
+    if not _FACTS:
+        _FACTS.append(gpu_facts(None))
     return _FACTS[0]
 
 
 def gpu_facts(name: str | None) -> GpuFacts:
-    """The facts of a GPU the bridge can state (``None``: :data:`DEFAULT_GPU`)."""
+    """The facts a CUDA GPU of ``kvstrategies gpus`` answers (``None``: the vLLM plans' default GPU)."""
     from ...errors import KVCacheConfigError
+    from ...planner.gpus import lookup_gpu
+    from ...strategies.vllm.deployment import DEFAULT_VLLM_GPU
+    from ...strategies.vllm.launch import nvml_name
 
-    key = (name or DEFAULT_GPU).upper().split("-")[0]
-    if key not in GPU_FACTS:
-        raise KVCacheConfigError(f"the vLLM bridge states the GPUs {sorted(GPU_FACTS)}; got {name!r}")
-    return GPU_FACTS[key]
+    gpu = lookup_gpu(name or DEFAULT_VLLM_GPU)
+    if not gpu.is_cuda or gpu.compute_capability is None or gpu.capacity_bytes is None:
+        raise KVCacheConfigError(f"the vLLM bridge states CUDA GPUs; {gpu.name} is {gpu.platform}")
+    return GpuFacts(nvml_name(gpu), gpu.compute_capability, gpu.capacity_bytes)
 
 
 @contextlib.contextmanager
 def use_gpu(facts: GpuFacts) -> Iterator[GpuFacts]:
     """Answer vLLM's device probes with ``facts`` inside the block (caches cleared on both ends)."""
-    previous = _FACTS[0]
+    previous = current_gpu()
     _FACTS[0] = facts
     _clear_platform_caches()
     try:
@@ -175,6 +176,8 @@ class _StubOp:
         self.default = self
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._answer is None and self._qualname.startswith(("deep_gemm::set_", "deep_gemm::shutdown")):
+            return None
         if self._answer is not None:
             capability = args[0] if args else current_gpu().sm
             return self._answer(capability) if isinstance(capability, int) else self._answer(*args)
@@ -277,7 +280,7 @@ def _install_cuda_facts(torch: Any) -> None:
     cuda.set_device = lambda *args, **kwargs: None
     cuda.synchronize = lambda *args, **kwargs: None
     cuda.empty_cache = lambda *args, **kwargs: None
-    cuda.device_count = lambda: 8
+    cuda.device_count = lambda: STATED_DEVICE_COUNT
 
 
 class _TritonDriver:
@@ -373,7 +376,7 @@ def _make_platform() -> Any:
 
         @classmethod
         def device_count(cls) -> int:
-            return 8
+            return STATED_DEVICE_COUNT
 
         @classmethod
         def get_device_uuid(cls, device_id: int = 0) -> str:
@@ -444,6 +447,10 @@ def import_vllm(*, require_supported: bool = True) -> str:
     os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
     os.environ.setdefault("VLLM_DO_NOT_TRACK", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # Kimi's fused GEMM + all-reduce kernels (CuTe DSL, not installable here): a communication
+    # kernel, off as on a host without it; it changes no KV cache number
+    os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
+    os.environ.setdefault("VLLM_ENABLE_GEMM_RS", "0")
     try:
         torch = importlib.import_module("torch")
         metadata = importlib.import_module("importlib.metadata")

@@ -19,7 +19,8 @@ context                        vLLM argument
 ``scheduling.disable_radix_cache``   ``--no-enable-prefix-caching``
 ``scheduling.disable_overlap_schedule``  ``--no-async-scheduling``
 ``scheduling.disable_hybrid_swa_memory`` ``--disable-hybrid-kv-cache-manager``
-``platform.gpu``               the GPU whose facts vLLM reads (default :data:`DEFAULT_VLLM_GPU`)
+``platform.gpu``               the GPU whose facts vLLM reads (else B200 for ``is_sm100``, else
+                               :data:`DEFAULT_VLLM_GPU`)
 =============================  ==============================================================
 
 SGLang's own pool knobs (``swa_full_tokens_ratio``, the Mamba slot settings, its attention
@@ -116,7 +117,8 @@ def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDepl
     check_vllm_scope(ctx)
     scheduling = ctx.scheduling
     name = ctx.kv_cache_dtype.name
-    gpu = getattr(ctx.platform, "gpu", None) or DEFAULT_VLLM_GPU
+    platform = ctx.platform
+    gpu = getattr(platform, "gpu", None) or ("B200" if platform.is_sm100 else DEFAULT_VLLM_GPU)
     return VLLMDeployment(
         tensor_parallel_size=ctx.parallel.tp_size,
         pipeline_parallel_size=ctx.parallel.pp_size,
