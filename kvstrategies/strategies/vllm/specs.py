@@ -76,6 +76,8 @@ class AttentionSpec(KVCacheSpec):
     head_size_v: int
     dtype: DType
     page_size_padded: int | None = None
+    #: vLLM's ``KVQuantMode`` name of a quantized cache (``FP8_PER_TENSOR`` for the fp8 names)
+    kv_quant_mode: str | None = None
 
     @property
     def unpadded_page_size_bytes(self) -> int:
@@ -91,6 +93,8 @@ class AttentionSpec(KVCacheSpec):
                    dtype=self.dtype.torch_name)  # fmt: skip
         if self.page_size_padded is not None:
             out["page_size_padded"] = self.page_size_padded
+        if self.kv_quant_mode is not None:
+            out["kv_quant_mode"] = self.kv_quant_mode
         return out
 
 
@@ -138,7 +142,8 @@ class SlidingWindowSpec(AttentionSpec):
         """vLLM's promotion when the hybrid allocator is off (``_promote_local_kv_cache_specs``)."""
         return FullAttentionSpec(block_size=self.block_size, num_kv_heads=self.num_kv_heads,
                                  head_size=self.head_size, head_size_v=self.head_size_v, dtype=self.dtype,
-                                 page_size_padded=self.page_size_padded, sliding_window=self.sliding_window)  # fmt: skip
+                                 page_size_padded=self.page_size_padded, kv_quant_mode=self.kv_quant_mode,
+                                 sliding_window=self.sliding_window)  # fmt: skip
 
     def document(self) -> dict[str, Any]:
         out = super().document()
@@ -161,7 +166,7 @@ class MambaSpec(KVCacheSpec):
 
     @property
     def state_bytes(self) -> int:
-        return sum(math.prod(shape) * dtype.itemsize for shape, dtype in zip(self.shapes, self.dtypes))
+        return sum(math.prod(shape) * dtype.itemsize for shape, dtype in zip(self.shapes, self.dtypes, strict=True))
 
     @property
     def page_size_bytes(self) -> int:
