@@ -12,11 +12,11 @@ from .errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConf
 from .pools.binding import AllocatorSpec, PoolBinding, pool_binding
 from .pools.build import KVPools
 from .pools.layout import KVPoolsLayout
+from .releases import VLLM
 from .resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
 from .sizing import PoolSizes
 from .strategies.base import PoolConfigurator, StateReservation
 from .strategies.registry import select_configurator
-from .releases import VLLM
 from .validate import MAX_INT64, check_bool, check_instance, check_int, check_opt_int
 
 if TYPE_CHECKING:

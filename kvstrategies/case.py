@@ -438,7 +438,9 @@ def _engine(data: Mapping[str, Any]) -> str:
     if value is None:
         return SGLANG
     if not isinstance(value, str) or value.lower() not in ENGINE_NAMES:
-        raise KVCacheConfigError(f"case field 'engine' must be one of {sorted(ENGINE_NAMES)} or null, got {value!r:.40}")  # noqa: E501
+        raise KVCacheConfigError(
+            f"case field 'engine' must be one of {sorted(ENGINE_NAMES)} or null, got {value!r:.40}"
+        )
     return value.lower()
 
 

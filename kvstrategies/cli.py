@@ -206,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser(
         "verify", help="compare with SGLang's own code: case files (docs/sglang-bridge.md) or launch defaults"
     )
-    verify.add_argument("--against", choices=["sglang"], required=True, help="the engine to compare with")
+    verify.add_argument("--against", choices=["sglang", "vllm"], required=True,
+                        help="the engine to compare with (vllm: docs/vllm-bridge.md)")  # fmt: skip
     verify.add_argument("cases", nargs="*", type=Path, help="case files or folders (default: tests/cases)")
     verify.add_argument("-v", "--verbose", action="store_true", help="every difference of every case")
     verify.add_argument(
@@ -667,6 +668,8 @@ def run_verify(args: argparse.Namespace) -> int:
     """``verify --against sglang``: the catalog's cases through SGLang's own sizing and pool
     builders (:mod:`kvstrategies.integrations.sglang.verify`), or with ``--launch [GRID]`` the
     launch defaults against SGLang's own resolution (:mod:`kvstrategies.integrations.sglang.launch`)."""
+    if args.launch is not None and args.against == "vllm":
+        raise KVCacheConfigError("verify: --launch compares SGLang's launch defaults; use --against sglang")
     if args.launch is not None:
         if args.cases:
             raise KVCacheConfigError("verify: case files and --launch are separate checks; run them one at a time")
@@ -679,10 +682,26 @@ def run_verify(args: argparse.Namespace) -> int:
         )
     if args.recorded or args.record is not None or args.json or args.show_equal or args.jobs is not None:
         raise KVCacheConfigError("verify: --recorded, --record, --jobs, --show-equal and --json go with --launch")
+    if args.against == "vllm":
+        from .integrations.vllm.verify import format_report as format_vllm
+        from .integrations.vllm.verify import verify as verify_vllm
+
+        vllm_report = verify_vllm(_case_paths(args.cases))
+        for line in format_vllm(vllm_report, verbose=args.verbose):
+            print(line)
+        return 0 if vllm_report.ok else 1
     from .integrations.sglang.verify import format_report, verify
 
+    report = verify(_case_paths(args.cases))
+    for line in format_report(report, verbose=args.verbose):
+        print(line)
+    return 0 if report.ok else 1
+
+
+def _case_paths(given_paths: Sequence[Path]) -> list[Path]:
+    """The case files of ``verify``'s arguments (default: the catalog, tests/cases)."""
     paths: list[Path] = []
-    for given in args.cases or [Path("tests") / "cases"]:
+    for given in given_paths or [Path("tests") / "cases"]:
         if given.is_dir():
             paths.extend(sorted(given.glob("*.json")))
         elif given.is_file():
@@ -691,10 +710,7 @@ def run_verify(args: argparse.Namespace) -> int:
             raise KVCacheConfigError(f"verify: no case file or folder {given}")
     if not paths:
         raise KVCacheConfigError("verify: no case files found; pass case files or a folder of them")
-    report = verify(paths)
-    for line in format_report(report, verbose=args.verbose):
-        print(line)
-    return 0 if report.ok else 1
+    return paths
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -84,9 +84,9 @@ def _clear_caches() -> None:
     """vLLM's per-process caches that would carry one case's answers into the next."""
     logger = importlib.import_module("vllm.logger")
     for name in ("_print_debug_once", "_print_info_once", "_print_warning_once", "_print_error_once"):
-        cached = getattr(logger, name, None)
-        if hasattr(cached, "cache_clear"):
-            cached.cache_clear()
+        clear = getattr(getattr(logger, name, None), "cache_clear", None)
+        if callable(clear):
+            clear()
     selector = importlib.import_module("vllm.v1.attention.selector")
     for value in vars(selector).values():
         if callable(value) and hasattr(value, "cache_clear"):

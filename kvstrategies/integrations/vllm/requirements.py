@@ -58,6 +58,9 @@ _V0330 = VLLMEnvironment(
         "einops==0.8.2",  # vllm/v1/attention/ops/vit_attn_wrappers.py
         "compressed-tensors==0.17.0",  # the quantization registry (vLLM's pin)
         "nvidia-ml-py==13.615.71",  # pynvml, imported by vllm/platforms/cuda.py
+        # bindings only (no CUDA libraries): MiniMax-M2 at TP > 1 imports them; its workspace set-up then
+        # fails inside vLLM's own try/except and falls back, as on a GPU without peer access
+        "cuda-python==13.4.4",
     ),
     no_deps=(
         # FlashInfer's Python package imports on CPU; without it vLLM's selector drops FLASHINFER

@@ -400,10 +400,9 @@ def _make_platform() -> Any:
 def _clear_platform_caches() -> None:
     cuda = sys.modules.get("vllm.platforms.cuda")
     if cuda is not None:
-        for name in ("_get_backend_priorities",):
-            cached = getattr(cuda, name, None)
-            if hasattr(cached, "cache_clear"):
-                cached.cache_clear()
+        clear = getattr(getattr(cuda, "_get_backend_priorities", None), "cache_clear", None)
+        if callable(clear):
+            clear()
 
 
 # ---- import -------------------------------------------------------------------------------------
@@ -472,7 +471,7 @@ def import_vllm(*, require_supported: bool = True) -> str:
             from ..sglang.runtime import install_torchvision_stub
 
             install_torchvision_stub()
-            platforms = importlib.import_module("vllm.platforms")
+            platforms: Any = importlib.import_module("vllm.platforms")
             platforms._current_platform = _make_platform()
             vllm = importlib.import_module("vllm")
             _after_import()
@@ -487,16 +486,10 @@ def import_vllm(*, require_supported: bool = True) -> str:
 
 def _after_import() -> None:
     """Stand-ins that need vLLM's own modules: in-process model inspection, FlashInfer's probe."""
-    registry = importlib.import_module("vllm.model_executor.models.registry")
-
-    def in_process(model_cls: Any, fn: Any) -> Any:
-        return fn(model_cls.load_model_cls())
+    registry: Any = importlib.import_module("vllm.model_executor.models.registry")
 
     registry._run_in_subprocess = lambda fn: fn()
-    if hasattr(registry, "_LazyRegisteredModel"):
-        pass
-    flashinfer = importlib.import_module("vllm.utils.flashinfer")
+    flashinfer: Any = importlib.import_module("vllm.utils.flashinfer")
     flashinfer.has_nvidia_artifactory = lambda: True
     with contextlib.suppress(AttributeError):
         flashinfer.has_nvidia_artifactory.cache_clear()
-    del in_process

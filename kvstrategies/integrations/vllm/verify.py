@@ -7,6 +7,7 @@ time and the time per case. Exit status 1 on any unexplained difference.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +30,22 @@ def project_document(path: Path, vllm_version: str | None = None) -> dict[str, A
     return vllm_plan_document(plan_case(load_case(path, engine=VLLM, vllm_version=vllm_version)))
 
 
+_REASON = re.compile(r"refused: (?:\w+: )?(?:\d+ validation errors? for \w+ (?:\w+ )?Value error, )?(?P<reason>.*)$")
+
+
+def refusal_reason(error: str) -> str:
+    """vLLM's own words in a bridge refusal: the exception's message (pydantic's wrapper dropped), 60 characters."""
+    match = _REASON.search(error)
+    return (match.group("reason") if match else error)[:60]
+
+
+def same_refusal(ours: str, theirs: str, refused_by: str) -> bool:
+    """Both sides refuse for the same reason: the same scope refusal, or vLLM's words in ours."""
+    if refused_by != "vllm":
+        return ours == theirs
+    return refusal_reason(theirs) in " ".join(ours.split())
+
+
 def case_with_config(path: Path) -> dict[str, Any]:
     case = dict(read_json_object(path, "a case file"))
     try:
@@ -48,8 +65,7 @@ def verdict_for(path: Path, vllm: dict[str, Any], vllm_version: str | None = Non
         ours, our_error = None, str(exc)
     theirs = vllm.get("document")
     if ours is None and theirs is None:
-        same = our_error == vllm.get("error") or vllm.get("refused_by") == "vllm"
-        if same:
+        if same_refusal(str(our_error), str(vllm.get("error")), str(vllm.get("refused_by", "vllm"))):
             return CaseVerdict(path.stem, "match", lines=("both refuse",), sglang_seconds=seconds)
         lines = [f"refusals differ: kvstrategies: {our_error} | vllm: {vllm.get('error')}"]
     elif theirs is None:
@@ -60,7 +76,9 @@ def verdict_for(path: Path, vllm: dict[str, Any], vllm_version: str | None = Non
         lines = difference_lines(ours, theirs)
     if not lines:
         return CaseVerdict(path.stem, "match", sglang_seconds=seconds)
-    used, left = explain(case_with_config(path), lines)
+    case = case_with_config(path)
+    case["_our_error"] = our_error
+    used, left = explain(case, lines)
     status = "DIFF" if left else "known"
     return CaseVerdict(path.stem, status, tuple(k.kind for k in used), tuple(lines), tuple(left), seconds)
 

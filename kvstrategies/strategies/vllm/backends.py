@@ -10,7 +10,8 @@ FlashInfer present):
 ===========================  =========================================  ==============
 layer                        backend (SM 9.x / SM 10.x / other)         preferred block
 ===========================  =========================================  ==============
-MHA / GQA, any KV dtype      FLASH_ATTN / FLASHINFER / FLASH_ATTN       16
+MHA / GQA                    FLASH_ATTN / FLASHINFER / FLASH_ATTN       16
+MHA / GQA, fp8_e5m2 KV       FLASHINFER (FlashAttention's fp8 is e4m3)  16
 multimodal Gemma-3 (mm prefix) TRITON_ATTN (FlashAttention and FlashInfer reject partial-mm prefixes)  16
 MLA, 16-bit KV               FLASH_ATTN_MLA / FLASHINFER_MLA / TRITON_MLA  16 / 64 / 16
 MLA, fp8 KV                  FLASHMLA / FLASHINFER_MLA / TRITON_MLA     64 / 64 / 16
@@ -54,7 +55,7 @@ def attention_backend(geometry: ModelGeometry, gpu: Accelerator, kv_cache_dtype:
         return BackendChoice("TRITON_MLA")
     if geometry.model_type.startswith("gemma3") and geometry.is_multimodal:
         return BackendChoice("TRITON_ATTN")
-    if major == 10:
+    if major == 10 or kv_cache_dtype == "fp8_e5m2":  # FlashAttention's fp8 is e4m3 only
         return BackendChoice("FLASHINFER")
     return BackendChoice("FLASH_ATTN")
 

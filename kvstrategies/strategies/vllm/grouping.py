@@ -88,9 +88,9 @@ def kv_cache_groups(specs: Mapping[int, KVCacheSpec], *, disable_hybrid: bool) -
     if max(sizes) < group_size * 1.5:
         group_size = max(sizes)
     groups: list[KVCacheGroup] = []
-    for spec, layers in buckets.items():
-        count = ceil_div(len(layers), group_size)
-        groups.extend(KVCacheGroup(tuple(layers[i::count]), spec) for i in range(count))
+    for spec, members in buckets.items():
+        count = ceil_div(len(members), group_size)
+        groups.extend(KVCacheGroup(tuple(members[i::count]), spec) for i in range(count))
     return groups
 
 

@@ -54,6 +54,16 @@ def pp_indices(num_layers: int, pp_rank: int, pp_size: int) -> tuple[int, int]:
     return start, start + parts[pp_rank]
 
 
+#: models whose attention layers are built without the cache config, so their KV keeps the model
+#: dtype whatever ``--kv-cache-dtype`` says (Falcon's rotary attention: ``models/falcon.py FalconAttention``)
+MODEL_DTYPE_KV = ("falcon",)
+
+
+def layer_kv_dtype(geometry: ModelGeometry, kv_cache_dtype: str) -> str:
+    """The cache dtype name a model's layers are actually built with (see :data:`MODEL_DTYPE_KV`)."""
+    return "auto" if geometry.model_type in MODEL_DTYPE_KV else kv_cache_dtype
+
+
 def kv_storage_dtype(kv_cache_dtype: str, model_dtype: DType) -> DType:
     """The dtype a layer's page is stored in (one byte for fp8)."""
     if kv_cache_dtype in VLLM_ONLY_KV_DTYPES:
@@ -61,12 +71,30 @@ def kv_storage_dtype(kv_cache_dtype: str, model_dtype: DType) -> DType:
             f"kv_cache_dtype {kv_cache_dtype!r}: vLLM packs it its own way (its backend's customize_spec); "
             "the vLLM strategies size auto, bfloat16, float16 and fp8 caches"
         )
-    if kv_cache_dtype not in KV_STORAGE:
-        raise UnsupportedConfigurationError(
-            f"vLLM refuses kv_cache_dtype {kv_cache_dtype!r} (Invalid kv_cache_dtype: {kv_cache_dtype!r}; "
-            f"vllm/config/cache.py CacheConfig); use one of {sorted(KV_STORAGE)}"
-        )
     return KV_STORAGE[kv_cache_dtype] or model_dtype
+
+
+#: vLLM 0.33.0's ``--kv-cache-dtype`` names, in its order (``config/cache.py CacheDType``)
+VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
+    "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "nvfp4_ds_mla",
+    "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc", "octave_k3v4",
+    "octave_k3v3", "octave_k3v3_compact", "ultraquant_4bit", "int4_per_token_head", "int8_per_token_head",
+    "fp8_per_token_head", "nvfp4", "nvfp4_4over6",
+)  # fmt: skip
+
+
+def check_kv_cache_dtype(kv_cache_dtype: str, geometry: ModelGeometry, version: str) -> None:
+    """vLLM's launch refusals of a cache dtype (``CacheConfig`` validation, then ``VllmConfig``'s MLA check)."""
+    if kv_cache_dtype not in VLLM_KV_CACHE_DTYPES:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refuses: Invalid kv_cache_dtype: {kv_cache_dtype!r}. Valid values are: "
+            f"{list(VLLM_KV_CACHE_DTYPES)} (vllm/config/cache.py CacheConfig)"
+        )
+    if kv_cache_dtype.startswith("nvfp4") and kv_cache_dtype != "nvfp4_ds_mla" and geometry.use_mla:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refuses: nvfp4 KV cache is not supported with MLA (Multi-head Latent Attention) "
+            "backends. Use a different --kv-cache-dtype (vllm/config/vllm.py VllmConfig)"
+        )
 
 
 def sliding_layers(geometry: ModelGeometry) -> tuple[int, ...]:

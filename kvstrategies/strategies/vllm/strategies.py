@@ -36,9 +36,24 @@ from .backends import BackendChoice, attention_backend
 from .deployment import vllm_deployment
 from .grouping import KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_launch
-from .layers import attention_specs, kv_storage_dtype, mamba_state, pp_indices, state_specs
-from .sizing import Capacity, KVCacheTensor, blocks_per_request, bytes_per_block, check_enough_memory, project
-from .sizing import stage_tensors
+from .layers import (
+    attention_specs,
+    check_kv_cache_dtype,
+    kv_storage_dtype,
+    layer_kv_dtype,
+    mamba_state,
+    pp_indices,
+    state_specs,
+)
+from .sizing import (
+    Capacity,
+    KVCacheTensor,
+    blocks_per_request,
+    bytes_per_block,
+    check_enough_memory,
+    project,
+    stage_tensors,
+)
 from .specs import CacheLimits, KVCacheSpec, MambaSpec
 
 #: the chunk a GDN layer's prefill checkpoints align to (its FLA kernels' chunk size)
@@ -102,12 +117,16 @@ class VLLMStrategy(PoolConfigurator):
         ctx, geometry = self.ctx, self.ctx.geometry
         version = ctx.release.text
         deployment = vllm_deployment(ctx, available)
+        check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
         launch = resolve_launch(deployment, geometry.context_len, is_mamba_hybrid=geometry.mamba is not None)
         kv_dtype = kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype)
-        backend = attention_backend(geometry, launch.gpu, launch.kv_cache_dtype)
+        layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype)
+        if layer_dtype != launch.kv_cache_dtype:
+            kv_dtype = kv_storage_dtype(layer_dtype, geometry.model_dtype)
+        backend = attention_backend(geometry, launch.gpu, layer_dtype)
         block = deployment.block_size or backend.preferred_block_size
-        specs = self._layer_specs(launch, backend, kv_dtype, block)
+        specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
         block = min(s.block_size for s in specs.values() if not isinstance(s, MambaSpec)) if any(
             not isinstance(s, MambaSpec) for s in specs.values()) else block  # fmt: skip
         groups = kv_cache_groups(specs, disable_hybrid=launch.disable_hybrid_kv_cache_manager)
@@ -136,9 +155,11 @@ class VLLMStrategy(PoolConfigurator):
             padding_layers=padding_layers(list(groups)),
         )
 
-    def _layer_specs(self, launch: VLLMLaunch, backend: BackendChoice, kv_dtype: DType, block: int) -> dict[int, Any]:
+    def _layer_specs(
+        self, launch: VLLMLaunch, backend: BackendChoice, kv_dtype: DType, block: int, cache_dtype: str
+    ) -> dict[int, Any]:
         geometry, tp = self.ctx.geometry, launch.deployment.tensor_parallel_size
-        specs = dict(attention_specs(geometry, tp, kv_dtype, block, launch.kv_cache_dtype))
+        specs = dict(attention_specs(geometry, tp, kv_dtype, block, cache_dtype))
         return dict(sorted(specs.items()))
 
     def _backends(self, specs: dict[int, KVCacheSpec], backend: BackendChoice) -> tuple[str, ...]:
@@ -223,7 +244,9 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
     def takes(cls, geometry: ModelGeometry) -> bool:
         return geometry.mamba is not None and _unmodelled(geometry) is None
 
-    def _layer_specs(self, launch: VLLMLaunch, backend: BackendChoice, kv_dtype: DType, block: int) -> dict[int, Any]:
+    def _layer_specs(
+        self, launch: VLLMLaunch, backend: BackendChoice, kv_dtype: DType, block: int, cache_dtype: str
+    ) -> dict[int, Any]:
         """``_align_hybrid_block_size``: the smallest block (a multiple of the kernel alignment) whose
         attention page holds one Mamba state; the state page is padded to that attention page."""
         geometry, tp = self.ctx.geometry, launch.deployment.tensor_parallel_size
@@ -243,7 +266,7 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         # the state's own block: the attention block when aligned, else a whole request (max_model_len)
         state_block = block if mode == "align" else launch.max_model_len
         alignment = checkpoint if checkpoint is None or checkpoint == 1 else math.lcm(checkpoint, block)
-        specs = dict(attention_specs(geometry, tp, kv_dtype, block, launch.kv_cache_dtype))
+        specs = dict(attention_specs(geometry, tp, kv_dtype, block, cache_dtype))
         specs.update(state_specs(geometry, tp, state_block, mode, padded, alignment))
         return dict(sorted(specs.items()))
 
@@ -307,7 +330,8 @@ class VLLMUnmodelledStrategy(VLLMStrategy):
         return _unmodelled(geometry) is not None
 
     def _plan(self, available: int) -> VLLMKVCachePlan:
-        vllm_deployment(self.ctx, available)  # the deployment's own refusals first
+        deployment = vllm_deployment(self.ctx, available)  # the deployment's own refusals first
+        check_kv_cache_dtype(deployment.kv_cache_dtype, self.ctx.geometry, self.ctx.release.text)
         raise UnsupportedConfigurationError(
             f"vLLM {self.ctx.release.text}: {_unmodelled(self.ctx.geometry)}; the vLLM strategies do not model "
             "it yet (kvstrategies verify --against vllm runs vLLM's own sizing)"
