@@ -203,6 +203,19 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--plot", type=Path, default=None, help="also draw tokens and concurrency against TP and GPU (matplotlib)"
     )
+    compare = sub.add_parser(
+        "compare",
+        help="one deployment answered for SGLang and for vLLM side by side (tokens, concurrency, why they differ)",
+        description="SGLang's planned deployment (its launch defaults and KV budget) beside vLLM 0.33.0's sizing "
+        "of the same model, GPU, TP and KV dtype on the same KV budget, at each --request-length (default: 8192 "
+        "and the model's context).",
+    )
+    _add_deployment_arguments(compare)
+    compare.add_argument("--gpu", default=None, help="GPU name (H100-80GB, H200, B200...)")
+    compare.add_argument("--tp", "--tp-size", "--tensor-parallel-size", dest="tp", type=int, default=1)
+    compare.add_argument("--pp-rank", type=int, default=0)
+    compare.add_argument("--kv-cache-dtype", default=None)
+    compare.add_argument("--page-size", type=int, default=None, help="SGLang's page size (vLLM picks its block)")
     verify = sub.add_parser(
         "verify", help="compare with SGLang's own code: case files (docs/sglang-bridge.md) or launch defaults"
     )
@@ -698,6 +711,25 @@ def run_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def run_compare(args: argparse.Namespace) -> int:
+    """``compare``: the SGLang plan beside vLLM's sizing on the same budget (:mod:`kvstrategies.planner.engines`)."""
+    from .planner.engines import compare_engines, comparison_text
+    from .planner.replan import plan_or_replan
+
+    lengths = tuple(args.request_lengths or ())
+    deployment = plan_or_replan(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
+    if not lengths:
+        context = deployment.fit.context_len
+        lengths = tuple(sorted({min(8192, context), context}))
+        deployment = plan_or_replan(
+            request_from_arguments(argparse.Namespace(**{**vars(args), "request_lengths": list(lengths)}),
+                                   accelerator(args.gpu, args.gpu_memory))  # fmt: skip
+        )
+    gpu = deployment.request.gpu.name if deployment.request is not None and deployment.request.gpu else None
+    print("\n".join(comparison_text(compare_engines(deployment, lengths, gpu))))
+    return 0
+
+
 def _case_paths(given_paths: Sequence[Path]) -> list[Path]:
     """The case files of ``verify``'s arguments (default: the catalog, tests/cases)."""
     paths: list[Path] = []
@@ -737,6 +769,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_gpus(args)
         if args.command == "verify":
             return run_verify(args)
+        if args.command == "compare":
+            return run_compare(args)
         return run_presets(args)
     except KVCacheConfigError as exc:
         message = str(exc)

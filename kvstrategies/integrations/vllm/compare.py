@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...golden import stable
+from ...models.architectures import vllm_model_rule
 from ...golden_diff import diff_documents
 
 COMPARED_KEYS: tuple[str, ...] = (
@@ -139,14 +140,14 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         "unregistered-config",
         "a config whose model type transformers 5.20 (vLLM's pin) does not register (minimax_m3, muse_glimmer): "
         "vLLM refuses to load it or reads it with the generic defaults (another max_model_len)",
-        lambda case: _model_type(case) in ("minimax_m3", "muse_glimmer"),
+        lambda case: vllm_model_rule(_model_type(case)).unregistered,
         (r"^refusals differ: .*minimax_m3", r"^vllm: refused: .*minimax_m3", r"^capacity_log: ", r"^kv_cache_",
          r"^max_concurrency: ", r"^num_gpu_blocks: ", r"^vllm_settings\.max_model_len: ", r"^layer_specs"),
     ),
     KnownDifference(
         "synthetic-config-unloadable",
         "a synthetic config vLLM's model class cannot build (no tokenizer vocabulary for its OCR head)",
-        lambda case: _model_type(case) == "unlimited-ocr" or "synthetic" in _case_value(case, "name"),
+        lambda case: "synthetic" in _case_value(case, "name"),
         (r"^vllm: refused: .*AttributeError: 'NoneType' object has no attribute 'vocab'",),
     ),
 )

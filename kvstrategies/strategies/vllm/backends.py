@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...models import ModelGeometry
+from ...models.architectures import vllm_model_rule
 from ...planner.gpus import Accelerator
 
 
@@ -53,7 +54,7 @@ def attention_backend(geometry: ModelGeometry, gpu: Accelerator, kv_cache_dtype:
         if major == 9:
             return BackendChoice("FLASHMLA", 64, 64) if fp8 else BackendChoice("FLASH_ATTN_MLA")
         return BackendChoice("TRITON_MLA")
-    if geometry.model_type.startswith("gemma3") and geometry.is_multimodal:
+    if vllm_model_rule(geometry.model_type).mm_prefix and geometry.is_multimodal:
         return BackendChoice("TRITON_ATTN")
     if major == 10 or kv_cache_dtype == "fp8_e5m2":  # FlashAttention's fp8 is e4m3 only
         return BackendChoice("FLASHINFER")

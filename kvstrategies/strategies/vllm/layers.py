@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from ...dtypes import DType
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
+from ...models.architectures import vllm_model_rule
 from ...models.mamba import Mamba1Mixer, Mamba2Mixer, MixerKind
 from .specs import FullAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec, SlidingWindowSpec
 
@@ -54,14 +55,10 @@ def pp_indices(num_layers: int, pp_rank: int, pp_size: int) -> tuple[int, int]:
     return start, start + parts[pp_rank]
 
 
-#: models whose attention layers are built without the cache config, so their KV keeps the model
-#: dtype whatever ``--kv-cache-dtype`` says (Falcon's rotary attention: ``models/falcon.py FalconAttention``)
-MODEL_DTYPE_KV = ("falcon",)
-
-
 def layer_kv_dtype(geometry: ModelGeometry, kv_cache_dtype: str) -> str:
-    """The cache dtype name a model's layers are actually built with (see :data:`MODEL_DTYPE_KV`)."""
-    return "auto" if geometry.model_type in MODEL_DTYPE_KV else kv_cache_dtype
+    """The cache dtype name a model's layers are built with: ``auto`` where vLLM builds its attention
+    without the cache config (``VLLMModelRule.kv_in_model_dtype``: Falcon's rotary attention)."""
+    return "auto" if vllm_model_rule(geometry.model_type).kv_in_model_dtype else kv_cache_dtype
 
 
 def kv_storage_dtype(kv_cache_dtype: str, model_dtype: DType) -> DType:
@@ -104,9 +101,10 @@ def sliding_layers(geometry: ModelGeometry) -> tuple[int, ...]:
         return ()
     if geometry.hybrid_swa is not None and geometry.hybrid_swa.swa_attention_layer_ids:
         return geometry.hybrid_swa.swa_attention_layer_ids
-    if geometry.model_type == "gemma2":
+    rule = vllm_model_rule(geometry.model_type).sliding_layers
+    if rule == "even":
         return tuple(i for i in range(n) if i % 2 == 0)
-    if geometry.model_type.startswith("gemma3"):
+    if rule == "not_every_sixth":
         return tuple(i for i in range(n) if (i + 1) % 6 != 0)
     return tuple(range(n))
 
@@ -128,12 +126,8 @@ def mamba_state(geometry: ModelGeometry, tp: int) -> StateLayout:
     shapes = mamba.state_shapes(tp)
     conv = tuple((window, channels) for channels, window in shapes.conv)
     conv_dtype = geometry.model_dtype
-    if geometry.model_type.startswith("nemotron_h"):
-        ssm_dtype = DType.FLOAT32
-    elif geometry.model_type.startswith("qwen3_5"):
-        ssm_dtype = mamba.ssm_dtype
-    else:
-        ssm_dtype = conv_dtype
+    rule = vllm_model_rule(geometry.model_type).ssm_dtype
+    ssm_dtype = DType.FLOAT32 if rule == "float32" else mamba.ssm_dtype if rule == "config" else conv_dtype
     if isinstance(mamba.mixer, Mamba1Mixer):
         channels, _, state = shapes.temporal
         return StateLayout((*conv, (channels, state)), (conv_dtype, ssm_dtype), "MAMBA1_ATTN")
