@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...golden import stable
-from ...models.architectures import vllm_model_rule
 from ...golden_diff import diff_documents
+from ...models.architectures import vllm_model_rule
 
 COMPARED_KEYS: tuple[str, ...] = (
     "gpu",
