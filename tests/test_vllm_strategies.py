@@ -15,9 +15,10 @@ from kvstrategies import plan
 from kvstrategies.case import parse_case
 from kvstrategies.dtypes import DType
 from kvstrategies.errors import InsufficientMemoryError, UnsupportedConfigurationError
-from kvstrategies.planner.gpus import lookup_gpu
+from kvstrategies.planner.gpus import GPUS
 from kvstrategies.releases import NEWEST_VLLM, VLLM, parse_release
 from kvstrategies.strategies.registry import select_configurator_class
+from kvstrategies.strategies.vllm.devices import DEVICES, vllm_device
 from kvstrategies.strategies.vllm.grouping import kv_cache_groups, padding_layers
 from kvstrategies.strategies.vllm.launch import batch_defaults
 from kvstrategies.strategies.vllm.layers import pp_indices
@@ -77,9 +78,15 @@ def test_pp_split_gives_the_remainder_to_the_stages_before_the_last() -> None:
 
 
 def test_batch_defaults_by_gpu_memory() -> None:
-    assert batch_defaults(lookup_gpu("H200")) == (8192, 1024)
-    assert batch_defaults(lookup_gpu("B200")) == (16384, 1024)  # >= 160 GiB
-    assert batch_defaults(lookup_gpu("A100-80GB")) == (2048, 256)  # the A100 exception
+    assert batch_defaults(vllm_device("H200")) == (8192, 1024)
+    assert batch_defaults(vllm_device("B200")) == (16384, 1024)  # >= 160 GiB
+    assert batch_defaults(vllm_device("A100-80GB")) == (2048, 256)  # the A100 exception
+
+
+def test_vllm_devices_are_the_planners_cuda_gpus() -> None:
+    """The core's device facts are exactly the CUDA rows of ``kvstrategies gpus`` (no drift)."""
+    cuda = {(g.name, g.compute_capability, g.capacity_mib) for g in GPUS if g.is_cuda}
+    assert {(d.name, d.capability, d.memory_mib) for d in DEVICES} == cuda
 
 
 def test_uniform_plan_llama_8b() -> None:

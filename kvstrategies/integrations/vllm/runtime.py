@@ -125,15 +125,11 @@ def current_gpu() -> GpuFacts:
 
 def gpu_facts(name: str | None) -> GpuFacts:
     """The facts a CUDA GPU of ``kvstrategies gpus`` answers (``None``: the vLLM plans' default GPU)."""
-    from ...errors import KVCacheConfigError
-    from ...planner.gpus import lookup_gpu
     from ...strategies.vllm.deployment import DEFAULT_VLLM_GPU
-    from ...strategies.vllm.launch import nvml_name
+    from ...strategies.vllm.devices import vllm_device
 
-    gpu = lookup_gpu(name or DEFAULT_VLLM_GPU)
-    if not gpu.is_cuda or gpu.compute_capability is None or gpu.capacity_bytes is None:
-        raise KVCacheConfigError(f"the vLLM bridge states CUDA GPUs; {gpu.name} is {gpu.platform}")
-    return GpuFacts(nvml_name(gpu), gpu.compute_capability, gpu.capacity_bytes)
+    device = vllm_device(name or DEFAULT_VLLM_GPU)
+    return GpuFacts(device.nvml_name, device.capability, device.memory_bytes)
 
 
 @contextlib.contextmanager

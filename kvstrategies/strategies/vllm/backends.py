@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ...models import ModelGeometry
 from ...models.architectures import vllm_model_rule
-from ...planner.gpus import Accelerator
+from .devices import VLLMDevice
 
 
 @dataclass(frozen=True)
@@ -40,11 +40,11 @@ class BackendChoice:
     kernel_block: int = 16
 
 
-def _major(gpu: Accelerator) -> int:
-    return gpu.compute_capability[0] if gpu.compute_capability else 0
+def _major(gpu: VLLMDevice) -> int:
+    return gpu.capability[0]
 
 
-def attention_backend(geometry: ModelGeometry, gpu: Accelerator, kv_cache_dtype: str) -> BackendChoice:
+def attention_backend(geometry: ModelGeometry, gpu: VLLMDevice, kv_cache_dtype: str) -> BackendChoice:
     """The backend of the model's softmax-attention layers."""
     major = _major(gpu)
     fp8 = kv_cache_dtype.startswith("fp8")

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...planner.gpus import Accelerator, lookup_gpu
 from ...releases import EngineRelease
 from .deployment import VLLMDeployment
+from .devices import VLLMDevice, vllm_device
 
 _GIB = 2**30
 
 
-def nvml_name(gpu: Accelerator) -> str:
+def nvml_name(gpu: VLLMDevice) -> str:
     """The device name vLLM reads from NVML for a GPU of ``kvstrategies gpus`` (its A100 check reads it)."""
-    return f"NVIDIA {gpu.name}"
+    return gpu.nvml_name
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class VLLMLaunch:
     """The settings of one vLLM launch after vLLM's defaults (the plan document's ``vllm_settings``)."""
 
     deployment: VLLMDeployment
-    gpu: Accelerator
+    gpu: VLLMDevice
     max_model_len: int
     max_num_batched_tokens: int
     max_num_seqs: int
@@ -75,19 +75,19 @@ class VLLMLaunch:
         }
 
 
-def batch_defaults(gpu: Accelerator) -> tuple[int, int]:
+def batch_defaults(gpu: VLLMDevice) -> tuple[int, int]:
     """``(max_num_batched_tokens, max_num_seqs)`` of vLLM's OpenAI server on ``gpu`` (see module doc)."""
-    memory = gpu.capacity_bytes or 0
+    memory = gpu.memory_bytes
     if memory >= 160 * _GIB:
         return 16384, 1024
-    if memory >= 70 * _GIB and "a100" not in nvml_name(gpu).lower() and gpu.compute_capability != (12, 1):
+    if memory >= 70 * _GIB and "a100" not in nvml_name(gpu).lower() and gpu.capability != (12, 1):
         return 8192, 1024
     return 2048, 256
 
 
 def resolve_launch(deployment: VLLMDeployment, model_max_len: int, *, is_mamba_hybrid: bool) -> VLLMLaunch:
     """The launch after vLLM's defaults for a model whose own maximum length is ``model_max_len``."""
-    gpu = lookup_gpu(deployment.gpu)
+    gpu = vllm_device(deployment.gpu)
     tokens, seqs = batch_defaults(gpu)
     prefix = deployment.enable_prefix_caching is not False
     return VLLMLaunch(
