@@ -185,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only the answer, the SGLang command that realizes it and, when the context does not fit, the fixes",
     )  # fmt: skip
     plan.add_argument("--build-check", action="store_true", help="also allocate on meta (imports torch)")
+    plan.add_argument("--engine", choices=["sglang", "vllm"], default=None,
+                      help="with --case: plan it for this engine (vllm: vLLM 0.33.0's sizing, docs/vllm-bridge.md)")
+    plan.add_argument("--vllm-version", default=None, help="with --engine vllm: the vLLM release (default: 0.33.0)")
     plan.add_argument("--plot", type=Path, default=None, help="write the breakdown as a stacked bar PNG (matplotlib)")
     sweep = sub.add_parser(
         "sweep",
@@ -459,6 +462,11 @@ def run_plan(args: argparse.Namespace) -> int:
         from .planner.plot import check_plot_path
 
         check_plot_path(args.plot)
+    if args.engine == "vllm" or args.vllm_version is not None:
+        if args.case is None:
+            raise KVCacheConfigError("--engine vllm plans a case file (--case FILE); for a model use kvstrategies "
+                                     "compare MODEL --gpu ... --tp ... (vLLM beside SGLang on the same budget)")
+        return _plan_vllm_case(args)
     if args.case is not None:
         case = load_case(args.case)
         try:
@@ -709,6 +717,27 @@ def run_verify(args: argparse.Namespace) -> int:
     for line in format_report(report, verbose=args.verbose):
         print(line)
     return 0 if report.ok else 1
+
+
+def _plan_vllm_case(args: argparse.Namespace) -> int:
+    """``plan --case FILE --engine vllm``: the vLLM strategies' document (the keys vLLM's bridge answers)."""
+    from .api import plan
+    from .case import load_case
+    from .strategies.vllm.document import vllm_plan_document
+
+    case = load_case(args.case, engine="vllm", vllm_version=args.vllm_version)
+    document = vllm_plan_document(plan(case.settings, case.available_bytes))
+    if args.json:
+        print(json.dumps(document, indent=2))
+        return 0
+    settings = document["vllm_settings"]
+    print(f"{document['engine']} on {document['gpu']}: {document['capacity_log']}")
+    print(f"  num_gpu_blocks {document['num_gpu_blocks']:,} of {document['block_size']} tokens, "
+          f"{len(document['kv_cache_groups'])} KV cache groups, backends {', '.join(document['attention_backends'])}")
+    print(f"  max_model_len {settings['max_model_len']:,}, max_num_batched_tokens "
+          f"{settings['max_num_batched_tokens']:,}, max_in_flight_tokens {settings['max_in_flight_tokens']:,}, "
+          f"padding layers {document['padding_layers']}")
+    return 0
 
 
 def run_compare(args: argparse.Namespace) -> int:
