@@ -10,14 +10,13 @@ the bridge's notes, not answers. :func:`difference_lines` names each field that 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ...golden import stable
 from ...golden_diff import diff_documents
 from ...models.architectures import vllm_model_rule
+from ..sglang.compare import KnownDifference
 
 COMPARED_KEYS: tuple[str, ...] = (
     "gpu",
@@ -43,19 +42,6 @@ def comparable(document: Mapping[str, Any]) -> dict[str, Any]:
 def difference_lines(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> list[str]:
     """Readable lines naming every field where vLLM (``theirs``) differs from the project."""
     return diff_documents(comparable(ours), comparable(theirs))
-
-
-@dataclass(frozen=True)
-class KnownDifference:
-    """A deliberate difference from vLLM: which cases it can explain, which lines it covers, why."""
-
-    kind: str
-    reason: str
-    applies: Callable[[Mapping[str, Any]], bool]
-    covers: tuple[str, ...]
-
-    def covers_line(self, line: str) -> bool:
-        return any(re.search(pattern, line) for pattern in self.covers)
 
 
 def _architectures(case: Mapping[str, Any]) -> list[str]:

@@ -11,12 +11,15 @@ differences between the project's vLLM strategies and these snapshots, per case;
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...golden import GOLDEN_FORMAT, SNAPSHOT_SUFFIX, dumps
+from ...golden import GOLDEN_FORMAT, dumps
+from ..sglang.snapshots import read_snapshot, snapshot_files
+
+__all__ = ["KNOWN_FILE", "read_snapshot", "result_from_snapshot", "snapshot_files", "snapshot_folder",
+           "snapshot_text"]  # fmt: skip
 
 KNOWN_FILE = "_known.json"
 
@@ -45,15 +48,3 @@ def result_from_snapshot(snapshot: Mapping[str, Any]) -> dict[str, Any]:
         return {"error": snapshot["error"], "refused_by": snapshot.get("refused_by", "vllm")}
     document = {k: v for k, v in snapshot.items() if k not in ("case", "golden_format")}
     return {"document": document}
-
-
-def snapshot_files(folder: Path) -> list[Path]:
-    """The case snapshots of a folder (``_known.json`` and other ``_`` files excluded)."""
-    return sorted(p for p in folder.glob(f"*{SNAPSHOT_SUFFIX}") if not p.name.startswith("_"))
-
-
-def read_snapshot(path: Path) -> dict[str, Any]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: not a snapshot object")
-    return data
