@@ -31,7 +31,7 @@ from .errors import KVCacheConfigError, UnsupportedConfigurationError
 from .models import ModelGeometry, parse_hf_config
 from .models.architectures import require_loadable
 from .presets import load_preset_config
-from .releases import EngineRelease, ReleaseRule, parse_release, span
+from .releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, ReleaseRule, parse_release, span
 from .validate import MAX_INT64, MAX_SETTING_INT, check_float
 
 #: case fields that are SGLang server arguments only from some release on (a release without the
@@ -50,6 +50,9 @@ CASE_DEFAULTS: dict[str, Any] = {
     "name": None,
     "description": "",
     "sglang_version": None,
+    "engine": None,
+    "vllm_version": None,
+    "gpu": None,
     "hf_config": None,
     "preset": None,
     "tp_size": 1,
@@ -276,6 +279,7 @@ def _speculative(data: Mapping[str, Any], geometry: ModelGeometry) -> Speculativ
 
 
 def _platform(data: Mapping[str, Any]) -> tuple[Platform, bool]:
+    gpu = _opt_str(data, "gpu")
     raw = data["platform"] or {}
     if not isinstance(raw, Mapping):
         raise KVCacheConfigError(f"case field 'platform' must be an object, got {raw!r}")
@@ -284,7 +288,7 @@ def _platform(data: Mapping[str, Any]) -> tuple[Platform, bool]:
         raise KVCacheConfigError(f"unknown platform keys {sorted(unknown)}; known: {sorted(_PLATFORM_KEYS)}")
     flags = {k: _bool({k: raw.get(k, False)}, k) for k in _PLATFORM_KEYS}
     is_hip = flags.pop("is_hip")
-    return Platform(**flags), is_hip
+    return Platform(**flags, gpu=gpu), is_hip
 
 
 def _ratio(data: Mapping[str, Any]) -> float | None:
@@ -313,10 +317,16 @@ def parse_case(
     base_dir: Path | None = None,
     name: str | None = None,
     sglang_version: str | None = None,
+    engine: str | None = None,
+    vllm_version: str | None = None,
 ) -> Case:
     """Validate a case dict and turn it into settings (see :data:`CASE_DEFAULTS`).
 
-    ``sglang_version`` (``--sglang-version``) overrides the case's own ``sglang_version``.
+    ``sglang_version`` (``--sglang-version``) overrides the case's own ``sglang_version``;
+    ``engine`` (``"sglang"``, ``"vllm"``) the case's ``engine``, ``vllm_version`` its
+    ``vllm_version``. A vLLM case is read as the vLLM launch it stands for
+    (:mod:`kvstrategies.strategies.vllm.deployment`): SGLang's launch checks do not apply and
+    ``kv_cache_dtype`` keeps the string given (vLLM resolves ``auto`` itself).
     """
     if not isinstance(data, Mapping):
         raise KVCacheConfigError(f"a case must be a JSON object, got {type(data).__name__}")
@@ -326,11 +336,19 @@ def parse_case(
     merged = {**CASE_DEFAULTS, **data}
     if sglang_version is not None:
         merged["sglang_version"] = sglang_version
+    if engine is not None:
+        merged["engine"] = engine
+    if vllm_version is not None:
+        merged["vllm_version"] = vllm_version
     geometry = _geometry(merged, base_dir)
-    release = parse_release(merged["sglang_version"], field="case field 'sglang_version'")
-    require_loadable(geometry.model_type, release)
-    _require_server_arguments(merged, release)
-    require_release_kv_cache_dtype(str(merged["kv_cache_dtype"]), release)
+    is_vllm = _engine(merged) == VLLM
+    if is_vllm:
+        release = parse_release(merged["vllm_version"], VLLM, field="case field 'vllm_version'")
+    else:
+        release = parse_release(merged["sglang_version"], field="case field 'sglang_version'")
+        require_loadable(geometry.model_type, release)
+        _require_server_arguments(merged, release)
+        require_release_kv_cache_dtype(str(merged["kv_cache_dtype"]), release)
     platform, is_hip = _platform(merged)
     device = DeviceKind.parse(str(merged["device"]))
     if is_hip and device is DeviceKind.CUDA:
@@ -340,7 +358,7 @@ def parse_case(
     kv_dtype = resolve_kv_cache_dtype(
         str(merged["kv_cache_dtype"]),
         model_dtype,
-        checkpoint_kv_fp8=geometry.checkpoint_kv_fp8,
+        checkpoint_kv_fp8=geometry.checkpoint_kv_fp8 and not is_vllm,
         is_hip=device is DeviceKind.HIP,
         is_cpu=device is DeviceKind.CPU,
     )
@@ -398,7 +416,8 @@ def parse_case(
         is_draft_worker=_bool(merged, "is_draft_worker"),
         release=release,
     )
-    _check_context_length(settings, merged["env"])
+    if not is_vllm:
+        _check_context_length(settings, merged["env"])
     available = merged["available_bytes"]
     if available is None:
         raise KVCacheConfigError("case field 'available_bytes' is required (the KV budget in bytes after profiling)")
@@ -413,6 +432,17 @@ def parse_case(
         pool_max_mamba_cache_size=_int(merged, "pool_max_mamba_cache_size", minimum=1, optional=True),
         raw=dict(data),
     )
+
+
+def _engine(data: Mapping[str, Any]) -> str:
+    value = data["engine"]
+    if value is None:
+        return SGLANG
+    if not isinstance(value, str) or value.lower() not in ENGINE_NAMES:
+        raise KVCacheConfigError(
+            f"case field 'engine' must be one of {sorted(ENGINE_NAMES)} or null, got {value!r:.40}"
+        )
+    return value.lower()
 
 
 def _check_context_length(settings: KVCacheSettings, env: Mapping[str, Any]) -> None:
@@ -442,15 +472,23 @@ def read_json_file(path: str | Path) -> Any:
     return jsonio.read_json_file(path)
 
 
-def load_case(path: str | Path, *, sglang_version: str | None = None) -> Case:
+def load_case(
+    path: str | Path,
+    *,
+    sglang_version: str | None = None,
+    engine: str | None = None,
+    vllm_version: str | None = None,
+) -> Case:
     """Read and parse a case file; a relative ``hf_config`` path is taken from the file's folder.
 
-    ``sglang_version`` plans it for that SGLang release instead of the case's own.
+    ``sglang_version`` plans it for that SGLang release instead of the case's own; ``engine`` /
+    ``vllm_version`` for that engine (``"vllm"``: the vLLM launch it stands for) instead.
     """
     file = Path(path)
     data = jsonio.read_json_object(file, "a case file")
     try:
-        return parse_case(data, base_dir=file.parent, name=file.stem, sglang_version=sglang_version)
+        return parse_case(data, base_dir=file.parent, name=file.stem, sglang_version=sglang_version,
+                          engine=engine, vllm_version=vllm_version)  # fmt: skip
     except KVCacheConfigError as exc:
         if str(file) in str(exc):
             raise

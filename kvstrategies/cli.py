@@ -190,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only the answer, the SGLang command that realizes it and, when the context does not fit, the fixes",
     )  # fmt: skip
     plan.add_argument("--build-check", action="store_true", help="also allocate on meta (imports torch)")
+    plan.add_argument("--engine", choices=["sglang", "vllm"], default=None,
+                      help="with --case: plan it for this engine (vllm: vLLM 0.33.0's sizing, docs/vllm-bridge.md)")
+    plan.add_argument("--vllm-version", default=None, help="with --engine vllm: the vLLM release (default: 0.33.0)")
     plan.add_argument("--plot", type=Path, default=None, help="write the breakdown as a stacked bar PNG (matplotlib)")
     sweep = sub.add_parser(
         "sweep",
@@ -208,10 +211,24 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--plot", type=Path, default=None, help="also draw tokens and concurrency against TP and GPU (matplotlib)"
     )
+    compare = sub.add_parser(
+        "compare",
+        help="one deployment answered for SGLang and for vLLM side by side (tokens, concurrency, why they differ)",
+        description="SGLang's planned deployment (its launch defaults and KV budget) beside vLLM 0.33.0's sizing "
+        "of the same model, GPU, TP and KV dtype on the same KV budget, at each --request-length (default: 8192 "
+        "and the model's context).",
+    )
+    _add_deployment_arguments(compare)
+    compare.add_argument("--gpu", default=None, help="GPU name (H100-80GB, H200, B200...)")
+    compare.add_argument("--tp", "--tp-size", "--tensor-parallel-size", dest="tp", type=int, default=1)
+    compare.add_argument("--pp-rank", type=int, default=0)
+    compare.add_argument("--kv-cache-dtype", default=None)
+    compare.add_argument("--page-size", type=int, default=None, help="SGLang's page size (vLLM picks its block)")
     verify = sub.add_parser(
         "verify", help="compare with SGLang's own code: case files (docs/sglang-bridge.md) or launch defaults"
     )
-    verify.add_argument("--against", choices=["sglang"], required=True, help="the engine to compare with")
+    verify.add_argument("--against", choices=["sglang", "vllm"], required=True,
+                        help="the engine to compare with (vllm: docs/vllm-bridge.md)")  # fmt: skip
     verify.add_argument("cases", nargs="*", type=Path, help="case files or folders (default: tests/cases)")
     verify.add_argument("-v", "--verbose", action="store_true", help="every difference of every case")
     verify.add_argument(
@@ -452,6 +469,11 @@ def run_plan(args: argparse.Namespace) -> int:
         from .planner.plot import check_plot_path
 
         check_plot_path(args.plot)
+    if args.engine == "vllm" or args.vllm_version is not None:
+        if args.case is None:
+            raise KVCacheConfigError("--engine vllm plans a case file (--case FILE); for a model use kvstrategies "
+                                     "compare MODEL --gpu ... --tp ... (vLLM beside SGLang on the same budget)")
+        return _plan_vllm_case(args)
     if args.case is not None:
         case = load_case(args.case)
         try:
@@ -674,6 +696,8 @@ def run_verify(args: argparse.Namespace) -> int:
     """``verify --against sglang``: the catalog's cases through SGLang's own sizing and pool
     builders (:mod:`kvstrategies.integrations.sglang.verify`), or with ``--launch [GRID]`` the
     launch defaults against SGLang's own resolution (:mod:`kvstrategies.integrations.sglang.launch`)."""
+    if args.launch is not None and args.against == "vllm":
+        raise KVCacheConfigError("verify: --launch compares SGLang's launch defaults; use --against sglang")
     if args.launch is not None:
         if args.cases:
             raise KVCacheConfigError("verify: case files and --launch are separate checks; run them one at a time")
@@ -686,18 +710,17 @@ def run_verify(args: argparse.Namespace) -> int:
         )
     if args.record is not None or args.json or args.show_equal or args.jobs is not None:
         raise KVCacheConfigError("verify: --record, --jobs, --show-equal and --json go with --launch")
+    if args.against == "vllm":
+        from .integrations.vllm.verify import format_report as format_vllm
+        from .integrations.vllm.verify import verify as verify_vllm
+
+        vllm_report = verify_vllm(_case_paths(args.cases))
+        for line in format_vllm(vllm_report, verbose=args.verbose):
+            print(line)
+        return 0 if vllm_report.ok else 1
     from .integrations.sglang.verify import format_report, verify, verify_recorded
 
-    paths: list[Path] = []
-    for given in args.cases or [Path("tests") / "cases"]:
-        if given.is_dir():
-            paths.extend(sorted(given.glob("*.json")))
-        elif given.is_file():
-            paths.append(given)
-        else:
-            raise KVCacheConfigError(f"verify: no case file or folder {given}")
-    if not paths:
-        raise KVCacheConfigError("verify: no case files found; pass case files or a folder of them")
+    paths = _case_paths(args.cases)
     if args.recorded:
         release = parse_release(args.sglang_version)
         recorded = Path(__file__).resolve().parents[1] / "golden" / f"sglang-{release.text}"
@@ -707,6 +730,61 @@ def run_verify(args: argparse.Namespace) -> int:
     for line in format_report(report, verbose=args.verbose):
         print(line)
     return 0 if report.ok else 1
+
+
+def _plan_vllm_case(args: argparse.Namespace) -> int:
+    """``plan --case FILE --engine vllm``: the vLLM strategies' document (the keys vLLM's bridge answers)."""
+    from .api import plan
+    from .case import load_case
+    from .strategies.vllm.document import vllm_plan_document
+
+    case = load_case(args.case, engine="vllm", vllm_version=args.vllm_version)
+    document = vllm_plan_document(plan(case.settings, case.available_bytes))
+    if args.json:
+        print(json.dumps(document, indent=2))
+        return 0
+    settings = document["vllm_settings"]
+    print(f"{document['engine']} on {document['gpu']}: {document['capacity_log']}")
+    print(f"  num_gpu_blocks {document['num_gpu_blocks']:,} of {document['block_size']} tokens, "
+          f"{len(document['kv_cache_groups'])} KV cache groups, backends {', '.join(document['attention_backends'])}")
+    print(f"  max_model_len {settings['max_model_len']:,}, max_num_batched_tokens "
+          f"{settings['max_num_batched_tokens']:,}, max_in_flight_tokens {settings['max_in_flight_tokens']:,}, "
+          f"padding layers {document['padding_layers']}")
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """``compare``: the SGLang plan beside vLLM's sizing on the same budget (:mod:`kvstrategies.planner.engines`)."""
+    from .planner.engines import compare_engines, comparison_text
+    from .planner.replan import plan_or_replan
+
+    lengths = tuple(args.request_lengths or ())
+    deployment = plan_or_replan(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
+    if not lengths:
+        context = deployment.fit.context_len
+        lengths = tuple(sorted({min(8192, context), context}))
+        deployment = plan_or_replan(
+            request_from_arguments(argparse.Namespace(**{**vars(args), "request_lengths": list(lengths)}),
+                                   accelerator(args.gpu, args.gpu_memory))  # fmt: skip
+        )
+    gpu = deployment.request.gpu.name if deployment.request is not None and deployment.request.gpu else None
+    print("\n".join(comparison_text(compare_engines(deployment, lengths, gpu))))
+    return 0
+
+
+def _case_paths(given_paths: Sequence[Path]) -> list[Path]:
+    """The case files of ``verify``'s arguments (default: the catalog, tests/cases)."""
+    paths: list[Path] = []
+    for given in given_paths or [Path("tests") / "cases"]:
+        if given.is_dir():
+            paths.extend(sorted(given.glob("*.json")))
+        elif given.is_file():
+            paths.append(given)
+        else:
+            raise KVCacheConfigError(f"verify: no case file or folder {given}")
+    if not paths:
+        raise KVCacheConfigError("verify: no case files found; pass case files or a folder of them")
+    return paths
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -733,6 +811,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_gpus(args)
         if args.command == "verify":
             return run_verify(args)
+        if args.command == "compare":
+            return run_compare(args)
         return run_presets(args)
     except KVCacheConfigError as exc:
         message = str(exc)

@@ -214,9 +214,15 @@ class Platform:
     is_blackwell: bool = False
     is_gfx95: bool = False
     is_npu_arch35: bool = False  # Ascend arch35 SoC: packed-FP8 DSA pool (builders.md 5.9)
+    #: the GPU by name (``kvstrategies gpus``): what a vLLM plan reads (vLLM picks attention backends
+    #: and batch defaults from its facts); SGLang plans read the flags above
+    gpu: str | None = None
 
     def __post_init__(self) -> None:
         for item in dataclasses.fields(self):
+            if item.name == "gpu":
+                check_opt_str(self.gpu, "platform.gpu")
+                continue
             check_bool(getattr(self, item.name), f"platform.{item.name}")
 
 

@@ -18,7 +18,7 @@ from ..pools.basic import REQ_GENERATION_COUNTER, req_to_token_layout
 from ..pools.binding import pool_binding
 from ..pools.build import KVPools
 from ..pools.layout import KVPoolsLayout, PoolLayout
-from ..releases import ByRelease
+from ..releases import SGLANG, ByRelease
 from ..request_math import req_to_token_max_context_len, req_to_token_pre_alloc
 from ..sizing import PoolSizes
 
@@ -41,6 +41,9 @@ class PoolConfigurator(ABC):
 
     #: short family label for listings and the CLI
     family: ClassVar[str] = ""
+    #: the engine whose sizing this strategy reproduces: the registry asks a strategy only about
+    #: contexts of that engine (``ctx.release.engine``)
+    engine: ClassVar[str] = SGLANG
     #: the SGLang class whose numbers this strategy reproduces: SGLang has four concrete
     #: configurators, so Mamba hybrids and Ascend layouts (Default numbers) say
     #: ``DefaultPoolConfigurator``; a :class:`~kvstrategies.releases.ByRelease` where SGLang renamed
