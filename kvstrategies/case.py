@@ -27,7 +27,8 @@ from .context import (
     SpeculativeConfig,
 )
 from .dtypes import DType, resolve_kv_cache_dtype
-from .errors import KVCacheConfigError, UnsupportedConfigurationError
+from .errors import KVCacheConfigError
+from .knobs import check_case_env
 from .models import ModelGeometry, parse_hf_config
 from .presets import load_preset_config
 from .validate import MAX_INT64, MAX_SETTING_INT, check_float
@@ -84,29 +85,6 @@ CASE_DEFAULTS: dict[str, Any] = {
     "pool_max_mamba_cache_size": None,
 }
 _PLATFORM_KEYS = {"is_sm100", "is_sm90", "is_blackwell", "is_hip", "is_gfx95", "is_npu_arch35"}
-# SGLang environment knobs a case may set, and the ones that select out-of-scope features.
-_SUPPORTED_ENV = {
-    "SGLANG_SWA_EVICTION_INTERVAL",
-    "SGLANG_DSV4_COMPRESS_STATE_DTYPE",
-    "SGLANG_DSV4_KV_LAYOUT",
-    "SGLANG_DSV4_COMPRESSED_KV_LAYOUT",
-    "SGLANG_PP_LAYER_PARTITION",
-    "SGLANG_MAMBA_SSM_DTYPE",
-    "SGLANG_MAMBA_CONV_DTYPE",
-    "SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK",
-    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
-}
-_OUT_OF_SCOPE_ENV = {
-    "SGLANG_OPT_USE_ONLINE_COMPRESS",
-    "SGLANG_EXPERIMENTAL_ONLINE_C128_MTP",
-    "SGLANG_DSV4_UNIFIED_KV_FP8",
-    "SGLANG_HACK_FLASHMLA_BACKEND",
-    "SGLANG_NPU_ENABLE_SPARSE_KV_OFFLOAD",
-    "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING",
-    "SGLANG_USE_HND_KVCACHE",
-}
-
-
 @dataclass(frozen=True)
 class Case:
     """A parsed case: the context to plan, the budget, and the what-if pool request."""
@@ -168,17 +146,10 @@ def _env_flag(value: Any) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
-def knobs_from_env(env: Mapping[str, Any]) -> tuple[EngineKnobs, tuple[int, ...] | None]:
-    """Map SGLang env knobs onto :class:`EngineKnobs` (and the PP layer partition)."""
-    if not isinstance(env, Mapping):
-        raise KVCacheConfigError(f"case field 'env' must be an object, got {env!r}")
-    for key in env:
-        if key in _OUT_OF_SCOPE_ENV:
-            raise UnsupportedConfigurationError(
-                f"env {key} selects a feature that kvstrategies does not model (out of scope in the spec); remove it"
-            )
-        if key not in _SUPPORTED_ENV:
-            raise KVCacheConfigError(f"unknown env knob {key!r}; supported: {sorted(_SUPPORTED_ENV)}")
+def knobs_from_env(env: Any) -> tuple[EngineKnobs, tuple[int, ...] | None]:
+    """Map SGLang env knobs onto :class:`EngineKnobs` (and the PP layer partition); the names and
+    values are checked by :func:`kvstrategies.knobs.check_case_env` first."""
+    env = check_case_env(env)
     knobs: dict[str, Any] = {}
     if "SGLANG_SWA_EVICTION_INTERVAL" in env:
         raw = env["SGLANG_SWA_EVICTION_INTERVAL"]
@@ -303,7 +274,8 @@ def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: s
         is_hip=device is DeviceKind.HIP,
         is_cpu=device is DeviceKind.CPU,
     )
-    knobs, partition = knobs_from_env(merged["env"])
+    env = check_case_env(merged["env"])
+    knobs, partition = knobs_from_env(env)
     try:
         mode = DisaggregationMode(str(merged["disaggregation_mode"]).lower())
     except ValueError as exc:
@@ -356,7 +328,7 @@ def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: s
         knobs=knobs,
         is_draft_worker=_bool(merged, "is_draft_worker"),
     )
-    _check_context_length(settings, merged["env"])
+    _check_context_length(settings, env)
     available = merged["available_bytes"]
     if available is None:
         raise KVCacheConfigError("case field 'available_bytes' is required (the KV budget in bytes after profiling)")
