@@ -635,6 +635,9 @@ def run_verify(args: argparse.Namespace) -> int:
             raise KVCacheConfigError(f"verify: no case file or folder {given}")
     if not paths:
         raise KVCacheConfigError("verify: no case files found; pass case files or a folder of them")
+    from .case_validation import validate_case_files
+
+    validate_case_files(paths)  # every case checked before SGLang is imported or a child process starts
     report = verify(paths)
     for line in format_report(report, verbose=args.verbose):
         print(line)
