@@ -252,7 +252,7 @@ def model_argument(args: argparse.Namespace) -> str:
     """MODEL, given positionally or as ``--model-path`` (not both, unless equal)."""
     given = [value for value in (args.model, args.model_path) if value is not None]
     if any(not value.strip() for value in given):
-        raise KVCacheConfigError("the model name is empty; give a preset, a HF id, a config.json path or a model folder")
+        raise KVCacheConfigError("the model name is empty; give a preset, HF id, config.json path or model folder")
     if not given:
         raise KVCacheConfigError(
             "name a model (preset, HF id, config.json or folder; or --model-path) or pass --case FILE"
