@@ -358,7 +358,12 @@ PLANNER_BAD_CONFIGS = [
     ("deepseek-v3", lambda: _nested("deepseek-v3", "quantization_config", weight_block_size=[0, 128]),
      "weight_block_size"),  # fmt: skip
     ("qwen3-8b", lambda: _config("qwen3-8b", quantization_config={"quant_method": "gptq", "bits": 4,
-                                                                  "group_size": -1}), "group_size"),  # fmt: skip
+                                                                  "group_size": 0}), "group_size"),  # fmt: skip
+    ("qwen3-8b", lambda: _config("qwen3-8b", quantization_config={"quant_method": "gptq", "bits": 4,
+                                                                  "group_size": -2}), "group_size"),  # fmt: skip
+    ("qwen3-8b", lambda: _config("qwen3-8b", quantization_config={
+        "quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": {
+            "num_bits": 0, "type": "int", "strategy": "channel"}}}}), "num_bits"),  # fmt: skip
     ("mimo-v2-flash", lambda: _config("mimo-v2-flash", moe_layer_freq=[1, -1]), "moe_layer_freq[1]"),
 ]
 
