@@ -232,6 +232,11 @@ def _str_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _unique(values: list[Any]) -> list[Any]:
+    """``values`` without repeats, in their first order (``--tp 1,1,2`` plans TP 1 once)."""
+    return list(dict.fromkeys(values))
+
+
 def accelerator(name: str | None, memory: str | None) -> Accelerator | None:
     """``--gpu`` (looked up) and/or ``--gpu-memory`` (a capacity; alone: a generic CUDA GPU)."""
     from .planner.gpus import Accelerator, lookup_gpu, parse_bytes
@@ -485,14 +490,14 @@ def run_sweep(args: argparse.Namespace) -> int:
     from .planner import sweep, sweep_csv, sweep_table
 
     gpus: list[Accelerator | None] = []
-    names = _str_list(args.gpu) if args.gpu is not None else [None]
+    names = _unique(_str_list(args.gpu)) if args.gpu is not None else [None]
     if not names:
         raise KVCacheConfigError(f"--gpu is empty ({args.gpu!r}); give a comma list of GPU names, e.g. H100-80GB,H200")
     for name in names:
         gpus.append(accelerator(name, args.gpu_memory))
-    tps = _int_list("--tp", args.tp)
-    kv_dtypes: list[str | None] = list(_str_list(args.kv_cache_dtype)) if args.kv_cache_dtype else [None]
-    pages: list[int | None] = list(_int_list("--page-size", args.page_size)) if args.page_size else [None]
+    tps = _unique(_int_list("--tp", args.tp))  # a repeated value would plan the same cells again
+    kv_dtypes: list[str | None] = list(_unique(_str_list(args.kv_cache_dtype))) if args.kv_cache_dtype else [None]
+    pages: list[int | None] = list(_unique(_int_list("--page-size", args.page_size))) if args.page_size else [None]
     from .planner.request import check_page_size
 
     for page in pages:

@@ -25,6 +25,10 @@ def text_config(config: ConfigDict) -> ConfigDict:
     return config
 
 
+#: the most names an ``architectures`` list may hold (real configs: one)
+MAX_ARCHITECTURES = 64
+
+
 def architectures(config: ConfigDict) -> tuple[str, ...]:
     """The top-level ``architectures`` list (nested wrappers carry it at the root)."""
     archs = config.get("architectures")
@@ -32,8 +36,13 @@ def architectures(config: ConfigDict) -> tuple[str, ...]:
         archs = text_config(config).get("architectures") or ()
     if isinstance(archs, str):
         archs = (archs,)
-    if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) for a in archs):
-        raise KVCacheConfigError(f"config field 'architectures' must be a list of strings, got {archs!r}")
+    if isinstance(archs, (list, tuple)) and len(archs) > MAX_ARCHITECTURES:
+        raise KVCacheConfigError(
+            f"config field 'architectures' lists {len(archs):,} names; a config names one (at most "
+            f"{MAX_ARCHITECTURES}); fix config.json"
+        )
+    if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) and len(a) <= 256 for a in archs):
+        raise KVCacheConfigError(f"config field 'architectures' must be a list of names, got {archs!r:.120}")
     return tuple(archs)
 
 

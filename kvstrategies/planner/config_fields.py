@@ -25,7 +25,7 @@ from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import InsufficientMemoryError, KVCacheConfigError
-from ..models.hf import MAX_CONFIG_INT, as_int
+from ..models.hf import MAX_CONFIG_INT, architectures, as_int
 from ..validate import MAX_LAYERS, check_float
 from .request import DeploymentRequest, validate_request
 
@@ -158,6 +158,7 @@ def validate_config_fields(config: Mapping[str, Any]) -> None:
     """
     if not isinstance(config, Mapping):
         raise KVCacheConfigError(f"a model config must be a JSON object, got {type(config).__name__}")
+    architectures(config)  # a bounded list of names, before any reader loops over it
     stack: list[tuple[str, str, Mapping[str, Any], int, dict[str, FieldRule]]] = [("", "", config, 0, INT_FIELDS)]
     while stack:
         prefix, section, node, depth, inherited = stack.pop()
