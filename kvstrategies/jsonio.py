@@ -80,17 +80,22 @@ def parse_json_text(text: str, source: str) -> Any:
     return value
 
 
-def read_json_file(path: str | Path) -> Any:
-    """Read and parse the JSON file at ``path`` (UTF-8); errors name the file."""
+def read_text_file(path: str | Path) -> str:
+    """The UTF-8 text of a regular file of at most :data:`MAX_JSON_BYTES` (a byte-order mark
+    skipped); a folder, device, FIFO, symlink loop, oversized or non-UTF-8 file is an error naming it."""
     file = Path(path)
     data = _read_regular_file(file)
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise KVCacheConfigError(
             f"{file}: not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); save it as UTF-8 JSON"
         ) from exc
-    return parse_json_text(text, str(file))
+
+
+def read_json_file(path: str | Path) -> Any:
+    """Read and parse the JSON file at ``path`` (UTF-8); errors name the file."""
+    return parse_json_text(read_text_file(path), str(Path(path)))
 
 
 def _read_regular_file(file: Path) -> bytes:
