@@ -76,13 +76,13 @@ def check_flag_value(canonical: str, option: str, text: str) -> str:
         expected = {"int": "an integer", "float": "a number", "human_readable_int": "an integer (1k, 1Ki accepted)"}
         what = expected.get(kind, "JSON" if kind in ("loads", "json_list_type") else "a valid value")
         raise KVCacheConfigError(
-            f"{option} {text!r:.60} is not {what}, so SGLang's argparse refuses the command "
+            f"{option} {text!r:.60} is not {what}, so SGLang's argparse refuses it "
             f"(sglang.srt.server_args.ServerArgs.add_cli_args); fix the value"
         ) from exc
     if choices is not None and value not in choices:
         shown = ", ".join(str(c) for c in choices[:24]) + (", ..." if len(choices) > 24 else "")
         raise KVCacheConfigError(
-            f"{option} {text!r:.60} is not one of SGLang's choices ({shown}), so SGLang's argparse refuses the "
-            "command (sglang.srt.server_args.ServerArgs.add_cli_args); use one of them"
+            f"{option} {text!r:.60} is not one of SGLang's choices ({shown}), so SGLang's argparse refuses it "
+            "(sglang.srt.server_args.ServerArgs.add_cli_args); use one of them"
         )
     return str(value) if kind == "human_readable_int" else text

@@ -162,6 +162,26 @@ def check_types(req: DeploymentRequest) -> None:
         raise KVCacheConfigError(f"model_folder must be a pathlib.Path or None, got {req.model_folder!r:.60}")
     _check_source(req.source)
     _check_launch_extras(req.launch_extras)
+    _check_sglang_choices(req)
+
+
+#: request fields (and launch extras) whose values SGLang's argparse restricts to its ``choices``
+_CHOICE_FLAGS = {"kv_cache_dtype": "--kv-cache-dtype", "attention_backend": "--attention-backend",
+                 "prefill_attention_backend": "--prefill-attention-backend",
+                 "decode_attention_backend": "--decode-attention-backend",
+                 "mamba_radix_cache_strategy": "--mamba-radix-cache-strategy", "moe_a2a_backend": "--moe-a2a-backend",
+                 "disaggregation_mode": "--disaggregation-mode"}  # fmt: skip
+
+
+def _check_sglang_choices(req: DeploymentRequest) -> None:
+    """A value SGLang's own argparse refuses is refused here too (``--attention-backend bogus``
+    was planned), with SGLang's choices named (:func:`.launch_values.check_flag_value`)."""
+    from .launch_values import check_flag_value
+
+    for name, flag in _CHOICE_FLAGS.items():
+        value = req.launch_extras.get(name) if name in req.launch_extras else getattr(req, name, None)
+        if isinstance(value, str):
+            check_flag_value(flag, flag, value)
 
 
 def _check_source(source: Any) -> None:
