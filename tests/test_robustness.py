@@ -484,7 +484,8 @@ REPORTED_CLI_INPUTS = [
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--chunked-prefill-size", str(2**40)], "mem-fraction-static"),
     (["sweep", "llama-3.1-8b", "--gpu", ","], "--gpu is empty"),
     (["sweep", "llama-3.1-8b", "--gpu", "H100", "--page-size", "0"], "--page-size"),
-    (["sweep", "llama-3.1-8b", "--gpu", "H100", "--tp", ",".join(["1"] * 20_001)], "cells"),
+    (["sweep", "llama-3.1-8b", "--gpu", "H100", "--page-size", ",".join(map(str, range(1, 20_002)))], "cells"),
+    # a repeated value is planned once (sweep dedupes the lists), so the bound counts distinct cells
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--page-size", "0"], "--page-size"),
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--plot", "@dir"], "it is a folder"),
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--plot", "/dev/null"], "not a regular file"),
