@@ -188,6 +188,17 @@ def _check_refusals(canon: str, option: str, values: list[str], given: set[str])
         )
 
 
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def looks_like_option(word: str) -> bool:
+    """Whether argparse reads ``word`` as an option, so that it ends the values of the flag before
+    it (``argparse.ArgumentParser._parse_optional``): it starts with ``-``, is longer than one
+    character, is not a negative number (``-1``, ``-.5``; ``-1e+308`` is not one) and holds no
+    space. SGLang's parser has no option that looks like a negative number."""
+    return word.startswith("-") and len(word) > 1 and not _NEGATIVE_NUMBER.match(word) and " " not in word
+
+
 def _values(rest: list[str], i: int, option: str, arity: str, inline: str | None) -> tuple[list[str], int]:
     """The values of the flag at ``rest[i - 1]`` as argparse takes them, and the next index."""
     if arity == "0":
@@ -197,7 +208,7 @@ def _values(rest: list[str], i: int, option: str, arity: str, inline: str | None
     if inline is not None:
         return [inline], i
     values: list[str] = []
-    while i < len(rest) and not rest[i].startswith("--"):
+    while i < len(rest) and not looks_like_option(rest[i]):
         values.append(rest[i])
         i += 1
         if arity in ("1", "?"):
