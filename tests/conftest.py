@@ -5,8 +5,9 @@
 
 * ``ci`` (default): 40 examples per test; seconds for the whole suite.
 * ``thorough``: 2,500 examples per test; >= 10^5 allocator operations per allocator kind
-  (test_allocators.py, and the misuse driver of test_fuzz_allocators.py) and 25,000 fuzzed
-  inputs over test_fuzz.py's six tests and test_fuzz_cli.py's four (peak RSS about 0.5 GB).
+  (test_allocators.py, and the misuse driver of test_fuzz_allocators.py) and the fuzzed inputs
+  of test_fuzz.py, test_fuzz_cli.py and test_fuzz_surfaces.py (``tox -e fuzz``; expensive
+  surfaces run a fraction, see ``scaled`` there).
 
 No deadline (a first plan imports modules; a meta build imports torch) and no "too slow" /
 "data too large" health checks: the drawn inputs are large on purpose.
