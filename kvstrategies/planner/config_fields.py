@@ -148,7 +148,7 @@ def _check_rope(section: Mapping[str, Any], prefix: str) -> None:
     for key, (low, high) in ROPE_FLOAT_FIELDS.items():
         value = section.get(key)
         if value is not None:
-            check_float(value, f"config field {prefix}{key!r}", low=low, high=high, fix="fix config.json")
+            check_float(value, f"config field '{prefix}{key}'", low=low, high=high, fix="fix config.json")
 
 
 def validate_config_fields(config: Mapping[str, Any]) -> None:
