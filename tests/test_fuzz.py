@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import event, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from kvstrategies.api import Plan, build, plan
@@ -53,6 +53,7 @@ from kvstrategies.strategies.hybrid_swa import HybridSWAPoolConfigurator, SWAChu
 from kvstrategies.strategies.registry import select_configurator
 
 from .fuzz_configs import budgets, case_fields, fit_page, garbage, hf_configs, mutated
+from .fuzz_stats import event
 
 #: relative slack for float cost models (HybridSWA / DSV4 price a token in float bytes)
 FLOAT_SLACK = 1e-9

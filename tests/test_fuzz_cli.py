@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import event, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from kvstrategies import cli
@@ -40,13 +40,15 @@ from kvstrategies.planner.config_fields import INT_FIELDS
 from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.presets import load_preset_config, preset_names
 
+from .fuzz_stats import event
+
 PRESETS = tuple(preset_names())
 GPUS = ("H100", "H200", "B200", "A100-40GB", "L40S", "MI300X")
 ROOT = Path(__file__).resolve().parents[1]
 
 # ---- hostile values -------------------------------------------------------------------------------
 
-HUGE = (2**31, 2**40, 2**63 - 1, 2**63, 2**64, 10**20, 2**1000, -(2**1000))
+HUGE = (2**31, 2**40, 2**63 - 1, 2**63, 2**64, 10**20, 2**1000, -(2**1000), 10**400, -(10**400), 10**4000)
 hostile_numbers = st.one_of(
     st.integers(-(2**1000), 2**1000),
     st.integers(-3, 70_000),

@@ -251,18 +251,23 @@ def oracle_parser() -> argparse.ArgumentParser:
 
 ORACLE = oracle_parser()
 FLAG_OPTIONS = sorted(SGLANG_SERVER_FLAGS)
+#: spellings of flags that are planned or have no effect (commands that should plan)
+PLANNABLE = sorted(o for o, (canon, _) in SGLANG_SERVER_FLAGS.items() if canon in MODELLED | NO_EFFECT)
+_TYPED = {"int": ("1", "2", "8", "64", "-1"), "float": ("0.8", "0.5", "1e-3"),
+          "human_readable_int": ("128k", "4096", "1Ki")}
 
 
 @st.composite
 def flag_words(draw: st.DrawFn) -> list[str]:
     odd = st.sampled_from(("--bogus", "--tp", "--model", "-x", "--", "--config"))
-    option = draw(st.one_of(st.sampled_from(FLAG_OPTIONS), st.sampled_from(FLAG_OPTIONS).map(lambda o: o[:-2]), odd,
-                            st.text(max_size=6)))  # fmt: skip
+    option = draw(st.one_of(st.sampled_from(PLANNABLE), st.sampled_from(PLANNABLE), st.sampled_from(FLAG_OPTIONS),
+                            st.sampled_from(FLAG_OPTIONS).map(lambda o: o[:-2]), odd, st.text(max_size=6)))  # fmt: skip
     canon, arity = SGLANG_SERVER_FLAGS.get(option, (option, "1"))
-    _, choices = SGLANG_FLAG_VALUES.get(canon, ("str", None))
+    kind, choices = SGLANG_FLAG_VALUES.get(canon, ("str", None))
+    good = tuple(map(str, choices)) if choices else _TYPED.get(kind, ("auto", "x", "/tmp/a"))
     values = st.one_of(
-        st.sampled_from(tuple(map(str, choices))) if choices else st.sampled_from(("1", "8", "0.8", "128k", "auto")),
-        hostile_text, st.sampled_from(("-1", "-x", "", "'", "1Ki", "2Ti", "1.5k", "nan")),
+        st.sampled_from(good), st.sampled_from(good), hostile_text,
+        st.sampled_from(("-1", "-x", "", "'", "1Ki", "2Ti", "1.5k", "nan", "-1e+308", "-.5")),
     )  # fmt: skip
     counts = {"0": draw(st.sampled_from((0, 0, 0, 1))), "1": 1, "?": draw(st.integers(0, 1))}
     count = counts.get(arity, draw(st.integers(0, 3)))
@@ -580,8 +585,25 @@ ANY_VALUE = st.one_of(hostile_values, st.text(max_size=8), st.lists(hostile_valu
                       st.dictionaries(st.text(max_size=6), hostile_values, max_size=2))  # fmt: skip
 
 
+#: values of the right type for some fields, so that some requests plan
+VALID = {"kv_cache_dtype": ("auto", "fp8_e4m3", "bf16"), "page_size": (1, 16, 64), "tp_size": (1, 2, 4),
+         "attention_backend": ("triton", "flashinfer", "fa3"), "disable_radix_cache": (True, False),
+         "model_dtype": ("bfloat16", "float16"), "request_lengths": ((1024,), (4096, 32768)),
+         "launch_extras": ({"max_prefill_tokens": 4096}, {"disable_cuda_graph": True}),
+         "max_running_requests": (8, 64)}  # fmt: skip
+
+
+@st.composite
+def request_changes(draw: st.DrawFn) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in draw(st.lists(st.sampled_from(API_FIELDS), min_size=1, max_size=3, unique=True)):
+        good = VALID.get(name)
+        out[name] = draw(st.sampled_from(good)) if good and draw(st.booleans()) else draw(ANY_VALUE)
+    return out
+
+
 @settings(max_examples=scaled(1.0))
-@given(changes=st.dictionaries(st.sampled_from(API_FIELDS), ANY_VALUE, min_size=1, max_size=3))
+@given(changes=request_changes())
 def test_fuzz_deployment_requests_of_any_type(changes: dict[str, Any]) -> None:
     from kvstrategies.planner import DeploymentRequest, plan_deployment
     from kvstrategies.planner.gpus import lookup_gpu
