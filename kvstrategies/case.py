@@ -31,7 +31,7 @@ from .errors import KVCacheConfigError
 from .knobs import check_case_env
 from .models import ModelGeometry, parse_hf_config
 from .presets import load_preset_config
-from .validate import MAX_INT64, MAX_SETTING_INT, check_float
+from .validate import MAX_INT64, MAX_SETTING_INT, check_float, check_sane_ints
 
 CASE_DEFAULTS: dict[str, Any] = {
     "name": None,
@@ -256,6 +256,7 @@ def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: s
     """Validate a case dict and turn it into settings (see :data:`CASE_DEFAULTS`)."""
     if not isinstance(data, Mapping):
         raise KVCacheConfigError(f"a case must be a JSON object, got {type(data).__name__}")
+    check_sane_ints(dict(data), "case")
     unknown = sorted(set(data) - set(CASE_DEFAULTS))
     if unknown:
         raise KVCacheConfigError(f"unknown case keys {unknown}; known keys: {sorted(CASE_DEFAULTS)}")

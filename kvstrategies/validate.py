@@ -37,6 +37,31 @@ def shown(value: Any, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+#: the most bits an integer given to the library may have (the largest real one is an int64)
+MAX_INT_BITS = 1024
+#: the most values one scan looks at (a config.json has a few thousand)
+_MAX_SCANNED = 2_000_000
+
+
+def check_sane_ints(value: Any, where: str) -> None:
+    """Refuse an integer of more than :data:`MAX_INT_BITS` bits anywhere in ``value`` (nested
+    dicts, lists and tuples; bounded), naming its place (``where`` and the key path). JSON files
+    cannot hold one (:mod:`kvstrategies.jsonio` refuses them), a Python caller can: ``10**5000``
+    cannot even be printed in a message."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    seen = 0
+    while stack and seen < _MAX_SCANNED:
+        path, item = stack.pop()
+        seen += 1
+        if isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > MAX_INT_BITS:
+            place = f"{where} field {path.lstrip('.')!r}" if path else where
+            raise KVCacheConfigError(f"{place} is {shown(item)}, far beyond any size, count or budget; fix it")
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{key}", child) for key, child in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((f"{path}[{i}]", child) for i, child in enumerate(item))
+
+
 def finite_float(value: int | float) -> float:
     """``float(value)``; an int beyond the float range is ``inf`` (``float(10**400)`` raises)."""
     try:

@@ -122,3 +122,35 @@ def test_a_pool_write_of_an_empty_batch_is_a_no_op() -> None:
     dsa.set_mla_kv_buffer(3, empty, rows(128), rows(16))
     dsa.set_index_k_scale_buffer(3, empty, torch.empty(0, 128, dtype=torch.float8_e4m3fn), torch.empty(0))
     W.swa_pool().set_kv_buffer(1, empty, rows(1, 4), rows(1, 4))
+
+
+HUGE_INT = 10**5000  # 5,001 digits: str() refuses it (Python's 4,300-digit limit), JSON cannot hold it
+
+
+@pytest.mark.parametrize("field", ["available_bytes", "tp_size", "page_size", "swa_full_tokens_ratio",
+                                   "mamba_full_memory_ratio", "speculative_num_steps"])  # fmt: skip
+def test_an_integer_too_long_to_print_is_refused_naming_its_field(field: str) -> None:
+    """Formatting the error itself raised ValueError before (and ``float(10**400)`` OverflowError)."""
+    with pytest.raises(KVCacheConfigError, match=f"case field '{field}' is <an integer of about 5,001 digits>"):
+        parse_case({"preset": "llama-3.1-8b", "available_bytes": 2**34, field: HUGE_INT})
+    with pytest.raises(KVCacheConfigError, match=r"hf_config\.rope_scaling\.factor"):
+        parse_case({"hf_config": {"rope_scaling": {"factor": HUGE_INT}}, "available_bytes": 2**34})
+    with pytest.raises(KVCacheConfigError, match="request field 'tp_size' is <an integer of about 5,001 digits>"):
+        DeploymentRequest("m", {"preset": "llama-3.1-8b"}, gpu=H100, tp_size=HUGE_INT)
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400)])
+def test_an_integer_beyond_the_float_range_is_refused_not_an_overflow(value: int) -> None:
+    """Round two's fix escaped again for ints: ``float(10**400)`` raises OverflowError; every int
+    beyond the float range has more than 1,024 bits, so the up-front scan names it (and
+    ``validate.finite_float`` keeps the range checks safe for direct callers)."""
+    from kvstrategies.presets import load_preset_config
+    from kvstrategies.validate import check_float
+
+    with pytest.raises(KVCacheConfigError, match="x must be a finite number > 0.0, got -?<an integer of about 401"):
+        check_float(value, "x", low=0.0)
+    with pytest.raises(KVCacheConfigError, match="case field 'mamba_full_memory_ratio' is -?<an integer of about 401"):
+        parse_case({"preset": "nemotron-h-8b", "available_bytes": 2**34, "mamba_full_memory_ratio": value})
+    config = {**load_preset_config("llama-3.1-8b"), "rope_scaling": {"rope_type": "llama3", "factor": value}}
+    with pytest.raises(KVCacheConfigError, match="rope_scaling.factor"):
+        parse_case({"hf_config": config, "available_bytes": 2**34})

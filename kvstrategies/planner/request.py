@@ -16,7 +16,16 @@ from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
-from ..validate import MAX_LAYERS, MAX_PAGE_SIZE, MAX_SETTING_INT, check_bool, check_float, check_int, check_opt_int
+from ..validate import (
+    MAX_LAYERS,
+    MAX_PAGE_SIZE,
+    MAX_SETTING_INT,
+    check_bool,
+    check_float,
+    check_int,
+    check_opt_int,
+    check_sane_ints,
+)
 from .gpus import Accelerator
 
 GIB = 2**30
@@ -148,6 +157,7 @@ def check_types(req: DeploymentRequest) -> None:
     strings or None, switches booleans, ``source`` a ``preset`` name or an ``hf_config`` object
     (plus an optional ``checkpoint`` folder), ``launch_extras`` known
     :class:`~kvstrategies.planner.launch_defaults.LaunchSettings` fields of their types."""
+    check_sane_ints({f.name: getattr(req, f.name) for f in dataclasses.fields(req) if f.name != "gpu"}, "request")
     if not isinstance(req.model, str):
         raise KVCacheConfigError(f"model must be a string (a name for the report), got {req.model!r:.60}")
     for name in _TEXT_FIELDS:
