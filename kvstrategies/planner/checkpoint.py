@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import KVCacheConfigError
+from ..validate import finite_float
 from .weights import get_pp_indices
 
 MAX_HEADER_BYTES = 100 * 1000 * 1000  # the safetensors format's header limit
@@ -218,9 +219,7 @@ def read_index_total(folder: str | Path) -> tuple[int, tuple[str, ...]]:
     index = read_json_object(path, "a safetensors index (model.safetensors.index.json)")
     metadata = index.get("metadata")
     total = metadata.get("total_size") if isinstance(metadata, Mapping) else None
-    number = float(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else math.nan
-    if isinstance(total, int) and not isinstance(total, bool) and total > 2**63 - 1:
-        number = math.inf  # float() of a huge int overflows: keep it refused
+    number = finite_float(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else math.nan
     if not (math.isfinite(number) and 0 < number <= 2**63 - 1 and number == int(number)):
         raise KVCacheConfigError(
             f"{path}: metadata.total_size must be a positive whole number of bytes, got {total!r:.40}; fix the index"
