@@ -99,6 +99,11 @@ def test_alloc_decode_checks_its_tensors(paged: Any) -> None:
         paged.alloc_decode(one.float(), one, one)
     with pytest.raises(KVCacheConfigError, match="extend_num_tokens must be a non-negative int"):
         paged.alloc_extend(one, one, one, one, one, -1)
+    meta = torch.empty(1, dtype=torch.int64, device="meta")
+    with pytest.raises(KVCacheConfigError, match="meta tensor, which holds no values"):
+        paged.alloc_decode(meta, meta, one)  # found by the fuzz: Tensor.item() on a meta tensor
+    with pytest.raises(KVCacheConfigError, match="meta tensor"):
+        paged.alloc_decode(one, one, meta)
 
 
 def test_a_pool_write_of_an_empty_batch_is_a_no_op() -> None:

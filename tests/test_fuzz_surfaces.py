@@ -191,7 +191,7 @@ def test_fuzz_launch_grids_match_recordings_by_content(scratch: Path, recorded: 
         for _ in range(data.draw(st.integers(0, 2))):
             key = data.draw(st.sampled_from(GRID_KEYS))
             if key == "flags" and data.draw(st.booleans()):
-                flags = dict(item.get("flags") or {})
+                flags = dict(item["flags"]) if isinstance(item.get("flags"), dict) else {}
                 flags[data.draw(st.sampled_from(GRID_FLAGS))] = data.draw(st.one_of(hostile_values, st.text(max_size=6),
                                                                                     st.sampled_from(("fp8_e4m3", 64))))
                 item["flags"] = flags

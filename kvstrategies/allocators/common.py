@@ -95,14 +95,15 @@ def as_id_list(ids: Any, what: str = "rows") -> list[int]:
         ) from exc
 
 
-def check_batch(owner: str, extend_num_tokens: Any = None, **tensors: Any) -> None:
+def check_batch(owner: str, device: Device, extend_num_tokens: Any = None, **tensors: Any) -> None:
     """The per-request tensors of ``alloc_extend`` / ``alloc_decode``: 1-D integer tensors of one
-    length (the batch), and ``extend_num_tokens`` a non-negative int."""
+    length (the batch) holding values (``*_cpu`` ones on the host, the others a ``meta`` tensor
+    only for an allocator on ``meta``), and ``extend_num_tokens`` a non-negative int."""
     lengths = set()
     for name, value in tensors.items():
         if not isinstance(value, torch.Tensor):
             raise KVCacheConfigError(f"{owner}: {name} must be a 1-D integer tensor, got {type(value).__name__}")
-        check_id_tensor(value, value.device, name)
+        check_id_tensor(value, "cpu" if name.endswith("_cpu") else device, name)
         if value.dim() != 1:
             raise KVCacheConfigError(f"{owner}: {name} must be 1-D (one entry per request), got {tuple(value.shape)}")
         lengths.add(int(value.numel()))

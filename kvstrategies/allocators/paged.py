@@ -117,8 +117,8 @@ class PagedTokenToKVPoolAllocator(BaseTokenToKVPoolAllocator):
         Precondition ``(last_loc + 1) % P == prefix_len % P`` (``last_loc = -1``: no tokens).
         Returns ``None`` (taking nothing) when the batch needs more pages than are free.
         """
-        check_batch("alloc_extend", extend_num_tokens, prefix_lens=prefix_lens, prefix_lens_cpu=prefix_lens_cpu,
-                    seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)  # fmt: skip
+        check_batch("alloc_extend", self.device, extend_num_tokens, prefix_lens=prefix_lens,
+                    prefix_lens_cpu=prefix_lens_cpu, seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
         p = self.page_size
         batch = int(seq_lens_cpu.numel())
         estimate = extend_num_tokens // p + batch + 1
@@ -146,7 +146,7 @@ class PagedTokenToKVPoolAllocator(BaseTokenToKVPoolAllocator):
         ``r`` its rank among those requests (batch order), every other request ``last_loc + 1``.
         Precondition ``(last_loc + 2) % P == seq_len % P``.
         """
-        check_batch("alloc_decode", seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
+        check_batch("alloc_decode", self.device, seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
         p = self.page_size
         batch = int(seq_lens_cpu.numel())
         needs_cpu = (seq_lens_cpu.to(I64) - 1) % p == 0

@@ -193,8 +193,8 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
     ) -> torch.Tensor | None:
         """Paged ``alloc_extend`` on both sides (SWA side continues ``mapping[last_loc]``)."""
         self._require_paged("alloc_extend")
-        check_batch("alloc_extend", extend_num_tokens, prefix_lens=prefix_lens, prefix_lens_cpu=prefix_lens_cpu,
-                    seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)  # fmt: skip
+        check_batch("alloc_extend", self.device, extend_num_tokens, prefix_lens=prefix_lens,
+                    prefix_lens_cpu=prefix_lens_cpu, seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
         n = num_new_pages(prefix_lens_cpu, seq_lens_cpu, self.page_size)
         if not self.new_pages_available(n, n):
             return None
@@ -213,7 +213,7 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
         SGLang 0.5.23 keeps the side that succeeded allocated (OPEN-A2); this is rolled back.
         """
         self._require_paged("alloc_decode")
-        check_batch("alloc_decode", seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
+        check_batch("alloc_decode", self.device, seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
         swa_last_loc = self.translate_loc_from_full_to_swa(last_loc)
         return self._alloc_both(
             lambda a: a.alloc_decode(seq_lens, seq_lens_cpu, last_loc),
@@ -248,7 +248,7 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
         for the tail and cleared (0) for the rest.
         """
         self._require_paged("alloc_extend_swa_tail")
-        check_batch("alloc_extend_swa_tail", extend_num_tokens, prefix_lens=prefix_lens,
+        check_batch("alloc_extend_swa_tail", self.device, extend_num_tokens, prefix_lens=prefix_lens,
                     prefix_lens_cpu=prefix_lens_cpu, seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
         check_count(swa_tail_len, "swa_tail_len")
         require(int(seq_lens_cpu.numel()) == 1, "alloc_extend_swa_tail supports a batch of one request")
