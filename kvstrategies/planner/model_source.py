@@ -25,7 +25,6 @@ import difflib
 import os
 import re
 import socket
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..errors import KVCacheConfigError, MissingDependencyError
-from ..jsonio import read_json_object
+from ..jsonio import read_json_object, read_regular_bytes
 
 SourceKind = Literal["path", "preset", "hf-cache", "hf-download"]
 CONFIG = "config.json"
@@ -93,18 +92,14 @@ MAX_SNAPSHOTS = 4096
 def _read_ref(ref: Path) -> str:
     """The commit a ``refs/main`` file names: a small regular UTF-8 file holding one plain name."""
     try:
-        fd = os.open(ref, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise KVCacheConfigError(f"{ref} in the HF cache is not a regular file; repair or delete the entry")
-            data = handle.read(MAX_REF_BYTES + 1)
-    except OSError as exc:
-        raise KVCacheConfigError(f"cannot read {ref} in the HF cache: {exc.strerror or exc}") from exc
+        data = read_regular_bytes(ref, MAX_REF_BYTES, "a ref file of the HF cache", "far more than a commit hash")
+    except KVCacheConfigError as exc:
+        raise KVCacheConfigError(f"{exc} (in the HF cache: repair or delete the cache entry)") from exc
     try:
         commit = data.decode("utf-8").strip()
     except UnicodeDecodeError:
         commit = ""
-    if len(data) > MAX_REF_BYTES or not _COMMIT.match(commit):
+    if not _COMMIT.match(commit):
         raise KVCacheConfigError(
             f"{ref} in the HF cache does not name a snapshot (a commit hash, as huggingface_hub writes it); repair "
             "the cache entry (huggingface-cli download REPO) or delete it"
