@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 from kvstrategies.case import parse_case
@@ -18,3 +20,18 @@ def case_settings(preset_or_config: str | dict[str, Any], **fields: Any) -> KVCa
     else:
         case["hf_config"] = preset_or_config
     return parse_case(case).settings
+
+
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+
+
+def tool_module(name: str) -> Any:
+    """``tools/NAME.py`` imported as a module (the tools are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_kvs_tool_{name}", TOOLS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -64,6 +64,7 @@ from kvstrategies.presets import load_preset_config, preset_names
 from kvstrategies.sglang_knobs import SGLANG_KNOBS
 
 from .fuzz_stats import record
+from .helpers import tool_module
 from .test_fuzz_cli import check_cli_outcome, hostile_numbers, hostile_text, hostile_values, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -718,14 +719,7 @@ def plant_snapshot(path: Path, kind: str, payload: bytes) -> None:
 
 
 def _tool(name: str) -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"_kvs_fuzz_tool_{name}", ROOT / "tools" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return tool_module(name)
 
 
 @pytest.fixture(scope="module")

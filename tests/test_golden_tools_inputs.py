@@ -8,11 +8,12 @@ import contextlib
 import io
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from .helpers import tool_module
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = "default-llama-3.1-8b-tp1-bf16-p1"
@@ -20,14 +21,7 @@ KINDS = ("folder", "fifo", "link-loop", "non-utf8", "deep", "list", "device-link
 
 
 def _tool(name: str) -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"_kvs_tool_inputs_{name}", ROOT / "tools" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return tool_module(name)
 
 
 def plant(path: Path, kind: str) -> None:
