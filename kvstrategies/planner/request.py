@@ -25,6 +25,7 @@ from ..validate import (
     check_int,
     check_opt_int,
     check_sane_ints,
+    finite_float,
 )
 from .gpus import Accelerator
 
@@ -284,5 +285,5 @@ def validate_request(req: DeploymentRequest) -> None:
     if req.swa_full_tokens_ratio is not None:
         check_float(req.swa_full_tokens_ratio, "--swa-full-tokens-ratio", low=0.0, high=1.0)
     capacity = None if req.gpu is None else req.gpu.capacity_mib
-    if capacity is not None and not (math.isfinite(capacity) and 0 < capacity * 2**20 <= 2**63 - 1):
+    if capacity is not None and not (math.isfinite(finite_float(capacity)) and 0 < capacity * 2**20 <= 2**63 - 1):
         raise KVCacheConfigError(f"GPU capacity must be in (0, 2**63) bytes, got {capacity!r} MiB; fix --gpu-memory")
