@@ -27,15 +27,30 @@ from .context import (
     SpeculativeConfig,
 )
 from .dtypes import DType, resolve_kv_cache_dtype
-from .errors import KVCacheConfigError
+from .errors import KVCacheConfigError, UnsupportedConfigurationError
 from .knobs import check_case_env
 from .models import ModelGeometry, parse_hf_config
+from .models.architectures import require_loadable
 from .presets import load_preset_config
+from .releases import EngineRelease, ReleaseRule, parse_release, span
 from .validate import MAX_INT64, MAX_SETTING_INT, check_float, check_sane_ints
+
+#: case fields that are SGLang server arguments only from some release on (a release without the
+#: flag cannot be launched with it: its argparse refuses it)
+SERVER_ARGUMENT_RULES: dict[str, ReleaseRule] = {
+    "swa_prefix_tails": ReleaseRule(
+        "server-arg-swa-prefix-tails", span("0.5.20"), "--swa-prefix-tails exists", "sglang.srt.server_args.ServerArgs"
+    ),
+    "dsv4_attn_backend": ReleaseRule(
+        "server-arg-dsv4-attn-backend", span("0.5.20"), "--dsv4-attn-backend exists",
+        "sglang.srt.server_args.ServerArgs",
+    ),
+}
 
 CASE_DEFAULTS: dict[str, Any] = {
     "name": None,
     "description": "",
+    "sglang_version": None,
     "hf_config": None,
     "preset": None,
     "tp_size": 1,
@@ -252,8 +267,28 @@ def _ratio(data: Mapping[str, Any]) -> float | None:
     return float(value)
 
 
-def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: str | None = None) -> Case:
-    """Validate a case dict and turn it into settings (see :data:`CASE_DEFAULTS`)."""
+def _require_server_arguments(data: Mapping[str, Any], release: EngineRelease) -> None:
+    """Refuse a case setting that ``release`` has no server argument for."""
+    for key, rule in SERVER_ARGUMENT_RULES.items():
+        if data.get(key) is not None and not rule.holds(release):
+            raise UnsupportedConfigurationError(
+                f"case field {key!r}: {release.label} has no --{key.replace('_', '-')} server argument "
+                f"(sglang.srt.server_args.ServerArgs; it exists in {rule.span.describe()}); drop it or "
+                "pick a later sglang_version"
+            )
+
+
+def parse_case(
+    data: Mapping[str, Any],
+    *,
+    base_dir: Path | None = None,
+    name: str | None = None,
+    sglang_version: str | None = None,
+) -> Case:
+    """Validate a case dict and turn it into settings (see :data:`CASE_DEFAULTS`).
+
+    ``sglang_version`` (``--sglang-version``) overrides the case's own ``sglang_version``.
+    """
     if not isinstance(data, Mapping):
         raise KVCacheConfigError(f"a case must be a JSON object, got {type(data).__name__}")
     check_sane_ints(dict(data), "case")
@@ -261,7 +296,12 @@ def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: s
     if unknown:
         raise KVCacheConfigError(f"unknown case keys {unknown}; known keys: {sorted(CASE_DEFAULTS)}")
     merged = {**CASE_DEFAULTS, **data}
+    if sglang_version is not None:
+        merged["sglang_version"] = sglang_version
     geometry = _geometry(merged, base_dir)
+    release = parse_release(merged["sglang_version"], field="case field 'sglang_version'")
+    require_loadable(geometry.model_type, release)
+    _require_server_arguments(merged, release)
     platform, is_hip = _platform(merged)
     device = DeviceKind.parse(str(merged["device"]))
     if is_hip and device is DeviceKind.CUDA:
@@ -328,6 +368,7 @@ def parse_case(data: Mapping[str, Any], *, base_dir: Path | None = None, name: s
         ),
         knobs=knobs,
         is_draft_worker=_bool(merged, "is_draft_worker"),
+        release=release,
     )
     _check_context_length(settings, env)
     available = merged["available_bytes"]
@@ -373,12 +414,15 @@ def read_json_file(path: str | Path) -> Any:
     return jsonio.read_json_file(path)
 
 
-def load_case(path: str | Path) -> Case:
-    """Read and parse a case file; a relative ``hf_config`` path is taken from the file's folder."""
+def load_case(path: str | Path, *, sglang_version: str | None = None) -> Case:
+    """Read and parse a case file; a relative ``hf_config`` path is taken from the file's folder.
+
+    ``sglang_version`` plans it for that SGLang release instead of the case's own.
+    """
     file = Path(path)
     data = jsonio.read_json_object(file, "a case file")
     try:
-        return parse_case(data, base_dir=file.parent, name=file.stem)
+        return parse_case(data, base_dir=file.parent, name=file.stem, sglang_version=sglang_version)
     except KVCacheConfigError as exc:
         if str(file) in str(exc):
             raise

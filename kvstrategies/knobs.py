@@ -4,9 +4,10 @@ SGLang reads hundreds of ``SGLANG_*`` environment variables (:mod:`kvstrategies.
 generated from ``sglang.srt.environ.Envs`` and the server code by
 ``tools/list_sglang_knobs.py``). Each is
 
-* **planned** (:data:`SIZING_KNOBS`): a case file's ``env`` sets it and the plan follows it
-  (:func:`kvstrategies.case.knobs_from_env`); of these, a pasted launch command plans only
-  ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN`` (as ``--allow-context-length-override``);
+* **planned**: :data:`SIZING_KNOBS`, which a case file's ``env`` sets and the plan follows
+  (:func:`kvstrategies.case.knobs_from_env`), and :data:`COMMAND_KNOBS`, which a pasted launch
+  command turns into ``plan`` flags (the command refuses the other sizing knobs: a case plans
+  them);
 * **refused by name** (:data:`REFUSED_KNOBS`, with the reason): SGLang reads it where it sizes
   the KV pool, resolves the launch (memory fraction, backends, pool settings), lays out or loads
   the weights, allocates communication or MoE dispatch buffers before the pool is sized, or
@@ -41,6 +42,14 @@ SIZING_KNOBS = _names(
     SGLANG_SWA_EVICTION_INTERVAL SGLANG_DSV4_COMPRESS_STATE_DTYPE SGLANG_DSV4_KV_LAYOUT
     SGLANG_DSV4_COMPRESSED_KV_LAYOUT SGLANG_PP_LAYER_PARTITION SGLANG_MAMBA_SSM_DTYPE SGLANG_MAMBA_CONV_DTYPE
     SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN
+    """
+)
+#: knobs a pasted launch command plans (``plan`` flags): ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1``
+#: is ``--allow-context-length-override`` (also a sizing knob above); ``SGLANG_USE_AITER=0`` is
+#: ``--no-rocm-aiter`` (``=1`` is what SGLang's ROCm images set, the planner's default there)
+COMMAND_KNOBS = _names(
+    """
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN SGLANG_USE_AITER
     """
 )
 #: knobs that select a feature the project does not model at all
@@ -84,7 +93,7 @@ REFUSED_KNOBS: dict[str, str] = {
             SGLANG_OPT_FLASHMLA_SPARSE_PREFILL SGLANG_OPT_FP8_WO_A_GEMM SGLANG_OPT_FUSE_MHC_POST_PRE
             SGLANG_OPT_USE_AITER_INDEXER SGLANG_OPT_USE_JIT_INDEXER_METADATA SGLANG_OPT_USE_MULTI_STREAM_OVERLAP
             SGLANG_OPT_USE_TILELANG_INDEXER SGLANG_OPT_USE_TILELANG_MHC_POST SGLANG_OPT_USE_TILELANG_MHC_PRE
-            SGLANG_OPT_USE_TOPK_V2 SGLANG_RAGGED_VERIFY_MODE SGLANG_USE_AITER SGLANG_USE_AITER_UNIFIED_ATTN
+            SGLANG_OPT_USE_TOPK_V2 SGLANG_RAGGED_VERIFY_MODE SGLANG_USE_AITER_UNIFIED_ATTN
             SGLANG_USE_BREAKABLE_CUDA_GRAPH SGLANG_USE_CPU_ENGINE
             """
         ),
@@ -433,7 +442,7 @@ MAX_CASE_KNOBS = 64
 
 def knob_class(name: str) -> KnobClass:
     """Which of the three classes ``name`` is in (``unknown``: not an SGLang knob)."""
-    if name in SIZING_KNOBS:
+    if name in SIZING_KNOBS or name in COMMAND_KNOBS:
         return "planned"
     if name in REFUSED_KNOBS:
         return "refused"
@@ -492,6 +501,11 @@ def check_case_env(env: Any, where: str = "case field 'env'") -> dict[str, str]:
             raise KVCacheConfigError(
                 f"{where}: unknown env knob {name!r:.80} (not an SGLang knob); a case's env holds only the "
                 f"SGLANG_* knobs that change sizing ({supported})"
+            )
+        if kind == "planned" and name not in SIZING_KNOBS:
+            raise KVCacheConfigError(
+                f"{where} {name} is planned from a pasted launch command's environment (kvstrategies plan -- ...), "
+                "not from a case file; remove it"
             )
         if kind == "refused":
             raise KVCacheConfigError(

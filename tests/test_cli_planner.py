@@ -60,7 +60,8 @@ def test_json_carries_the_planner_section(capsys: pytest.CaptureFixture[str]) ->
     assert planner["launch"]["reserved_mib"] == 13904
     # 410,721 // 1000 = 410 requests of 1000 tokens (page 1)
     assert planner["fit"]["concurrency"] == [
-        {"request_length": 1000, "requests": 410, "limited_by": "token pool", "tokens_per_request": 1000}
+        {"request_length": 1000, "requests": 410, "limited_by": "token pool", "tokens_per_request": 1000,
+         "served": True}
     ]
     assert planner["fit"]["context_fits"] is True and planner["fixes"] == []
     rows = planner["breakdown"]["rows"]

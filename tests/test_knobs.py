@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from kvstrategies.knobs import NO_EFFECT_KNOBS, OUT_OF_SCOPE_KNOBS, REFUSED_KNOBS, SIZING_KNOBS, knob_class
+from kvstrategies.knobs import (
+    COMMAND_KNOBS,
+    NO_EFFECT_KNOBS,
+    OUT_OF_SCOPE_KNOBS,
+    REFUSED_KNOBS,
+    SIZING_KNOBS,
+    knob_class,
+)
 from kvstrategies.releases import NEWEST_SGLANG
 from kvstrategies.sglang_knobs import SGLANG_KNOBS, SGLANG_KNOBS_VERSION
 
@@ -18,19 +25,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_sglang_knob_is_in_exactly_one_class() -> None:
-    classes = {"planned": SIZING_KNOBS, "refused": frozenset(REFUSED_KNOBS), "no effect": NO_EFFECT_KNOBS}
+    classes = {"planned": SIZING_KNOBS | COMMAND_KNOBS, "refused": frozenset(REFUSED_KNOBS),
+               "no effect": NO_EFFECT_KNOBS}  # fmt: skip
     for name in SGLANG_KNOBS:
         holders = [label for label, members in classes.items() if name in members]
         assert len(holders) == 1, f"{name} is in {holders or 'no class'}"
     listed = set().union(*classes.values())
     assert listed <= set(SGLANG_KNOBS), f"not SGLang knobs: {sorted(listed - set(SGLANG_KNOBS))[:5]}"
     assert len(SGLANG_KNOBS) == sum(len(members) for members in classes.values()) > 800
+    assert {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"} == COMMAND_KNOBS & SIZING_KNOBS
 
 
 def test_the_invariant_test_catches_an_unclassified_or_doubly_classified_knob() -> None:
     """Self-check: a knob added to the registry but not reviewed, or listed twice, is reported."""
     assert knob_class("SGLANG_SURELY_NEW_IN_A_LATER_RELEASE") == "unknown"
-    overlap = SIZING_KNOBS & NO_EFFECT_KNOBS | SIZING_KNOBS & set(REFUSED_KNOBS) | NO_EFFECT_KNOBS & set(REFUSED_KNOBS)
+    planned = SIZING_KNOBS | COMMAND_KNOBS
+    overlap = planned & NO_EFFECT_KNOBS | planned & set(REFUSED_KNOBS) | NO_EFFECT_KNOBS & set(REFUSED_KNOBS)
     assert not overlap
 
 

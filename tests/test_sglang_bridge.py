@@ -35,9 +35,12 @@ def _doc(**changes: object) -> dict[str, object]:
 
 
 def test_version_check_names_the_supported_versions() -> None:
-    check_version(SUPPORTED_VERSIONS[0])
-    with pytest.raises(MissingDependencyError, match=r"supports 0\.5\.23"):
-        check_version("0.5.22")
+    assert SUPPORTED_VERSIONS[0] == "0.5.15" and SUPPORTED_VERSIONS[-1] == "0.5.23"
+    assert check_version("0.5.15.post1").line == "0.5.15"  # a .postN build is its release line
+    assert check_version("0.5.20").line == "0.5.20"
+    for unsupported in ("0.5.14", "0.5.24", "garbage"):
+        with pytest.raises(MissingDependencyError, match=r"supports 0\.5\.15, 0\.5\.16, .*0\.5\.23"):
+            check_version(unsupported)
 
 
 def test_sglang_attribute_paths_map_to_the_project_names() -> None:

@@ -53,6 +53,7 @@ QUANTIZATION = {"fp8": "fp8", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4", "awq": 
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _LAUNCHERS = ("sglang.launch_server", "sglang.launch_server.py")
 OVERRIDE_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+AITER_ENV = "SGLANG_USE_AITER"  # SGLang's ROCm images set it to 1; =0 turns the aiter MoE padding off
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,12 @@ def _environment(env: Sequence[str], out: list[str], ignored: list[str]) -> None
         if name == OVERRIDE_ENV:
             if value.strip().lower() in ("1", "true", "yes", "y", "on"):
                 out.append("--allow-context-length-override")
+            continue
+        if name == AITER_ENV:  # =1 is what SGLang's ROCm images set (the planner's default there)
+            if value.strip().lower() in ("0", "false", "no", "n", "off"):
+                out.append("--no-rocm-aiter")
+            else:
+                ignored.append(assignment)
             continue
         if kind == "planned":
             raise KVCacheConfigError(

@@ -13,11 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..context import DisaggregationMode, KVCacheContext, context_len
+from ..context import DisaggregationMode, KVCacheContext, context_len, draft_loc_space_scale
 from ..pools.basic import req_to_token_layout
 from ..pools.binding import pool_binding
 from ..pools.build import KVPools
 from ..pools.layout import KVPoolsLayout, PoolLayout
+from ..releases import ByRelease
 from ..request_math import req_to_token_max_context_len, req_to_token_pre_alloc
 from ..sizing import PoolSizes
 
@@ -40,15 +41,18 @@ class PoolConfigurator(ABC):
 
     #: short family label for listings and the CLI
     family: ClassVar[str] = ""
-    #: the SGLang 0.5.23 class whose numbers this strategy reproduces (sizing.md 0.1): SGLang has
-    #: four concrete configurators, so Mamba hybrids and Ascend layouts (Default numbers) say
-    #: ``DefaultPoolConfigurator``; empty means the same name as this class (plugins)
-    sglang_configurator: ClassVar[str] = ""
+    #: the SGLang class whose numbers this strategy reproduces: SGLang has four concrete
+    #: configurators, so Mamba hybrids and Ascend layouts (Default numbers) say
+    #: ``DefaultPoolConfigurator``; a :class:`~kvstrategies.releases.ByRelease` where SGLang renamed
+    #: it; empty means the same name as this class (plugins)
+    sglang_configurator: ClassVar[str | ByRelease[str]] = ""
 
-    @classmethod
-    def sglang_class_name(cls) -> str:
-        """SGLang's class for these numbers: :attr:`sglang_configurator`, else this class's name."""
-        return cls.sglang_configurator or cls.__name__
+    def sglang_class_name(self) -> str:
+        """SGLang's class for these numbers in this plan's release (else this class's name)."""
+        name = self.sglang_configurator
+        if isinstance(name, ByRelease):
+            return name.at(self.ctx.release)
+        return name or type(self).__name__
 
     def __init__(self, ctx: KVCacheContext) -> None:
         self.ctx = ctx
@@ -95,7 +99,7 @@ class PoolConfigurator(ABC):
         Token counts are multiplied by ``loc_space_scale`` (the DCP size for a draft under DCP:
         it indexes the target allocator's DCP-widened ids); the hybrid counts only for hybrid SWA.
         """
-        scale = self.ctx.parallel.dcp_size if self.ctx.parallel.dcp_size > 1 else 1
+        scale = draft_loc_space_scale(self.ctx)
 
         def scaled(value: int | None) -> int | None:
             return None if value is None else value * scale

@@ -44,6 +44,7 @@ from ..context import (
     DeviceKind,
     DisaggregationMode,
     KVCacheContext,
+    draft_loc_space_scale,
     is_hybrid_swa,
     num_kv_heads_per_rank,
     stage_layer_range,
@@ -57,6 +58,7 @@ from ..pools.basic import mla_layout
 from ..pools.dsa import DSAIndexGeometry, dsa_layout
 from ..pools.layout import PoolLayout
 from ..pools.swa import mha_sub_pool, swa_kv_pool_layout
+from ..releases import ByRelease, ReleaseRule, span
 from ..request_math import swa_request_cap
 from ..sizing import PoolSizes, align_down, ceil_align, require_positive_tokens, validate_swa_pool_size
 from .base import PoolConfigurator
@@ -113,7 +115,12 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         self._reject_unsupported()
         start, end = stage_layer_range(ctx)
         self.full_layer_ids, self.swa_layer_ids = local_layer_ids(ctx, hybrid)
-        if not self.swa_layer_ids:
+        #: the layers sizing prices: this rank's (:data:`HYBRID_SWA_STAGE_LAYERS`), else the model's
+        self.sized_full_layers, self.sized_swa_layers = len(self.full_layer_ids), len(self.swa_layer_ids)
+        if not ctx.is_draft_worker and not HYBRID_SWA_STAGE_LAYERS.holds(ctx.release):
+            self.sized_full_layers = len(hybrid.full_attention_layer_ids)
+            self.sized_swa_layers = len(hybrid.swa_attention_layer_ids)
+        if not self.sized_swa_layers:
             raise KVCacheConfigError(
                 f"hybrid SWA model must have at least one SWA layer on this stage; layers [{start}, {end}) "
                 "hold none (change the PP split, or set disable_hybrid_swa_memory to price every layer "
@@ -146,11 +153,11 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
     # ---- per-layer bytes (6.1) -------------------------------------------------------------
     @property
     def nF(self) -> int:  # noqa: N802 - the spec's name
-        return len(self.full_layer_ids)
+        return self.sized_full_layers
 
     @property
     def nS(self) -> int:  # noqa: N802 - the spec's name
-        return len(self.swa_layer_ids)
+        return self.sized_swa_layers
 
     @property
     def is_all_swa(self) -> bool:
@@ -336,9 +343,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
 
     @property
     def loc_space_scale(self) -> int:
-        """A draft under DCP indexes the target allocator's DCP-widened ids (resolve.md 6, 8)."""
-        dcp = self.ctx.parallel.dcp_size
-        return dcp if self.ctx.is_draft_worker and dcp > 1 else 1
+        """A draft under DCP indexes the target allocator's DCP-widened ids (:func:`draft_loc_space_scale`)."""
+        return draft_loc_space_scale(self.ctx)
 
     @property
     def pool_page_size(self) -> int:
@@ -353,7 +359,10 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """
         geometry = self.ctx.geometry
         d, dv, ds, dsv = self.head_dims
-        heads = num_kv_heads_per_rank(self.ctx)
+        if SWA_POOL_DCP_HEADS.holds(self.ctx.release):
+            heads = num_kv_heads_per_rank(self.ctx)
+        else:
+            heads = geometry.num_kv_heads(self.attn_tp, 1)
         if self.hybrid.is_compress_model:
             if geometry.swa_total_num_kv_heads is None:
                 raise KVCacheConfigError(
@@ -415,11 +424,45 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         return full_pool, swa_pool
 
 
+#: the MHA sub-pools take the DCP-replicated KV head count (before: attention TP alone)
+SWA_POOL_DCP_HEADS = ReleaseRule(
+    "swa-pool-dcp-heads",
+    span("0.5.18"),
+    "hybrid-SWA MHA sub-pools: max(1, H // (attn_tp / dcp)) heads (before: H // attn_tp)",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._build_hybrid_swa_kv_pool",
+)
+
+#: sizing counts the full and SWA layers of this PP stage (before: every layer of the model, on each stage)
+HYBRID_SWA_STAGE_LAYERS = ReleaseRule(
+    "hybrid-swa-stage-layer-counts",
+    span("0.5.21"),
+    "hybrid-SWA sizing counts the PP stage's own full and SWA layers (before: the whole model's)",
+    "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator.__init__ (kvc.layer_info; "
+    "before, model_config)",
+)
+
+#: the request cap serves the PD decode role without chunked prefill, and a chunk <= 0 (prefill off)
+#: no longer counts as chunked (before: any chunked_prefill_size that is not None)
+SWA_REQUEST_CAP_DECODE_ROLE = ReleaseRule(
+    "swa-request-cap-decode-role",
+    span("0.5.22"),
+    "the request-capped SWA pool also applies in the PD decode role without chunked prefill; chunked "
+    "prefill <= 0 does not qualify",
+    "sglang.srt.model_executor.pool_configurator.SWARequestCapPoolConfigurator.is_applicable",
+)
+
+
 class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
     """SGLang's ``SWARequestCapPoolConfigurator``: the SWA pool holds exactly the request cap (7)."""
 
     family: ClassVar[str] = "hybrid-swa-chunk-cap"
-    sglang_configurator: ClassVar[str] = "SWARequestCapPoolConfigurator"
+    sglang_configurator: ClassVar[str | ByRelease[str]] = ByRelease(
+        "sglang-class-swa-request-cap",
+        (("0.5.15", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
+        "SGLang's name for the request-capped hybrid-SWA configurator",
+        "sglang.srt.model_executor.pool_configurator.SWARequestCapPoolConfigurator (SWAChunkCap... to 0.5.21)",
+        topic="sizing",
+    )
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
@@ -431,8 +474,11 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
         sched = ctx.scheduling
         if hybrid is None or sched.max_running_requests is None or not sched.disable_radix_cache:
             return False
-        chunked = sched.chunked_prefill_size is not None and sched.chunked_prefill_size > 0
-        if sched.disaggregation_mode is not DisaggregationMode.DECODE and not chunked:
+        if SWA_REQUEST_CAP_DECODE_ROLE.holds(ctx.release):
+            chunked = sched.chunked_prefill_size is not None and sched.chunked_prefill_size > 0
+            if sched.disaggregation_mode is not DisaggregationMode.DECODE and not chunked:
+                return False
+        elif sched.chunked_prefill_size is None:
             return False
         if hybrid.sliding_window_size is None:
             return False

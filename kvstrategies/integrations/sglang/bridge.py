@@ -35,7 +35,9 @@ from ...case import CASE_DEFAULTS
 from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...jsonio import read_json_object
 from ...presets import load_preset_config
-from .runtime import cuda_platform_facts, import_sglang, platform_override, quiet_stdout
+from . import compat
+from .bridge_releases import BridgeRelease
+from .runtime import cuda_platform_facts, installed_release, platform_override, quiet_stdout
 
 COMPARED_KEYS: tuple[str, ...] = (
     "configurator",
@@ -220,6 +222,8 @@ def cuda_answers(case: Mapping[str, Any]) -> Iterator[None]:
     * ``_is_npu`` / ``_is_hip`` in the pool and configurator modules, for NPU/HIP cases.
     * ``copy_all_layer_kv_cache_func`` launches a Triton kernel when an MHA pool is built
       under speculative decoding: a no-op here.
+    * Pool modules that allocate with a hard-coded ``device="cuda"`` (the Mamba speculative
+      state of 0.5.18-0.5.19) see a ``torch`` whose factories put such tensors on ``meta``.
     """
     import torch
 
@@ -251,6 +255,8 @@ def cuda_answers(case: Mapping[str, Any]) -> Iterator[None]:
                 rebind(module, "_is_hip", is_hip)
             if "copy_all_layer_kv_cache_func" in namespace:
                 rebind(module, "copy_all_layer_kv_cache_func", lambda *a, **k: None)
+            if module.__name__.startswith("sglang.srt.mem_cache.") and namespace.get("torch") is torch:
+                rebind(module, "torch", _TorchWithCudaOnMeta(torch))
             for cls in [v for v in namespace.values() if isinstance(v, type) and v.__module__ == module.__name__]:
                 if "_init_kv_copy_and_warmup" in vars(cls):  # reads data_strides[0].item(): not on meta
                     rebind(cls, "_init_kv_copy_and_warmup", _no_kv_copy)  # type: ignore[arg-type]
@@ -260,6 +266,27 @@ def cuda_answers(case: Mapping[str, Any]) -> Iterator[None]:
             setattr(module, name, value)
         if not had_meta and hasattr(torch, "meta"):
             delattr(torch, "meta")
+
+
+class _TorchWithCudaOnMeta:
+    """``torch``, except that tensor factories asked for ``device="cuda"`` build on ``meta``."""
+
+    _FACTORIES = frozenset({"zeros", "empty", "ones", "full", "zeros_like", "empty_like"})
+
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._torch, name)
+        if name not in self._FACTORIES:
+            return value
+
+        def factory(*args: Any, **kwargs: Any) -> Any:
+            if str(kwargs.get("device", "")).startswith("cuda"):
+                kwargs["device"] = "meta"
+            return value(*args, **kwargs)
+
+        return factory
 
 
 def _no_kv_copy(self: Any) -> None:
@@ -282,6 +309,9 @@ NAME_ALIASES: tuple[tuple[str, str], ...] = (
     ("kv_pools[4].", "c4."),
     ("kv_pools[128].", "c128."),
     ("index_pools[4].", "c4_indexer."),
+    ("c4_kv_pool.", "c4."),  # up to 0.5.19 the ratio pools are named attributes
+    ("c128_kv_pool.", "c128."),
+    ("c4_indexer_kv_pool.", "c4_indexer."),
     ("indexer_compress_state_pools[", "indexer_state["),
     ("compress_state_pools[", "state["),
     (".kv_score_buffer.kv_score", ".kv_score"),
@@ -366,13 +396,14 @@ def sglang_document(case: Mapping[str, Any], *, base_dir: Path | None = None) ->
 
     Raises :class:`SGLangCaseError` when SGLang itself refuses the case (its exception is named).
     """
-    import_sglang()
+    row = installed_release()
     merged = {**CASE_DEFAULTS, **case}
     config = case_hf_config(merged, base_dir)
+    platform = platform_override(**_platform_facts(merged)) if row.platform_override else contextlib.nullcontext()
     with model_folder(config) as folder, model_folder(draft_config(config, merged)) as draft_folder, \
-            quiet_stdout(), cuda_answers(merged), platform_override(**_platform_facts(merged)):
+            quiet_stdout(), cuda_answers(merged), platform, compat.parallel_scope(merged):
         try:
-            return _run(merged, folder, draft_folder)
+            return _run(row, merged, folder, draft_folder)
         except KVCacheConfigError:
             raise
         except Exception as exc:  # SGLang's own refusals: AssertionError, ValueError, RuntimeError...
@@ -399,15 +430,15 @@ def draft_config(config: Mapping[str, Any], case: Mapping[str, Any]) -> dict[str
     return out
 
 
-def _run(case: Mapping[str, Any], folder: str, draft_folder: str) -> dict[str, Any]:
+def _run(row: BridgeRelease, case: Mapping[str, Any], folder: str, draft_folder: str) -> dict[str, Any]:
     """One case. A draft worker also runs its target: its pools are built for the target's sizes,
     on the target's request pool (shared, so not reported as the draft's)."""
     if not case["is_draft_worker"]:
-        sized = _sized(case, folder)
+        sized = _sized(row, case, folder)
         sized.document.update(_build(case, sized, sized.pool_config, sized.pool_slots))
         return sized.document
-    target = _sized({**case, "is_draft_worker": False}, folder)
-    sized = _sized(case, draft_folder, tolerate_sizing_error=True, inherited_slots=target.mamba_slots)
+    target = _sized(row, {**case, "is_draft_worker": False}, folder)
+    sized = _sized(row, case, draft_folder, tolerate_sizing_error=True, inherited_slots=target.mamba_slots)
     document = sized.document
     kvc = sized.kvc
     document["adopted_sizes"] = _derived_dict(kvc._derive_pool_sizes(config=target.final_config), target.mamba_slots)
@@ -421,6 +452,8 @@ class _Sized:
     """SGLang's objects for one case and its finalised configs."""
 
     document: dict[str, Any]
+    row: BridgeRelease
+    server_args: Any
     kvc: Any
     hf: Any
     runtime_context: Any
@@ -431,7 +464,12 @@ class _Sized:
 
 
 def _sized(
-    case: Mapping[str, Any], folder: str, *, tolerate_sizing_error: bool = False, inherited_slots: int | None = None
+    row: BridgeRelease,
+    case: Mapping[str, Any],
+    folder: str,
+    *,
+    tolerate_sizing_error: bool = False,
+    inherited_slots: int | None = None,
 ) -> _Sized:
     import torch
 
@@ -447,20 +485,18 @@ def _sized(
     aux_mod = importlib.import_module("sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state")
     dist_utils = importlib.import_module("sglang.srt.distributed.utils")
 
-    sa = server_args.ServerArgs(**server_args_fields(case, folder))
+    sa = compat.make_server_args(row, server_args.ServerArgs, server_args_fields(case, folder))
     sa._swa_full_tokens_ratio_explicitly_set = case["swa_full_tokens_ratio"] is not None
     context = runtime_context.get_context()
     context.set_server_args(sa)
     pp_size, pp_rank = int(case["pp_size"]), int(case["pp_rank"])
-    parallel = runtime_context.get_parallel()
-    parallel.clear_stamp()
-    parallel.override_permanently(tp_rank=0, pp_rank=pp_rank, attn_tp_rank=0)
 
     is_draft = bool(case["is_draft_worker"])
     spec_name = case["speculative_algorithm"]
     spec_algorithm = spec_mod.SpeculativeAlgorithm.from_string(spec_name)
     model_dtype = getattr(torch, str(case["model_dtype"]))
-    model_config = model_config_mod.ModelConfig(
+    model_config = compat.call(
+        model_config_mod.ModelConfig,
         model_path=folder,
         dtype=str(case["model_dtype"]),
         speculative_algorithm=spec_name,
@@ -476,11 +512,14 @@ def _sized(
     quant = getattr(hf, "quantization_config", None)
     if isinstance(quant, Mapping) and str(quant.get("kv_cache_quant_algo", "")).upper() == "FP8":
         model.quant_config = types.SimpleNamespace(kv_cache_quant_algo="FP8")
-    layer_info = layer_setup.resolve_layer_indices(
-        model=model, model_config=model_config, is_draft_worker=is_draft, draft_model_idx=None
+    layer_info = compat.call(
+        layer_setup.resolve_layer_indices,
+        model=model, model_config=model_config, is_draft_worker=is_draft, draft_model_idx=None,
+        spec_algorithm=spec_algorithm,
     )
     sliding_window = load_utils.resolve_sliding_window_size(model, model_config)
-    kv_str, kv_dtype = dtype_mod.configure_kv_cache_dtype(
+    kv_str, kv_dtype = compat.call(
+        dtype_mod.configure_kv_cache_dtype,
         server_args_kv_cache_dtype=str(case["kv_cache_dtype"]),
         model=model,
         model_dtype=model_dtype,
@@ -494,7 +533,8 @@ def _sized(
     # reads the target's MTP layer count
     if draft_layers is None and (spec_algorithm.is_eagle() or spec_algorithm.is_standalone()):
         draft_layers = getattr(hf, "num_nextn_predict_layers", None)
-    aux = aux_mod.SpecAuxHiddenStateConfig(
+    aux = compat.call(
+        aux_mod.SpecAuxHiddenStateConfig,
         eagle_draft_num_layers=None if spec_algorithm.is_dflash_family() else draft_layers,
         eagle_draft_swa_num_layers=case["eagle_draft_swa_num_layers"],
         dflash_draft_num_layers=draft_layers if spec_algorithm.is_dflash_family() else None,
@@ -503,9 +543,11 @@ def _sized(
     pp_group = types.SimpleNamespace(
         world_size=pp_size, rank_in_group=pp_rank, is_first_rank=pp_rank == 0, is_last_rank=pp_rank == pp_size - 1
     )
-    kvc = kvc_mod.KVCacheConfigurator(
+    kvc = compat.call(
+        kvc_mod.KVCacheConfigurator,
         device="meta",
         gpu_id=0,
+        ps=compat.parallel_state(case),
         attn_dp_size=int(case["attn_dp_size"]),
         pp_size=pp_size,
         pp_group=pp_group,
@@ -538,9 +580,9 @@ def _sized(
         "configurator": type(configurator).__name__,
         "cell_size": _cell(configurator),
     }
-    mamba_slots = None if is_draft else _mamba_slots(case, kvc, sa, runtime_context)
+    mamba_slots = None if is_draft else _mamba_slots(row, case, kvc, sa)
     if inherited_slots is not None:  # a draft reads the slot count the target's reservation fixed
-        runtime_context.get_context().override("bridge.draft", max_mamba_cache_size=inherited_slots)
+        compat.set_mamba_slots(row, sa, inherited_slots)
     try:
         sizes = configurator.calculate_pool_sizes(int(case["available_bytes"]), page)
         sizes = _finalised(configurator, kvc, sizes)
@@ -556,7 +598,7 @@ def _sized(
             raise
         document.update(sizes=None, sizes_from_max_tokens=None,
                         sizing_error=f"SGLang's {type(configurator).__name__} raised {type(exc).__name__}: {exc}")
-        return _Sized(document, kvc, hf, runtime_context, None, None, None, mamba_slots)
+        return _Sized(document, row, sa, kvc, hf, runtime_context, None, None, None, mamba_slots)
     pool_config = capped or sizes
     pool_slots = mamba_slots
     if case["pool_max_tokens"] is not None:
@@ -566,7 +608,7 @@ def _sized(
         if mamba_slots is not None:
             pool_slots = case["pool_max_mamba_cache_size"] or 3 * int(case["pool_max_running_requests"])
     document["pool_sizes"] = _sizes_dict(pool_config, kvc, pool_slots)
-    return _Sized(document, kvc, hf, runtime_context, capped or sizes, pool_config, pool_slots, mamba_slots)
+    return _Sized(document, row, sa, kvc, hf, runtime_context, capped or sizes, pool_config, pool_slots, mamba_slots)
 
 
 def _derived_dict(derived: Any, slots: int | None) -> dict[str, Any]:
@@ -620,7 +662,7 @@ def _finalised(configurator: Any, kvc: Any, config: Any) -> Any:
     return configurator.finalize_with_max_running_requests(config)
 
 
-def _mamba_slots(case: Mapping[str, Any], kvc: Any, sa: Any, runtime_context: Any) -> int | None:
+def _mamba_slots(row: BridgeRelease, case: Mapping[str, Any], kvc: Any, sa: Any) -> int | None:
     """The Mamba state-slot count (per DP shard) SGLang's ``_handle_max_mamba_cache`` fixes.
 
     ``available_bytes`` is what SGLang hands ``calculate_pool_sizes``: the reservation is already
@@ -632,11 +674,11 @@ def _mamba_slots(case: Mapping[str, Any], kvc: Any, sa: Any, runtime_context: An
     """
     if kvc.mambaish_config is None:
         return None
-    context = runtime_context.get_context()
     target = int(case["available_bytes"])
+    given = sa.max_mamba_cache_size
 
     def left(rest_bytes: int) -> int | None:
-        context.set_server_args(sa)  # drops the previous call's slot-count override
+        compat.reset_mamba_slots(row, sa, given)  # drops the previous call's slot count
         try:
             return int(kvc._handle_max_mamba_cache(rest_bytes / (1 << 30)) * (1 << 30))
         except RuntimeError:  # "Not enough GPU memory for hybrid ... state cache": budget too small
@@ -651,8 +693,7 @@ def _mamba_slots(case: Mapping[str, Any], kvc: Any, sa: Any, runtime_context: An
         if got >= target:
             break
         rest += target - got
-    slots = runtime_context.get_schedule().max_mamba_cache_size
-    return None if slots is None else int(slots)
+    return compat.mamba_slot_count(row, sa)
 
 
 def _build(
@@ -666,10 +707,9 @@ def _build(
     if str(case["device"]) == "npu":
         return {"token_to_kv_pool_class": None, "pools": None,
                 "pools_unavailable": "SGLang's NPU pool classes need torch_npu"}
-    kvc, hf, runtime_context = sized.kvc, sized.hf, sized.runtime_context
+    kvc, hf = sized.kvc, sized.hf
     model_config_mod = importlib.import_module("sglang.srt.configs.model_config")
-    slots = runtime_context.get_schedule().override(max_mamba_cache_size=mamba_slots) if mamba_slots is not None \
-        else contextlib.nullcontext()
+    slots = compat.pin_mamba_slots(sized.row, sized.server_args, mamba_slots)
     seen: set[int] = set()
     try:
         with slots:

@@ -28,9 +28,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from ...errors import MissingDependencyError
+from .bridge_releases import BRIDGE_RELEASES, BridgeRelease, bridge_release
 
-#: SGLang releases whose private sizing API the bridge was written against and checked with.
-SUPPORTED_VERSIONS: tuple[str, ...] = ("0.5.23",)
+#: SGLang release lines whose private sizing API the bridge drives (a .postN build is its line).
+SUPPORTED_VERSIONS: tuple[str, ...] = tuple(row.line for row in BRIDGE_RELEASES)
 #: the stubbed package: only multimodal helpers import it at module load (never for sizing)
 _STUBBED = "torchvision"
 #: the modules the bridge reads (imported once by :func:`import_sglang`)
@@ -47,13 +48,9 @@ SIZING_MODULES: tuple[str, ...] = (
 SGLangUnavailableError = MissingDependencyError
 
 
-def check_version(version: str) -> None:
-    """Refuse an SGLang the bridge was not written for (its private names move between releases)."""
-    if version not in SUPPORTED_VERSIONS:
-        raise SGLangUnavailableError(
-            f"SGLang {version} is installed; the bridge supports {', '.join(SUPPORTED_VERSIONS)} "
-            f"(pip install --no-deps 'sglang=={SUPPORTED_VERSIONS[-1]}', see docs/sglang-bridge.md)"
-        )
+def check_version(version: str) -> BridgeRelease:
+    """The bridge's row for ``version``; an SGLang it does not drive is refused, naming the supported."""
+    return bridge_release(version)
 
 
 class _Permissive(type):
@@ -108,6 +105,22 @@ def install_torchvision_stub() -> None:
     if _STUBBED in sys.modules and not isinstance(sys.modules[_STUBBED], _StubModule):
         return
     sys.meta_path.insert(0, _StubFinder())
+    _unplaceholder_auto_image_processor()
+
+
+def _unplaceholder_auto_image_processor() -> None:
+    """Give ``transformers.AutoImageProcessor`` its real class where transformers hides it.
+
+    transformers 5.12 (the pin of SGLang 0.5.15 to 0.5.21) lists ``AutoImageProcessor`` as needing
+    torchvision and hands out a placeholder that raises on use; SGLang's config modules call
+    ``AutoImageProcessor.register`` at import. The module itself imports without torchvision.
+    """
+    transformers = sys.modules.get("transformers") or importlib.import_module("transformers")
+    current = getattr(transformers, "AutoImageProcessor", None)
+    if current is None or type(current).__name__ != "DummyObject":
+        return
+    module: Any = importlib.import_module("transformers.models.auto.image_processing_auto")
+    setattr(sys.modules["transformers"], "AutoImageProcessor", module.AutoImageProcessor)  # noqa: B010
 
 
 @contextlib.contextmanager
@@ -119,6 +132,11 @@ def quiet_stdout() -> Iterator[io.StringIO]:
 
 
 _IMPORTED: str | None = None
+
+
+def installed_release() -> BridgeRelease:
+    """The bridge row of the SGLang this process imported (imports it first)."""
+    return bridge_release(import_sglang())
 
 
 def import_sglang(*, require_supported: bool = True) -> str:
@@ -186,5 +204,8 @@ def platform_override(**facts: Any) -> Iterator[Any]:
     """State platform facts for every SGLang reader (``runtime_context.override_platform``), scoped."""
     import_sglang()
     runtime_context = importlib.import_module("sglang.srt.runtime_context")
+    known = {*getattr(runtime_context, "_PLATFORM_PROBES", ()), *getattr(runtime_context, "_PLATFORM_VALUES", ())}
+    if known:  # a fact a release does not have (0.5.19 has no is_sm110) is nothing it reads
+        facts = {k: v for k, v in facts.items() if k in known}
     with runtime_context.override_platform(**facts) as platform:
         yield platform

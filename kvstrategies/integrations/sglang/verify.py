@@ -18,15 +18,15 @@ from .compare import KNOWN_DIFFERENCES, difference_lines, explain
 from .engine import load_case_dict
 
 
-def project_document(path: Path) -> dict[str, Any]:
-    """``plan --case PATH --json``'s document (the partial one when the layout is refused)."""
+def project_document(path: Path, sglang_version: str | None = None) -> dict[str, Any]:
+    """``plan --case PATH --json [--sglang-version V]``'s document (the partial one when the layout is refused)."""
     from ...api import LayoutError
     from ...case import load_case
     from ...golden import plan_case
     from ...report import partial_plan_document, plan_document
 
     try:
-        return plan_document(plan_case(load_case(path)))
+        return plan_document(plan_case(load_case(path, sglang_version=sglang_version)))
     except LayoutError as exc:
         document = partial_plan_document(exc)
         return document
@@ -62,8 +62,10 @@ class VerifyReport:
         return counts
 
 
-def case_with_config(path: Path) -> dict[str, Any]:
+def case_with_config(path: Path, sglang_version: str | None = None) -> dict[str, Any]:
     case = load_case_dict(path)
+    if sglang_version is not None:
+        case["sglang_version"] = sglang_version
     try:
         case["_hf_config"] = case_hf_config(case, path.parent)
     except (KVCacheConfigError, OSError, ValueError):
@@ -71,11 +73,11 @@ def case_with_config(path: Path) -> dict[str, Any]:
     return dict(case)
 
 
-def verdict_for(path: Path, sglang: dict[str, Any]) -> CaseVerdict:
-    """Compare one case's two documents (or refusals) and classify the differences."""
+def verdict_for(path: Path, sglang: dict[str, Any], sglang_version: str | None = None) -> CaseVerdict:
+    """Compare one case's two documents (or refusals) for one SGLang release and classify the differences."""
     seconds = float(sglang.get("seconds", 0.0))
     try:
-        ours: dict[str, Any] | None = project_document(path)
+        ours: dict[str, Any] | None = project_document(path, sglang_version)
         our_error = None
     except KVCacheConfigError as exc:
         ours, our_error = None, str(exc)
@@ -90,7 +92,7 @@ def verdict_for(path: Path, sglang: dict[str, Any]) -> CaseVerdict:
         lines = difference_lines(ours, theirs)
     if not lines:
         return CaseVerdict(path.stem, "match", sglang_seconds=seconds)
-    used, left = explain(case_with_config(path), lines)
+    used, left = explain(case_with_config(path, sglang_version), lines)
     status = "DIFF" if left else "known"
     return CaseVerdict(path.stem, status, tuple(k.kind for k in used), tuple(lines), tuple(left), seconds)
 
@@ -109,7 +111,7 @@ def verify(paths: Sequence[Path]) -> VerifyReport:
     timings = {"import": imported, "total": imported + timings["total"]}
     report = VerifyReport(timings=timings, version=version)
     for path in paths:
-        report.verdicts.append(verdict_for(path, results[path.stem]))
+        report.verdicts.append(verdict_for(path, results[path.stem], version))
     return report
 
 

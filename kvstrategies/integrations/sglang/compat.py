@@ -1,0 +1,168 @@
+"""Small adapters over the SGLang internals whose shape moves between releases.
+
+Each adapter reads its release's facts from :mod:`.bridge_releases` (or asks the object it is
+handed which keywords it takes); the bridge calls these and never compares versions itself.
+
+* :func:`call` -- call an SGLang function or class with the keywords this release accepts (an
+  input a release does not have does not exist there: SGLang 0.5.16 has no SWA-draft layer count).
+* :func:`parallel_scope` -- state every parallel width and rank of the case's rank 0 for the
+  duration of a case (``runtime_context.get_parallel().override``, present in every release).
+* :func:`mamba_slot_count` / :func:`pin_mamba_slots` -- the Mamba state-slot count, kept in the
+  ``schedule`` config bag from 0.5.17 and on ``ServerArgs`` before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from ...errors import UnsupportedConfigurationError
+from .bridge_releases import BridgeRelease
+
+
+def accepted_keywords(target: Callable[..., Any]) -> frozenset[str] | None:
+    """The keyword names ``target`` takes (a dataclass: its init fields); None if it takes ``**kwargs``."""
+    if dataclasses.is_dataclass(target) and isinstance(target, type):
+        return frozenset(f.name for f in dataclasses.fields(target) if f.init)
+    parameters = inspect.signature(target).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(p.name for p in parameters)
+
+
+def call(target: Callable[..., Any], /, **kwargs: Any) -> Any:
+    """``target(**kwargs)`` minus the keywords this release's ``target`` does not take."""
+    known = accepted_keywords(target)
+    if known is not None:
+        kwargs = {k: v for k, v in kwargs.items() if k in known}
+    return target(**kwargs)
+
+
+def make_server_args(row: BridgeRelease, server_args_cls: Any, fields: Mapping[str, Any]) -> Any:
+    """``ServerArgs`` holding ``fields`` as already-resolved values (no launch resolution runs).
+
+    ``fields`` spell attention DP in its resolved form (``attn_dp_size=N, dp_size=1``); releases
+    whose ServerArgs has no ``attn_dp_size`` spell it ``dp_size=N, enable_dp_attention=True``.
+    Releases that resolve inside ``ServerArgs.__post_init__`` (before ``resolve_once``) skip it for
+    the model path ``"dummy"``; sizing reads the model from ``ModelConfig``, never from here.
+    """
+    known = accepted_keywords(server_args_cls)
+    given = dict(fields)
+    if known is not None and "attn_dp_size" not in known:
+        attn_dp = int(given.pop("attn_dp_size", 1))
+        given.update(dp_size=attn_dp, enable_dp_attention=attn_dp > 1)
+    missing = sorted(k for k, v in given.items() if known is not None and k not in known and v is not None)
+    if missing:  # SGLang's own argparse would reject the flag: the case cannot be launched
+        raise UnsupportedConfigurationError(
+            f"SGLang {row.line} has no server argument {', '.join(missing)} (sglang.srt.server_args.ServerArgs)"
+        )
+    if not row.resolve_once:
+        given["model_path"] = "dummy"
+    return server_args_cls(**given)
+
+
+def parallel_values(case: Mapping[str, Any]) -> dict[str, Any]:
+    """Widths and ranks of rank 0 of the case's layout (``attn_tp = tp / attn_dp / attn_cp``)."""
+    tp, pp = int(case["tp_size"]), int(case["pp_size"])
+    attn_dp, attn_cp, dcp = int(case["attn_dp_size"]), int(case["attn_cp_size"]), int(case["dcp_size"])
+    return {
+        "world_size": tp * pp,
+        "world_rank": 0,
+        "tp_size": tp,
+        "tp_rank": 0,
+        "pp_size": pp,
+        "pp_rank": int(case["pp_rank"]),
+        "attn_tp_size": tp // attn_dp // attn_cp,
+        "attn_tp_rank": 0,
+        "attn_cp_size": attn_cp,
+        "attn_cp_rank": 0,
+        "attn_dp_size": attn_dp,
+        "attn_dp_rank": 0,
+        "dcp_size": dcp,
+        "dcp_rank": 0,
+        "dcp_enabled": dcp > 1,
+        "attn_dcp_size": dcp,
+        "attn_dcp_rank": 0,
+        "moe_ep_size": 1,
+        "moe_ep_rank": 0,
+        "moe_dp_size": 1,
+        "moe_dp_rank": 0,
+        "moe_tp_size": tp,
+        "moe_tp_rank": 0,
+    }
+
+
+def parallel_state(case: Mapping[str, Any]) -> Any:
+    """SGLang 0.5.16-0.5.20's ``ParallelState`` for the case's rank 0 (None where it does not exist)."""
+    try:
+        wrapper = importlib.import_module("sglang.srt.distributed.parallel_state_wrapper")
+    except ImportError:
+        return None
+    return call(wrapper.ParallelState, **parallel_values(case), dp_rank=0, dp_size=1, gpu_id=0)
+
+
+def _parallel_field_names(runtime_context: Any) -> frozenset[str]:
+    names = getattr(runtime_context, "_PARALLEL_FIELDS", None)
+    if names is None:
+        names = runtime_context._parallel_fields()
+    return frozenset(names)
+
+
+@contextlib.contextmanager
+def parallel_scope(case: Mapping[str, Any]) -> Iterator[None]:
+    """Every parallel value SGLang may ask for, stated for the case's rank 0 while the block runs."""
+    runtime_context = importlib.import_module("sglang.srt.runtime_context")
+    parallel = runtime_context.get_parallel()
+    known = _parallel_field_names(runtime_context)
+    values = {k: v for k, v in parallel_values(case).items() if k in known}
+    with parallel.override(**values):
+        yield
+
+
+def mamba_slot_count(row: BridgeRelease, server_args: Any) -> int | None:
+    """The slot count ``_handle_max_mamba_cache`` fixed (schedule bag, else the ServerArgs field)."""
+    if row.schedule_bag:
+        value = importlib.import_module("sglang.srt.runtime_context").get_schedule().max_mamba_cache_size
+    else:
+        value = server_args.max_mamba_cache_size
+    return None if value is None else int(value)
+
+
+def reset_mamba_slots(row: BridgeRelease, server_args: Any, given: int | None) -> None:
+    """Undo a previous ``_handle_max_mamba_cache`` call before the next one."""
+    if row.schedule_bag:
+        importlib.import_module("sglang.srt.runtime_context").get_context().set_server_args(server_args)
+    else:
+        object.__setattr__(server_args, "max_mamba_cache_size", given)
+
+
+def set_mamba_slots(row: BridgeRelease, server_args: Any, slots: int) -> None:
+    """Fix the Mamba slot count for the rest of the case (a draft reads the target's)."""
+    if row.schedule_bag:
+        importlib.import_module("sglang.srt.runtime_context").get_context().override(
+            "bridge.draft", max_mamba_cache_size=slots
+        )
+    else:
+        object.__setattr__(server_args, "max_mamba_cache_size", slots)
+
+
+@contextlib.contextmanager
+def pin_mamba_slots(row: BridgeRelease, server_args: Any, slots: int | None) -> Iterator[None]:
+    """Hold the Mamba slot count at ``slots`` while the block runs (None: leave it)."""
+    if slots is None:
+        yield
+        return
+    if row.schedule_bag:
+        with importlib.import_module("sglang.srt.runtime_context").get_schedule().override(max_mamba_cache_size=slots):
+            yield
+        return
+    saved = server_args.max_mamba_cache_size
+    object.__setattr__(server_args, "max_mamba_cache_size", slots)
+    try:
+        yield
+    finally:
+        object.__setattr__(server_args, "max_mamba_cache_size", saved)

@@ -1,0 +1,95 @@
+"""CUDA graphs, the prefill-graph batch list, the DP split of the chunk and the page default.
+
+Mirrors ``sglang.srt.arg_groups.cuda_graph_hook`` (decode and breakable prefill graphs, the
+prefill-graph batch sizes), ``arg_groups.parallel_hook.handle_data_parallelism``
+(``chunked_prefill_size //= attn_dp_size`` and the prefill-graph re-clamp) and
+``arg_groups.overrides._page_size_default`` (page 1 when nothing set one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active
+
+
+def prefill_graph_batch_sizes(max_bs: int) -> tuple[int, ...]:
+    """§3: 4..32/4, 48..256/16, 288..512/32, 576..1024/64, 1280..4096/256, 4608../512, <= max_bs.
+
+    Lengths: 42 (2048), 50 (4096), 58 (8192), 74 (16384).
+    """
+    ranges = ((4, 32, 4), (48, 256, 16), (288, 512, 32), (576, 1024, 64), (1280, 4096, 256))
+    sizes = [b for lo, hi, step in ranges for b in range(lo, hi + 1, step)]
+    sizes += range(4608, max_bs + 1, 512)
+    return tuple(b for b in sizes if b <= max_bs)
+
+
+def prefill_graph_bs_count(max_bs: int) -> int:
+    """``prefill_graph_bs_count(max_bs)`` without building the list (any ``max_bs``)."""
+    fixed = sum(1 for b in prefill_graph_batch_sizes(min(max_bs, 4096)) if b <= max_bs)
+    return fixed + len(range(4608, max_bs + 1, 512))
+
+
+def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """Step 2 (§3): decode graph ``full``; prefill ``breakable`` on CUDA, disabled elsewhere,
+    and disabled by the rules evaluated before the memory step."""
+    s, m = inp.settings, inp.model
+    if s.disable_cuda_graph or s.disaggregation_mode == "prefill":
+        why = "--disable-cuda-graph" if s.disable_cuda_graph else "PD prefill role (§11)"
+        res = _declare(res, "decode_cuda_graph", "disabled", why)
+    prefill_off = [
+        (s.disable_cuda_graph or s.disable_prefill_cuda_graph, "prefill graph disabled by flag"),
+        (not inp.gpu.is_cuda, "breakable prefill graph is CUDA-only"),
+        (inp.pp_size > 1, "pp_size > 1: breakable prefill graph is opt-in"),
+        (m.is_kda, "KDA hybrid linear attention"),
+        (m.is_dsv4, "DeepSeek-V4 disables the prefill graph"),
+        (inp.dcp_size > 1, "decode context parallel (dcp_size > 1)"),
+        (s.moe_a2a_backend not in ("none", "deepep", "megamoe", "flashinfer"), "moe_a2a_backend"),
+        (_multimodal_active(inp) and not m.breakable_multimodal, "multimodal model not on the "
+         "breakable allow-list"),
+        (s.disaggregation_mode == "decode", "PD decode role"),
+    ]  # fmt: skip
+    for cond, why in prefill_off:
+        if cond:
+            return _declare(res, "prefill_cuda_graph", "disabled", f"{why} (§3)")
+    return res
+
+
+def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """Step 4b (§3): prefill graph ``max_bs`` (tokens) and its batch list length.
+
+    ``max_bs = chunk`` (non-MLA) or ``min(8192, chunk)`` (MLA), then the PP cap 8192 (only while
+    the prefill graph is still breakable) and ``min(., max_total_tokens)``. With chunked prefill
+    off (``-1``) ``max_bs`` is ``-1`` and the batch list is empty: no prefill graph is captured
+    and none is reserved for (SGLang: ``memory_hook.handle_gpu_memory_settings``).
+    """
+    chunk = res.chunked_prefill_size
+    max_bs = chunk if chunk is not None else res.max_prefill_tokens
+    if inp.model.is_mla:
+        max_bs = min(8192, max_bs)
+    if inp.pp_size > 1 and res.prefill_cuda_graph == "breakable":
+        max_bs = min(max_bs, 8192)
+    if inp.settings.max_total_tokens is not None:
+        max_bs = min(max_bs, inp.settings.max_total_tokens)
+    res = replace(res, prefill_graph_max_bs=max_bs)
+    return replace(res, prefill_graph_bs_count=prefill_graph_bs_count(max_bs))
+
+
+def page_default_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """Step 7 (§7): page 1 if still unset."""
+    return res if res.page_size is not None else _declare(res, "page_size", 1, "default (§7)")
+
+
+def dp_attention_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """Step 8 (§11): ``chunked_prefill_size //= attn_dp_size``; prefill graph re-clamped."""
+    dp, chunk = inp.attn_dp_size, res.chunked_prefill_size
+    if dp <= 1 or chunk is None or chunk <= 0:
+        return res
+    res = _declare(res, "chunked_prefill_size", chunk // dp, f"DP attention: {chunk} // {dp} (§11)")
+    # parallel_hook.handle_data_parallelism re-clamps only a prefill graph still enabled.
+    graph_on = res.prefill_cuda_graph != "disabled"
+    if graph_on and res.prefill_graph_max_bs is not None and res.prefill_graph_max_bs > chunk // dp:
+        max_bs = chunk // dp
+        res = replace(res, prefill_graph_max_bs=max_bs,
+                      prefill_graph_bs_count=prefill_graph_bs_count(max_bs))  # fmt: skip
+    return res

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Make a CPU virtual environment for one SGLang release and print its python.
+
+    python tools/sglang_env.py 0.5.18 /tmp/sglang-0.5.18      # -> /tmp/sglang-0.5.18/bin/python
+    /tmp/sglang-0.5.18/bin/kvstrategies verify --against sglang  # the catalog under 0.5.18
+
+The venv gets, in order: CPU torch (``torch==2.13.0``, pinned for every later install through
+``.ci/torch-constraints.txt``), this checkout of kvstrategies (editable), the light packages the
+release's sizing import chain needs at the versions pinned in
+``kvstrategies/integrations/sglang/bridge_releases.py`` (the transformers release that SGLang
+release pins among them), then SGLang itself with ``--no-deps`` (its own requirements pull a CUDA
+torch). torchvision is never installed. An existing venv at DIR is reused (pip only adds what is
+missing). Prints the venv's python on the last line of stdout; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from kvstrategies.errors import KVCacheConfigError  # noqa: E402
+from kvstrategies.integrations.sglang.bridge_releases import (  # noqa: E402
+    bridge_release,
+    install_requirements,
+)
+
+TORCH = "torch==2.13.0"
+CONSTRAINTS = ROOT / ".ci" / "torch-constraints.txt"
+
+
+def _pip(python: Path, *args: str) -> None:
+    env = {**os.environ, "PIP_CONSTRAINT": str(CONSTRAINTS), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    command = [str(python), "-m", "pip", "install", "--quiet", *args]
+    print("+ pip install " + " ".join(args), file=sys.stderr, flush=True)
+    subprocess.run(command, check=True, env=env)
+
+
+def make_env(version: str, target: Path) -> Path:
+    """Create (or complete) the venv at ``target`` for SGLang ``version``; return its python."""
+    row = bridge_release(version)
+    python = target / "bin" / "python"
+    if not python.exists():
+        venv.EnvBuilder(with_pip=True).create(target)
+    with_deps, no_deps = install_requirements(row, version)
+    _pip(python, TORCH)
+    _pip(python, "-e", str(ROOT))
+    _pip(python, *with_deps)
+    _pip(python, "--no-deps", *no_deps)
+    return python
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("version", help="an SGLang release, e.g. 0.5.18 or 0.5.15.post1")
+    parser.add_argument("dir", type=Path, help="where the venv goes")
+    args = parser.parse_args(argv)
+    try:
+        python = make_env(args.version, args.dir.resolve())
+    except KVCacheConfigError as exc:
+        print(f"sglang_env: {exc}", file=sys.stderr)
+        return 2
+    except subprocess.CalledProcessError as exc:
+        print(f"sglang_env: pip failed ({exc.returncode}): {' '.join(exc.cmd)}", file=sys.stderr)
+        return 1
+    print(python)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
