@@ -64,7 +64,7 @@ from kvstrategies.presets import load_preset_config, preset_names
 from kvstrategies.sglang_knobs import SGLANG_KNOBS
 
 from .fuzz_stats import record
-from .helpers import tool_module
+from .helpers import HOSTILE_FILES, plant_hostile_file, tool_module
 from .test_fuzz_cli import check_cli_outcome, hostile_numbers, hostile_text, hostile_values, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -686,7 +686,7 @@ SNAPSHOT = ROOT / "golden" / "default-llama-3.1-8b-tp1-bf16-p1.json"
 
 @st.composite
 def snapshot_files(draw: st.DrawFn) -> tuple[str, bytes]:
-    kind = draw(st.sampled_from(("copy", "bytes", "json", "deep", "folder", "fifo", "loop", "device", "list", "nan")))
+    kind = draw(st.sampled_from(("copy", "json", *HOSTILE_FILES)))
     payload = b""
     if kind == "bytes":
         payload = draw(st.binary(max_size=200))
@@ -700,22 +700,8 @@ def snapshot_files(draw: st.DrawFn) -> tuple[str, bytes]:
 def plant_snapshot(path: Path, kind: str, payload: bytes) -> None:
     if kind == "copy":
         shutil.copy(SNAPSHOT, path)
-    elif kind in ("bytes", "json"):
-        path.write_bytes(payload)
-    elif kind == "deep":
-        path.write_text("{\"a\":" * 40_000 + "1" + "}" * 40_000)
-    elif kind == "folder":
-        path.mkdir()
-    elif kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "loop":
-        path.symlink_to(path.name)
-    elif kind == "device":
-        path.symlink_to("/dev/zero")
-    elif kind == "list":
-        path.write_text("[]")
-    elif kind == "nan":
-        path.write_text('{"name": NaN, "sizes": {"max_total_num_tokens": Infinity}}')
+    else:
+        plant_hostile_file(path, "bytes" if kind == "json" else kind, payload)
 
 
 def _tool(name: str) -> Any:

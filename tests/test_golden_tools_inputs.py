@@ -13,37 +13,15 @@ from typing import Any
 
 import pytest
 
-from .helpers import tool_module
+from .helpers import HOSTILE_FILES, plant_hostile_file, tool_module
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = "default-llama-3.1-8b-tp1-bf16-p1"
-KINDS = ("folder", "fifo", "link-loop", "non-utf8", "deep", "list", "device-link", "empty")
+KINDS = tuple(kind for kind in HOSTILE_FILES if kind not in ("bytes", "nan"))  # unreadable ones
 
 
 def _tool(name: str) -> Any:
     return tool_module(name)
-
-
-def plant(path: Path, kind: str) -> None:
-    """Replace ``path`` (a snapshot) with a hostile file of ``kind``."""
-    if path.exists() or path.is_symlink():
-        path.unlink()
-    if kind == "folder":
-        path.mkdir()
-    elif kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "link-loop":
-        path.symlink_to(path.name)
-    elif kind == "non-utf8":
-        path.write_bytes(b'{"name": "\xff\xfe"}')
-    elif kind == "deep":
-        path.write_text("[" * 100_000 + "]" * 100_000)
-    elif kind == "list":
-        path.write_text("[1, 2]")
-    elif kind == "device-link":
-        path.symlink_to("/dev/zero")
-    elif kind == "empty":
-        path.write_text("")
 
 
 def run(tool: Any, argv: list[str]) -> tuple[int, str]:
@@ -60,7 +38,7 @@ def test_diff_golden_dirs_reports_a_hostile_snapshot(tmp_path: Path, kind: str) 
     for folder in (a, b):
         folder.mkdir()
         shutil.copy(ROOT / "golden" / f"{CASE}.json", folder / f"{CASE}.json")
-    plant(b / f"{CASE}.json", kind)
+    plant_hostile_file(b / f"{CASE}.json", kind)
     code, out = run(_tool("diff_golden"), ["--dirs", str(a), str(b)])
     assert code == 2 and "Traceback" not in out
     assert "diff_golden: not a snapshot: " in out and f"{CASE}.json" in out
@@ -72,7 +50,7 @@ def test_record_golden_check_reports_a_hostile_snapshot(tmp_path: Path, kind: st
     golden = tmp_path / "golden"
     golden.mkdir()
     shutil.copy(ROOT / "golden" / f"{CASE}.json", golden / f"{CASE}.json")
-    plant(golden / f"{CASE}.json", kind)
+    plant_hostile_file(golden / f"{CASE}.json", kind)
     code, out = run(_tool("record_golden"), ["--check", "--golden", str(golden), "-k", CASE])
     assert code == 1 and "Traceback" not in out
     assert f"DRIFT {CASE}" in out and "the stored snapshot is unreadable" in out
