@@ -749,10 +749,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report_error(exc, f"{where}{exc.strerror or exc}", raw)
 
 
+def one_line(message: str) -> str:
+    """``message`` on one line: a control character the user typed (``--pp-rank $'\\r'``, a model
+    name with a newline) is shown escaped instead of breaking the line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 def _report_error(exc: BaseException, message: str, argv: Sequence[str]) -> int:
     """One line on stderr; with ``--json`` the JSON object on stdout, else a does-not-fit's options."""
     from .planner.error_report import error_json, json_requested, options_text
 
+    message = one_line(message)
     print(f"kvstrategies: error: {message}", file=sys.stderr)
     if json_requested(argv):
         if not getattr(exc, "reported_as_json", False):

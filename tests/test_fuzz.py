@@ -75,6 +75,9 @@ def check_alignment(planned: Plan) -> None:
     """Every token count of every sizes value is a page multiple (quirk 10 aside)."""
     page = planned.ctx.page_size
     chunk_cap = isinstance(planned.configurator, SWAChunkCapPoolConfigurator)
+    if planned.ctx.is_draft_worker:  # a draft adopts the target's sizes: the target's quirk applies to them
+        target = select_configurator(dataclasses.replace(planned.ctx, is_draft_worker=False))
+        chunk_cap = chunk_cap or isinstance(target, SWAChunkCapPoolConfigurator)
     profiled = planned.sizes
     for sizes in (profiled, planned.sizes_from_max_tokens, planned.resolution.sizes, planned.pool_sizes):
         if sizes is None:

@@ -50,3 +50,12 @@ def test_the_fix_in_a_refusal_is_a_command_that_runs(capsys: pytest.CaptureFixtu
     line = _error(capsys, "plan", "--gpu", "H100", "--", *launch, "--speculative-draft-model-path", "d")
     assert "--speculative-draft-layers, before `--`" in line
     assert main(["plan", "--gpu", "H100", "--speculative-draft-layers", "1", "--", *launch]) == 0
+
+
+@pytest.mark.parametrize("argv", [["sweep", "deepseek-v2-lite", "--gpu", "H100", "--pp-rank", "\r"],
+                                  ["plan", "a\nb", "--gpu", "H100"]])  # fmt: skip
+def test_a_control_character_the_user_typed_stays_on_the_one_error_line(capsys: pytest.CaptureFixture[str],
+                                                                        argv: list[str]) -> None:  # fmt: skip
+    """Found by the thorough fuzz: argparse echoed ``\\r`` and the error became two lines."""
+    line = _error(capsys, *argv)
+    assert "\\r" in line or "\\n" in line
