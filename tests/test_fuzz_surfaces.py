@@ -465,8 +465,10 @@ def write_shard(path: Path, tensors: dict[str, tuple[str, list[int]]], mutation:
     kind = mutation.get("kind")
     target = mutation.get("tensor") or next(iter(tensors))
     if kind == "field":
-        header[target][mutation["field"]] = mutation["value"]
-        valid = None
+        entry = header[target]
+        entry[mutation["field"]] = mutation["value"]
+        if not _entry_still_valid(entry, BITS[tensors[target][0]]):
+            valid = None
     elif kind == "drop-field":
         header[target].pop(mutation["field"])
         valid = None
@@ -490,6 +492,24 @@ def write_shard(path: Path, tensors: dict[str, tuple[str, list[int]]], mutation:
             valid = None
         handle.truncate(8 + len(raw) + data)
     return valid
+
+
+#: the safetensors dtypes of each width (the format's own table), for the oracle below
+_WIDTHS = {16: ("F16", "BF16", "I16", "U16"), 32: ("F32", "I32", "U32"), 8: ("U8", "I8", "BOOL", "F8_E4M3", "F8_E5M2")}
+
+
+def _entry_still_valid(entry: dict[str, Any], bits: int) -> bool:
+    """Whether a mutated header entry still describes its bytes (the same width, an integer shape of
+    the same element count, the same offsets): such a file is valid and its bytes are unchanged."""
+    dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+    ints = isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+    if not (isinstance(dtype, str) and dtype in _WIDTHS.get(bits, ()) and ints):
+        return False
+    n = 1
+    for d in shape:
+        n *= d
+    good_offsets = isinstance(offsets, list) and len(offsets) == 2 and all(type(x) is int for x in offsets)
+    return good_offsets and offsets[1] - offsets[0] == n * bits // 8 and offsets[0] >= 0
 
 
 FIELD_VALUES = st.one_of(hostile_values, st.sampled_from(("Q4_K", "BF16", [1e400], [True, 8], ["64", 8], [0, 10**15],
