@@ -359,7 +359,9 @@ def build(
     host memory does not grow with the plan's sizes.
 
     A device torch does not know or cannot reach, and running out of device memory, raise
-    :class:`KVCacheConfigError` (:class:`InsufficientMemoryError` for the latter).
+    :class:`KVCacheConfigError` (:class:`InsufficientMemoryError` for the latter); on ``"cpu"`` a
+    plan larger than the host's available memory (:mod:`kvstrategies.host_memory`) is refused with
+    :class:`InsufficientMemoryError` before anything is allocated.
     """
     check_instance(planned, Plan, "planned", "get one from kvstrategies.plan(ctx, available_bytes)")
     if use_triton is not None:
@@ -376,6 +378,16 @@ def build(
         raise UnsupportedConfigurationError(
             f"device {device!r}: this torch sees no CUDA device; build on 'meta' to check a plan without one"
         )
+    if target.type == "cpu":  # refuse what the host cannot hold instead of meeting the OOM killer
+        from .host_memory import available_host_bytes
+
+        room = available_host_bytes()
+        if room is not None and planned.planned_bytes > room:
+            raise InsufficientMemoryError(
+                f"building on 'cpu' would allocate the planned {planned.planned_bytes:,} bytes "
+                f"({planned.planned_bytes / 2**30:.1f} GiB) but this host has {room / 2**30:.1f} GiB available; "
+                "build on 'meta' to check the plan, or plan with a smaller available_bytes"
+            )
     try:
         from .pools.runtime.factory import build_typed_pools
 

@@ -28,11 +28,12 @@ from .context import (
 )
 from .dtypes import DType, require_release_kv_cache_dtype, resolve_kv_cache_dtype
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
+from .knobs import check_case_env
 from .models import ModelGeometry, parse_hf_config
 from .models.architectures import require_loadable
 from .presets import load_preset_config
 from .releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, ReleaseRule, parse_release, span
-from .validate import MAX_INT64, MAX_SETTING_INT, check_float
+from .validate import MAX_INT64, MAX_SETTING_INT, check_float, check_sane_ints
 
 #: case fields that are SGLang server arguments only from some release on (a release without the
 #: flag cannot be launched with it: its argparse refuses it)
@@ -102,29 +103,6 @@ CASE_DEFAULTS: dict[str, Any] = {
     "pool_max_mamba_cache_size": None,
 }
 _PLATFORM_KEYS = {"is_sm100", "is_sm90", "is_blackwell", "is_hip", "is_gfx95", "is_npu_arch35"}
-# SGLang environment knobs a case may set, and the ones that select out-of-scope features.
-_SUPPORTED_ENV = {
-    "SGLANG_SWA_EVICTION_INTERVAL",
-    "SGLANG_DSV4_COMPRESS_STATE_DTYPE",
-    "SGLANG_DSV4_KV_LAYOUT",
-    "SGLANG_DSV4_COMPRESSED_KV_LAYOUT",
-    "SGLANG_PP_LAYER_PARTITION",
-    "SGLANG_MAMBA_SSM_DTYPE",
-    "SGLANG_MAMBA_CONV_DTYPE",
-    "SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK",
-    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
-}
-_OUT_OF_SCOPE_ENV = {
-    "SGLANG_OPT_USE_ONLINE_COMPRESS",
-    "SGLANG_EXPERIMENTAL_ONLINE_C128_MTP",
-    "SGLANG_DSV4_UNIFIED_KV_FP8",
-    "SGLANG_HACK_FLASHMLA_BACKEND",
-    "SGLANG_NPU_ENABLE_SPARSE_KV_OFFLOAD",
-    "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING",
-    "SGLANG_USE_HND_KVCACHE",
-}
-
-
 @dataclass(frozen=True)
 class Case:
     """A parsed case: the context to plan, the budget, and the what-if pool request."""
@@ -186,17 +164,10 @@ def _env_flag(value: Any) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
-def knobs_from_env(env: Mapping[str, Any]) -> tuple[EngineKnobs, tuple[int, ...] | None]:
-    """Map SGLang env knobs onto :class:`EngineKnobs` (and the PP layer partition)."""
-    if not isinstance(env, Mapping):
-        raise KVCacheConfigError(f"case field 'env' must be an object, got {env!r}")
-    for key in env:
-        if key in _OUT_OF_SCOPE_ENV:
-            raise UnsupportedConfigurationError(
-                f"env {key} selects a feature that kvstrategies does not model (out of scope in the spec); remove it"
-            )
-        if key not in _SUPPORTED_ENV:
-            raise KVCacheConfigError(f"unknown env knob {key!r}; supported: {sorted(_SUPPORTED_ENV)}")
+def knobs_from_env(env: Any) -> tuple[EngineKnobs, tuple[int, ...] | None]:
+    """Map SGLang env knobs onto :class:`EngineKnobs` (and the PP layer partition); the names and
+    values are checked by :func:`kvstrategies.knobs.check_case_env` first."""
+    env = check_case_env(env)
     knobs: dict[str, Any] = {}
     if "SGLANG_SWA_EVICTION_INTERVAL" in env:
         raw = env["SGLANG_SWA_EVICTION_INTERVAL"]
@@ -330,6 +301,7 @@ def parse_case(
     """
     if not isinstance(data, Mapping):
         raise KVCacheConfigError(f"a case must be a JSON object, got {type(data).__name__}")
+    check_sane_ints(dict(data), "case")
     unknown = sorted(set(data) - set(CASE_DEFAULTS))
     if unknown:
         raise KVCacheConfigError(f"unknown case keys {unknown}; known keys: {sorted(CASE_DEFAULTS)}")
@@ -362,7 +334,8 @@ def parse_case(
         is_hip=device is DeviceKind.HIP,
         is_cpu=device is DeviceKind.CPU,
     )
-    knobs, partition = knobs_from_env(merged["env"])
+    env = check_case_env(merged["env"])
+    knobs, partition = knobs_from_env(env)
     try:
         mode = DisaggregationMode(str(merged["disaggregation_mode"]).lower())
     except ValueError as exc:
@@ -417,7 +390,7 @@ def parse_case(
         release=release,
     )
     if not is_vllm:
-        _check_context_length(settings, merged["env"])
+        _check_context_length(settings, env)
     available = merged["available_bytes"]
     if available is None:
         raise KVCacheConfigError("case field 'available_bytes' is required (the KV budget in bytes after profiling)")

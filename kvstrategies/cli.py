@@ -272,6 +272,11 @@ def _str_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _unique(values: list[Any]) -> list[Any]:
+    """``values`` without repeats, in their first order (``--tp 1,1,2`` plans TP 1 once)."""
+    return list(dict.fromkeys(values))
+
+
 def accelerator(name: str | None, memory: str | None) -> Accelerator | None:
     """``--gpu`` (looked up) and/or ``--gpu-memory`` (a capacity; alone: a generic CUDA GPU)."""
     from .planner.gpus import Accelerator, lookup_gpu, parse_bytes
@@ -291,6 +296,8 @@ def accelerator(name: str | None, memory: str | None) -> Accelerator | None:
 def model_argument(args: argparse.Namespace) -> str:
     """MODEL, given positionally or as ``--model-path`` (not both, unless equal)."""
     given = [value for value in (args.model, args.model_path) if value is not None]
+    if any(not value.strip() for value in given):
+        raise KVCacheConfigError("the model name is empty; give a preset, HF id, config.json path or model folder")
     if not given:
         raise KVCacheConfigError(
             "name a model (preset, HF id, config.json or folder; or --model-path) or pass --case FILE"
@@ -531,14 +538,14 @@ def run_sweep(args: argparse.Namespace) -> int:
     from .planner import sweep, sweep_csv, sweep_table
 
     gpus: list[Accelerator | None] = []
-    names = _str_list(args.gpu) if args.gpu is not None else [None]
+    names = _unique(_str_list(args.gpu)) if args.gpu is not None else [None]
     if not names:
         raise KVCacheConfigError(f"--gpu is empty ({args.gpu!r}); give a comma list of GPU names, e.g. H100-80GB,H200")
     for name in names:
         gpus.append(accelerator(name, args.gpu_memory))
-    tps = _int_list("--tp", args.tp)
-    kv_dtypes: list[str | None] = list(_str_list(args.kv_cache_dtype)) if args.kv_cache_dtype else [None]
-    pages: list[int | None] = list(_int_list("--page-size", args.page_size)) if args.page_size else [None]
+    tps = _unique(_int_list("--tp", args.tp))  # a repeated value would plan the same cells again
+    kv_dtypes: list[str | None] = list(_unique(_str_list(args.kv_cache_dtype))) if args.kv_cache_dtype else [None]
+    pages: list[int | None] = list(_unique(_int_list("--page-size", args.page_size))) if args.page_size else [None]
     from .planner.request import check_page_size
 
     for page in pages:
@@ -784,6 +791,9 @@ def _case_paths(given_paths: Sequence[Path]) -> list[Path]:
             raise KVCacheConfigError(f"verify: no case file or folder {given}")
     if not paths:
         raise KVCacheConfigError("verify: no case files found; pass case files or a folder of them")
+    from .case_validation import validate_case_files
+
+    validate_case_files(paths)  # every case checked before SGLang is imported or a child process starts
     return paths
 
 
@@ -829,10 +839,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report_error(exc, f"{where}{exc.strerror or exc}", raw)
 
 
+def one_line(message: str) -> str:
+    """``message`` on one line: a control character the user typed (``--pp-rank $'\\r'``, a model
+    name with a newline) is shown escaped instead of breaking the line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 def _report_error(exc: BaseException, message: str, argv: Sequence[str]) -> int:
     """One line on stderr; with ``--json`` the JSON object on stdout, else a does-not-fit's options."""
     from .planner.error_report import error_json, json_requested, options_text
 
+    message = one_line(message)
     print(f"kvstrategies: error: {message}", file=sys.stderr)
     if json_requested(argv):
         if not getattr(exc, "reported_as_json", False):

@@ -94,13 +94,16 @@ def test_a_known_difference_does_not_fail(monkeypatch: pytest.MonkeyPatch) -> No
     assert "(known: a test reason)" in bridge.diff_text(c)[1]
 
 
-def test_planner_side_refuses_with_sglangs_check_named() -> None:
+def test_planner_side_refuses_with_sglangs_check_named(tmp_path: Path) -> None:
     spec = spec_from_dict({"preset": "llama-3.1-8b", "gpu": "H200", "flags": {"speculative_algorithm": "DFLASH"}})
     assert "speculative_hook._handle_dflash" in str(bridge.planner_outcome(spec, Path("x")).refused)
     drafted = LaunchSpec("d", "llama-3.1-8b", "H200", flags={"speculative_algorithm": "DFLASH",
                                                              "speculative_draft_model_path": DFLASH_DRAFT})  # fmt: skip
-    out = bridge.planner_outcome(drafted, Path("no-such-folder"))
-    assert out.refused is None and out.fields["speculative_num_draft_tokens"] == 16  # unreadable draft: 16
+    (tmp_path / "config.json").write_text('{"architectures": ["DFlashDraftModel"]}')
+    out = bridge.planner_outcome(drafted, tmp_path)
+    assert out.refused is None and out.fields["speculative_num_draft_tokens"] == 16  # no block size named: 16
+    missing = bridge.planner_outcome(drafted, tmp_path / "no-such-folder")  # SGLang could not load that draft
+    assert missing.refused is not None and "no such file or folder" in missing.refused
 
 
 def test_golden_round_trip(tmp_path: Path) -> None:

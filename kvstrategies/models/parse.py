@@ -14,7 +14,7 @@ from typing import Any
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..validate import MAX_LAYERS
+from ..validate import MAX_LAYERS, check_sane_ints
 from .architectures import Attention, any_row, model_type_row, rows_for
 from .geometry import AttentionArch, DSAGeometry, MLADims, ModelGeometry
 from .hf import (
@@ -278,6 +278,7 @@ FAMILY_PARSERS: list[FamilyParser] = []
 
 def parse_hf_config(config: ConfigDict) -> ModelGeometry:
     """The :class:`ModelGeometry` of a HF ``config.json`` dict (nested ``text_config`` allowed)."""
+    check_sane_ints(config, "config")
     geometry = parse_base(config)
     text = _with_defaults(text_config(config))
     for refine in FAMILY_PARSERS:
