@@ -192,7 +192,7 @@ def _diff_pools(old: Mapping[str, Any], new: Mapping[str, Any], out: list[str]) 
 
 #: keys that describe the recording, not the answer: two releases' snapshots of one case differ
 #: in ``engine`` alone when SGLang's answer did not move
-_RECORDING_KEYS = frozenset({"engine"})
+RECORDING_KEYS = frozenset({"engine"})
 
 
 def diff_documents(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -202,7 +202,7 @@ def diff_documents(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """
     out: list[str] = []
     for key in _ordered_keys(old, new):
-        if key in _RECORDING_KEYS:
+        if key in RECORDING_KEYS:
             continue
         if key not in old:
             out.append(f"{key}: added {_show(new[key])}")

@@ -56,3 +56,16 @@ def test_project_matches_sglang(version: str, snapshot: Path) -> None:
     assert verdict.unexplained == (), "\n".join(verdict.unexplained)
     expected = KNOWN[version].get(snapshot.stem, {"status": "match", "kinds": []})
     assert (verdict.status, list(verdict.kinds)) == (expected["status"], expected["kinds"]), "\n".join(verdict.lines)
+
+
+def test_the_release_changes_page_is_current() -> None:
+    """``docs/sglang-releases.md`` is generated from these recordings; a new recording or a new
+    release rule must regenerate it (``python tools/release_changes.py``)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "release_changes.py"), "--check"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,9 +56,16 @@ def _snapshot(version: str, name: str) -> dict[str, Any] | None:
         return None
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     out = {k: v for k, v in data.items() if k not in _IGNORED}
+    for pool in (out.get("pools") or {}).values():  # attribute order is not part of the answer
+        if isinstance(pool, dict) and isinstance(pool.get("buffers"), list):
+            pool["buffers"] = sorted(pool["buffers"], key=lambda b: _natural(str(b.get("name"))))
     if isinstance(out.get("error"), str):  # a refusal names its release: the same refusal on both sides
         out["error"] = out["error"].replace(f"SGLang {version} ", "SGLang <release> ")
     return out
+
+
+def _natural(name: str) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def _launches(version: str) -> dict[str, dict[str, Any]]:
@@ -91,7 +99,12 @@ def _project_answer(case: Path, release: EngineRelease) -> str:
     try:
         return json.dumps(project_document(case, release.text), sort_keys=True, default=str)
     except KVCacheConfigError as exc:
-        return f"refused: {type(exc).__name__}"
+        return f"refused: {type(exc).__name__}: {exc}".replace(f"SGLang {release.text} ", "SGLang <release> ")
+
+
+def _outcome(answer: str) -> str:
+    """An answer as compared between releases: a refusal by its error class (its text names releases)."""
+    return ":".join(answer.split(":")[:2]) if answer.startswith("refused") else answer
 
 
 #: the cause named when the project refuses the case on both releases (SGLang's bridge sized it)
@@ -105,15 +118,18 @@ def causes(case: Path, older: EngineRelease, newer: EngineRelease, rules: list[R
     """
     target = _project_answer(case, older)
     now = _project_answer(case, newer)
-    if target == now:
+    if target == now or (target.startswith("refused") and now.startswith("refused")):
         return [REFUSED_BOTH] if now.startswith("refused") else []
-    found = []
+    found = [f"model table: {row}" for row in table_rows_between(older, newer)
+             if target.startswith("refused") and row.split("'")[1] in target]  # fmt: skip
+    if found:
+        return found
     for rule in rules:
         with _as_in(rule, older):
             answer = _project_answer(case, newer)
-        if answer == target:
+        if _outcome(answer) == _outcome(target):
             found.append(f"`{rule.key}` (alone)")
-        elif answer != now:
+        elif _outcome(answer) != _outcome(now):
             found.append(f"`{rule.key}`")
     return found
 

@@ -3,6 +3,7 @@
 
     python tools/sglang_env.py 0.5.18 /tmp/sglang-0.5.18      # -> /tmp/sglang-0.5.18/bin/python
     /tmp/sglang-0.5.18/bin/kvstrategies verify --against sglang  # the catalog under 0.5.18
+    python tools/sglang_env.py 0.5.18 /tmp/sglang-0.5.18 --check  # and re-record: golden/sglang-0.5.18 current?
 
 The venv gets, in order: CPU torch (``torch==2.13.0``, pinned for every later install through
 ``.ci/torch-constraints.txt``), this checkout of kvstrategies (editable), the light packages the
@@ -11,6 +12,10 @@ release's sizing import chain needs at the versions pinned in
 release pins among them), then SGLang itself with ``--no-deps`` (its own requirements pull a CUDA
 torch). torchvision is never installed. An existing venv at DIR is reused (pip only adds what is
 missing). Prints the venv's python on the last line of stdout; progress goes to stderr.
+
+``--check`` then runs ``tools/record_golden.py --engine sglang --check`` in the venv: the live
+release answers every catalog case as its committed ``golden/sglang-<version>/`` says (plain
+``python -m pytest`` compares the project with those folders), exit 1 otherwise.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -61,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("version", help="an SGLang release, e.g. 0.5.18 or 0.5.15.post1")
     parser.add_argument("dir", type=Path, help="where the venv goes")
+    parser.add_argument("--check", action="store_true",
+                        help="then re-record the catalog live and compare with golden/sglang-<version>/")
     args = parser.parse_args(argv)
     try:
         python = make_env(args.version, args.dir.resolve())
@@ -71,7 +79,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sglang_env: pip failed ({exc.returncode}): {' '.join(exc.cmd)}", file=sys.stderr)
         return 1
     print(python)
-    return 0
+    if not args.check:
+        return 0
+    started = time.monotonic()
+    record = [str(python), str(ROOT / "tools" / "record_golden.py"), "--engine", "sglang", "--check", "-q"]
+    done = subprocess.run(record, check=False)
+    verdict = "current" if done.returncode == 0 else "STALE or failed"
+    took = time.monotonic() - started
+    print(f"sglang_env: SGLang {args.version}: recordings {verdict} ({took:.0f} s)", file=sys.stderr)
+    return done.returncode
 
 
 if __name__ == "__main__":
