@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import KVCacheConfigError
 from .planner.launch_command import QUANTIZATION
-from .releases import parse_release
+from .planner.vllm.cli import add_vllm_arguments, check_engine_flags, is_vllm_plan
+from .releases import NEWEST_VLLM, parse_release
 
 if TYPE_CHECKING:
     from .planner import DeploymentRequest
@@ -191,8 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     plan.add_argument("--build-check", action="store_true", help="also allocate on meta (imports torch)")
     plan.add_argument("--engine", choices=["sglang", "vllm"], default=None,
-                      help="with --case: plan it for this engine (vllm: vLLM 0.33.0's sizing, docs/vllm-bridge.md)")
-    plan.add_argument("--vllm-version", default=None, help="with --engine vllm: the vLLM release (default: 0.33.0)")
+                      help=f"plan for this engine (vllm: {NEWEST_VLLM.label}'s budget rule and sizing, "
+                      "docs/vllm-bridge.md)")
+    plan.add_argument("--vllm-version", default=None,
+                      help=f"with --engine vllm: the vLLM release (default: {NEWEST_VLLM.text})")  # fmt: skip
+    add_vllm_arguments(plan)
     plan.add_argument("--plot", type=Path, default=None, help="write the breakdown as a stacked bar PNG (matplotlib)")
     sweep = sub.add_parser(
         "sweep",
@@ -214,9 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare = sub.add_parser(
         "compare",
         help="one deployment answered for SGLang and for vLLM side by side (tokens, concurrency, why they differ)",
-        description="SGLang's planned deployment (its launch defaults and KV budget) beside vLLM 0.33.0's sizing "
-        "of the same model, GPU, TP and KV dtype on the same KV budget, at each --request-length (default: 8192 "
-        "and the model's context).",
+        description=f"SGLang's planned deployment (its launch defaults and KV budget) beside {NEWEST_VLLM.label}'s "
+        "sizing of the same model, GPU, TP and KV dtype on the same KV budget, at each --request-length (default: "
+        "8192 and the model's context); --own-budgets adds each engine on its own rule's budget.",
     )
     _add_deployment_arguments(compare)
     compare.add_argument("--gpu", default=None, help="GPU name (H100-80GB, H200, B200...)")
@@ -224,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--pp-rank", type=int, default=0)
     compare.add_argument("--kv-cache-dtype", default=None)
     compare.add_argument("--page-size", type=int, default=None, help="SGLang's page size (vLLM picks its block)")
+    compare.add_argument("--own-budgets", action="store_true",
+                         help="also plan vLLM on its own budget (its gpu_memory_utilization rule)")  # fmt: skip
     verify = sub.add_parser(
         "verify", help="compare with SGLang's own code: case files (docs/sglang-bridge.md) or launch defaults"
     )
@@ -236,7 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="launch defaults: resolve each launch of GRID (a JSON list; default: the shipped grid) with "
         "SGLang's ServerArgs.resolve_once and with the planner, and diff every field",
     )  # fmt: skip
-    verify.add_argument("--recorded", action="store_true", help="use SGLang's recorded answers (no SGLang needed)")
+    verify.add_argument("--recorded", action="store_true",
+                        help="use the engine's recorded answers (golden/sglang-*, golden/vllm-*; no engine needed)")
+    verify.add_argument("--vllm-version", default=None, metavar="X",
+                        help=f"with --against vllm --recorded: the release (default {NEWEST_VLLM.text})")  # fmt: skip
     verify.add_argument(
         "--sglang-version", default=None, metavar="X",
         help="the SGLang release to check (default: the installed one; with --recorded the newest recorded)",
@@ -338,12 +347,9 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
     tp = args.tp if isinstance(args.tp, int) else 1
     weight_quantization = args.weight_quantization
     if args.sglang_quantization is not None:
-        if args.sglang_quantization not in QUANTIZATION:
-            raise KVCacheConfigError(
-                f"--quantization {args.sglang_quantization} is not modelled by the weight estimate; give "
-                f"--weight-bytes per rank instead (modelled: {', '.join(sorted(QUANTIZATION))})"
-            )
-        weight_quantization = weight_quantization or QUANTIZATION[args.sglang_quantization]
+        from .planner.launch_command import quantization_for
+
+        weight_quantization = weight_quantization or quantization_for(args.sglang_quantization)
     attn_dp, replicas = parallel_sizes(args)
 
     def size(flag: str, value: str | None) -> int | None:
@@ -468,6 +474,7 @@ def _human(document: dict[str, Any], planned: Any) -> str:
 
 
 def run_plan(args: argparse.Namespace) -> int:
+    command: LaunchCommand | None = getattr(args, "launch_command", None)
     from .api import LayoutError, plan
     from .case import load_case
     from .planner import deployment_from_case
@@ -480,11 +487,13 @@ def run_plan(args: argparse.Namespace) -> int:
         from .planner.plot import check_plot_path
 
         check_plot_path(args.plot)
-    if args.engine == "vllm" or args.vllm_version is not None:
-        if args.case is None:
-            raise KVCacheConfigError("--engine vllm plans a case file (--case FILE); for a model use kvstrategies "
-                                     "compare MODEL --gpu ... --tp ... (vLLM beside SGLang on the same budget)")
-        return _plan_vllm_case(args)
+    check_engine_flags(args)
+    if is_vllm_plan(args):
+        if args.case is not None:
+            return _plan_vllm_case(args)
+        from .planner.vllm.cli import run_vllm_plan
+
+        return run_vllm_plan(args, () if command is None else command.notes)
     if args.case is not None:
         case = load_case(args.case)
         try:
@@ -508,7 +517,6 @@ def run_plan(args: argparse.Namespace) -> int:
     from . import __version__
 
     document = {"version": __version__, **plan_document(planned, measure=args.build_check)}
-    command: LaunchCommand | None = getattr(args, "launch_command", None)
     if args.plot is not None and deployment is not None:
         from .planner.plot import plot_breakdown
 
@@ -694,12 +702,14 @@ def split_launch_command(argv: Sequence[str]) -> tuple[list[str], LaunchCommand 
     """``plan [flags] -- <SGLang launch command>``: the ``plan`` arguments with the command's
     memory flags first (flags before ``--`` win, being later), and the translated command."""
     from .planner.launch_command import translate
+    from .planner.vllm.command import is_vllm_command, translate_vllm
 
     args = list(argv)
     if not args or args[0] != "plan" or "--" not in args:
         return args, None
     cut = args.index("--")
-    command = translate(args[cut + 1 :])
+    pasted = args[cut + 1 :]
+    command = translate_vllm(pasted) if is_vllm_command(pasted) else translate(pasted)
     return ["plan", *command.plan_args, *args[1:cut]], command
 
 
@@ -741,7 +751,14 @@ def run_verify(args: argparse.Namespace) -> int:
         from .integrations.vllm.verify import format_report as format_vllm
         from .integrations.vllm.verify import verify as verify_vllm
 
-        vllm_report = verify_vllm(_case_paths(args.cases))
+        if args.recorded:
+            from .integrations.vllm.verify import verify_recorded as verify_vllm_recorded
+
+            release = parse_release(args.vllm_version or NEWEST_VLLM.text, "vllm", field="--vllm-version")
+            recorded = Path(__file__).resolve().parents[1] / "golden" / f"vllm-{release.text}"
+            vllm_report = verify_vllm_recorded(_case_paths(args.cases), recorded, release.text)
+        else:
+            vllm_report = verify_vllm(_case_paths(args.cases))
         for line in format_vllm(vllm_report, verbose=args.verbose):
             print(line)
         return 0 if vllm_report.ok else 1
@@ -796,6 +813,10 @@ def run_compare(args: argparse.Namespace) -> int:
         )
     gpu = deployment.request.gpu.name if deployment.request is not None and deployment.request.gpu else None
     print("\n".join(comparison_text(compare_engines(deployment, lengths, gpu))))
+    if args.own_budgets:
+        from .planner.vllm.own_budget import own_budget_rows, own_budget_text
+
+        print("\n".join(own_budget_text(deployment, own_budget_rows(deployment, lengths, gpu))))
     return 0
 
 

@@ -41,7 +41,8 @@ from .launch_values import check_flag_value
 from .sglang_flags import SGLANG_SERVER_FLAGS
 
 __all__ = ["GRAPH_RESERVE_FLAGS", "MODELLED", "NO_EFFECT", "NOT_MODELLED", "QUANTIZATION", "REFUSED_UNLESS",
-           "LaunchCommand", "canonical_flag", "translate"]  # fmt: skip
+           "LaunchCommand", "canonical_flag", "flag_values", "quantization_for", "strip_environment",
+           "translate"]  # fmt: skip
 
 #: the longest pasted command read (characters) and the most words; real commands have < 200 words
 MAX_COMMAND_CHARS = 64 * 1024
@@ -65,8 +66,8 @@ class LaunchCommand:
     notes: tuple[str, ...]
 
 
-def _strip_launcher(tokens: list[str]) -> tuple[list[str], list[str]]:
-    """``(environment assignments, server arguments)`` of a launch command."""
+def strip_environment(tokens: list[str]) -> tuple[list[str], list[str]]:
+    """``(the VAR=value words in front, the rest)`` of a pasted command (``env VAR=1 ...`` too)."""
     env = []
     while tokens and _ENV.match(tokens[0]):
         env.append(tokens.pop(0))
@@ -74,6 +75,22 @@ def _strip_launcher(tokens: list[str]) -> tuple[list[str], list[str]]:
         tokens.pop(0)
         while tokens and _ENV.match(tokens[0]):
             env.append(tokens.pop(0))
+    return env, tokens
+
+
+def quantization_for(method: str, where: str = "per rank") -> str:
+    """The weight estimate's format (``--weight-quantization``) for an engine's ``--quantization method``."""
+    if method not in QUANTIZATION:
+        raise KVCacheConfigError(
+            f"--quantization {method} is not modelled by the weight estimate; give --weight-bytes {where} instead "
+            f"(modelled: {', '.join(sorted(QUANTIZATION))})"
+        )
+    return QUANTIZATION[method]
+
+
+def _strip_launcher(tokens: list[str]) -> tuple[list[str], list[str]]:
+    """``(environment assignments, server arguments)`` of a launch command."""
+    env, tokens = strip_environment(tokens)
     if len(tokens) >= 3 and re.match(r"^(.*/)?python[\d.]*$", tokens[0]) and tokens[1] == "-m":
         if tokens[2] not in _LAUNCHERS:
             raise KVCacheConfigError(
@@ -206,11 +223,15 @@ def looks_like_option(word: str) -> bool:
     return word.startswith("-") and len(word) > 1 and not _NEGATIVE_NUMBER.match(word) and " " not in word
 
 
-def _values(rest: list[str], i: int, option: str, arity: str, inline: str | None) -> tuple[list[str], int]:
+def flag_values(
+    rest: list[str], i: int, option: str, arity: str, inline: str | None, engine: str = "SGLang"
+) -> tuple[list[str], int]:
     """The values of the flag at ``rest[i - 1]`` as argparse takes them, and the next index."""
     if arity == "0":
         if inline is not None:
-            raise KVCacheConfigError(f"{option} is a switch and takes no value, so SGLang's argparse refuses {option}=")
+            raise KVCacheConfigError(
+                f"{option} is a switch and takes no value, so {engine}'s argparse refuses {option}="
+            )
         return [], i
     if inline is not None:
         return [inline], i
@@ -241,7 +262,7 @@ def translate(command: Sequence[str]) -> LaunchCommand:
             raise KVCacheConfigError(f"unexpected {token!r:.80} in the pasted command (a value without a flag)")
         option, eq, inline = token.partition("=")
         canon, arity = canonical_flag(option)
-        values, i = _values(rest, i, option, arity, inline if eq else None)
+        values, i = flag_values(rest, i, option, arity, inline if eq else None)
         values = [check_flag_value(canon, option, value) for value in values]
         _check_refusals(canon, option, values, given)
         if canon == "--model-path" and not (values and values[0].strip()):
@@ -255,13 +276,7 @@ def translate(command: Sequence[str]) -> LaunchCommand:
         if canon not in MODELLED:  # every flag is classified (tests/test_cli_launch_command.py); never planned blind
             raise KVCacheConfigError(f"{option} is not reviewed for its effect on memory; plan without it")
         if canon == "--quantization":
-            value = values[0] if values else ""
-            if value not in QUANTIZATION:
-                raise KVCacheConfigError(
-                    f"--quantization {value} is not modelled by the weight estimate; give --weight-bytes per rank "
-                    f"instead (modelled: {', '.join(sorted(QUANTIZATION))})"
-                )
-            out += ["--weight-quantization", QUANTIZATION[value]]
+            out += ["--weight-quantization", quantization_for(values[0] if values else "")]
             continue
         out += [canon, *values]
     if ignored:

@@ -1,0 +1,93 @@
+"""``kvstrategies compare ... --own-budgets``: each engine on the budget its own rule gives it.
+
+The default ``compare`` gives vLLM SGLang's KV budget (``--kv-cache-memory-bytes``), so the table
+shows how the two engines lay out the same bytes. This mode plans vLLM with its own budget instead:
+``gpu_memory_utilization`` (default 0.92) minus its weights and modelled profile
+(:mod:`.deployment`), beside SGLang's ``mem_fraction_static`` budget, at each request length
+(``--max-model-len L``). The two budgets differ by the engines' rules, not by the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import KVCacheConfigError
+from ...releases import NEWEST_VLLM
+from ...strategies.vllm.deployment import VLLM_KV_DTYPE_NAMES
+from ..deployment import DeploymentPlan
+from .deployment import plan_vllm
+from .request import VLLMPlanRequest
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class OwnBudgetRow:
+    """One request length: vLLM on its own budget (``error`` when vLLM refuses)."""
+
+    request_length: int
+    vllm_budget_bytes: int | None
+    vllm_tokens: int | None
+    vllm_concurrency: float | None
+    error: str | None = None
+
+
+def vllm_request_for(sglang: DeploymentPlan, length: int, gpu: str | None) -> VLLMPlanRequest:
+    """The vLLM launch of the same model, GPU, TP/PP and KV dtype at ``--max-model-len length``."""
+    req = sglang.request
+    if req is None or gpu is None:
+        raise KVCacheConfigError("--own-budgets needs a GPU (--gpu) and a model (not a case file)")
+    kv = str(sglang.case.raw.get("kv_cache_dtype") or "auto")
+    return VLLMPlanRequest(
+        model=req.model,
+        source=req.source,
+        config=req.hf_config(),
+        model_folder=None if req.model_folder is None else str(req.model_folder),
+        gpu=gpu,
+        tensor_parallel_size=req.tp_size,
+        pipeline_parallel_size=req.pp_size,
+        kv_cache_dtype=VLLM_KV_DTYPE_NAMES.get(kv, kv),
+        max_model_len=length,
+        weight_quantization=req.weight_quantization,
+        weight_bytes=req.weight_bytes,
+        release=NEWEST_VLLM,
+    )
+
+
+def own_budget_rows(sglang: DeploymentPlan, lengths: tuple[int, ...], gpu: str | None) -> tuple[OwnBudgetRow, ...]:
+    rows = []
+    for length in lengths:
+        try:
+            planned = plan_vllm(vllm_request_for(sglang, length, gpu))
+        except KVCacheConfigError as exc:
+            rows.append(OwnBudgetRow(length, None, None, None, str(exc)))
+            continue
+        capacity = planned.answer.capacity
+        rows.append(OwnBudgetRow(length, planned.budget.available_bytes, capacity.tokens, capacity.max_concurrency))
+    return tuple(rows)
+
+
+def own_budget_text(sglang: DeploymentPlan, rows: tuple[OwnBudgetRow, ...]) -> list[str]:
+    """The second table of ``compare --own-budgets``."""
+    budget = sglang.budget
+    mfs = "" if budget.mem_fraction_static is None else f" (mem_fraction_static {budget.mem_fraction_static:g})"
+    out = [
+        "",
+        f"each engine on its own budget: SGLang {budget.available_bytes / GIB:.2f} GiB by its rule{mfs}; "
+        f"{NEWEST_VLLM.label} by gpu_memory_utilization 0.92 minus its weights and profile "
+        "(a model fitted to public vLLM logs, docs/vllm-bridge.md), planned at --max-model-len L",
+        f"{'request length':>14}  {'SGLang tokens':>13}  {'SGLang requests':>15}  {'vLLM KV budget':>14}  "
+        f"{'vLLM KV cache size':>18}  {'vLLM concurrency':>16}",
+    ]
+    by_length = {fit.request_length: fit for fit in sglang.fit.lengths}
+    for row in rows:
+        fit = by_length.get(row.request_length)
+        requests = 0 if fit is None else fit.requests
+        head = f"{row.request_length:>14,}  {sglang.sizes.max_total_num_tokens:>13,}  {requests:>15,}  "
+        if row.error is not None:
+            out.append(head + f"vLLM refuses: {row.error}")
+            continue
+        assert row.vllm_budget_bytes is not None and row.vllm_tokens is not None and row.vllm_concurrency is not None
+        out.append(head + f"{row.vllm_budget_bytes / GIB:>10.2f} GiB  {row.vllm_tokens:>18,}  "
+                   f"{row.vllm_concurrency:>15.2f}x")  # fmt: skip
+    return out
