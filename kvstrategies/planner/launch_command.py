@@ -2,27 +2,33 @@
 
 ``kvstrategies plan [--gpu H100 ...] -- python -m sglang.launch_server --model-path X --tp-size 8 ...``
 (also ``python3 -m sglang.launch_server``, ``sglang serve``, a leading ``VAR=value`` environment,
-or the whole command as one quoted string). Every SGLang 0.5.23 server flag falls in one of
-three classes (flag names from :mod:`.sglang_flags`, abbreviations resolved as SGLang's
-argparse does):
+or the whole command as one quoted string). Every server flag of the SGLang release planned for
+(``--sglang-version`` before the ``--``; default the newest) falls in one of three classes (flag
+names from :mod:`.sglang_flags` for the newest release, and ``sglang_flag_releases.json`` for
+what each older release lacks or has on top; abbreviations resolved as SGLang's argparse does):
 
 * modelled (:data:`MODELLED`): passed on to ``plan`` in its SGLang spelling;
 * not touching memory: ignored and listed in the report;
 * touching memory but not modelled (:data:`NOT_MODELLED`): an error naming the flag.
 
-A flag SGLang does not have is an error too (SGLang would refuse the command).
+A flag the release does not have is an error too, naming the release (SGLang would refuse the
+command).
 ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1`` in the environment becomes
 ``--allow-context-length-override``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 
 from ..errors import KVCacheConfigError
+from ..releases import NEWEST_SGLANG, EngineRelease, supported_releases
 from .sglang_flags import SGLANG_SERVER_FLAGS
 
 #: SGLang flags ``plan`` understands (canonical SGLang spelling; ``plan`` accepts them verbatim).
@@ -105,6 +111,18 @@ NOT_MODELLED: dict[str, str] = {
     "--c128-page-size": "the NPU DeepSeek-V4 C128 page",
     "--quantize-and-serve": "weights quantized at load",
     "--modelopt-quant": "weights quantized at load",
+    # flags of older releases only (sglang_flag_releases.json)
+    "--nsa-prefill-backend": "DSA backend-specific KV buffers",
+    "--nsa-decode-backend": "DSA backend-specific KV buffers",
+    "--mamba-scheduler-strategy": "the Mamba state slots per request",
+    "--enable-prefill-context-parallel": "context-parallel KV sharding",
+    "--enable-nsa-prefill-context-parallel": "context-parallel KV sharding",
+    "--enable-dsa-prefill-context-parallel": "context-parallel KV sharding",
+    "--prefill-cp-mode": "context-parallel KV sharding",
+    "--nsa-prefill-cp-mode": "context-parallel KV sharding",
+    "--dsa-prefill-cp-mode": "context-parallel KV sharding",
+    "--keep-mm-feature-on-device": "multimodal features kept on the GPU",
+    "--torchao-config": "weights quantized at load",
 }
 
 #: CUDA-graph sizing flags: they change SGLang's default ``--mem-fraction-static`` (its graph
@@ -118,6 +136,14 @@ GRAPH_RESERVE_FLAGS = frozenset(
         "--cuda-graph-max-seq-len-prefill",
         "--cuda-graph-prefill-max-context",
         "--disable-decode-cuda-graph",
+        # flags of older releases only (sglang_flag_releases.json)
+        "--cuda-graph-bs",
+        "--cuda-graph-max-bs",
+        "--disable-piecewise-cuda-graph",
+        "--enforce-piecewise-cuda-graph",
+        "--enable-breakable-cuda-graph",
+        "--piecewise-cuda-graph-max-tokens",
+        "--piecewise-cuda-graph-tokens",
     }
 )
 
@@ -166,25 +192,59 @@ def _strip_launcher(tokens: list[str]) -> tuple[list[str], list[str]]:
     return env, tokens
 
 
-def canonical_flag(option: str) -> tuple[str, str]:
-    """``(canonical SGLang option, arity)`` for an option or a unique prefix of one."""
-    if option in SGLANG_SERVER_FLAGS:
-        return SGLANG_SERVER_FLAGS[option]
-    matches = {SGLANG_SERVER_FLAGS[name] for name in SGLANG_SERVER_FLAGS if name.startswith(option)}
+@cache
+def _release_deltas() -> Mapping[str, Mapping[str, object]]:
+    """``sglang_flag_releases.json``: per older release, the newest release's flags it lacks
+    (``missing``) and its own flags (``extra``: option -> [canonical, arity]); written by
+    ``tools/list_sglang_flags.py --release-delta`` from each release's ``ServerArgs.add_cli_args``."""
+    text = resources.files(__package__).joinpath("sglang_flag_releases.json").read_text(encoding="utf-8")
+    data: Mapping[str, Mapping[str, object]] = json.loads(text)
+    return data
+
+
+@cache
+def release_flags(release: EngineRelease = NEWEST_SGLANG) -> Mapping[str, tuple[str, str]]:
+    """Every server flag of ``release``: option string -> ``(canonical option, arity)``."""
+    if release == NEWEST_SGLANG:
+        return SGLANG_SERVER_FLAGS
+    delta = _release_deltas().get(release.text)
+    if delta is None:  # pragma: no cover - the file covers every supported release
+        raise KVCacheConfigError(f"no flag list for {release.label}; run tools/list_sglang_flags.py --release-delta")
+    missing = frozenset(str(name) for name in delta["missing"])  # type: ignore[attr-defined]
+    extra: Mapping[str, list[str]] = delta["extra"]  # type: ignore[assignment]
+    flags = {k: v for k, v in SGLANG_SERVER_FLAGS.items() if k not in missing}
+    flags.update({k: (v[0], v[1]) for k, v in extra.items()})
+    return flags
+
+
+def releases_with_flag(option: str) -> tuple[EngineRelease, ...]:
+    """The supported releases that have server flag ``option`` (exact spelling)."""
+    return tuple(r for r in supported_releases() if option in release_flags(r))
+
+
+def canonical_flag(option: str, release: EngineRelease = NEWEST_SGLANG) -> tuple[str, str]:
+    """``(canonical SGLang option, arity)`` of ``release`` for an option or a unique prefix of one."""
+    flags = release_flags(release)
+    if option in flags:
+        return flags[option]
+    matches = {flags[name] for name in flags if name.startswith(option)}
     if len(matches) == 1:
         return matches.pop()
     if matches:
         raise KVCacheConfigError(
             f"{option} is ambiguous among SGLang's flags ({', '.join(sorted(m[0] for m in matches)[:5])}); spell it out"
         )
+    having = releases_with_flag(option)
+    elsewhere = f" (SGLang {', '.join(r.text for r in having)} {'has' if len(having) == 1 else 'have'} it)"
     raise KVCacheConfigError(
-        f"{option} is not an SGLang 0.5.23 server flag, so SGLang would refuse the command; kvstrategies' own flags "
-        "(--gpu, --request-length, --json, ...) go before the `--`"
+        f"{option} is not an {release.label} server flag{elsewhere if having else ''}, so SGLang would refuse the "
+        "command; kvstrategies' own flags (--gpu, --sglang-version, --request-length, --json, ...) go before the `--`"
     )
 
 
-def translate(command: Sequence[str]) -> LaunchCommand:
-    """Translate a launch command (tokens, or one string) into ``plan`` arguments."""
+def translate(command: Sequence[str], release: EngineRelease = NEWEST_SGLANG) -> LaunchCommand:
+    """Translate a launch command (tokens, or one string) into ``plan`` arguments for ``release``
+    (whose flags it may use)."""
     tokens = list(command)
     if len(tokens) == 1 and " " in tokens[0].strip():
         tokens = shlex.split(tokens[0])
@@ -199,7 +259,7 @@ def translate(command: Sequence[str]) -> LaunchCommand:
             out.append("--allow-context-length-override")
         else:
             ignored.append(assignment)
-    given = {canonical_flag(t.split("=", 1)[0])[0] for t in rest if t.startswith("--")}
+    given = {canonical_flag(t.split("=", 1)[0], release)[0] for t in rest if t.startswith("--")}
     i = 0
     while i < len(rest):
         token = rest[i]
@@ -207,7 +267,7 @@ def translate(command: Sequence[str]) -> LaunchCommand:
         if not token.startswith("-"):
             raise KVCacheConfigError(f"unexpected {token!r} in the pasted command (a value without a flag)")
         option, eq, inline = token.partition("=")
-        canon, arity = canonical_flag(option)
+        canon, arity = canonical_flag(option, release)
         values = [inline] if eq else []
         if not eq and arity != "0":
             while i < len(rest) and not rest[i].startswith("--"):

@@ -68,7 +68,8 @@ def answer_text(plan: DeploymentPlan) -> list[str]:
     if replicas > 1:
         unit.append(f"{replicas} DP replicas" if dp == 1 else f"x {replicas} DP replicas")
     per = " per attention-DP worker" if dp > 1 else (" per replica" if replicas > 1 else "")
-    lines = [f"answer{where}"]
+    release = plan.case.settings.release if plan.request is None else plan.request.release
+    lines = [f"answer{where} ({release.label} launch defaults)"]
     if plan.request is not None and plan.request.model_description:
         lines.append(f"  model          {plan.request.model_description}")
     for assumed in plan.derived:
@@ -102,6 +103,7 @@ def planner_document(plan: DeploymentPlan) -> dict[str, Any]:
     budget = dataclasses.asdict(plan.budget)
     budget["assumptions"] = list(plan.budget.assumptions)
     return {
+        "sglang_version": (plan.case.settings.release if plan.request is None else plan.request.release).text,
         "answer": answer_document(plan),
         "model_folder": None if plan.request is None or plan.request.model_folder is None
         else str(plan.request.model_folder),
@@ -126,7 +128,8 @@ def defaults_text(plan: DeploymentPlan) -> list[str]:
         head = "defaults applied (no --gpu: SGLang's field defaults, no launch heuristics)"
     else:
         where = "" if req is None else f" for {plan.budget.gpu_name}, tp {req.tp_size}, pp {req.pp_size}"
-        head = f"defaults applied (SGLang 0.5.23 launch{where}; last one wins)"
+        release = plan.case.settings.release if req is None else req.release
+        head = f"defaults applied ({release.label} launch{where}; last one wins)"
     lines = [head]
     if not plan.defaults:
         lines.append(

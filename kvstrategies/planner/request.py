@@ -16,6 +16,7 @@ from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
+from ..releases import NEWEST_SGLANG, EngineRelease, parse_release
 from ..validate import MAX_LAYERS, MAX_PAGE_SIZE, MAX_SETTING_INT, check_float, check_int, check_opt_int
 from .gpus import Accelerator
 
@@ -41,6 +42,8 @@ class DeploymentRequest:
     ``dp_replicas`` is SGLang's ``--dp-size`` without attention DP: independent replicas, each
     planned as this one. ``launch_extras`` are further
     :class:`~kvstrategies.planner.launch_defaults.LaunchSettings` fields the user gave.
+    ``release`` is the SGLang release planned for (``--sglang-version``; a release string such as
+    ``"0.5.20"`` is accepted; default the newest supported): its launch defaults and sizing.
     """
 
     model: str
@@ -81,8 +84,10 @@ class DeploymentRequest:
     model_description: str | None = None
     dp_replicas: int = 1
     launch_extras: Mapping[str, Any] = field(default_factory=dict)
+    release: EngineRelease = NEWEST_SGLANG
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "release", parse_release(self.release))
         validate_request(self)
         if self.available_bytes is None and self.gpu is None:
             raise KVCacheConfigError(

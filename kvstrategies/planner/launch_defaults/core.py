@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from ...errors import KVCacheConfigError
 from ...models.architectures import model_type_row
+from ...releases import NEWEST_SGLANG, EngineRelease
 from ..gpus import Accelerator
 
 SettingValue = str | int | float | bool | None
@@ -104,7 +105,8 @@ class LaunchSettings:
 
 @dataclass(frozen=True)
 class LaunchInputs:
-    """Everything the pipeline reads; ``attn_dp_size`` = DP-attention size (1 = off)."""
+    """Everything the pipeline reads; ``attn_dp_size`` = DP-attention size (1 = off);
+    ``release`` the SGLang release whose launch resolution is followed."""
 
     model: LaunchModelFacts
     gpu: Accelerator
@@ -113,6 +115,7 @@ class LaunchInputs:
     attn_dp_size: int = 1
     settings: LaunchSettings = field(default_factory=LaunchSettings)
     dcp_size: int = 1
+    release: EngineRelease = NEWEST_SGLANG
 
 
 # --- outputs -------------------------------------------------------------------------------

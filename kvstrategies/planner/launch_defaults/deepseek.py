@@ -11,7 +11,26 @@ from __future__ import annotations
 
 from ...errors import KVCacheConfigError
 from ...models.architectures import model_type_row
+from ...releases import ReleaseRule, span
 from .core import LaunchInputs, LaunchResolution, _declare, _no_backend_flags, _refuse
+
+#: ``ServerArgs.dsv4_attn_backend`` exists (default ``auto``); before, there is no such setting
+DSV4_ATTN_BACKEND_FIELD = ReleaseRule(
+    "launch-dsv4-attn-backend-field",
+    span("0.5.20"),
+    "the --dsv4-attn-backend server argument exists (default auto)",
+    "sglang.srt.arg_groups.fields (dsv4_attn_backend)",
+    topic="launch",
+)
+#: the DeepSeek-V4 hook resolves ``dsv4_attn_backend=auto`` to flashmla (flashmla_mega for V4.1);
+#: before, ``auto`` stays and the backend picks at model load
+DSV4_AUTO_ATTN_BACKEND = ReleaseRule(
+    "launch-dsv4-auto-attn-backend",
+    span("0.5.23"),
+    "DeepSeek-V4 resolves dsv4_attn_backend auto -> flashmla at launch (before: auto stays)",
+    "sglang.srt.arg_groups.deepseek_v4_hook._default_dsv4_attention_backend",
+    topic="launch",
+)
 
 
 def _dsa_kv_dtype(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
@@ -99,7 +118,7 @@ def dsv4_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     if npu:
         res = _declare(res, "prefill_attention_backend", "dsv4", "DeepSeek-V4 on NPU (§6.1)")
         res = _declare(res, "decode_attention_backend", "dsv4", "DeepSeek-V4 on NPU (§6.1)")
-    else:
+    elif DSV4_AUTO_ATTN_BACKEND.holds(inp.release):
         res = _declare(res, "dsv4_attn_backend", "flashmla", "DeepSeek-V4 (flashmla_mega only V4.1)")
     res = _declare(res, "page_size", 128 if npu else 256, "DeepSeek-V4 forces the page (§7)")
     kv = res.kv_cache_dtype.lower()

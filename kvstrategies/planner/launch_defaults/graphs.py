@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...releases import ReleaseRule, span
 from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active
+
+#: the MLA prefill graph follows the chunk, capped at 8192 tokens; before 0.5.23 it is a flat 2048
+#: (whatever the chunk, -1 included)
+MLA_PREFILL_GRAPH_FOLLOWS_CHUNK = ReleaseRule(
+    "launch-mla-prefill-graph-follows-chunk",
+    span("0.5.23"),
+    "MLA prefill-graph max_bs = min(8192, chunked_prefill_size) (before: 2048)",
+    "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings (prefill_cuda_graph_config.max_bs)",
+    topic="launch",
+)
 
 
 def prefill_graph_batch_sizes(max_bs: int) -> tuple[int, ...]:
@@ -58,15 +69,16 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
 def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     """Step 4b (§3): prefill graph ``max_bs`` (tokens) and its batch list length.
 
-    ``max_bs = chunk`` (non-MLA) or ``min(8192, chunk)`` (MLA), then the PP cap 8192 (only while
-    the prefill graph is still breakable) and ``min(., max_total_tokens)``. With chunked prefill
-    off (``-1``) ``max_bs`` is ``-1`` and the batch list is empty: no prefill graph is captured
-    and none is reserved for (SGLang: ``memory_hook.handle_gpu_memory_settings``).
+    ``max_bs = chunk`` (non-MLA) or ``min(8192, chunk)`` (MLA; a flat 2048 where
+    :data:`MLA_PREFILL_GRAPH_FOLLOWS_CHUNK` does not hold), then the PP cap 8192 (only while the
+    prefill graph is still breakable) and ``min(., max_total_tokens)``. With chunked prefill off
+    (``-1``) ``max_bs`` is ``-1`` and the batch list is empty: no prefill graph is captured and
+    none is reserved for (SGLang: ``memory_hook.handle_gpu_memory_settings``).
     """
     chunk = res.chunked_prefill_size
     max_bs = chunk if chunk is not None else res.max_prefill_tokens
     if inp.model.is_mla:
-        max_bs = min(8192, max_bs)
+        max_bs = min(8192, max_bs) if MLA_PREFILL_GRAPH_FOLLOWS_CHUNK.holds(inp.release) else 2048
     if inp.pp_size > 1 and res.prefill_cuda_graph == "breakable":
         max_bs = min(max_bs, 8192)
     if inp.settings.max_total_tokens is not None:

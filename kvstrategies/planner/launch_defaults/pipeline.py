@@ -10,6 +10,7 @@ parser rejects.
 from __future__ import annotations
 
 from ...errors import KVCacheConfigError
+from ...releases import NEWEST_SGLANG, EngineRelease
 from ..gpus import Accelerator
 from . import backends, deepseek, family_backends, graphs, memory, model_overrides, speculative
 from .core import LaunchInputs, LaunchModelFacts, LaunchResolution, LaunchSettings, Step
@@ -93,9 +94,10 @@ def resolve_launch_defaults(
     attn_dp_size: int = 1,
     settings: LaunchSettings | None = None,
     dcp_size: int = 1,
+    release: EngineRelease = NEWEST_SGLANG,
 ) -> LaunchResolution:
-    """Run :data:`PIPELINE` and return every resolved setting with the defaults applied."""
-    inp = LaunchInputs(model, gpu, tp_size, pp_size, attn_dp_size, settings or LaunchSettings(), dcp_size)
+    """Run :data:`PIPELINE` for ``release`` and return every resolved setting with the defaults applied."""
+    inp = LaunchInputs(model, gpu, tp_size, pp_size, attn_dp_size, settings or LaunchSettings(), dcp_size, release)
     res = _initial(inp)
     for step in PIPELINE:
         res = step(inp, res)
