@@ -162,6 +162,9 @@ class Architecture:
     model hook's check of the resolved backend. ``late_trtllm_mla_prefill_graph``: the
     prefill graph is disabled after the trtllm_mla prefill choice. ``wide_speculative_defaults``:
     the wider EAGLE auto steps.
+
+    Releases: ``first_sglang``: the first SGLang release that loads it (``"0.5.22"``); ``None``:
+    every release the project models.
     """
 
     name: str
@@ -202,6 +205,7 @@ class Architecture:
     launch_backend_check: LaunchBackendCheck | None = None
     late_trtllm_mla_prefill_graph: bool = False
     wide_speculative_defaults: bool = False
+    first_sglang: str | None = None
 
     @property
     def family(self) -> str:
@@ -579,6 +583,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_compress=True,
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
+        # up to 0.5.21 (transformers 5.12.1 pinned) AutoConfig does not know model_type mimo_v2_flash
+        first_sglang="0.5.22",
     ),
     _A(
         "MiMoV2ForCausalLM",
@@ -776,6 +782,13 @@ def is_served(name: str) -> bool:
     return row is not None and row.sglang_model is not SGLangModel.RULE_ONLY
 
 
+def first_release_serving(architectures: Iterable[str]) -> str | None:
+    """The first SGLang release (``"0.5.22"``) that loads the first known architecture of a
+    config (SGLang resolves that one); ``None`` when every modelled release does."""
+    row = first_row(name for name in architectures if is_served(name))
+    return None if row is None else row.first_sglang
+
+
 def row_for(name: str) -> Architecture | None:
     """The row of one architecture name, None when the table does not know it."""
     return _BY_NAME.get(name)
@@ -837,6 +850,7 @@ __all__ = [
     "SGLangModel",
     "any_row",
     "first_row",
+    "first_release_serving",
     "is_served",
     "known_model_types",
     "model_type_row",

@@ -36,6 +36,7 @@ from ..models.architectures import is_served, model_type_row, names_where
 from ..models.geometry import AttentionArch
 from ..models.hf import architectures, text_config
 from .launch_defaults import AppliedDefault
+from .launch_defaults.core import check_release_serves
 from .request import DeploymentRequest, check_page_size
 
 _KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups")
@@ -191,11 +192,12 @@ def check_sizes(req: DeploymentRequest) -> None:
 
 
 def admit(req: DeploymentRequest) -> tuple[DeploymentRequest, tuple[AppliedDefault, ...]]:
-    """Refuse what SGLang 0.5.23 refuses at launch; return the request to plan (its config
-    replaced when an architecture was assumed) and the defaults applied to the config."""
+    """Refuse what the request's SGLang release refuses at launch; return the request to plan (its
+    config replaced when an architecture was assumed) and the defaults applied to the config."""
     check_sizes(req)
     check_page_size(req.page_size)
     config, assumed = check_architecture(req.hf_config(), req.assume_architecture)
+    check_release_serves(architectures(config), req.release)
     if assumed is not None:
         req = dataclasses.replace(req, source={"hf_config": config})
     geometry = parse_hf_config(config)

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ...errors import KVCacheConfigError
-from ...models.architectures import model_type_row
-from ...releases import NEWEST_SGLANG, EngineRelease
+from ...errors import KVCacheConfigError, UnsupportedConfigurationError
+from ...models.architectures import first_release_serving, model_type_row
+from ...releases import NEWEST_SGLANG, EngineRelease, parse_release
 from ..gpus import Accelerator
 
 SettingValue = str | int | float | bool | None
@@ -228,6 +228,18 @@ def _declare(res: LaunchResolution, setting: str, value: SettingValue, reason: s
 def _refuse(check: str, message: str) -> KVCacheConfigError:
     """The error for a launch SGLang rejects, naming SGLang's check (module.function)."""
     return KVCacheConfigError(f"SGLang refuses this launch ({check}): {message}")
+
+
+def check_release_serves(architectures: tuple[str, ...], release: EngineRelease) -> None:
+    """Refuse a model whose architecture row is first served after ``release`` (its
+    ``first_sglang``): SGLang fails to load its config (``configs.model_config.ModelConfig``)."""
+    first = first_release_serving(architectures)
+    if first is not None and release < parse_release(first):
+        raise UnsupportedConfigurationError(
+            f"{release.label} does not load {architectures[0]}: SGLang serves it from {first} on "
+            "(sglang.srt.configs.model_config.ModelConfig cannot read its config there); plan it with "
+            f"--sglang-version {first} or later"
+        )
 
 
 Step = Callable[[LaunchInputs, LaunchResolution], LaunchResolution]

@@ -14,6 +14,22 @@ from ...models.architectures import model_type_row
 from ...releases import ReleaseRule, span
 from .core import LaunchInputs, LaunchResolution, _declare, _no_backend_flags, _refuse
 
+#: DSA with --dcp-size > 1: both DSA backends trtllm, and the DCP refusals (PD, topk, index_kpool)
+DSA_DCP_OVERRIDES = ReleaseRule(
+    "launch-dsa-dcp-overrides",
+    span("0.5.22"),
+    "DSA with --dcp-size > 1 forces the trtllm DSA backends and refuses PD, topk > 1 and a pooled index key",
+    "sglang.srt.arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides",
+    topic="launch",
+)
+#: the DSA page owns a whole pooled index group: ``64 * index_kpool`` (before: 64, no pooling)
+DSA_INDEX_KPOOL_PAGE = ReleaseRule(
+    "launch-dsa-index-kpool-page",
+    span("0.5.22"),
+    "the forced DSA page is 64 * index_kpool (before: 64)",
+    "sglang.srt.arg_groups.model_overrides.deepseek_v2._deepseek_family_overrides (get_dsa_index_kpool)",
+    topic="launch",
+)
 #: ``ServerArgs.dsv4_attn_backend`` exists (default ``auto``); before, there is no such setting
 DSV4_ATTN_BACKEND_FIELD = ReleaseRule(
     "launch-dsv4-attn-backend-field",
@@ -74,7 +90,7 @@ def _dsa_dcp(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     refused with PD disaggregation, a user topk other than 1, or a pooled index key
     (``index_kpool > 1``) (SGLang: ``arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides``
     and ``_deepseek_family_overrides``)."""
-    if inp.dcp_size <= 1:
+    if inp.dcp_size <= 1 or not DSA_DCP_OVERRIDES.holds(inp.release):
         return res
     s, check = inp.settings, "sglang.srt.arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides"
     if s.disaggregation_mode != "null":
@@ -102,7 +118,8 @@ def dsa_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     if res.attention_backend == "dsa":
         res = _dsa_backends(inp, res)
     if inp.gpu.is_cuda:
-        res = _declare(res, "page_size", 64 * inp.model.index_kpool, "DSA forces 64 * index_kpool (§7)")
+        kpool = inp.model.index_kpool if DSA_INDEX_KPOOL_PAGE.holds(inp.release) else 1
+        res = _declare(res, "page_size", 64 * kpool, "DSA forces 64 * index_kpool (§7)")
     elif inp.gpu.is_hip:
         res = _declare(res, "page_size", 1, "DSA on ROCm without preshuffle paged-MQA (§7)")
     return res

@@ -13,7 +13,7 @@ from ...errors import KVCacheConfigError
 from ...releases import NEWEST_SGLANG, EngineRelease
 from ..gpus import Accelerator
 from . import backends, deepseek, family_backends, graphs, memory, model_overrides, speculative
-from .core import LaunchInputs, LaunchModelFacts, LaunchResolution, LaunchSettings, Step
+from .core import LaunchInputs, LaunchModelFacts, LaunchResolution, LaunchSettings, Step, check_release_serves
 from .speculative import _SPEC_ALGORITHMS
 
 PIPELINE: tuple[Step, ...] = (
@@ -70,6 +70,7 @@ def _initial(inp: LaunchInputs) -> LaunchResolution:
 
 def _validate(inp: LaunchInputs) -> None:
     s = inp.settings
+    check_release_serves(inp.model.architectures, inp.release)
     if min(inp.tp_size, inp.pp_size, inp.attn_dp_size) < 1 or inp.tp_size % inp.attn_dp_size:
         raise KVCacheConfigError(
             f"tp_size={inp.tp_size}, pp_size={inp.pp_size}, attn_dp_size={inp.attn_dp_size}: "

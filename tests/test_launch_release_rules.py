@@ -1,0 +1,118 @@
+"""One test per launch rule that differs between SGLang releases, with hand-computed expectations.
+
+Each docstring names the SGLang module and function of the releases compared (read in each
+release's own source); ``golden/sglang-<release>-launch`` holds the same launches resolved by
+that release. The planner follows the release named by ``release=`` (``--sglang-version``).
+"""
+
+from __future__ import annotations
+
+from kvstrategies.planner.gpus import lookup_gpu
+from kvstrategies.planner.launch_defaults import LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
+from kvstrategies.planner.launch_defaults.core import LaunchModelFacts, LaunchResolution
+from kvstrategies.presets import load_preset_config
+from kvstrategies.releases import parse_release
+
+H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
+R = {v: parse_release(v) for v in ("0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22",
+                                    "0.5.23")}  # fmt: skip
+
+
+def facts(preset: str) -> LaunchModelFacts:
+    return model_facts_from_hf_config(load_preset_config(preset))
+
+
+def resolve(preset: str, gpu: object, release: str, tp: int = 1, **settings: object) -> LaunchResolution:
+    return resolve_launch_defaults(
+        facts(preset), gpu, tp_size=tp, settings=LaunchSettings(**settings), release=R[release]  # type: ignore[arg-type]
+    )
+
+
+def test_mla_prefill_graph_is_a_flat_2048_before_0_5_23() -> None:
+    """MLA prefill-graph ``max_bs``: 0.5.22 sets a flat 2048 (whatever the chunk), 0.5.23
+    ``min(8192, chunked_prefill_size)``. SGLang: ``arg_groups.memory_hook.handle_gpu_memory_settings``
+    (``prefill_cuda_graph_config.max_bs``) in both. DeepSeek-V3 on H200 (143,771 MiB < 160 GiB:
+    chunk 8192): 8192 -> 58 batch sizes; 2048 -> 42 (4..32/4 = 8, 48..256/16 = 14, 288..512/32 = 8,
+    576..1024/64 = 8, 1280..2048/256 = 4)."""
+    new, old = resolve("deepseek-v3", H200, "0.5.23", 8), resolve("deepseek-v3", H200, "0.5.22", 8)
+    assert (new.prefill_graph_max_bs, new.prefill_graph_bs_count) == (8192, 58)
+    assert (old.prefill_graph_max_bs, old.prefill_graph_bs_count) == (2048, 42)
+    off_new = resolve("deepseek-v3", H200, "0.5.23", 8, chunked_prefill_size=-1)
+    off_old = resolve("deepseek-v3", H200, "0.5.22", 8, chunked_prefill_size=-1)
+    assert (off_new.prefill_graph_max_bs, off_new.prefill_graph_bs_count) == (-1, 0)
+    assert (off_old.prefill_graph_max_bs, off_old.prefill_graph_bs_count) == (2048, 42)
+    # the MLA prefill-graph reserve is a flat 1536 MiB either way: the fraction does not move
+    assert new.mem_fraction_static == old.mem_fraction_static
+
+
+def test_dflash_takes_the_sm100_mha_default_from_0_5_23() -> None:
+    """DFLASH without ``--speculative-eagle-topk`` on B200: 0.5.23's ``get_default_attn_backend``
+    counts it as topk 1 (``model_override_base._forces_eagle_topk_one``) -> ``trtllm_mha`` and its
+    page rule 64; 0.5.22 has no such exception -> ``flashinfer``, page 1."""
+    dflash = {"speculative_algorithm": "DFLASH", "speculative_draft_model_path": "draft"}
+    new, old = resolve("llama-3.1-8b", B200, "0.5.23", **dflash), resolve("llama-3.1-8b", B200, "0.5.22", **dflash)
+    assert (new.attention_backend, new.page_size) == ("trtllm_mha", 64)
+    assert (old.attention_backend, old.page_size) == ("flashinfer", 1)
+
+
+def test_dsv4_auto_backend_resolves_from_0_5_23() -> None:
+    """DeepSeek-V4: 0.5.23's ``deepseek_v4_hook.apply_deepseek_v4_defaults`` declares
+    ``dsv4_attn_backend`` from ``_default_dsv4_attention_backend`` (flashmla unless V4.1 on SM100);
+    0.5.20-0.5.22 leave the field at ``auto``; before 0.5.20 there is no such field."""
+    from kvstrategies.integrations.sglang.launch import planner_fields
+
+    for release, expected in (("0.5.23", "flashmla"), ("0.5.22", "auto"), ("0.5.20", "auto"), ("0.5.19", None)):
+        res = resolve("deepseek-v4-flash", H200, release, 8)
+        assert planner_fields(res, R[release])["dsv4_attn_backend"] == expected, release
+
+
+def test_decode_graph_capped_by_requests_from_0_5_22() -> None:
+    """``--max-running-requests 64``: 0.5.22's ``memory_hook.handle_gpu_memory_settings`` cuts the
+    capacity tier's decode max_bs to it (``decode_max_bs_is_default``); 0.5.21's keeps the tier.
+    Falcon-7B on H200 (143,771 MiB), TP 1: tier (8192, 256); R = 512 + 1.5 * 8192 + 1/8 * 1024 +
+    2 * dmb + 8 * 58 = 13392 + 2 * dmb: dmb 64 -> 13520 -> round(130251 / 143771, 3) = 0.906;
+    dmb 256 -> 13904 -> round(129867 / 143771, 3) = 0.903."""
+    new = resolve("falcon-7b", H200, "0.5.22", max_running_requests=64)
+    old = resolve("falcon-7b", H200, "0.5.21", max_running_requests=64)
+    assert (new.cuda_graph_max_bs, new.reserved_mib, new.mem_fraction_static) == (64, 13520, 0.906)
+    assert (old.cuda_graph_max_bs, old.reserved_mib, old.mem_fraction_static) == (256, 13904, 0.903)
+
+
+def test_dsa_dcp_overrides_from_0_5_22() -> None:
+    """DSA with ``--dcp-size 2``: 0.5.22's ``model_overrides.deepseek_v2._dsa_dcp_overrides`` sets
+    both DSA backends to ``trtllm`` (Hopper too); 0.5.21 has no such override, so H200's bf16 DSA
+    split stays (``flashmla_sparse``, ``fa3``)."""
+    kw = {"tp_size": 8, "dcp_size": 2, "settings": LaunchSettings()}
+    new = resolve_launch_defaults(facts("deepseek-v3.2"), H200, release=R["0.5.22"], **kw)  # type: ignore[arg-type]
+    old = resolve_launch_defaults(facts("deepseek-v3.2"), H200, release=R["0.5.21"], **kw)  # type: ignore[arg-type]
+    assert (new.dsa_prefill_backend, new.dsa_decode_backend) == ("trtllm", "trtllm")
+    assert (old.dsa_prefill_backend, old.dsa_decode_backend) == ("flashmla_sparse", "fa3")
+
+
+def test_dsa_index_kpool_page_from_0_5_22() -> None:
+    """A DSA config with ``index_kpool 4``: 0.5.22's ``deepseek_v2._deepseek_family_overrides``
+    forces page ``64 * 4 = 256`` and refuses ``--dcp-size 2`` (a pooled key spans DCP ranks);
+    0.5.21 has no index pooling: page 64, DCP planned."""
+    import pytest
+
+    from kvstrategies.errors import KVCacheConfigError
+
+    pooled = model_facts_from_hf_config({**load_preset_config("deepseek-v3.2"), "index_kpool": 4})
+    assert resolve_launch_defaults(pooled, H200, tp_size=8, release=R["0.5.22"]).page_size == 256
+    assert resolve_launch_defaults(pooled, H200, tp_size=8, release=R["0.5.21"]).page_size == 64
+    with pytest.raises(KVCacheConfigError, match="index_kpool=4"):
+        resolve_launch_defaults(pooled, H200, tp_size=8, dcp_size=2, release=R["0.5.22"])
+    assert resolve_launch_defaults(pooled, H200, tp_size=8, dcp_size=2, release=R["0.5.21"]).page_size == 64
+
+
+def test_mimo_v2_flash_is_served_from_0_5_22() -> None:
+    """MiMo-V2-Flash (``model_type mimo_v2_flash``): SGLang 0.5.21 pins transformers 5.12.1, whose
+    AutoConfig does not know the model type, so ``configs.model_config.ModelConfig`` fails; 0.5.22
+    (transformers 5.19.0) loads it. The architecture row's ``first_sglang`` is 0.5.22."""
+    import pytest
+
+    from kvstrategies.errors import UnsupportedConfigurationError
+
+    assert resolve("mimo-v2-flash", H200, "0.5.22", 4).attention_backend is not None
+    with pytest.raises(UnsupportedConfigurationError, match="SGLang 0.5.21 does not load MiMoV2FlashForCausalLM"):
+        resolve("mimo-v2-flash", H200, "0.5.21", 4)
