@@ -116,3 +116,16 @@ def test_mimo_v2_flash_is_served_from_0_5_22() -> None:
     assert resolve("mimo-v2-flash", H200, "0.5.22", 4).attention_backend is not None
     with pytest.raises(UnsupportedConfigurationError, match="SGLang 0.5.21 does not load MiMoV2FlashForCausalLM"):
         resolve("mimo-v2-flash", H200, "0.5.21", 4)
+
+
+def test_swa_ratio_explicit_record_from_0_5_21() -> None:
+    """DeepSeek-V4's model-declared ``swa_full_tokens_ratio`` 0.1: 0.5.21's
+    ``kv_cache_hook._handle_cache_compatibility`` records it as explicitly set (non-None before
+    the 0.8 fallback); 0.5.20 keeps no such record (the field does not exist there), so SGLang
+    reports False. The resolved ratio is 0.1 in both."""
+    from kvstrategies.integrations.sglang.launch import planner_fields
+
+    for release, explicit in (("0.5.21", True), ("0.5.20", False)):
+        res = resolve("deepseek-v4-flash", H200, release, 8)
+        assert res.swa_full_tokens_ratio == 0.1
+        assert planner_fields(res, R[release])["swa_full_tokens_ratio_explicit"] is explicit

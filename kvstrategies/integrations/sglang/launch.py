@@ -144,13 +144,17 @@ def sglang_fields(resolved: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def planner_fields(res: LaunchResolution, release: EngineRelease = NEWEST_SGLANG) -> dict[str, Any]:
-    """The compared fields of a planner resolution, in SGLang's spelling (``dsv4_attn_backend``
-    left unset is SGLang's field default ``auto`` where the release has the field)."""
+    """The compared fields of a planner resolution, in SGLang's spelling for ``release``:
+    ``dsv4_attn_backend`` left unset is the field default ``auto`` where the release has the
+    field; the explicit-ratio record is False where the release keeps none."""
     from ...planner.launch_defaults.deepseek import DSV4_ATTN_BACKEND_FIELD
+    from ...planner.launch_defaults.model_overrides import SWA_RATIO_EXPLICIT_FLAG
 
     out = {name: getattr(res, name) for name in COMPARED_FIELDS}
     if out["dsv4_attn_backend"] is None and DSV4_ATTN_BACKEND_FIELD.holds(release):
         out["dsv4_attn_backend"] = "auto"
+    if not SWA_RATIO_EXPLICIT_FLAG.holds(release):
+        out["swa_full_tokens_ratio_explicit"] = False
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...errors import KVCacheConfigError
+from ...releases import ReleaseRule, span
 from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active, large_hopper_qwen3_vl
 from .facts import _AUDIO_ENCODER_DECODER
 
@@ -45,6 +46,17 @@ def pipeline_overlap_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchRes
     if inp.pp_size > 1 and not res.disable_overlap_schedule:
         return _declare(res, "disable_overlap_schedule", True, "pipeline parallelism disables the overlap scheduler")
     return res
+
+
+#: the cache hook records whether --swa-full-tokens-ratio counts as explicitly set
+#: (``_swa_full_tokens_ratio_explicitly_set``); before, the configurators read the ratio as it is
+SWA_RATIO_EXPLICIT_FLAG = ReleaseRule(
+    "launch-swa-ratio-explicit-flag",
+    span("0.5.21"),
+    "SGLang records _swa_full_tokens_ratio_explicitly_set (a ratio non-None before the 0.8 fallback)",
+    "sglang.srt.arg_groups.kv_cache_hook (_handle_cache_compatibility)",
+    topic="launch",
+)
 
 
 def swa_ratio_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
