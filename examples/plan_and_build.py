@@ -24,7 +24,7 @@ pools = build(planned, "meta")  # or "cuda:0"; allocates exactly planned.layout
 # --- end ------------------------------------------------------------------------------------------
 
 # --- README: Writing K/V --------------------------------------------------------------------------
-import torch  # noqa: E402
+import torch
 
 small = plan(ctx, available_bytes=40 * 2**30, pool_max_tokens=4096)  # a small what-if pool
 pools = build(small, "cpu")  # or "cuda:0": Triton kernels on CUDA, a torch reference elsewhere
@@ -32,7 +32,8 @@ kv, req, alloc = pools.token_to_kv_pool, pools.req_to_token_pool, pools.allocato
 row = req.alloc_rows(1)[0]
 loc = alloc.alloc(64)  # token slots, whole pages of page_size
 req.write((row, slice(0, 64)), loc.to(torch.int32))
-layer_id, heads, head_dim = 0, ctx.geometry.total_num_kv_heads // 8, ctx.geometry.head_dim
+layer_id, head_dim = 0, ctx.geometry.head_dim
+heads = ctx.geometry.num_kv_heads(ctx.parallel.attn_tp_size)  # per rank: max(1, KV heads // TP)
 cache_k = torch.randn(64, heads, head_dim, dtype=torch.bfloat16)
 cache_v = torch.randn(64, heads, head_dim, dtype=torch.bfloat16)
 kv.set_kv_buffer(layer_id, loc, cache_k, cache_v)  # global layer id; (N, H, D) inputs

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._torch import import_torch
+from .budget_check import check_layout_within_budget
 from .context import KVCacheContext, KVCacheSettings
 from .errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from .pools.binding import AllocatorSpec, PoolBinding, pool_binding
@@ -124,7 +125,9 @@ def plan(
     ``pool_max_mamba_cache_size`` state slots (default 3 x requests, at most 4 x 2**20); the sizing
     fields are unaffected. An engine's own context object is
     read once and validated (:func:`as_settings`); ``Plan.ctx`` is that snapshot. Bad arguments raise
-    :class:`KVCacheConfigError` naming the argument.
+    :class:`KVCacheConfigError` naming the argument. Whatever strategy sized the pools, K/V buffers
+    larger than the budget (plus two pages of padding) are refused with :class:`InsufficientMemoryError`
+    (:mod:`kvstrategies.budget_check`).
     """
     ctx = as_settings(ctx)
     _check_arguments(ctx, available_bytes, max_tokens, pool_max_tokens, pool_max_running_requests,
@@ -141,13 +144,17 @@ def plan(
     target = _size_target(ctx, available_bytes, max_tokens, pool_max_tokens, pool_max_running_requests,
                           pool_max_mamba_cache_size)  # fmt: skip
     configurator = target.resolution.configurator
+    layout = _layout(configurator, target.pool_sizes, target.sizes, target.capped)
+    if target.pool_sizes is target.sizes:  # a layout at an asked size (max_tokens, what-if) follows that size
+        check_layout_within_budget(type(configurator).__name__, layout, available_bytes, ctx.page_size,
+                                   ctx.parallel.dcp_size, float(configurator.cell_size_bytes))  # fmt: skip
     return Plan(
         configurator=configurator,
         available_bytes=available_bytes,
         sizes=target.sizes,
         sizes_from_max_tokens=target.capped,
         pool_sizes=target.pool_sizes,
-        layout=_layout(configurator, target.pool_sizes, target.sizes, target.capped),
+        layout=layout,
         resolution=target.resolution,
     )
 

@@ -29,9 +29,22 @@ from .context import (
 from .dtypes import DType, resolve_kv_cache_dtype
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
 from .models import ModelGeometry, parse_hf_config
+from .models.architectures import require_loadable
 from .presets import load_preset_config
-from .releases import parse_release
+from .releases import EngineRelease, ReleaseRule, parse_release, span
 from .validate import MAX_INT64, MAX_SETTING_INT, check_float
+
+#: case fields that are SGLang server arguments only from some release on (a release without the
+#: flag cannot be launched with it: its argparse refuses it)
+SERVER_ARGUMENT_RULES: dict[str, ReleaseRule] = {
+    "swa_prefix_tails": ReleaseRule(
+        "server-arg-swa-prefix-tails", span("0.5.20"), "--swa-prefix-tails exists", "sglang.srt.server_args.ServerArgs"
+    ),
+    "dsv4_attn_backend": ReleaseRule(
+        "server-arg-dsv4-attn-backend", span("0.5.20"), "--dsv4-attn-backend exists",
+        "sglang.srt.server_args.ServerArgs",
+    ),
+}
 
 CASE_DEFAULTS: dict[str, Any] = {
     "name": None,
@@ -283,6 +296,17 @@ def _ratio(data: Mapping[str, Any]) -> float | None:
     return float(value)
 
 
+def _require_server_arguments(data: Mapping[str, Any], release: EngineRelease) -> None:
+    """Refuse a case setting that ``release`` has no server argument for."""
+    for key, rule in SERVER_ARGUMENT_RULES.items():
+        if data.get(key) is not None and not rule.holds(release):
+            raise UnsupportedConfigurationError(
+                f"case field {key!r}: {release.label} has no --{key.replace('_', '-')} server argument "
+                f"(sglang.srt.server_args.ServerArgs; it exists in {rule.span.describe()}); drop it or "
+                "pick a later sglang_version"
+            )
+
+
 def parse_case(
     data: Mapping[str, Any],
     *,
@@ -303,6 +327,9 @@ def parse_case(
     if sglang_version is not None:
         merged["sglang_version"] = sglang_version
     geometry = _geometry(merged, base_dir)
+    release = parse_release(merged["sglang_version"], field="case field 'sglang_version'")
+    require_loadable(geometry.model_type, release)
+    _require_server_arguments(merged, release)
     platform, is_hip = _platform(merged)
     device = DeviceKind.parse(str(merged["device"]))
     if is_hip and device is DeviceKind.CUDA:
@@ -368,7 +395,7 @@ def parse_case(
         ),
         knobs=knobs,
         is_draft_worker=_bool(merged, "is_draft_worker"),
-        release=parse_release(merged["sglang_version"], field="case field 'sglang_version'"),
+        release=release,
     )
     _check_context_length(settings, merged["env"])
     available = merged["available_bytes"]

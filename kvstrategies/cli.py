@@ -56,7 +56,9 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
                      help="data-parallel replicas (with --enable-dp-attention: the attention-DP size)")  # fmt: skip
     par.add_argument("--enable-dp-attention", action="store_true", help="SGLang's deprecated spelling: --dp-size "
                      "N becomes --attn-dp-size N")  # fmt: skip
-    par.add_argument("--ep-size", type=int, default=None, help="expert parallel size: 1 or the TP size")
+    par.add_argument("--ep-size", "--expert-parallel-size", "--ep", dest="ep_size", type=int, default=None,
+                     help="expert-parallel size: experts split over EP ranks, each over tp / ep")  # fmt: skip
+    par.add_argument("--moe-runner-backend", default=None, help="SGLang's MoE runner (default: SGLang's choice)")
     mem = parser.add_argument_group("memory")
     mem.add_argument("--available-bytes", default=None, help="KV budget per rank, e.g. 40GiB (skips the GPU step)")
     mem.add_argument("--gpu-memory", default=None, help="GPU capacity, e.g. 80GiB (overrides --gpu's figure)")
@@ -81,6 +83,8 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
         help="accept --context-length above the model's maximum (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1)",
     )  # fmt: skip
     srv.add_argument("--device", default="cuda", help="cuda, npu, cpu (selects layouts)")
+    srv.add_argument("--no-rocm-aiter", action="store_true",
+                     help="ROCm without aiter (SGLANG_USE_AITER=0; SGLang's ROCm images set it to 1)")  # fmt: skip
     srv.add_argument("--attention-backend", default=None)
     srv.add_argument("--speculative-algorithm", default=None)
     srv.add_argument("--speculative-draft-layers", type=int, default=None, help="draft model layers (kvstrategies)")
@@ -116,10 +120,13 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class _OneLineErrors(argparse.ArgumentParser):
-    """argparse, but a usage error is one stderr line and exit 2 like every other user error."""
+    """argparse, but a usage error is reported like every other user error (one stderr line,
+    exit 2; with ``--json`` also a JSON object, :mod:`kvstrategies.planner.error_report`)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"kvstrategies: error: {message} (see {self.prog} --help)\n")
+        from .planner.error_report import UsageError
+
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 #: further SGLang server arguments the launch defaults read (flag -> type); passed to
@@ -184,7 +191,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--pp-rank", type=int, default=0)
     plan.add_argument("--kv-cache-dtype", default=None, help="default: auto, or SGLang's launch choice with --gpu")
     plan.add_argument("--page-size", type=int, default=None, help="default: 1, or SGLang's launch choice with --gpu")
-    plan.add_argument("--json", action="store_true", help="machine-readable output")
+    plan.add_argument("--json", action="store_true", help="machine-readable output (errors too: one JSON object)")
+    plan.add_argument(
+        "--brief", action="store_true",
+        help="only the answer, the SGLang command that realizes it and, when the context does not fit, the fixes",
+    )  # fmt: skip
     plan.add_argument("--build-check", action="store_true", help="also allocate on meta (imports torch)")
     plan.add_argument("--plot", type=Path, default=None, help="write the breakdown as a stacked bar PNG (matplotlib)")
     sweep = sub.add_parser(
@@ -201,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--page-size", default=None, help="comma list, e.g. 1,64 (default: the launch's)")
     sweep.add_argument("--csv", action="store_true", help="CSV instead of a table")
     sweep.add_argument("--json", action="store_true", help="JSON rows instead of a table")
+    sweep.add_argument(
+        "--plot", type=Path, default=None, help="also draw tokens and concurrency against TP and GPU (matplotlib)"
+    )
     verify = sub.add_parser(
         "verify", help="compare with SGLang's own code: case files (docs/sglang-bridge.md) or launch defaults"
     )
@@ -222,6 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", action="store_true")
     presets = sub.add_parser("presets", help="list the shipped model presets and the strategy that sizes each")
     presets.add_argument("--json", action="store_true")
+    ckpts = sub.add_parser(
+        "checkpoints", help="list the shipped HF checkpoints (planned offline by their HF id) and their sources"
+    )
+    ckpts.add_argument("--json", action="store_true")
     archs = sub.add_parser("architectures", help="list the architectures SGLang 0.5.23 serves that the planner knows")
     archs.add_argument("--json", action="store_true")
     gpus = sub.add_parser("gpus", help="list the GPU table: capacity as SGLang reads it and where it was checked")
@@ -291,17 +309,12 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
     """Translate the flags into a :class:`~kvstrategies.planner.DeploymentRequest`."""
     from .planner import DeploymentRequest
     from .planner.gpus import parse_bytes
-    from .planner.model_source import resolve_model
+    from .planner.model_lookup import resolve_for_planning
     from .releases import parse_release
 
     model = model_argument(args)
-    source = resolve_model(model)
+    source = resolve_for_planning(model)
     tp = args.tp if isinstance(args.tp, int) else 1
-    if args.ep_size not in (None, 1, tp) and isinstance(args.tp, int):
-        raise KVCacheConfigError(
-            f"--ep-size {args.ep_size} differs from --tp-size {tp}: expert weights per rank are not modelled for it; "
-            "use --ep-size 1 or the TP size, or give --weight-bytes per rank"
-        )
     weight_quantization = args.weight_quantization
     if args.sglang_quantization is not None:
         if args.sglang_quantization not in QUANTIZATION:
@@ -367,6 +380,9 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         assume_architecture=args.assume_architecture,
         allow_context_length_override=args.allow_context_length_override,
         launch_extras=launch_extras(args),
+        ep_size=args.ep_size if isinstance(args.ep_size, int) else 1,
+        moe_runner_backend=getattr(args, "moe_runner_backend", None),
+        rocm_aiter=not getattr(args, "no_rocm_aiter", False),
         release=parse_release(getattr(args, "sglang_version", None)),
     )
 
@@ -434,8 +450,9 @@ def _human(document: dict[str, Any], planned: Any) -> str:
 def run_plan(args: argparse.Namespace) -> int:
     from .api import LayoutError, plan
     from .case import load_case
-    from .planner import deployment_from_case, plan_deployment
-    from .planner.report import answer_text, planner_document, planner_text
+    from .planner import deployment_from_case
+    from .planner.replan import plan_or_replan
+    from .planner.report import answer_text, fixes_text, planner_document, planner_text, run_text
     from .report import partial_plan_document, plan_document
 
     lengths = tuple(args.request_lengths or ())
@@ -457,10 +474,11 @@ def run_plan(args: argparse.Namespace) -> int:
         except LayoutError as exc:
             if args.json:  # the sizes stand even when the pool cannot be built: report them
                 print(json.dumps(partial_plan_document(exc), indent=2))
+                exc.reported_as_json = True  # type: ignore[attr-defined]  # (the one JSON object)
             raise
         deployment = None if args.json and args.plot is None else deployment_from_case(case, planned, lengths)
     else:
-        deployment = plan_deployment(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
+        deployment = plan_or_replan(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
         planned = deployment.planned
     from . import __version__
 
@@ -480,7 +498,10 @@ def run_plan(args: argparse.Namespace) -> int:
         print(json.dumps(document, indent=2))
         return 0
     if deployment is not None:
-        print("\n".join(answer_text(deployment)))
+        print("\n".join([*answer_text(deployment), *run_text(deployment)]))
+        if args.brief:
+            print("\n".join(fixes_text(deployment)), end="\n" if deployment.fixes else "")
+            return 0
         print()
     if command is not None:
         print("\n".join(f"note: {text}" for text in command.notes) or "note: every flag of the launch command planned")
@@ -509,9 +530,18 @@ def run_sweep(args: argparse.Namespace) -> int:
     for page in pages:
         check_page_size(page)
     _check_grid(tps, pages, len(gpus) * len(kv_dtypes))
+    if args.plot is not None:  # a bad --plot is refused before the grid runs
+        from .planner.plot import check_plot_path
+
+        check_plot_path(args.plot)
     base = request_from_arguments(argparse.Namespace(**{**vars(args), "tp": 1, "kv_cache_dtype": None,
                                                         "page_size": None}), gpus[0])  # fmt: skip
     rows = sweep(base, tp_sizes=tps, kv_cache_dtypes=kv_dtypes, page_sizes=pages, gpus=gpus)
+    if args.plot is not None:
+        from .planner.sweep_plot import plot_sweep
+
+        written = plot_sweep(rows, args.plot, base.model)
+        print(f"kvstrategies: wrote the sweep plot to {written}", file=sys.stderr)
     if args.csv:
         print(sweep_csv(rows), end="")
     elif args.json:
@@ -548,23 +578,51 @@ def _check_grid(tps: list[int], pages: list[int | None], other_cells: int) -> No
 
 
 def run_presets(args: argparse.Namespace) -> int:
-    from .case import parse_case
     from .presets import preset_index
-    from .strategies.registry import select_configurator
 
     rows = []
     for short, hf_id in sorted(preset_index().items()):
-        settings = parse_case({"preset": short, "available_bytes": 1}).settings  # a default context
-        try:
-            strategy = type(select_configurator(settings)).__name__
-        except KVCacheConfigError as exc:
-            strategy = f"none ({exc})"
-        rows.append({"name": short, "hf_id": hf_id, "family": settings.geometry.family, "strategy": strategy})
+        family, strategy = _family_and_strategy({"preset": short})
+        rows.append({"name": short, "hf_id": hf_id, "family": family, "strategy": strategy})
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
         for row in rows:
             print(f"{row['name']:<24}{row['family']:<16}{row['strategy']:<32}{row['hf_id']}")
+    return 0
+
+
+def _family_and_strategy(source: dict[str, Any]) -> tuple[str, str]:
+    """A model's family and the strategy that sizes it in a default context (``none (why)``)."""
+    from .case import parse_case
+    from .strategies.registry import select_configurator
+
+    settings = parse_case({**source, "available_bytes": 1}).settings
+    try:
+        return settings.geometry.family, type(select_configurator(settings)).__name__
+    except KVCacheConfigError as exc:
+        return settings.geometry.family, f"none ({exc})"
+
+
+def run_checkpoints(args: argparse.Namespace) -> int:
+    """``kvstrategies checkpoints``: every shipped checkpoint, its strategy, quantization and sources."""
+    from .checkpoints import shipped_checkpoints
+    from .planner.known_models import shipped_model
+
+    rows = []
+    for hf_id, ckpt in sorted(shipped_checkpoints().items(), key=lambda item: item[0].lower()):
+        model = shipped_model(hf_id)
+        assert model is not None  # every index entry resolves to itself
+        family, strategy = _family_and_strategy({"hf_config": dict(model.config)})
+        quant = model.config.get("quantization_config")
+        method = str(quant.get("quant_method", "?")) if isinstance(quant, dict) else "none"
+        rows.append({"hf_id": hf_id, "family": family, "strategy": strategy, "quantization": method,
+                     "files": dict(ckpt.sources)})  # fmt: skip
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for row in rows:
+            print(f"{row['hf_id']:<48}{row['family']:<16}{row['quantization']:<20}{row['strategy']}")
     return 0
 
 
@@ -674,8 +732,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             reconfigure(errors="backslashreplace")
     parser = build_parser()
     args: argparse.Namespace | None = None
+    raw = list(sys.argv[1:] if argv is None else argv)
     try:
-        argv_list, command = split_launch_command(sys.argv[1:] if argv is None else argv)
+        argv_list, command = split_launch_command(raw)
         args = parser.parse_args(argv_list)
         args.launch_command = command
         if args.command == "plan":
@@ -684,6 +743,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_sweep(args)
         if args.command == "architectures":
             return run_architectures(args)
+        if args.command == "checkpoints":
+            return run_checkpoints(args)
         if args.command == "gpus":
             return run_gpus(args)
         if args.command == "verify":
@@ -695,15 +756,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .planner.flag_names import flag_wording
 
             message = flag_wording(message)  # planned from flags: name the flags, not the case fields
-        print(f"kvstrategies: error: {message}", file=sys.stderr)
-        return 2
+        return _report_error(exc, message, raw)
     except BrokenPipeError:  # `kvstrategies plan ... | head`
         sys.stderr.close()
         return 0
     except OSError as exc:  # e.g. --plot into a folder that does not exist
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"kvstrategies: error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return _report_error(exc, f"{where}{exc.strerror or exc}", raw)
+
+
+def _report_error(exc: BaseException, message: str, argv: Sequence[str]) -> int:
+    """One line on stderr; with ``--json`` the JSON object on stdout, else a does-not-fit's options."""
+    from .planner.error_report import error_json, json_requested, options_text
+
+    print(f"kvstrategies: error: {message}", file=sys.stderr)
+    if json_requested(argv):
+        if not getattr(exc, "reported_as_json", False):
+            print(error_json(exc, message))
+    else:
+        options = options_text(exc)
+        if options is not None:
+            print(options)
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 from .dtypes import DType, KVCacheDtype
 from .errors import KVCacheConfigError
 from .models.geometry import ModelGeometry
-from .releases import NEWEST_SGLANG, EngineRelease, parse_release
+from .releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, parse_release, span
 from .validate import (
     MAX_INT64,
     MAX_LAYERS,
@@ -466,3 +466,19 @@ def num_kv_heads_per_rank(ctx: KVCacheContext) -> int:
 def is_hybrid_swa(ctx: KVCacheContext) -> bool:
     """SGLang's ``is_hybrid_swa``: a hybrid-SWA model and ``--disable-hybrid-swa-memory`` off (2.4)."""
     return ctx.geometry.hybrid_swa is not None and not ctx.scheduling.disable_hybrid_swa_memory
+
+
+#: a draft worker under DCP indexes the target allocator's DCP-widened token ids: its pools hold
+#: ``dcp x`` the target's tokens at a ``dcp x`` page (before: the target's tokens and page)
+DRAFT_DCP_LOC_SPACE = ReleaseRule(
+    "draft-dcp-loc-space",
+    span("0.5.17"),
+    "a DCP draft worker's pools span the DCP-widened location space (x dcp tokens and page)",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator.loc_space_scale / _derive_pool_sizes",
+)
+
+
+def draft_loc_space_scale(ctx: KVCacheContext) -> int:
+    """``dcp`` for a draft worker under DCP (:data:`DRAFT_DCP_LOC_SPACE`), else 1."""
+    dcp = ctx.parallel.dcp_size
+    return dcp if ctx.is_draft_worker and dcp > 1 and DRAFT_DCP_LOC_SPACE.holds(ctx.release) else 1

@@ -233,6 +233,16 @@ def _previous(release: EngineRelease) -> EngineRelease:
     return known[known.index(release) - 1]
 
 
+#: the transformers release each SGLang release pins (its wheel's requirements): configs parse with it
+SGLANG_TRANSFORMERS: ByRelease[str] = ByRelease(
+    "transformers-pin",
+    (("0.5.15", "5.12.1"), ("0.5.22", "5.19.0")),
+    "the transformers release SGLang pins",
+    "SGLang's package requirements (transformers==...)",
+    topic="environment",
+)
+
+
 def all_rules() -> tuple[ReleaseRule, ...]:
     """Every registered rule (import the modules that define them first: :func:`load_rule_modules`)."""
     return tuple(sorted(_RULES.values(), key=lambda r: (r.topic, r.key)))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .context import KVCacheContext
 from .errors import KVCacheConfigError
+from .layer_setup import check_layer_setup
 from .request_math import estimated_max_running_requests
 from .sizing import PoolSizes
 from .strategies.base import PoolConfigurator, StateReservation
@@ -108,6 +109,7 @@ class Resolution:
 
 def resolve(ctx: KVCacheContext, available_bytes: int, *, pp_sync: bool = True) -> Resolution:
     """The whole resolve pipeline for one rank (resolve.md 1, steps 2-6)."""
+    check_layer_setup(ctx)
     configurator = select_configurator(ctx)
     reservation = reserve_state(configurator, available_bytes)
     profiled = profiled_sizes(configurator, reservation)

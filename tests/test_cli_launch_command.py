@@ -101,8 +101,14 @@ def test_quantization_maps_to_the_weight_estimate() -> None:
 
 
 def test_classes_are_real_sglang_flags() -> None:
-    for flag in (*MODELLED, *NOT_MODELLED):
-        assert SGLANG_SERVER_FLAGS[flag][0] == flag, flag
+    """Every classified flag is a canonical flag of some supported release (the newest's table, or
+    an older release's own flags in ``sglang_flag_releases.json``)."""
+    from kvstrategies.planner.launch_command import GRAPH_RESERVE_FLAGS, release_flags
+    from kvstrategies.releases import supported_releases
+
+    for flag in (*MODELLED, *NOT_MODELLED, *GRAPH_RESERVE_FLAGS):
+        assert any(release_flags(r).get(flag, ("",))[0] == flag for r in supported_releases()), flag
+    assert release_flags() is SGLANG_SERVER_FLAGS
 
 
 def test_flag_list_matches_installed_sglang() -> None:
@@ -199,7 +205,32 @@ def test_model_given_twice_is_an_error(capsys: pytest.CaptureFixture[str]) -> No
     assert "two models given" in capsys.readouterr().err
 
 
-def test_ep_size_other_than_tp_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--ep-size", "4"]) == 2
-    assert "--ep-size 4 differs from --tp-size 8" in capsys.readouterr().err
-    assert main(["plan", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--ep-size", "8", "--json"]) == 0
+def test_ep_size_must_divide_tp(capsys: pytest.CaptureFixture[str]) -> None:
+    """moe_tp_size = tp_size // ep_size (sglang/srt/runtime_context.py, derive_parallel_widths): an EP
+    size that does not divide TP is refused naming the check; every divisor is planned."""
+    assert main(["plan", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--ep-size", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--ep-size 3 does not divide --tp 8" in err and "derive_parallel_widths" in err
+    assert main(["plan", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--ep-size", "4", "--json"]) == 0
+    assert main(["plan", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--expert-parallel-size", "8", "--json"]) == 0
+
+
+def test_aiter_env_and_moe_runner_flag_are_translated() -> None:
+    """SGLANG_USE_AITER=0 turns off the aiter MoE and its fp8 padding (sglang/srt/layers/moe/utils.py,
+    get_moe_padding_size); --moe-runner-backend and --ep-size reach the load checks."""
+    command = translate(
+        ["SGLANG_USE_AITER=0 python -m sglang.launch_server --model m --tp 8 --ep 8 --moe-runner-backend triton"]
+    )
+    assert command.plan_args == (
+        "--no-rocm-aiter", "--model-path", "m", "--tp-size", "8", "--ep-size", "8", "--moe-runner-backend", "triton",
+    )  # fmt: skip
+    assert translate(["SGLANG_USE_AITER=1 python -m sglang.launch_server --model m"]).ignored == ("SGLANG_USE_AITER=1",)
+
+
+def test_no_rocm_aiter_brings_the_fp8_moe_refusal_back(capsys: pytest.CaptureFixture[str]) -> None:
+    """On MI300X, aiter pads MiniMax-M2.5's 1536 / 8 = 192 columns to 256 (get_moe_weight_sizes), so TP 8
+    loads; without aiter Fp8MoEMethod.create_fp8_moe_weight_ tests 192 % 128 and refuses."""
+    assert main(["plan", "minimax-m2.5", "--gpu", "MI300X", "--tp", "8", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["plan", "minimax-m2.5", "--gpu", "MI300X", "--tp", "8", "--no-rocm-aiter"]) == 2
+    assert "create_fp8_moe_weight_" in capsys.readouterr().err

@@ -24,6 +24,10 @@ def blocks(language: str, text: str = README) -> list[str]:
     return [body for lang, body in BLOCK.findall(text) if lang == language]
 
 
+#: a README command documented to be refused carries this comment; it must exit 2, with output
+REFUSED = "# exits 2"
+
+
 def readme_commands() -> list[list[str]]:
     """Every ``kvstrategies ...`` command of the README's (and docs/planner.md's) bash blocks and
     ``$`` prompts. ``verify`` commands that need a live SGLang (all but ``--recorded``) are left
@@ -37,7 +41,7 @@ def readme_commands() -> list[list[str]]:
             argv = shlex.split(line, comments=True)[1:]
             if argv[0] == "verify" and "--recorded" not in argv:
                 continue
-            commands.append(argv)
+            commands.append([*argv, REFUSED] if REFUSED in line else argv)
     return commands
 
 
@@ -49,7 +53,9 @@ def test_readme_has_commands() -> None:
 def test_readme_command_runs(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     if "--plot" in argv:
         pytest.importorskip("matplotlib")
-    assert main(argv) == 0, capsys.readouterr().err
+    refused = argv[-1:] == [REFUSED]
+    code = main(argv[:-1] if refused else argv)
+    assert code == (2 if refused else 0), capsys.readouterr().err
     assert capsys.readouterr().out
 
 

@@ -108,7 +108,7 @@ def test_download_fetches_config_and_weight_index(tmp_path: Path, monkeypatch: p
 
     monkeypatch.setattr(model_source, "download_file", fake_download)
     source = resolve_model("acme/Qwen-Clone", {"HF_HUB_CACHE": str(tmp_path / "empty")})
-    assert fetched == ["config.json", "model.safetensors.index.json"]
+    assert fetched == ["config.json", "model.safetensors.index.json", "hf_quant_config.json"]
     assert source.kind == "hf-download" and source.folder == tmp_path / "dl"
     assert source.config is not None and source.config["architectures"] == ["Qwen3ForCausalLM"]
 

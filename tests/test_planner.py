@@ -64,11 +64,13 @@ def test_fixes_are_replanned_by_hand() -> None:
     assert [(f.flag, f.capacity_tokens, f.max_fitting_length) for f in fixes] == [
         # fp8: 65,536 B per token -> 164,040 raw -> 164,032 page-aligned >= 131,072
         ("--kv-cache-dtype fp8_e4m3", 164_032, 131_072),
+        # ranked cheapest first (fixes.COST_ORDER): a shorter context costs no hardware, so it
+        # comes before TP 2; planned again, its budget is the given one: 81,984 tokens again
+        ("--context-length 81984", 81_984, 81_984),
         # TP 2: 4 heads per rank, same per-rank budget -> the same 164,032 tokens
         ("--tp 2", 164_032, 131_072),
-        ("--context-length 81984", 81_984, 81_984),
     ]
-    assert fixes[1].note == "same KV budget per rank (--available-bytes)"
+    assert fixes[2].note == "same KV budget per rank (--available-bytes)"
     assert plan_deployment(dense(available_bytes=20 * GIB)).fixes == ()  # 163,840 tokens: fits
 
 
@@ -175,7 +177,7 @@ def test_mem_fraction_fix_is_the_smallest_that_fits() -> None:
     planned = plan_deployment(req)
     assert not planned.fit.context_fits
     fixes = {fix.setting: fix for fix in planned.fixes}
-    assert set(fixes) == {"kv_cache_dtype", "tp_size", "mem_fraction_static", "context_length"}
+    assert set(fixes) == {"kv_cache_dtype", "tp_size", "mem_fraction_static", "context_length", "gpu"}  # gpu: H200
     value = fixes["mem_fraction_static"].value
     assert isinstance(value, float)
     assert plan_deployment(req.replace(mem_fraction_static=value), suggest=False).fit.context_fits

@@ -360,6 +360,7 @@ PLANNER_BAD_CONFIGS = [
     ("qwen3-8b", lambda: _config("qwen3-8b", quantization_config={"quant_method": "gptq", "bits": 4,
                                                                   "group_size": -1}), "group_size"),  # fmt: skip
     ("mimo-v2-flash", lambda: _config("mimo-v2-flash", moe_layer_freq=[1, -1]), "moe_layer_freq[1]"),
+    ("gemma-2-9b", lambda: _config("gemma-2-9b", sliding_window_size=-2), "sliding_window_size"),
 ]
 
 
@@ -373,11 +374,14 @@ def test_planner_refuses_bad_estimate_fields_naming_them(preset: str, make: Any,
 
 
 def test_planner_field_rules_accept_every_shipped_config() -> None:
-    """No rule refuses a real config: every preset and every hf_config of the test cases."""
+    """No rule refuses a real config: every preset, every hf_config of the test cases and the published
+    configs of tests/fixtures/published (Grok-2's ``"sliding_window_size": -1`` means no window)."""
     from kvstrategies.planner.config_fields import validate_config_fields
     from kvstrategies.presets import preset_names
 
     configs = [load_preset_config(name) for name in preset_names()]
+    for path in (Path(__file__).parent / "fixtures" / "published").glob("*.json"):
+        configs.append(json.loads(path.read_text(encoding="utf-8"))["config"])
     for path in (Path(__file__).parent / "cases").glob("*.json"):
         hf = json.loads(path.read_text(encoding="utf-8")).get("hf_config")
         if isinstance(hf, dict):

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.planner.weight_quant import NVFP4, quant_bytes, unquantized_kinds
+from kvstrategies.planner.weight_quant import NVFP4, quant_bytes
 from kvstrategies.planner.weights import ParamKind, estimate_weights
 from kvstrategies.presets import load_preset_config, preset_names
 
@@ -82,19 +82,31 @@ def test_compressed_tensors_groups_by_target() -> None:
     assert q.expert == 0.5 + 2 / 32 and q.attention == 1.0 and q.dense == 1.0
 
 
-def test_unquantized_modules_return_to_the_model_dtype() -> None:
+def group_bytes(est: Any, name: str, layer: int = 0) -> float:
+    """Bytes per parameter the format gives group ``name`` of decoder layer ``layer``."""
+    (group,) = [g for g in est.layers[layer] if g.name == name]
+    return float(est.fmt.bytes_for(group))
+
+
+def test_fp8_modules_to_not_convert_match_dotted_module_paths() -> None:
+    """``Fp8Config.from_config`` keeps each entry with and without ``model.``; ``is_layer_skipped``
+    matches it as a dotted path (``_module_path_match``) against SGLang's module names, the shards
+    of a fused ``qkv_proj`` one by one (sglang/srt/layers/quantization/utils.py)."""
     est = estimate_weights(
-        with_quant(
-            {
-                "quant_method": "fp8",
-                "weight_block_size": [128, 128],
-                "modules_to_not_convert": ["model.layers.*.self_attn", "lm_head"],
-            }
-        )
+        with_quant({"quant_method": "fp8", "weight_block_size": [128, 128], "modules_to_not_convert": ["self_attn"]})
     )
-    assert est.fmt.attention_bytes == 2 and est.fmt.dense_bytes == 1 + 4 / 16384
     blocked = estimate_weights(with_quant({"quant_method": "fp8", "weight_block_size": [128, 128]}))
+    assert group_bytes(est, "q_proj") == 2 and group_bytes(est, "mlp.gate_up_proj") == 1 + 4 / 16384
     assert est.weight_bytes() - blocked.weight_bytes() == pytest.approx(ATTN * (2 - 1 - 4 / 16384), abs=1)
+    # no glob in this loader: a literal "*" names no module, so nothing moves
+    starred = with_quant({"quant_method": "fp8", "weight_block_size": [128, 128],
+                          "modules_to_not_convert": ["model.layers.*.self_attn"]})  # fmt: skip
+    assert estimate_weights(starred).weight_bytes() == blocked.weight_bytes()
+
+
+def test_compressed_tensors_ignore_regexes_match_module_names() -> None:
+    """``re:`` entries are ``re.match`` over the module name (compressed_tensors/utils.py,
+    ``check_equal_or_regex_match``); qkv_proj is ignored when q/k/v_proj are (``should_ignore_layer``)."""
     ct = estimate_weights(
         with_quant(
             {
@@ -104,18 +116,23 @@ def test_unquantized_modules_return_to_the_model_dtype() -> None:
             }
         )
     )
-    assert ct.fmt.attention_bytes == 2 and ct.fmt.dense_bytes == 1
-    modelopt = estimate_weights(
-        with_quant(
-            {"quant_method": "modelopt", "quant_algo": "NVFP4", "exclude_modules": ["lm_head", "model.layers.*.mlp"]}
-        )
-    )
-    assert modelopt.fmt.dense_bytes == 2 and modelopt.fmt.attention_bytes == NVFP4
+    assert group_bytes(ct, "q_proj") == 2 and group_bytes(ct, "o_proj") == 2
+    assert group_bytes(ct, "mlp.down_proj") == 1
 
 
-def test_single_layer_exclusions_are_counted_on_the_safe_side_with_a_note() -> None:
-    kinds, notes = unquantized_kinds(["model.layers.0.mlp.down_proj", "lm_head", "re:.*mlp.gate$"])
-    assert kinds == {"dense"} and len(notes) == 1 and "counted unquantized" in notes[0]
+def test_modelopt_exclusion_globs_match_whole_names_or_one_part() -> None:
+    """``ModelOptQuantConfig.is_layer_excluded``: ``*`` is any text and the pattern must match the
+    whole module name (or one dotted part), so ``model.layers.*.mlp`` leaves ``mlp.gate_up_proj``
+    quantized while ``model.layers.*.mlp*`` does not (sglang/srt/layers/quantization/modelopt_quant.py)."""
+    nvfp4 = {"quant_method": "modelopt", "quant_algo": "NVFP4"}
+    loose = estimate_weights(with_quant({**nvfp4, "exclude_modules": ["lm_head", "model.layers.*.mlp*"]}))
+    assert group_bytes(loose, "mlp.gate_up_proj") == 2 and group_bytes(loose, "q_proj") == NVFP4
+    exact = estimate_weights(with_quant({**nvfp4, "exclude_modules": ["lm_head", "model.layers.*.mlp"]}))
+    assert group_bytes(exact, "mlp.gate_up_proj") == NVFP4
+
+
+def test_single_layer_exclusions_are_priced_per_layer() -> None:
+    """A list naming one layer's module leaves only that module in 16 bits (no safe-side bound)."""
     est = estimate_weights(
         with_quant(
             {
@@ -125,14 +142,17 @@ def test_single_layer_exclusions_are_counted_on_the_safe_side_with_a_note() -> N
             }
         )
     )
-    assert est.fmt.dense_bytes == 2 and est.fmt.notes  # over-counted, and the plan says so
+    blocked = estimate_weights(with_quant({"quant_method": "fp8", "weight_block_size": [128, 128]}))
+    assert group_bytes(est, "mlp.down_proj", 0) == 2 and group_bytes(est, "mlp.down_proj", 1) == 1 + 4 / 16384
+    assert est.weight_bytes() - blocked.weight_bytes() == pytest.approx(4096 * 14336 * (1 - 4 / 16384), abs=1)
+    assert not est.fmt.notes
 
 
 def test_routers_heads_and_embeddings_in_lists_change_nothing() -> None:
-    kinds, notes = unquantized_kinds(
-        ["gate", "e_score_correction_bias", "lm_head", "model.embed_tokens", "model.layers.*.mlp.router", "re:visual.*"]
-    )
-    assert kinds == set() and notes == ()
+    names = ["gate", "e_score_correction_bias", "lm_head", "model.embed_tokens"]
+    listed = {"quant_method": "fp8", "weight_block_size": [128, 128], "modules_to_not_convert": names}
+    blocked = estimate_weights(with_quant({"quant_method": "fp8", "weight_block_size": [128, 128]}))
+    assert estimate_weights(with_quant(listed)).weight_bytes() == blocked.weight_bytes()
 
 
 @pytest.mark.parametrize("method", ["bitsandbytes", "gguf", "quark"])

@@ -38,6 +38,20 @@ def _without_torch() -> Any:
             sys.modules["torch"] = saved
 
 
+def _does_not_fit() -> Any:
+    from kvstrategies.planner import DeploymentRequest
+    from kvstrategies.planner.gpus import lookup_gpu
+    from kvstrategies.planner.replan import plan_or_replan
+
+    return plan_or_replan(DeploymentRequest("llama-3.1-70b", {"preset": "llama-3.1-70b"}, gpu=lookup_gpu("H100")))
+
+
+def _usage_error() -> Any:
+    from kvstrategies.cli import build_parser
+
+    return build_parser().parse_args(["plan", "llama-3.1-8b", "--no-such-flag"])
+
+
 #: (class name, what it means, the input that triggers it, the call)
 EXAMPLES: list[tuple[str, str, str, Callable[[], Any]]] = [
     (
@@ -76,6 +90,18 @@ EXAMPLES: list[tuple[str, str, str, Callable[[], Any]]] = [
         "Sizing succeeded but the pool cannot be laid out (carries the sizes planned so far).",
         "DeepSeek-V3.2 (DSA) on CUDA with `page_size: 1`",
         lambda: _plan({"preset": "deepseek-v3.2", "page_size": 1, "available_bytes": 40 * GIB}),
+    ),
+    (
+        "DoesNotFitError",
+        "A deployment on a GPU that cannot start; carries the re-planned options that do (`planner.replan`).",
+        "`plan_or_replan` of Llama-3.1-70B on one H100-80GB",
+        lambda: _does_not_fit(),
+    ),
+    (
+        "UsageError",
+        "A command line argparse cannot read (the CLI; with `--json` also one JSON object).",
+        "`kvstrategies plan llama-3.1-8b --no-such-flag`",
+        lambda: _usage_error(),
     ),
     (
         "MissingDependencyError",
@@ -121,14 +147,17 @@ def main() -> None:
     print("`tests/test_fuzz.py` and, for the CLI, the `--gpu` planner and the files read,")
     print("`tests/test_fuzz_cli.py`). Messages name the field, what was given, what is allowed, and the fix.")
     print("The CLI prints the message as one line, `kvstrategies: error: ...`, and exits with code 2")
-    print("(argparse usage errors too). The `--gpu` planner validates every config field the weight")
+    print("(argparse usage errors too); with `--json` it also prints one JSON object on stdout,")
+    print('`{"error", "flag", "fix"}` (plus `"options"` for a deployment that does not fit, whose options')
+    print("are otherwise printed on stdout). The `--gpu` planner validates every config field the weight")
     print("estimate and the launch rules read before using any (`kvstrategies/planner/config_fields.py`)")
     print("and never reports weights <= 0 bytes or a KV budget outside (0, GPU capacity]. Files are read")
     print("only when regular and at most 64 MiB (never a device or a FIFO); a key repeated in one JSON")
     print("object is an error.")
     print()
     print("Hierarchy: `KVCacheConfigError` > `UnsupportedConfigurationError`, `InsufficientMemoryError`")
-    print("(> `SWAPoolTooSmallError` > `DSV4StateReservationError`), `LayoutError`, `MissingDependencyError`.")
+    print("(> `SWAPoolTooSmallError` > `DSV4StateReservationError`; > `DoesNotFitError`), `LayoutError`,")
+    print("`MissingDependencyError`, `UsageError`.")
     print()
     print("Allocators (run time, not input errors): `AllocatorStateError` (a `RuntimeError`: an invariant")
     print("broke, e.g. an SWA peer missing) > `AllocatorMisuseError` (the caller freed an id twice, one never")

@@ -33,9 +33,9 @@ SGLANG_SERVER_FLAGS: dict[str, tuple[str, str]] = {{
 
 
 def installed_flags() -> tuple[str, dict[str, tuple[str, str]]]:
-    from kvstrategies.integrations.sglang.runtime import import_sglang
+    from kvstrategies.integrations.sglang.runtime import install_torchvision_stub
 
-    import_sglang()  # the torchvision stub older releases need
+    install_torchvision_stub()  # releases up to 0.5.21 import torchvision from `import sglang`
     import sglang
     from sglang.srt.server_args import ServerArgs
 

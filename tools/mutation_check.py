@@ -199,12 +199,8 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         within=r"^max\(available_bytes, 0\)$",
     ),
     Equivalent(
-        "kvstrategies/strategies/default.py", r"return self\.dcp if self\.ctx\.is_draft_worker and self\.dcp > 1",
-        "> -> >=", "self.dcp > 1", "at dcp 1 both branches give 1",
-    ),
-    Equivalent(
-        "kvstrategies/strategies/base.py", r"scale = self\.ctx\.parallel\.dcp_size if", "> -> >=",
-        "self.ctx.parallel.dcp_size > 1", "at dcp_size 1 both branches give scale 1",
+        "kvstrategies/context.py", r"return dcp if ctx\.is_draft_worker and dcp > 1 and", "> -> >=",
+        "dcp > 1", "at dcp 1 both branches give 1",
     ),
     Equivalent(
         "kvstrategies/strategies/base.py", r"return None if value is None else value \* scale", "* -> //",
@@ -263,7 +259,11 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         scope="DSV4PoolConfigurator._explain_state_reservation",
     ),
     Equivalent(
-        "kvstrategies/strategies/dsv4.py", r"c4_state_ratio = self\.ring_sizes\.get\(4, 0\)", "c -> c+1", "0",
+        "kvstrategies/strategies/dsv4.py", r"return self\.ring_sizes\.get\(4, 0\) / self\.page_size", "c -> c+1", "0",
+        "ring 4 is missing only when n(4) == 0, and the term is multiplied by n(4)",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/dsv4.py", r"return self\.ring_sizes\.get\(4, 0\) / self\.window", "c -> c+1", "0",
         "ring 4 is missing only when n(4) == 0, and the term is multiplied by n(4)",
     ),
     Equivalent(
@@ -298,8 +298,9 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     *(
         Equivalent(
-            "kvstrategies/strategies/hybrid_linear.py", r"if self\.reserves_spec else \(0, 0\)$", "c -> c+1", "0",
-            "the pair is read only under reserves_spec, where _spec_inputs() supplies it", nth=nth,
+            "kvstrategies/strategies/hybrid_linear.py", r"if self\.budget_reserves_spec else \(0, 0\)$",
+            "c -> c+1", "0",
+            "the pair is read only under budget_reserves_spec, where _spec_inputs() supplies it", nth=nth,
         )
         for nth in (0, 1)
     ),
@@ -308,7 +309,8 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "a hybrid linear model has Mamba layers, so the largest stage holds >= 1 and max() never keeps the seed",
     ),
     Equivalent(
-        "kvstrategies/pools/dsa.py", r"if self\.dcp_size > 1 and not self\.dcp_replicated:", "> -> >=",
+        "kvstrategies/pools/dsa.py", r"if self\.kpool_dcp and self\.dcp_size > 1 and not self\.dcp_replicated:",
+        "> -> >=",
         "self.dcp_size > 1", "at dcp 1 the widened size (T + P) * 1 - P is T, the plain size",
     ),
     *(

@@ -26,6 +26,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import UnsupportedConfigurationError
+from ..releases import SGLANG_TRANSFORMERS, EngineRelease, parse_release
+
 
 class Attention(enum.Enum):
     """How SGLang's ``ModelConfig`` sets ``attention_arch`` for the architecture (sizing.md 2.2)."""
@@ -163,6 +166,15 @@ class Architecture:
     prefill graph is disabled after the trtllm_mla prefill choice. ``wide_speculative_defaults``:
     the wider EAGLE auto steps.
 
+    Weights: ``moe_block`` names the module that holds a decoder layer's MoE in SGLang's model
+    (``block_sparse_moe`` for Mixtral, MiniMax-M2 and Grok), which quantization exclusion lists
+    are matched against; ``router_fp32``: the router is built in float32 (``Grok1MoE.gate``,
+    ``MiniMaxM2MoE.gate``, ``Glm4MoeGate``: ``sglang/srt/models/grok.py``, ``minimax_m2.py``,
+    ``glm4_moe.py``).
+    ``sm100_trtllm_moe``: the ``--quantization`` values (``none``: a 16-bit checkpoint;
+    ``kimi-int4``: the Kimi INT4 recipe) for which SGLang picks the FlashInfer TRT-LLM MoE runner on
+    SM100 by itself (``arg_groups/overrides.py`` ``_deepseek_moe_quant_resolution``;
+    ``arg_groups/model_overrides/qwen3_moe.py`` and ``glm4_moe.py``).
     Releases: ``first_sglang``: the first SGLang release that loads it (``"0.5.22"``); ``None``:
     every release the project models.
     """
@@ -205,6 +217,9 @@ class Architecture:
     launch_backend_check: LaunchBackendCheck | None = None
     late_trtllm_mla_prefill_graph: bool = False
     wide_speculative_defaults: bool = False
+    moe_block: str = "mlp"
+    router_fp32: bool = False
+    sm100_trtllm_moe: frozenset[str] = frozenset()
     first_sglang: str | None = None
 
     @property
@@ -242,7 +257,8 @@ class ModelType:
     parameters per attention type, so SGLang's context length sees no top-level rope factor.
     ``large_hopper_vl_overrides``: Qwen3-VL's large-Hopper serving rules apply (decode graph up to
     the request cap, flashinfer decode). ``vision_config_defaults``: the vision-config class
-    defaults SGLang fills in when the raw ``vision_config`` omits a field.
+    defaults SGLang fills in when the raw ``vision_config`` omits a field. ``first_release``: the
+    first SGLang release that loads the config (``ModelConfig`` -> ``AutoConfig``).
     """
 
     name: str
@@ -270,6 +286,9 @@ class ModelType:
     rope_per_layer_type: bool = False
     large_hopper_vl_overrides: bool = False
     vision_config_defaults: tuple[tuple[str, int], ...] = ()
+    #: the first SGLang release that can load this ``config.json`` (its pinned transformers or its
+    #: own config classes know the model type); None: every supported release
+    first_release: str | None = None
 
     @property
     def gemma4_family(self) -> bool:
@@ -277,6 +296,8 @@ class ModelType:
 
 
 _A = Architecture
+_DS_TRTLLM = frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed", "none", "kimi-int4"})
+_QWEN_TRTLLM = frozenset({"fp8", "modelopt_fp4", "modelopt_mixed", "none"})
 _M = ModelType
 _MLA = Attention.MLA
 _SWA = HybridSWAGate.ALWAYS
@@ -302,6 +323,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("DeepseekV2ForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A(
         "DeepseekV32ForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -310,6 +332,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "DeepseekV3ForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -364,6 +387,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "Dots3NoteForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_swa_dims=True,
@@ -434,11 +458,12 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("GigaChat35ForCausalLM", attention=_MLA, launch_mla=True),
     _A("GigaChat35ForCausalLMNextN", attention=_MLA, is_draft=True),
-    _A("Glm4MoeForCausalLM"),
+    _A("Glm4MoeForCausalLM", router_fp32=True, sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"})),
     _A("Glm4MoeLiteForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A("Glm4MoeLiteForCausalLMNextN", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
     _A(
         "Glm5NextForConditionalGeneration",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         launch_mla=True,
@@ -450,6 +475,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("Glm5NextForConditionalGenerationNextN", attention=_MLA, dsa_if_index_topk=True, is_draft=True),
     _A(
         "GlmMoeDsaForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -469,10 +495,11 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("GraniteMoeHybridForCausalLM", mamba_radix=True, launch_backend_rule=LaunchBackendRule.GRANITE_HYBRID),
     _A("GraniteMoeSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
     _A("GraniteSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
-    _A("Grok1ForCausalLM", wide_speculative_defaults=True),
+    _A("Grok1ForCausalLM", wide_speculative_defaults=True, moe_block="block_sparse_moe", router_fp32=True),
     _A("Grok1VForCausalLM", wide_speculative_defaults=True, sglang_model=_RULE_ONLY),
     _A(
         "HYV4ForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         draft_num_layers=1,
         attention=_MLA,
         dsa_if_index_topk=True,
@@ -513,6 +540,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("JetVLMForConditionalGeneration", mamba_radix=True, mamba_extra_buffer=False),
     _A(
         "KimiK25ForConditionalGeneration",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         mla_forced_head_dim=256,
         launch_mla=True,
@@ -598,12 +626,13 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("MiMoV2MTP", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA, swa_compress=True, is_draft=True),
     _A("MiniCPM3ForCausalLM", attention=_MLA, mla_forced_head_dim=128, launch_mla=True),
-    _A("MiniMaxM2ForCausalLM"),
+    _A("MiniMaxM2ForCausalLM", moe_block="block_sparse_moe", router_fp32=True),
     _A("MiniMaxM3SparseForCausalLM", minimax_sparse=True),
     _A("MiniMaxM3SparseForConditionalGeneration", minimax_sparse=True),
     _A("MistralForCausalLM"),
     _A(
         "MistralLarge3ForCausalLM",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=_MLA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -611,7 +640,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_deepseek_family=True,
     ),
     _A("MistralLarge3ForCausalLMEagle", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
-    _A("MixtralForCausalLM"),
+    _A("MixtralForCausalLM", moe_block="block_sparse_moe"),
     _A(
         "MuseGlimmerForCausalLM",
         hybrid_swa=_SWA,
@@ -640,6 +669,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("Phi3ForCausalLM"),
     _A(
         "PixtralForConditionalGeneration",
+        sm100_trtllm_moe=_DS_TRTLLM,
         attention=Attention.MLA_IF_LORA,
         dsa_if_index_topk=True,
         mla_forced_head_dim=256,
@@ -647,9 +677,10 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("Qwen2ForCausalLM"),
     _A("Qwen3ForCausalLM"),
-    _A("Qwen3MoeForCausalLM", draft_num_layers=1),
+    _A("Qwen3MoeForCausalLM", draft_num_layers=1, sm100_trtllm_moe=_QWEN_TRTLLM),
     _A(
         "Qwen3NextForCausalLM",
+        sm100_trtllm_moe=_QWEN_TRTLLM,
         draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
@@ -664,6 +695,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "Qwen3_5ForConditionalGeneration",
+        sm100_trtllm_moe=_QWEN_TRTLLM,
         draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
@@ -679,6 +711,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "Qwen3_5MoeForConditionalGeneration",
+        sm100_trtllm_moe=_QWEN_TRTLLM,
         draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
@@ -709,10 +742,14 @@ ARCHITECTURES: tuple[Architecture, ...] = (
 
 # ---- the model-type rows --------------------------------------------------------------------
 MODEL_TYPES: tuple[ModelType, ...] = (
+    # config classes transformers 5.12.1 (SGLang's pin up to 0.5.21) does not have; SGLang's own
+    # sglang/srt/configs/muse_glimmer.py registers muse_glimmer from 0.5.18
+    _M("mimo_v2_flash", first_release="0.5.22"),
+    _M("muse_glimmer", first_release="0.5.18"),
     _M("dbrx", kv_heads_in_attn_config=True),
-    _M("deepseek_v41", dsv4_swa_ratio_override=False),
+    _M("deepseek_v41", dsv4_swa_ratio_override=False, first_release="0.5.21"),
     _M("diffusion_gemma", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_SLIDING),
-    _M("embedding_gemma2", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_ONE, max_context_len=8192),
+    _M("embedding_gemma2", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_ONE, max_context_len=8192, first_release="0.5.22"),
     _M(
         "falcon",
         geometry_defaults=(("max_position_embeddings", 2048),),
@@ -750,6 +787,9 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("glm4_moe_lite", moe_router_bias=True),
     _M("gpt_oss", attention_sinks=True, moe_expert_bias=True),
     _M("jamba", linear_attention=LinearAttention.JAMBA),
+    # Grok-2's config.json names model_type "git"; Grok1DecoderLayer has four RMSNorms
+    # (pre/post attention, pre/post MoE: sglang/srt/models/grok.py)
+    _M("git", norms_per_layer=4),
     # configs.kimi_k25.KimiK25VisionConfig
     _M("kimi_k25", vision_config_defaults=(("num_hidden_layers", 27), ("hidden_size", 1152))),
     _M("kimi_linear", linear_attention=LinearAttention.KIMI_LINEAR),
@@ -818,6 +858,18 @@ def names_where(predicate: Callable[[Architecture], bool]) -> frozenset[str]:
 def model_type_row(name: object) -> ModelType:
     """The row of an HF ``model_type``; a row of defaults when the table does not know it."""
     return _BY_MODEL_TYPE.get(str(name), _PLAIN_MODEL_TYPE) if name is not None else _PLAIN_MODEL_TYPE
+
+
+def require_loadable(model_type: str, release: EngineRelease) -> None:
+    """Refuse a config that ``release`` cannot load (``ModelConfig`` -> transformers ``AutoConfig``)."""
+    first = model_type_row(model_type).first_release
+    if first is None or parse_release(first) <= release:
+        return
+    raise UnsupportedConfigurationError(
+        f"{release.label} cannot load a config.json of model_type {model_type!r}: its transformers "
+        f"{SGLANG_TRANSFORMERS.at(release)} does not know it (sglang.srt.configs.model_config.ModelConfig -> "
+        f"AutoConfig); SGLang loads it from {first} on (--sglang-version {first})"
+    )
 
 
 def known_model_types() -> frozenset[str]:

@@ -95,8 +95,12 @@ class DSAGeometry:
     @property
     def index_k_bytes_per_token(self) -> int:
         """``ceil_div(index_head_dim + index_head_dim // 128 * 4, index_kpool)``: uint8 key + fp32 scales."""
-        raw = self.index_head_dim + (self.index_head_dim // 128) * 4
-        return -(-raw // self.index_kpool)
+        return -(-self.raw_index_k_bytes_per_token // self.index_kpool)
+
+    @property
+    def raw_index_k_bytes_per_token(self) -> int:
+        """``index_head_dim + index_head_dim // 128 * 4``: one token's key and scales, no kpool sharing."""
+        return self.index_head_dim + (self.index_head_dim // 128) * 4
 
 
 @dataclass(frozen=True)

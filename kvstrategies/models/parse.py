@@ -106,14 +106,39 @@ def model_dtype_of(root: ConfigDict, text: ConfigDict) -> DType:
     return DType.BFLOAT16 if dtype is DType.FLOAT32 else dtype
 
 
+def checkpoint_kv_is_fp8(quant: Mapping[str, Any]) -> bool:
+    """The checkpoint asks for an FP8 KV cache, so ``--kv-cache-dtype auto`` is FP8 (SGLang's
+    ``configure_kv_cache_dtype`` reads the quant config's ``kv_cache_quant_algo``):
+
+    * ``kv_cache_quant_algo: "FP8"``;
+    * a ModelOpt flat config (``quant_algo`` set) whose ``kv_cache_scheme`` is an 8-bit float
+      (``{"type": "float", "num_bits": 8}``, or the string ``FP8`` / ``FLOAT8``):
+      ``sglang.srt.layers.quantization.modelopt_quant.ModelOptFp8Config.from_config`` /
+      ``ModelOptFp4Config.from_config``;
+    * compressed-tensors with a static, symmetric, per-tensor 8-bit float ``kv_cache_scheme``
+      (``compressed_tensors.CompressedTensorsConfig.kv_cache_quant_algo`` via
+      ``CompressedTensorsKVCacheMethod.is_supported_scheme``).
+    """
+    kv_algo = quant.get("kv_cache_quant_algo")
+    if isinstance(kv_algo, str):
+        return kv_algo.upper() == "FP8"
+    scheme = quant.get("kv_cache_scheme")
+    if quant.get("quant_algo") is not None and str(quant.get("quant_method", "modelopt")).startswith("modelopt"):
+        if isinstance(scheme, str):
+            return scheme.strip().upper() in ("FP8", "FLOAT8")
+        return isinstance(scheme, Mapping) and scheme.get("type") == "float" and scheme.get("num_bits") == 8
+    if quant.get("quant_method") == "compressed-tensors" and isinstance(scheme, Mapping):
+        return (scheme.get("type") == "float" and scheme.get("num_bits") == 8 and scheme.get("strategy") == "tensor"
+                and scheme.get("symmetric", True) is not False and not scheme.get("dynamic", False))  # fmt: skip
+    return False
+
+
 def _quantization(root: ConfigDict, text: ConfigDict) -> tuple[str | None, bool]:
     quant = text.get("quantization_config") or root.get("quantization_config")
     if not isinstance(quant, Mapping):
         return None, False
-    kv_algo = quant.get("kv_cache_quant_algo")
-    kv_fp8 = isinstance(kv_algo, str) and kv_algo.upper() == "FP8"
     method = quant.get("quant_method") or quant.get("quant_algo")
-    return (str(method) if method is not None else None), kv_fp8
+    return (str(method) if method is not None else None), checkpoint_kv_is_fp8(quant)
 
 
 def _is_mla(archs: tuple[str, ...], text: ConfigDict) -> bool:

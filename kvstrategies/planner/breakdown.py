@@ -119,7 +119,7 @@ def build_breakdown(budget: KVBudget, layout: KVPoolsLayout) -> Breakdown:
     overhead = budget.overhead_bytes or 0
     weights = budget.weight_bytes or 0
     front = [
-        BreakdownRow("held before weights load (CUDA context, comm buffers)", overhead, "overhead", "gpu"),
+        BreakdownRow(f"held before weights load ({budget.overhead_origin or 'modelled'})", overhead, "overhead", "gpu"),
         BreakdownRow(f"weights (per rank, {budget.weight_origin or 'estimate'})", weights, "weights", "gpu"),
     ]
     mm = [BreakdownRow("multimodal cache reserve", budget.multimodal_bytes, "multimodal", "gpu")]

@@ -24,9 +24,11 @@ from ..dtypes import DType
 from ..errors import InsufficientMemoryError, KVCacheConfigError
 from .checkpoint import CheckpointWeights, ShardingFacts, max_rank_bytes, read_checkpoint
 from .launch_defaults import LaunchResolution, estimate_kv_budget, model_facts_from_hf_config
+from .load_refusals import request_layout
 from .preload import preload_memory
 from .request import GIB, DeploymentRequest, model_dtype_name
-from .weights import estimate_weights, vision_tower_params
+from .resident import resident_extras
+from .weights import estimate_weights, moonvit_groups, vision_tower_params
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class KVBudget:
     weight_bytes: int | None = None
     weight_source: str | None = None
     weight_origin: str | None = None  # "given", "checkpoint headers", "checkpoint index total", "config estimate"
+    overhead_origin: str | None = None  # "given (--gpu-overhead)" or the preload profile it came from
     slack_bytes: int | None = None
     multimodal_bytes: int = 0
     assumptions: tuple[str, ...] = ()
@@ -60,14 +63,18 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
     folder, or ``--checkpoint``) when it holds safetensors, unless ``--weight-quantization``
     asks for a format the checkpoint does not store; else the estimate of
     :mod:`kvstrategies.planner.weights` at ``tp x pp``. MTP layers count when speculative decoding is on
-    (the draft shares the GPU).
+    (the draft shares the GPU). What SGLang keeps beyond the stored tensors (padding, copies,
+    index buffers: :mod:`.resident`) is added to either figure.
     """
     if req.weight_bytes is not None:
         return req.weight_bytes, "given per rank (--weight-bytes)"
     dtype = req.weight_dtype or req.model_dtype
     estimate = estimate_weights(config, dtype=dtype, quantization=req.weight_quantization)
+    extras = resident_extras(req, config, estimate, request_layout(req, config))
+    extra_bytes = sum(e.nbytes for e in extras)
+    extra_text = "".join(f"; + {e.nbytes / GIB:.2f} GiB {e.name}: {e.reason}" for e in extras)
     include_mtp = req.speculative_algorithm is not None and estimate.mtp_params > 0
-    split = f"split over TP {req.tp_size} x PP {req.pp_size} (fullest rank)"
+    split = _split_text(req)
     ckpt = _checkpoint(req)
     if ckpt is not None and ckpt.source == "headers":
         facts = ShardingFacts.from_config(config, serve_bytes=_serve_bytes(req, config))
@@ -79,7 +86,7 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
             include_mtp=include_mtp,
             attn_tp=req.tp_size // max(1, req.attn_dp_size),
         )
-        return nbytes, f"from the {ckpt.label}, {split}"
+        return nbytes + extra_bytes, f"from the {ckpt.label}, {split}{extra_text}"
     attn_tp = max(1, req.tp_size // max(1, req.attn_dp_size))
     nbytes = estimate.weight_bytes_per_rank(req.tp_size, req.pp_size, include_mtp=include_mtp, attn_tp=attn_tp)
     mtp = f" + {estimate.mtp_params / 1e9:.2f}B MTP draft" if include_mtp else ""
@@ -87,17 +94,38 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
         stored = estimate_weights(config, dtype=_stored_dtype(config), quantization=None).weight_bytes(include_mtp=True)
         if stored > 0:
             nbytes = int(nbytes * ckpt.total_bytes / stored)
-            return nbytes, (
+            return nbytes + extra_bytes, (
                 f"from the {ckpt.label}: the config estimate's {split} scaled by the stored total "
-                f"({ckpt.total_bytes / stored:.4f} x the {stored:,} B the config predicts)"
+                f"({ckpt.total_bytes / stored:.4f} x the {stored:,} B the config predicts){extra_text}"
             )
     params = f"{estimate.main_params / 1e9:.2f}B parameters{mtp}"
     notes = "".join(f"; note: {n}" for n in estimate.fmt.notes)
+    tower_bytes, tower_note = _vision_tower_bytes(req, config, estimate.fmt.base_bytes)
+    source = f"estimated from the config: {params}, {estimate.fmt.name}, {split}{notes}{tower_note}{extra_text}"
+    return nbytes + tower_bytes + extra_bytes, source
+
+
+def _split_text(req: DeploymentRequest) -> str:
+    ep = f", experts over EP {req.ep_size}" if req.ep_size > 1 else ""
+    return f"split over TP {req.tp_size} x PP {req.pp_size}{ep} (fullest rank)"
+
+
+def _vision_tower_bytes(req: DeploymentRequest, config: Mapping[str, Any], base: float) -> tuple[int, str]:
+    """Bytes per rank of the vision tower SGLang loads with the language model, and the note."""
+    if not model_facts_from_hf_config(config).is_multimodal:
+        return 0, ""
+    groups = moonvit_groups(config)
+    if groups:
+        attn_tp = max(1, req.tp_size // max(1, req.attn_dp_size))
+        params = sum(g.count for g in groups)
+        nbytes = math.ceil(sum(g.per_rank(attn_tp) for g in groups) * base)
+        return nbytes, f"; + MoonViT vision tower and projector {params / 1e9:.3f}B parameters (from vision_config)"
     tower = _vision_tower(config)
-    if tower:  # SGLang loads the tower with the language model; TP-sharded like its linears
-        nbytes += math.ceil(tower * estimate.fmt.base_bytes / max(1, req.tp_size))
-        notes += f"; + vision tower ~{tower / 1e9:.2f}B parameters (approximate, from vision_config)"
-    return nbytes, f"estimated from the config: {params}, {estimate.fmt.name}, {split}{notes}"
+    if not tower:
+        return 0, ""
+    # SGLang loads the tower with the language model; TP-sharded like its linears
+    nbytes = math.ceil(tower * base / max(1, req.tp_size))
+    return nbytes, f"; + vision tower ~{tower / 1e9:.2f}B parameters (approximate, from vision_config)"
 
 
 def _vision_tower(config: Mapping[str, Any]) -> int:
@@ -235,6 +263,7 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
         capacity_bytes=gpu.capacity_bytes,
         mem_fraction_static=mfs,
         overhead_bytes=overhead,
+        overhead_origin="given (--gpu-overhead)" if req.overhead_bytes is not None else held.origin,
         weight_bytes=weights + rope,
         weight_source=weight_source,
         weight_origin=weight_origin(weight_source),

@@ -78,7 +78,8 @@ def derived_defaults(
         if req.page_size is None:
             out.append(AppliedDefault("page_size", 1, "not given, no --gpu: SGLang's field default"))
     kv = planned.ctx.kv_cache_dtype
-    if kv.name == "auto":
+    asked_auto = req.kv_cache_dtype in (None, "auto") and (launch is None or launch.kv_cache_dtype == "auto")
+    if kv.name == "auto" or (asked_auto and planned.ctx.geometry.checkpoint_kv_fp8):
         source = "the checkpoint's FP8 KV quantization" if planned.ctx.geometry.checkpoint_kv_fp8 else "the model dtype"
         why = f"auto resolves to {source} (sglang.srt.mem_cache.kv_cache_dtype.configure_kv_cache_dtype)"
         out.append(AppliedDefault("kv_cache_dtype", str(kv.dtype), why))

@@ -17,7 +17,8 @@ SWA the full pool bounds it. State pools (Mamba, DSV4 compression state) hold on
 request and are already folded into ``max_running_requests`` by the strategies.
 SGLang itself admits at most ``max_req_len = min(context_len - 1, capacity - 1)`` tokens
 (resolve.md §9); a request of the model's whole context fits exactly when
-``capacity >= context_len``, which is what :attr:`FitReport.context_fits` says.
+``capacity >= context_len``, which is what :attr:`FitReport.context_fits` says. A request longer
+than the context is not served at all (:func:`rejected_reason`).
 """
 
 from __future__ import annotations
@@ -119,16 +120,32 @@ def fit_model(ctx: KVCacheContext, sizes: PoolSizes) -> FitModel:
 
 @dataclass(frozen=True)
 class LengthFit:
-    """Concurrency for requests of ``request_length`` tokens (per attention-DP worker)."""
+    """Concurrency for requests of ``request_length`` tokens (per attention-DP worker).
+
+    ``served`` is False for a request longer than the model's context, which SGLang rejects
+    (``requests`` is then 0 and ``limited_by`` says why).
+    """
 
     request_length: int
     requests: int
     limited_by: str
     tokens_per_request: int
+    served: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {"request_length": self.request_length, "requests": self.requests,
-                "limited_by": self.limited_by, "tokens_per_request": self.tokens_per_request}  # fmt: skip
+                "limited_by": self.limited_by, "tokens_per_request": self.tokens_per_request,
+                "served": self.served}  # fmt: skip
+
+
+def rejected_reason(length: int, context: int) -> str:
+    """Why SGLang refuses a request of ``length`` tokens on a ``context``-token model."""
+    return (
+        f"cannot be served: {length:,} tokens is longer than the model's context length ({context:,} tokens); SGLang "
+        "rejects such a request (sglang/srt/managers/tokenizer_manager.py, TokenizerManager._validate_one_request: "
+        "input tokens >= context_len, or input + max_new_tokens > context_len). Shorten the request, or raise "
+        "--context-length where it is below the model's maximum"
+    )
 
 
 @dataclass(frozen=True)
@@ -174,6 +191,10 @@ def fit_report(ctx: KVCacheContext, sizes: PoolSizes, lengths: tuple[int, ...] =
     context = model.context_len
     items = []
     for length in lengths or default_lengths(context):
+        if length > context:
+            reason = rejected_reason(length, context)
+            items.append(LengthFit(length, 0, reason, model.pools[0].tokens_for(length), served=False))
+            continue
         count, bound = model.concurrency(length)
         items.append(LengthFit(length, count, bound, model.pools[0].tokens_for(length)))
     return FitReport(

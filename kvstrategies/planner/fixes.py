@@ -1,16 +1,26 @@
-"""Settings that would make a request of the model's whole context fit, each verified by
-planning the changed deployment again (never by extrapolating a formula).
+"""Settings that give a deployment more room, each verified by planning the changed deployment
+again (never by extrapolating a formula), ranked by what they give and what they cost.
 
-Candidates, in order: an FP8 KV cache (when the cache is 16-bit or wider), the smallest larger
-TP size up to 8 (the per-rank budget is recomputed from the GPU; a given ``--available-bytes``
-is kept per rank, a given ``--weight-bytes`` scaled by ``tp / new_tp``), the smallest
-``--mem-fraction-static`` (GPU mode, in steps of 0.001 up to 0.95), and, always, a shorter
-``--context-length`` equal to the longest request that fits now.
+Two uses. :func:`suggest_fixes`: the model's whole context does not fit the plan; every
+candidate that adds token capacity (or makes the context fit) is listed. :func:`replan_options`
+(via :mod:`.replan`): the deployment cannot be planned at all (the weights do not fit, nothing
+is left for the KV cache); every candidate with which it plans is listed.
+
+Candidates, cheapest first (:data:`COST_ORDER`): an FP8 KV cache (when the cache is 16-bit or
+wider); FP8 weights quantized at load (``--quantization fp8``, a 16-bit checkpoint on a GPU
+budget); the smallest ``--mem-fraction-static`` that fits (GPU mode, steps of 0.001 up to 0.95);
+a shorter ``--context-length`` equal to the longest request that fits now; the smallest larger
+TP size up to 8 (then TP 8 x PP 2), the per-rank budget recomputed from the GPU (a given
+``--available-bytes`` kept per rank, a given ``--weight-bytes`` scaled by ``tp / new_tp``); the
+next larger GPU of the same platform in :data:`~.gpus.GPUS` (confirmed capacities only). Each
+says its cost in words (:attr:`Fix.cost`) and what it gives (tokens, whether the whole context
+fits). Ranked cheapest first, then by the tokens it gives: the kinds of cost are accuracy (FP8),
+then risk (less room for activations), then capability (shorter requests), then hardware.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -18,7 +28,8 @@ from ..api import Plan
 from ..errors import KVCacheConfigError
 from .budget import KVBudget
 from .fit import FitReport
-from .request import DeploymentRequest
+from .gpus import GPUS, Accelerator
+from .request import GIB, DeploymentRequest
 
 
 class PlannedDeployment(Protocol):
@@ -40,11 +51,26 @@ class PlannedDeployment(Protocol):
 Replan = Callable[[DeploymentRequest], PlannedDeployment]
 MAX_SUGGESTED_TP = 8
 MAX_SUGGESTED_MFS = 0.95
+#: the kinds of change, cheapest first: accuracy, then risk, then capability, then hardware
+COST_ORDER = ("kv_cache_dtype", "weight_quantization", "mem_fraction_static", "context_length", "tp_size", "gpu")
+COST_FP8_KV = (
+    "K and V stored in 8 bits (FP8 e4m3, scale 1.0 unless the checkpoint ships KV scales): a small accuracy "
+    "loss; check it on your own evaluations"
+)
+COST_FP8_WEIGHTS = (
+    "the 16-bit weights quantized to FP8 as SGLang loads them (per-tensor scales): a small accuracy loss and "
+    "a slower start-up"
+)
 
 
 @dataclass(frozen=True)
 class Fix:
-    """One change and what the re-planned deployment gives with it."""
+    """One change, what the re-planned deployment gives with it, and what it costs.
+
+    ``changes`` are the :class:`~.request.DeploymentRequest` fields to replace (``gpu`` holds an
+    :class:`~.gpus.Accelerator`); ``context_fits`` says whether one request of the model's whole
+    context fits after the change.
+    """
 
     setting: str
     value: str | int | float
@@ -52,11 +78,24 @@ class Fix:
     capacity_tokens: int
     max_fitting_length: int
     note: str = ""
+    cost: str = ""
+    context_fits: bool = True
+    changes: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def cost_rank(self) -> int:
+        return COST_ORDER.index(self.setting) if self.setting in COST_ORDER else len(COST_ORDER)
+
+    def request(self, req: DeploymentRequest) -> DeploymentRequest:
+        """``req`` with this fix applied."""
+        return req.replace(**dict(self.changes))
 
     def to_dict(self) -> dict[str, Any]:
+        changes = {k: (v.name if isinstance(v, Accelerator) else v) for k, v in self.changes}
         return {"setting": self.setting, "value": self.value, "flag": self.flag,
                 "capacity_tokens": self.capacity_tokens, "max_fitting_length": self.max_fitting_length,
-                "note": self.note}  # fmt: skip
+                "context_fits": self.context_fits, "cost": self.cost, "note": self.note,
+                "changes": changes}  # fmt: skip
 
 
 def _try(replan: Replan, req: DeploymentRequest) -> PlannedDeployment | None:
@@ -66,46 +105,109 @@ def _try(replan: Replan, req: DeploymentRequest) -> PlannedDeployment | None:
         return None
 
 
-def _fix(setting: str, value: str | int | float, flag: str, plan: PlannedDeployment, note: str = "") -> Fix:
-    return Fix(setting, value, flag, plan.fit.capacity_tokens, plan.fit.max_fitting_length, note)
+def _fix(setting: str, value: str | int | float, flag: str, plan: PlannedDeployment, cost: str,
+         changes: Mapping[str, Any], note: str = "") -> Fix:  # fmt: skip
+    fit = plan.fit
+    return Fix(setting, value, flag, fit.capacity_tokens, fit.max_fitting_length, note, cost, fit.context_fits,
+               tuple(changes.items()))  # fmt: skip
 
 
-def _kv_fp8(current: PlannedDeployment, req: DeploymentRequest, replan: Replan) -> Fix | None:
-    if current.planned.ctx.kv_cache_dtype.itemsize < 2:
+@dataclass(frozen=True)
+class Search:
+    """One search: the request, how to plan a change, and the capacity a fix must beat
+    (``baseline`` tokens; 0 when the request itself cannot be planned)."""
+
+    req: DeploymentRequest
+    replan: Replan
+    baseline: int
+    current: PlannedDeployment | None = None
+
+    def gains(self, plan: PlannedDeployment | None) -> bool:
+        """The changed plan fits the whole context, or holds more tokens than now."""
+        return plan is not None and (plan.fit.context_fits or plan.fit.capacity_tokens > self.baseline)
+
+    def attempt(self, setting: str, value: str | int | float, flag: str, cost: str, note: str = "",
+                **changes: Any) -> Fix | None:  # fmt: skip
+        changed = _try(self.replan, self.req.replace(**changes))
+        if changed is None or not self.gains(changed):
+            return None
+        return _fix(setting, value, flag, changed, cost, changes, note)
+
+
+def _kv_itemsize(search: Search) -> float | None:
+    if search.current is not None:
+        return float(search.current.planned.ctx.kv_cache_dtype.itemsize)
+    kv = search.req.kv_cache_dtype
+    return 2.0 if kv in (None, "auto", "bf16", "bfloat16", "fp16", "float16") else None
+
+
+def _kv_fp8(search: Search) -> Fix | None:
+    itemsize = _kv_itemsize(search)
+    if itemsize is None or itemsize < 2:
         return None
-    changed = _try(replan, req.replace(kv_cache_dtype="fp8_e4m3"))
-    if changed is None or not changed.fit.context_fits:
+    return search.attempt("kv_cache_dtype", "fp8_e4m3", "--kv-cache-dtype fp8_e4m3", COST_FP8_KV,
+                          kv_cache_dtype="fp8_e4m3")  # fmt: skip
+
+
+def _weights_fp8(search: Search) -> Fix | None:
+    req = search.req
+    if req.gpu is None or req.available_bytes is not None or req.weight_bytes is not None:
         return None
-    return _fix("kv_cache_dtype", "fp8_e4m3", "--kv-cache-dtype fp8_e4m3", changed)
-
-
-def _tensor_parallel(req: DeploymentRequest, replan: Replan) -> Fix | None:
-    tp = req.tp_size * 2
-    while tp <= MAX_SUGGESTED_TP:
-        weights = None if req.weight_bytes is None else req.weight_bytes * req.tp_size // tp
-        changed = _try(replan, req.replace(tp_size=tp, weight_bytes=weights))
-        if changed is not None and changed.fit.context_fits:
-            note = "same KV budget per rank (--available-bytes)" if req.available_bytes is not None else ""
-            return _fix("tp_size", tp, f"--tp {tp}", changed, note)
-        tp *= 2
-    return None
-
-
-def _mem_fraction(current: PlannedDeployment, req: DeploymentRequest, replan: Replan) -> Fix | None:
-    mfs = current.budget.mem_fraction_static
-    if req.available_bytes is not None or mfs is None:
+    if req.weight_quantization is not None or req.hf_config().get("quantization_config"):
         return None
-    start, stop = round(mfs * 1000) + 1, round(MAX_SUGGESTED_MFS * 1000)
+    return search.attempt("weight_quantization", "fp8", "--quantization fp8", COST_FP8_WEIGHTS,
+                          weight_quantization="fp8")  # fmt: skip
+
+
+def _gpus(count: int) -> str:
+    return f"{count} GPUs" + (" (more than one 8-GPU node)" if count > 8 else "")
+
+
+def _tensor_parallel(search: Search) -> Fix | None:
+    req = search.req
+    world = req.tp_size * req.pp_size * req.dp_replicas
+    layouts = [(tp, req.pp_size) for tp in (req.tp_size * 2**k for k in range(1, 4)) if tp <= MAX_SUGGESTED_TP]
+    if req.tp_size * 2 > MAX_SUGGESTED_TP or search.current is None:
+        layouts.append((MAX_SUGGESTED_TP, req.pp_size * 2))  # TP 8 x PP 2: two nodes
+    best: Fix | None = None
+    for tp, pp in layouts:
+        if (tp, pp) == (req.tp_size, req.pp_size):
+            continue
+        weights = None if req.weight_bytes is None else req.weight_bytes * req.tp_size * req.pp_size // (tp * pp)
+        note = "same KV budget per rank (--available-bytes)" if req.available_bytes is not None else ""
+        flag = f"--tp {tp}" + (f" --pp-size {pp}" if pp != req.pp_size else "")
+        cost = f"{_gpus(tp * pp * req.dp_replicas)} instead of {world}"
+        changes = {"tp_size": tp, "pp_size": pp, "weight_bytes": weights}
+        fix = search.attempt("tp_size", tp, flag, cost, note, **changes)
+        if fix is not None and fix.context_fits:
+            return fix
+        if fix is not None and (best is None or fix.capacity_tokens > best.capacity_tokens):
+            best = fix
+    return best
+
+
+def _slack_text(budget: KVBudget) -> str:
+    slack, capacity = budget.slack_bytes or 0, budget.capacity_bytes or 1
+    return f"{slack / GIB:.2f} GiB ({100 * slack / capacity:.1f}% of the GPU)"
+
+
+def _mem_fraction(search: Search) -> Fix | None:
+    req = search.req
+    if req.available_bytes is not None or req.gpu is None:
+        return None
+    mfs = search.current.budget.mem_fraction_static if search.current is not None else req.mem_fraction_static
+    start = 1 if mfs is None else round(mfs * 1000) + 1
+    stop = round(MAX_SUGGESTED_MFS * 1000)
     if start > stop:
         return None
 
     def plan_at(thousandths: int) -> PlannedDeployment | None:
-        changed = _try(replan, req.replace(mem_fraction_static=thousandths / 1000))
+        changed = _try(search.replan, req.replace(mem_fraction_static=thousandths / 1000))
         return changed if changed is not None and changed.fit.context_fits else None
 
     if plan_at(stop) is None:
         return None
-    lo, hi = start, stop  # binary search for the smallest fitting fraction (fitting is monotone)
+    lo, hi = start, stop  # binary search for the smallest fraction that works (monotone)
     while lo < hi:
         mid = (lo + hi) // 2
         if plan_at(mid) is None:
@@ -114,26 +216,67 @@ def _mem_fraction(current: PlannedDeployment, req: DeploymentRequest, replan: Re
             hi = mid
     changed = plan_at(lo)
     assert changed is not None
-    return _fix("mem_fraction_static", lo / 1000, f"--mem-fraction-static {lo / 1000:.3f}", changed)
+    was = "" if search.current is None else f", against {_slack_text(search.current.budget)} now"
+    cost = (
+        f"leaves {_slack_text(changed.budget)} for activations, CUDA graphs and the request table{was}: "
+        "out-of-memory risk under peak load or at CUDA-graph capture (a lower --cuda-graph-max-bs-decode or "
+        "--chunked-prefill-size makes room)"
+    )
+    value = lo / 1000
+    return _fix("mem_fraction_static", value, f"--mem-fraction-static {value:.3f}", changed, cost,
+                {"mem_fraction_static": value})  # fmt: skip
 
 
-def _context_length(current: PlannedDeployment) -> Fix | None:
-    length = current.fit.max_fitting_length
-    if length < 1:
+def _context_length(search: Search) -> Fix | None:
+    """``--context-length`` = the longest request that fits now, planned again (a shorter
+    context also shrinks the RoPE cache, so the capacity can grow a little)."""
+    current = search.current
+    if current is None or current.fit.max_fitting_length < 1:
         return None
-    return Fix("context_length", length, f"--context-length {length}", current.fit.capacity_tokens, length,
-               "serve shorter requests")  # fmt: skip
+    length = current.fit.max_fitting_length
+    cost = f"requests longer than {length:,} tokens are refused (the model's context is {current.fit.context_len:,})"
+    return search.attempt("context_length", length, f"--context-length {length}", cost, "serve shorter requests",
+                          context_length=length)  # fmt: skip
+
+
+def _larger_gpu(search: Search) -> Fix | None:
+    gpu = search.req.gpu
+    if gpu is None or gpu.capacity_mib is None or search.req.available_bytes is not None:
+        return None
+    larger = sorted((g for g in GPUS if g.platform == gpu.platform and g.source and g.capacity_mib is not None
+                     and g.capacity_mib > gpu.capacity_mib), key=lambda g: g.capacity_mib or 0)  # fmt: skip
+    best: Fix | None = None
+    for other in larger:
+        size = (other.capacity_mib or 0) / 1024
+        cost = f"another GPU: {other.name}, {size:.0f} GiB instead of {gpu.capacity_mib / 1024:.0f}"
+        fix = search.attempt("gpu", other.name, f"--gpu {other.name}", cost, gpu=other)
+        if fix is not None and fix.context_fits:
+            return fix
+        best = best or fix
+    return best
+
+
+CANDIDATES: tuple[Callable[[Search], Fix | None], ...] = (
+    _kv_fp8, _weights_fp8, _mem_fraction, _context_length, _tensor_parallel, _larger_gpu,
+)  # fmt: skip
+
+
+def rank(fixes: Iterable[Fix | None]) -> tuple[Fix, ...]:
+    """Cheapest first (:data:`COST_ORDER`), then more tokens, then the whole context fitting."""
+    found = [fix for fix in fixes if fix is not None]
+    return tuple(sorted(found, key=lambda f: (f.cost_rank, -f.capacity_tokens, not f.context_fits)))
 
 
 def suggest_fixes(current: PlannedDeployment, req: DeploymentRequest, replan: Replan) -> tuple[Fix, ...]:
-    """Every candidate fix that makes the model's whole context fit (empty when it already does);
-    ``current`` is the plan of ``req``, ``replan`` plans a changed request (without fixes)."""
+    """Every candidate that adds capacity or makes the model's whole context fit (empty when it
+    already does); ``current`` is the plan of ``req``, ``replan`` plans a changed request (without fixes)."""
     if current.fit.context_fits:
         return ()
-    found = (
-        _kv_fp8(current, req, replan),
-        _tensor_parallel(req, replan),
-        _mem_fraction(current, req, replan),
-        _context_length(current),
-    )
-    return tuple(fix for fix in found if fix is not None)
+    search = Search(req, replan, current.fit.capacity_tokens, current)
+    return rank(candidate(search) for candidate in CANDIDATES)
+
+
+def replan_options(req: DeploymentRequest, replan: Replan) -> tuple[Fix, ...]:
+    """Every candidate with which ``req``, which cannot be planned, plans."""
+    search = Search(req, replan, 0)
+    return rank(candidate(search) for candidate in CANDIDATES)

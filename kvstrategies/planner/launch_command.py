@@ -72,6 +72,7 @@ MODELLED = frozenset(
         "--enable-multimodal",
         "--language-only",
         "--ep-size",
+        "--moe-runner-backend",
     }
 )
 
@@ -153,6 +154,7 @@ QUANTIZATION = {"fp8": "fp8", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4", "awq": 
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _LAUNCHERS = ("sglang.launch_server", "sglang.launch_server.py")
 OVERRIDE_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+AITER_ENV = "SGLANG_USE_AITER"  # SGLang's ROCm images set it to 1; =0 turns the aiter MoE padding off
 
 
 @dataclass(frozen=True)
@@ -257,6 +259,8 @@ def translate(command: Sequence[str], release: EngineRelease = NEWEST_SGLANG) ->
         name, _, value = assignment.partition("=")
         if name == OVERRIDE_ENV and value.strip().lower() in ("1", "true", "yes", "on"):
             out.append("--allow-context-length-override")
+        elif name == AITER_ENV and value.strip().lower() in ("0", "false", "no", "off"):
+            out.append("--no-rocm-aiter")
         else:
             ignored.append(assignment)
     given = {canonical_flag(t.split("=", 1)[0], release)[0] for t in rest if t.startswith("--")}

@@ -10,6 +10,7 @@ Resolution order for the ``MODEL`` argument of ``kvstrategies plan``:
    ``HF_HOME/hub``, else ``XDG_CACHE_HOME/huggingface/hub``, else ``~/.cache/huggingface/hub``
    (huggingface_hub's own order);
 3. a preset short name or the HF id of a preset (``kvstrategies presets``);
+3b. a shipped checkpoint's HF id (:mod:`kvstrategies.checkpoints`, :mod:`.known_models`);
 4. a HF id downloaded with ``huggingface_hub`` (``config.json``, and
    ``model.safetensors.index.json`` when the repository has one) unless ``HF_HUB_OFFLINE`` is set.
 
@@ -21,7 +22,6 @@ checkpoint folder (snapshot or model folder) so the weight estimate can read its
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 import re
 import socket
@@ -33,8 +33,9 @@ from urllib.parse import urlsplit
 
 from ..errors import KVCacheConfigError, MissingDependencyError
 from ..jsonio import read_json_object
+from .hf_quant import HF_QUANT_CONFIG
 
-SourceKind = Literal["path", "preset", "hf-cache", "hf-download"]
+SourceKind = Literal["path", "preset", "shipped", "hf-cache", "hf-download"]
 CONFIG = "config.json"
 WEIGHT_INDEX = "model.safetensors.index.json"
 _HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -147,8 +148,9 @@ def _download(repo_id: str) -> ModelSource:
             f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}); check the id, the network and, for a "
             "gated model, HF_TOKEN; or pass a config.json path or model folder"
         ) from exc
-    with contextlib.suppress(Exception):  # single-file checkpoints have no index
-        download_file(repo_id, WEIGHT_INDEX)  # optional: lets the weight estimate read the checkpoint size
+    for optional in (WEIGHT_INDEX, HF_QUANT_CONFIG):  # the checkpoint size; a ModelOpt quantization file
+        with contextlib.suppress(Exception):  # single-file checkpoints have no index, most none of the second
+            download_file(repo_id, optional)
     folder = config_path.parent
     return ModelSource(
         repo_id,
@@ -181,16 +183,6 @@ def _looks_like_path(model: str) -> bool:
     )
 
 
-def suggestions(model: str) -> list[str]:
-    """Up to three preset names or HF ids close to ``model`` (difflib)."""
-    from ..presets import preset_index
-
-    index = preset_index()
-    candidates = {name.lower(): name for name in index} | {hf_id.lower(): hf_id for hf_id in index.values()}
-    matches = difflib.get_close_matches(model.strip().lower(), list(candidates), n=3, cutoff=0.6)
-    return [candidates[match] for match in matches]
-
-
 def resolve_model(model: str, environ: Mapping[str, str] | None = None) -> ModelSource:
     """Resolve the ``MODEL`` argument (see the module doc for the order)."""
     from ..presets import resolve_preset_name
@@ -209,11 +201,16 @@ def resolve_model(model: str, environ: Mapping[str, str] | None = None) -> Model
     short = resolve_preset_name(model)
     if short is not None:
         return ModelSource(model, "preset", f"preset {short}", preset=short)
+    from .known_models import near_miss_hint, shipped_model  # issue 24: shipped checkpoints
+
+    shipped = shipped_model(model)
+    if shipped is not None:
+        return ModelSource(model, "shipped", shipped.description, config=shipped.config, folder=shipped.folder)
     if _looks_like_path(model):
         raise KVCacheConfigError(f"no such file or folder: {model!r} (give a config.json path, a model folder, "
                                  "a preset name or a HF id)")  # fmt: skip
-    near = suggestions(model)
-    hint = f"did you mean {' or '.join(repr(name) for name in near)}? " if near else ""
+    hint = near_miss_hint(model)  # issue 24: another quantization of the asked model is named, never substituted
+    near = bool(hint)
     if not is_hf_id:
         raise KVCacheConfigError(
             f"{model!r} is not a preset, a HF id (org/name) or a path; {hint}`kvstrategies presets` lists the presets"

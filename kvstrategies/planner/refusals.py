@@ -18,7 +18,9 @@ flag, the value, the fix and the SGLang check (module and function) that would s
   ``sglang.srt.configs.model_config.ModelConfig._derive_context_length`` unless
   ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1`` (``--allow-context-length-override``);
 * ``--page-size`` 0 or negative: ``sglang.srt.arg_groups.validation_hook.check_server_args``
-  (``chunked_prefill_size % page_size``) fails at launch.
+  (``chunked_prefill_size % page_size``) fails at launch;
+* what the weights refuse while they are built and loaded (expert parallelism, block-FP8 and
+  NVFP4 shapes, MXFP4 platforms): :mod:`.load_refusals`.
 
 :func:`~kvstrategies.models.architectures.is_served` (the architecture table) decides which
 architectures count as served.
@@ -37,6 +39,7 @@ from ..models.geometry import AttentionArch
 from ..models.hf import architectures, text_config
 from .launch_defaults import AppliedDefault
 from .launch_defaults.core import check_release_serves
+from .load_refusals import check_weight_load
 from .request import DeploymentRequest, check_page_size
 
 _KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups")
@@ -203,5 +206,6 @@ def admit(req: DeploymentRequest) -> tuple[DeploymentRequest, tuple[AppliedDefau
     geometry = parse_hf_config(config)
     override = check_context_length(req.context_length, geometry.context_len, req.allow_context_length_override)
     check_heads(geometry, req)
+    check_weight_load(req, config)
     notes = tuple(item for item in (assumed, override) if item is not None)
     return req, (*notes, *config_defaults(config, geometry))

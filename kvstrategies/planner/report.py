@@ -10,7 +10,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..releases import NEWEST_SGLANG
 from .deployment import DeploymentPlan
+from .fixes import Fix
+from .request import DeploymentRequest
+from .run_command import SGLangCommand, sglang_command
 
 GIB = 2**30
 
@@ -46,7 +50,7 @@ def answer_document(plan: DeploymentPlan) -> dict[str, Any]:
         "tokens_total": plan.sizes.max_total_num_tokens * scale,
         "concurrency": [
             {"request_length": item.request_length, "per_worker": item.requests, "total": item.requests * scale,
-             "limited_by": item.limited_by}
+             "limited_by": item.limited_by, "served": item.served}
             for item in plan.fit.lengths
         ],
         "context_fits": plan.fit.context_fits,
@@ -82,6 +86,9 @@ def answer_text(plan: DeploymentPlan) -> list[str]:
     if scale > 1:
         lines.append(f"  in total       {plan.sizes.max_total_num_tokens * scale:,} tokens over {' '.join(unit)}")
     for item in plan.fit.lengths:
+        if not item.served:
+            lines.append(f"  {item.request_length:>9,}-token requests: {item.limited_by}")
+            continue
         total = f" ({item.requests * scale:,} in total)" if scale > 1 else ""
         lines.append(
             f"  {item.request_length:>9,}-token requests: {item.requests:,} at once{per}{total}, limited by "
@@ -118,8 +125,59 @@ def planner_document(plan: DeploymentPlan) -> dict[str, Any]:
         "max_running_requests": plan.sizes.max_running_requests,
         "final_sizes": plan.sizes.to_dict(),
         "fit": plan.fit.to_dict(),
-        "fixes": [fix.to_dict() for fix in plan.fixes],
+        "fixes": [fix_document(fix, plan.request) for fix in plan.fixes],
+        "sglang_command": None if plan.request is None else sglang_command(plan.request).to_dict(),
     }
+
+
+def fix_document(fix: Fix, req: DeploymentRequest | None) -> dict[str, Any]:
+    """A fix as JSON, with the launch command that applies it."""
+    out = fix.to_dict()
+    out["sglang_command"] = None if req is None else sglang_command(fix.request(req)).to_dict()
+    return out
+
+
+def command_lines(command: SGLangCommand, indent: str = "  ") -> list[str]:
+    """The command on its own line (ready to paste), then what it cannot say."""
+    return [f"{indent}{command.text}", *(f"{indent}# {note}" for note in command.notes)]
+
+
+def run_text(plan: DeploymentPlan) -> list[str]:
+    """``run it``: the launch command that realizes the plan (none for a case-file plan)."""
+    if plan.request is None:
+        return []
+    return [f"run it ({NEWEST_SGLANG.label})", *command_lines(sglang_command(plan.request))]
+
+
+def fix_lines(fix: Fix, req: DeploymentRequest | None, baseline: int | None, indent: str = "    ") -> list[str]:
+    """One ranked fix: what it gives (tokens, longest request), its cost, and its command."""
+    gain = f" (x{fix.capacity_tokens / baseline:.2f})" if baseline else ""
+    whole = "whole context fits" if fix.context_fits else "the whole context still does not fit"
+    note = f"; {fix.note}" if fix.note else ""
+    lines = [f"{indent}{fix.flag:<32} -> {fix.capacity_tokens:,} tokens{gain}, longest request "
+             f"{fix.max_fitting_length:,}: {whole}{note}"]  # fmt: skip
+    if fix.cost:
+        lines.append(f"{indent}    cost: {fix.cost}")
+    if req is not None:
+        command = sglang_command(fix.request(req))
+        lines.append(f"{indent}    run:  {command.text}")
+        lines += [f"{indent}          # {text}" for text in command.notes]
+    return lines
+
+
+def fixes_text(plan: DeploymentPlan, indent: str = "  ") -> list[str]:
+    if not plan.fixes:
+        return []
+    lines = [f"{indent}fixes, each planned again (cheapest first):"]
+    for fix in plan.fixes:
+        lines += fix_lines(fix, plan.request, plan.fit.capacity_tokens, indent + "  ")
+    return lines
+
+
+def brief_text(plan: DeploymentPlan) -> str:
+    """``--brief``: the answer, the command that realizes it, and the ranked fixes when the
+    whole context does not fit."""
+    return "\n".join([*answer_text(plan), *run_text(plan), *fixes_text(plan)])
 
 
 def defaults_text(plan: DeploymentPlan) -> list[str]:
@@ -195,14 +253,7 @@ def fit_text(plan: DeploymentPlan) -> list[str]:
             f"  one request of the model's whole context ({fit.context_len:,} tokens) does NOT fit; "
             f"the longest that fits is {fit.max_fitting_length:,} tokens"
         )
-        if plan.fixes:
-            lines.append("  fixes (each re-planned):")
-        for fix in plan.fixes:
-            note = f"; {fix.note}" if fix.note else ""
-            lines.append(
-                f"    {fix.flag:<32} -> {fix.capacity_tokens:,} tokens, longest request "
-                f"{fix.max_fitting_length:,}{note}"
-            )
+        lines += fixes_text(plan)
     lines.append(f"  SGLang's own limit: max_req_len = min(context_len - 1, capacity - 1) = {fit.sglang_max_req_len:,}")
     return lines
 

@@ -42,6 +42,9 @@ class DeploymentRequest:
     ``dp_replicas`` is SGLang's ``--dp-size`` without attention DP: independent replicas, each
     planned as this one. ``launch_extras`` are further
     :class:`~kvstrategies.planner.launch_defaults.LaunchSettings` fields the user gave.
+    ``ep_size``: SGLang's ``--ep-size`` (routed experts split over ``ep`` ranks, each over
+    ``tp / ep``); ``moe_runner_backend``: ``--moe-runner-backend`` (``None``: SGLang's choice);
+    ``rocm_aiter``: ``SGLANG_USE_AITER=1`` on ROCm, as SGLang's ROCm images set it.
     ``release`` is the SGLang release planned for (``--sglang-version``; a release string such as
     ``"0.5.20"`` is accepted; default the newest supported): its launch defaults and sizing.
     """
@@ -84,6 +87,9 @@ class DeploymentRequest:
     model_description: str | None = None
     dp_replicas: int = 1
     launch_extras: Mapping[str, Any] = field(default_factory=dict)
+    ep_size: int = 1
+    moe_runner_backend: str | None = None
+    rocm_aiter: bool = True
     release: EngineRelease = NEWEST_SGLANG
 
     def __post_init__(self) -> None:
@@ -160,6 +166,9 @@ def validate_request(req: DeploymentRequest) -> None:
     check_opt_int(req.weight_bytes, "--weight-bytes", minimum=0, maximum=2**63 - 1)
     check_opt_int(req.overhead_bytes, "--gpu-overhead", minimum=0, maximum=2**63 - 1)
     check_int(req.dp_replicas, "--dp-size", minimum=1, maximum=MAX_PARALLEL_SIZE)
+    check_int(req.ep_size, "--ep-size", minimum=1, maximum=MAX_PARALLEL_SIZE)
+    if req.moe_runner_backend is not None and not isinstance(req.moe_runner_backend, str):
+        raise KVCacheConfigError(f"--moe-runner-backend must be a backend name, got {req.moe_runner_backend!r:.80}")
     chunk = req.chunked_prefill_size
     if chunk is not None and chunk != -1:
         check_int(chunk, "--chunked-prefill-size", minimum=1, maximum=MAX_SETTING_INT,

@@ -1,14 +1,15 @@
-"""Bytes per parameter from a checkpoint's ``quantization_config``, by kind of tensor group.
+"""Bytes per parameter from a checkpoint's ``quantization_config``, kind by kind and module by module.
 
 :func:`quant_bytes` reads one ``quantization_config`` (``quant_method`` or the ``--quantization``
 override) and says what one quantized parameter of the attention, dense-MLP and routed-expert
-groups costs, scales and zero points included; ``None`` means "left in the model dtype".
-Embeddings, lm_head, routers, norms and biases are never quantized here (every scheme below keeps
-them in 16 bits). Formats (bytes per parameter):
+groups costs, scales and zero points included (``None``: left in the model dtype). Formats
+(bytes per parameter):
 
 * ``fp8`` with ``weight_block_size [b0, b1]``: ``1 + 4 / (b0 * b1)`` (fp32 ``weight_scale_inv``
   per block); per-tensor / per-channel fp8 (``fbgemm_fp8``, ``w8a8_fp8``, ModelOpt FP8):
-  ``1`` (one scale per tensor or row, under a thousandth);
+  ``1`` (one scale per tensor or row, under a thousandth). ``--quantization fp8`` on a 16-bit
+  checkpoint quantizes at load (``Fp8LinearMethod.process_weights_after_loading``: one fp8 value
+  per weight and an fp32 scale per output channel; ``Fp8MoEMethod``: one scale per expert): ``1``;
 * ``mxfp4`` (gpt-oss): routed experts only, ``0.5 + 1/32`` (one E8M0 byte per 32 values);
 * NVFP4 (``modelopt_fp4``, ModelOpt ``quant_algo: NVFP4``, compressed-tensors
   ``nvfp4-pack-quantized``): ``0.5 + 1/16`` (one FP8 scale per 16 values);
@@ -16,16 +17,32 @@ them in 16 bits). Formats (bytes per parameter):
   ``bits/8 + (2 + bits/8) / group`` (packed values, an fp16 scale and a packed zero per group);
   ``group_size: -1`` (per output channel) counts ``bits/8``;
 * compressed-tensors (``config_groups``): integer weights as AWQ/GPTQ above (the zero point only
-  when ``symmetric`` is false), 8-bit floats as fp8, 4-bit floats as NVFP4; a group whose
-  ``targets`` name experts / attention / MLP prices that kind, a ``Linear`` target the rest;
+  when ``symmetric`` is false), 8-bit floats as fp8, 4-bit floats as NVFP4;
 * ``w8a8_int8``: ``1`` (one scale per row).
 
-Modules left unquantized (``modules_to_not_convert``, compressed-tensors ``ignore``, ModelOpt
-``exclude_modules``) put their kind back in the model dtype: attention projections, shared /
-dense MLPs or routed experts. Patterns that name single layers (``model.layers.3.mlp``) cannot be
-priced per layer by a per-kind format: the whole kind is then counted unquantized (an
-over-count, never an under-count) and a note says so. Methods this module cannot price
-(bitsandbytes, GGUF, ...) raise :class:`~kvstrategies.errors.KVCacheConfigError`.
+Which modules a scheme quantizes is decided per module, by the rule of SGLang's own loader for
+that scheme, against the module names SGLang builds (``model.layers.3.self_attn.qkv_proj``,
+``model.layers.3.mlp.experts``; :class:`~kvstrategies.planner.weights.ParamGroup.module`):
+
+* compressed-tensors ``ignore`` and ``targets``: ``re:`` entries are ``re.match`` regexes over
+  the module name, plain entries the name or a dotted suffix of it; a fused layer is ignored
+  when its checkpoint shards are (``q_proj``/``k_proj``/``v_proj`` of ``qkv_proj``), a fused MoE
+  when its ``experts.0.gate_proj`` / ``up_proj`` / ``down_proj`` are
+  (``sglang/srt/layers/quantization/compressed_tensors/utils.py``, ``should_ignore_layer`` and
+  ``find_matched_target``; ``compressed_tensors.py``, ``CompressedTensorsConfig.get_moe_scheme``);
+* ModelOpt ``exclude_modules`` / ``ignore``: glob patterns (``*`` any text) that match the whole
+  module name or one dotted part of it (``modelopt_quant.py``, ``ModelOptQuantConfig.
+  is_layer_excluded``), plus ``is_layer_skipped`` for linear layers. A ModelOpt NVFP4 config with
+  no list at all is priced with ModelOpt's published default export (its default quantizer
+  config leaves ``*lm_head*``, routers and MoE gates unquantized) and the answer says so;
+* fp8 ``ignored_layers`` / ``modules_to_not_convert``: dotted-path matches
+  (``sglang/srt/layers/quantization/utils.py``, ``is_layer_skipped`` / ``_module_path_match``);
+* AWQ ``modules_to_not_convert``: substrings of the module name (``awq/awq.py``,
+  ``is_layer_skipped_awq``).
+
+Embeddings, routers, norms and biases are never quantized; lm_head only by ModelOpt when its list
+leaves it out. Methods this module cannot price (bitsandbytes, GGUF, ...) raise
+:class:`~kvstrategies.errors.KVCacheConfigError`.
 """
 
 from __future__ import annotations
@@ -35,22 +52,52 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import KVCacheConfigError
+from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 
 MXFP4 = 0.5 + 1.0 / 32
 NVFP4 = 0.5 + 1.0 / 16
 KINDS = ("attention", "dense", "expert")
+UNQUANTIZED = -1.0  # a module rule's "left in the model dtype" (weights.UNQUANTIZED)
+
+#: Fused SGLang linears and the checkpoint shards they load (``packed_modules_mapping`` of the
+#: Llama/Qwen-style models; ``_FALLBACK_FUSED_SHARDS`` of ``quantization/utils.py``).
+DEFAULT_FUSED: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("qkv_proj", ("q_proj", "k_proj", "v_proj")),
+    ("gate_up_proj", ("gate_proj", "up_proj")),
+)
+#: DeepSeek-style MLA models map only their fused q_a / kv_a projection
+#: (``DeepseekV2ForCausalLM.__init__`` when ``q_lora_rank`` is set).
+MLA_FUSED: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("fused_qkv_a_proj_with_mqa", ("q_a_proj", "kv_a_proj_with_mqa")),
+)
+#: NVIDIA ModelOpt's default export keeps these quantizers off
+#: (``modelopt/torch/quantization/config.py``, ``_default_disabled_quantizer_cfg``).
+MODELOPT_DEFAULT_EXCLUDES = (
+    "*lm_head*",
+    "*proj_out.*",
+    "*block_sparse_moe.gate*",
+    "*router*",
+    "*mlp.gate.*",
+    "*mlp.shared_expert_gate.*",
+    "*linear_attn.conv1d*",
+    "*mixer.conv1d*",
+    "*output_layer*",
+    "output.*",
+)
+_MODELOPT_FUSED_TAILS = ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj")
 
 
 @dataclass(frozen=True)
 class QuantBytes:
-    """Bytes per parameter of each quantizable kind (``None``: the model dtype), and notes."""
+    """Bytes per parameter of each quantizable kind (``None``: the model dtype), notes, and the
+    per-module rule (``None`` when the scheme quantizes every module of a kind)."""
 
     name: str
     attention: float | None
     dense: float | None
     expert: float | None
     notes: tuple[str, ...] = ()
+    modules: ModuleRules | None = None
 
 
 def _int_group(bits: int, group: int, zero: bool = True) -> float:
@@ -66,33 +113,165 @@ def _fp8(block: Any) -> float:
     return 1.0
 
 
-_ATTN = re.compile(
-    r"self_attn|attention|\battn\b|q_proj|k_proj|v_proj|o_proj|qkv|q_a_proj|q_b_proj|kv_a|kv_b|linear_attn|mixer"
-)
-_ROUTER = re.compile(r"(mlp\.gate|router|e_score_correction_bias|\bgate)\$?$|shared_expert_gate")
-_EXPERT = re.compile(r"experts(?!\w)")
-_DENSE = re.compile(r"shared_expert|\bmlp\b|gate_proj|up_proj|down_proj|dense|feed_forward|ffn")
-_SKIP = re.compile(r"lm_head|embed|norm|visual|vision|audio|mm_projector|multi_modal")
-_LAYER = re.compile(r"layers\.\d+\.")
+# --- module matching --------------------------------------------------------------------------
 
 
-def unquantized_kinds(patterns: Iterable[Any]) -> tuple[set[str], tuple[str, ...]]:
-    """Kinds a ``modules_to_not_convert`` / ``ignore`` list leaves in the model dtype, and notes."""
-    kinds: set[str] = set()
-    notes: list[str] = []
-    for raw in patterns:
-        p = str(raw).removeprefix("re:")
-        if _SKIP.search(p) or _ROUTER.search(p):
-            continue  # embeddings, heads, norms, routers and multimodal parts are unquantized anyway
-        kind = (
-            "attention" if _ATTN.search(p) else "expert" if _EXPERT.search(p) else "dense" if _DENSE.search(p) else None
-        )
-        if kind is None:
-            continue
-        if _LAYER.search(p) and kind not in kinds:
-            notes.append(f"{raw!r} leaves single layers unquantized: all {kind} weights counted unquantized")
-        kinds.add(kind)
-    return kinds, tuple(notes)
+def _regex(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+def ct_name_match(name: str, target: str) -> bool:
+    """compressed-tensors ``check_equal_or_regex_match``: ``re:`` -> ``re.match``; else the name
+    or a dotted suffix of it."""
+    if target.startswith("re:"):
+        compiled = _regex(target[3:])
+        return compiled is not None and compiled.match(name) is not None
+    return target == name or name.endswith("." + target)
+
+
+def _ct_ignored(name: str, ignore: tuple[str, ...], fused: Mapping[str, tuple[str, ...]]) -> bool:
+    """``should_ignore_layer``: a fused layer is ignored when its shards are, all alike."""
+    proj = name.rsplit(".", 1)[-1]
+    if proj in fused and name not in ignore:
+        verdicts = {any(ct_name_match(name.replace(proj, shard), t) for t in ignore) for shard in fused[proj]}
+        if len(verdicts) > 1:
+            raise UnsupportedConfigurationError(
+                f"the compressed-tensors 'ignore' list ignores some but not all of {list(fused[proj])} in {name}; "
+                "SGLang refuses it at weight load (compressed_tensors/utils.py, should_ignore_layer: all shards "
+                "of a fused layer must use the same scheme). List every shard or none of them"
+            )
+        return verdicts.pop()
+    return any(ct_name_match(name, t) for t in ignore)
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """ModelOpt's ``_compile_exclusion_pattern``: ``.`` literal, ``*`` any text."""
+    return re.compile(pattern.replace(".", r"\.").replace("*", r".*"))
+
+
+def module_path_match(ignored: str, prefix: str) -> bool:
+    """``quantization/utils.py`` ``_module_path_match``: equal, a dotted prefix, or a dotted part run."""
+    ignored, prefix = ignored.rstrip("."), prefix.rstrip(".")
+    return ignored == prefix or prefix.startswith(ignored + ".") or ("." + ignored + ".") in ("." + prefix + ".")
+
+
+def is_layer_skipped(prefix: str, ignored: tuple[str, ...], fused: Mapping[str, tuple[str, ...]]) -> bool:
+    """``quantization/utils.py`` ``is_layer_skipped``: shards of a fused layer (the config's
+    mapping, else qkv/gate_up) must agree; an expert module also matches listed expert names."""
+    proj = prefix.rsplit(".", 1)[-1]
+    shards = fused if proj in fused else dict(DEFAULT_FUSED)
+    if proj in shards:
+        verdicts = {any(module_path_match(i, prefix.replace(proj, s)) for i in ignored) for s in shards[proj]}
+        if len(verdicts) > 1:
+            raise UnsupportedConfigurationError(
+                f"the exclusion list skips some but not all shards of {prefix}; SGLang refuses it at weight load "
+                "(sglang/srt/layers/quantization/utils.py, is_layer_skipped: all shards of a fused layer must "
+                "have the same precision). List every shard or none of them"
+            )
+        return verdicts.pop()
+    skipped = any(module_path_match(i, prefix) for i in ignored)
+    if "gate_up_proj" in prefix:
+        gate, up = prefix.replace("gate_up_proj", "gate_proj"), prefix.replace("gate_up_proj", "up_proj")
+        skipped = skipped or (gate in ignored and up in ignored)
+    elif "experts" in prefix:
+        skipped = skipped or any(prefix in i for i in ignored if "experts" in i)
+    return skipped
+
+
+@dataclass(frozen=True)
+class ModuleRules:
+    """Which modules a scheme leaves in the model dtype, and what the rest cost.
+
+    ``rule``: ``compressed-tensors``, ``modelopt``, ``fp8`` or ``awq`` (module doc).
+    ``patterns``: the exclusion list as SGLang normalizes it. ``fused``: the model's fused
+    linears and their shards. ``targets``: compressed-tensors config groups in config order,
+    ``(targets, bytes)``. ``quantized``: bytes of a quantized module per kind.
+    """
+
+    rule: str
+    patterns: tuple[str, ...]
+    fused: tuple[tuple[str, tuple[str, ...]], ...] = DEFAULT_FUSED
+    targets: tuple[tuple[tuple[str, ...], float], ...] = ()
+    quantized: tuple[tuple[str, float], ...] = ()
+
+    def bytes_for(self, module: str, kind: str) -> float | None:
+        """See :class:`~kvstrategies.planner.weights.ModulePricer`."""
+        if not module or kind not in (*KINDS, "lm_head"):
+            return None
+        if self.rule == "compressed-tensors":
+            return self._compressed_tensors(module, kind)
+        if kind == "lm_head" and self.rule != "modelopt":
+            return None  # only ModelOpt quantizes a head its list leaves out
+        if self._skipped(module, kind):
+            return UNQUANTIZED
+        return dict(self.quantized).get("expert" if kind == "lm_head" else kind)
+
+    def _skipped(self, module: str, kind: str) -> bool:
+        fused = dict(self.fused)
+        if self.rule == "awq":
+            return any(p in module for p in self.patterns)
+        if self.rule == "fp8":
+            return is_layer_skipped(module, self.patterns, fused)
+        excluded = self._modelopt_excluded(module)  # ModelOpt
+        return excluded if kind == "expert" else excluded or is_layer_skipped(module, self.patterns, fused)
+
+    def _modelopt_excluded(self, prefix: str) -> bool:
+        """``ModelOptQuantConfig.is_layer_excluded``."""
+        variants = [prefix] + ([prefix.removeprefix("language_model.")] if prefix.startswith("language_model.") else [])
+        for pattern in self.patterns:
+            compiled = _glob(pattern)
+            for name in variants:
+                if compiled.fullmatch(name) or any(compiled.fullmatch(part) for part in name.split(".")):
+                    return True
+            last = pattern.rsplit(".", 1)[-1]
+            if last in _MODELOPT_FUSED_TAILS and any(last in v.rsplit(".", 1)[-1] for v in variants):
+                return True
+        return False
+
+    def _compressed_tensors(self, module: str, kind: str) -> float | None:
+        fused = dict(self.fused)
+        if kind == "expert":
+            names = [f"{module}.0.{p}" for p in ("gate_proj", "up_proj", "down_proj")]
+            ignored = {_ct_ignored(n, self.patterns, fused) for n in names}
+            if len(ignored) > 1:
+                raise UnsupportedConfigurationError(
+                    f"the compressed-tensors 'ignore' list covers some but not all projections of {module}; SGLang "
+                    "refuses it at weight load (compressed_tensors.py, CompressedTensorsConfig.get_moe_scheme: all "
+                    "MoE projections need the same quantization scheme)"
+                )
+            if ignored.pop():
+                return UNQUANTIZED
+            return self._target(names[0], moe=True)
+        if _ct_ignored(module, self.patterns, fused):
+            return UNQUANTIZED
+        if kind == "lm_head":  # quantized only when a target names the head (get_lm_head_scheme)
+            return next((per for targets, per in self.targets if any(ct_name_match(module, t) for t in targets)), None)
+        return self._target(module, moe=False)
+
+    def _target(self, name: str, *, moe: bool) -> float | None:
+        """``find_matched_target``: a name match first, then the layer class (``Linear`` /
+        ``FusedMoE``, contained in the class name), else the kind's default."""
+        def named(layer: str, t: str) -> bool:
+            return ct_name_match(layer, t) if t.startswith("re:") else t == layer
+
+        for targets, per in self.targets:
+            if any(named(name, t) for t in targets):
+                return per
+        for targets, per in self.targets:  # the layer class: "Linear" in QKVParallelLinear, FusedMoE
+            if any(t.lower() in ("linear", "fusedmoe" if moe else "linear") for t in targets):
+                return per
+        proj = name.rsplit(".", 1)[-1]
+        shards = dict(self.fused).get(proj, ())
+        for targets, per in self.targets:  # _match_fused_layer: every shard named by the group
+            if shards and all(any(named(name.replace(proj, s), t) for t in targets) for s in shards):
+                return per
+        return None
+
+
+# --- schemes ---------------------------------------------------------------------------------
 
 
 def _method(qcfg: Mapping[str, Any], override: str | None) -> str:
@@ -100,29 +279,86 @@ def _method(qcfg: Mapping[str, Any], override: str | None) -> str:
     return method.lower().replace("-", "_")
 
 
-def quant_bytes(qcfg: Mapping[str, Any], *, override: str | None = None, expert_dtype: str = "") -> QuantBytes:
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else ()
+
+
+def quant_bytes(
+    qcfg: Mapping[str, Any],
+    *,
+    override: str | None = None,
+    expert_dtype: str = "",
+    fused: tuple[tuple[str, tuple[str, ...]], ...] = DEFAULT_FUSED,
+) -> QuantBytes:
     """What one parameter of each quantizable kind costs under ``qcfg`` (see the module doc).
 
     ``override`` (``fp8``, ``mxfp4``, ``nvfp4``, ``w4a16``) replaces the checkpoint's scheme and
-    ignores its lists; ``expert_dtype: fp4`` (DeepSeek-V4) stores routed experts as MXFP4.
+    ignores its lists, unless it names the checkpoint's own method (``--quantization fp8`` on an
+    FP8 checkpoint loads it as stored); ``expert_dtype: fp4`` (DeepSeek-V4) stores routed experts
+    as MXFP4. ``fused``: the model's fused linears (:data:`DEFAULT_FUSED`, :data:`MLA_FUSED`).
     """
+    if override is not None and _method(qcfg, None) == _method({}, override):
+        override = None  # the checkpoint already is in that format
     q: Mapping[str, Any] = {} if override is not None else qcfg
     method = _method(qcfg, override)
-    skip_patterns = [
-        *(q.get("modules_to_not_convert") or ()),
-        *(q.get("ignore") or ()),
-        *(q.get("exclude_modules") or ()),
-    ]
-    skipped, notes = unquantized_kinds(skip_patterns)
-    result = _scheme(method, q, expert_dtype)
-    values = {k: (None if k in skipped else getattr(result, k)) for k in KINDS}
-    return QuantBytes(result.name, values["attention"], values["dense"], values["expert"], result.notes + notes)
+    result = _scheme(method, q, expert_dtype, online=override is not None, fused=fused)
+    if method == "compressed_tensors":
+        return result
+    rules, notes = _exclusions(method, q, result, fused)
+    return QuantBytes(result.name, result.attention, result.dense, result.expert, result.notes + notes, rules)
 
 
-def _scheme(method: str, q: Mapping[str, Any], expert_dtype: str) -> QuantBytes:
+def _exclusions(
+    method: str, q: Mapping[str, Any], result: QuantBytes, fused: tuple[tuple[str, tuple[str, ...]], ...]
+) -> tuple[ModuleRules | None, tuple[str, ...]]:
+    """The per-module rule of a non-compressed-tensors scheme, and what the answer must say."""
+    quantized = tuple((k, v) for k, v in (("attention", result.attention), ("dense", result.dense),
+                                          ("expert", result.expert)) if v is not None)  # fmt: skip
+    if _is_modelopt(method, q):
+        listed = next((q[k] for k in ("exclude_modules", "ignore", "modules_to_not_convert") if k in q), None)
+        patterns = _strings(listed)
+        notes: tuple[str, ...] = ()
+        if listed is None:
+            patterns = MODELOPT_DEFAULT_EXCLUDES
+            notes = (
+                "the ModelOpt quantization config lists no exclude_modules: priced with ModelOpt's default export "
+                "(lm_head, routers and MoE gates unquantized, every other linear quantized)",
+            )
+        expanded = tuple(dict.fromkeys(v for p in patterns for v in (p, p.removeprefix("language_model."))))
+        if result.name == "nvfp4":
+            quantized += (("lm_head", NVFP4),)
+        return ModuleRules("modelopt", expanded, fused, quantized=quantized), notes
     if method == "fp8":
-        block = q.get("weight_block_size") if q else [128, 128]
-        per = _fp8(block)
+        listed = _strings(q.get("ignored_layers") or q.get("modules_to_not_convert"))
+        config_fused = q.get("packed_modules_mapping")
+        mapping = (
+            tuple((str(k), _strings(v)) for k, v in config_fused.items()) if isinstance(config_fused, Mapping) else ()
+        )
+        # Fp8Config.from_config keeps both the "model." and the bare spelling of every entry
+        patterns = tuple(v for p in listed for v in (p.removeprefix("model."), "model." + p.removeprefix("model.")))
+        return (ModuleRules("fp8", patterns, mapping, quantized=quantized) if patterns else None), ()
+    if method in ("awq", "awq_marlin"):
+        listed = _strings(q.get("modules_to_not_convert"))
+        return (ModuleRules("awq", listed, fused, quantized=quantized) if listed else None), ()
+    return None, ()
+
+
+def _is_modelopt(method: str, q: Mapping[str, Any]) -> bool:
+    return method in ("modelopt", "modelopt_fp4", "modelopt_fp8") or "quant_algo" in q
+
+
+def _scheme(
+    method: str,
+    q: Mapping[str, Any],
+    expert_dtype: str,
+    *,
+    online: bool = False,
+    fused: tuple[tuple[str, tuple[str, ...]], ...] = DEFAULT_FUSED,
+) -> QuantBytes:
+    if method == "fp8":
+        if online:  # Fp8Config(is_checkpoint_fp8_serialized=False): quantized at load, per channel
+            return QuantBytes("fp8 (quantized at load)", 1.0, 1.0, 1.0)
+        per = _fp8(q.get("weight_block_size"))
         expert = MXFP4 if expert_dtype.lower() == "fp4" else per
         label = "fp8" + ("-block" if per != 1.0 else "") + ("+fp4-experts" if expert != per else "")
         return QuantBytes(label, per, per, expert)
@@ -148,7 +384,7 @@ def _scheme(method: str, q: Mapping[str, Any], expert_dtype: str) -> QuantBytes:
         notes = ("GPTQ 'dynamic' per-module overrides are not priced",) if q.get("dynamic") else ()
         return QuantBytes(f"int{bits}-g{group}", per, per, per, notes)
     if method == "compressed_tensors":
-        return _compressed_tensors(q)
+        return _compressed_tensors(q, fused)
     raise KVCacheConfigError(
         f"unsupported quantization {method!r} for the weight estimate; pass a checkpoint folder (its safetensors "
         "headers give exact bytes), --weight-bytes, or --weight-quantization one of none, fp8, mxfp4, nvfp4, w4a16"
@@ -174,39 +410,42 @@ def _ct_group_bytes(weights: Mapping[str, Any], fmt: str) -> tuple[str, float]:
     )
 
 
-def _ct_kinds(targets: Iterable[Any]) -> set[str]:
+_EXPERT_TARGET = re.compile(r"experts(?!\w)")
+_ATTN_TARGET = re.compile(r"self_attn|attention|\battn\b|q_proj|k_proj|v_proj|o_proj|qkv|linear_attn|mixer")
+_DENSE_TARGET = re.compile(r"shared_expert|\bmlp\b|gate_proj|up_proj|down_proj|feed_forward|ffn")
+
+
+def _ct_kinds(targets: Iterable[str]) -> set[str]:
+    """The kinds a group's targets name (for the per-kind summary; modules are priced exactly)."""
     kinds: set[str] = set()
     for raw in targets:
-        t = str(raw).removeprefix("re:")
-        if t == "Linear":
+        t = raw.removeprefix("re:")
+        if t.lower() in ("linear", "fusedmoe"):
             return set(KINDS)
-        for kind, pattern in (("expert", _EXPERT), ("attention", _ATTN), ("dense", _DENSE)):
-            if pattern.search(t) and not (kind == "dense" and _EXPERT.search(t)):
+        for kind, pattern in (("expert", _EXPERT_TARGET), ("attention", _ATTN_TARGET), ("dense", _DENSE_TARGET)):
+            if pattern.search(t) and not (kind == "dense" and _EXPERT_TARGET.search(t)):
                 kinds.add(kind)
     return kinds
 
 
-def _compressed_tensors(q: Mapping[str, Any]) -> QuantBytes:
+def _compressed_tensors(q: Mapping[str, Any], fused: tuple[tuple[str, tuple[str, ...]], ...]) -> QuantBytes:
     groups = q.get("config_groups") or {}
     if not isinstance(groups, Mapping) or not groups:
         raise KVCacheConfigError("compressed-tensors quantization_config has no config_groups; give --weight-bytes")
     fmt = str(q.get("format", ""))
     per_kind: dict[str, float] = {}
     names: list[str] = []
-    generic: tuple[str, float] | None = None
+    targets: list[tuple[tuple[str, ...], float]] = []
     for group in groups.values():
         weights = group.get("weights") if isinstance(group, Mapping) else None
         if not isinstance(weights, Mapping):
             continue  # activation-only groups do not change weight bytes
         name, per = _ct_group_bytes(weights, fmt)
         names.append(name)
-        kinds = _ct_kinds(group.get("targets") or ("Linear",))
-        if kinds == set(KINDS):
-            generic = (name, per)
-        for kind in kinds:
+        group_targets = _strings(group.get("targets")) or ("Linear",)
+        targets.append((group_targets, per))
+        for kind in _ct_kinds(group_targets):
             per_kind.setdefault(kind, per)
-    if generic is not None:
-        for kind in KINDS:
-            per_kind.setdefault(kind, generic[1])
     label = "compressed-tensors " + "+".join(dict.fromkeys(names))
-    return QuantBytes(label, per_kind.get("attention"), per_kind.get("dense"), per_kind.get("expert"))
+    rules = ModuleRules("compressed-tensors", _strings(q.get("ignore")), fused, tuple(targets))
+    return QuantBytes(label, per_kind.get("attention"), per_kind.get("dense"), per_kind.get("expert"), (), rules)

@@ -38,15 +38,16 @@ first stage, final norm + lm_head on the last.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..models.architectures import Attention, LinearAttention, any_row, model_type_row
+from ..models.architectures import Attention, LinearAttention, any_row, model_type_row, rows_for
 from ..models.hf import as_int
 from ..validate import MAX_LAYERS, TrackedConfig, reading_config
 
@@ -65,12 +66,20 @@ class ParamKind(enum.Enum):
 
 @dataclass(frozen=True)
 class ParamGroup:
-    """``count`` parameters of one kind; ``tp_units`` = size of the TP-sharded dim (0 = replicated)."""
+    """``count`` parameters of one kind; ``tp_units`` = size of the TP-sharded dim (0 = replicated).
+
+    ``module``: the SGLang module prefix the group's weights live in (``model.layers.3.self_attn.
+    qkv_proj``, ``model.layers.3.mlp.experts``, ``lm_head``), the name quantization exclusion lists
+    are matched against; empty for norms and other groups no list can name.
+    ``fixed_bytes``: bytes per parameter whatever the format (a float32 router).
+    """
 
     name: str
     count: int
     kind: ParamKind
     tp_units: int = 0
+    module: str = ""
+    fixed_bytes: float | None = None
 
     def per_rank(self, tp: int) -> float:
         """Parameters one TP rank holds: ``count / units * max(1, units // tp)``."""
@@ -85,14 +94,19 @@ _Groups = tuple[ParamGroup, ...]
 
 @dataclass(frozen=True)
 class WeightFormat:
-    """Bytes per parameter by :class:`ParamKind`; ``name`` says which scheme was read."""
+    """Bytes per parameter by :class:`ParamKind`; ``name`` says which scheme was read.
+
+    ``modules`` prices one module at a time where the scheme names modules (exclusion lists,
+    compressed-tensors targets): :meth:`bytes_for` asks it first.
+    """
 
     name: str
     base_bytes: float  # embeddings, lm_head, routers, small tensors (the model dtype)
     attention_bytes: float
     dense_bytes: float
     expert_bytes: float
-    notes: tuple[str, ...] = ()  # what the estimate could only bound (counted on the safe side)
+    notes: tuple[str, ...] = ()  # what the answer must say about the pricing
+    modules: ModulePricer | None = None
 
     def bytes_per_param(self, kind: ParamKind) -> float:
         if kind is ParamKind.ATTENTION:
@@ -102,6 +116,28 @@ class WeightFormat:
         if kind is ParamKind.EXPERT:
             return self.expert_bytes
         return self.base_bytes
+
+    def bytes_for(self, group: ParamGroup) -> float:
+        """Bytes per parameter of ``group``: its fixed dtype, else the module rule, else its kind."""
+        if group.fixed_bytes is not None:
+            return group.fixed_bytes
+        if self.modules is not None:
+            priced = self.modules.bytes_for(group.module, group.kind.value)
+            if priced is not None:
+                return self.base_bytes if priced == UNQUANTIZED else priced
+        return self.bytes_per_param(group.kind)
+
+
+class ModulePricer(Protocol):
+    """Per-module pricing of a quantization scheme (:mod:`kvstrategies.planner.weight_quant`)."""
+
+    def bytes_for(self, module: str, kind: str) -> float | None:
+        """Bytes per parameter of ``module`` (a :class:`ParamKind` value ``kind``): a figure,
+        :data:`UNQUANTIZED` (the model dtype), or ``None`` to fall back to the kind's default."""
+        ...
+
+
+UNQUANTIZED = -1.0  # ModulePricer's "left in the model dtype"
 
 
 QUANTIZATIONS = ("none", "fp8", "mxfp4", "nvfp4", "w4a16")
@@ -142,14 +178,15 @@ def weight_format_from_config(
     method = quantization if quantization is not None else str(qcfg.get("quant_method") or "none")
     if method.lower() == "none":
         return WeightFormat(f"{_dtype_label(base)}", base, base, base, base)
-    from .weight_quant import quant_bytes  # per-scheme bytes, scales and unquantized modules
+    from .weight_quant import DEFAULT_FUSED, MLA_FUSED, quant_bytes  # per-scheme bytes and module rules
 
-    q = quant_bytes(qcfg, override=quantization, expert_dtype=str(t.get("expert_dtype", "")))
+    fused = MLA_FUSED if _is_mla(t) else DEFAULT_FUSED  # the model's packed_modules_mapping
+    q = quant_bytes(qcfg, override=quantization, expert_dtype=str(t.get("expert_dtype", "")), fused=fused)
 
     def pick(value: float | None) -> float:
         return base if value is None else value
 
-    return WeightFormat(q.name, base, pick(q.attention), pick(q.dense), pick(q.expert), q.notes)
+    return WeightFormat(q.name, base, pick(q.attention), pick(q.dense), pick(q.expert), q.notes, q.modules)
 
 
 def _dtype_label(nbytes: float) -> str:
@@ -209,8 +246,7 @@ class WeightEstimate:
         (``sglang/srt/layers/vocab_parallel_embedding.py``, ``is_dp_attention_enabled``)."""
         a_tp = tp if attn_tp is None else attn_tp
         return sum(
-            g.per_rank(a_tp if g.kind in (ParamKind.ATTENTION, ParamKind.EMBEDDING) else tp)
-            * self.fmt.bytes_per_param(g.kind)
+            g.per_rank(a_tp if g.kind in (ParamKind.ATTENTION, ParamKind.EMBEDDING) else tp) * self.fmt.bytes_for(g)
             for g in groups
         )
 
@@ -278,12 +314,12 @@ def _estimate_weights(
     layers = tuple(_layer(t, i) for i in range(n))
     return WeightEstimate(
         model_type=str(t.get("model_type", "")),
-        embedding=(ParamGroup("embed_tokens", vocab * h, ParamKind.EMBEDDING, vocab),),
+        embedding=(ParamGroup("embed_tokens", vocab * h, ParamKind.EMBEDDING, vocab, "model.embed_tokens"),),
         layers=layers,
         head=(
             ParamGroup("norm", norm, ParamKind.SMALL),
             *hc,
-            ParamGroup("lm_head", vocab * h, ParamKind.LM_HEAD, vocab),
+            ParamGroup("lm_head", vocab * h, ParamKind.LM_HEAD, vocab, "lm_head"),
         ),
         mtp=_mtp(t, h, vocab, n),
         tied=tied,
@@ -368,7 +404,9 @@ def _ffn(t: Mapping[str, Any], i: int) -> str:
     return "moe" if _is_moe_layer(t, i) else "dense"
 
 
-def _layer(t: Mapping[str, Any], i: int) -> _Groups:
+def _layer(t: Mapping[str, Any], i: int, index: int | None = None) -> _Groups:
+    """The groups of decoder layer ``i``, their modules named ``model.layers.{index}.*``
+    (``index`` defaults to ``i``; an MTP layer built like layer ``i`` passes its own)."""
     h = int(t["hidden_size"])
     mixer, ffn = _mixer(t, i), _ffn(t, i)
     groups: list[ParamGroup] = [ParamGroup("layer_norms", _layer_norms(t, h), ParamKind.SMALL)]
@@ -390,9 +428,12 @@ def _layer(t: Mapping[str, Any], i: int) -> _Groups:
         groups += _attention(t) + _mamba2(t)
     if ffn == "moe":
         groups += _moe(t)
+        if t.get("residual_moe"):  # Grok: a dense MLP beside the experts in every layer
+            groups += _dense_mlp(t, i)
     elif ffn == "dense":
         groups += _dense_mlp(t, i)
-    return tuple(g for g in groups if g.count)
+    prefix = f"model.layers.{i if index is None else index}."
+    return tuple(dataclasses.replace(g, module=prefix + g.module) if g.module else g for g in groups if g.count)
 
 
 def _layer_norms(t: Mapping[str, Any], h: int) -> int:
@@ -413,9 +454,9 @@ def _attention(t: Mapping[str, Any], *, swa: bool = False) -> list[ParamGroup]:
     bias = bool(t.get("attention_bias")) or conventions.qkv_bias or bool(t.get("bias"))
     o_bias = bias and conventions.o_proj_bias
     groups = [
-        ParamGroup("q_proj", h * nh * hd * gate, ParamKind.ATTENTION, nh),
-        ParamGroup("kv_proj", h * nkv * (hd + vd), ParamKind.ATTENTION, nkv),
-        ParamGroup("o_proj", nh * vd * h, ParamKind.ATTENTION, nh),
+        ParamGroup("q_proj", h * nh * hd * gate, ParamKind.ATTENTION, nh, "self_attn.qkv_proj"),
+        ParamGroup("kv_proj", h * nkv * (hd + vd), ParamKind.ATTENTION, nkv, "self_attn.qkv_proj"),
+        ParamGroup("o_proj", nh * vd * h, ParamKind.ATTENTION, nh, "self_attn.o_proj"),
     ]
     if bias:
         groups.append(ParamGroup("qkv_bias", nh * hd * gate + nkv * (hd + vd), ParamKind.SMALL, nh))
@@ -444,25 +485,30 @@ def _mla(t: Mapping[str, Any]) -> list[ParamGroup]:
     h, nh = int(t["hidden_size"]), int(t["num_attention_heads"])
     nope, rope, vd = int(t["qk_nope_head_dim"]), int(t["qk_rope_head_dim"]), int(t["v_head_dim"])
     kvr, qr = int(t["kv_lora_rank"]), t.get("q_lora_rank")
+    # SGLang fuses q_a_proj and kv_a_proj_with_mqa into one replicated linear when q_lora_rank
+    # is set (DeepseekV2AttentionMLA.fused_qkv_a_proj_with_mqa)
+    kv_a = "self_attn.fused_qkv_a_proj_with_mqa" if qr else "self_attn.kv_a_proj_with_mqa"
     groups: list[ParamGroup] = []
     if qr:
         groups += [
-            ParamGroup("q_a_proj", h * int(qr), ParamKind.ATTENTION),
+            ParamGroup("q_a_proj", h * int(qr), ParamKind.ATTENTION, 0, kv_a),
             ParamGroup("q_a_norm", int(qr), ParamKind.SMALL),
-            ParamGroup("q_b_proj", int(qr) * nh * (nope + rope), ParamKind.ATTENTION, nh),
+            ParamGroup("q_b_proj", int(qr) * nh * (nope + rope), ParamKind.ATTENTION, nh, "self_attn.q_b_proj"),
         ]
     else:
-        groups.append(ParamGroup("q_proj", h * nh * (nope + rope), ParamKind.ATTENTION, nh))
+        groups.append(ParamGroup("q_proj", h * nh * (nope + rope), ParamKind.ATTENTION, nh, "self_attn.q_proj"))
     groups += [
-        ParamGroup("kv_a_proj", h * (kvr + rope), ParamKind.ATTENTION),
+        ParamGroup("kv_a_proj", h * (kvr + rope), ParamKind.ATTENTION, 0, kv_a),
         ParamGroup("kv_a_norm", kvr, ParamKind.SMALL),
-        ParamGroup("kv_b_proj", kvr * nh * (nope + vd), ParamKind.ATTENTION, nh),
-        ParamGroup("o_proj", nh * vd * h, ParamKind.ATTENTION, nh),
+        ParamGroup("kv_b_proj", kvr * nh * (nope + vd), ParamKind.ATTENTION, nh, "self_attn.kv_b_proj"),
+        ParamGroup("o_proj", nh * vd * h, ParamKind.ATTENTION, nh, "self_attn.o_proj"),
     ]
     if t.get("index_topk") is not None and qr:  # DSA lightning indexer (replicated)
         inh, ihd = int(t["index_n_heads"]), int(t["index_head_dim"])
         groups += [
-            ParamGroup("indexer", int(qr) * inh * ihd + h * ihd + h * inh, ParamKind.ATTENTION),
+            ParamGroup(
+                "indexer", int(qr) * inh * ihd + h * ihd + h * inh, ParamKind.ATTENTION, 0, "self_attn.indexer"
+            ),
             ParamGroup("indexer_k_norm", 2 * ihd, ParamKind.SMALL),
         ]
     return groups
@@ -518,9 +564,9 @@ def _gdn(t: Mapping[str, Any]) -> list[ParamGroup]:
     nv, dv = int(t["linear_num_value_heads"]), int(t["linear_value_head_dim"])
     conv = (2 * nk * dk + nv * dv) * int(t.get("linear_conv_kernel_dim", 4))
     return [
-        ParamGroup("in_proj", h * (2 * nk * dk + 2 * nv * dv + 2 * nv), ParamKind.ATTENTION, nv),
+        ParamGroup("in_proj", h * (2 * nk * dk + 2 * nv * dv + 2 * nv), ParamKind.ATTENTION, nv, "linear_attn.in_proj"),
         ParamGroup("conv_A_dt_norm", conv + 2 * nv + dv, ParamKind.SMALL, nv),
-        ParamGroup("out_proj", nv * dv * h, ParamKind.ATTENTION, nv),
+        ParamGroup("out_proj", nv * dv * h, ParamKind.ATTENTION, nv, "linear_attn.out_proj"),
     ]
 
 
@@ -530,10 +576,10 @@ def _kda(t: Mapping[str, Any]) -> list[ParamGroup]:
     nh, hd, k = int(lac["num_heads"]), int(lac["head_dim"]), int(lac.get("short_conv_kernel_size", 4))
     inner = nh * hd
     return [
-        ParamGroup("qkv_proj", 3 * h * inner, ParamKind.ATTENTION, nh),
-        ParamGroup("gates", 2 * (h * hd + hd * inner) + h * nh, ParamKind.ATTENTION, nh),
+        ParamGroup("qkv_proj", 3 * h * inner, ParamKind.ATTENTION, nh, "self_attn.qkv_proj"),
+        ParamGroup("gates", 2 * (h * hd + hd * inner) + h * nh, ParamKind.ATTENTION, nh, "self_attn.gates"),
         ParamGroup("conv_A_dt_norm", 3 * inner * k + nh + inner + hd, ParamKind.SMALL, nh),
-        ParamGroup("o_proj", inner * h, ParamKind.ATTENTION, nh),
+        ParamGroup("o_proj", inner * h, ParamKind.ATTENTION, nh, "self_attn.o_proj"),
     ]
 
 
@@ -550,9 +596,9 @@ def _mamba2(t: Mapping[str, Any]) -> list[ParamGroup]:
     conv_bias = conv_dim if t.get("use_conv_bias", t.get("mamba_conv_bias", True)) else 0
     norm = inner if t.get("mamba_rms_norm", True) else 0
     return [
-        ParamGroup("in_proj", h * (2 * inner + 2 * ng * ds + heads), ParamKind.ATTENTION, heads),
+        ParamGroup("in_proj", h * (2 * inner + 2 * ng * ds + heads), ParamKind.ATTENTION, heads, "mixer.in_proj"),
         ParamGroup("conv_A_D_dt_norm", conv_dim * kernel + conv_bias + 3 * heads + norm, ParamKind.SMALL, heads),
-        ParamGroup("out_proj", inner * h, ParamKind.ATTENTION, heads),
+        ParamGroup("out_proj", inner * h, ParamKind.ATTENTION, heads, "mixer.out_proj"),
     ]
 
 
@@ -564,10 +610,10 @@ def _mamba1(t: Mapping[str, Any]) -> list[ParamGroup]:
     rank = int(t.get("mamba_dt_rank") or math.ceil(h / 16))
     small = inner * k + inner + inner + inner * ds + inner + rank + 2 * ds
     return [
-        ParamGroup("in_proj", h * 2 * inner, ParamKind.ATTENTION, inner),
-        ParamGroup("x_dt_proj", inner * (rank + 2 * ds) + rank * inner, ParamKind.ATTENTION, inner),
+        ParamGroup("in_proj", h * 2 * inner, ParamKind.ATTENTION, inner, "mamba.in_proj"),
+        ParamGroup("x_dt_proj", inner * (rank + 2 * ds) + rank * inner, ParamKind.ATTENTION, inner, "mamba.x_proj"),
         ParamGroup("conv_A_D_norms", small, ParamKind.SMALL, inner),
-        ParamGroup("out_proj", inner * h, ParamKind.ATTENTION, inner),
+        ParamGroup("out_proj", inner * h, ParamKind.ATTENTION, inner, "mamba.out_proj"),
     ]
 
 
@@ -580,8 +626,17 @@ def _dense_mlp(t: Mapping[str, Any], i: int) -> list[ParamGroup]:
     h = int(t["hidden_size"])
     size = t.get("intermediate_size_mlp") or t.get("ffn_hidden_size") or t.get("intermediate_size")
     inter = int(size) if size else 4 * h  # Falcon-7B: 4h, no gate
-    mats = 3 if _gated(t) else 2
-    return [ParamGroup("mlp", mats * h * inter, ParamKind.DENSE, inter)]
+    return _mlp_pair(t, "mlp", "mlp", h, inter)
+
+
+def _mlp_pair(t: Mapping[str, Any], name: str, module: str, h: int, inter: int, copies: int = 1) -> list[ParamGroup]:
+    """A (gated) MLP as SGLang builds it: ``{module}.gate_up_proj`` (column-parallel, ``2 h I``
+    or ``h I`` ungated) and ``{module}.down_proj`` (row-parallel, ``h I``), split over ``I``."""
+    up = 2 if _gated(t) else 1
+    return [
+        ParamGroup(f"{name}.gate_up_proj", copies * up * h * inter, ParamKind.DENSE, inter, f"{module}.gate_up_proj"),
+        ParamGroup(f"{name}.down_proj", copies * h * inter, ParamKind.DENSE, inter, f"{module}.down_proj"),
+    ]
 
 
 def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
@@ -589,25 +644,28 @@ def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
     h, e = int(t["hidden_size"]), _num_experts(t)
     im = int(t.get("moe_intermediate_size") or t["intermediate_size"])
     conventions = model_type_row(t.get("model_type", ""))
-    groups = [ParamGroup("experts", e * 3 * h * im, ParamKind.EXPERT, e * im)]
+    block = next((row.moe_block for row in rows_for(_arch(t))), "mlp")
+    groups = [ParamGroup("experts", e * 3 * h * im, ParamKind.EXPERT, e * im, f"{block}.experts")]
     router = h * e
     if conventions.moe_expert_bias:
         groups.append(ParamGroup("expert_bias", e * (2 * im + h), ParamKind.SMALL, e))
         router += e
     elif t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias") or conventions.moe_router_bias:
-        router += e  # e_score_correction_bias
-    groups.append(ParamGroup("router", router, ParamKind.ROUTER))
+        # e_score_correction_bias: float32 (deepseek_v2.MoEGate, minimax_m2.MiniMaxM2MoE, glm4_moe.Glm4MoeGate)
+        groups.append(ParamGroup("e_score_correction_bias", e, ParamKind.ROUTER, 0, "", 4.0))
+    fp32 = 4.0 if any_row(_arch(t), lambda r: r.router_fp32) else None
+    groups.append(ParamGroup("router", router, ParamKind.ROUTER, 0, f"{block}.gate", fp32))
     n_shared = int(t.get("n_shared_experts") or t.get("num_shared_experts") or 0)
     shared_size = int(t.get("shared_expert_intermediate_size") or 0)
     if n_shared:
-        groups.append(ParamGroup("shared_experts", n_shared * 3 * h * im, ParamKind.DENSE, im))
+        groups += _mlp_pair(t, "shared_experts", f"{block}.shared_experts", h, im, n_shared)
     elif shared_size:
         groups += [
-            ParamGroup("shared_expert", 3 * h * shared_size, ParamKind.DENSE, shared_size),
-            ParamGroup("shared_expert_gate", h, ParamKind.ROUTER),
+            *_mlp_pair(t, "shared_expert", f"{block}.shared_expert", h, shared_size),
+            ParamGroup("shared_expert_gate", h, ParamKind.ROUTER, 0, f"{block}.shared_expert_gate"),
         ]
     elif conventions.moe_shared_expert:
-        groups.append(ParamGroup("shared_expert", 3 * h * im, ParamKind.DENSE, im))
+        groups += _mlp_pair(t, "shared_expert", f"{block}.shared_expert", h, im)
     return groups
 
 
@@ -627,17 +685,48 @@ def _mtp(t: Mapping[str, Any], h: int, vocab: int, n: int) -> _Groups:
     while _mixer(t, last) not in ("attention", "mla") and last > 0 and not _is_dsv4(t):
         last -= 1
     for j in range(count):
-        groups += _layer(t, last if not _is_dsv4(t) else n + j)
+        groups += _layer(t, last if not _is_dsv4(t) else n + j, n + j)  # the checkpoint's layers.{n + j}
         groups += [
             ParamGroup("mtp_norms", 3 * h, ParamKind.SMALL),
-            ParamGroup("eh_proj", 2 * h * h, ParamKind.DENSE),
+            ParamGroup("eh_proj", 2 * h * h, ParamKind.DENSE, 0, f"model.layers.{n + j}.eh_proj"),
         ]
         if nextn and not _is_dsv4(t):
+            at = f"model.layers.{n + j}"
             groups += [
-                ParamGroup("mtp_embed_tokens", vocab * h, ParamKind.EMBEDDING, vocab),
-                ParamGroup("mtp_shared_head", vocab * h, ParamKind.LM_HEAD, vocab),
+                ParamGroup("mtp_embed_tokens", vocab * h, ParamKind.EMBEDDING, vocab, f"{at}.embed_tokens"),
+                ParamGroup("mtp_shared_head", vocab * h, ParamKind.LM_HEAD, vocab, f"{at}.shared_head.head"),
             ]
     return tuple(groups)
+
+
+def moonvit_groups(cfg: Mapping[str, Any]) -> _Groups:
+    """Kimi-K2.5's MoonViT tower and patch-merger projector, group by group (empty for other towers).
+
+    SGLang builds (``sglang/srt/models/kimi_k25.py``): per encoder block a ``VisionAttention``
+    whose ``wqkv`` (``3 h x h`` + bias) and ``wo`` (``h x h``, replicated bias) split over the
+    attention-TP group by heads, an ``MLP2`` of two plain ``nn.Linear`` (``i x h`` + bias, ``h x i``
+    + bias: replicated) and two LayerNorms; the patch embedding (``h x 3 x p x p`` + bias), the
+    fixed position table (``init_pos_emb_height x init_pos_emb_width x h``) and a final LayerNorm;
+    the ``K2VLMultiModalProjector``: a LayerNorm and two ``ReplicatedLinear`` of
+    ``(h m^2)^2 + h m^2`` and ``text_hidden x h m^2 + text_hidden`` (``m x m``: ``merge_kernel_size``).
+    All in the model dtype: the tower gets no quantization config.
+    """
+    v = cfg.get("vision_config")
+    if not isinstance(v, Mapping) or "vt_hidden_size" not in v:
+        return ()
+    h, inter = int(v["vt_hidden_size"]), int(v["vt_intermediate_size"])
+    layers, heads, patch = int(v["vt_num_hidden_layers"]), int(v["vt_num_attention_heads"]), int(v["patch_size"])
+    merge = v.get("merge_kernel_size") or [2, 2]
+    m2 = int(merge[0]) * int(merge[1])
+    text_h = int(v.get("text_hidden_size") or _text(cfg)["hidden_size"])
+    pos = int(v.get("init_pos_emb_height", 64)) * int(v.get("init_pos_emb_width", 64)) * h
+    return (
+        ParamGroup("vision.wqkv", layers * (3 * h * h + 3 * h), ParamKind.SMALL, heads, "vision_tower.wqkv"),
+        ParamGroup("vision.wo", layers * h * h, ParamKind.SMALL, heads, "vision_tower.wo"),
+        ParamGroup("vision.replicated", layers * (2 * h * inter + inter + 2 * h + 4 * h), ParamKind.SMALL),
+        ParamGroup("vision.embeddings", h * 3 * patch * patch + h + pos + 2 * h, ParamKind.SMALL),
+        ParamGroup("mm_projector", 2 * h + (h * m2) ** 2 + h * m2 + text_h * h * m2 + text_h, ParamKind.SMALL),
+    )
 
 
 def vision_tower_params(cfg: Mapping[str, Any]) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
+from ..releases import ReleaseRule, span
 from .basic import mla_layout
 from .layout import BufferRole, BufferSpec, PoolLayout
 
@@ -26,6 +27,19 @@ INDEX_QUANT_BLOCK = 128
 INDEX_HEAD_DIM = 128
 #: the index page size CUDA kernels require
 CUDA_INDEX_PAGE_SIZE = 64
+
+
+#: index keys shared by ``index_kpool`` tokens and spread over the DCP group: the pool's index page
+#: is ``P / index_kpool`` (``/ dcp`` for a replicated draft), a DCP target's index buffer covers the
+#: group's widened space, and sizing prices the indexer ``/ index_kpool`` and ``x dcp``. Before it,
+#: one index row per token page of ``P`` keys, ``index_buf_size = T``, no DCP factor anywhere.
+DSA_INDEX_KPOOL_DCP = ReleaseRule(
+    "dsa-index-kpool-dcp",
+    span("0.5.22"),
+    "DSA index keys: kpool-shared pages, DCP-widened target buffer, indexer cell / kpool x dcp",
+    "sglang.srt.mem_cache.memory_pool.DSATokenToKVPool.__init__; sglang.srt.model_executor.pool_configurator."
+    "DefaultPoolConfigurator.__init__ and _compute_dsa_indexer_cell_size",
+)
 
 
 def index_k_row_bytes(index_head_dim: int) -> int:
@@ -48,9 +62,13 @@ class DSAIndexGeometry:
     index_kpool: int = 1
     dcp_size: int = 1
     dcp_replicated: bool = False
+    #: :data:`DSA_INDEX_KPOOL_DCP` holds (else: one ``P``-key row per page, no DCP widening)
+    kpool_dcp: bool = True
 
     @property
     def index_page_size(self) -> int:
+        if not self.kpool_dcp:
+            return self.page_size
         divisor = self.index_kpool * (self.dcp_size if self.dcp_replicated else 1)
         if self.page_size % divisor:
             raise KVCacheConfigError(
@@ -61,7 +79,7 @@ class DSAIndexGeometry:
 
     @property
     def index_buf_size(self) -> int:
-        if self.dcp_size > 1 and not self.dcp_replicated:
+        if self.kpool_dcp and self.dcp_size > 1 and not self.dcp_replicated:
             return (self.size + self.page_size) * self.dcp_size - self.page_size
         return self.size
 
@@ -78,7 +96,8 @@ class DSAIndexGeometry:
         (SGLang's ``IndexKeyCache._buffer_shape`` / ``_kernel_view``): P 128, DCP 2 -> 128 keys a
         row, viewed as two 64-key pages. Otherwise one row is one index page.
         """
-        return self.page_size // self.index_kpool * index_k_row_bytes(self.index_head_dim)
+        keys = self.page_size // self.index_kpool if self.kpool_dcp else self.page_size
+        return keys * index_k_row_bytes(self.index_head_dim)
 
 
 def validate_index_page_size(index_page_size: int, *, is_hip: bool) -> None:

@@ -22,6 +22,7 @@ import enum
 from collections.abc import Sequence
 
 from ..dtypes import DType
+from ..releases import ReleaseRule, span
 from ..sizing import ceil_align, ceil_div
 from .layout import BufferRole, BufferSpec, PoolLayout
 
@@ -63,6 +64,25 @@ class KVPageLayout(enum.Enum):
         return DType.FLOAT8_E4M3FN if self is KVPageLayout.UNIFORM_FP8 else DType.UINT8
 
 
+#: the c4 indexer pool counts its pages as the KV pool of its ratio does (the allocator reserves
+#: one page at the model-wide page size): ``ceil((size + P) / (P / 4))``; before, its own page
+#: ``p = P / 4``: ``(size + p + 1) // p``
+DSV4_INDEXER_PAGES_AT_GLOBAL_PAGE = ReleaseRule(
+    "dsv4-indexer-pages-at-global-page",
+    span("0.5.22"),
+    "DeepSeek-V4 c4 indexer rows: ceil((size + P) / (P/4)) (before: (size + P/4 + 1) // (P/4))",
+    "sglang.srt.mem_cache.deepseek_v4_memory_pool.DeepSeekV4IndexerPool._create_buffer",
+)
+
+
+def c4_indexer_pages(c4_logical: int, page_size: int, *, at_global_page: bool) -> int:
+    """Rows of one c4 indexer buffer for ``c4_logical`` tokens (:data:`DSV4_INDEXER_PAGES_AT_GLOBAL_PAGE`)."""
+    index_page = page_size // 4
+    if at_global_page:
+        return ceil_div(c4_logical + page_size, index_page)
+    return (c4_logical + index_page + 1) // index_page
+
+
 def compress_state_rows(size: int, ring: int, ratio: int) -> int:
     """Rows of a compression-state buffer: ``ceil_align(size + ring + 1, ratio)`` (last row = sink)."""
     return ceil_align(size + ring + 1, ratio)
@@ -73,8 +93,27 @@ def compress_state_last_dim(ratio: int, head_dim: int) -> int:
     return 2 * (1 + (1 if ratio == 4 else 0)) * head_dim
 
 
-def _paged(name: str, size: int, logical_page: int, physical_page: int, layout: KVPageLayout) -> BufferSpec:
-    pages = ceil_div(size + logical_page, physical_page)
+#: a paged KV buffer counts its pages from the allocator's reserved page at the model-wide page
+#: size: ``ceil((size + P) / p)`` for physical page ``p``; before, ``(size + p + 1) // p``
+DSV4_KV_PAGES_AT_GLOBAL_PAGE = ReleaseRule(
+    "dsv4-kv-pages-at-global-page",
+    span("0.5.21"),
+    "DeepSeek-V4 compressed KV rows: ceil((size + P) / p) (before: (size + p + 1) // p)",
+    "sglang.srt.mem_cache.deepseek_v4_memory_pool.DeepSeekV4SingleKVPool.__init__ (_num_dsv4_physical_kv_pages)",
+)
+
+
+def physical_pages(size: int, logical_page: int, physical_page: int, *, at_global_page: bool) -> int:
+    """Rows of a paged DSV4 buffer of ``size`` tokens (:data:`DSV4_KV_PAGES_AT_GLOBAL_PAGE`)."""
+    if at_global_page:
+        return ceil_div(size + logical_page, physical_page)
+    return (size + physical_page + 1) // physical_page
+
+
+def _paged(
+    name: str, size: int, logical_page: int, physical_page: int, layout: KVPageLayout, *, at_global_page: bool = True
+) -> BufferSpec:
+    pages = physical_pages(size, logical_page, physical_page, at_global_page=at_global_page)
     return BufferSpec(name, (pages, layout.page_bytes(physical_page)), layout.store_dtype)
 
 
@@ -98,6 +137,8 @@ def dsv4_layout(
     c128_state_dtype: DType,
     kv_layout: KVPageLayout = KVPageLayout.V4,
     mapping_length: int | None = None,
+    indexer_pages_at_global_page: bool = True,
+    kv_pages_at_global_page: bool = True,
 ) -> PoolLayout:
     """Every buffer of ``DeepSeekV4TokenToKVPool`` (layouts.md 13.2).
 
@@ -120,14 +161,17 @@ def dsv4_layout(
         for layer in range(len(stage_ratios))
     ]
     buffers += [
-        _paged(f"c4.kv_buffer[{j}]", c4_size, page_size, page_size // 4, kv_layout) for j in range(len(c4_layers))
+        _paged(f"c4.kv_buffer[{j}]", c4_size, page_size, page_size // 4, kv_layout,
+               at_global_page=kv_pages_at_global_page)  # fmt: skip
+        for j in range(len(c4_layers))
     ]
     buffers += [
-        _paged(f"c128.kv_buffer[{j}]", c128_size, page_size, page_size // 128, kv_layout)
+        _paged(f"c128.kv_buffer[{j}]", c128_size, page_size, page_size // 128, kv_layout,
+               at_global_page=kv_pages_at_global_page)  # fmt: skip
         for j in range(len(c128_layers))
     ]
     index_page = page_size // 4
-    index_pages = ceil_div(c4_logical + page_size, index_page)
+    index_pages = c4_indexer_pages(c4_logical, page_size, at_global_page=indexer_pages_at_global_page)
     buffers += [
         BufferSpec(
             f"c4_indexer.index_k_with_scale_buffer[{j}]",

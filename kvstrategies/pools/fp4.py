@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..dtypes import DType, KVRecipe
 from ..errors import KVCacheConfigError
+from ..releases import ReleaseRule, span
 from .layout import BufferRole, BufferSpec, PoolLayout
 
 #: values per block scale (both recipes)
@@ -25,6 +26,28 @@ FP4_BLOCK = 16
 NATIVE_FP4_BACKEND = "trtllm_mha"
 #: the prefill backend that dequantizes FP4 KV into an fp8 workspace first
 DEQUANT_PREFILL_BACKEND = "flashinfer"
+
+#: FP4 KV priced and laid out by the recipe for the resolved attention backends. Before it every
+#: FP4 MHA cell is the fixed formula of :func:`fixed_fp4_cell_bytes` (whatever the recipe), and
+#: nvfp4 always lays out linear block scales and the dequant workspace.
+FP4_RECIPE_BY_BACKEND = ReleaseRule(
+    "fp4-kv-recipe-by-backend",
+    span("0.5.21"),
+    "FP4 KV cell and nvfp4 scale layouts follow the recipe and attention backends (before: one fixed cell, "
+    "nvfp4 always linear scales + fp8 workspace)",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator._compute_cell_size; "
+    "sglang.srt.layers.quantization.fp4_kv_cache_quant_method.get_kv_cache_quant_method",
+)
+
+
+def fixed_fp4_cell_bytes(head_num: int, head_dim: int, v_head_dim: int, layer_num: int) -> int:
+    """The FP4 MHA cell before :data:`FP4_RECIPE_BY_BACKEND` (kv itemsize 1), for either recipe:
+
+    ``H (D + Dv) L // 2 + (H D L 2) // 16 + H D 2``: packed K and V, one scale byte per 16 values
+    of K-width on both sides, and one shared fp8 dequant workspace row of ``H x D`` for K and V.
+    """
+    h, d, n = head_num, head_dim, layer_num
+    return h * (d + v_head_dim) * n // 2 + (h * d * n * 2) // FP4_BLOCK + h * d * 2
 
 
 @dataclass(frozen=True)
@@ -44,11 +67,23 @@ class FP4KVRecipe:
 
     @classmethod
     def configure(
-        cls, recipe: KVRecipe, *, prefill_backend: str | None, decode_backend: str | None, is_sm100: bool
+        cls,
+        recipe: KVRecipe,
+        *,
+        prefill_backend: str | None,
+        decode_backend: str | None,
+        is_sm100: bool,
+        by_backend: bool = True,
     ) -> FP4KVRecipe:
-        """The recipe named by ``kv_cache_dtype`` with the resolved (prefill, decode) backends."""
+        """The recipe named by ``kv_cache_dtype`` with the resolved (prefill, decode) backends.
+
+        ``by_backend`` false (:data:`FP4_RECIPE_BY_BACKEND` not in the release): nvfp4 lays out
+        linear scales and the workspace whatever the backends.
+        """
         if recipe is KVRecipe.FP4_MX_BLOCK16:
             return cls(recipe)
+        if recipe is KVRecipe.NVFP4 and not by_backend:
+            return cls(recipe, linear_scales=True, dequant_workspace=True)
         if recipe is KVRecipe.NVFP4:
             dq = prefill_backend == DEQUANT_PREFILL_BACKEND
             nat = NATIVE_FP4_BACKEND in (prefill_backend, decode_backend)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..context import DisaggregationMode, KVCacheContext, context_len
+from ..context import DisaggregationMode, KVCacheContext, context_len, draft_loc_space_scale
 from ..pools.basic import req_to_token_layout
 from ..pools.binding import pool_binding
 from ..pools.build import KVPools
@@ -99,7 +99,7 @@ class PoolConfigurator(ABC):
         Token counts are multiplied by ``loc_space_scale`` (the DCP size for a draft under DCP:
         it indexes the target allocator's DCP-widened ids); the hybrid counts only for hybrid SWA.
         """
-        scale = self.ctx.parallel.dcp_size if self.ctx.parallel.dcp_size > 1 else 1
+        scale = draft_loc_space_scale(self.ctx)
 
         def scaled(value: int | None) -> int | None:
             return None if value is None else value * scale

@@ -24,6 +24,7 @@ from ..context import (
     DeviceKind,
     DisaggregationMode,
     KVCacheContext,
+    draft_loc_space_scale,
     num_effective_layers,
     num_kv_heads_per_rank,
     stage_layer_range,
@@ -32,13 +33,14 @@ from ..dtypes import DType, KVRecipe
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..mla_dims import calculate_mla_kv_cache_dim
 from ..pools.basic import mha_layout, mla_layout
-from ..pools.dsa import DSAIndexGeometry
+from ..pools.dsa import DSA_INDEX_KPOOL_DCP, DSAIndexGeometry
 from ..pools.dsa import dsa_layout as dsa_pool_layout
-from ..pools.fp4 import FP4KVRecipe, mla_fp4_cell_bytes
+from ..pools.fp4 import FP4_RECIPE_BY_BACKEND, FP4KVRecipe, fixed_fp4_cell_bytes, mla_fp4_cell_bytes
 from ..pools.fp4 import mla_fp4_layout as mla_fp4_pool_layout
 from ..pools.layout import PoolLayout
 from ..pools.minimax import minimax_index_dtype, minimax_sparse_cell_bytes, minimax_sparse_layout
 from ..pools.mxfp8 import mxfp8_layout, mxfp8_scale_cell_bytes
+from ..releases import ReleaseRule, span
 from ..request_math import req_to_token_pre_alloc
 from ..sizing import PoolSizes, align_down, ceil_div, require_positive_tokens
 from .base import PoolConfigurator
@@ -46,6 +48,51 @@ from .checks import reject_fp4, require_fp4_device
 
 #: what a stage with no local attention layer reports when the KV lives on another PP stage
 ZERO_KV_STAGE_TOKENS = 2**63 - 1
+
+
+#: a rank with no attention layer of its own (a PP stage of Mamba layers, an MTP draft of a
+#: linear-attention model) takes a token count instead of dividing by its zero cell
+ZERO_KV_RULE = ReleaseRule(
+    "zero-kv-rule",
+    span("0.5.17"),
+    "a zero-cell rank gets max_total_tokens or the context (2**63 - 1 when the KV is on another PP stage); "
+    "before, calculate_pool_sizes divides by zero",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator.__init__ (_zero_kv_max_tokens)",
+)
+#: the MLA cell prices the row the pool stores (the 656-byte packed fp8 DSA row); before, always
+#: the raw ``kv_lora_rank + qk_rope_head_dim`` elements (the pool already stored 656)
+MLA_CELL_PRICES_POOL_ROW = ReleaseRule(
+    "mla-cell-prices-pool-row",
+    span("0.5.17"),
+    "MLA cell uses calculate_mla_kv_cache_dim (packed fp8 DSA: 656) (before: rank + rope = 576)",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator._compute_cell_size",
+)
+#: layers that reuse the previous top-k hold no index keys (zero-row pool placeholders, not
+#: priced), and an EAGLE draft adds its latent and indexer parts separately; before, every layer
+#: allocates and prices its index keys and the draft scales the whole cell
+DSA_INDEXER_BY_LAYER = ReleaseRule(
+    "dsa-indexer-by-layer",
+    span("0.5.18"),
+    "DSA index keys only where the indexer runs (pool and sizing); EAGLE drafts split latent and indexer",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator._compute_dsa_indexer_cell_size; "
+    "sglang.srt.mem_cache.memory_pool.DSATokenToKVPool (skip_topk_layers)",
+)
+#: an EAGLE-family draft adds ``int(cell * D / L)`` to the cell; before, the cell became
+#: ``int(cell * (1 + D / L))`` (one float product; it can round one byte lower)
+EAGLE_DRAFT_CELL_ADDED = ReleaseRule(
+    "eagle-draft-cell-added",
+    span("0.5.22"),
+    "EAGLE draft cell: cell + int(cell * D / L) (before: int(cell * (1 + D / L)))",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator.__init__",
+)
+#: an Ascend NPU with a non-fp8 KV cache prices the DSA indexer in the cache dtype (``index_head_dim``
+#: values of ``es(kv)`` bytes); before, as the fp8 key plus scales of CUDA (132 bytes per layer)
+NPU_DSA_CACHE_DTYPE_INDEXER = ReleaseRule(
+    "npu-dsa-cache-dtype-indexer",
+    span("0.5.20"),
+    "DSA indexer on Ascend NPU with a non-fp8 KV cache: index_head_dim x es(kv) bytes (before: the fp8 132 B)",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator._compute_dsa_indexer_cell_size",
+)
 
 
 class DefaultPoolConfigurator(PoolConfigurator):
@@ -126,14 +173,20 @@ class DefaultPoolConfigurator(PoolConfigurator):
                 "use 'fp8_e4m3' or 'bf16'"
             )
         layers = self.effective_num_layers
-        cell = self.mla_kv_cache_dim() * layers * self.kv_itemsize
+        row = self.mla_kv_cache_dim() if MLA_CELL_PRICES_POOL_ROW.holds(self.ctx.release) else geometry.mla.latent_dim
+        cell = row * layers * self.kv_itemsize
         if self.fp4_applies:
             # half a byte per latent value plus one 1-byte scale per 16 values; QUIRK (sizing.md
             # 12.4): no recipe check and no workspace, nvfp4 and fp4_mx_block16 cost the same
             cell = mla_fp4_cell_bytes(self.mla_kv_cache_dim(), layers)
         if geometry.dsa is not None:
-            cell += self.indexer_bytes(self.num_layers) * (1 if self.ctx.is_draft_worker else self.dcp)
+            cell += self.indexer_bytes(self.num_layers) * (1 if self.ctx.is_draft_worker else self.indexer_dcp)
         return cell
+
+    @property
+    def indexer_dcp(self) -> int:
+        """The DCP factor on DSA index keys: ``dcp`` (:data:`DSA_INDEX_KPOOL_DCP`), else 1."""
+        return self.dcp if DSA_INDEX_KPOOL_DCP.holds(self.ctx.release) else 1
 
     # DSA indexer (5.5) --------------------------------------------------------------------
     @property
@@ -155,7 +208,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """
         dsa = self.ctx.geometry.dsa
         assert dsa is not None
-        if all_layers or not self.index_k_elision:
+        if all_layers or not self.index_k_elision or not DSA_INDEXER_BY_LAYER.holds(self.ctx.release):
             return num_layers
         ids = self.cache_layer_ids
         if len(ids) != num_layers:
@@ -170,9 +223,14 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """
         dsa = self.ctx.geometry.dsa
         assert dsa is not None
-        per_token = dsa.index_k_bytes_per_token
+        kpool = DSA_INDEX_KPOOL_DCP.holds(self.ctx.release)
+        per_token = dsa.index_k_bytes_per_token if kpool else dsa.raw_index_k_bytes_per_token
         element = 1
-        if self.ctx.device is DeviceKind.NPU and self.ctx.kv_cache_dtype.dtype is not DType.FLOAT8_E4M3FN:
+        if (
+            self.ctx.device is DeviceKind.NPU
+            and self.ctx.kv_cache_dtype.dtype is not DType.FLOAT8_E4M3FN
+            and NPU_DSA_CACHE_DTYPE_INDEXER.holds(self.ctx.release)
+        ):
             per_token = dsa.index_head_dim
             element = self.kv_itemsize
         return int(per_token * self.indexer_layer_count(num_layers, all_layers=all_layers) * element)
@@ -191,6 +249,9 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """
         geometry = self.ctx.geometry
         require_fp4_device(self.ctx)
+        if self.fp4_applies and not FP4_RECIPE_BY_BACKEND.holds(self.ctx.release):
+            layers = self.effective_num_layers
+            return fixed_fp4_cell_bytes(self.kv_heads, geometry.head_dim, geometry.v_head_dim, layers)
         if self.fp4_applies:
             return self.fp4_recipe.cell_bytes(self.kv_heads, geometry.head_dim, self.effective_num_layers)
         heads, dims = self.kv_heads, geometry.head_dim + geometry.v_head_dim
@@ -212,6 +273,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
             prefill_backend=backends.prefill,
             decode_backend=backends.decode,
             is_sm100=self.ctx.platform.is_sm100,
+            by_backend=FP4_RECIPE_BY_BACKEND.holds(self.ctx.release),
         )
 
     # MiniMax sparse (5.2 c) ----------------------------------------------------------------
@@ -271,13 +333,16 @@ class DefaultPoolConfigurator(PoolConfigurator):
             draft_layers = spec.eagle_draft_num_layers
             if draft_layers is None or draft_layers <= 0:
                 return cell
-            if self.ctx.geometry.dsa is None:
-                return cell + int(cell * draft_layers / self.num_layers)
-            target_index = self.indexer_bytes(self.num_layers) * self.dcp
+            if self.ctx.geometry.dsa is None or not DSA_INDEXER_BY_LAYER.holds(self.ctx.release):
+                if EAGLE_DRAFT_CELL_ADDED.holds(self.ctx.release):
+                    return cell + int(cell * draft_layers / self.num_layers)
+                return int(cell * (1 + draft_layers / self.num_layers))
+            dcp = self.indexer_dcp
+            target_index = self.indexer_bytes(self.num_layers) * dcp
             target_kv = cell - target_index
             draft_kv = int(target_kv * draft_layers / self.effective_num_layers)
             draft_index = self.indexer_bytes(draft_layers, all_layers=True)
-            return cell + draft_kv * self.dcp + draft_index * self.dcp
+            return cell + draft_kv * dcp + draft_index * dcp
         if spec.algorithm.is_dflash_family:
             return self.dflash_scaled_cell(cell)
         return cell
@@ -299,8 +364,19 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     # ---- token counts (5.6, 5.9) ---------------------------------------------------------
     def zero_kv_tokens(self) -> int:
-        """Tokens of a rank with no local attention layer (5.6)."""
+        """Tokens of a rank with no local attention layer (5.6, :data:`ZERO_KV_RULE`)."""
+        self.require_zero_kv_rule()
         return self.ctx.scheduling.max_total_tokens or self.context_len
+
+    def require_zero_kv_rule(self) -> None:
+        """Refuse a zero-cell target rank where SGLang divides by its cell (before :data:`ZERO_KV_RULE`)."""
+        if not ZERO_KV_RULE.holds(self.ctx.release) and not self.ctx.is_draft_worker:
+            raise UnsupportedConfigurationError(
+                f"{self.ctx.release.label} cannot size a rank without attention layers of its own (layers "
+                f"{list(self.layer_range)}): its DefaultPoolConfigurator divides the budget by the zero cell "
+                "(ZeroDivisionError; sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator."
+                "calculate_pool_sizes); change the PP split or use SGLang 0.5.17 or later (--sglang-version)"
+            )
 
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
         """``T = align(max(available, 0) // cell, P)`` (5.9); cell 0 -> the zero-KV rule (5.6)."""
@@ -327,8 +403,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
     # ---- pools (builders.md 4, 5.1, 5.2) -------------------------------------------------
     @property
     def loc_space_scale(self) -> int:
-        """A DCP draft indexes the target allocator's DCP-widened ids (resolve.md 6)."""
-        return self.dcp if self.ctx.is_draft_worker and self.dcp > 1 else 1
+        """A DCP draft indexes the target allocator's DCP-widened ids (:func:`draft_loc_space_scale`)."""
+        return draft_loc_space_scale(self.ctx)
 
     @property
     def pool_page_size(self) -> int:
@@ -391,7 +467,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """Pool-local skip flags of the stage layers when index-K elision applies (builders.md 5.3)."""
         dsa = self.ctx.geometry.dsa
         assert dsa is not None
-        if not self.index_k_elision:
+        if not self.index_k_elision or not DSA_INDEXER_BY_LAYER.holds(self.ctx.release):
             return None
         start, end = self.layer_range
         return tuple(dsa.skips_topk(layer) for layer in range(start, end))
@@ -426,6 +502,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
                 index_kpool=dsa.index_kpool,
                 dcp_size=self.dcp,
                 dcp_replicated=self.loc_space_scale > 1,
+                kpool_dcp=DSA_INDEX_KPOOL_DCP.holds(ctx.release),
             ),
             skip_topk_layers=self.dsa_skip_topk_layers(),
             compress_tails=tails,

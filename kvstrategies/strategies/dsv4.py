@@ -53,9 +53,16 @@ from ..errors import (
     UnsupportedConfigurationError,
 )
 from ..models.dsv4 import DSV4Geometry
-from ..pools.dsv4 import KVPageLayout, compress_state_rows, dsv4_layout
+from ..pools.dsv4 import (
+    DSV4_INDEXER_PAGES_AT_GLOBAL_PAGE,
+    DSV4_KV_PAGES_AT_GLOBAL_PAGE,
+    KVPageLayout,
+    compress_state_rows,
+    dsv4_layout,
+)
 from ..pools.layout import PoolLayout
 from ..pools.swa import full_to_swa_mapping_length
+from ..releases import ByRelease, ReleaseRule, span
 from ..request_math import req_to_token_pre_alloc, swa_request_cap
 from ..sizing import PoolSizes, align_down, ceil_align, ceil_div, require_positive_tokens
 from .base import PoolConfigurator
@@ -69,6 +76,23 @@ _RING_SIZES = {4: (8, 16), 128: (128, 256)}
 #: the compressor window a ring must keep besides the drafts: ``ratio * (2 if ratio == 4 else 1)``
 _RING_WINDOWS = {4: 8, 128: 128}
 _STATE_DTYPES = (DType.FLOAT32, DType.BFLOAT16)
+
+
+#: SGLang's DeepSeek-V4 sizing up to 0.5.20 (before the request-cap / kv-source rewrite of 0.5.21)
+DSV4_RATIO_ONLY_SIZING = ReleaseRule(
+    "dsv4-ratio-only-sizing",
+    span(last="0.5.20"),
+    "DeepSeek-V4 sizing without cap mode: SWA ratio from --swa-full-tokens-ratio (else its fallback 0.8), "
+    "unpadded 584-byte latent rows, c4 compression state per sliding window",
+    "sglang.srt.model_executor.pool_configurator.DSV4PoolConfigurator._get_bytes_per_full_token",
+)
+#: ``--swa-full-tokens-ratio``'s fallback when not given (``arg_groups.fields.schedule``)
+SERVER_ARGS_SWA_FULL_TOKENS_RATIO = 0.8
+
+
+def uses_dsv4_pools(ctx: KVCacheContext) -> bool:
+    """SGLang's first selection rule: a DeepSeek-V4 model with hybrid SWA memory on."""
+    return ctx.geometry.dsv4 is not None and not ctx.scheduling.disable_hybrid_swa_memory
 
 
 class DSV4StateReservationError(SWAPoolTooSmallError):
@@ -86,8 +110,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
-        """DeepSeek-V4 family with hybrid SWA memory on (sizing.md 9, first rule)."""
-        return ctx.geometry.dsv4 is not None and not ctx.scheduling.disable_hybrid_swa_memory
+        """DeepSeek-V4 family with hybrid SWA memory on (sizing.md 9, first rule), from SGLang 0.5.21."""
+        return uses_dsv4_pools(ctx) and not DSV4_RATIO_ONLY_SIZING.holds(ctx.release)
 
     # ---- geometry and settings (8.1, 8.2) ----------------------------------------------
     @property
@@ -306,10 +330,14 @@ class DSV4PoolConfigurator(PoolConfigurator):
         es = self.state_dtype.itemsize
         c4_state_bytes = 2 * 2 * self.head_dim * es
         c4_indexer_state_bytes = 2 * 2 * self.dsv4.index_head_dim * es
-        c4_state_ratio = self.ring_sizes.get(4, 0) / self.page_size
         return self.paged(0) * self.num_layers_total + (
-            c4_state_ratio * (c4_state_bytes + c4_indexer_state_bytes) * self.n(4)
+            self.c4_state_per_token * (c4_state_bytes + c4_indexer_state_bytes) * self.n(4)
         )
+
+    @property
+    def c4_state_per_token(self) -> float:
+        """``ring4 / P``: c4 compression-state rows per SWA token (one ring per SWA page)."""
+        return self.ring_sizes.get(4, 0) / self.page_size
 
     @cached_property
     def base_bytes_per_full_token(self) -> float:
@@ -588,6 +616,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
             c4_state_dtype=self.state_dtype,
             c128_state_dtype=self.state_dtype,
             kv_layout=self.kv_layout,
+            indexer_pages_at_global_page=DSV4_INDEXER_PAGES_AT_GLOBAL_PAGE.holds(self.ctx.release),
+            kv_pages_at_global_page=DSV4_KV_PAGES_AT_GLOBAL_PAGE.holds(self.ctx.release),
             # the target's SWA allocator registers its full -> SWA mapping on the pool (SGLang's
             # SWATokenToKVPoolAllocator: full + page + 1 int64 entries)
             mapping_length=None if self.ctx.is_draft_worker else full_to_swa_mapping_length(
@@ -601,3 +631,56 @@ class DSV4PoolConfigurator(PoolConfigurator):
             "the Ascend NPU DeepSeek-V4 pool (DSV4NPUTokenToKVPool) layout is not available yet; "
             "plan on cuda, or size only (calculate_pool_sizes works on npu)"
         )
+
+
+
+class RatioOnlyDSV4PoolConfigurator(DSV4PoolConfigurator):
+    """SGLang's ``DSV4PoolConfigurator`` up to 0.5.20 (:data:`DSV4_RATIO_ONLY_SIZING`).
+
+    One cost model, ratio mode only::
+
+        bpft = r * kv * T + kv * n4 / 4 + kv * n128 / 128 + idx * n4 / 4 + r * (ring4 / W) * (st4 + sti4) * n4
+
+    with ``kv = nope + 2 * rope + 8`` bytes a latent row (no page padding, also under trtllm),
+    ``r`` the given ``swa_full_tokens_ratio`` else 0.8, ``W`` the model's window and
+    ``st4 = 4 * hd * es``, ``sti4 = 4 * idx * es`` the c4 compression-state rows; times
+    ``(T + 1) / T`` with speculative decoding. ``c4_state = swa // W * ring4``.
+    """
+
+    family: ClassVar[str] = "dsv4-ratio-only"
+    sglang_configurator: ClassVar[str | ByRelease[str]] = "DSV4PoolConfigurator"
+
+    @classmethod
+    def is_applicable(cls, ctx: KVCacheContext) -> bool:
+        return uses_dsv4_pools(ctx) and DSV4_RATIO_ONLY_SIZING.holds(ctx.release)
+
+    @property
+    def swa_ratio(self) -> float:
+        """The operator's ``swa_full_tokens_ratio``, else the server argument's fallback 0.8."""
+        given = self.ctx.scheduling.swa_full_tokens_ratio
+        return SERVER_ARGS_SWA_FULL_TOKENS_RATIO if given is None else given
+
+    @cached_property
+    def swa_cap_tokens(self) -> int | None:
+        """No cap mode: the SWA pool always follows the full pool at ``swa_ratio``."""
+        return None
+
+    @property
+    def kv_bytes(self) -> int:
+        """``nope + 2 * rope + 8`` (584) for every backend."""
+        return self.dsv4.qk_nope_head_dim + self.dsv4.qk_rope_head_dim * 2 + 8
+
+    def paged(self, ratio: int) -> float:
+        """Rows are priced unpadded: ``kv_bytes`` per token for every ratio."""
+        return float(self.kv_bytes)
+
+    @property
+    def c4_state_per_token(self) -> float:
+        """``ring4 / W``: the c4 compression state is kept per sliding window of SWA tokens."""
+        return self.ring_sizes.get(4, 0) / self.window
+
+    def sizes_for_full_tokens(self, full_tokens: int, page_size: int) -> PoolSizes:
+        """As the current sizing, with ``c4_state = swa // W * ring4``."""
+        sizes = super().sizes_for_full_tokens(full_tokens, page_size)
+        swa = sizes.swa_max_total_num_tokens or 0
+        return sizes.replace(c4_state_pool_size=swa // self.window * self.ring_sizes.get(4, 0))

@@ -52,6 +52,7 @@ from ..pools.ascend import npu_mha_layout, npu_mla_layout
 from ..pools.basic import mha_layout
 from ..pools.layout import PoolLayout
 from ..pools.mamba import hybrid_linear_kv_layout, hybrid_req_to_token_layout, mamba_pool_layout
+from ..releases import ReleaseRule, span
 from ..request_math import req_to_token_max_context_len, req_to_token_pre_alloc
 from ..sizing import PoolSizes
 from .base import StateReservation
@@ -86,6 +87,37 @@ class MambaBudget:
         """``(K + 1) * stage_per_req``: the persistent state pool (slot 0 is the dummy slot)."""
         return (self.max_mamba_cache_size + 1) * self.stage_mamba_cache_per_req
 
+
+#: the reservation prices the Mamba pool's padding slot (slot 0) in the state and speculative terms
+MAMBA_PRICES_PADDING_SLOT = ReleaseRule(
+    "mamba-prices-padding-slot",
+    span("0.5.17"),
+    "Mamba reservation: (K + 1) slots and (capped + 1) draft rows (before: K and capped)",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache",
+)
+#: under PP each stage reserves the largest stage's share of the Mamba layers (before: all of them)
+MAMBA_STAGE_SHARE = ReleaseRule(
+    "mamba-stage-share",
+    span("0.5.17"),
+    "Mamba reservation under PP: per-request bytes scaled to the largest stage's Mamba layers",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache (pp_layer_scale)",
+)
+#: a PD prefill role's Mamba pool allocates no per-draft-token state (it never runs target verify)
+MAMBA_PD_PREFILL_POOL_SKIPS_SPEC = ReleaseRule(
+    "mamba-pd-prefill-pool-skips-spec",
+    span("0.5.18"),
+    "the Mamba pool of a PD prefill role holds no speculative (per-draft-token) state",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._build_req_to_token_pool",
+)
+#: the PD prefill role's reservation skips the per-draft-token state its pool never allocates
+#: (before: reserved anyway, so fewer state slots fit)
+MAMBA_PD_PREFILL_BUDGET_SKIPS_SPEC = ReleaseRule(
+    "mamba-pd-prefill-budget-skips-spec",
+    span("0.5.22"),
+    "Mamba reservation in the PD prefill role prices no speculative state",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache "
+    "(_pd_prefill_skips_mamba_spec_state)",
+)
 
 class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     """Default's numbers over the local full-attention layers, plus the Mamba state.
@@ -144,6 +176,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     def zero_kv_tokens(self) -> int:
         """No local attention layer: ``2**63 - 1`` when the KV lives on another PP stage (5.6)."""
+        self.require_zero_kv_rule()
         if self.mamba.full_attention_layer_ids and self.ctx.parallel.pp_size > 1:
             return ZERO_KV_STAGE_TOKENS
         return super().zero_kv_tokens()
@@ -175,7 +208,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     def stage_mamba_cache_per_req(self) -> int:
         """PP scaling (3.2): ``int(per_req * (max stage Mamba layers / all Mamba layers))``."""
         pp = self.ctx.parallel.pp_size
-        if pp == 1:
+        if pp == 1 or not MAMBA_STAGE_SHARE.holds(self.ctx.release):
             return self.mamba_cache_per_req
         ids = self.mamba.mamba_layer_ids
         largest = 0
@@ -231,13 +264,23 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     # ---- speculative state (3.4) -----------------------------------------------------------------
     @property
     def pd_prefill_skips_spec(self) -> bool:
-        """A PD prefill role (off NPU) keeps no per-draft-token state."""
+        """A PD prefill role (off NPU) keeps no per-draft-token state (:data:`MAMBA_PD_PREFILL_POOL_SKIPS_SPEC`)."""
         prefill = self.ctx.scheduling.disaggregation_mode is DisaggregationMode.PREFILL
-        return prefill and self.ctx.device is not DeviceKind.NPU
+        skips = MAMBA_PD_PREFILL_POOL_SKIPS_SPEC.holds(self.ctx.release)
+        return skips and prefill and self.ctx.device is not DeviceKind.NPU
 
     @property
     def reserves_spec(self) -> bool:
+        """The pool holds per-draft-token state (not in the PD prefill role)."""
         return self.ctx.speculative.enabled and not self.pd_prefill_skips_spec
+
+    @property
+    def budget_reserves_spec(self) -> bool:
+        """The reservation prices per-draft-token state: :attr:`reserves_spec`; before
+        :data:`MAMBA_PD_PREFILL_BUDGET_SKIPS_SPEC`, also in the PD prefill role (whose pool has none)."""
+        if MAMBA_PD_PREFILL_BUDGET_SKIPS_SPEC.holds(self.ctx.release):
+            return self.reserves_spec
+        return self.ctx.speculative.enabled
 
     @property
     def spec_num_draft_tokens(self) -> int | None:
@@ -268,36 +311,36 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         dp = self.ctx.parallel.attn_dp_size
         mrr = sched.max_running_requests
         spec_gib = 0.0
+        pad = 1 if MAMBA_PRICES_PADDING_SLOT.holds(self.ctx.release) else 0  # the pool's dummy slot 0
         # SGLang asserts both inputs whenever a speculative algorithm is set, also where no per-token
         # state is reserved (PD prefill role): _handle_max_mamba_cache checks before branching
         spec_inputs = self._spec_inputs() if self.ctx.speculative.enabled else (0, 0)
-        draft_tokens, spec_mrr = spec_inputs if self.reserves_spec else (0, 0)
+        draft_tokens, spec_mrr = spec_inputs if self.budget_reserves_spec else (0, 0)
         if sched.max_mamba_cache_size is not None:
             branch = "A"
             slots = sched.max_mamba_cache_size // dp
-            if self.reserves_spec:
+            if self.budget_reserves_spec:
                 capped = min(max(1, spec_mrr // dp), slots // ratio)
-                spec_gib = per * (capped + 1) * draft_tokens / GIB
+                spec_gib = per * (capped + pad) * draft_tokens / GIB
                 rest -= spec_gib
         elif sched.disable_radix_cache and mrr is not None:
             branch = "B"
             slots = max(1, mrr // dp)
-            if self.reserves_spec:
-                spec_gib = per * (slots + 1) * draft_tokens / GIB
+            if self.budget_reserves_spec:
+                spec_gib = per * (slots + pad) * draft_tokens / GIB
                 rest -= spec_gib
         else:
             branch = "C"
             share = sched.mamba_full_memory_ratio
             budget = rest * share / (1 + share)
             budget_bytes = budget * GIB
-            if self.reserves_spec:
-                slots = int((budget_bytes - per * (1 + draft_tokens)) // (per * (1 + draft_tokens / ratio)))
+            if self.budget_reserves_spec:
+                slots = int((budget_bytes - per * (1 + draft_tokens) * pad) // (per * (1 + draft_tokens / ratio)))
                 capped = min(max(1, spec_mrr // dp), slots // ratio)
-                spec_gib = per * (capped + 1) * draft_tokens / GIB
+                spec_gib = per * (capped + pad) * draft_tokens / GIB
                 rest -= spec_gib
             else:
-                # the "- per" pays for the pool's dummy slot 0
-                slots = int((budget_bytes - per) // per)
+                slots = int((budget_bytes - per * pad) // per)
         if slots <= 0:
             raise InsufficientMemoryError(
                 "not enough memory for the hybrid (Mamba / linear-attention) state cache: "
@@ -305,10 +348,10 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
                 "Reduce max_running_requests, raise available_bytes (--mem-fraction-static), "
                 "reduce speculative_num_draft_tokens or use more TP"
             )
-        rest -= (slots + 1) * per / GIB
+        rest -= (slots + pad) * per / GIB
         if rest <= 0:
             raise InsufficientMemoryError(
-                f"the Mamba state ({(slots + 1) * per:,} B for {slots} slots) leaves no memory for the KV "
+                f"the Mamba state ({(slots + pad) * per:,} B for {slots} slots) leaves no memory for the KV "
                 "cache; lower max_mamba_cache_size / max_running_requests or raise available_bytes"
             )
         return MambaBudget(

@@ -44,6 +44,7 @@ from ..context import (
     DeviceKind,
     DisaggregationMode,
     KVCacheContext,
+    draft_loc_space_scale,
     is_hybrid_swa,
     num_kv_heads_per_rank,
     stage_layer_range,
@@ -114,7 +115,12 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         self._reject_unsupported()
         start, end = stage_layer_range(ctx)
         self.full_layer_ids, self.swa_layer_ids = local_layer_ids(ctx, hybrid)
-        if not self.swa_layer_ids:
+        #: the layers sizing prices: this rank's (:data:`HYBRID_SWA_STAGE_LAYERS`), else the model's
+        self.sized_full_layers, self.sized_swa_layers = len(self.full_layer_ids), len(self.swa_layer_ids)
+        if not ctx.is_draft_worker and not HYBRID_SWA_STAGE_LAYERS.holds(ctx.release):
+            self.sized_full_layers = len(hybrid.full_attention_layer_ids)
+            self.sized_swa_layers = len(hybrid.swa_attention_layer_ids)
+        if not self.sized_swa_layers:
             raise KVCacheConfigError(
                 f"hybrid SWA model must have at least one SWA layer on this stage; layers [{start}, {end}) "
                 "hold none (change the PP split, or set disable_hybrid_swa_memory to price every layer "
@@ -147,11 +153,11 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
     # ---- per-layer bytes (6.1) -------------------------------------------------------------
     @property
     def nF(self) -> int:  # noqa: N802 - the spec's name
-        return len(self.full_layer_ids)
+        return self.sized_full_layers
 
     @property
     def nS(self) -> int:  # noqa: N802 - the spec's name
-        return len(self.swa_layer_ids)
+        return self.sized_swa_layers
 
     @property
     def is_all_swa(self) -> bool:
@@ -337,9 +343,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
 
     @property
     def loc_space_scale(self) -> int:
-        """A draft under DCP indexes the target allocator's DCP-widened ids (resolve.md 6, 8)."""
-        dcp = self.ctx.parallel.dcp_size
-        return dcp if self.ctx.is_draft_worker and dcp > 1 else 1
+        """A draft under DCP indexes the target allocator's DCP-widened ids (:func:`draft_loc_space_scale`)."""
+        return draft_loc_space_scale(self.ctx)
 
     @property
     def pool_page_size(self) -> int:
@@ -354,7 +359,10 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """
         geometry = self.ctx.geometry
         d, dv, ds, dsv = self.head_dims
-        heads = num_kv_heads_per_rank(self.ctx)
+        if SWA_POOL_DCP_HEADS.holds(self.ctx.release):
+            heads = num_kv_heads_per_rank(self.ctx)
+        else:
+            heads = geometry.num_kv_heads(self.attn_tp, 1)
         if self.hybrid.is_compress_model:
             if geometry.swa_total_num_kv_heads is None:
                 raise KVCacheConfigError(
@@ -415,6 +423,23 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         swa_pool = mla_layout(size=swa, page_size=page, kv_cache_dim=swa_dim, layer_num=self.nS, store_dtype=store)
         return full_pool, swa_pool
 
+
+#: the MHA sub-pools take the DCP-replicated KV head count (before: attention TP alone)
+SWA_POOL_DCP_HEADS = ReleaseRule(
+    "swa-pool-dcp-heads",
+    span("0.5.18"),
+    "hybrid-SWA MHA sub-pools: max(1, H // (attn_tp / dcp)) heads (before: H // attn_tp)",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._build_hybrid_swa_kv_pool",
+)
+
+#: sizing counts the full and SWA layers of this PP stage (before: every layer of the model, on each stage)
+HYBRID_SWA_STAGE_LAYERS = ReleaseRule(
+    "hybrid-swa-stage-layer-counts",
+    span("0.5.21"),
+    "hybrid-SWA sizing counts the PP stage's own full and SWA layers (before: the whole model's)",
+    "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator.__init__ (kvc.layer_info; "
+    "before, model_config)",
+)
 
 #: the request cap serves the PD decode role without chunked prefill, and a chunk <= 0 (prefill off)
 #: no longer counts as chunked (before: any chunked_prefill_size that is not None)

@@ -16,7 +16,11 @@ _REGISTRY: list[type[PoolConfigurator]] = []
 
 
 def register(strategy: type[PoolConfigurator], *, before: str | None = None) -> type[PoolConfigurator]:
-    """Add ``strategy``; ``before`` names a registered class to insert ahead of (default: first)."""
+    """Add ``strategy``; ``before`` names a registered class to insert ahead of (default: first).
+
+    The built-ins are registered first, so ``before="DefaultPoolConfigurator"`` works in a fresh
+    process (they would otherwise load lazily, at the first selection)."""
+    _ensure_builtins()
     if strategy in _REGISTRY:
         _REGISTRY.remove(strategy)
     if before is None:
@@ -33,6 +37,7 @@ def register(strategy: type[PoolConfigurator], *, before: str | None = None) -> 
 
 
 def unregister(strategy: type[PoolConfigurator]) -> None:
+    _ensure_builtins()
     if strategy in _REGISTRY:
         _REGISTRY.remove(strategy)
 

@@ -222,6 +222,8 @@ def cuda_answers(case: Mapping[str, Any]) -> Iterator[None]:
     * ``_is_npu`` / ``_is_hip`` in the pool and configurator modules, for NPU/HIP cases.
     * ``copy_all_layer_kv_cache_func`` launches a Triton kernel when an MHA pool is built
       under speculative decoding: a no-op here.
+    * Pool modules that allocate with a hard-coded ``device="cuda"`` (the Mamba speculative
+      state of 0.5.18-0.5.19) see a ``torch`` whose factories put such tensors on ``meta``.
     """
     import torch
 
@@ -253,6 +255,8 @@ def cuda_answers(case: Mapping[str, Any]) -> Iterator[None]:
                 rebind(module, "_is_hip", is_hip)
             if "copy_all_layer_kv_cache_func" in namespace:
                 rebind(module, "copy_all_layer_kv_cache_func", lambda *a, **k: None)
+            if module.__name__.startswith("sglang.srt.mem_cache.") and namespace.get("torch") is torch:
+                rebind(module, "torch", _TorchWithCudaOnMeta(torch))
             for cls in [v for v in namespace.values() if isinstance(v, type) and v.__module__ == module.__name__]:
                 if "_init_kv_copy_and_warmup" in vars(cls):  # reads data_strides[0].item(): not on meta
                     rebind(cls, "_init_kv_copy_and_warmup", _no_kv_copy)  # type: ignore[arg-type]
@@ -262,6 +266,27 @@ def cuda_answers(case: Mapping[str, Any]) -> Iterator[None]:
             setattr(module, name, value)
         if not had_meta and hasattr(torch, "meta"):
             delattr(torch, "meta")
+
+
+class _TorchWithCudaOnMeta:
+    """``torch``, except that tensor factories asked for ``device="cuda"`` build on ``meta``."""
+
+    _FACTORIES = frozenset({"zeros", "empty", "ones", "full", "zeros_like", "empty_like"})
+
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._torch, name)
+        if name not in self._FACTORIES:
+            return value
+
+        def factory(*args: Any, **kwargs: Any) -> Any:
+            if str(kwargs.get("device", "")).startswith("cuda"):
+                kwargs["device"] = "meta"
+            return value(*args, **kwargs)
+
+        return factory
 
 
 def _no_kv_copy(self: Any) -> None:
@@ -284,6 +309,9 @@ NAME_ALIASES: tuple[tuple[str, str], ...] = (
     ("kv_pools[4].", "c4."),
     ("kv_pools[128].", "c128."),
     ("index_pools[4].", "c4_indexer."),
+    ("c4_kv_pool.", "c4."),  # up to 0.5.19 the ratio pools are named attributes
+    ("c128_kv_pool.", "c128."),
+    ("c4_indexer_kv_pool.", "c4_indexer."),
     ("indexer_compress_state_pools[", "indexer_state["),
     ("compress_state_pools[", "state["),
     (".kv_score_buffer.kv_score", ".kv_score"),

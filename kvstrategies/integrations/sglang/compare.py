@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...golden_diff import diff_buffers, diff_documents
+from ...releases import parse_release
+from ...strategies.default import ZERO_KV_RULE
 
 #: SGLang pools also hold tables of raw data pointers and strides for their kernels
 #: (``k_data_ptrs``, ``data_ptrs``, ``data_strides``, ...): addresses, not KV storage.
@@ -183,6 +185,24 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         "kvstrategies reports the draft layer's own sizing",
         lambda case: _is_dsv4(case) and bool(case.get("is_draft_worker")),
         (r"^cell_size: ", r"^sizes(_from_max_tokens)?[.:]", r"^sizing_error: "),
+    ),
+    KnownDifference(
+        "draft-zero-cell-divides",
+        "a draft worker with no attention layer of its own under SGLang 0.5.16 (before the zero-KV rule): "
+        "its calculate_pool_sizes divides by the zero cell, which a draft never calls at launch (it adopts "
+        "the target's sizes); kvstrategies reports the draft's own sizing by the zero-KV rule",
+        lambda case: bool(case.get("is_draft_worker"))
+        and not ZERO_KV_RULE.holds(parse_release(case.get("sglang_version"))),
+        (r"^cell_size: ", r"^sizes(_from_max_tokens)?[.:]", r"^sizing_error: "),
+    ),
+    KnownDifference(
+        "pp-zero-cell-stage",
+        "another pipeline stage of this layout has no attention layer: SGLang 0.5.16 divides by its zero cell "
+        "at launch (before the zero-KV rule), so the deployment does not start; the bridge sizes this one rank "
+        "alone, kvstrategies refuses the layout",
+        lambda case: int(case.get("pp_size", 1)) > 1
+        and not ZERO_KV_RULE.holds(parse_release(case.get("sglang_version"))),
+        (r"^kvstrategies: refused: .*cannot size a rank without attention layers",),
     ),
     KnownDifference(
         "minimax-m3-config-unloadable",

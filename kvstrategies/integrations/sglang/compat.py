@@ -20,6 +20,7 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from ...errors import UnsupportedConfigurationError
 from .bridge_releases import BridgeRelease
 
 
@@ -54,9 +55,14 @@ def make_server_args(row: BridgeRelease, server_args_cls: Any, fields: Mapping[s
     if known is not None and "attn_dp_size" not in known:
         attn_dp = int(given.pop("attn_dp_size", 1))
         given.update(dp_size=attn_dp, enable_dp_attention=attn_dp > 1)
+    missing = sorted(k for k, v in given.items() if known is not None and k not in known and v is not None)
+    if missing:  # SGLang's own argparse would reject the flag: the case cannot be launched
+        raise UnsupportedConfigurationError(
+            f"SGLang {row.line} has no server argument {', '.join(missing)} (sglang.srt.server_args.ServerArgs)"
+        )
     if not row.resolve_once:
         given["model_path"] = "dummy"
-    return call(server_args_cls, **given)
+    return server_args_cls(**given)
 
 
 def parallel_values(case: Mapping[str, Any]) -> dict[str, Any]:

@@ -228,7 +228,7 @@ def engine_sliding_window(root: ConfigDict, text: ConfigDict, archs: tuple[str, 
         return window - 1
     for key in ("sliding_window_size", "sliding_window", "window_size", "attention_chunk_size"):
         value = text.get(key)
-        if value is not None:
+        if value is not None and not (key.startswith("sliding") and value in (-1, 0)):  # -1 / 0: no window (Grok)
             return as_int(value, key, minimum=1)
     return None
 

@@ -1,0 +1,223 @@
+"""Shipped checkpoints (kvstrategies/checkpoints): common HF ids plan offline, each as the exact
+checkpoint it names, in its own quantization; a near-miss in another quantization is refused."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kvstrategies.checkpoints import ROOT, find_shipped, shipped_checkpoints
+from kvstrategies.cli import main
+from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.planner.hf_quant import modelopt_method, with_hf_quant_config
+from kvstrategies.planner.known_models import base_name, near_miss_hint, quant_tags
+from kvstrategies.planner.model_lookup import resolve_for_planning
+from kvstrategies.planner.model_source import resolve_model
+
+#: one layout each checkpoint's weights fit (the GPU and TP only; the answers are the planner's)
+LAYOUTS = [
+    ("deepseek-ai/DeepSeek-R1", "H200", 8),
+    ("google/gemma-4-26B-A4B", "H100", 1),
+    ("meta-llama/Llama-3.1-8B-Instruct", "H100", 1),
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "H200", 8),
+    ("MiniMaxAI/MiniMax-M2.7", "H100", 4),
+    ("mistralai/Mixtral-8x22B-v0.1", "H100", 8),
+    ("nvidia/DeepSeek-V3.1-NVFP4", "H100", 8),
+    ("nvidia/Gemma-4-31B-IT-NVFP4", "H100", 1),
+    ("nvidia/Kimi-K2.5-NVFP4", "H200", 8),
+    ("nvidia/Llama-3.1-70B-Instruct-FP8", "H100", 2),
+    ("nvidia/MiniMax-M2.5-NVFP4", "H100", 2),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "H100", 2),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", "H100", 1),
+    ("nvidia/Qwen3-235B-A22B-NVFP4", "H100", 2),
+    ("nvidia/Qwen3.5-397B-A17B-NVFP4", "H100", 4),
+    ("Qwen/Qwen3-0.6B", "H100", 1),
+    ("Qwen/Qwen3-1.7B", "H100", 1),
+    ("Qwen/Qwen3-235B-A22B-FP8", "H100", 4),
+    ("Qwen/Qwen3-30B-A3B-FP8", "H100", 1),
+    ("Qwen/Qwen3-32B", "H100", 1),
+    ("Qwen/Qwen3-32B-FP8", "H100", 1),
+    ("Qwen/Qwen3-Coder-480B-A35B-Instruct", "H200", 8),
+    ("Qwen/Qwen3.5-122B-A10B", "H100", 4),
+    ("Qwen/Qwen3.5-27B", "H100", 1),
+    ("Qwen/Qwen3.5-397B-A17B", "H200", 8),
+    ("RedHatAI/DeepSeek-V4-Flash-NVFP4-FP8", "H200", 8),
+    ("sgl-project/DeepSeek-V4-Flash-FP8", "H100", 8),
+    ("zai-org/GLM-5-FP8", "H200", 8),
+]
+AIC_SOURCE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}:\S+$")
+
+
+@pytest.fixture
+def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty HF cache and HF_HUB_OFFLINE: nothing can come from the network or a cache."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def _plan_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    assert main([*argv, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_every_shipped_checkpoint_has_a_layout_here() -> None:
+    assert {hf_id for hf_id, _, _ in LAYOUTS} == set(shipped_checkpoints())
+    assert len(LAYOUTS) >= 20
+
+
+@pytest.mark.parametrize(("hf_id", "gpu", "tp"), LAYOUTS, ids=[row[0] for row in LAYOUTS])
+def test_shipped_checkpoint_plans_offline_with_its_weight_origin(
+    hf_id: str, gpu: str, tp: int, offline: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    planner = _plan_json(["plan", hf_id, "--gpu", gpu, "--tp", str(tp)], capsys)["planner"]
+    ckpt = shipped_checkpoints()[hf_id]
+    assert planner["tokens"] > 0 and planner["model_source"].startswith(hf_id)
+    has_index = (ckpt.folder / "model.safetensors.index.json").is_file()
+    assert planner["budget"]["weight_origin"] == ("checkpoint index total" if has_index else "config estimate")
+
+
+def test_index_names_a_source_for_every_shipped_file() -> None:
+    folders = {path.name for path in ROOT.iterdir() if path.is_dir() and path.name != "__pycache__"}
+    assert folders == {ckpt.folder.name for ckpt in shipped_checkpoints().values()}
+    for hf_id, ckpt in shipped_checkpoints().items():
+        assert ckpt.folder.name == hf_id.replace("/", "--")
+        shipped = {path.name for path in ckpt.folder.iterdir()}
+        assert shipped == set(ckpt.files), hf_id
+        for name, source in ckpt.sources:
+            assert AIC_SOURCE.match(source) or "search index file" in source, (hf_id, name)
+            json.loads((ckpt.folder / name).read_text(encoding="utf-8"))  # each is valid JSON
+
+
+def test_an_id_resolves_only_to_the_checkpoint_it_names(offline: None) -> None:
+    fp8 = resolve_model("Qwen/Qwen3-235B-A22B-FP8")
+    assert fp8.kind == "shipped" and fp8.config is not None
+    assert fp8.config["quantization_config"]["quant_method"] == "fp8"
+    assert resolve_model("qwen/qwen3-235b-a22b-fp8").config == fp8.config  # any case
+    assert resolve_model("Qwen3-235B-A22B-FP8").config == fp8.config  # the name part, when unique
+    bf16 = resolve_model("Qwen/Qwen3-235B-A22B")
+    assert bf16.kind == "preset" and bf16.preset == "qwen3-235b-a22b"
+    instruct = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
+    assert instruct.kind == "shipped" and instruct.config is not None
+    assert instruct.config["eos_token_id"] == [128001, 128008, 128009]  # the Instruct file, not the base preset
+    assert find_shipped("Qwen/Qwen3-235B-A22B-FP") is None  # never a fuzzy match
+
+
+@pytest.mark.parametrize(
+    ("asked", "sibling"),
+    [
+        ("Qwen/Qwen3-8B-AWQ", "Qwen/Qwen3-8B"),
+        ("Qwen/Qwen3-235B-A22B-FP4", "Qwen/Qwen3-235B-A22B-FP8"),
+        ("meta-llama/Llama-3.1-8B-Instruct-FP8", "meta-llama/Llama-3.1-8B-Instruct"),
+    ],
+)
+def test_a_near_miss_in_another_quantization_is_refused_with_both_names(
+    asked: str, sibling: str, offline: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", asked, "--gpu", "H100"]) == 2
+    err = capsys.readouterr().err
+    assert repr(asked) in err and repr(sibling) in err
+    assert "another quantization" in err and "not planned in its place" in err or "neither is planned" in err
+
+
+def test_quantization_tags_and_base_names() -> None:
+    assert quant_tags("nvidia/Qwen3-235B-A22B-NVFP4") == {"nvfp4"}
+    assert quant_tags("Qwen/Qwen3-8B") == frozenset()
+    assert base_name("Qwen/Qwen3-8B-AWQ") == base_name("qwen/qwen3-8b") == "qwen-qwen3-8b"
+    assert "did you mean 'llama-3.1-8b'" in near_miss_hint("llama-3.1-8")
+    assert near_miss_hint("zz/completely-unrelated-name-xyz") == ""
+
+
+# --- hf_quant_config.json, as sglang.srt.configs.model_config.ModelConfig reads it --------------
+
+
+@pytest.mark.parametrize(
+    ("algo", "method"),
+    [("FP8", "modelopt_fp8"), ("NVFP4", "modelopt_fp4"), ("W4A8_NVFP4_FP8", "modelopt_fp4"), ("MXFP8", "mxfp8"),
+     ("MIXED_PRECISION", "w4afp8")],
+)  # fmt: skip
+def test_modelopt_method_follows_sglang(algo: str, method: str) -> None:
+    """ModelConfig._parse_modelopt_quant_config: FP8 -> modelopt_fp8, *FP4* -> modelopt_fp4, ..."""
+    assert modelopt_method(algo) == method
+
+
+def test_mixed_precision_with_nvfp4_layers_is_modelopt_mixed() -> None:
+    assert modelopt_method("MIXED_PRECISION", {"model.layers.0.mlp": {"quant_algo": "NVFP4"}}) == "modelopt_mixed"
+    with pytest.raises(KVCacheConfigError, match="_parse_modelopt_quant_config"):
+        modelopt_method("INT3")
+
+
+def test_hf_quant_config_applies_only_without_a_quantization_config(tmp_path: Path) -> None:
+    (tmp_path / "hf_quant_config.json").write_text(
+        json.dumps(
+            {"quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
+        )
+    )
+    merged, note = with_hf_quant_config({"architectures": ["LlamaForCausalLM"]}, tmp_path)
+    expected = {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}
+    assert merged["quantization_config"] == {**expected, "quant_method": "modelopt_fp8"}
+    assert note is not None and "hf_quant_config.json" in note
+    given = {"quantization_config": {"quant_method": "fp8"}}
+    assert with_hf_quant_config(given, tmp_path) == (given, None)
+    assert with_hf_quant_config({"a": 1}, tmp_path / "absent") == ({"a": 1}, None)
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": {}}))
+    with pytest.raises(KVCacheConfigError, match="quant_algo"):
+        with_hf_quant_config({}, tmp_path)
+
+
+def test_a_modelopt_folder_is_planned_in_its_quantization(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """nvidia/Llama-3.1-70B-Instruct-FP8 keeps FP8 weights and an FP8 KV cache in hf_quant_config.json:
+    without reading it, the folder would be planned as the 16-bit model (twice the weights)."""
+    shipped = shipped_checkpoints()["nvidia/Llama-3.1-70B-Instruct-FP8"]
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    for name in ("config.json", "hf_quant_config.json"):
+        shutil.copy(shipped.folder / name, folder / name)
+    source = resolve_for_planning(str(folder))
+    assert source.config is not None and source.config["quantization_config"]["quant_method"] == "modelopt_fp8"
+    fp8 = _plan_json(["plan", str(folder), "--gpu", "H100", "--tp", "2"], capsys)
+    (folder / "hf_quant_config.json").unlink()
+    bf16 = _plan_json(["plan", str(folder), "--gpu", "H100", "--tp", "4"], capsys)
+    # per-layer weights 1 B/param instead of 2: the 70.55B-parameter model at TP 2 holds about what
+    # the 16-bit one holds at TP 4 (embedding and lm_head stay 16-bit: 2 x 1.05B params more)
+    ratio = fp8["planner"]["budget"]["weight_bytes"] / bf16["planner"]["budget"]["weight_bytes"]
+    assert 1.0 < ratio < 1.1
+    kv = {item["setting"]: item for item in fp8["planner"]["defaults"]}["kv_cache_dtype"]
+    assert kv["value"] == "torch.float8_e4m3fn" and "checkpoint's FP8 KV" in kv["reason"]  # auto -> FP8 KV
+    assert {item["setting"]: item for item in bf16["planner"]["defaults"]}["kv_cache_dtype"][
+        "value"
+    ] == "torch.bfloat16"
+
+
+FLOAT8 = {"type": "float", "num_bits": 8}
+
+
+@pytest.mark.parametrize(
+    ("quant", "fp8"),
+    [
+        ({"kv_cache_quant_algo": "FP8"}, True),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_scheme": FLOAT8}, True),
+        ({"quant_algo": "FP8", "kv_cache_scheme": "FLOAT8"}, True),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_scheme": {**FLOAT8, "num_bits": 4}}, False),
+        ({"quant_method": "compressed-tensors",
+          "kv_cache_scheme": {"type": "float", "num_bits": 8, "strategy": "tensor", "symmetric": True}}, True),
+        ({"quant_method": "compressed-tensors",
+          "kv_cache_scheme": {"type": "float", "num_bits": 8, "strategy": "tensor", "dynamic": True}}, False),
+        ({"quant_method": "fp8", "weight_block_size": [128, 128]}, False),
+    ],
+)  # fmt: skip
+def test_checkpoint_kv_scheme_as_sglang_reads_it(quant: dict, fp8: bool) -> None:
+    """modelopt_quant.ModelOptFp4Config.from_config: a flat kv_cache_scheme of 8-bit floats is an FP8
+    KV cache; compressed-tensors only for a static symmetric per-tensor scheme (is_supported_scheme)."""
+    from kvstrategies.models.parse import checkpoint_kv_is_fp8
+
+    assert checkpoint_kv_is_fp8(quant) is fp8
+
+
+def test_an_nvfp4_checkpoint_with_an_fp8_kv_scheme_plans_an_fp8_cache(capsys: pytest.CaptureFixture[str]) -> None:
+    planner = _plan_json(["plan", "nvidia/Qwen3.5-397B-A17B-NVFP4", "--gpu", "B200", "--tp", "4"], capsys)["planner"]
+    kv = {item["setting"]: item for item in planner["defaults"]}["kv_cache_dtype"]
+    assert kv["value"] == "torch.float8_e4m3fn" and "checkpoint's FP8 KV" in kv["reason"]
