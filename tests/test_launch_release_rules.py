@@ -129,3 +129,29 @@ def test_swa_ratio_explicit_record_from_0_5_21() -> None:
         res = resolve("deepseek-v4-flash", H200, release, 8)
         assert res.swa_full_tokens_ratio == 0.1
         assert planner_fields(res, R[release])["swa_full_tokens_ratio_explicit"] is explicit
+
+
+def test_kda_disables_the_prefill_graph_from_0_5_20() -> None:
+    """Kimi-Linear (KDA layers, MLA attention) on H200, TP 4: 0.5.20's
+    ``cuda_graph_hook.apply_cuda_graph_compatibility`` disables the breakable prefill graph for KDA
+    (``uses_kda_attention``); 0.5.19's list has no KDA entry, so the graph stays and its MLA
+    reserve (1536 MiB) counts: R = 512 + 1.5 * 8192 + 4/8 * 1024 + 2 * 512 = 14336 (+ 1536 =
+    15872) -> round(129435 / 143771, 3) = 0.9 vs round(127899 / 143771, 3) = 0.89."""
+    new, old = resolve("kimi-linear-48b-a3b", H200, "0.5.20", 4), resolve("kimi-linear-48b-a3b", H200, "0.5.19", 4)
+    assert (new.prefill_cuda_graph, new.reserved_mib, new.mem_fraction_static) == ("disabled", 14336, 0.9)
+    assert (old.prefill_cuda_graph, old.reserved_mib, old.mem_fraction_static) == ("breakable", 15872, 0.89)
+
+
+def test_qwen3_vl_large_hopper_path_from_0_5_20() -> None:
+    """Qwen3-VL on H100 (>= 60 GiB Hopper): 0.5.20's
+    ``model_overrides.qwen3_vl._qwen3vl_hopper_serving_overrides`` moves features over CUDA IPC
+    (the 1024 MiB ``SGLANG_MM_FEATURE_CACHE_MB`` pool reserved, the 100 MiB embedding cache off)
+    and sets the flashinfer decode backend; 0.5.19 has no such path: the embedding cache's 100 MiB
+    (``kv_cache_configurator.mm_runtime_reservation_gb``) and no decode backend."""
+    from kvstrategies.integrations.sglang.launch_grid import launch_config
+
+    vl = model_facts_from_hf_config(launch_config("synthetic:qwen3-vl"))
+    new = resolve_launch_defaults(vl, H100, release=R["0.5.20"])
+    old = resolve_launch_defaults(vl, H100, release=R["0.5.19"])
+    assert (new.multimodal_reserve_mib, new.decode_attention_backend) == (1024.0, "flashinfer")
+    assert (old.multimodal_reserve_mib, old.decode_attention_backend) == (100.0, None)

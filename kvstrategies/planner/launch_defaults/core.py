@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...models.architectures import first_release_serving, model_type_row
-from ...releases import NEWEST_SGLANG, EngineRelease, parse_release
+from ...releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, parse_release, span
 from ..gpus import Accelerator
 
 SettingValue = str | int | float | bool | None
@@ -254,13 +254,25 @@ def _multimodal_active(inp: LaunchInputs) -> bool:
     return m.is_multimodal and (not m.multimodal_opt_in or s.enable_multimodal) and not s.language_only
 
 
+#: Qwen3-VL's profiled serving path on a large Hopper GPU (decode backend, CUDA-IPC features, the
+#: decode graph expanded to the request cap)
+QWEN3_VL_LARGE_HOPPER = ReleaseRule(
+    "launch-qwen3-vl-large-hopper",
+    span("0.5.20"),
+    "Qwen3-VL on a Hopper GPU >= 60 GiB takes its profiled serving overrides",
+    "sglang.srt.arg_groups.model_overrides.qwen3_vl._qwen3vl_hopper_serving_overrides",
+    topic="launch",
+)
+
+
 def large_hopper_qwen3_vl(inp: LaunchInputs) -> bool:
     """Qwen3-VL (a model type whose row has ``large_hopper_vl_overrides``, multimodal part on) on
-    a Hopper GPU of at least 60 GiB (SGLang:
+    a Hopper GPU of at least 60 GiB, in a release with :data:`QWEN3_VL_LARGE_HOPPER` (SGLang:
     ``arg_groups.model_overrides.qwen3_vl.large_hopper_qwen3_vl_model_type``)."""
     mem = inp.gpu.capacity_mib
     return (
-        inp.gpu.is_sm90
+        QWEN3_VL_LARGE_HOPPER.holds(inp.release)
+        and inp.gpu.is_sm90
         and mem is not None
         and mem >= 60 * 1024
         and model_type_row(inp.model.model_type).large_hopper_vl_overrides

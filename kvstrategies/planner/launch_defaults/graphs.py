@@ -13,6 +13,14 @@ from dataclasses import replace
 from ...releases import ReleaseRule, span
 from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active
 
+#: KDA hybrid linear attention (Kimi-Linear) turns the breakable prefill graph off
+KDA_DISABLES_PREFILL_GRAPH = ReleaseRule(
+    "launch-kda-disables-prefill-graph",
+    span("0.5.20"),
+    "KDA hybrid linear attention disables the breakable prefill cuda graph",
+    "sglang.srt.arg_groups.cuda_graph_hook.apply_cuda_graph_compatibility (uses_kda_attention)",
+    topic="launch",
+)
 #: the MLA prefill graph follows the chunk, capped at 8192 tokens; before 0.5.23 it is a flat 2048
 #: (whatever the chunk, -1 included)
 MLA_PREFILL_GRAPH_FOLLOWS_CHUNK = ReleaseRule(
@@ -52,7 +60,7 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
         (s.disable_cuda_graph or s.disable_prefill_cuda_graph, "prefill graph disabled by flag"),
         (not inp.gpu.is_cuda, "breakable prefill graph is CUDA-only"),
         (inp.pp_size > 1, "pp_size > 1: breakable prefill graph is opt-in"),
-        (m.is_kda, "KDA hybrid linear attention"),
+        (m.is_kda and KDA_DISABLES_PREFILL_GRAPH.holds(inp.release), "KDA hybrid linear attention"),
         (m.is_dsv4, "DeepSeek-V4 disables the prefill graph"),
         (inp.dcp_size > 1, "decode context parallel (dcp_size > 1)"),
         (s.moe_a2a_backend not in ("none", "deepep", "megamoe", "flashinfer"), "moe_a2a_backend"),
