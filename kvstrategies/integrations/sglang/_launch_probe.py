@@ -1,7 +1,7 @@
 """Run an SGLang release's own launch resolution on this CPU host while it believes it is on a GPU.
 
-Private to :mod:`.launch`. One import of SGLang in the parent (:func:`.runtime.import_sglang`:
-torchvision stub, version check, sizing modules), then one forked child per launch: the child answers
+Private to :mod:`.launch`. One import of SGLang in the parent (:func:`import_for_launch`:
+torchvision stub, version check, the resolution modules), then one forked child per launch: the child answers
 SGLang's platform probes for the GPU in question, resolves ``ServerArgs(**fields)`` and sends the
 resolved fields back through a pipe. How a release is driven is its
 :class:`~.bridge_releases.BridgeRelease` row: from 0.5.19 the launch resolves in
@@ -27,7 +27,7 @@ from typing import Any
 
 from .bridge_releases import BridgeRelease
 from .compat import accepted_keywords
-from .runtime import cuda_platform_facts, import_sglang
+from .runtime import SGLangUnavailableError, check_version, cuda_platform_facts, install_torchvision_stub, quiet_stdout
 
 # --- launch-specific: preload the resolution modules, answer the probes, resolve -------------
 
@@ -47,10 +47,27 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(saved)
 
 
-def preload_resolution_modules() -> None:
+def import_for_launch() -> BridgeRelease:
+    """Import SGLang for launch resolution (torchvision stub first) and return its release row;
+    an SGLang that is missing or a release the bridge does not drive is refused
+    (:class:`.runtime.SGLangUnavailableError`). Only ``server_args`` is needed here, not the sizing
+    modules of :func:`.runtime.import_sglang` (0.5.15 has no ``kv_cache_configurator``)."""
+    try:
+        with quiet_stdout():
+            install_torchvision_stub()  # releases up to 0.5.21 import torchvision from `import sglang`
+            sglang = importlib.import_module("sglang")
+    except ImportError as exc:
+        raise SGLangUnavailableError(f"SGLang is not installed ({exc}); see docs/sglang-bridge.md") from exc
+    row = check_version(str(getattr(sglang, "__version__", "unknown")))
+    os.environ.setdefault("SGLANG_DISABLE_REQUEST_LOGGING", "1")
+    return row
+
+
+def preload_resolution_modules() -> BridgeRelease:
     """Import every module the resolution pipeline imports lazily, while the probes still answer
-    "CPU": imported later under the GPU answers, kernel modules would try to load sgl_kernel."""
-    import_sglang()
+    "CPU": imported later under the GPU answers, kernel modules would try to load sgl_kernel.
+    Returns the installed release's row."""
+    row = import_for_launch()
     with _quiet_stdout():
         importlib.import_module("sglang.srt.server_args")
         groups = importlib.import_module("sglang.srt.arg_groups")
@@ -65,6 +82,7 @@ def preload_resolution_modules() -> None:
             except ModuleNotFoundError as exc:  # 0.5.15 has no kv_cache_configurator
                 if exc.name != name:
                     raise
+    return row
 
 
 @dataclass(frozen=True)

@@ -232,9 +232,9 @@ def default_workers() -> int:
 
 def installed_sglang_release() -> EngineRelease:
     """The release of the SGLang this process imports (an unsupported one is refused)."""
-    from .runtime import installed_release
+    from ._launch_probe import import_for_launch
 
-    return installed_release().release
+    return import_for_launch().release
 
 
 def sglang_live_outcomes(
@@ -247,10 +247,8 @@ def sglang_live_outcomes(
     """
     start = time.perf_counter()
     from . import _launch_probe as probe
-    from .runtime import installed_release
 
-    probe.preload_resolution_modules()
-    row = installed_release()
+    row = probe.preload_resolution_modules()
     with tempfile.TemporaryDirectory(prefix="kvstrategies-launch-") as tmp:
         dirs, draft = write_model_dirs(specs, Path(tmp))
         jobs = []
