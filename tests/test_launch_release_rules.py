@@ -155,3 +155,13 @@ def test_qwen3_vl_large_hopper_path_from_0_5_20() -> None:
     old = resolve_launch_defaults(vl, H100, release=R["0.5.19"])
     assert (new.multimodal_reserve_mib, new.decode_attention_backend) == (1024.0, "flashinfer")
     assert (old.multimodal_reserve_mib, old.decode_attention_backend) == (100.0, None)
+
+
+def test_reasons_cite_the_releases_own_source() -> None:
+    """Up to 0.5.18 the launch decisions are ``ServerArgs`` methods run by ``__post_init__``
+    (``server_args.ServerArgs._handle_gpu_memory_settings``); from 0.5.19 they live in the
+    ``arg_groups`` hooks (``arg_groups.memory_hook.handle_gpu_memory_settings``)."""
+    old = resolve("llama-3.1-8b", H100, "0.5.18").reasons("mem_fraction_static")[-1].reason
+    new = resolve("llama-3.1-8b", H100, "0.5.19").reasons("mem_fraction_static")[-1].reason
+    assert old.endswith("(sglang.srt.server_args.ServerArgs._handle_gpu_memory_settings)")
+    assert new.endswith("(sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings)")

@@ -132,7 +132,6 @@ def test_cli_verify_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 def test_workers_keep_the_launch_order(monkeypatch: pytest.MonkeyPatch) -> None:
     from kvstrategies.integrations.sglang import _launch_probe as probe
-
     from kvstrategies.integrations.sglang.bridge_releases import bridge_release
 
     row = bridge_release("0.5.18")

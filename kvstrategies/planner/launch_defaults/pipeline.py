@@ -13,7 +13,15 @@ from ...errors import KVCacheConfigError
 from ...releases import NEWEST_SGLANG, EngineRelease
 from ..gpus import Accelerator
 from . import backends, deepseek, family_backends, graphs, memory, model_overrides, speculative
-from .core import LaunchInputs, LaunchModelFacts, LaunchResolution, LaunchSettings, Step, check_release_serves
+from .core import (
+    LaunchInputs,
+    LaunchModelFacts,
+    LaunchResolution,
+    LaunchSettings,
+    Step,
+    check_release_serves,
+    cite_sources,
+)
 from .speculative import _SPEC_ALGORITHMS
 
 PIPELINE: tuple[Step, ...] = (
@@ -102,4 +110,4 @@ def resolve_launch_defaults(
     res = _initial(inp)
     for step in PIPELINE:
         res = step(inp, res)
-    return res
+    return cite_sources(res, release)
