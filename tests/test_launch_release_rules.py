@@ -165,3 +165,30 @@ def test_reasons_cite_the_releases_own_source() -> None:
     new = resolve("llama-3.1-8b", H100, "0.5.19").reasons("mem_fraction_static")[-1].reason
     assert old.endswith("(sglang.srt.server_args.ServerArgs._handle_gpu_memory_settings)")
     assert new.endswith("(sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings)")
+
+
+def test_pp_keeps_the_breakable_prefill_graph_before_0_5_19() -> None:
+    """PP 2: 0.5.19's ``cuda_graph_hook.apply_cuda_graph_compatibility`` makes the breakable
+    prefill graph opt-in under PP (disabled by default); 0.5.18's ``ServerArgs`` keeps it (its PP
+    rule covers only tc_piecewise: ``_disable_tc_piecewise_cudagraph_if_incompatible``), so its
+    reserve counts. Llama-3.1-8B on B200 (183,359 MiB), TP 8: chunk 16384, dmb 512; R = 512 +
+    1.5 * 16384 + 8 * 2 / 8 * 1024 + 2 * 512 = 28160 (+ 8 * 74 = 28752) -> 0.846 vs 0.843."""
+    new = resolve_launch_defaults(facts("llama-3.1-8b"), B200, tp_size=8, pp_size=2, release=R["0.5.19"])
+    old = resolve_launch_defaults(facts("llama-3.1-8b"), B200, tp_size=8, pp_size=2, release=R["0.5.18"])
+    assert (new.prefill_cuda_graph, new.reserved_mib, new.mem_fraction_static) == ("disabled", 28160, 0.846)
+    assert (old.prefill_cuda_graph, old.reserved_mib, old.mem_fraction_static) == ("breakable", 28752, 0.843)
+    assert (old.prefill_graph_max_bs, old.prefill_graph_bs_count) == (16384, 74)
+
+
+def test_nemotron_h_blackwell_backends_from_0_5_19() -> None:
+    """Nemotron-H on B200 without ``--attention-backend``: 0.5.19's
+    ``model_overrides.nemotron_h._nemotron_h_overrides`` picks ``trtllm_mha`` (``triton`` for an
+    EAGLE tree, topk 4); 0.5.18's ``arg_groups.overrides._nemotron_h_overrides`` sets
+    ``flashinfer`` on SM100 whatever the speculation."""
+    tree = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 4, "speculative_num_steps": 3,
+            "speculative_num_draft_tokens": 8}  # fmt: skip
+    assert resolve("nemotron-h-8b", B200, "0.5.19", 8).attention_backend == "trtllm_mha"
+    assert resolve("nemotron-h-8b", B200, "0.5.19", 8, **tree).attention_backend == "triton"
+    assert resolve("nemotron-h-8b", B200, "0.5.18", 8).attention_backend == "flashinfer"
+    assert resolve("nemotron-h-8b", B200, "0.5.18", 8, **tree).attention_backend == "flashinfer"
+    assert resolve("nemotron-h-8b", H200, "0.5.18", 8).attention_backend == "fa3"  # not SM100: the generic default

@@ -13,6 +13,15 @@ from dataclasses import replace
 from ...releases import ReleaseRule, span
 from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active
 
+#: under PP > 1 the breakable prefill graph is opt-in (off by default; opted in, capped at 8192
+#: tokens); before, PP keeps the breakable graph at the chunk size
+PP_PREFILL_GRAPH_OPT_IN = ReleaseRule(
+    "launch-pp-prefill-graph-opt-in",
+    span("0.5.19"),
+    "pp_size > 1 disables the breakable prefill cuda graph by default (opt-in capped at 8192 tokens)",
+    "sglang.srt.arg_groups.cuda_graph_hook.apply_cuda_graph_compatibility; memory_hook.handle_gpu_memory_settings",
+    topic="launch",
+)
 #: KDA hybrid linear attention (Kimi-Linear) turns the breakable prefill graph off
 KDA_DISABLES_PREFILL_GRAPH = ReleaseRule(
     "launch-kda-disables-prefill-graph",
@@ -59,7 +68,7 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
     prefill_off = [
         (s.disable_cuda_graph or s.disable_prefill_cuda_graph, "prefill graph disabled by flag"),
         (not inp.gpu.is_cuda, "breakable prefill graph is CUDA-only"),
-        (inp.pp_size > 1, "pp_size > 1: breakable prefill graph is opt-in"),
+        (inp.pp_size > 1 and PP_PREFILL_GRAPH_OPT_IN.holds(inp.release), "pp_size > 1: the breakable graph is opt-in"),
         (m.is_kda and KDA_DISABLES_PREFILL_GRAPH.holds(inp.release), "KDA hybrid linear attention"),
         (m.is_dsv4, "DeepSeek-V4 disables the prefill graph"),
         (inp.dcp_size > 1, "decode context parallel (dcp_size > 1)"),
@@ -87,7 +96,7 @@ def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
     max_bs = chunk if chunk is not None else res.max_prefill_tokens
     if inp.model.is_mla:
         max_bs = min(8192, max_bs) if MLA_PREFILL_GRAPH_FOLLOWS_CHUNK.holds(inp.release) else 2048
-    if inp.pp_size > 1 and res.prefill_cuda_graph == "breakable":
+    if inp.pp_size > 1 and res.prefill_cuda_graph == "breakable" and PP_PREFILL_GRAPH_OPT_IN.holds(inp.release):
         max_bs = min(max_bs, 8192)
     if inp.settings.max_total_tokens is not None:
         max_bs = min(max_bs, inp.settings.max_total_tokens)
