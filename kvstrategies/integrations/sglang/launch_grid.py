@@ -7,7 +7,7 @@ then, per preset at its largest such TP, variants with fp8 KV, page 64, EAGLE (a
 chain and tree parameters, with page 64, with DP attention), NGRAM, DFLASH (with a draft model),
 DP attention, DCP 2, PP 2, ``--chunked-prefill-size -1``, fp8_e5m2 KV, radix cache off and a
 request cap, plus launches SGLang refuses (to check the planner refuses them
-too). A grid file is a JSON list of launch objects with the same keys as :class:`LaunchSpec`.
+too) and launches that exercise a rule only some SGLang releases have. A grid file is a JSON list of launch objects with the same keys as :class:`LaunchSpec`.
 No SGLang import here.
 """
 
@@ -200,6 +200,17 @@ _REFUSED: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
 )
 
 
+# Launches that exercise a launch rule some SGLang releases have and others do not (the grid is
+# recorded under every release): DSA with a pooled index key under DCP (refused from 0.5.22, whose
+# DSA DCP overrides also refuse an EAGLE tree, topk > 1).
+_RELEASE_DIFFERENCES: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
+    (SYNTHETIC_PREFIX + "deepseek-v3.2-kpool4", "H200", 8, {"dcp_size": 2}),
+    ("deepseek-v3.2", "H200", 8, {"dcp_size": 2, "flags": {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3,
+                                                          "speculative_eagle_topk": 4,
+                                                          "speculative_num_draft_tokens": 8}}),
+)  # fmt: skip
+
+
 def default_grid(presets: Iterable[str] | None = None) -> tuple[LaunchSpec, ...]:
     """The shipped grid (see the module doc); ``presets`` restricts it to some models."""
     names = tuple(presets) if presets is not None else preset_names()
@@ -222,6 +233,7 @@ def default_grid(presets: Iterable[str] | None = None) -> tuple[LaunchSpec, ...]
             out.append(_spec(preset, gpu, tp, flags=flags))
     if presets is None:
         out.extend(synthetic_grid())
+        out.extend(_spec(preset, gpu, tp, **kw) for preset, gpu, tp, kw in _RELEASE_DIFFERENCES)
     return tuple(out)
 
 
