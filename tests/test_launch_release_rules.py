@@ -192,3 +192,44 @@ def test_nemotron_h_blackwell_backends_from_0_5_19() -> None:
     assert resolve("nemotron-h-8b", B200, "0.5.18", 8).attention_backend == "flashinfer"
     assert resolve("nemotron-h-8b", B200, "0.5.18", 8, **tree).attention_backend == "flashinfer"
     assert resolve("nemotron-h-8b", H200, "0.5.18", 8).attention_backend == "fa3"  # not SM100: the generic default
+
+
+def test_mla_loses_the_breakable_prefill_graph_up_to_0_5_17() -> None:
+    """``ServerArgs._disable_breakable_cudagraph_if_incompatible``: 0.5.15-0.5.16 disable it for
+    every MLA model ("MLA attention"), 0.5.17 for MLA except DSA ("MLA attention (non-DSA)"),
+    0.5.18 has no MLA entry. DeepSeek-V3 on H200, TP 8 (chunk 8192, dmb 512): R = 512 + 1.5 *
+    8192 + 1024 + 2 * 512 = 14848, + 1536 for an MLA prefill graph = 16384 -> 0.897 vs 0.886."""
+    old, new = resolve("deepseek-v3", H200, "0.5.17", 8), resolve("deepseek-v3", H200, "0.5.18", 8)
+    assert (old.prefill_cuda_graph, old.reserved_mib, old.mem_fraction_static) == ("disabled", 14848, 0.897)
+    assert (new.prefill_cuda_graph, new.reserved_mib, new.mem_fraction_static) == ("breakable", 16384, 0.886)
+    assert resolve("deepseek-v3.2", H200, "0.5.17", 8).prefill_cuda_graph == "breakable"  # DSA exempt
+    assert resolve("deepseek-v3.2", H200, "0.5.16", 8).prefill_cuda_graph == "disabled"
+
+
+def test_nemotron_h_loses_the_breakable_prefill_graph_in_0_5_17() -> None:
+    """0.5.17's breakable rules list "NemotronH (hybrid Mamba2 prefill)" (``is_nemotron_h``); 0.5.16
+    and 0.5.18 do not."""
+    graphs = {v: resolve("nemotron-h-8b", H200, v, 8).prefill_cuda_graph for v in ("0.5.16", "0.5.17", "0.5.18")}
+    assert graphs == {"0.5.16": "breakable", "0.5.17": "disabled", "0.5.18": "breakable"}
+
+
+def test_kimi_k2_5_prefill_graph_is_tc_piecewise_up_to_0_5_17() -> None:
+    """Kimi-K2.5 (multimodal, on the piecewise allow-list
+    ``multimodal_piecewise_cuda_graph_supported_model_archs``): 0.5.16-0.5.17's
+    ``ServerArgs._apply_cuda_graph_compatibility`` moves its breakable prefill graph to
+    ``tc_piecewise``; from 0.5.18 it is on the breakable allow-list too, which keeps it
+    breakable. With DP attention the tc_piecewise rules disable it."""
+    from kvstrategies.integrations.sglang.launch_grid import launch_config
+
+    kimi = model_facts_from_hf_config(launch_config("synthetic:kimi-k2.5"))
+    assert resolve_launch_defaults(kimi, H200, tp_size=8, release=R["0.5.17"]).prefill_cuda_graph == "tc_piecewise"
+    assert resolve_launch_defaults(kimi, H200, tp_size=8, release=R["0.5.18"]).prefill_cuda_graph == "breakable"
+    dp = resolve_launch_defaults(kimi, H200, tp_size=8, attn_dp_size=8, release=R["0.5.17"])
+    assert dp.prefill_cuda_graph == "disabled"
+
+
+def test_multimodal_kv_reserve_from_0_5_18() -> None:
+    """0.5.18's ``kv_cache_configurator.mm_runtime_reservation_gb`` holds the multimodal embedding
+    cache (``SGLANG_VLM_CACHE_SIZE_MB`` 100 MiB) out of the KV budget; 0.5.17 has no such reserve."""
+    assert resolve("gemma-3-27b", H200, "0.5.18", 8).multimodal_reserve_mib == 100.0
+    assert resolve("gemma-3-27b", H200, "0.5.17", 8).multimodal_reserve_mib == 0.0

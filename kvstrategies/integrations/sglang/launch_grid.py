@@ -6,9 +6,9 @@ H100-80GB, H200, B200 and A100-80GB at every TP in 1, 2, 4, 8 that divides the a
 then, per preset at its largest such TP, variants with fp8 KV, page 64, EAGLE (auto, explicit
 chain and tree parameters, with page 64, with DP attention), NGRAM, DFLASH (with a draft model),
 DP attention, DCP 2, PP 2, ``--chunked-prefill-size -1``, fp8_e5m2 KV, radix cache off and a
-request cap, plus launches SGLang refuses (to check the planner refuses them
-too) and launches that exercise a rule only some SGLang releases have. A grid file is a JSON list of launch objects with the same keys as :class:`LaunchSpec`.
-No SGLang import here.
+request cap, plus launches SGLang refuses (to check the planner refuses them too) and
+launches that exercise a rule only some SGLang releases have. A grid file is a JSON list of
+launch objects with the same keys as :class:`LaunchSpec`. No SGLang import here.
 """
 
 from __future__ import annotations

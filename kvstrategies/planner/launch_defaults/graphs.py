@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...models.architectures import LaunchBackendRule, names_where
 from ...releases import ReleaseRule, span
+from . import graph_rules as rules
 from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active
+
+_NEMOTRON_H = names_where(lambda row: row.launch_backend_rule is LaunchBackendRule.NEMOTRON_H)
 
 #: under PP > 1 the breakable prefill graph is opt-in (off by default; opted in, capped at 8192
 #: tokens); before, PP keeps the breakable graph at the chunk size
@@ -60,23 +64,46 @@ def prefill_graph_bs_count(max_bs: int) -> int:
 
 def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     """Step 2 (§3): decode graph ``full``; prefill ``breakable`` on CUDA, disabled elsewhere,
-    and disabled by the rules evaluated before the memory step."""
-    s, m = inp.settings, inp.model
+    and disabled by the rules evaluated before the memory step. A multimodal model on the
+    release's :data:`.graph_rules.TC_PIECEWISE_MULTIMODAL` list goes to ``tc_piecewise`` and meets
+    that backend's rules instead (the release rules are in :mod:`.graph_rules`)."""
+    s, m, r = inp.settings, inp.model, inp.release
     if s.disable_cuda_graph or s.disaggregation_mode == "prefill":
         why = "--disable-cuda-graph" if s.disable_cuda_graph else "PD prefill role (§11)"
         res = _declare(res, "decode_cuda_graph", "disabled", why)
-    prefill_off = [
-        (s.disable_cuda_graph or s.disable_prefill_cuda_graph, "prefill graph disabled by flag"),
-        (not inp.gpu.is_cuda, "breakable prefill graph is CUDA-only"),
-        (inp.pp_size > 1 and PP_PREFILL_GRAPH_OPT_IN.holds(inp.release), "pp_size > 1: the breakable graph is opt-in"),
-        (m.is_kda and KDA_DISABLES_PREFILL_GRAPH.holds(inp.release), "KDA hybrid linear attention"),
-        (m.is_dsv4, "DeepSeek-V4 disables the prefill graph"),
-        (inp.dcp_size > 1, "decode context parallel (dcp_size > 1)"),
-        (s.moe_a2a_backend not in ("none", "deepep", "megamoe", "flashinfer"), "moe_a2a_backend"),
-        (_multimodal_active(inp) and not m.breakable_multimodal, "multimodal model not on the "
-         "breakable allow-list"),
-        (s.disaggregation_mode == "decode", "PD decode role"),
-    ]  # fmt: skip
+    multimodal = _multimodal_active(inp)
+    flag_off = s.disable_cuda_graph or s.disable_prefill_cuda_graph
+    dcp = inp.dcp_size > 1 and rules.PREFILL_GRAPH_OFF_FOR_DCP.holds(r)
+    piecewise = frozenset(rules.TC_PIECEWISE_MULTIMODAL.at(r))
+    moved = multimodal and rules.TC_PIECEWISE_MOVE.holds(r) and m.has_arch(piecewise)
+    if res.prefill_cuda_graph == "breakable" and not flag_off and moved:
+        res = _declare(res, "prefill_cuda_graph", "tc_piecewise", "validated multimodal decoder prefill (§3)")
+        prefill_off = [
+            (inp.attn_dp_size > 1, "DP attention"),
+            (inp.pp_size > 1, "pipeline parallelism (pp_size > 1)"),
+            (s.moe_a2a_backend != "none", "MoE A2A backend"),
+            (s.disaggregation_mode != "null", "PD disaggregation"),
+            (dcp, "decode context parallel (dcp_size > 1)"),
+        ]
+    else:
+        mla = m.is_mla and rules.BREAKABLE_OFF_FOR_MLA.holds(r)
+        mla = mla and (not m.is_dsa or rules.BREAKABLE_OFF_FOR_DSA.holds(r))
+        allowed = rules.BREAKABLE_MULTIMODAL_ALLOW_LIST.holds(r) and m.breakable_multimodal
+        allowed = allowed and not m.has_arch(frozenset(rules.BREAKABLE_MULTIMODAL_NOT_YET.at(r)))
+        prefill_off = [
+            (flag_off, "prefill graph disabled by flag"),
+            (not inp.gpu.is_cuda, "breakable prefill graph is CUDA-only"),
+            (inp.pp_size > 1 and PP_PREFILL_GRAPH_OPT_IN.holds(r), "pp_size > 1: the breakable graph is opt-in"),
+            (mla, "MLA attention"),
+            (m.has_arch(_NEMOTRON_H) and rules.BREAKABLE_OFF_FOR_NEMOTRON_H.holds(r), "NemotronH (hybrid Mamba2)"),
+            (m.is_kda and KDA_DISABLES_PREFILL_GRAPH.holds(r), "KDA hybrid linear attention"),
+            (m.is_dsv4, "DeepSeek-V4 disables the prefill graph"),
+            (dcp, "decode context parallel (dcp_size > 1)"),
+            (s.moe_a2a_backend not in rules.BREAKABLE_A2A_BACKENDS.at(r), "moe_a2a_backend"),
+            (inp.attn_dp_size > 1 and rules.BREAKABLE_OFF_FOR_DP_ATTENTION.holds(r), "DP attention"),
+            (multimodal and not allowed, "multimodal model not on the breakable allow-list"),
+            (s.disaggregation_mode == "decode", "PD decode role"),
+        ]
     for cond, why in prefill_off:
         if cond:
             return _declare(res, "prefill_cuda_graph", "disabled", f"{why} (§3)")

@@ -72,6 +72,14 @@ def swa_ratio_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution
     return res
 
 
+#: the KV budget holds back the multimodal memory allocated after sizing; before, nothing
+MULTIMODAL_KV_RESERVE = ReleaseRule(
+    "launch-multimodal-kv-reserve",
+    span("0.5.18"),
+    "the multimodal embedding cache / feature pools are reserved out of the KV budget",
+    "sglang.srt.mem_cache.kv_cache_configurator.mm_runtime_reservation_gb",
+    topic="launch",
+)
 VLM_CACHE_MIB = 100  # SGLANG_VLM_CACHE_SIZE_MB default
 MM_FEATURE_CACHE_MIB = 1024  # SGLANG_MM_FEATURE_CACHE_MB default
 
@@ -82,8 +90,8 @@ def multimodal_reserve_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
     off and moves features over CUDA IPC, whose pool is reserved instead (1024 MiB, 3072 with a
     user ``--max-running-requests >= 400``). SGLang: ``mem_cache.kv_cache_configurator.
     mm_runtime_reservation_gb`` with the environment ``qwen3_vl._qwen3vl_hopper_serving_overrides``
-    sets."""
-    if not _multimodal_active(inp):
+    sets. Nothing before :data:`MULTIMODAL_KV_RESERVE`."""
+    if not _multimodal_active(inp) or not MULTIMODAL_KV_RESERVE.holds(inp.release):
         return res
     if not large_hopper_qwen3_vl(inp):
         return replace(res, multimodal_reserve_mib=float(VLM_CACHE_MIB))
