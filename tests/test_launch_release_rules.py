@@ -231,5 +231,5 @@ def test_kimi_k2_5_prefill_graph_is_tc_piecewise_up_to_0_5_17() -> None:
 def test_multimodal_kv_reserve_from_0_5_18() -> None:
     """0.5.18's ``kv_cache_configurator.mm_runtime_reservation_gb`` holds the multimodal embedding
     cache (``SGLANG_VLM_CACHE_SIZE_MB`` 100 MiB) out of the KV budget; 0.5.17 has no such reserve."""
-    assert resolve("gemma-3-27b", H200, "0.5.18", 8).multimodal_reserve_mib == 100.0
-    assert resolve("gemma-3-27b", H200, "0.5.17", 8).multimodal_reserve_mib == 0.0
+    assert resolve("qwen3.5-35b-a3b", H200, "0.5.18", 8).multimodal_reserve_mib == 100.0
+    assert resolve("qwen3.5-35b-a3b", H200, "0.5.17", 8).multimodal_reserve_mib == 0.0
