@@ -175,8 +175,6 @@ class Architecture:
     ``kimi-int4``: the Kimi INT4 recipe) for which SGLang picks the FlashInfer TRT-LLM MoE runner on
     SM100 by itself (``arg_groups/overrides.py`` ``_deepseek_moe_quant_resolution``;
     ``arg_groups/model_overrides/qwen3_moe.py`` and ``glm4_moe.py``).
-    Releases: ``first_sglang``: the first SGLang release that loads it (``"0.5.22"``); ``None``:
-    every release the project models.
     """
 
     name: str
@@ -220,7 +218,6 @@ class Architecture:
     moe_block: str = "mlp"
     router_fp32: bool = False
     sm100_trtllm_moe: frozenset[str] = frozenset()
-    first_sglang: str | None = None
 
     @property
     def family(self) -> str:
@@ -611,8 +608,6 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_compress=True,
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
-        # up to 0.5.21 (transformers 5.12.1 pinned) AutoConfig does not know model_type mimo_v2_flash
-        first_sglang="0.5.22",
     ),
     _A(
         "MiMoV2ForCausalLM",
@@ -822,13 +817,6 @@ def is_served(name: str) -> bool:
     return row is not None and row.sglang_model is not SGLangModel.RULE_ONLY
 
 
-def first_release_serving(architectures: Iterable[str]) -> str | None:
-    """The first SGLang release (``"0.5.22"``) that loads the first known architecture of a
-    config (SGLang resolves that one); ``None`` when every modelled release does."""
-    row = first_row(name for name in architectures if is_served(name))
-    return None if row is None else row.first_sglang
-
-
 def row_for(name: str) -> Architecture | None:
     """The row of one architecture name, None when the table does not know it."""
     return _BY_NAME.get(name)
@@ -902,7 +890,6 @@ __all__ = [
     "SGLangModel",
     "any_row",
     "first_row",
-    "first_release_serving",
     "is_served",
     "known_model_types",
     "model_type_row",

@@ -34,11 +34,10 @@ from typing import Any
 
 from ..errors import UnsupportedConfigurationError
 from ..models import ModelGeometry, parse_hf_config
-from ..models.architectures import is_served, model_type_row, names_where
+from ..models.architectures import is_served, model_type_row, names_where, require_loadable
 from ..models.geometry import AttentionArch
 from ..models.hf import architectures, text_config
 from .launch_defaults import AppliedDefault
-from .launch_defaults.core import check_release_serves
 from .load_refusals import check_weight_load
 from .request import DeploymentRequest, check_page_size
 
@@ -200,10 +199,10 @@ def admit(req: DeploymentRequest) -> tuple[DeploymentRequest, tuple[AppliedDefau
     check_sizes(req)
     check_page_size(req.page_size)
     config, assumed = check_architecture(req.hf_config(), req.assume_architecture)
-    check_release_serves(architectures(config), req.release)
     if assumed is not None:
         req = dataclasses.replace(req, source={"hf_config": config})
     geometry = parse_hf_config(config)
+    require_loadable(geometry.model_type, req.release)  # the config loads before any weight
     override = check_context_length(req.context_length, geometry.context_len, req.allow_context_length_override)
     check_heads(geometry, req)
     check_weight_load(req, config)

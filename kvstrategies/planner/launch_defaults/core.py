@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ...errors import KVCacheConfigError, UnsupportedConfigurationError
-from ...models.architectures import first_release_serving, model_type_row
-from ...releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, parse_release, span
+from ...errors import KVCacheConfigError
+from ...models.architectures import model_type_row, require_loadable
+from ...releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, span
 from ..gpus import Accelerator
 
 SettingValue = str | int | float | bool | None
@@ -267,16 +267,11 @@ def _refuse(check: str, message: str) -> KVCacheConfigError:
     return KVCacheConfigError(f"SGLang refuses this launch ({check}): {message}")
 
 
-def check_release_serves(architectures: tuple[str, ...], release: EngineRelease) -> None:
-    """Refuse a model whose architecture row is first served after ``release`` (its
-    ``first_sglang``): SGLang fails to load its config (``configs.model_config.ModelConfig``)."""
-    first = first_release_serving(architectures)
-    if first is not None and release < parse_release(first):
-        raise UnsupportedConfigurationError(
-            f"{release.label} does not load {architectures[0]}: SGLang serves it from {first} on "
-            "(sglang.srt.configs.model_config.ModelConfig cannot read its config there); plan it with "
-            f"--sglang-version {first} or later"
-        )
+def check_release_serves(model_type: str, release: EngineRelease) -> None:
+    """Refuse a model ``release`` cannot load: its ``model_type`` row is first loaded by a later
+    release (SGLang's ``configs.model_config.ModelConfig`` fails on the config;
+    :func:`kvstrategies.models.architectures.require_loadable`)."""
+    require_loadable(model_type, release)
 
 
 Step = Callable[[LaunchInputs, LaunchResolution], LaunchResolution]

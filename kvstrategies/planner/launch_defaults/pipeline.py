@@ -78,7 +78,7 @@ def _initial(inp: LaunchInputs) -> LaunchResolution:
 
 def _validate(inp: LaunchInputs) -> None:
     s = inp.settings
-    check_release_serves(inp.model.architectures, inp.release)
+    check_release_serves(inp.model.model_type, inp.release)
     if min(inp.tp_size, inp.pp_size, inp.attn_dp_size) < 1 or inp.tp_size % inp.attn_dp_size:
         raise KVCacheConfigError(
             f"tp_size={inp.tp_size}, pp_size={inp.pp_size}, attn_dp_size={inp.attn_dp_size}: "
