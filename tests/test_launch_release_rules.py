@@ -233,3 +233,13 @@ def test_multimodal_kv_reserve_from_0_5_18() -> None:
     cache (``SGLANG_VLM_CACHE_SIZE_MB`` 100 MiB) out of the KV budget; 0.5.17 has no such reserve."""
     assert resolve("qwen3.5-35b-a3b", H200, "0.5.18", 8).multimodal_reserve_mib == 100.0
     assert resolve("qwen3.5-35b-a3b", H200, "0.5.17", 8).multimodal_reserve_mib == 0.0
+
+
+def test_dp_attention_loses_the_breakable_prefill_graph_up_to_0_5_16() -> None:
+    """0.5.15-0.5.16's ``ServerArgs._disable_breakable_cudagraph_if_incompatible`` lists "DP
+    attention" (DP-attn x BCG not validated); 0.5.17 drops it. Llama-3.1-8B on H200, TP 8, DP 8
+    (the chunk 8192 // 8 = 1024 re-clamps the graph only while it is on)."""
+    old = resolve_launch_defaults(facts("llama-3.1-8b"), H200, tp_size=8, attn_dp_size=8, release=R["0.5.16"])
+    new = resolve_launch_defaults(facts("llama-3.1-8b"), H200, tp_size=8, attn_dp_size=8, release=R["0.5.17"])
+    assert (old.prefill_cuda_graph, old.prefill_graph_max_bs) == ("disabled", 8192)
+    assert (new.prefill_cuda_graph, new.prefill_graph_max_bs, new.prefill_graph_bs_count) == ("breakable", 1024, 38)
