@@ -243,3 +243,17 @@ def test_dp_attention_loses_the_breakable_prefill_graph_up_to_0_5_16() -> None:
     new = resolve_launch_defaults(facts("llama-3.1-8b"), H200, tp_size=8, attn_dp_size=8, release=R["0.5.17"])
     assert (old.prefill_cuda_graph, old.prefill_graph_max_bs) == ("disabled", 8192)
     assert (new.prefill_cuda_graph, new.prefill_graph_max_bs, new.prefill_graph_bs_count) == ("breakable", 1024, 38)
+
+
+def test_deepep_keeps_the_breakable_prefill_graph_from_0_5_17() -> None:
+    """``--moe-a2a-backend deepep``: 0.5.15-0.5.16's breakable rules refuse any MoE A2A backend
+    but ``none``; 0.5.17 tolerates deepep, megamoe and flashinfer, and
+    ``cuda_graph_hook.apply_deepep_adjustments`` aligns the 2048 default's buckets to multiples
+    of 8 (38 sizes, max 2048). Qwen3-30B-A3B on H200, TP 8: R = 512 + 1.5 * 8192 + 1024 + 2 * 512
+    = 14848, + 2048 for DeepEP decode graphs = 16896 -> 0.882; with the graph: + 8 * 38 + 1024
+    (breakable with DeepEP) = 18224 -> 0.873."""
+    old = resolve("qwen3-30b-a3b", H200, "0.5.16", 8, moe_a2a_backend="deepep")
+    new = resolve("qwen3-30b-a3b", H200, "0.5.17", 8, moe_a2a_backend="deepep")
+    assert (old.prefill_cuda_graph, old.reserved_mib, old.mem_fraction_static) == ("disabled", 16896, 0.882)
+    assert (new.prefill_cuda_graph, new.prefill_graph_max_bs, new.prefill_graph_bs_count) == ("breakable", 2048, 38)
+    assert (new.reserved_mib, new.mem_fraction_static) == (18224, 0.873)

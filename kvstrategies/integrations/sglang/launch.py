@@ -165,6 +165,17 @@ def _flag_value(value: Any, draft_dir: Path) -> Any:
     return str(draft_dir) if value == DFLASH_DRAFT else value
 
 
+def _request_fields() -> frozenset[str]:
+    import dataclasses
+
+    from ...planner import DeploymentRequest
+
+    return frozenset(f.name for f in dataclasses.fields(DeploymentRequest))
+
+
+_REQUEST_FIELDS = _request_fields()
+
+
 def planner_outcome(spec: LaunchSpec, draft_dir: Path, release: EngineRelease = NEWEST_SGLANG) -> LaunchOutcome:
     """The planner's launch resolution of ``spec`` for ``release`` (a refusal is its
     KVCacheConfigError text)."""
@@ -172,6 +183,7 @@ def planner_outcome(spec: LaunchSpec, draft_dir: Path, release: EngineRelease = 
     from ...planner.launch import resolve_launch
 
     flags = {k: _flag_value(v, draft_dir) for k, v in spec.flags.items()}
+    extras = {k: flags.pop(k) for k in list(flags) if k not in _REQUEST_FIELDS}  # LaunchSettings-only flags
     try:
         req = DeploymentRequest(
             model=spec.preset,
@@ -182,6 +194,7 @@ def planner_outcome(spec: LaunchSpec, draft_dir: Path, release: EngineRelease = 
             attn_dp_size=spec.attn_dp_size,
             gpu=lookup_gpu(spec.gpu),
             release=release,
+            launch_extras=extras,
             **flags,
         )
         res = resolve_launch(req, req.hf_config())

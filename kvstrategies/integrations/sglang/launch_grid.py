@@ -72,7 +72,7 @@ def launch_config(preset: str) -> dict[str, Any]:
 FLAG_NAMES = frozenset({
     "kv_cache_dtype", "page_size", "chunked_prefill_size", "attention_backend", "max_running_requests",
     "disable_radix_cache", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
-    "speculative_num_draft_tokens", "speculative_draft_model_path",
+    "speculative_num_draft_tokens", "speculative_draft_model_path", "moe_a2a_backend",
 })  # fmt: skip
 
 GRID_GPUS = ("H100-80GB", "H200", "B200", "A100-80GB")
@@ -202,9 +202,12 @@ _REFUSED: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
 
 # Launches that exercise a launch rule some SGLang releases have and others do not (the grid is
 # recorded under every release): DSA with a pooled index key under DCP (refused from 0.5.22, whose
-# DSA DCP overrides also refuse an EAGLE tree, topk > 1).
+# DSA DCP overrides also refuse an EAGLE tree, topk > 1); the DeepEP all-to-all backend (it keeps
+# the breakable prefill graph from 0.5.17).
 _RELEASE_DIFFERENCES: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
     (SYNTHETIC_PREFIX + "deepseek-v3.2-kpool4", "H200", 8, {"dcp_size": 2}),
+    ("qwen3-30b-a3b", "H200", 8, {"flags": {"moe_a2a_backend": "deepep"}}),
+    ("qwen3-30b-a3b", "B200", 4, {"flags": {"moe_a2a_backend": "deepep"}}),
     ("deepseek-v3.2", "H200", 8, {"dcp_size": 2, "flags": {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3,
                                                           "speculative_eagle_topk": 4,
                                                           "speculative_num_draft_tokens": 8}}),

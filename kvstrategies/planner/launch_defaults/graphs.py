@@ -117,8 +117,14 @@ def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
     :data:`MLA_PREFILL_GRAPH_FOLLOWS_CHUNK` does not hold), then the PP cap 8192 (only while the
     prefill graph is still breakable) and ``min(., max_total_tokens)``. With chunked prefill off
     (``-1``) ``max_bs`` is ``-1`` and the batch list is empty: no prefill graph is captured and
-    none is reserved for (SGLang: ``memory_hook.handle_gpu_memory_settings``).
+    none is reserved for (SGLang: ``memory_hook.handle_gpu_memory_settings``). With DeepEP the
+    list is the 2048 default's, aligned to multiples of 8: 38 sizes up to 2048.
     """
+    if res.prefill_cuda_graph == "breakable" and inp.settings.moe_a2a_backend == "deepep":
+        # cuda_graph_hook.apply_deepep_adjustments (before the memory step): the buckets of the 2048
+        # default aligned up to multiples of 8 fix the list and its max_bs, whatever the chunk
+        aligned = sorted({(b + 7) // 8 * 8 for b in prefill_graph_batch_sizes(2048)})
+        return replace(res, prefill_graph_max_bs=aligned[-1], prefill_graph_bs_count=len(aligned))
     chunk = res.chunked_prefill_size
     max_bs = chunk if chunk is not None else res.max_prefill_tokens
     if inp.model.is_mla:
