@@ -257,3 +257,35 @@ def test_deepep_keeps_the_breakable_prefill_graph_from_0_5_17() -> None:
     assert (old.prefill_cuda_graph, old.reserved_mib, old.mem_fraction_static) == ("disabled", 16896, 0.882)
     assert (new.prefill_cuda_graph, new.prefill_graph_max_bs, new.prefill_graph_bs_count) == ("breakable", 2048, 38)
     assert (new.reserved_mib, new.mem_fraction_static) == (18224, 0.873)
+
+
+def test_kimi_linear_extra_buffer_from_0_5_16() -> None:
+    """Kimi-Linear joined ``arg_groups.overrides._MAMBA_EXTRA_BUFFER_ARCHS`` in 0.5.16
+    (``supports_mamba_cache_extra_buffer``): 0.5.15's ``_mamba_radix_cache_resolution`` picks
+    ``no_buffer`` and turns the overlap scheduler off, and ``ServerArgs._validate_mamba_no_buffer``
+    refuses a page above 1 ("no_buffer only supports page_size=1")."""
+    import pytest
+
+    from kvstrategies.errors import KVCacheConfigError
+
+    old, new = resolve("kimi-linear-48b-a3b", H200, "0.5.15", 4), resolve("kimi-linear-48b-a3b", H200, "0.5.16", 4)
+    assert (old.mamba_radix_cache_strategy, old.disable_overlap_schedule) == ("no_buffer", True)
+    assert (new.mamba_radix_cache_strategy, new.disable_overlap_schedule) == ("extra_buffer", False)
+    with pytest.raises(KVCacheConfigError, match="no_buffer only supports page_size=1"):
+        resolve("kimi-linear-48b-a3b", H200, "0.5.15", 4, page_size=64)
+    assert resolve("kimi-linear-48b-a3b", H200, "0.5.16", 4, page_size=64).page_size == 64
+
+
+def test_every_launch_rule_is_listed_between_releases() -> None:
+    """The launch rules are registered (``kvstrategies.releases``): ``rules_differing`` lists,
+    from the code alone, the ones that differ between two releases."""
+    import kvstrategies.planner.launch_defaults  # noqa: F401  (registers the launch rules)
+    from kvstrategies.releases import all_rules, rules_differing
+
+    launch = {r.key for r in all_rules() if r.topic == "launch"}
+    assert {"launch-pp-prefill-graph-opt-in", "launch-mla-prefill-graph-follows-chunk",
+            "launch-multimodal-kv-reserve"} <= launch  # fmt: skip
+    between = {r.key for r in rules_differing(R["0.5.22"], R["0.5.23"]) if r.topic == "launch"}
+    assert {"launch-mla-prefill-graph-follows-chunk", "launch-dflash-sm100-mha-default",
+            "launch-dsv4-auto-attn-backend"} <= between  # fmt: skip
+    assert "launch-pp-prefill-graph-opt-in" not in between
