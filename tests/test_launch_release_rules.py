@@ -289,3 +289,20 @@ def test_every_launch_rule_is_listed_between_releases() -> None:
     assert {"launch-mla-prefill-graph-follows-chunk", "launch-dflash-sm100-mha-default",
             "launch-dsv4-auto-attn-backend"} <= between  # fmt: skip
     assert "launch-pp-prefill-graph-opt-in" not in between
+
+
+def test_row_facts_hold_for_their_releases() -> None:
+    """An architecture row's ``releases`` limits a fact to some releases: Kimi-K2.5 is on SGLang's
+    multimodal breakable allow-list from 0.5.18 and on the piecewise one from 0.5.16
+    (``configs.model_config``); Kimi-Linear is an extra-buffer Mamba model from 0.5.16
+    (``arg_groups.overrides._MAMBA_EXTRA_BUFFER_ARCHS``). Each limited fact is a listed rule."""
+    from kvstrategies.models.architectures import holds_in, names_holding, row_for
+    from kvstrategies.releases import all_rules
+
+    kimi25, linear = row_for("KimiK25ForConditionalGeneration"), row_for("KimiLinearForCausalLM")
+    assert kimi25 is not None and linear is not None
+    assert [holds_in(kimi25, "breakable_multimodal", R[v]) for v in ("0.5.17", "0.5.18")] == [False, True]
+    assert [holds_in(kimi25, "piecewise_multimodal", R[v]) for v in ("0.5.15", "0.5.16")] == [False, True]
+    assert "KimiLinearForCausalLM" not in names_holding("mamba_extra_buffer", R["0.5.15"])
+    assert "KimiLinearForCausalLM" in names_holding("mamba_extra_buffer", R["0.5.16"])
+    assert "mamba_extra_buffer:KimiLinearForCausalLM" in {r.key for r in all_rules()}

@@ -5,9 +5,10 @@ breakable prefill graph (``arg_groups.cuda_graph_hook.apply_cuda_graph_compatibi
 0.5.18 ``ServerArgs._disable_breakable_cudagraph_if_incompatible``) and another for a multimodal
 model moved to ``tc_piecewise`` (``ServerArgs._disable_tc_piecewise_cudagraph_if_incompatible``);
 entries came and went between releases, so each is a :class:`~kvstrategies.releases.ReleaseRule`
-and each allow-list a :class:`~kvstrategies.releases.ByRelease`. The architecture rows'
-``breakable_multimodal`` is the newest release's allow-list
-(``configs.model_config.multimodal_breakable_cuda_graph_supported_model_archs``).
+or a :class:`~kvstrategies.releases.ByRelease`. The allow-lists themselves
+(``configs.model_config.multimodal_breakable_cuda_graph_supported_model_archs`` and its piecewise
+twin) are the architecture rows' ``breakable_multimodal`` / ``piecewise_multimodal`` with the
+releases each row's ``releases`` gives (:func:`kvstrategies.models.architectures.names_holding`).
 """
 
 from __future__ import annotations
@@ -54,49 +55,18 @@ BREAKABLE_MULTIMODAL_ALLOW_LIST = ReleaseRule(
     "allow-listed multimodal models keep the breakable prefill cuda graph", _HOOK, topic="launch",
 )  # fmt: skip
 
-_QWEN3_5 = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
-_MINIMAX_M3 = ("MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration")
-_NEWER_0_5_18 = ("InternS2MobiusForConditionalGeneration", "KimiK25ForConditionalGeneration",
-                 "KimiK3ForConditionalGeneration", "MuseGlimmerForConditionalGeneration")  # fmt: skip
-_NEWER_0_5_19 = ("Cohere2VisionForConditionalGeneration", "PaddleOCRVLForConditionalGeneration")
-_NEWER_0_5_20 = ("Glm5NextForConditionalGeneration",)
-_NEWER_0_5_22 = (*_MINIMAX_M3, "Qwen4ExpForConditionalGeneration")
-_NEWER_0_5_23 = ("MuseSparkForConditionalGeneration",)
-#: the newest allow-list's architectures a release's allow-list does not have yet
-BREAKABLE_MULTIMODAL_NOT_YET: ByRelease[tuple[str, ...]] = ByRelease(
-    "launch-breakable-multimodal-not-yet",
-    (
-        ("0.5.15", tuple(sorted((*_NEWER_0_5_18, *_NEWER_0_5_19, *_NEWER_0_5_20, *_NEWER_0_5_22, *_NEWER_0_5_23)))),
-        ("0.5.18", tuple(sorted((*_NEWER_0_5_19, *_NEWER_0_5_20, *_NEWER_0_5_22, *_NEWER_0_5_23)))),
-        ("0.5.19", tuple(sorted((*_NEWER_0_5_20, *_NEWER_0_5_22, *_NEWER_0_5_23)))),
-        ("0.5.20", tuple(sorted((*_NEWER_0_5_22, *_NEWER_0_5_23)))),
-        ("0.5.22", _NEWER_0_5_23),
-        ("0.5.23", ()),
-    ),
-    "multimodal architectures on the newest breakable allow-list that this release's list lacks "
-    f"(0.5.16-0.5.17 list only {', '.join(_QWEN3_5)})",
-    "sglang.srt.configs.model_config.multimodal_breakable_cuda_graph_supported_model_archs",
-)
-#: a multimodal model on the piecewise allow-list moves from the breakable prefill graph to
-#: ``tc_piecewise`` (its decoder prefill validated there); from 0.5.18 only when it is not on the
-#: breakable allow-list too (folded into :data:`TC_PIECEWISE_MULTIMODAL`)
+#: up to 0.5.17 a multimodal model on the piecewise allow-list (its rows' ``piecewise_multimodal``)
+#: moves from the breakable prefill graph to ``tc_piecewise`` (its decoder prefill validated there)
 TC_PIECEWISE_MOVE = ReleaseRule(
     "launch-tc-piecewise-move", span("0.5.16"),
     "piecewise-allow-listed multimodal models take the tc_piecewise prefill graph instead of breakable",
     "sglang.srt.server_args.ServerArgs._apply_cuda_graph_compatibility (0.5.19: arg_groups.cuda_graph_hook)",
     topic="launch",
 )  # fmt: skip
-#: the piecewise allow-list (``configs.model_config.multimodal_piecewise_cuda_graph_supported_model_archs``),
-#: minus the breakable one from 0.5.18: the architectures :data:`TC_PIECEWISE_MOVE` moves
-TC_PIECEWISE_MULTIMODAL: ByRelease[tuple[str, ...]] = ByRelease(
-    "launch-tc-piecewise-multimodal",
-    (
-        ("0.5.15", ("Cohere2VisionForConditionalGeneration",)),
-        ("0.5.16", ("Cohere2VisionForConditionalGeneration", "KimiK25ForConditionalGeneration", *_MINIMAX_M3)),
-        ("0.5.18", ("Cohere2VisionForConditionalGeneration", *_MINIMAX_M3)),
-        ("0.5.19", _MINIMAX_M3),
-        ("0.5.22", ()),
-    ),
-    "multimodal architectures whose prefill graph becomes tc_piecewise instead of breakable",
-    "sglang.srt.configs.model_config.multimodal_piecewise_cuda_graph_supported_model_archs",
-)
+#: ... unless it is on the breakable allow-list too (or prefills with trtllm_mla)
+BREAKABLE_LIST_KEEPS_BREAKABLE = ReleaseRule(
+    "launch-breakable-list-keeps-breakable", span("0.5.18"),
+    "a multimodal model on both allow-lists keeps the breakable prefill graph (no tc_piecewise move)",
+    "sglang.srt.server_args.ServerArgs._apply_cuda_graph_compatibility (0.5.19: arg_groups.cuda_graph_hook)",
+    topic="launch",
+)  # fmt: skip

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...models.architectures import LaunchBackendRule, names_where
+from ...models.architectures import LaunchBackendRule, names_holding, names_where
 from ...releases import ReleaseRule, span
 from . import graph_rules as rules
 from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active
@@ -65,8 +65,8 @@ def prefill_graph_bs_count(max_bs: int) -> int:
 def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     """Step 2 (§3): decode graph ``full``; prefill ``breakable`` on CUDA, disabled elsewhere,
     and disabled by the rules evaluated before the memory step. A multimodal model on the
-    release's :data:`.graph_rules.TC_PIECEWISE_MULTIMODAL` list goes to ``tc_piecewise`` and meets
-    that backend's rules instead (the release rules are in :mod:`.graph_rules`)."""
+    release's piecewise allow-list goes to ``tc_piecewise`` and meets that backend's rules instead
+    (the release rules are in :mod:`.graph_rules`)."""
     s, m, r = inp.settings, inp.model, inp.release
     if s.disable_cuda_graph or s.disaggregation_mode == "prefill":
         why = "--disable-cuda-graph" if s.disable_cuda_graph else "PD prefill role (§11)"
@@ -74,8 +74,10 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
     multimodal = _multimodal_active(inp)
     flag_off = s.disable_cuda_graph or s.disable_prefill_cuda_graph
     dcp = inp.dcp_size > 1 and rules.PREFILL_GRAPH_OFF_FOR_DCP.holds(r)
-    piecewise = frozenset(rules.TC_PIECEWISE_MULTIMODAL.at(r))
-    moved = multimodal and rules.TC_PIECEWISE_MOVE.holds(r) and m.has_arch(piecewise)
+    breakable_listed = m.has_arch(names_holding("breakable_multimodal", r))
+    kept = breakable_listed and rules.BREAKABLE_LIST_KEEPS_BREAKABLE.holds(r)
+    moved = multimodal and rules.TC_PIECEWISE_MOVE.holds(r) and m.has_arch(names_holding("piecewise_multimodal", r))
+    moved = moved and not kept
     if res.prefill_cuda_graph == "breakable" and not flag_off and moved:
         res = _declare(res, "prefill_cuda_graph", "tc_piecewise", "validated multimodal decoder prefill (§3)")
         prefill_off = [
@@ -88,8 +90,7 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
     else:
         mla = m.is_mla and rules.BREAKABLE_OFF_FOR_MLA.holds(r)
         mla = mla and (not m.is_dsa or rules.BREAKABLE_OFF_FOR_DSA.holds(r))
-        allowed = rules.BREAKABLE_MULTIMODAL_ALLOW_LIST.holds(r) and m.breakable_multimodal
-        allowed = allowed and not m.has_arch(frozenset(rules.BREAKABLE_MULTIMODAL_NOT_YET.at(r)))
+        allowed = rules.BREAKABLE_MULTIMODAL_ALLOW_LIST.holds(r) and breakable_listed
         prefill_off = [
             (flag_off, "prefill graph disabled by flag"),
             (not inp.gpu.is_cuda, "breakable prefill graph is CUDA-only"),

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...errors import KVCacheConfigError
-from ...releases import ByRelease, ReleaseRule, span
+from ...models.architectures import names_holding
+from ...releases import ReleaseRule, span
 from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active, _refuse, large_hopper_qwen3_vl
 from .facts import _AUDIO_ENCODER_DECODER
 
@@ -25,35 +26,9 @@ def hybrid_swa_memory_override(inp: LaunchInputs, res: LaunchResolution) -> Laun
     return res
 
 
-_KIMI_LINEAR = ("KimiLinearForCausalLM",)
-_NEWER_0_5_17 = ("KimiK3ForConditionalGeneration",)
-_NEWER_0_5_19 = ("BailingMoeV3ForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
-_NEWER_0_5_20 = ("Glm5NextForConditionalGeneration", "NemotronH_Omni_Reasoning_V3", "Qwen4ExpForConditionalGeneration")
-_NEWER_0_5_21 = ("BailingMoeV3VLForConditionalGeneration", "InklingForConditionalGeneration",
-                 "InklingForConditionalGenerationMTP")  # fmt: skip
-_NEWER_0_5_23 = ("MiniCPMV4_7ForConditionalGeneration",)
-#: the newest release's extra-buffer Mamba architectures (the rows' ``mamba_extra_buffer``) that a
-#: release's list (``arg_groups.overrides._MAMBA_EXTRA_BUFFER_ARCHS``) does not have yet
-MAMBA_EXTRA_BUFFER_NOT_YET: ByRelease[tuple[str, ...]] = ByRelease(
-    "launch-mamba-extra-buffer-not-yet",
-    (
-        ("0.5.15", tuple(sorted((*_KIMI_LINEAR, *_NEWER_0_5_17, *_NEWER_0_5_19, *_NEWER_0_5_20, *_NEWER_0_5_21,
-                                 *_NEWER_0_5_23)))),
-        ("0.5.16", tuple(sorted((*_NEWER_0_5_17, *_NEWER_0_5_19, *_NEWER_0_5_20, *_NEWER_0_5_21, *_NEWER_0_5_23)))),
-        ("0.5.17", tuple(sorted((*_NEWER_0_5_19, *_NEWER_0_5_20, *_NEWER_0_5_21, *_NEWER_0_5_23)))),
-        ("0.5.19", tuple(sorted((*_NEWER_0_5_20, *_NEWER_0_5_21, *_NEWER_0_5_23)))),
-        ("0.5.20", tuple(sorted((*_NEWER_0_5_21, *_NEWER_0_5_23)))),
-        ("0.5.21", _NEWER_0_5_23),
-        ("0.5.23", ()),
-    ),
-    "Mamba architectures with the extra_buffer radix strategy in the newest release but not in this one",
-    "sglang.srt.arg_groups.overrides.supports_mamba_cache_extra_buffer (_MAMBA_EXTRA_BUFFER_ARCHS)",
-)  # fmt: skip
-
-
 def mamba_strategy_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     """Step 5 (§9.3): ``auto`` -> ``extra_buffer`` when (overlap on or page > 1) and supported
-    in the release (:data:`MAMBA_EXTRA_BUFFER_NOT_YET`), else ``no_buffer`` with the overlap
+    in the release (the rows' ``mamba_extra_buffer`` with their ``releases``), else ``no_buffer`` with the overlap
     scheduler forced off; ``no_buffer`` takes page 1 only (SGLang:
     ``arg_groups.mamba_hook.validate_mamba_no_buffer``). Radix off -> no strategy. Assumes the
     default ``linear_attn_backend`` triton."""
@@ -61,7 +36,7 @@ def mamba_strategy_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
     if not m.is_mamba_radix or res.disable_radix_cache or res.mamba_radix_cache_strategy != "auto":
         return res
     overlap = not res.disable_overlap_schedule
-    extra = m.mamba_extra_buffer and not m.has_arch(frozenset(MAMBA_EXTRA_BUFFER_NOT_YET.at(inp.release)))
+    extra = m.mamba_extra_buffer and m.has_arch(names_holding("mamba_extra_buffer", inp.release))
     if (overlap or (res.page_size or 1) > 1) and extra:
         return _declare(res, "mamba_radix_cache_strategy", "extra_buffer", "Mamba radix auto (§9.3)")
     if (res.page_size or 1) > 1:
