@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._torch import import_torch
 from .budget_check import check_layout_within_budget
@@ -12,11 +12,15 @@ from .errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConf
 from .pools.binding import AllocatorSpec, PoolBinding, pool_binding
 from .pools.build import KVPools
 from .pools.layout import KVPoolsLayout
+from .releases import VLLM
 from .resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
 from .sizing import PoolSizes
-from .strategies.base import PoolConfigurator
+from .strategies.base import PoolConfigurator, StateReservation
 from .strategies.registry import select_configurator
 from .validate import MAX_INT64, check_bool, check_instance, check_int, check_opt_int
+
+if TYPE_CHECKING:
+    from .strategies.vllm.strategies import VLLMKVCachePlan
 
 #: the most requests (rows of the request table) a what-if layout (``pool_max_running_requests``) may
 #: ask for: a what-if is a small size, and a build on a real device allocates the table for real
@@ -84,6 +88,8 @@ class Plan:
     #: a draft worker's adopted target sizes (mapped by ``derive_draft_sizes``): what its pools are
     #: built for; ``None`` for a target
     adopted_sizes: PoolSizes | None = None
+    #: a vLLM plan's whole answer (specs, groups, blocks, tensors, capacity); ``None`` for SGLang
+    vllm: VLLMKVCachePlan | None = None
 
     @property
     def ctx(self) -> KVCacheContext:
@@ -132,6 +138,8 @@ def plan(
     ctx = as_settings(ctx)
     _check_arguments(ctx, available_bytes, max_tokens, pool_max_tokens, pool_max_running_requests,
                      pool_max_mamba_cache_size)  # fmt: skip
+    if ctx.release.engine == VLLM:
+        return _plan_vllm(ctx, available_bytes, max_tokens)
     if ctx.is_draft_worker:
         return _plan_draft_worker(
             ctx,
@@ -157,6 +165,32 @@ def plan(
         layout=layout,
         resolution=target.resolution,
     )
+
+
+def _plan_vllm(ctx: KVCacheContext, available_bytes: int, max_tokens: int | None) -> Plan:
+    """A vLLM deployment (``ctx.release.engine == "vllm"``): the vLLM strategy's whole answer.
+
+    ``available_bytes`` is ``--kv-cache-memory-bytes``; SGLang's what-if pool sizes do not apply
+    (vLLM allocates its ``kv_cache_tensors`` whole). ``sizes.max_total_num_tokens`` is vLLM's "GPU
+    KV cache size", ``sizes.max_running_requests`` its ``max_num_seqs``.
+    """
+    from .strategies.vllm.deployment import check_vllm_scope
+    from .strategies.vllm.strategies import VLLMStrategy
+
+    check_vllm_scope(ctx)  # the settings a vLLM plan cannot answer, before anything else
+    configurator = select_configurator(ctx)
+    if not isinstance(configurator, VLLMStrategy):
+        raise UnsupportedConfigurationError(
+            f"{type(configurator).__name__} is registered for vLLM contexts but is not a VLLMStrategy "
+            "(kvstrategies.strategies.vllm.strategies): it cannot answer a vLLM plan"
+        )
+    if max_tokens is not None:
+        configurator.calculate_pool_sizes_from_max_tokens(max_tokens, ctx.page_size)  # refuses, naming why
+    planned = configurator.vllm_plan(available_bytes)
+    sizes = configurator.calculate_pool_sizes(available_bytes, ctx.page_size)
+    layout = configurator.layout(sizes)
+    resolution = Resolution(configurator, available_bytes, StateReservation(available_bytes), sizes, sizes, None)
+    return Plan(configurator, available_bytes, sizes, None, sizes, layout, resolution, vllm=planned)
 
 
 @dataclass(frozen=True)
@@ -325,7 +359,9 @@ def build(
     host memory does not grow with the plan's sizes.
 
     A device torch does not know or cannot reach, and running out of device memory, raise
-    :class:`KVCacheConfigError` (:class:`InsufficientMemoryError` for the latter).
+    :class:`KVCacheConfigError` (:class:`InsufficientMemoryError` for the latter); on ``"cpu"`` a
+    plan larger than the host's available memory (:mod:`kvstrategies.host_memory`) is refused with
+    :class:`InsufficientMemoryError` before anything is allocated.
     """
     check_instance(planned, Plan, "planned", "get one from kvstrategies.plan(ctx, available_bytes)")
     if use_triton is not None:
@@ -342,6 +378,16 @@ def build(
         raise UnsupportedConfigurationError(
             f"device {device!r}: this torch sees no CUDA device; build on 'meta' to check a plan without one"
         )
+    if target.type == "cpu":  # refuse what the host cannot hold instead of meeting the OOM killer
+        from .host_memory import available_host_bytes
+
+        room = available_host_bytes()
+        if room is not None and planned.planned_bytes > room:
+            raise InsufficientMemoryError(
+                f"building on 'cpu' would allocate the planned {planned.planned_bytes:,} bytes "
+                f"({planned.planned_bytes / 2**30:.1f} GiB) but this host has {room / 2**30:.1f} GiB available; "
+                "build on 'meta' to check the plan, or plan with a smaller available_bytes"
+            )
     try:
         from .pools.runtime.factory import build_typed_pools
 

@@ -26,13 +26,14 @@ from .context import (
     SpecAlgorithm,
     SpeculativeConfig,
 )
-from .dtypes import DType, resolve_kv_cache_dtype
+from .dtypes import DType, require_release_kv_cache_dtype, resolve_kv_cache_dtype
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
+from .knobs import check_case_env
 from .models import ModelGeometry, parse_hf_config
 from .models.architectures import require_loadable
 from .presets import load_preset_config
-from .releases import EngineRelease, ReleaseRule, parse_release, span
-from .validate import MAX_INT64, MAX_SETTING_INT, check_float
+from .releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, ReleaseRule, parse_release, span
+from .validate import MAX_INT64, MAX_SETTING_INT, check_float, check_sane_ints
 
 #: case fields that are SGLang server arguments only from some release on (a release without the
 #: flag cannot be launched with it: its argparse refuses it)
@@ -50,6 +51,9 @@ CASE_DEFAULTS: dict[str, Any] = {
     "name": None,
     "description": "",
     "sglang_version": None,
+    "engine": None,
+    "vllm_version": None,
+    "gpu": None,
     "hf_config": None,
     "preset": None,
     "tp_size": 1,
@@ -99,29 +103,6 @@ CASE_DEFAULTS: dict[str, Any] = {
     "pool_max_mamba_cache_size": None,
 }
 _PLATFORM_KEYS = {"is_sm100", "is_sm90", "is_blackwell", "is_hip", "is_gfx95", "is_npu_arch35"}
-# SGLang environment knobs a case may set, and the ones that select out-of-scope features.
-_SUPPORTED_ENV = {
-    "SGLANG_SWA_EVICTION_INTERVAL",
-    "SGLANG_DSV4_COMPRESS_STATE_DTYPE",
-    "SGLANG_DSV4_KV_LAYOUT",
-    "SGLANG_DSV4_COMPRESSED_KV_LAYOUT",
-    "SGLANG_PP_LAYER_PARTITION",
-    "SGLANG_MAMBA_SSM_DTYPE",
-    "SGLANG_MAMBA_CONV_DTYPE",
-    "SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK",
-    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
-}
-_OUT_OF_SCOPE_ENV = {
-    "SGLANG_OPT_USE_ONLINE_COMPRESS",
-    "SGLANG_EXPERIMENTAL_ONLINE_C128_MTP",
-    "SGLANG_DSV4_UNIFIED_KV_FP8",
-    "SGLANG_HACK_FLASHMLA_BACKEND",
-    "SGLANG_NPU_ENABLE_SPARSE_KV_OFFLOAD",
-    "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING",
-    "SGLANG_USE_HND_KVCACHE",
-}
-
-
 @dataclass(frozen=True)
 class Case:
     """A parsed case: the context to plan, the budget, and the what-if pool request."""
@@ -183,17 +164,10 @@ def _env_flag(value: Any) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
-def knobs_from_env(env: Mapping[str, Any]) -> tuple[EngineKnobs, tuple[int, ...] | None]:
-    """Map SGLang env knobs onto :class:`EngineKnobs` (and the PP layer partition)."""
-    if not isinstance(env, Mapping):
-        raise KVCacheConfigError(f"case field 'env' must be an object, got {env!r}")
-    for key in env:
-        if key in _OUT_OF_SCOPE_ENV:
-            raise UnsupportedConfigurationError(
-                f"env {key} selects a feature that kvstrategies does not model (out of scope in the spec); remove it"
-            )
-        if key not in _SUPPORTED_ENV:
-            raise KVCacheConfigError(f"unknown env knob {key!r}; supported: {sorted(_SUPPORTED_ENV)}")
+def knobs_from_env(env: Any) -> tuple[EngineKnobs, tuple[int, ...] | None]:
+    """Map SGLang env knobs onto :class:`EngineKnobs` (and the PP layer partition); the names and
+    values are checked by :func:`kvstrategies.knobs.check_case_env` first."""
+    env = check_case_env(env)
     knobs: dict[str, Any] = {}
     if "SGLANG_SWA_EVICTION_INTERVAL" in env:
         raw = env["SGLANG_SWA_EVICTION_INTERVAL"]
@@ -276,6 +250,7 @@ def _speculative(data: Mapping[str, Any], geometry: ModelGeometry) -> Speculativ
 
 
 def _platform(data: Mapping[str, Any]) -> tuple[Platform, bool]:
+    gpu = _opt_str(data, "gpu")
     raw = data["platform"] or {}
     if not isinstance(raw, Mapping):
         raise KVCacheConfigError(f"case field 'platform' must be an object, got {raw!r}")
@@ -284,7 +259,7 @@ def _platform(data: Mapping[str, Any]) -> tuple[Platform, bool]:
         raise KVCacheConfigError(f"unknown platform keys {sorted(unknown)}; known: {sorted(_PLATFORM_KEYS)}")
     flags = {k: _bool({k: raw.get(k, False)}, k) for k in _PLATFORM_KEYS}
     is_hip = flags.pop("is_hip")
-    return Platform(**flags), is_hip
+    return Platform(**flags, gpu=gpu), is_hip
 
 
 def _ratio(data: Mapping[str, Any]) -> float | None:
@@ -313,23 +288,39 @@ def parse_case(
     base_dir: Path | None = None,
     name: str | None = None,
     sglang_version: str | None = None,
+    engine: str | None = None,
+    vllm_version: str | None = None,
 ) -> Case:
     """Validate a case dict and turn it into settings (see :data:`CASE_DEFAULTS`).
 
-    ``sglang_version`` (``--sglang-version``) overrides the case's own ``sglang_version``.
+    ``sglang_version`` (``--sglang-version``) overrides the case's own ``sglang_version``;
+    ``engine`` (``"sglang"``, ``"vllm"``) the case's ``engine``, ``vllm_version`` its
+    ``vllm_version``. A vLLM case is read as the vLLM launch it stands for
+    (:mod:`kvstrategies.strategies.vllm.deployment`): SGLang's launch checks do not apply and
+    ``kv_cache_dtype`` keeps the string given (vLLM resolves ``auto`` itself).
     """
     if not isinstance(data, Mapping):
         raise KVCacheConfigError(f"a case must be a JSON object, got {type(data).__name__}")
+    check_sane_ints(dict(data), "case")
     unknown = sorted(set(data) - set(CASE_DEFAULTS))
     if unknown:
         raise KVCacheConfigError(f"unknown case keys {unknown}; known keys: {sorted(CASE_DEFAULTS)}")
     merged = {**CASE_DEFAULTS, **data}
     if sglang_version is not None:
         merged["sglang_version"] = sglang_version
+    if engine is not None:
+        merged["engine"] = engine
+    if vllm_version is not None:
+        merged["vllm_version"] = vllm_version
     geometry = _geometry(merged, base_dir)
-    release = parse_release(merged["sglang_version"], field="case field 'sglang_version'")
-    require_loadable(geometry.model_type, release)
-    _require_server_arguments(merged, release)
+    is_vllm = _engine(merged) == VLLM
+    if is_vllm:
+        release = parse_release(merged["vllm_version"], VLLM, field="case field 'vllm_version'")
+    else:
+        release = parse_release(merged["sglang_version"], field="case field 'sglang_version'")
+        require_loadable(geometry.model_type, release)
+        _require_server_arguments(merged, release)
+        require_release_kv_cache_dtype(str(merged["kv_cache_dtype"]), release)
     platform, is_hip = _platform(merged)
     device = DeviceKind.parse(str(merged["device"]))
     if is_hip and device is DeviceKind.CUDA:
@@ -339,11 +330,12 @@ def parse_case(
     kv_dtype = resolve_kv_cache_dtype(
         str(merged["kv_cache_dtype"]),
         model_dtype,
-        checkpoint_kv_fp8=geometry.checkpoint_kv_fp8,
+        checkpoint_kv_fp8=geometry.checkpoint_kv_fp8 and not is_vllm,
         is_hip=device is DeviceKind.HIP,
         is_cpu=device is DeviceKind.CPU,
     )
-    knobs, partition = knobs_from_env(merged["env"])
+    env = check_case_env(merged["env"])
+    knobs, partition = knobs_from_env(env)
     try:
         mode = DisaggregationMode(str(merged["disaggregation_mode"]).lower())
     except ValueError as exc:
@@ -397,7 +389,8 @@ def parse_case(
         is_draft_worker=_bool(merged, "is_draft_worker"),
         release=release,
     )
-    _check_context_length(settings, merged["env"])
+    if not is_vllm:
+        _check_context_length(settings, env)
     available = merged["available_bytes"]
     if available is None:
         raise KVCacheConfigError("case field 'available_bytes' is required (the KV budget in bytes after profiling)")
@@ -412,6 +405,17 @@ def parse_case(
         pool_max_mamba_cache_size=_int(merged, "pool_max_mamba_cache_size", minimum=1, optional=True),
         raw=dict(data),
     )
+
+
+def _engine(data: Mapping[str, Any]) -> str:
+    value = data["engine"]
+    if value is None:
+        return SGLANG
+    if not isinstance(value, str) or value.lower() not in ENGINE_NAMES:
+        raise KVCacheConfigError(
+            f"case field 'engine' must be one of {sorted(ENGINE_NAMES)} or null, got {value!r:.40}"
+        )
+    return value.lower()
 
 
 def _check_context_length(settings: KVCacheSettings, env: Mapping[str, Any]) -> None:
@@ -441,15 +445,23 @@ def read_json_file(path: str | Path) -> Any:
     return jsonio.read_json_file(path)
 
 
-def load_case(path: str | Path, *, sglang_version: str | None = None) -> Case:
+def load_case(
+    path: str | Path,
+    *,
+    sglang_version: str | None = None,
+    engine: str | None = None,
+    vllm_version: str | None = None,
+) -> Case:
     """Read and parse a case file; a relative ``hf_config`` path is taken from the file's folder.
 
-    ``sglang_version`` plans it for that SGLang release instead of the case's own.
+    ``sglang_version`` plans it for that SGLang release instead of the case's own; ``engine`` /
+    ``vllm_version`` for that engine (``"vllm"``: the vLLM launch it stands for) instead.
     """
     file = Path(path)
     data = jsonio.read_json_object(file, "a case file")
     try:
-        return parse_case(data, base_dir=file.parent, name=file.stem, sglang_version=sglang_version)
+        return parse_case(data, base_dir=file.parent, name=file.stem, sglang_version=sglang_version,
+                          engine=engine, vllm_version=vllm_version)  # fmt: skip
     except KVCacheConfigError as exc:
         if str(file) in str(exc):
             raise

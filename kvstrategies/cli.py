@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import KVCacheConfigError
 from .planner.launch_command import QUANTIZATION
-from .releases import NEWEST_SGLANG, SGLANG_RELEASES, release_labels
+from .releases import NEWEST_SGLANG, SGLANG_RELEASES, parse_release, release_labels
 
 if TYPE_CHECKING:
     from .planner import DeploymentRequest
@@ -197,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only the answer, the SGLang command that realizes it and, when the context does not fit, the fixes",
     )  # fmt: skip
     plan.add_argument("--build-check", action="store_true", help="also allocate on meta (imports torch)")
+    plan.add_argument("--engine", choices=["sglang", "vllm"], default=None,
+                      help="with --case: plan it for this engine (vllm: vLLM 0.33.0's sizing, docs/vllm-bridge.md)")
+    plan.add_argument("--vllm-version", default=None, help="with --engine vllm: the vLLM release (default: 0.33.0)")
     plan.add_argument("--plot", type=Path, default=None, help="write the breakdown as a stacked bar PNG (matplotlib)")
     sweep = sub.add_parser(
         "sweep",
@@ -215,10 +218,24 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--plot", type=Path, default=None, help="also draw tokens and concurrency against TP and GPU (matplotlib)"
     )
+    compare = sub.add_parser(
+        "compare",
+        help="one deployment answered for SGLang and for vLLM side by side (tokens, concurrency, why they differ)",
+        description="SGLang's planned deployment (its launch defaults and KV budget) beside vLLM 0.33.0's sizing "
+        "of the same model, GPU, TP and KV dtype on the same KV budget, at each --request-length (default: 8192 "
+        "and the model's context).",
+    )
+    _add_deployment_arguments(compare)
+    compare.add_argument("--gpu", default=None, help="GPU name (H100-80GB, H200, B200...)")
+    compare.add_argument("--tp", "--tp-size", "--tensor-parallel-size", dest="tp", type=int, default=1)
+    compare.add_argument("--pp-rank", type=int, default=0)
+    compare.add_argument("--kv-cache-dtype", default=None)
+    compare.add_argument("--page-size", type=int, default=None, help="SGLang's page size (vLLM picks its block)")
     verify = sub.add_parser(
         "verify", help="compare with SGLang's own code: case files (docs/sglang-bridge.md) or launch defaults"
     )
-    verify.add_argument("--against", choices=["sglang"], required=True, help="the engine to compare with")
+    verify.add_argument("--against", choices=["sglang", "vllm"], required=True,
+                        help="the engine to compare with (vllm: docs/vllm-bridge.md)")  # fmt: skip
     verify.add_argument("cases", nargs="*", type=Path, help="case files or folders (default: tests/cases)")
     verify.add_argument("-v", "--verbose", action="store_true", help="every difference of every case")
     verify.add_argument(
@@ -227,12 +244,14 @@ def build_parser() -> argparse.ArgumentParser:
         "SGLang's ServerArgs.resolve_once and with the planner, and diff every field",
     )  # fmt: skip
     verify.add_argument("--recorded", action="store_true", help="use SGLang's recorded answers (no SGLang needed)")
+    verify.add_argument(
+        "--sglang-version", default=None, metavar="X",
+        help="the SGLang release to check (default: the installed one; with --recorded the newest recorded); "
+        "with --launch live it must be the installed one",
+    )  # fmt: skip
     verify.add_argument("--record", type=Path, default=None, metavar="DIR", help="write SGLang's live answers to DIR")
     verify.add_argument("--jobs", type=int, default=None, help="resolution workers (default: the CPUs, at most 8)")
     verify.add_argument("--show-equal", action="store_true", help="also list the launches that agree")
-    verify.add_argument("--sglang-version", default=None, metavar="X",
-                        help="the SGLang release: --recorded reads its recording; live, it must be the installed "
-                        "one (default: the newest supported, or the installed one live)")  # fmt: skip
     verify.add_argument("--json", action="store_true")
     presets = sub.add_parser("presets", help="list the shipped model presets and the strategy that sizes each")
     presets.add_argument("--json", action="store_true")
@@ -261,6 +280,11 @@ def _str_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _unique(values: list[Any]) -> list[Any]:
+    """``values`` without repeats, in their first order (``--tp 1,1,2`` plans TP 1 once)."""
+    return list(dict.fromkeys(values))
+
+
 def accelerator(name: str | None, memory: str | None) -> Accelerator | None:
     """``--gpu`` (looked up) and/or ``--gpu-memory`` (a capacity; alone: a generic CUDA GPU)."""
     from .planner.gpus import Accelerator, lookup_gpu, parse_bytes
@@ -280,6 +304,8 @@ def accelerator(name: str | None, memory: str | None) -> Accelerator | None:
 def model_argument(args: argparse.Namespace) -> str:
     """MODEL, given positionally or as ``--model-path`` (not both, unless equal)."""
     given = [value for value in (args.model, args.model_path) if value is not None]
+    if any(not value.strip() for value in given):
+        raise KVCacheConfigError("the model name is empty; give a preset, HF id, config.json path or model folder")
     if not given:
         raise KVCacheConfigError(
             "name a model (preset, HF id, config.json or folder; or --model-path) or pass --case FILE"
@@ -460,6 +486,11 @@ def run_plan(args: argparse.Namespace) -> int:
         from .planner.plot import check_plot_path
 
         check_plot_path(args.plot)
+    if args.engine == "vllm" or args.vllm_version is not None:
+        if args.case is None:
+            raise KVCacheConfigError("--engine vllm plans a case file (--case FILE); for a model use kvstrategies "
+                                     "compare MODEL --gpu ... --tp ... (vLLM beside SGLang on the same budget)")
+        return _plan_vllm_case(args)
     if args.case is not None:
         case = load_case(args.case, sglang_version=args.sglang_version)
         try:
@@ -517,14 +548,14 @@ def run_sweep(args: argparse.Namespace) -> int:
     from .planner import sweep, sweep_csv, sweep_table
 
     gpus: list[Accelerator | None] = []
-    names = _str_list(args.gpu) if args.gpu is not None else [None]
+    names = _unique(_str_list(args.gpu)) if args.gpu is not None else [None]
     if not names:
         raise KVCacheConfigError(f"--gpu is empty ({args.gpu!r}); give a comma list of GPU names, e.g. H100-80GB,H200")
     for name in names:
         gpus.append(accelerator(name, args.gpu_memory))
-    tps = _int_list("--tp", args.tp)
-    kv_dtypes: list[str | None] = list(_str_list(args.kv_cache_dtype)) if args.kv_cache_dtype else [None]
-    pages: list[int | None] = list(_int_list("--page-size", args.page_size)) if args.page_size else [None]
+    tps = _unique(_int_list("--tp", args.tp))  # a repeated value would plan the same cells again
+    kv_dtypes: list[str | None] = list(_unique(_str_list(args.kv_cache_dtype))) if args.kv_cache_dtype else [None]
+    pages: list[int | None] = list(_unique(_int_list("--page-size", args.page_size))) if args.page_size else [None]
     from .planner.request import check_page_size
 
     for page in pages:
@@ -695,6 +726,8 @@ def run_verify(args: argparse.Namespace) -> int:
     """``verify --against sglang``: the catalog's cases through SGLang's own sizing and pool
     builders (:mod:`kvstrategies.integrations.sglang.verify`), or with ``--launch [GRID]`` the
     launch defaults against SGLang's own resolution (:mod:`kvstrategies.integrations.sglang.launch`)."""
+    if args.launch is not None and args.against == "vllm":
+        raise KVCacheConfigError("verify: --launch compares SGLang's launch defaults; use --against sglang")
     if args.launch is not None:
         if args.cases:
             raise KVCacheConfigError("verify: case files and --launch are separate checks; run them one at a time")
@@ -705,12 +738,74 @@ def run_verify(args: argparse.Namespace) -> int:
             grid, recorded=args.recorded, record=args.record, workers=args.jobs, as_json=args.json,
             show_equal=args.show_equal, sglang_version=args.sglang_version,
         )
-    if args.recorded or args.record is not None or args.json or args.show_equal or args.jobs is not None:
-        raise KVCacheConfigError("verify: --recorded, --record, --jobs, --show-equal and --json go with --launch")
-    from .integrations.sglang.verify import format_report, verify
+    if args.record is not None or args.json or args.show_equal or args.jobs is not None:
+        raise KVCacheConfigError("verify: --record, --jobs, --show-equal and --json go with --launch")
+    if args.against == "vllm":
+        from .integrations.vllm.verify import format_report as format_vllm
+        from .integrations.vllm.verify import verify as verify_vllm
 
+        vllm_report = verify_vllm(_case_paths(args.cases))
+        for line in format_vllm(vllm_report, verbose=args.verbose):
+            print(line)
+        return 0 if vllm_report.ok else 1
+    from .integrations.sglang.verify import format_report, verify, verify_recorded
+
+    paths = _case_paths(args.cases)
+    if args.recorded:
+        release = parse_release(args.sglang_version)
+        recorded = Path(__file__).resolve().parents[1] / "golden" / f"sglang-{release.text}"
+        report = verify_recorded(paths, recorded, release.text)
+    else:
+        report = verify(paths, args.sglang_version)
+    for line in format_report(report, verbose=args.verbose):
+        print(line)
+    return 0 if report.ok else 1
+
+
+def _plan_vllm_case(args: argparse.Namespace) -> int:
+    """``plan --case FILE --engine vllm``: the vLLM strategies' document (the keys vLLM's bridge answers)."""
+    from .api import plan
+    from .case import load_case
+    from .strategies.vllm.document import vllm_plan_document
+
+    case = load_case(args.case, engine="vllm", vllm_version=args.vllm_version)
+    document = vllm_plan_document(plan(case.settings, case.available_bytes))
+    if args.json:
+        print(json.dumps(document, indent=2))
+        return 0
+    settings = document["vllm_settings"]
+    print(f"{document['engine']} on {document['gpu']}: {document['capacity_log']}")
+    print(f"  num_gpu_blocks {document['num_gpu_blocks']:,} of {document['block_size']} tokens, "
+          f"{len(document['kv_cache_groups'])} KV cache groups, backends {', '.join(document['attention_backends'])}")
+    print(f"  max_model_len {settings['max_model_len']:,}, max_num_batched_tokens "
+          f"{settings['max_num_batched_tokens']:,}, max_in_flight_tokens {settings['max_in_flight_tokens']:,}, "
+          f"padding layers {document['padding_layers']}")
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """``compare``: the SGLang plan beside vLLM's sizing on the same budget (:mod:`kvstrategies.planner.engines`)."""
+    from .planner.engines import compare_engines, comparison_text
+    from .planner.replan import plan_or_replan
+
+    lengths = tuple(args.request_lengths or ())
+    deployment = plan_or_replan(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
+    if not lengths:
+        context = deployment.fit.context_len
+        lengths = tuple(sorted({min(8192, context), context}))
+        deployment = plan_or_replan(
+            request_from_arguments(argparse.Namespace(**{**vars(args), "request_lengths": list(lengths)}),
+                                   accelerator(args.gpu, args.gpu_memory))  # fmt: skip
+        )
+    gpu = deployment.request.gpu.name if deployment.request is not None and deployment.request.gpu else None
+    print("\n".join(comparison_text(compare_engines(deployment, lengths, gpu))))
+    return 0
+
+
+def _case_paths(given_paths: Sequence[Path]) -> list[Path]:
+    """The case files of ``verify``'s arguments (default: the catalog, tests/cases)."""
     paths: list[Path] = []
-    for given in args.cases or [Path("tests") / "cases"]:
+    for given in given_paths or [Path("tests") / "cases"]:
         if given.is_dir():
             paths.extend(sorted(given.glob("*.json")))
         elif given.is_file():
@@ -719,10 +814,10 @@ def run_verify(args: argparse.Namespace) -> int:
             raise KVCacheConfigError(f"verify: no case file or folder {given}")
     if not paths:
         raise KVCacheConfigError("verify: no case files found; pass case files or a folder of them")
-    report = verify(paths)
-    for line in format_report(report, verbose=args.verbose):
-        print(line)
-    return 0 if report.ok else 1
+    from .case_validation import validate_case_files
+
+    validate_case_files(paths)  # every case checked before SGLang is imported or a child process starts
+    return paths
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -749,6 +844,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_gpus(args)
         if args.command == "verify":
             return run_verify(args)
+        if args.command == "compare":
+            return run_compare(args)
         return run_presets(args)
     except KVCacheConfigError as exc:
         message = str(exc)
@@ -765,10 +862,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report_error(exc, f"{where}{exc.strerror or exc}", raw)
 
 
+def one_line(message: str) -> str:
+    """``message`` on one line: a control character the user typed (``--pp-rank $'\\r'``, a model
+    name with a newline) is shown escaped instead of breaking the line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 def _report_error(exc: BaseException, message: str, argv: Sequence[str]) -> int:
     """One line on stderr; with ``--json`` the JSON object on stdout, else a does-not-fit's options."""
     from .planner.error_report import error_json, json_requested, options_text
 
+    message = one_line(message)
     print(f"kvstrategies: error: {message}", file=sys.stderr)
     if json_requested(argv):
         if not getattr(exc, "reported_as_json", False):

@@ -30,6 +30,8 @@ from .validate import (
     check_int,
     check_opt_int,
     check_opt_str,
+    finite_float,
+    shown,
 )
 
 #: the largest parallel group size accepted (SGLang deployments go to a few hundred ranks)
@@ -214,9 +216,15 @@ class Platform:
     is_blackwell: bool = False
     is_gfx95: bool = False
     is_npu_arch35: bool = False  # Ascend arch35 SoC: packed-FP8 DSA pool (builders.md 5.9)
+    #: the GPU by name (``kvstrategies gpus``): what a vLLM plan reads (vLLM picks attention backends
+    #: and batch defaults from its facts); SGLang plans read the flags above
+    gpu: str | None = None
 
     def __post_init__(self) -> None:
         for item in dataclasses.fields(self):
+            if item.name == "gpu":
+                check_opt_str(self.gpu, "platform.gpu")
+                continue
             check_bool(getattr(self, item.name), f"platform.{item.name}")
 
 
@@ -282,9 +290,9 @@ class SchedulingConfig:
         check_opt_int(self.max_mamba_cache_size, "max_mamba_cache_size", minimum=1)
         ratio = self.swa_full_tokens_ratio
         if ratio is not None and (
-            isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not math.isfinite(ratio)
+            isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not math.isfinite(finite_float(ratio))
         ):  # the (0, 1] range is the SWA strategies' own check (they name the model's default)
-            raise KVCacheConfigError(f"swa_full_tokens_ratio must be a number in (0, 1] or None, got {ratio!r}")
+            raise KVCacheConfigError(f"swa_full_tokens_ratio must be a number in (0, 1] or None, got {shown(ratio)}")
         # the Mamba : KV memory split r / (1 + r) of resolve.md 3.4 needs r > 0
         check_float(self.mamba_full_memory_ratio, "mamba_full_memory_ratio", low=0.0, high=MAX_MEMORY_RATIO,
                     fix="use e.g. 0.9 (the default)")  # fmt: skip

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
+from .releases import EngineRelease, ReleaseRule, span
 
 
 class DType(enum.Enum):
@@ -163,6 +164,35 @@ KV_CACHE_DTYPE_NAMES = (
     "nvfp4",
     "fp4_mx_block16",
 )
+
+
+#: the KV recipes by name: ``mxfp8``, ``nvfp4`` and ``fp4_mx_block16`` (before: only the bare
+#: ``fp4_e2m1`` storage dtype, whose ``MHATokenToKVPoolFP4`` pool kvstrategies does not model)
+KV_RECIPE_NAMES = ReleaseRule(
+    "kv-recipe-names",
+    span("0.5.16"),
+    "--kv-cache-dtype accepts the recipes mxfp8, nvfp4 and fp4_mx_block16",
+    "sglang.srt.mem_cache.kv_cache_dtype.configure_kv_cache_dtype (0.5.15: ModelRunner.configure_kv_cache_dtype)",
+)
+_RECIPE_NAMES = ("mxfp8", "nvfp4", "fp4_mx_block16")
+
+
+def require_release_kv_cache_dtype(name: str, release: EngineRelease) -> None:
+    """Refuse a ``--kv-cache-dtype`` name ``release`` does not accept (or accepts in a pool not modelled)."""
+    key = str(name).strip().lower()
+    if KV_RECIPE_NAMES.holds(release):
+        return
+    if key in _RECIPE_NAMES:
+        raise UnsupportedConfigurationError(
+            f"kv_cache_dtype {name!r}: {release.label} has no such KV cache dtype (\"Unsupported kv_cache_dtype\", "
+            "sglang.srt.model_executor.model_runner.ModelRunner.configure_kv_cache_dtype); the recipes exist from "
+            f"SGLang {KV_RECIPE_NAMES.span.describe()}"
+        )
+    if key in ("fp4_e2m1", "float4_e2m1fn_x2"):
+        raise UnsupportedConfigurationError(
+            f"kv_cache_dtype {name!r} under {release.label} selects its MHATokenToKVPoolFP4 pool, which kvstrategies "
+            "does not model; use fp8_e4m3 or bf16, or a later release with nvfp4 / fp4_mx_block16"
+        )
 
 
 def resolve_kv_cache_dtype(

@@ -223,6 +223,16 @@ def case_files(cases_dir: Path) -> list[Path]:
     return sorted(cases_dir.glob(f"*{SNAPSHOT_SUFFIX}"))
 
 
+def read_snapshot(path: Path) -> tuple[str, dict[str, Any]]:
+    """A stored snapshot's text and document, read as any JSON input is (:mod:`kvstrategies.jsonio`:
+    regular files only, bounded, UTF-8, nesting bounded); anything else is a
+    :class:`~kvstrategies.errors.KVCacheConfigError` naming the file."""
+    from .jsonio import parse_json_text, read_text_file, require_object
+
+    text = read_text_file(path)
+    return text, require_object(parse_json_text(text, str(path)), str(path), "a golden snapshot")
+
+
 def snapshot_path(golden_dir: Path, name: str) -> Path:
     return golden_dir / f"{name}{SNAPSHOT_SUFFIX}"
 

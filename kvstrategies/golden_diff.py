@@ -51,9 +51,14 @@ def describe_change(old: Any, new: Any) -> str:
     if a is None or b is None:
         return text
     delta = b - a
+    if isinstance(delta, int) and delta.bit_length() > 256:  # a damaged snapshot: no exact delta to show
+        return text
     shown = f"{delta:+d}" if isinstance(delta, int) else f"{delta:+.6g}"
     if a:
-        return f"{text} ({shown}, {delta / a * 100:+.3g}%)"
+        try:
+            return f"{text} ({shown}, {delta / a * 100:+.3g}%)"
+        except OverflowError:
+            return f"{text} ({shown})"
     return f"{text} ({shown})"
 
 

@@ -80,25 +80,37 @@ def parse_json_text(text: str, source: str) -> Any:
     return value
 
 
-def read_json_file(path: str | Path) -> Any:
-    """Read and parse the JSON file at ``path`` (UTF-8); errors name the file."""
+def read_text_file(path: str | Path) -> str:
+    """The UTF-8 text of a regular file of at most :data:`MAX_JSON_BYTES` (a byte-order mark
+    skipped); a folder, device, FIFO, symlink loop, oversized or non-UTF-8 file is an error naming it."""
     file = Path(path)
     data = _read_regular_file(file)
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise KVCacheConfigError(
             f"{file}: not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); save it as UTF-8 JSON"
         ) from exc
-    return parse_json_text(text, str(file))
+
+
+def read_json_file(path: str | Path) -> Any:
+    """Read and parse the JSON file at ``path`` (UTF-8); errors name the file."""
+    return parse_json_text(read_text_file(path), str(Path(path)))
 
 
 def _read_regular_file(file: Path) -> bytes:
-    """The bytes of ``file``: a regular file of at most :data:`MAX_JSON_BYTES`.
+    """The bytes of a JSON input ``file`` (:func:`read_regular_bytes` up to :data:`MAX_JSON_BYTES`)."""
+    return read_regular_bytes(file, MAX_JSON_BYTES, "a JSON file", "far more than any config or case file")
+
+
+def read_regular_bytes(file: Path, limit: int, kind: str, too_large: str) -> bytes:
+    """The bytes of ``file``: a regular file of at most ``limit`` bytes (``kind`` names what it
+    should be, ``too_large`` says why the limit is enough).
 
     Devices (``/dev/zero``), FIFOs and sockets are refused before opening (a read would never
     end or never start); the size is checked on the open handle and the read is bounded, so a
-    file that grows meanwhile cannot exhaust memory either.
+    file that grows meanwhile cannot exhaust memory either. A folder, a symlink loop and every
+    OS error are one :class:`~kvstrategies.errors.KVCacheConfigError` naming the file.
     """
     try:
         mode = file.stat().st_mode
@@ -107,22 +119,21 @@ def _read_regular_file(file: Path) -> bytes:
     except ValueError as exc:  # an embedded NUL in the path
         raise KVCacheConfigError(f"cannot read {file!r:.80}: {exc}") from exc
     if stat.S_ISDIR(mode):
-        raise KVCacheConfigError(f"cannot read {file}: it is a folder, not a JSON file")
+        raise KVCacheConfigError(f"cannot read {file}: it is a folder, not {kind}")
     if not stat.S_ISREG(mode):
-        raise KVCacheConfigError(f"cannot read {file}: not a regular file (a device, pipe or socket); give a JSON file")
+        raise KVCacheConfigError(f"cannot read {file}: not a regular file (a device, pipe or socket); give {kind}")
     try:
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)  # never block on a FIFO swapped in after stat
         fd = os.open(file, flags)
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise KVCacheConfigError(f"cannot read {file}: not a regular file; give a JSON file")
-            data = handle.read(MAX_JSON_BYTES + 1)
+                raise KVCacheConfigError(f"cannot read {file}: not a regular file; give {kind}")
+            data = handle.read(limit + 1)
     except OSError as exc:
         raise KVCacheConfigError(f"cannot read {file}: {exc.strerror or exc}") from exc
-    if len(data) > MAX_JSON_BYTES:
-        raise KVCacheConfigError(
-            f"cannot read {file}: larger than {MAX_JSON_BYTES // 2**20} MiB, far more than any config or case file"
-        )
+    if len(data) > limit:
+        size = f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit:,} bytes"
+        raise KVCacheConfigError(f"cannot read {file}: larger than {size}, {too_large}")
     return data
 
 

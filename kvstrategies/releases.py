@@ -27,8 +27,9 @@ from typing import Generic, TypeVar
 from .errors import KVCacheConfigError
 
 SGLANG = "sglang"
+VLLM = "vllm"
 #: the engines a release can name (the engine axis); display names for messages
-ENGINE_NAMES: Mapping[str, str] = {SGLANG: "SGLang"}
+ENGINE_NAMES: Mapping[str, str] = {SGLANG: "SGLang", VLLM: "vLLM"}
 #: every SGLang release line the project models, oldest first. 0.5.15 is the last release with
 #: the ModelRunner KV-cache mixin; 0.5.16 the first with ``KVCacheConfigurator``.
 SGLANG_RELEASE_LINES: tuple[str, ...] = (
@@ -42,6 +43,8 @@ SGLANG_RELEASE_LINES: tuple[str, ...] = (
     "0.5.22",
     "0.5.23",
 )
+#: every vLLM release line the project models, oldest first (its KV-cache sizing: the vllm strategies)
+VLLM_RELEASE_LINES: tuple[str, ...] = ("0.33.0",)
 _VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)\.(\d+)(?:\.post\d+)?\s*$")
 
 
@@ -82,7 +85,9 @@ SGLANG_RELEASES: tuple[EngineRelease, ...] = tuple(_release(SGLANG, v) for v in 
 #: what an answer is for when nobody names a release
 NEWEST_SGLANG: EngineRelease = SGLANG_RELEASES[-1]
 OLDEST_SGLANG: EngineRelease = SGLANG_RELEASES[0]
-_SUPPORTED: Mapping[str, tuple[EngineRelease, ...]] = {SGLANG: SGLANG_RELEASES}
+VLLM_RELEASES: tuple[EngineRelease, ...] = tuple(_release(VLLM, v) for v in VLLM_RELEASE_LINES)
+NEWEST_VLLM: EngineRelease = VLLM_RELEASES[-1]
+_SUPPORTED: Mapping[str, tuple[EngineRelease, ...]] = {SGLANG: SGLANG_RELEASES, VLLM: VLLM_RELEASES}
 
 
 def supported_releases(engine: str = SGLANG) -> tuple[EngineRelease, ...]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from .api import LayoutError, Plan
 from .pools.layout import BufferSpec, PoolLayout
+from .releases import EngineRelease
 from .sizing import PoolSizes
 
 
@@ -48,6 +49,11 @@ def kv_side_layouts(planned: Plan) -> tuple[PoolLayout, ...]:
     return (planned.layout.token_to_kv, *planned.layout.extra)
 
 
+def release_document(release: EngineRelease) -> dict[str, str]:
+    """``{"engine": "sglang", "version": "0.5.20", "label": "SGLang 0.5.20"}``: what a plan is for."""
+    return {"engine": release.engine, "version": release.text, "label": release.label}
+
+
 def plan_document(planned: Plan, *, measure: bool = False) -> dict[str, Any]:
     """The JSON-able plan document for one rank."""
     layouts = kv_side_layouts(planned)
@@ -62,6 +68,7 @@ def plan_document(planned: Plan, *, measure: bool = False) -> dict[str, Any]:
         allocated = built.token_to_kv_pool.allocated_bytes + sum(p.allocated_bytes for p in built.extra)
     req = planned.layout.req_to_token
     document = {
+        "release": release_document(planned.configurator.ctx.release),
         "configurator": type(planned.configurator).__name__,
         "sglang_configurator": planned.configurator.sglang_class_name(),
         "cell_size": _cell(planned.cell_size_bytes),
@@ -88,6 +95,7 @@ def plan_document(planned: Plan, *, measure: bool = False) -> dict[str, Any]:
 def partial_plan_document(error: LayoutError) -> dict[str, Any]:
     """The plan document when sizing succeeded but the pool cannot be laid out: no pools."""
     return {
+        "release": release_document(error.configurator.ctx.release),
         "configurator": type(error.configurator).__name__,
         "sglang_configurator": error.configurator.sglang_class_name(),
         "cell_size": _cell(error.configurator.cell_size_bytes),

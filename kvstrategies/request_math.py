@@ -4,7 +4,31 @@ from __future__ import annotations
 
 from .context import DisaggregationMode, KVCacheContext, SpecAlgorithm, context_len
 from .errors import KVCacheConfigError
+from .releases import ReleaseRule, span
 from .sizing import ceil_align
+
+#: the allocator's page under DCP spans the DCP group: ``Pa = page * dcp`` (before: ``page``)
+ALLOC_PAGE_SPANS_DCP = ReleaseRule(
+    "alloc-page-spans-dcp",
+    span("0.5.19"),
+    "decode allocation and request-row headroom use page x attn_dcp (before: page)",
+    "sglang.srt.mem_cache.allocation_sizing.get_alloc_page_size",
+)
+#: with speculative decoding and ``Pa > 1`` the request row keeps ``reserve + Pa - 1`` columns of
+#: headroom (the page-aligned reserve can overshoot); before, ``reserve`` and only when top-k > 1
+REQ_ROW_PAGE_HEADROOM = ReleaseRule(
+    "req-row-page-headroom",
+    span("0.5.16"),
+    "request-row headroom max(4 + D, 2 * alloc + Pa - 1) with speculation and Pa > 1 (before: max(4 + D, "
+    "2 * alloc) only with top-k > 1)",
+    "sglang.srt.mem_cache.allocation_sizing.get_req_to_token_extra_context_len (before: mem_cache.common)",
+)
+
+
+def alloc_page_span(ctx: KVCacheContext) -> int:
+    """``Pa``: the page the allocator hands out, ``page * dcp`` (:data:`ALLOC_PAGE_SPANS_DCP`)."""
+    dcp = ctx.parallel.dcp_size if ALLOC_PAGE_SPANS_DCP.holds(ctx.release) else 1
+    return ctx.page_size * dcp
 
 
 def alloc_len_per_decode(ctx: KVCacheContext) -> int:
@@ -22,7 +46,7 @@ def alloc_len_per_decode(ctx: KVCacheContext) -> int:
         if draft_tokens is None:
             raise KVCacheConfigError("speculative_algorithm UNO needs speculative_num_draft_tokens")
         return draft_tokens + 1
-    page_span = ctx.page_size * ctx.parallel.dcp_size
+    page_span = alloc_page_span(ctx)
     steps = spec.num_steps or 1
     topk = spec.eagle_topk or 1
     t = draft_tokens or 0
@@ -111,7 +135,11 @@ def req_to_token_extra_context_len(ctx: KVCacheContext) -> int:
     """
     spec = ctx.speculative
     extra = 4 + (spec.max_num_draft_tokens or 0)
-    page_span = ctx.page_size * ctx.parallel.dcp_size
+    page_span = alloc_page_span(ctx)
+    if not REQ_ROW_PAGE_HEADROOM.holds(ctx.release):
+        if spec.enabled and page_span > 1 and (spec.eagle_topk or 1) > 1:
+            extra = max(extra, 2 * alloc_len_per_decode(ctx))
+        return extra
     if spec.enabled and (page_span > 1 or spec.algorithm is SpecAlgorithm.UNO):
         extra = max(extra, 2 * alloc_len_per_decode(ctx) + page_span - 1)
     return extra

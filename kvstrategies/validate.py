@@ -27,6 +27,49 @@ MAX_MEMORY_RATIO = 1e6
 MAX_PAGE_SIZE = 2**20
 
 
+def shown(value: Any, width: int = 80) -> str:
+    """``repr(value)`` for a message, at most ``width`` characters; an integer too long to print
+    (Python refuses ``str()`` of more than 4,300 digits) is described by its size instead."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        digits = int(value.bit_length() * 0.30103) + 1
+        return f"{'-' if value < 0 else ''}<an integer of about {digits:,} digits>"
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+#: the most bits an integer given to the library may have (the largest real one is an int64)
+MAX_INT_BITS = 1024
+#: the most values one scan looks at (a config.json has a few thousand)
+_MAX_SCANNED = 2_000_000
+
+
+def check_sane_ints(value: Any, where: str) -> None:
+    """Refuse an integer of more than :data:`MAX_INT_BITS` bits anywhere in ``value`` (nested
+    dicts, lists and tuples; bounded), naming its place (``where`` and the key path). JSON files
+    cannot hold one (:mod:`kvstrategies.jsonio` refuses them), a Python caller can: ``10**5000``
+    cannot even be printed in a message."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    seen = 0
+    while stack and seen < _MAX_SCANNED:
+        path, item = stack.pop()
+        seen += 1
+        if isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > MAX_INT_BITS:
+            place = f"{where} field {path.lstrip('.')!r}" if path else where
+            raise KVCacheConfigError(f"{place} is {shown(item)}, far beyond any size, count or budget; fix it")
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{key}", child) for key, child in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((f"{path}[{i}]", child) for i, child in enumerate(item))
+
+
+def finite_float(value: int | float) -> float:
+    """``float(value)``; an int beyond the float range is ``inf`` (``float(10**400)`` raises)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def _suffix(fix: str | None) -> str:
     return f"; {fix}" if fix else ""
 
@@ -42,11 +85,11 @@ def check_int(
     """``value`` as an int in ``[minimum, maximum]`` (bools, floats and strings rejected)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise KVCacheConfigError(
-            f"{field} must be an integer in [{minimum}, {maximum}], got {value!r} "
+            f"{field} must be an integer in [{minimum}, {maximum}], got {shown(value)} "
             f"({type(value).__name__}){_suffix(fix)}"
         )
     if not minimum <= value <= maximum:
-        raise KVCacheConfigError(f"{field} must be in [{minimum}, {maximum}], got {value}{_suffix(fix)}")
+        raise KVCacheConfigError(f"{field} must be in [{minimum}, {maximum}], got {shown(value)}{_suffix(fix)}")
     return value
 
 
@@ -78,12 +121,12 @@ def check_float(
         interval = f"in {'[' if low_inclusive else '('}{low}, {high}]"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise KVCacheConfigError(
-            f"{field} must be a number {interval}, got {value!r:.80} ({type(value).__name__}){_suffix(fix)}"
+            f"{field} must be a number {interval}, got {shown(value)} ({type(value).__name__}){_suffix(fix)}"
         )
-    number = float(value)
+    number = finite_float(value)
     above = number >= low if low_inclusive else number > low
     if not (math.isfinite(number) and above and number <= high):
-        raise KVCacheConfigError(f"{field} must be a finite number {interval}, got {value!r}{_suffix(fix)}")
+        raise KVCacheConfigError(f"{field} must be a finite number {interval}, got {shown(value)}{_suffix(fix)}")
     return number
 
 

@@ -5,8 +5,9 @@
 
 * ``ci`` (default): 40 examples per test; seconds for the whole suite.
 * ``thorough``: 2,500 examples per test; >= 10^5 allocator operations per allocator kind
-  (test_allocators.py, and the misuse driver of test_fuzz_allocators.py) and 25,000 fuzzed
-  inputs over test_fuzz.py's six tests and test_fuzz_cli.py's four (peak RSS about 0.5 GB).
+  (test_allocators.py, and the misuse driver of test_fuzz_allocators.py) and the fuzzed inputs
+  of test_fuzz.py, test_fuzz_cli.py and test_fuzz_surfaces.py (``tox -e fuzz``; expensive
+  surfaces run a fraction, see ``scaled`` there).
 
 No deadline (a first plan imports modules; a meta build imports torch) and no "too slow" /
 "data too large" health checks: the drawn inputs are large on purpose.
@@ -15,6 +16,7 @@ No deadline (a first plan imports modules; a meta build imports torch) and no "t
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from hypothesis import HealthCheck, settings
 
@@ -24,3 +26,26 @@ _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 settings.register_profile("ci", max_examples=40, deadline=None, suppress_health_check=_SLOW_OK)
 settings.register_profile("thorough", max_examples=2500, deadline=None, suppress_health_check=_SLOW_OK)
 settings.load_profile(os.environ.get(PROFILE_ENV, "ci"))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The fuzz counts by surface (tests/fuzz_stats.py), when fuzz tests ran."""
+    from tests.fuzz_stats import table
+
+    counts = table()
+    if not counts:
+        return
+    terminalreporter.section("fuzzed inputs by surface")
+    total = 0
+    for surface, outcomes in counts.items():
+        n = sum(outcomes.values())
+        total += n
+        detail = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
+        terminalreporter.write_line(f"{surface:<28}{n:>7}  ({detail})")
+    terminalreporter.write_line(f"{'total':<28}{total:>7}  (escapes, absurd and silent-wrong answers fail the run)")
+    target = os.environ.get("KVSTRATEGIES_FUZZ_STATS")
+    if target:
+        import json
+
+        with open(target, "w", encoding="utf-8") as handle:
+            json.dump(counts, handle, indent=2)

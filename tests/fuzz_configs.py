@@ -372,7 +372,7 @@ _scalars = (
     st.none()
     | st.booleans()
     | st.integers(-(2**70), 2**70)
-    | st.sampled_from((0, -1, 1, 2**63, 10**30, 2**31))
+    | st.sampled_from((0, -1, 1, 2**63, 10**30, 2**31, 10**400, -(10**400), 10**4000))
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=6)
     | st.sampled_from(("auto", "Infinity", "128", "bfloat16", "float8_e4m3fn", "M*-"))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from kvstrategies.case import parse_case
@@ -18,3 +21,42 @@ def case_settings(preset_or_config: str | dict[str, Any], **fields: Any) -> KVCa
     else:
         case["hf_config"] = preset_or_config
     return parse_case(case).settings
+
+
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+
+
+def tool_module(name: str) -> Any:
+    """``tools/NAME.py`` imported as a module (the tools are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_kvs_tool_{name}", TOOLS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+#: the hostile stand-ins for a file that :func:`plant_hostile_file` writes
+HOSTILE_FILES = ("folder", "fifo", "link-loop", "device-link", "non-utf8", "deep", "list", "empty", "nan", "bytes")
+
+
+def plant_hostile_file(path: Path, kind: str, payload: bytes = b"") -> None:
+    """Replace ``path`` with a hostile stand-in of ``kind`` (:data:`HOSTILE_FILES`; ``bytes``
+    writes ``payload``): what a reader of ``path`` must refuse without hanging."""
+    if path.exists() or path.is_symlink():
+        path.unlink()
+    writers = {
+        "folder": path.mkdir,
+        "fifo": lambda: os.mkfifo(path),
+        "link-loop": lambda: path.symlink_to(path.name),
+        "device-link": lambda: path.symlink_to("/dev/zero"),
+        "non-utf8": lambda: path.write_bytes(b'{"name": "\xff\xfe"}'),
+        "deep": lambda: path.write_text("[" * 100_000 + "]" * 100_000),
+        "list": lambda: path.write_text("[1, 2]"),
+        "empty": lambda: path.write_text(""),
+        "nan": lambda: path.write_text('{"name": NaN, "sizes": {"max_total_num_tokens": Infinity}}'),
+        "bytes": lambda: path.write_bytes(payload),
+    }
+    writers[kind]()

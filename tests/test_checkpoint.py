@@ -28,7 +28,8 @@ _ITEM = {"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4, "U8": 1}
 
 
 def write_safetensors(path: Path, tensors: dict[str, tuple[str, tuple[int, ...]]], *, data: bool = True) -> int:
-    """A real safetensors file (header + zero data); returns the data bytes."""
+    """A real safetensors file (header + zero data; ``data=False``: the data is a sparse hole, nothing
+    written); returns the data bytes."""
     header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
     offset = 0
     for name, (dtype, shape) in tensors.items():
@@ -44,6 +45,8 @@ def write_safetensors(path: Path, tensors: dict[str, tuple[str, tuple[int, ...]]
         f.write(raw)
         if data:
             f.write(b"\0" * offset)
+        else:
+            f.truncate(8 + len(raw) + offset)
     return offset
 
 
@@ -238,12 +241,11 @@ def test_model_folder_on_the_command_line_uses_its_headers(tmp_path: Path, capsy
 
     config = load_preset_config("llama-3.1-8b")
     (tmp_path / "config.json").write_text(json.dumps(config))
-    write_safetensors(
-        tmp_path / "model.safetensors", {"model.embed_tokens.weight": ("BF16", (128256, 4096))}, data=False
-    )
+    stored = write_safetensors(tmp_path / "model.safetensors", _llama_like(32, 128256, 4096, 14336, 32, 8), data=False)
+    assert stored == 16_060_522_496  # meta-llama/Llama-3.1-8B's published index total: the same tensors
     assert main(["plan", str(tmp_path), "--gpu", "H100", "--json"]) == 0
     planner = json.loads(capsys.readouterr().out)["planner"]
-    assert "checkpoint headers (1 tensors" in planner["budget"]["weight_source"]
+    assert f"checkpoint headers ({32 * 9 + 3} tensors, 16,060,522,496 B stored" in planner["budget"]["weight_source"]
     assert planner["budget"]["weight_origin"] == "checkpoint headers"
 
 
@@ -253,3 +255,101 @@ def test_checkpoint_flag_without_safetensors_is_refused(tmp_path: Path, capsys: 
     assert main(["plan", "llama-3.1-8b", "--gpu", "H100", "--checkpoint", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "holds no *.safetensors file" in err and "--checkpoint" in err
+
+
+# ---- nothing a checkpoint says is believed unchecked ------------------------------------------------
+
+
+def _raw_header(path: Path, header: Any, data: int = 0) -> None:
+    raw = json.dumps(header).encode() if not isinstance(header, bytes) else header
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)) + raw)
+        f.truncate(8 + len(raw) + data)
+
+
+@pytest.mark.parametrize(
+    ("entry", "match"),
+    [
+        ({"dtype": "BF16", "shape": ["64", 8], "data_offsets": [0, 1024]}, "a list of non-negative integers"),
+        ({"dtype": "BF16", "shape": [True, 8], "data_offsets": [0, 16]}, "a shape is a list"),
+        ({"dtype": "BF16", "shape": [1e400, 8], "data_offsets": [0, 16]}, "a shape is a list"),
+        ({"dtype": "Q4_K", "shape": [64, 8], "data_offsets": [0, 1024]}, "not a safetensors dtype"),
+        ({"dtype": "BF16", "shape": [64, 8], "data_offsets": [0, 10**15]}, r"outside the file's 1,024 data bytes"),
+        ({"dtype": "BF16", "shape": [64, 8], "data_offsets": [0, 512]}, "is 1,024 bytes but its data_offsets span 512"),
+        ({"dtype": "BF16", "shape": [64, 8], "data_offsets": [512, 0]}, "outside the file"),
+        ({"dtype": "BF16", "shape": [64, 8], "data_offsets": [0]}, r"they are \[begin, end\] byte offsets"),
+        ({"dtype": "BF16", "shape": [2**40, 2**40], "data_offsets": [0, 1024]}, "is .* bytes but its data_offsets"),
+        ("BF16", "needs dtype, shape and data_offsets"),
+    ],
+)
+def test_malformed_header_entries_are_refused(tmp_path: Path, entry: Any, match: str) -> None:
+    path = tmp_path / "model.safetensors"
+    raw = json.dumps({"t.weight": entry}).replace("Infinity", "1e400").encode()
+    _raw_header(path, raw, data=1024)
+    with pytest.raises(KVCacheConfigError, match=match):
+        read_safetensors_header(path)
+
+
+def test_an_empty_header_and_overlapping_tensors_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "model.safetensors"
+    _raw_header(path, {"__metadata__": {"format": "pt"}})
+    with pytest.raises(KVCacheConfigError, match="lists no tensors"):
+        read_safetensors_header(path)
+    _raw_header(path, {"a": {"dtype": "U8", "shape": [8], "data_offsets": [0, 8]},
+                       "b": {"dtype": "U8", "shape": [8], "data_offsets": [4, 12]}}, data=12)  # fmt: skip
+    with pytest.raises(KVCacheConfigError, match="overlap"):
+        read_safetensors_header(path)
+
+
+@pytest.mark.parametrize("total", [0, -1, 1.5, 1e400, True, "16GB", 2**70, None])
+def test_an_index_total_that_is_not_a_positive_whole_number_is_refused(tmp_path: Path, total: Any) -> None:
+    text = json.dumps({"metadata": {"total_size": total}}).replace("Infinity", "1e400")
+    (tmp_path / INDEX_NAME).write_text(text)
+    with pytest.raises(KVCacheConfigError, match="total_size must be a positive whole number"):
+        read_checkpoint(tmp_path)
+
+
+@pytest.mark.parametrize("shard", ["../../etc/passwd", "/etc/passwd", "..", "sub/model.safetensors", "", 7])
+def test_an_index_naming_a_file_outside_the_folder_is_refused_before_opening_it(tmp_path: Path, shard: Any) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    write_safetensors(tmp_path / "outside.safetensors", {"x.weight": ("BF16", (4, 4))})
+    (folder / INDEX_NAME).write_text(json.dumps({"metadata": {"total_size": 32}, "weight_map": {"x.weight": shard}}))
+    with pytest.raises(KVCacheConfigError, match="not a shard file in the checkpoint folder"):
+        read_checkpoint(folder)
+
+
+def test_shard_one_of_four_without_an_index_is_refused(tmp_path: Path) -> None:
+    """Planned as the whole model before: 5 GiB of a 15 GiB checkpoint."""
+    write_safetensors(tmp_path / "model-00001-of-00004.safetensors", {"model.embed_tokens.weight": ("BF16", (8, 8))})
+    with pytest.raises(KVCacheConfigError, match=r"holds 1 of the 4 shards of model \(missing model-00002-of-00004"):
+        read_checkpoint(tmp_path)
+    for i in (2, 3, 4):
+        write_safetensors(tmp_path / f"model-0000{i}-of-00004.safetensors", {f"w{i}": ("BF16", (8, 8))})
+    ckpt = read_checkpoint(tmp_path)
+    assert ckpt is not None and ckpt.total_bytes == 4 * 128
+
+
+def test_an_8b_checkpoint_for_a_70b_config_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kvstrategies.cli import main
+
+    (tmp_path / INDEX_NAME).write_text(json.dumps({"metadata": {"total_size": 16_060_522_496}}))
+    assert main(["plan", "llama-3.1-70b", "--gpu", "H100", "--tp", "8", "--checkpoint", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "stores 16,060,522,496 B of weights but the config describes a model of about 141,107,412,992 B" in err[0]
+    assert "0.114x, beyond the 4x" in err[0] and "--weight-bytes" in err[0]
+
+
+def test_headers_with_fewer_layers_or_another_width_than_the_config_are_refused(tmp_path: Path) -> None:
+    from kvstrategies.planner.checkpoint import check_matches_config
+
+    config = {"num_hidden_layers": 4, "hidden_size": 64, "vocab_size": 1000}
+    write_safetensors(tmp_path / "model.safetensors", _llama_like(layers=2))
+    ckpt = read_checkpoint(tmp_path)
+    assert ckpt is not None
+    with pytest.raises(KVCacheConfigError, match="holds 2 transformer layers but the config has num_hidden_layers 4"):
+        check_matches_config(ckpt, config, ckpt.total_bytes)
+    with pytest.raises(KVCacheConfigError, match="is 64 wide but the config has hidden_size 128"):
+        check_matches_config(ckpt, {**config, "num_hidden_layers": 2, "hidden_size": 128}, ckpt.total_bytes)
+    check_matches_config(ckpt, {**config, "num_hidden_layers": 2}, ckpt.total_bytes)  # its own config: fine

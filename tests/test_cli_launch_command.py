@@ -234,3 +234,115 @@ def test_no_rocm_aiter_brings_the_fp8_moe_refusal_back(capsys: pytest.CaptureFix
     capsys.readouterr()
     assert main(["plan", "minimax-m2.5", "--gpu", "MI300X", "--tp", "8", "--no-rocm-aiter"]) == 2
     assert "create_fp8_moe_weight_" in capsys.readouterr().err
+
+
+# ---- every flag and knob classified; values checked as SGLang's argparse checks them -------------------
+
+
+def test_every_sglang_flag_is_planned_refused_or_reviewed_as_no_effect() -> None:
+    """The invariant: each canonical SGLang flag is in exactly one class (launch_flag_classes)."""
+    from kvstrategies.planner.launch_flag_classes import CONFIG_FLAG, GRAPH_RESERVE_FLAGS, NO_EFFECT, REFUSED_UNLESS
+    from kvstrategies.planner.sglang_flags import SGLANG_FLAG_VALUES
+
+    refused = set(NOT_MODELLED) | set(REFUSED_UNLESS) | set(GRAPH_RESERVE_FLAGS) | {CONFIG_FLAG}
+    assert not set(NOT_MODELLED) & set(REFUSED_UNLESS) and not (set(NOT_MODELLED) | set(REFUSED_UNLESS)) & set(
+        GRAPH_RESERVE_FLAGS
+    )
+    classes = {"planned": set(MODELLED), "refused": refused, "no effect": set(NO_EFFECT)}
+    canonical = {canon for canon, _ in SGLANG_SERVER_FLAGS.values()}
+    assert canonical == set(SGLANG_FLAG_VALUES)
+    for flag in canonical:
+        holders = [label for label, members in classes.items() if flag in members]
+        assert len(holders) == 1, f"{flag} is in {holders or 'no class'}"
+    listed = set().union(*classes.values())
+    assert listed == canonical, sorted(listed ^ canonical)[:5]
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--kv-cache-dtype", "float32"], r"--kv-cache-dtype 'float32' is not one of SGLang's choices \(auto, fp8"),
+        (["--attention-backend", "nonsense"], "--attention-backend 'nonsense' is not one of SGLang's choices"),
+        (["--dtype", "fp8"], "--dtype 'fp8' is not one of SGLang's choices"),
+        (["--tp-size", "two"], "--tp-size 'two' is not an integer"),
+        (["--mem-fraction-static", "0,8"], "--mem-fraction-static '0,8' is not a number"),
+        (["--grammar-backend", "x"], "--grammar-backend 'x' is not one of"),  # an ignored flag: checked too
+        (["--max-total-tokens", "1Ki.5"], "is not an integer"),
+        (["--config", "server.yaml"], "--config server.yaml makes SGLang read further launch flags from a YAML file"),
+        (["--load-format", "bitsandbytes"], r"--load-format bitsandbytes changes GPU memory \(weights loaded"),
+        (["--ep-num-redundant-experts", "8"], r"--ep-num-redundant-experts changes GPU memory \(redundant expert"),
+        (["--kt-num-gpu-experts", "8"], r"--kt-num-gpu-experts changes GPU memory \(CPU-offloaded experts"),
+        (["--model-path="], "--model-path is empty in the pasted command"),
+        (["--model-path", " "], "--model-path is empty"),
+        (["--disable-radix-cache=1"], "is a switch and takes no value"),
+        (["--cuda-graph-backend-decode", "disabled"], "changes SGLang's default --mem-fraction-static"),
+        (["--speculative-dflash-block-size", "8"], r"give it as --speculative-num-draft-tokens"),
+    ],
+)
+def test_values_and_flags_sglang_would_refuse_or_that_change_memory_are_refused(argv: list[str], match: str) -> None:
+    with pytest.raises(KVCacheConfigError, match=match):
+        translate(["python", "-m", "sglang.launch_server", "--model-path", "m", *argv])
+
+
+def test_harmless_values_of_conditionally_refused_flags_are_ignored() -> None:
+    command = translate(["--model-path", "m", "--load-format", "safetensors", "--nnodes", "1", "--kv-canary", "none"])
+    assert command.ignored == ("--load-format", "--nnodes", "--kv-canary")
+    assert command.plan_args == ("--model-path", "m")
+
+
+def test_human_readable_sizes_reach_plan_as_sglang_reads_them() -> None:
+    """``--max-total-tokens 128k`` is 128,000 (sglang.srt.utils.common.human_readable_int), 1Ki is 1,024."""
+    command = translate(["--model-path", "m", "--max-total-tokens", "128k", "--context-length", "32Ki",
+                         "--max-prefill-tokens", "8192"])  # fmt: skip
+    assert command.plan_args == ("--model-path", "m", "--max-total-tokens", "128000", "--context-length", "32768",
+                                 "--max-prefill-tokens", "8192")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("env", "match"),
+    [
+        ("SGLANG_MAMBA_SSM_DTYPE=float16", "changes KV sizing, which a pasted command does not plan; plan it"),
+        ("SGLANG_SWA_EVICTION_INTERVAL=64", "changes KV sizing"),
+        ("SGLANG_MOE_PADDING=1", r"changes the weights' format or size on the GPU"),
+        ("SGLANG_USE_HND_KVCACHE=1", "selects a feature kvstrategies does not model"),
+    ],
+)
+def test_memory_knobs_in_front_of_the_command_are_refused_by_name(env: str, match: str) -> None:
+    with pytest.raises(KVCacheConfigError, match=f"^{env.split('=')[0]} in front of the command {match}"):
+        translate([f"{env} python -m sglang.launch_server --model-path m"])
+
+
+def test_knobs_that_do_not_change_memory_and_other_variables_are_listed_as_ignored() -> None:
+    command = translate(["SGLANG_ENABLE_JIT_DEEPGEMM=0 SGLANG_TYPO_KNOB=1 CUDA_VISIBLE_DEVICES=0 "
+                         "python -m sglang.launch_server --model-path m"])  # fmt: skip
+    assert command.ignored == ("SGLANG_ENABLE_JIT_DEEPGEMM=0", "SGLANG_TYPO_KNOB=1 (not an SGLang knob)",
+                               "CUDA_VISIBLE_DEVICES=0")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("python -m sglang.launch_server --model-path 'llama", "no closing quotation"),
+        ("python -m sglang.launch_server --model-path llama \\", "no escaped character"),
+    ],
+)
+def test_a_command_a_shell_cannot_split_is_one_clean_error(text: str, match: str) -> None:
+    with pytest.raises(KVCacheConfigError, match=f"cannot be split as a shell would \\({match}"):
+        translate([text])
+
+
+def test_a_huge_pasted_command_is_refused_quickly() -> None:
+    import time
+
+    started = time.perf_counter()
+    with pytest.raises(KVCacheConfigError, match="more than 4,096 words"):
+        translate(["--model-path", "m", *["--port", "1"] * 10_000])
+    with pytest.raises(KVCacheConfigError, match="more than"):
+        translate([" ".join(["--port 1"] * 10_000)])
+    assert time.perf_counter() - started < 5  # was 25 s for 20,000 words
+
+
+def test_cli_pasted_command_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--gpu", "H100", "--", "python -m sglang.launch_server --model-path 'x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot be split" in err[0]

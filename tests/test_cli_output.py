@@ -214,7 +214,7 @@ def test_no_spec_reference_in_readme_and_docs() -> None:
         (["--attn-dp", "3"], "--attn-dp 3", "attn_dp_size"),
         (["--pp-rank", "5"], "--pp-rank 5 is out of range for --pp-size 1", "pp_rank"),
         (["--swa-full-tokens-ratio", "2"], "--swa-full-tokens-ratio must be", "swa_full_tokens_ratio"),
-        (["--kv-cache-dtype", "foo"], "unsupported --kv-cache-dtype 'foo'", "kv_cache_dtype"),
+        (["--kv-cache-dtype", "foo"], "--kv-cache-dtype 'foo' is not one of SGLang's choices", "kv_cache_dtype"),
         (["--weight-quantization", "foo"], "--weight-quantization one of", "quantization="),
     ],
 )

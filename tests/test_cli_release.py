@@ -85,3 +85,22 @@ def test_verify_launch_recorded_per_release(capsys: pytest.CaptureFixture[str], 
     assert code == 0
     assert "SGLang 0.5.21 answers recorded in golden/sglang-0.5.21-launch" in out
     assert "equal on every field          3 (3 refused by both)" in out
+
+
+def test_every_older_release_flag_is_classified() -> None:
+    """Each flag only an older release has (``sglang_flag_releases.json``) is planned, refused or
+    reviewed as not changing memory, in exactly one class (``launch_flag_classes.OLDER_*``)."""
+    from kvstrategies.planner.launch_flag_classes import (
+        MODELLED,
+        OLDER_GRAPH_RESERVE_FLAGS,
+        OLDER_NO_EFFECT,
+        OLDER_NOT_MODELLED,
+    )
+    from kvstrategies.releases import supported_releases
+
+    newest = set(release_flags())
+    extra = {canon for r in supported_releases() for opt, (canon, _) in release_flags(r).items() if opt not in newest}
+    classes = (set(MODELLED), set(OLDER_NOT_MODELLED), set(OLDER_GRAPH_RESERVE_FLAGS), set(OLDER_NO_EFFECT))
+    for flag in extra:
+        assert sum(flag in c for c in classes) == 1, flag
+    assert set().union(*classes[1:]) == extra

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import event, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from kvstrategies.api import Plan, build, plan
@@ -53,6 +53,7 @@ from kvstrategies.strategies.hybrid_swa import HybridSWAPoolConfigurator, SWAChu
 from kvstrategies.strategies.registry import select_configurator
 
 from .fuzz_configs import budgets, case_fields, fit_page, garbage, hf_configs, mutated
+from .fuzz_stats import event
 
 #: relative slack for float cost models (HybridSWA / DSV4 price a token in float bytes)
 FLOAT_SLACK = 1e-9
@@ -74,6 +75,9 @@ def check_alignment(planned: Plan) -> None:
     """Every token count of every sizes value is a page multiple (quirk 10 aside)."""
     page = planned.ctx.page_size
     chunk_cap = isinstance(planned.configurator, SWAChunkCapPoolConfigurator)
+    if planned.ctx.is_draft_worker:  # a draft adopts the target's sizes: the target's quirk applies to them
+        target = select_configurator(dataclasses.replace(planned.ctx, is_draft_worker=False))
+        chunk_cap = chunk_cap or isinstance(target, SWAChunkCapPoolConfigurator)
     profiled = planned.sizes
     for sizes in (profiled, planned.sizes_from_max_tokens, planned.resolution.sizes, planned.pool_sizes):
         if sizes is None:

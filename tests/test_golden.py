@@ -37,6 +37,7 @@ from kvstrategies.sizing import PoolSizes
 from kvstrategies.strategies.hybrid_swa import SWAChunkCapPoolConfigurator
 
 from .golden_syrupy import GOLDEN_DIR_ENV, GoldenSnapshotExtension, golden_dir
+from .helpers import tool_module
 
 # syrupy cannot relate a snapshot named after a case to the test's own name; that is the design.
 pytestmark = pytest.mark.filterwarnings("ignore:(?s).*Can not relate snapshot:UserWarning")
@@ -296,14 +297,7 @@ def test_default_cases_are_generated_by_the_script(tmp_path: Path) -> None:
 
 
 def _tool_module(name: str) -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"_kvs_tool_{name}", TOOLS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return tool_module(name)
 
 
 def test_mutation_sites_spare_messages_docstrings_and_annotations() -> None:

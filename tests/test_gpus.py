@@ -39,7 +39,7 @@ def test_every_gpu_has_a_source_or_says_it_is_unconfirmed() -> None:
         assert (gpu.source is None) != (gpu.note is None), gpu.name
         if gpu.source is not None:
             # a URL, or a public file the search index names only by id (docs/validation.md)
-            assert gpu.source.startswith(("https://github.com/", "public GitHub file, search index id")), gpu.name
+            assert gpu.source.startswith(("https://github.com/", "published device listing (")), gpu.name
             assert f"{gpu.capacity_mib:g}MiB" in gpu.source, gpu.name
         else:
             assert "not confirmed" in (gpu.note or ""), gpu.name

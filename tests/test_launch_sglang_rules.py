@@ -149,7 +149,10 @@ def test_dflash_needs_a_draft_model_and_takes_its_block_size(tmp_path: Path) -> 
     assert dflash_block_size(str(tmp_path)) == 7
     (tmp_path / "config.json").write_text(json.dumps({"block_size": 3}))
     assert dflash_block_size(str(tmp_path / "config.json")) == 3
-    assert dflash_block_size(str(tmp_path / "missing")) is None
+    with pytest.raises(KVCacheConfigError, match="no such file or folder; SGLang could not load the draft"):
+        dflash_block_size(str(tmp_path / "missing"))  # a mistyped draft path is refused, not ignored
+    with pytest.raises(KVCacheConfigError, match="not a regular file"):
+        dflash_block_size("/dev/zero")  # never read without bound
     req = DeploymentRequest(
         "llama-3.1-8b", {"preset": "llama-3.1-8b"}, gpu=H200, speculative_algorithm="DFLASH",
         speculative_draft_model_path=str(tmp_path),

@@ -94,13 +94,16 @@ def test_a_known_difference_does_not_fail(monkeypatch: pytest.MonkeyPatch) -> No
     assert "(known: a test reason)" in bridge.diff_text(c)[1]
 
 
-def test_planner_side_refuses_with_sglangs_check_named() -> None:
+def test_planner_side_refuses_with_sglangs_check_named(tmp_path: Path) -> None:
     spec = spec_from_dict({"preset": "llama-3.1-8b", "gpu": "H200", "flags": {"speculative_algorithm": "DFLASH"}})
     assert "speculative_hook._handle_dflash" in str(bridge.planner_outcome(spec, Path("x")).refused)
     drafted = LaunchSpec("d", "llama-3.1-8b", "H200", flags={"speculative_algorithm": "DFLASH",
                                                              "speculative_draft_model_path": DFLASH_DRAFT})  # fmt: skip
-    out = bridge.planner_outcome(drafted, Path("no-such-folder"))
-    assert out.refused is None and out.fields["speculative_num_draft_tokens"] == 16  # unreadable draft: 16
+    (tmp_path / "config.json").write_text('{"architectures": ["DFlashDraftModel"]}')
+    out = bridge.planner_outcome(drafted, tmp_path)
+    assert out.refused is None and out.fields["speculative_num_draft_tokens"] == 16  # no block size named: 16
+    missing = bridge.planner_outcome(drafted, tmp_path / "no-such-folder")  # SGLang could not load that draft
+    assert missing.refused is not None and "no such file or folder" in missing.refused
 
 
 def test_golden_round_trip(tmp_path: Path) -> None:
@@ -126,7 +129,10 @@ def test_cli_verify_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     grid.write_text(json.dumps([{"preset": "qwen3-8b", "gpu": "H200", "tp_size": 2, "flags": {"page_size": 16}}]))
     assert main(["verify", "--against", "sglang", "--launch", str(grid), "--recorded"]) == 2
     assert "not recorded" in capsys.readouterr().err
-    assert main(["verify", "--against", "sglang", "--recorded"]) == 2  # --recorded goes with --launch
+    # without --launch, --recorded compares the catalog with a release's recorded answers
+    assert main(["verify", "--against", "sglang", "--recorded", "--sglang-version", "0.5.14"]) == 2
+    assert "supported: 0.5.15" in capsys.readouterr().err
+    assert main(["verify", "--against", "sglang", "--recorded", "--show-equal"]) == 2  # launch-only flag
     assert "--launch" in capsys.readouterr().err
 
 

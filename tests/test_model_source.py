@@ -192,3 +192,62 @@ def test_reachability_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
     assert model_source.hub_reachable("hub.invalid", timeout_s=0.5)  # behind a proxy: left to huggingface_hub
     assert model_source.hub_host({"HF_ENDPOINT": "https://mirror.example.org/"}) == "mirror.example.org"
+
+
+# ---- the cache is input too: refs and snapshots are read only inside the repository's cache folder ----
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [b"../../..", b"/etc", b"..", b"a/b", b"\xff\xfe not utf-8", b"0" * 20_000_000, b"", b"x y"],
+    ids=["parent", "absolute", "dotdot", "nested", "non-utf8", "huge", "empty", "space"],
+)
+def test_a_ref_that_is_not_a_snapshot_name_is_one_short_error(tmp_path: Path, ref: bytes) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "config.json").write_text(json.dumps({**load_preset_config("llama-3.1-8b"), "num_hidden_layers": 3}))
+    cache = tmp_path / "cache"
+    fake_cache(cache)
+    (cache / f"models--{REPO.replace('/', '--')}" / "refs" / "main").write_bytes(ref)
+    with pytest.raises(KVCacheConfigError, match="does not name a snapshot|larger than 256 bytes") as info:
+        resolve_model(REPO, {"HF_HUB_CACHE": str(cache)})
+    assert len(str(info.value)) < 400
+
+
+def test_a_snapshot_linking_out_of_the_cache_is_not_used(tmp_path: Path, no_download: None) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "config.json").write_text(json.dumps({**load_preset_config("llama-3.1-8b"), "num_hidden_layers": 3}))
+    cache = tmp_path / "cache"
+    snapshot = fake_cache(cache, commit="abc", ref=False)
+    (snapshot / "config.json").unlink()
+    (snapshot / "config.json").symlink_to(outside / "config.json")
+    link = snapshot.parent / "linked"
+    link.symlink_to(outside, target_is_directory=True)
+    assert cached_snapshot(REPO, cache) is None
+    with pytest.raises(KVCacheConfigError):
+        resolve_model(REPO, {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"})
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_a_ref_that_is_a_fifo_or_a_device_never_blocks(tmp_path: Path) -> None:
+    fake_cache(tmp_path)
+    ref = tmp_path / f"models--{REPO.replace('/', '--')}" / "refs" / "main"
+    ref.unlink()
+    os.mkfifo(ref)
+    with pytest.raises(KVCacheConfigError, match="not a regular file"):
+        cached_snapshot(REPO, tmp_path)
+    ref.unlink()
+    ref.symlink_to("/dev/zero")
+    with pytest.raises(KVCacheConfigError, match="not a regular file"):
+        cached_snapshot(REPO, tmp_path)
+
+
+def test_the_blob_layout_of_the_real_cache_still_resolves(tmp_path: Path, no_download: None) -> None:
+    """snapshots/<commit>/config.json -> ../../blobs/<sha>: inside the repository's folder."""
+    snapshot = fake_cache(tmp_path, commit="c" * 40)
+    blobs = snapshot.parents[1] / "blobs"
+    blobs.mkdir()
+    (snapshot / "config.json").rename(blobs / "sha")
+    (snapshot / "config.json").symlink_to(Path("../../blobs/sha"))
+    assert resolve_model(REPO, {"HF_HUB_CACHE": str(tmp_path)}).folder == snapshot

@@ -358,7 +358,12 @@ PLANNER_BAD_CONFIGS = [
     ("deepseek-v3", lambda: _nested("deepseek-v3", "quantization_config", weight_block_size=[0, 128]),
      "weight_block_size"),  # fmt: skip
     ("qwen3-8b", lambda: _config("qwen3-8b", quantization_config={"quant_method": "gptq", "bits": 4,
-                                                                  "group_size": -1}), "group_size"),  # fmt: skip
+                                                                  "group_size": 0}), "group_size"),  # fmt: skip
+    ("qwen3-8b", lambda: _config("qwen3-8b", quantization_config={"quant_method": "gptq", "bits": 4,
+                                                                  "group_size": -2}), "group_size"),  # fmt: skip
+    ("qwen3-8b", lambda: _config("qwen3-8b", quantization_config={
+        "quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": {
+            "num_bits": 0, "type": "int", "strategy": "channel"}}}}), "num_bits"),  # fmt: skip
     ("mimo-v2-flash", lambda: _config("mimo-v2-flash", moe_layer_freq=[1, -1]), "moe_layer_freq[1]"),
     ("gemma-2-9b", lambda: _config("gemma-2-9b", sliding_window_size=-2), "sliding_window_size"),
 ]
@@ -483,7 +488,8 @@ REPORTED_CLI_INPUTS = [
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--chunked-prefill-size", str(2**40)], "mem-fraction-static"),
     (["sweep", "llama-3.1-8b", "--gpu", ","], "--gpu is empty"),
     (["sweep", "llama-3.1-8b", "--gpu", "H100", "--page-size", "0"], "--page-size"),
-    (["sweep", "llama-3.1-8b", "--gpu", "H100", "--tp", ",".join(["1"] * 20_001)], "cells"),
+    (["sweep", "llama-3.1-8b", "--gpu", "H100", "--page-size", ",".join(map(str, range(1, 20_002)))], "cells"),
+    # a repeated value is planned once (sweep dedupes the lists), so the bound counts distinct cells
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--page-size", "0"], "--page-size"),
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--plot", "@dir"], "it is a folder"),
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--plot", "/dev/null"], "not a regular file"),

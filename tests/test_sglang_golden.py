@@ -1,10 +1,11 @@
-"""The project against SGLang 0.5.23's own recorded answers (``golden/sglang-0.5.23/``), no SGLang needed.
+"""The project against every SGLang release's own recorded answers (``golden/sglang-<version>/``).
 
 ``tools/record_golden.py --engine sglang`` wrote one snapshot per catalog case from a live SGLang
-(and ``_known.json``, the known differences it found). Here every case is planned by the project
-and compared with its snapshot exactly as ``kvstrategies verify --against sglang`` compares with a
-live SGLang: a case either matches, or differs only by known differences, and those must be
-exactly the ones recorded (a known difference that disappears, or a new one, fails too).
+of each release (and ``_known.json``, the known differences it found). Here every case is planned
+by the project *for that release* and compared with its snapshot exactly as ``kvstrategies verify
+--against sglang`` compares with a live SGLang: a case either matches, or differs only by known
+differences, and those must be exactly the ones recorded (a known difference that disappears, or a
+new one, fails too). No SGLang is needed.
 """
 
 from __future__ import annotations
@@ -22,28 +23,36 @@ from kvstrategies.integrations.sglang.snapshots import (
     snapshot_files,
 )
 from kvstrategies.integrations.sglang.verify import verdict_for
+from kvstrategies.releases import SGLANG_RELEASES
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "cases"
-SGLANG_GOLDEN = ROOT / "golden" / "sglang-0.5.23"
-KNOWN = json.loads((SGLANG_GOLDEN / KNOWN_FILE).read_text(encoding="utf-8"))
-SNAPSHOTS = snapshot_files(SGLANG_GOLDEN)
+FOLDERS = {release.text: ROOT / "golden" / f"sglang-{release.text}" for release in SGLANG_RELEASES}
+KNOWN = {version: json.loads((folder / KNOWN_FILE).read_text(encoding="utf-8")) for version, folder in FOLDERS.items()}
+SNAPSHOTS = [(version, path) for version, folder in FOLDERS.items() for path in snapshot_files(folder)]
 
 
-def test_every_catalog_case_has_an_sglang_snapshot() -> None:
-    assert {p.stem for p in SNAPSHOTS} == {p.stem for p in CASES.glob("*.json")}
+@pytest.mark.parametrize("version", list(FOLDERS))
+def test_every_release_has_an_answer_for_every_catalog_case(version: str) -> None:
+    assert {p.stem for p in snapshot_files(FOLDERS[version])} == {p.stem for p in CASES.glob("*.json")}
 
 
-def test_known_kinds_are_all_defined() -> None:
+@pytest.mark.parametrize("version", list(FOLDERS))
+def test_known_kinds_are_all_defined(version: str) -> None:
     kinds = {k.kind for k in KNOWN_DIFFERENCES}
-    for name, entry in KNOWN.items():
-        assert entry["status"] == "known", f"{name}: recorded with an unexplained difference"
+    for name, entry in KNOWN[version].items():
+        assert entry["status"] == "known", f"{version} {name}: recorded with an unexplained difference"
         assert set(entry["kinds"]) <= kinds, name
 
 
-@pytest.mark.parametrize("snapshot", SNAPSHOTS, ids=lambda p: p.stem)
-def test_project_matches_sglang(snapshot: Path) -> None:
-    verdict = verdict_for(CASES / snapshot.name, result_from_snapshot(read_snapshot(snapshot)))
+def test_every_snapshot_names_the_release_that_recorded_it() -> None:
+    for version, snapshot in SNAPSHOTS[:: max(1, len(SNAPSHOTS) // 200)]:
+        assert read_snapshot(snapshot)["engine"] == f"sglang {version}", snapshot
+
+
+@pytest.mark.parametrize(("version", "snapshot"), SNAPSHOTS, ids=lambda p: p if isinstance(p, str) else p.stem)
+def test_project_matches_sglang(version: str, snapshot: Path) -> None:
+    verdict = verdict_for(CASES / snapshot.name, result_from_snapshot(read_snapshot(snapshot)), version)
     assert verdict.unexplained == (), "\n".join(verdict.unexplained)
-    expected = KNOWN.get(snapshot.stem, {"status": "match", "kinds": []})
+    expected = KNOWN[version].get(snapshot.stem, {"status": "match", "kinds": []})
     assert (verdict.status, list(verdict.kinds)) == (expected["status"], expected["kinds"]), "\n".join(verdict.lines)

@@ -190,3 +190,30 @@ def test_vision_towers_are_counted_with_a_note() -> None:
         and "vision tower" in budget.weight_source
         and "approximate" in budget.weight_source
     )
+
+
+def test_per_channel_gptq_is_priced_not_refused() -> None:
+    """``group_size: -1`` is per-output-channel quantization, which SGLang serves
+    (sglang.srt.layers.quantization.gptq.gptq.GPTQMarlinConfig.__init__): 4 bits = 0.5 B per
+    parameter plus one fp16 scale per row (negligible). Refused before (issue: a common format)."""
+    from kvstrategies.planner import DeploymentRequest, plan_deployment
+    from kvstrategies.planner.gpus import lookup_gpu
+    from kvstrategies.presets import load_preset_config
+
+    qcfg = {"quant_method": "gptq", "bits": 4, "group_size": -1, "desc_act": False}
+    config = {**load_preset_config("qwen3-8b"), "quantization_config": qcfg}
+    per_channel = plan_deployment(DeploymentRequest("q", {"hf_config": config}, gpu=lookup_gpu("H100")), suggest=False)
+    config["quantization_config"]["group_size"] = 128
+    grouped = plan_deployment(DeploymentRequest("q", {"hf_config": config}, gpu=lookup_gpu("H100")), suggest=False)
+    assert per_channel.budget.weight_bytes is not None and grouped.budget.weight_bytes is not None
+    # 128-groups add (2 + 0.5) / 128 B per quantized parameter: per-channel is smaller, never zero
+    assert 0 < per_channel.budget.weight_bytes < grouped.budget.weight_bytes
+
+
+def test_compressed_tensors_zero_bits_is_refused_naming_the_field() -> None:
+    from kvstrategies.planner.config_fields import validate_config_fields
+
+    qcfg = {"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": {
+        "num_bits": 0, "type": "int", "strategy": "channel"}}}}  # fmt: skip
+    with pytest.raises(KVCacheConfigError, match=r"quantization_config\.config_groups\.g\.weights\.num_bits"):
+        validate_config_fields({"hidden_size": 8, "quantization_config": qcfg})

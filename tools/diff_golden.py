@@ -142,6 +142,9 @@ def compare_dirs(argv: list[str]) -> int:
     parser.add_argument("-k", dest="substrings", action="append", default=[], metavar="SUBSTRING")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every difference of every case")
     args = parser.parse_args(argv)
+    from kvstrategies.errors import KVCacheConfigError
+    from kvstrategies.golden import read_snapshot
+
     sides = []
     for folder in (args.dir_a, args.dir_b):
         if not folder.is_dir():
@@ -151,13 +154,10 @@ def compare_dirs(argv: list[str]) -> int:
         for path in sorted(folder.glob("*.json")):
             if path.name.startswith("_") or (args.substrings and not any(s in path.stem for s in args.substrings)):
                 continue
-            text = path.read_text(encoding="utf-8")
-            try:
-                snapshot = json.loads(text)
-            except ValueError as exc:
-                snapshot = exc
-            if not isinstance(snapshot, dict):
-                print(f"diff_golden: {path}: not a snapshot (a JSON object): {snapshot}", file=sys.stderr)
+            try:  # a folder, FIFO, link loop, non-UTF-8 or deeply nested file is refused, never hangs
+                text, snapshot = read_snapshot(path)
+            except KVCacheConfigError as exc:
+                print(f"diff_golden: not a snapshot: {exc}", file=sys.stderr)
                 return 2
             data[path.stem] = {"error": snapshot["error"]} if "error" in snapshot else {"text": text}
         print(f"{'AB'[len(sides)]}: {folder}: {len(data) - 1} snapshots")

@@ -7,6 +7,7 @@
     python tools/record_golden.py --prune         # also delete stale snapshots (no case file)
     python tools/record_golden.py --engine sglang --out DIR   # SGLang's own answers (live SGLang)
     python tools/record_golden.py --engine sglang --check     # exit 1 if golden/sglang-<version> is stale
+    python tools/record_golden.py --engine vllm               # vLLM's answers (live vLLM) -> golden/vllm-<version>
 
 The bytes written are :func:`kvstrategies.golden.golden_text`, exactly what
 ``pytest --snapshot-update`` writes. A case that fails to plan is reported and not recorded
@@ -34,6 +35,7 @@ from kvstrategies.golden import (  # noqa: E402
     catalog_mismatch,
     golden_text,
     load_catalog_case,
+    read_snapshot,
     select_names,
     snapshot_path,
 )
@@ -90,17 +92,19 @@ def check(cases_dir: Path, golden_dir: Path, names: list[str], *, selected: bool
             failed.append(name)
             print(f"ERROR {name}: cannot plan: {error}")
             continue
-        if not target.exists():
+        if not (target.exists() or target.is_symlink()):
             continue  # reported below as missing
-        stored = target.read_text(encoding="utf-8")
+        try:  # a folder, FIFO, link loop, non-UTF-8 or deeply nested file is reported, never hangs
+            stored, stored_document = read_snapshot(target)
+        except KVCacheConfigError as exc:
+            drifted.append(name)
+            print(f"DRIFT {name} ({target}): the stored snapshot is unreadable: {exc}")
+            continue
         if stored == text:
             continue
         drifted.append(name)
         print(f"DRIFT {name} ({target})")
-        try:
-            lines = diff_documents(json.loads(stored), json.loads(text))
-        except json.JSONDecodeError as exc:
-            lines = [f"stored snapshot is not valid JSON: {exc}"]
+        lines = diff_documents(stored_document, json.loads(text))
         if not lines:
             lines = ["same content, different bytes (formatting): re-record"]
         for line in lines:
@@ -131,12 +135,12 @@ def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_
     import time
 
     from kvstrategies.integrations.sglang.engine import run_cases
-    from kvstrategies.integrations.sglang.runtime import import_sglang
+    from kvstrategies.integrations.sglang.runtime import check_version, import_sglang
     from kvstrategies.integrations.sglang.snapshots import KNOWN_FILE, snapshot_folder, snapshot_text
     from kvstrategies.integrations.sglang.verify import verdict_for
 
     started = time.perf_counter()
-    version = import_sglang()
+    version = check_version(import_sglang()).line  # a .postN build records as its release line
     imported = time.perf_counter() - started
     committed = out or snapshot_folder(ROOT / "golden", version)
     target = Path(tempfile.mkdtemp(prefix="kvs-sglang-golden-")) if check_only else committed
@@ -153,7 +157,7 @@ def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_
             written += 1
             if not quiet and not check_only:
                 print(f"wrote {file}")
-        verdict = verdict_for(path, results[path.stem])
+        verdict = verdict_for(path, results[path.stem], version)
         if verdict.status != "match":
             known[path.stem] = {"status": verdict.status, "kinds": list(verdict.kinds)}
     recorded = {path.stem for path in paths}
@@ -188,6 +192,68 @@ def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_
     return 1 if stale or unexplained else 0
 
 
+# ---- vLLM as the engine (kvstrategies.integrations.vllm; needs a live vLLM) ------------------------
+
+
+def record_vllm(cases_dir: Path, out: Path | None, names: list[str], *, check_only: bool, quiet: bool) -> int:
+    """Record vLLM's snapshots of ``names`` into ``out`` (default ``golden/vllm-<version>``), with
+    ``_known.json`` (the known differences between the vLLM strategies and them); ``check_only``:
+    exit 1 if a committed snapshot or ``_known.json`` differs from the live recording."""
+    import time
+
+    from kvstrategies.integrations.vllm.engine import run_cases
+    from kvstrategies.integrations.vllm.runtime import import_vllm
+    from kvstrategies.integrations.vllm.snapshots import KNOWN_FILE, snapshot_folder, snapshot_text
+    from kvstrategies.integrations.vllm.verify import verdict_for
+
+    started = time.perf_counter()
+    version = import_vllm()
+    imported = time.perf_counter() - started
+    committed = out or snapshot_folder(ROOT / "golden", version)
+    paths = [cases_dir / f"{name}.json" for name in names]
+    results, timings = run_cases(paths)
+    texts = {path.stem: snapshot_text(path.stem, version, results[path.stem]) for path in paths}
+    known: dict[str, Any] = {}
+    for path in paths:
+        verdict = verdict_for(path, results[path.stem], version)
+        if verdict.status != "match":
+            known[path.stem] = {"status": verdict.status, "kinds": list(verdict.kinds)}
+    stored_known_file = committed / KNOWN_FILE
+    if stored_known_file.exists():  # a -k subset keeps the other cases' entries
+        stored = json.loads(stored_known_file.read_text(encoding="utf-8"))
+        known = {**{k: v for k, v in stored.items() if k not in texts}, **known}
+    known_text = json.dumps(known, indent=2, sort_keys=True) + "\n"
+    unexplained = sorted(n for n, v in known.items() if v["status"] == "DIFF" and n in texts)
+    refused = sum(1 for r in results.values() if "error" in r)
+    print(f"vLLM {version}: {len(paths)} cases recorded in {timings['total']:.1f} s (import {imported:.1f} s, "
+          f"{(timings['total'] - timings['import']) / max(len(paths), 1):.2f} s per case; {refused} refused); "
+          f"{len(unexplained)} with unexplained differences" + (f": {', '.join(unexplained)}" if unexplained else ""))
+    stale = []
+    for name, text in texts.items():
+        file = committed / f"{name}.json"
+        if file.exists() and file.read_text(encoding="utf-8") == text:
+            continue
+        if check_only:
+            stale.append(name)
+            print(f"STALE {file}")
+            if file.exists():
+                for line in diff_documents(json.loads(file.read_text(encoding="utf-8")), json.loads(text)):
+                    print(f"    {line}")
+            continue
+        committed.mkdir(parents=True, exist_ok=True)
+        file.write_text(text, encoding="utf-8")
+        if not quiet:
+            print(f"wrote {file}")
+    if check_only:
+        if not stored_known_file.exists() or stored_known_file.read_text(encoding="utf-8") != known_text:
+            stale.append(KNOWN_FILE)
+            print(f"STALE {stored_known_file} (the known differences changed)")
+        print(f"{len(paths)} vLLM snapshots checked against {committed}: {len(stale)} stale")
+        return 1 if stale or unexplained else 0
+    stored_known_file.write_text(known_text, encoding="utf-8")
+    return 1 if unexplained else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Record or check the golden snapshots of the case catalog.")
     parser.add_argument("-k", dest="substrings", action="append", metavar="SUBSTRING",
@@ -197,10 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=Path, default=ROOT / "tests" / "cases", help="catalog folder")
     parser.add_argument("--golden", type=Path, default=ROOT / "golden", help="snapshot folder")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not list each written file")
-    parser.add_argument("--engine", choices=["kvstrategies", "sglang"], default="kvstrategies",
-                        help="whose answers to record: this library (default) or a live SGLang")
+    parser.add_argument("--engine", choices=["kvstrategies", "sglang", "vllm"], default="kvstrategies",
+                        help="whose answers to record: this library (default), a live SGLang or a live vLLM")
     parser.add_argument("--out", type=Path, default=None,
-                        help="--engine sglang: snapshot folder (default golden/sglang-<version>)")
+                        help="--engine sglang / vllm: snapshot folder (default golden/<engine>-<version>)")
     args = parser.parse_args(argv)
     if not args.cases.is_dir():
         print(f"record_golden: no catalog folder {args.cases}", file=sys.stderr)
@@ -212,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.engine == "sglang":
         return record_sglang(args.cases, args.out, names, check_only=args.check, quiet=args.quiet)
+    if args.engine == "vllm":
+        return record_vllm(args.cases, args.out, names, check_only=args.check, quiet=args.quiet)
     if args.check:
         return check(args.cases, args.golden, names, selected=bool(args.substrings))
     return record(args.cases, args.golden, names, prune=args.prune and not args.substrings, quiet=args.quiet)

@@ -55,9 +55,21 @@ def check_count(n: int, what: str = "need_size") -> int:
     return int(n)
 
 
+def check_id_tensor(ids: torch.Tensor, device: Device, what: str = "locations") -> None:
+    """An id tensor holds integers, and values this allocator can read: a ``meta`` tensor (no
+    values) is accepted only by an allocator on ``meta``."""
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise KVCacheConfigError(f"{what} must be an integer tensor (int64 or int32), got {ids.dtype}")
+    if ids.device.type == "meta" and torch.device(device).type != "meta":
+        raise KVCacheConfigError(
+            f"{what} are a meta tensor, which holds no values; pass the ids this allocator handed out"
+        )
+
+
 def as_locs(locs: torch.Tensor | Sequence[int], device: Device) -> torch.Tensor:
     """A 1-D int64 tensor on ``device`` (int32 input, lists and tuples of ints accepted)."""
     if isinstance(locs, torch.Tensor):
+        check_id_tensor(locs, device)
         return locs.reshape(-1).to(device=device, dtype=I64)
     try:
         if isinstance(locs, (str, bytes)):
@@ -66,6 +78,64 @@ def as_locs(locs: torch.Tensor | Sequence[int], device: Device) -> torch.Tensor:
     except TypeError as exc:
         raise KVCacheConfigError(f"locations must be a tensor or a sequence of ints, got {locs!r:.60}") from exc
     return torch.tensor(values, dtype=I64, device=device)
+
+
+def as_id_list(ids: Any, what: str = "rows") -> list[int]:
+    """Python ints from an int, a sequence of ints or a host integer tensor (request rows)."""
+    if isinstance(ids, torch.Tensor):
+        check_id_tensor(ids, "cpu", what)
+        return [int(i) for i in ids.reshape(-1).tolist()]
+    try:
+        if isinstance(ids, (str, bytes)):
+            raise TypeError(type(ids).__name__)
+        return [operator.index(ids)] if not hasattr(ids, "__iter__") else [operator.index(i) for i in ids]
+    except TypeError as exc:
+        raise KVCacheConfigError(
+            f"{what} must be an int, a sequence of ints or an integer tensor, got {ids!r:.60}"
+        ) from exc
+
+
+def check_batch(owner: str, device: Device, extend_num_tokens: Any = None, **tensors: Any) -> None:
+    """The per-request tensors of ``alloc_extend`` / ``alloc_decode``: 1-D integer tensors of one
+    length (the batch) holding values (``*_cpu`` ones on the host, the others a ``meta`` tensor
+    only for an allocator on ``meta``), and ``extend_num_tokens`` a non-negative int."""
+    lengths = set()
+    for name, value in tensors.items():
+        if not isinstance(value, torch.Tensor):
+            raise KVCacheConfigError(f"{owner}: {name} must be a 1-D integer tensor, got {type(value).__name__}")
+        check_id_tensor(value, "cpu" if name.endswith("_cpu") else device, name)
+        if value.dim() != 1:
+            raise KVCacheConfigError(f"{owner}: {name} must be 1-D (one entry per request), got {tuple(value.shape)}")
+        lengths.add(int(value.numel()))
+    if len(lengths) > 1:
+        shapes = ", ".join(f"{n} {int(v.numel())}" for n, v in tensors.items())
+        raise KVCacheConfigError(f"{owner}: the per-request tensors differ in length ({shapes}); one entry per request")
+    if extend_num_tokens is not None:
+        check_count(extend_num_tokens, "extend_num_tokens")
+
+
+def _same_form(current: Any, given: Any) -> bool:
+    """``given`` has the form of ``current`` (a state from ``backup_state``): tuples of the same
+    length, tensors of the same dtype on the same device, lists of tensors, non-negative ints."""
+    if isinstance(current, tuple):
+        return isinstance(given, tuple) and len(given) == len(current) and all(
+            _same_form(a, b) for a, b in zip(current, given, strict=True)
+        )
+    if isinstance(current, list):
+        return isinstance(given, (list, tuple)) and all(isinstance(x, torch.Tensor) for x in given)
+    if isinstance(current, torch.Tensor):
+        return isinstance(given, torch.Tensor) and given.dtype == current.dtype and given.device == current.device
+    if isinstance(current, int):
+        return isinstance(given, int) and not isinstance(given, bool) and given >= 0
+    return type(given) is type(current)
+
+
+def check_state(owner: Any, state: Any) -> None:
+    """``state`` came from ``owner.backup_state()`` (its form is checked against a fresh backup)."""
+    if not _same_form(owner.backup_state(), state):
+        raise KVCacheConfigError(
+            f"{type(owner).__name__}.restore_state needs a state returned by its backup_state(), got {state!r:.60}"
+        )
 
 
 def num_new_pages(prefix_lens_cpu: torch.Tensor, seq_lens_cpu: torch.Tensor, page_size: int) -> int:

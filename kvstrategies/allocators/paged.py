@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from ..errors import require
-from .common import I64, Device, as_locs, check_count, num_new_pages, take_head
+from .common import I64, Device, as_locs, check_batch, check_count, check_state, num_new_pages, take_head
 from .token import BaseTokenToKVPoolAllocator
 
 _count_new_pages = num_new_pages
@@ -69,6 +69,7 @@ class PagedTokenToKVPoolAllocator(BaseTokenToKVPoolAllocator):
         return (self.free_pages, list(self.staged_pages), self.num_staged_pages)
 
     def restore_state(self, state: tuple[Any, ...]) -> None:
+        check_state(self, state)
         free_pages, staged, num_staged = state
         self.free_pages, self.staged_pages, self.num_staged_pages = free_pages, list(staged), num_staged
         self._ledger.rebuild((self.free_pages, *self.staged_pages))
@@ -116,6 +117,8 @@ class PagedTokenToKVPoolAllocator(BaseTokenToKVPoolAllocator):
         Precondition ``(last_loc + 1) % P == prefix_len % P`` (``last_loc = -1``: no tokens).
         Returns ``None`` (taking nothing) when the batch needs more pages than are free.
         """
+        check_batch("alloc_extend", self.device, extend_num_tokens, prefix_lens=prefix_lens,
+                    prefix_lens_cpu=prefix_lens_cpu, seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
         p = self.page_size
         batch = int(seq_lens_cpu.numel())
         estimate = extend_num_tokens // p + batch + 1
@@ -143,6 +146,7 @@ class PagedTokenToKVPoolAllocator(BaseTokenToKVPoolAllocator):
         ``r`` its rank among those requests (batch order), every other request ``last_loc + 1``.
         Precondition ``(last_loc + 2) % P == seq_len % P``.
         """
+        check_batch("alloc_decode", self.device, seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
         p = self.page_size
         batch = int(seq_lens_cpu.numel())
         needs_cpu = (seq_lens_cpu.to(I64) - 1) % p == 0

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import torch
 
 from ..errors import require
-from .common import AllocatorMisuseError, check_count
+from .common import AllocatorMisuseError, as_id_list, check_count
 
 
 class RequestSlotAllocator:
@@ -64,12 +64,7 @@ class RequestSlotAllocator:
         return out
 
     def free(self, free_index: int | Iterable[int] | torch.Tensor) -> None:
-        if isinstance(free_index, torch.Tensor):
-            rows = [int(i) for i in free_index.reshape(-1).tolist()]
-        elif isinstance(free_index, int):
-            rows = [free_index]
-        else:
-            rows = [int(i) for i in free_index]
+        rows = as_id_list(free_index)  # ints only: 1.5, None, "3", a meta tensor are refused
         if self.check_misuse:
             self._check_free(rows)
         self._tail.extend(rows)

@@ -14,7 +14,18 @@ from typing import Any
 import torch
 
 from ..errors import KVCacheConfigError, require
-from .common import I64, AllocatorMisuseError, AllocatorStateError, Device, as_locs, check_count, num_new_pages, size_of
+from .common import (
+    I64,
+    AllocatorMisuseError,
+    AllocatorStateError,
+    Device,
+    as_locs,
+    check_batch,
+    check_count,
+    check_state,
+    num_new_pages,
+    size_of,
+)
 from .paged import PagedTokenToKVPoolAllocator
 from .token import TokenToKVPoolAllocator
 
@@ -182,6 +193,8 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
     ) -> torch.Tensor | None:
         """Paged ``alloc_extend`` on both sides (SWA side continues ``mapping[last_loc]``)."""
         self._require_paged("alloc_extend")
+        check_batch("alloc_extend", self.device, extend_num_tokens, prefix_lens=prefix_lens,
+                    prefix_lens_cpu=prefix_lens_cpu, seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
         n = num_new_pages(prefix_lens_cpu, seq_lens_cpu, self.page_size)
         if not self.new_pages_available(n, n):
             return None
@@ -200,6 +213,7 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
         SGLang 0.5.23 keeps the side that succeeded allocated (OPEN-A2); this is rolled back.
         """
         self._require_paged("alloc_decode")
+        check_batch("alloc_decode", self.device, seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
         swa_last_loc = self.translate_loc_from_full_to_swa(last_loc)
         return self._alloc_both(
             lambda a: a.alloc_decode(seq_lens, seq_lens_cpu, last_loc),
@@ -234,6 +248,9 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
         for the tail and cleared (0) for the rest.
         """
         self._require_paged("alloc_extend_swa_tail")
+        check_batch("alloc_extend_swa_tail", self.device, extend_num_tokens, prefix_lens=prefix_lens,
+                    prefix_lens_cpu=prefix_lens_cpu, seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
+        check_count(swa_tail_len, "swa_tail_len")
         require(int(seq_lens_cpu.numel()) == 1, "alloc_extend_swa_tail supports a batch of one request")
         require(0 <= swa_tail_len <= extend_num_tokens, f"swa_tail_len={swa_tail_len} out of range")
         p = self.page_size
@@ -354,6 +371,7 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
         )
 
     def restore_state(self, state: tuple[Any, ...]) -> None:
+        check_state(self, state)
         full, swa, mapping = state
         self.full_attn_allocator.restore_state(full)
         self.swa_attn_allocator.restore_state(swa)

@@ -22,6 +22,7 @@ from .common import (
     SlotLedger,
     as_locs,
     check_count,
+    check_state,
     size_of,
     take_head,
 )
@@ -212,6 +213,7 @@ class TokenToKVPoolAllocator(BaseTokenToKVPoolAllocator):
         return (self.free_pages, self.release_pages)
 
     def restore_state(self, state: tuple[Any, ...]) -> None:
+        check_state(self, state)
         self.free_pages, self.release_pages = state
         self._ledger.rebuild((self.free_pages, self.release_pages))
 

@@ -17,6 +17,7 @@ is bit-identical to them (tests prove it under the interpreter).
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -127,7 +128,7 @@ def _loc(loc: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 def _rows(x: torch.Tensor, n: int) -> torch.Tensor:
     require(x.shape[0] == n, f"expected {n} rows (one per location), got shape {tuple(x.shape)}")
-    r = x.reshape(n, -1)
+    r = x.reshape(n, math.prod(x.shape[1:]))  # not (n, -1): an empty batch (n = 0) has no -1 to infer
     return r if r.stride(1) == 1 else r.contiguous()
 
 

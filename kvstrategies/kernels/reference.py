@@ -22,6 +22,7 @@ torch): torch 2.13 casts fp32 to ``float8_e4m3fn`` **saturating** to +-448 (inf 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -72,7 +73,7 @@ def _locs(loc: torch.Tensor) -> torch.Tensor:
 def _rows(x: torch.Tensor, n: int) -> torch.Tensor:
     """``x`` as ``(n, width)``; ``x`` is ``(n, ...)`` with each row contiguous."""
     require(x.shape[0] == n, f"expected {n} rows (one per location), got shape {tuple(x.shape)}")
-    return x.reshape(n, -1)
+    return x.reshape(n, math.prod(x.shape[1:]))  # not (n, -1): an empty batch (n = 0) has no -1 to infer
 
 
 def _byte_rows(t: torch.Tensor) -> torch.Tensor:

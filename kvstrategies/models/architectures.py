@@ -966,3 +966,46 @@ __all__ = [
     "rows_for",
     "served_listing",
 ]
+
+
+# ---- vLLM's model code, where the vLLM strategies read it -----------------------------------------
+
+
+@dataclass(frozen=True)
+class VLLMModelRule:
+    """Where vLLM 0.33.0's model code (``vllm/model_executor/models``) decides a KV cache fact itself.
+
+    ``sliding_layers``: ``"even"`` (Gemma-2: even layers slide) or ``"not_every_sixth"`` (Gemma-3:
+    ``(i + 1) % 6 != 0``); ``kv_in_model_dtype``: attention built without the cache config, so the KV
+    keeps the model dtype (Falcon's rotary attention); ``ssm_dtype``: the model's config hook for the
+    Mamba SSM state (``"float32"``: NemotronH's default, ``"config"``: Qwen3.5's ``mamba_ssm_dtype``);
+    ``mm_prefix``: multimodal prefix attention, which only Triton attention accepts (Gemma-3);
+    ``unregistered``: transformers 5.20 (vLLM's pin) registers no config class for it.
+    """
+
+    sliding_layers: str | None = None
+    kv_in_model_dtype: bool = False
+    ssm_dtype: str | None = None
+    mm_prefix: bool = False
+    unregistered: bool = False
+
+
+_GEMMA3_VLLM = VLLMModelRule(sliding_layers="not_every_sixth", mm_prefix=True)
+_QWEN35_VLLM = VLLMModelRule(ssm_dtype="config")
+VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
+    "gemma2": VLLMModelRule(sliding_layers="even"),
+    "gemma3": _GEMMA3_VLLM,
+    "gemma3_text": _GEMMA3_VLLM,
+    "falcon": VLLMModelRule(kv_in_model_dtype=True),
+    "nemotron_h": VLLMModelRule(ssm_dtype="float32"),
+    "qwen3_5": _QWEN35_VLLM,
+    "qwen3_5_moe": _QWEN35_VLLM,
+    "qwen3_5_moe_text": _QWEN35_VLLM,
+    "muse_glimmer": VLLMModelRule(unregistered=True),
+    "minimax_m3": VLLMModelRule(unregistered=True),
+}
+
+
+def vllm_model_rule(model_type: str) -> VLLMModelRule:
+    """vLLM's rule for ``model_type`` (no rule: the defaults)."""
+    return VLLM_MODEL_RULES.get(model_type, VLLMModelRule())

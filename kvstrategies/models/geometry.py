@@ -139,6 +139,9 @@ class ModelGeometry:
     mamba: MambaGeometry | None = None
     minimax_sparse: MiniMaxSparseGeometry | None = None
     dsv4: DSV4Geometry | None = None
+    #: the text config's ``sliding_window`` as given (None when absent or ``use_sliding_window`` is
+    #: false): vLLM builds its sliding-window layers with it; SGLang's window is ``hybrid_swa``'s
+    config_sliding_window: int | None = None
 
     def __post_init__(self) -> None:
         """Types and ranges of the scalar fields (a hand-built geometry fails here, not mid-plan)."""
@@ -159,6 +162,7 @@ class ModelGeometry:
         for name in ("swa_head_dim", "swa_v_head_dim", "swa_total_num_kv_heads"):
             check_opt_int(getattr(self, name), f"geometry.{name}", minimum=1, maximum=MAX_CONFIG_INT, fix=fix)
         check_opt_int(self.num_nextn_predict_layers, "geometry.num_nextn_predict_layers", maximum=MAX_LAYERS, fix=fix)
+        check_opt_int(self.config_sliding_window, "geometry.config_sliding_window", minimum=1, maximum=MAX_CONFIG_INT)
         check_opt_int(self.draft_num_layers, "geometry.draft_num_layers", minimum=1, maximum=MAX_LAYERS, fix=fix)
         check_instance(self.model_dtype, DType, "geometry.model_dtype", "use DType.from_name(name)")
         check_instance(self.attention_arch, AttentionArch, "geometry.attention_arch", fix)

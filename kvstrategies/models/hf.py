@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import KVCacheConfigError
-from ..validate import MAX_LAYERS
+from ..validate import MAX_LAYERS, finite_float, shown
 
 ConfigDict = Mapping[str, Any]
 
@@ -25,6 +25,10 @@ def text_config(config: ConfigDict) -> ConfigDict:
     return config
 
 
+#: the most names an ``architectures`` list may hold (real configs: one)
+MAX_ARCHITECTURES = 64
+
+
 def architectures(config: ConfigDict) -> tuple[str, ...]:
     """The top-level ``architectures`` list (nested wrappers carry it at the root)."""
     archs = config.get("architectures")
@@ -32,8 +36,13 @@ def architectures(config: ConfigDict) -> tuple[str, ...]:
         archs = text_config(config).get("architectures") or ()
     if isinstance(archs, str):
         archs = (archs,)
-    if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) for a in archs):
-        raise KVCacheConfigError(f"config field 'architectures' must be a list of strings, got {archs!r}")
+    if isinstance(archs, (list, tuple)) and len(archs) > MAX_ARCHITECTURES:
+        raise KVCacheConfigError(
+            f"config field 'architectures' lists {len(archs):,} names; a config names one (at most "
+            f"{MAX_ARCHITECTURES}); fix config.json"
+        )
+    if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) and len(a) <= 256 for a in archs):
+        raise KVCacheConfigError(f"config field 'architectures' must be a list of names, got {archs!r:.120}")
     return tuple(archs)
 
 
@@ -64,13 +73,13 @@ def as_int(value: Any, key: str, *, minimum: int = 0, maximum: int = MAX_CONFIG_
         value = int(value)
     if not isinstance(value, int):
         raise KVCacheConfigError(
-            f"config field {key!r} must be an integer, got {value!r:.80} ({type(value).__name__}); fix config.json"
+            f"config field {key!r} must be an integer, got {shown(value)} ({type(value).__name__}); fix config.json"
         )
     if value < minimum:
-        raise KVCacheConfigError(f"config field {key!r} must be >= {minimum}, got {value}; fix config.json")
+        raise KVCacheConfigError(f"config field {key!r} must be >= {minimum}, got {shown(value)}; fix config.json")
     if value > maximum:
         raise KVCacheConfigError(
-            f"config field {key!r} is {value}, above the largest value accepted ({maximum}); fix config.json"
+            f"config field {key!r} is {shown(value)}, above the largest value accepted ({maximum}); fix config.json"
         )
     return value
 
@@ -79,12 +88,12 @@ def as_float(value: Any, key: str, *, minimum: float = 0.0, maximum: float = flo
     """A finite number in ``(minimum, maximum]`` (ints accepted); bools, strings, NaN and infinities rejected."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise KVCacheConfigError(
-            f"config field {key!r} must be a number, got {value!r:.80} ({type(value).__name__}); fix config.json"
+            f"config field {key!r} must be a number, got {shown(value)} ({type(value).__name__}); fix config.json"
         )
-    number = float(value)
+    number = finite_float(value)
     if not (math.isfinite(number) and minimum < number <= maximum):
         raise KVCacheConfigError(
-            f"config field {key!r} must be a finite number in ({minimum}, {maximum}], got {value!r}; "
+            f"config field {key!r} must be a finite number in ({minimum}, {maximum}], got {shown(value)}; "
             "fix config.json"
         )
     return number

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..validate import MAX_LAYERS
+from ..validate import MAX_LAYERS, check_sane_ints
 from .architectures import Attention, any_row, model_type_row, rows_for
 from .geometry import AttentionArch, DSAGeometry, MLADims, ModelGeometry
 from .hf import (
@@ -260,7 +260,17 @@ def parse_base(root: ConfigDict) -> ModelGeometry:
         quantization=quantization,
         is_multimodal=any(root.get(k) is not None for k in _MULTIMODAL_KEYS),
         dsa=_dsa(archs, text) if use_mla else None,
+        config_sliding_window=_config_sliding_window(text),
     )
+
+
+def _config_sliding_window(text: ConfigDict) -> int | None:
+    """The text config's own ``sliding_window`` (None when ``use_sliding_window`` is false): the window
+    vLLM's attention layers are built with (``vllm/model_executor/models``)."""
+    if text.get("use_sliding_window") is False:
+        return None
+    value = text.get("sliding_window")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 FAMILY_PARSERS: list[FamilyParser] = []
@@ -268,6 +278,7 @@ FAMILY_PARSERS: list[FamilyParser] = []
 
 def parse_hf_config(config: ConfigDict) -> ModelGeometry:
     """The :class:`ModelGeometry` of a HF ``config.json`` dict (nested ``text_config`` allowed)."""
+    check_sane_ints(config, "config")
     geometry = parse_base(config)
     text = _with_defaults(text_config(config))
     for refine in FAMILY_PARSERS:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from ..dtypes import DType
 from ..errors import InsufficientMemoryError, KVCacheConfigError
-from .checkpoint import CheckpointWeights, ShardingFacts, max_rank_bytes, read_checkpoint
+from .checkpoint import CheckpointWeights, ShardingFacts, check_matches_config, max_rank_bytes, read_checkpoint
 from .launch_defaults import LaunchResolution, estimate_kv_budget, model_facts_from_hf_config
 from .load_refusals import request_layout
 from .preload import preload_memory
@@ -76,6 +76,10 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
     include_mtp = req.speculative_algorithm is not None and estimate.mtp_params > 0
     split = _split_text(req)
     ckpt = _checkpoint(req)
+    stored = 0
+    if ckpt is not None:  # what the config says the checkpoint stores: the two must agree
+        stored = estimate_weights(config, dtype=_stored_dtype(config), quantization=None).weight_bytes(include_mtp=True)
+        check_matches_config(ckpt, config, stored)
     if ckpt is not None and ckpt.source == "headers":
         facts = ShardingFacts.from_config(config, serve_bytes=_serve_bytes(req, config))
         nbytes = max_rank_bytes(
@@ -90,14 +94,12 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
     attn_tp = max(1, req.tp_size // max(1, req.attn_dp_size))
     nbytes = estimate.weight_bytes_per_rank(req.tp_size, req.pp_size, include_mtp=include_mtp, attn_tp=attn_tp)
     mtp = f" + {estimate.mtp_params / 1e9:.2f}B MTP draft" if include_mtp else ""
-    if ckpt is not None:  # index total only: scale the config's per-rank split to the stored total
-        stored = estimate_weights(config, dtype=_stored_dtype(config), quantization=None).weight_bytes(include_mtp=True)
-        if stored > 0:
-            nbytes = int(nbytes * ckpt.total_bytes / stored)
-            return nbytes + extra_bytes, (
-                f"from the {ckpt.label}: the config estimate's {split} scaled by the stored total "
-                f"({ckpt.total_bytes / stored:.4f} x the {stored:,} B the config predicts){extra_text}"
-            )
+    if ckpt is not None and stored > 0:  # index total only: scale the config's per-rank split to the stored total
+        nbytes = int(nbytes * ckpt.total_bytes / stored)
+        return nbytes + extra_bytes, (
+            f"from the {ckpt.label}: the config estimate's {split} scaled by the stored total "
+            f"({ckpt.total_bytes / stored:.4f} x the {stored:,} B the config predicts){extra_text}"
+        )
     params = f"{estimate.main_params / 1e9:.2f}B parameters{mtp}"
     notes = "".join(f"; note: {n}" for n in estimate.fmt.notes)
     tower_bytes, tower_note = _vision_tower_bytes(req, config, estimate.fmt.base_bytes)

@@ -11,6 +11,17 @@ Two sources, best first (:func:`read_checkpoint`):
 * **index**: ``model.safetensors.index.json``'s ``metadata.total_size`` (bytes of all tensors),
   when the shards themselves are not there.
 
+Nothing a checkpoint says is believed unchecked. A header is read as the safetensors format
+defines it (``safetensors``' ``Metadata::validate``): a JSON object of entries whose ``dtype`` is a
+safetensors dtype, whose ``shape`` is a list of non-negative integers and whose ``data_offsets``
+``[begin, end]`` lie inside the file's data, do not overlap, and span exactly ``numel x bits / 8``
+bytes; an empty header is refused. An index names shard files inside its own folder (plain file
+names; ``../x`` or ``/abs`` is refused before anything is opened) and a ``total_size`` that is a
+positive whole number. A folder without an index must hold every shard its file names count
+(``model-00001-of-00004.safetensors`` needs 00002..00004). :func:`check_matches_config` compares
+the checkpoint with the config it is planned for: the language model's layer count, the
+embedding's width, and the stored total within :data:`TOTAL_FACTOR` of the config's estimate.
+
 :func:`rank_bytes` splits header tensors the way SGLang's loaders shard them over TP x PP
 (``sglang/srt/layers/linear.py``: ``ColumnParallelLinear`` splits the output dim,
 ``RowParallelLinear`` the input dim, ``QKVParallelLinear`` replicates KV heads when
@@ -28,7 +39,7 @@ their stored bytes.
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import re
 import stat
@@ -39,6 +50,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import KVCacheConfigError
+from ..validate import finite_float
 from .weights import get_pp_indices
 
 MAX_HEADER_BYTES = 100 * 1000 * 1000  # the safetensors format's header limit
@@ -46,6 +58,21 @@ INDEX_NAME = "model.safetensors.index.json"
 VOCAB_PADDING = 64  # sglang.srt.layers.vocab_parallel_embedding.DEFAULT_VOCAB_PADDING_SIZE
 
 _FLOATS = {"F16": 2, "BF16": 2, "F32": 4, "F64": 8}
+#: bits per element of every safetensors dtype (the format's ``Dtype::bitsize``)
+DTYPE_BITS = {
+    "BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8,
+    "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64,
+    "I64": 64, "U64": 64,
+}  # fmt: skip
+#: most tensors one header may list, and most dimensions one tensor may have (real: < 10**5, <= 5)
+MAX_TENSORS = 2_000_000
+MAX_DIMS = 16
+#: a checkpoint whose stored bytes differ from the config's estimate by more than this factor is
+#: another model (or part of one): the estimate of a served config is within a few percent of its
+#: checkpoint (tests/test_checkpoint.py: six published totals equal it), float32 storage or an
+#: unpriced vision tower move it by at most 2x, while an 8B checkpoint for a 70B config is 8.8x
+TOTAL_FACTOR = 4.0
+_SHARD = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.safetensors$")
 
 
 @dataclass(frozen=True)
@@ -56,6 +83,8 @@ class TensorInfo:
     dtype: str
     shape: tuple[int, ...]
     nbytes: int
+    begin: int = 0
+    end: int = 0
 
     @property
     def numel(self) -> int:
@@ -124,32 +153,61 @@ def read_safetensors_header(path: str | Path, *, max_header_bytes: int = MAX_HEA
             raw = handle.read(length)
     except OSError as exc:
         raise KVCacheConfigError(f"cannot read checkpoint file {file}: {exc.strerror or exc}") from exc
+    from ..jsonio import parse_json_text
+
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise KVCacheConfigError(f"{file}: safetensors header is not valid JSON (bad UTF-8 at {exc.start})") from exc
+    try:
+        header = parse_json_text(text, f"{file} (safetensors header)")
+    except KVCacheConfigError as exc:
         raise KVCacheConfigError(f"{file}: safetensors header is not valid JSON ({exc})") from exc
     if not isinstance(header, dict):
         raise KVCacheConfigError(f"{file}: safetensors header must be a JSON object")
-    tensors: list[TensorInfo] = []
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        tensors.append(_tensor(file, name, entry))
+    entries = {name: entry for name, entry in header.items() if name != "__metadata__"}
+    if not entries:
+        raise KVCacheConfigError(f"{file}: the safetensors header lists no tensors; not a checkpoint shard")
+    if len(entries) > MAX_TENSORS:
+        raise KVCacheConfigError(f"{file}: the header lists {len(entries):,} tensors, more than any checkpoint")
+    data_bytes = size - 8 - length
+    tensors = [_tensor(file, name, entry, data_bytes) for name, entry in entries.items()]
+    spans = sorted((t.begin, t.end, t.name) for t in tensors if t.end > t.begin)
+    for (_, end_a, name_a), (begin_b, _, name_b) in zip(spans, spans[1:], strict=False):
+        if begin_b < end_a:
+            raise KVCacheConfigError(f"{file}: tensors {name_a!r:.60} and {name_b!r:.60} overlap in the data")
     return tuple(tensors)
 
 
-def _tensor(file: Path, name: str, entry: Any) -> TensorInfo:
-    try:
-        dtype = str(entry["dtype"])
-        shape = tuple(int(d) for d in entry["shape"])
-        begin, end = (int(x) for x in entry["data_offsets"])
-    except (TypeError, KeyError, ValueError) as exc:
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _tensor(file: Path, name: str, entry: Any, data_bytes: int) -> TensorInfo:
+    """One header entry, checked as the safetensors format checks it (module doc)."""
+    where = f"{file}: tensor {name!r:.80}"
+    if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= set(entry):
+        raise KVCacheConfigError(f"{where} needs dtype, shape and data_offsets [begin, end] in the header")
+    dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+    if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
+        raise KVCacheConfigError(f"{where} has dtype {dtype!r:.40}, not a safetensors dtype ({', '.join(DTYPE_BITS)})")
+    if not isinstance(shape, list) or len(shape) > MAX_DIMS or not all(_whole(d) for d in shape):
+        raise KVCacheConfigError(f"{where} has shape {shape!r:.60}; a shape is a list of non-negative integers")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_whole(x) for x in offsets)):
+        raise KVCacheConfigError(f"{where} has data_offsets {offsets!r:.60}; they are [begin, end] byte offsets")
+    begin, end = offsets
+    if not begin <= end <= data_bytes:
         raise KVCacheConfigError(
-            f"{file}: tensor {name!r} needs dtype, shape and data_offsets [begin, end] in the header"
-        ) from exc
-    if end < begin or begin < 0 or any(d < 0 for d in shape):
-        raise KVCacheConfigError(f"{file}: tensor {name!r} has invalid data_offsets or shape")
-    return TensorInfo(name, dtype, shape, end - begin)
+            f"{where} has data_offsets [{begin}, {end}] outside the file's {data_bytes:,} data bytes; the file is "
+            "truncated or not a checkpoint"
+        )
+    numel = math.prod(shape)
+    if numel * DTYPE_BITS[dtype] != (end - begin) * 8:
+        raise KVCacheConfigError(
+            f"{where}: shape {shape} of {dtype} is {numel * DTYPE_BITS[dtype] / 8:,.0f} bytes but its data_offsets "
+            f"span {end - begin:,}; not a valid checkpoint"
+        )
+    return TensorInfo(name, dtype, tuple(shape), end - begin, begin, end)
 
 
 def read_index_total(folder: str | Path) -> tuple[int, tuple[str, ...]]:
@@ -161,11 +219,45 @@ def read_index_total(folder: str | Path) -> tuple[int, tuple[str, ...]]:
     index = read_json_object(path, "a safetensors index (model.safetensors.index.json)")
     metadata = index.get("metadata")
     total = metadata.get("total_size") if isinstance(metadata, Mapping) else None
-    if isinstance(total, bool) or not isinstance(total, (int, float)) or total < 0 or int(total) != total:
-        raise KVCacheConfigError(f"{path}: metadata.total_size must be a whole number of bytes, got {total!r}")
+    number = finite_float(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else math.nan
+    if not (math.isfinite(number) and 0 < number <= 2**63 - 1 and number == int(number)):
+        raise KVCacheConfigError(
+            f"{path}: metadata.total_size must be a positive whole number of bytes, got {total!r:.40}; fix the index"
+        )
     weight_map = index.get("weight_map")
-    shards = sorted({str(v) for v in weight_map.values()}) if isinstance(weight_map, Mapping) else []
-    return int(total), tuple(shards)
+    if weight_map is None:
+        weight_map = {}
+    if not isinstance(weight_map, Mapping):
+        raise KVCacheConfigError(f"{path}: weight_map must be an object of tensor name -> shard file")
+    shards = sorted({_shard_name(path, value) for value in weight_map.values()})
+    return int(number) if not isinstance(total, int) else total, tuple(shards)
+
+
+def _shard_name(index: Path, value: Any) -> str:
+    """A shard named by the index: a plain file name inside the index's folder."""
+    if isinstance(value, str) and value not in ("", ".", "..") and not any(c in value for c in "/\\\0"):
+        return value
+    raise KVCacheConfigError(
+        f"{index}: weight_map names {value!r:.80}, not a shard file in the checkpoint folder; only files inside "
+        "the folder are read"
+    )
+
+
+def _complete_shards(root: Path, names: tuple[str, ...]) -> None:
+    """Without an index, every shard of an ``X-0000i-of-0000N.safetensors`` series must be there."""
+    series: dict[tuple[str, int], set[int]] = {}
+    for name in names:
+        match = _SHARD.match(name)
+        if match:
+            series.setdefault((match["stem"], int(match["count"])), set()).add(int(match["index"]))
+    for (stem, count), present in series.items():
+        missing = sorted(set(range(1, count + 1)) - present)
+        if missing:
+            raise KVCacheConfigError(
+                f"checkpoint folder {root} holds {len(present)} of the {count} shards of {stem} "
+                f"(missing {stem}-{missing[0]:05d}-of-{count:05d}.safetensors) and no {INDEX_NAME}; download the "
+                "whole checkpoint (or its index), or pass --weight-bytes"
+            )
 
 
 def require_checkpoint_files(folder: str | Path) -> None:
@@ -193,6 +285,7 @@ def read_checkpoint(folder: str | Path) -> CheckpointWeights | None:
         index_total, shards = read_index_total(root)
     else:
         shards = tuple(sorted(p.name for p in root.glob("*.safetensors")))
+        _complete_shards(root, shards)
     if shards and all((root / s).exists() for s in shards):
         tensors: list[TensorInfo] = []
         for shard in shards:
@@ -376,3 +469,58 @@ def max_rank_bytes(
     return max(
         rank_bytes(ckpt, facts, tp=tp, pp=pp, pp_rank=r, include_mtp=include_mtp, attn_tp=attn_tp) for r in range(pp)
     )
+
+
+# --- the checkpoint against the config ---------------------------------------------------------
+
+_TOWER = re.compile(r"vision|visual|audio|mm_projector|multi_modal|image|encoder\.")
+
+
+def _language_layers(ckpt: CheckpointWeights) -> int | None:
+    """Language-model layers the headers hold (``max index + 1``), or None when none are named."""
+    top = -1
+    for t in ckpt.tensors:
+        match = _LAYER_RE.search(t.name)
+        if match and not _TOWER.search(t.name) and not t.name.startswith("mtp."):
+            top = max(top, int(match.group(1)))
+    return top + 1 if top >= 0 else None
+
+
+def check_matches_config(ckpt: CheckpointWeights, config: Mapping[str, Any], stored_estimate: int) -> None:
+    """Refuse a checkpoint that is not the config's model (or only part of it).
+
+    ``stored_estimate``: the config's own estimate of the checkpoint's bytes (all tensors as
+    stored). Checked: the stored total is within :data:`TOTAL_FACTOR` of it; from the headers,
+    the language model holds at least ``num_hidden_layers`` layers and the embedding is
+    ``hidden_size`` wide. Each failure names both figures and the fix.
+    """
+    from ..models.hf import text_config
+
+    fix = "point --checkpoint at this model's own checkpoint folder, or pass --weight-bytes per rank"
+    where = ckpt.path if ckpt.source == "headers" else ckpt.path / INDEX_NAME
+    if stored_estimate > 0:
+        ratio = ckpt.total_bytes / stored_estimate
+        if not 1 / TOTAL_FACTOR <= ratio <= TOTAL_FACTOR:
+            raise KVCacheConfigError(
+                f"checkpoint {where} stores {ckpt.total_bytes:,} B of weights but the config describes a model of "
+                f"about {stored_estimate:,} B ({ratio:.3g}x, beyond the {TOTAL_FACTOR:g}x a checkpoint of this model "
+                f"can differ by): it is another model or part of one; {fix}"
+            )
+    if ckpt.source != "headers":
+        return
+    t = text_config(config)
+    layers = t.get("num_hidden_layers")
+    held = _language_layers(ckpt)
+    if isinstance(layers, int) and held is not None and held < layers:
+        raise KVCacheConfigError(
+            f"checkpoint {where} holds {held} transformer layers but the config has num_hidden_layers {layers}: "
+            f"it is another model or part of one; {fix}"
+        )
+    hidden = t.get("hidden_size")
+    embedding = next((x for x in ckpt.tensors if _is_embedding(x.name) and len(x.shape) == 2), None)
+    floating = embedding is not None and embedding.dtype in _FLOATS
+    if isinstance(hidden, int) and embedding is not None and floating and embedding.shape[1] != hidden:
+        raise KVCacheConfigError(
+            f"checkpoint {where}: the embedding {embedding.name} is {embedding.shape[1]} wide but the config has "
+            f"hidden_size {hidden}: it is another model; {fix}"
+        )

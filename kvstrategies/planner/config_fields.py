@@ -25,7 +25,7 @@ from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import InsufficientMemoryError, KVCacheConfigError
-from ..models.hf import MAX_CONFIG_INT, as_int
+from ..models.hf import MAX_CONFIG_INT, architectures, as_int
 from ..validate import MAX_LAYERS, check_float
 from .request import DeploymentRequest, validate_request
 
@@ -43,11 +43,13 @@ MAX_CONFIG_DEPTH = 8
 
 @dataclass(frozen=True)
 class FieldRule:
-    """An integer field in ``[minimum, maximum]`` (``is_list``: a list of such integers)."""
+    """An integer field in ``[minimum, maximum]`` (``is_list``: a list of such integers;
+    ``per_channel``: ``-1`` is accepted too, GPTQ/AWQ's "one group per output channel")."""
 
     minimum: int
     maximum: int
     is_list: bool = False
+    per_channel: bool = False
 
 
 def _rules(names: str, minimum: int, maximum: int, is_list: bool = False) -> dict[str, FieldRule]:
@@ -103,10 +105,14 @@ INT_FIELDS: dict[str, FieldRule] = {
     **_rules("weight_block_size", 1, MAX_CONFIG_INT, is_list=True),
 }
 
-#: integer fields of ``quantization_config`` (GPTQ/AWQ bits and group size)
+#: integer fields of ``quantization_config`` at any depth (GPTQ/AWQ ``bits`` / ``group_size``,
+#: compressed-tensors ``config_groups.*.weights.num_bits`` / ``group_size``): 0 bits would price a
+#: linear at 0 bytes; ``group_size: -1`` is per-channel quantization, which SGLang accepts
+#: (``sglang.srt.layers.quantization.gptq.gptq.GPTQMarlinConfig.__init__`` reads it as such)
 QUANTIZATION_FIELDS: dict[str, FieldRule] = {
-    **_rules("bits w_bit", 1, 64),
-    **_rules("group_size q_group_size", 1, MAX_CONFIG_INT),
+    **_rules("bits w_bit num_bits", 1, 64),
+    "group_size": FieldRule(1, MAX_CONFIG_INT, per_channel=True),
+    "q_group_size": FieldRule(1, MAX_CONFIG_INT, per_channel=True),
     **_rules("weight_block_size", 1, MAX_CONFIG_INT, is_list=True),
 }
 
@@ -135,6 +141,8 @@ def _check_int_field(value: Any, path: str, rule: FieldRule) -> None:
         for i, item in enumerate(value):
             as_int(item, f"{path}[{i}]", minimum=low, maximum=rule.maximum)
         return
+    if rule.per_channel and not isinstance(value, bool) and value == -1:
+        return
     as_int(value, path, minimum=rule.minimum, maximum=rule.maximum)
 
 
@@ -142,7 +150,7 @@ def _check_rope(section: Mapping[str, Any], prefix: str) -> None:
     for key, (low, high) in ROPE_FLOAT_FIELDS.items():
         value = section.get(key)
         if value is not None:
-            check_float(value, f"config field {prefix}{key!r}", low=low, high=high, fix="fix config.json")
+            check_float(value, f"config field '{prefix}{key}'", low=low, high=high, fix="fix config.json")
 
 
 def validate_config_fields(config: Mapping[str, Any]) -> None:
@@ -152,17 +160,19 @@ def validate_config_fields(config: Mapping[str, Any]) -> None:
     """
     if not isinstance(config, Mapping):
         raise KVCacheConfigError(f"a model config must be a JSON object, got {type(config).__name__}")
-    stack: list[tuple[str, str, Mapping[str, Any], int]] = [("", "", config, 0)]
+    architectures(config)  # a bounded list of names, before any reader loops over it
+    stack: list[tuple[str, str, Mapping[str, Any], int, dict[str, FieldRule]]] = [("", "", config, 0, INT_FIELDS)]
     while stack:
-        prefix, section, node, depth = stack.pop()
-        rules = _SECTION_RULES.get(section, INT_FIELDS)
+        prefix, section, node, depth, inherited = stack.pop()
+        rules = _SECTION_RULES.get(section, inherited)
         if section in _ROPE_SECTIONS:
             _check_rope(node, prefix)
         for key, value in node.items():
             path = f"{prefix}{key}"
             if isinstance(value, Mapping):
-                if depth < MAX_CONFIG_DEPTH:
-                    stack.append((f"{path}.", str(key), value, depth + 1))
+                if depth < MAX_CONFIG_DEPTH:  # quantization_config's sub-objects keep its rules
+                    below = rules if rules is QUANTIZATION_FIELDS else INT_FIELDS
+                    stack.append((f"{path}.", str(key), value, depth + 1, below))
                 continue
             rule = rules.get(key) if isinstance(key, str) else None
             if rule is not None and value is not None:

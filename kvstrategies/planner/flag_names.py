@@ -33,6 +33,7 @@ FIELD_FLAGS = {
     "attn_dp_size": "--attn-dp",
     "mem_fraction_static": "--mem-fraction-static",
     "model_dtype": "--model-dtype",
+    "available_bytes": "--available-bytes",
 }
 _CASE_FIELD = re.compile(r"case field '(\w+)'")
 _FIELD = re.compile(

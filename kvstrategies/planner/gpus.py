@@ -102,7 +102,7 @@ def _cuda(name: str, mib: float, cc: tuple[int, int], source: str | None = None)
 
 _GH = "https://github.com/"
 _MODAL = _GH + "modal-labs/modal-client/pull/2797 (nvidia-smi memory.total of Modal's GPU fleet)"
-_PUBLIC = "public GitHub file, search index id"
+_PUBLIC = "published device listing"
 
 GPUS: tuple[Accelerator, ...] = (
     # Confirmed: each capacity appears as nvidia-smi "<used>MiB / <total>MiB" in the listing cited.
@@ -124,22 +124,22 @@ GPUS: tuple[Accelerator, ...] = (
     _cuda("RTX-4090", 24564, (8, 9), _GH + "vllm-project/vllm/issues/7553 (RTX 4090, 23859MiB / 24564MiB)"),
     _cuda("RTX-5090", 32607, (12, 0), _GH + "noonghunna/club-3090/issues/1229 (RTX 5090, 29324MiB / 32607MiB)"),
     # Listings the search tools found in public repositories whose file the index names only by id.
-    _cuda("B300", 275040, (10, 3), _PUBLIC + " 51978882626 (NVIDIA B300 SXM6 AC, 0MiB / 275040MiB)"),
-    _cuda("GB200", 189471, (10, 0), _PUBLIC + " 57445483512 (NVIDIA GB200, 0MiB / 189471MiB)"),
-    _cuda("GB300", 284208, (10, 3), _PUBLIC + " 66256874927 (NVIDIA GB300, 0MiB / 284208MiB)"),
+    _cuda("B300", 275040, (10, 3), _PUBLIC + " (NVIDIA B300 SXM6 AC, 0MiB / 275040MiB)"),
+    _cuda("GB200", 189471, (10, 0), _PUBLIC + " (NVIDIA GB200, 0MiB / 189471MiB)"),
+    _cuda("GB300", 284208, (10, 3), _PUBLIC + " (NVIDIA GB300, 0MiB / 284208MiB)"),
     Accelerator(
         "MI300X", 196592, "hip", gfx_arch="gfx942",
-        source=_PUBLIC + " 57069008008 (rocminfo Pool 1 Size: 201310208(0xbffc000) KB = 196592MiB, gfx942)",
+        source=_PUBLIC + " (rocminfo Pool 1 Size: 201310208(0xbffc000) KB = 196592MiB, gfx942)",
     ),  # fmt: skip
     Accelerator(
         "MI355X", 294896, "hip", gfx_arch="gfx950",
-        source=_PUBLIC + " 69068205465 (8 MI355X cards reporting 309220868096 B total = 294896MiB)",
+        source=_PUBLIC + " (8 MI355X cards reporting 309220868096 B total = 294896MiB)",
     ),  # fmt: skip
-    _cuda("H100-NVL", 95830, (9, 0), _PUBLIC + " 22207881571 (NVIDIA H100 NVL, 0MiB / 95830MiB)"),
-    _cuda("L40", 46068, (8, 9), _PUBLIC + " 60430572081 (NVIDIA L40, 39145MiB / 46068MiB, ECC on)"),
+    _cuda("H100-NVL", 95830, (9, 0), _PUBLIC + " (NVIDIA H100 NVL, 0MiB / 95830MiB)"),
+    _cuda("L40", 46068, (8, 9), _PUBLIC + " (NVIDIA L40, 39145MiB / 46068MiB, ECC on)"),
     _cuda(
         "RTX-PRO-6000", 97887, (12, 0),
-        _PUBLIC + " 65948066077 (NVIDIA RTX PRO 6000 Blackwell, 0MiB / 97887MiB)",
+        _PUBLIC + " (NVIDIA RTX PRO 6000 Blackwell, 0MiB / 97887MiB)",
     ),  # fmt: skip
     # Unconfirmed: typical listings, no published nvidia-smi/rocm-smi total found; override with --gpu-memory.
     _cuda("H100-PCIe", 81559, (9, 0)),

@@ -9,11 +9,12 @@ files share one parsing path.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..errors import KVCacheConfigError
+from ..jsonio import read_json_object
 from .gpus import Accelerator
 from .launch_defaults import LaunchResolution, LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
 from .request import DeploymentRequest
@@ -43,17 +44,26 @@ def launch_settings(req: DeploymentRequest) -> LaunchSettings:
 
 
 def draft_config(draft_model_path: str | None) -> dict[str, Any] | None:
-    """The draft model's ``config.json`` (a folder or the file), or ``None`` when not given or
-    unreadable (SGLang's launch resolution then falls back, it does not refuse)."""
+    """The draft model's ``config.json`` (a folder or the file), or ``None`` when not given.
+
+    A path that is not there, not a regular file (``/dev/zero``), too large or not a JSON object
+    is refused: SGLang could not load that draft model (it reads the config at weight load,
+    ``sglang.srt.configs.model_config.ModelConfig``). Read through :mod:`kvstrategies.jsonio`
+    (bounded, JSON only).
+    """
     if draft_model_path is None:
         return None
     path = Path(draft_model_path)
+    if not draft_model_path.strip() or not (path.exists() or path.is_symlink()):
+        raise KVCacheConfigError(
+            f"--speculative-draft-model-path {draft_model_path!r:.120}: no such file or folder; SGLang could not load "
+            "the draft model (give its folder or config.json)"
+        )
     path = path / "config.json" if path.is_dir() else path
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return config if isinstance(config, dict) else None
+        return read_json_object(path, "the draft model's config.json")
+    except KVCacheConfigError as exc:
+        raise KVCacheConfigError(f"--speculative-draft-model-path: {exc}") from exc
 
 
 def _positive_int(value: Any) -> int | None:

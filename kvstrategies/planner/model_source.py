@@ -32,7 +32,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..errors import KVCacheConfigError, MissingDependencyError
-from ..jsonio import read_json_object
+from ..jsonio import read_json_object, read_regular_bytes
 from .hf_quant import HF_QUANT_CONFIG
 
 SourceKind = Literal["path", "preset", "shipped", "hf-cache", "hf-download"]
@@ -81,21 +81,63 @@ def hub_offline(environ: Mapping[str, str] | None = None) -> bool:
     return env.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
 
 
+#: a cache ref names a snapshot folder: one plain path component (huggingface_hub writes a 40-hex
+#: commit hash; ``..``, ``/abs`` or ``a/b`` would lead outside ``snapshots/``)
+_COMMIT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+#: the longest ref file read (bytes; a ref is 40 characters and a newline)
+MAX_REF_BYTES = 256
+#: the most snapshot folders of one repository looked at
+MAX_SNAPSHOTS = 4096
+
+
+def _read_ref(ref: Path) -> str:
+    """The commit a ``refs/main`` file names: a small regular UTF-8 file holding one plain name."""
+    try:
+        data = read_regular_bytes(ref, MAX_REF_BYTES, "a ref file of the HF cache", "far more than a commit hash")
+    except KVCacheConfigError as exc:
+        raise KVCacheConfigError(f"{exc} (in the HF cache: repair or delete the cache entry)") from exc
+    try:
+        commit = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        commit = ""
+    if not _COMMIT.match(commit):
+        raise KVCacheConfigError(
+            f"{ref} in the HF cache does not name a snapshot (a commit hash, as huggingface_hub writes it); repair "
+            "the cache entry (huggingface-cli download REPO) or delete it"
+        )
+    return commit
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """``path`` (symlinks resolved) lies inside ``folder``: the cache's own files, never elsewhere."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
+
+
 def cached_snapshot(repo_id: str, cache: Path) -> Path | None:
     """The cached snapshot folder of ``repo_id`` holding a ``config.json``, or None.
 
-    ``refs/main`` names the commit; without it, the newest snapshot that has a config.
+    ``refs/main`` names the commit (checked: one plain name in a small regular file); without it, the
+    newest snapshot that has a config. A snapshot or config that resolves outside the repository's
+    cache folder (``models--ORG--NAME``, whose ``blobs/`` the snapshot files link into) is not used.
     """
     repo = cache / f"models--{repo_id.replace('/', '--')}"
     snapshots = repo / "snapshots"
     ref = repo / "refs" / "main"
-    if ref.is_file():
-        commit = ref.read_text(encoding="utf-8").strip()
-        if commit and (snapshots / commit / CONFIG).is_file():
+    if ref.exists() or ref.is_symlink():
+        commit = _read_ref(ref)
+        if (snapshots / commit / CONFIG).is_file() and _inside(snapshots / commit / CONFIG, repo):
             return snapshots / commit
     if not snapshots.is_dir():
         return None
-    candidates = [path for path in snapshots.iterdir() if (path / CONFIG).is_file()]
+    candidates = []
+    for index, path in enumerate(snapshots.iterdir()):
+        if index >= MAX_SNAPSHOTS:
+            break
+        if (path / CONFIG).is_file() and _inside(path / CONFIG, repo):
+            candidates.append(path)
     return max(candidates, key=lambda path: (path / CONFIG).stat().st_mtime) if candidates else None
 
 

@@ -38,6 +38,12 @@ def _pyplot() -> Any:
     return plt
 
 
+def _plain(text: str) -> str:
+    """``text`` shown as written: matplotlib reads ``$...$`` as mathtext (a model named
+    ``my$model`` broke the plot), so every ``$`` is escaped."""
+    return text.replace("$", r"\$")
+
+
 def _title(plan: DeploymentPlan) -> str:
     ctx = plan.planned.ctx
     req = plan.request
@@ -92,7 +98,7 @@ def plot_breakdown(plan: DeploymentPlan, path: str | Path) -> Path:
         alpha = max(0.45, 1.0 - 0.2 * shade)  # successive pools of one kind: lighter
         colour = _COLOURS.get(row.kind, "#8c564b")
         ax.bar(0, size, bottom=bottom, width=0.6, color=colour, alpha=alpha, edgecolor="white",
-               label=f"{row.label}: {size:,.2f} GiB")  # fmt: skip
+               label=_plain(f"{row.label}: {size:,.2f} GiB"))  # fmt: skip
         if size >= 0.05 * total:
             ax.text(0, bottom + size / 2, f"{size:,.2f} GiB", ha="center", va="center", fontsize=9, color="white")
         bottom += size
@@ -103,7 +109,7 @@ def plot_breakdown(plan: DeploymentPlan, path: str | Path) -> Path:
     ax.set_xlim(-0.5, 0.5)
     ax.set_xticks([])
     ax.set_ylabel("GiB (one rank)")
-    ax.set_title(_title(plan), fontsize=10)
+    ax.set_title(_plain(_title(plan)), fontsize=10)
     ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, frameon=False, reverse=True)
     fig.tight_layout()
     fig.savefig(out, dpi=120)

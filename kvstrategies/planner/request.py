@@ -17,7 +17,17 @@ from typing import Any
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..releases import NEWEST_SGLANG, EngineRelease, parse_release
-from ..validate import MAX_LAYERS, MAX_PAGE_SIZE, MAX_SETTING_INT, check_float, check_int, check_opt_int
+from ..validate import (
+    MAX_LAYERS,
+    MAX_PAGE_SIZE,
+    MAX_SETTING_INT,
+    check_bool,
+    check_float,
+    check_int,
+    check_opt_int,
+    check_sane_ints,
+    finite_float,
+)
 from .gpus import Accelerator
 
 GIB = 2**30
@@ -146,11 +156,103 @@ def check_page_size(page_size: int | None) -> None:
         )
 
 
+#: the request's text settings (``None`` = not given) and its switches
+_TEXT_FIELDS = ("kv_cache_dtype", "model_dtype", "weight_dtype", "weight_quantization", "attention_backend",
+                "speculative_algorithm", "speculative_draft_model_path", "assume_architecture", "model_description")
+_BOOL_FIELDS = ("disable_radix_cache", "allow_context_length_override")
+#: the longest text setting accepted (names and paths)
+MAX_TEXT = 4096
+
+
+def check_types(req: DeploymentRequest) -> None:
+    """Every field has its declared type (a Python caller may pass anything): text settings are
+    strings or None, switches booleans, ``source`` a ``preset`` name or an ``hf_config`` object
+    (plus an optional ``checkpoint`` folder), ``launch_extras`` known
+    :class:`~kvstrategies.planner.launch_defaults.LaunchSettings` fields of their types."""
+    check_sane_ints({f.name: getattr(req, f.name) for f in dataclasses.fields(req) if f.name != "gpu"}, "request")
+    if not isinstance(req.model, str):
+        raise KVCacheConfigError(f"model must be a string (a name for the report), got {req.model!r:.60}")
+    for name in _TEXT_FIELDS:
+        value = getattr(req, name)
+        if value is not None and not (isinstance(value, str) and len(value) <= MAX_TEXT and "\0" not in value):
+            raise KVCacheConfigError(f"{name} must be a string or None, got {type(value).__name__} {value!r:.60}")
+    for name in _BOOL_FIELDS:
+        check_bool(getattr(req, name), name)
+    if not isinstance(req.device, str):
+        raise KVCacheConfigError(f"device must be a string such as 'cuda', got {req.device!r:.60}")
+    if req.model_folder is not None and not isinstance(req.model_folder, Path):
+        raise KVCacheConfigError(f"model_folder must be a pathlib.Path or None, got {req.model_folder!r:.60}")
+    _check_source(req.source)
+    _check_launch_extras(req.launch_extras)
+    _check_sglang_choices(req)
+
+
+#: request fields (and launch extras) whose values SGLang's argparse restricts to its ``choices``
+_CHOICE_FLAGS = {"kv_cache_dtype": "--kv-cache-dtype", "attention_backend": "--attention-backend",
+                 "prefill_attention_backend": "--prefill-attention-backend",
+                 "decode_attention_backend": "--decode-attention-backend",
+                 "mamba_radix_cache_strategy": "--mamba-radix-cache-strategy", "moe_a2a_backend": "--moe-a2a-backend",
+                 "disaggregation_mode": "--disaggregation-mode"}  # fmt: skip
+
+
+def _check_sglang_choices(req: DeploymentRequest) -> None:
+    """A value SGLang's own argparse refuses is refused here too (``--attention-backend bogus``
+    was planned), with SGLang's choices named (:func:`.launch_values.check_flag_value`)."""
+    from .launch_values import check_flag_value
+
+    for name, flag in _CHOICE_FLAGS.items():
+        value = req.launch_extras.get(name) if name in req.launch_extras else getattr(req, name, None)
+        if isinstance(value, str):
+            check_flag_value(flag, flag, value)
+
+
+def _check_source(source: Any) -> None:
+    hint = "pass {'preset': NAME} or {'hf_config': CONFIG_DICT} (plus an optional 'checkpoint' folder)"
+    if not isinstance(source, Mapping) or not set(source) <= {"preset", "hf_config", "checkpoint"}:
+        raise KVCacheConfigError(f"source must be a mapping; {hint}, got {source!r:.80}")
+    if ("preset" in source) == ("hf_config" in source):
+        raise KVCacheConfigError(f"source names exactly one of 'preset' or 'hf_config'; {hint}")
+    if "preset" in source and not isinstance(source["preset"], str):
+        raise KVCacheConfigError(f"source['preset'] must be a preset name, got {source['preset']!r:.60}")
+    if "hf_config" in source and not isinstance(source["hf_config"], Mapping):
+        raise KVCacheConfigError(f"source['hf_config'] must be a config.json object, got {source['hf_config']!r:.60}")
+    if "checkpoint" in source and not isinstance(source["checkpoint"], (str, Path)):
+        raise KVCacheConfigError(f"source['checkpoint'] must be a folder path, got {source['checkpoint']!r:.60}")
+
+
+def _check_launch_extras(extras: Any) -> None:
+    import dataclasses
+
+    from .launch_defaults import LaunchSettings
+
+    if not isinstance(extras, Mapping):
+        raise KVCacheConfigError(f"launch_extras must be a mapping of LaunchSettings fields, got {extras!r:.60}")
+    own = {f.name for f in dataclasses.fields(DeploymentRequest)} | {"speculative_dflash_block_size"}
+    kinds = {f.name: str(f.type) for f in dataclasses.fields(LaunchSettings) if f.name not in own}
+    for key, value in extras.items():
+        if key in own:
+            raise KVCacheConfigError(f"launch_extras[{key!r}]: set {key} as the request's own field instead")
+        if key not in kinds:
+            raise KVCacheConfigError(f"launch_extras: {key!r:.60} is not a LaunchSettings field ({sorted(kinds)})")
+        kind = kinds[key]
+        if value is None:
+            continue
+        if kind.startswith("bool"):
+            check_bool(value, f"launch_extras[{key!r}]")
+        elif kind.startswith("int"):
+            check_int(value, f"launch_extras[{key!r}]", minimum=-1, maximum=MAX_SETTING_INT)
+        elif kind.startswith("float"):
+            check_float(value, f"launch_extras[{key!r}]", low=0.0, high=float(MAX_SETTING_INT))
+        elif kind.startswith("str") and not isinstance(value, str):
+            raise KVCacheConfigError(f"launch_extras[{key!r}] must be a string, got {value!r:.60}")
+
+
 def validate_request(req: DeploymentRequest) -> None:
     """The request's own numbers, with the bounds of the case-file fields (no loop over a huge count).
 
     Run by :meth:`DeploymentRequest.__post_init__` (so every replaced copy is checked too).
     """
+    check_types(req)
     check_int(req.tp_size, "--tp", minimum=1, maximum=MAX_PARALLEL_SIZE)
     check_int(req.pp_size, "--pp-size", minimum=1, maximum=MAX_LAYERS, fix="a pipeline stage needs >= 1 layer")
     check_int(req.pp_rank, "--pp-rank", minimum=0, maximum=MAX_LAYERS)
@@ -197,5 +299,5 @@ def validate_request(req: DeploymentRequest) -> None:
     if req.swa_full_tokens_ratio is not None:
         check_float(req.swa_full_tokens_ratio, "--swa-full-tokens-ratio", low=0.0, high=1.0)
     capacity = None if req.gpu is None else req.gpu.capacity_mib
-    if capacity is not None and not (math.isfinite(capacity) and 0 < capacity * 2**20 <= 2**63 - 1):
+    if capacity is not None and not (math.isfinite(finite_float(capacity)) and 0 < capacity * 2**20 <= 2**63 - 1):
         raise KVCacheConfigError(f"GPU capacity must be in (0, 2**63) bytes, got {capacity!r} MiB; fix --gpu-memory")

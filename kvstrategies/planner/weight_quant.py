@@ -102,6 +102,8 @@ class QuantBytes:
 
 def _int_group(bits: int, group: int, zero: bool = True) -> float:
     """Packed ``bits``-bit values + a 2-byte scale (+ a packed zero) per ``group`` values."""
+    if not 1 <= bits <= 64:  # validation only: 0 bits would price every linear at 0 bytes
+        raise KVCacheConfigError(f"quantization_config: {bits} bits per weight is not a format; fix config.json")
     if group <= 0:
         return bits / 8
     return bits / 8 + (2 + (bits / 8 if zero else 0.0)) / group

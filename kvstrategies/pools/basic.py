@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from ..dtypes import DType
+from ..releases import ReleaseRule, span
 from ..sizing import ceil_align
 from .layout import BufferRole, BufferSpec, PoolLayout, ViewOf
+
+#: the request pool keeps a per-row reuse counter, ``req_generation`` (int64, on the CPU)
+REQ_GENERATION_COUNTER = ReleaseRule(
+    "req-generation-counter",
+    span("0.5.16"),
+    "ReqToTokenPool holds req_generation, a per-row int64 reuse counter on the CPU",
+    "sglang.srt.mem_cache.memory_pool.ReqToTokenPool.__init__",
+)
 
 
 def mha_layout(
@@ -78,17 +87,24 @@ def mla_layout(
 
 
 def req_to_token_layout(
-    *, max_running_requests: int, max_context_len: int, pre_alloc_size: int = 0, pool_class: str = "ReqToTokenPool"
+    *,
+    max_running_requests: int,
+    max_context_len: int,
+    pre_alloc_size: int = 0,
+    pool_class: str = "ReqToTokenPool",
+    generation_counter: bool = True,
 ) -> PoolLayout:
     """``ReqToTokenPool``: ``req_to_token (R + 1 + pre_alloc, max_context_len)`` int32 (row 0 pads).
 
-    ``req_generation`` is a per-row reuse counter that SGLang keeps on the CPU.
+    ``req_generation`` (``generation_counter``, :data:`REQ_GENERATION_COUNTER`) is a per-row reuse
+    counter that SGLang keeps on the CPU.
     """
     rows = max_running_requests + pre_alloc_size + 1
-    buffers = (
+    buffers: tuple[BufferSpec, ...] = (
         BufferSpec("req_to_token", (rows, max_context_len), DType.INT32, role=BufferRole.INDEX),
-        BufferSpec("req_generation", (rows,), DType.INT64, role=BufferRole.INDEX, device="cpu"),
     )
+    if generation_counter:
+        buffers += (BufferSpec("req_generation", (rows,), DType.INT64, role=BufferRole.INDEX, device="cpu"),)
     attributes: tuple[tuple[str, int | str | None], ...] = (
         ("size", max_running_requests),
         ("max_context_len", max_context_len),

@@ -105,6 +105,7 @@ def hybrid_req_to_token_layout(
     pre_alloc_size: int = 0,
     ping_pong_track_buffer_size: int | None = None,
     pool_class: str = "HybridReqToTokenPool",
+    generation_counter: bool = True,
 ) -> PoolLayout:
     """``HybridReqToTokenPool``: the request table plus the row -> Mamba-slot mapping (layouts.md 3).
 
@@ -117,6 +118,7 @@ def hybrid_req_to_token_layout(
         max_context_len=max_context_len,
         pre_alloc_size=pre_alloc_size,
         pool_class=pool_class,
+        generation_counter=generation_counter,
     )
     rows = max_running_requests + pre_alloc_size + 1
     buffers = [

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..context import DisaggregationMode, KVCacheContext, context_len, draft_loc_space_scale
-from ..pools.basic import req_to_token_layout
+from ..pools.basic import REQ_GENERATION_COUNTER, req_to_token_layout
 from ..pools.binding import pool_binding
 from ..pools.build import KVPools
 from ..pools.layout import KVPoolsLayout, PoolLayout
-from ..releases import ByRelease
+from ..releases import SGLANG, ByRelease
 from ..request_math import req_to_token_max_context_len, req_to_token_pre_alloc
 from ..sizing import PoolSizes
 
@@ -41,6 +41,9 @@ class PoolConfigurator(ABC):
 
     #: short family label for listings and the CLI
     family: ClassVar[str] = ""
+    #: the engine whose sizing this strategy reproduces: the registry asks a strategy only about
+    #: contexts of that engine (``ctx.release.engine``)
+    engine: ClassVar[str] = SGLANG
     #: the SGLang class whose numbers this strategy reproduces: SGLang has four concrete
     #: configurators, so Mamba hybrids and Ascend layouts (Default numbers) say
     #: ``DefaultPoolConfigurator``; a :class:`~kvstrategies.releases.ByRelease` where SGLang renamed
@@ -130,6 +133,7 @@ class PoolConfigurator(ABC):
             # SGLang builds DecodeReqToTokenPool for every decode role, even with no extra rows
             pool_class="DecodeReqToTokenPool" if self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE
             else "ReqToTokenPool",
+            generation_counter=REQ_GENERATION_COUNTER.holds(self.ctx.release),
         )
 
     def extra_layouts(self, sizes: PoolSizes) -> tuple[PoolLayout, ...]:

@@ -4,6 +4,9 @@
 2. hybrid SWA with the request cap conditions -> SWAChunkCapPoolConfigurator
 3. hybrid SWA -> HybridSWAPoolConfigurator
 4. otherwise the Default family (same numbers): HybridLinear (Mamba-ish), Ascend (NPU), Default.
+
+The vLLM strategies (:mod:`.vllm.strategies`) come first; the registry asks each strategy only
+about contexts of its own engine (``registry.serves``), so the two engines never mix.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from .default import DefaultPoolConfigurator
 from .dsv4 import DSV4PoolConfigurator, RatioOnlyDSV4PoolConfigurator
 from .hybrid_linear import HybridLinearPoolConfigurator
 from .hybrid_swa import HybridSWAPoolConfigurator, SWAChunkCapPoolConfigurator
+from .vllm.strategies import VLLM_STRATEGIES
 
 BUILTIN_ORDER: tuple[type[PoolConfigurator], ...] = (
+    *VLLM_STRATEGIES,
     DSV4PoolConfigurator,
     RatioOnlyDSV4PoolConfigurator,
     SWAChunkCapPoolConfigurator,

@@ -49,7 +49,7 @@ from ..dtypes import DType, KVRecipe
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from ..models.mamba import STATE_DTYPES, MambaGeometry, MambaStateShapes
 from ..pools.ascend import npu_mha_layout, npu_mla_layout
-from ..pools.basic import mha_layout
+from ..pools.basic import REQ_GENERATION_COUNTER, mha_layout
 from ..pools.layout import PoolLayout
 from ..pools.mamba import hybrid_linear_kv_layout, hybrid_req_to_token_layout, mamba_pool_layout
 from ..releases import ReleaseRule, span
@@ -491,6 +491,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             pre_alloc_size=req_to_token_pre_alloc(self.ctx),
             ping_pong_track_buffer_size=(2 if self.overlap_schedule else 1) if self.extra_buffer else None,
             pool_class="HybridMambaDecodeReqToTokenPool" if decode else "HybridReqToTokenPool",
+            generation_counter=REQ_GENERATION_COUNTER.holds(self.ctx.release),
         )
 
     def extra_layouts(self, sizes: PoolSizes) -> tuple[PoolLayout, ...]:

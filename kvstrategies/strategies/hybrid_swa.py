@@ -89,6 +89,8 @@ def local_layer_ids(ctx: KVCacheContext, hybrid: HybridSWAGeometry) -> tuple[tup
     if ctx.is_draft_worker and hybrid.draft_layer_ids is not None:
         return hybrid.draft_layer_ids
     start, end = stage_layer_range(ctx)
+    if not ctx.is_draft_worker and not HYBRID_SWA_STAGE_LAYERS.holds(ctx.release):
+        end += 1  # QUIRK: SGLang trimmed the model's layer lists to range(start, end + 1)
     return hybrid.local_full_attention_layer_ids(start, end), hybrid.local_swa_attention_layer_ids(start, end)
 
 
@@ -115,12 +117,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         self._reject_unsupported()
         start, end = stage_layer_range(ctx)
         self.full_layer_ids, self.swa_layer_ids = local_layer_ids(ctx, hybrid)
-        #: the layers sizing prices: this rank's (:data:`HYBRID_SWA_STAGE_LAYERS`), else the model's
-        self.sized_full_layers, self.sized_swa_layers = len(self.full_layer_ids), len(self.swa_layer_ids)
-        if not ctx.is_draft_worker and not HYBRID_SWA_STAGE_LAYERS.holds(ctx.release):
-            self.sized_full_layers = len(hybrid.full_attention_layer_ids)
-            self.sized_swa_layers = len(hybrid.swa_attention_layer_ids)
-        if not self.sized_swa_layers:
+        if not self.swa_layer_ids:
             raise KVCacheConfigError(
                 f"hybrid SWA model must have at least one SWA layer on this stage; layers [{start}, {end}) "
                 "hold none (change the PP split, or set disable_hybrid_swa_memory to price every layer "
@@ -153,11 +150,11 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
     # ---- per-layer bytes (6.1) -------------------------------------------------------------
     @property
     def nF(self) -> int:  # noqa: N802 - the spec's name
-        return self.sized_full_layers
+        return len(self.full_layer_ids)
 
     @property
     def nS(self) -> int:  # noqa: N802 - the spec's name
-        return self.sized_swa_layers
+        return len(self.swa_layer_ids)
 
     @property
     def is_all_swa(self) -> bool:
@@ -432,13 +429,15 @@ SWA_POOL_DCP_HEADS = ReleaseRule(
     "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._build_hybrid_swa_kv_pool",
 )
 
-#: sizing counts the full and SWA layers of this PP stage (before: every layer of the model, on each stage)
+#: a PP stage holds its layers ``[start, end)``; before, the model's layer lists were trimmed to
+#: ``range(start, end + 1)``, so every stage but the last also priced and built the next stage's
+#: first layer
 HYBRID_SWA_STAGE_LAYERS = ReleaseRule(
-    "hybrid-swa-stage-layer-counts",
+    "hybrid-swa-stage-layers",
     span("0.5.21"),
-    "hybrid-SWA sizing counts the PP stage's own full and SWA layers (before: the whole model's)",
-    "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator.__init__ (kvc.layer_info; "
-    "before, model_config)",
+    "hybrid-SWA PP stage layers [start, end) (before: [start, end], one layer of the next stage too)",
+    "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator.__init__ (kvc.layer_info); before, "
+    "model_runner_components.layer_setup.adjust_hybrid_swa_layer_ids",
 )
 
 #: the request cap serves the PD decode role without chunked prefill, and a chunk <= 0 (prefill off)

@@ -48,9 +48,14 @@ def registered() -> tuple[type[PoolConfigurator], ...]:
     return tuple(_REGISTRY)
 
 
+def serves(strategy: type[PoolConfigurator], ctx: KVCacheContext) -> bool:
+    """The engine guard: a strategy sizes only its own engine's contexts (``PoolConfigurator.engine``)."""
+    return strategy.engine == ctx.release.engine
+
+
 def select_configurator_class(ctx: KVCacheContext) -> type[PoolConfigurator]:
     for strategy in registered():
-        if strategy.is_applicable(ctx):
+        if serves(strategy, ctx) and strategy.is_applicable(ctx):
             return strategy
     raise UnsupportedConfigurationError(
         f"no KV-cache strategy applies to {ctx.geometry.architectures or ctx.geometry.model_type!r} "

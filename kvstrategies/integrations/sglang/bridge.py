@@ -34,9 +34,12 @@ from typing import Any
 from ...case import CASE_DEFAULTS
 from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...jsonio import read_json_object
+from ...models.architectures import SWALayerSplit
+from ...models.architectures import row_for as architecture_row
 from ...presets import load_preset_config
-from . import compat
+from . import compat, hosts
 from .bridge_releases import BridgeRelease
+from .hosts import ConfiguratorHost, RunnerHost
 from .runtime import cuda_platform_facts, installed_release, platform_override, quiet_stdout
 
 COMPARED_KEYS: tuple[str, ...] = (
@@ -376,14 +379,14 @@ def _walk_value(name: str, value: Any, seen: set[int], torch: Any) -> list[dict[
 # ---- the document ----------------------------------------------------------------------------
 
 
-def _sizes_dict(config: Any, kvc: Any, mamba_slots: int | None) -> dict[str, Any]:
+def _sizes_dict(config: Any, host: ConfiguratorHost | RunnerHost, mamba_slots: int | None) -> dict[str, Any]:
     """A ``MemoryPoolConfig`` under our ``PoolSizes`` names (DSV4 dtypes as plain names)."""
     out: dict[str, Any] = {}
     for key in SIZE_FIELDS:
         out[key] = getattr(config, key, None)
     for key in ("c4_state_dtype", "c128_state_dtype"):
         out[key] = None
-    derived = kvc._derive_pool_sizes(config=config) if config.max_running_requests is not None else None
+    derived = host.derive_pool_sizes(config) if config.max_running_requests is not None else None
     if derived is not None and derived.c4_state_dtype is not None:
         out["c4_state_dtype"] = _DTYPE_NAMES.get(str(derived.c4_state_dtype), str(derived.c4_state_dtype))
         out["c128_state_dtype"] = _DTYPE_NAMES.get(str(derived.c128_state_dtype), str(derived.c128_state_dtype))
@@ -440,9 +443,9 @@ def _run(row: BridgeRelease, case: Mapping[str, Any], folder: str, draft_folder:
     target = _sized(row, {**case, "is_draft_worker": False}, folder)
     sized = _sized(row, case, draft_folder, tolerate_sizing_error=True, inherited_slots=target.mamba_slots)
     document = sized.document
-    kvc = sized.kvc
-    document["adopted_sizes"] = _derived_dict(kvc._derive_pool_sizes(config=target.final_config), target.mamba_slots)
-    document["pool_sizes"] = _derived_dict(kvc._derive_pool_sizes(config=target.pool_config), target.pool_slots)
+    host = sized.host
+    document["adopted_sizes"] = _derived_dict(host.derive_pool_sizes(target.final_config), target.mamba_slots)
+    document["pool_sizes"] = _derived_dict(host.derive_pool_sizes(target.pool_config), target.pool_slots)
     document.update(_build(case, sized, target.pool_config, target.pool_slots, shared_from=target))
     return document
 
@@ -454,9 +457,8 @@ class _Sized:
     document: dict[str, Any]
     row: BridgeRelease
     server_args: Any
-    kvc: Any
+    host: ConfiguratorHost | RunnerHost
     hf: Any
-    runtime_context: Any
     final_config: Any
     pool_config: Any
     pool_slots: int | None
@@ -471,30 +473,67 @@ def _sized(
     tolerate_sizing_error: bool = False,
     inherited_slots: int | None = None,
 ) -> _Sized:
-    import torch
-
     server_args = importlib.import_module("sglang.srt.server_args")
     runtime_context = importlib.import_module("sglang.srt.runtime_context")
-    model_config_mod = importlib.import_module("sglang.srt.configs.model_config")
-    kvc_mod = importlib.import_module("sglang.srt.mem_cache.kv_cache_configurator")
     pool_mod = importlib.import_module("sglang.srt.model_executor.pool_configurator")
-    layer_setup = importlib.import_module("sglang.srt.model_executor.model_runner_components.layer_setup")
-    load_utils = importlib.import_module("sglang.srt.model_executor.model_runner_components.load_model_utils")
-    dtype_mod = importlib.import_module("sglang.srt.mem_cache.kv_cache_dtype")
-    spec_mod = importlib.import_module("sglang.srt.speculative.spec_info")
-    aux_mod = importlib.import_module("sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state")
-    dist_utils = importlib.import_module("sglang.srt.distributed.utils")
 
     sa = compat.make_server_args(row, server_args.ServerArgs, server_args_fields(case, folder))
     sa._swa_full_tokens_ratio_explicitly_set = case["swa_full_tokens_ratio"] is not None
-    context = runtime_context.get_context()
-    context.set_server_args(sa)
-    pp_size, pp_rank = int(case["pp_size"]), int(case["pp_rank"])
+    runtime_context.get_context().set_server_args(sa)
+    is_draft = bool(case["is_draft_worker"])
+    host, hf = (_configurator_host if row.configurator else _runner_host)(case, folder, sa)
+    configurator = pool_mod.create_memory_pool_configurator(host.source)
+    page = int(case["page_size"])
+    document: dict[str, Any] = {
+        "configurator": type(configurator).__name__,
+        "cell_size": _cell(configurator),
+    }
+    mamba_slots = None if is_draft else _mamba_slots(row, case, host, sa)
+    if inherited_slots is not None:  # a draft reads the slot count the target's reservation fixed
+        compat.set_mamba_slots(row, sa, inherited_slots)
+    try:
+        sizes = configurator.calculate_pool_sizes(int(case["available_bytes"]), page)
+        sizes = _finalised(configurator, host, sizes)
+        document["sizes"] = _sizes_dict(sizes, host, mamba_slots)
+        capped = None
+        document["sizes_from_max_tokens"] = None
+        if case["max_tokens"] is not None:
+            capped = configurator.calculate_pool_sizes_from_max_tokens(int(case["max_tokens"]), page)
+            capped = _finalised(configurator, host, capped)
+            document["sizes_from_max_tokens"] = _sizes_dict(capped, host, mamba_slots)
+    except Exception as exc:  # a draft's own sizing is never used by SGLang; report its refusal
+        if not tolerate_sizing_error:
+            raise
+        document.update(sizes=None, sizes_from_max_tokens=None,
+                        sizing_error=f"SGLang's {type(configurator).__name__} raised {type(exc).__name__}: {exc}")
+        return _Sized(document, row, sa, host, hf, None, None, None, mamba_slots)
+    pool_config = capped or sizes
+    pool_slots = mamba_slots
+    if case["pool_max_tokens"] is not None:
+        pool_config = configurator.calculate_pool_sizes_from_max_tokens(int(case["pool_max_tokens"]), page)
+        pool_config.max_running_requests = int(case["pool_max_running_requests"])
+        pool_config = configurator.finalize_with_max_running_requests(pool_config)
+        if mamba_slots is not None:
+            pool_slots = case["pool_max_mamba_cache_size"] or 3 * int(case["pool_max_running_requests"])
+    document["pool_sizes"] = _sizes_dict(pool_config, host, pool_slots)
+    return _Sized(document, row, sa, host, hf, capped or sizes, pool_config, pool_slots, mamba_slots)
 
+
+def _model_objects(case: Mapping[str, Any], folder: str) -> tuple[Any, Any, Any, Any]:
+    """``(ModelConfig, stand-in model, SpeculativeAlgorithm, model dtype)`` for one rank.
+
+    The stand-in carries what sizing reads of a loaded model: ``config``, the PP stage's
+    ``start_layer`` / ``end_layer`` (a draft holds its own layers on the last stage), the model
+    class's ``get_attention_sliding_window_size`` and an FP8 ``quant_config`` when the checkpoint
+    says its KV cache is FP8.
+    """
+    import torch
+
+    model_config_mod = importlib.import_module("sglang.srt.configs.model_config")
+    spec_mod = importlib.import_module("sglang.srt.speculative.spec_info")
+    dist_utils = importlib.import_module("sglang.srt.distributed.utils")
     is_draft = bool(case["is_draft_worker"])
     spec_name = case["speculative_algorithm"]
-    spec_algorithm = spec_mod.SpeculativeAlgorithm.from_string(spec_name)
-    model_dtype = getattr(torch, str(case["model_dtype"]))
     model_config = compat.call(
         model_config_mod.ModelConfig,
         model_path=folder,
@@ -506,17 +545,46 @@ def _sized(
     )
     hf = model_config.hf_config
     model = types.SimpleNamespace(layers=[], config=hf)
-    if pp_size > 1 and not is_draft:  # a draft model holds its own layers on the last stage
+    pp_size, pp_rank = int(case["pp_size"]), int(case["pp_rank"])
+    if pp_size > 1 and not is_draft:
         model.start_layer, model.end_layer = dist_utils.get_pp_indices(model_config.num_hidden_layers, pp_rank, pp_size)
     _bind_sliding_window_method(model, hf)
     quant = getattr(hf, "quantization_config", None)
     if isinstance(quant, Mapping) and str(quant.get("kv_cache_quant_algo", "")).upper() == "FP8":
         model.quant_config = types.SimpleNamespace(kv_cache_quant_algo="FP8")
+    spec_algorithm = spec_mod.SpeculativeAlgorithm.from_string(spec_name)
+    return model_config, model, spec_algorithm, getattr(torch, str(case["model_dtype"]))
+
+
+def _draft_layers(case: Mapping[str, Any], hf: Any, spec_algorithm: Any) -> int | None:
+    """The draft model's layers: the case's, else the target's MTP layers for EAGLE / STANDALONE
+    (``spec_aux_hidden_state._resolve_eagle_aux_hidden_state``: a path-less draft reads them)."""
+    draft_layers = case["eagle_draft_num_layers"]
+    if draft_layers is None and (spec_algorithm.is_eagle() or spec_algorithm.is_standalone()):
+        draft_layers = getattr(hf, "num_nextn_predict_layers", None)
+    return None if draft_layers is None else int(draft_layers)
+
+
+def _configurator_host(case: Mapping[str, Any], folder: str, sa: Any) -> tuple[ConfiguratorHost, Any]:
+    """SGLang 0.5.16+: ``KVCacheConfigurator`` built as ``ModelRunner.init_memory_pool`` builds it."""
+    model_config_mod = importlib.import_module("sglang.srt.configs.model_config")
+    kvc_mod = importlib.import_module("sglang.srt.mem_cache.kv_cache_configurator")
+    layer_setup = importlib.import_module("sglang.srt.model_executor.model_runner_components.layer_setup")
+    load_utils = importlib.import_module("sglang.srt.model_executor.model_runner_components.load_model_utils")
+    dtype_mod = importlib.import_module("sglang.srt.mem_cache.kv_cache_dtype")
+    aux_mod = importlib.import_module("sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state")
+    model_config, model, spec_algorithm, model_dtype = _model_objects(case, folder)
+    hf = model_config.hf_config
+    is_draft = bool(case["is_draft_worker"])
     layer_info = compat.call(
         layer_setup.resolve_layer_indices,
         model=model, model_config=model_config, is_draft_worker=is_draft, draft_model_idx=None,
         spec_algorithm=spec_algorithm,
-    )
+    )  # fmt: skip
+    adjust = getattr(layer_setup, "adjust_hybrid_swa_layer_ids", None)
+    if adjust is not None:  # 0.5.16-0.5.20's ModelRunner trims the model's layer lists to the stage here
+        adjust(model_config=model_config, start_layer=layer_info.start_layer, end_layer=layer_info.end_layer,
+               is_hybrid_swa=model_config.is_hybrid_swa)  # fmt: skip
     sliding_window = load_utils.resolve_sliding_window_size(model, model_config)
     kv_str, kv_dtype = compat.call(
         dtype_mod.configure_kv_cache_dtype,
@@ -528,11 +596,7 @@ def _sized(
         speculative_draft_attention_backend=None,
         speculative_draft_kv_cache_dtype=None,
     )
-    draft_layers = case["eagle_draft_num_layers"]
-    # spec_aux_hidden_state._resolve_eagle_aux_hidden_state: a path-less EAGLE or STANDALONE draft
-    # reads the target's MTP layer count
-    if draft_layers is None and (spec_algorithm.is_eagle() or spec_algorithm.is_standalone()):
-        draft_layers = getattr(hf, "num_nextn_predict_layers", None)
+    draft_layers = _draft_layers(case, hf, spec_algorithm)
     aux = compat.call(
         aux_mod.SpecAuxHiddenStateConfig,
         eagle_draft_num_layers=None if spec_algorithm.is_dflash_family() else draft_layers,
@@ -540,6 +604,7 @@ def _sized(
         dflash_draft_num_layers=draft_layers if spec_algorithm.is_dflash_family() else None,
         is_dspark=spec_algorithm.is_dspark(),
     )
+    pp_size, pp_rank = int(case["pp_size"]), int(case["pp_rank"])
     pp_group = types.SimpleNamespace(
         world_size=pp_size, rank_in_group=pp_rank, is_first_rank=pp_rank == 0, is_last_rank=pp_rank == pp_size - 1
     )
@@ -574,41 +639,38 @@ def _sized(
         memory_pool_config=None,
         draft_model_idx=None,
     )
-    configurator = pool_mod.create_memory_pool_configurator(kvc)
-    page = int(case["page_size"])
-    document: dict[str, Any] = {
-        "configurator": type(configurator).__name__,
-        "cell_size": _cell(configurator),
-    }
-    mamba_slots = None if is_draft else _mamba_slots(row, case, kvc, sa)
-    if inherited_slots is not None:  # a draft reads the slot count the target's reservation fixed
-        compat.set_mamba_slots(row, sa, inherited_slots)
-    try:
-        sizes = configurator.calculate_pool_sizes(int(case["available_bytes"]), page)
-        sizes = _finalised(configurator, kvc, sizes)
-        document["sizes"] = _sizes_dict(sizes, kvc, mamba_slots)
-        capped = None
-        document["sizes_from_max_tokens"] = None
-        if case["max_tokens"] is not None:
-            capped = configurator.calculate_pool_sizes_from_max_tokens(int(case["max_tokens"]), page)
-            capped = _finalised(configurator, kvc, capped)
-            document["sizes_from_max_tokens"] = _sizes_dict(capped, kvc, mamba_slots)
-    except Exception as exc:  # a draft's own sizing is never used by SGLang; report its refusal
-        if not tolerate_sizing_error:
-            raise
-        document.update(sizes=None, sizes_from_max_tokens=None,
-                        sizing_error=f"SGLang's {type(configurator).__name__} raised {type(exc).__name__}: {exc}")
-        return _Sized(document, row, sa, kvc, hf, runtime_context, None, None, None, mamba_slots)
-    pool_config = capped or sizes
-    pool_slots = mamba_slots
-    if case["pool_max_tokens"] is not None:
-        pool_config = configurator.calculate_pool_sizes_from_max_tokens(int(case["pool_max_tokens"]), page)
-        pool_config.max_running_requests = int(case["pool_max_running_requests"])
-        pool_config = configurator.finalize_with_max_running_requests(pool_config)
-        if mamba_slots is not None:
-            pool_slots = case["pool_max_mamba_cache_size"] or 3 * int(case["pool_max_running_requests"])
-    document["pool_sizes"] = _sizes_dict(pool_config, kvc, pool_slots)
-    return _Sized(document, row, sa, kvc, hf, runtime_context, capped or sizes, pool_config, pool_slots, mamba_slots)
+    return ConfiguratorHost(kvc), hf
+
+
+def _runner_host(case: Mapping[str, Any], folder: str, sa: Any) -> tuple[RunnerHost, Any]:
+    """SGLang 0.5.15: a ``ModelRunner`` set up for one rank as ``ModelRunner.initialize`` sets it up.
+
+    ``initialize``'s layer count: the draft of a model with MTP layers holds
+    ``num_nextn_predict_layers``; MiMoV2MTP and Step3p5MTP drafts one; otherwise
+    ``max(num_hidden_layers, num_attention_layers)``; then the stage's ``[start, end)``, times
+    ``loop_num``, and the PP-with-MTP check.
+    """
+    model_config, model, spec_algorithm, model_dtype = _model_objects(case, folder)
+    hf = model_config.hf_config
+    is_draft = bool(case["is_draft_worker"])
+    mtp = model_config.num_nextn_predict_layers
+    has_mtp = mtp is not None and mtp > 0
+    layers = mtp if is_draft and has_mtp else max(model_config.num_hidden_layers, model_config.num_attention_layers)
+    row = architecture_row(str(hf.architectures[0]))
+    if row is not None and row.swa_layer_split is SWALayerSplit.DRAFT_ONE_SWA:  # the one-layer MTP heads
+        layers = 1
+    start, end = getattr(model, "start_layer", 0), getattr(model, "end_layer", layers)
+    effective = (end - start) * int(getattr(hf, "loop_num", 1) or 1)
+    if has_mtp and not spec_algorithm.is_none() and effective != layers:
+        raise SGLangCaseError("SGLang raised AssertionError: PP is not compatible with MTP models.")
+    draft_layers = _draft_layers(case, hf, spec_algorithm)
+    runner = hosts.model_runner(
+        server_args=sa, model_config=model_config, model=model, case=case, model_dtype=model_dtype,
+        spec_algorithm=spec_algorithm, layer_range=(start, end), num_effective_layers=effective,
+        eagle_draft_num_layers=None if spec_algorithm.is_dflash() else draft_layers,
+        dflash_draft_num_layers=draft_layers if spec_algorithm.is_dflash() else None,
+    )  # fmt: skip
+    return RunnerHost(runner), hf
 
 
 def _derived_dict(derived: Any, slots: int | None) -> dict[str, Any]:
@@ -657,12 +719,14 @@ def _cell(configurator: Any) -> int | float:
     return cell
 
 
-def _finalised(configurator: Any, kvc: Any, config: Any) -> Any:
-    config.max_running_requests = kvc.resolve_max_num_reqs(config.max_total_num_tokens)
+def _finalised(configurator: Any, host: ConfiguratorHost | RunnerHost, config: Any) -> Any:
+    config.max_running_requests = host.resolve_max_num_reqs(config.max_total_num_tokens)
     return configurator.finalize_with_max_running_requests(config)
 
 
-def _mamba_slots(row: BridgeRelease, case: Mapping[str, Any], kvc: Any, sa: Any) -> int | None:
+def _mamba_slots(
+    row: BridgeRelease, case: Mapping[str, Any], host: ConfiguratorHost | RunnerHost, sa: Any
+) -> int | None:
     """The Mamba state-slot count (per DP shard) SGLang's ``_handle_max_mamba_cache`` fixes.
 
     ``available_bytes`` is what SGLang hands ``calculate_pool_sizes``: the reservation is already
@@ -672,7 +736,7 @@ def _mamba_slots(row: BridgeRelease, case: Mapping[str, Any], kvc: Any, sa: Any)
     byte of ``R``). With ``max_mamba_cache_size`` in the case (or radix cache off with a request
     cap) the count does not depend on ``R`` at all. SGLang's own function answers ``left(R)``.
     """
-    if kvc.mambaish_config is None:
+    if host.mambaish_config is None:
         return None
     target = int(case["available_bytes"])
     given = sa.max_mamba_cache_size
@@ -680,7 +744,7 @@ def _mamba_slots(row: BridgeRelease, case: Mapping[str, Any], kvc: Any, sa: Any)
     def left(rest_bytes: int) -> int | None:
         compat.reset_mamba_slots(row, sa, given)  # drops the previous call's slot count
         try:
-            return int(kvc._handle_max_mamba_cache(rest_bytes / (1 << 30)) * (1 << 30))
+            return int(host.handle_max_mamba_cache(rest_bytes / (1 << 30)) * (1 << 30))
         except RuntimeError:  # "Not enough GPU memory for hybrid ... state cache": budget too small
             return None
 
@@ -707,29 +771,16 @@ def _build(
     if str(case["device"]) == "npu":
         return {"token_to_kv_pool_class": None, "pools": None,
                 "pools_unavailable": "SGLang's NPU pool classes need torch_npu"}
-    kvc, hf = sized.kvc, sized.hf
-    model_config_mod = importlib.import_module("sglang.srt.configs.model_config")
     slots = compat.pin_mamba_slots(sized.row, sized.server_args, mamba_slots)
     seen: set[int] = set()
     try:
         with slots:
-            sizes = kvc._derive_pool_sizes(config=config)
-            owner = shared_from.kvc if shared_from is not None else kvc
-            req_pool = owner._build_req_to_token_pool(max_num_reqs=int(config.max_running_requests))
-            if shared_from is not None:
-                walk_tensors(req_pool, seen=seen)  # the target's: mark as seen, do not list
-            pool = kvc._build_token_to_kv_pool(
-                sizes=sizes,
-                is_dsa_model=model_config_mod.is_deepseek_dsa(hf),
-                is_dsv4_model=model_config_mod.is_deepseek_v4(hf),
-                req_to_token_pool=req_pool,
-            )
-            if shared_from is None:  # SWA pools hold the allocator's index mapping once registered
-                with contextlib.suppress(Exception):
-                    kvc._build_token_to_kv_pool_allocator(
-                        sizes=sizes, token_to_kv_pool=pool, is_dsv4_model=model_config_mod.is_deepseek_v4(hf),
-                        req_to_token_pool=req_pool, token_to_kv_pool_allocator=None,
-                    )
+            shared = None
+            if shared_from is not None:  # the target's request pool: marked as seen, not listed
+                shared = shared_from.host.shared_pools(config)
+                for owned in shared:  # the target allocator's full -> SWA mapping is its own too
+                    walk_tensors(owned, seen=seen)
+            req_pool, pool = sized.host.build(config, shared=shared)
     except Exception as exc:  # sizing stands when SGLang's builder refuses: report both, as plan --json does
         return {"token_to_kv_pool_class": None, "pools": None,
                 "layout_error": f"SGLang's pool builder raised {type(exc).__name__}: {exc}"}

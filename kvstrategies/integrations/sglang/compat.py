@@ -112,15 +112,62 @@ def _parallel_field_names(runtime_context: Any) -> frozenset[str]:
     return frozenset(names)
 
 
+def _probe_answers(case: Mapping[str, Any]) -> dict[str, Any]:
+    """What the parallel-state getters answer on rank 0 (read directly by 0.5.15's builders)."""
+    values = parallel_values(case)
+    return {
+        "get_attention_tp_size": values["attn_tp_size"],
+        "get_attention_tp_rank": 0,
+        "get_attention_dp_size": values["attn_dp_size"],
+        "get_attention_dp_rank": 0,
+        "get_attention_cp_size": values["attn_cp_size"],
+        "get_attn_tensor_model_parallel_world_size": values["attn_tp_size"],
+        "get_attn_tensor_model_parallel_rank": 0,
+        "get_attn_context_model_parallel_world_size": values["attn_cp_size"],
+        "get_tensor_model_parallel_world_size": values["tp_size"],
+        "get_tensor_model_parallel_rank": 0,
+        "get_dcp_world_size": values["dcp_size"],
+        "get_dcp_rank": 0,
+    }
+
+
 @contextlib.contextmanager
 def parallel_scope(case: Mapping[str, Any]) -> Iterator[None]:
-    """Every parallel value SGLang may ask for, stated for the case's rank 0 while the block runs."""
+    """Every parallel value SGLang may ask for, stated for the case's rank 0 while the block runs.
+
+    Through ``runtime_context.get_parallel().override`` (every release), and by answering the
+    parallel-state getters that builders import by name (``get_attention_tp_size`` ...) in each
+    loaded SGLang module, for releases whose builders call them directly.
+    """
+    import sys
+
     runtime_context = importlib.import_module("sglang.srt.runtime_context")
     parallel = runtime_context.get_parallel()
     known = _parallel_field_names(runtime_context)
     values = {k: v for k, v in parallel_values(case).items() if k in known}
-    with parallel.override(**values):
-        yield
+    saved: list[tuple[Any, str, Any]] = []
+    answers = _probe_answers(case)
+    try:
+        for name, module in list(sys.modules.items()):
+            if not name.startswith("sglang") or module is None:
+                continue
+            namespace = vars(module)
+            for probe, answer in answers.items():
+                if callable(namespace.get(probe)) and not isinstance(namespace.get(probe), type):
+                    saved.append((module, probe, namespace[probe]))
+                    setattr(module, probe, _constant(answer))
+        with parallel.override(**values):
+            yield
+    finally:
+        for module, probe, original in reversed(saved):
+            setattr(module, probe, original)
+
+
+def _constant(value: Any) -> Callable[..., Any]:
+    def answer(*args: Any, **kwargs: Any) -> Any:
+        return value
+
+    return answer
 
 
 def mamba_slot_count(row: BridgeRelease, server_args: Any) -> int | None:

@@ -12,7 +12,6 @@ A result is ``{"document": {...}}`` or ``{"error": "..."}`` (SGLang refused the 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ...case_validation import child_environment, validate_case_files
 from ...errors import KVCacheConfigError
 from ...jsonio import read_json_object
 from .bridge import env_of, environment_matches, sglang_document
@@ -47,7 +47,7 @@ def run_one(path: Path) -> Result:
 
 
 def _child(paths: list[Path], env: Mapping[str, str]) -> dict[str, Result]:
-    environment = {**os.environ, **env}
+    environment = child_environment(env)  # an allow-list of this process's env + the checked case knobs
     command = [sys.executable, "-m", "kvstrategies.integrations.sglang.engine", *map(str, paths)]
     run = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
     if run.returncode != 0:
@@ -60,6 +60,8 @@ def _child(paths: list[Path], env: Mapping[str, str]) -> dict[str, Result]:
 
 def run_cases(paths: Iterable[Path]) -> tuple[dict[str, Result], dict[str, float]]:
     """SGLang's results for case files (by stem), and timings: ``import`` and ``total`` seconds."""
+    paths = list(paths)
+    validate_case_files(paths)  # every case checked before SGLang is imported or a child starts
     started = time.perf_counter()
     import_sglang()
     timings = {"import": time.perf_counter() - started}

@@ -235,6 +235,10 @@ def write_model_dirs(specs: Iterable[LaunchSpec], root: Path) -> tuple[dict[str,
     return dirs, draft
 
 
+#: the most resolution workers ``--jobs`` may start (each is a forked process holding SGLang)
+MAX_JOBS = 64
+
+
 def default_workers() -> int:
     """Resolution workers: the CPUs this process may use, at most 8."""
     import os
@@ -455,13 +459,12 @@ def load_grid(path: Path | None) -> tuple[LaunchSpec, ...]:
 
     if path is None:
         return default_grid()
-    from ...jsonio import parse_json_text
+    from ...jsonio import read_json_file
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise KVCacheConfigError(f"cannot read the launch grid {path}: {exc.strerror or exc}") from exc
-    return grid_from_json(parse_json_text(text, str(path)))
+    specs = grid_from_json(read_json_file(path))  # bounded, regular files only (never /dev/zero or a FIFO)
+    if not specs:
+        raise KVCacheConfigError(f"the launch grid {path} holds no launches; give a JSON list of launch objects")
+    return specs
 
 
 def run_verify_launch(
@@ -480,19 +483,35 @@ def run_verify_launch(
     the newest release; no SGLang needed; the grid must be the recorded one's subset); else the
     installed SGLang runs live (``sglang_version``, if given, must be it), and ``record`` writes
     its answers there: a recording that differs from the one it replaces is reported stale (1)."""
-    if workers is not None and workers < 1:
-        raise KVCacheConfigError(f"verify: --jobs must be an integer >= 1 (resolution workers), got {workers}")
+    if workers is not None and not 1 <= workers <= MAX_JOBS:
+        raise KVCacheConfigError(
+            f"verify: --jobs must be an integer in [1, {MAX_JOBS}] (resolution workers, one forked process each), "
+            f"got {workers}"
+        )
+    if recorded and record is not None:
+        raise KVCacheConfigError(
+            "verify: --record writes SGLang's live answers, and --recorded uses the recorded ones instead of running "
+            "SGLang; pass one of them"
+        )
     specs = load_grid(grid)
     seconds: float | None = None
     stale: list[str] = []
     if recorded:
         release = parse_release(sglang_version)
-        _, answers = load_golden(release=release)
+        recorded_specs, answers = load_golden(release=release)
+        by_name = {spec.name: spec for spec in recorded_specs}
         missing = [s.name for s in specs if s.name not in answers]
         if missing:
             raise KVCacheConfigError(
                 f"{len(missing)} launches are not recorded for {release.label} (first: {missing[0]}); run "
                 "without --recorded (needs SGLang) or record them with --record"
+            )
+        changed = [s.name for s in specs if by_name[s.name].to_dict() != s.to_dict()]
+        if changed:  # a launch is matched by its whole content, not its name
+            raise KVCacheConfigError(
+                f"{len(changed)} launches differ from the recorded launch of the same name (first: {changed[0]}); "
+                "SGLang's recorded answer is for the recorded launch: rename the launch, or run without --recorded "
+                "(needs SGLang)"
             )
         source = f"{release.label} answers recorded in golden/sglang-{release.text}-launch"
     else:

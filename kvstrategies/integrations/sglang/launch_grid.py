@@ -122,15 +122,53 @@ def spec_from_dict(item: Mapping[str, Any]) -> LaunchSpec:
         )
     flags = dict(raw_flags)
     bad = set(flags) - FLAG_NAMES
+    label = f"{item.get('name', '?')!r:.80}"
     if bad:
         raise KVCacheConfigError(
-            f"launch {item.get('name', '?')!r}: unsupported flags {sorted(bad)}; use {sorted(FLAG_NAMES)}"
+            f"launch {label}: unsupported flags {sorted(map(str, bad))[:8]}; use {sorted(FLAG_NAMES)}"
         )
+    for key, value in flags.items():
+        check_grid_flag(label, key, value)
     ints = {k: item.get(k, 1) for k in ("tp_size", "pp_size", "attn_dp_size", "dcp_size")}
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in ints.values()):
-        raise KVCacheConfigError(f"launch {item.get('name', '?')!r}: parallel sizes must be integers >= 1, got {ints}")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_GRID_PARALLEL for v in ints.values()):
+        raise KVCacheConfigError(
+            f"launch {label}: parallel sizes must be integers in [1, {MAX_GRID_PARALLEL}], got {ints!r:.120}"
+        )
+    for key in ("name", "preset", "gpu"):
+        if key in item and not (isinstance(item[key], str) and 0 < len(item[key]) <= 256):
+            raise KVCacheConfigError(f"launch {label}: {key} must be a non-empty string, got {item[key]!r:.60}")
     name = str(item.get("name") or _name(str(item["preset"]), str(item["gpu"]), ints, flags))
     return LaunchSpec(name, str(item["preset"]), str(item["gpu"]), flags=flags, **ints)
+
+
+#: the largest parallel size a grid launch may name (the planner's own bound)
+MAX_GRID_PARALLEL = 1024
+#: each grid flag's JSON type, and for integers the smallest value SGLang accepts
+_FLAG_TYPES: dict[str, tuple[type, int | None]] = {
+    "kv_cache_dtype": (str, None), "attention_backend": (str, None), "speculative_algorithm": (str, None),
+    "speculative_draft_model_path": (str, None), "page_size": (int, 1), "chunked_prefill_size": (int, -1),
+    "max_running_requests": (int, 1), "speculative_num_steps": (int, 1), "speculative_eagle_topk": (int, 1),
+    "speculative_num_draft_tokens": (int, 1), "disable_radix_cache": (bool, None), "moe_a2a_backend": (str, None),
+}  # fmt: skip
+
+
+def check_grid_flag(label: str, key: str, value: Any) -> None:
+    """One grid flag's value: its JSON type, a bounded integer, and SGLang's argparse choices
+    (:data:`~kvstrategies.planner.sglang_flags.SGLANG_FLAG_VALUES`) for the flags that have them."""
+    from ...planner.sglang_flags import SGLANG_FLAG_VALUES
+
+    kind, minimum = _FLAG_TYPES[key]
+    if kind is int:
+        in_range = isinstance(value, int) and (1 <= value <= 2**40 or (value == -1 and minimum == -1))
+        valid = in_range and not isinstance(value, bool)
+        wanted = "a positive integer" + (" or -1" if minimum == -1 else "")
+    else:
+        valid, wanted = isinstance(value, kind), ("true or false" if kind is bool else "a string")
+    if not valid:
+        raise KVCacheConfigError(f"launch {label}: flag {key} must be {wanted}, got {value!r:.60}")
+    choices = SGLANG_FLAG_VALUES.get("--" + key.replace("_", "-"), ("", None))[1]
+    if choices is not None and value not in choices and value != DFLASH_DRAFT:
+        raise KVCacheConfigError(f"launch {label}: flag {key} {value!r:.60} is not one of SGLang's choices {choices}")
 
 
 def _name(preset: str, gpu: str, sizes: Mapping[str, int], flags: Mapping[str, Any]) -> str:

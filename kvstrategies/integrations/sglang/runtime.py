@@ -34,14 +34,16 @@ from .bridge_releases import BRIDGE_RELEASES, BridgeRelease, bridge_release
 SUPPORTED_VERSIONS: tuple[str, ...] = tuple(row.line for row in BRIDGE_RELEASES)
 #: the stubbed package: only multimodal helpers import it at module load (never for sizing)
 _STUBBED = "torchvision"
-#: the modules the bridge reads (imported once by :func:`import_sglang`)
+#: the modules the bridge reads (imported once by :func:`import_sglang`); releases before the
+#: configurator extraction keep the builders in the ModelRunner mixin instead
 SIZING_MODULES: tuple[str, ...] = (
     "sglang.srt.server_args",
     "sglang.srt.runtime_context",
     "sglang.srt.configs.model_config",
-    "sglang.srt.mem_cache.kv_cache_configurator",
     "sglang.srt.model_executor.pool_configurator",
 )
+BUILDER_MODULES = {True: "sglang.srt.mem_cache.kv_cache_configurator",
+                   False: "sglang.srt.model_executor.model_runner_kv_cache_mixin"}  # fmt: skip
 
 
 #: SGLang is not installed, cannot be imported here, or is a version the bridge does not know
@@ -159,13 +161,14 @@ def import_sglang(*, require_supported: bool = True) -> str:
             "(docs/sglang-bridge.md)"
         ) from exc
     version = str(getattr(sglang, "__version__", "unknown"))
+    configurator = True
     if require_supported:
-        check_version(version)
+        configurator = check_version(version).configurator
     os.environ.setdefault("SGLANG_DISABLE_REQUEST_LOGGING", "1")
     try:
         with quiet_stdout():
             install_torchvision_stub()
-            for name in SIZING_MODULES:
+            for name in (*SIZING_MODULES, BUILDER_MODULES[configurator]):
                 importlib.import_module(name)
     except ImportError as exc:
         raise SGLangUnavailableError(

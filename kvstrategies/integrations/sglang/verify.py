@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import KVCacheConfigError
+from ...releases import parse_release
 from .bridge import case_hf_config
 from .compare import KNOWN_DIFFERENCES, difference_lines, explain
 from .engine import load_case_dict
@@ -97,8 +98,35 @@ def verdict_for(path: Path, sglang: dict[str, Any], sglang_version: str | None =
     return CaseVerdict(path.stem, status, tuple(k.kind for k in used), tuple(lines), tuple(left), seconds)
 
 
-def verify(paths: Sequence[Path]) -> VerifyReport:
-    """Run SGLang over ``paths`` (one import; env cases in their own processes) and compare."""
+def verify_recorded(paths: Sequence[Path], recorded: Path, version: str) -> VerifyReport:
+    """Compare the project, planning for ``version``, with SGLang's answers recorded in ``recorded``.
+
+    ``recorded`` is ``golden/sglang-<version>/`` (``tools/record_golden.py --engine sglang``); a
+    case with no recorded answer is a :class:`KVCacheConfigError` naming the folder.
+    """
+    import time
+
+    from .snapshots import read_snapshot, result_from_snapshot
+
+    started = time.perf_counter()
+    report = VerifyReport(version=f"{version} (recorded in {recorded})")
+    for path in paths:
+        snapshot = recorded / f"{path.stem}.json"
+        if not snapshot.is_file():
+            raise KVCacheConfigError(
+                f"verify --recorded: no recorded SGLang {version} answer for {path.stem} in {recorded}; record it "
+                f"with tools/record_golden.py --engine sglang (in an SGLang {version} environment)"
+            )
+        report.verdicts.append(verdict_for(path, result_from_snapshot(read_snapshot(snapshot)), version))
+    report.timings = {"import": 0.0, "total": time.perf_counter() - started}
+    return report
+
+
+def verify(paths: Sequence[Path], sglang_version: str | None = None) -> VerifyReport:
+    """Run SGLang over ``paths`` (one import; env cases in their own processes) and compare.
+
+    ``sglang_version``, when given, must be the installed SGLang's release line.
+    """
     import time
 
     from .engine import run_cases
@@ -106,6 +134,12 @@ def verify(paths: Sequence[Path]) -> VerifyReport:
 
     started = time.perf_counter()
     version = import_sglang()
+    if sglang_version is not None and parse_release(sglang_version) != parse_release(version):
+        raise KVCacheConfigError(
+            f"--sglang-version {sglang_version} but SGLang {version} is installed; a live verify checks the "
+            f"installed release (python tools/sglang_env.py {sglang_version} DIR makes an environment for it), "
+            "or add --recorded to compare with its recorded answers"
+        )
     imported = time.perf_counter() - started
     results, timings = run_cases(paths)
     timings = {"import": imported, "total": imported + timings["total"]}

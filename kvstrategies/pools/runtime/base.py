@@ -43,8 +43,14 @@ Loc = torch.Tensor | KVWriteLoc
 
 
 def plain_loc(loc: Loc) -> torch.Tensor:
-    """The bare location tensor of ``loc``."""
-    return loc.loc if isinstance(loc, KVWriteLoc) else loc
+    """The bare location tensor of ``loc`` (anything but a tensor is refused: SGLang passes its
+    allocator's location tensors)."""
+    bare = loc.loc if isinstance(loc, KVWriteLoc) else loc
+    if not isinstance(bare, torch.Tensor):
+        raise KVCacheConfigError(
+            f"loc must be a location tensor (from this pool's allocator), got {type(bare).__name__} {bare!r:.40}"
+        )
+    return bare
 
 
 def torch_dtype(dtype: Any) -> torch.dtype:

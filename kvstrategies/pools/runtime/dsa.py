@@ -8,6 +8,7 @@ Index keys: per layer one page-major buffer ``(pages, p * (128 + 4))`` uint8: pa
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -39,7 +40,7 @@ def quantize_packed_latent(nope: torch.Tensor, rope: torch.Tensor | None) -> tor
     bytes) stores scale 0 and zero codes, so it decodes to zeros.
     """
     n = nope.shape[0]
-    x = nope.reshape(n, -1).float()
+    x = nope.reshape(n, math.prod(nope.shape[1:])).float()  # explicit width: an empty batch has n = 0
     r = x.shape[1]
     if r % TILE:
         raise KVCacheConfigError(f"the packed FP8 DSA row needs kv_lora_rank % 128 == 0, got {r}")
@@ -47,9 +48,10 @@ def quantize_packed_latent(nope: torch.Tensor, rope: torch.Tensor | None) -> tor
     s = tiles.abs().amax(dim=-1) / ref.FP8_E4M3_MAX
     q = torch.where(s[..., None] > 0, tiles / s[..., None], torch.zeros_like(tiles))
     q = q.clamp(-ref.FP8_E4M3_MAX, ref.FP8_E4M3_MAX).to(torch.float8_e4m3fn).view(torch.uint8).reshape(n, r)
-    parts = [q, s.contiguous().view(torch.uint8).reshape(n, -1)]
+    scales = s.contiguous().view(torch.uint8) if n else torch.empty(0, dtype=torch.uint8, device=x.device)
+    parts = [q, scales.reshape(n, (r // TILE) * 4)]
     if rope is not None and rope.numel() > 0:
-        parts.append(rope.reshape(n, -1).to(torch.bfloat16).contiguous().view(torch.uint8))
+        parts.append(rope.reshape(n, math.prod(rope.shape[1:])).to(torch.bfloat16).contiguous().view(torch.uint8))
     return torch.cat(parts, dim=1)
 
 

@@ -6,6 +6,7 @@ buffers; :meth:`dequantize_kv` gathers and dequantizes rows for readers and test
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -141,7 +142,7 @@ class MHATokenToKVPoolFP4(MHATokenToKVPool):
                                            ("v", self.v_buffer, self.v_scale_buffer, self.native_v_scale_buffer)):
             packed = data[index][loc]
             if self.quant_method == FP4_MX_BLOCK16:
-                values = ref.dequantize_fp4_block16(packed.reshape(n, -1), linear[index][loc])
+                values = ref.dequantize_fp4_block16(packed.reshape(n, math.prod(packed.shape[1:])), linear[index][loc])
                 out.append(values.reshape(n, h, d))
                 continue
             if linear:

@@ -42,7 +42,8 @@ class ReqToTokenPool(TypedPool):
     def __init__(self, built: BuiltPool, *, on_alloc: Callable[[list[int]], None] | None = None, **kwargs: Any) -> None:
         super().__init__(built, **kwargs)
         self.req_to_token: torch.Tensor = self.tensors["req_to_token"]
-        self.req_generation: torch.Tensor = self.tensors["req_generation"]
+        #: None for releases whose pool keeps no reuse counter
+        self.req_generation: torch.Tensor | None = self.tensors.get("req_generation")
         self.max_context_len = int(self.req_to_token.shape[1])
         self.allocator = RequestSlotAllocator(int(self.req_to_token.shape[0]) - 1)
         self.on_alloc = on_alloc
@@ -57,7 +58,8 @@ class ReqToTokenPool(TypedPool):
     def alloc_rows(self, need_size: int) -> list[int] | None:
         rows = self.allocator.alloc(need_size)
         if rows:
-            self.req_generation[rows] += 1
+            if self.req_generation is not None:
+                self.req_generation[rows] += 1
             if self.on_alloc is not None:
                 self.on_alloc(rows)
         return rows

@@ -1,0 +1,133 @@
+"""``kvstrategies verify --against vllm``: every case planned by the vLLM strategies and by vLLM, differences named.
+
+One line per case: ``match``, ``known`` (every difference is a listed known kind) or ``DIFF`` (the
+first unexplained difference), the reasons of the known kinds used, and a total with vLLM's import
+time and the time per case. Exit status 1 on any unexplained difference.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ...errors import KVCacheConfigError
+from ...jsonio import read_json_object
+from ...releases import VLLM
+from ..sglang.bridge import case_hf_config
+from ..sglang.verify import CaseVerdict, VerifyReport
+from .compare import KNOWN_DIFFERENCES, difference_lines, explain
+
+
+def project_document(path: Path, vllm_version: str | None = None) -> dict[str, Any]:
+    """``plan --case PATH --engine vllm --json``'s document (the project's vLLM strategies)."""
+    from ...case import load_case
+    from ...golden import plan_case
+    from ...strategies.vllm.document import vllm_plan_document
+
+    return vllm_plan_document(plan_case(load_case(path, engine=VLLM, vllm_version=vllm_version)))
+
+
+_REASON = re.compile(r"refused: (?:\w+: )?(?:\d+ validation errors? for \w+ (?:\w+ )?Value error, )?(?P<reason>.*)$")
+
+
+def refusal_reason(error: str) -> str:
+    """vLLM's own words in a bridge refusal: the exception's message (pydantic's wrapper dropped), 60 characters."""
+    match = _REASON.search(error)
+    return (match.group("reason") if match else error)[:60]
+
+
+def same_refusal(ours: str, theirs: str, refused_by: str) -> bool:
+    """Both sides refuse for the same reason: the same scope refusal, or vLLM's words in ours."""
+    if refused_by != "vllm":
+        return ours == theirs
+    return refusal_reason(theirs) in " ".join(ours.split())
+
+
+def case_with_config(path: Path) -> dict[str, Any]:
+    case = dict(read_json_object(path, "a case file"))
+    try:
+        case["_hf_config"] = case_hf_config(case, path.parent)
+    except (KVCacheConfigError, OSError, ValueError):
+        case["_hf_config"] = {}
+    return case
+
+
+def verdict_for(path: Path, vllm: dict[str, Any], vllm_version: str | None = None) -> CaseVerdict:
+    """Compare one case's two documents (or refusals) and classify the differences."""
+    seconds = float(vllm.get("seconds", 0.0))
+    try:
+        ours: dict[str, Any] | None = project_document(path, vllm_version)
+        our_error = None
+    except KVCacheConfigError as exc:
+        ours, our_error = None, str(exc)
+    theirs = vllm.get("document")
+    if ours is None and theirs is None:
+        if same_refusal(str(our_error), str(vllm.get("error")), str(vllm.get("refused_by", "vllm"))):
+            return CaseVerdict(path.stem, "match", lines=("both refuse",), sglang_seconds=seconds)
+        lines = [f"refusals differ: kvstrategies: {our_error} | vllm: {vllm.get('error')}"]
+    elif theirs is None:
+        lines = [f"vllm: refused: {vllm.get('error')}"]
+    elif ours is None:
+        lines = [f"kvstrategies: refused: {our_error}"]
+    else:
+        lines = difference_lines(ours, theirs)
+    if not lines:
+        return CaseVerdict(path.stem, "match", sglang_seconds=seconds)
+    case = case_with_config(path)
+    case["_our_error"] = our_error
+    used, left = explain(case, lines)
+    status = "DIFF" if left else "known"
+    return CaseVerdict(path.stem, status, tuple(k.kind for k in used), tuple(lines), tuple(left), seconds)
+
+
+def verify(paths: Sequence[Path]) -> VerifyReport:
+    """Run vLLM over ``paths`` (one import) and compare each case with the project's vLLM plan."""
+    from .engine import run_cases
+    from .runtime import import_vllm
+
+    started = time.perf_counter()
+    version = import_vllm()
+    imported = time.perf_counter() - started
+    results, timings = run_cases(paths)
+    report = VerifyReport(timings={"import": imported, "total": imported + timings["total"]}, version=version)
+    for path in paths:
+        report.verdicts.append(verdict_for(path, results[path.stem], version))
+    return report
+
+
+def format_report(report: VerifyReport, *, verbose: bool = False, width: int = 110) -> list[str]:
+    """The lines ``verify --against vllm`` prints."""
+    out = [f"kvstrategies vs vLLM {report.version}: {len(report.verdicts)} cases"]
+    name_width = max((len(v.name) for v in report.verdicts), default=4)
+    for verdict in report.verdicts:
+        detail = {"match": "", "known": ", ".join(verdict.kinds)}.get(verdict.status)
+        if detail is None:
+            more = f"; +{len(verdict.unexplained) - 1} more" if len(verdict.unexplained) > 1 else ""
+            detail = verdict.unexplained[0] + more
+        if verdict.status == "match" and verdict.lines == ("both refuse",):
+            detail = "both refuse"
+        if len(detail) > width:
+            detail = detail[: width - 3] + "..."
+        out.append(f"{verdict.name:<{name_width}}  {verdict.status:<5}  {detail}".rstrip())
+        if verbose or verdict.status == "DIFF":
+            shown = verdict.lines if verbose else verdict.unexplained
+            out.extend(f"{'':<{name_width}}    {line}" for line in shown)
+    counts = report.kind_counts()
+    if counts:
+        out.append("known differences:")
+        reasons = {k.kind: k.reason for k in KNOWN_DIFFERENCES}
+        out.extend(f"  {kind} ({count} cases): {reasons[kind]}" for kind, count in sorted(counts.items()))
+    tally: dict[str, int] = {}
+    for verdict in report.verdicts:
+        tally[verdict.status] = tally.get(verdict.status, 0) + 1
+    timing = report.timings
+    per_case = (timing.get("total", 0.0) - timing.get("import", 0.0)) / max(len(report.verdicts), 1)
+    out.append(
+        f"total: {len(report.verdicts)} cases: {tally.get('match', 0)} match, {tally.get('known', 0)} known, "
+        f"{tally.get('DIFF', 0)} unexplained (vLLM import {timing.get('import', 0.0):.1f} s, "
+        f"{per_case:.2f} s per case, {timing.get('total', 0.0):.1f} s in all)"
+    )
+    return out

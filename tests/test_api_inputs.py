@@ -1,0 +1,161 @@
+"""The Python API checks what a caller passes: wrong types are one KVCacheConfigError naming the
+argument, never a bare TypeError / AttributeError / RuntimeError or a silently planned value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import kvstrategies
+from kvstrategies.allocators.requests import RequestSlotAllocator
+from kvstrategies.case import parse_case
+from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.planner import DeploymentRequest
+from kvstrategies.planner.gpus import lookup_gpu
+
+from . import test_write_path as W
+
+H100 = lookup_gpu("H100")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("kv_cache_dtype", {}, "kv_cache_dtype must be a string or None, got dict"),  # was planned as auto
+        ("speculative_algorithm", [], "speculative_algorithm must be a string"),
+        ("speculative_draft_model_path", 4, "speculative_draft_model_path must be a string"),
+        ("disable_radix_cache", "yes", "disable_radix_cache must be true or false"),
+        ("allow_context_length_override", 1, "allow_context_length_override must be true or false"),
+        ("source", "x", "source must be a mapping"),
+        ("source", {"preset": "llama-3.1-8b", "hf_config": {}}, "exactly one of 'preset' or 'hf_config'"),
+        ("source", {"hf_config": "config.json"}, r"source\['hf_config'\] must be a config.json object"),
+        ("launch_extras", [], "launch_extras must be a mapping"),
+        ("launch_extras", {"bogus": 1}, "'bogus' is not a LaunchSettings field"),
+        ("launch_extras", {"kv_cache_dtype": "fp8_e4m3"}, "set kv_cache_dtype as the request's own field"),
+        ("launch_extras", {"max_prefill_tokens": "8k"}, r"launch_extras\['max_prefill_tokens'\] must be an integer"),
+        ("launch_extras", {"disable_cuda_graph": 1}, "must be true or false"),
+        ("model", None, "model must be a string"),
+        ("model_folder", 3, "model_folder must be a pathlib.Path"),
+        ("device", None, "device must be a string"),
+        ("model_description", "x\0y", "model_description must be a string"),
+    ],
+)
+def test_deployment_request_checks_every_field_type(field: str, value: Any, match: str) -> None:
+    kwargs: dict[str, Any] = {"model": "llama-3.1-8b", "source": {"preset": "llama-3.1-8b"}, "gpu": H100}
+    kwargs[field] = value
+    with pytest.raises(KVCacheConfigError, match=match):
+        DeploymentRequest(**kwargs)
+
+
+def test_a_well_typed_request_still_plans() -> None:
+    from kvstrategies.planner import plan_deployment
+
+    req = DeploymentRequest("m", {"preset": "llama-3.1-8b", "checkpoint": Path("/nonexistent")}, gpu=H100,
+                            model_folder=None, launch_extras={"max_prefill_tokens": 8192})  # fmt: skip
+    assert req.launch_extras == {"max_prefill_tokens": 8192}
+    plain = DeploymentRequest("m", {"preset": "llama-3.1-8b"}, gpu=H100, launch_extras={"max_prefill_tokens": 8192})
+    assert plan_deployment(plain, suggest=False).sizes.max_total_num_tokens > 0
+
+
+META_ROWS = torch.empty(2, dtype=torch.int64, device="meta")
+
+
+@pytest.mark.parametrize("rows", [1.5, None, "3", [1.5], torch.tensor([1.5]), META_ROWS])
+def test_the_request_slot_allocator_refuses_rows_that_are_not_integers(rows: Any) -> None:
+    allocator = RequestSlotAllocator(8)
+    held = allocator.alloc(2)
+    with pytest.raises(KVCacheConfigError, match="rows must be an int|integer tensor|meta tensor"):
+        allocator.free(rows)
+    assert allocator.available_size() == 6 and held == [7, 8]  # nothing changed
+    allocator.free(torch.tensor(held))
+    assert allocator.available_size() == 8
+
+
+@pytest.fixture(scope="module")
+def paged() -> Any:
+    case = parse_case({"preset": "llama-3.1-8b", "available_bytes": 2**26, "page_size": 16})
+    return kvstrategies.build(kvstrategies.plan(case.settings, case.available_bytes), "cpu").allocator
+
+
+@pytest.mark.parametrize("state", [(), (1, 2), None, (torch.zeros(1), [], 0), "state"])
+def test_restore_state_needs_a_state_from_backup_state(paged: Any, state: Any) -> None:
+    before = paged.available_size()
+    with pytest.raises(KVCacheConfigError, match="restore_state needs a state returned by its backup_state"):
+        paged.restore_state(state)
+    assert paged.available_size() == before
+    paged.restore_state(paged.backup_state())  # its own state: fine
+
+
+def test_alloc_decode_checks_its_tensors(paged: Any) -> None:
+    one = torch.tensor([17], dtype=torch.int64)
+    with pytest.raises(KVCacheConfigError, match="seq_lens must be a 1-D integer tensor, got list"):
+        paged.alloc_decode([1], [0], [0])
+    with pytest.raises(KVCacheConfigError, match=r"differ in length \(seq_lens 1, seq_lens_cpu 1, last_loc 2\)"):
+        paged.alloc_decode(one, one, torch.tensor([15, 16]))  # planned before: a silent wrong answer
+    with pytest.raises(KVCacheConfigError, match="integer tensor"):
+        paged.alloc_decode(one.float(), one, one)
+    with pytest.raises(KVCacheConfigError, match="extend_num_tokens must be a non-negative int"):
+        paged.alloc_extend(one, one, one, one, one, -1)
+    meta = torch.empty(1, dtype=torch.int64, device="meta")
+    with pytest.raises(KVCacheConfigError, match="meta tensor, which holds no values"):
+        paged.alloc_decode(meta, meta, one)  # found by the fuzz: Tensor.item() on a meta tensor
+    with pytest.raises(KVCacheConfigError, match="meta tensor"):
+        paged.alloc_decode(one, one, meta)
+
+
+def test_a_pool_write_of_an_empty_batch_is_a_no_op() -> None:
+    """Was a bare RuntimeError (``reshape(0, -1)``) in the store kernels."""
+    empty = torch.empty(0, dtype=torch.int64)
+
+    def rows(*shape: int) -> torch.Tensor:
+        return torch.empty(0, *shape, dtype=torch.bfloat16)
+
+    mha = W.mha_pool()
+    before = mha.get_key_buffer(0).clone()
+    mha.set_kv_buffer(0, empty, rows(2, 8), rows(2, 8))
+    mha.set_kv_buffer(0, empty, rows(2, 8), rows(2, 8), k_scale=2.0, v_scale=2.0)
+    mha.move_kv_cache(empty, empty)
+    assert torch.equal(mha.get_key_buffer(0), before)
+    W.mha_pool(W.DType.FLOAT8_E4M3FN).set_kv_buffer(0, empty, rows(2, 8), rows(2, 8))
+    mla = W.mla_pool()
+    mla.set_mla_kv_buffer(10, empty, rows(16), rows(8))
+    mla.set_kv_buffer(10, empty, rows(1, 24), None)
+    dsa = W.dsa_pool()
+    dsa.set_mla_kv_buffer(3, empty, rows(128), rows(16))
+    dsa.set_index_k_scale_buffer(3, empty, torch.empty(0, 128, dtype=torch.float8_e4m3fn), torch.empty(0))
+    W.swa_pool().set_kv_buffer(1, empty, rows(1, 4), rows(1, 4))
+
+
+HUGE_INT = 10**5000  # 5,001 digits: str() refuses it (Python's 4,300-digit limit), JSON cannot hold it
+
+
+@pytest.mark.parametrize("field", ["available_bytes", "tp_size", "page_size", "swa_full_tokens_ratio",
+                                   "mamba_full_memory_ratio", "speculative_num_steps"])  # fmt: skip
+def test_an_integer_too_long_to_print_is_refused_naming_its_field(field: str) -> None:
+    """Formatting the error itself raised ValueError before (and ``float(10**400)`` OverflowError)."""
+    with pytest.raises(KVCacheConfigError, match=f"case field '{field}' is <an integer of about 5,001 digits>"):
+        parse_case({"preset": "llama-3.1-8b", "available_bytes": 2**34, field: HUGE_INT})
+    with pytest.raises(KVCacheConfigError, match=r"hf_config\.rope_scaling\.factor"):
+        parse_case({"hf_config": {"rope_scaling": {"factor": HUGE_INT}}, "available_bytes": 2**34})
+    with pytest.raises(KVCacheConfigError, match="request field 'tp_size' is <an integer of about 5,001 digits>"):
+        DeploymentRequest("m", {"preset": "llama-3.1-8b"}, gpu=H100, tp_size=HUGE_INT)
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400)])
+def test_an_integer_beyond_the_float_range_is_refused_not_an_overflow(value: int) -> None:
+    """Round two's fix escaped again for ints: ``float(10**400)`` raises OverflowError; every int
+    beyond the float range has more than 1,024 bits, so the up-front scan names it (and
+    ``validate.finite_float`` keeps the range checks safe for direct callers)."""
+    from kvstrategies.presets import load_preset_config
+    from kvstrategies.validate import check_float
+
+    with pytest.raises(KVCacheConfigError, match="x must be a finite number > 0.0, got -?<an integer of about 401"):
+        check_float(value, "x", low=0.0)
+    with pytest.raises(KVCacheConfigError, match="case field 'mamba_full_memory_ratio' is -?<an integer of about 401"):
+        parse_case({"preset": "nemotron-h-8b", "available_bytes": 2**34, "mamba_full_memory_ratio": value})
+    config = {**load_preset_config("llama-3.1-8b"), "rope_scaling": {"rope_type": "llama3", "factor": value}}
+    with pytest.raises(KVCacheConfigError, match="rope_scaling.factor"):
+        parse_case({"hf_config": config, "available_bytes": 2**34})

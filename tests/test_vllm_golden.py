@@ -1,0 +1,50 @@
+"""The vLLM strategies against vLLM 0.33.0's own recorded answers (``golden/vllm-0.33.0/``), no vLLM needed.
+
+``tools/record_golden.py --engine vllm`` wrote one snapshot per catalog case from a live vLLM (and
+``_known.json``, the known differences it found). Here every case is planned by the project's vLLM
+strategies and compared with its snapshot exactly as ``kvstrategies verify --against vllm`` compares
+with a live vLLM: a case matches, or differs only by known differences, and those must be exactly the
+recorded ones (a known difference that disappears, or a new one, fails too).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvstrategies.integrations.vllm.compare import KNOWN_DIFFERENCES
+from kvstrategies.integrations.vllm.snapshots import KNOWN_FILE, read_snapshot, result_from_snapshot, snapshot_files
+from kvstrategies.integrations.vllm.verify import verdict_for
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ROOT / "tests" / "cases"
+VLLM_GOLDEN = ROOT / "golden" / "vllm-0.33.0"
+KNOWN = json.loads((VLLM_GOLDEN / KNOWN_FILE).read_text(encoding="utf-8"))
+SNAPSHOTS = snapshot_files(VLLM_GOLDEN)
+
+
+def test_every_catalog_case_has_a_vllm_snapshot() -> None:
+    assert {p.stem for p in SNAPSHOTS} == {p.stem for p in CASES.glob("*.json")}
+
+
+def test_known_kinds_are_all_defined() -> None:
+    kinds = {k.kind for k in KNOWN_DIFFERENCES}
+    for name, entry in KNOWN.items():
+        assert entry["status"] == "known", f"{name}: recorded with an unexplained difference"
+        assert set(entry["kinds"]) <= kinds, name
+
+
+def test_most_cases_are_planned_by_vllm() -> None:
+    """The catalog exercises vLLM's sizing, not only its refusals."""
+    planned = [p for p in SNAPSHOTS if "error" not in read_snapshot(p)]
+    assert len(planned) >= len(SNAPSHOTS) // 2
+
+
+@pytest.mark.parametrize("snapshot", SNAPSHOTS, ids=lambda p: p.stem)
+def test_project_matches_vllm(snapshot: Path) -> None:
+    verdict = verdict_for(CASES / snapshot.name, result_from_snapshot(read_snapshot(snapshot)))
+    assert verdict.unexplained == (), "\n".join(verdict.unexplained)
+    expected = KNOWN.get(snapshot.stem, {"status": "match", "kinds": []})
+    assert (verdict.status, list(verdict.kinds)) == (expected["status"], expected["kinds"]), "\n".join(verdict.lines)
