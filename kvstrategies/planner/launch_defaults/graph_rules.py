@@ -55,18 +55,16 @@ BREAKABLE_MULTIMODAL_ALLOW_LIST = ReleaseRule(
     "allow-listed multimodal models keep the breakable prefill cuda graph", _HOOK, topic="launch",
 )  # fmt: skip
 
-#: up to 0.5.17 a multimodal model on the piecewise allow-list (its rows' ``piecewise_multimodal``)
-#: moves from the breakable prefill graph to ``tc_piecewise`` (its decoder prefill validated there)
+#: a multimodal model on the piecewise allow-list (its rows' ``piecewise_multimodal``) moves from
+#: the breakable prefill graph to ``tc_piecewise`` (its decoder prefill validated there), from 0.5.18
+#: only when it is not on the breakable allow-list too (:data:`BREAKABLE_LIST_KEEPS_BREAKABLE`)
+_COMPAT = "sglang.srt.server_args.ServerArgs._apply_cuda_graph_compatibility (0.5.19: arg_groups.cuda_graph_hook)"
 TC_PIECEWISE_MOVE = ReleaseRule(
     "launch-tc-piecewise-move", span("0.5.16"),
-    "piecewise-allow-listed multimodal models take the tc_piecewise prefill graph instead of breakable",
-    "sglang.srt.server_args.ServerArgs._apply_cuda_graph_compatibility (0.5.19: arg_groups.cuda_graph_hook)",
+    "piecewise-allow-listed multimodal models take the tc_piecewise prefill graph instead of breakable", _COMPAT,
     topic="launch",
 )  # fmt: skip
-#: ... unless it is on the breakable allow-list too (or prefills with trtllm_mla)
 BREAKABLE_LIST_KEEPS_BREAKABLE = ReleaseRule(
     "launch-breakable-list-keeps-breakable", span("0.5.18"),
-    "a multimodal model on both allow-lists keeps the breakable prefill graph (no tc_piecewise move)",
-    "sglang.srt.server_args.ServerArgs._apply_cuda_graph_compatibility (0.5.19: arg_groups.cuda_graph_hook)",
-    topic="launch",
+    "a multimodal model on both allow-lists keeps the breakable prefill graph", _COMPAT, topic="launch",
 )  # fmt: skip
