@@ -104,3 +104,18 @@ def test_every_older_release_flag_is_classified() -> None:
     for flag in extra:
         assert sum(flag in c for c in classes) == 1, flag
     assert set().union(*classes[1:]) == extra
+
+
+def test_run_command_is_in_the_releases_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """``run it`` names the release and spells attention DP the release's way: ``--attn-dp-size``
+    from 0.5.22, ``--dp-size N --enable-dp-attention`` before; pasting it back plans the same."""
+    argv = ["plan", "llama-3.1-8b", "--gpu", "H200", "--tp", "8", "--attn-dp", "8"]
+    code, out, _ = run(capsys, *argv, "--sglang-version", "0.5.18")
+    lines = out.splitlines()
+    at = lines.index("run it (SGLang 0.5.18)")
+    assert code == 0 and lines[at + 1].endswith("--tp-size 8 --dp-size 8 --enable-dp-attention")
+    tokens = lines[at + 1].split()
+    code, again, _ = run(capsys, "plan", "--gpu", "H200", "--sglang-version", "0.5.18", "--", *tokens)
+    assert code == 0 and again.splitlines()[2] == lines[2]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "--tp-size 8 --attn-dp-size 8" in out

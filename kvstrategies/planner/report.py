@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..releases import NEWEST_SGLANG
 from .deployment import DeploymentPlan
 from .fixes import Fix
 from .request import DeploymentRequest
@@ -146,7 +145,7 @@ def run_text(plan: DeploymentPlan) -> list[str]:
     """``run it``: the launch command that realizes the plan (none for a case-file plan)."""
     if plan.request is None:
         return []
-    return [f"run it ({NEWEST_SGLANG.label})", *command_lines(sglang_command(plan.request))]
+    return [f"run it ({plan.request.release.label})", *command_lines(sglang_command(plan.request))]
 
 
 def fix_lines(fix: Fix, req: DeploymentRequest | None, baseline: int | None, indent: str = "    ") -> list[str]:
