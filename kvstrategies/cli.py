@@ -263,6 +263,10 @@ def build_parser() -> argparse.ArgumentParser:
     archs.add_argument("--json", action="store_true")
     gpus = sub.add_parser("gpus", help="list the GPU table: capacity as SGLang reads it and where it was checked")
     gpus.add_argument("--json", action="store_true")
+    rels = sub.add_parser(
+        "releases", help="the engine releases modelled; with two releases, every rule that differs between them"
+    )
+    rels.add_argument("pair", nargs="*", metavar="RELEASE", help="two SGLang releases, e.g. 0.5.18 0.5.23")
     return parser
 
 
@@ -722,6 +726,22 @@ def _option_value(args: Sequence[str], option: str) -> str | None:
     return value
 
 
+def run_releases(args: argparse.Namespace) -> int:
+    """``releases [A B]``: the supported releases, or the rules that differ between two of them."""
+    from .release_report import rule_lines
+    from .releases import ENGINE_NAMES, supported_releases
+
+    if not args.pair:
+        for engine, name in ENGINE_NAMES.items():
+            print(f"{name}: {', '.join(r.text for r in supported_releases(engine))}")
+        return 0
+    if len(args.pair) != 2:
+        raise KVCacheConfigError("releases: give two SGLang releases to compare, e.g. 'releases 0.5.18 0.5.23'")
+    first, second = (parse_release(text, field="RELEASE") for text in args.pair)
+    print("\n".join(rule_lines(first, second)))
+    return 0
+
+
 def run_verify(args: argparse.Namespace) -> int:
     """``verify --against sglang``: the catalog's cases through SGLang's own sizing and pool
     builders (:mod:`kvstrategies.integrations.sglang.verify`), or with ``--launch [GRID]`` the
@@ -838,6 +858,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_sweep(args)
         if args.command == "architectures":
             return run_architectures(args)
+        if args.command == "releases":
+            return run_releases(args)
         if args.command == "checkpoints":
             return run_checkpoints(args)
         if args.command == "gpus":

@@ -226,9 +226,10 @@ class ByRelease(Generic[T]):
         object.__setattr__(self, "_rules", tuple(rules))
 
     def at(self, release: EngineRelease) -> T:
+        """The value of the step whose rule holds for ``release`` (the last one if several do)."""
         value = self.steps[0][1]
-        for first, step_value in self.steps:
-            if parse_release(first, self.engine) <= release:
+        for rule, (_first, step_value) in zip(self._rules, self.steps, strict=True):
+            if rule.holds(release):
                 value = step_value
         return value
 

@@ -80,6 +80,19 @@ def test_differences_name_the_field_and_the_buffer() -> None:
     assert lines[1] == "pools.token_to_kv: k_buffer[0]: dtype torch.bfloat16 -> torch.float8_e4m3fn"
 
 
+def test_storage_behind_views_is_compared_by_shape_and_dtype() -> None:
+    """A deduplicated conv window is a view: its bytes live in a private backing tensor, which
+    SGLang's document lists as a pool attribute and ours as an allocation (names differ)."""
+    phys = {"name": "mamba._intermediate_conv_window_phys[0]", "shape": [20, 9, 3, 3075], "dtype": "torch.bfloat16"}
+    kv = {"name": "kv[0]", "shape": [2], "dtype": "torch.bfloat16"}
+    ours = {**_doc(), "allocations": [{**phys, "nbytes": 2}, kv]}
+    theirs = _doc(pools=[*_doc()["pools"], {**phys, "name": "mamba_pool._intermediate_conv_window_phys[0]"}])  # type: ignore[list-item]
+    assert difference_lines(ours, theirs) == []
+    assert difference_lines(_doc(allocations=[]), theirs) == [
+        "backing: [] -> [[20, 9, 3, 3075] torch.bfloat16]"
+    ]
+
+
 def test_a_strategy_is_compared_by_the_sglang_class_it_reproduces() -> None:
     ours = {**_doc(), "configurator": "HybridLinearPoolConfigurator", "sglang_configurator": "DefaultPoolConfigurator"}
     theirs = {**_doc(), "configurator": "DefaultPoolConfigurator"}

@@ -102,6 +102,15 @@ MAMBA_STAGE_SHARE = ReleaseRule(
     "Mamba reservation under PP: per-request bytes scaled to the largest stage's Mamba layers",
     "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache (pp_layer_scale)",
 )
+#: KDA (Kimi-Linear) keeps the dense per-draft-token conv window: its conv tuples read
+#: ``(K - 1, channels)``, so the shared-window view would alias the channel axis (before: deduplicated
+#: like every CUDA linear chain, over the tuple's second axis, which is KDA's channel axis)
+KDA_DENSE_CONV_WINDOW = ReleaseRule(
+    "kda-dense-conv-window",
+    span("0.5.16"),
+    "KDA's speculative conv window is dense (before: the shared-window layout over the tuple's second axis)",
+    "sglang.srt.mem_cache.memory_pool.conv_window_dedup_enabled (is_kda)",
+)
 #: a PD prefill role's Mamba pool allocates no per-draft-token state (it never runs target verify)
 MAMBA_PD_PREFILL_POOL_SKIPS_SPEC = ReleaseRule(
     "mamba-pd-prefill-pool-skips-spec",
@@ -506,7 +515,13 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         shapes = self.state_shapes
         spec = self.ctx.speculative
         cuda = self.ctx.device in (DeviceKind.CUDA, DeviceKind.META)
-        dedup = cuda and (spec.eagle_topk or 1) <= 1 and not self.mamba.is_kda
+        dedup = cuda and (spec.eagle_topk or 1) <= 1
+        window_axis = shapes.conv_window_axis
+        if dedup and self.mamba.is_kda:
+            if KDA_DENSE_CONV_WINDOW.holds(self.ctx.release):
+                dedup = False
+            else:
+                window_axis = 1  # SGLang read every conv tuple as (channels, K - 1)
         spec_state_size = requests
         if self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE:
             # HybridMambaDecodeReqToTokenPool (SGLang disaggregation.decode): the pre-allocated rows
@@ -526,7 +541,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
                 ssm_dtype=self.ssm_dtype,
                 num_draft_tokens=self.spec_num_draft_tokens,
                 conv_window_dedup=dedup,
-                conv_window_axis=shapes.conv_window_axis,
+                conv_window_axis=window_axis,
                 npu_conv=self.npu,
             ),
         )

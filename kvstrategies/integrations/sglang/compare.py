@@ -45,6 +45,21 @@ def _buffers(entries: Any) -> list[dict[str, Any]] | None:
     return sorted(out, key=lambda e: _natural(e["name"]))  # attribute order is not part of the answer
 
 
+def _backing(document: Mapping[str, Any]) -> list[str]:
+    """Storage behind views, as sorted ``shape dtype`` signatures (names differ between the sides).
+
+    SGLang's document lists it as private pool attributes (``_intermediate_conv_window_phys``);
+    ours as private allocations (``mamba._intermediate_conv_window_phys[0]``). Empty when every
+    buffer owns its bytes.
+    """
+    entries = document.get("allocations") if "allocations" in document else document.get("pools")
+    return sorted(
+        f"{list(e['shape'])} {e['dtype']}"
+        for e in entries or []
+        if PRIVATE.search(str(e["name"])) and not POINTER_TABLE.search(str(e["name"]))
+    )
+
+
 def _natural(name: str) -> list[Any]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
@@ -59,6 +74,7 @@ def comparable(document: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(cell, float) and cell.is_integer():
         out["cell_size"] = cell  # SGLang reports hybrid cells as floats; both sides keep their type
     out["pools"] = _buffers(document.get("pools"))
+    out["backing"] = _backing(document)
     req = document.get("req_to_token_pool")
     out["req_to_token_pool"] = None if req is None else {
         "pool_class": req.get("pool_class"),
