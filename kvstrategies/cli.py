@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import KVCacheConfigError
 from .planner.launch_command import QUANTIZATION
-from .releases import parse_release
+from .releases import NEWEST_SGLANG, SGLANG_RELEASES, parse_release, release_labels
 
 if TYPE_CHECKING:
     from .planner import DeploymentRequest
@@ -103,6 +103,11 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
         else:
             srv.add_argument(flag, type=kind, default=None)
     parser.add_argument(
+        "--sglang-version", default=None, metavar="X",
+        help=f"the SGLang release to plan for: its launch defaults, flags and sizing (default: the newest "
+        f"supported, {NEWEST_SGLANG.text}; supported: {release_labels(SGLANG_RELEASES)})",
+    )  # fmt: skip
+    parser.add_argument(
         "--request-length",
         "--context-length-request",
         dest="request_lengths",
@@ -166,7 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Paste a launch command: kvstrategies plan --gpu H100 -- python -m sglang.launch_server "
         "--model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 1",
     )
-    parser.add_argument("--version", action="version", version=f"kvstrategies {__version__} (SGLang 0.5.23 rules)")
+    span_text = f"SGLang {SGLANG_RELEASES[0].text}-{NEWEST_SGLANG.text} rules, default {NEWEST_SGLANG.text}"
+    version = f"kvstrategies {__version__} ({span_text})"
+    parser.add_argument("--version", action="version", version=version)
     sub = parser.add_subparsers(dest="command", required=True)
     plan = sub.add_parser(
         "plan",
@@ -239,7 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--recorded", action="store_true", help="use SGLang's recorded answers (no SGLang needed)")
     verify.add_argument(
         "--sglang-version", default=None, metavar="X",
-        help="the SGLang release to check (default: the installed one; with --recorded the newest recorded)",
+        help="the SGLang release to check (default: the installed one; with --recorded the newest recorded); "
+        "with --launch live it must be the installed one",
     )  # fmt: skip
     verify.add_argument("--record", type=Path, default=None, metavar="DIR", help="write SGLang's live answers to DIR")
     verify.add_argument("--jobs", type=int, default=None, help="resolution workers (default: the CPUs, at most 8)")
@@ -332,6 +340,7 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
     from .planner import DeploymentRequest
     from .planner.gpus import parse_bytes
     from .planner.model_lookup import resolve_for_planning
+    from .releases import parse_release
 
     model = model_argument(args)
     source = resolve_for_planning(model)
@@ -404,6 +413,7 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         ep_size=args.ep_size if isinstance(args.ep_size, int) else 1,
         moe_runner_backend=getattr(args, "moe_runner_backend", None),
         rocm_aiter=not getattr(args, "no_rocm_aiter", False),
+        release=parse_release(getattr(args, "sglang_version", None)),
     )
 
 
@@ -486,7 +496,7 @@ def run_plan(args: argparse.Namespace) -> int:
                                      "compare MODEL --gpu ... --tp ... (vLLM beside SGLang on the same budget)")
         return _plan_vllm_case(args)
     if args.case is not None:
-        case = load_case(args.case)
+        case = load_case(args.case, sglang_version=args.sglang_version)
         try:
             planned = plan(
                 case.settings,
@@ -574,6 +584,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
         print(json.dumps([dataclasses.asdict(row) for row in rows], indent=2))
     else:
+        print(f"{base.release.label} launch defaults")
         print(sweep_table(rows))
         scale = base.attn_dp_size * base.dp_replicas
         if scale > 1:
@@ -694,13 +705,25 @@ def split_launch_command(argv: Sequence[str]) -> tuple[list[str], LaunchCommand 
     """``plan [flags] -- <SGLang launch command>``: the ``plan`` arguments with the command's
     memory flags first (flags before ``--`` win, being later), and the translated command."""
     from .planner.launch_command import translate
+    from .releases import parse_release
 
     args = list(argv)
     if not args or args[0] != "plan" or "--" not in args:
         return args, None
     cut = args.index("--")
-    command = translate(args[cut + 1 :])
+    command = translate(args[cut + 1 :], parse_release(_option_value(args[1:cut], "--sglang-version")))
     return ["plan", *command.plan_args, *args[1:cut]], command
+
+
+def _option_value(args: Sequence[str], option: str) -> str | None:
+    """The last value given to ``option`` (``--opt X`` or ``--opt=X``) among ``args``, else None."""
+    value = None
+    for index, token in enumerate(args):
+        if token == option and index + 1 < len(args):
+            value = args[index + 1]
+        elif token.startswith(option + "="):
+            value = token.partition("=")[2]
+    return value
 
 
 def run_releases(args: argparse.Namespace) -> int:
@@ -733,7 +756,7 @@ def run_verify(args: argparse.Namespace) -> int:
         grid = Path(args.launch) if args.launch else None
         return run_verify_launch(
             grid, recorded=args.recorded, record=args.record, workers=args.jobs, as_json=args.json,
-            show_equal=args.show_equal,
+            show_equal=args.show_equal, sglang_version=args.sglang_version,
         )
     if args.record is not None or args.json or args.show_equal or args.jobs is not None:
         raise KVCacheConfigError("verify: --record, --jobs, --show-equal and --json go with --launch")

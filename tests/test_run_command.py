@@ -62,7 +62,7 @@ def test_the_command_is_printed_after_the_answer(capsys: pytest.CaptureFixture[s
     assert main(["plan", "Qwen/Qwen3-30B-A3B-FP8", "--gpu", "H100", "--tp", "2", "--page-size", "64"]) == 0
     out = capsys.readouterr().out
     head = out.split("\n\n")[0].splitlines()
-    assert head[0] == "answer on H100-80GB, TP 2"
+    assert head[0] == f"answer on H100-80GB, TP 2 ({NEWEST_SGLANG.label} launch defaults)"
     run = head.index(f"run it ({NEWEST_SGLANG.label})")
     assert head[run + 1] == (
         "  python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B-FP8 --tp-size 2 --page-size 64"
@@ -174,7 +174,7 @@ def test_json_errors_are_one_object_with_the_same_exit_code(capsys: pytest.Captu
 def test_brief_is_the_answer_and_the_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "llama-3.1-8b", "--gpu", "H100", "--brief"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "answer on H100-80GB, TP 1" and out[-2:] == [
+    assert out[0] == f"answer on H100-80GB, TP 1 ({NEWEST_SGLANG.label} launch defaults)" and out[-2:] == [
         "  python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B --tp-size 1",
         "  # on one H100-80GB",
     ]

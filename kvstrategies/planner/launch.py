@@ -102,6 +102,7 @@ def resolve_launch(req: DeploymentRequest, config: Mapping[str, Any]) -> LaunchR
         attn_dp_size=req.attn_dp_size,
         dcp_size=req.dcp_size,
         settings=launch_settings(req),
+        release=req.release,
     )
 
 
@@ -138,6 +139,7 @@ def case_fields(req: DeploymentRequest, model_dtype: str, launch: LaunchResoluti
         "device": req.device,
         "eagle_draft_num_layers": draft_layers(req),
         "disable_radix_cache": req.disable_radix_cache,
+        "sglang_version": req.release.text,
     }
     if req.allow_context_length_override:  # --allow-context-length-override is SGLang's env knob
         case["env"] = {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}
