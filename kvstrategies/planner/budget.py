@@ -23,7 +23,8 @@ from typing import Any, Literal
 from ..dtypes import DType
 from ..errors import InsufficientMemoryError, KVCacheConfigError
 from .checkpoint import CheckpointWeights, ShardingFacts, max_rank_bytes, read_checkpoint
-from .launch_defaults import LaunchResolution, estimate_kv_budget, model_facts_from_hf_config
+from .launch import launch_facts
+from .launch_defaults import LaunchResolution, estimate_kv_budget
 from .load_refusals import request_layout
 from .preload import preload_memory
 from .request import GIB, DeploymentRequest, model_dtype_name
@@ -112,7 +113,7 @@ def _split_text(req: DeploymentRequest) -> str:
 
 def _vision_tower_bytes(req: DeploymentRequest, config: Mapping[str, Any], base: float) -> tuple[int, str]:
     """Bytes per rank of the vision tower SGLang loads with the language model, and the note."""
-    if not model_facts_from_hf_config(config).is_multimodal:
+    if not launch_facts(config).is_multimodal:
         return 0, ""
     groups = moonvit_groups(config)
     if groups:
@@ -131,7 +132,7 @@ def _vision_tower_bytes(req: DeploymentRequest, config: Mapping[str, Any], base:
 def _vision_tower(config: Mapping[str, Any]) -> int:
     """Parameters of the vision tower SGLang loads: the multimodal model classes build it even
     when multimodal serving is opt-in and off (``sglang/srt/models/gemma3_mm.py``)."""
-    if not model_facts_from_hf_config(config).is_multimodal:
+    if not launch_facts(config).is_multimodal:
         return 0
     return vision_tower_params(config)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..api import Plan, plan
 from ..case import Case, parse_case
+from ..memo import in_session
 from ..pools.layout import KVPoolsLayout
 from ..sizing import PoolSizes
 from .breakdown import Breakdown, build_breakdown
@@ -139,6 +140,7 @@ def state_reserved_fields(fields: Mapping[str, Any], budget_bytes: int) -> dict[
     return out
 
 
+@in_session
 def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> DeploymentPlan:
     """Plan ``req`` end to end; ``suggest`` also searches the fixes when the context does not fit.
 

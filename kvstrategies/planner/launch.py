@@ -14,8 +14,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..memo import remember
 from .gpus import Accelerator
-from .launch_defaults import LaunchResolution, LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
+from .launch_defaults import (
+    LaunchModelFacts,
+    LaunchResolution,
+    LaunchSettings,
+    model_facts_from_hf_config,
+    resolve_launch_defaults,
+)
 from .request import DeploymentRequest
 
 
@@ -80,12 +87,18 @@ def draft_layers(req: DeploymentRequest) -> int | None:
     return None if config is None else _positive_int(config.get("num_hidden_layers"))
 
 
+def launch_facts(config: Mapping[str, Any]) -> LaunchModelFacts:
+    """:func:`~kvstrategies.planner.launch_defaults.model_facts_from_hf_config`, once per config in
+    a planning session (:mod:`kvstrategies.memo`)."""
+    return remember(("launch_facts", id(config)), lambda: model_facts_from_hf_config(config), config)
+
+
 def resolve_launch(req: DeploymentRequest, config: Mapping[str, Any]) -> LaunchResolution | None:
     """SGLang's launch resolution for ``req`` on its GPU (``None`` without a GPU)."""
     if req.gpu is None:
         return None
     return resolve_launch_defaults(
-        model_facts_from_hf_config(config),
+        launch_facts(config),
         req.gpu,
         tp_size=req.tp_size,
         pp_size=req.pp_size,
