@@ -1,30 +1,79 @@
 """kvstrategies: plan and build SGLang-compatible KV-cache pools.
 
 Planning (``plan``) is plain Python and never imports torch; ``build`` allocates exactly the
-planned layout on any torch device, ``meta`` included.
+planned layout on any torch device, ``meta`` included. The names below load on first use
+(PEP 562), so ``import kvstrategies.cli`` or one submodule pays only for what it reads.
 """
 
 from __future__ import annotations
 
-from .api import Plan, build, plan
-from .context import (
-    AttentionBackends,
-    DeviceKind,
-    EngineKnobs,
-    KVCacheContext,
-    KVCacheSettings,
-    ParallelLayout,
-    Platform,
-    SchedulingConfig,
-    SpecAlgorithm,
-    SpeculativeConfig,
-)
-from .dtypes import DType, KVCacheDtype, resolve_kv_cache_dtype
-from .errors import KVCacheConfigError
-from .models import ModelGeometry, parse_hf_config
-from .pools.build import KVPools
-from .sizing import PoolSizes
-from .strategies import PoolConfigurator, register, select_configurator
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+#: public name -> the submodule that defines it
+_EXPORTS = {
+    "Plan": "api",
+    "build": "api",
+    "plan": "api",
+    "AttentionBackends": "context",
+    "DeviceKind": "context",
+    "EngineKnobs": "context",
+    "KVCacheContext": "context",
+    "KVCacheSettings": "context",
+    "ParallelLayout": "context",
+    "Platform": "context",
+    "SchedulingConfig": "context",
+    "SpecAlgorithm": "context",
+    "SpeculativeConfig": "context",
+    "DType": "dtypes",
+    "KVCacheDtype": "dtypes",
+    "resolve_kv_cache_dtype": "dtypes",
+    "KVCacheConfigError": "errors",
+    "ModelGeometry": "models",
+    "parse_hf_config": "models",
+    "KVPools": "pools.build",
+    "PoolSizes": "sizing",
+    "PoolConfigurator": "strategies",
+    "register": "strategies",
+    "select_configurator": "strategies",
+}
+
+if TYPE_CHECKING:
+    from .api import Plan, build, plan
+    from .context import (
+        AttentionBackends,
+        DeviceKind,
+        EngineKnobs,
+        KVCacheContext,
+        KVCacheSettings,
+        ParallelLayout,
+        Platform,
+        SchedulingConfig,
+        SpecAlgorithm,
+        SpeculativeConfig,
+    )
+    from .dtypes import DType, KVCacheDtype, resolve_kv_cache_dtype
+    from .errors import KVCacheConfigError
+    from .models import ModelGeometry, parse_hf_config
+    from .pools.build import KVPools
+    from .sizing import PoolSizes
+    from .strategies import PoolConfigurator, register, select_configurator
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "AttentionBackends",
@@ -52,4 +101,3 @@ __all__ = [
     "resolve_kv_cache_dtype",
     "select_configurator",
 ]
-__version__ = "0.2.0"

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._torch import import_torch
 from .budget_check import check_layout_within_budget
 from .context import KVCacheContext, KVCacheSettings
 from .errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
-from .pools.binding import AllocatorSpec, PoolBinding, pool_binding
-from .pools.build import KVPools
 from .pools.layout import KVPoolsLayout
 from .resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
 from .sizing import PoolSizes
 from .strategies.base import PoolConfigurator
 from .strategies.registry import select_configurator
 from .validate import MAX_INT64, check_bool, check_instance, check_int, check_opt_int
+
+if TYPE_CHECKING:  # what building needs: loaded by build() and Plan.binding only
+    from .pools.binding import AllocatorSpec, PoolBinding
+    from .pools.build import KVPools
 
 #: the most requests (rows of the request table) a what-if layout (``pool_max_running_requests``) may
 #: ask for: a what-if is a small size, and a build on a real device allocates the table for real
@@ -100,6 +102,8 @@ class Plan:
     @property
     def binding(self) -> PoolBinding:
         """What ``build`` needs beyond the layout: ``start_layer``, logical KV dtype, allocator."""
+        from .pools.binding import pool_binding
+
         return pool_binding(self.ctx, self.pool_sizes)
 
     @property

@@ -30,7 +30,6 @@ from .dtypes import DType, resolve_kv_cache_dtype
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
 from .models import ModelGeometry, parse_hf_config
 from .models.architectures import require_loadable
-from .presets import load_preset_config
 from .releases import EngineRelease, ReleaseRule, parse_release, span
 from .validate import MAX_INT64, MAX_SETTING_INT, check_float
 
@@ -244,6 +243,8 @@ def _geometry(data: Mapping[str, Any], base_dir: Path | None) -> ModelGeometry:
     if (hf_config is None) == (preset is None):
         raise KVCacheConfigError("a case needs exactly one of 'hf_config' (a config.json object or path) or 'preset'")
     if preset is not None:
+        from .presets import load_preset_config  # a preset case only
+
         return parse_hf_config(load_preset_config(str(preset)))
     if isinstance(hf_config, str):
         path = Path(hf_config)

@@ -15,19 +15,20 @@ allocate the pools on ``meta``; the planner logic lives in :mod:`kvstrategies.pl
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import KVCacheConfigError
-from .planner.launch_command import QUANTIZATION
+from .jsonout import dumps
+from .quantization_names import QUANTIZATION
 
 if TYPE_CHECKING:
-    from .planner import DeploymentRequest
+    from .planner.deployment import DeploymentPlan
     from .planner.gpus import Accelerator
     from .planner.launch_command import LaunchCommand
+    from .planner.request import DeploymentRequest
 
 
 def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
@@ -156,7 +157,13 @@ def launch_extras(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: the subcommands, in the order ``kvstrategies --help`` lists them
+COMMANDS = ("plan", "sweep", "verify", "presets", "checkpoints", "architectures", "gpus")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``kvstrategies`` parser: every subcommand, or (``command``) only that one, which is
+    all that parsing a command line starting with it needs (each subcommand costs its flags)."""
     from . import __version__
 
     parser = _OneLineErrors(
@@ -167,6 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kvstrategies {__version__} (SGLang 0.5.23 rules)")
     sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMANDS if command is None else (command,):
+        _SUBCOMMANDS[name](sub)
+    return parser
+
+
+def _plan_parser(sub: Any) -> None:
     plan = sub.add_parser(
         "plan",
         usage="%(prog)s [MODEL] [flags] [-- SGLANG LAUNCH COMMAND]",
@@ -190,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     plan.add_argument("--build-check", action="store_true", help="also allocate on meta (imports torch)")
     plan.add_argument("--plot", type=Path, default=None, help="write the breakdown as a stacked bar PNG (matplotlib)")
+
+
+def _sweep_parser(sub: Any) -> None:
     sweep = sub.add_parser(
         "sweep",
         help="a grid of plans over GPUs, TP sizes, KV dtypes and page sizes",
@@ -207,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--plot", type=Path, default=None, help="also draw tokens and concurrency against TP and GPU (matplotlib)"
     )
+
+
+def _verify_parser(sub: Any) -> None:
     verify = sub.add_parser(
         "verify", help="compare with SGLang's own code: case files (docs/sglang-bridge.md) or launch defaults"
     )
@@ -223,17 +242,28 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--jobs", type=int, default=None, help="resolution workers (default: the CPUs, at most 8)")
     verify.add_argument("--show-equal", action="store_true", help="also list the launches that agree")
     verify.add_argument("--json", action="store_true")
-    presets = sub.add_parser("presets", help="list the shipped model presets and the strategy that sizes each")
-    presets.add_argument("--json", action="store_true")
-    ckpts = sub.add_parser(
-        "checkpoints", help="list the shipped HF checkpoints (planned offline by their HF id) and their sources"
-    )
-    ckpts.add_argument("--json", action="store_true")
-    archs = sub.add_parser("architectures", help="list the architectures SGLang 0.5.23 serves that the planner knows")
-    archs.add_argument("--json", action="store_true")
-    gpus = sub.add_parser("gpus", help="list the GPU table: capacity as SGLang reads it and where it was checked")
-    gpus.add_argument("--json", action="store_true")
-    return parser
+
+
+def _listing_parser(name: str, text: str) -> Any:
+    def add(sub: Any) -> None:
+        sub.add_parser(name, help=text).add_argument("--json", action="store_true")
+
+    return add
+
+
+_SUBCOMMANDS: dict[str, Any] = {
+    "plan": _plan_parser,
+    "sweep": _sweep_parser,
+    "verify": _verify_parser,
+    "presets": _listing_parser("presets", "list the shipped model presets and the strategy that sizes each"),
+    "checkpoints": _listing_parser(
+        "checkpoints", "list the shipped HF checkpoints (planned offline by their HF id) and their sources"
+    ),
+    "architectures": _listing_parser(
+        "architectures", "list the architectures SGLang 0.5.23 serves that the planner knows"
+    ),
+    "gpus": _listing_parser("gpus", "list the GPU table: capacity as SGLang reads it and where it was checked"),
+}
 
 
 def _int_list(flag: str, text: str) -> list[int]:
@@ -296,9 +326,9 @@ def parallel_sizes(args: argparse.Namespace) -> tuple[int, int]:
 
 def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) -> DeploymentRequest:
     """Translate the flags into a :class:`~kvstrategies.planner.DeploymentRequest`."""
-    from .planner import DeploymentRequest
     from .planner.gpus import parse_bytes
     from .planner.model_lookup import resolve_for_planning
+    from .planner.request import DeploymentRequest
 
     model = model_argument(args)
     source = resolve_for_planning(model)
@@ -435,11 +465,9 @@ def _human(document: dict[str, Any], planned: Any) -> str:
 
 
 def run_plan(args: argparse.Namespace) -> int:
+    """``plan``: from a case file (the core library only, unless the text report or a plot
+    needs the planner's view of it) or from flags (the planner)."""
     from .api import LayoutError, plan
-    from .case import load_case
-    from .planner import deployment_from_case
-    from .planner.replan import plan_or_replan
-    from .planner.report import answer_text, fixes_text, planner_document, planner_text, run_text
     from .report import partial_plan_document, plan_document
 
     lengths = tuple(args.request_lengths or ())
@@ -447,7 +475,10 @@ def run_plan(args: argparse.Namespace) -> int:
         from .planner.plot import check_plot_path
 
         check_plot_path(args.plot)
+    deployment: DeploymentPlan | None
     if args.case is not None:
+        from .case import load_case
+
         case = load_case(args.case)
         try:
             planned = plan(
@@ -460,11 +491,17 @@ def run_plan(args: argparse.Namespace) -> int:
             )
         except LayoutError as exc:
             if args.json:  # the sizes stand even when the pool cannot be built: report them
-                print(json.dumps(partial_plan_document(exc), indent=2))
+                print(dumps(partial_plan_document(exc)))
                 exc.reported_as_json = True  # type: ignore[attr-defined]  # (the one JSON object)
             raise
-        deployment = None if args.json and args.plot is None else deployment_from_case(case, planned, lengths)
+        deployment = None
+        if not args.json or args.plot is not None:
+            from .planner.deployment import deployment_from_case
+
+            deployment = deployment_from_case(case, planned, lengths)
     else:
+        from .planner.replan import plan_or_replan
+
         deployment = plan_or_replan(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
         planned = deployment.planned
     from . import __version__
@@ -478,13 +515,17 @@ def run_plan(args: argparse.Namespace) -> int:
         print(f"kvstrategies: wrote the memory breakdown plot to {written}", file=sys.stderr)
     if args.json:
         if args.case is None and deployment is not None:
+            from .planner.report import planner_document
+
             document["planner"] = planner_document(deployment)  # case mode stays as SGLang compares it
             if command is not None:
                 document["planner"]["launch_command"] = {"plan_args": list(command.plan_args),
                                                          "ignored": list(command.ignored)}  # fmt: skip
-        print(json.dumps(document, indent=2))
+        print(dumps(document))
         return 0
     if deployment is not None:
+        from .planner.report import answer_text, fixes_text, run_text
+
         print("\n".join([*answer_text(deployment), *run_text(deployment)]))
         if args.brief:
             print("\n".join(fixes_text(deployment)), end="\n" if deployment.fixes else "")
@@ -495,13 +536,15 @@ def run_plan(args: argparse.Namespace) -> int:
         print()
     print(_human(document, planned))
     if deployment is not None:
+        from .planner.report import planner_text
+
         print()
         print(planner_text(deployment))
     return 0
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    from .planner import sweep, sweep_csv, sweep_table
+    from .planner.sweep import sweep, sweep_csv, sweep_table
 
     gpus: list[Accelerator | None] = []
     names = _str_list(args.gpu) if args.gpu is not None else [None]
@@ -534,7 +577,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     elif args.json:
         import dataclasses
 
-        print(json.dumps([dataclasses.asdict(row) for row in rows], indent=2))
+        print(dumps([dataclasses.asdict(row) for row in rows]))
     else:
         print(sweep_table(rows))
         scale = base.attn_dp_size * base.dp_replicas
@@ -571,7 +614,7 @@ def run_presets(args: argparse.Namespace) -> int:
         family, strategy = _family_and_strategy({"preset": short})
         rows.append({"name": short, "hf_id": hf_id, "family": family, "strategy": strategy})
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(dumps(rows))
     else:
         for row in rows:
             print(f"{row['name']:<24}{row['family']:<16}{row['strategy']:<32}{row['hf_id']}")
@@ -605,7 +648,7 @@ def run_checkpoints(args: argparse.Namespace) -> int:
         rows.append({"hf_id": hf_id, "family": family, "strategy": strategy, "quantization": method,
                      "files": dict(ckpt.sources)})  # fmt: skip
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(dumps(rows))
     else:
         for row in rows:
             print(f"{row['hf_id']:<48}{row['family']:<16}{row['quantization']:<20}{row['strategy']}")
@@ -617,7 +660,7 @@ def run_architectures(args: argparse.Namespace) -> int:
 
     rows = served_listing()
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(dumps(rows))
     else:
         for row in rows:
             print(f"{row['name']:<44}{row['family']:<28}{row['sglang_model']}{' (draft)' if row['draft'] else ''}")
@@ -644,7 +687,7 @@ def run_gpus(args: argparse.Namespace) -> int:
         for g in GPUS
     ]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(dumps(rows))
         return 0
     for row in rows:
         where = row["source"] or f"UNCONFIRMED: {row['note']}"
@@ -655,11 +698,10 @@ def run_gpus(args: argparse.Namespace) -> int:
 def split_launch_command(argv: Sequence[str]) -> tuple[list[str], LaunchCommand | None]:
     """``plan [flags] -- <SGLang launch command>``: the ``plan`` arguments with the command's
     memory flags first (flags before ``--`` win, being later), and the translated command."""
-    from .planner.launch_command import translate
-
     args = list(argv)
     if not args or args[0] != "plan" or "--" not in args:
         return args, None
+    from .planner.launch_command import translate
     cut = args.index("--")
     command = translate(args[cut + 1 :])
     return ["plan", *command.plan_args, *args[1:cut]], command
@@ -700,15 +742,33 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; ``argv`` defaults to the process's own arguments.
+
+    Run as the process's command line (no ``argv``: the console script, ``python -m``), the
+    objects left at the end are frozen out of the cyclic garbage collector (``gc.freeze``): the
+    process exits next, and the interpreter's final collection over every module's objects
+    would otherwise cost more CPU than planning does. An in-process caller (``argv`` given)
+    keeps its collector as it was.
+    """
+    try:
+        return _main(argv)
+    finally:
+        if argv is None:
+            import gc
+
+            gc.freeze()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a name prints as \udcxx, never crashes
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    parser = build_parser()
     args: argparse.Namespace | None = None
     raw = list(sys.argv[1:] if argv is None else argv)
     try:
         argv_list, command = split_launch_command(raw)
+        parser = build_parser(argv_list[0] if argv_list and argv_list[0] in COMMANDS else None)
         args = parser.parse_args(argv_list)
         args.launch_command = command
         if args.command == "plan":

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import KVCacheConfigError
+from ..quantization_names import QUANTIZATION
 from .sglang_flags import SGLANG_SERVER_FLAGS
 
 #: SGLang flags ``plan`` understands (canonical SGLang spelling; ``plan`` accepts them verbatim).
@@ -122,9 +123,6 @@ GRAPH_RESERVE_FLAGS = frozenset(
     }
 )
 
-#: ``plan`` spellings of SGLang's ``--quantization`` for the weight estimate.
-QUANTIZATION = {"fp8": "fp8", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4", "awq": "w4a16", "gptq": "w4a16",
-                "awq_marlin": "w4a16", "gptq_marlin": "w4a16"}  # fmt: skip
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _LAUNCHERS = ("sglang.launch_server", "sglang.launch_server.py")
 OVERRIDE_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
