@@ -442,6 +442,17 @@ def read_json_file(path: str | Path) -> Any:
     return jsonio.read_json_file(path)
 
 
+def at_budget(case: Case, data: Mapping[str, Any]) -> Case:
+    """``parse_case(data)`` where ``data`` is the dict ``case`` was parsed from with only its
+    ``available_bytes`` changed: the settings do not read the budget, so only the budget is
+    checked (as :func:`parse_case` checks it, same message) and replaced."""
+    if data["available_bytes"] is None:
+        raise KVCacheConfigError("case field 'available_bytes' is required (the KV budget in bytes after profiling)")
+    available = _int(data, "available_bytes", minimum=1, maximum=MAX_INT64)
+    return Case(case.name, case.description, case.settings, available, case.max_tokens, case.pool_max_tokens,
+                case.pool_max_running_requests, case.pool_max_mamba_cache_size, dict(data))  # fmt: skip
+
+
 def load_case(path: str | Path, *, sglang_version: str | None = None) -> Case:
     """Read and parse a case file; a relative ``hf_config`` path is taken from the file's folder.
 

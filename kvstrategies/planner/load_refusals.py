@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
+from ..memo import remember
 from ..models.hf import text_config
 from ..releases import NEWEST_SGLANG
 from .moe_layout import MoELayout, moe_layout, override_quantization, quantization_method
@@ -239,7 +240,12 @@ def _check_block_linears(
 
 
 def _quantized_linears(est: WeightEstimate) -> list[ParamGroup]:
-    """One quantized linear group per distinct shape (the first layer that has it)."""
+    """One quantized linear group per distinct shape (the first layer that has it); once per
+    estimate in a planning session."""
+    return list(remember(("quantized_linears", id(est)), lambda: tuple(_find_quantized_linears(est)), est))
+
+
+def _find_quantized_linears(est: WeightEstimate) -> list[ParamGroup]:
     seen: set[tuple[str, str]] = set()
     out = []
     for layer in est.distinct_layers():
