@@ -15,6 +15,7 @@ allocate the pools on ``meta``; the planner logic lives in :mod:`kvstrategies.pl
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -177,6 +178,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name in COMMANDS if command is None else (command,):
         _SUBCOMMANDS[name](sub)
     return parser
+
+
+@functools.cache
+def _parser(command: str | None) -> argparse.ArgumentParser:
+    """:func:`build_parser`, built once per subcommand in a process (parsing leaves it unchanged)."""
+    return build_parser(command)
 
 
 def _plan_parser(sub: Any) -> None:
@@ -768,7 +775,7 @@ def _main(argv: Sequence[str] | None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     try:
         argv_list, command = split_launch_command(raw)
-        parser = build_parser(argv_list[0] if argv_list and argv_list[0] in COMMANDS else None)
+        parser = _parser(argv_list[0] if argv_list and argv_list[0] in COMMANDS else None)
         args = parser.parse_args(argv_list)
         args.launch_command = command
         if args.command == "plan":

@@ -46,6 +46,11 @@ def _key(key: Any) -> str:
 
 def _scalar(value: Any) -> str | None:
     """The text of a JSON scalar, ``None`` for a container (or anything else)."""
+    kind = type(value)
+    if kind is int:  # the common exact types first; subclasses (IntEnum, bool, str enums) below
+        return int.__repr__(value)
+    if kind is str:
+        return encode_basestring_ascii(value)
     if isinstance(value, str):
         return encode_basestring_ascii(value)
     if value is None:
@@ -70,8 +75,11 @@ def _encode(value: Any, out: list[str], newline: str, markers: set[int]) -> None
         if not value:
             out.append("[]")
             return
-        _enter(value, markers)
         inner = newline + "  "
+        if all(type(item) is int for item in value):  # a shape: one join
+            out.append("[" + inner + ("," + inner).join(map(int.__repr__, value)) + newline + "]")
+            return
+        _enter(value, markers)
         separator = "[" + inner
         for item in value:
             out.append(separator)

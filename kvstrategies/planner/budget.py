@@ -18,11 +18,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..dtypes import DType
 from ..errors import InsufficientMemoryError, KVCacheConfigError
-from .checkpoint import CheckpointWeights, ShardingFacts, max_rank_bytes, read_checkpoint
 from .launch import launch_facts
 from .launch_defaults import LaunchResolution, estimate_kv_budget
 from .load_refusals import request_layout
@@ -30,6 +29,9 @@ from .preload import preload_memory
 from .request import GIB, DeploymentRequest, model_dtype_name
 from .resident import resident_extras
 from .weights import estimate_weights, moonvit_groups, vision_tower_params
+
+if TYPE_CHECKING:
+    from .checkpoint import CheckpointWeights
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,8 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
     split = _split_text(req)
     ckpt = _checkpoint(req)
     if ckpt is not None and ckpt.source == "headers":
+        from .checkpoint import ShardingFacts, max_rank_bytes
+
         facts = ShardingFacts.from_config(config, serve_bytes=_serve_bytes(req, config))
         nbytes = max_rank_bytes(
             ckpt,
@@ -153,6 +157,8 @@ def _checkpoint(req: DeploymentRequest) -> CheckpointWeights | None:
     folder = req.source.get("checkpoint")
     if folder is None or req.weight_quantization is not None:
         return None
+    from .checkpoint import read_checkpoint  # the safetensors reader: only with a checkpoint at hand
+
     return read_checkpoint(str(folder))
 
 
