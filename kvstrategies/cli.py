@@ -119,10 +119,35 @@ class _OneLineErrors(argparse.ArgumentParser):
     """argparse, but a usage error is reported like every other user error (one stderr line,
     exit 2; with ``--json`` also a JSON object, :mod:`kvstrategies.planner.error_report`)."""
 
+    _checking_metavar = False
+
     def error(self, message: str) -> NoReturn:
         from .planner.error_report import UsageError
 
         raise UsageError(f"{message} (see {self.prog} --help)")
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """argparse's, without asking the terminal for its width: argparse builds a help
+        formatter for every flag to check its metavar (and one for the subcommands' prog
+        prefix), and the width (``shutil``, which loads the compression modules) matters only
+        when help is printed."""
+        self._checking_metavar = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._checking_metavar = False
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        self._checking_metavar = True  # the prefix is the bare prog: no width can wrap it
+        try:
+            return super().add_subparsers(**kwargs)
+        finally:
+            self._checking_metavar = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self._checking_metavar:
+            return argparse.HelpFormatter(prog=self.prog, width=80)
+        return super()._get_formatter()
 
 
 #: further SGLang server arguments the launch defaults read (flag -> type); passed to
