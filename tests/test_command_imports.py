@@ -56,6 +56,13 @@ def test_plan_case_loads_the_core_library_only() -> None:
     assert _under(modules, "kvstrategies.integrations") == set()
     assert {"kvstrategies.case", "kvstrategies.api", "kvstrategies.report", "kvstrategies.jsonout"} <= modules
     assert "kvstrategies.pools.build" not in modules and "kvstrategies.pools.binding" not in modules  # building only
+    other_families = {  # a dense model's plan: no other family's strategy, pools or geometry
+        "kvstrategies.strategies.dsv4", "kvstrategies.strategies.hybrid_swa", "kvstrategies.strategies.hybrid_linear",
+        "kvstrategies.strategies.ascend", "kvstrategies.pools.dsa", "kvstrategies.pools.fp4", "kvstrategies.pools.swa",
+        "kvstrategies.models.mamba", "kvstrategies.models.dsv4", "kvstrategies.models.minimax",
+        "kvstrategies.models.hybrid_swa",
+    }  # fmt: skip
+    assert modules & other_families == set()
     assert _heavy(modules) == set()
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Whole-process cost of ``kvstrategies`` commands, paired against ``python -c pass``.
 
-    python tools/bench_cli.py [--runs 15] [--cold] [--only plan-case,plan-model]
+    python tools/bench_cli.py [--runs 15] [--cold] [--only plan-case,plan-model] [--against DIR]
 
 Each round runs ``python -c pass`` and then every command once, as fresh processes, in the same
 order; the user CPU of each process is the ``os.wait4`` rusage of that child. A command's figure
@@ -17,6 +17,8 @@ clone pays, or any checkout where bytecode writing is off).
 
 The commands run through the installed ``kvstrategies`` console script (as a user types them);
 a command that exits non-zero stops the tool (a benchmark of an error path measures nothing).
+``--against DIR`` runs every command from a second checkout (a folder holding ``kvstrategies/``)
+too, in the same rounds against the same baseline: before and after in one run.
 """
 
 from __future__ import annotations
@@ -53,23 +55,25 @@ def _script() -> str:
     return found
 
 
-def _run(argv: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
-    """``(user CPU seconds, wall seconds)`` of one child process."""
-    start = time.perf_counter()
-    child = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    err = child.stderr.read().decode() if child.stderr is not None else ""
-    if child.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} exited {child.returncode}: {err.strip()[:400]}")
+def child_usage(argv: Sequence[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float]:
+    """``(user CPU seconds, wall seconds)`` of one child process (its waited-for children included)."""
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: a chatty child cannot fill it and stall
+        start = time.perf_counter()
+        child = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=errors, env=env, cwd=cwd)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            errors.seek(0)
+            tail = errors.read().decode(errors="replace").strip()[-600:]
+            raise SystemExit(f"{' '.join(argv)[:200]} exited {child.returncode}: {tail}")
     return usage.ru_utime, wall
 
 
-def _copy_env(base: dict[str, str], scratch: Path, *, cold: bool) -> dict[str, str]:
-    """The package copied first on the path: byte-compiled, or (``cold``) without bytecode and
-    with bytecode writing off."""
-    shutil.copytree(ROOT / "kvstrategies", scratch / "kvstrategies", ignore=shutil.ignore_patterns("__pycache__"))
+def package_env(base: dict[str, str], scratch: Path, *, cold: bool, tree: Path = ROOT) -> dict[str, str]:
+    """``tree``'s package copied first on the path: byte-compiled, or (``cold``) without bytecode
+    and with bytecode writing off."""
+    shutil.copytree(tree / "kvstrategies", scratch / "kvstrategies", ignore=shutil.ignore_patterns("__pycache__"))
     if not cold:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(scratch / "kvstrategies")], check=True)
     return {**base, "PYTHONPATH": str(scratch), "PYTHONDONTWRITEBYTECODE": "1"}
@@ -80,37 +84,46 @@ def run() -> int:
     parser.add_argument("--runs", type=int, default=15, help="rounds (each: the baseline and every command once)")
     parser.add_argument("--cold", action="store_true", help="no bytecode for the package (see above)")
     parser.add_argument("--only", default=None, help=f"comma list of: {', '.join(COMMANDS)}")
+    parser.add_argument("--against", type=Path, default=None, metavar="DIR",
+                        help="also run every command from a second checkout, in the same rounds")  # fmt: skip
     options = parser.parse_args()
     names = list(COMMANDS) if options.only is None else [n.strip() for n in options.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in COMMANDS]
     if unknown:
         parser.error(f"unknown command names {unknown}; known: {', '.join(COMMANDS)}")
     script = _script()
+    trees = {"this": ROOT} if options.against is None else {"this": ROOT, "against": options.against.resolve()}
     with tempfile.TemporaryDirectory(prefix="kvs-bench-cli-") as tmp:
-        env = _copy_env(dict(os.environ), Path(tmp), cold=options.cold)
+        envs = {side: package_env(dict(os.environ), Path(tmp) / side, cold=options.cold, tree=tree)
+                for side, tree in trees.items()}  # fmt: skip
         baseline = [sys.executable, "-c", "pass"]
-        _run(baseline, env)  # warm the interpreter's own files once
+        child_usage(baseline, envs["this"])  # warm the interpreter's own files once
         for name in names:
-            _run([script, *COMMANDS[name]], env)
+            for env in envs.values():
+                child_usage([script, *COMMANDS[name]], env)
         base_user: list[float] = []
         base_wall: list[float] = []
-        ratios: dict[str, list[float]] = {n: [] for n in names}
-        wall_ratios: dict[str, list[float]] = {n: [] for n in names}
+        ratios: dict[tuple[str, str], list[float]] = {(n, side): [] for n in names for side in envs}
+        wall_ratios: dict[tuple[str, str], list[float]] = {(n, side): [] for n in names for side in envs}
         for _ in range(options.runs):
-            user, wall = _run(baseline, env)
+            user, wall = child_usage(baseline, envs["this"])
             base_user.append(user)
             base_wall.append(wall)
             for name in names:
-                cmd_user, cmd_wall = _run([script, *COMMANDS[name]], env)
-                ratios[name].append(cmd_user / max(user, 1e-4))
-                wall_ratios[name].append(cmd_wall / max(wall, 1e-4))
+                for side, env in envs.items():
+                    cmd_user, cmd_wall = child_usage([script, *COMMANDS[name]], env)
+                    ratios[name, side].append(cmd_user / max(user, 1e-4))
+                    wall_ratios[name, side].append(cmd_wall / max(wall, 1e-4))
     mode = "cold (no bytecode for the package)" if options.cold else "warm (package byte-compiled)"
     print(f"{options.runs} rounds, {mode}; python -c pass: median user {statistics.median(base_user) * 1000:.1f} ms, "
           f"wall {statistics.median(base_wall) * 1000:.1f} ms")  # fmt: skip
-    print(f"{'command':<18}{'user CPU x pass':>16}{'wall x pass':>13}   arguments")
+    if options.against is not None:
+        print(f"against: {trees['against']}")
+    print(f"{'command':<18}{'side':<9}{'user CPU x pass':>16}{'wall x pass':>13}   arguments")
     for name in names:
-        user_x, wall_x = statistics.median(ratios[name]), statistics.median(wall_ratios[name])
-        print(f"{name:<18}{user_x:>16.2f}{wall_x:>13.2f}   kvstrategies {' '.join(COMMANDS[name])}")
+        for side in envs:
+            user_x, wall_x = statistics.median(ratios[name, side]), statistics.median(wall_ratios[name, side])
+            print(f"{name:<18}{side:<9}{user_x:>16.2f}{wall_x:>13.2f}   kvstrategies {' '.join(COMMANDS[name])}")
     return 0
 
 

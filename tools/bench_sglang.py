@@ -8,10 +8,12 @@ SGLang's side is the bridge (:mod:`kvstrategies.integrations.sglang.engine`, ``r
 interpreter where SGLang is installed: it imports SGLang and runs SGLang's own
 ``ServerArgs`` / ``ModelConfig`` / KV-cache configurator and pool constructors for the case (on
 CPU, pools on ``meta``), which is what the engine pays to size it. The project's side is the
-``kvstrategies plan --case CASE --json`` console script of this checkout. Each round runs both
-once, interleaved; the figure is the median over rounds of ``SGLang's user CPU / the project's``
-(``os.wait4`` rusage of each child), with ``python -c pass`` of this interpreter as a reference
-in the same rounds. Both sides must succeed (a failing case measures nothing).
+``kvstrategies plan --case CASE --json`` console script of this checkout, run from a copy of the
+package as ``tools/bench_cli.py`` runs it: byte-compiled, or with ``--cold`` without bytecode.
+Each round runs both once, interleaved; the figure is the median over rounds of ``SGLang's user
+CPU / the project's`` (``os.wait4`` rusage of each child), with ``python -c pass`` of this
+interpreter as a reference in the same rounds. Both sides must succeed (a failing case measures
+nothing).
 
 SGLang's interpreter runs in a scratch folder, so that it imports the ``kvstrategies`` installed
 there, not this checkout.
@@ -23,11 +25,11 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from bench_cli import child_usage, package_env
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT / "tests" / "cases" / "default-llama-3.1-8b-tp1-bf16-p1.json"
@@ -42,24 +44,13 @@ SGLANG_SIDE = (
 )
 
 
-def _run(argv: list[str], cwd: Path) -> tuple[float, float]:
-    """``(user CPU seconds, wall seconds)`` of one child (its waited-for children included)."""
-    start = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    err = child.stderr.read().decode(errors="replace") if child.stderr is not None else ""
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise SystemExit(f"{' '.join(argv[:3])} ... exited {code}: {err.strip()[-600:]}")
-    return usage.ru_utime, wall
-
-
 def run() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3, help="rounds (each: SGLang, the project, python -c pass)")
     parser.add_argument("--case", type=Path, default=CASE, help="the case file both sides size")
     parser.add_argument("--sglang-python", type=Path, default=SGLANG_PYTHON, help="an interpreter with SGLang")
+    parser.add_argument("--cold", action="store_true", help="the project's side without bytecode (bench_cli)")
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose plan --case is timed")
     options = parser.parse_args()
     case = options.case.resolve()
     script = shutil.which("kvstrategies", path=str(Path(sys.executable).parent))
@@ -71,15 +62,19 @@ def run() -> int:
     sglang_argv = [str(options.sglang_python), "-c", SGLANG_SIDE, str(case)]
     baseline_argv = [sys.executable, "-c", "pass"]
     rows: dict[str, list[tuple[float, float]]] = {"sglang": [], "ours": [], "pass": []}
-    with tempfile.TemporaryDirectory(prefix="kvs-bench-sglang-") as scratch:
-        _run(ours_argv, ROOT)  # warm the files both sides read
+    with tempfile.TemporaryDirectory(prefix="kvs-bench-sglang-") as scratch, \
+            tempfile.TemporaryDirectory(prefix="kvs-bench-sglang-pkg-") as package:
+        ours_env = package_env(dict(os.environ), Path(package), cold=options.cold, tree=options.tree.resolve())
+        sglang_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        child_usage(ours_argv, ours_env)  # warm the files both sides read
         for _ in range(options.runs):
-            rows["sglang"].append(_run(sglang_argv, Path(scratch)))
-            rows["ours"].append(_run(ours_argv, ROOT))
-            rows["pass"].append(_run(baseline_argv, ROOT))
+            rows["sglang"].append(child_usage(sglang_argv, sglang_env, cwd=Path(scratch)))
+            rows["ours"].append(child_usage(ours_argv, ours_env))
+            rows["pass"].append(child_usage(baseline_argv, ours_env))
     ratio = statistics.median(s[0] / max(o[0], 1e-4) for s, o in zip(rows["sglang"], rows["ours"], strict=True))
     ours_x = statistics.median(o[0] / max(b[0], 1e-4) for o, b in zip(rows["ours"], rows["pass"], strict=True))
-    print(f"case {case.name}, {options.runs} rounds")
+    mode = "cold (no bytecode for the package)" if options.cold else "warm (package byte-compiled)"
+    print(f"case {case.name}, {options.runs} rounds, project side {mode} from {options.tree.resolve()}")
     for name, label in (("sglang", f"SGLang's sizing ({options.sglang_python})"),
                         ("ours", "kvstrategies plan --case --json"), ("pass", "python -c pass")):  # fmt: skip
         user = statistics.median(r[0] for r in rows[name]) * 1000
