@@ -28,20 +28,14 @@ def _float(value: float) -> str:
 
 
 def _key(key: Any) -> str:
-    """A dict key as the standard encoder writes it (``skipkeys`` off)."""
+    """A dict key as the standard encoder writes it (``skipkeys`` off): a string as itself, a
+    number, bool or None as its JSON text in quotes."""
     if isinstance(key, str):
         return encode_basestring_ascii(key)
-    if isinstance(key, float):
-        return '"' + _float(key) + '"'
-    if key is True:
-        return '"true"'
-    if key is False:
-        return '"false"'
-    if key is None:
-        return '"null"'
-    if isinstance(key, int):
-        return '"' + int.__repr__(key) + '"'
-    raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
+    text = _scalar(key)
+    if text is None:
+        raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
+    return '"' + text + '"'
 
 
 def _scalar(value: Any) -> str | None:
@@ -99,17 +93,25 @@ def _encode(value: Any, out: list[str], newline: str, markers: set[int]) -> None
         _enter(value, markers)
         inner = newline + "  "
         separator = "{" + inner
+        append = out.append
         for key, item in value.items():
-            out.append(separator)
+            append(separator)
             separator = "," + inner
-            out.append(_key(key))
-            out.append(": ")
-            text = _scalar(item)
-            if text is None:
-                _encode(item, out, inner, markers)
+            append((encode_basestring_ascii(key) if type(key) is str else _key(key)) + ": ")
+            kind = type(item)  # the exact common types inline; anything else through _scalar / _encode
+            if kind is str:
+                append(encode_basestring_ascii(item))
+            elif kind is int:
+                append(int.__repr__(item))
+            elif item is None:
+                append("null")
             else:
-                out.append(text)
-        out.append(newline + "}")
+                text = _scalar(item)
+                if text is None:
+                    _encode(item, out, inner, markers)
+                else:
+                    append(text)
+        append(newline + "}")
         markers.discard(id(value))
         return
     raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")

@@ -69,7 +69,7 @@ def test_plan_case_loads_the_core_library_only() -> None:
 def test_gpus_loads_the_gpu_table_only() -> None:
     modules = _under(loaded("gpus"), "kvstrategies")
     assert modules == {
-        "kvstrategies", "kvstrategies.cli", "kvstrategies.errors", "kvstrategies.jsonout",
+        "kvstrategies", "kvstrategies.lazy_exports", "kvstrategies.cli", "kvstrategies.errors", "kvstrategies.jsonout",
         "kvstrategies.quantization_names", "kvstrategies.planner", "kvstrategies.planner.gpus",
     }  # fmt: skip
 

@@ -12,10 +12,11 @@ weight estimate) serve these steps only. Torch-free. The core library never impo
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
+
+from ..lazy_exports import lazy_exports
 
 #: public name -> the module that defines it; imported on first use (PEP 562), so that importing
 #: one planner module (``kvstrategies.planner.gpus``) does not load the whole planner
@@ -53,17 +54,7 @@ if TYPE_CHECKING:
     from .sweep import SweepRow, sweep, sweep_csv, sweep_table
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 class _Package(types.ModuleType):

@@ -97,15 +97,21 @@ def resolve_launch(req: DeploymentRequest, config: Mapping[str, Any]) -> LaunchR
     """SGLang's launch resolution for ``req`` on its GPU (``None`` without a GPU)."""
     if req.gpu is None:
         return None
-    return resolve_launch_defaults(
-        launch_facts(config),
-        req.gpu,
-        tp_size=req.tp_size,
-        pp_size=req.pp_size,
-        attn_dp_size=req.attn_dp_size,
-        dcp_size=req.dcp_size,
-        settings=launch_settings(req),
-    )
+    gpu, settings = req.gpu, launch_settings(req)
+    sizes = (req.tp_size, req.pp_size, req.attn_dp_size, req.dcp_size)
+
+    def resolve() -> LaunchResolution:
+        return resolve_launch_defaults(
+            launch_facts(config), gpu, tp_size=sizes[0], pp_size=sizes[1], attn_dp_size=sizes[2], dcp_size=sizes[3],
+            settings=settings,
+        )  # fmt: skip
+
+    try:
+        key = ("resolve_launch", id(config), gpu, sizes, settings)
+        hash(key)
+    except TypeError:  # an unhashable launch extra: resolve every time
+        return resolve()
+    return remember(key, resolve, config)  # the same inputs in one session (a re-plan of another format)
 
 
 def platform_fields(gpu: Accelerator) -> dict[str, bool]:

@@ -43,12 +43,12 @@ import enum
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
 from ..memo import remember
-from ..models.architectures import Attention, LinearAttention, any_row, model_type_row, rows_for
+from ..models.architectures import Attention, LinearAttention, ModelType, any_row, model_type_row, rows_for
 from ..models.hf import as_int
 from ..validate import MAX_LAYERS, TrackedConfig, reading_config
 
@@ -90,6 +90,7 @@ class ParamGroup:
 
 
 _Groups = tuple[ParamGroup, ...]
+_A = TypeVar("_A")
 
 # --- weight formats --------------------------------------------------------------------------
 
@@ -404,34 +405,36 @@ def estimate_weights(
         t = _TextConfig()
         with reading_config(t, "estimating the weights", "pass the resident weight bytes (--weight-bytes)"):
             t.update(_text(cfg))
-            return _estimate_weights(cfg, t, dtype=dtype, quantization=quantization)
+            # the groups depend on the config alone: another dtype or format reuses them in a session
+            counted, t.last_key = remember(("weight_groups", id(cfg)), lambda: _count(t), cfg)
+            return WeightEstimate(**counted, fmt=weight_format_from_config(cfg, dtype=dtype, quantization=quantization))
 
     return remember(("estimate_weights", id(cfg), dtype, quantization), compute, cfg)  # once per plan session
 
 
-def _estimate_weights(
-    cfg: Mapping[str, Any], t: Mapping[str, Any], *, dtype: str | DType | None, quantization: str | None
-) -> WeightEstimate:
+def _count(t: TrackedConfig) -> tuple[dict[str, Any], Any]:
+    """The parameter groups of the text config ``t`` (the :class:`WeightEstimate` fields but the
+    format), and the last field read (a failing format names it, as it did after a fresh count)."""
     h, vocab = int(t["hidden_size"]), int(t["vocab_size"])
     n = as_int(t["num_hidden_layers"], "num_hidden_layers", minimum=1, maximum=MAX_LAYERS)
     tied = bool(t.get("tie_word_embeddings", False))
     norm = 2 * h if model_type_row(t.get("model_type")).layernorm_bias else h  # LayerNorm with bias
     hc = _hc_head(t, h)
     kinds, kind_of = _layer_kinds(t, n)
-    return WeightEstimate(
-        model_type=str(t.get("model_type", "")),
-        embedding=(ParamGroup("embed_tokens", vocab * h, ParamKind.EMBEDDING, vocab, "model.embed_tokens"),),
-        kinds=kinds,
-        kind_of=kind_of,
-        head=(
+    counted = {
+        "model_type": str(t.get("model_type", "")),
+        "embedding": (ParamGroup("embed_tokens", vocab * h, ParamKind.EMBEDDING, vocab, "model.embed_tokens"),),
+        "kinds": kinds,
+        "kind_of": kind_of,
+        "head": (
             ParamGroup("norm", norm, ParamKind.SMALL),
             *hc,
             ParamGroup("lm_head", vocab * h, ParamKind.LM_HEAD, vocab, "lm_head"),
         ),
-        mtp=_mtp(t, h, vocab, n),
-        tied=tied,
-        fmt=weight_format_from_config(cfg, dtype=dtype, quantization=quantization),
-    )
+        "mtp": _mtp(t, h, vocab, n),
+        "tied": tied,
+    }
+    return counted, t.last_key
 
 
 def _layer_kinds(t: Mapping[str, Any], n: int) -> tuple[tuple[LayerKind, ...], tuple[int, ...]]:
@@ -476,16 +479,22 @@ class _TextConfig(TrackedConfig):
 
     def __init__(self) -> None:
         super().__init__()
-        self.answers: dict[str, bool] = {}
+        self.answers: dict[str, Any] = {}
 
 
-def _remembered(t: Mapping[str, Any], name: str, compute: Callable[[], bool]) -> bool:
-    answers: dict[str, bool] | None = getattr(t, "answers", None)
+def _remembered(t: Mapping[str, Any], name: str, compute: Callable[[], _A]) -> _A:
+    answers: dict[str, Any] | None = getattr(t, "answers", None)
     if answers is None:
         return compute()
     if name not in answers:
         answers[name] = compute()
-    return answers[name]
+    answer: _A = answers[name]
+    return answer
+
+
+def _conventions(t: Mapping[str, Any]) -> ModelType:
+    """The ``model_type`` row the per-layer readers consult (worked out once per estimate)."""
+    return _remembered(t, "conventions", lambda: model_type_row(t.get("model_type")))
 
 
 def _arch(t: Mapping[str, Any]) -> tuple[str, ...]:
@@ -519,7 +528,7 @@ def _num_experts(t: Mapping[str, Any]) -> int:
 
 def _is_moe_layer(t: Mapping[str, Any], i: int) -> bool:
     """Whether layer ``i`` has routed experts (dense-first layers and interleaving rules)."""
-    if _num_experts(t) == 0:
+    if _remembered(t, "experts", lambda: _num_experts(t)) == 0:
         return False
     if i in (t.get("mlp_only_layers") or ()):
         return False
@@ -538,7 +547,7 @@ def _is_moe_layer(t: Mapping[str, Any], i: int) -> bool:
 
 def _mixer(t: Mapping[str, Any], i: int) -> str:
     """Token mixer of layer ``i``: attention, mla, swa, gdn, kda, mamba1, mamba2, hybrid, none."""
-    linear = model_type_row(t.get("model_type", "")).linear_attention
+    linear = _conventions(t).linear_attention
     if linear is LinearAttention.NEMOTRON_H:
         return {"M": "mamba2", "*": "attention"}.get(str(t["hybrid_override_pattern"])[i], "none")
     if linear is LinearAttention.GDN:
@@ -560,7 +569,7 @@ def _mixer(t: Mapping[str, Any], i: int) -> str:
 
 def _ffn(t: Mapping[str, Any], i: int) -> str:
     """Feed-forward of layer ``i``: moe, dense, or none (Nemotron-H mixer-only layers)."""
-    if model_type_row(t.get("model_type")).linear_attention is LinearAttention.NEMOTRON_H:
+    if _conventions(t).linear_attention is LinearAttention.NEMOTRON_H:
         return {"-": "dense", "E": "moe"}.get(str(t["hybrid_override_pattern"])[i], "none")
     return "moe" if _is_moe_layer(t, i) else "dense"
 

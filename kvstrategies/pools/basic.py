@@ -45,8 +45,9 @@ def mha_layout(
                 )  # fmt: skip
             buffers.append(first[0].renamed(pre + storage))
             for half, name in enumerate(("k_buffer", "v_buffer")):
-                view = ViewOf(pre + storage, (half,), rows)
-                buffers.append(first[1 + half].renamed(f"{pre}{name}[{layer}]", view))
+                view = first[1 + half].view
+                assert view is not None  # layer 0's halves are views of its storage
+                buffers.append(first[1 + half].renamed(f"{pre}{name}[{layer}]", view.of(pre + storage)))
         else:
             if not first:
                 first = (

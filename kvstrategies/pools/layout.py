@@ -39,6 +39,12 @@ class ViewOf:
     length: int | None = None
     window_axis: int | None = None
 
+    def of(self, source: str) -> ViewOf:
+        """The same view of another allocation (``dataclasses.replace(self, source=...)``, cheaper)."""
+        copy: ViewOf = object.__new__(ViewOf)
+        copy.__dict__.update(vars(self), source=source)
+        return copy
+
 
 @dataclass(frozen=True)
 class BufferSpec:
@@ -133,9 +139,8 @@ def _prefixed(buffers: tuple[BufferSpec, ...], prefix: str) -> tuple[BufferSpec,
 
     def rename(buf: BufferSpec) -> BufferSpec:
         view = None
-        if buf.view is not None:  # the view's copy, its source renamed (dataclasses.replace, cheaper)
-            view = object.__new__(ViewOf)
-            view.__dict__.update(vars(buf.view), source=f"{prefix}.{buf.view.source}")
+        if buf.view is not None:
+            view = buf.view.of(f"{prefix}.{buf.view.source}")
         return buf.renamed(f"{prefix}.{buf.name}", view)
 
     return tuple(rename(b) for b in buffers)

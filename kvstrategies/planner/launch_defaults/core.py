@@ -12,6 +12,7 @@ The shared predicates (:func:`_multimodal_active`, :func:`large_hopper_qwen3_vl`
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -201,8 +202,10 @@ _SGLANG_SOURCE = {
 _SECTION = re.compile(r"§(\d+(?:\.\d+)*)(?:, after)?")
 
 
+@functools.lru_cache(maxsize=4096)
 def sglang_source(reason: str) -> str:
-    """``reason`` with each launch_defaults.md section reference replaced by SGLang's module."""
+    """``reason`` with each launch_defaults.md section reference replaced by SGLang's module
+    (a pure function of the text: the fix search and sweeps declare the same reasons again)."""
 
     def cite(match: re.Match[str]) -> str:
         parts = match.group(1).split(".")
