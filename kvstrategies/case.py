@@ -31,7 +31,6 @@ from .errors import KVCacheConfigError, UnsupportedConfigurationError
 from .knobs import check_case_env
 from .models import ModelGeometry, parse_hf_config
 from .models.architectures import require_loadable
-from .presets import load_preset_config
 from .releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, ReleaseRule, parse_release, span
 from .validate import MAX_INT64, MAX_SETTING_INT, check_float, check_sane_ints
 
@@ -218,6 +217,8 @@ def _geometry(data: Mapping[str, Any], base_dir: Path | None) -> ModelGeometry:
     if (hf_config is None) == (preset is None):
         raise KVCacheConfigError("a case needs exactly one of 'hf_config' (a config.json object or path) or 'preset'")
     if preset is not None:
+        from .presets import load_preset_config  # a preset case only
+
         return parse_hf_config(load_preset_config(str(preset)))
     if isinstance(hf_config, str):
         path = Path(hf_config)
@@ -443,6 +444,17 @@ def read_json_file(path: str | Path) -> Any:
     Every file the library reads goes through :mod:`kvstrategies.jsonio` (JSON only, never executed).
     """
     return jsonio.read_json_file(path)
+
+
+def at_budget(case: Case, data: Mapping[str, Any]) -> Case:
+    """``parse_case(data)`` where ``data`` is the dict ``case`` was parsed from with only its
+    ``available_bytes`` changed: the settings do not read the budget, so only the budget is
+    checked (as :func:`parse_case` checks it, same message) and replaced."""
+    if data["available_bytes"] is None:
+        raise KVCacheConfigError("case field 'available_bytes' is required (the KV budget in bytes after profiling)")
+    available = _int(data, "available_bytes", minimum=1, maximum=MAX_INT64)
+    return Case(case.name, case.description, case.settings, available, case.max_tokens, case.pool_max_tokens,
+                case.pool_max_running_requests, case.pool_max_mamba_cache_size, dict(data))  # fmt: skip
 
 
 def load_case(

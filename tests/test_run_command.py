@@ -58,6 +58,22 @@ def test_the_printed_command_pasted_back_gives_the_same_answer(
     _same_answer(first, as_text)
 
 
+@pytest.mark.parametrize(("own", "plan"), PLANS, ids=[" ".join(p) for _, p in PLANS])
+def test_every_flag_of_a_newest_release_command_is_a_flag_of_that_release(
+    own: list[str], plan: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The newest release's command is not checked against its flag table at run time (the
+    planner writes it from that table): this checks it, and that nothing is noted as missing."""
+    from kvstrategies.planner.sglang_flags import SGLANG_SERVER_FLAGS
+
+    if plan[0] == "deepseek-r1":
+        plan = ["deepseek-ai/DeepSeek-R1", *plan[1:]]
+    command = _json(["plan", *plan, *own], capsys)["planner"]["sglang_command"]
+    flags = [arg for arg in command["argv"] if arg.startswith("--")]
+    assert flags and all(flag in SGLANG_SERVER_FLAGS for flag in flags), flags
+    assert not any("a later release's flag" in note for note in command.get("notes", [])), command
+
+
 def test_the_command_is_printed_after_the_answer(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "Qwen/Qwen3-30B-A3B-FP8", "--gpu", "H100", "--tp", "2", "--page-size", "64"]) == 0
     out = capsys.readouterr().out

@@ -35,6 +35,7 @@ from importlib import resources
 
 from ..errors import KVCacheConfigError
 from ..knobs import REFUSED_KNOBS, SIZING_KNOBS, knob_class
+from ..quantization_names import QUANTIZATION
 from ..releases import NEWEST_SGLANG, EngineRelease, supported_releases
 from .launch_flag_classes import (
     CONFIG_FLAG,
@@ -62,9 +63,6 @@ __all__ = ["GRAPH_RESERVE_FLAGS", "MODELLED", "NO_EFFECT", "NOT_MODELLED", "QUAN
 MAX_COMMAND_CHARS = 64 * 1024
 MAX_COMMAND_TOKENS = 4096
 
-#: ``plan`` spellings of SGLang's ``--quantization`` for the weight estimate.
-QUANTIZATION = {"fp8": "fp8", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4", "awq": "w4a16", "gptq": "w4a16",
-                "awq_marlin": "w4a16", "gptq_marlin": "w4a16"}  # fmt: skip
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _LAUNCHERS = ("sglang.launch_server", "sglang.launch_server.py")
 OVERRIDE_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"

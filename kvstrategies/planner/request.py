@@ -198,12 +198,17 @@ _CHOICE_FLAGS = {"kv_cache_dtype": "--kv-cache-dtype", "attention_backend": "--a
 def _check_sglang_choices(req: DeploymentRequest) -> None:
     """A value SGLang's own argparse refuses is refused here too (``--attention-backend bogus``
     was planned), with SGLang's choices named (:func:`.launch_values.check_flag_value`)."""
-    from .launch_values import check_flag_value
-
+    given = {}
     for name, flag in _CHOICE_FLAGS.items():
         value = req.launch_extras.get(name) if name in req.launch_extras else getattr(req, name, None)
         if isinstance(value, str):
-            check_flag_value(flag, flag, value)
+            given[flag] = value
+    if not given:
+        return  # the flag table loads only when there is a value to check
+    from .launch_values import check_flag_value
+
+    for flag, value in given.items():
+        check_flag_value(flag, flag, value)
 
 
 def _check_source(source: Any) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..releases import NEWEST_SGLANG
 from .request import DeploymentRequest
 
 LAUNCHER = ("python", "-m", "sglang.launch_server")
@@ -148,7 +149,10 @@ def sglang_command(req: DeploymentRequest) -> SGLangCommand:
 def _release_spelling(req: DeploymentRequest, argv: list[str]) -> tuple[list[str], list[str]]:
     """``argv`` in the flags of the request's release: before ``--attn-dp-size`` existed (0.5.22)
     attention DP is ``--dp-size N --enable-dp-attention``; any other flag the release lacks is
-    returned to be noted (:func:`.launch_command.release_flags`)."""
+    returned to be noted (:func:`.launch_command.release_flags`). The newest release has every flag
+    the planner writes (its flag table is the one they are written from), so its table is not loaded."""
+    if req.release == NEWEST_SGLANG:
+        return argv, []
     from .launch_command import release_flags
 
     flags = release_flags(req.release)

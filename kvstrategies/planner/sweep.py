@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ..errors import KVCacheConfigError
+from ..memo import in_session
 from .deployment import plan_deployment
 from .flag_names import flag_wording
 from .gpus import Accelerator
@@ -88,6 +89,7 @@ def sweep_cell(base: DeploymentRequest, gpu: Accelerator | None, tp: int, kv: st
     )
 
 
+@in_session
 def sweep(
     base: DeploymentRequest,
     *,

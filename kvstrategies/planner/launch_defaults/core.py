@@ -12,6 +12,7 @@ The shared predicates (:func:`_multimodal_active`, :func:`large_hopper_qwen3_vl`
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -234,8 +235,10 @@ LAUNCH_HOOKS_IN_ARG_GROUPS = ReleaseRule(
 _SECTION = re.compile(r"§(\d+(?:\.\d+)*)(?:, after)?")
 
 
+@functools.lru_cache(maxsize=4096)
 def sglang_source(reason: str, release: EngineRelease = NEWEST_SGLANG) -> str:
-    """``reason`` with each launch_defaults.md section reference replaced by ``release``'s module."""
+    """``reason`` with each launch_defaults.md section reference replaced by ``release``'s module
+    (a pure function of the text and release: the fix search and sweeps declare the same reasons again)."""
     table = _SGLANG_SOURCE if LAUNCH_HOOKS_IN_ARG_GROUPS.holds(release) else _LEGACY_SOURCE
 
     def cite(match: re.Match[str]) -> str:
