@@ -332,11 +332,19 @@ def test_kv_recipe_names_from_0_5_16() -> None:
 
 
 def test_server_arguments_a_release_lacks_are_refused() -> None:
-    """``--swa-prefix-tails`` and ``--dsv4-attn-backend`` exist from 0.5.20 (ServerArgs)."""
-    case = {"preset": "deepseek-v4-flash", "available_bytes": 1, "page_size": 256, "swa_prefix_tails": 0}
-    with pytest.raises(UnsupportedConfigurationError, match="has no --swa-prefix-tails"):
-        parse_case(case, sglang_version="0.5.19")
-    parse_case(case, sglang_version="0.5.20")
+    """``ServerArgs`` has ``dsv4_attn_backend`` from 0.5.20 and ``swa_prefix_tails`` from 0.5.21 (the
+    field ``sglang.srt.arg_groups.fields.schedule.swa_prefix_tails``, read by
+    ``DSV4PoolConfigurator._resolve_swa_prefix_tails``, both new in 0.5.21)."""
+    tails = {"preset": "deepseek-v4-flash", "available_bytes": 1, "page_size": 256, "swa_prefix_tails": 0}
+    for version in ("0.5.19", "0.5.20"):
+        with pytest.raises(UnsupportedConfigurationError, match="has no --swa-prefix-tails"):
+            parse_case(tails, sglang_version=version)
+    parse_case(tails, sglang_version="0.5.21")
+    backend = {"preset": "deepseek-v4-flash", "available_bytes": 1, "page_size": 256, "kv_cache_dtype": "fp8_e4m3",
+               "dsv4_attn_backend": "trtllm"}  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError, match="has no --dsv4-attn-backend"):
+        parse_case(backend, sglang_version="0.5.19")
+    parse_case(backend, sglang_version="0.5.20")
 
 
 def test_config_loadability_follows_the_pinned_transformers() -> None:
