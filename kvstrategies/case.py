@@ -37,8 +37,10 @@ from .validate import MAX_INT64, MAX_SETTING_INT, check_float, check_sane_ints
 #: case fields that are SGLang server arguments only from some release on (a release without the
 #: flag cannot be launched with it: its argparse refuses it)
 SERVER_ARGUMENT_RULES: dict[str, ReleaseRule] = {
+    # 0.5.21 added it with DeepSeek-V4's cap mode (ServerArgs field from sglang.srt.arg_groups.fields.schedule,
+    # read by pool_configurator.DSV4PoolConfigurator._resolve_swa_prefix_tails); 0.5.20 has no such field
     "swa_prefix_tails": ReleaseRule(
-        "server-arg-swa-prefix-tails", span("0.5.20"), "--swa-prefix-tails exists", "sglang.srt.server_args.ServerArgs"
+        "server-arg-swa-prefix-tails", span("0.5.21"), "--swa-prefix-tails exists", "sglang.srt.server_args.ServerArgs"
     ),
     "dsv4_attn_backend": ReleaseRule(
         "server-arg-dsv4-attn-backend", span("0.5.20"), "--dsv4-attn-backend exists",
