@@ -1,30 +1,70 @@
 """kvstrategies: plan and build SGLang-compatible KV-cache pools.
 
 Planning (``plan``) is plain Python and never imports torch; ``build`` allocates exactly the
-planned layout on any torch device, ``meta`` included.
+planned layout on any torch device, ``meta`` included. The names below load on first use
+(PEP 562), so ``import kvstrategies.cli`` or one submodule pays only for what it reads.
 """
 
 from __future__ import annotations
 
-from .api import Plan, build, plan
-from .context import (
-    AttentionBackends,
-    DeviceKind,
-    EngineKnobs,
-    KVCacheContext,
-    KVCacheSettings,
-    ParallelLayout,
-    Platform,
-    SchedulingConfig,
-    SpecAlgorithm,
-    SpeculativeConfig,
-)
-from .dtypes import DType, KVCacheDtype, resolve_kv_cache_dtype
-from .errors import KVCacheConfigError
-from .models import ModelGeometry, parse_hf_config
-from .pools.build import KVPools
-from .sizing import PoolSizes
-from .strategies import PoolConfigurator, register, select_configurator
+from typing import TYPE_CHECKING
+
+from .lazy_exports import lazy_exports
+
+__version__ = "0.2.0"
+
+#: public name -> the submodule that defines it
+_EXPORTS = {
+    "Plan": "api",
+    "build": "api",
+    "plan": "api",
+    "AttentionBackends": "context",
+    "DeviceKind": "context",
+    "EngineKnobs": "context",
+    "KVCacheContext": "context",
+    "KVCacheSettings": "context",
+    "ParallelLayout": "context",
+    "Platform": "context",
+    "SchedulingConfig": "context",
+    "SpecAlgorithm": "context",
+    "SpeculativeConfig": "context",
+    "DType": "dtypes",
+    "KVCacheDtype": "dtypes",
+    "resolve_kv_cache_dtype": "dtypes",
+    "KVCacheConfigError": "errors",
+    "ModelGeometry": "models",
+    "parse_hf_config": "models",
+    "KVPools": "pools.build",
+    "PoolSizes": "sizing",
+    "PoolConfigurator": "strategies",
+    "register": "strategies",
+    "select_configurator": "strategies",
+}
+
+if TYPE_CHECKING:
+    from .api import Plan, build, plan
+    from .context import (
+        AttentionBackends,
+        DeviceKind,
+        EngineKnobs,
+        KVCacheContext,
+        KVCacheSettings,
+        ParallelLayout,
+        Platform,
+        SchedulingConfig,
+        SpecAlgorithm,
+        SpeculativeConfig,
+    )
+    from .dtypes import DType, KVCacheDtype, resolve_kv_cache_dtype
+    from .errors import KVCacheConfigError
+    from .models import ModelGeometry, parse_hf_config
+    from .pools.build import KVPools
+    from .sizing import PoolSizes
+    from .strategies import PoolConfigurator, register, select_configurator
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
 
 __all__ = [
     "AttentionBackends",
@@ -52,4 +92,3 @@ __all__ = [
     "resolve_kv_cache_dtype",
     "select_configurator",
 ]
-__version__ = "0.2.0"

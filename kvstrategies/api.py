@@ -9,8 +9,6 @@ from ._torch import import_torch
 from .budget_check import check_layout_within_budget
 from .context import KVCacheContext, KVCacheSettings
 from .errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
-from .pools.binding import AllocatorSpec, PoolBinding, pool_binding
-from .pools.build import KVPools
 from .pools.layout import KVPoolsLayout
 from .releases import VLLM
 from .resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
@@ -19,7 +17,9 @@ from .strategies.base import PoolConfigurator, StateReservation
 from .strategies.registry import select_configurator
 from .validate import MAX_INT64, check_bool, check_instance, check_int, check_opt_int
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what building needs: loaded by build() and Plan.binding only
+    from .pools.binding import AllocatorSpec, PoolBinding
+    from .pools.build import KVPools
     from .strategies.vllm.strategies import VLLMKVCachePlan
 
 #: the most requests (rows of the request table) a what-if layout (``pool_max_running_requests``) may
@@ -106,6 +106,8 @@ class Plan:
     @property
     def binding(self) -> PoolBinding:
         """What ``build`` needs beyond the layout: ``start_layer``, logical KV dtype, allocator."""
+        from .pools.binding import pool_binding
+
         return pool_binding(self.ctx, self.pool_sizes)
 
     @property

@@ -31,15 +31,16 @@ from .errors import KVCacheConfigError, UnsupportedConfigurationError
 from .knobs import check_case_env
 from .models import ModelGeometry, parse_hf_config
 from .models.architectures import require_loadable
-from .presets import load_preset_config
 from .releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, ReleaseRule, parse_release, span
 from .validate import MAX_INT64, MAX_SETTING_INT, check_float, check_sane_ints
 
 #: case fields that are SGLang server arguments only from some release on (a release without the
 #: flag cannot be launched with it: its argparse refuses it)
 SERVER_ARGUMENT_RULES: dict[str, ReleaseRule] = {
+    # 0.5.21 added it with DeepSeek-V4's cap mode (ServerArgs field from sglang.srt.arg_groups.fields.schedule,
+    # read by pool_configurator.DSV4PoolConfigurator._resolve_swa_prefix_tails); 0.5.20 has no such field
     "swa_prefix_tails": ReleaseRule(
-        "server-arg-swa-prefix-tails", span("0.5.20"), "--swa-prefix-tails exists", "sglang.srt.server_args.ServerArgs"
+        "server-arg-swa-prefix-tails", span("0.5.21"), "--swa-prefix-tails exists", "sglang.srt.server_args.ServerArgs"
     ),
     "dsv4_attn_backend": ReleaseRule(
         "server-arg-dsv4-attn-backend", span("0.5.20"), "--dsv4-attn-backend exists",
@@ -218,6 +219,8 @@ def _geometry(data: Mapping[str, Any], base_dir: Path | None) -> ModelGeometry:
     if (hf_config is None) == (preset is None):
         raise KVCacheConfigError("a case needs exactly one of 'hf_config' (a config.json object or path) or 'preset'")
     if preset is not None:
+        from .presets import load_preset_config  # a preset case only
+
         return parse_hf_config(load_preset_config(str(preset)))
     if isinstance(hf_config, str):
         path = Path(hf_config)
@@ -443,6 +446,17 @@ def read_json_file(path: str | Path) -> Any:
     Every file the library reads goes through :mod:`kvstrategies.jsonio` (JSON only, never executed).
     """
     return jsonio.read_json_file(path)
+
+
+def at_budget(case: Case, data: Mapping[str, Any]) -> Case:
+    """``parse_case(data)`` where ``data`` is the dict ``case`` was parsed from with only its
+    ``available_bytes`` changed: the settings do not read the budget, so only the budget is
+    checked (as :func:`parse_case` checks it, same message) and replaced."""
+    if data["available_bytes"] is None:
+        raise KVCacheConfigError("case field 'available_bytes' is required (the KV budget in bytes after profiling)")
+    available = _int(data, "available_bytes", minimum=1, maximum=MAX_INT64)
+    return Case(case.name, case.description, case.settings, available, case.max_tokens, case.pool_max_tokens,
+                case.pool_max_running_requests, case.pool_max_mamba_cache_size, dict(data))  # fmt: skip
 
 
 def load_case(

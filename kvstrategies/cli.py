@@ -15,21 +15,21 @@ allocate the pools on ``meta``; the planner logic lives in :mod:`kvstrategies.pl
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import KVCacheConfigError
-from .planner.launch_command import QUANTIZATION
-from .planner.vllm.cli import add_vllm_arguments, check_engine_flags, is_vllm_plan
-from .releases import NEWEST_VLLM, parse_release
+from .jsonout import dumps
+from .quantization_names import QUANTIZATION
 
 if TYPE_CHECKING:
-    from .planner import DeploymentRequest
+    from .planner.deployment import DeploymentPlan
     from .planner.gpus import Accelerator
     from .planner.launch_command import LaunchCommand
+    from .planner.request import DeploymentRequest
 
 
 def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,6 +103,13 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
             srv.add_argument(flag, action="store_true")
         else:
             srv.add_argument(flag, type=kind, default=None)
+    from .releases import NEWEST_SGLANG, SGLANG_RELEASES, release_labels
+
+    parser.add_argument(
+        "--sglang-version", default=None, metavar="X",
+        help=f"the SGLang release to plan for: its launch defaults, flags and sizing (default: the newest "
+        f"supported, {NEWEST_SGLANG.text}; supported: {release_labels(SGLANG_RELEASES)})",
+    )  # fmt: skip
     parser.add_argument(
         "--request-length",
         "--context-length-request",
@@ -119,10 +126,35 @@ class _OneLineErrors(argparse.ArgumentParser):
     """argparse, but a usage error is reported like every other user error (one stderr line,
     exit 2; with ``--json`` also a JSON object, :mod:`kvstrategies.planner.error_report`)."""
 
+    _checking_metavar = False
+
     def error(self, message: str) -> NoReturn:
         from .planner.error_report import UsageError
 
         raise UsageError(f"{message} (see {self.prog} --help)")
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """argparse's, without asking the terminal for its width: argparse builds a help
+        formatter for every flag to check its metavar (and one for the subcommands' prog
+        prefix), and the width (``shutil``, which loads the compression modules) matters only
+        when help is printed."""
+        self._checking_metavar = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._checking_metavar = False
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        self._checking_metavar = True  # the prefix is the bare prog: no width can wrap it
+        try:
+            return super().add_subparsers(**kwargs)
+        finally:
+            self._checking_metavar = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self._checking_metavar:
+            return argparse.HelpFormatter(prog=self.prog, width=80)
+        return super()._get_formatter()
 
 
 #: further SGLang server arguments the launch defaults read (flag -> type); passed to
@@ -158,17 +190,45 @@ def launch_extras(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+#: the subcommands, in the order ``kvstrategies --help`` lists them
+COMMANDS = ("plan", "sweep", "compare", "verify", "presets", "checkpoints", "architectures", "gpus", "releases")
 
+
+class _VersionAction(argparse.Action):
+    """``--version``: the package and the SGLang releases it models (worked out only when asked)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        from . import __version__
+        from .releases import NEWEST_SGLANG, SGLANG_RELEASES
+
+        span_text = f"SGLang {SGLANG_RELEASES[0].text}-{NEWEST_SGLANG.text} rules, default {NEWEST_SGLANG.text}"
+        print(f"kvstrategies {__version__} ({span_text})")
+        parser.exit()
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``kvstrategies`` parser: every subcommand, or (``command``) only that one, which is
+    all that parsing a command line starting with it needs (each subcommand costs its flags)."""
     parser = _OneLineErrors(
         prog="kvstrategies",
         description="Plan SGLang-compatible KV-cache pools: how many tokens and requests fit.",
         epilog="Paste a launch command: kvstrategies plan --gpu H100 -- python -m sglang.launch_server "
         "--model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 1",
     )
-    parser.add_argument("--version", action="version", version=f"kvstrategies {__version__} (SGLang 0.5.23 rules)")
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help="show program's version number and exit")
     sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMANDS if command is None else (command,):
+        _SUBCOMMANDS[name](sub)
+    return parser
+
+
+@functools.cache
+def _parser(command: str | None) -> argparse.ArgumentParser:
+    """:func:`build_parser`, built once per subcommand in a process (parsing leaves it unchanged)."""
+    return build_parser(command)
+
+
+def _plan_parser(sub: Any) -> None:
     plan = sub.add_parser(
         "plan",
         usage="%(prog)s [MODEL] [flags] [-- SGLANG LAUNCH COMMAND]",
@@ -191,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only the answer, the SGLang command that realizes it and, when the context does not fit, the fixes",
     )  # fmt: skip
     plan.add_argument("--build-check", action="store_true", help="also allocate on meta (imports torch)")
+    from .releases import NEWEST_VLLM
+    from .vllm_arguments import add_vllm_arguments
+
     plan.add_argument("--engine", choices=["sglang", "vllm"], default=None,
                       help=f"plan for this engine (vllm: {NEWEST_VLLM.label}'s budget rule and sizing, "
                       "docs/vllm-bridge.md)")
@@ -198,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"with --engine vllm: the vLLM release (default: {NEWEST_VLLM.text})")  # fmt: skip
     add_vllm_arguments(plan)
     plan.add_argument("--plot", type=Path, default=None, help="write the breakdown as a stacked bar PNG (matplotlib)")
+
+
+def _sweep_parser(sub: Any) -> None:
     sweep = sub.add_parser(
         "sweep",
         help="a grid of plans over GPUs, TP sizes, KV dtypes and page sizes",
@@ -215,6 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--plot", type=Path, default=None, help="also draw tokens and concurrency against TP and GPU (matplotlib)"
     )
+
+
+def _compare_parser(sub: Any) -> None:
+    from .releases import NEWEST_VLLM
+
     compare = sub.add_parser(
         "compare",
         help="one deployment answered for SGLang and for vLLM side by side (tokens, concurrency, why they differ)",
@@ -230,6 +301,11 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--page-size", type=int, default=None, help="SGLang's page size (vLLM picks its block)")
     compare.add_argument("--own-budgets", action="store_true",
                          help="also plan vLLM on its own budget (its gpu_memory_utilization rule)")  # fmt: skip
+
+
+def _verify_parser(sub: Any) -> None:
+    from .releases import NEWEST_VLLM
+
     verify = sub.add_parser(
         "verify", help="compare with SGLang's own code: case files (docs/sglang-bridge.md) or launch defaults"
     )
@@ -248,27 +324,50 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"with --against vllm --recorded: the release (default {NEWEST_VLLM.text})")  # fmt: skip
     verify.add_argument(
         "--sglang-version", default=None, metavar="X",
-        help="the SGLang release to check (default: the installed one; with --recorded the newest recorded)",
+        help="the SGLang release to check (default: the installed one; with --recorded the newest recorded); "
+        "with --launch live it must be the installed one",
     )  # fmt: skip
     verify.add_argument("--record", type=Path, default=None, metavar="DIR", help="write SGLang's live answers to DIR")
     verify.add_argument("--jobs", type=int, default=None, help="resolution workers (default: the CPUs, at most 8)")
     verify.add_argument("--show-equal", action="store_true", help="also list the launches that agree")
     verify.add_argument("--json", action="store_true")
-    presets = sub.add_parser("presets", help="list the shipped model presets and the strategy that sizes each")
-    presets.add_argument("--json", action="store_true")
-    ckpts = sub.add_parser(
-        "checkpoints", help="list the shipped HF checkpoints (planned offline by their HF id) and their sources"
-    )
-    ckpts.add_argument("--json", action="store_true")
-    archs = sub.add_parser("architectures", help="list the architectures SGLang 0.5.23 serves that the planner knows")
-    archs.add_argument("--json", action="store_true")
-    gpus = sub.add_parser("gpus", help="list the GPU table: capacity as SGLang reads it and where it was checked")
-    gpus.add_argument("--json", action="store_true")
+
+
+def _releases_parser(sub: Any) -> None:
     rels = sub.add_parser(
         "releases", help="the engine releases modelled; with two releases, every rule that differs between them"
     )
     rels.add_argument("pair", nargs="*", metavar="RELEASE", help="two SGLang releases, e.g. 0.5.18 0.5.23")
-    return parser
+
+
+def _newest_label() -> str:
+    from .releases import NEWEST_SGLANG
+
+    return NEWEST_SGLANG.label
+
+
+def _listing_parser(name: str, text: str | Callable[[], str]) -> Any:
+    def add(sub: Any) -> None:
+        sub.add_parser(name, help=text if isinstance(text, str) else text()).add_argument("--json", action="store_true")
+
+    return add
+
+
+_SUBCOMMANDS: dict[str, Any] = {
+    "plan": _plan_parser,
+    "sweep": _sweep_parser,
+    "verify": _verify_parser,
+    "presets": _listing_parser("presets", "list the shipped model presets and the strategy that sizes each"),
+    "checkpoints": _listing_parser(
+        "checkpoints", "list the shipped HF checkpoints (planned offline by their HF id) and their sources"
+    ),
+    "architectures": _listing_parser(
+        "architectures", lambda: f"list the architectures {_newest_label()} serves that the planner knows"
+    ),
+    "gpus": _listing_parser("gpus", "list the GPU table: capacity as SGLang reads it and where it was checked"),
+    "compare": _compare_parser,
+    "releases": _releases_parser,
+}
 
 
 def _int_list(flag: str, text: str) -> list[int]:
@@ -338,16 +437,17 @@ def parallel_sizes(args: argparse.Namespace) -> tuple[int, int]:
 
 def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) -> DeploymentRequest:
     """Translate the flags into a :class:`~kvstrategies.planner.DeploymentRequest`."""
-    from .planner import DeploymentRequest
     from .planner.gpus import parse_bytes
     from .planner.model_lookup import resolve_for_planning
+    from .planner.request import DeploymentRequest
+    from .releases import parse_release
 
     model = model_argument(args)
     source = resolve_for_planning(model)
     tp = args.tp if isinstance(args.tp, int) else 1
     weight_quantization = args.weight_quantization
     if args.sglang_quantization is not None:
-        from .planner.launch_command import quantization_for
+        from .quantization_names import quantization_for
 
         weight_quantization = weight_quantization or quantization_for(args.sglang_quantization)
     attn_dp, replicas = parallel_sizes(args)
@@ -410,6 +510,7 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         ep_size=args.ep_size if isinstance(args.ep_size, int) else 1,
         moe_runner_backend=getattr(args, "moe_runner_backend", None),
         rocm_aiter=not getattr(args, "no_rocm_aiter", False),
+        release=parse_release(getattr(args, "sglang_version", None)),
     )
 
 
@@ -474,12 +575,10 @@ def _human(document: dict[str, Any], planned: Any) -> str:
 
 
 def run_plan(args: argparse.Namespace) -> int:
+    """``plan``: from a case file (the core library only, unless the text report or a plot
+    needs the planner's view of it) or from flags (the planner)."""
     command: LaunchCommand | None = getattr(args, "launch_command", None)
     from .api import LayoutError, plan
-    from .case import load_case
-    from .planner import deployment_from_case
-    from .planner.replan import plan_or_replan
-    from .planner.report import answer_text, fixes_text, planner_document, planner_text, run_text
     from .report import partial_plan_document, plan_document
 
     lengths = tuple(args.request_lengths or ())
@@ -487,6 +586,8 @@ def run_plan(args: argparse.Namespace) -> int:
         from .planner.plot import check_plot_path
 
         check_plot_path(args.plot)
+    from .vllm_arguments import check_engine_flags, is_vllm_plan
+
     check_engine_flags(args)
     if is_vllm_plan(args):
         if args.case is not None:
@@ -494,8 +595,11 @@ def run_plan(args: argparse.Namespace) -> int:
         from .planner.vllm.cli import run_vllm_plan
 
         return run_vllm_plan(args, () if command is None else command.notes)
+    deployment: DeploymentPlan | None
     if args.case is not None:
-        case = load_case(args.case)
+        from .case import load_case
+
+        case = load_case(args.case, sglang_version=args.sglang_version)
         try:
             planned = plan(
                 case.settings,
@@ -507,11 +611,17 @@ def run_plan(args: argparse.Namespace) -> int:
             )
         except LayoutError as exc:
             if args.json:  # the sizes stand even when the pool cannot be built: report them
-                print(json.dumps(partial_plan_document(exc), indent=2))
+                print(dumps(partial_plan_document(exc)))
                 exc.reported_as_json = True  # type: ignore[attr-defined]  # (the one JSON object)
             raise
-        deployment = None if args.json and args.plot is None else deployment_from_case(case, planned, lengths)
+        deployment = None
+        if not args.json or args.plot is not None:
+            from .planner.deployment import deployment_from_case
+
+            deployment = deployment_from_case(case, planned, lengths)
     else:
+        from .planner.replan import plan_or_replan
+
         deployment = plan_or_replan(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
         planned = deployment.planned
     from . import __version__
@@ -524,13 +634,17 @@ def run_plan(args: argparse.Namespace) -> int:
         print(f"kvstrategies: wrote the memory breakdown plot to {written}", file=sys.stderr)
     if args.json:
         if args.case is None and deployment is not None:
+            from .planner.report import planner_document
+
             document["planner"] = planner_document(deployment)  # case mode stays as SGLang compares it
             if command is not None:
                 document["planner"]["launch_command"] = {"plan_args": list(command.plan_args),
                                                          "ignored": list(command.ignored)}  # fmt: skip
-        print(json.dumps(document, indent=2))
+        print(dumps(document))
         return 0
     if deployment is not None:
+        from .planner.report import answer_text, fixes_text, run_text
+
         print("\n".join([*answer_text(deployment), *run_text(deployment)]))
         if args.brief:
             print("\n".join(fixes_text(deployment)), end="\n" if deployment.fixes else "")
@@ -541,13 +655,15 @@ def run_plan(args: argparse.Namespace) -> int:
         print()
     print(_human(document, planned))
     if deployment is not None:
+        from .planner.report import planner_text
+
         print()
         print(planner_text(deployment))
     return 0
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    from .planner import sweep, sweep_csv, sweep_table
+    from .planner.sweep import sweep, sweep_csv, sweep_table
 
     gpus: list[Accelerator | None] = []
     names = _unique(_str_list(args.gpu)) if args.gpu is not None else [None]
@@ -580,8 +696,9 @@ def run_sweep(args: argparse.Namespace) -> int:
     elif args.json:
         import dataclasses
 
-        print(json.dumps([dataclasses.asdict(row) for row in rows], indent=2))
+        print(dumps([dataclasses.asdict(row) for row in rows]))
     else:
+        print(f"{base.release.label} launch defaults")
         print(sweep_table(rows))
         scale = base.attn_dp_size * base.dp_replicas
         if scale > 1:
@@ -617,7 +734,7 @@ def run_presets(args: argparse.Namespace) -> int:
         family, strategy = _family_and_strategy({"preset": short})
         rows.append({"name": short, "hf_id": hf_id, "family": family, "strategy": strategy})
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(dumps(rows))
     else:
         for row in rows:
             print(f"{row['name']:<24}{row['family']:<16}{row['strategy']:<32}{row['hf_id']}")
@@ -651,7 +768,7 @@ def run_checkpoints(args: argparse.Namespace) -> int:
         rows.append({"hf_id": hf_id, "family": family, "strategy": strategy, "quantization": method,
                      "files": dict(ckpt.sources)})  # fmt: skip
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(dumps(rows))
     else:
         for row in rows:
             print(f"{row['hf_id']:<48}{row['family']:<16}{row['quantization']:<20}{row['strategy']}")
@@ -663,7 +780,7 @@ def run_architectures(args: argparse.Namespace) -> int:
 
     rows = served_listing()
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(dumps(rows))
     else:
         for row in rows:
             print(f"{row['name']:<44}{row['family']:<28}{row['sglang_model']}{' (draft)' if row['draft'] else ''}")
@@ -690,7 +807,7 @@ def run_gpus(args: argparse.Namespace) -> int:
         for g in GPUS
     ]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(dumps(rows))
         return 0
     for row in rows:
         where = row["source"] or f"UNCONFIRMED: {row['note']}"
@@ -701,22 +818,37 @@ def run_gpus(args: argparse.Namespace) -> int:
 def split_launch_command(argv: Sequence[str]) -> tuple[list[str], LaunchCommand | None]:
     """``plan [flags] -- <SGLang launch command>``: the ``plan`` arguments with the command's
     memory flags first (flags before ``--`` win, being later), and the translated command."""
-    from .planner.launch_command import translate
-    from .planner.vllm.command import is_vllm_command, translate_vllm
-
     args = list(argv)
     if not args or args[0] != "plan" or "--" not in args:
         return args, None
+    from .planner.launch_command import translate
+    from .planner.vllm.command import is_vllm_command, translate_vllm
+    from .releases import parse_release
+
     cut = args.index("--")
     pasted = args[cut + 1 :]
-    command = translate_vllm(pasted) if is_vllm_command(pasted) else translate(pasted)
+    if is_vllm_command(pasted):
+        command = translate_vllm(pasted)
+    else:
+        command = translate(pasted, parse_release(_option_value(args[1:cut], "--sglang-version")))
     return ["plan", *command.plan_args, *args[1:cut]], command
+
+
+def _option_value(args: Sequence[str], option: str) -> str | None:
+    """The last value given to ``option`` (``--opt X`` or ``--opt=X``) among ``args``, else None."""
+    value = None
+    for index, token in enumerate(args):
+        if token == option and index + 1 < len(args):
+            value = args[index + 1]
+        elif token.startswith(option + "="):
+            value = token.partition("=")[2]
+    return value
 
 
 def run_releases(args: argparse.Namespace) -> int:
     """``releases [A B]``: the supported releases, or the rules that differ between two of them."""
     from .release_report import rule_lines
-    from .releases import ENGINE_NAMES, supported_releases
+    from .releases import ENGINE_NAMES, parse_release, supported_releases
 
     if not args.pair:
         for engine, name in ENGINE_NAMES.items():
@@ -743,7 +875,7 @@ def run_verify(args: argparse.Namespace) -> int:
         grid = Path(args.launch) if args.launch else None
         return run_verify_launch(
             grid, recorded=args.recorded, record=args.record, workers=args.jobs, as_json=args.json,
-            show_equal=args.show_equal,
+            show_equal=args.show_equal, sglang_version=args.sglang_version,
         )
     if args.record is not None or args.json or args.show_equal or args.jobs is not None:
         raise KVCacheConfigError("verify: --record, --jobs, --show-equal and --json go with --launch")
@@ -753,6 +885,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
         if args.recorded:
             from .integrations.vllm.verify import verify_recorded as verify_vllm_recorded
+            from .releases import NEWEST_VLLM, parse_release
 
             release = parse_release(args.vllm_version or NEWEST_VLLM.text, "vllm", field="--vllm-version")
             recorded = Path(__file__).resolve().parents[1] / "golden" / f"vllm-{release.text}"
@@ -766,6 +899,8 @@ def run_verify(args: argparse.Namespace) -> int:
 
     paths = _case_paths(args.cases)
     if args.recorded:
+        from .releases import parse_release
+
         release = parse_release(args.sglang_version)
         recorded = Path(__file__).resolve().parents[1] / "golden" / f"sglang-{release.text}"
         report = verify_recorded(paths, recorded, release.text)
@@ -785,7 +920,7 @@ def _plan_vllm_case(args: argparse.Namespace) -> int:
     case = load_case(args.case, engine="vllm", vllm_version=args.vllm_version)
     document = vllm_plan_document(plan(case.settings, case.available_bytes))
     if args.json:
-        print(json.dumps(document, indent=2))
+        print(dumps(document))
         return 0
     settings = document["vllm_settings"]
     print(f"{document['engine']} on {document['gpu']}: {document['capacity_log']}")
@@ -839,15 +974,33 @@ def _case_paths(given_paths: Sequence[Path]) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; ``argv`` defaults to the process's own arguments.
+
+    Run as the process's command line (no ``argv``: the console script, ``python -m``), the
+    objects left at the end are frozen out of the cyclic garbage collector (``gc.freeze``): the
+    process exits next, and the interpreter's final collection over every module's objects
+    would otherwise cost more CPU than planning does. An in-process caller (``argv`` given)
+    keeps its collector as it was.
+    """
+    try:
+        return _main(argv)
+    finally:
+        if argv is None:
+            import gc
+
+            gc.freeze()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a name prints as \udcxx, never crashes
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    parser = build_parser()
     args: argparse.Namespace | None = None
     raw = list(sys.argv[1:] if argv is None else argv)
     try:
         argv_list, command = split_launch_command(raw)
+        parser = _parser(argv_list[0] if argv_list and argv_list[0] in COMMANDS else None)
         args = parser.parse_args(argv_list)
         args.launch_command = command
         if args.command == "plan":

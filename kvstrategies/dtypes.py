@@ -42,7 +42,7 @@ class DType(enum.Enum):
     @property
     def itemsize(self) -> int:
         """Bytes per storage element."""
-        return int(self.value[1])
+        return int(self._value_[1])
 
     @property
     def is_fp8(self) -> bool:

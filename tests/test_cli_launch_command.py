@@ -101,8 +101,14 @@ def test_quantization_maps_to_the_weight_estimate() -> None:
 
 
 def test_classes_are_real_sglang_flags() -> None:
-    for flag in (*MODELLED, *NOT_MODELLED):
-        assert SGLANG_SERVER_FLAGS[flag][0] == flag, flag
+    """Every classified flag is a canonical flag of some supported release (the newest's table, or
+    an older release's own flags in ``sglang_flag_releases.json``)."""
+    from kvstrategies.planner.launch_command import GRAPH_RESERVE_FLAGS, release_flags
+    from kvstrategies.releases import supported_releases
+
+    for flag in (*MODELLED, *NOT_MODELLED, *GRAPH_RESERVE_FLAGS):
+        assert any(release_flags(r).get(flag, ("",))[0] == flag for r in supported_releases()), flag
+    assert release_flags() is SGLANG_SERVER_FLAGS
 
 
 def test_flag_list_matches_installed_sglang() -> None:

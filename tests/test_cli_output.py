@@ -15,6 +15,7 @@ from kvstrategies.cli import main
 from kvstrategies.planner.gpus import GPUS
 from kvstrategies.planner.launch_defaults import model_facts_from_hf_config, resolve_launch_defaults
 from kvstrategies.presets import load_preset_config, preset_names
+from kvstrategies.releases import NEWEST_SGLANG
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "kvstrategies"
@@ -57,7 +58,7 @@ def test_answer_comes_first(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--request-length", "8192")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "answer on H100-80GB, TP 1"
+    assert lines[0] == f"answer on H100-80GB, TP 1 ({NEWEST_SGLANG.label} launch defaults)"
     assert lines[1] == "  model          preset llama-3.1-8b"
     tokens = int(lines[2].split()[2].replace(",", ""))
     document = json.loads(run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--json")[1])

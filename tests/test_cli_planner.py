@@ -148,7 +148,10 @@ def test_gpu_memory_overrides_a_named_gpu(capsys: pytest.CaptureFixture[str]) ->
 def test_sweep_table_and_csv(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["sweep", "llama-3.1-8b", "--tp", "1,2", "--kv-cache-dtype", "bf16,fp8_e4m3", "--page-size", "1,64"]
     assert main([*argv, "--gpu", "H100-80GB,B200"]) == 0
-    table = capsys.readouterr().out.splitlines()
+    title, *table = capsys.readouterr().out.splitlines()
+    from kvstrategies.releases import NEWEST_SGLANG
+
+    assert title == f"{NEWEST_SGLANG.label} launch defaults"
     assert table[0].split()[:4] == ["gpu", "tp", "kv", "page"] and len(table) == 1 + 16
     assert any("B200" in line and "1->64" in line for line in table)  # trtllm_mha snaps page 1 to 64
     assert main([*argv, "--available-bytes", "40GiB", "--csv"]) == 0

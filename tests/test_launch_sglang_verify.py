@@ -138,13 +138,19 @@ def test_cli_verify_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 def test_workers_keep_the_launch_order(monkeypatch: pytest.MonkeyPatch) -> None:
     from kvstrategies.integrations.sglang import _launch_probe as probe
+    from kvstrategies.integrations.sglang.bridge_releases import bridge_release
 
-    monkeypatch.setattr(probe, "resolve_forked", lambda facts, fields: {"ok": {"i": fields["i"], "pid": os.getpid()}})
+    row = bridge_release("0.5.18")
+    monkeypatch.setattr(
+        probe, "resolve_forked", lambda r, facts, fields: {"ok": {"i": fields["i"], "pid": os.getpid(), "line": r.line}}
+    )
     jobs = [(probe.GpuFacts(9, 0, 81559.0), {"i": i}) for i in range(7)]
-    answers = probe.resolve_many_forked(jobs, workers=3)
-    assert [a["ok"]["i"] for a in answers] == list(range(7))
+    answers = probe.resolve_many_forked(row, jobs, workers=3)
+    assert [a["ok"]["i"] for a in answers] == list(range(7)) and {a["ok"]["line"] for a in answers} == {"0.5.18"}
     assert len({a["ok"]["pid"] for a in answers}) == 3 and os.getpid() not in {a["ok"]["pid"] for a in answers}
-    assert probe.resolve_many_forked(jobs[:2], workers=1) == [{"ok": {"i": i, "pid": os.getpid()}} for i in range(2)]
+    assert probe.resolve_many_forked(row, jobs[:2], workers=1) == [
+        {"ok": {"i": i, "pid": os.getpid(), "line": "0.5.18"}} for i in range(2)
+    ]
     facts = probe.GpuFacts(10, 0, 183359.0).platform_facts()
     assert facts["is_sm100"] and facts["is_blackwell"] and not facts["is_sm90"]
     assert facts["device_capability"] == (10, 0)

@@ -47,6 +47,10 @@ def _buffer_names(plan: Any) -> set[str]:
     return {b.name.split("[")[0] for layout in plan.layout.pools for b in layout.buffers}
 
 
+def _shapes(plan: Any) -> dict[str, tuple[int, ...]]:
+    return {b.name: tuple(b.shape) for layout in plan.layout.pools for b in layout.buffers}
+
+
 # ---- the rule registry itself ------------------------------------------------------------------
 
 
@@ -107,6 +111,19 @@ def test_dsa_index_keys_by_layer_from_0_5_18() -> None:
     assert rows.count(0) == 45
 
 
+def test_dsa_index_keys_by_layer_with_a_draft_and_a_stage() -> None:
+    """0.5.18's EAGLE draft adds one latent row and one indexer row (656 + 132 B) to the 16-indexer-layer
+    target (40,016 + 132 x 16 = 42,128 B): 42,916 B; 0.5.17 scales the all-layer cell,
+    ``int(48,068 x (1 + 1/61))`` = 48,856 B. PP 2 rank 1 (layers 30-60, bf16 latent 1,152 B) holds 7
+    indexer layers (33, 37, ... 57) from 0.5.18: 31 x 1,152 + 7 x 132 = 36,636 B against 31 x 1,284."""
+    name = "release-dsa-layers-deepseek-v3.2-freq4-tp8-fp8-p64-mtp"
+    assert plan_case(_case(name, "0.5.17")).cell_size_bytes == 48_856
+    assert plan_case(_case(name, "0.5.18")).cell_size_bytes == 40_016 + 132 * 16 + 656 + 132
+    stage = "release-dsa-layers-deepseek-v3.2-freq4-tp4-pp2-rank1-bf16-p64"
+    assert plan_case(_case(stage, "0.5.17")).cell_size_bytes == 31 * (1_152 + 132)
+    assert plan_case(_case(stage, "0.5.18")).cell_size_bytes == 31 * 1_152 + 7 * 132
+
+
 def test_mla_cell_row_from_0_5_17() -> None:
     """0.5.17's ``_compute_cell_size`` prices ``calculate_mla_kv_cache_dim`` (656 for the packed fp8
     DSA row); 0.5.16 the raw ``kv_lora_rank + qk_rope_head_dim`` = 576: (656 - 576) x 61 = 4,880 B less."""
@@ -142,6 +159,29 @@ def test_eagle_draft_cell_added_from_0_5_22() -> None:
     assert release("0.5.21") < release("0.5.22")
     assert _Fixed("0.5.21").draft_scaled_cell(1_457) == 1_487
     assert _Fixed("0.5.22").draft_scaled_cell(1_457) == 1_488
+
+
+@pytest.mark.parametrize(
+    ("name", "layers", "per_layer", "draft_layers"),
+    [
+        # Qwen3-235B-A22B TP 4: 94 layers x 1 KV head x 128 x 2 (K, V) x 2 B
+        ("release-eagle-cell-qwen3-235b-a22b-tp4-bf16-p64-d2", 94, 512, 2),
+        # Falcon-H1-7B: 44 attention layers x 2 KV heads x 128 x 2 x 2 B
+        ("release-eagle-cell-falcon-h1-7b-tp1-bf16-p16-d5", 44, 1_024, 5),
+        # Kimi-Linear: 7 MLA layers x (512 + 64) x 1 B (fp8)
+        ("release-eagle-cell-kimi-linear-48b-a3b-tp2-fp8-p64-d2", 7, 576, 2),
+    ],
+)
+def test_eagle_draft_cell_added_on_real_models(name: str, layers: int, per_layer: int, draft_layers: int) -> None:
+    """``DefaultPoolConfigurator.__init__`` on targets whose draft adds whole layers: 0.5.22 gives
+    ``L x b + D x b``; 0.5.21's ``int(L x b x (1 + D / L))`` rounds one byte below it. Qwen3-235B at
+    49,151 x 873,856 B: 873,856 tokens (0.5.21) against 873,792 (0.5.22, page 64)."""
+    cell = layers * per_layer
+    old, new = plan_case(_case(name, "0.5.21")), plan_case(_case(name, "0.5.22"))
+    assert new.cell_size_bytes == cell + draft_layers * per_layer
+    assert old.cell_size_bytes == int(cell * (1 + draft_layers / layers)) == new.cell_size_bytes - 1
+    if name.startswith("release-eagle-cell-qwen3"):
+        assert (old.sizes.max_total_num_tokens, new.sizes.max_total_num_tokens) == (873_856, 873_792)
 
 
 def test_fixed_fp4_cell_before_0_5_21() -> None:
@@ -188,16 +228,31 @@ def test_hybrid_swa_stage_layers_before_0_5_21() -> None:
     new = _configurator({"preset": "gpt-oss-120b", "tp_size": 2, "pp_size": 2, "pp_rank": 0}, "0.5.21")
     assert (new.nF + new.nS, old.nF + old.nS) == (18, 19)
     assert max(old.full_layer_ids + old.swa_layer_ids) == 18
+    # Llama-4-Scout PP 2 rank 0: layers [0, 24) (18 chunked, 6 full); 0.5.20 adds layer 24, a chunked one
+    scout = {"preset": "llama-4-scout", "tp_size": 4, "pp_size": 2, "pp_rank": 0, "context_length": 131_072}
+    old, new = _configurator(scout, "0.5.20"), _configurator(scout, "0.5.21")
+    assert (new.nF, new.nS, old.nF, old.nS) == (6, 18, 6, 19)
 
 
-def test_swa_pool_dcp_heads_from_0_5_18() -> None:
-    """``_build_hybrid_swa_kv_pool`` (0.5.18) passes ``attn_dcp_size`` to ``get_num_kv_heads``: gpt-oss
-    (8 KV heads) at TP 8 DCP 2 builds max(1, 8 // (8 / 2)) = 2 heads; 0.5.17 builds 8 // 8 = 1."""
+@pytest.mark.parametrize(
+    ("name", "before", "after"),
+    [
+        ("swa-gpt-oss-120b-tp8-dcp2-bf16-p64", 1, 2),  # 8 // 8; max(1, 8 // (8 / 2))
+        ("release-swa-dcp-heads-gpt-oss-20b-tp4-dcp2-fp8-p64", 2, 4),  # 8 // 4; 8 // (4 / 2)
+        ("release-swa-dcp-heads-gpt-oss-120b-tp2-dcp2-bf16-p1", 4, 8),  # 8 // 2; 8 // (2 / 2)
+        ("release-swa-dcp-heads-llama-4-scout-tp8-dcp4-bf16-p16", 1, 4),  # 8 // 8; 8 // (8 / 4)
+    ],
+)
+def test_swa_pool_dcp_heads_from_0_5_18(name: str, before: int, after: int) -> None:
+    """``_build_hybrid_swa_kv_pool`` (0.5.18) passes ``attn_dcp_size`` to ``get_num_kv_heads``: the
+    full and SWA sub-pools (8 KV heads in each model) hold ``max(1, H // (attn_tp / dcp))`` heads;
+    0.5.17 holds ``H // attn_tp``."""
     heads = {}
     for version in ("0.5.17", "0.5.18"):
-        plan = plan_case(_case("swa-gpt-oss-120b-tp8-dcp2-bf16-p64", version))
-        heads[version] = {b.shape[1] for b in plan.layout.token_to_kv.buffers if b.name.startswith("full.k_buffer")}
-    assert heads == {"0.5.17": {1}, "0.5.18": {2}}
+        plan = plan_case(_case(name, version))
+        heads[version] = {b.shape[1] for b in plan.layout.token_to_kv.buffers
+                          if b.name.startswith(("full.k_buffer", "swa.k_buffer"))}  # fmt: skip
+    assert heads == {"0.5.17": {before}, "0.5.18": {after}}
 
 
 def test_swa_request_cap_applicability_from_0_5_22() -> None:
@@ -232,10 +287,19 @@ def test_mamba_reservation_padding_slot_and_stage_share_from_0_5_17() -> None:
     assert _configurator(pp, "0.5.17").stage_mamba_cache_per_req == _configurator(pp, "0.5.17").mamba_cache_per_req // 2
 
 
-def test_mamba_pd_prefill_speculative_state() -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bridge-pd-prefill-mtp-qwen3-next-80b-a3b-tp4-bf16-p64-mrr32",
+        "release-pd-prefill-qwen3.5-35b-a3b-tp2-bf16-p64-mtp",
+        "release-pd-prefill-kimi-linear-48b-a3b-tp4-fp8-p64-mtp",
+        "release-pd-prefill-nemotron-h-8b-tp1-bf16-p1-eagle",
+    ],
+)
+def test_mamba_pd_prefill_speculative_state(name: str) -> None:
     """A PD prefill role never verifies: 0.5.18 drops the pool's per-draft-token state
-    (``_build_req_to_token_pool``), 0.5.22 also its reservation (``_pd_prefill_skips_mamba_spec_state``)."""
-    name = "bridge-pd-prefill-mtp-qwen3-next-80b-a3b-tp4-bf16-p64-mrr32"
+    (``_build_req_to_token_pool``), 0.5.22 also its reservation (``_pd_prefill_skips_mamba_spec_state``):
+    ``K = int((B - per) // per)`` against 0.5.21's ``int((B - per (1 + D)) // (per (1 + D / ratio)))``, D = 4."""
     assert "mamba.intermediate_ssm" in _buffer_names(plan_case(_case(name, "0.5.17")))
     assert "mamba.intermediate_ssm" not in _buffer_names(plan_case(_case(name, "0.5.18")))
     reserved = {}
@@ -256,42 +320,59 @@ def test_kda_conv_window_dense_from_0_5_16() -> None:
     (the case's 1,024-token pool) + 1 = 9 speculative slots, D = 4 draft tokens.
     0.5.15 backing: ``(20, 9, 3, D + 3072 - 1) = (20, 9, 3, 3075)``; 0.5.16: none, window ``(20, 9, 4, 3, 3072)``.
     """
-    name = "bridge-spec-mtp-kimi-linear-48b-a3b-tp4-bf16-p64-mrr32"
-
-    def buffers(version: str) -> dict[str, tuple[int, ...]]:
-        plan = plan_case(_case(name, version))
-        return {b.name: tuple(b.shape) for layout in plan.layout.pools for b in layout.buffers}
-
-    old, new = buffers("0.5.15"), buffers("0.5.16")
-    assert old["mamba._intermediate_conv_window_phys[0]"] == (20, 9, 3, 4 + 3072 - 1)
-    assert old["mamba.intermediate_conv_window[0]"] == new["mamba.intermediate_conv_window[0]"] == (20, 9, 4, 3, 3072)
-    assert not any("._intermediate" in key for key in new)
+    for name, channels, drafts in (
+        ("bridge-spec-mtp-kimi-linear-48b-a3b-tp4-bf16-p64-mrr32", 3072, 4),
+        ("release-kda-window-kimi-linear-48b-a3b-tp1-bf16-p1-eagle", 4 * 3072, 4),  # TP 1: every channel
+        ("release-kda-window-kimi-linear-48b-a3b-tp2-fp8-p64-eagle-d6", 2 * 3072, 6),
+    ):
+        old, new = (_shapes(plan_case(_case(name, v))) for v in ("0.5.15", "0.5.16"))
+        assert old["mamba._intermediate_conv_window_phys[0]"] == (20, 9, 3, drafts + channels - 1)
+        window = (20, 9, drafts, 3, channels)
+        assert old["mamba.intermediate_conv_window[0]"] == new["mamba.intermediate_conv_window[0]"] == window
+        assert not any("._intermediate" in key for key in new)
 
 
 def test_zero_kv_rule_from_0_5_17() -> None:
     """A PP stage without attention layers: 0.5.17 answers ``2**63 - 1`` tokens (page-aligned); 0.5.16's
     DefaultPoolConfigurator divides by the zero cell (refused here, naming it)."""
-    name = "hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64-pp2-rank0"
-    assert plan_case(_case(name, "0.5.17")).sizes.max_total_num_tokens == (2**63 - 1) // 64 * 64  # page 64
-    with pytest.raises(UnsupportedConfigurationError, match="ZeroDivisionError"):
-        plan_case(_case(name, "0.5.16"))
+    for name, page in (
+        ("hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64-pp2-rank0", 64),
+        ("release-zero-kv-nemotron-h-8b-tp1-pp2-rank0-bf16-p1", 1),  # layers [0, 7): Mamba only
+        ("release-zero-kv-kimi-linear-48b-a3b-tp2-pp2-rank0-fp8-p64", 64),  # layers [0, 3): KDA only
+    ):
+        plan = plan_case(_case(name, "0.5.17"))
+        assert (plan.cell_size_bytes, plan.sizes.max_total_num_tokens) == (0, (2**63 - 1) // page * page)
+        with pytest.raises(UnsupportedConfigurationError, match="ZeroDivisionError"):
+            plan_case(_case(name, "0.5.16"))
 
 
 def test_draft_dcp_location_space_from_0_5_17() -> None:
     """``KVCacheConfigurator.loc_space_scale`` (0.5.17): a DCP 2 draft pool spans 2 x the target's
     tokens (the what-if 4,096 -> 8,192 slots); 0.5.16 builds the target's 4,096."""
-    name = "bridge-dcp2-deepseek-v3-tp8-bf16-p64-eagle-draft"
-    assert plan_case(_case(name, "0.5.16")).pool_sizes.max_total_num_tokens == 4_096
-    assert plan_case(_case(name, "0.5.17")).pool_sizes.max_total_num_tokens == 8_192
+    for name, tokens, dcp in (
+        ("bridge-dcp2-deepseek-v3-tp8-bf16-p64-eagle-draft", 4_096, 2),
+        ("release-draft-dcp-kimi-k2-tp8-dcp4-bf16-p32-eagle-draft", 4_096, 4),
+        ("release-draft-dcp-gpt-oss-20b-tp2-dcp2-bf16-p16-eagle3-draft", 8_192, 2),
+    ):
+        assert plan_case(_case(name, "0.5.16")).pool_sizes.max_total_num_tokens == tokens
+        assert plan_case(_case(name, "0.5.17")).pool_sizes.max_total_num_tokens == tokens * dcp
 
 
 def test_pp_with_an_mtp_model_refused_up_to_0_5_20() -> None:
     """``layer_setup._assert_pp_mtp_compat`` (up to 0.5.20): GLM-4.5 (1 MTP layer) PP 2 rank 1 with a
     STANDALONE draft holds 46 of 92 layers: "PP is not compatible with MTP models"."""
-    name = "bridge-standalone-glm-4.5-tp8-pp2r1-p64-mtp-default"
-    with pytest.raises(UnsupportedConfigurationError, match="PP is not compatible with MTP models"):
-        plan_case(_case(name, "0.5.20"))
-    assert plan_case(_case(name, "0.5.21")).sizes.max_total_num_tokens > 0
+    for name in (
+        "bridge-standalone-glm-4.5-tp8-pp2r1-p64-mtp-default",
+        "release-pp-mtp-deepseek-v3-tp8-pp2-rank0-fp8-p64-eagle",  # layers [0, 30) of 61
+        "release-pp-mtp-glm-4.5-tp4-pp2-rank1-bf16-p16-eagle",
+    ):
+        with pytest.raises(UnsupportedConfigurationError, match="PP is not compatible with MTP models"):
+            plan_case(_case(name, "0.5.20"))
+        assert plan_case(_case(name, "0.5.21")).sizes.max_total_num_tokens > 0
+    # DeepSeek-V3 fp8 rank 0: 30 layers x 576 B plus the MTP layer at the stage's per-layer bytes,
+    # 17,280 + int(17,280 x 1 / 30) (DefaultPoolConfigurator.__init__ scales by the stage's layer count)
+    cell = plan_case(_case("release-pp-mtp-deepseek-v3-tp8-pp2-rank0-fp8-p64-eagle", "0.5.21")).cell_size_bytes
+    assert cell == 30 * 576 + 576
 
 
 # ---- request table rules -------------------------------------------------------------------------
@@ -318,6 +399,19 @@ def test_alloc_page_spans_dcp_from_0_5_19() -> None:
             "speculative_num_draft_tokens": 4}  # fmt: skip
     assert req_to_token_extra_context_len(parse_case(case, sglang_version="0.5.18").settings) == 71
     assert req_to_token_extra_context_len(parse_case(case, sglang_version="0.5.19").settings) == 135
+    name = "release-alloc-dcp-deepseek-v3-tp8-dcp2-bf16-p64-eagle"
+    widths = [_shapes(plan_case(_case(name, v)))["req_to_token"] for v in ("0.5.18", "0.5.19")]
+    assert widths == [(9, 163_840 + 71), (9, 163_840 + 135)]
+
+
+def test_alloc_page_spans_dcp_in_the_swa_request_cap() -> None:
+    """``compute_swa_request_cap`` prices ``2 x get_alloc_len_per_decode()`` per request: gpt-oss-120b
+    TP 4 DCP 2, EAGLE top-2, 3 steps, page 16. 0.5.19 pages at 32: ``((31 + 3 + 31) // 32) x 32 x 2`` = 128
+    tokens a step, 0.5.18 at 16: ``((15 + 3 + 15) // 16) x 16 x 2`` = 64; 32 requests: 32 x 2 x 64 = 4,096
+    more SWA slots (page-aligned either way)."""
+    name = "release-alloc-dcp-gpt-oss-120b-tp4-dcp2-bf16-p16-eagle-topk2-reqcap"
+    old, new = (plan_case(_case(name, v)).sizes.swa_max_total_num_tokens for v in ("0.5.18", "0.5.19"))
+    assert new - old == 32 * 2 * (128 - 64)
 
 
 # ---- what a release accepts ------------------------------------------------------------------------
@@ -332,11 +426,19 @@ def test_kv_recipe_names_from_0_5_16() -> None:
 
 
 def test_server_arguments_a_release_lacks_are_refused() -> None:
-    """``--swa-prefix-tails`` and ``--dsv4-attn-backend`` exist from 0.5.20 (ServerArgs)."""
-    case = {"preset": "deepseek-v4-flash", "available_bytes": 1, "page_size": 256, "swa_prefix_tails": 0}
-    with pytest.raises(UnsupportedConfigurationError, match="has no --swa-prefix-tails"):
-        parse_case(case, sglang_version="0.5.19")
-    parse_case(case, sglang_version="0.5.20")
+    """``ServerArgs`` has ``dsv4_attn_backend`` from 0.5.20 and ``swa_prefix_tails`` from 0.5.21 (the
+    field ``sglang.srt.arg_groups.fields.schedule.swa_prefix_tails``, read by
+    ``DSV4PoolConfigurator._resolve_swa_prefix_tails``, both new in 0.5.21)."""
+    tails = {"preset": "deepseek-v4-flash", "available_bytes": 1, "page_size": 256, "swa_prefix_tails": 0}
+    for version in ("0.5.19", "0.5.20"):
+        with pytest.raises(UnsupportedConfigurationError, match="has no --swa-prefix-tails"):
+            parse_case(tails, sglang_version=version)
+    parse_case(tails, sglang_version="0.5.21")
+    backend = {"preset": "deepseek-v4-flash", "available_bytes": 1, "page_size": 256, "kv_cache_dtype": "fp8_e4m3",
+               "dsv4_attn_backend": "trtllm"}  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError, match="has no --dsv4-attn-backend"):
+        parse_case(backend, sglang_version="0.5.19")
+    parse_case(backend, sglang_version="0.5.20")
 
 
 def test_config_loadability_follows_the_pinned_transformers() -> None:

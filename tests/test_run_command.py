@@ -58,11 +58,27 @@ def test_the_printed_command_pasted_back_gives_the_same_answer(
     _same_answer(first, as_text)
 
 
+@pytest.mark.parametrize(("own", "plan"), PLANS, ids=[" ".join(p) for _, p in PLANS])
+def test_every_flag_of_a_newest_release_command_is_a_flag_of_that_release(
+    own: list[str], plan: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The newest release's command is not checked against its flag table at run time (the
+    planner writes it from that table): this checks it, and that nothing is noted as missing."""
+    from kvstrategies.planner.sglang_flags import SGLANG_SERVER_FLAGS
+
+    if plan[0] == "deepseek-r1":
+        plan = ["deepseek-ai/DeepSeek-R1", *plan[1:]]
+    command = _json(["plan", *plan, *own], capsys)["planner"]["sglang_command"]
+    flags = [arg for arg in command["argv"] if arg.startswith("--")]
+    assert flags and all(flag in SGLANG_SERVER_FLAGS for flag in flags), flags
+    assert not any("a later release's flag" in note for note in command.get("notes", [])), command
+
+
 def test_the_command_is_printed_after_the_answer(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "Qwen/Qwen3-30B-A3B-FP8", "--gpu", "H100", "--tp", "2", "--page-size", "64"]) == 0
     out = capsys.readouterr().out
     head = out.split("\n\n")[0].splitlines()
-    assert head[0] == "answer on H100-80GB, TP 2"
+    assert head[0] == f"answer on H100-80GB, TP 2 ({NEWEST_SGLANG.label} launch defaults)"
     run = head.index(f"run it ({NEWEST_SGLANG.label})")
     assert head[run + 1] == (
         "  python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B-FP8 --tp-size 2 --page-size 64"
@@ -174,7 +190,7 @@ def test_json_errors_are_one_object_with_the_same_exit_code(capsys: pytest.Captu
 def test_brief_is_the_answer_and_the_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "llama-3.1-8b", "--gpu", "H100", "--brief"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "answer on H100-80GB, TP 1" and out[-2:] == [
+    assert out[0] == f"answer on H100-80GB, TP 1 ({NEWEST_SGLANG.label} launch defaults)" and out[-2:] == [
         "  python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B --tp-size 1",
         "  # on one H100-80GB",
     ]

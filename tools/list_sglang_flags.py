@@ -5,15 +5,21 @@ Run with SGLang installed (``python tools/list_sglang_flags.py``); ``--check`` c
 shipped module with the installed SGLang instead of writing it. The planner reads the module
 to tell an SGLang flag it ignores from a typo (``kvstrategies plan -- python -m
 sglang.launch_server ...``).
+
+``--release-delta`` (run in an older release's environment, ``tools/sglang_env.py``) writes that
+release's entry of ``kvstrategies/planner/sglang_flag_releases.json`` instead: the newest
+release's flags it lacks and the flags only it has (``--check`` compares that entry).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 TARGET = Path(__file__).resolve().parents[1] / "kvstrategies" / "planner" / "sglang_flags.py"
+DELTAS = TARGET.with_name("sglang_flag_releases.json")
 HEADER = '''# ruff: noqa: E501
 """Every server flag of SGLang 0.5.23 (``ServerArgs.add_cli_args``): option string ->
 ``(canonical option, arity)``, arity ``"0"`` (a switch), ``"1"`` (one value), ``"?"`` (an
@@ -33,6 +39,9 @@ Values = dict[str, tuple[str, "tuple[object, ...] | None"]]
 
 
 def installed_flags() -> tuple[str, dict[str, tuple[str, str]], Values]:
+    from kvstrategies.integrations.sglang.runtime import install_torchvision_stub
+
+    install_torchvision_stub()  # releases up to 0.5.21 import torchvision from `import sglang`
     import sglang
     from sglang.srt.server_args import ServerArgs
 
@@ -62,10 +71,42 @@ def render(version: str, flags: dict[str, tuple[str, str]], values: Values) -> s
     return HEADER.format(version=version) + body + "}\n" + tail
 
 
+def release_delta(flags: dict[str, tuple[str, str]]) -> dict[str, object]:
+    """The newest release's flags missing here, and the flags only here (with canonical and arity)."""
+    sys.path.insert(0, str(TARGET.parents[2]))
+    from kvstrategies.planner.sglang_flags import SGLANG_SERVER_FLAGS
+
+    return {
+        "missing": sorted(set(SGLANG_SERVER_FLAGS) - set(flags)),
+        "extra": {opt: list(flags[opt]) for opt in sorted(set(flags) - set(SGLANG_SERVER_FLAGS))},
+    }
+
+
+def write_delta(version: str, flags: dict[str, tuple[str, str]], check: bool) -> int:
+    from kvstrategies.releases import parse_release
+
+    line = parse_release(version, field="the installed SGLang").text
+    data = json.loads(DELTAS.read_text(encoding="utf-8")) if DELTAS.is_file() else {}
+    entry = release_delta(flags)
+    if check:
+        same = data.get(line) == entry
+        verdict = "current" if same else "stale: run tools/list_sglang_flags.py --release-delta"
+        print(f"{DELTAS.name} [{line}] is {verdict}")
+        return 0 if same else 1
+    data[line] = entry
+    DELTAS.write_text(json.dumps(dict(sorted(data.items())), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {DELTAS} [{line}]: {len(entry['missing'])} missing, {len(entry['extra'])} extra")  # type: ignore[arg-type]
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    parser.add_argument("--release-delta", action="store_true", help="write this release's sglang_flag_releases entry")
     args = parser.parse_args()
+    if args.release_delta:
+        version, flags, _ = installed_flags()
+        return write_delta(version, flags, check=args.check)
     text = render(*installed_flags())
     if args.check:
         same = TARGET.read_text(encoding="utf-8") == text

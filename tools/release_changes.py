@@ -69,14 +69,23 @@ def _natural(name: str) -> list[Any]:
 
 
 def _launches(version: str) -> dict[str, dict[str, Any]]:
+    """SGLang's resolution of each grid launch: ``{launch name: {field: value}}`` (or ``{"refused": why}``).
+
+    ``resolutions.jsonl`` holds a header line naming the fields, then one record per launch:
+    ``{"spec": {"name": ...}, "sglang": {"fields": [...]} or {"refused": ...}}``.
+    """
     path = ROOT / "golden" / f"sglang-{version}-launch" / "resolutions.jsonl"
     if not path.is_file():
         return {}
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    names: list[str] = list(lines[0].get("fields") or []) if lines else []
     out: dict[str, dict[str, Any]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            record = json.loads(line)
-            out[str(record.get("name"))] = record
+    for record in lines[1:]:
+        answer = record.get("sglang") or {}
+        if "fields" in answer:
+            out[str(record["spec"]["name"])] = dict(zip(names, answer["fields"], strict=True))
+        else:
+            out[str(record["spec"]["name"])] = {"refused": str(answer.get("refused", answer))[:160]}
     return out
 
 
@@ -169,15 +178,21 @@ def pair_section(older: EngineRelease, newer: EngineRelease) -> list[str]:
             before = old_launches.get(name)
             if before is None or before == record:
                 continue
+            if ("refused" in before) != ("refused" in record):
+                group = "refused, now started" if "refused" in before else "started, now refused"
+                why = before.get("refused") or record.get("refused")
+                changed.setdefault(group, []).append(f"- `{name}`: {why}")
+                continue
             fields = sorted(k for k in set(record) | set(before) if record.get(k) != before.get(k))
-            changed.setdefault(", ".join(fields), []).append(
+            group = "refused both times, for another reason" if "refused" in record else "fields " + ", ".join(fields)
+            changed.setdefault(group, []).append(
                 f"- `{name}`: " + "; ".join(f"{k} {before.get(k)!r} -> {record.get(k)!r}" for k in fields[:4])
             )
         total = sum(len(v) for v in changed.values())
         out.append(f"Launches of the shipped grid whose resolution moved: {total}.")
         out.append("")
         for fields, entries in sorted(changed.items()):
-            out.append(f"### launch fields {fields} ({len(entries)} launches)")
+            out.append(f"### launches: {fields} ({len(entries)} launches)")
             out.append("")
             out += entries[:25]
             if len(entries) > 25:

@@ -24,10 +24,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
-from ..releases import SGLANG_TRANSFORMERS, EngineRelease, parse_release
+from ..releases import SGLANG_TRANSFORMERS, EngineRelease, ReleaseRule, parse_release, span
 
 
 class Attention(enum.Enum):
@@ -175,6 +176,14 @@ class Architecture:
     ``kimi-int4``: the Kimi INT4 recipe) for which SGLang picks the FlashInfer TRT-LLM MoE runner on
     SM100 by itself (``arg_groups/overrides.py`` ``_deepseek_moe_quant_resolution``;
     ``arg_groups/model_overrides/qwen3_moe.py`` and ``glm4_moe.py``).
+
+    Releases: ``releases``: the facts of this row that hold for some SGLang releases only, as
+    ``(fact, first, last)`` (``None``: unbounded); a fact is a boolean field of the row
+    (``breakable_multimodal``, ``mamba_extra_buffer``: on SGLang's allow-list from ``first``) or
+    ``piecewise_multimodal`` (on SGLang's
+    ``configs.model_config.multimodal_piecewise_cuda_graph_supported_model_archs``; MiniMax-M3's
+    span ends where SGLang's breakable list takes it, 0.5.22, so it never moves after). The
+    boolean fields above are the newest release's answers.
     """
 
     name: str
@@ -218,6 +227,7 @@ class Architecture:
     moe_block: str = "mlp"
     router_fp32: bool = False
     sm100_trtllm_moe: frozenset[str] = frozenset()
+    releases: tuple[tuple[str, str | None, str | None], ...] = ()
 
     @property
     def family(self) -> str:
@@ -308,7 +318,14 @@ _GDN = LinearAttention.GDN
 ARCHITECTURES: tuple[Architecture, ...] = (
     _A("BailingMoeForCausalLMNextN", attention=Attention.MLA_IF_LORA, is_draft=True),
     _A("BailingMoeV2_5ForCausalLM", attention=_MLA, launch_mla=True, mamba_radix=True),
-    _A("BailingMoeV3ForCausalLM", attention=_MLA, mla_nope_flag=True, launch_mla=True, mamba_radix=True),
+    _A(
+        "BailingMoeV3ForCausalLM",
+        attention=_MLA,
+        mla_nope_flag=True,
+        launch_mla=True,
+        mamba_radix=True,
+        releases=(("mamba_extra_buffer", "0.5.19", None),),
+    ),
     _A("BailingMoeV3VLForConditionalGeneration", attention=_MLA, mla_nope_flag=True),
     _A(
         "BeamForCausalLM",
@@ -316,7 +333,11 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_layer_split=SWALayerSplit.LAYER_TYPES,
         swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
     ),
-    _A("Cohere2VisionForConditionalGeneration", breakable_multimodal=True),
+    _A(
+        "Cohere2VisionForConditionalGeneration",
+        breakable_multimodal=True,
+        releases=(("breakable_multimodal", "0.5.19", None), ("piecewise_multimodal", "0.5.15", "0.5.18")),
+    ),
     _A("DeepseekV2ForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A(
         "DeepseekV32ForCausalLM",
@@ -468,6 +489,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         mamba_radix=True,
         kda_from_linear_attn_config=False,
         breakable_multimodal=True,
+        releases=(("breakable_multimodal", "0.5.20", None), ("mamba_extra_buffer", "0.5.20", None)),
     ),
     _A("Glm5NextForConditionalGenerationNextN", attention=_MLA, dsa_if_index_topk=True, is_draft=True),
     _A(
@@ -543,8 +565,16 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_mla=True,
         launch_deepseek_family=True,
         breakable_multimodal=True,
+        releases=(("breakable_multimodal", "0.5.18", None), ("piecewise_multimodal", "0.5.16", None)),
     ),
-    _A("KimiK3ForConditionalGeneration", attention=_MLA, launch_mla=True, mamba_radix=True, breakable_multimodal=True),
+    _A(
+        "KimiK3ForConditionalGeneration",
+        attention=_MLA,
+        launch_mla=True,
+        mamba_radix=True,
+        breakable_multimodal=True,
+        releases=(("breakable_multimodal", "0.5.18", None), ("mamba_extra_buffer", "0.5.17", None)),
+    ),
     _A("KimiK3LinearForCausalLM", attention=_MLA, launch_mla=True, mamba_radix=True),
     _A(
         "KimiLinearForCausalLM",
@@ -553,6 +583,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         linear_attention=LinearAttention.KIMI_LINEAR,
         launch_mla=True,
         mamba_radix=True,
+        releases=(("mamba_extra_buffer", "0.5.16", None),),
     ),
     _A("KimiVLForConditionalGeneration", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A("LagunaForCausalLM", hybrid_swa=_SWA_IF_WINDOW, swa_layer_split=SWALayerSplit.LAYER_TYPES),
@@ -622,8 +653,12 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("MiMoV2MTP", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA, swa_compress=True, is_draft=True),
     _A("MiniCPM3ForCausalLM", attention=_MLA, mla_forced_head_dim=128, launch_mla=True),
     _A("MiniMaxM2ForCausalLM", moe_block="block_sparse_moe", router_fp32=True),
-    _A("MiniMaxM3SparseForCausalLM", minimax_sparse=True),
-    _A("MiniMaxM3SparseForConditionalGeneration", minimax_sparse=True),
+    _A("MiniMaxM3SparseForCausalLM", minimax_sparse=True, releases=(("piecewise_multimodal", "0.5.16", "0.5.21"),)),
+    _A(
+        "MiniMaxM3SparseForConditionalGeneration",
+        minimax_sparse=True,
+        releases=(("piecewise_multimodal", "0.5.16", "0.5.21"),),
+    ),
     _A("MistralForCausalLM"),
     _A(
         "MistralLarge3ForCausalLM",
@@ -650,6 +685,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_layer_split=SWALayerSplit.LAYER_TYPES,
         swa_window=SWAWindow.INCLUSIVE_MINUS_ONE,
         breakable_multimodal=True,
+        releases=(("breakable_multimodal", "0.5.18", None),),
     ),
     _A(
         "NemotronHForCausalLM",
@@ -660,7 +696,11 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("Olmo2ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
     _A("Olmo3ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS, sglang_model=_FALLBACK),
-    _A("PaddleOCRVLForConditionalGeneration", breakable_multimodal=True),
+    _A(
+        "PaddleOCRVLForConditionalGeneration",
+        breakable_multimodal=True,
+        releases=(("breakable_multimodal", "0.5.19", None),),
+    ),
     _A("Phi3ForCausalLM"),
     _A(
         "PixtralForConditionalGeneration",
@@ -687,6 +727,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
         launch_backend_rule=LaunchBackendRule.QWEN3_NEXT,
+        releases=(("mamba_extra_buffer", "0.5.19", None),),
     ),
     _A(
         "Qwen3_5ForConditionalGeneration",
@@ -703,6 +744,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
         launch_backend_rule=LaunchBackendRule.QWEN3_NEXT,
+        releases=(("mamba_extra_buffer", "0.5.19", None),),
     ),
     _A(
         "Qwen3_5MoeForConditionalGeneration",
@@ -817,6 +859,30 @@ def is_served(name: str) -> bool:
     return row is not None and row.sglang_model is not SGLangModel.RULE_ONLY
 
 
+def holds_in(row: Architecture, fact: str, release: EngineRelease) -> bool:
+    """``fact`` of ``row`` in ``release``: its ``releases`` span when it lists the fact, else the
+    row's field (``False`` for ``piecewise_multimodal``)."""
+    for name, first, last in row.releases:
+        if name == fact:
+            return release in span(first, last)
+    return bool(getattr(row, fact, False))
+
+
+@cache
+def names_holding(fact: str, release: EngineRelease) -> frozenset[str]:
+    """The architecture names whose row has ``fact`` in ``release`` (:func:`holds_in`)."""
+    return names_where(lambda row: holds_in(row, fact, release))
+
+
+#: one release rule per row fact limited to some releases, so release listings name them
+_ROW_RULES = tuple(
+    ReleaseRule(f"{fact}:{row.name}", span(first, last), f"{row.name} has {fact}",
+                "sglang.srt.configs.model_config / arg_groups.overrides allow-lists", topic="models")
+    for row in ARCHITECTURES
+    for fact, first, last in row.releases
+)  # fmt: skip
+
+
 def row_for(name: str) -> Architecture | None:
     """The row of one architecture name, None when the table does not know it."""
     return _BY_NAME.get(name)
@@ -890,9 +956,11 @@ __all__ = [
     "SGLangModel",
     "any_row",
     "first_row",
+    "holds_in",
     "is_served",
     "known_model_types",
     "model_type_row",
+    "names_holding",
     "names_where",
     "row_for",
     "rows_for",

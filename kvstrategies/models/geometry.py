@@ -8,16 +8,28 @@ DeepSeek-V4 compression) are optional sub-values owned by their own modules.
 from __future__ import annotations
 
 import enum
+import importlib
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
 from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_opt_int, check_opt_str
-from .dsv4 import DSV4Geometry
 from .hf import MAX_CONFIG_INT
-from .hybrid_swa import HybridSWAGeometry
-from .mamba import MambaGeometry
-from .minimax import MiniMaxSparseGeometry
+
+if TYPE_CHECKING:  # the family geometries load with the first model of their family
+    from .dsv4 import DSV4Geometry
+    from .hybrid_swa import HybridSWAGeometry
+    from .mamba import MambaGeometry
+    from .minimax import MiniMaxSparseGeometry
+
+#: family field -> (module, class) of its geometry, checked only when the field is set
+_FAMILY_GEOMETRY = {
+    "hybrid_swa": ("hybrid_swa", "HybridSWAGeometry"),
+    "mamba": ("mamba", "MambaGeometry"),
+    "minimax_sparse": ("minimax", "MiniMaxSparseGeometry"),
+    "dsv4": ("dsv4", "DSV4Geometry"),
+}
 
 
 class AttentionArch(enum.Enum):
@@ -103,6 +115,17 @@ class DSAGeometry:
         return self.index_head_dim + (self.index_head_dim // 128) * 4
 
 
+def _geometry_class(name: str) -> type:
+    """The class a set ``ModelGeometry`` field holds (a family's module imported on first use)."""
+    if name == "mla":
+        return MLADims
+    if name == "dsa":
+        return DSAGeometry
+    module, cls = _FAMILY_GEOMETRY[name]
+    found: type = getattr(importlib.import_module(f"{__package__}.{module}"), cls)
+    return found
+
+
 @dataclass(frozen=True)
 class ModelGeometry:
     """KV-relevant facts of one model (global, before any parallel split).
@@ -168,16 +191,9 @@ class ModelGeometry:
         check_instance(self.attention_arch, AttentionArch, "geometry.attention_arch", fix)
         if self.attention_arch is AttentionArch.MLA and not isinstance(self.mla, MLADims):
             raise KVCacheConfigError(f"an MLA geometry needs its MLADims (geometry.mla), got {self.mla!r:.80}; {fix}")
-        for name, kind in (
-            ("mla", MLADims),
-            ("dsa", DSAGeometry),
-            ("hybrid_swa", HybridSWAGeometry),
-            ("mamba", MambaGeometry),
-            ("minimax_sparse", MiniMaxSparseGeometry),
-            ("dsv4", DSV4Geometry),
-        ):
+        for name in ("mla", "dsa", "hybrid_swa", "mamba", "minimax_sparse", "dsv4"):
             if getattr(self, name) is not None:
-                check_instance(getattr(self, name), kind, f"geometry.{name}", fix)
+                check_instance(getattr(self, name), _geometry_class(name), f"geometry.{name}", fix)
         for name in ("checkpoint_kv_fp8", "is_multimodal"):
             check_bool(getattr(self, name), f"geometry.{name}")
         check_opt_str(self.quantization, "geometry.quantization")

@@ -12,13 +12,63 @@ weight estimate) serve these steps only. Torch-free. The core library never impo
 
 from __future__ import annotations
 
-from .breakdown import Breakdown, BreakdownRow, build_breakdown
-from .budget import KVBudget, kv_budget
-from .deployment import DeploymentPlan, deployment_from_case, plan_deployment
-from .fit import FitModel, FitReport, LengthFit, TokenPool, fit_model, fit_report
-from .fixes import Fix, suggest_fixes
-from .request import DeploymentRequest
-from .sweep import SweepRow, sweep, sweep_csv, sweep_table
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+from ..lazy_exports import lazy_exports
+
+#: public name -> the module that defines it; imported on first use (PEP 562), so that importing
+#: one planner module (``kvstrategies.planner.gpus``) does not load the whole planner
+_EXPORTS = {
+    "Breakdown": "breakdown",
+    "BreakdownRow": "breakdown",
+    "build_breakdown": "breakdown",
+    "KVBudget": "budget",
+    "kv_budget": "budget",
+    "DeploymentPlan": "deployment",
+    "deployment_from_case": "deployment",
+    "plan_deployment": "deployment",
+    "FitModel": "fit",
+    "FitReport": "fit",
+    "LengthFit": "fit",
+    "TokenPool": "fit",
+    "fit_model": "fit",
+    "fit_report": "fit",
+    "Fix": "fixes",
+    "suggest_fixes": "fixes",
+    "DeploymentRequest": "request",
+    "SweepRow": "sweep",
+    "sweep": "sweep",
+    "sweep_csv": "sweep",
+    "sweep_table": "sweep",
+}
+
+if TYPE_CHECKING:
+    from .breakdown import Breakdown, BreakdownRow, build_breakdown
+    from .budget import KVBudget, kv_budget
+    from .deployment import DeploymentPlan, deployment_from_case, plan_deployment
+    from .fit import FitModel, FitReport, LengthFit, TokenPool, fit_model, fit_report
+    from .fixes import Fix, suggest_fixes
+    from .request import DeploymentRequest
+    from .sweep import SweepRow, sweep, sweep_csv, sweep_table
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+
+class _Package(types.ModuleType):
+    """This package, keeping ``sweep`` the function: importing the submodule of the same name
+    makes Python bind the module over it, which the eager ``from .sweep import sweep`` of old
+    undid by importing it first."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "sweep" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "Breakdown",

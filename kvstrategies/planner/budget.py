@@ -18,17 +18,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..dtypes import DType
 from ..errors import InsufficientMemoryError, KVCacheConfigError
-from .checkpoint import CheckpointWeights, ShardingFacts, check_matches_config, max_rank_bytes, read_checkpoint
-from .launch_defaults import LaunchResolution, estimate_kv_budget, model_facts_from_hf_config
+from .launch import launch_facts
+from .launch_defaults import LaunchResolution, estimate_kv_budget
 from .load_refusals import request_layout
 from .preload import preload_memory
 from .request import GIB, DeploymentRequest, model_dtype_name
 from .resident import resident_extras
 from .weights import estimate_weights, moonvit_groups, vision_tower_params
+
+if TYPE_CHECKING:
+    from .checkpoint import CheckpointWeights
 
 
 @dataclass(frozen=True)
@@ -79,8 +82,12 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
     stored = 0
     if ckpt is not None:  # what the config says the checkpoint stores: the two must agree
         stored = estimate_weights(config, dtype=_stored_dtype(config), quantization=None).weight_bytes(include_mtp=True)
+        from .checkpoint import check_matches_config
+
         check_matches_config(ckpt, config, stored)
     if ckpt is not None and ckpt.source == "headers":
+        from .checkpoint import ShardingFacts, max_rank_bytes
+
         facts = ShardingFacts.from_config(config, serve_bytes=_serve_bytes(req, config))
         nbytes = max_rank_bytes(
             ckpt,
@@ -114,7 +121,7 @@ def _split_text(req: DeploymentRequest) -> str:
 
 def _vision_tower_bytes(req: DeploymentRequest, config: Mapping[str, Any], base: float) -> tuple[int, str]:
     """Bytes per rank of the vision tower SGLang loads with the language model, and the note."""
-    if not model_facts_from_hf_config(config).is_multimodal:
+    if not launch_facts(config).is_multimodal:
         return 0, ""
     groups = moonvit_groups(config)
     if groups:
@@ -133,7 +140,7 @@ def _vision_tower_bytes(req: DeploymentRequest, config: Mapping[str, Any], base:
 def _vision_tower(config: Mapping[str, Any]) -> int:
     """Parameters of the vision tower SGLang loads: the multimodal model classes build it even
     when multimodal serving is opt-in and off (``sglang/srt/models/gemma3_mm.py``)."""
-    if not model_facts_from_hf_config(config).is_multimodal:
+    if not launch_facts(config).is_multimodal:
         return 0
     return vision_tower_params(config)
 
@@ -154,6 +161,8 @@ def _checkpoint(req: DeploymentRequest) -> CheckpointWeights | None:
     folder = req.source.get("checkpoint")
     if folder is None or req.weight_quantization is not None:
         return None
+    from .checkpoint import read_checkpoint  # the safetensors reader: only with a checkpoint at hand
+
     return read_checkpoint(str(folder))
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import InsufficientMemoryError, KVCacheConfigError
+from ..memo import remember
 from ..models.hf import MAX_CONFIG_INT, architectures, as_int
 from ..validate import MAX_LAYERS, check_float
 from .request import DeploymentRequest, validate_request
@@ -196,9 +197,15 @@ def _check_totals(config: Mapping[str, Any]) -> None:
 
 
 def validate_planner_inputs(req: DeploymentRequest, config: Mapping[str, Any]) -> None:
-    """Everything :func:`~kvstrategies.planner.plan_deployment` reads, before any of it is used."""
+    """Everything :func:`~kvstrategies.planner.plan_deployment` reads, before any of it is used
+    (the config once per planning session: :mod:`kvstrategies.memo`)."""
     validate_request(req)
-    validate_config_fields(config)
+
+    def check() -> bool:
+        validate_config_fields(config)
+        return True
+
+    remember(("validate_config_fields", id(config)), check, config)
 
 
 def check_budget_sane(budget: Any, capacity_bytes: int | None) -> None:

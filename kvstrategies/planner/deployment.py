@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..api import Plan, plan
-from ..case import Case, parse_case
+from ..case import Case, at_budget, parse_case
+from ..memo import in_session
 from ..pools.layout import KVPoolsLayout
 from ..sizing import PoolSizes
 from .breakdown import Breakdown, build_breakdown
@@ -33,7 +35,8 @@ class DeploymentPlan:
 
     ``sizes`` / ``layout`` are the final ones (user token cap and PP minimum applied), which
     may differ from ``planned.pool_sizes`` (what ``plan --json``'s ``pools`` describe).
-    ``request`` is ``None`` for a plan made from a case file.
+    ``request`` is ``None`` for a plan made from a case file. ``breakdown`` is worked out on
+    first use (the fix search's re-plans read only the fit and the budget).
     """
 
     request: DeploymentRequest | None
@@ -43,11 +46,15 @@ class DeploymentPlan:
     planned: Plan
     sizes: PoolSizes
     layout: KVPoolsLayout
-    breakdown: Breakdown
     fit: FitReport
     fixes: tuple[Fix, ...] = ()
 
     derived: tuple[AppliedDefault, ...] = ()
+
+    @cached_property
+    def breakdown(self) -> Breakdown:
+        """Where one rank's memory goes (:func:`~kvstrategies.planner.breakdown.build_breakdown`)."""
+        return build_breakdown(self.budget, self.layout)
 
     @property
     def defaults(self) -> tuple[AppliedDefault, ...]:
@@ -113,7 +120,6 @@ def _assemble(
         planned=planned,
         sizes=sizes,
         layout=layout,
-        breakdown=build_breakdown(budget, layout),
         fit=fit_report(planned.ctx, sizes, lengths),
         fixes=(),
         derived=(*config_defaults, *derived_defaults(request, launch, planned, sizes)),
@@ -128,17 +134,30 @@ def state_reserved_fields(fields: Mapping[str, Any], budget_bytes: int) -> dict[
     The planner runs it here and pins the slot count it chose (``max_mamba_cache_size``, global:
     per-DP slots times attention DP), so the plan sizes exactly that reservation's KV budget.
     """
+    return _reserved(fields, budget_bytes)[0]
+
+
+def state_reserved_case(fields: Mapping[str, Any], budget_bytes: int) -> Case:
+    """``parse_case(state_reserved_fields(fields, budget_bytes))``, parsing the settings once when
+    the reservation changed only the budget (:func:`kvstrategies.case.at_budget`)."""
+    out, before = _reserved(fields, budget_bytes)
+    return at_budget(before, out) if out.keys() == fields.keys() | {"available_bytes"} else parse_case(out)
+
+
+def _reserved(fields: Mapping[str, Any], budget_bytes: int) -> tuple[dict[str, Any], Case]:
     from ..strategies.registry import select_configurator
 
-    settings = parse_case({**fields, "available_bytes": budget_bytes}).settings
+    before = parse_case({**fields, "available_bytes": budget_bytes})
+    settings = before.settings
     reservation = select_configurator(settings).reserve_before_kv(budget_bytes)
     out = {**fields, "available_bytes": reservation.kv_available_bytes}
     slots = reservation.size_fields.get("max_mamba_cache_size")
     if slots is not None and fields.get("max_mamba_cache_size") is None:
         out["max_mamba_cache_size"] = slots * settings.parallel.attn_dp_size
-    return out
+    return out, before
 
 
+@in_session
 def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> DeploymentPlan:
     """Plan ``req`` end to end; ``suggest`` also searches the fixes when the context does not fit.
 
@@ -150,7 +169,7 @@ def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> Deployme
     fields = case_fields(req, model_dtype_name(req, config), launch)
     budget = kv_budget(req, config, launch)
     check_budget_sane(budget, None if req.gpu is None else req.gpu.capacity_bytes)
-    case = parse_case(state_reserved_fields(fields, budget.available_bytes))
+    case = state_reserved_case(fields, budget.available_bytes)
     planned = plan(case.settings, case.available_bytes, max_tokens=case.max_tokens)
     result = _assemble(req, launch, budget, case, planned, req.request_lengths, config_defaults)
     if not suggest or result.fit.context_fits:

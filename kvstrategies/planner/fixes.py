@@ -201,14 +201,27 @@ def _mem_fraction(search: Search) -> Fix | None:
     if start > stop:
         return None
 
-    def plan_at(thousandths: int) -> PlannedDeployment | None:
-        changed = _try(search.replan, req.replace(mem_fraction_static=thousandths / 1000))
-        return changed if changed is not None and changed.fit.context_fits else None
+    planned: dict[int, PlannedDeployment | None] = {}
 
-    if plan_at(stop) is None:
+    def plan_at(thousandths: int) -> PlannedDeployment | None:
+        if thousandths not in planned:
+            changed = _try(search.replan, req.replace(mem_fraction_static=thousandths / 1000))
+            planned[thousandths] = changed if changed is not None and changed.fit.context_fits else None
+        return planned[thousandths]
+
+    top = plan_at(stop)
+    if top is None:
         return None
-    lo, hi = start, stop  # binary search for the smallest fraction that works (monotone)
-    while lo < hi:
+    lo, hi = start, stop  # the smallest fraction that works (monotone): plan_at(hi) always works
+    guess = _fraction_guess(search, start - 1, top, stop)
+    if guess is not None and lo <= guess < hi:
+        if plan_at(guess) is None:
+            lo = guess + 1
+        elif guess == lo or plan_at(guess - 1) is None:
+            lo = hi = guess  # works, and one step less does not: the smallest
+        else:
+            hi = guess - 1
+    while lo < hi:  # binary search in what is left
         mid = (lo + hi) // 2
         if plan_at(mid) is None:
             lo = mid + 1
@@ -225,6 +238,21 @@ def _mem_fraction(search: Search) -> Fix | None:
     value = lo / 1000
     return _fix("mem_fraction_static", value, f"--mem-fraction-static {value:.3f}", changed, cost,
                 {"mem_fraction_static": value})  # fmt: skip
+
+
+def _fraction_guess(search: Search, now: int, top: PlannedDeployment, stop: int) -> int | None:
+    """Where the token capacity, straight between the current plan (``now`` thousandths) and the
+    plan at ``stop``, reaches the model's context: the first fraction :func:`_mem_fraction` plans
+    (then the one below it, which settles the answer when the line was right; a binary search
+    over what is left when it was not). ``None`` without a current plan."""
+    current = search.current
+    if current is None or now < 1:
+        return None
+    low, high = current.fit.capacity_tokens, top.fit.capacity_tokens
+    if high <= low:
+        return None
+    need = current.fit.context_len - low
+    return now + -(-need * (stop - now) // (high - low))
 
 
 def _context_length(search: Search) -> Fix | None:

@@ -15,8 +15,15 @@ from typing import Any
 
 from ..errors import KVCacheConfigError
 from ..jsonio import read_json_object
+from ..memo import remember
 from .gpus import Accelerator
-from .launch_defaults import LaunchResolution, LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
+from .launch_defaults import (
+    LaunchModelFacts,
+    LaunchResolution,
+    LaunchSettings,
+    model_facts_from_hf_config,
+    resolve_launch_defaults,
+)
 from .request import DeploymentRequest
 
 
@@ -90,19 +97,31 @@ def draft_layers(req: DeploymentRequest) -> int | None:
     return None if config is None else _positive_int(config.get("num_hidden_layers"))
 
 
+def launch_facts(config: Mapping[str, Any]) -> LaunchModelFacts:
+    """:func:`~kvstrategies.planner.launch_defaults.model_facts_from_hf_config`, once per config in
+    a planning session (:mod:`kvstrategies.memo`)."""
+    return remember(("launch_facts", id(config)), lambda: model_facts_from_hf_config(config), config)
+
+
 def resolve_launch(req: DeploymentRequest, config: Mapping[str, Any]) -> LaunchResolution | None:
     """SGLang's launch resolution for ``req`` on its GPU (``None`` without a GPU)."""
     if req.gpu is None:
         return None
-    return resolve_launch_defaults(
-        model_facts_from_hf_config(config),
-        req.gpu,
-        tp_size=req.tp_size,
-        pp_size=req.pp_size,
-        attn_dp_size=req.attn_dp_size,
-        dcp_size=req.dcp_size,
-        settings=launch_settings(req),
-    )
+    gpu, settings, release = req.gpu, launch_settings(req), req.release
+    sizes = (req.tp_size, req.pp_size, req.attn_dp_size, req.dcp_size)
+
+    def resolve() -> LaunchResolution:
+        return resolve_launch_defaults(
+            launch_facts(config), gpu, tp_size=sizes[0], pp_size=sizes[1], attn_dp_size=sizes[2], dcp_size=sizes[3],
+            settings=settings, release=release,
+        )  # fmt: skip
+
+    try:
+        key = ("resolve_launch", id(config), gpu, sizes, settings, release)
+        hash(key)
+    except TypeError:  # an unhashable launch extra: resolve every time
+        return resolve()
+    return remember(key, resolve, config)  # the same inputs in one session (a re-plan of another format)
 
 
 def platform_fields(gpu: Accelerator) -> dict[str, bool]:
@@ -138,6 +157,7 @@ def case_fields(req: DeploymentRequest, model_dtype: str, launch: LaunchResoluti
         "device": req.device,
         "eagle_draft_num_layers": draft_layers(req),
         "disable_radix_cache": req.disable_radix_cache,
+        "sglang_version": req.release.text,
     }
     if req.allow_context_length_override:  # --allow-context-length-override is SGLang's env knob
         case["env"] = {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}

@@ -2,8 +2,10 @@
 
 ``kvstrategies plan [--gpu H100 ...] -- python -m sglang.launch_server --model-path X --tp-size 8 ...``
 (also ``python3 -m sglang.launch_server``, ``sglang serve``, a leading ``VAR=value`` environment,
-or the whole command as one quoted string, split as a POSIX shell splits it). Every SGLang server
-flag is in exactly one class of :mod:`.launch_flag_classes` (flag names from :mod:`.sglang_flags`,
+or the whole command as one quoted string, split as a POSIX shell splits it). Every server flag of
+the SGLang release planned for (``--sglang-version`` before the ``--``; default the newest) is in
+exactly one class of :mod:`.launch_flag_classes` (flag names from :mod:`.sglang_flags` for the
+newest release and ``sglang_flag_releases.json`` for what each older release lacks or has on top;
 abbreviations resolved as SGLang's argparse does): planned (passed on to ``plan``), refused by
 name (it changes memory in a way not modelled; ``--config FILE`` too, as the planner does not read
 the YAML file it names), or reviewed as not changing memory (listed as ignored). Every value is
@@ -15,42 +17,53 @@ any other ``SGLANG_*`` knob that changes memory is refused by name (a case file'
 the sizing knobs); knobs that do not change memory, names SGLang does not read, and other
 variables are listed as ignored.
 
-A flag SGLang does not have, an empty ``--model-path``, a switch given a value, a command longer
-than :data:`MAX_COMMAND_CHARS` characters or :data:`MAX_COMMAND_TOKENS` words, and text a shell
-could not split (an unbalanced quote, a trailing backslash) are errors too.
+A flag the release does not have (named with the releases that have it), an empty
+``--model-path``, a switch given a value, a command longer than :data:`MAX_COMMAND_CHARS`
+characters or :data:`MAX_COMMAND_TOKENS` words, and text a shell could not split (an unbalanced
+quote, a trailing backslash) are errors too.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 
 from ..errors import KVCacheConfigError
 from ..knobs import REFUSED_KNOBS, SIZING_KNOBS, knob_class
+from ..quantization_names import QUANTIZATION, quantization_for
+from ..releases import NEWEST_SGLANG, EngineRelease, supported_releases
 from .launch_flag_classes import (
     CONFIG_FLAG,
     GRAPH_RESERVE_FLAGS,
     MODELLED,
     NO_EFFECT,
     NOT_MODELLED,
+    OLDER_GRAPH_RESERVE_FLAGS,
+    OLDER_NO_EFFECT,
+    OLDER_NOT_MODELLED,
     REFUSED_UNLESS,
 )
 from .launch_values import check_flag_value
 from .sglang_flags import SGLANG_SERVER_FLAGS
 
+#: the classes over every release's flags (the newest release's and the older ones' own)
+_NOT_MODELLED = {**NOT_MODELLED, **OLDER_NOT_MODELLED}
+_GRAPH_RESERVE = GRAPH_RESERVE_FLAGS | OLDER_GRAPH_RESERVE_FLAGS
+_NO_EFFECT = NO_EFFECT | OLDER_NO_EFFECT
+
 __all__ = ["GRAPH_RESERVE_FLAGS", "MODELLED", "NO_EFFECT", "NOT_MODELLED", "QUANTIZATION", "REFUSED_UNLESS",
-           "LaunchCommand", "canonical_flag", "flag_values", "quantization_for", "strip_environment",
-           "translate"]  # fmt: skip
+           "LaunchCommand", "canonical_flag", "flag_values", "release_flags",
+           "releases_with_flag", "strip_environment", "translate"]  # fmt: skip
 
 #: the longest pasted command read (characters) and the most words; real commands have < 200 words
 MAX_COMMAND_CHARS = 64 * 1024
 MAX_COMMAND_TOKENS = 4096
 
-#: ``plan`` spellings of SGLang's ``--quantization`` for the weight estimate.
-QUANTIZATION = {"fp8": "fp8", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4", "awq": "w4a16", "gptq": "w4a16",
-                "awq_marlin": "w4a16", "gptq_marlin": "w4a16"}  # fmt: skip
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _LAUNCHERS = ("sglang.launch_server", "sglang.launch_server.py")
 OVERRIDE_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -78,16 +91,6 @@ def strip_environment(tokens: list[str]) -> tuple[list[str], list[str]]:
     return env, tokens
 
 
-def quantization_for(method: str, where: str = "per rank") -> str:
-    """The weight estimate's format (``--weight-quantization``) for an engine's ``--quantization method``."""
-    if method not in QUANTIZATION:
-        raise KVCacheConfigError(
-            f"--quantization {method} is not modelled by the weight estimate; give --weight-bytes {where} instead "
-            f"(modelled: {', '.join(sorted(QUANTIZATION))})"
-        )
-    return QUANTIZATION[method]
-
-
 def _strip_launcher(tokens: list[str]) -> tuple[list[str], list[str]]:
     """``(environment assignments, server arguments)`` of a launch command."""
     env, tokens = strip_environment(tokens)
@@ -110,20 +113,53 @@ def _strip_launcher(tokens: list[str]) -> tuple[list[str], list[str]]:
     return env, tokens
 
 
-def canonical_flag(option: str) -> tuple[str, str]:
-    """``(canonical SGLang option, arity)`` for an option or a unique prefix of one."""
-    if option in SGLANG_SERVER_FLAGS:
-        return SGLANG_SERVER_FLAGS[option]
-    matches = {SGLANG_SERVER_FLAGS[name] for name in SGLANG_SERVER_FLAGS if name.startswith(option)}
+@cache
+def _release_deltas() -> Mapping[str, Mapping[str, object]]:
+    """``sglang_flag_releases.json``: per older release, the newest release's flags it lacks
+    (``missing``) and its own flags (``extra``: option -> [canonical, arity]); written by
+    ``tools/list_sglang_flags.py --release-delta`` from each release's ``ServerArgs.add_cli_args``."""
+    text = resources.files(__package__).joinpath("sglang_flag_releases.json").read_text(encoding="utf-8")
+    data: Mapping[str, Mapping[str, object]] = json.loads(text)
+    return data
+
+
+@cache
+def release_flags(release: EngineRelease = NEWEST_SGLANG) -> Mapping[str, tuple[str, str]]:
+    """Every server flag of ``release``: option string -> ``(canonical option, arity)``."""
+    if release == NEWEST_SGLANG:
+        return SGLANG_SERVER_FLAGS
+    delta = _release_deltas().get(release.text)
+    if delta is None:  # pragma: no cover - the file covers every supported release
+        raise KVCacheConfigError(f"no flag list for {release.label}; run tools/list_sglang_flags.py --release-delta")
+    missing = frozenset(str(name) for name in delta["missing"])  # type: ignore[attr-defined]
+    extra: Mapping[str, list[str]] = delta["extra"]  # type: ignore[assignment]
+    flags = {k: v for k, v in SGLANG_SERVER_FLAGS.items() if k not in missing}
+    flags.update({k: (v[0], v[1]) for k, v in extra.items()})
+    return flags
+
+
+def releases_with_flag(option: str) -> tuple[EngineRelease, ...]:
+    """The supported releases that have server flag ``option`` (exact spelling)."""
+    return tuple(r for r in supported_releases() if option in release_flags(r))
+
+
+def canonical_flag(option: str, release: EngineRelease = NEWEST_SGLANG) -> tuple[str, str]:
+    """``(canonical SGLang option, arity)`` of ``release`` for an option or a unique prefix of one."""
+    flags = release_flags(release)
+    if option in flags:
+        return flags[option]
+    matches = {flags[name] for name in flags if name.startswith(option)}
     if len(matches) == 1:
         return matches.pop()
     if matches:
         raise KVCacheConfigError(
             f"{option} is ambiguous among SGLang's flags ({', '.join(sorted(m[0] for m in matches)[:5])}); spell it out"
         )
+    having = releases_with_flag(option)
+    elsewhere = f" (SGLang {', '.join(r.text for r in having)} {'has' if len(having) == 1 else 'have'} it)"
     raise KVCacheConfigError(
-        f"{option} is not an SGLang 0.5.23 server flag, so SGLang would refuse the command; kvstrategies' own flags "
-        "(--gpu, --request-length, --json, ...) go before the `--`"
+        f"{option} is not an {release.label} server flag{elsewhere if having else ''}, so SGLang would refuse the "
+        "command; kvstrategies' own flags (--gpu, --sglang-version, --request-length, --json, ...) go before the `--`"
     )
 
 
@@ -187,7 +223,7 @@ def _check_refusals(canon: str, option: str, values: list[str], given: set[str])
             f"{option} {' '.join(values)} makes SGLang read further launch flags from a YAML file, which kvstrategies "
             "does not read; paste the flags the file holds instead of --config"
         )
-    if canon in NOT_MODELLED:
+    if canon in _NOT_MODELLED:
         hint = (
             "plan the target without it, with the draft's layers (--speculative-draft-layers, before `--`) "
             "and the draft's weights added to --weight-bytes"
@@ -195,7 +231,7 @@ def _check_refusals(canon: str, option: str, values: list[str], given: set[str])
             else "plan without it and allow for it, or give the KV budget directly with --available-bytes"
         )
         raise KVCacheConfigError(
-            f"{option} changes GPU memory ({NOT_MODELLED[canon]}) in a way kvstrategies does not model; {hint}"
+            f"{option} changes GPU memory ({_NOT_MODELLED[canon]}) in a way kvstrategies does not model; {hint}"
         )
     if canon in REFUSED_UNLESS:
         what, harmless = REFUSED_UNLESS[canon]
@@ -205,7 +241,7 @@ def _check_refusals(canon: str, option: str, values: list[str], given: set[str])
                 f"{option} {' '.join(values)} changes GPU memory ({what}) in a way kvstrategies does not model{keep}; "
                 "plan without it and allow for it, or give the KV budget directly with --available-bytes"
             )
-    if canon in GRAPH_RESERVE_FLAGS and "--mem-fraction-static" not in given:
+    if canon in _GRAPH_RESERVE and "--mem-fraction-static" not in given:
         raise KVCacheConfigError(
             f"{option} changes SGLang's default --mem-fraction-static (its CUDA-graph reserve) in a way "
             "kvstrategies does not model; add --mem-fraction-static (as SGLang logs it) to the command"
@@ -246,14 +282,15 @@ def flag_values(
     return values, i
 
 
-def translate(command: Sequence[str]) -> LaunchCommand:
-    """Translate a launch command (tokens, or one string) into ``plan`` arguments."""
+def translate(command: Sequence[str], release: EngineRelease = NEWEST_SGLANG) -> LaunchCommand:
+    """Translate a launch command (tokens, or one string) into ``plan`` arguments for ``release``
+    (whose flags it may use)."""
     env, rest = _strip_launcher(split_command(command))
     out: list[str] = []
     ignored: list[str] = []
     notes: list[str] = []
     _environment(env, out, ignored)
-    given = {canonical_flag(t.split("=", 1)[0])[0] for t in rest if t.startswith("--")}
+    given = {canonical_flag(t.split("=", 1)[0], release)[0] for t in rest if t.startswith("--")}
     i = 0
     while i < len(rest):
         token = rest[i]
@@ -261,7 +298,7 @@ def translate(command: Sequence[str]) -> LaunchCommand:
         if not token.startswith("-"):
             raise KVCacheConfigError(f"unexpected {token!r:.80} in the pasted command (a value without a flag)")
         option, eq, inline = token.partition("=")
-        canon, arity = canonical_flag(option)
+        canon, arity = canonical_flag(option, release)
         values, i = flag_values(rest, i, option, arity, inline if eq else None)
         values = [check_flag_value(canon, option, value) for value in values]
         _check_refusals(canon, option, values, given)
@@ -270,7 +307,7 @@ def translate(command: Sequence[str]) -> LaunchCommand:
                 f"{option} is empty in the pasted command; SGLang would have no model to load (give the model's "
                 "path or HF id)"
             )
-        if canon in NO_EFFECT or canon in REFUSED_UNLESS or canon in GRAPH_RESERVE_FLAGS:  # harmless as given
+        if canon in _NO_EFFECT or canon in REFUSED_UNLESS or canon in _GRAPH_RESERVE:  # harmless as given
             ignored.append(option)
             continue
         if canon not in MODELLED:  # every flag is classified (tests/test_cli_launch_command.py); never planned blind

@@ -330,3 +330,42 @@ NO_EFFECT = _names(
     --weight-loader-prefetch-checkpoints --weight-loader-prefetch-num-threads --weight-version
     """
 )
+
+# ---- flags only older SGLang releases have (``sglang_flag_releases.json``), in the same classes ----
+
+#: refused by name: they change what a GPU holds in a way the planner does not model
+OLDER_NOT_MODELLED: dict[str, str] = {
+    "--nsa-prefill-backend": "DSA backend-specific KV buffers",
+    "--nsa-decode-backend": "DSA backend-specific KV buffers",
+    "--mamba-scheduler-strategy": "the Mamba state slots per request",
+    "--enable-prefill-context-parallel": "context-parallel KV sharding",
+    "--enable-nsa-prefill-context-parallel": "context-parallel KV sharding",
+    "--enable-dsa-prefill-context-parallel": "context-parallel KV sharding",
+    "--prefill-cp-mode": "context-parallel KV sharding",
+    "--nsa-prefill-cp-mode": "context-parallel KV sharding",
+    "--dsa-prefill-cp-mode": "context-parallel KV sharding",
+    "--keep-mm-feature-on-device": "multimodal features kept on the GPU",
+    "--torchao-config": "weights quantized at load",
+    "--enable-gdn-replayssm-spec": "replay state buffers for speculative GDN layers",
+    "--speculative-dflash-draft-window-size": "the DFLASH draft's KV window",
+}
+#: the older releases' CUDA-graph sizing flags (legacy and piecewise spellings)
+OLDER_GRAPH_RESERVE_FLAGS = frozenset(
+    {
+        "--cuda-graph-bs",
+        "--cuda-graph-max-bs",
+        "--disable-piecewise-cuda-graph",
+        "--enforce-piecewise-cuda-graph",
+        "--enable-breakable-cuda-graph",
+        "--piecewise-cuda-graph-max-tokens",
+        "--piecewise-cuda-graph-tokens",
+    }
+)
+#: reviewed as not changing memory
+OLDER_NO_EFFECT = _names(
+    """
+    --collect-tokens-histogram --cuda-graph-tc-compiler --elastic-ep-rejoin --enable-deepep-waterfill
+    --enable-expert-distribution-metrics --optimistic-prefill-retries --piecewise-cuda-graph-compiler
+    --prefill-round-robin-balance --speculative-skip-dp-mlp-sync --stream-output
+    """
+)

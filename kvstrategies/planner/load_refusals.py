@@ -30,11 +30,13 @@ Modules an exclusion list leaves in 16 bits are not checked (they load unquantiz
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
+from ..memo import remember
 from ..models.hf import text_config
 from ..releases import NEWEST_SGLANG
 from .moe_layout import MoELayout, moe_layout, override_quantization, quantization_method
@@ -147,9 +149,9 @@ def _check_expert_split(req: DeploymentRequest, layout: MoELayout) -> None:
 def _quantized(estimate: WeightEstimate, kind: ParamKind) -> bool:
     """Whether some group of ``kind`` is quantized (an exclusion list may leave them all in 16 bits)."""
     base = estimate.fmt.base_bytes
-    for layer in estimate.layers:
-        for group in layer:
-            if group.kind is kind and estimate.fmt.bytes_for(group) not in (base, UNQUANTIZED):
+    for layer in estimate.distinct_layers():
+        for pos, group in enumerate(estimate.groups_of(layer)):
+            if group.kind is kind and estimate.price(layer, pos) not in (base, UNQUANTIZED):
                 return True
     return False
 
@@ -238,19 +240,24 @@ def _check_block_linears(
 
 
 def _quantized_linears(est: WeightEstimate) -> list[ParamGroup]:
-    """One quantized linear group per distinct shape (the first layer that has it)."""
+    """One quantized linear group per distinct shape (the first layer that has it); once per
+    estimate in a planning session."""
+    return list(remember(("quantized_linears", id(est)), lambda: tuple(_find_quantized_linears(est)), est))
+
+
+def _find_quantized_linears(est: WeightEstimate) -> list[ParamGroup]:
     seen: set[tuple[str, str]] = set()
     out = []
-    for layer in est.layers:
-        for group in layer:
+    for layer in est.distinct_layers():
+        for pos, group in enumerate(est.groups_of(layer)):
             if group.kind not in (ParamKind.ATTENTION, ParamKind.DENSE) or not group.module:
                 continue
-            if est.fmt.bytes_for(group) in (est.fmt.base_bytes, UNQUANTIZED):
+            if est.price(layer, pos) in (est.fmt.base_bytes, UNQUANTIZED):
                 continue
-            key = (group.name, group.module.split(".", 3)[-1])  # without model.layers.N.
+            key = (group.name, group.module)  # the module within the layer (no model.layers.N.)
             if key not in seen:
                 seen.add(key)
-                out.append(group)
+                out.append(dataclasses.replace(group, module=est.module_name(layer, group)))
     return out
 
 

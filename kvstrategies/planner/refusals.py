@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import UnsupportedConfigurationError
 from ..models import ModelGeometry, parse_hf_config
-from ..models.architectures import is_served, model_type_row, names_where
+from ..models.architectures import is_served, model_type_row, names_where, require_loadable
 from ..models.geometry import AttentionArch
 from ..models.hf import architectures, text_config
 from .launch_defaults import AppliedDefault
@@ -194,14 +194,15 @@ def check_sizes(req: DeploymentRequest) -> None:
 
 
 def admit(req: DeploymentRequest) -> tuple[DeploymentRequest, tuple[AppliedDefault, ...]]:
-    """Refuse what SGLang 0.5.23 refuses at launch; return the request to plan (its config
-    replaced when an architecture was assumed) and the defaults applied to the config."""
+    """Refuse what the request's SGLang release refuses at launch; return the request to plan (its
+    config replaced when an architecture was assumed) and the defaults applied to the config."""
     check_sizes(req)
     check_page_size(req.page_size)
     config, assumed = check_architecture(req.hf_config(), req.assume_architecture)
     if assumed is not None:
         req = dataclasses.replace(req, source={"hf_config": config})
     geometry = parse_hf_config(config)
+    require_loadable(geometry.model_type, req.release)  # the config loads before any weight
     override = check_context_length(req.context_length, geometry.context_len, req.allow_context_length_override)
     check_heads(geometry, req)
     check_weight_load(req, config)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..releases import NEWEST_SGLANG
 from .deployment import DeploymentPlan
 from .fixes import Fix
 from .request import DeploymentRequest
@@ -72,7 +71,8 @@ def answer_text(plan: DeploymentPlan) -> list[str]:
     if replicas > 1:
         unit.append(f"{replicas} DP replicas" if dp == 1 else f"x {replicas} DP replicas")
     per = " per attention-DP worker" if dp > 1 else (" per replica" if replicas > 1 else "")
-    lines = [f"answer{where}"]
+    release = plan.case.settings.release if plan.request is None else plan.request.release
+    lines = [f"answer{where} ({release.label} launch defaults)"]
     if plan.request is not None and plan.request.model_description:
         lines.append(f"  model          {plan.request.model_description}")
     for assumed in plan.derived:
@@ -109,6 +109,7 @@ def planner_document(plan: DeploymentPlan) -> dict[str, Any]:
     budget = dataclasses.asdict(plan.budget)
     budget["assumptions"] = list(plan.budget.assumptions)
     return {
+        "sglang_version": (plan.case.settings.release if plan.request is None else plan.request.release).text,
         "answer": answer_document(plan),
         "model_folder": None if plan.request is None or plan.request.model_folder is None
         else str(plan.request.model_folder),
@@ -144,7 +145,7 @@ def run_text(plan: DeploymentPlan) -> list[str]:
     """``run it``: the launch command that realizes the plan (none for a case-file plan)."""
     if plan.request is None:
         return []
-    return [f"run it ({NEWEST_SGLANG.label})", *command_lines(sglang_command(plan.request))]
+    return [f"run it ({plan.request.release.label})", *command_lines(sglang_command(plan.request))]
 
 
 def fix_lines(fix: Fix, req: DeploymentRequest | None, baseline: int | None, indent: str = "    ") -> list[str]:
@@ -184,7 +185,8 @@ def defaults_text(plan: DeploymentPlan) -> list[str]:
         head = "defaults applied (no --gpu: SGLang's field defaults, no launch heuristics)"
     else:
         where = "" if req is None else f" for {plan.budget.gpu_name}, tp {req.tp_size}, pp {req.pp_size}"
-        head = f"defaults applied (SGLang 0.5.23 launch{where}; last one wins)"
+        release = plan.case.settings.release if req is None else req.release
+        head = f"defaults applied ({release.label} launch{where}; last one wins)"
     lines = [head]
     if not plan.defaults:
         lines.append(

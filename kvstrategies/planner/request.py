@@ -16,6 +16,7 @@ from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
+from ..releases import NEWEST_SGLANG, EngineRelease, parse_release
 from ..validate import (
     MAX_LAYERS,
     MAX_PAGE_SIZE,
@@ -54,6 +55,8 @@ class DeploymentRequest:
     ``ep_size``: SGLang's ``--ep-size`` (routed experts split over ``ep`` ranks, each over
     ``tp / ep``); ``moe_runner_backend``: ``--moe-runner-backend`` (``None``: SGLang's choice);
     ``rocm_aiter``: ``SGLANG_USE_AITER=1`` on ROCm, as SGLang's ROCm images set it.
+    ``release`` is the SGLang release planned for (``--sglang-version``; a release string such as
+    ``"0.5.20"`` is accepted; default the newest supported): its launch defaults and sizing.
     """
 
     model: str
@@ -97,8 +100,10 @@ class DeploymentRequest:
     ep_size: int = 1
     moe_runner_backend: str | None = None
     rocm_aiter: bool = True
+    release: EngineRelease = NEWEST_SGLANG
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "release", parse_release(self.release))
         validate_request(self)
         if self.available_bytes is None and self.gpu is None:
             raise KVCacheConfigError(
@@ -193,12 +198,17 @@ _CHOICE_FLAGS = {"kv_cache_dtype": "--kv-cache-dtype", "attention_backend": "--a
 def _check_sglang_choices(req: DeploymentRequest) -> None:
     """A value SGLang's own argparse refuses is refused here too (``--attention-backend bogus``
     was planned), with SGLang's choices named (:func:`.launch_values.check_flag_value`)."""
-    from .launch_values import check_flag_value
-
+    given = {}
     for name, flag in _CHOICE_FLAGS.items():
         value = req.launch_extras.get(name) if name in req.launch_extras else getattr(req, name, None)
         if isinstance(value, str):
-            check_flag_value(flag, flag, value)
+            given[flag] = value
+    if not given:
+        return  # the flag table loads only when there is a value to check
+    from .launch_values import check_flag_value
+
+    for flag, value in given.items():
+        check_flag_value(flag, flag, value)
 
 
 def _check_source(source: Any) -> None:

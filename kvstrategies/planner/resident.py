@@ -46,7 +46,7 @@ def resident_extras(
     req: DeploymentRequest, config: Mapping[str, Any], estimate: WeightEstimate, layout: MoELayout | None
 ) -> tuple[ResidentExtra, ...]:
     """The extras of the fullest rank of ``req`` (module doc); layers split by PP like the weights."""
-    share = _stage_share(len(estimate.layers), req.pp_size)
+    share = _stage_share(estimate.num_layers, req.pp_size)
     out = [
         extra
         for extra in (
@@ -65,14 +65,30 @@ def _stage_share(layers: int, pp: int) -> float:
 
 
 def _quantized_experts(estimate: WeightEstimate) -> tuple[float, int]:
-    """``(bytes per rank-parameter of the first quantized expert group, MoE layers)``."""
-    per, layers = 0.0, 0
-    for layer in estimate.layers:
-        for group in layer:
+    """``(bytes per rank-parameter of the first expert group, in layer order; expert groups)``."""
+    layers = sum(
+        len(kind.layers) for kind in estimate.kinds for group in kind.groups if group.kind is ParamKind.EXPERT
+    )
+    for layer in estimate.distinct_layers():
+        for pos, group in enumerate(estimate.groups_of(layer)):
             if group.kind is ParamKind.EXPERT:
-                layers += 1
-                per = per or estimate.fmt.bytes_for(group)
-    return per, layers
+                per = estimate.price(layer, pos)
+                if per:
+                    return per, layers
+    return 0.0, layers
+
+
+def _expert_bytes(estimate: WeightEstimate, tp: int) -> float:
+    """Bytes one rank holds of every routed-expert group, summed in layer order."""
+    positions = [
+        tuple(pos for pos, g in enumerate(kind.groups) if g.kind is ParamKind.EXPERT) for kind in estimate.kinds
+    ]
+    terms: list[float] = []
+    for layer, kind in enumerate(estimate.kind_of):
+        if positions[kind]:
+            row = estimate.layer_terms(layer, tp)
+            terms += [row[pos] for pos in positions[kind]]
+    return sum(terms)
 
 
 def _expert_padding(
@@ -86,12 +102,7 @@ def _expert_padding(
     stored = layout.stored_columns(fp8_experts=fp8, nvfp4_experts=nvfp4)
     if stored == layout.columns:
         return None
-    experts = sum(
-        g.per_rank(req.tp_size) * estimate.fmt.bytes_for(g)
-        for layer in estimate.layers
-        for g in layer
-        if g.kind is ParamKind.EXPERT
-    )
+    experts = _expert_bytes(estimate, req.tp_size)
     why = (
         "the FlashInfer TRT-LLM MoE runner rounds them up to 128 (fused_moe_triton/layer.py, FusedMoE.__init__)"
         if layout.runner == "flashinfer_trtllm"
@@ -108,17 +119,23 @@ def _mla_copies(
     req: DeploymentRequest, config: Mapping[str, Any], estimate: WeightEstimate, share: float
 ) -> ResidentExtra | None:
     t = text_config(config)
-    groups = [g for layer in estimate.layers for g in layer if g.name == "kv_b_proj"]
-    if not groups or t.get("qk_nope_head_dim") is None:
+    found = [
+        (kind.layers[0], pos, len(kind.layers))
+        for kind in estimate.kinds
+        for pos, g in enumerate(kind.groups)
+        if g.name == "kv_b_proj" and kind.layers
+    ]
+    if not found or t.get("qk_nope_head_dim") is None:
         return None
     attn_tp = max(1, req.tp_size // max(1, req.attn_dp_size))
-    per_layer = groups[0].per_rank(attn_tp)  # kv_lora_rank x heads / attn_tp x (qk_nope + v_head)
-    stored = estimate.fmt.bytes_for(groups[0])
+    layer, pos, _ = min(found)  # the first MLA layer's kv_b_proj
+    per_layer = estimate.groups_of(layer)[pos].per_rank(attn_tp)  # kv_lora_rank x heads / attn_tp x (qk_nope + v_head)
+    stored = estimate.price(layer, pos)
     hip = req.gpu is not None and req.gpu.is_hip
     copy_bytes = 1 if (stored < 1.5 and hip) else 2  # fp8 on ROCm, else bf16
     return ResidentExtra(
         "MLA w_kc / w_vc",
-        int(per_layer * len(groups) * share * copy_bytes),
+        int(per_layer * sum(count for _, _, count in found) * share * copy_bytes),
         f"kv_b_proj's absorbed copies ({copy_bytes}-byte, every MLA layer; "
         "deepseek_common/deepseek_weight_loader.py, post_load_weights)",
     )

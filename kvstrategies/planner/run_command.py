@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..releases import NEWEST_SGLANG
 from .request import DeploymentRequest
 
 LAUNCHER = ("python", "-m", "sglang.launch_server")
@@ -138,4 +139,25 @@ def sglang_command(req: DeploymentRequest) -> SGLangCommand:
         argv += ["--quantization", SGLANG_QUANTIZATION.get(req.weight_quantization, req.weight_quantization)]
     argv += _extras(req.launch_extras)
     env = (f"{OVERRIDE_ENV}=1",) if req.allow_context_length_override else ()
-    return SGLangCommand(env, tuple(argv), tuple(_notes(req)))
+    argv, missing = _release_spelling(req, argv)
+    notes = _notes(req)
+    if missing:
+        notes.append(f"{req.release.label} has no {', '.join(missing)} (a later release's flag)")
+    return SGLangCommand(env, tuple(argv), tuple(notes))
+
+
+def _release_spelling(req: DeploymentRequest, argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` in the flags of the request's release: before ``--attn-dp-size`` existed (0.5.22)
+    attention DP is ``--dp-size N --enable-dp-attention``; any other flag the release lacks is
+    returned to be noted (:func:`.launch_command.release_flags`). The newest release has every flag
+    the planner writes (its flag table is the one they are written from), so its table is not loaded."""
+    if req.release == NEWEST_SGLANG:
+        return argv, []
+    from .launch_command import release_flags
+
+    flags = release_flags(req.release)
+    out = list(argv)
+    if "--attn-dp-size" in out and "--attn-dp-size" not in flags and req.dp_replicas == 1:
+        at = out.index("--attn-dp-size")
+        out[at : at + 2] = ["--dp-size", out[at + 1], "--enable-dp-attention"]
+    return out, [arg for arg in out if arg.startswith("--") and arg not in flags]

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ..errors import KVCacheConfigError
+from ..memo import in_session
 from .deployment import plan_deployment
 from .flag_names import flag_wording
 from .gpus import Accelerator
@@ -28,6 +29,7 @@ class SweepRow:
 
     ``concurrency`` is for requests of ``request_length`` tokens (the first ``--request-length``,
     else :data:`DEFAULT_REQUEST_LENGTH` or the model's context when shorter), per attention-DP worker.
+    ``sglang_version`` is the SGLang release the cell is planned for.
     """
 
     gpu: str | None
@@ -45,6 +47,7 @@ class SweepRow:
     context_fits: bool | None = None
     max_fitting_length: int | None = None
     error: str | None = None
+    sglang_version: str | None = None
 
 
 COLUMNS = tuple(f.name for f in fields(SweepRow))
@@ -55,7 +58,7 @@ DEFAULT_REQUEST_LENGTH = 8192
 
 def sweep_cell(base: DeploymentRequest, gpu: Accelerator | None, tp: int, kv: str | None, page: int | None) -> SweepRow:
     """Plan one cell (``None`` = the launch's choice); a :class:`KVCacheConfigError` becomes ``error``."""
-    asked = SweepRow(None if gpu is None else gpu.name, tp, kv, page)
+    asked = SweepRow(None if gpu is None else gpu.name, tp, kv, page, sglang_version=base.release.text)
     req = base.replace(tp_size=tp, kv_cache_dtype=kv, page_size=page, gpu=gpu if gpu is not None else base.gpu)
     try:
         plan = plan_deployment(req, suggest=False)
@@ -82,9 +85,11 @@ def sweep_cell(base: DeploymentRequest, gpu: Accelerator | None, tp: int, kv: st
         concurrency=first.requests,
         context_fits=fit.context_fits,
         max_fitting_length=fit.max_fitting_length,
+        sglang_version=base.release.text,
     )
 
 
+@in_session
 def sweep(
     base: DeploymentRequest,
     *,

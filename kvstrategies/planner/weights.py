@@ -41,13 +41,14 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..models.architectures import Attention, LinearAttention, any_row, model_type_row, rows_for
+from ..memo import remember
+from ..models.architectures import Attention, LinearAttention, ModelType, any_row, model_type_row, rows_for
 from ..models.hf import as_int
 from ..validate import MAX_LAYERS, TrackedConfig, reading_config
 
@@ -89,6 +90,7 @@ class ParamGroup:
 
 
 _Groups = tuple[ParamGroup, ...]
+_A = TypeVar("_A")
 
 # --- weight formats --------------------------------------------------------------------------
 
@@ -119,10 +121,14 @@ class WeightFormat:
 
     def bytes_for(self, group: ParamGroup) -> float:
         """Bytes per parameter of ``group``: its fixed dtype, else the module rule, else its kind."""
+        return self.module_bytes(group, group.module)
+
+    def module_bytes(self, group: ParamGroup, module: str) -> float:
+        """:meth:`bytes_for` of ``group`` placed at the module ``module`` (a layer's full name)."""
         if group.fixed_bytes is not None:
             return group.fixed_bytes
         if self.modules is not None:
-            priced = self.modules.bytes_for(group.module, group.kind.value)
+            priced = self.modules.bytes_for(module, group.kind.value)
             if priced is not None:
                 return self.base_bytes if priced == UNQUANTIZED else priced
         return self.bytes_per_param(group.kind)
@@ -206,24 +212,115 @@ def get_pp_indices(num_layers: int, rank: int, pp: int) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class WeightEstimate:
-    """Parameter groups of a model: embedding, one tuple per decoder layer, head, MTP layers.
+class LayerKind:
+    """The groups every decoder layer of one kind holds (same token mixer, feed-forward and
+    DeepSeek-V4 compression ratio), and the layers of that kind (ascending).
 
+    ``groups`` name their modules relative to the layer (``self_attn.qkv_proj``); layer ``i``'s
+    full names are ``model.layers.{i}.`` + that (:meth:`WeightEstimate.module_name`).
+    """
+
+    groups: _Groups
+    layers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class WeightEstimate:
+    """Parameter groups of a model: embedding, the decoder layers by kind, head, MTP layers.
+
+    ``kinds`` holds each distinct layer once; ``kind_of[i]`` is the kind of layer ``i``, so a
+    94-layer model of two kinds is counted and priced twice, not 94 times (only a format whose
+    module rules name modules prices layer by layer: an exclusion list may name one layer).
+    ``layers`` rebuilds the old per-layer view (every group with its full module name).
     ``tied``: lm_head shares the embedding (counted once when one stage holds both).
     """
 
     model_type: str
     embedding: _Groups
-    layers: tuple[_Groups, ...]
+    kinds: tuple[LayerKind, ...]
+    kind_of: tuple[int, ...]
     head: _Groups
     mtp: _Groups
     tied: bool
     fmt: WeightFormat
+    _memo: dict[Any, Any] = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.kind_of)
+
+    @property
+    def layers(self) -> tuple[_Groups, ...]:
+        """One tuple of groups per decoder layer, modules named ``model.layers.{i}.*``."""
+        cached: tuple[_Groups, ...] | None = self._memo.get("layers")
+        if cached is None:
+            cached = tuple(
+                tuple(
+                    dataclasses.replace(g, module=self.module_name(i, g)) if g.module else g for g in self.groups_of(i)
+                )
+                for i in range(self.num_layers)
+            )
+            self._memo["layers"] = cached
+        return cached
+
+    def groups_of(self, layer: int) -> _Groups:
+        """The groups of decoder layer ``layer`` (modules relative to the layer)."""
+        return self.kinds[self.kind_of[layer]].groups
+
+    @staticmethod
+    def module_name(layer: int, group: ParamGroup) -> str:
+        """``group``'s full module name in decoder layer ``layer`` (empty for unnamed groups)."""
+        return f"model.layers.{layer}.{group.module}" if group.module else ""
+
+    @property
+    def prices_by_kind(self) -> bool:
+        """Every layer of a kind costs the same per parameter (no module rules to tell them apart)."""
+        return self.fmt.modules is None
+
+    def distinct_layers(self) -> tuple[int, ...]:
+        """Layers that stand for all: the first of each kind when prices go by kind, else every
+        layer; ascending, so a scan of these in order meets each group and price first where
+        a scan of every layer would."""
+        if self.prices_by_kind:
+            return tuple(sorted(kind.layers[0] for kind in self.kinds if kind.layers))
+        return tuple(range(self.num_layers))
+
+    def price(self, layer: int, position: int) -> float:
+        """Bytes per parameter of group ``position`` of decoder layer ``layer`` (:meth:`WeightFormat.bytes_for`
+        of the group at its full module name); priced once per kind, or once per layer under module rules."""
+        kind = self.kind_of[layer]
+        key = ("price", kind, position) if self.prices_by_kind else ("price", layer, position)
+        value: float | None = self._memo.get(key)
+        if value is None:
+            group = self.kinds[kind].groups[position]
+            value = self.fmt.module_bytes(group, self.module_name(layer, group))
+            self._memo[key] = value
+        return value
+
+    def layer_terms(self, layer: int, tp: int, attn_tp: int | None = None) -> tuple[float, ...]:
+        """Bytes one rank holds of each group of decoder layer ``layer`` (see :meth:`_bytes`)."""
+        kind = self.kind_of[layer]
+        key = ("terms", kind if self.prices_by_kind else layer, tp, attn_tp)
+        terms: tuple[float, ...] | None = self._memo.get(key)
+        if terms is None:
+            ranks = self._kind_ranks(kind, tp, attn_tp)
+            terms = tuple(rank * self.price(layer, pos) for pos, rank in enumerate(ranks))
+            self._memo[key] = terms
+        return terms
+
+    def _kind_ranks(self, kind: int, tp: int, attn_tp: int | None) -> tuple[float, ...]:
+        key = ("ranks", kind, tp, attn_tp)
+        ranks: tuple[float, ...] | None = self._memo.get(key)
+        if ranks is None:
+            a_tp = tp if attn_tp is None else attn_tp
+            ranks = tuple(g.per_rank(a_tp if g.kind in _ATTN_TP_KINDS else tp) for g in self.kinds[kind].groups)
+            self._memo[key] = ranks
+        return ranks
 
     @property
     def main_params(self) -> int:
         """Parameters of the served model without MTP layers."""
-        body = sum(g.count for layer in self.layers for g in layer)
+        body = sum(len(kind.layers) * _total(kind.groups) for kind in self.kinds)
         return _total(self.embedding) + body + _total(self._head(True))
 
     @property
@@ -240,15 +337,15 @@ class WeightEstimate:
             return tuple(g for g in self.head if g.kind is not ParamKind.LM_HEAD)
         return self.head
 
+    def _terms(self, groups: _Groups, tp: int, attn_tp: int | None = None) -> list[float]:
+        a_tp = tp if attn_tp is None else attn_tp
+        return [g.per_rank(a_tp if g.kind in _ATTN_TP_KINDS else tp) * self.fmt.bytes_for(g) for g in groups]
+
     def _bytes(self, groups: _Groups, tp: int, attn_tp: int | None = None) -> float:
         """``attn_tp``: the attention-TP size under DP attention (``tp / attn_dp``): attention
         projections and the embedding are sharded over it, not over ``tp``
         (``sglang/srt/layers/vocab_parallel_embedding.py``, ``is_dp_attention_enabled``)."""
-        a_tp = tp if attn_tp is None else attn_tp
-        return sum(
-            g.per_rank(a_tp if g.kind in (ParamKind.ATTENTION, ParamKind.EMBEDDING) else tp) * self.fmt.bytes_for(g)
-            for g in groups
-        )
+        return sum(self._terms(groups, tp, attn_tp))
 
     def weight_bytes(self, *, include_mtp: bool = False) -> int:
         """All weights of the model (one copy), in bytes."""
@@ -257,31 +354,37 @@ class WeightEstimate:
     def stage_bytes(
         self, tp: int, pp: int, pp_rank: int, *, include_mtp: bool = False, attn_tp: int | None = None
     ) -> int:
-        """Bytes one TP rank of PP stage ``pp_rank`` holds.
+        """Bytes one TP rank of PP stage ``pp_rank`` holds: ``ceil`` of the sum, group by group
+        in layer order, of ``per_rank x bytes per parameter``.
 
         The draft's MTP layers (without their embedding/head copies, which SGLang shares with
         the target) are charged to the last stage when ``include_mtp``.
         """
         if tp < 1 or pp < 1 or not 0 <= pp_rank < pp:
             raise KVCacheConfigError(f"invalid tp={tp} pp={pp} pp_rank={pp_rank}")
-        start, end = get_pp_indices(len(self.layers), pp_rank, pp)
+        start, end = get_pp_indices(self.num_layers, pp_rank, pp)
         first, last = pp_rank == 0, pp_rank == pp - 1
-        groups: list[ParamGroup] = []
+        terms: list[float] = []
         if first:
-            groups += self.embedding
-        for layer in self.layers[start:end]:
-            groups += layer
+            terms += self._terms(self.embedding, tp, attn_tp)
+        for layer in range(start, end):
+            terms += self.layer_terms(layer, tp, attn_tp)
         if last:
-            groups += self._head(with_embedding=first)
+            terms += self._terms(self._head(with_embedding=first), tp, attn_tp)
             if include_mtp:
-                groups += [g for g in self.mtp if g.kind not in (ParamKind.EMBEDDING, ParamKind.LM_HEAD)]
-        return math.ceil(self._bytes(tuple(groups), tp, attn_tp))
+                mtp = tuple(g for g in self.mtp if g.kind not in (ParamKind.EMBEDDING, ParamKind.LM_HEAD))
+                terms += self._terms(mtp, tp, attn_tp)
+        return math.ceil(sum(terms))
 
     def weight_bytes_per_rank(
         self, tp: int = 1, pp: int = 1, *, include_mtp: bool = False, attn_tp: int | None = None
     ) -> int:
         """Resident weight bytes of the fullest rank (max over PP stages) at ``tp`` x ``pp``."""
         return max(self.stage_bytes(tp, pp, r, include_mtp=include_mtp, attn_tp=attn_tp) for r in range(pp))
+
+
+#: group kinds sharded over the attention-TP group under DP attention (:meth:`WeightEstimate._bytes`)
+_ATTN_TP_KINDS = (ParamKind.ATTENTION, ParamKind.EMBEDDING)
 
 
 def _total(groups: _Groups) -> int:
@@ -297,34 +400,68 @@ def estimate_weights(
     """
     if not isinstance(cfg, Mapping):
         raise KVCacheConfigError(f"a model config must be a JSON object, got {type(cfg).__name__}")
-    t = TrackedConfig()
-    with reading_config(t, "estimating the weights", "pass the resident weight bytes (--weight-bytes)"):
-        t.update(_text(cfg))
-        return _estimate_weights(cfg, t, dtype=dtype, quantization=quantization)
+
+    def compute() -> WeightEstimate:
+        t = _TextConfig()
+        with reading_config(t, "estimating the weights", "pass the resident weight bytes (--weight-bytes)"):
+            t.update(_text(cfg))
+            # the groups depend on the config alone: another dtype or format reuses them in a session
+            counted, t.last_key = remember(("weight_groups", id(cfg)), lambda: _count(t), cfg)
+            return WeightEstimate(**counted, fmt=weight_format_from_config(cfg, dtype=dtype, quantization=quantization))
+
+    return remember(("estimate_weights", id(cfg), dtype, quantization), compute, cfg)  # once per plan session
 
 
-def _estimate_weights(
-    cfg: Mapping[str, Any], t: Mapping[str, Any], *, dtype: str | DType | None, quantization: str | None
-) -> WeightEstimate:
+def _count(t: TrackedConfig) -> tuple[dict[str, Any], Any]:
+    """The parameter groups of the text config ``t`` (the :class:`WeightEstimate` fields but the
+    format), and the last field read (a failing format names it, as it did after a fresh count)."""
     h, vocab = int(t["hidden_size"]), int(t["vocab_size"])
     n = as_int(t["num_hidden_layers"], "num_hidden_layers", minimum=1, maximum=MAX_LAYERS)
     tied = bool(t.get("tie_word_embeddings", False))
     norm = 2 * h if model_type_row(t.get("model_type")).layernorm_bias else h  # LayerNorm with bias
     hc = _hc_head(t, h)
-    layers = tuple(_layer(t, i) for i in range(n))
-    return WeightEstimate(
-        model_type=str(t.get("model_type", "")),
-        embedding=(ParamGroup("embed_tokens", vocab * h, ParamKind.EMBEDDING, vocab, "model.embed_tokens"),),
-        layers=layers,
-        head=(
+    kinds, kind_of = _layer_kinds(t, n)
+    counted = {
+        "model_type": str(t.get("model_type", "")),
+        "embedding": (ParamGroup("embed_tokens", vocab * h, ParamKind.EMBEDDING, vocab, "model.embed_tokens"),),
+        "kinds": kinds,
+        "kind_of": kind_of,
+        "head": (
             ParamGroup("norm", norm, ParamKind.SMALL),
             *hc,
             ParamGroup("lm_head", vocab * h, ParamKind.LM_HEAD, vocab, "lm_head"),
         ),
-        mtp=_mtp(t, h, vocab, n),
-        tied=tied,
-        fmt=weight_format_from_config(cfg, dtype=dtype, quantization=quantization),
-    )
+        "mtp": _mtp(t, h, vocab, n),
+        "tied": tied,
+    }
+    return counted, t.last_key
+
+
+def _layer_kinds(t: Mapping[str, Any], n: int) -> tuple[tuple[LayerKind, ...], tuple[int, ...]]:
+    """The distinct decoder layers of ``t`` and the kind of each of its ``n`` layers.
+
+    A layer's groups depend on its token mixer, its feed-forward and (DeepSeek-V4) its
+    compression ratio only, so one layer of each kind is built. The config is read in the order
+    a layer-by-layer build reads it (layer 0 built before its key), so a broken field is named
+    as it always was.
+    """
+    index: dict[tuple[str, str, int], int] = {}
+    templates: list[_Groups] = []
+    members: list[list[int]] = []
+    kind_of: list[int] = []
+    for i in range(n):
+        mixer, ffn = _mixer(t, i), _ffn(t, i)
+        first = _layer_groups(t, i, mixer, ffn) if not templates else None
+        key = (mixer, ffn, _dsv4_ratio(t, i) if _is_dsv4(t) else 0)
+        kind = index.get(key)
+        if kind is None:
+            kind = index[key] = len(templates)
+            templates.append(first if first is not None else _layer_groups(t, i, mixer, ffn))
+            members.append([])
+        members[kind].append(i)
+        kind_of.append(kind)
+    kinds = tuple(LayerKind(groups, tuple(layers)) for groups, layers in zip(templates, members, strict=True))
+    return kinds, tuple(kind_of)
 
 
 def count_params(cfg: Mapping[str, Any]) -> tuple[int, int]:
@@ -336,17 +473,50 @@ def count_params(cfg: Mapping[str, Any]) -> tuple[int, int]:
 # --- families --------------------------------------------------------------------------------
 
 
+class _TextConfig(TrackedConfig):
+    """The text config an estimate reads, remembering the per-model answers (MLA? DeepSeek-V4?)
+    that the per-layer readers would otherwise work out again for every layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answers: dict[str, Any] = {}
+
+
+def _remembered(t: Mapping[str, Any], name: str, compute: Callable[[], _A]) -> _A:
+    answers: dict[str, Any] | None = getattr(t, "answers", None)
+    if answers is None:
+        return compute()
+    if name not in answers:
+        answers[name] = compute()
+    answer: _A = answers[name]
+    return answer
+
+
+def _conventions(t: Mapping[str, Any]) -> ModelType:
+    """The ``model_type`` row the per-layer readers consult (worked out once per estimate)."""
+    return _remembered(t, "conventions", lambda: model_type_row(t.get("model_type")))
+
+
 def _arch(t: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(a) for a in t.get("architectures") or ())
 
 
 def _is_dsv4(t: Mapping[str, Any]) -> bool:
-    return any_row(_arch(t), lambda r: r.dsv4)
+    return _remembered(t, "dsv4", lambda: any_row(_arch(t), lambda r: r.dsv4))
 
 
 def _is_mla(t: Mapping[str, Any]) -> bool:
-    mla = any_row(_arch(t), lambda r: r.attention is Attention.MLA)
-    return mla or (t.get("kv_lora_rank") is not None and not _is_dsv4(t))
+    def compute() -> bool:
+        mla = any_row(_arch(t), lambda r: r.attention is Attention.MLA)
+        return mla or (t.get("kv_lora_rank") is not None and not _is_dsv4(t))
+
+    return _remembered(t, "mla", compute)
+
+
+def _dsv4_ratio(t: Mapping[str, Any], i: int) -> int:
+    """DeepSeek-V4 layer ``i``'s ``compress_ratios`` entry (0 past the list: no compressor)."""
+    ratios = t.get("compress_ratios") or []
+    return int(ratios[i]) if i < len(ratios) else 0
 
 
 def _num_experts(t: Mapping[str, Any]) -> int:
@@ -358,7 +528,7 @@ def _num_experts(t: Mapping[str, Any]) -> int:
 
 def _is_moe_layer(t: Mapping[str, Any], i: int) -> bool:
     """Whether layer ``i`` has routed experts (dense-first layers and interleaving rules)."""
-    if _num_experts(t) == 0:
+    if _remembered(t, "experts", lambda: _num_experts(t)) == 0:
         return False
     if i in (t.get("mlp_only_layers") or ()):
         return False
@@ -377,7 +547,7 @@ def _is_moe_layer(t: Mapping[str, Any], i: int) -> bool:
 
 def _mixer(t: Mapping[str, Any], i: int) -> str:
     """Token mixer of layer ``i``: attention, mla, swa, gdn, kda, mamba1, mamba2, hybrid, none."""
-    linear = model_type_row(t.get("model_type", "")).linear_attention
+    linear = _conventions(t).linear_attention
     if linear is LinearAttention.NEMOTRON_H:
         return {"M": "mamba2", "*": "attention"}.get(str(t["hybrid_override_pattern"])[i], "none")
     if linear is LinearAttention.GDN:
@@ -399,7 +569,7 @@ def _mixer(t: Mapping[str, Any], i: int) -> str:
 
 def _ffn(t: Mapping[str, Any], i: int) -> str:
     """Feed-forward of layer ``i``: moe, dense, or none (Nemotron-H mixer-only layers)."""
-    if model_type_row(t.get("model_type")).linear_attention is LinearAttention.NEMOTRON_H:
+    if _conventions(t).linear_attention is LinearAttention.NEMOTRON_H:
         return {"-": "dense", "E": "moe"}.get(str(t["hybrid_override_pattern"])[i], "none")
     return "moe" if _is_moe_layer(t, i) else "dense"
 
@@ -407,8 +577,15 @@ def _ffn(t: Mapping[str, Any], i: int) -> str:
 def _layer(t: Mapping[str, Any], i: int, index: int | None = None) -> _Groups:
     """The groups of decoder layer ``i``, their modules named ``model.layers.{index}.*``
     (``index`` defaults to ``i``; an MTP layer built like layer ``i`` passes its own)."""
+    groups = _layer_groups(t, i, _mixer(t, i), _ffn(t, i))
+    prefix = f"model.layers.{i if index is None else index}."
+    return tuple(dataclasses.replace(g, module=prefix + g.module) if g.module else g for g in groups)
+
+
+def _layer_groups(t: Mapping[str, Any], i: int, mixer: str, ffn: str) -> _Groups:
+    """The groups of decoder layer ``i`` (token mixer ``mixer``, feed-forward ``ffn``), modules
+    relative to the layer; groups of no parameters left out."""
     h = int(t["hidden_size"])
-    mixer, ffn = _mixer(t, i), _ffn(t, i)
     groups: list[ParamGroup] = [ParamGroup("layer_norms", _layer_norms(t, h), ParamKind.SMALL)]
     if _is_dsv4(t):
         groups += _dsv4_attention(t, i)
@@ -432,8 +609,7 @@ def _layer(t: Mapping[str, Any], i: int, index: int | None = None) -> _Groups:
             groups += _dense_mlp(t, i)
     elif ffn == "dense":
         groups += _dense_mlp(t, i)
-    prefix = f"model.layers.{i if index is None else index}."
-    return tuple(dataclasses.replace(g, module=prefix + g.module) if g.module else g for g in groups if g.count)
+    return tuple(g for g in groups if g.count)
 
 
 def _layer_norms(t: Mapping[str, Any], h: int) -> int:
@@ -519,8 +695,7 @@ def _dsv4_attention(t: Mapping[str, Any], i: int) -> list[ParamGroup]:
     compressor (ratio > 0) and indexer (ratio 4), sinks and hyper-connection mixers."""
     h, nh, hd = int(t["hidden_size"]), int(t["num_attention_heads"]), int(t["head_dim"])
     qr, olr, og = int(t["q_lora_rank"]), int(t["o_lora_rank"]), int(t["o_groups"])
-    ratios = t.get("compress_ratios") or []
-    ratio = int(ratios[i]) if i < len(ratios) else 0
+    ratio = _dsv4_ratio(t, i)
     groups = [
         ParamGroup("wq_a", h * qr, ParamKind.ATTENTION),
         ParamGroup("wq_b", qr * nh * hd, ParamKind.ATTENTION, nh),

@@ -26,28 +26,45 @@ def mha_layout(
     layer_num: int,
     store_dtype: DType,
     pool_class: str = "MHATokenToKVPool",
+    prefix: str = "",
 ) -> PoolLayout:
     """``MHATokenToKVPool``, NHD layout: per layer K ``(N, H, D)`` and V ``(N, H, Dv)``, ``N = T + P``.
 
     With ``D == Dv`` SGLang allocates one fused ``(2, ceil_align(N, P), H, D)`` tensor per layer
     and K/V are views of its halves, so allocated bytes exceed ``N * cell`` when ``N`` is not a
     page multiple (layouts.md 15.A: T=1000, P=16 allocates 1024 rows, addresses 1016).
+    ``prefix``: the sub-pool name the buffers are named under (``full`` -> ``full.k_buffer[0]``),
+    as :meth:`~kvstrategies.pools.layout.PoolLayout.prefixed` would name them.
     """
     rows = size + page_size
+    pre = f"{prefix}." if prefix else ""
+    fused = head_dim == v_head_dim
     buffers: list[BufferSpec] = []
+    first: tuple[BufferSpec, ...] = ()  # layer 0's buffers, built and checked; every layer copies them
     for layer in range(layer_num):
-        if head_dim == v_head_dim:
+        if fused:
             storage = f"kv_storage[{layer}]"
-            padded = ceil_align(rows, page_size)
-            buffers.append(
-                BufferSpec(storage, (2, padded, head_num, head_dim), store_dtype, engine_facing=False)
-            )
+            if not first:
+                padded = ceil_align(rows, page_size)
+                first = (
+                    BufferSpec(storage, (2, padded, head_num, head_dim), store_dtype, engine_facing=False),
+                    *(BufferSpec(f"{name}[{layer}]", (rows, head_num, head_dim), store_dtype,
+                                 view=ViewOf(storage, (half,), rows))
+                      for half, name in enumerate(("k_buffer", "v_buffer"))),
+                )  # fmt: skip
+            buffers.append(first[0].renamed(pre + storage))
             for half, name in enumerate(("k_buffer", "v_buffer")):
-                view = ViewOf(storage, (half,), rows)
-                buffers.append(BufferSpec(f"{name}[{layer}]", (rows, head_num, head_dim), store_dtype, view=view))
+                view = first[1 + half].view
+                assert view is not None  # layer 0's halves are views of its storage
+                buffers.append(first[1 + half].renamed(f"{pre}{name}[{layer}]", view.of(pre + storage)))
         else:
-            buffers.append(BufferSpec(f"k_buffer[{layer}]", (rows, head_num, head_dim), store_dtype))
-            buffers.append(BufferSpec(f"v_buffer[{layer}]", (rows, head_num, v_head_dim), store_dtype))
+            if not first:
+                first = (
+                    BufferSpec(f"k_buffer[{layer}]", (rows, head_num, head_dim), store_dtype),
+                    BufferSpec(f"v_buffer[{layer}]", (rows, head_num, v_head_dim), store_dtype),
+                )
+            buffers.append(first[0].renamed(f"{pre}k_buffer[{layer}]"))
+            buffers.append(first[1].renamed(f"{pre}v_buffer[{layer}]"))
     attributes: tuple[tuple[str, int | str | None], ...] = (
         ("size", size),
         ("page_size", page_size),
@@ -74,8 +91,9 @@ def mla_layout(
     ``kv_lora_rank`` columns, not a buffer. Allocated = ``(T + P) * kv_cache_dim * L * itemsize``.
     """
     rows = size + page_size
+    first = BufferSpec("kv_buffer[0]", (rows, 1, kv_cache_dim), store_dtype) if layer_num > 0 else None
     buffers = tuple(
-        BufferSpec(f"kv_buffer[{layer}]", (rows, 1, kv_cache_dim), store_dtype) for layer in range(layer_num)
+        first.renamed(f"kv_buffer[{layer}]") if layer else first for layer in range(layer_num) if first is not None
     )
     attributes: tuple[tuple[str, int | str | None], ...] = (
         ("size", size),

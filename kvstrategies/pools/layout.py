@@ -8,10 +8,10 @@ bytes, so planned == allocated by construction; views are listed for engines and
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
@@ -39,6 +39,12 @@ class ViewOf:
     length: int | None = None
     window_axis: int | None = None
 
+    def of(self, source: str) -> ViewOf:
+        """The same view of another allocation (``dataclasses.replace(self, source=...)``, cheaper)."""
+        copy: ViewOf = object.__new__(ViewOf)
+        copy.__dict__.update(vars(self), source=source)
+        return copy
+
 
 @dataclass(frozen=True)
 class BufferSpec:
@@ -53,8 +59,10 @@ class BufferSpec:
     engine_facing: bool = True  # False for backing storage that engines address via views
 
     def __post_init__(self) -> None:
-        if any((not isinstance(d, int)) or d < 0 for d in self.shape):
-            raise KVCacheConfigError(f"buffer {self.name} has an invalid shape {self.shape}")
+        for d in self.shape:
+            if not isinstance(d, int) or d < 0:
+                raise KVCacheConfigError(f"buffer {self.name} has an invalid shape {self.shape}")
+        object.__setattr__(self, "_nbytes", math.prod(self.shape) * self.dtype.itemsize)  # read often: once
 
     @property
     def numel(self) -> int:
@@ -62,11 +70,20 @@ class BufferSpec:
 
     @property
     def nbytes(self) -> int:
-        return self.numel * self.dtype.itemsize
+        nbytes: int = self.__dict__["_nbytes"]
+        return nbytes
 
     @property
     def is_view(self) -> bool:
         return self.view is not None
+
+    def renamed(self, name: str, view: ViewOf | None = None) -> BufferSpec:
+        """This buffer as ``name`` (a view of ``view``), otherwise the same: a copy, not checked
+        again (its shape was checked when this one was built). Per-layer buffers of one shape
+        are built this way."""
+        copy: BufferSpec = object.__new__(BufferSpec)
+        copy.__dict__.update(vars(self), name=name, view=view)
+        return copy
 
 
 @dataclass(frozen=True)
@@ -82,49 +99,68 @@ class PoolLayout:
         if len(names) != len(set(names)):
             dupes = sorted({n for n in names if names.count(n) > 1})
             raise KVCacheConfigError(f"pool {self.pool_class} names buffers twice: {dupes}")
-        allocations = {b.name for b in self.buffers if not b.is_view}
+        allocations = {b.name for b in self.buffers if b.view is None}
         for buf in self.buffers:
             if buf.view is not None and buf.view.source not in allocations:
                 raise KVCacheConfigError(f"view {buf.name} refers to unknown allocation {buf.view.source}")
 
-    @property
+    @cached_property
     def allocations(self) -> tuple[BufferSpec, ...]:
-        return tuple(b for b in self.buffers if not b.is_view)
+        return tuple(b for b in self.buffers if b.view is None)
 
-    @property
+    @cached_property
     def engine_buffers(self) -> tuple[BufferSpec, ...]:
         """Tensors an engine addresses (views included, hidden backing storage excluded)."""
         return tuple(b for b in self.buffers if b.engine_facing)
 
-    @property
+    @cached_property
     def planned_bytes(self) -> int:
         """Bytes this pool allocates: the sum over allocations (views share their storage)."""
         return sum(b.nbytes for b in self.allocations)
 
     def bytes_by_role(self) -> dict[str, int]:
+        return dict(self._bytes_by_role)
+
+    @cached_property
+    def _bytes_by_role(self) -> tuple[tuple[str, int], ...]:
         totals: dict[str, int] = {}
         for buf in self.allocations:
             totals[buf.role.value] = totals.get(buf.role.value, 0) + buf.nbytes
-        return totals
+        return tuple(totals.items())
 
     def prefixed(self, prefix: str) -> PoolLayout:
         """The same pool with every name (and view source) under ``prefix.``."""
-        def rename(buf: BufferSpec) -> BufferSpec:
-            view = None
-            if buf.view is not None:
-                view = dataclasses.replace(buf.view, source=f"{prefix}.{buf.view.source}")
-            name = f"{prefix}.{buf.name}"
-            return BufferSpec(name, buf.shape, buf.dtype, buf.role, view, buf.device, buf.engine_facing)
-
-        return PoolLayout(self.pool_class, tuple(rename(b) for b in self.buffers), self.attributes)
+        return PoolLayout(self.pool_class, _prefixed(self.buffers, prefix), self.attributes)
 
 
-def combine(pool_class: str, parts: dict[str, PoolLayout], *, extra: tuple[BufferSpec, ...] = ()) -> PoolLayout:
-    """A composite pool (``full.`` / ``swa.`` sub-pools) as one flat layout."""
+def _prefixed(buffers: tuple[BufferSpec, ...], prefix: str) -> tuple[BufferSpec, ...]:
+    """``buffers`` with every name (and view source) under ``prefix.``: copies, not re-checked
+    (each shape was checked when the buffer was built)."""
+
+    def rename(buf: BufferSpec) -> BufferSpec:
+        view = None
+        if buf.view is not None:
+            view = buf.view.of(f"{prefix}.{buf.view.source}")
+        return buf.renamed(f"{prefix}.{buf.name}", view)
+
+    return tuple(rename(b) for b in buffers)
+
+
+def combine(
+    pool_class: str,
+    parts: dict[str, PoolLayout],
+    *,
+    extra: tuple[BufferSpec, ...] = (),
+    attributes_first: tuple[tuple[str, int | str | None], ...] = (),
+    prefixed: bool = False,
+) -> PoolLayout:
+    """A composite pool (``full.`` / ``swa.`` sub-pools) as one flat layout (checked once, as a
+    whole); ``attributes_first`` go before the sub-pools' attributes. ``prefixed``: each part's
+    buffers already carry its prefix (built under it), so they are taken as they are."""
     buffers: list[BufferSpec] = []
-    attributes: list[tuple[str, int | str | None]] = []
+    attributes: list[tuple[str, int | str | None]] = list(attributes_first)
     for prefix, part in parts.items():
-        buffers.extend(part.prefixed(prefix).buffers)
+        buffers.extend(part.buffers if prefixed else _prefixed(part.buffers, prefix))
         attributes.append((f"{prefix}.pool_class", part.pool_class))
         attributes.extend((f"{prefix}.{k}", v) for k, v in part.attributes)
     buffers.extend(extra)

@@ -47,10 +47,12 @@ def mha_sub_pool(
     layer_num: int,
     store_dtype: DType,
     mxfp8: bool = False,
+    prefix: str = "",
 ) -> PoolLayout:
-    """One MHA sub-pool: ``MHATokenToKVPool`` (layouts.md 4.2) or ``MHATokenToKVPoolMXFP8`` (5)."""
+    """One MHA sub-pool: ``MHATokenToKVPool`` (layouts.md 4.2) or ``MHATokenToKVPoolMXFP8`` (5),
+    its buffers named under ``prefix`` when given (:meth:`PoolLayout.prefixed`)."""
     if mxfp8:
-        return mxfp8_layout(
+        layout = mxfp8_layout(
             size=size,
             page_size=page_size,
             head_num=head_num,
@@ -58,6 +60,7 @@ def mha_sub_pool(
             v_head_dim=v_head_dim,
             layer_num=layer_num,
         )
+        return layout.prefixed(prefix) if prefix else layout
     return mha_layout(
         size=size,
         page_size=page_size,
@@ -66,6 +69,7 @@ def mha_sub_pool(
         v_head_dim=v_head_dim,
         layer_num=layer_num,
         store_dtype=store_dtype,
+        prefix=prefix,
     )
 
 
@@ -84,6 +88,7 @@ def swa_kv_pool_layout(
     swa_attention_layer_ids: Sequence[int],
     allocator_page_size: int | None = None,
     owns_mapping: bool = True,
+    parts_prefixed: bool = False,
 ) -> PoolLayout:
     """``SWAKVPool`` over two sub-pool layouts, plus the full-to-SWA index mapping.
 
@@ -91,12 +96,12 @@ def swa_kv_pool_layout(
     order: the ``i``-th id is dense layer ``i`` of its sub-pool. ``allocator_page_size`` (the
     scheduler page size, default ``page_size``) sizes the mapping. ``owns_mapping`` false (a
     draft worker): the pool registers the *target* allocator's mapping, so it is not listed here.
+    ``parts_prefixed``: the sub-pools' buffers are already named ``full.*`` / ``swa.*``.
     """
     mapping_page = page_size if allocator_page_size is None else allocator_page_size
     length = full_to_swa_mapping_length(size, size_swa, mapping_page)
     mapping = BufferSpec(MAPPING_NAME, (length,), DType.INT64, role=BufferRole.INDEX)
     extra = (mapping,) if owns_mapping else ()
-    combined = combine(SWA_KV_POOL, {"full": full, "swa": swa}, extra=extra)
     layers = sorted(
         [(g, f"full[{i}]") for i, g in enumerate(full_attention_layer_ids)]
         + [(g, f"swa[{i}]") for i, g in enumerate(swa_attention_layer_ids)]
@@ -110,6 +115,6 @@ def swa_kv_pool_layout(
         *((f"layers_mapping[{g}]", where) for g, where in layers),
         ("allocator_class", PURE_SWA_ALLOCATOR if size == 0 else SWA_ALLOCATOR),
         *(() if owns_mapping else (("index_mapping", "the target allocator's"),)),
-        *combined.attributes,
     )
-    return PoolLayout(SWA_KV_POOL, combined.buffers, attributes)
+    parts = {"full": full, "swa": swa}
+    return combine(SWA_KV_POOL, parts, extra=extra, attributes_first=attributes, prefixed=parts_prefixed)

@@ -11,16 +11,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..context import DisaggregationMode, KVCacheContext, context_len, draft_loc_space_scale
 from ..pools.basic import REQ_GENERATION_COUNTER, req_to_token_layout
-from ..pools.binding import pool_binding
-from ..pools.build import KVPools
 from ..pools.layout import KVPoolsLayout, PoolLayout
 from ..releases import SGLANG, ByRelease
 from ..request_math import req_to_token_max_context_len, req_to_token_pre_alloc
 from ..sizing import PoolSizes
+
+if TYPE_CHECKING:
+    from ..pools.build import KVPools
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,7 @@ class PoolConfigurator(ABC):
     def build(self, sizes: PoolSizes, device: str = "meta") -> KVPools:
         """Allocate exactly :meth:`layout` on ``device`` (``"meta"`` needs no memory) as typed pools
         with their allocator (:func:`kvstrategies.pools.runtime.build_typed_pools`)."""
+        from ..pools.binding import pool_binding
         from ..pools.runtime.factory import build_typed_pools
 
         return build_typed_pools(self.layout(sizes), device, pool_binding(self.ctx, sizes))

@@ -18,7 +18,7 @@ MiniMax sparse targets: its "return immediately" ends the 5.2 cell, not the scal
 from __future__ import annotations
 
 from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..context import (
     DeviceKind,
@@ -33,18 +33,15 @@ from ..dtypes import DType, KVRecipe
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..mla_dims import calculate_mla_kv_cache_dim
 from ..pools.basic import mha_layout, mla_layout
-from ..pools.dsa import DSA_INDEX_KPOOL_DCP, DSAIndexGeometry
-from ..pools.dsa import dsa_layout as dsa_pool_layout
-from ..pools.fp4 import FP4_RECIPE_BY_BACKEND, FP4KVRecipe, fixed_fp4_cell_bytes, mla_fp4_cell_bytes
-from ..pools.fp4 import mla_fp4_layout as mla_fp4_pool_layout
 from ..pools.layout import PoolLayout
-from ..pools.minimax import minimax_index_dtype, minimax_sparse_cell_bytes, minimax_sparse_layout
-from ..pools.mxfp8 import mxfp8_layout, mxfp8_scale_cell_bytes
 from ..releases import ReleaseRule, span
 from ..request_math import req_to_token_pre_alloc
 from ..sizing import PoolSizes, align_down, ceil_div, require_positive_tokens
 from .base import PoolConfigurator
 from .checks import reject_fp4, require_fp4_device
+
+if TYPE_CHECKING:  # the DSA, FP4, MXFP8 and MiniMax pool modules load with the first model that uses one
+    from ..pools.fp4 import FP4KVRecipe
 
 #: what a stage with no local attention layer reports when the KV lives on another PP stage
 ZERO_KV_STAGE_TOKENS = 2**63 - 1
@@ -178,6 +175,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         if self.fp4_applies:
             # half a byte per latent value plus one 1-byte scale per 16 values; QUIRK (sizing.md
             # 12.4): no recipe check and no workspace, nvfp4 and fp4_mx_block16 cost the same
+            from ..pools.fp4 import mla_fp4_cell_bytes
+
             cell = mla_fp4_cell_bytes(self.mla_kv_cache_dim(), layers)
         if geometry.dsa is not None:
             cell += self.indexer_bytes(self.num_layers) * (1 if self.ctx.is_draft_worker else self.indexer_dcp)
@@ -186,6 +185,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
     @property
     def indexer_dcp(self) -> int:
         """The DCP factor on DSA index keys: ``dcp`` (:data:`DSA_INDEX_KPOOL_DCP`), else 1."""
+        from ..pools.dsa import DSA_INDEX_KPOOL_DCP
+
         return self.dcp if DSA_INDEX_KPOOL_DCP.holds(self.ctx.release) else 1
 
     # DSA indexer (5.5) --------------------------------------------------------------------
@@ -221,6 +222,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         NPU with a non-fp8 KV cache keeps a bf16 indexer: ``per_tok = index_head_dim``,
         ``esz = es(kv)``.
         """
+        from ..pools.dsa import DSA_INDEX_KPOOL_DCP
+
         dsa = self.ctx.geometry.dsa
         assert dsa is not None
         kpool = DSA_INDEX_KPOOL_DCP.holds(self.ctx.release)
@@ -249,14 +252,18 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """
         geometry = self.ctx.geometry
         require_fp4_device(self.ctx)
-        if self.fp4_applies and not FP4_RECIPE_BY_BACKEND.holds(self.ctx.release):
-            layers = self.effective_num_layers
-            return fixed_fp4_cell_bytes(self.kv_heads, geometry.head_dim, geometry.v_head_dim, layers)
         if self.fp4_applies:
+            from ..pools.fp4 import FP4_RECIPE_BY_BACKEND, fixed_fp4_cell_bytes
+
+            if not FP4_RECIPE_BY_BACKEND.holds(self.ctx.release):
+                layers = self.effective_num_layers
+                return fixed_fp4_cell_bytes(self.kv_heads, geometry.head_dim, geometry.v_head_dim, layers)
             return self.fp4_recipe.cell_bytes(self.kv_heads, geometry.head_dim, self.effective_num_layers)
         heads, dims = self.kv_heads, geometry.head_dim + geometry.v_head_dim
         cell = heads * dims * self.effective_num_layers * self.kv_itemsize
         if self.ctx.kv_cache_dtype.recipe is KVRecipe.MXFP8:
+            from ..pools.mxfp8 import mxfp8_scale_cell_bytes
+
             cell += mxfp8_scale_cell_bytes(heads, geometry.head_dim, geometry.v_head_dim, self.num_layers)
         return cell
 
@@ -267,6 +274,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         Each phase falls back to ``attention_backend``; with none at all only the packed data
         (and nvfp4's global-scale vectors) exist.
         """
+        from ..pools.fp4 import FP4_RECIPE_BY_BACKEND, FP4KVRecipe
+
         backends = self.ctx.backends
         return FP4KVRecipe.configure(
             self.ctx.kv_cache_dtype.recipe,
@@ -284,6 +293,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         MiniMax fp8-attention-GEMM mode is not a setting here (off); the gfx95 env knob
         ``SGLANG_OPT_MINIMAX_M3_FP8_INDEX_CACHE`` is taken at its default (on).
         """
+        from ..pools.minimax import minimax_index_dtype
+
         ctx = self.ctx
         cuda = ctx.device in (DeviceKind.CUDA, DeviceKind.META)
         return minimax_index_dtype(
@@ -309,6 +320,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
                 "the MiniMax-M3 NVFP4 native KV pool (quantization 'minimax_m3_nvfp4' on Blackwell) is out of "
                 "scope of this planner; plan it on a non-Blackwell platform or with another checkpoint"
             )
+        from ..pools.minimax import minimax_sparse_cell_bytes
+
         return minimax_sparse_cell_bytes(
             sparse.local(*self.layer_range),
             head_num=geometry.num_kv_heads(ctx.parallel.attn_tp_size),
@@ -454,6 +467,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     def mla_fp4_layout(self, sizes: PoolSizes) -> PoolLayout:
         """``MLATokenToKVPoolFP4`` (builders.md 4 row 8, layouts.md 7), either FP4 recipe."""
+        from ..pools.fp4 import mla_fp4_layout as mla_fp4_pool_layout
+
         geometry = self.ctx.geometry
         assert geometry.mla is not None
         return mla_fp4_pool_layout(
@@ -479,6 +494,9 @@ class DefaultPoolConfigurator(PoolConfigurator):
         ``dcp_replicated`` (its index page is ``P * dcp / kpool / dcp``); the kpool compress tails
         get ``req_to_token`` rows + 1 rows and ``index_kpool + max draft tokens`` slots.
         """
+        from ..pools.dsa import DSA_INDEX_KPOOL_DCP, DSAIndexGeometry
+        from ..pools.dsa import dsa_layout as dsa_pool_layout
+
         ctx, geometry = self.ctx, self.ctx.geometry
         assert geometry.mla is not None and geometry.dsa is not None
         dsa = geometry.dsa
@@ -511,6 +529,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     def minimax_sparse_layout(self, sizes: PoolSizes) -> PoolLayout:
         """``MiniMaxSparseKVPool`` (builders.md 5.6, layouts.md 12); heads with DCP, as the builder passes."""
+        from ..pools.minimax import minimax_sparse_layout
+
         geometry = self.ctx.geometry
         sparse = geometry.minimax_sparse
         assert sparse is not None
@@ -549,6 +569,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
                 quant_page_size=self.ctx.page_size,
             )
         if self.ctx.kv_cache_dtype.recipe is KVRecipe.MXFP8:
+            from ..pools.mxfp8 import mxfp8_layout
+
             return mxfp8_layout(
                 size=self.pool_tokens(sizes),
                 page_size=self.pool_page_size,

@@ -320,11 +320,12 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
                 f"an all-SWA model is served by SGLang's PureSWATokenToKVPoolAllocator, which needs "
                 f"page_size 1 (got {self.ctx.page_size}); set page_size to 1"
             )
-        if self.ctx.geometry.use_mla:
+        mla = self.ctx.geometry.use_mla
+        if mla:
             full_pool, swa_pool = self._mla_sub_pools(full, swa)
             pool_page = self.ctx.page_size  # the MLA-SWA pool takes the scheduler page (builders.md 5.4)
         else:
-            full_pool, swa_pool = self._mha_sub_pools(full, swa)
+            full_pool, swa_pool = self._mha_sub_pools(full, swa)  # built as full.* / swa.*
             pool_page = self.pool_page_size
         return swa_kv_pool_layout(
             full=full_pool,
@@ -336,6 +337,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             swa_attention_layer_ids=self.swa_layer_ids,
             allocator_page_size=self.ctx.page_size,
             owns_mapping=not self.ctx.is_draft_worker,
+            parts_prefixed=not mla,
         )
 
     @property
@@ -370,9 +372,13 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             full_geometry = (heads, d, dv)
         else:
             full_geometry = swa_geometry = (heads, d, d)
-        return self._mha_sub_pool(full, full_geometry, self.nF), self._mha_sub_pool(swa, swa_geometry, self.nS)
+        return (
+            self._mha_sub_pool(full, full_geometry, self.nF, "full"),
+            self._mha_sub_pool(swa, swa_geometry, self.nS, "swa"),
+        )
 
-    def _mha_sub_pool(self, size: int, shape: tuple[int, int, int], layers: int) -> PoolLayout:
+    def _mha_sub_pool(self, size: int, shape: tuple[int, int, int], layers: int, prefix: str) -> PoolLayout:
+        """One sub-pool, its buffers named under ``prefix`` (``full`` / ``swa``)."""
         heads, k_dim, v_dim = shape
         if self.ctx.device is DeviceKind.NPU:
             # row 2: SWAKVPool of two NPUMHATokenToKVPool (builders.md 5.9)
@@ -384,7 +390,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
                 v_head_dim=v_dim,
                 layer_num=layers,
                 store_dtype=self.ctx.kv_cache_dtype.base_store_dtype,
-            )
+            ).prefixed(prefix)
         return mha_sub_pool(
             size=size,
             page_size=self.pool_page_size,
@@ -394,6 +400,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             layer_num=layers,
             store_dtype=self.ctx.kv_cache_dtype.store_dtype,
             mxfp8=self.is_mxfp8,
+            prefix=prefix,
         )
 
     def _mla_sub_pools(self, full: int, swa: int) -> tuple[PoolLayout, PoolLayout]:

@@ -13,6 +13,9 @@ from ..errors import UnsupportedConfigurationError
 from .base import PoolConfigurator
 
 _REGISTRY: list[type[PoolConfigurator]] = []
+#: the registry holds exactly the built-ins, in order (nothing registered or removed): selection
+#: may then load only the strategies a context could select (:func:`.builtin.select_builtin`)
+_BUILTINS_ONLY = True
 
 
 def register(strategy: type[PoolConfigurator], *, before: str | None = None) -> type[PoolConfigurator]:
@@ -20,7 +23,9 @@ def register(strategy: type[PoolConfigurator], *, before: str | None = None) -> 
 
     The built-ins are registered first, so ``before="DefaultPoolConfigurator"`` works in a fresh
     process (they would otherwise load lazily, at the first selection)."""
+    global _BUILTINS_ONLY
     _ensure_builtins()
+    _BUILTINS_ONLY = False
     if strategy in _REGISTRY:
         _REGISTRY.remove(strategy)
     if before is None:
@@ -37,9 +42,13 @@ def register(strategy: type[PoolConfigurator], *, before: str | None = None) -> 
 
 
 def unregister(strategy: type[PoolConfigurator]) -> None:
+    global _BUILTINS_ONLY
     _ensure_builtins()
     if strategy in _REGISTRY:
         _REGISTRY.remove(strategy)
+    from .builtin import builtin_order
+
+    _BUILTINS_ONLY = list(builtin_order()) == _REGISTRY
 
 
 def registered() -> tuple[type[PoolConfigurator], ...]:
@@ -54,6 +63,12 @@ def serves(strategy: type[PoolConfigurator], ctx: KVCacheContext) -> bool:
 
 
 def select_configurator_class(ctx: KVCacheContext) -> type[PoolConfigurator]:
+    if _BUILTINS_ONLY:
+        from .builtin import select_builtin
+
+        found = select_builtin(ctx)
+        if found is not None:
+            return found
     for strategy in registered():
         if serves(strategy, ctx) and strategy.is_applicable(ctx):
             return strategy
@@ -77,8 +92,8 @@ def _ensure_builtins() -> None:
     if _BUILTINS_LOADED:
         return
     _BUILTINS_LOADED = True
-    from . import builtin
+    from .builtin import builtin_order
 
-    for strategy in builtin.BUILTIN_ORDER:
+    for strategy in builtin_order():
         if strategy not in _REGISTRY:
             _REGISTRY.append(strategy)

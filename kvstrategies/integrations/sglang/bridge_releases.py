@@ -67,8 +67,16 @@ class BridgeRelease:
     platform_override: bool = True
     #: ``runtime_context.get_schedule()`` holds ``max_mamba_cache_size`` (else ``ServerArgs`` does)
     schedule_bag: bool = True
-    #: ``ServerArgs.resolve_once()`` runs launch resolution (else ``ServerArgs.__post_init__`` does)
+    #: ``ServerArgs.resolve_once()`` runs launch resolution (else ``ServerArgs.__post_init__`` does);
+    #: with it come ``resolved_dict``, ``arg_groups.overrides.resolution_result`` and
+    #: ``arg_groups.model_override_base.model_config_of`` (0.5.19, ``arg_groups/pipeline.py``)
     resolve_once: bool = True
+    #: ``ServerArgs`` takes ``attn_dp_size`` (0.5.22); before, attention DP is spelled
+    #: ``dp_size=N, enable_dp_attention=True``
+    attn_dp_field: bool = True
+    #: ``kv_cache_configurator.mm_runtime_reservation_gb`` reserves multimodal memory out of the
+    #: KV budget (0.5.18); before, nothing is reserved for it
+    mm_kv_reserve: bool = True
 
     @property
     def release(self) -> EngineRelease:
@@ -80,13 +88,16 @@ _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
 BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
     BridgeRelease("0.5.15", "5.12.1", _OLD_XGRAMMAR, configurator=False, platform_override=False,
-                  schedule_bag=False, resolve_once=False),  # fmt: skip
-    BridgeRelease("0.5.16", "5.12.1", _OLD_XGRAMMAR, platform_override=False, schedule_bag=False, resolve_once=False),
-    BridgeRelease("0.5.17", "5.12.1", _OLD_XGRAMMAR, platform_override=False, resolve_once=False),
-    BridgeRelease("0.5.18", "5.12.1", _OLD_XGRAMMAR, platform_override=False, resolve_once=False),
-    BridgeRelease("0.5.19", "5.12.1", _OLD_XGRAMMAR),
-    BridgeRelease("0.5.20", "5.12.1", _OLD_XGRAMMAR),
-    BridgeRelease("0.5.21", "5.12.1", _NEW_XGRAMMAR),
+                  schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False),  # fmt: skip
+    BridgeRelease("0.5.16", "5.12.1", _OLD_XGRAMMAR, platform_override=False, schedule_bag=False, resolve_once=False,
+                  attn_dp_field=False, mm_kv_reserve=False),  # fmt: skip
+    BridgeRelease("0.5.17", "5.12.1", _OLD_XGRAMMAR, platform_override=False, resolve_once=False,
+                  attn_dp_field=False, mm_kv_reserve=False),  # fmt: skip
+    BridgeRelease("0.5.18", "5.12.1", _OLD_XGRAMMAR, platform_override=False, resolve_once=False,
+                  attn_dp_field=False),  # fmt: skip
+    BridgeRelease("0.5.19", "5.12.1", _OLD_XGRAMMAR, attn_dp_field=False),
+    BridgeRelease("0.5.20", "5.12.1", _OLD_XGRAMMAR, attn_dp_field=False),
+    BridgeRelease("0.5.21", "5.12.1", _NEW_XGRAMMAR, attn_dp_field=False),
     BridgeRelease("0.5.22", "5.19.0", _NEW_XGRAMMAR),
     BridgeRelease("0.5.23", "5.19.0", _NEW_XGRAMMAR),
 )

@@ -1,13 +1,14 @@
-"""The planner's launch defaults checked against SGLang 0.5.23's own launch resolution.
+"""The planner's launch defaults checked against an SGLang release's own launch resolution.
 
-For each launch of a grid (:mod:`.launch_grid`): SGLang's answer is
-``ServerArgs(**fields).resolve_once()`` run in a forked child that believes it is on the GPU
-(:mod:`._launch_probe`, live) or the answer recorded from it in
-``golden/sglang-0.5.23-launch/resolutions.jsonl`` (no SGLang needed); the planner's answer is
-:func:`kvstrategies.planner.launch.resolve_launch` on the same flags. Every field the planner
-reports (:data:`COMPARED_FIELDS`) is compared; a launch SGLang refuses must be refused by the
-planner with a :class:`~kvstrategies.errors.KVCacheConfigError`, and the other way round.
-Differences listed in :data:`KNOWN_DIFFERENCES` (with their reason) do not fail the check.
+For each launch of a grid (:mod:`.launch_grid`): SGLang's answer is its launch resolution of
+``ServerArgs(**fields)`` (``resolve_once()`` from 0.5.19, ``__post_init__`` before) run in a
+forked child that believes it is on the GPU (:mod:`._launch_probe`, live, under the installed
+release) or the answer recorded from it in ``golden/sglang-<release>-launch/resolutions.jsonl``
+(no SGLang needed); the planner's answer is :func:`kvstrategies.planner.launch.resolve_launch`
+on the same flags for the same release. Every field the planner reports
+(:data:`COMPARED_FIELDS`) is compared; a launch SGLang refuses must be refused by the planner
+with a :class:`~kvstrategies.errors.KVCacheConfigError`, and the other way round. Differences
+listed in :data:`KNOWN_DIFFERENCES` (with their reason) do not fail the check.
 """
 
 from __future__ import annotations
@@ -24,11 +25,25 @@ from typing import Any
 from ...errors import KVCacheConfigError
 from ...planner.gpus import lookup_gpu
 from ...planner.launch_defaults import LaunchResolution
+from ...releases import NEWEST_SGLANG, EngineRelease, parse_release, supported_releases
 from .launch_grid import DFLASH_DRAFT, DFLASH_DRAFT_CONFIG, LaunchSpec, launch_config, spec_from_dict
 
-SGLANG_VERSION = "0.5.23"
-GOLDEN_DIR = Path(__file__).resolve().parents[3] / "golden" / f"sglang-{SGLANG_VERSION}-launch"
+GOLDEN_ROOT = Path(__file__).resolve().parents[3] / "golden"
 GOLDEN_FILE = "resolutions.jsonl"  # not *.json: the syrupy golden harness owns those
+
+
+def golden_dir(release: EngineRelease = NEWEST_SGLANG) -> Path:
+    """``golden/sglang-<release>-launch``: where one release's launch resolutions are recorded."""
+    return GOLDEN_ROOT / f"sglang-{release.text}-launch"
+
+
+#: the newest release's recording (what ``--recorded`` reads by default)
+GOLDEN_DIR = golden_dir()
+
+
+def recorded_releases(root: Path = GOLDEN_ROOT) -> tuple[EngineRelease, ...]:
+    """The supported releases with a recording under ``root``, oldest first."""
+    return tuple(r for r in supported_releases() if (root / f"sglang-{r.text}-launch" / GOLDEN_FILE).is_file())
 
 # Planner-reported launch fields compared with SGLang's resolved ones (planner names).
 COMPARED_FIELDS: tuple[str, ...] = (
@@ -128,12 +143,18 @@ def sglang_fields(resolved: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def planner_fields(res: LaunchResolution) -> dict[str, Any]:
-    """The compared fields of a planner resolution, in SGLang's spelling (``dsv4_attn_backend``
-    left unset is SGLang's field default ``auto``)."""
+def planner_fields(res: LaunchResolution, release: EngineRelease = NEWEST_SGLANG) -> dict[str, Any]:
+    """The compared fields of a planner resolution, in SGLang's spelling for ``release``:
+    ``dsv4_attn_backend`` left unset is the field default ``auto`` where the release has the
+    field; the explicit-ratio record is False where the release keeps none."""
+    from ...planner.launch_defaults.deepseek import DSV4_ATTN_BACKEND_FIELD
+    from ...planner.launch_defaults.model_overrides import SWA_RATIO_EXPLICIT_FLAG
+
     out = {name: getattr(res, name) for name in COMPARED_FIELDS}
-    if out["dsv4_attn_backend"] is None:
+    if out["dsv4_attn_backend"] is None and DSV4_ATTN_BACKEND_FIELD.holds(release):
         out["dsv4_attn_backend"] = "auto"
+    if not SWA_RATIO_EXPLICIT_FLAG.holds(release):
+        out["swa_full_tokens_ratio_explicit"] = False
     return out
 
 
@@ -144,12 +165,25 @@ def _flag_value(value: Any, draft_dir: Path) -> Any:
     return str(draft_dir) if value == DFLASH_DRAFT else value
 
 
-def planner_outcome(spec: LaunchSpec, draft_dir: Path) -> LaunchOutcome:
-    """The planner's launch resolution of ``spec`` (a refusal is its KVCacheConfigError text)."""
+def _request_fields() -> frozenset[str]:
+    import dataclasses
+
+    from ...planner import DeploymentRequest
+
+    return frozenset(f.name for f in dataclasses.fields(DeploymentRequest))
+
+
+_REQUEST_FIELDS = _request_fields()
+
+
+def planner_outcome(spec: LaunchSpec, draft_dir: Path, release: EngineRelease = NEWEST_SGLANG) -> LaunchOutcome:
+    """The planner's launch resolution of ``spec`` for ``release`` (a refusal is its
+    KVCacheConfigError text)."""
     from ...planner import DeploymentRequest
     from ...planner.launch import resolve_launch
 
     flags = {k: _flag_value(v, draft_dir) for k, v in spec.flags.items()}
+    extras = {k: flags.pop(k) for k in list(flags) if k not in _REQUEST_FIELDS}  # LaunchSettings-only flags
     try:
         req = DeploymentRequest(
             model=spec.preset,
@@ -159,13 +193,15 @@ def planner_outcome(spec: LaunchSpec, draft_dir: Path) -> LaunchOutcome:
             dcp_size=spec.dcp_size,
             attn_dp_size=spec.attn_dp_size,
             gpu=lookup_gpu(spec.gpu),
+            release=release,
+            launch_extras=extras,
             **flags,
         )
         res = resolve_launch(req, req.hf_config())
     except KVCacheConfigError as exc:
         return LaunchOutcome(refused=str(exc))
     assert res is not None  # a GPU is always named
-    return LaunchOutcome(fields=planner_fields(res))
+    return LaunchOutcome(fields=planner_fields(res, release))
 
 
 # --- SGLang's side (live) -------------------------------------------------------------------
@@ -211,18 +247,25 @@ def default_workers() -> int:
     return max(1, min(8, cpus))
 
 
+def installed_sglang_release() -> EngineRelease:
+    """The release of the SGLang this process imports (an unsupported one is refused)."""
+    from ._launch_probe import import_for_launch
+
+    return import_for_launch().release
+
+
 def sglang_live_outcomes(
     specs: Sequence[LaunchSpec], workers: int | None = None
 ) -> tuple[dict[str, LaunchOutcome], float]:
-    """Resolve every launch with SGLang: one import here, then one fresh forked child per launch
-    (spread over ``workers`` forked workers, :func:`default_workers` by default).
+    """Resolve every launch with the installed SGLang: one import here, then one fresh forked
+    child per launch (spread over ``workers`` forked workers, :func:`default_workers` by default).
 
     Returns the outcomes by launch name and the wall time in seconds (import included).
     """
     start = time.perf_counter()
     from . import _launch_probe as probe
 
-    probe.preload_resolution_modules()
+    row = probe.preload_resolution_modules()
     with tempfile.TemporaryDirectory(prefix="kvstrategies-launch-") as tmp:
         dirs, draft = write_model_dirs(specs, Path(tmp))
         jobs = []
@@ -232,7 +275,7 @@ def sglang_live_outcomes(
                 raise KVCacheConfigError(f"launch {spec.name!r}: the SGLang check runs CUDA GPUs only, got {gpu.name}")
             facts = probe.GpuFacts(*gpu.compute_capability, capacity_mib=gpu.capacity_mib)
             jobs.append((facts, _server_fields(spec, dirs[spec.preset], draft)))
-        answers = probe.resolve_many_forked(jobs, default_workers() if workers is None else workers)
+        answers = probe.resolve_many_forked(row, jobs, default_workers() if workers is None else workers)
     out: dict[str, LaunchOutcome] = {}
     for spec, answer in zip(specs, answers, strict=True):
         if "ok" in answer:
@@ -245,12 +288,18 @@ def sglang_live_outcomes(
 # --- recorded answers -------------------------------------------------------------------------
 
 
-def save_golden(specs: Sequence[LaunchSpec], outcomes: Mapping[str, LaunchOutcome], folder: Path) -> Path:
-    """Write ``resolutions.jsonl``: a header line (SGLang version, field names), then one line
+def save_golden(
+    specs: Sequence[LaunchSpec],
+    outcomes: Mapping[str, LaunchOutcome],
+    folder: Path,
+    release: EngineRelease = NEWEST_SGLANG,
+) -> Path:
+    """Write ``resolutions.jsonl``: a header line (SGLang release, field names), then one line
     per launch: its spec and SGLang's outcome (the fields as a list in the header's order, or
     the refusal). JSON Lines, so git diffs show one launch per line."""
     folder.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps({"sglang_version": SGLANG_VERSION, "launches": len(specs), "fields": list(COMPARED_FIELDS)})]
+    header = {"sglang_version": release.text, "launches": len(specs), "fields": list(COMPARED_FIELDS)}
+    lines = [json.dumps(header)]
     for spec in specs:
         outcome = outcomes[spec.name]
         answer: dict[str, Any] = (
@@ -264,18 +313,21 @@ def save_golden(specs: Sequence[LaunchSpec], outcomes: Mapping[str, LaunchOutcom
     return path
 
 
-def load_golden(folder: Path = GOLDEN_DIR) -> tuple[tuple[LaunchSpec, ...], dict[str, LaunchOutcome]]:
-    """The recorded launches and SGLang's outcomes (see :func:`save_golden`)."""
-    path = folder / GOLDEN_FILE
+def load_golden(
+    folder: Path | None = None, release: EngineRelease = NEWEST_SGLANG
+) -> tuple[tuple[LaunchSpec, ...], dict[str, LaunchOutcome]]:
+    """``release``'s recorded launches and SGLang's outcomes (see :func:`save_golden`); ``folder``
+    defaults to :func:`golden_dir` of the release."""
+    path = (golden_dir(release) if folder is None else folder) / GOLDEN_FILE
     try:
         lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     except (OSError, ValueError) as exc:
         raise KVCacheConfigError(f"cannot read the recorded SGLang launches {path}: {exc}") from exc
     header, records = lines[0], lines[1:]
-    if header.get("sglang_version") != SGLANG_VERSION or len(records) != header.get("launches"):
+    if header.get("sglang_version") != release.text or len(records) != header.get("launches"):
         raise KVCacheConfigError(
             f"{path} records SGLang {header.get('sglang_version')} with {len(records)} launches; expected "
-            f"SGLang {SGLANG_VERSION} and the header's count {header.get('launches')}"
+            f"{release.label} and the header's count {header.get('launches')}"
         )
     names = list(header["fields"])
     specs = tuple(spec_from_dict(r["spec"]) for r in records)
@@ -355,11 +407,13 @@ def summarize(comparisons: Sequence[LaunchComparison]) -> VerifySummary:
     )
 
 
-def compare_all(specs: Sequence[LaunchSpec], sglang: Mapping[str, LaunchOutcome]) -> list[LaunchComparison]:
-    """The planner against SGLang's outcomes for every launch."""
+def compare_all(
+    specs: Sequence[LaunchSpec], sglang: Mapping[str, LaunchOutcome], release: EngineRelease = NEWEST_SGLANG
+) -> list[LaunchComparison]:
+    """The planner for ``release`` against that release's SGLang outcomes for every launch."""
     with tempfile.TemporaryDirectory(prefix="kvstrategies-draft-") as tmp:
         _, draft = write_model_dirs((), Path(tmp))
-        return [compare_launch(s, sglang[s.name], planner_outcome(s, draft)) for s in specs]
+        return [compare_launch(s, sglang[s.name], planner_outcome(s, draft, release)) for s in specs]
 
 
 def diff_text(c: LaunchComparison) -> list[str]:
@@ -421,12 +475,14 @@ def run_verify_launch(
     workers: int | None = None,
     as_json: bool = False,
     show_equal: bool = False,
+    sglang_version: str | None = None,
     out: Callable[[str], None] = print,
 ) -> int:
     """Compare the planner with SGLang on every launch of ``grid``; 0 when every difference is
-    known, 1 otherwise. ``recorded`` reads SGLang's answers from the golden file (no SGLang
-    needed; the grid must be the recorded one's subset); else SGLang runs live, and ``record``
-    writes its answers there."""
+    known, 1 otherwise. ``recorded`` reads the answers recorded for ``sglang_version`` (default:
+    the newest release; no SGLang needed; the grid must be the recorded one's subset); else the
+    installed SGLang runs live (``sglang_version``, if given, must be it), and ``record`` writes
+    its answers there: a recording that differs from the one it replaces is reported stale (1)."""
     if workers is not None and not 1 <= workers <= MAX_JOBS:
         raise KVCacheConfigError(
             f"verify: --jobs must be an integer in [1, {MAX_JOBS}] (resolution workers, one forked process each), "
@@ -439,14 +495,16 @@ def run_verify_launch(
         )
     specs = load_grid(grid)
     seconds: float | None = None
+    stale: list[str] = []
     if recorded:
-        recorded_specs, answers = load_golden()
+        release = parse_release(sglang_version)
+        recorded_specs, answers = load_golden(release=release)
         by_name = {spec.name: spec for spec in recorded_specs}
         missing = [s.name for s in specs if s.name not in answers]
         if missing:
             raise KVCacheConfigError(
-                f"{len(missing)} launches are not recorded (first: {missing[0]}); run without --recorded "
-                "(needs SGLang) or record them with --record"
+                f"{len(missing)} launches are not recorded for {release.label} (first: {missing[0]}); run "
+                "without --recorded (needs SGLang) or record them with --record"
             )
         changed = [s.name for s in specs if by_name[s.name].to_dict() != s.to_dict()]
         if changed:  # a launch is matched by its whole content, not its name
@@ -455,9 +513,10 @@ def run_verify_launch(
                 "SGLang's recorded answer is for the recorded launch: rename the launch, or run without --recorded "
                 "(needs SGLang)"
             )
-        source = f"SGLang {SGLANG_VERSION} answers recorded in golden/sglang-{SGLANG_VERSION}-launch"
+        source = f"{release.label} answers recorded in golden/sglang-{release.text}-launch"
     else:
         try:
+            release = installed_sglang_release()
             answers, seconds = sglang_live_outcomes(specs, workers)
         except ImportError as exc:
             raise KVCacheConfigError(
@@ -465,10 +524,17 @@ def run_verify_launch(
             ) from exc
         except RuntimeError as exc:  # unsupported SGLang version
             raise KVCacheConfigError(str(exc)) from exc
-        source = f"live SGLang {SGLANG_VERSION}, one forked process per launch"
+        if sglang_version is not None and parse_release(sglang_version) != release:
+            raise KVCacheConfigError(
+                f"--sglang-version {sglang_version} but {release.label} is installed: the live check runs the "
+                f"installed release (python tools/sglang_env.py {sglang_version} DIR makes an environment for "
+                "it), or pass --recorded"
+            )
+        source = f"live {release.label}, one forked process per launch"
         if record is not None:
-            save_golden(specs, answers, record)
-    comparisons = compare_all(specs, answers)
+            stale = stale_launches(specs, answers, record, release)
+            save_golden(specs, answers, record, release)
+    comparisons = compare_all(specs, answers, release)
     summary = summarize(comparisons)
     if as_json:
         out(json.dumps({
@@ -489,5 +555,32 @@ def run_verify_launch(
                 out(f"{c.spec.name}: equal" + (" (both refuse)" if c.sglang.refused else ""))
         for line in summary_text(summary, seconds, source):
             out(line)
-    failed = any(c.failed for c in comparisons)
+    for line in stale[:20]:
+        out(f"stale recording: {line}")
+    if stale:
+        out(f"{record}: the recording was stale ({len(stale)} launches differ); it is refreshed now")
+    failed = any(c.failed for c in comparisons) or bool(stale)
     return 1 if failed else 0
+
+
+def stale_launches(
+    specs: Sequence[LaunchSpec], answers: Mapping[str, LaunchOutcome], folder: Path, release: EngineRelease
+) -> list[str]:
+    """What differs between the recording in ``folder`` and the fresh ``answers`` (empty when
+    the recording is current; a missing recording is stale as a whole)."""
+    if not (folder / GOLDEN_FILE).is_file():
+        return [f"no recording in {folder}"]
+    try:
+        old_specs, old = load_golden(folder, release)
+    except KVCacheConfigError as exc:
+        return [str(exc)]
+    out = []
+    if [s.to_dict() for s in old_specs] != [s.to_dict() for s in specs]:
+        out.append(f"the grid changed: {len(old_specs)} recorded launches, {len(specs)} now")
+    for spec in specs:
+        before, now = old.get(spec.name), answers[spec.name]
+        if before is None or before.refused != now.refused or not all(
+            _same(before.fields.get(k), now.fields.get(k)) for k in COMPARED_FIELDS
+        ):
+            out.append(spec.name)
+    return out

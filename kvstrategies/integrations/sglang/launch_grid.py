@@ -6,9 +6,9 @@ H100-80GB, H200, B200 and A100-80GB at every TP in 1, 2, 4, 8 that divides the a
 then, per preset at its largest such TP, variants with fp8 KV, page 64, EAGLE (auto, explicit
 chain and tree parameters, with page 64, with DP attention), NGRAM, DFLASH (with a draft model),
 DP attention, DCP 2, PP 2, ``--chunked-prefill-size -1``, fp8_e5m2 KV, radix cache off and a
-request cap, plus launches SGLang refuses (to check the planner refuses them
-too). A grid file is a JSON list of launch objects with the same keys as :class:`LaunchSpec`.
-No SGLang import here.
+request cap, plus launches SGLang refuses (to check the planner refuses them too) and
+launches that exercise a rule only some SGLang releases have. A grid file is a JSON list of
+launch objects with the same keys as :class:`LaunchSpec`. No SGLang import here.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def launch_config(preset: str) -> dict[str, Any]:
 FLAG_NAMES = frozenset({
     "kv_cache_dtype", "page_size", "chunked_prefill_size", "attention_backend", "max_running_requests",
     "disable_radix_cache", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
-    "speculative_num_draft_tokens", "speculative_draft_model_path",
+    "speculative_num_draft_tokens", "speculative_draft_model_path", "moe_a2a_backend",
 })  # fmt: skip
 
 GRID_GPUS = ("H100-80GB", "H200", "B200", "A100-80GB")
@@ -148,7 +148,7 @@ _FLAG_TYPES: dict[str, tuple[type, int | None]] = {
     "kv_cache_dtype": (str, None), "attention_backend": (str, None), "speculative_algorithm": (str, None),
     "speculative_draft_model_path": (str, None), "page_size": (int, 1), "chunked_prefill_size": (int, -1),
     "max_running_requests": (int, 1), "speculative_num_steps": (int, 1), "speculative_eagle_topk": (int, 1),
-    "speculative_num_draft_tokens": (int, 1), "disable_radix_cache": (bool, None),
+    "speculative_num_draft_tokens": (int, 1), "disable_radix_cache": (bool, None), "moe_a2a_backend": (str, None),
 }  # fmt: skip
 
 
@@ -238,6 +238,20 @@ _REFUSED: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
 )
 
 
+# Launches that exercise a launch rule some SGLang releases have and others do not (the grid is
+# recorded under every release): DSA with a pooled index key under DCP (refused from 0.5.22, whose
+# DSA DCP overrides also refuse an EAGLE tree, topk > 1); the DeepEP all-to-all backend (it keeps
+# the breakable prefill graph from 0.5.17).
+_RELEASE_DIFFERENCES: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
+    (SYNTHETIC_PREFIX + "deepseek-v3.2-kpool4", "H200", 8, {"dcp_size": 2}),
+    ("qwen3-30b-a3b", "H200", 8, {"flags": {"moe_a2a_backend": "deepep"}}),
+    ("qwen3-30b-a3b", "B200", 4, {"flags": {"moe_a2a_backend": "deepep"}}),
+    ("deepseek-v3.2", "H200", 8, {"dcp_size": 2, "flags": {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3,
+                                                          "speculative_eagle_topk": 4,
+                                                          "speculative_num_draft_tokens": 8}}),
+)  # fmt: skip
+
+
 def default_grid(presets: Iterable[str] | None = None) -> tuple[LaunchSpec, ...]:
     """The shipped grid (see the module doc); ``presets`` restricts it to some models."""
     names = tuple(presets) if presets is not None else preset_names()
@@ -260,6 +274,7 @@ def default_grid(presets: Iterable[str] | None = None) -> tuple[LaunchSpec, ...]
             out.append(_spec(preset, gpu, tp, flags=flags))
     if presets is None:
         out.extend(synthetic_grid())
+        out.extend(_spec(preset, gpu, tp, **kw) for preset, gpu, tp, kw in _RELEASE_DIFFERENCES)
     return tuple(out)
 
 

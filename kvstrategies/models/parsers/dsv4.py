@@ -6,7 +6,6 @@ from ...errors import KVCacheConfigError
 from ..architectures import (
     any_row,
 )
-from ..dsv4 import KNOWN_RATIOS, DSV4Geometry
 from ..geometry import AttentionArch, ModelGeometry
 from ..hf import ConfigDict, get_int, get_opt_int, int_list
 from ..parse import replace
@@ -20,6 +19,7 @@ def parse_dsv4(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> M
     """
     if not any_row(geometry.architectures, lambda r: r.dsv4):
         return geometry
+    from ..dsv4 import KNOWN_RATIOS, DSV4Geometry  # the family's values: only for a DeepSeek-V4 config
     ratios = int_list(text, "compress_ratios")
     if ratios is None:
         raise KVCacheConfigError(

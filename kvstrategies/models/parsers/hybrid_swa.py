@@ -48,7 +48,6 @@ from ..architectures import (
 )
 from ..geometry import ModelGeometry
 from ..hf import ConfigDict, as_int, get_int, get_opt_int, int_list, str_list
-from ..hybrid_swa import DEFAULT_SWA_FULL_TOKENS_RATIO, HybridSWAGeometry
 from ..parse import replace
 
 # ---- the Gemma-4 config rewrite (sizing.md 2.2) ----------------------------------------------
@@ -259,6 +258,8 @@ def _ratio_default(archs: tuple[str, ...]) -> float:
     for row in rows_for(archs):
         if row.swa_full_tokens_ratio is not None:
             return row.swa_full_tokens_ratio
+    from ..hybrid_swa import DEFAULT_SWA_FULL_TOKENS_RATIO
+
     return DEFAULT_SWA_FULL_TOKENS_RATIO
 
 
@@ -274,6 +275,8 @@ def parse_hybrid_swa(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry
     archs = geometry.architectures
     if not is_hybrid_swa_config(root, text, archs):
         return geometry
+    from ..hybrid_swa import HybridSWAGeometry  # the family's values: only for a hybrid-SWA config
+
     window = engine_sliding_window(root, text, archs)
     if any_row(archs, lambda r: r.dsv4):
         ratio = _ratio_default(archs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ...dtypes import DType
 from ...errors import KVCacheConfigError
@@ -14,8 +15,10 @@ from ..architectures import (
 )
 from ..geometry import ModelGeometry
 from ..hf import ConfigDict, architectures, as_int, get_int, int_list, str_list
-from ..mamba import STATE_DTYPES, KDAMixer, Mamba1Mixer, Mamba2Mixer, MambaGeometry
 from ..parse import replace
+
+if TYPE_CHECKING:  # the family's values load with the first Mamba-ish config (an MHA case never needs them)
+    from ..mamba import MambaGeometry
 
 
 def _ssm_dtype(root: ConfigDict, text: ConfigDict) -> DType:
@@ -30,6 +33,8 @@ def _ssm_dtype(root: ConfigDict, text: ConfigDict) -> DType:
     except KVCacheConfigError:
         return DType.FLOAT32
     # SGLang warns and keeps float32 for any other name (resolve.md 3.1)
+    from ..mamba import STATE_DTYPES
+
     return dtype if dtype in STATE_DTYPES else DType.FLOAT32
 
 
@@ -40,6 +45,8 @@ def _split(num_layers: int, is_full: list[bool]) -> tuple[tuple[int, ...], tuple
 
 
 def _gdn(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> MambaGeometry:
+    from ..mamba import Mamba2Mixer, MambaGeometry
+
     n = geometry.num_hidden_layers
     interval = get_int(text, "full_attention_interval", minimum=1)
     # Qwen3.5 configs also carry layer_types; SGLang ignores it and uses the interval (sizing.md 2.7)
@@ -88,6 +95,8 @@ def _first_int(text: ConfigDict, keys: tuple[str, ...], default: int) -> int:
 
 
 def _nemotron_h(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> tuple[MambaGeometry, ModelGeometry]:
+    from ..mamba import Mamba2Mixer, MambaGeometry
+
     pattern = _nemotron_pattern(text)
     n = len(pattern)
     if n > MAX_LAYERS:
@@ -129,6 +138,8 @@ def _nemotron_mtp_without_mamba(text: ConfigDict) -> bool:
 
 
 def _falcon_h1(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> MambaGeometry:
+    from ..mamba import Mamba2Mixer, MambaGeometry
+
     n = geometry.num_hidden_layers
     d_ssm = text.get("mamba_d_ssm")
     if d_ssm is None:
@@ -156,6 +167,8 @@ def _falcon_h1(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> M
 
 
 def _jamba(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> MambaGeometry:
+    from ..mamba import Mamba1Mixer, MambaGeometry
+
     n = geometry.num_hidden_layers
     period = get_int(text, "attn_layer_period", 8, minimum=1)
     offset = get_int(text, "attn_layer_offset", 4)
@@ -171,6 +184,8 @@ def _jamba(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> Mamba
 
 
 def _kimi_linear(text: ConfigDict, geometry: ModelGeometry) -> MambaGeometry:
+    from ..mamba import KDAMixer, MambaGeometry
+
     n = geometry.num_hidden_layers
     linear_cfg = text.get("linear_attn_config")
     if not isinstance(linear_cfg, Mapping):

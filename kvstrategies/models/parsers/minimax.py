@@ -10,7 +10,6 @@ from ..architectures import (
 )
 from ..geometry import ModelGeometry
 from ..hf import ConfigDict, get_int, int_list
-from ..minimax import MiniMaxSparseGeometry
 from ..parse import replace
 
 
@@ -28,6 +27,7 @@ def parse_minimax_sparse(root: ConfigDict, text: ConfigDict, geometry: ModelGeom
     """Attach :class:`MiniMaxSparseGeometry` to a MiniMax-M3 sparse model (sizing.md 2.8)."""
     if not any_row(geometry.architectures, lambda r: r.minimax_sparse):
         return geometry
+    from ..minimax import MiniMaxSparseGeometry  # the family's values: only for a MiniMax-M3 sparse config
     cfg = _sparse_config(root, text)
     freq = int_list(cfg, "sparse_attention_freq")
     if freq is None:

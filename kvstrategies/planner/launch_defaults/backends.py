@@ -10,10 +10,20 @@ per GPU and attention kind), ``arg_groups.attention_hook.handle_attention_backen
 from __future__ import annotations
 
 from ...models.architectures import names_where
+from ...releases import ReleaseRule, span
 from .core import LaunchInputs, LaunchResolution, _declare, _refuse
 from .facts import _AUDIO_ENCODER_DECODER
 
 _LATE_TRTLLM_MLA_PREFILL = names_where(lambda r: r.late_trtllm_mla_prefill_graph)
+
+#: DFLASH counts as an explicit topk for the SM100 MHA default (its topk 1 is declared later)
+DFLASH_SM100_TOPK_ONE = ReleaseRule(
+    "launch-dflash-sm100-mha-default",
+    span("0.5.23"),
+    "DFLASH without --speculative-eagle-topk gets the SM100 MHA default (trtllm_mha / fa4), not flashinfer",
+    "sglang.srt.arg_groups.model_override_base._forces_eagle_topk_one (get_default_attn_backend)",
+    topic="launch",
+)
 
 
 def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
@@ -36,7 +46,8 @@ def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
         return "triton"
     if g.is_sm90 and spec_ok:
         return "fa3"
-    if g.is_sm100 and spec_ok and (not spec or topk is not None or (s.speculative_algorithm or "").upper() == "DFLASH"):
+    dflash = (s.speculative_algorithm or "").upper() == "DFLASH" and DFLASH_SM100_TOPK_ONE.holds(inp.release)
+    if g.is_sm100 and spec_ok and (not spec or topk is not None or dflash):
         return "fa4" if m.kv_head_dims_differ else "trtllm_mha"
     if g.is_hip:
         return "aiter"

@@ -12,13 +12,15 @@ The shared predicates (:func:`_multimodal_active`, :func:`large_hopper_qwen3_vl`
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ...errors import KVCacheConfigError
-from ...models.architectures import model_type_row
+from ...models.architectures import model_type_row, require_loadable
+from ...releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, span
 from ..gpus import Accelerator
 
 SettingValue = str | int | float | bool | None
@@ -104,7 +106,8 @@ class LaunchSettings:
 
 @dataclass(frozen=True)
 class LaunchInputs:
-    """Everything the pipeline reads; ``attn_dp_size`` = DP-attention size (1 = off)."""
+    """Everything the pipeline reads; ``attn_dp_size`` = DP-attention size (1 = off);
+    ``release`` the SGLang release whose launch resolution is followed."""
 
     model: LaunchModelFacts
     gpu: Accelerator
@@ -113,6 +116,7 @@ class LaunchInputs:
     attn_dp_size: int = 1
     settings: LaunchSettings = field(default_factory=LaunchSettings)
     dcp_size: int = 1
+    release: EngineRelease = NEWEST_SGLANG
 
 
 # --- outputs -------------------------------------------------------------------------------
@@ -178,8 +182,10 @@ class LaunchResolution:
         return "\n".join(f"{a.setting} = {a.value!r}  # {a.reason}" for a in self.applied)
 
 
-# Where SGLang 0.5.23 takes each launch decision, by launch_defaults.md section: the reasons
-# users read cite SGLang's source, never the spec (most specific section first).
+# Where SGLang takes each launch decision, by launch_defaults.md section: the reasons users read
+# cite SGLang's source, never the spec (most specific section first). From 0.5.19 the decisions
+# live in the ``arg_groups`` hook modules (``ServerArgs.resolve_once``); up to 0.5.18 they are
+# methods of ``ServerArgs`` run by ``__post_init__`` (:data:`LAUNCH_HOOKS_IN_ARG_GROUPS`).
 _SGLANG_SOURCE = {
     "4.4.1": "sglang.srt.arg_groups.memory_hook.adjust_mem_fraction_for_vlm",
     "6.1": "sglang.srt.arg_groups.model_overrides",
@@ -198,33 +204,77 @@ _SGLANG_SOURCE = {
     "11": "sglang.srt.arg_groups.parallel_hook.handle_data_parallelism",
     "12": "sglang.srt.arg_groups.platform_hook.handle_platform_defaults",
 }
+_SERVER_ARGS = "sglang.srt.server_args.ServerArgs."
+_LEGACY_SOURCE = {
+    "4.4.1": _SERVER_ARGS + "adjust_mem_fraction_for_vlm",
+    "6.1": "sglang.srt.arg_groups.overrides (model overrides)",
+    "6.2": _SERVER_ARGS + "_get_default_attn_backend",
+    "6.3": "sglang.srt.arg_groups.overrides._deepseek_family_overrides",
+    "9.3": _SERVER_ARGS + "_handle_mamba_radix_cache",
+    "1": "sglang.srt.utils.common.get_device_memory_capacity",
+    "2": _SERVER_ARGS + "_handle_gpu_memory_settings",
+    "3": _SERVER_ARGS + "_handle_cuda_graph_config",
+    "4": _SERVER_ARGS + "_handle_gpu_memory_settings",
+    "6": _SERVER_ARGS + "_handle_attention_backend_compatibility",
+    "7": _SERVER_ARGS + "_handle_page_size",
+    "8": _SERVER_ARGS + "_handle_model_specific_adjustments (kv_cache_dtype defaults)",
+    "9": _SERVER_ARGS + "_handle_model_specific_adjustments",
+    "10": "sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding",
+    "11": _SERVER_ARGS + "_handle_data_parallelism",
+    "12": _SERVER_ARGS + "_handle_npu_backends",
+}
+#: the launch hooks are ``arg_groups`` modules run by ``ServerArgs.resolve_once`` (before:
+#: ``ServerArgs`` methods run by ``__post_init__``); only the cited source changes
+LAUNCH_HOOKS_IN_ARG_GROUPS = ReleaseRule(
+    "launch-hooks-in-arg-groups",
+    span("0.5.19"),
+    "launch resolution runs in ServerArgs.resolve_once over the arg_groups hooks (before: ServerArgs.__post_init__)",
+    "sglang.srt.arg_groups.pipeline.run_resolution_pipeline",
+    topic="launch",
+)
 _SECTION = re.compile(r"§(\d+(?:\.\d+)*)(?:, after)?")
 
 
-def sglang_source(reason: str) -> str:
-    """``reason`` with each launch_defaults.md section reference replaced by SGLang's module."""
+@functools.lru_cache(maxsize=4096)
+def sglang_source(reason: str, release: EngineRelease = NEWEST_SGLANG) -> str:
+    """``reason`` with each launch_defaults.md section reference replaced by ``release``'s module
+    (a pure function of the text and release: the fix search and sweeps declare the same reasons again)."""
+    table = _SGLANG_SOURCE if LAUNCH_HOOKS_IN_ARG_GROUPS.holds(release) else _LEGACY_SOURCE
 
     def cite(match: re.Match[str]) -> str:
         parts = match.group(1).split(".")
         for depth in range(len(parts), 0, -1):
-            source = _SGLANG_SOURCE.get(".".join(parts[:depth]))
+            source = table.get(".".join(parts[:depth]))
             if source is not None:
                 return source
-        return "SGLang 0.5.23's launch defaults"
+        return f"{release.label}'s launch defaults"
 
     return _SECTION.sub(cite, reason)
 
 
 def _declare(res: LaunchResolution, setting: str, value: SettingValue, reason: str) -> LaunchResolution:
-    """Set ``setting`` (a LaunchResolution field) and record why; last declaration wins (§0)."""
-    applied = AppliedDefault(setting, value, sglang_source(reason))
+    """Set ``setting`` (a LaunchResolution field) and record why (section references are cited
+    for the release by :func:`cite_sources` at the end); last declaration wins (§0)."""
+    applied = AppliedDefault(setting, value, reason)
     changes: dict[str, Any] = {setting: value, "applied": (*res.applied, applied)}
     return replace(res, **changes)
+
+
+def cite_sources(res: LaunchResolution, release: EngineRelease) -> LaunchResolution:
+    """Every applied default's section references replaced by ``release``'s SGLang source."""
+    return replace(res, applied=tuple(replace(a, reason=sglang_source(a.reason, release)) for a in res.applied))
 
 
 def _refuse(check: str, message: str) -> KVCacheConfigError:
     """The error for a launch SGLang rejects, naming SGLang's check (module.function)."""
     return KVCacheConfigError(f"SGLang refuses this launch ({check}): {message}")
+
+
+def check_release_serves(model_type: str, release: EngineRelease) -> None:
+    """Refuse a model ``release`` cannot load: its ``model_type`` row is first loaded by a later
+    release (SGLang's ``configs.model_config.ModelConfig`` fails on the config;
+    :func:`kvstrategies.models.architectures.require_loadable`)."""
+    require_loadable(model_type, release)
 
 
 Step = Callable[[LaunchInputs, LaunchResolution], LaunchResolution]
@@ -239,13 +289,25 @@ def _multimodal_active(inp: LaunchInputs) -> bool:
     return m.is_multimodal and (not m.multimodal_opt_in or s.enable_multimodal) and not s.language_only
 
 
+#: Qwen3-VL's profiled serving path on a large Hopper GPU (decode backend, CUDA-IPC features, the
+#: decode graph expanded to the request cap)
+QWEN3_VL_LARGE_HOPPER = ReleaseRule(
+    "launch-qwen3-vl-large-hopper",
+    span("0.5.20"),
+    "Qwen3-VL on a Hopper GPU >= 60 GiB takes its profiled serving overrides",
+    "sglang.srt.arg_groups.model_overrides.qwen3_vl._qwen3vl_hopper_serving_overrides",
+    topic="launch",
+)
+
+
 def large_hopper_qwen3_vl(inp: LaunchInputs) -> bool:
     """Qwen3-VL (a model type whose row has ``large_hopper_vl_overrides``, multimodal part on) on
-    a Hopper GPU of at least 60 GiB (SGLang:
+    a Hopper GPU of at least 60 GiB, in a release with :data:`QWEN3_VL_LARGE_HOPPER` (SGLang:
     ``arg_groups.model_overrides.qwen3_vl.large_hopper_qwen3_vl_model_type``)."""
     mem = inp.gpu.capacity_mib
     return (
-        inp.gpu.is_sm90
+        QWEN3_VL_LARGE_HOPPER.holds(inp.release)
+        and inp.gpu.is_sm90
         and mem is not None
         and mem >= 60 * 1024
         and model_type_row(inp.model.model_type).large_hopper_vl_overrides

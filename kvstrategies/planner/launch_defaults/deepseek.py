@@ -11,7 +11,42 @@ from __future__ import annotations
 
 from ...errors import KVCacheConfigError
 from ...models.architectures import model_type_row
+from ...releases import ReleaseRule, span
 from .core import LaunchInputs, LaunchResolution, _declare, _no_backend_flags, _refuse
+
+#: DSA with --dcp-size > 1: both DSA backends trtllm, and the DCP refusals (PD, topk, index_kpool)
+DSA_DCP_OVERRIDES = ReleaseRule(
+    "launch-dsa-dcp-overrides",
+    span("0.5.22"),
+    "DSA with --dcp-size > 1 forces the trtllm DSA backends and refuses PD, topk > 1 and a pooled index key",
+    "sglang.srt.arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides",
+    topic="launch",
+)
+#: the DSA page owns a whole pooled index group: ``64 * index_kpool`` (before: 64, no pooling)
+DSA_INDEX_KPOOL_PAGE = ReleaseRule(
+    "launch-dsa-index-kpool-page",
+    span("0.5.22"),
+    "the forced DSA page is 64 * index_kpool (before: 64)",
+    "sglang.srt.arg_groups.model_overrides.deepseek_v2._deepseek_family_overrides (get_dsa_index_kpool)",
+    topic="launch",
+)
+#: ``ServerArgs.dsv4_attn_backend`` exists (default ``auto``); before, there is no such setting
+DSV4_ATTN_BACKEND_FIELD = ReleaseRule(
+    "launch-dsv4-attn-backend-field",
+    span("0.5.20"),
+    "the --dsv4-attn-backend server argument exists (default auto)",
+    "sglang.srt.arg_groups.fields (dsv4_attn_backend)",
+    topic="launch",
+)
+#: the DeepSeek-V4 hook resolves ``dsv4_attn_backend=auto`` to flashmla (flashmla_mega for V4.1);
+#: before, ``auto`` stays and the backend picks at model load
+DSV4_AUTO_ATTN_BACKEND = ReleaseRule(
+    "launch-dsv4-auto-attn-backend",
+    span("0.5.23"),
+    "DeepSeek-V4 resolves dsv4_attn_backend auto -> flashmla at launch (before: auto stays)",
+    "sglang.srt.arg_groups.deepseek_v4_hook._default_dsv4_attention_backend",
+    topic="launch",
+)
 
 
 def _dsa_kv_dtype(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
@@ -55,7 +90,7 @@ def _dsa_dcp(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     refused with PD disaggregation, a user topk other than 1, or a pooled index key
     (``index_kpool > 1``) (SGLang: ``arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides``
     and ``_deepseek_family_overrides``)."""
-    if inp.dcp_size <= 1:
+    if inp.dcp_size <= 1 or not DSA_DCP_OVERRIDES.holds(inp.release):
         return res
     s, check = inp.settings, "sglang.srt.arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides"
     if s.disaggregation_mode != "null":
@@ -83,7 +118,8 @@ def dsa_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     if res.attention_backend == "dsa":
         res = _dsa_backends(inp, res)
     if inp.gpu.is_cuda:
-        res = _declare(res, "page_size", 64 * inp.model.index_kpool, "DSA forces 64 * index_kpool (§7)")
+        kpool = inp.model.index_kpool if DSA_INDEX_KPOOL_PAGE.holds(inp.release) else 1
+        res = _declare(res, "page_size", 64 * kpool, "DSA forces 64 * index_kpool (§7)")
     elif inp.gpu.is_hip:
         res = _declare(res, "page_size", 1, "DSA on ROCm without preshuffle paged-MQA (§7)")
     return res
@@ -99,7 +135,7 @@ def dsv4_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     if npu:
         res = _declare(res, "prefill_attention_backend", "dsv4", "DeepSeek-V4 on NPU (§6.1)")
         res = _declare(res, "decode_attention_backend", "dsv4", "DeepSeek-V4 on NPU (§6.1)")
-    else:
+    elif DSV4_AUTO_ATTN_BACKEND.holds(inp.release):
         res = _declare(res, "dsv4_attn_backend", "flashmla", "DeepSeek-V4 (flashmla_mega only V4.1)")
     res = _declare(res, "page_size", 128 if npu else 256, "DeepSeek-V4 forces the page (§7)")
     kv = res.kv_cache_dtype.lower()

@@ -10,6 +10,7 @@ SM100), GPT-OSS, Llama-4, MiMo-V2, ``qwen3_5._qwen3_5_hybrid_overrides`` (Qwen3-
 from __future__ import annotations
 
 from ...models.architectures import LaunchBackendCheck, LaunchBackendRule, names_where, row_for
+from ...releases import ReleaseRule, span
 from .backends import generic_attention_backend
 from .core import LaunchInputs, LaunchResolution, _declare, _no_backend_flags, _refuse, large_hopper_qwen3_vl
 from .facts import _DEEPSEEK_FAMILY
@@ -21,6 +22,16 @@ def _backend_rule_names(rule: LaunchBackendRule) -> frozenset[str]:
 
 # §6.1: one name set per architecture backend rule
 _BACKEND_RULE = {rule: _backend_rule_names(rule) for rule in LaunchBackendRule}
+
+#: Nemotron-H on Blackwell: trtllm_mha on SM100 (page 64 and extra_buffer with a topk-1
+#: speculation), triton for other speculation; before, flashinfer on SM100 whatever the speculation
+NEMOTRON_H_BLACKWELL_BACKENDS = ReleaseRule(
+    "launch-nemotron-h-blackwell-backends",
+    span("0.5.19"),
+    "Nemotron-H on Blackwell takes trtllm_mha / triton by speculation (before: flashinfer on SM100)",
+    "sglang.srt.arg_groups.model_overrides.nemotron_h._nemotron_h_overrides (0.5.18: arg_groups.overrides)",
+    topic="launch",
+)
 
 
 def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | None, int | None]:
@@ -42,6 +53,8 @@ def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | Non
         return _qwen3_5_hybrid_backend(inp, res)
     if m.has_arch(_BACKEND_RULE[LaunchBackendRule.GEMMA4]) and unset:
         return _gemma4_backend(inp), None
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and not NEMOTRON_H_BLACKWELL_BACKENDS.holds(inp.release):
+        return ("flashinfer" if g.is_sm100 and unset else None), None
     if m.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and g.is_blackwell and free:
         if g.is_sm100 and (not spec or (topk or 1) <= 1):
             return "trtllm_mha", 64 if spec else None

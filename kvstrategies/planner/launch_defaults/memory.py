@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...releases import ReleaseRule, span
 from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active, large_hopper_qwen3_vl
+
+#: a capacity-tier decode-graph max_bs above a user --max-running-requests is cut to it
+DECODE_GRAPH_CAPPED_BY_REQUESTS = ReleaseRule(
+    "launch-decode-graph-capped-by-requests",
+    span("0.5.22"),
+    "the capacity tier's decode cuda-graph max_bs is capped by a user --max-running-requests",
+    "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings (decode_max_bs_is_default)",
+    topic="launch",
+)
 
 
 def capacity_tier(gpu_mem_mib: float | None, tp_size: int) -> tuple[int, int]:
@@ -75,7 +85,7 @@ def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
         res = _declare(res, "chunked_prefill_size", chunk, why)
     if res.cuda_graph_max_bs is None:
         mrr = inp.settings.max_running_requests
-        if mrr is not None and dmb > mrr:
+        if mrr is not None and dmb > mrr and DECODE_GRAPH_CAPPED_BY_REQUESTS.holds(inp.release):
             dmb, why = mrr, f"capacity tier {dmb} capped by --max-running-requests {mrr} (§2)"
         if large_hopper_qwen3_vl(inp) and mrr is not None and dmb < mrr <= 512:
             why = "Qwen3-VL, large Hopper: --max-running-requests (qwen3_vl.expand_multimodal_decode_graph...)"

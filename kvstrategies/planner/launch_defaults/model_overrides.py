@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...errors import KVCacheConfigError
-from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active, large_hopper_qwen3_vl
+from ...models.architectures import names_holding
+from ...releases import ReleaseRule, span
+from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active, _refuse, large_hopper_qwen3_vl
 from .facts import _AUDIO_ENCODER_DECODER
 
 
@@ -25,15 +27,22 @@ def hybrid_swa_memory_override(inp: LaunchInputs, res: LaunchResolution) -> Laun
 
 
 def mamba_strategy_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 5 (§9.3): ``auto`` -> ``extra_buffer`` when (overlap on or page > 1) and supported,
-    else ``no_buffer`` with the overlap scheduler forced off. Radix off -> no strategy.
-    Assumes the default ``linear_attn_backend`` triton."""
+    """Step 5 (§9.3): ``auto`` -> ``extra_buffer`` when (overlap on or page > 1) and supported
+    in the release (the rows' ``mamba_extra_buffer`` with their ``releases``), else ``no_buffer`` with the overlap
+    scheduler forced off; ``no_buffer`` takes page 1 only (SGLang:
+    ``arg_groups.mamba_hook.validate_mamba_no_buffer``). Radix off -> no strategy. Assumes the
+    default ``linear_attn_backend`` triton."""
     m = inp.model
     if not m.is_mamba_radix or res.disable_radix_cache or res.mamba_radix_cache_strategy != "auto":
         return res
     overlap = not res.disable_overlap_schedule
-    if (overlap or (res.page_size or 1) > 1) and m.mamba_extra_buffer:
+    extra = m.mamba_extra_buffer and m.has_arch(names_holding("mamba_extra_buffer", inp.release))
+    if (overlap or (res.page_size or 1) > 1) and extra:
         return _declare(res, "mamba_radix_cache_strategy", "extra_buffer", "Mamba radix auto (§9.3)")
+    if (res.page_size or 1) > 1:
+        raise _refuse("sglang.srt.arg_groups.mamba_hook.validate_mamba_no_buffer",
+                      f"no_buffer only supports page_size=1 (the {m.architectures[0]} Mamba radix cache has no "
+                      f"extra_buffer strategy in {inp.release.label}), got --page-size {res.page_size}")  # fmt: skip
     res = _declare(res, "mamba_radix_cache_strategy", "no_buffer", "Mamba radix auto (§9.3)")
     return _declare(res, "disable_overlap_schedule", True, "no_buffer Mamba radix cache (§9.3)")
 
@@ -45,6 +54,17 @@ def pipeline_overlap_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchRes
     if inp.pp_size > 1 and not res.disable_overlap_schedule:
         return _declare(res, "disable_overlap_schedule", True, "pipeline parallelism disables the overlap scheduler")
     return res
+
+
+#: the cache hook records whether --swa-full-tokens-ratio counts as explicitly set
+#: (``_swa_full_tokens_ratio_explicitly_set``); before, the configurators read the ratio as it is
+SWA_RATIO_EXPLICIT_FLAG = ReleaseRule(
+    "launch-swa-ratio-explicit-flag",
+    span("0.5.21"),
+    "SGLang records _swa_full_tokens_ratio_explicitly_set (a ratio non-None before the 0.8 fallback)",
+    "sglang.srt.arg_groups.kv_cache_hook (_handle_cache_compatibility)",
+    topic="launch",
+)
 
 
 def swa_ratio_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
@@ -60,6 +80,14 @@ def swa_ratio_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution
     return res
 
 
+#: the KV budget holds back the multimodal memory allocated after sizing; before, nothing
+MULTIMODAL_KV_RESERVE = ReleaseRule(
+    "launch-multimodal-kv-reserve",
+    span("0.5.18"),
+    "the multimodal embedding cache / feature pools are reserved out of the KV budget",
+    "sglang.srt.mem_cache.kv_cache_configurator.mm_runtime_reservation_gb",
+    topic="launch",
+)
 VLM_CACHE_MIB = 100  # SGLANG_VLM_CACHE_SIZE_MB default
 MM_FEATURE_CACHE_MIB = 1024  # SGLANG_MM_FEATURE_CACHE_MB default
 
@@ -70,8 +98,8 @@ def multimodal_reserve_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
     off and moves features over CUDA IPC, whose pool is reserved instead (1024 MiB, 3072 with a
     user ``--max-running-requests >= 400``). SGLang: ``mem_cache.kv_cache_configurator.
     mm_runtime_reservation_gb`` with the environment ``qwen3_vl._qwen3vl_hopper_serving_overrides``
-    sets."""
-    if not _multimodal_active(inp):
+    sets. Nothing before :data:`MULTIMODAL_KV_RESERVE`."""
+    if not _multimodal_active(inp) or not MULTIMODAL_KV_RESERVE.holds(inp.release):
         return res
     if not large_hopper_qwen3_vl(inp):
         return replace(res, multimodal_reserve_mib=float(VLM_CACHE_MIB))

@@ -10,9 +10,18 @@ parser rejects.
 from __future__ import annotations
 
 from ...errors import KVCacheConfigError
+from ...releases import NEWEST_SGLANG, EngineRelease
 from ..gpus import Accelerator
 from . import backends, deepseek, family_backends, graphs, memory, model_overrides, speculative
-from .core import LaunchInputs, LaunchModelFacts, LaunchResolution, LaunchSettings, Step
+from .core import (
+    LaunchInputs,
+    LaunchModelFacts,
+    LaunchResolution,
+    LaunchSettings,
+    Step,
+    check_release_serves,
+    cite_sources,
+)
 from .speculative import _SPEC_ALGORITHMS
 
 PIPELINE: tuple[Step, ...] = (
@@ -69,6 +78,7 @@ def _initial(inp: LaunchInputs) -> LaunchResolution:
 
 def _validate(inp: LaunchInputs) -> None:
     s = inp.settings
+    check_release_serves(inp.model.model_type, inp.release)
     if min(inp.tp_size, inp.pp_size, inp.attn_dp_size) < 1 or inp.tp_size % inp.attn_dp_size:
         raise KVCacheConfigError(
             f"tp_size={inp.tp_size}, pp_size={inp.pp_size}, attn_dp_size={inp.attn_dp_size}: "
@@ -93,10 +103,11 @@ def resolve_launch_defaults(
     attn_dp_size: int = 1,
     settings: LaunchSettings | None = None,
     dcp_size: int = 1,
+    release: EngineRelease = NEWEST_SGLANG,
 ) -> LaunchResolution:
-    """Run :data:`PIPELINE` and return every resolved setting with the defaults applied."""
-    inp = LaunchInputs(model, gpu, tp_size, pp_size, attn_dp_size, settings or LaunchSettings(), dcp_size)
+    """Run :data:`PIPELINE` for ``release`` and return every resolved setting with the defaults applied."""
+    inp = LaunchInputs(model, gpu, tp_size, pp_size, attn_dp_size, settings or LaunchSettings(), dcp_size, release)
     res = _initial(inp)
     for step in PIPELINE:
         res = step(inp, res)
-    return res
+    return cite_sources(res, release)

@@ -21,8 +21,9 @@ import re
 from collections.abc import Sequence
 
 from ...errors import KVCacheConfigError
+from ...quantization_names import quantization_for
 from ...releases import NEWEST_VLLM
-from ..launch_command import LaunchCommand, flag_values, quantization_for, split_command, strip_environment
+from ..launch_command import LaunchCommand, flag_values, split_command, strip_environment
 from ..vllm_flags import VLLM_SERVE_FLAGS
 from .flag_classes import NO_EFFECT, PLANNED, REFUSED, REFUSED_UNLESS
 

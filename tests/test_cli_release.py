@@ -1,0 +1,121 @@
+"""``--sglang-version`` on ``plan``, ``sweep``, a pasted launch command and ``verify --launch``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvstrategies.cli import main
+from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.planner.launch_command import release_flags, releases_with_flag, translate
+from kvstrategies.releases import NEWEST_SGLANG, parse_release
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_plan_names_the_release_in_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.20")
+    assert code == 0
+    assert out.splitlines()[0] == "answer on H100-80GB, TP 1 (SGLang 0.5.20 launch defaults)"
+    assert "defaults applied (SGLang 0.5.20 launch for H100-80GB" in out
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.20.post1", "--json")
+    assert code == 0 and json.loads(out)["planner"]["sglang_version"] == "0.5.20"
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--json")
+    assert json.loads(out)["planner"]["sglang_version"] == NEWEST_SGLANG.text
+
+
+def test_an_unsupported_release_is_one_line_naming_the_supported(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.14")
+    assert code == 2 and err.count("\n") == 1
+    assert "--sglang-version '0.5.14' is not an SGLang release" in err and "0.5.15, 0.5.16" in err
+
+
+def test_sweep_plans_for_the_release(capsys: pytest.CaptureFixture[str]) -> None:
+    """MiMo-V2-Flash is refused for 0.5.21 (first served in 0.5.22): every cell says so."""
+    code, out, _ = run(capsys, "sweep", "mimo-v2-flash", "--gpu", "H200", "--tp", "4", "--sglang-version", "0.5.21")
+    assert code == 0
+    assert out.splitlines()[0] == "SGLang 0.5.21 launch defaults"
+    assert "SGLang 0.5.21 cannot load a config.json of model_type 'mimo_v2_flash'" in out
+    code, out, _ = run(capsys, "sweep", "mimo-v2-flash", "--gpu", "H200", "--tp", "4", "--json")
+    row = json.loads(out)[0]
+    assert row["sglang_version"] == NEWEST_SGLANG.text and "does not load" not in (row["error"] or "")
+
+
+def test_pasted_command_uses_the_releases_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--attn-dp-size`` is a server flag from 0.5.22 on (before: ``--dp-size`` with
+    ``--enable-dp-attention``); a pasted 0.5.18 command with it is refused naming the release."""
+    old = parse_release("0.5.18")
+    assert "--attn-dp-size" not in release_flags(old) and "--attn-dp-size" in release_flags()
+    assert releases_with_flag("--attn-dp-size") == (parse_release("0.5.22"), parse_release("0.5.23"))
+    with pytest.raises(KVCacheConfigError, match=r"--attn-dp-size is not an SGLang 0.5.18 server flag \(SGLang 0.5.22"):
+        translate(["--model-path", "x", "--attn-dp-size", "2"], old)
+    assert translate(["--dp-size", "2", "--enable-dp-attention"], old).plan_args == (
+        "--dp-size", "2", "--enable-dp-attention",
+    )  # fmt: skip
+    # an older release's own graph flag changes the default fraction: refused unless it is given
+    with pytest.raises(KVCacheConfigError, match="--cuda-graph-max-bs changes SGLang's default"):
+        translate(["--cuda-graph-max-bs", "128"], old)
+    with pytest.raises(KVCacheConfigError, match="--nsa-prefill-backend changes GPU memory"):
+        translate(["--nsa-prefill-backend", "flashmla_sparse"], old)
+    argv = ["plan", "--gpu", "H100", "--sglang-version", "0.5.18", "--", "python", "-m", "sglang.launch_server",
+            "--model-path", "llama-3.1-8b", "--attn-dp-size", "1"]  # fmt: skip
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and "not an SGLang 0.5.18 server flag" in err
+    argv[argv.index("--attn-dp-size")] = "--dp-size"
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "(SGLang 0.5.18 launch defaults)" in out.splitlines()[0]
+
+
+def test_verify_launch_recorded_per_release(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
+    from pathlib import Path
+
+    from kvstrategies.integrations.sglang.launch import load_golden
+
+    specs, _ = load_golden(release=parse_release("0.5.21"))
+    grid = Path(str(tmp_path)) / "grid.json"
+    picked = [s for s in specs if s.preset == "mimo-v2-flash" and s.gpu == "H200"][:3]
+    grid.write_text(json.dumps([s.to_dict() for s in picked]), encoding="utf-8")
+    code, out, _ = run(capsys, "verify", "--against", "sglang", "--launch", str(grid), "--recorded",
+                       "--sglang-version", "0.5.21")  # fmt: skip
+    assert code == 0
+    assert "SGLang 0.5.21 answers recorded in golden/sglang-0.5.21-launch" in out
+    assert "equal on every field          3 (3 refused by both)" in out
+
+
+def test_every_older_release_flag_is_classified() -> None:
+    """Each flag only an older release has (``sglang_flag_releases.json``) is planned, refused or
+    reviewed as not changing memory, in exactly one class (``launch_flag_classes.OLDER_*``)."""
+    from kvstrategies.planner.launch_flag_classes import (
+        MODELLED,
+        OLDER_GRAPH_RESERVE_FLAGS,
+        OLDER_NO_EFFECT,
+        OLDER_NOT_MODELLED,
+    )
+    from kvstrategies.releases import supported_releases
+
+    newest = set(release_flags())
+    extra = {canon for r in supported_releases() for opt, (canon, _) in release_flags(r).items() if opt not in newest}
+    classes = (set(MODELLED), set(OLDER_NOT_MODELLED), set(OLDER_GRAPH_RESERVE_FLAGS), set(OLDER_NO_EFFECT))
+    for flag in extra:
+        assert sum(flag in c for c in classes) == 1, flag
+    assert set().union(*classes[1:]) == extra
+
+
+def test_run_command_is_in_the_releases_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """``run it`` names the release and spells attention DP the release's way: ``--attn-dp-size``
+    from 0.5.22, ``--dp-size N --enable-dp-attention`` before; pasting it back plans the same."""
+    argv = ["plan", "llama-3.1-8b", "--gpu", "H200", "--tp", "8", "--attn-dp", "8"]
+    code, out, _ = run(capsys, *argv, "--sglang-version", "0.5.18")
+    lines = out.splitlines()
+    at = lines.index("run it (SGLang 0.5.18)")
+    assert code == 0 and lines[at + 1].endswith("--tp-size 8 --dp-size 8 --enable-dp-attention")
+    tokens = lines[at + 1].split()
+    code, again, _ = run(capsys, "plan", "--gpu", "H200", "--sglang-version", "0.5.18", "--", *tokens)
+    assert code == 0 and again.splitlines()[2] == lines[2]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "--tp-size 8 --attn-dp-size 8" in out

@@ -1,0 +1,308 @@
+"""One test per launch rule that differs between SGLang releases, with hand-computed expectations.
+
+Each docstring names the SGLang module and function of the releases compared (read in each
+release's own source); ``golden/sglang-<release>-launch`` holds the same launches resolved by
+that release. The planner follows the release named by ``release=`` (``--sglang-version``).
+"""
+
+from __future__ import annotations
+
+from kvstrategies.planner.gpus import lookup_gpu
+from kvstrategies.planner.launch_defaults import LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
+from kvstrategies.planner.launch_defaults.core import LaunchModelFacts, LaunchResolution
+from kvstrategies.presets import load_preset_config
+from kvstrategies.releases import parse_release
+
+H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
+R = {v: parse_release(v) for v in ("0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22",
+                                    "0.5.23")}  # fmt: skip
+
+
+def facts(preset: str) -> LaunchModelFacts:
+    return model_facts_from_hf_config(load_preset_config(preset))
+
+
+def resolve(preset: str, gpu: object, release: str, tp: int = 1, **settings: object) -> LaunchResolution:
+    return resolve_launch_defaults(
+        facts(preset), gpu, tp_size=tp, settings=LaunchSettings(**settings), release=R[release]  # type: ignore[arg-type]
+    )
+
+
+def test_mla_prefill_graph_is_a_flat_2048_before_0_5_23() -> None:
+    """MLA prefill-graph ``max_bs``: 0.5.22 sets a flat 2048 (whatever the chunk), 0.5.23
+    ``min(8192, chunked_prefill_size)``. SGLang: ``arg_groups.memory_hook.handle_gpu_memory_settings``
+    (``prefill_cuda_graph_config.max_bs``) in both. DeepSeek-V3 on H200 (143,771 MiB < 160 GiB:
+    chunk 8192): 8192 -> 58 batch sizes; 2048 -> 42 (4..32/4 = 8, 48..256/16 = 14, 288..512/32 = 8,
+    576..1024/64 = 8, 1280..2048/256 = 4)."""
+    new, old = resolve("deepseek-v3", H200, "0.5.23", 8), resolve("deepseek-v3", H200, "0.5.22", 8)
+    assert (new.prefill_graph_max_bs, new.prefill_graph_bs_count) == (8192, 58)
+    assert (old.prefill_graph_max_bs, old.prefill_graph_bs_count) == (2048, 42)
+    off_new = resolve("deepseek-v3", H200, "0.5.23", 8, chunked_prefill_size=-1)
+    off_old = resolve("deepseek-v3", H200, "0.5.22", 8, chunked_prefill_size=-1)
+    assert (off_new.prefill_graph_max_bs, off_new.prefill_graph_bs_count) == (-1, 0)
+    assert (off_old.prefill_graph_max_bs, off_old.prefill_graph_bs_count) == (2048, 42)
+    # the MLA prefill-graph reserve is a flat 1536 MiB either way: the fraction does not move
+    assert new.mem_fraction_static == old.mem_fraction_static
+
+
+def test_dflash_takes_the_sm100_mha_default_from_0_5_23() -> None:
+    """DFLASH without ``--speculative-eagle-topk`` on B200: 0.5.23's ``get_default_attn_backend``
+    counts it as topk 1 (``model_override_base._forces_eagle_topk_one``) -> ``trtllm_mha`` and its
+    page rule 64; 0.5.22 has no such exception -> ``flashinfer``, page 1."""
+    dflash = {"speculative_algorithm": "DFLASH", "speculative_draft_model_path": "draft"}
+    new, old = resolve("llama-3.1-8b", B200, "0.5.23", **dflash), resolve("llama-3.1-8b", B200, "0.5.22", **dflash)
+    assert (new.attention_backend, new.page_size) == ("trtllm_mha", 64)
+    assert (old.attention_backend, old.page_size) == ("flashinfer", 1)
+
+
+def test_dsv4_auto_backend_resolves_from_0_5_23() -> None:
+    """DeepSeek-V4: 0.5.23's ``deepseek_v4_hook.apply_deepseek_v4_defaults`` declares
+    ``dsv4_attn_backend`` from ``_default_dsv4_attention_backend`` (flashmla unless V4.1 on SM100);
+    0.5.20-0.5.22 leave the field at ``auto``; before 0.5.20 there is no such field."""
+    from kvstrategies.integrations.sglang.launch import planner_fields
+
+    for release, expected in (("0.5.23", "flashmla"), ("0.5.22", "auto"), ("0.5.20", "auto"), ("0.5.19", None)):
+        res = resolve("deepseek-v4-flash", H200, release, 8)
+        assert planner_fields(res, R[release])["dsv4_attn_backend"] == expected, release
+
+
+def test_decode_graph_capped_by_requests_from_0_5_22() -> None:
+    """``--max-running-requests 64``: 0.5.22's ``memory_hook.handle_gpu_memory_settings`` cuts the
+    capacity tier's decode max_bs to it (``decode_max_bs_is_default``); 0.5.21's keeps the tier.
+    Falcon-7B on H200 (143,771 MiB), TP 1: tier (8192, 256); R = 512 + 1.5 * 8192 + 1/8 * 1024 +
+    2 * dmb + 8 * 58 = 13392 + 2 * dmb: dmb 64 -> 13520 -> round(130251 / 143771, 3) = 0.906;
+    dmb 256 -> 13904 -> round(129867 / 143771, 3) = 0.903."""
+    new = resolve("falcon-7b", H200, "0.5.22", max_running_requests=64)
+    old = resolve("falcon-7b", H200, "0.5.21", max_running_requests=64)
+    assert (new.cuda_graph_max_bs, new.reserved_mib, new.mem_fraction_static) == (64, 13520, 0.906)
+    assert (old.cuda_graph_max_bs, old.reserved_mib, old.mem_fraction_static) == (256, 13904, 0.903)
+
+
+def test_dsa_dcp_overrides_from_0_5_22() -> None:
+    """DSA with ``--dcp-size 2``: 0.5.22's ``model_overrides.deepseek_v2._dsa_dcp_overrides`` sets
+    both DSA backends to ``trtllm`` (Hopper too); 0.5.21 has no such override, so H200's bf16 DSA
+    split stays (``flashmla_sparse``, ``fa3``)."""
+    kw = {"tp_size": 8, "dcp_size": 2, "settings": LaunchSettings()}
+    new = resolve_launch_defaults(facts("deepseek-v3.2"), H200, release=R["0.5.22"], **kw)  # type: ignore[arg-type]
+    old = resolve_launch_defaults(facts("deepseek-v3.2"), H200, release=R["0.5.21"], **kw)  # type: ignore[arg-type]
+    assert (new.dsa_prefill_backend, new.dsa_decode_backend) == ("trtllm", "trtllm")
+    assert (old.dsa_prefill_backend, old.dsa_decode_backend) == ("flashmla_sparse", "fa3")
+
+
+def test_dsa_index_kpool_page_from_0_5_22() -> None:
+    """A DSA config with ``index_kpool 4``: 0.5.22's ``deepseek_v2._deepseek_family_overrides``
+    forces page ``64 * 4 = 256`` and refuses ``--dcp-size 2`` (a pooled key spans DCP ranks);
+    0.5.21 has no index pooling: page 64, DCP planned."""
+    import pytest
+
+    from kvstrategies.errors import KVCacheConfigError
+
+    pooled = model_facts_from_hf_config({**load_preset_config("deepseek-v3.2"), "index_kpool": 4})
+    assert resolve_launch_defaults(pooled, H200, tp_size=8, release=R["0.5.22"]).page_size == 256
+    assert resolve_launch_defaults(pooled, H200, tp_size=8, release=R["0.5.21"]).page_size == 64
+    with pytest.raises(KVCacheConfigError, match="index_kpool=4"):
+        resolve_launch_defaults(pooled, H200, tp_size=8, dcp_size=2, release=R["0.5.22"])
+    assert resolve_launch_defaults(pooled, H200, tp_size=8, dcp_size=2, release=R["0.5.21"]).page_size == 64
+
+
+def test_mimo_v2_flash_is_served_from_0_5_22() -> None:
+    """MiMo-V2-Flash (``model_type mimo_v2_flash``): SGLang 0.5.21 pins transformers 5.12.1, whose
+    AutoConfig does not know the model type, so ``configs.model_config.ModelConfig`` fails at
+    launch; 0.5.22 (transformers 5.19.0) loads it. The model-type row's ``first_release`` is 0.5.22."""
+    import pytest
+
+    from kvstrategies.errors import UnsupportedConfigurationError
+
+    assert resolve("mimo-v2-flash", H200, "0.5.22", 4).attention_backend is not None
+    with pytest.raises(UnsupportedConfigurationError, match="SGLang 0.5.21 cannot load .* model_type 'mimo_v2_flash'"):
+        resolve("mimo-v2-flash", H200, "0.5.21", 4)
+
+
+def test_swa_ratio_explicit_record_from_0_5_21() -> None:
+    """DeepSeek-V4's model-declared ``swa_full_tokens_ratio`` 0.1: 0.5.21's
+    ``kv_cache_hook._handle_cache_compatibility`` records it as explicitly set (non-None before
+    the 0.8 fallback); 0.5.20 keeps no such record (the field does not exist there), so SGLang
+    reports False. The resolved ratio is 0.1 in both."""
+    from kvstrategies.integrations.sglang.launch import planner_fields
+
+    for release, explicit in (("0.5.21", True), ("0.5.20", False)):
+        res = resolve("deepseek-v4-flash", H200, release, 8)
+        assert res.swa_full_tokens_ratio == 0.1
+        assert planner_fields(res, R[release])["swa_full_tokens_ratio_explicit"] is explicit
+
+
+def test_kda_disables_the_prefill_graph_from_0_5_20() -> None:
+    """Kimi-Linear (KDA layers, MLA attention) on H200, TP 4: 0.5.20's
+    ``cuda_graph_hook.apply_cuda_graph_compatibility`` disables the breakable prefill graph for KDA
+    (``uses_kda_attention``); 0.5.19's list has no KDA entry, so the graph stays and its MLA
+    reserve (1536 MiB) counts: R = 512 + 1.5 * 8192 + 4/8 * 1024 + 2 * 512 = 14336 (+ 1536 =
+    15872) -> round(129435 / 143771, 3) = 0.9 vs round(127899 / 143771, 3) = 0.89."""
+    new, old = resolve("kimi-linear-48b-a3b", H200, "0.5.20", 4), resolve("kimi-linear-48b-a3b", H200, "0.5.19", 4)
+    assert (new.prefill_cuda_graph, new.reserved_mib, new.mem_fraction_static) == ("disabled", 14336, 0.9)
+    assert (old.prefill_cuda_graph, old.reserved_mib, old.mem_fraction_static) == ("breakable", 15872, 0.89)
+
+
+def test_qwen3_vl_large_hopper_path_from_0_5_20() -> None:
+    """Qwen3-VL on H100 (>= 60 GiB Hopper): 0.5.20's
+    ``model_overrides.qwen3_vl._qwen3vl_hopper_serving_overrides`` moves features over CUDA IPC
+    (the 1024 MiB ``SGLANG_MM_FEATURE_CACHE_MB`` pool reserved, the 100 MiB embedding cache off)
+    and sets the flashinfer decode backend; 0.5.19 has no such path: the embedding cache's 100 MiB
+    (``kv_cache_configurator.mm_runtime_reservation_gb``) and no decode backend."""
+    from kvstrategies.integrations.sglang.launch_grid import launch_config
+
+    vl = model_facts_from_hf_config(launch_config("synthetic:qwen3-vl"))
+    new = resolve_launch_defaults(vl, H100, release=R["0.5.20"])
+    old = resolve_launch_defaults(vl, H100, release=R["0.5.19"])
+    assert (new.multimodal_reserve_mib, new.decode_attention_backend) == (1024.0, "flashinfer")
+    assert (old.multimodal_reserve_mib, old.decode_attention_backend) == (100.0, None)
+
+
+def test_reasons_cite_the_releases_own_source() -> None:
+    """Up to 0.5.18 the launch decisions are ``ServerArgs`` methods run by ``__post_init__``
+    (``server_args.ServerArgs._handle_gpu_memory_settings``); from 0.5.19 they live in the
+    ``arg_groups`` hooks (``arg_groups.memory_hook.handle_gpu_memory_settings``)."""
+    old = resolve("llama-3.1-8b", H100, "0.5.18").reasons("mem_fraction_static")[-1].reason
+    new = resolve("llama-3.1-8b", H100, "0.5.19").reasons("mem_fraction_static")[-1].reason
+    assert old.endswith("(sglang.srt.server_args.ServerArgs._handle_gpu_memory_settings)")
+    assert new.endswith("(sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings)")
+
+
+def test_pp_keeps_the_breakable_prefill_graph_before_0_5_19() -> None:
+    """PP 2: 0.5.19's ``cuda_graph_hook.apply_cuda_graph_compatibility`` makes the breakable
+    prefill graph opt-in under PP (disabled by default); 0.5.18's ``ServerArgs`` keeps it (its PP
+    rule covers only tc_piecewise: ``_disable_tc_piecewise_cudagraph_if_incompatible``), so its
+    reserve counts. Llama-3.1-8B on B200 (183,359 MiB), TP 8: chunk 16384, dmb 512; R = 512 +
+    1.5 * 16384 + 8 * 2 / 8 * 1024 + 2 * 512 = 28160 (+ 8 * 74 = 28752) -> 0.846 vs 0.843."""
+    new = resolve_launch_defaults(facts("llama-3.1-8b"), B200, tp_size=8, pp_size=2, release=R["0.5.19"])
+    old = resolve_launch_defaults(facts("llama-3.1-8b"), B200, tp_size=8, pp_size=2, release=R["0.5.18"])
+    assert (new.prefill_cuda_graph, new.reserved_mib, new.mem_fraction_static) == ("disabled", 28160, 0.846)
+    assert (old.prefill_cuda_graph, old.reserved_mib, old.mem_fraction_static) == ("breakable", 28752, 0.843)
+    assert (old.prefill_graph_max_bs, old.prefill_graph_bs_count) == (16384, 74)
+
+
+def test_nemotron_h_blackwell_backends_from_0_5_19() -> None:
+    """Nemotron-H on B200 without ``--attention-backend``: 0.5.19's
+    ``model_overrides.nemotron_h._nemotron_h_overrides`` picks ``trtllm_mha`` (``triton`` for an
+    EAGLE tree, topk 4); 0.5.18's ``arg_groups.overrides._nemotron_h_overrides`` sets
+    ``flashinfer`` on SM100 whatever the speculation."""
+    tree = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 4, "speculative_num_steps": 3,
+            "speculative_num_draft_tokens": 8}  # fmt: skip
+    assert resolve("nemotron-h-8b", B200, "0.5.19", 8).attention_backend == "trtllm_mha"
+    assert resolve("nemotron-h-8b", B200, "0.5.19", 8, **tree).attention_backend == "triton"
+    assert resolve("nemotron-h-8b", B200, "0.5.18", 8).attention_backend == "flashinfer"
+    assert resolve("nemotron-h-8b", B200, "0.5.18", 8, **tree).attention_backend == "flashinfer"
+    assert resolve("nemotron-h-8b", H200, "0.5.18", 8).attention_backend == "fa3"  # not SM100: the generic default
+
+
+def test_mla_loses_the_breakable_prefill_graph_up_to_0_5_17() -> None:
+    """``ServerArgs._disable_breakable_cudagraph_if_incompatible``: 0.5.15-0.5.16 disable it for
+    every MLA model ("MLA attention"), 0.5.17 for MLA except DSA ("MLA attention (non-DSA)"),
+    0.5.18 has no MLA entry. DeepSeek-V3 on H200, TP 8 (chunk 8192, dmb 512): R = 512 + 1.5 *
+    8192 + 1024 + 2 * 512 = 14848, + 1536 for an MLA prefill graph = 16384 -> 0.897 vs 0.886."""
+    old, new = resolve("deepseek-v3", H200, "0.5.17", 8), resolve("deepseek-v3", H200, "0.5.18", 8)
+    assert (old.prefill_cuda_graph, old.reserved_mib, old.mem_fraction_static) == ("disabled", 14848, 0.897)
+    assert (new.prefill_cuda_graph, new.reserved_mib, new.mem_fraction_static) == ("breakable", 16384, 0.886)
+    assert resolve("deepseek-v3.2", H200, "0.5.17", 8).prefill_cuda_graph == "breakable"  # DSA exempt
+    assert resolve("deepseek-v3.2", H200, "0.5.16", 8).prefill_cuda_graph == "disabled"
+
+
+def test_nemotron_h_loses_the_breakable_prefill_graph_in_0_5_17() -> None:
+    """0.5.17's breakable rules list "NemotronH (hybrid Mamba2 prefill)" (``is_nemotron_h``); 0.5.16
+    and 0.5.18 do not."""
+    graphs = {v: resolve("nemotron-h-8b", H200, v, 8).prefill_cuda_graph for v in ("0.5.16", "0.5.17", "0.5.18")}
+    assert graphs == {"0.5.16": "breakable", "0.5.17": "disabled", "0.5.18": "breakable"}
+
+
+def test_kimi_k2_5_prefill_graph_is_tc_piecewise_up_to_0_5_17() -> None:
+    """Kimi-K2.5 (multimodal, on the piecewise allow-list
+    ``multimodal_piecewise_cuda_graph_supported_model_archs``): 0.5.16-0.5.17's
+    ``ServerArgs._apply_cuda_graph_compatibility`` moves its breakable prefill graph to
+    ``tc_piecewise``; from 0.5.18 it is on the breakable allow-list too, which keeps it
+    breakable. With DP attention the tc_piecewise rules disable it."""
+    from kvstrategies.integrations.sglang.launch_grid import launch_config
+
+    kimi = model_facts_from_hf_config(launch_config("synthetic:kimi-k2.5"))
+    assert resolve_launch_defaults(kimi, H200, tp_size=8, release=R["0.5.17"]).prefill_cuda_graph == "tc_piecewise"
+    assert resolve_launch_defaults(kimi, H200, tp_size=8, release=R["0.5.18"]).prefill_cuda_graph == "breakable"
+    dp = resolve_launch_defaults(kimi, H200, tp_size=8, attn_dp_size=8, release=R["0.5.17"])
+    assert dp.prefill_cuda_graph == "disabled"
+
+
+def test_multimodal_kv_reserve_from_0_5_18() -> None:
+    """0.5.18's ``kv_cache_configurator.mm_runtime_reservation_gb`` holds the multimodal embedding
+    cache (``SGLANG_VLM_CACHE_SIZE_MB`` 100 MiB) out of the KV budget; 0.5.17 has no such reserve."""
+    assert resolve("qwen3.5-35b-a3b", H200, "0.5.18", 8).multimodal_reserve_mib == 100.0
+    assert resolve("qwen3.5-35b-a3b", H200, "0.5.17", 8).multimodal_reserve_mib == 0.0
+
+
+def test_dp_attention_loses_the_breakable_prefill_graph_up_to_0_5_16() -> None:
+    """0.5.15-0.5.16's ``ServerArgs._disable_breakable_cudagraph_if_incompatible`` lists "DP
+    attention" (DP-attn x BCG not validated); 0.5.17 drops it. Llama-3.1-8B on H200, TP 8, DP 8
+    (the chunk 8192 // 8 = 1024 re-clamps the graph only while it is on)."""
+    old = resolve_launch_defaults(facts("llama-3.1-8b"), H200, tp_size=8, attn_dp_size=8, release=R["0.5.16"])
+    new = resolve_launch_defaults(facts("llama-3.1-8b"), H200, tp_size=8, attn_dp_size=8, release=R["0.5.17"])
+    assert (old.prefill_cuda_graph, old.prefill_graph_max_bs) == ("disabled", 8192)
+    assert (new.prefill_cuda_graph, new.prefill_graph_max_bs, new.prefill_graph_bs_count) == ("breakable", 1024, 38)
+
+
+def test_deepep_keeps_the_breakable_prefill_graph_from_0_5_17() -> None:
+    """``--moe-a2a-backend deepep``: 0.5.15-0.5.16's breakable rules refuse any MoE A2A backend
+    but ``none``; 0.5.17 tolerates deepep, megamoe and flashinfer, and
+    ``cuda_graph_hook.apply_deepep_adjustments`` aligns the 2048 default's buckets to multiples
+    of 8 (38 sizes, max 2048). Qwen3-30B-A3B on H200, TP 8: R = 512 + 1.5 * 8192 + 1024 + 2 * 512
+    = 14848, + 2048 for DeepEP decode graphs = 16896 -> 0.882; with the graph: + 8 * 38 + 1024
+    (breakable with DeepEP) = 18224 -> 0.873."""
+    old = resolve("qwen3-30b-a3b", H200, "0.5.16", 8, moe_a2a_backend="deepep")
+    new = resolve("qwen3-30b-a3b", H200, "0.5.17", 8, moe_a2a_backend="deepep")
+    assert (old.prefill_cuda_graph, old.reserved_mib, old.mem_fraction_static) == ("disabled", 16896, 0.882)
+    assert (new.prefill_cuda_graph, new.prefill_graph_max_bs, new.prefill_graph_bs_count) == ("breakable", 2048, 38)
+    assert (new.reserved_mib, new.mem_fraction_static) == (18224, 0.873)
+
+
+def test_kimi_linear_extra_buffer_from_0_5_16() -> None:
+    """Kimi-Linear joined ``arg_groups.overrides._MAMBA_EXTRA_BUFFER_ARCHS`` in 0.5.16
+    (``supports_mamba_cache_extra_buffer``): 0.5.15's ``_mamba_radix_cache_resolution`` picks
+    ``no_buffer`` and turns the overlap scheduler off, and ``ServerArgs._validate_mamba_no_buffer``
+    refuses a page above 1 ("no_buffer only supports page_size=1")."""
+    import pytest
+
+    from kvstrategies.errors import KVCacheConfigError
+
+    old, new = resolve("kimi-linear-48b-a3b", H200, "0.5.15", 4), resolve("kimi-linear-48b-a3b", H200, "0.5.16", 4)
+    assert (old.mamba_radix_cache_strategy, old.disable_overlap_schedule) == ("no_buffer", True)
+    assert (new.mamba_radix_cache_strategy, new.disable_overlap_schedule) == ("extra_buffer", False)
+    with pytest.raises(KVCacheConfigError, match="no_buffer only supports page_size=1"):
+        resolve("kimi-linear-48b-a3b", H200, "0.5.15", 4, page_size=64)
+    assert resolve("kimi-linear-48b-a3b", H200, "0.5.16", 4, page_size=64).page_size == 64
+
+
+def test_every_launch_rule_is_listed_between_releases() -> None:
+    """The launch rules are registered (``kvstrategies.releases``): ``rules_differing`` lists,
+    from the code alone, the ones that differ between two releases."""
+    import kvstrategies.planner.launch_defaults  # noqa: F401  (registers the launch rules)
+    from kvstrategies.releases import all_rules, rules_differing
+
+    launch = {r.key for r in all_rules() if r.topic == "launch"}
+    assert {"launch-pp-prefill-graph-opt-in", "launch-mla-prefill-graph-follows-chunk",
+            "launch-multimodal-kv-reserve"} <= launch  # fmt: skip
+    between = {r.key for r in rules_differing(R["0.5.22"], R["0.5.23"]) if r.topic == "launch"}
+    assert {"launch-mla-prefill-graph-follows-chunk", "launch-dflash-sm100-mha-default",
+            "launch-dsv4-auto-attn-backend"} <= between  # fmt: skip
+    assert "launch-pp-prefill-graph-opt-in" not in between
+
+
+def test_row_facts_hold_for_their_releases() -> None:
+    """An architecture row's ``releases`` limits a fact to some releases: Kimi-K2.5 is on SGLang's
+    multimodal breakable allow-list from 0.5.18 and on the piecewise one from 0.5.16
+    (``configs.model_config``); Kimi-Linear is an extra-buffer Mamba model from 0.5.16
+    (``arg_groups.overrides._MAMBA_EXTRA_BUFFER_ARCHS``). Each limited fact is a listed rule."""
+    from kvstrategies.models.architectures import holds_in, names_holding, row_for
+    from kvstrategies.releases import all_rules
+
+    kimi25, linear = row_for("KimiK25ForConditionalGeneration"), row_for("KimiLinearForCausalLM")
+    assert kimi25 is not None and linear is not None
+    assert [holds_in(kimi25, "breakable_multimodal", R[v]) for v in ("0.5.17", "0.5.18")] == [False, True]
+    assert [holds_in(kimi25, "piecewise_multimodal", R[v]) for v in ("0.5.15", "0.5.16")] == [False, True]
+    assert "KimiLinearForCausalLM" not in names_holding("mamba_extra_buffer", R["0.5.15"])
+    assert "KimiLinearForCausalLM" in names_holding("mamba_extra_buffer", R["0.5.16"])
+    assert "mamba_extra_buffer:KimiLinearForCausalLM" in {r.key for r in all_rules()}
