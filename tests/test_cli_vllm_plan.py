@@ -117,8 +117,34 @@ def test_compare_own_budgets_adds_vllms_rule(capsys: pytest.CaptureFixture[str])
     assert code == 0, err
     assert "the same for both engines" in out
     assert "each engine on its own budget" in out and f"{NEWEST_VLLM.label} by gpu_memory_utilization 0.92" in out
-    row = out.splitlines()[-1].split()
+    lines = out.splitlines()
+    own = lines.index(next(line for line in lines if line.startswith("each engine on its own budget")))
+    row = next(line for line in lines[own:] if line.strip().startswith("8,192")).split()
     assert row[0] == "8,192" and row[-1].endswith("x") and row[3] == "52.66"
+
+
+def _gib_terms(line: str) -> list[float]:
+    return [float(x) for x in __import__("re").findall(r"(\d+\.\d\d) GiB", line)]
+
+
+def test_compare_own_budgets_says_why_the_budgets_differ(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each rule's terms add up to its budget (two-decimal GiB, so to 0.02), and the vLLM request is
+    ceil(79.18 GiB x 0.92) = 72.85 GiB (vllm/v1/worker/utils.py request_memory on the H100's logged total)."""
+    code, out, err = run(["compare", "llama-3.1-8b", "--gpu", "H100", "--own-budgets", "--request-length", "8192"],
+                         capsys)  # fmt: skip
+    assert code == 0, err
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("why the budgets differ"))
+    sglang, vllm = lines[head + 1], lines[head + 2]
+    assert sglang.startswith("  - SGLang: ")
+    assert vllm.startswith("  - vLLM: ceil(79.18 GiB x gpu_memory_utilization 0.92)")
+    capacity, held, weights, slack, available = _gib_terms(sglang)
+    assert abs(capacity - held - weights - slack - available) <= 0.02
+    total, requested, v_weights, profile, peak, resident, v_available = _gib_terms(vllm)
+    assert (total, requested, v_available) == (79.18, 72.85, 52.66)
+    assert abs(requested - v_weights - profile - v_available) <= 0.02 and abs(profile - peak - resident) <= 0.02
+    diff = float(lines[head].split("(")[1].split(" GiB")[0])
+    assert abs(diff - (v_available - available)) <= 0.02
 
 
 def test_verify_against_vllm_recorded_needs_no_vllm(capsys: pytest.CaptureFixture[str]) -> None:

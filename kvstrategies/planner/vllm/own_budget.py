@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from ...errors import KVCacheConfigError
 from ...releases import NEWEST_VLLM
 from ...strategies.vllm.deployment import VLLM_KV_DTYPE_NAMES
+from ..budget import KVBudget
 from ..deployment import DeploymentPlan
+from .budget import VLLMBudget
 from .deployment import plan_vllm
 from .request import VLLMPlanRequest
 
@@ -30,6 +32,7 @@ class OwnBudgetRow:
     vllm_tokens: int | None
     vllm_concurrency: float | None
     error: str | None = None
+    vllm_budget: VLLMBudget | None = None
 
 
 def vllm_request_for(sglang: DeploymentPlan, length: int, gpu: str | None) -> VLLMPlanRequest:
@@ -63,7 +66,8 @@ def own_budget_rows(sglang: DeploymentPlan, lengths: tuple[int, ...], gpu: str |
             rows.append(OwnBudgetRow(length, None, None, None, str(exc)))
             continue
         capacity = planned.answer.capacity
-        rows.append(OwnBudgetRow(length, planned.budget.available_bytes, capacity.tokens, capacity.max_concurrency))
+        rows.append(OwnBudgetRow(length, planned.budget.available_bytes, capacity.tokens, capacity.max_concurrency,
+                                 vllm_budget=planned.budget))  # fmt: skip
     return tuple(rows)
 
 
@@ -90,4 +94,38 @@ def own_budget_text(sglang: DeploymentPlan, rows: tuple[OwnBudgetRow, ...]) -> l
         assert row.vllm_budget_bytes is not None and row.vllm_tokens is not None and row.vllm_concurrency is not None
         out.append(head + f"{row.vllm_budget_bytes / GIB:>10.2f} GiB  {row.vllm_tokens:>18,}  "
                    f"{row.vllm_concurrency:>15.2f}x")  # fmt: skip
+    out += budget_reasons(budget, next((r.vllm_budget for r in rows if r.vllm_budget is not None), None))
     return out
+
+
+def _g(nbytes: int | float) -> str:
+    return f"{nbytes / GIB:.2f} GiB"
+
+
+def budget_reasons(sglang: KVBudget, vllm: VLLMBudget | None) -> list[str]:
+    """Why the two budgets differ: each rule's terms side by side (GiB per rank)."""
+    if vllm is None or vllm.limiting is None or sglang.capacity_bytes is None or vllm.requested_bytes is None:
+        return []
+    stage = vllm.limiting
+    assert vllm.total_bytes is not None and vllm.gpu_memory_utilization is not None
+    held = sglang.overhead_bytes or 0
+    slack = sglang.slack_bytes or 0
+    weights = sglang.weight_bytes or 0
+    mfs = sglang.mem_fraction_static
+    diff = vllm.available_bytes - sglang.available_bytes
+    unrequested = vllm.total_bytes - vllm.requested_bytes
+    return [
+        f"why the budgets differ ({'+' if diff >= 0 else '-'}{_g(abs(diff))} for vLLM):",
+        f"  - SGLang: {_g(sglang.capacity_bytes)} - {_g(held)} held before loading - {_g(weights)} weights - "
+        f"{_g(slack)} kept free by (1 - mem_fraction_static {mfs:g}) for activations and CUDA graphs"
+        + (f" - {_g(sglang.multimodal_bytes)} multimodal" if sglang.multimodal_bytes else "")
+        + f" = {_g(sglang.available_bytes)} (the planner's SGLang budget, docs/validation.md)",
+        f"  - vLLM: ceil({_g(vllm.total_bytes)} x gpu_memory_utilization {vllm.gpu_memory_utilization:g}) = "
+        f"{_g(vllm.requested_bytes)} - {_g(stage.weights)} weights - {_g(stage.overhead.total)} modelled profile "
+        f"(activation peak {_g(stage.overhead.transient)}, resident {_g(stage.overhead.resident)}"
+        + (f", multi-GPU {_g(stage.overhead.multi_gpu)}" if stage.overhead.multi_gpu else "")
+        + f") = {_g(vllm.available_bytes)} (vllm/v1/worker/gpu_worker.py Worker.determine_available_memory)",
+        f"  - outside weights and KV: SGLang {_g(held + slack)}, vLLM {_g(unrequested + stage.overhead.total)} "
+        f"({_g(unrequested)} never requested + the profile); weights: SGLang {_g(weights)}, vLLM {_g(stage.weights)}"
+        + ("" if weights == stage.weights else " (each engine's resident extras: RoPE cache, padding, copies)"),
+    ]
