@@ -28,18 +28,14 @@ from typing import Any
 
 import pytest
 
-from kvstrategies.planner.model_lookup import resolve_for_planning
 from kvstrategies.planner.vllm import overhead
-from kvstrategies.planner.vllm.deployment import VLLMDeploymentPlan, plan_vllm
-from kvstrategies.planner.vllm.request import VLLMPlanRequest
-from kvstrategies.presets import load_preset_config
 
 GIB = 2**30
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fit_vllm_overhead", ROOT / "tools" / "fit_vllm_overhead.py")
+def _tool(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -47,37 +43,13 @@ def _tool() -> ModuleType:
     return module
 
 
-FIT = _tool()
-LOGS = {log.key: log for log in FIT.load_logs() if log.doc.get("model") is not None}
+FIT = _tool("fit_vllm_overhead")
+REPORT = _tool("vllm_log_report")  # plans each log's launch (tools/vllm_log_report.py request)
+LOGS = REPORT.LOGS
 FITTED = FIT.fit(FIT.load_logs())
 SPREAD = FIT.spreads(FITTED)
-
-
-def request(log: Any, *, kv_bytes: int | None = None, logged_weights: bool = False) -> VLLMPlanRequest:
-    """The launch the log shows, as a :class:`VLLMPlanRequest` (its ``settings`` as vLLM resolved them)."""
-    doc, s = log.doc, log.settings
-    model = doc["model"]
-    if isinstance(model, dict):
-        source, config, folder = {"hf_config": model["hf_config"]}, model["hf_config"], None
-    else:
-        found = resolve_for_planning(model)
-        source, folder = found.request_source(), found.folder
-        config = found.config if found.config is not None else load_preset_config(str(found.preset))
-    weights = round(log.logged["model_loading_gib"] * GIB) if logged_weights else None
-    return VLLMPlanRequest(
-        model=str(model), source=source, config=config, model_folder=None if folder is None else str(folder),
-        gpu=doc["gpu"], tensor_parallel_size=doc["tp"], pipeline_parallel_size=doc.get("pp", 1),
-        kv_cache_dtype=s["kv_cache_dtype"], block_size=s["block_size"],
-        gpu_memory_utilization=s["gpu_memory_utilization"], kv_cache_memory_bytes=kv_bytes,
-        max_model_len=s["max_model_len"], max_num_seqs=s["max_num_seqs"],
-        max_num_batched_tokens=s["max_num_batched_tokens"], enforce_eager=s["enforce_eager"],
-        estimate_cudagraphs=bool(doc["cuda_graph_deducted"]), weight_quantization=doc.get("weight_quantization"),
-        weight_bytes=weights,
-    )  # fmt: skip
-
-
-def planned(log: Any, **kw: Any) -> VLLMDeploymentPlan:
-    return plan_vllm(request(log, **kw))
+planned = REPORT.planned
+end_to_end_error = REPORT.end_to_end_error
 
 
 def with_tokens() -> list[str]:
@@ -108,14 +80,6 @@ def weight_spread() -> float:
 WEIGHT_SPREAD = weight_spread()
 
 
-def end_to_end_error(log: Any) -> float:
-    """Predicted / logged - 1: "GPU KV cache size" where logged, else "Available KV cache memory"."""
-    plan = planned(log)
-    if "kv_cache_tokens" in log.logged:
-        return float(plan.answer.capacity.tokens / log.logged["kv_cache_tokens"] - 1)
-    return float(plan.budget.available_bytes / (log.logged["available_kv_gib"] * GIB) - 1)
-
-
 def test_the_constants_are_the_medians_of_their_logs() -> None:
     for name, (value, samples) in FITTED.items():
         assert getattr(overhead, name) == value, f"{name}: rerun tools/fit_vllm_overhead.py ({len(samples)} logs)"
@@ -134,9 +98,7 @@ def test_given_the_logged_kv_memory_the_tokens_are_vllms(key: str) -> None:
     """vLLM's arithmetic from the budget on: the logged tokens lie between the plans at the logged
     KV memory -+0.005 GiB (its two-decimal rounding)."""
     log = LOGS[key]
-    kv = log.logged["available_kv_gib"]
-    low = planned(log, kv_bytes=int((kv - 0.005) * GIB)).answer.capacity.tokens
-    high = planned(log, kv_bytes=int((kv + 0.005) * GIB)).answer.capacity.tokens
+    low, high = REPORT.given_kv_bracket(log)
     inside = low <= log.logged["kv_cache_tokens"] <= high
     if "exact_known_difference" in log.doc:
         assert not inside, f"{key}: now exact; drop its exact_known_difference"
@@ -168,3 +130,19 @@ def test_statistics_of_the_logged_gpu_kv_cache_size() -> None:
     assert len(rows) >= 5
     assert statistics.median(errors) <= 0.0075
     assert max(errors) <= 0.03
+
+
+def test_the_report_tool_states_the_same_statistics() -> None:
+    """``tools/vllm_log_report.py`` (the figures docs/vllm-bridge.md quotes) over the same rows: the
+    end-to-end median and worst are the ones computed here, and given the logged KV memory every
+    in-statistics log is within 0.5% (the TP8 run's log prints another worker's figure; the rest exact)."""
+    rows = [REPORT.row(LOGS[k]) for k in sorted(LOGS)]
+    stats = REPORT.statistics_of(rows)
+    errors = [abs(end_to_end_error(LOGS[k])) for k in with_tokens() if LOGS[k].doc.get("in_stats", True)]
+    assert stats["gpu_kv_cache_size_end_to_end"] == {"n": len(errors), "median": statistics.median(errors),
+                                                     "worst": max(errors)}  # fmt: skip
+    assert stats["gpu_kv_cache_size_given_logged_kv_memory"]["worst"] <= 0.005
+    exact = [r.key for r in rows if r.in_stats and r.given_kv_exact]
+    known = [r.key for r in rows if r.given_kv_exact is False]
+    assert known == [k for k in sorted(LOGS) if "exact_known_difference" in LOGS[k].doc]
+    assert len(exact) >= 5

@@ -137,7 +137,7 @@ def multi_gpu_samples(logs: list[Log]) -> dict[str, float]:
     out = {}
     for log in logs:
         persistent = _persistent(log)
-        if log.world == 1 or persistent is None:
+        if log.world == 1 or persistent is None or not one[bool(log.doc["cuda_graph_deducted"])]:
             continue
         out[log.key] = (persistent - statistics.median(one[bool(log.doc["cuda_graph_deducted"])])) * GIB
     return out
@@ -149,15 +149,18 @@ def held_samples(logs: list[Log]) -> dict[str, float]:
 
 
 def fit(logs: list[Log]) -> dict[str, tuple[float, dict[str, float]]]:
-    """Each constant's fitted value (the median) and the samples it is the median of."""
+    """Each constant's fitted value (the median) and the samples it is the median of; a constant
+    none of ``logs`` can fit is left out (only a subset of the fixtures can lack one)."""
     samples = sampler_samples(logs)
-    sampler = round(statistics.median(samples.values()), 2)
-    out: dict[str, tuple[float, dict[str, float]]] = {"SAMPLER_BYTES_PER_LOGIT": (sampler, samples)}
+    sampler = round(statistics.median(samples.values()), 2) if samples else overhead.SAMPLER_BYTES_PER_LOGIT
+    out: dict[str, tuple[float, dict[str, float]]] = {"SAMPLER_BYTES_PER_LOGIT": (sampler, samples)} if samples else {}
     for name, graphs in (("RESIDENT_NO_GRAPHS_BYTES", False), ("RESIDENT_WITH_GRAPHS_BYTES", True)):
         res = resident_samples(logs, sampler, with_graphs=graphs)
-        out[name] = (round(statistics.median(res.values())), res)
+        if res:
+            out[name] = (round(statistics.median(res.values())), res)
     for name, got in (("MULTI_GPU_EXTRA_BYTES", multi_gpu_samples(logs)), ("STARTUP_HELD_BYTES", held_samples(logs))):
-        out[name] = (round(statistics.median(got.values())), got)
+        if got:
+            out[name] = (round(statistics.median(got.values())), got)
     return out
 
 
