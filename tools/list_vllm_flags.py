@@ -16,6 +16,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from generated_file import write_or_check  # tools/generated_file.py (tools/ is on sys.path when run)
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -81,13 +83,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     args = parser.parse_args()
     text = render(*installed_flags())
-    if args.check:
-        same = TARGET.read_text(encoding="utf-8") == text
-        print("vllm_flags.py is current" if same else "vllm_flags.py is stale: run tools/list_vllm_flags.py")
-        return 0 if same else 1
-    TARGET.write_text(text, encoding="utf-8")
-    print(f"wrote {TARGET}")
-    return 0
+    return write_or_check(TARGET, text, "tools/list_vllm_flags.py", check=args.check)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ _GRAPH_RESERVE = GRAPH_RESERVE_FLAGS | OLDER_GRAPH_RESERVE_FLAGS
 _NO_EFFECT = NO_EFFECT | OLDER_NO_EFFECT
 
 __all__ = ["GRAPH_RESERVE_FLAGS", "MODELLED", "NO_EFFECT", "NOT_MODELLED", "QUANTIZATION", "REFUSED_UNLESS",
-           "LaunchCommand", "canonical_flag", "flag_values", "release_flags",
+           "LaunchCommand", "canonical_flag", "flag_values", "next_option", "release_flags",
            "releases_with_flag", "strip_environment", "translate"]  # fmt: skip
 
 #: the longest pasted command read (characters) and the most words; real commands have < 200 words
@@ -259,6 +259,16 @@ def looks_like_option(word: str) -> bool:
     return word.startswith("-") and len(word) > 1 and not _NEGATIVE_NUMBER.match(word) and " " not in word
 
 
+def next_option(rest: list[str], i: int) -> tuple[str, str | None, int]:
+    """``(option, its inline value after '=' or None, the next index)`` of the word ``rest[i]``, which
+    must be an option (a bare value there has no flag to belong to)."""
+    token = rest[i]
+    if not token.startswith("-"):
+        raise KVCacheConfigError(f"unexpected {token!r:.80} in the pasted command (a value without a flag)")
+    option, eq, inline = token.partition("=")
+    return option, inline if eq else None, i + 1
+
+
 def flag_values(
     rest: list[str], i: int, option: str, arity: str, inline: str | None, engine: str = "SGLang"
 ) -> tuple[list[str], int]:
@@ -293,13 +303,9 @@ def translate(command: Sequence[str], release: EngineRelease = NEWEST_SGLANG) ->
     given = {canonical_flag(t.split("=", 1)[0], release)[0] for t in rest if t.startswith("--")}
     i = 0
     while i < len(rest):
-        token = rest[i]
-        i += 1
-        if not token.startswith("-"):
-            raise KVCacheConfigError(f"unexpected {token!r:.80} in the pasted command (a value without a flag)")
-        option, eq, inline = token.partition("=")
+        option, inline, i = next_option(rest, i)
         canon, arity = canonical_flag(option, release)
-        values, i = flag_values(rest, i, option, arity, inline if eq else None)
+        values, i = flag_values(rest, i, option, arity, inline)
         values = [check_flag_value(canon, option, value) for value in values]
         _check_refusals(canon, option, values, given)
         if canon == "--model-path" and not (values and values[0].strip()):

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from ...errors import KVCacheConfigError
 from ...quantization_names import quantization_for
 from ...releases import NEWEST_VLLM
-from ..launch_command import LaunchCommand, flag_values, split_command, strip_environment
+from ..launch_command import LaunchCommand, flag_values, next_option, split_command, strip_environment
 from ..vllm_flags import VLLM_SERVE_FLAGS
 from .flag_classes import NO_EFFECT, PLANNED, REFUSED, REFUSED_UNLESS
 
@@ -150,16 +150,12 @@ def translate_vllm(command: Sequence[str]) -> LaunchCommand:
         model = rest.pop(0)  # vllm serve MODEL
     i = 0
     while i < len(rest):
-        token = rest[i]
-        i += 1
-        if not token.startswith("-"):
-            raise KVCacheConfigError(f"unexpected {token!r:.80} in the pasted command (a value without a flag)")
-        option, eq, inline = token.partition("=")
+        option, inline, i = next_option(rest, i)
         base = option.split(".", 1)[0] if option.startswith("--") else option  # --compilation-config.mode 3
         canon, arity = canonical_flag(base)
         if base != option:
             arity = "1"
-        values, i = flag_values(rest, i, option, arity, inline if eq else None, engine="vLLM")
+        values, i = flag_values(rest, i, option, arity, inline, engine="vLLM")
         _check_refusals(canon, option, values)
         if canon in NO_EFFECT or canon in REFUSED_UNLESS:  # harmless as given
             ignored.append(option)
