@@ -156,6 +156,8 @@ def statistics_of(rows: list[LogRow]) -> dict[str, dict[str, float]]:
         "gpu_kv_cache_size_given_logged_kv_memory": _stats([r.given_kv_error for r in tok
                                                             if r.given_kv_error is not None]),  # fmt: skip
         "gpu_kv_cache_size_leave_one_out": _stats([r.leave_one_out for r in tok]),
+        "gpu_kv_cache_size_end_to_end_with_the_logs_beside": _stats([r.end_to_end for r in rows
+                                                                     if r.given_kv_error is not None]),  # fmt: skip
         "available_kv_memory_end_to_end": _stats([r.end_to_end for r in mem]),
     }  # fmt: skip
 
