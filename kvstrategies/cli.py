@@ -291,7 +291,8 @@ def _compare_parser(sub: Any) -> None:
         help="one deployment answered for SGLang and for vLLM side by side (tokens, concurrency, why they differ)",
         description=f"SGLang's planned deployment (its launch defaults and KV budget) beside {NEWEST_VLLM.label}'s "
         "sizing of the same model, GPU, TP and KV dtype on the same KV budget, at each --request-length (default: "
-        "8192 and the model's context); --own-budgets adds each engine on its own rule's budget.",
+        "8192 and the model's context); with --gpu, a second table has each engine on its own rule's budget "
+        "and why the budgets differ.",
     )
     _add_deployment_arguments(compare)
     compare.add_argument("--gpu", default=None, help="GPU name (H100-80GB, H200, B200...)")
@@ -299,8 +300,11 @@ def _compare_parser(sub: Any) -> None:
     compare.add_argument("--pp-rank", type=int, default=0)
     compare.add_argument("--kv-cache-dtype", default=None)
     compare.add_argument("--page-size", type=int, default=None, help="SGLang's page size (vLLM picks its block)")
-    compare.add_argument("--own-budgets", action="store_true",
-                         help="also plan vLLM on its own budget (its gpu_memory_utilization rule)")  # fmt: skip
+    compare.add_argument("--own-budgets", dest="own_budgets", action="store_const", const=True, default=None,
+                         help="also plan vLLM on its own budget (its gpu_memory_utilization rule); the default "
+                         "with --gpu, unless the KV budget is given")  # fmt: skip
+    compare.add_argument("--no-own-budgets", dest="own_budgets", action="store_const", const=False,
+                         help="only the same-budget table")  # fmt: skip
 
 
 def _verify_parser(sub: Any) -> None:
@@ -948,7 +952,10 @@ def run_compare(args: argparse.Namespace) -> int:
         )
     gpu = deployment.request.gpu.name if deployment.request is not None and deployment.request.gpu else None
     print("\n".join(comparison_text(compare_engines(deployment, lengths, gpu))))
-    if args.own_budgets:
+    own = args.own_budgets
+    if own is None:  # each engine's own rule when both have one: a GPU named, SGLang's budget not given
+        own = gpu is not None and deployment.request is not None and deployment.budget.source == "gpu"
+    if own:
         from .planner.vllm.own_budget import own_budget_rows, own_budget_text
 
         print("\n".join(own_budget_text(deployment, own_budget_rows(deployment, lengths, gpu))))

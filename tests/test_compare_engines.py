@@ -63,3 +63,21 @@ def test_a_mamba_hybrid_gives_vllm_sglangs_whole_budget(capsys: pytest.CaptureFi
     mamba, tokens = (float(part.split(" GiB")[0].split()[-1]) for part in split.split(", "))
     assert abs(mamba + tokens - 40.0) <= 0.011
     assert any(line.strip().startswith("- Mamba hybrid:") for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("extra", "shown"),
+    [([], True), (["--no-own-budgets"], False), (["--available-bytes", "20GiB"], False),
+     (["--available-bytes", "20GiB", "--own-budgets"], True)],
+)  # fmt: skip
+def test_each_engine_on_its_own_budget_is_the_default_with_a_gpu(
+    extra: list[str], shown: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --gpu both engines have a rule of their own, so the second table is shown; a given SGLang
+    budget (--available-bytes) is no rule of SGLang's, so it is shown only when asked for."""
+    lines = compare(["llama-3.1-8b", "--gpu", "H100", "--request-length", "8192", *extra], capsys)
+    assert any(line.startswith("each engine on its own budget") for line in lines) is shown
+    assert any(line.startswith("why the budgets differ") for line in lines) is (shown and not extra)
+    if "--available-bytes" in extra and shown:
+        assert any(line.startswith("each engine on its own budget: SGLang 20.00 GiB given (--available-bytes)")
+                   for line in lines)  # fmt: skip

@@ -77,7 +77,8 @@ def own_budget_text(sglang: DeploymentPlan, rows: tuple[OwnBudgetRow, ...]) -> l
     mfs = "" if budget.mem_fraction_static is None else f" (mem_fraction_static {budget.mem_fraction_static:g})"
     out = [
         "",
-        f"each engine on its own budget: SGLang {budget.available_bytes / GIB:.2f} GiB by its rule{mfs}; "
+        f"each engine on its own budget: SGLang {budget.available_bytes / GIB:.2f} GiB "
+        f"{'given (--available-bytes)' if budget.source == 'given' else 'by its rule'}{mfs}; "
         f"{NEWEST_VLLM.label} by gpu_memory_utilization 0.92 minus its weights and profile "
         "(a model fitted to public vLLM logs, docs/vllm-bridge.md), planned at --max-model-len L",
         f"{'request length':>14}  {'SGLang tokens':>13}  {'SGLang requests':>15}  {'vLLM KV budget':>14}  "
