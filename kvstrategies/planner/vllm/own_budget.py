@@ -1,12 +1,12 @@
-"""``kvstrategies compare ... --own-budgets``: each engine on the budget its own rule gives it.
+"""``kvstrategies compare``'s second table: each engine on the budget its own rule gives it.
 
-The default ``compare`` gives vLLM SGLang's KV budget (``--kv-cache-memory-bytes``), so the table
-shows how the two engines lay out the same bytes. This mode plans vLLM with its own budget instead:
-``gpu_memory_utilization`` (default 0.92) minus its weights and modelled profile
-(:mod:`.deployment`), beside SGLang's ``mem_fraction_static`` budget, at each request length
-(``--max-model-len L``). The two budgets differ by the engines' rules, not by the model.
+The first table gives vLLM SGLang's KV budget (``--kv-cache-memory-bytes``), so it shows how the two
+engines lay out the same bytes. This one (the default with ``--gpu``; ``--own-budgets`` /
+``--no-own-budgets``) plans vLLM with its own budget instead: ``gpu_memory_utilization`` (default
+0.92) minus its weights and modelled profile (:mod:`.deployment`), beside SGLang's
+``mem_fraction_static`` budget, at each request length (``--max-model-len L``), and says why the
+budgets differ (:func:`budget_reasons`: each rule's terms side by side).
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -72,7 +72,7 @@ def own_budget_rows(sglang: DeploymentPlan, lengths: tuple[int, ...], gpu: str |
 
 
 def own_budget_text(sglang: DeploymentPlan, rows: tuple[OwnBudgetRow, ...]) -> list[str]:
-    """The second table of ``compare --own-budgets``."""
+    """The second table of ``compare`` (module doc)."""
     budget = sglang.budget
     mfs = "" if budget.mem_fraction_static is None else f" (mem_fraction_static {budget.mem_fraction_static:g})"
     out = [
