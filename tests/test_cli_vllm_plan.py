@@ -98,6 +98,8 @@ def test_fewer_requests_leave_more_cache(capsys: pytest.CaptureFixture[str]) -> 
         (["--engine", "vllm", "--max-num-seqs", "1.5K"], "decimals are not allowed"),
         (["--engine", "vllm", "--kv-cache-dtype", "turboquant_k8v4"], "packs it its own way"),
         (["--engine", "vllm", "--kv-cache-dtype", "fp9"], "Invalid --kv-cache-dtype"),
+        (["--engine", "vllm", "--block-size", "8"], r"No valid attention backend found for cuda .*block_size=8"),
+        (["--engine", "vllm", "--block-size", "24"], r"block_size not supported"),
     ],
 )
 def test_wrong_engine_flags_are_refused(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,3 +154,11 @@ def test_verify_against_vllm_recorded_needs_no_vllm(capsys: pytest.CaptureFixtur
     code, out, _ = run(["verify", "--against", "vllm", "--recorded", case], capsys)
     assert code == 0
     assert "recorded in" in out.splitlines()[0] and "1 match" in out.splitlines()[-1]
+
+
+def test_a_block_size_of_sixteens_is_taken_as_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """48 = 3 x 16 is a multiple of every CUDA backend's kernel block (vLLM 0.33.0 runs FLASH_ATTN with it, as
+    verify --against vllm shows): Llama-3.1-8B's block is 48 x 131,072 B = 6,291,456 B."""
+    doc = plan_json(["llama-3.1-8b", "--gpu", "H100", "--block-size", "48"], capsys)
+    assert doc["plan"]["block_size"] == 48 and doc["plan"]["attention_backends"] == ["FLASH_ATTN"]
+    assert doc["plan"]["num_gpu_blocks"] == doc["vllm_log"]["available_kv_cache_memory_bytes"] // 6_291_456
