@@ -47,19 +47,47 @@ def check_sane_ints(value: Any, where: str) -> None:
     """Refuse an integer of more than :data:`MAX_INT_BITS` bits anywhere in ``value`` (nested
     dicts, lists and tuples; bounded), naming its place (``where`` and the key path). JSON files
     cannot hold one (:mod:`kvstrategies.jsonio` refuses them), a Python caller can: ``10**5000``
-    cannot even be printed in a message."""
+    cannot even be printed in a message. The scan keeps no key paths; only when it finds such an
+    integer does a second scan name its place."""
+    if _has_huge_int(value):
+        path, item = _huge_int_path(value)
+        place = f"{where} field {path.lstrip('.')!r}" if path else where
+        raise KVCacheConfigError(f"{place} is {shown(item)}, far beyond any size, count or budget; fix it")
+
+
+def _is_huge(item: Any) -> bool:
+    return isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > MAX_INT_BITS
+
+
+def _has_huge_int(value: Any) -> bool:
+    stack: list[Any] = [value]
+    seen = 0
+    while stack and seen < _MAX_SCANNED:
+        item = stack.pop()
+        seen += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif _is_huge(item):
+            return True
+    return False
+
+
+def _huge_int_path(value: Any) -> tuple[str, int]:
+    """The key path and value of the first huge integer :func:`_has_huge_int` finds (same order)."""
     stack: list[tuple[str, Any]] = [("", value)]
     seen = 0
     while stack and seen < _MAX_SCANNED:
         path, item = stack.pop()
         seen += 1
-        if isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > MAX_INT_BITS:
-            place = f"{where} field {path.lstrip('.')!r}" if path else where
-            raise KVCacheConfigError(f"{place} is {shown(item)}, far beyond any size, count or budget; fix it")
         if isinstance(item, dict):
             stack.extend((f"{path}.{key}", child) for key, child in item.items())
         elif isinstance(item, (list, tuple)):
             stack.extend((f"{path}[{i}]", child) for i, child in enumerate(item))
+        elif _is_huge(item):
+            return path, item
+    return "", 0
 
 
 def finite_float(value: int | float) -> float:

@@ -42,6 +42,14 @@ def test_minimax_m25_fp8_experts_at_tp8_are_refused_naming_the_fp8_moe_check() -
     assert "aiter" in text
 
 
+@pytest.mark.parametrize("release", ["0.5.15", "0.5.19", "0.5.23"])
+def test_a_weight_load_refusal_names_the_release_planned_for(release: str) -> None:
+    """The block-FP8 expert check (192 % 128 != 0 at TP 8) is in fp8.py of every supported release;
+    the message names the release the user plans for (``--sglang-version``), not the newest."""
+    with pytest.raises(UnsupportedConfigurationError, match=rf"SGLang {release} refuses it at weight load"):
+        plan(preset="minimax-m2.5", tp_size=8, release=release)
+
+
 def test_minimax_m25_with_expert_parallelism_is_planned() -> None:
     """--ep-size 8 at TP 8: moe_tp = 1, each rank holds 256 / 8 = 32 whole experts."""
     planned = plan(preset="minimax-m2.5", tp_size=8, ep_size=8)

@@ -38,12 +38,9 @@ from typing import Any
 from ..errors import UnsupportedConfigurationError
 from ..memo import remember
 from ..models.hf import text_config
-from ..releases import NEWEST_SGLANG
 from .moe_layout import MoELayout, moe_layout, override_quantization, quantization_method
 from .request import DeploymentRequest
 from .weights import UNQUANTIZED, ParamGroup, ParamKind, WeightEstimate, estimate_weights
-
-_SGL = NEWEST_SGLANG.label
 
 
 @dataclass(frozen=True)
@@ -122,7 +119,7 @@ def _check_ep_divides_tp(req: DeploymentRequest) -> None:
         return
     divisors = [d for d in range(1, req.tp_size + 1) if req.tp_size % d == 0]
     raise UnsupportedConfigurationError(
-        f"--ep-size {req.ep_size} does not divide --tp {req.tp_size}: {_SGL} splits the routed experts over "
+        f"--ep-size {req.ep_size} does not divide --tp {req.tp_size}: {req.release} splits the routed experts over "
         f"the EP ranks and each expert over tp / ep ranks (sglang/srt/runtime_context.py, derive_parallel_widths: "
         f"moe_tp_size = tp_size // ep_size; sglang/srt/layers/moe/fused_moe_triton/layer.py, FusedMoE.__init__). "
         f"Use an --ep-size that divides {req.tp_size}: {', '.join(map(str, divisors))}"
@@ -134,14 +131,14 @@ def _check_expert_split(req: DeploymentRequest, layout: MoELayout) -> None:
         good = [e for e in range(1, req.tp_size + 1) if req.tp_size % e == 0 and layout.experts % e == 0]
         raise UnsupportedConfigurationError(
             f"the model's {layout.experts} routed experts do not divide over {layout.ep} expert-parallel ranks; "
-            f"{_SGL} refuses it when it builds the MoE layers (sglang/srt/layers/moe/fused_moe_triton/layer.py, "
+            f"{req.release} refuses it when it builds the MoE layers (sglang/srt/layers/moe/fused_moe_triton/layer.py, "
             f"FusedMoE.__init__: num_experts % ep_size). Use --ep-size {' or '.join(map(str, good))}"
         )
     if layout.intermediate % layout.moe_tp:
         raise UnsupportedConfigurationError(
             f"the experts' intermediate size {layout.intermediate} does not divide over the expert-TP size "
-            f"{layout.moe_tp} (--tp {req.tp_size} / --ep-size {layout.ep}); {_SGL} refuses it when it builds the "
-            "MoE layers (sglang/srt/layers/moe/fused_moe_triton/layer.py, FusedMoE.__init__: intermediate_size % "
+            f"{layout.moe_tp} (--tp {req.tp_size} / --ep-size {layout.ep}); {req.release} refuses it when it builds "
+            "the MoE layers (sglang/srt/layers/moe/fused_moe_triton/layer.py, FusedMoE.__init__: intermediate_size % "
             "moe_tp_size). Raise --ep-size so that tp / ep divides it"
         )
 
@@ -212,7 +209,7 @@ def _expert_message(
     return (
         f"the routed experts are block-FP8 ({block.block_n} x {block.block_k} blocks); at --tp {req.tp_size} "
         f"--ep-size {layout.ep} each rank holds {layout.intermediate} / {layout.moe_tp} = {columns} columns of every "
-        f"expert, not a whole number of blocks ({columns} % {which[1]} = {columns % which[1]}). {_SGL} refuses "
+        f"expert, not a whole number of blocks ({columns} % {which[1]} = {columns % which[1]}). {req.release} refuses "
         f"it at weight load ({check}: intermediate_size_per_partition % {which[0]} != 0). Fix: {fix}; "
         "ROCm's aiter MoE (SGLANG_USE_AITER=1) pads 128 x 128 blocks instead"
     )
@@ -304,7 +301,7 @@ def _refuse_linear(req: DeploymentRequest, module: str, what: str, which: str, b
     )
     raise UnsupportedConfigurationError(
         f"{module} is block-FP8 ({block.block_n} x {block.block_k}); at --tp {req.tp_size} its {what} is not a "
-        f"multiple of {which}. {_SGL} refuses it at weight load ({check}). Use a --tp that splits it into whole "
+        f"multiple of {which}. {req.release} refuses it at weight load ({check}). Use a --tp that splits it into whole "
         "blocks"
     )
 
@@ -319,9 +316,9 @@ def _check_nvfp4_linears(req: DeploymentRequest, config: Mapping[str, Any], est:
         if row_input is not None and row_input % 16:
             raise UnsupportedConfigurationError(
                 f"{group.module} is NVFP4; at --tp {req.tp_size} each rank's input width {row_input} is not a "
-                f"multiple of 16. {_SGL} refuses it at weight load (sglang/srt/layers/quantization/modelopt_quant.py, "
-                "ModelOptFp4LinearMethod.create_weights: 'in features size is not multiple of 16'). Use a --tp that "
-                "splits it into multiples of 16"
+                f"multiple of 16. {req.release} refuses it at weight load "
+                "(sglang/srt/layers/quantization/modelopt_quant.py, ModelOptFp4LinearMethod.create_weights: "
+                "'in features size is not multiple of 16'). Use a --tp that splits it into multiples of 16"
             )
 
 
@@ -332,7 +329,7 @@ def _check_mxfp4_platform(req: DeploymentRequest, config: Mapping[str, Any]) -> 
     if quantization_method(config, req.weight_quantization) != "mxfp4":
         return
     raise UnsupportedConfigurationError(
-        f"an MXFP4 checkpoint does not load on {gpu.name} ({gpu.gfx_arch}): {_SGL} supports MXFP4 on ROCm only "
+        f"an MXFP4 checkpoint does not load on {gpu.name} ({gpu.gfx_arch}): {req.release} supports MXFP4 on ROCm only "
         "from gfx950 (MI350/MI355X) and raises at weight load (sglang/srt/layers/quantization/mxfp4.py, "
         "Mxfp4Config.from_config: 'Current platform ... not support mxfp4 computation'). Use an MI355X or a CUDA GPU"
     )

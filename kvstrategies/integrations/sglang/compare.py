@@ -159,6 +159,9 @@ def _all_swa(case: Mapping[str, Any]) -> bool:
     )
 
 
+#: the first release with the zero-KV rule (earlier ones divide by a zero cell)
+_ZERO_KV_FIRST = ZERO_KV_RULE.span.first.text if ZERO_KV_RULE.span.first is not None else "the zero-KV rule"
+
 _ANY = (r".",)
 _NOT_BUILT = (r"^token_to_kv_pool_class: \S+ -> null$", r"^pools\.token_to_kv: not built by SGLang$",
               r"^layout_error: added ")
@@ -204,7 +207,7 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
     ),
     KnownDifference(
         "draft-zero-cell-divides",
-        "a draft worker with no attention layer of its own under SGLang 0.5.16 (before the zero-KV rule): "
+        f"a draft worker with no attention layer of its own under SGLang before {_ZERO_KV_FIRST} (the zero-KV rule): "
         "its calculate_pool_sizes divides by the zero cell, which a draft never calls at launch (it adopts "
         "the target's sizes); kvstrategies reports the draft's own sizing by the zero-KV rule",
         lambda case: bool(case.get("is_draft_worker"))
@@ -213,8 +216,9 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
     ),
     KnownDifference(
         "pp-zero-cell-stage",
-        "another pipeline stage of this layout has no attention layer: SGLang 0.5.16 divides by its zero cell "
-        "at launch (before the zero-KV rule), so the deployment does not start; the bridge sizes this one rank "
+        "another pipeline stage of this layout has no attention layer: SGLang before "
+        f"{_ZERO_KV_FIRST} divides by its zero cell at launch (the zero-KV rule came then), so the deployment "
+        "does not start; the bridge sizes this one rank "
         "alone, kvstrategies refuses the layout",
         lambda case: int(case.get("pp_size", 1)) > 1
         and not ZERO_KV_RULE.holds(parse_release(case.get("sglang_version"))),
