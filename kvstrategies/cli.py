@@ -251,9 +251,15 @@ def _plan_parser(sub: Any) -> None:
         help="only the answer, the SGLang command that realizes it and, when the context does not fit, the fixes",
     )  # fmt: skip
     plan.add_argument("--build-check", action="store_true", help="also allocate on meta (imports torch)")
+    from .releases import NEWEST_VLLM
+    from .vllm_arguments import add_vllm_arguments
+
     plan.add_argument("--engine", choices=["sglang", "vllm"], default=None,
-                      help="with --case: plan it for this engine (vllm: vLLM 0.33.0's sizing, docs/vllm-bridge.md)")
-    plan.add_argument("--vllm-version", default=None, help="with --engine vllm: the vLLM release (default: 0.33.0)")
+                      help=f"plan for this engine (vllm: {NEWEST_VLLM.label}'s budget rule and sizing, "
+                      "docs/vllm-bridge.md)")
+    plan.add_argument("--vllm-version", default=None,
+                      help=f"with --engine vllm: the vLLM release (default: {NEWEST_VLLM.text})")  # fmt: skip
+    add_vllm_arguments(plan)
     plan.add_argument("--plot", type=Path, default=None, help="write the breakdown as a stacked bar PNG (matplotlib)")
 
 
@@ -278,12 +284,15 @@ def _sweep_parser(sub: Any) -> None:
 
 
 def _compare_parser(sub: Any) -> None:
+    from .releases import NEWEST_VLLM
+
     compare = sub.add_parser(
         "compare",
         help="one deployment answered for SGLang and for vLLM side by side (tokens, concurrency, why they differ)",
-        description="SGLang's planned deployment (its launch defaults and KV budget) beside vLLM 0.33.0's sizing "
-        "of the same model, GPU, TP and KV dtype on the same KV budget, at each --request-length (default: 8192 "
-        "and the model's context).",
+        description=f"SGLang's planned deployment (its launch defaults and KV budget) beside {NEWEST_VLLM.label}'s "
+        "sizing of the same model, GPU, TP and KV dtype on the same KV budget, at each --request-length (default: "
+        "8192 and the model's context); with --gpu, a second table has each engine on its own rule's budget "
+        "and why the budgets differ.",
     )
     _add_deployment_arguments(compare)
     compare.add_argument("--gpu", default=None, help="GPU name (H100-80GB, H200, B200...)")
@@ -291,9 +300,16 @@ def _compare_parser(sub: Any) -> None:
     compare.add_argument("--pp-rank", type=int, default=0)
     compare.add_argument("--kv-cache-dtype", default=None)
     compare.add_argument("--page-size", type=int, default=None, help="SGLang's page size (vLLM picks its block)")
+    compare.add_argument("--own-budgets", dest="own_budgets", action="store_const", const=True, default=None,
+                         help="also plan vLLM on its own budget (its gpu_memory_utilization rule); the default "
+                         "with --gpu, unless the KV budget is given")  # fmt: skip
+    compare.add_argument("--no-own-budgets", dest="own_budgets", action="store_const", const=False,
+                         help="only the same-budget table")  # fmt: skip
 
 
 def _verify_parser(sub: Any) -> None:
+    from .releases import NEWEST_VLLM
+
     verify = sub.add_parser(
         "verify", help="compare with SGLang's own code: case files (docs/sglang-bridge.md) or launch defaults"
     )
@@ -306,7 +322,10 @@ def _verify_parser(sub: Any) -> None:
         help="launch defaults: resolve each launch of GRID (a JSON list; default: the shipped grid) with "
         "SGLang's ServerArgs.resolve_once and with the planner, and diff every field",
     )  # fmt: skip
-    verify.add_argument("--recorded", action="store_true", help="use SGLang's recorded answers (no SGLang needed)")
+    verify.add_argument("--recorded", action="store_true",
+                        help="use the engine's recorded answers (golden/sglang-*, golden/vllm-*; no engine needed)")
+    verify.add_argument("--vllm-version", default=None, metavar="X",
+                        help=f"with --against vllm --recorded: the release (default {NEWEST_VLLM.text})")  # fmt: skip
     verify.add_argument(
         "--sglang-version", default=None, metavar="X",
         help="the SGLang release to check (default: the installed one; with --recorded the newest recorded); "
@@ -432,12 +451,9 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
     tp = args.tp if isinstance(args.tp, int) else 1
     weight_quantization = args.weight_quantization
     if args.sglang_quantization is not None:
-        if args.sglang_quantization not in QUANTIZATION:
-            raise KVCacheConfigError(
-                f"--quantization {args.sglang_quantization} is not modelled by the weight estimate; give "
-                f"--weight-bytes per rank instead (modelled: {', '.join(sorted(QUANTIZATION))})"
-            )
-        weight_quantization = weight_quantization or QUANTIZATION[args.sglang_quantization]
+        from .quantization_names import quantization_for
+
+        weight_quantization = weight_quantization or quantization_for(args.sglang_quantization)
     attn_dp, replicas = parallel_sizes(args)
 
     def size(flag: str, value: str | None) -> int | None:
@@ -565,6 +581,7 @@ def _human(document: dict[str, Any], planned: Any) -> str:
 def run_plan(args: argparse.Namespace) -> int:
     """``plan``: from a case file (the core library only, unless the text report or a plot
     needs the planner's view of it) or from flags (the planner)."""
+    command: LaunchCommand | None = getattr(args, "launch_command", None)
     from .api import LayoutError, plan
     from .report import partial_plan_document, plan_document
 
@@ -573,11 +590,15 @@ def run_plan(args: argparse.Namespace) -> int:
         from .planner.plot import check_plot_path
 
         check_plot_path(args.plot)
-    if args.engine == "vllm" or args.vllm_version is not None:
-        if args.case is None:
-            raise KVCacheConfigError("--engine vllm plans a case file (--case FILE); for a model use kvstrategies "
-                                     "compare MODEL --gpu ... --tp ... (vLLM beside SGLang on the same budget)")
-        return _plan_vllm_case(args)
+    from .vllm_arguments import check_engine_flags, is_vllm_plan
+
+    check_engine_flags(args)
+    if is_vllm_plan(args):
+        if args.case is not None:
+            return _plan_vllm_case(args)
+        from .planner.vllm.cli import run_vllm_plan
+
+        return run_vllm_plan(args, () if command is None else command.notes)
     deployment: DeploymentPlan | None
     if args.case is not None:
         from .case import load_case
@@ -610,7 +631,6 @@ def run_plan(args: argparse.Namespace) -> int:
     from . import __version__
 
     document = {"version": __version__, **plan_document(planned, measure=args.build_check)}
-    command: LaunchCommand | None = getattr(args, "launch_command", None)
     if args.plot is not None and deployment is not None:
         from .planner.plot import plot_breakdown
 
@@ -806,10 +826,15 @@ def split_launch_command(argv: Sequence[str]) -> tuple[list[str], LaunchCommand 
     if not args or args[0] != "plan" or "--" not in args:
         return args, None
     from .planner.launch_command import translate
+    from .planner.vllm.command import is_vllm_command, translate_vllm
     from .releases import parse_release
 
     cut = args.index("--")
-    command = translate(args[cut + 1 :], parse_release(_option_value(args[1:cut], "--sglang-version")))
+    pasted = args[cut + 1 :]
+    if is_vllm_command(pasted):
+        command = translate_vllm(pasted)
+    else:
+        command = translate(pasted, parse_release(_option_value(args[1:cut], "--sglang-version")))
     return ["plan", *command.plan_args, *args[1:cut]], command
 
 
@@ -862,7 +887,15 @@ def run_verify(args: argparse.Namespace) -> int:
         from .integrations.vllm.verify import format_report as format_vllm
         from .integrations.vllm.verify import verify as verify_vllm
 
-        vllm_report = verify_vllm(_case_paths(args.cases))
+        if args.recorded:
+            from .integrations.vllm.verify import verify_recorded as verify_vllm_recorded
+            from .releases import NEWEST_VLLM, parse_release
+
+            release = parse_release(args.vllm_version or NEWEST_VLLM.text, "vllm", field="--vllm-version")
+            recorded = Path(__file__).resolve().parents[1] / "golden" / f"vllm-{release.text}"
+            vllm_report = verify_vllm_recorded(_case_paths(args.cases), recorded, release.text)
+        else:
+            vllm_report = verify_vllm(_case_paths(args.cases))
         for line in format_vllm(vllm_report, verbose=args.verbose):
             print(line)
         return 0 if vllm_report.ok else 1
@@ -919,6 +952,13 @@ def run_compare(args: argparse.Namespace) -> int:
         )
     gpu = deployment.request.gpu.name if deployment.request is not None and deployment.request.gpu else None
     print("\n".join(comparison_text(compare_engines(deployment, lengths, gpu))))
+    own = args.own_budgets
+    if own is None:  # each engine's own rule when both have one: a GPU named, SGLang's budget not given
+        own = gpu is not None and deployment.request is not None and deployment.budget.source == "gpu"
+    if own:
+        from .planner.vllm.own_budget import own_budget_rows, own_budget_text
+
+        print("\n".join(own_budget_text(deployment, own_budget_rows(deployment, lengths, gpu))))
     return 0
 
 

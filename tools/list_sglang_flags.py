@@ -18,6 +18,8 @@ import json
 import sys
 from pathlib import Path
 
+from generated_file import write_or_check  # tools/generated_file.py (tools/ is on sys.path when run)
+
 TARGET = Path(__file__).resolve().parents[1] / "kvstrategies" / "planner" / "sglang_flags.py"
 DELTAS = TARGET.with_name("sglang_flag_releases.json")
 HEADER = '''# ruff: noqa: E501
@@ -108,13 +110,7 @@ def main() -> int:
         version, flags, _ = installed_flags()
         return write_delta(version, flags, check=args.check)
     text = render(*installed_flags())
-    if args.check:
-        same = TARGET.read_text(encoding="utf-8") == text
-        print("sglang_flags.py is current" if same else "sglang_flags.py is stale: run tools/list_sglang_flags.py")
-        return 0 if same else 1
-    TARGET.write_text(text, encoding="utf-8")
-    print(f"wrote {TARGET}")
-    return 0
+    return write_or_check(TARGET, text, "tools/list_sglang_flags.py", check=args.check)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,8 @@ class EngineComparison:
     rows: tuple[EngineRow, ...]
     reasons: tuple[str, ...]
     vllm_block_size: int | None = None
+    #: SGLang's token pools' share of the budget when its Mamba slot pool takes the rest first (None: all of it)
+    sglang_token_bytes: int | None = None
 
 
 def why_they_differ(geometry: ModelGeometry) -> tuple[str, ...]:
@@ -71,7 +73,9 @@ def why_they_differ(geometry: ModelGeometry) -> tuple[str, ...]:
 def compare_engines(sglang: DeploymentPlan, lengths: tuple[int, ...], gpu: str | None) -> EngineComparison:
     """vLLM's answer beside SGLang's planned deployment, at each of ``lengths`` (the same KV budget)."""
     case = sglang.case
-    budget = case.available_bytes
+    # SGLang's whole KV budget: for a Mamba hybrid its case holds only what is left after the Mamba slot
+    # pool, while vLLM draws the states from the same block pool, so vLLM gets the whole budget
+    budget = sglang.budget.available_bytes
     fields: dict[str, Any] = {k: v for k, v in case.raw.items() if k not in ("name", "description")}
     fields.update(engine=VLLM, available_bytes=budget, gpu=gpu, page_size=1, max_tokens=None,
                   max_running_requests=None, chunked_prefill_size=None)  # fmt: skip
@@ -92,7 +96,9 @@ def compare_engines(sglang: DeploymentPlan, lengths: tuple[int, ...], gpu: str |
         block_size = answer.block_size
         rows.append(EngineRow(length, tokens, requests, limit, answer.capacity.tokens,
                               answer.capacity.max_concurrency, answer.num_gpu_blocks))  # fmt: skip
-    return EngineComparison(budget, gpu or "H200", tuple(rows), why_they_differ(case.settings.geometry), block_size)
+    tokens_share = case.available_bytes if case.available_bytes != budget else None
+    return EngineComparison(budget, gpu or "H200", tuple(rows), why_they_differ(case.settings.geometry), block_size,
+                            tokens_share)  # fmt: skip
 
 
 def comparison_text(comparison: EngineComparison) -> list[str]:
@@ -103,6 +109,10 @@ def comparison_text(comparison: EngineComparison) -> list[str]:
         f"{'request length':>14}  {'SGLang tokens':>13}  {'SGLang requests':>15}  {'vLLM KV cache size':>18}  "
         f"{'vLLM concurrency':>16}  {'vLLM blocks':>11}",
     ]
+    if comparison.sglang_token_bytes is not None:
+        states = comparison.budget_bytes - comparison.sglang_token_bytes
+        out.insert(1, f"SGLang splits it: {states / 2**30:.2f} GiB for its Mamba slot pool, "
+                      f"{comparison.sglang_token_bytes / 2**30:.2f} GiB for its token pool")  # fmt: skip
     for row in comparison.rows:
         if row.vllm_error is not None:
             out.append(f"{row.request_length:>14,}  {row.sglang_tokens:>13,}  {row.sglang_requests:>15,}  "

@@ -35,7 +35,7 @@ from importlib import resources
 
 from ..errors import KVCacheConfigError
 from ..knobs import REFUSED_KNOBS, SIZING_KNOBS, knob_class
-from ..quantization_names import QUANTIZATION
+from ..quantization_names import QUANTIZATION, quantization_for
 from ..releases import NEWEST_SGLANG, EngineRelease, supported_releases
 from .launch_flag_classes import (
     CONFIG_FLAG,
@@ -57,7 +57,8 @@ _GRAPH_RESERVE = GRAPH_RESERVE_FLAGS | OLDER_GRAPH_RESERVE_FLAGS
 _NO_EFFECT = NO_EFFECT | OLDER_NO_EFFECT
 
 __all__ = ["GRAPH_RESERVE_FLAGS", "MODELLED", "NO_EFFECT", "NOT_MODELLED", "QUANTIZATION", "REFUSED_UNLESS",
-           "LaunchCommand", "canonical_flag", "release_flags", "releases_with_flag", "translate"]  # fmt: skip
+           "LaunchCommand", "canonical_flag", "flag_values", "next_option", "release_flags",
+           "releases_with_flag", "strip_environment", "translate"]  # fmt: skip
 
 #: the longest pasted command read (characters) and the most words; real commands have < 200 words
 MAX_COMMAND_CHARS = 64 * 1024
@@ -78,8 +79,8 @@ class LaunchCommand:
     notes: tuple[str, ...]
 
 
-def _strip_launcher(tokens: list[str]) -> tuple[list[str], list[str]]:
-    """``(environment assignments, server arguments)`` of a launch command."""
+def strip_environment(tokens: list[str]) -> tuple[list[str], list[str]]:
+    """``(the VAR=value words in front, the rest)`` of a pasted command (``env VAR=1 ...`` too)."""
     env = []
     while tokens and _ENV.match(tokens[0]):
         env.append(tokens.pop(0))
@@ -87,6 +88,12 @@ def _strip_launcher(tokens: list[str]) -> tuple[list[str], list[str]]:
         tokens.pop(0)
         while tokens and _ENV.match(tokens[0]):
             env.append(tokens.pop(0))
+    return env, tokens
+
+
+def _strip_launcher(tokens: list[str]) -> tuple[list[str], list[str]]:
+    """``(environment assignments, server arguments)`` of a launch command."""
+    env, tokens = strip_environment(tokens)
     if len(tokens) >= 3 and re.match(r"^(.*/)?python[\d.]*$", tokens[0]) and tokens[1] == "-m":
         if tokens[2] not in _LAUNCHERS:
             raise KVCacheConfigError(
@@ -252,11 +259,25 @@ def looks_like_option(word: str) -> bool:
     return word.startswith("-") and len(word) > 1 and not _NEGATIVE_NUMBER.match(word) and " " not in word
 
 
-def _values(rest: list[str], i: int, option: str, arity: str, inline: str | None) -> tuple[list[str], int]:
+def next_option(rest: list[str], i: int) -> tuple[str, str | None, int]:
+    """``(option, its inline value after '=' or None, the next index)`` of the word ``rest[i]``, which
+    must be an option (a bare value there has no flag to belong to)."""
+    token = rest[i]
+    if not token.startswith("-"):
+        raise KVCacheConfigError(f"unexpected {token!r:.80} in the pasted command (a value without a flag)")
+    option, eq, inline = token.partition("=")
+    return option, inline if eq else None, i + 1
+
+
+def flag_values(
+    rest: list[str], i: int, option: str, arity: str, inline: str | None, engine: str = "SGLang"
+) -> tuple[list[str], int]:
     """The values of the flag at ``rest[i - 1]`` as argparse takes them, and the next index."""
     if arity == "0":
         if inline is not None:
-            raise KVCacheConfigError(f"{option} is a switch and takes no value, so SGLang's argparse refuses {option}=")
+            raise KVCacheConfigError(
+                f"{option} is a switch and takes no value, so {engine}'s argparse refuses {option}="
+            )
         return [], i
     if inline is not None:
         return [inline], i
@@ -282,13 +303,9 @@ def translate(command: Sequence[str], release: EngineRelease = NEWEST_SGLANG) ->
     given = {canonical_flag(t.split("=", 1)[0], release)[0] for t in rest if t.startswith("--")}
     i = 0
     while i < len(rest):
-        token = rest[i]
-        i += 1
-        if not token.startswith("-"):
-            raise KVCacheConfigError(f"unexpected {token!r:.80} in the pasted command (a value without a flag)")
-        option, eq, inline = token.partition("=")
+        option, inline, i = next_option(rest, i)
         canon, arity = canonical_flag(option, release)
-        values, i = _values(rest, i, option, arity, inline if eq else None)
+        values, i = flag_values(rest, i, option, arity, inline)
         values = [check_flag_value(canon, option, value) for value in values]
         _check_refusals(canon, option, values, given)
         if canon == "--model-path" and not (values and values[0].strip()):
@@ -302,13 +319,7 @@ def translate(command: Sequence[str], release: EngineRelease = NEWEST_SGLANG) ->
         if canon not in MODELLED:  # every flag is classified (tests/test_cli_launch_command.py); never planned blind
             raise KVCacheConfigError(f"{option} is not reviewed for its effect on memory; plan without it")
         if canon == "--quantization":
-            value = values[0] if values else ""
-            if value not in QUANTIZATION:
-                raise KVCacheConfigError(
-                    f"--quantization {value} is not modelled by the weight estimate; give --weight-bytes per rank "
-                    f"instead (modelled: {', '.join(sorted(QUANTIZATION))})"
-                )
-            out += ["--weight-quantization", QUANTIZATION[value]]
+            out += ["--weight-quantization", quantization_for(values[0] if values else "")]
             continue
         out += [canon, *values]
     if ignored:

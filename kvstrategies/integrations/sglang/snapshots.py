@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...errors import KVCacheConfigError
 from ...golden import GOLDEN_FORMAT, SNAPSHOT_SUFFIX, dumps
 
 KNOWN_FILE = "_known.json"
@@ -97,3 +98,15 @@ def read_snapshot(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"{path}: not a snapshot object")
     return data
+
+
+def recorded_snapshot(recorded: Path, case: Path, engine: str, version: str) -> dict[str, Any]:
+    """The snapshot ``recorded`` (``golden/<engine>-<version>/``) holds for ``case``; none is a
+    :class:`KVCacheConfigError` naming the folder and the tool that records it."""
+    snapshot = recorded / f"{case.stem}{SNAPSHOT_SUFFIX}"
+    if not snapshot.is_file():
+        raise KVCacheConfigError(
+            f"verify --recorded: no recorded {engine} {version} answer for {case.stem} in {recorded}; record it with "
+            f"tools/record_golden.py --engine {engine.lower()} (in the {engine} {version} environment)"
+        )
+    return read_snapshot(snapshot)

@@ -106,18 +106,13 @@ def verify_recorded(paths: Sequence[Path], recorded: Path, version: str) -> Veri
     """
     import time
 
-    from .snapshots import read_snapshot, result_from_snapshot
+    from .snapshots import recorded_snapshot, result_from_snapshot
 
     started = time.perf_counter()
     report = VerifyReport(version=f"{version} (recorded in {recorded})")
     for path in paths:
-        snapshot = recorded / f"{path.stem}.json"
-        if not snapshot.is_file():
-            raise KVCacheConfigError(
-                f"verify --recorded: no recorded SGLang {version} answer for {path.stem} in {recorded}; record it "
-                f"with tools/record_golden.py --engine sglang (in an SGLang {version} environment)"
-            )
-        report.verdicts.append(verdict_for(path, result_from_snapshot(read_snapshot(snapshot)), version))
+        snapshot = recorded_snapshot(recorded, path, "SGLang", version)
+        report.verdicts.append(verdict_for(path, result_from_snapshot(snapshot), version))
     report.timings = {"import": 0.0, "total": time.perf_counter() - started}
     return report
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ...golden import GOLDEN_FORMAT, dumps
-from ..sglang.snapshots import read_snapshot, snapshot_files
+from ..sglang.snapshots import read_snapshot, recorded_snapshot, snapshot_files
 
-__all__ = ["KNOWN_FILE", "read_snapshot", "result_from_snapshot", "snapshot_files", "snapshot_folder",
-           "snapshot_text"]  # fmt: skip
+__all__ = ["KNOWN_FILE", "read_snapshot", "recorded_snapshot", "result_from_snapshot", "snapshot_files",
+           "snapshot_folder", "snapshot_text"]  # fmt: skip
 
 KNOWN_FILE = "_known.json"
 

@@ -98,6 +98,21 @@ def verify(paths: Sequence[Path]) -> VerifyReport:
     return report
 
 
+def verify_recorded(paths: Sequence[Path], recorded: Path, version: str) -> VerifyReport:
+    """Compare the project's vLLM strategies with vLLM's answers recorded in ``recorded``
+    (``golden/vllm-<version>/``, written by ``tools/record_golden.py --engine vllm``), no vLLM needed;
+    a case with no recorded answer is a :class:`KVCacheConfigError` naming the folder."""
+    from .snapshots import recorded_snapshot, result_from_snapshot
+
+    started = time.perf_counter()
+    report = VerifyReport(version=f"{version} (recorded in {recorded})")
+    for path in paths:
+        snapshot = recorded_snapshot(recorded, path, "vLLM", version)
+        report.verdicts.append(verdict_for(path, result_from_snapshot(snapshot), version))
+    report.timings = {"import": 0.0, "total": time.perf_counter() - started}
+    return report
+
+
 def format_report(report: VerifyReport, *, verbose: bool = False, width: int = 110) -> list[str]:
     """The lines ``verify --against vllm`` prints."""
     out = [f"kvstrategies vs vLLM {report.version}: {len(report.verdicts)} cases"]
@@ -125,9 +140,13 @@ def format_report(report: VerifyReport, *, verbose: bool = False, width: int = 1
         tally[verdict.status] = tally.get(verdict.status, 0) + 1
     timing = report.timings
     per_case = (timing.get("total", 0.0) - timing.get("import", 0.0)) / max(len(report.verdicts), 1)
+    total = timing.get("total", 0.0)
+    timing_text = (
+        f"recorded answers, {total:.1f} s in all" if "recorded" in report.version
+        else f"vLLM import {timing.get('import', 0.0):.1f} s, {per_case:.2f} s per case, {total:.1f} s in all"
+    )  # fmt: skip
     out.append(
         f"total: {len(report.verdicts)} cases: {tally.get('match', 0)} match, {tally.get('known', 0)} known, "
-        f"{tally.get('DIFF', 0)} unexplained (vLLM import {timing.get('import', 0.0):.1f} s, "
-        f"{per_case:.2f} s per case, {timing.get('total', 0.0):.1f} s in all)"
+        f"{tally.get('DIFF', 0)} unexplained ({timing_text})"
     )
     return out

@@ -26,9 +26,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import vllm_model_rule
 from .devices import VLLMDevice
+
+#: every CUDA attention backend's kernel blocks are multiples of 16 tokens (FLASH_ATTN, TRITON_ATTN,
+#: FLEX_ATTENTION and the MLA backends ``MultipleOf(16)`` or coarser, FLASHINFER 16 / 32 / 64:
+#: ``get_supported_kernel_block_sizes`` in ``vllm/v1/attention/backends/``), so a ``--block-size``
+#: that is not one leaves no valid backend (``vllm/platforms/cuda.py`` ``get_attn_backend_cls``)
+KERNEL_BLOCK_MULTIPLE = 16
+
+
+def check_block_size(block_size: int | None, version: str) -> None:
+    """Refuse a ``--block-size`` no CUDA attention backend takes, as vLLM does."""
+    if block_size is not None and block_size % KERNEL_BLOCK_MULTIPLE:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refuses: No valid attention backend found for cuda with AttentionSelectorConfig(..., "
+            f"block_size={block_size}, ...). Reasons: block_size not supported (every CUDA attention backend takes a "
+            f"multiple of {KERNEL_BLOCK_MULTIPLE} "
+            "tokens; vllm/platforms/cuda.py get_attn_backend_cls); give --block-size 16 or a multiple of it, or "
+            "leave it to the backend"
+        )
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from ...pools.layout import BufferRole, BufferSpec, PoolLayout
 from ...releases import VLLM
 from ...sizing import PoolSizes, ceil_div
 from ..base import PoolConfigurator
-from .backends import BackendChoice, attention_backend
+from .backends import BackendChoice, attention_backend, check_block_size
 from .deployment import vllm_deployment
 from .grouping import KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_launch
@@ -127,6 +127,8 @@ class VLLMStrategy(PoolConfigurator):
         backend = attention_backend(geometry, launch.gpu, layer_dtype)
         block = deployment.block_size or backend.preferred_block_size
         specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
+        if any(not isinstance(s, MambaSpec) for s in specs.values()):  # attention layers pick a backend
+            check_block_size(deployment.block_size, version)
         block = min(s.block_size for s in specs.values() if not isinstance(s, MambaSpec)) if any(
             not isinstance(s, MambaSpec) for s in specs.values()) else block  # fmt: skip
         groups = kv_cache_groups(specs, disable_hybrid=launch.disable_hybrid_kv_cache_manager)

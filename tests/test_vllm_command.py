@@ -1,0 +1,97 @@
+"""A pasted ``vllm serve ...`` command read as ``plan --engine vllm`` flags
+(:mod:`kvstrategies.planner.vllm.command`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvstrategies.cli import main
+from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.planner.vllm.command import canonical_flag, is_vllm_command, translate_vllm
+from kvstrategies.planner.vllm.flag_classes import NO_EFFECT, PLANNED, REFUSED, REFUSED_UNLESS
+from kvstrategies.planner.vllm_flags import VLLM_FLAG_VALUES, VLLM_SERVE_FLAGS
+from kvstrategies.releases import NEWEST_VLLM
+
+
+def test_every_vllm_flag_is_in_exactly_one_class() -> None:
+    classes = [set(PLANNED), set(REFUSED), set(REFUSED_UNLESS), set(NO_EFFECT)]
+    for flag in VLLM_FLAG_VALUES:
+        assert sum(flag in c for c in classes) == 1, flag
+    assert set().union(*classes) == set(VLLM_FLAG_VALUES)
+    assert {canon for canon, _ in VLLM_SERVE_FLAGS.values()} == set(VLLM_FLAG_VALUES)
+
+
+def test_a_serve_command_becomes_plan_flags() -> None:
+    got = translate_vllm(["vllm", "serve", "meta-llama/Llama-3.1-70B", "--tensor-parallel-size", "4",
+                          "--max-model-len", "32K", "--port", "8000", "--trust-remote-code"])  # fmt: skip
+    assert got.plan_args == ("--model-path", "meta-llama/Llama-3.1-70B", "--engine", "vllm",
+                             "--tensor-parallel-size", "4", "--max-model-len", "32K")  # fmt: skip
+    assert got.ignored == ("--port", "--trust-remote-code")
+
+
+def test_vllms_own_spellings_are_read_as_vllm_reads_them() -> None:
+    """Underscores, ``=``, short options, a unique prefix, ``--model`` and the module launcher."""
+    command = ("CUDA_VISIBLE_DEVICES=0,1 VLLM_USE_V1=1 python -m vllm.entrypoints.openai.api_server "
+               "--model llama-3.1-8b -tp 2 --max_num_seqs=64 --gpu-memory-util 0.8 --no-enable-prefix-caching "
+               "--quantization fp8")
+    got = translate_vllm(command.split(" "))
+    assert got.plan_args == ("--model-path", "llama-3.1-8b", "--engine", "vllm", "--tensor-parallel-size", "2",
+                             "--max-num-seqs", "64", "--gpu-memory-utilization", "0.8", "--no-enable-prefix-caching",
+                             "--weight-quantization", "fp8")  # fmt: skip
+    assert got.ignored == ("CUDA_VISIBLE_DEVICES=0,1", "VLLM_USE_V1=1")
+    assert translate_vllm(["vllm serve llama-3.1-8b -O2 --data-parallel-size 1"]).ignored == (
+        "--optimization-level", "--data-parallel-size")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("vllm serve m --swap-space 0", f"--swap-space is not a {NEWEST_VLLM.label} `vllm serve` flag"),
+        ("vllm serve m --speculative-config {}", "speculative decoding"),
+        ("vllm serve m --compilation-config.mode 3", "CUDA-graph capture"),
+        ("vllm serve m -O0", "--optimization-level 0 changes"),
+        ("vllm serve m --data-parallel-size 2", "data-parallel replicas"),
+        ("vllm serve m --cpu-offload-gb 4", "offloaded to the CPU"),
+        ("vllm serve m --num-gpu-blocks-override 100", "the number of KV blocks"),
+        ("vllm serve m --quantization bitsandbytes", "--quantization bitsandbytes is not modelled"),
+        ("vllm serve m --enable", "ambiguous among vLLM's flags"),
+        ("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 vllm serve m", "whether the CUDA-graph estimate is deducted"),
+        ("VLLM_SOMETHING_NEW=1 vllm serve m", "not reviewed"),
+        ("vllm serve --port 8000", "names no model"),
+        ("vllm serve a --model b", "two models"),
+        ("vllm bench serve m", "not vLLM's server"),
+        ("vllm serve m --enforce-eager=1", "is a switch and takes no value"),
+    ],
+)
+def test_refusals_name_the_flag(command: str, message: str) -> None:
+    with pytest.raises(KVCacheConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        translate_vllm([command])
+
+
+def test_vllm_and_sglang_commands_are_told_apart() -> None:
+    assert is_vllm_command(["vllm", "serve", "m"])
+    assert is_vllm_command(["python3", "-m", "vllm.entrypoints.openai.api_server"])
+    assert not is_vllm_command(["python", "-m", "sglang.launch_server", "--model-path", "m"])
+    assert not is_vllm_command(["sglang", "serve", "--model-path", "m"])
+    assert canonical_flag("--disable_log_stats") == ("--disable-log-stats", "0")
+
+
+def test_a_pasted_vllm_command_plans_for_vllm(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", "--gpu", "H100", "--", "vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192",
+                 "--port", "8000"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith(f"{NEWEST_VLLM.label} on H100-80GB")
+    assert "Maximum concurrency for 8,192 tokens per request" in out
+    assert "note: ignored from the vLLM command (no effect on the KV answer): --port" in out
+
+
+def test_flags_before_the_dash_dash_win(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", "--gpu", "H100", "--json", "--max-model-len", "4096", "--", "vllm", "serve", "llama-3.1-8b",
+                 "--max-model-len", "8192", "--host", "0.0.0.0"])  # fmt: skip
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert document["vllm_log"]["max_model_len"] == 4096
+    assert document["launch_command_notes"] == ["ignored from the vLLM command (no effect on the KV answer): --host"]
