@@ -41,7 +41,7 @@ from ...releases import VLLM
 from ...strategies.vllm.deployment import VLLMDeployment, vllm_deployment
 from ...strategies.vllm.document import capacity_log_line, layer_key
 from ..sglang.bridge import case_hf_config
-from .runtime import cuda_to_meta, gpu_facts, import_vllm, quiet, reset_stubbed_ops, stubbed_ops_called, use_gpu
+from .runtime import cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu
 
 #: vLLM refused the case (its own exception is named in the message)
 VLLMCaseError = UnsupportedConfigurationError
@@ -198,7 +198,6 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
     ipc = importlib.import_module("vllm.multimodal.gpu_ipc_memory")
     facts = gpu_facts(deployment.gpu)
     hf_config = case_hf_config(case, base_dir)
-    reset_stubbed_ops()
     with model_folder(hf_config) as folder, use_gpu(facts), quiet() as log:
         _clear_caches()
         try:
@@ -235,9 +234,6 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
         document = _document(version, facts.name, deployment, vllm_config, stage_configs[deployment.pp_rank],
                              executor.configs[worker], specs[worker], backends)  # fmt: skip
     document["vllm_log"] = _log_lines(log.getvalue())
-    called = stubbed_ops_called()
-    if called:
-        document["stubbed_ops_called"] = list(called)
     return document
 
 

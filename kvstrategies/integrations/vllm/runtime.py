@@ -177,7 +177,6 @@ class _StubOp:
         if self._answer is not None:
             capability = args[0] if args else current_gpu().sm
             return self._answer(capability) if isinstance(capability, int) else self._answer(*args)
-        _CALLED.add(self._qualname)
         raise RuntimeError(f"torch.ops.{self._qualname.replace('::', '.')} needs a GPU (stubbed by kvstrategies)")
 
     def __getattr__(self, name: str) -> Any:
@@ -197,18 +196,6 @@ class _StubNamespace(types.ModuleType):
         op = _StubOp(self._name, name)
         setattr(self, name, op)
         return op
-
-
-_CALLED: set[str] = set()
-
-
-def reset_stubbed_ops() -> None:
-    _CALLED.clear()
-
-
-def stubbed_ops_called() -> tuple[str, ...]:
-    """Stubbed ops vLLM tried to run (each raised), for a bridge document's notes."""
-    return tuple(sorted(_CALLED))
 
 
 def _install_op_stubs(torch: Any) -> None:
