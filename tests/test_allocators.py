@@ -1,4 +1,4 @@
-"""Slot allocators: hand-written cases from allocators.md plus model-based property tests.
+"""Slot allocators: hand-written cases from sglang.srt.mem_cache.allocator plus model-based property tests.
 
 Property tests run random operation sequences against a plain-Python model of who holds what
 and check, after every step: no location is handed out twice, none is lost (free + held ==
@@ -52,7 +52,7 @@ def as_list(x: torch.Tensor | None) -> list[int]:
 
 
 # --------------------------------------------------------------------------------------------
-# TokenToKVPoolAllocator (allocators.md section 2)
+# TokenToKVPoolAllocator (TokenToKVPoolAllocator)
 # --------------------------------------------------------------------------------------------
 
 
@@ -160,7 +160,7 @@ def test_token_clear_resize_and_no_extend() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# PagedTokenToKVPoolAllocator (allocators.md section 3)
+# PagedTokenToKVPoolAllocator (PagedTokenToKVPoolAllocator)
 # --------------------------------------------------------------------------------------------
 
 
@@ -254,7 +254,7 @@ def test_paged_alloc_decode() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# SWATokenToKVPoolAllocator (allocators.md section 4)
+# SWATokenToKVPoolAllocator (SWATokenToKVPoolAllocator)
 # --------------------------------------------------------------------------------------------
 
 

@@ -4,7 +4,8 @@ Every ``tests/cases/*.json`` is planned and compared with ``golden/<case>.json``
 extension (``pytest --snapshot-update`` re-records; ``tools/record_golden.py`` writes the same
 bytes). A snapshot without a case, or a case without a snapshot, fails the run. Each case is
 also built on ``meta``: allocated bytes == planned bytes, tensors as described, token counts
-page-aligned (except SWAChunkCap's ``min(cap, M)`` quirk, sizing.md 7.3) and tokens x cell
+page-aligned (except SWAChunkCap's ``min(cap, M)`` quirk, SWARequestCapPoolConfigurator.calculate_pool_sizes) and tokens
+x cell
 within the budget. See docs/golden.md.
 """
 
@@ -117,7 +118,8 @@ def test_every_case_has_a_snapshot_and_every_snapshot_a_case(request: pytest.Fix
 
 
 def _unaligned_allowed(planned: Plan, case: Case, field: str, value: int) -> bool:
-    """SWAChunkCap sizes the SWA pool ``min(ceil_align(cap, P), M)`` with un-aligned M (sizing.md 7.3)."""
+    """SWAChunkCap sizes the SWA pool ``min(ceil_align(cap, P), M)`` with un-aligned M
+    (SWARequestCapPoolConfigurator.calculate_pool_sizes)."""
     if type(planned.configurator).__name__ != "SWAChunkCapPoolConfigurator" or field != "swa_max_total_num_tokens":
         return False
     caps = {case.max_tokens, case.pool_max_tokens, planned.resolution.pp_min_tokens}
@@ -136,7 +138,8 @@ def _assert_page_aligned(planned: Plan, case: Case, label: str, sizes: PoolSizes
 
 
 def _kv_bytes_used(planned: Plan) -> int | float:
-    """``tokens x cell``; SWAChunkCap reports the inherited ratio cell (sizing.md 4) but spends
+    """``tokens x cell``; SWAChunkCap reports the inherited ratio cell (MemoryPoolConfig,
+    MemoryPoolConfigurator.validate_swa_pool_size) but spends
     ``swa * swa_cell + full * full_token_cell`` (7.3)."""
     cfg, sizes = planned.configurator, planned.sizes
     if isinstance(cfg, SWAChunkCapPoolConfigurator):

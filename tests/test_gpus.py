@@ -1,4 +1,4 @@
-"""Accelerator table, name lookup and byte-size parsing (launch_defaults.md §1)."""
+"""Accelerator table, name lookup and byte-size parsing (get_device_memory_capacity)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def storage(kv_dtype: torch.dtype) -> torch.dtype:
-    """Pool storage dtype (layouts.md 0.3): fp8 lives in uint8."""
+    """Pool storage dtype (KVCache.__init__ store dtype): fp8 lives in uint8."""
     return torch.uint8 if kv_dtype in FP8 else kv_dtype
 
 
@@ -237,7 +237,7 @@ def test_move_kv_cache_matches_reference(interp: None, widths: tuple[int, int]) 
 
 
 # ---------------------------------------------------------------------------------------------
-# DSA indexer keys (write_path.md 5.2)
+# DSA indexer keys (DSATokenToKVPool.set_index_k_scale_buffer)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -289,7 +289,7 @@ def test_quantize_index_k_formula() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# MXFP8 (write_path.md 3)
+# MXFP8 (MHATokenToKVPoolMXFP8.set_kv_buffer)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -363,7 +363,8 @@ def test_quantize_store_fp4_block16_matches_reference(interp: None, in_dtype: to
 
 @needs_triton
 def test_mla_fp4_layout_with_offsets(interp: None) -> None:
-    """write_path.md 6: nope (512) and rope (64) quantized separately, [288 | 36] bytes, loc 0 skipped."""
+    """MLATokenToKVPoolFP4.set_kv_buffer: nope (512) and rope (64) quantized separately, [288 | 36] bytes, loc 0
+    skipped."""
     g = gen(10)
     n, rows = 4, 9
     loc = torch.tensor([3, 0, 8, 5])

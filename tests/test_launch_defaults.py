@@ -1,4 +1,4 @@
-"""Launch defaults of SGLang 0.5.23 (launch_defaults.md): the §13 worked launches and the rules."""
+"""Launch defaults of SGLang 0.5.23 (ServerArgs.resolve_once): the §13 worked launches and the rules."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def facts(name: str) -> LaunchModelFacts:
     return model_facts_from_hf_config(cfg)
 
 
-# launch_defaults.md §13: (#, fixture, GPU, TP, chunk, dmb, R, mfs, backend, page, KV dtype,
+# worked launches: (#, fixture, GPU, TP, chunk, dmb, R, mfs, backend, page, KV dtype,
 # effective SWA ratio, max running requests). "—" SWA cells are the 0.8 field fallback.
 WORKED = [
     (1, "meta-llama--Llama-3.1-8B", "H100", 1, 8192, 256, 13904, 0.830, "fa3", 1, "auto", 0.8, None),
@@ -140,7 +140,7 @@ def test_applied_defaults_reproduce_the_log() -> None:
 
 @pytest.mark.parametrize(
     ("gpu", "tp", "facts_", "prefill_on", "reserve", "mfs"),
-    [  # launch_defaults.md §4.6 quick reference
+    [  # memory_hook.handle_gpu_memory_settings quick reference
         ("H100", 8, LLAMA, True, 15312, 0.812),
         ("H200", 8, LLAMA, False, 14848, 0.897),
         ("H200", 16, MLA, True, 17408, 0.879),
@@ -336,7 +336,7 @@ def test_kv_budget_worked_example() -> None:
 
 
 def test_float32_all_reduce_rounding() -> None:
-    assert float32_round(68_182_618_169) == 68_182_618_112  # resolve.md §2
+    assert float32_round(68_182_618_169) == 68_182_618_112  # KVCacheConfigurator._profile_available_bytes
     one = estimate_kv_budget(81559, 16_000_000_123, 0.83)
     many = estimate_kv_budget(81559, 16_000_000_123, 0.83, world_size=8)
     assert one.available_bytes != many.available_bytes

@@ -89,7 +89,7 @@ def test_hybrid_swa_short_requests_are_bound_by_the_swa_pool() -> None:
     full, swa = planned.sizes.full_max_total_num_tokens, planned.sizes.swa_max_total_num_tokens
     assert full is not None and swa is not None
     fit = planned.fit
-    assert fit.capacity_tokens == full  # the full pool bounds one request (resolve.md §9)
+    assert fit.capacity_tokens == full  # the full pool bounds one request (TpModelWorker max_req_len)
     short, long = fit.lengths
     # L 200: full holds full // 200, the SWA pool (0.8 of it) swa // 200 -> SWA binds (< 2048 requests).
     assert (short.requests, short.limited_by) == (swa // 200, "swa pool")
@@ -98,7 +98,7 @@ def test_hybrid_swa_short_requests_are_bound_by_the_swa_pool() -> None:
     assert fit.max_fitting_length == min(full, fit.context_len)
 
 
-# ---- launch defaults: two worked launches of launch_defaults.md §13 ---------------------------------------
+# ---- launch defaults: two worked launches of worked launches ---------------------------------------
 
 
 def test_worked_launch_1_llama_8b_h100() -> None:

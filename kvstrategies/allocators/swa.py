@@ -1,4 +1,5 @@
-"""The sliding-window allocators (allocators.md 4, 5): a full side, an SWA side and the mapping.
+"""The sliding-window allocators (SWATokenToKVPoolAllocator, PureSWATokenToKVPoolAllocator): a full side, an SWA side
+and the mapping.
 
 :class:`SWATokenToKVPoolAllocator` pairs two token allocators (page 1 or paged) and records
 each full location's SWA peer in ``full_to_swa_index_mapping``; :class:`PureSWATokenToKVPoolAllocator`
@@ -92,7 +93,7 @@ class _FullToSWAMapped:
 
 
 class SWATokenToKVPoolAllocator(_FullToSWAMapped):
-    """Hybrid sliding-window allocator (allocators.md section 4): a full side and an SWA side.
+    """Hybrid sliding-window allocator (SWATokenToKVPoolAllocator): a full side and an SWA side.
 
     Every full location handed out has an SWA peer recorded in ``full_to_swa_index_mapping``
     (int64, length ``size + P + 1``: 0 = "no SWA peer", last entry -1 so that translating a
@@ -391,7 +392,7 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
 
 
 class PureSWATokenToKVPoolAllocator(_FullToSWAMapped):
-    """Every layer is sliding-window (allocators.md section 5); page size must be 1.
+    """Every layer is sliding-window (PureSWATokenToKVPoolAllocator); page size must be 1.
 
     One :class:`TokenToKVPoolAllocator` of ``size_swa`` serves as both sides; the mapping is the
     identity ``[0, 1, ..., size_swa + P - 1]`` plus the -1 sentinel and is never rewritten.

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..context import DeviceKind, KVCacheContext
 from ..errors import UnsupportedConfigurationError
 
-#: devices where SGLang's FP4 KV branches run (``is_float4_e2m1fn_x2`` is CUDA-only, sizing.md 1.2)
+#: devices where SGLang's FP4 KV branches run (``is_float4_e2m1fn_x2`` is CUDA-only,
+#: DefaultPoolConfigurator._compute_cell_size, is_float4_e2m1fn_x2)
 FP4_DEVICES = (DeviceKind.CUDA, DeviceKind.META)
 
 

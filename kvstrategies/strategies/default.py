@@ -1,4 +1,4 @@
-"""``DefaultPoolConfigurator``: MHA / GQA / MQA, MLA, DSA, MiniMax sparse; FP8, FP4, MXFP8 KV (sizing.md 5).
+"""``DefaultPoolConfigurator``: MHA / GQA / MQA, MLA, DSA, MiniMax sparse; FP8, FP4, MXFP8 KV (DefaultPoolConfigurator).
 
 Cost model (affine): ``available_bytes = max_total_num_tokens * cell + fixed`` with an int
 ``cell`` (bytes per token slot over this rank's layers) and ``fixed = 0`` (logical-page KV
@@ -93,7 +93,7 @@ NPU_DSA_CACHE_DTYPE_INDEXER = ReleaseRule(
 
 
 class DefaultPoolConfigurator(PoolConfigurator):
-    """Everything that is not hybrid SWA or DeepSeek-V4 (sizing.md 5)."""
+    """Everything that is not hybrid SWA or DeepSeek-V4 (DefaultPoolConfigurator)."""
 
     family: ClassVar[str] = "default"
     sglang_configurator: ClassVar[str] = "DefaultPoolConfigurator"  # HybridLinear and Ascend inherit it
@@ -130,7 +130,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     @property
     def fp4_applies(self) -> bool:
-        """SGLang's ``is_float4_e2m1fn_x2``: true only on CUDA (sizing.md 1.2)."""
+        """SGLang's ``is_float4_e2m1fn_x2``: true only on CUDA (DefaultPoolConfigurator._compute_cell_size,
+        is_float4_e2m1fn_x2)."""
         return self.ctx.kv_cache_dtype.is_fp4 and self.ctx.device in (DeviceKind.CUDA, DeviceKind.META)
 
     @cached_property
@@ -173,7 +174,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         row = self.mla_kv_cache_dim() if MLA_CELL_PRICES_POOL_ROW.holds(self.ctx.release) else geometry.mla.latent_dim
         cell = row * layers * self.kv_itemsize
         if self.fp4_applies:
-            # half a byte per latent value plus one 1-byte scale per 16 values; QUIRK (sizing.md
+            # half a byte per latent value plus one 1-byte scale per 16 values; QUIRK (SGLang's pool_configurator
             # 12.4): no recipe check and no workspace, nvfp4 and fp4_mx_block16 cost the same
             from ..pools.fp4 import mla_fp4_cell_bytes
 
@@ -194,7 +195,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def index_k_elision(self) -> bool:
         """Layers that reuse the previous top-k store no index keys (target workers only).
 
-        Off on NPU under PD disaggregation or hierarchical cache (sizing.md 5.5).
+        Off on NPU under PD disaggregation or hierarchical cache
+        (DefaultPoolConfigurator._compute_dsa_indexer_cell_size).
         """
         npu = self.ctx.device is DeviceKind.NPU
         scheduling = self.ctx.scheduling
@@ -204,7 +206,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def indexer_layer_count(self, num_layers: int, *, all_layers: bool = False) -> int:
         """Layers carrying index keys; the skip rule runs on the cache-layer ids.
 
-        QUIRK (sizing.md 12.8): when the id list's length differs from ``num_layers`` SGLang
+        QUIRK (_get_dsa_cache_layer_ids): when the id list's length differs from ``num_layers`` SGLang
         evaluates the skip rule on ``0..num_layers-1`` instead of the real ids.
         """
         dsa = self.ctx.geometry.dsa
@@ -333,7 +335,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     # draft scaling (5.8) ------------------------------------------------------------------
     def draft_scaled_cell(self, cell: int) -> int:
-        """Add the speculative draft's KV to a target's cell (sizing.md 5.8).
+        """Add the speculative draft's KV to a target's cell (DefaultPoolConfigurator.__init__ draft scaling).
 
         EAGLE family: ``cell += int(cell * D / num_layers)`` (float, truncated) - the whole
         target cell is scaled, so every draft layer is priced at the target's per-layer bytes.
@@ -407,13 +409,13 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def finalize_with_max_running_requests(self, sizes: PoolSizes) -> PoolSizes:
         """A DeepSeek-V4 model sized here (hybrid-SWA memory disabled) still carries the
         compression-state dtypes: SGLang's ``_derive_pool_sizes`` sets them for every DSV4 model
-        (``SGLANG_DSV4_COMPRESS_STATE_DTYPE``, float32 by default; resolve.md 6)."""
+        (``SGLANG_DSV4_COMPRESS_STATE_DTYPE``, float32 by default; KVCacheConfigurator._derive_pool_sizes)."""
         if self.ctx.geometry.dsv4 is None:
             return sizes
         name = self.ctx.knobs.dsv4_compress_state_dtype.torch_name
         return sizes.replace(c4_state_dtype=name, c128_state_dtype=name)
 
-    # ---- pools (builders.md 4, 5.1, 5.2) -------------------------------------------------
+    # ---- pools (KVCacheConfigurator._build_token_to_kv_pool, _build_mha_kv_pool, _build_mla_kv_pool) -----------------
     @property
     def loc_space_scale(self) -> int:
         """A DCP draft indexes the target allocator's DCP-widened ids (:func:`draft_loc_space_scale`)."""
@@ -433,7 +435,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return sizes.max_total_num_tokens
 
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """builders.md 4 rows 7-9 and 11-13, for a non-Mamba, non-SWA model."""
+        """KVCacheConfigurator._build_token_to_kv_pool, for a non-Mamba, non-SWA model."""
         geometry = self.ctx.geometry
         if geometry.dsv4 is not None:
             # SGLang's KVCacheConfigurator._build_token_to_kv_pool builds the DeepSeek-V4 pool for every
@@ -454,7 +456,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return self.mha_layout(sizes)
 
     def mla_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """``MLATokenToKVPool`` with the raw latent width (no DSA packing, layouts.md 6)."""
+        """``MLATokenToKVPool`` with the raw latent width (no DSA packing, MLATokenToKVPool)."""
         geometry = self.ctx.geometry
         assert geometry.mla is not None
         return mla_layout(
@@ -466,7 +468,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         )
 
     def mla_fp4_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """``MLATokenToKVPoolFP4`` (builders.md 4 row 8, layouts.md 7), either FP4 recipe."""
+        """``MLATokenToKVPoolFP4`` (KVCacheConfigurator._build_token_to_kv_pool, MLATokenToKVPoolFP4), either FP4
+        recipe."""
         from ..pools.fp4 import mla_fp4_layout as mla_fp4_pool_layout
 
         geometry = self.ctx.geometry
@@ -479,7 +482,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         )
 
     def dsa_skip_topk_layers(self) -> tuple[bool, ...] | None:
-        """Pool-local skip flags of the stage layers when index-K elision applies (builders.md 5.3)."""
+        """Pool-local skip flags of the stage layers when index-K elision applies (_build_dsa_kv_pool)."""
         dsa = self.ctx.geometry.dsa
         assert dsa is not None
         if not self.index_k_elision or not DSA_INDEXER_BY_LAYER.holds(self.ctx.release):
@@ -488,7 +491,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return tuple(dsa.skips_topk(layer) for layer in range(start, end))
 
     def dsa_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """``DSATokenToKVPool`` (builders.md 5.3, layouts.md 8): latent rows plus index keys.
+        """``DSATokenToKVPool`` (_build_dsa_kv_pool, DSATokenToKVPool): latent rows plus index keys.
 
         ``kv_cache_dim`` is 5.3's (656 packed fp8 or the raw 576); a DCP draft pool is
         ``dcp_replicated`` (its index page is ``P * dcp / kpool / dcp``); the kpool compress tails
@@ -528,7 +531,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         )
 
     def minimax_sparse_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """``MiniMaxSparseKVPool`` (builders.md 5.6, layouts.md 12); heads with DCP, as the builder passes."""
+        """``MiniMaxSparseKVPool`` (_build_minimax_sparse_kv_pool, MiniMaxSparseKVPool); heads with DCP, as the builder
+        passes."""
         from ..pools.minimax import minimax_sparse_layout
 
         geometry = self.ctx.geometry
@@ -553,7 +557,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return kv.store_dtype
 
     def mha_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """``MHATokenToKVPool`` (layouts.md 4.2) for this rank's heads and layers (builders.md 5.1).
+        """``MHATokenToKVPool`` for this rank's heads and layers (_build_mha_kv_pool).
 
         FP4: the recipe's quantized buffers (4.5), recipe page = scheduler page, ``L`` layers of
         global scales. MXFP8: ``MHATokenToKVPoolMXFP8`` (5).

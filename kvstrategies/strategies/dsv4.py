@@ -1,4 +1,4 @@
-"""``DSV4PoolConfigurator``: DeepSeek-V4 compressed attention (sizing.md 8).
+"""``DSV4PoolConfigurator``: DeepSeek-V4 compressed attention (DSV4PoolConfigurator).
 
 Cost model (piecewise affine, bytes per rank)::
 
@@ -15,7 +15,7 @@ sized from ``max_running_requests`` instead of the ratio). Inverse:
 ``c128 = full // 128`` and ``c4_state = swa // P * ring4`` follow; ``finalize`` sets
 ``c128_state = (R + 1) * ring128`` for the resolved request count ``R``.
 
-Every float is evaluated in SGLang's order (sizing.md 0). Modelled: the CUDA ``v4`` page
+Every float is evaluated in SGLang's order (docs/maintainers.md §2). Modelled: the CUDA ``v4`` page
 layout, the trtllm uniform-fp8 pool, NPU sizing (no page padding; the NPU pool layout itself is
 another module's), EAGLE/MTP draft inflation ``(T + 1) / T``, the draft worker's zeroed
 compressed pools. Rejected with :class:`UnsupportedConfigurationError`: V4.1 layouts and
@@ -24,9 +24,9 @@ kv-source ratio-1/2 pools, DSpark drafts (encoder replay), a DCP draft worker.
 Decisions (OPEN / unspecified):
 * A speculative DSV4 deployment must state ``speculative_num_draft_tokens``: SGLang's sizing
   keys the rings on "algorithm set" and its pool on "algorithm set and draft tokens > 0"
-  (layouts.md 13.2); requiring the count makes both agree.
+  (DeepSeekV4TokenToKVPool); requiring the count makes both agree.
 * Where SGLang's ratio-mode window-floor ``ValueError`` is really caused by the ratio-128
-  state reserved for the *estimated* request count (examples.md D3, quirk 11), we raise
+  state reserved for the *estimated* request count (the worked examples (hand-computed) D3, quirk 11), we raise
   :class:`DSV4StateReservationError` naming that cause and ``max_running_requests``.
 * Page size: sizing accepts any multiple of 128 (what SGLang's configurator asserts); the pool
   needs 256 off NPU (the CUDA builder asserts it), so other pages plan sizes but no layout.
@@ -69,9 +69,9 @@ from .base import PoolConfigurator
 
 #: ``DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO``: SWA tokens per full token when the ratio is not given
 DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO = 0.1
-#: the page size SGLang's CUDA DSV4 builder asserts (builders.md 5.8)
+#: the page size SGLang's CUDA DSV4 builder asserts (_build_dsv4_kv_pool)
 DSV4_CUDA_PAGE_SIZE = 256
-#: ring sizes of the compression state ``(without, with)`` speculative decoding (sizing.md 8.1)
+#: ring sizes of the compression state ``(without, with)`` speculative decoding (DSV4PoolConfigurator.__init__)
 _RING_SIZES = {4: (8, 16), 128: (128, 256)}
 #: the compressor window a ring must keep besides the drafts: ``ratio * (2 if ratio == 4 else 1)``
 _RING_WINDOWS = {4: 8, 128: 128}
@@ -98,19 +98,20 @@ def uses_dsv4_pools(ctx: KVCacheContext) -> bool:
 class DSV4StateReservationError(SWAPoolTooSmallError):
     """The ratio-128 state for the estimated request count leaves the SWA pool below its floor.
 
-    SGLang reports this as the SWA window-floor error (examples.md D3); the fix is to bound
+    SGLang reports this as the SWA window-floor error (the worked examples (hand-computed) D3); the fix is to bound
     the request count with ``max_running_requests``.
     """
 
 
 class DSV4PoolConfigurator(PoolConfigurator):
-    """DeepSeek-V4 compressed attention: SWA, c4, c128 and compression-state pools (sizing.md 8)."""
+    """DeepSeek-V4 compressed attention: SWA, c4, c128 and compression-state pools (DSV4PoolConfigurator)."""
 
     family: ClassVar[str] = "dsv4"
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
-        """DeepSeek-V4 family with hybrid SWA memory on (sizing.md 9, first rule), from SGLang 0.5.21."""
+        """DeepSeek-V4 family with hybrid SWA memory on (create_memory_pool_configurator, first rule), from SGLang
+        0.5.21."""
         return uses_dsv4_pools(ctx) and not DSV4_RATIO_ONLY_SIZING.holds(ctx.release)
 
     # ---- geometry and settings (8.1, 8.2) ----------------------------------------------
@@ -211,7 +212,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
         return self.check_page_size(self.ctx.page_size)
 
     def check_page_size(self, page_size: int) -> int:
-        """Sizing needs ``P % 128 == 0`` (sizing.md 8); only the CUDA pool insists on 256."""
+        """Sizing needs ``P % 128 == 0`` (DSV4PoolConfigurator); only the CUDA pool insists on 256."""
         if page_size % 128:
             raise KVCacheConfigError(
                 f"page_size {page_size}: DeepSeek-V4 compressed attention needs a multiple of 128 "
@@ -473,7 +474,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
                 f"layer on this stage (compress_ratios {list(self.stage_ratios)}) prices a full token at 0 bytes; "
                 "give swa_full_tokens_ratio (ratio mode) or a PP split that puts a ratio-4/128 layer on this stage"
             )
-        # QUIRK (sizing.md 12.11): fixed bytes use this estimate; finalize later uses the resolved count.
+        # QUIRK (DSV4PoolConfigurator._resolve_max_running_requests_per_worker): fixed bytes use this estimate; finalize
+        # later uses the resolved count.
         requests = self.estimated_requests(available_bytes)
         fixed = self.fixed_bytes(requests)
         available_for_tokens = max(available_bytes - fixed, 0)
@@ -503,7 +505,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
         """
         full = align_down(full_tokens, page_size)
         cap = self.swa_cap_tokens
-        # QUIRK (sizing.md 12.12): the cap-mode SWA size is neither re-aligned nor limited by full/M.
+        # QUIRK (DSV4PoolConfigurator._compute_dsv4_sizes): the cap-mode SWA size is neither re-aligned nor limited by
+        # full/M.
         swa = cap if cap is not None else align_down(int(full * self.swa_ratio), page_size)
         if cap is None and self.window + page_size >= swa:
             raise SWAPoolTooSmallError(
@@ -564,7 +567,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
         return sizes.replace(c128_state_pool_size=slots * self.ring_sizes.get(128, 0))
 
     def derive_draft_sizes(self, target_sizes: PoolSizes) -> PoolSizes:
-        """The target's sizes with c4/c128 and both state pools 0: they live on the target (resolve.md 6)."""
+        """The target's sizes with c4/c128 and both state pools 0: they live on the target
+        (KVCacheConfigurator._derive_pool_sizes)."""
         if self.ctx.parallel.dcp_size > 1:
             raise UnsupportedConfigurationError(
                 "a DeepSeek-V4 draft worker under decode context parallelism (dcp_size > 1) is not modelled; "
@@ -580,7 +584,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
             c128_state_dtype=dtype,
         )
 
-    # ---- pool (builders.md 5.8, layouts.md 13) -------------------------------------------------
+    # ---- pool (_build_dsv4_kv_pool, DeepSeekV4TokenToKVPool) -------------------------------------------------
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
         """``DeepSeekV4TokenToKVPool`` for these sizes; a draft worker holds only its SWA layers."""
         if self.ctx.device is DeviceKind.NPU:

@@ -1,7 +1,7 @@
 """Hybrid sliding-window strategies: ``HybridSWAPoolConfigurator`` and its request-capped variant.
 
 Two sub-pools: ``full`` tokens for the full-attention layers and ``swa`` tokens for the
-sliding-window layers (sizing.md 6, 7).
+sliding-window layers (HybridSWAPoolConfigurator, SWARequestCapPoolConfigurator).
 
 **HybridSWA** (piecewise-linear cost model, float cell): with per-layer bytes ``full_pt`` /
 ``swa_pt`` (ints, no DCP), local layer counts ``nF`` / ``nS`` and draft layers ``dF, dS, dSF``::
@@ -14,23 +14,26 @@ All-SWA (``nF == 0``): an int cell over every layer, ``swa = align(available // 
 ``full = 0`` and no window-floor check (quirk 9).
 
 **SWAChunkCap** (SGLang ``SWARequestCapPoolConfigurator``, affine with a fixed part): the SWA pool
-is the worst case of ``--max-running-requests`` in flight (sizing.md 7.2),
+is the worst case of ``--max-running-requests`` in flight (compute_swa_request_cap),
 ``swa = ceil_align(cap, P)`` costing ``fixed = swa * swa_pt*(nS+dS)`` bytes; the rest goes to the
 full pool at the int cell ``full_pt*(nF+dF) + swa_pt*dSF + draft_cell``. Its reported cell is the
-inherited HybridSWA float value, ratio term included (sizing.md 4).
+inherited HybridSWA float value, ratio term included (MemoryPoolConfig, MemoryPoolConfigurator.validate_swa_pool_size).
 
-Pools: ``SWAKVPool`` (:mod:`kvstrategies.pools.swa`) of two MHA / MXFP8 pools (builders.md 4
+Pools: ``SWAKVPool`` (:mod:`kvstrategies.pools.swa`) of two MHA / MXFP8 pools
+(KVCacheConfigurator._build_token_to_kv_pool
 row 10), two ``NPUMHATokenToKVPool`` on an Ascend NPU (row 2), or, for MLA models, a DSA / MLA full
 pool and an MLA SWA pool at the scheduler page size (row 6).
 
-Draft workers (resolve.md 6, 8): a draft's own sizing prices only its own layers (``[0, D)`` of the
+Draft workers (KVCacheConfigurator._derive_pool_sizes, KVCacheConfigurator._resolve_memory_pool_config draft branch): a
+draft's own sizing prices only its own layers (``[0, D)`` of the
 split, or the renamed MTP head's: MiMoV2MTP holds SWA layer 0) with no draft scaling; its pools
 are built for the target's sizes (``adopted_sizes``) at ``page_size * loc_space_scale`` and register
 the target allocator's ``full_to_swa_index_mapping`` (not listed as the draft's).
 
 Decisions: FP4 KV dtypes are rejected (README OPEN-B3); a
 hybrid-SWA model with Mamba layers (Inkling with Mamba parameters) is rejected until the Mamba
-state budget of resolve.md 3 is shared with this strategy; a DFLASH-family draft cell counts
+state budget of KVCacheConfigurator._handle_max_mamba_cache is shared with this strategy; a DFLASH-family draft cell
+counts
 whenever it is a positive int (SGLang's 5.8 conditions on draft layers are not re-checked).
 """
 
@@ -69,7 +72,7 @@ _GIB = 2**30
 
 @dataclass(frozen=True)
 class DraftLayers:
-    """Draft layers a speculative target pays for (sizing.md 6.2).
+    """Draft layers a speculative target pays for (HybridSWAPoolConfigurator.__init__ draft layers).
 
     ``full``: at full-layer bytes (``dF``); ``swa``: SWA bytes at SWA capacity (``dS``);
     ``swa_full``: SWA bytes at full capacity (``dSF``, MTP depths in ``mtp_local_layer_ids``).
@@ -95,7 +98,7 @@ def local_layer_ids(ctx: KVCacheContext, hybrid: HybridSWAGeometry) -> tuple[tup
 
 
 class HybridSWAPoolConfigurator(PoolConfigurator):
-    """Full + sliding-window pools sized by ``swa_full_tokens_ratio`` (sizing.md 6)."""
+    """Full + sliding-window pools sized by ``swa_full_tokens_ratio`` (HybridSWAPoolConfigurator)."""
 
     family: ClassVar[str] = "hybrid-swa"
 
@@ -188,7 +191,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         if geometry.use_mla:
             per_layer = calculate_mla_kv_cache_dim(self.ctx) * kv
             if geometry.dsa is not None:
-                # no skip elision, no HiSparse, no DCP here (sizing.md 6.1)
+                # no skip elision, no HiSparse, no DCP here (HybridSWAPoolConfigurator._full_cell_bytes/_swa_cell_bytes)
                 per_layer += geometry.dsa.index_k_bytes_per_token
         else:
             d, dv, _, _ = self.head_dims
@@ -210,7 +213,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
     def _mxfp8_scales(self, *, full: bool) -> int:
         """One UE8M0 byte per 32 values, floored per layer: ``(H * (D + Dv)) // 32``.
 
-        QUIRK (sizing.md 12.3): SGLang adds it for MLA models too, with the MHA head formula
+        QUIRK (HybridSWAPoolConfigurator._full_cell_bytes): SGLang adds it for MLA models too, with the MHA head formula
         (SGLang's dummy MLA head_dim); kept so MXFP8 MLA-SWA cells match byte for byte.
         """
         if not self.is_mxfp8:
@@ -241,7 +244,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
 
     @cached_property
     def draft_cell(self) -> int:
-        """A DFLASH-family target's known draft cell, times DCP (as sizing.md 5.8), else 0."""
+        """A DFLASH-family target's known draft cell, times DCP (as DefaultPoolConfigurator.__init__ draft scaling),
+        else 0."""
         spec = self.ctx.speculative
         value = spec.dflash_draft_cell_size_per_token
         if not self.ctx.is_draft_worker and spec.algorithm.is_dflash_family and value is not None and value > 0:
@@ -299,7 +303,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         require_positive_tokens(full)
         return PoolSizes(max_total_num_tokens=full, full_max_total_num_tokens=full, swa_max_total_num_tokens=swa)
 
-    # ---- pools (builders.md 4 rows 6 and 10, 5.4, 5.5) ----------------------------------------
+    # ---- pools (KVCacheConfigurator._build_token_to_kv_pool, _build_hybrid_mla_swa_kv_pool, _build_hybrid_swa_kv_pool)
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
         full = sizes.full_max_total_num_tokens
         swa = sizes.swa_max_total_num_tokens
@@ -314,7 +318,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
                 "(as SGLang 0.5.23 builds it); this model is MLA or Mamba-hybrid"
             )
         if full == 0 and self.ctx.page_size != 1:
-            # builders.md 7.1 row 4: an all-SWA pool gets PureSWATokenToKVPoolAllocator, which
+            # KVCacheConfigurator._build_token_to_kv_pool_allocator: an all-SWA pool gets PureSWATokenToKVPoolAllocator,
+            # which
             # SGLang asserts to page 1; the sizes stand, the pool cannot be served.
             raise UnsupportedConfigurationError(
                 f"an all-SWA model is served by SGLang's PureSWATokenToKVPoolAllocator, which needs "
@@ -323,7 +328,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         mla = self.ctx.geometry.use_mla
         if mla:
             full_pool, swa_pool = self._mla_sub_pools(full, swa)
-            pool_page = self.ctx.page_size  # the MLA-SWA pool takes the scheduler page (builders.md 5.4)
+            pool_page = self.ctx.page_size  # the MLA-SWA pool takes the scheduler page (_build_hybrid_mla_swa_kv_pool)
         else:
             full_pool, swa_pool = self._mha_sub_pools(full, swa)  # built as full.* / swa.*
             pool_page = self.pool_page_size
@@ -381,7 +386,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """One sub-pool, its buffers named under ``prefix`` (``full`` / ``swa``)."""
         heads, k_dim, v_dim = shape
         if self.ctx.device is DeviceKind.NPU:
-            # row 2: SWAKVPool of two NPUMHATokenToKVPool (builders.md 5.9)
+            # row 2: SWAKVPool of two NPUMHATokenToKVPool (_build_ascend_*_kv_pool)
             return npu_mha_layout(
                 size=size,
                 page_size=self.pool_page_size,
@@ -533,7 +538,8 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
         """``full = align(M, P)``, ``swa = min(ceil_align(cap, P), M)``."""
         full = align_down(max_total_num_tokens, page_size)
         require_positive_tokens(full)
-        # QUIRK (sizing.md 12.10): SGLang caps SWA by the un-aligned M, so M = 30000, P = 64 gives
+        # QUIRK (SWARequestCapPoolConfigurator.calculate_pool_sizes_from_max_tokens): SGLang caps SWA by the un-aligned
+        # M, so M = 30000, P = 64 gives
         # swa = 30000 (not a page multiple); kept so capped plans match the engine's pools.
         swa = min(ceil_align(self.swa_cap_tokens, page_size), max_total_num_tokens)
         return PoolSizes(max_total_num_tokens=full, full_max_total_num_tokens=full, swa_max_total_num_tokens=swa)

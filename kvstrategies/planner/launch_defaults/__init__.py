@@ -1,4 +1,4 @@
-"""What SGLang 0.5.23 resolves at launch before any KV sizing (launch_defaults.md).
+"""What SGLang 0.5.23 resolves at launch before any KV sizing (ServerArgs.resolve_once).
 
 A pipeline of small pure steps over frozen dataclasses, in SGLang's order (§0)::
 
@@ -12,7 +12,8 @@ A pipeline of small pure steps over frozen dataclasses, in SGLang's order (§0):
 The order matters: ``mem_fraction_static`` is computed before the model overrides, the
 speculative defaults and the DP division, so it never sees DeepSeek-V4's 256 requests, the
 speculative 48 or the per-DP chunk (§0, quirk 1). :func:`estimate_kv_budget` turns the fraction
-into a KV byte budget (§5 / resolve.md §2). Nothing here reads the environment or imports torch.
+into a KV byte budget (§5 / KVCacheConfigurator._profile_available_bytes). Nothing here reads the environment or imports
+torch.
 
 Not modelled (outside the fixtures; their settings are not inputs): XPU/MUSA/CPU/HPU platforms,
 prefill context parallel, two-batch overlap, PD KV sharding, post-capture KV sizing,

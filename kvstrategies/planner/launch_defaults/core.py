@@ -34,7 +34,7 @@ DisaggregationMode = Literal["null", "prefill", "decode"]
 class LaunchModelFacts:
     """The few model facts the launch rules read (build with :func:`model_facts_from_hf_config`).
 
-    ``context_length``: derived as sizing.md §2.5 (read only by the HIP aiter cut, §4.4.2).
+    ``context_length``: derived as hf_transformers.common.get_context_length (read only by the HIP aiter cut, §4.4.2).
     ``num_kv_heads``: total KV heads (read only by the HIP MLA backend rule, §6.2).
     ``vision_layers``/``vision_hidden``: ``vision_config`` values, ``None`` when absent there
     (the VLM cut then uses 24 / 1024, §4.4.1); ``has_vision_config`` False = no cut.
@@ -182,7 +182,7 @@ class LaunchResolution:
         return "\n".join(f"{a.setting} = {a.value!r}  # {a.reason}" for a in self.applied)
 
 
-# Where SGLang takes each launch decision, by launch_defaults.md section: the reasons users read
+# Where SGLang takes each launch decision, by ServerArgs.resolve_once section: the reasons users read
 # cite SGLang's source, never the spec (most specific section first). From 0.5.19 the decisions
 # live in the ``arg_groups`` hook modules (``ServerArgs.resolve_once``); up to 0.5.18 they are
 # methods of ``ServerArgs`` run by ``__post_init__`` (:data:`LAUNCH_HOOKS_IN_ARG_GROUPS`).
@@ -237,7 +237,7 @@ _SECTION = re.compile(r"§(\d+(?:\.\d+)*)(?:, after)?")
 
 @functools.lru_cache(maxsize=4096)
 def sglang_source(reason: str, release: EngineRelease = NEWEST_SGLANG) -> str:
-    """``reason`` with each launch_defaults.md section reference replaced by ``release``'s module
+    """``reason`` with each ServerArgs.resolve_once section reference replaced by ``release``'s module
     (a pure function of the text and release: the fix search and sweeps declare the same reasons again)."""
     table = _SGLANG_SOURCE if LAUNCH_HOOKS_IN_ARG_GROUPS.holds(release) else _LEGACY_SOURCE
 

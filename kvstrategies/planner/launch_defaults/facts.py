@@ -18,10 +18,11 @@ from ...models.architectures import Attention, SWAMemoryOff, model_type_row, nam
 from ...validate import TrackedConfig, reading_config
 from .core import LaunchModelFacts
 
-# --- architecture sets (launch_defaults.md §3, §6, §9; sizing.md §2.2, §2.6) ------------------
+# --- architecture sets (arg_groups.cuda_graph_hook, attention_hook.handle_attention_backend_compatibility,
+# arg_groups.overrides; ModelConfig._derive_model_shapes, model_config.is_deepseek_dsa)
 
 _MLA_ARCHS = names_where(lambda r: r.launch_mla)
-# DeepSeek-V3-style architectures; with `index_topk` they are DSA (sizing.md §2.6).
+# DeepSeek-V3-style architectures; with `index_topk` they are DSA (model_config.is_deepseek_dsa).
 _DEEPSEEK_FAMILY = names_where(lambda r: r.launch_deepseek_family)
 _DSV4_ARCHS = names_where(lambda r: r.launch_dsv4)
 _HYBRID_SWA_ARCHS = names_where(lambda r: r.launch_hybrid_swa)
@@ -50,7 +51,7 @@ def _text_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _context_length(t: Mapping[str, Any]) -> int:
-    """sizing.md §2.5: first length key, times the rope factor unless llama3/original-max."""
+    """hf_transformers.common.get_context_length: first length key, times the rope factor unless llama3/original-max."""
     rope = t.get("rope_scaling") or {}
     factor = float(rope.get("factor", 1)) if isinstance(rope, Mapping) else 1.0
     if (
