@@ -128,7 +128,7 @@ def plan(
 ) -> Plan:
     """Plan one rank: select the strategy, size every pool, describe the layout.
 
-    ``pool_max_tokens`` asks for a what-if layout at a small size (DESIGN.md, the case file):
+    ``pool_max_tokens`` asks for a what-if layout at a small size (a case file's ``pool_max_*`` fields):
     the pools are described for ``calculate_pool_sizes_from_max_tokens(pool_max_tokens)`` with
     ``pool_max_running_requests`` requests, at most :data:`MAX_WHAT_IF_REQUESTS` (2**20), and
     ``pool_max_mamba_cache_size`` state slots (default 3 x requests, at most 4 x 2**20); the sizing

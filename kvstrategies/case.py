@@ -1,4 +1,4 @@
-"""Case files: one deployment to plan, as JSON (DESIGN.md, "The case file").
+"""Case files: one deployment to plan, as JSON (docs/adding-a-model.md, "The case file").
 
 Keys follow SGLang's server arguments. Missing keys take the defaults in :data:`CASE_DEFAULTS`;
 unknown keys are an error. ``env`` holds the SGLang environment knobs that change sizing

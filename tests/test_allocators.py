@@ -317,7 +317,8 @@ def test_swa_paged_extend_decode_and_page_expanding_free_swa() -> None:
 
 
 def test_swa_alloc_decode_rolls_back_the_side_that_succeeded() -> None:
-    """SGLang 0.5.23 leaks the full side's new page here (OPEN-A2); this library does not."""
+    """SGLang 0.5.23 leaks the full side's new page here (SWATokenToKVPoolAllocator.alloc_decode); this library does
+    not."""
     a = SWATokenToKVPoolAllocator(32, 8, page_size=4)  # full 8 pages, SWA 2 pages
     full = a.alloc_extend(t(0, 0), t(0, 0), t(4, 4), t(4, 4), t(-1, -1), 8)
     assert full is not None and a.swa_available_size() == 0

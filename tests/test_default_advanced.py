@@ -225,7 +225,7 @@ def test_example_7_fp4_mla(dtype: str) -> None:
 
 def test_fp4_storage_element_is_one_byte() -> None:
     torch = pytest.importorskip("torch")
-    assert torch.empty((), dtype=torch.float4_e2m1fn_x2).element_size() == 1  # OPEN-S6
+    assert torch.empty((), dtype=torch.float4_e2m1fn_x2).element_size() == 1  # SGLang's FP4 code relies on it
     assert DType.FLOAT4_E2M1FN_X2.itemsize == 1
 
 

@@ -80,7 +80,7 @@ def test_pro_geometry_from_the_real_config() -> None:
 def test_selection_dsv4_first_unless_hybrid_swa_memory_disabled() -> None:
     assert type(select_configurator(case_settings(FLASH, page_size=256))) is DSV4PoolConfigurator
     off = select_configurator(case_settings(FLASH, page_size=256, disable_hybrid_swa_memory=True))
-    assert not isinstance(off, DSV4PoolConfigurator)  # falls through to the Default family (OPEN-S5)
+    assert not isinstance(off, DSV4PoolConfigurator)  # falls through to the Default family
 
 
 def test_bad_compress_ratio_is_rejected() -> None:

@@ -65,7 +65,7 @@ def both(fn_name: str, buffers: list[torch.Tensor], *args: object, **kwargs: obj
 
 
 # ---------------------------------------------------------------------------------------------
-# torch cast semantics the kernels reproduce (write_path.md OPEN-W5, pinned for this torch)
+# torch cast semantics the kernels reproduce (fp8 overflow, pinned for this torch)
 # ---------------------------------------------------------------------------------------------
 
 

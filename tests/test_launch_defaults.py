@@ -252,7 +252,7 @@ def test_pd_roles() -> None:
 
 def test_multimodal_cut() -> None:
     assert vlm_fraction_factor(None, None) == 0.95
-    assert vlm_fraction_factor(None, 1152) == pytest.approx(0.92477, abs=1e-5)  # OPEN-L6: depth -> 24
+    assert vlm_fraction_factor(None, 1152) == pytest.approx(0.92477, abs=1e-5)  # `depth` is not read: 24
     qwen35 = resolve_launch_defaults(facts("Qwen--Qwen3.5-35B-A3B"), lookup_gpu("H200"), tp_size=2)
     assert qwen35.reserved_mib == 14032 and qwen35.prefill_cuda_graph == "breakable"  # allow-list
     assert qwen35.mem_fraction_static == pytest.approx(0.902 * 0.95 * 0.9734375, abs=1e-12)

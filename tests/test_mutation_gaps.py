@@ -586,7 +586,7 @@ def test_spec_state_without_a_topk_uses_the_dedup_conv_layout() -> None:
     assert shapes["mamba._intermediate_conv_window_phys[0]"] == (36, 9, 2048, 6)  # Dd + K - 2 = 4 + 4 - 2
 
 
-# ---- the registry (create_memory_pool_configurator, DESIGN.md) -------------------------------------------------------
+# ---- the registry (create_memory_pool_configurator) -------------------------------------------------------------
 
 
 def test_register_puts_a_strategy_first_by_default() -> None:

@@ -30,7 +30,7 @@ Free-list order is observable and reproduced from SGLang 0.5.23:
 Deliberate differences from SGLang (each repeated where it applies):
 
 * SGLang's ``SWATokenToKVPoolAllocator.alloc_decode`` returns ``None`` without giving back the
-  side that succeeded when only one side is short (a leak, sglang.srt.mem_cache.allocator OPEN-A2). Here the
+  side that succeeded when only one side is short (a leak; SGLang's scheduler checks capacity first). Here the
   successful side is rolled back to its exact previous state.
 * ``PagedTokenToKVPoolAllocator.alloc(n)`` with ``n`` not a page multiple silently floors in
   SGLang (checked only in debug mode); here it raises :class:`KVCacheConfigError`.

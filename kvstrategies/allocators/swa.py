@@ -100,7 +100,7 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
     ``last_loc`` of -1 gives -1). The SWA side usually holds far fewer tokens: SWA locations of
     tokens that fell out of the window are freed early with :meth:`free_swa`.
 
-    Difference from SGLang 0.5.23 (OPEN-A2): when one side of ``alloc_decode`` (or
+    Difference from SGLang 0.5.23 (``SWATokenToKVPoolAllocator.alloc_decode``): when one side of ``alloc_decode`` (or
     ``alloc_extend``) runs out, SGLang returns ``None`` but keeps the other side's new pages
     allocated (a leak); this class restores the side that succeeded to its exact previous state.
     Ring mode (DSV4 ring variants) is not implemented.
@@ -211,7 +211,7 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
     ) -> torch.Tensor | None:
         """Paged ``alloc_decode`` on both sides. If either side is short, nothing is taken.
 
-        SGLang 0.5.23 keeps the side that succeeded allocated (OPEN-A2); this is rolled back.
+        SGLang 0.5.23 keeps the side that succeeded allocated (a leak); this is rolled back.
         """
         self._require_paged("alloc_decode")
         check_batch("alloc_decode", self.device, seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)

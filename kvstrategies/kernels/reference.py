@@ -15,7 +15,7 @@ Conventions shared by all stores:
 * Buffers are written through byte views, so fp8 / e8m0 / uint8 storage is all the same here.
 * NaN inputs give unspecified bytes (torch's own NaN encodings differ between code paths).
 
-fp8 overflow (write_path.md OPEN-W5, pinned by ``tests/test_kernels.py`` for the installed
+fp8 overflow (pinned by ``tests/test_kernels.py`` for the installed
 torch): torch 2.13 casts fp32 to ``float8_e4m3fn`` **saturating** to +-448 (inf included) and to
 ``float8_e5m2`` rounding to nearest even with overflow to inf.
 """
@@ -436,7 +436,8 @@ def quantize_nvfp4(x: torch.Tensor, global_scale: Scale) -> tuple[torch.Tensor, 
     """NVFP4 two-level quantization: ``(packed uint8 (N, H, D/2), block scales fp8 bytes (N, H, D/16))``.
 
     ``x ~= e2m1 * block_scale * g`` with ``g = global_scale``. Rule chosen (FlashInfer's exact
-    rounding is OPEN-W1): per 16-block ``s = fp8_e4m3(min(amax / (6 * g), 448))`` (round to nearest
+    rounding in ``nvfp4_kv_quantize`` is not reproduced bit for bit): per 16-block
+    ``s = fp8_e4m3(min(amax / (6 * g), 448))`` (round to nearest
     even); ``q = x / (fp32(s) * g)`` (IEEE division; ``q = 0`` where ``s == 0``); e2m1 code by
     round-to-nearest-even on the e2m1 grid, saturating at 6; sign bit iff ``q < 0``. All fp32.
     """

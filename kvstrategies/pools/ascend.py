@@ -6,14 +6,14 @@ usable slots plus padding pages (page 0 is the padding page, as on CUDA). With `
 multiple and ``pad = 1`` a buffer holds ``(T + P) * row_bytes * L`` bytes, the CUDA figure;
 unlike CUDA there is no fused K/V storage rounded up to a page and no aux pointer tensors.
 
-Snapshot names (OPEN-L1 decision: engine-facing tensors and their backing storage): the stacked
+Snapshot names (a decision: engine-facing tensors and their backing storage): the stacked
 allocation carries SGLang's attribute name (``k_buffer``) and each layer's slice is listed as a
 view ``k_buffer[l]`` (pool-local layer index, what ``get_key_buffer(layer)`` returns), so CUDA
 and NPU snapshots name the same per-layer tensors.
 
 Not modelled: the ``ASCEND_USE_FIA`` per-layer ``(pages * P, 1, H, D)`` views (same storage,
 same bytes), the sparse-KV offload pool (out of scope, README) and the packed-FP8 Hadamard-128
-matrix (OPEN-L6, below).
+matrix (below).
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def npu_mla_layout(
     | ``index_k_buffer`` | ``(n_idx, index_size // index_page_size + idx_pad, index_page_size, 1, index_head_dim)`` |
     | ``index_k_scale_buffer`` | ``(n_idx, same pages, index_page_size, 1)`` float32, dsa_fp8 with n_idx > 0 |
 
-    OPEN-L6 decision: the packed-FP8 Hadamard-128 rotation matrix is not part of the layout.
+    Decision: the packed-FP8 Hadamard-128 rotation matrix is not part of the layout.
     It is a model constant (independent of ``T``, not counted by SGLang's
     ``get_kv_size_bytes``) whose shape and dtype the spec does not pin; the attribute
     ``hadamard`` records that it is left out.

@@ -35,7 +35,7 @@ class KVPageLayout(enum.Enum):
 
     ``page_bytes(p) = ceil_align(p * (data + scale), align)``; V4 at p = 256 is
     ``ceil_align(149,504, 576) = 149,760`` (585.0 B/token), at p = 2 it is 1,728 (864.0).
-    The V4.1 formats are not modelled (OPEN-L2).
+    The V4.1 formats are not modelled.
     """
 
     V4 = ("v4", 576, 8, 576)  # 448 fp8 nope + 64 bf16 rope = 576 B, 7 ue8m0 scales + 1 pad

@@ -11,7 +11,8 @@ FP4_DEVICES = (DeviceKind.CUDA, DeviceKind.META)
 
 
 def reject_fp4(ctx: KVCacheContext, family: str) -> None:
-    """Raise for an FP4 KV cache (``nvfp4`` / ``fp4_mx_block16``) on ``family`` (README OPEN-B3).
+    """Raise for an FP4 KV cache (``nvfp4`` / ``fp4_mx_block16``) on ``family``: its SGLang builder passes no
+    quant method, so the pool would hold float4 buffers without scales.
 
     SGLang's hybrid-SWA and MiniMax-sparse builders pass no FP4 quant method, so such a pool would
     hold float4 buffers without scales while sizing priced one byte per value: rejected.

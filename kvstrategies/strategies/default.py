@@ -10,7 +10,8 @@ MHA (+ FP4 recipe, + MXFP8 scales), then draft scaling for a speculative target 
 
 Decisions where SGLang has no consistent pool (each raises ``UnsupportedConfigurationError``):
 FP4 KV with DSA (priced 324 B/layer, but the DSA pool would store a 576-wide float4 row), FP4 with
-MiniMax sparse (OPEN-B3, :func:`~.checks.reject_fp4`), FP4 off CUDA (SGLang skips its FP4 branches
+MiniMax sparse (its builder passes no quant method, :func:`~.checks.reject_fp4`), FP4 off CUDA (SGLang skips its FP4
+branches
 there), and the MiniMax-M3 NVFP4 native stack (out of scope). Draft scaling (5.8) also applies to
 MiniMax sparse targets: its "return immediately" ends the 5.2 cell, not the scaling.
 """
@@ -310,8 +311,9 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """MiniMax-M3 sparse: main K/V of every local layer plus indexer K(/V) (5.2 c).
 
         ``H = num_kv_heads(attn_tp)`` without DCP (the builder passes DCP heads to the pool;
-        identical unless DCP > 1). No FP4/MXFP8/QSA terms. FP4 KV is rejected (OPEN-B3), and so
-        is the ``minimax_m3_nvfp4`` native Blackwell stack (out of scope, OPEN-L4).
+        identical unless DCP > 1). No FP4/MXFP8/QSA terms. FP4 KV is rejected (the builder passes no quant method), and
+        so
+        is the ``minimax_m3_nvfp4`` native Blackwell stack (not modelled).
         """
         ctx, geometry = self.ctx, self.ctx.geometry
         sparse = geometry.minimax_sparse

@@ -30,7 +30,7 @@ split, or the renamed MTP head's: MiMoV2MTP holds SWA layer 0) with no draft sca
 are built for the target's sizes (``adopted_sizes``) at ``page_size * loc_space_scale`` and register
 the target allocator's ``full_to_swa_index_mapping`` (not listed as the draft's).
 
-Decisions: FP4 KV dtypes are rejected (README OPEN-B3); a
+Decisions: FP4 KV dtypes are rejected (SGLang's hybrid-SWA builder passes no quant method); a
 hybrid-SWA model with Mamba layers (Inkling with Mamba parameters) is rejected until the Mamba
 state budget of KVCacheConfigurator._handle_max_mamba_cache is shared with this strategy; a DFLASH-family draft cell
 counts

@@ -40,7 +40,7 @@ def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
         if g.is_sm100:
             return "flashinfer"
         if g.is_hip:
-            # OPEN-L7 decided: total KV heads over attention TP (floored at 1).
+            # the HIP MLA rule's head count: total KV heads over attention TP (floored at 1).
             attn_tp = max(1, inp.tp_size // inp.attn_dp_size)
             return "aiter" if max(1, m.num_kv_heads // attn_tp) in (16, 128) else "triton"
         return "triton"

@@ -56,7 +56,7 @@ def estimate_kv_budget(
     world_size: int = 1,
     multimodal_gib: float = 0.0,
 ) -> KVBudgetEstimate:
-    """Estimate the KV budget without a GPU (§5, OPEN-L2).
+    """Estimate the KV budget without a GPU (KVCacheConfigurator._profile_available_bytes with modelled inputs).
 
     ``pre = capacity_mib / 1024 - overhead_gib`` (CUDA context, NCCL and custom all-reduce
     buffers; 1.0 GiB by default, a library decision inside the 0.5-3 GiB the spec reports),

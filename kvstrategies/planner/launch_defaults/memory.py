@@ -47,7 +47,7 @@ def vlm_fraction_factor(vision_layers: int | None, vision_hidden: int | None) ->
     """§4.4.1: ``0.95 * clamp(1 - 0.1 * (c - 1), 0.8, 1.05)``, ``c = L * H**2 / (24 * 1024**2)``.
 
     ``L`` defaults to 24 and ``H`` to 1024 when the vision config lacks them (quirk 7: configs
-    that call the depth ``depth`` get 24, OPEN-L6 decided that way).
+    that call the depth ``depth`` get 24: SGLang reads ``num_hidden_layers`` only).
     """
     layers = 24 if vision_layers is None else vision_layers
     hidden = 1024 if vision_hidden is None else vision_hidden

@@ -63,7 +63,7 @@ class MHATokenToKVPool(MHATokenToKOnlyPool):
 
     ``set_kv_buffer``: when the input dtype differs from the pool dtype, each input is divided by
     its scale (if given), cast with torch's ``.to()`` (no clamping: e4m3fn saturates at +-448,
-    e5m2 overflows to inf, OPEN-W5 pinned in the kernel tests), and stored as bytes. Location 0 is
+    e5m2 overflows to inf, pinned in the kernel tests), and stored as bytes. Location 0 is
     skipped, as SGLang's CUDA ``store_cache`` does on every device here (row 0 is the padding
     sink; its contents are unspecified either way, KVCache.set_kv_buffer). Decision: the caller's
     tensors are not divided in place (SGLang does; the stored values are identical).
