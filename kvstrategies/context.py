@@ -107,8 +107,7 @@ class ParallelLayout:
 
     ``attn_tp_size = tp_size // attn_dp_size // attn_cp_size`` (ModelConfig.get_num_kv_heads); the stage's layer
     range follows SGLang's ``get_pp_indices`` (sglang.srt.distributed.utils.get_pp_indices): the *last* ``n % pp``
-    stages get
-    one extra layer, unless an explicit ``pp_layer_partition`` is given.
+    stages get one extra layer, unless an explicit ``pp_layer_partition`` is given.
     """
 
     tp_size: int = 1
@@ -450,8 +449,7 @@ def draft_num_layers(ctx: KVCacheContext) -> int:
 
     SGLang's ``layer_setup._compute_model_num_layers`` takes ``num_nextn_predict_layers`` first
     for a draft whose config has MTP layers (sglang.srt.distributed.utils.get_pp_indices), whatever the draft count
-    says, after
-    ``ModelConfig._config_draft_model`` renamed some architectures to one-layer MTP heads
+    says, after ``ModelConfig._config_draft_model`` renamed some architectures to one-layer MTP heads
     (``geometry.draft_num_layers``); a draft with no count of its own is the target checkpoint
     itself (``num_pp_layers`` layers).
     """

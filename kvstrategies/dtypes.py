@@ -121,7 +121,7 @@ class KVCacheDtype:
 
     @property
     def itemsize(self) -> int:
-        """``es(kv_cache_dtype)`` of DefaultPoolConfigurator._compute_cell_size, is_float4_e2m1fn_x2."""
+        """``es(kv_cache_dtype)``, the element size DefaultPoolConfigurator._compute_cell_size multiplies by."""
         return self.dtype.itemsize
 
     @property

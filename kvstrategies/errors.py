@@ -22,8 +22,8 @@ class InsufficientMemoryError(KVCacheConfigError):
 
 
 class SWAPoolTooSmallError(InsufficientMemoryError):
-    """The sliding-window pool cannot admit one request (window + page), MemoryPoolConfig,
-    MemoryPoolConfigurator.validate_swa_pool_size."""
+    """The sliding-window pool cannot admit one request (window + page;
+    MemoryPoolConfigurator.validate_swa_pool_size)."""
 
 
 class MissingDependencyError(KVCacheConfigError):

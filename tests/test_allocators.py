@@ -52,8 +52,7 @@ def as_list(x: torch.Tensor | None) -> list[int]:
 
 
 # --------------------------------------------------------------------------------------------
-# TokenToKVPoolAllocator (TokenToKVPoolAllocator)
-# --------------------------------------------------------------------------------------------
+# TokenToKVPoolAllocator (TokenToKVPoolAllocator) ----------------------------------------------------------------------
 
 
 def test_token_fresh_state_and_head_alloc() -> None:
@@ -160,8 +159,7 @@ def test_token_clear_resize_and_no_extend() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# PagedTokenToKVPoolAllocator (PagedTokenToKVPoolAllocator)
-# --------------------------------------------------------------------------------------------
+# PagedTokenToKVPoolAllocator (PagedTokenToKVPoolAllocator) ------------------------------------------------------------
 
 
 def test_paged_spec_example_size_1000_page_16() -> None:
@@ -254,8 +252,7 @@ def test_paged_alloc_decode() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# SWATokenToKVPoolAllocator (SWATokenToKVPoolAllocator)
-# --------------------------------------------------------------------------------------------
+# SWATokenToKVPoolAllocator (SWATokenToKVPoolAllocator) ----------------------------------------------------------------
 
 
 class FakeSWAPool:
@@ -366,8 +363,7 @@ def test_swa_free_group_clear_and_resize() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# PureSWA, Mamba, request slots (sections 5-7)
-# --------------------------------------------------------------------------------------------
+# PureSWA, Mamba, request slots (sections 5-7) -------------------------------------------------------------------------
 
 
 def test_pure_swa() -> None:
@@ -423,8 +419,7 @@ def test_request_slots() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Property tests
-# --------------------------------------------------------------------------------------------
+# Property tests -------------------------------------------------------------------------------------------------------
 
 ops_strategy = st.lists(
     st.tuples(st.sampled_from(["alloc", "free", "free", "group"]), st.integers(0, 10**6)),
@@ -772,8 +767,7 @@ def test_property_request_slots(size: int, ops: list[tuple[str, int]]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Misuse: refused at the faulty call by default, SGLang's silent behaviour with check_misuse=False
-# --------------------------------------------------------------------------------------------
+# Misuse: refused at the faulty call by default, SGLang's silent behaviour with check_misuse=False ---------------------
 
 
 def test_paged_decode_at_page_1_takes_a_fresh_location_per_request() -> None:

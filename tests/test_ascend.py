@@ -89,7 +89,7 @@ def test_fp4_and_mxfp8_have_no_npu_pool() -> None:
     assert issubclass(UnsupportedConfigurationError, KVCacheConfigError)
 
 
-# ---- NPUMHATokenToKVPool (14.1) ----------------------------------------------------------------
+# ---- NPUMHATokenToKVPool (NPUMHATokenToKVPool) ----------------------------------------------------------------
 
 
 def test_npu_mha_llama_8b_bf16_page_128() -> None:
@@ -153,7 +153,7 @@ def test_npu_k_only_pool() -> None:
     assert layout.planned_bytes == 589_824  # 2 * 9 * 128 * 128 * 2
 
 
-# ---- NPUMiniMaxSparseKVPool (14.3) -------------------------------------------------------------
+# ---- NPUMiniMaxSparseKVPool (NPUMiniMaxSparseKVPool) -------------------------------------------------------------
 
 MINIMAX_M3 = {
     "architectures": ["MiniMaxM3SparseForCausalLM"],
@@ -191,7 +191,7 @@ def test_npu_minimax_sparse_pool() -> None:
     assert layout.planned_bytes == 1152 * 5_376
 
 
-# ---- NPUMLATokenToKVPool (14.4) ----------------------------------------------------------------
+# ---- NPUMLATokenToKVPool (NPUMLATokenToKVPool) ----------------------------------------------------------------
 
 
 def test_npu_mla_deepseek_v3_splits_nope_and_rope() -> None:
@@ -438,7 +438,8 @@ def test_cuda_and_npu_twins_differ_only_in_the_kv_pool_buffers(cuda_path: Path) 
     Token counts, requests, the cell and the request table are Default's on both devices, and
     with ``T`` a page multiple the pools hold the same bytes. The spec names two exceptions:
     DSA index keys (CUDA: ``(T + P + 1) // P`` pages of 64 * 132 B; NPU: page-major, bf16
-    without fp8) change the bytes, and a bf16 DSA cell carries the NPU bf16 indexer (5.5).
+    without fp8) change the bytes, and a bf16 DSA cell carries the NPU bf16 indexer
+    (DefaultPoolConfigurator._compute_dsa_indexer_cell_size).
     """
     npu_path = cuda_path.with_name(cuda_path.name.replace("-cuda.json", ".json"))
     cuda_plan, npu_plan = _plan(cuda_path), _plan(npu_path)
@@ -498,7 +499,8 @@ def test_twin_buffers_hold_the_same_bytes_per_layer() -> None:
 
 
 def test_dsa_bf16_differs_from_cuda_only_by_the_npu_indexer_term() -> None:
-    """The one sizing difference the spec names (5.5): 61 layers * (128 * 2 - 132) = 7,564 B."""
+    """The one sizing difference the spec names (DefaultPoolConfigurator._compute_dsa_indexer_cell_size): 61 layers *
+    (128 * 2 - 132) = 7,564 B."""
     npu = ascend("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="bf16")
     cuda = select_configurator(case_settings("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="bf16"))
     assert cuda.cell_size_bytes == 78_324

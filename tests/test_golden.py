@@ -5,8 +5,7 @@ extension (``pytest --snapshot-update`` re-records; ``tools/record_golden.py`` w
 bytes). A snapshot without a case, or a case without a snapshot, fails the run. Each case is
 also built on ``meta``: allocated bytes == planned bytes, tensors as described, token counts
 page-aligned (except SWAChunkCap's ``min(cap, M)`` quirk, SWARequestCapPoolConfigurator.calculate_pool_sizes) and tokens
-x cell
-within the budget. See docs/golden.md.
+x cell within the budget. See docs/golden.md.
 """
 
 from __future__ import annotations
@@ -139,8 +138,7 @@ def _assert_page_aligned(planned: Plan, case: Case, label: str, sizes: PoolSizes
 
 def _kv_bytes_used(planned: Plan) -> int | float:
     """``tokens x cell``; SWAChunkCap reports the inherited ratio cell (MemoryPoolConfig,
-    MemoryPoolConfigurator.validate_swa_pool_size) but spends
-    ``swa * swa_cell + full * full_token_cell`` (7.3)."""
+    MemoryPoolConfigurator.validate_swa_pool_size) but spends ``swa * swa_cell + full * full_token_cell`` (7.3)."""
     cfg, sizes = planned.configurator, planned.sizes
     if isinstance(cfg, SWAChunkCapPoolConfigurator):
         swa_bytes = cfg.swa_cell * (sizes.swa_max_total_num_tokens or 0)

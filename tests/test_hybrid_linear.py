@@ -1,10 +1,9 @@
 """HybridLinear strategy: the worked examples (EAGLE/MTP drafts) (Qwen3-Next row), 15 (both variants), 16, the worked
-layouts (Qwen3.5-35B-A3B GDN bf16 T=1024 P=1),
-every family's state shapes, the Mamba budget branches and the hybrid pools.
+layouts (Qwen3.5-35B-A3B GDN bf16 T=1024 P=1), every family's state shapes, the Mamba budget branches and the hybrid
+pools.
 
 Every expected number is a literal computed by hand from the spec (KVCacheConfigurator._handle_max_mamba_cache,
-sglang.srt.configs.mamba_utils,
-MambaPool, HybridReqToTokenPool, HybridLinearKVPool), not read back from the library.
+sglang.srt.configs.mamba_utils, MambaPool, HybridReqToTokenPool, HybridLinearKVPool), not read back from the library.
 """
 
 from __future__ import annotations

@@ -376,7 +376,7 @@ def test_chunk_cap_that_eats_the_budget_says_what_to_reduce() -> None:
         cfg.calculate_pool_sizes(1_509_949_440, 64)
 
 
-# ---- the worked examples (EAGLE/MTP drafts): draft layers (6.2) ------------------------------------------------------
+# ---- EAGLE/MTP drafts: draft layers (HybridSWAPoolConfigurator.__init__) ---------------------------------------------
 
 
 def test_example_12_hybrid_swa_with_a_one_layer_eagle3_head() -> None:

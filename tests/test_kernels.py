@@ -65,8 +65,7 @@ def both(fn_name: str, buffers: list[torch.Tensor], *args: object, **kwargs: obj
 
 
 # ---------------------------------------------------------------------------------------------
-# torch cast semantics the kernels reproduce (fp8 overflow, pinned for this torch)
-# ---------------------------------------------------------------------------------------------
+# torch cast semantics the kernels reproduce (fp8 overflow, pinned for this torch) -------------------------------------
 
 
 def test_torch_fp8_overflow_semantics_are_pinned() -> None:
@@ -85,8 +84,7 @@ def test_ceil_log2_is_exact_where_log2_is_not() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Conversions: exhaustive bf16 and random fp32 bit patterns through the row-store kernel
-# ---------------------------------------------------------------------------------------------
+# Conversions: exhaustive bf16 and random fp32 bit patterns through the row-store kernel -------------------------------
 
 
 def _all_finite_bf16() -> torch.Tensor:
@@ -130,8 +128,7 @@ def test_random_fp32_conversion_matches_torch(interp: None, out: torch.dtype) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# MHA store
-# ---------------------------------------------------------------------------------------------
+# MHA store ------------------------------------------------------------------------------------------------------------
 
 
 @needs_triton
@@ -184,8 +181,7 @@ def test_reference_fp8_store_divides_then_casts_without_mutating_input() -> None
 
 
 # ---------------------------------------------------------------------------------------------
-# MLA store
-# ---------------------------------------------------------------------------------------------
+# MLA store ------------------------------------------------------------------------------------------------------------
 
 
 @needs_triton
@@ -210,8 +206,7 @@ def test_store_mla_kv_matches_reference(interp: None, kv_dtype: torch.dtype, wit
 
 
 # ---------------------------------------------------------------------------------------------
-# move_kv_cache
-# ---------------------------------------------------------------------------------------------
+# move_kv_cache --------------------------------------------------------------------------------------------------------
 
 
 @needs_triton
@@ -237,8 +232,7 @@ def test_move_kv_cache_matches_reference(interp: None, widths: tuple[int, int]) 
 
 
 # ---------------------------------------------------------------------------------------------
-# DSA indexer keys (DSATokenToKVPool.set_index_k_scale_buffer)
-# ---------------------------------------------------------------------------------------------
+# DSA indexer keys (DSATokenToKVPool.set_index_k_scale_buffer) ---------------------------------------------------------
 
 
 def test_index_k_layout_by_hand() -> None:
@@ -289,8 +283,7 @@ def test_quantize_index_k_formula() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# MXFP8 (MHATokenToKVPoolMXFP8.set_kv_buffer)
-# ---------------------------------------------------------------------------------------------
+# MXFP8 (MHATokenToKVPoolMXFP8.set_kv_buffer) --------------------------------------------------------------------------
 
 
 def test_mxfp8_formula_by_hand() -> None:
@@ -327,8 +320,7 @@ def test_quantize_store_mxfp8_matches_reference(interp: None, in_dtype: torch.dt
 
 
 # ---------------------------------------------------------------------------------------------
-# FP4: fp4_mx_block16 (2.1, 6) and nvfp4 (2.2)
-# ---------------------------------------------------------------------------------------------
+# FP4: fp4_mx_block16 (2.1, 6) and nvfp4 (2.2) -------------------------------------------------------------------------
 
 
 def test_fp4_block16_formula_by_hand() -> None:
@@ -433,8 +425,7 @@ def test_nvfp4_v_swizzle_positions() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Dispatch rules
-# ---------------------------------------------------------------------------------------------
+# Dispatch rules -------------------------------------------------------------------------------------------------------
 
 
 def test_dispatch_defaults_to_reference_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -157,8 +157,7 @@ def test_eagle_scales_by_every_draft_layer() -> None:
 
 def test_eagle_dsa_scaling_under_dcp_with_two_draft_layers() -> None:
     # DeepSeek-V3.2 fp8 TP2 DCP2 (the worked examples (DeepSeek-V3.2 DSA): kv 656 * 61 = 40,016, indexer 132 * 61 =
-    # 8,052):
-    # t_idx = 8,052 * 2; t_kv = 56,120 - 16,104 = 40,016; d_kv = int(40,016 * 2 / 61) = 1,312;
+    # 8,052): t_idx = 8,052 * 2; t_kv = 56,120 - 16,104 = 40,016; d_kv = int(40,016 * 2 / 61) = 1,312;
     # d_idx = 132 * 2 = 264; cell = 56,120 + 1,312 * 2 + 264 * 2
     cfg = default("deepseek-v3.2", kv_cache_dtype="fp8_e4m3", page_size=64, tp_size=2, dcp_size=2,
                   speculative_algorithm="EAGLE", eagle_draft_num_layers=2)
@@ -493,8 +492,7 @@ def test_auto_fit_needs_at_least_one_mamba_slot(available: int, slots: int) -> N
 
 GPT_OSS = "gpt-oss-120b"
 # GPT-OSS-120B page 64 (the worked examples (GPT-OSS-120B SWA)): full_pt = swa_pt = 8 * (64 + 64) * 2 = 2,048; nF = nS =
-# 18; ratio 0.8:
-# cell = 36,864 + 0.8 * 36,864 = 66,355.2
+# 18; ratio 0.8: cell = 36,864 + 0.8 * 36,864 = 66,355.2
 CHUNK_CAP: dict[str, Any] = {"max_running_requests": 64, "disable_radix_cache": True, "chunked_prefill_size": 8192}
 
 
@@ -739,8 +737,8 @@ def test_hybrid_request_table_maps_every_row_without_preallocation() -> None:
 
 def test_minimax_hisparse_ratio_scales_dense_layers_and_the_index() -> None:
     # DefaultPoolConfigurator._compute_cell_size with r = 2: dense (0, 1), sparse (2, 3, 4) of which 4 keeps K only; H
-    # 2, D 128, fp8 KV,
-    # bf16 index of 128: main (2 * 2 + 3) * 2 * 2 * 128 * 1 = 3,584; index ((2 * 2 + 1) * 128 * 2) * 2 = 2,560
+    # 2, D 128, fp8 KV, bf16 index of 128: main (2 * 2 + 3) * 2 * 2 * 128 * 1 = 3,584; index ((2 * 2 + 1) * 128 * 2) * 2
+    # = 2,560
     layers = MiniMaxLocalLayers(dense=(0, 1), sparse=(2, 3, 4), k_only=(4,))
     cell = minimax_sparse_cell_bytes(layers, head_num=2, head_dim=128, kv_itemsize=1, index_dim=128, index_itemsize=2,
                                      hisparse_ratio=2)

@@ -33,8 +33,7 @@ size, experts, vocab); a rank holds ``count / units * max(1, units // tp)`` of i
 fewer than ``tp`` are replicated (8 KV heads at TP16 keep one each), while norms, routers and the
 MLA/DSA down-projections (``q_a``, ``kv_a``, indexer) are replicated. Vocab padding is ignored.
 Pipeline stages own ``get_pp_indices`` layer ranges (sglang.srt.distributed.utils.get_pp_indices); the embedding lives
-on the
-first stage, final norm + lm_head on the last.
+on the first stage, final norm + lm_head on the last.
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def stacked_buffer(
     return (BufferSpec(name, shape, dtype), *views)
 
 
-# ---- NPUMHATokenToKVPool / NPUMHATokenToKOnlyPool (14.1, 14.2) -----------------------------
+# ---- NPUMHATokenToKVPool / NPUMHATokenToKOnlyPool (NPUMHATokenToKVPool, NPUMHATokenToKOnlyPool) ----------------------
 
 
 def npu_mha_layout(
@@ -123,7 +123,7 @@ def npu_k_only_layout(
     return PoolLayout(NPU_K_ONLY_POOL, buffers, attributes)
 
 
-# ---- NPUMLATokenToKVPool (14.4) --------------------------------------------------------------
+# ---- NPUMLATokenToKVPool (NPUMLATokenToKVPool) --------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -240,7 +240,7 @@ def npu_mla_layout(
     return PoolLayout(NPU_MLA_POOL, tuple(buffers), tuple(attributes))
 
 
-# ---- NPUMiniMaxSparseKVPool (14.3) ----------------------------------------------------------
+# ---- NPUMiniMaxSparseKVPool (NPUMiniMaxSparseKVPool) ----------------------------------------------------------
 
 
 def npu_minimax_sparse_layout(
@@ -256,7 +256,7 @@ def npu_minimax_sparse_layout(
     store_dtype: DType,
     index_store_dtype: DType,
 ) -> PoolLayout:
-    """``NPUMiniMaxSparseKVPool``: MiniMaxSparseKVPool with NPU sub-pool classes (14.3).
+    """``NPUMiniMaxSparseKVPool``: MiniMaxSparseKVPool with NPU sub-pool classes.
 
     ``main.`` = NPU MHA over all local layers (``H``, ``D``, V uses ``D``); ``index_kv.`` =
     NPU MHA with one head of ``idx_head_dim`` over the K/V-indexed sparse layers (if any);

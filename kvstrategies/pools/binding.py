@@ -2,8 +2,7 @@
 
 A :class:`~kvstrategies.pools.layout.PoolLayout` says which tensors exist; it does not say which
 token allocator serves them (KVCacheConfigurator._build_token_to_kv_pool_allocator), which global layer id a pool's
-first buffer belongs
-to (``start_layer``), or which logical dtype a ``uint8`` buffer holds (fp8 e4m3 or e5m2,
+first buffer belongs to (``start_layer``), or which logical dtype a ``uint8`` buffer holds (fp8 e4m3 or e5m2,
 KVCache.__init__ store dtype). :func:`pool_binding` computes those facts from the context and the final sizes,
 as plain data, so a plan carries them and ``build`` only has to allocate.
 """
@@ -48,8 +47,8 @@ class AllocatorSpec:
 
 
 def select_allocator_spec(ctx: KVCacheContext, sizes: PoolSizes) -> AllocatorSpec | None:
-    """KVCacheConfigurator._build_token_to_kv_pool_allocator (rows 1, 2, 4, 5, 8, 9); ``None`` for a draft worker (7.2:
-    it reuses the target's).
+    """KVCacheConfigurator._build_token_to_kv_pool_allocator ; ``None`` for a draft worker (it reuses
+    the target's).
 
     Rows 3, 6, 7 (DSV4 encoder replay, HiSparse, logical-page sharding) are out of scope: no
     setting selects them. NPU (rows 1, 2): the Ascend backend is the only one SGLang runs there,

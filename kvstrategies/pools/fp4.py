@@ -1,4 +1,4 @@
-"""FP4 KV pools: the MHA quantized recipes (MHATokenToKVPool FP4 quant_method) and ``MLATokenToKVPoolFP4`` (7).
+"""FP4 KV pools: the MHA quantized recipes (MHATokenToKVPool FP4 quant_method) and ``MLATokenToKVPoolFP4``.
 
 Two FP4 values share one uint8 byte (``float4_e2m1fn_x2`` has element size 1), so a row of
 ``D`` values is ``D / 2`` bytes. The recipes differ in their scales:
@@ -55,8 +55,7 @@ class FP4KVRecipe:
     """An FP4 KV recipe as configured for the attention backends: which buffers exist.
 
     nvfp4 (fp4_kv_cache_quant_method compute_cell_size, MHATokenToKVPool FP4 quant_method): ``dq`` = prefill backend
-    ``flashinfer``; ``nat`` =
-    either backend ``trtllm_mha``; ``native = nat and SM100``; ``linear = dq or (nat and not
+    ``flashinfer``; ``nat`` = either backend ``trtllm_mha``; ``native = nat and SM100``; ``linear = dq or (nat and not
     SM100)``. With no backend (or backends matching neither rule) only the packed data and the
     global scales exist.
     """

@@ -11,8 +11,7 @@ allocator owns it and registers it on the pool; it is listed here so a plan acco
 ``(size + P + 1,)`` for ``SWATokenToKVPoolAllocator`` (zeros = "no SWA peer", last entry -1 so a
 ``last_loc`` of -1 translates to -1), ``(size_swa + P + 1,)`` (identity plus the -1 sentinel) for
 ``PureSWATokenToKVPoolAllocator`` when there is no full layer (SWATokenToKVPoolAllocator, PureSWATokenToKVPoolAllocator;
-that
-allocator requires page size 1, the pool itself accepts any page).
+that allocator requires page size 1, the pool itself accepts any page).
 
 Bytes: ``(size + P) * full_cell + (size_swa + P) * swa_cell`` (+ fused K/V page padding per
 sub-pool) ``+ 8 * mapping_length``.
@@ -50,7 +49,7 @@ def mha_sub_pool(
     mxfp8: bool = False,
     prefix: str = "",
 ) -> PoolLayout:
-    """One MHA sub-pool: ``MHATokenToKVPool`` or ``MHATokenToKVPoolMXFP8`` (5),
+    """One MHA sub-pool: ``MHATokenToKVPool`` or ``MHATokenToKVPoolMXFP8``,
     its buffers named under ``prefix`` when given (:meth:`PoolLayout.prefixed`)."""
     if mxfp8:
         layout = mxfp8_layout(

@@ -5,15 +5,15 @@ Cost model (affine): ``available_bytes = max_total_num_tokens * cell + fixed`` w
 sharding, the only fixed term in SGLang, is out of scope). Inverse:
 ``T = align((available - fixed) // cell, page_size)``.
 
-The cell is built in SGLang's order (5.2): MLA (+ FP4, + DSA indexer) or MiniMax sparse or
-MHA (+ FP4 recipe, + MXFP8 scales), then draft scaling for a speculative target (5.8).
+The cell is built in SGLang's order (DefaultPoolConfigurator._compute_cell_size): MLA (+ FP4, + DSA indexer) or MiniMax
+sparse or MHA (+ FP4 recipe, + MXFP8 scales), then draft scaling for a speculative target
+(DefaultPoolConfigurator.__init__ draft scaling).
 
 Decisions where SGLang has no consistent pool (each raises ``UnsupportedConfigurationError``):
 FP4 KV with DSA (priced 324 B/layer, but the DSA pool would store a 576-wide float4 row), FP4 with
 MiniMax sparse (its builder passes no quant method, :func:`~.checks.reject_fp4`), FP4 off CUDA (SGLang skips its FP4
-branches
-there), and the MiniMax-M3 NVFP4 native stack (out of scope). Draft scaling (5.8) also applies to
-MiniMax sparse targets: its "return immediately" ends the 5.2 cell, not the scaling.
+branches there), and the MiniMax-M3 NVFP4 native stack (out of scope). Draft scaling (DefaultPoolConfigurator.__init__
+draft scaling) also applies to MiniMax sparse targets: its "return immediately" ends the 5.2 cell, not the scaling.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
         return True
 
-    # ---- layer counts (5.1) ------------------------------------------------------------
+    # ---- layer counts (DefaultPoolConfigurator.__init__) ------------------------------------------------------------
     @cached_property
     def layer_range(self) -> tuple[int, int]:
         return stage_layer_range(self.ctx)
@@ -155,7 +155,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     # MLA ------------------------------------------------------------------------------
     def mla_kv_cache_dim(self) -> int:
-        """``calculate_mla_kv_cache_dim`` (5.3): 576 for DeepSeek, 656 packed-fp8 DSA rows."""
+        """``calculate_mla_kv_cache_dim``: 576 for DeepSeek, 656 packed-fp8 DSA rows."""
         return calculate_mla_kv_cache_dim(self.ctx)
 
     def mla_cell_bytes(self) -> int:
@@ -191,7 +191,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
         return self.dcp if DSA_INDEX_KPOOL_DCP.holds(self.ctx.release) else 1
 
-    # DSA indexer (5.5) --------------------------------------------------------------------
+    # DSA indexer (DefaultPoolConfigurator._compute_dsa_indexer_cell_size) ---------------------------------------------
     @property
     def index_k_elision(self) -> bool:
         """Layers that reuse the previous top-k store no index keys (target workers only).
@@ -220,7 +220,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return sum(1 for layer in ids if not dsa.skips_topk(layer))
 
     def indexer_bytes(self, num_layers: int, *, all_layers: bool = False) -> int:
-        """``int(per_tok * n_indexer_layers * esz)``: uint8 index key + fp32 scale per 128 (5.5).
+        """``int(per_tok * n_indexer_layers * esz)``: uint8 index key + fp32 scale per 128
+        (DefaultPoolConfigurator._compute_dsa_indexer_cell_size).
 
         NPU with a non-fp8 KV cache keeps a bf16 indexer: ``per_tok = index_head_dim``,
         ``esz = es(kv)``.
@@ -249,8 +250,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def mha_cell_bytes(self) -> int:
         """``H * (head_dim + v_head_dim) * L * kv`` (5.2 d); FP4 replaces it, MXFP8 adds scales.
 
-        FP4 (5.4): the recipe's cell with ``head_dim`` for K and V (QUIRK 12.4: ``v_head_dim`` is
-        ignored). MXFP8: ``+ (H * (D + Dv) * num_layers) // 32`` (QUIRK 12.1: ``num_layers`` in the
+        FP4 (fp4_kv_cache_quant_method compute_cell_size): the recipe's cell with ``head_dim`` for K and V (QUIRK 12.4:
+        ``v_head_dim`` is ignored). MXFP8: ``+ (H * (D + Dv) * num_layers) // 32`` (QUIRK 12.1: ``num_layers`` in the
         scale term, ``effective_num_layers`` in the data term; equal for MHA; one floor overall).
         """
         geometry = self.ctx.geometry
@@ -272,7 +273,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     @cached_property
     def fp4_recipe(self) -> FP4KVRecipe:
-        """The FP4 recipe named by ``kv_cache_dtype`` for the (prefill, decode) backend pair (5.4).
+        """The FP4 recipe named by ``kv_cache_dtype`` for the (prefill, decode) backend pair (fp4_kv_cache_quant_method
+        compute_cell_size).
 
         Each phase falls back to ``attention_backend``; with none at all only the packed data
         (and nvfp4's global-scale vectors) exist.
@@ -312,8 +314,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
         ``H = num_kv_heads(attn_tp)`` without DCP (the builder passes DCP heads to the pool;
         identical unless DCP > 1). No FP4/MXFP8/QSA terms. FP4 KV is rejected (the builder passes no quant method), and
-        so
-        is the ``minimax_m3_nvfp4`` native Blackwell stack (not modelled).
+        so is the ``minimax_m3_nvfp4`` native Blackwell stack (not modelled).
         """
         ctx, geometry = self.ctx, self.ctx.geometry
         sparse = geometry.minimax_sparse
@@ -335,7 +336,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
             index_itemsize=self.minimax_index_dtype.itemsize,
         )
 
-    # draft scaling (5.8) ------------------------------------------------------------------
+    # draft scaling (DefaultPoolConfigurator.__init__ draft scaling) ---------------------------------------------------
     def draft_scaled_cell(self, cell: int) -> int:
         """Add the speculative draft's KV to a target's cell (DefaultPoolConfigurator.__init__ draft scaling).
 
@@ -365,7 +366,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return cell
 
     def dflash_scaled_cell(self, cell: int) -> int:
-        """DFLASH/DSPARK: add the draft's own cell, else scale by layers rounding up (5.8)."""
+        """DFLASH/DSPARK: add the draft's own cell, else scale by layers rounding up (DefaultPoolConfigurator.__init__
+        draft scaling)."""
         spec = self.ctx.speculative
         draft_layers = spec.dflash_draft_num_layers
         if draft_layers is None or draft_layers <= 0:
@@ -379,7 +381,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
             raise KVCacheConfigError(f"DFLASH draft scaling gives a non-positive cell ({scaled} B/token)")
         return scaled
 
-    # ---- token counts (5.6, 5.9) ---------------------------------------------------------
+    # ---- token counts (DefaultPoolConfigurator.calculate_pool_sizes) -------------------------------------------------
     def zero_kv_tokens(self) -> int:
         """Tokens of a rank with no local attention layer (5.6, :data:`ZERO_KV_RULE`)."""
         self.require_zero_kv_rule()
@@ -396,7 +398,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
             )
 
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
-        """``T = align(max(available, 0) // cell, P)`` (5.9); cell 0 -> the zero-KV rule (5.6)."""
+        """``T = align(max(available, 0) // cell, P)`` (DefaultPoolConfigurator.calculate_pool_sizes); cell 0 -> the
+        zero-KV rule (DefaultPoolConfigurator.calculate_pool_sizes)."""
         cell = self.cell_size_bytes
         tokens = max(available_bytes, 0) // cell if cell != 0 else self.zero_kv_tokens()
         tokens = align_down(tokens, page_size)
@@ -561,7 +564,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def mha_layout(self, sizes: PoolSizes) -> PoolLayout:
         """``MHATokenToKVPool`` for this rank's heads and layers (_build_mha_kv_pool).
 
-        FP4: the recipe's quantized buffers (4.5), recipe page = scheduler page, ``L`` layers of
+        FP4: the recipe's quantized buffers (MHATokenToKVPool FP4 quant_method), recipe page = scheduler page, ``L``
+        layers of
         global scales. MXFP8: ``MHATokenToKVPoolMXFP8`` (5).
         """
         geometry = self.ctx.geometry

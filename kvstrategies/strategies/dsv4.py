@@ -26,7 +26,8 @@ Decisions (OPEN / unspecified):
   keys the rings on "algorithm set" and its pool on "algorithm set and draft tokens > 0"
   (DeepSeekV4TokenToKVPool); requiring the count makes both agree.
 * Where SGLang's ratio-mode window-floor ``ValueError`` is really caused by the ratio-128
-  state reserved for the *estimated* request count (the worked examples (hand-computed) D3, quirk 11), we raise
+  state reserved for the *estimated* request count (the hand-computed example D3; QUIRK of
+  DSV4PoolConfigurator._resolve_max_running_requests_per_worker), we raise
   :class:`DSV4StateReservationError` naming that cause and ``max_running_requests``.
 * Page size: sizing accepts any multiple of 128 (what SGLang's configurator asserts); the pool
   needs 256 off NPU (the CUDA builder asserts it), so other pages plan sizes but no layout.
@@ -114,7 +115,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
         0.5.21."""
         return uses_dsv4_pools(ctx) and not DSV4_RATIO_ONLY_SIZING.holds(ctx.release)
 
-    # ---- geometry and settings (8.1, 8.2) ----------------------------------------------
+    # ---- geometry and settings (DSV4PoolConfigurator.__init__) ----------------------------------------------
     @property
     def dsv4(self) -> DSV4Geometry:
         geometry = self.ctx.geometry.dsv4
@@ -265,7 +266,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
 
     @property
     def unpadded(self) -> bool:
-        """NPU and the trtllm uniform pool store ``kv_bytes`` per token with no page padding (8.3)."""
+        """NPU and the trtllm uniform pool store ``kv_bytes`` per token with no page padding
+        (DSV4PoolConfigurator._get_paged_kv_bytes_per_token)."""
         return self.ctx.device is DeviceKind.NPU or self.kv_layout is KVPageLayout.UNIFORM_FP8
 
     @property
@@ -297,7 +299,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
             )
         return dtype
 
-    # ---- per-token coefficients (8.3, 8.4) -----------------------------------------------
+    # ---- per-token coefficients (DSV4PoolConfigurator._get_paged_kv_bytes_per_token, _get_bytes_per_full_token) ---
     def paged(self, ratio: int) -> float:
         """Paged bytes per token of the ratio-``r`` cache (0 = SWA): ``page_bytes(ps) / ps``, ``ps = P // r``.
 
@@ -369,7 +371,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
         """The reported cell: ``bytes_per_full_token`` (after draft inflation; no SWA term in cap mode)."""
         return self.bytes_per_full_token
 
-    # ---- SWA mode (8.5, 8.6) ---------------------------------------------------------------
+    # ---- SWA mode (DSV4PoolConfigurator.__init__ swa_ratio, DSV4PoolConfigurator._resolve_swa_cap_tokens) ------------
     @property
     def swa_ratio(self) -> float:
         """The operator's ``swa_full_tokens_ratio`` when given, else 0.1."""
@@ -415,7 +417,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
         if not decode and (sched.chunked_prefill_size is None or sched.chunked_prefill_size <= 0):
             return None
         page = self.page_size
-        # compute_swa_request_cap takes the global --max-running-requests and divides by attn DP itself (8.6)
+        # compute_swa_request_cap takes the global --max-running-requests and divides by attn DP itself
+        # (DSV4PoolConfigurator._resolve_swa_cap_tokens)
         cap = swa_request_cap(self.ctx, self.window, requested)
         return ceil_align(cap + self.swa_prefix_tails * (self.window + page), page)
 
@@ -423,7 +426,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
     def cap_mode(self) -> bool:
         return self.swa_cap_tokens is not None
 
-    # ---- fixed request-scoped bytes (8.7) --------------------------------------------------
+    # ---- fixed request-scoped bytes (DSV4PoolConfigurator._fixed_swa_bytes) ------------------------------------------
     def estimated_requests(self, available_bytes: int) -> int:
         """``m``: ``max_running_requests`` per worker if set, else ``min(clamp(int(F / C * 512), 2048, 4096), F // 2)``.
 
@@ -460,7 +463,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
         """``c128 + c2 + swa_fixed + swa_ring + c4_unified`` (the last three are 0 here but ratio-2 and unified)."""
         return self.c128_state_fixed_bytes(requests) + 0 + self.swa_fixed_bytes + 0 + 0
 
-    # ---- sizes (8.9) -----------------------------------------------------------------------
+    # ---- sizes (DSV4PoolConfigurator.calculate_pool_sizes) -----------------------------------------------------------
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
         """``full = align(int(max(A - fixed(m), 0) / bpft), P)``, then :meth:`sizes_for_full_tokens`.
 

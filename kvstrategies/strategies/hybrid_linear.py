@@ -5,8 +5,8 @@ Qwen3-Next, Qwen3.5, Nemotron-H, Falcon-H1, Jamba and Kimi-Linear keep softmax-a
 some layers and a fixed-size recurrent state per request on the others. SGLang has no
 configurator for them: the KV numbers are exactly Default's over this rank's *full-attention*
 layers (DefaultPoolConfigurator.__init__, DefaultPoolConfigurator.calculate_pool_sizes), and the Mamba state is taken
-out of the budget earlier, while
-profiling (KVCacheConfigurator._handle_max_mamba_cache). This class does both, in that order.
+out of the budget earlier, while profiling (KVCacheConfigurator._handle_max_mamba_cache). This class does both, in that
+order.
 
 Cost model (two steps). State first, in SGLang's GiB floats on ``rest = available / 2**30``:
 ``K`` state slots (branch A: given, B: ``max_running_requests`` without radix cache, C: the
@@ -22,8 +22,7 @@ hands ``calculate_pool_sizes``, the Mamba reservation already out of it.
 (``max_mamba_cache_size``, branch A), ``max_running_requests`` without radix cache (B), or, when
 neither fixes it, the ``K`` SGLang's auto-fit (C) picks for the *smallest* pre-reservation budget
 ``R`` whose reservation leaves exactly ``available_bytes`` (the inverse of KVCacheConfigurator._handle_max_mamba_cache,
-found by
-``R += available - left(R)`` from ``R = available``: ``left`` grows at most one byte per byte of
+found by ``R += available - left(R)`` from ``R = available``: ``left`` grows at most one byte per byte of
 ``R``, so the walk never steps over a solution; about ten steps). A planner that starts from the
 pre-reservation ``rest`` (``--gpu``) runs the forward direction, :meth:`reserve_before_kv`.
 
@@ -173,8 +172,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         """Local softmax-attention layers, the only layers the KV cell prices (DefaultPoolConfigurator.__init__): the
         pattern's ids inside ``[start, end)``. A draft worker's range is ``[0, n)`` of the same
         pattern (SGLang looks its MTP layers up there), so a Qwen3-Next MTP draft, whose layer 0
-        is linear attention, prices none and takes the zero-KV rule (5.6), while its pool holds
-        one attention layer (:attr:`cache_layer_ids`, built for the adopted target sizes)."""
+        is linear attention, prices none and takes the zero-KV rule (DefaultPoolConfigurator.calculate_pool_sizes),
+        while its pool holds one attention layer (:attr:`cache_layer_ids`, built for the adopted target sizes)."""
         start, end = self.layer_range
         return sum(1 for i in self.mamba.full_attention_layer_ids if start <= i < end)
 
@@ -189,7 +188,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         return tuple(i for i in self.mamba.mamba_layer_ids if start <= i < end)
 
     def zero_kv_tokens(self) -> int:
-        """No local attention layer: ``2**63 - 1`` when the KV lives on another PP stage (5.6)."""
+        """No local attention layer: ``2**63 - 1`` when the KV lives on another PP stage
+        (DefaultPoolConfigurator.calculate_pool_sizes)."""
         self.require_zero_kv_rule()
         if self.mamba.full_attention_layer_ids and self.ctx.parallel.pp_size > 1:
             return ZERO_KV_STAGE_TOKENS
@@ -220,7 +220,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     @cached_property
     def stage_mamba_cache_per_req(self) -> int:
-        """PP scaling (3.2): ``int(per_req * (max stage Mamba layers / all Mamba layers))``."""
+        """PP scaling (KVCacheConfigurator._handle_max_mamba_cache):
+        ``int(per_req * (max stage Mamba layers / all Mamba layers))``."""
         pp = self.ctx.parallel.pp_size
         if pp == 1 or not MAMBA_STAGE_SHARE.holds(self.ctx.release):
             return self.mamba_cache_per_req
@@ -232,7 +233,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         scale = largest / max(len(ids), 1)
         return int(self.mamba_cache_per_req * scale)
 
-    # ---- slots per request (3.3) -----------------------------------------------------------------
+    # ---- slots per request (KVCacheConfigurator._calculate_mamba_ratio) ----------------------------------------------
     @cached_property
     def radix_strategy(self) -> str | None:
         strategy = self.ctx.scheduling.mamba_radix_cache_strategy
@@ -275,7 +276,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             return base + (1 if lazy else 2)
         return base + (1 if skip_lock else 0)
 
-    # ---- speculative state (3.4) -----------------------------------------------------------------
+    # ---- speculative state (KVCacheConfigurator._handle_max_mamba_cache) ---------------------------------------------
     @property
     def pd_prefill_skips_spec(self) -> bool:
         """A PD prefill role (off NPU) keeps no per-draft-token state (:data:`MAMBA_PD_PREFILL_POOL_SKIPS_SPEC`)."""
@@ -563,7 +564,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     def npu_full_attention_layout(self, sizes: PoolSizes) -> PoolLayout:
         """``_hybrid_full_attention_pool_class`` on NPU: ``NPUMLATokenToKVPool`` (nope/rope split) for
-        MLA, else ``NPUMHATokenToKVPool`` with V sized by ``head_dim``; dense, no start layer (5.7)."""
+        MLA, else ``NPUMHATokenToKVPool`` with V sized by ``head_dim``; dense, no start layer
+        (DefaultPoolConfigurator.__init__)."""
         geometry = self.ctx.geometry
         if geometry.use_mla:
             mla = geometry.mla

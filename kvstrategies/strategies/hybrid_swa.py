@@ -20,9 +20,8 @@ full pool at the int cell ``full_pt*(nF+dF) + swa_pt*dSF + draft_cell``. Its rep
 inherited HybridSWA float value, ratio term included (MemoryPoolConfig, MemoryPoolConfigurator.validate_swa_pool_size).
 
 Pools: ``SWAKVPool`` (:mod:`kvstrategies.pools.swa`) of two MHA / MXFP8 pools
-(KVCacheConfigurator._build_token_to_kv_pool
-row 10), two ``NPUMHATokenToKVPool`` on an Ascend NPU (row 2), or, for MLA models, a DSA / MLA full
-pool and an MLA SWA pool at the scheduler page size (row 6).
+(KVCacheConfigurator._build_token_to_kv_pool row 10), two ``NPUMHATokenToKVPool`` on an Ascend NPU (row 2), or, for MLA
+models, a DSA / MLA full pool and an MLA SWA pool at the scheduler page size (row 6).
 
 Draft workers (KVCacheConfigurator._derive_pool_sizes, KVCacheConfigurator._resolve_memory_pool_config draft branch): a
 draft's own sizing prices only its own layers (``[0, D)`` of the
@@ -33,8 +32,7 @@ the target allocator's ``full_to_swa_index_mapping`` (not listed as the draft's)
 Decisions: FP4 KV dtypes are rejected (SGLang's hybrid-SWA builder passes no quant method); a
 hybrid-SWA model with Mamba layers (Inkling with Mamba parameters) is rejected until the Mamba
 state budget of KVCacheConfigurator._handle_max_mamba_cache is shared with this strategy; a DFLASH-family draft cell
-counts
-whenever it is a positive int (SGLang's 5.8 conditions on draft layers are not re-checked).
+counts whenever it is a positive int (SGLang's 5.8 conditions on draft layers are not re-checked).
 """
 
 from __future__ import annotations
@@ -319,8 +317,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             )
         if full == 0 and self.ctx.page_size != 1:
             # KVCacheConfigurator._build_token_to_kv_pool_allocator: an all-SWA pool gets PureSWATokenToKVPoolAllocator,
-            # which
-            # SGLang asserts to page 1; the sizes stand, the pool cannot be served.
+            # which SGLang asserts to page 1; the sizes stand, the pool cannot be served.
             raise UnsupportedConfigurationError(
                 f"an all-SWA model is served by SGLang's PureSWATokenToKVPoolAllocator, which needs "
                 f"page_size 1 (got {self.ctx.page_size}); set page_size to 1"
@@ -539,7 +536,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
         full = align_down(max_total_num_tokens, page_size)
         require_positive_tokens(full)
         # QUIRK (SWARequestCapPoolConfigurator.calculate_pool_sizes_from_max_tokens): SGLang caps SWA by the un-aligned
-        # M, so M = 30000, P = 64 gives
-        # swa = 30000 (not a page multiple); kept so capped plans match the engine's pools.
+        # M, so M = 30000, P = 64 gives swa = 30000 (not a page multiple); kept so capped plans match the engine's
+        # pools.
         swa = min(ceil_align(self.swa_cap_tokens, page_size), max_total_num_tokens)
         return PoolSizes(max_total_num_tokens=full, full_max_total_num_tokens=full, swa_max_total_num_tokens=swa)

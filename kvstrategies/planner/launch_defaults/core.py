@@ -182,7 +182,7 @@ class LaunchResolution:
         return "\n".join(f"{a.setting} = {a.value!r}  # {a.reason}" for a in self.applied)
 
 
-# Where SGLang takes each launch decision, by ServerArgs.resolve_once section: the reasons users read
+# Where SGLang takes each launch decision, keyed by the section tag (§N) a reason carries: the reasons users read
 # cite SGLang's source, never the spec (most specific section first). From 0.5.19 the decisions
 # live in the ``arg_groups`` hook modules (``ServerArgs.resolve_once``); up to 0.5.18 they are
 # methods of ``ServerArgs`` run by ``__post_init__`` (:data:`LAUNCH_HOOKS_IN_ARG_GROUPS`).
@@ -237,7 +237,7 @@ _SECTION = re.compile(r"§(\d+(?:\.\d+)*)(?:, after)?")
 
 @functools.lru_cache(maxsize=4096)
 def sglang_source(reason: str, release: EngineRelease = NEWEST_SGLANG) -> str:
-    """``reason`` with each ServerArgs.resolve_once section reference replaced by ``release``'s module
+    """``reason`` with each section tag (§N) replaced by ``release``'s SGLang module
     (a pure function of the text and release: the fix search and sweeps declare the same reasons again)."""
     table = _SGLANG_SOURCE if LAUNCH_HOOKS_IN_ARG_GROUPS.holds(release) else _LEGACY_SOURCE
 

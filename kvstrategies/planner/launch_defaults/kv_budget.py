@@ -22,8 +22,7 @@ def float32_round(x: float) -> float:
 
 def kv_budget_bytes(pre_gib: float, avail_gib: float, mem_fraction_static: float, multimodal_gib: float = 0.0) -> int:
     """KVCacheConfigurator._profile_available_bytes: ``int((avail - pre * (1 - mfs) - mm) * 2**30)`` bytes (before any
-    Mamba
-    share). ``pre``: free GiB before weights load; ``avail``: free GiB after. Raises
+    Mamba share). ``pre``: free GiB before weights load; ``avail``: free GiB after. Raises
     :class:`InsufficientMemoryError` with SGLang's message when nothing is left."""
     rest = avail_gib - pre_gib * (1 - mem_fraction_static) - multimodal_gib
     if rest <= 0:

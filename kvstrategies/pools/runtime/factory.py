@@ -155,8 +155,8 @@ def build_typed_pools(
     """Allocate ``layout`` on ``device``; wrap every pool in its typed class; build the allocator.
 
     ``allocator``: reuse an existing one (a draft worker shares the target's,
-    KVCacheConfigurator._build_token_to_kv_pool_allocator);
-    otherwise the binding's :class:`AllocatorSpec` is built (none when it has none).
+    KVCacheConfigurator._build_token_to_kv_pool_allocator); otherwise the binding's :class:`AllocatorSpec` is built
+    (none when it has none).
     """
     options: dict[str, Any] = {"use_triton": use_triton, "check_bounds": check_bounds}
     extra: list[BuiltPool] = []
