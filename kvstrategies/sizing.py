@@ -78,8 +78,8 @@ def require_positive_tokens(tokens: int) -> None:
 
 
 def validate_swa_pool_size(swa_tokens: int, sliding_window_size: int | None, page_size: int) -> None:
-    """SGLang's base-class ``validate_swa_pool_size`` (MemoryPoolConfig, MemoryPoolConfigurator.validate_swa_pool_size):
-    the prefill admission floor.
+    """SGLang's base-class ``validate_swa_pool_size`` (``MemoryPoolConfigurator.validate_swa_pool_size``): the
+    prefill admission floor.
 
     Prefill charges ``min(extend + decode, W) + P`` SWA slots per request, so an SWA pool of
     ``W + P`` tokens or fewer could never admit one and the server would hang: raise when

@@ -54,8 +54,8 @@ def shapes(layout: PoolLayout) -> dict[str, tuple[tuple[int, ...], DType]]:
 
 
 def dsa_every_4th_layer() -> dict[str, Any]:
-    """DeepSeek-V3.2 with a GLM-style ``index_topk_freq = 4`` (the worked examples (DeepSeek-V3.2 DSA), skip
-    variant)."""
+    """DeepSeek-V3.2 with a GLM-style ``index_topk_freq = 4`` (worked example DeepSeek-V3.2 DSA,
+    skip variant)."""
     config = dict(load_preset_config("deepseek-v3.2"))
     config["index_topk_freq"] = 4
     return config
@@ -114,7 +114,7 @@ def test_npu_mha_llama_8b_bf16_page_128() -> None:
 
 
 def test_npu_mha_non_page_multiple_floors_the_pages() -> None:
-    """the worked layouts (Llama-3.1-8B bf16 T=1000 P=16) shape (T = 1000, P = 16): CUDA allocates 1,024 fused rows, NPU
+    """The Llama-3.1-8B bf16 layout (T = 1000, P = 16): CUDA allocates 1,024 fused rows, NPU
     63 pages."""
     layout = npu_mha_layout(
         size=1000, page_size=16, head_num=8, head_dim=128, v_head_dim=128, layer_num=32, store_dtype=DType.BFLOAT16
@@ -211,7 +211,7 @@ def test_npu_dsa_bf16_indexer_bytes_and_layout() -> None:
     (per_tok 128, esz 2)."""
     cfg = ascend("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="bf16")
     assert cfg.indexer_bytes(61) == 15_616  # 128 * 61 layers * 2 B (CUDA: 132 * 61 * 1 = 8,052)
-    # 576 * 61 * 2 + 15,616 (CUDA: 78,324, the worked examples (DeepSeek-V3.2 DSA))
+    # 576 * 61 * 2 + 15,616 (CUDA: 78,324, worked example DeepSeek-V3.2 DSA)
     assert cfg.cell_size_bytes == 85_888
     sizes = cfg.calculate_pool_sizes(GIB40, 64)
     assert sizes.max_total_num_tokens == 500_032  # 40 GiB // 85,888 = 500,066 -> page 64
@@ -227,7 +227,7 @@ def test_npu_dsa_bf16_indexer_bytes_and_layout() -> None:
 
 
 def test_npu_dsa_fp8_sizes_like_cuda() -> None:
-    """fp8 keeps the uint8 + fp32-scale indexer on NPU too: the worked examples (DeepSeek-V3.2 DSA) (fp8 scaled)
+    """fp8 keeps the uint8 + fp32-scale indexer on NPU too: the DeepSeek-V3.2 DSA example's (fp8 scaled)
     numbers."""
     cfg = ascend("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="fp8_e4m3")
     assert cfg.indexer_bytes(61) == 8_052  # ceil_div(128 + 4, 1) * 61 * 1
@@ -303,7 +303,7 @@ def test_npu_dsa_draft_worker_pool(dcp: int, draft_tokens: int, pages: int) -> N
 
 
 def test_npu_index_k_elision_and_its_npu_exceptions() -> None:
-    """Layers 0, 1, 5, 9, ..., 57 own index keys with freq 4 (the worked examples (DeepSeek-V3.2 DSA): 16 layers)."""
+    """Layers 0, 1, 5, 9, ..., 57 own index keys with freq 4 (worked example DeepSeek-V3.2 DSA: 16 layers)."""
     owners = [0, 1, *range(5, 61, 4)]
     assert len(owners) == 16
     cfg = ascend(dsa_every_4th_layer(), tp_size=8, page_size=128)

@@ -1,8 +1,9 @@
 """Default strategy, advanced branches: DSA, FP4, MXFP8, MiniMax sparse, EAGLE/DFLASH drafts.
 
-Hand-computed expectations from the worked examples (DeepSeek-V3.2 DSA, FP4 KV, MXFP8, EAGLE/MTP drafts) (DSA rows), 13
-and MHATokenToKVPool FP4 quant_method, MHATokenToKVPoolMXFP8,
-7, 8, 9, 12, written as literals. Every catalog case this issue adds is built on ``meta`` and its
+Hand-computed expectations (DeepSeek-V3.2 DSA, FP4 KV, MXFP8, EAGLE/MTP drafts with DSA, DFLASH drafts) and the
+layouts of MHATokenToKVPool's FP4 recipes, MHATokenToKVPoolMXFP8, MLATokenToKVPoolFP4, DSATokenToKVPool,
+MHATokenToKOnlyPool and MiniMaxSparseKVPool, written as literals. Every catalog case this issue adds is built on
+``meta`` and its
 allocated bytes compared with the planned bytes.
 """
 
@@ -44,8 +45,8 @@ def default(preset: str | dict[str, Any], **fields: Any) -> DefaultPoolConfigura
 
 
 def dsa_freq4() -> dict[str, Any]:
-    """DeepSeek-V3.2 with a GLM-style ``index_topk_freq = 4`` (the worked examples (DeepSeek-V3.2 DSA), skip
-    variant)."""
+    """DeepSeek-V3.2 with a GLM-style ``index_topk_freq = 4`` (worked example DeepSeek-V3.2 DSA,
+    skip variant)."""
     config = copy.deepcopy(dict(load_preset_config(V32)))
     config["index_topk_freq"] = 4
     return config
@@ -77,7 +78,7 @@ def shapes(layout: Any, name: str) -> tuple[tuple[int, ...], str]:
     return buf.shape, str(buf.dtype)
 
 
-# ---- the worked examples (DeepSeek-V3.2 DSA): DSA ------------------------------------------------------------------
+# ---- worked example: DeepSeek-V3.2 DSA --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -129,7 +130,7 @@ def test_glm5_dsa_cells() -> None:
     assert default("glm-5", kv_cache_dtype="fp8_e4m3", page_size=64).cell_size_bytes == 61_464
 
 
-# ---- the worked examples (EAGLE/MTP drafts) (DSA rows) and 13 --------------------------------------------------
+# ---- worked examples: EAGLE/MTP drafts (DSA rows) and DFLASH drafts --------------------------------------------------
 
 
 def test_example_12_dsa_mtp() -> None:
@@ -175,7 +176,7 @@ def test_example_13_dflash_with_dcp2() -> None:
     assert fallback.cell_size_bytes == 172_032  # ceil_div(131,072 * (32 + 5 * 2), 32)
 
 
-# ---- the worked examples (FP4 KV): FP4 ----------------------------------------------------------------
+# ---- worked example: FP4 KV -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -229,7 +230,7 @@ def test_fp4_storage_element_is_one_byte() -> None:
     assert DType.FLOAT4_E2M1FN_X2.itemsize == 1
 
 
-# ---- the worked examples (MXFP8): MXFP8 --------------------------------------------------------------
+# ---- worked example: MXFP8 ------------------------------------------------------------------------
 
 
 def test_example_8_mxfp8() -> None:

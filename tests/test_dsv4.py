@@ -1,5 +1,4 @@
-"""DeepSeek-V4 compressed attention: the worked examples (DeepSeek-V4) (D1-D4), DeepSeekV4TokenToKVPool, the catalog
-cases.
+"""DeepSeek-V4 compressed attention: hand-computed examples D1-D4, DeepSeekV4TokenToKVPool, the catalog cases.
 
 Every expected number is a literal computed by hand from DSV4PoolConfigurator / DeepSeekV4TokenToKVPool (the
 examples use the first 43 entries of the real V4-Flash ``compress_ratios``: 2 x 0, 21 x 4,
@@ -90,7 +89,7 @@ def test_bad_compress_ratio_is_rejected() -> None:
         parse_hf_config(config)
 
 
-# ---- constants (the worked examples (DeepSeek-V4)) ----------------------------------------------------------------
+# ---- constants of the DeepSeek-V4 examples ----------------------------------------------------------------------
 
 
 def test_per_token_constants() -> None:

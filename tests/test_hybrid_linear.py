@@ -1,8 +1,8 @@
-"""HybridLinear strategy: the worked examples (EAGLE/MTP drafts) (Qwen3-Next row), 15 (both variants), 16, the worked
-layouts (Qwen3.5-35B-A3B GDN bf16 T=1024 P=1), every family's state shapes, the Mamba budget branches and the hybrid
-pools.
+"""HybridLinear strategy: hand-computed examples (Qwen3-Next MTP draft, Qwen3-Next GDN in both variants, the zero-KV PP
+stage, the Qwen3.5-35B-A3B GDN bf16 T=1024 P=1 layout), every family's state shapes, the Mamba budget branches and the
+hybrid pools.
 
-Every expected number is a literal computed by hand from the spec (KVCacheConfigurator._handle_max_mamba_cache,
+Every expected number is a literal computed by hand from SGLang's rules (KVCacheConfigurator._handle_max_mamba_cache,
 sglang.srt.configs.mamba_utils, MambaPool, HybridReqToTokenPool, HybridLinearKVPool), not read back from the library.
 """
 
@@ -34,7 +34,7 @@ QWEN3_NEXT = "qwen3-next-80b-a3b"
 QWEN35 = "qwen3.5-35b-a3b"
 CASES = Path(__file__).parent / "cases"
 HYBRID_CASES = sorted(CASES.glob("hybrid-linear-*.json"))
-# the worked examples (Qwen3-Next GDN): rest = 60.0 - 140.0 * (1 - 0.9) = 46.0 GiB before the Mamba step
+# worked example Qwen3-Next GDN: rest = 60.0 - 140.0 * (1 - 0.9) = 46.0 GiB before the Mamba step
 REST_46 = 46 * GIB
 
 
@@ -146,7 +146,7 @@ def test_indivisible_tp_is_a_config_error() -> None:
         _ = cfg.state_shapes
 
 
-# ---- the worked examples (Qwen3-Next GDN) ----------------------------------------------------------------------------
+# ---- worked example: Qwen3-Next GDN -------------------------------------------------------------------------------
 
 
 def test_example_15_qwen3_next_tp4_auto_fit() -> None:
@@ -181,7 +181,7 @@ def test_example_15_variant_b_radix_off_mrr_256() -> None:
     assert (sizes.max_total_num_tokens, sizes.max_running_requests) == (3_615_488, 256)
 
 
-# ---- the worked examples (zero-KV PP stage): the zero-KV PP stage ----------------------------------------------------
+# ---- worked example: the zero-KV PP stage ----------------------------------------------------------------------------
 
 
 def test_example_16_zero_kv_pp_stage() -> None:
@@ -230,7 +230,7 @@ def test_pure_state_model_uses_the_context_len() -> None:
     assert configurator(config, max_tokens=5_000).calculate_pool_sizes(40 * GIB, 64).max_total_num_tokens == 4_992
 
 
-# ---- the worked examples (EAGLE/MTP drafts) (Qwen3-Next MTP row) and the speculative branches ------------------------
+# ---- worked example: Qwen3-Next MTP draft, and the speculative branches --------------------------------------------
 
 MTP = {
     "speculative_algorithm": "EAGLE",
@@ -330,7 +330,7 @@ def test_too_small_budget_is_insufficient_memory() -> None:
         radix_off.reserve_before_kv(REST_46)  # 4001 slots * 19.3 MB > 46 GiB
 
 
-# ---- the worked layouts (Qwen3.5-35B-A3B GDN bf16 T=1024 P=1) --------------------------------------------------------
+# ---- worked layout: Qwen3.5-35B-A3B GDN bf16 T=1024 P=1 ------------------------------------------------------------
 
 SIZES_15C = PoolSizes(max_total_num_tokens=1024, max_running_requests=8, max_mamba_cache_size=24)
 

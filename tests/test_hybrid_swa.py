@@ -1,5 +1,5 @@
-"""Hybrid sliding-window strategies: the worked examples (GPT-OSS-120B SWA, all-SWA, GPT-OSS-120B request cap, EAGLE/MTP
-drafts), ModelConfig._derive_model_shapes, MemoryPoolConfig, MemoryPoolConfigurator.validate_swa_pool_size,
+"""Hybrid sliding-window strategies: hand-computed examples (GPT-OSS-120B SWA, all-SWA, GPT-OSS-120B request cap,
+EAGLE/MTP drafts) of ModelConfig._derive_model_shapes, MemoryPoolConfigurator.validate_swa_pool_size,
 HybridSWAPoolConfigurator, SWARequestCapPoolConfigurator and the SWAKVPool.
 
 Every expected number is written as computed by hand from the spec, not read back from the
@@ -173,7 +173,7 @@ def test_inkling_default_ratio_is_0_1() -> None:
     assert hybrid(inkling, page_size=16, swa_full_tokens_ratio=0.5).ratio == 0.5
 
 
-# ---- the worked examples (GPT-OSS-120B SWA): GPT-OSS-120B, ratio 0.8 -------------------------------------------------
+# ---- worked example: GPT-OSS-120B SWA, ratio 0.8 ---------------------------------------------------------------------
 
 
 def test_example_9_gpt_oss_120b_ratio_0_8() -> None:
@@ -235,7 +235,7 @@ def test_window_floor_fires_before_the_generic_error() -> None:
         hybrid(GPT_OSS, page_size=64).calculate_pool_sizes(1_000, 64)
 
 
-# ---- the worked examples (all-SWA): all-SWA ---------------------------------------------------------------------
+# ---- worked example: all-SWA -----------------------------------------------------------------------------------
 
 
 def test_example_10_all_swa_int_cell_no_ratio_no_floor() -> None:
@@ -265,7 +265,7 @@ def test_all_swa_layout_uses_the_pure_swa_mapping() -> None:
 
 
 def test_all_swa_sizes_at_any_page_but_the_pool_needs_page_1() -> None:
-    # SGLang sizes the all-SWA pool at page 16 (the worked examples (all-SWA)) but its PureSWA allocator asserts page 1.
+    # SGLang sizes the all-SWA pool at page 16 (the all-SWA example) but its PureSWA allocator asserts page 1.
     cfg = hybrid(ALL_SWA_CONFIG, page_size=16)
     sizes = cfg.calculate_pool_sizes_from_max_tokens(1024, 16)
     assert sizes.swa_max_total_num_tokens == 1024 and sizes.full_max_total_num_tokens == 0
@@ -273,14 +273,14 @@ def test_all_swa_sizes_at_any_page_but_the_pool_needs_page_1() -> None:
         cfg.token_to_kv_layout(sizes.replace(max_running_requests=8))
 
 
-# ---- the worked examples (GPT-OSS-120B request cap) and SWARequestCapPoolConfigurator: the request / chunk cap -------
+# ---- worked example: GPT-OSS-120B request cap (SWARequestCapPoolConfigurator): the request / chunk cap ---------
 
 
 def test_example_11_chunk_cap() -> None:
     cfg = select_configurator(case_settings(GPT_OSS, page_size=64, **CAP))
     assert isinstance(cfg, SWAChunkCapPoolConfigurator)
     assert cfg.swa_cap_tokens == 40_960  # 383 * 64 + 2 * 8,192 + 64
-    # reported: the inherited hybrid value (MemoryPoolConfig, MemoryPoolConfigurator.validate_swa_pool_size)
+    # reported: the inherited hybrid value (SGLang's MemoryPoolConfig.cell_size)
     assert cfg.cell_size_bytes == 66_355.2
     assert cfg.full_token_cell == 36_864
     assert 40_960 * cfg.swa_cell == 1_509_949_440

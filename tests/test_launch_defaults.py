@@ -1,4 +1,4 @@
-"""Launch defaults of SGLang 0.5.23 (ServerArgs.resolve_once): the §13 worked launches and the rules."""
+"""Launch defaults of SGLang 0.5.23 (ServerArgs.resolve_once): worked launches and the rules."""
 
 from __future__ import annotations
 

@@ -156,7 +156,7 @@ def test_eagle_scales_by_every_draft_layer() -> None:
 
 
 def test_eagle_dsa_scaling_under_dcp_with_two_draft_layers() -> None:
-    # DeepSeek-V3.2 fp8 TP2 DCP2 (the worked examples (DeepSeek-V3.2 DSA): kv 656 * 61 = 40,016, indexer 132 * 61 =
+    # DeepSeek-V3.2 fp8 TP2 DCP2 (worked example DeepSeek-V3.2 DSA: kv 656 * 61 = 40,016, indexer 132 * 61 =
     # 8,052): t_idx = 8,052 * 2; t_kv = 56,120 - 16,104 = 40,016; d_kv = int(40,016 * 2 / 61) = 1,312;
     # d_idx = 132 * 2 = 264; cell = 56,120 + 1,312 * 2 + 264 * 2
     cfg = default("deepseek-v3.2", kv_cache_dtype="fp8_e4m3", page_size=64, tp_size=2, dcp_size=2,
@@ -364,7 +364,7 @@ def test_dsv4_floor_error_stays_plain_when_the_stateless_pool_misses_it_too() ->
 
 def test_mamba_state_pool_bytes_include_the_dummy_slot() -> None:
     # 3.4 "rest -= (K + 1) * per": Qwen3-Next TP4, 46 GiB, no spec: K = int((bb - per) // per) with
-    # bb = 46 * 0.9 / 1.9 GiB = 23,395,863,838.3 B -> K = 1,210 (the worked examples (Qwen3-Next GDN)); (1,210 + 1) *
+    # bb = 46 * 0.9 / 1.9 GiB = 23,395,863,838.3 B -> K = 1,210 (worked example Qwen3-Next GDN); (1,210 + 1) *
     # per
     budget = hybrid_linear(QWEN3_NEXT, tp_size=4, page_size=64).mamba_budget(46 * GIB)
     assert budget.max_mamba_cache_size == 1_210
@@ -491,7 +491,7 @@ def test_auto_fit_needs_at_least_one_mamba_slot(available: int, slots: int) -> N
 # HybridSWAPoolConfigurator._recompute_cell_size, SWARequestCapPoolConfigurator.is_applicable)
 
 GPT_OSS = "gpt-oss-120b"
-# GPT-OSS-120B page 64 (the worked examples (GPT-OSS-120B SWA)): full_pt = swa_pt = 8 * (64 + 64) * 2 = 2,048; nF = nS =
+# GPT-OSS-120B page 64 (worked example GPT-OSS-120B SWA): full_pt = swa_pt = 8 * (64 + 64) * 2 = 2,048; nF = nS =
 # 18; ratio 0.8: cell = 36,864 + 0.8 * 36,864 = 66,355.2
 CHUNK_CAP: dict[str, Any] = {"max_running_requests": 64, "disable_radix_cache": True, "chunked_prefill_size": 8192}
 

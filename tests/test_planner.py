@@ -98,7 +98,7 @@ def test_hybrid_swa_short_requests_are_bound_by_the_swa_pool() -> None:
     assert fit.max_fitting_length == min(full, fit.context_len)
 
 
-# ---- launch defaults: two worked launches of worked launches ---------------------------------------
+# ---- launch defaults: two worked launches -----------------------------------------------------
 
 
 def test_worked_launch_1_llama_8b_h100() -> None:

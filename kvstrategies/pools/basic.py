@@ -33,7 +33,7 @@ def mha_layout(
 
     With ``D == Dv`` SGLang allocates one fused ``(2, ceil_align(N, P), H, D)`` tensor per layer
     and K/V are views of its halves, so allocated bytes exceed ``N * cell`` when ``N`` is not a
-    page multiple (the worked layouts (Llama-3.1-8B bf16 T=1000 P=16): T=1000, P=16 allocates 1024 rows, addresses
+    page multiple (Llama-3.1-8B bf16: T=1000, P=16 allocates 1024 rows, addresses
     1016). ``prefix``: the sub-pool name the buffers are named under (``full`` -> ``full.k_buffer[0]``),
     as :meth:`~kvstrategies.pools.layout.PoolLayout.prefixed` would name them.
     """
