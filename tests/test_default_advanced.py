@@ -3,8 +3,7 @@
 Hand-computed expectations (DeepSeek-V3.2 DSA, FP4 KV, MXFP8, EAGLE/MTP drafts with DSA, DFLASH drafts) and the
 layouts of MHATokenToKVPool's FP4 recipes, MHATokenToKVPoolMXFP8, MLATokenToKVPoolFP4, DSATokenToKVPool,
 MHATokenToKOnlyPool and MiniMaxSparseKVPool, written as literals. Every catalog case this issue adds is built on
-``meta`` and its
-allocated bytes compared with the planned bytes.
+``meta`` and its allocated bytes compared with the planned bytes.
 """
 
 from __future__ import annotations

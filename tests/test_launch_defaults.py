@@ -235,7 +235,8 @@ def test_rejected_settings() -> None:
 
 def test_dp_attention() -> None:
     res = resolve_launch_defaults(facts("deepseek-ai--DeepSeek-V3"), lookup_gpu("H200"), tp_size=8, attn_dp_size=8)
-    # 512 + 1.5*8192 + 1024 + 2*512 + 3*512*8 + 1.5*512*8 + 1536 (undivided chunk, §11)
+    # 512 + 1.5*8192 + 1024 + 2*512 + 3*512*8 + 1.5*512*8 + 1536 (undivided chunk,
+    # parallel_hook.handle_data_parallelism)
     assert (res.reserved_mib, res.mem_fraction_static) == (34816, 0.758)
     assert res.chunked_prefill_size == 1024 and res.prefill_graph_max_bs == 1024
 
@@ -299,7 +300,8 @@ def test_hybrid_linear_overrides() -> None:
     assert qn.mamba_radix_cache_strategy == "no_buffer" and qn.disable_overlap_schedule
     keep = LaunchSettings(mamba_radix_cache_strategy="extra_buffer")
     qn_b200 = resolve_launch_defaults(facts("Qwen--Qwen3-Next-80B-A3B-Instruct"), b200, tp_size=4, settings=keep)
-    assert (qn_b200.attention_backend, qn_b200.page_size) == ("trtllm_mha", 64)  # §6.4 keeps SM100 default
+    # attention_hook.handle_attention_backend_compatibility keeps SM100 default
+    assert (qn_b200.attention_backend, qn_b200.page_size) == ("trtllm_mha", 64)
     assert resolve_launch_defaults(facts("ai21labs--Jamba-v0.1"), h100).mamba_radix_cache_strategy == "auto"
     radix_off = resolve_launch_defaults(nemo, h100, settings=LaunchSettings(disable_radix_cache=True))
     assert radix_off.mamba_radix_cache_strategy == "auto"
@@ -324,7 +326,8 @@ def test_platform_rules() -> None:
 
 
 def test_kv_budget_worked_example() -> None:
-    # §5: Llama-3.1-70B bf16 on H200 TP8, mfs 0.893, P0 = 139.5 GiB, weights 70.55e9 * 2 / 8 B.
+    # KVCacheConfigurator._profile_available_bytes: Llama-3.1-70B bf16 on H200 TP8, mfs 0.893, P0 = 139.5 GiB, weights
+    # 70.55e9 * 2 / 8 B.
     weights_gib = 70.55e9 * 2 / 8 / 2**30
     budget = kv_budget_bytes(139.5, 139.5 - weights_gib, 0.893)
     assert budget / 2**30 == pytest.approx(108.1, abs=0.05)

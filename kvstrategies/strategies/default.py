@@ -565,8 +565,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """``MHATokenToKVPool`` for this rank's heads and layers (_build_mha_kv_pool).
 
         FP4: the recipe's quantized buffers (MHATokenToKVPool FP4 quant_method), recipe page = scheduler page, ``L``
-        layers of
-        global scales. MXFP8: ``MHATokenToKVPoolMXFP8`` (5).
+        layers of global scales. MXFP8: ``MHATokenToKVPoolMXFP8`` (5).
         """
         geometry = self.ctx.geometry
         if self.fp4_applies:

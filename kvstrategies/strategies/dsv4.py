@@ -100,8 +100,7 @@ class DSV4StateReservationError(SWAPoolTooSmallError):
     """The ratio-128 state for the estimated request count leaves the SWA pool below its floor.
 
     SGLang reports this as the SWA window-floor error (the hand-computed example D3 of tests/test_dsv4.py); the fix is
-    to bound
-    the request count with ``max_running_requests``.
+    to bound the request count with ``max_running_requests``.
     """
 
 

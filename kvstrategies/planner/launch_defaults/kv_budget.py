@@ -38,7 +38,8 @@ def kv_budget_bytes(pre_gib: float, avail_gib: float, mem_fraction_static: float
 
 @dataclass(frozen=True)
 class KVBudgetEstimate:
-    """§5 estimate: GiB floats as SGLang holds them, and the resulting KV bytes."""
+    """KVCacheConfigurator._profile_available_bytes estimate: GiB floats as SGLang holds them, and the resulting KV
+    bytes."""
 
     pre_gib: float
     avail_gib: float
