@@ -137,8 +137,8 @@ def _assert_page_aligned(planned: Plan, case: Case, label: str, sizes: PoolSizes
 
 
 def _kv_bytes_used(planned: Plan) -> int | float:
-    """``tokens x cell``; SWAChunkCap reports the inherited ratio cell (MemoryPoolConfig,
-    MemoryPoolConfigurator.validate_swa_pool_size) but spends ``swa * swa_cell + full * full_token_cell`` (7.3)."""
+    """``tokens x cell``; SWAChunkCap reports the inherited ratio cell (HybridSWAPoolConfigurator._recompute_cell_size)
+    but spends ``swa * swa_cell + full * full_token_cell`` (SWARequestCapPoolConfigurator.calculate_pool_sizes)."""
     cfg, sizes = planned.configurator, planned.sizes
     if isinstance(cfg, SWAChunkCapPoolConfigurator):
         swa_bytes = cfg.swa_cell * (sizes.swa_max_total_num_tokens or 0)

@@ -280,7 +280,7 @@ def test_example_11_chunk_cap() -> None:
     cfg = select_configurator(case_settings(GPT_OSS, page_size=64, **CAP))
     assert isinstance(cfg, SWAChunkCapPoolConfigurator)
     assert cfg.swa_cap_tokens == 40_960  # 383 * 64 + 2 * 8,192 + 64
-    # reported: the inherited hybrid value (SGLang's MemoryPoolConfig.cell_size)
+    # reported: the inherited hybrid value (HybridSWAPoolConfigurator._recompute_cell_size)
     assert cfg.cell_size_bytes == 66_355.2
     assert cfg.full_token_cell == 36_864
     assert 40_960 * cfg.swa_cell == 1_509_949_440

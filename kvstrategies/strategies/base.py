@@ -71,8 +71,8 @@ class PoolConfigurator(ABC):
     @property
     @abstractmethod
     def cell_size_bytes(self) -> int | float:
-        """Bytes per unit of ``max_total_num_tokens`` (the value a plan reports, MemoryPoolConfig,
-        MemoryPoolConfigurator.validate_swa_pool_size)."""
+        """Bytes per unit of ``max_total_num_tokens`` (the value a plan reports: the configurator's
+        ``cell_size`` in SGLang's pool_configurator)."""
 
     @abstractmethod
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:

@@ -17,7 +17,7 @@ All-SWA (``nF == 0``): an int cell over every layer, ``swa = align(available // 
 is the worst case of ``--max-running-requests`` in flight (compute_swa_request_cap),
 ``swa = ceil_align(cap, P)`` costing ``fixed = swa * swa_pt*(nS+dS)`` bytes; the rest goes to the
 full pool at the int cell ``full_pt*(nF+dF) + swa_pt*dSF + draft_cell``. Its reported cell is the
-inherited HybridSWA float value, ratio term included (SGLang's MemoryPoolConfig.cell_size).
+inherited HybridSWA float value, ratio term included (``HybridSWAPoolConfigurator._recompute_cell_size``).
 
 Pools: ``SWAKVPool`` (:mod:`kvstrategies.pools.swa`) of two MHA / MXFP8 pools
 (KVCacheConfigurator._build_token_to_kv_pool row 10), two ``NPUMHATokenToKVPool`` on an Ascend NPU (row 2), or, for MLA
