@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from kvstrategies.cli import COMMANDS, build_parser
+from tests.source_trees import parsed
 
 ROOT = Path(__file__).resolve().parents[1]
 #: top-level folders of this repository: a path starting with one of them must exist
@@ -88,7 +89,7 @@ def python_text(path: Path) -> Iterator[tuple[int, str]]:
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:
             yield token.start[0], token.string
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parsed(path)):
         # a bare string statement: the docstring of a module, class or function, or of an attribute
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             yield node.lineno, node.value.value
