@@ -277,7 +277,8 @@ class SchedulingConfig:
     max_mamba_cache_size: int | None = None
     mamba_full_memory_ratio: float = 0.9
     mamba_radix_cache_strategy: str | None = None
-    enable_hierarchical_cache: bool = False  # HiCache: on NPU it turns DSA index-K elision off (5.5)
+    # HiCache: on NPU it turns DSA index-K elision off (_compute_dsa_indexer_cell_size)
+    enable_hierarchical_cache: bool = False
     # hybrid SWA and DSV4 fall to Default (model_config.is_hybrid_swa_model, get_hybrid_layer_ids)
     disable_hybrid_swa_memory: bool = False
 
@@ -477,7 +478,8 @@ def num_kv_heads_per_rank(ctx: KVCacheContext) -> int:
 
 
 def is_hybrid_swa(ctx: KVCacheContext) -> bool:
-    """SGLang's ``is_hybrid_swa``: a hybrid-SWA model and ``--disable-hybrid-swa-memory`` off (2.4)."""
+    """SGLang's ``is_hybrid_swa``: a hybrid-SWA model and ``--disable-hybrid-swa-memory`` off
+    (model_config.is_hybrid_swa_model)."""
     return ctx.geometry.hybrid_swa is not None and not ctx.scheduling.disable_hybrid_swa_memory
 
 

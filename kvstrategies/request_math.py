@@ -89,7 +89,7 @@ def decode_extra_slots(ctx: KVCacheContext) -> int:
 
 
 def swa_tokens_per_request(ctx: KVCacheContext, window: int) -> int:
-    """SWA slots one running request holds at worst: ``W + ev * Dt + P + decode_alloc`` (7.2).
+    """SWA slots one running request holds at worst: ``W + ev * Dt + P + decode_alloc`` (compute_swa_request_cap).
 
     ``Dt`` draft tokens or 1, ``ev`` the eviction interval, ``decode_alloc`` = P without
     speculation, ``spec_v1_alloc`` without the overlap scheduler, else ``2 * alloc_len_per_decode``.

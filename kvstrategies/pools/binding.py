@@ -51,7 +51,7 @@ def select_allocator_spec(ctx: KVCacheContext, sizes: PoolSizes) -> AllocatorSpe
     the target's).
 
     Rows 3, 6, 7 (DSV4 encoder replay, HiSparse, logical-page sharding) are out of scope: no
-    setting selects them. NPU (rows 1, 2): the Ascend backend is the only one SGLang runs there,
+    setting selects them. NPU: the Ascend backend is the only one SGLang runs there,
     so every NPU deployment takes them; the NPU paged allocator's int32 returns are not modelled
     (the CUDA class is used, int64).
     """

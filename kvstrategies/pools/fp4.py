@@ -143,7 +143,7 @@ class FP4KVRecipe:
         layer_num: int,
         quant_page_size: int,
     ) -> PoolLayout:
-        """``MHATokenToKVPool`` with this recipe's ``create_buffers(m = T + P, H, D, L)`` (4.5).
+        """``MHATokenToKVPool`` with this recipe's ``create_buffers(m = T + P, H, D, L)`` (fp4_kv_cache_quant_method).
 
         ``quant_page_size`` is the recipe's page size: the scheduler page size, not the pool's
         (they differ for a DCP draft). The native scale layout needs ``Pq % 4 == 0``,

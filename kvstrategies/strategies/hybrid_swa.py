@@ -11,7 +11,7 @@ sliding-window layers (HybridSWAPoolConfigurator, SWARequestCapPoolConfigurator)
 
 so ``available ~ full * cell`` and, inversely, a token count re-derives ``swa`` by the ratio.
 All-SWA (``nF == 0``): an int cell over every layer, ``swa = align(available // cell, P)``,
-``full = 0`` and no window-floor check (quirk 9).
+``full = 0`` and no window-floor check (QUIRK of ``HybridSWAPoolConfigurator._solve_pool_sizes``).
 
 **SWAChunkCap** (SGLang ``SWARequestCapPoolConfigurator``, affine with a fixed part): the SWA pool
 is the worst case of ``--max-running-requests`` in flight (compute_swa_request_cap),
@@ -20,8 +20,9 @@ full pool at the int cell ``full_pt*(nF+dF) + swa_pt*dSF + draft_cell``. Its rep
 inherited HybridSWA float value, ratio term included (``HybridSWAPoolConfigurator._recompute_cell_size``).
 
 Pools: ``SWAKVPool`` (:mod:`kvstrategies.pools.swa`) of two MHA / MXFP8 pools
-(KVCacheConfigurator._build_token_to_kv_pool row 10), two ``NPUMHATokenToKVPool`` on an Ascend NPU (row 2), or, for MLA
-models, a DSA / MLA full pool and an MLA SWA pool at the scheduler page size (row 6).
+(``KVCacheConfigurator._build_hybrid_swa_kv_pool``), two ``NPUMHATokenToKVPool`` on an Ascend NPU
+(``_build_ascend_swa_kv_pool``), or, for MLA models, a DSA / MLA full pool and an MLA SWA pool at the scheduler page
+size (``_build_hybrid_mla_swa_kv_pool``).
 
 Draft workers (KVCacheConfigurator._derive_pool_sizes, KVCacheConfigurator._resolve_memory_pool_config draft branch): a
 draft's own sizing prices only its own layers (``[0, D)`` of the
@@ -148,7 +149,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             raise KVCacheConfigError(f"swa_full_tokens_ratio must be in (0, 1], got {ratio!r}")
         return float(ratio)
 
-    # ---- per-layer bytes (6.1) -------------------------------------------------------------
+    # ---- per-layer bytes (_full_cell_bytes, _swa_cell_bytes) ---------------------------------------------------------
     @property
     def nF(self) -> int:  # noqa: N802 - the spec's name
         return len(self.full_layer_ids)
@@ -176,7 +177,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
 
     @property
     def head_dims(self) -> tuple[int, int, int, int]:
-        """``(D, Dv, Ds, Dsv)``: ``swa_head_dim`` defaults to D, ``swa_v_head_dim`` to Ds (2.2)."""
+        """``(D, Dv, Ds, Dsv)``: ``swa_head_dim`` defaults to D, ``swa_v_head_dim`` to Ds
+        (ModelConfig._derive_model_shapes)."""
         geometry = self.ctx.geometry
         swa_dim = geometry.swa_head_dim or geometry.head_dim
         return geometry.head_dim, geometry.v_head_dim, swa_dim, geometry.swa_v_head_dim or swa_dim
@@ -225,7 +227,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             return (geometry.num_kv_heads(self.attn_tp) * (d + dv)) // 32
         return (geometry.num_swa_kv_heads(self.attn_tp) * (ds + dsv)) // 32
 
-    # ---- draft layers (6.2) ----------------------------------------------------------------
+    # ---- draft layers (HybridSWAPoolConfigurator.__init__) -----------------------------------------------------------
     @cached_property
     def draft_layers(self) -> DraftLayers:
         """EAGLE-family / STANDALONE target with ``D`` draft layers: ``dF = D - dS - dSF``."""
@@ -260,7 +262,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """``swa_pt * (nS + dS)``: bytes per SWA-pool token."""
         return self.swa_bytes_per_layer * (self.nS + self.draft_layers.swa)
 
-    # ---- cell (6.3) --------------------------------------------------------------------------
+    # ---- cell (_recompute_cell_size) --------------------------------------------------------------------------
     @cached_property
     def cell_size_bytes(self) -> int | float:
         """Bytes per unit of ``max_total_num_tokens``: a float for hybrids, an int for all-SWA.
@@ -275,13 +277,14 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             return all_swa + self.draft_cell
         return self.full_cell + swa_pt * draft.swa_full + self.ratio * self.swa_cell + self.draft_cell
 
-    # ---- sizes (6.4) --------------------------------------------------------------------------
+    # ---- sizes (_solve_pool_sizes) --------------------------------------------------------------------------
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
         """``M = int(available // cell)`` (float floor division for hybrids), then :meth:`solve`."""
         return self.solve(int(available_bytes // self.cell_size_bytes), page_size)
 
     def calculate_pool_sizes_from_max_tokens(self, max_total_num_tokens: int, page_size: int) -> PoolSizes:
-        """A token cap re-applies the ratio and re-runs the window-floor check (quirk 9)."""
+        """A token cap re-applies the ratio and re-runs the window-floor check
+        (``calculate_pool_sizes_from_max_tokens``)."""
         return self.solve(max_total_num_tokens, page_size)
 
     def solve(self, tokens: int, page_size: int) -> PoolSizes:
@@ -353,7 +356,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         return self.ctx.page_size * self.loc_space_scale
 
     def _mha_sub_pools(self, full: int, swa: int) -> tuple[PoolLayout, PoolLayout]:
-        """Row 10: both sub-pools MHA (or MXFP8). Pool heads use DCP, unlike the sizing (quirk 2).
+        """``_build_hybrid_swa_kv_pool``: both sub-pools MHA (or MXFP8). Pool heads use DCP, unlike the sizing (QUIRK).
 
         A "compress" model gives the SWA pool ``H_swa = max(1, swa_num_key_value_heads // tp)``
         and its own head dims; otherwise no ``v_head_dim`` is passed and V uses ``head_dim``.
@@ -406,7 +409,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         )
 
     def _mla_sub_pools(self, full: int, swa: int) -> tuple[PoolLayout, PoolLayout]:
-        """Row 6: full side DSA (or MLA) pool, SWA side MLA pool, scheduler page size (5.4)."""
+        """``_build_hybrid_mla_swa_kv_pool``: full side DSA (or MLA) pool, SWA side MLA pool, scheduler page size."""
         geometry = self.ctx.geometry
         assert geometry.mla is not None
         page = self.ctx.page_size
@@ -502,7 +505,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
 
     @cached_property
     def swa_cap_tokens(self) -> int:
-        """``compute_swa_request_cap`` (7.2): the worst case of every running request plus the
+        """``compute_swa_request_cap``: the worst case of every running request plus the
         prefill chunks in flight (decode role: the requests still arriving from prefill)."""
         window = self.sliding_window_size
         requests = self.ctx.scheduling.max_running_requests

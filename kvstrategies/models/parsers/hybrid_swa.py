@@ -245,7 +245,8 @@ def _raw_head_dim(text: ConfigDict) -> int:
 
 
 def _mla_scale_dims(archs: tuple[str, ...], text: ConfigDict) -> tuple[int, int, int, int]:
-    """SGLang's (head_dim, v_head_dim, swa_head_dim, swa_v_head_dim) of an MLA model (quirk 3)."""
+    """SGLang's (head_dim, v_head_dim, swa_head_dim, swa_v_head_dim) of an MLA model (QUIRK of
+    ``HybridSWAPoolConfigurator._full_cell_bytes``)."""
     raw = _raw_head_dim(text)
     forced = [row.mla_forced_head_dim for row in rows_for(archs) if row.mla_forced_head_dim is not None]
     # SGLang tests the 256 list first, then MiniCPM3 (128), then Kimi-Linear (72): the largest wins
