@@ -70,6 +70,7 @@ PAGES = {path.name for path in _tracked(".md")}
 def _exists(reference: str, here: Path) -> bool:
     """Whether ``reference`` (a path with ``<...>``, ``{...}`` or ``*`` parts allowed) is in the repository."""
     pattern = re.sub(r"<[^>]*>|\{[^}]*\}|\.{3,}|\b(?:NAME|VERSION|FILE)\b", "*", reference).rstrip("/")
+    pattern = re.sub(r"\*+", "*", pattern)
     for base in (ROOT, here.parent):
         if "*" in pattern:
             if next(iter(base.glob(pattern)), None) is not None:
@@ -90,8 +91,8 @@ def problems(text: str, here: Path) -> list[str]:
         reference = reference.removeprefix("./")
         first = reference.split("/", 1)[0]
         if "/" not in reference:
-            missing = reference not in PAGES and reference not in EXTERNAL and not _exists(reference, here)
-            if reference.endswith(".md") and missing:
+            page = reference.endswith(".md")
+            if page and reference not in PAGES and reference not in EXTERNAL and not _exists(reference, here):
                 bad.append(reference)
         elif first in OWN_ROOTS and not _exists(reference, here):
             bad.append(reference)
