@@ -16,7 +16,7 @@ from .errors import KVCacheConfigError
 
 
 def align_down(value: int, page_size: int) -> int:
-    """``(value // page_size) * page_size``: round down to a page multiple (docs/maintainers.md §2)."""
+    """``(value // page_size) * page_size``: round down to a page multiple (``align`` in docs/maintainers.md)."""
     return (value // page_size) * page_size
 
 

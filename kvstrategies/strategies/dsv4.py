@@ -15,7 +15,7 @@ sized from ``max_running_requests`` instead of the ratio). Inverse:
 ``c128 = full // 128`` and ``c4_state = swa // P * ring4`` follow; ``finalize`` sets
 ``c128_state = (R + 1) * ring128`` for the resolved request count ``R``.
 
-Every float is evaluated in SGLang's order (docs/maintainers.md §2). Modelled: the CUDA ``v4`` page
+Every float is evaluated in SGLang's order (docs/maintainers.md §3). Modelled: the CUDA ``v4`` page
 layout, the trtllm uniform-fp8 pool, NPU sizing (no page padding; the NPU pool layout itself is
 another module's), EAGLE/MTP draft inflation ``(T + 1) / T``, the draft worker's zeroed
 compressed pools. Rejected with :class:`UnsupportedConfigurationError`: V4.1 layouts and
