@@ -112,7 +112,8 @@ class Plan:
 
     @property
     def allocator_spec(self) -> AllocatorSpec | None:
-        """The token allocator ``build`` constructs (builders.md 7.1); ``None`` for a draft worker."""
+        """The token allocator ``build`` constructs (KVCacheConfigurator._build_token_to_kv_pool_allocator); ``None``
+        for a draft worker."""
         return self.binding.allocator
 
 
@@ -127,7 +128,7 @@ def plan(
 ) -> Plan:
     """Plan one rank: select the strategy, size every pool, describe the layout.
 
-    ``pool_max_tokens`` asks for a what-if layout at a small size (DESIGN.md, the case file):
+    ``pool_max_tokens`` asks for a what-if layout at a small size (a case file's ``pool_max_*`` fields):
     the pools are described for ``calculate_pool_sizes_from_max_tokens(pool_max_tokens)`` with
     ``pool_max_running_requests`` requests, at most :data:`MAX_WHAT_IF_REQUESTS` (2**20), and
     ``pool_max_mamba_cache_size`` state slots (default 3 x requests, at most 4 x 2**20); the sizing
@@ -306,7 +307,8 @@ def _plan_draft_worker(
     pool_max_running_requests: int,
     pool_max_mamba_cache_size: int | None,
 ) -> Plan:
-    """A draft worker's own sizing beside the target sizes it adopts (resolve.md 1, 8).
+    """A draft worker's own sizing beside the target sizes it adopts (KVCacheConfigurator._resolve_memory_pool_config,
+    its draft branch).
 
     ``sizes`` (and ``sizes_from_max_tokens``) are the draft configurator's own
     ``calculate_pool_sizes`` results, finalised (spec README: what a plan's ``sizes`` means).

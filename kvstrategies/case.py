@@ -1,8 +1,8 @@
-"""Case files: one deployment to plan, as JSON (DESIGN.md, "The case file").
+"""Case files: one deployment to plan, as JSON (docs/adding-a-model.md, "The case file").
 
 Keys follow SGLang's server arguments. Missing keys take the defaults in :data:`CASE_DEFAULTS`;
 unknown keys are an error. ``env`` holds the SGLang environment knobs that change sizing
-(sizing.md 11) by their SGLang names; they are mapped onto explicit settings here, so no
+(sglang.srt.environ) by their SGLang names; they are mapped onto explicit settings here, so no
 strategy ever reads the process environment.
 """
 
@@ -199,7 +199,7 @@ def knobs_from_env(env: Any) -> tuple[EngineKnobs, tuple[int, ...] | None]:
             raise KVCacheConfigError(f"env SGLANG_MAMBA_SSM_DTYPE: {exc}") from exc
     if "SGLANG_MAMBA_CONV_DTYPE" in env:
         conv = str(env["SGLANG_MAMBA_CONV_DTYPE"]).lower()
-        # SGLang falls back to bfloat16 for anything but float32/float16 (resolve.md 3.1)
+        # SGLang falls back to bfloat16 for anything but float32/float16 (mamba_utils mamba_cache_per_req)
         knobs["mamba_conv_dtype"] = DType.from_name(conv) if conv in ("float32", "float16") else DType.BFLOAT16
     if "SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK" in env:
         knobs["mamba_skip_decode_lock"] = _env_flag(env["SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK"])
@@ -238,7 +238,8 @@ def _speculative(data: Mapping[str, Any], geometry: ModelGeometry) -> Speculativ
     algorithm = SpecAlgorithm.parse(_opt_str(data, "speculative_algorithm"))
     draft_layers = _int(data, "eagle_draft_num_layers", minimum=0, optional=True)
     if draft_layers is None and algorithm.is_eagle_family:
-        # no draft checkpoint in a case: SGLang reads the target's MTP layer count (sizing.md 5.8)
+        # no draft checkpoint in a case: SGLang reads the target's MTP layer count (DefaultPoolConfigurator.__init__
+        # draft scaling)
         draft_layers = geometry.num_nextn_predict_layers
     return SpeculativeConfig(
         algorithm=algorithm,

@@ -2,7 +2,7 @@
 
 A strategy never sees an engine object. It sees the model's geometry, the parallel layout of
 this rank, the speculative setup, the resolved KV dtype, the page size, the device and a few
-scheduler/kernel settings (sizing.md section 3, minus the out-of-scope flags). SGLang reads
+scheduler/kernel settings (docs/maintainers.md §2, minus the out-of-scope flags). SGLang reads
 many of these from environment variables; here they are explicit fields
 (:class:`EngineKnobs`), filled by the case loader or the caller.
 """
@@ -87,7 +87,8 @@ class SpecAlgorithm(enum.Enum):
 
     @property
     def is_eagle_family(self) -> bool:
-        """EAGLE, EAGLE3, FROZEN_KV_MTP (counted as EAGLE in 0.5.23) and STANDALONE (sizing.md 5.8)."""
+        """EAGLE, EAGLE3, FROZEN_KV_MTP (counted as EAGLE in 0.5.23) and STANDALONE (DefaultPoolConfigurator.__init__
+        draft scaling)."""
         return self in (
             SpecAlgorithm.EAGLE,
             SpecAlgorithm.EAGLE3,
@@ -104,9 +105,9 @@ class SpecAlgorithm(enum.Enum):
 class ParallelLayout:
     """This rank's place in the parallel layout.
 
-    ``attn_tp_size = tp_size // attn_dp_size // attn_cp_size`` (sizing.md 2.1); the stage's layer
-    range follows SGLang's ``get_pp_indices`` (sizing.md 2.3): the *last* ``n % pp`` stages get
-    one extra layer, unless an explicit ``pp_layer_partition`` is given.
+    ``attn_tp_size = tp_size // attn_dp_size // attn_cp_size`` (ModelConfig.get_num_kv_heads); the stage's layer
+    range follows SGLang's ``get_pp_indices`` (sglang.srt.distributed.utils.get_pp_indices): the *last* ``n % pp``
+    stages get one extra layer, unless an explicit ``pp_layer_partition`` is given.
     """
 
     tp_size: int = 1
@@ -178,7 +179,8 @@ class ParallelLayout:
 
 @dataclass(frozen=True)
 class SpeculativeConfig:
-    """The speculative-decoding setup, as the target's sizing sees it (sizing.md 5.8, 7.2)."""
+    """The speculative-decoding setup, as the target's sizing sees it (DefaultPoolConfigurator.__init__ draft scaling,
+    compute_swa_request_cap)."""
 
     algorithm: SpecAlgorithm = SpecAlgorithm.NONE
     eagle_draft_num_layers: int | None = None
@@ -215,7 +217,7 @@ class Platform:
     is_sm90: bool = False
     is_blackwell: bool = False
     is_gfx95: bool = False
-    is_npu_arch35: bool = False  # Ascend arch35 SoC: packed-FP8 DSA pool (builders.md 5.9)
+    is_npu_arch35: bool = False  # Ascend arch35 SoC: packed-FP8 DSA pool (_build_ascend_*_kv_pool)
     #: the GPU by name (``kvstrategies gpus``): what a vLLM plan reads (vLLM picks attention backends
     #: and batch defaults from its facts); SGLang plans read the flags above
     gpu: str | None = None
@@ -260,7 +262,7 @@ class DisaggregationMode(enum.Enum):
 
 @dataclass(frozen=True)
 class SchedulingConfig:
-    """Scheduler settings that sizing reads (sizing.md 3)."""
+    """Scheduler settings that sizing reads (docs/maintainers.md §2)."""
 
     max_running_requests: int | None = None
     max_total_tokens: int | None = None
@@ -275,8 +277,10 @@ class SchedulingConfig:
     max_mamba_cache_size: int | None = None
     mamba_full_memory_ratio: float = 0.9
     mamba_radix_cache_strategy: str | None = None
-    enable_hierarchical_cache: bool = False  # HiCache: on NPU it turns DSA index-K elision off (5.5)
-    disable_hybrid_swa_memory: bool = False  # hybrid SWA and DSV4 fall to Default (sizing.md 2.4)
+    # HiCache: on NPU it turns DSA index-K elision off (_compute_dsa_indexer_cell_size)
+    enable_hierarchical_cache: bool = False
+    # hybrid SWA and DSV4 fall to Default (model_config.is_hybrid_swa_model, get_hybrid_layer_ids)
+    disable_hybrid_swa_memory: bool = False
 
     def __post_init__(self) -> None:
         """Types and ranges of every field (a bad value fails here, not deep inside a strategy)."""
@@ -293,7 +297,7 @@ class SchedulingConfig:
             isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not math.isfinite(finite_float(ratio))
         ):  # the (0, 1] range is the SWA strategies' own check (they name the model's default)
             raise KVCacheConfigError(f"swa_full_tokens_ratio must be a number in (0, 1] or None, got {shown(ratio)}")
-        # the Mamba : KV memory split r / (1 + r) of resolve.md 3.4 needs r > 0
+        # the Mamba : KV memory split r / (1 + r) of KVCacheConfigurator._handle_max_mamba_cache needs r > 0
         check_float(self.mamba_full_memory_ratio, "mamba_full_memory_ratio", low=0.0, high=MAX_MEMORY_RATIO,
                     fix="use e.g. 0.9 (the default)")  # fmt: skip
         check_opt_str(self.mamba_radix_cache_strategy, "mamba_radix_cache_strategy")
@@ -307,7 +311,7 @@ class SchedulingConfig:
 
 @dataclass(frozen=True)
 class EngineKnobs:
-    """SGLang environment knobs that change sizing (sizing.md 11), as explicit settings."""
+    """SGLang environment knobs that change sizing (sglang.srt.environ), as explicit settings."""
 
     swa_eviction_interval: int = 128
     dsv4_compress_state_dtype: DType = DType.FLOAT32
@@ -428,7 +432,8 @@ class KVCacheSettings:
 
 
 def context_len(ctx: KVCacheContext) -> int:
-    """The engine's context length: the user's override, else the model's (sizing.md 2.5)."""
+    """The engine's context length: the user's override, else the model's
+    (hf_transformers.common.get_context_length)."""
     override = ctx.scheduling.context_length
     return override if override is not None else ctx.geometry.context_len
 
@@ -444,8 +449,8 @@ def draft_num_layers(ctx: KVCacheContext) -> int:
     """Layers of a draft worker's model: the config's MTP layers, else the draft count, else all.
 
     SGLang's ``layer_setup._compute_model_num_layers`` takes ``num_nextn_predict_layers`` first
-    for a draft whose config has MTP layers (sizing.md 2.3), whatever the draft count says, after
-    ``ModelConfig._config_draft_model`` renamed some architectures to one-layer MTP heads
+    for a draft whose config has MTP layers (sglang.srt.distributed.utils.get_pp_indices), whatever the draft count
+    says, after ``ModelConfig._config_draft_model`` renamed some architectures to one-layer MTP heads
     (``geometry.draft_num_layers``); a draft with no count of its own is the target checkpoint
     itself (``num_pp_layers`` layers).
     """
@@ -460,19 +465,21 @@ def draft_num_layers(ctx: KVCacheContext) -> int:
 
 
 def num_effective_layers(ctx: KVCacheContext) -> int:
-    """``(end - start) * loop_num``: SGLang's ``layer_info`` for this rank (sizing.md 2.3)."""
+    """``(end - start) * loop_num``: SGLang's ``layer_info`` for this rank
+    (sglang.srt.distributed.utils.get_pp_indices)."""
     start, end = stage_layer_range(ctx)
     return (end - start) * ctx.geometry.loop_num
 
 
 def num_kv_heads_per_rank(ctx: KVCacheContext) -> int:
-    """``max(1, H_total // (attn_tp // dcp))``; a draft worker ignores DCP (sizing.md 2.1)."""
+    """``max(1, H_total // (attn_tp // dcp))``; a draft worker ignores DCP (ModelConfig.get_num_kv_heads)."""
     dcp = 1 if ctx.is_draft_worker else ctx.parallel.dcp_size
     return ctx.geometry.num_kv_heads(ctx.parallel.attn_tp_size, dcp)
 
 
 def is_hybrid_swa(ctx: KVCacheContext) -> bool:
-    """SGLang's ``is_hybrid_swa``: a hybrid-SWA model and ``--disable-hybrid-swa-memory`` off (2.4)."""
+    """SGLang's ``is_hybrid_swa``: a hybrid-SWA model and ``--disable-hybrid-swa-memory`` off
+    (model_config.is_hybrid_swa_model)."""
     return ctx.geometry.hybrid_swa is not None and not ctx.scheduling.disable_hybrid_swa_memory
 
 

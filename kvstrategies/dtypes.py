@@ -3,7 +3,7 @@
 Planning works on :class:`DType`, the library's own small enum: a name as torch spells it, an
 element size in bytes, and a lazy way to get the torch dtype when a pool is built. The one
 place that maps SGLang's ``--kv-cache-dtype`` strings to dtypes is :func:`resolve_kv_cache_dtype`
-(sizing.md 1.1); nothing else compares dtype strings.
+(sglang.srt.mem_cache.kv_cache_dtype.configure_kv_cache_dtype); nothing else compares dtype strings.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class DType(enum.Enum):
 
     @property
     def kv_store_dtype(self) -> DType:
-        """SGLang's base ``KVCache`` storage rule (layouts.md 0.3): fp8 is stored as uint8."""
+        """SGLang's base ``KVCache`` storage rule (KVCache.__init__ store dtype): fp8 is stored as uint8."""
         return DType.UINT8 if self.is_fp8 else self
 
     def __str__(self) -> str:
@@ -121,7 +121,7 @@ class KVCacheDtype:
 
     @property
     def itemsize(self) -> int:
-        """``es(kv_cache_dtype)`` of sizing.md 1.2."""
+        """``es(kv_cache_dtype)``, the element size DefaultPoolConfigurator._compute_cell_size multiplies by."""
         return self.dtype.itemsize
 
     @property
@@ -134,7 +134,7 @@ class KVCacheDtype:
 
     @property
     def store_dtype(self) -> DType:
-        """The dtype tensors are allocated in (layouts.md 0.3): uint8 for fp8 and fp4."""
+        """The dtype tensors are allocated in (KVCache.__init__ store dtype): uint8 for fp8 and fp4."""
         if self.recipe is KVRecipe.MXFP8:
             return DType.FLOAT8_E4M3FN
         if self.dtype.is_fp8 or self.dtype.is_fp4:
@@ -203,7 +203,8 @@ def resolve_kv_cache_dtype(
     is_hip: bool = False,
     is_cpu: bool = False,
 ) -> KVCacheDtype:
-    """Resolve a ``--kv-cache-dtype`` string as SGLang 0.5.23 does (sizing.md 1.1).
+    """Resolve a ``--kv-cache-dtype`` string as SGLang 0.5.23 does
+    (sglang.srt.mem_cache.kv_cache_dtype.configure_kv_cache_dtype).
 
     ``auto`` is the model dtype, or ``float8_e4m3fn`` (string ``fp8_e4m3``) when the checkpoint's
     quantization config sets ``kv_cache_quant_algo == "FP8"``. On HIP every fp8 name maps to the

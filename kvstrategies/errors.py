@@ -22,7 +22,8 @@ class InsufficientMemoryError(KVCacheConfigError):
 
 
 class SWAPoolTooSmallError(InsufficientMemoryError):
-    """The sliding-window pool cannot admit one request (window + page), sizing.md section 4."""
+    """The sliding-window pool cannot admit one request (window + page;
+    MemoryPoolConfigurator.validate_swa_pool_size)."""
 
 
 class MissingDependencyError(KVCacheConfigError):

@@ -36,7 +36,7 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-#: knobs a case file plans (sizing.md 11): mapped onto explicit settings, never read from the process
+#: knobs a case file plans (sglang.srt.environ): mapped onto explicit settings, never read from the process
 SIZING_KNOBS = _names(
     """
     SGLANG_SWA_EVICTION_INTERVAL SGLANG_DSV4_COMPRESS_STATE_DTYPE SGLANG_DSV4_KV_LAYOUT

@@ -1,4 +1,4 @@
-"""``calculate_mla_kv_cache_dim`` (sizing.md 5.3) as a function of the context.
+"""``calculate_mla_kv_cache_dim`` as a function of the context.
 
 Shared by every strategy that prices or builds an MLA latent row (the hybrid MLA-SWA pool uses
 it for its full side).

@@ -1,7 +1,7 @@
 """Machine output of a plan: the ``plan --json`` / ``plan --case FILE --json`` document.
 
 ``{"configurator", "cell_size", "sizes", "sizes_from_max_tokens", "pools", "allocations",
-"planned_bytes", "allocated_bytes", ...}`` (DESIGN.md, "The case file"). ``pools`` lists every
+"planned_bytes", "allocated_bytes", ...}`` (docs/golden.md, "What a snapshot holds"). ``pools`` lists every
 engine-facing tensor (views included) of the token-to-KV pool and any state pools;
 ``allocations`` every backing allocation with its bytes; ``notes`` what the plan wants an
 operator to know (state reservations, where SGLang itself would size differently).

@@ -1,4 +1,5 @@
-"""Per-request token arithmetic shared by sizing and the request table (sizing.md 7.2, resolve.md 5, 7)."""
+"""Per-request token arithmetic shared by sizing and the request table (compute_swa_request_cap,
+KVCacheConfigurator.resolve_max_num_reqs, KVCacheConfigurator._build_req_to_token_pool)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def alloc_len_per_decode(ctx: KVCacheContext) -> int:
 
 
 def spec_v1_alloc(ctx: KVCacheContext) -> int:
-    """Decode allocation without the overlap scheduler (SGLang ``spec_v1_alloc``, sizing.md 7.2)."""
+    """Decode allocation without the overlap scheduler (SGLang ``spec_v1_alloc``, compute_swa_request_cap)."""
     spec = ctx.speculative
     page = ctx.page_size
     steps = spec.num_steps or 1
@@ -73,7 +74,7 @@ def spec_v1_alloc(ctx: KVCacheContext) -> int:
 
 
 def decode_extra_slots(ctx: KVCacheContext) -> int:
-    """``disaggregation_decode_extra_slots`` as the launch resolves it (sizing.md 7.2).
+    """``disaggregation_decode_extra_slots`` as the launch resolves it (compute_swa_request_cap).
 
     An explicit value is kept. Otherwise, in the decode role with ``--max-running-requests``:
     ``2 * w`` when ``w = max(1, mrr // attn_dp) <= 32``, else 0; 0 outside the decode role.
@@ -88,7 +89,7 @@ def decode_extra_slots(ctx: KVCacheContext) -> int:
 
 
 def swa_tokens_per_request(ctx: KVCacheContext, window: int) -> int:
-    """SWA slots one running request holds at worst: ``W + ev * Dt + P + decode_alloc`` (7.2).
+    """SWA slots one running request holds at worst: ``W + ev * Dt + P + decode_alloc`` (compute_swa_request_cap).
 
     ``Dt`` draft tokens or 1, ``ev`` the eviction interval, ``decode_alloc`` = P without
     speculation, ``spec_v1_alloc`` without the overlap scheduler, else ``2 * alloc_len_per_decode``.
@@ -127,7 +128,7 @@ def swa_request_cap(ctx: KVCacheContext, window: int, max_running_requests: int)
 
 
 def req_to_token_extra_context_len(ctx: KVCacheContext) -> int:
-    """Columns beyond ``context_len`` in the request table (resolve.md 7).
+    """Columns beyond ``context_len`` in the request table (KVCacheConfigurator._build_req_to_token_pool).
 
     ``extra = 4 + Dmax``; with speculation and (``Pa > 1`` or UNO):
     ``max(extra, 2 * alloc_len_per_decode + Pa - 1)``. E.g. EAGLE top-1, 3 steps, 4 drafts,
@@ -157,7 +158,7 @@ def req_to_token_pre_alloc(ctx: KVCacheContext) -> int:
 
 
 def estimated_max_running_requests(total_tokens: int, ctx: KVCacheContext) -> int:
-    """``resolve_max_num_reqs`` before any Mamba cap (resolve.md 5).
+    """``resolve_max_num_reqs`` before any Mamba cap (KVCacheConfigurator.resolve_max_num_reqs).
 
     ``est = clamp(int(T / C * 512), 2048, 4096)`` (float, truncated); an explicit
     ``--max-running-requests`` bypasses the clamp and is divided by attention DP;

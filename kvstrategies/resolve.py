@@ -1,4 +1,7 @@
-"""From a KV byte budget to final sizes: a pipeline of small named steps (resolve.md 1-5).
+"""From a KV byte budget to final sizes: a pipeline of small named steps
+(KVCacheConfigurator._resolve_memory_pool_config, KVCacheConfigurator._profile_available_bytes,
+KVCacheConfigurator._handle_max_mamba_cache, KVCacheConfigurator.config_from_budget,
+KVCacheConfigurator.resolve_max_num_reqs).
 
 ``available bytes -> state reservation -> configurator sizes -> user cap -> PP minimum ->
 re-derivation -> max_running_requests -> finalise``. Each step is a function of the previous
@@ -19,7 +22,8 @@ from .strategies.registry import select_configurator
 
 
 def reserve_state(configurator: PoolConfigurator, available_bytes: int) -> StateReservation:
-    """Step 1: request-scoped state (Mamba) comes out of the budget first (resolve.md 3)."""
+    """Step 1: request-scoped state (Mamba) comes out of the budget first
+    (KVCacheConfigurator._handle_max_mamba_cache)."""
     if available_bytes <= 0:
         raise KVCacheConfigError(
             f"available_bytes must be positive, got {available_bytes}; pass the KV budget in bytes "
@@ -47,7 +51,7 @@ def sizes_for_max_tokens(
 
 
 def pp_min_tokens(ctx: KVCacheContext, available_bytes: int) -> int:
-    """The PP-wide MIN of every stage's profiled ``max_total_num_tokens`` (resolve.md 4.2).
+    """The PP-wide MIN of every stage's profiled ``max_total_num_tokens`` (KVCacheConfigurator.config_from_budget).
 
     Assumes every stage has the same budget. A zero-KV stage reports ``2**63 - 1`` and never
     wins; QUIRK: the value compared is whatever ``max_total_num_tokens`` means on that stage.
@@ -67,7 +71,8 @@ def apply_token_constraints(
     max_total_tokens: int | None,
     pp_min: int | None,
 ) -> PoolSizes:
-    """Steps 3-4: ``M = min(profiled, user cap, PP min)``; re-derive when it changed (resolve.md 4)."""
+    """Steps 3-4: ``M = min(profiled, user cap, PP min)``; re-derive when it changed
+    (KVCacheConfigurator.config_from_budget)."""
     target = sizes.max_total_num_tokens
     if max_total_tokens is not None:
         target = min(target, max_total_tokens)
@@ -79,7 +84,7 @@ def apply_token_constraints(
 
 
 def finalize(configurator: PoolConfigurator, sizes: PoolSizes, max_running_requests: int | None = None) -> PoolSizes:
-    """Steps 5-6: ``max_running_requests`` (resolve.md 5), strategy caps, then finalise.
+    """Steps 5-6: ``max_running_requests`` (KVCacheConfigurator.resolve_max_num_reqs), strategy caps, then finalise.
 
     An explicit ``max_running_requests`` (what-if layouts) is used as the per-worker count.
     """
@@ -108,7 +113,7 @@ class Resolution:
 
 
 def resolve(ctx: KVCacheContext, available_bytes: int, *, pp_sync: bool = True) -> Resolution:
-    """The whole resolve pipeline for one rank (resolve.md 1, steps 2-6)."""
+    """The whole resolve pipeline for one rank (KVCacheConfigurator._resolve_memory_pool_config, steps 2-6)."""
     check_layer_setup(ctx)
     configurator = select_configurator(ctx)
     reservation = reserve_state(configurator, available_bytes)

@@ -16,7 +16,7 @@ from .errors import KVCacheConfigError
 
 
 def align_down(value: int, page_size: int) -> int:
-    """``(value // page_size) * page_size``: round down to a page multiple (sizing.md 0)."""
+    """``(value // page_size) * page_size``: round down to a page multiple (``align`` in docs/maintainers.md)."""
     return (value // page_size) * page_size
 
 
@@ -33,7 +33,7 @@ def ceil_align(value: int, multiple: int) -> int:
 class PoolSizes:
     """Token counts per pool for one rank (SGLang ``MemoryPoolConfig`` / ``_PoolSizes``).
 
-    ``max_running_requests`` is None until resolve fills it (resolve.md 5);
+    ``max_running_requests`` is None until resolve fills it (KVCacheConfigurator.resolve_max_num_reqs);
     ``max_mamba_cache_size`` is the Mamba state-slot count of hybrid linear models.
     """
 
@@ -78,7 +78,8 @@ def require_positive_tokens(tokens: int) -> None:
 
 
 def validate_swa_pool_size(swa_tokens: int, sliding_window_size: int | None, page_size: int) -> None:
-    """SGLang's base-class ``validate_swa_pool_size`` (sizing.md 4): the prefill admission floor.
+    """SGLang's base-class ``validate_swa_pool_size`` (``MemoryPoolConfigurator.validate_swa_pool_size``): the
+    prefill admission floor.
 
     Prefill charges ``min(extend + decode, W) + P`` SWA slots per request, so an SWA pool of
     ``W + P`` tokens or fewer could never admit one and the server would hang: raise when

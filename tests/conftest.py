@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 PROFILE_ENV = "KVSTRATEGIES_HYPOTHESIS_PROFILE"
@@ -26,6 +27,24 @@ _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 settings.register_profile("ci", max_examples=40, deadline=None, suppress_health_check=_SLOW_OK)
 settings.register_profile("thorough", max_examples=2500, deadline=None, suppress_health_check=_SLOW_OK)
 settings.load_profile(os.environ.get(PROFILE_ENV, "ci"))
+
+
+def pytest_sessionfinish(session: Any) -> None:
+    """Under pytest-xdist, a worker hands its fuzz counts to the controller (``workeroutput``)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        from tests.fuzz_stats import COUNTS
+
+        workeroutput["kvstrategies_fuzz_counts"] = [[s, o, n] for (s, o), n in COUNTS.items()]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """The controller adds each worker's fuzz counts to its own, for the table below."""
+    from tests.fuzz_stats import COUNTS
+
+    for surface, outcome, n in getattr(node, "workeroutput", {}).get("kvstrategies_fuzz_counts", []):
+        COUNTS[(surface, outcome)] += n
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -1,4 +1,4 @@
-"""Slot allocators: hand-written cases from allocators.md plus model-based property tests.
+"""Slot allocators: hand-written cases from sglang.srt.mem_cache.allocator plus model-based property tests.
 
 Property tests run random operation sequences against a plain-Python model of who holds what
 and check, after every step: no location is handed out twice, none is lost (free + held ==
@@ -52,8 +52,7 @@ def as_list(x: torch.Tensor | None) -> list[int]:
 
 
 # --------------------------------------------------------------------------------------------
-# TokenToKVPoolAllocator (allocators.md section 2)
-# --------------------------------------------------------------------------------------------
+# TokenToKVPoolAllocator (TokenToKVPoolAllocator) ----------------------------------------------------------------------
 
 
 def test_token_fresh_state_and_head_alloc() -> None:
@@ -160,8 +159,7 @@ def test_token_clear_resize_and_no_extend() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# PagedTokenToKVPoolAllocator (allocators.md section 3)
-# --------------------------------------------------------------------------------------------
+# PagedTokenToKVPoolAllocator (PagedTokenToKVPoolAllocator) ------------------------------------------------------------
 
 
 def test_paged_spec_example_size_1000_page_16() -> None:
@@ -254,8 +252,7 @@ def test_paged_alloc_decode() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# SWATokenToKVPoolAllocator (allocators.md section 4)
-# --------------------------------------------------------------------------------------------
+# SWATokenToKVPoolAllocator (SWATokenToKVPoolAllocator) ----------------------------------------------------------------
 
 
 class FakeSWAPool:
@@ -317,7 +314,8 @@ def test_swa_paged_extend_decode_and_page_expanding_free_swa() -> None:
 
 
 def test_swa_alloc_decode_rolls_back_the_side_that_succeeded() -> None:
-    """SGLang 0.5.23 leaks the full side's new page here (OPEN-A2); this library does not."""
+    """SGLang 0.5.23 leaks the full side's new page here (SWATokenToKVPoolAllocator.alloc_decode); this library does
+    not."""
     a = SWATokenToKVPoolAllocator(32, 8, page_size=4)  # full 8 pages, SWA 2 pages
     full = a.alloc_extend(t(0, 0), t(0, 0), t(4, 4), t(4, 4), t(-1, -1), 8)
     assert full is not None and a.swa_available_size() == 0
@@ -365,8 +363,7 @@ def test_swa_free_group_clear_and_resize() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# PureSWA, Mamba, request slots (sections 5-7)
-# --------------------------------------------------------------------------------------------
+# PureSWA, Mamba, request slots (sections 5-7) -------------------------------------------------------------------------
 
 
 def test_pure_swa() -> None:
@@ -422,8 +419,7 @@ def test_request_slots() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Property tests
-# --------------------------------------------------------------------------------------------
+# Property tests -------------------------------------------------------------------------------------------------------
 
 ops_strategy = st.lists(
     st.tuples(st.sampled_from(["alloc", "free", "free", "group"]), st.integers(0, 10**6)),
@@ -771,8 +767,7 @@ def test_property_request_slots(size: int, ops: list[tuple[str, int]]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Misuse: refused at the faulty call by default, SGLang's silent behaviour with check_misuse=False
-# --------------------------------------------------------------------------------------------
+# Misuse: refused at the faulty call by default, SGLang's silent behaviour with check_misuse=False ---------------------
 
 
 def test_paged_decode_at_page_1_takes_a_fresh_location_per_request() -> None:

@@ -24,6 +24,7 @@ from kvstrategies.models.architectures import (
     rows_for,
 )
 from kvstrategies.presets import load_preset_config, preset_names
+from tests.source_trees import parsed
 
 PACKAGE = Path(table.__file__).resolve().parents[1]
 TABLE_MODULE = Path(table.__file__).resolve()
@@ -35,7 +36,7 @@ CASES = Path(__file__).parent / "cases"
 
 def _string_constants(path: Path) -> list[tuple[int, str]]:
     """Every string constant of a module, docstrings included (a docstring is never a bare name)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parsed(path)
     return [(n.lineno, n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
 

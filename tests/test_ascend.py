@@ -1,4 +1,4 @@
-"""Ascend NPU strategy: Default's numbers with the NPU branches, NPU pool layouts (layouts.md 14).
+"""Ascend NPU strategy: Default's numbers with the NPU branches, NPU pool layouts (memory_pool_npu).
 
 Every expected number is computed by hand from the spec and written as a literal, with the
 formula next to it. Layouts are built on ``meta`` (no NPU needed).
@@ -54,13 +54,14 @@ def shapes(layout: PoolLayout) -> dict[str, tuple[tuple[int, ...], DType]]:
 
 
 def dsa_every_4th_layer() -> dict[str, Any]:
-    """DeepSeek-V3.2 with a GLM-style ``index_topk_freq = 4`` (examples.md 6, skip variant)."""
+    """DeepSeek-V3.2 with a GLM-style ``index_topk_freq = 4`` (worked example DeepSeek-V3.2 DSA,
+    skip variant)."""
     config = dict(load_preset_config("deepseek-v3.2"))
     config["index_topk_freq"] = 4
     return config
 
 
-# ---- selection (sizing.md 9, builders.md 4) ---------------------------------------------------
+# ---- selection (create_memory_pool_configurator, KVCacheConfigurator._build_token_to_kv_pool) ------------------------
 
 
 def test_npu_selects_ascend_and_cuda_keeps_default() -> None:
@@ -88,7 +89,7 @@ def test_fp4_and_mxfp8_have_no_npu_pool() -> None:
     assert issubclass(UnsupportedConfigurationError, KVCacheConfigError)
 
 
-# ---- NPUMHATokenToKVPool (14.1) ----------------------------------------------------------------
+# ---- NPUMHATokenToKVPool (NPUMHATokenToKVPool) ----------------------------------------------------------------
 
 
 def test_npu_mha_llama_8b_bf16_page_128() -> None:
@@ -113,7 +114,8 @@ def test_npu_mha_llama_8b_bf16_page_128() -> None:
 
 
 def test_npu_mha_non_page_multiple_floors_the_pages() -> None:
-    """layouts.md 15.A shape (T = 1000, P = 16): CUDA allocates 1,024 fused rows, NPU 63 pages."""
+    """The Llama-3.1-8B bf16 layout (T = 1000, P = 16): CUDA allocates 1,024 fused rows, NPU
+    63 pages."""
     layout = npu_mha_layout(
         size=1000, page_size=16, head_num=8, head_dim=128, v_head_dim=128, layer_num=32, store_dtype=DType.BFLOAT16
     )
@@ -129,7 +131,7 @@ def test_npu_mha_fp8_stores_uint8() -> None:
 
 
 def test_npu_mha_builder_sizes_v_with_head_dim() -> None:
-    """builders.md 5.9: the NPU MHA builder passes no v_head_dim; the cell still prices D + Dv."""
+    """_build_ascend_*_kv_pool: the NPU MHA builder passes no v_head_dim; the cell still prices D + Dv."""
     config = dict(load_preset_config("llama-3.1-8b"), head_dim=192, v_head_dim=128)
     cfg = ascend(config, page_size=128)
     assert cfg.cell_size_bytes == 163_840  # 8 * (192 + 128) * 32 * 2
@@ -151,7 +153,7 @@ def test_npu_k_only_pool() -> None:
     assert layout.planned_bytes == 589_824  # 2 * 9 * 128 * 128 * 2
 
 
-# ---- NPUMiniMaxSparseKVPool (14.3) -------------------------------------------------------------
+# ---- NPUMiniMaxSparseKVPool (NPUMiniMaxSparseKVPool) -------------------------------------------------------------
 
 MINIMAX_M3 = {
     "architectures": ["MiniMaxM3SparseForCausalLM"],
@@ -189,7 +191,7 @@ def test_npu_minimax_sparse_pool() -> None:
     assert layout.planned_bytes == 1152 * 5_376
 
 
-# ---- NPUMLATokenToKVPool (14.4) ----------------------------------------------------------------
+# ---- NPUMLATokenToKVPool (NPUMLATokenToKVPool) ----------------------------------------------------------------
 
 
 def test_npu_mla_deepseek_v3_splits_nope_and_rope() -> None:
@@ -205,10 +207,12 @@ def test_npu_mla_deepseek_v3_splits_nope_and_rope() -> None:
 
 
 def test_npu_dsa_bf16_indexer_bytes_and_layout() -> None:
-    """sizing.md 5.5 NPU branch: a non-fp8 KV cache keeps a bf16 indexer (per_tok 128, esz 2)."""
+    """DefaultPoolConfigurator._compute_dsa_indexer_cell_size NPU branch: a non-fp8 KV cache keeps a bf16 indexer
+    (per_tok 128, esz 2)."""
     cfg = ascend("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="bf16")
     assert cfg.indexer_bytes(61) == 15_616  # 128 * 61 layers * 2 B (CUDA: 132 * 61 * 1 = 8,052)
-    assert cfg.cell_size_bytes == 85_888  # 576 * 61 * 2 + 15,616 (CUDA: 78,324, examples.md 6)
+    # 576 * 61 * 2 + 15,616 (CUDA: 78,324, worked example DeepSeek-V3.2 DSA)
+    assert cfg.cell_size_bytes == 85_888
     sizes = cfg.calculate_pool_sizes(GIB40, 64)
     assert sizes.max_total_num_tokens == 500_032  # 40 GiB // 85,888 = 500,066 -> page 64
     layout = cfg.token_to_kv_layout(WHAT_IF)
@@ -223,7 +227,8 @@ def test_npu_dsa_bf16_indexer_bytes_and_layout() -> None:
 
 
 def test_npu_dsa_fp8_sizes_like_cuda() -> None:
-    """fp8 keeps the uint8 + fp32-scale indexer on NPU too: examples.md 6 (fp8 scaled) numbers."""
+    """fp8 keeps the uint8 + fp32-scale indexer on NPU too: the DeepSeek-V3.2 DSA example's (fp8 scaled)
+    numbers."""
     cfg = ascend("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="fp8_e4m3")
     assert cfg.indexer_bytes(61) == 8_052  # ceil_div(128 + 4, 1) * 61 * 1
     assert cfg.cell_size_bytes == 48_068  # 656 * 61 + 8,052
@@ -250,7 +255,7 @@ def test_npu_dsa_fp8_arch35_packs_nope_rope_scales() -> None:
     # record [fp8 nope 512 | bf16 rope 2*64 | fp32 scales 512/128*4] = 656 bytes in k_buffer
     assert shapes(layout) == {
         "k_buffer": ((61, 17, 64, 1, 656), DType.FLOAT8_E4M3FN),
-        "v_buffer": ((61, 17, 64, 1, 0), DType.BFLOAT16),  # zero-width placeholder (layouts.md 0.4)
+        "v_buffer": ((61, 17, 64, 1, 0), DType.BFLOAT16),  # zero-width placeholder (memory_pool_npu stacked tensors)
         "index_k_buffer": ((61, 17, 64, 1, 128), DType.FLOAT8_E4M3FN),
         "index_k_scale_buffer": ((61, 17, 64, 1), DType.FLOAT32),
     }
@@ -298,7 +303,7 @@ def test_npu_dsa_draft_worker_pool(dcp: int, draft_tokens: int, pages: int) -> N
 
 
 def test_npu_index_k_elision_and_its_npu_exceptions() -> None:
-    """Layers 0, 1, 5, 9, ..., 57 own index keys with freq 4 (examples.md 6: 16 layers)."""
+    """Layers 0, 1, 5, 9, ..., 57 own index keys with freq 4 (worked example DeepSeek-V3.2 DSA: 16 layers)."""
     owners = [0, 1, *range(5, 61, 4)]
     assert len(owners) == 16
     cfg = ascend(dsa_every_4th_layer(), tp_size=8, page_size=128)
@@ -308,7 +313,8 @@ def test_npu_index_k_elision_and_its_npu_exceptions() -> None:
     index_views = [b for b in layout.buffers if b.name.startswith("index_k_buffer[")]
     assert [b.name for b in index_views] == [f"index_k_buffer[{layer}]" for layer in owners]
     assert index_views[2].view is not None and index_views[2].view.index == (2,)  # layer 5 in slot 2
-    # NPU with PD disaggregation or hierarchical cache: no elision, all 61 layers (sizing.md 5.5)
+    # NPU with PD disaggregation or hierarchical cache: no elision, all 61 layers
+    # (DefaultPoolConfigurator._compute_dsa_indexer_cell_size)
     for extra in ({"disaggregation_mode": "prefill"}, {"enable_hierarchical_cache": True}):
         full = ascend(dsa_every_4th_layer(), tp_size=8, page_size=128, **extra)
         assert full.cell_size_bytes == 85_888
@@ -340,7 +346,7 @@ def test_npu_mla_layout_rejects_bad_arguments() -> None:
         case_settings("llama-3.1-8b", device="npu", platform={"is_npu_arch36": True})
 
 
-# ---- hybrid linear on NPU (builders.md 5.7: NPU sub-pool classes; layouts.md 2.1: NPU conv) ----
+# ---- hybrid linear on NPU (_build_hybrid_linear_kv_pool: NPU sub-pool classes; mamba_utils state shapes: NPU conv) ---
 
 HYBRID_SIZES = PoolSizes(max_total_num_tokens=1024, max_running_requests=8, max_mamba_cache_size=24)
 MTP: dict[str, Any] = {
@@ -432,7 +438,8 @@ def test_cuda_and_npu_twins_differ_only_in_the_kv_pool_buffers(cuda_path: Path) 
     Token counts, requests, the cell and the request table are Default's on both devices, and
     with ``T`` a page multiple the pools hold the same bytes. The spec names two exceptions:
     DSA index keys (CUDA: ``(T + P + 1) // P`` pages of 64 * 132 B; NPU: page-major, bf16
-    without fp8) change the bytes, and a bf16 DSA cell carries the NPU bf16 indexer (5.5).
+    without fp8) change the bytes, and a bf16 DSA cell carries the NPU bf16 indexer
+    (DefaultPoolConfigurator._compute_dsa_indexer_cell_size).
     """
     npu_path = cuda_path.with_name(cuda_path.name.replace("-cuda.json", ".json"))
     cuda_plan, npu_plan = _plan(cuda_path), _plan(npu_path)
@@ -447,7 +454,8 @@ def test_cuda_and_npu_twins_differ_only_in_the_kv_pool_buffers(cuda_path: Path) 
     differing = {k for k in cuda_doc if k not in POOL_KEYS and cuda_doc[k] != npu_doc[k]}
     assert differing == expected
     if geometry.hybrid_swa is not None:
-        # builders.md 4 row 2: SWAKVPool of two NPUMHATokenToKVPool (the hybrid SWA strategy's pools)
+        # KVCacheConfigurator._build_token_to_kv_pool: SWAKVPool of two NPUMHATokenToKVPool (the hybrid SWA strategy's
+        # pools)
         assert npu_doc["configurator"] == cuda_doc["configurator"] == "HybridSWAPoolConfigurator"
         attributes = dict(npu_plan.layout.token_to_kv.attributes)
         assert attributes["full.pool_class"] == attributes["swa.pool_class"] == "NPUMHATokenToKVPool"
@@ -491,7 +499,8 @@ def test_twin_buffers_hold_the_same_bytes_per_layer() -> None:
 
 
 def test_dsa_bf16_differs_from_cuda_only_by_the_npu_indexer_term() -> None:
-    """The one sizing difference the spec names (5.5): 61 layers * (128 * 2 - 132) = 7,564 B."""
+    """The one sizing difference the spec names (DefaultPoolConfigurator._compute_dsa_indexer_cell_size): 61 layers *
+    (128 * 2 - 132) = 7,564 B."""
     npu = ascend("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="bf16")
     cuda = select_configurator(case_settings("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="bf16"))
     assert cuda.cell_size_bytes == 78_324

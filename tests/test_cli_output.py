@@ -16,6 +16,7 @@ from kvstrategies.planner.gpus import GPUS
 from kvstrategies.planner.launch_defaults import model_facts_from_hf_config, resolve_launch_defaults
 from kvstrategies.presets import load_preset_config, preset_names
 from kvstrategies.releases import NEWEST_SGLANG
+from tests.source_trees import parsed
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "kvstrategies"
@@ -118,7 +119,7 @@ def test_sweep_defaults_to_8k_requests(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def _string_literals(path: Path) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     docstrings = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:

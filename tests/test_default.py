@@ -1,4 +1,6 @@
-"""Default strategy: the hand-computed examples of examples.md 1-5, 12, 17 and layouts.md 15.A-B.
+"""Default strategy: hand-computed examples (Llama-3.1-8B TP1, Llama-3.1-8B fp8 TP2, Llama-3.1-70B, KV-head
+replication, DeepSeek-V3 MLA, EAGLE/MTP drafts, end to end Llama-3.1-8B) and layouts (Llama-3.1-8B bf16 T=1000
+P=16, DeepSeek-V3 MLA bf16 T=1024 P=64).
 
 Every expected number is written here as computed by hand from the spec, not read back.
 """

@@ -1,8 +1,9 @@
 """Default strategy, advanced branches: DSA, FP4, MXFP8, MiniMax sparse, EAGLE/DFLASH drafts.
 
-Hand-computed expectations from examples.md 6, 7, 8, 12 (DSA rows), 13 and layouts.md 4.5, 5,
-7, 8, 9, 12, written as literals. Every catalog case this issue adds is built on ``meta`` and its
-allocated bytes compared with the planned bytes.
+Hand-computed expectations (DeepSeek-V3.2 DSA, FP4 KV, MXFP8, EAGLE/MTP drafts with DSA, DFLASH drafts) and the
+layouts of MHATokenToKVPool's FP4 recipes, MHATokenToKVPoolMXFP8, MLATokenToKVPoolFP4, DSATokenToKVPool,
+MHATokenToKOnlyPool and MiniMaxSparseKVPool, written as literals. Every catalog case this issue adds is built on
+``meta`` and its allocated bytes compared with the planned bytes.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def default(preset: str | dict[str, Any], **fields: Any) -> DefaultPoolConfigura
 
 
 def dsa_freq4() -> dict[str, Any]:
-    """DeepSeek-V3.2 with a GLM-style ``index_topk_freq = 4`` (examples.md 6, skip variant)."""
+    """DeepSeek-V3.2 with a GLM-style ``index_topk_freq = 4`` (worked example DeepSeek-V3.2 DSA,
+    skip variant)."""
     config = copy.deepcopy(dict(load_preset_config(V32)))
     config["index_topk_freq"] = 4
     return config
@@ -75,7 +77,7 @@ def shapes(layout: Any, name: str) -> tuple[tuple[int, ...], str]:
     return buf.shape, str(buf.dtype)
 
 
-# ---- examples.md 6: DSA ------------------------------------------------------------------
+# ---- worked example: DeepSeek-V3.2 DSA --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -127,7 +129,7 @@ def test_glm5_dsa_cells() -> None:
     assert default("glm-5", kv_cache_dtype="fp8_e4m3", page_size=64).cell_size_bytes == 61_464
 
 
-# ---- examples.md 12 (DSA rows) and 13 --------------------------------------------------
+# ---- worked examples: EAGLE/MTP drafts (DSA rows) and DFLASH drafts --------------------------------------------------
 
 
 def test_example_12_dsa_mtp() -> None:
@@ -173,7 +175,7 @@ def test_example_13_dflash_with_dcp2() -> None:
     assert fallback.cell_size_bytes == 172_032  # ceil_div(131,072 * (32 + 5 * 2), 32)
 
 
-# ---- examples.md 7: FP4 ----------------------------------------------------------------
+# ---- worked example: FP4 KV -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -223,11 +225,11 @@ def test_example_7_fp4_mla(dtype: str) -> None:
 
 def test_fp4_storage_element_is_one_byte() -> None:
     torch = pytest.importorskip("torch")
-    assert torch.empty((), dtype=torch.float4_e2m1fn_x2).element_size() == 1  # OPEN-S6
+    assert torch.empty((), dtype=torch.float4_e2m1fn_x2).element_size() == 1  # SGLang's FP4 code relies on it
     assert DType.FLOAT4_E2M1FN_X2.itemsize == 1
 
 
-# ---- examples.md 8: MXFP8 --------------------------------------------------------------
+# ---- worked example: MXFP8 ------------------------------------------------------------------------
 
 
 def test_example_8_mxfp8() -> None:
@@ -245,7 +247,7 @@ def test_mxfp8_scale_term_floors_the_whole_product() -> None:
     assert default(config, kv_cache_dtype="mxfp8").cell_size_bytes == 297
 
 
-# ---- layouts: DSA (layouts.md 8) -------------------------------------------------------
+# ---- layouts: DSA (DSATokenToKVPool) -------------------------------------------------------
 
 
 def what_if(preset: str | dict[str, Any], tokens: int = 1024, requests: int = 8, **fields: Any) -> Any:
@@ -375,7 +377,8 @@ def test_mxfp8_pool_page_64_flat() -> None:
     assert kv.planned_bytes == 1_088 * 67_584
 
 
-# ---- MiniMax sparse (sizing.md 2.8, 5.2 c; layouts.md 9, 12) ---------------------------
+# ---- MiniMax sparse (ModelConfig's MiniMax sparse layer ids, DefaultPoolConfigurator._compute_cell_size;
+# MHATokenToKOnlyPool, MiniMaxSparseKVPool)
 
 
 def test_minimax_geometry() -> None:

@@ -1,6 +1,6 @@
-"""DeepSeek-V4 compressed attention: examples.md 14 (D1-D4), layouts.md 13.4b, the catalog cases.
+"""DeepSeek-V4 compressed attention: hand-computed examples D1-D4, DeepSeekV4TokenToKVPool, the catalog cases.
 
-Every expected number is a literal computed by hand from sizing.md 8 / layouts.md 13 (the
+Every expected number is a literal computed by hand from DSV4PoolConfigurator / DeepSeekV4TokenToKVPool (the
 examples use the first 43 entries of the real V4-Flash ``compress_ratios``: 2 x 0, 21 x 4,
 20 x 128; ``C = 65,536``; page 256; 60 GiB).
 """
@@ -79,7 +79,7 @@ def test_pro_geometry_from_the_real_config() -> None:
 def test_selection_dsv4_first_unless_hybrid_swa_memory_disabled() -> None:
     assert type(select_configurator(case_settings(FLASH, page_size=256))) is DSV4PoolConfigurator
     off = select_configurator(case_settings(FLASH, page_size=256, disable_hybrid_swa_memory=True))
-    assert not isinstance(off, DSV4PoolConfigurator)  # falls through to the Default family (OPEN-S5)
+    assert not isinstance(off, DSV4PoolConfigurator)  # falls through to the Default family
 
 
 def test_bad_compress_ratio_is_rejected() -> None:
@@ -89,7 +89,7 @@ def test_bad_compress_ratio_is_rejected() -> None:
         parse_hf_config(config)
 
 
-# ---- constants (examples.md 14) ----------------------------------------------------------------
+# ---- constants of the DeepSeek-V4 examples ----------------------------------------------------------------------
 
 
 def test_per_token_constants() -> None:
@@ -233,7 +233,7 @@ def test_page_size_must_be_a_multiple_of_128(page: int) -> None:
 
 @pytest.mark.parametrize("page", [128, 512])
 def test_cuda_sizes_other_128_multiples_but_builds_only_page_256(page: int) -> None:
-    # SGLang's configurator asserts P % 128 == 0; its CUDA pool asserts P == 256 (builders.md 5.8).
+    # SGLang's configurator asserts P % 128 == 0; its CUDA pool asserts P == 256 (_build_dsv4_kv_pool).
     cfg = dsv4(page_size=page)
     sizes = cfg.calculate_pool_sizes(BUDGET, page)
     assert sizes.max_total_num_tokens % page == 0

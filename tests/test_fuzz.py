@@ -5,7 +5,7 @@ dataclasses / ``plan`` and lets only :class:`KVCacheConfigError` (or a subclass)
 other exception fails the test. Every plan that succeeds must satisfy:
 
 * token counts are page multiples (except the SWA side of SWAChunkCap's max-tokens path,
-  sizing.md 12 quirk 10, which SGLang caps by the un-aligned ``M``);
+  SWARequestCapPoolConfigurator.calculate_pool_sizes_from_max_tokens, which SGLang caps by the un-aligned ``M``);
 * the planned tokens fit the budget by the strategy's own byte accounting
   (Default family: ``tokens * cell <= available`` after the state reservation);
 * the layout's planned bytes equal what ``build(plan, "meta")`` allocates (the layout is a

@@ -4,8 +4,8 @@ Every ``tests/cases/*.json`` is planned and compared with ``golden/<case>.json``
 extension (``pytest --snapshot-update`` re-records; ``tools/record_golden.py`` writes the same
 bytes). A snapshot without a case, or a case without a snapshot, fails the run. Each case is
 also built on ``meta``: allocated bytes == planned bytes, tensors as described, token counts
-page-aligned (except SWAChunkCap's ``min(cap, M)`` quirk, sizing.md 7.3) and tokens x cell
-within the budget. See docs/golden.md.
+page-aligned (except SWAChunkCap's ``min(cap, M)`` quirk, SWARequestCapPoolConfigurator.calculate_pool_sizes) and tokens
+x cell within the budget. See docs/golden.md.
 """
 
 from __future__ import annotations
@@ -117,7 +117,8 @@ def test_every_case_has_a_snapshot_and_every_snapshot_a_case(request: pytest.Fix
 
 
 def _unaligned_allowed(planned: Plan, case: Case, field: str, value: int) -> bool:
-    """SWAChunkCap sizes the SWA pool ``min(ceil_align(cap, P), M)`` with un-aligned M (sizing.md 7.3)."""
+    """SWAChunkCap sizes the SWA pool ``min(ceil_align(cap, P), M)`` with un-aligned M
+    (SWARequestCapPoolConfigurator.calculate_pool_sizes)."""
     if type(planned.configurator).__name__ != "SWAChunkCapPoolConfigurator" or field != "swa_max_total_num_tokens":
         return False
     caps = {case.max_tokens, case.pool_max_tokens, planned.resolution.pp_min_tokens}
@@ -136,8 +137,8 @@ def _assert_page_aligned(planned: Plan, case: Case, label: str, sizes: PoolSizes
 
 
 def _kv_bytes_used(planned: Plan) -> int | float:
-    """``tokens x cell``; SWAChunkCap reports the inherited ratio cell (sizing.md 4) but spends
-    ``swa * swa_cell + full * full_token_cell`` (7.3)."""
+    """``tokens x cell``; SWAChunkCap reports the inherited ratio cell (HybridSWAPoolConfigurator._recompute_cell_size)
+    but spends ``swa * swa_cell + full * full_token_cell`` (SWARequestCapPoolConfigurator.calculate_pool_sizes)."""
     cfg, sizes = planned.configurator, planned.sizes
     if isinstance(cfg, SWAChunkCapPoolConfigurator):
         swa_bytes = cfg.swa_cell * (sizes.swa_max_total_num_tokens or 0)
@@ -219,8 +220,9 @@ def test_pytest_snapshot_update_and_record_tool_write_identical_bytes(tmp_path: 
     """A real ``pytest --snapshot-update`` run into a scratch folder, against the tool's files."""
     chosen = [n for n in CASE_IDS if n.startswith("default-llama-3.1-8b-tp1-")][:3] or CASE_IDS[:3]
     tool_dir, pytest_dir = tmp_path / "tool", tmp_path / "pytest"
-    for name in chosen:
-        assert _record_tool("--golden", str(tool_dir), "-q", "-k", name).returncode == 0
+    # one tool run records the chosen cases (each -k selects the cases whose name contains it)
+    selected = [arg for name in chosen for arg in ("-k", name)]
+    assert _record_tool("--golden", str(tool_dir), "-q", *selected).returncode == 0
     selection = " or ".join(f"test_golden_snapshot[{name}]" for name in chosen)
     env = {**os.environ, GOLDEN_DIR_ENV: str(pytest_dir)}
     run = subprocess.run(

@@ -1,4 +1,4 @@
-"""Accelerator table, name lookup and byte-size parsing (launch_defaults.md §1)."""
+"""Accelerator table, name lookup and byte-size parsing (get_device_memory_capacity)."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def test_arch_flags() -> None:
     h100, b200, b300 = lookup_gpu("H100"), lookup_gpu("B200"), lookup_gpu("B300")
     assert h100.is_sm90 and not h100.is_blackwell and not h100.is_sm100 and h100.is_cuda
     assert b200.is_sm100 and b200.is_blackwell and not b200.is_sm90
-    assert b300.is_sm100  # SM103 counts as SM100 for SGLang's rules (§1.2)
+    assert b300.is_sm100  # SM103 counts as SM100 for SGLang's rules (sglang.srt.utils.common probes)
     rtx = lookup_gpu("RTX-5090")
     assert rtx.is_sm120 and rtx.is_blackwell and not rtx.is_sm100 and rtx.sm_major == 12
     mi355, mi300 = lookup_gpu("MI355X"), lookup_gpu("MI300X")

@@ -1,8 +1,9 @@
-"""HybridLinear strategy: examples.md 12 (Qwen3-Next row), 15 (both variants), 16, layouts.md 15.C,
-every family's state shapes, the Mamba budget branches and the hybrid pools.
+"""HybridLinear strategy: hand-computed examples (Qwen3-Next MTP draft, Qwen3-Next GDN in both variants, the zero-KV PP
+stage, the Qwen3.5-35B-A3B GDN bf16 T=1024 P=1 layout), every family's state shapes, the Mamba budget branches and the
+hybrid pools.
 
-Every expected number is a literal computed by hand from the spec (resolve.md 3, sizing.md 2.7,
-layouts.md 2-3, 10), not read back from the library.
+Every expected number is a literal computed by hand from SGLang's rules (KVCacheConfigurator._handle_max_mamba_cache,
+sglang.srt.configs.mamba_utils, MambaPool, HybridReqToTokenPool, HybridLinearKVPool), not read back from the library.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ QWEN3_NEXT = "qwen3-next-80b-a3b"
 QWEN35 = "qwen3.5-35b-a3b"
 CASES = Path(__file__).parent / "cases"
 HYBRID_CASES = sorted(CASES.glob("hybrid-linear-*.json"))
-REST_46 = 46 * GIB  # examples.md 15: rest = 60.0 - 140.0 * (1 - 0.9) = 46.0 GiB before the Mamba step
+# worked example Qwen3-Next GDN: rest = 60.0 - 140.0 * (1 - 0.9) = 46.0 GiB before the Mamba step
+REST_46 = 46 * GIB
 
 
 def configurator(preset: str | dict[str, Any], **fields: Any) -> HybridLinearPoolConfigurator:
@@ -42,7 +44,7 @@ def configurator(preset: str | dict[str, Any], **fields: Any) -> HybridLinearPoo
     return cfg
 
 
-# ---- selection and layer ids (sizing.md 2.7, 9) ---------------------------------------------------
+# ---- selection and layer ids (sglang.srt.configs.mamba_utils, create_memory_pool_configurator) -----------------------
 
 
 @pytest.mark.parametrize(
@@ -79,7 +81,7 @@ def test_qwen35_uses_the_interval_rule_not_layer_types() -> None:
     assert geometry.mamba.full_attention_layer_ids == (3, 7, 11, 15, 19, 23, 27, 31, 35, 39)
 
 
-# ---- state shapes per family (layouts.md 2.1), hand-computed ---------------------------------------
+# ---- state shapes per family (mamba_utils state shapes), hand-computed ---------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -144,7 +146,7 @@ def test_indivisible_tp_is_a_config_error() -> None:
         _ = cfg.state_shapes
 
 
-# ---- examples.md 15 ----------------------------------------------------------------------------------
+# ---- worked example: Qwen3-Next GDN -------------------------------------------------------------------------------
 
 
 def test_example_15_qwen3_next_tp4_auto_fit() -> None:
@@ -179,7 +181,7 @@ def test_example_15_variant_b_radix_off_mrr_256() -> None:
     assert (sizes.max_total_num_tokens, sizes.max_running_requests) == (3_615_488, 256)
 
 
-# ---- examples.md 16: the zero-KV PP stage -------------------------------------------------------------
+# ---- worked example: the zero-KV PP stage ----------------------------------------------------------------------------
 
 
 def test_example_16_zero_kv_pp_stage() -> None:
@@ -218,7 +220,8 @@ def test_pp_scaling_with_the_default_split() -> None:
 
 
 def test_pure_state_model_uses_the_context_len() -> None:
-    # no attention layer anywhere: the 2**63 - 1 rule does not apply, even under PP (sizing.md 5.6)
+    # no attention layer anywhere: the 2**63 - 1 rule does not apply, even under PP
+    # (DefaultPoolConfigurator.calculate_pool_sizes)
     config = dict(load_preset_config("nemotron-h-8b"), hybrid_override_pattern="M-M-", num_hidden_layers=4)
     for fields in ({}, {"pp_size": 2, "pp_rank": 1}):
         cfg = configurator(config, **fields)
@@ -227,7 +230,7 @@ def test_pure_state_model_uses_the_context_len() -> None:
     assert configurator(config, max_tokens=5_000).calculate_pool_sizes(40 * GIB, 64).max_total_num_tokens == 4_992
 
 
-# ---- examples.md 12 (Qwen3-Next MTP row) and the speculative branches ---------------------------------
+# ---- worked example: Qwen3-Next MTP draft, and the speculative branches --------------------------------------------
 
 MTP = {
     "speculative_algorithm": "EAGLE",
@@ -280,7 +283,7 @@ def test_pd_prefill_role_reserves_no_spec_state() -> None:
     assert cfg.spec_num_draft_tokens is None
 
 
-# ---- Mamba ratio (resolve.md 3.3) and the request cap ------------------------------------------------
+# ---- Mamba ratio (KVCacheConfigurator._calculate_mamba_ratio) and the request cap ------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -327,7 +330,7 @@ def test_too_small_budget_is_insufficient_memory() -> None:
         radix_off.reserve_before_kv(REST_46)  # 4001 slots * 19.3 MB > 46 GiB
 
 
-# ---- layouts.md 15.C ----------------------------------------------------------------------------------
+# ---- worked layout: Qwen3.5-35B-A3B GDN bf16 T=1024 P=1 ------------------------------------------------------------
 
 SIZES_15C = PoolSizes(max_total_num_tokens=1024, max_running_requests=8, max_mamba_cache_size=24)
 

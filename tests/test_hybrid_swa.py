@@ -1,4 +1,6 @@
-"""Hybrid sliding-window strategies: examples.md 9-12, sizing.md 2.2, 4, 6, 7 and the SWAKVPool.
+"""Hybrid sliding-window strategies: hand-computed examples (GPT-OSS-120B SWA, all-SWA, GPT-OSS-120B request cap,
+EAGLE/MTP drafts) of ModelConfig._derive_model_shapes, MemoryPoolConfigurator.validate_swa_pool_size,
+HybridSWAPoolConfigurator, SWARequestCapPoolConfigurator and the SWAKVPool.
 
 Every expected number is written as computed by hand from the spec, not read back from the
 library.
@@ -47,7 +49,7 @@ def hybrid(preset_or_config: str | dict[str, Any], **fields: Any) -> HybridSWAPo
 
 
 def gemma4_config(**text_overrides: Any) -> dict[str, Any]:
-    """A Gemma-4-26B-A4B-shaped config: 30 layers, every 6th full (sizing.md 2.2 example)."""
+    """A Gemma-4-26B-A4B-shaped config: 30 layers, every 6th full (ModelConfig._derive_model_shapes example)."""
     text = {
         "model_type": "gemma4_text",
         "num_hidden_layers": 30,
@@ -79,7 +81,7 @@ ALL_SWA_CONFIG = {
 }
 
 
-# ---- selection (sizing.md 9) and detection (2.4) ------------------------------------------------
+# ---- selection (create_memory_pool_configurator) and detection (2.4) ------------------------------------------------
 
 
 def test_registered_in_sizing_9_order_after_dsv4() -> None:
@@ -171,7 +173,7 @@ def test_inkling_default_ratio_is_0_1() -> None:
     assert hybrid(inkling, page_size=16, swa_full_tokens_ratio=0.5).ratio == 0.5
 
 
-# ---- examples.md 9: GPT-OSS-120B, ratio 0.8 -----------------------------------------------------
+# ---- worked example: GPT-OSS-120B SWA, ratio 0.8 ---------------------------------------------------------------------
 
 
 def test_example_9_gpt_oss_120b_ratio_0_8() -> None:
@@ -233,7 +235,7 @@ def test_window_floor_fires_before_the_generic_error() -> None:
         hybrid(GPT_OSS, page_size=64).calculate_pool_sizes(1_000, 64)
 
 
-# ---- examples.md 10: all-SWA ---------------------------------------------------------------------
+# ---- worked example: all-SWA -----------------------------------------------------------------------------------
 
 
 def test_example_10_all_swa_int_cell_no_ratio_no_floor() -> None:
@@ -263,7 +265,7 @@ def test_all_swa_layout_uses_the_pure_swa_mapping() -> None:
 
 
 def test_all_swa_sizes_at_any_page_but_the_pool_needs_page_1() -> None:
-    # SGLang sizes the all-SWA pool at page 16 (examples.md 10) but its PureSWA allocator asserts page 1.
+    # SGLang sizes the all-SWA pool at page 16 (the all-SWA example) but its PureSWA allocator asserts page 1.
     cfg = hybrid(ALL_SWA_CONFIG, page_size=16)
     sizes = cfg.calculate_pool_sizes_from_max_tokens(1024, 16)
     assert sizes.swa_max_total_num_tokens == 1024 and sizes.full_max_total_num_tokens == 0
@@ -271,14 +273,15 @@ def test_all_swa_sizes_at_any_page_but_the_pool_needs_page_1() -> None:
         cfg.token_to_kv_layout(sizes.replace(max_running_requests=8))
 
 
-# ---- examples.md 11 and sizing.md 7: the request / chunk cap --------------------------------------
+# ---- worked example: GPT-OSS-120B request cap (SWARequestCapPoolConfigurator): the request / chunk cap ---------
 
 
 def test_example_11_chunk_cap() -> None:
     cfg = select_configurator(case_settings(GPT_OSS, page_size=64, **CAP))
     assert isinstance(cfg, SWAChunkCapPoolConfigurator)
     assert cfg.swa_cap_tokens == 40_960  # 383 * 64 + 2 * 8,192 + 64
-    assert cfg.cell_size_bytes == 66_355.2  # reported: the inherited hybrid value (sizing.md 4)
+    # reported: the inherited hybrid value (HybridSWAPoolConfigurator._recompute_cell_size)
+    assert cfg.cell_size_bytes == 66_355.2
     assert cfg.full_token_cell == 36_864
     assert 40_960 * cfg.swa_cell == 1_509_949_440
     sizes = finalize(cfg, cfg.calculate_pool_sizes(BUDGET_50G, 64))
@@ -373,7 +376,7 @@ def test_chunk_cap_that_eats_the_budget_says_what_to_reduce() -> None:
         cfg.calculate_pool_sizes(1_509_949_440, 64)
 
 
-# ---- examples.md 12: draft layers (6.2) ------------------------------------------------------------
+# ---- EAGLE/MTP drafts: draft layers (HybridSWAPoolConfigurator.__init__) ---------------------------------------------
 
 
 def test_example_12_hybrid_swa_with_a_one_layer_eagle3_head() -> None:
@@ -395,7 +398,7 @@ def test_draft_swa_layers_and_mtp_local_layers() -> None:
     assert mtp.cell_size_bytes == 70_451.2  # 2,048 * 19 + 2,048 * 1 + 0.8 * 36,864
 
 
-# ---- Gemma-4 rewrite (sizing.md 2.2, builders.md 1) ------------------------------------------------
+# ---- Gemma-4 rewrite (ModelConfig._derive_model_shapes, KVCacheConfigurator.__init__) --------------------------------
 
 
 def test_gemma4_per_layer_bytes_after_the_rewrite() -> None:
@@ -489,7 +492,7 @@ def test_sizing_ignores_dcp_but_the_pools_use_it() -> None:
     assert {b.name: b.shape for b in layout.buffers}["full.k_buffer[0]"] == (2112, 2, 64)  # 8 // (8 // 2)
 
 
-# ---- the SWAKVPool layout (layouts.md 11) -------------------------------------------------------------
+# ---- the SWAKVPool layout (SWAKVPool) -------------------------------------------------------------
 
 
 def test_gpt_oss_swa_kv_pool_layout_and_bytes() -> None:
@@ -586,7 +589,8 @@ def test_hybrid_swa_with_mamba_layers_is_rejected_not_mispriced() -> None:
 
 
 def test_draft_worker_is_sized_as_its_own_model() -> None:
-    """A draft worker prices only its own D layers (no draft scaling) and is planned (resolve.md 8)."""
+    """A draft worker prices only its own D layers (no draft scaling) and is planned
+    (KVCacheConfigurator._resolve_memory_pool_config draft branch)."""
     cfg = hybrid(GPT_OSS, page_size=64, is_draft_worker=True, speculative_algorithm="EAGLE3",
                  eagle_draft_num_layers=2, tp_size=2)  # fmt: skip
     assert (cfg.full_layer_ids, cfg.swa_layer_ids) == ((1,), (0,))  # layer_types[0:2] = sliding, full

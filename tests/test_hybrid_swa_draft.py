@@ -1,4 +1,5 @@
-"""Hybrid-SWA draft workers: own sizing, adopted target sizes, pools (resolve.md 6, 8; sizing.md 6).
+"""Hybrid-SWA draft workers: own sizing, adopted target sizes, pools (KVCacheConfigurator._derive_pool_sizes,
+KVCacheConfigurator._resolve_memory_pool_config draft branch; HybridSWAPoolConfigurator).
 
 Numbers are computed here from the formulas (gpt-oss-120b: 8 KV heads, head_dim 64, layer_types
 alternating sliding / full from layer 0; MiMo-V2-Flash: SGLang's MiMoV2MTP draft holds SWA layer

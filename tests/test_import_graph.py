@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.source_trees import parsed
+
 PACKAGE = Path(__file__).resolve().parents[1] / "kvstrategies"
 
 
@@ -39,7 +41,7 @@ def import_graph(package: Path) -> dict[str, set[str]]:
     known = set(modules)
     graph: dict[str, set[str]] = {}
     for module, (path, is_package) in modules.items():
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = parsed(path)
         imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
         graph[module] = {
             t for n in imports for t in _targets(module, is_package, n, known) if t in known and t != module

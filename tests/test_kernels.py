@@ -35,7 +35,7 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def storage(kv_dtype: torch.dtype) -> torch.dtype:
-    """Pool storage dtype (layouts.md 0.3): fp8 lives in uint8."""
+    """Pool storage dtype (KVCache.__init__ store dtype): fp8 lives in uint8."""
     return torch.uint8 if kv_dtype in FP8 else kv_dtype
 
 
@@ -65,8 +65,7 @@ def both(fn_name: str, buffers: list[torch.Tensor], *args: object, **kwargs: obj
 
 
 # ---------------------------------------------------------------------------------------------
-# torch cast semantics the kernels reproduce (write_path.md OPEN-W5, pinned for this torch)
-# ---------------------------------------------------------------------------------------------
+# torch cast semantics the kernels reproduce (fp8 overflow, pinned for this torch) -------------------------------------
 
 
 def test_torch_fp8_overflow_semantics_are_pinned() -> None:
@@ -85,8 +84,7 @@ def test_ceil_log2_is_exact_where_log2_is_not() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Conversions: exhaustive bf16 and random fp32 bit patterns through the row-store kernel
-# ---------------------------------------------------------------------------------------------
+# Conversions: exhaustive bf16 and random fp32 bit patterns through the row-store kernel -------------------------------
 
 
 def _all_finite_bf16() -> torch.Tensor:
@@ -130,8 +128,7 @@ def test_random_fp32_conversion_matches_torch(interp: None, out: torch.dtype) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# MHA store
-# ---------------------------------------------------------------------------------------------
+# MHA store ------------------------------------------------------------------------------------------------------------
 
 
 @needs_triton
@@ -184,8 +181,7 @@ def test_reference_fp8_store_divides_then_casts_without_mutating_input() -> None
 
 
 # ---------------------------------------------------------------------------------------------
-# MLA store
-# ---------------------------------------------------------------------------------------------
+# MLA store ------------------------------------------------------------------------------------------------------------
 
 
 @needs_triton
@@ -210,8 +206,7 @@ def test_store_mla_kv_matches_reference(interp: None, kv_dtype: torch.dtype, wit
 
 
 # ---------------------------------------------------------------------------------------------
-# move_kv_cache
-# ---------------------------------------------------------------------------------------------
+# move_kv_cache --------------------------------------------------------------------------------------------------------
 
 
 @needs_triton
@@ -237,8 +232,7 @@ def test_move_kv_cache_matches_reference(interp: None, widths: tuple[int, int]) 
 
 
 # ---------------------------------------------------------------------------------------------
-# DSA indexer keys (write_path.md 5.2)
-# ---------------------------------------------------------------------------------------------
+# DSA indexer keys (DSATokenToKVPool.set_index_k_scale_buffer) ---------------------------------------------------------
 
 
 def test_index_k_layout_by_hand() -> None:
@@ -289,8 +283,7 @@ def test_quantize_index_k_formula() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# MXFP8 (write_path.md 3)
-# ---------------------------------------------------------------------------------------------
+# MXFP8 (MHATokenToKVPoolMXFP8.set_kv_buffer) --------------------------------------------------------------------------
 
 
 def test_mxfp8_formula_by_hand() -> None:
@@ -327,8 +320,7 @@ def test_quantize_store_mxfp8_matches_reference(interp: None, in_dtype: torch.dt
 
 
 # ---------------------------------------------------------------------------------------------
-# FP4: fp4_mx_block16 (2.1, 6) and nvfp4 (2.2)
-# ---------------------------------------------------------------------------------------------
+# FP4: fp4_mx_block16 (2.1, 6) and nvfp4 (2.2) -------------------------------------------------------------------------
 
 
 def test_fp4_block16_formula_by_hand() -> None:
@@ -363,7 +355,8 @@ def test_quantize_store_fp4_block16_matches_reference(interp: None, in_dtype: to
 
 @needs_triton
 def test_mla_fp4_layout_with_offsets(interp: None) -> None:
-    """write_path.md 6: nope (512) and rope (64) quantized separately, [288 | 36] bytes, loc 0 skipped."""
+    """MLATokenToKVPoolFP4.set_kv_buffer: nope (512) and rope (64) quantized separately, [288 | 36] bytes, loc 0
+    skipped."""
     g = gen(10)
     n, rows = 4, 9
     loc = torch.tensor([3, 0, 8, 5])
@@ -432,8 +425,7 @@ def test_nvfp4_v_swizzle_positions() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Dispatch rules
-# ---------------------------------------------------------------------------------------------
+# Dispatch rules -------------------------------------------------------------------------------------------------------
 
 
 def test_dispatch_defaults_to_reference_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:

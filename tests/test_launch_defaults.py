@@ -1,4 +1,4 @@
-"""Launch defaults of SGLang 0.5.23 (launch_defaults.md): the §13 worked launches and the rules."""
+"""Launch defaults of SGLang 0.5.23 (ServerArgs.resolve_once): worked launches and the rules."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def facts(name: str) -> LaunchModelFacts:
     return model_facts_from_hf_config(cfg)
 
 
-# launch_defaults.md §13: (#, fixture, GPU, TP, chunk, dmb, R, mfs, backend, page, KV dtype,
+# worked launches: (#, fixture, GPU, TP, chunk, dmb, R, mfs, backend, page, KV dtype,
 # effective SWA ratio, max running requests). "—" SWA cells are the 0.8 field fallback.
 WORKED = [
     (1, "meta-llama--Llama-3.1-8B", "H100", 1, 8192, 256, 13904, 0.830, "fa3", 1, "auto", 0.8, None),
@@ -140,7 +140,7 @@ def test_applied_defaults_reproduce_the_log() -> None:
 
 @pytest.mark.parametrize(
     ("gpu", "tp", "facts_", "prefill_on", "reserve", "mfs"),
-    [  # launch_defaults.md §4.6 quick reference
+    [  # memory_hook.handle_gpu_memory_settings quick reference
         ("H100", 8, LLAMA, True, 15312, 0.812),
         ("H200", 8, LLAMA, False, 14848, 0.897),
         ("H200", 16, MLA, True, 17408, 0.879),
@@ -235,7 +235,8 @@ def test_rejected_settings() -> None:
 
 def test_dp_attention() -> None:
     res = resolve_launch_defaults(facts("deepseek-ai--DeepSeek-V3"), lookup_gpu("H200"), tp_size=8, attn_dp_size=8)
-    # 512 + 1.5*8192 + 1024 + 2*512 + 3*512*8 + 1.5*512*8 + 1536 (undivided chunk, §11)
+    # 512 + 1.5*8192 + 1024 + 2*512 + 3*512*8 + 1.5*512*8 + 1536 (undivided chunk,
+    # parallel_hook.handle_data_parallelism)
     assert (res.reserved_mib, res.mem_fraction_static) == (34816, 0.758)
     assert res.chunked_prefill_size == 1024 and res.prefill_graph_max_bs == 1024
 
@@ -252,7 +253,7 @@ def test_pd_roles() -> None:
 
 def test_multimodal_cut() -> None:
     assert vlm_fraction_factor(None, None) == 0.95
-    assert vlm_fraction_factor(None, 1152) == pytest.approx(0.92477, abs=1e-5)  # OPEN-L6: depth -> 24
+    assert vlm_fraction_factor(None, 1152) == pytest.approx(0.92477, abs=1e-5)  # `depth` is not read: 24
     qwen35 = resolve_launch_defaults(facts("Qwen--Qwen3.5-35B-A3B"), lookup_gpu("H200"), tp_size=2)
     assert qwen35.reserved_mib == 14032 and qwen35.prefill_cuda_graph == "breakable"  # allow-list
     assert qwen35.mem_fraction_static == pytest.approx(0.902 * 0.95 * 0.9734375, abs=1e-12)
@@ -299,7 +300,8 @@ def test_hybrid_linear_overrides() -> None:
     assert qn.mamba_radix_cache_strategy == "no_buffer" and qn.disable_overlap_schedule
     keep = LaunchSettings(mamba_radix_cache_strategy="extra_buffer")
     qn_b200 = resolve_launch_defaults(facts("Qwen--Qwen3-Next-80B-A3B-Instruct"), b200, tp_size=4, settings=keep)
-    assert (qn_b200.attention_backend, qn_b200.page_size) == ("trtllm_mha", 64)  # §6.4 keeps SM100 default
+    # attention_hook.handle_attention_backend_compatibility keeps SM100 default
+    assert (qn_b200.attention_backend, qn_b200.page_size) == ("trtllm_mha", 64)
     assert resolve_launch_defaults(facts("ai21labs--Jamba-v0.1"), h100).mamba_radix_cache_strategy == "auto"
     radix_off = resolve_launch_defaults(nemo, h100, settings=LaunchSettings(disable_radix_cache=True))
     assert radix_off.mamba_radix_cache_strategy == "auto"
@@ -324,7 +326,8 @@ def test_platform_rules() -> None:
 
 
 def test_kv_budget_worked_example() -> None:
-    # §5: Llama-3.1-70B bf16 on H200 TP8, mfs 0.893, P0 = 139.5 GiB, weights 70.55e9 * 2 / 8 B.
+    # KVCacheConfigurator._profile_available_bytes: Llama-3.1-70B bf16 on H200 TP8, mfs 0.893, P0 = 139.5 GiB, weights
+    # 70.55e9 * 2 / 8 B.
     weights_gib = 70.55e9 * 2 / 8 / 2**30
     budget = kv_budget_bytes(139.5, 139.5 - weights_gib, 0.893)
     assert budget / 2**30 == pytest.approx(108.1, abs=0.05)
@@ -336,7 +339,7 @@ def test_kv_budget_worked_example() -> None:
 
 
 def test_float32_all_reduce_rounding() -> None:
-    assert float32_round(68_182_618_169) == 68_182_618_112  # resolve.md §2
+    assert float32_round(68_182_618_169) == 68_182_618_112  # KVCacheConfigurator._profile_available_bytes
     one = estimate_kv_budget(81559, 16_000_000_123, 0.83)
     many = estimate_kv_budget(81559, 16_000_000_123, 0.83, world_size=8)
     assert one.available_bytes != many.available_bytes

@@ -39,7 +39,7 @@ from kvstrategies.strategies.registry import register, registered, unregister
 from .helpers import GIB, case_settings
 
 QWEN3_NEXT = "qwen3-next-80b-a3b"
-# Qwen3-Next TP4 Mamba state per request (resolve.md 3.1): conv (8192 / 4, 3) bf16 = 12,288 B and
+# Qwen3-Next TP4 Mamba state per request (mamba_utils mamba_cache_per_req): conv (8192 / 4, 3) bf16 = 12,288 B and
 # temporal (32 / 4, 128, 128) fp32 = 524,288 B per layer, times 36 linear-attention layers
 QWEN3_NEXT_TP4_PER_REQ = 36 * (2048 * 3 * 2 + 8 * 128 * 128 * 4)  # 19,316,736
 MTP: dict[str, Any] = {
@@ -72,18 +72,19 @@ def test_duplicate_buffer_names_are_named_in_the_error() -> None:
         PoolLayout("MHATokenToKVPool", buffers)
 
 
-# ---- DeepSeek-V4 (sizing.md 8.1, 8.2) --------------------------------------------------------------
+# ---- DeepSeek-V4 (DSV4PoolConfigurator.__init__) --------------------------------------------------------------
 
 
 def test_v4_page_format_is_584_bytes_per_token() -> None:
-    # sizing.md 8.2: nope + 2 * rope + 8 = 448 (fp8) + 128 (bf16 rope) + 8 (scales) = 584
+    # DSV4PoolConfigurator.__init__: nope + 2 * rope + 8 = 448 (fp8) + 128 (bf16 rope) + 8 (scales) = 584
     assert KVPageLayout.V4.bytes_per_token == 584
     assert KVPageLayout.UNIFORM_FP8.bytes_per_token == 512  # trtllm: hd = 512 fp8 bytes
 
 
 @pytest.mark.parametrize("low_ratio", [1, 2])
 def test_v41_ratio_1_or_2_layers_with_kv_sources_are_rejected(low_ratio: int) -> None:
-    """Ratios 1 and 2 each own their kv-source layers (sizing.md 8.1): either alone needs the V4.1 pools."""
+    """Ratios 1 and 2 each own their kv-source layers (DSV4PoolConfigurator.__init__): either alone needs the V4.1
+    pools."""
     config = dict(load_preset_config("deepseek-v4-flash"))
     config["compress_ratios"] = [0, low_ratio] + [4, 128] * 20 + [0, 0]
     config["kv_source_layer_ids"] = [1]
@@ -94,7 +95,8 @@ def test_v41_ratio_1_or_2_layers_with_kv_sources_are_rejected(low_ratio: int) ->
 
 
 def test_c128_only_stage_ring_serves_130_drafts() -> None:
-    """sizing.md 8.1: the 256-ring of ratio 128 (window 128) keeps 256 - 128 + 2 = 130 drafts resident."""
+    """DSV4PoolConfigurator.__init__: the 256-ring of ratio 128 (window 128) keeps 256 - 128 + 2 = 130 drafts
+    resident."""
     config = dict(load_preset_config("deepseek-v4-flash"))
     config["compress_ratios"] = [0, 0] + [128] * 41 + [0]  # no ratio-4 owner: only the c128 ring binds
 
@@ -110,7 +112,7 @@ def test_c128_only_stage_ring_serves_130_drafts() -> None:
         _ = configurator(131).ring_sizes
 
 
-# ---- speculative draft scaling (sizing.md 5.8) -----------------------------------------------------
+# ---- speculative draft scaling (DefaultPoolConfigurator.__init__ draft scaling) --------------------------------------
 
 
 def test_dflash_with_zero_draft_layers_adds_no_draft_cell() -> None:
@@ -120,7 +122,7 @@ def test_dflash_with_zero_draft_layers_adds_no_draft_cell() -> None:
     assert cfg.cell_size_bytes == 131_072
 
 
-# ---- Mamba budget with speculative state (resolve.md 3.4) -------------------------------------------
+# ---- Mamba budget with speculative state (KVCacheConfigurator._handle_max_mamba_cache) -------------------------------
 
 
 def test_spec_scratch_for_a_single_request_branch_c() -> None:
@@ -154,8 +156,8 @@ def test_eagle_scales_by_every_draft_layer() -> None:
 
 
 def test_eagle_dsa_scaling_under_dcp_with_two_draft_layers() -> None:
-    # DeepSeek-V3.2 fp8 TP2 DCP2 (examples.md 6: kv 656 * 61 = 40,016, indexer 132 * 61 = 8,052):
-    # t_idx = 8,052 * 2; t_kv = 56,120 - 16,104 = 40,016; d_kv = int(40,016 * 2 / 61) = 1,312;
+    # DeepSeek-V3.2 fp8 TP2 DCP2 (worked example DeepSeek-V3.2 DSA: kv 656 * 61 = 40,016, indexer 132 * 61 =
+    # 8,052): t_idx = 8,052 * 2; t_kv = 56,120 - 16,104 = 40,016; d_kv = int(40,016 * 2 / 61) = 1,312;
     # d_idx = 132 * 2 = 264; cell = 56,120 + 1,312 * 2 + 264 * 2
     cfg = default("deepseek-v3.2", kv_cache_dtype="fp8_e4m3", page_size=64, tp_size=2, dcp_size=2,
                   speculative_algorithm="EAGLE", eagle_draft_num_layers=2)
@@ -176,7 +178,7 @@ def test_dflash_draft_cell_boundaries(draft_layers: int, draft_cell: int, cell: 
     assert cfg.cell_size_bytes == cell
 
 
-# ---- zero-KV stages (sizing.md 5.6) ---------------------------------------------------------------
+# ---- zero-KV stages (DefaultPoolConfigurator.calculate_pool_sizes) ---------------------------------------------------
 
 
 @pytest.mark.parametrize(("page", "tokens"), [(1, 9_223_372_036_854_775_807), (64, 9_223_372_036_854_775_744)])
@@ -188,7 +190,7 @@ def test_zero_attention_stage_of_an_mtp_target_reports_int64_max(page: int, toke
     assert cfg.calculate_pool_sizes(40 * GIB, page).max_total_num_tokens == tokens
 
 
-# ---- DSA kpool compress tails (layouts.md 8, builders.md 5.3) ------------------------------------------
+# ---- DSA kpool compress tails (DSATokenToKVPool, _build_dsa_kv_pool) ------------------------------------------
 
 
 def _dsa_kpool(kpool: int) -> dict[str, Any]:
@@ -212,7 +214,7 @@ def test_dsa_compress_tails_need_kpool_above_one() -> None:
 
 def test_dsa_compress_tails_in_the_decode_role_with_drafts() -> None:
     # rows: req_to_token rows R + pre_alloc + 1 = 8 + 4 + 1 = 13, passed as max_running_requests -> 14;
-    # slots: index_kpool + max draft tokens = 2 + 3 = 5 (builders.md 5.3 tail_extra_slots)
+    # slots: index_kpool + max draft tokens = 2 + 3 = 5 (_build_dsa_kv_pool tail_extra_slots)
     ctx = case_settings(_dsa_kpool(2), kv_cache_dtype="fp8_e4m3", page_size=128, disaggregation_mode="decode",
                         disaggregation_decode_extra_slots=4, speculative_algorithm="EAGLE",
                         speculative_num_draft_tokens=3, speculative_num_steps=2, speculative_eagle_topk=1)
@@ -221,7 +223,8 @@ def test_dsa_compress_tails_in_the_decode_role_with_drafts() -> None:
     assert found["_compress_tail_k[0]"] == found["_compress_tail_score[1]"] == (14, 5, 128)
 
 
-# ---- DeepSeek-V4 cap mode and fixed bytes (sizing.md 7.2, 8.6, 8.7) ---------------------------------
+# ---- DeepSeek-V4 cap mode and fixed bytes (compute_swa_request_cap, DSV4PoolConfigurator._resolve_swa_cap_tokens,
+# DSV4PoolConfigurator._fixed_swa_bytes)
 
 V4_EXAMPLE: dict[str, Any] = {"page_size": 256, "context_length": 65_536}
 
@@ -356,12 +359,13 @@ def test_dsv4_floor_error_stays_plain_when_the_stateless_pool_misses_it_too() ->
     assert not isinstance(info.value, DSV4StateReservationError)
 
 
-# ---- Mamba state (resolve.md 3.2, 3.4) ----------------------------------------------------------------
+# ---- Mamba state (KVCacheConfigurator._handle_max_mamba_cache) -------------------------------------------------------
 
 
 def test_mamba_state_pool_bytes_include_the_dummy_slot() -> None:
     # 3.4 "rest -= (K + 1) * per": Qwen3-Next TP4, 46 GiB, no spec: K = int((bb - per) // per) with
-    # bb = 46 * 0.9 / 1.9 GiB = 23,395,863,838.3 B -> K = 1,210 (examples.md 15); (1,210 + 1) * per
+    # bb = 46 * 0.9 / 1.9 GiB = 23,395,863,838.3 B -> K = 1,210 (worked example Qwen3-Next GDN); (1,210 + 1) *
+    # per
     budget = hybrid_linear(QWEN3_NEXT, tp_size=4, page_size=64).mamba_budget(46 * GIB)
     assert budget.max_mamba_cache_size == 1_210
     assert budget.state_bytes == 1_211 * QWEN3_NEXT_TP4_PER_REQ == 23_392_567_296
@@ -426,7 +430,8 @@ def test_spec_branch_c_capped_by_the_state_slots() -> None:
     assert budget.spec_scratch_gib * GIB == 165 * 4 * QWEN3_NEXT_TP4_PER_REQ == 12_749_045_760
 
 
-# ---- all-SWA stage with draft layers (sizing.md 6.2, 6.3) ---------------------------------------------
+# ---- all-SWA stage with draft layers (HybridSWAPoolConfigurator.__init__ draft layers,
+# HybridSWAPoolConfigurator._recompute_cell_size)
 
 
 def _gemma4(**text_overrides: Any) -> dict[str, Any]:
@@ -482,11 +487,12 @@ def test_auto_fit_needs_at_least_one_mamba_slot(available: int, slots: int) -> N
         assert budget.kv_available_bytes == available - 2 * QWEN3_NEXT_TP4_PER_REQ == 63_315_968
 
 
-# ---- hybrid SWA draft terms and the request-capped pool (sizing.md 6.2, 6.3, 7.1-7.3) ------------------
+# ---- hybrid SWA draft terms and the request-capped pool (HybridSWAPoolConfigurator.__init__ draft layers,
+# HybridSWAPoolConfigurator._recompute_cell_size, SWARequestCapPoolConfigurator.is_applicable)
 
 GPT_OSS = "gpt-oss-120b"
-# GPT-OSS-120B page 64 (examples.md 9): full_pt = swa_pt = 8 * (64 + 64) * 2 = 2,048; nF = nS = 18; ratio 0.8:
-# cell = 36,864 + 0.8 * 36,864 = 66,355.2
+# GPT-OSS-120B page 64 (worked example GPT-OSS-120B SWA): full_pt = swa_pt = 8 * (64 + 64) * 2 = 2,048; nF = nS =
+# 18; ratio 0.8: cell = 36,864 + 0.8 * 36,864 = 66,355.2
 CHUNK_CAP: dict[str, Any] = {"max_running_requests": 64, "disable_radix_cache": True, "chunked_prefill_size": 8192}
 
 
@@ -549,11 +555,12 @@ def test_chunk_cap_error_reports_gib() -> None:
         swa_cfg(**CHUNK_CAP).calculate_pool_sizes(1_509_949_440, 64)
 
 
-# ---- hybrid linear: request cap and the Mamba pool (resolve.md 3.4, 5; layouts.md 2) -------------------
+# ---- hybrid linear: request cap and the Mamba pool (KVCacheConfigurator._handle_max_mamba_cache,
+# KVCacheConfigurator.resolve_max_num_reqs; MambaPool)
 
 
 def test_mamba_slots_for_exactly_one_request() -> None:
-    # resolve.md 5: min(64, 3 // 3) = 1 request is served; 2 // 3 = 0 is an error
+    # KVCacheConfigurator.resolve_max_num_reqs: min(64, 3 // 3) = 1 request is served; 2 // 3 = 0 is an error
     cfg = hybrid_linear(QWEN3_NEXT, tp_size=4)
     assert cfg.mamba_ratio == 3
     assert cfg.cap_max_running_requests(64, PoolSizes(max_total_num_tokens=1024, max_mamba_cache_size=3)) == 1
@@ -569,7 +576,7 @@ def test_given_mamba_cache_that_takes_the_whole_budget_is_an_error() -> None:
 
 
 def test_spec_state_without_a_topk_uses_the_dedup_conv_layout() -> None:
-    # layouts.md 2: the dedup conv window needs eagle_topk <= 1; an unset topk counts as 1 (sizing.md 7.2 `k`)
+    # MambaPool: the dedup conv window needs eagle_topk <= 1; an unset topk counts as 1 (compute_swa_request_cap `k`)
     sizes = PoolSizes(max_total_num_tokens=1024, max_running_requests=8, max_mamba_cache_size=24)
     spec = {key: value for key, value in MTP.items() if key != "speculative_eagle_topk"}
     mamba = hybrid_linear(QWEN3_NEXT, tp_size=4, **spec).layout(sizes).extra[0]
@@ -577,7 +584,7 @@ def test_spec_state_without_a_topk_uses_the_dedup_conv_layout() -> None:
     assert shapes["mamba._intermediate_conv_window_phys[0]"] == (36, 9, 2048, 6)  # Dd + K - 2 = 4 + 4 - 2
 
 
-# ---- the registry (sizing.md 9, DESIGN.md) -------------------------------------------------------------
+# ---- the registry (create_memory_pool_configurator) -------------------------------------------------------------
 
 
 def test_register_puts_a_strategy_first_by_default() -> None:
@@ -594,7 +601,7 @@ def test_register_puts_a_strategy_first_by_default() -> None:
     assert Probe not in registered()
 
 
-# ---- NPU MLA pool (layouts.md 14.4) ---------------------------------------------------------------------
+# ---- NPU MLA pool (NPUMLATokenToKVPool) ---------------------------------------------------------------------
 
 
 def _npu_mla(**fields: Any) -> PoolLayout:
@@ -622,7 +629,7 @@ def test_npu_mla_indexer_of_a_later_stage_uses_pool_local_labels() -> None:
         _npu_mla(start_layer=30, indexer=NPUIndexer(128, 1024, 128, (30, 32)))
 
 
-# ---- allocator choice (builders.md 7.1, 7.2) ---------------------------------------------------------
+# ---- allocator choice (KVCacheConfigurator._build_token_to_kv_pool_allocator) ----------------------------------------
 
 T = 4096
 HYBRID = PoolSizes(max_total_num_tokens=T, full_max_total_num_tokens=T, swa_max_total_num_tokens=2048)
@@ -663,12 +670,14 @@ def test_a_draft_worker_reuses_the_target_allocator() -> None:
     assert AllocatorSpec(AllocatorKind.TOKEN, T).page_size == 1  # an unpaged allocator's page is one token
 
 
-# ---- DSA index pages and tails, request table, DSV4 state rows (layouts.md 1, 8, 13.2) -----------------
+# ---- DSA index pages and tails, request table, DSV4 state rows (ReqToTokenPool, DSATokenToKVPool,
+# DeepSeekV4TokenToKVPool)
 
 
 @pytest.mark.parametrize(("size", "pages"), [(1_023, 17), (1_022, 16)])
 def test_dsa_index_pages_add_one_not_page_minus_one(size: int, pages: int) -> None:
-    # layouts.md 8: num_index_pages = (index_buf_size + P + 1) // P: (1,023 + 65) // 64 = 17, (1,022 + 65) // 64 = 16
+    # DSATokenToKVPool: num_index_pages = (index_buf_size + P + 1) // P: (1,023 + 65) // 64 = 17, (1,022 + 65) // 64 =
+    # 16
     assert DSAIndexGeometry(size=size, page_size=64, index_head_dim=128).num_index_pages == pages
 
 
@@ -682,8 +691,8 @@ def test_hip_dsa_index_page_is_one_or_a_multiple_of_16(page: int, ok: bool) -> N
 
 
 def test_dsa_layers_that_reuse_the_topk_get_zero_row_keys_and_tails() -> None:
-    # builders.md 5.3, freq 2 without offset: layer l skips when max(l - 1, 0) % 2 != 0 -> only layer 2 of 4;
-    # layouts.md 8: its index keys and both tails have 0 rows; the others (1,024 + 128 + 1) // 128 = 9 pages
+    # _build_dsa_kv_pool, freq 2 without offset: layer l skips when max(l - 1, 0) % 2 != 0 -> only layer 2 of 4;
+    # DSATokenToKVPool: its index keys and both tails have 0 rows; the others (1,024 + 128 + 1) // 128 = 9 pages
     # and R + 2 = 10 tail rows of index_kpool 2 slots
     config = _dsa_kpool(2)
     config.update(num_hidden_layers=4, index_topk_freq=2)
@@ -696,22 +705,22 @@ def test_dsa_layers_that_reuse_the_topk_get_zero_row_keys_and_tails() -> None:
 
 
 def test_request_table_has_one_padding_row_by_default() -> None:
-    # resolve.md 7: R + 1 rows (no pre-allocation) of context_len + extra int32 columns
+    # KVCacheConfigurator._build_req_to_token_pool: R + 1 rows (no pre-allocation) of context_len + extra int32 columns
     layout = req_to_token_layout(max_running_requests=8, max_context_len=100)
     assert _buffer_shapes(layout)["req_to_token"] == (9, 100)
 
 
 @pytest.mark.parametrize(("size", "ring", "ratio", "rows"), [(3, 8, 4, 12), (2, 8, 4, 12), (0, 128, 128, 256)])
 def test_compress_state_rows_round_up_size_ring_and_sink(size: int, ring: int, ratio: int, rows: int) -> None:
-    # layouts.md 13.2: ceil_align(size + ring + 1, ratio): 12 -> 12, 11 -> 12, 129 -> 256
+    # DeepSeekV4TokenToKVPool: ceil_align(size + ring + 1, ratio): 12 -> 12, 11 -> 12, 129 -> 256
     assert compress_state_rows(size, ring, ratio) == rows
 
 
-# ---- Mamba and MiniMax pool functions (layouts.md 2, 3; sizing.md 12.7) ------------------------------
+# ---- Mamba and MiniMax pool functions (MambaPool, HybridReqToTokenPool; DefaultPoolConfigurator._compute_cell_size) --
 
 
 def test_npu_conv_state_puts_the_window_first_for_mamba2_shapes() -> None:
-    # layouts.md 2 (Ascend): Mamba2/GDN conv (channels 2048, window 3) -> (Lm, size + 1, 3 + 0, 2048) without spec
+    # MambaPool (Ascend): Mamba2/GDN conv (channels 2048, window 3) -> (Lm, size + 1, 3 + 0, 2048) without spec
     layout = mamba_pool_layout(size=24, spec_state_size=8, conv_shapes=((2048, 3),), temporal_shape=(8, 128, 128),
                                mamba_layer_ids=(0, 1, 2), conv_dtype=DType.BFLOAT16, ssm_dtype=DType.FLOAT32,
                                npu_conv=True)
@@ -720,15 +729,16 @@ def test_npu_conv_state_puts_the_window_first_for_mamba2_shapes() -> None:
 
 
 def test_hybrid_request_table_maps_every_row_without_preallocation() -> None:
-    # layouts.md 3: R + 1 rows in both the table and the row -> Mamba slot mapping
+    # HybridReqToTokenPool: R + 1 rows in both the table and the row -> Mamba slot mapping
     layout = hybrid_req_to_token_layout(max_running_requests=8, max_context_len=100, mamba_size=24)
     found = _buffer_shapes(layout)
     assert (found["req_to_token"], found["req_index_to_mamba_index_mapping"]) == ((9, 100), (9,))
 
 
 def test_minimax_hisparse_ratio_scales_dense_layers_and_the_index() -> None:
-    # sizing.md 12.7 with r = 2: dense (0, 1), sparse (2, 3, 4) of which 4 keeps K only; H 2, D 128, fp8 KV,
-    # bf16 index of 128: main (2 * 2 + 3) * 2 * 2 * 128 * 1 = 3,584; index ((2 * 2 + 1) * 128 * 2) * 2 = 2,560
+    # DefaultPoolConfigurator._compute_cell_size with r = 2: dense (0, 1), sparse (2, 3, 4) of which 4 keeps K only; H
+    # 2, D 128, fp8 KV, bf16 index of 128: main (2 * 2 + 3) * 2 * 2 * 128 * 1 = 3,584; index ((2 * 2 + 1) * 128 * 2) * 2
+    # = 2,560
     layers = MiniMaxLocalLayers(dense=(0, 1), sparse=(2, 3, 4), k_only=(4,))
     cell = minimax_sparse_cell_bytes(layers, head_num=2, head_dim=128, kv_itemsize=1, index_dim=128, index_itemsize=2,
                                      hisparse_ratio=2)

@@ -89,7 +89,7 @@ def test_hybrid_swa_short_requests_are_bound_by_the_swa_pool() -> None:
     full, swa = planned.sizes.full_max_total_num_tokens, planned.sizes.swa_max_total_num_tokens
     assert full is not None and swa is not None
     fit = planned.fit
-    assert fit.capacity_tokens == full  # the full pool bounds one request (resolve.md §9)
+    assert fit.capacity_tokens == full  # the full pool bounds one request (TpModelWorker max_req_len)
     short, long = fit.lengths
     # L 200: full holds full // 200, the SWA pool (0.8 of it) swa // 200 -> SWA binds (< 2048 requests).
     assert (short.requests, short.limited_by) == (swa // 200, "swa pool")
@@ -98,7 +98,7 @@ def test_hybrid_swa_short_requests_are_bound_by_the_swa_pool() -> None:
     assert fit.max_fitting_length == min(full, fit.context_len)
 
 
-# ---- launch defaults: two worked launches of launch_defaults.md §13 ---------------------------------------
+# ---- launch defaults: two worked launches -----------------------------------------------------
 
 
 def test_worked_launch_1_llama_8b_h100() -> None:
@@ -124,7 +124,7 @@ def test_worked_launch_1_llama_8b_h100() -> None:
     assert planned.sizes.max_total_num_tokens == 410_721  # 53,834,079,312 // 131,072
     ctx = planned.planned.ctx
     assert (ctx.page_size, ctx.backends.attention_backend, ctx.scheduling.chunked_prefill_size) == (1, "fa3", 8192)
-    assert ctx.scheduling.swa_full_tokens_ratio is None  # the 0.8 fallback is not "explicit" (§9.1)
+    assert ctx.scheduling.swa_full_tokens_ratio is None  # the 0.8 fallback is not "explicit" (arg_groups.overrides)
     # the rows add up to the GPU: overhead + weights + pools + request table + slack = capacity
     assert sum(row.nbytes for row in planned.breakdown.rows) == 85_520_809_984
 
@@ -159,7 +159,7 @@ def test_given_settings_are_not_defaulted() -> None:
     planned = plan_deployment(req)
     settings = {d.setting for d in planned.defaults}
     assert not {"kv_cache_dtype", "mem_fraction_static"} & settings
-    assert planned.planned.ctx.page_size == 32  # trtllm_mha keeps 16/32/64/128 (§7)
+    assert planned.planned.ctx.page_size == 32  # trtllm_mha keeps 16/32/64/128 (overrides._page_size_default)
     assert planned.budget.weight_source == "given per rank (--weight-bytes)"
 
 

@@ -1,5 +1,6 @@
 """Typed pools: storing K/V and reading it back (write_path.md), the request pool contract
-(allocators.md 7) and the allocator choice (builders.md 7.1), on CPU with tiny shapes.
+(ReqToTokenPool) and the allocator choice (KVCacheConfigurator._build_token_to_kv_pool_allocator), on CPU with tiny
+shapes.
 
 Expectations are either literals worked out by hand (fp8 / fp4 / packed bytes) or the input
 itself (bit-exact round trips). ``TestForcedTriton`` repeats the stores with ``use_triton=True``
@@ -75,7 +76,7 @@ def mha_pool(kv: DType = BF16, *, start: int = 0, v_head_dim: int = 8, **options
 LOC = torch.tensor([7, 0, 31, 3, 12], dtype=torch.int64)  # includes the padding slot 0 and the last row
 
 
-# ---- MHA (write_path.md 1) ----------------------------------------------------------------------
+# ---- MHA (MHATokenToKVPool.set_kv_buffer) ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -108,7 +109,7 @@ def test_mha_fp8_e4m3_stores_the_scaled_cast_as_bytes() -> None:
     v = torch.full((2, 2, 8), 2.0, dtype=torch.bfloat16)
     pool.set_kv_buffer(0, torch.tensor([5, 6]), k, v, k_scale=2.0, v_scale=0.5)
     stored = pool["k_buffer[0]"][5, 0, :3].tolist()
-    # 3/2 = 1.5 -> 0x3C; -1000/2 = -500 saturates to -448 -> 0xFE (OPEN-W5 pinned); 0.125 -> 0x20
+    # 3/2 = 1.5 -> 0x3C; -1000/2 = -500 saturates to -448 -> 0xFE (pinned); 0.125 -> 0x20
     assert stored == [0x3C, 0xFE, 0x20]
     assert pool["v_buffer[0]"][6, 1, 0].item() == 0x48  # 2 / 0.5 = 4.0 = 0 1001 000
     assert pool.get_value_buffer(0)[6].float().unique().tolist() == [4.0]
@@ -153,7 +154,7 @@ def test_mha_bad_inputs_raise_config_errors() -> None:
         pool.set_kv_buffer(4, torch.tensor([1.0, 2.0]), k, k)
 
 
-# ---- MXFP8 (write_path.md 3) and FP4 recipes (2) ------------------------------------------------
+# ---- MXFP8 (MHATokenToKVPoolMXFP8.set_kv_buffer) and FP4 recipes (MHATokenToKVPool quant_method) ---------------------
 
 
 def test_mxfp8_interleaved_store_positions_and_dequantization() -> None:
@@ -235,7 +236,7 @@ def test_nvfp4_global_scale_comes_from_the_layer_or_the_caller() -> None:
     assert pool.get_key_scale_buffer(3)[1, 0, 0].item() == 0x38 and pool.get_key_buffer(3)[1, 0, 0].item() == 0x77
 
 
-# ---- MLA (write_path.md 4, 6) -----------------------------------------------------------------
+# ---- MLA (MLATokenToKVPool.set_kv_buffer, MLATokenToKVPoolFP4.set_kv_buffer) -----------------------------------------
 
 
 def mla_pool(kv: DType = BF16, **options: Any) -> Any:
@@ -288,7 +289,7 @@ def test_mla_fp4_quantizes_nope_and_rope_separately() -> None:
     assert torch.equal(pool.get_key_buffer(0)[0, 0], R.quantize_fp4_block16(torch.cat([nope, rope], -1)[:1])[0][0])
 
 
-# ---- DSA (write_path.md 5) --------------------------------------------------------------------
+# ---- DSA (DSATokenToKVPool.set_kv_buffer) --------------------------------------------------------------------
 
 
 def dsa_pool(kv: DType = DType.FLOAT8_E4M3FN, packed: bool = True, **options: Any) -> DSATokenToKVPool:
@@ -323,7 +324,7 @@ def test_dsa_packed_latent_bytes() -> None:
 def test_dsa_all_zero_tile_decodes_to_zero() -> None:
     pool = dsa_pool()
     pool.set_mla_kv_buffer(3, torch.tensor([2]), torch.zeros(1, 128), torch.zeros(1, 16))
-    assert not pool["kv_buffer[0]"][2].any()  # OPEN-W2 decision: scale 0, codes 0 (no NaN bytes)
+    assert not pool["kv_buffer[0]"][2].any()  # decision: scale 0, codes 0 (no NaN bytes)
 
 
 def test_dsa_index_k_packing_order() -> None:
@@ -379,7 +380,7 @@ def test_dsa_fused_index_k_and_move() -> None:
     assert torch.equal(pool.get_key_buffer(3)[100:102], pool.get_key_buffer(3)[1:3])
 
 
-# ---- SWA (write_path.md 8) ---------------------------------------------------------------------
+# ---- SWA (SWAKVPool.set_kv_buffer) ---------------------------------------------------------------------
 
 
 def swa_pool() -> SWAKVPool:
@@ -429,7 +430,7 @@ def test_pure_swa_allocator_uses_the_identity_mapping() -> None:
     assert pool.full_to_swa_index_mapping.tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 8, -1]
 
 
-# ---- hybrid linear, Mamba state (write_path.md 7), request pools (allocators.md 7) ---------------
+# ---- hybrid linear, Mamba state (HybridLinearKVPool.set_kv_buffer), request pools (ReqToTokenPool) ---------------
 
 
 def test_hybrid_linear_routes_global_ids_and_full_loc() -> None:
@@ -504,7 +505,7 @@ def test_hybrid_req_pool_binds_mamba_slots_and_rolls_back() -> None:
     assert pool.alloc([late]) is None and late.req_pool_idx is None and pool.available_size() == 1
 
 
-# ---- MiniMax sparse (write_path.md 9), read-only pools -------------------------------------------
+# ---- MiniMax sparse (MiniMaxSparseKVPool.set_kv_buffer), read-only pools -------------------------------------------
 
 
 def test_minimax_routes_main_and_index_stores() -> None:
@@ -520,7 +521,7 @@ def test_minimax_routes_main_and_index_stores() -> None:
     assert torch.equal(pool.get_index_k_buffer(2)[0], x[0])
     with pytest.raises(KVCacheConfigError, match="no index K/V cache"):
         pool.set_index_kv_buffer(0, torch.tensor([3]), x, x)
-    with pytest.raises(UnsupportedConfigurationError, match="write_path.md 9"):
+    with pytest.raises(UnsupportedConfigurationError, match="MiniMaxSparseKVPool.move_kv_cache is not supported"):
         pool.move_kv_cache(torch.tensor([1]), torch.tensor([2]))
 
 
@@ -543,7 +544,7 @@ def test_deepseek_v4_pool_is_read_only_with_an_swa_allocator() -> None:
         pools.token_to_kv_pool.set_kv_buffer(0, torch.tensor([1]), None, None)
 
 
-# ---- allocator choice (builders.md 7.1) -----------------------------------------------------------
+# ---- allocator choice (KVCacheConfigurator._build_token_to_kv_pool_allocator) ----------------------------------------
 
 
 SIZES = PoolSizes(max_total_num_tokens=4096, max_running_requests=8)

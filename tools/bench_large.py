@@ -33,7 +33,7 @@ def _dense_200() -> dict[str, Any]:
 
 
 def scenarios() -> dict[str, dict[str, Any]]:
-    """Case dicts by name (DESIGN.md case format)."""
+    """Case dicts by name (the case-file format of :mod:`kvstrategies.case`)."""
     gpt_oss = {**load_preset_config("gpt-oss-120b"), "num_hidden_layers": 200,
                "layer_types": ["sliding_attention", "full_attention"] * 100}  # fmt: skip
     nemotron = {**load_preset_config("nemotron-h-8b"), "hybrid_override_pattern": "M-M*" * 50}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import re
 import sys
@@ -50,7 +51,19 @@ VERDICTS: dict[tuple[str, str], str] = {}
 VERDICT_FILE = ROOT / "docs" / "sglang-extraction-verdict.md"
 
 
+@functools.cache
+def _snapshot_text(version: str, name: str) -> str | None:
+    """``_snapshot`` as JSON text, read once (each release's answers are compared with two neighbours)."""
+    found = _read_snapshot(version, name)
+    return None if found is None else json.dumps(found)
+
+
 def _snapshot(version: str, name: str) -> dict[str, Any] | None:
+    text = _snapshot_text(version, name)
+    return None if text is None else dict(json.loads(text))
+
+
+def _read_snapshot(version: str, name: str) -> dict[str, Any] | None:
     path = ROOT / "golden" / f"sglang-{version}" / f"{name}.json"
     if not path.is_file():
         return None
@@ -111,6 +124,40 @@ def _project_answer(case: Path, release: EngineRelease) -> str:
         return f"refused: {type(exc).__name__}: {exc}".replace(f"SGLang {release.text} ", "SGLang <release> ")
 
 
+#: ``(case, release) -> (answer, ids of the release spans the planning consulted)``, rules as defined
+_PLAIN: dict[tuple[Path, EngineRelease], tuple[str, frozenset[int]]] = {}
+
+
+def _plain_answer(case: Path, release: EngineRelease) -> tuple[str, frozenset[int]]:
+    """The project's answer with every rule as defined, and the spans it asked (``in`` or ``describe``).
+
+    Planning is deterministic and reads a rule only through its span, so a rule whose span the
+    planning never asked cannot move the answer when it is set back: :func:`causes` skips it.
+    """
+    key = (case, release)
+    if key not in _PLAIN:
+        seen: set[int] = set()
+        contains, describe = ReleaseSpan.__contains__, ReleaseSpan.describe
+
+        def watched_contains(span: ReleaseSpan, other: object) -> bool:
+            seen.add(id(span))
+            return contains(span, other)
+
+        def watched_describe(span: ReleaseSpan) -> str:
+            seen.add(id(span))
+            return describe(span)
+
+        ReleaseSpan.__contains__ = watched_contains  # type: ignore[method-assign]
+        ReleaseSpan.describe = watched_describe  # type: ignore[method-assign]
+        try:
+            answer = _project_answer(case, release)
+        finally:
+            ReleaseSpan.__contains__ = contains  # type: ignore[method-assign]
+            ReleaseSpan.describe = describe  # type: ignore[method-assign]
+        _PLAIN[key] = (answer, frozenset(seen))
+    return _PLAIN[key]
+
+
 def _outcome(answer: str) -> str:
     """An answer as compared between releases: a refusal by its error class (its text names releases)."""
     return ":".join(answer.split(":")[:2]) if answer.startswith("refused") else answer
@@ -125,8 +172,8 @@ def causes(case: Path, older: EngineRelease, newer: EngineRelease, rules: list[R
 
     A rule is listed with ``(alone)`` when setting it back restores the older answer by itself.
     """
-    target = _project_answer(case, older)
-    now = _project_answer(case, newer)
+    target, _ = _plain_answer(case, older)
+    now, consulted = _plain_answer(case, newer)
     if target == now or (target.startswith("refused") and now.startswith("refused")):
         return [REFUSED_BOTH] if now.startswith("refused") else []
     found = [f"model table: {row}" for row in table_rows_between(older, newer)
@@ -134,6 +181,8 @@ def causes(case: Path, older: EngineRelease, newer: EngineRelease, rules: list[R
     if found:
         return found
     for rule in rules:
+        if id(rule.span) not in consulted:  # never asked while planning for `newer`: cannot move it
+            continue
         with _as_in(rule, older):
             answer = _project_answer(case, newer)
         if _outcome(answer) == _outcome(target):

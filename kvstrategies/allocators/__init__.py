@@ -1,4 +1,4 @@
-"""Slot allocators: which KV locations, state slots and request rows are free (allocators.md).
+"""Slot allocators: which KV locations, state slots and request rows are free (sglang.srt.mem_cache.allocator).
 
 Vocabulary: a *location* is a row index into a token-major KV buffer (int64). With page size
 ``P`` location ``x`` lives in page ``x // P`` at offset ``x % P``. Page 0 (locations ``[0, P)``)
@@ -30,7 +30,7 @@ Free-list order is observable and reproduced from SGLang 0.5.23:
 Deliberate differences from SGLang (each repeated where it applies):
 
 * SGLang's ``SWATokenToKVPoolAllocator.alloc_decode`` returns ``None`` without giving back the
-  side that succeeded when only one side is short (a leak, allocators.md OPEN-A2). Here the
+  side that succeeded when only one side is short (a leak; SGLang's scheduler checks capacity first). Here the
   successful side is rolled back to its exact previous state.
 * ``PagedTokenToKVPoolAllocator.alloc(n)`` with ``n`` not a page multiple silently floors in
   SGLang (checked only in debug mode); here it raises :class:`KVCacheConfigError`.

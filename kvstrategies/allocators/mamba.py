@@ -1,4 +1,4 @@
-"""State slots of a Mamba pool (allocators.md 6): slots ``1..size``, slot 0 reserved."""
+"""State slots of a Mamba pool (MambaSlotAllocator): slots ``1..size``, slot 0 reserved."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .common import I64, AllocatorMisuseError, Device, SlotLedger, as_locs, chec
 
 
 class MambaSlotAllocator:
-    """State slots of a Mamba pool (allocators.md section 6): slots ``1..size``, 0 reserved.
+    """State slots of a Mamba pool (MambaSlotAllocator): slots ``1..size``, 0 reserved.
 
     ``alloc(n)`` takes the head, ``free`` appends. Between ``alloc_group_begin(k)``
     and ``alloc_group_end()`` ``k`` slots are taken up front and ``alloc(1)`` hands them out one

@@ -1,4 +1,4 @@
-"""The paged token allocator (allocators.md 3): whole pages of ``P`` tokens, page 0 reserved.
+"""The paged token allocator (PagedTokenToKVPoolAllocator): whole pages of ``P`` tokens, page 0 reserved.
 
 Pages come from the head of the free list; freed pages are *prepended* (reused first), as in
 SGLang 0.5.23. ``alloc_extend`` / ``alloc_decode`` place a batch's new tokens (one vectorised
@@ -19,7 +19,7 @@ from .token import BaseTokenToKVPoolAllocator
 _count_new_pages = num_new_pages
 
 class PagedTokenToKVPoolAllocator(BaseTokenToKVPoolAllocator):
-    """Page size ``P`` (allocators.md section 3): pages ``1..floor(size / P)``, page 0 reserved.
+    """Page size ``P`` (PagedTokenToKVPoolAllocator): pages ``1..floor(size / P)``, page 0 reserved.
 
     ``available_size() = (free pages + staged pages) * P`` tokens; e.g. ``size=1000, P=16``: 62
     pages, 992 tokens, highest location ``62*16 + 15 = 1007``. Freed pages are **prepended**

@@ -1,4 +1,4 @@
-"""Rows of the request-to-token table (allocators.md 7): rows ``1..size``, row 0 padding."""
+"""Rows of the request-to-token table (ReqToTokenPool): rows ``1..size``, row 0 padding."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .common import AllocatorMisuseError, as_id_list, check_count
 
 
 class RequestSlotAllocator:
-    """Rows of the request-to-token table (allocators.md section 7): rows ``1..size``, 0 padding.
+    """Rows of the request-to-token table (ReqToTokenPool): rows ``1..size``, 0 padding.
 
     The free list is SGLang's Python list ``[1..size]``: ``alloc(n)`` takes the **last** ``n``
     entries (a fresh allocator of size 4: ``alloc(2) -> [3, 4]``), ``[]`` for ``n == 0``, ``None``

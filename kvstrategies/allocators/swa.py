@@ -1,4 +1,5 @@
-"""The sliding-window allocators (allocators.md 4, 5): a full side, an SWA side and the mapping.
+"""The sliding-window allocators (SWATokenToKVPoolAllocator, PureSWATokenToKVPoolAllocator): a full side, an SWA side
+and the mapping.
 
 :class:`SWATokenToKVPoolAllocator` pairs two token allocators (page 1 or paged) and records
 each full location's SWA peer in ``full_to_swa_index_mapping``; :class:`PureSWATokenToKVPoolAllocator`
@@ -92,14 +93,14 @@ class _FullToSWAMapped:
 
 
 class SWATokenToKVPoolAllocator(_FullToSWAMapped):
-    """Hybrid sliding-window allocator (allocators.md section 4): a full side and an SWA side.
+    """Hybrid sliding-window allocator (SWATokenToKVPoolAllocator): a full side and an SWA side.
 
     Every full location handed out has an SWA peer recorded in ``full_to_swa_index_mapping``
     (int64, length ``size + P + 1``: 0 = "no SWA peer", last entry -1 so that translating a
     ``last_loc`` of -1 gives -1). The SWA side usually holds far fewer tokens: SWA locations of
     tokens that fell out of the window are freed early with :meth:`free_swa`.
 
-    Difference from SGLang 0.5.23 (OPEN-A2): when one side of ``alloc_decode`` (or
+    Difference from SGLang 0.5.23 (``SWATokenToKVPoolAllocator.alloc_decode``): when one side of ``alloc_decode`` (or
     ``alloc_extend``) runs out, SGLang returns ``None`` but keeps the other side's new pages
     allocated (a leak); this class restores the side that succeeded to its exact previous state.
     Ring mode (DSV4 ring variants) is not implemented.
@@ -210,7 +211,7 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
     ) -> torch.Tensor | None:
         """Paged ``alloc_decode`` on both sides. If either side is short, nothing is taken.
 
-        SGLang 0.5.23 keeps the side that succeeded allocated (OPEN-A2); this is rolled back.
+        SGLang 0.5.23 keeps the side that succeeded allocated (a leak); this is rolled back.
         """
         self._require_paged("alloc_decode")
         check_batch("alloc_decode", self.device, seq_lens=seq_lens, seq_lens_cpu=seq_lens_cpu, last_loc=last_loc)
@@ -391,7 +392,7 @@ class SWATokenToKVPoolAllocator(_FullToSWAMapped):
 
 
 class PureSWATokenToKVPoolAllocator(_FullToSWAMapped):
-    """Every layer is sliding-window (allocators.md section 5); page size must be 1.
+    """Every layer is sliding-window (PureSWATokenToKVPoolAllocator); page size must be 1.
 
     One :class:`TokenToKVPoolAllocator` of ``size_swa`` serves as both sides; the mapping is the
     identity ``[0, 1, ..., size_swa + P - 1]`` plus the -1 sentinel and is never rewritten.

@@ -1,4 +1,5 @@
-"""Token allocators of page size 1 and the contract every token allocator shares (allocators.md 1, 2).
+"""Token allocators of page size 1 and the contract every token allocator shares (BaseTokenToKVPoolAllocator,
+TokenToKVPoolAllocator).
 
 :class:`TokenToKVPoolAllocator` takes from the head of its free list and appends frees to the
 tail, so a freed slot is reused last (``alloc(3) -> [1, 2, 3]``; ``free([2])`` puts 2 last), as
@@ -29,7 +30,7 @@ from .common import (
 
 
 class BaseTokenToKVPoolAllocator:
-    """The common token-allocator contract (allocators.md section 1).
+    """The common token-allocator contract (BaseTokenToKVPoolAllocator).
 
     ``size`` usable token slots, ``page_size`` tokens per page; ``dtype`` is only recorded.
     ``available_size()`` counts free *tokens*. A double free, or freeing a location never handed
@@ -151,7 +152,7 @@ class BaseTokenToKVPoolAllocator:
 
 
 class TokenToKVPoolAllocator(BaseTokenToKVPoolAllocator):
-    """Page size 1 (allocators.md section 2): slots ``1..size``, slot 0 reserved.
+    """Page size 1 (TokenToKVPoolAllocator): slots ``1..size``, slot 0 reserved.
 
     ``alloc(n)`` takes the head of ``free_pages``; ``free`` appends to the tail (freed slots are
     reused last) or, with ``need_sort``, to ``release_pages``, which is merged and sorted in only

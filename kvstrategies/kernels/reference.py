@@ -15,7 +15,7 @@ Conventions shared by all stores:
 * Buffers are written through byte views, so fp8 / e8m0 / uint8 storage is all the same here.
 * NaN inputs give unspecified bytes (torch's own NaN encodings differ between code paths).
 
-fp8 overflow (write_path.md OPEN-W5, pinned by ``tests/test_kernels.py`` for the installed
+fp8 overflow (pinned by ``tests/test_kernels.py`` for the installed
 torch): torch 2.13 casts fp32 to ``float8_e4m3fn`` **saturating** to +-448 (inf included) and to
 ``float8_e5m2`` rounding to nearest even with overflow to inf.
 """
@@ -56,7 +56,7 @@ __all__ = [
 FP8_E4M3_MAX = 448.0
 #: magnitudes of the 8 FP4 (e2m1) codes 0..7; bit 3 of a nibble is the sign.
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
-#: fp4_mx_block16 magnitude code = number of these thresholds that are <= |q| (write_path.md 2.1).
+#: fp4_mx_block16 magnitude code = number of these thresholds that are <= |q| (fp4_mx_block16 quant_method).
 FP4_MX_BLOCK16_THRESHOLDS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
 MXFP8_BLOCK = 32
 FP4_BLOCK = 16
@@ -116,7 +116,7 @@ def _as_scale(scale: Scale, device: torch.device) -> torch.Tensor:
 def resolve_kv_dtype(buffer: torch.Tensor, src_dtype: torch.dtype, kv_dtype: torch.dtype | None) -> torch.dtype:
     """The logical dtype of ``buffer``: ``kv_dtype`` if given, else the buffer's own dtype.
 
-    A uint8 buffer holds fp8 bytes (layouts.md 0.3); without ``kv_dtype`` it takes one-byte
+    A uint8 buffer holds fp8 bytes (KVCache.__init__ store dtype); without ``kv_dtype`` it takes one-byte
     inputs as they are and refuses wider ones (which fp8 format would be ambiguous).
     """
     if kv_dtype is not None:
@@ -134,9 +134,9 @@ def resolve_kv_dtype(buffer: torch.Tensor, src_dtype: torch.dtype, kv_dtype: tor
     )
 
 
-# -- MHA / MLA stores (write_path.md 1 and 4) ------------------------------------------------------
+# -- MHA / MLA stores (MHATokenToKVPool.set_kv_buffer, MLATokenToKVPool.set_kv_buffer) ---------------------------------
 def cast_rows(rows: torch.Tensor, kv_dtype: torch.dtype, scale: Scale | None = None) -> torch.Tensor:
-    """SGLang's pre-store conversion (write_path.md 1, step 1), out of place.
+    """SGLang's pre-store conversion (MHATokenToKVPool.set_kv_buffer, step 1), out of place.
 
     Same dtype: unchanged (the scale is ignored, as in SGLang). Otherwise, with a scale:
     ``x = round_to(rows.dtype, fp32(x) / fp32(scale))`` (SGLang divides the input in place, in
@@ -260,7 +260,7 @@ def move_kv_cache(buffers: Sequence[torch.Tensor], dst_loc: torch.Tensor, src_lo
         rows[dst] = rows[src]
 
 
-# -- DSA indexer keys (write_path.md 5.2) -------------------------------------------------------------
+# -- DSA indexer keys (DSATokenToKVPool.set_index_k_scale_buffer) ------------------------------------------------------
 def store_index_k_scale(
     buffer: torch.Tensor,
     loc: torch.Tensor,
@@ -312,7 +312,7 @@ def quantize_store_index_k(
     store_index_k_scale(buffer, loc, q, scale, page_size=page_size)
 
 
-# -- MXFP8 (write_path.md 3) -----------------------------------------------------------------------
+# -- MXFP8 (MHATokenToKVPoolMXFP8.set_kv_buffer) -----------------------------------------------------------------------
 def quantize_mxfp8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(q float8_e4m3fn, E uint8)`` per 32-element block of the last dim of ``x`` ``(..., D)``.
 
@@ -360,7 +360,7 @@ def quantize_store_mxfp8(
         sb[loc] = e
 
 
-# -- FP4 (write_path.md 2.1, 2.2, 6) --------------------------------------------------------------------
+# -- FP4 (fp4_mx_block16 quant_method, nvfp4 quant_method, MLATokenToKVPoolFP4.set_kv_buffer) --------------------------
 def _pack_nibbles(nib: torch.Tensor) -> torch.Tensor:
     """Element ``2k`` in the low nibble, ``2k + 1`` in the high nibble of byte ``k``."""
     nib = nib.to(torch.uint8)
@@ -374,7 +374,7 @@ def _unpack_values(packed: torch.Tensor) -> torch.Tensor:
 
 
 def quantize_fp4_block16(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """fp4_mx_block16 (write_path.md 2.1): ``(packed uint8 (N, W/2), scales uint8 (N, W/16))``.
+    """fp4_mx_block16 (fp4_mx_block16 quant_method): ``(packed uint8 (N, W/2), scales uint8 (N, W/16))``.
 
     ``x`` ``(N, ...)`` is flattened per token to ``W`` values (``W % 16 == 0``) and cut into blocks
     of 16. Per block: ``e = ceil(log2(max(amax / 6, 1e-10)))`` (fp32 division, exact ceil-log2);
@@ -416,7 +416,7 @@ def quantize_store_fp4_block16(
     """Quantize (:func:`quantize_fp4_block16`) and scatter packed bytes and scale bytes.
 
     ``data_buffer[loc, data_col_offset : + W/2]`` and ``scale_buffer[loc, scale_col_offset : + W/16]``
-    (byte columns of the flattened rows). MHA uses offsets 0; MLA-FP4 (write_path.md 6) stores
+    (byte columns of the flattened rows). MHA uses offsets 0; MLA-FP4 (MLATokenToKVPoolFP4.set_kv_buffer) stores
     nope at 0 and rope after it, skipping location 0.
     """
     loc = _locs(loc)
@@ -436,7 +436,8 @@ def quantize_nvfp4(x: torch.Tensor, global_scale: Scale) -> tuple[torch.Tensor, 
     """NVFP4 two-level quantization: ``(packed uint8 (N, H, D/2), block scales fp8 bytes (N, H, D/16))``.
 
     ``x ~= e2m1 * block_scale * g`` with ``g = global_scale``. Rule chosen (FlashInfer's exact
-    rounding is OPEN-W1): per 16-block ``s = fp8_e4m3(min(amax / (6 * g), 448))`` (round to nearest
+    rounding in ``nvfp4_kv_quantize`` is not reproduced bit for bit): per 16-block
+    ``s = fp8_e4m3(min(amax / (6 * g), 448))`` (round to nearest
     even); ``q = x / (fp32(s) * g)`` (IEEE division; ``q = 0`` where ``s == 0``); e2m1 code by
     round-to-nearest-even on the e2m1 grid, saturating at 6; sign bit iff ``q < 0``. All fp32.
     """
@@ -485,7 +486,7 @@ def quantize_store_nvfp4(
     native_scale_buffer: torch.Tensor | None = None,
     native_layout: str = "k",
 ) -> None:
-    """NVFP4 ``quantize_and_store`` (write_path.md 2.2): no location-0 skip.
+    """NVFP4 ``quantize_and_store`` (nvfp4 quant_method): no location-0 skip.
 
     ``data_buffer[loc, h] = packed`` (``(rows, H, D/2)`` uint8); linear scales (if given)
     ``scale_buffer[loc, h, :]`` (``(rows, H, D/16)``); native scales (if given) at page

@@ -14,8 +14,8 @@ Every module asks here instead of comparing names; ``tests/test_architectures.py
 architecture name or model type written as a string literal anywhere else in the package.
 Adding a model is one :class:`Architecture` row (``docs/adding-a-model.md``).
 
-Where the launch rules (launch_defaults.md) list a family differently from the sizing rules
-(sizing.md 2.2-2.7), both memberships are kept as separate ``launch_*`` fields: SGLang reads the
+Where the launch rules (ServerArgs.resolve_once) list a family differently from the sizing rules
+(ModelConfig._derive_model_shapes), both memberships are kept as separate ``launch_*`` fields: SGLang reads the
 two lists in different places (``server_args.py`` vs ``configs/model_config.py``).
 """
 
@@ -32,7 +32,7 @@ from ..releases import SGLANG_TRANSFORMERS, EngineRelease, ReleaseRule, parse_re
 
 
 class Attention(enum.Enum):
-    """How SGLang's ``ModelConfig`` sets ``attention_arch`` for the architecture (sizing.md 2.2)."""
+    """How SGLang's ``ModelConfig`` sets ``attention_arch`` for the architecture (ModelConfig._derive_model_shapes)."""
 
     MHA = "mha"  # MHA / GQA / MQA (the default)
     MLA = "mla"  # always latent attention
@@ -41,7 +41,8 @@ class Attention(enum.Enum):
 
 
 class HybridSWAGate(enum.Enum):
-    """Membership in SGLang's ``is_hybrid_swa_model`` set and its extra condition (sizing.md 2.4)."""
+    """Membership in SGLang's ``is_hybrid_swa_model`` set and its extra condition (model_config.is_hybrid_swa_model,
+    get_hybrid_layer_ids)."""
 
     ALWAYS = "always"
     IF_SLIDING_WINDOW = "if-sliding-window"  # only with a non-zero ``sliding_window`` (Laguna)
@@ -49,7 +50,7 @@ class HybridSWAGate(enum.Enum):
 
 
 class SWALayerSplit(enum.Enum):
-    """Which config field splits full from sliding-window layers (builders.md 6).
+    """Which config field splits full from sliding-window layers (get_hybrid_layer_ids).
 
     Declaration order is the precedence when a config lists several architectures.
     """
@@ -65,7 +66,8 @@ class SWALayerSplit(enum.Enum):
 
 
 class SWAWindow(enum.Enum):
-    """How the engine's sliding window follows from the config (sizing.md 2.4)."""
+    """How the engine's sliding window follows from the config (model_config.is_hybrid_swa_model,
+    get_hybrid_layer_ids)."""
 
     FIRST_KEY = "first-key"  # sliding_window_size, sliding_window, window_size, attention_chunk_size
     INCLUSIVE_MINUS_ONE = "minus-one"  # HF's inclusive sliding_window - 1
@@ -73,7 +75,7 @@ class SWAWindow(enum.Enum):
 
 
 class LinearAttention(enum.Enum):
-    """The linear-state family of a Mamba-ish hybrid (sizing.md 2.7); order = parse precedence."""
+    """The linear-state family of a Mamba-ish hybrid (sglang.srt.configs.mamba_utils); order = parse precedence."""
 
     GDN = "gdn"  # Gated DeltaNet (Qwen3-Next, Qwen3.5): Mamba2 state shapes
     NEMOTRON_H = "nemotron_h"  # Mamba2 layers by hybrid_override_pattern
@@ -83,7 +85,7 @@ class LinearAttention(enum.Enum):
 
 
 class SWAMemoryOff(enum.Enum):
-    """SGLang's forced ``--disable-hybrid-swa-memory`` (launch_defaults.md 9.2)."""
+    """SGLang's forced ``--disable-hybrid-swa-memory`` (arg_groups.overrides)."""
 
     NEVER = "never"
     ALWAYS = "always"
@@ -91,7 +93,7 @@ class SWAMemoryOff(enum.Enum):
 
 
 class LaunchBackendRule(enum.Enum):
-    """The per-architecture attention-backend rule of the launch defaults (launch_defaults.md 6.1).
+    """The per-architecture attention-backend rule of the launch defaults (arg_groups.model_overrides).
 
     Declaration order is the order SGLang tries them.
     """
@@ -108,7 +110,7 @@ class LaunchBackendRule(enum.Enum):
 
 class LaunchBackendCheck(enum.Enum):
     """SGLang's check of the resolved attention backend after the model overrides (SGLang:
-    ``arg_groups.model_hook.handle_model_specific_adjustments``; launch_defaults.md 6.1)."""
+    ``arg_groups.model_hook.handle_model_specific_adjustments``; arg_groups.model_overrides)."""
 
     LLAMA4 = "llama4"  # the attention backend is one of Llama-4's
     GEMMA4 = "gemma4"  # the prefill and decode backends are both among Gemma-4's
@@ -123,7 +125,7 @@ class SGLangModel(enum.Enum):
 
 
 class Gemma4KVHeads(enum.Enum):
-    """Where a Gemma-4-family model type takes its full-attention KV heads (sizing.md 2.2)."""
+    """Where a Gemma-4-family model type takes its full-attention KV heads (ModelConfig._derive_model_shapes)."""
 
     SLIDING = "sliding"  # the sliding layers' num_key_value_heads
     GLOBAL_IF_K_EQ_V = "global-if-k-eq-v"  # num_global_key_value_heads when attention_k_eq_v

@@ -1,4 +1,5 @@
-"""DeepSeek-V4 compressed attention geometry (sizing.md 2.2, 8.1; layouts.md 13).
+"""DeepSeek-V4 compressed attention geometry (ModelConfig._derive_model_shapes, DSV4PoolConfigurator.__init__;
+DeepSeekV4TokenToKVPool).
 
 DeepSeek-V4 is an MHA-arch model (not MLA) whose every layer keeps a sliding-window latent
 cache; a layer's ``compress_ratios`` entry adds a compressed cache: 0 = SWA only, 4 = one
@@ -29,7 +30,7 @@ class DSV4Geometry:
     """The compressed-attention facts of one DeepSeek-V4 model (global layer ids).
 
     ``window_size`` is the config's ``sliding_window`` unchanged (128; SGLang does not
-    subtract one here, sizing.md 2.4).
+    subtract one here, model_config.is_hybrid_swa_model, get_hybrid_layer_ids).
     """
 
     compress_ratios: tuple[int, ...]

@@ -39,7 +39,7 @@ class AttentionArch(enum.Enum):
 
 @dataclass(frozen=True)
 class MLADims:
-    """Latent-attention dims (sizing.md 2.2); ``swa_*`` differ only for Dots3 configs."""
+    """Latent-attention dims (ModelConfig._derive_model_shapes); ``swa_*`` differ only for Dots3 configs."""
 
     kv_lora_rank: int
     qk_rope_head_dim: int
@@ -61,7 +61,7 @@ class MLADims:
 
 @dataclass(frozen=True)
 class DSAGeometry:
-    """DeepSeek sparse-attention indexer (sizing.md 2.6).
+    """DeepSeek sparse-attention indexer (model_config.is_deepseek_dsa).
 
     A layer "skips top-k" (reuses the previous layer's selection and stores no index keys of its
     own) by the first rule that applies: ``indexer_types``, the LongCat ``cli_factor``,
@@ -76,7 +76,7 @@ class DSAGeometry:
     index_topk_pattern: str | None = None
     index_topk_freq: int = 1
     index_skip_topk_offset: int | None = None
-    index_kpool_compress: bool = False  # HF ``index_kpool_compress``: per-request compress tails (layouts.md 8)
+    index_kpool_compress: bool = False  # HF ``index_kpool_compress``: per-request compress tails (DSATokenToKVPool)
 
     def __post_init__(self) -> None:
         for name in ("index_head_dim", "index_topk", "index_kpool", "cli_factor", "index_topk_freq"):
@@ -131,7 +131,7 @@ class ModelGeometry:
     """KV-relevant facts of one model (global, before any parallel split).
 
     ``num_pp_layers`` is the layer count the pipeline split divides
-    (``max(num_hidden_layers, num_attention_layers)``, sizing.md 2.3).
+    (``max(num_hidden_layers, num_attention_layers)``, sglang.srt.distributed.utils.get_pp_indices).
     """
 
     architectures: tuple[str, ...]
@@ -224,7 +224,7 @@ class ModelGeometry:
         return "mha"
 
     def num_kv_heads(self, attn_tp_size: int, dcp_size: int = 1) -> int:
-        """KV heads on one rank: ``max(1, H_total // (tp // dcp))`` (sizing.md 2.1).
+        """KV heads on one rank: ``max(1, H_total // (tp // dcp))`` (ModelConfig.get_num_kv_heads).
 
         With ``tp // dcp`` above ``H_total`` each rank keeps one replicated head (8 heads at
         TP16 -> 1, not 0.5); DCP replicates KV across its group, so it *raises* the count.

@@ -16,17 +16,18 @@ DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 
 @dataclass(frozen=True)
 class HybridSWAGeometry:
-    """The hybrid sliding-window split of one model (global layer ids, sizing.md 2.4).
+    """The hybrid sliding-window split of one model (global layer ids, model_config.is_hybrid_swa_model,
+    get_hybrid_layer_ids).
 
     ``sliding_window_size`` is the engine's window ``W`` (tokens a SWA layer still attends to),
     e.g. 127 for GPT-OSS (HF ``sliding_window = 128`` is inclusive), 8192 for Llama-4 (its
     ``attention_chunk_size``). ``is_compress_model``: the SWA pool gets its own KV heads and head
     dims (``swa_*`` of :class:`ModelGeometry`). DeepSeek-V4 (``is_deepseek_v4``) carries no id
     lists: its layer split is ``compress_ratios`` (its own strategy). ``mtp_local_layer_ids``:
-    draft depths stored at SWA geometry with full capacity (sizing.md 6.2 ``dSF``).
+    draft depths stored at SWA geometry with full capacity (HybridSWAPoolConfigurator.__init__ draft layers ``dSF``).
     ``draft_layer_ids``: a draft worker's own split when SGLang renames the draft's architecture.
     ``mla_scale_dims`` = ``(full D, full Dv, swa D, swa Dv)`` of the MXFP8 scale term of an MLA
-    model (quirk 3), None for MHA models.
+    model (a QUIRK of HybridSWAPoolConfigurator._full_cell_bytes), None for MHA models.
     """
 
     full_attention_layer_ids: tuple[int, ...]

@@ -4,7 +4,7 @@ SGLang calls such models "Mamba-ish" (``sglang.srt.configs.hybrid_arch.mambaish_
 some layers carry softmax-attention KV, the others a fixed-size recurrent state per request
 (a conv window and an SSM "temporal" state).
 The geometry keeps the TP-independent config numbers; :meth:`MambaGeometry.state_shapes` turns
-them into one rank's shapes (layouts.md 2.1, SGLang ``mamba_utils.py``).
+them into one rank's shapes (mamba_utils state shapes, SGLang ``mamba_utils.py``).
 
 Families (parsed by :func:`kvstrategies.models.parsers.mamba.parse_mamba`):
 
@@ -32,7 +32,7 @@ from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_
 from .architectures import LinearAttention
 from .hf import MAX_CONFIG_INT
 
-#: SSM / conv state dtypes SGLang accepts; anything else is ignored (resolve.md 3.1)
+#: SSM / conv state dtypes SGLang accepts; anything else is ignored (mamba_utils mamba_cache_per_req)
 STATE_DTYPES = (DType.FLOAT32, DType.BFLOAT16, DType.FLOAT16)
 
 
@@ -202,7 +202,8 @@ class MambaGeometry:
         return self.mixer.state_shapes(tp)
 
     def mamba_cache_per_req(self, tp: int, conv_dtype: DType, ssm_dtype: DType) -> int:
-        """SGLang ``mamba_cache_per_req``: one slot's bytes over *all* Mamba layers (resolve.md 3.1)."""
+        """SGLang ``mamba_cache_per_req``: one slot's bytes over *all* Mamba layers (mamba_utils
+        mamba_cache_per_req)."""
         return self.state_shapes(tp).bytes_per_layer(conv_dtype, ssm_dtype) * len(self.mamba_layer_ids)
 
 

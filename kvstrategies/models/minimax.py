@@ -1,4 +1,4 @@
-"""``MiniMaxSparseGeometry``: MiniMax-M3 block-sparse attention layers (sizing.md 2.8).
+"""``MiniMaxSparseGeometry``: MiniMax-M3 block-sparse attention layers (ModelConfig's MiniMax sparse layer ids).
 
 A MiniMax-M3 sparse model (architecture ``MiniMaxM3SparseForCausalLM`` or
 ``MiniMaxM3SparseForConditionalGeneration``) mixes *dense* attention layers with *sparse* ones.

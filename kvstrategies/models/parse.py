@@ -51,7 +51,8 @@ def _with_defaults(cfg: ConfigDict) -> dict[str, Any]:
 
 
 def derive_context_len(text: ConfigDict) -> int:
-    """First context key, times the rope factor unless the scaling is llama3-style (sizing.md 2.5)."""
+    """First context key, times the rope factor unless the scaling is llama3-style
+    (hf_transformers.common.get_context_length)."""
     factor: float = 1.0
     rope = text.get("rope_scaling")
     if model_type_row(text.get("model_type")).rope_per_layer_type:
@@ -78,7 +79,7 @@ def derive_context_len(text: ConfigDict) -> int:
 
 
 def total_num_kv_heads(text: ConfigDict, num_attention_heads: int) -> int:
-    """``get_total_num_kv_heads`` (sizing.md 2.1), first match wins."""
+    """``get_total_num_kv_heads`` (ModelConfig.get_num_kv_heads), first match wins."""
     conventions = model_type_row(text.get("model_type", ""))
     new_decoder = bool(text.get("new_decoder_architecture", False))
     if text.get("multi_query") is True and not (conventions.multi_query_unless_new_decoder and new_decoder):
@@ -143,7 +144,7 @@ def _quantization(root: ConfigDict, text: ConfigDict) -> tuple[str | None, bool]
 
 
 def _is_mla(archs: tuple[str, ...], text: ConfigDict) -> bool:
-    """SGLang's ``attention_arch`` rule (sizing.md 2.2): any entry whose row's condition holds."""
+    """SGLang's ``attention_arch`` rule (ModelConfig._derive_model_shapes): any entry whose row's condition holds."""
     for row in rows_for(archs):
         if row.attention is Attention.MLA_UNLESS_DISABLED:
             if text.get("use_mla", True) is not False:

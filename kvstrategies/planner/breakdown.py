@@ -5,7 +5,7 @@ Pools are read through the generic layout API only: each allocation of a pool is
 its sub-pool (the name's ``prefix.``, e.g. ``full.`` / ``swa.`` / ``c4.`` / ``mamba.``; else the
 buffer's name without its layer index) and its :class:`~kvstrategies.pools.layout.BufferRole`.
 The token-to-KV pool and the extra (state) pools are charged to the KV budget; the request
-table lives in the slack ``P0 * (1 - mfs)`` (resolve.md §7), not in the budget.
+table lives in the slack ``P0 * (1 - mfs)`` (KVCacheConfigurator._build_req_to_token_pool), not in the budget.
 """
 
 from __future__ import annotations

@@ -75,7 +75,8 @@ def derived_defaults(
     req: DeploymentRequest | None, launch: LaunchResolution | None, planned: Plan, sizes: PoolSizes
 ) -> tuple[AppliedDefault, ...]:
     """Settings left out that no launch step declares: the library defaults without a GPU,
-    what ``auto`` KV resolved to (sizing.md §1.1), and the derived ``max_running_requests``."""
+    what ``auto`` KV resolved to (sglang.srt.mem_cache.kv_cache_dtype.configure_kv_cache_dtype), and the derived
+    ``max_running_requests``."""
     if req is None:
         return ()
     out: list[AppliedDefault] = []
@@ -130,7 +131,7 @@ def state_reserved_fields(fields: Mapping[str, Any], budget_bytes: int) -> dict[
     """Case fields for a budget *before* state reservations (the GPU step's ``rest``).
 
     ``available_bytes`` of a case is what SGLang hands ``calculate_pool_sizes``: for Mamba hybrids
-    the state reservation comes out first (resolve.md 3, SGLang's ``_handle_max_mamba_cache``).
+    the state reservation comes out first (SGLang's ``KVCacheConfigurator._handle_max_mamba_cache``).
     The planner runs it here and pins the slot count it chose (``max_mamba_cache_size``, global:
     per-DP slots times attention DP), so the plan sizes exactly that reservation's KV budget.
     """

@@ -3,11 +3,11 @@
 A request of ``L`` tokens draws from every token pool a plan has (:class:`TokenPool`): a
 full-attention pool takes ``ceil_align(L, P)`` slots; a sliding-window pool at most
 ``ceil_align(min(L, span), P)`` with ``span = W + ev * Dt + P + decode_alloc`` (the worst-case
-SWA residency of one request, sizing.md 7.2). Pools come from the finished
+SWA residency of one request, compute_swa_request_cap). Pools come from the finished
 :class:`~kvstrategies.sizing.PoolSizes` alone, whatever the strategy:
 
 * ``swa_max_total_num_tokens`` set (hybrid SWA, DeepSeek-V4): the full pool (SGLang's token
-  capacity, resolve.md §9) plus the SWA pool; an all-SWA model has only the SWA pool.
+  capacity, TpModelWorker max_req_len) plus the SWA pool; an all-SWA model has only the SWA pool.
 * otherwise one pool of ``max_total_num_tokens * dcp`` logical tokens in pages of ``P * dcp``.
 
 Concurrency at ``L`` = ``min(max_running_requests, min over pools of capacity // tokens(L))``
@@ -16,7 +16,7 @@ on the same predicate (vLLM's ``_estimate_max_model_len`` does the same on memor
 SWA the full pool bounds it. State pools (Mamba, DSV4 compression state) hold one slot per
 request and are already folded into ``max_running_requests`` by the strategies.
 SGLang itself admits at most ``max_req_len = min(context_len - 1, capacity - 1)`` tokens
-(resolve.md §9); a request of the model's whole context fits exactly when
+(TpModelWorker max_req_len); a request of the model's whole context fits exactly when
 ``capacity >= context_len``, which is what :attr:`FitReport.context_fits` says. A request longer
 than the context is not served at all (:func:`rejected_reason`).
 """

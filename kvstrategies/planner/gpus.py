@@ -27,9 +27,9 @@ class Accelerator:
     """One device type.
 
     ``capacity_mib``: MiB as SGLang reads it (float; ``None`` = SGLang could not probe it, which
-    selects the fallbacks of launch_defaults.md §2/§4). ``compute_capability``: CUDA (major,
+    selects the fallbacks of memory_hook.handle_gpu_memory_settings). ``compute_capability``: CUDA (major,
     minor), assuming a toolkit new enough for SGLang's probes (>= 12.3 on SM90, >= 12.8 on
-    Blackwell, §1.2). ``gfx_arch``: ROCm target (``"gfx942"``, ``"gfx950"``).
+    Blackwell, sglang.srt.utils.common probes). ``gfx_arch``: ROCm target (``"gfx942"``, ``"gfx950"``).
     """
 
     name: str
@@ -71,7 +71,7 @@ class Accelerator:
 
     @property
     def is_sm100(self) -> bool:
-        """CUDA major 10: B200/GB200 (SM100) and B300/GB300 (SM103) alike (§1.2)."""
+        """CUDA major 10: B200/GB200 (SM100) and B300/GB300 (SM103) alike (sglang.srt.utils.common probes)."""
         return self.sm_major == 10
 
     @property

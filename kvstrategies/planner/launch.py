@@ -125,7 +125,7 @@ def resolve_launch(req: DeploymentRequest, config: Mapping[str, Any]) -> LaunchR
 
 
 def platform_fields(gpu: Accelerator) -> dict[str, bool]:
-    """The case ``platform`` probes of an accelerator (launch_defaults.md §1.2)."""
+    """The case ``platform`` probes of an accelerator (sglang.srt.utils.common probes)."""
     return {
         "is_sm90": gpu.is_sm90,
         "is_sm100": gpu.is_sm100,
@@ -140,7 +140,7 @@ def case_fields(req: DeploymentRequest, model_dtype: str, launch: LaunchResoluti
 
     Without a launch resolution the user's values (or ``auto`` / page 1) are used. With one,
     every resolved setting goes in; ``swa_full_tokens_ratio`` only when it counts as explicitly
-    set (launch_defaults.md §9.1: the DSV4 model-declared 0.1 does, the 0.8 field fallback does
+    set (arg_groups.overrides: the DSV4 model-declared 0.1 does, the 0.8 field fallback does
     not, so the strategy's own default applies then).
     """
     case: dict[str, Any] = {

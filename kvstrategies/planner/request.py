@@ -120,7 +120,7 @@ class DeploymentRequest:
 
     @property
     def uses_launch_defaults(self) -> bool:
-        """SGLang's launch defaults apply when a GPU is named (launch_defaults.md)."""
+        """SGLang's launch defaults apply when a GPU is named (ServerArgs.resolve_once)."""
         return self.gpu is not None
 
     def hf_config(self) -> Mapping[str, Any]:

@@ -1,6 +1,6 @@
 """Parameter counts and weight bytes estimated from a raw Hugging Face ``config.json``.
 
-The KV budget is what is left after the weights (launch_defaults.md §5: budget ~= P0 * mfs -
+The KV budget is what is left after the weights (KVCacheConfigurator._profile_available_bytes: budget ~= P0 * mfs -
 weights per rank), so planning without a GPU needs the resident weight bytes of one rank. This
 module counts parameters tensor group by tensor group from the config alone:
 
@@ -25,15 +25,15 @@ MXFP4 experts (0.5 + 1/32 B/param, gpt-oss; also DeepSeek-V4 ``expert_dtype: fp4
 (0.5 + 1/16), AWQ/GPTQ/compressed-tensors integer groups with their scales and zero points, and
 the modules a config leaves unquantized. Embeddings, lm_head, norms, biases and routers keep the
 model dtype. A config float32 counts 2 bytes, as SGLang's ``auto``
-serves float32 checkpoints in 16 bits (launch_defaults.md §8).
+serves float32 checkpoints in 16 bits (arg_groups.overrides kv_cache_dtype defaults).
 
 Per-rank split (:meth:`WeightEstimate.weight_bytes_per_rank`), a documented approximation of
 SGLang's sharding: every group carries the size of the dimension TP shards (heads, intermediate
 size, experts, vocab); a rank holds ``count / units * max(1, units // tp)`` of it, so KV heads
 fewer than ``tp`` are replicated (8 KV heads at TP16 keep one each), while norms, routers and the
 MLA/DSA down-projections (``q_a``, ``kv_a``, indexer) are replicated. Vocab padding is ignored.
-Pipeline stages own ``get_pp_indices`` layer ranges (sizing.md §2.3); the embedding lives on the
-first stage, final norm + lm_head on the last.
+Pipeline stages own ``get_pp_indices`` layer ranges (sglang.srt.distributed.utils.get_pp_indices); the embedding lives
+on the first stage, final norm + lm_head on the last.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def _text(cfg: Mapping[str, Any]) -> dict[str, Any]:
 def _config_dtype_bytes(t: Mapping[str, Any]) -> float:
     name = t.get("torch_dtype") or t.get("dtype")
     if name is None:
-        return 2.0  # no dtype -> float32 -> `auto` serves float16 (launch_defaults.md §8)
+        return 2.0  # no dtype -> float32 -> `auto` serves float16 (arg_groups.overrides kv_cache_dtype defaults)
     dtype = DType.from_name(str(name))
     return 2.0 if dtype is DType.FLOAT32 else float(dtype.itemsize)
 
@@ -203,7 +203,8 @@ def _dtype_label(nbytes: float) -> str:
 
 
 def get_pp_indices(num_layers: int, rank: int, pp: int) -> tuple[int, int]:
-    """Layer range ``[start, end)`` of PP stage ``rank`` (sizing.md §2.3: last stages get extras)."""
+    """Layer range ``[start, end)`` of PP stage ``rank`` (sglang.srt.distributed.utils.get_pp_indices: last stages get
+    extras)."""
     base, rem = divmod(num_layers, pp)
     if rank >= pp - rem:
         start = rank * (base + 1) - (pp - rem)
@@ -649,7 +650,7 @@ def _attention(t: Mapping[str, Any], *, swa: bool = False) -> list[ParamGroup]:
 
 def _num_kv_heads(t: Mapping[str, Any], pre: str = "") -> int:
     if t.get("multi_query") and not t.get("new_decoder_architecture"):
-        return 1  # Falcon-7B MQA (sizing.md §2.1)
+        return 1  # Falcon-7B MQA (ModelConfig.get_num_kv_heads)
     for key in (pre + "num_key_value_heads", "num_kv_heads", "n_head_kv", "num_key_value_heads"):
         if t.get(key):
             return int(t[key])

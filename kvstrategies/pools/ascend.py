@@ -1,19 +1,19 @@
-"""Ascend NPU pool layouts (layouts.md 14): stacked over layers, page-major, MLA nope/rope split.
+"""Ascend NPU pool layouts (memory_pool_npu): stacked over layers, page-major, MLA nope/rope split.
 
 Every NPU pool allocates **one tensor per buffer for all its layers**,
-``[L, pages, P, heads, dim]`` (layouts.md 0.4), with ``pages = T // P + pad``: the floor of the
+``[L, pages, P, heads, dim]`` (memory_pool_npu stacked tensors), with ``pages = T // P + pad``: the floor of the
 usable slots plus padding pages (page 0 is the padding page, as on CUDA). With ``T`` a page
 multiple and ``pad = 1`` a buffer holds ``(T + P) * row_bytes * L`` bytes, the CUDA figure;
 unlike CUDA there is no fused K/V storage rounded up to a page and no aux pointer tensors.
 
-Snapshot names (OPEN-L1 decision: engine-facing tensors and their backing storage): the stacked
+Snapshot names (a decision: engine-facing tensors and their backing storage): the stacked
 allocation carries SGLang's attribute name (``k_buffer``) and each layer's slice is listed as a
 view ``k_buffer[l]`` (pool-local layer index, what ``get_key_buffer(layer)`` returns), so CUDA
 and NPU snapshots name the same per-layer tensors.
 
 Not modelled: the ``ASCEND_USE_FIA`` per-layer ``(pages * P, 1, H, D)`` views (same storage,
 same bytes), the sparse-KV offload pool (out of scope, README) and the packed-FP8 Hadamard-128
-matrix (OPEN-L6, below).
+matrix (below).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def stacked_buffer(
     return (BufferSpec(name, shape, dtype), *views)
 
 
-# ---- NPUMHATokenToKVPool / NPUMHATokenToKOnlyPool (14.1, 14.2) -----------------------------
+# ---- NPUMHATokenToKVPool / NPUMHATokenToKOnlyPool (NPUMHATokenToKVPool, NPUMHATokenToKOnlyPool) ----------------------
 
 
 def npu_mha_layout(
@@ -75,13 +75,13 @@ def npu_mha_layout(
     pool_class: str = NPU_MHA_POOL,
 ) -> PoolLayout:
     """``NPUMHATokenToKVPool``: ``k_buffer`` ``(L, T // P + 1, P, H, D)`` and ``v_buffer``
-    ``(L, T // P + 1, P, H, Dv)``, both in the store dtype (layouts.md 14.1).
+    ``(L, T // P + 1, P, H, Dv)``, both in the store dtype (NPUMHATokenToKVPool).
 
     Arguments are the pool's *effective* geometry (SGLang's ``swa_head_num`` /
     ``swa_head_dim`` / ``swa_v_head_dim`` already applied by the caller). Bytes:
     ``L * (T // P + 1) * P * H * (D + Dv) * itemsize``; Llama-3.1-8B bf16, T = 1024, P = 128:
     ``32 * 9 * 128 * 8 * 256 * 2 = 150,994,944``. Hybrid SWA on NPU builds two of these
-    (builders.md 4 row 2), which is why this is a plain function.
+    (KVCacheConfigurator._build_token_to_kv_pool), which is why this is a plain function.
     """
     pages = npu_num_pages(size, page_size)
     buffers = (
@@ -109,7 +109,7 @@ def npu_k_only_layout(
     layer_num: int,
     store_dtype: DType,
 ) -> PoolLayout:
-    """``NPUMHATokenToKOnlyPool``: ``k_buffer`` ``(L, T // P + 1, P, H, D)`` only (layouts.md 14.2)."""
+    """``NPUMHATokenToKOnlyPool``: ``k_buffer`` ``(L, T // P + 1, P, H, D)`` only (NPUMHATokenToKOnlyPool)."""
     pages = npu_num_pages(size, page_size)
     attributes: Attributes = (
         ("size", size),
@@ -123,12 +123,12 @@ def npu_k_only_layout(
     return PoolLayout(NPU_K_ONLY_POOL, buffers, attributes)
 
 
-# ---- NPUMLATokenToKVPool (14.4) --------------------------------------------------------------
+# ---- NPUMLATokenToKVPool (NPUMLATokenToKVPool) --------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class NPUIndexer:
-    """The DSA index-K cache of an NPU MLA pool (builders.md 5.9 arguments).
+    """The DSA index-K cache of an NPU MLA pool (_build_ascend_*_kv_pool arguments).
 
     ``index_size`` is ``T * dcp`` on a target (the index keys are replicated across the DCP
     group while the latent is sharded) and ``T`` on a draft; ``index_page_size`` is the
@@ -161,12 +161,12 @@ def npu_mla_layout(
     indexer: NPUIndexer | None = None,
     kv_cache_dim: int | None = None,
 ) -> PoolLayout:
-    """``NPUMLATokenToKVPool`` (layouts.md 14.4); ``dtype`` is the logical KV dtype.
+    """``NPUMLATokenToKVPool``; ``dtype`` is the logical KV dtype.
 
     * ``kv_pad = dcp`` for a DCP draft, else 1; ``idx_pad = dcp`` with an indexer under DCP.
     * Packed FP8 DSA (``dsa_fp8``): an indexer, ``dtype`` float8_e4m3fn and ``kv_cache_dim``
       given (the builder passes it only on an arch35 NPU). The record
-      ``[latent fp8 | rope bf16 bytes | fp32 scales]`` (write_path.md 11, a different byte
+      ``[latent fp8 | rope bf16 bytes | fp32 scales]`` (memory_pool_npu set_kv_buffer, a different byte
       order from CUDA's packed row) lives whole in ``k_buffer`` (``Kd = kv_cache_dim``, store
       dtype float8_e4m3fn); ``v_buffer`` is a zero-width bf16 placeholder; index keys are fp8
       with a float32 ``index_k_scale_buffer`` beside them.
@@ -180,7 +180,7 @@ def npu_mla_layout(
     | ``index_k_buffer`` | ``(n_idx, index_size // index_page_size + idx_pad, index_page_size, 1, index_head_dim)`` |
     | ``index_k_scale_buffer`` | ``(n_idx, same pages, index_page_size, 1)`` float32, dsa_fp8 with n_idx > 0 |
 
-    OPEN-L6 decision: the packed-FP8 Hadamard-128 rotation matrix is not part of the layout.
+    Decision: the packed-FP8 Hadamard-128 rotation matrix is not part of the layout.
     It is a model constant (independent of ``T``, not counted by SGLang's
     ``get_kv_size_bytes``) whose shape and dtype the spec does not pin; the attribute
     ``hadamard`` records that it is left out.
@@ -240,7 +240,7 @@ def npu_mla_layout(
     return PoolLayout(NPU_MLA_POOL, tuple(buffers), tuple(attributes))
 
 
-# ---- NPUMiniMaxSparseKVPool (14.3) ----------------------------------------------------------
+# ---- NPUMiniMaxSparseKVPool (NPUMiniMaxSparseKVPool) ----------------------------------------------------------
 
 
 def npu_minimax_sparse_layout(
@@ -256,12 +256,12 @@ def npu_minimax_sparse_layout(
     store_dtype: DType,
     index_store_dtype: DType,
 ) -> PoolLayout:
-    """``NPUMiniMaxSparseKVPool``: layouts.md 12 with NPU sub-pool classes (14.3).
+    """``NPUMiniMaxSparseKVPool``: MiniMaxSparseKVPool with NPU sub-pool classes.
 
     ``main.`` = NPU MHA over all local layers (``H``, ``D``, V uses ``D``); ``index_kv.`` =
     NPU MHA with one head of ``idx_head_dim`` over the K/V-indexed sparse layers (if any);
     ``index_k.`` = NPU K-only over the K-only sparse layers (if any); index pools in the index
-    dtype (the model dtype on NPU, builders.md 5.9).
+    dtype (the model dtype on NPU, _build_ascend_*_kv_pool).
     """
     parts = {
         "main": npu_mha_layout(

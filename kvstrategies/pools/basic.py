@@ -1,4 +1,5 @@
-"""Layouts of the plain pools: MHA K/V (layouts.md 4.2), MLA latent (6), request table (1)."""
+"""Layouts of the plain pools: MHA K/V (MHATokenToKVPool), MLA latent (MLATokenToKVPool), request table
+(ReqToTokenPool)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ def mha_layout(
 
     With ``D == Dv`` SGLang allocates one fused ``(2, ceil_align(N, P), H, D)`` tensor per layer
     and K/V are views of its halves, so allocated bytes exceed ``N * cell`` when ``N`` is not a
-    page multiple (layouts.md 15.A: T=1000, P=16 allocates 1024 rows, addresses 1016).
-    ``prefix``: the sub-pool name the buffers are named under (``full`` -> ``full.k_buffer[0]``),
+    page multiple (Llama-3.1-8B bf16: T=1000, P=16 allocates 1024 rows, addresses
+    1016). ``prefix``: the sub-pool name the buffers are named under (``full`` -> ``full.k_buffer[0]``),
     as :meth:`~kvstrategies.pools.layout.PoolLayout.prefixed` would name them.
     """
     rows = size + page_size

@@ -1,9 +1,9 @@
 """What building needs beyond a layout: the allocator choice and the pool's logical facts (torch-free).
 
 A :class:`~kvstrategies.pools.layout.PoolLayout` says which tensors exist; it does not say which
-token allocator serves them (builders.md 7), which global layer id a pool's first buffer belongs
-to (``start_layer``), or which logical dtype a ``uint8`` buffer holds (fp8 e4m3 or e5m2,
-layouts.md 0.3). :func:`pool_binding` computes those facts from the context and the final sizes,
+token allocator serves them (KVCacheConfigurator._build_token_to_kv_pool_allocator), which global layer id a pool's
+first buffer belongs to (``start_layer``), or which logical dtype a ``uint8`` buffer holds (fp8 e4m3 or e5m2,
+KVCache.__init__ store dtype). :func:`pool_binding` computes those facts from the context and the final sizes,
 as plain data, so a plan carries them and ``build`` only has to allocate.
 """
 
@@ -20,7 +20,7 @@ from ..sizing import PoolSizes
 
 
 class AllocatorKind(enum.Enum):
-    """The token allocator classes of allocators.md (value: the SGLang class name)."""
+    """The token allocator classes of sglang.srt.mem_cache.allocator (value: the SGLang class name)."""
 
     TOKEN = "TokenToKVPoolAllocator"
     PAGED = "PagedTokenToKVPoolAllocator"
@@ -30,7 +30,8 @@ class AllocatorKind(enum.Enum):
 
 @dataclass(frozen=True)
 class AllocatorSpec:
-    """One fresh token allocator (builders.md 7.1): class, token slots, page size in tokens.
+    """One fresh token allocator (KVCacheConfigurator._build_token_to_kv_pool_allocator): class, token slots, page size
+    in tokens.
 
     ``size`` is the full-side (or only) slot count, ``size_swa`` the SWA side's (SWA kinds only);
     ``page_size`` is the scheduler page size (times DCP in rows 2 and 9); ``need_sort`` is true in
@@ -46,10 +47,11 @@ class AllocatorSpec:
 
 
 def select_allocator_spec(ctx: KVCacheContext, sizes: PoolSizes) -> AllocatorSpec | None:
-    """builders.md 7.1 (rows 1, 2, 4, 5, 8, 9); ``None`` for a draft worker (7.2: it reuses the target's).
+    """KVCacheConfigurator._build_token_to_kv_pool_allocator ; ``None`` for a draft worker (it reuses
+    the target's).
 
     Rows 3, 6, 7 (DSV4 encoder replay, HiSparse, logical-page sharding) are out of scope: no
-    setting selects them. NPU (rows 1, 2): the Ascend backend is the only one SGLang runs there,
+    setting selects them. NPU: the Ascend backend is the only one SGLang runs there,
     so every NPU deployment takes them; the NPU paged allocator's int32 returns are not modelled
     (the CUDA class is used, int64).
     """
@@ -85,7 +87,7 @@ class PoolBinding:
     """Facts a built pool needs that its layout does not carry.
 
     * ``start_layer``: global id of the pool's first layer; plain pools address buffer
-      ``layer_id - start_layer`` (write_path.md 0). Composite pools map ids through their
+      ``layer_id - start_layer`` (KVCache.set_kv_buffer). Composite pools map ids through their
       layout attributes instead.
     * ``kv_dtype``: the logical KV dtype (``uint8`` storage holds fp8 e4m3 or e5m2 bytes).
     * ``kv_lora_rank`` / ``qk_rope_head_dim`` (and the SWA sub-pool's): MLA row split.

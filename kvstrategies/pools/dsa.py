@@ -1,4 +1,4 @@
-"""``DSATokenToKVPool``: MLA latent KV plus the DSA indexer's keys (layouts.md 8).
+"""``DSATokenToKVPool``: MLA latent KV plus the DSA indexer's keys (DSATokenToKVPool).
 
 DeepSeek-V3.2 / GLM-5 sparse attention keeps, per layer, the MLA latent row (section 6) and a
 page-major index-key buffer: one row per pool page holding ``p = P / index_kpool`` FP8 keys of
@@ -101,7 +101,7 @@ class DSAIndexGeometry:
 
 
 def validate_index_page_size(index_page_size: int, *, is_hip: bool) -> None:
-    """CUDA kernels need 64-token index pages; HIP 1 or a multiple of 16 (layouts.md 8)."""
+    """CUDA kernels need 64-token index pages; HIP 1 or a multiple of 16 (DSATokenToKVPool)."""
     if is_hip:
         if index_page_size != 1 and index_page_size % 16:
             raise KVCacheConfigError(

@@ -1,4 +1,4 @@
-"""``DeepSeekV4TokenToKVPool``, CUDA default path (layouts.md 13), as pure data.
+"""``DeepSeekV4TokenToKVPool``, CUDA default path (DeepSeekV4TokenToKVPool), as pure data.
 
 One pool holds, per pipeline stage:
 
@@ -12,7 +12,7 @@ One pool holds, per pipeline stage:
 Paged buffers are ``(pages, page_bytes)`` uint8 (fp8 latent + bf16 rope + scales in one
 page, :class:`KVPageLayout`); their page count is ``ceil_div(size + P, p)`` where ``p`` is the
 buffer's own (physical) page and ``P`` the logical 256-token page kept as padding even for the
-compressed pools (layouts.md 13.1). State buffers have ``ceil_align(S + ring + 1, ratio)``
+compressed pools (DeepSeekV4TokenToKVPool). State buffers have ``ceil_align(S + ring + 1, ratio)``
 rows.
 """
 
@@ -26,16 +26,16 @@ from ..releases import ReleaseRule, span
 from ..sizing import ceil_align, ceil_div
 from .layout import BufferRole, BufferSpec, PoolLayout
 
-#: SGLang's ``c4_logical_size = c128_size * 32`` (sizes the indexer, layouts.md 13.2)
+#: SGLang's ``c4_logical_size = c128_size * 32`` (sizes the indexer, DeepSeekV4TokenToKVPool)
 C4_LOGICAL_PER_C128 = 32
 
 
 class KVPageLayout(enum.Enum):
-    """A DSV4 page format: ``(name, data bytes, scale bytes, page alignment)`` (layouts.md 13.1).
+    """A DSV4 page format: ``(name, data bytes, scale bytes, page alignment)`` (DeepSeekV4TokenToKVPool).
 
     ``page_bytes(p) = ceil_align(p * (data + scale), align)``; V4 at p = 256 is
     ``ceil_align(149,504, 576) = 149,760`` (585.0 B/token), at p = 2 it is 1,728 (864.0).
-    The V4.1 formats are not modelled (OPEN-L2).
+    The V4.1 formats are not modelled.
     """
 
     V4 = ("v4", 576, 8, 576)  # 448 fp8 nope + 64 bf16 rope = 576 B, 7 ue8m0 scales + 1 pad
@@ -140,7 +140,7 @@ def dsv4_layout(
     indexer_pages_at_global_page: bool = True,
     kv_pages_at_global_page: bool = True,
 ) -> PoolLayout:
-    """Every buffer of ``DeepSeekV4TokenToKVPool`` (layouts.md 13.2).
+    """Every buffer of ``DeepSeekV4TokenToKVPool``.
 
     ``mapping_length``: the target's SWA allocator registers its ``full_to_swa_index_mapping``
     (``full + P + 1`` int64 entries, as for ``SWAKVPool``) on the pool; a draft passes ``None``.

@@ -1,4 +1,4 @@
-"""FP4 KV pools: the MHA quantized recipes (layouts.md 4.5) and ``MLATokenToKVPoolFP4`` (7).
+"""FP4 KV pools: the MHA quantized recipes (MHATokenToKVPool FP4 quant_method) and ``MLATokenToKVPoolFP4``.
 
 Two FP4 values share one uint8 byte (``float4_e2m1fn_x2`` has element size 1), so a row of
 ``D`` values is ``D / 2`` bytes. The recipes differ in their scales:
@@ -54,8 +54,8 @@ def fixed_fp4_cell_bytes(head_num: int, head_dim: int, v_head_dim: int, layer_nu
 class FP4KVRecipe:
     """An FP4 KV recipe as configured for the attention backends: which buffers exist.
 
-    nvfp4 (sizing.md 5.4, layouts.md 4.5): ``dq`` = prefill backend ``flashinfer``; ``nat`` =
-    either backend ``trtllm_mha``; ``native = nat and SM100``; ``linear = dq or (nat and not
+    nvfp4 (fp4_kv_cache_quant_method compute_cell_size, MHATokenToKVPool FP4 quant_method): ``dq`` = prefill backend
+    ``flashinfer``; ``nat`` = either backend ``trtllm_mha``; ``native = nat and SM100``; ``linear = dq or (nat and not
     SM100)``. With no backend (or backends matching neither rule) only the packed data and the
     global scales exist.
     """
@@ -93,7 +93,8 @@ class FP4KVRecipe:
                 native_scales=nat and is_sm100,
                 dequant_workspace=dq,
             )
-        # SGLang's ValueError text (sizing.md 5.2 d); 'mxfp4' is rejected earlier by resolve_kv_cache_dtype
+        # SGLang's ValueError text (DefaultPoolConfigurator._compute_cell_size); 'mxfp4' is rejected earlier by
+        # resolve_kv_cache_dtype
         raise KVCacheConfigError(
             "FP4 storage dtype requires an explicit KV recipe name: set kv_cache_dtype to 'nvfp4' or "
             f"'fp4_mx_block16' (got recipe {recipe.value!r})"
@@ -118,7 +119,7 @@ class FP4KVRecipe:
         return "+".join(parts) or "none"
 
     def cell_bytes(self, head_num: int, head_dim: int, layer_num: int) -> int:
-        """Bytes per token slot (sizing.md 5.4, kv itemsize 1).
+        """Bytes per token slot (fp4_kv_cache_quant_method compute_cell_size, kv itemsize 1).
 
         ``data = H * (D // 2) * L * 2``; mx16: ``+ (H * D // 16) * L * 2``; nvfp4:
         ``+ H * (D // 16) * L * 2 * (linear + native) + (H * D * 2 if dq)``. The workspace is one
@@ -142,7 +143,7 @@ class FP4KVRecipe:
         layer_num: int,
         quant_page_size: int,
     ) -> PoolLayout:
-        """``MHATokenToKVPool`` with this recipe's ``create_buffers(m = T + P, H, D, L)`` (4.5).
+        """``MHATokenToKVPool`` with this recipe's ``create_buffers(m = T + P, H, D, L)`` (fp4_kv_cache_quant_method).
 
         ``quant_page_size`` is the recipe's page size: the scheduler page size, not the pool's
         (they differ for a DCP draft). The native scale layout needs ``Pq % 4 == 0``,
@@ -207,12 +208,13 @@ def _check_native(rows: int, head_dim: int, quant_page_size: int) -> None:
 
 
 def mla_fp4_cell_bytes(kv_cache_dim: int, layer_num: int) -> int:
-    """``(dim * L) // 2 + (dim // 16) * L`` (sizing.md 5.2 b, kv itemsize 1): 324 * L for 576."""
+    """``(dim * L) // 2 + (dim // 16) * L`` (DefaultPoolConfigurator._compute_cell_size, kv itemsize 1): 324 * L for
+    576."""
     return (kv_cache_dim * layer_num) // 2 + (kv_cache_dim // FP4_BLOCK) * layer_num
 
 
 def mla_fp4_layout(*, size: int, page_size: int, kv_cache_dim: int, layer_num: int) -> PoolLayout:
-    """``MLATokenToKVPoolFP4`` (layouts.md 7): per layer packed latent and exponent scales, uint8.
+    """``MLATokenToKVPoolFP4``: per layer packed latent and exponent scales, uint8.
 
     ``kv_buffer[l]`` ``(T + P, 1, dim / 2)`` and ``kv_scale_buffer[l]`` ``(T + P, dim / 16)``
     (2-D): 288 + 36 = 324 bytes per token and layer for DeepSeek's 576.

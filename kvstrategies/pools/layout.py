@@ -31,7 +31,7 @@ class ViewOf:
     ``window_axis`` set: instead an overlapping sliding-window view (``as_strided``) of a source
     ``(A, B, *rest)`` with shape ``(A, B, steps, *rest')``, where step ``t`` reads ``rest`` along
     source axis ``window_axis`` from ``t``; the view's own shape says ``steps`` and the window width
-    (SGLang's deduplicated speculative conv window, layouts.md 2.2). Views hold no bytes of their own.
+    (SGLang's deduplicated speculative conv window, MambaPool conv window). Views hold no bytes of their own.
     """
 
     source: str

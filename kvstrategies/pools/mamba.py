@@ -1,4 +1,4 @@
-"""Layouts of the hybrid linear-attention pools (layouts.md 2, 3, 10).
+"""Layouts of the hybrid linear-attention pools (MambaPool, HybridReqToTokenPool, HybridLinearKVPool).
 
 * ``MambaPool`` (2): per-slot recurrent state stacked over this rank's Mamba layers,
   ``size + 1`` slots (slot 0 is the dummy slot): ``mamba.conv[i]`` ``(Lm, size + 1) + conv[i]``,
@@ -31,7 +31,7 @@ def mamba_pool_layout(
     conv_window_axis: int = 1,
     npu_conv: bool = False,
 ) -> PoolLayout:
-    """``MambaPool(size, spec_state_size, ...)`` named ``mamba.*`` (layouts.md 2).
+    """``MambaPool(size, spec_state_size, ...)`` named ``mamba.*`` (MambaPool).
 
     Bytes: ``(size + 1) * Lm * per_layer_slot_bytes`` for the persistent state; with
     ``num_draft_tokens = Dd`` also ``intermediate_ssm`` ``(Lm, S + 1, Dd) + temporal`` and one
@@ -39,7 +39,7 @@ def mamba_pool_layout(
     window per slot, the window axis widened; CUDA, top-k <= 1, not KDA) or dense
     ``(Lm, S + 1, Dd) + conv``, with ``S = spec_state_size``.
 
-    ``npu_conv`` (Ascend, layouts.md 2.1): each conv tensor is ``(Lm, size + 1, window + extra,
+    ``npu_conv`` (Ascend, mamba_utils state shapes): each conv tensor is ``(Lm, size + 1, window + extra,
     channels)`` (window axis first, ``extra = Dd - 1`` with speculative decoding, else 0) and a
     KDA dense conv window has its two conv axes swapped.
     """
@@ -107,7 +107,7 @@ def hybrid_req_to_token_layout(
     pool_class: str = "HybridReqToTokenPool",
     generation_counter: bool = True,
 ) -> PoolLayout:
-    """``HybridReqToTokenPool``: the request table plus the row -> Mamba-slot mapping (layouts.md 3).
+    """``HybridReqToTokenPool``: the request table plus the row -> Mamba-slot mapping (HybridReqToTokenPool).
 
     ``req_index_to_mamba_index_mapping`` has one int32 entry per request row
     (``R + pre_alloc + 1``); with the Mamba extra buffer the ping-pong mapping adds

@@ -1,4 +1,4 @@
-"""``MiniMaxSparseKVPool``: MiniMax-M3 main K/V plus the lightning indexer's caches (layouts.md 12).
+"""``MiniMaxSparseKVPool``: MiniMax-M3 main K/V plus the lightning indexer's caches (MiniMaxSparseKVPool).
 
 Three sub-pools over the same ``size`` token slots (names prefixed ``main.``, ``index_kv.``,
 ``index_k.``):
@@ -7,10 +7,10 @@ Three sub-pools over the same ``size`` token slots (names prefixed ``main.``, ``
   ``D`` (V uses ``D``), in the KV dtype, indexed by ``layer_id - start_layer``;
 * ``index_kv`` (when a local sparse layer keeps indexer values): an ``MHATokenToKVPool`` of one
   head of ``Di = sparse_index_dim`` over those layers, in the index dtype;
-* ``index_k`` (when a local sparse layer keeps indexer keys only): an ``MHATokenToKOnlyPool``
-  (layouts.md 9), ``k_buffer[l]`` ``(T + P, 1, Di)``, in the index dtype.
+* ``index_k`` (when a local sparse layer keeps indexer keys only): an ``MHATokenToKOnlyPool``, ``k_buffer[l]``
+``(T + P, 1, Di)``, in the index dtype.
 
-Bytes per token slot (the sizing cell, sizing.md 5.2 c, no HiSparse):
+Bytes per token slot (the sizing cell, DefaultPoolConfigurator._compute_cell_size, no HiSparse):
 ``(n_dense + n_sparse) * 2 * H * D * es(kv) + (2 * n_kv_sparse + n_k_only) * Di * es(index)``.
 """
 
@@ -30,7 +30,7 @@ def minimax_index_dtype(
     cuda_sm90: bool = False,
     gfx95_fp8_index_cache: bool = False,
 ) -> DType:
-    """The indexer cache dtype (sizing.md 5.2 c, layouts.md 12).
+    """The indexer cache dtype (DefaultPoolConfigurator._compute_cell_size, MiniMaxSparseKVPool).
 
     The KV dtype under MiniMax fp8-attention-GEMM mode or on CUDA SM90 with an fp8-e4m3 KV cache;
     fp8-e4m3 on gfx95 with ``SGLANG_OPT_MINIMAX_M3_FP8_INDEX_CACHE`` (default on); else the model dtype.
@@ -54,8 +54,8 @@ def minimax_sparse_cell_bytes(
 ) -> int:
     """``(n_dense * r + n_sparse) * 2 * H * D * kv + ((2 * n_kv_idx + n_k_only) * Di * ie) * r``.
 
-    QUIRK (sizing.md 12.7): the HiSparse ratio ``r`` multiplies the dense main-pool layers, not
-    the sparse ones (``r`` is 1 here: HiSparse is out of scope).
+    QUIRK (DefaultPoolConfigurator._compute_cell_size): the HiSparse ratio ``r`` multiplies the dense main-pool layers,
+    not the sparse ones (``r`` is 1 here: HiSparse is out of scope).
     """
     main = (len(layers.dense) * hisparse_ratio + len(layers.sparse)) * 2 * head_num * head_dim * kv_itemsize
     index = ((len(layers.kv_sparse) * 2 + len(layers.k_only)) * index_dim * index_itemsize) * hisparse_ratio
@@ -65,7 +65,7 @@ def minimax_sparse_cell_bytes(
 def k_only_layout(
     *, size: int, page_size: int, head_num: int, head_dim: int, layer_num: int, store_dtype: DType
 ) -> PoolLayout:
-    """``MHATokenToKOnlyPool`` (layouts.md 9): per layer ``k_buffer[l]`` ``(T + P, H, D)``, no V."""
+    """``MHATokenToKOnlyPool``: per layer ``k_buffer[l]`` ``(T + P, H, D)``, no V."""
     rows = size + page_size
     buffers = tuple(
         BufferSpec(f"k_buffer[{layer}]", (rows, head_num, head_dim), store_dtype) for layer in range(layer_num)

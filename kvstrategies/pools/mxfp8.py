@@ -1,4 +1,4 @@
-"""``MHATokenToKVPoolMXFP8``: fp8-e4m3 K/V with one UE8M0 scale per 32 values (layouts.md 5).
+"""``MHATokenToKVPoolMXFP8``: fp8-e4m3 K/V with one UE8M0 scale per 32 values (MHATokenToKVPoolMXFP8).
 
 Per layer: ``k_buffer[l]`` ``(m, H, D)`` and ``v_buffer[l]`` ``(m, H, Dv)`` in float8_e4m3fn
 (separate allocations, no fused storage, no uint8 detour) and their float8_e8m0fnu scales, with
@@ -24,7 +24,8 @@ INTERLEAVED_PAGE = 128
 def mxfp8_scale_cell_bytes(head_num: int, head_dim: int, v_head_dim: int, layer_num: int) -> int:
     """Scale bytes per token slot: ``(H * (D + Dv) * L) // 32``.
 
-    QUIRK (sizing.md 12.1): Default floors the whole product once; HybridSWA floors per layer.
+    QUIRK (DefaultPoolConfigurator._compute_cell_size): Default floors the whole product once; HybridSWA floors per
+    layer.
     """
     return (head_num * (head_dim + v_head_dim) * layer_num) // MXFP8_BLOCK
 

@@ -1,4 +1,4 @@
-"""``SWAKVPool``: a full-attention sub-pool and a sliding-window sub-pool (layouts.md 11).
+"""``SWAKVPool``: a full-attention sub-pool and a sliding-window sub-pool (SWAKVPool).
 
 Both sub-pools are dense (pool-local layer index ``0..n-1``, no ``start_layer``): the full one
 holds ``len(full_attention_layer_ids)`` layers of ``size`` tokens, the SWA one
@@ -10,8 +10,8 @@ under ``full.`` / ``swa.`` prefixes, allocated full first.
 allocator owns it and registers it on the pool; it is listed here so a plan accounts for it:
 ``(size + P + 1,)`` for ``SWATokenToKVPoolAllocator`` (zeros = "no SWA peer", last entry -1 so a
 ``last_loc`` of -1 translates to -1), ``(size_swa + P + 1,)`` (identity plus the -1 sentinel) for
-``PureSWATokenToKVPoolAllocator`` when there is no full layer (allocators.md 4, 5; that
-allocator requires page size 1, the pool itself accepts any page).
+``PureSWATokenToKVPoolAllocator`` when there is no full layer (SWATokenToKVPoolAllocator, PureSWATokenToKVPoolAllocator;
+that allocator requires page size 1, the pool itself accepts any page).
 
 Bytes: ``(size + P) * full_cell + (size_swa + P) * swa_cell`` (+ fused K/V page padding per
 sub-pool) ``+ 8 * mapping_length``.
@@ -49,7 +49,7 @@ def mha_sub_pool(
     mxfp8: bool = False,
     prefix: str = "",
 ) -> PoolLayout:
-    """One MHA sub-pool: ``MHATokenToKVPool`` (layouts.md 4.2) or ``MHATokenToKVPoolMXFP8`` (5),
+    """One MHA sub-pool: ``MHATokenToKVPool`` or ``MHATokenToKVPoolMXFP8``,
     its buffers named under ``prefix`` when given (:meth:`PoolLayout.prefixed`)."""
     if mxfp8:
         layout = mxfp8_layout(

@@ -1,25 +1,26 @@
-"""``AscendPoolConfigurator``: Default's numbers, Ascend NPU pools (sizing.md 0.1, 9; builders.md 4 rows 3-5).
+"""``AscendPoolConfigurator``: Default's numbers, Ascend NPU pools (docs/maintainers.md §2,
+create_memory_pool_configurator; KVCacheConfigurator._build_token_to_kv_pool).
 
 Cost model: exactly :class:`DefaultPoolConfigurator`'s affine model
 ``available_bytes = max_total_num_tokens * cell + 0`` (inverse ``T = align(available // cell, P)``)
-with the NPU branches of sizing.md 5 switched on by ``ctx.device`` inside Default itself: the
+with the NPU branches of DefaultPoolConfigurator switched on by ``ctx.device`` inside Default itself: the
 bf16 DSA indexer (``per_tok = index_head_dim``, ``esz = es(kv)`` unless the KV cache is
 float8_e4m3fn, 5.5) and no index-K elision under PD disaggregation or hierarchical cache.
-Nothing about the token counts is overridden here; only the pools differ (layouts.md 14):
+Nothing about the token counts is overridden here; only the pools differ (memory_pool_npu):
 stacked over layers, page-major ``[L, T // P + pad, P, heads, dim]``, MLA nope and rope in
 separate buffers, the DSA index keys in a page-major ``index_k_buffer``.
 
 Selection: ``device`` NPU (the Ascend attention backend is the only one SGLang runs there,
-launch_defaults.md 6.1) and a model that is none of DeepSeek-V4, hybrid SWA, Mamba-ish. Those
+arg_groups.model_overrides) and a model that is none of DeepSeek-V4, hybrid SWA, Mamba-ish. Those
 keep their own strategies, which build NPU sub-pools through :mod:`kvstrategies.pools.ascend`.
 
 Decisions (not settled by the spec):
 
 * FP4 (``nvfp4``, ``fp4_mx_block16``) and ``mxfp8`` KV on NPU are rejected: SGLang's FP4 and
-  MXFP8 pools are CUDA classes and the NPU builders (builders.md 5.9) have no such variant.
+  MXFP8 pools are CUDA classes and the NPU builders (_build_ascend_*_kv_pool) have no such variant.
 * The packed-FP8 DSA row needs an arch35 NPU (``platform.is_npu_arch35``); elsewhere an
   ``fp8_e4m3`` DSA pool stores the raw nope/rope split in uint8. QUIRK kept: sizing still
-  prices the packed 656-byte row there (sizing.md 5.3 has no NPU branch), so the pool uses
+  prices the packed 656-byte row there (calculate_mla_kv_cache_dim has no NPU branch), so the pool uses
   576 of the 656 bytes reserved per layer and token.
 """
 
@@ -37,7 +38,8 @@ from .default import DefaultPoolConfigurator
 
 
 def is_ascend_device(ctx: KVCacheContext) -> bool:
-    """The Ascend NPU pools apply (builders.md 4: ``ascend`` rows; allocators rows 1-2)."""
+    """The Ascend NPU pools apply (KVCacheConfigurator._build_token_to_kv_pool: ``ascend`` rows; allocators rows
+    1-2)."""
     return ctx.device is DeviceKind.NPU
 
 
@@ -65,7 +67,7 @@ class AscendPoolConfigurator(DefaultPoolConfigurator):
             and geometry.mamba is None
         )
 
-    # ---- pools (builders.md 4 rows 3-5, 5.9) ---------------------------------------------
+    # ---- pools (KVCacheConfigurator._build_token_to_kv_pool, _build_ascend_*_kv_pool) --------------------------------
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
         """Row 3 MiniMax sparse, row 4 MLA (with DSA index keys), row 5 MHA."""
         geometry = self.ctx.geometry
@@ -78,7 +80,7 @@ class AscendPoolConfigurator(DefaultPoolConfigurator):
     def ascend_mha_layout(self, sizes: PoolSizes) -> PoolLayout:
         """``NPUMHATokenToKVPool(T, pool_page_size, H (with dcp), head_dim, L)``; V uses head_dim.
 
-        The builder passes no ``v_head_dim`` (builders.md 5.9), so V rows are ``head_dim`` wide
+        The builder passes no ``v_head_dim`` (_build_ascend_*_kv_pool), so V rows are ``head_dim`` wide
         even where the cell prices ``v_head_dim`` (equal for every preset model).
         """
         geometry = self.ctx.geometry
@@ -94,7 +96,7 @@ class AscendPoolConfigurator(DefaultPoolConfigurator):
 
     def npu_indexer_layer_ids(self) -> tuple[int, ...]:
         """Global ids of the layers owning index keys: the stage's layers that do not reuse the
-        previous top-k when index-K elision applies, else every stage layer (builders.md 5.9)."""
+        previous top-k when index-K elision applies, else every stage layer (_build_ascend_*_kv_pool)."""
         dsa = self.ctx.geometry.dsa
         assert dsa is not None
         start, end = self.layer_range
@@ -109,7 +111,7 @@ class AscendPoolConfigurator(DefaultPoolConfigurator):
         return None
 
     def ascend_mla_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """``NPUMLATokenToKVPool`` (builders.md 5.9): scheduler page size, not ``pool_page_size``.
+        """``NPUMLATokenToKVPool`` (_build_ascend_*_kv_pool): scheduler page size, not ``pool_page_size``.
 
         DSA adds index keys for ``index_size = T * dcp`` slots on a target (replicated across
         the DCP group) and ``T`` on a draft (whose ``T`` already spans the DCP-widened ids),
@@ -145,7 +147,7 @@ class AscendPoolConfigurator(DefaultPoolConfigurator):
 
     def ascend_minimax_sparse_layout(self, sizes: PoolSizes) -> PoolLayout:
         """``NPUMiniMaxSparseKVPool``: scheduler page size, index dtype = model dtype,
-        ``head_num = get_num_kv_heads(tp)`` without DCP, no HiSparse (builders.md 5.9)."""
+        ``head_num = get_num_kv_heads(tp)`` without DCP, no HiSparse (_build_ascend_*_kv_pool)."""
         geometry = self.ctx.geometry
         sparse = geometry.minimax_sparse
         assert sparse is not None

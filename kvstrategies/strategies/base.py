@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 class StateReservation:
     """Bytes taken for request-scoped state before KV sizing, and the sizes it fixes.
 
-    Hybrid linear models reserve their Mamba state here (resolve.md 3); the rest of the
+    Hybrid linear models reserve their Mamba state here (KVCacheConfigurator._handle_max_mamba_cache); the rest of the
     budget (``kv_available_bytes``) goes to the KV configurator.
     """
 
@@ -38,7 +38,7 @@ class StateReservation:
 
 
 class PoolConfigurator(ABC):
-    """One architecture family's sizing and pool layout (sizing.md 0.1)."""
+    """One architecture family's sizing and pool layout (docs/maintainers.md §2)."""
 
     #: short family label for listings and the CLI
     family: ClassVar[str] = ""
@@ -65,13 +65,14 @@ class PoolConfigurator(ABC):
     @classmethod
     @abstractmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
-        """Whether this strategy sizes ``ctx`` (the registry asks in sizing.md 9 order)."""
+        """Whether this strategy sizes ``ctx`` (the registry asks in create_memory_pool_configurator order)."""
 
     # ---- sizing ------------------------------------------------------------------------
     @property
     @abstractmethod
     def cell_size_bytes(self) -> int | float:
-        """Bytes per unit of ``max_total_num_tokens`` (the value a plan reports, sizing.md 4)."""
+        """Bytes per unit of ``max_total_num_tokens`` (the value a plan reports: the configurator's
+        ``cell_size`` in SGLang's pool_configurator)."""
 
     @abstractmethod
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
@@ -98,7 +99,8 @@ class PoolConfigurator(ABC):
         return StateReservation(budget_bytes)
 
     def derive_draft_sizes(self, target_sizes: PoolSizes) -> PoolSizes:
-        """A draft worker's sizes from the target's finished ones (resolve.md 6, 8).
+        """A draft worker's sizes from the target's finished ones (KVCacheConfigurator._derive_pool_sizes,
+        KVCacheConfigurator._resolve_memory_pool_config draft branch).
 
         Token counts are multiplied by ``loc_space_scale`` (the DCP size for a draft under DCP:
         it indexes the target allocator's DCP-widened ids); the hybrid counts only for hybrid SWA.
@@ -124,7 +126,8 @@ class PoolConfigurator(ABC):
         """The token-to-KV pool for ``sizes`` as pure data."""
 
     def req_to_token_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """The request table: ``(R + 1 [+ pre_alloc], context_len + extra)`` int32 (resolve.md 7)."""
+        """The request table: ``(R + 1 [+ pre_alloc], context_len + extra)`` int32
+        (KVCacheConfigurator._build_req_to_token_pool)."""
         requests = _require_requests(sizes)
         pre_alloc = req_to_token_pre_alloc(self.ctx)
         return req_to_token_layout(

@@ -1,4 +1,4 @@
-"""The built-in strategies in SGLang's selection order (sizing.md 9); first applicable wins.
+"""The built-in strategies in SGLang's selection order (create_memory_pool_configurator); first applicable wins.
 
 1. DeepSeek-V4 and hybrid SWA -> DSV4PoolConfigurator (SGLang up to 0.5.20: RatioOnlyDSV4PoolConfigurator)
 2. hybrid SWA with the request cap conditions -> SWAChunkCapPoolConfigurator

@@ -5,12 +5,14 @@ from __future__ import annotations
 from ..context import DeviceKind, KVCacheContext
 from ..errors import UnsupportedConfigurationError
 
-#: devices where SGLang's FP4 KV branches run (``is_float4_e2m1fn_x2`` is CUDA-only, sizing.md 1.2)
+#: devices where SGLang's FP4 KV branches run (``is_float4_e2m1fn_x2`` is CUDA-only,
+#: DefaultPoolConfigurator._compute_cell_size, is_float4_e2m1fn_x2)
 FP4_DEVICES = (DeviceKind.CUDA, DeviceKind.META)
 
 
 def reject_fp4(ctx: KVCacheContext, family: str) -> None:
-    """Raise for an FP4 KV cache (``nvfp4`` / ``fp4_mx_block16``) on ``family`` (README OPEN-B3).
+    """Raise for an FP4 KV cache (``nvfp4`` / ``fp4_mx_block16``) on ``family``: its SGLang builder passes no
+    quant method, so the pool would hold float4 buffers without scales.
 
     SGLang's hybrid-SWA and MiniMax-sparse builders pass no FP4 quant method, so such a pool would
     hold float4 buffers without scales while sizing priced one byte per value: rejected.

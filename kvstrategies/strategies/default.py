@@ -1,18 +1,19 @@
-"""``DefaultPoolConfigurator``: MHA / GQA / MQA, MLA, DSA, MiniMax sparse; FP8, FP4, MXFP8 KV (sizing.md 5).
+"""``DefaultPoolConfigurator``: MHA / GQA / MQA, MLA, DSA, MiniMax sparse; FP8, FP4, MXFP8 KV (DefaultPoolConfigurator).
 
 Cost model (affine): ``available_bytes = max_total_num_tokens * cell + fixed`` with an int
 ``cell`` (bytes per token slot over this rank's layers) and ``fixed = 0`` (logical-page KV
 sharding, the only fixed term in SGLang, is out of scope). Inverse:
 ``T = align((available - fixed) // cell, page_size)``.
 
-The cell is built in SGLang's order (5.2): MLA (+ FP4, + DSA indexer) or MiniMax sparse or
-MHA (+ FP4 recipe, + MXFP8 scales), then draft scaling for a speculative target (5.8).
+The cell is built in SGLang's order (DefaultPoolConfigurator._compute_cell_size): MLA (+ FP4, + DSA indexer) or MiniMax
+sparse or MHA (+ FP4 recipe, + MXFP8 scales), then draft scaling for a speculative target
+(DefaultPoolConfigurator.__init__ draft scaling).
 
 Decisions where SGLang has no consistent pool (each raises ``UnsupportedConfigurationError``):
 FP4 KV with DSA (priced 324 B/layer, but the DSA pool would store a 576-wide float4 row), FP4 with
-MiniMax sparse (OPEN-B3, :func:`~.checks.reject_fp4`), FP4 off CUDA (SGLang skips its FP4 branches
-there), and the MiniMax-M3 NVFP4 native stack (out of scope). Draft scaling (5.8) also applies to
-MiniMax sparse targets: its "return immediately" ends the 5.2 cell, not the scaling.
+MiniMax sparse (its builder passes no quant method, :func:`~.checks.reject_fp4`), FP4 off CUDA (SGLang skips its FP4
+branches there), and the MiniMax-M3 NVFP4 native stack (out of scope). Draft scaling (DefaultPoolConfigurator.__init__
+draft scaling) also applies to MiniMax sparse targets: its "return immediately" ends the 5.2 cell, not the scaling.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ NPU_DSA_CACHE_DTYPE_INDEXER = ReleaseRule(
 
 
 class DefaultPoolConfigurator(PoolConfigurator):
-    """Everything that is not hybrid SWA or DeepSeek-V4 (sizing.md 5)."""
+    """Everything that is not hybrid SWA or DeepSeek-V4 (DefaultPoolConfigurator)."""
 
     family: ClassVar[str] = "default"
     sglang_configurator: ClassVar[str] = "DefaultPoolConfigurator"  # HybridLinear and Ascend inherit it
@@ -102,7 +103,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
         return True
 
-    # ---- layer counts (5.1) ------------------------------------------------------------
+    # ---- layer counts (DefaultPoolConfigurator.__init__) ------------------------------------------------------------
     @cached_property
     def layer_range(self) -> tuple[int, int]:
         return stage_layer_range(self.ctx)
@@ -130,7 +131,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     @property
     def fp4_applies(self) -> bool:
-        """SGLang's ``is_float4_e2m1fn_x2``: true only on CUDA (sizing.md 1.2)."""
+        """SGLang's ``is_float4_e2m1fn_x2``: true only on CUDA (DefaultPoolConfigurator._compute_cell_size,
+        is_float4_e2m1fn_x2)."""
         return self.ctx.kv_cache_dtype.is_fp4 and self.ctx.device in (DeviceKind.CUDA, DeviceKind.META)
 
     @cached_property
@@ -153,7 +155,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     # MLA ------------------------------------------------------------------------------
     def mla_kv_cache_dim(self) -> int:
-        """``calculate_mla_kv_cache_dim`` (5.3): 576 for DeepSeek, 656 packed-fp8 DSA rows."""
+        """``calculate_mla_kv_cache_dim``: 576 for DeepSeek, 656 packed-fp8 DSA rows."""
         return calculate_mla_kv_cache_dim(self.ctx)
 
     def mla_cell_bytes(self) -> int:
@@ -173,7 +175,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         row = self.mla_kv_cache_dim() if MLA_CELL_PRICES_POOL_ROW.holds(self.ctx.release) else geometry.mla.latent_dim
         cell = row * layers * self.kv_itemsize
         if self.fp4_applies:
-            # half a byte per latent value plus one 1-byte scale per 16 values; QUIRK (sizing.md
+            # half a byte per latent value plus one 1-byte scale per 16 values; QUIRK (SGLang's pool_configurator
             # 12.4): no recipe check and no workspace, nvfp4 and fp4_mx_block16 cost the same
             from ..pools.fp4 import mla_fp4_cell_bytes
 
@@ -189,12 +191,13 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
         return self.dcp if DSA_INDEX_KPOOL_DCP.holds(self.ctx.release) else 1
 
-    # DSA indexer (5.5) --------------------------------------------------------------------
+    # DSA indexer (DefaultPoolConfigurator._compute_dsa_indexer_cell_size) ---------------------------------------------
     @property
     def index_k_elision(self) -> bool:
         """Layers that reuse the previous top-k store no index keys (target workers only).
 
-        Off on NPU under PD disaggregation or hierarchical cache (sizing.md 5.5).
+        Off on NPU under PD disaggregation or hierarchical cache
+        (DefaultPoolConfigurator._compute_dsa_indexer_cell_size).
         """
         npu = self.ctx.device is DeviceKind.NPU
         scheduling = self.ctx.scheduling
@@ -204,7 +207,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def indexer_layer_count(self, num_layers: int, *, all_layers: bool = False) -> int:
         """Layers carrying index keys; the skip rule runs on the cache-layer ids.
 
-        QUIRK (sizing.md 12.8): when the id list's length differs from ``num_layers`` SGLang
+        QUIRK (_get_dsa_cache_layer_ids): when the id list's length differs from ``num_layers`` SGLang
         evaluates the skip rule on ``0..num_layers-1`` instead of the real ids.
         """
         dsa = self.ctx.geometry.dsa
@@ -217,7 +220,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return sum(1 for layer in ids if not dsa.skips_topk(layer))
 
     def indexer_bytes(self, num_layers: int, *, all_layers: bool = False) -> int:
-        """``int(per_tok * n_indexer_layers * esz)``: uint8 index key + fp32 scale per 128 (5.5).
+        """``int(per_tok * n_indexer_layers * esz)``: uint8 index key + fp32 scale per 128
+        (DefaultPoolConfigurator._compute_dsa_indexer_cell_size).
 
         NPU with a non-fp8 KV cache keeps a bf16 indexer: ``per_tok = index_head_dim``,
         ``esz = es(kv)``.
@@ -246,8 +250,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def mha_cell_bytes(self) -> int:
         """``H * (head_dim + v_head_dim) * L * kv`` (5.2 d); FP4 replaces it, MXFP8 adds scales.
 
-        FP4 (5.4): the recipe's cell with ``head_dim`` for K and V (QUIRK 12.4: ``v_head_dim`` is
-        ignored). MXFP8: ``+ (H * (D + Dv) * num_layers) // 32`` (QUIRK 12.1: ``num_layers`` in the
+        FP4 (fp4_kv_cache_quant_method compute_cell_size): the recipe's cell with ``head_dim`` for K and V (QUIRK 12.4:
+        ``v_head_dim`` is ignored). MXFP8: ``+ (H * (D + Dv) * num_layers) // 32`` (QUIRK 12.1: ``num_layers`` in the
         scale term, ``effective_num_layers`` in the data term; equal for MHA; one floor overall).
         """
         geometry = self.ctx.geometry
@@ -269,7 +273,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     @cached_property
     def fp4_recipe(self) -> FP4KVRecipe:
-        """The FP4 recipe named by ``kv_cache_dtype`` for the (prefill, decode) backend pair (5.4).
+        """The FP4 recipe named by ``kv_cache_dtype`` for the (prefill, decode) backend pair (fp4_kv_cache_quant_method
+        compute_cell_size).
 
         Each phase falls back to ``attention_backend``; with none at all only the packed data
         (and nvfp4's global-scale vectors) exist.
@@ -308,8 +313,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """MiniMax-M3 sparse: main K/V of every local layer plus indexer K(/V) (5.2 c).
 
         ``H = num_kv_heads(attn_tp)`` without DCP (the builder passes DCP heads to the pool;
-        identical unless DCP > 1). No FP4/MXFP8/QSA terms. FP4 KV is rejected (OPEN-B3), and so
-        is the ``minimax_m3_nvfp4`` native Blackwell stack (out of scope, OPEN-L4).
+        identical unless DCP > 1). No FP4/MXFP8/QSA terms. FP4 KV is rejected (the builder passes no quant method), and
+        so is the ``minimax_m3_nvfp4`` native Blackwell stack (not modelled).
         """
         ctx, geometry = self.ctx, self.ctx.geometry
         sparse = geometry.minimax_sparse
@@ -331,9 +336,9 @@ class DefaultPoolConfigurator(PoolConfigurator):
             index_itemsize=self.minimax_index_dtype.itemsize,
         )
 
-    # draft scaling (5.8) ------------------------------------------------------------------
+    # draft scaling (DefaultPoolConfigurator.__init__ draft scaling) ---------------------------------------------------
     def draft_scaled_cell(self, cell: int) -> int:
-        """Add the speculative draft's KV to a target's cell (sizing.md 5.8).
+        """Add the speculative draft's KV to a target's cell (DefaultPoolConfigurator.__init__ draft scaling).
 
         EAGLE family: ``cell += int(cell * D / num_layers)`` (float, truncated) - the whole
         target cell is scaled, so every draft layer is priced at the target's per-layer bytes.
@@ -361,7 +366,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return cell
 
     def dflash_scaled_cell(self, cell: int) -> int:
-        """DFLASH/DSPARK: add the draft's own cell, else scale by layers rounding up (5.8)."""
+        """DFLASH/DSPARK: add the draft's own cell, else scale by layers rounding up (DefaultPoolConfigurator.__init__
+        draft scaling)."""
         spec = self.ctx.speculative
         draft_layers = spec.dflash_draft_num_layers
         if draft_layers is None or draft_layers <= 0:
@@ -375,7 +381,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
             raise KVCacheConfigError(f"DFLASH draft scaling gives a non-positive cell ({scaled} B/token)")
         return scaled
 
-    # ---- token counts (5.6, 5.9) ---------------------------------------------------------
+    # ---- token counts (DefaultPoolConfigurator.calculate_pool_sizes) -------------------------------------------------
     def zero_kv_tokens(self) -> int:
         """Tokens of a rank with no local attention layer (5.6, :data:`ZERO_KV_RULE`)."""
         self.require_zero_kv_rule()
@@ -392,7 +398,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
             )
 
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
-        """``T = align(max(available, 0) // cell, P)`` (5.9); cell 0 -> the zero-KV rule (5.6)."""
+        """``T = align(max(available, 0) // cell, P)`` (DefaultPoolConfigurator.calculate_pool_sizes); cell 0 -> the
+        zero-KV rule (DefaultPoolConfigurator.calculate_pool_sizes)."""
         cell = self.cell_size_bytes
         tokens = max(available_bytes, 0) // cell if cell != 0 else self.zero_kv_tokens()
         tokens = align_down(tokens, page_size)
@@ -407,13 +414,13 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def finalize_with_max_running_requests(self, sizes: PoolSizes) -> PoolSizes:
         """A DeepSeek-V4 model sized here (hybrid-SWA memory disabled) still carries the
         compression-state dtypes: SGLang's ``_derive_pool_sizes`` sets them for every DSV4 model
-        (``SGLANG_DSV4_COMPRESS_STATE_DTYPE``, float32 by default; resolve.md 6)."""
+        (``SGLANG_DSV4_COMPRESS_STATE_DTYPE``, float32 by default; KVCacheConfigurator._derive_pool_sizes)."""
         if self.ctx.geometry.dsv4 is None:
             return sizes
         name = self.ctx.knobs.dsv4_compress_state_dtype.torch_name
         return sizes.replace(c4_state_dtype=name, c128_state_dtype=name)
 
-    # ---- pools (builders.md 4, 5.1, 5.2) -------------------------------------------------
+    # ---- pools (KVCacheConfigurator._build_token_to_kv_pool, _build_mha_kv_pool, _build_mla_kv_pool) -----------------
     @property
     def loc_space_scale(self) -> int:
         """A DCP draft indexes the target allocator's DCP-widened ids (:func:`draft_loc_space_scale`)."""
@@ -433,7 +440,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return sizes.max_total_num_tokens
 
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """builders.md 4 rows 7-9 and 11-13, for a non-Mamba, non-SWA model."""
+        """KVCacheConfigurator._build_token_to_kv_pool, for a non-Mamba, non-SWA model."""
         geometry = self.ctx.geometry
         if geometry.dsv4 is not None:
             # SGLang's KVCacheConfigurator._build_token_to_kv_pool builds the DeepSeek-V4 pool for every
@@ -454,7 +461,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return self.mha_layout(sizes)
 
     def mla_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """``MLATokenToKVPool`` with the raw latent width (no DSA packing, layouts.md 6)."""
+        """``MLATokenToKVPool`` with the raw latent width (no DSA packing, MLATokenToKVPool)."""
         geometry = self.ctx.geometry
         assert geometry.mla is not None
         return mla_layout(
@@ -466,7 +473,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         )
 
     def mla_fp4_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """``MLATokenToKVPoolFP4`` (builders.md 4 row 8, layouts.md 7), either FP4 recipe."""
+        """``MLATokenToKVPoolFP4`` (KVCacheConfigurator._build_token_to_kv_pool, MLATokenToKVPoolFP4), either FP4
+        recipe."""
         from ..pools.fp4 import mla_fp4_layout as mla_fp4_pool_layout
 
         geometry = self.ctx.geometry
@@ -479,7 +487,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         )
 
     def dsa_skip_topk_layers(self) -> tuple[bool, ...] | None:
-        """Pool-local skip flags of the stage layers when index-K elision applies (builders.md 5.3)."""
+        """Pool-local skip flags of the stage layers when index-K elision applies (_build_dsa_kv_pool)."""
         dsa = self.ctx.geometry.dsa
         assert dsa is not None
         if not self.index_k_elision or not DSA_INDEXER_BY_LAYER.holds(self.ctx.release):
@@ -488,7 +496,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return tuple(dsa.skips_topk(layer) for layer in range(start, end))
 
     def dsa_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """``DSATokenToKVPool`` (builders.md 5.3, layouts.md 8): latent rows plus index keys.
+        """``DSATokenToKVPool`` (_build_dsa_kv_pool, DSATokenToKVPool): latent rows plus index keys.
 
         ``kv_cache_dim`` is 5.3's (656 packed fp8 or the raw 576); a DCP draft pool is
         ``dcp_replicated`` (its index page is ``P * dcp / kpool / dcp``); the kpool compress tails
@@ -528,7 +536,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         )
 
     def minimax_sparse_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """``MiniMaxSparseKVPool`` (builders.md 5.6, layouts.md 12); heads with DCP, as the builder passes."""
+        """``MiniMaxSparseKVPool`` (_build_minimax_sparse_kv_pool, MiniMaxSparseKVPool); heads with DCP, as the builder
+        passes."""
         from ..pools.minimax import minimax_sparse_layout
 
         geometry = self.ctx.geometry
@@ -553,10 +562,10 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return kv.store_dtype
 
     def mha_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """``MHATokenToKVPool`` (layouts.md 4.2) for this rank's heads and layers (builders.md 5.1).
+        """``MHATokenToKVPool`` for this rank's heads and layers (_build_mha_kv_pool).
 
-        FP4: the recipe's quantized buffers (4.5), recipe page = scheduler page, ``L`` layers of
-        global scales. MXFP8: ``MHATokenToKVPoolMXFP8`` (5).
+        FP4: the recipe's quantized buffers (MHATokenToKVPool FP4 quant_method), recipe page = scheduler page, ``L``
+        layers of global scales. MXFP8: ``MHATokenToKVPoolMXFP8`` (5).
         """
         geometry = self.ctx.geometry
         if self.fp4_applies:

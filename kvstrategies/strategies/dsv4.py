@@ -1,4 +1,4 @@
-"""``DSV4PoolConfigurator``: DeepSeek-V4 compressed attention (sizing.md 8).
+"""``DSV4PoolConfigurator``: DeepSeek-V4 compressed attention (DSV4PoolConfigurator).
 
 Cost model (piecewise affine, bytes per rank)::
 
@@ -15,7 +15,7 @@ sized from ``max_running_requests`` instead of the ratio). Inverse:
 ``c128 = full // 128`` and ``c4_state = swa // P * ring4`` follow; ``finalize`` sets
 ``c128_state = (R + 1) * ring128`` for the resolved request count ``R``.
 
-Every float is evaluated in SGLang's order (sizing.md 0). Modelled: the CUDA ``v4`` page
+Every float is evaluated in SGLang's order (docs/maintainers.md §3). Modelled: the CUDA ``v4`` page
 layout, the trtllm uniform-fp8 pool, NPU sizing (no page padding; the NPU pool layout itself is
 another module's), EAGLE/MTP draft inflation ``(T + 1) / T``, the draft worker's zeroed
 compressed pools. Rejected with :class:`UnsupportedConfigurationError`: V4.1 layouts and
@@ -24,9 +24,10 @@ kv-source ratio-1/2 pools, DSpark drafts (encoder replay), a DCP draft worker.
 Decisions (OPEN / unspecified):
 * A speculative DSV4 deployment must state ``speculative_num_draft_tokens``: SGLang's sizing
   keys the rings on "algorithm set" and its pool on "algorithm set and draft tokens > 0"
-  (layouts.md 13.2); requiring the count makes both agree.
+  (DeepSeekV4TokenToKVPool); requiring the count makes both agree.
 * Where SGLang's ratio-mode window-floor ``ValueError`` is really caused by the ratio-128
-  state reserved for the *estimated* request count (examples.md D3, quirk 11), we raise
+  state reserved for the *estimated* request count (the hand-computed example D3; QUIRK of
+  DSV4PoolConfigurator._resolve_max_running_requests_per_worker), we raise
   :class:`DSV4StateReservationError` naming that cause and ``max_running_requests``.
 * Page size: sizing accepts any multiple of 128 (what SGLang's configurator asserts); the pool
   needs 256 off NPU (the CUDA builder asserts it), so other pages plan sizes but no layout.
@@ -69,9 +70,9 @@ from .base import PoolConfigurator
 
 #: ``DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO``: SWA tokens per full token when the ratio is not given
 DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO = 0.1
-#: the page size SGLang's CUDA DSV4 builder asserts (builders.md 5.8)
+#: the page size SGLang's CUDA DSV4 builder asserts (_build_dsv4_kv_pool)
 DSV4_CUDA_PAGE_SIZE = 256
-#: ring sizes of the compression state ``(without, with)`` speculative decoding (sizing.md 8.1)
+#: ring sizes of the compression state ``(without, with)`` speculative decoding (DSV4PoolConfigurator.__init__)
 _RING_SIZES = {4: (8, 16), 128: (128, 256)}
 #: the compressor window a ring must keep besides the drafts: ``ratio * (2 if ratio == 4 else 1)``
 _RING_WINDOWS = {4: 8, 128: 128}
@@ -98,22 +99,23 @@ def uses_dsv4_pools(ctx: KVCacheContext) -> bool:
 class DSV4StateReservationError(SWAPoolTooSmallError):
     """The ratio-128 state for the estimated request count leaves the SWA pool below its floor.
 
-    SGLang reports this as the SWA window-floor error (examples.md D3); the fix is to bound
-    the request count with ``max_running_requests``.
+    SGLang reports this as the SWA window-floor error (the hand-computed example D3 of tests/test_dsv4.py); the fix is
+    to bound the request count with ``max_running_requests``.
     """
 
 
 class DSV4PoolConfigurator(PoolConfigurator):
-    """DeepSeek-V4 compressed attention: SWA, c4, c128 and compression-state pools (sizing.md 8)."""
+    """DeepSeek-V4 compressed attention: SWA, c4, c128 and compression-state pools (DSV4PoolConfigurator)."""
 
     family: ClassVar[str] = "dsv4"
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
-        """DeepSeek-V4 family with hybrid SWA memory on (sizing.md 9, first rule), from SGLang 0.5.21."""
+        """DeepSeek-V4 family with hybrid SWA memory on (create_memory_pool_configurator, first rule), from SGLang
+        0.5.21."""
         return uses_dsv4_pools(ctx) and not DSV4_RATIO_ONLY_SIZING.holds(ctx.release)
 
-    # ---- geometry and settings (8.1, 8.2) ----------------------------------------------
+    # ---- geometry and settings (DSV4PoolConfigurator.__init__) ----------------------------------------------
     @property
     def dsv4(self) -> DSV4Geometry:
         geometry = self.ctx.geometry.dsv4
@@ -211,7 +213,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
         return self.check_page_size(self.ctx.page_size)
 
     def check_page_size(self, page_size: int) -> int:
-        """Sizing needs ``P % 128 == 0`` (sizing.md 8); only the CUDA pool insists on 256."""
+        """Sizing needs ``P % 128 == 0`` (DSV4PoolConfigurator); only the CUDA pool insists on 256."""
         if page_size % 128:
             raise KVCacheConfigError(
                 f"page_size {page_size}: DeepSeek-V4 compressed attention needs a multiple of 128 "
@@ -264,7 +266,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
 
     @property
     def unpadded(self) -> bool:
-        """NPU and the trtllm uniform pool store ``kv_bytes`` per token with no page padding (8.3)."""
+        """NPU and the trtllm uniform pool store ``kv_bytes`` per token with no page padding
+        (DSV4PoolConfigurator._get_paged_kv_bytes_per_token)."""
         return self.ctx.device is DeviceKind.NPU or self.kv_layout is KVPageLayout.UNIFORM_FP8
 
     @property
@@ -296,7 +299,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
             )
         return dtype
 
-    # ---- per-token coefficients (8.3, 8.4) -----------------------------------------------
+    # ---- per-token coefficients (DSV4PoolConfigurator._get_paged_kv_bytes_per_token, _get_bytes_per_full_token) ---
     def paged(self, ratio: int) -> float:
         """Paged bytes per token of the ratio-``r`` cache (0 = SWA): ``page_bytes(ps) / ps``, ``ps = P // r``.
 
@@ -368,7 +371,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
         """The reported cell: ``bytes_per_full_token`` (after draft inflation; no SWA term in cap mode)."""
         return self.bytes_per_full_token
 
-    # ---- SWA mode (8.5, 8.6) ---------------------------------------------------------------
+    # ---- SWA mode (DSV4PoolConfigurator.__init__ swa_ratio, DSV4PoolConfigurator._resolve_swa_cap_tokens) ------------
     @property
     def swa_ratio(self) -> float:
         """The operator's ``swa_full_tokens_ratio`` when given, else 0.1."""
@@ -414,7 +417,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
         if not decode and (sched.chunked_prefill_size is None or sched.chunked_prefill_size <= 0):
             return None
         page = self.page_size
-        # compute_swa_request_cap takes the global --max-running-requests and divides by attn DP itself (8.6)
+        # compute_swa_request_cap takes the global --max-running-requests and divides by attn DP itself
+        # (DSV4PoolConfigurator._resolve_swa_cap_tokens)
         cap = swa_request_cap(self.ctx, self.window, requested)
         return ceil_align(cap + self.swa_prefix_tails * (self.window + page), page)
 
@@ -422,7 +426,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
     def cap_mode(self) -> bool:
         return self.swa_cap_tokens is not None
 
-    # ---- fixed request-scoped bytes (8.7) --------------------------------------------------
+    # ---- fixed request-scoped bytes (DSV4PoolConfigurator._fixed_swa_bytes) ------------------------------------------
     def estimated_requests(self, available_bytes: int) -> int:
         """``m``: ``max_running_requests`` per worker if set, else ``min(clamp(int(F / C * 512), 2048, 4096), F // 2)``.
 
@@ -459,7 +463,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
         """``c128 + c2 + swa_fixed + swa_ring + c4_unified`` (the last three are 0 here but ratio-2 and unified)."""
         return self.c128_state_fixed_bytes(requests) + 0 + self.swa_fixed_bytes + 0 + 0
 
-    # ---- sizes (8.9) -----------------------------------------------------------------------
+    # ---- sizes (DSV4PoolConfigurator.calculate_pool_sizes) -----------------------------------------------------------
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
         """``full = align(int(max(A - fixed(m), 0) / bpft), P)``, then :meth:`sizes_for_full_tokens`.
 
@@ -473,7 +477,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
                 f"layer on this stage (compress_ratios {list(self.stage_ratios)}) prices a full token at 0 bytes; "
                 "give swa_full_tokens_ratio (ratio mode) or a PP split that puts a ratio-4/128 layer on this stage"
             )
-        # QUIRK (sizing.md 12.11): fixed bytes use this estimate; finalize later uses the resolved count.
+        # QUIRK (DSV4PoolConfigurator._resolve_max_running_requests_per_worker): fixed bytes use this estimate; finalize
+        # later uses the resolved count.
         requests = self.estimated_requests(available_bytes)
         fixed = self.fixed_bytes(requests)
         available_for_tokens = max(available_bytes - fixed, 0)
@@ -503,7 +508,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
         """
         full = align_down(full_tokens, page_size)
         cap = self.swa_cap_tokens
-        # QUIRK (sizing.md 12.12): the cap-mode SWA size is neither re-aligned nor limited by full/M.
+        # QUIRK (DSV4PoolConfigurator._compute_dsv4_sizes): the cap-mode SWA size is neither re-aligned nor limited by
+        # full/M.
         swa = cap if cap is not None else align_down(int(full * self.swa_ratio), page_size)
         if cap is None and self.window + page_size >= swa:
             raise SWAPoolTooSmallError(
@@ -564,7 +570,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
         return sizes.replace(c128_state_pool_size=slots * self.ring_sizes.get(128, 0))
 
     def derive_draft_sizes(self, target_sizes: PoolSizes) -> PoolSizes:
-        """The target's sizes with c4/c128 and both state pools 0: they live on the target (resolve.md 6)."""
+        """The target's sizes with c4/c128 and both state pools 0: they live on the target
+        (KVCacheConfigurator._derive_pool_sizes)."""
         if self.ctx.parallel.dcp_size > 1:
             raise UnsupportedConfigurationError(
                 "a DeepSeek-V4 draft worker under decode context parallelism (dcp_size > 1) is not modelled; "
@@ -580,7 +587,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
             c128_state_dtype=dtype,
         )
 
-    # ---- pool (builders.md 5.8, layouts.md 13) -------------------------------------------------
+    # ---- pool (_build_dsv4_kv_pool, DeepSeekV4TokenToKVPool) -------------------------------------------------
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
         """``DeepSeekV4TokenToKVPool`` for these sizes; a draft worker holds only its SWA layers."""
         if self.ctx.device is DeviceKind.NPU:

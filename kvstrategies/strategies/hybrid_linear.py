@@ -1,10 +1,12 @@
-"""``HybridLinearPoolConfigurator``: Mamba2 / GDN / Mamba-1 / KDA hybrids (sizing.md 5, resolve.md 3).
+"""``HybridLinearPoolConfigurator``: Mamba2 / GDN / Mamba-1 / KDA hybrids (DefaultPoolConfigurator,
+KVCacheConfigurator._handle_max_mamba_cache).
 
 Qwen3-Next, Qwen3.5, Nemotron-H, Falcon-H1, Jamba and Kimi-Linear keep softmax-attention KV on
 some layers and a fixed-size recurrent state per request on the others. SGLang has no
 configurator for them: the KV numbers are exactly Default's over this rank's *full-attention*
-layers (sizing.md 5.1, 5.6), and the Mamba state is taken out of the budget earlier, while
-profiling (resolve.md 3). This class does both, in that order.
+layers (DefaultPoolConfigurator.__init__, DefaultPoolConfigurator.calculate_pool_sizes), and the Mamba state is taken
+out of the budget earlier, while profiling (KVCacheConfigurator._handle_max_mamba_cache). This class does both, in that
+order.
 
 Cost model (two steps). State first, in SGLang's GiB floats on ``rest = available / 2**30``:
 ``K`` state slots (branch A: given, B: ``max_running_requests`` without radix cache, C: the
@@ -12,30 +14,31 @@ Cost model (two steps). State first, in SGLang's GiB floats on ``rest = availabl
 ``kv_available = int((rest - (K + 1) * stage_per_req / 2**30 [- spec scratch]) * 2**30)``.
 KV second, Default's affine model: ``T = align(kv_available // cell, P)`` with
 ``cell = H * (D + Dv) * L_full * kv`` (MLA: ``latent * L_full * kv``).
-Requests: Default's estimate, capped by ``K // mamba_ratio`` (resolve.md 5).
+Requests: Default's estimate, capped by ``K // mamba_ratio`` (KVCacheConfigurator.resolve_max_num_reqs).
 
 Contract (spec README, "What ``available_bytes`` means"): ``available_bytes`` is what SGLang
 hands ``calculate_pool_sizes``, the Mamba reservation already out of it.
 :meth:`reserve_state_bytes` therefore only fixes the slot count ``K``: given
 (``max_mamba_cache_size``, branch A), ``max_running_requests`` without radix cache (B), or, when
 neither fixes it, the ``K`` SGLang's auto-fit (C) picks for the *smallest* pre-reservation budget
-``R`` whose reservation leaves exactly ``available_bytes`` (the inverse of resolve.md 3, found by
-``R += available - left(R)`` from ``R = available``: ``left`` grows at most one byte per byte of
+``R`` whose reservation leaves exactly ``available_bytes`` (the inverse of KVCacheConfigurator._handle_max_mamba_cache,
+found by ``R += available - left(R)`` from ``R = available``: ``left`` grows at most one byte per byte of
 ``R``, so the walk never steps over a solution; about ten steps). A planner that starts from the
 pre-reservation ``rest`` (``--gpu``) runs the forward direction, :meth:`reserve_before_kv`.
 
 Other decisions (OPEN or unstated in the spec):
 * Jamba: SGLang 0.5.23 serves it through its generic fallback (every layer priced as MHA, no
   Mamba state); we size it as the hybrid it is and say so in the plan's notes.
-* Draft workers (MTP over a hybrid target): the KV pool holds one layer (``[0]``, builders.md
+* Draft workers (MTP over a hybrid target): the KV pool holds one layer (``[0]``,
+KVCacheConfigurator._build_token_to_kv_pool
   5.7), no state is reserved and no Mamba pool is described: the draft shares the target's
   request pool and its Mamba state.
 * ReplaySSM, the int8 checkpoint pool and unified memory are out of scope. On NPU the full
   sub-pool is ``NPUMHATokenToKVPool`` / ``NPUMLATokenToKVPool`` (``kvstrategies.pools.ascend``)
-  and the conv state takes the NPU layout (layouts.md 2.1); FP4 / MXFP8 KV are rejected there.
+  and the conv state takes the NPU layout (mamba_utils state shapes); FP4 / MXFP8 KV are rejected there.
 * PD decode role: ``HybridMambaDecodeReqToTokenPool`` widens the request rows (and the Mamba
   index mapping) by ``pre_alloc``; the Mamba pool keeps ``max_mamba_cache_size`` slots and
-  ``R`` speculative slots, as layouts.md 3 states.
+  ``R`` speculative slots, as HybridReqToTokenPool states.
 """
 
 from __future__ import annotations
@@ -61,13 +64,14 @@ from .default import ZERO_KV_STAGE_TOKENS, DefaultPoolConfigurator
 GIB = 1 << 30
 
 #: ``--mamba-radix-cache-strategy`` values sizing understands (``auto`` is resolved at launch;
-#: left unresolved it means no extra buffer, as for Jamba, launch_defaults.md 9.3)
+#: left unresolved it means no extra buffer, as for Jamba, overrides._mamba_radix_cache_resolution)
 RADIX_STRATEGIES = (None, "auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
 
 
 @dataclass(frozen=True)
 class MambaBudget:
-    """What resolve.md 3 decided for one rank (bytes ints, GiB floats as SGLang keeps them)."""
+    """What KVCacheConfigurator._handle_max_mamba_cache decided for one rank (bytes ints, GiB floats as SGLang keeps
+    them)."""
 
     branch: str  # "A" (given size), "B" (radix off + max_running_requests), "C" (auto-fit)
     max_mamba_cache_size: int
@@ -133,15 +137,15 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     ``available_bytes`` handed to :meth:`reserve_state_bytes` is SGLang's KV budget (reservation
     already taken); it fixes ``max_mamba_cache_size`` (see the module doc).
-    :meth:`reserve_before_kv` runs resolve.md 3 forward on the pre-reservation budget.
-    :meth:`cap_max_running_requests` then applies ``K // mamba_ratio`` (resolve.md 5).
+    :meth:`reserve_before_kv` runs KVCacheConfigurator._handle_max_mamba_cache forward on the pre-reservation budget.
+    :meth:`cap_max_running_requests` then applies ``K // mamba_ratio`` (KVCacheConfigurator.resolve_max_num_reqs).
     """
 
     family: ClassVar[str] = "hybrid-linear"
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
-        # a Mamba-ish model that is also hybrid SWA (Inkling) goes to HybridSWA (sizing.md 9)
+        # a Mamba-ish model that is also hybrid SWA (Inkling) goes to HybridSWA (create_memory_pool_configurator)
         # a draft without Mamba layers (Nemotron-H's MTP head) is a plain attention model to SGLang
         mamba = ctx.geometry.mamba
         if mamba is None or (ctx.is_draft_worker and mamba.draft_without_state):
@@ -154,7 +158,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         assert mamba is not None  # is_applicable guarantees it
         return mamba
 
-    # ---- layers (sizing.md 5.1, builders.md 5.7) -----------------------------------------------
+    # ---- layers (DefaultPoolConfigurator.__init__, _build_hybrid_linear_kv_pool) -------------------------------------
     @cached_property
     def cache_layer_ids(self) -> tuple[int, ...]:
         """Global ids of this rank's softmax-attention layers; a draft worker's pool holds ``[0]``."""
@@ -165,11 +169,11 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     @cached_property
     def num_layers(self) -> int:
-        """Local softmax-attention layers, the only layers the KV cell prices (sizing.md 5.1): the
+        """Local softmax-attention layers, the only layers the KV cell prices (DefaultPoolConfigurator.__init__): the
         pattern's ids inside ``[start, end)``. A draft worker's range is ``[0, n)`` of the same
         pattern (SGLang looks its MTP layers up there), so a Qwen3-Next MTP draft, whose layer 0
-        is linear attention, prices none and takes the zero-KV rule (5.6), while its pool holds
-        one attention layer (:attr:`cache_layer_ids`, built for the adopted target sizes)."""
+        is linear attention, prices none and takes the zero-KV rule (DefaultPoolConfigurator.calculate_pool_sizes),
+        while its pool holds one attention layer (:attr:`cache_layer_ids`, built for the adopted target sizes)."""
         start, end = self.layer_range
         return sum(1 for i in self.mamba.full_attention_layer_ids if start <= i < end)
 
@@ -184,13 +188,14 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         return tuple(i for i in self.mamba.mamba_layer_ids if start <= i < end)
 
     def zero_kv_tokens(self) -> int:
-        """No local attention layer: ``2**63 - 1`` when the KV lives on another PP stage (5.6)."""
+        """No local attention layer: ``2**63 - 1`` when the KV lives on another PP stage
+        (DefaultPoolConfigurator.calculate_pool_sizes)."""
         self.require_zero_kv_rule()
         if self.mamba.full_attention_layer_ids and self.ctx.parallel.pp_size > 1:
             return ZERO_KV_STAGE_TOKENS
         return super().zero_kv_tokens()
 
-    # ---- state geometry (resolve.md 3.1) ---------------------------------------------------------
+    # ---- state geometry (mamba_utils mamba_cache_per_req) ---------------------------------------------------------
     @cached_property
     def state_shapes(self) -> MambaStateShapes:
         """Per-layer, per-slot shapes at the linear-attention TP size (= attention TP)."""
@@ -198,7 +203,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     @property
     def conv_dtype(self) -> DType:
-        """``SGLANG_MAMBA_CONV_DTYPE``: bfloat16 unless float32/float16 (resolve.md 3.1)."""
+        """``SGLANG_MAMBA_CONV_DTYPE``: bfloat16 unless float32/float16 (mamba_utils mamba_cache_per_req)."""
         dtype = self.ctx.knobs.mamba_conv_dtype
         return dtype if dtype in STATE_DTYPES else DType.BFLOAT16
 
@@ -215,7 +220,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     @cached_property
     def stage_mamba_cache_per_req(self) -> int:
-        """PP scaling (3.2): ``int(per_req * (max stage Mamba layers / all Mamba layers))``."""
+        """PP scaling (KVCacheConfigurator._handle_max_mamba_cache):
+        ``int(per_req * (max stage Mamba layers / all Mamba layers))``."""
         pp = self.ctx.parallel.pp_size
         if pp == 1 or not MAMBA_STAGE_SHARE.holds(self.ctx.release):
             return self.mamba_cache_per_req
@@ -227,7 +233,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         scale = largest / max(len(ids), 1)
         return int(self.mamba_cache_per_req * scale)
 
-    # ---- slots per request (3.3) -----------------------------------------------------------------
+    # ---- slots per request (KVCacheConfigurator._calculate_mamba_ratio) ----------------------------------------------
     @cached_property
     def radix_strategy(self) -> str | None:
         strategy = self.ctx.scheduling.mamba_radix_cache_strategy
@@ -270,7 +276,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             return base + (1 if lazy else 2)
         return base + (1 if skip_lock else 0)
 
-    # ---- speculative state (3.4) -----------------------------------------------------------------
+    # ---- speculative state (KVCacheConfigurator._handle_max_mamba_cache) ---------------------------------------------
     @property
     def pd_prefill_skips_spec(self) -> bool:
         """A PD prefill role (off NPU) keeps no per-draft-token state (:data:`MAMBA_PD_PREFILL_POOL_SKIPS_SPEC`)."""
@@ -309,7 +315,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             )
         return spec.num_draft_tokens, mrr
 
-    # ---- the budget (resolve.md 3.4) -------------------------------------------------------------
+    # ---- the budget (KVCacheConfigurator._handle_max_mamba_cache) ----------------------------------------------------
     def mamba_budget(self, available_bytes: int) -> MambaBudget:
         """``_handle_max_mamba_cache`` on ``rest = available_bytes / 2**30`` (float order kept)."""
         sched = self.ctx.scheduling
@@ -375,7 +381,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         )
 
     def reserve_before_kv(self, budget_bytes: int) -> StateReservation:
-        """resolve.md 3 forward: from the budget *before* the reservation to SGLang's KV budget."""
+        """KVCacheConfigurator._handle_max_mamba_cache forward: from the budget *before* the reservation to SGLang's KV
+        budget."""
         notes = self.sglang_notes()
         if self.ctx.is_draft_worker:
             return StateReservation(budget_bytes, notes=notes)
@@ -454,7 +461,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         )
 
     def cap_max_running_requests(self, requests: int, sizes: PoolSizes) -> int:
-        """``min(R, max_mamba_cache_size // mamba_ratio)`` (resolve.md 5)."""
+        """``min(R, max_mamba_cache_size // mamba_ratio)`` (KVCacheConfigurator.resolve_max_num_reqs)."""
         slots = sizes.max_mamba_cache_size
         if slots is None:
             return requests
@@ -467,10 +474,12 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             )
         return capped
 
-    # ---- pools (builders.md 3, 5.7; layouts.md 2, 3, 10) -------------------------------------------
+    # ---- pools (KVCacheConfigurator._build_req_to_token_pool, _build_hybrid_linear_kv_pool; MambaPool,
+    # HybridReqToTokenPool, HybridLinearKVPool)
     @property
     def npu(self) -> bool:
-        """Ascend: NPU sub-pool classes and the NPU conv-state layout (builders.md 5.7, layouts.md 2.1)."""
+        """Ascend: NPU sub-pool classes and the NPU conv-state layout (_build_hybrid_linear_kv_pool, mamba_utils state
+        shapes)."""
         return self.ctx.device is DeviceKind.NPU
 
     def _require_supported_device(self) -> None:
@@ -555,7 +564,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     def npu_full_attention_layout(self, sizes: PoolSizes) -> PoolLayout:
         """``_hybrid_full_attention_pool_class`` on NPU: ``NPUMLATokenToKVPool`` (nope/rope split) for
-        MLA, else ``NPUMHATokenToKVPool`` with V sized by ``head_dim``; dense, no start layer (5.7)."""
+        MLA, else ``NPUMHATokenToKVPool`` with V sized by ``head_dim``; dense, no start layer
+        (DefaultPoolConfigurator.__init__)."""
         geometry = self.ctx.geometry
         if geometry.use_mla:
             mla = geometry.mla
@@ -580,7 +590,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         )
 
     def mla_fp4_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """FP4 on an MLA hybrid: the plain MLA class in the FP4 dtype (builders.md 5.7).
+        """FP4 on an MLA hybrid: the plain MLA class in the FP4 dtype (_build_hybrid_linear_kv_pool).
 
         QUIRK: ``_hybrid_full_attention_pool_class`` has no MLA-FP4 entry, so the sub-pool keeps
         full 576-wide rows of 1-byte elements while the Default cell prices the packed FP4 row.
@@ -588,7 +598,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         return self.mla_layout(sizes)
 
     def dsa_skip_topk_layers(self) -> tuple[bool, ...] | None:
-        """Skip flags per full-attention layer id (target), None for a draft (builders.md 5.7)."""
+        """Skip flags per full-attention layer id (target), None for a draft (_build_hybrid_linear_kv_pool)."""
         dsa = self.ctx.geometry.dsa
         assert dsa is not None
         if not self.index_k_elision:
@@ -602,7 +612,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         if geometry.head_dim == geometry.v_head_dim or recipe:
             # FP4 recipes size V with head_dim anyway; MXFP8 with D != Dv keeps Default's layout
             return super().mha_layout(sizes)
-        # QUIRK (layouts.md 10): HybridLinearKVPool drops v_head_dim; the cell still prices D + Dv
+        # QUIRK (HybridLinearKVPool): HybridLinearKVPool drops v_head_dim; the cell still prices D + Dv
         return mha_layout(
             size=self.pool_tokens(sizes),
             page_size=self.pool_page_size,

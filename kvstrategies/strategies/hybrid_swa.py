@@ -1,7 +1,7 @@
 """Hybrid sliding-window strategies: ``HybridSWAPoolConfigurator`` and its request-capped variant.
 
 Two sub-pools: ``full`` tokens for the full-attention layers and ``swa`` tokens for the
-sliding-window layers (sizing.md 6, 7).
+sliding-window layers (HybridSWAPoolConfigurator, SWARequestCapPoolConfigurator).
 
 **HybridSWA** (piecewise-linear cost model, float cell): with per-layer bytes ``full_pt`` /
 ``swa_pt`` (ints, no DCP), local layer counts ``nF`` / ``nS`` and draft layers ``dF, dS, dSF``::
@@ -11,27 +11,29 @@ sliding-window layers (sizing.md 6, 7).
 
 so ``available ~ full * cell`` and, inversely, a token count re-derives ``swa`` by the ratio.
 All-SWA (``nF == 0``): an int cell over every layer, ``swa = align(available // cell, P)``,
-``full = 0`` and no window-floor check (quirk 9).
+``full = 0`` and no window-floor check (QUIRK of ``HybridSWAPoolConfigurator._solve_pool_sizes``).
 
 **SWAChunkCap** (SGLang ``SWARequestCapPoolConfigurator``, affine with a fixed part): the SWA pool
-is the worst case of ``--max-running-requests`` in flight (sizing.md 7.2),
+is the worst case of ``--max-running-requests`` in flight (compute_swa_request_cap),
 ``swa = ceil_align(cap, P)`` costing ``fixed = swa * swa_pt*(nS+dS)`` bytes; the rest goes to the
 full pool at the int cell ``full_pt*(nF+dF) + swa_pt*dSF + draft_cell``. Its reported cell is the
-inherited HybridSWA float value, ratio term included (sizing.md 4).
+inherited HybridSWA float value, ratio term included (``HybridSWAPoolConfigurator._recompute_cell_size``).
 
-Pools: ``SWAKVPool`` (:mod:`kvstrategies.pools.swa`) of two MHA / MXFP8 pools (builders.md 4
-row 10), two ``NPUMHATokenToKVPool`` on an Ascend NPU (row 2), or, for MLA models, a DSA / MLA full
-pool and an MLA SWA pool at the scheduler page size (row 6).
+Pools: ``SWAKVPool`` (:mod:`kvstrategies.pools.swa`) of two MHA / MXFP8 pools
+(``KVCacheConfigurator._build_hybrid_swa_kv_pool``), two ``NPUMHATokenToKVPool`` on an Ascend NPU
+(``_build_ascend_swa_kv_pool``), or, for MLA models, a DSA / MLA full pool and an MLA SWA pool at the scheduler page
+size (``_build_hybrid_mla_swa_kv_pool``).
 
-Draft workers (resolve.md 6, 8): a draft's own sizing prices only its own layers (``[0, D)`` of the
+Draft workers (KVCacheConfigurator._derive_pool_sizes, KVCacheConfigurator._resolve_memory_pool_config draft branch): a
+draft's own sizing prices only its own layers (``[0, D)`` of the
 split, or the renamed MTP head's: MiMoV2MTP holds SWA layer 0) with no draft scaling; its pools
 are built for the target's sizes (``adopted_sizes``) at ``page_size * loc_space_scale`` and register
 the target allocator's ``full_to_swa_index_mapping`` (not listed as the draft's).
 
-Decisions: FP4 KV dtypes are rejected (README OPEN-B3); a
+Decisions: FP4 KV dtypes are rejected (SGLang's hybrid-SWA builder passes no quant method); a
 hybrid-SWA model with Mamba layers (Inkling with Mamba parameters) is rejected until the Mamba
-state budget of resolve.md 3 is shared with this strategy; a DFLASH-family draft cell counts
-whenever it is a positive int (SGLang's 5.8 conditions on draft layers are not re-checked).
+state budget of KVCacheConfigurator._handle_max_mamba_cache is shared with this strategy; a DFLASH-family draft cell
+counts whenever it is a positive int (SGLang's 5.8 conditions on draft layers are not re-checked).
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ _GIB = 2**30
 
 @dataclass(frozen=True)
 class DraftLayers:
-    """Draft layers a speculative target pays for (sizing.md 6.2).
+    """Draft layers a speculative target pays for (HybridSWAPoolConfigurator.__init__ draft layers).
 
     ``full``: at full-layer bytes (``dF``); ``swa``: SWA bytes at SWA capacity (``dS``);
     ``swa_full``: SWA bytes at full capacity (``dSF``, MTP depths in ``mtp_local_layer_ids``).
@@ -95,7 +97,7 @@ def local_layer_ids(ctx: KVCacheContext, hybrid: HybridSWAGeometry) -> tuple[tup
 
 
 class HybridSWAPoolConfigurator(PoolConfigurator):
-    """Full + sliding-window pools sized by ``swa_full_tokens_ratio`` (sizing.md 6)."""
+    """Full + sliding-window pools sized by ``swa_full_tokens_ratio`` (HybridSWAPoolConfigurator)."""
 
     family: ClassVar[str] = "hybrid-swa"
 
@@ -147,7 +149,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             raise KVCacheConfigError(f"swa_full_tokens_ratio must be in (0, 1], got {ratio!r}")
         return float(ratio)
 
-    # ---- per-layer bytes (6.1) -------------------------------------------------------------
+    # ---- per-layer bytes (_full_cell_bytes, _swa_cell_bytes) ---------------------------------------------------------
     @property
     def nF(self) -> int:  # noqa: N802 - the spec's name
         return len(self.full_layer_ids)
@@ -175,7 +177,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
 
     @property
     def head_dims(self) -> tuple[int, int, int, int]:
-        """``(D, Dv, Ds, Dsv)``: ``swa_head_dim`` defaults to D, ``swa_v_head_dim`` to Ds (2.2)."""
+        """``(D, Dv, Ds, Dsv)``: ``swa_head_dim`` defaults to D, ``swa_v_head_dim`` to Ds
+        (ModelConfig._derive_model_shapes)."""
         geometry = self.ctx.geometry
         swa_dim = geometry.swa_head_dim or geometry.head_dim
         return geometry.head_dim, geometry.v_head_dim, swa_dim, geometry.swa_v_head_dim or swa_dim
@@ -188,7 +191,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         if geometry.use_mla:
             per_layer = calculate_mla_kv_cache_dim(self.ctx) * kv
             if geometry.dsa is not None:
-                # no skip elision, no HiSparse, no DCP here (sizing.md 6.1)
+                # no skip elision, no HiSparse, no DCP here (HybridSWAPoolConfigurator._full_cell_bytes/_swa_cell_bytes)
                 per_layer += geometry.dsa.index_k_bytes_per_token
         else:
             d, dv, _, _ = self.head_dims
@@ -210,7 +213,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
     def _mxfp8_scales(self, *, full: bool) -> int:
         """One UE8M0 byte per 32 values, floored per layer: ``(H * (D + Dv)) // 32``.
 
-        QUIRK (sizing.md 12.3): SGLang adds it for MLA models too, with the MHA head formula
+        QUIRK (HybridSWAPoolConfigurator._full_cell_bytes): SGLang adds it for MLA models too, with the MHA head formula
         (SGLang's dummy MLA head_dim); kept so MXFP8 MLA-SWA cells match byte for byte.
         """
         if not self.is_mxfp8:
@@ -224,7 +227,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             return (geometry.num_kv_heads(self.attn_tp) * (d + dv)) // 32
         return (geometry.num_swa_kv_heads(self.attn_tp) * (ds + dsv)) // 32
 
-    # ---- draft layers (6.2) ----------------------------------------------------------------
+    # ---- draft layers (HybridSWAPoolConfigurator.__init__) -----------------------------------------------------------
     @cached_property
     def draft_layers(self) -> DraftLayers:
         """EAGLE-family / STANDALONE target with ``D`` draft layers: ``dF = D - dS - dSF``."""
@@ -241,7 +244,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
 
     @cached_property
     def draft_cell(self) -> int:
-        """A DFLASH-family target's known draft cell, times DCP (as sizing.md 5.8), else 0."""
+        """A DFLASH-family target's known draft cell, times DCP (as DefaultPoolConfigurator.__init__ draft scaling),
+        else 0."""
         spec = self.ctx.speculative
         value = spec.dflash_draft_cell_size_per_token
         if not self.ctx.is_draft_worker and spec.algorithm.is_dflash_family and value is not None and value > 0:
@@ -258,7 +262,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """``swa_pt * (nS + dS)``: bytes per SWA-pool token."""
         return self.swa_bytes_per_layer * (self.nS + self.draft_layers.swa)
 
-    # ---- cell (6.3) --------------------------------------------------------------------------
+    # ---- cell (_recompute_cell_size) --------------------------------------------------------------------------
     @cached_property
     def cell_size_bytes(self) -> int | float:
         """Bytes per unit of ``max_total_num_tokens``: a float for hybrids, an int for all-SWA.
@@ -273,13 +277,14 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             return all_swa + self.draft_cell
         return self.full_cell + swa_pt * draft.swa_full + self.ratio * self.swa_cell + self.draft_cell
 
-    # ---- sizes (6.4) --------------------------------------------------------------------------
+    # ---- sizes (_solve_pool_sizes) --------------------------------------------------------------------------
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
         """``M = int(available // cell)`` (float floor division for hybrids), then :meth:`solve`."""
         return self.solve(int(available_bytes // self.cell_size_bytes), page_size)
 
     def calculate_pool_sizes_from_max_tokens(self, max_total_num_tokens: int, page_size: int) -> PoolSizes:
-        """A token cap re-applies the ratio and re-runs the window-floor check (quirk 9)."""
+        """A token cap re-applies the ratio and re-runs the window-floor check
+        (``calculate_pool_sizes_from_max_tokens``)."""
         return self.solve(max_total_num_tokens, page_size)
 
     def solve(self, tokens: int, page_size: int) -> PoolSizes:
@@ -299,7 +304,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         require_positive_tokens(full)
         return PoolSizes(max_total_num_tokens=full, full_max_total_num_tokens=full, swa_max_total_num_tokens=swa)
 
-    # ---- pools (builders.md 4 rows 6 and 10, 5.4, 5.5) ----------------------------------------
+    # ---- pools (KVCacheConfigurator._build_token_to_kv_pool, _build_hybrid_mla_swa_kv_pool, _build_hybrid_swa_kv_pool)
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
         full = sizes.full_max_total_num_tokens
         swa = sizes.swa_max_total_num_tokens
@@ -314,8 +319,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
                 "(as SGLang 0.5.23 builds it); this model is MLA or Mamba-hybrid"
             )
         if full == 0 and self.ctx.page_size != 1:
-            # builders.md 7.1 row 4: an all-SWA pool gets PureSWATokenToKVPoolAllocator, which
-            # SGLang asserts to page 1; the sizes stand, the pool cannot be served.
+            # KVCacheConfigurator._build_token_to_kv_pool_allocator: an all-SWA pool gets PureSWATokenToKVPoolAllocator,
+            # which SGLang asserts to page 1; the sizes stand, the pool cannot be served.
             raise UnsupportedConfigurationError(
                 f"an all-SWA model is served by SGLang's PureSWATokenToKVPoolAllocator, which needs "
                 f"page_size 1 (got {self.ctx.page_size}); set page_size to 1"
@@ -323,7 +328,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         mla = self.ctx.geometry.use_mla
         if mla:
             full_pool, swa_pool = self._mla_sub_pools(full, swa)
-            pool_page = self.ctx.page_size  # the MLA-SWA pool takes the scheduler page (builders.md 5.4)
+            pool_page = self.ctx.page_size  # the MLA-SWA pool takes the scheduler page (_build_hybrid_mla_swa_kv_pool)
         else:
             full_pool, swa_pool = self._mha_sub_pools(full, swa)  # built as full.* / swa.*
             pool_page = self.pool_page_size
@@ -351,7 +356,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         return self.ctx.page_size * self.loc_space_scale
 
     def _mha_sub_pools(self, full: int, swa: int) -> tuple[PoolLayout, PoolLayout]:
-        """Row 10: both sub-pools MHA (or MXFP8). Pool heads use DCP, unlike the sizing (quirk 2).
+        """``_build_hybrid_swa_kv_pool``: both sub-pools MHA (or MXFP8). Pool heads use DCP, unlike the sizing (QUIRK).
 
         A "compress" model gives the SWA pool ``H_swa = max(1, swa_num_key_value_heads // tp)``
         and its own head dims; otherwise no ``v_head_dim`` is passed and V uses ``head_dim``.
@@ -381,7 +386,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """One sub-pool, its buffers named under ``prefix`` (``full`` / ``swa``)."""
         heads, k_dim, v_dim = shape
         if self.ctx.device is DeviceKind.NPU:
-            # row 2: SWAKVPool of two NPUMHATokenToKVPool (builders.md 5.9)
+            # row 2: SWAKVPool of two NPUMHATokenToKVPool (_build_ascend_*_kv_pool)
             return npu_mha_layout(
                 size=size,
                 page_size=self.pool_page_size,
@@ -404,7 +409,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         )
 
     def _mla_sub_pools(self, full: int, swa: int) -> tuple[PoolLayout, PoolLayout]:
-        """Row 6: full side DSA (or MLA) pool, SWA side MLA pool, scheduler page size (5.4)."""
+        """``_build_hybrid_mla_swa_kv_pool``: full side DSA (or MLA) pool, SWA side MLA pool, scheduler page size."""
         geometry = self.ctx.geometry
         assert geometry.mla is not None
         page = self.ctx.page_size
@@ -500,7 +505,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
 
     @cached_property
     def swa_cap_tokens(self) -> int:
-        """``compute_swa_request_cap`` (7.2): the worst case of every running request plus the
+        """``compute_swa_request_cap``: the worst case of every running request plus the
         prefill chunks in flight (decode role: the requests still arriving from prefill)."""
         window = self.sliding_window_size
         requests = self.ctx.scheduling.max_running_requests
@@ -533,7 +538,8 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
         """``full = align(M, P)``, ``swa = min(ceil_align(cap, P), M)``."""
         full = align_down(max_total_num_tokens, page_size)
         require_positive_tokens(full)
-        # QUIRK (sizing.md 12.10): SGLang caps SWA by the un-aligned M, so M = 30000, P = 64 gives
-        # swa = 30000 (not a page multiple); kept so capped plans match the engine's pools.
+        # QUIRK (SWARequestCapPoolConfigurator.calculate_pool_sizes_from_max_tokens): SGLang caps SWA by the un-aligned
+        # M, so M = 30000, P = 64 gives swa = 30000 (not a page multiple); kept so capped plans match the engine's
+        # pools.
         swa = min(ceil_align(self.swa_cap_tokens, page_size), max_total_num_tokens)
         return PoolSizes(max_total_num_tokens=full, full_max_total_num_tokens=full, swa_max_total_num_tokens=swa)

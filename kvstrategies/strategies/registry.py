@@ -87,7 +87,7 @@ _BUILTINS_LOADED = False
 
 
 def _ensure_builtins() -> None:
-    """Register the built-in strategies once, in sizing.md 9 order (last appended = last asked)."""
+    """Register the built-in strategies once, in create_memory_pool_configurator order (last appended = last asked)."""
     global _BUILTINS_LOADED
     if _BUILTINS_LOADED:
         return

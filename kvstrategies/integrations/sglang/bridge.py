@@ -1,11 +1,11 @@
 """Run one case through SGLang's own sizing and pool builders; return the ``plan --case --json`` document.
 
-Given a case (the case-file dict, DESIGN.md "The case file"), build SGLang's objects
+Given a case (the case-file dict, :mod:`kvstrategies.case`), build SGLang's objects
 (``ServerArgs``, ``ModelConfig``, a stand-in model, ``KVCacheConfigurator``) without a server,
 run SGLang's strategy selection (``create_memory_pool_configurator``), ``calculate_pool_sizes``,
 ``calculate_pool_sizes_from_max_tokens``, its request count (``resolve_max_num_reqs``),
 ``finalize_with_max_running_requests`` and its pool builders on ``meta``, and describe the built
-token-to-KV pool by walking its tensors. Facts: ``spec/sglang_bridge.md`` 2-4.
+token-to-KV pool by walking its tensors. How: docs/maintainers.md §5, docs/sglang-bridge.md.
 
 The result has the keys of :func:`kvstrategies.report.plan_document` that both engines can
 answer (:data:`.compare.COMPARED_KEYS` and the pools): ``configurator``, ``cell_size``, ``sizes``,
@@ -301,7 +301,7 @@ def _no_kv_copy(self: Any) -> None:
 
 #: back references and allocator state: not storage of the pool being listed
 _SKIP_ATTRS = frozenset({"req_to_token_pool", "token_to_kv_pool_allocator", "allocator", "mamba_allocator"})
-#: SGLang attribute paths -> the names the project gives the same tensors (DESIGN.md: sub-pools
+#: SGLang attribute paths -> the names the project gives the same tensors (sub-pools
 #: by role, the DSA indexer keys after their accessor ``get_index_k_with_scale_buffer``)
 NAME_ALIASES: tuple[tuple[str, str], ...] = (
     ("full_kv_pool.", "full."),
@@ -414,7 +414,7 @@ def sglang_document(case: Mapping[str, Any], *, base_dir: Path | None = None) ->
 
 
 def draft_config(config: Mapping[str, Any], case: Mapping[str, Any]) -> dict[str, Any]:
-    """The draft checkpoint's config a case implies (DESIGN.md: ``eagle_draft_num_layers`` is the
+    """The draft checkpoint's config a case implies (``eagle_draft_num_layers`` is the
     draft model's layer count, its per-layer geometry the target's). MTP targets (``num_nextn_predict_layers``)
     keep their config: SGLang's draft reads the MTP layer count from it."""
     layers = case.get("eagle_draft_num_layers")

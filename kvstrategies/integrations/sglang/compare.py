@@ -166,7 +166,7 @@ _ANY = (r".",)
 _NOT_BUILT = (r"^token_to_kv_pool_class: \S+ -> null$", r"^pools\.token_to_kv: not built by SGLang$",
               r"^layout_error: added ")
 
-#: The known differences (spec README decisions, sglang_bridge.md 5, and this host's limits).
+#: The known differences (the project's decisions, each with its reason, and this host's limits).
 KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
     KnownDifference(
         "jamba-generic-fallback",

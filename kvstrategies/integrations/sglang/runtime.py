@@ -11,7 +11,7 @@ live SGLang (the case bridge, launch resolution) shares one small API:
 * :func:`cuda_platform_facts` the facts a CUDA host of a given compute capability answers.
 * :func:`quiet_stdout` keeps SGLang's import chatter off a stdout that carries JSON.
 
-Facts used: ``spec/sglang_bridge.md`` 1 (install, torchvision) and 6 (platform facts).
+Install and platform facts: docs/sglang-bridge.md, "Installing".
 """
 
 from __future__ import annotations

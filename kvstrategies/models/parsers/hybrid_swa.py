@@ -3,13 +3,15 @@
 ``parse_hybrid_swa`` is a family parser (``(root, text, geometry) -> geometry``). It does two
 independent things:
 
-* **Gemma-4 config rewrite** (sizing.md 2.2, builders.md 1): a Gemma-4-family HF config states
+* **Gemma-4 config rewrite** (ModelConfig._derive_model_shapes, KVCacheConfigurator.__init__): a Gemma-4-family HF
+config states
   the *sliding* layers' shape in its base attributes and the full-attention shape as overrides;
   SGLang flips that so the base fields are the full-attention shape and ``swa_*`` the sliding
   one. Applied whether or not hybrid-SWA memory is enabled (it is a config rewrite).
-* **Hybrid-SWA detection** (sizing.md 2.4): for an architecture in SGLang's hybrid-SWA set, or a
+* **Hybrid-SWA detection** (model_config.is_hybrid_swa_model, get_hybrid_layer_ids): for an architecture in SGLang's
+hybrid-SWA set, or a
   text config with ``is_hybrid_swa: true``, attach a :class:`HybridSWAGeometry` with the global
-  full / SWA layer ids (builders.md 6) and the engine's sliding window.
+  full / SWA layer ids (get_hybrid_layer_ids) and the engine's sliding window.
 
 Gemma-2 and Gemma-3 are **not** in SGLang 0.5.23's set: they keep the Default strategy over all
 their layers although their configs carry a ``sliding_window``.
@@ -26,7 +28,7 @@ Decisions (OPEN; the spec names families, not always architecture strings):
   ``gemma4`` gate; the spec lists only the wrapper model types.
 * A generic ``is_hybrid_swa`` config without ``hybrid_layer_pattern`` falls back to
   ``layer_types``; with neither it is a :class:`KVCacheConfigError`.
-* MXFP8 scale bytes of an MLA hybrid-SWA model (sizing.md 12 quirk 3) use SGLang's per-layer
+* MXFP8 scale bytes of an MLA hybrid-SWA model (HybridSWAPoolConfigurator._full_cell_bytes) use SGLang's per-layer
   head dims of the MHA formula, which for MLA models are SGLang's forced dummy ``head_dim``
   (256 for the DeepSeek-style list, 128 MiniCPM3, 72 Kimi-Linear, the config's for Bailing,
   else the config's / ``hidden // heads``) and the config's ``v_head_dim``; the SWA side uses
@@ -50,7 +52,7 @@ from ..geometry import ModelGeometry
 from ..hf import ConfigDict, as_int, get_int, get_opt_int, int_list, str_list
 from ..parse import replace
 
-# ---- the Gemma-4 config rewrite (sizing.md 2.2) ----------------------------------------------
+# ---- the Gemma-4 config rewrite (ModelConfig._derive_model_shapes) ----------------------------------------------
 
 
 def _gemma4_full_kv_heads(rule: Gemma4KVHeads, text: ConfigDict, sliding_heads: int) -> int:
@@ -109,7 +111,8 @@ def _is_gemma4_family(root: ConfigDict, archs: tuple[str, ...]) -> bool:
 
 
 def is_hybrid_swa_config(root: ConfigDict, text: ConfigDict, archs: tuple[str, ...]) -> bool:
-    """SGLang's ``is_hybrid_swa_model`` (sizing.md 2.4), before ``--disable-hybrid-swa-memory``."""
+    """SGLang's ``is_hybrid_swa_model`` (model_config.is_hybrid_swa_model, get_hybrid_layer_ids), before
+    ``--disable-hybrid-swa-memory``."""
     if text.get("is_hybrid_swa") is True:
         return True
     gates = _gates(archs)
@@ -132,7 +135,7 @@ def _gemma4_layer_types(text: ConfigDict, num_layers: int) -> tuple[str, ...]:
                 "from full-attention layers; add it to config.json"
             )
         types = tuple("full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(num_layers))
-    # the HF loader forces the last layer to full attention (sizing.md 2.2)
+    # the HF loader forces the last layer to full attention (ModelConfig._derive_model_shapes)
     return (*types[:-1], "full_attention") if types else types
 
 
@@ -170,7 +173,7 @@ def _required_layer_types(text: ConfigDict, family: str) -> tuple[str, ...]:
 def hybrid_layer_ids(
     root: ConfigDict, text: ConfigDict, archs: tuple[str, ...], num_layers: int
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """``(full_attention_layer_ids, swa_attention_layer_ids)``, global (builders.md 6).
+    """``(full_attention_layer_ids, swa_attention_layer_ids)``, global (get_hybrid_layer_ids).
 
     The architectures' split rules apply in :class:`SWALayerSplit` order; then the generic keys.
     """
@@ -208,7 +211,7 @@ def hybrid_layer_ids(
 
 
 def engine_sliding_window(root: ConfigDict, text: ConfigDict, archs: tuple[str, ...]) -> int | None:
-    """The window the engine hands to the configurators (sizing.md 2.4).
+    """The window the engine hands to the configurators (model_config.is_hybrid_swa_model, get_hybrid_layer_ids).
 
     GPT-OSS, Gemma-4, Mellum: ``sliding_window - 1`` (HF's inclusive window made exclusive; a
     bidirectional Gemma first becomes ``sliding_window // 2 + 1``). DeepSeek-V4: the config value.
@@ -242,7 +245,8 @@ def _raw_head_dim(text: ConfigDict) -> int:
 
 
 def _mla_scale_dims(archs: tuple[str, ...], text: ConfigDict) -> tuple[int, int, int, int]:
-    """SGLang's (head_dim, v_head_dim, swa_head_dim, swa_v_head_dim) of an MLA model (quirk 3)."""
+    """SGLang's (head_dim, v_head_dim, swa_head_dim, swa_v_head_dim) of an MLA model (QUIRK of
+    ``HybridSWAPoolConfigurator._full_cell_bytes``)."""
     raw = _raw_head_dim(text)
     forced = [row.mla_forced_head_dim for row in rows_for(archs) if row.mla_forced_head_dim is not None]
     # SGLang tests the 256 list first, then MiniCPM3 (128), then Kimi-Linear (72): the largest wins
@@ -254,7 +258,7 @@ def _mla_scale_dims(archs: tuple[str, ...], text: ConfigDict) -> tuple[int, int,
 
 
 def _ratio_default(archs: tuple[str, ...]) -> float:
-    """The model's default ``swa_full_tokens_ratio`` (sizing.md 6), else 0.8."""
+    """The model's default ``swa_full_tokens_ratio`` (HybridSWAPoolConfigurator), else 0.8."""
     for row in rows_for(archs):
         if row.swa_full_tokens_ratio is not None:
             return row.swa_full_tokens_ratio

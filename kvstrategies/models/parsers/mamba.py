@@ -32,7 +32,7 @@ def _ssm_dtype(root: ConfigDict, text: ConfigDict) -> DType:
         dtype = DType.from_name(raw)
     except KVCacheConfigError:
         return DType.FLOAT32
-    # SGLang warns and keeps float32 for any other name (resolve.md 3.1)
+    # SGLang warns and keeps float32 for any other name (mamba_utils mamba_cache_per_req)
     from ..mamba import STATE_DTYPES
 
     return dtype if dtype in STATE_DTYPES else DType.FLOAT32
@@ -49,7 +49,7 @@ def _gdn(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> MambaGe
 
     n = geometry.num_hidden_layers
     interval = get_int(text, "full_attention_interval", minimum=1)
-    # Qwen3.5 configs also carry layer_types; SGLang ignores it and uses the interval (sizing.md 2.7)
+    # Qwen3.5 configs also carry layer_types; SGLang ignores it and uses the interval (sglang.srt.configs.mamba_utils)
     full, linear = _split(n, [(i + 1) % interval == 0 for i in range(n)])
     value_heads = get_int(text, "linear_num_value_heads", minimum=1)
     value_dim = get_int(text, "linear_value_head_dim", minimum=1)
@@ -199,7 +199,7 @@ def _kimi_linear(text: ConfigDict, geometry: ModelGeometry) -> MambaGeometry:
     mixer = KDAMixer(
         num_heads=heads,
         head_dim=head_dim,
-        num_k_heads=heads,  # Kimi-Linear passes no key-side values: the defaults apply (layouts.md 2.1)
+        num_k_heads=heads,  # Kimi-Linear passes no key-side values: the defaults apply (mamba_utils state shapes)
         head_k_dim=head_dim,
         conv_kernel=get_int(linear_cfg, "short_conv_kernel_size", 4, minimum=2),
     )
@@ -208,7 +208,7 @@ def _kimi_linear(text: ConfigDict, geometry: ModelGeometry) -> MambaGeometry:
 
 
 def parse_mamba(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> ModelGeometry:
-    """Family parser: attach a :class:`MambaGeometry` to Mamba-ish hybrids (sizing.md 2.7)."""
+    """Family parser: attach a :class:`MambaGeometry` to Mamba-ish hybrids (sglang.srt.configs.mamba_utils)."""
     kinds = {row.linear_attention for row in rows_for(architectures(root))}
     kinds.add(model_type_row(text.get("model_type", geometry.model_type)).linear_attention)
     if LinearAttention.GDN in kinds:

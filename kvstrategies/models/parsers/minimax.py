@@ -24,7 +24,7 @@ def _sparse_config(root: ConfigDict, text: ConfigDict) -> Mapping[str, object]:
 
 
 def parse_minimax_sparse(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> ModelGeometry:
-    """Attach :class:`MiniMaxSparseGeometry` to a MiniMax-M3 sparse model (sizing.md 2.8)."""
+    """Attach :class:`MiniMaxSparseGeometry` to a MiniMax-M3 sparse model (ModelConfig's MiniMax sparse layer ids)."""
     if not any_row(geometry.architectures, lambda r: r.minimax_sparse):
         return geometry
     from ..minimax import MiniMaxSparseGeometry  # the family's values: only for a MiniMax-M3 sparse config

@@ -1,18 +1,24 @@
-"""What SGLang 0.5.23 resolves at launch before any KV sizing (launch_defaults.md).
+"""What SGLang 0.5.23 resolves at launch before any KV sizing (ServerArgs.resolve_once).
 
-A pipeline of small pure steps over frozen dataclasses, in SGLang's order (§0)::
+A pipeline of small pure steps over frozen dataclasses, in SGLang's order (ServerArgs.resolve_once order)::
 
     LaunchModelFacts + Accelerator + tp/pp/attn-dp + LaunchSettings (None = not given)
-      -> cuda graphs (§3) -> platform (§12, NPU) -> capacity tier (§2) -> prefill graph sizes
-      -> mem_fraction_static (§4) -> model overrides (§6.1, §6.3, §7, §8, §9, §10)
-      -> generic backend + page snaps + HIP aiter cut (§6.2, §7, §4.4) -> page default
-      -> DP division (§11) -> speculative defaults (§10) -> SWA ratio (§9.1) -> capability (§9.4)
-      -> LaunchResolution (every resolved setting + one AppliedDefault per default applied)
+      -> cuda graphs (arg_groups.cuda_graph_hook) -> platform (platform_hook.handle_platform_defaults, NPU) -> capacity
+      tier (memory_hook.handle_gpu_memory_settings) -> prefill graph sizes
+      -> mem_fraction_static (memory_hook.handle_gpu_memory_settings) -> model overrides (arg_groups.model_overrides,
+      arg_groups.overrides, overrides._page_size_default, arg_groups.overrides kv_cache_dtype defaults,
+      arg_groups.overrides, speculative_hook.handle_speculative_decoding)
+      -> generic backend + page snaps + HIP aiter cut (get_default_attn_backend, overrides._page_size_default,
+      memory_hook.handle_gpu_memory_settings) -> page default -> DP division (parallel_hook.handle_data_parallelism) ->
+      speculative defaults (speculative_hook.handle_speculative_decoding) -> SWA ratio (arg_groups.overrides) ->
+      capability (arg_groups.overrides) -> LaunchResolution (every resolved setting + one AppliedDefault per default
+      applied)
 
 The order matters: ``mem_fraction_static`` is computed before the model overrides, the
 speculative defaults and the DP division, so it never sees DeepSeek-V4's 256 requests, the
-speculative 48 or the per-DP chunk (§0, quirk 1). :func:`estimate_kv_budget` turns the fraction
-into a KV byte budget (§5 / resolve.md §2). Nothing here reads the environment or imports torch.
+speculative 48 or the per-DP chunk (ServerArgs.resolve_once order, quirk 1). :func:`estimate_kv_budget` turns the
+fraction into a KV byte budget (KVCacheConfigurator._profile_available_bytes). Nothing here reads the environment or
+imports torch.
 
 Not modelled (outside the fixtures; their settings are not inputs): XPU/MUSA/CPU/HPU platforms,
 prefill context parallel, two-batch overlap, PD KV sharding, post-capture KV sizing,

@@ -27,7 +27,8 @@ DFLASH_SM100_TOPK_ONE = ReleaseRule(
 
 
 def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
-    """§6.2 ``get_default_attn_backend`` with the *user* speculative topk (auto topk comes later)."""
+    """SGLang's ``get_default_attn_backend`` with the *user* speculative topk (auto topk comes
+    later)."""
     m, g, s = inp.model, inp.gpu, inp.settings
     if m.has_arch(_AUDIO_ENCODER_DECODER):
         return "flashinfer"
@@ -40,7 +41,7 @@ def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
         if g.is_sm100:
             return "flashinfer"
         if g.is_hip:
-            # OPEN-L7 decided: total KV heads over attention TP (floored at 1).
+            # the HIP MLA rule's head count: total KV heads over attention TP (floored at 1).
             attn_tp = max(1, inp.tp_size // inp.attn_dp_size)
             return "aiter" if max(1, m.num_kv_heads // attn_tp) in (16, 128) else "triton"
         return "triton"
@@ -55,8 +56,9 @@ def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
 
 
 def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 6 (§6.2): fill the backend, snap the page per backend (§7), fa3+fp8_e5m2 fallback,
-    HIP aiter x0.85 (§4.4.2), late prefill-graph disables (§3)."""
+    """Step 6 (get_default_attn_backend): fill the backend, snap the page per backend (overrides._page_size_default),
+    fa3+fp8_e5m2 fallback, HIP aiter x0.85 (memory_hook.handle_gpu_memory_settings (HIP aiter cut)), late prefill-graph
+    disables (arg_groups.cuda_graph_hook)."""
     s = inp.settings
     if res.attention_backend is None:
         pre, dec = res.prefill_attention_backend, res.decode_attention_backend
@@ -72,7 +74,8 @@ def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchReso
     ctx = s.context_length or inp.model.context_length
     if res.attention_backend == "aiter" and ctx > 8192 and res.mem_fraction_static is not None:
         honored = s.mem_fraction_static is not None and s.aiter_honor_explicit_mem_fraction
-        if not honored:  # QUIRK §4.4.2: also scales a user-given fraction
+        # QUIRK memory_hook.handle_gpu_memory_settings (HIP aiter cut): also scales a user-given fraction
+        if not honored:
             res = _declare(res, "mem_fraction_static", res.mem_fraction_static * 0.85,
                            f"HIP aiter with context {ctx} > 8192 (§4.4.2)")  # fmt: skip
     prefill = res.prefill_attention_backend or res.attention_backend
@@ -81,7 +84,7 @@ def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchReso
         "flex_attention",
     )
     if late and res.prefill_cuda_graph != "disabled":
-        # QUIRK §14.2: the reserve already counted this graph (1536 MiB for MLA).
+        # QUIRK ServerArgs.resolve_once: the reserve already counted this graph (1536 MiB for MLA).
         res = _declare(res, "prefill_cuda_graph", "disabled", f"{prefill} prefill backend (§3, after)")
     return res
 
@@ -100,7 +103,7 @@ def _trtllm_mla_check(inp: LaunchInputs, res: LaunchResolution) -> None:
 
 
 def _page_snap(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """§7 backend page rules; they compare the current value, set or not."""
+    """overrides._page_size_default backend page rules; they compare the current value, set or not."""
     main, pre, dec = res.attention_backend, res.prefill_attention_backend, res.decode_attention_backend
     any_phase, attn_or_decode = {main, pre, dec}, {main, dec}
     page, topk = res.page_size, inp.settings.speculative_eagle_topk

@@ -34,10 +34,11 @@ DisaggregationMode = Literal["null", "prefill", "decode"]
 class LaunchModelFacts:
     """The few model facts the launch rules read (build with :func:`model_facts_from_hf_config`).
 
-    ``context_length``: derived as sizing.md §2.5 (read only by the HIP aiter cut, §4.4.2).
-    ``num_kv_heads``: total KV heads (read only by the HIP MLA backend rule, §6.2).
-    ``vision_layers``/``vision_hidden``: ``vision_config`` values, ``None`` when absent there
-    (the VLM cut then uses 24 / 1024, §4.4.1); ``has_vision_config`` False = no cut.
+    ``context_length``: derived as hf_transformers.common.get_context_length (read only by the HIP aiter cut,
+    memory_hook.handle_gpu_memory_settings (HIP aiter cut)). ``num_kv_heads``: total KV heads (read only by the HIP MLA
+    backend rule, get_default_attn_backend). ``vision_layers``/``vision_hidden``: ``vision_config`` values, ``None``
+    when absent there (the VLM cut then uses 24 / 1024, memory_hook.adjust_mem_fraction_for_vlm); ``has_vision_config``
+    False = no cut.
     """
 
     architectures: tuple[str, ...]
@@ -100,7 +101,7 @@ class LaunchSettings:
     disaggregation_mode: DisaggregationMode = "null"
     enable_multimodal: bool = False
     language_only: bool = False
-    # env SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION=1 (§4.4.2)
+    # env SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION=1 (memory_hook.handle_gpu_memory_settings (HIP aiter cut))
     aiter_honor_explicit_mem_fraction: bool = False
 
 
@@ -135,10 +136,10 @@ class AppliedDefault:
 class LaunchResolution:
     """Every resolved launch setting. Sizes in tokens/requests; memory in MiB.
 
-    ``reserved_mib`` is ``R`` of §4.2 (``None`` when the user gave the fraction or the capacity
-    is unknown). ``prefill_graph_bs_count`` is the length of the prefill-graph batch list (§3).
-    ``swa_full_tokens_ratio`` is the effective value (0.8 field fallback) and
-    ``swa_full_tokens_ratio_explicit`` what the DSV4 configurator reads (§9.1).
+    ``reserved_mib`` is ``R`` of memory_hook.handle_gpu_memory_settings (``None`` when the user gave the fraction or the
+    capacity is unknown). ``prefill_graph_bs_count`` is the length of the prefill-graph batch list
+    (arg_groups.cuda_graph_hook). ``swa_full_tokens_ratio`` is the effective value (0.8 field fallback) and
+    ``swa_full_tokens_ratio_explicit`` what the DSV4 configurator reads (arg_groups.overrides).
     """
 
     gpu_mem_mib: float | None
@@ -182,7 +183,7 @@ class LaunchResolution:
         return "\n".join(f"{a.setting} = {a.value!r}  # {a.reason}" for a in self.applied)
 
 
-# Where SGLang takes each launch decision, by launch_defaults.md section: the reasons users read
+# Where SGLang takes each launch decision, keyed by the section tag (§N) a reason carries: the reasons users read
 # cite SGLang's source, never the spec (most specific section first). From 0.5.19 the decisions
 # live in the ``arg_groups`` hook modules (``ServerArgs.resolve_once``); up to 0.5.18 they are
 # methods of ``ServerArgs`` run by ``__post_init__`` (:data:`LAUNCH_HOOKS_IN_ARG_GROUPS`).
@@ -237,7 +238,7 @@ _SECTION = re.compile(r"§(\d+(?:\.\d+)*)(?:, after)?")
 
 @functools.lru_cache(maxsize=4096)
 def sglang_source(reason: str, release: EngineRelease = NEWEST_SGLANG) -> str:
-    """``reason`` with each launch_defaults.md section reference replaced by ``release``'s module
+    """``reason`` with each section tag (§N) replaced by ``release``'s SGLang module
     (a pure function of the text and release: the fix search and sweeps declare the same reasons again)."""
     table = _SGLANG_SOURCE if LAUNCH_HOOKS_IN_ARG_GROUPS.holds(release) else _LEGACY_SOURCE
 
@@ -254,7 +255,7 @@ def sglang_source(reason: str, release: EngineRelease = NEWEST_SGLANG) -> str:
 
 def _declare(res: LaunchResolution, setting: str, value: SettingValue, reason: str) -> LaunchResolution:
     """Set ``setting`` (a LaunchResolution field) and record why (section references are cited
-    for the release by :func:`cite_sources` at the end); last declaration wins (§0)."""
+    for the release by :func:`cite_sources` at the end); last declaration wins (ServerArgs.resolve_once order)."""
     applied = AppliedDefault(setting, value, reason)
     changes: dict[str, Any] = {setting: value, "applied": (*res.applied, applied)}
     return replace(res, **changes)

@@ -50,8 +50,8 @@ DSV4_AUTO_ATTN_BACKEND = ReleaseRule(
 
 
 def _dsa_kv_dtype(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """§8: DSA ``auto`` -> fp8_e4m3 on CUDA major >= 10, bfloat16 on older CUDA; only
-    bfloat16/fp8_e4m3 accepted. HIP keeps ``auto`` (not specified; library decision)."""
+    """arg_groups.overrides kv_cache_dtype defaults: DSA ``auto`` -> fp8_e4m3 on CUDA major >= 10, bfloat16 on older
+    CUDA; only bfloat16/fp8_e4m3 accepted. HIP keeps ``auto`` (not specified; library decision)."""
     kv, gpu = res.kv_cache_dtype.lower(), inp.gpu
     if kv == "bf16":
         kv = "bfloat16"
@@ -66,7 +66,7 @@ def _dsa_kv_dtype(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
 
 
 def _dsa_backends(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """§6.3: DSA split (prefill, decode) backends by KV dtype and SM major."""
+    """arg_groups.overrides: DSA split (prefill, decode) backends by KV dtype and SM major."""
     gpu = inp.gpu
     if gpu.is_hip:
         pair = ("triton", "triton")

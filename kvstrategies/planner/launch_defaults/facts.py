@@ -18,21 +18,22 @@ from ...models.architectures import Attention, SWAMemoryOff, model_type_row, nam
 from ...validate import TrackedConfig, reading_config
 from .core import LaunchModelFacts
 
-# --- architecture sets (launch_defaults.md §3, §6, §9; sizing.md §2.2, §2.6) ------------------
+# --- architecture sets (arg_groups.cuda_graph_hook, attention_hook.handle_attention_backend_compatibility,
+# arg_groups.overrides; ModelConfig._derive_model_shapes, model_config.is_deepseek_dsa)
 
 _MLA_ARCHS = names_where(lambda r: r.launch_mla)
-# DeepSeek-V3-style architectures; with `index_topk` they are DSA (sizing.md §2.6).
+# DeepSeek-V3-style architectures; with `index_topk` they are DSA (model_config.is_deepseek_dsa).
 _DEEPSEEK_FAMILY = names_where(lambda r: r.launch_deepseek_family)
 _DSV4_ARCHS = names_where(lambda r: r.launch_dsv4)
 _HYBRID_SWA_ARCHS = names_where(lambda r: r.launch_hybrid_swa)
 _MAMBA_RADIX_ARCHS = names_where(lambda r: r.mamba_radix)
-# §9.3: Mamba-radix architectures without extra-buffer support.
+# overrides._mamba_radix_cache_resolution: Mamba-radix architectures without extra-buffer support.
 _NO_EXTRA_BUFFER_ARCHS = names_where(lambda r: r.mamba_radix and not r.mamba_extra_buffer)
-# §4.4.1: multimodal part off unless --enable-multimodal.
+# memory_hook.adjust_mem_fraction_for_vlm: multimodal part off unless --enable-multimodal.
 _MULTIMODAL_OPT_IN = names_where(lambda r: r.multimodal_opt_in)
-# §3: multimodal models that keep the breakable prefill graph.
+# arg_groups.cuda_graph_hook: multimodal models that keep the breakable prefill graph.
 _BREAKABLE_MULTIMODAL = names_where(lambda r: r.breakable_multimodal)
-# §9.2: forced --disable-hybrid-swa-memory (Exaone-4 only with sliding_window_pattern).
+# arg_groups.overrides: forced --disable-hybrid-swa-memory (Exaone-4 only with sliding_window_pattern).
 _NO_HYBRID_SWA_MEMORY = names_where(lambda r: r.hybrid_swa_memory_off is SWAMemoryOff.ALWAYS)
 _NO_HYBRID_SWA_MEMORY_WITH_PATTERN = names_where(
     lambda r: r.hybrid_swa_memory_off is SWAMemoryOff.WITH_SLIDING_WINDOW_PATTERN
@@ -50,7 +51,7 @@ def _text_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _context_length(t: Mapping[str, Any]) -> int:
-    """sizing.md §2.5: first length key, times the rope factor unless llama3/original-max."""
+    """hf_transformers.common.get_context_length: first length key, times the rope factor unless llama3/original-max."""
     rope = t.get("rope_scaling") or {}
     factor = float(rope.get("factor", 1)) if isinstance(rope, Mapping) else 1.0
     if (

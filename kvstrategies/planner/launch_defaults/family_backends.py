@@ -20,7 +20,7 @@ def _backend_rule_names(rule: LaunchBackendRule) -> frozenset[str]:
     return names_where(lambda row: row.launch_backend_rule is rule)
 
 
-# §6.1: one name set per architecture backend rule
+# arg_groups.model_overrides: one name set per architecture backend rule
 _BACKEND_RULE = {rule: _backend_rule_names(rule) for rule in LaunchBackendRule}
 
 #: Nemotron-H on Blackwell: trtllm_mha on SM100 (page 64 and extra_buffer with a topk-1
@@ -35,7 +35,7 @@ NEMOTRON_H_BLACKWELL_BACKENDS = ReleaseRule(
 
 
 def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | None, int | None]:
-    """§6.1 per-architecture backend (and page) when the family's flag condition holds."""
+    """arg_groups.model_overrides per-architecture backend (and page) when the family's flag condition holds."""
     m, g, s = inp.model, inp.gpu, inp.settings
     free, unset = _no_backend_flags(s), s.attention_backend is None
     spec, topk = s.speculative_algorithm is not None, s.speculative_eagle_topk
@@ -93,8 +93,8 @@ def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[s
     over a user's ``--page-size`` (SGLang:
     ``arg_groups.model_overrides.qwen3_5._qwen3_5_hybrid_overrides``).
 
-    QUIRK §6.4: the Mamba strategy is still "auto" here, which is not extra-buffer, so a default
-    launch gets triton / page 1 although extra_buffer is chosen right after.
+    QUIRK attention_hook.handle_attention_backend_compatibility: the Mamba strategy is still "auto" here, which is not
+    extra-buffer, so a default launch gets triton / page 1 although extra_buffer is chosen right after.
     """
     generic = generic_attention_backend(inp, res)
     extra = res.mamba_radix_cache_strategy.startswith("extra_buffer")
@@ -105,7 +105,8 @@ def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[s
 
 
 def attention_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 5 (§6.1, §7): per-architecture attention backend and page size (fill-only page)."""
+    """Step 5 (arg_groups.model_overrides, overrides._page_size_default): per-architecture attention backend and page
+    size (fill-only page)."""
     if inp.model.is_dsv4 or inp.model.is_dsa or inp.gpu.is_npu:
         return res
     res = _qwen3_vl_hopper_decode_backend(inp, res)

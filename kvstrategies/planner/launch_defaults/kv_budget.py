@@ -21,8 +21,8 @@ def float32_round(x: float) -> float:
 
 
 def kv_budget_bytes(pre_gib: float, avail_gib: float, mem_fraction_static: float, multimodal_gib: float = 0.0) -> int:
-    """resolve.md §2: ``int((avail - pre * (1 - mfs) - mm) * 2**30)`` bytes (before any Mamba
-    share). ``pre``: free GiB before weights load; ``avail``: free GiB after. Raises
+    """KVCacheConfigurator._profile_available_bytes: ``int((avail - pre * (1 - mfs) - mm) * 2**30)`` bytes (before any
+    Mamba share). ``pre``: free GiB before weights load; ``avail``: free GiB after. Raises
     :class:`InsufficientMemoryError` with SGLang's message when nothing is left."""
     rest = avail_gib - pre_gib * (1 - mem_fraction_static) - multimodal_gib
     if rest <= 0:
@@ -38,7 +38,8 @@ def kv_budget_bytes(pre_gib: float, avail_gib: float, mem_fraction_static: float
 
 @dataclass(frozen=True)
 class KVBudgetEstimate:
-    """§5 estimate: GiB floats as SGLang holds them, and the resulting KV bytes."""
+    """KVCacheConfigurator._profile_available_bytes estimate: GiB floats as SGLang holds them, and the resulting KV
+    bytes."""
 
     pre_gib: float
     avail_gib: float
@@ -55,7 +56,7 @@ def estimate_kv_budget(
     world_size: int = 1,
     multimodal_gib: float = 0.0,
 ) -> KVBudgetEstimate:
-    """Estimate the KV budget without a GPU (§5, OPEN-L2).
+    """Estimate the KV budget without a GPU (KVCacheConfigurator._profile_available_bytes with modelled inputs).
 
     ``pre = capacity_mib / 1024 - overhead_gib`` (CUDA context, NCCL and custom all-reduce
     buffers; 1.0 GiB by default, a library decision inside the 0.5-3 GiB the spec reports),

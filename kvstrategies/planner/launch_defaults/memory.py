@@ -24,7 +24,8 @@ DECODE_GRAPH_CAPPED_BY_REQUESTS = ReleaseRule(
 
 
 def capacity_tier(gpu_mem_mib: float | None, tp_size: int) -> tuple[int, int]:
-    """§2: ``(chunked_prefill_size, decode graph max_bs)`` from the capacity (MiB) and TP size."""
+    """memory_hook.handle_gpu_memory_settings: ``(chunked_prefill_size, decode graph max_bs)`` from the capacity (MiB)
+    and TP size."""
     if gpu_mem_mib is None:
         return 4096, 160
     if gpu_mem_mib < 20480:
@@ -39,15 +40,17 @@ def capacity_tier(gpu_mem_mib: float | None, tp_size: int) -> tuple[int, int]:
 
 
 def mem_fraction_from_reserve(gpu_mem_mib: float, reserved_mib: float) -> float:
-    """§4.2: ``round((gpu_mem - R) / gpu_mem, 3)`` (Python's correctly rounded ``round``)."""
+    """memory_hook.handle_gpu_memory_settings: ``round((gpu_mem - R) / gpu_mem, 3)`` (Python's correctly rounded
+    ``round``)."""
     return round((gpu_mem_mib - reserved_mib) / gpu_mem_mib, 3)
 
 
 def vlm_fraction_factor(vision_layers: int | None, vision_hidden: int | None) -> float:
-    """§4.4.1: ``0.95 * clamp(1 - 0.1 * (c - 1), 0.8, 1.05)``, ``c = L * H**2 / (24 * 1024**2)``.
+    """memory_hook.adjust_mem_fraction_for_vlm: ``0.95 * clamp(1 - 0.1 * (c - 1), 0.8, 1.05)``,
+    ``c = L * H**2 / (24 * 1024**2)``.
 
     ``L`` defaults to 24 and ``H`` to 1024 when the vision config lacks them (quirk 7: configs
-    that call the depth ``depth`` get 24, OPEN-L6 decided that way).
+    that call the depth ``depth`` get 24: SGLang reads ``num_hidden_layers`` only).
     """
     layers = 24 if vision_layers is None else vision_layers
     hidden = 1024 if vision_hidden is None else vision_hidden
@@ -56,7 +59,8 @@ def vlm_fraction_factor(vision_layers: int | None, vision_hidden: int | None) ->
 
 
 def platform_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 3 (§12): NPU uses ``ascend`` backends, page 128 and its own chunk/max_bs table."""
+    """Step 3 (platform_hook.handle_platform_defaults): NPU uses ``ascend`` backends, page 128 and its own chunk/max_bs
+    table."""
     if not inp.gpu.is_npu:
         return res
     for name in ("attention_backend", "prefill_attention_backend", "decode_attention_backend"):
@@ -76,8 +80,9 @@ def platform_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
 
 
 def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 4a (§2): fill chunk and decode max_bs from the capacity; a table max_bs is capped
-    by a *user* ``--max-running-requests`` (the only request cap visible this early, §0)."""
+    """Step 4a (memory_hook.handle_gpu_memory_settings): fill chunk and decode max_bs from the capacity; a table max_bs
+    is capped by a *user* ``--max-running-requests`` (the only request cap visible this early, ServerArgs.resolve_once
+    order)."""
     chunk, dmb = capacity_tier(res.gpu_mem_mib, inp.tp_size)
     mem = "unknown" if res.gpu_mem_mib is None else f"{res.gpu_mem_mib:g} MiB"
     why = f"capacity tier: gpu_mem {mem}, tp {inp.tp_size} (§2)"
@@ -95,8 +100,8 @@ def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
 
 
 def reserved_memory_mib(inp: LaunchInputs, res: LaunchResolution) -> float:
-    """§4.2-4.3: ``R = 512 + 1.5 * tokens + tp * pp / 8 * 1024 + G`` MiB, floored at 10240 on
-    GPUs > 60 GiB, plus 2048 for DeepEP with decode graphs.
+    """memory_hook.handle_gpu_memory_settings-4.3: ``R = 512 + 1.5 * tokens + tp * pp / 8 * 1024 + G`` MiB, floored at
+    10240 on GPUs > 60 GiB, plus 2048 for DeepEP with decode graphs.
 
     ``G``: ``2 * dmb`` (decode graph), ``3 * dmb * dp`` (+``1.5 * dmb * dp`` if dmb > 300) for DP
     attention, ``8 * len(prefill bs)`` (non-MLA) or 1536 (MLA) for the prefill graph, +1024 for
@@ -131,7 +136,8 @@ def reserved_memory_mib(inp: LaunchInputs, res: LaunchResolution) -> float:
 
 
 def mem_fraction_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 4c (§4): the default fraction, then the VLM cut (§4.4.1, not re-rounded)."""
+    """Step 4c (memory_hook.handle_gpu_memory_settings): the default fraction, then the VLM cut
+    (memory_hook.adjust_mem_fraction_for_vlm, not re-rounded)."""
     if res.mem_fraction_static is not None:
         return res
     if res.gpu_mem_mib is None:

@@ -48,7 +48,7 @@ PIPELINE: tuple[Step, ...] = (
 
 
 def _initial(inp: LaunchInputs) -> LaunchResolution:
-    """The raw user input before any step (§0: kept separately, last declaration wins)."""
+    """The raw user input before any step (ServerArgs.resolve_once order: kept separately, last declaration wins)."""
     s, gpu = inp.settings, inp.gpu
     _validate(inp)
     return LaunchResolution(

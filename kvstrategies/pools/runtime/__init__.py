@@ -1,4 +1,4 @@
-"""Typed pools: the read/write API an engine uses on built tensors (write_path.md, allocators.md 7).
+"""Typed pools: the read/write API an engine uses on built tensors (write_path.md, ReqToTokenPool).
 
 Importing this package imports torch; planning never does. ``kvstrategies.build(plan, device)``
 returns :class:`~kvstrategies.pools.build.KVPools` whose pools are these classes.

@@ -1,4 +1,4 @@
-"""The common part of every typed pool: tensors by name, layer ids, locations (write_path.md 0).
+"""The common part of every typed pool: tensors by name, layer ids, locations (KVCache.set_kv_buffer).
 
 A typed pool *is* a :class:`~kvstrategies.pools.build.BuiltPool` (``layout``, ``tensors``,
 ``pool[name]``, ``allocated_bytes``) with the engine-facing read/write API on top. Layer ids
@@ -23,7 +23,7 @@ Attribute = int | str | None
 
 @dataclass(frozen=True)
 class KVWriteLoc:
-    """Locations of one write: ``loc`` plus pre-translated sub-pool locations (write_path.md 0).
+    """Locations of one write: ``loc`` plus pre-translated sub-pool locations (KVCache.set_kv_buffer).
 
     ``swa_loc`` (SWA layers of an ``SWAKVPool``) and ``full_loc`` (``HybridLinearKVPool``) are
     sliced to ``len(loc)`` when longer. ``physical`` matters only to unified pools (out of scope).
@@ -162,7 +162,7 @@ class TypedPool(BuiltPool):
 
     # ---- locations -----------------------------------------------------------------------------
     def check_loc(self, loc: torch.Tensor, rows: int, what: str = "loc") -> None:
-        """Locations must be 1-D integers in ``[0, rows)`` (write_path.md 0, bounds)."""
+        """Locations must be 1-D integers in ``[0, rows)`` (KVCache.set_kv_buffer, bounds)."""
         if loc.is_floating_point() or loc.is_complex() or loc.dtype == torch.bool:
             raise KVCacheConfigError(f"{what} must be an int64 (or int32) tensor, got {loc.dtype}")
         if not self.check_bounds or loc.numel() == 0 or loc.device.type == "meta":
@@ -216,7 +216,7 @@ class TokenRowPool(TypedPool):
         return []
 
     def move_kv_cache(self, dst_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
-        """Copy rows ``src_loc[i] -> dst_loc[i]`` in every layer (write_path.md 1; no overlap)."""
+        """Copy rows ``src_loc[i] -> dst_loc[i]`` in every layer (MHATokenToKVPool.set_kv_buffer; no overlap)."""
         if dst_loc.numel() != src_loc.numel():
             raise KVCacheConfigError(f"move_kv_cache: {dst_loc.numel()} destinations for {src_loc.numel()} sources")
         self.check_loc(dst_loc, self.rows, "dst_loc")
@@ -231,8 +231,8 @@ class TokenRowPool(TypedPool):
 class ReadOnlyKVPool(TypedPool):
     """A pool whose writes the spec does not define in a form this library implements.
 
-    DeepSeek-V4 stores (write_path.md 10: pre-quantized packs, fused norm/RoPE kernels,
-    compressor states) and the Ascend NPU stores (write_path.md 11: NPU kernels) are exposed
+    DeepSeek-V4 stores (DeepSeekV4TokenToKVPool: pre-quantized packs, fused norm/RoPE kernels,
+    compressor states) and the Ascend NPU stores (memory_pool_npu set_kv_buffer: NPU kernels) are exposed
     read-only: every buffer by name (``pool[name]``, :meth:`buffer`), per-layer lists through
     :meth:`layer_buffers`; every write raises :class:`UnsupportedConfigurationError`.
     """

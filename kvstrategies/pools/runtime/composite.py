@@ -1,4 +1,5 @@
-"""Composite pools that route a global layer id to a dense sub-pool (write_path.md 7, 8, 9).
+"""Composite pools that route a global layer id to a dense sub-pool (the ``set_kv_buffer`` of SGLang's
+HybridLinearKVPool, SWAKVPool and MiniMaxSparseKVPool).
 
 * ``SWAKVPool``: full and sliding-window sub-pools; ``layers_mapping[g] = (dense, is_swa)``.
 * ``HybridLinearKVPool``: one full-attention sub-pool over the softmax layers of a Mamba hybrid.
@@ -39,7 +40,7 @@ def _mapped_ids(layout_attributes: tuple[tuple[str, Any], ...], name: str) -> di
 
 
 class SWAKVPool(TypedPool):
-    """Hybrid sliding-window pool (layouts.md 11, write_path.md 8).
+    """Hybrid sliding-window pool (SWAKVPool and its set_kv_buffer).
 
     ``set_kv_buffer(layer, loc, k, v, k_scale, v_scale)``: full layers write ``loc``; SWA layers
     **must** get ``KVWriteLoc(loc, swa_loc=...)`` (SGLang asserts; the pool never translates
@@ -68,7 +69,7 @@ class SWAKVPool(TypedPool):
         return self.int_attribute("size_swa")
 
     def register_mapping(self, mapping: torch.Tensor) -> None:
-        """The allocator's ``full_to_swa_index_mapping`` (allocators.md 4)."""
+        """The allocator's ``full_to_swa_index_mapping`` (SWATokenToKVPoolAllocator)."""
         self.full_to_swa_index_mapping = mapping
 
     def translate_loc_from_full_to_swa(self, loc: torch.Tensor) -> torch.Tensor:
@@ -98,7 +99,7 @@ class SWAKVPool(TypedPool):
         if swa is None:
             raise KVCacheConfigError(
                 f"layer {layer_id} is a sliding-window layer: pass KVWriteLoc(loc, swa_loc=...) "
-                "(pool.write_loc(loc) translates through the full-to-SWA mapping), write_path.md 8"
+                "(pool.write_loc(loc) translates through the full-to-SWA mapping), SWAKVPool.set_kv_buffer"
             )
         return swa
 
@@ -124,7 +125,7 @@ class SWAKVPool(TypedPool):
         pool, dense, is_swa = self.route(layer_id)
         if not isinstance(pool, MLATokenToKVPool):
             raise UnsupportedConfigurationError(
-                f"set_mla_kv_buffer on a {type(pool).__name__} sub-pool (write_path.md 8: MLA sub-pools only)"
+                f"set_mla_kv_buffer on a {type(pool).__name__} sub-pool (SWAKVPool.set_kv_buffer: MLA sub-pools only)"
             )
         pool.set_mla_kv_buffer(dense, self._loc(loc, is_swa, layer_id), cache_k_nope, cache_k_rope)
 
@@ -147,12 +148,12 @@ class SWAKVPool(TypedPool):
 
 
 class HybridLinearKVPool(TypedPool):
-    """Full-attention KV of a Mamba hybrid (layouts.md 10, write_path.md 7).
+    """Full-attention KV of a Mamba hybrid (HybridLinearKVPool and its set_kv_buffer).
 
     Global layer ids map to the dense sub-pool through ``full_attention_layer_id_mapping``
     (unknown id: :class:`KVCacheConfigError`, a ``ValueError`` like SGLang's); a
     ``KVWriteLoc.full_loc``, when given, replaces ``loc``. The Mamba state is not written through
-    this pool: :attr:`mamba_pool` exposes it (write_path.md 7).
+    this pool: :attr:`mamba_pool` exposes it (HybridLinearKVPool.set_kv_buffer).
     """
 
     def __init__(self, built: BuiltPool, *, full_kv_pool: TypedPool, mamba_pool: MambaPool | None = None,
@@ -203,7 +204,7 @@ class HybridLinearKVPool(TypedPool):
     ) -> None:
         if not isinstance(self.full_kv_pool, MLATokenToKVPool):
             raise UnsupportedConfigurationError(
-                "set_mla_kv_buffer needs an MLA full-attention sub-pool (write_path.md 7)"
+                "set_mla_kv_buffer needs an MLA full-attention sub-pool (HybridLinearKVPool.set_kv_buffer)"
             )
         self.full_kv_pool.set_mla_kv_buffer(self.dense_layer(layer_id), self._loc(loc), cache_k_nope, cache_k_rope)
 
@@ -229,7 +230,7 @@ class HybridLinearKVPool(TypedPool):
 
 
 class MiniMaxSparseKVPool(TypedPool):
-    """MiniMax-M3 sparse attention (layouts.md 12, write_path.md 9).
+    """MiniMax-M3 sparse attention (MiniMaxSparseKVPool and its set_kv_buffer).
 
     ``set_kv_buffer``: the main MHA pool at ``layer_id - start_layer``. ``set_index_kv_buffer``:
     the index K/V pool at the layer's dense index among K/V-indexed sparse layers;
@@ -320,4 +321,6 @@ class MiniMaxSparseKVPool(TypedPool):
         return self.index_kv_pool.get_value_buffer(dense)
 
     def move_kv_cache(self, dst_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
-        raise UnsupportedConfigurationError("MiniMaxSparseKVPool.move_kv_cache is not supported (write_path.md 9)")
+        raise UnsupportedConfigurationError(
+            "MiniMaxSparseKVPool.move_kv_cache is not supported (as in SGLang's MiniMaxSparseKVPool)"
+        )

@@ -1,4 +1,4 @@
-"""``DSATokenToKVPool``: MLA latent rows plus the indexer's FP8 keys (write_path.md 5).
+"""``DSATokenToKVPool``: MLA latent rows plus the indexer's FP8 keys (DSATokenToKVPool.set_kv_buffer).
 
 Latent: raw rows as MLA, or the packed FP8 row (``kv_cache_dim = r + r/128*4 + 2*rope``, 656 for
 DeepSeek) ``[q fp8 (r B) | r/128 fp32 tile scales | rope raw bf16 (2*rope B)]``.
@@ -32,11 +32,11 @@ def packed_row_bytes(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
 
 
 def quantize_packed_latent(nope: torch.Tensor, rope: torch.Tensor | None) -> torch.Tensor:
-    """The packed FP8 DSA row bytes ``(N, r + r/32 [+ 2*rope])`` uint8 (write_path.md 5.1).
+    """The packed FP8 DSA row bytes ``(N, r + r/32 [+ 2*rope])`` uint8 (DSATokenToKVPool.set_kv_buffer).
 
     Per 128-value tile ``t``: ``s_t = amax(|x|) / 448`` (fp32, no epsilon), ``q = clamp(x / s_t,
     -448, 448)`` cast to float8_e4m3fn; then the tile scales as fp32 bytes, then rope cast to
-    bf16 (raw bytes). OPEN-W2 decision: an all-zero tile (``s = 0``, SGLang's 0/0 gives NaN
+    bf16 (raw bytes). Decision: an all-zero tile (``s = 0``, SGLang's 0/0 gives NaN
     bytes) stores scale 0 and zero codes, so it decodes to zeros.
     """
     n = nope.shape[0]
@@ -67,7 +67,7 @@ def dequantize_packed_latent(rows: torch.Tensor, kv_lora_rank: int) -> tuple[tor
 
 
 class DSATokenToKVPool(MLATokenToKVPool):
-    """MLA latent (raw or packed FP8) plus per-layer index keys (write_path.md 5).
+    """MLA latent (raw or packed FP8) plus per-layer index keys (DSATokenToKVPool.set_kv_buffer).
 
     * Packed latent: ``set_mla_kv_buffer`` quantizes (:func:`quantize_packed_latent`) and
       scatters the bytes (location 0 skipped with rope present); ``set_kv_buffer`` raises (SGLang
@@ -77,7 +77,7 @@ class DSATokenToKVPool(MLATokenToKVPool):
       path, ``scale = max(amax, 1e-4) / 448``). No location-0 skip. Layers that reuse the
       previous top-k have 0-row buffers and refuse writes.
     * ``move_kv_cache`` also moves index keys and scales token by token (``index_kpool == 1``).
-    * ``index_kpool > 1`` (kpool compression, OPEN-W3) has no index write path here.
+    * ``index_kpool > 1`` (kpool compression, ``kpool_decode_update_index_cache``) has no index write path here.
     """
 
     def __init__(self, built: BuiltPool, *, kv_dtype: torch.dtype, **kwargs: Any) -> None:
@@ -108,7 +108,8 @@ class DSATokenToKVPool(MLATokenToKVPool):
     ) -> None:
         if self.packed_fp8:
             raise UnsupportedConfigurationError(
-                "set_kv_buffer is not allowed on the packed FP8 DSA latent (write_path.md 4); use set_mla_kv_buffer"
+                "set_kv_buffer is not allowed on the packed FP8 DSA latent (SGLang's DSATokenToKVPool); "
+                "use set_mla_kv_buffer"
             )
         super().set_kv_buffer(layer_id, loc, cache_k, cache_v, k_scale, v_scale)
 
@@ -160,7 +161,8 @@ class DSATokenToKVPool(MLATokenToKVPool):
     def set_index_k_scale_buffer(
         self, layer_id: int, loc: Loc, index_k: torch.Tensor, index_k_scale: torch.Tensor
     ) -> None:
-        """Pack fp8 keys ``(N, 128)`` and fp32 scales ``(N,)``/``(N, 1)`` (write_path.md 5.2)."""
+        """Pack fp8 keys ``(N, 128)`` and fp32 scales ``(N,)``/``(N, 1)`` (DSATokenToKVPool.set_index_k_scale_buffer).
+        """
         buf = self._index_buffer(layer_id)
         where = plain_loc(loc)
         n = where.shape[0]

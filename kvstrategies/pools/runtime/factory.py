@@ -115,7 +115,8 @@ def typed_req_pool(built: BuiltPool, mamba_pool: MambaPool | None, **options: An
 
 
 def make_allocator(spec: AllocatorSpec, pool: TypedPool, device: str | torch.device) -> Allocator:
-    """The token allocator ``spec`` names, serving ``pool`` (allocators.md 2-5).
+    """The token allocator ``spec`` names, serving ``pool`` (TokenToKVPoolAllocator, PagedTokenToKVPoolAllocator,
+    SWATokenToKVPoolAllocator, PureSWATokenToKVPoolAllocator).
 
     SWA allocators own ``full_to_swa_index_mapping``; the pool's layout already accounts for that
     tensor, so the allocator adopts the pool's (zero-filled) buffer, initialised as its own,
@@ -153,8 +154,9 @@ def build_typed_pools(
 ) -> KVPools:
     """Allocate ``layout`` on ``device``; wrap every pool in its typed class; build the allocator.
 
-    ``allocator``: reuse an existing one (a draft worker shares the target's, builders.md 7.2);
-    otherwise the binding's :class:`AllocatorSpec` is built (none when it has none).
+    ``allocator``: reuse an existing one (a draft worker shares the target's,
+    KVCacheConfigurator._build_token_to_kv_pool_allocator); otherwise the binding's :class:`AllocatorSpec` is built
+    (none when it has none).
     """
     options: dict[str, Any] = {"use_triton": use_triton, "check_bounds": check_bounds}
     extra: list[BuiltPool] = []

@@ -1,4 +1,4 @@
-"""``MambaPool``: per-slot recurrent state of a hybrid linear model (layouts.md 2, write_path.md 7).
+"""``MambaPool``: per-slot recurrent state of a hybrid linear model (MambaPool, HybridLinearKVPool.set_kv_buffer).
 
 The linear-attention kernels read and write ``conv[i][layer, slot]`` and ``temporal[layer, slot]``
 directly (``layer`` = the dense index of the global Mamba layer id, ``slot`` from the request

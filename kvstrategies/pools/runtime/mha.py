@@ -1,7 +1,8 @@
-"""``MHATokenToKVPool`` and ``MHATokenToKOnlyPool``: unquantized K/V rows (write_path.md 1, 9).
+"""``MHATokenToKVPool`` and ``MHATokenToKOnlyPool``: unquantized K/V rows (MHATokenToKVPool.set_kv_buffer,
+MiniMaxSparseKVPool.set_kv_buffer).
 
 Storage is NHD, one K and one V buffer per layer (views of a fused allocation when D == Dv).
-fp8 pools store uint8 bytes (layouts.md 0.3); the getters view them back as the logical dtype.
+fp8 pools store uint8 bytes (KVCache.__init__ store dtype); the getters view them back as the logical dtype.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def check_rows(x: torch.Tensor, n: int, width: int, what: str) -> None:
 
 
 class MHATokenToKOnlyPool(TokenRowPool):
-    """K rows only (layouts.md 9, write_path.md 9): ``k_buffer[l]`` ``(T + P, H, D)``.
+    """K rows only (MHATokenToKOnlyPool, MiniMaxSparseKVPool.set_kv_buffer): ``k_buffer[l]`` ``(T + P, H, D)``.
 
     ``set_k_buffer`` is plain indexing (location 0 written): with a scale and a dtype change the
     input is divided (out of place), cast, then stored.
@@ -58,13 +59,13 @@ class MHATokenToKOnlyPool(TokenRowPool):
 
 
 class MHATokenToKVPool(MHATokenToKOnlyPool):
-    """Standard K/V (write_path.md 1): bf16 / fp16 / fp8 (uint8 storage) / CPU fp8.
+    """Standard K/V (MHATokenToKVPool.set_kv_buffer): bf16 / fp16 / fp8 (uint8 storage) / CPU fp8.
 
     ``set_kv_buffer``: when the input dtype differs from the pool dtype, each input is divided by
     its scale (if given), cast with torch's ``.to()`` (no clamping: e4m3fn saturates at +-448,
-    e5m2 overflows to inf, OPEN-W5 pinned in the kernel tests), and stored as bytes. Location 0 is
+    e5m2 overflows to inf, pinned in the kernel tests), and stored as bytes. Location 0 is
     skipped, as SGLang's CUDA ``store_cache`` does on every device here (row 0 is the padding
-    sink; its contents are unspecified either way, write_path.md 0). Decision: the caller's
+    sink; its contents are unspecified either way, KVCache.set_kv_buffer). Decision: the caller's
     tensors are not divided in place (SGLang does; the stored values are identical).
     """
 

@@ -1,4 +1,5 @@
-"""``MLATokenToKVPool`` and ``MLATokenToKVPoolFP4``: one latent row per token (write_path.md 4, 6).
+"""``MLATokenToKVPool`` and ``MLATokenToKVPoolFP4``: one latent row per token (MLATokenToKVPool.set_kv_buffer,
+MLATokenToKVPoolFP4.set_kv_buffer).
 
 The row is ``[nope (kv_lora_rank) | rope (qk_rope_head_dim)]``; "V" is a view of the first
 ``kv_lora_rank`` columns of the same buffer, never written on its own.
@@ -26,7 +27,7 @@ def _width(x: torch.Tensor | None) -> int:
 
 
 class MLATokenToKVPool(TokenRowPool):
-    """Latent rows ``kv_buffer[l]`` ``(T + P, 1, kv_cache_dim)`` (layouts.md 6, write_path.md 4).
+    """Latent rows ``kv_buffer[l]`` ``(T + P, 1, kv_cache_dim)`` (MLATokenToKVPool, MLATokenToKVPool.set_kv_buffer).
 
     * ``set_kv_buffer(layer, loc, cache_k, cache_v)``: ``cache_k`` is the concatenated row
       ``(N, [1,] kv_cache_dim)``, cast to the pool dtype, stored by plain indexing (location 0
@@ -34,7 +35,7 @@ class MLATokenToKVPool(TokenRowPool):
     * ``set_mla_kv_buffer(layer, loc, nope, rope)``: row ``[nope | rope]`` (rope may be None or
       empty: then only the nope columns are written). Location 0 is skipped iff rope is present,
       as SGLang's scatter kernel does.
-    * DCP "widened" locations (write_path.md 4) are not modelled: the pool takes local rows.
+    * DCP "widened" locations (MLATokenToKVPool.set_kv_buffer) are not modelled: the pool takes local rows.
     """
 
     def __init__(
@@ -115,7 +116,7 @@ class MLATokenToKVPool(TokenRowPool):
 
 
 class MLATokenToKVPoolFP4(MLATokenToKVPool):
-    """Latent rows quantized with fp4_mx_block16 (layouts.md 7, write_path.md 6).
+    """Latent rows quantized with fp4_mx_block16 (MLATokenToKVPoolFP4, MLATokenToKVPoolFP4.set_kv_buffer).
 
     ``kv_buffer[l]`` ``(T + P, 1, dim / 2)`` packed and ``kv_scale_buffer[l]`` ``(T + P, dim / 16)``.
     ``set_mla_kv_buffer`` quantizes nope and rope separately (blocks of 16 never straddle the

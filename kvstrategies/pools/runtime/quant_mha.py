@@ -1,4 +1,5 @@
-"""Quantize-on-store MHA pools: the FP4 recipes (write_path.md 2) and MXFP8 (write_path.md 3).
+"""Quantize-on-store MHA pools: the FP4 recipes (MHATokenToKVPool quant_method) and MXFP8
+(MHATokenToKVPoolMXFP8.set_kv_buffer).
 
 Getters return the stored bytes (packed FP4 as uint8, MXFP8 as float8_e4m3fn) and their scale
 buffers; :meth:`dequantize_kv` gathers and dequantizes rows for readers and tests.
@@ -24,7 +25,7 @@ NVFP4 = "nvfp4"
 
 
 class MHATokenToKVPoolFP4(MHATokenToKVPool):
-    """``MHATokenToKVPool`` with an FP4 ``quant_method`` (layouts.md 4.5, write_path.md 2).
+    """``MHATokenToKVPool`` with an FP4 ``quant_method`` (SGLang's FP4 ``quant_method`` of MHATokenToKVPool).
 
     * ``fp4_mx_block16``: per 16 values one exponent byte; ``k_buffer[l][loc] = packed``,
       ``k_scale_buffer[l][loc] = scales`` by plain indexing (location 0 written); the
@@ -33,7 +34,8 @@ class MHATokenToKVPoolFP4(MHATokenToKVPool):
       ``quant_method.k_scales_gpu[layer_id]`` (global layer id); packed data, linear scales and
       native (swizzled for V) scales as allocated; no location-0 skip. The global-scale vectors
       are set to ones on construction (``init_global_scales``), as SGLang's recipe starts. Rounding rule of the
-      torch reference (OPEN-W1) documented in :func:`kvstrategies.kernels.reference.quantize_nvfp4`.
+      torch reference (not FlashInfer's bit for bit) documented in
+      :func:`kvstrategies.kernels.reference.quantize_nvfp4`.
 
     V is quantized with ``head_dim`` (the recipe ignores ``v_head_dim``). ``dcp_kv_mask`` is rejected.
     """
@@ -46,7 +48,7 @@ class MHATokenToKVPoolFP4(MHATokenToKVPool):
         self.quant_method = str(self.attribute("quant_method"))
         if self.quant_method not in (FP4_MX_BLOCK16, NVFP4):
             raise UnsupportedConfigurationError(
-                f"quant_method {self.quant_method!r} has no store here (write_path.md 2)"
+                f"quant_method {self.quant_method!r} has no store here (MHATokenToKVPool quant_method)"
             )
         self.v_head_dim = self.head_dim
         self.k_scale_buffer: list[torch.Tensor] = self.layer_buffers("k_scale_buffer")
@@ -58,7 +60,7 @@ class MHATokenToKVPoolFP4(MHATokenToKVPool):
         if init_global_scales:
             for scales in (self.k_scales_gpu, self.v_scales_gpu):
                 if scales is not None:
-                    scales.fill_(1.0)  # SGLang's recipe starts with ones until checkpoint scales load (layouts.md 4.5)
+                    scales.fill_(1.0)  # SGLang's FP4 recipe: ones until checkpoint scales load
 
     def load_kv_scales(self, k_scales: torch.Tensor, v_scales: torch.Tensor) -> None:
         """nvfp4 per-layer global scales indexed by global layer id (re-allocated when longer, 4.5)."""
@@ -99,7 +101,7 @@ class MHATokenToKVPoolFP4(MHATokenToKVPool):
     ) -> None:
         """Quantize ``cache_k`` / ``cache_v`` ``(N, H, D)`` and store data and scales at ``loc``."""
         if dcp_kv_mask is not None:
-            raise UnsupportedConfigurationError("FP4 KV recipes reject dcp_kv_mask (write_path.md 2)")
+            raise UnsupportedConfigurationError("FP4 KV recipes reject dcp_kv_mask (MHATokenToKVPool quant_method)")
         index, where = self.layer_target(layer_id, loc)
         n, h, d = where.shape[0], self.head_num, self.head_dim
         for name, x in (("cache_k", cache_k), ("cache_v", cache_v)):
@@ -186,7 +188,7 @@ def _scatter_native(buf: torch.Tensor, loc: torch.Tensor, side: str, values: tor
 
 
 class MHATokenToKVPoolMXFP8(MHATokenToKVPool):
-    """fp8-e4m3 K/V with one UE8M0 scale per 32 values (layouts.md 5, write_path.md 3).
+    """fp8-e4m3 K/V with one UE8M0 scale per 32 values (MHATokenToKVPoolMXFP8 and its set_kv_buffer).
 
     * Fused path (no ``k_scale``/``v_scale``, non-fp8 input): quantize and store; location 0
       skipped. Decision: the flat scale layout (page size != 128), which SGLang's
@@ -215,7 +217,7 @@ class MHATokenToKVPoolMXFP8(MHATokenToKVPool):
     ) -> None:
         """Fused quantize-and-store, or a pre-quantized store when fp8 data and scales are given."""
         if dcp_kv_mask is not None:
-            raise UnsupportedConfigurationError("the MXFP8 pool has no dcp_kv_mask path (write_path.md 3)")
+            raise UnsupportedConfigurationError("the MXFP8 pool has no dcp_kv_mask path (as SGLang's MXFP8 pool)")
         index, where = self.layer_target(layer_id, loc)
         n, h = where.shape[0], self.head_num
         check_rows(cache_k, n, h * self.head_dim, "cache_k")
@@ -225,7 +227,7 @@ class MHATokenToKVPoolMXFP8(MHATokenToKVPool):
         if prequantized != (k_scale is not None) or (k_scale is None) != (v_scale is None):
             raise KVCacheConfigError(
                 "MXFP8 set_kv_buffer takes either unquantized K/V without scales (fused path) or float8_e4m3fn "
-                "K/V with e8m0 scales (N, H, D/32) for both (write_path.md 3)"
+                "K/V with e8m0 scales (N, H, D/32) for both (MHATokenToKVPoolMXFP8.set_kv_buffer)"
             )
         for x, dim, data, scales, given in ((cache_k, self.head_dim, self.k_buffer, self.k_scale_buffer, k_scale),
                                             (cache_v, self.v_head_dim, self.v_buffer, self.v_scale_buffer, v_scale)):
@@ -278,7 +280,7 @@ class MHATokenToKVPoolMXFP8(MHATokenToKVPool):
         return [*self.k_buffer, *self.v_buffer, *self.k_scale_buffer, *self.v_scale_buffer]
 
     def move_extra(self, dst_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
-        """Interleaved scales are re-scattered token by token (write_path.md 3)."""
+        """Interleaved scales are re-scattered token by token (MHATokenToKVPoolMXFP8.set_kv_buffer)."""
         if not self.interleaved:
             return
         for buf in (*self.k_scale_buffer, *self.v_scale_buffer):

@@ -1,4 +1,4 @@
-"""``ReqToTokenPool`` and ``HybridReqToTokenPool``: request rows and their token locations (allocators.md 7).
+"""``ReqToTokenPool`` and ``HybridReqToTokenPool``: request rows and their token locations (ReqToTokenPool).
 
 ``req_to_token[row, j]`` is the KV location of token ``j`` of the request holding ``row``; the
 scheduler writes it with the locations the token allocator returned. Row 0 is padding. Free
@@ -28,7 +28,7 @@ class RequestHandle(Protocol):
 
 
 class ReqToTokenPool(TypedPool):
-    """The request table ``req_to_token (R + 1 [+ pre_alloc], max_context_len)`` int32 (allocators.md 7).
+    """The request table ``req_to_token (R + 1 [+ pre_alloc], max_context_len)`` int32 (ReqToTokenPool).
 
     * ``alloc_rows(n)``: ``None`` if fewer than ``n`` rows are free, ``[]`` for 0, else the last
       ``n`` free rows; their ``req_generation`` is incremented and ``on_alloc`` called.
@@ -96,7 +96,7 @@ class MambaRequestHandle(RequestHandle, Protocol):
 
 
 class HybridReqToTokenPool(ReqToTokenPool):
-    """Request rows plus one Mamba state slot per request (allocators.md 7.1).
+    """Request rows plus one Mamba state slot per request (HybridReqToTokenPool).
 
     ``alloc(reqs)`` gives every request without a slot ``mamba_allocator.alloc(1)`` and records
     ``req_index_to_mamba_index_mapping[row] = slot``. Decision (README): Mamba slot exhaustion
