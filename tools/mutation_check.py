@@ -126,9 +126,9 @@ GROUPS: dict[str, Group] = {
     "models": Group(
         ("kvstrategies/models/*.py", "kvstrategies/models/parsers/*.py", "kvstrategies/presets/__init__.py",
          "kvstrategies/checkpoints/__init__.py"),
-        ("tests/test_architectures.py", "tests/test_foundation.py", "tests/test_robustness.py",
-         "tests/test_hybrid*.py", "tests/test_dsv4*.py", "tests/test_default*.py", "tests/test_mutation_gaps.py",
-         "tests/test_shipped_checkpoints.py", *CATALOG_GOLDENS, *SGLANG_GOLDENS),
+        ("tests/test_architectures.py", "tests/test_model_gaps.py", "tests/test_weights.py", "tests/test_foundation.py",
+         "tests/test_robustness.py", "tests/test_hybrid*.py", "tests/test_dsv4*.py", "tests/test_default*.py",
+         "tests/test_mutation_gaps.py", "tests/test_shipped_checkpoints.py", *CATALOG_GOLDENS, *SGLANG_GOLDENS),
     ),
     "planner": Group(
         ("kvstrategies/planner/*.py",),
@@ -804,7 +804,8 @@ def _run_group(
         if code not in (0, 1) or (code == 1 and not deselect):
             print(f"mutation_check: the unmutated test run fails (exit {code}):\n{output[-3000:]}", file=sys.stderr)
             return 2
-        print(f"tests: {' '.join(tests)}")
+        files = list(dict.fromkeys(t.partition("::")[0] for t in tests))
+        print(f"tests: {len(tests)} paths / node ids in {len(files)} files: {' '.join(files)}")
         print(f"baseline: passed in {time.perf_counter() - start:.1f}s"
               + (f"; {len(deselect)} failing before mutation, deselected: {' '.join(deselect)}" if deselect else ""))
         print(f"{len(mutants)} mutants in {nfiles} files ({len(skipped)} more skipped as equivalent), "
