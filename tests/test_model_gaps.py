@@ -75,3 +75,98 @@ def test_config_integers_are_bounded_at_2_to_the_40() -> None:
     assert get_int({"hidden_size": 2**40}, "hidden_size") == 2**40
     with pytest.raises(KVCacheConfigError, match="hidden_size"):
         get_int({"hidden_size": 2**40 + 1}, "hidden_size")
+
+
+# ---- validation bounds: the smallest accepted value parses, the next one down is refused ------------
+
+
+def _llama(**text: object) -> dict[str, object]:
+    from kvstrategies.presets import load_preset_config
+
+    return {**load_preset_config("llama-3.1-8b"), **text}
+
+
+@pytest.mark.parametrize(
+    ("fields", "read"),
+    [
+        ({"head_dim": 1}, lambda g: g.head_dim),
+        ({"num_attention_heads": 1, "num_key_value_heads": 1, "hidden_size": 1}, lambda g: g.head_dim),
+    ],
+)
+def test_a_head_dim_of_one_is_accepted(fields: dict[str, object], read: object) -> None:
+    from kvstrategies.models.parse import parse_hf_config
+
+    assert read(parse_hf_config(_llama(**fields))) == 1  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("field", ["swa_head_dim", "swa_v_head_dim"])
+def test_swa_head_dims_of_one_are_accepted_and_zero_refused(field: str) -> None:
+    from kvstrategies.errors import KVCacheConfigError
+    from kvstrategies.models.parse import parse_hf_config
+
+    assert getattr(parse_hf_config(_llama(**{field: 1})), field) == 1
+    with pytest.raises(KVCacheConfigError, match=field):
+        parse_hf_config(_llama(**{field: 0}))
+
+
+def test_layer_lists_hold_up_to_max_layers_plus_16_entries() -> None:
+    """``int_list`` / ``str_list`` refuse a list longer than MAX_LAYERS + 16 (10,016) entries."""
+    from kvstrategies.errors import KVCacheConfigError
+    from kvstrategies.models.hf import int_list, str_list
+    from kvstrategies.validate import MAX_LAYERS
+
+    assert int_list({"ids": [0] * (MAX_LAYERS + 16)}, "ids") == (0,) * (MAX_LAYERS + 16)
+    assert str_list({"types": ["a"] * (MAX_LAYERS + 16)}, "types") == ("a",) * (MAX_LAYERS + 16)
+    for reader, value in ((int_list, 0), (str_list, "a")):
+        with pytest.raises(KVCacheConfigError, match="entries"):
+            reader({"k": [value] * (MAX_LAYERS + 17)}, "k")  # type: ignore[operator]
+
+
+def test_mla_dims_absent_from_the_config_are_zero() -> None:
+    """An MLA config without qk_nope_head_dim / v_head_dim reads them as 0; the raw head dim of a
+    config without hidden_size is 0 too (the MXFP8 MLA scale falls back to it)."""
+    from kvstrategies.models.parse import _mla_dims
+
+    dims = _mla_dims(("DeepseekV3ForCausalLM",), {"kv_lora_rank": 512, "qk_rope_head_dim": 64})
+    assert (dims.qk_nope_head_dim, dims.v_head_dim) == (0, 0)
+    assert _mla_scale_dims(("KimiLinearForCausalLM",), {}) == (72, 0, 0, 0)
+
+
+def test_gemma4_sliding_window_pattern_marks_every_pth_layer_full() -> None:
+    """Without layer_types, layer ``i`` is full when ``(i + 1) % pattern == 0`` and the last is always
+    full (transformers' Gemma4TextConfig, as SGLang loads it): 14 layers, pattern 6 -> layers 5, 11 and 13."""
+    from kvstrategies.models.parsers.hybrid_swa import _gemma4_layer_types
+
+    types = _gemma4_layer_types({"sliding_window_pattern": 6}, 14)
+    assert [i for i, t in enumerate(types) if t == "full_attention"] == [5, 11, 13]
+
+
+def _parsed(preset: str, drop: tuple[str, ...] = (), **fields: object) -> object:
+    from kvstrategies.models.parse import parse_hf_config
+    from kvstrategies.presets import load_preset_config
+
+    config = {k: v for k, v in load_preset_config(preset).items() if k not in drop}
+    return parse_hf_config({**config, **fields})
+
+
+def test_jamba_mamba_expand_defaults_to_2() -> None:
+    """Jamba without ``mamba_expand``: transformers' JambaConfig default 2, so the mixer's inner
+    size is 2 x 4,096 = 8,192 (sglang.srt.models.jamba reads config.mamba_expand)."""
+    geometry = _parsed("jamba-v0.1", drop=("mamba_expand",))
+    assert geometry.mamba.mixer.intermediate_size == 8192  # type: ignore[attr-defined]
+
+
+def test_mamba_state_size_and_dsv4_v_head_dim_of_one_are_accepted() -> None:
+    geometry = _parsed("nemotron-h-8b", ssm_state_size=1)
+    assert geometry.mamba.mixer.state_size == 1  # type: ignore[attr-defined]
+    assert _parsed("deepseek-v4-flash", v_head_dim=1).dsv4.v_head_dim == 1  # type: ignore[attr-defined]
+
+
+def test_a_dsv4_compress_ratio_above_128_is_refused_by_the_range_check() -> None:
+    """Ratios are range-checked (at most 128) before the known-ratio check names SGLang's set."""
+    from kvstrategies.errors import KVCacheConfigError
+    from kvstrategies.models.dsv4 import DSV4Geometry
+
+    with pytest.raises(KVCacheConfigError, match=r"compress_ratios\[0\]"):
+        DSV4Geometry(compress_ratios=(129,), window_size=128, qk_nope_head_dim=448, qk_rope_head_dim=64,
+                     index_head_dim=128)  # fmt: skip
