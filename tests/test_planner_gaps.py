@@ -40,3 +40,50 @@ def test_flashmla_and_trtllm_mla_page_snaps() -> None:
     for page, snapped in ((32, 32), (64, 64), (65, 64), (16, 64)):
         trt = LaunchSettings(attention_backend="trtllm_mla", page_size=page)
         assert resolve_launch_defaults(DEEPSEEK, b200, tp_size=8, settings=trt).page_size == snapped, page
+
+
+def test_trtllm_mha_keeps_16_to_128_and_snaps_the_rest_to_64() -> None:
+    """trtllm_mha keeps page 16, 32, 64 or 128 and snaps others to 64
+    (ServerArgs._handle_attention_backend_compatibility)."""
+    b200 = lookup_gpu("B200")
+    for page, snapped in ((16, 16), (32, 32), (128, 128), (17, 64), (8, 64)):
+        settings = LaunchSettings(attention_backend="trtllm_mha", page_size=page)
+        assert resolve_launch_defaults(LLAMA, b200, settings=settings).page_size == snapped, page
+
+
+def test_max_prefill_tokens_defaults_to_16384() -> None:
+    """ServerArgs.max_prefill_tokens = 16384 unless given."""
+    h100 = lookup_gpu("H100")
+    assert resolve_launch_defaults(LLAMA, h100).max_prefill_tokens == 16384
+    given = LaunchSettings(max_prefill_tokens=8192)
+    assert resolve_launch_defaults(LLAMA, h100, settings=given).max_prefill_tokens == 8192
+
+
+def test_every_pre_0_5_19_source_names_a_server_args_function() -> None:
+    """Before 0.5.19 each launch step cites the ServerArgs method (or helper) that ran it: a full
+    ``sglang.srt.<module>.<function>`` path, never a bare module or a bare method name."""
+    import re
+
+    from kvstrategies.planner.launch_defaults.core import _LEGACY_SOURCE
+
+    for step, source in _LEGACY_SOURCE.items():
+        assert re.match(r"^sglang\.srt\.[A-Za-z_.]+\.[A-Za-z_]\w*( \(.*\))?$", source), (step, source)
+
+
+def test_dp_attention_2_turns_the_breakable_prefill_graph_off_until_0_5_16() -> None:
+    """SGLang 0.5.16 disables the breakable prefill cuda graph under DP attention (attn DP 2 is
+    enough: ServerArgs._handle_cuda_graph_config); 0.5.17 keeps it."""
+    from kvstrategies.releases import parse_release
+
+    h100 = lookup_gpu("H100")
+    old = resolve_launch_defaults(LLAMA, h100, tp_size=2, attn_dp_size=2, release=parse_release("0.5.16"))
+    new = resolve_launch_defaults(LLAMA, h100, tp_size=2, attn_dp_size=2, release=parse_release("0.5.17"))
+    assert (old.prefill_cuda_graph, new.prefill_cuda_graph) == ("disabled", "breakable")
+
+
+def test_kv_budget_keeps_half_a_gib() -> None:
+    """``int((avail - pre x (1 - mfs)) x 2**30)``: 5.5 - 10 x 0.5 = 0.5 GiB -> 536,870,912 B
+    (sglang.srt.model_executor.model_runner.ModelRunner.profile_max_num_token)."""
+    from kvstrategies.planner.launch_defaults import kv_budget_bytes
+
+    assert kv_budget_bytes(10.0, 5.5, 0.5) == 536_870_912
