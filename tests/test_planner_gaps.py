@@ -87,3 +87,50 @@ def test_kv_budget_keeps_half_a_gib() -> None:
     from kvstrategies.planner.launch_defaults import kv_budget_bytes
 
     assert kv_budget_bytes(10.0, 5.5, 0.5) == 536_870_912
+
+
+def test_dp_attention_graph_reserve_adds_the_wide_term_above_300() -> None:
+    """DP attention reserves ``3 x dmb x dp`` MiB, plus ``1.5 x dmb x dp`` when dmb > 300
+    (ServerArgs._handle_gpu_memory_settings): TP 2, attn DP 2: dmb 299 -> 300 adds 2 + 3 x 2 = 8 MiB,
+    300 -> 301 adds 8 + 1.5 x 301 x 2 = 911 MiB."""
+    h100 = lookup_gpu("H100")
+    reserve = {
+        dmb: resolve_launch_defaults(LLAMA, h100, tp_size=2, attn_dp_size=2,
+                                     settings=LaunchSettings(cuda_graph_max_bs=dmb)).reserved_mib  # fmt: skip
+        for dmb in (299, 300, 301)
+    }
+    assert (reserve[300] - reserve[299], reserve[301] - reserve[300]) == (8, 8 + 1.5 * 301 * 2)
+
+
+def test_speculative_checks_accept_their_boundary_cases() -> None:
+    """STANDALONE without DP attention and DFLASH at PP 1 resolve; EAGLE top-k 2 on trtllm_mha is
+    refused (speculative_hook._handle_eagle_family / _handle_dflash)."""
+    import pytest
+
+    from kvstrategies.errors import KVCacheConfigError
+
+    b200 = lookup_gpu("B200")
+    standalone = LaunchSettings(speculative_algorithm="STANDALONE", speculative_draft_model_path="draft")
+    assert resolve_launch_defaults(LLAMA, b200, settings=standalone).speculative_num_steps == 3
+    dflash = LaunchSettings(speculative_algorithm="DFLASH", speculative_draft_model_path="draft")
+    assert resolve_launch_defaults(LLAMA, b200, pp_size=1, settings=dflash).speculative_num_steps == 1
+    top2 = LaunchSettings(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_eagle_topk=2,
+                          speculative_num_draft_tokens=4, attention_backend="trtllm_mha")  # fmt: skip
+    with pytest.raises(KVCacheConfigError, match="trtllm_mha backend only supports topk = 1"):
+        resolve_launch_defaults(LLAMA, b200, settings=top2)
+
+
+def test_mamba_no_buffer_needs_page_1() -> None:
+    """A Mamba radix cache without the extra-buffer strategy takes no_buffer at page 1 (or unset)
+    and refuses page 2 (sglang.srt.arg_groups.mamba_hook.validate_mamba_no_buffer)."""
+    import pytest
+
+    from kvstrategies.errors import KVCacheConfigError
+
+    nemotron = LaunchModelFacts(architectures=("NemotronHForCausalLM",), is_mamba_radix=True)
+    h100 = lookup_gpu("H100")
+    for page in (None, 1):
+        res = resolve_launch_defaults(nemotron, h100, settings=LaunchSettings(page_size=page))
+        assert res.mamba_radix_cache_strategy == "no_buffer"
+    with pytest.raises(KVCacheConfigError, match="validate_mamba_no_buffer"):
+        resolve_launch_defaults(nemotron, h100, settings=LaunchSettings(page_size=2))
