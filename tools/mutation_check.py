@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """Mutation check: do the golden and hand-computed tests notice a wrong formula?
 
-Applies one AST mutation at a time to the files of a module group (:data:`GROUPS`: the
-strategies, the pools, the allocators, model parsing, the planner, the weight estimate and the
-launch defaults) in a scratch copy of the repository (the working tree is never touched, so
+Applies one AST mutation at a time to the files of a module group (:data:`GROUPS`, which
+cover every module of the package but those :data:`EXCLUDED` with their reason) in a scratch copy of the repository (the working tree is never touched, so
 other people's test runs are safe), runs that group's tests there (``-x -q`` with a timeout),
 and reports each mutant as killed (a test failed, or the mutant broke the import or timed out)
 or survived, with the kill rate per group.
@@ -148,8 +147,8 @@ GROUPS: dict[str, Group] = {
     ),
     "launch_defaults": Group(
         ("kvstrategies/planner/launch_defaults/*.py",),
-        ("tests/test_launch_defaults.py", "tests/test_launch_release_rules.py", "tests/test_launch_sglang_rules.py",
-         "tests/test_planner_gaps.py", "tests/test_planner.py", "tests/test_published_logs.py", *LAUNCH_GOLDENS,
+        ("tests/test_planner_gaps.py", "tests/test_launch_defaults.py", "tests/test_launch_release_rules.py",
+         "tests/test_launch_sglang_rules.py", "tests/test_planner.py", "tests/test_published_logs.py", *LAUNCH_GOLDENS,
          "tests/test_cli_planner.py", "tests/test_robustness.py"),
     ),
     "sglang_compare": Group(
