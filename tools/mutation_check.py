@@ -2,8 +2,9 @@
 """Mutation check: do the golden and hand-computed tests notice a wrong formula?
 
 Applies one AST mutation at a time to the files of a module group (:data:`GROUPS`, which
-cover every module of the package but those :data:`EXCLUDED` with their reason) in a scratch copy of the repository (the working tree is never touched, so
-other people's test runs are safe), runs that group's tests there (``-x -q`` with a timeout),
+cover every module of the package but those :data:`EXCLUDED` with their reason) in a scratch
+copy of the repository (the working tree is never touched, so other people's test runs are
+safe), runs that group's tests there (``-x -q`` with a timeout),
 and reports each mutant as killed (a test failed, or the mutant broke the import or timed out)
 or survived, with the kill rate per group.
 
