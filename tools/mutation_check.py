@@ -143,8 +143,9 @@ GROUPS: dict[str, Group] = {
     ),
     "weights": Group(
         ("kvstrategies/planner/weights.py",),
-        ("tests/test_weights.py", "tests/test_weights_quant.py", "tests/test_weights_published.py",
-         "tests/test_planner.py", "tests/test_published_logs.py", "tests/test_robustness.py"),
+        ("tests/test_weights_gaps.py", "tests/test_weights.py", "tests/test_weights_quant.py",
+         "tests/test_weights_published.py", "tests/test_load_refusals.py", "tests/test_planner.py",
+         "tests/test_published_logs.py", "tests/test_robustness.py"),
     ),
     "launch_defaults": Group(
         ("kvstrategies/planner/launch_defaults/*.py",),
@@ -302,6 +303,11 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "kvstrategies/strategies/default.py", r"tokens = max\(available_bytes, 0\) // cell", "c -> c+1", "0",
         "a non-zero cell is >= 2 B (K and V of one head of one layer), so 1 // cell == 0 // cell == 0",
         within=r"^max\(available_bytes, 0\)$",
+    ),
+    Equivalent(
+        "kvstrategies/planner/weights.py", r"if self\.tp_units <= 0 or tp <= 1:", "c -> c+1", "0",
+        "tp_units 1 (tp > 1): count / 1 * max(1, 1 // tp) == count, the early return's value",
+        after="1", scope="ParamGroup.per_rank",
     ),
     Equivalent(
         "kvstrategies/context.py", r"return dcp if ctx\.is_draft_worker and dcp > 1 and", "> -> >=",
