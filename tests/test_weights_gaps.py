@@ -12,3 +12,56 @@ def test_dsv4_layers_past_compress_ratios_have_no_compressor() -> None:
     ratios = {"compress_ratios": [0, 4, 128]}
     assert [_dsv4_ratio(ratios, i) for i in range(5)] == [0, 4, 128, 0, 0]
     assert _dsv4_ratio({}, 0) == 0
+
+
+def _counts(groups: object) -> dict[str, int]:
+    return {g.name: g.count for g in groups}  # type: ignore[attr-defined]
+
+
+def test_dsv4_flash_attention_groups_by_hand() -> None:
+    """DeepSeek-V4-Flash (h 4,096, 64 heads x 512, q LoRA 1,024, o LoRA 1,024 in 8 groups, hc_mult 4),
+    the parameter shapes of sglang.srt.models.deepseek_v4's attention: wq_a 4,096 x 1,024; wq_b
+    1,024 x 64 x 512; wkv 4,096 x 512; wo_a 64 x 512 x 1,024; wo_b 8 x 1,024 x 4,096; norms and
+    sinks 1,024 + 512 + 64; two hyper-connection mixers of ``m h (2 + m) m + (2 + m) m + 3`` =
+    4 x 4,096 x 24 + 24 + 3 = 393,243. Compressor ``2 h c d + r c d + d`` (wkv and wgate, ape, norm;
+    c = 2 overlapping windows at ratio 4, else 1); the ratio-4 indexer ``q_lora x 64 x 128 + h x 64``."""
+    from kvstrategies.planner.weights import _dsv4_attention, _hc_mixer
+    from kvstrategies.presets import load_preset_config
+
+    config = load_preset_config("deepseek-v4-flash")
+    common = {"wq_a": 4096 * 1024, "wq_b": 1024 * 64 * 512, "wkv": 4096 * 512, "wo_a": 64 * 512 * 1024,
+              "wo_b": 8 * 1024 * 4096, "attn_small": 1024 + 512 + 64, "hyper_connections": 2 * 393_243}  # fmt: skip
+    assert _counts(_dsv4_attention(config, 2)) == {  # layer 2: ratio 4
+        **common,
+        "compressor": 2 * 4096 * 2 * 512 + 4 * 2 * 512 + 512,
+        "indexer": 1024 * 64 * 128 + 4096 * 64,
+        "indexer_compressor": 2 * 4096 * 2 * 128 + 4 * 2 * 128 + 128,
+    }
+    assert _counts(_dsv4_attention(config, 3)) == {**common, "compressor": 2 * 4096 * 512 + 128 * 512 + 512}
+    assert _hc_mixer({}, 4096) == 0  # no hc_mult: no hyper-connections
+
+
+def test_kda_and_gdn_groups_by_hand() -> None:
+    """Kimi-Linear KDA (h 2,304, 32 heads x 128, conv 4): q/k/v 3 x 2,304 x 4,096; f and g gates
+    ``2 (h d + d inner) + h heads``; convs, A, dt, norm ``3 x inner x 4 + 32 + 4,096 + 128``
+    (sglang.srt.models.kimi_linear). Qwen3-Next GDN without linear_conv_kernel_dim takes kernel 4:
+    ``(2 x 16 x 128 + 32 x 128) x 4 + 2 x 32 + 128`` (sglang.srt.models.qwen3_next)."""
+    from kvstrategies.planner.weights import _gdn, _kda
+    from kvstrategies.presets import load_preset_config
+
+    assert _counts(_kda(load_preset_config("kimi-linear-48b-a3b"))) == {
+        "qkv_proj": 3 * 2304 * 4096,
+        "gates": 2 * (2304 * 128 + 128 * 4096) + 2304 * 32,
+        "conv_A_dt_norm": 3 * 4096 * 4 + 32 + 4096 + 128,
+        "o_proj": 4096 * 2304,
+    }
+    qwen = {k: v for k, v in load_preset_config("qwen3-next-80b-a3b").items() if k != "linear_conv_kernel_dim"}
+    assert _counts(_gdn(qwen))["conv_A_dt_norm"] == (2 * 16 * 128 + 32 * 128) * 4 + 2 * 32 + 128
+
+
+def test_kv_projection_counts_k_and_v_head_dims() -> None:
+    """MiMo-V2-Flash: K 192 and V 128 per head, 4 KV heads: kv_proj 4,096 x 4 x (192 + 128)."""
+    from kvstrategies.planner.weights import _attention
+    from kvstrategies.presets import load_preset_config
+
+    assert _counts(_attention(load_preset_config("mimo-v2-flash")))["kv_proj"] == 4096 * 4 * (192 + 128)
