@@ -9,13 +9,17 @@ from kvstrategies.models.parsers.hybrid_swa import _mla_scale_dims
 
 #: SGLang's ModelConfig sets ``head_dim = 256`` for these MLA architectures (the dummy head dim its
 #: MXFP8 scale term reads; sglang.srt.configs.model_config.ModelConfig._derive_model_shapes)
-HEAD_DIM_256 = sorted(row.name for row in ARCHITECTURES if row.mla_forced_head_dim == 256)
+HEAD_DIM_256 = [
+    "DeepseekV2ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV3ForCausalLMNextN",
+    "DeepseekVL2ForCausalLM", "DotsVLMForCausalLM", "Eagle3DeepseekV2ForCausalLM", "Glm4MoeLiteForCausalLM",
+    "Glm4MoeLiteForCausalLMNextN", "GlmMoeDsaForCausalLM", "KimiK25ForConditionalGeneration",
+    "KimiVLForConditionalGeneration", "LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN",
+    "MistralLarge3ForCausalLM", "MistralLarge3ForCausalLMEagle", "PixtralForConditionalGeneration",
+]  # fmt: skip
 
 
 def test_the_256_list_is_sglang_s() -> None:
-    for name in ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM",
-                 "KimiK25ForConditionalGeneration", "LongcatFlashForCausalLM", "MistralLarge3ForCausalLM"):  # fmt: skip
-        assert name in HEAD_DIM_256, name
+    assert sorted(row.name for row in ARCHITECTURES if row.mla_forced_head_dim == 256) == sorted(HEAD_DIM_256)
 
 
 @pytest.mark.parametrize("arch", HEAD_DIM_256)

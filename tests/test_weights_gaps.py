@@ -65,3 +65,27 @@ def test_kv_projection_counts_k_and_v_head_dims() -> None:
     from kvstrategies.presets import load_preset_config
 
     assert _counts(_attention(load_preset_config("mimo-v2-flash")))["kv_proj"] == 4096 * 4 * (192 + 128)
+
+
+def test_mamba_mixer_groups_by_hand() -> None:
+    """Nemotron-H 8B Mamba2 (h 4,096, 128 heads x 64 = inner 8,192, 8 groups, state 128, conv 4;
+    sglang.srt.models.nemotron_h / layers.attention.mamba.mamba.MambaMixer2): in_proj
+    ``h (2 inner + 2 ng ds + heads)``; conv over ``inner + 2 ng ds`` = 10,240 channels x 4 + its
+    bias, A/D/dt 3 x 128, gated norm 8,192. Jamba Mamba1 (inner 2 x 4,096, state 16, dt rank 256;
+    sglang.srt.models.jamba): x_proj ``inner (rank + 2 ds)`` + dt_proj ``rank inner``; conv, bias,
+    A_log, D, dt bias and the dt/B/C norms ``inner x 4 + inner + inner + inner x 16 + inner + 256 + 32``."""
+    from kvstrategies.planner.weights import _mamba1, _mamba2
+    from kvstrategies.presets import load_preset_config
+
+    assert _counts(_mamba2(load_preset_config("nemotron-h-8b"))) == {
+        "in_proj": 4096 * (2 * 8192 + 2 * 8 * 128 + 128),
+        "conv_A_D_dt_norm": 10_240 * 4 + 10_240 + 3 * 128 + 8192,
+        "out_proj": 8192 * 4096,
+    }
+    inner = 8192
+    assert _counts(_mamba1(load_preset_config("jamba-v0.1"))) == {
+        "in_proj": 4096 * 2 * inner,
+        "x_dt_proj": inner * (256 + 2 * 16) + 256 * inner,
+        "conv_A_D_norms": inner * 4 + inner + inner + inner * 16 + inner + 256 + 2 * 16,
+        "out_proj": inner * 4096,
+    }
