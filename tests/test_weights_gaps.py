@@ -89,3 +89,20 @@ def test_mamba_mixer_groups_by_hand() -> None:
         "conv_A_D_norms": inner * 4 + inner + inner + inner * 16 + inner + 256 + 2 * 16,
         "out_proj": inner * 4096,
     }
+
+
+def test_mtp_layers_by_hand() -> None:
+    """DeepSeek-V3's NextN layer adds enorm, hnorm and the shared head norm (3 x 7,168) and eh_proj
+    (7,168 x 14,336) (sglang.srt.models.deepseek_nextn). A DeepSeek-V4 MTP layer ``j`` is
+    checkpoint layer ``43 + j`` and reads that index's compress ratio: 43 -> 0 (the list's last
+    entry), 44 -> past the list, 0: no compressor in either."""
+    from kvstrategies.planner.weights import _mtp
+    from kvstrategies.presets import load_preset_config
+
+    v3 = load_preset_config("deepseek-v3")
+    counts = _counts(_mtp(v3, 7168, int(v3["vocab_size"]), 61))
+    assert (counts["mtp_norms"], counts["eh_proj"]) == (3 * 7168, 2 * 7168 * 7168)
+    v4 = {**load_preset_config("deepseek-v4-flash"), "num_nextn_predict_layers": 2}
+    names = [g.name for g in _mtp(v4, 4096, int(v4["vocab_size"]), 43)]
+    assert names.count("eh_proj") == 2
+    assert "compressor" not in names and "indexer" not in names
