@@ -139,7 +139,7 @@ GROUPS: dict[str, Group] = {
          "tests/test_planner_gaps.py", "tests/test_cli_planner.py", "tests/test_robustness.py",
          "tests/test_published_logs.py", *LAUNCH_GOLDENS),
         # the weight estimate and the launch defaults are groups of their own
-        exclude=("kvstrategies/planner/weights.py",),
+        exclude=("kvstrategies/planner/weights.py", "kvstrategies/planner/vllm_flags.py"),
     ),
     "weights": Group(
         ("kvstrategies/planner/weights.py",),
@@ -183,8 +183,10 @@ GROUPS: dict[str, Group] = {
     ),
     "vllm": Group(
         ("kvstrategies/strategies/vllm/*.py", "kvstrategies/integrations/vllm/compare.py",
-         "kvstrategies/integrations/vllm/snapshots.py", "kvstrategies/integrations/vllm/verify.py"),
-        ("tests/test_vllm_strategies.py", "tests/test_vllm_golden.py"),
+         "kvstrategies/integrations/vllm/snapshots.py", "kvstrategies/integrations/vllm/verify.py",
+         "kvstrategies/planner/vllm/*.py", "kvstrategies/planner/vllm_flags.py", "kvstrategies/vllm_arguments.py"),
+        ("tests/test_vllm_strategies.py", "tests/test_vllm_budget.py", "tests/test_vllm_command.py",
+         "tests/test_vllm_published_logs.py", "tests/test_vllm_golden.py"),
     ),
 }
 
