@@ -174,3 +174,32 @@ def test_a_dsv4_compress_ratio_above_128_is_refused_by_the_range_check() -> None
     with pytest.raises(KVCacheConfigError, match=r"compress_ratios\[0\]"):
         DSV4Geometry(compress_ratios=(129,), window_size=128, qk_nope_head_dim=448, qk_rope_head_dim=64,
                      index_head_dim=128)  # fmt: skip
+
+
+#: architectures whose draft SGLang renames to a one-layer MTP head (``num_nextn_predict_layers`` -> 1,
+#: sglang.srt.configs.model_config.ModelConfig._config_draft_model)
+ONE_LAYER_DRAFTS = [
+    "HYV4ForCausalLM", "MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM", "NemotronHForCausalLM", "Qwen3MoeForCausalLM",
+    "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration", "Step3p5ForCausalLM", "Step3p7ForConditionalGeneration",
+]  # fmt: skip
+
+
+def test_one_layer_draft_architectures() -> None:
+    rows = {row.name: row.draft_num_layers for row in ARCHITECTURES if row.draft_num_layers is not None}
+    assert rows == dict.fromkeys(ONE_LAYER_DRAFTS, 1)
+
+
+def test_gemma3_text_launch_context_defaults_to_131072() -> None:
+    """A gemma3_text config without max_position_embeddings: Gemma3TextConfig's 131,072 tokens."""
+    from kvstrategies.planner.launch_defaults.facts import model_facts_from_hf_config
+
+    facts = model_facts_from_hf_config({"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"]})
+    assert facts.context_length == 131072
+
+
+def test_an_unknown_architecture_splits_its_layers_one_for_one() -> None:
+    """Only LongCat counts two pipeline layers per decoder layer; an architecture the table does not
+    know counts one (num_pp_layers = num_hidden_layers)."""
+    geometry = _parsed("llama-3.1-8b", architectures=["SomeUnknownForCausalLM"])
+    assert (geometry.num_pp_layers, geometry.num_hidden_layers) == (32, 32)  # type: ignore[attr-defined]
