@@ -203,3 +203,30 @@ def test_an_unknown_architecture_splits_its_layers_one_for_one() -> None:
     know counts one (num_pp_layers = num_hidden_layers)."""
     geometry = _parsed("llama-3.1-8b", architectures=["SomeUnknownForCausalLM"])
     assert (geometry.num_pp_layers, geometry.num_hidden_layers) == (32, 32)  # type: ignore[attr-defined]
+
+
+def test_full_attention_interval_1_parses_and_leaves_no_linear_layer() -> None:
+    """Interval 1 is a valid interval (every layer full attention), so the refusal is the missing
+    linear-attention layer, not the interval's range."""
+    from kvstrategies.errors import KVCacheConfigError
+
+    with pytest.raises(KVCacheConfigError, match="no Mamba / linear-attention layer"):
+        _parsed("qwen3-next-80b-a3b", full_attention_interval=1)
+
+
+def test_gemma3n_counts_four_norms_per_layer() -> None:
+    """Gemma-3n decoder layers hold input, post-attention, pre- and post-feedforward norms
+    (sglang.srt.models.gemma3n_causal.Gemma3nDecoderLayer): 4 x hidden."""
+    from kvstrategies.planner.weights import _layer_norms
+
+    assert _layer_norms({"model_type": "gemma3n"}, 2048) == 4 * 2048
+    assert _layer_norms({"model_type": "gemma3n_text"}, 2048) == 4 * 2048
+
+
+def test_dsa_skip_offset_rule() -> None:
+    """With ``index_skip_topk_offset`` o and frequency f, layer l keeps its own index keys when
+    ``max(l - o + 1, 0) % f == 0`` (dsa_layer_skips_topk): o 2, f 4 keeps layers 0, 1, 5 and 9."""
+    from kvstrategies.models.geometry import DSAGeometry
+
+    dsa = DSAGeometry(index_head_dim=128, index_topk=2048, index_topk_freq=4, index_skip_topk_offset=2)
+    assert [layer for layer in range(10) if not dsa.skips_topk(layer)] == [0, 1, 5, 9]
