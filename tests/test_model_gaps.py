@@ -245,3 +245,36 @@ def test_more_validation_bounds_at_their_minimum() -> None:
     assert len(architectures({"architectures": ["A"] * 64})) == 64
     with pytest.raises(KVCacheConfigError, match="architectures"):
         architectures({"architectures": ["A"] * 65})
+
+
+def test_hybrid_linear_parsers_defaults_and_layer_ids() -> None:
+    """Qwen3-Next full attention every 4th layer, ``(i + 1) % 4 == 0``: 3, 7, ..., 47 (12 layers;
+    sglang.srt.configs.qwen3_next.Qwen3NextConfig.full_attention_layer_ids). Nemotron-H without
+    n_groups takes 8 (NemotronHConfig); Falcon-H1 without mamba_d_conv a conv kernel of 4."""
+    assert _parsed("qwen3-next-80b-a3b").mamba.full_attention_layer_ids == tuple(range(3, 48, 4))  # type: ignore[attr-defined]
+    nemotron = _parsed("nemotron-h-8b", drop=("n_groups", "mamba_n_groups"))
+    assert nemotron.mamba.mixer.n_groups == 8  # type: ignore[attr-defined]
+    assert _parsed("falcon-h1-7b", drop=("mamba_d_conv",)).mamba.mixer.conv_kernel == 4  # type: ignore[attr-defined]
+
+
+def test_draft_layer_count_comes_from_the_first_architecture_only() -> None:
+    """SGLang renames the draft by ``architectures[0]``: a Qwen3-MoE name second changes nothing."""
+    assert _parsed("llama-3.1-8b", architectures=["LlamaForCausalLM", "Qwen3MoeForCausalLM"]).draft_num_layers is None  # type: ignore[attr-defined]
+
+
+def test_minimax_sparse_index_dim_of_one_is_accepted() -> None:
+    import copy
+    import json
+    from pathlib import Path
+
+    from kvstrategies.models.parse import parse_hf_config
+
+    case = Path(__file__).parent / "cases" / "minimax-m3-sparse-synthetic-tp4-bf16-p64.json"
+    config = copy.deepcopy(json.loads(case.read_text(encoding="utf-8"))["hf_config"])
+    stack = [config]
+    while stack:
+        node = stack.pop()
+        if "sparse_index_dim" in node:
+            node["sparse_index_dim"] = 1
+        stack += [v for v in node.values() if isinstance(v, dict)]
+    assert parse_hf_config(config).minimax_sparse.sparse_index_dim == 1  # type: ignore[union-attr]

@@ -95,8 +95,9 @@ def test_dp_attention_graph_reserve_adds_the_wide_term_above_300() -> None:
     300 -> 301 adds 8 + 1.5 x 301 x 2 = 911 MiB."""
     h100 = lookup_gpu("H100")
     reserve = {
-        dmb: resolve_launch_defaults(LLAMA, h100, tp_size=2, attn_dp_size=2,
-                                     settings=LaunchSettings(cuda_graph_max_bs=dmb)).reserved_mib  # fmt: skip
+        dmb: resolve_launch_defaults(
+            LLAMA, h100, tp_size=2, attn_dp_size=2, settings=LaunchSettings(cuda_graph_max_bs=dmb)
+        ).reserved_mib  # fmt: skip
         for dmb in (299, 300, 301)
     }
     assert (reserve[300] - reserve[299], reserve[301] - reserve[300]) == (8, 8 + 1.5 * 301 * 2)

@@ -235,7 +235,9 @@ def test_dsv4_token_cap_is_page_aligned() -> None:
     plan = _plan("rounding-dsv4-token-align-deepseek-v4-flash-tp8-p256-max-tokens100000")
     sizes = plan.pool_sizes
     assert (sizes.full_max_total_num_tokens, sizes.c4_max_total_num_tokens, sizes.c128_max_total_num_tokens) == (
-        99_840, 24_960, 780
+        99_840,
+        24_960,
+        780,
     )
 
 
