@@ -135,3 +135,29 @@ def test_mamba_no_buffer_needs_page_1() -> None:
         assert res.mamba_radix_cache_strategy == "no_buffer"
     with pytest.raises(KVCacheConfigError, match="validate_mamba_no_buffer"):
         resolve_launch_defaults(nemotron, h100, settings=LaunchSettings(page_size=2))
+
+
+def test_qwen3_vl_on_a_large_hopper_lifts_the_decode_graph_to_512_requests() -> None:
+    """Qwen3-VL on a >= 60 GiB Hopper: the decode graph batch follows --max-running-requests up to
+    512 (arg_groups.model_overrides.qwen3_vl.expand_multimodal_decode_graph); 513 keeps the tier's 256."""
+    qwen3_vl = LaunchModelFacts(
+        architectures=("Qwen3VLForConditionalGeneration",), model_type="qwen3_vl", is_multimodal=True,
+        context_length=131072,
+    )  # fmt: skip
+    h200 = lookup_gpu("H200")
+    graphs = [
+        resolve_launch_defaults(qwen3_vl, h200, settings=LaunchSettings(max_running_requests=mrr)).cuda_graph_max_bs
+        for mrr in (300, 512, 513)
+    ]
+    assert graphs == [300, 512, 256]
+
+
+def test_dflash_refuses_dp_attention_2() -> None:
+    """DFLASH with attention DP 2 needs --enable-dp-lm-head (speculative_hook._handle_dflash)."""
+    import pytest
+
+    from kvstrategies.errors import KVCacheConfigError
+
+    dflash = LaunchSettings(speculative_algorithm="DFLASH", speculative_draft_model_path="draft")
+    with pytest.raises(KVCacheConfigError, match="enable-dp-lm-head"):
+        resolve_launch_defaults(LLAMA, lookup_gpu("B200"), tp_size=2, attn_dp_size=2, settings=dflash)

@@ -312,6 +312,17 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         after="1", scope="ParamGroup.per_rank",
     ),
     Equivalent(
+        "kvstrategies/planner/launch_defaults/backends.py",
+        r'return "aiter" if max\(1, m\.num_kv_heads // attn_tp\) in \(16, 128\)', "c -> c+1", "1",
+        "max(1, x) and max(2, x) differ only for x < 2, where both (1 or 2) are outside {16, 128}: triton either way",
+        after="2",
+    ),
+    Equivalent(
+        "kvstrategies/planner/launch_defaults/core.py", r"^max_prefill_tokens: int = 16384$", "c -> c+1", "16384",
+        "the field default is never used: LaunchResolution is built only by pipeline._initial, which always "
+        "passes max_prefill_tokens (16384 or the user's)", scope="LaunchResolution",
+    ),
+    Equivalent(
         "kvstrategies/context.py", r"return dcp if ctx\.is_draft_worker and dcp > 1 and", "> -> >=",
         "dcp > 1", "at dcp 1 both branches give 1",
     ),
