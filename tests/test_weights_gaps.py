@@ -106,3 +106,30 @@ def test_mtp_layers_by_hand() -> None:
     names = [g.name for g in _mtp(v4, 4096, int(v4["vocab_size"]), 43)]
     assert names.count("eh_proj") == 2
     assert "compressor" not in names and "indexer" not in names
+
+
+def test_qkv_bias_counts_k_and_v_head_dims() -> None:
+    """With attention_bias the q/k/v biases hold ``heads x D + kv_heads x (D + Dv)``: Llama-3.1-8B
+    with V 64 wide: 32 x 128 + 8 x (128 + 64) = 5,632."""
+    from kvstrategies.planner.weights import _attention
+    from kvstrategies.presets import load_preset_config
+
+    config = {**load_preset_config("llama-3.1-8b"), "attention_bias": True, "v_head_dim": 64}
+    assert _counts(_attention(config))["qkv_bias"] == 32 * 128 + 8 * (128 + 64)
+
+
+def test_vision_towers_by_hand() -> None:
+    """A ViT tower of 27 layers (h 1,152, MLP 4,304, patch 14, 3 channels) with a 2 x 2 merger into
+    2,048: ``27 (4 h^2 + 2 h i) + 3 x 14^2 x h + (4 h)^2 + 4 h x 2,048``. MoonViT (Kimi-K2.5) without
+    merge_kernel_size merges 2 x 2 (K2VLMultiModalProjector)."""
+    from kvstrategies.planner.weights import moonvit_groups, vision_tower_params
+
+    vision = {"hidden_size": 1152, "intermediate_size": 4304, "depth": 27, "patch_size": 14,
+              "spatial_merge_size": 2, "out_hidden_size": 2048}  # fmt: skip
+    h = 1152
+    expected = 27 * (4 * h * h + 2 * h * 4304) + 3 * 14 * 14 * h + (4 * h) ** 2 + 4 * h * 2048
+    assert vision_tower_params({"vision_config": vision, "hidden_size": 4096}) == expected
+    moon = {"vt_hidden_size": h, "vt_intermediate_size": 4304, "vt_num_hidden_layers": 27,
+            "vt_num_attention_heads": 16, "patch_size": 14, "text_hidden_size": 7168}  # fmt: skip
+    projector = _counts(moonvit_groups({"vision_config": moon, "hidden_size": 7168}))["mm_projector"]
+    assert projector == 2 * h + (h * 4) ** 2 + h * 4 + 7168 * h * 4 + 7168
