@@ -278,3 +278,12 @@ def test_minimax_sparse_index_dim_of_one_is_accepted() -> None:
             node["sparse_index_dim"] = 1
         stack += [v for v in node.values() if isinstance(v, dict)]
     assert parse_hf_config(config).minimax_sparse.sparse_index_dim == 1  # type: ignore[union-attr]
+
+
+def test_gdn_value_heads_and_dsa_frequency_at_their_minimum() -> None:
+    """One GDN value head parses (inner 1 x 128); a DSA config without index_topk_freq indexes every
+    layer (frequency 1), and an explicit frequency of 1 is accepted."""
+    mixer = _parsed("qwen3-next-80b-a3b", linear_num_value_heads=1).mamba.mixer  # type: ignore[attr-defined]
+    assert (mixer.num_heads, mixer.intermediate_size) == (1, 128)
+    assert _parsed("deepseek-v3.2", drop=("index_topk_freq",)).dsa.index_topk_freq == 1  # type: ignore[attr-defined]
+    assert _parsed("deepseek-v3.2", index_topk_freq=1).dsa.index_topk_freq == 1  # type: ignore[attr-defined]
