@@ -322,6 +322,14 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "the field default is never used: LaunchResolution is built only by pipeline._initial, which always "
         "passes max_prefill_tokens (16384 or the user's)", scope="LaunchResolution",
     ),
+    *(
+        Equivalent(
+            "kvstrategies/planner/launch_defaults/core.py", rf"^{name}: int = 1$", "c -> c+1", "1",
+            "LaunchInputs is built only by pipeline.resolve_launch_defaults, which passes every field: "
+            "the defaults are never read", scope="LaunchInputs",
+        )
+        for name in ("tp_size", "pp_size", "attn_dp_size", "dcp_size")
+    ),
     Equivalent(
         "kvstrategies/context.py", r"return dcp if ctx\.is_draft_worker and dcp > 1 and", "> -> >=",
         "dcp > 1", "at dcp 1 both branches give 1",
