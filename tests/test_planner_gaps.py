@@ -161,3 +161,36 @@ def test_dflash_refuses_dp_attention_2() -> None:
     dflash = LaunchSettings(speculative_algorithm="DFLASH", speculative_draft_model_path="draft")
     with pytest.raises(KVCacheConfigError, match="enable-dp-lm-head"):
         resolve_launch_defaults(LLAMA, lookup_gpu("B200"), tp_size=2, attn_dp_size=2, settings=dflash)
+
+
+def test_nemotron_h_on_b200_takes_trtllm_mha_only_at_top_k_1() -> None:
+    """Nemotron-H on sm100: trtllm_mha without speculation or with top-k 1, triton for top-k 2
+    (arg_groups.model_overrides.nemotron_h._nemotron_h_overrides)."""
+    nemotron = LaunchModelFacts(architectures=("NemotronHForCausalLM",), is_mamba_radix=True, num_kv_heads=8)
+    b200 = lookup_gpu("B200")
+    backends = [
+        resolve_launch_defaults(
+            nemotron, b200,
+            settings=LaunchSettings(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_eagle_topk=k,
+                                    speculative_num_draft_tokens=drafts),
+        ).attention_backend
+        for k, drafts in ((1, 4), (2, 6))
+    ]  # fmt: skip
+    assert backends == ["trtllm_mha", "triton"]
+
+
+def test_dsa_dcp_refuses_index_kpool_2_on_cuda() -> None:
+    """--dcp-size 2 with a DSA model: index_kpool 1 resolves, 2 is refused
+    (arg_groups.model_overrides.deepseek_v2._deepseek_family_overrides)."""
+    import pytest
+
+    from kvstrategies.errors import KVCacheConfigError
+
+    def dsa(kpool: int) -> LaunchModelFacts:
+        return LaunchModelFacts(architectures=("DeepseekV32ForCausalLM",), is_mla=True, is_dsa=True,
+                                index_kpool=kpool, num_kv_heads=128)  # fmt: skip
+
+    h200 = lookup_gpu("H200")
+    assert resolve_launch_defaults(dsa(1), h200, tp_size=8, dcp_size=2).attention_backend == "dsa"
+    with pytest.raises(KVCacheConfigError, match="index_kpool=2"):
+        resolve_launch_defaults(dsa(2), h200, tp_size=8, dcp_size=2)

@@ -331,6 +331,18 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         for name in ("tp_size", "pp_size", "attn_dp_size", "dcp_size")
     ),
     Equivalent(
+        "kvstrategies/planner/launch_defaults/graphs.py",
+        r"ranges = \(\(4, 32, 4\), \(48, 256, 16\)", "c -> c+1", "256",
+        "range(48, 258, 16) and range(48, 257, 16) hold the same sizes (48..256): 257 is no step of 16 from 48",
+        after="257", within=r"^\(48, 256, 16\)$",
+    ),
+    Equivalent(
+        "kvstrategies/planner/launch_defaults/graphs.py",
+        r"res\.prefill_graph_max_bs is not None and res\.prefill_graph_max_bs > chunk // dp:", "> -> >=",
+        "res.prefill_graph_max_bs > chunk // dp",
+        "at equality the clamp writes back the same max_bs and prefill_graph_bs_count(max_bs), the count it had",
+    ),
+    Equivalent(
         "kvstrategies/context.py", r"return dcp if ctx\.is_draft_worker and dcp > 1 and", "> -> >=",
         "dcp > 1", "at dcp 1 both branches give 1",
     ),
