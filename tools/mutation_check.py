@@ -337,12 +337,6 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         after="257", within=r"^\(48, 256, 16\)$",
     ),
     Equivalent(
-        "kvstrategies/planner/launch_defaults/graphs.py",
-        r"res\.prefill_graph_max_bs is not None and res\.prefill_graph_max_bs > chunk // dp:", "> -> >=",
-        "res.prefill_graph_max_bs > chunk // dp",
-        "at equality the clamp writes back the same max_bs and prefill_graph_bs_count(max_bs), the count it had",
-    ),
-    Equivalent(
         "kvstrategies/context.py", r"return dcp if ctx\.is_draft_worker and dcp > 1 and", "> -> >=",
         "dcp > 1", "at dcp 1 both branches give 1",
     ),
