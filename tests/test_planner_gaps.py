@@ -194,3 +194,15 @@ def test_dsa_dcp_refuses_index_kpool_2_on_cuda() -> None:
     assert resolve_launch_defaults(dsa(1), h200, tp_size=8, dcp_size=2).attention_backend == "dsa"
     with pytest.raises(KVCacheConfigError, match="index_kpool=2"):
         resolve_launch_defaults(dsa(2), h200, tp_size=8, dcp_size=2)
+
+
+def test_npu_table_boundary_at_32_gib() -> None:
+    """Ascend, TP 1: up to 32,768 MiB chunk 4,096 and decode graph 16; above it 8,192 and 64
+    (sglang.srt.arg_groups.platform_hook.handle_platform_defaults)."""
+    from kvstrategies.planner.gpus import Accelerator
+
+    rows = [
+        (res.chunked_prefill_size, res.cuda_graph_max_bs)
+        for res in (resolve_launch_defaults(LLAMA, Accelerator("npu", mem, "npu")) for mem in (32768, 32769))
+    ]
+    assert rows == [(4096, 16), (8192, 64)]
