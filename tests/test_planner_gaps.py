@@ -206,3 +206,13 @@ def test_npu_table_boundary_at_32_gib() -> None:
         for res in (resolve_launch_defaults(LLAMA, Accelerator("npu", mem, "npu")) for mem in (32768, 32769))
     ]
     assert rows == [(4096, 16), (8192, 64)]
+
+
+def test_dp_attention_does_not_reclamp_a_deepep_graph_list_at_its_own_size() -> None:
+    """DeepEP fixes the prefill graph list to the 2,048 default's buckets aligned to 8 (38 sizes,
+    cuda_graph_hook.apply_deepep_adjustments); DP attention 2 with chunk 4,096 halves the chunk to
+    2,048, not above max_bs 2,048, so the list stays (parallel_hook re-clamps only a larger one)."""
+    moe = LaunchModelFacts(architectures=("Qwen3MoeForCausalLM",), context_length=40960, num_kv_heads=4)
+    settings = LaunchSettings(moe_a2a_backend="deepep", chunked_prefill_size=4096)
+    res = resolve_launch_defaults(moe, lookup_gpu("H100"), tp_size=2, attn_dp_size=2, settings=settings)
+    assert (res.chunked_prefill_size, res.prefill_graph_max_bs, res.prefill_graph_bs_count) == (2048, 2048, 38)
