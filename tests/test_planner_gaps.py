@@ -216,3 +216,35 @@ def test_dp_attention_does_not_reclamp_a_deepep_graph_list_at_its_own_size() -> 
     settings = LaunchSettings(moe_a2a_backend="deepep", chunked_prefill_size=4096)
     res = resolve_launch_defaults(moe, lookup_gpu("H100"), tp_size=2, attn_dp_size=2, settings=settings)
     assert (res.chunked_prefill_size, res.prefill_graph_max_bs, res.prefill_graph_bs_count) == (2048, 2048, 38)
+
+
+def test_reserve_counts_at_least_2048_prefill_tokens() -> None:
+    """Chunked prefill off: ``tokens = max(max_prefill_tokens, 2048)`` in ``R = 512 + 1.5 tokens + ...``
+    (memory_hook.handle_gpu_memory_settings); on a 46,068 MiB L40S (no 10,240 floor) 1,024 and
+    2,048 reserve the same, 4,096 adds 1.5 x 2,048 = 3,072 MiB."""
+    l40s = lookup_gpu("L40S")
+    reserve = {
+        tokens: resolve_launch_defaults(
+            LLAMA, l40s, settings=LaunchSettings(chunked_prefill_size=-1, max_prefill_tokens=tokens)
+        ).reserved_mib
+        for tokens in (1024, 2048, 4096)
+    }
+    assert reserve[1024] == reserve[2048]
+    assert reserve[4096] - reserve[2048] == 1.5 * 2048
+
+
+def test_eagle_top_k_2_backend_check_applies_only_above_page_1() -> None:
+    """Top-k > 1 at page > 1 needs flashinfer, fa3 or triton (speculative_hook._handle_eagle_family):
+    torch_native passes with the page unset and is refused at page 2."""
+    import pytest
+
+    from kvstrategies.errors import KVCacheConfigError
+
+    def eagle(page: int | None) -> LaunchSettings:
+        return LaunchSettings(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_eagle_topk=2,
+                              speculative_num_draft_tokens=6, page_size=page, attention_backend="torch_native")  # fmt: skip
+
+    h100 = lookup_gpu("H100")
+    assert resolve_launch_defaults(LLAMA, h100, settings=eagle(None)).attention_backend == "torch_native"
+    with pytest.raises(KVCacheConfigError, match="page_size > 1 needs"):
+        resolve_launch_defaults(LLAMA, h100, settings=eagle(2))
