@@ -241,8 +241,14 @@ def test_eagle_top_k_2_backend_check_applies_only_above_page_1() -> None:
     from kvstrategies.errors import KVCacheConfigError
 
     def eagle(page: int | None) -> LaunchSettings:
-        return LaunchSettings(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_eagle_topk=2,
-                              speculative_num_draft_tokens=6, page_size=page, attention_backend="torch_native")  # fmt: skip
+        return LaunchSettings(
+            speculative_algorithm="EAGLE",
+            speculative_num_steps=3,
+            speculative_eagle_topk=2,
+            speculative_num_draft_tokens=6,
+            page_size=page,
+            attention_backend="torch_native",
+        )
 
     h100 = lookup_gpu("H100")
     assert resolve_launch_defaults(LLAMA, h100, settings=eagle(None)).attention_backend == "torch_native"
