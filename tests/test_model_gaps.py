@@ -287,3 +287,14 @@ def test_gdn_value_heads_and_dsa_frequency_at_their_minimum() -> None:
     assert (mixer.num_heads, mixer.intermediate_size) == (1, 128)
     assert _parsed("deepseek-v3.2", drop=("index_topk_freq",)).dsa.index_topk_freq == 1  # type: ignore[attr-defined]
     assert _parsed("deepseek-v3.2", index_topk_freq=1).dsa.index_topk_freq == 1  # type: ignore[attr-defined]
+
+
+def test_longcat_cli_factor_default_and_minimum() -> None:
+    """LongCat's indexer reads ``cli_factor``: absent -> 1, 1 accepted, 2 kept (DSA layers share keys
+    in pairs); a DeepSeek-V3.2 architecture ignores the field."""
+
+    def factor(**fields: object) -> int:
+        return _parsed("deepseek-v3.2", architectures=["LongcatFlashForCausalLM"], **fields).dsa.cli_factor  # type: ignore[attr-defined]
+
+    assert (factor(), factor(cli_factor=1), factor(cli_factor=2)) == (1, 1, 2)
+    assert _parsed("deepseek-v3.2", cli_factor=2).dsa.cli_factor == 1  # type: ignore[attr-defined]
