@@ -254,3 +254,39 @@ def test_eagle_top_k_2_backend_check_applies_only_above_page_1() -> None:
     assert resolve_launch_defaults(LLAMA, h100, settings=eagle(None)).attention_backend == "torch_native"
     with pytest.raises(KVCacheConfigError, match="page_size > 1 needs"):
         resolve_launch_defaults(LLAMA, h100, settings=eagle(2))
+
+
+def test_reserve_counts_no_decode_graph_as_zero_batches() -> None:
+    """``reserved_memory_mib`` reads an unset decode-graph batch as 0: the DP-attention term
+    ``3 x dmb x dp`` then adds nothing, exactly as dmb 0 (memory_hook.handle_gpu_memory_settings)."""
+    from dataclasses import replace
+
+    from kvstrategies.planner.launch_defaults import reserved_memory_mib
+    from kvstrategies.planner.launch_defaults.core import LaunchInputs
+
+    l40s = lookup_gpu("L40S")
+    inp = LaunchInputs(LLAMA, l40s, 2, 1, 2)
+    res = resolve_launch_defaults(LLAMA, l40s, tp_size=2, attn_dp_size=2)
+    unset, zero = replace(res, cuda_graph_max_bs=None), replace(res, cuda_graph_max_bs=0)
+    assert reserved_memory_mib(inp, unset) == reserved_memory_mib(inp, zero)
+    assert reserved_memory_mib(inp, replace(res, cuda_graph_max_bs=1)) - reserved_memory_mib(inp, zero) == 2 + 3 * 2
+
+
+def test_speculative_step_reads_an_unset_page_as_page_1() -> None:
+    """``speculative_step`` on its own (it is public) treats an unset page as 1: top-k 2 with
+    torch_native passes the page > 1 backend check."""
+    from dataclasses import replace
+
+    from kvstrategies.planner.launch_defaults import speculative_step
+    from kvstrategies.planner.launch_defaults.core import LaunchInputs
+
+    h100 = lookup_gpu("H100")
+    settings = LaunchSettings(
+        speculative_algorithm="EAGLE",
+        speculative_num_steps=3,
+        speculative_eagle_topk=2,
+        speculative_num_draft_tokens=6,
+        attention_backend="torch_native",
+    )
+    res = replace(resolve_launch_defaults(LLAMA, h100, settings=settings), page_size=None)
+    assert speculative_step(LaunchInputs(LLAMA, h100, settings=settings), res).page_size is None
