@@ -133,3 +133,26 @@ def test_vision_towers_by_hand() -> None:
             "vt_num_attention_heads": 16, "patch_size": 14, "text_hidden_size": 7168}  # fmt: skip
     projector = _counts(moonvit_groups({"vision_config": moon, "hidden_size": 7168}))["mm_projector"]
     assert projector == 2 * h + (h * 4) ** 2 + h * 4 + 7168 * h * 4 + 7168
+
+
+def test_more_parameter_groups_by_hand() -> None:
+    """Kimi-Linear's ``kda_layers`` are 1-based (KimiLinearConfig): layers 0-2 and 4 are KDA, 3 is
+    MLA. Per-layer q/k norms hold ``(heads + kv_heads) x D``: (32 + 8) x 128. DeepSeek-V3.2's
+    indexer: ``q_lora x 64 x 128 + h x 128 + h x 64`` and its k norm 2 x 128
+    (sglang.srt.models.deepseek_v2 Indexer). Qwen3-Next's GDN in_proj ``h (2 nk dk + 2 nv dv + 2 nv)``.
+    A ViT tower without spatial_merge_size projects ``h x out``."""
+    from kvstrategies.planner.weights import _attention, _gdn, _mixer, _mla, vision_tower_params
+    from kvstrategies.presets import load_preset_config
+
+    kimi = load_preset_config("kimi-linear-48b-a3b")
+    assert [_mixer(kimi, i) for i in range(5)] == ["kda", "kda", "kda", "mla", "kda"]
+    llama = {**load_preset_config("llama-3.1-8b"), "qk_norm_type": "per_layer"}
+    assert _counts(_attention(llama))["qk_norm"] == (32 + 8) * 128
+    dsa = _counts(_mla(load_preset_config("deepseek-v3.2")))
+    assert (dsa["indexer"], dsa["indexer_k_norm"]) == (1536 * 64 * 128 + 7168 * 128 + 7168 * 64, 2 * 128)
+    qwen = _counts(_gdn(load_preset_config("qwen3-next-80b-a3b")))
+    assert qwen["in_proj"] == 2048 * (2 * 16 * 128 + 2 * 32 * 128 + 2 * 32)
+    vision = {"hidden_size": 1152, "intermediate_size": 4304, "depth": 27, "patch_size": 14, "out_hidden_size": 2048}
+    h = 1152
+    expected = 27 * (4 * h * h + 2 * h * 4304) + 3 * 14 * 14 * h + h * 2048
+    assert vision_tower_params({"vision_config": vision, "hidden_size": 4096}) == expected
