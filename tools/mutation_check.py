@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Mutation check: do the golden and hand-computed tests notice a wrong formula?
 
-Applies one AST mutation at a time to the files of a module group (:data:`GROUPS`: the
-strategies, the pools, the allocators, model parsing, the planner, the weight estimate and the
-launch defaults) in a scratch copy of the repository (the working tree is never touched, so
-other people's test runs are safe), runs that group's tests there (``-x -q`` with a timeout),
+Applies one AST mutation at a time to the files of a module group (:data:`GROUPS`, which
+cover every module of the package but those :data:`EXCLUDED` with their reason) in a scratch
+copy of the repository (the working tree is never touched, so other people's test runs are
+safe), runs that group's tests there (``-x -q`` with a timeout),
 and reports each mutant as killed (a test failed, or the mutant broke the import or timed out)
 or survived, with the kill rate per group.
 
@@ -79,40 +79,148 @@ class Group:
     exclude: tuple[str, ...] = ()  # files another group mutates with its own tests
 
     def sources(self) -> list[str]:
-        """The Python files mutated: ``files`` expanded, less ``exclude``."""
-        return [f for f in _expand(list(self.files)) if f.endswith(".py") and f not in self.exclude]
+        """The Python files mutated: ``files`` expanded, less ``exclude`` and :data:`EXCLUDED`."""
+        return [f for f in _expand(list(self.files)) if f.endswith(".py") and f not in self.exclude
+                and f not in EXCLUDED]
 
 
-#: every module group the check covers; ``--groups`` picks some (default: all)
+# SGLang's recorded answers, read by the project for the newest and the oldest release (every
+# catalog case; the other releases add time, rarely a kill: their differences are release rules)
+SGLANG_GOLDENS = (
+    "tests/test_sglang_golden.py::test_project_matches_sglang[0.5.23-*]",
+    "tests/test_sglang_golden.py::test_project_matches_sglang[0.5.15-*]",
+)
+# the 2,005 recorded launch resolutions of the newest and the oldest release
+LAUNCH_GOLDENS = (
+    "tests/test_launch_sglang_golden.py::*[0.5.23]",
+    "tests/test_launch_sglang_golden.py::*[0.5.15]",
+)
+CATALOG_GOLDENS = ("tests/test_golden.py::test_golden_snapshot",)
+
+#: every module group the check covers; ``--groups`` picks some (default: all). Each group's tests
+#: run fast hand-computed tests first and the recorded goldens last (``-x`` stops at the first kill).
 GROUPS: dict[str, Group] = {
-    "strategies": Group(("kvstrategies/strategies/*.py",), SIZING_TESTS),
-    "pools": Group(("kvstrategies/pools/*.py",), SIZING_TESTS),
+    "sizing": Group(
+        ("kvstrategies/context.py", "kvstrategies/request_math.py", "kvstrategies/sizing.py",
+         "kvstrategies/resolve.py", "kvstrategies/mla_dims.py", "kvstrategies/layer_setup.py",
+         "kvstrategies/dtypes.py", "kvstrategies/budget_check.py", "kvstrategies/memo.py",
+         "kvstrategies/host_memory.py", "kvstrategies/api.py"),
+        ("tests/test_foundation.py", "tests/test_default.py", "tests/test_release_rules.py",
+         "tests/test_rounding_rules.py", "tests/test_mutation_gaps.py", "tests/test_api_inputs.py",
+         *CATALOG_GOLDENS, *SGLANG_GOLDENS),
+    ),
+    "strategies": Group(
+        ("kvstrategies/strategies/*.py",),
+        (*SIZING_TESTS[2:], "tests/test_release_rules.py", "tests/test_rounding_rules.py",
+         "tests/test_strategy_registry.py", *SIZING_TESTS[:2], *SGLANG_GOLDENS),
+    ),
+    "pools": Group(
+        ("kvstrategies/pools/*.py", "kvstrategies/pools/runtime/*.py"),
+        (*SIZING_TESTS[2:], "tests/test_rounding_rules.py", "tests/test_allocators.py", "tests/test_write_path.py",
+         *SIZING_TESTS[:2], *SGLANG_GOLDENS),
+    ),
     "allocators": Group(
         ("kvstrategies/allocators/*.py",),
         ("tests/test_allocators.py", "tests/test_fuzz_allocators.py", "tests/test_write_path.py"),
     ),
     "models": Group(
-        ("kvstrategies/models/*.py",),
-        ("tests/test_golden.py::test_golden_snapshot", "tests/test_foundation.py", "tests/test_robustness.py",
-         "tests/test_hybrid*.py", "tests/test_dsv4*.py", "tests/test_default*.py"),  # fmt: skip
+        ("kvstrategies/models/*.py", "kvstrategies/models/parsers/*.py", "kvstrategies/presets/__init__.py",
+         "kvstrategies/checkpoints/__init__.py"),
+        ("tests/test_architectures.py", "tests/test_model_gaps.py", "tests/test_weights.py", "tests/test_foundation.py",
+         "tests/test_robustness.py", "tests/test_hybrid*.py", "tests/test_dsv4*.py", "tests/test_default*.py",
+         "tests/test_mutation_gaps.py", "tests/test_shipped_checkpoints.py", *CATALOG_GOLDENS, *SGLANG_GOLDENS),
     ),
     "planner": Group(
         ("kvstrategies/planner/*.py",),
-        ("tests/test_planner.py", "tests/test_cli_planner.py", "tests/test_robustness.py"),
-        # the weight estimate and the launch defaults are groups of their own; the GPU table and
-        # the quantization table were never mutated
-        exclude=("kvstrategies/planner/weights.py", "kvstrategies/planner/gpus.py",
-                 "kvstrategies/planner/weight_quant.py"),  # fmt: skip
+        ("tests/test_checkpoint.py", "tests/test_weights_quant.py", "tests/test_preload.py", "tests/test_planner.py",
+         "tests/test_fix_search.py", "tests/test_cli_launch_command.py", "tests/test_sweep_grid.py",
+         "tests/test_refusals.py", "tests/test_load_refusals.py", "tests/test_run_command.py",
+         "tests/test_draft_and_partial_plans.py", "tests/test_gpus.py", "tests/test_model_source.py",
+         "tests/test_planner_gaps.py", "tests/test_cli_planner.py", "tests/test_robustness.py",
+         "tests/test_published_logs.py", *LAUNCH_GOLDENS),
+        # the weight estimate and the launch defaults are groups of their own
+        exclude=("kvstrategies/planner/weights.py", "kvstrategies/planner/vllm_flags.py"),
     ),
     "weights": Group(
         ("kvstrategies/planner/weights.py",),
-        ("tests/test_weights.py", "tests/test_planner.py", "tests/test_robustness.py"),
+        ("tests/test_weights_gaps.py", "tests/test_weights.py", "tests/test_weights_quant.py",
+         "tests/test_weights_published.py", "tests/test_load_refusals.py", "tests/test_planner.py",
+         "tests/test_published_logs.py", "tests/test_robustness.py"),
     ),
     "launch_defaults": Group(
         ("kvstrategies/planner/launch_defaults/*.py",),
-        ("tests/test_launch_defaults.py", "tests/test_planner.py", "tests/test_cli_planner.py",
-         "tests/test_robustness.py"),  # fmt: skip
+        ("tests/test_planner_gaps.py", "tests/test_launch_defaults.py", "tests/test_launch_release_rules.py",
+         "tests/test_launch_sglang_rules.py", "tests/test_planner.py", "tests/test_published_logs.py", *LAUNCH_GOLDENS,
+         "tests/test_cli_planner.py", "tests/test_robustness.py"),
     ),
+    "sglang_compare": Group(
+        ("kvstrategies/integrations/sglang/compare.py", "kvstrategies/integrations/sglang/snapshots.py",
+         "kvstrategies/integrations/sglang/verify.py", "kvstrategies/integrations/sglang/launch.py",
+         "kvstrategies/integrations/sglang/launch_grid.py", "kvstrategies/integrations/sglang/bridge_releases.py"),
+        ("tests/test_sglang_bridge.py", "tests/test_launch_sglang_verify.py", "tests/test_compare_gaps.py",
+         *SGLANG_GOLDENS, *LAUNCH_GOLDENS),
+    ),
+    "case": Group(
+        ("kvstrategies/case.py", "kvstrategies/case_validation.py", "kvstrategies/validate.py"),
+        ("tests/test_case_validation.py", "tests/test_api_inputs.py", "tests/test_bounded_inputs.py",
+         "tests/test_case_gaps.py", "tests/test_robustness.py", *CATALOG_GOLDENS),
+    ),
+    "golden": Group(
+        ("kvstrategies/golden.py", "kvstrategies/golden_diff.py", "kvstrategies/report.py",
+         "kvstrategies/jsonout.py", "kvstrategies/jsonio.py"),
+        ("tests/test_golden_tools_inputs.py", "tests/test_jsonout.py", "tests/test_golden_gaps.py",
+         "tests/test_golden.py"),
+    ),
+    "releases": Group(
+        ("kvstrategies/releases.py", "kvstrategies/release_report.py", "kvstrategies/knobs.py",
+         "kvstrategies/sglang_knobs.py"),
+        ("tests/test_release_rules.py", "tests/test_launch_release_rules.py", "tests/test_knobs.py",
+         "tests/test_cli_release.py", *SGLANG_GOLDENS),
+    ),
+    "kernels": Group(
+        ("kvstrategies/kernels/reference.py", "kvstrategies/kernels/dispatch.py"),
+        ("tests/test_kernels.py", "tests/test_write_path.py"),
+    ),
+    "vllm": Group(
+        ("kvstrategies/strategies/vllm/*.py", "kvstrategies/integrations/vllm/compare.py",
+         "kvstrategies/integrations/vllm/snapshots.py", "kvstrategies/integrations/vllm/verify.py",
+         "kvstrategies/planner/vllm/*.py", "kvstrategies/planner/vllm_flags.py", "kvstrategies/vllm_arguments.py"),
+        ("tests/test_vllm_strategies.py", "tests/test_vllm_budget.py", "tests/test_vllm_command.py",
+         "tests/test_vllm_published_logs.py", "tests/test_vllm_golden.py"),
+    ),
+}
+
+#: modules no group mutates, each with the reason (``tests/test_mutation_groups.py`` checks that
+#: every module of the package is in a group or here)
+EXCLUDED: dict[str, str] = {
+    "kvstrategies/__init__.py": "re-exports only (lazy names), no formula",
+    "kvstrategies/lazy_exports.py": "PEP 562 import glue, no formula",
+    "kvstrategies/_torch.py": "the lazy torch import, no formula",
+    "kvstrategies/errors.py": "the error class, no formula",
+    "kvstrategies/cli.py": "CLI glue (argument parsing, printing): the formulas it prints are mutated in their modules",
+    "kvstrategies/quantization_names.py": "a name table, no formula",
+    "kvstrategies/allocators/__init__.py": "re-exports only",
+    "kvstrategies/pools/runtime/__init__.py": "re-exports only",
+    "kvstrategies/models/__init__.py": "re-exports only",
+    "kvstrategies/models/parsers/__init__.py": "re-exports only",
+    "kvstrategies/planner/__init__.py": "re-exports only",
+    "kvstrategies/kernels/__init__.py": "re-exports only",
+    "kvstrategies/kernels/triton_kernels.py": "Triton kernels run on CUDA only; the CPU tests cannot reach them",
+    "kvstrategies/planner/plot.py": "matplotlib drawing glue, no formula",
+    "kvstrategies/planner/sweep_plot.py": "matplotlib drawing glue, no formula",
+    "kvstrategies/integrations/__init__.py": "package marker",
+    "kvstrategies/integrations/sglang/__init__.py": "re-exports only",
+    "kvstrategies/integrations/sglang/_launch_probe.py": "runs inside a live SGLang (CPU tests have none)",
+    "kvstrategies/integrations/sglang/bridge.py": "drives a live SGLang's own builders (CPU tests have none)",
+    "kvstrategies/integrations/sglang/compat.py": "adapters over a live SGLang's internals",
+    "kvstrategies/integrations/sglang/engine.py": "runs cases through a live SGLang",
+    "kvstrategies/integrations/sglang/hosts.py": "builds a live SGLang's configurator hosts",
+    "kvstrategies/integrations/sglang/runtime.py": "imports a live SGLang",
+    "kvstrategies/integrations/vllm/__init__.py": "re-exports only",
+    "kvstrategies/integrations/vllm/bridge.py": "drives a live vLLM (CPU tests have none)",
+    "kvstrategies/integrations/vllm/engine.py": "runs cases through a live vLLM",
+    "kvstrategies/integrations/vllm/requirements.py": "the vLLM install pin check",
+    "kvstrategies/integrations/vllm/runtime.py": "imports a live vLLM",
 }
 ROUNDING = {"align_down", "ceil_div", "ceil_align"}
 IGNORE = shutil.ignore_patterns(
@@ -197,6 +305,36 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "kvstrategies/strategies/default.py", r"tokens = max\(available_bytes, 0\) // cell", "c -> c+1", "0",
         "a non-zero cell is >= 2 B (K and V of one head of one layer), so 1 // cell == 0 // cell == 0",
         within=r"^max\(available_bytes, 0\)$",
+    ),
+    Equivalent(
+        "kvstrategies/planner/weights.py", r"if self\.tp_units <= 0 or tp <= 1:", "c -> c+1", "0",
+        "tp_units 1 (tp > 1): count / 1 * max(1, 1 // tp) == count, the early return's value",
+        after="1", scope="ParamGroup.per_rank",
+    ),
+    Equivalent(
+        "kvstrategies/planner/launch_defaults/backends.py",
+        r'return "aiter" if max\(1, m\.num_kv_heads // attn_tp\) in \(16, 128\)', "c -> c+1", "1",
+        "max(1, x) and max(2, x) differ only for x < 2, where both (1 or 2) are outside {16, 128}: triton either way",
+        after="2",
+    ),
+    Equivalent(
+        "kvstrategies/planner/launch_defaults/core.py", r"^max_prefill_tokens: int = 16384$", "c -> c+1", "16384",
+        "the field default is never used: LaunchResolution is built only by pipeline._initial, which always "
+        "passes max_prefill_tokens (16384 or the user's)", scope="LaunchResolution",
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/planner/launch_defaults/core.py", rf"^{name}: int = 1$", "c -> c+1", "1",
+            "LaunchInputs is built only by pipeline.resolve_launch_defaults, which passes every field: "
+            "the defaults are never read", scope="LaunchInputs",
+        )
+        for name in ("tp_size", "pp_size", "attn_dp_size", "dcp_size")
+    ),
+    Equivalent(
+        "kvstrategies/planner/launch_defaults/graphs.py",
+        r"ranges = \(\(4, 32, 4\), \(48, 256, 16\)", "c -> c+1", "256",
+        "range(48, 258, 16) and range(48, 257, 16) hold the same sizes (48..256): 257 is no step of 16 from 48",
+        after="257", within=r"^\(48, 256, 16\)$",
     ),
     Equivalent(
         "kvstrategies/context.py", r"return dcp if ctx\.is_draft_worker and dcp > 1 and", "> -> >=",
@@ -576,14 +714,40 @@ def run_mutant(copy: Path, mutant: Mutant, tests: list[str], deselect: list[str]
     return Outcome(mutant, "killed", _first_failure(output), seconds)
 
 
+def _node_regex(pattern: str) -> re.Pattern[str]:
+    """A node-id pattern whose only wildcard is ``*`` (brackets are literal: parametrize ids)."""
+    return re.compile("".join(".*" if part == "*" else re.escape(part) for part in re.split(r"(\*)", pattern)))
+
+
+_COLLECTED: dict[str, list[str]] = {}
+
+
+def _collect(path: str) -> list[str]:
+    """The node ids pytest collects from one test file (once per run)."""
+    if path not in _COLLECTED:
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-o", "addopts=", "-q", "-p", "no:cacheprovider", path],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        _COLLECTED[path] = [line for line in run.stdout.splitlines() if line.startswith(path + "::")]
+    return _COLLECTED[path]
+
+
 def _expand(patterns: list[str]) -> list[str]:
+    """Test paths, globs and node ids; a node part with ``*`` keeps the collected ids it matches."""
     out: list[str] = []
     for pattern in patterns:
         path_part, sep, node = pattern.partition("::")
         matches = sorted(ROOT.glob(path_part)) if any(c in path_part for c in "*?[") else [ROOT / path_part]
         for match in matches:
-            if match.exists():
-                out.append(str(match.relative_to(ROOT)) + (sep + node if sep else ""))
+            if not match.exists():
+                continue
+            rel = str(match.relative_to(ROOT))
+            if sep and "*" in node:
+                wanted = _node_regex(f"{rel}::{node}")
+                out.extend(n for n in _collect(rel) if wanted.fullmatch(n))
+            else:
+                out.append(rel + (sep + node if sep else ""))
     return list(dict.fromkeys(out))
 
 
@@ -673,7 +837,8 @@ def _run_group(
         if code not in (0, 1) or (code == 1 and not deselect):
             print(f"mutation_check: the unmutated test run fails (exit {code}):\n{output[-3000:]}", file=sys.stderr)
             return 2
-        print(f"tests: {' '.join(tests)}")
+        files = list(dict.fromkeys(t.partition("::")[0] for t in tests))
+        print(f"tests: {len(tests)} paths / node ids in {len(files)} files: {' '.join(files)}")
         print(f"baseline: passed in {time.perf_counter() - start:.1f}s"
               + (f"; {len(deselect)} failing before mutation, deselected: {' '.join(deselect)}" if deselect else ""))
         print(f"{len(mutants)} mutants in {nfiles} files ({len(skipped)} more skipped as equivalent), "
