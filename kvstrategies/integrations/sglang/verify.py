@@ -7,7 +7,7 @@ reasons of the known kinds used and a total. Exit status 1 on any unexplained di
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,23 +98,38 @@ def verdict_for(path: Path, sglang: dict[str, Any], sglang_version: str | None =
     return CaseVerdict(path.stem, status, tuple(k.kind for k in used), tuple(lines), tuple(left), seconds)
 
 
+#: one case's verdict from the engine's answer (path, answer, release planned for)
+Verdict = Callable[[Path, dict[str, Any], "str | None"], CaseVerdict]
+
+
+def recorded_report(
+    paths: Sequence[Path], recorded: Path, engine: str, version: str,
+    answer: Callable[[dict[str, Any]], dict[str, Any]], verdict: Verdict,
+) -> VerifyReport:  # fmt: skip
+    """Every case of ``paths`` against ``engine``'s answers recorded in ``recorded`` (a
+    ``golden/<engine>-<version>/`` folder): ``answer`` turns a stored snapshot into the engine's
+    answer, ``verdict`` compares it with the project; no engine needed."""
+    import time
+
+    from .snapshots import recorded_snapshot
+
+    started = time.perf_counter()
+    report = VerifyReport(version=f"{version} (recorded in {recorded})")
+    for path in paths:
+        report.verdicts.append(verdict(path, answer(recorded_snapshot(recorded, path, engine, version)), version))
+    report.timings = {"import": 0.0, "total": time.perf_counter() - started}
+    return report
+
+
 def verify_recorded(paths: Sequence[Path], recorded: Path, version: str) -> VerifyReport:
     """Compare the project, planning for ``version``, with SGLang's answers recorded in ``recorded``.
 
     ``recorded`` is ``golden/sglang-<version>/`` (``tools/record_golden.py --engine sglang``); a
     case with no recorded answer is a :class:`KVCacheConfigError` naming the folder.
     """
-    import time
+    from .snapshots import result_from_snapshot
 
-    from .snapshots import recorded_snapshot, result_from_snapshot
-
-    started = time.perf_counter()
-    report = VerifyReport(version=f"{version} (recorded in {recorded})")
-    for path in paths:
-        snapshot = recorded_snapshot(recorded, path, "SGLang", version)
-        report.verdicts.append(verdict_for(path, result_from_snapshot(snapshot), version))
-    report.timings = {"import": 0.0, "total": time.perf_counter() - started}
-    return report
+    return recorded_report(paths, recorded, "SGLang", version, result_from_snapshot, verdict_for)
 
 
 def verify(paths: Sequence[Path], sglang_version: str | None = None) -> VerifyReport:

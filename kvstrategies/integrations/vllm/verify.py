@@ -17,7 +17,7 @@ from ...errors import KVCacheConfigError
 from ...jsonio import read_json_object
 from ...releases import VLLM
 from ..sglang.bridge import case_hf_config
-from ..sglang.verify import CaseVerdict, VerifyReport
+from ..sglang.verify import CaseVerdict, VerifyReport, recorded_report
 from .compare import KNOWN_DIFFERENCES, difference_lines, explain
 
 
@@ -102,15 +102,9 @@ def verify_recorded(paths: Sequence[Path], recorded: Path, version: str) -> Veri
     """Compare the project's vLLM strategies with vLLM's answers recorded in ``recorded``
     (``golden/vllm-<version>/``, written by ``tools/record_golden.py --engine vllm``), no vLLM needed;
     a case with no recorded answer is a :class:`KVCacheConfigError` naming the folder."""
-    from .snapshots import recorded_snapshot, result_from_snapshot
+    from .snapshots import result_from_snapshot
 
-    started = time.perf_counter()
-    report = VerifyReport(version=f"{version} (recorded in {recorded})")
-    for path in paths:
-        snapshot = recorded_snapshot(recorded, path, "vLLM", version)
-        report.verdicts.append(verdict_for(path, result_from_snapshot(snapshot), version))
-    report.timings = {"import": 0.0, "total": time.perf_counter() - started}
-    return report
+    return recorded_report(paths, recorded, "vLLM", version, result_from_snapshot, verdict_for)
 
 
 def format_report(report: VerifyReport, *, verbose: bool = False, width: int = 110) -> list[str]:
