@@ -226,12 +226,12 @@ class ByRelease(Generic[T]):
         object.__setattr__(self, "_rules", tuple(rules))
 
     def at(self, release: EngineRelease) -> T:
-        """The value of the step whose rule holds for ``release`` (the last one if several do)."""
-        value = self.steps[0][1]
-        for rule, (_first, step_value) in zip(self._rules, self.steps, strict=True):
-            if rule.holds(release):
-                value = step_value
-        return value
+        """The value of the step whose rule holds for ``release`` (the last one if several do); a
+        release of another engine is a :class:`KVCacheConfigError`."""
+        held = [value for rule, (_first, value) in zip(self._rules, self.steps, strict=True) if rule.holds(release)]
+        if not held:
+            raise KVCacheConfigError(f"{self.key} is a value of {self.engine} releases; {release} is not one")
+        return held[-1]
 
 
 def _previous(release: EngineRelease) -> EngineRelease:

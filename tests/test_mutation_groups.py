@@ -62,3 +62,15 @@ def test_node_patterns_select_recorded_answers_of_one_release() -> None:
     assert regex.fullmatch("tests/test_sglang_golden.py::test_project_matches_sglang[0.5.23-default-llama]")
     assert not regex.fullmatch("tests/test_sglang_golden.py::test_project_matches_sglang[0.5.2-default-llama]")
     assert not regex.fullmatch("tests/test_sglang_golden.py::test_project_matches_sglang[0.5.15-default-llama]")
+
+
+def test_every_listed_test_file_exists() -> None:
+    """A test path that names no file is skipped by the tool's expansion, so a typo (or a file that
+    was never written) would silently weaken a group: each plain path must exist."""
+    missing = sorted({
+        f"{name}: {pattern}"
+        for name, group in TOOL.GROUPS.items()
+        for pattern in group.tests
+        if not any(c in pattern.partition("::")[0] for c in "*?[") and not (ROOT / pattern.partition("::")[0]).exists()
+    })  # fmt: skip
+    assert missing == []

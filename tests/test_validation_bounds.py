@@ -1,0 +1,96 @@
+"""The bounds of the case, knob and release checks, each at its edge: the last value accepted and
+the first refused (the minimums are SGLang's: a request cap, a context and a Mamba slot count of
+at least 1, zero extra decode slots or prefix tails allowed; the rest are the project's own
+limits on what a case may carry, ``kvstrategies.knobs`` and ``kvstrategies.releases``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kvstrategies.case import parse_case
+from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.knobs import MAX_CASE_KNOBS, MAX_KNOB_VALUE_CHARS, check_case_env, knob_value
+from kvstrategies.releases import NEWEST_VLLM, OLDEST_SGLANG, SGLANG_RELEASES, ByRelease, parse_release
+
+BASE: dict[str, Any] = {"preset": "llama-3.1-8b", "available_bytes": 2**34}
+
+
+def test_the_bounds_are_the_documented_numbers() -> None:
+    assert (MAX_KNOB_VALUE_CHARS, MAX_CASE_KNOBS) == (4096, 64)
+    assert OLDEST_SGLANG.text == "0.5.15" == SGLANG_RELEASES[0].text
+
+
+@pytest.mark.parametrize(
+    ("field", "lowest"),
+    [("max_running_requests", 1), ("max_tokens", 1), ("context_length", 1), ("max_mamba_cache_size", 1),
+     ("swa_prefix_tails", 0), ("disaggregation_decode_extra_slots", 0)],
+)  # fmt: skip
+def test_case_scheduling_minimums(field: str, lowest: int) -> None:
+    """The smallest value each field takes is accepted and carried as given; one less is refused
+    naming the field."""
+    ctx = parse_case({**BASE, field: lowest}).settings
+    name = {"max_tokens": "max_total_tokens"}.get(field, field)
+    assert getattr(ctx.scheduling, name) == lowest
+    with pytest.raises(KVCacheConfigError, match=field):
+        parse_case({**BASE, field: lowest - 1})
+
+
+@pytest.mark.parametrize("field", ["eagle_draft_num_layers", "eagle_draft_swa_num_layers"])
+def test_draft_layer_counts_may_be_zero(field: str) -> None:
+    ctx = parse_case({**BASE, "speculative_algorithm": "EAGLE", "speculative_num_draft_tokens": 4, field: 0}).settings
+    assert getattr(ctx.speculative, field) == 0
+    with pytest.raises(KVCacheConfigError, match=field):
+        parse_case({**BASE, "speculative_algorithm": "EAGLE", "speculative_num_draft_tokens": 4, field: -1})
+
+
+def test_swa_eviction_interval_bound() -> None:
+    """SGLANG_SWA_EVICTION_INTERVAL up to 2**20 tokens is carried; 2**20 + 1 is refused as absurd."""
+    ok = parse_case({**BASE, "env": {"SGLANG_SWA_EVICTION_INTERVAL": str(2**20)}}).settings
+    assert ok.knobs.swa_eviction_interval == 2**20
+    with pytest.raises(KVCacheConfigError, match="SGLANG_SWA_EVICTION_INTERVAL=1048577 is absurd"):
+        parse_case({**BASE, "env": {"SGLANG_SWA_EVICTION_INTERVAL": str(2**20 + 1)}})
+
+
+def test_knob_value_length_bound() -> None:
+    assert knob_value("SGLANG_X", "a" * 4096, "env") == "a" * 4096
+    with pytest.raises(KVCacheConfigError, match="at most 4096 characters"):
+        knob_value("SGLANG_X", "a" * 4097, "env")
+
+
+def test_case_env_knob_count_bound() -> None:
+    """64 entries reach the per-name checks (the first unknown name is refused); 65 are refused by count."""
+    with pytest.raises(KVCacheConfigError) as at_limit:
+        check_case_env({f"NOT_A_KNOB_{i}": "1" for i in range(64)})
+    assert "more than 64" not in str(at_limit.value) and "NOT_A_KNOB_" in str(at_limit.value)
+    with pytest.raises(KVCacheConfigError, match="sets 65 knobs, more than 64"):
+        check_case_env({f"NOT_A_KNOB_{i}": "1" for i in range(65)})
+
+
+def test_release_string_length_bound() -> None:
+    """Surrounding spaces are allowed up to 40 characters in all; 41 is refused before any parse."""
+    assert parse_release("0.5.20".ljust(40)).text == "0.5.20"
+    with pytest.raises(KVCacheConfigError, match="must be a release string"):
+        parse_release("0.5.20".ljust(41))
+
+
+def test_a_three_step_value_takes_each_step_over_its_own_releases() -> None:
+    """Steps at 0.5.15, 0.5.17 and 0.5.21: the rule of each step ends the release before the next."""
+    value = ByRelease("test-three-steps", (("0.5.15", "a"), ("0.5.17", "b"), ("0.5.21", "c")), "a test value",
+                      "nowhere", topic="test")  # fmt: skip
+    seen = {release.text: value.at(release) for release in SGLANG_RELEASES}
+    assert seen == {"0.5.15": "a", "0.5.16": "a", "0.5.17": "b", "0.5.18": "b", "0.5.19": "b", "0.5.20": "b",
+                    "0.5.21": "c", "0.5.22": "c", "0.5.23": "c"}  # fmt: skip
+    with pytest.raises(KVCacheConfigError, match="test-three-steps is a value of sglang releases"):
+        value.at(NEWEST_VLLM)
+
+
+def test_shown_describes_integers_past_256_bits_by_their_size() -> None:
+    """2**256 - 1 has 256 bits and is printed (cut to the width); 2**256 has 257 and is described:
+    int(257 * 0.30103) + 1 = 78 digits."""
+    from kvstrategies.validate import shown
+
+    assert shown(2**256 - 1, width=200) == str(2**256 - 1)
+    assert shown(2**256) == "<an integer of about 78 digits>"
+    assert shown(-(2**256)) == "-<an integer of about 78 digits>"
