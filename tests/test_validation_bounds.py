@@ -94,3 +94,34 @@ def test_shown_describes_integers_past_256_bits_by_their_size() -> None:
     assert shown(2**256 - 1, width=200) == str(2**256 - 1)
     assert shown(2**256) == "<an integer of about 78 digits>"
     assert shown(-(2**256)) == "-<an integer of about 78 digits>"
+
+
+def test_shown_cuts_at_the_width() -> None:
+    """repr of 78 letters is 80 characters: printed whole; of 79 letters, 81: cut to 77 + '...'."""
+    from kvstrategies.validate import shown
+
+    assert shown("x" * 78) == repr("x" * 78)
+    assert shown("x" * 79) == repr("x" * 79)[:77] + "..."
+    assert len(shown("x" * 79)) == 80
+
+
+def test_integers_of_up_to_1024_bits_pass_the_scan() -> None:
+    from kvstrategies.validate import check_sane_ints
+
+    check_sane_ints({"a": [2**1024 - 1]}, "case")  # 1,024 bits: accepted
+    with pytest.raises(KVCacheConfigError, match=r"case field 'a\[0\]' is <an integer of about 309 digits>"):
+        check_sane_ints({"a": [2**1024]}, "case")  # 1,025 bits: int(1025 * 0.30103) + 1 = 309 digits
+
+
+def test_check_int_takes_zero_by_default() -> None:
+    from kvstrategies.validate import check_int
+
+    assert check_int(0, "x") == 0
+    with pytest.raises(KVCacheConfigError, match="x"):
+        check_int(-1, "x")
+
+
+def test_pool_request_count_minimum() -> None:
+    assert parse_case({**BASE, "pool_max_running_requests": 1}).pool_max_running_requests == 1
+    with pytest.raises(KVCacheConfigError, match="pool_max_running_requests"):
+        parse_case({**BASE, "pool_max_running_requests": 0})
