@@ -12,7 +12,7 @@ import pytest
 from kvstrategies.case import parse_case
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.knobs import MAX_CASE_KNOBS, MAX_KNOB_VALUE_CHARS, check_case_env, knob_value
-from kvstrategies.releases import NEWEST_VLLM, OLDEST_SGLANG, SGLANG_RELEASES, ByRelease, parse_release
+from kvstrategies.releases import NEWEST_VLLM, OLDEST_SGLANG, SGLANG_RELEASES, ByRelease, all_rules, parse_release
 
 BASE: dict[str, Any] = {"preset": "llama-3.1-8b", "available_bytes": 2**34}
 
@@ -84,6 +84,9 @@ def test_a_three_step_value_takes_each_step_over_its_own_releases() -> None:
                     "0.5.21": "c", "0.5.22": "c", "0.5.23": "c"}  # fmt: skip
     with pytest.raises(KVCacheConfigError, match="test-three-steps is a value of sglang releases"):
         value.at(NEWEST_VLLM)
+    spans = {rule.key: rule.span.describe() for rule in all_rules() if rule.key.startswith("test-three-steps=")}
+    assert spans == {"test-three-steps='a'": "0.5.15 to 0.5.16", "test-three-steps='b'": "0.5.17 to 0.5.20",
+                     "test-three-steps='c'": "0.5.21 and later"}  # fmt: skip
 
 
 def test_shown_describes_integers_past_256_bits_by_their_size() -> None:
@@ -125,3 +128,9 @@ def test_pool_request_count_minimum() -> None:
     assert parse_case({**BASE, "pool_max_running_requests": 1}).pool_max_running_requests == 1
     with pytest.raises(KVCacheConfigError, match="pool_max_running_requests"):
         parse_case({**BASE, "pool_max_running_requests": 0})
+
+
+def test_pool_mamba_slot_minimum() -> None:
+    assert parse_case({**BASE, "pool_max_mamba_cache_size": 1}).pool_max_mamba_cache_size == 1
+    with pytest.raises(KVCacheConfigError, match="pool_max_mamba_cache_size"):
+        parse_case({**BASE, "pool_max_mamba_cache_size": 0})
