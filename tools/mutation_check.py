@@ -168,7 +168,7 @@ GROUPS: dict[str, Group] = {
     "golden": Group(
         ("kvstrategies/golden.py", "kvstrategies/golden_diff.py", "kvstrategies/report.py",
          "kvstrategies/jsonout.py", "kvstrategies/jsonio.py"),
-        ("tests/test_golden_tools_inputs.py", "tests/test_jsonout.py",
+        ("tests/test_golden_diff_lines.py", "tests/test_golden_tools_inputs.py", "tests/test_jsonout.py",
          "tests/test_golden.py"),
     ),
     "releases": Group(
