@@ -74,14 +74,34 @@ def case_with_config(path: Path, sglang_version: str | None = None) -> dict[str,
     return dict(case)
 
 
+def planned_or_refused(
+    document: Callable[[Path, str | None], dict[str, Any]], path: Path, version: str | None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The project's document for one case, or ``None`` and its refusal (a :class:`KVCacheConfigError`)."""
+    try:
+        return document(path, version), None
+    except KVCacheConfigError as exc:
+        return None, str(exc)
+
+
+def classified(
+    path: Path, lines: list[str], case: Callable[[], dict[str, Any]], seconds: float,
+    explain_lines: Callable[[dict[str, Any], list[str]], tuple[list[Any], list[str]]] = explain,
+) -> CaseVerdict:  # fmt: skip
+    """``match`` without difference lines; else ``known`` when the engine's known kinds
+    (``explain_lines``; SGLang's by default) explain every line (``case()`` loads the case they are
+    matched on), ``DIFF`` when some are left."""
+    if not lines:
+        return CaseVerdict(path.stem, "match", sglang_seconds=seconds)
+    used, left = explain_lines(case(), lines)
+    status = "DIFF" if left else "known"
+    return CaseVerdict(path.stem, status, tuple(k.kind for k in used), tuple(lines), tuple(left), seconds)
+
+
 def verdict_for(path: Path, sglang: dict[str, Any], sglang_version: str | None = None) -> CaseVerdict:
     """Compare one case's two documents (or refusals) for one SGLang release and classify the differences."""
     seconds = float(sglang.get("seconds", 0.0))
-    try:
-        ours: dict[str, Any] | None = project_document(path, sglang_version)
-        our_error = None
-    except KVCacheConfigError as exc:
-        ours, our_error = None, str(exc)
+    ours, our_error = planned_or_refused(project_document, path, sglang_version)
     theirs = sglang.get("document")
     if ours is None and theirs is None:
         return CaseVerdict(path.stem, "match", lines=("both refuse",), sglang_seconds=seconds)
@@ -91,11 +111,7 @@ def verdict_for(path: Path, sglang: dict[str, Any], sglang_version: str | None =
         lines = [f"kvstrategies: refused: {our_error}"]
     else:
         lines = difference_lines(ours, theirs)
-    if not lines:
-        return CaseVerdict(path.stem, "match", sglang_seconds=seconds)
-    used, left = explain(case_with_config(path, sglang_version), lines)
-    status = "DIFF" if left else "known"
-    return CaseVerdict(path.stem, status, tuple(k.kind for k in used), tuple(lines), tuple(left), seconds)
+    return classified(path, lines, lambda: case_with_config(path, sglang_version), seconds)
 
 
 #: one case's verdict from the engine's answer (path, answer, release planned for)

@@ -17,7 +17,7 @@ from ...errors import KVCacheConfigError
 from ...jsonio import read_json_object
 from ...releases import VLLM
 from ..sglang.bridge import case_hf_config
-from ..sglang.verify import CaseVerdict, VerifyReport, recorded_report
+from ..sglang.verify import CaseVerdict, VerifyReport, classified, planned_or_refused, recorded_report
 from .compare import KNOWN_DIFFERENCES, difference_lines, explain
 
 
@@ -55,14 +55,16 @@ def case_with_config(path: Path) -> dict[str, Any]:
     return case
 
 
+def _case_with_error(path: Path, our_error: str | None) -> dict[str, Any]:
+    case = case_with_config(path)
+    case["_our_error"] = our_error
+    return case
+
+
 def verdict_for(path: Path, vllm: dict[str, Any], vllm_version: str | None = None) -> CaseVerdict:
     """Compare one case's two documents (or refusals) and classify the differences."""
     seconds = float(vllm.get("seconds", 0.0))
-    try:
-        ours: dict[str, Any] | None = project_document(path, vllm_version)
-        our_error = None
-    except KVCacheConfigError as exc:
-        ours, our_error = None, str(exc)
+    ours, our_error = planned_or_refused(project_document, path, vllm_version)
     theirs = vllm.get("document")
     if ours is None and theirs is None:
         if same_refusal(str(our_error), str(vllm.get("error")), str(vllm.get("refused_by", "vllm"))):
@@ -74,13 +76,7 @@ def verdict_for(path: Path, vllm: dict[str, Any], vllm_version: str | None = Non
         lines = [f"kvstrategies: refused: {our_error}"]
     else:
         lines = difference_lines(ours, theirs)
-    if not lines:
-        return CaseVerdict(path.stem, "match", sglang_seconds=seconds)
-    case = case_with_config(path)
-    case["_our_error"] = our_error
-    used, left = explain(case, lines)
-    status = "DIFF" if left else "known"
-    return CaseVerdict(path.stem, status, tuple(k.kind for k in used), tuple(lines), tuple(left), seconds)
+    return classified(path, lines, lambda: _case_with_error(path, our_error), seconds, explain)
 
 
 def verify(paths: Sequence[Path]) -> VerifyReport:
