@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import KVCacheConfigError
+from .evolve import evolve
 
 
 def align_down(value: int, page_size: int) -> int:
@@ -62,7 +63,7 @@ class PoolSizes:
         return cls(**data)
 
     def replace(self, **changes: Any) -> PoolSizes:
-        return dataclasses.replace(self, **changes)
+        return evolve(self, **changes)
 
 
 def require_positive_tokens(tokens: int) -> None:

@@ -15,10 +15,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ...errors import KVCacheConfigError
+from ...evolve import evolve
 from ...models.architectures import model_type_row, require_loadable
 from ...releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, span
 from ..gpus import Accelerator
@@ -258,12 +259,12 @@ def _declare(res: LaunchResolution, setting: str, value: SettingValue, reason: s
     for the release by :func:`cite_sources` at the end); last declaration wins (ServerArgs.resolve_once order)."""
     applied = AppliedDefault(setting, value, reason)
     changes: dict[str, Any] = {setting: value, "applied": (*res.applied, applied)}
-    return replace(res, **changes)
+    return evolve(res, **changes)
 
 
 def cite_sources(res: LaunchResolution, release: EngineRelease) -> LaunchResolution:
     """Every applied default's section references replaced by ``release``'s SGLang source."""
-    return replace(res, applied=tuple(replace(a, reason=sglang_source(a.reason, release)) for a in res.applied))
+    return evolve(res, applied=tuple(evolve(a, reason=sglang_source(a.reason, release)) for a in res.applied))
 
 
 def _refuse(check: str, message: str) -> KVCacheConfigError:
