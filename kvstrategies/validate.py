@@ -59,13 +59,23 @@ def _is_huge(item: Any) -> bool:
     return isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > MAX_INT_BITS
 
 
+#: value types that cannot hold an integer (looked up by exact type: the common case of a scan)
+_LEAF_TYPES = frozenset({str, float, bool, type(None)})
+
+
 def _has_huge_int(value: Any) -> bool:
     stack: list[Any] = [value]
     seen = 0
     while stack and seen < _MAX_SCANNED:
         item = stack.pop()
         seen += 1
-        if isinstance(item, dict):
+        kind = type(item)
+        if kind in _LEAF_TYPES:
+            continue
+        if kind is int:
+            if item.bit_length() > MAX_INT_BITS:
+                return True
+        elif isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):
             stack.extend(item)

@@ -196,10 +196,14 @@ def _check_totals(config: Mapping[str, Any]) -> None:
             )
 
 
-def validate_planner_inputs(req: DeploymentRequest, config: Mapping[str, Any]) -> None:
+def validate_planner_inputs(
+    req: DeploymentRequest, config: Mapping[str, Any], *, request_checked: bool = False
+) -> None:
     """Everything :func:`~kvstrategies.planner.plan_deployment` reads, before any of it is used
-    (the config once per planning session: :mod:`kvstrategies.memo`)."""
-    validate_request(req)
+    (the config once per planning session: :mod:`kvstrategies.memo`); ``request_checked``: the
+    request was just built, and so checked, by :meth:`DeploymentRequest.replace`."""
+    if not request_checked:
+        validate_request(req)
 
     def check() -> bool:
         validate_config_fields(config)

@@ -8,6 +8,7 @@ as ``kvstrategies plan --available-bytes`` always did.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -169,7 +170,7 @@ def check_types(req: DeploymentRequest) -> None:
     strings or None, switches booleans, ``source`` a ``preset`` name or an ``hf_config`` object
     (plus an optional ``checkpoint`` folder), ``launch_extras`` known
     :class:`~kvstrategies.planner.launch_defaults.LaunchSettings` fields of their types."""
-    check_sane_ints({f.name: getattr(req, f.name) for f in dataclasses.fields(req) if f.name != "gpu"}, "request")
+    check_sane_ints({name: getattr(req, name) for name in _scanned_fields()}, "request")
     if not isinstance(req.model, str):
         raise KVCacheConfigError(f"model must be a string (a name for the report), got {req.model!r:.60}")
     for name in _TEXT_FIELDS:
@@ -225,15 +226,25 @@ def _check_source(source: Any) -> None:
         raise KVCacheConfigError(f"source['checkpoint'] must be a folder path, got {source['checkpoint']!r:.60}")
 
 
-def _check_launch_extras(extras: Any) -> None:
-    import dataclasses
+@functools.cache
+def _scanned_fields() -> tuple[str, ...]:
+    """The request fields :func:`check_types` scans for huge integers (all but the GPU's table entry)."""
+    return tuple(f.name for f in dataclasses.fields(DeploymentRequest) if f.name != "gpu")
 
+
+@functools.cache
+def _extra_kinds() -> tuple[frozenset[str], dict[str, str]]:
+    """The request's own field names (never an extra) and each LaunchSettings field an extra may set, with its type."""
     from .launch_defaults import LaunchSettings
 
+    own = frozenset({f.name for f in dataclasses.fields(DeploymentRequest)} | {"speculative_dflash_block_size"})
+    return own, {f.name: str(f.type) for f in dataclasses.fields(LaunchSettings) if f.name not in own}
+
+
+def _check_launch_extras(extras: Any) -> None:
     if not isinstance(extras, Mapping):
         raise KVCacheConfigError(f"launch_extras must be a mapping of LaunchSettings fields, got {extras!r:.60}")
-    own = {f.name for f in dataclasses.fields(DeploymentRequest)} | {"speculative_dflash_block_size"}
-    kinds = {f.name: str(f.type) for f in dataclasses.fields(LaunchSettings) if f.name not in own}
+    own, kinds = _extra_kinds()
     for key, value in extras.items():
         if key in own:
             raise KVCacheConfigError(f"launch_extras[{key!r}]: set {key} as the request's own field instead")

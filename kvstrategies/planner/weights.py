@@ -363,6 +363,13 @@ class WeightEstimate:
         """
         if tp < 1 or pp < 1 or not 0 <= pp_rank < pp:
             raise KVCacheConfigError(f"invalid tp={tp} pp={pp} pp_rank={pp_rank}")
+        key = ("stage", tp, pp, pp_rank, include_mtp, attn_tp)  # the fix search asks again for each change
+        known: int | None = self._memo.get(key)
+        if known is None:
+            known = self._memo[key] = self._stage_bytes(tp, pp, pp_rank, include_mtp, attn_tp)
+        return known
+
+    def _stage_bytes(self, tp: int, pp: int, pp_rank: int, include_mtp: bool, attn_tp: int | None) -> int:
         start, end = get_pp_indices(self.num_layers, pp_rank, pp)
         first, last = pp_rank == 0, pp_rank == pp - 1
         terms: list[float] = []

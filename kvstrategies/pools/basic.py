@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..dtypes import DType
 from ..releases import ReleaseRule, span
 from ..sizing import ceil_align
-from .layout import BufferRole, BufferSpec, PoolLayout, ViewOf
+from .layout import BufferRole, BufferSpec, PoolLayout, ViewOf, layer_names
 
 #: the request pool keeps a per-row reuse counter, ``req_generation`` (int64, on the CPU)
 REQ_GENERATION_COUNTER = ReleaseRule(
@@ -38,34 +38,21 @@ def mha_layout(
     as :meth:`~kvstrategies.pools.layout.PoolLayout.prefixed` would name them.
     """
     rows = size + page_size
-    pre = f"{prefix}." if prefix else ""
-    fused = head_dim == v_head_dim
     buffers: list[BufferSpec] = []
-    first: tuple[BufferSpec, ...] = ()  # layer 0's buffers, built and checked; every layer copies them
-    for layer in range(layer_num):
-        if fused:
-            storage = f"kv_storage[{layer}]"
-            if not first:
-                padded = ceil_align(rows, page_size)
-                first = (
-                    BufferSpec(storage, (2, padded, head_num, head_dim), store_dtype, engine_facing=False),
-                    *(BufferSpec(f"{name}[{layer}]", (rows, head_num, head_dim), store_dtype,
-                                 view=ViewOf(storage, (half,), rows))
-                      for half, name in enumerate(("k_buffer", "v_buffer"))),
-                )  # fmt: skip
-            buffers.append(first[0].renamed(pre + storage))
-            for half, name in enumerate(("k_buffer", "v_buffer")):
-                view = first[1 + half].view
-                assert view is not None  # layer 0's halves are views of its storage
-                buffers.append(first[1 + half].renamed(f"{pre}{name}[{layer}]", view.of(pre + storage)))
-        else:
-            if not first:
-                first = (
-                    BufferSpec(f"k_buffer[{layer}]", (rows, head_num, head_dim), store_dtype),
-                    BufferSpec(f"v_buffer[{layer}]", (rows, head_num, v_head_dim), store_dtype),
-                )
-            buffers.append(first[0].renamed(f"{pre}k_buffer[{layer}]"))
-            buffers.append(first[1].renamed(f"{pre}v_buffer[{layer}]"))
+    if head_dim == v_head_dim:
+        padded = ceil_align(rows, page_size)
+        storage = BufferSpec("kv_storage[0]", (2, padded, head_num, head_dim), store_dtype, engine_facing=False)
+        k_view, v_view = ViewOf("kv_storage[0]", (0,), rows), ViewOf("kv_storage[0]", (1,), rows)
+        k = BufferSpec("k_buffer[0]", (rows, head_num, head_dim), store_dtype, view=k_view)
+        v = BufferSpec("v_buffer[0]", (rows, head_num, head_dim), store_dtype, view=v_view)
+        for storage_name, k_name, v_name in layer_names(prefix, ("kv_storage", "k_buffer", "v_buffer"), layer_num):
+            buffers += (storage.renamed(storage_name), k.renamed(k_name, k_view.of(storage_name)),
+                        v.renamed(v_name, v_view.of(storage_name)))  # fmt: skip
+    else:
+        k = BufferSpec("k_buffer[0]", (rows, head_num, head_dim), store_dtype)
+        v = BufferSpec("v_buffer[0]", (rows, head_num, v_head_dim), store_dtype)
+        for k_name, v_name in layer_names(prefix, ("k_buffer", "v_buffer"), layer_num):
+            buffers += (k.renamed(k_name), v.renamed(v_name))
     attributes: tuple[tuple[str, int | str | None], ...] = (
         ("size", size),
         ("page_size", page_size),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
@@ -41,8 +41,10 @@ class ViewOf:
 
     def of(self, source: str) -> ViewOf:
         """The same view of another allocation (``dataclasses.replace(self, source=...)``, cheaper)."""
+        fields = self.__dict__.copy()
+        fields["source"] = source
         copy: ViewOf = object.__new__(ViewOf)
-        copy.__dict__.update(vars(self), source=source)
+        object.__setattr__(copy, "__dict__", fields)
         return copy
 
 
@@ -81,9 +83,21 @@ class BufferSpec:
         """This buffer as ``name`` (a view of ``view``), otherwise the same: a copy, not checked
         again (its shape was checked when this one was built). Per-layer buffers of one shape
         are built this way."""
+        fields = self.__dict__.copy()
+        fields["name"] = name
+        fields["view"] = view
         copy: BufferSpec = object.__new__(BufferSpec)
-        copy.__dict__.update(vars(self), name=name, view=view)
+        object.__setattr__(copy, "__dict__", fields)
         return copy
+
+
+@lru_cache(maxsize=512)
+def layer_names(prefix: str, names: tuple[str, ...], layer_num: int) -> tuple[tuple[str, ...], ...]:
+    """Per layer, each of ``names`` as that layer's buffer under ``prefix`` (``("full", ("k_buffer",), 2)``
+    -> ``(("full.k_buffer[0]",), ("full.k_buffer[1]",))``); cached, as every plan of a model names the same
+    layers again."""
+    pre = f"{prefix}." if prefix else ""
+    return tuple(tuple(f"{pre}{name}[{layer}]" for name in names) for layer in range(layer_num))
 
 
 @dataclass(frozen=True)
