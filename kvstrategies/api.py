@@ -138,13 +138,78 @@ def plan(
     larger than the budget (plus two pages of padding) are refused with :class:`InsufficientMemoryError`
     (:mod:`kvstrategies.budget_check`).
     """
+    return size_plan(
+        ctx,
+        available_bytes,
+        max_tokens=max_tokens,
+        pool_max_tokens=pool_max_tokens,
+        pool_max_running_requests=pool_max_running_requests,
+        pool_max_mamba_cache_size=pool_max_mamba_cache_size,
+    ).laid_out()
+
+
+@dataclass(frozen=True)
+class SizedPlan:
+    """A rank sized, its pools not yet laid out: ``plan(...)`` is ``size_plan(...).laid_out()``.
+
+    For a caller that reads the sizes first and lays out only some plans: the planner's fix
+    search sizes a dozen changed deployments and lays out those it offers. ``sizes`` are the
+    final sizes (``resolution.sizes``). A draft worker or a vLLM plan is planned whole here (its
+    sizes come with its layout).
+    """
+
+    ctx: KVCacheSettings
+    available_bytes: int
+    resolution: Resolution
+    target: _TargetSizes | None = None  # a target rank's sizes, laid out by laid_out()
+    whole: Plan | None = None  # a draft worker's or vLLM plan, planned whole
+
+    @property
+    def sizes(self) -> PoolSizes:
+        return self.resolution.sizes
+
+    def laid_out(self) -> Plan:
+        """The plan: the target's pools laid out, and refused when their K/V buffers exceed the
+        budget (:func:`~kvstrategies.budget_check.check_layout_within_budget`); a plan made whole as it is."""
+        if self.whole is not None:
+            return self.whole
+        target = self.target
+        assert target is not None  # size_plan sets one of target and whole
+        configurator = target.resolution.configurator
+        layout = _layout(configurator, target.pool_sizes, target.sizes, target.capped)
+        if target.pool_sizes is target.sizes:  # a layout at an asked size (max_tokens, what-if) follows that size
+            check_layout_within_budget(type(configurator).__name__, layout, self.available_bytes, self.ctx.page_size,
+                                       self.ctx.parallel.dcp_size, float(configurator.cell_size_bytes))  # fmt: skip
+        return Plan(
+            configurator=configurator,
+            available_bytes=self.available_bytes,
+            sizes=target.sizes,
+            sizes_from_max_tokens=target.capped,
+            pool_sizes=target.pool_sizes,
+            layout=layout,
+            resolution=target.resolution,
+        )
+
+
+def size_plan(
+    ctx: KVCacheContext | KVCacheSettings,
+    available_bytes: int,
+    *,
+    max_tokens: int | None = None,
+    pool_max_tokens: int | None = None,
+    pool_max_running_requests: int = 8,
+    pool_max_mamba_cache_size: int | None = None,
+) -> SizedPlan:
+    """:func:`plan` up to the layout: select the strategy and size every pool (same arguments,
+    same checks and refusals of the sizing); :meth:`SizedPlan.laid_out` finishes it."""
     ctx = as_settings(ctx)
     _check_arguments(ctx, available_bytes, max_tokens, pool_max_tokens, pool_max_running_requests,
                      pool_max_mamba_cache_size)  # fmt: skip
     if ctx.release.engine == VLLM:
-        return _plan_vllm(ctx, available_bytes, max_tokens)
+        whole = _plan_vllm(ctx, available_bytes, max_tokens)
+        return SizedPlan(ctx, available_bytes, whole.resolution, whole=whole)
     if ctx.is_draft_worker:
-        return _plan_draft_worker(
+        whole = _plan_draft_worker(
             ctx,
             available_bytes,
             max_tokens=max_tokens,
@@ -152,22 +217,10 @@ def plan(
             pool_max_running_requests=pool_max_running_requests,
             pool_max_mamba_cache_size=pool_max_mamba_cache_size,
         )
+        return SizedPlan(ctx, available_bytes, whole.resolution, whole=whole)
     target = _size_target(ctx, available_bytes, max_tokens, pool_max_tokens, pool_max_running_requests,
                           pool_max_mamba_cache_size)  # fmt: skip
-    configurator = target.resolution.configurator
-    layout = _layout(configurator, target.pool_sizes, target.sizes, target.capped)
-    if target.pool_sizes is target.sizes:  # a layout at an asked size (max_tokens, what-if) follows that size
-        check_layout_within_budget(type(configurator).__name__, layout, available_bytes, ctx.page_size,
-                                   ctx.parallel.dcp_size, float(configurator.cell_size_bytes))  # fmt: skip
-    return Plan(
-        configurator=configurator,
-        available_bytes=available_bytes,
-        sizes=target.sizes,
-        sizes_from_max_tokens=target.capped,
-        pool_sizes=target.pool_sizes,
-        layout=layout,
-        resolution=target.resolution,
-    )
+    return SizedPlan(ctx, available_bytes, target.resolution, target=target)
 
 
 def _plan_vllm(ctx: KVCacheContext, available_bytes: int, max_tokens: int | None) -> Plan:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ..api import Plan, plan
+from ..api import Plan, SizedPlan, size_plan
 from ..case import Case, at_budget, parse_case
 from ..memo import in_session
 from ..pools.layout import KVPoolsLayout
@@ -55,6 +55,10 @@ class DeploymentPlan:
     def breakdown(self) -> Breakdown:
         """Where one rank's memory goes (:func:`~kvstrategies.planner.breakdown.build_breakdown`)."""
         return build_breakdown(self.budget, self.layout)
+
+    def laid_out(self) -> DeploymentPlan:
+        """Itself: its pools are laid out (so a whole plan is a fix-search candidate too, :class:`SizedDeployment`)."""
+        return self
 
     @property
     def defaults(self) -> tuple[AppliedDefault, ...]:
@@ -109,7 +113,7 @@ def _assemble(
     budget: KVBudget,
     case: Case,
     planned: Plan,
-    lengths: tuple[int, ...],
+    fit: FitReport,
     config_defaults: tuple[AppliedDefault, ...] = (),
 ) -> DeploymentPlan:
     sizes, layout = final_layout(planned)
@@ -121,10 +125,29 @@ def _assemble(
         planned=planned,
         sizes=sizes,
         layout=layout,
-        fit=fit_report(planned.ctx, sizes, lengths),
+        fit=fit,
         fixes=(),
         derived=(*config_defaults, *derived_defaults(request, launch, planned, sizes)),
     )
+
+
+@dataclass(frozen=True)
+class SizedDeployment:
+    """A deployment sized, its pools not laid out yet: what the fix search reads of a changed
+    deployment (its fit and budget); :meth:`laid_out` makes it the :class:`DeploymentPlan`
+    (the layout and its refusals, :meth:`kvstrategies.api.SizedPlan.laid_out`)."""
+
+    request: DeploymentRequest
+    launch: LaunchResolution | None
+    budget: KVBudget
+    case: Case
+    sized: SizedPlan
+    fit: FitReport
+    config_defaults: tuple[AppliedDefault, ...] = ()
+
+    def laid_out(self) -> DeploymentPlan:
+        planned = self.sized.laid_out()
+        return _assemble(self.request, self.launch, self.budget, self.case, planned, self.fit, self.config_defaults)
 
 
 def state_reserved_fields(fields: Mapping[str, Any], budget_bytes: int) -> dict[str, Any]:
@@ -164,6 +187,23 @@ def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> Deployme
 
     What SGLang would refuse at launch is refused first (:func:`.refusals.admit`)."""
     validate_planner_inputs(req, req.hf_config())  # before any reader (the refusals' parse included) loops
+    result = _size_deployment(req).laid_out()
+    if not suggest or result.fit.context_fits:
+        return result
+    fixes = suggest_fixes(result, req, replan_deployment)
+    return dataclasses.replace(result, fixes=fixes)
+
+
+@in_session
+def replan_deployment(changed: DeploymentRequest) -> SizedDeployment:
+    """A changed request of the fix search (:mod:`.fixes`), sized without fixes; the search lays
+    out the ones it offers. Its fields are not checked again: the search built it with
+    :meth:`DeploymentRequest.replace`, which checks them (``DeploymentRequest.__post_init__``)."""
+    validate_planner_inputs(changed, changed.hf_config(), request_checked=True)
+    return _size_deployment(changed)
+
+
+def _size_deployment(req: DeploymentRequest) -> SizedDeployment:
     req, config_defaults = admit(req)
     config = req.hf_config()
     launch = resolve_launch(req, config)
@@ -171,12 +211,9 @@ def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> Deployme
     budget = kv_budget(req, config, launch)
     check_budget_sane(budget, None if req.gpu is None else req.gpu.capacity_bytes)
     case = state_reserved_case(fields, budget.available_bytes)
-    planned = plan(case.settings, case.available_bytes, max_tokens=case.max_tokens)
-    result = _assemble(req, launch, budget, case, planned, req.request_lengths, config_defaults)
-    if not suggest or result.fit.context_fits:
-        return result
-    fixes = suggest_fixes(result, req, lambda changed: plan_deployment(changed, suggest=False))
-    return dataclasses.replace(result, fixes=fixes)
+    sized = size_plan(case.settings, case.available_bytes, max_tokens=case.max_tokens)
+    fit = fit_report(sized.resolution.configurator.ctx, sized.sizes, req.request_lengths)
+    return SizedDeployment(req, launch, budget, case, sized, fit, config_defaults)
 
 
 def deployment_from_case(case: Case, planned: Plan, lengths: tuple[int, ...] = ()) -> DeploymentPlan:
@@ -186,4 +223,4 @@ def deployment_from_case(case: Case, planned: Plan, lengths: tuple[int, ...] = (
         source="given",
         assumptions=("KV budget per rank from the case file (available_bytes)",),
     )
-    return _assemble(None, None, budget, case, planned, lengths)
+    return _assemble(None, None, budget, case, planned, fit_report(planned.ctx, planned.resolution.sizes, lengths))

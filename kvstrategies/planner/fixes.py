@@ -48,7 +48,22 @@ class PlannedDeployment(Protocol):
     def planned(self) -> Plan: ...
 
 
-Replan = Callable[[DeploymentRequest], PlannedDeployment]
+class SizedCandidate(Protocol):
+    """A changed deployment, sized (``planner.deployment.SizedDeployment`` is one): the search
+    reads its fit and budget, and lays out (:meth:`laid_out`) only a candidate it offers."""
+
+    @property
+    def fit(self) -> FitReport: ...
+
+    @property
+    def budget(self) -> KVBudget: ...
+
+    def laid_out(self) -> object:
+        """The planned deployment; raises :class:`KVCacheConfigError` when its pools cannot be laid out."""
+        ...
+
+
+Replan = Callable[[DeploymentRequest], SizedCandidate]
 MAX_SUGGESTED_TP = 8
 MAX_SUGGESTED_MFS = 0.95
 #: the kinds of change, cheapest first: accuracy, then risk, then capability, then hardware
@@ -98,18 +113,41 @@ class Fix:
                 "changes": changes}  # fmt: skip
 
 
-def _try(replan: Replan, req: DeploymentRequest) -> PlannedDeployment | None:
+def _try(replan: Replan, req: DeploymentRequest) -> SizedCandidate | None:
     try:
         return replan(req)
     except KVCacheConfigError:
         return None
 
 
-def _fix(setting: str, value: str | int | float, flag: str, plan: PlannedDeployment, cost: str,
+def _lays_out(candidate: SizedCandidate) -> bool:
+    """Whether the candidate's pools can be laid out: a fix is offered only when its whole plan
+    succeeds, as a plan of the changed request would."""
+    try:
+        candidate.laid_out()
+    except KVCacheConfigError:
+        return False
+    return True
+
+
+def _fix(setting: str, value: str | int | float, flag: str, plan: SizedCandidate, cost: str,
          changes: Mapping[str, Any], note: str = "") -> Fix:  # fmt: skip
     fit = plan.fit
     return Fix(setting, value, flag, fit.capacity_tokens, fit.max_fitting_length, note, cost, fit.context_fits,
                tuple(changes.items()))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A change that gains (:meth:`Search.gains`), sized but not yet laid out."""
+
+    fix: Fix
+    sized: SizedCandidate
+
+
+def first_laid_out(candidates: Iterable[Candidate]) -> Fix | None:
+    """The first candidate, in the order given, whose pools can be laid out."""
+    return next((c.fix for c in candidates if _lays_out(c.sized)), None)
 
 
 @dataclass(frozen=True)
@@ -122,16 +160,23 @@ class Search:
     baseline: int
     current: PlannedDeployment | None = None
 
-    def gains(self, plan: PlannedDeployment | None) -> bool:
+    def gains(self, plan: SizedCandidate | None) -> bool:
         """The changed plan fits the whole context, or holds more tokens than now."""
         return plan is not None and (plan.fit.context_fits or plan.fit.capacity_tokens > self.baseline)
 
-    def attempt(self, setting: str, value: str | int | float, flag: str, cost: str, note: str = "",
-                **changes: Any) -> Fix | None:  # fmt: skip
+    def candidate(self, setting: str, value: str | int | float, flag: str, cost: str, note: str = "",
+                  **changes: Any) -> Candidate | None:  # fmt: skip
+        """The change, sized, when it gains (not yet laid out: :func:`first_laid_out`)."""
         changed = _try(self.replan, self.req.replace(**changes))
         if changed is None or not self.gains(changed):
             return None
-        return _fix(setting, value, flag, changed, cost, changes, note)
+        return Candidate(_fix(setting, value, flag, changed, cost, changes, note), changed)
+
+    def attempt(self, setting: str, value: str | int | float, flag: str, cost: str, note: str = "",
+                **changes: Any) -> Fix | None:  # fmt: skip
+        """The change as a fix, when it gains and its pools can be laid out."""
+        found = self.candidate(setting, value, flag, cost, note, **changes)
+        return None if found is None else first_laid_out((found,))
 
 
 def _kv_itemsize(search: Search) -> float | None:
@@ -169,7 +214,7 @@ def _tensor_parallel(search: Search) -> Fix | None:
     layouts = [(tp, req.pp_size) for tp in (req.tp_size * 2**k for k in range(1, 4)) if tp <= MAX_SUGGESTED_TP]
     if req.tp_size * 2 > MAX_SUGGESTED_TP or search.current is None:
         layouts.append((MAX_SUGGESTED_TP, req.pp_size * 2))  # TP 8 x PP 2: two nodes
-    best: Fix | None = None
+    short: list[Candidate] = []  # gains, the whole context still does not fit
     for tp, pp in layouts:
         if (tp, pp) == (req.tp_size, req.pp_size):
             continue
@@ -178,12 +223,14 @@ def _tensor_parallel(search: Search) -> Fix | None:
         flag = f"--tp {tp}" + (f" --pp-size {pp}" if pp != req.pp_size else "")
         cost = f"{_gpus(tp * pp * req.dp_replicas)} instead of {world}"
         changes = {"tp_size": tp, "pp_size": pp, "weight_bytes": weights}
-        fix = search.attempt("tp_size", tp, flag, cost, note, **changes)
-        if fix is not None and fix.context_fits:
-            return fix
-        if fix is not None and (best is None or fix.capacity_tokens > best.capacity_tokens):
-            best = fix
-    return best
+        found = search.candidate("tp_size", tp, flag, cost, note, **changes)
+        if found is not None and found.fix.context_fits:
+            if _lays_out(found.sized):
+                return found.fix
+        elif found is not None:
+            short.append(found)
+    # else the most tokens (the smallest layout among equals), laid out only now
+    return first_laid_out(sorted(short, key=lambda c: -c.fix.capacity_tokens))
 
 
 def _slack_text(budget: KVBudget) -> str:
@@ -201,12 +248,14 @@ def _mem_fraction(search: Search) -> Fix | None:
     if start > stop:
         return None
 
-    planned: dict[int, PlannedDeployment | None] = {}
+    planned: dict[int, SizedCandidate | None] = {}
 
-    def plan_at(thousandths: int) -> PlannedDeployment | None:
+    def plan_at(thousandths: int) -> SizedCandidate | None:
+        """The plan at this fraction when the whole context fits (laid out only then)."""
         if thousandths not in planned:
             changed = _try(search.replan, req.replace(mem_fraction_static=thousandths / 1000))
-            planned[thousandths] = changed if changed is not None and changed.fit.context_fits else None
+            fits = changed is not None and changed.fit.context_fits and _lays_out(changed)
+            planned[thousandths] = changed if fits else None
         return planned[thousandths]
 
     top = plan_at(stop)
@@ -240,7 +289,7 @@ def _mem_fraction(search: Search) -> Fix | None:
                 {"mem_fraction_static": value})  # fmt: skip
 
 
-def _fraction_guess(search: Search, now: int, top: PlannedDeployment, stop: int) -> int | None:
+def _fraction_guess(search: Search, now: int, top: SizedCandidate, stop: int) -> int | None:
     """Where the token capacity, straight between the current plan (``now`` thousandths) and the
     plan at ``stop``, reaches the model's context: the first fraction :func:`_mem_fraction` plans
     (then the one below it, which settles the answer when the line was right; a binary search
@@ -273,15 +322,17 @@ def _larger_gpu(search: Search) -> Fix | None:
         return None
     larger = sorted((g for g in GPUS if g.platform == gpu.platform and g.source and g.capacity_mib is not None
                      and g.capacity_mib > gpu.capacity_mib), key=lambda g: g.capacity_mib or 0)  # fmt: skip
-    best: Fix | None = None
+    short: list[Candidate] = []  # gains, the whole context still does not fit
     for other in larger:
         size = (other.capacity_mib or 0) / 1024
         cost = f"another GPU: {other.name}, {size:.0f} GiB instead of {gpu.capacity_mib / 1024:.0f}"
-        fix = search.attempt("gpu", other.name, f"--gpu {other.name}", cost, gpu=other)
-        if fix is not None and fix.context_fits:
-            return fix
-        best = best or fix
-    return best
+        found = search.candidate("gpu", other.name, f"--gpu {other.name}", cost, gpu=other)
+        if found is not None and found.fix.context_fits:
+            if _lays_out(found.sized):
+                return found.fix
+        elif found is not None:
+            short.append(found)
+    return first_laid_out(short)  # else the smallest GPU that gains, laid out only now
 
 
 CANDIDATES: tuple[Callable[[Search], Fix | None], ...] = (

@@ -11,7 +11,7 @@ import re
 
 from ..errors import InsufficientMemoryError
 from ..memo import in_session
-from .deployment import DeploymentPlan, plan_deployment
+from .deployment import DeploymentPlan, plan_deployment, replan_deployment
 from .fixes import Fix, replan_options
 from .request import DeploymentRequest
 from .run_command import gpu_count
@@ -58,5 +58,5 @@ def plan_or_replan(req: DeploymentRequest) -> DeploymentPlan:
     try:
         return plan_deployment(req)
     except InsufficientMemoryError as exc:
-        options = replan_options(req, lambda changed: plan_deployment(changed, suggest=False))
+        options = replan_options(req, replan_deployment)
         raise DoesNotFitError(headline(req, exc, options), req, options) from exc
