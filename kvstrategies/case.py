@@ -29,6 +29,7 @@ from .context import (
 from .dtypes import DType, require_release_kv_cache_dtype, resolve_kv_cache_dtype
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
 from .knobs import check_case_env
+from .memo import remember
 from .models import ModelGeometry, parse_hf_config
 from .models.architectures import require_loadable
 from .releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, ReleaseRule, parse_release, span
@@ -436,9 +437,13 @@ def _check_context_length(settings: KVCacheSettings, env: Mapping[str, Any]) -> 
 
 
 def _with_model_dtype(geometry: ModelGeometry, dtype: DType) -> ModelGeometry:
+    """``geometry`` served in ``dtype`` (checked again, once per planning session: :mod:`kvstrategies.memo`)."""
     import dataclasses
 
-    return dataclasses.replace(geometry, model_dtype=dtype)
+    if geometry.model_dtype is dtype:
+        return geometry
+    return remember(("model_dtype", id(geometry), dtype), lambda: dataclasses.replace(geometry, model_dtype=dtype),
+                    geometry)  # fmt: skip
 
 
 def read_json_file(path: str | Path) -> Any:
