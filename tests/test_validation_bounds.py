@@ -134,3 +134,38 @@ def test_pool_mamba_slot_minimum() -> None:
     assert parse_case({**BASE, "pool_max_mamba_cache_size": 1}).pool_max_mamba_cache_size == 1
     with pytest.raises(KVCacheConfigError, match="pool_max_mamba_cache_size"):
         parse_case({**BASE, "pool_max_mamba_cache_size": 0})
+
+
+def test_the_huge_int_scan_looks_at_a_bounded_number_of_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scan counts the values it pops, the container itself included, and stops at the bound
+    (a config has a few thousand values; a hostile one cannot make a scan loop forever). The
+    stack pops the last element first: in ``[huge, 0]`` the list, ``0`` and then ``huge`` are the
+    values 1, 2 and 3."""
+    from kvstrategies import validate
+    from kvstrategies.validate import check_sane_ints
+
+    monkeypatch.setattr(validate, "_MAX_SCANNED", 3)
+    with pytest.raises(KVCacheConfigError, match=r"case field '\[0\]' is <an integer of about"):
+        check_sane_ints([2**1024, 0], "case")  # the third value: scanned, and its place named
+    check_sane_ints([2**1024, 0, 0], "case")  # the fourth value: past the bound, not scanned
+    monkeypatch.setattr(validate, "_MAX_SCANNED", 4)
+    with pytest.raises(KVCacheConfigError, match=r"case field '\[0\]'"):
+        check_sane_ints([2**1024, 0, 0], "case")
+
+
+def test_a_run_reads_at_most_the_documented_number_of_case_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``validate_case_files`` takes 100,000 files and refuses the 100,001st before reading it
+    (the files themselves stubbed: only the count is under test)."""
+    from pathlib import Path
+
+    from kvstrategies import case_validation
+
+    read: list[Path] = []
+    monkeypatch.setattr(case_validation, "read_json_object", lambda path, what: read.append(path) or {})
+    monkeypatch.setattr(case_validation, "validate_case_document", lambda data, where: data)
+    paths = [Path(f"case-{i}.json") for i in range(100_001)]
+    assert len(case_validation.validate_case_files(paths[:100_000])) == 100_000
+    read.clear()
+    with pytest.raises(KVCacheConfigError, match="more than 100,000 case files; run them in batches"):
+        case_validation.validate_case_files(paths)
+    assert len(read) == 100_000  # the 100,001st is refused unread

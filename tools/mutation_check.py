@@ -168,8 +168,8 @@ GROUPS: dict[str, Group] = {
     "golden": Group(
         ("kvstrategies/golden.py", "kvstrategies/golden_diff.py", "kvstrategies/report.py",
          "kvstrategies/jsonout.py", "kvstrategies/jsonio.py"),
-        ("tests/test_golden_diff_lines.py", "tests/test_golden_tools_inputs.py", "tests/test_jsonout.py",
-         "tests/test_golden.py"),
+        ("tests/test_golden_gaps.py", "tests/test_golden_diff_lines.py", "tests/test_golden_tools_inputs.py",
+         "tests/test_jsonout.py", "tests/test_golden.py"),
     ),
     "releases": Group(
         ("kvstrategies/releases.py", "kvstrategies/release_report.py", "kvstrategies/knobs.py",
@@ -466,6 +466,24 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         "kvstrategies/pools/dsv4.py", r"compress_state_last_dim\(128, head_dim\)", "c -> c+1", "128",
         "compress_state_last_dim only tests ratio == 4: 128 and 129 both take the no-overlap branch",
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/validate.py", r"return math.inf if value > 0 else -math.inf", kind, before,
+            "reached only when float(value) overflows, i.e. |value| > 1.8e308: never 0 or 1, so > 0, >= 0 and "
+            "> 1 pick the same sign",
+            scope="finite_float",
+        )
+        for kind, before in (("> -> >=", "value > 0"), ("c -> c+1", "0"))
+    ),
+    Equivalent(
+        "kvstrategies/jsonio.py", r'getattr\(os, "O_NONBLOCK", 0\)', "c -> c+1", "0",
+        "the default applies only where os has no O_NONBLOCK (Windows); POSIX, where the tests run, always has it",
+    ),
+    Equivalent(
+        "kvstrategies/jsonio.py", r"data = handle.read\(limit \+ 1\)", "c -> c+1", "1",
+        "reading limit + 2 instead of limit + 1 bytes changes no outcome: the check is len(data) > limit, true "
+        "for every file over the limit either way, and a file within it is read whole both ways",
     ),
 )
 
