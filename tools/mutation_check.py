@@ -116,8 +116,8 @@ GROUPS: dict[str, Group] = {
     ),
     "pools": Group(
         ("kvstrategies/pools/*.py", "kvstrategies/pools/runtime/*.py"),
-        (*SIZING_TESTS[2:], "tests/test_rounding_rules.py", "tests/test_allocators.py", "tests/test_write_path.py",
-         *SIZING_TESTS[:2], *SGLANG_GOLDENS),
+        ("tests/test_pool_gaps.py", *SIZING_TESTS[2:], "tests/test_rounding_rules.py", "tests/test_allocators.py",
+         "tests/test_write_path.py", *SIZING_TESTS[:2], *SGLANG_GOLDENS),
     ),
     "allocators": Group(
         ("kvstrategies/allocators/*.py",),
