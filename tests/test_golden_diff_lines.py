@@ -38,3 +38,20 @@ def test_pool_keys_outside_the_usual_four_are_compared_too() -> None:
     lines = diff_documents(old, new)
     assert any(line.startswith("pools.token_to_kv.planned_bytes: 10 -> 20") for line in lines), lines
     assert any(line.startswith("pools.token_to_kv.size: 4 -> 8") for line in lines), lines
+
+
+def test_per_layer_changes_are_grouped_into_index_ranges_with_their_count() -> None:
+    """Layers changed the same way are one line: ``k_buffer[0..1,3]`` with runs as ``a..b``, a
+    single index as itself, and the count when the line stands for more than one buffer."""
+    old = [_buf(f"k_buffer[{i}]", [8, 2], 32) for i in (0, 1, 3, 5, 6, 9)]
+    new = [_buf(f"k_buffer[{i}]", [16, 2], 64) for i in (0, 1, 3, 5, 6, 9)]
+    assert diff_buffers("token_to_kv", old, new) == [
+        "pools.token_to_kv: k_buffer[0..1,3,5..6,9] (6 buffers): shape [8, 2] -> [16, 2]; nbytes 32 -> 64 (+32, +100%)",
+    ]
+    two_old, two_new = old[:2], new[:2]
+    assert diff_buffers("token_to_kv", two_old, two_new) == [
+        "pools.token_to_kv: k_buffer[0..1] (2 buffers): shape [8, 2] -> [16, 2]; nbytes 32 -> 64 (+32, +100%)",
+    ]
+    assert diff_buffers("token_to_kv", old[2:3], new[2:3]) == [
+        "pools.token_to_kv: k_buffer[3]: shape [8, 2] -> [16, 2]; nbytes 32 -> 64 (+32, +100%)",
+    ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 import torch
 
 from kvstrategies.pools.fp4 import fixed_fp4_cell_bytes
@@ -28,3 +31,46 @@ def test_a_packed_dsa_row_with_an_empty_batch_or_a_one_value_rope() -> None:
     one = quantize_packed_latent(torch.zeros(1, 128), torch.ones(1, 1))
     assert one.shape == (1, packed_row_bytes(128, 1)) == (1, 134)
     assert one[0, 132:].tolist() == [0x80, 0x3F]  # bf16 1.0
+
+
+def _typed(layout: object, kv: object) -> object:
+    from kvstrategies.pools.binding import PoolBinding
+    from kvstrategies.pools.build import build_pool
+    from kvstrategies.pools.runtime import typed_pool
+
+    return typed_pool(build_pool(layout, "cpu"), PoolBinding(start_layer=0, kv_dtype=kv))  # type: ignore[arg-type]
+
+
+def test_fp4_mx_block16_dequantizes_every_head() -> None:
+    """``MHATokenToKVPool`` FP4 (mx block 16) with two heads: each head's 16-value blocks keep
+    their own exponent, and reading back reshapes ``(N, H x D/2)`` codes into ``(N, H, D)``."""
+    from kvstrategies.dtypes import DType, KVRecipe
+    from kvstrategies.pools.fp4 import FP4KVRecipe
+
+    layout = FP4KVRecipe(KVRecipe.FP4_MX_BLOCK16).layout(size=16, page_size=16, head_num=2, head_dim=32, layer_num=1,
+                                                         quant_page_size=16)  # fmt: skip
+    pool: Any = _typed(layout, DType.FLOAT4_E2M1FN_X2)
+    k = torch.zeros(1, 2, 32, dtype=torch.bfloat16)
+    k[0, 0, 0], k[0, 1, 0], k[0, 1, 16] = 6.0, 3.0, 12.0  # head 1: exponents 0 (3 <= 6) and 1 (12 = 6 * 2)
+    pool.set_kv_buffer(0, torch.tensor([5]), k, k)
+    dk, dv = pool.dequantize_kv(0, torch.tensor([5]))
+    assert dk.shape == dv.shape == (1, 2, 32)
+    assert (dk[0, 0, 0].item(), dk[0, 1, 0].item(), dk[0, 1, 16].item()) == (6.0, 3.0, 12.0)
+
+
+def test_mxfp8_prequantized_scales_are_one_per_32_values_of_every_head() -> None:
+    """``MHATokenToKVPoolMXFP8.set_kv_buffer`` with float8 K/V takes e8m0 scales ``(N, H, D / 32)``:
+    for one token of two heads and D = 64 that is 1 x 2 x 2 = 4 scales; fewer are refused."""
+    from kvstrategies.dtypes import DType
+    from kvstrategies.errors import KVCacheConfigError
+    from kvstrategies.pools.mxfp8 import mxfp8_layout
+
+    layout = mxfp8_layout(size=16, page_size=16, head_num=2, head_dim=64, v_head_dim=64, layer_num=1)
+    pool: Any = _typed(layout, DType.FLOAT8_E4M3FN)
+    q = torch.full((1, 2, 64), 1.5).to(torch.float8_e4m3fn)
+    e = torch.tensor([[[127, 128], [129, 130]]], dtype=torch.uint8)
+    pool.set_kv_buffer(0, torch.tensor([3]), q, q, e, e)
+    dk, _ = pool.dequantize_kv(0, torch.tensor([3]))
+    assert dk[0, :, ::32].tolist() == [[1.5, 3.0], [6.0, 12.0]]  # 1.5 * 2^(e - 127)
+    with pytest.raises(KVCacheConfigError, match=r"must be a \(1, 2, 2\) tensor"):
+        pool.set_kv_buffer(0, torch.tensor([3]), q, q, e[:, :1], e[:, :1])

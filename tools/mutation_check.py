@@ -477,6 +477,10 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         for kind, before in (("> -> >=", "value > 0"), ("c -> c+1", "0"))
     ),
     Equivalent(
+        "kvstrategies/pools/runtime/factory.py", r'parts = \{k.split\(".", 1\)\[0\]', "c -> c+1", "1",
+        "only the first part of the split is kept, and it is the same for any maxsplit >= 1",
+    ),
+    Equivalent(
         "kvstrategies/jsonio.py", r'getattr\(os, "O_NONBLOCK", 0\)', "c -> c+1", "0",
         "the default applies only where os has no O_NONBLOCK (Windows); POSIX, where the tests run, always has it",
     ),
