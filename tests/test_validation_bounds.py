@@ -156,16 +156,51 @@ def test_the_huge_int_scan_looks_at_a_bounded_number_of_values(monkeypatch: pyte
 def test_a_run_reads_at_most_the_documented_number_of_case_files(monkeypatch: pytest.MonkeyPatch) -> None:
     """``validate_case_files`` takes 100,000 files and refuses the 100,001st before reading it
     (the files themselves stubbed: only the count is under test)."""
-    from pathlib import Path
-
     from kvstrategies import case_validation
 
-    read: list[Path] = []
+    read: list[object] = []
     monkeypatch.setattr(case_validation, "read_json_object", lambda path, what: read.append(path) or {})
     monkeypatch.setattr(case_validation, "validate_case_document", lambda data, where: data)
-    paths = [Path(f"case-{i}.json") for i in range(100_001)]
+    paths: Any = [f"case-{i}.json" for i in range(100_001)]  # names only: nothing is read
     assert len(case_validation.validate_case_files(paths[:100_000])) == 100_000
     read.clear()
     with pytest.raises(KVCacheConfigError, match="more than 100,000 case files; run them in batches"):
         case_validation.validate_case_files(paths)
     assert len(read) == 100_000  # the 100,001st is refused unread
+
+
+@pytest.mark.parametrize(("raw", "interval"), [("1", 1), ("0", 1), ("-5", 1), ("2", 2)])
+def test_swa_eviction_interval_is_at_least_one(raw: str, interval: int) -> None:
+    """``max(1, SGLANG_SWA_EVICTION_INTERVAL)`` (sglang.srt.model_executor.pool_configurator,
+    the SWA request cap; sglang.srt.managers.schedule_batch): 0 or less evicts every step."""
+    settings = parse_case({**BASE, "env": {"SGLANG_SWA_EVICTION_INTERVAL": raw}}).settings
+    assert settings.knobs.swa_eviction_interval == interval
+
+
+def test_swa_full_tokens_ratio_is_in_zero_to_one() -> None:
+    """``swa_full_tokens_ratio`` in (0, 1]: 1.0 is taken, anything above (1.5) or at 0 is refused."""
+    for ratio in (1.0, 1, 0.25):
+        assert parse_case({**BASE, "swa_full_tokens_ratio": ratio}).settings.scheduling.swa_full_tokens_ratio == ratio
+    for ratio in (1.5, 1.0000001, 0, -0.5):
+        with pytest.raises(KVCacheConfigError, match=r"swa_full_tokens_ratio must be in \(0, 1\]"):
+            parse_case({**BASE, "swa_full_tokens_ratio": ratio})
+
+
+def test_the_scan_bound_is_two_million_values() -> None:
+    """A value past the 2,000,000th is not looked at (the list itself is the first, its last element
+    the second, its first element the 2,000,001st here): that scan ends without a refusal."""
+    from kvstrategies.validate import check_sane_ints
+
+    check_sane_ints([2**1024] + [0] * 1_999_999, "case")
+
+
+def test_an_int_subclass_is_held_to_the_same_1024_bits() -> None:
+    """An ``int`` subclass (an ``IntEnum`` value, a numpy-like wrapper) is scanned like an ``int``."""
+    from kvstrategies.validate import check_sane_ints
+
+    class Count(int):
+        pass
+
+    check_sane_ints({"a": [Count(2**1024 - 1)]}, "case")
+    with pytest.raises(KVCacheConfigError, match=r"case field 'a\[0\]'"):
+        check_sane_ints({"a": [Count(2**1024)]}, "case")

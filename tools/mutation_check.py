@@ -476,6 +476,17 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         )
         for kind, before in (("> -> >=", "value > 0"), ("c -> c+1", "0"))
     ),
+    *(
+        Equivalent(
+            "kvstrategies/validate.py", pattern, kind, before,
+            "_huge_int_path runs only after _has_huge_int found a huge integer within the bound, and walks the "
+            "same order: it reaches that integer at the same count, so scanning on past the bound (<=, or a count "
+            "that never grows) returns the same place",
+            scope="_huge_int_path",
+        )
+        for pattern, kind, before in ((r"^while stack and seen < _MAX_SCANNED:", "< -> <=", "seen < _MAX_SCANNED"),
+                                      (r"^seen \+= 1$", "+= -> -=", "seen += 1"))
+    ),
     Equivalent(
         "kvstrategies/pools/runtime/factory.py", r'parts = \{k.split\(".", 1\)\[0\]', "c -> c+1", "1",
         "only the first part of the split is kept, and it is the same for any maxsplit >= 1",
