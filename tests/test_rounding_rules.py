@@ -141,7 +141,7 @@ def test_request_capped_swa_pool_under_a_token_cap_keeps_the_rounded_cap() -> No
 def test_fused_kv_storage_pads_an_unaligned_pool_to_the_page(name: str, page: int, cap: int, rows: int) -> None:
     """A token cap below the SWA request cap leaves ``swa = M`` unaligned (SGLang caps by the raw
     M); the fused K/V storage of a D == Dv pool then holds ``ceil_align(M + P, P)`` rows while K and
-    V address ``M + P`` (sglang.srt.mem_cache.memory_pool.MHATokenToKVPool._create_buffers)."""
+    V address ``M + P`` (sglang.srt.mem_cache.memory_pool.MHATokenToKVPool._create_buffers_normal)."""
     plan = _plan(name)
     assert plan.pool_sizes.swa_max_total_num_tokens == cap
     assert _ceil(cap + page, page) == rows != cap + page
