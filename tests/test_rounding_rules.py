@@ -141,12 +141,27 @@ def test_request_capped_swa_pool_under_a_token_cap_keeps_the_rounded_cap() -> No
 def test_fused_kv_storage_pads_an_unaligned_pool_to_the_page(name: str, page: int, cap: int, rows: int) -> None:
     """A token cap below the SWA request cap leaves ``swa = M`` unaligned (SGLang caps by the raw
     M); the fused K/V storage of a D == Dv pool then holds ``ceil_align(M + P, P)`` rows while K and
-    V address ``M + P`` (sglang.srt.mem_cache.memory_pool.MHATokenToKVPool._create_buffers)."""
+    V address ``M + P`` (sglang.srt.mem_cache.memory_pool.MHATokenToKVPool._create_buffers_normal)."""
     plan = _plan(name)
     assert plan.pool_sizes.swa_max_total_num_tokens == cap
     assert _ceil(cap + page, page) == rows != cap + page
     assert _shape(plan, "swa.kv_storage[0]")[1] == rows
     assert _shape(plan, "swa.k_buffer[0]")[0] == cap + page
+
+
+@pytest.mark.parametrize("version", ["0.5.15", "0.5.22"])
+def test_before_the_fused_storage_k_and_v_are_two_unpadded_tensors(version: str) -> None:
+    """Before 0.5.23 ``MHATokenToKVPool._create_buffers`` (``_create_buffers_normal`` from 0.5.16)
+    allocates K and V as two ``torch.zeros((size + page_size, H, D))`` per layer: nothing is padded
+    and nothing is a view (gpt-oss-20b SWA pool, 8 KV heads of 64: M = 10,000, P = 64 -> 10,064
+    rows, not ``ceil_align(10,064, 64) = 10,112``)."""
+    plan = _plan("rounding-fused-kv-pad-gpt-oss-20b-tp1-bf16-p64-mrr32-max-tokens10000", version)
+    buffers = {b.name: b for layout in plan.layout.pools for b in layout.buffers}
+    assert not any("kv_storage" in name for name in buffers)
+    assert buffers["swa.k_buffer[0]"].shape == buffers["swa.v_buffer[0]"].shape == (10_064, 8, 64)
+    assert buffers["swa.k_buffer[0]"].view is None
+    fused = _plan("rounding-fused-kv-pad-gpt-oss-20b-tp1-bf16-p64-mrr32-max-tokens10000")
+    assert _shape(fused, "swa.kv_storage[0]") == (2, 10_112, 8, 64)  # the newest release: fused and padded
 
 
 # ---- speculative decoding: the decode allocation and the request row -----------------------

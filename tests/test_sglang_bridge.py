@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from kvstrategies.errors import MissingDependencyError
-from kvstrategies.integrations.sglang.bridge import decode_extra_slots, project_name, sanitized_config
+from kvstrategies.integrations.sglang.bridge import (
+    decode_extra_slots,
+    project_name,
+    sanitized_config,
+    view_bases,
+    walk_tensors,
+)
 from kvstrategies.integrations.sglang.compare import difference_lines, explain
 from kvstrategies.integrations.sglang.runtime import SUPPORTED_VERSIONS, check_version
 
@@ -84,13 +90,55 @@ def test_storage_behind_views_is_compared_by_shape_and_dtype() -> None:
     """A deduplicated conv window is a view: its bytes live in a private backing tensor, which
     SGLang's document lists as a pool attribute and ours as an allocation (names differ)."""
     phys = {"name": "mamba._intermediate_conv_window_phys[0]", "shape": [20, 9, 3, 3075], "dtype": "torch.bfloat16"}
-    kv = {"name": "kv[0]", "shape": [2], "dtype": "torch.bfloat16"}
-    ours = {**_doc(), "allocations": [{**phys, "nbytes": 2}, kv]}
-    theirs = _doc(pools=[*_doc()["pools"], {**phys, "name": "mamba_pool._intermediate_conv_window_phys[0]"}])  # type: ignore[list-item]
+    plain = [{k: v for k, v in e.items() if k != "view_of"} for e in _doc()["pools"]]  # type: ignore[attr-defined]
+    kv = {"name": "kv[0]", "shape": [2], "dtype": "torch.bfloat16"}  # no buffer is a view of it: not backing
+    ours = {**_doc(pools=plain), "allocations": [{**phys, "nbytes": 2}, kv]}
+    theirs = _doc(pools=[*plain, {**phys, "name": "mamba_pool._intermediate_conv_window_phys[0]"}])
     assert difference_lines(ours, theirs) == []
-    assert difference_lines(_doc(allocations=[]), theirs) == [
+    assert difference_lines(_doc(pools=plain, allocations=[]), theirs) == [
         "backing: [] -> [[20, 9, 3, 3075] torch.bfloat16]"
     ]
+
+
+def test_the_fused_kv_tensor_behind_k_and_v_is_compared() -> None:
+    """K and V as views of one ``(2, ceil_align(T + P, P), H, D)`` tensor (MHATokenToKVPool.
+    _create_buffers_normal): SGLang's document names it after its first view (``k_buffer[0]._base``),
+    ours lists the allocation the views name; T = 1024, P = 16: 1040 rows, K and V address 1040."""
+    views = [{"name": f"{kv}_buffer[0]", "shape": [1040, 8, 128], "dtype": "torch.bfloat16", "view_of": "kv_storage[0]"}
+             for kv in "kv"]  # fmt: skip
+    storage = {"name": "kv_storage[0]", "shape": [2, 1040, 8, 128], "dtype": "torch.bfloat16"}
+    ours = _doc(pools=views, allocations=[storage])
+    theirs = _doc(pools=[*views, {**storage, "name": "k_buffer[0]._base"}])
+    assert difference_lines(ours, theirs) == []
+    other_rows = _doc(pools=[*views, {**storage, "name": "k_buffer[0]._base", "shape": [2, 1025, 8, 128]}])
+    assert difference_lines(ours, other_rows) == [
+        "backing: [[2, 1040, 8, 128] torch.bfloat16] -> [[2, 1025, 8, 128] torch.bfloat16]"
+    ]
+    separate = _doc(pools=[{k: v for k, v in e.items() if k != "view_of"} for e in views])
+    assert difference_lines(ours, separate) == ["backing: [[2, 1040, 8, 128] torch.bfloat16] -> []"]
+    # a pool SGLang did not build has no storage to compare: "not built" says it once
+    assert difference_lines(ours, _doc(pools=None)) == ["pools.token_to_kv: not built by SGLang"]
+
+
+def test_the_walk_lists_each_base_of_views_once_unless_an_attribute_holds_it() -> None:
+    """``walk_tensors`` + ``view_bases``: one fused base for K and V, named after the first view;
+    a private attribute's views (a conv window's ``_phys``) add nothing, the base is listed already."""
+    import torch
+
+    class Pool:
+        def __init__(self) -> None:
+            fused = torch.zeros((2, 32, 2, 4), device="meta")
+            self.k_buffer = [fused[0, :20]]
+            self.v_buffer = [fused[1, :20]]
+            self._phys = torch.zeros((3, 5), device="meta")
+            self.conv = [self._phys[1:]]
+            self.req = torch.zeros((4,), device="meta")
+
+    seen: set[int] = set()
+    views: dict[int, tuple[str, object]] = {}
+    listed = walk_tensors(Pool(), seen=seen, views=views)
+    assert [e["name"] for e in listed] == ["k_buffer[0]", "v_buffer[0]", "conv[0]", "req", "_phys"]
+    assert view_bases(views, seen) == [{"name": "k_buffer[0]._base", "shape": [2, 32, 2, 4], "dtype": "torch.float32"}]
 
 
 def test_a_strategy_is_compared_by_the_sglang_class_it_reproduces() -> None:

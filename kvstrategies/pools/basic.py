@@ -15,6 +15,14 @@ REQ_GENERATION_COUNTER = ReleaseRule(
     "ReqToTokenPool holds req_generation, a per-row int64 reuse counter on the CPU",
     "sglang.srt.mem_cache.memory_pool.ReqToTokenPool.__init__",
 )
+#: with ``D == Dv`` K and V are the halves of one fused ``(2, ceil_align(N, P), H, D)`` tensor per
+#: layer (before: two tensors of ``N`` rows each, nothing padded)
+FUSED_KV_STORAGE = ReleaseRule(
+    "fused-kv-storage",
+    span("0.5.23"),
+    "MHATokenToKVPool keeps K and V (D == Dv) as views of one (2, ceil_align(T + P, P), H, D) tensor per layer",
+    "sglang.srt.mem_cache.memory_pool.MHATokenToKVPool._create_buffers_normal",
+)
 
 
 def mha_layout(
@@ -28,18 +36,20 @@ def mha_layout(
     store_dtype: DType,
     pool_class: str = "MHATokenToKVPool",
     prefix: str = "",
+    fused: bool = True,
 ) -> PoolLayout:
     """``MHATokenToKVPool``, NHD layout: per layer K ``(N, H, D)`` and V ``(N, H, Dv)``, ``N = T + P``.
 
-    With ``D == Dv`` SGLang allocates one fused ``(2, ceil_align(N, P), H, D)`` tensor per layer
-    and K/V are views of its halves, so allocated bytes exceed ``N * cell`` when ``N`` is not a
-    page multiple (Llama-3.1-8B bf16: T=1000, P=16 allocates 1024 rows, addresses
-    1016). ``prefix``: the sub-pool name the buffers are named under (``full`` -> ``full.k_buffer[0]``),
-    as :meth:`~kvstrategies.pools.layout.PoolLayout.prefixed` would name them.
+    With ``D == Dv`` and ``fused`` (:data:`FUSED_KV_STORAGE`, the newest release's layout) SGLang
+    allocates one fused ``(2, ceil_align(N, P), H, D)`` tensor per layer and K/V are views of its
+    halves, so allocated bytes exceed ``N * cell`` when ``N`` is not a page multiple
+    (Llama-3.1-8B bf16: T=1000, P=16 allocates 1024 rows, addresses 1016); without it K and V are
+    two ``N``-row tensors. ``prefix``: the sub-pool name the buffers are named under (``full`` ->
+    ``full.k_buffer[0]``), as :meth:`~kvstrategies.pools.layout.PoolLayout.prefixed` would name them.
     """
     rows = size + page_size
     buffers: list[BufferSpec] = []
-    if head_dim == v_head_dim:
+    if fused and head_dim == v_head_dim:
         padded = ceil_align(rows, page_size)
         storage = BufferSpec("kv_storage[0]", (2, padded, head_num, head_dim), store_dtype, engine_facing=False)
         k_view, v_view = ViewOf("kv_storage[0]", (0,), rows), ViewOf("kv_storage[0]", (1,), rows)

@@ -90,11 +90,13 @@ def minimax_sparse_layout(
     layers: MiniMaxLocalLayers,
     store_dtype: DType,
     index_dtype: DType,
+    fused: bool = True,
 ) -> PoolLayout:
     """The composite pool; an index sub-pool is absent when no local layer needs it.
 
     ``store_dtype`` is the main pool's storage dtype; the index pools store ``index_dtype`` by the
-    base rule (uint8 for fp8).
+    base rule (uint8 for fp8). ``fused``: the MHA sub-pools keep K/V in one tensor per layer
+    (:data:`~kvstrategies.pools.basic.FUSED_KV_STORAGE`).
     """
     index_store_dtype = DType.UINT8 if index_dtype.is_fp8 else index_dtype
     parts: dict[str, PoolLayout] = {
@@ -106,6 +108,7 @@ def minimax_sparse_layout(
             v_head_dim=head_dim,
             layer_num=layers.num_layers,
             store_dtype=store_dtype,
+            fused=fused,
         )
     }
     if layers.kv_sparse:
@@ -117,6 +120,7 @@ def minimax_sparse_layout(
             v_head_dim=index_dim,
             layer_num=len(layers.kv_sparse),
             store_dtype=index_store_dtype,
+            fused=fused,
         )
     if layers.k_only:
         parts["index_k"] = k_only_layout(

@@ -48,9 +48,11 @@ def mha_sub_pool(
     store_dtype: DType,
     mxfp8: bool = False,
     prefix: str = "",
+    fused: bool = True,
 ) -> PoolLayout:
     """One MHA sub-pool: ``MHATokenToKVPool`` or ``MHATokenToKVPoolMXFP8``,
-    its buffers named under ``prefix`` when given (:meth:`PoolLayout.prefixed`)."""
+    its buffers named under ``prefix`` when given (:meth:`PoolLayout.prefixed`); ``fused``: K/V
+    in one tensor per layer (:data:`~kvstrategies.pools.basic.FUSED_KV_STORAGE`)."""
     if mxfp8:
         layout = mxfp8_layout(
             size=size,
@@ -70,6 +72,7 @@ def mha_sub_pool(
         layer_num=layer_num,
         store_dtype=store_dtype,
         prefix=prefix,
+        fused=fused,
     )
 
 

@@ -33,7 +33,7 @@ from ..context import (
 from ..dtypes import DType, KVRecipe
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..mla_dims import calculate_mla_kv_cache_dim
-from ..pools.basic import mha_layout, mla_layout
+from ..pools.basic import FUSED_KV_STORAGE, mha_layout, mla_layout
 from ..pools.layout import PoolLayout
 from ..releases import ReleaseRule, span
 from ..request_math import req_to_token_pre_alloc
@@ -552,6 +552,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
             layers=sparse.local(*self.layer_range),
             store_dtype=self.ctx.kv_cache_dtype.base_store_dtype,
             index_dtype=self.minimax_index_dtype,
+            fused=FUSED_KV_STORAGE.holds(self.ctx.release),
         )
 
     def mha_store_dtype(self) -> DType:
@@ -596,4 +597,5 @@ class DefaultPoolConfigurator(PoolConfigurator):
             v_head_dim=geometry.v_head_dim,
             layer_num=self.pool_layer_num,
             store_dtype=self.mha_store_dtype(),
+            fused=FUSED_KV_STORAGE.holds(self.ctx.release),
         )

@@ -52,7 +52,7 @@ from ..dtypes import DType, KVRecipe
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from ..models.mamba import STATE_DTYPES, MambaGeometry, MambaStateShapes
 from ..pools.ascend import npu_mha_layout, npu_mla_layout
-from ..pools.basic import REQ_GENERATION_COUNTER, mha_layout
+from ..pools.basic import FUSED_KV_STORAGE, REQ_GENERATION_COUNTER, mha_layout
 from ..pools.layout import PoolLayout
 from ..pools.mamba import hybrid_linear_kv_layout, hybrid_req_to_token_layout, mamba_pool_layout
 from ..releases import ReleaseRule, span
@@ -621,4 +621,5 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             v_head_dim=geometry.head_dim,
             layer_num=self.pool_layer_num,
             store_dtype=self.mha_store_dtype(),
+            fused=FUSED_KV_STORAGE.holds(self.ctx.release),
         )

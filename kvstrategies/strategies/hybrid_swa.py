@@ -56,7 +56,7 @@ from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedCon
 from ..mla_dims import calculate_mla_kv_cache_dim
 from ..models.hybrid_swa import HybridSWAGeometry
 from ..pools.ascend import npu_mha_layout
-from ..pools.basic import mla_layout
+from ..pools.basic import FUSED_KV_STORAGE, mla_layout
 from ..pools.dsa import DSAIndexGeometry, dsa_layout
 from ..pools.layout import PoolLayout
 from ..pools.swa import mha_sub_pool, swa_kv_pool_layout
@@ -406,6 +406,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             store_dtype=self.ctx.kv_cache_dtype.store_dtype,
             mxfp8=self.is_mxfp8,
             prefix=prefix,
+            fused=FUSED_KV_STORAGE.holds(self.ctx.release),
         )
 
     def _mla_sub_pools(self, full: int, swa: int) -> tuple[PoolLayout, PoolLayout]:

@@ -328,11 +328,15 @@ def project_name(name: str) -> str:
     return name
 
 
-def walk_tensors(obj: Any, prefix: str = "", seen: set[int] | None = None) -> list[dict[str, Any]]:
+def walk_tensors(
+    obj: Any, prefix: str = "", seen: set[int] | None = None, views: dict[int, tuple[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """Every tensor an SGLang pool object holds, named by attribute path (``swa.kv_buffer[3]``).
 
     Walks attributes in definition order, lists/tuples (``[i]``), dicts (``[key]``) and nested
-    SGLang objects; each object is visited once (shared sub-pools are not listed twice).
+    SGLang objects; each object is visited once (shared sub-pools are not listed twice). A tensor
+    that is a view (``_base`` set) puts its base in ``views`` (id -> (the first view's name, base))
+    for :func:`view_bases` to list.
     """
     import torch
 
@@ -349,30 +353,51 @@ def walk_tensors(obj: Any, prefix: str = "", seen: set[int] | None = None) -> li
         items = [(f"{prefix}{k}", v) for k, v in attrs if k not in _SKIP_ATTRS]
     else:
         return out
+    views = {} if views is None else views
     for name, value in items:
-        out.extend(_walk_value(name, value, seen, torch))
+        out.extend(_walk_value(name, value, seen, views, torch))
     return out
 
 
-def _walk_value(name: str, value: Any, seen: set[int], torch: Any) -> list[dict[str, Any]]:
+def view_bases(views: Mapping[int, tuple[str, Any]], seen: set[int]) -> list[dict[str, Any]]:
+    """The storage behind views that no attribute lists (``seen``: the tensors walked), once per base.
+
+    SGLang's ``MHATokenToKVPool._create_buffers_normal`` (release rule ``fused-kv-storage``) keeps K
+    and V as the halves of one fused ``(2, rows, H, D)`` tensor per layer and holds only the halves:
+    the base is named after its first view, ``k_buffer[0]._base`` (a private name, so the
+    comparison reads it as backing).
+    """
+    return [
+        {"name": f"{name}._base", "shape": list(base.shape), "dtype": str(base.dtype)}
+        for key, (name, base) in views.items()
+        if key not in seen
+    ]
+
+
+def _walk_value(
+    name: str, value: Any, seen: set[int], views: dict[int, tuple[str, Any]], torch: Any
+) -> list[dict[str, Any]]:
     if isinstance(value, torch.Tensor):
         if id(value) in seen:
             return []
         seen.add(id(value))
+        base = value._base
+        if base is not None:
+            views.setdefault(id(base), (project_name(name), base))
         return [{"name": project_name(name), "shape": list(value.shape), "dtype": str(value.dtype)}]
     if isinstance(value, (list, tuple)):
         out: list[dict[str, Any]] = []
         for index, item in enumerate(value):
-            out.extend(_walk_value(f"{name}[{index}]", item, seen, torch))
+            out.extend(_walk_value(f"{name}[{index}]", item, seen, views, torch))
         return out
     if isinstance(value, dict):
         out = []
         for key, item in value.items():
-            out.extend(_walk_value(f"{name}[{key}]", item, seen, torch))
+            out.extend(_walk_value(f"{name}[{key}]", item, seen, views, torch))
         return out
     module = type(value).__module__
     if module.startswith("sglang") and hasattr(value, "__dict__") and not isinstance(value, type):
-        return walk_tensors(value, f"{name}.", seen)
+        return walk_tensors(value, f"{name}.", seen, views)
     return []
 
 
@@ -784,10 +809,16 @@ def _build(
     except Exception as exc:  # sizing stands when SGLang's builder refuses: report both, as plan --json does
         return {"token_to_kv_pool_class": None, "pools": None,
                 "layout_error": f"SGLang's pool builder raised {type(exc).__name__}: {exc}"}
-    pools = walk_tensors(pool, seen=seen)
+    pool_views: dict[int, tuple[str, Any]] = {}
+    req_views: dict[int, tuple[str, Any]] = {}
+    pools = walk_tensors(pool, seen=seen, views=pool_views)
     # state the token-to-KV pool already listed (SGLang's Mamba pool hangs off both) is not repeated
-    req = None if shared_from is not None else {
-        "pool_class": type(req_pool).__name__, "buffers": walk_tensors(req_pool, seen=seen)}
+    req_buffers = None if shared_from is not None else walk_tensors(req_pool, seen=seen, views=req_views)
+    # storage behind views, once every attribute is walked (a private base is listed under its own name)
+    pools += view_bases(pool_views, seen)
+    seen.update(pool_views)
+    req = None if req_buffers is None else {
+        "pool_class": type(req_pool).__name__, "buffers": req_buffers + view_bases(req_views, seen)}
     return {"token_to_kv_pool_class": type(pool).__name__, "pools": pools, "req_to_token_pool": req}
 
 

@@ -48,15 +48,20 @@ def _buffers(entries: Any) -> list[dict[str, Any]] | None:
 def _backing(document: Mapping[str, Any]) -> list[str]:
     """Storage behind views, as sorted ``shape dtype`` signatures (names differ between the sides).
 
-    SGLang's document lists it as private pool attributes (``_intermediate_conv_window_phys``);
-    ours as private allocations (``mamba._intermediate_conv_window_phys[0]``). Empty when every
-    buffer owns its bytes.
+    SGLang's document lists it as private pool attributes (``_intermediate_conv_window_phys``) and
+    the bases of views no attribute holds (``k_buffer[0]._base``, the fused K/V tensor of
+    ``MHATokenToKVPool._create_buffers_normal``); ours as the allocations its buffers are views of
+    (``kv_storage[0]``) and private allocations (``mamba._intermediate_conv_window_phys[0]``).
+    Empty when every buffer owns its bytes.
     """
-    entries = document.get("allocations") if "allocations" in document else document.get("pools")
+    if "allocations" in document:
+        viewed = {str(e["view_of"]) for e in document.get("pools") or [] if e.get("view_of")}
+        entries = [e for e in document["allocations"] or []
+                   if str(e["name"]) in viewed or PRIVATE.search(str(e["name"]))]  # fmt: skip
+    else:
+        entries = [e for e in document.get("pools") or [] if PRIVATE.search(str(e["name"]))]
     return sorted(
-        f"{list(e['shape'])} {e['dtype']}"
-        for e in entries or []
-        if PRIVATE.search(str(e["name"])) and not POINTER_TABLE.search(str(e["name"]))
+        f"{list(e['shape'])} {e['dtype']}" for e in entries if not POINTER_TABLE.search(str(e["name"]))
     )
 
 
@@ -87,8 +92,10 @@ def difference_lines(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> list
     """Readable lines naming every field or buffer where SGLang (``theirs``) differs from us."""
     a, b = comparable(ours), comparable(theirs)
     lines: list[str] = []
-    scalar_a = {k: v for k, v in a.items() if k not in ("pools", "req_to_token_pool")}
-    scalar_b = {k: v for k, v in b.items() if k not in ("pools", "req_to_token_pool")}
+    # storage behind views is compared where both sides built the pool ("not built by" says the rest)
+    skip = ("pools", "req_to_token_pool") + (("backing",) if a["pools"] is None or b["pools"] is None else ())
+    scalar_a = {k: v for k, v in a.items() if k not in skip}
+    scalar_b = {k: v for k, v in b.items() if k not in skip}
     lines.extend(diff_documents(scalar_a, scalar_b))
     for key, pool in (("pools", "token_to_kv"), ("req_to_token_pool", "req_to_token")):
         left, right = a[key], b[key]
