@@ -137,7 +137,10 @@ def _grouped(items: list[tuple[str, str]]) -> list[str]:
 
 
 def _buffer_summary(buf: Mapping[str, Any]) -> str:
-    text = f"shape {_show(buf.get('shape'))} {buf.get('dtype')} {buf.get('nbytes')} B"
+    """``shape [4] torch.bfloat16 8 B, view of X``; SGLang's recorded buffers carry no bytes, so none are said."""
+    text = f"shape {_show(buf.get('shape'))} {buf.get('dtype')}"
+    if buf.get("nbytes") is not None:
+        text += f" {buf['nbytes']} B"
     if buf.get("view_of") is not None:
         text += f", view of {buf['view_of']}"
     return text
@@ -168,17 +171,19 @@ def diff_buffers(pool: str, old: list[dict[str, Any]], new: list[dict[str, Any]]
     return lines
 
 
+def _pool_summary(pool: Mapping[str, Any]) -> str:
+    """``MHATokenToKVPool (64 buffers, 1024 B)``; a recorded SGLang pool has no planned bytes to say."""
+    size = "" if pool.get("planned_bytes") is None else f", {pool['planned_bytes']} B"
+    return f"{pool.get('pool_class')} ({len(pool.get('buffers', []))} buffers{size})"
+
+
 def _diff_pools(old: Mapping[str, Any], new: Mapping[str, Any], out: list[str]) -> None:
     for name in sorted(set(old) | set(new)):
         if name not in old:
-            pool = new[name]
-            out.append(f"pools.{name}: added {pool.get('pool_class')} ({len(pool.get('buffers', []))} buffers, "
-                       f"{pool.get('planned_bytes')} B)")
+            out.append(f"pools.{name}: added {_pool_summary(new[name])}")
             continue
         if name not in new:
-            pool = old[name]
-            out.append(f"pools.{name}: removed {pool.get('pool_class')} ({len(pool.get('buffers', []))} buffers, "
-                       f"{pool.get('planned_bytes')} B)")
+            out.append(f"pools.{name}: removed {_pool_summary(old[name])}")
             continue
         a, b = old[name], new[name]
         keys = set(a) | set(b)

@@ -55,3 +55,21 @@ def test_per_layer_changes_are_grouped_into_index_ranges_with_their_count() -> N
     assert diff_buffers("token_to_kv", old[2:3], new[2:3]) == [
         "pools.token_to_kv: k_buffer[3]: shape [8, 2] -> [16, 2]; nbytes 32 -> 64 (+32, +100%)",
     ]
+
+
+def test_a_buffer_without_bytes_is_summarised_without_them() -> None:
+    """SGLang's recorded buffers hold name, shape and dtype only: no ``None B`` in the line."""
+    old = [{"name": "k_buffer[0]", "shape": [8, 2], "dtype": "torch.bfloat16"}]
+    line = "pools.token_to_kv: k_buffer[0]: removed (shape [8, 2] torch.bfloat16)"
+    assert diff_buffers("token_to_kv", old, []) == [line]
+
+
+def test_an_added_or_removed_pool_says_its_bytes_only_when_it_has_them() -> None:
+    ours = {"pool_class": "MHATokenToKVPool", "buffers": [{}, {}], "planned_bytes": 1024}
+    recorded = {"pool_class": "DSATokenToKVPool", "buffers": [{}, {}, {}]}
+    assert diff_documents({"pools": {}}, {"pools": {"token_to_kv": ours}}) == [
+        "pools.token_to_kv: added MHATokenToKVPool (2 buffers, 1024 B)"
+    ]
+    assert diff_documents({"pools": {"token_to_kv": recorded}}, {"pools": {}}) == [
+        "pools.token_to_kv: removed DSATokenToKVPool (3 buffers)"
+    ]
