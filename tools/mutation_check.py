@@ -121,7 +121,8 @@ GROUPS: dict[str, Group] = {
     ),
     "allocators": Group(
         ("kvstrategies/allocators/*.py",),
-        ("tests/test_allocators.py", "tests/test_fuzz_allocators.py", "tests/test_write_path.py"),
+        ("tests/test_allocators.py", "tests/test_allocator_gaps.py", "tests/test_fuzz_allocators.py",
+         "tests/test_write_path.py"),
     ),
     "models": Group(
         ("kvstrategies/models/*.py", "kvstrategies/models/parsers/*.py", "kvstrategies/presets/__init__.py",
@@ -179,7 +180,7 @@ GROUPS: dict[str, Group] = {
     ),
     "kernels": Group(
         ("kvstrategies/kernels/reference.py", "kvstrategies/kernels/dispatch.py"),
-        ("tests/test_kernels.py", "tests/test_write_path.py"),
+        ("tests/test_kernels.py", "tests/test_kernel_gaps.py", "tests/test_write_path.py"),
     ),
     "vllm": Group(
         ("kvstrategies/strategies/vllm/*.py", "kvstrategies/integrations/vllm/compare.py",
@@ -499,6 +500,56 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "kvstrategies/jsonio.py", r"data = handle.read\(limit \+ 1\)", "c -> c+1", "1",
         "reading limit + 2 instead of limit + 1 bytes changes no outcome: the check is len(data) > limit, true "
         "for every file over the limit either way, and a file within it is read whole both ways",
+    ),
+    # -- allocators ---------------------------------------------------------------------------------
+    *(
+        Equivalent(
+            f"kvstrategies/allocators/{file}", pattern, "c -> c+1", "0",
+            "a placeholder: clear(), called at the end of __init__, sets it before anything reads it",
+            scope=f"{cls}.__init__",
+        )
+        for file, cls, pattern in (
+            ("paged.py", "PagedTokenToKVPoolAllocator", r"^self\.num_pages = 0$"),
+            ("paged.py", "PagedTokenToKVPoolAllocator", r"^self\.free_pages = torch\.empty\(0, dtype=I64\)$"),
+            ("paged.py", "PagedTokenToKVPoolAllocator", r"^self\.num_staged_pages = 0$"),
+            ("token.py", "TokenToKVPoolAllocator", r"^self\.free_pages = torch\.empty\(0, dtype=I64\)$"),
+            ("token.py", "TokenToKVPoolAllocator", r"^self\.release_pages = torch\.empty\(0, dtype=I64\)$"),
+            ("requests.py", "RequestSlotAllocator", r"^self\._fresh = 0  # rows"),
+            ("mamba.py", "MambaSlotAllocator", r"^self\.free_slots = torch\.empty\(0, dtype=I64\)$"),
+        )
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/allocators/paged.py", r"^new_loc = pages\[rank\.clamp\(min=0, max=max\(n - 1, 0\)\)\]",
+            kind, before,
+            "rank = cumsum(needs) - 1 <= n - 1 for every request (n = sum(needs), seq_lens_cpu holding the values "
+            "of seq_lens): an upper clamp at any bound >= n - 1 (max(n - 1, 1) with n >= 1, n + 1) clips nothing",
+            within=r"^max\(n - 1, 0\)$",
+        )
+        for kind, before in (("c -> c+1", "0"), ("- -> +", "n - 1"))
+    ),
+    Equivalent(
+        "kvstrategies/allocators/requests.py", r"^take = n - from_range$", "- -> +", "n - from_range",
+        "from_range > 0 means from_range = n - len(tail): take is len(tail) and n + from_range >= len(tail), and "
+        "tail[-k:] (and its del) for any k >= len(tail) is the whole tail; from_range 0 gives n either way",
+    ),
+    Equivalent(
+        "kvstrategies/allocators/swa.py", r"torch\.full\(\(1,\), -1, dtype=I64, device=dev\)", "c -> c+1", "1",
+        "the tail's SWA extension has prefix 0, so its open page ends at ceil(0 / P) * P = 0 and no token reads "
+        "last_loc (extend_locations): -1 and -2 place the same locations",
+        within=r"^-1$",
+    ),
+    Equivalent(
+        "kvstrategies/allocators/swa.py",
+        r"^swa = tail\(self\.swa_attn_allocator\) if swa_tail_len > 0 else full\[:0\]$", "c -> c+1", "0",
+        "taken only at swa_tail_len 0, where split = extend_num_tokens and full[split:] selects no entry: "
+        "writing full[:0] or full[:1] (broadcast) into no mapping entry changes nothing",
+        within=r"^:0$",
+    ),
+    Equivalent(
+        "kvstrategies/allocators/swa.py", r"^self\.swa_attn_allocator\.free\(swa\[swa > 0\]\)$", "c -> c+1", "0",
+        "paged branch (P >= 2): a mapping entry is 0 or an SWA location the paged SWA side handed out, "
+        "page * P + offset with page >= 1, so >= P >= 2: > 0 and > 1 keep the same entries",
     ),
 )
 

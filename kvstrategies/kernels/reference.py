@@ -82,15 +82,20 @@ def _byte_rows(t: torch.Tensor) -> torch.Tensor:
     return flat.view(torch.uint8) if flat.dtype != torch.uint8 else flat
 
 
+def _require_fit(buf_bytes: torch.Tensor, col: int, vals: torch.Tensor) -> None:
+    """Rows of ``vals.shape[1]`` bytes written at byte column ``col`` end within ``buf_bytes``' rows."""
+    require(
+        col + vals.shape[1] <= buf_bytes.shape[1],
+        f"row write [{col}, {col + vals.shape[1]}) does not fit a {buf_bytes.shape[1]}-byte row",
+    )
+
+
 def _scatter_bytes(buf_bytes: torch.Tensor, loc: torch.Tensor, col: int, vals: torch.Tensor, skip0: bool) -> None:
     """``buf_bytes[loc[i], col : col + vals.shape[1]] = vals[i]`` (optionally not for loc 0)."""
     if skip0:
         keep = loc != 0
         loc, vals = loc[keep], vals[keep]
-    require(
-        col + vals.shape[1] <= buf_bytes.shape[1],
-        f"row write [{col}, {col + vals.shape[1]}) does not fit a {buf_bytes.shape[1]}-byte row",
-    )
+    _require_fit(buf_bytes, col, vals)
     buf_bytes[loc, col : col + vals.shape[1]] = vals
 
 
@@ -421,6 +426,7 @@ def quantize_store_fp4_block16(
     """
     loc = _locs(loc)
     packed, scales = quantize_fp4_block16(_rows(x, loc.numel()))
+    _require_fit(_byte_rows(scale_buffer), scale_col_offset, scales)  # before any write: a refusal changes nothing
     _scatter_bytes(_byte_rows(data_buffer), loc, data_col_offset, packed, skip_zero_loc)
     _scatter_bytes(_byte_rows(scale_buffer), loc, scale_col_offset, scales, skip_zero_loc)
 
