@@ -551,3 +551,31 @@ def test_decode_role_gives_the_pre_allocated_rows_state_slots() -> None:
     plain = configurator(QWEN3_NEXT, max_running_requests=8).layout(sizes)
     assert {b.name: b.shape for b in decode.extra[0].buffers}["mamba.conv[0]"][:2] == (36, 25)
     assert {b.name: b.shape for b in plain.extra[0].buffers}["mamba.conv[0]"][:2] == (36, 11)
+
+
+@pytest.mark.parametrize(("overlap_off", "tracking", "slots"), [(False, 2, 72), (True, 1, 48)])
+def test_decode_role_with_the_extra_buffer_gives_tracking_slots_per_row(
+    overlap_off: bool, tracking: int, slots: int
+) -> None:
+    # HybridMambaDecodeReqToTokenPool with the extra buffer: tracking slots per row, 2 with the overlap
+    # scheduler and 1 without: max(10, (8 + 16) * (1 + tracking)) = 72 / 48 slots, + 1 dummy row
+    sizes = PoolSizes(max_total_num_tokens=1024, max_running_requests=8, max_mamba_cache_size=10)
+    cfg = configurator(QWEN3_NEXT, disaggregation_mode="decode", max_running_requests=8,
+                       mamba_radix_cache_strategy="extra_buffer", disable_overlap_schedule=overlap_off)  # fmt: skip
+    assert (8 + 16) * (1 + tracking) == slots
+    assert {b.name: b.shape for b in cfg.layout(sizes).extra[0].buffers}["mamba.conv[0]"][:2] == (36, slots + 1)
+
+
+def test_a_budget_below_one_reservation_walks_up_to_the_smallest_that_leaves_it() -> None:
+    """``budget_leaving(A)``: the smallest ``R`` whose Mamba reservation (KVCacheConfigurator._handle_max_mamba_cache)
+    leaves ``A``. Nemotron-H-8B at 64 slots holds 64 + 1 padding slots of 102,137,856 B = 6,638,960,640 B,
+    so ``A`` = 2 GiB needs ``R = 2 GiB + 6,638,960,640 B``: the walk starts below one reservation (``R = A``
+    is refused), climbs in steps of ``A / 16``, then lands on ``R`` exactly."""
+    cfg = select_configurator(load_case(CASES / "bridge-odd-budget-nemotron-h-8b-tp1-bf16-p1-mamba64.json").settings)
+    assert isinstance(cfg, HybridLinearPoolConfigurator)
+    with pytest.raises(InsufficientMemoryError):
+        cfg.mamba_budget(2 * GIB)
+    budget = cfg.budget_leaving(2 * GIB)
+    assert budget.mamba_cache_per_req == 102_137_856 and budget.max_mamba_cache_size == 64
+    assert budget.rest_gib_before * GIB == 2 * GIB + 65 * 102_137_856
+    assert budget.kv_available_bytes == 2 * GIB

@@ -31,6 +31,8 @@ def test_a_packed_dsa_row_with_an_empty_batch_or_a_one_value_rope() -> None:
     one = quantize_packed_latent(torch.zeros(1, 128), torch.ones(1, 1))
     assert one.shape == (1, packed_row_bytes(128, 1)) == (1, 134)
     assert one[0, 132:].tolist() == [0x80, 0x3F]  # bf16 1.0
+    no_rope = quantize_packed_latent(torch.zeros(1, 128), torch.empty(0))  # an empty rope is no rope
+    assert no_rope.shape == (1, 132)
 
 
 def _typed(layout: object, kv: object) -> object:

@@ -204,3 +204,18 @@ def test_an_int_subclass_is_held_to_the_same_1024_bits() -> None:
     check_sane_ints({"a": [Count(2**1024 - 1)]}, "case")
     with pytest.raises(KVCacheConfigError, match=r"case field 'a\[0\]'"):
         check_sane_ints({"a": [Count(2**1024)]}, "case")
+
+
+def test_check_float_takes_its_interval_exactly() -> None:
+    """``(low, high]`` by default, ``[low, high]`` with ``low_inclusive``: each edge is taken or
+    refused as written, and the message says the interval."""
+    from kvstrategies.validate import check_float
+
+    assert check_float(1.0, "x", low=0.0, high=1.0) == 1.0  # high is included
+    assert check_float(0.0, "x", low=0.0, high=1.0, low_inclusive=True) == 0.0
+    with pytest.raises(KVCacheConfigError, match=r"x must be a finite number in \(0.0, 1.0\], got 0.0"):
+        check_float(0.0, "x", low=0.0, high=1.0)  # low is excluded
+    with pytest.raises(KVCacheConfigError, match=r"in \[0.0, 1.0\], got -0.5"):
+        check_float(-0.5, "x", low=0.0, high=1.0, low_inclusive=True)
+    with pytest.raises(KVCacheConfigError, match=r"in \(0.0, 1.0\], got 1.5"):
+        check_float(1.5, "x", low=0.0, high=1.0)
