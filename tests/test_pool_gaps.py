@@ -76,3 +76,15 @@ def test_mxfp8_prequantized_scales_are_one_per_32_values_of_every_head() -> None
     assert dk[0, :, ::32].tolist() == [[1.5, 3.0], [6.0, 12.0]]  # 1.5 * 2^(e - 127)
     with pytest.raises(KVCacheConfigError, match=r"must be a \(1, 2, 2\) tensor"):
         pool.set_kv_buffer(0, torch.tensor([3]), q, q, e[:, :1], e[:, :1])
+
+
+def test_dsv4_physical_pages_before_and_from_0_5_21() -> None:
+    """A paged DeepSeek-V4 buffer's rows (sglang.srt.mem_cache.deepseek_v4_memory_pool): up to 0.5.20
+    ``DeepSeekV4SingleKVPool.__init__`` takes ``(size + p + 1) // p``; from 0.5.21
+    ``_num_dsv4_physical_kv_pages`` takes ``ceil((size + P) / p)``, P the model-wide page."""
+    from kvstrategies.pools.dsv4 import physical_pages
+
+    assert physical_pages(1023, 256, 64, at_global_page=False) == (1023 + 64 + 1) // 64 == 17
+    assert physical_pages(1022, 256, 64, at_global_page=False) == (1022 + 64 + 1) // 64 == 16
+    assert physical_pages(1023, 256, 64, at_global_page=True) == -(-(1023 + 256) // 64) == 20
+    assert physical_pages(1024, 256, 64, at_global_page=True) == (1024 + 256) // 64 == 20
