@@ -1,0 +1,251 @@
+"""Hand-computed expectations for planner rules the other planner tests did not pin down.
+
+Each test names the SGLang function it reproduces (SGLang 0.5.23 sources), or the planner's own rule
+when the rule is ours (the fix search, the bounds on what is read).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
+from kvstrategies.planner import DeploymentRequest, plan_deployment
+from kvstrategies.planner.budget import weights_per_rank
+from kvstrategies.planner.checkpoint import (
+    CheckpointWeights,
+    ShardingFacts,
+    TensorInfo,
+    rank_bytes,
+    read_safetensors_header,
+)
+from kvstrategies.planner.config_fields import MAX_CONFIG_DEPTH, validate_config_fields
+from kvstrategies.planner.fixes import _fraction_guess
+from kvstrategies.planner.flag_names import flag_wording
+from kvstrategies.planner.gpus import Accelerator, lookup_gpu
+from kvstrategies.planner.launch_command import MAX_COMMAND_CHARS, split_command
+from kvstrategies.planner.preload import GIB, preload_memory, profile_for
+from kvstrategies.planner.report import answer_text
+
+#: a two-layer Llama: h 64, 8 heads of 8 (2 KV heads), MLP 128, vocab 1000
+SMALL = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000,
+    "max_position_embeddings": 8192, "torch_dtype": "bfloat16",
+}  # fmt: skip
+#: its parameters: embedding + head 2 x 1000 x 64, per layer q/o 2 x 64^2 + k/v 2 x 16 x 64 + MLP 3 x 128 x 64
+#: + norms 2 x 64, and the final norm 64
+SMALL_PARAMS = 2 * 1000 * 64 + 2 * (2 * 64 * 64 + 2 * 16 * 64 + 3 * 128 * 64 + 2 * 64) + 64
+
+
+def _request(config: dict[str, Any], **kw: Any) -> DeploymentRequest:
+    return DeploymentRequest("m", {"hf_config": config}, gpu=lookup_gpu(kw.pop("gpu", "H100")), **kw)
+
+
+# --- budget.weights_per_rank ---------------------------------------------------------------------
+
+
+def test_the_weight_source_names_expert_parallelism_only_above_one() -> None:
+    """The estimate's note says how the weights split: ``TP x PP`` and, only when experts are spread
+    (``--ep-size`` > 1), over which EP size; EP 1 is no expert split and is not named."""
+    _, source = weights_per_rank(_request(SMALL), SMALL)
+    assert "split over TP 1 x PP 1 (fullest rank)" in source and "EP" not in source
+
+
+def test_a_multimodal_class_without_a_vision_tower_adds_no_tower_bytes() -> None:
+    """A ``*ForConditionalGeneration`` class is multimodal (SGLang's ``ModelConfig.is_multimodal``)
+    but with no ``vision_config`` there is no tower to count: the weights are the language model's
+    alone, 2 B x 197,952 parameters = 395,904 B at TP 1 (the same as the ``*ForCausalLM`` class)."""
+    assert SMALL_PARAMS == 197_952
+    for arch in ("LlamaForCausalLM", "LlamaForConditionalGeneration"):
+        config = {**SMALL, "architectures": [arch]}
+        nbytes, source = weights_per_rank(_request(config), config)
+        assert (nbytes, "vision tower" in source) == (2 * SMALL_PARAMS, False)
+
+
+# --- checkpoint: safetensors dtypes and the per-rank shares -------------------------------------
+
+
+def _one_tensor_file(path: Path, dtype: str, shape: list[int], nbytes: int) -> None:
+    raw = json.dumps({"t": {"dtype": dtype, "shape": shape, "data_offsets": [0, nbytes]}}).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * nbytes)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape", "nbytes"),
+    [
+        # the safetensors format's Dtype::bitsize: 8-bit types are one byte per element
+        ("BOOL", [3], 3), ("U8", [3], 3), ("I8", [3], 3), ("F8_E5M2", [3], 3), ("F8_E4M3", [3], 3),
+        ("F8_E8M0", [3], 3),
+        ("F4", [2, 3], 3),  # 6 x 4 bits
+        ("F6_E2M3", [4], 3), ("F6_E3M2", [4], 3),  # 4 x 6 bits
+        ("I16", [3], 6), ("U16", [3], 6), ("F16", [3], 6), ("BF16", [3], 6),
+        ("I32", [3], 12), ("U32", [3], 12), ("F32", [3], 12),
+        ("C64", [3], 24), ("F64", [3], 24), ("I64", [3], 24), ("U64", [3], 24),
+    ],
+)  # fmt: skip
+def test_every_safetensors_dtype_has_its_format_width(tmp_path: Path, dtype: str, shape: list[int], nbytes: int) -> None:
+    """A header entry's ``data_offsets`` span ``numel x bits / 8`` bytes (safetensors' own check):
+    the right span reads, one byte more or less is refused."""
+    _one_tensor_file(tmp_path / "a.safetensors", dtype, shape, nbytes)
+    (tensor,) = read_safetensors_header(tmp_path / "a.safetensors")
+    assert (tensor.dtype, tensor.nbytes) == (dtype, nbytes)
+    for wrong in (nbytes - 1, nbytes + 1):
+        _one_tensor_file(tmp_path / "b.safetensors", dtype, shape, wrong)
+        with pytest.raises(KVCacheConfigError, match="not a valid checkpoint"):
+            read_safetensors_header(tmp_path / "b.safetensors")
+
+
+FACTS = ShardingFacts(num_layers=2, num_heads=8, num_kv_heads=2, vocab_size=1000, tied=True, serve_bytes=2)
+
+
+def _headers(*tensors: TensorInfo) -> CheckpointWeights:
+    return CheckpointWeights(Path("m"), "headers", sum(t.nbytes for t in tensors), tensors)
+
+
+def test_a_fused_qkv_tensor_keeps_the_heads_of_one_rank() -> None:
+    """``QKVParallelLinear`` (sglang/srt/layers/linear.py): a rank holds ``nh / tp`` query heads and
+    ``max(1, nkv / tp)`` KV heads each for K and V. The fused [(8 + 2 x 2) x 8, 64] BF16 tensor
+    (12,288 B) of 8 heads and 2 KV heads of dim 8 keeps at TP 2 (4 + 2 x 1) x 8 rows = 6,144 B and at
+    TP 4 (2 + 2 x 1) x 8 rows (one KV head replicated per rank) = 4,096 B."""
+    qkv = TensorInfo("model.layers.0.self_attn.qkv_proj.weight", "BF16", (96, 64), 96 * 64 * 2)
+    ckpt = _headers(qkv)
+    assert rank_bytes(ckpt, FACTS) == 12_288
+    assert rank_bytes(ckpt, FACTS, tp=2) == 48 * 64 * 2 == 6_144
+    assert rank_bytes(ckpt, FACTS, tp=4) == 32 * 64 * 2 == 4_096
+
+
+def test_a_one_row_embedding_is_padded_to_64_rows() -> None:
+    """``VocabParallelEmbedding`` (sglang/srt/layers/vocab_parallel_embedding.py) pads the vocab to a
+    multiple of 64 (``pad_vocab_size``): a [1, 1] BF16 table loads 64 x 1 rows x 2 B = 128 B (tied, so
+    no separate head)."""
+    embed = TensorInfo("model.embed_tokens.weight", "BF16", (1, 1), 2)
+    assert rank_bytes(_headers(embed), FACTS) == 64 * 1 * 2
+
+
+# --- config_fields: how deep the validator reads -------------------------------------------------
+
+
+def _at_depth(depth: int, leaf: dict[str, Any]) -> dict[str, Any]:
+    """SMALL with ``leaf`` as the object ``depth`` levels below the top (depth 1: ``config["extra"]``)."""
+    node = leaf
+    for _ in range(depth - 1):
+        node = {"a": node}
+    return {**SMALL, "extra": node}
+
+
+def test_the_config_validator_reads_eight_objects_deep() -> None:
+    """``validate_config_fields`` checks known integer fields in every nested object down to
+    ``MAX_CONFIG_DEPTH`` = 8 levels below the top (real configs nest 3 deep) and stops there, so a
+    hostile config cannot make it walk without bound: a bad ``num_attention_heads`` in the object
+    8 levels down is refused, one 9 levels down is not read."""
+    assert MAX_CONFIG_DEPTH == 8
+    bad = {"num_attention_heads": -1}
+    with pytest.raises(KVCacheConfigError, match=r"extra(\.a){7}\.num_attention_heads"):
+        validate_config_fields(_at_depth(8, bad))
+    validate_config_fields(_at_depth(9, bad))  # not read
+
+
+# --- fixes: the straight-line guess of the smallest --mem-fraction-static ------------------------
+
+
+def _planned(capacity: int, context: int) -> Any:
+    return SimpleNamespace(fit=SimpleNamespace(capacity_tokens=capacity, context_len=context))
+
+
+def test_the_fraction_guess_draws_its_line_from_one_thousandth() -> None:
+    """The fix search's own rule (planner/fixes.py, ``_fraction_guess``): between the current plan
+    (``now`` thousandths, ``low`` tokens) and the plan at ``stop`` (``high`` tokens), the context
+    ``need`` = context - low more tokens is reached at ``now + ceil(need x (stop - now) / (high - low))``.
+    From 0.001 (1,000 tokens) to 0.900 (900,000 tokens) for a 131,072-token context:
+    1 + ceil(130,072 x 899 / 899,000) = 1 + ceil(130.072) = 132. Below 1 thousandth there is no plan."""
+    search = SimpleNamespace(current=_planned(1_000, 131_072))
+    assert _fraction_guess(search, 1, _planned(900_000, 131_072), 900) == 132  # type: ignore[arg-type]
+    assert _fraction_guess(search, 0, _planned(900_000, 131_072), 900) is None  # type: ignore[arg-type]
+
+
+def test_every_listed_gpu_capacity_is_positive() -> None:
+    """``_larger_gpu`` (planner/fixes.py) sorts the larger GPUs by ``capacity_mib or 0``; the ``or 0``
+    is never taken because no listed capacity is 0 (the allow-list entry for it relies on this)."""
+    from kvstrategies.planner.gpus import GPUS
+
+    assert all(g.capacity_mib is None or g.capacity_mib > 0 for g in GPUS)
+
+
+# --- flag names, GPUs, pasted commands, memory before the weights --------------------------------
+
+
+def test_an_unknown_case_field_keeps_its_wording() -> None:
+    """``flag_wording`` turns ``case field 'tp_size'`` into ``--tp``; a case field with no ``plan``
+    flag keeps the whole phrase, quotes and all."""
+    assert flag_wording("case field 'tp_size' must be >= 1") == "--tp must be >= 1"
+    assert flag_wording("case field 'head_dim' must be >= 1") == "case field 'head_dim' must be >= 1"
+
+
+def test_cuda_major_11_is_blackwell() -> None:
+    """``is_blackwell`` (sglang/srt/utils/common.py): ``_check_cuda_device_version`` with
+    ``device_capability_majors=[10, 11, 12]`` -- SM110 (Jetson Thor) is Blackwell too; SM90 is not."""
+    assert [Accelerator("x", 1024.0, "cuda", (major, 0)).is_blackwell for major in (9, 10, 11, 12)] == [
+        False, True, True, True,
+    ]  # fmt: skip
+
+
+def test_a_pasted_command_may_hold_64_kib_of_characters() -> None:
+    """``split_command`` reads at most ``MAX_COMMAND_CHARS`` = 64 x 1024 = 65,536 characters (real
+    commands are under 200 words): exactly that many are split, one more is refused."""
+    assert MAX_COMMAND_CHARS == 65_536
+    head = ["python", "-m", "sglang.launch_server", "--model-path"]
+    fill = 65_536 - sum(len(t) for t in head)
+    assert split_command([*head, "m" * fill])[-1] == "m" * fill
+    with pytest.raises(KVCacheConfigError, match="65,536 characters"):
+        split_command([*head, "m" * (fill + 1)])
+
+
+def test_pipeline_parallelism_adds_one_peer_before_the_weights() -> None:
+    """``preload_memory``: a rank's communication buffers grow per peer it talks to, its TP peers
+    (tp - 1) and, under PP, one more (the neighbouring stage): TP 1 x PP 2 has one peer, TP 2 x PP 2 two."""
+    gpu = lookup_gpu("H100")
+    profile = profile_for(gpu)
+    for tp, peers in ((1, 1), (2, 2)):
+        mem = preload_memory(gpu, tp=tp, pp=2)
+        assert mem.interconnect.endswith(f", {peers} peer(s)")
+        assert mem.communication_bytes == int((profile.per_peer_gib * peers + profile.multi_rank_gib) * GIB)
+
+
+# --- load refusals: block-FP8 linears -------------------------------------------------------------
+
+
+def test_the_block_fp8_refusal_names_the_query_partition_first() -> None:
+    """``Fp8LinearMethod.validate_block_quant_shapes`` (sglang/srt/layers/quantization/fp8.py) walks the
+    output partitions in order and raises on the first that is not whole ``block_n`` blocks. 24 heads
+    and 8 KV heads of dim 64 at TP 8 split qkv_proj into [24 / 8 x 64, 8 / 8 x 64, 64] = [192, 64, 64]:
+    the query's 192 % 128 = 64 is named first."""
+    config = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+        "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 24,
+        "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256, "max_position_embeddings": 8192,
+        "torch_dtype": "bfloat16", "quantization_config": {
+            "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]},
+    }  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError, match=r"qkv_proj .* its output partition 192 is not"):
+        plan_deployment(_request(config, tp_size=8), suggest=False)
+
+
+# --- report: the answer's totals ------------------------------------------------------------------
+
+
+def test_the_answer_names_replicas_alone_or_times_the_attention_dp_workers() -> None:
+    """``answer_text``: the total is per-pool tokens x workers; with one attention-DP worker the workers
+    are "2 DP replicas", with 2 attention-DP workers "2 attention-DP workers x 2 DP replicas"."""
+    for extra, over in (({}, "over 2 DP replicas"), ({"tp_size": 2, "attn_dp_size": 2},
+                                                       "over 2 attention-DP workers x 2 DP replicas")):
+        planned = plan_deployment(DeploymentRequest("m", {"preset": "llama-3.1-8b"}, gpu=lookup_gpu("H100"),
+                                                    dp_replicas=2, **extra), suggest=False)  # fmt: skip
+        scale = 2 * planned.fit.attn_dp_size
+        total = [line for line in answer_text(planned) if line.startswith("  in total")]
+        assert total == [f"  in total       {planned.sizes.max_total_num_tokens * scale:,} tokens {over}"]
