@@ -89,7 +89,7 @@ def _one_tensor_file(path: Path, dtype: str, shape: list[int], nbytes: int) -> N
         ("C64", [3], 24), ("F64", [3], 24), ("I64", [3], 24), ("U64", [3], 24),
     ],
 )  # fmt: skip
-def test_every_safetensors_dtype_has_its_format_width(tmp_path: Path, dtype: str, shape: list[int], nbytes: int) -> None:
+def test_every_safetensors_dtype_has_its_width(tmp_path: Path, dtype: str, shape: list[int], nbytes: int) -> None:
     """A header entry's ``data_offsets`` span ``numel x bits / 8`` bytes (safetensors' own check):
     the right span reads, one byte more or less is refused."""
     _one_tensor_file(tmp_path / "a.safetensors", dtype, shape, nbytes)
