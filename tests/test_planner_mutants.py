@@ -249,3 +249,76 @@ def test_the_answer_names_replicas_alone_or_times_the_attention_dp_workers() -> 
         scale = 2 * planned.fit.attn_dp_size
         total = [line for line in answer_text(planned) if line.startswith("  in total")]
         assert total == [f"  in total       {planned.sizes.max_total_num_tokens * scale:,} tokens {over}"]
+
+
+# --- resident extras under PP, weight formats, flag values ---------------------------------------
+
+
+def test_rocm_int4_index_buffers_follow_the_fullest_pp_stage() -> None:
+    """The ROCm W4A16 MoE's g_idx / sort-index buffers (compressed_tensors_wNa16_moe.py,
+    ``CompressedTensorsWNA16MoE.create_weights``) are per MoE layer: Kimi-K2.5 at TP 8 keeps
+    2 x 384 x (7168 + 256) x 4 B = 22,806,528 B per layer for its 60 MoE layers; at PP 2 the fullest
+    stage holds ceil(61 / 2) = 31 of the 61 layers (``get_pp_indices``), so 31 / 61 of them:
+    int(22,806,528 x 60 x 31 / 61) = 695,412,165 B."""
+    from kvstrategies.planner.load_refusals import request_layout
+    from kvstrategies.planner.resident import resident_extras
+    from kvstrategies.planner.weights import estimate_weights
+
+    doc = json.loads((Path(__file__).parent / "fixtures" / "published" / "kimi-k2.5.json").read_text())
+    config = doc["config"]
+    req = DeploymentRequest("k", {"hf_config": config}, tp_size=8, pp_size=2, gpu=lookup_gpu("MI355X"))
+    extras = resident_extras(req, config, estimate_weights(config), request_layout(req, config))
+    found = {e.name: e.nbytes for e in extras}
+    assert 2 * 384 * (7168 + 256) * 4 == 22_806_528
+    assert found["ROCm INT4 expert index buffers"] == int(22_806_528 * 60 * 31 / 61) == 695_412_165
+
+
+def test_integer_weight_formats_take_1_to_64_bits() -> None:
+    """``_int_group`` prices ``bits / 8`` B per value plus a 2-byte scale and a packed zero per group:
+    1 bit in groups of 128 is 1/8 + (2 + 1/8) / 128 B; 64 bits 8 + (2 + 8) / 128 B; 0 and 65 bits
+    are no format (0 would price every linear at 0 B) and are refused naming config.json."""
+    from kvstrategies.planner.weight_quant import _int_group
+
+    assert _int_group(1, 128) == 1 / 8 + (2 + 1 / 8) / 128
+    assert _int_group(64, 128) == 8 + (2 + 8) / 128
+    for bits in (0, 65):
+        with pytest.raises(KVCacheConfigError, match=f"{bits} bits per weight is not a format; fix config.json"):
+            _int_group(bits, 128)
+
+
+def test_an_int_override_without_a_quantization_config_uses_groups_of_128() -> None:
+    """The weight estimate's own default (planner/weight_quant.py, ``_scheme``): ``--weight-quantization
+    gptq`` on a config that carries no ``quantization_config`` is priced as 4 bits in groups of 128
+    (the common GPTQ export), 4 / 8 + (2 + 4 / 8) / 128 B per value, and named so."""
+    from kvstrategies.planner.weights import estimate_weights
+
+    fmt = estimate_weights(SMALL, quantization="gptq").fmt
+    assert fmt.name == "int4-g128"
+
+
+def test_a_module_path_match_needs_a_dotted_boundary() -> None:
+    """``_module_path_match`` (sglang/srt/layers/quantization/utils.py): equal paths, ``ignored + "."``
+    as a prefix, or ``"." + ignored + "."`` inside ``"." + prefix + "."``; ``mlp.gate`` does not match
+    ``mlp.gate_up_proj``, and a path that merely starts with a dot matches nothing unrelated."""
+    from kvstrategies.planner.weight_quant import module_path_match
+
+    cases = {
+        ("model.layers.0", "model.layers.0.mlp"): True,  # a dotted prefix
+        ("mlp.gate", "model.layers.0.mlp.gate"): True,  # a dotted part run
+        ("mlp.gate", "model.layers.0.mlp.gate_up_proj"): False,
+        ("lm_head", "lm_head."): True,  # trailing dots are stripped
+        ("lm_head", ".visual.proj"): False,
+    }
+    assert {case: module_path_match(*case) for case in cases} == cases
+
+
+def test_the_dsa_triton_union_takes_sglangs_three_choices() -> None:
+    """``--dsa-triton-union`` is declared with ``choices=[0, 2, 4]`` (sglang/srt/arg_groups/fields/exec_.py,
+    ``dsa_triton_union``): argparse takes 0, 2 and 4 and refuses any other integer."""
+    from kvstrategies.planner.launch_values import check_flag_value
+
+    flag = "--dsa-triton-union"
+    assert [check_flag_value(flag, flag, v) for v in ("0", "2", "4")] == ["0", "2", "4"]
+    for value in ("1", "3", "5"):
+        with pytest.raises(KVCacheConfigError, match="not one of SGLang's choices"):
+            check_flag_value(flag, flag, value)
