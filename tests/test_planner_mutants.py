@@ -208,9 +208,12 @@ def test_a_pasted_command_may_hold_64_kib_of_characters() -> None:
 
 def test_pipeline_parallelism_adds_one_peer_before_the_weights() -> None:
     """``preload_memory``: a rank's communication buffers grow per peer it talks to, its TP peers
-    (tp - 1) and, under PP, one more (the neighbouring stage): TP 1 x PP 2 has one peer, TP 2 x PP 2 two."""
+    (tp - 1) and, under PP, one more (the neighbouring stage): TP 1 x PP 2 has one peer, TP 2 x PP 2 two;
+    called without a layout it is one GPU alone."""
     gpu = lookup_gpu("H100")
     profile = profile_for(gpu)
+    alone = preload_memory(gpu)  # the defaults: TP 1 x PP 1, no peer, no communication buffers
+    assert (alone.interconnect.endswith(", 0 peer(s)"), alone.communication_bytes) == (True, 0)
     for tp, peers in ((1, 1), (2, 2)):
         mem = preload_memory(gpu, tp=tp, pp=2)
         assert mem.interconnect.endswith(f", {peers} peer(s)")
@@ -322,3 +325,138 @@ def test_the_dsa_triton_union_takes_sglangs_three_choices() -> None:
     for value in ("1", "3", "5"):
         with pytest.raises(KVCacheConfigError, match="not one of SGLang's choices"):
             check_flag_value(flag, flag, value)
+
+
+# --- bounds on what is read (the planner's own limits) -------------------------------------------
+
+
+def test_a_safetensors_header_may_declare_at_most_100_mb(tmp_path: Path) -> None:
+    """``read_safetensors_header`` refuses a declared header longer than ``MAX_HEADER_BYTES`` =
+    100 x 1000 x 1000 (the safetensors format's own cap) before reading it: a (sparse) file declaring
+    100,000,001 bytes is refused naming the cap."""
+    from kvstrategies.planner.checkpoint import MAX_HEADER_BYTES
+
+    assert MAX_HEADER_BYTES == 100_000_000
+    path = tmp_path / "big.safetensors"
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", 100_000_001))
+        f.truncate(8 + 100_000_001)
+    with pytest.raises(KVCacheConfigError, match="length 100000001 exceeds the 100000000-byte cap"):
+        read_safetensors_header(path)
+
+
+def test_an_index_total_must_stay_below_2_to_the_63(tmp_path: Path) -> None:
+    """``read_index_total`` takes ``metadata.total_size`` as a whole number of bytes in (0, 2**63):
+    2**62 is read, 2**63 and 0 are refused naming the field."""
+    from kvstrategies.planner.checkpoint import INDEX_NAME, read_index_total
+
+    for total, ok in ((2**62, True), (2**63, False), (0, False)):
+        (tmp_path / INDEX_NAME).write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": {}}))
+        if ok:
+            assert read_index_total(tmp_path) == (total, ())
+        else:
+            with pytest.raises(KVCacheConfigError, match="metadata.total_size must be a positive whole number"):
+                read_index_total(tmp_path)
+
+
+def test_sharding_facts_read_missing_counts_as_zero() -> None:
+    """``ShardingFacts.from_config``: a count the config does not give is 0 (unknown: no layer is then
+    taken for an MTP layer, the vocab comes from the tensor's rows); heads default to 1."""
+    facts = ShardingFacts.from_config({"hidden_size": 64}, serve_bytes=2)
+    assert (facts.num_layers, facts.num_heads, facts.num_kv_heads, facts.vocab_size) == (0, 1, 1, 0)
+
+
+def test_a_pasted_command_may_hold_4096_words() -> None:
+    """``split_command`` reads at most ``MAX_COMMAND_TOKENS`` = 4,096 words: exactly that many are
+    read, one more is refused naming the bound."""
+    from kvstrategies.planner.launch_command import MAX_COMMAND_TOKENS
+
+    assert MAX_COMMAND_TOKENS == 4096
+    assert len(split_command(["--x"] * 4096)) == 4096
+    with pytest.raises(KVCacheConfigError, match="4,097 words"):
+        split_command(["--x"] * 4097)
+
+
+def test_sglang_serve_alone_is_a_command_with_no_flags() -> None:
+    """``sglang serve`` (SGLang's CLI entry point, sglang/cli/main.py) starts the server: the two words
+    alone are a launcher with no server arguments, like ``python -m sglang.launch_server``."""
+    from kvstrategies.planner.launch_command import _strip_launcher
+
+    assert _strip_launcher(["sglang", "serve"]) == ([], [])
+    assert _strip_launcher(["python", "-m", "sglang.launch_server"]) == ([], [])
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "ok"),
+    [("weight_bytes", 2**63 - 1, True), ("weight_bytes", 2**63, False),
+     ("available_bytes", 2**63 - 1, True), ("available_bytes", 2**63, False)],
+)  # fmt: skip
+def test_byte_counts_of_a_request_stay_below_2_to_the_63(field: str, value: int, ok: bool) -> None:
+    """``validate_request`` (run when the request is made): byte counts are int64 (what torch sizes
+    hold): 2**63 - 1 is read, 2**63 refused naming the flag and the interval."""
+    from kvstrategies.planner.request import validate_request
+
+    if ok:
+        validate_request(_request(SMALL, **{field: value}))
+    else:
+        flag = "--" + field.replace("_", "-")
+        with pytest.raises(KVCacheConfigError, match=f"{flag} must be in \\[0, {2**63 - 1}\\]"):
+            validate_request(_request(SMALL, **{field: value}))
+
+
+def test_a_gpu_capacity_is_in_0_to_2_to_the_63_bytes() -> None:
+    """``validate_request``: the GPU capacity in bytes (``capacity_mib x 2**20``) must lie in (0, 2**63):
+    1 B (2**-20 MiB) and 2**62 B (2**42 MiB) are read, 2**63 B (2**43 MiB) is refused naming --gpu-memory."""
+    from kvstrategies.planner.request import validate_request
+
+    for mib, ok in ((2.0**-20, True), (2.0**42, True), (2.0**43, False)):
+        gpu = Accelerator("x", mib, "cuda", (9, 0))
+        if ok:
+            validate_request(DeploymentRequest("m", {"hf_config": SMALL}, gpu=gpu))
+        else:
+            with pytest.raises(KVCacheConfigError, match="fix --gpu-memory"):
+                validate_request(DeploymentRequest("m", {"hf_config": SMALL}, gpu=gpu))
+
+
+def test_the_log_requests_level_takes_sglangs_four_choices() -> None:
+    """``--log-requests-level`` is declared with ``choices=[0, 1, 2, 3]``
+    (sglang/srt/arg_groups/fields/observability.py, ``log_requests_level``)."""
+    from kvstrategies.planner.launch_values import check_flag_value
+
+    flag = "--log-requests-level"
+    assert [check_flag_value(flag, flag, v) for v in ("0", "1", "2", "3")] == ["0", "1", "2", "3"]
+    with pytest.raises(KVCacheConfigError, match="not one of SGLang's choices"):
+        check_flag_value(flag, flag, "4")
+
+
+def test_rocm_per_peer_figure_is_extrapolated_above_tp4() -> None:
+    """``preload_memory``: the ROCm per-peer figure is fit to TP 2 and TP 4 logs, so from TP 5 on the
+    note says it is extrapolated; at TP 4 it does not."""
+    gpu = lookup_gpu("MI355X")
+    assert "extrapolated" in preload_memory(gpu, tp=5).note
+    assert "extrapolated" not in preload_memory(gpu, tp=4).note
+
+
+def test_listed_cuda_gpus_carry_nvidias_compute_capabilities() -> None:
+    """NVIDIA's published compute capabilities (developer.nvidia.com/cuda-gpus): Hopper 9.0, B200 and
+    GB200 10.0, B300 and GB300 10.3, A100 8.0, Ada 8.9, A10 8.6, T4 7.5, RTX 5090 / RTX PRO 6000 12.0."""
+    from kvstrategies.planner.gpus import GPUS
+
+    expected = {
+        "H100-80GB": (9, 0), "H200": (9, 0), "H20": (9, 0), "H100-NVL": (9, 0), "H100-PCIe": (9, 0), "H800": (9, 0),
+        "B200": (10, 0), "GB200": (10, 0), "B300": (10, 3), "GB300": (10, 3), "A100-40GB": (8, 0),
+        "A100-80GB": (8, 0), "L40S": (8, 9), "L4": (8, 9), "L40": (8, 9), "RTX-4090": (8, 9), "A10": (8, 6),
+        "T4": (7, 5), "RTX-5090": (12, 0), "RTX-PRO-6000": (12, 0),
+    }  # fmt: skip
+    assert {g.name: g.compute_capability for g in GPUS if g.is_cuda} == expected
+
+
+def test_block_fp8_costs_a_4_byte_scale_per_block() -> None:
+    """Block FP8 (``Fp8LinearMethod.create_weights``, fp8.py): 1 B per value plus one float32 scale per
+    ``[block_n, block_k]`` block, 1 + 4 / (128 x 128) B; a block that is not two positive sizes is
+    per-channel FP8, 1 B."""
+    from kvstrategies.planner.weight_quant import _fp8
+
+    assert _fp8([128, 128]) == 1 + 4 / (128 * 128)
+    assert _fp8([1, 1]) == 1 + 4 / 1
+    assert _fp8([0, 128]) == _fp8([128, 128, 128]) == _fp8(None) == 1.0
