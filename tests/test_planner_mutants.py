@@ -297,6 +297,9 @@ def test_an_int_override_without_a_quantization_config_uses_groups_of_128() -> N
 
     fmt = estimate_weights(SMALL, quantization="gptq").fmt
     assert fmt.name == "int4-g128"
+    # a quantization_config without a group size (or with none) gets the same 128
+    for qcfg in ({"quant_method": "gptq", "bits": 4}, {"quant_method": "gptq", "bits": 4, "group_size": None}):
+        assert estimate_weights({**SMALL, "quantization_config": qcfg}).fmt.name == "int4-g128"
 
 
 def test_a_module_path_match_needs_a_dotted_boundary() -> None:
@@ -309,6 +312,7 @@ def test_a_module_path_match_needs_a_dotted_boundary() -> None:
         ("model.layers.0", "model.layers.0.mlp"): True,  # a dotted prefix
         ("mlp.gate", "model.layers.0.mlp.gate"): True,  # a dotted part run
         ("mlp.gate", "model.layers.0.mlp.gate_up_proj"): False,
+        ("mlp.gate", "model.layers.0.shared_mlp.gate"): False,  # "mlp" is not the part "shared_mlp"
         ("lm_head", "lm_head."): True,  # trailing dots are stripped
         ("lm_head", ".visual.proj"): False,
     }

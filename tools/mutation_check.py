@@ -339,6 +339,13 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         )
     ),
     Equivalent(
+        "kvstrategies/planner/weight_quant.py", r'\("\." \+ ignored \+ "\."\) in \("\." \+ prefix \+ "\."\)$',
+        "drop left term", "'.' + prefix", "'.' + ignored + '.' is found in prefix + '.' exactly where it is found "
+        "in '.' + prefix + '.' but at position 0, i.e. where prefix + '.' starts with ignored + '.' (prefix == "
+        "ignored, or prefix starts with ignored + '.'), which the two tests before it already return True for",
+        after="prefix", scope="module_path_match",
+    ),
+    Equivalent(
         "kvstrategies/planner/launch_defaults/backends.py",
         r'return "aiter" if max\(1, m\.num_kv_heads // attn_tp\) in \(16, 128\)', "c -> c+1", "1",
         "max(1, x) and max(2, x) differ only for x < 2, where both (1 or 2) are outside {16, 128}: triton either way",
