@@ -464,3 +464,63 @@ def test_block_fp8_costs_a_4_byte_scale_per_block() -> None:
     assert _fp8([128, 128]) == 1 + 4 / (128 * 128)
     assert _fp8([1, 1]) == 1 + 4 / 1
     assert _fp8([0, 128]) == _fp8([128, 128, 128]) == _fp8(None) == 1.0
+
+
+# --- expert parallelism refusals ------------------------------------------------------------------
+
+
+def test_an_ep_size_that_does_not_divide_tp_lists_every_divisor() -> None:
+    """``derive_parallel_widths`` (sglang/srt/runtime_context.py) sets moe_tp_size = tp_size // ep_size,
+    so the EP size must divide TP: --ep-size 3 at --tp 8 is refused offering 1, 2, 4, 8."""
+    with pytest.raises(UnsupportedConfigurationError, match="Use an --ep-size that divides 8: 1, 2, 4, 8$"):
+        plan_deployment(DeploymentRequest("q", {"preset": "qwen3-30b-a3b"}, tp_size=8, ep_size=3,
+                                          gpu=lookup_gpu("H100")), suggest=False)  # fmt: skip
+
+
+def test_experts_that_do_not_divide_over_ep_offer_the_sizes_that_do() -> None:
+    """``FusedMoE.__init__`` (sglang/srt/layers/moe/fused_moe_triton/layer.py) needs num_experts % ep_size
+    == 0: 60 routed experts over EP 8 are refused; of the divisors of --tp 8 (1, 2, 4, 8) those that
+    divide 60 are 1, 2 and 4."""
+    from kvstrategies.presets import load_preset_config
+
+    config = {**load_preset_config("qwen3-30b-a3b"), "num_experts": 60}
+    with pytest.raises(UnsupportedConfigurationError, match=r"num_experts % ep_size\)\. Use --ep-size 1 or 2 or 4$"):
+        plan_deployment(_request(config, tp_size=8, ep_size=8), suggest=False)
+
+
+def test_shared_experts_default_to_one() -> None:
+    """``DeepseekV2MoE.__init__`` (sglang/srt/models/deepseek_v2.py) sizes the shared experts'
+    MLP ``moe_intermediate_size x n_shared_experts``; a config without ``n_shared_experts`` is one
+    shared expert: 2048 wide, not 4096."""
+    from kvstrategies.planner.load_refusals import _mlp_width
+
+    module = "model.layers.1.mlp.shared_experts.gate_up_proj"
+    assert _mlp_width({"moe_intermediate_size": 2048}, module) == 2048
+    assert _mlp_width({"moe_intermediate_size": 2048, "n_shared_experts": 2}, module) == 4096
+
+
+def test_the_engine_table_says_how_sglang_splits_a_mamba_budget_before_the_header() -> None:
+    """``comparison_text`` (``kvstrategies compare``): when SGLang splits the budget between its Mamba
+    slot pool and its token pool, that line follows the budget line, before the table's header:
+    3 GiB with 1 GiB of token pool leaves 2.00 GiB for the slots."""
+    from kvstrategies.planner.engines import EngineComparison, comparison_text
+
+    lines = comparison_text(EngineComparison(3 * 2**30, "H100", (), (), sglang_token_bytes=2**30))
+    assert lines[0].startswith("KV budget per rank: 3,221,225,472 bytes (3.00 GiB)")
+    assert lines[1] == "SGLang splits it: 2.00 GiB for its Mamba slot pool, 1.00 GiB for its token pool"
+    assert lines[2].lstrip().startswith("request length")
+
+
+def test_the_moonvit_tower_splits_over_the_attention_tp_group() -> None:
+    """MoonViT's ``VisionAttention`` (sglang/srt/models/kimi_k25.py) splits wqkv and wo over the
+    attention-TP group, tp / attn_dp ranks. Kimi-K2.5's tower holds 471,143,920 parameters, of which
+    27 x (3456 x 1152 + 3456 + 1152 x 1152) = 143,420,544 are split: at TP 8 with attention DP 8 a rank
+    keeps all of them (2 B each: 942,287,840 B); with attention DP 2 (attention TP 4) it keeps a
+    quarter of the split part, 471,143,920 - 143,420,544 x 3 / 4 = 363,578,512 parameters = 727,157,024 B."""
+    from kvstrategies.planner.budget import _vision_tower_bytes
+
+    config = json.loads((Path(__file__).parent / "fixtures" / "published" / "kimi-k2.5.json").read_text())["config"]
+    assert 27 * (3456 * 1152 + 3456 + 1152 * 1152) == 143_420_544
+    for attn_dp, nbytes in ((8, 942_287_840), (2, 727_157_024)):
+        req = DeploymentRequest("k", {"hf_config": config}, tp_size=8, attn_dp_size=attn_dp, gpu=lookup_gpu("H200"))
+        assert _vision_tower_bytes(req, config, 2.0)[0] == nbytes
