@@ -524,3 +524,20 @@ def test_the_moonvit_tower_splits_over_the_attention_tp_group() -> None:
     for attn_dp, nbytes in ((8, 942_287_840), (2, 727_157_024)):
         req = DeploymentRequest("k", {"hf_config": config}, tp_size=8, attn_dp_size=attn_dp, gpu=lookup_gpu("H200"))
         assert _vision_tower_bytes(req, config, 2.0)[0] == nbytes
+
+
+def test_a_hybrid_swa_fit_has_a_full_pool_from_one_token() -> None:
+    """``fit_model`` (planner/fit.py): a hybrid-SWA plan has a full-attention pool and an SWA pool; only
+    when SGLang sizes no full-attention tokens at all (``full_max_total_num_tokens`` 0) is the SWA pool
+    the only one. gpt-oss-20b on an H100 with the full pool forced to 0 tokens has the SWA pool alone,
+    with 1 or 2 tokens both pools."""
+    import dataclasses
+
+    from kvstrategies.planner.fit import fit_model
+
+    planned = plan_deployment(DeploymentRequest("g", {"preset": "gpt-oss-20b"}, gpu=lookup_gpu("H100")), suggest=False)
+    swa = planned.sizes.swa_max_total_num_tokens
+    assert swa is not None and swa > 0
+    for full, pools in ((0, [("swa", swa)]), (1, [("full", 1), ("swa", swa)]), (2, [("full", 2), ("swa", swa)])):
+        sizes = dataclasses.replace(planned.sizes, full_max_total_num_tokens=full)
+        assert [(p.name, p.capacity) for p in fit_model(planned.planned.ctx, sizes).pools] == pools
