@@ -541,3 +541,17 @@ def test_a_hybrid_swa_fit_has_a_full_pool_from_one_token() -> None:
     for full, pools in ((0, [("swa", swa)]), (1, [("full", 1), ("swa", swa)]), (2, [("full", 2), ("swa", swa)])):
         sizes = dataclasses.replace(planned.sizes, full_max_total_num_tokens=full)
         assert [(p.name, p.capacity) for p in fit_model(planned.planned.ctx, sizes).pools] == pools
+
+
+def test_the_hf_quant_config_note_names_the_kv_cache_algorithm(tmp_path: Path) -> None:
+    """``with_hf_quant_config``: a ModelOpt ``hf_quant_config.json`` (read by SGLang's
+    ``ModelConfig._parse_modelopt_quant_config``) is noted with its algorithm and method and, when it
+    quantizes the KV cache too, that algorithm."""
+    from kvstrategies.planner.hf_quant import with_hf_quant_config
+
+    llama = {"architectures": ["LlamaForCausalLM"]}
+    for section, tail in (({"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}, ", KV cache FP8"),
+                          ({"quant_algo": "FP8"}, "")):  # fmt: skip
+        (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": section}))
+        _, note = with_hf_quant_config(llama, tmp_path)
+        assert note == "quantization from hf_quant_config.json: ModelOpt FP8 (modelopt_fp8)" + tail
