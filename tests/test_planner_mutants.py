@@ -555,3 +555,12 @@ def test_the_hf_quant_config_note_names_the_kv_cache_algorithm(tmp_path: Path) -
         (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": section}))
         _, note = with_hf_quant_config(llama, tmp_path)
         assert note == "quantization from hf_quant_config.json: ModelOpt FP8 (modelopt_fp8)" + tail
+
+
+def test_sglangs_longest_request_is_one_below_the_context_or_the_pool() -> None:
+    """``TpModelWorker.alloc_memory_pool`` (sglang/srt/managers/tp_worker.py): ``max_req_len = min(context_len - 1,
+    max_total_num_tokens - 1)``. Llama-3.1-8B on an H100 pools far more than its 131,072-token
+    context, so the longest request SGLang takes is 131,071 tokens."""
+    planned = plan_deployment(DeploymentRequest("l", {"preset": "llama-3.1-8b"}, gpu=lookup_gpu("H100")), suggest=False)
+    assert planned.fit.context_len == 131_072 and planned.fit.capacity_tokens > 131_073
+    assert planned.fit.sglang_max_req_len == 131_071
