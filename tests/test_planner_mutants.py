@@ -564,3 +564,19 @@ def test_sglangs_longest_request_is_one_below_the_context_or_the_pool() -> None:
     planned = plan_deployment(DeploymentRequest("l", {"preset": "llama-3.1-8b"}, gpu=lookup_gpu("H100")), suggest=False)
     assert planned.fit.context_len == 131_072 and planned.fit.capacity_tokens > 131_073
     assert planned.fit.sglang_max_req_len == 131_071
+
+
+def test_a_compressed_tensors_ignore_list_must_cover_all_or_none_of_an_experts_projections() -> None:
+    """``CompressedTensorsConfig.get_moe_scheme`` (compressed_tensors.py) needs one scheme for all MoE
+    projections: ignoring the experts' down_proj but not gate/up (``re:.*down_proj``) is refused when
+    the weights are priced; ignoring only ``lm_head`` prices them."""
+    from kvstrategies.planner.weights import estimate_weights
+    from kvstrategies.presets import load_preset_config
+
+    config = load_preset_config("qwen3-30b-a3b")
+    qcfg = {"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"g": {
+        "targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}}}}
+    assert estimate_weights({**config, "quantization_config": {**qcfg, "ignore": ["lm_head"]}}).weight_bytes() > 0
+    partial = estimate_weights({**config, "quantization_config": {**qcfg, "ignore": ["lm_head", "re:.*down_proj"]}})
+    with pytest.raises(UnsupportedConfigurationError, match="covers some but not all projections of model.layers.0"):
+        partial.weight_bytes()
