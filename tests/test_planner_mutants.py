@@ -580,3 +580,34 @@ def test_a_compressed_tensors_ignore_list_must_cover_all_or_none_of_an_experts_p
     partial = estimate_weights({**config, "quantization_config": {**qcfg, "ignore": ["lm_head", "re:.*down_proj"]}})
     with pytest.raises(UnsupportedConfigurationError, match="covers some but not all projections of model.layers.0"):
         partial.weight_bytes()
+
+
+def test_compressed_tensors_exempts_only_the_last_merged_output() -> None:
+    """``validate_fp8_block_shape`` (sglang/srt/layers/quantization/fp8_utils.py): without a TP split
+    a merged linear's partitions but the last must be whole ``block_n`` blocks. A 32-head model with one
+    KV head of dim 64 at TP 1 merges qkv_proj as [32 x 64, 64, 64] = [2048, 64, 64]: V (last) is
+    exempt, K's 64 % 128 != 0 is refused."""
+    config = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+        "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
+        "num_key_value_heads": 1, "head_dim": 64, "vocab_size": 128256, "max_position_embeddings": 8192,
+        "torch_dtype": "bfloat16", "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {
+            "g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "block",
+                                                     "block_structure": [128, 128]}}}},
+    }  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError, match=r"qkv_proj .* its output partition 64 is not a multiple"):
+        plan_deployment(_request(config), suggest=False)
+
+
+def test_block_fp8_whole_blocks_are_planned() -> None:
+    """``Fp8LinearMethod.validate_block_quant_shapes`` (fp8.py) passes when every partition is whole
+    ``block_n`` blocks: 128 heads and 128 KV heads of dim 64 at TP 1 merge qkv_proj as
+    [128 x 64] x 3 = [8192, 8192, 8192], gate_up as [16384, 16384]: planned."""
+    config = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8192,
+        "intermediate_size": 16384, "num_hidden_layers": 2, "num_attention_heads": 128,
+        "num_key_value_heads": 128, "head_dim": 64, "vocab_size": 32000, "max_position_embeddings": 8192,
+        "torch_dtype": "bfloat16", "quantization_config": {
+            "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]},
+    }  # fmt: skip
+    assert plan_deployment(_request(config), suggest=False).sizes.max_total_num_tokens > 0
