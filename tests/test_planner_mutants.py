@@ -611,3 +611,15 @@ def test_block_fp8_whole_blocks_are_planned() -> None:
             "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]},
     }  # fmt: skip
     assert plan_deployment(_request(config), suggest=False).sizes.max_total_num_tokens > 0
+
+
+def test_the_budget_step_prints_gib_of_2_to_the_30_bytes() -> None:
+    """``budget_text`` prints sizes in GiB (2**30 B, as SGLang's logs do): a given KV budget of
+    3 x 2**30 B reads 3.00 GiB; the H100's 81,559 MiB read 81,559 / 1024 = 79.65 GiB."""
+    from kvstrategies.planner.report import budget_text
+
+    llama = {"preset": "llama-3.1-8b"}
+    given = plan_deployment(DeploymentRequest("l", llama, available_bytes=3 * 2**30), suggest=False)
+    assert budget_text(given)[0] == "budget step    skipped: KV budget 3.00 GiB per rank given"
+    h100 = plan_deployment(DeploymentRequest("l", llama, gpu=lookup_gpu("H100")), suggest=False)
+    assert budget_text(h100)[0].startswith("budget step    H100-80GB 79.65 GiB, mem_fraction_static")
