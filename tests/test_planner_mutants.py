@@ -222,21 +222,29 @@ def test_pipeline_parallelism_adds_one_peer_before_the_weights() -> None:
 
 # --- load refusals: block-FP8 linears -------------------------------------------------------------
 
+BLOCK_FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
+CT_BLOCK_FP8 = {"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": {
+    "num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}}}}  # fmt: skip
+
+
+def _block_llama(heads: int, kv_heads: int, qcfg: dict[str, Any], hidden: int = 2048, inter: int = 8192) -> dict:
+    """A 16-layer Llama with head_dim 64 whose linears are 128 x 128 block FP8 (``qcfg``)."""
+    return {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden,
+        "intermediate_size": inter, "num_hidden_layers": 16, "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads, "head_dim": 64, "vocab_size": 32000, "max_position_embeddings": 8192,
+        "torch_dtype": "bfloat16", "quantization_config": qcfg,
+    }  # fmt: skip
+
+
 
 def test_the_block_fp8_refusal_names_the_query_partition_first() -> None:
     """``Fp8LinearMethod.validate_block_quant_shapes`` (sglang/srt/layers/quantization/fp8.py) walks the
     output partitions in order and raises on the first that is not whole ``block_n`` blocks. 24 heads
     and 8 KV heads of dim 64 at TP 8 split qkv_proj into [24 / 8 x 64, 8 / 8 x 64, 64] = [192, 64, 64]:
     the query's 192 % 128 = 64 is named first."""
-    config = {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
-        "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 24,
-        "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256, "max_position_embeddings": 8192,
-        "torch_dtype": "bfloat16", "quantization_config": {
-            "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]},
-    }  # fmt: skip
     with pytest.raises(UnsupportedConfigurationError, match=r"qkv_proj .* its output partition 192 is not"):
-        plan_deployment(_request(config, tp_size=8), suggest=False)
+        plan_deployment(_request(_block_llama(24, 8, BLOCK_FP8), tp_size=8), suggest=False)
 
 
 # --- report: the answer's totals ------------------------------------------------------------------
@@ -587,29 +595,15 @@ def test_compressed_tensors_exempts_only_the_last_merged_output() -> None:
     a merged linear's partitions but the last must be whole ``block_n`` blocks. A 32-head model with one
     KV head of dim 64 at TP 1 merges qkv_proj as [32 x 64, 64, 64] = [2048, 64, 64]: V (last) is
     exempt, K's 64 % 128 != 0 is refused."""
-    config = {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
-        "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
-        "num_key_value_heads": 1, "head_dim": 64, "vocab_size": 128256, "max_position_embeddings": 8192,
-        "torch_dtype": "bfloat16", "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {
-            "g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "block",
-                                                     "block_structure": [128, 128]}}}},
-    }  # fmt: skip
     with pytest.raises(UnsupportedConfigurationError, match=r"qkv_proj .* its output partition 64 is not a multiple"):
-        plan_deployment(_request(config), suggest=False)
+        plan_deployment(_request(_block_llama(32, 1, CT_BLOCK_FP8)), suggest=False)
 
 
 def test_block_fp8_whole_blocks_are_planned() -> None:
     """``Fp8LinearMethod.validate_block_quant_shapes`` (fp8.py) passes when every partition is whole
     ``block_n`` blocks: 128 heads and 128 KV heads of dim 64 at TP 1 merge qkv_proj as
     [128 x 64] x 3 = [8192, 8192, 8192], gate_up as [16384, 16384]: planned."""
-    config = {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8192,
-        "intermediate_size": 16384, "num_hidden_layers": 2, "num_attention_heads": 128,
-        "num_key_value_heads": 128, "head_dim": 64, "vocab_size": 32000, "max_position_embeddings": 8192,
-        "torch_dtype": "bfloat16", "quantization_config": {
-            "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]},
-    }  # fmt: skip
+    config = _block_llama(128, 128, BLOCK_FP8, hidden=8192, inter=16384)
     assert plan_deployment(_request(config), suggest=False).sizes.max_total_num_tokens > 0
 
 
