@@ -345,6 +345,14 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "ignored, or prefix starts with ignored + '.'), which the two tests before it already return True for",
         after="prefix", scope="module_path_match",
     ),
+    *(
+        Equivalent(
+            "kvstrategies/planner/load_refusals.py", r"in range\(1, req\.tp_size \+ 1\) if req\.tp_size % ", "c -> c+1",
+            "1", "range(1, tp + 2) adds only d = tp + 1, which never divides tp (tp % (tp + 1) == tp >= 1): the "
+            "same list", after="2", scope=scope, within=r"^req\.tp_size \+ 1$",
+        )
+        for scope in ("_check_ep_divides_tp", "_check_expert_split")
+    ),
     Equivalent(
         "kvstrategies/planner/launch_defaults/backends.py",
         r'return "aiter" if max\(1, m\.num_kv_heads // attn_tp\) in \(16, 128\)', "c -> c+1", "1",
