@@ -58,9 +58,9 @@ def test_the_weight_source_names_expert_parallelism_only_above_one() -> None:
 
 
 def test_a_multimodal_class_without_a_vision_tower_adds_no_tower_bytes() -> None:
-    """A ``*ForConditionalGeneration`` class is multimodal (SGLang's ``ModelConfig.is_multimodal``)
-    but with no ``vision_config`` there is no tower to count: the weights are the language model's
-    alone, 2 B x 197,952 parameters = 395,904 B at TP 1 (the same as the ``*ForCausalLM`` class)."""
+    """A ``*ForConditionalGeneration`` class counts as multimodal (``launch_facts``), but with no
+    ``vision_config`` there is no tower to count: the weights are the language model's alone,
+    2 B x 197,952 parameters = 395,904 B at TP 1 (the same as the ``*ForCausalLM`` class)."""
     assert SMALL_PARAMS == 197_952
     for arch in ("LlamaForCausalLM", "LlamaForConditionalGeneration"):
         config = {**SMALL, "architectures": [arch]}
