@@ -133,7 +133,8 @@ GROUPS: dict[str, Group] = {
     ),
     "planner": Group(
         ("kvstrategies/planner/*.py",),
-        ("tests/test_checkpoint.py", "tests/test_weights_quant.py", "tests/test_preload.py", "tests/test_planner.py",
+        ("tests/test_planner_mutants.py", "tests/test_checkpoint.py", "tests/test_weights_quant.py",
+         "tests/test_preload.py", "tests/test_planner.py",
          "tests/test_fix_search.py", "tests/test_cli_launch_command.py", "tests/test_sweep_grid.py",
          "tests/test_refusals.py", "tests/test_load_refusals.py", "tests/test_run_command.py",
          "tests/test_draft_and_partial_plans.py", "tests/test_gpus.py", "tests/test_model_source.py",
@@ -311,6 +312,46 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "kvstrategies/planner/weights.py", r"if self\.tp_units <= 0 or tp <= 1:", "c -> c+1", "0",
         "tp_units 1 (tp > 1): count / 1 * max(1, 1 // tp) == count, the early return's value",
         after="1", scope="ParamGroup.per_rank",
+    ),
+    # planner group (issue #27)
+    Equivalent(
+        "kvstrategies/planner/budget.py", r"^return 0$", "c -> c+1", "0",
+        "dead branch: the only caller, _vision_tower_bytes, returns before calling _vision_tower unless "
+        "launch_facts(config).is_multimodal", scope="_vision_tower",
+    ),
+    Equivalent(
+        "kvstrategies/planner/fixes.py", r"key=lambda g: g\.capacity_mib or 0\)", "c -> c+1", "0",
+        "the sort key's `or 0` is never taken: the filter keeps only GPUS entries with capacity_mib not None and "
+        "> the current one, and no GPUS entry has capacity 0 (tests/test_planner_mutants.py checks every one is > 0)",
+        scope="_larger_gpu",
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/planner/load_refusals.py", pattern, "> -> >=", before,
+            "differs only at TP 1, where it changes only which outputs compressed-tensors' merged-last exemption "
+            "skips (outputs vs outputs[:-1]); the last output equals the one before it (v == k, up == gate), so "
+            "the same sizes are checked in the same order and the same first one refuses; NVFP4 reads only the "
+            "row input", scope="_linear_shape",
+        )
+        for pattern, before in (
+            (r"^return \[nh // attn_tp \* hd, kv_per \* hd, kv_per \* hd\], attn_tp > 1 and", "attn_tp > 1"),
+            (r"^return \[inter // tp, inter // tp\], tp > 1, None$", "tp > 1"),
+        )
+    ),
+    Equivalent(
+        "kvstrategies/planner/weight_quant.py", r'\("\." \+ ignored \+ "\."\) in \("\." \+ prefix \+ "\."\)$',
+        "drop left term", "'.' + prefix", "'.' + ignored + '.' is found in prefix + '.' exactly where it is found "
+        "in '.' + prefix + '.' but at position 0, i.e. where prefix + '.' starts with ignored + '.' (prefix == "
+        "ignored, or prefix starts with ignored + '.'), which the two tests before it already return True for",
+        after="prefix", scope="module_path_match",
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/planner/load_refusals.py", r"in range\(1, req\.tp_size \+ 1\) if req\.tp_size % ", "c -> c+1",
+            "1", "range(1, tp + 2) adds only d = tp + 1, which never divides tp (tp % (tp + 1) == tp >= 1): the "
+            "same list", after="2", scope=scope, within=r"^req\.tp_size \+ 1$",
+        )
+        for scope in ("_check_ep_divides_tp", "_check_expert_split")
     ),
     Equivalent(
         "kvstrategies/planner/launch_defaults/backends.py",
