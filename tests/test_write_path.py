@@ -285,6 +285,8 @@ def test_mla_fp4_quantizes_nope_and_rope_separately() -> None:
     assert torch.equal(pool.get_key_buffer(0)[5, 0], torch.cat([pn, pr], dim=1)[0])
     assert torch.equal(pool.get_key_scale_buffer(0)[5], torch.cat([sn, sr], dim=1)[0])
     assert not pool.get_key_buffer(0)[0].any()  # location 0 skipped by the scatter
+    # the value buffer is the packed nope part: kv_lora_rank / 2 = 16 bytes of the 24-byte row
+    assert pool.get_value_buffer(0).shape == (8 + 8, 1, 16) and torch.equal(pool.get_value_buffer(0)[5, 0], pn[0])
     pool.set_kv_buffer(0, torch.tensor([0]), torch.cat([nope, rope], dim=-1)[:1])  # whole row, slot 0 written
     assert torch.equal(pool.get_key_buffer(0)[0, 0], R.quantize_fp4_block16(torch.cat([nope, rope], -1)[:1])[0][0])
 
