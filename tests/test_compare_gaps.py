@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -14,7 +15,13 @@ from kvstrategies.integrations.sglang import engine, runtime
 from kvstrategies.integrations.sglang import launch as bridge
 from kvstrategies.integrations.sglang import verify as verify_module
 from kvstrategies.integrations.sglang.compare import explain
-from kvstrategies.integrations.sglang.launch_grid import attention_heads, check_grid_flag, default_grid, valid_tps
+from kvstrategies.integrations.sglang.launch_grid import (
+    attention_heads,
+    check_grid_flag,
+    default_grid,
+    spec_from_dict,
+    valid_tps,
+)
 from kvstrategies.integrations.sglang.verify import CaseVerdict, VerifyReport, format_report
 
 ALL_SWA = {"model_type": "gemma3_text", "layer_types": ["sliding_attention"] * 4}
@@ -143,3 +150,28 @@ def test_attention_heads_falls_back_to_one_head() -> None:
 def test_grid_flag_message_names_the_accepted_integers(key: str, wanted: str) -> None:
     with pytest.raises(KVCacheConfigError, match=f"^launch 'x': flag {key} must be {wanted}, got 0$"):
         check_grid_flag("'x'", key, 0)
+
+
+@pytest.mark.parametrize(("key", "value"), [("name", "x"), ("preset", "p"), ("gpu", "g")])
+def test_a_one_character_launch_string_is_accepted(key: str, value: str) -> None:
+    item = {"name": "n", "preset": "qwen3-8b", "gpu": "H200", key: value}
+    assert getattr(spec_from_dict(item), key) == value  # 1 to 256 characters
+    with pytest.raises(KVCacheConfigError, match=f"^launch .*: {key} must be a non-empty string, got ''$"):
+        spec_from_dict({**item, key: ""})
+
+
+@pytest.mark.parametrize(("allowed", "workers"), [(3, 3), (8, 8), (16, 8)])
+def test_default_workers_are_this_process_cpus_at_most_8(
+    monkeypatch: pytest.MonkeyPatch, allowed: int, workers: int
+) -> None:
+    # os.sched_getaffinity(0) is this process (a taskset or cgroup may narrow it); pid 1 may hold more CPUs
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(allowed if pid == 0 else 32)))
+    assert bridge.default_workers() == workers
+
+
+def test_default_workers_without_affinity_or_cpu_count_is_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: None)  # os.cpu_count() is None when undeterminable
+    assert bridge.default_workers() == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: 12)
+    assert bridge.default_workers() == 8

@@ -139,6 +139,11 @@ def test_gb10_stays_on_the_small_batch_tier() -> None:
     # but keeps 2048 / 256; a 12.0 part of the same size (RTX PRO 6000, 95.6 GiB) gets 8192 / 1024
     assert batch_defaults(VLLMDevice("GB10", (12, 1), 122_570)) == (2048, 256)
     assert batch_defaults(vllm_device("RTX-PRO-6000")) == (8192, 1024)
+    # the tiers start at exactly 70 GiB (71,680 MiB) and 160 GiB (163,840 MiB): device_memory >= n * GiB_bytes
+    assert batch_defaults(VLLMDevice("X", (9, 0), 71_680)) == (8192, 1024)
+    assert batch_defaults(VLLMDevice("X", (9, 0), 71_679)) == (2048, 256)
+    assert batch_defaults(VLLMDevice("X", (9, 0), 163_840)) == (16384, 1024)
+    assert batch_defaults(VLLMDevice("X", (9, 0), 163_839)) == (8192, 1024)
 
 
 def _llama_group() -> tuple[KVCacheGroup, ...]:
@@ -165,6 +170,15 @@ def test_enough_memory_refusal_without_a_length_when_no_block_fits() -> None:
         check_enough_memory(_llama_group(), 2 * MIB + MIB, CacheLimits(4096, 8192), "0.33.0")
     assert "(0.0 GiB). Try increasing `gpu_memory_utilization`" in str(info.value)
     assert "estimated maximum model length" not in str(info.value)
+
+
+def test_enough_memory_refusal_names_a_length_of_one_token() -> None:
+    # block 1: 32 layers x (1 x 8 x 256 x 2 B) = 128 KiB a block; 128 KiB after the null block fits 1 token,
+    # still > 0, so vLLM names it
+    spec = FullAttentionSpec(block_size=1, num_kv_heads=8, head_size=128, head_size_v=128, dtype=DType.BFLOAT16)
+    with pytest.raises(InsufficientMemoryError, match=r"\(0\.0 GiB\)\. Based on the available memory, the estimated "
+                       r"maximum model length is 1\. Try"):
+        check_enough_memory((KVCacheGroup(tuple(range(32)), spec),), 256 * 1024, CacheLimits(4096, 8192), "0.33.0")
 
 
 def test_mamba_pages_per_request_by_cache_mode() -> None:
