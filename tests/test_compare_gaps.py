@@ -175,3 +175,13 @@ def test_default_workers_without_affinity_or_cpu_count_is_one(monkeypatch: pytes
     assert bridge.default_workers() == 1
     monkeypatch.setattr(os, "cpu_count", lambda: 12)
     assert bridge.default_workers() == 8
+
+
+def test_grid_integers_are_bounded_at_2_to_the_40() -> None:
+    check_grid_flag("'x'", "max_running_requests", 2**40)  # the largest accepted
+    check_grid_flag("'x'", "max_running_requests", 1)  # the smallest
+    with pytest.raises(KVCacheConfigError, match=f"max_running_requests must be a positive integer, got {2**40 + 1}"):
+        check_grid_flag("'x'", "max_running_requests", 2**40 + 1)
+    check_grid_flag("'x'", "chunked_prefill_size", -1)  # SGLang's "no chunking"
+    with pytest.raises(KVCacheConfigError, match="must be a positive integer or -1, got -2"):
+        check_grid_flag("'x'", "chunked_prefill_size", -2)
