@@ -22,7 +22,7 @@ from kvstrategies.integrations.sglang.launch_grid import (
     spec_from_dict,
     valid_tps,
 )
-from kvstrategies.integrations.sglang.verify import CaseVerdict, VerifyReport, format_report
+from kvstrategies.integrations.sglang.verify import CaseVerdict, VerifyReport, format_report, verdict_for
 
 ALL_SWA = {"model_type": "gemma3_text", "layer_types": ["sliding_attention"] * 4}
 ZERO_KV_REFUSAL = (
@@ -185,3 +185,18 @@ def test_grid_integers_are_bounded_at_2_to_the_40() -> None:
     check_grid_flag("'x'", "chunked_prefill_size", -1)  # SGLang's "no chunking"
     with pytest.raises(KVCacheConfigError, match="must be a positive integer or -1, got -2"):
         check_grid_flag("'x'", "chunked_prefill_size", -2)
+
+
+@pytest.mark.parametrize(("lines", "detail"), [(1, "l0"), (2, "l0; +1 more"), (3, "l0; +2 more")])
+def test_a_diff_counts_the_lines_after_its_first(lines: int, detail: str) -> None:
+    diff = tuple(f"l{i}" for i in range(lines))
+    report = VerifyReport(verdicts=[CaseVerdict("c", "DIFF", lines=diff, unexplained=diff)], version="0.5.23")
+    assert format_report(report)[1] == f"c  DIFF   {detail}"
+
+
+def test_recorded_report_times_the_whole_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
+    ticks = iter([10.0, 12.5])
+    monkeypatch.setattr(time, "perf_counter", lambda: next(ticks))
+    report = verify_module.recorded_report([], Path("golden/sglang-0.5.23"), "SGLang", "0.5.23", dict, verdict_for)
+    assert report.timings == {"import": 0.0, "total": 2.5}  # no import: 12.5 - 10.0 s reading the recording
+    assert report.version == "0.5.23 (recorded in golden/sglang-0.5.23)"
