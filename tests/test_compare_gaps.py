@@ -156,6 +156,9 @@ def test_grid_flag_message_names_the_accepted_integers(key: str, wanted: str) ->
 def test_a_one_character_launch_string_is_accepted(key: str, value: str) -> None:
     item = {"name": "n", "preset": "qwen3-8b", "gpu": "H200", key: value}
     assert getattr(spec_from_dict(item), key) == value  # 1 to 256 characters
+    assert getattr(spec_from_dict({**item, key: "y" * 256}), key) == "y" * 256
+    with pytest.raises(KVCacheConfigError, match=f"{key} must be a non-empty string"):
+        spec_from_dict({**item, key: "y" * 257})
     with pytest.raises(KVCacheConfigError, match=f"^launch .*: {key} must be a non-empty string, got ''$"):
         spec_from_dict({**item, key: ""})
 

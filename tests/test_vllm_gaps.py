@@ -16,8 +16,10 @@ from kvstrategies.integrations.sglang.verify import CaseVerdict, VerifyReport
 from kvstrategies.integrations.vllm.compare import KNOWN_DIFFERENCES
 from kvstrategies.integrations.vllm.verify import format_report
 from kvstrategies.planner.vllm.command import canonical_flag, translate_vllm
+from kvstrategies.planner.vllm.request import VLLMPlanRequest
 from kvstrategies.planner.vllm.values import human_readable_int
-from kvstrategies.planner.vllm.weights import vllm_weights
+from kvstrategies.planner.vllm.weights import rope_buffer_bytes, vllm_weights
+from kvstrategies.planner.vllm_flags import VLLM_FLAG_VALUES
 from kvstrategies.strategies.vllm.deployment import vllm_deployment
 from kvstrategies.strategies.vllm.devices import VLLMDevice, vllm_device
 from kvstrategies.strategies.vllm.grouping import KVCacheGroup
@@ -194,10 +196,10 @@ def test_mamba_pages_per_request_by_cache_mode() -> None:
     assert spec.max_memory_usage_bytes(none) == 192 * (1 + 3)
 
 
-def _own_budget_lines(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:
-    assert main(["compare", "llama-3.1-8b", "--gpu", "H100", "--request-length", "8192", *argv]) == 0
+def _own_budget_lines(argv: list[str], capsys: pytest.CaptureFixture[str], model: str = "llama-3.1-8b") -> list[str]:
+    assert main(["compare", model, "--gpu", "H100", "--request-length", "8192", *argv]) == 0
     lines = capsys.readouterr().out.splitlines()
-    return lines[next(i for i, line in enumerate(lines) if line.startswith("each engine on its own budget")):]
+    return lines[next(i for i, line in enumerate(lines) if line.startswith("each engine on its own budget")) :]
 
 
 def test_own_budget_row_starts_with_sglangs_columns(capsys: pytest.CaptureFixture[str]) -> None:
@@ -207,11 +209,69 @@ def test_own_budget_row_starts_with_sglangs_columns(capsys: pytest.CaptureFixtur
     assert lines[2].startswith(f"{8192:>14,}  {81920:>13,}  {10:>15,}  ")
 
 
+def _gib_terms(line: str) -> list[float]:
+    return [float(x) for x in re.findall(r"([\d.]+) GiB", line)]
+
+
 def test_why_the_budgets_differ_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
-    lines = _own_budget_lines([], capsys)
+    # Qwen3.5-35B-A3B (vision tower) at TP 2: SGLang subtracts its multimodal reservation, vLLM adds a multi-GPU term
+    lines = _own_budget_lines(["--tp", "2"], capsys, "qwen3.5-35b-a3b")
     why = next(i for i, line in enumerate(lines) if line.startswith("why the budgets differ"))
-    sglang = lines[why + 1]
+    sglang, vllm = lines[why + 1], lines[why + 2]
     assert sglang.startswith("  - SGLang: ") and sglang.endswith("(the planner's SGLang budget, docs/validation.md)")
-    # capacity - held - weights - slack = budget, each printed to 0.01 GiB
-    capacity, held, weights, slack, budget = (float(x) for x in re.findall(r"([\d.]+) GiB", sglang))
-    assert abs(capacity - held - weights - slack - budget) <= 0.02
+    assert " multimodal = " in sglang
+    # capacity - held - weights - slack - multimodal = budget, each printed to 0.01 GiB
+    capacity, held, weights, slack, multimodal, budget = _gib_terms(sglang)
+    assert abs(capacity - held - weights - slack - multimodal - budget) <= 0.03
+    assert vllm.startswith("  - vLLM: ceil(") and vllm.endswith(
+        "(vllm/v1/worker/gpu_worker.py Worker.determine_available_memory)"
+    )
+    # total, requested, weights, profile (= peak + resident + multi-GPU), budget = requested - weights - profile
+    _, requested, weights, profile, peak, resident, multi_gpu, available = _gib_terms(vllm)
+    assert multi_gpu > 0 and abs(peak + resident + multi_gpu - profile) <= 0.02
+    assert abs(requested - weights - profile - available) <= 0.02
+
+
+def _request(**fields: object) -> VLLMPlanRequest:
+    return VLLMPlanRequest("m", {}, {}, gpu="H100", **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["tensor_parallel_size", "pipeline_parallel_size"])
+def test_parallel_sizes_are_1_to_4096(name: str) -> None:
+    assert getattr(_request(**{name: 4096}), name) == 4096 and getattr(_request(**{name: 1}), name) == 1
+    for bad in (0, 4097):
+        flag = "--" + name.replace("_", "-")
+        with pytest.raises(KVCacheConfigError, match=rf"^{flag} must be an integer in \[1, 4,096\]"):
+            _request(**{name: bad})
+
+
+@pytest.mark.parametrize("name", ["block_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens"])
+def test_sizes_are_positive_int32(name: str) -> None:
+    assert getattr(_request(**{name: 1}), name) == 1 and getattr(_request(**{name: 2**31 - 1}), name) == 2**31 - 1
+    for bad in (0, 2**31):
+        with pytest.raises(KVCacheConfigError, match=r"must be an integer in \[1, 2,147,483,647\]"):
+            _request(**{name: bad})
+
+
+def test_optimization_level_other_than_2_is_refused_naming_cuda_graphs() -> None:
+    assert translate_vllm(["vllm", "serve", "m", "-O2"]).plan_args[:2] == ("--model-path", "m")  # vLLM's default
+    with pytest.raises(KVCacheConfigError) as info:
+        translate_vllm(["vllm", "serve", "m", "-O3"])
+    assert str(info.value).startswith(
+        "--optimization-level 3 changes CUDA-graph capture, whose memory vLLM deducts from the budget and compilation, "
+        "which the vLLM plan does not model (2 / O2 change nothing)"
+    )
+
+
+def test_rope_cache_of_a_partial_rotary_model() -> None:
+    # vllm/model_executor/layers/rotary_embedding get_rope: rotary_dim = head_size x partial_rotary_factor;
+    # cos_sin_cache is (max_position, rotary_dim): 4096 x (128 x 0.5 = 64) x 2 B = 524,288 B
+    config = {"num_attention_heads": 32, "hidden_size": 4096, "max_position_embeddings": 4096,
+              "partial_rotary_factor": 0.5}  # fmt: skip
+    assert rope_buffer_bytes(config, DType.BFLOAT16) == 4096 * 64 * 2
+    assert rope_buffer_bytes({**config, "partial_rotary_factor": 1.0}, DType.BFLOAT16) == 4096 * 128 * 2
+
+
+def test_max_lora_rank_choices_are_vllms() -> None:
+    # vllm/config/lora.py MaxLoRARanks = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512] (LoRAConfig.max_lora_rank)
+    assert VLLM_FLAG_VALUES["--max-lora-rank"] == ("int", (1, 8, 16, 32, 64, 128, 256, 320, 512))

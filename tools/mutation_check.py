@@ -569,6 +569,16 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         )
         for before, after in (("2", "3"), ("30", "31"))
     ),
+    Equivalent(
+        "kvstrategies/planner/vllm/deployment.py", r"activation_bytes=dtype\.itemsize if dtype\.itemsize <= 2 else 2",
+        "<= -> <", "dtype.itemsize <= 2",
+        "x if x <= 2 else 2 and x if x < 2 else 2 differ only at x == 2, where both give 2",
+    ),
+    Equivalent(
+        "kvstrategies/planner/vllm/deployment.py", r"activation_bytes=dtype\.itemsize if dtype\.itemsize <= 2 else 2",
+        "c -> c+1", "2", "x <= 2 and x <= 3 differ only at x == 3, and no DType is 3 bytes (dtypes.py: 1, 2, 4, 8)",
+        within=r"^dtype\.itemsize <= 2$",
+    ),
 )
 
 
