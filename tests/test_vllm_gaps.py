@@ -22,7 +22,7 @@ from kvstrategies.planner.vllm.weights import rope_buffer_bytes, vllm_weights
 from kvstrategies.planner.vllm_flags import VLLM_FLAG_VALUES
 from kvstrategies.strategies.vllm.deployment import vllm_deployment
 from kvstrategies.strategies.vllm.devices import VLLMDevice, vllm_device
-from kvstrategies.strategies.vllm.grouping import KVCacheGroup
+from kvstrategies.strategies.vllm.grouping import KVCacheGroup, kv_cache_groups
 from kvstrategies.strategies.vllm.launch import batch_defaults
 from kvstrategies.strategies.vllm.sizing import check_enough_memory
 from kvstrategies.strategies.vllm.specs import CacheLimits, FullAttentionSpec, MambaSpec
@@ -275,3 +275,13 @@ def test_rope_cache_of_a_partial_rotary_model() -> None:
 def test_max_lora_rank_choices_are_vllms() -> None:
     # vllm/config/lora.py MaxLoRARanks = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512] (LoRAConfig.max_lora_rank)
     assert VLLM_FLAG_VALUES["--max-lora-rank"] == ("int", (1, 8, 16, 32, 64, 128, 256, 320, 512))
+
+
+def test_a_smaller_page_grows_its_block_to_the_largest_page() -> None:
+    # vllm/v1/core/kv_cache_planning.py unify_kv_cache_spec_page_size: 8 heads at block 16 = 16 x 8 x 256 x 2 B
+    # = 65,536 B; 4 heads = 32,768 B, ratio 65,536 // 32,768 = 2: its block becomes 16 x 2 = 32 tokens
+    eight = FullAttentionSpec(block_size=16, num_kv_heads=8, head_size=128, head_size_v=128, dtype=DType.BFLOAT16)
+    four = FullAttentionSpec(block_size=16, num_kv_heads=4, head_size=128, head_size_v=128, dtype=DType.BFLOAT16)
+    groups = kv_cache_groups({0: eight, 1: four}, disable_hybrid=False)
+    assert {g.layers: g.spec.block_size for g in groups} == {(0,): 16, (1,): 32}
+    assert {g.spec.page_size_bytes for g in groups} == {65_536}
