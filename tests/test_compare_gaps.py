@@ -203,3 +203,8 @@ def test_recorded_report_times_the_whole_comparison(monkeypatch: pytest.MonkeyPa
     report = verify_module.recorded_report([], Path("golden/sglang-0.5.23"), "SGLang", "0.5.23", dict, verdict_for)
     assert report.timings == {"import": 0.0, "total": 2.5}  # no import: 12.5 - 10.0 s reading the recording
     assert report.version == "0.5.23 (recorded in golden/sglang-0.5.23)"
+
+
+def test_kind_counts_count_each_case_using_a_kind() -> None:
+    known = [CaseVerdict(n, "known", kinds=("a", "b") if n == "x" else ("a",)) for n in ("x", "y", "z")]
+    assert VerifyReport(verdicts=[*known, CaseVerdict("m", "match")]).kind_counts() == {"a": 3, "b": 1}
