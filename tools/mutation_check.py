@@ -159,7 +159,7 @@ GROUPS: dict[str, Group] = {
         ("kvstrategies/integrations/sglang/compare.py", "kvstrategies/integrations/sglang/snapshots.py",
          "kvstrategies/integrations/sglang/verify.py", "kvstrategies/integrations/sglang/launch.py",
          "kvstrategies/integrations/sglang/launch_grid.py", "kvstrategies/integrations/sglang/bridge_releases.py"),
-        ("tests/test_sglang_bridge.py", "tests/test_launch_sglang_verify.py",
+        ("tests/test_compare_gaps.py", "tests/test_sglang_bridge.py", "tests/test_launch_sglang_verify.py",
          *SGLANG_GOLDENS, *LAUNCH_GOLDENS),
     ),
     "case": Group(
@@ -187,8 +187,8 @@ GROUPS: dict[str, Group] = {
         ("kvstrategies/strategies/vllm/*.py", "kvstrategies/integrations/vllm/compare.py",
          "kvstrategies/integrations/vllm/snapshots.py", "kvstrategies/integrations/vllm/verify.py",
          "kvstrategies/planner/vllm/*.py", "kvstrategies/planner/vllm_flags.py", "kvstrategies/vllm_arguments.py"),
-        ("tests/test_vllm_strategies.py", "tests/test_vllm_budget.py", "tests/test_vllm_command.py",
-         "tests/test_vllm_published_logs.py", "tests/test_vllm_golden.py"),
+        ("tests/test_vllm_gaps.py", "tests/test_vllm_strategies.py", "tests/test_vllm_budget.py",
+         "tests/test_vllm_command.py", "tests/test_vllm_published_logs.py", "tests/test_vllm_golden.py"),
     ),
 }
 
@@ -591,6 +591,34 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "kvstrategies/allocators/swa.py", r"^self\.swa_attn_allocator\.free\(swa\[swa > 0\]\)$", "c -> c+1", "0",
         "paged branch (P >= 2): a mapping entry is 0 or an SWA location the paged SWA side handed out, "
         "page * P + offset with page >= 1, so >= P >= 2: > 0 and > 1 keep the same entries",
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/integrations/sglang/launch_grid.py", rf'"{flag}": \(int, 1\)', "c -> c+1", "1",
+            "a grid flag's minimum is read only by check_grid_flag, as minimum == -1 (the 'or -1' flags); the "
+            "lower bound 1 is the literal 1 <= value there, so a minimum of 1 or 2 (both != -1) checks alike",
+            within=r"^\(int, 1\)$", nth=nth,
+        )  # three (int, 1) share the max_running_requests line: nth picks each in walk order
+        for flag, nth in (("page_size", None), ("max_running_requests", 0), ("max_running_requests", 1),
+                          ("max_running_requests", 2), ("speculative_num_draft_tokens", None))
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/planner/vllm/overhead.py", r"^GIB = 2\*\*30$", "c -> c+1", before,
+            "overhead.py's GIB is read by no module (it computes in bytes; no import names overhead.GIB)",
+            after=after,
+        )
+        for before, after in (("2", "3"), ("30", "31"))
+    ),
+    Equivalent(
+        "kvstrategies/planner/vllm/deployment.py", r"activation_bytes=dtype\.itemsize if dtype\.itemsize <= 2 else 2",
+        "<= -> <", "dtype.itemsize <= 2",
+        "x if x <= 2 else 2 and x if x < 2 else 2 differ only at x == 2, where both give 2",
+    ),
+    Equivalent(
+        "kvstrategies/planner/vllm/deployment.py", r"activation_bytes=dtype\.itemsize if dtype\.itemsize <= 2 else 2",
+        "c -> c+1", "2", "x <= 2 and x <= 3 differ only at x == 3, and no DType is 3 bytes (dtypes.py: 1, 2, 4, 8)",
+        within=r"^dtype\.itemsize <= 2$",
     ),
 )
 
