@@ -530,6 +530,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                                       (r"^seen \+= 1$", "+= -> -=", "seen += 1"))
     ),
     Equivalent(
+        "kvstrategies/validate.py", r'^return "", 0$', "c -> c+1", "0",
+        "never reached: _huge_int_path runs only after _has_huge_int found a huge integer, which the same walk "
+        "within the same bound finds again and returns from inside the loop",
+        scope="_huge_int_path",
+    ),
+    Equivalent(
         "kvstrategies/pools/runtime/factory.py", r'parts = \{k.split\(".", 1\)\[0\]', "c -> c+1", "1",
         "only the first part of the split is kept, and it is the same for any maxsplit >= 1",
     ),
