@@ -7,11 +7,13 @@ computed by hand (formula and numbers in the test) from the SGLang function the 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import kvstrategies
+from kvstrategies.api import MAX_WHAT_IF_REQUESTS
 from kvstrategies.budget_check import kv_allowance
 from kvstrategies.context import (
     MAX_PARALLEL_SIZE,
@@ -19,16 +21,23 @@ from kvstrategies.context import (
     KVCacheSettings,
     ParallelLayout,
     SchedulingConfig,
+    SpecAlgorithm,
+    SpeculativeConfig,
     num_kv_heads_per_rank,
+    stage_layer_range,
 )
-from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
+from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
+from kvstrategies.layer_setup import check_layer_setup
 from kvstrategies.request_math import (
     alloc_len_per_decode,
     decode_extra_slots,
+    estimated_max_running_requests,
     req_to_token_extra_context_len,
     spec_v1_alloc,
+    swa_request_cap,
     swa_tokens_per_request,
 )
+from kvstrategies.sizing import require_positive_tokens
 
 from .helpers import case_settings
 
@@ -172,3 +181,133 @@ def test_a_cpu_build_that_exactly_fits_the_host_goes_ahead(monkeypatch: pytest.M
     monkeypatch.setattr(host_memory, "available_host_bytes", lambda: planned.planned_bytes - 1)
     with pytest.raises(InsufficientMemoryError, match="building on 'cpu'"):
         kvstrategies.build(planned, "cpu")
+
+
+def test_a_one_token_cap_passes_the_argument_check_and_serves_no_request() -> None:
+    # plan()'s token arguments need >= 1. A cap of 1 token then serves min(2048, 1 // 2) = 0 requests
+    # (KVCacheConfigurator.resolve_max_num_reqs), refused as such; 2 tokens serve 1; a what-if of 1 token is laid out
+    settings = case_settings(LLAMA)
+    with pytest.raises(KVCacheConfigError, match="the plan serves 0 requests"):
+        kvstrategies.plan(settings, 2**30, max_tokens=1)
+    capped = kvstrategies.plan(settings, 2**30, max_tokens=2).sizes_from_max_tokens
+    assert capped is not None and (capped.max_total_num_tokens, capped.max_running_requests) == (2, 1)
+    assert kvstrategies.plan(settings, 2**30, pool_max_tokens=1).pool_sizes.max_total_num_tokens == 1
+    for name in ("max_tokens", "pool_max_tokens"):
+        with pytest.raises(KVCacheConfigError, match=name):
+            kvstrategies.plan(settings, 2**30, **{name: 0})
+
+
+def test_a_what_if_may_ask_for_up_to_2_to_the_20_requests() -> None:
+    # api.MAX_WHAT_IF_REQUESTS = 2**20 = 1,048,576 rows of the request table (+ 1 padding row)
+    assert MAX_WHAT_IF_REQUESTS == 1048576
+    settings = case_settings(LLAMA)
+    most = kvstrategies.plan(settings, 2**30, pool_max_tokens=256, pool_max_running_requests=1048576)
+    assert most.layout.req_to_token.buffers[0].shape == (1048577, 131076)
+    with pytest.raises(KVCacheConfigError, match="pool_max_running_requests"):
+        kvstrategies.plan(settings, 2**30, pool_max_tokens=256, pool_max_running_requests=1048577)
+
+
+# ---- request_math.py, more (allocation_sizing, pool_configurator.compute_swa_request_cap) ---------------------
+
+EAGLE: dict[str, Any] = {"speculative_algorithm": "EAGLE", "eagle_draft_num_layers": 1,
+                         "speculative_num_draft_tokens": 4, "speculative_num_steps": 3}  # fmt: skip
+
+
+def test_spec_v1_alloc_without_page_alignment_at_page_one() -> None:
+    # spec_decode_alloc_len_per_request at page 1 aligns nothing: top-k 2, 3 steps, 6 tokens: max(3 * 2, 6) = 6
+    six = {**EAGLE, "speculative_eagle_topk": 2, "speculative_num_draft_tokens": 6}
+    assert spec_v1_alloc(case_settings(LLAMA, **six)) == 6
+    # no step count: len_per_topk = None or 1 = 1, tokens None or 1 = 1: max(1 * 2, 1) = 2
+    bare = dataclasses.replace(case_settings(LLAMA), speculative=SpeculativeConfig(SpecAlgorithm.EAGLE, eagle_topk=2))
+    assert spec_v1_alloc(bare) == 2
+
+
+def test_the_overlap_decode_reserve_is_twice_the_step_allocation() -> None:
+    # compute_swa_request_cap, spec v2: decode_alloc = 2 * get_alloc_len_per_decode; top-k 1 at page 64:
+    # max(3 * 1, 4) = 4, so W + ev * Dt + P + 2 * 4 = 128 + 128 * 4 + 64 + 8 = 712
+    ctx = case_settings(LLAMA, page_size=64, speculative_eagle_topk=1, **EAGLE)
+    assert swa_tokens_per_request(ctx, 128) == 712
+
+
+def test_page_one_eagle_keeps_the_plain_request_row_headroom() -> None:
+    # get_req_to_token_extra_context_len: at page 1 (not UNO) extra stays 4 + 4 = 8 although 2 * max(3 * 2, 4) = 12
+    ctx = case_settings(LLAMA, speculative_eagle_topk=2, **EAGLE)
+    assert req_to_token_extra_context_len(ctx) == 8
+
+
+def test_the_decode_role_swa_cap_counts_every_request_and_the_extra_slots() -> None:
+    # compute_swa_request_cap, decode role: per_request * n + (W + P) * extra_slots with W 128, P 64, no
+    # speculation: per_request = 128 + 128 + 64 + 64 = 384, n = 4, extra slots 2 * 4 = 8: 1,536 + 192 * 8 = 3,072
+    ctx = case_settings(LLAMA, page_size=64, disaggregation_mode="decode", max_running_requests=4)
+    assert swa_request_cap(ctx, 128, 4) == 3072
+
+
+@pytest.mark.parametrize(
+    ("tokens", "mrr", "attn_dp", "requests"),
+    [
+        (10_000_000, None, 1, 4096),  # int(1e7 / 131,072 * 512) = 39,062, clamped to 4,096
+        (100_000, None, 1, 2048),  # int(390.6) = 390, raised to 2,048
+        (3_000, None, 1, 1500),  # 2,048 but at most 3,000 // 2
+        (100, 100, 1, 50),  # explicit 100, at most 100 // 2
+        (1_000, 100, 2, 50),  # explicit 100 // 2 per worker
+    ],
+)
+def test_estimated_max_running_requests(tokens: int, mrr: int | None, attn_dp: int, requests: int) -> None:
+    # KVCacheConfigurator.resolve_max_num_reqs: clamp(int(T / C * 512), 2048, 4096), or max(1, mrr // dp); then
+    # at most T // 2 (context C = 131,072)
+    ctx = case_settings(LLAMA, tp_size=attn_dp, attn_dp_size=attn_dp, max_running_requests=mrr)
+    assert estimated_max_running_requests(tokens, ctx) == requests
+
+
+# ---- sizing.py, layer_setup.py ------------------------------------------------------------------------------
+
+
+def test_one_token_is_a_positive_budget() -> None:
+    # MemoryPoolConfig's check: tokens <= 0 means the budget is too small; 1 token is not refused
+    require_positive_tokens(1)
+    with pytest.raises(InsufficientMemoryError, match="gives 0 tokens"):
+        require_positive_tokens(0)
+
+
+def test_a_middle_pp_stage_of_an_mtp_model_is_refused_up_to_0_5_20() -> None:
+    # layer_setup._assert_pp_mtp_compat (0.5.20): DeepSeek-V3, 61 layers, SGLANG_PP_LAYER_PARTITION 20,21,20: rank 1
+    # holds [20, 41), 41 - 20 = 21 of 61 layers: "PP is not compatible with MTP models"
+    ctx = case_settings("deepseek-v3", tp_size=8, pp_size=3, pp_rank=1, env={"SGLANG_PP_LAYER_PARTITION": "20,21,20"},
+                        sglang_version="0.5.20", speculative_eagle_topk=1, **EAGLE)  # fmt: skip
+    assert stage_layer_range(ctx) == (20, 41)
+    with pytest.raises(UnsupportedConfigurationError, match="PP is not compatible with MTP models"):
+        check_layer_setup(ctx)
+
+
+# ---- host_memory.py -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``/proc/meminfo`` and the cgroup folders moved under ``tmp_path`` (all absent until written)."""
+    from kvstrategies import host_memory
+
+    monkeypatch.setattr(host_memory, "_MEMINFO", tmp_path / "meminfo")
+    monkeypatch.setattr(host_memory, "_CGROUP_V2", tmp_path / "v2")
+    monkeypatch.setattr(host_memory, "_CGROUP_V1", tmp_path / "v1")
+    for folder in ("v2", "v1"):
+        (tmp_path / folder).mkdir()
+    return tmp_path
+
+
+@pytest.mark.parametrize("line", ["MemAvailable:    2048 kB", "MemAvailable: 2048"])
+def test_memavailable_is_read_in_kib(fake_host: Path, line: str) -> None:
+    from kvstrategies.host_memory import available_host_bytes
+
+    (fake_host / "meminfo").write_text(f"MemTotal:  999999 kB\n{line}\n")
+    assert available_host_bytes() == 2048 * 1024  # 2,097,152 B
+
+
+def test_a_cgroup_limit_of_2_to_the_60_or_more_is_no_limit(fake_host: Path) -> None:
+    from kvstrategies.host_memory import _cgroup_room
+
+    (fake_host / "v2" / "memory.current").write_text("1000\n")
+    (fake_host / "v2" / "memory.max").write_text(f"{2**60}\n")
+    assert _cgroup_room() is None  # v1 absent too
+    (fake_host / "v2" / "memory.max").write_text(f"{2**60 - 1}\n")
+    assert _cgroup_room() == 2**60 - 1 - 1000
