@@ -222,6 +222,15 @@ def test_spec_v1_alloc_without_page_alignment_at_page_one() -> None:
     assert spec_v1_alloc(bare) == 2
 
 
+def test_a_tree_branch_reserves_its_partial_page_and_its_steps() -> None:
+    # get_alloc_len_per_decode, page 16 > 1 and top-k 2 > 1: pages = ((16 - 1) + 2 + 16 - 1) // 16 = 32 // 16 = 2
+    # per branch, max(2 * 16 * 2, 4) = 64; 3 steps: 33 // 16 = 2 as well; 1 step: 31 // 16 = 1, max(1 * 16 * 2, 4) = 32
+    for steps, alloc in ((2, 64), (3, 64), (1, 32)):
+        tree = {**EAGLE, "speculative_eagle_topk": 2, "speculative_num_steps": steps}
+        ctx = case_settings(LLAMA, page_size=16, **tree)
+        assert alloc_len_per_decode(ctx) == alloc
+
+
 def test_the_overlap_decode_reserve_is_twice_the_step_allocation() -> None:
     # compute_swa_request_cap, spec v2: decode_alloc = 2 * get_alloc_len_per_decode; top-k 1 at page 64:
     # max(3 * 1, 4) = 4, so W + ev * Dt + P + 2 * 4 = 128 + 128 * 4 + 64 + 8 = 712
