@@ -105,8 +105,9 @@ GROUPS: dict[str, Group] = {
          "kvstrategies/resolve.py", "kvstrategies/mla_dims.py", "kvstrategies/layer_setup.py",
          "kvstrategies/dtypes.py", "kvstrategies/budget_check.py", "kvstrategies/memo.py",
          "kvstrategies/host_memory.py", "kvstrategies/api.py", "kvstrategies/evolve.py"),
-        ("tests/test_evolve.py", "tests/test_foundation.py", "tests/test_default.py", "tests/test_release_rules.py",
-         "tests/test_rounding_rules.py", "tests/test_mutation_gaps.py", "tests/test_api_inputs.py",
+        ("tests/test_sizing_gaps.py", "tests/test_evolve.py", "tests/test_foundation.py", "tests/test_default.py",
+         "tests/test_release_rules.py", "tests/test_rounding_rules.py", "tests/test_mutation_gaps.py",
+         "tests/test_api_inputs.py",
          *CATALOG_GOLDENS, *SGLANG_GOLDENS),
     ),
     "strategies": Group(
