@@ -19,27 +19,30 @@ _T = TypeVar("_T")
 
 
 @functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
+def _field_names(cls: type) -> frozenset[str]:
     """The fields :func:`evolve` copies; a class it cannot copy this way is a ``TypeError``."""
     if not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
         raise TypeError(f"evolve copies frozen dataclasses, not {cls.__name__}")
+    if "__slots__" in vars(cls):
+        raise TypeError(f"{cls.__name__} keeps its fields in slots: use dataclasses.replace")
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__} checks its values in __post_init__: use dataclasses.replace")
     fields = dataclasses.fields(cls)
     if any(not f.init for f in fields):
         raise TypeError(f"{cls.__name__} has fields outside __init__: use dataclasses.replace")
-    return tuple(f.name for f in fields)
+    return frozenset(f.name for f in fields)
 
 
 def evolve(value: _T, /, **changes: Any) -> _T:
     """``dataclasses.replace(value, **changes)`` for a frozen dataclass without ``__post_init__``."""
     cls: type = type(value)
     names = _field_names(cls)
-    unknown = changes.keys() - set(names)
-    if unknown:
-        raise TypeError(f"{cls.__name__} has no field {sorted(unknown)[0]!r}")
+    if not names.issuperset(changes):
+        raise TypeError(f"{cls.__name__} has no field {sorted(set(changes) - names)[0]!r}")
     state = value.__dict__
-    fields = {name: changes[name] if name in changes else state[name] for name in names}
+    # only its fields: copied whole; else values cached beside them (functools.cached_property) stay behind
+    fields = state.copy() if len(state) == len(names) else {name: state[name] for name in names}
+    fields.update(changes)
     copy: _T = object.__new__(cls)
     object.__setattr__(copy, "__dict__", fields)
     return copy

@@ -60,3 +60,27 @@ def test_classes_it_cannot_copy_this_way_are_refused() -> None:
         evolve(Derived(1), value=2)
     with pytest.raises(TypeError, match="frozen dataclasses, not int"):
         evolve(3)
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Slotted:
+        value: int
+
+    with pytest.raises(TypeError, match="slots: use dataclasses.replace"):
+        evolve(Slotted(1), value=2)
+
+
+def test_values_cached_beside_the_fields_are_not_carried_over() -> None:
+    import functools
+
+    @dataclasses.dataclass(frozen=True)
+    class Sized:
+        tokens: int
+
+        @functools.cached_property
+        def pages(self) -> int:
+            return self.tokens // 16
+
+    first = Sized(64)
+    assert first.pages == 4  # cached in first's __dict__
+    copy = evolve(first, tokens=160)
+    assert copy.pages == 10 and set(vars(evolve(first))) == {"tokens"}
