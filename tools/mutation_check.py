@@ -609,14 +609,6 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         for flag, nth in (("page_size", None), ("max_running_requests", 0), ("max_running_requests", 1),
                           ("max_running_requests", 2), ("speculative_num_draft_tokens", None))
     ),
-    *(
-        Equivalent(
-            "kvstrategies/planner/vllm/overhead.py", r"^GIB = 2\*\*30$", "c -> c+1", before,
-            "overhead.py's GIB is read by no module (it computes in bytes; no import names overhead.GIB)",
-            after=after,
-        )
-        for before, after in (("2", "3"), ("30", "31"))
-    ),
     Equivalent(
         "kvstrategies/planner/vllm/deployment.py", r"activation_bytes=dtype\.itemsize if dtype\.itemsize <= 2 else 2",
         "<= -> <", "dtype.itemsize <= 2",

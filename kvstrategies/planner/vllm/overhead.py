@@ -35,8 +35,6 @@ from typing import Any
 
 from ...models.hf import text_config
 
-GIB = 2**30
-
 #: bytes per (sampled request x vocabulary entry) at the sampler's peak: the median of
 #: (logged peak activation - hidden states) / (R x vocab) over the logs that print the peak on its own
 #: (releases before 0.21): llmd-h100-{llama-3.1-8b, qwen3-0.6b, qwen3-32b, gpt-oss-20b, llama-3.3-70b-fp8-tp2}
