@@ -160,9 +160,26 @@ class SizedPlan:
 
     ctx: KVCacheSettings
     available_bytes: int
-    resolution: Resolution
     target: _TargetSizes | None = None  # a target rank's sizes, laid out by laid_out()
     whole: Plan | None = None  # a draft worker's or vLLM plan, planned whole
+
+    def __post_init__(self) -> None:
+        if (self.target is None) == (self.whole is None):
+            raise KVCacheConfigError(
+                "a SizedPlan holds either a target rank's sizes or a whole plan (not both, not neither); "
+                "build it with kvstrategies.api.size_plan"
+            )
+
+    @property
+    def resolution(self) -> Resolution:
+        return self.target.resolution if self.target is not None else self._whole.resolution
+
+    @property
+    def _whole(self) -> Plan:
+        whole = self.whole
+        if whole is None:  # __post_init__ holds one of the two
+            raise KVCacheConfigError("a SizedPlan without a target holds a whole plan")
+        return whole
 
     @property
     def sizes(self) -> PoolSizes:
@@ -171,10 +188,9 @@ class SizedPlan:
     def laid_out(self) -> Plan:
         """The plan: the target's pools laid out, and refused when their K/V buffers exceed the
         budget (:func:`~kvstrategies.budget_check.check_layout_within_budget`); a plan made whole as it is."""
-        if self.whole is not None:
-            return self.whole
         target = self.target
-        assert target is not None  # size_plan sets one of target and whole
+        if target is None:
+            return self._whole
         configurator = target.resolution.configurator
         layout = _layout(configurator, target.pool_sizes, target.sizes, target.capped)
         if target.pool_sizes is target.sizes:  # a layout at an asked size (max_tokens, what-if) follows that size
@@ -207,7 +223,7 @@ def size_plan(
                      pool_max_mamba_cache_size)  # fmt: skip
     if ctx.release.engine == VLLM:
         whole = _plan_vllm(ctx, available_bytes, max_tokens)
-        return SizedPlan(ctx, available_bytes, whole.resolution, whole=whole)
+        return SizedPlan(ctx, available_bytes, whole=whole)
     if ctx.is_draft_worker:
         whole = _plan_draft_worker(
             ctx,
@@ -217,10 +233,10 @@ def size_plan(
             pool_max_running_requests=pool_max_running_requests,
             pool_max_mamba_cache_size=pool_max_mamba_cache_size,
         )
-        return SizedPlan(ctx, available_bytes, whole.resolution, whole=whole)
+        return SizedPlan(ctx, available_bytes, whole=whole)
     target = _size_target(ctx, available_bytes, max_tokens, pool_max_tokens, pool_max_running_requests,
                           pool_max_mamba_cache_size)  # fmt: skip
-    return SizedPlan(ctx, available_bytes, target.resolution, target=target)
+    return SizedPlan(ctx, available_bytes, target=target)
 
 
 def _plan_vllm(ctx: KVCacheContext, available_bytes: int, max_tokens: int | None) -> Plan:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from kvstrategies.errors import UnsupportedConfigurationError
 from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner.budget import KVBudget
@@ -113,3 +115,17 @@ def test_the_offered_fixes_equal_a_search_that_plans_every_candidate_whole() -> 
     current = plan_deployment(REQ, suggest=False)
     whole = suggest_fixes(current, REQ, lambda changed: plan_deployment(changed, suggest=False))
     assert {fix.setting: fix for fix in whole} == _search()[0]
+
+
+def test_a_sized_plan_holds_exactly_one_of_target_sizes_and_a_whole_plan() -> None:
+    from kvstrategies.api import SizedPlan, size_plan
+    from kvstrategies.errors import KVCacheConfigError
+
+    from .helpers import GIB, case_settings
+
+    sized = size_plan(case_settings("llama-3.1-8b"), 16 * GIB)
+    assert sized.target is not None and sized.whole is None and sized.sizes == sized.laid_out().resolution.sizes
+    with pytest.raises(KVCacheConfigError, match="either a target rank's sizes or a whole plan"):
+        SizedPlan(sized.ctx, sized.available_bytes)
+    with pytest.raises(KVCacheConfigError, match="not both"):
+        SizedPlan(sized.ctx, sized.available_bytes, target=sized.target, whole=sized.laid_out())
