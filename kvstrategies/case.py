@@ -9,7 +9,6 @@ strategy ever reads the process environment.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from .context import (
 )
 from .dtypes import DType, require_release_kv_cache_dtype, resolve_kv_cache_dtype
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
+from .frozen import frozen
 from .knobs import check_case_env
 from .memo import remember
 from .models import ModelGeometry, parse_hf_config
@@ -105,7 +105,7 @@ CASE_DEFAULTS: dict[str, Any] = {
     "pool_max_mamba_cache_size": None,
 }
 _PLATFORM_KEYS = {"is_sm100", "is_sm90", "is_blackwell", "is_hip", "is_gfx95", "is_npu_arch35"}
-@dataclass(frozen=True)
+@frozen
 class Case:
     """A parsed case: the context to plan, the budget, and the what-if pool request."""
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol, runtime_checkable
 
 from .dtypes import DType, KVCacheDtype
 from .errors import KVCacheConfigError
+from .frozen import frozen
 from .models.geometry import ModelGeometry
 from .releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, parse_release, span
 from .validate import (
@@ -101,7 +102,7 @@ class SpecAlgorithm(enum.Enum):
         return self in (SpecAlgorithm.DFLASH, SpecAlgorithm.DSPARK)
 
 
-@dataclass(frozen=True)
+@frozen
 class ParallelLayout:
     """This rank's place in the parallel layout.
 
@@ -177,7 +178,7 @@ class ParallelLayout:
         return dataclasses.replace(self, pp_rank=rank)
 
 
-@dataclass(frozen=True)
+@frozen
 class SpeculativeConfig:
     """The speculative-decoding setup, as the target's sizing sees it (DefaultPoolConfigurator.__init__ draft scaling,
     compute_swa_request_cap)."""
@@ -209,7 +210,7 @@ class SpeculativeConfig:
         return self.num_draft_tokens if self.enabled else None
 
 
-@dataclass(frozen=True)
+@frozen
 class Platform:
     """GPU generation probes that change FP4/MiniMax/DSV4 numbers."""
 
@@ -230,7 +231,7 @@ class Platform:
             check_bool(getattr(self, item.name), f"platform.{item.name}")
 
 
-@dataclass(frozen=True)
+@frozen
 class AttentionBackends:
     """Resolved attention backends; ``prefill``/``decode`` fall back to ``attention_backend``."""
 
@@ -260,7 +261,7 @@ class DisaggregationMode(enum.Enum):
     DECODE = "decode"
 
 
-@dataclass(frozen=True)
+@frozen
 class SchedulingConfig:
     """Scheduler settings that sizing reads (docs/maintainers.md §2)."""
 
@@ -309,7 +310,7 @@ class SchedulingConfig:
             check_bool(getattr(self, name), name)
 
 
-@dataclass(frozen=True)
+@frozen
 class EngineKnobs:
     """SGLang environment knobs that change sizing (sglang.srt.environ), as explicit settings."""
 
@@ -385,7 +386,7 @@ class KVCacheContext(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@frozen
 class KVCacheSettings:
     """The plain-data :class:`KVCacheContext`: build one, hand it to any strategy."""
 

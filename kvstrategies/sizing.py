@@ -9,11 +9,11 @@ frozen dataclass: hashable, picklable, and round-trips through :meth:`to_dict` /
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from .errors import KVCacheConfigError
 from .evolve import evolve
+from .frozen import frozen
 
 
 def align_down(value: int, page_size: int) -> int:
@@ -30,7 +30,7 @@ def ceil_align(value: int, multiple: int) -> int:
     return ceil_div(value, multiple) * multiple
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class PoolSizes:
     """Token counts per pool for one rank (SGLang ``MemoryPoolConfig`` / ``_PoolSizes``).
 

@@ -70,7 +70,7 @@ def test_gpus_loads_the_gpu_table_only() -> None:
     modules = _under(loaded("gpus"), "kvstrategies")
     assert modules == {
         "kvstrategies", "kvstrategies.lazy_exports", "kvstrategies.cli", "kvstrategies.errors", "kvstrategies.jsonout",
-        "kvstrategies.quantization_names", "kvstrategies.planner", "kvstrategies.planner.gpus",
+        "kvstrategies.quantization_names", "kvstrategies.frozen", "kvstrategies.planner", "kvstrategies.planner.gpus",
     }  # fmt: skip
 
 

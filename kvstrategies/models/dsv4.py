@@ -15,9 +15,8 @@ Fields absent from the published V4-Flash/-Pro configs take SGLang's values:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import KVCacheConfigError
+from ..frozen import frozen
 from ..validate import MAX_LAYERS, check_int, check_int_tuple
 from .hf import MAX_CONFIG_INT
 
@@ -25,7 +24,7 @@ from .hf import MAX_CONFIG_INT
 KNOWN_RATIOS = frozenset({0, 1, 2, 4, 128})
 
 
-@dataclass(frozen=True)
+@frozen
 class DSV4Geometry:
     """The compressed-attention facts of one DeepSeek-V4 model (global layer ids).
 

@@ -17,13 +17,12 @@ still addresses in the main pool); entries past ``num_hidden_layers`` (MTP layer
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..frozen import frozen
 from ..validate import MAX_LAYERS, check_int, check_int_tuple
 from .hf import MAX_CONFIG_INT
 
 
-@dataclass(frozen=True)
+@frozen
 class MiniMaxLocalLayers:
     """One stage's layer sets (global ids inside ``[start, end)``)."""
 
@@ -43,7 +42,7 @@ class MiniMaxLocalLayers:
         return len(self.dense) + len(self.sparse)
 
 
-@dataclass(frozen=True)
+@frozen
 class MiniMaxSparseGeometry:
     """Model-wide MiniMax-M3 sparse layer sets (global ids) and the indexer head dim."""
 

@@ -20,11 +20,11 @@ budget that is not in ``(0, GPU capacity]``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import InsufficientMemoryError, KVCacheConfigError
+from ..frozen import frozen
 from ..memo import remember
 from ..models.hf import MAX_CONFIG_INT, architectures, as_int
 from ..validate import MAX_LAYERS, check_float
@@ -42,7 +42,7 @@ MAX_PARALLEL = MAX_PARALLEL_SIZE
 MAX_CONFIG_DEPTH = 8
 
 
-@dataclass(frozen=True)
+@frozen
 class FieldRule:
     """An integer field in ``[minimum, maximum]`` (``is_list``: a list of such integers;
     ``per_channel``: ``-1`` is accepted too, GPTQ/AWQ's "one group per output channel")."""

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from ..api import Plan, SizedPlan, size_plan
 from ..case import Case, at_budget, parse_case
+from ..frozen import frozen
 from ..memo import in_session
 from ..pools.layout import KVPoolsLayout
 from ..sizing import PoolSizes
@@ -29,7 +29,7 @@ from .refusals import admit
 from .request import DeploymentRequest, model_dtype_name
 
 
-@dataclass(frozen=True)
+@frozen
 class DeploymentPlan:
     """A planned deployment with everything the planner reports.
 
@@ -131,7 +131,7 @@ def _assemble(
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class SizedDeployment:
     """A deployment sized, its pools not laid out yet: what the fix search reads of a changed
     deployment (its fit and budget); :meth:`laid_out` makes it the :class:`DeploymentPlan`

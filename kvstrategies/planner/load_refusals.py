@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
+from ..frozen import frozen
 from ..memo import remember
 from ..models.hf import text_config
 from .moe_layout import MoELayout, moe_layout, override_quantization, quantization_method
@@ -43,7 +43,7 @@ from .request import DeploymentRequest
 from .weights import UNQUANTIZED, ParamGroup, ParamKind, WeightEstimate, estimate_weights
 
 
-@dataclass(frozen=True)
+@frozen
 class BlockFP8:
     """A block-FP8 scheme: ``[block_n, block_k]`` and which loader creates the weights."""
 

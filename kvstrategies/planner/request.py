@@ -11,12 +11,13 @@ import dataclasses
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
+from ..frozen import frozen
 from ..releases import NEWEST_SGLANG, EngineRelease, parse_release
 from ..validate import (
     MAX_LAYERS,
@@ -34,7 +35,7 @@ from .gpus import Accelerator
 GIB = 2**30
 
 
-@dataclass(frozen=True)
+@frozen
 class DeploymentRequest:
     """One deployment to plan, one rank's view.
 

@@ -12,10 +12,11 @@ import csv
 import io
 import itertools
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 from typing import Any
 
 from ..errors import KVCacheConfigError
+from ..frozen import frozen
 from ..memo import in_session
 from .deployment import plan_deployment
 from .flag_names import flag_wording
@@ -23,7 +24,7 @@ from .gpus import Accelerator
 from .request import GIB, DeploymentRequest
 
 
-@dataclass(frozen=True)
+@frozen
 class SweepRow:
     """One cell: what was asked (``gpu``, ``tp``, ``kv_request``, ``page_request``) and the plan.
 

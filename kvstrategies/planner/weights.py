@@ -42,11 +42,11 @@ import dataclasses
 import enum
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
+from ..frozen import frozen
 from ..memo import remember
 from ..models.architectures import Attention, LinearAttention, ModelType, any_row, model_type_row, rows_for
 from ..models.hf import as_int
@@ -65,7 +65,7 @@ class ParamKind(enum.Enum):
     SMALL = "small"  # norms, biases, sinks, conv kernels, A/D/dt vectors: model dtype
 
 
-@dataclass(frozen=True)
+@frozen
 class ParamGroup:
     """``count`` parameters of one kind; ``tp_units`` = size of the TP-sharded dim (0 = replicated).
 
@@ -94,7 +94,7 @@ _A = TypeVar("_A")
 
 # --- weight formats --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class WeightFormat:
     """Bytes per parameter by :class:`ParamKind`; ``name`` says which scheme was read.
 
@@ -212,7 +212,7 @@ def get_pp_indices(num_layers: int, rank: int, pp: int) -> tuple[int, int]:
     return rank * base, rank * base + base
 
 
-@dataclass(frozen=True)
+@frozen
 class LayerKind:
     """The groups every decoder layer of one kind holds (same token mixer, feed-forward and
     DeepSeek-V4 compression ratio), and the layers of that kind (ascending).
@@ -225,7 +225,7 @@ class LayerKind:
     layers: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class WeightEstimate:
     """Parameter groups of a model: embedding, the decoder layers by kind, head, MTP layers.
 

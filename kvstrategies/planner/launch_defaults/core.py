@@ -15,11 +15,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from ...errors import KVCacheConfigError
 from ...evolve import evolve
+from ...frozen import frozen
 from ...models.architectures import model_type_row, require_loadable
 from ...releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, span
 from ..gpus import Accelerator
@@ -31,7 +32,7 @@ DisaggregationMode = Literal["null", "prefill", "decode"]
 # --- inputs --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchModelFacts:
     """The few model facts the launch rules read (build with :func:`model_facts_from_hf_config`).
 
@@ -69,7 +70,7 @@ class LaunchModelFacts:
         return any(a in names for a in self.architectures)
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchSettings:
     """The user's explicit server arguments; ``None`` (or the default) = not given."""
 
@@ -106,7 +107,7 @@ class LaunchSettings:
     aiter_honor_explicit_mem_fraction: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchInputs:
     """Everything the pipeline reads; ``attn_dp_size`` = DP-attention size (1 = off);
     ``release`` the SGLang release whose launch resolution is followed."""
@@ -124,7 +125,7 @@ class LaunchInputs:
 # --- outputs -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class AppliedDefault:
     """One value SGLang declared at launch: which setting, the value, and why (spec section)."""
 
@@ -133,7 +134,7 @@ class AppliedDefault:
     reason: str
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchResolution:
     """Every resolved launch setting. Sizes in tokens/requests; memory in MiB.
 

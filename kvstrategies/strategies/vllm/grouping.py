@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from ...errors import UnsupportedConfigurationError
+from ...frozen import frozen
 from ...sizing import ceil_div
 from .specs import FullAttentionSpec, KVCacheSpec, MambaSpec, SlidingWindowSpec
 
 
-@dataclass(frozen=True)
+@frozen
 class KVCacheGroup:
     """Layers (global indices) that share one block table, with their (merged) spec."""
 

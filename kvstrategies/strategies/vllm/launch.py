@@ -14,8 +14,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ...frozen import frozen
 from ...releases import EngineRelease
 from .deployment import VLLMDeployment
 from .devices import VLLMDevice, vllm_device
@@ -28,7 +27,7 @@ def nvml_name(gpu: VLLMDevice) -> str:
     return gpu.nvml_name
 
 
-@dataclass(frozen=True)
+@frozen
 class VLLMLaunch:
     """The settings of one vLLM launch after vLLM's defaults (the plan document's ``vllm_settings``)."""
 

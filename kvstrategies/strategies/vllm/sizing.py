@@ -21,9 +21,8 @@ sum over groups of blocks_per_request`` and "GPU KV cache size" ``= int(concurre
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ...errors import InsufficientMemoryError
+from ...frozen import frozen
 from ...sizing import ceil_div
 from .document import capacity_log_line
 from .grouping import KVCacheGroup
@@ -32,7 +31,7 @@ from .specs import CacheLimits
 _GIB = 2**30
 
 
-@dataclass(frozen=True)
+@frozen
 class KVCacheTensor:
     """One backing allocation: ``size`` bytes for ``layers``, layer ``l`` at ``offset + l x layer_stride``."""
 
@@ -47,7 +46,7 @@ class KVCacheTensor:
                 "block_stride": self.block_stride, "offset": self.offset}  # fmt: skip
 
 
-@dataclass(frozen=True)
+@frozen
 class StageSizing:
     """One stage's projected groups, bytes per block and tensors (at the deployment's block count)."""
 
@@ -115,7 +114,7 @@ def stage_tensors(groups: tuple[KVCacheGroup, ...], num_blocks: int) -> tuple[KV
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class Capacity:
     """``num_blocks`` and what vLLM logs for it."""
 
