@@ -27,7 +27,7 @@ from .context import (
 )
 from .dtypes import DType, require_release_kv_cache_dtype, resolve_kv_cache_dtype
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
-from .frozen import frozen
+from .frozen import frozen, replace
 from .knobs import check_case_env
 from .memo import remember
 from .models import ModelGeometry, parse_hf_config
@@ -438,11 +438,10 @@ def _check_context_length(settings: KVCacheSettings, env: Mapping[str, Any]) -> 
 
 def _with_model_dtype(geometry: ModelGeometry, dtype: DType) -> ModelGeometry:
     """``geometry`` served in ``dtype`` (checked again, once per planning session: :mod:`kvstrategies.memo`)."""
-    import dataclasses
 
     if geometry.model_dtype is dtype:
         return geometry
-    return remember(("model_dtype", id(geometry), dtype), lambda: dataclasses.replace(geometry, model_dtype=dtype),
+    return remember(("model_dtype", id(geometry), dtype), lambda: replace(geometry, model_dtype=dtype),
                     geometry)  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import KVCacheConfigError
+from .frozen import asdict
 from .jsonout import dumps
 from .quantization_names import QUANTIZATION
 
@@ -698,9 +699,8 @@ def run_sweep(args: argparse.Namespace) -> int:
     if args.csv:
         print(sweep_csv(rows), end="")
     elif args.json:
-        import dataclasses
 
-        print(dumps([dataclasses.asdict(row) for row in rows]))
+        print(dumps([asdict(row) for row in rows]))
     else:
         print(f"{base.release.label} launch defaults")
         print(sweep_table(rows))

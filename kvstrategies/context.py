@@ -9,15 +9,13 @@ many of these from environment variables; here they are explicit fields
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import math
-from dataclasses import field
 from typing import Protocol, runtime_checkable
 
 from .dtypes import DType, KVCacheDtype
 from .errors import KVCacheConfigError
-from .frozen import frozen
+from .frozen import field, fields, frozen, replace
 from .models.geometry import ModelGeometry
 from .releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, parse_release, span
 from .validate import (
@@ -175,7 +173,7 @@ class ParallelLayout:
         return rank * base, rank * base + base
 
     def at_pp_rank(self, rank: int) -> ParallelLayout:
-        return dataclasses.replace(self, pp_rank=rank)
+        return replace(self, pp_rank=rank)
 
 
 @frozen
@@ -224,7 +222,7 @@ class Platform:
     gpu: str | None = None
 
     def __post_init__(self) -> None:
-        for item in dataclasses.fields(self):
+        for item in fields(self):
             if item.name == "gpu":
                 check_opt_str(self.gpu, "platform.gpu")
                 continue
@@ -243,7 +241,7 @@ class AttentionBackends:
     dsv4_attn_backend: str | None = None
 
     def __post_init__(self) -> None:
-        for item in dataclasses.fields(self):
+        for item in fields(self):
             check_opt_str(getattr(self, item.name), item.name)
 
     @property
@@ -423,10 +421,10 @@ class KVCacheSettings:
         parse_release(self.release, field="release")  # a release the project models
 
     def at_pp_rank(self, rank: int) -> KVCacheSettings:
-        return dataclasses.replace(self, parallel=self.parallel.at_pp_rank(rank))
+        return replace(self, parallel=self.parallel.at_pp_rank(rank))
 
     def target_context(self) -> KVCacheSettings:
-        return dataclasses.replace(self, is_draft_worker=False) if self.is_draft_worker else self
+        return replace(self, is_draft_worker=False) if self.is_draft_worker else self
 
 
 # ---- derived quantities every strategy uses (one definition each) -------------------------

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import field
 from typing import Generic, TypeVar
 
 from .errors import KVCacheConfigError
-from .frozen import frozen
+from .frozen import field, frozen
 
 SGLANG = "sglang"
 VLLM = "vllm"

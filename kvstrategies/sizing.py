@@ -8,12 +8,11 @@ frozen dataclass: hashable, picklable, and round-trips through :meth:`to_dict` /
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from .errors import KVCacheConfigError
 from .evolve import evolve
-from .frozen import frozen
+from .frozen import asdict, fields, frozen
 
 
 def align_down(value: int, page_size: int) -> int:
@@ -52,11 +51,11 @@ class PoolSizes:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict, one key per field."""
-        return dataclasses.asdict(self)
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PoolSizes:
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
             raise KVCacheConfigError(f"unknown PoolSizes fields {unknown}; known: {sorted(names)}")

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from kvstrategies.evolve import evolve
+from kvstrategies.frozen import field, frozen
 from kvstrategies.planner.launch_defaults import AppliedDefault, LaunchResolution
 from kvstrategies.sizing import PoolSizes
 
@@ -35,7 +36,7 @@ def test_an_unknown_field_is_refused_as_dataclasses_replace_refuses_it() -> None
 
 
 def test_classes_it_cannot_copy_this_way_are_refused() -> None:
-    @dataclasses.dataclass(frozen=True)
+    @frozen
     class Checked:
         value: int
 
@@ -48,21 +49,28 @@ def test_classes_it_cannot_copy_this_way_are_refused() -> None:
         value: int
 
     @dataclasses.dataclass(frozen=True)
+    class Standard:
+        value: int
+
+    @frozen
     class Derived:
         value: int
-        twice: int = dataclasses.field(init=False, default=0)
+        twice: int = field(init=False, default=0)
 
     with pytest.raises(TypeError, match="__post_init__: use dataclasses.replace"):
         evolve(Checked(1), value=-1)
-    with pytest.raises(TypeError, match="frozen dataclasses, not Mutable"):
+    with pytest.raises(TypeError, match="@frozen values, not Mutable"):
         evolve(Mutable(1), value=2)
+    with pytest.raises(TypeError, match="@frozen values, not Standard"):
+        evolve(Standard(1), value=2)
     with pytest.raises(TypeError, match="fields outside __init__"):
         evolve(Derived(1), value=2)
-    with pytest.raises(TypeError, match="frozen dataclasses, not int"):
+    with pytest.raises(TypeError, match="@frozen values, not int"):
         evolve(3)
 
-    @dataclasses.dataclass(frozen=True, slots=True)
+    @frozen
     class Slotted:
+        __slots__ = ("value",)
         value: int
 
     with pytest.raises(TypeError, match="slots: use dataclasses.replace"):
@@ -72,7 +80,7 @@ def test_classes_it_cannot_copy_this_way_are_refused() -> None:
 def test_values_cached_beside_the_fields_are_not_carried_over() -> None:
     import functools
 
-    @dataclasses.dataclass(frozen=True)
+    @frozen
     class Sized:
         tokens: int
 

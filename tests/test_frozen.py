@@ -13,19 +13,43 @@ import inspect
 import pickle
 import typing
 from collections.abc import Callable
-from dataclasses import field
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
-from kvstrategies.frozen import frozen
+import kvstrategies.frozen
+from kvstrategies.frozen import asdict, fields, frozen, is_frozen, replace
+from kvstrategies.frozen import field as frozen_field
 
-Decorator = Callable[[type], type]
+Decorator = Callable[..., Any]
 STANDARD: Decorator = dataclasses.dataclass(frozen=True)
-BOTH = pytest.mark.parametrize("decorate", [STANDARD, frozen], ids=["dataclasses", "frozen"])
+
+
+def compiled_at_once(cls: Any = None, /, **options: Any) -> Any:
+    """``@frozen`` whose classes compile their ``__init__`` at the first construction."""
+
+    def wrap(cls: type) -> type:
+        saved = kvstrategies.frozen.COMPILE_AFTER
+        kvstrategies.frozen.COMPILE_AFTER = 1
+        try:
+            return frozen(**options)(cls)
+        finally:
+            kvstrategies.frozen.COMPILE_AFTER = saved
+
+    return wrap if cls is None else wrap(cls)
+
+
+#: the standard decorator, ``@frozen`` on its shared ``__init__``, and on its compiled one
+BOTH = pytest.mark.parametrize(
+    "decorate", [STANDARD, frozen, compiled_at_once], ids=["dataclasses", "frozen", "compiled"]
+)
+OURS = pytest.mark.parametrize("ours", [frozen, compiled_at_once], ids=["shared", "compiled"])
 
 
 def _point(decorate: Decorator) -> Any:
+    """The same class body under ``decorate``, with its own ``field`` (``dataclasses``' or ours)."""
+    field = dataclasses.field if decorate is STANDARD else frozen_field
+
     @decorate
     class Point:
         """A value with every kind of field."""
@@ -44,18 +68,66 @@ Point = _point(frozen)
 StandardPoint = _point(STANDARD)
 
 
-def test_construction_defaults_and_fields_match() -> None:
+@OURS
+def test_construction_defaults_and_fields_match(ours: Decorator) -> None:
+    Point = _point(ours)
     for cls in (Point, StandardPoint):
         value = cls(1, "q", [5], 6, 7)
         assert (value.x, value.label, value.tags, value.secret, value.weight, value.derived) == (1, "q", [5], 6, 7, 9)
         bare = cls(2)
         assert (bare.label, bare.tags, bare.secret, bare.weight, bare.derived) == ("p", [], 3, 4, 9)
         assert cls(3).tags is not cls(3).tags  # a fresh list per instance
+    for args in [(1,), (1, "q", [5], 6, 7)]:
+        assert vars(Point(*args)) == vars(StandardPoint(*args))  # the same instance dict, in order
+        assert list(vars(Point(*args))) == list(vars(StandardPoint(*args)))
     assert [f.name for f in dataclasses.fields(Point)] == [f.name for f in dataclasses.fields(StandardPoint)]
     assert Point.__match_args__ == StandardPoint.__match_args__ == ("x", "label", "tags", "secret", "weight")
     assert str(inspect.signature(Point)) == str(inspect.signature(StandardPoint))
     assert typing.get_type_hints(Point.__init__) == typing.get_type_hints(StandardPoint.__init__)
     assert Point.__init__.__qualname__ == StandardPoint.__init__.__qualname__
+
+
+@OURS
+def test_argument_errors_are_type_errors(ours: Decorator) -> None:
+    Point = _point(ours)
+    Point(0)  # the compiled variant is in place from here on
+    for args, kwargs, message in [
+        ((), {}, "missing"),
+        ((1, "a", [], 3, 4, 5), {}, "positional argument"),
+        ((1,), {"x": 2}, "multiple values for argument 'x'"),
+        ((1,), {"derived": 2}, "unexpected keyword argument 'derived'"),
+        ((1,), {"nope": 2}, "unexpected keyword argument 'nope'"),
+    ]:
+        for cls in (Point, StandardPoint):
+            with pytest.raises(TypeError, match=message):
+                cls(*args, **kwargs)
+
+
+def test_the_compiled_init_takes_over_after_compile_after_constructions() -> None:
+    Point = _point(frozen)
+    shared = Point.__init__
+    values = [Point(i, tags=[i]) for i in range(kvstrategies.frozen.COMPILE_AFTER - 1)]
+    assert Point.__init__ is shared
+    values += [Point(i, tags=[i]) for i in range(kvstrategies.frozen.COMPILE_AFTER - 1, 100)]
+    assert Point.__init__ is not shared
+    assert Point.__init__.__qualname__ == shared.__qualname__
+    assert Point.__init__.__annotations__ == shared.__annotations__
+    assert str(inspect.signature(Point)) == str(inspect.signature(StandardPoint))
+    assert typing.get_type_hints(Point.__init__) == typing.get_type_hints(StandardPoint.__init__)
+    assert [vars(v) for v in values] == [vars(StandardPoint(i, tags=[i])) for i in range(100)]
+
+
+def test_a_replaced_init_is_left_alone() -> None:
+    Point = _point(frozen)
+    shared = Point.__init__
+
+    def custom(self: Any, *args: Any, **kwargs: Any) -> None:
+        shared(self, *args, **kwargs)
+
+    Point.__init__ = custom
+    for i in range(kvstrategies.frozen.COMPILE_AFTER + 1):
+        Point(i)
+    assert Point.__init__ is custom
 
 
 def test_equality_and_the_hash_value_are_the_standard_ones() -> None:
@@ -149,7 +221,7 @@ def test_post_init_runs_after_the_fields_are_set(decorate: Decorator) -> None:
 
 @BOTH
 def test_kw_only_classes_take_keywords_only(decorate: Decorator) -> None:
-    keyword = frozen(kw_only=True) if decorate is frozen else dataclasses.dataclass(frozen=True, kw_only=True)
+    keyword = dataclasses.dataclass(frozen=True, kw_only=True) if decorate is STANDARD else decorate(kw_only=True)
 
     @keyword
     class Options:
@@ -166,8 +238,9 @@ def test_kw_only_classes_take_keywords_only(decorate: Decorator) -> None:
         Options(1)
 
 
-def test_order_compares_the_compared_fields_as_tuples() -> None:
-    @frozen(order=True)
+@OURS
+def test_order_compares_the_compared_fields_as_tuples(ours: Decorator) -> None:
+    @ours(order=True)
     class Version:
         engine: str
         number: tuple[int, ...]
@@ -285,13 +358,14 @@ def test_init_var_fields_are_refused() -> None:
             b: dataclasses.InitVar[int]
 
 
-def test_a_subclass_of_a_frozen_value_is_one_too() -> None:
-    @frozen
+@OURS
+def test_a_subclass_of_a_frozen_value_is_one_too(ours: Decorator) -> None:
+    @ours
     class Base:
         a: int
         b: int = 2
 
-    @frozen
+    @ours
     class Child(Base):
         c: int = 3
 
@@ -316,3 +390,156 @@ def test_the_package_value_classes_are_frozen_dataclasses() -> None:
     for cls in (Plan, SchedulingConfig, Architecture):
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
         assert cls.__setattr__.__qualname__ == f"{cls.__qualname__}.__setattr__"
+
+
+@OURS
+def test_the_package_helpers_equal_the_dataclasses_functions(ours: Decorator) -> None:
+    Point = _point(ours)
+    value = Point(1, "q", [5], 6, 7)
+    assert [f.name for f in fields(value)] == [f.name for f in dataclasses.fields(StandardPoint)]
+    assert [(f.init, f.repr, f.hash, f.compare) for f in fields(Point)] == [
+        (f.init, f.repr, f.hash, f.compare) for f in dataclasses.fields(StandardPoint)
+    ]
+    assert replace(value, x=2, label="r") == Point(2, "r", [5], 6, 7)
+    assert asdict(value) == dataclasses.asdict(StandardPoint(1, "q", [5], 6, 7))
+    with pytest.raises(ValueError, match="field derived is declared with init=False"):
+        replace(value, derived=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        replace(value, nope=1)
+    with pytest.raises(TypeError, match="@frozen class or instance"):
+        fields(StandardPoint)
+    assert is_frozen(Point) and not is_frozen(StandardPoint)
+
+
+def test_asdict_converts_nested_values_as_dataclasses_does() -> None:
+    @frozen
+    class Inner:
+        size: int
+
+    @frozen
+    class Outer:
+        inner: Inner
+        items: tuple[Inner, ...]
+        table: dict[str, list[Inner]]
+        tags: frozenset[str]
+
+    @dataclasses.dataclass(frozen=True)
+    class StandardInner:
+        size: int
+
+    @dataclasses.dataclass(frozen=True)
+    class StandardOuter:
+        inner: StandardInner
+        items: tuple[StandardInner, ...]
+        table: dict[str, list[StandardInner]]
+        tags: frozenset[str]
+
+    ours = Outer(Inner(1), (Inner(2),), {"a": [Inner(3)]}, frozenset({"x"}))
+    theirs = StandardOuter(StandardInner(1), (StandardInner(2),), {"a": [StandardInner(3)]}, frozenset({"x"}))
+    assert asdict(ours) == dataclasses.asdict(theirs) == dataclasses.asdict(ours)
+    table = ours.table
+    assert asdict(ours)["table"] is not table  # containers are new, as dataclasses.asdict makes them
+
+
+def test_the_dataclasses_records_are_made_when_first_read() -> None:
+    Point = _point(frozen)
+    assert "__dataclass_fields__" not in vars(Point) or not isinstance(vars(Point)["__dataclass_fields__"], dict)
+    assert dataclasses.is_dataclass(Point) and dataclasses.is_dataclass(Point(1))
+    assert isinstance(vars(Point)["__dataclass_fields__"], dict)  # stored in place of the descriptor
+    standard = dataclasses.fields(StandardPoint)
+    ours = dataclasses.fields(Point)
+    def record(f: dataclasses.Field[Any]) -> tuple[Any, ...]:
+        return (f.name, f.type, f.default, f.default_factory, f.init, f.repr, f.hash, f.compare, f.kw_only)
+
+    assert [record(f) for f in ours] == [record(f) for f in standard]
+    params = Point.__dataclass_params__
+    assert (params.init, params.repr, params.eq, params.frozen, params.order) == (True, True, True, True, False)
+    assert dataclasses.replace(Point(1), label="z") == Point(1, "z")
+
+
+@BOTH
+def test_class_attributes_hold_the_plain_defaults(decorate: Decorator) -> None:
+    cls = _point(decorate)
+    assert cls.label == "p" and cls.secret == 3 and cls.derived == 9
+    assert not hasattr(cls, "tags")  # a factory leaves no class attribute
+    assert "derived" not in vars(cls(1))  # an init=False default stays on the class
+
+
+@BOTH
+def test_class_variables_are_not_fields(decorate: Decorator) -> None:
+    @decorate
+    class Counted:
+        kind: ClassVar[str] = "counted"
+        size: int = 0
+
+    assert [f.name for f in dataclasses.fields(Counted)] == ["size"]
+    assert Counted.kind == "counted" and Counted(3).size == 3
+
+
+def test_a_dataclasses_field_is_read_too() -> None:
+    @frozen
+    class Mixed:
+        a: int = dataclasses.field(default=1, repr=False)
+        b: list[int] = dataclasses.field(default_factory=list)
+
+    assert repr(Mixed()).endswith("Mixed(b=[])")
+    assert Mixed().b == [] and Mixed().a == 1
+
+
+def test_field_specifications_need_an_annotation_and_one_default() -> None:
+    with pytest.raises(TypeError, match="'a' is a field but has no type annotation"):
+
+        @frozen
+        class Unannotated:
+            a = frozen_field(default=1)
+
+    with pytest.raises(ValueError, match="cannot specify both default and default_factory"):
+        frozen_field(default=1, default_factory=list)
+
+
+def test_kw_only_markers_are_refused() -> None:
+    with pytest.raises(TypeError, match="KW_ONLY is not supported"):
+
+        @frozen
+        class Marked:
+            a: int
+            _: dataclasses.KW_ONLY
+            b: int
+
+
+def test_a_plain_subclass_with_its_own_init_shows_that_signature() -> None:
+    class Built(Point):  # type: ignore[misc, valid-type]
+        def __init__(self, size: int) -> None:
+            super().__init__(size)
+
+    assert str(inspect.signature(Built)) == "(size: 'int') -> 'None'"
+    assert Built(4).x == 4
+
+
+def test_a_body_init_is_kept_with_its_signature() -> None:
+    @frozen
+    class Own:
+        a: int
+
+        def __init__(self, text: str) -> None:
+            object.__setattr__(self, "a", int(text))
+
+    assert Own("7").a == 7
+    assert str(inspect.signature(Own)) == "(text: 'str') -> 'None'"
+
+
+def test_planning_a_case_loads_neither_dataclasses_nor_inspect() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    case = Path(__file__).parent / "cases" / "default-llama-3.1-8b-tp1-bf16-p1.json"
+    code = (
+        "import sys, contextlib, io\n"
+        "from kvstrategies.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['plan', '--case', {str(case)!r}, '--json'])\n"
+        "print(sorted(m for m in ('dataclasses', 'inspect', 'ast') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import enum
 import importlib
-from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
+from ..frozen import fields, frozen
 from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_opt_int, check_opt_str
 from .hf import MAX_CONFIG_INT
 

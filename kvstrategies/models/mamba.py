@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import fields
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
+from ..frozen import fields, frozen
 from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_int_tuple
 from .architectures import LinearAttention
 from .hf import MAX_CONFIG_INT
@@ -45,7 +44,7 @@ class MixerKind(enum.Enum):
 
 def _check_dims(mixer: object) -> None:
     """Every field of a mixer is a positive int (direct construction fails here, not mid-plan)."""
-    for item in fields(mixer):  # type: ignore[arg-type]
+    for item in fields(mixer):
         check_int(getattr(mixer, item.name), f"mamba.mixer.{item.name}", minimum=1, maximum=MAX_CONFIG_INT)
 
 

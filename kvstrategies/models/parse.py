@@ -8,12 +8,12 @@ unchanged when the config is not of its family.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
+from ..frozen import replace as replace_fields
 from ..memo import remember
 from ..validate import MAX_LAYERS, check_sane_ints
 from .architectures import Attention, any_row, model_type_row, rows_for
@@ -295,4 +295,4 @@ def parse_hf_config(config: ConfigDict) -> ModelGeometry:
 
 def replace(geometry: ModelGeometry, **changes: Any) -> ModelGeometry:
     """``dataclasses.replace`` for family parsers."""
-    return dataclasses.replace(geometry, **changes)
+    return replace_fields(geometry, **changes)

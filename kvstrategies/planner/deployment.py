@@ -7,14 +7,13 @@ Everything here is torch-free: ``kvstrategies plan`` answers in milliseconds for
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
 from ..api import Plan, SizedPlan, size_plan
 from ..case import Case, at_budget, parse_case
-from ..frozen import frozen
+from ..frozen import frozen, replace
 from ..memo import in_session
 from ..pools.layout import KVPoolsLayout
 from ..sizing import PoolSizes
@@ -191,7 +190,7 @@ def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> Deployme
     if not suggest or result.fit.context_fits:
         return result
     fixes = suggest_fixes(result, req, replan_deployment)
-    return dataclasses.replace(result, fixes=fixes)
+    return replace(result, fixes=fixes)
 
 
 @in_session

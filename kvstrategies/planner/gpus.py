@@ -12,11 +12,10 @@ they are unconfirmed and can be replaced with :meth:`Accelerator.with_capacity`.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Literal
 
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
+from ..frozen import frozen, replace
 
 Platform = Literal["cuda", "hip", "npu"]
 

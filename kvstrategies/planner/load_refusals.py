@@ -30,12 +30,11 @@ Modules an exclusion list leaves in 16 bits are not checked (they load unquantiz
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
-from ..frozen import frozen
+from ..frozen import frozen, replace
 from ..memo import remember
 from ..models.hf import text_config
 from .moe_layout import MoELayout, moe_layout, override_quantization, quantization_method
@@ -254,7 +253,7 @@ def _find_quantized_linears(est: WeightEstimate) -> list[ParamGroup]:
             key = (group.name, group.module)  # the module within the layer (no model.layers.N.)
             if key not in seen:
                 seen.add(key)
-                out.append(dataclasses.replace(group, module=est.module_name(layer, group)))
+                out.append(replace(group, module=est.module_name(layer, group)))
     return out
 
 

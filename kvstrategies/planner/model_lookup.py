@@ -4,9 +4,9 @@ checkpoint in the HF cache or on disk is planned in its own quantization, never 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
+from ..frozen import replace
 from .hf_quant import with_hf_quant_config
 from .model_source import ModelSource, resolve_model
 
@@ -19,4 +19,4 @@ def resolve_for_planning(model: str, environ: Mapping[str, str] | None = None) -
     config, note = with_hf_quant_config(source.config, source.folder)
     if note is None:
         return source
-    return dataclasses.replace(source, config=config, description=f"{source.description}; {note}")
+    return replace(source, config=config, description=f"{source.description}; {note}")

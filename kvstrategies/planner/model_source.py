@@ -26,13 +26,12 @@ import os
 import re
 import socket
 from collections.abc import Mapping
-from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..errors import KVCacheConfigError, MissingDependencyError
-from ..frozen import frozen
+from ..frozen import field, frozen
 from ..jsonio import read_json_object, read_regular_bytes
 from .hf_quant import HF_QUANT_CONFIG
 

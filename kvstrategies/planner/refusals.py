@@ -28,11 +28,11 @@ architectures count as served.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
+from ..frozen import replace
 from ..models import ModelGeometry, parse_hf_config
 from ..models.architectures import is_served, model_type_row, names_where, require_loadable
 from ..models.geometry import AttentionArch
@@ -200,7 +200,7 @@ def admit(req: DeploymentRequest) -> tuple[DeploymentRequest, tuple[AppliedDefau
     check_page_size(req.page_size)
     config, assumed = check_architecture(req.hf_config(), req.assume_architecture)
     if assumed is not None:
-        req = dataclasses.replace(req, source={"hf_config": config})
+        req = replace(req, source={"hf_config": config})
     geometry = parse_hf_config(config)
     require_loadable(geometry.model_type, req.release)  # the config loads before any weight
     override = check_context_length(req.context_length, geometry.context_len, req.allow_context_length_override)

@@ -7,9 +7,9 @@ goes under its own ``"planner"`` key.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
+from ..frozen import asdict
 from .deployment import DeploymentPlan
 from .fixes import Fix
 from .request import DeploymentRequest
@@ -26,7 +26,7 @@ def launch_document(plan: DeploymentPlan) -> dict[str, Any] | None:
     """Every resolved launch setting (``applied`` is reported as ``defaults``)."""
     if plan.launch is None:
         return None
-    fields = dataclasses.asdict(plan.launch)
+    fields = asdict(plan.launch)
     fields.pop("applied")
     return fields
 
@@ -106,7 +106,7 @@ def answer_text(plan: DeploymentPlan) -> list[str]:
 
 def planner_document(plan: DeploymentPlan) -> dict[str, Any]:
     """The JSON-able ``"planner"`` section."""
-    budget = dataclasses.asdict(plan.budget)
+    budget = asdict(plan.budget)
     budget["assumptions"] = list(plan.budget.assumptions)
     return {
         "sglang_version": (plan.case.settings.release if plan.request is None else plan.request.release).text,
@@ -116,7 +116,7 @@ def planner_document(plan: DeploymentPlan) -> dict[str, Any]:
         "model_source": None if plan.request is None else plan.request.model_description,
         "mode": plan.budget.source,
         "gpu": plan.budget.gpu_name,
-        "defaults": [dataclasses.asdict(item) for item in plan.defaults],
+        "defaults": [asdict(item) for item in plan.defaults],
         "launch": launch_document(plan),
         "budget": budget,
         "breakdown": plan.breakdown.to_dict(),

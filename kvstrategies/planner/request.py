@@ -7,17 +7,15 @@ as ``kvstrategies plan --available-bytes`` always did.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
-from ..frozen import frozen
+from ..frozen import field, fields, frozen, replace
 from ..releases import NEWEST_SGLANG, EngineRelease, parse_release
 from ..validate import (
     MAX_LAYERS,
@@ -135,7 +133,7 @@ class DeploymentRequest:
         return load_preset_config(str(self.source["preset"]))
 
     def replace(self, **changes: Any) -> DeploymentRequest:
-        return dataclasses.replace(self, **changes)
+        return replace(self, **changes)
 
 
 def model_dtype_name(req: DeploymentRequest, config: Mapping[str, Any]) -> str:
@@ -230,7 +228,7 @@ def _check_source(source: Any) -> None:
 @functools.cache
 def _scanned_fields() -> tuple[str, ...]:
     """The request fields :func:`check_types` scans for huge integers (all but the GPU's table entry)."""
-    return tuple(f.name for f in dataclasses.fields(DeploymentRequest) if f.name != "gpu")
+    return tuple(f.name for f in fields(DeploymentRequest) if f.name != "gpu")
 
 
 @functools.cache
@@ -238,8 +236,8 @@ def _extra_kinds() -> tuple[frozenset[str], dict[str, str]]:
     """The request's own field names (never an extra) and each LaunchSettings field an extra may set, with its type."""
     from .launch_defaults import LaunchSettings
 
-    own = frozenset({f.name for f in dataclasses.fields(DeploymentRequest)} | {"speculative_dflash_block_size"})
-    return own, {f.name: str(f.type) for f in dataclasses.fields(LaunchSettings) if f.name not in own}
+    own = frozenset({f.name for f in fields(DeploymentRequest)} | {"speculative_dflash_block_size"})
+    return own, {f.name: str(f.type) for f in fields(LaunchSettings) if f.name not in own}
 
 
 def _check_launch_extras(extras: Any) -> None:

@@ -12,11 +12,10 @@ import csv
 import io
 import itertools
 from collections.abc import Sequence
-from dataclasses import asdict, fields
 from typing import Any
 
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
+from ..frozen import asdict, fields, frozen
 from ..memo import in_session
 from .deployment import plan_deployment
 from .flag_names import flag_wording

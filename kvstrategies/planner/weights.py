@@ -38,7 +38,6 @@ on the first stage, final norm + lm_head on the last.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import math
 from collections.abc import Callable, Mapping
@@ -46,7 +45,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
+from ..frozen import field, frozen, replace
 from ..memo import remember
 from ..models.architectures import Attention, LinearAttention, ModelType, any_row, model_type_row, rows_for
 from ..models.hf import as_int
@@ -244,7 +243,7 @@ class WeightEstimate:
     mtp: _Groups
     tied: bool
     fmt: WeightFormat
-    _memo: dict[Any, Any] = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+    _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def num_layers(self) -> int:
@@ -257,7 +256,7 @@ class WeightEstimate:
         if cached is None:
             cached = tuple(
                 tuple(
-                    dataclasses.replace(g, module=self.module_name(i, g)) if g.module else g for g in self.groups_of(i)
+                    replace(g, module=self.module_name(i, g)) if g.module else g for g in self.groups_of(i)
                 )
                 for i in range(self.num_layers)
             )
@@ -587,7 +586,7 @@ def _layer(t: Mapping[str, Any], i: int, index: int | None = None) -> _Groups:
     (``index`` defaults to ``i``; an MTP layer built like layer ``i`` passes its own)."""
     groups = _layer_groups(t, i, _mixer(t, i), _ffn(t, i))
     prefix = f"model.layers.{i if index is None else index}."
-    return tuple(dataclasses.replace(g, module=prefix + g.module) if g.module else g for g in groups)
+    return tuple(replace(g, module=prefix + g.module) if g.module else g for g in groups)
 
 
 def _layer_groups(t: Mapping[str, Any], i: int, mixer: str, ffn: str) -> _Groups:

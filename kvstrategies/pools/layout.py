@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import field
 from functools import cached_property, lru_cache
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
+from ..frozen import field, frozen
 
 
 class BufferRole(enum.Enum):
@@ -41,7 +40,7 @@ class ViewOf:
     window_axis: int | None = None
 
     def of(self, source: str) -> ViewOf:
-        """The same view of another allocation (``dataclasses.replace(self, source=...)``, cheaper)."""
+        """The same view of another allocation (``replace(self, source=...)``, cheaper)."""
         fields = self.__dict__.copy()
         fields["source"] = source
         copy: ViewOf = object.__new__(ViewOf)

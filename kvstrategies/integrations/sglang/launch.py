@@ -18,12 +18,11 @@ import math
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ...errors import KVCacheConfigError
-from ...frozen import frozen
+from ...frozen import field, fields, frozen
 from ...planner.gpus import lookup_gpu
 from ...planner.launch_defaults import LaunchResolution
 from ...releases import NEWEST_SGLANG, EngineRelease, parse_release, supported_releases
@@ -167,11 +166,10 @@ def _flag_value(value: Any, draft_dir: Path) -> Any:
 
 
 def _request_fields() -> frozenset[str]:
-    import dataclasses
 
     from ...planner import DeploymentRequest
 
-    return frozenset(f.name for f in dataclasses.fields(DeploymentRequest))
+    return frozenset(f.name for f in fields(DeploymentRequest))
 
 
 _REQUEST_FIELDS = _request_fields()

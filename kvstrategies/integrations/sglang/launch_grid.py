@@ -14,14 +14,13 @@ launch objects with the same keys as :class:`LaunchSpec`. No SGLang import here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import field
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
 from ...errors import KVCacheConfigError
-from ...frozen import frozen
+from ...frozen import field, frozen
 from ...jsonio import parse_json_text, require_object
 from ...models.architectures import LaunchBackendCheck, row_for
 from ...presets import load_preset_config, preset_names

@@ -15,12 +15,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import field
 from typing import Any, Literal
 
 from ...errors import KVCacheConfigError
 from ...evolve import evolve
-from ...frozen import frozen
+from ...frozen import field, frozen
 from ...models.architectures import model_type_row, require_loadable
 from ...releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, span
 from ..gpus import Accelerator

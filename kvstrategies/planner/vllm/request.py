@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import field
 from typing import Any
 
 from ...errors import KVCacheConfigError
-from ...frozen import frozen
+from ...frozen import field, frozen
 from ...releases import NEWEST_VLLM, EngineRelease
 from ...validate import MAX_INT64
 

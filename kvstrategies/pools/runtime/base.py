@@ -14,7 +14,7 @@ import torch
 
 from ... import kernels
 from ...errors import KVCacheConfigError, UnsupportedConfigurationError
-from ...frozen import frozen
+from ...frozen import frozen, replace
 from ..build import BuiltPool
 from ..layout import BufferSpec, PoolLayout
 
@@ -88,10 +88,9 @@ def sub_pool(built: BuiltPool, prefix: str) -> BuiltPool:
 def _strip(buf: BufferSpec, head: str) -> BufferSpec:
     view = buf.view
     if view is not None:
-        import dataclasses
 
         source = view.source[len(head):] if view.source.startswith(head) else view.source
-        view = dataclasses.replace(view, source=source)
+        view = replace(view, source=source)
     return BufferSpec(buf.name[len(head):], buf.shape, buf.dtype, buf.role, view, buf.device, buf.engine_facing)
 
 

@@ -15,11 +15,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 from ...errors import UnsupportedConfigurationError
-from ...frozen import frozen
+from ...frozen import frozen, replace
 from ...sizing import ceil_div
 from .specs import FullAttentionSpec, KVCacheSpec, MambaSpec, SlidingWindowSpec
 
@@ -42,7 +41,7 @@ def _promote(specs: Mapping[int, KVCacheSpec]) -> dict[int, KVCacheSpec]:
 def _merge_key(spec: KVCacheSpec) -> KVCacheSpec:
     """Full-attention specs that differ only in their recorded window merge (``FullAttentionSpec.merge``)."""
     if type(spec) is FullAttentionSpec and spec.sliding_window is not None:
-        return dataclasses.replace(spec, sliding_window=None)
+        return replace(spec, sliding_window=None)
     return spec
 
 
@@ -77,7 +76,7 @@ def kv_cache_groups(specs: Mapping[int, KVCacheSpec], *, disable_hybrid: bool) -
         windows = {s.sliding_window for s in specs.values() if isinstance(s, FullAttentionSpec) and s.sliding_window}
         spec = merged[layers[0]]
         if isinstance(first, FullAttentionSpec) and len(windows) == 1 and isinstance(spec, FullAttentionSpec):
-            spec = dataclasses.replace(spec, sliding_window=windows.pop())
+            spec = replace(spec, sliding_window=windows.pop())
         return [KVCacheGroup(layers, spec)]
     unified = _unify_pages(merged)
     buckets: dict[KVCacheSpec, list[int]] = {}

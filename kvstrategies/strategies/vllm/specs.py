@@ -19,12 +19,11 @@ cache dtype (fp8: 1). Every spec is a frozen value; equal specs group together.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
 from ...dtypes import DType
-from ...frozen import frozen
+from ...frozen import frozen, replace
 from ...sizing import ceil_div
 
 
@@ -60,7 +59,7 @@ class KVCacheSpec:
         return ceil_div(self.max_memory_usage_bytes(limits), self.page_size_bytes)
 
     def with_block_size(self, block_size: int) -> KVCacheSpec:
-        return dataclasses.replace(self, block_size=block_size)
+        return replace(self, block_size=block_size)
 
     def document(self) -> dict[str, Any]:
         """The spec as the vLLM plan document lists it (vLLM's field names)."""
