@@ -64,6 +64,8 @@ def test_plan_case_loads_the_core_library_only() -> None:
     }  # fmt: skip
     assert modules & other_families == set()
     assert _heavy(modules) == set()
+    # the value classes are @frozen (kvstrategies/frozen.py): no dataclasses, hence no inspect / ast
+    assert modules & {"dataclasses", "inspect", "ast", "tokenize"} == set()
 
 
 def test_gpus_loads_the_gpu_table_only() -> None:

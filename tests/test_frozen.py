@@ -527,19 +527,3 @@ def test_a_body_init_is_kept_with_its_signature() -> None:
     assert Own("7").a == 7
     assert str(inspect.signature(Own)) == "(text: 'str') -> 'None'"
 
-
-def test_planning_a_case_loads_neither_dataclasses_nor_inspect() -> None:
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    case = Path(__file__).parent / "cases" / "default-llama-3.1-8b-tp1-bf16-p1.json"
-    code = (
-        "import sys, contextlib, io\n"
-        "from kvstrategies.cli import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main(['plan', '--case', {str(case)!r}, '--json'])\n"
-        "print(sorted(m for m in ('dataclasses', 'inspect', 'ast') if m in sys.modules))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
