@@ -38,15 +38,14 @@ import operator
 import reprlib
 import sys
 import types
+import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
-if TYPE_CHECKING or sys.version_info >= (3, 11):
+if TYPE_CHECKING:
     from typing import dataclass_transform
-else:  # Python 3.10: the marker only informs type checkers
-
-    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
-        return lambda decorator: decorator
+else:  # Python 3.10 has no marker; it only informs type checkers
+    dataclass_transform = getattr(typing, "dataclass_transform", lambda **_: lambda decorator: decorator)
 
 
 _C = TypeVar("_C", bound=type)
@@ -286,7 +285,7 @@ def _as_spec(value: Any) -> Field | None:
 def _annotation_kind(annotation: Any) -> str:
     """``"ClassVar"``, ``"InitVar"``, ``"KW_ONLY"`` or ``""``: what ``dataclasses`` reads the annotation as."""
     if isinstance(annotation, str):  # postponed annotations: the name before any subscript
-        head = annotation.split("[", 1)[0].strip().rsplit(".", 1)[-1]
+        head = annotation.partition("[")[0].strip().rpartition(".")[2]
         return head if head in ("ClassVar", "InitVar", "KW_ONLY") else ""
     if annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar:
         return "ClassVar"

@@ -120,3 +120,15 @@ def test_verify_recorded_launch_defaults_loads_no_engine() -> None:
 def test_the_probe_sees_a_heavy_import() -> None:
     """Not vacuous: ``--build-check`` allocates on ``meta``, so torch is there."""
     assert "torch" in loaded("plan", "--case", CASE, "--json", "--build-check")
+
+
+def test_python_m_kvstrategies_is_the_command() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "kvstrategies", "plan", "--case", CASE, "--json"],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout)["sizes"]["max_total_num_tokens"] > 0
+    refused = subprocess.run([sys.executable, "-m", "kvstrategies", "plan", "--tp", "0"], capture_output=True,
+                             text=True, cwd=ROOT, check=False)  # fmt: skip
+    assert refused.returncode == 2 and refused.stderr.startswith("kvstrategies: error:")
