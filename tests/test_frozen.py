@@ -108,13 +108,14 @@ def test_the_compiled_init_takes_over_after_compile_after_constructions() -> Non
     shared = Point.__init__
     values = [Point(i, tags=[i]) for i in range(kvstrategies.frozen.COMPILE_AFTER - 1)]
     assert Point.__init__ is shared
-    values += [Point(i, tags=[i]) for i in range(kvstrategies.frozen.COMPILE_AFTER - 1, 100)]
+    total = kvstrategies.frozen.COMPILE_AFTER + 20
+    values += [Point(i, tags=[i]) for i in range(kvstrategies.frozen.COMPILE_AFTER - 1, total)]
     assert Point.__init__ is not shared
     assert Point.__init__.__qualname__ == shared.__qualname__
     assert Point.__init__.__annotations__ == shared.__annotations__
     assert str(inspect.signature(Point)) == str(inspect.signature(StandardPoint))
     assert typing.get_type_hints(Point.__init__) == typing.get_type_hints(StandardPoint.__init__)
-    assert [vars(v) for v in values] == [vars(StandardPoint(i, tags=[i])) for i in range(100)]
+    assert [vars(v) for v in values] == [vars(StandardPoint(i, tags=[i])) for i in range(total)]
 
 
 def test_a_replaced_init_is_left_alone() -> None:

@@ -295,7 +295,7 @@ class Equivalent:
 #: Keep this list short and every reason checkable by reading the lines it names.
 EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
-        "kvstrategies/frozen.py", r"^COMPILE_AFTER = 64$", "c -> c+1", "64",
+        "kvstrategies/frozen.py", r"^COMPILE_AFTER = 128$", "c -> c+1", "128",
         "when the compiled __init__ takes over is a speed setting: both __init__ methods build the same "
         "instance (tests/test_frozen.py runs each against dataclasses), so no result depends on it",
     ),
