@@ -21,6 +21,7 @@ the interpreter's own start. ``@frozen`` makes the same classes without either:
 * ``__setattr__`` / ``__delattr__``: ``dataclasses.FrozenInstanceError`` (``object.__setattr__``
   still writes, as it does for ``dataclasses``' frozen classes);
 * with ``order=True``, ``__lt__`` / ``__le__`` / ``__gt__`` / ``__ge__`` on the same tuples;
+* ``__replace__`` (``copy.replace`` on Python 3.13): :func:`replace`;
 * ``__dataclass_fields__`` / ``__dataclass_params__`` are made by ``dataclasses`` itself the first
   time anything reads them, so ``dataclasses.fields``, ``replace``, ``asdict`` and ``is_dataclass``
   see an ordinary frozen dataclass; the package's own code uses :func:`fields` and
@@ -211,6 +212,7 @@ def _make_frozen(cls: _C, *, kw_only: bool, order: bool) -> _C:
     for name, make in (("__setattr__", _setattr_method), ("__delattr__", _delattr_method)):
         _refuse_own(cls, own, name)
         _set_method(cls, own, name, make(cls, frozenset(names)))
+    _set_method(cls, own, "__replace__", _replace_method())  # copy.replace (Python 3.13), as dataclasses has it
     if order:
         for name, compare in _ORDER:
             _refuse_own(cls, own, name, hint=". Consider using functools.total_ordering")
@@ -563,6 +565,13 @@ def _repr_method(names: tuple[str, ...]) -> Callable[[Any], str]:
         return f"{self.__class__.__qualname__}({shown})"
 
     return __repr__
+
+
+def _replace_method() -> Callable[..., Any]:
+    def __replace__(self: Any, /, **changes: Any) -> Any:
+        return replace(self, **changes)
+
+    return __replace__
 
 
 def _eq_method(key: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any, object], Any]:

@@ -405,6 +405,7 @@ def test_the_package_helpers_equal_the_dataclasses_functions(ours: Decorator) ->
     assert asdict(value) == dataclasses.asdict(StandardPoint(1, "q", [5], 6, 7))
     with pytest.raises(ValueError, match="field derived is declared with init=False"):
         replace(value, derived=1)
+    assert value.__replace__(x=3) == replace(value, x=3)  # what copy.replace calls (Python 3.13)
     with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
         replace(value, nope=1)
     with pytest.raises(TypeError, match="@frozen class or instance"):
