@@ -13,7 +13,6 @@ from typing import Any
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..frozen import replace as replace_fields
 from ..memo import remember
 from ..validate import MAX_LAYERS, check_sane_ints
 from .architectures import Attention, any_row, model_type_row, rows_for
@@ -291,8 +290,3 @@ def parse_hf_config(config: ConfigDict) -> ModelGeometry:
         return geometry
 
     return remember(("parse_hf_config", id(config)), compute, config)
-
-
-def replace(geometry: ModelGeometry, **changes: Any) -> ModelGeometry:
-    """``dataclasses.replace`` for family parsers."""
-    return replace_fields(geometry, **changes)

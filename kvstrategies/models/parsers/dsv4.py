@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from ...errors import KVCacheConfigError
+from ...frozen import replace
 from ..architectures import (
     any_row,
 )
 from ..geometry import AttentionArch, ModelGeometry
 from ..hf import ConfigDict, get_int, get_opt_int, int_list
-from ..parse import replace
 
 
 def parse_dsv4(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> ModelGeometry:

@@ -38,6 +38,7 @@ Decisions (OPEN; the spec names families, not always architecture strings):
 from __future__ import annotations
 
 from ...errors import KVCacheConfigError
+from ...frozen import replace
 from ..architectures import (
     Gemma4KVHeads,
     HybridSWAGate,
@@ -50,7 +51,6 @@ from ..architectures import (
 )
 from ..geometry import ModelGeometry
 from ..hf import ConfigDict, as_int, get_int, get_opt_int, int_list, str_list
-from ..parse import replace
 
 # ---- the Gemma-4 config rewrite (ModelConfig._derive_model_shapes) ----------------------------------------------
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ...dtypes import DType
 from ...errors import KVCacheConfigError
+from ...frozen import replace
 from ...validate import MAX_LAYERS
 from ..architectures import (
     LinearAttention,
@@ -15,7 +16,6 @@ from ..architectures import (
 )
 from ..geometry import ModelGeometry
 from ..hf import ConfigDict, architectures, as_int, get_int, int_list, str_list
-from ..parse import replace
 
 if TYPE_CHECKING:  # the family's values load with the first Mamba-ish config (an MHA case never needs them)
     from ..mamba import MambaGeometry

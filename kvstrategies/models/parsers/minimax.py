@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...errors import KVCacheConfigError
+from ...frozen import replace
 from ..architectures import (
     any_row,
 )
 from ..geometry import ModelGeometry
 from ..hf import ConfigDict, get_int, int_list
-from ..parse import replace
 
 
 def _sparse_config(root: ConfigDict, text: ConfigDict) -> Mapping[str, object]:
