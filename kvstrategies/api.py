@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._torch import import_torch
 from .budget_check import check_layout_within_budget
 from .context import KVCacheContext, KVCacheSettings
 from .errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
-from .frozen import frozen
 from .pools.layout import KVPoolsLayout
 from .releases import VLLM
 from .resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
@@ -67,7 +67,7 @@ def _layout(
         raise LayoutError(str(exc), configurator, sizes, capped, pool_sizes, adopted) from exc
 
 
-@frozen
+@dataclass(frozen=True)
 class Plan:
     """A planned deployment (torch-free).
 
@@ -148,7 +148,7 @@ def plan(
     ).laid_out()
 
 
-@frozen
+@dataclass(frozen=True)
 class SizedPlan:
     """A rank sized, its pools not yet laid out: ``plan(...)`` is ``size_plan(...).laid_out()``.
 
@@ -265,7 +265,7 @@ def _plan_vllm(ctx: KVCacheContext, available_bytes: int, max_tokens: int | None
     return Plan(configurator, available_bytes, sizes, None, sizes, layout, resolution, vllm=planned)
 
 
-@frozen
+@dataclass(frozen=True)
 class _TargetSizes:
     """A target rank's sizes before any layout: what :func:`plan` lays out and a draft adopts."""
 

@@ -9,6 +9,7 @@ strategy ever reads the process environment.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,7 @@ from .context import (
 )
 from .dtypes import DType, require_release_kv_cache_dtype, resolve_kv_cache_dtype
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
-from .frozen import frozen, replace
 from .knobs import check_case_env
-from .memo import remember
 from .models import ModelGeometry, parse_hf_config
 from .models.architectures import require_loadable
 from .releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, ReleaseRule, parse_release, span
@@ -105,7 +104,7 @@ CASE_DEFAULTS: dict[str, Any] = {
     "pool_max_mamba_cache_size": None,
 }
 _PLATFORM_KEYS = {"is_sm100", "is_sm90", "is_blackwell", "is_hip", "is_gfx95", "is_npu_arch35"}
-@frozen
+@dataclass(frozen=True)
 class Case:
     """A parsed case: the context to plan, the budget, and the what-if pool request."""
 
@@ -437,12 +436,11 @@ def _check_context_length(settings: KVCacheSettings, env: Mapping[str, Any]) -> 
 
 
 def _with_model_dtype(geometry: ModelGeometry, dtype: DType) -> ModelGeometry:
-    """``geometry`` served in ``dtype`` (checked again, once per planning session: :mod:`kvstrategies.memo`)."""
+    """``geometry`` served in ``dtype`` (checked again)."""
 
     if geometry.model_dtype is dtype:
         return geometry
-    return remember(("model_dtype", id(geometry), dtype), lambda: replace(geometry, model_dtype=dtype),
-                    geometry)  # fmt: skip
+    return replace(geometry, model_dtype=dtype)
 
 
 def read_json_file(path: str | Path) -> Any:

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import KVCacheConfigError
-from .frozen import asdict
-from .jsonout import dumps
 from .quantization_names import QUANTIZATION
 
 if TYPE_CHECKING:
@@ -127,35 +127,10 @@ class _OneLineErrors(argparse.ArgumentParser):
     """argparse, but a usage error is reported like every other user error (one stderr line,
     exit 2; with ``--json`` also a JSON object, :mod:`kvstrategies.planner.error_report`)."""
 
-    _checking_metavar = False
-
     def error(self, message: str) -> NoReturn:
         from .planner.error_report import UsageError
 
         raise UsageError(f"{message} (see {self.prog} --help)")
-
-    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        """argparse's, without asking the terminal for its width: argparse builds a help
-        formatter for every flag to check its metavar (and one for the subcommands' prog
-        prefix), and the width (``shutil``, which loads the compression modules) matters only
-        when help is printed."""
-        self._checking_metavar = True
-        try:
-            return super().add_argument(*args, **kwargs)
-        finally:
-            self._checking_metavar = False
-
-    def add_subparsers(self, **kwargs: Any) -> Any:
-        self._checking_metavar = True  # the prefix is the bare prog: no width can wrap it
-        try:
-            return super().add_subparsers(**kwargs)
-        finally:
-            self._checking_metavar = False
-
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        if self._checking_metavar:
-            return argparse.HelpFormatter(prog=self.prog, width=80)
-        return super()._get_formatter()
 
 
 #: further SGLang server arguments the launch defaults read (flag -> type); passed to
@@ -616,7 +591,7 @@ def run_plan(args: argparse.Namespace) -> int:
             )
         except LayoutError as exc:
             if args.json:  # the sizes stand even when the pool cannot be built: report them
-                print(dumps(partial_plan_document(exc)))
+                print(json.dumps(partial_plan_document(exc), indent=2))
                 exc.reported_as_json = True  # type: ignore[attr-defined]  # (the one JSON object)
             raise
         deployment = None
@@ -645,7 +620,7 @@ def run_plan(args: argparse.Namespace) -> int:
             if command is not None:
                 document["planner"]["launch_command"] = {"plan_args": list(command.plan_args),
                                                          "ignored": list(command.ignored)}  # fmt: skip
-        print(dumps(document))
+        print(json.dumps(document, indent=2))
         return 0
     if deployment is not None:
         from .planner.report import answer_text, fixes_text, run_text
@@ -700,7 +675,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         print(sweep_csv(rows), end="")
     elif args.json:
 
-        print(dumps([asdict(row) for row in rows]))
+        print(json.dumps([asdict(row) for row in rows], indent=2))
     else:
         print(f"{base.release.label} launch defaults")
         print(sweep_table(rows))
@@ -738,7 +713,7 @@ def run_presets(args: argparse.Namespace) -> int:
         family, strategy = _family_and_strategy({"preset": short})
         rows.append({"name": short, "hf_id": hf_id, "family": family, "strategy": strategy})
     if args.json:
-        print(dumps(rows))
+        print(json.dumps(rows, indent=2))
     else:
         for row in rows:
             print(f"{row['name']:<24}{row['family']:<16}{row['strategy']:<32}{row['hf_id']}")
@@ -772,7 +747,7 @@ def run_checkpoints(args: argparse.Namespace) -> int:
         rows.append({"hf_id": hf_id, "family": family, "strategy": strategy, "quantization": method,
                      "files": dict(ckpt.sources)})  # fmt: skip
     if args.json:
-        print(dumps(rows))
+        print(json.dumps(rows, indent=2))
     else:
         for row in rows:
             print(f"{row['hf_id']:<48}{row['family']:<16}{row['quantization']:<20}{row['strategy']}")
@@ -784,7 +759,7 @@ def run_architectures(args: argparse.Namespace) -> int:
 
     rows = served_listing()
     if args.json:
-        print(dumps(rows))
+        print(json.dumps(rows, indent=2))
     else:
         for row in rows:
             print(f"{row['name']:<44}{row['family']:<28}{row['sglang_model']}{' (draft)' if row['draft'] else ''}")
@@ -811,7 +786,7 @@ def run_gpus(args: argparse.Namespace) -> int:
         for g in GPUS
     ]
     if args.json:
-        print(dumps(rows))
+        print(json.dumps(rows, indent=2))
         return 0
     for row in rows:
         where = row["source"] or f"UNCONFIRMED: {row['note']}"
@@ -924,7 +899,7 @@ def _plan_vllm_case(args: argparse.Namespace) -> int:
     case = load_case(args.case, engine="vllm", vllm_version=args.vllm_version)
     document = vllm_plan_document(plan(case.settings, case.available_bytes))
     if args.json:
-        print(dumps(document))
+        print(json.dumps(document, indent=2))
         return 0
     settings = document["vllm_settings"]
     print(f"{document['engine']} on {document['gpu']}: {document['capacity_log']}")
@@ -981,24 +956,7 @@ def _case_paths(given_paths: Sequence[Path]) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; ``argv`` defaults to the process's own arguments.
-
-    Run as the process's command line (no ``argv``: the console script, ``python -m``), the
-    objects left at the end are frozen out of the cyclic garbage collector (``gc.freeze``): the
-    process exits next, and the interpreter's final collection over every module's objects
-    would otherwise cost more CPU than planning does. An in-process caller (``argv`` given)
-    keeps its collector as it was.
-    """
-    try:
-        return _main(argv)
-    finally:
-        if argv is None:
-            import gc
-
-            gc.freeze()
-
-
-def _main(argv: Sequence[str] | None) -> int:
+    """Run one command; ``argv`` defaults to the process's own arguments."""
     for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a name prints as \udcxx, never crashes
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import enum
 import math
+from dataclasses import dataclass, field, fields, replace
 from typing import Protocol, runtime_checkable
 
 from .dtypes import DType, KVCacheDtype
 from .errors import KVCacheConfigError
-from .frozen import field, fields, frozen, replace
 from .models.geometry import ModelGeometry
 from .releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, parse_release, span
 from .validate import (
@@ -100,7 +100,7 @@ class SpecAlgorithm(enum.Enum):
         return self in (SpecAlgorithm.DFLASH, SpecAlgorithm.DSPARK)
 
 
-@frozen
+@dataclass(frozen=True)
 class ParallelLayout:
     """This rank's place in the parallel layout.
 
@@ -176,7 +176,7 @@ class ParallelLayout:
         return replace(self, pp_rank=rank)
 
 
-@frozen
+@dataclass(frozen=True)
 class SpeculativeConfig:
     """The speculative-decoding setup, as the target's sizing sees it (DefaultPoolConfigurator.__init__ draft scaling,
     compute_swa_request_cap)."""
@@ -208,7 +208,7 @@ class SpeculativeConfig:
         return self.num_draft_tokens if self.enabled else None
 
 
-@frozen
+@dataclass(frozen=True)
 class Platform:
     """GPU generation probes that change FP4/MiniMax/DSV4 numbers."""
 
@@ -229,7 +229,7 @@ class Platform:
             check_bool(getattr(self, item.name), f"platform.{item.name}")
 
 
-@frozen
+@dataclass(frozen=True)
 class AttentionBackends:
     """Resolved attention backends; ``prefill``/``decode`` fall back to ``attention_backend``."""
 
@@ -259,7 +259,7 @@ class DisaggregationMode(enum.Enum):
     DECODE = "decode"
 
 
-@frozen
+@dataclass(frozen=True)
 class SchedulingConfig:
     """Scheduler settings that sizing reads (docs/maintainers.md §2)."""
 
@@ -308,7 +308,7 @@ class SchedulingConfig:
             check_bool(getattr(self, name), name)
 
 
-@frozen
+@dataclass(frozen=True)
 class EngineKnobs:
     """SGLang environment knobs that change sizing (sglang.srt.environ), as explicit settings."""
 
@@ -384,7 +384,7 @@ class KVCacheContext(Protocol):
         ...
 
 
-@frozen
+@dataclass(frozen=True)
 class KVCacheSettings:
     """The plain-data :class:`KVCacheContext`: build one, hand it to any strategy."""
 

@@ -9,10 +9,10 @@ place that maps SGLang's ``--kv-cache-dtype`` strings to dtypes is :func:`resolv
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
-from .frozen import frozen
 from .releases import EngineRelease, ReleaseRule, span
 
 
@@ -107,7 +107,7 @@ class KVRecipe(enum.Enum):
     FP4_MX_BLOCK16 = "fp4_mx_block16"  # FP4 with one exponent byte per 16 values
 
 
-@frozen
+@dataclass(frozen=True)
 class KVCacheDtype:
     """A resolved ``--kv-cache-dtype``: the logical dtype sizing uses and the resolved string.
 

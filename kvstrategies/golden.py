@@ -35,13 +35,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .api import Plan, plan
 from .case import Case, load_case
 from .errors import KVCacheConfigError
-from .frozen import frozen
 from .pools.layout import BufferSpec, PoolLayout
 from .report import buffer_entry, plan_document
 
@@ -248,7 +248,7 @@ def load_catalog_case(path: Path) -> Case:
     return case
 
 
-@frozen
+@dataclass(frozen=True)
 class CatalogMismatch:
     """Case files without a snapshot, and snapshots without a case file (stale)."""
 

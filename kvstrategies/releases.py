@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from .errors import KVCacheConfigError
-from .frozen import field, frozen
 
 SGLANG = "sglang"
 VLLM = "vllm"
@@ -53,7 +53,7 @@ def _parts(text: str) -> tuple[int, int, int] | None:
     return None if match is None else (int(match[1]), int(match[2]), int(match[3]))
 
 
-@frozen(order=True)
+@dataclass(frozen=True, order=True)
 class EngineRelease:
     """One release line of one engine, ordered by version within the engine."""
 
@@ -133,7 +133,7 @@ def parse_release(value: object, engine: str = SGLANG, *, field: str = "--sglang
 # ---- rules and values that hold for a span of releases ------------------------------------------
 
 
-@frozen
+@dataclass(frozen=True)
 class ReleaseSpan:
     """Releases ``first`` through ``last`` (both inclusive; ``None`` = unbounded) of one engine."""
 
@@ -170,7 +170,7 @@ def span(first: str | None = None, last: str | None = None, engine: str = SGLANG
 _RULES: dict[str, ReleaseRule] = {}
 
 
-@frozen
+@dataclass(frozen=True)
 class ReleaseRule:
     """A behaviour only some releases have: where it holds, what it does, where the engine shows it.
 
@@ -197,7 +197,7 @@ class ReleaseRule:
 T = TypeVar("T")
 
 
-@frozen
+@dataclass(frozen=True)
 class ByRelease(Generic[T]):
     """A value that changed between releases: ``steps`` is ``((first release, value), ...)``, oldest first.
 

@@ -10,9 +10,10 @@ result; :func:`resolve` runs them and records what each did.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .context import KVCacheContext
 from .errors import KVCacheConfigError
-from .frozen import frozen
 from .layer_setup import check_layer_setup
 from .request_math import estimated_max_running_requests
 from .sizing import PoolSizes
@@ -99,7 +100,7 @@ def finalize(configurator: PoolConfigurator, sizes: PoolSizes, max_running_reque
     return configurator.finalize_with_max_running_requests(sizes.replace(max_running_requests=requests))
 
 
-@frozen
+@dataclass(frozen=True)
 class Resolution:
     """What :func:`resolve` produced and how."""
 

@@ -8,11 +8,10 @@ frozen dataclass: hashable, picklable, and round-trips through :meth:`to_dict` /
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from .errors import KVCacheConfigError
-from .evolve import evolve
-from .frozen import asdict, fields, frozen
 
 
 def align_down(value: int, page_size: int) -> int:
@@ -29,7 +28,7 @@ def ceil_align(value: int, multiple: int) -> int:
     return ceil_div(value, multiple) * multiple
 
 
-@frozen(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class PoolSizes:
     """Token counts per pool for one rank (SGLang ``MemoryPoolConfig`` / ``_PoolSizes``).
 
@@ -62,7 +61,7 @@ class PoolSizes:
         return cls(**data)
 
     def replace(self, **changes: Any) -> PoolSizes:
-        return evolve(self, **changes)
+        return replace(self, **changes)
 
 
 def require_positive_tokens(tokens: int) -> None:

@@ -1,9 +1,8 @@
 """A sweep's cells equal one plan each (not timed; ``tools/bench_sweep.py`` times the grid).
 
-A sweep plans its whole grid in one planning session (:mod:`kvstrategies.memo`: each config's
-geometry and weight estimate read once); each expected cell here is planned alone, in a session
-of its own, and read through ``kvstrategies plan``'s own request path, so a cached answer that
-leaked from one cell into another (another GPU, TP, KV dtype, page) would show as a difference.
+A sweep plans its whole grid in one call; each expected cell here is planned alone and read
+through ``kvstrategies plan``'s own request path, so an answer that leaked from one cell into
+another (another GPU, TP, KV dtype, page) would show as a difference.
 """
 
 from __future__ import annotations

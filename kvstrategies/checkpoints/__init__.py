@@ -11,18 +11,18 @@ another quantization (:mod:`kvstrategies.planner.known_models`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
 from ..jsonio import parse_json_text, read_json_object, require_object
 
 ROOT = Path(__file__).resolve().parent
 
 
-@frozen
+@dataclass(frozen=True)
 class ShippedCheckpoint:
     """One shipped checkpoint: its HF id, its folder and where each file came from."""
 

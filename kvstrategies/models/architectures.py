@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
-from ..frozen import frozen
 from ..releases import SGLANG_TRANSFORMERS, EngineRelease, ReleaseRule, parse_release, span
 
 
@@ -133,7 +133,7 @@ class Gemma4KVHeads(enum.Enum):
     GLOBAL_OR_SLIDING = "global-or-sliding"  # num_global_key_value_heads, default the sliding count
 
 
-@frozen
+@dataclass(frozen=True)
 class Architecture:
     """What is true of one served architecture; every field defaults to "nothing special".
 
@@ -247,7 +247,7 @@ class Architecture:
         return "mha"
 
 
-@frozen
+@dataclass(frozen=True)
 class ModelType:
     """Config conventions of one HF ``model_type``.
 
@@ -973,7 +973,7 @@ __all__ = [
 # ---- vLLM's model code, where the vLLM strategies read it -----------------------------------------
 
 
-@frozen
+@dataclass(frozen=True)
 class VLLMModelRule:
     """Where vLLM 0.33.0's model code (``vllm/model_executor/models``) decides a KV cache fact itself.
 

@@ -15,8 +15,9 @@ Fields absent from the published V4-Flash/-Pro configs take SGLang's values:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
 from ..validate import MAX_LAYERS, check_int, check_int_tuple
 from .hf import MAX_CONFIG_INT
 
@@ -24,7 +25,7 @@ from .hf import MAX_CONFIG_INT
 KNOWN_RATIOS = frozenset({0, 1, 2, 4, 128})
 
 
-@frozen
+@dataclass(frozen=True)
 class DSV4Geometry:
     """The compressed-attention facts of one DeepSeek-V4 model (global layer ids).
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import enum
 import importlib
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..frozen import fields, frozen
 from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_opt_int, check_opt_str
 from .hf import MAX_CONFIG_INT
 
@@ -37,7 +37,7 @@ class AttentionArch(enum.Enum):
     MLA = "mla"  # multi-head latent attention: one compressed latent row per token
 
 
-@frozen
+@dataclass(frozen=True)
 class MLADims:
     """Latent-attention dims (ModelConfig._derive_model_shapes); ``swa_*`` differ only for Dots3 configs."""
 
@@ -59,7 +59,7 @@ class MLADims:
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
-@frozen
+@dataclass(frozen=True)
 class DSAGeometry:
     """DeepSeek sparse-attention indexer (model_config.is_deepseek_dsa).
 
@@ -126,7 +126,7 @@ def _geometry_class(name: str) -> type:
     return found
 
 
-@frozen
+@dataclass(frozen=True)
 class ModelGeometry:
     """KV-relevant facts of one model (global, before any parallel split).
 

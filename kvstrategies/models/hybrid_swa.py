@@ -5,15 +5,16 @@ Parsed by :mod:`kvstrategies.models.parsers.hybrid_swa` (the detection and windo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
 from ..validate import MAX_LAYERS, check_bool, check_float, check_int_tuple, check_opt_int
 from .hf import MAX_CONFIG_INT
 
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 
 
-@frozen
+@dataclass(frozen=True)
 class HybridSWAGeometry:
     """The hybrid sliding-window split of one model (global layer ids, model_config.is_hybrid_swa_model,
     get_hybrid_layer_ids).

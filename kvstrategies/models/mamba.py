@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import enum
 import math
+from dataclasses import dataclass, fields
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..frozen import fields, frozen
 from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_int_tuple
 from .architectures import LinearAttention
 from .hf import MAX_CONFIG_INT
@@ -58,7 +58,7 @@ def _divide(numerator: int, denominator: int, what: str) -> int:
     return numerator // denominator
 
 
-@frozen
+@dataclass(frozen=True)
 class MambaStateShapes:
     """One rank's per-layer, per-slot state: conv tensors and the temporal (SSM) tensor.
 
@@ -76,7 +76,7 @@ class MambaStateShapes:
         return conv * conv_dtype.itemsize + math.prod(self.temporal) * ssm_dtype.itemsize
 
 
-@frozen
+@dataclass(frozen=True)
 class Mamba2Mixer:
     """``Mamba2StateShape.create`` inputs (TP-independent), shared by Mamba2 and GDN.
 
@@ -108,7 +108,7 @@ class Mamba2Mixer:
         return MambaStateShapes((conv,), temporal)
 
 
-@frozen
+@dataclass(frozen=True)
 class Mamba1Mixer:
     """Full-rank Mamba-1: conv ``(intermediate / tp, K - 1)``, temporal ``(intermediate / tp, 1, state)``."""
 
@@ -126,7 +126,7 @@ class Mamba1Mixer:
         return MambaStateShapes(((channels, self.conv_kernel - 1),), (channels, 1, self.state_size))
 
 
-@frozen
+@dataclass(frozen=True)
 class KDAMixer:
     """``KimiLinearStateShape.create``: conv ``(K - 1, proj/tp + 2 * proj_k/tp)`` (window axis
     first), temporal ``(num_heads / tp, head_dim, head_dim)``; ``proj = H * hd``, ``proj_k = Hk * hdk``.
@@ -154,7 +154,7 @@ class KDAMixer:
 MambaMixer = Mamba2Mixer | Mamba1Mixer | KDAMixer
 
 
-@frozen
+@dataclass(frozen=True)
 class MambaGeometry:
     """The linear-state side of a hybrid model (global layer ids, TP-independent numbers).
 

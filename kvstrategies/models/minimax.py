@@ -17,12 +17,13 @@ still addresses in the main pool); entries past ``num_hidden_layers`` (MTP layer
 
 from __future__ import annotations
 
-from ..frozen import frozen
+from dataclasses import dataclass
+
 from ..validate import MAX_LAYERS, check_int, check_int_tuple
 from .hf import MAX_CONFIG_INT
 
 
-@frozen
+@dataclass(frozen=True)
 class MiniMaxLocalLayers:
     """One stage's layer sets (global ids inside ``[start, end)``)."""
 
@@ -42,7 +43,7 @@ class MiniMaxLocalLayers:
         return len(self.dense) + len(self.sparse)
 
 
-@frozen
+@dataclass(frozen=True)
 class MiniMaxSparseGeometry:
     """Model-wide MiniMax-M3 sparse layer sets (global ids) and the indexer head dim."""
 

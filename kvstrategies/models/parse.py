@@ -13,7 +13,6 @@ from typing import Any
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..memo import remember
 from ..validate import MAX_LAYERS, check_sane_ints
 from .architectures import Attention, any_row, model_type_row, rows_for
 from .geometry import AttentionArch, DSAGeometry, MLADims, ModelGeometry
@@ -278,15 +277,10 @@ FAMILY_PARSERS: list[FamilyParser] = []
 
 
 def parse_hf_config(config: ConfigDict) -> ModelGeometry:
-    """The :class:`ModelGeometry` of a HF ``config.json`` dict (nested ``text_config`` allowed);
-    once per config in a planning session (:mod:`kvstrategies.memo`)."""
-
-    def compute() -> ModelGeometry:
-        check_sane_ints(config, "config")
-        geometry = parse_base(config)
-        text = _with_defaults(text_config(config))
-        for refine in FAMILY_PARSERS:
-            geometry = refine(config, text, geometry)
-        return geometry
-
-    return remember(("parse_hf_config", id(config)), compute, config)
+    """The :class:`ModelGeometry` of a HF ``config.json`` dict (nested ``text_config`` allowed)."""
+    check_sane_ints(config, "config")
+    geometry = parse_base(config)
+    text = _with_defaults(text_config(config))
+    for refine in FAMILY_PARSERS:
+        geometry = refine(config, text, geometry)
+    return geometry

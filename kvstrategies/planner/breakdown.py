@@ -11,9 +11,9 @@ table lives in the slack ``P0 * (1 - mfs)`` (KVCacheConfigurator._build_req_to_t
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..frozen import frozen
 from ..pools.layout import KVPoolsLayout, PoolLayout
 from .budget import KVBudget
 
@@ -21,7 +21,7 @@ Area = Literal["gpu", "kv-budget", "slack"]
 _INDEX = re.compile(r"\[\d+\]")
 
 
-@frozen
+@dataclass(frozen=True)
 class BreakdownRow:
     """One segment: ``nbytes`` of ``kind`` (a buffer role, or overhead/weights/slack/unused)."""
 
@@ -36,7 +36,7 @@ class BreakdownRow:
                 "pool_class": self.pool_class}  # fmt: skip
 
 
-@frozen
+@dataclass(frozen=True)
 class Breakdown:
     """The segments in stacking order (bottom first) and the totals.
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..dtypes import DType
 from ..errors import InsufficientMemoryError, KVCacheConfigError
-from ..frozen import frozen
 from .launch import launch_facts
 from .launch_defaults import LaunchResolution, estimate_kv_budget
 from .load_refusals import request_layout
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .checkpoint import CheckpointWeights
 
 
-@frozen
+@dataclass(frozen=True)
 class KVBudget:
     """One rank's KV budget (bytes) and the figures that produced it.
 

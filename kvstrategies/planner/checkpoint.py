@@ -45,11 +45,11 @@ import re
 import stat
 import struct
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
 from ..validate import finite_float
 from .weights import get_pp_indices
 
@@ -75,7 +75,7 @@ TOTAL_FACTOR = 4.0
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.safetensors$")
 
 
-@frozen
+@dataclass(frozen=True)
 class TensorInfo:
     """One tensor of a safetensors header: name, dtype code, shape, stored bytes."""
 
@@ -94,7 +94,7 @@ class TensorInfo:
         return n
 
 
-@frozen
+@dataclass(frozen=True)
 class CheckpointWeights:
     """What the checkpoint says about its weights.
 
@@ -318,7 +318,7 @@ def _module_and_param(name: str) -> tuple[str, str]:
     return parts[-2], parts[-1]
 
 
-@frozen
+@dataclass(frozen=True)
 class ShardingFacts:
     """The config figures sharding needs: layers, heads, vocab, tie, the serving dtype bytes."""
 

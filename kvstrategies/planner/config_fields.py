@@ -20,12 +20,11 @@ budget that is not in ``(0, GPU capacity]``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import InsufficientMemoryError, KVCacheConfigError
-from ..frozen import frozen
-from ..memo import remember
 from ..models.hf import MAX_CONFIG_INT, architectures, as_int
 from ..validate import MAX_LAYERS, check_float
 from .request import DeploymentRequest, validate_request
@@ -42,7 +41,7 @@ MAX_PARALLEL = MAX_PARALLEL_SIZE
 MAX_CONFIG_DEPTH = 8
 
 
-@frozen
+@dataclass(frozen=True)
 class FieldRule:
     """An integer field in ``[minimum, maximum]`` (``is_list``: a list of such integers;
     ``per_channel``: ``-1`` is accepted too, GPTQ/AWQ's "one group per output channel")."""
@@ -200,16 +199,11 @@ def validate_planner_inputs(
     req: DeploymentRequest, config: Mapping[str, Any], *, request_checked: bool = False
 ) -> None:
     """Everything :func:`~kvstrategies.planner.plan_deployment` reads, before any of it is used
-    (the config once per planning session: :mod:`kvstrategies.memo`); ``request_checked``: the
+    ``request_checked``: the
     request was just built, and so checked, by :meth:`DeploymentRequest.replace`."""
     if not request_checked:
         validate_request(req)
-
-    def check() -> bool:
-        validate_config_fields(config)
-        return True
-
-    remember(("validate_config_fields", id(config)), check, config)
+    validate_config_fields(config)
 
 
 def check_budget_sane(budget: Any, capacity_bytes: int | None) -> None:

@@ -8,13 +8,12 @@ Everything here is torch-free: ``kvstrategies plan`` answers in milliseconds for
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
 from ..api import Plan, SizedPlan, size_plan
 from ..case import Case, at_budget, parse_case
-from ..frozen import frozen, replace
-from ..memo import in_session
 from ..pools.layout import KVPoolsLayout
 from ..sizing import PoolSizes
 from .breakdown import Breakdown, build_breakdown
@@ -28,7 +27,7 @@ from .refusals import admit
 from .request import DeploymentRequest, model_dtype_name
 
 
-@frozen
+@dataclass(frozen=True)
 class DeploymentPlan:
     """A planned deployment with everything the planner reports.
 
@@ -130,7 +129,7 @@ def _assemble(
     )
 
 
-@frozen
+@dataclass(frozen=True)
 class SizedDeployment:
     """A deployment sized, its pools not laid out yet: what the fix search reads of a changed
     deployment (its fit and budget); :meth:`laid_out` makes it the :class:`DeploymentPlan`
@@ -180,7 +179,6 @@ def _reserved(fields: Mapping[str, Any], budget_bytes: int) -> tuple[dict[str, A
     return out, before
 
 
-@in_session
 def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> DeploymentPlan:
     """Plan ``req`` end to end; ``suggest`` also searches the fixes when the context does not fit.
 
@@ -193,7 +191,6 @@ def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> Deployme
     return replace(result, fixes=fixes)
 
 
-@in_session
 def replan_deployment(changed: DeploymentRequest) -> SizedDeployment:
     """A changed request of the fix search (:mod:`.fixes`), sized without fixes; the search lays
     out the ones it offers. Its fields are not checked again: the search built it with

@@ -10,18 +10,18 @@ two differ is said per model family (:func:`why_they_differ`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..api import plan
 from ..case import parse_case
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
 from ..models import ModelGeometry
 from ..releases import VLLM
 from .deployment import DeploymentPlan
 
 
-@frozen
+@dataclass(frozen=True)
 class EngineRow:
     """One request length: each engine's tokens and concurrent requests of that length."""
 
@@ -35,7 +35,7 @@ class EngineRow:
     vllm_error: str | None = None
 
 
-@frozen
+@dataclass(frozen=True)
 class EngineComparison:
     budget_bytes: int
     gpu: str

@@ -24,17 +24,17 @@ than the context is not served at all (:func:`rejected_reason`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..context import KVCacheContext, context_len
-from ..frozen import frozen
 from ..request_math import swa_tokens_per_request
 from ..sizing import PoolSizes, ceil_align
 
 STANDARD_LENGTHS = (2048, 8192, 32768, 131072)
 
 
-@frozen
+@dataclass(frozen=True)
 class TokenPool:
     """``capacity`` token slots in pages of ``page_size``; ``span`` caps what one request holds."""
 
@@ -68,7 +68,7 @@ def largest_true(predicate: Callable[[int], bool], upper: int) -> int:
     return lo
 
 
-@frozen
+@dataclass(frozen=True)
 class FitModel:
     """The token pools and request cap of one planned rank (see the module doc)."""
 
@@ -118,7 +118,7 @@ def fit_model(ctx: KVCacheContext, sizes: PoolSizes) -> FitModel:
     return FitModel(pools, requests, context_len(ctx))
 
 
-@frozen
+@dataclass(frozen=True)
 class LengthFit:
     """Concurrency for requests of ``request_length`` tokens (per attention-DP worker).
 
@@ -148,7 +148,7 @@ def rejected_reason(length: int, context: int) -> str:
     )
 
 
-@frozen
+@dataclass(frozen=True)
 class FitReport:
     """The fit of one plan: capacity, concurrency per length, the longest request that fits.
 

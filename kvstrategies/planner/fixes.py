@@ -21,11 +21,11 @@ then risk (less room for activations), then capability (shorter requests), then 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..api import Plan
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
 from .budget import KVBudget
 from .fit import FitReport
 from .gpus import GPUS, Accelerator
@@ -78,7 +78,7 @@ COST_FP8_WEIGHTS = (
 )
 
 
-@frozen
+@dataclass(frozen=True)
 class Fix:
     """One change, what the re-planned deployment gives with it, and what it costs.
 
@@ -137,7 +137,7 @@ def _fix(setting: str, value: str | int | float, flag: str, plan: SizedCandidate
                tuple(changes.items()))  # fmt: skip
 
 
-@frozen
+@dataclass(frozen=True)
 class Candidate:
     """A change that gains (:meth:`Search.gains`), sized but not yet laid out."""
 
@@ -150,7 +150,7 @@ def first_laid_out(candidates: Iterable[Candidate]) -> Fix | None:
     return next((c.fix for c in candidates if _lays_out(c.sized)), None)
 
 
-@frozen
+@dataclass(frozen=True)
 class Search:
     """One search: the request, how to plan a change, and the capacity a fix must beat
     (``baseline`` tokens; 0 when the request itself cannot be planned)."""

@@ -12,17 +12,17 @@ they are unconfirmed and can be replaced with :meth:`Accelerator.with_capacity`.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..errors import KVCacheConfigError
-from ..frozen import frozen, replace
 
 Platform = Literal["cuda", "hip", "npu"]
 
 _UNCONFIRMED = "capacity not confirmed by a published nvidia-smi/rocm-smi listing; pass --gpu-memory to override"
 
 
-@frozen
+@dataclass(frozen=True)
 class Accelerator:
     """One device type.
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..checkpoints import find_shipped, shipped_checkpoints
-from ..frozen import frozen
 from .hf_quant import with_hf_quant_config
 
 #: name parts that say how a checkpoint's weights are stored (lower case, split on - _ . /)
@@ -52,7 +52,7 @@ def known_names() -> dict[str, str]:
     return names | {hf_id.lower(): hf_id for hf_id in shipped_checkpoints()}
 
 
-@frozen
+@dataclass(frozen=True)
 class ShippedModel:
     """A shipped checkpoint ready to plan: its config as SGLang reads it (``hf_quant_config.json``
     applied), its folder (the checkpoint's other files) and a one-line description."""

@@ -15,7 +15,6 @@ from typing import Any
 
 from ..errors import KVCacheConfigError
 from ..jsonio import read_json_object
-from ..memo import remember
 from .gpus import Accelerator
 from .launch_defaults import (
     LaunchModelFacts,
@@ -98,9 +97,8 @@ def draft_layers(req: DeploymentRequest) -> int | None:
 
 
 def launch_facts(config: Mapping[str, Any]) -> LaunchModelFacts:
-    """:func:`~kvstrategies.planner.launch_defaults.model_facts_from_hf_config`, once per config in
-    a planning session (:mod:`kvstrategies.memo`)."""
-    return remember(("launch_facts", id(config)), lambda: model_facts_from_hf_config(config), config)
+    """:func:`~kvstrategies.planner.launch_defaults.model_facts_from_hf_config`."""
+    return model_facts_from_hf_config(config)
 
 
 def resolve_launch(req: DeploymentRequest, config: Mapping[str, Any]) -> LaunchResolution | None:
@@ -110,18 +108,10 @@ def resolve_launch(req: DeploymentRequest, config: Mapping[str, Any]) -> LaunchR
     gpu, settings, release = req.gpu, launch_settings(req), req.release
     sizes = (req.tp_size, req.pp_size, req.attn_dp_size, req.dcp_size)
 
-    def resolve() -> LaunchResolution:
-        return resolve_launch_defaults(
-            launch_facts(config), gpu, tp_size=sizes[0], pp_size=sizes[1], attn_dp_size=sizes[2], dcp_size=sizes[3],
-            settings=settings, release=release,
-        )  # fmt: skip
-
-    try:
-        key = ("resolve_launch", id(config), gpu, sizes, settings, release)
-        hash(key)
-    except TypeError:  # an unhashable launch extra: resolve every time
-        return resolve()
-    return remember(key, resolve, config)  # the same inputs in one session (a re-plan of another format)
+    return resolve_launch_defaults(
+        launch_facts(config), gpu, tp_size=sizes[0], pp_size=sizes[1], attn_dp_size=sizes[2], dcp_size=sizes[3],
+        settings=settings, release=release,
+    )  # fmt: skip
 
 
 def platform_fields(gpu: Accelerator) -> dict[str, bool]:

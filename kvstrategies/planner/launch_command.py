@@ -29,11 +29,11 @@ import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
 from ..knobs import REFUSED_KNOBS, SIZING_KNOBS, knob_class
 from ..quantization_names import QUANTIZATION, quantization_for
 from ..releases import NEWEST_SGLANG, EngineRelease, supported_releases
@@ -70,7 +70,7 @@ OVERRIDE_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 AITER_ENV = "SGLANG_USE_AITER"  # SGLang's ROCm images set it to 1; =0 turns the aiter MoE padding off
 
 
-@frozen
+@dataclass(frozen=True)
 class LaunchCommand:
     """A translated launch command: the ``plan`` arguments, what was ignored, and notes."""
 

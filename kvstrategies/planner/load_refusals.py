@@ -31,18 +31,17 @@ Modules an exclusion list leaves in 16 bits are not checked (they load unquantiz
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
-from ..frozen import frozen, replace
-from ..memo import remember
 from ..models.hf import text_config
 from .moe_layout import MoELayout, moe_layout, override_quantization, quantization_method
 from .request import DeploymentRequest
 from .weights import UNQUANTIZED, ParamGroup, ParamKind, WeightEstimate, estimate_weights
 
 
-@frozen
+@dataclass(frozen=True)
 class BlockFP8:
     """A block-FP8 scheme: ``[block_n, block_k]`` and which loader creates the weights."""
 
@@ -236,9 +235,8 @@ def _check_block_linears(
 
 
 def _quantized_linears(est: WeightEstimate) -> list[ParamGroup]:
-    """One quantized linear group per distinct shape (the first layer that has it); once per
-    estimate in a planning session."""
-    return list(remember(("quantized_linears", id(est)), lambda: tuple(_find_quantized_linears(est)), est))
+    """One quantized linear group per distinct shape (the first layer that has it)."""
+    return _find_quantized_linears(est)
 
 
 def _find_quantized_linears(est: WeightEstimate) -> list[ParamGroup]:

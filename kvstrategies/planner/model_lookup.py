@@ -5,8 +5,8 @@ checkpoint in the HF cache or on disk is planned in its own quantization, never 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
-from ..frozen import replace
 from .hf_quant import with_hf_quant_config
 from .model_source import ModelSource, resolve_model
 

@@ -26,12 +26,12 @@ import os
 import re
 import socket
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..errors import KVCacheConfigError, MissingDependencyError
-from ..frozen import field, frozen
 from ..jsonio import read_json_object, read_regular_bytes
 from .hf_quant import HF_QUANT_CONFIG
 
@@ -42,7 +42,7 @@ _HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _TRUE = {"1", "on", "yes", "true"}
 
 
-@frozen
+@dataclass(frozen=True)
 class ModelSource:
     """A resolved model: the raw config (``None`` for a preset, loaded from the package), the
     preset short name, the local checkpoint folder, and a one-line description of where it came from."""

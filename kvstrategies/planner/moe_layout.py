@@ -25,9 +25,9 @@ Two runner choices change the columns a rank stores, so the weights and the load
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..frozen import frozen
 from ..models.architectures import rows_for
 from ..models.hf import architectures, text_config
 from .gpus import Accelerator
@@ -117,7 +117,7 @@ def moe_runner_backend(
     return "auto"
 
 
-@frozen
+@dataclass(frozen=True)
 class MoELayout:
     """One MoE layer's routed experts on one rank.
 

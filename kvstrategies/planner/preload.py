@@ -48,7 +48,8 @@ a measured figure (``capacity - "Load weight begin. avail mem"`` of your own log
 
 from __future__ import annotations
 
-from ..frozen import frozen
+from dataclasses import dataclass
+
 from .gpus import Accelerator
 
 GIB = 2**30
@@ -69,7 +70,7 @@ HIP_ALL_REDUCE_GIB = _HIP_TP2 - HIP_CONTEXT_GIB - HIP_PER_PEER_GIB
 _HOPPER_LOGS = "H200 TP8 sgl-project/sglang#11716, RTX PRO 6000 TP4 sgl-project/sglang#40558"
 
 
-@frozen
+@dataclass(frozen=True)
 class PreloadProfile:
     """The two constants of one GPU family and the logs they come from."""
 
@@ -120,7 +121,7 @@ def profile_for(gpu: Accelerator) -> PreloadProfile:
     return PROFILES["nvlink" if gpu.name in _NVLINK else "pcie"]
 
 
-@frozen
+@dataclass(frozen=True)
 class PreloadMemory:
     """Bytes one rank holds before weights load: ``context + communication``."""
 

@@ -29,10 +29,10 @@ architectures count as served.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
-from ..frozen import replace
 from ..models import ModelGeometry, parse_hf_config
 from ..models.architectures import is_served, model_type_row, names_where, require_loadable
 from ..models.geometry import AttentionArch

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 from ..errors import InsufficientMemoryError
-from ..memo import in_session
 from .deployment import DeploymentPlan, plan_deployment, replan_deployment
 from .fixes import Fix, replan_options
 from .request import DeploymentRequest
@@ -52,7 +51,6 @@ def headline(req: DeploymentRequest, cause: InsufficientMemoryError, options: tu
     return f"{req.model} does not fit {where(req)}: {reason.rstrip('.') if count else reason}{count}"
 
 
-@in_session
 def plan_or_replan(req: DeploymentRequest) -> DeploymentPlan:
     """:func:`.deployment.plan_deployment`, or a :class:`DoesNotFitError` carrying the options."""
     try:

@@ -7,9 +7,9 @@ goes under its own ``"planner"`` key.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
-from ..frozen import asdict
 from .deployment import DeploymentPlan
 from .fixes import Fix
 from .request import DeploymentRequest

@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
-from ..frozen import field, fields, frozen, replace
 from ..releases import NEWEST_SGLANG, EngineRelease, parse_release
 from ..validate import (
     MAX_LAYERS,
@@ -33,7 +33,7 @@ from .gpus import Accelerator
 GIB = 2**30
 
 
-@frozen
+@dataclass(frozen=True)
 class DeploymentRequest:
     """One deployment to plan, one rank's view.
 

@@ -24,16 +24,16 @@ rank):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..frozen import frozen
 from ..models.hf import text_config
 from .moe_layout import MoELayout
 from .request import DeploymentRequest
 from .weights import ParamKind, WeightEstimate
 
 
-@frozen
+@dataclass(frozen=True)
 class ResidentExtra:
     """``nbytes`` one rank keeps beyond the stored tensors, and why (SGLang's code)."""
 

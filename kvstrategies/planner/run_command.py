@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..frozen import frozen
 from ..releases import NEWEST_SGLANG
 from .request import DeploymentRequest
 
@@ -51,7 +51,7 @@ _EXTRA_FLAG = {"cuda_graph_max_bs": "--cuda-graph-max-bs-decode"}
 SGLANG_QUANTIZATION = {"fp8": "fp8", "mxfp4": "mxfp4", "nvfp4": "modelopt_fp4", "w4a16": "awq"}
 
 
-@frozen
+@dataclass(frozen=True)
 class SGLangCommand:
     """A launch command: environment assignments, the argument vector, and what it cannot say."""
 

@@ -12,18 +12,17 @@ import csv
 import io
 import itertools
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ..errors import KVCacheConfigError
-from ..frozen import asdict, fields, frozen
-from ..memo import in_session
 from .deployment import plan_deployment
 from .flag_names import flag_wording
 from .gpus import Accelerator
 from .request import GIB, DeploymentRequest
 
 
-@frozen
+@dataclass(frozen=True)
 class SweepRow:
     """One cell: what was asked (``gpu``, ``tp``, ``kv_request``, ``page_request``) and the plan.
 
@@ -89,7 +88,6 @@ def sweep_cell(base: DeploymentRequest, gpu: Accelerator | None, tp: int, kv: st
     )
 
 
-@in_session
 def sweep(
     base: DeploymentRequest,
     *,

@@ -49,10 +49,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
-from ..frozen import frozen
 
 MXFP4 = 0.5 + 1.0 / 32
 NVFP4 = 0.5 + 1.0 / 16
@@ -87,7 +87,7 @@ MODELOPT_DEFAULT_EXCLUDES = (
 _MODELOPT_FUSED_TAILS = ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj")
 
 
-@frozen
+@dataclass(frozen=True)
 class QuantBytes:
     """Bytes per parameter of each quantizable kind (``None``: the model dtype), notes, and the
     per-module rule (``None`` when the scheme quantizes every module of a kind)."""
@@ -183,7 +183,7 @@ def is_layer_skipped(prefix: str, ignored: tuple[str, ...], fused: Mapping[str, 
     return skipped
 
 
-@frozen
+@dataclass(frozen=True)
 class ModuleRules:
     """Which modules a scheme leaves in the model dtype, and what the rest cost.
 

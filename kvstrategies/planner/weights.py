@@ -41,12 +41,11 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..frozen import field, frozen, replace
-from ..memo import remember
 from ..models.architectures import Attention, LinearAttention, ModelType, any_row, model_type_row, rows_for
 from ..models.hf import as_int
 from ..validate import MAX_LAYERS, TrackedConfig, reading_config
@@ -64,7 +63,7 @@ class ParamKind(enum.Enum):
     SMALL = "small"  # norms, biases, sinks, conv kernels, A/D/dt vectors: model dtype
 
 
-@frozen
+@dataclass(frozen=True)
 class ParamGroup:
     """``count`` parameters of one kind; ``tp_units`` = size of the TP-sharded dim (0 = replicated).
 
@@ -93,7 +92,7 @@ _A = TypeVar("_A")
 
 # --- weight formats --------------------------------------------------------------------------
 
-@frozen
+@dataclass(frozen=True)
 class WeightFormat:
     """Bytes per parameter by :class:`ParamKind`; ``name`` says which scheme was read.
 
@@ -211,7 +210,7 @@ def get_pp_indices(num_layers: int, rank: int, pp: int) -> tuple[int, int]:
     return rank * base, rank * base + base
 
 
-@frozen
+@dataclass(frozen=True)
 class LayerKind:
     """The groups every decoder layer of one kind holds (same token mixer, feed-forward and
     DeepSeek-V4 compression ratio), and the layers of that kind (ascending).
@@ -224,7 +223,7 @@ class LayerKind:
     layers: tuple[int, ...]
 
 
-@frozen
+@dataclass(frozen=True)
 class WeightEstimate:
     """Parameter groups of a model: embedding, the decoder layers by kind, head, MTP layers.
 
@@ -408,15 +407,11 @@ def estimate_weights(
     if not isinstance(cfg, Mapping):
         raise KVCacheConfigError(f"a model config must be a JSON object, got {type(cfg).__name__}")
 
-    def compute() -> WeightEstimate:
-        t = _TextConfig()
-        with reading_config(t, "estimating the weights", "pass the resident weight bytes (--weight-bytes)"):
-            t.update(_text(cfg))
-            # the groups depend on the config alone: another dtype or format reuses them in a session
-            counted, t.last_key = remember(("weight_groups", id(cfg)), lambda: _count(t), cfg)
-            return WeightEstimate(**counted, fmt=weight_format_from_config(cfg, dtype=dtype, quantization=quantization))
-
-    return remember(("estimate_weights", id(cfg), dtype, quantization), compute, cfg)  # once per plan session
+    t = _TextConfig()
+    with reading_config(t, "estimating the weights", "pass the resident weight bytes (--weight-bytes)"):
+        t.update(_text(cfg))
+        counted, t.last_key = _count(t)
+        return WeightEstimate(**counted, fmt=weight_format_from_config(cfg, dtype=dtype, quantization=quantization))
 
 
 def _count(t: TrackedConfig) -> tuple[dict[str, Any], Any]:

@@ -19,10 +19,10 @@ matrix (below).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
 from .layout import BufferSpec, PoolLayout, ViewOf, combine
 
 NPU_MHA_POOL = "NPUMHATokenToKVPool"
@@ -126,7 +126,7 @@ def npu_k_only_layout(
 # ---- NPUMLATokenToKVPool (NPUMLATokenToKVPool) --------------------------------------------------------------
 
 
-@frozen
+@dataclass(frozen=True)
 class NPUIndexer:
     """The DSA index-K cache of an NPU MLA pool (_build_ascend_*_kv_pool arguments).
 

@@ -10,11 +10,11 @@ as plain data, so a plan carries them and ``build`` only has to allocate.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 from ..context import DeviceKind, DisaggregationMode, KVCacheContext, is_hybrid_swa, stage_layer_range
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
 from ..models.minimax import MiniMaxLocalLayers
 from ..sizing import PoolSizes
 
@@ -28,7 +28,7 @@ class AllocatorKind(enum.Enum):
     PURE_SWA = "PureSWATokenToKVPoolAllocator"
 
 
-@frozen
+@dataclass(frozen=True)
 class AllocatorSpec:
     """One fresh token allocator (KVCacheConfigurator._build_token_to_kv_pool_allocator): class, token slots, page size
     in tokens.
@@ -82,7 +82,7 @@ def select_allocator_spec(ctx: KVCacheContext, sizes: PoolSizes) -> AllocatorSpe
     return AllocatorSpec(AllocatorKind.PAGED, tokens * dcp, None, page * dcp, need_sort, "7.1 row 9 (paged)")
 
 
-@frozen
+@dataclass(frozen=True)
 class PoolBinding:
     """Facts a built pool needs that its layout does not carry.
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .._torch import import_torch
-from ..frozen import frozen
 from .layout import BufferSpec, KVPoolsLayout, PoolLayout
 
 
@@ -76,7 +76,7 @@ def build_pool(layout: PoolLayout, device: str) -> BuiltPool:
     return BuiltPool(layout, tensors)
 
 
-@frozen
+@dataclass(frozen=True)
 class KVPools:
     """One rank's pools: the request table, the token-to-KV pool, extra pools, and allocator.
 

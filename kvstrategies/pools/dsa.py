@@ -13,10 +13,10 @@ p * 132`` per non-skipped layer with ``num_index_pages = (index_buf_size + P + 1
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
 from ..releases import ReleaseRule, span
 from .basic import mla_layout
 from .layout import BufferRole, BufferSpec, PoolLayout
@@ -47,7 +47,7 @@ def index_k_row_bytes(index_head_dim: int) -> int:
     return index_head_dim + (index_head_dim // INDEX_QUANT_BLOCK) * 4
 
 
-@frozen
+@dataclass(frozen=True)
 class DSAIndexGeometry:
     """How the index-key buffers of one DSA pool are shaped.
 

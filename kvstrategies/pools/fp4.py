@@ -13,9 +13,10 @@ Two FP4 values share one uint8 byte (``float4_e2m1fn_x2`` has element size 1), s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..dtypes import DType, KVRecipe
 from ..errors import KVCacheConfigError
-from ..frozen import frozen
 from ..releases import ReleaseRule, span
 from .layout import BufferRole, BufferSpec, PoolLayout
 
@@ -49,7 +50,7 @@ def fixed_fp4_cell_bytes(head_num: int, head_dim: int, v_head_dim: int, layer_nu
     return h * (d + v_head_dim) * n // 2 + (h * d * n * 2) // FP4_BLOCK + h * d * 2
 
 
-@frozen
+@dataclass(frozen=True)
 class FP4KVRecipe:
     """An FP4 KV recipe as configured for the attention backends: which buffers exist.
 

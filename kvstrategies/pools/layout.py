@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import enum
 import math
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
-from ..frozen import field, frozen
 
 
 class BufferRole(enum.Enum):
@@ -24,7 +24,7 @@ class BufferRole(enum.Enum):
     WORKSPACE = "workspace"  # shared scratch (FP4 dequant workspace)
 
 
-@frozen
+@dataclass(frozen=True)
 class ViewOf:
     """A view ``source[index...][:length]``: select leading ``index`` dims, narrow the next to ``length``.
 
@@ -48,7 +48,7 @@ class ViewOf:
         return copy
 
 
-@frozen
+@dataclass(frozen=True)
 class BufferSpec:
     """One tensor: ``nbytes = prod(shape) * dtype.itemsize``; ``view`` set for views."""
 
@@ -100,7 +100,7 @@ def layer_names(prefix: str, names: tuple[str, ...], layer_num: int) -> tuple[tu
     return tuple(tuple(f"{pre}{name}[{layer}]" for name in names) for layer in range(layer_num))
 
 
-@frozen
+@dataclass(frozen=True)
 class PoolLayout:
     """All buffers of one pool (sub-pools flattened with a ``prefix.`` on their names)."""
 
@@ -181,7 +181,7 @@ def combine(
     return PoolLayout(pool_class, tuple(buffers), tuple(attributes))
 
 
-@frozen
+@dataclass(frozen=True)
 class KVPoolsLayout:
     """Everything one rank allocates: the request table, the token-to-KV pool, extra pools."""
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from ..errors import KVCacheConfigError
 from ..jsonio import parse_json_text, require_object
-from ..memo import remember
 
 #: the package folder (the files ship beside this module, as the checkpoints' do)
 _HERE = Path(__file__).resolve().parent
@@ -45,18 +44,13 @@ def resolve_preset_name(name: str) -> str | None:
 
 
 def load_preset_config(name: str) -> dict[str, Any]:
-    """The raw config dict of a preset; an unknown name lists the known ones. A fresh dict per
-    call, except inside a planning session (:mod:`kvstrategies.memo`), which reads it once."""
+    """The raw config dict of a preset; an unknown name lists the known ones. A fresh dict per call."""
     short = resolve_preset_name(name)
     if short is None:
         raise KVCacheConfigError(
             f"unknown preset {name!r}; known presets: {', '.join(preset_names())} "
             "(or pass a path to a config.json or a model folder)"
         )
-
-    def read() -> dict[str, Any]:
-        source = f"preset {short} (presets/{short}.json)"
-        text = (_HERE / f"{short}.json").read_text(encoding="utf-8")
-        return require_object(parse_json_text(text, source), source, "a model config")
-
-    return remember(("preset", short), read)
+    source = f"preset {short} (presets/{short}.json)"
+    text = (_HERE / f"{short}.json").read_text(encoding="utf-8")
+    return require_object(parse_json_text(text, source), source, "a model config")

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from ..context import DisaggregationMode, KVCacheContext, context_len, draft_loc_space_scale
-from ..frozen import field, frozen
 from ..pools.basic import REQ_GENERATION_COUNTER, req_to_token_layout
 from ..pools.layout import KVPoolsLayout, PoolLayout
 from ..releases import SGLANG, ByRelease
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..pools.build import KVPools
 
 
-@frozen
+@dataclass(frozen=True)
 class StateReservation:
     """Bytes taken for request-scoped state before KV sizing, and the sizes it fixes.
 

@@ -43,13 +43,13 @@ KVCacheConfigurator._build_token_to_kv_pool
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
 
 from ..context import DeviceKind, DisaggregationMode, KVCacheContext, is_hybrid_swa
 from ..dtypes import DType, KVRecipe
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
-from ..frozen import frozen
 from ..models.mamba import STATE_DTYPES, MambaGeometry, MambaStateShapes
 from ..pools.ascend import npu_mha_layout, npu_mla_layout
 from ..pools.basic import FUSED_KV_STORAGE, REQ_GENERATION_COUNTER, mha_layout
@@ -68,7 +68,7 @@ GIB = 1 << 30
 RADIX_STRATEGIES = (None, "auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
 
 
-@frozen
+@dataclass(frozen=True)
 class MambaBudget:
     """What KVCacheConfigurator._handle_max_mamba_cache decided for one rank (bytes ints, GiB floats as SGLang keeps
     them)."""

@@ -38,6 +38,7 @@ counts whenever it is a positive int (SGLang's 5.8 conditions on draft layers ar
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
 
@@ -52,7 +53,6 @@ from ..context import (
 )
 from ..dtypes import KVRecipe
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
-from ..frozen import frozen
 from ..mla_dims import calculate_mla_kv_cache_dim
 from ..models.hybrid_swa import HybridSWAGeometry
 from ..pools.ascend import npu_mha_layout
@@ -69,7 +69,7 @@ from .checks import reject_fp4
 _GIB = 2**30
 
 
-@frozen
+@dataclass(frozen=True)
 class DraftLayers:
     """Draft layers a speculative target pays for (HybridSWAPoolConfigurator.__init__ draft layers).
 

@@ -22,9 +22,9 @@ import os
 import pkgutil
 import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ...frozen import frozen
 from .bridge_releases import BridgeRelease
 from .compat import accepted_keywords
 from .runtime import SGLangUnavailableError, check_version, cuda_platform_facts, install_torchvision_stub, quiet_stdout
@@ -85,7 +85,7 @@ def preload_resolution_modules() -> BridgeRelease:
     return row
 
 
-@frozen
+@dataclass(frozen=True)
 class GpuFacts:
     """What a CUDA host answers SGLang's probes: capability major/minor and nvidia-smi MiB."""
 

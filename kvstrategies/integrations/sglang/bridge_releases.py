@@ -15,8 +15,9 @@ Every place where the bridge must drive one release differently from another rea
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...errors import MissingDependencyError
-from ...frozen import frozen
 from ...releases import EngineRelease, parse_release
 
 #: light packages every supported release's sizing import chain needs, at versions tried together
@@ -50,7 +51,7 @@ COMMON_PACKAGES: tuple[str, ...] = (
 )
 
 
-@frozen
+@dataclass(frozen=True)
 class BridgeRelease:
     """How the bridge installs and drives one SGLang release line."""
 

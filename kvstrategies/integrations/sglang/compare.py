@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ...frozen import frozen
 from ...golden_diff import diff_buffers, diff_documents
 from ...releases import parse_release
 from ...strategies.default import ZERO_KV_RULE
@@ -125,7 +125,7 @@ def _signatures(buffers: list[dict[str, Any]]) -> list[tuple[tuple[int, ...], st
     return sorted((tuple(b["shape"]), str(b["dtype"])) for b in buffers)
 
 
-@frozen
+@dataclass(frozen=True)
 class KnownDifference:
     """A deliberate (or environmental) difference from SGLang 0.5.23.
 

@@ -18,11 +18,11 @@ import math
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from ...errors import KVCacheConfigError
-from ...frozen import field, fields, frozen
 from ...planner.gpus import lookup_gpu
 from ...planner.launch_defaults import LaunchResolution
 from ...releases import NEWEST_SGLANG, EngineRelease, parse_release, supported_releases
@@ -58,7 +58,7 @@ COMPARED_FIELDS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-@frozen
+@dataclass(frozen=True)
 class LaunchOutcome:
     """One side's answer: the compared fields, or the refusal text (``fields`` empty then)."""
 
@@ -66,7 +66,7 @@ class LaunchOutcome:
     refused: str | None = None
 
 
-@frozen
+@dataclass(frozen=True)
 class KnownDifference:
     """A difference accepted with its reason: ``field`` differs on launches where ``applies``."""
 
@@ -79,7 +79,7 @@ class KnownDifference:
 KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = ()
 
 
-@frozen
+@dataclass(frozen=True)
 class FieldDiff:
     field: str
     sglang: Any
@@ -87,7 +87,7 @@ class FieldDiff:
     known: str | None = None  # the reason when listed in KNOWN_DIFFERENCES
 
 
-@frozen
+@dataclass(frozen=True)
 class LaunchComparison:
     """One launch compared: ``diffs`` over the compared fields, or a refusal mismatch."""
 
@@ -364,7 +364,7 @@ def compare_launch(spec: LaunchSpec, sglang: LaunchOutcome, planner: LaunchOutco
     return LaunchComparison(spec, sglang, planner, tuple(diffs))
 
 
-@frozen
+@dataclass(frozen=True)
 class VerifySummary:
     """The must-show numbers of one check."""
 

@@ -14,13 +14,13 @@ launch objects with the same keys as :class:`LaunchSpec`. No SGLang import here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
 from ...errors import KVCacheConfigError
-from ...frozen import field, frozen
 from ...jsonio import parse_json_text, require_object
 from ...models.architectures import LaunchBackendCheck, row_for
 from ...presets import load_preset_config, preset_names
@@ -79,7 +79,7 @@ GRID_GPUS = ("H100-80GB", "H200", "B200", "A100-80GB")
 GRID_TPS = (1, 2, 4, 8)
 
 
-@frozen
+@dataclass(frozen=True)
 class LaunchSpec:
     """One launch: ``flags`` are SGLang server arguments (``speculative_draft_model_path`` may be
     :data:`DFLASH_DRAFT`, the shipped draft config)."""

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import KVCacheConfigError
-from ...frozen import frozen
 from ...releases import parse_release
 from .bridge import case_hf_config
 from .compare import KNOWN_DIFFERENCES, difference_lines, explain
@@ -34,7 +33,7 @@ def project_document(path: Path, sglang_version: str | None = None) -> dict[str,
         return document
 
 
-@frozen
+@dataclass(frozen=True)
 class CaseVerdict:
     """One case: ``match`` / ``known`` / ``DIFF``, the known kinds used, every difference line."""
 

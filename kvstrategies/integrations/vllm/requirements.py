@@ -11,13 +11,13 @@ torch 2.13.0 on Python 3.11.
 
 from __future__ import annotations
 
-from ...frozen import frozen
+from dataclasses import dataclass
 
 #: the vLLM release lines the bridge drives (``kvstrategies.releases.VLLM_RELEASE_LINES``)
 VLLM_LINES: tuple[str, ...] = ("0.33.0",)
 
 
-@frozen
+@dataclass(frozen=True)
 class VLLMEnvironment:
     """One release line's CPU environment: packages with their dependencies, then ``--no-deps`` ones."""
 

@@ -36,10 +36,10 @@ import socket
 import sys
 import types
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import MissingDependencyError
-from ...frozen import frozen
 from ...releases import EngineRelease, parse_release
 from .requirements import VLLM_LINES
 
@@ -101,7 +101,7 @@ OP_ANSWERS: dict[str, Callable[..., Any]] = {
 STATED_DEVICE_COUNT = 1024
 
 
-@frozen
+@dataclass(frozen=True)
 class GpuFacts:
     """What vLLM's CUDA platform probes answer: NVML's name and total memory, the compute capability."""
 

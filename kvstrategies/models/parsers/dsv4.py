@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...errors import KVCacheConfigError
-from ...frozen import replace
 from ..architectures import (
     any_row,
 )

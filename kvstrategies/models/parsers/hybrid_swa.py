@@ -37,8 +37,9 @@ Decisions (OPEN; the spec names families, not always architecture strings):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...errors import KVCacheConfigError
-from ...frozen import replace
 from ..architectures import (
     Gemma4KVHeads,
     HybridSWAGate,

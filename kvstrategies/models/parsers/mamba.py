@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ...dtypes import DType
 from ...errors import KVCacheConfigError
-from ...frozen import replace
 from ...validate import MAX_LAYERS
 from ..architectures import (
     LinearAttention,

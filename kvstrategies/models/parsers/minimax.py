@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from ...errors import KVCacheConfigError
-from ...frozen import replace
 from ..architectures import (
     any_row,
 )

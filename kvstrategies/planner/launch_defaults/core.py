@@ -15,11 +15,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ...errors import KVCacheConfigError
-from ...evolve import evolve
-from ...frozen import field, frozen
 from ...models.architectures import model_type_row, require_loadable
 from ...releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, span
 from ..gpus import Accelerator
@@ -31,7 +30,7 @@ DisaggregationMode = Literal["null", "prefill", "decode"]
 # --- inputs --------------------------------------------------------------------------------
 
 
-@frozen
+@dataclass(frozen=True)
 class LaunchModelFacts:
     """The few model facts the launch rules read (build with :func:`model_facts_from_hf_config`).
 
@@ -69,7 +68,7 @@ class LaunchModelFacts:
         return any(a in names for a in self.architectures)
 
 
-@frozen
+@dataclass(frozen=True)
 class LaunchSettings:
     """The user's explicit server arguments; ``None`` (or the default) = not given."""
 
@@ -106,7 +105,7 @@ class LaunchSettings:
     aiter_honor_explicit_mem_fraction: bool = False
 
 
-@frozen
+@dataclass(frozen=True)
 class LaunchInputs:
     """Everything the pipeline reads; ``attn_dp_size`` = DP-attention size (1 = off);
     ``release`` the SGLang release whose launch resolution is followed."""
@@ -124,7 +123,7 @@ class LaunchInputs:
 # --- outputs -------------------------------------------------------------------------------
 
 
-@frozen
+@dataclass(frozen=True)
 class AppliedDefault:
     """One value SGLang declared at launch: which setting, the value, and why (spec section)."""
 
@@ -133,7 +132,7 @@ class AppliedDefault:
     reason: str
 
 
-@frozen
+@dataclass(frozen=True)
 class LaunchResolution:
     """Every resolved launch setting. Sizes in tokens/requests; memory in MiB.
 
@@ -259,12 +258,12 @@ def _declare(res: LaunchResolution, setting: str, value: SettingValue, reason: s
     for the release by :func:`cite_sources` at the end); last declaration wins (ServerArgs.resolve_once order)."""
     applied = AppliedDefault(setting, value, reason)
     changes: dict[str, Any] = {setting: value, "applied": (*res.applied, applied)}
-    return evolve(res, **changes)
+    return replace(res, **changes)
 
 
 def cite_sources(res: LaunchResolution, release: EngineRelease) -> LaunchResolution:
     """Every applied default's section references replaced by ``release``'s SGLang source."""
-    return evolve(res, applied=tuple(evolve(a, reason=sglang_source(a.reason, release)) for a in res.applied))
+    return replace(res, applied=tuple(replace(a, reason=sglang_source(a.reason, release)) for a in res.applied))
 
 
 def _refuse(check: str, message: str) -> KVCacheConfigError:

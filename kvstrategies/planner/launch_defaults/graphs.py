@@ -8,7 +8,8 @@ prefill-graph batch sizes), ``arg_groups.parallel_hook.handle_data_parallelism``
 
 from __future__ import annotations
 
-from ...evolve import evolve
+from dataclasses import replace
+
 from ...models.architectures import LaunchBackendRule, names_holding, names_where
 from ...releases import ReleaseRule, span
 from . import graph_rules as rules
@@ -125,7 +126,7 @@ def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
         # cuda_graph_hook.apply_deepep_adjustments (before the memory step): the buckets of the 2048
         # default aligned up to multiples of 8 fix the list and its max_bs, whatever the chunk
         aligned = sorted({(b + 7) // 8 * 8 for b in prefill_graph_batch_sizes(2048)})
-        return evolve(res, prefill_graph_max_bs=aligned[-1], prefill_graph_bs_count=len(aligned))
+        return replace(res, prefill_graph_max_bs=aligned[-1], prefill_graph_bs_count=len(aligned))
     chunk = res.chunked_prefill_size
     max_bs = chunk if chunk is not None else res.max_prefill_tokens
     if inp.model.is_mla:
@@ -134,8 +135,8 @@ def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
         max_bs = min(max_bs, 8192)
     if inp.settings.max_total_tokens is not None:
         max_bs = min(max_bs, inp.settings.max_total_tokens)
-    res = evolve(res, prefill_graph_max_bs=max_bs)
-    return evolve(res, prefill_graph_bs_count=prefill_graph_bs_count(max_bs))
+    res = replace(res, prefill_graph_max_bs=max_bs)
+    return replace(res, prefill_graph_bs_count=prefill_graph_bs_count(max_bs))
 
 
 def page_default_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
@@ -154,6 +155,6 @@ def dp_attention_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolut
     graph_on = res.prefill_cuda_graph != "disabled"
     if graph_on and res.prefill_graph_max_bs is not None and res.prefill_graph_max_bs > chunk // dp:
         max_bs = chunk // dp
-        res = evolve(res, prefill_graph_max_bs=max_bs,
+        res = replace(res, prefill_graph_max_bs=max_bs,
                       prefill_graph_bs_count=prefill_graph_bs_count(max_bs))  # fmt: skip
     return res

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 import struct
+from dataclasses import dataclass
 
 from ...errors import InsufficientMemoryError
-from ...frozen import frozen
 
 
 def float32_round(x: float) -> float:
@@ -36,7 +36,7 @@ def kv_budget_bytes(pre_gib: float, avail_gib: float, mem_fraction_static: float
     return int(rest * 2**30)
 
 
-@frozen
+@dataclass(frozen=True)
 class KVBudgetEstimate:
     """KVCacheConfigurator._profile_available_bytes estimate: GiB floats as SGLang holds them, and the resulting KV
     bytes."""

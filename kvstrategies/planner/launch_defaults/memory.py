@@ -8,7 +8,8 @@ The fraction is computed before the model overrides, so it never sees their requ
 
 from __future__ import annotations
 
-from ...evolve import evolve
+from dataclasses import replace
+
 from ...releases import ReleaseRule, span
 from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active, large_hopper_qwen3_vl
 
@@ -143,7 +144,7 @@ def mem_fraction_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolut
         return _declare(res, "mem_fraction_static", 0.95, "capacity unknown (§4.2)")
     reserve = reserved_memory_mib(inp, res)
     mfs = mem_fraction_from_reserve(res.gpu_mem_mib, reserve)
-    res = evolve(res, reserved_mib=reserve)
+    res = replace(res, reserved_mib=reserve)
     res = _declare(res, "mem_fraction_static", mfs,
                    f"round(({res.gpu_mem_mib:g} - R {reserve:g}) / {res.gpu_mem_mib:g}, 3) (§4.2)")  # fmt: skip
     m = inp.model

@@ -10,8 +10,9 @@ Mirrors ``sglang.srt.arg_groups.overrides`` (``_mamba_radix_cache_resolution``, 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...errors import KVCacheConfigError
-from ...evolve import evolve
 from ...models.architectures import names_holding
 from ...releases import ReleaseRule, span
 from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active, _refuse, large_hopper_qwen3_vl
@@ -70,7 +71,7 @@ def swa_ratio_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution
     """Step 10 (arg_groups.overrides): "explicit" = non-None at this point (QUIRK: DSV4's model-declared 0.1
     counts, so V4/V4-Pro size in ratio mode); effective value falls back to 0.8."""
     ratio = res.swa_full_tokens_ratio
-    res = evolve(res, swa_full_tokens_ratio_explicit=ratio is not None)
+    res = replace(res, swa_full_tokens_ratio_explicit=ratio is not None)
     if ratio is None:
         res = _declare(res, "swa_full_tokens_ratio", 0.8, "field fallback (§9.1)")
     value = res.swa_full_tokens_ratio
@@ -101,7 +102,7 @@ def multimodal_reserve_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
     if not _multimodal_active(inp) or not MULTIMODAL_KV_RESERVE.holds(inp.release):
         return res
     if not large_hopper_qwen3_vl(inp):
-        return evolve(res, multimodal_reserve_mib=float(VLM_CACHE_MIB))
+        return replace(res, multimodal_reserve_mib=float(VLM_CACHE_MIB))
     mrr = inp.settings.max_running_requests
     feature = 3 * 1024 if mrr is not None and mrr >= 400 else MM_FEATURE_CACHE_MIB
     return _declare(res, "multimodal_reserve_mib", float(feature), "Qwen3-VL on a large Hopper GPU: CUDA-IPC "

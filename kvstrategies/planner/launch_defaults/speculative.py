@@ -7,7 +7,8 @@ Mirrors ``sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding`` a
 
 from __future__ import annotations
 
-from ...evolve import evolve
+from dataclasses import replace
+
 from ...models.architectures import names_where
 from .core import LaunchInputs, LaunchResolution, _declare, _refuse
 
@@ -102,7 +103,7 @@ def speculative_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResoluti
     if algo is None:
         return res
     algo = algo.upper()
-    res = evolve(res, speculative_algorithm=algo)  # SGLang's enum is upper case
+    res = replace(res, speculative_algorithm=algo)  # SGLang's enum is upper case
     if algo == "NEXTN":
         why = "NEXTN is EAGLE (speculative_hook.handle_speculative_decoding)"
         res = _declare(res, "speculative_algorithm", "EAGLE", why)

@@ -22,9 +22,9 @@ counts that is the smallest budget, which is what :func:`vllm_budget` returns.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ...errors import InsufficientMemoryError, KVCacheConfigError
-from ...frozen import frozen
 from .overhead import STARTUP_HELD_BYTES, ProfileOverhead
 
 GIB = 2**30
@@ -35,7 +35,7 @@ def format_gib(nbytes: int) -> str:
     return f"{round(nbytes / GIB, 2)}"
 
 
-@frozen
+@dataclass(frozen=True)
 class StageBudget:
     """One pipeline stage's worker: weights, the modelled overhead, and its KV bytes."""
 
@@ -44,7 +44,7 @@ class StageBudget:
     available: int
 
 
-@frozen
+@dataclass(frozen=True)
 class VLLMBudget:
     """The KV budget vLLM sizes the cache from (bytes per worker) and how it came about.
 

@@ -11,13 +11,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ...api import Plan, plan
 from ...case import parse_case
 from ...dtypes import DType
 from ...errors import KVCacheConfigError
-from ...frozen import frozen
 from ...models.hf import text_config
 from ...models.parse import model_dtype_of
 from ...releases import VLLM
@@ -33,7 +33,7 @@ from .request import VLLMPlanRequest
 from .weights import VLLMWeights, vllm_weights
 
 
-@frozen
+@dataclass(frozen=True)
 class LengthConcurrency:
     """vLLM's concurrency formula at a request length: ``num_blocks / blocks_per_request(L)``."""
 
@@ -46,7 +46,7 @@ class LengthConcurrency:
         return int(self.concurrency * self.request_length)
 
 
-@frozen
+@dataclass(frozen=True)
 class VLLMDeploymentPlan:
     """A planned vLLM deployment: the launch, the budget, the weights and vLLM's sizing from them."""
 

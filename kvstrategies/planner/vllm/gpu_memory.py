@@ -13,9 +13,9 @@ figure gets nvidia-smi's capacity (:mod:`kvstrategies.planner.gpus`) minus
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 from ...errors import KVCacheConfigError
-from ...frozen import frozen
 
 GIB = 2**30
 MIB = 2**20
@@ -48,7 +48,7 @@ def _reservations() -> list[float]:
 MEDIAN_RESERVED_MIB: float = statistics.median(_reservations())
 
 
-@frozen
+@dataclass(frozen=True)
 class CudaTotal:
     """What vLLM reads as the device's total memory (bytes) and where the figure comes from."""
 

@@ -30,9 +30,9 @@ the medians). The spread of those logs around the model is the tolerance
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ...frozen import frozen
 from ...models.hf import text_config
 
 #: bytes per (sampled request x vocabulary entry) at the sampler's peak: the median of
@@ -58,7 +58,7 @@ MULTI_GPU_EXTRA_BYTES = 450_971_566
 STARTUP_HELD_BYTES = 654_982_513
 
 
-@frozen
+@dataclass(frozen=True)
 class ProfileShape:
     """The model dimensions vLLM's profile run scales with (per rank where TP splits them)."""
 
@@ -89,7 +89,7 @@ class ProfileShape:
         return cls(num("vocab_size", "padded_vocab_size"), hidden, width, activation_bytes)
 
 
-@frozen
+@dataclass(frozen=True)
 class ProfileSettings:
     """The launch settings the profile run reads (vLLM's resolved values)."""
 
@@ -102,7 +102,7 @@ class ProfileSettings:
     last_stage: bool = True  # the pipeline stage that samples
 
 
-@frozen
+@dataclass(frozen=True)
 class ProfileOverhead:
     """The modelled non-KV, non-weight memory of one rank (bytes), part by part."""
 

@@ -9,8 +9,9 @@ budgets differ (:func:`budget_reasons`: each rule's terms side by side).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...errors import KVCacheConfigError
-from ...frozen import frozen
 from ...releases import NEWEST_VLLM
 from ...strategies.vllm.deployment import VLLM_KV_DTYPE_NAMES
 from ..budget import KVBudget
@@ -22,7 +23,7 @@ from .request import VLLMPlanRequest
 GIB = 2**30
 
 
-@frozen
+@dataclass(frozen=True)
 class OwnBudgetRow:
     """One request length: vLLM on its own budget (``error`` when vLLM refuses)."""
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import KVCacheConfigError
-from ...frozen import field, frozen
 from ...releases import NEWEST_VLLM, EngineRelease
 from ...validate import MAX_INT64
 
@@ -23,7 +23,7 @@ from ...validate import MAX_INT64
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
 
 
-@frozen
+@dataclass(frozen=True)
 class VLLMPlanRequest:
     """One vLLM deployment to plan (module doc)."""
 

@@ -15,10 +15,10 @@ in ``vllm/model_executor/layers/fused_moe/oracle/mxfp4.py``) and MLA's absorbed 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ...dtypes import DType
-from ...frozen import frozen
 from ...models.hf import text_config
 from ..checkpoint import ShardingFacts, rank_bytes, read_checkpoint
 from ..weights import estimate_weights
@@ -26,7 +26,7 @@ from ..weights import estimate_weights
 GIB = 2**30
 
 
-@frozen
+@dataclass(frozen=True)
 class VLLMWeights:
     """Bytes each pipeline stage's worker holds after loading (rank 0 of the stage), and their source."""
 

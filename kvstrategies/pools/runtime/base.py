@@ -8,20 +8,20 @@ pool maps ids through its layout attributes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 import torch
 
 from ... import kernels
 from ...errors import KVCacheConfigError, UnsupportedConfigurationError
-from ...frozen import frozen, replace
 from ..build import BuiltPool
 from ..layout import BufferSpec, PoolLayout
 
 Attribute = int | str | None
 
 
-@frozen
+@dataclass(frozen=True)
 class KVWriteLoc:
     """Locations of one write: ``loc`` plus pre-translated sub-pool locations (KVCache.set_kv_buffer).
 

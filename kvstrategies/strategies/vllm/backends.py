@@ -24,8 +24,9 @@ blocks); FlashMLA takes multiples of 64.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...errors import UnsupportedConfigurationError
-from ...frozen import frozen
 from ...models import ModelGeometry
 from ...models.architectures import vllm_model_rule
 from .devices import VLLMDevice
@@ -49,7 +50,7 @@ def check_block_size(block_size: int | None, version: str) -> None:
         )
 
 
-@frozen
+@dataclass(frozen=True)
 class BackendChoice:
     """One backend: vLLM's name, its preferred block size and the smallest kernel block it accepts."""
 

@@ -32,16 +32,17 @@ worker, a token cap, a non-CUDA device) are refused with :class:`UnsupportedConf
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...context import DeviceKind, DisaggregationMode, KVCacheContext
 from ...errors import UnsupportedConfigurationError
-from ...frozen import frozen
 
 #: the GPU a vLLM plan is for when the context names none (the bridge's default too)
 DEFAULT_VLLM_GPU = "H200"
 VLLM_KV_DTYPE_NAMES: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16"}
 
 
-@frozen
+@dataclass(frozen=True)
 class VLLMDeployment:
     """vLLM's engine arguments for one deployment (``None``: not given, vLLM's default)."""
 

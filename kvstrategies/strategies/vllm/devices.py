@@ -10,12 +10,12 @@ strategies read them without importing the planner.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ...errors import KVCacheConfigError
-from ...frozen import frozen
 
 
-@frozen
+@dataclass(frozen=True)
 class VLLMDevice:
     """A CUDA GPU as vLLM sees it: ``name`` (``kvstrategies gpus``), compute capability, NVML MiB."""
 

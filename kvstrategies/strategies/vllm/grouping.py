@@ -16,14 +16,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from ...errors import UnsupportedConfigurationError
-from ...frozen import frozen, replace
 from ...sizing import ceil_div
 from .specs import FullAttentionSpec, KVCacheSpec, MambaSpec, SlidingWindowSpec
 
 
-@frozen
+@dataclass(frozen=True)
 class KVCacheGroup:
     """Layers (global indices) that share one block table, with their (merged) spec."""
 

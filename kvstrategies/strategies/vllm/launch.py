@@ -14,7 +14,8 @@
 
 from __future__ import annotations
 
-from ...frozen import frozen
+from dataclasses import dataclass
+
 from ...releases import EngineRelease
 from .deployment import VLLMDeployment
 from .devices import VLLMDevice, vllm_device
@@ -27,7 +28,7 @@ def nvml_name(gpu: VLLMDevice) -> str:
     return gpu.nvml_name
 
 
-@frozen
+@dataclass(frozen=True)
 class VLLMLaunch:
     """The settings of one vLLM launch after vLLM's defaults (the plan document's ``vllm_settings``)."""
 

@@ -22,10 +22,10 @@ remainder of ``layers / pp`` goes to the stages before the last, from the last b
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ...dtypes import DType
 from ...errors import UnsupportedConfigurationError
-from ...frozen import frozen
 from ...models import ModelGeometry
 from ...models.architectures import vllm_model_rule
 from ...models.mamba import Mamba1Mixer, Mamba2Mixer, MixerKind
@@ -109,7 +109,7 @@ def sliding_layers(geometry: ModelGeometry) -> tuple[int, ...]:
     return tuple(range(n))
 
 
-@frozen
+@dataclass(frozen=True)
 class StateLayout:
     """One Mamba layer's state as vLLM shapes it, with its backend."""
 

@@ -21,8 +21,9 @@ sum over groups of blocks_per_request`` and "GPU KV cache size" ``= int(concurre
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...errors import InsufficientMemoryError
-from ...frozen import frozen
 from ...sizing import ceil_div
 from .document import capacity_log_line
 from .grouping import KVCacheGroup
@@ -31,7 +32,7 @@ from .specs import CacheLimits
 _GIB = 2**30
 
 
-@frozen
+@dataclass(frozen=True)
 class KVCacheTensor:
     """One backing allocation: ``size`` bytes for ``layers``, layer ``l`` at ``offset + l x layer_stride``."""
 
@@ -46,7 +47,7 @@ class KVCacheTensor:
                 "block_stride": self.block_stride, "offset": self.offset}  # fmt: skip
 
 
-@frozen
+@dataclass(frozen=True)
 class StageSizing:
     """One stage's projected groups, bytes per block and tensors (at the deployment's block count)."""
 
@@ -114,7 +115,7 @@ def stage_tensors(groups: tuple[KVCacheGroup, ...], num_blocks: int) -> tuple[KV
     )
 
 
-@frozen
+@dataclass(frozen=True)
 class Capacity:
     """``num_blocks`` and what vLLM logs for it."""
 

@@ -20,14 +20,14 @@ cache dtype (fp8: 1). Every spec is a frozen value; equal specs group together.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...dtypes import DType
-from ...frozen import frozen, replace
 from ...sizing import ceil_div
 
 
-@frozen
+@dataclass(frozen=True)
 class CacheLimits:
     """What a request's cache can grow to: ``max_model_len`` and ``max_in_flight_tokens`` (vLLM's names)."""
 
@@ -36,7 +36,7 @@ class CacheLimits:
     mamba_cache_mode: str = "none"
 
 
-@frozen(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class KVCacheSpec:
     """One layer's cache format in blocks of ``block_size`` tokens."""
 
@@ -66,7 +66,7 @@ class KVCacheSpec:
         return {"kind": self.kind, "block_size": self.block_size, "page_size_bytes": self.page_size_bytes}
 
 
-@frozen(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class AttentionSpec(KVCacheSpec):
     """Per-head K and V rows: ``page = block x H x (D + Dv) x es`` (or ``page_size_padded``)."""
 
@@ -97,7 +97,7 @@ class AttentionSpec(KVCacheSpec):
         return out
 
 
-@frozen(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class FullAttentionSpec(AttentionSpec):
     """Every token's K/V kept: ``cdiv(L, block)`` pages a request. ``sliding_window`` is set when
     the hybrid allocator is off and a sliding-window layer is kept as full attention."""
@@ -114,7 +114,7 @@ class FullAttentionSpec(AttentionSpec):
         return out
 
 
-@frozen(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class MLAAttentionSpec(FullAttentionSpec):
     """One latent row per token (``head_size`` = kv_lora_rank + rope dims, no separate V)."""
 
@@ -127,7 +127,7 @@ class MLAAttentionSpec(FullAttentionSpec):
         return out
 
 
-@frozen(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class SlidingWindowSpec(AttentionSpec):
     """A window of ``sliding_window`` tokens kept; ``cdiv(min(W - 1 + in_flight, L), block) + 1`` pages."""
 
@@ -150,7 +150,7 @@ class SlidingWindowSpec(AttentionSpec):
         return out
 
 
-@frozen(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class MambaSpec(KVCacheSpec):
     """A recurrent state per request: conv and SSM tensors (``shapes`` with their ``dtypes``)."""
 

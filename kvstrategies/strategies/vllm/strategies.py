@@ -21,12 +21,12 @@ size", the layout lists the ``kv_cache_tensors`` as the int8 buffers vLLM alloca
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ...context import KVCacheContext
 from ...dtypes import DType
 from ...errors import UnsupportedConfigurationError
-from ...frozen import frozen
 from ...models import ModelGeometry
 from ...pools.layout import BufferRole, BufferSpec, PoolLayout
 from ...releases import VLLM
@@ -64,7 +64,7 @@ def is_vllm(ctx: KVCacheContext) -> bool:
     return ctx.release.engine == VLLM
 
 
-@frozen
+@dataclass(frozen=True)
 class VLLMKVCachePlan:
     """Everything a vLLM plan answers, for the stage ``pp_rank`` of the deployment."""
 
