@@ -33,7 +33,7 @@ from kvstrategies.report import plan_document
 from kvstrategies.sizing import PoolSizes
 from kvstrategies.strategies import DefaultPoolConfigurator
 from kvstrategies.strategies.ascend import AscendPoolConfigurator
-from kvstrategies.strategies.builtin import BUILTIN_ORDER
+from kvstrategies.strategies.registry import registered
 
 from .helpers import case_settings
 
@@ -78,7 +78,7 @@ def test_hybrid_swa_mamba_and_dsv4_keep_their_strategies_on_npu(preset: str) -> 
 
 
 def test_registered_right_before_default() -> None:
-    order = list(BUILTIN_ORDER)
+    order = list(registered())
     assert order.index(AscendPoolConfigurator) == order.index(DefaultPoolConfigurator) - 1
 
 

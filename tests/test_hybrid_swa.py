@@ -29,10 +29,10 @@ from kvstrategies.models import parse_hf_config
 from kvstrategies.presets import load_preset_config
 from kvstrategies.resolve import finalize, resolve
 from kvstrategies.sizing import validate_swa_pool_size
-from kvstrategies.strategies.builtin import BUILTIN_ORDER
 from kvstrategies.strategies.default import DefaultPoolConfigurator
 from kvstrategies.strategies.dsv4 import DSV4PoolConfigurator
 from kvstrategies.strategies.hybrid_swa import DraftLayers, HybridSWAPoolConfigurator, SWAChunkCapPoolConfigurator
+from kvstrategies.strategies.registry import registered
 
 from .helpers import GIB, case_settings
 
@@ -85,7 +85,7 @@ ALL_SWA_CONFIG = {
 
 
 def test_registered_in_sizing_9_order_after_dsv4() -> None:
-    order = list(BUILTIN_ORDER)
+    order = list(registered())
     assert order.index(DSV4PoolConfigurator) < order.index(SWAChunkCapPoolConfigurator)
     assert order.index(SWAChunkCapPoolConfigurator) + 1 == order.index(HybridSWAPoolConfigurator)
     assert order.index(HybridSWAPoolConfigurator) < order.index(DefaultPoolConfigurator)

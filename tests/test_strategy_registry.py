@@ -1,10 +1,10 @@
 """The built-ins load only when a context could select them, and select as asking every one would.
 
-:func:`kvstrategies.strategies.builtin.select_builtin` skips a strategy whose condition does not
-hold without importing it; that is the same answer only if each ``is_applicable`` implies its
-condition. Both are checked on every catalog case (``tests/cases``), every preset, the preset
-variants that reach the NPU, DSV4 and request-capped SWA strategies, each supported release, and
-vLLM contexts (which only the vLLM strategies serve).
+:func:`kvstrategies.strategies.registry.select_configurator_class` skips a built-in whose family
+predicate does not hold without importing it; that is the same answer only if each
+``is_applicable`` implies its family predicate. Both are checked on every catalog case
+(``tests/cases``), every preset, the preset variants that reach the NPU, DSV4 and request-capped
+SWA strategies, each supported release, and vLLM contexts (which only the vLLM strategies serve).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from kvstrategies.case import load_case, parse_case
 from kvstrategies.context import KVCacheSettings
 from kvstrategies.presets import preset_names
 from kvstrategies.releases import supported_releases
-from kvstrategies.strategies import builtin
-from kvstrategies.strategies.registry import select_configurator_class
+from kvstrategies.strategies import registry
+from kvstrategies.strategies.registry import registered, select_configurator_class
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.json"))
 
@@ -45,23 +45,25 @@ CONTEXTS = _contexts()
 
 
 def test_the_catalog_reaches_every_builtin() -> None:
-    chosen = {builtin.select_builtin(ctx) for ctx in CONTEXTS}
-    assert chosen == set(builtin.builtin_order())
+    chosen = {select_configurator_class(ctx) for ctx in CONTEXTS}
+    assert chosen == set(registered())
+
+
+#: each built-in's family predicate, by class name, as the registry was first written
+FAMILIES = {entry.name: entry.family for entry in registry._REGISTRY if isinstance(entry, registry._Builtin)}
 
 
 @pytest.mark.parametrize("index", range(len(CONTEXTS)))
-def test_each_builtin_implies_its_loading_condition_and_the_choice_is_the_eager_one(index: int) -> None:
+def test_each_builtin_implies_its_family_and_the_choice_is_the_eager_one(index: int) -> None:
     ctx = CONTEXTS[index]
-    order = builtin.builtin_order()
-    serves = [s for s in order if s.engine == ctx.release.engine]  # registry.serves: each engine its own
-    for (_, _, may_apply), strategy in zip(builtin._ENTRIES, order, strict=True):
-        if strategy in serves and strategy.is_applicable(ctx):
-            assert may_apply(ctx), f"{strategy.__name__} applies where its loading condition does not hold"
+    serves = [s for s in registered() if s.engine == ctx.release.engine]  # registry.serves: each engine its own
+    for strategy in serves:
+        family = FAMILIES[strategy.__name__]
+        if strategy.is_applicable(ctx) and family is not None:
+            assert family(ctx), f"{strategy.__name__} applies where its family predicate does not hold"
     eager = next(strategy for strategy in serves if strategy.is_applicable(ctx))
-    assert builtin.select_builtin(ctx) is eager
     assert select_configurator_class(ctx) is eager
 
 
-def test_the_old_tuple_is_still_there() -> None:
-    assert builtin.builtin_order() == builtin.BUILTIN_ORDER
-    assert builtin.BUILTIN_ORDER[-1].__name__ == "DefaultPoolConfigurator"
+def test_default_is_asked_last() -> None:
+    assert registered()[-1].__name__ == "DefaultPoolConfigurator"

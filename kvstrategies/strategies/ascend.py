@@ -28,19 +28,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..context import DeviceKind, KVCacheContext, is_hybrid_swa
+from ..context import KVCacheContext, is_hybrid_swa
 from ..dtypes import DType, KVRecipe
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..pools.ascend import NPUIndexer, npu_mha_layout, npu_minimax_sparse_layout, npu_mla_layout
 from ..pools.layout import PoolLayout
 from ..sizing import PoolSizes
+from .checks import is_ascend_device
 from .default import DefaultPoolConfigurator
-
-
-def is_ascend_device(ctx: KVCacheContext) -> bool:
-    """The Ascend NPU pools apply (KVCacheConfigurator._build_token_to_kv_pool: ``ascend`` rows; allocators rows
-    1-2)."""
-    return ctx.device is DeviceKind.NPU
 
 
 class AscendPoolConfigurator(DefaultPoolConfigurator):

@@ -2,8 +2,36 @@
 
 from __future__ import annotations
 
-from ..context import DeviceKind, KVCacheContext
+from ..context import DeviceKind, KVCacheContext, is_hybrid_swa
 from ..errors import UnsupportedConfigurationError
+from ..releases import VLLM
+
+
+def is_vllm(ctx: KVCacheContext) -> bool:
+    """A vLLM context (only the vLLM strategies size it)."""
+    return ctx.release.engine == VLLM
+
+
+def uses_dsv4_pools(ctx: KVCacheContext) -> bool:
+    """SGLang's first selection rule: a DeepSeek-V4 model with hybrid SWA memory on."""
+    return ctx.geometry.dsv4 is not None and not ctx.scheduling.disable_hybrid_swa_memory
+
+
+def uses_mamba_pools(ctx: KVCacheContext) -> bool:
+    """A Mamba-ish model sized by HybridLinearPoolConfigurator (create_memory_pool_configurator)."""
+    # a Mamba-ish model that is also hybrid SWA (Inkling) goes to HybridSWA (create_memory_pool_configurator)
+    # a draft without Mamba layers (Nemotron-H's MTP head) is a plain attention model to SGLang
+    mamba = ctx.geometry.mamba
+    if mamba is None or (ctx.is_draft_worker and mamba.draft_without_state):
+        return False
+    return not is_hybrid_swa(ctx)
+
+
+def is_ascend_device(ctx: KVCacheContext) -> bool:
+    """The Ascend NPU pools apply (KVCacheConfigurator._build_token_to_kv_pool: ``ascend`` rows; allocators rows
+    1-2)."""
+    return ctx.device is DeviceKind.NPU
+
 
 #: devices where SGLang's FP4 KV branches run (``is_float4_e2m1fn_x2`` is CUDA-only,
 #: DefaultPoolConfigurator._compute_cell_size, is_float4_e2m1fn_x2)

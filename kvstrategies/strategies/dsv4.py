@@ -67,6 +67,7 @@ from ..releases import ByRelease, ReleaseRule, span
 from ..request_math import req_to_token_pre_alloc, swa_request_cap
 from ..sizing import PoolSizes, align_down, ceil_align, ceil_div, require_positive_tokens
 from .base import PoolConfigurator
+from .checks import uses_dsv4_pools
 
 #: ``DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO``: SWA tokens per full token when the ratio is not given
 DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO = 0.1
@@ -89,11 +90,6 @@ DSV4_RATIO_ONLY_SIZING = ReleaseRule(
 )
 #: ``--swa-full-tokens-ratio``'s fallback when not given (``arg_groups.fields.schedule``)
 SERVER_ARGS_SWA_FULL_TOKENS_RATIO = 0.8
-
-
-def uses_dsv4_pools(ctx: KVCacheContext) -> bool:
-    """SGLang's first selection rule: a DeepSeek-V4 model with hybrid SWA memory on."""
-    return ctx.geometry.dsv4 is not None and not ctx.scheduling.disable_hybrid_swa_memory
 
 
 class DSV4StateReservationError(SWAPoolTooSmallError):

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
 
-from ..context import DeviceKind, DisaggregationMode, KVCacheContext, is_hybrid_swa
+from ..context import DeviceKind, DisaggregationMode, KVCacheContext
 from ..dtypes import DType, KVRecipe
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from ..models.mamba import STATE_DTYPES, MambaGeometry, MambaStateShapes
@@ -59,6 +59,7 @@ from ..releases import ReleaseRule, span
 from ..request_math import req_to_token_max_context_len, req_to_token_pre_alloc
 from ..sizing import PoolSizes
 from .base import StateReservation
+from .checks import uses_mamba_pools
 from .default import ZERO_KV_STAGE_TOKENS, DefaultPoolConfigurator
 
 GIB = 1 << 30
@@ -145,12 +146,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
-        # a Mamba-ish model that is also hybrid SWA (Inkling) goes to HybridSWA (create_memory_pool_configurator)
-        # a draft without Mamba layers (Nemotron-H's MTP head) is a plain attention model to SGLang
-        mamba = ctx.geometry.mamba
-        if mamba is None or (ctx.is_draft_worker and mamba.draft_without_state):
-            return False
-        return not is_hybrid_swa(ctx)
+        return uses_mamba_pools(ctx)
 
     @property
     def mamba(self) -> MambaGeometry:

@@ -8,53 +8,81 @@ with :func:`register` (before a built-in by name, or first by default).
 
 from __future__ import annotations
 
-from ..context import KVCacheContext
+import importlib
+from collections.abc import Callable
+
+from ..context import KVCacheContext, is_hybrid_swa
 from ..errors import UnsupportedConfigurationError
 from .base import PoolConfigurator
+from .checks import is_ascend_device, is_vllm, uses_dsv4_pools, uses_mamba_pools
 
-_REGISTRY: list[type[PoolConfigurator]] = []
-#: the registry holds exactly the built-ins, in order (nothing registered or removed): selection
-#: may then load only the strategies a context could select (:func:`.builtin.select_builtin`)
-_BUILTINS_ONLY = True
+
+class _Builtin:
+    """A built-in strategy not imported yet: its module (under ``kvstrategies.strategies``), its
+    class name, and the family predicate its ``is_applicable`` starts with (``None``: every context).
+
+    A strategy's module loads its family's pools and geometry, which a plan of another family never
+    reads; where the predicate fails, the strategy cannot apply, so it is not imported to be asked.
+    """
+
+    __slots__ = ("module", "name", "family")
+
+    def __init__(self, module: str, name: str, family: Callable[[KVCacheContext], bool] | None) -> None:
+        self.module = module
+        self.name = name
+        self.family = family
+
+    def load(self) -> type[PoolConfigurator]:
+        strategy: type[PoolConfigurator] = getattr(importlib.import_module(f"{__package__}.{self.module}"), self.name)
+        return strategy
+
+
+#: the strategies in selection order; a built-in is imported (and replaced by its class) the first
+#: time its family predicate holds, or when the whole list is read
+_REGISTRY: list[type[PoolConfigurator] | _Builtin] = [
+    _Builtin("vllm.strategies", "VLLMUnmodelledStrategy", is_vllm),  # vllm.strategies.VLLM_STRATEGIES order
+    _Builtin("vllm.strategies", "VLLMMambaHybridStrategy", is_vllm),
+    _Builtin("vllm.strategies", "VLLMAttentionStrategy", is_vllm),
+    _Builtin("dsv4", "DSV4PoolConfigurator", uses_dsv4_pools),
+    _Builtin("dsv4", "RatioOnlyDSV4PoolConfigurator", uses_dsv4_pools),
+    _Builtin("hybrid_swa", "SWAChunkCapPoolConfigurator", is_hybrid_swa),
+    _Builtin("hybrid_swa", "HybridSWAPoolConfigurator", is_hybrid_swa),
+    _Builtin("hybrid_linear", "HybridLinearPoolConfigurator", uses_mamba_pools),
+    _Builtin("ascend", "AscendPoolConfigurator", is_ascend_device),
+    _Builtin("default", "DefaultPoolConfigurator", None),
+]
+
+
+def _name(entry: type[PoolConfigurator] | _Builtin) -> str:
+    return entry.name if isinstance(entry, _Builtin) else entry.__name__
+
+
+def registered() -> tuple[type[PoolConfigurator], ...]:
+    """The strategies in selection order (imports every built-in)."""
+    loaded = [entry.load() if isinstance(entry, _Builtin) else entry for entry in _REGISTRY]
+    _REGISTRY[:] = loaded
+    return tuple(loaded)
 
 
 def register(strategy: type[PoolConfigurator], *, before: str | None = None) -> type[PoolConfigurator]:
-    """Add ``strategy``; ``before`` names a registered class to insert ahead of (default: first).
-
-    The built-ins are registered first, so ``before="DefaultPoolConfigurator"`` works in a fresh
-    process (they would otherwise load lazily, at the first selection)."""
-    global _BUILTINS_ONLY
-    _ensure_builtins()
-    _BUILTINS_ONLY = False
-    if strategy in _REGISTRY:
-        _REGISTRY.remove(strategy)
+    """Add ``strategy``; ``before`` names a registered class to insert ahead of (default: first)."""
+    unregister(strategy)
     if before is None:
         _REGISTRY.insert(0, strategy)
         return strategy
     for position, existing in enumerate(_REGISTRY):
-        if existing.__name__ == before:
+        if _name(existing) == before:
             _REGISTRY.insert(position, strategy)
             return strategy
     raise UnsupportedConfigurationError(
         f"cannot register {strategy.__name__} before {before!r}: no such strategy; "
-        f"registered: {[s.__name__ for s in _REGISTRY]}"
+        f"registered: {[s.__name__ for s in registered()]}"
     )
 
 
 def unregister(strategy: type[PoolConfigurator]) -> None:
-    global _BUILTINS_ONLY
-    _ensure_builtins()
-    if strategy in _REGISTRY:
+    if strategy in registered():
         _REGISTRY.remove(strategy)
-    from .builtin import builtin_order
-
-    _BUILTINS_ONLY = list(builtin_order()) == _REGISTRY
-
-
-def registered() -> tuple[type[PoolConfigurator], ...]:
-    """The strategies in selection order."""
-    _ensure_builtins()
-    return tuple(_REGISTRY)
 
 
 def serves(strategy: type[PoolConfigurator], ctx: KVCacheContext) -> bool:
@@ -63,37 +91,19 @@ def serves(strategy: type[PoolConfigurator], ctx: KVCacheContext) -> bool:
 
 
 def select_configurator_class(ctx: KVCacheContext) -> type[PoolConfigurator]:
-    if _BUILTINS_ONLY:
-        from .builtin import select_builtin
-
-        found = select_builtin(ctx)
-        if found is not None:
-            return found
-    for strategy in registered():
-        if serves(strategy, ctx) and strategy.is_applicable(ctx):
-            return strategy
+    for position, entry in enumerate(_REGISTRY):
+        if isinstance(entry, _Builtin):
+            if entry.family is not None and not entry.family(ctx):
+                continue
+            entry = _REGISTRY[position] = entry.load()
+        if serves(entry, ctx) and entry.is_applicable(ctx):
+            return entry
     raise UnsupportedConfigurationError(
         f"no KV-cache strategy applies to {ctx.geometry.architectures or ctx.geometry.model_type!r} "
-        f"on {ctx.device.value}; registered: {[s.__name__ for s in _REGISTRY]}"
+        f"on {ctx.device.value}; registered: {[_name(s) for s in _REGISTRY]}"
     )
 
 
 def select_configurator(ctx: KVCacheContext) -> PoolConfigurator:
     """An instance of the first applicable strategy for ``ctx``."""
     return select_configurator_class(ctx)(ctx)
-
-
-_BUILTINS_LOADED = False
-
-
-def _ensure_builtins() -> None:
-    """Register the built-in strategies once, in create_memory_pool_configurator order (last appended = last asked)."""
-    global _BUILTINS_LOADED
-    if _BUILTINS_LOADED:
-        return
-    _BUILTINS_LOADED = True
-    from .builtin import builtin_order
-
-    for strategy in builtin_order():
-        if strategy not in _REGISTRY:
-            _REGISTRY.append(strategy)

@@ -32,6 +32,7 @@ from ...pools.layout import BufferRole, BufferSpec, PoolLayout
 from ...releases import VLLM
 from ...sizing import PoolSizes, ceil_div
 from ..base import PoolConfigurator
+from ..checks import is_vllm
 from .backends import BackendChoice, attention_backend, check_block_size
 from .deployment import vllm_deployment
 from .grouping import KVCacheGroup, kv_cache_groups, padding_layers
@@ -58,10 +59,6 @@ from .specs import CacheLimits, KVCacheSpec, MambaSpec
 
 #: the chunk a GDN layer's prefill checkpoints align to (its FLA kernels' chunk size)
 GDN_CHECKPOINT_ALIGNMENT = 64
-
-
-def is_vllm(ctx: KVCacheContext) -> bool:
-    return ctx.release.engine == VLLM
 
 
 @dataclass(frozen=True)
