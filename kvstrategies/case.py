@@ -219,9 +219,9 @@ def _geometry(data: Mapping[str, Any], base_dir: Path | None) -> ModelGeometry:
     if (hf_config is None) == (preset is None):
         raise KVCacheConfigError("a case needs exactly one of 'hf_config' (a config.json object or path) or 'preset'")
     if preset is not None:
-        from .presets import load_preset_config  # a preset case only
+        from .presets import shared_preset_config  # a preset case only
 
-        return parse_hf_config(load_preset_config(str(preset)))
+        return parse_hf_config(shared_preset_config(str(preset)))
     if isinstance(hf_config, str):
         path = Path(hf_config)
         if not path.is_absolute() and base_dir is not None:

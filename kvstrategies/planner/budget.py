@@ -25,10 +25,11 @@ from ..errors import InsufficientMemoryError, KVCacheConfigError
 from .launch import launch_facts
 from .launch_defaults import LaunchResolution, estimate_kv_budget
 from .load_refusals import request_layout
+from .model_reading import ModelReading, as_reading
 from .preload import preload_memory
 from .request import GIB, DeploymentRequest, model_dtype_name
 from .resident import resident_extras
-from .weights import estimate_weights, moonvit_groups, vision_tower_params
+from .weights import moonvit_groups, vision_tower_params
 
 if TYPE_CHECKING:
     from .checkpoint import CheckpointWeights
@@ -59,8 +60,9 @@ class KVBudget:
     assumptions: tuple[str, ...] = ()
 
 
-def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple[int, str]:
-    """Resident weight bytes of the fullest rank, and where the number came from.
+def weights_per_rank(req: DeploymentRequest, model: ModelReading | Mapping[str, Any]) -> tuple[int, str]:
+    """Resident weight bytes of the fullest rank, and where the number came from (``model``: the
+    reading of the request's config, or the config itself).
 
     Given (``--weight-bytes``) wins; else the checkpoint (``source["checkpoint"]``: a model
     folder, or ``--checkpoint``) when it holds safetensors, unless ``--weight-quantization``
@@ -71,8 +73,10 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
     """
     if req.weight_bytes is not None:
         return req.weight_bytes, "given per rank (--weight-bytes)"
+    model = as_reading(model)
+    config = model.config
     dtype = req.weight_dtype or req.model_dtype
-    estimate = estimate_weights(config, dtype=dtype, quantization=req.weight_quantization)
+    estimate = model.weights(dtype, req.weight_quantization)
     extras = resident_extras(req, config, estimate, request_layout(req, config))
     extra_bytes = sum(e.nbytes for e in extras)
     extra_text = "".join(f"; + {e.nbytes / GIB:.2f} GiB {e.name}: {e.reason}" for e in extras)
@@ -81,7 +85,7 @@ def weights_per_rank(req: DeploymentRequest, config: Mapping[str, Any]) -> tuple
     ckpt = _checkpoint(req)
     stored = 0
     if ckpt is not None:  # what the config says the checkpoint stores: the two must agree
-        stored = estimate_weights(config, dtype=_stored_dtype(config), quantization=None).weight_bytes(include_mtp=True)
+        stored = model.weights(_stored_dtype(config), None).weight_bytes(include_mtp=True)
         from .checkpoint import check_matches_config
 
         check_matches_config(ckpt, config, stored)
@@ -203,8 +207,9 @@ def rope_cache_bytes(config: Mapping[str, Any], context_length: int | None) -> i
     return int(rows * int(rot) * 4)
 
 
-def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchResolution | None) -> KVBudget:
-    """The KV budget of one rank: given, or derived from the GPU (see the module doc)."""
+def kv_budget(req: DeploymentRequest, model: ModelReading, launch: LaunchResolution | None) -> KVBudget:
+    """The KV budget of one rank (``model``: the reading of its config): given, or derived from the
+    GPU (see the module doc)."""
     if req.available_bytes is not None:
         return KVBudget(
             available_bytes=req.available_bytes,
@@ -217,8 +222,8 @@ def kv_budget(req: DeploymentRequest, config: Mapping[str, Any], launch: LaunchR
         raise KVCacheConfigError("name a GPU (--gpu / --gpu-memory) or give --available-bytes")
     if gpu.capacity_mib is None or launch.mem_fraction_static is None:
         raise KVCacheConfigError(f"GPU {gpu.name!r} has no known capacity; give --gpu-memory (e.g. 80GiB)")
-    weights, weight_source = weights_per_rank(req, config)
-    rope = 0 if req.weight_bytes is not None else rope_cache_bytes(config, req.context_length)
+    weights, weight_source = weights_per_rank(req, model)
+    rope = 0 if req.weight_bytes is not None else rope_cache_bytes(model.config, req.context_length)
     held = preload_memory(gpu, tp=req.tp_size, pp=req.pp_size)
     overhead = req.overhead_bytes if req.overhead_bytes is not None else held.total_bytes
     mm_gib = launch.multimodal_reserve_mib / 1024  # kv_cache_configurator.mm_runtime_reservation_gb

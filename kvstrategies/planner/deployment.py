@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from ..api import Plan, SizedPlan, size_plan
@@ -23,6 +23,7 @@ from .fit import FitReport, fit_report
 from .fixes import Fix, suggest_fixes
 from .launch import case_fields, resolve_launch
 from .launch_defaults import AppliedDefault, LaunchResolution
+from .model_reading import ModelReading
 from .refusals import admit
 from .request import DeploymentRequest, model_dtype_name
 
@@ -179,32 +180,39 @@ def _reserved(fields: Mapping[str, Any], budget_bytes: int) -> tuple[dict[str, A
     return out, before
 
 
-def plan_deployment(req: DeploymentRequest, *, suggest: bool = True) -> DeploymentPlan:
+def plan_deployment(
+    req: DeploymentRequest, *, suggest: bool = True, model: ModelReading | None = None
+) -> DeploymentPlan:
     """Plan ``req`` end to end; ``suggest`` also searches the fixes when the context does not fit.
+    ``model``: the reading of ``req``'s config when the caller has one (a sweep plans one model
+    many times), else a new one.
 
     What SGLang would refuse at launch is refused first (:func:`.refusals.admit`)."""
-    validate_planner_inputs(req, req.hf_config())  # before any reader (the refusals' parse included) loops
-    result = _size_deployment(req).laid_out()
+    model = ModelReading(req.hf_config()) if model is None else model
+    validate_planner_inputs(req, model.config)  # before any reader (the refusals' parse included) loops
+    result = _size_deployment(req, model).laid_out()
     if not suggest or result.fit.context_fits:
         return result
-    fixes = suggest_fixes(result, req, replan_deployment)
+    fixes = suggest_fixes(result, req, partial(replan_deployment, model=model))
     return replace(result, fixes=fixes)
 
 
-def replan_deployment(changed: DeploymentRequest) -> SizedDeployment:
+def replan_deployment(changed: DeploymentRequest, *, model: ModelReading | None = None) -> SizedDeployment:
     """A changed request of the fix search (:mod:`.fixes`), sized without fixes; the search lays
     out the ones it offers. Its fields are not checked again: the search built it with
-    :meth:`DeploymentRequest.replace`, which checks them (``DeploymentRequest.__post_init__``)."""
-    validate_planner_inputs(changed, changed.hf_config(), request_checked=True)
-    return _size_deployment(changed)
+    :meth:`DeploymentRequest.replace`, which checks them (``DeploymentRequest.__post_init__``).
+    ``model``: the reading of the config the search plans (the same for every change)."""
+    model = ModelReading(changed.hf_config()) if model is None else model
+    validate_planner_inputs(changed, model.config, request_checked=True)
+    return _size_deployment(changed, model)
 
 
-def _size_deployment(req: DeploymentRequest) -> SizedDeployment:
-    req, config_defaults = admit(req)
-    config = req.hf_config()
+def _size_deployment(req: DeploymentRequest, model: ModelReading) -> SizedDeployment:
+    req, model, config_defaults = admit(req, model)
+    config = model.config
     launch = resolve_launch(req, config)
     fields = case_fields(req, model_dtype_name(req, config), launch)
-    budget = kv_budget(req, config, launch)
+    budget = kv_budget(req, model, launch)
     check_budget_sane(budget, None if req.gpu is None else req.gpu.capacity_bytes)
     case = state_reserved_case(fields, budget.available_bytes)
     sized = size_plan(case.settings, case.available_bytes, max_tokens=case.max_tokens)

@@ -36,9 +36,10 @@ from typing import Any
 
 from ..errors import UnsupportedConfigurationError
 from ..models.hf import text_config
+from .model_reading import ModelReading
 from .moe_layout import MoELayout, moe_layout, override_quantization, quantization_method
 from .request import DeploymentRequest
-from .weights import UNQUANTIZED, ParamGroup, ParamKind, WeightEstimate, estimate_weights
+from .weights import UNQUANTIZED, ParamGroup, ParamKind, WeightEstimate
 
 
 @dataclass(frozen=True)
@@ -93,15 +94,16 @@ def request_layout(req: DeploymentRequest, config: Mapping[str, Any]) -> MoELayo
     )
 
 
-def check_weight_load(req: DeploymentRequest, config: Mapping[str, Any]) -> None:
-    """Refuse what SGLang refuses while building and loading ``config``'s weights for ``req``."""
+def check_weight_load(req: DeploymentRequest, model: ModelReading) -> None:
+    """Refuse what SGLang refuses while building and loading the weights of ``model`` for ``req``."""
     if req.device == "cpu":
         return
+    config = model.config
     _check_ep_divides_tp(req)
     layout = request_layout(req, config)
     if layout is not None:
         _check_expert_split(req, layout)
-    estimate = estimate_weights(config, dtype=req.weight_dtype or req.model_dtype, quantization=req.weight_quantization)
+    estimate = model.weights(req.weight_dtype or req.model_dtype, req.weight_quantization)
     block = block_fp8(config, req.weight_quantization)
     if block is not None and layout is not None and _quantized(estimate, ParamKind.EXPERT):
         _check_block_experts(req, config, layout, block)

@@ -33,12 +33,13 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
-from ..models import ModelGeometry, parse_hf_config
+from ..models import ModelGeometry
 from ..models.architectures import is_served, model_type_row, names_where, require_loadable
 from ..models.geometry import AttentionArch
 from ..models.hf import architectures, text_config
 from .launch_defaults import AppliedDefault
 from .load_refusals import check_weight_load
+from .model_reading import ModelReading
 from .request import DeploymentRequest, check_page_size
 
 _KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups")
@@ -193,18 +194,22 @@ def check_sizes(req: DeploymentRequest) -> None:
             raise UnsupportedConfigurationError(f"{flag} must be a positive count, got {value}")
 
 
-def admit(req: DeploymentRequest) -> tuple[DeploymentRequest, tuple[AppliedDefault, ...]]:
-    """Refuse what the request's SGLang release refuses at launch; return the request to plan (its
-    config replaced when an architecture was assumed) and the defaults applied to the config."""
+def admit(
+    req: DeploymentRequest, model: ModelReading
+) -> tuple[DeploymentRequest, ModelReading, tuple[AppliedDefault, ...]]:
+    """Refuse what the request's SGLang release refuses at launch (``model``: the reading of
+    ``req``'s config); return the request and the reading to plan (both of another config when an
+    architecture was assumed) and the defaults applied to the config."""
     check_sizes(req)
     check_page_size(req.page_size)
-    config, assumed = check_architecture(req.hf_config(), req.assume_architecture)
+    config, assumed = check_architecture(model.config, req.assume_architecture)
     if assumed is not None:
         req = replace(req, source={"hf_config": config})
-    geometry = parse_hf_config(config)
+        model = ModelReading(config)
+    geometry = model.geometry
     require_loadable(geometry.model_type, req.release)  # the config loads before any weight
     override = check_context_length(req.context_length, geometry.context_len, req.allow_context_length_override)
     check_heads(geometry, req)
-    check_weight_load(req, config)
+    check_weight_load(req, model)
     notes = tuple(item for item in (assumed, override) if item is not None)
-    return req, (*notes, *config_defaults(config, geometry))
+    return req, model, (*notes, *config_defaults(config, geometry))

@@ -8,10 +8,12 @@ launch command (:mod:`.run_command`).
 from __future__ import annotations
 
 import re
+from functools import partial
 
 from ..errors import InsufficientMemoryError
 from .deployment import DeploymentPlan, plan_deployment, replan_deployment
 from .fixes import Fix, replan_options
+from .model_reading import ModelReading
 from .request import DeploymentRequest
 from .run_command import gpu_count
 
@@ -53,8 +55,9 @@ def headline(req: DeploymentRequest, cause: InsufficientMemoryError, options: tu
 
 def plan_or_replan(req: DeploymentRequest) -> DeploymentPlan:
     """:func:`.deployment.plan_deployment`, or a :class:`DoesNotFitError` carrying the options."""
+    model = ModelReading(req.hf_config())
     try:
-        return plan_deployment(req)
+        return plan_deployment(req, model=model)
     except InsufficientMemoryError as exc:
-        options = replan_options(req, replan_deployment)
+        options = replan_options(req, partial(replan_deployment, model=model))
         raise DoesNotFitError(headline(req, exc, options), req, options) from exc

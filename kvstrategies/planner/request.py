@@ -128,9 +128,9 @@ class DeploymentRequest:
         if "hf_config" in self.source:
             config: Mapping[str, Any] = self.source["hf_config"]
             return config
-        from ..presets import load_preset_config
+        from ..presets import shared_preset_config
 
-        return load_preset_config(str(self.source["preset"]))
+        return shared_preset_config(str(self.source["preset"]))
 
     def replace(self, **changes: Any) -> DeploymentRequest:
         return replace(self, **changes)

@@ -19,6 +19,7 @@ from ..errors import KVCacheConfigError
 from .deployment import plan_deployment
 from .flag_names import flag_wording
 from .gpus import Accelerator
+from .model_reading import ModelReading
 from .request import GIB, DeploymentRequest
 
 
@@ -55,12 +56,16 @@ COLUMNS = tuple(f.name for f in fields(SweepRow))
 DEFAULT_REQUEST_LENGTH = 8192
 
 
-def sweep_cell(base: DeploymentRequest, gpu: Accelerator | None, tp: int, kv: str | None, page: int | None) -> SweepRow:
-    """Plan one cell (``None`` = the launch's choice); a :class:`KVCacheConfigError` becomes ``error``."""
+def sweep_cell(
+    base: DeploymentRequest, gpu: Accelerator | None, tp: int, kv: str | None, page: int | None,
+    model: ModelReading | None = None,
+) -> SweepRow:
+    """Plan one cell (``None`` = the launch's choice); a :class:`KVCacheConfigError` becomes ``error``.
+    ``model``: the reading of ``base``'s config, shared by every cell of a sweep."""
     asked = SweepRow(None if gpu is None else gpu.name, tp, kv, page, sglang_version=base.release.text)
     req = base.replace(tp_size=tp, kv_cache_dtype=kv, page_size=page, gpu=gpu if gpu is not None else base.gpu)
     try:
-        plan = plan_deployment(req, suggest=False)
+        plan = plan_deployment(req, suggest=False, model=model)
     except KVCacheConfigError as exc:
         return SweepRow(**{**asdict(asked), "error": flag_wording(str(exc))})
     fit = plan.fit
@@ -98,7 +103,11 @@ def sweep(
 ) -> tuple[SweepRow, ...]:
     """Every ``gpu x tp x kv x page`` cell, in that nesting order."""
     grid = itertools.product(gpus, tp_sizes, kv_cache_dtypes, page_sizes)
-    return tuple(sweep_cell(base, gpu, tp, kv, page) for gpu, tp, kv, page in grid)
+    try:
+        model: ModelReading | None = ModelReading(base.hf_config())
+    except KVCacheConfigError:  # each cell reports it
+        model = None
+    return tuple(sweep_cell(base, gpu, tp, kv, page, model) for gpu, tp, kv, page in grid)
 
 
 def _cell(value: Any) -> str:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -45,12 +46,31 @@ def resolve_preset_name(name: str) -> str | None:
 
 def load_preset_config(name: str) -> dict[str, Any]:
     """The raw config dict of a preset; an unknown name lists the known ones. A fresh dict per call."""
+    return _read_preset(_short_name(name))
+
+
+def shared_preset_config(name: str) -> Mapping[str, Any]:
+    """:func:`load_preset_config`'s config, read once per process and shared: the planner reads a
+    preset's config many times per plan (the fix search, a sweep) and never changes it."""
+    return _read_preset_once(_short_name(name))
+
+
+def _short_name(name: str) -> str:
     short = resolve_preset_name(name)
     if short is None:
         raise KVCacheConfigError(
             f"unknown preset {name!r}; known presets: {', '.join(preset_names())} "
             "(or pass a path to a config.json or a model folder)"
         )
+    return short
+
+
+def _read_preset(short: str) -> dict[str, Any]:
     source = f"preset {short} (presets/{short}.json)"
     text = (_HERE / f"{short}.json").read_text(encoding="utf-8")
     return require_object(parse_json_text(text, source), source, "a model config")
+
+
+@cache
+def _read_preset_once(short: str) -> Mapping[str, Any]:
+    return _read_preset(short)
