@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api import Plan, SizedPlan, size_plan
 from ..case import Case, at_budget, parse_case
@@ -20,12 +20,14 @@ from .breakdown import Breakdown, build_breakdown
 from .budget import KVBudget, kv_budget
 from .config_fields import check_budget_sane, validate_planner_inputs
 from .fit import FitReport, fit_report
-from .fixes import Fix, suggest_fixes
 from .launch import case_fields, resolve_launch
 from .launch_defaults import AppliedDefault, LaunchResolution
 from .model_reading import ModelReading
 from .refusals import admit
 from .request import DeploymentRequest, model_dtype_name
+
+if TYPE_CHECKING:
+    from .fixes import Fix
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,8 @@ def plan_deployment(
     result = _size_deployment(req, model).laid_out()
     if not suggest or result.fit.context_fits:
         return result
+    from .fixes import suggest_fixes  # a deployment that fits searches no fixes
+
     fixes = suggest_fixes(result, req, partial(replan_deployment, model=model))
     return replace(result, fixes=fixes)
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import re
 from functools import partial
+from typing import TYPE_CHECKING
 
 from ..errors import InsufficientMemoryError
 from .deployment import DeploymentPlan, plan_deployment, replan_deployment
-from .fixes import Fix, replan_options
 from .model_reading import ModelReading
 from .request import DeploymentRequest
 from .run_command import gpu_count
+
+if TYPE_CHECKING:
+    from .fixes import Fix
 
 #: SGLang's own advice in its message (``kv_cache_configurator._profile_available_bytes``); said
 #: only when speculative decoding is on
@@ -59,5 +62,7 @@ def plan_or_replan(req: DeploymentRequest) -> DeploymentPlan:
     try:
         return plan_deployment(req, model=model)
     except InsufficientMemoryError as exc:
+        from .fixes import replan_options  # only a deployment that does not fit is re-planned
+
         options = replan_options(req, partial(replan_deployment, model=model))
         raise DoesNotFitError(headline(req, exc, options), req, options) from exc

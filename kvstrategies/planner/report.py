@@ -8,12 +8,14 @@ goes under its own ``"planner"`` key.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .deployment import DeploymentPlan
-from .fixes import Fix
 from .request import DeploymentRequest
 from .run_command import SGLangCommand, sglang_command
+
+if TYPE_CHECKING:
+    from .fixes import Fix
 
 GIB = 2**30
 
