@@ -25,12 +25,16 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from ..dtypes import DType
 from ..errors import KVCacheConfigError
 from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_int_tuple
 from .architectures import LinearAttention
 from .hf import MAX_CONFIG_INT
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 #: SSM / conv state dtypes SGLang accepts; anything else is ignored (mamba_utils mamba_cache_per_req)
 STATE_DTYPES = (DType.FLOAT32, DType.BFLOAT16, DType.FLOAT16)
@@ -42,7 +46,7 @@ class MixerKind(enum.Enum):
     KDA = "kda"  # Kimi Delta Attention: KimiLinearStateShape.create
 
 
-def _check_dims(mixer: object) -> None:
+def _check_dims(mixer: DataclassInstance) -> None:
     """Every field of a mixer is a positive int (direct construction fails here, not mid-plan)."""
     for item in fields(mixer):
         check_int(getattr(mixer, item.name), f"mamba.mixer.{item.name}", minimum=1, maximum=MAX_CONFIG_INT)
