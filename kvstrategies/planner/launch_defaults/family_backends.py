@@ -12,7 +12,16 @@ from __future__ import annotations
 from ...models.architectures import LaunchBackendCheck, LaunchBackendRule, names_where, row_for
 from ...releases import ReleaseRule, span
 from .backends import generic_attention_backend
-from .core import LaunchInputs, LaunchResolution, _declare, _no_backend_flags, _refuse, large_hopper_qwen3_vl
+from .core import (
+    MODEL_OVERRIDES_HOOK,
+    PAGE_SIZE_HOOK,
+    LaunchInputs,
+    LaunchResolution,
+    _declare,
+    _no_backend_flags,
+    _refuse,
+    large_hopper_qwen3_vl,
+)
 from .facts import _DEEPSEEK_FAMILY
 
 
@@ -112,15 +121,18 @@ def attention_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
     res = _qwen3_vl_hopper_decode_backend(inp, res)
     backend, page = _family_backend(inp, res)
     if backend is not None:
-        res = _declare(res, "attention_backend", backend, f"{inp.model.architectures[0]} override (§6.1)")
+        res = _declare(res, "attention_backend", backend,
+                       f"{inp.model.architectures[0]} override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     # qwen3_5._qwen3_5_hybrid_overrides forces the page over a user's
     forced = inp.model.has_arch(_BACKEND_RULE[LaunchBackendRule.QWEN3_NEXT])
     if page is not None and (res.page_size is None or (forced and res.page_size != page)):
-        res = _declare(res, "page_size", page, f"{inp.model.architectures[0]} override (§7)")
+        res = _declare(res, "page_size", page,
+                       f"{inp.model.architectures[0]} override ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
     nemotron_spec = inp.model.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and inp.gpu.is_sm100
     spec = inp.settings.speculative_algorithm is not None
     if nemotron_spec and backend == "trtllm_mha" and spec and res.mamba_radix_cache_strategy == "auto":
-        res = _declare(res, "mamba_radix_cache_strategy", "extra_buffer", "Nemotron-H SM100 with speculation (§6.1)")
+        res = _declare(res, "mamba_radix_cache_strategy", "extra_buffer",
+                       f"Nemotron-H SM100 with speculation ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     return res
 
 

@@ -12,7 +12,15 @@ from ...evolve import evolve
 from ...models.architectures import LaunchBackendRule, names_holding, names_where
 from ...releases import ReleaseRule, span
 from . import graph_rules as rules
-from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active
+from .core import (
+    CUDA_GRAPH_HOOK,
+    DATA_PARALLEL_HOOK,
+    PAGE_SIZE_HOOK,
+    LaunchInputs,
+    LaunchResolution,
+    _declare,
+    _multimodal_active,
+)
 
 _NEMOTRON_H = names_where(lambda row: row.launch_backend_rule is LaunchBackendRule.NEMOTRON_H)
 
@@ -69,7 +77,7 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
     (the release rules are in :mod:`.graph_rules`)."""
     s, m, r = inp.settings, inp.model, inp.release
     if s.disable_cuda_graph or s.disaggregation_mode == "prefill":
-        why = "--disable-cuda-graph" if s.disable_cuda_graph else "PD prefill role (§11)"
+        why = "--disable-cuda-graph" if s.disable_cuda_graph else f"PD prefill role ({DATA_PARALLEL_HOOK.at(r)})"
         res = _declare(res, "decode_cuda_graph", "disabled", why)
     multimodal = _multimodal_active(inp)
     flag_off = s.disable_cuda_graph or s.disable_prefill_cuda_graph
@@ -79,7 +87,8 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
     moved = multimodal and rules.TC_PIECEWISE_MOVE.holds(r) and m.has_arch(names_holding("piecewise_multimodal", r))
     moved = moved and not kept
     if res.prefill_cuda_graph == "breakable" and not flag_off and moved:
-        res = _declare(res, "prefill_cuda_graph", "tc_piecewise", "validated multimodal decoder prefill (§3)")
+        res = _declare(res, "prefill_cuda_graph", "tc_piecewise",
+                       f"validated multimodal decoder prefill ({CUDA_GRAPH_HOOK.at(inp.release)})")  # fmt: skip
         prefill_off = [
             (inp.attn_dp_size > 1, "DP attention"),
             (inp.pp_size > 1, "pipeline parallelism (pp_size > 1)"),
@@ -107,7 +116,7 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
         ]
     for cond, why in prefill_off:
         if cond:
-            return _declare(res, "prefill_cuda_graph", "disabled", f"{why} (§3)")
+            return _declare(res, "prefill_cuda_graph", "disabled", f"{why} ({CUDA_GRAPH_HOOK.at(inp.release)})")
     return res
 
 
@@ -140,7 +149,8 @@ def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
 
 def page_default_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     """Step 7 (overrides._page_size_default): page 1 if still unset."""
-    return res if res.page_size is not None else _declare(res, "page_size", 1, "default (§7)")
+    return res if res.page_size is not None else _declare(res, "page_size", 1,
+                                                          f"default ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
 
 
 def dp_attention_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
@@ -149,7 +159,8 @@ def dp_attention_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolut
     dp, chunk = inp.attn_dp_size, res.chunked_prefill_size
     if dp <= 1 or chunk is None or chunk <= 0:
         return res
-    res = _declare(res, "chunked_prefill_size", chunk // dp, f"DP attention: {chunk} // {dp} (§11)")
+    res = _declare(res, "chunked_prefill_size", chunk // dp,
+                   f"DP attention: {chunk} // {dp} ({DATA_PARALLEL_HOOK.at(inp.release)})")  # fmt: skip
     # parallel_hook.handle_data_parallelism re-clamps only a prefill graph still enabled.
     graph_on = res.prefill_cuda_graph != "disabled"
     if graph_on and res.prefill_graph_max_bs is not None and res.prefill_graph_max_bs > chunk // dp:

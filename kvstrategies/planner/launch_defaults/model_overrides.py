@@ -14,14 +14,23 @@ from ...errors import KVCacheConfigError
 from ...evolve import evolve
 from ...models.architectures import names_holding
 from ...releases import ReleaseRule, span
-from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active, _refuse, large_hopper_qwen3_vl
+from .core import (
+    MAMBA_RADIX_HOOK,
+    OVERRIDES_HOOK,
+    LaunchInputs,
+    LaunchResolution,
+    _declare,
+    _multimodal_active,
+    _refuse,
+    large_hopper_qwen3_vl,
+)
 from .facts import _AUDIO_ENCODER_DECODER
 
 
 def hybrid_swa_memory_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     """Step 5 (arg_groups.overrides): Gemma-2/3, Exaone-4 (with pattern), Olmo2/3 force hybrid-SWA memory off."""
     if inp.model.forces_disable_hybrid_swa_memory and not res.disable_hybrid_swa_memory:
-        return _declare(res, "disable_hybrid_swa_memory", True, "model override (§9.2)")
+        return _declare(res, "disable_hybrid_swa_memory", True, f"model override ({OVERRIDES_HOOK.at(inp.release)})")
     return res
 
 
@@ -37,13 +46,16 @@ def mamba_strategy_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
     overlap = not res.disable_overlap_schedule
     extra = m.mamba_extra_buffer and m.has_arch(names_holding("mamba_extra_buffer", inp.release))
     if (overlap or (res.page_size or 1) > 1) and extra:
-        return _declare(res, "mamba_radix_cache_strategy", "extra_buffer", "Mamba radix auto (§9.3)")
+        return _declare(res, "mamba_radix_cache_strategy", "extra_buffer",
+                        f"Mamba radix auto ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
     if (res.page_size or 1) > 1:
         raise _refuse("sglang.srt.arg_groups.mamba_hook.validate_mamba_no_buffer",
                       f"no_buffer only supports page_size=1 (the {m.architectures[0]} Mamba radix cache has no "
                       f"extra_buffer strategy in {inp.release.label}), got --page-size {res.page_size}")  # fmt: skip
-    res = _declare(res, "mamba_radix_cache_strategy", "no_buffer", "Mamba radix auto (§9.3)")
-    return _declare(res, "disable_overlap_schedule", True, "no_buffer Mamba radix cache (§9.3)")
+    res = _declare(res, "mamba_radix_cache_strategy", "no_buffer",
+                   f"Mamba radix auto ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
+    return _declare(res, "disable_overlap_schedule", True,
+                    f"no_buffer Mamba radix cache ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
 
 
 def pipeline_overlap_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
@@ -72,7 +84,7 @@ def swa_ratio_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution
     ratio = res.swa_full_tokens_ratio
     res = evolve(res, swa_full_tokens_ratio_explicit=ratio is not None)
     if ratio is None:
-        res = _declare(res, "swa_full_tokens_ratio", 0.8, "field fallback (§9.1)")
+        res = _declare(res, "swa_full_tokens_ratio", 0.8, f"field fallback ({OVERRIDES_HOOK.at(inp.release)})")
     value = res.swa_full_tokens_ratio
     if value is None or not 0 < value <= 1:
         raise KVCacheConfigError(f"swa_full_tokens_ratio must be in (0, 1], got {value!r}")
@@ -113,7 +125,7 @@ def capability_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
     if res.disable_radix_cache:
         return res
     if inp.settings.disaggregation_mode == "decode":
-        return _declare(res, "disable_radix_cache", True, "PD decode role (§9.4)")
+        return _declare(res, "disable_radix_cache", True, f"PD decode role ({OVERRIDES_HOOK.at(inp.release)})")
     if inp.model.has_arch(_AUDIO_ENCODER_DECODER):
-        return _declare(res, "disable_radix_cache", True, "Whisper encoder-decoder (§9.4)")
+        return _declare(res, "disable_radix_cache", True, f"Whisper encoder-decoder ({OVERRIDES_HOOK.at(inp.release)})")
     return res

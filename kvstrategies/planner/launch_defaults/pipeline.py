@@ -20,7 +20,6 @@ from .core import (
     LaunchSettings,
     Step,
     check_release_serves,
-    cite_sources,
 )
 from .speculative import _SPEC_ALGORITHMS
 
@@ -110,4 +109,4 @@ def resolve_launch_defaults(
     res = _initial(inp)
     for step in PIPELINE:
         res = step(inp, res)
-    return cite_sources(res, release)
+    return res
