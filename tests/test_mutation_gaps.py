@@ -640,14 +640,14 @@ ALL_SWA = PoolSizes(max_total_num_tokens=2048, full_max_total_num_tokens=0, swa_
 @pytest.mark.parametrize(
     ("preset", "fields", "sizes", "expected"),
     [
-        # row 8: page 1, no DCP -> TokenToKVPoolAllocator(T)
+        # page 1, no DCP -> TokenToKVPoolAllocator(T)
         ("llama-3.1-8b", {}, PLAIN, (AllocatorKind.TOKEN, T, None, 1, False)),
-        # row 9: paged, page P * dcp over T * dcp slots (page 1 with DCP is paged too)
+        # paged, page P * dcp over T * dcp slots (page 1 with DCP is paged too)
         ("llama-3.1-8b", {"page_size": 64}, PLAIN, (AllocatorKind.PAGED, T, None, 64, False)),
         ("llama-3.1-8b", {"tp_size": 2, "dcp_size": 2, "page_size": 64}, PLAIN,
          (AllocatorKind.PAGED, 2 * T, None, 128, False)),
         ("llama-3.1-8b", {"tp_size": 2, "dcp_size": 2}, PLAIN, (AllocatorKind.PAGED, 2 * T, None, 2, False)),
-        # row 2: NPU paged, T * dcp and P * dcp; PD roles sort their frees
+        # NPU paged, T * dcp and P * dcp; PD roles sort their frees
         ("llama-3.1-8b", {"device": "npu", "tp_size": 2, "dcp_size": 2, "page_size": 128}, PLAIN,
          (AllocatorKind.PAGED, 2 * T, None, 256, False)),
         ("llama-3.1-8b", {"page_size": 64, "disaggregation_mode": "prefill"}, PLAIN,

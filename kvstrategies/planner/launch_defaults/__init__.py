@@ -16,7 +16,7 @@ A pipeline of small pure steps over frozen dataclasses, in SGLang's order (Serve
 
 The order matters: ``mem_fraction_static`` is computed before the model overrides, the
 speculative defaults and the DP division, so it never sees DeepSeek-V4's 256 requests, the
-speculative 48 or the per-DP chunk (ServerArgs.resolve_once order, quirk 1). :func:`estimate_kv_budget` turns the
+speculative 48 or the per-DP chunk (ServerArgs.resolve_once order). :func:`estimate_kv_budget` turns the
 fraction into a KV byte budget (KVCacheConfigurator._profile_available_bytes). Nothing here reads the environment or
 imports torch.
 

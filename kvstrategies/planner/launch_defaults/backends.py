@@ -65,9 +65,9 @@ def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
 
 
 def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 6 (get_default_attn_backend): fill the backend, snap the page per backend (overrides._page_size_default),
-    fa3+fp8_e5m2 fallback, HIP aiter x0.85 (memory_hook.handle_gpu_memory_settings (HIP aiter cut)), late prefill-graph
-    disables (arg_groups.cuda_graph_hook)."""
+    """The generic backend (get_default_attn_backend): fill the backend, snap the page per backend
+    (overrides._page_size_default), fa3+fp8_e5m2 fallback, HIP aiter x0.85 (memory_hook.handle_gpu_memory_settings
+    (HIP aiter cut)), late prefill-graph disables (arg_groups.cuda_graph_hook)."""
     s = inp.settings
     if res.attention_backend is None:
         pre, dec = res.prefill_attention_backend, res.decode_attention_backend
@@ -85,7 +85,7 @@ def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchReso
     ctx = s.context_length or inp.model.context_length
     if res.attention_backend == "aiter" and ctx > 8192 and res.mem_fraction_static is not None:
         honored = s.mem_fraction_static is not None and s.aiter_honor_explicit_mem_fraction
-        # QUIRK memory_hook.handle_gpu_memory_settings (HIP aiter cut): also scales a user-given fraction
+        # as SGLang's memory_hook.handle_gpu_memory_settings (HIP aiter cut) does: it also scales a user-given fraction
         if not honored:
             res = _declare(res, "mem_fraction_static", res.mem_fraction_static * 0.85,
                            f"HIP aiter with context {ctx} > 8192 ({GPU_MEMORY_HOOK.at(inp.release)})")  # fmt: skip
@@ -95,7 +95,7 @@ def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchReso
         "flex_attention",
     )
     if late and res.prefill_cuda_graph != "disabled":
-        # QUIRK ServerArgs.resolve_once: the reserve already counted this graph (1536 MiB for MLA).
+        # SGLang's order (ServerArgs.resolve_once): the reserve already counted this graph (1536 MiB for MLA).
         res = _declare(res, "prefill_cuda_graph", "disabled",
                        f"{prefill} prefill backend ({CUDA_GRAPH_HOOK.at(inp.release)})")  # fmt: skip
     return res

@@ -118,7 +118,7 @@ def _dsa_dcp(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
 
 
 def dsa_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 5, DSA (DeepSeek family with ``index_topk``): backend ``dsa``, KV dtype, page
+    """DSA model override (DeepSeek family with ``index_topk``): backend ``dsa``, KV dtype, page
     ``64 * index_kpool`` **forced** on CUDA (1 on ROCm without the preshuffle path)."""
     if not inp.model.is_dsa:
         return res
@@ -139,7 +139,7 @@ def dsa_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
 
 
 def dsv4_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 5, DeepSeek-V4: backend ``dsv4`` and page 256 (NPU 128) **forced**, KV fp8_e4m3
+    """DeepSeek-V4 model override: backend ``dsv4`` and page 256 (NPU 128) **forced**, KV fp8_e4m3
     (NPU forced bfloat16), ``swa_full_tokens_ratio`` 0.1 (not V4.1) and 256 requests."""
     if not inp.model.is_dsv4:
         return res

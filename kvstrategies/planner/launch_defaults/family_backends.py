@@ -102,8 +102,8 @@ def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[s
     over a user's ``--page-size`` (SGLang:
     ``arg_groups.model_overrides.qwen3_5._qwen3_5_hybrid_overrides``).
 
-    QUIRK attention_hook.handle_attention_backend_compatibility: the Mamba strategy is still "auto" here, which is not
-    extra-buffer, so a default launch gets triton / page 1 although extra_buffer is chosen right after.
+    As in SGLang's attention_hook.handle_attention_backend_compatibility, the Mamba strategy is still "auto" here, which
+    is not extra-buffer, so a default launch gets triton / page 1 although extra_buffer is chosen right after.
     """
     generic = generic_attention_backend(inp, res)
     extra = res.mamba_radix_cache_strategy.startswith("extra_buffer")
@@ -114,8 +114,8 @@ def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[s
 
 
 def attention_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 5 (arg_groups.model_overrides, overrides._page_size_default): per-architecture attention backend and page
-    size (fill-only page)."""
+    """Model override (arg_groups.model_overrides, overrides._page_size_default): per-architecture attention backend
+    and page size (fill-only page)."""
     if inp.model.is_dsv4 or inp.model.is_dsa or inp.gpu.is_npu:
         return res
     res = _qwen3_vl_hopper_decode_backend(inp, res)

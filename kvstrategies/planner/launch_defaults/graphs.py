@@ -71,8 +71,8 @@ def prefill_graph_bs_count(max_bs: int) -> int:
 
 
 def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 2 (arg_groups.cuda_graph_hook): decode graph ``full``; prefill ``breakable`` on CUDA, disabled elsewhere,
-    and disabled by the rules evaluated before the memory step. A multimodal model on the
+    """CUDA graphs (arg_groups.cuda_graph_hook): decode graph ``full``; prefill ``breakable`` on CUDA, disabled
+    elsewhere, and disabled by the rules evaluated before the memory step. A multimodal model on the
     release's piecewise allow-list goes to ``tc_piecewise`` and meets that backend's rules instead
     (the release rules are in :mod:`.graph_rules`)."""
     s, m, r = inp.settings, inp.model, inp.release
@@ -121,7 +121,7 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
 
 
 def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 4b (arg_groups.cuda_graph_hook): prefill graph ``max_bs`` (tokens) and its batch list length.
+    """Prefill graph sizes (arg_groups.cuda_graph_hook): prefill graph ``max_bs`` (tokens) and its batch list length.
 
     ``max_bs = chunk`` (non-MLA) or ``min(8192, chunk)`` (MLA; a flat 2048 where
     :data:`MLA_PREFILL_GRAPH_FOLLOWS_CHUNK` does not hold), then the PP cap 8192 (only while the
@@ -148,13 +148,13 @@ def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
 
 
 def page_default_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 7 (overrides._page_size_default): page 1 if still unset."""
+    """Page default (overrides._page_size_default): page 1 if still unset."""
     return res if res.page_size is not None else _declare(res, "page_size", 1,
                                                           f"default ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
 
 
 def dp_attention_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 8 (parallel_hook.handle_data_parallelism): ``chunked_prefill_size //= attn_dp_size``; prefill graph
+    """DP attention (parallel_hook.handle_data_parallelism): ``chunked_prefill_size //= attn_dp_size``; prefill graph
     re-clamped."""
     dp, chunk = inp.attn_dp_size, res.chunked_prefill_size
     if dp <= 1 or chunk is None or chunk <= 0:

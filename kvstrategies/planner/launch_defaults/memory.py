@@ -59,7 +59,7 @@ def vlm_fraction_factor(vision_layers: int | None, vision_hidden: int | None) ->
     """memory_hook.adjust_mem_fraction_for_vlm: ``0.95 * clamp(1 - 0.1 * (c - 1), 0.8, 1.05)``,
     ``c = L * H**2 / (24 * 1024**2)``.
 
-    ``L`` defaults to 24 and ``H`` to 1024 when the vision config lacks them (quirk 7: configs
+    ``L`` defaults to 24 and ``H`` to 1024 when the vision config lacks them (configs
     that call the depth ``depth`` get 24: SGLang reads ``num_hidden_layers`` only).
     """
     layers = 24 if vision_layers is None else vision_layers
@@ -69,8 +69,8 @@ def vlm_fraction_factor(vision_layers: int | None, vision_hidden: int | None) ->
 
 
 def platform_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 3 (platform_hook.handle_platform_defaults): NPU uses ``ascend`` backends, page 128 and its own chunk/max_bs
-    table."""
+    """Platform defaults (platform_hook.handle_platform_defaults): NPU uses ``ascend`` backends, page 128 and its own
+    chunk/max_bs table."""
     if not inp.gpu.is_npu:
         return res
     for name in ("attention_backend", "prefill_attention_backend", "decode_attention_backend"):
@@ -90,9 +90,9 @@ def platform_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
 
 
 def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 4a (memory_hook.handle_gpu_memory_settings): fill chunk and decode max_bs from the capacity; a table max_bs
-    is capped by a *user* ``--max-running-requests`` (the only request cap visible this early, ServerArgs.resolve_once
-    order)."""
+    """Capacity tier (memory_hook.handle_gpu_memory_settings): fill chunk and decode max_bs from the capacity; a table
+    max_bs is capped by a *user* ``--max-running-requests`` (the only request cap visible this early,
+    ServerArgs.resolve_once order)."""
     chunk, dmb = capacity_tier(res.gpu_mem_mib, inp.tp_size)
     mem = "unknown" if res.gpu_mem_mib is None else f"{res.gpu_mem_mib:g} MiB"
     source = GPU_MEMORY_HOOK.at(inp.release)
@@ -147,7 +147,7 @@ def reserved_memory_mib(inp: LaunchInputs, res: LaunchResolution) -> float:
 
 
 def mem_fraction_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 4c (memory_hook.handle_gpu_memory_settings): the default fraction, then the VLM cut
+    """Memory fraction (memory_hook.handle_gpu_memory_settings): the default fraction, then the VLM cut
     (memory_hook.adjust_mem_fraction_for_vlm, not re-rounded)."""
     if res.mem_fraction_static is not None:
         return res

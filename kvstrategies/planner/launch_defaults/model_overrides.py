@@ -28,16 +28,17 @@ from .facts import _AUDIO_ENCODER_DECODER
 
 
 def hybrid_swa_memory_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 5 (arg_groups.overrides): Gemma-2/3, Exaone-4 (with pattern), Olmo2/3 force hybrid-SWA memory off."""
+    """Model override (arg_groups.overrides): Gemma-2/3, Exaone-4 (with pattern), Olmo2/3 force hybrid-SWA memory
+    off."""
     if inp.model.forces_disable_hybrid_swa_memory and not res.disable_hybrid_swa_memory:
         return _declare(res, "disable_hybrid_swa_memory", True, f"model override ({OVERRIDES_HOOK.at(inp.release)})")
     return res
 
 
 def mamba_strategy_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 5 (overrides._mamba_radix_cache_resolution): ``auto`` -> ``extra_buffer`` when (overlap on or page > 1) and
-    supported in the release (the rows' ``mamba_extra_buffer`` with their ``releases``), else ``no_buffer`` with the
-    overlap scheduler forced off; ``no_buffer`` takes page 1 only (SGLang:
+    """Mamba radix cache (overrides._mamba_radix_cache_resolution): ``auto`` -> ``extra_buffer`` when (overlap on or
+    page > 1) and supported in the release (the rows' ``mamba_extra_buffer`` with their ``releases``), else
+    ``no_buffer`` with the overlap scheduler forced off; ``no_buffer`` takes page 1 only (SGLang:
     ``arg_groups.mamba_hook.validate_mamba_no_buffer``). Radix off -> no strategy. Assumes the
     default ``linear_attn_backend`` triton."""
     m = inp.model
@@ -79,8 +80,9 @@ SWA_RATIO_EXPLICIT_FLAG = ReleaseRule(
 
 
 def swa_ratio_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 10 (arg_groups.overrides): "explicit" = non-None at this point (QUIRK: DSV4's model-declared 0.1
-    counts, so V4/V4-Pro size in ratio mode); effective value falls back to 0.8."""
+    """SWA ratio (arg_groups.overrides): "explicit" = non-None at this point, so DSV4's model-declared 0.1
+    counts as explicit (SGLang's order: its model override ran earlier) and V4/V4-Pro size in ratio mode;
+    the effective value falls back to 0.8."""
     ratio = res.swa_full_tokens_ratio
     res = evolve(res, swa_full_tokens_ratio_explicit=ratio is not None)
     if ratio is None:
@@ -121,7 +123,7 @@ def multimodal_reserve_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
 
 
 def capability_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 11 (arg_groups.overrides): PD decode and Whisper run without the radix cache."""
+    """Capability (arg_groups.overrides): PD decode and Whisper run without the radix cache."""
     if res.disable_radix_cache:
         return res
     if inp.settings.disaggregation_mode == "decode":

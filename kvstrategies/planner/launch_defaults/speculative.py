@@ -96,7 +96,7 @@ def _dflash(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
 
 
 def speculative_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 9 (speculative_hook.handle_speculative_decoding, ``speculative_hook.handle_speculative_decoding``):
+    """Speculative defaults (speculative_hook.handle_speculative_decoding):
     upper-case, NEXTN -> EAGLE, 48 requests, then the algorithm's own defaults and checks."""
     algo = res.speculative_algorithm
     if algo is None:
