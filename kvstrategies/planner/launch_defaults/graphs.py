@@ -88,7 +88,7 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
     moved = moved and not kept
     if res.prefill_cuda_graph == "breakable" and not flag_off and moved:
         res = _declare(res, "prefill_cuda_graph", "tc_piecewise",
-                       f"validated multimodal decoder prefill ({CUDA_GRAPH_HOOK.at(inp.release)})")  # fmt: skip
+                       f"validated multimodal decoder prefill ({CUDA_GRAPH_HOOK.at(r)})")  # fmt: skip
         prefill_off = [
             (inp.attn_dp_size > 1, "DP attention"),
             (inp.pp_size > 1, "pipeline parallelism (pp_size > 1)"),
@@ -116,7 +116,7 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
         ]
     for cond, why in prefill_off:
         if cond:
-            return _declare(res, "prefill_cuda_graph", "disabled", f"{why} ({CUDA_GRAPH_HOOK.at(inp.release)})")
+            return _declare(res, "prefill_cuda_graph", "disabled", f"{why} ({CUDA_GRAPH_HOOK.at(r)})")
     return res
 
 
@@ -149,8 +149,9 @@ def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
 
 def page_default_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     """Page default (overrides._page_size_default): page 1 if still unset."""
-    return res if res.page_size is not None else _declare(res, "page_size", 1,
-                                                          f"default ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
+    if res.page_size is not None:
+        return res
+    return _declare(res, "page_size", 1, f"default ({PAGE_SIZE_HOOK.at(inp.release)})")
 
 
 def dp_attention_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
