@@ -380,7 +380,7 @@ def _plan_draft_worker(
     its draft branch).
 
     ``sizes`` (and ``sizes_from_max_tokens``) are the draft configurator's own
-    ``calculate_pool_sizes`` results, finalised (spec README: what a plan's ``sizes`` means).
+    ``calculate_pool_sizes`` results, finalised (as every plan's ``sizes``: docs/golden.md, "What a snapshot holds").
     SGLang's draft never uses them: it takes the target's finished sizes. So the target (same
     settings, ``is_draft_worker`` false) is planned, its final sizes are mapped by the draft's
     strategy (``derive_draft_sizes``: DCP widening, DSV4's zeroed compressed pools) into

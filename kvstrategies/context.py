@@ -2,7 +2,7 @@
 
 A strategy never sees an engine object. It sees the model's geometry, the parallel layout of
 this rank, the speculative setup, the resolved KV dtype, the page size, the device and a few
-scheduler/kernel settings (docs/maintainers.md §2, minus the out-of-scope flags). SGLang reads
+scheduler/kernel settings (docs/maintainers.md, "Sizing flow", minus the out-of-scope flags). SGLang reads
 many of these from environment variables; here they are explicit fields
 (:class:`EngineKnobs`), filled by the case loader or the caller.
 """
@@ -261,7 +261,7 @@ class DisaggregationMode(enum.Enum):
 
 @dataclass(frozen=True)
 class SchedulingConfig:
-    """Scheduler settings that sizing reads (docs/maintainers.md §2)."""
+    """Scheduler settings that sizing reads (docs/maintainers.md, "Sizing flow")."""
 
     max_running_requests: int | None = None
     max_total_tokens: int | None = None

@@ -54,7 +54,7 @@ def pp_min_tokens(ctx: KVCacheContext, available_bytes: int) -> int:
     """The PP-wide MIN of every stage's profiled ``max_total_num_tokens`` (KVCacheConfigurator.config_from_budget).
 
     Assumes every stage has the same budget. A zero-KV stage reports ``2**63 - 1`` and never
-    wins; QUIRK: the value compared is whatever ``max_total_num_tokens`` means on that stage.
+    wins; as in SGLang, the value compared is whatever ``max_total_num_tokens`` means on that stage.
     """
     counts = []
     for rank in range(ctx.parallel.pp_size):

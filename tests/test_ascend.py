@@ -1,6 +1,6 @@
 """Ascend NPU strategy: Default's numbers with the NPU branches, NPU pool layouts (memory_pool_npu).
 
-Every expected number is computed by hand from the spec and written as a literal, with the
+Every expected number is computed by hand from SGLang's rules and written as a literal, with the
 formula next to it. Layouts are built on ``meta`` (no NPU needed).
 """
 
@@ -54,8 +54,8 @@ def shapes(layout: PoolLayout) -> dict[str, tuple[tuple[int, ...], DType]]:
 
 
 def dsa_every_4th_layer() -> dict[str, Any]:
-    """DeepSeek-V3.2 with a GLM-style ``index_topk_freq = 4`` (worked example DeepSeek-V3.2 DSA,
-    skip variant)."""
+    """DeepSeek-V3.2 with a GLM-style ``index_topk_freq = 4`` (the skip variant of
+    the DeepSeek-V3.2 DSA example in tests/test_default_advanced.py)."""
     config = dict(load_preset_config("deepseek-v3.2"))
     config["index_topk_freq"] = 4
     return config
@@ -211,7 +211,7 @@ def test_npu_dsa_bf16_indexer_bytes_and_layout() -> None:
     (per_tok 128, esz 2)."""
     cfg = ascend("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="bf16")
     assert cfg.indexer_bytes(61) == 15_616  # 128 * 61 layers * 2 B (CUDA: 132 * 61 * 1 = 8,052)
-    # 576 * 61 * 2 + 15,616 (CUDA: 78,324, worked example DeepSeek-V3.2 DSA)
+    # 576 * 61 * 2 + 15,616 (CUDA: 78,324, tests/test_default_advanced.py)
     assert cfg.cell_size_bytes == 85_888
     sizes = cfg.calculate_pool_sizes(GIB40, 64)
     assert sizes.max_total_num_tokens == 500_032  # 40 GiB // 85,888 = 500,066 -> page 64
@@ -243,7 +243,7 @@ def test_npu_dsa_fp8_without_arch35_stores_the_raw_split() -> None:
         "v_buffer": ((61, 17, 64, 1, 64), DType.UINT8),
         "index_k_buffer": ((61, 17, 64, 1, 128), DType.UINT8),
     }
-    # 704 B per token and layer stored, 788 priced (the sizing QUIRK documented in the strategy)
+    # 704 B per token and layer stored, 788 priced (the sizing keeps CUDA's cell, as SGLang does; see the strategy)
     assert layout.planned_bytes == 46_723_072  # 61 * 1,088 * (512 + 64 + 128)
 
 
@@ -303,7 +303,7 @@ def test_npu_dsa_draft_worker_pool(dcp: int, draft_tokens: int, pages: int) -> N
 
 
 def test_npu_index_k_elision_and_its_npu_exceptions() -> None:
-    """Layers 0, 1, 5, 9, ..., 57 own index keys with freq 4 (worked example DeepSeek-V3.2 DSA: 16 layers)."""
+    """Layers 0, 1, 5, 9, ..., 57 own index keys with freq 4 (16 layers, as in tests/test_default_advanced.py)."""
     owners = [0, 1, *range(5, 61, 4)]
     assert len(owners) == 16
     cfg = ascend(dsa_every_4th_layer(), tp_size=8, page_size=128)
@@ -436,7 +436,7 @@ def test_cuda_and_npu_twins_differ_only_in_the_kv_pool_buffers(cuda_path: Path) 
     """Same model and settings on cuda and npu: only the pool class and KV buffers differ.
 
     Token counts, requests, the cell and the request table are Default's on both devices, and
-    with ``T`` a page multiple the pools hold the same bytes. The spec names two exceptions:
+    with ``T`` a page multiple the pools hold the same bytes. Two exceptions:
     DSA index keys (CUDA: ``(T + P + 1) // P`` pages of 64 * 132 B; NPU: page-major, bf16
     without fp8) change the bytes, and a bf16 DSA cell carries the NPU bf16 indexer
     (DefaultPoolConfigurator._compute_dsa_indexer_cell_size).
@@ -499,8 +499,8 @@ def test_twin_buffers_hold_the_same_bytes_per_layer() -> None:
 
 
 def test_dsa_bf16_differs_from_cuda_only_by_the_npu_indexer_term() -> None:
-    """The one sizing difference the spec names (DefaultPoolConfigurator._compute_dsa_indexer_cell_size): 61 layers *
-    (128 * 2 - 132) = 7,564 B."""
+    """The one sizing difference between the devices (DefaultPoolConfigurator._compute_dsa_indexer_cell_size):
+    61 layers * (128 * 2 - 132) = 7,564 B."""
     npu = ascend("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="bf16")
     cuda = select_configurator(case_settings("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="bf16"))
     assert cuda.cell_size_bytes == 78_324

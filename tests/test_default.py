@@ -2,7 +2,7 @@
 replication, DeepSeek-V3 MLA, EAGLE/MTP drafts, end to end Llama-3.1-8B) and layouts (Llama-3.1-8B bf16 T=1000
 P=16, DeepSeek-V3 MLA bf16 T=1024 P=64).
 
-Every expected number is written here as computed by hand from the spec, not read back.
+Every expected number is written here as computed by hand from SGLang's formulas, not read back.
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ def default(preset: str | dict[str, Any], **fields: Any) -> DefaultPoolConfigura
 
 
 def dsa_freq4() -> dict[str, Any]:
-    """DeepSeek-V3.2 with a GLM-style ``index_topk_freq = 4`` (worked example DeepSeek-V3.2 DSA,
-    skip variant)."""
+    """DeepSeek-V3.2 with a GLM-style ``index_topk_freq = 4`` (the skip variant
+    of the DeepSeek-V3.2 DSA example below)."""
     config = copy.deepcopy(dict(load_preset_config(V32)))
     config["index_topk_freq"] = 4
     return config
@@ -209,7 +209,7 @@ def test_example_7_fp4_mx_block16() -> None:
 
 
 def test_fp4_mha_ignores_v_head_dim() -> None:
-    # an asymmetric config: K 192, V 128; FP4 prices V with head_dim (quirk 12.4)
+    # an asymmetric config: K 192, V 128; FP4 prices V with head_dim (SGLang's FP4 cell ignores v_head_dim)
     config = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 8,
               "num_key_value_heads": 2, "head_dim": 192, "v_head_dim": 128, "hidden_size": 1024}
     cfg = default(config, kv_cache_dtype="fp4_mx_block16")

@@ -1,4 +1,5 @@
-"""DeepSeek-V4 compressed attention: hand-computed examples D1-D4, DeepSeekV4TokenToKVPool, the catalog cases.
+"""DeepSeek-V4 compressed attention: hand-computed examples D1-D4 (ratio and cap mode, each without and with MTP),
+DeepSeekV4TokenToKVPool, the catalog cases.
 
 Every expected number is a literal computed by hand from DSV4PoolConfigurator / DeepSeekV4TokenToKVPool (the
 examples use the first 43 entries of the real V4-Flash ``compress_ratios``: 2 x 0, 21 x 4,
@@ -102,7 +103,7 @@ def test_per_token_constants() -> None:
     assert (cfg.n(4), cfg.n(128), cfg.ring_sizes) == (21, 20, {4: 8, 128: 128})
 
 
-# ---- D1-D4 -------------------------------------------------------------------------------------
+# ---- D1-D4: ratio mode, cap mode, ratio mode with MTP, cap mode with MTP ------------------------
 
 
 def test_d1_ratio_mode() -> None:
@@ -181,7 +182,8 @@ def test_d4_cap_mode_with_mtp_and_its_draft_worker() -> None:
 
 def test_from_max_tokens_keeps_the_cap_mode_swa() -> None:
     cap = dsv4(**CAP).calculate_pool_sizes_from_max_tokens(4_000, 256)
-    assert (cap.max_total_num_tokens, cap.swa_max_total_num_tokens) == (3_840, 164_096)  # quirk 12
+    # _compute_dsv4_sizes keeps the cap-mode SWA size: neither re-aligned nor limited by the full tokens
+    assert (cap.max_total_num_tokens, cap.swa_max_total_num_tokens) == (3_840, 164_096)
     ratio = dsv4(swa_full_tokens_ratio=0.5).calculate_pool_sizes_from_max_tokens(4_096, 256)
     assert (ratio.swa_max_total_num_tokens, ratio.c4_state_pool_size) == (2_048, 64)
     with pytest.raises(SWAPoolTooSmallError, match="cannot hold even one request"):

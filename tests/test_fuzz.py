@@ -72,7 +72,7 @@ def _aligned(value: int | None, page: int) -> bool:
 
 
 def check_alignment(planned: Plan) -> None:
-    """Every token count of every sizes value is a page multiple (quirk 10 aside)."""
+    """Every token count of every sizes value is a page multiple (except SWAChunkCap's ``min(cap, M)``)."""
     page = planned.ctx.page_size
     chunk_cap = isinstance(planned.configurator, SWAChunkCapPoolConfigurator)
     if planned.ctx.is_draft_worker:  # a draft adopts the target's sizes: the target's quirk applies to them
@@ -84,7 +84,7 @@ def check_alignment(planned: Plan) -> None:
             continue
         assert _aligned(sizes.max_total_num_tokens, page), sizes
         assert _aligned(sizes.full_max_total_num_tokens, page), sizes
-        # SWAChunkCap's from_max_tokens path: swa = min(ceil_align(cap, P), M) with un-aligned M (quirk 10)
+        # SWAChunkCap's from_max_tokens path: swa = min(ceil_align(cap, P), M) with un-aligned M, as SGLang does
         if not chunk_cap or sizes is profiled:
             assert _aligned(sizes.swa_max_total_num_tokens, page), sizes
 
@@ -98,7 +98,8 @@ def check_budget(planned: Plan) -> None:
         # HybridLinear and Ascend included; the Mamba state comes out of the budget first
         kv_available = planned.resolution.reservation.kv_available_bytes
         assert kv_available <= available
-        if conf.cell_size_bytes > 0:  # a zero-KV stage takes its token count from the context (5.6)
+        # a zero-KV stage takes its token count from the context (KVCacheConfigurator.config_from_budget)
+        if conf.cell_size_bytes > 0:
             assert sizes.max_total_num_tokens * conf.cell_size_bytes <= kv_available
     elif isinstance(conf, SWAChunkCapPoolConfigurator):
         # affine with a fixed part: the SWA pool at the request cap, the rest for full tokens
@@ -109,7 +110,8 @@ def check_budget(planned: Plan) -> None:
         # piecewise: M full tokens at a float cell (all-SWA: SWA tokens at an int cell)
         assert sizes.max_total_num_tokens * conf.cell_size_bytes <= available * (1 + FLOAT_SLACK)
     elif isinstance(conf, DSV4PoolConfigurator):
-        # full tokens at bpft plus the request-scoped fixed bytes for the estimated requests (8.9)
+        # full tokens at bpft plus the request-scoped fixed bytes for the estimated requests
+        # (DSV4PoolConfigurator._fixed_swa_bytes)
         fixed = conf.fixed_bytes(conf.estimated_requests(available))
         assert sizes.max_total_num_tokens * conf.bytes_per_full_token + fixed <= available * (1 + FLOAT_SLACK)
 

@@ -2,7 +2,7 @@
 EAGLE/MTP drafts) of ModelConfig._derive_model_shapes, MemoryPoolConfigurator.validate_swa_pool_size,
 HybridSWAPoolConfigurator, SWARequestCapPoolConfigurator and the SWAKVPool.
 
-Every expected number is written as computed by hand from the spec, not read back from the
+Every expected number is written as computed by hand from SGLang's formulas, not read back from the
 library.
 """
 
@@ -81,7 +81,7 @@ ALL_SWA_CONFIG = {
 }
 
 
-# ---- selection (create_memory_pool_configurator) and detection (2.4) ------------------------------------------------
+# ---- selection (create_memory_pool_configurator) and detection (ModelConfig._derive_model_shapes) -----------------
 
 
 def test_registered_in_sizing_9_order_after_dsv4() -> None:
@@ -290,7 +290,7 @@ def test_example_11_chunk_cap() -> None:
     assert sizes.max_running_requests == 64
     capped = cfg.calculate_pool_sizes_from_max_tokens(100_000, 64)
     assert (capped.full_max_total_num_tokens, capped.swa_max_total_num_tokens) == (99_968, 40_960)
-    quirk = cfg.calculate_pool_sizes_from_max_tokens(30_000, 64)  # quirk 10: min(cap, un-aligned M)
+    quirk = cfg.calculate_pool_sizes_from_max_tokens(30_000, 64)  # SGLang's min(cap, un-aligned M)
     assert (quirk.full_max_total_num_tokens, quirk.swa_max_total_num_tokens) == (29_952, 30_000)
 
 
@@ -465,7 +465,7 @@ MLA_SWA_CONFIG = {
 def test_mla_hybrid_swa_bytes_and_mxfp8_quirk() -> None:
     bf16 = hybrid(MLA_SWA_CONFIG, kv_cache_dtype="bf16", page_size=64)
     assert bf16.full_bytes_per_layer == bf16.swa_bytes_per_layer == 1_152  # 576 * 2
-    # QUIRK 3: MHA scale formula on an MLA model, SGLang's dummy head_dim 256 + v 128 (full),
+    # SGLang applies the MHA scale formula to an MLA model: its dummy head_dim 256 + v 128 (full),
     # raw head dim 2048 // 16 = 128 twice (SWA): 576 + 16 * 384 // 32 and 576 + 16 * 256 // 32
     mx = hybrid(MLA_SWA_CONFIG, kv_cache_dtype="mxfp8", page_size=64)
     assert (mx.full_bytes_per_layer, mx.swa_bytes_per_layer) == (768, 704)
@@ -487,7 +487,7 @@ def test_dsa_hybrid_swa_adds_the_index_key_without_elision() -> None:
 
 def test_sizing_ignores_dcp_but_the_pools_use_it() -> None:
     cfg = hybrid(GPT_OSS, tp_size=8, dcp_size=2, page_size=64)
-    assert cfg.full_bytes_per_layer == 256  # max(1, 8 // 8) * 128 * 2 (quirk 2: no DCP)
+    assert cfg.full_bytes_per_layer == 256  # max(1, 8 // 8) * 128 * 2 (the sizing ignores DCP)
     layout = cfg.token_to_kv_layout(cfg.calculate_pool_sizes_from_max_tokens(2048, 64))
     assert {b.name: b.shape for b in layout.buffers}["full.k_buffer[0]"] == (2112, 2, 64)  # 8 // (8 // 2)
 
@@ -539,7 +539,7 @@ def test_npu_builds_two_npu_mha_sub_pools() -> None:
     assert {b.name: b.shape for b in layout.buffers}["full.k_buffer"] == (12, 1024 // 128 + 1, 128, 8, 64)
 
 
-# ---- pipeline parallelism (quirk 13) ------------------------------------------------------------------
+# ---- pipeline parallelism ----------------------------------------------------------------------------
 
 
 def test_pp_stage_ids_and_an_all_swa_stage_reports_swa_tokens() -> None:

@@ -97,10 +97,10 @@ def test_worked_launch(
 
 def test_worked_launch_details() -> None:
     h100, h200, b200 = lookup_gpu("H100"), lookup_gpu("H200"), lookup_gpu("B200")
-    # 6: prefill graph disabled after the reserve counted it (quirk 2).
+    # the prefill graph is disabled after the reserve counted it (SGLang's order).
     v3 = resolve_launch_defaults(facts("deepseek-ai--DeepSeek-V3"), b200, tp_size=8)
     assert v3.prefill_cuda_graph == "disabled" and v3.reserved_mib == 28672
-    # 7, 8, 20: DSA split backends.
+    # DSA split backends.
     v32 = facts("deepseek-ai--DeepSeek-V3.2")
     on_b200 = resolve_launch_defaults(v32, b200, tp_size=8)
     assert (on_b200.dsa_prefill_backend, on_b200.dsa_decode_backend) == ("trtllm", "trtllm")
@@ -108,15 +108,15 @@ def test_worked_launch_details() -> None:
     assert (on_h200.dsa_prefill_backend, on_h200.dsa_decode_backend) == ("flashmla_sparse", "fa3")
     glm5 = resolve_launch_defaults(facts("zai-org--GLM-5"), h200, tp_size=8)
     assert (glm5.dsa_prefill_backend, glm5.dsa_decode_backend) == ("flashmla_sparse", "fa3")
-    # 9, 10: DSV4's model-declared 0.1 counts as explicit (quirk 4) -> ratio mode.
+    # DSV4's model-declared 0.1 counts as explicit -> ratio mode.
     v4 = resolve_launch_defaults(facts("deepseek-ai--DeepSeek-V4-Flash"), h200, tp_size=8)
     assert v4.swa_full_tokens_ratio_explicit and v4.prefill_cuda_graph == "disabled"
     assert v4.dsv4_attn_backend == "flashmla"
-    # 14, 15: Mamba extra_buffer on both; SM100 got triton before it was resolved (quirk 5).
+    # Mamba extra_buffer on both; SM100 got triton before it was resolved (SGLang's order).
     for gpu in (h100, b200):
         qn = resolve_launch_defaults(facts("Qwen--Qwen3-Next-80B-A3B-Instruct"), gpu, tp_size=4)
         assert qn.mamba_radix_cache_strategy == "extra_buffer" and not qn.disable_overlap_schedule
-    # 18, 21: multimodal off by default, no VLM cut, breakable prefill graph kept.
+    # multimodal off by default, no VLM cut, breakable prefill graph kept.
     scout = resolve_launch_defaults(facts("meta-llama--Llama-4-Scout-17B-16E-Instruct"), h100, tp_size=8)
     assert scout.prefill_cuda_graph == "breakable"
     gemma = resolve_launch_defaults(facts("google--gemma-3-27b-it"), h100)
@@ -186,7 +186,8 @@ def test_speculative_defaults() -> None:
     h100, b200 = lookup_gpu("H100"), lookup_gpu("B200")
     llama = facts("meta-llama--Llama-3.1-8B")
     on_h100 = resolve_launch_defaults(llama, h100, settings=eagle)
-    assert on_h100.mem_fraction_static == 0.830 and on_h100.cuda_graph_max_bs == 256  # quirk 1
+    # the fraction and the graph batch are taken before the speculative default of 48 requests
+    assert on_h100.mem_fraction_static == 0.830 and on_h100.cuda_graph_max_bs == 256
     assert on_h100.max_running_requests == 48 and on_h100.attention_backend == "fa3"
     steps = (on_h100.speculative_num_steps, on_h100.speculative_eagle_topk, on_h100.speculative_num_draft_tokens)
     assert steps == (5, 4, 8)
@@ -272,7 +273,8 @@ def test_hip_aiter_cut() -> None:
     assert (res.attention_backend, res.reserved_mib, res.prefill_cuda_graph) == ("aiter", 26240, "disabled")
     assert res.mem_fraction_static == pytest.approx(0.867 * 0.85)
     user = LaunchSettings(mem_fraction_static=0.9)
-    assert resolve_launch_defaults(LLAMA, mi300, settings=user).mem_fraction_static == pytest.approx(0.765)  # quirk 6
+    # the aiter cut scales a user's fraction too
+    assert resolve_launch_defaults(LLAMA, mi300, settings=user).mem_fraction_static == pytest.approx(0.765)
     honored = LaunchSettings(mem_fraction_static=0.9, aiter_honor_explicit_mem_fraction=True)
     assert resolve_launch_defaults(LLAMA, mi300, settings=honored).mem_fraction_static == 0.9
     short = LaunchSettings(context_length=8192)

@@ -1,7 +1,7 @@
 """Formulas and guards the family tests left unpinned, found by ``tools/mutation_check.py``.
 
-Each test pins one rule of the spec that a surviving mutant showed no test was checking; every
-expected number is a literal computed by hand from the spec section named in the test.
+Each test pins one of SGLang's rules that a surviving mutant showed no test was checking; every
+expected number is a literal computed by hand from the SGLang function named in the test or its section.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_c128_only_stage_ring_serves_130_drafts() -> None:
 
 
 def test_dflash_with_zero_draft_layers_adds_no_draft_cell() -> None:
-    # 5.8: the DFLASH term needs Dd > 0; Llama-8B TP2 DCP2 base cell 8 * 256 * 32 * 2 = 131,072
+    # the DFLASH term needs Dd > 0; Llama-8B TP2 DCP2 base cell 8 * 256 * 32 * 2 = 131,072
     cfg = default("llama-3.1-8b", tp_size=2, dcp_size=2, speculative_algorithm="DFLASH", eagle_draft_num_layers=0,
                   dflash_draft_cell_size_per_token=20_480)
     assert cfg.cell_size_bytes == 131_072
@@ -143,7 +143,8 @@ def test_spec_scratch_for_a_single_request_branch_a() -> None:
 
 
 def test_eagle_scales_a_single_layer_stage() -> None:
-    # 5.8 needs num_layers > 0 (not > 1): Llama-8B cut to 1 layer, 8 * 256 * 1 * 2 = 4,096, + int(4,096 * 1 / 1)
+    # the draft scaling needs num_layers > 0 (not > 1): Llama-8B cut to 1 layer, 8 * 256 * 1 * 2 = 4,096,
+    # + int(4,096 * 1 / 1)
     config = dict(load_preset_config("llama-3.1-8b"))
     config["num_hidden_layers"] = 1
     cfg = select_configurator(case_settings(config, speculative_algorithm="EAGLE", eagle_draft_num_layers=1))
@@ -156,7 +157,7 @@ def test_eagle_scales_by_every_draft_layer() -> None:
 
 
 def test_eagle_dsa_scaling_under_dcp_with_two_draft_layers() -> None:
-    # DeepSeek-V3.2 fp8 TP2 DCP2 (worked example DeepSeek-V3.2 DSA: kv 656 * 61 = 40,016, indexer 132 * 61 =
+    # DeepSeek-V3.2 fp8 TP2 DCP2 (as in tests/test_default_advanced.py: kv 656 * 61 = 40,016, indexer 132 * 61 =
     # 8,052): t_idx = 8,052 * 2; t_kv = 56,120 - 16,104 = 40,016; d_kv = int(40,016 * 2 / 61) = 1,312;
     # d_idx = 132 * 2 = 264; cell = 56,120 + 1,312 * 2 + 264 * 2
     cfg = default("deepseek-v3.2", kv_cache_dtype="fp8_e4m3", page_size=64, tp_size=2, dcp_size=2,
@@ -236,8 +237,9 @@ def dsv4(config: str | dict[str, Any] = "deepseek-v4-flash", **fields: Any) -> D
 
 
 def test_dsv4_cap_under_attention_dp_divides_the_requests_once() -> None:
-    # 8.6 / 7.2: mrr_w = 128 // 2 = 64; compute_swa_request_cap reads the global 128 and divides by
-    # dp itself: 768 * 64 + 2 * 8192 + 256 = 65,792; + 4 * 64 * (128 + 256) -> 164,096 (as D2)
+    # DSV4PoolConfigurator._resolve_swa_cap_tokens: mrr_w = 128 // 2 = 64; compute_swa_request_cap reads the
+    # global 128 and divides by dp itself: 768 * 64 + 2 * 8192 + 256 = 65,792; + 4 * 64 * (128 + 256) -> 164,096
+    # (as test_d2_cap_mode)
     cfg = dsv4(tp_size=2, attn_dp_size=2, max_running_requests=128, chunked_prefill_size=8192)
     assert (cfg.requests_per_worker, cfg.swa_prefix_tails) == (64, 256)
     assert cfg.swa_cap_tokens == 164_096
@@ -252,7 +254,7 @@ def test_dsv4_cap_with_fewer_requests_than_dp_workers() -> None:
 
 
 def test_dsv4_cap_without_radix_cache_keeps_no_prefix_tails() -> None:
-    # 8.6: prefix_tails 0 with the radix cache disabled: ceil_align(65,792, 256) = 65,792
+    # _resolve_swa_cap_tokens: prefix_tails 0 with the radix cache disabled: ceil_align(65,792, 256) = 65,792
     cfg = dsv4(max_running_requests=64, chunked_prefill_size=8192, disable_radix_cache=True)
     assert (cfg.swa_prefix_tails, cfg.swa_cap_tokens) == (0, 65_792)
 
@@ -265,15 +267,15 @@ def test_dsv4_cap_mode_needs_a_positive_chunk(chunk: int, cap: int | None) -> No
 
 
 def test_dsv4_estimated_requests_is_at_most_half_the_full_tokens() -> None:
-    # 8.7: F = int(14,173,500 / 7,086.75) = 2,000; clamp(int(2,000 / 65,536 * 512) = 15) = 2,048;
-    # m = min(2,048, 2,000 // 2) = 1,000
+    # DSV4PoolConfigurator._fixed_swa_bytes: F = int(14,173,500 / 7,086.75) = 2,000;
+    # clamp(int(2,000 / 65,536 * 512) = 15) = 2,048; m = min(2,048, 2,000 // 2) = 1,000
     cfg = dsv4()
     assert cfg.bytes_per_full_token == 7_086.75
     assert cfg.estimated_requests(14_173_500) == 1_000
 
 
 def test_dsv4_decode_role_slots_count_the_preallocated_requests() -> None:
-    # 8.7: slots = 64 + 4 + 1 = 69; rows = ceil_div(69 * 128 + 129, 128) * 128 = 9,088;
+    # _fixed_swa_bytes: slots = 64 + 4 + 1 = 69; rows = ceil_div(69 * 128 + 129, 128) * 128 = 9,088;
     # bytes = 9,088 * (2 * 512) * 4 * 20 ratio-128 layers
     cfg = dsv4(disaggregation_mode="decode", disaggregation_decode_extra_slots=4)
     assert cfg.request_slots(64) == 69
@@ -282,20 +284,20 @@ def test_dsv4_decode_role_slots_count_the_preallocated_requests() -> None:
 
 @pytest.mark.parametrize(("ratios", "fixed"), [([4] * 41, 0), ([4] * 40 + [128], 35_127_296)])
 def test_dsv4_c128_state_bytes_per_owned_layer(ratios: list[int], fixed: int) -> None:
-    # 8.7: 0 without ratio-128 owners; one owner: 8,576 rows (as D2) * 1,024 * 4 B
+    # _fixed_swa_bytes: 0 without ratio-128 owners; one owner: 8,576 rows (as test_d2_cap_mode) * 1,024 * 4 B
     config = dict(load_preset_config("deepseek-v4-flash"))
     config["compress_ratios"] = [0, 0] + ratios + [0]
     assert dsv4(config).c128_state_fixed_bytes(64) == fixed
 
 
 def test_dsv4_ratio_mode_has_no_fixed_swa_bytes() -> None:
-    # 8.7: swa_cap_tokens * bpst only in cap mode; ratio mode (no max_running_requests) adds 0
+    # _fixed_swa_bytes: swa_cap_tokens * bpst only in cap mode; ratio mode (no max_running_requests) adds 0
     cfg = dsv4()
     assert (cfg.swa_cap_tokens, cfg.swa_fixed_bytes) == (None, 0)
 
 
 def test_dsv4_full_tokens_floor_to_the_page_one_token_below_a_boundary() -> None:
-    # 8.4 / 8.9 with no ratio-128 owner (fixed 0 in ratio mode), ratio 0.5 given:
+    # _get_bytes_per_full_token / _compute_dsv4_sizes with no ratio-128 owner (fixed 0 in ratio mode), ratio 0.5 given:
     # bpst = 585 * 43 + 8 / 256 * (4 * 512 * 4 + 4 * 128 * 4) * 41 = 38,275; comp(4) = 585 / 4 + 132 / 4
     # = 179.25; bpft = 0.5 * 38,275 + 179.25 * 41 = 26,486.75; int(54,218,378 / 26,486.75) = 2,047
     # -> full 1,792 (not 2,048); swa = align(896, 256) = 768; c4 = 448; c128 = 14; c4_state = 3 * 8
@@ -306,11 +308,11 @@ def test_dsv4_full_tokens_floor_to_the_page_one_token_below_a_boundary() -> None
     sizes = cfg.calculate_pool_sizes(54_218_378, 256)
     assert (sizes.max_total_num_tokens, sizes.swa_max_total_num_tokens) == (1_792, 768)
     assert (sizes.c4_max_total_num_tokens, sizes.c128_max_total_num_tokens, sizes.c4_state_pool_size) == (448, 14, 24)
-    assert sizes.c128_state_pool_size == 0  # until finalize (8.9 step 6)
+    assert sizes.c128_state_pool_size == 0  # until finalize_with_max_running_requests
 
 
 def test_dsv4_user_cap_floors_full_and_swa_to_the_page() -> None:
-    # 8.9 step 6 on M = 2,303: full = align(2,303, 256) = 2,048; swa = align(int(2,048 * 767/2,048) = 767, 256)
+    # _compute_dsv4_sizes on M = 2,303: full = align(2,303, 256) = 2,048; swa = align(int(2,048 * 767/2,048) = 767, 256)
     # = 512 (767/2,048 = 0.37451171875 is exact in binary); c4 = 512, c128 = 16, c4_state = 2 * 8
     sizes = dsv4(swa_full_tokens_ratio=0.37451171875).calculate_pool_sizes_from_max_tokens(2_303, 256)
     assert (sizes.max_total_num_tokens, sizes.swa_max_total_num_tokens) == (2_048, 512)
@@ -327,12 +329,12 @@ def test_dsv4_swa_pool_equal_to_window_plus_page_is_too_small() -> None:
 
 
 def test_dsv4_c4_only_stage_has_no_c128_state_after_finalize() -> None:
-    # 8.9 finalize: c128_state_pool_size = slots * ring.get(128, 0) = 0 without ratio-128 owners
+    # finalize_with_max_running_requests: c128_state_pool_size = slots * ring.get(128, 0) = 0 without ratio-128 owners
     config = dict(load_preset_config("deepseek-v4-flash"))
     config["compress_ratios"] = [0, 0] + [4] * 41 + [0]
     cfg = dsv4(config, swa_full_tokens_ratio=0.5)
     sizes = cfg.calculate_pool_sizes(54_218_378, 256)
-    assert sizes.c128_state_pool_size == 0  # 8.9 step 6: 0 until finalize
+    assert sizes.c128_state_pool_size == 0  # 0 until finalize_with_max_running_requests
     assert cfg.finalize_with_max_running_requests(sizes.replace(max_running_requests=64)).c128_state_pool_size == 0
 
 
@@ -363,8 +365,8 @@ def test_dsv4_floor_error_stays_plain_when_the_stateless_pool_misses_it_too() ->
 
 
 def test_mamba_state_pool_bytes_include_the_dummy_slot() -> None:
-    # 3.4 "rest -= (K + 1) * per": Qwen3-Next TP4, 46 GiB, no spec: K = int((bb - per) // per) with
-    # bb = 46 * 0.9 / 1.9 GiB = 23,395,863,838.3 B -> K = 1,210 (worked example Qwen3-Next GDN); (1,210 + 1) *
+    # _handle_max_mamba_cache "rest -= (K + 1) * per": Qwen3-Next TP4, 46 GiB, no spec: K = int((bb - per) // per) with
+    # bb = 46 * 0.9 / 1.9 GiB = 23,395,863,838.3 B -> K = 1,210 (as in tests/test_hybrid_linear.py); (1,210 + 1) *
     # per
     budget = hybrid_linear(QWEN3_NEXT, tp_size=4, page_size=64).mamba_budget(46 * GIB)
     assert budget.max_mamba_cache_size == 1_210
@@ -372,7 +374,7 @@ def test_mamba_state_pool_bytes_include_the_dummy_slot() -> None:
 
 
 def test_pp_scale_of_a_model_with_a_single_mamba_layer() -> None:
-    # 3.2: scale = max_stage / max(len(mamba_layers), 1) = 1 / 1; Qwen3-Next cut to 2 layers
+    # the PP scale of the Mamba state: scale = max_stage / max(len(mamba_layers), 1) = 1 / 1; Qwen3-Next cut to 2 layers
     # (interval 2: layer 0 linear, layer 1 full), PP2: stage 0 holds the only Mamba layer
     config = dict(load_preset_config(QWEN3_NEXT))
     config.update(num_hidden_layers=2, full_attention_interval=2)
@@ -491,7 +493,7 @@ def test_auto_fit_needs_at_least_one_mamba_slot(available: int, slots: int) -> N
 # HybridSWAPoolConfigurator._recompute_cell_size, SWARequestCapPoolConfigurator.is_applicable)
 
 GPT_OSS = "gpt-oss-120b"
-# GPT-OSS-120B page 64 (worked example GPT-OSS-120B SWA): full_pt = swa_pt = 8 * (64 + 64) * 2 = 2,048; nF = nS =
+# GPT-OSS-120B page 64 (as in tests/test_hybrid_swa.py): full_pt = swa_pt = 8 * (64 + 64) * 2 = 2,048; nF = nS =
 # 18; ratio 0.8: cell = 36,864 + 0.8 * 36,864 = 66,355.2
 CHUNK_CAP: dict[str, Any] = {"max_running_requests": 64, "disable_radix_cache": True, "chunked_prefill_size": 8192}
 
@@ -503,7 +505,7 @@ def swa_cfg(config: str | dict[str, Any] = GPT_OSS, **fields: Any) -> HybridSWAP
 
 
 def test_zero_swa_draft_layers_leave_every_draft_layer_full() -> None:
-    # 6.2: dS = min(max(0, 0), 1) = 0, dF = 1: 2,048 * 19 + 0.8 * 2,048 * 18
+    # HybridSWAPoolConfigurator.__init__ draft layers: dS = min(max(0, 0), 1) = 0, dF = 1: 2,048 * 19 + 0.8 * 2,048 * 18
     cfg = swa_cfg(speculative_algorithm="EAGLE", eagle_draft_num_layers=1, eagle_draft_swa_num_layers=0)
     assert (cfg.draft_layers.full, cfg.draft_layers.swa) == (1, 0)
     assert cfg.cell_size_bytes == 68_403.2
@@ -515,7 +517,7 @@ def test_zero_swa_draft_layers_leave_every_draft_layer_full() -> None:
         ({"dflash_draft_cell_size_per_token": 0}, 66_355.2),  # not positive: no draft cell
         ({"dflash_draft_cell_size_per_token": 1}, 66_356.2),
         ({"dflash_draft_cell_size_per_token": 1_000}, 67_355.2),
-        # TP2 DCP2: heads without DCP (quirk 12.2) -> 1,024 per layer: 18,432 + 14,745.6, + 1,000 * 2
+        # TP2 DCP2: the sizing counts heads without DCP -> 1,024 per layer: 18,432 + 14,745.6, + 1,000 * 2
         ({"dflash_draft_cell_size_per_token": 1_000, "tp_size": 2, "dcp_size": 2}, 35_177.6),
     ],
 )
@@ -531,7 +533,7 @@ def test_chunk_cap_needs_a_positive_prefill_chunk(chunk: int, capped: bool) -> N
 
 
 def test_chunk_cap_full_token_cell_counts_swa_full_drafts_and_the_draft_cell() -> None:
-    # 7.3: full_cell = full_pt * (nF + dF) + swa_pt * dSF + draft_cell
+    # SWAChunkCapPoolConfigurator: full_cell = full_pt * (nF + dF) + swa_pt * dSF + draft_cell
     mtp_config = {**load_preset_config(GPT_OSS), "mtp_local_layer_ids": [0]}
     mtp = swa_cfg(mtp_config, speculative_algorithm="EAGLE", eagle_draft_num_layers=2, speculative_num_draft_tokens=4,
                   speculative_num_steps=3, speculative_eagle_topk=1, **CHUNK_CAP)
@@ -544,13 +546,13 @@ def test_chunk_cap_full_token_cell_counts_swa_full_drafts_and_the_draft_cell() -
 
 
 def test_chunk_cap_user_cap_floors_full_to_the_page() -> None:
-    # 7.3: full = align(127, 64) = 64; swa = min(ceil_align(40,960, 64), 127) = 127 (quirk 10)
+    # calculate_pool_sizes_from_max_tokens: full = align(127, 64) = 64; swa = min(ceil_align(40,960, 64), 127) = 127
     sizes = swa_cfg(**CHUNK_CAP).calculate_pool_sizes_from_max_tokens(127, 64)
     assert (sizes.full_max_total_num_tokens, sizes.swa_max_total_num_tokens) == (64, 127)
 
 
 def test_chunk_cap_error_reports_gib() -> None:
-    # 7.3 message: the cap's 40,960 tokens * 36,864 B = 1,509,949,440 B = 1.40625 GiB, of 1.40625 GiB available
+    # the error message: the cap's 40,960 tokens * 36,864 B = 1,509,949,440 B = 1.40625 GiB, of 1.40625 GiB available
     with pytest.raises(InsufficientMemoryError, match=r"\(40960 tokens, 1\.41 GiB\).*available 1\.41 GiB"):
         swa_cfg(**CHUNK_CAP).calculate_pool_sizes(1_509_949_440, 64)
 
@@ -640,14 +642,14 @@ ALL_SWA = PoolSizes(max_total_num_tokens=2048, full_max_total_num_tokens=0, swa_
 @pytest.mark.parametrize(
     ("preset", "fields", "sizes", "expected"),
     [
-        # row 8: page 1, no DCP -> TokenToKVPoolAllocator(T)
+        # page 1, no DCP -> TokenToKVPoolAllocator(T)
         ("llama-3.1-8b", {}, PLAIN, (AllocatorKind.TOKEN, T, None, 1, False)),
-        # row 9: paged, page P * dcp over T * dcp slots (page 1 with DCP is paged too)
+        # paged, page P * dcp over T * dcp slots (page 1 with DCP is paged too)
         ("llama-3.1-8b", {"page_size": 64}, PLAIN, (AllocatorKind.PAGED, T, None, 64, False)),
         ("llama-3.1-8b", {"tp_size": 2, "dcp_size": 2, "page_size": 64}, PLAIN,
          (AllocatorKind.PAGED, 2 * T, None, 128, False)),
         ("llama-3.1-8b", {"tp_size": 2, "dcp_size": 2}, PLAIN, (AllocatorKind.PAGED, 2 * T, None, 2, False)),
-        # row 2: NPU paged, T * dcp and P * dcp; PD roles sort their frees
+        # NPU paged, T * dcp and P * dcp; PD roles sort their frees
         ("llama-3.1-8b", {"device": "npu", "tp_size": 2, "dcp_size": 2, "page_size": 128}, PLAIN,
          (AllocatorKind.PAGED, 2 * T, None, 256, False)),
         ("llama-3.1-8b", {"page_size": 64, "disaggregation_mode": "prefill"}, PLAIN,
@@ -767,7 +769,7 @@ def test_dsv4_plain_floor_error_when_the_stateless_swa_is_one_token_short() -> N
 
 
 def test_dsv4_stage_without_ratio_4_owners_has_no_c4_state() -> None:
-    # 8.9 step 6: c4_state = swa // P * ring.get(4, 0) = 0; M = 2,048 at ratio 0.5 -> swa 1,024, c128 16
+    # _compute_dsv4_sizes: c4_state = swa // P * ring.get(4, 0) = 0; M = 2,048 at ratio 0.5 -> swa 1,024, c128 16
     config = dict(load_preset_config("deepseek-v4-flash"))
     config["compress_ratios"] = [0, 0] + [128] * 41 + [0]
     sizes = dsv4(config, swa_full_tokens_ratio=0.5).calculate_pool_sizes_from_max_tokens(2_048, 256)
@@ -788,7 +790,7 @@ def test_dsv4_swa_only_stage_in_ratio_mode_with_a_tiny_ratio_still_plans() -> No
 
 @pytest.mark.parametrize(("extra", "full"), [(36_864, 1), (36_863, 0)])
 def test_chunk_cap_at_page_1_leaves_exactly_one_full_token(extra: int, full: int) -> None:
-    # 7.2 at P = 1: per_request = 127 + 128 + 1 + 1 = 257; cap = 257 * 64 + 2 * 8,192 + 1 = 32,833;
+    # compute_swa_request_cap at P = 1: per_request = 127 + 128 + 1 + 1 = 257; cap = 257 * 64 + 2 * 8,192 + 1 = 32,833;
     # fixed = 32,833 * 36,864; one more full cell (36,864 B) -> full = 1; a byte less -> 0 (error)
     cfg = select_configurator(case_settings(GPT_OSS, page_size=1, **CHUNK_CAP))
     assert isinstance(cfg, SWAChunkCapPoolConfigurator) and cfg.swa_cap_tokens == 32_833

@@ -64,10 +64,15 @@ def test_every_pre_0_5_19_source_names_a_server_args_function() -> None:
     ``sglang.srt.<module>.<function>`` path, never a bare module or a bare method name."""
     import re
 
-    from kvstrategies.planner.launch_defaults.core import _LEGACY_SOURCE
+    from kvstrategies.planner.launch_defaults import core
+    from kvstrategies.releases import parse_release
 
-    for step, source in _LEGACY_SOURCE.items():
-        assert re.match(r"^sglang\.srt\.[A-Za-z_.]+\.[A-Za-z_]\w*( \(.*\))?$", source), (step, source)
+    hooks = {name: hook for name, hook in vars(core).items() if isinstance(hook, core.SglangHook)}
+    assert len(hooks) >= 10
+    for name, hook in hooks.items():
+        source = hook.at(parse_release("0.5.18"))
+        assert source == hook.server_args and hook.at(parse_release("0.5.19")) == hook.arg_groups
+        assert re.match(r"^sglang\.srt\.[A-Za-z_.]+\.[A-Za-z_]\w*( \(.*\))?$", source), (name, source)
 
 
 def test_dp_attention_2_turns_the_breakable_prefill_graph_off_until_0_5_16() -> None:

@@ -1,4 +1,4 @@
-"""The two contracts the SGLang comparison settled (spec README, "What available_bytes means").
+"""The two contracts the SGLang comparison settled (what ``available_bytes`` and a draft's ``sizes`` mean).
 
 * ``available_bytes`` is what SGLang hands ``calculate_pool_sizes``: for Mamba hybrids the state
   reservation is already out of it; the ``--gpu`` planner starts from the budget *before* the

@@ -556,15 +556,16 @@ SWA_SIZES = dataclasses.replace(SIZES, full_max_total_num_tokens=4096, swa_max_t
 @pytest.mark.parametrize(
     ("preset", "fields", "sizes", "expected"),
     [
-        ("llama-3.1-8b", {}, SIZES, (AllocatorKind.TOKEN, 4096, None, 1)),  # row 8
-        ("llama-3.1-8b", {"page_size": 16}, SIZES, (AllocatorKind.PAGED, 4096, None, 16)),  # row 9
-        ("llama-3.1-8b", {"tp_size": 2, "dcp_size": 2}, SIZES, (AllocatorKind.PAGED, 8192, None, 2)),  # row 9, T*dcp
-        ("llama-3.1-8b", {"device": "npu", "page_size": 128}, SIZES, (AllocatorKind.PAGED, 4096, None, 128)),  # row 2
-        ("gpt-oss-20b", {"page_size": 64}, SWA_SIZES, (AllocatorKind.SWA, 4096, 1024, 64)),  # row 5
-        ("gpt-oss-20b", {"device": "npu", "page_size": 128}, SWA_SIZES, (AllocatorKind.SWA, 4096, 1024, 128)),  # row 1
+        # each row: the branch of select_allocator_spec that picks it (its ``rule``)
+        ("llama-3.1-8b", {}, SIZES, (AllocatorKind.TOKEN, 4096, None, 1)),  # page 1, no DCP
+        ("llama-3.1-8b", {"page_size": 16}, SIZES, (AllocatorKind.PAGED, 4096, None, 16)),  # paged
+        ("llama-3.1-8b", {"tp_size": 2, "dcp_size": 2}, SIZES, (AllocatorKind.PAGED, 8192, None, 2)),  # paged, T*dcp
+        ("llama-3.1-8b", {"device": "npu", "page_size": 128}, SIZES, (AllocatorKind.PAGED, 4096, None, 128)),  # NPU
+        ("gpt-oss-20b", {"page_size": 64}, SWA_SIZES, (AllocatorKind.SWA, 4096, 1024, 64)),  # hybrid SWA
+        ("gpt-oss-20b", {"device": "npu", "page_size": 128}, SWA_SIZES, (AllocatorKind.SWA, 4096, 1024, 128)),  # NPU
         ("gpt-oss-20b", {}, dataclasses.replace(SWA_SIZES, full_max_total_num_tokens=0),
-         (AllocatorKind.PURE_SWA, 1024, 1024, 1)),  # row 4
-        ("deepseek-v4-flash", {"page_size": 256}, SWA_SIZES, (AllocatorKind.SWA, 4096, 1024, 256)),  # row 5 (DSV4)
+         (AllocatorKind.PURE_SWA, 1024, 1024, 1)),  # hybrid SWA, no full layers
+        ("deepseek-v4-flash", {"page_size": 256}, SWA_SIZES, (AllocatorKind.SWA, 4096, 1024, 256)),  # hybrid SWA (DSV4)
     ],
 )
 def test_allocator_selection(preset: str, fields: dict[str, Any], sizes: PoolSizes, expected: tuple[Any, ...]) -> None:
@@ -587,7 +588,7 @@ def test_allocator_selection_need_sort_and_draft() -> None:
 
 def test_end_to_end_llama_page_16() -> None:
     planned = plan(case_settings("llama-3.1-8b", page_size=16), 40 * GIB, pool_max_tokens=64)
-    assert planned.allocator_spec == AllocatorSpec(AllocatorKind.PAGED, 64, None, 16, False, "7.1 row 9 (paged)")
+    assert planned.allocator_spec == AllocatorSpec(AllocatorKind.PAGED, 64, None, 16, False, "paged (page > 1 or DCP)")
     pools = build(planned, "cpu")
     assert pools.allocated_bytes == planned.layout.planned_bytes
     kv, req = pools.token_to_kv_pool, pools.req_to_token_pool

@@ -207,7 +207,8 @@ def extend_locations(
 
     Token at sequence position ``j`` of request ``i``: ``last_loc_i + 1 + (j - prefix_i)`` while
     ``j < ceil_page(prefix_i)``, else page ``free_pages[s_i + (j - ceil_page(prefix_i)) // P]``
-    at offset ``j % P``. This one formula covers the spec's parts 1 to 3.
+    at offset ``j % P``. This one formula covers the three parts of SGLang's ``alloc_extend_kernel``
+    (the open page, the new full pages, the new last page).
     """
     prefix = prefix_lens.to(device=device, dtype=I64)
     seq = seq_lens.to(device=device, dtype=I64)

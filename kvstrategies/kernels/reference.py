@@ -11,7 +11,7 @@ Conventions shared by all stores:
 * ``loc`` is a 1-D int64 or int32 tensor, one entry per input row; callers never pass
   duplicate locations (parallel kernels race on them).
 * ``skip_zero_loc=True`` drops writes to location 0, the padding sink, as SGLang's fast CUDA
-  kernels do (write_path.md section 0); row 0's contents are unspecified either way.
+  kernels do (row 0 is the padding slot of every pool); row 0's contents are unspecified either way.
 * Buffers are written through byte views, so fp8 / e8m0 / uint8 storage is all the same here.
 * NaN inputs give unspecified bytes (torch's own NaN encodings differ between code paths).
 
@@ -141,7 +141,7 @@ def resolve_kv_dtype(buffer: torch.Tensor, src_dtype: torch.dtype, kv_dtype: tor
 
 # -- MHA / MLA stores (MHATokenToKVPool.set_kv_buffer, MLATokenToKVPool.set_kv_buffer) ---------------------------------
 def cast_rows(rows: torch.Tensor, kv_dtype: torch.dtype, scale: Scale | None = None) -> torch.Tensor:
-    """SGLang's pre-store conversion (MHATokenToKVPool.set_kv_buffer, step 1), out of place.
+    """SGLang's conversion before the store (the first thing MHATokenToKVPool.set_kv_buffer does), out of place.
 
     Same dtype: unchanged (the scale is ignored, as in SGLang). Otherwise, with a scale:
     ``x = round_to(rows.dtype, fp32(x) / fp32(scale))`` (SGLang divides the input in place, in

@@ -27,7 +27,8 @@ class HybridSWAGeometry:
     draft depths stored at SWA geometry with full capacity (HybridSWAPoolConfigurator.__init__ draft layers ``dSF``).
     ``draft_layer_ids``: a draft worker's own split when SGLang renames the draft's architecture.
     ``mla_scale_dims`` = ``(full D, full Dv, swa D, swa Dv)`` of the MXFP8 scale term of an MLA
-    model (a QUIRK of HybridSWAPoolConfigurator._full_cell_bytes), None for MHA models.
+    model (SGLang's HybridSWAPoolConfigurator._full_cell_bytes applies the MHA scale formula to MLA models too),
+    None for MHA models.
     """
 
     full_attention_layer_ids: tuple[int, ...]

@@ -10,8 +10,8 @@ list, the indexer's values too. From ``sparse_attention_config`` (in ``text_conf
 * K-only indexer layers: sparse layers with ``sparse_disable_index_value[i] != 0`` (empty if absent);
 * ``sparse_index_dim``: the indexer head dim.
 
-Decision (not in the spec): the ``sparse_attention_freq`` list is required and must cover every
-hidden layer (a shorter list would leave layers in neither set, which SGLang sizes as no KV but
+A decision of this library (SGLang does not check it): the ``sparse_attention_freq`` list is required and must cover
+every hidden layer (a shorter list would leave layers in neither set, which SGLang sizes as no KV but
 still addresses in the main pool); entries past ``num_hidden_layers`` (MTP layers) are ignored.
 """
 

@@ -182,7 +182,7 @@ def npu_mla_layout(
 
     Decision: the packed-FP8 Hadamard-128 rotation matrix is not part of the layout.
     It is a model constant (independent of ``T``, not counted by SGLang's
-    ``get_kv_size_bytes``) whose shape and dtype the spec does not pin; the attribute
+    ``get_kv_size_bytes``) whose shape and dtype SGLang's sizing never reads; the attribute
     ``hadamard`` records that it is left out.
     """
     dsa_fp8 = indexer is not None and dtype is DType.FLOAT8_E4M3FN and kv_cache_dim is not None

@@ -34,8 +34,8 @@ class AllocatorSpec:
     in tokens.
 
     ``size`` is the full-side (or only) slot count, ``size_swa`` the SWA side's (SWA kinds only);
-    ``page_size`` is the scheduler page size (times DCP in rows 2 and 9); ``need_sort`` is true in
-    the PD-disaggregation prefill/decode roles; ``rule`` names the table row that chose it.
+    ``page_size`` is the scheduler page size (times DCP for the paged allocators); ``need_sort`` is true in
+    the PD-disaggregation prefill/decode roles; ``rule`` says which branch of SGLang's choice picked it.
     """
 
     kind: AllocatorKind
@@ -50,7 +50,7 @@ def select_allocator_spec(ctx: KVCacheContext, sizes: PoolSizes) -> AllocatorSpe
     """KVCacheConfigurator._build_token_to_kv_pool_allocator ; ``None`` for a draft worker (it reuses
     the target's).
 
-    Rows 3, 6, 7 (DSV4 encoder replay, HiSparse, logical-page sharding) are out of scope: no
+    SGLang's branches for DSV4 encoder replay, HiSparse and logical-page sharding are out of scope: no
     setting selects them. NPU: the Ascend backend is the only one SGLang runs there,
     so every NPU deployment takes them; the NPU paged allocator's int32 returns are not modelled
     (the CUDA class is used, int64).
@@ -69,17 +69,17 @@ def select_allocator_spec(ctx: KVCacheContext, sizes: PoolSizes) -> AllocatorSpe
                 "plan the sizes with the hybrid-SWA (or DeepSeek-V4) strategy"
             )
         if ctx.device is DeviceKind.NPU:
-            return AllocatorSpec(AllocatorKind.SWA, full, swa_tokens, page, need_sort, "7.1 row 1 (NPU, swa)")
+            return AllocatorSpec(AllocatorKind.SWA, full, swa_tokens, page, need_sort, "hybrid SWA on NPU")
         if full == 0:
             return AllocatorSpec(
-                AllocatorKind.PURE_SWA, swa_tokens, swa_tokens, page, need_sort, "7.1 row 4 (full = 0)"
+                AllocatorKind.PURE_SWA, swa_tokens, swa_tokens, page, need_sort, "hybrid SWA, no full layers"
             )
-        return AllocatorSpec(AllocatorKind.SWA, full, swa_tokens, page, need_sort, "7.1 row 5 (swa)")
+        return AllocatorSpec(AllocatorKind.SWA, full, swa_tokens, page, need_sort, "hybrid SWA")
     if ctx.device is DeviceKind.NPU:
-        return AllocatorSpec(AllocatorKind.PAGED, tokens * dcp, None, page * dcp, need_sort, "7.1 row 2 (NPU)")
+        return AllocatorSpec(AllocatorKind.PAGED, tokens * dcp, None, page * dcp, need_sort, "NPU, paged")
     if page == 1 and dcp == 1:
-        return AllocatorSpec(AllocatorKind.TOKEN, tokens, None, 1, need_sort, "7.1 row 8 (page 1, no DCP)")
-    return AllocatorSpec(AllocatorKind.PAGED, tokens * dcp, None, page * dcp, need_sort, "7.1 row 9 (paged)")
+        return AllocatorSpec(AllocatorKind.TOKEN, tokens, None, 1, need_sort, "page 1, no DCP")
+    return AllocatorSpec(AllocatorKind.PAGED, tokens * dcp, None, page * dcp, need_sort, "paged (page > 1 or DCP)")
 
 
 @dataclass(frozen=True)

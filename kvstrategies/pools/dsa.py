@@ -1,6 +1,6 @@
 """``DSATokenToKVPool``: MLA latent KV plus the DSA indexer's keys (DSATokenToKVPool).
 
-DeepSeek-V3.2 / GLM-5 sparse attention keeps, per layer, the MLA latent row (section 6) and a
+DeepSeek-V3.2 / GLM-5 sparse attention keeps, per layer, the MLA latent row (as :func:`.basic.mla_layout`) and a
 page-major index-key buffer: one row per pool page holding ``p = P / index_kpool`` FP8 keys of
 ``index_head_dim`` bytes followed by their ``p`` fp32 scales (4 bytes per 128 values), stored as
 uint8. Layers that reuse the previous layer's top-k keep a zero-row placeholder.

@@ -54,8 +54,8 @@ def minimax_sparse_cell_bytes(
 ) -> int:
     """``(n_dense * r + n_sparse) * 2 * H * D * kv + ((2 * n_kv_idx + n_k_only) * Di * ie) * r``.
 
-    QUIRK (DefaultPoolConfigurator._compute_cell_size): the HiSparse ratio ``r`` multiplies the dense main-pool layers,
-    not the sparse ones (``r`` is 1 here: HiSparse is out of scope).
+    As in SGLang's DefaultPoolConfigurator._compute_cell_size, the HiSparse ratio ``r`` multiplies the dense main-pool
+    layers, not the sparse ones (``r`` is 1 here: HiSparse is out of scope).
     """
     main = (len(layers.dense) * hisparse_ratio + len(layers.sparse)) * 2 * head_num * head_dim * kv_itemsize
     index = ((len(layers.kv_sparse) * 2 + len(layers.k_only)) * index_dim * index_itemsize) * hisparse_ratio

@@ -24,8 +24,7 @@ INTERLEAVED_PAGE = 128
 def mxfp8_scale_cell_bytes(head_num: int, head_dim: int, v_head_dim: int, layer_num: int) -> int:
     """Scale bytes per token slot: ``(H * (D + Dv) * L) // 32``.
 
-    QUIRK (DefaultPoolConfigurator._compute_cell_size): Default floors the whole product once; HybridSWA floors per
-    layer.
+    SGLang's DefaultPoolConfigurator._compute_cell_size floors the whole product once; HybridSWA floors per layer.
     """
     return (head_num * (head_dim + v_head_dim) * layer_num) // MXFP8_BLOCK
 

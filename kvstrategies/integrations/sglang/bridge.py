@@ -5,7 +5,8 @@ Given a case (the case-file dict, :mod:`kvstrategies.case`), build SGLang's obje
 run SGLang's strategy selection (``create_memory_pool_configurator``), ``calculate_pool_sizes``,
 ``calculate_pool_sizes_from_max_tokens``, its request count (``resolve_max_num_reqs``),
 ``finalize_with_max_running_requests`` and its pool builders on ``meta``, and describe the built
-token-to-KV pool by walking its tensors. How: docs/maintainers.md §5, docs/sglang-bridge.md.
+token-to-KV pool by walking its tensors. How: docs/maintainers.md, "The bridge: checking against SGLang itself", and
+docs/sglang-bridge.md.
 
 The result has the keys of :func:`kvstrategies.report.plan_document` that both engines can
 answer (:data:`.compare.COMPARED_KEYS` and the pools): ``configurator``, ``cell_size``, ``sizes``,

@@ -16,7 +16,7 @@ hybrid-SWA set, or a
 Gemma-2 and Gemma-3 are **not** in SGLang 0.5.23's set: they keep the Default strategy over all
 their layers although their configs carry a ``sliding_window``.
 
-Decisions (OPEN; the spec names families, not always architecture strings):
+Decisions of this library (SGLang's hybrid-SWA list names some families without their architecture strings):
 
 * Architecture names for Granite SWA (``GraniteSWAForCausalLM``, ``GraniteMoeSWAForCausalLM``),
   IQuest-Q1 (``IQuestQ1ForCausalLM``), MuseGlimmer (``MuseGlimmerForCausalLM``), Beam
@@ -25,7 +25,7 @@ Decisions (OPEN; the spec names families, not always architecture strings):
   model code; any other spelling still works through the text config's ``is_hybrid_swa``.
 * A root ``model_type`` of ``gemma4_text`` (a text-only Gemma-4 checkpoint, architecture
   ``Gemma4ForCausalLM``, which *is* in the hybrid-SWA set) gets the Gemma-4 rewrite with the
-  ``gemma4`` gate; the spec lists only the wrapper model types.
+  ``gemma4`` gate, although SGLang lists only the wrapper model types.
 * A generic ``is_hybrid_swa`` config without ``hybrid_layer_pattern`` falls back to
   ``layer_types``; with neither it is a :class:`KVCacheConfigError`.
 * MXFP8 scale bytes of an MLA hybrid-SWA model (HybridSWAPoolConfigurator._full_cell_bytes) use SGLang's per-layer
@@ -246,8 +246,8 @@ def _raw_head_dim(text: ConfigDict) -> int:
 
 
 def _mla_scale_dims(archs: tuple[str, ...], text: ConfigDict) -> tuple[int, int, int, int]:
-    """SGLang's (head_dim, v_head_dim, swa_head_dim, swa_v_head_dim) of an MLA model (QUIRK of
-    ``HybridSWAPoolConfigurator._full_cell_bytes``)."""
+    """SGLang's (head_dim, v_head_dim, swa_head_dim, swa_v_head_dim) of an MLA model: the dims
+    ``HybridSWAPoolConfigurator._full_cell_bytes`` puts into its MHA scale formula, MLA or not."""
     raw = _raw_head_dim(text)
     forced = [row.mla_forced_head_dim for row in rows_for(archs) if row.mla_forced_head_dim is not None]
     # SGLang tests the 256 list first, then MiniCPM3 (128), then Kimi-Linear (72): the largest wins

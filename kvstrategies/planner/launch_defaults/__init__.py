@@ -16,7 +16,7 @@ A pipeline of small pure steps over frozen dataclasses, in SGLang's order (Serve
 
 The order matters: ``mem_fraction_static`` is computed before the model overrides, the
 speculative defaults and the DP division, so it never sees DeepSeek-V4's 256 requests, the
-speculative 48 or the per-DP chunk (ServerArgs.resolve_once order, quirk 1). :func:`estimate_kv_budget` turns the
+speculative 48 or the per-DP chunk (ServerArgs.resolve_once order). :func:`estimate_kv_budget` turns the
 fraction into a KV byte budget (KVCacheConfigurator._profile_available_bytes). Nothing here reads the environment or
 imports torch.
 
@@ -32,7 +32,7 @@ The steps live in one module per topic (each names the SGLang functions it mirro
 
 * :mod:`.core`: the values (:class:`LaunchSettings`, :class:`LaunchModelFacts`,
   :class:`LaunchInputs`, :class:`LaunchResolution`, :class:`AppliedDefault`), ``_declare``,
-  ``_refuse``, :func:`sglang_source`;
+  ``_refuse``, :class:`SglangHook` (the SGLang source a reason cites);
 * :mod:`.facts`: :func:`model_facts_from_hf_config` and the architecture name sets;
 * :mod:`.memory`: capacity tier, NPU platform table, reserved memory, ``mem_fraction_static``;
 * :mod:`.graphs`: decode/prefill CUDA graphs, prefill-graph batch list, DP chunk split, page default;
@@ -60,9 +60,9 @@ from .core import (
     LaunchResolution,
     LaunchSettings,
     SettingValue,
+    SglangHook,
     Step,
     large_hopper_qwen3_vl,
-    sglang_source,
 )
 from .deepseek import (
     dsa_override,
@@ -131,6 +131,7 @@ __all__ = [
     "NGRAM_MAX_BFS_BREADTH",
     "PIPELINE",
     "SettingValue",
+    "SglangHook",
     "Step",
     "VLM_CACHE_MIB",
     "attention_override",
@@ -162,7 +163,6 @@ __all__ = [
     "prefill_graph_step",
     "reserved_memory_mib",
     "resolve_launch_defaults",
-    "sglang_source",
     "speculative_step",
     "swa_ratio_step",
     "vlm_fraction_factor",

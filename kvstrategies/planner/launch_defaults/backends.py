@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from ...models.architectures import names_where
 from ...releases import ReleaseRule, span
-from .core import LaunchInputs, LaunchResolution, _declare, _refuse
+from .core import (
+    CUDA_GRAPH_HOOK,
+    DEFAULT_BACKEND_HOOK,
+    GPU_MEMORY_HOOK,
+    PAGE_SIZE_HOOK,
+    LaunchInputs,
+    LaunchResolution,
+    _declare,
+    _refuse,
+)
 from .facts import _AUDIO_ENCODER_DECODER
 
 _LATE_TRTLLM_MLA_PREFILL = names_where(lambda r: r.late_trtllm_mla_prefill_graph)
@@ -56,36 +65,39 @@ def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
 
 
 def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 6 (get_default_attn_backend): fill the backend, snap the page per backend (overrides._page_size_default),
-    fa3+fp8_e5m2 fallback, HIP aiter x0.85 (memory_hook.handle_gpu_memory_settings (HIP aiter cut)), late prefill-graph
-    disables (arg_groups.cuda_graph_hook)."""
+    """The generic backend (get_default_attn_backend): fill the backend, snap the page per backend
+    (overrides._page_size_default), fa3+fp8_e5m2 fallback, HIP aiter x0.85 (memory_hook.handle_gpu_memory_settings
+    (HIP aiter cut)), late prefill-graph disables (arg_groups.cuda_graph_hook)."""
     s = inp.settings
     if res.attention_backend is None:
         pre, dec = res.prefill_attention_backend, res.decode_attention_backend
         if pre is not None and pre == dec:
-            res = _declare(res, "attention_backend", pre, "prefill == decode backend (§6.2)")
+            res = _declare(res, "attention_backend", pre,
+                           f"prefill == decode backend ({DEFAULT_BACKEND_HOOK.at(inp.release)})")  # fmt: skip
         else:
             res = _declare(res, "attention_backend", generic_attention_backend(inp, res),
-                           "generic default (§6.2)")  # fmt: skip
+                           f"generic default ({DEFAULT_BACKEND_HOOK.at(inp.release)})")  # fmt: skip
     if res.attention_backend == "fa3" and res.kv_cache_dtype == "fp8_e5m2":
-        res = _declare(res, "attention_backend", "triton", "fa3 does not take fp8_e5m2 KV (§6.2)")
+        res = _declare(res, "attention_backend", "triton",
+                       f"fa3 does not take fp8_e5m2 KV ({DEFAULT_BACKEND_HOOK.at(inp.release)})")  # fmt: skip
     res = _page_snap(inp, res)
     _trtllm_mla_check(inp, res)
     ctx = s.context_length or inp.model.context_length
     if res.attention_backend == "aiter" and ctx > 8192 and res.mem_fraction_static is not None:
         honored = s.mem_fraction_static is not None and s.aiter_honor_explicit_mem_fraction
-        # QUIRK memory_hook.handle_gpu_memory_settings (HIP aiter cut): also scales a user-given fraction
+        # as SGLang's memory_hook.handle_gpu_memory_settings (HIP aiter cut) does: it also scales a user-given fraction
         if not honored:
             res = _declare(res, "mem_fraction_static", res.mem_fraction_static * 0.85,
-                           f"HIP aiter with context {ctx} > 8192 (§4.4.2)")  # fmt: skip
+                           f"HIP aiter with context {ctx} > 8192 ({GPU_MEMORY_HOOK.at(inp.release)})")  # fmt: skip
     prefill = res.prefill_attention_backend or res.attention_backend
     late = (inp.model.has_arch(_LATE_TRTLLM_MLA_PREFILL) and prefill == "trtllm_mla") or prefill in (
         "torch_native",
         "flex_attention",
     )
     if late and res.prefill_cuda_graph != "disabled":
-        # QUIRK ServerArgs.resolve_once: the reserve already counted this graph (1536 MiB for MLA).
-        res = _declare(res, "prefill_cuda_graph", "disabled", f"{prefill} prefill backend (§3, after)")
+        # SGLang's order (ServerArgs.resolve_once): the reserve already counted this graph (1536 MiB for MLA).
+        res = _declare(res, "prefill_cuda_graph", "disabled",
+                       f"{prefill} prefill backend ({CUDA_GRAPH_HOOK.at(inp.release)})")  # fmt: skip
     return res
 
 
@@ -117,5 +129,5 @@ def _page_snap(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     elif "fa4" in any_phase and not inp.model.is_mla and inp.gpu.is_sm100 and (topk or 1) <= 1:
         new = 128
     if new is not None and new != page:
-        res = _declare(res, "page_size", new, f"page rule of the {main} backend (§7)")
+        res = _declare(res, "page_size", new, f"page rule of the {main} backend ({PAGE_SIZE_HOOK.at(inp.release)})")
     return res

@@ -4,19 +4,17 @@
 fields; ``None`` = not given), :class:`LaunchModelFacts` the model facts the rules read,
 :class:`LaunchResolution` every resolved setting with one :class:`AppliedDefault` per default.
 :func:`_declare` sets a field and records why, the last declaration winning as in
-``ServerArgs.resolve_once``; :func:`sglang_source` turns a reason's section reference into the
-SGLang module that takes the decision; :func:`_refuse` is the error for a launch SGLang rejects.
+``ServerArgs.resolve_once``; each reason names the SGLang source that takes the decision in the
+release (:class:`SglangHook`); :func:`_refuse` is the error for a launch SGLang rejects.
 The shared predicates (:func:`_multimodal_active`, :func:`large_hopper_qwen3_vl`) mirror
 ``arg_groups.model_overrides.qwen3_vl.large_hopper_qwen3_vl_model_type``.
 """
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ...errors import KVCacheConfigError
 from ...models.architectures import model_type_row, require_loadable
@@ -183,47 +181,6 @@ class LaunchResolution:
         return "\n".join(f"{a.setting} = {a.value!r}  # {a.reason}" for a in self.applied)
 
 
-# Where SGLang takes each launch decision, keyed by the section tag (§N) a reason carries: the reasons users read
-# cite SGLang's source, never the spec (most specific section first). From 0.5.19 the decisions
-# live in the ``arg_groups`` hook modules (``ServerArgs.resolve_once``); up to 0.5.18 they are
-# methods of ``ServerArgs`` run by ``__post_init__`` (:data:`LAUNCH_HOOKS_IN_ARG_GROUPS`).
-_SGLANG_SOURCE = {
-    "4.4.1": "sglang.srt.arg_groups.memory_hook.adjust_mem_fraction_for_vlm",
-    "6.1": "sglang.srt.arg_groups.model_overrides",
-    "6.2": "sglang.srt.arg_groups.model_override_base.get_default_attn_backend",
-    "6.3": "sglang.srt.arg_groups.overrides",
-    "9.3": "sglang.srt.arg_groups.overrides._mamba_radix_cache_resolution",
-    "1": "sglang.srt.utils.common.get_device_memory_capacity",
-    "2": "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings",
-    "3": "sglang.srt.arg_groups.cuda_graph_hook",
-    "4": "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings",
-    "6": "sglang.srt.arg_groups.attention_hook.handle_attention_backend_compatibility",
-    "7": "sglang.srt.arg_groups.overrides._page_size_default",
-    "8": "sglang.srt.arg_groups.overrides (kv_cache_dtype defaults)",
-    "9": "sglang.srt.arg_groups.overrides",
-    "10": "sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding",
-    "11": "sglang.srt.arg_groups.parallel_hook.handle_data_parallelism",
-    "12": "sglang.srt.arg_groups.platform_hook.handle_platform_defaults",
-}
-_SERVER_ARGS = "sglang.srt.server_args.ServerArgs."
-_LEGACY_SOURCE = {
-    "4.4.1": _SERVER_ARGS + "adjust_mem_fraction_for_vlm",
-    "6.1": "sglang.srt.arg_groups.overrides (model overrides)",
-    "6.2": _SERVER_ARGS + "_get_default_attn_backend",
-    "6.3": "sglang.srt.arg_groups.overrides._deepseek_family_overrides",
-    "9.3": _SERVER_ARGS + "_handle_mamba_radix_cache",
-    "1": "sglang.srt.utils.common.get_device_memory_capacity",
-    "2": _SERVER_ARGS + "_handle_gpu_memory_settings",
-    "3": _SERVER_ARGS + "_handle_cuda_graph_config",
-    "4": _SERVER_ARGS + "_handle_gpu_memory_settings",
-    "6": _SERVER_ARGS + "_handle_attention_backend_compatibility",
-    "7": _SERVER_ARGS + "_handle_page_size",
-    "8": _SERVER_ARGS + "_handle_model_specific_adjustments (kv_cache_dtype defaults)",
-    "9": _SERVER_ARGS + "_handle_model_specific_adjustments",
-    "10": "sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding",
-    "11": _SERVER_ARGS + "_handle_data_parallelism",
-    "12": _SERVER_ARGS + "_handle_npu_backends",
-}
 #: the launch hooks are ``arg_groups`` modules run by ``ServerArgs.resolve_once`` (before:
 #: ``ServerArgs`` methods run by ``__post_init__``); only the cited source changes
 LAUNCH_HOOKS_IN_ARG_GROUPS = ReleaseRule(
@@ -233,37 +190,72 @@ LAUNCH_HOOKS_IN_ARG_GROUPS = ReleaseRule(
     "sglang.srt.arg_groups.pipeline.run_resolution_pipeline",
     topic="launch",
 )
-_SECTION = re.compile(r"§(\d+(?:\.\d+)*)(?:, after)?")
 
 
-@functools.lru_cache(maxsize=4096)
-def sglang_source(reason: str, release: EngineRelease = NEWEST_SGLANG) -> str:
-    """``reason`` with each section tag (§N) replaced by ``release``'s SGLang module
-    (a pure function of the text and release: the fix search and sweeps declare the same reasons again)."""
-    table = _SGLANG_SOURCE if LAUNCH_HOOKS_IN_ARG_GROUPS.holds(release) else _LEGACY_SOURCE
+class SglangHook(NamedTuple):
+    """Where SGLang takes one launch decision, as the reason users read cites it: an ``arg_groups``
+    hook from 0.5.19 on, a ``ServerArgs`` method up to 0.5.18 (:data:`LAUNCH_HOOKS_IN_ARG_GROUPS`)."""
 
-    def cite(match: re.Match[str]) -> str:
-        parts = match.group(1).split(".")
-        for depth in range(len(parts), 0, -1):
-            source = table.get(".".join(parts[:depth]))
-            if source is not None:
-                return source
-        return f"{release.label}'s launch defaults"
+    arg_groups: str
+    server_args: str
 
-    return _SECTION.sub(cite, reason)
+    def at(self, release: EngineRelease) -> str:
+        """The SGLang source that takes this decision in ``release``."""
+        return self.arg_groups if LAUNCH_HOOKS_IN_ARG_GROUPS.holds(release) else self.server_args
+
+
+_SERVER_ARGS = "sglang.srt.server_args.ServerArgs."
+_OVERRIDES = "sglang.srt.arg_groups.overrides"
+#: capacity tier, reserved memory, ``mem_fraction_static`` and the HIP aiter cut
+GPU_MEMORY_HOOK = SglangHook(
+    "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings", _SERVER_ARGS + "_handle_gpu_memory_settings"
+)
+#: the vision-model cut of ``mem_fraction_static``
+VLM_MEMORY_HOOK = SglangHook(
+    "sglang.srt.arg_groups.memory_hook.adjust_mem_fraction_for_vlm", _SERVER_ARGS + "adjust_mem_fraction_for_vlm"
+)
+#: the decode and prefill CUDA graphs
+CUDA_GRAPH_HOOK = SglangHook("sglang.srt.arg_groups.cuda_graph_hook", _SERVER_ARGS + "_handle_cuda_graph_config")
+#: per-architecture attention backends and pages
+MODEL_OVERRIDES_HOOK = SglangHook("sglang.srt.arg_groups.model_overrides", _OVERRIDES + " (model overrides)")
+#: the attention backend when none is given
+DEFAULT_BACKEND_HOOK = SglangHook(
+    "sglang.srt.arg_groups.model_override_base.get_default_attn_backend", _SERVER_ARGS + "_get_default_attn_backend"
+)
+#: DSA's prefill and decode backends
+DSA_BACKENDS_HOOK = SglangHook(_OVERRIDES, _OVERRIDES + "._deepseek_family_overrides")
+#: the page size a backend or model forces, and the default page
+PAGE_SIZE_HOOK = SglangHook(_OVERRIDES + "._page_size_default", _SERVER_ARGS + "_handle_page_size")
+#: the KV cache dtype a model forces
+KV_DTYPE_HOOK = SglangHook(
+    _OVERRIDES + " (kv_cache_dtype defaults)",
+    _SERVER_ARGS + "_handle_model_specific_adjustments (kv_cache_dtype defaults)",
+)
+#: the other model-specific settings (SWA memory and ratio, radix cache)
+OVERRIDES_HOOK = SglangHook(_OVERRIDES, _SERVER_ARGS + "_handle_model_specific_adjustments")
+#: the Mamba radix cache strategy
+MAMBA_RADIX_HOOK = SglangHook(_OVERRIDES + "._mamba_radix_cache_resolution", _SERVER_ARGS + "_handle_mamba_radix_cache")
+#: the speculative-decoding defaults (a hook in every release)
+SPECULATIVE_HOOK = SglangHook(
+    "sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding",
+    "sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding",
+)
+#: DP attention and the PD roles
+DATA_PARALLEL_HOOK = SglangHook(
+    "sglang.srt.arg_groups.parallel_hook.handle_data_parallelism", _SERVER_ARGS + "_handle_data_parallelism"
+)
+#: the Ascend NPU defaults
+NPU_PLATFORM_HOOK = SglangHook(
+    "sglang.srt.arg_groups.platform_hook.handle_platform_defaults", _SERVER_ARGS + "_handle_npu_backends"
+)
 
 
 def _declare(res: LaunchResolution, setting: str, value: SettingValue, reason: str) -> LaunchResolution:
-    """Set ``setting`` (a LaunchResolution field) and record why (section references are cited
-    for the release by :func:`cite_sources` at the end); last declaration wins (ServerArgs.resolve_once order)."""
+    """Set ``setting`` (a LaunchResolution field) and record why (a reason names the SGLang source
+    it mirrors, :meth:`SglangHook.at`); last declaration wins (ServerArgs.resolve_once order)."""
     applied = AppliedDefault(setting, value, reason)
     changes: dict[str, Any] = {setting: value, "applied": (*res.applied, applied)}
     return replace(res, **changes)
-
-
-def cite_sources(res: LaunchResolution, release: EngineRelease) -> LaunchResolution:
-    """Every applied default's section references replaced by ``release``'s SGLang source."""
-    return replace(res, applied=tuple(replace(a, reason=sglang_source(a.reason, release)) for a in res.applied))
 
 
 def _refuse(check: str, message: str) -> KVCacheConfigError:

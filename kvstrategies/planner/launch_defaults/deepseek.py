@@ -12,7 +12,19 @@ from __future__ import annotations
 from ...errors import KVCacheConfigError
 from ...models.architectures import model_type_row
 from ...releases import ReleaseRule, span
-from .core import LaunchInputs, LaunchResolution, _declare, _no_backend_flags, _refuse
+from .core import (
+    DSA_BACKENDS_HOOK,
+    KV_DTYPE_HOOK,
+    MODEL_OVERRIDES_HOOK,
+    OVERRIDES_HOOK,
+    PAGE_SIZE_HOOK,
+    SPECULATIVE_HOOK,
+    LaunchInputs,
+    LaunchResolution,
+    _declare,
+    _no_backend_flags,
+    _refuse,
+)
 
 #: DSA with --dcp-size > 1: both DSA backends trtllm, and the DCP refusals (PD, topk, index_kpool)
 DSA_DCP_OVERRIDES = ReleaseRule(
@@ -55,11 +67,11 @@ def _dsa_kv_dtype(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     kv, gpu = res.kv_cache_dtype.lower(), inp.gpu
     if kv == "bf16":
         kv = "bfloat16"
-        res = _declare(res, "kv_cache_dtype", kv, "DSA normalises bf16 (§8)")
+        res = _declare(res, "kv_cache_dtype", kv, f"DSA normalises bf16 ({KV_DTYPE_HOOK.at(inp.release)})")
     if kv == "auto" and gpu.is_cuda:
         major = gpu.sm_major or 0
         value = "fp8_e4m3" if major >= 10 else "bfloat16"
-        return _declare(res, "kv_cache_dtype", value, f"DSA on CUDA SM major {major} (§8)")
+        return _declare(res, "kv_cache_dtype", value, f"DSA on CUDA SM major {major} ({KV_DTYPE_HOOK.at(inp.release)})")
     if kv not in ("auto", "bfloat16", "fp8_e4m3"):
         raise KVCacheConfigError(f"DSA models accept kv_cache_dtype bfloat16 or fp8_e4m3, got {kv!r}")
     return res
@@ -77,7 +89,7 @@ def _dsa_backends(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
         pair = {(True, True): ("trtllm", "trtllm"), (True, False): ("flashmla_kv", "flashmla_kv"),
                 (False, True): ("flashmla_sparse", "trtllm"),
                 (False, False): ("flashmla_sparse", "fa3")}[(fp8, sm10)]  # fmt: skip
-    why = f"DSA split backends for {res.kv_cache_dtype} (§6.3)"
+    why = f"DSA split backends for {res.kv_cache_dtype} ({DSA_BACKENDS_HOOK.at(inp.release)})"
     if res.dsa_prefill_backend is None:  # one set earlier (DCP) stays
         res = _declare(res, "dsa_prefill_backend", pair[0], why)
     if res.dsa_decode_backend is None:
@@ -106,49 +118,58 @@ def _dsa_dcp(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
 
 
 def dsa_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 5, DSA (DeepSeek family with ``index_topk``): backend ``dsa``, KV dtype, page
+    """DSA model override (DeepSeek family with ``index_topk``): backend ``dsa``, KV dtype, page
     ``64 * index_kpool`` **forced** on CUDA (1 on ROCm without the preshuffle path)."""
     if not inp.model.is_dsa:
         return res
     res = _dsa_dcp(inp, res)
     if _no_backend_flags(inp.settings) and not inp.gpu.is_npu:
-        res = _declare(res, "attention_backend", "dsa", "DSA model override (§6.1)")
+        res = _declare(res, "attention_backend", "dsa", f"DSA model override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")
     if not inp.gpu.is_npu:
         res = _dsa_kv_dtype(inp, res)
     if res.attention_backend == "dsa":
         res = _dsa_backends(inp, res)
     if inp.gpu.is_cuda:
         kpool = inp.model.index_kpool if DSA_INDEX_KPOOL_PAGE.holds(inp.release) else 1
-        res = _declare(res, "page_size", 64 * kpool, "DSA forces 64 * index_kpool (§7)")
+        res = _declare(res, "page_size", 64 * kpool, f"DSA forces 64 * index_kpool ({PAGE_SIZE_HOOK.at(inp.release)})")
     elif inp.gpu.is_hip:
-        res = _declare(res, "page_size", 1, "DSA on ROCm without preshuffle paged-MQA (§7)")
+        res = _declare(res, "page_size", 1,
+                       f"DSA on ROCm without preshuffle paged-MQA ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
     return res
 
 
 def dsv4_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 5, DeepSeek-V4: backend ``dsv4`` and page 256 (NPU 128) **forced**, KV fp8_e4m3
+    """DeepSeek-V4 model override: backend ``dsv4`` and page 256 (NPU 128) **forced**, KV fp8_e4m3
     (NPU forced bfloat16), ``swa_full_tokens_ratio`` 0.1 (not V4.1) and 256 requests."""
     if not inp.model.is_dsv4:
         return res
     npu = inp.gpu.is_npu
-    res = _declare(res, "attention_backend", "dsv4", "DeepSeek-V4 forces dsv4 (§6.1)")
+    res = _declare(res, "attention_backend", "dsv4",
+                   f"DeepSeek-V4 forces dsv4 ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     if npu:
-        res = _declare(res, "prefill_attention_backend", "dsv4", "DeepSeek-V4 on NPU (§6.1)")
-        res = _declare(res, "decode_attention_backend", "dsv4", "DeepSeek-V4 on NPU (§6.1)")
+        res = _declare(res, "prefill_attention_backend", "dsv4",
+                       f"DeepSeek-V4 on NPU ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
+        res = _declare(res, "decode_attention_backend", "dsv4",
+                       f"DeepSeek-V4 on NPU ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     elif DSV4_AUTO_ATTN_BACKEND.holds(inp.release):
         res = _declare(res, "dsv4_attn_backend", "flashmla", "DeepSeek-V4 (flashmla_mega only V4.1)")
-    res = _declare(res, "page_size", 128 if npu else 256, "DeepSeek-V4 forces the page (§7)")
+    res = _declare(res, "page_size", 128 if npu else 256,
+                   f"DeepSeek-V4 forces the page ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
     kv = res.kv_cache_dtype.lower()
     if npu:
-        res = _declare(res, "kv_cache_dtype", "bfloat16", "DeepSeek-V4 on NPU forces bfloat16 (§8)")
+        res = _declare(res, "kv_cache_dtype", "bfloat16",
+                       f"DeepSeek-V4 on NPU forces bfloat16 ({KV_DTYPE_HOOK.at(inp.release)})")  # fmt: skip
     elif kv == "auto":
-        res = _declare(res, "kv_cache_dtype", "fp8_e4m3", "DeepSeek-V4 auto -> fp8_e4m3 (§8)")
+        res = _declare(res, "kv_cache_dtype", "fp8_e4m3",
+                       f"DeepSeek-V4 auto -> fp8_e4m3 ({KV_DTYPE_HOOK.at(inp.release)})")  # fmt: skip
     elif kv not in ("bfloat16", "bf16", "fp8_e4m3"):
         raise KVCacheConfigError(f"DeepSeek-V4 accepts kv_cache_dtype fp8_e4m3 or bfloat16, got {kv!r}")
     if res.swa_full_tokens_ratio is None and model_type_row(inp.model.model_type).dsv4_swa_ratio_override:
-        res = _declare(res, "swa_full_tokens_ratio", 0.1, "DeepSeek-V4 model override (§9.1)")
+        res = _declare(res, "swa_full_tokens_ratio", 0.1,
+                       f"DeepSeek-V4 model override ({OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     if res.max_running_requests is None:
-        res = _declare(res, "max_running_requests", 256, "DeepSeek-V4 model override (§10)")
+        res = _declare(res, "max_running_requests", 256,
+                       f"DeepSeek-V4 model override ({SPECULATIVE_HOOK.at(inp.release)})")  # fmt: skip
     _dsv4_speculative_check(inp)
     return res
 

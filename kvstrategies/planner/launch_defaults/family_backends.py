@@ -12,7 +12,16 @@ from __future__ import annotations
 from ...models.architectures import LaunchBackendCheck, LaunchBackendRule, names_where, row_for
 from ...releases import ReleaseRule, span
 from .backends import generic_attention_backend
-from .core import LaunchInputs, LaunchResolution, _declare, _no_backend_flags, _refuse, large_hopper_qwen3_vl
+from .core import (
+    MODEL_OVERRIDES_HOOK,
+    PAGE_SIZE_HOOK,
+    LaunchInputs,
+    LaunchResolution,
+    _declare,
+    _no_backend_flags,
+    _refuse,
+    large_hopper_qwen3_vl,
+)
 from .facts import _DEEPSEEK_FAMILY
 
 
@@ -93,8 +102,8 @@ def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[s
     over a user's ``--page-size`` (SGLang:
     ``arg_groups.model_overrides.qwen3_5._qwen3_5_hybrid_overrides``).
 
-    QUIRK attention_hook.handle_attention_backend_compatibility: the Mamba strategy is still "auto" here, which is not
-    extra-buffer, so a default launch gets triton / page 1 although extra_buffer is chosen right after.
+    As in SGLang's attention_hook.handle_attention_backend_compatibility, the Mamba strategy is still "auto" here, which
+    is not extra-buffer, so a default launch gets triton / page 1 although extra_buffer is chosen right after.
     """
     generic = generic_attention_backend(inp, res)
     extra = res.mamba_radix_cache_strategy.startswith("extra_buffer")
@@ -105,22 +114,25 @@ def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[s
 
 
 def attention_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 5 (arg_groups.model_overrides, overrides._page_size_default): per-architecture attention backend and page
-    size (fill-only page)."""
+    """Model override (arg_groups.model_overrides, overrides._page_size_default): per-architecture attention backend
+    and page size (fill-only page)."""
     if inp.model.is_dsv4 or inp.model.is_dsa or inp.gpu.is_npu:
         return res
     res = _qwen3_vl_hopper_decode_backend(inp, res)
     backend, page = _family_backend(inp, res)
     if backend is not None:
-        res = _declare(res, "attention_backend", backend, f"{inp.model.architectures[0]} override (§6.1)")
+        res = _declare(res, "attention_backend", backend,
+                       f"{inp.model.architectures[0]} override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     # qwen3_5._qwen3_5_hybrid_overrides forces the page over a user's
     forced = inp.model.has_arch(_BACKEND_RULE[LaunchBackendRule.QWEN3_NEXT])
     if page is not None and (res.page_size is None or (forced and res.page_size != page)):
-        res = _declare(res, "page_size", page, f"{inp.model.architectures[0]} override (§7)")
+        res = _declare(res, "page_size", page,
+                       f"{inp.model.architectures[0]} override ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
     nemotron_spec = inp.model.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and inp.gpu.is_sm100
     spec = inp.settings.speculative_algorithm is not None
     if nemotron_spec and backend == "trtllm_mha" and spec and res.mamba_radix_cache_strategy == "auto":
-        res = _declare(res, "mamba_radix_cache_strategy", "extra_buffer", "Nemotron-H SM100 with speculation (§6.1)")
+        res = _declare(res, "mamba_radix_cache_strategy", "extra_buffer",
+                       f"Nemotron-H SM100 with speculation ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     return res
 
 

@@ -13,7 +13,15 @@ from dataclasses import replace
 from ...models.architectures import LaunchBackendRule, names_holding, names_where
 from ...releases import ReleaseRule, span
 from . import graph_rules as rules
-from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active
+from .core import (
+    CUDA_GRAPH_HOOK,
+    DATA_PARALLEL_HOOK,
+    PAGE_SIZE_HOOK,
+    LaunchInputs,
+    LaunchResolution,
+    _declare,
+    _multimodal_active,
+)
 
 _NEMOTRON_H = names_where(lambda row: row.launch_backend_rule is LaunchBackendRule.NEMOTRON_H)
 
@@ -64,13 +72,13 @@ def prefill_graph_bs_count(max_bs: int) -> int:
 
 
 def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 2 (arg_groups.cuda_graph_hook): decode graph ``full``; prefill ``breakable`` on CUDA, disabled elsewhere,
-    and disabled by the rules evaluated before the memory step. A multimodal model on the
+    """CUDA graphs (arg_groups.cuda_graph_hook): decode graph ``full``; prefill ``breakable`` on CUDA, disabled
+    elsewhere, and disabled by the rules evaluated before the memory step. A multimodal model on the
     release's piecewise allow-list goes to ``tc_piecewise`` and meets that backend's rules instead
     (the release rules are in :mod:`.graph_rules`)."""
     s, m, r = inp.settings, inp.model, inp.release
     if s.disable_cuda_graph or s.disaggregation_mode == "prefill":
-        why = "--disable-cuda-graph" if s.disable_cuda_graph else "PD prefill role (§11)"
+        why = "--disable-cuda-graph" if s.disable_cuda_graph else f"PD prefill role ({DATA_PARALLEL_HOOK.at(r)})"
         res = _declare(res, "decode_cuda_graph", "disabled", why)
     multimodal = _multimodal_active(inp)
     flag_off = s.disable_cuda_graph or s.disable_prefill_cuda_graph
@@ -80,7 +88,8 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
     moved = multimodal and rules.TC_PIECEWISE_MOVE.holds(r) and m.has_arch(names_holding("piecewise_multimodal", r))
     moved = moved and not kept
     if res.prefill_cuda_graph == "breakable" and not flag_off and moved:
-        res = _declare(res, "prefill_cuda_graph", "tc_piecewise", "validated multimodal decoder prefill (§3)")
+        res = _declare(res, "prefill_cuda_graph", "tc_piecewise",
+                       f"validated multimodal decoder prefill ({CUDA_GRAPH_HOOK.at(r)})")  # fmt: skip
         prefill_off = [
             (inp.attn_dp_size > 1, "DP attention"),
             (inp.pp_size > 1, "pipeline parallelism (pp_size > 1)"),
@@ -108,12 +117,12 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
         ]
     for cond, why in prefill_off:
         if cond:
-            return _declare(res, "prefill_cuda_graph", "disabled", f"{why} (§3)")
+            return _declare(res, "prefill_cuda_graph", "disabled", f"{why} ({CUDA_GRAPH_HOOK.at(r)})")
     return res
 
 
 def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 4b (arg_groups.cuda_graph_hook): prefill graph ``max_bs`` (tokens) and its batch list length.
+    """Prefill graph sizes (arg_groups.cuda_graph_hook): prefill graph ``max_bs`` (tokens) and its batch list length.
 
     ``max_bs = chunk`` (non-MLA) or ``min(8192, chunk)`` (MLA; a flat 2048 where
     :data:`MLA_PREFILL_GRAPH_FOLLOWS_CHUNK` does not hold), then the PP cap 8192 (only while the
@@ -140,17 +149,20 @@ def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
 
 
 def page_default_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 7 (overrides._page_size_default): page 1 if still unset."""
-    return res if res.page_size is not None else _declare(res, "page_size", 1, "default (§7)")
+    """Page default (overrides._page_size_default): page 1 if still unset."""
+    if res.page_size is not None:
+        return res
+    return _declare(res, "page_size", 1, f"default ({PAGE_SIZE_HOOK.at(inp.release)})")
 
 
 def dp_attention_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 8 (parallel_hook.handle_data_parallelism): ``chunked_prefill_size //= attn_dp_size``; prefill graph
+    """DP attention (parallel_hook.handle_data_parallelism): ``chunked_prefill_size //= attn_dp_size``; prefill graph
     re-clamped."""
     dp, chunk = inp.attn_dp_size, res.chunked_prefill_size
     if dp <= 1 or chunk is None or chunk <= 0:
         return res
-    res = _declare(res, "chunked_prefill_size", chunk // dp, f"DP attention: {chunk} // {dp} (§11)")
+    res = _declare(res, "chunked_prefill_size", chunk // dp,
+                   f"DP attention: {chunk} // {dp} ({DATA_PARALLEL_HOOK.at(inp.release)})")  # fmt: skip
     # parallel_hook.handle_data_parallelism re-clamps only a prefill graph still enabled.
     graph_on = res.prefill_cuda_graph != "disabled"
     if graph_on and res.prefill_graph_max_bs is not None and res.prefill_graph_max_bs > chunk // dp:

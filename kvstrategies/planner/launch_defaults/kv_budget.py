@@ -59,7 +59,7 @@ def estimate_kv_budget(
     """Estimate the KV budget without a GPU (KVCacheConfigurator._profile_available_bytes with modelled inputs).
 
     ``pre = capacity_mib / 1024 - overhead_gib`` (CUDA context, NCCL and custom all-reduce
-    buffers; 1.0 GiB by default, a library decision inside the 0.5-3 GiB the spec reports),
+    buffers; 1.0 GiB by default, a library decision inside the usual 0.5-3 GiB range),
     ``avail = pre - weights_bytes / 2**30``; with ``world_size > 1`` both byte counts are rounded
     to float32 like SGLang's MIN all-reduce. Budget = :func:`kv_budget_bytes`.
     """

@@ -11,7 +11,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...releases import ReleaseRule, span
-from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active, large_hopper_qwen3_vl
+from .core import (
+    GPU_MEMORY_HOOK,
+    MODEL_OVERRIDES_HOOK,
+    NPU_PLATFORM_HOOK,
+    PAGE_SIZE_HOOK,
+    VLM_MEMORY_HOOK,
+    LaunchInputs,
+    LaunchResolution,
+    _declare,
+    _multimodal_active,
+    large_hopper_qwen3_vl,
+)
 
 #: a capacity-tier decode-graph max_bs above a user --max-running-requests is cut to it
 DECODE_GRAPH_CAPPED_BY_REQUESTS = ReleaseRule(
@@ -49,7 +60,7 @@ def vlm_fraction_factor(vision_layers: int | None, vision_hidden: int | None) ->
     """memory_hook.adjust_mem_fraction_for_vlm: ``0.95 * clamp(1 - 0.1 * (c - 1), 0.8, 1.05)``,
     ``c = L * H**2 / (24 * 1024**2)``.
 
-    ``L`` defaults to 24 and ``H`` to 1024 when the vision config lacks them (quirk 7: configs
+    ``L`` defaults to 24 and ``H`` to 1024 when the vision config lacks them (configs
     that call the depth ``depth`` get 24: SGLang reads ``num_hidden_layers`` only).
     """
     layers = 24 if vision_layers is None else vision_layers
@@ -59,19 +70,19 @@ def vlm_fraction_factor(vision_layers: int | None, vision_hidden: int | None) ->
 
 
 def platform_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 3 (platform_hook.handle_platform_defaults): NPU uses ``ascend`` backends, page 128 and its own chunk/max_bs
-    table."""
+    """Platform defaults (platform_hook.handle_platform_defaults): NPU uses ``ascend`` backends, page 128 and its own
+    chunk/max_bs table."""
     if not inp.gpu.is_npu:
         return res
     for name in ("attention_backend", "prefill_attention_backend", "decode_attention_backend"):
         if getattr(res, name) is None:
-            res = _declare(res, name, "ascend", "NPU platform hook (§6.1)")
+            res = _declare(res, name, "ascend", f"NPU platform hook ({MODEL_OVERRIDES_HOOK.at(inp.release)})")
     if res.page_size is None:
-        res = _declare(res, "page_size", 128, "NPU platform default (§7)")
+        res = _declare(res, "page_size", 128, f"NPU platform default ({PAGE_SIZE_HOOK.at(inp.release)})")
     mem, small = res.gpu_mem_mib, inp.tp_size < 4
     if mem is not None and mem <= 65536:
         chunk, dmb = (4096, 16 if small else 64) if mem <= 32768 else (8192, 64 if small else 256)
-        why = f"NPU table for {mem:g} MiB, tp {inp.tp_size} (§12)"
+        why = f"NPU table for {mem:g} MiB, tp {inp.tp_size} ({NPU_PLATFORM_HOOK.at(inp.release)})"
         if res.chunked_prefill_size is None:
             res = _declare(res, "chunked_prefill_size", chunk, why)
         if res.cuda_graph_max_bs is None:
@@ -80,18 +91,19 @@ def platform_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
 
 
 def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 4a (memory_hook.handle_gpu_memory_settings): fill chunk and decode max_bs from the capacity; a table max_bs
-    is capped by a *user* ``--max-running-requests`` (the only request cap visible this early, ServerArgs.resolve_once
-    order)."""
+    """Capacity tier (memory_hook.handle_gpu_memory_settings): fill chunk and decode max_bs from the capacity; a table
+    max_bs is capped by a *user* ``--max-running-requests`` (the only request cap visible this early,
+    ServerArgs.resolve_once order)."""
     chunk, dmb = capacity_tier(res.gpu_mem_mib, inp.tp_size)
     mem = "unknown" if res.gpu_mem_mib is None else f"{res.gpu_mem_mib:g} MiB"
-    why = f"capacity tier: gpu_mem {mem}, tp {inp.tp_size} (§2)"
+    source = GPU_MEMORY_HOOK.at(inp.release)
+    why = f"capacity tier: gpu_mem {mem}, tp {inp.tp_size} ({source})"
     if res.chunked_prefill_size is None:
         res = _declare(res, "chunked_prefill_size", chunk, why)
     if res.cuda_graph_max_bs is None:
         mrr = inp.settings.max_running_requests
         if mrr is not None and dmb > mrr and DECODE_GRAPH_CAPPED_BY_REQUESTS.holds(inp.release):
-            dmb, why = mrr, f"capacity tier {dmb} capped by --max-running-requests {mrr} (§2)"
+            dmb, why = mrr, f"capacity tier {dmb} capped by --max-running-requests {mrr} ({source})"
         if large_hopper_qwen3_vl(inp) and mrr is not None and dmb < mrr <= 512:
             why = "Qwen3-VL, large Hopper: --max-running-requests (qwen3_vl.expand_multimodal_decode_graph...)"
             dmb = mrr
@@ -136,20 +148,21 @@ def reserved_memory_mib(inp: LaunchInputs, res: LaunchResolution) -> float:
 
 
 def mem_fraction_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 4c (memory_hook.handle_gpu_memory_settings): the default fraction, then the VLM cut
+    """Memory fraction (memory_hook.handle_gpu_memory_settings): the default fraction, then the VLM cut
     (memory_hook.adjust_mem_fraction_for_vlm, not re-rounded)."""
     if res.mem_fraction_static is not None:
         return res
+    source = GPU_MEMORY_HOOK.at(inp.release)
     if res.gpu_mem_mib is None:
-        return _declare(res, "mem_fraction_static", 0.95, "capacity unknown (§4.2)")
+        return _declare(res, "mem_fraction_static", 0.95, f"capacity unknown ({source})")
     reserve = reserved_memory_mib(inp, res)
     mfs = mem_fraction_from_reserve(res.gpu_mem_mib, reserve)
     res = replace(res, reserved_mib=reserve)
     res = _declare(res, "mem_fraction_static", mfs,
-                   f"round(({res.gpu_mem_mib:g} - R {reserve:g}) / {res.gpu_mem_mib:g}, 3) (§4.2)")  # fmt: skip
+                   f"round(({res.gpu_mem_mib:g} - R {reserve:g}) / {res.gpu_mem_mib:g}, 3) ({source})")  # fmt: skip
     m = inp.model
     if _multimodal_active(inp) and inp.settings.disaggregation_mode != "decode" and m.has_vision_config:
         factor = vlm_fraction_factor(m.vision_layers, m.vision_hidden)
         res = _declare(res, "mem_fraction_static", mfs * factor,
-                       f"VLM cut x{factor:.4f} (§4.4.1)")  # fmt: skip
+                       f"VLM cut x{factor:.4f} ({VLM_MEMORY_HOOK.at(inp.release)})")  # fmt: skip
     return res

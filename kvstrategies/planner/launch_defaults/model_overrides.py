@@ -15,21 +15,31 @@ from dataclasses import replace
 from ...errors import KVCacheConfigError
 from ...models.architectures import names_holding
 from ...releases import ReleaseRule, span
-from .core import LaunchInputs, LaunchResolution, _declare, _multimodal_active, _refuse, large_hopper_qwen3_vl
+from .core import (
+    MAMBA_RADIX_HOOK,
+    OVERRIDES_HOOK,
+    LaunchInputs,
+    LaunchResolution,
+    _declare,
+    _multimodal_active,
+    _refuse,
+    large_hopper_qwen3_vl,
+)
 from .facts import _AUDIO_ENCODER_DECODER
 
 
 def hybrid_swa_memory_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 5 (arg_groups.overrides): Gemma-2/3, Exaone-4 (with pattern), Olmo2/3 force hybrid-SWA memory off."""
+    """Model override (arg_groups.overrides): Gemma-2/3, Exaone-4 (with pattern), Olmo2/3 force hybrid-SWA memory
+    off."""
     if inp.model.forces_disable_hybrid_swa_memory and not res.disable_hybrid_swa_memory:
-        return _declare(res, "disable_hybrid_swa_memory", True, "model override (§9.2)")
+        return _declare(res, "disable_hybrid_swa_memory", True, f"model override ({OVERRIDES_HOOK.at(inp.release)})")
     return res
 
 
 def mamba_strategy_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 5 (overrides._mamba_radix_cache_resolution): ``auto`` -> ``extra_buffer`` when (overlap on or page > 1) and
-    supported in the release (the rows' ``mamba_extra_buffer`` with their ``releases``), else ``no_buffer`` with the
-    overlap scheduler forced off; ``no_buffer`` takes page 1 only (SGLang:
+    """Mamba radix cache (overrides._mamba_radix_cache_resolution): ``auto`` -> ``extra_buffer`` when (overlap on or
+    page > 1) and supported in the release (the rows' ``mamba_extra_buffer`` with their ``releases``), else
+    ``no_buffer`` with the overlap scheduler forced off; ``no_buffer`` takes page 1 only (SGLang:
     ``arg_groups.mamba_hook.validate_mamba_no_buffer``). Radix off -> no strategy. Assumes the
     default ``linear_attn_backend`` triton."""
     m = inp.model
@@ -38,13 +48,16 @@ def mamba_strategy_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
     overlap = not res.disable_overlap_schedule
     extra = m.mamba_extra_buffer and m.has_arch(names_holding("mamba_extra_buffer", inp.release))
     if (overlap or (res.page_size or 1) > 1) and extra:
-        return _declare(res, "mamba_radix_cache_strategy", "extra_buffer", "Mamba radix auto (§9.3)")
+        return _declare(res, "mamba_radix_cache_strategy", "extra_buffer",
+                        f"Mamba radix auto ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
     if (res.page_size or 1) > 1:
         raise _refuse("sglang.srt.arg_groups.mamba_hook.validate_mamba_no_buffer",
                       f"no_buffer only supports page_size=1 (the {m.architectures[0]} Mamba radix cache has no "
                       f"extra_buffer strategy in {inp.release.label}), got --page-size {res.page_size}")  # fmt: skip
-    res = _declare(res, "mamba_radix_cache_strategy", "no_buffer", "Mamba radix auto (§9.3)")
-    return _declare(res, "disable_overlap_schedule", True, "no_buffer Mamba radix cache (§9.3)")
+    res = _declare(res, "mamba_radix_cache_strategy", "no_buffer",
+                   f"Mamba radix auto ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
+    return _declare(res, "disable_overlap_schedule", True,
+                    f"no_buffer Mamba radix cache ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
 
 
 def pipeline_overlap_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
@@ -68,12 +81,13 @@ SWA_RATIO_EXPLICIT_FLAG = ReleaseRule(
 
 
 def swa_ratio_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 10 (arg_groups.overrides): "explicit" = non-None at this point (QUIRK: DSV4's model-declared 0.1
-    counts, so V4/V4-Pro size in ratio mode); effective value falls back to 0.8."""
+    """SWA ratio (arg_groups.overrides): "explicit" = non-None at this point, so DSV4's model-declared 0.1
+    counts as explicit (SGLang's order: its model override ran earlier) and V4/V4-Pro size in ratio mode;
+    the effective value falls back to 0.8."""
     ratio = res.swa_full_tokens_ratio
     res = replace(res, swa_full_tokens_ratio_explicit=ratio is not None)
     if ratio is None:
-        res = _declare(res, "swa_full_tokens_ratio", 0.8, "field fallback (§9.1)")
+        res = _declare(res, "swa_full_tokens_ratio", 0.8, f"field fallback ({OVERRIDES_HOOK.at(inp.release)})")
     value = res.swa_full_tokens_ratio
     if value is None or not 0 < value <= 1:
         raise KVCacheConfigError(f"swa_full_tokens_ratio must be in (0, 1], got {value!r}")
@@ -110,11 +124,11 @@ def multimodal_reserve_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
 
 
 def capability_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 11 (arg_groups.overrides): PD decode and Whisper run without the radix cache."""
+    """Capability (arg_groups.overrides): PD decode and Whisper run without the radix cache."""
     if res.disable_radix_cache:
         return res
     if inp.settings.disaggregation_mode == "decode":
-        return _declare(res, "disable_radix_cache", True, "PD decode role (§9.4)")
+        return _declare(res, "disable_radix_cache", True, f"PD decode role ({OVERRIDES_HOOK.at(inp.release)})")
     if inp.model.has_arch(_AUDIO_ENCODER_DECODER):
-        return _declare(res, "disable_radix_cache", True, "Whisper encoder-decoder (§9.4)")
+        return _declare(res, "disable_radix_cache", True, f"Whisper encoder-decoder ({OVERRIDES_HOOK.at(inp.release)})")
     return res

@@ -20,29 +20,28 @@ from .core import (
     LaunchSettings,
     Step,
     check_release_serves,
-    cite_sources,
 )
 from .speculative import _SPEC_ALGORITHMS
 
 PIPELINE: tuple[Step, ...] = (
-    graphs.cuda_graph_step,  # 2
-    memory.platform_step,  # 3
-    memory.capacity_tier_step,  # 4
+    graphs.cuda_graph_step,
+    memory.platform_step,
+    memory.capacity_tier_step,
     graphs.prefill_graph_step,
     memory.mem_fraction_step,
-    deepseek.dsv4_override,  # 5
+    deepseek.dsv4_override,
     deepseek.dsa_override,
     family_backends.attention_override,
     family_backends.model_backend_check,
     model_overrides.hybrid_swa_memory_override,
     model_overrides.mamba_strategy_override,
-    backends.generic_backend_step,  # 6
-    graphs.page_default_step,  # 7
-    graphs.dp_attention_step,  # 8
+    backends.generic_backend_step,
+    graphs.page_default_step,
+    graphs.dp_attention_step,
     model_overrides.pipeline_overlap_step,
-    speculative.speculative_step,  # 9
-    model_overrides.swa_ratio_step,  # 10
-    model_overrides.capability_step,  # 11
+    speculative.speculative_step,
+    model_overrides.swa_ratio_step,
+    model_overrides.capability_step,
     model_overrides.multimodal_reserve_step,
 )
 
@@ -110,4 +109,4 @@ def resolve_launch_defaults(
     res = _initial(inp)
     for step in PIPELINE:
         res = step(inp, res)
-    return cite_sources(res, release)
+    return res

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...models.architectures import names_where
-from .core import LaunchInputs, LaunchResolution, _declare, _refuse
+from .core import SPECULATIVE_HOOK, LaunchInputs, LaunchResolution, _declare, _refuse
 
 _SPEC_ALGORITHMS = frozenset({
     "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "DFLASH", "DSPARK", "FROZEN_KV_MTP", "NGRAM",
@@ -97,7 +97,7 @@ def _dflash(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
 
 
 def speculative_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
-    """Step 9 (speculative_hook.handle_speculative_decoding, ``speculative_hook.handle_speculative_decoding``):
+    """Speculative defaults (speculative_hook.handle_speculative_decoding):
     upper-case, NEXTN -> EAGLE, 48 requests, then the algorithm's own defaults and checks."""
     algo = res.speculative_algorithm
     if algo is None:
@@ -117,6 +117,6 @@ def speculative_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResoluti
     elif algo == "NGRAM":
         res = _ngram(inp, res)
     elif algo == "DSPARK":
-        res = _declare(res, "speculative_num_steps", 1, f"{algo} forces one step (§10)")
-        res = _declare(res, "speculative_eagle_topk", 1, f"{algo} forces topk 1 (§10)")
+        res = _declare(res, "speculative_num_steps", 1, f"{algo} forces one step ({SPECULATIVE_HOOK.at(inp.release)})")
+        res = _declare(res, "speculative_eagle_topk", 1, f"{algo} forces topk 1 ({SPECULATIVE_HOOK.at(inp.release)})")
     return res

@@ -228,7 +228,7 @@ class TokenRowPool(TypedPool):
 
 
 class ReadOnlyKVPool(TypedPool):
-    """A pool whose writes the spec does not define in a form this library implements.
+    """A pool whose writes go through platform kernels this library does not reproduce.
 
     DeepSeek-V4 stores (DeepSeekV4TokenToKVPool: pre-quantized packs, fused norm/RoPE kernels,
     compressor states) and the Ascend NPU stores (memory_pool_npu set_kv_buffer: NPU kernels) are exposed
