@@ -38,7 +38,7 @@ class StateReservation:
 
 
 class PoolConfigurator(ABC):
-    """One architecture family's sizing and pool layout (docs/maintainers.md §2)."""
+    """One architecture family's sizing and pool layout (docs/maintainers.md, "Sizing flow")."""
 
     #: short family label for listings and the CLI
     family: ClassVar[str] = ""
