@@ -338,10 +338,10 @@ class DSV4PoolConfigurator(PoolConfigurator):
 
     @cached_property
     def base_bytes_per_swa_token(self) -> float:
-        """``paged(0) * T + (ring4 / P) * (4*hd*es + 4*idx*es) * n(4)`` before draft inflation (float).
+        """``paged(0) * T + (ring4 / P) * (4*hd*es + 4*idx*es) * n(4)`` without the draft (float).
 
         The c4 compression state (attention + indexer rows) lives per SWA page, so it is priced
-        per SWA token. Flash, no spec: ``585.0 * 43 + 8/256 * 10,240 * 21 = 31,875.0``.
+        per SWA token. Flash, no speculative decoding: ``585.0 * 43 + 8/256 * 10,240 * 21 = 31,875.0``.
         """
         es = self.state_dtype.itemsize
         c4_state_bytes = 2 * 2 * self.head_dim * es
@@ -357,10 +357,10 @@ class DSV4PoolConfigurator(PoolConfigurator):
 
     @cached_property
     def base_bytes_per_full_token(self) -> float:
-        """``swa_term + sum comp(r) * n(r)`` (dict order 4, 128) before draft inflation (float).
+        """``swa_term + sum comp(r) * n(r)`` (dict order 4, 128) without the draft (float).
 
         ``swa_term = swa_ratio * bpst`` in ratio mode, ``0 * bpst`` in cap mode (the SWA pool is
-        then fixed bytes). Flash, no spec, ratio 0.1: ``3,187.5 + 3,899.25 = 7,086.75``.
+        then fixed bytes). Flash, no speculative decoding, ratio 0.1: ``3,187.5 + 3,899.25 = 7,086.75``.
         """
         swa_ratio = 0 if self.cap_mode else self.swa_ratio
         return swa_ratio * self.base_bytes_per_swa_token + sum(

@@ -8,17 +8,20 @@ with :func:`register` (before a built-in by name, or first by default).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from ..context import KVCacheContext
 from ..errors import UnsupportedConfigurationError
-from .base import PoolConfigurator
+from .base import PoolConfigurator, Strategy
 
-_REGISTRY: list[type[PoolConfigurator]] = []
+_REGISTRY: list[type[Strategy]] = []
+_S = TypeVar("_S", bound=type[Strategy])
 #: the registry holds exactly the built-ins, in order (nothing registered or removed): selection
 #: may then load only the strategies a context could select (:func:`.builtin.select_builtin`)
 _BUILTINS_ONLY = True
 
 
-def register(strategy: type[PoolConfigurator], *, before: str | None = None) -> type[PoolConfigurator]:
+def register(strategy: _S, *, before: str | None = None) -> _S:
     """Add ``strategy``; ``before`` names a registered class to insert ahead of (default: first).
 
     The built-ins are registered first, so ``before="DefaultPoolConfigurator"`` works in a fresh
@@ -41,7 +44,7 @@ def register(strategy: type[PoolConfigurator], *, before: str | None = None) -> 
     )
 
 
-def unregister(strategy: type[PoolConfigurator]) -> None:
+def unregister(strategy: type[Strategy]) -> None:
     global _BUILTINS_ONLY
     _ensure_builtins()
     if strategy in _REGISTRY:
@@ -51,18 +54,18 @@ def unregister(strategy: type[PoolConfigurator]) -> None:
     _BUILTINS_ONLY = list(builtin_order()) == _REGISTRY
 
 
-def registered() -> tuple[type[PoolConfigurator], ...]:
+def registered() -> tuple[type[Strategy], ...]:
     """The strategies in selection order."""
     _ensure_builtins()
     return tuple(_REGISTRY)
 
 
-def serves(strategy: type[PoolConfigurator], ctx: KVCacheContext) -> bool:
-    """The engine guard: a strategy sizes only its own engine's contexts (``PoolConfigurator.engine``)."""
+def serves(strategy: type[Strategy], ctx: KVCacheContext) -> bool:
+    """The engine guard: a strategy sizes only its own engine's contexts (``Strategy.engine``)."""
     return strategy.engine == ctx.release.engine
 
 
-def select_configurator_class(ctx: KVCacheContext) -> type[PoolConfigurator]:
+def select_configurator_class(ctx: KVCacheContext) -> type[Strategy]:
     if _BUILTINS_ONLY:
         from .builtin import select_builtin
 
@@ -78,9 +81,20 @@ def select_configurator_class(ctx: KVCacheContext) -> type[PoolConfigurator]:
     )
 
 
-def select_configurator(ctx: KVCacheContext) -> PoolConfigurator:
-    """An instance of the first applicable strategy for ``ctx``."""
+def select_configurator(ctx: KVCacheContext) -> Strategy:
+    """An instance of the first applicable strategy for ``ctx`` (any engine)."""
     return select_configurator_class(ctx)(ctx)
+
+
+def select_pool_configurator(ctx: KVCacheContext) -> PoolConfigurator:
+    """The first applicable strategy for an SGLang-shaped ``ctx``: a :class:`PoolConfigurator`, else refused."""
+    strategy = select_configurator(ctx)
+    if not isinstance(strategy, PoolConfigurator):
+        raise UnsupportedConfigurationError(
+            f"{type(strategy).__name__} sizes {ctx.release.engine} contexts, not through SGLang's pool "
+            "configurator steps; plan it with kvstrategies.plan"
+        )
+    return strategy
 
 
 _BUILTINS_LOADED = False
