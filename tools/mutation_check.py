@@ -306,13 +306,6 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "an EAGLE draft of 0 layers adds int(cell * 0 / L) = 0 (DSA: draft_kv 0, indexer over 0 layers 0)",
         scope="DefaultPoolConfigurator.draft_cell_bytes",
     ),
-    *(
-        Equivalent(
-            "kvstrategies/strategies/default.py", r"^if scaled <= 0:", kind, before,
-            "defensive: with Dd > 0 and L > 0 the cell is >= 1 and scaled >= cell + 1 >= 2, never <= 1",
-        )
-        for kind, before in (("<= -> <", "scaled <= 0"), ("c -> c+1", "0"))
-    ),
     Equivalent(
         "kvstrategies/planner/weights.py", r"if self\.tp_units <= 0 or tp <= 1:", "c -> c+1", "0",
         "tp_units 1 (tp > 1): count / 1 * max(1, 1 // tp) == count, the early return's value",

@@ -399,13 +399,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
             return 0
         draft_cell = spec.dflash_draft_cell_size_per_token
         if draft_cell is not None and draft_cell > 0:
-            draft = draft_cell * self.dcp
-        else:
-            draft = ceil_div(cell * (self.num_layers + draft_layers * self.dcp), self.num_layers) - cell
-        scaled = cell + draft
-        if scaled <= 0:
-            raise KVCacheConfigError(f"DFLASH draft scaling gives a non-positive cell ({scaled} B/token)")
-        return draft
+            return draft_cell * self.dcp
+        return ceil_div(cell * (self.num_layers + draft_layers * self.dcp), self.num_layers) - cell
 
     # ---- token counts (DefaultPoolConfigurator.calculate_pool_sizes) -------------------------------------------------
     def zero_kv_tokens(self) -> int:
