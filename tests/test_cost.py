@@ -73,6 +73,17 @@ def test_adding_a_draft_adds_slopes_and_intercepts() -> None:
     assert (CacheCost(1.5) + CacheCost(2)).slope == 3.5
 
 
+@pytest.mark.parametrize("layers", [1, 2, 3, 7, 43, 61, 1_000])
+def test_a_draft_priced_as_a_ratio_adds_back_to_the_product_bit_for_bit(layers: int) -> None:
+    # DSV4 prices an MTP draft as target * (T + 1) / T; the draft's cost is the difference. The
+    # product lies in [target, 2 * target], so the difference is exact and target + draft == product.
+    inflation = (layers + 1) / layers
+    for target in (7_086.75, 26_486.75, 25_155 / 32_768, 0.1, 1 / 3, 31_875.0 * 1.1, 2.0**-1_070, 1e300):
+        product = target * inflation
+        draft = CacheCost(product - target, rounding=Rounding.TRUNCATE_AT_ZERO)
+        assert (CacheCost(target, rounding=Rounding.TRUNCATE_AT_ZERO) + draft).slope == product
+
+
 def test_adding_costs_of_different_roundings_is_refused() -> None:
     with pytest.raises(KVCacheConfigError, match="same Rounding"):
         _ = CacheCost(1, rounding=Rounding.FLOOR) + CacheCost(1, rounding=Rounding.TRUNCATE_AT_ZERO)
