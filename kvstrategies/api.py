@@ -13,8 +13,8 @@ from .pools.layout import KVPoolsLayout
 from .releases import VLLM
 from .resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
 from .sizing import PoolSizes
-from .strategies.base import PoolConfigurator, StateReservation
-from .strategies.registry import select_configurator
+from .strategies.base import PoolConfigurator, StateReservation, Strategy
+from .strategies.registry import select_configurator, select_pool_configurator
 from .validate import MAX_INT64, check_bool, check_instance, check_int, check_opt_int
 
 if TYPE_CHECKING:  # what building needs: loaded by build() and Plan.binding only
@@ -67,6 +67,15 @@ def _layout(
         raise LayoutError(str(exc), configurator, sizes, capped, pool_sizes, adopted) from exc
 
 
+def _pool_configurator(strategy: Strategy) -> PoolConfigurator:
+    """``strategy`` where SGLang's steps need a :class:`PoolConfigurator` (a vLLM plan never reaches them)."""
+    if not isinstance(strategy, PoolConfigurator):
+        raise UnsupportedConfigurationError(
+            f"{type(strategy).__name__} is not an SGLang PoolConfigurator: its plan has no SGLang sizing steps"
+        )
+    return strategy
+
+
 @dataclass(frozen=True)
 class Plan:
     """A planned deployment (torch-free).
@@ -78,7 +87,7 @@ class Plan:
     (user cap and PP-wide minimum included) as an operator's server would run it.
     """
 
-    configurator: PoolConfigurator
+    configurator: Strategy
     available_bytes: int
     sizes: PoolSizes
     sizes_from_max_tokens: PoolSizes | None
@@ -97,7 +106,10 @@ class Plan:
 
     @property
     def cell_size_bytes(self) -> int | float:
-        return self.configurator.cell_size_bytes
+        """The SGLang strategy's cell (its cost's slope), or the vLLM plan's bytes per block token."""
+        if self.vllm is not None:
+            return self.vllm.cell_size_bytes
+        return _pool_configurator(self.configurator).cell_size_bytes
 
     @property
     def planned_bytes(self) -> int:
@@ -191,7 +203,7 @@ class SizedPlan:
         target = self.target
         if target is None:
             return self._whole
-        configurator = target.resolution.configurator
+        configurator = _pool_configurator(target.resolution.configurator)
         layout = _layout(configurator, target.pool_sizes, target.sizes, target.capped)
         if target.pool_sizes is target.sizes:  # a layout at an asked size (max_tokens, what-if) follows that size
             check_layout_within_budget(type(configurator).__name__, layout, self.available_bytes, self.ctx.page_size,
@@ -257,10 +269,10 @@ def _plan_vllm(ctx: KVCacheContext, available_bytes: int, max_tokens: int | None
             "(kvstrategies.strategies.vllm.strategies): it cannot answer a vLLM plan"
         )
     if max_tokens is not None:
-        configurator.calculate_pool_sizes_from_max_tokens(max_tokens, ctx.page_size)  # refuses, naming why
+        configurator.refuse_max_tokens()
     planned = configurator.vllm_plan(available_bytes)
-    sizes = configurator.calculate_pool_sizes(available_bytes, ctx.page_size)
-    layout = configurator.layout(sizes)
+    sizes = configurator.sizes(planned)
+    layout = configurator.layout(planned)
     resolution = Resolution(configurator, available_bytes, StateReservation(available_bytes), sizes, sizes, None)
     return Plan(configurator, available_bytes, sizes, None, sizes, layout, resolution, vllm=planned)
 
@@ -285,7 +297,7 @@ def _size_target(
 ) -> _TargetSizes:
     """Resolve, size and finalise a (non-draft) rank; the pools are not laid out here."""
     resolution = resolve(ctx, available_bytes)
-    configurator = resolution.configurator
+    configurator = _pool_configurator(resolution.configurator)
     reservation = reserve_state(configurator, available_bytes)
     sizes = finalize(configurator, profiled_sizes(configurator, reservation))
     capped = None
@@ -389,7 +401,7 @@ def _plan_draft_worker(
     # the target's sizes only: a target whose own pool layout is refused still hands them over
     target = _size_target(ctx.target_context(), available_bytes, max_tokens, pool_max_tokens,
                           pool_max_running_requests, pool_max_mamba_cache_size)  # fmt: skip
-    configurator = select_configurator(ctx)
+    configurator = select_pool_configurator(ctx)
     reservation = reserve_state(configurator, available_bytes)
     sizes = finalize(configurator, profiled_sizes(configurator, reservation))
     capped = None

@@ -70,7 +70,7 @@ def plan_document(planned: Plan, *, measure: bool = False) -> dict[str, Any]:
     document = {
         "release": release_document(planned.configurator.ctx.release),
         "configurator": type(planned.configurator).__name__,
-        "sglang_configurator": planned.configurator.sglang_class_name(),
+        "sglang_configurator": planned.configurator.engine_class_name(),
         "cell_size": _cell(planned.cell_size_bytes),
         "sizes": planned.sizes.to_dict(),
         "sizes_from_max_tokens": _sizes_or_none(planned.sizes_from_max_tokens),

@@ -17,8 +17,8 @@ from .errors import KVCacheConfigError
 from .layer_setup import check_layer_setup
 from .request_math import estimated_max_running_requests
 from .sizing import PoolSizes
-from .strategies.base import PoolConfigurator, StateReservation
-from .strategies.registry import select_configurator
+from .strategies.base import PoolConfigurator, StateReservation, Strategy
+from .strategies.registry import select_pool_configurator
 
 
 def reserve_state(configurator: PoolConfigurator, available_bytes: int) -> StateReservation:
@@ -58,7 +58,7 @@ def pp_min_tokens(ctx: KVCacheContext, available_bytes: int) -> int:
     """
     counts = []
     for rank in range(ctx.parallel.pp_size):
-        stage = select_configurator(ctx.at_pp_rank(rank))
+        stage = select_pool_configurator(ctx.at_pp_rank(rank))
         counts.append(profiled_sizes(stage, reserve_state(stage, available_bytes)).max_total_num_tokens)
     return min(counts)
 
@@ -102,9 +102,9 @@ def finalize(configurator: PoolConfigurator, sizes: PoolSizes, max_running_reque
 
 @dataclass(frozen=True)
 class Resolution:
-    """What :func:`resolve` produced and how."""
+    """What :func:`resolve` produced and how (a vLLM plan's: its strategy and its sizes as they are)."""
 
-    configurator: PoolConfigurator
+    configurator: Strategy
     available_bytes: int
     reservation: StateReservation
     profiled: PoolSizes
@@ -115,7 +115,7 @@ class Resolution:
 def resolve(ctx: KVCacheContext, available_bytes: int, *, pp_sync: bool = True) -> Resolution:
     """The whole resolve pipeline for one rank (KVCacheConfigurator._resolve_memory_pool_config, steps 2-6)."""
     check_layer_setup(ctx)
-    configurator = select_configurator(ctx)
+    configurator = select_pool_configurator(ctx)
     reservation = reserve_state(configurator, available_bytes)
     profiled = profiled_sizes(configurator, reservation)
     pp_min = pp_min_tokens(ctx, available_bytes) if pp_sync and ctx.parallel.pp_size > 1 else None

@@ -175,6 +175,15 @@ def test_example_13_dflash_with_dcp2() -> None:
     assert fallback.cell_size_bytes == 172_032  # ceil_div(131,072 * (32 + 5 * 2), 32)
 
 
+def test_a_target_without_a_draft_model_adds_no_draft_cost() -> None:
+    # NGRAM drafts from the prompt (no draft KV): cost = target 131,072 B/token + draft 0
+    ngram = default(LLAMA_8B, speculative_algorithm="NGRAM", speculative_num_draft_tokens=4)
+    assert ngram.draft_cost.slope == 0 and ngram.cell_size_bytes == ngram.base_cell_size_bytes == 131_072
+    eagle = default(LLAMA_8B, speculative_algorithm="EAGLE", eagle_draft_num_layers=1, speculative_num_draft_tokens=2)
+    assert eagle.draft_cost.slope == 4_096  # int(131,072 * 1 / 32)
+    assert eagle.cost == eagle.target_cost + eagle.draft_cost and eagle.cell_size_bytes == 135_168
+
+
 # ---- worked example: FP4 KV -------------------------------------------------------------------------
 
 

@@ -339,8 +339,8 @@ def test_equivalent_mutants_are_matched_without_line_numbers_one_mutant_per_entr
     assert tool.resolve_allow_list(population, files) == []
     # the same `draft_layers <= 0` guard is equivalent in EAGLE scaling but not in DFLASH scaling (scope)
     guards = {m.scope: tool.equivalent_reason(m) for m in population if m.before == "draft_layers <= 0"}
-    assert guards["DefaultPoolConfigurator.draft_scaled_cell"] is not None
-    assert guards["DefaultPoolConfigurator.dflash_scaled_cell"] is None
+    assert guards["DefaultPoolConfigurator.draft_cell_bytes"] is not None
+    assert guards["DefaultPoolConfigurator.dflash_draft_cell_bytes"] is None
     # one line, two `0 -> 1` mutants: the ratio is equivalent, the stage start is not (golden kills it)
     line = [m for m in population if m.file.endswith("dsv4.py") and m.kind == "c -> c+1"
             and m.source.startswith("start, ratios = 0, (0,)")]

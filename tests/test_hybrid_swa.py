@@ -178,7 +178,7 @@ def test_inkling_default_ratio_is_0_1() -> None:
 
 def test_example_9_gpt_oss_120b_ratio_0_8() -> None:
     cfg = hybrid(GPT_OSS, kv_cache_dtype="bf16", page_size=64)
-    assert (cfg.nF, cfg.nS, cfg.sliding_window_size, cfg.ratio) == (18, 18, 127, 0.8)
+    assert (cfg.full_layers, cfg.swa_layers, cfg.sliding_window_size, cfg.ratio) == (18, 18, 127, 0.8)
     assert cfg.full_bytes_per_layer == cfg.swa_bytes_per_layer == 2_048  # 8 * (64 + 64) * 2
     assert cfg.cell_size_bytes == 66_355.2  # 36,864 + 0.8 * 36,864
     sizes = cfg.calculate_pool_sizes(BUDGET_50G, 64)  # M = int(50 GiB // 66,355.2) = 809,086
@@ -240,7 +240,7 @@ def test_window_floor_fires_before_the_generic_error() -> None:
 
 def test_example_10_all_swa_int_cell_no_ratio_no_floor() -> None:
     cfg = hybrid(ALL_SWA_CONFIG, kv_cache_dtype="bf16", page_size=16)
-    assert cfg.is_all_swa and cfg.nS == 24
+    assert cfg.is_all_swa and cfg.swa_layers == 24
     assert cfg.swa_bytes_per_layer == 4_096  # 8 * (128 + 128) * 2
     assert cfg.cell_size_bytes == 98_304 and isinstance(cfg.cell_size_bytes, int)
     sizes = finalize(cfg, cfg.calculate_pool_sizes(10_737_418_240, 16))  # 109,226 -> page 16
@@ -361,7 +361,7 @@ def test_sizing_4_llama_4_scout_reported_cell_under_the_request_cap() -> None:
     cfg = select_configurator(case_settings("llama-4-scout", tp_size=4, page_size=64, **CAP))
     assert isinstance(cfg, SWAChunkCapPoolConfigurator)
     assert cfg.full_bytes_per_layer == cfg.swa_bytes_per_layer == 1_024  # 2 * 256 * 2
-    assert (cfg.nF, cfg.nS) == (12, 36)
+    assert (cfg.full_layers, cfg.swa_layers) == (12, 36)
     assert cfg.cell_size_bytes == 41_779.2  # 12,288 + 0.8 * 36,864
     assert cfg.full_token_cell == 12_288  # what the full pool is sized with
     assert cfg.swa_cap_tokens == 557_120  # (8,192 + 128 + 64 + 64) * 64 + 2 * 8,192 + 64
@@ -405,7 +405,7 @@ def test_gemma4_per_layer_bytes_after_the_rewrite() -> None:
     cfg = hybrid(gemma4_config(), tp_size=2, kv_cache_dtype="bf16", page_size=16)
     assert cfg.full_bytes_per_layer == 2_048  # max(1, 2 // 2) * (512 + 512) * 2
     assert cfg.swa_bytes_per_layer == 4_096  # max(1, 8 // 2) * (256 + 256) * 2
-    assert (cfg.nF, cfg.nS, cfg.sliding_window_size) == (5, 25, 1023)
+    assert (cfg.full_layers, cfg.swa_layers, cfg.sliding_window_size) == (5, 25, 1023)
     assert cfg.cell_size_bytes == 10_240 + 0.8 * 102_400
     layout = cfg.token_to_kv_layout(cfg.calculate_pool_sizes_from_max_tokens(2048, 16))
     shapes = {b.name: b.shape for b in layout.buffers}
@@ -551,7 +551,7 @@ def test_pp_stage_ids_and_an_all_swa_stage_reports_swa_tokens() -> None:
     sizes = only_swa.calculate_pool_sizes(40 * GIB, 64)
     assert (sizes.max_total_num_tokens, sizes.full_max_total_num_tokens) == (20_971_520, 0)  # SWA tokens
     rest = hybrid("gpt-oss-20b", pp_size=2, pp_rank=1, page_size=64, env=env)
-    assert (rest.nF, rest.nS) == (12, 11)
+    assert (rest.full_layers, rest.swa_layers) == (12, 11)
     assert rest.cell_size_bytes == 24_576 + 0.8 * 22_528  # 42,598.4
     resolution = resolve(case_settings("gpt-oss-20b", pp_size=2, pp_rank=0, page_size=64, env=env), 40 * GIB)
     assert resolution.pp_min_tokens == 1_008_192  # stage 1: align(1,008,246, 64) < stage 0's SWA count

@@ -471,7 +471,7 @@ SWA_STAGE: dict[str, Any] = {"tp_size": 2, "kv_cache_dtype": "bf16", "page_size"
 )
 def test_all_swa_stage_cell_with_draft_layers(config: dict[str, Any], spec: dict[str, Any], cell: int) -> None:
     cfg = select_configurator(case_settings(config, **SWA_STAGE, **spec))
-    assert isinstance(cfg, HybridSWAPoolConfigurator) and cfg.is_all_swa and cfg.nS == 5
+    assert isinstance(cfg, HybridSWAPoolConfigurator) and cfg.is_all_swa and cfg.swa_layers == 5
     assert cfg.cell_size_bytes == cell
 
 

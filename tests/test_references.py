@@ -182,16 +182,6 @@ def test_command_help_cites_files_that_ship() -> None:
 
 #: files that name the patterns on purpose: this checker and the CLI output check's examples
 SPEC_CHECKERS = {"tests/test_references.py", "tests/test_cli_output.py"}
-#: files another branch of issue #33 rewrites (the strategy modules); each must still have a
-#: citation (see the test below), so the list shrinks as they are fixed and is then deleted
-NOT_YET_REWRITTEN = {
-    "kvstrategies/strategies/ascend.py",
-    "kvstrategies/strategies/base.py",
-    "kvstrategies/strategies/default.py",
-    "kvstrategies/strategies/dsv4.py",
-    "kvstrategies/strategies/hybrid_linear.py",
-    "kvstrategies/strategies/hybrid_swa.py",
-}
 
 
 def spec_style_citations(text: str) -> list[str]:
@@ -222,14 +212,6 @@ def test_the_spec_citation_check_finds_what_it_must() -> None:
 @pytest.mark.parametrize("path", _spec_checked_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_citation_of_the_unshipped_spec(path: Path) -> None:
     name = path.relative_to(ROOT).as_posix()
-    if name in NOT_YET_REWRITTEN:
-        pytest.skip("rewritten on another branch of issue #33")
     lines = path.read_text(encoding="utf-8").splitlines()
     bad = [f"{name}:{n}: {found}" for n, line in enumerate(lines, 1) for found in spec_style_citations(line)]
     assert bad == [], "\n".join(bad)
-
-
-def test_files_waiting_for_their_rewrite_still_need_it() -> None:
-    """A file on :data:`NOT_YET_REWRITTEN` that has no citation left must leave the list."""
-    clean = [name for name in sorted(NOT_YET_REWRITTEN) if not spec_style_citations((ROOT / name).read_text("utf-8"))]
-    assert clean == [], f"remove from NOT_YET_REWRITTEN: {clean}"

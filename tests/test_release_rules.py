@@ -157,8 +157,8 @@ def test_eagle_draft_cell_added_from_0_5_22() -> None:
             self.__dict__["num_layers"] = 47
 
     assert release("0.5.21") < release("0.5.22")
-    assert _Fixed("0.5.21").draft_scaled_cell(1_457) == 1_487
-    assert _Fixed("0.5.22").draft_scaled_cell(1_457) == 1_488
+    assert 1_457 + _Fixed("0.5.21").draft_cell_bytes(1_457) == 1_487
+    assert 1_457 + _Fixed("0.5.22").draft_cell_bytes(1_457) == 1_488
 
 
 @pytest.mark.parametrize(
@@ -226,12 +226,12 @@ def test_hybrid_swa_stage_layers_before_0_5_21() -> None:
     is rank 1's first)."""
     old = _configurator({"preset": "gpt-oss-120b", "tp_size": 2, "pp_size": 2, "pp_rank": 0}, "0.5.20")
     new = _configurator({"preset": "gpt-oss-120b", "tp_size": 2, "pp_size": 2, "pp_rank": 0}, "0.5.21")
-    assert (new.nF + new.nS, old.nF + old.nS) == (18, 19)
+    assert (new.full_layers + new.swa_layers, old.full_layers + old.swa_layers) == (18, 19)
     assert max(old.full_layer_ids + old.swa_layer_ids) == 18
     # Llama-4-Scout PP 2 rank 0: layers [0, 24) (18 chunked, 6 full); 0.5.20 adds layer 24, a chunked one
     scout = {"preset": "llama-4-scout", "tp_size": 4, "pp_size": 2, "pp_rank": 0, "context_length": 131_072}
     old, new = _configurator(scout, "0.5.20"), _configurator(scout, "0.5.21")
-    assert (new.nF, new.nS, old.nF, old.nS) == (6, 18, 6, 19)
+    assert (new.full_layers, new.swa_layers, old.full_layers, old.swa_layers) == (6, 18, 6, 19)
 
 
 @pytest.mark.parametrize(

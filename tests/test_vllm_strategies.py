@@ -128,6 +128,21 @@ def test_sglang_strategies_never_answer_a_vllm_context() -> None:
     assert select_configurator_class(sglang.settings).engine == "sglang"
 
 
+def test_the_vllm_strategies_are_strategies_of_their_own() -> None:
+    from kvstrategies.strategies import PoolConfigurator, Strategy, select_configurator, select_pool_configurator
+
+    case = parse_case({"preset": "llama-3.1-8b", "engine": "vllm", "available_bytes": 40 * GIB, "context_length": 8192})
+    strategy = select_configurator(case.settings)
+    assert isinstance(strategy, Strategy) and not isinstance(strategy, PoolConfigurator)
+    with pytest.raises(UnsupportedConfigurationError, match="not through SGLang's pool configurator steps"):
+        select_pool_configurator(case.settings)
+    planned = plan(case.settings, case.available_bytes)
+    assert planned.vllm is not None
+    # the cell is the plan's: a block is 32 layers x 65,536 B (16 tokens x 8 heads x 128 x K, V x 2 B); / 16 tokens
+    assert planned.cell_size_bytes == planned.vllm.cell_size_bytes == 2_097_152 / 16 == 131_072.0
+    assert planned.configurator.engine_class_name() == "VLLMAttentionStrategy"
+
+
 def test_sglang_only_deployments_are_refused_for_vllm() -> None:
     with pytest.raises(UnsupportedConfigurationError, match="max_tokens"):
         _vllm("llama-3.1-8b", max_tokens=1000)

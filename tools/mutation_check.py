@@ -104,8 +104,8 @@ GROUPS: dict[str, Group] = {
         ("kvstrategies/context.py", "kvstrategies/request_math.py", "kvstrategies/sizing.py",
          "kvstrategies/resolve.py", "kvstrategies/mla_dims.py", "kvstrategies/layer_setup.py",
          "kvstrategies/dtypes.py", "kvstrategies/budget_check.py",
-         "kvstrategies/host_memory.py", "kvstrategies/api.py"),
-        ("tests/test_sizing_gaps.py", "tests/test_foundation.py",
+         "kvstrategies/host_memory.py", "kvstrategies/api.py", "kvstrategies/cost.py"),
+        ("tests/test_cost.py", "tests/test_sizing_gaps.py", "tests/test_foundation.py",
          "tests/test_default.py",
          "tests/test_release_rules.py", "tests/test_rounding_rules.py", "tests/test_mutation_gaps.py",
          "tests/test_api_inputs.py",
@@ -296,20 +296,8 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         "kvstrategies/strategies/default.py", r"draft_layers is None or draft_layers <= 0", "<= -> <",
         "draft_layers <= 0",
-        "EAGLE scaling with 0 draft layers adds int(cell * 0 / L) = 0 (DSA: draft_kv 0, indexer over 0 layers 0)",
-        scope="DefaultPoolConfigurator.draft_scaled_cell",
-    ),
-    *(
-        Equivalent(
-            "kvstrategies/strategies/default.py", r"^if scaled <= 0:", kind, before,
-            "defensive: with Dd > 0 and L > 0 the cell is >= 1 and scaled >= cell + 1 >= 2, never <= 1",
-        )
-        for kind, before in (("<= -> <", "scaled <= 0"), ("c -> c+1", "0"))
-    ),
-    Equivalent(
-        "kvstrategies/strategies/default.py", r"tokens = max\(available_bytes, 0\) // cell", "c -> c+1", "0",
-        "a non-zero cell is >= 2 B (K and V of one head of one layer), so 1 // cell == 0 // cell == 0",
-        within=r"^max\(available_bytes, 0\)$",
+        "an EAGLE draft of 0 layers adds int(cell * 0 / L) = 0 (DSA: draft_kv 0, indexer over 0 layers 0)",
+        scope="DefaultPoolConfigurator.draft_cell_bytes",
     ),
     Equivalent(
         "kvstrategies/planner/weights.py", r"if self\.tp_units <= 0 or tp <= 1:", "c -> c+1", "0",
@@ -419,10 +407,6 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "c -> c+1", "0", "a draft stage: dsv4_layout adds buffers only for ratios 4 and 128, so ratio 1 lays out "
         "the same SWA-only pool as ratio 0 (start 0 -> 1 is NOT equivalent: the golden draft case kills it)",
         within=r"^\(0,\)$",
-    ),
-    Equivalent(
-        "kvstrategies/strategies/dsv4.py", r"available_for_tokens = max\(available_bytes - fixed, 0\)", "c -> c+1",
-        "0", "bpft > 1 B, so int(1 / bpft) == int(0 / bpft) == 0",
     ),
     *(
         Equivalent(

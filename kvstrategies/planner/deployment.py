@@ -16,6 +16,7 @@ from ..api import Plan, SizedPlan, size_plan
 from ..case import Case, at_budget, parse_case
 from ..pools.layout import KVPoolsLayout
 from ..sizing import PoolSizes
+from ..strategies.base import PoolConfigurator, StateReservation
 from .breakdown import Breakdown, build_breakdown
 from .budget import KVBudget, kv_budget
 from .config_fields import check_budget_sane, validate_planner_inputs
@@ -71,9 +72,10 @@ class DeploymentPlan:
 def final_layout(planned: Plan) -> tuple[PoolSizes, KVPoolsLayout]:
     """The final sizes (``resolution.sizes``) and their layout (reused when unchanged)."""
     sizes = planned.resolution.sizes
-    if sizes == planned.pool_sizes:
+    configurator = planned.configurator
+    if sizes == planned.pool_sizes or not isinstance(configurator, PoolConfigurator):  # vLLM: its one layout
         return sizes, planned.layout
-    return sizes, planned.configurator.layout(sizes)
+    return sizes, configurator.layout(sizes)
 
 
 def derived_defaults(
@@ -174,7 +176,10 @@ def _reserved(fields: Mapping[str, Any], budget_bytes: int) -> tuple[dict[str, A
 
     before = parse_case({**fields, "available_bytes": budget_bytes})
     settings = before.settings
-    reservation = select_configurator(settings).reserve_before_kv(budget_bytes)
+    strategy = select_configurator(settings)
+    # a vLLM budget (--kv-cache-memory-bytes) reserves nothing before its KV blocks
+    reservation = (strategy.reserve_before_kv(budget_bytes) if isinstance(strategy, PoolConfigurator)
+                   else StateReservation(budget_bytes))  # fmt: skip
     out = {**fields, "available_bytes": reservation.kv_available_bytes}
     slots = reservation.size_fields.get("max_mamba_cache_size")
     if slots is not None and fields.get("max_mamba_cache_size") is None:

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-from .base import PoolConfigurator, StateReservation
+from .base import PoolConfigurator, StateReservation, Strategy
 from .default import DefaultPoolConfigurator
-from .registry import register, registered, select_configurator, select_configurator_class, unregister
+from .registry import (
+    register,
+    registered,
+    select_configurator,
+    select_configurator_class,
+    select_pool_configurator,
+    unregister,
+)
 
 __all__ = [
     "DefaultPoolConfigurator",
     "PoolConfigurator",
     "StateReservation",
+    "Strategy",
     "register",
     "registered",
     "select_configurator",
     "select_configurator_class",
+    "select_pool_configurator",
     "unregister",
 ]

@@ -1,11 +1,12 @@
-"""``AscendPoolConfigurator``: Default's numbers, Ascend NPU pools (docs/maintainers.md §2,
-create_memory_pool_configurator; KVCacheConfigurator._build_token_to_kv_pool).
+"""``AscendPoolConfigurator``: Default's numbers, Ascend NPU pools (create_memory_pool_configurator;
+KVCacheConfigurator._build_token_to_kv_pool).
 
-Cost model: exactly :class:`DefaultPoolConfigurator`'s affine model
-``available_bytes = max_total_num_tokens * cell + 0`` (inverse ``T = align(available // cell, P)``)
+Cost model: exactly :class:`DefaultPoolConfigurator`'s :attr:`~DefaultPoolConfigurator.cost`
+``available_bytes = max_total_num_tokens * cell`` (inverse ``T = align(max(available, 0) // cell, P)``)
 with the NPU branches of DefaultPoolConfigurator switched on by ``ctx.device`` inside Default itself: the
 bf16 DSA indexer (``per_tok = index_head_dim``, ``esz = es(kv)`` unless the KV cache is
-float8_e4m3fn, 5.5) and no index-K elision under PD disaggregation or hierarchical cache.
+float8_e4m3fn, DefaultPoolConfigurator._compute_dsa_indexer_cell_size) and no index-K elision under PD
+disaggregation or hierarchical cache.
 Nothing about the token counts is overridden here; only the pools differ (memory_pool_npu):
 stacked over layers, page-major ``[L, T // P + pad, P, heads, dim]``, MLA nope and rope in
 separate buffers, the DSA index keys in a page-major ``index_k_buffer``.
@@ -14,12 +15,12 @@ Selection: ``device`` NPU (the Ascend attention backend is the only one SGLang r
 arg_groups.model_overrides) and a model that is none of DeepSeek-V4, hybrid SWA, Mamba-ish. Those
 keep their own strategies, which build NPU sub-pools through :mod:`kvstrategies.pools.ascend`.
 
-Decisions (not settled by the spec):
+Decisions where SGLang has no NPU pool to follow:
 
 * FP4 (``nvfp4``, ``fp4_mx_block16``) and ``mxfp8`` KV on NPU are rejected: SGLang's FP4 and
   MXFP8 pools are CUDA classes and the NPU builders (_build_ascend_*_kv_pool) have no such variant.
 * The packed-FP8 DSA row needs an arch35 NPU (``platform.is_npu_arch35``); elsewhere an
-  ``fp8_e4m3`` DSA pool stores the raw nope/rope split in uint8. QUIRK kept: sizing still
+  ``fp8_e4m3`` DSA pool stores the raw nope/rope split in uint8. As in SGLang, sizing still
   prices the packed 656-byte row there (calculate_mla_kv_cache_dim has no NPU branch), so the pool uses
   576 of the 656 bytes reserved per layer and token.
 """
@@ -64,7 +65,8 @@ class AscendPoolConfigurator(DefaultPoolConfigurator):
 
     # ---- pools (KVCacheConfigurator._build_token_to_kv_pool, _build_ascend_*_kv_pool) --------------------------------
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
-        """Row 3 MiniMax sparse, row 4 MLA (with DSA index keys), row 5 MHA."""
+        """The NPU branches of _build_token_to_kv_pool, in its order: MiniMax sparse, MLA (with DSA index keys),
+        MHA."""
         geometry = self.ctx.geometry
         if geometry.minimax_sparse is not None and not geometry.use_mla:
             return self.ascend_minimax_sparse_layout(sizes)

@@ -1,9 +1,12 @@
-"""The strategy contract: ``PoolConfigurator``.
+"""The strategy contracts: ``Strategy`` (what the registry selects) and SGLang's ``PoolConfigurator``.
 
-A configurator turns a byte budget into token counts (an affine or piecewise cost model with
-its inverse), finalises them with the request count, describes the pools as pure data
-(``layout``) and allocates exactly that (``build``). It reads only its
-:class:`~kvstrategies.context.KVCacheContext`.
+A :class:`Strategy` is one engine's sizing of one architecture family for one
+:class:`~kvstrategies.context.KVCacheContext`, the only thing it reads. SGLang's strategies are
+:class:`PoolConfigurator`: each turns a byte budget into token counts through its cost, a
+:class:`~kvstrategies.cost.CacheCost` (``bytes = T * slope + intercept``, the draft's cost added
+to the target's) and its inverse, finalises them with the request count, describes the pools as
+pure data (``layout``) and allocates exactly that (``build``). The vLLM strategies have an
+interface of their own (:class:`kvstrategies.strategies.vllm.strategies.VLLMStrategy`).
 """
 
 from __future__ import annotations
@@ -37,14 +40,31 @@ class StateReservation:
     notes: tuple[str, ...] = ()
 
 
-class PoolConfigurator(ABC):
-    """One architecture family's sizing and pool layout (docs/maintainers.md §2)."""
+class Strategy(ABC):
+    """One engine's sizing of one architecture family, for one context (the registry's unit)."""
 
     #: short family label for listings and the CLI
     family: ClassVar[str] = ""
     #: the engine whose sizing this strategy reproduces: the registry asks a strategy only about
     #: contexts of that engine (``ctx.release.engine``)
     engine: ClassVar[str] = SGLANG
+
+    def __init__(self, ctx: KVCacheContext) -> None:
+        self.ctx = ctx
+
+    @classmethod
+    @abstractmethod
+    def is_applicable(cls, ctx: KVCacheContext) -> bool:
+        """Whether this strategy sizes ``ctx`` (the registry asks in its order, engine by engine)."""
+
+    def engine_class_name(self) -> str:
+        """The engine's class whose numbers this strategy reproduces (plans report it); this class's name."""
+        return type(self).__name__
+
+
+class PoolConfigurator(Strategy):
+    """One architecture family's SGLang sizing and pool layout (docs/maintainers.md, "Sizing flow")."""
+
     #: the SGLang class whose numbers this strategy reproduces: SGLang has four concrete
     #: configurators, so Mamba hybrids and Ascend layouts (Default numbers) say
     #: ``DefaultPoolConfigurator``; a :class:`~kvstrategies.releases.ByRelease` where SGLang renamed
@@ -58,8 +78,9 @@ class PoolConfigurator(ABC):
             return name.at(self.ctx.release)
         return name or type(self).__name__
 
-    def __init__(self, ctx: KVCacheContext) -> None:
-        self.ctx = ctx
+    def engine_class_name(self) -> str:
+        """:meth:`sglang_class_name`."""
+        return self.sglang_class_name()
 
     # ---- selection ---------------------------------------------------------------------
     @classmethod
@@ -72,7 +93,7 @@ class PoolConfigurator(ABC):
     @abstractmethod
     def cell_size_bytes(self) -> int | float:
         """Bytes per unit of ``max_total_num_tokens`` (the value a plan reports: the configurator's
-        ``cell_size`` in SGLang's pool_configurator)."""
+        ``cell_size`` in SGLang's pool_configurator; the slope of the strategy's ``CacheCost``)."""
 
     @abstractmethod
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:

@@ -56,7 +56,7 @@ def reject_fp4(ctx: KVCacheContext, family: str) -> None:
 def require_fp4_device(ctx: KVCacheContext) -> None:
     """FP4 KV only on CUDA: elsewhere SGLang skips every FP4 branch and its pools are undefined.
 
-    Decision (not in the spec): rather than size float4 as one byte per value with no scales
+    Decision (SGLang has no FP4 pool off CUDA): rather than size float4 as one byte per value with no scales
     (what SGLang's sizing does off CUDA), reject the combination.
     """
     kv = ctx.kv_cache_dtype

@@ -1,19 +1,21 @@
 """``DefaultPoolConfigurator``: MHA / GQA / MQA, MLA, DSA, MiniMax sparse; FP8, FP4, MXFP8 KV (DefaultPoolConfigurator).
 
-Cost model (affine): ``available_bytes = max_total_num_tokens * cell + fixed`` with an int
-``cell`` (bytes per token slot over this rank's layers) and ``fixed = 0`` (logical-page KV
+Cost model (:class:`~kvstrategies.cost.CacheCost`, affine): ``available_bytes = max_total_num_tokens * cell``
+with an int ``cell`` (bytes per token slot over this rank's layers) and no fixed part (logical-page KV
 sharding, the only fixed term in SGLang, is out of scope). Inverse:
-``T = align((available - fixed) // cell, page_size)``.
+``T = align(max(available, 0) // cell, page_size)``.
 
-The cell is built in SGLang's order (DefaultPoolConfigurator._compute_cell_size): MLA (+ FP4, + DSA indexer) or MiniMax
-sparse or MHA (+ FP4 recipe, + MXFP8 scales), then draft scaling for a speculative target
+``cell = target + draft``: the target's cell is built in SGLang's order
+(DefaultPoolConfigurator._compute_cell_size): MLA (+ FP4, + DSA indexer) or MiniMax sparse or MHA
+(+ FP4 recipe, + MXFP8 scales); a speculative target adds its draft's bytes per token
 (DefaultPoolConfigurator.__init__ draft scaling).
 
 Decisions where SGLang has no consistent pool (each raises ``UnsupportedConfigurationError``):
 FP4 KV with DSA (priced 324 B/layer, but the DSA pool would store a 576-wide float4 row), FP4 with
 MiniMax sparse (its builder passes no quant method, :func:`~.checks.reject_fp4`), FP4 off CUDA (SGLang skips its FP4
 branches there), and the MiniMax-M3 NVFP4 native stack (out of scope). Draft scaling (DefaultPoolConfigurator.__init__
-draft scaling) also applies to MiniMax sparse targets: its "return immediately" ends the 5.2 cell, not the scaling.
+draft scaling) also applies to MiniMax sparse targets: its "return immediately" ends _compute_cell_size, not the
+scaling.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ..context import (
     num_kv_heads_per_rank,
     stage_layer_range,
 )
+from ..cost import CacheCost, Rounding
 from ..dtypes import DType, KVRecipe
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..mla_dims import calculate_mla_kv_cache_dim
@@ -124,7 +127,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         start, end = self.layer_range
         return tuple(range(start, end))
 
-    # ---- cell size (5.2 - 5.8) ---------------------------------------------------------
+    # ---- cell size (DefaultPoolConfigurator._compute_cell_size) ------------------------------------------------
     @property
     def kv_itemsize(self) -> int:
         return self.ctx.kv_cache_dtype.itemsize
@@ -141,7 +144,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     @cached_property
     def base_cell_size_bytes(self) -> int:
-        """The cell of 5.2 before draft scaling."""
+        """The target's own cell (DefaultPoolConfigurator._compute_cell_size), without its draft."""
         if self.ctx.geometry.use_mla:
             return self.mla_cell_bytes()
         if self.ctx.geometry.minimax_sparse is not None:
@@ -149,9 +152,27 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return self.mha_cell_bytes()
 
     @cached_property
+    def target_cost(self) -> CacheCost:
+        """This rank's own layers: ``T * base_cell`` bytes, no fixed part
+        (DefaultPoolConfigurator._compute_cell_size)."""
+        return CacheCost(self.base_cell_size_bytes, rounding=Rounding.FLOOR_AT_ZERO)
+
+    @cached_property
+    def draft_cost(self) -> CacheCost:
+        """A speculative target's draft: ``T * draft_cell_bytes(base_cell)`` bytes (0 without one)."""
+        return CacheCost(self.draft_cell_bytes(self.base_cell_size_bytes), rounding=Rounding.FLOOR_AT_ZERO)
+
+    @cached_property
+    def cost(self) -> CacheCost:
+        """``target_cost + draft_cost``: an int slope (the cell), intercept 0."""
+        return self.target_cost + self.draft_cost
+
+    @cached_property
     def cell_size_bytes(self) -> int:
-        """Final int bytes per token slot (5.2 then 5.8)."""
-        return self.draft_scaled_cell(self.base_cell_size_bytes)
+        """Final int bytes per token slot: the base cell plus the draft's."""
+        cell = self.cost.slope
+        assert isinstance(cell, int)  # both terms are ints
+        return cell
 
     # MLA ------------------------------------------------------------------------------
     def mla_kv_cache_dim(self) -> int:
@@ -159,7 +180,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return calculate_mla_kv_cache_dim(self.ctx)
 
     def mla_cell_bytes(self) -> int:
-        """``mla_dim * L * kv`` (+ FP4 halving and scales) + the DSA indexer term (5.2 b)."""
+        """``mla_dim * L * kv`` (+ FP4 halving and scales) + the DSA indexer term (_compute_cell_size, MLA branch)."""
         geometry = self.ctx.geometry
         assert geometry.mla is not None
         require_fp4_device(self.ctx)
@@ -175,8 +196,9 @@ class DefaultPoolConfigurator(PoolConfigurator):
         row = self.mla_kv_cache_dim() if MLA_CELL_PRICES_POOL_ROW.holds(self.ctx.release) else geometry.mla.latent_dim
         cell = row * layers * self.kv_itemsize
         if self.fp4_applies:
-            # half a byte per latent value plus one 1-byte scale per 16 values; QUIRK (SGLang's pool_configurator
-            # 12.4): no recipe check and no workspace, nvfp4 and fp4_mx_block16 cost the same
+            # half a byte per latent value plus one 1-byte scale per 16 values; SGLang's price
+            # (_compute_cell_size, MLA FP4 branch): no recipe check and no workspace, nvfp4 and
+            # fp4_mx_block16 cost the same
             from ..pools.fp4 import mla_fp4_cell_bytes
 
             cell = mla_fp4_cell_bytes(self.mla_kv_cache_dim(), layers)
@@ -207,7 +229,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def indexer_layer_count(self, num_layers: int, *, all_layers: bool = False) -> int:
         """Layers carrying index keys; the skip rule runs on the cache-layer ids.
 
-        QUIRK (_get_dsa_cache_layer_ids): when the id list's length differs from ``num_layers`` SGLang
+        SGLang's _get_dsa_cache_layer_ids: when the id list's length differs from ``num_layers`` SGLang
         evaluates the skip rule on ``0..num_layers-1`` instead of the real ids.
         """
         dsa = self.ctx.geometry.dsa
@@ -248,11 +270,13 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return num_kv_heads_per_rank(self.ctx)
 
     def mha_cell_bytes(self) -> int:
-        """``H * (head_dim + v_head_dim) * L * kv`` (5.2 d); FP4 replaces it, MXFP8 adds scales.
+        """``H * (head_dim + v_head_dim) * L * kv`` (_compute_cell_size, MHA branch); FP4 replaces it, MXFP8 adds
+        scales.
 
-        FP4 (fp4_kv_cache_quant_method compute_cell_size): the recipe's cell with ``head_dim`` for K and V (QUIRK 12.4:
-        ``v_head_dim`` is ignored). MXFP8: ``+ (H * (D + Dv) * num_layers) // 32`` (QUIRK 12.1: ``num_layers`` in the
-        scale term, ``effective_num_layers`` in the data term; equal for MHA; one floor overall).
+        FP4 (fp4_kv_cache_quant_method compute_cell_size): the recipe's cell with ``head_dim`` for K and V (SGLang:
+        the recipe takes no ``v_head_dim``). MXFP8: ``+ (H * (D + Dv) * num_layers) // 32`` (as SGLang has it in
+        _compute_cell_size: ``num_layers`` in the scale term, ``effective_num_layers`` in the data term; equal for
+        MHA; one floor overall).
         """
         geometry = self.ctx.geometry
         require_fp4_device(self.ctx)
@@ -290,7 +314,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
             by_backend=FP4_RECIPE_BY_BACKEND.holds(self.ctx.release),
         )
 
-    # MiniMax sparse (5.2 c) ----------------------------------------------------------------
+    # MiniMax sparse (_compute_cell_size, MiniMax branch) -------------------------------------------------------
     @cached_property
     def minimax_index_dtype(self) -> DType:
         """The indexer cache dtype: KV dtype on CUDA SM90 with fp8-e4m3 KV, fp8 on gfx95, else model dtype.
@@ -310,7 +334,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         )
 
     def minimax_cell_bytes(self) -> int:
-        """MiniMax-M3 sparse: main K/V of every local layer plus indexer K(/V) (5.2 c).
+        """MiniMax-M3 sparse: main K/V of every local layer plus indexer K(/V) (_compute_cell_size, MiniMax branch).
 
         ``H = num_kv_heads(attn_tp)`` without DCP (the builder passes DCP heads to the pool;
         identical unless DCP > 1). No FP4/MXFP8/QSA terms. FP4 KV is rejected (the builder passes no quant method), and
@@ -336,54 +360,52 @@ class DefaultPoolConfigurator(PoolConfigurator):
             index_itemsize=self.minimax_index_dtype.itemsize,
         )
 
-    # draft scaling (DefaultPoolConfigurator.__init__ draft scaling) ---------------------------------------------------
-    def draft_scaled_cell(self, cell: int) -> int:
-        """Add the speculative draft's KV to a target's cell (DefaultPoolConfigurator.__init__ draft scaling).
+    # the draft's cost (DefaultPoolConfigurator.__init__ draft scaling) ---------------------------------------------
+    def draft_cell_bytes(self, cell: int) -> int:
+        """Bytes per token a speculative target adds for its draft's KV, given its own ``cell``
+        (DefaultPoolConfigurator.__init__ draft scaling); 0 without a draft.
 
-        EAGLE family: ``cell += int(cell * D / num_layers)`` (float, truncated) - the whole
-        target cell is scaled, so every draft layer is priced at the target's per-layer bytes.
-        DSA splits the latent and indexer parts. DFLASH is handled by :meth:`dflash_scaled_cell`.
+        EAGLE family: ``int(cell * D / num_layers)`` (float, truncated): every draft layer is priced
+        at the target's per-layer bytes; before :data:`EAGLE_DRAFT_CELL_ADDED`, SGLang scaled the
+        whole cell, ``int(cell * (1 + D / num_layers)) - cell``. DSA splits the latent and indexer
+        parts. DFLASH: :meth:`dflash_draft_cell_bytes`.
         """
         spec = self.ctx.speculative
         if self.ctx.is_draft_worker or not spec.enabled or self.num_layers <= 0:
-            return cell
+            return 0
         if spec.algorithm.is_eagle_family:
             draft_layers = spec.eagle_draft_num_layers
             if draft_layers is None or draft_layers <= 0:
-                return cell
+                return 0
             if self.ctx.geometry.dsa is None or not DSA_INDEXER_BY_LAYER.holds(self.ctx.release):
                 if EAGLE_DRAFT_CELL_ADDED.holds(self.ctx.release):
-                    return cell + int(cell * draft_layers / self.num_layers)
-                return int(cell * (1 + draft_layers / self.num_layers))
+                    return int(cell * draft_layers / self.num_layers)
+                return int(cell * (1 + draft_layers / self.num_layers)) - cell
             dcp = self.indexer_dcp
             target_index = self.indexer_bytes(self.num_layers) * dcp
             target_kv = cell - target_index
             draft_kv = int(target_kv * draft_layers / self.effective_num_layers)
             draft_index = self.indexer_bytes(draft_layers, all_layers=True)
-            return cell + draft_kv * dcp + draft_index * dcp
+            return draft_kv * dcp + draft_index * dcp
         if spec.algorithm.is_dflash_family:
-            return self.dflash_scaled_cell(cell)
-        return cell
+            return self.dflash_draft_cell_bytes(cell)
+        return 0
 
-    def dflash_scaled_cell(self, cell: int) -> int:
-        """DFLASH/DSPARK: add the draft's own cell, else scale by layers rounding up (DefaultPoolConfigurator.__init__
-        draft scaling)."""
+    def dflash_draft_cell_bytes(self, cell: int) -> int:
+        """DFLASH/DSPARK: the draft's own cell times DCP, else the target cell scaled by layers and
+        rounded up, ``ceil_div(cell * (L + D * dcp), L) - cell`` (DefaultPoolConfigurator.__init__ draft scaling)."""
         spec = self.ctx.speculative
         draft_layers = spec.dflash_draft_num_layers
         if draft_layers is None or draft_layers <= 0:
-            return cell
+            return 0
         draft_cell = spec.dflash_draft_cell_size_per_token
         if draft_cell is not None and draft_cell > 0:
-            scaled = cell + draft_cell * self.dcp
-        else:
-            scaled = ceil_div(cell * (self.num_layers + draft_layers * self.dcp), self.num_layers)
-        if scaled <= 0:
-            raise KVCacheConfigError(f"DFLASH draft scaling gives a non-positive cell ({scaled} B/token)")
-        return scaled
+            return draft_cell * self.dcp
+        return ceil_div(cell * (self.num_layers + draft_layers * self.dcp), self.num_layers) - cell
 
     # ---- token counts (DefaultPoolConfigurator.calculate_pool_sizes) -------------------------------------------------
     def zero_kv_tokens(self) -> int:
-        """Tokens of a rank with no local attention layer (5.6, :data:`ZERO_KV_RULE`)."""
+        """Tokens of a rank with no local attention layer (:data:`ZERO_KV_RULE`)."""
         self.require_zero_kv_rule()
         return self.ctx.scheduling.max_total_tokens or self.context_len
 
@@ -400,8 +422,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
         """``T = align(max(available, 0) // cell, P)`` (DefaultPoolConfigurator.calculate_pool_sizes); cell 0 -> the
         zero-KV rule (DefaultPoolConfigurator.calculate_pool_sizes)."""
-        cell = self.cell_size_bytes
-        tokens = max(available_bytes, 0) // cell if cell != 0 else self.zero_kv_tokens()
+        cost = self.cost
+        tokens = cost.tokens_for_budget(available_bytes) if cost.slope != 0 else self.zero_kv_tokens()
         tokens = align_down(tokens, page_size)
         require_positive_tokens(tokens)
         return PoolSizes(max_total_num_tokens=tokens)
@@ -498,7 +520,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def dsa_layout(self, sizes: PoolSizes) -> PoolLayout:
         """``DSATokenToKVPool`` (_build_dsa_kv_pool, DSATokenToKVPool): latent rows plus index keys.
 
-        ``kv_cache_dim`` is 5.3's (656 packed fp8 or the raw 576); a DCP draft pool is
+        ``kv_cache_dim`` is calculate_mla_kv_cache_dim's (656 packed fp8 or the raw 576); a DCP draft pool is
         ``dcp_replicated`` (its index page is ``P * dcp / kpool / dcp``); the kpool compress tails
         get ``req_to_token`` rows + 1 rows and ``index_kpool + max draft tokens`` slots.
         """
@@ -566,7 +588,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """``MHATokenToKVPool`` for this rank's heads and layers (_build_mha_kv_pool).
 
         FP4: the recipe's quantized buffers (MHATokenToKVPool FP4 quant_method), recipe page = scheduler page, ``L``
-        layers of global scales. MXFP8: ``MHATokenToKVPoolMXFP8`` (5).
+        layers of global scales. MXFP8: ``MHATokenToKVPoolMXFP8``.
         """
         geometry = self.ctx.geometry
         if self.fp4_applies:

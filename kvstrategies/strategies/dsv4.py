@@ -15,19 +15,20 @@ sized from ``max_running_requests`` instead of the ratio). Inverse:
 ``c128 = full // 128`` and ``c4_state = swa // P * ring4`` follow; ``finalize`` sets
 ``c128_state = (R + 1) * ring128`` for the resolved request count ``R``.
 
-Every float is evaluated in SGLang's order (docs/maintainers.md §3). Modelled: the CUDA ``v4`` page
+Both slopes are :class:`~kvstrategies.cost.CacheCost` values, the draft's cost added to the
+target's. Every float is evaluated in SGLang's order. Modelled: the CUDA ``v4`` page
 layout, the trtllm uniform-fp8 pool, NPU sizing (no page padding; the NPU pool layout itself is
-another module's), EAGLE/MTP draft inflation ``(T + 1) / T``, the draft worker's zeroed
-compressed pools. Rejected with :class:`UnsupportedConfigurationError`: V4.1 layouts and
+another module's), an EAGLE/MTP draft priced as one more average layer (``(T + 1) / T``), the
+draft worker's zeroed compressed pools. Rejected with :class:`UnsupportedConfigurationError`: V4.1 layouts and
 kv-source ratio-1/2 pools, DSpark drafts (encoder replay), a DCP draft worker.
 
-Decisions (OPEN / unspecified):
+Decisions where SGLang's own behaviour is inconsistent or unhelpful:
 * A speculative DSV4 deployment must state ``speculative_num_draft_tokens``: SGLang's sizing
   keys the rings on "algorithm set" and its pool on "algorithm set and draft tokens > 0"
   (DeepSeekV4TokenToKVPool); requiring the count makes both agree.
 * Where SGLang's ratio-mode window-floor ``ValueError`` is really caused by the ratio-128
-  state reserved for the *estimated* request count (the hand-computed example D3; QUIRK of
-  DSV4PoolConfigurator._resolve_max_running_requests_per_worker), we raise
+  state reserved for the *estimated* request count (the fixed bytes use
+  DSV4PoolConfigurator._resolve_max_running_requests_per_worker's estimate), we raise
   :class:`DSV4StateReservationError` naming that cause and ``max_running_requests``.
 * Page size: sizing accepts any multiple of 128 (what SGLang's configurator asserts); the pool
   needs 256 off NPU (the CUDA builder asserts it), so other pages plan sizes but no layout.
@@ -46,6 +47,7 @@ from ..context import (
     context_len,
     num_effective_layers,
 )
+from ..cost import CacheCost, Rounding
 from ..dtypes import DType
 from ..errors import (
     InsufficientMemoryError,
@@ -95,8 +97,8 @@ SERVER_ARGS_SWA_FULL_TOKENS_RATIO = 0.8
 class DSV4StateReservationError(SWAPoolTooSmallError):
     """The ratio-128 state for the estimated request count leaves the SWA pool below its floor.
 
-    SGLang reports this as the SWA window-floor error (the hand-computed example D3 of tests/test_dsv4.py); the fix is
-    to bound the request count with ``max_running_requests``.
+    SGLang reports this as the SWA window-floor error ("SWA pool cannot hold even one request"); the fix
+    is to bound the request count with ``max_running_requests``.
     """
 
 
@@ -315,16 +317,27 @@ class DSV4PoolConfigurator(PoolConfigurator):
 
     @property
     def draft_inflation(self) -> float:
-        """``(T + 1) / T`` with speculative decoding (one draft layer assumed), else 1."""
+        """``(T + 1) / T``: SGLang prices an EAGLE/MTP draft as one more layer of the stage's average."""
         total = self.num_layers_total
-        return (total + 1) / total if self.speculative else 1.0
+        return (total + 1) / total
+
+    def draft_cost(self, target_bytes: float) -> CacheCost:
+        """The draft's bytes per token on top of a target's ``target_bytes``: ``target * (T + 1) / T - target``
+        with speculative decoding, else 0 (DSV4PoolConfigurator._get_bytes_per_full_token).
+
+        Adding it back gives SGLang's product ``target * (T + 1) / T`` bit for bit: the product lies in
+        ``[target, 2 * target]`` (``T >= 1``), so the difference is exact (Sterbenz's lemma) and so is the sum.
+        """
+        if not self.speculative:
+            return CacheCost(0, rounding=Rounding.TRUNCATE_AT_ZERO)
+        return CacheCost(target_bytes * self.draft_inflation - target_bytes, rounding=Rounding.TRUNCATE_AT_ZERO)
 
     @cached_property
     def base_bytes_per_swa_token(self) -> float:
-        """``paged(0) * T + (ring4 / P) * (4*hd*es + 4*idx*es) * n(4)`` before draft inflation (float).
+        """``paged(0) * T + (ring4 / P) * (4*hd*es + 4*idx*es) * n(4)`` without the draft (float).
 
         The c4 compression state (attention + indexer rows) lives per SWA page, so it is priced
-        per SWA token. Flash, no spec: ``585.0 * 43 + 8/256 * 10,240 * 21 = 31,875.0``.
+        per SWA token. Flash, no speculative decoding: ``585.0 * 43 + 8/256 * 10,240 * 21 = 31,875.0``.
         """
         es = self.state_dtype.itemsize
         c4_state_bytes = 2 * 2 * self.head_dim * es
@@ -340,31 +353,41 @@ class DSV4PoolConfigurator(PoolConfigurator):
 
     @cached_property
     def base_bytes_per_full_token(self) -> float:
-        """``swa_term + sum comp(r) * n(r)`` (dict order 4, 128) before draft inflation (float).
+        """``swa_term + sum comp(r) * n(r)`` (dict order 4, 128) without the draft (float).
 
         ``swa_term = swa_ratio * bpst`` in ratio mode, ``0 * bpst`` in cap mode (the SWA pool is
-        then fixed bytes). Flash, no spec, ratio 0.1: ``3,187.5 + 3,899.25 = 7,086.75``.
+        then fixed bytes). Flash, no speculative decoding, ratio 0.1: ``3,187.5 + 3,899.25 = 7,086.75``.
         """
         swa_ratio = 0 if self.cap_mode else self.swa_ratio
         return swa_ratio * self.base_bytes_per_swa_token + sum(
             self.compressed_bytes_per_full_token(ratio) * len(layers) for ratio, layers in self.owners.items()
         )
 
+    @cached_property
+    def swa_token_cost(self) -> CacheCost:
+        """Bytes per SWA token: :attr:`base_bytes_per_swa_token` plus the draft's (:meth:`draft_cost`)."""
+        base = self.base_bytes_per_swa_token
+        return CacheCost(base, rounding=Rounding.TRUNCATE_AT_ZERO) + self.draft_cost(base)
+
+    @cached_property
+    def full_token_cost(self) -> CacheCost:
+        """Bytes per full token: :attr:`base_bytes_per_full_token` plus the draft's (:meth:`draft_cost`)."""
+        base = self.base_bytes_per_full_token
+        return CacheCost(base, rounding=Rounding.TRUNCATE_AT_ZERO) + self.draft_cost(base)
+
     @property
     def bytes_per_swa_token(self) -> float:
-        """``bpst``: :attr:`base_bytes_per_swa_token` times the draft inflation when speculative."""
-        base = self.base_bytes_per_swa_token
-        return base * self.draft_inflation if self.speculative else base
+        """``bpst``: :attr:`swa_token_cost`'s slope."""
+        return self.swa_token_cost.slope
 
     @property
     def bytes_per_full_token(self) -> float:
-        """``bpft``: :attr:`base_bytes_per_full_token` times the draft inflation when speculative."""
-        base = self.base_bytes_per_full_token
-        return base * self.draft_inflation if self.speculative else base
+        """``bpft``: :attr:`full_token_cost`'s slope."""
+        return self.full_token_cost.slope
 
     @property
     def cell_size_bytes(self) -> float:
-        """The reported cell: ``bytes_per_full_token`` (after draft inflation; no SWA term in cap mode)."""
+        """The reported cell: ``bytes_per_full_token`` (draft included; no SWA term in cap mode)."""
         return self.bytes_per_full_token
 
     # ---- SWA mode (DSV4PoolConfigurator.__init__ swa_ratio, DSV4PoolConfigurator._resolve_swa_cap_tokens) ------------
@@ -456,14 +479,20 @@ class DSV4PoolConfigurator(PoolConfigurator):
         return 0 if cap is None else cap * self.bytes_per_swa_token
 
     def fixed_bytes(self, requests: int) -> float:
-        """``c128 + c2 + swa_fixed + swa_ring + c4_unified`` (the last three are 0 here but ratio-2 and unified)."""
+        """``c128 + c2 + swa_fixed + swa_ring + c4_unified``: ``c2``, ``swa_ring`` and ``c4_unified`` are 0 here (the
+        ratio-2 and unified-c4 pools are not modelled)."""
         return self.c128_state_fixed_bytes(requests) + 0 + self.swa_fixed_bytes + 0 + 0
+
+    def budget_cost(self, requests: int) -> CacheCost:
+        """``bytes(full) = full * bpft + fixed(m)`` for ``m`` requests; inverse ``int(max(A - fixed, 0) / bpft)``."""
+        return CacheCost(self.bytes_per_full_token, self.fixed_bytes(requests), Rounding.TRUNCATE_AT_ZERO)
 
     # ---- sizes (DSV4PoolConfigurator.calculate_pool_sizes) -----------------------------------------------------------
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
         """``full = align(int(max(A - fixed(m), 0) / bpft), P)``, then :meth:`sizes_for_full_tokens`.
 
-        Ratio-1/2 page padding (step 4) does not apply: those pools are not modelled.
+        The ratio-1/2 page padding of DSV4PoolConfigurator.calculate_pool_sizes does not apply: those pools are not
+        modelled.
         """
         page = self.check_page_size(page_size)
         if self.bytes_per_full_token <= 0:
@@ -473,12 +502,12 @@ class DSV4PoolConfigurator(PoolConfigurator):
                 f"layer on this stage (compress_ratios {list(self.stage_ratios)}) prices a full token at 0 bytes; "
                 "give swa_full_tokens_ratio (ratio mode) or a PP split that puts a ratio-4/128 layer on this stage"
             )
-        # QUIRK (DSV4PoolConfigurator._resolve_max_running_requests_per_worker): fixed bytes use this estimate; finalize
-        # later uses the resolved count.
+        # SGLang (DSV4PoolConfigurator._resolve_max_running_requests_per_worker): fixed bytes use this
+        # estimate; finalize later uses the resolved count.
         requests = self.estimated_requests(available_bytes)
-        fixed = self.fixed_bytes(requests)
-        available_for_tokens = max(available_bytes - fixed, 0)
-        full = align_down(int(available_for_tokens / self.bytes_per_full_token), page)
+        cost = self.budget_cost(requests)
+        fixed = cost.intercept
+        full = align_down(cost.tokens_for_budget(available_bytes), page)
         if full <= 0 and self.cap_mode:
             raise InsufficientMemoryError(
                 f"The DSV4 SWA pool cap ({self.swa_cap_tokens} tokens, {self.swa_fixed_bytes / (1 << 30):.2f} GB) "
@@ -492,7 +521,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
         return self.derive_draft_sizes(sizes) if self.ctx.is_draft_worker else sizes
 
     def calculate_pool_sizes_from_max_tokens(self, max_total_num_tokens: int, page_size: int) -> PoolSizes:
-        """Step 6 on ``M`` (fixed bytes are not re-subtracted; cap-mode ``swa`` is not limited by ``M``)."""
+        """:meth:`sizes_for_full_tokens` on ``M`` (fixed bytes are not re-subtracted; cap-mode ``swa`` is not limited
+        by ``M``)."""
         sizes = self.sizes_for_full_tokens(max_total_num_tokens, self.check_page_size(page_size))
         return self.derive_draft_sizes(sizes) if self.ctx.is_draft_worker else sizes
 
@@ -504,7 +534,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
         """
         full = align_down(full_tokens, page_size)
         cap = self.swa_cap_tokens
-        # QUIRK (DSV4PoolConfigurator._compute_dsv4_sizes): the cap-mode SWA size is neither re-aligned nor limited by
+        # SGLang (DSV4PoolConfigurator._compute_dsv4_sizes): the cap-mode SWA size is neither re-aligned nor limited by
         # full/M.
         swa = cap if cap is not None else align_down(int(full * self.swa_ratio), page_size)
         if cap is None and self.window + page_size >= swa:
@@ -528,7 +558,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
         )
 
     def _explain_state_reservation(self, available: int, requests: int, fixed: float, full: int, page: int) -> None:
-        """Replace SGLang's window-floor error when the c128 state reservation caused it (D3, quirk 11).
+        """Replace SGLang's window-floor error when the c128 state reservation caused it (module doc, Decisions).
 
         Raised only when the SWA pool misses its floor *and* would clear it without the
         request-scoped state; otherwise the plain window-floor error follows.

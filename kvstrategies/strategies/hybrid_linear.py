@@ -12,12 +12,12 @@ Cost model (two steps). State first, in SGLang's GiB floats on ``rest = availabl
 ``K`` state slots (branch A: given, B: ``max_running_requests`` without radix cache, C: the
 ``r / (1 + r)`` share of ``rest``, ``r = mamba_full_memory_ratio``), then
 ``kv_available = int((rest - (K + 1) * stage_per_req / 2**30 [- spec scratch]) * 2**30)``.
-KV second, Default's affine model: ``T = align(kv_available // cell, P)`` with
+KV second, Default's :attr:`~DefaultPoolConfigurator.cost`: ``T = align(kv_available // cell, P)`` with
 ``cell = H * (D + Dv) * L_full * kv`` (MLA: ``latent * L_full * kv``).
 Requests: Default's estimate, capped by ``K // mamba_ratio`` (KVCacheConfigurator.resolve_max_num_reqs).
 
-Contract (spec README, "What ``available_bytes`` means"): ``available_bytes`` is what SGLang
-hands ``calculate_pool_sizes``, the Mamba reservation already out of it.
+Contract (as for every strategy, :meth:`~kvstrategies.strategies.base.PoolConfigurator.reserve_state_bytes`):
+``available_bytes`` is what SGLang hands ``calculate_pool_sizes``, the Mamba reservation already out of it.
 :meth:`reserve_state_bytes` therefore only fixes the slot count ``K``: given
 (``max_mamba_cache_size``, branch A), ``max_running_requests`` without radix cache (B), or, when
 neither fixes it, the ``K`` SGLang's auto-fit (C) picks for the *smallest* pre-reservation budget
@@ -26,13 +26,12 @@ found by ``R += available - left(R)`` from ``R = available``: ``left`` grows at 
 ``R``, so the walk never steps over a solution; about ten steps). A planner that starts from the
 pre-reservation ``rest`` (``--gpu``) runs the forward direction, :meth:`reserve_before_kv`.
 
-Other decisions (OPEN or unstated in the spec):
+Other decisions, where SGLang offers nothing to follow:
 * Jamba: SGLang 0.5.23 serves it through its generic fallback (every layer priced as MHA, no
   Mamba state); we size it as the hybrid it is and say so in the plan's notes.
 * Draft workers (MTP over a hybrid target): the KV pool holds one layer (``[0]``,
-KVCacheConfigurator._build_token_to_kv_pool
-  5.7), no state is reserved and no Mamba pool is described: the draft shares the target's
-  request pool and its Mamba state.
+  KVCacheConfigurator._build_token_to_kv_pool), no state is reserved and no Mamba pool is described:
+  the draft shares the target's request pool and its Mamba state.
 * ReplaySSM, the int8 checkpoint pool and unified memory are out of scope. On NPU the full
   sub-pool is ``NPUMHATokenToKVPool`` / ``NPUMLATokenToKVPool`` (``kvstrategies.pools.ascend``)
   and the conv state takes the NPU layout (mamba_utils state shapes); FP4 / MXFP8 KV are rejected there.
@@ -588,7 +587,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     def mla_fp4_layout(self, sizes: PoolSizes) -> PoolLayout:
         """FP4 on an MLA hybrid: the plain MLA class in the FP4 dtype (_build_hybrid_linear_kv_pool).
 
-        QUIRK: ``_hybrid_full_attention_pool_class`` has no MLA-FP4 entry, so the sub-pool keeps
+        SGLang's ``_hybrid_full_attention_pool_class`` has no MLA-FP4 entry, so the sub-pool keeps
         full 576-wide rows of 1-byte elements while the Default cell prices the packed FP4 row.
         """
         return self.mla_layout(sizes)
@@ -608,7 +607,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         if geometry.head_dim == geometry.v_head_dim or recipe:
             # FP4 recipes size V with head_dim anyway; MXFP8 with D != Dv keeps Default's layout
             return super().mha_layout(sizes)
-        # QUIRK (HybridLinearKVPool): HybridLinearKVPool drops v_head_dim; the cell still prices D + Dv
+        # SGLang (HybridLinearKVPool): HybridLinearKVPool drops v_head_dim; the cell still prices D + Dv
         return mha_layout(
             size=self.pool_tokens(sizes),
             page_size=self.pool_page_size,

@@ -3,21 +3,29 @@
 Two sub-pools: ``full`` tokens for the full-attention layers and ``swa`` tokens for the
 sliding-window layers (HybridSWAPoolConfigurator, SWARequestCapPoolConfigurator).
 
-**HybridSWA** (piecewise-linear cost model, float cell): with per-layer bytes ``full_pt`` /
-``swa_pt`` (ints, no DCP), local layer counts ``nF`` / ``nS`` and draft layers ``dF, dS, dSF``::
+**HybridSWA** (:class:`~kvstrategies.cost.CacheCost`, float slope): with per-layer bytes
+``full_pt`` / ``swa_pt`` (ints, no DCP), local layer counts ``full_layers`` / ``swa_layers`` and
+an EAGLE draft's layers (:class:`DraftLayers`: ``draft.full``, ``draft.swa``, ``draft.swa_full``)::
 
-    cell = full_pt*(nF+dF) + swa_pt*dSF + ratio * swa_pt*(nS+dS) + draft_cell   (B per full token)
+    cell = full_pt*(full_layers + draft.full) + swa_pt*draft.swa_full
+           + ratio * swa_pt*(swa_layers + draft.swa) + dflash_draft_cell        (B per full token)
     full = align(int(available // cell), P);  swa = align(int(full * ratio), P)
 
 so ``available ~ full * cell`` and, inversely, a token count re-derives ``swa`` by the ratio.
-All-SWA (``nF == 0``): an int cell over every layer, ``swa = align(available // cell, P)``,
-``full = 0`` and no window-floor check (QUIRK of ``HybridSWAPoolConfigurator._solve_pool_sizes``).
+SGLang counts an EAGLE draft's layers as layers of the two pools (HybridSWAPoolConfigurator.__init__),
+so they stay in the pools' layer counts: splitting them out of the ratio product would round the
+float cell differently. A DFLASH-family draft's cell is the :attr:`~HybridSWAPoolConfigurator.draft_cost`
+added last, as SGLang adds it. All-SWA (no local full-attention layer): an int cell over every
+layer, ``swa = align(available // cell, P)``, ``full = 0`` and no window-floor check
+(``HybridSWAPoolConfigurator._solve_pool_sizes`` returns before it).
 
 **SWAChunkCap** (SGLang ``SWARequestCapPoolConfigurator``, affine with a fixed part): the SWA pool
 is the worst case of ``--max-running-requests`` in flight (compute_swa_request_cap),
-``swa = ceil_align(cap, P)`` costing ``fixed = swa * swa_pt*(nS+dS)`` bytes; the rest goes to the
-full pool at the int cell ``full_pt*(nF+dF) + swa_pt*dSF + draft_cell``. Its reported cell is the
-inherited HybridSWA float value, ratio term included (``HybridSWAPoolConfigurator._recompute_cell_size``).
+``swa = ceil_align(cap, P)`` costing ``intercept = swa * swa_pt*(swa_layers + draft.swa)`` bytes;
+the rest goes to the full pool at the int slope
+``full_pt*(full_layers + draft.full) + swa_pt*draft.swa_full + dflash_draft_cell``. Its reported
+cell is the inherited HybridSWA float value, ratio term included
+(``HybridSWAPoolConfigurator._recompute_cell_size``).
 
 Pools: ``SWAKVPool`` (:mod:`kvstrategies.pools.swa`) of two MHA / MXFP8 pools
 (``KVCacheConfigurator._build_hybrid_swa_kv_pool``), two ``NPUMHATokenToKVPool`` on an Ascend NPU
@@ -33,7 +41,8 @@ the target allocator's ``full_to_swa_index_mapping`` (not listed as the draft's)
 Decisions: FP4 KV dtypes are rejected (SGLang's hybrid-SWA builder passes no quant method); a
 hybrid-SWA model with Mamba layers (Inkling with Mamba parameters) is rejected until the Mamba
 state budget of KVCacheConfigurator._handle_max_mamba_cache is shared with this strategy; a DFLASH-family draft cell
-counts whenever it is a positive int (SGLang's 5.8 conditions on draft layers are not re-checked).
+counts whenever it is a positive int (the draft-layer conditions of DefaultPoolConfigurator.__init__'s
+draft scaling are not re-checked).
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ from ..context import (
     num_kv_heads_per_rank,
     stage_layer_range,
 )
+from ..cost import CacheCost, Rounding
 from ..dtypes import KVRecipe
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from ..mla_dims import calculate_mla_kv_cache_dim
@@ -73,8 +83,8 @@ _GIB = 2**30
 class DraftLayers:
     """Draft layers a speculative target pays for (HybridSWAPoolConfigurator.__init__ draft layers).
 
-    ``full``: at full-layer bytes (``dF``); ``swa``: SWA bytes at SWA capacity (``dS``);
-    ``swa_full``: SWA bytes at full capacity (``dSF``, MTP depths in ``mtp_local_layer_ids``).
+    ``full``: priced at full-layer bytes per full token; ``swa``: at SWA bytes per SWA token;
+    ``swa_full``: at SWA bytes per full token (MTP depths in ``mtp_local_layer_ids``).
     """
 
     full: int = 0
@@ -92,7 +102,7 @@ def local_layer_ids(ctx: KVCacheContext, hybrid: HybridSWAGeometry) -> tuple[tup
         return hybrid.draft_layer_ids
     start, end = stage_layer_range(ctx)
     if not ctx.is_draft_worker and not HYBRID_SWA_STAGE_LAYERS.holds(ctx.release):
-        end += 1  # QUIRK: SGLang trimmed the model's layer lists to range(start, end + 1)
+        end += 1  # as SGLang does: it trimmed the model's layer lists to range(start, end + 1)
     return hybrid.local_full_attention_layer_ids(start, end), hybrid.local_swa_attention_layer_ids(start, end)
 
 
@@ -103,7 +113,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
-        """Hybrid SWA (and not disabled), except DeepSeek-V4, which has its own strategy (9)."""
+        """Hybrid SWA (and not disabled), except DeepSeek-V4, which has its own strategy (:mod:`.dsv4`)."""
         hybrid = ctx.geometry.hybrid_swa
         return is_hybrid_swa(ctx) and hybrid is not None and not hybrid.is_deepseek_v4
 
@@ -151,17 +161,19 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
 
     # ---- per-layer bytes (_full_cell_bytes, _swa_cell_bytes) ---------------------------------------------------------
     @property
-    def nF(self) -> int:  # noqa: N802 - the spec's name
+    def full_layers(self) -> int:
+        """Full-attention layers this rank holds."""
         return len(self.full_layer_ids)
 
     @property
-    def nS(self) -> int:  # noqa: N802 - the spec's name
+    def swa_layers(self) -> int:
+        """Sliding-window layers this rank holds."""
         return len(self.swa_layer_ids)
 
     @property
     def is_all_swa(self) -> bool:
         """No local full-attention layer (UnlimitedOCR, or a PP stage of SWA layers only)."""
-        return self.nF == 0
+        return self.full_layers == 0
 
     @property
     def sliding_window_size(self) -> int | None:
@@ -213,8 +225,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
     def _mxfp8_scales(self, *, full: bool) -> int:
         """One UE8M0 byte per 32 values, floored per layer: ``(H * (D + Dv)) // 32``.
 
-        QUIRK (HybridSWAPoolConfigurator._full_cell_bytes): SGLang adds it for MLA models too, with the MHA head formula
-        (SGLang's dummy MLA head_dim); kept so MXFP8 MLA-SWA cells match byte for byte.
+        SGLang (HybridSWAPoolConfigurator._full_cell_bytes) adds it for MLA models too, with the MHA head
+        formula (SGLang's dummy MLA head_dim); kept so MXFP8 MLA-SWA cells match byte for byte.
         """
         if not self.is_mxfp8:
             return 0
@@ -230,7 +242,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
     # ---- draft layers (HybridSWAPoolConfigurator.__init__) -----------------------------------------------------------
     @cached_property
     def draft_layers(self) -> DraftLayers:
-        """EAGLE-family / STANDALONE target with ``D`` draft layers: ``dF = D - dS - dSF``."""
+        """EAGLE-family / STANDALONE target with ``D`` draft layers: ``full = D - swa - swa_full``."""
         spec = self.ctx.speculative
         depth = spec.eagle_draft_num_layers
         if self.ctx.is_draft_worker or not spec.algorithm.is_eagle_family or depth is None or depth <= 0:
@@ -243,44 +255,56 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         return DraftLayers(full=depth - swa - swa_full, swa=swa, swa_full=swa_full)
 
     @cached_property
-    def draft_cell(self) -> int:
-        """A DFLASH-family target's known draft cell, times DCP (as DefaultPoolConfigurator.__init__ draft scaling),
-        else 0."""
+    def draft_cost(self) -> CacheCost:
+        """A DFLASH-family target's draft: its known cell times DCP per full token (as
+        DefaultPoolConfigurator.__init__ draft scaling), else 0. EAGLE drafts are pool layers (:attr:`draft_layers`)."""
         spec = self.ctx.speculative
         value = spec.dflash_draft_cell_size_per_token
         if not self.ctx.is_draft_worker and spec.algorithm.is_dflash_family and value is not None and value > 0:
-            return value * self.ctx.parallel.dcp_size
-        return 0
+            return CacheCost(value * self.ctx.parallel.dcp_size, rounding=Rounding.FLOOR)
+        return CacheCost(0, rounding=Rounding.FLOOR)
 
     @property
     def full_cell(self) -> int:
-        """``full_pt * (nF + dF)``: bytes per full-pool token."""
-        return self.full_bytes_per_layer * (self.nF + self.draft_layers.full)
+        """``full_pt * (full_layers + draft.full)``: bytes per full-pool token."""
+        return self.full_bytes_per_layer * (self.full_layers + self.draft_layers.full)
 
     @property
     def swa_cell(self) -> int:
-        """``swa_pt * (nS + dS)``: bytes per SWA-pool token."""
-        return self.swa_bytes_per_layer * (self.nS + self.draft_layers.swa)
+        """``swa_pt * (swa_layers + draft.swa)``: bytes per SWA-pool token."""
+        return self.swa_bytes_per_layer * (self.swa_layers + self.draft_layers.swa)
 
-    # ---- cell (_recompute_cell_size) --------------------------------------------------------------------------
+    # ---- cost (_recompute_cell_size) --------------------------------------------------------------------------
     @cached_property
-    def cell_size_bytes(self) -> int | float:
-        """Bytes per unit of ``max_total_num_tokens``: a float for hybrids, an int for all-SWA.
+    def pool_cost(self) -> CacheCost:
+        """The two pools per full token, EAGLE draft layers included (all-SWA: per SWA token, an int).
 
         Evaluated left to right as SGLang does (a regrouped sum can move the token count by one):
-        ``full_cell + swa_pt*dSF + ratio*swa_cell + draft_cell``.
+        ``full_cell + swa_pt*draft.swa_full + ratio*swa_cell``.
         """
         full_pt, swa_pt = self.full_bytes_per_layer, self.swa_bytes_per_layer
         draft = self.draft_layers
         if self.is_all_swa:
-            all_swa: int = swa_pt * self.nS + full_pt * draft.full + swa_pt * draft.swa + swa_pt * draft.swa_full
-            return all_swa + self.draft_cell
-        return self.full_cell + swa_pt * draft.swa_full + self.ratio * self.swa_cell + self.draft_cell
+            all_swa: int = (
+                swa_pt * self.swa_layers + full_pt * draft.full + swa_pt * draft.swa + swa_pt * draft.swa_full
+            )
+            return CacheCost(all_swa, rounding=Rounding.FLOOR)
+        return CacheCost(self.full_cell + swa_pt * draft.swa_full + self.ratio * self.swa_cell, rounding=Rounding.FLOOR)
+
+    @cached_property
+    def cost(self) -> CacheCost:
+        """``pool_cost + draft_cost``, intercept 0; inverted as ``int(available // cell)``."""
+        return self.pool_cost + self.draft_cost
+
+    @property
+    def cell_size_bytes(self) -> int | float:
+        """Bytes per unit of ``max_total_num_tokens``: a float for hybrids, an int for all-SWA."""
+        return self.cost.slope
 
     # ---- sizes (_solve_pool_sizes) --------------------------------------------------------------------------
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
         """``M = int(available // cell)`` (float floor division for hybrids), then :meth:`solve`."""
-        return self.solve(int(available_bytes // self.cell_size_bytes), page_size)
+        return self.solve(self.cost.tokens_for_budget(available_bytes), page_size)
 
     def calculate_pool_sizes_from_max_tokens(self, max_total_num_tokens: int, page_size: int) -> PoolSizes:
         """A token cap re-applies the ratio and re-runs the window-floor check
@@ -356,7 +380,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         return self.ctx.page_size * self.loc_space_scale
 
     def _mha_sub_pools(self, full: int, swa: int) -> tuple[PoolLayout, PoolLayout]:
-        """``_build_hybrid_swa_kv_pool``: both sub-pools MHA (or MXFP8). Pool heads use DCP, unlike the sizing (QUIRK).
+        """``_build_hybrid_swa_kv_pool``: both sub-pools MHA (or MXFP8). Pool heads use DCP, unlike the
+        sizing (as in SGLang).
 
         A "compress" model gives the SWA pool ``H_swa = max(1, swa_num_key_value_heads // tp)``
         and its own head dims; otherwise no ``v_head_dim`` is passed and V uses ``head_dim``.
@@ -378,15 +403,15 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         else:
             full_geometry = swa_geometry = (heads, d, d)
         return (
-            self._mha_sub_pool(full, full_geometry, self.nF, "full"),
-            self._mha_sub_pool(swa, swa_geometry, self.nS, "swa"),
+            self._mha_sub_pool(full, full_geometry, self.full_layers, "full"),
+            self._mha_sub_pool(swa, swa_geometry, self.swa_layers, "swa"),
         )
 
     def _mha_sub_pool(self, size: int, shape: tuple[int, int, int], layers: int, prefix: str) -> PoolLayout:
         """One sub-pool, its buffers named under ``prefix`` (``full`` / ``swa``)."""
         heads, k_dim, v_dim = shape
         if self.ctx.device is DeviceKind.NPU:
-            # row 2: SWAKVPool of two NPUMHATokenToKVPool (_build_ascend_*_kv_pool)
+            # on NPU: SWAKVPool of two NPUMHATokenToKVPool (_build_ascend_*_kv_pool)
             return npu_mha_layout(
                 size=size,
                 page_size=self.pool_page_size,
@@ -420,17 +445,20 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
                 size=full,
                 page_size=page,
                 kv_cache_dim=calculate_mla_kv_cache_dim(self.ctx),
-                layer_num=self.nF,
+                layer_num=self.full_layers,
                 store_dtype=store,
                 index=DSAIndexGeometry(size=full, page_size=page, index_head_dim=geometry.dsa.index_head_dim),
                 is_hip=self.ctx.device is DeviceKind.HIP,
             )
         else:
             full_pool = mla_layout(
-                size=full, page_size=page, kv_cache_dim=geometry.mla.latent_dim, layer_num=self.nF, store_dtype=store
+                size=full, page_size=page, kv_cache_dim=geometry.mla.latent_dim, layer_num=self.full_layers,
+                store_dtype=store,
             )
         swa_dim = geometry.mla.swa_kv_lora_rank + geometry.mla.swa_qk_rope_head_dim
-        swa_pool = mla_layout(size=swa, page_size=page, kv_cache_dim=swa_dim, layer_num=self.nS, store_dtype=store)
+        swa_pool = mla_layout(
+            size=swa, page_size=page, kv_cache_dim=swa_dim, layer_num=self.swa_layers, store_dtype=store
+        )
         return full_pool, swa_pool
 
 
@@ -465,7 +493,7 @@ SWA_REQUEST_CAP_DECODE_ROLE = ReleaseRule(
 
 
 class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
-    """SGLang's ``SWARequestCapPoolConfigurator``: the SWA pool holds exactly the request cap (7)."""
+    """SGLang's ``SWARequestCapPoolConfigurator``: the SWA pool holds exactly the request cap."""
 
     family: ClassVar[str] = "hybrid-swa-chunk-cap"
     sglang_configurator: ClassVar[str | ByRelease[str]] = ByRelease(
@@ -478,8 +506,8 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
-        """All of 7.1: requests capped, radix cache off, decode role or chunked prefill on, a
-        sliding window, and a local full-attention layer."""
+        """All of SWARequestCapPoolConfigurator.is_applicable: requests capped, radix cache off, decode
+        role or chunked prefill on, a sliding window, and a local full-attention layer."""
         if not HybridSWAPoolConfigurator.is_applicable(ctx):
             return False
         hybrid = ctx.geometry.hybrid_swa
@@ -514,9 +542,22 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
         return swa_request_cap(self.ctx, window, requests)
 
     @property
+    def full_token_cost(self) -> CacheCost:
+        """Per full token once the SWA pool is fixed: ``full_cell + swa_pt*draft.swa_full`` plus the draft's."""
+        pools = self.full_cell + self.swa_bytes_per_layer * self.draft_layers.swa_full
+        return CacheCost(pools, rounding=Rounding.FLOOR) + self.draft_cost
+
+    @property
     def full_token_cell(self) -> int:
-        """Int bytes per full token once the SWA pool is fixed: ``full_cell + swa_pt*dSF + draft``."""
-        return self.full_cell + self.swa_bytes_per_layer * self.draft_layers.swa_full + self.draft_cell
+        """Int bytes per full token once the SWA pool is fixed (:attr:`full_token_cost`'s slope)."""
+        cell = self.full_token_cost.slope
+        assert isinstance(cell, int)  # every term is an int
+        return cell
+
+    def capped_cost(self, page_size: int) -> CacheCost:
+        """:attr:`full_token_cost` with the SWA pool as its intercept: ``ceil_align(cap, P) * swa_cell`` bytes."""
+        swa = ceil_align(self.swa_cap_tokens, page_size)
+        return CacheCost(self.full_token_cost.slope, swa * self.swa_cell, Rounding.FLOOR)
 
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
         """``swa = ceil_align(cap, P)``; ``full = align((available - swa * swa_cell) // full_token_cell, P)``.
@@ -524,11 +565,11 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
         No window-floor check (the cap always exceeds ``W + P``).
         """
         swa = ceil_align(self.swa_cap_tokens, page_size)
-        fixed = swa * self.swa_cell
-        full = align_down(int((available_bytes - fixed) // self.full_token_cell), page_size)
+        cost = self.capped_cost(page_size)
+        full = align_down(cost.tokens_for_budget(available_bytes), page_size)
         if full <= 0:
             raise InsufficientMemoryError(
-                f"SWA pool cap ({swa} tokens, {fixed / _GIB:.2f} GiB) leaves no room for the full KV pool "
+                f"SWA pool cap ({swa} tokens, {cost.intercept / _GIB:.2f} GiB) leaves no room for the full KV pool "
                 f"within the available {available_bytes / _GIB:.2f} GiB. Reduce max_running_requests "
                 "(SGLang --max-running-requests), lower SGLANG_SWA_EVICTION_INTERVAL, or increase the "
                 "budget (--mem-fraction-static)"
@@ -539,7 +580,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
         """``full = align(M, P)``, ``swa = min(ceil_align(cap, P), M)``."""
         full = align_down(max_total_num_tokens, page_size)
         require_positive_tokens(full)
-        # QUIRK (SWARequestCapPoolConfigurator.calculate_pool_sizes_from_max_tokens): SGLang caps SWA by the un-aligned
+        # SGLang (SWARequestCapPoolConfigurator.calculate_pool_sizes_from_max_tokens): SGLang caps SWA by the un-aligned
         # M, so M = 30000, P = 64 gives swa = 30000 (not a page multiple); kept so capped plans match the engine's
         # pools.
         swa = min(ceil_align(self.swa_cap_tokens, page_size), max_total_num_tokens)

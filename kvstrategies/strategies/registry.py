@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import TypeVar
 
 from ..context import KVCacheContext, is_hybrid_swa
 from ..errors import UnsupportedConfigurationError
-from .base import PoolConfigurator
+from .base import PoolConfigurator, Strategy
 from .checks import is_ascend_device, is_vllm, uses_dsv4_pools, uses_mamba_pools
 
 
@@ -32,14 +33,14 @@ class _Builtin:
         self.name = name
         self.family = family
 
-    def load(self) -> type[PoolConfigurator]:
-        strategy: type[PoolConfigurator] = getattr(importlib.import_module(f"{__package__}.{self.module}"), self.name)
+    def load(self) -> type[Strategy]:
+        strategy: type[Strategy] = getattr(importlib.import_module(f"{__package__}.{self.module}"), self.name)
         return strategy
 
 
 #: the strategies in selection order; a built-in is imported (and replaced by its class) the first
 #: time its family predicate holds, or when the whole list is read
-_REGISTRY: list[type[PoolConfigurator] | _Builtin] = [
+_REGISTRY: list[type[Strategy] | _Builtin] = [
     _Builtin("vllm.strategies", "VLLMUnmodelledStrategy", is_vllm),  # vllm.strategies.VLLM_STRATEGIES order
     _Builtin("vllm.strategies", "VLLMMambaHybridStrategy", is_vllm),
     _Builtin("vllm.strategies", "VLLMAttentionStrategy", is_vllm),
@@ -53,18 +54,21 @@ _REGISTRY: list[type[PoolConfigurator] | _Builtin] = [
 ]
 
 
-def _name(entry: type[PoolConfigurator] | _Builtin) -> str:
+_S = TypeVar("_S", bound=type[Strategy])
+
+
+def _name(entry: type[Strategy] | _Builtin) -> str:
     return entry.name if isinstance(entry, _Builtin) else entry.__name__
 
 
-def registered() -> tuple[type[PoolConfigurator], ...]:
+def registered() -> tuple[type[Strategy], ...]:
     """The strategies in selection order (imports every built-in)."""
     loaded = [entry.load() if isinstance(entry, _Builtin) else entry for entry in _REGISTRY]
     _REGISTRY[:] = loaded
     return tuple(loaded)
 
 
-def register(strategy: type[PoolConfigurator], *, before: str | None = None) -> type[PoolConfigurator]:
+def register(strategy: _S, *, before: str | None = None) -> _S:
     """Add ``strategy``; ``before`` names a registered class to insert ahead of (default: first)."""
     unregister(strategy)
     if before is None:
@@ -80,17 +84,17 @@ def register(strategy: type[PoolConfigurator], *, before: str | None = None) -> 
     )
 
 
-def unregister(strategy: type[PoolConfigurator]) -> None:
+def unregister(strategy: type[Strategy]) -> None:
     if strategy in registered():
         _REGISTRY.remove(strategy)
 
 
-def serves(strategy: type[PoolConfigurator], ctx: KVCacheContext) -> bool:
-    """The engine guard: a strategy sizes only its own engine's contexts (``PoolConfigurator.engine``)."""
+def serves(strategy: type[Strategy], ctx: KVCacheContext) -> bool:
+    """The engine guard: a strategy sizes only its own engine's contexts (``Strategy.engine``)."""
     return strategy.engine == ctx.release.engine
 
 
-def select_configurator_class(ctx: KVCacheContext) -> type[PoolConfigurator]:
+def select_configurator_class(ctx: KVCacheContext) -> type[Strategy]:
     for position, entry in enumerate(_REGISTRY):
         if isinstance(entry, _Builtin):
             if entry.family is not None and not entry.family(ctx):
@@ -104,6 +108,17 @@ def select_configurator_class(ctx: KVCacheContext) -> type[PoolConfigurator]:
     )
 
 
-def select_configurator(ctx: KVCacheContext) -> PoolConfigurator:
-    """An instance of the first applicable strategy for ``ctx``."""
+def select_configurator(ctx: KVCacheContext) -> Strategy:
+    """An instance of the first applicable strategy for ``ctx`` (any engine)."""
     return select_configurator_class(ctx)(ctx)
+
+
+def select_pool_configurator(ctx: KVCacheContext) -> PoolConfigurator:
+    """The first applicable strategy for an SGLang-shaped ``ctx``: a :class:`PoolConfigurator`, else refused."""
+    strategy = select_configurator(ctx)
+    if not isinstance(strategy, PoolConfigurator):
+        raise UnsupportedConfigurationError(
+            f"{type(strategy).__name__} sizes {ctx.release.engine} contexts, not through SGLang's pool "
+            "configurator steps; plan it with kvstrategies.plan"
+        )
+    return strategy

@@ -13,8 +13,11 @@ Selected like the SGLang strategies (first applicable in the registry), for cont
   different K/V head sizes per layer type, KDA and Falcon-H1's parallel hybrid): refused, naming
   vLLM's layout.
 
-:meth:`VLLMStrategy.vllm_plan` is the whole answer (:class:`VLLMKVCachePlan`); the
-``PoolConfigurator`` methods answer from it (``max_total_num_tokens`` is vLLM's "GPU KV cache
+:class:`VLLMStrategy` is a :class:`~kvstrategies.strategies.base.Strategy` of its own, not SGLang's
+``PoolConfigurator``: vLLM sizes whole blocks from ``--kv-cache-memory-bytes`` in one step, with no
+cell, state reservation or what-if pool of SGLang's. :meth:`VLLMStrategy.vllm_plan` is the whole
+answer (:class:`VLLMKVCachePlan`, which also holds its ``cell_size_bytes``); :meth:`~VLLMStrategy.sizes`
+and :meth:`~VLLMStrategy.layout` read a plan (``max_total_num_tokens`` is vLLM's "GPU KV cache
 size", the layout lists the ``kv_cache_tensors`` as the int8 buffers vLLM allocates).
 """
 
@@ -28,10 +31,10 @@ from ...context import KVCacheContext
 from ...dtypes import DType
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
-from ...pools.layout import BufferRole, BufferSpec, PoolLayout
+from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
 from ...releases import VLLM
 from ...sizing import PoolSizes, ceil_div
-from ..base import PoolConfigurator
+from ..base import Strategy
 from ..checks import is_vllm
 from .backends import BackendChoice, attention_backend, check_block_size
 from .deployment import vllm_deployment
@@ -80,17 +83,18 @@ class VLLMKVCachePlan:
     def num_gpu_blocks(self) -> int:
         return self.capacity.num_blocks
 
+    @property
+    def cell_size_bytes(self) -> float:
+        """Bytes per token of one block across this stage's layers: ``bytes_per_block / block_size``."""
+        return self.bytes_per_block / self.block_size
 
-class VLLMStrategy(PoolConfigurator):
+
+class VLLMStrategy(Strategy):
     """The shared vLLM sizing; subclasses say which models they take."""
 
     family: ClassVar[str] = "vllm"
     engine: ClassVar[str] = VLLM
     vllm_builder: ClassVar[str] = "vllm/v1/core/kv_cache_planning.py get_kv_cache_configs"
-
-    def __init__(self, ctx: KVCacheContext) -> None:
-        super().__init__(ctx)
-        self._plans: dict[int, VLLMKVCachePlan] = {}
 
     @classmethod
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
@@ -100,15 +104,10 @@ class VLLMStrategy(PoolConfigurator):
     def takes(cls, geometry: ModelGeometry) -> bool:
         raise NotImplementedError
 
-    def sglang_class_name(self) -> str:
-        return type(self).__name__
-
     # ---- the vLLM answer -------------------------------------------------------------------
     def vllm_plan(self, available_bytes: int) -> VLLMKVCachePlan:
         """vLLM's sizing of the deployment with ``--kv-cache-memory-bytes available_bytes``."""
-        if available_bytes not in self._plans:
-            self._plans[available_bytes] = self._plan(available_bytes)
-        return self._plans[available_bytes]
+        return self._plan(available_bytes)
 
     def _plan(self, available: int) -> VLLMKVCachePlan:
         ctx, geometry = self.ctx, self.ctx.geometry
@@ -164,36 +163,29 @@ class VLLMStrategy(PoolConfigurator):
     def _backends(self, specs: dict[int, KVCacheSpec], backend: BackendChoice) -> tuple[str, ...]:
         return (backend.name,)
 
-    # ---- PoolConfigurator, answered from the vLLM plan --------------------------------------
-    @property
-    def cell_size_bytes(self) -> float:
-        """Bytes per token of one block across all layers (``bytes_per_block / block_size``), once planned."""
-        if not self._plans:
-            return 0.0
-        planned = next(iter(self._plans.values()))
-        return planned.bytes_per_block / planned.block_size
-
-    def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> PoolSizes:
-        planned = self.vllm_plan(available_bytes)
+    # ---- what a plan reports, read from the vLLM answer -------------------------------------
+    def sizes(self, planned: VLLMKVCachePlan) -> PoolSizes:
+        """``max_total_num_tokens``: vLLM's "GPU KV cache size"; ``max_running_requests``: ``max_num_seqs``."""
         return PoolSizes(max_total_num_tokens=planned.capacity.tokens,
                          max_running_requests=planned.launch.max_num_seqs)  # fmt: skip
 
-    def calculate_pool_sizes_from_max_tokens(self, max_total_num_tokens: int, page_size: int) -> PoolSizes:
+    def refuse_max_tokens(self) -> None:
+        """A token cap: SGLang's ``--max-total-tokens`` has no vLLM counterpart."""
         raise UnsupportedConfigurationError(
             "max_tokens: SGLang's --max-total-tokens has no vLLM counterpart (vLLM caps blocks with "
             "--num-gpu-blocks-override)"
         )
 
-    def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
-        planned = next(iter(self._plans.values()))
+    def layout(self, planned: VLLMKVCachePlan) -> KVPoolsLayout:
+        """The ``kv_cache_tensors`` as the int8 buffers vLLM allocates; the block tables are not charged."""
         buffers = tuple(
             BufferSpec(f"kv_cache_tensor[{i}]", (t.size,), DType.INT8, BufferRole.KV)
             for i, t in enumerate(planned.tensors)
         )
-        return PoolLayout("vLLM KVCacheTensors", buffers, (("num_gpu_blocks", planned.num_gpu_blocks),))
-
-    def req_to_token_layout(self, sizes: PoolSizes) -> PoolLayout:
-        return PoolLayout("vLLM block tables (not charged to the KV budget)", ())
+        return KVPoolsLayout(
+            req_to_token=PoolLayout("vLLM block tables (not charged to the KV budget)", ()),
+            token_to_kv=PoolLayout("vLLM KVCacheTensors", buffers, (("num_gpu_blocks", planned.num_gpu_blocks),)),
+        )
 
 
 def _distinct(specs: dict[int, KVCacheSpec]) -> tuple[tuple[tuple[int, ...], KVCacheSpec], ...]:
