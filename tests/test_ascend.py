@@ -38,7 +38,7 @@ from kvstrategies.strategies.builtin import BUILTIN_ORDER
 from .helpers import case_settings
 
 GIB40 = 42_949_672_960
-CASES = Path(__file__).parent / "cases"
+CASES = Path(__file__).parents[1] / "cases"
 NPU_CASES = sorted(CASES.glob("npu-*.json"))
 WHAT_IF = PoolSizes(max_total_num_tokens=1024, max_running_requests=8)
 

@@ -30,7 +30,7 @@ from kvstrategies.strategies.checks import reject_fp4
 
 from .helpers import GIB, case_settings
 
-CASES = Path(__file__).parent / "cases"
+CASES = Path(__file__).parents[1] / "cases"
 NEW_CASE_PREFIXES = ("dsa-", "fp4-", "mxfp8-", "dflash-", "minimax-")
 LLAMA_8B = "llama-3.1-8b"
 V32 = "deepseek-v3.2"

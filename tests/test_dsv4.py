@@ -40,7 +40,7 @@ MTP: dict[str, Any] = {
     "speculative_num_steps": 3,
     "speculative_eagle_topk": 1,
 }
-CASES = sorted((Path(__file__).parent / "cases").glob("dsv4-*.json"))
+CASES = sorted((Path(__file__).parents[1] / "cases").glob("dsv4-*.json"))
 
 
 def dsv4(preset: str | dict[str, Any] = FLASH, **fields: Any) -> DSV4PoolConfigurator:

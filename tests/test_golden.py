@@ -1,6 +1,6 @@
 """Golden snapshots of the whole case catalog, and the invariants of every case built on meta.
 
-Every ``tests/cases/*.json`` is planned and compared with ``golden/<case>.json`` through a syrupy
+Every ``cases/*.json`` is planned and compared with ``golden/<case>.json`` through a syrupy
 extension (``pytest --snapshot-update`` re-records; ``tools/record_golden.py`` writes the same
 bytes). A snapshot without a case, or a case without a snapshot, fails the run. Each case is
 also built on ``meta``: allocated bytes == planned bytes, tensors as described, token counts
@@ -43,7 +43,7 @@ from .helpers import tool_module
 pytestmark = pytest.mark.filterwarnings("ignore:(?s).*Can not relate snapshot:UserWarning")
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES_DIR = ROOT / "tests" / "cases"
+CASES_DIR = ROOT / "cases"
 TOOLS = ROOT / "tools"
 CASE_PATHS = case_files(CASES_DIR)
 CASE_IDS = [p.stem for p in CASE_PATHS]

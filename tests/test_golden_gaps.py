@@ -11,7 +11,7 @@ from kvstrategies.case import parse_case
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.jsonio import MAX_JSON_BYTES, read_json_file, read_regular_bytes
 
-CASES = Path(__file__).parent / "cases"
+CASES = Path(__file__).parents[1] / "cases"
 
 
 def _sparse(path: Path, size: int) -> Path:

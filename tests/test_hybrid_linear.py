@@ -32,7 +32,7 @@ from .helpers import GIB, case_settings
 
 QWEN3_NEXT = "qwen3-next-80b-a3b"
 QWEN35 = "qwen3.5-35b-a3b"
-CASES = Path(__file__).parent / "cases"
+CASES = Path(__file__).parents[1] / "cases"
 HYBRID_CASES = sorted(CASES.glob("hybrid-linear-*.json"))
 # worked example Qwen3-Next GDN: rest = 60.0 - 140.0 * (1 - 0.9) = 46.0 GiB before the Mamba step
 REST_46 = 46 * GIB

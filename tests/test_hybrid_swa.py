@@ -39,7 +39,7 @@ from .helpers import GIB, case_settings
 GPT_OSS = "gpt-oss-120b"
 BUDGET_50G = 53_687_091_200
 CAP = {"max_running_requests": 64, "disable_radix_cache": True, "chunked_prefill_size": 8192}
-CASES = sorted((Path(__file__).parent / "cases").glob("swa-*.json"))
+CASES = sorted((Path(__file__).parents[1] / "cases").glob("swa-*.json"))
 
 
 def hybrid(preset_or_config: str | dict[str, Any], **fields: Any) -> HybridSWAPoolConfigurator:

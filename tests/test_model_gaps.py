@@ -269,7 +269,7 @@ def test_minimax_sparse_index_dim_of_one_is_accepted() -> None:
 
     from kvstrategies.models.parse import parse_hf_config
 
-    case = Path(__file__).parent / "cases" / "minimax-m3-sparse-synthetic-tp4-bf16-p64.json"
+    case = Path(__file__).parents[1] / "cases" / "minimax-m3-sparse-synthetic-tp4-bf16-p64.json"
     config = copy.deepcopy(json.loads(case.read_text(encoding="utf-8"))["hf_config"])
     stack = [config]
     while stack:

@@ -30,8 +30,8 @@ from kvstrategies.releases import (
 from kvstrategies.request_math import req_to_token_extra_context_len
 from kvstrategies.strategies import select_configurator
 
-CASES = Path(__file__).resolve().parent / "cases"
-ROOT = CASES.parents[1]
+CASES = Path(__file__).resolve().parents[1] / "cases"
+ROOT = CASES.parent
 GIB = 2**30
 
 

@@ -387,7 +387,7 @@ def test_planner_field_rules_accept_every_shipped_config() -> None:
     configs = [load_preset_config(name) for name in preset_names()]
     for path in (Path(__file__).parent / "fixtures" / "published").glob("*.json"):
         configs.append(json.loads(path.read_text(encoding="utf-8"))["config"])
-    for path in (Path(__file__).parent / "cases").glob("*.json"):
+    for path in (Path(__file__).parents[1] / "cases").glob("*.json"):
         hf = json.loads(path.read_text(encoding="utf-8")).get("hf_config")
         if isinstance(hf, dict):
             configs.append(hf)

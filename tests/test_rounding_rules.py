@@ -17,7 +17,7 @@ import pytest
 from kvstrategies.case import load_case
 from kvstrategies.golden import plan_case
 
-CASES = Path(__file__).resolve().parent / "cases"
+CASES = Path(__file__).resolve().parents[1] / "cases"
 
 
 def _plan(name: str, version: str | None = None) -> Any:

@@ -19,7 +19,7 @@ from kvstrategies.integrations.sglang.compare import difference_lines, explain
 from kvstrategies.integrations.sglang.runtime import SUPPORTED_VERSIONS, check_version
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT / "tests" / "cases"
+CASES = ROOT / "cases"
 SIZES = {"max_total_num_tokens": 1024, "max_running_requests": 8}
 
 

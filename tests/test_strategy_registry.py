@@ -2,7 +2,7 @@
 
 :func:`kvstrategies.strategies.builtin.select_builtin` skips a strategy whose condition does not
 hold without importing it; that is the same answer only if each ``is_applicable`` implies its
-condition. Both are checked on every catalog case (``tests/cases``), every preset, the preset
+condition. Both are checked on every catalog case (``cases/``), every preset, the preset
 variants that reach the NPU, DSV4 and request-capped SWA strategies, each supported release, and
 vLLM contexts (which only the vLLM strategies serve).
 """
@@ -20,7 +20,7 @@ from kvstrategies.releases import supported_releases
 from kvstrategies.strategies import builtin
 from kvstrategies.strategies.registry import select_configurator_class
 
-CASES = sorted((Path(__file__).parent / "cases").glob("*.json"))
+CASES = sorted((Path(__file__).parents[1] / "cases").glob("*.json"))
 
 
 def _contexts() -> list[KVCacheSettings]:

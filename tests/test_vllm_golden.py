@@ -19,7 +19,7 @@ from kvstrategies.integrations.vllm.snapshots import KNOWN_FILE, read_snapshot, 
 from kvstrategies.integrations.vllm.verify import verdict_for
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT / "tests" / "cases"
+CASES = ROOT / "cases"
 VLLM_GOLDEN = ROOT / "golden" / "vllm-0.33.0"
 KNOWN = json.loads((VLLM_GOLDEN / KNOWN_FILE).read_text(encoding="utf-8"))
 SNAPSHOTS = snapshot_files(VLLM_GOLDEN)
