@@ -169,9 +169,6 @@ def test_an_integer_beyond_the_float_range_is_refused_not_an_overflow(value: int
 LLAMA = "llama-3.1-8b"  # 32 layers, 8 KV heads of 128, context 131,072
 
 
-# ---- api.py -------------------------------------------------------------------------------------------------
-
-
 def test_a_what_if_layout_holds_eight_requests_unless_told() -> None:
     # the case files' pool_max_running_requests default 8: ReqToTokenPool rows R + 1 = 9 of 131,072 + 4 columns
     # (KVCacheConfigurator._build_req_to_token_pool, extra 4 + 0 draft tokens)

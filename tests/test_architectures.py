@@ -1,4 +1,5 @@
-"""The architecture table: one place for every architecture name and model type, and its queries."""
+"""The architecture table: one place for every architecture name and model type, and its queries;
+the model facts and config fields the catalog cannot reach, by hand."""
 
 from __future__ import annotations
 

@@ -530,9 +530,6 @@ def test_planning_the_npu_pools_does_not_import_torch() -> None:
 # ---- the NPU MLA pool's indexer (NPUMLATokenToKVPool), by hand ---------------------------------------------
 
 
-# ---- NPU MLA pool (NPUMLATokenToKVPool) ---------------------------------------------------------------------
-
-
 def _npu_mla(**fields: Any) -> PoolLayout:
     base: dict[str, Any] = {"size": 1024, "page_size": 128, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
                             "layer_num": 2, "dtype": DType.BFLOAT16}

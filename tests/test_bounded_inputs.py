@@ -152,9 +152,6 @@ def test_the_host_memory_figure_is_positive_here() -> None:
 # ---- the host's memory as read (kvstrategies/host_memory.py) -----------------------------------------------
 
 
-# ---- host_memory.py -----------------------------------------------------------------------------------------
-
-
 @pytest.fixture
 def fake_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """``/proc/meminfo`` and the cgroup folders moved under ``tmp_path`` (all absent until written)."""

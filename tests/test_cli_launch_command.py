@@ -359,9 +359,6 @@ def test_cli_pasted_command_errors_are_one_line(capsys: pytest.CaptureFixture[st
 # ---- pasted commands' bounds, flag wording and flag values -------------------------------------------------
 
 
-# --- flag names, GPUs, pasted commands, memory before the weights --------------------------------
-
-
 def test_an_unknown_case_field_keeps_its_wording() -> None:
     """``flag_wording`` turns ``case field 'tp_size'`` into ``--tp``; a case field with no ``plan``
     flag keeps the whole phrase, quotes and all."""

@@ -16,14 +16,9 @@ from kvstrategies.context import (
     num_kv_heads_per_rank,
 )
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.request_math import (
-    swa_tokens_per_request,
-)
+from kvstrategies.request_math import swa_tokens_per_request
 
 from .helpers import case_settings
-
-# ---- the parallel layout and the scheduler settings --------------------------------------------------------
-
 
 LLAMA = "llama-3.1-8b"  # 32 layers, 8 KV heads of 128, context 131,072
 

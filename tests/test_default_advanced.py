@@ -637,8 +637,7 @@ def test_dsa_compress_tails_in_the_decode_role_with_drafts() -> None:
     assert found["_compress_tail_k[0]"] == found["_compress_tail_score[1]"] == (14, 5, 128)
 
 
-# ---- DSA index pages and tails, request table, DSV4 state rows (ReqToTokenPool, DSATokenToKVPool,
-# DeepSeekV4TokenToKVPool)
+# ---- DSA index pages and tails (DSATokenToKVPool) ----------------------------------------------------------
 
 
 @pytest.mark.parametrize(("size", "pages"), [(1_023, 17), (1_022, 16)])

@@ -428,6 +428,10 @@ def test_c128_only_stage_ring_serves_130_drafts() -> None:
         _ = configurator(131).ring_sizes
 
 
+# ---- DeepSeek-V4 cap mode and fixed bytes (compute_swa_request_cap, DSV4PoolConfigurator._resolve_swa_cap_tokens,
+# DSV4PoolConfigurator._fixed_swa_bytes)
+
+
 def test_dsv4_cap_under_attention_dp_divides_the_requests_once() -> None:
     # 8.6 / 7.2: mrr_w = 128 // 2 = 64; compute_swa_request_cap reads the global 128 and divides by
     # dp itself: 768 * 64 + 2 * 8192 + 256 = 65,792; + 4 * 64 * (128 + 256) -> 164,096 (as D2)

@@ -47,9 +47,6 @@ def test_the_fraction_fix_of_a_dense_model_is_the_step_where_it_starts_to_fit() 
 # ---- the straight-line guess of the smallest --mem-fraction-static -----------------------------------------
 
 
-# --- fixes: the straight-line guess of the smallest --mem-fraction-static ------------------------
-
-
 def _planned(capacity: int, context: int) -> Any:
     return SimpleNamespace(fit=SimpleNamespace(capacity_tokens=capacity, context_len=context))
 

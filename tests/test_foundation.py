@@ -211,9 +211,6 @@ def test_case_json_keeps_the_sizes_when_the_pool_cannot_be_laid_out(
 # ---- a one-token budget (kvstrategies/sizing.py) -----------------------------------------------------------
 
 
-# ---- sizing.py, layer_setup.py ------------------------------------------------------------------------------
-
-
 def test_one_token_is_a_positive_budget() -> None:
     # MemoryPoolConfig's check: tokens <= 0 means the budget is too small; 1 token is not refused
     require_positive_tokens(1)

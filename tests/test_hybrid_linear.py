@@ -760,7 +760,7 @@ def test_spec_state_without_a_topk_uses_the_dedup_conv_layout() -> None:
     assert shapes["mamba._intermediate_conv_window_phys[0]"] == (36, 9, 2048, 6)  # Dd + K - 2 = 4 + 4 - 2
 
 
-# ---- Mamba and MiniMax pool functions (MambaPool, HybridReqToTokenPool; DefaultPoolConfigurator._compute_cell_size) --
+# ---- Mamba pool functions (MambaPool, HybridReqToTokenPool) ------------------------------------------------
 
 
 def test_npu_conv_state_puts_the_window_first_for_mamba2_shapes() -> None:

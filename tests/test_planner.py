@@ -328,7 +328,7 @@ def test_the_answer_names_replicas_alone_or_times_the_attention_dp_workers() -> 
         assert total == [f"  in total       {planned.sizes.max_total_num_tokens * scale:,} tokens {over}"]
 
 
-# --- resident extras under PP, weight formats, flag values ---------------------------------------
+# --- resident extras under PP, the engine table, the fit and the longest request -----------------
 
 
 def test_rocm_int4_index_buffers_follow_the_fullest_pp_stage() -> None:

@@ -465,8 +465,6 @@ def test_the_plan_document_names_its_release() -> None:
 # ---- PP with MTP up to SGLang 0.5.20 (kvstrategies/layer_setup.py), by hand --------------------------------
 
 
-# ---- request_math.py, more (allocation_sizing, pool_configurator.compute_swa_request_cap) ---------------------
-
 EAGLE: dict[str, Any] = {"speculative_algorithm": "EAGLE", "eagle_draft_num_layers": 1,
                          "speculative_num_draft_tokens": 4, "speculative_num_steps": 3}  # fmt: skip
 

@@ -9,10 +9,7 @@ from typing import Any
 
 import pytest
 
-from kvstrategies.context import (
-    SpecAlgorithm,
-    SpeculativeConfig,
-)
+from kvstrategies.context import SpecAlgorithm, SpeculativeConfig
 from kvstrategies.request_math import (
     alloc_len_per_decode,
     decode_extra_slots,
@@ -24,9 +21,6 @@ from kvstrategies.request_math import (
 )
 
 from .helpers import case_settings
-
-# ---- request math: allocation sizing, decode slots, the request caps ---------------------------------------
-
 
 LLAMA = "llama-3.1-8b"  # 32 layers, 8 KV heads of 128, context 131,072
 

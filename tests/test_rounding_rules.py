@@ -280,9 +280,6 @@ def test_dsv4_swa_cap_rounds_up_to_the_page(name: str, requests: int, chunk: int
 # ---- the KV allowance's padding (kvstrategies/budget_check.py), by hand ------------------------------------
 
 
-# ---- budget_check.py ----------------------------------------------------------------------------------------
-
-
 def test_the_kv_allowance_pads_two_pages_of_every_dcp_rank() -> None:
     # budget_check module doc: available * dcp + ceil(2 * page * dcp * cell) = 1000 * 2 + ceil(2 * 64 * 2 * 100.5)
     # = 2000 + 25,728 = 27,728

@@ -767,11 +767,9 @@ def test_mxfp8_prequantized_scales_are_one_per_32_values_of_every_head() -> None
         pool.set_kv_buffer(0, torch.tensor([3]), q, q, e[:, :1], e[:, :1])
 
 
-# ---- the allocator choice and the request table (KVCacheConfigurator._build_token_to_kv_pool_allocator, ----
-# ReqToTokenPool), by hand
+# ---- the allocator choice and the request table, by hand ---------------------------------------------------
+# KVCacheConfigurator._build_token_to_kv_pool_allocator, ReqToTokenPool
 
-
-# ---- allocator choice (KVCacheConfigurator._build_token_to_kv_pool_allocator) ----------------------------------------
 
 T = 4096
 
