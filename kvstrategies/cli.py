@@ -214,7 +214,7 @@ def _plan_parser(sub: Any) -> None:
         "as ignored.",
     )
     _add_deployment_arguments(plan)
-    plan.add_argument("--case", type=Path, help="plan a case file (the format of tests/cases/*.json) instead of flags")
+    plan.add_argument("--case", type=Path, help="plan a case file (the format of cases/*.json) instead of flags")
     plan.add_argument("--gpu", default=None, help="GPU name (H100-80GB, H200, B200...): apply SGLang's launch defaults")
     plan.add_argument("--tp", "--tp-size", "--tensor-parallel-size", dest="tp", type=int, default=1,
                       help="tensor-parallel size (default 1)")  # fmt: skip
@@ -291,7 +291,7 @@ def _verify_parser(sub: Any) -> None:
     )
     verify.add_argument("--against", choices=["sglang", "vllm"], required=True,
                         help="the engine to compare with (vllm: docs/vllm-bridge.md)")  # fmt: skip
-    verify.add_argument("cases", nargs="*", type=Path, help="case files or folders (default: tests/cases)")
+    verify.add_argument("cases", nargs="*", type=Path, help="case files or folders (default: cases/)")
     verify.add_argument("-v", "--verbose", action="store_true", help="every difference of every case")
     verify.add_argument(
         "--launch", nargs="?", const="", default=None, metavar="GRID",
@@ -938,9 +938,9 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def _case_paths(given_paths: Sequence[Path]) -> list[Path]:
-    """The case files of ``verify``'s arguments (default: the catalog, tests/cases)."""
+    """The case files of ``verify``'s arguments (default: the catalog, cases/)."""
     paths: list[Path] = []
-    for given in given_paths or [Path("tests") / "cases"]:
+    for given in given_paths or [Path("cases")]:
         if given.is_dir():
             paths.extend(sorted(given.glob("*.json")))
         elif given.is_file():

@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvstrategies.case import parse_case
 from kvstrategies.context import KVCacheSettings
+
+if TYPE_CHECKING:
+    from kvstrategies.planner import DeploymentRequest
+    from kvstrategies.pools.layout import PoolLayout
 
 GIB = 2**30
 
@@ -60,3 +64,36 @@ def plant_hostile_file(path: Path, kind: str, payload: bytes = b"") -> None:
         "bytes": lambda: path.write_bytes(payload),
     }
     writers[kind]()
+
+
+def buffer_shapes(layout: PoolLayout) -> dict[str, tuple[int, ...]]:
+    """Each buffer's shape by its name."""
+    return {b.name: b.shape for b in layout.buffers}
+
+
+#: a two-layer Llama: h 64, 8 heads of 8 (2 KV heads), MLP 128, vocab 1000
+SMALL_LLAMA = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000,
+    "max_position_embeddings": 8192, "torch_dtype": "bfloat16",
+}  # fmt: skip
+
+
+def planner_request(config: dict[str, Any], **kw: Any) -> DeploymentRequest:
+    """A planner request for an inline HF config on a GPU (``gpu=``, default H100) and the other fields given."""
+    from kvstrategies.planner import DeploymentRequest
+    from kvstrategies.planner.gpus import lookup_gpu
+
+    return DeploymentRequest("m", {"hf_config": config}, gpu=lookup_gpu(kw.pop("gpu", "H100")), **kw)
+
+
+def block_fp8_llama(
+    heads: int, kv_heads: int, qcfg: dict[str, Any], hidden: int = 2048, inter: int = 8192
+) -> dict[str, Any]:
+    """A 16-layer Llama with head_dim 64 whose linears are 128 x 128 block FP8 (``qcfg``)."""
+    return {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden,
+        "intermediate_size": inter, "num_hidden_layers": 16, "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads, "head_dim": 64, "vocab_size": 32000, "max_position_embeddings": 8192,
+        "torch_dtype": "bfloat16", "quantization_config": qcfg,
+    }  # fmt: skip

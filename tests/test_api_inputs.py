@@ -11,12 +11,14 @@ import torch
 
 import kvstrategies
 from kvstrategies.allocators.requests import RequestSlotAllocator
+from kvstrategies.api import MAX_WHAT_IF_REQUESTS
 from kvstrategies.case import parse_case
-from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
 from kvstrategies.planner import DeploymentRequest
 from kvstrategies.planner.gpus import lookup_gpu
 
 from . import test_write_path as W
+from .helpers import case_settings
 
 H100 = lookup_gpu("H100")
 
@@ -159,3 +161,59 @@ def test_an_integer_beyond_the_float_range_is_refused_not_an_overflow(value: int
     config = {**load_preset_config("llama-3.1-8b"), "rope_scaling": {"rope_type": "llama3", "factor": value}}
     with pytest.raises(KVCacheConfigError, match="rope_scaling.factor"):
         parse_case({"hf_config": config, "available_bytes": 2**34})
+
+
+# ---- what-if layouts and host-sized builds at their edges (kvstrategies/api.py) ----------------------------
+
+
+LLAMA = "llama-3.1-8b"  # 32 layers, 8 KV heads of 128, context 131,072
+
+
+def test_a_what_if_layout_holds_eight_requests_unless_told() -> None:
+    # the case files' pool_max_running_requests default 8: ReqToTokenPool rows R + 1 = 9 of 131,072 + 4 columns
+    # (KVCacheConfigurator._build_req_to_token_pool, extra 4 + 0 draft tokens)
+    planned = kvstrategies.plan(case_settings(LLAMA), 2**30, pool_max_tokens=256)
+    assert planned.pool_sizes.max_running_requests == 8
+    assert planned.layout.req_to_token.buffers[0].shape == (9, 131076)
+    one = kvstrategies.plan(case_settings(LLAMA), 2**30, pool_max_tokens=256, pool_max_running_requests=1)
+    assert one.layout.req_to_token.buffers[0].shape == (2, 131076)  # 1 + 1 rows
+    with pytest.raises(KVCacheConfigError, match="pool_max_running_requests"):
+        kvstrategies.plan(case_settings(LLAMA), 2**30, pool_max_tokens=256, pool_max_running_requests=0)
+
+
+def test_a_cpu_build_that_exactly_fits_the_host_goes_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kvstrategies import host_memory
+    from kvstrategies.pools.runtime import factory
+
+    planned = kvstrategies.plan(case_settings(LLAMA), 2**30, pool_max_tokens=256)
+    built = object()
+    monkeypatch.setattr(factory, "build_typed_pools", lambda *args, **kwargs: built)
+    monkeypatch.setattr(host_memory, "available_host_bytes", lambda: planned.planned_bytes)
+    assert kvstrategies.build(planned, "cpu") is built  # room == planned: it fits
+    monkeypatch.setattr(host_memory, "available_host_bytes", lambda: planned.planned_bytes - 1)
+    with pytest.raises(InsufficientMemoryError, match="building on 'cpu'"):
+        kvstrategies.build(planned, "cpu")
+
+
+def test_a_one_token_cap_passes_the_argument_check_and_serves_no_request() -> None:
+    # plan()'s token arguments need >= 1. A cap of 1 token then serves min(2048, 1 // 2) = 0 requests
+    # (KVCacheConfigurator.resolve_max_num_reqs), refused as such; 2 tokens serve 1; a what-if of 1 token is laid out
+    settings = case_settings(LLAMA)
+    with pytest.raises(KVCacheConfigError, match="the plan serves 0 requests"):
+        kvstrategies.plan(settings, 2**30, max_tokens=1)
+    capped = kvstrategies.plan(settings, 2**30, max_tokens=2).sizes_from_max_tokens
+    assert capped is not None and (capped.max_total_num_tokens, capped.max_running_requests) == (2, 1)
+    assert kvstrategies.plan(settings, 2**30, pool_max_tokens=1).pool_sizes.max_total_num_tokens == 1
+    for name in ("max_tokens", "pool_max_tokens"):
+        with pytest.raises(KVCacheConfigError, match=name):
+            kvstrategies.plan(settings, 2**30, **{name: 0})
+
+
+def test_a_what_if_may_ask_for_up_to_2_to_the_20_requests() -> None:
+    # api.MAX_WHAT_IF_REQUESTS = 2**20 = 1,048,576 rows of the request table (+ 1 padding row)
+    assert MAX_WHAT_IF_REQUESTS == 1048576
+    settings = case_settings(LLAMA)
+    most = kvstrategies.plan(settings, 2**30, pool_max_tokens=256, pool_max_running_requests=1048576)
+    assert most.layout.req_to_token.buffers[0].shape == (1048577, 131076)
+    with pytest.raises(KVCacheConfigError, match="pool_max_running_requests"):
+        kvstrategies.plan(settings, 2**30, pool_max_tokens=256, pool_max_running_requests=1048577)

@@ -14,11 +14,14 @@ from typing import Any
 
 import pytest
 
-from kvstrategies import select_configurator
-from kvstrategies.api import Plan, build, plan
+from kvstrategies import plan, select_configurator
+from kvstrategies.api import Plan, build
 from kvstrategies.case import load_case
 from kvstrategies.dtypes import DType
-from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
+from kvstrategies.errors import (
+    KVCacheConfigError,
+    UnsupportedConfigurationError,
+)
 from kvstrategies.pools.ascend import (
     NPUIndexer,
     npu_k_only_layout,
@@ -38,7 +41,7 @@ from kvstrategies.strategies.registry import registered
 from .helpers import case_settings
 
 GIB40 = 42_949_672_960
-CASES = Path(__file__).parent / "cases"
+CASES = Path(__file__).parents[1] / "cases"
 NPU_CASES = sorted(CASES.glob("npu-*.json"))
 WHAT_IF = PoolSizes(max_total_num_tokens=1024, max_running_requests=8)
 
@@ -522,3 +525,31 @@ def test_planning_the_npu_pools_does_not_import_torch() -> None:
         "assert p.layout.token_to_kv.pool_class == 'NPUMLATokenToKVPool'; assert 'torch' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+# ---- the NPU MLA pool's indexer (NPUMLATokenToKVPool), by hand ---------------------------------------------
+
+
+def _npu_mla(**fields: Any) -> PoolLayout:
+    base: dict[str, Any] = {"size": 1024, "page_size": 128, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+                            "layer_num": 2, "dtype": DType.BFLOAT16}
+    return npu_mla_layout(**{**base, **fields})
+
+
+def test_npu_mla_indexer_defaults_to_stage_0_without_dcp() -> None:
+    # start_layer 0, dcp 1: idx_pad 1 -> 1,024 // 128 + 1 = 9 pages; views labelled by pool-local layer
+    layout = _npu_mla(indexer=NPUIndexer(index_head_dim=128, index_size=1024, index_page_size=128, layer_ids=(0, 1)))
+    found = {b.name: b.shape for b in layout.buffers}
+    assert found["index_k_buffer"] == (2, 9, 128, 1, 128)
+    assert found["k_buffer"] == (2, 9, 128, 1, 512) and found["v_buffer"] == (2, 9, 128, 1, 64)
+    assert "index_k_buffer[1]" in found
+
+
+def test_npu_mla_indexer_of_a_later_stage_uses_pool_local_labels() -> None:
+    # a PP stage holding global layers 30, 31 (start_layer 30): both inside [30, 32), views [0] and [1]
+    indexer = NPUIndexer(index_head_dim=128, index_size=1024, index_page_size=128, layer_ids=(30, 31))
+    layout = _npu_mla(start_layer=30, indexer=indexer)
+    views = sorted(b.name for b in layout.buffers if b.name.startswith("index_k_buffer["))
+    assert views == ["index_k_buffer[0]", "index_k_buffer[1]"]
+    with pytest.raises(KVCacheConfigError, match=r"inside the stage range \[30, 32\)"):
+        _npu_mla(start_layer=30, indexer=NPUIndexer(128, 1024, 128, (30, 32)))

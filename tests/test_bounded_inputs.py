@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import kvstrategies
 from kvstrategies import cli
 from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
 from kvstrategies.presets import load_preset_config
@@ -124,7 +125,6 @@ def test_a_three_million_entry_architectures_list_is_a_short_error(tmp_path: Pat
 
 def test_a_cpu_build_larger_than_the_host_is_refused_before_allocating(monkeypatch: pytest.MonkeyPatch) -> None:
     """A 30 GiB plan on a host with 1 GiB available: refused, nothing allocated (was the OOM killer)."""
-    import kvstrategies
     from kvstrategies import host_memory
     from kvstrategies.case import parse_case
     from kvstrategies.pools.runtime import factory
@@ -147,3 +147,37 @@ def test_the_host_memory_figure_is_positive_here() -> None:
 
     room = available_host_bytes()
     assert room is None or room > 0
+
+
+# ---- the host's memory as read (kvstrategies/host_memory.py) -----------------------------------------------
+
+
+@pytest.fixture
+def fake_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``/proc/meminfo`` and the cgroup folders moved under ``tmp_path`` (all absent until written)."""
+    from kvstrategies import host_memory
+
+    monkeypatch.setattr(host_memory, "_MEMINFO", tmp_path / "meminfo")
+    monkeypatch.setattr(host_memory, "_CGROUP_V2", tmp_path / "v2")
+    monkeypatch.setattr(host_memory, "_CGROUP_V1", tmp_path / "v1")
+    for folder in ("v2", "v1"):
+        (tmp_path / folder).mkdir()
+    return tmp_path
+
+
+@pytest.mark.parametrize("line", ["MemAvailable:    2048 kB", "MemAvailable: 2048"])
+def test_memavailable_is_read_in_kib(fake_host: Path, line: str) -> None:
+    from kvstrategies.host_memory import available_host_bytes
+
+    (fake_host / "meminfo").write_text(f"MemTotal:  999999 kB\n{line}\n")
+    assert available_host_bytes() == 2048 * 1024  # 2,097,152 B
+
+
+def test_a_cgroup_limit_of_2_to_the_60_or_more_is_no_limit(fake_host: Path) -> None:
+    from kvstrategies.host_memory import _cgroup_room
+
+    (fake_host / "v2" / "memory.current").write_text("1000\n")
+    (fake_host / "v2" / "memory.max").write_text(f"{2**60}\n")
+    assert _cgroup_room() is None  # v1 absent too
+    (fake_host / "v2" / "memory.max").write_text(f"{2**60 - 1}\n")
+    assert _cgroup_room() == 2**60 - 1 - 1000

@@ -119,7 +119,7 @@ def test_plan_case_and_the_validator_share_the_env_check(tmp_path: Path) -> None
 
 
 def test_the_shipped_catalog_passes_the_validator() -> None:
-    cases = sorted((Path(__file__).parent / "cases").glob("*.json"))
+    cases = sorted((Path(__file__).parents[1] / "cases").glob("*.json"))
     assert len(validate_case_files(cases)) == len(cases) > 300
 
 

@@ -14,7 +14,9 @@ from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner.checkpoint import (
     INDEX_NAME,
+    CheckpointWeights,
     ShardingFacts,
+    TensorInfo,
     max_rank_bytes,
     rank_bytes,
     read_checkpoint,
@@ -353,3 +355,105 @@ def test_headers_with_fewer_layers_or_another_width_than_the_config_are_refused(
     with pytest.raises(KVCacheConfigError, match="is 64 wide but the config has hidden_size 128"):
         check_matches_config(ckpt, {**config, "num_hidden_layers": 2, "hidden_size": 128}, ckpt.total_bytes)
     check_matches_config(ckpt, {**config, "num_hidden_layers": 2}, ckpt.total_bytes)  # its own config: fine
+
+
+# ---- safetensors dtypes, per-rank shares and the bounds on what is read, by hand ---------------------------
+
+
+# --- checkpoint: safetensors dtypes and the per-rank shares -------------------------------------
+
+
+def _one_tensor_file(path: Path, dtype: str, shape: list[int], nbytes: int) -> None:
+    raw = json.dumps({"t": {"dtype": dtype, "shape": shape, "data_offsets": [0, nbytes]}}).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * nbytes)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape", "nbytes"),
+    [
+        # the safetensors format's Dtype::bitsize: 8-bit types are one byte per element
+        ("BOOL", [3], 3), ("U8", [3], 3), ("I8", [3], 3), ("F8_E5M2", [3], 3), ("F8_E4M3", [3], 3),
+        ("F8_E8M0", [3], 3),
+        ("F4", [2, 3], 3),  # 6 x 4 bits
+        ("F6_E2M3", [4], 3), ("F6_E3M2", [4], 3),  # 4 x 6 bits
+        ("I16", [3], 6), ("U16", [3], 6), ("F16", [3], 6), ("BF16", [3], 6),
+        ("I32", [3], 12), ("U32", [3], 12), ("F32", [3], 12),
+        ("C64", [3], 24), ("F64", [3], 24), ("I64", [3], 24), ("U64", [3], 24),
+    ],
+)  # fmt: skip
+def test_every_safetensors_dtype_has_its_width(tmp_path: Path, dtype: str, shape: list[int], nbytes: int) -> None:
+    """A header entry's ``data_offsets`` span ``numel x bits / 8`` bytes (safetensors' own check):
+    the right span reads, one byte more or less is refused."""
+    _one_tensor_file(tmp_path / "a.safetensors", dtype, shape, nbytes)
+    (tensor,) = read_safetensors_header(tmp_path / "a.safetensors")
+    assert (tensor.dtype, tensor.nbytes) == (dtype, nbytes)
+    for wrong in (nbytes - 1, nbytes + 1):
+        _one_tensor_file(tmp_path / "b.safetensors", dtype, shape, wrong)
+        with pytest.raises(KVCacheConfigError, match="not a valid checkpoint"):
+            read_safetensors_header(tmp_path / "b.safetensors")
+
+
+TIED_FACTS = ShardingFacts(num_layers=2, num_heads=8, num_kv_heads=2, vocab_size=1000, tied=True, serve_bytes=2)
+
+
+def _headers(*tensors: TensorInfo) -> CheckpointWeights:
+    return CheckpointWeights(Path("m"), "headers", sum(t.nbytes for t in tensors), tensors)
+
+
+def test_a_fused_qkv_tensor_keeps_the_heads_of_one_rank() -> None:
+    """``QKVParallelLinear`` (sglang/srt/layers/linear.py): a rank holds ``nh / tp`` query heads and
+    ``max(1, nkv / tp)`` KV heads each for K and V. The fused [(8 + 2 x 2) x 8, 64] BF16 tensor
+    (12,288 B) of 8 heads and 2 KV heads of dim 8 keeps at TP 2 (4 + 2 x 1) x 8 rows = 6,144 B and at
+    TP 4 (2 + 2 x 1) x 8 rows (one KV head replicated per rank) = 4,096 B."""
+    qkv = TensorInfo("model.layers.0.self_attn.qkv_proj.weight", "BF16", (96, 64), 96 * 64 * 2)
+    ckpt = _headers(qkv)
+    assert rank_bytes(ckpt, TIED_FACTS) == 12_288
+    assert rank_bytes(ckpt, TIED_FACTS, tp=2) == 48 * 64 * 2 == 6_144
+    assert rank_bytes(ckpt, TIED_FACTS, tp=4) == 32 * 64 * 2 == 4_096
+
+
+def test_a_one_row_embedding_is_padded_to_64_rows() -> None:
+    """``VocabParallelEmbedding`` (sglang/srt/layers/vocab_parallel_embedding.py) pads the vocab to a
+    multiple of 64 (``pad_vocab_size``): a [1, 1] BF16 table loads 64 x 1 rows x 2 B = 128 B (tied, so
+    no separate head)."""
+    embed = TensorInfo("model.embed_tokens.weight", "BF16", (1, 1), 2)
+    assert rank_bytes(_headers(embed), TIED_FACTS) == 64 * 1 * 2
+
+
+# --- bounds on what is read (the planner's own limits) -------------------------------------------
+
+
+def test_a_safetensors_header_may_declare_at_most_100_mb(tmp_path: Path) -> None:
+    """``read_safetensors_header`` refuses a declared header longer than ``MAX_HEADER_BYTES`` =
+    100 x 1000 x 1000 (the safetensors format's own cap) before reading it: a (sparse) file declaring
+    100,000,001 bytes is refused naming the cap."""
+    from kvstrategies.planner.checkpoint import MAX_HEADER_BYTES
+
+    assert MAX_HEADER_BYTES == 100_000_000
+    path = tmp_path / "big.safetensors"
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", 100_000_001))
+        f.truncate(8 + 100_000_001)
+    with pytest.raises(KVCacheConfigError, match="length 100000001 exceeds the 100000000-byte cap"):
+        read_safetensors_header(path)
+
+
+def test_an_index_total_must_stay_below_2_to_the_63(tmp_path: Path) -> None:
+    """``read_index_total`` takes ``metadata.total_size`` as a whole number of bytes in (0, 2**63):
+    2**62 is read, 2**63 and 0 are refused naming the field."""
+    from kvstrategies.planner.checkpoint import INDEX_NAME, read_index_total
+
+    for total, ok in ((2**62, True), (2**63, False), (0, False)):
+        (tmp_path / INDEX_NAME).write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": {}}))
+        if ok:
+            assert read_index_total(tmp_path) == (total, ())
+        else:
+            with pytest.raises(KVCacheConfigError, match="metadata.total_size must be a positive whole number"):
+                read_index_total(tmp_path)
+
+
+def test_sharding_facts_read_missing_counts_as_zero() -> None:
+    """``ShardingFacts.from_config``: a count the config does not give is 0 (unknown: no layer is then
+    taken for an MTP layer, the vocab comes from the tensor's rows); heads default to 1."""
+    facts = ShardingFacts.from_config({"hidden_size": 64}, serve_bytes=2)
+    assert (facts.num_layers, facts.num_heads, facts.num_kv_heads, facts.vocab_size) == (0, 1, 1, 0)

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kvstrategies.cli import main
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.planner.launch_command import MODELLED, NOT_MODELLED, canonical_flag, translate
+from kvstrategies.planner.flag_names import flag_wording
+from kvstrategies.planner.launch_command import (
+    MAX_COMMAND_CHARS,
+    MODELLED,
+    NOT_MODELLED,
+    canonical_flag,
+    split_command,
+    translate,
+)
 from kvstrategies.planner.sglang_flags import SGLANG_SERVER_FLAGS
 
 
@@ -117,7 +126,6 @@ def test_flag_list_matches_installed_sglang() -> None:
     import importlib.util
     import subprocess
     import sys
-    from pathlib import Path
 
     if importlib.util.find_spec("sglang") is None:
         pytest.skip("SGLang is not installed")
@@ -346,3 +354,67 @@ def test_cli_pasted_command_errors_are_one_line(capsys: pytest.CaptureFixture[st
     assert main(["plan", "--gpu", "H100", "--", "python -m sglang.launch_server --model-path 'x"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot be split" in err[0]
+
+
+# ---- pasted commands' bounds, flag wording and flag values -------------------------------------------------
+
+
+def test_an_unknown_case_field_keeps_its_wording() -> None:
+    """``flag_wording`` turns ``case field 'tp_size'`` into ``--tp``; a case field with no ``plan``
+    flag keeps the whole phrase, quotes and all."""
+    assert flag_wording("case field 'tp_size' must be >= 1") == "--tp must be >= 1"
+    assert flag_wording("case field 'head_dim' must be >= 1") == "case field 'head_dim' must be >= 1"
+
+
+def test_a_pasted_command_may_hold_64_kib_of_characters() -> None:
+    """``split_command`` reads at most ``MAX_COMMAND_CHARS`` = 64 x 1024 = 65,536 characters (real
+    commands are under 200 words): exactly that many are split, one more is refused."""
+    assert MAX_COMMAND_CHARS == 65_536
+    head = ["python", "-m", "sglang.launch_server", "--model-path"]
+    fill = 65_536 - sum(len(t) for t in head)
+    assert split_command([*head, "m" * fill])[-1] == "m" * fill
+    with pytest.raises(KVCacheConfigError, match="65,536 characters"):
+        split_command([*head, "m" * (fill + 1)])
+
+
+def test_the_dsa_triton_union_takes_sglangs_three_choices() -> None:
+    """``--dsa-triton-union`` is declared with ``choices=[0, 2, 4]`` (sglang/srt/arg_groups/fields/exec_.py,
+    ``dsa_triton_union``): argparse takes 0, 2 and 4 and refuses any other integer."""
+    from kvstrategies.planner.launch_values import check_flag_value
+
+    flag = "--dsa-triton-union"
+    assert [check_flag_value(flag, flag, v) for v in ("0", "2", "4")] == ["0", "2", "4"]
+    for value in ("1", "3", "5"):
+        with pytest.raises(KVCacheConfigError, match="not one of SGLang's choices"):
+            check_flag_value(flag, flag, value)
+
+
+def test_a_pasted_command_may_hold_4096_words() -> None:
+    """``split_command`` reads at most ``MAX_COMMAND_TOKENS`` = 4,096 words: exactly that many are
+    read, one more is refused naming the bound."""
+    from kvstrategies.planner.launch_command import MAX_COMMAND_TOKENS
+
+    assert MAX_COMMAND_TOKENS == 4096
+    assert len(split_command(["--x"] * 4096)) == 4096
+    with pytest.raises(KVCacheConfigError, match="4,097 words"):
+        split_command(["--x"] * 4097)
+
+
+def test_sglang_serve_alone_is_a_command_with_no_flags() -> None:
+    """``sglang serve`` (SGLang's CLI entry point, sglang/cli/main.py) starts the server: the two words
+    alone are a launcher with no server arguments, like ``python -m sglang.launch_server``."""
+    from kvstrategies.planner.launch_command import _strip_launcher
+
+    assert _strip_launcher(["sglang", "serve"]) == ([], [])
+    assert _strip_launcher(["python", "-m", "sglang.launch_server"]) == ([], [])
+
+
+def test_the_log_requests_level_takes_sglangs_four_choices() -> None:
+    """``--log-requests-level`` is declared with ``choices=[0, 1, 2, 3]``
+    (sglang/srt/arg_groups/fields/observability.py, ``log_requests_level``)."""
+    from kvstrategies.planner.launch_values import check_flag_value
+
+    flag = "--log-requests-level"
+    assert [check_flag_value(flag, flag, v) for v in ("0", "1", "2", "3")] == ["0", "1", "2", "3"]
+    with pytest.raises(KVCacheConfigError, match="not one of SGLang's choices"):
+        check_flag_value(flag, flag, "4")

@@ -99,7 +99,7 @@ def test_plot_says_what_it_wrote(capsys: pytest.CaptureFixture[str], tmp_path: P
 
 
 def test_what_if_pool_is_labelled(capsys: pytest.CaptureFixture[str]) -> None:
-    out = run(capsys, "plan", "--case", str(ROOT / "tests/cases/default-deepseek-v3-tp1-bf16-p64.json"))[1]
+    out = run(capsys, "plan", "--case", str(ROOT / "cases/default-deepseek-v3-tp1-bf16-p64.json"))[1]
     assert "what-if pool   the pools below are built for 1,024 tokens" in out
     plain = run(capsys, "plan", "llama-3.1-8b", "--available-bytes", "40GiB")[1]
     assert "what-if pool" not in plain

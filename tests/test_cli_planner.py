@@ -15,7 +15,7 @@ from kvstrategies.cli import main
 from kvstrategies.presets import preset_names
 from kvstrategies.report import plan_document
 
-CASES = Path(__file__).parent / "cases"
+CASES = Path(__file__).parents[1] / "cases"
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -150,7 +150,7 @@ def test_compare_own_budgets_says_why_the_budgets_differ(capsys: pytest.CaptureF
 
 
 def test_verify_against_vllm_recorded_needs_no_vllm(capsys: pytest.CaptureFixture[str]) -> None:
-    case = "tests/cases/default-llama-3.1-8b-tp1-bf16-p1.json"
+    case = "cases/default-llama-3.1-8b-tp1-bf16-p1.json"
     code, out, _ = run(["verify", "--against", "vllm", "--recorded", case], capsys)
     assert code == 0
     assert "recorded in" in out.splitlines()[0] and "1 match" in out.splitlines()[-1]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CASE = str(ROOT / "tests" / "cases" / "default-llama-3.1-8b-tp1-bf16-p1.json")
+CASE = str(ROOT / "cases" / "default-llama-3.1-8b-tp1-bf16-p1.json")
 #: run the command with its output discarded, then print (exit code, every module loaded)
 PROBE = (
     "import json, os, sys\n"

@@ -19,18 +19,24 @@ from kvstrategies.api import build
 from kvstrategies.case import load_case, parse_case
 from kvstrategies.context import DeviceKind
 from kvstrategies.dtypes import DType, KVCacheDtype, KVRecipe
-from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
+from kvstrategies.errors import (
+    KVCacheConfigError,
+    UnsupportedConfigurationError,
+)
 from kvstrategies.models import parse_hf_config
-from kvstrategies.pools.dsa import DSAIndexGeometry
-from kvstrategies.pools.fp4 import FP4KVRecipe
+from kvstrategies.models.minimax import MiniMaxLocalLayers
+from kvstrategies.pools.dsa import DSAIndexGeometry, validate_index_page_size
+from kvstrategies.pools.fp4 import FP4KVRecipe, fixed_fp4_cell_bytes
+from kvstrategies.pools.minimax import minimax_sparse_cell_bytes
 from kvstrategies.presets import load_preset_config
 from kvstrategies.resolve import finalize
 from kvstrategies.strategies import DefaultPoolConfigurator
 from kvstrategies.strategies.checks import reject_fp4
+from tests.helpers import buffer_shapes
 
 from .helpers import GIB, case_settings
 
-CASES = Path(__file__).parent / "cases"
+CASES = Path(__file__).parents[1] / "cases"
 NEW_CASE_PREFIXES = ("dsa-", "fp4-", "mxfp8-", "dflash-", "minimax-")
 LLAMA_8B = "llama-3.1-8b"
 V32 = "deepseek-v3.2"
@@ -546,3 +552,139 @@ def test_minimax_config_errors(sparse_cfg: dict[str, Any] | None, message: str) 
     config["sparse_attention_config"] = sparse_cfg
     with pytest.raises(KVCacheConfigError, match=message):
         parse_case({"hf_config": config, "available_bytes": 1})
+
+
+# ---- FP4 before the KV recipes (SGLang 0.5.15-0.5.20), by hand ---------------------------------------------
+
+
+def test_the_fixed_fp4_cell_before_the_recipes() -> None:
+    """SGLang 0.5.15-0.5.20 ``DefaultPoolConfigurator._compute_cell_size`` (sglang.srt.model_executor.
+    pool_configurator), float4_e2m1fn_x2 KV (1 byte): ``cell = H (D + Dv) L // 2 + (H D L 2) // 16 + H D 2``."""
+    # Llama-3.1-8B at TP 1: H 8, D = Dv 128, 32 layers: 8*256*32//2 + 8*128*32*2//16 + 8*128*2
+    assert fixed_fp4_cell_bytes(8, 128, 128, 32) == 32_768 + 4_096 + 2_048 == 38_912
+    # K wider than V (D 192, Dv 128), 2 heads, 3 layers: 2*320*3//2 + 2*192*3*2//16 + 2*192*2
+    assert fixed_fp4_cell_bytes(2, 192, 128, 3) == 960 + 144 + 768 == 1_872
+    # the scale term floors as a whole: 1*16*1*2 // 16 = 2, the packed term 1*(16+16)*1 // 2 = 16
+    assert fixed_fp4_cell_bytes(1, 16, 16, 1) == 16 + 2 + 32 == 50
+
+
+# ---- draft scaling, zero-KV stages, DSA index pages and tails, MiniMax HiSparse, by hand -------------------
+
+
+# ---- speculative draft scaling (DefaultPoolConfigurator.__init__ draft scaling) --------------------------------------
+
+
+def test_dflash_with_zero_draft_layers_adds_no_draft_cell() -> None:
+    # the DFLASH term needs Dd > 0; Llama-8B TP2 DCP2 base cell 8 * 256 * 32 * 2 = 131,072
+    cfg = default("llama-3.1-8b", tp_size=2, dcp_size=2, speculative_algorithm="DFLASH", eagle_draft_num_layers=0,
+                  dflash_draft_cell_size_per_token=20_480)
+    assert cfg.cell_size_bytes == 131_072
+
+
+def test_eagle_scales_a_single_layer_stage() -> None:
+    # the draft scaling needs num_layers > 0 (not > 1): Llama-8B cut to 1 layer, 8 * 256 * 1 * 2 = 4,096,
+    # + int(4,096 * 1 / 1)
+    config = dict(load_preset_config("llama-3.1-8b"))
+    config["num_hidden_layers"] = 1
+    cfg = select_configurator(case_settings(config, speculative_algorithm="EAGLE", eagle_draft_num_layers=1))
+    assert cfg.cell_size_bytes == 8_192
+
+
+def test_eagle_scales_by_every_draft_layer() -> None:
+    # EAGLE3 head of 2 layers on Llama-8B: 131,072 + int(131,072 * 2 / 32) = 131,072 + 8,192
+    assert default("llama-3.1-8b", speculative_algorithm="EAGLE3", eagle_draft_num_layers=2).cell_size_bytes == 139_264
+
+
+def test_eagle_dsa_scaling_under_dcp_with_two_draft_layers() -> None:
+    # DeepSeek-V3.2 fp8 TP2 DCP2 (as in tests/test_default_advanced.py: kv 656 * 61 = 40,016, indexer 132 * 61 =
+    # 8,052): t_idx = 8,052 * 2; t_kv = 56,120 - 16,104 = 40,016; d_kv = int(40,016 * 2 / 61) = 1,312;
+    # d_idx = 132 * 2 = 264; cell = 56,120 + 1,312 * 2 + 264 * 2
+    cfg = default("deepseek-v3.2", kv_cache_dtype="fp8_e4m3", page_size=64, tp_size=2, dcp_size=2,
+                  speculative_algorithm="EAGLE", eagle_draft_num_layers=2)
+    assert cfg.cell_size_bytes == 59_272
+
+
+@pytest.mark.parametrize(
+    ("draft_layers", "draft_cell", "cell"),
+    [
+        (1, 20_480, 151_552),  # Dd = 1 > 0: 131,072 + 20,480
+        (5, 0, 151_552),  # a draft cell of 0 is not positive: ceil_div(131,072 * (32 + 5), 32)
+        (5, 1, 131_073),  # the smallest positive draft cell is added as given
+    ],
+)
+def test_dflash_draft_cell_boundaries(draft_layers: int, draft_cell: int, cell: int) -> None:
+    cfg = default("llama-3.1-8b", speculative_algorithm="DFLASH", eagle_draft_num_layers=draft_layers,
+                  dflash_draft_cell_size_per_token=draft_cell)
+    assert cfg.cell_size_bytes == cell
+
+
+# ---- DSA kpool compress tails (DSATokenToKVPool, _build_dsa_kv_pool) ------------------------------------------
+
+
+def _dsa_kpool(kpool: int) -> dict[str, Any]:
+    config = copy.deepcopy(dict(load_preset_config("deepseek-v3.2")))
+    config.update(index_kpool=kpool, index_kpool_compress=True, num_hidden_layers=2)
+    return config
+
+
+def test_dsa_compress_tails_need_kpool_above_one() -> None:
+    # index_kpool 1 with index_kpool_compress set: no tail buffers (only kv + index keys per layer)
+    planned = plan(case_settings(_dsa_kpool(1), kv_cache_dtype="fp8_e4m3", page_size=64), 40 * GIB,
+                   pool_max_tokens=1024, pool_max_running_requests=8)
+    assert sorted(buffer_shapes(planned.layout.token_to_kv)) == [
+        "index_k_with_scale_buffer[0]", "index_k_with_scale_buffer[1]", "kv_buffer[0]", "kv_buffer[1]",
+    ]
+
+
+def test_dsa_compress_tails_in_the_decode_role_with_drafts() -> None:
+    # rows: req_to_token rows R + pre_alloc + 1 = 8 + 4 + 1 = 13, passed as max_running_requests -> 14;
+    # slots: index_kpool + max draft tokens = 2 + 3 = 5 (_build_dsa_kv_pool tail_extra_slots)
+    ctx = case_settings(_dsa_kpool(2), kv_cache_dtype="fp8_e4m3", page_size=128, disaggregation_mode="decode",
+                        disaggregation_decode_extra_slots=4, speculative_algorithm="EAGLE",
+                        speculative_num_draft_tokens=3, speculative_num_steps=2, speculative_eagle_topk=1)
+    planned = plan(ctx, 40 * GIB, pool_max_tokens=1024, pool_max_running_requests=8)
+    found = buffer_shapes(planned.layout.token_to_kv)
+    assert found["_compress_tail_k[0]"] == found["_compress_tail_score[1]"] == (14, 5, 128)
+
+
+# ---- DSA index pages and tails (DSATokenToKVPool) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("size", "pages"), [(1_023, 17), (1_022, 16)])
+def test_dsa_index_pages_add_one_not_page_minus_one(size: int, pages: int) -> None:
+    # DSATokenToKVPool: num_index_pages = (index_buf_size + P + 1) // P: (1,023 + 65) // 64 = 17, (1,022 + 65) // 64 =
+    # 16
+    assert DSAIndexGeometry(size=size, page_size=64, index_head_dim=128).num_index_pages == pages
+
+
+@pytest.mark.parametrize(("page", "ok"), [(1, True), (16, True), (32, True), (24, False), (17, False)])
+def test_hip_dsa_index_page_is_one_or_a_multiple_of_16(page: int, ok: bool) -> None:
+    if ok:
+        validate_index_page_size(page, is_hip=True)
+    else:
+        with pytest.raises(KVCacheConfigError, match="multiple of 16"):
+            validate_index_page_size(page, is_hip=True)
+
+
+def test_dsa_layers_that_reuse_the_topk_get_zero_row_keys_and_tails() -> None:
+    # _build_dsa_kv_pool, freq 2 without offset: layer l skips when max(l - 1, 0) % 2 != 0 -> only layer 2 of 4;
+    # DSATokenToKVPool: its index keys and both tails have 0 rows; the others (1,024 + 128 + 1) // 128 = 9 pages
+    # and R + 2 = 10 tail rows of index_kpool 2 slots
+    config = _dsa_kpool(2)
+    config.update(num_hidden_layers=4, index_topk_freq=2)
+    planned = plan(case_settings(config, kv_cache_dtype="fp8_e4m3", page_size=128), 40 * GIB, pool_max_tokens=1024,
+                   pool_max_running_requests=8)
+    found = buffer_shapes(planned.layout.token_to_kv)
+    assert [found[f"index_k_with_scale_buffer[{i}]"][0] for i in range(4)] == [9, 9, 0, 9]
+    assert [found[f"_compress_tail_k[{i}]"] for i in range(4)] == [(10, 2, 128)] * 2 + [(0, 2, 128), (10, 2, 128)]
+    assert found["_compress_tail_score[2]"] == (0, 2, 128)
+
+
+def test_minimax_hisparse_ratio_scales_dense_layers_and_the_index() -> None:
+    # DefaultPoolConfigurator._compute_cell_size with r = 2: dense (0, 1), sparse (2, 3, 4) of which 4 keeps K only; H
+    # 2, D 128, fp8 KV, bf16 index of 128: main (2 * 2 + 3) * 2 * 2 * 128 * 1 = 3,584; index ((2 * 2 + 1) * 128 * 2) * 2
+    # = 2,560
+    layers = MiniMaxLocalLayers(dense=(0, 1), sparse=(2, 3, 4), k_only=(4,))
+    cell = minimax_sparse_cell_bytes(layers, head_num=2, head_dim=128, kv_itemsize=1, index_dim=128, index_itemsize=2,
+                                     hisparse_ratio=2)
+    assert cell == 6_144

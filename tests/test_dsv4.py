@@ -24,7 +24,7 @@ from kvstrategies.errors import (
     UnsupportedConfigurationError,
 )
 from kvstrategies.models import AttentionArch, parse_hf_config
-from kvstrategies.pools.dsv4 import KVPageLayout, dsv4_layout
+from kvstrategies.pools.dsv4 import KVPageLayout, compress_state_rows, dsv4_layout
 from kvstrategies.presets import load_preset_config
 from kvstrategies.resolve import finalize
 from kvstrategies.strategies.dsv4 import DSV4PoolConfigurator, DSV4StateReservationError
@@ -41,7 +41,7 @@ MTP: dict[str, Any] = {
     "speculative_num_steps": 3,
     "speculative_eagle_topk": 1,
 }
-CASES = sorted((Path(__file__).parent / "cases").glob("dsv4-*.json"))
+CASES = sorted((Path(__file__).parents[1] / "cases").glob("dsv4-*.json"))
 
 
 def dsv4(preset: str | dict[str, Any] = FLASH, **fields: Any) -> DSV4PoolConfigurator:
@@ -370,3 +370,247 @@ def test_case_builds_on_meta_with_planned_bytes(path: Path) -> None:
     pools = build(planned, "meta")
     assert pools.allocated_bytes == planned.planned_bytes
     assert pools.token_to_kv_pool.allocated_bytes == planned.layout.token_to_kv.planned_bytes
+
+
+# ---- physical pages before and from SGLang 0.5.21, by hand -------------------------------------------------
+
+
+def test_dsv4_physical_pages_before_and_from_0_5_21() -> None:
+    """A paged DeepSeek-V4 buffer's rows (sglang.srt.mem_cache.deepseek_v4_memory_pool): up to 0.5.20
+    ``DeepSeekV4SingleKVPool.__init__`` takes ``(size + p + 1) // p``; from 0.5.21
+    ``_num_dsv4_physical_kv_pages`` takes ``ceil((size + P) / p)``, P the model-wide page."""
+    from kvstrategies.pools.dsv4 import physical_pages
+
+    assert physical_pages(1023, 256, 64, at_global_page=False) == (1023 + 64 + 1) // 64 == 17
+    assert physical_pages(1022, 256, 64, at_global_page=False) == (1022 + 64 + 1) // 64 == 16
+    assert physical_pages(1023, 256, 64, at_global_page=True) == -(-(1023 + 256) // 64) == 20
+    assert physical_pages(1024, 256, 64, at_global_page=True) == (1024 + 256) // 64 == 20
+
+
+# ---- DeepSeek-V4 by hand: the page format, cap and ratio modes, fixed bytes, state rows, the SWA floor -----
+
+
+# ---- DeepSeek-V4 (DSV4PoolConfigurator.__init__) --------------------------------------------------------------
+
+
+def test_v4_page_format_is_584_bytes_per_token() -> None:
+    # DSV4PoolConfigurator.__init__: nope + 2 * rope + 8 = 448 (fp8) + 128 (bf16 rope) + 8 (scales) = 584
+    assert KVPageLayout.V4.bytes_per_token == 584
+    assert KVPageLayout.UNIFORM_FP8.bytes_per_token == 512  # trtllm: hd = 512 fp8 bytes
+
+
+@pytest.mark.parametrize("low_ratio", [1, 2])
+def test_v41_ratio_1_or_2_layers_with_kv_sources_are_rejected(low_ratio: int) -> None:
+    """Ratios 1 and 2 each own their kv-source layers (DSV4PoolConfigurator.__init__): either alone needs the V4.1
+    pools."""
+    config = dict(load_preset_config("deepseek-v4-flash"))
+    config["compress_ratios"] = [0, low_ratio] + [4, 128] * 20 + [0, 0]
+    config["kv_source_layer_ids"] = [1]
+    cfg = select_configurator(case_settings(config, page_size=256, context_length=65_536))
+    assert isinstance(cfg, DSV4PoolConfigurator)
+    with pytest.raises(UnsupportedConfigurationError, match=rf"compress ratio\(s\) \[{low_ratio}\]"):
+        _ = cfg.owners
+
+
+def test_c128_only_stage_ring_serves_130_drafts() -> None:
+    """DSV4PoolConfigurator.__init__: the 256-ring of ratio 128 (window 128) keeps 256 - 128 + 2 = 130 drafts
+    resident."""
+    config = dict(load_preset_config("deepseek-v4-flash"))
+    config["compress_ratios"] = [0, 0] + [128] * 41 + [0]  # no ratio-4 owner: only the c128 ring binds
+
+    def configurator(drafts: int) -> DSV4PoolConfigurator:
+        ctx = case_settings(config, page_size=256, context_length=65_536, speculative_algorithm="EAGLE",
+                            speculative_num_draft_tokens=drafts, speculative_num_steps=3, speculative_eagle_topk=1)
+        cfg = select_configurator(ctx)
+        assert isinstance(cfg, DSV4PoolConfigurator)
+        return cfg
+
+    assert configurator(130).ring_sizes == {128: 256}
+    with pytest.raises(KVCacheConfigError, match=r"c128 compression-state ring \(ring 256\) keeps resident \(130"):
+        _ = configurator(131).ring_sizes
+
+
+# ---- DeepSeek-V4 cap mode and fixed bytes (compute_swa_request_cap, DSV4PoolConfigurator._resolve_swa_cap_tokens,
+# DSV4PoolConfigurator._fixed_swa_bytes)
+
+
+def test_dsv4_cap_under_attention_dp_divides_the_requests_once() -> None:
+    # DSV4PoolConfigurator._resolve_swa_cap_tokens: mrr_w = 128 // 2 = 64; compute_swa_request_cap reads the
+    # global 128 and divides by dp itself: 768 * 64 + 2 * 8192 + 256 = 65,792; + 4 * 64 * (128 + 256) -> 164,096
+    # (as test_d2_cap_mode)
+    cfg = dsv4(tp_size=2, attn_dp_size=2, max_running_requests=128, chunked_prefill_size=8192)
+    assert (cfg.requests_per_worker, cfg.swa_prefix_tails) == (64, 256)
+    assert cfg.swa_cap_tokens == 164_096
+
+
+def test_dsv4_cap_with_fewer_requests_than_dp_workers() -> None:
+    # mrr_w = max(1, 1 // 2) = 1; n = max(1, 1 // 2) = 1: 768 + 2 * 8192 + 256 = 17,408;
+    # + 4 * 1 * 384 = 18,944 (a page multiple: 74 * 256)
+    cfg = dsv4(tp_size=2, attn_dp_size=2, max_running_requests=1, chunked_prefill_size=8192)
+    assert (cfg.requests_per_worker, cfg.swa_prefix_tails) == (1, 4)
+    assert cfg.swa_cap_tokens == 18_944
+
+
+def test_dsv4_cap_without_radix_cache_keeps_no_prefix_tails() -> None:
+    # _resolve_swa_cap_tokens: prefix_tails 0 with the radix cache disabled: ceil_align(65,792, 256) = 65,792
+    cfg = dsv4(max_running_requests=64, chunked_prefill_size=8192, disable_radix_cache=True)
+    assert (cfg.swa_prefix_tails, cfg.swa_cap_tokens) == (0, 65_792)
+
+
+@pytest.mark.parametrize(("chunk", "cap"), [(0, None), (1, 147_968)])
+def test_dsv4_cap_mode_needs_a_positive_chunk(chunk: int, cap: int | None) -> None:
+    # chunk <= 0 outside the decode role -> ratio mode; chunk 1: 768 * 64 + 2 * 1 + 256 = 49,410,
+    # + 256 * 384 = 147,714 -> ceil_align 256 = 147,968
+    assert dsv4(max_running_requests=64, chunked_prefill_size=chunk).swa_cap_tokens == cap
+
+
+def test_dsv4_estimated_requests_is_at_most_half_the_full_tokens() -> None:
+    # DSV4PoolConfigurator._fixed_swa_bytes: F = int(14,173,500 / 7,086.75) = 2,000;
+    # clamp(int(2,000 / 65,536 * 512) = 15) = 2,048; m = min(2,048, 2,000 // 2) = 1,000
+    cfg = dsv4()
+    assert cfg.bytes_per_full_token == 7_086.75
+    assert cfg.estimated_requests(14_173_500) == 1_000
+
+
+def test_dsv4_decode_role_slots_count_the_preallocated_requests() -> None:
+    # _fixed_swa_bytes: slots = 64 + 4 + 1 = 69; rows = ceil_div(69 * 128 + 129, 128) * 128 = 9,088;
+    # bytes = 9,088 * (2 * 512) * 4 * 20 ratio-128 layers
+    cfg = dsv4(disaggregation_mode="decode", disaggregation_decode_extra_slots=4)
+    assert cfg.request_slots(64) == 69
+    assert cfg.c128_state_fixed_bytes(64) == 744_488_960
+
+
+@pytest.mark.parametrize(("ratios", "fixed"), [([4] * 41, 0), ([4] * 40 + [128], 35_127_296)])
+def test_dsv4_c128_state_bytes_per_owned_layer(ratios: list[int], fixed: int) -> None:
+    # _fixed_swa_bytes: 0 without ratio-128 owners; one owner: 8,576 rows (as test_d2_cap_mode) * 1,024 * 4 B
+    config = dict(load_preset_config("deepseek-v4-flash"))
+    config["compress_ratios"] = [0, 0] + ratios + [0]
+    assert dsv4(config).c128_state_fixed_bytes(64) == fixed
+
+
+def test_dsv4_ratio_mode_has_no_fixed_swa_bytes() -> None:
+    # _fixed_swa_bytes: swa_cap_tokens * bpst only in cap mode; ratio mode (no max_running_requests) adds 0
+    cfg = dsv4()
+    assert (cfg.swa_cap_tokens, cfg.swa_fixed_bytes) == (None, 0)
+
+
+def test_dsv4_full_tokens_floor_to_the_page_one_token_below_a_boundary() -> None:
+    # _get_bytes_per_full_token / _compute_dsv4_sizes with no ratio-128 owner (fixed 0 in ratio mode), ratio 0.5 given:
+    # bpst = 585 * 43 + 8 / 256 * (4 * 512 * 4 + 4 * 128 * 4) * 41 = 38,275; comp(4) = 585 / 4 + 132 / 4
+    # = 179.25; bpft = 0.5 * 38,275 + 179.25 * 41 = 26,486.75; int(54,218,378 / 26,486.75) = 2,047
+    # -> full 1,792 (not 2,048); swa = align(896, 256) = 768; c4 = 448; c128 = 14; c4_state = 3 * 8
+    config = dict(load_preset_config("deepseek-v4-flash"))
+    config["compress_ratios"] = [0, 0] + [4] * 41 + [0]
+    cfg = dsv4(config, swa_full_tokens_ratio=0.5)
+    assert (cfg.bytes_per_swa_token, cfg.bytes_per_full_token) == (38_275.0, 26_486.75)
+    sizes = cfg.calculate_pool_sizes(54_218_378, 256)
+    assert (sizes.max_total_num_tokens, sizes.swa_max_total_num_tokens) == (1_792, 768)
+    assert (sizes.c4_max_total_num_tokens, sizes.c128_max_total_num_tokens, sizes.c4_state_pool_size) == (448, 14, 24)
+    assert sizes.c128_state_pool_size == 0  # until finalize_with_max_running_requests
+
+
+def test_dsv4_user_cap_floors_full_and_swa_to_the_page() -> None:
+    # _compute_dsv4_sizes on M = 2,303: full = align(2,303, 256) = 2,048; swa = align(int(2,048 * 767/2,048) = 767, 256)
+    # = 512 (767/2,048 = 0.37451171875 is exact in binary); c4 = 512, c128 = 16, c4_state = 2 * 8
+    sizes = dsv4(swa_full_tokens_ratio=0.37451171875).calculate_pool_sizes_from_max_tokens(2_303, 256)
+    assert (sizes.max_total_num_tokens, sizes.swa_max_total_num_tokens) == (2_048, 512)
+    assert (sizes.c4_max_total_num_tokens, sizes.c128_max_total_num_tokens, sizes.c4_state_pool_size) == (512, 16, 16)
+
+
+def test_dsv4_swa_pool_equal_to_window_plus_page_is_too_small() -> None:
+    # validate_swa_pool_size raises when W + P >= swa: NPU page 128, ratio 0.5: M = 512 -> swa 256 = 128 + 128
+    cfg = dsv4(page_size=128, device="npu", swa_full_tokens_ratio=0.5)
+    with pytest.raises(SWAPoolTooSmallError, match=r"SWA pool \(256 tokens\)"):
+        cfg.calculate_pool_sizes_from_max_tokens(512, 128)
+    sizes = cfg.calculate_pool_sizes_from_max_tokens(768, 128)  # swa 384 > 256 passes
+    assert (sizes.max_total_num_tokens, sizes.swa_max_total_num_tokens, sizes.c4_state_pool_size) == (768, 384, 24)
+
+
+def test_dsv4_c4_only_stage_has_no_c128_state_after_finalize() -> None:
+    # finalize_with_max_running_requests: c128_state_pool_size = slots * ring.get(128, 0) = 0 without ratio-128 owners
+    config = dict(load_preset_config("deepseek-v4-flash"))
+    config["compress_ratios"] = [0, 0] + [4] * 41 + [0]
+    cfg = dsv4(config, swa_full_tokens_ratio=0.5)
+    sizes = cfg.calculate_pool_sizes(54_218_378, 256)
+    assert sizes.c128_state_pool_size == 0  # 0 until finalize_with_max_running_requests
+    assert cfg.finalize_with_max_running_requests(sizes.replace(max_running_requests=64)).c128_state_pool_size == 0
+
+
+# NPU, page 128 (floor W + P = 256), ratio 0.5 given: paged(r) = kv_bytes = 584 unpadded;
+# bpst = 584 * 43 + 8 / 128 * 10,240 * 21 = 38,552; bpft = 0.5 * 38,552 + (146 + 33) * 21 + 584 / 128 * 20
+# = 23,126.25; no max_running_requests: m = 4,096 for 40 GiB, fixed = 4,099 * 128 rows * 4,096 B * 20
+NPU_V4: dict[str, Any] = {"page_size": 128, "device": "npu", "swa_full_tokens_ratio": 0.5}
+
+
+def test_dsv4_state_reservation_explains_a_swa_pool_exactly_at_the_floor() -> None:
+    cfg = dsv4(**NPU_V4)
+    assert (cfg.bytes_per_full_token, cfg.c128_state_fixed_bytes(4_096)) == (23_126.25, 42_981_130_240)
+    # 12,000,000 B left: full = align(518, 128) = 512, swa = align(256, 128) = 256 = W + P (missed);
+    # without the state swa would be huge: the c128 reservation is named as the cause
+    with pytest.raises(DSV4StateReservationError, match="leaves the SWA pool 256 tokens"):
+        cfg.calculate_pool_sizes(42_981_130_240 + 12_000_000, 128)
+
+
+def test_dsv4_floor_error_stays_plain_when_the_stateless_pool_misses_it_too() -> None:
+    # 17,740,000 B: m = min(2,048, 767 // 2) = 383, fixed (4.05 GB) > budget -> full 0, swa 0;
+    # without the state: align(int(17,740,000 / 23,126.25) = 767, 128) = 640 -> swa 256 = W + P: still missed
+    with pytest.raises(SWAPoolTooSmallError, match=r"SWA pool \(0 tokens\)") as info:
+        dsv4(**NPU_V4).calculate_pool_sizes(17_740_000, 128)
+    assert not isinstance(info.value, DSV4StateReservationError)
+
+
+@pytest.mark.parametrize(("size", "ring", "ratio", "rows"), [(3, 8, 4, 12), (2, 8, 4, 12), (0, 128, 128, 256)])
+def test_compress_state_rows_round_up_size_ring_and_sink(size: int, ring: int, ratio: int, rows: int) -> None:
+    # DeepSeekV4TokenToKVPool: ceil_align(size + ring + 1, ratio): 12 -> 12, 11 -> 12, 129 -> 256
+    assert compress_state_rows(size, ring, ratio) == rows
+
+
+# ratio 767/1024 = 0.7490234375 (exact): bpft = 0.7490234375 * 38,552 + 3,850.25 = 32,726.6015625 on the NPU;
+# 512 full tokens give int(383.5) = 383 -> swa align(383, 128) = 256 = W + P, one token short of 384
+NPU_V4_767: dict[str, Any] = {**NPU_V4, "swa_full_tokens_ratio": 767 / 1024}
+
+
+def test_dsv4_state_reservation_explained_one_token_below_the_next_swa_page() -> None:
+    # 17,017,768 B after the 4,096-request state: int(17,017,768 / 32,726.6015625) = 519 -> full 512 -> swa 256
+    cfg = dsv4(**NPU_V4_767)
+    assert cfg.bytes_per_full_token == 32_726.6015625
+    with pytest.raises(DSV4StateReservationError, match="leaves the SWA pool 256 tokens"):
+        cfg.calculate_pool_sizes(42_981_130_240 + 17_017_768, 128)
+
+
+def test_dsv4_plain_floor_error_when_the_stateless_swa_is_one_token_short() -> None:
+    # 17,017,768 B alone: state > budget -> full 0; without the state align(519, 128) = 512 full tokens
+    # -> swa 256 = W + P, still at the floor: SGLang's own error stands
+    with pytest.raises(SWAPoolTooSmallError) as info:
+        dsv4(**NPU_V4_767).calculate_pool_sizes(17_017_768, 128)
+    assert not isinstance(info.value, DSV4StateReservationError)
+
+
+def test_dsv4_stage_without_ratio_4_owners_has_no_c4_state() -> None:
+    # _compute_dsv4_sizes: c4_state = swa // P * ring.get(4, 0) = 0; M = 2,048 at ratio 0.5 -> swa 1,024, c128 16
+    config = dict(load_preset_config("deepseek-v4-flash"))
+    config["compress_ratios"] = [0, 0] + [128] * 41 + [0]
+    sizes = dsv4(config, swa_full_tokens_ratio=0.5).calculate_pool_sizes_from_max_tokens(2_048, 256)
+    assert (sizes.swa_max_total_num_tokens, sizes.c128_max_total_num_tokens, sizes.c4_state_pool_size) == (1_024, 16, 0)
+
+
+def test_dsv4_swa_only_stage_in_ratio_mode_with_a_tiny_ratio_still_plans() -> None:
+    # every layer ratio 0, ratio 2**-15: bpft = 585 * 43 / 32,768 = 0.7676... B > 0, so sizing proceeds:
+    # full = align(int(2**30 / bpft), 256); swa = align(int(full * 2**-15), 256)
+    config = dict(load_preset_config("deepseek-v4-flash"))
+    config["compress_ratios"] = [0] * 44
+    cfg = dsv4(config, swa_full_tokens_ratio=2**-15)
+    assert cfg.bytes_per_full_token == 25_155 / 32_768
+    sizes = cfg.calculate_pool_sizes(2**30, 256)
+    assert sizes.max_total_num_tokens == 1_398_702_848  # int(1,398,702,925.4) page-floored
+    assert sizes.swa_max_total_num_tokens == 42_496  # int(42,685.02) page-floored
+
+
+def test_dsv4_cap_mode_stage_without_compressed_layers_is_rejected() -> None:
+    # cap mode prices a full token at 0 * bpst + no comp(r) terms = 0 B (SGLang divides by it): rejected
+    config = dict(load_preset_config("deepseek-v4-flash"))
+    config["compress_ratios"] = [0] * 44
+    cfg = dsv4(config, max_running_requests=64, chunked_prefill_size=8192)
+    assert cfg.cap_mode and cfg.bytes_per_full_token == 0
+    with pytest.raises(UnsupportedConfigurationError, match="swa_full_tokens_ratio"):
+        cfg.calculate_pool_sizes(40 * GIB, 256)

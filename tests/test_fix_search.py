@@ -10,7 +10,11 @@ every smaller fraction down to the current one is checked here, plan by plan.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 from kvstrategies.planner import DeploymentRequest, plan_deployment
+from kvstrategies.planner.fixes import _fraction_guess
 from kvstrategies.planner.gpus import lookup_gpu
 
 
@@ -38,3 +42,21 @@ def test_the_fraction_fix_of_a_dense_model_is_the_step_where_it_starts_to_fit() 
     chosen = round(float(fix.value) * 1000)
     assert _fits(req, chosen) and not _fits(req, chosen - 1)
     assert fix.capacity_tokens >= planned.fit.context_len > planned.fit.capacity_tokens
+
+
+# ---- the straight-line guess of the smallest --mem-fraction-static -----------------------------------------
+
+
+def _planned(capacity: int, context: int) -> Any:
+    return SimpleNamespace(fit=SimpleNamespace(capacity_tokens=capacity, context_len=context))
+
+
+def test_the_fraction_guess_draws_its_line_from_one_thousandth() -> None:
+    """The fix search's own rule (planner/fixes.py, ``_fraction_guess``): between the current plan
+    (``now`` thousandths, ``low`` tokens) and the plan at ``stop`` (``high`` tokens), the context
+    ``need`` = context - low more tokens is reached at ``now + ceil(need x (stop - now) / (high - low))``.
+    From 0.001 (1,000 tokens) to 0.900 (900,000 tokens) for a 131,072-token context:
+    1 + ceil(130,072 x 899 / 899,000) = 1 + ceil(130.072) = 132. Below 1 thousandth there is no plan."""
+    search = SimpleNamespace(current=_planned(1_000, 131_072))
+    assert _fraction_guess(search, 1, _planned(900_000, 131_072), 900) == 132  # type: ignore[arg-type]
+    assert _fraction_guess(search, 0, _planned(900_000, 131_072), 900) is None  # type: ignore[arg-type]

@@ -17,9 +17,11 @@ from kvstrategies.cli import main
 from kvstrategies.dtypes import DType, resolve_kv_cache_dtype
 from kvstrategies.errors import InsufficientMemoryError, UnsupportedConfigurationError
 from kvstrategies.models import parse_hf_config
+from kvstrategies.pools.layout import BufferSpec, PoolLayout
 from kvstrategies.presets import load_preset_config, preset_names
-from kvstrategies.sizing import PoolSizes
+from kvstrategies.sizing import PoolSizes, require_positive_tokens
 from kvstrategies.strategies import DefaultPoolConfigurator, PoolConfigurator, register, unregister
+from kvstrategies.strategies.registry import registered
 
 from .helpers import GIB, case_settings
 
@@ -204,3 +206,42 @@ def test_case_json_keeps_the_sizes_when_the_pool_cannot_be_laid_out(
     assert document["sizes"]["max_total_num_tokens"] == 548_352  # align(42,949,672,960 // 78,324, 256)
     assert document["pools"] is None and "index page" in document["layout_error"]
     assert captured.err.startswith("kvstrategies: error: DSA on CUDA")
+
+
+# ---- a one-token budget (kvstrategies/sizing.py) -----------------------------------------------------------
+
+
+def test_one_token_is_a_positive_budget() -> None:
+    # MemoryPoolConfig's check: tokens <= 0 means the budget is too small; 1 token is not refused
+    require_positive_tokens(1)
+    with pytest.raises(InsufficientMemoryError, match="gives 0 tokens"):
+        require_positive_tokens(0)
+
+
+# ---- pool layout names and the registry's order ------------------------------------------------------------
+
+
+# ---- pools/layout.py -----------------------------------------------------------------------------
+
+
+def test_duplicate_buffer_names_are_named_in_the_error() -> None:
+    buffers = tuple(BufferSpec(name, (4, 8), DType.BFLOAT16) for name in ("k_buffer[0]", "v_buffer[0]", "k_buffer[0]"))
+    with pytest.raises(KVCacheConfigError, match=r"names buffers twice: \['k_buffer\[0\]'\]"):
+        PoolLayout("MHATokenToKVPool", buffers)
+
+
+# ---- the registry (create_memory_pool_configurator) -------------------------------------------------------------
+
+
+def test_register_puts_a_strategy_first_by_default() -> None:
+    class Probe(DefaultPoolConfigurator):
+        @classmethod
+        def is_applicable(cls, ctx: Any) -> bool:
+            return False
+
+    register(Probe)
+    try:
+        assert registered()[0] is Probe
+    finally:
+        unregister(Probe)
+    assert Probe not in registered()

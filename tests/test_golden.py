@@ -1,6 +1,6 @@
 """Golden snapshots of the whole case catalog, and the invariants of every case built on meta.
 
-Every ``tests/cases/*.json`` is planned and compared with ``golden/<case>.json`` through a syrupy
+Every ``cases/*.json`` is planned and compared with ``golden/<case>.json`` through a syrupy
 extension (``pytest --snapshot-update`` re-records; ``tools/record_golden.py`` writes the same
 bytes). A snapshot without a case, or a case without a snapshot, fails the run. Each case is
 also built on ``meta``: allocated bytes == planned bytes, tensors as described, token counts
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from kvstrategies.api import Plan, build
-from kvstrategies.case import Case
+from kvstrategies.case import Case, parse_case
 from kvstrategies.golden import (
     case_files,
     catalog_mismatch,
@@ -43,7 +43,7 @@ from .helpers import tool_module
 pytestmark = pytest.mark.filterwarnings("ignore:(?s).*Can not relate snapshot:UserWarning")
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES_DIR = ROOT / "tests" / "cases"
+CASES_DIR = ROOT / "cases"
 TOOLS = ROOT / "tools"
 CASE_PATHS = case_files(CASES_DIR)
 CASE_IDS = [p.stem for p in CASE_PATHS]
@@ -376,3 +376,24 @@ def test_diff_golden_tables_changed_added_and_failing_cases(capsys: pytest.Captu
     assert "only in A" in out and "only in B" in out and "B: KVCacheConfigError: no" in out
     assert "5 cases: 1 unchanged" in out
     assert tool.compare({"same": {"text": text}}, {"same": {"text": text}}, verbose=False) == 0
+
+
+# ---- the build check's allocated bytes (kvstrategies/report.py) --------------------------------------------
+
+
+def test_the_build_check_counts_the_state_pools_too() -> None:
+    """``plan --build-check`` allocates on ``meta`` and reports what the token-to-KV pool and the
+    extra pools allocated: for a Mamba hybrid the state pool is most of it."""
+    from kvstrategies.api import plan
+    from kvstrategies.case import read_json_file as read_case
+    from kvstrategies.report import plan_document
+
+    case = parse_case(read_case(CASES_DIR / "bridge-odd-budget-nemotron-h-8b-tp1-bf16-p1-mamba64.json"))
+    planned = plan(case.settings, case.available_bytes, max_tokens=case.max_tokens,
+                   pool_max_tokens=case.pool_max_tokens, pool_max_running_requests=case.pool_max_running_requests,
+                   pool_max_mamba_cache_size=case.pool_max_mamba_cache_size)  # fmt: skip
+    extra = sum(layout.planned_bytes for layout in planned.layout.extra)
+    assert extra > 0
+    document = plan_document(planned, measure=True)
+    assert document["allocated_bytes"] == planned.layout.token_to_kv.planned_bytes + extra
+    assert document["allocated_bytes"] == plan_document(planned)["allocated_bytes"]

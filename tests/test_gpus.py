@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.planner import DeploymentRequest
 from kvstrategies.planner.gpus import GPUS, Accelerator, lookup_gpu, parse_bytes
+from tests.helpers import SMALL_LLAMA
 
 
 @pytest.mark.parametrize(
@@ -56,7 +60,6 @@ def test_with_capacity_replaces_the_source() -> None:
 
 
 def test_gpus_command_lists_sources(capsys: pytest.CaptureFixture[str]) -> None:
-    import json
 
     from kvstrategies.cli import main
 
@@ -133,3 +136,50 @@ def test_parse_bytes(text: str | int, expected: int) -> None:
 def test_parse_bytes_rejects(junk: str | int) -> None:
     with pytest.raises(KVCacheConfigError):
         parse_bytes(junk)
+
+
+# ---- the listed GPUs' capacities and compute capabilities --------------------------------------------------
+
+
+def test_every_listed_gpu_capacity_is_positive() -> None:
+    """``_larger_gpu`` (planner/fixes.py) sorts the larger GPUs by ``capacity_mib or 0``; the ``or 0``
+    is never taken because no listed capacity is 0 (the allow-list entry for it relies on this)."""
+    from kvstrategies.planner.gpus import GPUS
+
+    assert all(g.capacity_mib is None or g.capacity_mib > 0 for g in GPUS)
+
+
+def test_cuda_major_11_is_blackwell() -> None:
+    """``is_blackwell`` (sglang/srt/utils/common.py): ``_check_cuda_device_version`` with
+    ``device_capability_majors=[10, 11, 12]`` -- SM110 (Jetson Thor) is Blackwell too; SM90 is not."""
+    assert [Accelerator("x", 1024.0, "cuda", (major, 0)).is_blackwell for major in (9, 10, 11, 12)] == [
+        False, True, True, True,
+    ]  # fmt: skip
+
+
+def test_a_gpu_capacity_is_in_0_to_2_to_the_63_bytes() -> None:
+    """``validate_request``: the GPU capacity in bytes (``capacity_mib x 2**20``) must lie in (0, 2**63):
+    1 B (2**-20 MiB) and 2**62 B (2**42 MiB) are read, 2**63 B (2**43 MiB) is refused naming --gpu-memory."""
+    from kvstrategies.planner.request import validate_request
+
+    for mib, ok in ((2.0**-20, True), (2.0**42, True), (2.0**43, False)):
+        gpu = Accelerator("x", mib, "cuda", (9, 0))
+        if ok:
+            validate_request(DeploymentRequest("m", {"hf_config": SMALL_LLAMA}, gpu=gpu))
+        else:
+            with pytest.raises(KVCacheConfigError, match="fix --gpu-memory"):
+                validate_request(DeploymentRequest("m", {"hf_config": SMALL_LLAMA}, gpu=gpu))
+
+
+def test_listed_cuda_gpus_carry_nvidias_compute_capabilities() -> None:
+    """NVIDIA's published compute capabilities (developer.nvidia.com/cuda-gpus): Hopper 9.0, B200 and
+    GB200 10.0, B300 and GB300 10.3, A100 8.0, Ada 8.9, A10 8.6, T4 7.5, RTX 5090 / RTX PRO 6000 12.0."""
+    from kvstrategies.planner.gpus import GPUS
+
+    expected = {
+        "H100-80GB": (9, 0), "H200": (9, 0), "H20": (9, 0), "H100-NVL": (9, 0), "H100-PCIe": (9, 0), "H800": (9, 0),
+        "B200": (10, 0), "GB200": (10, 0), "B300": (10, 3), "GB300": (10, 3), "A100-40GB": (8, 0),
+        "A100-80GB": (8, 0), "L40S": (8, 9), "L4": (8, 9), "L40": (8, 9), "RTX-4090": (8, 9), "A10": (8, 6),
+        "T4": (7, 5), "RTX-5090": (12, 0), "RTX-PRO-6000": (12, 0),
+    }  # fmt: skip
+    assert {g.name: g.compute_capability for g in GPUS if g.is_cuda} == expected

@@ -19,20 +19,26 @@ from kvstrategies import plan, select_configurator
 from kvstrategies.api import build
 from kvstrategies.case import load_case
 from kvstrategies.cli import main
-from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
+from kvstrategies.dtypes import DType
+from kvstrategies.errors import (
+    InsufficientMemoryError,
+    KVCacheConfigError,
+)
 from kvstrategies.models import parse_hf_config
+from kvstrategies.pools.mamba import hybrid_req_to_token_layout, mamba_pool_layout
 from kvstrategies.presets import load_preset_config
 from kvstrategies.report import plan_document
 from kvstrategies.resolve import resolve
 from kvstrategies.sizing import PoolSizes
 from kvstrategies.strategies import DefaultPoolConfigurator
 from kvstrategies.strategies.hybrid_linear import HybridLinearPoolConfigurator
+from tests.helpers import buffer_shapes
 
 from .helpers import GIB, case_settings
 
 QWEN3_NEXT = "qwen3-next-80b-a3b"
 QWEN35 = "qwen3.5-35b-a3b"
-CASES = Path(__file__).parent / "cases"
+CASES = Path(__file__).parents[1] / "cases"
 HYBRID_CASES = sorted(CASES.glob("hybrid-linear-*.json"))
 # worked example Qwen3-Next GDN: rest = 60.0 - 140.0 * (1 - 0.9) = 46.0 GiB before the Mamba step
 REST_46 = 46 * GIB
@@ -579,3 +585,195 @@ def test_a_budget_below_one_reservation_walks_up_to_the_smallest_that_leaves_it(
     assert budget.mamba_cache_per_req == 102_137_856 and budget.max_mamba_cache_size == 64
     assert budget.rest_gib_before * GIB == 2 * GIB + 65 * 102_137_856
     assert budget.kv_available_bytes == 2 * GIB
+
+
+# ---- Mamba budgets and state pools by hand: speculative scratch, slot counts, the request cap --------------
+
+
+# Qwen3-Next TP4 Mamba state per request (mamba_utils mamba_cache_per_req): conv (8192 / 4, 3) bf16 = 12,288 B and
+# temporal (32 / 4, 128, 128) fp32 = 524,288 B per layer, times 36 linear-attention layers
+QWEN3_NEXT_TP4_PER_REQ = 36 * (2048 * 3 * 2 + 8 * 128 * 128 * 4)  # 19,316,736
+
+
+MTP_DRAFT: dict[str, Any] = {
+    "speculative_algorithm": "EAGLE",
+    "eagle_draft_num_layers": 1,
+    "speculative_num_draft_tokens": 4,
+    "speculative_num_steps": 3,
+    "speculative_eagle_topk": 1,
+}
+
+
+def hybrid_linear(preset: str | dict[str, Any], **fields: Any) -> HybridLinearPoolConfigurator:
+    cfg = select_configurator(case_settings(preset, **fields))
+    assert isinstance(cfg, HybridLinearPoolConfigurator)
+    return cfg
+
+
+# ---- Mamba budget with speculative state (KVCacheConfigurator._handle_max_mamba_cache) -------------------------------
+
+
+def test_spec_scratch_for_a_single_request_branch_c() -> None:
+    # C: capped = min(max(1, 1 // 1), K // 3) = 1; scratch = per * (1 + 1) * Dt = per * 2 * 4
+    cfg = hybrid_linear(QWEN3_NEXT, tp_size=4, page_size=64, max_running_requests=1, **MTP_DRAFT)
+    budget = cfg.mamba_budget(46 * GIB)
+    assert budget.stage_mamba_cache_per_req == QWEN3_NEXT_TP4_PER_REQ == 19_316_736
+    assert budget.branch == "C"
+    assert budget.spec_scratch_gib * GIB == 154_533_888.0
+
+
+def test_spec_scratch_for_a_single_request_branch_a() -> None:
+    # A: K = 600; capped = min(max(1, 1 // 1), 600 // 3) = 1; scratch = per * 2 * 4
+    cfg = hybrid_linear(QWEN3_NEXT, tp_size=4, page_size=64, max_running_requests=1, max_mamba_cache_size=600,
+                        **MTP_DRAFT)
+    budget = cfg.mamba_budget(46 * GIB)
+    assert (budget.branch, budget.max_mamba_cache_size) == ("A", 600)
+    assert budget.spec_scratch_gib * GIB == 154_533_888.0
+
+
+# ---- zero-KV stages (DefaultPoolConfigurator.calculate_pool_sizes) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("page", "tokens"), [(1, 9_223_372_036_854_775_807), (64, 9_223_372_036_854_775_744)])
+def test_zero_attention_stage_of_an_mtp_target_reports_int64_max(page: int, tokens: int) -> None:
+    # Qwen3-Next PP16 rank 0 holds layers 0-2: all linear attention (the first full layer is 3);
+    # the KV lives on other stages, so 2**63 - 1 tokens page-floored; 5.8 never scales 0 layers
+    cfg = hybrid_linear(QWEN3_NEXT, tp_size=4, pp_size=16, pp_rank=0, page_size=page, max_running_requests=64,
+                        **MTP_DRAFT)
+    assert (cfg.num_layers, cfg.cell_size_bytes) == (0, 0)
+    assert cfg.calculate_pool_sizes(40 * GIB, page).max_total_num_tokens == tokens
+
+
+# ---- Mamba state (KVCacheConfigurator._handle_max_mamba_cache) -------------------------------------------------------
+
+
+def test_mamba_state_pool_bytes_include_the_dummy_slot() -> None:
+    # _handle_max_mamba_cache "rest -= (K + 1) * per": Qwen3-Next TP4, 46 GiB, no spec: K = int((bb - per) // per) with
+    # bb = 46 * 0.9 / 1.9 GiB = 23,395,863,838.3 B -> K = 1,210 (as in tests/test_hybrid_linear.py); (1,210 + 1) *
+    # per
+    budget = hybrid_linear(QWEN3_NEXT, tp_size=4, page_size=64).mamba_budget(46 * GIB)
+    assert budget.max_mamba_cache_size == 1_210
+    assert budget.state_bytes == 1_211 * QWEN3_NEXT_TP4_PER_REQ == 23_392_567_296
+
+
+def test_pp_scale_of_a_model_with_a_single_mamba_layer() -> None:
+    # the PP scale of the Mamba state: scale = max_stage / max(len(mamba_layers), 1) = 1 / 1; Qwen3-Next cut to 2 layers
+    # (interval 2: layer 0 linear, layer 1 full), PP2: stage 0 holds the only Mamba layer
+    config = dict(load_preset_config(QWEN3_NEXT))
+    config.update(num_hidden_layers=2, full_attention_interval=2)
+    cfg = hybrid_linear(config, tp_size=4, pp_size=2, pp_rank=1)
+    assert cfg.stage_mamba_cache_per_req == cfg.mamba_cache_per_req == 2_048 * 3 * 2 + 8 * 128 * 128 * 4
+
+
+def test_spec_scratch_branch_a_under_attention_dp() -> None:
+    # attn DP 2 at TP4: attention TP 2, per = 36 * ((8192 / 2) * 3 * 2 + 16 * 128 * 128 * 4) = 38,633,472;
+    # A: K = 600 // 2 = 300; capped = min(max(1, 64 // 2), 300 // 3) = 32; scratch = per * 33 * 4
+    cfg = hybrid_linear(QWEN3_NEXT, tp_size=4, attn_dp_size=2, page_size=64, max_running_requests=64,
+                        max_mamba_cache_size=600, **MTP_DRAFT)
+    budget = cfg.mamba_budget(46 * GIB)
+    assert (budget.stage_mamba_cache_per_req, budget.max_mamba_cache_size) == (38_633_472, 300)
+    assert budget.spec_scratch_gib * GIB == 5_099_618_304.0
+
+
+def test_spec_scratch_branch_a_capped_by_the_state_slots() -> None:
+    # A: capped = min(max(1, 64), 60 // 3) = 20 slots get per-draft-token state: per * 21 * 4
+    cfg = hybrid_linear(QWEN3_NEXT, tp_size=4, page_size=64, max_running_requests=64, max_mamba_cache_size=60,
+                        **MTP_DRAFT)
+    assert cfg.mamba_budget(46 * GIB).spec_scratch_gib * GIB == 21 * 4 * QWEN3_NEXT_TP4_PER_REQ == 1_622_605_824
+
+
+def test_spec_branch_c_slot_count_at_44_gib() -> None:
+    # C: bb = 44 * 0.9 / 1.9 * 2**30 = 22,379,040,121.26 B; K = int((bb - per * (1 + 4)) // (per * (1 + 4 / 3)))
+    # = int(494.37) = 494 (one more per subtracted would give 493.9 -> 493)
+    cfg = hybrid_linear(QWEN3_NEXT, tp_size=4, page_size=64, max_running_requests=64, **MTP_DRAFT)
+    budget = cfg.mamba_budget(44 * GIB)
+    assert (budget.branch, budget.max_mamba_cache_size) == ("C", 494)
+    assert budget.spec_scratch_gib * GIB == 65 * 4 * QWEN3_NEXT_TP4_PER_REQ  # capped = min(64, 494 // 3)
+
+
+def test_spec_branch_c_under_attention_dp() -> None:
+    # per 38,633,472 (attention TP 2): K = int((bb - per * 5) // (per * 7 / 3)) = 246;
+    # capped = min(max(1, 64 // 2), 246 // 3) = 32: scratch = per * 33 * 4
+    cfg = hybrid_linear(QWEN3_NEXT, tp_size=4, attn_dp_size=2, page_size=64, max_running_requests=64, **MTP_DRAFT)
+    budget = cfg.mamba_budget(44 * GIB)
+    assert budget.max_mamba_cache_size == 246
+    assert budget.spec_scratch_gib * GIB == 5_099_618_304.0
+
+
+@pytest.mark.parametrize(("requests", "dp", "slots"), [(1, 1, 1), (64, 2, 32)])
+def test_branch_b_slots_are_the_requests_per_dp_worker(requests: int, dp: int, slots: int) -> None:
+    # B (radix cache off, max_running_requests given): K = max(1, mrr // dp)
+    cfg = hybrid_linear(QWEN3_NEXT, tp_size=4, attn_dp_size=dp, page_size=64, max_running_requests=requests,
+                        disable_radix_cache=True)
+    budget = cfg.mamba_budget(44 * GIB)
+    assert (budget.branch, budget.max_mamba_cache_size) == ("B", slots)
+
+
+def test_spec_branch_c_capped_by_the_state_slots() -> None:
+    # C at 44 GiB: K = 494 whatever mrr is; capped = min(max(1, 256), 494 // 3 = 164): scratch per * 165 * 4
+    cfg = hybrid_linear(QWEN3_NEXT, tp_size=4, page_size=64, max_running_requests=256, **MTP_DRAFT)
+    budget = cfg.mamba_budget(44 * GIB)
+    assert budget.max_mamba_cache_size == 494
+    assert budget.spec_scratch_gib * GIB == 165 * 4 * QWEN3_NEXT_TP4_PER_REQ == 12_749_045_760
+
+
+@pytest.mark.parametrize(("available", "slots"), [(61_169_664, 0), (101_949_440, 1)])
+def test_auto_fit_needs_at_least_one_mamba_slot(available: int, slots: int) -> None:
+    # C without spec: bb = available * 0.9 / 1.9 = 1.5 * per -> K = int((bb - per) // per) = 0 (error);
+    # 2.5 * per -> K = 1, and rest - 2 * per > 0 leaves KV memory
+    cfg = hybrid_linear(QWEN3_NEXT, tp_size=4, page_size=64)
+    if slots == 0:
+        with pytest.raises(InsufficientMemoryError, match="max_mamba_cache_size=0"):
+            cfg.mamba_budget(available)
+    else:
+        budget = cfg.mamba_budget(available)
+        assert budget.max_mamba_cache_size == 1
+        assert budget.kv_available_bytes == available - 2 * QWEN3_NEXT_TP4_PER_REQ == 63_315_968
+
+
+# ---- hybrid linear: request cap and the Mamba pool (KVCacheConfigurator._handle_max_mamba_cache,
+# KVCacheConfigurator.resolve_max_num_reqs; MambaPool)
+
+
+def test_mamba_slots_for_exactly_one_request() -> None:
+    # KVCacheConfigurator.resolve_max_num_reqs: min(64, 3 // 3) = 1 request is served; 2 // 3 = 0 is an error
+    cfg = hybrid_linear(QWEN3_NEXT, tp_size=4)
+    assert cfg.mamba_ratio == 3
+    assert cfg.cap_max_running_requests(64, PoolSizes(max_total_num_tokens=1024, max_mamba_cache_size=3)) == 1
+    with pytest.raises(InsufficientMemoryError, match="max_running_requests=0"):
+        cfg.cap_max_running_requests(64, PoolSizes(max_total_num_tokens=1024, max_mamba_cache_size=2))
+
+
+def test_given_mamba_cache_that_takes_the_whole_budget_is_an_error() -> None:
+    # A: K = 600 without spec; rest = 601 * per / 2**30 - 601 * per / 2**30 = 0.0 -> no KV memory left
+    cfg = hybrid_linear(QWEN3_NEXT, tp_size=4, max_mamba_cache_size=600)
+    with pytest.raises(InsufficientMemoryError, match="leaves no memory for the KV cache"):
+        cfg.mamba_budget(601 * QWEN3_NEXT_TP4_PER_REQ)
+
+
+def test_spec_state_without_a_topk_uses_the_dedup_conv_layout() -> None:
+    # MambaPool: the dedup conv window needs eagle_topk <= 1; an unset topk counts as 1 (compute_swa_request_cap `k`)
+    sizes = PoolSizes(max_total_num_tokens=1024, max_running_requests=8, max_mamba_cache_size=24)
+    spec = {key: value for key, value in MTP_DRAFT.items() if key != "speculative_eagle_topk"}
+    mamba = hybrid_linear(QWEN3_NEXT, tp_size=4, **spec).layout(sizes).extra[0]
+    shapes = {b.name: b.shape for b in mamba.allocations}
+    assert shapes["mamba._intermediate_conv_window_phys[0]"] == (36, 9, 2048, 6)  # Dd + K - 2 = 4 + 4 - 2
+
+
+# ---- Mamba pool functions (MambaPool, HybridReqToTokenPool) ------------------------------------------------
+
+
+def test_npu_conv_state_puts_the_window_first_for_mamba2_shapes() -> None:
+    # MambaPool (Ascend): Mamba2/GDN conv (channels 2048, window 3) -> (Lm, size + 1, 3 + 0, 2048) without spec
+    layout = mamba_pool_layout(size=24, spec_state_size=8, conv_shapes=((2048, 3),), temporal_shape=(8, 128, 128),
+                               mamba_layer_ids=(0, 1, 2), conv_dtype=DType.BFLOAT16, ssm_dtype=DType.FLOAT32,
+                               npu_conv=True)
+    assert buffer_shapes(layout)["mamba.conv[0]"] == (3, 25, 3, 2048)
+    assert dict(layout.attributes)["npu_conv"] == 1
+
+
+def test_hybrid_request_table_maps_every_row_without_preallocation() -> None:
+    # HybridReqToTokenPool: R + 1 rows in both the table and the row -> Mamba slot mapping
+    layout = hybrid_req_to_token_layout(max_running_requests=8, max_context_len=100, mamba_size=24)
+    found = buffer_shapes(layout)
+    assert (found["req_to_token"], found["req_index_to_mamba_index_mapping"]) == ((9, 100), (9,))

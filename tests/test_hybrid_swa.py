@@ -28,7 +28,7 @@ from kvstrategies.errors import (
 from kvstrategies.models import parse_hf_config
 from kvstrategies.presets import load_preset_config
 from kvstrategies.resolve import finalize, resolve
-from kvstrategies.sizing import validate_swa_pool_size
+from kvstrategies.sizing import PoolSizes, validate_swa_pool_size
 from kvstrategies.strategies.default import DefaultPoolConfigurator
 from kvstrategies.strategies.dsv4 import DSV4PoolConfigurator
 from kvstrategies.strategies.hybrid_swa import DraftLayers, HybridSWAPoolConfigurator, SWAChunkCapPoolConfigurator
@@ -39,7 +39,7 @@ from .helpers import GIB, case_settings
 GPT_OSS = "gpt-oss-120b"
 BUDGET_50G = 53_687_091_200
 CAP = {"max_running_requests": 64, "disable_radix_cache": True, "chunked_prefill_size": 8192}
-CASES = sorted((Path(__file__).parent / "cases").glob("swa-*.json"))
+CASES = sorted((Path(__file__).parents[1] / "cases").glob("swa-*.json"))
 
 
 def hybrid(preset_or_config: str | dict[str, Any], **fields: Any) -> HybridSWAPoolConfigurator:
@@ -600,7 +600,6 @@ def test_draft_worker_is_sized_as_its_own_model() -> None:
 
 
 def test_sizes_without_sub_pools_cannot_be_laid_out() -> None:
-    from kvstrategies.sizing import PoolSizes
 
     cfg = hybrid(GPT_OSS, page_size=64)
     with pytest.raises(KVCacheConfigError, match="swa_max_total_num_tokens"):
@@ -649,3 +648,128 @@ def test_gemma3_context_ignores_the_linear_rope_factor() -> None:
     # the published Gemma-3 27B config (text_config rope_scaling factor 8, no length key: the
     # gemma3_text default 131072 applies) -> 131,072
     assert parse_hf_config(load_preset_config("gemma-3-27b")).context_len == 131_072
+
+
+# ---- all-SWA stages with drafts, SWA draft terms and the chunk-capped pool, by hand ------------------------
+
+
+# ---- all-SWA stage with draft layers (HybridSWAPoolConfigurator.__init__ draft layers,
+# HybridSWAPoolConfigurator._recompute_cell_size)
+
+
+def _gemma4(**text_overrides: Any) -> dict[str, Any]:
+    """Gemma-4-26B-A4B-shaped: 30 layers, every 6th full; full layers 2 KV heads of 512, SWA 8 of 256."""
+    text: dict[str, Any] = {
+        "model_type": "gemma4_text", "num_hidden_layers": 30, "hidden_size": 2816, "num_attention_heads": 16,
+        "num_key_value_heads": 8, "head_dim": 256, "global_head_dim": 512, "num_global_key_value_heads": 2,
+        "attention_k_eq_v": True, "sliding_window": 1024, "max_position_embeddings": 262144,
+        "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 5,
+    }
+    text.update(text_overrides)
+    return {"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4", "text_config": text}
+
+
+# PP stage 0 of "5,25" holds layers 0-4: all sliding. TP2 bf16: full_pt = 1 * (512 + 512) * 2 = 2,048,
+# swa_pt = 4 * (256 + 256) * 2 = 4,096; all-SWA cell = swa_pt * nS + full_pt * dF + swa_pt * dS
+# + swa_pt * dSF + draft_cell with nS = 5
+SWA_STAGE: dict[str, Any] = {"tp_size": 2, "kv_cache_dtype": "bf16", "page_size": 16, "pp_size": 2, "pp_rank": 0,
+                             "env": {"SGLANG_PP_LAYER_PARTITION": "5,25"}}
+
+
+@pytest.mark.parametrize(
+    ("config", "spec", "cell"),
+    [
+        (_gemma4(), {}, 20_480),  # 4,096 * 5
+        # D = 3 with 1 SWA draft layer: dF = 2, dS = 1 -> 20,480 + 2,048 * 2 + 4,096 * 1
+        (_gemma4(), {"speculative_algorithm": "EAGLE", "eagle_draft_num_layers": 3, "eagle_draft_swa_num_layers": 1},
+         28_672),
+        # mtp_local_layer_ids [0], D = 2: dSF = 1, dF = 1 -> 20,480 + 2,048 + 4,096
+        (_gemma4(mtp_local_layer_ids=[0]), {"speculative_algorithm": "EAGLE", "eagle_draft_num_layers": 2}, 26_624),
+        # DFLASH: no draft layers, draft_cell = 1,000 * dcp 1
+        (_gemma4(), {"speculative_algorithm": "DFLASH", "eagle_draft_num_layers": 2,
+                     "dflash_draft_cell_size_per_token": 1_000}, 21_480),
+    ],
+)
+def test_all_swa_stage_cell_with_draft_layers(config: dict[str, Any], spec: dict[str, Any], cell: int) -> None:
+    cfg = select_configurator(case_settings(config, **SWA_STAGE, **spec))
+    assert isinstance(cfg, HybridSWAPoolConfigurator) and cfg.is_all_swa and cfg.swa_layers == 5
+    assert cfg.cell_size_bytes == cell
+
+
+# GPT-OSS-120B page 64 (the worked example at the top of this file): full_pt = swa_pt = 8 * (64 + 64) * 2 = 2,048; nF = nS =
+# 18; ratio 0.8: cell = 36,864 + 0.8 * 36,864 = 66,355.2
+CHUNK_CAP: dict[str, Any] = {"max_running_requests": 64, "disable_radix_cache": True, "chunked_prefill_size": 8192}
+
+
+def swa_cfg(config: str | dict[str, Any] = GPT_OSS, **fields: Any) -> HybridSWAPoolConfigurator:
+    cfg = select_configurator(case_settings(config, page_size=64, **fields))
+    assert isinstance(cfg, HybridSWAPoolConfigurator)
+    return cfg
+
+
+def test_zero_swa_draft_layers_leave_every_draft_layer_full() -> None:
+    # HybridSWAPoolConfigurator.__init__ draft layers: dS = min(max(0, 0), 1) = 0, dF = 1: 2,048 * 19 + 0.8 * 2,048 * 18
+    cfg = swa_cfg(speculative_algorithm="EAGLE", eagle_draft_num_layers=1, eagle_draft_swa_num_layers=0)
+    assert (cfg.draft_layers.full, cfg.draft_layers.swa) == (1, 0)
+    assert cfg.cell_size_bytes == 68_403.2
+
+
+@pytest.mark.parametrize(
+    ("fields", "cell"),
+    [
+        ({"dflash_draft_cell_size_per_token": 0}, 66_355.2),  # not positive: no draft cell
+        ({"dflash_draft_cell_size_per_token": 1}, 66_356.2),
+        ({"dflash_draft_cell_size_per_token": 1_000}, 67_355.2),
+        # TP2 DCP2: the sizing counts heads without DCP -> 1,024 per layer: 18,432 + 14,745.6, + 1,000 * 2
+        ({"dflash_draft_cell_size_per_token": 1_000, "tp_size": 2, "dcp_size": 2}, 35_177.6),
+    ],
+)
+def test_hybrid_swa_dflash_draft_cell(fields: dict[str, Any], cell: float) -> None:
+    cfg = swa_cfg(speculative_algorithm="DFLASH", eagle_draft_num_layers=2, **fields)
+    assert cfg.cell_size_bytes == cell
+
+
+@pytest.mark.parametrize(("chunk", "capped"), [(0, False), (1, True)])
+def test_chunk_cap_needs_a_positive_prefill_chunk(chunk: int, capped: bool) -> None:
+    cfg = swa_cfg(max_running_requests=64, disable_radix_cache=True, chunked_prefill_size=chunk)
+    assert isinstance(cfg, SWAChunkCapPoolConfigurator) is capped
+
+
+def test_chunk_cap_full_token_cell_counts_swa_full_drafts_and_the_draft_cell() -> None:
+    # SWAChunkCapPoolConfigurator: full_cell = full_pt * (nF + dF) + swa_pt * dSF + draft_cell
+    mtp_config = {**load_preset_config(GPT_OSS), "mtp_local_layer_ids": [0]}
+    mtp = swa_cfg(mtp_config, speculative_algorithm="EAGLE", eagle_draft_num_layers=2, speculative_num_draft_tokens=4,
+                  speculative_num_steps=3, speculative_eagle_topk=1, **CHUNK_CAP)
+    assert isinstance(mtp, SWAChunkCapPoolConfigurator)
+    assert mtp.full_token_cell == 2_048 * (18 + 1) + 2_048 * 1 == 40_960  # dF = 1, dSF = 1
+    dflash = swa_cfg(speculative_algorithm="DFLASH", eagle_draft_num_layers=2, dflash_draft_cell_size_per_token=1_000,
+                     **CHUNK_CAP)
+    assert isinstance(dflash, SWAChunkCapPoolConfigurator)
+    assert dflash.full_token_cell == 36_864 + 1_000
+
+
+def test_chunk_cap_user_cap_floors_full_to_the_page() -> None:
+    # calculate_pool_sizes_from_max_tokens: full = align(127, 64) = 64; swa = min(ceil_align(40,960, 64), 127) = 127
+    sizes = swa_cfg(**CHUNK_CAP).calculate_pool_sizes_from_max_tokens(127, 64)
+    assert (sizes.full_max_total_num_tokens, sizes.swa_max_total_num_tokens) == (64, 127)
+
+
+def test_chunk_cap_error_reports_gib() -> None:
+    # the error message: the cap's 40,960 tokens * 36,864 B = 1,509,949,440 B = 1.40625 GiB, of 1.40625 GiB available
+    with pytest.raises(InsufficientMemoryError, match=r"\(40960 tokens, 1\.41 GiB\).*available 1\.41 GiB"):
+        swa_cfg(**CHUNK_CAP).calculate_pool_sizes(1_509_949_440, 64)
+
+
+@pytest.mark.parametrize(("extra", "full"), [(36_864, 1), (36_863, 0)])
+def test_chunk_cap_at_page_1_leaves_exactly_one_full_token(extra: int, full: int) -> None:
+    # compute_swa_request_cap at P = 1: per_request = 127 + 128 + 1 + 1 = 257; cap = 257 * 64 + 2 * 8,192 + 1 = 32,833;
+    # fixed = 32,833 * 36,864; one more full cell (36,864 B) -> full = 1; a byte less -> 0 (error)
+    cfg = select_configurator(case_settings(GPT_OSS, page_size=1, **CHUNK_CAP))
+    assert isinstance(cfg, SWAChunkCapPoolConfigurator) and cfg.swa_cap_tokens == 32_833
+    budget = 32_833 * 36_864 + extra
+    if full:
+        sizes = cfg.calculate_pool_sizes(budget, 1)
+        assert (sizes.full_max_total_num_tokens, sizes.swa_max_total_num_tokens) == (1, 32_833)
+    else:
+        with pytest.raises(InsufficientMemoryError, match="leaves no room for the full KV pool"):
+            cfg.calculate_pool_sizes(budget, 1)

@@ -15,6 +15,8 @@ from kvstrategies.integrations.sglang.launch_grid import (
     DFLASH_DRAFT,
     SYNTHETIC_PREFIX,
     LaunchSpec,
+    attention_heads,
+    check_grid_flag,
     default_grid,
     grid_from_json,
     launch_config,
@@ -154,3 +156,78 @@ def test_workers_keep_the_launch_order(monkeypatch: pytest.MonkeyPatch) -> None:
     facts = probe.GpuFacts(10, 0, 183359.0).platform_facts()
     assert facts["is_sm100"] and facts["is_blackwell"] and not facts["is_sm90"]
     assert facts["device_capability"] == (10, 0)
+
+
+# ---- the launch grid's edges, by hand: fallbacks, flag messages, string and integer bounds, workers --------
+
+
+def test_show_equal_names_each_equal_launch(tmp_path: Path) -> None:
+    refused = "deepseek-v3/B200/tp8/kv-cache-dtype=fp8_e5m2"  # both refuse: TRT-LLM MLA needs fp8_e4m3
+    specs = [s for s in default_grid(["deepseek-v3"]) if s.name == refused] + list(default_grid(["qwen3-8b"])[:2])
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps([s.to_dict() for s in specs]))
+    shown: list[str] = []
+    assert bridge.run_verify_launch(grid, recorded=True, show_equal=True, out=shown.append) == 0
+    assert shown[:3] == [
+        f"{refused}: equal (both refuse)",
+        "qwen3-8b/H100-80GB/tp1: equal",
+        "qwen3-8b/H100-80GB/tp2: equal",
+    ]
+    quiet: list[str] = []
+    assert bridge.run_verify_launch(grid, recorded=True, out=quiet.append) == 0
+    assert quiet == shown[3:]  # without --show-equal only the summary
+
+
+def test_attention_heads_falls_back_to_one_head() -> None:
+    assert attention_heads({"text_config": {"num_attention_heads": 40}, "num_attention_heads": 8}) == 40
+    assert attention_heads({"llm_config": {"num_attention_heads": 28}}) == 28
+    assert attention_heads({"architectures": ["LlamaForCausalLM"]}) == 1
+    assert valid_tps({"architectures": ["LlamaForCausalLM"]}) == (1,)  # 1 head divides only TP 1
+    assert valid_tps({"num_attention_heads": 12}) == (1, 2, 4)  # 12 % 8 != 0
+
+
+@pytest.mark.parametrize(
+    ("key", "wanted"),
+    [("page_size", "a positive integer"), ("chunked_prefill_size", "a positive integer or -1")],
+)
+def test_grid_flag_message_names_the_accepted_integers(key: str, wanted: str) -> None:
+    with pytest.raises(KVCacheConfigError, match=f"^launch 'x': flag {key} must be {wanted}, got 0$"):
+        check_grid_flag("'x'", key, 0)
+
+
+@pytest.mark.parametrize(("key", "value"), [("name", "x"), ("preset", "p"), ("gpu", "g")])
+def test_a_one_character_launch_string_is_accepted(key: str, value: str) -> None:
+    item = {"name": "n", "preset": "qwen3-8b", "gpu": "H200", key: value}
+    assert getattr(spec_from_dict(item), key) == value  # 1 to 256 characters
+    assert getattr(spec_from_dict({**item, key: "y" * 256}), key) == "y" * 256
+    with pytest.raises(KVCacheConfigError, match=f"{key} must be a non-empty string"):
+        spec_from_dict({**item, key: "y" * 257})
+    with pytest.raises(KVCacheConfigError, match=f"^launch .*: {key} must be a non-empty string, got ''$"):
+        spec_from_dict({**item, key: ""})
+
+
+@pytest.mark.parametrize(("allowed", "workers"), [(3, 3), (8, 8), (16, 8)])
+def test_default_workers_are_this_process_cpus_at_most_8(
+    monkeypatch: pytest.MonkeyPatch, allowed: int, workers: int
+) -> None:
+    # os.sched_getaffinity(0) is this process (a taskset or cgroup may narrow it); pid 1 may hold more CPUs
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(allowed if pid == 0 else 32)))
+    assert bridge.default_workers() == workers
+
+
+def test_default_workers_without_affinity_or_cpu_count_is_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: None)  # os.cpu_count() is None when undeterminable
+    assert bridge.default_workers() == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: 12)
+    assert bridge.default_workers() == 8
+
+
+def test_grid_integers_are_bounded_at_2_to_the_40() -> None:
+    check_grid_flag("'x'", "max_running_requests", 2**40)  # the largest accepted
+    check_grid_flag("'x'", "max_running_requests", 1)  # the smallest
+    with pytest.raises(KVCacheConfigError, match=f"max_running_requests must be a positive integer, got {2**40 + 1}"):
+        check_grid_flag("'x'", "max_running_requests", 2**40 + 1)
+    check_grid_flag("'x'", "chunked_prefill_size", -1)  # SGLang's "no chunking"
+    with pytest.raises(KVCacheConfigError, match="must be a positive integer or -1, got -2"):
+        check_grid_flag("'x'", "chunked_prefill_size", -2)

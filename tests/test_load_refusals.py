@@ -16,6 +16,7 @@ from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.planner.load_refusals import block_fp8, request_layout
 from kvstrategies.planner.moe_layout import moe_layout, override_quantization
 from kvstrategies.presets import load_preset_config
+from tests.helpers import block_fp8_llama, planner_request
 
 BLOCK_FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
 QWEN3_235B_FP8 = {**load_preset_config("qwen3-235b-a22b"), "quantization_config": BLOCK_FP8}
@@ -222,3 +223,56 @@ def test_nvfp4_row_parallel_inputs_must_be_multiples_of_16() -> None:
         with pytest.raises(UnsupportedConfigurationError, match=f"input width {width} is not a multiple of 16"):
             plan(config, tp_size=tp, gpu="B200")
     assert plan(config, tp_size=2, gpu="B200").sizes.max_total_num_tokens > 0
+
+
+# ---- block-FP8 linears and expert parallelism at their edges, by hand --------------------------------------
+
+
+def test_the_block_fp8_refusal_names_the_query_partition_first() -> None:
+    """``Fp8LinearMethod.validate_block_quant_shapes`` (sglang/srt/layers/quantization/fp8.py) walks the
+    output partitions in order and raises on the first that is not whole ``block_n`` blocks. 24 heads
+    and 8 KV heads of dim 64 at TP 8 split qkv_proj into [24 / 8 x 64, 8 / 8 x 64, 64] = [192, 64, 64]:
+    the query's 192 % 128 = 64 is named first."""
+    with pytest.raises(UnsupportedConfigurationError, match=r"qkv_proj .* its output partition 192 is not"):
+        plan_deployment(planner_request(block_fp8_llama(24, 8, BLOCK_FP8), tp_size=8), suggest=False)
+
+
+# --- expert parallelism refusals ------------------------------------------------------------------
+
+
+def test_an_ep_size_that_does_not_divide_tp_lists_every_divisor() -> None:
+    """``derive_parallel_widths`` (sglang/srt/runtime_context.py) sets moe_tp_size = tp_size // ep_size,
+    so the EP size must divide TP: --ep-size 3 at --tp 8 is refused offering 1, 2, 4, 8."""
+    with pytest.raises(UnsupportedConfigurationError, match="Use an --ep-size that divides 8: 1, 2, 4, 8$"):
+        plan_deployment(DeploymentRequest("q", {"preset": "qwen3-30b-a3b"}, tp_size=8, ep_size=3,
+                                          gpu=lookup_gpu("H100")), suggest=False)  # fmt: skip
+
+
+def test_experts_that_do_not_divide_over_ep_offer_the_sizes_that_do() -> None:
+    """``FusedMoE.__init__`` (sglang/srt/layers/moe/fused_moe_triton/layer.py) needs num_experts % ep_size
+    == 0: 60 routed experts over EP 8 are refused; of the divisors of --tp 8 (1, 2, 4, 8) those that
+    divide 60 are 1, 2 and 4."""
+    from kvstrategies.presets import load_preset_config
+
+    config = {**load_preset_config("qwen3-30b-a3b"), "num_experts": 60}
+    with pytest.raises(UnsupportedConfigurationError, match=r"num_experts % ep_size\)\. Use --ep-size 1 or 2 or 4$"):
+        plan_deployment(planner_request(config, tp_size=8, ep_size=8), suggest=False)
+
+
+def test_shared_experts_default_to_one() -> None:
+    """``DeepseekV2MoE.__init__`` (sglang/srt/models/deepseek_v2.py) sizes the shared experts'
+    MLP ``moe_intermediate_size x n_shared_experts``; a config without ``n_shared_experts`` is one
+    shared expert: 2048 wide, not 4096."""
+    from kvstrategies.planner.load_refusals import _mlp_width
+
+    module = "model.layers.1.mlp.shared_experts.gate_up_proj"
+    assert _mlp_width({"moe_intermediate_size": 2048}, module) == 2048
+    assert _mlp_width({"moe_intermediate_size": 2048, "n_shared_experts": 2}, module) == 4096
+
+
+def test_block_fp8_whole_blocks_are_planned() -> None:
+    """``Fp8LinearMethod.validate_block_quant_shapes`` (fp8.py) passes when every partition is whole
+    ``block_n`` blocks: 128 heads and 128 KV heads of dim 64 at TP 1 merge qkv_proj as
+    [128 x 64] x 3 = [8192, 8192, 8192], gate_up as [16384, 16384]: planned."""
+    config = block_fp8_llama(128, 128, BLOCK_FP8, hidden=8192, inter=16384)
+    assert plan_deployment(planner_request(config), suggest=False).sizes.max_total_num_tokens > 0

@@ -3,6 +3,7 @@ sweep, plot. Expected numbers are computed by hand in the comments and written a
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -17,8 +18,11 @@ from kvstrategies.planner import (
     sweep_csv,
     sweep_table,
 )
+from kvstrategies.planner.budget import weights_per_rank
 from kvstrategies.planner.fit import largest_true
 from kvstrategies.planner.gpus import lookup_gpu
+from kvstrategies.planner.report import answer_text
+from tests.helpers import SMALL_LLAMA, planner_request
 
 GIB = 2**30
 LLAMA8 = {"preset": "llama-3.1-8b"}
@@ -278,3 +282,134 @@ def test_plot_without_matplotlib_names_the_extra(monkeypatch: pytest.MonkeyPatch
     planned = plan_deployment(dense())
     with pytest.raises(KVCacheConfigError, match=r"pip install 'kvstrategies\[plot\]'"):
         plot_breakdown(planned, tmp_path / "plan.png")
+
+
+# ---- the budget, the answer and the fit at their edges, by hand (SGLang 0.5.23) ----------------------------
+
+
+#: its parameters: embedding + head 2 x 1000 x 64, per layer q/o 2 x 64^2 + k/v 2 x 16 x 64 + MLP 3 x 128 x 64
+#: + norms 2 x 64, and the final norm 64
+SMALL_PARAMS = 2 * 1000 * 64 + 2 * (2 * 64 * 64 + 2 * 16 * 64 + 3 * 128 * 64 + 2 * 64) + 64
+
+
+# --- budget.weights_per_rank ---------------------------------------------------------------------
+
+
+def test_the_weight_source_names_expert_parallelism_only_above_one() -> None:
+    """The estimate's note says how the weights split: ``TP x PP`` and, only when experts are spread
+    (``--ep-size`` > 1), over which EP size; EP 1 is no expert split and is not named."""
+    _, source = weights_per_rank(planner_request(SMALL_LLAMA), SMALL_LLAMA)
+    assert "split over TP 1 x PP 1 (fullest rank)" in source and "EP" not in source
+
+
+def test_a_multimodal_class_without_a_vision_tower_adds_no_tower_bytes() -> None:
+    """A ``*ForConditionalGeneration`` class counts as multimodal (``launch_facts``), but with no
+    ``vision_config`` there is no tower to count: the weights are the language model's alone,
+    2 B x 197,952 parameters = 395,904 B at TP 1 (the same as the ``*ForCausalLM`` class)."""
+    assert SMALL_PARAMS == 197_952
+    for arch in ("LlamaForCausalLM", "LlamaForConditionalGeneration"):
+        config = {**SMALL_LLAMA, "architectures": [arch]}
+        nbytes, source = weights_per_rank(planner_request(config), config)
+        assert (nbytes, "vision tower" in source) == (2 * SMALL_PARAMS, False)
+
+
+# --- report: the answer's totals ------------------------------------------------------------------
+
+
+def test_the_answer_names_replicas_alone_or_times_the_attention_dp_workers() -> None:
+    """``answer_text``: the total is per-pool tokens x workers; with one attention-DP worker the workers
+    are "2 DP replicas", with 2 attention-DP workers "2 attention-DP workers x 2 DP replicas"."""
+    for extra, over in (({}, "over 2 DP replicas"), ({"tp_size": 2, "attn_dp_size": 2},
+                                                       "over 2 attention-DP workers x 2 DP replicas")):
+        planned = plan_deployment(DeploymentRequest("m", {"preset": "llama-3.1-8b"}, gpu=lookup_gpu("H100"),
+                                                    dp_replicas=2, **extra), suggest=False)  # fmt: skip
+        scale = 2 * planned.fit.attn_dp_size
+        total = [line for line in answer_text(planned) if line.startswith("  in total")]
+        assert total == [f"  in total       {planned.sizes.max_total_num_tokens * scale:,} tokens {over}"]
+
+
+# --- resident extras under PP, the engine table, the fit and the longest request -----------------
+
+
+def test_rocm_int4_index_buffers_follow_the_fullest_pp_stage() -> None:
+    """The ROCm W4A16 MoE's g_idx / sort-index buffers (compressed_tensors_wNa16_moe.py,
+    ``CompressedTensorsWNA16MoE.create_weights``) are per MoE layer: Kimi-K2.5 at TP 8 keeps
+    2 x 384 x (7168 + 256) x 4 B = 22,806,528 B per layer for its 60 MoE layers; at PP 2 the fullest
+    stage holds ceil(61 / 2) = 31 of the 61 layers (``get_pp_indices``), so 31 / 61 of them:
+    int(22,806,528 x 60 x 31 / 61) = 695,412,165 B."""
+    from kvstrategies.planner.load_refusals import request_layout
+    from kvstrategies.planner.resident import resident_extras
+    from kvstrategies.planner.weights import estimate_weights
+
+    doc = json.loads((Path(__file__).parent / "fixtures" / "published" / "kimi-k2.5.json").read_text())
+    config = doc["config"]
+    req = DeploymentRequest("k", {"hf_config": config}, tp_size=8, pp_size=2, gpu=lookup_gpu("MI355X"))
+    extras = resident_extras(req, config, estimate_weights(config), request_layout(req, config))
+    found = {e.name: e.nbytes for e in extras}
+    assert 2 * 384 * (7168 + 256) * 4 == 22_806_528
+    assert found["ROCm INT4 expert index buffers"] == int(22_806_528 * 60 * 31 / 61) == 695_412_165
+
+
+def test_the_engine_table_says_how_sglang_splits_a_mamba_budget_before_the_header() -> None:
+    """``comparison_text`` (``kvstrategies compare``): when SGLang splits the budget between its Mamba
+    slot pool and its token pool, that line follows the budget line, before the table's header:
+    3 GiB with 1 GiB of token pool leaves 2.00 GiB for the slots."""
+    from kvstrategies.planner.engines import EngineComparison, comparison_text
+
+    lines = comparison_text(EngineComparison(3 * 2**30, "H100", (), (), sglang_token_bytes=2**30))
+    assert lines[0].startswith("KV budget per rank: 3,221,225,472 bytes (3.00 GiB)")
+    assert lines[1] == "SGLang splits it: 2.00 GiB for its Mamba slot pool, 1.00 GiB for its token pool"
+    assert lines[2].lstrip().startswith("request length")
+
+
+def test_the_moonvit_tower_splits_over_the_attention_tp_group() -> None:
+    """MoonViT's ``VisionAttention`` (sglang/srt/models/kimi_k25.py) splits wqkv and wo over the
+    attention-TP group, tp / attn_dp ranks. Kimi-K2.5's tower holds 471,143,920 parameters, of which
+    27 x (3456 x 1152 + 3456 + 1152 x 1152) = 143,420,544 are split: at TP 8 with attention DP 8 a rank
+    keeps all of them (2 B each: 942,287,840 B); with attention DP 2 (attention TP 4) it keeps a
+    quarter of the split part, 471,143,920 - 143,420,544 x 3 / 4 = 363,578,512 parameters = 727,157,024 B."""
+    from kvstrategies.planner.budget import _vision_tower_bytes
+
+    config = json.loads((Path(__file__).parent / "fixtures" / "published" / "kimi-k2.5.json").read_text())["config"]
+    assert 27 * (3456 * 1152 + 3456 + 1152 * 1152) == 143_420_544
+    for attn_dp, nbytes in ((8, 942_287_840), (2, 727_157_024)):
+        req = DeploymentRequest("k", {"hf_config": config}, tp_size=8, attn_dp_size=attn_dp, gpu=lookup_gpu("H200"))
+        assert _vision_tower_bytes(req, config, 2.0)[0] == nbytes
+
+
+def test_a_hybrid_swa_fit_has_a_full_pool_from_one_token() -> None:
+    """``fit_model`` (planner/fit.py): a hybrid-SWA plan has a full-attention pool and an SWA pool; only
+    when SGLang sizes no full-attention tokens at all (``full_max_total_num_tokens`` 0) is the SWA pool
+    the only one. gpt-oss-20b on an H100 with the full pool forced to 0 tokens has the SWA pool alone,
+    with 1 or 2 tokens both pools."""
+    import dataclasses
+
+    from kvstrategies.planner.fit import fit_model
+
+    planned = plan_deployment(DeploymentRequest("g", {"preset": "gpt-oss-20b"}, gpu=lookup_gpu("H100")), suggest=False)
+    swa = planned.sizes.swa_max_total_num_tokens
+    assert swa is not None and swa > 0
+    for full, pools in ((0, [("swa", swa)]), (1, [("full", 1), ("swa", swa)]), (2, [("full", 2), ("swa", swa)])):
+        sizes = dataclasses.replace(planned.sizes, full_max_total_num_tokens=full)
+        assert [(p.name, p.capacity) for p in fit_model(planned.planned.ctx, sizes).pools] == pools
+
+
+def test_sglangs_longest_request_is_one_below_the_context_or_the_pool() -> None:
+    """``TpModelWorker.alloc_memory_pool`` (sglang/srt/managers/tp_worker.py): ``max_req_len = min(context_len - 1,
+    max_total_num_tokens - 1)``. Llama-3.1-8B on an H100 pools far more than its 131,072-token
+    context, so the longest request SGLang takes is 131,071 tokens."""
+    planned = plan_deployment(DeploymentRequest("l", {"preset": "llama-3.1-8b"}, gpu=lookup_gpu("H100")), suggest=False)
+    assert planned.fit.context_len == 131_072 and planned.fit.capacity_tokens > 131_073
+    assert planned.fit.sglang_max_req_len == 131_071
+
+
+def test_the_budget_step_prints_gib_of_2_to_the_30_bytes() -> None:
+    """``budget_text`` prints sizes in GiB (2**30 B, as SGLang's logs do): a given KV budget of
+    3 x 2**30 B reads 3.00 GiB; the H100's 81,559 MiB read 81,559 / 1024 = 79.65 GiB."""
+    from kvstrategies.planner.report import budget_text
+
+    llama = {"preset": "llama-3.1-8b"}
+    given = plan_deployment(DeploymentRequest("l", llama, available_bytes=3 * 2**30), suggest=False)
+    assert budget_text(given)[0] == "budget step    skipped: KV budget 3.00 GiB per rank given"
+    h100 = plan_deployment(DeploymentRequest("l", llama, gpu=lookup_gpu("H100")), suggest=False)
+    assert budget_text(h100)[0].startswith("budget step    H100-80GB 79.65 GiB, mem_fraction_static")

@@ -16,6 +16,7 @@ import pytest
 from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner import preload as P
 from kvstrategies.planner.gpus import lookup_gpu
+from kvstrategies.planner.preload import preload_memory, profile_for
 from kvstrategies.presets import load_preset_config
 
 GIB = 2**30
@@ -106,3 +107,28 @@ def test_breakdown_prints_the_profile_it_came_from() -> None:
     assumption = next(a for a in plan.budget.assumptions if a.startswith("free memory before weights"))
     assert "sgl-project/sglang#25118" in assumption
     assert f"{(0.7477083 + 7.6341667 + 0.3625):.2f} GiB" in assumption  # 8.74
+
+
+# ---- peers before the weights under PP, and ROCm's per-peer figure -----------------------------------------
+
+
+def test_pipeline_parallelism_adds_one_peer_before_the_weights() -> None:
+    """``preload_memory``: a rank's communication buffers grow per peer it talks to, its TP peers
+    (tp - 1) and, under PP, one more (the neighbouring stage): TP 1 x PP 2 has one peer, TP 2 x PP 2 two;
+    called without a layout it is one GPU alone."""
+    gpu = lookup_gpu("H100")
+    profile = profile_for(gpu)
+    alone = preload_memory(gpu)  # the defaults: TP 1 x PP 1, no peer, no communication buffers
+    assert (alone.interconnect.endswith(", 0 peer(s)"), alone.communication_bytes) == (True, 0)
+    for tp, peers in ((1, 1), (2, 2)):
+        mem = preload_memory(gpu, tp=tp, pp=2)
+        assert mem.interconnect.endswith(f", {peers} peer(s)")
+        assert mem.communication_bytes == int((profile.per_peer_gib * peers + profile.multi_rank_gib) * GIB)
+
+
+def test_rocm_per_peer_figure_is_extrapolated_above_tp4() -> None:
+    """``preload_memory``: the ROCm per-peer figure is fit to TP 2 and TP 4 logs, so from TP 5 on the
+    note says it is extrapolated; at TP 4 it does not."""
+    gpu = lookup_gpu("MI355X")
+    assert "extrapolated" in preload_memory(gpu, tp=5).note
+    assert "extrapolated" not in preload_memory(gpu, tp=4).note

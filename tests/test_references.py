@@ -33,7 +33,7 @@ from tests.source_trees import parsed
 
 ROOT = Path(__file__).resolve().parents[1]
 #: top-level folders of this repository: a path starting with one of them must exist
-OWN_ROOTS = ("kvstrategies", "tools", "tests", "docs", "golden", "examples", ".ci")
+OWN_ROOTS = ("kvstrategies", "tools", "tests", "cases", "docs", "golden", "examples", ".ci")
 #: a path-like token ending in a file suffix, optionally with folders before it
 PATH = re.compile(
     r"(?<![\w./<>*{}-])((?:\.\./|\./)?[\w.<>*{}-]+(?:/[\w.<>*{}-]+)*\.(?:md|py|jsonl|json|toml|ini|txt|png))\b"
@@ -130,8 +130,8 @@ def python_files() -> list[Path]:
 def test_the_checker_finds_what_it_must() -> None:
     here = ROOT / "kvstrategies" / "api.py"
     assert problems("see docs/maintainers.md and tools/record_golden.py", here) == []
-    assert problems("golden/sglang-<version>/ and tests/cases/*.json", here) == []
-    assert problems("``tools/NAME.py``, tests/cases/<family>-<model>-....json", here) == []
+    assert problems("golden/sglang-<version>/ and cases/*.json", here) == []
+    assert problems("``tools/NAME.py``, cases/<family>-<model>-....json", here) == []
     assert problems("sglang/srt/mem_cache/memory_pool.py, `sglang.srt.configs.model_config`", here) == []
     assert problems("[the releases](sglang-releases.md), README.md", ROOT / "docs" / "golden.md") == []
     assert problems("as sizing.md 5.2 says", here) == ["sizing.md"]

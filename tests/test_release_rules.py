@@ -15,8 +15,12 @@ from typing import Any
 import pytest
 
 from kvstrategies.case import load_case, parse_case
+from kvstrategies.context import (
+    stage_layer_range,
+)
 from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
 from kvstrategies.golden import plan_case
+from kvstrategies.layer_setup import check_layer_setup
 from kvstrategies.pools.dsv4 import c4_indexer_pages, physical_pages
 from kvstrategies.pools.fp4 import fixed_fp4_cell_bytes
 from kvstrategies.release_report import RULE_MODULES, load_rule_modules
@@ -30,8 +34,10 @@ from kvstrategies.releases import (
 from kvstrategies.request_math import req_to_token_extra_context_len
 from kvstrategies.strategies import select_configurator
 
-CASES = Path(__file__).resolve().parent / "cases"
-ROOT = CASES.parents[1]
+from .helpers import case_settings
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+ROOT = CASES.parent
 GIB = 2**30
 
 
@@ -454,3 +460,20 @@ def test_the_plan_document_names_its_release() -> None:
     document = plan_document(plan_case(_case("default-llama-3.1-8b-tp1-bf16-p64", "0.5.18")))
     assert document["release"] == {"engine": "sglang", "version": "0.5.18", "label": "SGLang 0.5.18"}
     assert json.dumps(document)
+
+
+# ---- PP with MTP up to SGLang 0.5.20 (kvstrategies/layer_setup.py), by hand --------------------------------
+
+
+EAGLE: dict[str, Any] = {"speculative_algorithm": "EAGLE", "eagle_draft_num_layers": 1,
+                         "speculative_num_draft_tokens": 4, "speculative_num_steps": 3}  # fmt: skip
+
+
+def test_a_middle_pp_stage_of_an_mtp_model_is_refused_up_to_0_5_20() -> None:
+    # layer_setup._assert_pp_mtp_compat (0.5.20): DeepSeek-V3, 61 layers, SGLANG_PP_LAYER_PARTITION 20,21,20: rank 1
+    # holds [20, 41), 41 - 20 = 21 of 61 layers: "PP is not compatible with MTP models"
+    ctx = case_settings("deepseek-v3", tp_size=8, pp_size=3, pp_rank=1, env={"SGLANG_PP_LAYER_PARTITION": "20,21,20"},
+                        sglang_version="0.5.20", speculative_eagle_topk=1, **EAGLE)  # fmt: skip
+    assert stage_layer_range(ctx) == (20, 41)
+    with pytest.raises(UnsupportedConfigurationError, match="PP is not compatible with MTP models"):
+        check_layer_setup(ctx)

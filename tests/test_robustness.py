@@ -23,10 +23,14 @@ from kvstrategies.dtypes import DType, resolve_kv_cache_dtype
 from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from kvstrategies.jsonio import parse_json_text, read_json_file
 from kvstrategies.models import parse_hf_config
+from kvstrategies.planner import DeploymentRequest, plan_deployment
+from kvstrategies.planner.config_fields import MAX_CONFIG_DEPTH, validate_config_fields
+from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.planner.launch_defaults import model_facts_from_hf_config
 from kvstrategies.planner.weights import estimate_weights
 from kvstrategies.presets import load_preset_config
 from kvstrategies.strategies.default import DefaultPoolConfigurator
+from tests.helpers import SMALL_LLAMA, planner_request
 
 GIB = 2**30
 
@@ -326,8 +330,6 @@ def test_docs_errors_lists_every_error_class() -> None:
 
 
 def _gpu_request(preset: str, config: dict[str, Any] | None = None, **changes: Any) -> Any:
-    from kvstrategies.planner import DeploymentRequest
-    from kvstrategies.planner.gpus import lookup_gpu
 
     source = {"hf_config": config} if config is not None else {"preset": preset}
     return DeploymentRequest(model=preset, source=source, gpu=lookup_gpu("H100"), **changes)
@@ -371,7 +373,6 @@ PLANNER_BAD_CONFIGS = [
 
 @pytest.mark.parametrize(("preset", "make", "field"), PLANNER_BAD_CONFIGS)
 def test_planner_refuses_bad_estimate_fields_naming_them(preset: str, make: Any, field: str) -> None:
-    from kvstrategies.planner import plan_deployment
 
     with pytest.raises(KVCacheConfigError) as info:
         plan_deployment(_gpu_request(preset, make()), suggest=False)
@@ -387,7 +388,7 @@ def test_planner_field_rules_accept_every_shipped_config() -> None:
     configs = [load_preset_config(name) for name in preset_names()]
     for path in (Path(__file__).parent / "fixtures" / "published").glob("*.json"):
         configs.append(json.loads(path.read_text(encoding="utf-8"))["config"])
-    for path in (Path(__file__).parent / "cases").glob("*.json"):
+    for path in (Path(__file__).parents[1] / "cases").glob("*.json"):
         hf = json.loads(path.read_text(encoding="utf-8")).get("hf_config")
         if isinstance(hf, dict):
             configs.append(hf)
@@ -407,7 +408,6 @@ def test_planner_field_rules_accept_every_shipped_config() -> None:
     ],
 )
 def test_planner_refuses_bad_request_values(changes: dict[str, Any], flag: str) -> None:
-    from kvstrategies.planner import plan_deployment
 
     with pytest.raises(KVCacheConfigError, match=re.escape(flag)):
         plan_deployment(_gpu_request("llama-3.1-8b", **changes), suggest=False)
@@ -653,7 +653,6 @@ def test_planner_list_fields_are_bounded_by_the_layer_limit() -> None:
 
 def test_multimodal_models_reserve_sglangs_100_mib_vlm_cache() -> None:
     """SGLANG_VLM_CACHE_SIZE_MB defaults to 100: a multimodal model's GPU budget holds 100 MiB back."""
-    from kvstrategies.planner import plan_deployment
 
     planned = plan_deployment(_gpu_request("qwen3.5-35b-a3b", tp_size=8), suggest=False)
     assert planned.budget.multimodal_bytes == 100 * 2**20
@@ -678,3 +677,47 @@ def test_capacity_tier_bands_are_strict_upper_bounds(mib: int, tp: int, tier: tu
     from kvstrategies.planner.launch_defaults import capacity_tier
 
     assert capacity_tier(mib, tp) == tier
+
+
+# ---- how deep the config validator reads, and a request's byte counts --------------------------------------
+
+
+# --- config_fields: how deep the validator reads -------------------------------------------------
+
+
+def _at_depth(depth: int, leaf: dict[str, Any]) -> dict[str, Any]:
+    """SMALL_LLAMA with ``leaf`` as the object ``depth`` levels below the top (depth 1: ``config["extra"]``)."""
+    node = leaf
+    for _ in range(depth - 1):
+        node = {"a": node}
+    return {**SMALL_LLAMA, "extra": node}
+
+
+def test_the_config_validator_reads_eight_objects_deep() -> None:
+    """``validate_config_fields`` checks known integer fields in every nested object down to
+    ``MAX_CONFIG_DEPTH`` = 8 levels below the top (real configs nest 3 deep) and stops there, so a
+    hostile config cannot make it walk without bound: a bad ``num_attention_heads`` in the object
+    8 levels down is refused, one 9 levels down is not read."""
+    assert MAX_CONFIG_DEPTH == 8
+    bad = {"num_attention_heads": -1}
+    with pytest.raises(KVCacheConfigError, match=r"extra(\.a){7}\.num_attention_heads"):
+        validate_config_fields(_at_depth(8, bad))
+    validate_config_fields(_at_depth(9, bad))  # not read
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "ok"),
+    [("weight_bytes", 2**63 - 1, True), ("weight_bytes", 2**63, False),
+     ("available_bytes", 2**63 - 1, True), ("available_bytes", 2**63, False)],
+)  # fmt: skip
+def test_byte_counts_of_a_request_stay_below_2_to_the_63(field: str, value: int, ok: bool) -> None:
+    """``validate_request`` (run when the request is made): byte counts are int64 (what torch sizes
+    hold): 2**63 - 1 is read, 2**63 refused naming the flag and the interval."""
+    from kvstrategies.planner.request import validate_request
+
+    if ok:
+        validate_request(planner_request(SMALL_LLAMA, **{field: value}))
+    else:
+        flag = "--" + field.replace("_", "-")
+        with pytest.raises(KVCacheConfigError, match=f"{flag} must be in \\[0, {2**63 - 1}\\]"):
+            validate_request(planner_request(SMALL_LLAMA, **{field: value}))

@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
+from kvstrategies.budget_check import kv_allowance
 from kvstrategies.case import load_case
 from kvstrategies.golden import plan_case
 
-CASES = Path(__file__).resolve().parent / "cases"
+CASES = Path(__file__).resolve().parents[1] / "cases"
 
 
 def _plan(name: str, version: str | None = None) -> Any:
@@ -274,3 +275,13 @@ def test_dsv4_swa_cap_rounds_up_to_the_page(name: str, requests: int, chunk: int
     raw = (128 + 128 + 256 + 256) * requests + 2 * chunk + 256 + 4 * requests * (128 + 256)
     assert raw % 256 != 0
     assert plan.sizes.swa_max_total_num_tokens == _ceil(raw, 256) == swa
+
+
+# ---- the KV allowance's padding (kvstrategies/budget_check.py), by hand ------------------------------------
+
+
+def test_the_kv_allowance_pads_two_pages_of_every_dcp_rank() -> None:
+    # budget_check module doc: available * dcp + ceil(2 * page * dcp * cell) = 1000 * 2 + ceil(2 * 64 * 2 * 100.5)
+    # = 2000 + 25,728 = 27,728
+    assert kv_allowance(1000, 64, 2, 100.5) == 27728
+    assert kv_allowance(1000, 64, 1, 100.5) == 1000 + 12864  # 2 * 64 * 100.5

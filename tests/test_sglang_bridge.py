@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import time
 from pathlib import Path
 
 import pytest
 
 from kvstrategies.errors import MissingDependencyError
+from kvstrategies.integrations.sglang import engine, runtime
+from kvstrategies.integrations.sglang import verify as verify_module
 from kvstrategies.integrations.sglang.bridge import (
     decode_extra_slots,
     project_name,
@@ -17,9 +20,10 @@ from kvstrategies.integrations.sglang.bridge import (
 )
 from kvstrategies.integrations.sglang.compare import difference_lines, explain
 from kvstrategies.integrations.sglang.runtime import SUPPORTED_VERSIONS, check_version
+from kvstrategies.integrations.sglang.verify import CaseVerdict, VerifyReport, format_report, verdict_for
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT / "tests" / "cases"
+CASES = ROOT / "cases"
 SIZES = {"max_total_num_tokens": 1024, "max_running_requests": 8}
 
 
@@ -207,3 +211,122 @@ def test_verify_cli_one_line_per_case_and_a_total(capsys: pytest.CaptureFixture[
     assert out[2].split()[:2] == ["hybrid-linear-jamba-v0.1-tp2-bf16-p1", "known"]
     assert "jamba-generic-fallback" in out[2]
     assert out[-1].startswith("total: 2 cases: 1 match, 1 known, 0 unexplained")
+
+
+# ---- the comparison's edges, by hand: which known difference applies where, the report lines, the timings ----
+
+
+ALL_SWA = {"model_type": "gemma3_text", "layer_types": ["sliding_attention"] * 4}
+
+
+ZERO_KV_REFUSAL = (
+    "kvstrategies: refused: SGLang 0.5.15 cannot size a rank without attention layers of its own (layers [2, 3])"
+)
+
+
+@pytest.mark.parametrize(("page", "known"), [(None, False), (1, False), (2, True), (64, True)])
+def test_all_swa_page_difference_starts_at_page_2(page: int | None, known: bool) -> None:
+    # sglang.srt.mem_cache.allocator.swa.PureSWATokenToKVPoolAllocator.__init__ asserts page_size == 1:
+    # page 2 is the smallest page SGLang cannot lay out for an all-SWA model, page 1 (SGLang's default when
+    # the case names none) it can (no excuse)
+    line = "layout_error: added (kvstrategies refuses the layout)"
+    case = {"_hf_config": ALL_SWA} | ({} if page is None else {"page_size": page})
+    used, left = explain(case, [line])
+    assert ([k.kind for k in used], left) == ((["all-swa-page-size"], []) if known else ([], [line]))
+
+
+@pytest.mark.parametrize(
+    ("case", "known"),
+    [
+        ({"sglang_version": "0.5.15"}, False),  # no pp_size: one stage, nothing on another stage to excuse
+        ({"pp_size": 1, "sglang_version": "0.5.15"}, False),
+        ({"pp_size": 2, "sglang_version": "0.5.15"}, True),  # before the zero-KV rule (0.5.17)
+        ({"pp_size": 2, "sglang_version": "0.5.16"}, True),
+        ({"pp_size": 2, "sglang_version": "0.5.17"}, False),  # the rule holds: SGLang sizes the zero-cell stage
+    ],
+)
+def test_zero_cell_stage_difference_needs_two_stages_before_the_zero_kv_rule(
+    case: dict[str, object], known: bool
+) -> None:
+    # sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator.calculate_pool_sizes divides by the
+    # zero cell before 0.5.17; only with pp_size >= 2 can another stage be the one without attention layers
+    used, left = explain(case, [ZERO_KV_REFUSAL])
+    assert ([k.kind for k in used], left) == ((["pp-zero-cell-stage"], []) if known else ([], [ZERO_KV_REFUSAL]))
+
+
+def _report() -> VerifyReport:
+    diff = ("cell_size: 36864 -> 73728", "sizes.max_total_num_tokens: 1000 -> 500", "pools.token_to_kv: removed")
+    return VerifyReport(
+        verdicts=[
+            CaseVerdict("a", "match"),
+            CaseVerdict("b", "match"),
+            CaseVerdict("bb", "known", kinds=("npu-pools-not-buildable",), lines=("x",)),
+            CaseVerdict("c", "DIFF", lines=diff, unexplained=diff),
+        ],
+        timings={"import": 2.0, "total": 8.0},
+        version="0.5.23",
+    )
+
+
+def test_format_report_lines_by_hand() -> None:
+    from kvstrategies.integrations.sglang.compare import KNOWN_DIFFERENCES
+
+    npu = next(k.reason for k in KNOWN_DIFFERENCES if k.kind == "npu-pools-not-buildable")
+    # names padded to the longest (2), statuses to 5; a DIFF shows its first line and "+N more", then every
+    # unexplained line indented by 2 + 4; per case = (8.0 - 2.0) / 4 cases = 1.50 s
+    assert format_report(_report()) == [
+        "kvstrategies vs SGLang 0.5.23: 4 cases",
+        "a   match",
+        "b   match",
+        "bb  known  npu-pools-not-buildable",
+        "c   DIFF   cell_size: 36864 -> 73728; +2 more",
+        "      cell_size: 36864 -> 73728",
+        "      sizes.max_total_num_tokens: 1000 -> 500",
+        "      pools.token_to_kv: removed",
+        "known differences:",
+        f"  npu-pools-not-buildable (1 cases): {npu}",
+        "total: 4 cases: 2 match, 1 known, 1 unexplained (SGLang import 2.0 s, 1.50 s per case, 8.0 s in all)",
+    ]
+
+
+def test_format_report_cuts_a_long_detail_to_the_width() -> None:
+    # "cell_size: 36864 -> 73728; +2 more" is 25 + 9 = 34 characters; at width 20 it keeps the first
+    # 20 - 3 = 17 ("cell_size: 36864 ") and adds "..."; at width 34 it fits whole
+    assert format_report(_report(), width=20)[4] == "c   DIFF   cell_size: 36864 ..."
+    assert format_report(_report(), width=33)[4] == "c   DIFF   cell_size: 36864 -> 73728; +2 ..."  # 30 kept
+    assert format_report(_report(), width=34)[4] == "c   DIFF   cell_size: 36864 -> 73728; +2 more"
+
+
+def test_verify_total_time_adds_the_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [10.0]
+
+    def import_sglang() -> str:
+        clock[0] = 13.5  # the import takes 3.5 s
+        return "0.5.23"
+
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(runtime, "import_sglang", import_sglang)
+    monkeypatch.setattr(engine, "run_cases", lambda paths: ({}, {"total": 2.0}))
+    report = verify_module.verify([])
+    assert report.timings == {"import": 3.5, "total": 5.5}  # 3.5 s import + 2.0 s of cases
+    assert report.version == "0.5.23" and report.verdicts == []
+
+
+@pytest.mark.parametrize(("lines", "detail"), [(1, "l0"), (2, "l0; +1 more"), (3, "l0; +2 more")])
+def test_a_diff_counts_the_lines_after_its_first(lines: int, detail: str) -> None:
+    diff = tuple(f"l{i}" for i in range(lines))
+    report = VerifyReport(verdicts=[CaseVerdict("c", "DIFF", lines=diff, unexplained=diff)], version="0.5.23")
+    assert format_report(report)[1] == f"c  DIFF   {detail}"
+
+
+def test_recorded_report_times_the_whole_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
+    ticks = iter([10.0, 12.5])
+    monkeypatch.setattr(time, "perf_counter", lambda: next(ticks))
+    report = verify_module.recorded_report([], Path("golden/sglang-0.5.23"), "SGLang", "0.5.23", dict, verdict_for)
+    assert report.timings == {"import": 0.0, "total": 2.5}  # no import: 12.5 - 10.0 s reading the recording
+    assert report.version == "0.5.23 (recorded in golden/sglang-0.5.23)"
+
+
+def test_kind_counts_count_each_case_using_a_kind() -> None:
+    known = [CaseVerdict(n, "known", kinds=("a", "b") if n == "x" else ("a",)) for n in ("x", "y", "z")]
+    assert VerifyReport(verdicts=[*known, CaseVerdict("m", "match")]).kind_counts() == {"a": 3, "b": 1}

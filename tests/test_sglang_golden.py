@@ -26,7 +26,7 @@ from kvstrategies.integrations.sglang.verify import verdict_for
 from kvstrategies.releases import SGLANG_RELEASES
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT / "tests" / "cases"
+CASES = ROOT / "cases"
 FOLDERS = {release.text: ROOT / "golden" / f"sglang-{release.text}" for release in SGLANG_RELEASES}
 KNOWN = {version: json.loads((folder / KNOWN_FILE).read_text(encoding="utf-8")) for version, folder in FOLDERS.items()}
 SNAPSHOTS = [(version, path) for version, folder in FOLDERS.items() for path in snapshot_files(folder)]

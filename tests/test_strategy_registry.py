@@ -3,7 +3,7 @@
 :func:`kvstrategies.strategies.registry.select_configurator_class` skips a built-in whose family
 predicate does not hold without importing it; that is the same answer only if each
 ``is_applicable`` implies its family predicate. Both are checked on every catalog case
-(``tests/cases``), every preset, the preset variants that reach the NPU, DSV4 and request-capped
+(``cases/``), every preset, the preset variants that reach the NPU, DSV4 and request-capped
 SWA strategies, each supported release, and vLLM contexts (which only the vLLM strategies serve).
 """
 
@@ -20,7 +20,7 @@ from kvstrategies.releases import supported_releases
 from kvstrategies.strategies import registry
 from kvstrategies.strategies.registry import registered, select_configurator_class
 
-CASES = sorted((Path(__file__).parent / "cases").glob("*.json"))
+CASES = sorted((Path(__file__).parents[1] / "cases").glob("*.json"))
 
 
 def _contexts() -> list[KVCacheSettings]:

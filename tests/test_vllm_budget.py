@@ -4,8 +4,12 @@ takes: the CUDA total, the weights, the modelled profile overhead."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
+from kvstrategies.cli import main
 from kvstrategies.dtypes import DType
 from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
 from kvstrategies.planner.vllm import overhead
@@ -16,6 +20,7 @@ from kvstrategies.planner.vllm.overhead import ProfileSettings, ProfileShape, pr
 from kvstrategies.planner.vllm.request import VLLMPlanRequest
 from kvstrategies.planner.vllm.weights import rope_buffer_bytes, vllm_weights
 from kvstrategies.presets import load_preset_config
+from tests.test_checkpoint import write_safetensors
 
 GIB = 2**30
 LLAMA_8B = load_preset_config("llama-3.1-8b")
@@ -133,3 +138,62 @@ def test_bad_requests_are_named() -> None:
 def test_given_budget_refuses_zero() -> None:
     with pytest.raises(KVCacheConfigError, match="kv-cache-memory-bytes must be positive"):
         given_budget(0)
+
+
+# ---- the weights' rope cache and the own-budget table, by hand ---------------------------------------------
+
+
+def test_checkpoint_headers_add_the_rope_cache(tmp_path: Path) -> None:
+    # a replicated norm of 16 bf16 = 32 B; RoPE cos_sin_cache: max_position 32 x rotary (16 / 2 heads = 8) x 2 B
+    # = 512 B on every stage (vllm/model_executor/layers/rotary_embedding: a buffer beside the weights)
+    write_safetensors(tmp_path / "model.safetensors", {"model.norm.weight": ("BF16", (16,))})
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16,
+              "num_attention_heads": 2, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 64,
+              "intermediate_size": 32, "max_position_embeddings": 32}  # fmt: skip
+    weights = vllm_weights(config, tp=1, pp=1, dtype=DType.BFLOAT16, checkpoint=str(tmp_path))
+    assert weights.per_stage == (32 + 512,) and "RoPE" in weights.source
+
+
+def _own_budget_lines(argv: list[str], capsys: pytest.CaptureFixture[str], model: str = "llama-3.1-8b") -> list[str]:
+    assert main(["compare", model, "--gpu", "H100", "--request-length", "8192", *argv]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    return lines[next(i for i, line in enumerate(lines) if line.startswith("each engine on its own budget")) :]
+
+
+def test_own_budget_row_starts_with_sglangs_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    # Llama-3.1-8B bf16: 131,072 B a token; 10 GiB given to SGLang: 81,920 tokens, 81,920 // 8,192 = 10 requests
+    lines = _own_budget_lines(["--available-bytes", "10GiB", "--own-budgets"], capsys)
+    assert lines[2].split()[:5] == ["8,192", "81,920", "10", lines[2].split()[3], "GiB"]
+    assert lines[2].startswith(f"{8192:>14,}  {81920:>13,}  {10:>15,}  ")
+
+
+def _gib_terms(line: str) -> list[float]:
+    return [float(x) for x in re.findall(r"([\d.]+) GiB", line)]
+
+
+def test_why_the_budgets_differ_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
+    # Qwen3.5-35B-A3B (vision tower) at TP 2: SGLang subtracts its multimodal reservation, vLLM adds a multi-GPU term
+    lines = _own_budget_lines(["--tp", "2"], capsys, "qwen3.5-35b-a3b")
+    why = next(i for i, line in enumerate(lines) if line.startswith("why the budgets differ"))
+    sglang, vllm = lines[why + 1], lines[why + 2]
+    assert sglang.startswith("  - SGLang: ") and sglang.endswith("(the planner's SGLang budget, docs/validation.md)")
+    assert " multimodal = " in sglang
+    # capacity - held - weights - slack - multimodal = budget, each printed to 0.01 GiB
+    capacity, held, weights, slack, multimodal, budget = _gib_terms(sglang)
+    assert abs(capacity - held - weights - slack - multimodal - budget) <= 0.03
+    assert vllm.startswith("  - vLLM: ceil(") and vllm.endswith(
+        "(vllm/v1/worker/gpu_worker.py Worker.determine_available_memory)"
+    )
+    # total, requested, weights, profile (= peak + resident + multi-GPU), budget = requested - weights - profile
+    _, requested, weights, profile, peak, resident, multi_gpu, available = _gib_terms(vllm)
+    assert multi_gpu > 0 and abs(peak + resident + multi_gpu - profile) <= 0.02
+    assert abs(requested - weights - profile - available) <= 0.02
+
+
+def test_rope_cache_of_a_partial_rotary_model() -> None:
+    # vllm/model_executor/layers/rotary_embedding get_rope: rotary_dim = head_size x partial_rotary_factor;
+    # cos_sin_cache is (max_position, rotary_dim): 4096 x (128 x 0.5 = 64) x 2 B = 524,288 B
+    config = {"num_attention_heads": 32, "hidden_size": 4096, "max_position_embeddings": 4096,
+              "partial_rotary_factor": 0.5}  # fmt: skip
+    assert rope_buffer_bytes(config, DType.BFLOAT16) == 4096 * 64 * 2
+    assert rope_buffer_bytes({**config, "partial_rotary_factor": 1.0}, DType.BFLOAT16) == 4096 * 128 * 2

@@ -11,6 +11,8 @@ from kvstrategies.cli import main
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.planner.vllm.command import canonical_flag, is_vllm_command, translate_vllm
 from kvstrategies.planner.vllm.flag_classes import NO_EFFECT, PLANNED, REFUSED, REFUSED_UNLESS
+from kvstrategies.planner.vllm.request import VLLMPlanRequest
+from kvstrategies.planner.vllm.values import human_readable_int
 from kvstrategies.planner.vllm_flags import VLLM_FLAG_VALUES, VLLM_SERVE_FLAGS
 from kvstrategies.releases import NEWEST_VLLM
 
@@ -95,3 +97,76 @@ def test_flags_before_the_dash_dash_win(capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0
     assert document["vllm_log"]["max_model_len"] == 4096
     assert document["launch_command_notes"] == ["ignored from the vLLM command (no effect on the KV answer): --host"]
+
+
+# ---- flag spellings, values and request bounds, by hand ----------------------------------------------------
+
+
+GIB = 2**30
+
+
+def test_an_ambiguous_prefix_names_the_first_five_matches() -> None:
+    # vLLM 0.33.0's serve parser has six flags starting --max-num (active-seqs, batched-tokens, queued-reqs,
+    # queued-tokens, scheduled-tokens, seqs); argparse refuses the prefix, the message shows five, sorted
+    shown = (
+        "--max-num-active-seqs, --max-num-batched-tokens, --max-num-queued-reqs, --max-num-queued-tokens, "
+        "--max-num-scheduled-tokens"
+    )
+    with pytest.raises(KVCacheConfigError) as info:
+        canonical_flag("--max-num")
+    assert str(info.value) == f"--max-num is ambiguous among vLLM's flags ({shown}); spell it out"
+    assert canonical_flag("--max-num-seqs") == ("--max-num-seqs", "1")
+
+
+def test_disable_sliding_window_is_refused_naming_what_it_changes() -> None:
+    with pytest.raises(KVCacheConfigError) as info:
+        translate_vllm(["vllm", "serve", "m", "--disable-sliding-window"])
+    assert str(info.value).startswith(
+        "--disable-sliding-window changes the model's layers or cache specs (sliding-window layers sized as full "
+        "attention), which the vLLM plan does not model"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("1k", 1000), ("2g", 2_000_000_000), ("1.5m", 1_500_000), ("3t", 3 * 10**12), ("4K", 4096), ("1G", GIB)],
+)
+def test_human_readable_int_suffixes(text: str, value: int) -> None:
+    # vllm/utils/argparse_utils.py human_readable_int: k m g t are 10**3 10**6 10**9 10**12, K M G T 2**10 ...
+    assert human_readable_int(text, "--max-model-len") == value
+
+
+def _request(**fields: object) -> VLLMPlanRequest:
+    return VLLMPlanRequest("m", {}, {}, gpu="H100", **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["tensor_parallel_size", "pipeline_parallel_size"])
+def test_parallel_sizes_are_1_to_4096(name: str) -> None:
+    assert getattr(_request(**{name: 4096}), name) == 4096 and getattr(_request(**{name: 1}), name) == 1
+    for bad in (0, 4097):
+        flag = "--" + name.replace("_", "-")
+        with pytest.raises(KVCacheConfigError, match=rf"^{flag} must be an integer in \[1, 4,096\]"):
+            _request(**{name: bad})
+
+
+@pytest.mark.parametrize("name", ["block_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens"])
+def test_sizes_are_positive_int32(name: str) -> None:
+    assert getattr(_request(**{name: 1}), name) == 1 and getattr(_request(**{name: 2**31 - 1}), name) == 2**31 - 1
+    for bad in (0, 2**31):
+        with pytest.raises(KVCacheConfigError, match=r"must be an integer in \[1, 2,147,483,647\]"):
+            _request(**{name: bad})
+
+
+def test_optimization_level_other_than_2_is_refused_naming_cuda_graphs() -> None:
+    assert translate_vllm(["vllm", "serve", "m", "-O2"]).plan_args[:2] == ("--model-path", "m")  # vLLM's default
+    with pytest.raises(KVCacheConfigError) as info:
+        translate_vllm(["vllm", "serve", "m", "-O3"])
+    assert str(info.value).startswith(
+        "--optimization-level 3 changes CUDA-graph capture, whose memory vLLM deducts from the budget and compilation, "
+        "which the vLLM plan does not model (2 / O2 change nothing)"
+    )
+
+
+def test_max_lora_rank_choices_are_vllms() -> None:
+    # vllm/config/lora.py MaxLoRARanks = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512] (LoRAConfig.max_lora_rank)
+    assert VLLM_FLAG_VALUES["--max-lora-rank"] == ("int", (1, 8, 16, 32, 64, 128, 256, 320, 512))

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from kvstrategies.integrations.sglang.verify import CaseVerdict, VerifyReport
 from kvstrategies.integrations.vllm.compare import KNOWN_DIFFERENCES
 from kvstrategies.integrations.vllm.snapshots import KNOWN_FILE, read_snapshot, result_from_snapshot, snapshot_files
-from kvstrategies.integrations.vllm.verify import verdict_for
+from kvstrategies.integrations.vllm.verify import format_report, verdict_for
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT / "tests" / "cases"
+CASES = ROOT / "cases"
 VLLM_GOLDEN = ROOT / "golden" / "vllm-0.33.0"
 KNOWN = json.loads((VLLM_GOLDEN / KNOWN_FILE).read_text(encoding="utf-8"))
 SNAPSHOTS = snapshot_files(VLLM_GOLDEN)
@@ -48,3 +49,48 @@ def test_project_matches_vllm(snapshot: Path) -> None:
     assert verdict.unexplained == (), "\n".join(verdict.unexplained)
     expected = KNOWN.get(snapshot.stem, {"status": "match", "kinds": []})
     assert (verdict.status, list(verdict.kinds)) == (expected["status"], expected["kinds"]), "\n".join(verdict.lines)
+
+
+# ---- the verify report's lines, by hand --------------------------------------------------------------------
+
+
+def _report(version: str = "0.33.0") -> VerifyReport:
+    diff = ("num_gpu_blocks: 5120 -> 5119", "block_size: 16 -> 32", "max_concurrency: 10.0 -> 9.99")
+    kind = KNOWN_DIFFERENCES[0]
+    return VerifyReport(
+        verdicts=[
+            CaseVerdict("a", "match"),
+            CaseVerdict("b", "match", lines=("both refuse",)),
+            CaseVerdict("cc", "known", kinds=(kind.kind,), lines=("x",)),
+            CaseVerdict("d", "DIFF", lines=diff, unexplained=diff),
+        ],
+        timings={"import": 1.0, "total": 9.0},
+        version=version,
+    )
+
+
+def test_vllm_format_report_lines_by_hand() -> None:
+    kind = KNOWN_DIFFERENCES[0]
+    # names padded to 2, statuses to 5; per case (9.0 - 1.0) / 4 = 2.00 s
+    assert format_report(_report()) == [
+        "kvstrategies vs vLLM 0.33.0: 4 cases",
+        "a   match",
+        "b   match  both refuse",
+        f"cc  known  {kind.kind}",
+        "d   DIFF   num_gpu_blocks: 5120 -> 5119; +2 more",
+        "      num_gpu_blocks: 5120 -> 5119",
+        "      block_size: 16 -> 32",
+        "      max_concurrency: 10.0 -> 9.99",
+        "known differences:",
+        f"  {kind.kind} (1 cases): {kind.reason}",
+        "total: 4 cases: 2 match, 1 known, 1 unexplained (vLLM import 1.0 s, 2.00 s per case, 9.0 s in all)",
+    ]
+    recorded = format_report(_report("0.33.0 (recorded in golden/vllm-0.33.0)"))[-1]
+    assert recorded == "total: 4 cases: 2 match, 1 known, 1 unexplained (recorded answers, 9.0 s in all)"
+
+
+def test_vllm_format_report_cuts_a_long_detail_to_the_width() -> None:
+    # "num_gpu_blocks: 5120 -> 5119; +2 more" is 28 + 9 = 37 characters: width 20 keeps 17 and adds "..."
+    assert format_report(_report(), width=20)[4] == "d   DIFF   num_gpu_blocks: 5..."
+    assert format_report(_report(), width=36)[4] == "d   DIFF   num_gpu_blocks: 5120 -> 5119; +2 ..."
+    assert format_report(_report(), width=37)[4] == "d   DIFF   num_gpu_blocks: 5120 -> 5119; +2 more"

@@ -13,15 +13,18 @@ import pytest
 
 from kvstrategies import plan
 from kvstrategies.case import parse_case
+from kvstrategies.context import KVCacheSettings
 from kvstrategies.dtypes import DType
 from kvstrategies.errors import InsufficientMemoryError, UnsupportedConfigurationError
 from kvstrategies.planner.gpus import GPUS
 from kvstrategies.releases import NEWEST_VLLM, VLLM, parse_release
 from kvstrategies.strategies.registry import select_configurator_class
-from kvstrategies.strategies.vllm.devices import DEVICES, vllm_device
-from kvstrategies.strategies.vllm.grouping import kv_cache_groups, padding_layers
+from kvstrategies.strategies.vllm.deployment import vllm_deployment
+from kvstrategies.strategies.vllm.devices import DEVICES, VLLMDevice, vllm_device
+from kvstrategies.strategies.vllm.grouping import KVCacheGroup, kv_cache_groups, padding_layers
 from kvstrategies.strategies.vllm.launch import batch_defaults
 from kvstrategies.strategies.vllm.layers import pp_indices
+from kvstrategies.strategies.vllm.sizing import check_enough_memory
 from kvstrategies.strategies.vllm.specs import CacheLimits, FullAttentionSpec, MambaSpec, SlidingWindowSpec
 
 GIB = 2**30
@@ -146,3 +149,99 @@ def test_the_vllm_strategies_are_strategies_of_their_own() -> None:
 def test_sglang_only_deployments_are_refused_for_vllm() -> None:
     with pytest.raises(UnsupportedConfigurationError, match="max_tokens"):
         _vllm("llama-3.1-8b", max_tokens=1000)
+
+
+# ---- the strategies' edges, by hand: block sizes, batch tiers, the enough-memory refusal, Mamba pages ------
+
+
+MIB = 2**20
+
+
+def _ctx(**fields: object) -> KVCacheSettings:
+    return parse_case({"preset": "llama-3.1-8b", "engine": "vllm", "available_bytes": 40 * GIB, **fields}).settings
+
+
+@pytest.mark.parametrize(("page", "block"), [(1, None), (2, 2), (64, 64)])
+def test_a_page_above_one_token_is_vllms_block_size(page: int, block: int | None) -> None:
+    # SGLang's page 1 is its default: vLLM keeps its backend's block size (--block-size unset); any other page
+    # becomes --block-size
+    assert vllm_deployment(_ctx(page_size=page), 10 * GIB).block_size == block
+
+
+def test_chunked_prefill_of_one_token_is_vllms_batch_budget() -> None:
+    # vLLM's V1 engine always chunks: --max-num-batched-tokens 1 is a valid (tiny) budget; 0 and -1 are
+    # SGLang's "no chunking", which vLLM cannot do
+    assert vllm_deployment(_ctx(chunked_prefill_size=1), 10 * GIB).max_num_batched_tokens == 1
+    for chunk in (0, -1):
+        with pytest.raises(UnsupportedConfigurationError, match=f"chunked_prefill_size {chunk}: vLLM's V1 engine"):
+            vllm_deployment(_ctx(chunked_prefill_size=chunk), 10 * GIB)
+
+
+def test_gb10_stays_on_the_small_batch_tier() -> None:
+    # vllm/engine/arg_utils.py EngineArgs.get_batch_defaults: GB10 (DGX Spark, capability 12.1) has >= 70 GiB
+    # but keeps 2048 / 256; a 12.0 part of the same size (RTX PRO 6000, 95.6 GiB) gets 8192 / 1024
+    assert batch_defaults(VLLMDevice("GB10", (12, 1), 122_570)) == (2048, 256)
+    assert batch_defaults(vllm_device("RTX-PRO-6000")) == (8192, 1024)
+    # the tiers start at exactly 70 GiB (71,680 MiB) and 160 GiB (163,840 MiB): device_memory >= n * GiB_bytes
+    assert batch_defaults(VLLMDevice("X", (9, 0), 71_680)) == (8192, 1024)
+    assert batch_defaults(VLLMDevice("X", (9, 0), 71_679)) == (2048, 256)
+    assert batch_defaults(VLLMDevice("X", (9, 0), 163_840)) == (16384, 1024)
+    assert batch_defaults(VLLMDevice("X", (9, 0), 163_839)) == (8192, 1024)
+
+
+def _llama_group() -> tuple[KVCacheGroup, ...]:
+    # 32 layers x page (16 tokens x 8 heads x 256 x 2 B = 64 KiB) = 2 MiB a block
+    spec = FullAttentionSpec(block_size=16, num_kv_heads=8, head_size=128, head_size_v=128, dtype=DType.BFLOAT16)
+    return (KVCacheGroup(tuple(range(32)), spec),)
+
+
+def test_enough_memory_refusal_names_gib_and_the_length_that_fits() -> None:
+    # vllm/v1/core/kv_cache_planning.py _check_enough_kv_cache_memory: 4096 tokens need 256 blocks = 0.5 GiB;
+    # budget 2 MiB + 256 MiB leaves 0.25 GiB after the null block: 128 blocks = 2048 tokens fit
+    with pytest.raises(InsufficientMemoryError) as info:
+        check_enough_memory(_llama_group(), 2 * MIB + 256 * MIB, CacheLimits(4096, 8192), "0.33.0")
+    assert str(info.value).startswith(
+        "vLLM 0.33.0 refuses: To serve at least one request with the model's max seq len (4096), (0.5 GiB KV cache "
+        "is needed, which is larger than the available KV cache memory (0.25 GiB). Based on the available memory, "
+        "the estimated maximum model length is 2048. Try increasing `gpu_memory_utilization`"
+    )
+
+
+def test_enough_memory_refusal_without_a_length_when_no_block_fits() -> None:
+    # 1 MiB after the null block holds no 2 MiB block: the estimate is 0 and vLLM prints no estimate sentence
+    with pytest.raises(InsufficientMemoryError) as info:
+        check_enough_memory(_llama_group(), 2 * MIB + MIB, CacheLimits(4096, 8192), "0.33.0")
+    assert "(0.0 GiB). Try increasing `gpu_memory_utilization`" in str(info.value)
+    assert "estimated maximum model length" not in str(info.value)
+
+
+def test_enough_memory_refusal_names_a_length_of_one_token() -> None:
+    # block 1: 32 layers x (1 x 8 x 256 x 2 B) = 128 KiB a block; 128 KiB after the null block fits 1 token,
+    # still > 0, so vLLM names it
+    spec = FullAttentionSpec(block_size=1, num_kv_heads=8, head_size=128, head_size_v=128, dtype=DType.BFLOAT16)
+    with pytest.raises(InsufficientMemoryError, match=r"\(0\.0 GiB\)\. Based on the available memory, the estimated "
+                       r"maximum model length is 1\. Try"):
+        check_enough_memory((KVCacheGroup(tuple(range(32)), spec),), 256 * 1024, CacheLimits(4096, 8192), "0.33.0")
+
+
+def test_mamba_pages_per_request_by_cache_mode() -> None:
+    # vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes: align 2 + speculative + checkpoint
+    # pages, else 1 + speculative; state 4 x 8 x 2 B + 2 x 16 x 4 B = 192 B a page
+    base = MambaSpec(block_size=16, shapes=((4, 8), (2, 16)), dtypes=(DType.BFLOAT16, DType.FLOAT32))
+    align, none = CacheLimits(4096, 8192, "align"), CacheLimits(4096, 8192, "none")
+    assert base.state_bytes == 192
+    assert base.max_memory_usage_bytes(align) == 192 * 2  # no speculative, no checkpoint block by default
+    spec = MambaSpec(block_size=16, shapes=((4, 8), (2, 16)), dtypes=(DType.BFLOAT16, DType.FLOAT32),
+                     num_speculative_blocks=3, num_prefill_checkpoint_blocks=1)  # fmt: skip
+    assert spec.max_memory_usage_bytes(align) == 192 * (2 + 3 + 1)
+    assert spec.max_memory_usage_bytes(none) == 192 * (1 + 3)
+
+
+def test_a_smaller_page_grows_its_block_to_the_largest_page() -> None:
+    # vllm/v1/core/kv_cache_planning.py unify_kv_cache_spec_page_size: 8 heads at block 16 = 16 x 8 x 256 x 2 B
+    # = 65,536 B; 4 heads = 32,768 B, ratio 65,536 // 32,768 = 2: its block becomes 16 x 2 = 32 tokens
+    eight = FullAttentionSpec(block_size=16, num_kv_heads=8, head_size=128, head_size_v=128, dtype=DType.BFLOAT16)
+    four = FullAttentionSpec(block_size=16, num_kv_heads=4, head_size=128, head_size_v=128, dtype=DType.BFLOAT16)
+    groups = kv_cache_groups({0: eight, 1: four}, disable_hybrid=False)
+    assert {g.layers: g.spec.block_size for g in groups} == {(0,): 16, (1,): 32}
+    assert {g.spec.page_size_bytes for g in groups} == {65_536}

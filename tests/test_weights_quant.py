@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kvstrategies.errors import KVCacheConfigError
+from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
+from kvstrategies.planner import DeploymentRequest, plan_deployment
+from kvstrategies.planner.config_fields import validate_config_fields
+from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.planner.weight_quant import NVFP4, quant_bytes
 from kvstrategies.planner.weights import ParamKind, estimate_weights
 from kvstrategies.presets import load_preset_config, preset_names
+from tests.helpers import SMALL_LLAMA, block_fp8_llama, planner_request
 
 LLAMA = load_preset_config("llama-3.1-8b")
 EMBED_HEAD = 2 * 128256 * 4096
@@ -175,8 +181,7 @@ def test_every_preset_is_priced(preset: str) -> None:
 
 
 def test_vision_towers_are_counted_with_a_note() -> None:
-    from kvstrategies.planner import DeploymentRequest, plan_deployment
-    from kvstrategies.planner.gpus import lookup_gpu
+    from kvstrategies.planner import plan_deployment
     from kvstrategies.planner.weights import vision_tower_params
 
     gemma = load_preset_config("gemma-3-27b")
@@ -196,8 +201,7 @@ def test_per_channel_gptq_is_priced_not_refused() -> None:
     """``group_size: -1`` is per-output-channel quantization, which SGLang serves
     (sglang.srt.layers.quantization.gptq.gptq.GPTQMarlinConfig.__init__): 4 bits = 0.5 B per
     parameter plus one fp16 scale per row (negligible). Refused before (issue: a common format)."""
-    from kvstrategies.planner import DeploymentRequest, plan_deployment
-    from kvstrategies.planner.gpus import lookup_gpu
+    from kvstrategies.planner import plan_deployment
     from kvstrategies.presets import load_preset_config
 
     qcfg = {"quant_method": "gptq", "bits": 4, "group_size": -1, "desc_act": False}
@@ -211,9 +215,108 @@ def test_per_channel_gptq_is_priced_not_refused() -> None:
 
 
 def test_compressed_tensors_zero_bits_is_refused_naming_the_field() -> None:
-    from kvstrategies.planner.config_fields import validate_config_fields
 
     qcfg = {"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": {
         "num_bits": 0, "type": "int", "strategy": "channel"}}}}  # fmt: skip
     with pytest.raises(KVCacheConfigError, match=r"quantization_config\.config_groups\.g\.weights\.num_bits"):
         validate_config_fields({"hidden_size": 8, "quantization_config": qcfg})
+
+
+# ---- weight formats, module matches, block scales and compressed-tensors lists, by hand --------------------
+
+
+CT_BLOCK_FP8 = {"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": {
+    "num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}}}}  # fmt: skip
+
+
+def test_integer_weight_formats_take_1_to_64_bits() -> None:
+    """``_int_group`` prices ``bits / 8`` B per value plus a 2-byte scale and a packed zero per group:
+    1 bit in groups of 128 is 1/8 + (2 + 1/8) / 128 B; 64 bits 8 + (2 + 8) / 128 B; 0 and 65 bits
+    are no format (0 would price every linear at 0 B) and are refused naming config.json."""
+    from kvstrategies.planner.weight_quant import _int_group
+
+    assert _int_group(1, 128) == 1 / 8 + (2 + 1 / 8) / 128
+    assert _int_group(64, 128) == 8 + (2 + 8) / 128
+    for bits in (0, 65):
+        with pytest.raises(KVCacheConfigError, match=f"{bits} bits per weight is not a format; fix config.json"):
+            _int_group(bits, 128)
+
+
+def test_an_int_override_without_a_quantization_config_uses_groups_of_128() -> None:
+    """The weight estimate's own default (planner/weight_quant.py, ``_scheme``): ``--weight-quantization
+    gptq`` on a config that carries no ``quantization_config`` is priced as 4 bits in groups of 128
+    (the common GPTQ export), 4 / 8 + (2 + 4 / 8) / 128 B per value, and named so."""
+    from kvstrategies.planner.weights import estimate_weights
+
+    fmt = estimate_weights(SMALL_LLAMA, quantization="gptq").fmt
+    assert fmt.name == "int4-g128"
+    # a quantization_config without a group size (or with none) gets the same 128
+    for qcfg in ({"quant_method": "gptq", "bits": 4}, {"quant_method": "gptq", "bits": 4, "group_size": None}):
+        assert estimate_weights({**SMALL_LLAMA, "quantization_config": qcfg}).fmt.name == "int4-g128"
+
+
+def test_a_module_path_match_needs_a_dotted_boundary() -> None:
+    """``_module_path_match`` (sglang/srt/layers/quantization/utils.py): equal paths, ``ignored + "."``
+    as a prefix, or ``"." + ignored + "."`` inside ``"." + prefix + "."``; ``mlp.gate`` does not match
+    ``mlp.gate_up_proj``, and a path that merely starts with a dot matches nothing unrelated."""
+    from kvstrategies.planner.weight_quant import module_path_match
+
+    cases = {
+        ("model.layers.0", "model.layers.0.mlp"): True,  # a dotted prefix
+        ("mlp.gate", "model.layers.0.mlp.gate"): True,  # a dotted part run
+        ("mlp.gate", "model.layers.0.mlp.gate_up_proj"): False,
+        ("mlp.gate", "model.layers.0.shared_mlp.gate"): False,  # "mlp" is not the part "shared_mlp"
+        ("lm_head", "lm_head."): True,  # trailing dots are stripped
+        ("lm_head", ".visual.proj"): False,
+    }
+    assert {case: module_path_match(*case) for case in cases} == cases
+
+
+def test_block_fp8_costs_a_4_byte_scale_per_block() -> None:
+    """Block FP8 (``Fp8LinearMethod.create_weights``, fp8.py): 1 B per value plus one float32 scale per
+    ``[block_n, block_k]`` block, 1 + 4 / (128 x 128) B; a block that is not two positive sizes is
+    per-channel FP8, 1 B."""
+    from kvstrategies.planner.weight_quant import _fp8
+
+    assert _fp8([128, 128]) == 1 + 4 / (128 * 128)
+    assert _fp8([1, 1]) == 1 + 4 / 1
+    assert _fp8([0, 128]) == _fp8([128, 128, 128]) == _fp8(None) == 1.0
+
+
+def test_the_hf_quant_config_note_names_the_kv_cache_algorithm(tmp_path: Path) -> None:
+    """``with_hf_quant_config``: a ModelOpt ``hf_quant_config.json`` (read by SGLang's
+    ``ModelConfig._parse_modelopt_quant_config``) is noted with its algorithm and method and, when it
+    quantizes the KV cache too, that algorithm."""
+    from kvstrategies.planner.hf_quant import with_hf_quant_config
+
+    llama = {"architectures": ["LlamaForCausalLM"]}
+    for section, tail in (({"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}, ", KV cache FP8"),
+                          ({"quant_algo": "FP8"}, "")):  # fmt: skip
+        (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": section}))
+        _, note = with_hf_quant_config(llama, tmp_path)
+        assert note == "quantization from hf_quant_config.json: ModelOpt FP8 (modelopt_fp8)" + tail
+
+
+def test_a_compressed_tensors_ignore_list_must_cover_all_or_none_of_an_experts_projections() -> None:
+    """``CompressedTensorsConfig.get_moe_scheme`` (compressed_tensors.py) needs one scheme for all MoE
+    projections: ignoring the experts' down_proj but not gate/up (``re:.*down_proj``) is refused when
+    the weights are priced; ignoring only ``lm_head`` prices them."""
+    from kvstrategies.planner.weights import estimate_weights
+    from kvstrategies.presets import load_preset_config
+
+    config = load_preset_config("qwen3-30b-a3b")
+    qcfg = {"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"g": {
+        "targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}}}}
+    assert estimate_weights({**config, "quantization_config": {**qcfg, "ignore": ["lm_head"]}}).weight_bytes() > 0
+    partial = estimate_weights({**config, "quantization_config": {**qcfg, "ignore": ["lm_head", "re:.*down_proj"]}})
+    with pytest.raises(UnsupportedConfigurationError, match="covers some but not all projections of model.layers.0"):
+        partial.weight_bytes()
+
+
+def test_compressed_tensors_exempts_only_the_last_merged_output() -> None:
+    """``validate_fp8_block_shape`` (sglang/srt/layers/quantization/fp8_utils.py): without a TP split
+    a merged linear's partitions but the last must be whole ``block_n`` blocks. A 32-head model with one
+    KV head of dim 64 at TP 1 merges qkv_proj as [32 x 64, 64, 64] = [2048, 64, 64]: V (last) is
+    exempt, K's 64 % 128 != 0 is refused."""
+    with pytest.raises(UnsupportedConfigurationError, match=r"qkv_proj .* its output partition 64 is not a multiple"):
+        plan_deployment(planner_request(block_fp8_llama(32, 1, CT_BLOCK_FP8)), suggest=False)

@@ -18,7 +18,10 @@ import torch
 from kvstrategies import build, plan
 from kvstrategies.context import DeviceKind, DisaggregationMode
 from kvstrategies.dtypes import DType, KVRecipe
-from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
+from kvstrategies.errors import (
+    KVCacheConfigError,
+    UnsupportedConfigurationError,
+)
 from kvstrategies.kernels import reference as R
 from kvstrategies.kernels import triton_available
 from kvstrategies.models.minimax import MiniMaxLocalLayers
@@ -43,8 +46,10 @@ from kvstrategies.pools.runtime import (
     make_allocator,
     typed_pool,
 )
+from kvstrategies.pools.runtime.dsa import packed_row_bytes, quantize_packed_latent
 from kvstrategies.pools.swa import swa_kv_pool_layout
 from kvstrategies.sizing import PoolSizes
+from tests.helpers import buffer_shapes
 
 from .helpers import GIB, case_settings
 
@@ -702,3 +707,117 @@ class TestForcedTriton:
             for pool in (fast, slow):
                 pool.set_kv_buffer(0, torch.tensor([0, 3, 5]), randn(3, 1, 32), randn(3, 1, 32, seed=1))
             self.same(fast, slow)
+
+
+# ---- typed pools the catalog of one release does not reach, by hand: a packed DSA row, FP4 and MXFP8 heads ----
+
+
+def test_a_packed_dsa_row_with_an_empty_batch_or_a_one_value_rope() -> None:
+    """``DSATokenToKVPool.set_kv_buffer``'s packed FP8 row: ``r`` codes, ``r / 128`` fp32 scales,
+    then the rope as bf16 bytes; an empty batch packs to ``(0, r + r/32)``, and a rope of one
+    value adds its two bytes."""
+    empty = quantize_packed_latent(torch.zeros(0, 1, 128), None)
+    assert empty.shape == (0, 132) and empty.dtype == torch.uint8
+    one = quantize_packed_latent(torch.zeros(1, 128), torch.ones(1, 1))
+    assert one.shape == (1, packed_row_bytes(128, 1)) == (1, 134)
+    assert one[0, 132:].tolist() == [0x80, 0x3F]  # bf16 1.0
+    no_rope = quantize_packed_latent(torch.zeros(1, 128), torch.empty(0))  # an empty rope is no rope
+    assert no_rope.shape == (1, 132)
+
+
+def _typed(layout: object, kv: object) -> object:
+    from kvstrategies.pools.binding import PoolBinding
+    from kvstrategies.pools.build import build_pool
+    from kvstrategies.pools.runtime import typed_pool
+
+    return typed_pool(build_pool(layout, "cpu"), PoolBinding(start_layer=0, kv_dtype=kv))  # type: ignore[arg-type]
+
+
+def test_fp4_mx_block16_dequantizes_every_head() -> None:
+    """``MHATokenToKVPool`` FP4 (mx block 16) with two heads: each head's 16-value blocks keep
+    their own exponent, and reading back reshapes ``(N, H x D/2)`` codes into ``(N, H, D)``."""
+    from kvstrategies.dtypes import DType, KVRecipe
+    from kvstrategies.pools.fp4 import FP4KVRecipe
+
+    layout = FP4KVRecipe(KVRecipe.FP4_MX_BLOCK16).layout(size=16, page_size=16, head_num=2, head_dim=32, layer_num=1,
+                                                         quant_page_size=16)  # fmt: skip
+    pool: Any = _typed(layout, DType.FLOAT4_E2M1FN_X2)
+    k = torch.zeros(1, 2, 32, dtype=torch.bfloat16)
+    k[0, 0, 0], k[0, 1, 0], k[0, 1, 16] = 6.0, 3.0, 12.0  # head 1: exponents 0 (3 <= 6) and 1 (12 = 6 * 2)
+    pool.set_kv_buffer(0, torch.tensor([5]), k, k)
+    dk, dv = pool.dequantize_kv(0, torch.tensor([5]))
+    assert dk.shape == dv.shape == (1, 2, 32)
+    assert (dk[0, 0, 0].item(), dk[0, 1, 0].item(), dk[0, 1, 16].item()) == (6.0, 3.0, 12.0)
+
+
+def test_mxfp8_prequantized_scales_are_one_per_32_values_of_every_head() -> None:
+    """``MHATokenToKVPoolMXFP8.set_kv_buffer`` with float8 K/V takes e8m0 scales ``(N, H, D / 32)``:
+    for one token of two heads and D = 64 that is 1 x 2 x 2 = 4 scales; fewer are refused."""
+    from kvstrategies.dtypes import DType
+    from kvstrategies.errors import KVCacheConfigError
+    from kvstrategies.pools.mxfp8 import mxfp8_layout
+
+    layout = mxfp8_layout(size=16, page_size=16, head_num=2, head_dim=64, v_head_dim=64, layer_num=1)
+    pool: Any = _typed(layout, DType.FLOAT8_E4M3FN)
+    q = torch.full((1, 2, 64), 1.5).to(torch.float8_e4m3fn)
+    e = torch.tensor([[[127, 128], [129, 130]]], dtype=torch.uint8)
+    pool.set_kv_buffer(0, torch.tensor([3]), q, q, e, e)
+    dk, _ = pool.dequantize_kv(0, torch.tensor([3]))
+    assert dk[0, :, ::32].tolist() == [[1.5, 3.0], [6.0, 12.0]]  # 1.5 * 2^(e - 127)
+    with pytest.raises(KVCacheConfigError, match=r"must be a \(1, 2, 2\) tensor"):
+        pool.set_kv_buffer(0, torch.tensor([3]), q, q, e[:, :1], e[:, :1])
+
+
+# ---- the allocator choice and the request table, by hand ---------------------------------------------------
+# KVCacheConfigurator._build_token_to_kv_pool_allocator, ReqToTokenPool
+
+
+T = 4096
+
+
+HYBRID = PoolSizes(max_total_num_tokens=T, full_max_total_num_tokens=T, swa_max_total_num_tokens=2048)
+
+
+PLAIN = PoolSizes(max_total_num_tokens=T)
+
+
+ALL_SWA = PoolSizes(max_total_num_tokens=2048, full_max_total_num_tokens=0, swa_max_total_num_tokens=2048)
+
+
+@pytest.mark.parametrize(
+    ("preset", "fields", "sizes", "expected"),
+    [
+        # page 1, no DCP -> TokenToKVPoolAllocator(T)
+        ("llama-3.1-8b", {}, PLAIN, (AllocatorKind.TOKEN, T, None, 1, False)),
+        # paged, page P * dcp over T * dcp slots (page 1 with DCP is paged too)
+        ("llama-3.1-8b", {"page_size": 64}, PLAIN, (AllocatorKind.PAGED, T, None, 64, False)),
+        ("llama-3.1-8b", {"tp_size": 2, "dcp_size": 2, "page_size": 64}, PLAIN,
+         (AllocatorKind.PAGED, 2 * T, None, 128, False)),
+        ("llama-3.1-8b", {"tp_size": 2, "dcp_size": 2}, PLAIN, (AllocatorKind.PAGED, 2 * T, None, 2, False)),
+        # NPU paged, T * dcp and P * dcp; PD roles sort their frees
+        ("llama-3.1-8b", {"device": "npu", "tp_size": 2, "dcp_size": 2, "page_size": 128}, PLAIN,
+         (AllocatorKind.PAGED, 2 * T, None, 256, False)),
+        ("llama-3.1-8b", {"page_size": 64, "disaggregation_mode": "prefill"}, PLAIN,
+         (AllocatorKind.PAGED, T, None, 64, True)),
+        # rows 1, 4, 5: hybrid SWA (full, swa); all-SWA (full = 0) -> PureSWA(swa)
+        ("gpt-oss-20b", {"device": "npu", "page_size": 128}, HYBRID, (AllocatorKind.SWA, T, 2048, 128, False)),
+        ("gpt-oss-20b", {}, ALL_SWA, (AllocatorKind.PURE_SWA, 2048, 2048, 1, False)),
+        ("gpt-oss-20b", {"page_size": 64}, HYBRID, (AllocatorKind.SWA, T, 2048, 64, False)),
+    ],
+)
+def test_fresh_allocator_rows(preset: str, fields: dict[str, Any], sizes: PoolSizes, expected: tuple[Any, ...]) -> None:
+    spec = select_allocator_spec(case_settings(preset, **fields), sizes)
+    assert spec is not None
+    assert (spec.kind, spec.size, spec.size_swa, spec.page_size, spec.need_sort) == expected
+
+
+def test_a_draft_worker_reuses_the_target_allocator() -> None:
+    ctx = case_settings("deepseek-v3", page_size=64, tp_size=8, speculative_algorithm="EAGLE", is_draft_worker=True)
+    assert select_allocator_spec(ctx, PLAIN) is None
+    assert AllocatorSpec(AllocatorKind.TOKEN, T).page_size == 1  # an unpaged allocator's page is one token
+
+
+def test_request_table_has_one_padding_row_by_default() -> None:
+    # KVCacheConfigurator._build_req_to_token_pool: R + 1 rows (no pre-allocation) of context_len + extra int32 columns
+    layout = req_to_token_layout(max_running_requests=8, max_context_len=100)
+    assert buffer_shapes(layout)["req_to_token"] == (9, 100)

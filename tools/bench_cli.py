@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CASE = ROOT / "tests" / "cases" / "default-llama-3.1-8b-tp1-bf16-p1.json"
+CASE = ROOT / "cases" / "default-llama-3.1-8b-tp1-bf16-p1.json"
 
 #: name -> arguments of the console script
 COMMANDS: dict[str, list[str]] = {

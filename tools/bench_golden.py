@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="fresh processes per figure (best is kept)")
     args = parser.parse_args(argv)
     python = sys.executable
-    cases = ROOT / "tests" / "cases"
+    cases = ROOT / "cases"
     with tempfile.TemporaryDirectory(prefix="kvs-bench-golden-") as scratch:
         gold = str(Path(scratch) / "golden")
         torch_s, _ = best_of(args.repeat, [python, "-c", "import torch"])

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """SGLang's own sizing of one case against ``kvstrategies plan --case``, each a whole fresh process.
 
-    python tools/bench_sglang.py [--runs 3] [--case tests/cases/default-llama-3.1-8b-tp1-bf16-p1.json]
+    python tools/bench_sglang.py [--runs 3] [--case cases/default-llama-3.1-8b-tp1-bf16-p1.json]
                                  [--sglang-python /tmp/venvs/0.5.23/bin/python]
 
 SGLang's side is the bridge (:mod:`kvstrategies.integrations.sglang.engine`, ``run_one``) in an
@@ -32,7 +32,7 @@ from pathlib import Path
 from bench_cli import child_usage, package_env
 
 ROOT = Path(__file__).resolve().parents[1]
-CASE = ROOT / "tests" / "cases" / "default-llama-3.1-8b-tp1-bf16-p1.json"
+CASE = ROOT / "cases" / "default-llama-3.1-8b-tp1-bf16-p1.json"
 SGLANG_PYTHON = Path("/tmp/venvs/0.5.23/bin/python")
 SGLANG_SIDE = (
     "import sys, warnings\n"

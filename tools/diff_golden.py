@@ -10,7 +10,8 @@ working tree as it is, uncommitted edits included) and its catalog is planned by
 python with ``PYTHONPATH`` pointing at that checkout, so each side runs its own library code.
 Both sides are serialised by *this* tree's :mod:`kvstrategies.golden` (like is compared with
 like even when the serialiser changed between the revisions). By default each side plans its
-own ``tests/cases``; ``--cases DIR`` plans one catalog on both sides. The table lists every case
+own ``cases/`` (a revision from before the catalog moved: the ``cases`` folder under ``tests``);
+``--cases DIR`` plans one catalog on both sides. The table lists every case
 whose plan or layout differs, was added or removed, or fails to plan; ``-v`` adds the full
 per-case diff. Exit 0 when behaviour is unchanged, 1 when anything differs, 2 on usage errors.
 """
@@ -75,6 +76,13 @@ def _checkout(rev: str, scratch: Path, label: str) -> tuple[Path, str]:
     path = scratch / label
     _git("worktree", "add", "--detach", "--quiet", str(path), sha)
     return path, f"{rev} ({sha[:10]})"
+
+
+def _catalog(source: Path) -> Path:
+    """The catalog folder of a checkout: ``cases/``, or the ``cases`` folder under ``tests`` at revisions
+    from before the catalog moved to the top level."""
+    moved = source / "cases"
+    return moved if moved.is_dir() else source / "tests" / "cases"
 
 
 def _run_side(source: Path, cases: Path, out: Path, substrings: list[str]) -> subprocess.Popen[str]:
@@ -206,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             source, description = _checkout(rev, scratch, label)
             if source != ROOT:
                 worktrees.append(source)
-            cases = args.cases.resolve() if args.cases else source / "tests" / "cases"
+            cases = args.cases.resolve() if args.cases else _catalog(source)
             sides.append((label, source, description, cases, scratch / f"{label}.json"))
         procs = [_run_side(src, cases, out, args.substrings) for _, src, _, cases, out in sides]
         results = []

@@ -5,9 +5,9 @@
 PP stages, DCP, attention DP, speculative variants (targets and draft workers), page sizes, odd
 budgets, DeepSeek-V4 with an explicit fp8 KV dtype (so SGLang builds its pool), Mamba slot counts
 given and derived. Each case was checked against SGLang 0.5.23 (``kvstrategies verify --against
-sglang tests/cases/bridge-*.json``) before its snapshots were recorded.
+sglang cases/bridge-*.json``) before its snapshots were recorded.
 
-    python tools/make_bridge_cases.py     # (re)writes tests/cases/bridge-*.json
+    python tools/make_bridge_cases.py     # (re)writes cases/bridge-*.json
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
 
 
 def main() -> int:
-    out = ROOT / "tests" / "cases"
+    out = ROOT / "cases"
     for suffix, description, fields in CASES:
         name = f"bridge-{suffix}"
         case = {"name": name, "description": f"{description} (checked against SGLang 0.5.23)",

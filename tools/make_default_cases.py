@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the Default-family base cases of the golden catalog into ``tests/cases/``.
+"""Write the Default-family base cases of the golden catalog into ``cases/``.
 
 Deterministic and rerunnable: the same files, byte for byte, on every run (sorted keys,
 two-space indent, trailing newline). One case per file, named ``default-<preset>-...``:
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES_DIR = ROOT / "tests" / "cases"
+CASES_DIR = ROOT / "cases"
 PREFIX = "default-"
 BUDGET = 40 * 2**30  # 42949672960 bytes per rank
 MANY_LAYERS = 40
@@ -175,7 +175,7 @@ def render(case: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--out", type=Path, default=CASES_DIR, help="catalog folder (default tests/cases)")
+    parser.add_argument("--out", type=Path, default=CASES_DIR, help="catalog folder (default cases/)")
     parser.add_argument("--clean", action="store_true", help="delete default-* case files that are not generated")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)

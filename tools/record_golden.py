@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Record or check the golden snapshots (``golden/<case>.json``) of the catalog (``tests/cases``).
+"""Record or check the golden snapshots (``golden/<case>.json``) of the catalog (``cases/``).
 
     python tools/record_golden.py                 # record every case (writes only what changed)
     python tools/record_golden.py -k llama -k qwen  # only cases whose name contains a substring
@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="only cases whose name contains SUBSTRING (repeatable: any of them)")
     parser.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on any difference")
     parser.add_argument("--prune", action="store_true", help="delete stale snapshots (snapshot without case file)")
-    parser.add_argument("--cases", type=Path, default=ROOT / "tests" / "cases", help="catalog folder")
+    parser.add_argument("--cases", type=Path, default=ROOT / "cases", help="catalog folder")
     parser.add_argument("--golden", type=Path, default=ROOT / "golden", help="snapshot folder")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not list each written file")
     parser.add_argument("--engine", choices=["kvstrategies", "sglang", "vllm"], default="kvstrategies",

@@ -42,7 +42,7 @@ from kvstrategies.releases import (  # noqa: E402
 )
 
 PAGE = ROOT / "docs" / "sglang-releases.md"
-CASES = ROOT / "tests" / "cases"
+CASES = ROOT / "cases"
 #: snapshot keys that name the recording rather than the answer
 _IGNORED = ("engine", "golden_format", "case")
 

@@ -3,7 +3,7 @@ settings a user left out, turned into the case fields the strategies read.
 
 :func:`resolve_launch` runs :func:`~kvstrategies.planner.launch_defaults.resolve_launch_defaults` on
 the user's explicit flags; :func:`case_fields` maps the resolution (or, without a GPU, the
-library's plain defaults) onto a case dict (the format of ``tests/cases/*.json``), so flags, GPUs and case
+library's plain defaults) onto a case dict (the format of ``cases/*.json``), so flags, GPUs and case
 files share one parsing path.
 """
 
