@@ -15,13 +15,13 @@ def lazy_exports(
     package: str, exports: Mapping[str, str], namespace: dict[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """A package's module ``__getattr__`` and ``__dir__``: ``exports`` maps each public name to the
-    submodule (relative to ``package``) that defines it; a name read once is kept in ``namespace``."""
+    module (its full dotted name) that defines it; a name read once is kept in ``namespace``."""
 
     def getattr_(name: str) -> Any:
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        value = getattr(importlib.import_module(module), name)
         namespace[name] = value
         return value
 

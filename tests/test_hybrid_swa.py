@@ -696,8 +696,8 @@ def test_all_swa_stage_cell_with_draft_layers(config: dict[str, Any], spec: dict
     assert cfg.cell_size_bytes == cell
 
 
-# GPT-OSS-120B page 64 (the worked example at the top of this file): full_pt = swa_pt = 8 * (64 + 64) * 2 = 2,048; nF = nS =
-# 18; ratio 0.8: cell = 36,864 + 0.8 * 36,864 = 66,355.2
+# GPT-OSS-120B page 64 (the worked example at the top of this file): full_pt = swa_pt = 8 * (64 + 64) * 2
+# = 2,048; full_layers = swa_layers = 18; ratio 0.8: cell = 36,864 + 0.8 * 36,864 = 66,355.2
 CHUNK_CAP: dict[str, Any] = {"max_running_requests": 64, "disable_radix_cache": True, "chunked_prefill_size": 8192}
 
 

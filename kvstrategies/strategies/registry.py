@@ -19,7 +19,7 @@ from .checks import is_ascend_device, is_vllm, uses_dsv4_pools, uses_mamba_pools
 
 
 class _Builtin:
-    """A built-in strategy not imported yet: its module (under ``kvstrategies.strategies``), its
+    """A built-in strategy not imported yet: its module, its
     class name, and the family predicate its ``is_applicable`` starts with (``None``: every context).
 
     A strategy's module loads its family's pools and geometry, which a plan of another family never
@@ -34,23 +34,23 @@ class _Builtin:
         self.family = family
 
     def load(self) -> type[Strategy]:
-        strategy: type[Strategy] = getattr(importlib.import_module(f"{__package__}.{self.module}"), self.name)
+        strategy: type[Strategy] = getattr(importlib.import_module(self.module), self.name)
         return strategy
 
 
 #: the strategies in selection order; a built-in is imported (and replaced by its class) the first
 #: time its family predicate holds, or when the whole list is read
 _REGISTRY: list[type[Strategy] | _Builtin] = [
-    _Builtin("vllm.strategies", "VLLMUnmodelledStrategy", is_vllm),  # vllm.strategies.VLLM_STRATEGIES order
-    _Builtin("vllm.strategies", "VLLMMambaHybridStrategy", is_vllm),
-    _Builtin("vllm.strategies", "VLLMAttentionStrategy", is_vllm),
-    _Builtin("dsv4", "DSV4PoolConfigurator", uses_dsv4_pools),
-    _Builtin("dsv4", "RatioOnlyDSV4PoolConfigurator", uses_dsv4_pools),
-    _Builtin("hybrid_swa", "SWAChunkCapPoolConfigurator", is_hybrid_swa),
-    _Builtin("hybrid_swa", "HybridSWAPoolConfigurator", is_hybrid_swa),
-    _Builtin("hybrid_linear", "HybridLinearPoolConfigurator", uses_mamba_pools),
-    _Builtin("ascend", "AscendPoolConfigurator", is_ascend_device),
-    _Builtin("default", "DefaultPoolConfigurator", None),
+    _Builtin("kvstrategies.strategies.vllm.strategies", "VLLMUnmodelledStrategy", is_vllm),  # VLLM_STRATEGIES order
+    _Builtin("kvstrategies.strategies.vllm.strategies", "VLLMMambaHybridStrategy", is_vllm),
+    _Builtin("kvstrategies.strategies.vllm.strategies", "VLLMAttentionStrategy", is_vllm),
+    _Builtin("kvstrategies.strategies.dsv4", "DSV4PoolConfigurator", uses_dsv4_pools),
+    _Builtin("kvstrategies.strategies.dsv4", "RatioOnlyDSV4PoolConfigurator", uses_dsv4_pools),
+    _Builtin("kvstrategies.strategies.hybrid_swa", "SWAChunkCapPoolConfigurator", is_hybrid_swa),
+    _Builtin("kvstrategies.strategies.hybrid_swa", "HybridSWAPoolConfigurator", is_hybrid_swa),
+    _Builtin("kvstrategies.strategies.hybrid_linear", "HybridLinearPoolConfigurator", uses_mamba_pools),
+    _Builtin("kvstrategies.strategies.ascend", "AscendPoolConfigurator", is_ascend_device),
+    _Builtin("kvstrategies.strategies.default", "DefaultPoolConfigurator", None),
 ]
 
 
