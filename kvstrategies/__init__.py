@@ -2,14 +2,14 @@
 
 Planning (``plan``) is plain Python and never imports torch; ``build`` allocates exactly the
 planned layout on any torch device, ``meta`` included. The names below load on first use
-(PEP 562), so ``import kvstrategies.cli`` or one submodule pays only for what it reads.
+(PEP 562), so ``import kvstrategies.cli.app`` or one submodule pays only for what it reads.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .lazy_exports import lazy_exports
+from .core.lazy_exports import lazy_exports
 
 __version__ = "0.2.0"
 
@@ -28,14 +28,14 @@ _EXPORTS = {
     "SchedulingConfig": "kvstrategies.context",
     "SpecAlgorithm": "kvstrategies.context",
     "SpeculativeConfig": "kvstrategies.context",
-    "DType": "kvstrategies.dtypes",
-    "KVCacheDtype": "kvstrategies.dtypes",
-    "resolve_kv_cache_dtype": "kvstrategies.dtypes",
+    "DType": "kvstrategies.core.dtypes",
+    "KVCacheDtype": "kvstrategies.core.dtypes",
+    "resolve_kv_cache_dtype": "kvstrategies.core.dtypes",
     "KVCacheConfigError": "kvstrategies.errors",
     "ModelGeometry": "kvstrategies.models",
     "parse_hf_config": "kvstrategies.models",
     "KVPools": "kvstrategies.pools.build",
-    "PoolSizes": "kvstrategies.sizing",
+    "PoolSizes": "kvstrategies.core.sizing",
     "PoolConfigurator": "kvstrategies.strategies",
     "register": "kvstrategies.strategies",
     "select_configurator": "kvstrategies.strategies",
@@ -55,11 +55,11 @@ if TYPE_CHECKING:
         SpecAlgorithm,
         SpeculativeConfig,
     )
-    from .dtypes import DType, KVCacheDtype, resolve_kv_cache_dtype
+    from .core.dtypes import DType, KVCacheDtype, resolve_kv_cache_dtype
+    from .core.sizing import PoolSizes
     from .errors import KVCacheConfigError
     from .models import ModelGeometry, parse_hf_config
     from .pools.build import KVPools
-    from .sizing import PoolSizes
     from .strategies import PoolConfigurator, register, select_configurator
 
 

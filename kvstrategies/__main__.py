@@ -1,7 +1,7 @@
-"""``python -m kvstrategies``: the ``kvstrategies`` command (:func:`kvstrategies.cli.main`)."""
+"""``python -m kvstrategies``: the ``kvstrategies`` command (:func:`kvstrategies.cli.app.main`)."""
 
 import sys
 
-from .cli import main
+from .cli.app import main
 
 sys.exit(main())

@@ -5,22 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._torch import import_torch
-from .budget_check import check_layout_within_budget
 from .context import KVCacheContext, KVCacheSettings
+from .core.releases import VLLM
+from .core.sizing import PoolSizes
+from .core.torch_import import import_torch
+from .core.validate import MAX_INT64, check_bool, check_instance, check_int, check_opt_int
 from .errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from .pools.layout import KVPoolsLayout
-from .releases import VLLM
-from .resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
-from .sizing import PoolSizes
 from .strategies.base import PoolConfigurator, StateReservation, Strategy
+from .strategies.budget_check import check_layout_within_budget
 from .strategies.registry import select_configurator, select_pool_configurator
-from .validate import MAX_INT64, check_bool, check_instance, check_int, check_opt_int
+from .strategies.resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
 
 if TYPE_CHECKING:  # what building needs: loaded by build() and Plan.binding only
     from .pools.binding import AllocatorSpec, PoolBinding
     from .pools.build import KVPools
-    from .strategies.vllm.strategies import VLLMKVCachePlan
+    from .vllm.strategies.strategies import VLLMKVCachePlan
 
 #: the most requests (rows of the request table) a what-if layout (``pool_max_running_requests``) may
 #: ask for: a what-if is a small size, and a build on a real device allocates the table for real
@@ -148,7 +148,7 @@ def plan(
     read once and validated (:func:`as_settings`); ``Plan.ctx`` is that snapshot. Bad arguments raise
     :class:`KVCacheConfigError` naming the argument. Whatever strategy sized the pools, K/V buffers
     larger than the budget (plus two pages of padding) are refused with :class:`InsufficientMemoryError`
-    (:mod:`kvstrategies.budget_check`).
+    (:mod:`kvstrategies.strategies.budget_check`).
     """
     return size_plan(
         ctx,
@@ -199,7 +199,8 @@ class SizedPlan:
 
     def laid_out(self) -> Plan:
         """The plan: the target's pools laid out, and refused when their K/V buffers exceed the
-        budget (:func:`~kvstrategies.budget_check.check_layout_within_budget`); a plan made whole as it is."""
+        budget (:func:`~kvstrategies.strategies.budget_check.check_layout_within_budget`); a plan made
+        whole as it is."""
         target = self.target
         if target is None:
             return self._whole
@@ -258,15 +259,15 @@ def _plan_vllm(ctx: KVCacheContext, available_bytes: int, max_tokens: int | None
     (vLLM allocates its ``kv_cache_tensors`` whole). ``sizes.max_total_num_tokens`` is vLLM's "GPU
     KV cache size", ``sizes.max_running_requests`` its ``max_num_seqs``.
     """
-    from .strategies.vllm.deployment import check_vllm_scope
-    from .strategies.vllm.strategies import VLLMStrategy
+    from .vllm.strategies.deployment import check_vllm_scope
+    from .vllm.strategies.strategies import VLLMStrategy
 
     check_vllm_scope(ctx)  # the settings a vLLM plan cannot answer, before anything else
     configurator = select_configurator(ctx)
     if not isinstance(configurator, VLLMStrategy):
         raise UnsupportedConfigurationError(
             f"{type(configurator).__name__} is registered for vLLM contexts but is not a VLLMStrategy "
-            "(kvstrategies.strategies.vllm.strategies): it cannot answer a vLLM plan"
+            "(kvstrategies.vllm.strategies.strategies): it cannot answer a vLLM plan"
         )
     if max_tokens is not None:
         configurator.refuse_max_tokens()
@@ -445,7 +446,7 @@ def build(
 
     A device torch does not know or cannot reach, and running out of device memory, raise
     :class:`KVCacheConfigError` (:class:`InsufficientMemoryError` for the latter); on ``"cpu"`` a
-    plan larger than the host's available memory (:mod:`kvstrategies.host_memory`) is refused with
+    plan larger than the host's available memory (:mod:`kvstrategies.core.host_memory`) is refused with
     :class:`InsufficientMemoryError` before anything is allocated.
     """
     check_instance(planned, Plan, "planned", "get one from kvstrategies.plan(ctx, available_bytes)")
@@ -464,7 +465,7 @@ def build(
             f"device {device!r}: this torch sees no CUDA device; build on 'meta' to check a plan without one"
         )
     if target.type == "cpu":  # refuse what the host cannot hold instead of meeting the OOM killer
-        from .host_memory import available_host_bytes
+        from .core.host_memory import available_host_bytes
 
         room = available_host_bytes()
         if room is not None and planned.planned_bytes > room:

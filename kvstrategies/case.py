@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import jsonio
 from .context import (
     AttentionBackends,
     DeviceKind,
@@ -26,13 +25,14 @@ from .context import (
     SpecAlgorithm,
     SpeculativeConfig,
 )
-from .dtypes import DType, require_release_kv_cache_dtype, resolve_kv_cache_dtype
+from .core import jsonio
+from .core.dtypes import DType, require_release_kv_cache_dtype, resolve_kv_cache_dtype
+from .core.releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, ReleaseRule, parse_release, span
+from .core.validate import MAX_INT64, MAX_SETTING_INT, check_float, check_sane_ints
 from .errors import KVCacheConfigError, UnsupportedConfigurationError
-from .knobs import check_case_env
 from .models import ModelGeometry, parse_hf_config
 from .models.architectures import require_loadable
-from .releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, ReleaseRule, parse_release, span
-from .validate import MAX_INT64, MAX_SETTING_INT, check_float, check_sane_ints
+from .sglang.knobs import check_case_env
 
 #: case fields that are SGLang server arguments only from some release on (a release without the
 #: flag cannot be launched with it: its argparse refuses it)
@@ -167,7 +167,7 @@ def _env_flag(value: Any) -> bool:
 
 def knobs_from_env(env: Any) -> tuple[EngineKnobs, tuple[int, ...] | None]:
     """Map SGLang env knobs onto :class:`EngineKnobs` (and the PP layer partition); the names and
-    values are checked by :func:`kvstrategies.knobs.check_case_env` first."""
+    values are checked by :func:`kvstrategies.sglang.knobs.check_case_env` first."""
     env = check_case_env(env)
     knobs: dict[str, Any] = {}
     if "SGLANG_SWA_EVICTION_INTERVAL" in env:
@@ -300,7 +300,7 @@ def parse_case(
     ``sglang_version`` (``--sglang-version``) overrides the case's own ``sglang_version``;
     ``engine`` (``"sglang"``, ``"vllm"``) the case's ``engine``, ``vllm_version`` its
     ``vllm_version``. A vLLM case is read as the vLLM launch it stands for
-    (:mod:`kvstrategies.strategies.vllm.deployment`): SGLang's launch checks do not apply and
+    (:mod:`kvstrategies.vllm.strategies.deployment`): SGLang's launch checks do not apply and
     ``kv_cache_dtype`` keeps the string given (vLLM resolves ``auto`` itself).
     """
     if not isinstance(data, Mapping):
@@ -446,7 +446,7 @@ def _with_model_dtype(geometry: ModelGeometry, dtype: DType) -> ModelGeometry:
 def read_json_file(path: str | Path) -> Any:
     """Read JSON (``Infinity``/``NaN`` accepted, as NVIDIA publishes them); errors name the file.
 
-    Every file the library reads goes through :mod:`kvstrategies.jsonio` (JSON only, never executed).
+    Every file the library reads goes through :mod:`kvstrategies.core.jsonio` (JSON only, never executed).
     """
     return jsonio.read_json_file(path)
 

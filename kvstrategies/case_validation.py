@@ -1,10 +1,10 @@
 """Case files checked before anything runs, and the environment a child process gets.
 
 A case file is input: nothing it says may reach a process unchecked. :func:`validate_case_files`
-reads every case (through :mod:`kvstrategies.jsonio`: bounded, regular files, JSON only) and
+reads every case (through :mod:`kvstrategies.core.jsonio`: bounded, regular files, JSON only) and
 checks what a runner acts on before planning: a JSON object, only known keys, a model given as
 a ``preset`` name or an ``hf_config`` object or path, and an ``env`` that holds only the SGLang
-knobs that change sizing (:func:`kvstrategies.knobs.check_case_env`; ``PYTHONPATH``,
+knobs that change sizing (:func:`kvstrategies.sglang.knobs.check_case_env`; ``PYTHONPATH``,
 ``LD_PRELOAD`` or any other name is refused). ``plan --case`` and ``verify --against sglang``
 run it first, so one bad case stops the run before SGLang is imported or a child starts.
 
@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .core.jsonio import read_json_object
 from .errors import KVCacheConfigError
-from .jsonio import read_json_object
-from .knobs import SIZING_KNOBS, check_case_env
+from .sglang.knobs import SIZING_KNOBS, check_case_env
 
 #: the parent's variables a child keeps (names); case knobs are added on top
 CHILD_ENV_NAMES = (

@@ -14,11 +14,9 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Protocol, runtime_checkable
 
-from .dtypes import DType, KVCacheDtype
-from .errors import KVCacheConfigError
-from .models.geometry import ModelGeometry
-from .releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, parse_release, span
-from .validate import (
+from .core.dtypes import DType, KVCacheDtype
+from .core.releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, parse_release, span
+from .core.validate import (
     MAX_INT64,
     MAX_LAYERS,
     MAX_MEMORY_RATIO,
@@ -32,6 +30,8 @@ from .validate import (
     finite_float,
     shown,
 )
+from .errors import KVCacheConfigError
+from .models.geometry import ModelGeometry
 
 #: the largest parallel group size accepted (SGLang deployments go to a few hundred ranks)
 MAX_PARALLEL_SIZE = 2**16
@@ -372,7 +372,7 @@ class KVCacheContext(Protocol):
 
     @property
     def release(self) -> EngineRelease:
-        """The engine release whose rules apply (``kvstrategies.releases``; default the newest)."""
+        """The engine release whose rules apply (``kvstrategies.core.releases``; default the newest)."""
         ...
 
     def at_pp_rank(self, rank: int) -> KVCacheContext:
@@ -417,7 +417,7 @@ class KVCacheSettings:
         ):
             check_instance(getattr(self, name), kind, name, f"build it with {kind.__name__}(...)")
         check_bool(self.is_draft_worker, "is_draft_worker")
-        check_instance(self.release, EngineRelease, "release", "use kvstrategies.releases.parse_release('0.5.20')")
+        check_instance(self.release, EngineRelease, "release", "use kvstrategies.core.releases.parse_release('0.5.20')")
         parse_release(self.release, field="release")  # a release the project models
 
     def at_pp_rank(self, rank: int) -> KVCacheSettings:

@@ -151,8 +151,8 @@ def test_an_integer_beyond_the_float_range_is_refused_not_an_overflow(value: int
     """Round two's fix escaped again for ints: ``float(10**400)`` raises OverflowError; every int
     beyond the float range has more than 1,024 bits, so the up-front scan names it (and
     ``validate.finite_float`` keeps the range checks safe for direct callers)."""
+    from kvstrategies.core.validate import check_float
     from kvstrategies.presets import load_preset_config
-    from kvstrategies.validate import check_float
 
     with pytest.raises(KVCacheConfigError, match="x must be a finite number > 0.0, got -?<an integer of about 401"):
         check_float(value, "x", low=0.0)
@@ -182,7 +182,7 @@ def test_a_what_if_layout_holds_eight_requests_unless_told() -> None:
 
 
 def test_a_cpu_build_that_exactly_fits_the_host_goes_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kvstrategies import host_memory
+    from kvstrategies.core import host_memory
     from kvstrategies.pools.runtime import factory
 
     planned = kvstrategies.plan(case_settings(LLAMA), 2**30, pool_max_tokens=256)

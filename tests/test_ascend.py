@@ -17,7 +17,9 @@ import pytest
 from kvstrategies import plan, select_configurator
 from kvstrategies.api import Plan, build
 from kvstrategies.case import load_case
-from kvstrategies.dtypes import DType
+from kvstrategies.core.dtypes import DType
+from kvstrategies.core.sizing import PoolSizes
+from kvstrategies.document import plan_document
 from kvstrategies.errors import (
     KVCacheConfigError,
     UnsupportedConfigurationError,
@@ -32,8 +34,6 @@ from kvstrategies.pools.ascend import (
 from kvstrategies.pools.build import build_pool
 from kvstrategies.pools.layout import PoolLayout
 from kvstrategies.presets import load_preset_config
-from kvstrategies.report import plan_document
-from kvstrategies.sizing import PoolSizes
 from kvstrategies.strategies import DefaultPoolConfigurator
 from kvstrategies.strategies.ascend import AscendPoolConfigurator
 from kvstrategies.strategies.registry import registered

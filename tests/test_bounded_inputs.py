@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import kvstrategies
-from kvstrategies import cli
+import kvstrategies.cli.app as cli
 from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
 from kvstrategies.presets import load_preset_config
 
@@ -71,7 +71,7 @@ def test_record_with_recorded_says_it_would_be_ignored(tmp_path: Path) -> None:
 
 def test_recorded_answers_match_launches_by_their_whole_content(tmp_path: Path) -> None:
     """A changed launch under an old name passed before: its recorded answer is another launch's."""
-    from kvstrategies.integrations.sglang.launch import load_golden
+    from kvstrategies.sglang.bridge.launch import load_golden
 
     specs, _ = load_golden()
     first = specs[0].to_dict()
@@ -96,7 +96,7 @@ def test_recorded_answers_match_launches_by_their_whole_content(tmp_path: Path) 
     ],
 )
 def test_grid_flag_types_are_checked(flags: dict[str, Any], match: str) -> None:
-    from kvstrategies.integrations.sglang.launch_grid import spec_from_dict
+    from kvstrategies.sglang.bridge.launch_grid import spec_from_dict
 
     with pytest.raises(KVCacheConfigError, match=match):
         spec_from_dict({"preset": "llama-3.1-8b", "gpu": "H200", "flags": flags})
@@ -125,8 +125,8 @@ def test_a_three_million_entry_architectures_list_is_a_short_error(tmp_path: Pat
 
 def test_a_cpu_build_larger_than_the_host_is_refused_before_allocating(monkeypatch: pytest.MonkeyPatch) -> None:
     """A 30 GiB plan on a host with 1 GiB available: refused, nothing allocated (was the OOM killer)."""
-    from kvstrategies import host_memory
     from kvstrategies.case import parse_case
+    from kvstrategies.core import host_memory
     from kvstrategies.pools.runtime import factory
 
     case = parse_case({"preset": "llama-3.1-8b", "available_bytes": 30 * 2**30})
@@ -143,19 +143,19 @@ def test_a_cpu_build_larger_than_the_host_is_refused_before_allocating(monkeypat
 
 
 def test_the_host_memory_figure_is_positive_here() -> None:
-    from kvstrategies.host_memory import available_host_bytes
+    from kvstrategies.core.host_memory import available_host_bytes
 
     room = available_host_bytes()
     assert room is None or room > 0
 
 
-# ---- the host's memory as read (kvstrategies/host_memory.py) -----------------------------------------------
+# ---- the host's memory as read (kvstrategies/core/host_memory.py) -----------------------------------------------
 
 
 @pytest.fixture
 def fake_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """``/proc/meminfo`` and the cgroup folders moved under ``tmp_path`` (all absent until written)."""
-    from kvstrategies import host_memory
+    from kvstrategies.core import host_memory
 
     monkeypatch.setattr(host_memory, "_MEMINFO", tmp_path / "meminfo")
     monkeypatch.setattr(host_memory, "_CGROUP_V2", tmp_path / "v2")
@@ -167,14 +167,14 @@ def fake_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.parametrize("line", ["MemAvailable:    2048 kB", "MemAvailable: 2048"])
 def test_memavailable_is_read_in_kib(fake_host: Path, line: str) -> None:
-    from kvstrategies.host_memory import available_host_bytes
+    from kvstrategies.core.host_memory import available_host_bytes
 
     (fake_host / "meminfo").write_text(f"MemTotal:  999999 kB\n{line}\n")
     assert available_host_bytes() == 2048 * 1024  # 2,097,152 B
 
 
 def test_a_cgroup_limit_of_2_to_the_60_or_more_is_no_limit(fake_host: Path) -> None:
-    from kvstrategies.host_memory import _cgroup_room
+    from kvstrategies.core.host_memory import _cgroup_room
 
     (fake_host / "v2" / "memory.current").write_text("1000\n")
     (fake_host / "v2" / "memory.max").write_text(f"{2**60}\n")

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from kvstrategies import cli
+import kvstrategies.cli.app as cli
 from kvstrategies.case import load_case
 from kvstrategies.case_validation import child_environment, validate_case_files
 from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
-from kvstrategies.knobs import check_case_env
+from kvstrategies.sglang.knobs import check_case_env
 
 
 def _case(tmp_path: Path, env: Any, name: str = "case") -> Path:
@@ -37,7 +37,7 @@ def no_processes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         started.append(repr(args)[:80])
         raise AssertionError(f"a process started: {args!r:.120}")
 
-    from kvstrategies.integrations.sglang import engine
+    from kvstrategies.sglang.bridge import engine
 
     monkeypatch.setattr(subprocess, "run", refuse)
     monkeypatch.setattr(subprocess, "Popen", refuse)
@@ -53,7 +53,7 @@ def test_a_case_env_carrying_pythonpath_is_refused_before_any_child_process_star
     (payload / "sitecustomize.py").write_text("open('PWNED', 'w').write('x')\n", encoding="utf-8")
     good = _case(tmp_path, {"SGLANG_SWA_EVICTION_INTERVAL": "64"}, "good")
     bad = _case(tmp_path, {"PYTHONPATH": str(payload)}, "bad")
-    from kvstrategies.integrations.sglang.engine import run_cases
+    from kvstrategies.sglang.bridge.engine import run_cases
 
     with pytest.raises(KVCacheConfigError, match=r"bad\.json.*unknown env knob 'PYTHONPATH' \(not an SGLang knob\)"):
         run_cases([good, bad])
@@ -131,7 +131,7 @@ def test_the_child_process_in_a_subprocess_gets_no_case_variable(tmp_path: Path)
         seen.update(env)
         return subprocess.CompletedProcess(command, 0, stdout=json.dumps({}) + "\n", stderr="")
 
-    from kvstrategies.integrations.sglang import engine
+    from kvstrategies.sglang.bridge import engine
 
     mp = pytest.MonkeyPatch()
     try:

@@ -239,7 +239,7 @@ def test_only_regular_files_are_opened(tmp_path: Path) -> None:
 
 
 def test_model_folder_on_the_command_line_uses_its_headers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from kvstrategies.cli import main
+    from kvstrategies.cli.app import main
 
     config = load_preset_config("llama-3.1-8b")
     (tmp_path / "config.json").write_text(json.dumps(config))
@@ -252,7 +252,7 @@ def test_model_folder_on_the_command_line_uses_its_headers(tmp_path: Path, capsy
 
 
 def test_checkpoint_flag_without_safetensors_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from kvstrategies.cli import main
+    from kvstrategies.cli.app import main
 
     assert main(["plan", "llama-3.1-8b", "--gpu", "H100", "--checkpoint", str(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -333,7 +333,7 @@ def test_shard_one_of_four_without_an_index_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_8b_checkpoint_for_a_70b_config_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from kvstrategies.cli import main
+    from kvstrategies.cli.app import main
 
     (tmp_path / INDEX_NAME).write_text(json.dumps({"metadata": {"total_size": 16_060_522_496}}))
     assert main(["plan", "llama-3.1-70b", "--gpu", "H100", "--tp", "8", "--checkpoint", str(tmp_path)]) == 2

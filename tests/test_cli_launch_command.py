@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.planner.flag_names import flag_wording
-from kvstrategies.planner.launch_command import (
+from kvstrategies.sglang.pasted_command import (
     MAX_COMMAND_CHARS,
     MODELLED,
     NOT_MODELLED,
@@ -19,7 +19,7 @@ from kvstrategies.planner.launch_command import (
     split_command,
     translate,
 )
-from kvstrategies.planner.sglang_flags import SGLANG_SERVER_FLAGS
+from kvstrategies.sglang.tables.flags import SGLANG_SERVER_FLAGS
 
 
 def plan_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
@@ -111,9 +111,9 @@ def test_quantization_maps_to_the_weight_estimate() -> None:
 
 def test_classes_are_real_sglang_flags() -> None:
     """Every classified flag is a canonical flag of some supported release (the newest's table, or
-    an older release's own flags in ``sglang_flag_releases.json``)."""
-    from kvstrategies.planner.launch_command import GRAPH_RESERVE_FLAGS, release_flags
-    from kvstrategies.releases import supported_releases
+    an older release's own flags in ``kvstrategies/sglang/tables/flag_releases.json``)."""
+    from kvstrategies.core.releases import supported_releases
+    from kvstrategies.sglang.pasted_command import GRAPH_RESERVE_FLAGS, release_flags
 
     for flag in (*MODELLED, *NOT_MODELLED, *GRAPH_RESERVE_FLAGS):
         assert any(release_flags(r).get(flag, ("",))[0] == flag for r in supported_releases()), flag
@@ -249,8 +249,8 @@ def test_no_rocm_aiter_brings_the_fp8_moe_refusal_back(capsys: pytest.CaptureFix
 
 def test_every_sglang_flag_is_planned_refused_or_reviewed_as_no_effect() -> None:
     """The invariant: each canonical SGLang flag is in exactly one class (launch_flag_classes)."""
-    from kvstrategies.planner.launch_flag_classes import CONFIG_FLAG, GRAPH_RESERVE_FLAGS, NO_EFFECT, REFUSED_UNLESS
-    from kvstrategies.planner.sglang_flags import SGLANG_FLAG_VALUES
+    from kvstrategies.sglang.flag_classes import CONFIG_FLAG, GRAPH_RESERVE_FLAGS, NO_EFFECT, REFUSED_UNLESS
+    from kvstrategies.sglang.tables.flags import SGLANG_FLAG_VALUES
 
     refused = set(NOT_MODELLED) | set(REFUSED_UNLESS) | set(GRAPH_RESERVE_FLAGS) | {CONFIG_FLAG}
     assert not set(NOT_MODELLED) & set(REFUSED_UNLESS) and not (set(NOT_MODELLED) | set(REFUSED_UNLESS)) & set(
@@ -380,7 +380,7 @@ def test_a_pasted_command_may_hold_64_kib_of_characters() -> None:
 def test_the_dsa_triton_union_takes_sglangs_three_choices() -> None:
     """``--dsa-triton-union`` is declared with ``choices=[0, 2, 4]`` (sglang/srt/arg_groups/fields/exec_.py,
     ``dsa_triton_union``): argparse takes 0, 2 and 4 and refuses any other integer."""
-    from kvstrategies.planner.launch_values import check_flag_value
+    from kvstrategies.sglang.flag_values import check_flag_value
 
     flag = "--dsa-triton-union"
     assert [check_flag_value(flag, flag, v) for v in ("0", "2", "4")] == ["0", "2", "4"]
@@ -392,7 +392,7 @@ def test_the_dsa_triton_union_takes_sglangs_three_choices() -> None:
 def test_a_pasted_command_may_hold_4096_words() -> None:
     """``split_command`` reads at most ``MAX_COMMAND_TOKENS`` = 4,096 words: exactly that many are
     read, one more is refused naming the bound."""
-    from kvstrategies.planner.launch_command import MAX_COMMAND_TOKENS
+    from kvstrategies.sglang.pasted_command import MAX_COMMAND_TOKENS
 
     assert MAX_COMMAND_TOKENS == 4096
     assert len(split_command(["--x"] * 4096)) == 4096
@@ -403,7 +403,7 @@ def test_a_pasted_command_may_hold_4096_words() -> None:
 def test_sglang_serve_alone_is_a_command_with_no_flags() -> None:
     """``sglang serve`` (SGLang's CLI entry point, sglang/cli/main.py) starts the server: the two words
     alone are a launcher with no server arguments, like ``python -m sglang.launch_server``."""
-    from kvstrategies.planner.launch_command import _strip_launcher
+    from kvstrategies.sglang.pasted_command import _strip_launcher
 
     assert _strip_launcher(["sglang", "serve"]) == ([], [])
     assert _strip_launcher(["python", "-m", "sglang.launch_server"]) == ([], [])
@@ -412,7 +412,7 @@ def test_sglang_serve_alone_is_a_command_with_no_flags() -> None:
 def test_the_log_requests_level_takes_sglangs_four_choices() -> None:
     """``--log-requests-level`` is declared with ``choices=[0, 1, 2, 3]``
     (sglang/srt/arg_groups/fields/observability.py, ``log_requests_level``)."""
-    from kvstrategies.planner.launch_values import check_flag_value
+    from kvstrategies.sglang.flag_values import check_flag_value
 
     flag = "--log-requests-level"
     assert [check_flag_value(flag, flag, v) for v in ("0", "1", "2", "3")] == ["0", "1", "2", "3"]

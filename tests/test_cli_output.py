@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import kvstrategies
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
+from kvstrategies.core.releases import NEWEST_SGLANG
 from kvstrategies.planner.gpus import GPUS
-from kvstrategies.planner.launch_defaults import model_facts_from_hf_config, resolve_launch_defaults
 from kvstrategies.presets import load_preset_config, preset_names
-from kvstrategies.releases import NEWEST_SGLANG
+from kvstrategies.sglang.launch.defaults import model_facts_from_hf_config, resolve_launch_defaults
 from tests.source_trees import parsed
 
 ROOT = Path(__file__).resolve().parents[1]

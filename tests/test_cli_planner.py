@@ -11,9 +11,9 @@ import pytest
 
 from kvstrategies.api import plan
 from kvstrategies.case import load_case
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
+from kvstrategies.document import plan_document
 from kvstrategies.presets import preset_names
-from kvstrategies.report import plan_document
 
 CASES = Path(__file__).parents[1] / "cases"
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ def test_every_preset_plans_without_importing_torch() -> None:
     presets = list(preset_names())
     code = (
         "import contextlib, io, sys\n"
-        "from kvstrategies.cli import main\n"
+        "from kvstrategies.cli.app import main\n"
         f"for model in {presets!r}:\n"
         "    for argv in (['--gpu', 'H200', '--tp', '8'], ['--gpu', 'H100', '--tp', '8', '--json'],\n"
         "                 ['--available-bytes', '40GiB']):\n"
@@ -149,7 +149,7 @@ def test_sweep_table_and_csv(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["sweep", "llama-3.1-8b", "--tp", "1,2", "--kv-cache-dtype", "bf16,fp8_e4m3", "--page-size", "1,64"]
     assert main([*argv, "--gpu", "H100-80GB,B200"]) == 0
     title, *table = capsys.readouterr().out.splitlines()
-    from kvstrategies.releases import NEWEST_SGLANG
+    from kvstrategies.core.releases import NEWEST_SGLANG
 
     assert title == f"{NEWEST_SGLANG.label} launch defaults"
     assert table[0].split()[:4] == ["gpu", "tp", "kv", "page"] and len(table) == 1 + 16

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

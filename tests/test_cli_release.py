@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
+from kvstrategies.core.releases import NEWEST_SGLANG, parse_release
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.planner.launch_command import release_flags, releases_with_flag, translate
-from kvstrategies.releases import NEWEST_SGLANG, parse_release
+from kvstrategies.sglang.pasted_command import release_flags, releases_with_flag, translate
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -74,7 +74,7 @@ def test_pasted_command_uses_the_releases_flags(capsys: pytest.CaptureFixture[st
 def test_verify_launch_recorded_per_release(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
     from pathlib import Path
 
-    from kvstrategies.integrations.sglang.launch import load_golden
+    from kvstrategies.sglang.bridge.launch import load_golden
 
     specs, _ = load_golden(release=parse_release("0.5.21"))
     grid = Path(str(tmp_path)) / "grid.json"
@@ -88,15 +88,15 @@ def test_verify_launch_recorded_per_release(capsys: pytest.CaptureFixture[str], 
 
 
 def test_every_older_release_flag_is_classified() -> None:
-    """Each flag only an older release has (``sglang_flag_releases.json``) is planned, refused or
+    """Each flag only an older release has (``kvstrategies/sglang/tables/flag_releases.json``) is planned, refused or
     reviewed as not changing memory, in exactly one class (``launch_flag_classes.OLDER_*``)."""
-    from kvstrategies.planner.launch_flag_classes import (
+    from kvstrategies.core.releases import supported_releases
+    from kvstrategies.sglang.flag_classes import (
         MODELLED,
         OLDER_GRAPH_RESERVE_FLAGS,
         OLDER_NO_EFFECT,
         OLDER_NOT_MODELLED,
     )
-    from kvstrategies.releases import supported_releases
 
     newest = set(release_flags())
     extra = {canon for r in supported_releases() for opt, (canon, _) in release_flags(r).items() if opt not in newest}

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kvstrategies.cli import main
-from kvstrategies.releases import NEWEST_VLLM
+from kvstrategies.cli.app import main
+from kvstrategies.core.releases import NEWEST_VLLM
 
 GIB = 2**30
 

@@ -22,14 +22,14 @@ CASE = str(ROOT / "cases" / "default-llama-3.1-8b-tp1-bf16-p1.json")
 #: run the command with its output discarded, then print (exit code, every module loaded)
 PROBE = (
     "import json, os, sys\n"
-    "from kvstrategies.cli import main\n"
+    "from kvstrategies.cli.app import main\n"
     "out, sys.stdout = sys.stdout, open(os.devnull, 'w')\n"
     "code = main(sys.argv[1:])\n"
     "out.write(json.dumps([code, sorted(sys.modules)]))\n"
 )
 HEAVY = ("torch", "sglang", "matplotlib", "huggingface_hub", "numpy")
 PLANNER = "kvstrategies.planner"
-FLAG_TABLE = {"kvstrategies.planner.sglang_flags", "kvstrategies.planner.launch_command"}
+FLAG_TABLE = {"kvstrategies.sglang.tables.flags", "kvstrategies.sglang.pasted_command"}
 CHECKPOINT_READER = "kvstrategies.planner.checkpoint"
 
 
@@ -54,7 +54,7 @@ def test_plan_case_loads_the_core_library_only() -> None:
     modules = loaded("plan", "--case", CASE, "--json")
     assert _under(modules, PLANNER) == set()
     assert _under(modules, "kvstrategies.integrations") == set()
-    assert {"kvstrategies.case", "kvstrategies.api", "kvstrategies.report"} <= modules
+    assert {"kvstrategies.case", "kvstrategies.api", "kvstrategies.document"} <= modules
     assert "kvstrategies.pools.build" not in modules and "kvstrategies.pools.binding" not in modules  # building only
     other_families = {  # a dense model's plan: no other family's strategy, pools or geometry
         "kvstrategies.strategies.dsv4", "kvstrategies.strategies.hybrid_swa", "kvstrategies.strategies.hybrid_linear",
@@ -69,8 +69,9 @@ def test_plan_case_loads_the_core_library_only() -> None:
 def test_gpus_loads_the_gpu_table_only() -> None:
     modules = _under(loaded("gpus"), "kvstrategies")
     assert modules == {
-        "kvstrategies", "kvstrategies.lazy_exports", "kvstrategies.cli", "kvstrategies.errors",
-        "kvstrategies.quantization_names", "kvstrategies.planner", "kvstrategies.planner.gpus",
+        "kvstrategies", "kvstrategies.core", "kvstrategies.core.lazy_exports", "kvstrategies.cli",
+        "kvstrategies.cli.app", "kvstrategies.errors", "kvstrategies.core.quantization_names", "kvstrategies.planner",
+        "kvstrategies.planner.gpus",
     }  # fmt: skip
 
 
@@ -91,7 +92,7 @@ def test_presets_parse_without_the_planner() -> None:
 )
 def test_planning_from_flags_loads_the_planner_without_the_flag_table(argv: tuple[str, ...]) -> None:
     modules = loaded(*argv)
-    assert {"kvstrategies.planner.launch_defaults", "kvstrategies.planner.weights"} <= modules
+    assert {"kvstrategies.sglang.launch.defaults", "kvstrategies.planner.weights"} <= modules
     assert modules & FLAG_TABLE == set()
     assert CHECKPOINT_READER not in modules
     assert "kvstrategies.planner.plot" not in modules and "kvstrategies.planner.sweep_plot" not in modules
@@ -109,8 +110,8 @@ def test_verify_recorded_launch_defaults_loads_no_engine() -> None:
     """``verify --launch --recorded`` compares with SGLang's recorded answers: no SGLang, no torch,
     and no sizing (the launch defaults only)."""
     modules = loaded("verify", "--against", "sglang", "--launch", "--recorded")
-    assert "kvstrategies.integrations.sglang.launch" in modules
-    assert "kvstrategies.integrations.sglang.bridge" not in modules
+    assert "kvstrategies.sglang.bridge.launch" in modules
+    assert "kvstrategies.sglang.bridge.bridge" not in modules
     assert "kvstrategies.api" not in modules and "kvstrategies.planner.weights" not in modules
     assert _heavy(modules) == set()
 

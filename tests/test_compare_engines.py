@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
 
 GIB = 2**30
 

@@ -16,7 +16,7 @@ from kvstrategies.context import (
     num_kv_heads_per_rank,
 )
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.request_math import swa_tokens_per_request
+from kvstrategies.strategies.request_math import swa_tokens_per_request
 
 from .helpers import case_settings
 

@@ -1,10 +1,10 @@
-"""``CacheCost`` (kvstrategies/cost.py): bytes for tokens, tokens for a budget, target + draft; hand-computed."""
+"""``CacheCost`` (kvstrategies/core/cost.py): bytes for tokens, tokens for a budget, target + draft; hand-computed."""
 
 from __future__ import annotations
 
 import pytest
 
-from kvstrategies.cost import CacheCost, Rounding
+from kvstrategies.core.cost import CacheCost, Rounding
 from kvstrategies.errors import KVCacheConfigError
 
 

@@ -11,9 +11,9 @@ import pytest
 
 from kvstrategies import plan, select_configurator
 from kvstrategies.api import build
-from kvstrategies.resolve import finalize, resolve
-from kvstrategies.sizing import PoolSizes
+from kvstrategies.core.sizing import PoolSizes
 from kvstrategies.strategies import DefaultPoolConfigurator
+from kvstrategies.strategies.resolve import finalize, resolve
 
 from .helpers import GIB, case_settings
 

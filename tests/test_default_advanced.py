@@ -18,7 +18,7 @@ from kvstrategies import plan, select_configurator
 from kvstrategies.api import build
 from kvstrategies.case import load_case, parse_case
 from kvstrategies.context import DeviceKind
-from kvstrategies.dtypes import DType, KVCacheDtype, KVRecipe
+from kvstrategies.core.dtypes import DType, KVCacheDtype, KVRecipe
 from kvstrategies.errors import (
     KVCacheConfigError,
     UnsupportedConfigurationError,
@@ -29,9 +29,9 @@ from kvstrategies.pools.dsa import DSAIndexGeometry, validate_index_page_size
 from kvstrategies.pools.fp4 import FP4KVRecipe, fixed_fp4_cell_bytes
 from kvstrategies.pools.minimax import minimax_sparse_cell_bytes
 from kvstrategies.presets import load_preset_config
-from kvstrategies.resolve import finalize
 from kvstrategies.strategies import DefaultPoolConfigurator
 from kvstrategies.strategies.checks import reject_fp4
+from kvstrategies.strategies.resolve import finalize
 from tests.helpers import buffer_shapes
 
 from .helpers import GIB, case_settings

@@ -15,9 +15,9 @@ import pytest
 
 from kvstrategies.api import LayoutError, plan
 from kvstrategies.context import draft_num_layers
+from kvstrategies.document import partial_plan_document
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.presets import load_preset_config
-from kvstrategies.report import partial_plan_document
 
 from .helpers import GIB, case_settings
 

@@ -16,7 +16,7 @@ import pytest
 from kvstrategies import plan, select_configurator
 from kvstrategies.api import build
 from kvstrategies.case import load_case
-from kvstrategies.dtypes import DType
+from kvstrategies.core.dtypes import DType
 from kvstrategies.errors import (
     InsufficientMemoryError,
     KVCacheConfigError,
@@ -26,8 +26,8 @@ from kvstrategies.errors import (
 from kvstrategies.models import AttentionArch, parse_hf_config
 from kvstrategies.pools.dsv4 import KVPageLayout, compress_state_rows, dsv4_layout
 from kvstrategies.presets import load_preset_config
-from kvstrategies.resolve import finalize
 from kvstrategies.strategies.dsv4 import DSV4PoolConfigurator, DSV4StateReservationError
+from kvstrategies.strategies.resolve import finalize
 
 from .helpers import GIB, case_settings
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from kvstrategies import KVCacheSettings, ParallelLayout, parse_hf_config, plan, register, resolve_kv_cache_dtype
-from kvstrategies.budget_check import kv_allowance
+from kvstrategies.core.sizing import PoolSizes
 from kvstrategies.errors import InsufficientMemoryError
 from kvstrategies.presets import load_preset_config
-from kvstrategies.sizing import PoolSizes
 from kvstrategies.strategies import unregister
+from kvstrategies.strategies.budget_check import kv_allowance
 from kvstrategies.strategies.default import DefaultPoolConfigurator
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,11 +16,11 @@ import pytest
 
 from kvstrategies.errors import UnsupportedConfigurationError
 from kvstrategies.planner import DeploymentRequest, plan_deployment
-from kvstrategies.planner.budget import KVBudget
 from kvstrategies.planner.deployment import SizedDeployment, replan_deployment
 from kvstrategies.planner.fit import FitReport
 from kvstrategies.planner.fixes import Fix, suggest_fixes
 from kvstrategies.planner.gpus import lookup_gpu
+from kvstrategies.sglang.budget import KVBudget
 
 REQ = DeploymentRequest("llama-4-scout", {"preset": "llama-4-scout"}, gpu=lookup_gpu("H200"), tp_size=8)
 

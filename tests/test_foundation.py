@@ -13,13 +13,13 @@ import pytest
 
 from kvstrategies import KVCacheConfigError, select_configurator
 from kvstrategies.case import parse_case
-from kvstrategies.cli import main
-from kvstrategies.dtypes import DType, resolve_kv_cache_dtype
+from kvstrategies.cli.app import main
+from kvstrategies.core.dtypes import DType, resolve_kv_cache_dtype
+from kvstrategies.core.sizing import PoolSizes, require_positive_tokens
 from kvstrategies.errors import InsufficientMemoryError, UnsupportedConfigurationError
 from kvstrategies.models import parse_hf_config
 from kvstrategies.pools.layout import BufferSpec, PoolLayout
 from kvstrategies.presets import load_preset_config, preset_names
-from kvstrategies.sizing import PoolSizes, require_positive_tokens
 from kvstrategies.strategies import DefaultPoolConfigurator, PoolConfigurator, register, unregister
 from kvstrategies.strategies.registry import registered
 
@@ -183,7 +183,7 @@ def test_cli_bad_case_file_names_path_and_position(tmp_path: Path, capsys: pytes
 def test_planning_never_imports_torch() -> None:
     code = (
         "import sys, json\n"
-        "from kvstrategies.cli import main\n"
+        "from kvstrategies.cli.app import main\n"
         "for model in ('llama-3.1-8b', 'deepseek-v3', 'deepseek-v3.2', 'qwen3-next-80b-a3b', 'gpt-oss-120b',"
         " 'deepseek-v4-flash'):\n"
         "    main(['plan', model, '--available-bytes', '40GiB', '--page-size', '256', '--json'])\n"
@@ -208,7 +208,7 @@ def test_case_json_keeps_the_sizes_when_the_pool_cannot_be_laid_out(
     assert captured.err.startswith("kvstrategies: error: DSA on CUDA")
 
 
-# ---- a one-token budget (kvstrategies/sizing.py) -----------------------------------------------------------
+# ---- a one-token budget (kvstrategies/core/sizing.py) -----------------------------------------------------------
 
 
 def test_one_token_is_a_positive_budget() -> None:

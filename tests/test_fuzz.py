@@ -42,7 +42,7 @@ from kvstrategies.context import (
     SpecAlgorithm,
     SpeculativeConfig,
 )
-from kvstrategies.dtypes import resolve_kv_cache_dtype
+from kvstrategies.core.dtypes import resolve_kv_cache_dtype
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.models import parse_hf_config
 from kvstrategies.pools.build import build_pools

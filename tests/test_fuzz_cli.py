@@ -13,7 +13,7 @@ values: integers up to ``2**1000`` in magnitude, NaN, infinities, ``1e308``, wro
 
 Example counts come from the hypothesis profile (``tests/conftest.py``): ``ci`` 40 per test,
 ``thorough`` 2,500 per test (``tox -e fuzz``). A few subprocess examples go through the console
-script's entry point (``python -m kvstrategies.cli``) with a memory limit.
+script's entry point (``python -m kvstrategies.cli.app``) with a memory limit.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvstrategies import cli
+import kvstrategies.cli.app as cli
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner.config_fields import INT_FIELDS
@@ -299,7 +299,7 @@ SUBPROCESS_CASES = [
 def test_console_script_hostile_examples(args: list[str]) -> None:
     """A fresh process, 2 GiB address-space limit, 60 s: one stderr line, exit 2."""
     limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
-    code = limit + "import sys; from kvstrategies.cli import main; sys.exit(main())"
+    code = limit + "import sys; from kvstrategies.cli.app import main; sys.exit(main())"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60, env=env,
                           cwd=ROOT, check=False)  # fmt: skip

@@ -48,9 +48,8 @@ from hypothesis import strategies as st
 from kvstrategies.case import CASE_DEFAULTS
 from kvstrategies.case_validation import CHILD_ENV_NAMES, CHILD_ENV_PREFIXES, child_environment, validate_case_files
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.knobs import SIZING_KNOBS, knob_class
-from kvstrategies.planner.launch_command import translate
-from kvstrategies.planner.launch_flag_classes import (
+from kvstrategies.presets import load_preset_config, preset_names
+from kvstrategies.sglang.flag_classes import (
     CONFIG_FLAG,
     GRAPH_RESERVE_FLAGS,
     MODELLED,
@@ -58,10 +57,11 @@ from kvstrategies.planner.launch_flag_classes import (
     NOT_MODELLED,
     REFUSED_UNLESS,
 )
-from kvstrategies.planner.launch_values import human_readable_int
-from kvstrategies.planner.sglang_flags import SGLANG_FLAG_VALUES, SGLANG_SERVER_FLAGS
-from kvstrategies.presets import load_preset_config, preset_names
-from kvstrategies.sglang_knobs import SGLANG_KNOBS
+from kvstrategies.sglang.flag_values import human_readable_int
+from kvstrategies.sglang.knobs import SIZING_KNOBS, knob_class
+from kvstrategies.sglang.pasted_command import translate
+from kvstrategies.sglang.tables.flags import SGLANG_FLAG_VALUES, SGLANG_SERVER_FLAGS
+from kvstrategies.sglang.tables.knobs import SGLANG_KNOBS
 
 from .fuzz_stats import record
 from .helpers import HOSTILE_FILES, plant_hostile_file, tool_module
@@ -123,7 +123,7 @@ def no_processes() -> Iterator[None]:
     def started(*args: Any, **kwargs: Any) -> Any:
         raise ProcessStarted(repr(args)[:80])
 
-    from kvstrategies.integrations.sglang import engine
+    from kvstrategies.sglang.bridge import engine
 
     with mock.patch.object(subprocess, "run", started), mock.patch.object(subprocess, "Popen", started), \
             mock.patch.object(engine, "import_sglang", started):  # fmt: skip
@@ -139,7 +139,7 @@ def _allowed(name: str) -> bool:
 def test_fuzz_verify_cases_are_checked_before_any_process(scratch: Path, case: Any, via_cli: bool) -> None:
     path = fresh(scratch) / "case.json"
     path.write_text(json.dumps(case, default=str), encoding="utf-8")
-    from kvstrategies.integrations.sglang.engine import run_cases
+    from kvstrategies.sglang.bridge.engine import run_cases
 
     with no_processes():
         try:
@@ -166,7 +166,7 @@ def test_fuzz_verify_cases_are_checked_before_any_process(scratch: Path, case: A
 
 @pytest.fixture(scope="module")
 def recorded() -> tuple[Any, ...]:
-    from kvstrategies.integrations.sglang.launch import load_golden
+    from kvstrategies.sglang.bridge.launch import load_golden
 
     return load_golden()[0][:400]
 
@@ -181,7 +181,7 @@ GRID_FLAGS = ("kv_cache_dtype", "page_size", "chunked_prefill_size", "attention_
 @given(data=st.data())
 def test_fuzz_launch_grids_match_recordings_by_content(scratch: Path, recorded: tuple[Any, ...],
                                                        data: st.DataObject) -> None:  # fmt: skip
-    from kvstrategies.integrations.sglang.launch import load_golden, load_grid, run_verify_launch
+    from kvstrategies.sglang.bridge.launch import load_golden, load_grid, run_verify_launch
 
     items: list[Any] = []
     for _ in range(data.draw(st.integers(0, 3))):
@@ -783,7 +783,7 @@ def test_console_script_on_hostile_surfaces(tmp_path: Path, args: list[str], nee
     (repo / "refs" / "main").write_text("../../../..")
     args = [str(tmp_path / a[1:]) if a.startswith("@") else a for a in args]
     limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
-    code = limit + "import sys; from kvstrategies.cli import main; sys.exit(main())"
+    code = limit + "import sys; from kvstrategies.cli.app import main; sys.exit(main())"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60, env=env,
                           cwd=ROOT, check=False)  # fmt: skip

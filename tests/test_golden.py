@@ -22,7 +22,9 @@ import pytest
 
 from kvstrategies.api import Plan, build
 from kvstrategies.case import Case, parse_case
-from kvstrategies.golden import (
+from kvstrategies.core.sizing import PoolSizes
+from kvstrategies.golden.diff import diff_documents
+from kvstrategies.golden.document import (
     case_files,
     catalog_mismatch,
     dumps,
@@ -32,8 +34,6 @@ from kvstrategies.golden import (
     load_catalog_case,
     plan_case,
 )
-from kvstrategies.golden_diff import diff_documents
-from kvstrategies.sizing import PoolSizes
 from kvstrategies.strategies.hybrid_swa import SWAChunkCapPoolConfigurator
 
 from .golden_syrupy import GOLDEN_DIR_ENV, GoldenSnapshotExtension, golden_dir
@@ -378,7 +378,7 @@ def test_diff_golden_tables_changed_added_and_failing_cases(capsys: pytest.Captu
     assert tool.compare({"same": {"text": text}}, {"same": {"text": text}}, verbose=False) == 0
 
 
-# ---- the build check's allocated bytes (kvstrategies/report.py) --------------------------------------------
+# ---- the build check's allocated bytes (kvstrategies/document.py) --------------------------------------------
 
 
 def test_the_build_check_counts_the_state_pools_too() -> None:
@@ -386,7 +386,7 @@ def test_the_build_check_counts_the_state_pools_too() -> None:
     extra pools allocated: for a Mamba hybrid the state pool is most of it."""
     from kvstrategies.api import plan
     from kvstrategies.case import read_json_file as read_case
-    from kvstrategies.report import plan_document
+    from kvstrategies.document import plan_document
 
     case = parse_case(read_case(CASES_DIR / "bridge-odd-budget-nemotron-h-8b-tp1-bf16-p1-mamba64.json"))
     planned = plan(case.settings, case.available_bytes, max_tokens=case.max_tokens,

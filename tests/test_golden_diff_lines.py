@@ -1,9 +1,9 @@
-"""What ``kvstrategies.golden_diff`` prints for each kind of change, line by line (the text a
+"""What ``kvstrategies.golden.diff`` prints for each kind of change, line by line (the text a
 maintainer reads in ``tools/diff_golden.py`` and ``verify`` reports)."""
 
 from __future__ import annotations
 
-from kvstrategies.golden_diff import describe_change, diff_buffers, diff_documents
+from kvstrategies.golden.diff import describe_change, diff_buffers, diff_documents
 
 
 def _buf(name: str, shape: list[int], nbytes: int, view_of: str | None = None) -> dict[str, object]:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from kvstrategies.core.jsonio import MAX_JSON_BYTES, read_json_file, read_regular_bytes
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.jsonio import MAX_JSON_BYTES, read_json_file, read_regular_bytes
 
 from .helpers import HOSTILE_FILES, plant_hostile_file, tool_module
 
@@ -59,7 +59,7 @@ def test_record_golden_check_reports_a_hostile_snapshot(tmp_path: Path, kind: st
     assert f"DRIFT {CASE}" in out and "the stored snapshot is unreadable" in out
 
 
-# ---- the JSON reader's size limit (kvstrategies/jsonio.py) -------------------------------------------------
+# ---- the JSON reader's size limit (kvstrategies/core/jsonio.py) -------------------------------------------------
 
 
 def _sparse(path: Path, size: int) -> Path:

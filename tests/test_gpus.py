@@ -61,7 +61,7 @@ def test_with_capacity_replaces_the_source() -> None:
 
 def test_gpus_command_lists_sources(capsys: pytest.CaptureFixture[str]) -> None:
 
-    from kvstrategies.cli import main
+    from kvstrategies.cli.app import main
 
     assert main(["gpus"]) == 0
     text = capsys.readouterr().out

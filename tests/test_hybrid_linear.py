@@ -18,8 +18,10 @@ import pytest
 from kvstrategies import plan, select_configurator
 from kvstrategies.api import build
 from kvstrategies.case import load_case
-from kvstrategies.cli import main
-from kvstrategies.dtypes import DType
+from kvstrategies.cli.app import main
+from kvstrategies.core.dtypes import DType
+from kvstrategies.core.sizing import PoolSizes
+from kvstrategies.document import plan_document
 from kvstrategies.errors import (
     InsufficientMemoryError,
     KVCacheConfigError,
@@ -27,11 +29,9 @@ from kvstrategies.errors import (
 from kvstrategies.models import parse_hf_config
 from kvstrategies.pools.mamba import hybrid_req_to_token_layout, mamba_pool_layout
 from kvstrategies.presets import load_preset_config
-from kvstrategies.report import plan_document
-from kvstrategies.resolve import resolve
-from kvstrategies.sizing import PoolSizes
 from kvstrategies.strategies import DefaultPoolConfigurator
 from kvstrategies.strategies.hybrid_linear import HybridLinearPoolConfigurator
+from kvstrategies.strategies.resolve import resolve
 from tests.helpers import buffer_shapes
 
 from .helpers import GIB, case_settings

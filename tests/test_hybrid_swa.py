@@ -19,6 +19,7 @@ from kvstrategies import plan, select_configurator
 from kvstrategies.api import build
 from kvstrategies.case import load_case
 from kvstrategies.context import SchedulingConfig
+from kvstrategies.core.sizing import PoolSizes, validate_swa_pool_size
 from kvstrategies.errors import (
     InsufficientMemoryError,
     KVCacheConfigError,
@@ -27,12 +28,11 @@ from kvstrategies.errors import (
 )
 from kvstrategies.models import parse_hf_config
 from kvstrategies.presets import load_preset_config
-from kvstrategies.resolve import finalize, resolve
-from kvstrategies.sizing import PoolSizes, validate_swa_pool_size
 from kvstrategies.strategies.default import DefaultPoolConfigurator
 from kvstrategies.strategies.dsv4 import DSV4PoolConfigurator
 from kvstrategies.strategies.hybrid_swa import DraftLayers, HybridSWAPoolConfigurator, SWAChunkCapPoolConfigurator
 from kvstrategies.strategies.registry import registered
+from kvstrategies.strategies.resolve import finalize, resolve
 
 from .helpers import GIB, case_settings
 

@@ -1,5 +1,6 @@
 """The package's import graph has no cycle (every import statement, lazy and TYPE_CHECKING ones too),
-and the core library never imports the operator tool (``kvstrategies.planner``)."""
+and its layers hold: the core at the bottom, the library under the planner layer, the bridges and
+the CLI on top, and neither engine's folder reaching into the other's (:func:`layer_violations`)."""
 
 from __future__ import annotations
 
@@ -97,53 +98,94 @@ def test_the_package_import_graph_has_no_cycle() -> None:
     assert cycles(graph) == []
 
 
-#: the operator tool's front end and the engine bridges may use the planner; nothing else may
-PLANNER_USERS = ("kvstrategies.planner", "kvstrategies.cli", "kvstrategies.integrations")
+# ---- the layers (docs/maintainers.md, "The tree") ----------------------------------------------------
+
+#: the operator tool: the engine-neutral planner and each engine's launch rules, flags, budget and
+#: planning front (the SGLang knob table below aside)
+PLANNER_LAYER = (
+    "kvstrategies.planner", "kvstrategies.sglang", "kvstrategies.vllm.planner", "kvstrategies.vllm.arguments",
+    "kvstrategies.vllm.tables",
+)
+#: the bridges that run an engine's own code; only the CLI (and each other) may import them
+BRIDGES = ("kvstrategies.sglang.bridge", "kvstrategies.vllm.bridge")
+CLI = ("kvstrategies.cli", "kvstrategies.__main__")
+#: what the library may read of the SGLang folder: a case file may set SGLang's environment knobs
+LIBRARY_MAY_READ = ("kvstrategies.sglang.knobs", "kvstrategies.sglang.tables.knobs")
 
 
 def _within(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
-def core_imports_of_the_planner(graph: dict[str, set[str]]) -> list[str]:
-    """``module -> planner module`` for every core module (outside :data:`PLANNER_USERS`) importing one."""
-    return sorted(
-        f"{module} -> {target}"
-        for module, targets in graph.items()
-        if not _within(module, PLANNER_USERS)
-        for target in targets
-        if _within(target, ("kvstrategies.planner",))
-    )
+def _edges(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((module, target) for module, targets in graph.items() for target in targets)
 
 
-def test_the_core_library_does_not_import_the_planner() -> None:
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that breaks a layer rule, as ``rule: module -> target``:
+
+    - ``core``: :mod:`kvstrategies.core` imports only itself and :mod:`kvstrategies.errors`;
+    - ``library``: the library (strategies, pools, models, the public API, ...) imports neither the
+      planner layer, nor a bridge, nor the CLI (SGLang's knob table aside);
+    - ``planner``: the planner layer imports no bridge and not the CLI;
+    - ``engines``: SGLang's folder never imports vLLM's, and vLLM's strategies never import SGLang's folder.
+    """
+    found = []
+    upper = PLANNER_LAYER + BRIDGES + CLI
+    core = ("kvstrategies.core", "kvstrategies.errors")
+    for module, target in _edges(graph):
+        if _within(module, ("kvstrategies.core",)) and not _within(target, core):
+            found.append(f"core: {module} -> {target}")
+        if not _within(module, upper) and _within(target, upper) and target not in LIBRARY_MAY_READ:
+            found.append(f"library: {module} -> {target}")
+        if _within(module, PLANNER_LAYER) and not _within(module, BRIDGES) and _within(target, BRIDGES + CLI):
+            found.append(f"planner: {module} -> {target}")
+        if (_within(module, ("kvstrategies.sglang",)) and _within(target, ("kvstrategies.vllm",))) or (
+            _within(module, ("kvstrategies.vllm.strategies",)) and _within(target, ("kvstrategies.sglang",))
+        ):
+            found.append(f"engines: {module} -> {target}")
+    return found
+
+
+def test_the_layers_hold() -> None:
     graph = import_graph(PACKAGE)
-    assert {"kvstrategies.planner.gpus", "kvstrategies.planner.weights"} <= set(graph)
-    assert core_imports_of_the_planner(graph) == []
+    assert {"kvstrategies.core.sizing", "kvstrategies.planner.weights", "kvstrategies.sglang.bridge.verify",
+            "kvstrategies.vllm.strategies.specs", "kvstrategies.cli.app"} <= set(graph)  # fmt: skip
+    assert layer_violations(graph) == []
 
 
 def test_the_planner_has_no_import_cycle() -> None:
     graph = import_graph(PACKAGE)
-    planner = {m: {t for t in ts if _within(t, ("kvstrategies.planner",))}
-               for m, ts in graph.items() if _within(m, ("kvstrategies.planner",))}  # fmt: skip
+    planner = {m: {t for t in ts if _within(t, PLANNER_LAYER)} for m, ts in graph.items() if _within(m, PLANNER_LAYER)}
     assert len(planner) > 20
     assert cycles(planner) == []
 
 
-def test_the_planner_rule_finds_a_core_import(tmp_path: Path) -> None:
-    """Not vacuous: a core module importing a planner module (eagerly or lazily) is named."""
+def test_the_layer_rules_find_what_they_must(tmp_path: Path) -> None:
+    """Not vacuous: each rule names an import that breaks it (eager or lazy), and allows its exceptions."""
     package = tmp_path / "kvstrategies"
-    (package / "planner").mkdir(parents=True)
-    (package / "integrations").mkdir()
-    for name in ("__init__.py", "planner/__init__.py", "planner/gpus.py", "integrations/__init__.py"):
+    for folder in ("core", "planner", "sglang/bridge", "vllm/strategies", "cli"):
+        (package / folder).mkdir(parents=True, exist_ok=True)
+    for name in ("__init__.py", "core/__init__.py", "planner/__init__.py", "planner/gpus.py", "sglang/__init__.py",
+                 "sglang/bridge/__init__.py", "vllm/__init__.py", "vllm/strategies/__init__.py", "cli/__init__.py",
+                 "errors.py"):  # fmt: skip
         (package / name).write_text("")
-    (package / "case.py").write_text("def f():\n    from .planner.gpus import parse_bytes\n")
+    (package / "core" / "sizing.py").write_text("from ..errors import E\nfrom ..api import plan\n")
+    (package / "case.py").write_text("def f():\n    from .planner.gpus import parse_bytes\nfrom .sglang import knobs\n")
+    (package / "sglang" / "knobs.py").write_text("")
     (package / "api.py").write_text("from kvstrategies.planner import gpus\n")
-    (package / "cli.py").write_text("from .planner.gpus import parse_bytes\n")
-    (package / "integrations" / "bridge.py").write_text("from ..planner import gpus\n")
-    assert core_imports_of_the_planner(import_graph(package)) == [
-        "kvstrategies.api -> kvstrategies.planner.gpus",
-        "kvstrategies.case -> kvstrategies.planner.gpus",
+    (package / "planner" / "fit.py").write_text("from ..sglang.bridge import verify\n")
+    (package / "sglang" / "bridge" / "verify.py").write_text("from ...planner import gpus\n")
+    (package / "sglang" / "budget.py").write_text("from ..vllm.strategies import specs\n")
+    (package / "vllm" / "strategies" / "specs.py").write_text("from ...sglang import knobs\n")
+    (package / "cli" / "app.py").write_text("from ..sglang.bridge import verify\n")
+    assert layer_violations(import_graph(package)) == [
+        "library: kvstrategies.api -> kvstrategies.planner.gpus",
+        "library: kvstrategies.case -> kvstrategies.planner.gpus",
+        "core: kvstrategies.core.sizing -> kvstrategies.api",
+        "planner: kvstrategies.planner.fit -> kvstrategies.sglang.bridge.verify",
+        "engines: kvstrategies.sglang.budget -> kvstrategies.vllm.strategies.specs",
+        "engines: kvstrategies.vllm.strategies.specs -> kvstrategies.sglang.knobs",
     ]
 
 

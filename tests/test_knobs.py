@@ -1,5 +1,5 @@
 """Every SGLANG_* knob of SGLang's registry is planned, refused by name, or reviewed as not
-changing memory: exactly one of the three (``kvstrategies/knobs.py``)."""
+changing memory: exactly one of the three (``kvstrategies/sglang/knobs.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kvstrategies.knobs import (
+from kvstrategies.core.releases import NEWEST_SGLANG
+from kvstrategies.sglang.knobs import (
     COMMAND_KNOBS,
     NO_EFFECT_KNOBS,
     OUT_OF_SCOPE_KNOBS,
@@ -18,8 +19,7 @@ from kvstrategies.knobs import (
     SIZING_KNOBS,
     knob_class,
 )
-from kvstrategies.releases import NEWEST_SGLANG
-from kvstrategies.sglang_knobs import SGLANG_KNOBS, SGLANG_KNOBS_VERSION
+from kvstrategies.sglang.tables.knobs import SGLANG_KNOBS, SGLANG_KNOBS_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 

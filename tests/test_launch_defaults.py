@@ -12,7 +12,7 @@ import pytest
 
 from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
 from kvstrategies.planner.gpus import lookup_gpu
-from kvstrategies.planner.launch_defaults import (
+from kvstrategies.sglang.launch.defaults import (
     LaunchModelFacts,
     LaunchSettings,
     capacity_tier,
@@ -352,7 +352,7 @@ def test_planning_does_not_import_torch() -> None:
     code = (
         "import json, sys\n"
         "from kvstrategies.planner.gpus import lookup_gpu\n"
-        "from kvstrategies.planner.launch_defaults import model_facts_from_hf_config, resolve_launch_defaults\n"
+        "from kvstrategies.sglang.launch.defaults import model_facts_from_hf_config, resolve_launch_defaults\n"
         "from kvstrategies.planner.weights import estimate_weights\n"
         f"cfg = json.load(open({str(CONFIGS / 'deepseek-ai--DeepSeek-V3.json')!r}))\n"
         "resolve_launch_defaults(model_facts_from_hf_config(cfg), lookup_gpu('H200'), tp_size=8)\n"
@@ -427,8 +427,8 @@ def test_every_pre_0_5_19_source_names_a_server_args_function() -> None:
     ``sglang.srt.<module>.<function>`` path, never a bare module or a bare method name."""
     import re
 
-    from kvstrategies.planner.launch_defaults import core
-    from kvstrategies.releases import parse_release
+    from kvstrategies.core.releases import parse_release
+    from kvstrategies.sglang.launch.defaults import core
 
     hooks = {name: hook for name, hook in vars(core).items() if isinstance(hook, core.SglangHook)}
     assert len(hooks) >= 10
@@ -441,7 +441,7 @@ def test_every_pre_0_5_19_source_names_a_server_args_function() -> None:
 def test_dp_attention_2_turns_the_breakable_prefill_graph_off_until_0_5_16() -> None:
     """SGLang 0.5.16 disables the breakable prefill cuda graph under DP attention (attn DP 2 is
     enough: ServerArgs._handle_cuda_graph_config); 0.5.17 keeps it."""
-    from kvstrategies.releases import parse_release
+    from kvstrategies.core.releases import parse_release
 
     h100 = lookup_gpu("H100")
     old = resolve_launch_defaults(LLAMA_KV8, h100, tp_size=2, attn_dp_size=2, release=parse_release("0.5.16"))
@@ -452,7 +452,7 @@ def test_dp_attention_2_turns_the_breakable_prefill_graph_off_until_0_5_16() -> 
 def test_kv_budget_keeps_half_a_gib() -> None:
     """``int((avail - pre x (1 - mfs)) x 2**30)``: 5.5 - 10 x 0.5 = 0.5 GiB -> 536,870,912 B
     (sglang.srt.model_executor.model_runner.ModelRunner.profile_max_num_token)."""
-    from kvstrategies.planner.launch_defaults import kv_budget_bytes
+    from kvstrategies.sglang.launch.defaults import kv_budget_bytes
 
     assert kv_budget_bytes(10.0, 5.5, 0.5) == 536_870_912
 
@@ -629,8 +629,8 @@ def test_reserve_counts_no_decode_graph_as_zero_batches() -> None:
     ``3 x dmb x dp`` then adds nothing, exactly as dmb 0 (memory_hook.handle_gpu_memory_settings)."""
     from dataclasses import replace
 
-    from kvstrategies.planner.launch_defaults import reserved_memory_mib
-    from kvstrategies.planner.launch_defaults.core import LaunchInputs
+    from kvstrategies.sglang.launch.defaults import reserved_memory_mib
+    from kvstrategies.sglang.launch.defaults.core import LaunchInputs
 
     l40s = lookup_gpu("L40S")
     inp = LaunchInputs(LLAMA_KV8, l40s, 2, 1, 2)
@@ -645,8 +645,8 @@ def test_speculative_step_reads_an_unset_page_as_page_1() -> None:
     torch_native passes the page > 1 backend check."""
     from dataclasses import replace
 
-    from kvstrategies.planner.launch_defaults import speculative_step
-    from kvstrategies.planner.launch_defaults.core import LaunchInputs
+    from kvstrategies.sglang.launch.defaults import speculative_step
+    from kvstrategies.sglang.launch.defaults.core import LaunchInputs
 
     h100 = lookup_gpu("H100")
     settings = LaunchSettings(

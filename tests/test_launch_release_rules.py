@@ -7,11 +7,11 @@ that release. The planner follows the release named by ``release=`` (``--sglang-
 
 from __future__ import annotations
 
+from kvstrategies.core.releases import parse_release
 from kvstrategies.planner.gpus import lookup_gpu
-from kvstrategies.planner.launch_defaults import LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
-from kvstrategies.planner.launch_defaults.core import LaunchModelFacts, LaunchResolution
 from kvstrategies.presets import load_preset_config
-from kvstrategies.releases import parse_release
+from kvstrategies.sglang.launch.defaults import LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
+from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchResolution
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 R = {v: parse_release(v) for v in ("0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22",
@@ -59,7 +59,7 @@ def test_dsv4_auto_backend_resolves_from_0_5_23() -> None:
     """DeepSeek-V4: 0.5.23's ``deepseek_v4_hook.apply_deepseek_v4_defaults`` declares
     ``dsv4_attn_backend`` from ``_default_dsv4_attention_backend`` (flashmla unless V4.1 on SM100);
     0.5.20-0.5.22 leave the field at ``auto``; before 0.5.20 there is no such field."""
-    from kvstrategies.integrations.sglang.launch import planner_fields
+    from kvstrategies.sglang.bridge.launch import planner_fields
 
     for release, expected in (("0.5.23", "flashmla"), ("0.5.22", "auto"), ("0.5.20", "auto"), ("0.5.19", None)):
         res = resolve("deepseek-v4-flash", H200, release, 8)
@@ -123,7 +123,7 @@ def test_swa_ratio_explicit_record_from_0_5_21() -> None:
     ``kv_cache_hook._handle_cache_compatibility`` records it as explicitly set (non-None before
     the 0.8 fallback); 0.5.20 keeps no such record (the field does not exist there), so SGLang
     reports False. The resolved ratio is 0.1 in both."""
-    from kvstrategies.integrations.sglang.launch import planner_fields
+    from kvstrategies.sglang.bridge.launch import planner_fields
 
     for release, explicit in (("0.5.21", True), ("0.5.20", False)):
         res = resolve("deepseek-v4-flash", H200, release, 8)
@@ -148,7 +148,7 @@ def test_qwen3_vl_large_hopper_path_from_0_5_20() -> None:
     (the 1024 MiB ``SGLANG_MM_FEATURE_CACHE_MB`` pool reserved, the 100 MiB embedding cache off)
     and sets the flashinfer decode backend; 0.5.19 has no such path: the embedding cache's 100 MiB
     (``kv_cache_configurator.mm_runtime_reservation_gb``) and no decode backend."""
-    from kvstrategies.integrations.sglang.launch_grid import launch_config
+    from kvstrategies.sglang.bridge.launch_grid import launch_config
 
     vl = model_facts_from_hf_config(launch_config("synthetic:qwen3-vl"))
     new = resolve_launch_defaults(vl, H100, release=R["0.5.20"])
@@ -219,7 +219,7 @@ def test_kimi_k2_5_prefill_graph_is_tc_piecewise_up_to_0_5_17() -> None:
     ``ServerArgs._apply_cuda_graph_compatibility`` moves its breakable prefill graph to
     ``tc_piecewise``; from 0.5.18 it is on the breakable allow-list too, which keeps it
     breakable. With DP attention the tc_piecewise rules disable it."""
-    from kvstrategies.integrations.sglang.launch_grid import launch_config
+    from kvstrategies.sglang.bridge.launch_grid import launch_config
 
     kimi = model_facts_from_hf_config(launch_config("synthetic:kimi-k2.5"))
     assert resolve_launch_defaults(kimi, H200, tp_size=8, release=R["0.5.17"]).prefill_cuda_graph == "tc_piecewise"
@@ -277,10 +277,10 @@ def test_kimi_linear_extra_buffer_from_0_5_16() -> None:
 
 
 def test_every_launch_rule_is_listed_between_releases() -> None:
-    """The launch rules are registered (``kvstrategies.releases``): ``rules_differing`` lists,
+    """The launch rules are registered (``kvstrategies.core.releases``): ``rules_differing`` lists,
     from the code alone, the ones that differ between two releases."""
-    import kvstrategies.planner.launch_defaults  # noqa: F401  (registers the launch rules)
-    from kvstrategies.releases import all_rules, rules_differing
+    import kvstrategies.sglang.launch.defaults  # noqa: F401  (registers the launch rules)
+    from kvstrategies.core.releases import all_rules, rules_differing
 
     launch = {r.key for r in all_rules() if r.topic == "launch"}
     assert {"launch-pp-prefill-graph-opt-in", "launch-mla-prefill-graph-follows-chunk",
@@ -296,8 +296,8 @@ def test_row_facts_hold_for_their_releases() -> None:
     multimodal breakable allow-list from 0.5.18 and on the piecewise one from 0.5.16
     (``configs.model_config``); Kimi-Linear is an extra-buffer Mamba model from 0.5.16
     (``arg_groups.overrides._MAMBA_EXTRA_BUFFER_ARCHS``). Each limited fact is a listed rule."""
+    from kvstrategies.core.releases import all_rules
     from kvstrategies.models.architectures import holds_in, names_holding, row_for
-    from kvstrategies.releases import all_rules
 
     kimi25, linear = row_for("KimiK25ForConditionalGeneration"), row_for("KimiLinearForCausalLM")
     assert kimi25 is not None and linear is not None

@@ -14,9 +14,9 @@ import os
 
 import pytest
 
-from kvstrategies.integrations.sglang import launch as bridge
-from kvstrategies.integrations.sglang.launch_grid import default_grid
-from kvstrategies.releases import EngineRelease, supported_releases
+from kvstrategies.core.releases import EngineRelease, supported_releases
+from kvstrategies.sglang.bridge import launch as bridge
+from kvstrategies.sglang.bridge.launch_grid import default_grid
 
 RECORDED = bridge.recorded_releases()
 Recording = tuple[tuple[bridge.LaunchSpec, ...], dict[str, bridge.LaunchOutcome]]

@@ -14,9 +14,9 @@ import pytest
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.planner import DeploymentRequest
 from kvstrategies.planner.gpus import lookup_gpu
-from kvstrategies.planner.launch import case_fields, dflash_block_size, resolve_launch
-from kvstrategies.planner.launch_defaults import LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
 from kvstrategies.presets import load_preset_config
+from kvstrategies.sglang.launch.apply import case_fields, dflash_block_size, resolve_launch
+from kvstrategies.sglang.launch.defaults import LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
 
 H100, H200, B200 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200")
 
@@ -214,7 +214,7 @@ def test_trtllm_mla_needs_blackwell() -> None:
 
 
 def _synthetic(name: str):  # type: ignore[no-untyped-def]
-    from kvstrategies.integrations.sglang.launch_grid import launch_config
+    from kvstrategies.sglang.bridge.launch_grid import launch_config
 
     return model_facts_from_hf_config(launch_config("synthetic:" + name))
 
@@ -238,8 +238,8 @@ def test_gemma4_block_diffusion_variant_keeps_triton_and_skips_the_backend_check
     """The block-diffusion Gemma-4 defaults to triton on SM100 too, and the model hook's Gemma-4
     backend list does not name it. SGLang: ``sglang.srt.arg_groups.model_overrides.gemma4.
     _gemma4_overrides`` and ``sglang.srt.arg_groups.model_hook.handle_model_specific_adjustments``."""
-    from kvstrategies.integrations.sglang.launch_grid import launch_config
     from kvstrategies.models.architectures import names_where
+    from kvstrategies.sglang.bridge.launch_grid import launch_config
 
     (diffusion,) = names_where(lambda row: row.block_diffusion)
     config = {**launch_config("synthetic:gemma4"), "architectures": [diffusion]}

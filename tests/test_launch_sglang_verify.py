@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.integrations.sglang import launch as bridge
-from kvstrategies.integrations.sglang.launch_grid import (
+from kvstrategies.presets import load_preset_config, preset_names
+from kvstrategies.sglang.bridge import launch as bridge
+from kvstrategies.sglang.bridge.launch_grid import (
     DFLASH_DRAFT,
     SYNTHETIC_PREFIX,
     LaunchSpec,
@@ -24,7 +25,6 @@ from kvstrategies.integrations.sglang.launch_grid import (
     synthetic_config_names,
     valid_tps,
 )
-from kvstrategies.presets import load_preset_config, preset_names
 
 
 def test_default_grid_covers_every_preset_gpu_and_feature() -> None:
@@ -139,8 +139,8 @@ def test_cli_verify_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_workers_keep_the_launch_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kvstrategies.integrations.sglang import _launch_probe as probe
-    from kvstrategies.integrations.sglang.bridge_releases import bridge_release
+    from kvstrategies.sglang.bridge import _launch_probe as probe
+    from kvstrategies.sglang.bridge.bridge_releases import bridge_release
 
     row = bridge_release("0.5.18")
     monkeypatch.setattr(

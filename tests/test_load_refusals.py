@@ -13,9 +13,9 @@ import pytest
 from kvstrategies.errors import UnsupportedConfigurationError
 from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner.gpus import lookup_gpu
-from kvstrategies.planner.load_refusals import block_fp8, request_layout
 from kvstrategies.planner.moe_layout import moe_layout, override_quantization
 from kvstrategies.presets import load_preset_config
+from kvstrategies.sglang.load_refusals import block_fp8, request_layout
 from tests.helpers import block_fp8_llama, planner_request
 
 BLOCK_FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
@@ -263,7 +263,7 @@ def test_shared_experts_default_to_one() -> None:
     """``DeepseekV2MoE.__init__`` (sglang/srt/models/deepseek_v2.py) sizes the shared experts'
     MLP ``moe_intermediate_size x n_shared_experts``; a config without ``n_shared_experts`` is one
     shared expert: 2048 wide, not 4096."""
-    from kvstrategies.planner.load_refusals import _mlp_width
+    from kvstrategies.sglang.load_refusals import _mlp_width
 
     module = "model.layers.1.mlp.shared_experts.gate_up_proj"
     assert _mlp_width({"moe_intermediate_size": 2048}, module) == 2048

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
 from kvstrategies.presets import load_preset_config
 
 

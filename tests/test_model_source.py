@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
 from kvstrategies.errors import KVCacheConfigError, MissingDependencyError
 from kvstrategies.planner import model_source
 from kvstrategies.planner.model_source import cached_snapshot, hub_cache_dir, resolve_model

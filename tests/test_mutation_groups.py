@@ -51,10 +51,11 @@ def test_the_issue_s_groups_are_there_with_the_recorded_goldens() -> None:
     for name in ("planner", "launch_defaults", "sglang_compare"):
         assert set(TOOL.LAUNCH_GOLDENS) <= set(groups[name].tests), name
     planner = set(groups["planner"].sources())
-    for module in ("checkpoint", "weight_quant", "preload", "budget", "fit", "fixes", "launch_command", "sweep"):
-        assert f"kvstrategies/planner/{module}.py" in planner, module
+    for module in ("planner/checkpoint", "planner/weight_quant", "sglang/preload", "sglang/budget", "planner/fit",
+                   "planner/fixes", "sglang/pasted_command", "planner/sweep"):
+        assert f"kvstrategies/{module}.py" in planner, module
     assert "kvstrategies/pools/runtime/mha.py" in groups["pools"].sources()
-    assert "kvstrategies/planner/launch_defaults/core.py" in groups["launch_defaults"].sources()
+    assert "kvstrategies/sglang/launch/defaults/core.py" in groups["launch_defaults"].sources()
 
 
 def test_node_patterns_select_recorded_answers_of_one_release() -> None:

@@ -18,10 +18,10 @@ from kvstrategies.planner import (
     sweep_csv,
     sweep_table,
 )
-from kvstrategies.planner.budget import weights_per_rank
 from kvstrategies.planner.fit import largest_true
 from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.planner.report import answer_text
+from kvstrategies.sglang.budget import weights_per_rank
 from tests.helpers import SMALL_LLAMA, planner_request
 
 GIB = 2**30
@@ -337,9 +337,9 @@ def test_rocm_int4_index_buffers_follow_the_fullest_pp_stage() -> None:
     2 x 384 x (7168 + 256) x 4 B = 22,806,528 B per layer for its 60 MoE layers; at PP 2 the fullest
     stage holds ceil(61 / 2) = 31 of the 61 layers (``get_pp_indices``), so 31 / 61 of them:
     int(22,806,528 x 60 x 31 / 61) = 695,412,165 B."""
-    from kvstrategies.planner.load_refusals import request_layout
-    from kvstrategies.planner.resident import resident_extras
     from kvstrategies.planner.weights import estimate_weights
+    from kvstrategies.sglang.load_refusals import request_layout
+    from kvstrategies.sglang.resident import resident_extras
 
     doc = json.loads((Path(__file__).parent / "fixtures" / "published" / "kimi-k2.5.json").read_text())
     config = doc["config"]
@@ -354,7 +354,7 @@ def test_the_engine_table_says_how_sglang_splits_a_mamba_budget_before_the_heade
     """``comparison_text`` (``kvstrategies compare``): when SGLang splits the budget between its Mamba
     slot pool and its token pool, that line follows the budget line, before the table's header:
     3 GiB with 1 GiB of token pool leaves 2.00 GiB for the slots."""
-    from kvstrategies.planner.engines import EngineComparison, comparison_text
+    from kvstrategies.planner.compare import EngineComparison, comparison_text
 
     lines = comparison_text(EngineComparison(3 * 2**30, "H100", (), (), sglang_token_bytes=2**30))
     assert lines[0].startswith("KV budget per rank: 3,221,225,472 bytes (3.00 GiB)")
@@ -368,7 +368,7 @@ def test_the_moonvit_tower_splits_over_the_attention_tp_group() -> None:
     27 x (3456 x 1152 + 3456 + 1152 x 1152) = 143,420,544 are split: at TP 8 with attention DP 8 a rank
     keeps all of them (2 B each: 942,287,840 B); with attention DP 2 (attention TP 4) it keeps a
     quarter of the split part, 471,143,920 - 143,420,544 x 3 / 4 = 363,578,512 parameters = 727,157,024 B."""
-    from kvstrategies.planner.budget import _vision_tower_bytes
+    from kvstrategies.sglang.budget import _vision_tower_bytes
 
     config = json.loads((Path(__file__).parent / "fixtures" / "published" / "kimi-k2.5.json").read_text())["config"]
     assert 27 * (3456 * 1152 + 3456 + 1152 * 1152) == 143_420_544

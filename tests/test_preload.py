@@ -14,10 +14,10 @@ import math
 import pytest
 
 from kvstrategies.planner import DeploymentRequest, plan_deployment
-from kvstrategies.planner import preload as P
 from kvstrategies.planner.gpus import lookup_gpu
-from kvstrategies.planner.preload import preload_memory, profile_for
 from kvstrategies.presets import load_preset_config
+from kvstrategies.sglang import preload as P
+from kvstrategies.sglang.preload import preload_memory, profile_for
 
 GIB = 2**30
 

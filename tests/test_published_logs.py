@@ -25,8 +25,8 @@ import pytest
 
 from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner.gpus import lookup_gpu
-from kvstrategies.planner.preload import preload_memory
 from kvstrategies.presets import load_preset_config
+from kvstrategies.sglang.preload import preload_memory
 
 GIB = 2**30
 PUBLISHED = Path(__file__).parent / "fixtures" / "published"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from kvstrategies.cli import COMMANDS, build_parser
+from kvstrategies.cli.app import COMMANDS, build_parser
 from tests.source_trees import parsed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,7 +173,7 @@ def _helps() -> Iterator[tuple[str, str]]:
 
 
 def test_command_help_cites_files_that_ship() -> None:
-    here = ROOT / "kvstrategies" / "cli.py"
+    here = ROOT / "kvstrategies" / "cli" / "app.py"
     helps = list(_helps())
     assert len(helps) >= 5
     bad = [f"{command} --help: {ref}" for command, text in helps for ref in problems(text, here)]

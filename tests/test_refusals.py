@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
 from kvstrategies.errors import UnsupportedConfigurationError
-from kvstrategies.planner.refusals import check_context_length, is_served, served_architectures
 from kvstrategies.planner.request import check_page_size
 from kvstrategies.presets import load_preset_config, preset_names
+from kvstrategies.sglang.launch_refusals import check_context_length, is_served, served_architectures
 
 
 def refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:

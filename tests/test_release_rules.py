@@ -15,24 +15,24 @@ from typing import Any
 import pytest
 
 from kvstrategies.case import load_case, parse_case
+from kvstrategies.cli.releases import RULE_MODULES, load_rule_modules
 from kvstrategies.context import (
     stage_layer_range,
 )
-from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
-from kvstrategies.golden import plan_case
-from kvstrategies.layer_setup import check_layer_setup
-from kvstrategies.pools.dsv4 import c4_indexer_pages, physical_pages
-from kvstrategies.pools.fp4 import fixed_fp4_cell_bytes
-from kvstrategies.release_report import RULE_MODULES, load_rule_modules
-from kvstrategies.releases import (
+from kvstrategies.core.releases import (
     NEWEST_SGLANG,
     ByRelease,
     all_rules,
     parse_release,
     rules_differing,
 )
-from kvstrategies.request_math import req_to_token_extra_context_len
+from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
+from kvstrategies.golden.document import plan_case
+from kvstrategies.pools.dsv4 import c4_indexer_pages, physical_pages
+from kvstrategies.pools.fp4 import fixed_fp4_cell_bytes
 from kvstrategies.strategies import select_configurator
+from kvstrategies.strategies.layer_setup import check_layer_setup
+from kvstrategies.strategies.request_math import req_to_token_extra_context_len
 
 from .helpers import case_settings
 
@@ -57,7 +57,7 @@ def _shapes(plan: Any) -> dict[str, tuple[int, ...]]:
     return {b.name: tuple(b.shape) for layout in plan.layout.pools for b in layout.buffers}
 
 
-# ---- the rule registry itself ------------------------------------------------------------------
+# ---- the rule registry itself ---------------------------------------------------------------------------------------
 
 
 def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> None:
@@ -91,7 +91,7 @@ def test_a_post_build_is_its_release_line() -> None:
     assert parse_release("0.5.15.post1") == parse_release("0.5.15") == parse_release("v0.5.15")
 
 
-# ---- sizing rules --------------------------------------------------------------------------------
+# ---- sizing rules ---------------------------------------------------------------------------------------------------
 
 
 def test_dsa_indexer_dcp_factor_from_0_5_22() -> None:
@@ -151,7 +151,7 @@ def test_eagle_draft_cell_added_from_0_5_22() -> None:
     """``DefaultPoolConfigurator.__init__``: 0.5.22 adds ``int(cell * D / L)``; before,
     ``int(cell * (1 + D / L))``, one float product: cell 1,457 B, D 1, L 47 gives 1,487 before and
     1,488 after (1,457 / 47 = 31 exactly; 1 + 1/47 rounds down)."""
-    from kvstrategies.releases import parse_release as release
+    from kvstrategies.core.releases import parse_release as release
     from kvstrategies.strategies.default import DefaultPoolConfigurator
 
     class _Fixed(DefaultPoolConfigurator):
@@ -381,7 +381,7 @@ def test_pp_with_an_mtp_model_refused_up_to_0_5_20() -> None:
     assert cell == 30 * 576 + 576
 
 
-# ---- request table rules -------------------------------------------------------------------------
+# ---- request table rules --------------------------------------------------------------------------------------------
 
 
 def test_request_row_headroom_and_generation_counter() -> None:
@@ -420,7 +420,7 @@ def test_alloc_page_spans_dcp_in_the_swa_request_cap() -> None:
     assert new - old == 32 * 2 * (128 - 64)
 
 
-# ---- what a release accepts ------------------------------------------------------------------------
+# ---- what a release accepts -----------------------------------------------------------------------------------------
 
 
 def test_kv_recipe_names_from_0_5_16() -> None:
@@ -455,14 +455,14 @@ def test_config_loadability_follows_the_pinned_transformers() -> None:
 
 
 def test_the_plan_document_names_its_release() -> None:
-    from kvstrategies.report import plan_document
+    from kvstrategies.document import plan_document
 
     document = plan_document(plan_case(_case("default-llama-3.1-8b-tp1-bf16-p64", "0.5.18")))
     assert document["release"] == {"engine": "sglang", "version": "0.5.18", "label": "SGLang 0.5.18"}
     assert json.dumps(document)
 
 
-# ---- PP with MTP up to SGLang 0.5.20 (kvstrategies/layer_setup.py), by hand --------------------------------
+# ---- PP with MTP up to SGLang 0.5.20 (kvstrategies/strategies/layer_setup.py), by hand ------------------------------
 
 
 EAGLE: dict[str, Any] = {"speculative_algorithm": "EAGLE", "eagle_draft_num_layers": 1,

@@ -1,4 +1,4 @@
-"""Request math (kvstrategies/request_math.py): the allocation sizing, decode slots and request caps of
+"""Request math (kvstrategies/strategies/request_math.py): the allocation sizing, decode slots and request caps of
 sglang.srt.mem_cache.allocation_sizing, sglang.srt.utils.common and pool_configurator.compute_swa_request_cap,
 every expected number worked out by hand."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kvstrategies.context import SpecAlgorithm, SpeculativeConfig
-from kvstrategies.request_math import (
+from kvstrategies.strategies.request_math import (
     alloc_len_per_decode,
     decode_extra_slots,
     estimated_max_running_requests,

@@ -15,20 +15,20 @@ from typing import Any
 
 import pytest
 
-from kvstrategies import cli
+import kvstrategies.cli.app as cli
 from kvstrategies.api import Plan, build, plan
 from kvstrategies.case import load_case, parse_case
 from kvstrategies.context import KVCacheSettings, SchedulingConfig, SpeculativeConfig
-from kvstrategies.dtypes import DType, resolve_kv_cache_dtype
+from kvstrategies.core.dtypes import DType, resolve_kv_cache_dtype
+from kvstrategies.core.jsonio import parse_json_text, read_json_file
 from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
-from kvstrategies.jsonio import parse_json_text, read_json_file
 from kvstrategies.models import parse_hf_config
 from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner.config_fields import MAX_CONFIG_DEPTH, validate_config_fields
 from kvstrategies.planner.gpus import lookup_gpu
-from kvstrategies.planner.launch_defaults import model_facts_from_hf_config
 from kvstrategies.planner.weights import estimate_weights
 from kvstrategies.presets import load_preset_config
+from kvstrategies.sglang.launch.defaults import model_facts_from_hf_config
 from kvstrategies.strategies.default import DefaultPoolConfigurator
 from tests.helpers import SMALL_LLAMA, planner_request
 
@@ -414,8 +414,8 @@ def test_planner_refuses_bad_request_values(changes: dict[str, Any], flag: str) 
 
 
 def test_absurd_budgets_are_never_reported() -> None:
-    from kvstrategies.planner.budget import KVBudget
     from kvstrategies.planner.config_fields import check_budget_sane
+    from kvstrategies.sglang.budget import KVBudget
 
     good = KVBudget(available_bytes=GIB, source="gpu", gpu_name="X", weight_bytes=GIB)
     check_budget_sane(good, 80 * GIB)
@@ -430,7 +430,7 @@ def test_absurd_budgets_are_never_reported() -> None:
 
 
 def test_chunked_prefill_2_pow_40_is_answered_without_building_the_graph_list() -> None:
-    from kvstrategies.planner.launch_defaults import prefill_graph_batch_sizes, prefill_graph_bs_count
+    from kvstrategies.sglang.launch.defaults import prefill_graph_batch_sizes, prefill_graph_bs_count
 
     for max_bs in (0, 3, 4, 32, 48, 4096, 4607, 4608, 5120, 8192, 16384, 100_000):
         assert prefill_graph_bs_count(max_bs) == len(prefill_graph_batch_sizes(max_bs))
@@ -443,7 +443,7 @@ def test_chunked_prefill_2_pow_40_is_answered_without_building_the_graph_list() 
 def test_json_files_must_be_regular_and_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from kvstrategies import jsonio
+    from kvstrategies.core import jsonio
 
     with pytest.raises(KVCacheConfigError, match="not a regular file"):
         read_json_file("/dev/zero")
@@ -674,7 +674,7 @@ def test_multimodal_models_reserve_sglangs_100_mib_vlm_cache() -> None:
     ],
 )
 def test_capacity_tier_bands_are_strict_upper_bounds(mib: int, tp: int, tier: tuple[int, int]) -> None:
-    from kvstrategies.planner.launch_defaults import capacity_tier
+    from kvstrategies.sglang.launch.defaults import capacity_tier
 
     assert capacity_tier(mib, tp) == tier
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from kvstrategies.budget_check import kv_allowance
 from kvstrategies.case import load_case
-from kvstrategies.golden import plan_case
+from kvstrategies.golden.document import plan_case
+from kvstrategies.strategies.budget_check import kv_allowance
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 
@@ -39,7 +39,7 @@ def _ceil(value: int, page: int) -> int:
     return -(-value // page) * page
 
 
-# ---- token count to a page multiple -----------------------------------------------------------
+# ---- token count to a page multiple ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_hybrid_linear_kv_tokens_are_page_aligned() -> None:
     assert (plan.resolution.reservation.kv_available_bytes // plan.cell_size_bytes) % 64 != 0
 
 
-# ---- hybrid SWA ---------------------------------------------------------------------------------
+# ---- hybrid SWA -----------------------------------------------------------------------------------------------------
 
 
 def test_hybrid_swa_full_and_swa_pools_are_page_aligned() -> None:
@@ -165,7 +165,7 @@ def test_before_the_fused_storage_k_and_v_are_two_unpadded_tensors(version: str)
     assert _shape(fused, "swa.kv_storage[0]") == (2, 10_112, 8, 64)  # the newest release: fused and padded
 
 
-# ---- speculative decoding: the decode allocation and the request row -----------------------
+# ---- speculative decoding: the decode allocation and the request row ------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -223,7 +223,7 @@ def test_dcp_alloc_page_before_0_5_19_is_the_plain_page() -> None:
     assert _shape(plan, "req_to_token")[1] == 163_840 + 287
 
 
-# ---- DeepSeek-V4 --------------------------------------------------------------------------------
+# ---- DeepSeek-V4 ----------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -277,7 +277,7 @@ def test_dsv4_swa_cap_rounds_up_to_the_page(name: str, requests: int, chunk: int
     assert plan.sizes.swa_max_total_num_tokens == _ceil(raw, 256) == swa
 
 
-# ---- the KV allowance's padding (kvstrategies/budget_check.py), by hand ------------------------------------
+# ---- the KV allowance's padding (kvstrategies/strategies/budget_check.py), by hand ----------------------------------
 
 
 def test_the_kv_allowance_pads_two_pages_of_every_dcp_rank() -> None:

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
+from kvstrategies.core.releases import NEWEST_SGLANG
 from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.planner.replan import DoesNotFitError, plan_or_replan
-from kvstrategies.planner.run_command import model_path, sglang_command
-from kvstrategies.releases import NEWEST_SGLANG
+from kvstrategies.sglang.run_command import model_path, sglang_command
 
 #: (kvstrategies flags, the plan's own flags): plans of different kinds (preset, shipped FP8
 #: checkpoint, MLA with fp8 KV and a context cap, hybrid SWA with a page and a fraction, DP attention)
@@ -64,7 +64,7 @@ def test_every_flag_of_a_newest_release_command_is_a_flag_of_that_release(
 ) -> None:
     """The newest release's command is not checked against its flag table at run time (the
     planner writes it from that table): this checks it, and that nothing is noted as missing."""
-    from kvstrategies.planner.sglang_flags import SGLANG_SERVER_FLAGS
+    from kvstrategies.sglang.tables.flags import SGLANG_SERVER_FLAGS
 
     if plan[0] == "deepseek-r1":
         plan = ["deepseek-ai/DeepSeek-R1", *plan[1:]]

@@ -9,18 +9,18 @@ from pathlib import Path
 import pytest
 
 from kvstrategies.errors import MissingDependencyError
-from kvstrategies.integrations.sglang import engine, runtime
-from kvstrategies.integrations.sglang import verify as verify_module
-from kvstrategies.integrations.sglang.bridge import (
+from kvstrategies.sglang.bridge import engine, runtime
+from kvstrategies.sglang.bridge import verify as verify_module
+from kvstrategies.sglang.bridge.bridge import (
     decode_extra_slots,
     project_name,
     sanitized_config,
     view_bases,
     walk_tensors,
 )
-from kvstrategies.integrations.sglang.compare import difference_lines, explain
-from kvstrategies.integrations.sglang.runtime import SUPPORTED_VERSIONS, check_version
-from kvstrategies.integrations.sglang.verify import CaseVerdict, VerifyReport, format_report, verdict_for
+from kvstrategies.sglang.bridge.compare import difference_lines, explain
+from kvstrategies.sglang.bridge.runtime import SUPPORTED_VERSIONS, check_version
+from kvstrategies.sglang.bridge.verify import CaseVerdict, VerifyReport, format_report, verdict_for
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "cases"
@@ -176,8 +176,8 @@ LIVE_CASES = (
 @pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="SGLang is not installed")
 @pytest.mark.parametrize("name", LIVE_CASES)
 def test_live_sglang_agrees(name: str) -> None:
-    from kvstrategies.integrations.sglang.engine import run_one
-    from kvstrategies.integrations.sglang.verify import verdict_for
+    from kvstrategies.sglang.bridge.engine import run_one
+    from kvstrategies.sglang.bridge.verify import verdict_for
 
     path = CASES / f"{name}.json"
     verdict = verdict_for(path, run_one(path))
@@ -187,8 +187,8 @@ def test_live_sglang_agrees(name: str) -> None:
 def test_missing_sglang_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     import sys
 
-    from kvstrategies.cli import main
-    from kvstrategies.integrations.sglang import runtime
+    from kvstrategies.cli.app import main
+    from kvstrategies.sglang.bridge import runtime
 
     monkeypatch.setattr(runtime, "_IMPORTED", None)
     monkeypatch.setitem(sys.modules, "sglang", None)  # import sglang -> ImportError
@@ -201,7 +201,7 @@ def test_missing_sglang_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, caps
 
 @pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="SGLang is not installed")
 def test_verify_cli_one_line_per_case_and_a_total(capsys: pytest.CaptureFixture[str]) -> None:
-    from kvstrategies.cli import main
+    from kvstrategies.cli.app import main
 
     names = ("default-llama-3.1-8b-tp1-bf16-p1", "hybrid-linear-jamba-v0.1-tp2-bf16-p1")
     cases = [str(CASES / f"{name}.json") for name in names]
@@ -269,7 +269,7 @@ def _report() -> VerifyReport:
 
 
 def test_format_report_lines_by_hand() -> None:
-    from kvstrategies.integrations.sglang.compare import KNOWN_DIFFERENCES
+    from kvstrategies.sglang.bridge.compare import KNOWN_DIFFERENCES
 
     npu = next(k.reason for k in KNOWN_DIFFERENCES if k.kind == "npu-pools-not-buildable")
     # names padded to the longest (2), statuses to 5; a DIFF shows its first line and "+N more", then every

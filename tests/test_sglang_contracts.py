@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from kvstrategies.api import plan
 from kvstrategies.case import parse_case
+from kvstrategies.document import plan_document
 from kvstrategies.planner.deployment import state_reserved_fields
-from kvstrategies.report import plan_document
 from kvstrategies.strategies.registry import select_configurator
 
 GIB = 2**30

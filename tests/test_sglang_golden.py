@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from kvstrategies.integrations.sglang.compare import KNOWN_DIFFERENCES
-from kvstrategies.integrations.sglang.snapshots import (
+from kvstrategies.core.releases import SGLANG_RELEASES
+from kvstrategies.sglang.bridge.compare import KNOWN_DIFFERENCES
+from kvstrategies.sglang.bridge.snapshots import (
     KNOWN_FILE,
     read_snapshot,
     result_from_snapshot,
     snapshot_files,
 )
-from kvstrategies.integrations.sglang.verify import verdict_for
-from kvstrategies.releases import SGLANG_RELEASES
+from kvstrategies.sglang.bridge.verify import verdict_for
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "cases"

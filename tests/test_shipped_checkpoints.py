@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kvstrategies.checkpoints import ROOT, find_shipped, shipped_checkpoints
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.planner.hf_quant import modelopt_method, with_hf_quant_config
 from kvstrategies.planner.known_models import base_name, near_miss_hint, quant_tags

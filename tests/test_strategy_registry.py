@@ -15,8 +15,8 @@ import pytest
 
 from kvstrategies.case import load_case, parse_case
 from kvstrategies.context import KVCacheSettings
+from kvstrategies.core.releases import supported_releases
 from kvstrategies.presets import preset_names
-from kvstrategies.releases import supported_releases
 from kvstrategies.strategies import registry
 from kvstrategies.strategies.registry import registered, select_configurator_class
 

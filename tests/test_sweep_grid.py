@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.planner.flag_names import flag_wording
 from kvstrategies.planner.gpus import lookup_gpu

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
 from kvstrategies.planner.sweep import SweepRow
 from kvstrategies.planner.sweep_plot import SERIES_COLOURS, series_label, sweep_series
 

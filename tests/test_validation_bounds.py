@@ -1,7 +1,7 @@
 """The bounds of the case, knob and release checks, each at its edge: the last value accepted and
 the first refused (the minimums are SGLang's: a request cap, a context and a Mamba slot count of
 at least 1, zero extra decode slots or prefix tails allowed; the rest are the project's own
-limits on what a case may carry, ``kvstrategies.knobs`` and ``kvstrategies.releases``)."""
+limits on what a case may carry, ``kvstrategies.sglang.knobs`` and ``kvstrategies.core.releases``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from kvstrategies.case import parse_case
+from kvstrategies.core.releases import NEWEST_VLLM, OLDEST_SGLANG, SGLANG_RELEASES, ByRelease, all_rules, parse_release
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.knobs import MAX_CASE_KNOBS, MAX_KNOB_VALUE_CHARS, check_case_env, knob_value
-from kvstrategies.releases import NEWEST_VLLM, OLDEST_SGLANG, SGLANG_RELEASES, ByRelease, all_rules, parse_release
+from kvstrategies.sglang.knobs import MAX_CASE_KNOBS, MAX_KNOB_VALUE_CHARS, check_case_env, knob_value
 
 BASE: dict[str, Any] = {"preset": "llama-3.1-8b", "available_bytes": 2**34}
 
@@ -92,7 +92,7 @@ def test_a_three_step_value_takes_each_step_over_its_own_releases() -> None:
 def test_shown_describes_integers_past_256_bits_by_their_size() -> None:
     """2**256 - 1 has 256 bits and is printed (cut to the width); 2**256 has 257 and is described:
     int(257 * 0.30103) + 1 = 78 digits."""
-    from kvstrategies.validate import shown
+    from kvstrategies.core.validate import shown
 
     assert shown(2**256 - 1, width=200) == str(2**256 - 1)
     assert shown(2**256) == "<an integer of about 78 digits>"
@@ -101,7 +101,7 @@ def test_shown_describes_integers_past_256_bits_by_their_size() -> None:
 
 def test_shown_cuts_at_the_width() -> None:
     """repr of 78 letters is 80 characters: printed whole; of 79 letters, 81: cut to 77 + '...'."""
-    from kvstrategies.validate import shown
+    from kvstrategies.core.validate import shown
 
     assert shown("x" * 78) == repr("x" * 78)
     assert shown("x" * 79) == repr("x" * 79)[:77] + "..."
@@ -109,7 +109,7 @@ def test_shown_cuts_at_the_width() -> None:
 
 
 def test_integers_of_up_to_1024_bits_pass_the_scan() -> None:
-    from kvstrategies.validate import check_sane_ints
+    from kvstrategies.core.validate import check_sane_ints
 
     check_sane_ints({"a": [2**1024 - 1]}, "case")  # 1,024 bits: accepted
     with pytest.raises(KVCacheConfigError, match=r"case field 'a\[0\]' is <an integer of about 309 digits>"):
@@ -117,7 +117,7 @@ def test_integers_of_up_to_1024_bits_pass_the_scan() -> None:
 
 
 def test_check_int_takes_zero_by_default() -> None:
-    from kvstrategies.validate import check_int
+    from kvstrategies.core.validate import check_int
 
     assert check_int(0, "x") == 0
     with pytest.raises(KVCacheConfigError, match="x"):
@@ -141,8 +141,8 @@ def test_the_huge_int_scan_looks_at_a_bounded_number_of_values(monkeypatch: pyte
     (a config has a few thousand values; a hostile one cannot make a scan loop forever). The
     stack pops the last element first: in ``[huge, 0]`` the list, ``0`` and then ``huge`` are the
     values 1, 2 and 3."""
-    from kvstrategies import validate
-    from kvstrategies.validate import check_sane_ints
+    from kvstrategies.core import validate
+    from kvstrategies.core.validate import check_sane_ints
 
     monkeypatch.setattr(validate, "_MAX_SCANNED", 3)
     with pytest.raises(KVCacheConfigError, match=r"case field '\[0\]' is <an integer of about"):
@@ -189,14 +189,14 @@ def test_swa_full_tokens_ratio_is_in_zero_to_one() -> None:
 def test_the_scan_bound_is_two_million_values() -> None:
     """A value past the 2,000,000th is not looked at (the list itself is the first, its last element
     the second, its first element the 2,000,001st here): that scan ends without a refusal."""
-    from kvstrategies.validate import check_sane_ints
+    from kvstrategies.core.validate import check_sane_ints
 
     check_sane_ints([2**1024] + [0] * 1_999_999, "case")
 
 
 def test_an_int_subclass_is_held_to_the_same_1024_bits() -> None:
     """An ``int`` subclass (an ``IntEnum`` value, a numpy-like wrapper) is scanned like an ``int``."""
-    from kvstrategies.validate import check_sane_ints
+    from kvstrategies.core.validate import check_sane_ints
 
     class Count(int):
         pass
@@ -209,7 +209,7 @@ def test_an_int_subclass_is_held_to_the_same_1024_bits() -> None:
 def test_check_float_takes_its_interval_exactly() -> None:
     """``(low, high]`` by default, ``[low, high]`` with ``low_inclusive``: each edge is taken or
     refused as written, and the message says the interval."""
-    from kvstrategies.validate import check_float
+    from kvstrategies.core.validate import check_float
 
     assert check_float(1.0, "x", low=0.0, high=1.0) == 1.0  # high is included
     assert check_float(0.0, "x", low=0.0, high=1.0, low_inclusive=True) == 0.0

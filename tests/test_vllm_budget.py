@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from kvstrategies.cli import main
-from kvstrategies.dtypes import DType
+from kvstrategies.cli.app import main
+from kvstrategies.core.dtypes import DType
 from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
-from kvstrategies.planner.vllm import overhead
-from kvstrategies.planner.vllm.budget import format_gib, given_budget, requested_memory
-from kvstrategies.planner.vllm.deployment import plan_vllm
-from kvstrategies.planner.vllm.gpu_memory import MEDIAN_RESERVED_MIB, cuda_total
-from kvstrategies.planner.vllm.overhead import ProfileSettings, ProfileShape, profile_overhead
-from kvstrategies.planner.vllm.request import VLLMPlanRequest
-from kvstrategies.planner.vllm.weights import rope_buffer_bytes, vllm_weights
 from kvstrategies.presets import load_preset_config
+from kvstrategies.vllm.planner import overhead
+from kvstrategies.vllm.planner.budget import format_gib, given_budget, requested_memory
+from kvstrategies.vllm.planner.deployment import plan_vllm
+from kvstrategies.vllm.planner.gpu_memory import MEDIAN_RESERVED_MIB, cuda_total
+from kvstrategies.vllm.planner.overhead import ProfileSettings, ProfileShape, profile_overhead
+from kvstrategies.vllm.planner.request import VLLMPlanRequest
+from kvstrategies.vllm.planner.weights import rope_buffer_bytes, vllm_weights
 from tests.test_checkpoint import write_safetensors
 
 GIB = 2**30

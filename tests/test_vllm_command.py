@@ -1,5 +1,5 @@
 """A pasted ``vllm serve ...`` command read as ``plan --engine vllm`` flags
-(:mod:`kvstrategies.planner.vllm.command`)."""
+(:mod:`kvstrategies.vllm.planner.command`)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from kvstrategies.cli import main
+from kvstrategies.cli.app import main
+from kvstrategies.core.releases import NEWEST_VLLM
 from kvstrategies.errors import KVCacheConfigError
-from kvstrategies.planner.vllm.command import canonical_flag, is_vllm_command, translate_vllm
-from kvstrategies.planner.vllm.flag_classes import NO_EFFECT, PLANNED, REFUSED, REFUSED_UNLESS
-from kvstrategies.planner.vllm.request import VLLMPlanRequest
-from kvstrategies.planner.vllm.values import human_readable_int
-from kvstrategies.planner.vllm_flags import VLLM_FLAG_VALUES, VLLM_SERVE_FLAGS
-from kvstrategies.releases import NEWEST_VLLM
+from kvstrategies.vllm.planner.command import canonical_flag, is_vllm_command, translate_vllm
+from kvstrategies.vllm.planner.flag_classes import NO_EFFECT, PLANNED, REFUSED, REFUSED_UNLESS
+from kvstrategies.vllm.planner.request import VLLMPlanRequest
+from kvstrategies.vllm.planner.values import human_readable_int
+from kvstrategies.vllm.tables.flags import VLLM_FLAG_VALUES, VLLM_SERVE_FLAGS
 
 
 def test_every_vllm_flag_is_in_exactly_one_class() -> None:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kvstrategies.integrations.sglang.verify import CaseVerdict, VerifyReport
-from kvstrategies.integrations.vllm.compare import KNOWN_DIFFERENCES
-from kvstrategies.integrations.vllm.snapshots import KNOWN_FILE, read_snapshot, result_from_snapshot, snapshot_files
-from kvstrategies.integrations.vllm.verify import format_report, verdict_for
+from kvstrategies.sglang.bridge.verify import CaseVerdict, VerifyReport
+from kvstrategies.vllm.bridge.compare import KNOWN_DIFFERENCES
+from kvstrategies.vllm.bridge.snapshots import KNOWN_FILE, read_snapshot, result_from_snapshot, snapshot_files
+from kvstrategies.vllm.bridge.verify import format_report, verdict_for
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "cases"

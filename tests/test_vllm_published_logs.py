@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from kvstrategies.planner.vllm import overhead
+from kvstrategies.vllm.planner import overhead
 
 GIB = 2**30
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,18 +14,18 @@ import pytest
 from kvstrategies import plan
 from kvstrategies.case import parse_case
 from kvstrategies.context import KVCacheSettings
-from kvstrategies.dtypes import DType
+from kvstrategies.core.dtypes import DType
+from kvstrategies.core.releases import NEWEST_VLLM, VLLM, parse_release
 from kvstrategies.errors import InsufficientMemoryError, UnsupportedConfigurationError
 from kvstrategies.planner.gpus import GPUS
-from kvstrategies.releases import NEWEST_VLLM, VLLM, parse_release
 from kvstrategies.strategies.registry import select_configurator_class
-from kvstrategies.strategies.vllm.deployment import vllm_deployment
-from kvstrategies.strategies.vllm.devices import DEVICES, VLLMDevice, vllm_device
-from kvstrategies.strategies.vllm.grouping import KVCacheGroup, kv_cache_groups, padding_layers
-from kvstrategies.strategies.vllm.launch import batch_defaults
-from kvstrategies.strategies.vllm.layers import pp_indices
-from kvstrategies.strategies.vllm.sizing import check_enough_memory
-from kvstrategies.strategies.vllm.specs import CacheLimits, FullAttentionSpec, MambaSpec, SlidingWindowSpec
+from kvstrategies.vllm.strategies.deployment import vllm_deployment
+from kvstrategies.vllm.strategies.devices import DEVICES, VLLMDevice, vllm_device
+from kvstrategies.vllm.strategies.grouping import KVCacheGroup, kv_cache_groups, padding_layers
+from kvstrategies.vllm.strategies.launch import batch_defaults
+from kvstrategies.vllm.strategies.layers import pp_indices
+from kvstrategies.vllm.strategies.sizing import check_enough_memory
+from kvstrategies.vllm.strategies.specs import CacheLimits, FullAttentionSpec, MambaSpec, SlidingWindowSpec
 
 GIB = 2**30
 

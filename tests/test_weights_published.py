@@ -14,9 +14,9 @@ import pytest
 
 from kvstrategies.planner import DeploymentRequest, plan_deployment
 from kvstrategies.planner.gpus import lookup_gpu
-from kvstrategies.planner.load_refusals import request_layout
-from kvstrategies.planner.resident import resident_extras
 from kvstrategies.planner.weights import ParamKind, estimate_weights, moonvit_groups
+from kvstrategies.sglang.load_refusals import request_layout
+from kvstrategies.sglang.resident import resident_extras
 
 PUBLISHED = Path(__file__).parent / "fixtures" / "published"
 

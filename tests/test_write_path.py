@@ -17,7 +17,8 @@ import torch
 
 from kvstrategies import build, plan
 from kvstrategies.context import DeviceKind, DisaggregationMode
-from kvstrategies.dtypes import DType, KVRecipe
+from kvstrategies.core.dtypes import DType, KVRecipe
+from kvstrategies.core.sizing import PoolSizes
 from kvstrategies.errors import (
     KVCacheConfigError,
     UnsupportedConfigurationError,
@@ -48,7 +49,6 @@ from kvstrategies.pools.runtime import (
 )
 from kvstrategies.pools.runtime.dsa import packed_row_bytes, quantize_packed_latent
 from kvstrategies.pools.swa import swa_kv_pool_layout
-from kvstrategies.sizing import PoolSizes
 from tests.helpers import buffer_shapes
 
 from .helpers import GIB, case_settings
@@ -736,7 +736,7 @@ def _typed(layout: object, kv: object) -> object:
 def test_fp4_mx_block16_dequantizes_every_head() -> None:
     """``MHATokenToKVPool`` FP4 (mx block 16) with two heads: each head's 16-value blocks keep
     their own exponent, and reading back reshapes ``(N, H x D/2)`` codes into ``(N, H, D)``."""
-    from kvstrategies.dtypes import DType, KVRecipe
+    from kvstrategies.core.dtypes import DType, KVRecipe
     from kvstrategies.pools.fp4 import FP4KVRecipe
 
     layout = FP4KVRecipe(KVRecipe.FP4_MX_BLOCK16).layout(size=16, page_size=16, head_num=2, head_dim=32, layer_num=1,
@@ -753,7 +753,7 @@ def test_fp4_mx_block16_dequantizes_every_head() -> None:
 def test_mxfp8_prequantized_scales_are_one_per_32_values_of_every_head() -> None:
     """``MHATokenToKVPoolMXFP8.set_kv_buffer`` with float8 K/V takes e8m0 scales ``(N, H, D / 32)``:
     for one token of two heads and D = 64 that is 1 x 2 x 2 = 4 scales; fewer are refused."""
-    from kvstrategies.dtypes import DType
+    from kvstrategies.core.dtypes import DType
     from kvstrategies.errors import KVCacheConfigError
     from kvstrategies.pools.mxfp8 import mxfp8_layout
 

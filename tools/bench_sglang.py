@@ -4,7 +4,7 @@
     python tools/bench_sglang.py [--runs 3] [--case cases/default-llama-3.1-8b-tp1-bf16-p1.json]
                                  [--sglang-python /tmp/venvs/0.5.23/bin/python]
 
-SGLang's side is the bridge (:mod:`kvstrategies.integrations.sglang.engine`, ``run_one``) in an
+SGLang's side is the bridge (:mod:`kvstrategies.sglang.bridge.engine`, ``run_one``) in an
 interpreter where SGLang is installed: it imports SGLang and runs SGLang's own
 ``ServerArgs`` / ``ModelConfig`` / KV-cache configurator and pool constructors for the case (on
 CPU, pools on ``meta``), which is what the engine pays to size it. The project's side is the
@@ -38,7 +38,7 @@ SGLANG_SIDE = (
     "import sys, warnings\n"
     "from pathlib import Path\n"
     "warnings.simplefilter('ignore')\n"
-    "from kvstrategies.integrations.sglang.engine import run_one\n"
+    "from kvstrategies.sglang.bridge.engine import run_one\n"
     "result = run_one(Path(sys.argv[1]))\n"
     "sys.exit(0 if 'document' in result else 'SGLang: ' + str(result.get('error')))\n"
 )

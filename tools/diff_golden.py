@@ -8,7 +8,7 @@
 Each revision is checked out into a temporary ``git worktree`` (``WORKTREE`` means this
 working tree as it is, uncommitted edits included) and its catalog is planned by this venv's
 python with ``PYTHONPATH`` pointing at that checkout, so each side runs its own library code.
-Both sides are serialised by *this* tree's :mod:`kvstrategies.golden` (like is compared with
+Both sides are serialised by *this* tree's :mod:`kvstrategies.golden.document` (like is compared with
 like even when the serialiser changed between the revisions). By default each side plans its
 own ``cases/`` (a revision from before the catalog moved: the ``cases`` folder under ``tests``);
 ``--cases DIR`` plans one catalog on both sides. The table lists every case
@@ -37,15 +37,23 @@ WORKTREE = "WORKTREE"
 
 def emit(cases_dir: Path, out: Path, substrings: list[str]) -> int:
     """Child mode: plan every case with the ``kvstrategies`` on PYTHONPATH; write {name: text|error}."""
+    import importlib
     import importlib.util
 
     import kvstrategies  # the checkout's package (PYTHONPATH)
 
-    spec = importlib.util.spec_from_file_location("kvstrategies.golden", ROOT / "kvstrategies" / "golden.py")
-    assert spec is not None and spec.loader is not None
-    golden = importlib.util.module_from_spec(spec)
-    sys.modules["kvstrategies.golden"] = golden  # this tree's serialiser over the checkout's library
-    spec.loader.exec_module(golden)
+    golden: Any
+    if not (Path(kvstrategies.__file__).parent / "golden" / "document.py").is_file():
+        # a checkout from before the package was sorted by engine: its own serialiser (``kvstrategies.golden``),
+        # which writes the same documents over the library it was written for
+        golden = importlib.import_module("kvstrategies.golden")
+    else:
+        serialiser = ROOT / "kvstrategies" / "golden" / "document.py"
+        spec = importlib.util.spec_from_file_location("kvstrategies.golden.document", serialiser)
+        assert spec is not None and spec.loader is not None
+        golden = importlib.util.module_from_spec(spec)
+        sys.modules["kvstrategies.golden.document"] = golden  # this tree's serialiser over the checkout's library
+        spec.loader.exec_module(golden)
     results: dict[str, Any] = {"_package": str(Path(kvstrategies.__file__).parent)}
     for path in sorted(cases_dir.glob("*.json")) if cases_dir.is_dir() else []:
         if substrings and not any(s in path.stem for s in substrings):
@@ -107,14 +115,14 @@ def _summary(status: str, lines: list[str], width: int) -> str:
 
 def _answer(document: Any) -> Any:
     """A snapshot without what names its recording (two releases' recordings of one answer differ there)."""
-    from kvstrategies.golden_diff import RECORDING_KEYS
+    from kvstrategies.golden.diff import RECORDING_KEYS
 
     return {k: v for k, v in document.items() if k not in RECORDING_KEYS} if isinstance(document, dict) else document
 
 
 def compare(a: dict[str, Any], b: dict[str, Any], verbose: bool) -> int:
     sys.path.insert(0, str(ROOT))
-    from kvstrategies.golden_diff import diff_documents
+    from kvstrategies.golden.diff import diff_documents
 
     names = sorted((set(a) | set(b)) - {"_package"})
     rows: list[tuple[str, str, list[str]]] = []
@@ -161,7 +169,7 @@ def compare_dirs(argv: list[str]) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="print every difference of every case")
     args = parser.parse_args(argv)
     from kvstrategies.errors import KVCacheConfigError
-    from kvstrategies.golden import read_snapshot
+    from kvstrategies.golden.document import read_snapshot
 
     sides = []
     for folder in (args.dir_a, args.dir_b):

@@ -11,9 +11,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from kvstrategies._torch import import_torch
 from kvstrategies.api import plan
 from kvstrategies.case import parse_case
+from kvstrategies.core.torch_import import import_torch
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.models import parse_hf_config
 from kvstrategies.presets import load_preset_config
@@ -47,7 +47,7 @@ def _does_not_fit() -> Any:
 
 
 def _usage_error() -> Any:
-    from kvstrategies.cli import build_parser
+    from kvstrategies.cli.app import build_parser
 
     return build_parser().parse_args(["plan", "llama-3.1-8b", "--no-such-flag"])
 

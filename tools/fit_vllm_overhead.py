@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fit the vLLM profile-overhead constants (``kvstrategies/planner/vllm/overhead.py``) to the public logs.
+"""Fit the vLLM profile-overhead constants (``kvstrategies/vllm/planner/overhead.py``) to the public logs.
 
     python tools/fit_vllm_overhead.py            # print each constant, the logs it comes from, the samples
     python tools/fit_vllm_overhead.py --check    # exit 1 when the shipped constants are not these medians
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kvstrategies.planner.vllm import overhead  # noqa: E402
-from kvstrategies.planner.vllm.gpu_memory import cuda_total  # noqa: E402
+from kvstrategies.vllm.planner import overhead  # noqa: E402
+from kvstrategies.vllm.planner.gpu_memory import cuda_total  # noqa: E402
 
 LOGS = ROOT / "tests" / "fixtures" / "vllm_logs"
 GIB = 2**30
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         if shipped != value:
             stale.append(name)
     if stale and args.check:
-        print(f"stale: {', '.join(stale)} (update kvstrategies/planner/vllm/overhead.py)", file=sys.stderr)
+        print(f"stale: {', '.join(stale)} (update kvstrategies/vllm/planner/overhead.py)", file=sys.stderr)
         return 1
     return 0
 

@@ -1,4 +1,4 @@
-"""Write ``kvstrategies/planner/sglang_flags.py``: every SGLang server flag, its arity, and the
+"""Write ``kvstrategies/sglang/tables/flags.py``: every SGLang server flag, its arity, and the
 value type and choices SGLang's argparse checks.
 
 Run with SGLang installed (``python tools/list_sglang_flags.py``); ``--check`` compares the
@@ -7,7 +7,7 @@ to tell an SGLang flag it ignores from a typo (``kvstrategies plan -- python -m
 sglang.launch_server ...``).
 
 ``--release-delta`` (run in an older release's environment, ``tools/sglang_env.py``) writes that
-release's entry of ``kvstrategies/planner/sglang_flag_releases.json`` instead: the newest
+release's entry of ``kvstrategies/sglang/tables/flag_releases.json`` instead: the newest
 release's flags it lacks and the flags only it has (``--check`` compares that entry).
 """
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from generated_file import write_or_check  # tools/generated_file.py (tools/ is on sys.path when run)
 
-TARGET = Path(__file__).resolve().parents[1] / "kvstrategies" / "planner" / "sglang_flags.py"
-DELTAS = TARGET.with_name("sglang_flag_releases.json")
+TARGET = Path(__file__).resolve().parents[1] / "kvstrategies" / "sglang" / "tables" / "flags.py"
+DELTAS = TARGET.with_name("flag_releases.json")
 HEADER = '''# ruff: noqa: E501
 """Every server flag of SGLang 0.5.23 (``ServerArgs.add_cli_args``): option string ->
 ``(canonical option, arity)``, arity ``"0"`` (a switch), ``"1"`` (one value), ``"?"`` (an
@@ -41,7 +41,7 @@ Values = dict[str, tuple[str, "tuple[object, ...] | None"]]
 
 
 def installed_flags() -> tuple[str, dict[str, tuple[str, str]], Values]:
-    from kvstrategies.integrations.sglang.runtime import install_torchvision_stub
+    from kvstrategies.sglang.bridge.runtime import install_torchvision_stub
 
     install_torchvision_stub()  # releases up to 0.5.21 import torchvision from `import sglang`
     import sglang
@@ -76,7 +76,7 @@ def render(version: str, flags: dict[str, tuple[str, str]], values: Values) -> s
 def release_delta(flags: dict[str, tuple[str, str]]) -> dict[str, object]:
     """The newest release's flags missing here, and the flags only here (with canonical and arity)."""
     sys.path.insert(0, str(TARGET.parents[2]))
-    from kvstrategies.planner.sglang_flags import SGLANG_SERVER_FLAGS
+    from kvstrategies.sglang.tables.flags import SGLANG_SERVER_FLAGS
 
     return {
         "missing": sorted(set(SGLANG_SERVER_FLAGS) - set(flags)),
@@ -85,7 +85,7 @@ def release_delta(flags: dict[str, tuple[str, str]]) -> dict[str, object]:
 
 
 def write_delta(version: str, flags: dict[str, tuple[str, str]], check: bool) -> int:
-    from kvstrategies.releases import parse_release
+    from kvstrategies.core.releases import parse_release
 
     line = parse_release(version, field="the installed SGLang").text
     data = json.loads(DELTAS.read_text(encoding="utf-8")) if DELTAS.is_file() else {}
@@ -104,7 +104,7 @@ def write_delta(version: str, flags: dict[str, tuple[str, str]], check: bool) ->
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
-    parser.add_argument("--release-delta", action="store_true", help="write this release's sglang_flag_releases entry")
+    parser.add_argument("--release-delta", action="store_true", help="write this release's flag_releases.json entry")
     args = parser.parse_args()
     if args.release_delta:
         version, flags, _ = installed_flags()

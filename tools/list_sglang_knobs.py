@@ -1,4 +1,4 @@
-"""Write ``kvstrategies/sglang_knobs.py``: every ``SGLANG_*`` environment knob SGLang reads.
+"""Write ``kvstrategies/sglang/tables/knobs.py``: every ``SGLANG_*`` environment knob SGLang reads.
 
 The knobs are the fields of SGLang's own registry (``sglang/srt/environ.py``, class ``Envs``:
 ``SGLANG_X = EnvBool(...)``), their deprecated aliases (``deprecated_name=``), and the
@@ -10,7 +10,7 @@ For each: the registry's field class (``EnvBool``, ``EnvInt``, ...; ``alias of X
 Only the source is parsed (``ast``), never imported: ``python tools/list_sglang_knobs.py
 [--source DIR]`` (default: the installed ``sglang`` package); ``--check`` compares the shipped
 module instead of writing it. The classification of every knob (planned, refused, no effect on
-memory) is :mod:`kvstrategies.knobs`; its test fails when a knob is missing there.
+memory) is :mod:`kvstrategies.sglang.knobs`; its test fails when a knob is missing there.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-TARGET = Path(__file__).resolve().parents[1] / "kvstrategies" / "sglang_knobs.py"
+TARGET = Path(__file__).resolve().parents[1] / "kvstrategies" / "sglang" / "tables" / "knobs.py"
 HEADER = '''# ruff: noqa: E501
 """Every ``SGLANG_*`` environment knob of SGLang {version}: name -> ``(declared as, readers)``.
 

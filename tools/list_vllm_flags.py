@@ -1,4 +1,4 @@
-"""Write ``kvstrategies/planner/vllm_flags.py``: every ``vllm serve`` flag of the installed vLLM,
+"""Write ``kvstrategies/vllm/tables/flags.py``: every ``vllm serve`` flag of the installed vLLM,
 its arity, and the value type and choices vLLM's argparse checks.
 
 Run with vLLM's CPU environment (``python tools/vllm_env.py 0.33.0 .venv-vllm``, then
@@ -7,7 +7,7 @@ the installed vLLM instead of writing it. The planner reads the module to tell a
 ignores from a typo (``kvstrategies plan -- vllm serve MODEL ...``). The parser is vLLM's own
 (``vllm/entrypoints/cli/serve.py`` ``ServeSubcommand.subparser_init`` ->
 ``vllm/entrypoints/common/cli_args.py`` ``make_arg_parser``), imported behind the bridge's CPU
-stand-ins (:mod:`kvstrategies.integrations.vllm.runtime`).
+stand-ins (:mod:`kvstrategies.vllm.bridge.runtime`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-TARGET = ROOT / "kvstrategies" / "planner" / "vllm_flags.py"
+TARGET = ROOT / "kvstrategies" / "vllm" / "tables" / "flags.py"
 HEADER = '''# ruff: noqa: E501
 """Every ``vllm serve`` flag of vLLM {version} (``vllm/entrypoints/common/cli_args.py``
 ``make_arg_parser``): option string -> ``(canonical option, arity)``, arity ``"0"`` (a switch),
@@ -43,7 +43,7 @@ Values = dict[str, tuple[str, "tuple[object, ...] | None"]]
 
 
 def installed_flags() -> tuple[str, dict[str, tuple[str, str]], Values]:
-    from kvstrategies.integrations.vllm.runtime import import_vllm
+    from kvstrategies.vllm.bridge.runtime import import_vllm
 
     version = import_vllm()
     from vllm.entrypoints.common.cli_args import make_arg_parser

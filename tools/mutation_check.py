@@ -104,14 +104,19 @@ LAUNCH_GOLDENS = (
 )
 CATALOG_GOLDENS = ("tests/test_golden.py::test_golden_snapshot",)
 
+#: the sizing steps every strategy shares (``kvstrategies/strategies/``), mutated with the sizing group
+SIZING_STEPS = (
+    "kvstrategies/strategies/request_math.py", "kvstrategies/strategies/resolve.py",
+    "kvstrategies/strategies/mla_dims.py", "kvstrategies/strategies/layer_setup.py",
+    "kvstrategies/strategies/budget_check.py",
+)
+
 #: every module group the check covers; ``--groups`` picks some (default: all). Each group's tests
 #: run fast hand-computed tests first and the recorded goldens last (``-x`` stops at the first kill).
 GROUPS: dict[str, Group] = {
     "sizing": Group(
-        ("kvstrategies/context.py", "kvstrategies/request_math.py", "kvstrategies/sizing.py",
-         "kvstrategies/resolve.py", "kvstrategies/mla_dims.py", "kvstrategies/layer_setup.py",
-         "kvstrategies/dtypes.py", "kvstrategies/budget_check.py",
-         "kvstrategies/host_memory.py", "kvstrategies/api.py", "kvstrategies/cost.py"),
+        ("kvstrategies/context.py", "kvstrategies/api.py", *SIZING_STEPS, "kvstrategies/core/sizing.py",
+         "kvstrategies/core/dtypes.py", "kvstrategies/core/host_memory.py", "kvstrategies/core/cost.py"),
         ("tests/test_cost.py", "tests/test_context.py", "tests/test_request_math.py",
          "tests/test_foundation.py", "tests/test_default.py",
          "tests/test_release_rules.py", "tests/test_rounding_rules.py", "tests/test_api_inputs.py",
@@ -123,6 +128,7 @@ GROUPS: dict[str, Group] = {
         ("kvstrategies/strategies/*.py",),
         (*SIZING_TESTS[2:], "tests/test_release_rules.py", "tests/test_rounding_rules.py",
          "tests/test_strategy_registry.py", *SIZING_TESTS[:2], *SGLANG_GOLDENS),
+        exclude=SIZING_STEPS,
     ),
     "pools": Group(
         ("kvstrategies/pools/*.py", "kvstrategies/pools/runtime/*.py"),
@@ -143,7 +149,8 @@ GROUPS: dict[str, Group] = {
          *SGLANG_GOLDENS),
     ),
     "planner": Group(
-        ("kvstrategies/planner/*.py",),
+        ("kvstrategies/planner/*.py", "kvstrategies/sglang/*.py", "kvstrategies/sglang/launch/apply.py",
+         "kvstrategies/sglang/tables/flags.py"),
         ("tests/test_checkpoint.py", "tests/test_weights_quant.py",
          "tests/test_preload.py", "tests/test_planner.py",
          "tests/test_fix_search.py", "tests/test_cli_launch_command.py", "tests/test_sweep_grid.py",
@@ -151,8 +158,8 @@ GROUPS: dict[str, Group] = {
          "tests/test_draft_and_partial_plans.py", "tests/test_gpus.py", "tests/test_model_source.py",
          "tests/test_launch_defaults.py", "tests/test_cli_planner.py", "tests/test_robustness.py",
          "tests/test_published_logs.py", *LAUNCH_GOLDENS),
-        # the weight estimate and the launch defaults are groups of their own
-        exclude=("kvstrategies/planner/weights.py", "kvstrategies/planner/vllm_flags.py"),
+        # the weight estimate is a group of its own; the knobs are the releases group's
+        exclude=("kvstrategies/planner/weights.py", "kvstrategies/sglang/knobs.py"),
     ),
     "weights": Group(
         ("kvstrategies/planner/weights.py",),
@@ -161,31 +168,31 @@ GROUPS: dict[str, Group] = {
          "tests/test_published_logs.py", "tests/test_robustness.py"),
     ),
     "launch_defaults": Group(
-        ("kvstrategies/planner/launch_defaults/*.py",),
+        ("kvstrategies/sglang/launch/defaults/*.py",),
         ("tests/test_launch_defaults.py", "tests/test_launch_release_rules.py",
          "tests/test_launch_sglang_rules.py", "tests/test_planner.py", "tests/test_published_logs.py", *LAUNCH_GOLDENS,
          "tests/test_cli_planner.py", "tests/test_robustness.py"),
     ),
     "sglang_compare": Group(
-        ("kvstrategies/integrations/sglang/compare.py", "kvstrategies/integrations/sglang/snapshots.py",
-         "kvstrategies/integrations/sglang/verify.py", "kvstrategies/integrations/sglang/launch.py",
-         "kvstrategies/integrations/sglang/launch_grid.py", "kvstrategies/integrations/sglang/bridge_releases.py"),
+        ("kvstrategies/sglang/bridge/compare.py", "kvstrategies/sglang/bridge/snapshots.py",
+         "kvstrategies/sglang/bridge/verify.py", "kvstrategies/sglang/bridge/launch.py",
+         "kvstrategies/sglang/bridge/launch_grid.py", "kvstrategies/sglang/bridge/bridge_releases.py"),
         ("tests/test_sglang_bridge.py", "tests/test_launch_sglang_verify.py",
          *SGLANG_GOLDENS, *LAUNCH_GOLDENS),
     ),
     "case": Group(
-        ("kvstrategies/case.py", "kvstrategies/case_validation.py", "kvstrategies/validate.py"),
+        ("kvstrategies/case.py", "kvstrategies/case_validation.py", "kvstrategies/core/validate.py"),
         ("tests/test_validation_bounds.py", "tests/test_case_validation.py", "tests/test_api_inputs.py",
          "tests/test_bounded_inputs.py", "tests/test_robustness.py", *CATALOG_GOLDENS),
     ),
     "golden": Group(
-        ("kvstrategies/golden.py", "kvstrategies/golden_diff.py", "kvstrategies/report.py",
-         "kvstrategies/jsonio.py"),
+        ("kvstrategies/golden/document.py", "kvstrategies/golden/diff.py", "kvstrategies/document.py",
+         "kvstrategies/core/jsonio.py"),
         ("tests/test_golden_diff_lines.py", "tests/test_golden_tools_inputs.py", "tests/test_golden.py"),
     ),
     "releases": Group(
-        ("kvstrategies/releases.py", "kvstrategies/release_report.py", "kvstrategies/knobs.py",
-         "kvstrategies/sglang_knobs.py"),
+        ("kvstrategies/core/releases.py", "kvstrategies/cli/releases.py", "kvstrategies/sglang/knobs.py",
+         "kvstrategies/sglang/tables/knobs.py"),
         ("tests/test_validation_bounds.py", "tests/test_release_rules.py", "tests/test_launch_release_rules.py",
          "tests/test_knobs.py", "tests/test_cli_release.py", *SGLANG_GOLDENS),
     ),
@@ -194,9 +201,9 @@ GROUPS: dict[str, Group] = {
         ("tests/test_kernels.py", "tests/test_write_path.py"),
     ),
     "vllm": Group(
-        ("kvstrategies/strategies/vllm/*.py", "kvstrategies/integrations/vllm/compare.py",
-         "kvstrategies/integrations/vllm/snapshots.py", "kvstrategies/integrations/vllm/verify.py",
-         "kvstrategies/planner/vllm/*.py", "kvstrategies/planner/vllm_flags.py", "kvstrategies/vllm_arguments.py"),
+        ("kvstrategies/vllm/strategies/*.py", "kvstrategies/vllm/bridge/compare.py",
+         "kvstrategies/vllm/bridge/snapshots.py", "kvstrategies/vllm/bridge/verify.py",
+         "kvstrategies/vllm/planner/*.py", "kvstrategies/vllm/tables/flags.py", "kvstrategies/vllm/arguments.py"),
         ("tests/test_vllm_strategies.py", "tests/test_vllm_budget.py",
          "tests/test_vllm_command.py", "tests/test_vllm_published_logs.py", "tests/test_vllm_golden.py"),
     ),
@@ -206,12 +213,13 @@ GROUPS: dict[str, Group] = {
 #: every module of the package is in a group or here)
 EXCLUDED: dict[str, str] = {
     "kvstrategies/__init__.py": "re-exports only (lazy names), no formula",
-    "kvstrategies/lazy_exports.py": "PEP 562 import glue, no formula",
-    "kvstrategies/_torch.py": "the lazy torch import, no formula",
+    "kvstrategies/core/lazy_exports.py": "PEP 562 import glue, no formula",
+    "kvstrategies/core/torch_import.py": "the lazy torch import, no formula",
     "kvstrategies/errors.py": "the error class, no formula",
-    "kvstrategies/cli.py": "CLI glue (argument parsing, printing): the formulas it prints are mutated in their modules",
+    "kvstrategies/cli/app.py": "CLI glue (argument parsing, printing): the formulas it prints are mutated in their "
+                               "modules",
     "kvstrategies/__main__.py": "python -m entry: calls cli.main, no formula",
-    "kvstrategies/quantization_names.py": "a name table, no formula",
+    "kvstrategies/core/quantization_names.py": "a name table, no formula",
     "kvstrategies/allocators/__init__.py": "re-exports only",
     "kvstrategies/pools/runtime/__init__.py": "re-exports only",
     "kvstrategies/models/__init__.py": "re-exports only",
@@ -221,19 +229,26 @@ EXCLUDED: dict[str, str] = {
     "kvstrategies/kernels/triton_kernels.py": "Triton kernels run on CUDA only; the CPU tests cannot reach them",
     "kvstrategies/planner/plot.py": "matplotlib drawing glue, no formula",
     "kvstrategies/planner/sweep_plot.py": "matplotlib drawing glue, no formula",
-    "kvstrategies/integrations/__init__.py": "package marker",
-    "kvstrategies/integrations/sglang/__init__.py": "re-exports only",
-    "kvstrategies/integrations/sglang/_launch_probe.py": "runs inside a live SGLang (CPU tests have none)",
-    "kvstrategies/integrations/sglang/bridge.py": "drives a live SGLang's own builders (CPU tests have none)",
-    "kvstrategies/integrations/sglang/compat.py": "adapters over a live SGLang's internals",
-    "kvstrategies/integrations/sglang/engine.py": "runs cases through a live SGLang",
-    "kvstrategies/integrations/sglang/hosts.py": "builds a live SGLang's configurator hosts",
-    "kvstrategies/integrations/sglang/runtime.py": "imports a live SGLang",
-    "kvstrategies/integrations/vllm/__init__.py": "re-exports only",
-    "kvstrategies/integrations/vllm/bridge.py": "drives a live vLLM (CPU tests have none)",
-    "kvstrategies/integrations/vllm/engine.py": "runs cases through a live vLLM",
-    "kvstrategies/integrations/vllm/requirements.py": "the vLLM install pin check",
-    "kvstrategies/integrations/vllm/runtime.py": "imports a live vLLM",
+    "kvstrategies/core/__init__.py": "package docstring only",
+    "kvstrategies/cli/__init__.py": "re-exports main only",
+    "kvstrategies/golden/__init__.py": "package docstring only",
+    "kvstrategies/sglang/__init__.py": "package docstring only",
+    "kvstrategies/sglang/launch/__init__.py": "package docstring only",
+    "kvstrategies/sglang/tables/__init__.py": "package docstring only",
+    "kvstrategies/vllm/__init__.py": "package docstring only",
+    "kvstrategies/vllm/tables/__init__.py": "package docstring only",
+    "kvstrategies/sglang/bridge/__init__.py": "re-exports only",
+    "kvstrategies/sglang/bridge/_launch_probe.py": "runs inside a live SGLang (CPU tests have none)",
+    "kvstrategies/sglang/bridge/bridge.py": "drives a live SGLang's own builders (CPU tests have none)",
+    "kvstrategies/sglang/bridge/compat.py": "adapters over a live SGLang's internals",
+    "kvstrategies/sglang/bridge/engine.py": "runs cases through a live SGLang",
+    "kvstrategies/sglang/bridge/hosts.py": "builds a live SGLang's configurator hosts",
+    "kvstrategies/sglang/bridge/runtime.py": "imports a live SGLang",
+    "kvstrategies/vllm/bridge/__init__.py": "re-exports only",
+    "kvstrategies/vllm/bridge/bridge.py": "drives a live vLLM (CPU tests have none)",
+    "kvstrategies/vllm/bridge/engine.py": "runs cases through a live vLLM",
+    "kvstrategies/vllm/bridge/requirements.py": "the vLLM install pin check",
+    "kvstrategies/vllm/bridge/runtime.py": "imports a live vLLM",
 }
 ROUNDING = {"align_down", "ceil_div", "ceil_align"}
 IGNORE = shutil.ignore_patterns(
@@ -314,7 +329,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     # planner group (issue #27)
     Equivalent(
-        "kvstrategies/planner/budget.py", r"^return 0$", "c -> c+1", "0",
+        "kvstrategies/sglang/budget.py", r"^return 0$", "c -> c+1", "0",
         "dead branch: the only caller, _vision_tower_bytes, returns before calling _vision_tower unless "
         "launch_facts(config).is_multimodal", scope="_vision_tower",
     ),
@@ -326,7 +341,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     *(
         Equivalent(
-            "kvstrategies/planner/load_refusals.py", pattern, "> -> >=", before,
+            "kvstrategies/sglang/load_refusals.py", pattern, "> -> >=", before,
             "differs only at TP 1, where it changes only which outputs compressed-tensors' merged-last exemption "
             "skips (outputs vs outputs[:-1]); the last output equals the one before it (v == k, up == gate), so "
             "the same sizes are checked in the same order and the same first one refuses; NVFP4 reads only the "
@@ -346,33 +361,33 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     *(
         Equivalent(
-            "kvstrategies/planner/load_refusals.py", r"in range\(1, req\.tp_size \+ 1\) if req\.tp_size % ", "c -> c+1",
+            "kvstrategies/sglang/load_refusals.py", r"in range\(1, req\.tp_size \+ 1\) if req\.tp_size % ", "c -> c+1",
             "1", "range(1, tp + 2) adds only d = tp + 1, which never divides tp (tp % (tp + 1) == tp >= 1): the "
             "same list", after="2", scope=scope, within=r"^req\.tp_size \+ 1$",
         )
         for scope in ("_check_ep_divides_tp", "_check_expert_split")
     ),
     Equivalent(
-        "kvstrategies/planner/launch_defaults/backends.py",
+        "kvstrategies/sglang/launch/defaults/backends.py",
         r'return "aiter" if max\(1, m\.num_kv_heads // attn_tp\) in \(16, 128\)', "c -> c+1", "1",
         "max(1, x) and max(2, x) differ only for x < 2, where both (1 or 2) are outside {16, 128}: triton either way",
         after="2",
     ),
     Equivalent(
-        "kvstrategies/planner/launch_defaults/core.py", r"^max_prefill_tokens: int = 16384$", "c -> c+1", "16384",
+        "kvstrategies/sglang/launch/defaults/core.py", r"^max_prefill_tokens: int = 16384$", "c -> c+1", "16384",
         "the field default is never used: LaunchResolution is built only by pipeline._initial, which always "
         "passes max_prefill_tokens (16384 or the user's)", scope="LaunchResolution",
     ),
     *(
         Equivalent(
-            "kvstrategies/planner/launch_defaults/core.py", rf"^{name}: int = 1$", "c -> c+1", "1",
+            "kvstrategies/sglang/launch/defaults/core.py", rf"^{name}: int = 1$", "c -> c+1", "1",
             "LaunchInputs is built only by pipeline.resolve_launch_defaults, which passes every field: "
             "the defaults are never read", scope="LaunchInputs",
         )
         for name in ("tp_size", "pp_size", "attn_dp_size", "dcp_size")
     ),
     Equivalent(
-        "kvstrategies/planner/launch_defaults/graphs.py",
+        "kvstrategies/sglang/launch/defaults/graphs.py",
         r"ranges = \(\(4, 32, 4\), \(48, 256, 16\)", "c -> c+1", "256",
         "range(48, 258, 16) and range(48, 257, 16) hold the same sizes (48..256): 257 is no step of 16 from 48",
         after="257", within=r"^\(48, 256, 16\)$",
@@ -506,7 +521,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     *(
         Equivalent(
-            "kvstrategies/validate.py", r"return math.inf if value > 0 else -math.inf", kind, before,
+            "kvstrategies/core/validate.py", r"return math.inf if value > 0 else -math.inf", kind, before,
             "reached only when float(value) overflows, i.e. |value| > 1.8e308: never 0 or 1, so > 0, >= 0 and "
             "> 1 pick the same sign",
             scope="finite_float",
@@ -515,7 +530,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     *(
         Equivalent(
-            "kvstrategies/validate.py", pattern, kind, before,
+            "kvstrategies/core/validate.py", pattern, kind, before,
             "_huge_int_path runs only after _has_huge_int found a huge integer within the bound, and walks the "
             "same order: it reaches that integer at the same count, so scanning on past the bound (<=, or a count "
             "that never grows) returns the same place",
@@ -525,7 +540,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                                       (r"^seen \+= 1$", "+= -> -=", "seen += 1"))
     ),
     Equivalent(
-        "kvstrategies/validate.py", r'^return "", 0$', "c -> c+1", "0",
+        "kvstrategies/core/validate.py", r'^return "", 0$', "c -> c+1", "0",
         "never reached: _huge_int_path runs only after _has_huge_int found a huge integer, which the same walk "
         "within the same bound finds again and returns from inside the loop",
         scope="_huge_int_path",
@@ -535,11 +550,11 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "only the first part of the split is kept, and it is the same for any maxsplit >= 1",
     ),
     Equivalent(
-        "kvstrategies/jsonio.py", r'getattr\(os, "O_NONBLOCK", 0\)', "c -> c+1", "0",
+        "kvstrategies/core/jsonio.py", r'getattr\(os, "O_NONBLOCK", 0\)', "c -> c+1", "0",
         "the default applies only where os has no O_NONBLOCK (Windows); POSIX, where the tests run, always has it",
     ),
     Equivalent(
-        "kvstrategies/jsonio.py", r"data = handle.read\(limit \+ 1\)", "c -> c+1", "1",
+        "kvstrategies/core/jsonio.py", r"data = handle.read\(limit \+ 1\)", "c -> c+1", "1",
         "reading limit + 2 instead of limit + 1 bytes changes no outcome: the check is len(data) > limit, true "
         "for every file over the limit either way, and a file within it is read whole both ways",
     ),
@@ -595,7 +610,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     *(
         Equivalent(
-            "kvstrategies/integrations/sglang/launch_grid.py", rf'"{flag}": \(int, 1\)', "c -> c+1", "1",
+            "kvstrategies/sglang/bridge/launch_grid.py", rf'"{flag}": \(int, 1\)', "c -> c+1", "1",
             "a grid flag's minimum is read only by check_grid_flag, as minimum == -1 (the 'or -1' flags); the "
             "lower bound 1 is the literal 1 <= value there, so a minimum of 1 or 2 (both != -1) checks alike",
             within=r"^\(int, 1\)$", nth=nth,
@@ -604,12 +619,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                           ("max_running_requests", 2), ("speculative_num_draft_tokens", None))
     ),
     Equivalent(
-        "kvstrategies/planner/vllm/deployment.py", r"activation_bytes=dtype\.itemsize if dtype\.itemsize <= 2 else 2",
+        "kvstrategies/vllm/planner/deployment.py", r"activation_bytes=dtype\.itemsize if dtype\.itemsize <= 2 else 2",
         "<= -> <", "dtype.itemsize <= 2",
         "x if x <= 2 else 2 and x if x < 2 else 2 differ only at x == 2, where both give 2",
     ),
     Equivalent(
-        "kvstrategies/planner/vllm/deployment.py", r"activation_bytes=dtype\.itemsize if dtype\.itemsize <= 2 else 2",
+        "kvstrategies/vllm/planner/deployment.py", r"activation_bytes=dtype\.itemsize if dtype\.itemsize <= 2 else 2",
         "c -> c+1", "2", "x <= 2 and x <= 3 differ only at x == 3, and no DType is 3 bytes (dtypes.py: 1, 2, 4, 8)",
         within=r"^dtype\.itemsize <= 2$",
     ),

@@ -9,7 +9,7 @@
     python tools/record_golden.py --engine sglang --check     # exit 1 if golden/sglang-<version> is stale
     python tools/record_golden.py --engine vllm               # vLLM's answers (live vLLM) -> golden/vllm-<version>
 
-The bytes written are :func:`kvstrategies.golden.golden_text`, exactly what
+The bytes written are :func:`kvstrategies.golden.document.golden_text`, exactly what
 ``pytest --snapshot-update`` writes. A case that fails to plan is reported and not recorded
 (exit 1). ``--check`` prints, per drifted case, which size moved and by how much and which
 buffer changed shape or dtype, appeared or disappeared; it also lists snapshots without a case
@@ -30,7 +30,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kvstrategies.errors import KVCacheConfigError  # noqa: E402
-from kvstrategies.golden import (  # noqa: E402
+from kvstrategies.golden.diff import diff_documents  # noqa: E402
+from kvstrategies.golden.document import (  # noqa: E402
     case_files,
     catalog_mismatch,
     golden_text,
@@ -39,7 +40,6 @@ from kvstrategies.golden import (  # noqa: E402
     select_names,
     snapshot_path,
 )
-from kvstrategies.golden_diff import diff_documents  # noqa: E402
 
 
 def _render(path: Path) -> tuple[str | None, str | None]:
@@ -121,7 +121,7 @@ def check(cases_dir: Path, golden_dir: Path, names: list[str], *, selected: bool
     return 1 if problems else 0
 
 
-# ---- SGLang as the engine (kvstrategies.integrations.sglang; needs a live SGLang) ----------------
+# ---- SGLang as the engine (kvstrategies.sglang.bridge; needs a live SGLang) ----------------
 
 
 def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_only: bool, quiet: bool) -> int:
@@ -134,10 +134,10 @@ def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_
     import tempfile
     import time
 
-    from kvstrategies.integrations.sglang.engine import run_cases
-    from kvstrategies.integrations.sglang.runtime import check_version, import_sglang
-    from kvstrategies.integrations.sglang.snapshots import KNOWN_FILE, snapshot_folder, snapshot_text
-    from kvstrategies.integrations.sglang.verify import verdict_for
+    from kvstrategies.sglang.bridge.engine import run_cases
+    from kvstrategies.sglang.bridge.runtime import check_version, import_sglang
+    from kvstrategies.sglang.bridge.snapshots import KNOWN_FILE, snapshot_folder, snapshot_text
+    from kvstrategies.sglang.bridge.verify import verdict_for
 
     started = time.perf_counter()
     version = check_version(import_sglang()).line  # a .postN build records as its release line
@@ -192,7 +192,7 @@ def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_
     return 1 if stale or unexplained else 0
 
 
-# ---- vLLM as the engine (kvstrategies.integrations.vllm; needs a live vLLM) ------------------------
+# ---- vLLM as the engine (kvstrategies.vllm.bridge; needs a live vLLM) ------------------------
 
 
 def record_vllm(cases_dir: Path, out: Path | None, names: list[str], *, check_only: bool, quiet: bool) -> int:
@@ -201,10 +201,10 @@ def record_vllm(cases_dir: Path, out: Path | None, names: list[str], *, check_on
     exit 1 if a committed snapshot or ``_known.json`` differs from the live recording."""
     import time
 
-    from kvstrategies.integrations.vllm.engine import run_cases
-    from kvstrategies.integrations.vllm.runtime import import_vllm
-    from kvstrategies.integrations.vllm.snapshots import KNOWN_FILE, snapshot_folder, snapshot_text
-    from kvstrategies.integrations.vllm.verify import verdict_for
+    from kvstrategies.vllm.bridge.engine import run_cases
+    from kvstrategies.vllm.bridge.runtime import import_vllm
+    from kvstrategies.vllm.bridge.snapshots import KNOWN_FILE, snapshot_folder, snapshot_text
+    from kvstrategies.vllm.bridge.verify import verdict_for
 
     started = time.perf_counter()
     version = import_vllm()

@@ -30,16 +30,16 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kvstrategies.errors import KVCacheConfigError  # noqa: E402
-from kvstrategies.golden_diff import diff_documents  # noqa: E402
-from kvstrategies.release_report import load_rule_modules, table_rows_between  # noqa: E402
-from kvstrategies.releases import (  # noqa: E402
+from kvstrategies.cli.releases import load_rule_modules, table_rows_between  # noqa: E402
+from kvstrategies.core.releases import (  # noqa: E402
     SGLANG_RELEASES,
     EngineRelease,
     ReleaseRule,
     ReleaseSpan,
     rules_differing,
 )
+from kvstrategies.errors import KVCacheConfigError  # noqa: E402
+from kvstrategies.golden.diff import diff_documents  # noqa: E402
 
 PAGE = ROOT / "docs" / "sglang-releases.md"
 CASES = ROOT / "cases"
@@ -116,7 +116,7 @@ def _as_in(rule: ReleaseRule, older: EngineRelease) -> Iterator[None]:
 
 
 def _project_answer(case: Path, release: EngineRelease) -> str:
-    from kvstrategies.integrations.sglang.verify import project_document
+    from kvstrategies.sglang.bridge.verify import project_document
 
     try:
         return json.dumps(project_document(case, release.text), sort_keys=True, default=str)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 
 def _patch(change: str) -> None:
-    from kvstrategies.integrations.sglang.runtime import import_sglang
+    from kvstrategies.sglang.bridge.runtime import import_sglang
 
     import_sglang()
     import torch

@@ -8,7 +8,7 @@
 The venv gets, in order: CPU torch (``torch==2.13.0``, pinned for every later install through
 ``.ci/torch-constraints.txt``), this checkout of kvstrategies (editable), the light packages the
 release's sizing import chain needs at the versions pinned in
-``kvstrategies/integrations/sglang/bridge_releases.py`` (the transformers release that SGLang
+``kvstrategies/sglang/bridge/bridge_releases.py`` (the transformers release that SGLang
 release pins among them), then SGLang itself with ``--no-deps`` (its own requirements pull a CUDA
 torch). torchvision is never installed. An existing venv at DIR is reused (pip only adds what is
 missing). Prints the venv's python on the last line of stdout; progress goes to stderr.
@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kvstrategies.errors import KVCacheConfigError  # noqa: E402
-from kvstrategies.integrations.sglang.bridge_releases import (  # noqa: E402
+from kvstrategies.sglang.bridge.bridge_releases import (  # noqa: E402
     bridge_release,
     install_requirements,
 )

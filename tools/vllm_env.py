@@ -6,7 +6,7 @@
 
 The venv gets, in order: CPU torch (``torch==2.13.0``, pinned for every later install through
 ``.ci/torch-constraints.txt``), this checkout of kvstrategies (editable), the light packages vLLM's
-import chain needs at the versions pinned in ``kvstrategies/integrations/vllm/requirements.py``,
+import chain needs at the versions pinned in ``kvstrategies/vllm/bridge/requirements.py``,
 then FlashInfer's Python package and vLLM itself with ``--no-deps`` (vLLM's own requirements pull a
 CUDA torch). torchvision is never installed. An existing venv at DIR is reused (pip only adds what is
 missing). Prints the venv's python on the last line of stdout; progress goes to stderr.
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kvstrategies.integrations.vllm.requirements import ENVIRONMENTS  # noqa: E402
+from kvstrategies.vllm.bridge.requirements import ENVIRONMENTS  # noqa: E402
 
 TORCH = "torch==2.13.0"
 CONSTRAINTS = ROOT / ".ci" / "torch-constraints.txt"

@@ -38,10 +38,10 @@ for path in (ROOT, ROOT / "tools"):
 import fit_vllm_overhead as fit  # noqa: E402
 
 from kvstrategies.planner.model_lookup import resolve_for_planning  # noqa: E402
-from kvstrategies.planner.vllm import overhead  # noqa: E402
-from kvstrategies.planner.vllm.deployment import VLLMDeploymentPlan, plan_vllm  # noqa: E402
-from kvstrategies.planner.vllm.request import VLLMPlanRequest  # noqa: E402
 from kvstrategies.presets import load_preset_config  # noqa: E402
+from kvstrategies.vllm.planner import overhead  # noqa: E402
+from kvstrategies.vllm.planner.deployment import VLLMDeploymentPlan, plan_vllm  # noqa: E402
+from kvstrategies.vllm.planner.request import VLLMPlanRequest  # noqa: E402
 
 GIB = 2**30
 #: the logs the statistics run over: every loaded log with a model (``in_stats: false`` ones are shown beside)

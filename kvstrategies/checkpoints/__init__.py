@@ -16,8 +16,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..core.jsonio import parse_json_text, read_json_object, require_object
 from ..errors import KVCacheConfigError
-from ..jsonio import parse_json_text, read_json_object, require_object
 
 ROOT = Path(__file__).resolve().parent
 

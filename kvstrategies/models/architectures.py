@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from ..core.releases import SGLANG_TRANSFORMERS, EngineRelease, ReleaseRule, parse_release, span
 from ..errors import UnsupportedConfigurationError
-from ..releases import SGLANG_TRANSFORMERS, EngineRelease, ReleaseRule, parse_release, span
 
 
 class Attention(enum.Enum):

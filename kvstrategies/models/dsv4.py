@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.validate import MAX_LAYERS, check_int, check_int_tuple
 from ..errors import KVCacheConfigError
-from ..validate import MAX_LAYERS, check_int, check_int_tuple
 from .hf import MAX_CONFIG_INT
 
 #: every compression ratio SGLang 0.5.23 knows (``collect_sources_by_ratio``)

@@ -12,9 +12,9 @@ import importlib
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
-from ..dtypes import DType
+from ..core.dtypes import DType
+from ..core.validate import MAX_LAYERS, check_bool, check_instance, check_int, check_opt_int, check_opt_str
 from ..errors import KVCacheConfigError
-from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_opt_int, check_opt_str
 from .hf import MAX_CONFIG_INT
 
 if TYPE_CHECKING:  # the family geometries load with the first model of their family

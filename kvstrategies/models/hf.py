@@ -6,8 +6,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.validate import MAX_LAYERS, finite_float, shown
 from ..errors import KVCacheConfigError
-from ..validate import MAX_LAYERS, finite_float, shown
 
 ConfigDict = Mapping[str, Any]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.validate import MAX_LAYERS, check_bool, check_float, check_int_tuple, check_opt_int
 from ..errors import KVCacheConfigError
-from ..validate import MAX_LAYERS, check_bool, check_float, check_int_tuple, check_opt_int
 from .hf import MAX_CONFIG_INT
 
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8

@@ -27,9 +27,9 @@ import math
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
-from ..dtypes import DType
+from ..core.dtypes import DType
+from ..core.validate import MAX_LAYERS, check_bool, check_instance, check_int, check_int_tuple
 from ..errors import KVCacheConfigError
-from ..validate import MAX_LAYERS, check_bool, check_instance, check_int, check_int_tuple
 from .architectures import LinearAttention
 from .hf import MAX_CONFIG_INT
 

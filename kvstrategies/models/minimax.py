@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..validate import MAX_LAYERS, check_int, check_int_tuple
+from ..core.validate import MAX_LAYERS, check_int, check_int_tuple
 from .hf import MAX_CONFIG_INT
 
 

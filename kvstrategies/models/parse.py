@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..dtypes import DType
+from ..core.dtypes import DType
+from ..core.validate import MAX_LAYERS, check_sane_ints
 from ..errors import KVCacheConfigError
-from ..validate import MAX_LAYERS, check_sane_ints
 from .architectures import Attention, any_row, model_type_row, rows_for
 from .geometry import AttentionArch, DSAGeometry, MLADims, ModelGeometry
 from .hf import (

@@ -16,7 +16,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from ..lazy_exports import lazy_exports
+from ..core.lazy_exports import lazy_exports
 
 #: public name -> the module that defines it; imported on first use (PEP 562), so that importing
 #: one planner module (``kvstrategies.planner.gpus``) does not load the whole planner
@@ -24,8 +24,8 @@ _EXPORTS = {
     "Breakdown": "kvstrategies.planner.breakdown",
     "BreakdownRow": "kvstrategies.planner.breakdown",
     "build_breakdown": "kvstrategies.planner.breakdown",
-    "KVBudget": "kvstrategies.planner.budget",
-    "kv_budget": "kvstrategies.planner.budget",
+    "KVBudget": "kvstrategies.sglang.budget",
+    "kv_budget": "kvstrategies.sglang.budget",
     "DeploymentPlan": "kvstrategies.planner.deployment",
     "deployment_from_case": "kvstrategies.planner.deployment",
     "plan_deployment": "kvstrategies.planner.deployment",
@@ -45,8 +45,8 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from ..sglang.budget import KVBudget, kv_budget
     from .breakdown import Breakdown, BreakdownRow, build_breakdown
-    from .budget import KVBudget, kv_budget
     from .deployment import DeploymentPlan, deployment_from_case, plan_deployment
     from .fit import FitModel, FitReport, LengthFit, TokenPool, fit_model, fit_report
     from .fixes import Fix, suggest_fixes

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..pools.layout import KVPoolsLayout, PoolLayout
-from .budget import KVBudget
+from ..sglang.budget import KVBudget
 
 Area = Literal["gpu", "kv-budget", "slack"]
 _INDEX = re.compile(r"\[\d+\]")

@@ -49,8 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..core.validate import finite_float
 from ..errors import KVCacheConfigError
-from ..validate import finite_float
 from .weights import get_pp_indices
 
 MAX_HEADER_BYTES = 100 * 1000 * 1000  # the safetensors format's header limit
@@ -153,7 +153,7 @@ def read_safetensors_header(path: str | Path, *, max_header_bytes: int = MAX_HEA
             raw = handle.read(length)
     except OSError as exc:
         raise KVCacheConfigError(f"cannot read checkpoint file {file}: {exc.strerror or exc}") from exc
-    from ..jsonio import parse_json_text
+    from ..core.jsonio import parse_json_text
 
     try:
         text = raw.decode("utf-8")
@@ -212,7 +212,7 @@ def _tensor(file: Path, name: str, entry: Any, data_bytes: int) -> TensorInfo:
 
 def read_index_total(folder: str | Path) -> tuple[int, tuple[str, ...]]:
     """``(metadata.total_size, shard file names)`` of ``folder/model.safetensors.index.json``."""
-    from ..jsonio import read_json_object
+    from ..core.jsonio import read_json_object
 
     path = Path(folder) / INDEX_NAME
     _regular_file(path)

@@ -2,7 +2,7 @@
 
 The sizing parsers (:mod:`kvstrategies.models`) check the fields that size the KV cache. The
 weight estimate (:mod:`kvstrategies.planner.weights`) and the launch rules
-(:mod:`kvstrategies.planner.launch_defaults`) read many more (vocab size, expert counts, MTP/nextn layer
+(:mod:`kvstrategies.sglang.launch.defaults`) read many more (vocab size, expert counts, MTP/nextn layer
 counts, intermediate and vision sizes, hyper-connection multipliers, rope factors, quantization
 block sizes) with plain ``int()`` / ``float()``, some of them inside ``for j in range(count)``
 loops. :func:`validate_planner_inputs` runs first, at the entry of
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
+from ..core.validate import MAX_LAYERS, check_float
 from ..errors import InsufficientMemoryError, KVCacheConfigError
 from ..models.hf import MAX_CONFIG_INT, architectures, as_int
-from ..validate import MAX_LAYERS, check_float
 from .request import DeploymentRequest, validate_request
 
 #: most experts (routed, shared or active) a config may declare; real models have at most a few hundred
@@ -209,7 +209,7 @@ def validate_planner_inputs(
 def check_budget_sane(budget: Any, capacity_bytes: int | None) -> None:
     """Refuse to report weights <= 0 bytes or a KV budget outside ``(0, capacity]``.
 
-    ``budget`` is a :class:`~kvstrategies.planner.budget.KVBudget`. A budget given directly
+    ``budget`` is a :class:`~kvstrategies.sglang.budget.KVBudget`. A budget given directly
     (``--available-bytes``) is the user's number and is not bounded by the GPU.
     """
     if budget.source != "gpu":

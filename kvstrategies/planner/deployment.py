@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..api import Plan, SizedPlan, size_plan
 from ..case import Case, at_budget, parse_case
+from ..core.sizing import PoolSizes
 from ..pools.layout import KVPoolsLayout
-from ..sizing import PoolSizes
+from ..sglang.budget import KVBudget, kv_budget
+from ..sglang.launch.apply import case_fields, resolve_launch
+from ..sglang.launch.defaults import AppliedDefault, LaunchResolution
+from ..sglang.launch_refusals import admit
 from ..strategies.base import PoolConfigurator, StateReservation
 from .breakdown import Breakdown, build_breakdown
-from .budget import KVBudget, kv_budget
 from .config_fields import check_budget_sane, validate_planner_inputs
 from .fit import FitReport, fit_report
-from .launch import case_fields, resolve_launch
-from .launch_defaults import AppliedDefault, LaunchResolution
 from .model_reading import ModelReading
-from .refusals import admit
 from .request import DeploymentRequest, model_dtype_name
 
 if TYPE_CHECKING:

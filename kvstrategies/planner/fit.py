@@ -4,7 +4,7 @@ A request of ``L`` tokens draws from every token pool a plan has (:class:`TokenP
 full-attention pool takes ``ceil_align(L, P)`` slots; a sliding-window pool at most
 ``ceil_align(min(L, span), P)`` with ``span = W + ev * Dt + P + decode_alloc`` (the worst-case
 SWA residency of one request, compute_swa_request_cap). Pools come from the finished
-:class:`~kvstrategies.sizing.PoolSizes` alone, whatever the strategy:
+:class:`~kvstrategies.core.sizing.PoolSizes` alone, whatever the strategy:
 
 * ``swa_max_total_num_tokens`` set (hybrid SWA, DeepSeek-V4): the full pool (SGLang's token
   capacity, TpModelWorker max_req_len) plus the SWA pool; an all-SWA model has only the SWA pool.
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..context import KVCacheContext, context_len
-from ..request_math import swa_tokens_per_request
-from ..sizing import PoolSizes, ceil_align
+from ..core.sizing import PoolSizes, ceil_align
+from ..strategies.request_math import swa_tokens_per_request
 
 STANDARD_LENGTHS = (2048, 8192, 32768, 131072)
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from ..api import Plan
 from ..errors import KVCacheConfigError
-from .budget import KVBudget
+from ..sglang.budget import KVBudget
 from .fit import FitReport
 from .gpus import GPUS, Accelerator
 from .request import GIB, DeploymentRequest

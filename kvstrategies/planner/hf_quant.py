@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.jsonio import read_json_object
+from ..core.releases import NEWEST_SGLANG
 from ..errors import KVCacheConfigError
-from ..jsonio import read_json_object
-from ..releases import NEWEST_SGLANG
 
 HF_QUANT_CONFIG = "hf_quant_config.json"
 

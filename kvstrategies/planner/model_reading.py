@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..dtypes import DType
+from ..core.dtypes import DType
 from ..models import ModelGeometry, parse_hf_config
 from .weights import WeightEstimate, estimate_weights
 

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from ..core.jsonio import read_json_object, read_regular_bytes
 from ..errors import KVCacheConfigError, MissingDependencyError
-from ..jsonio import read_json_object, read_regular_bytes
 from .hf_quant import HF_QUANT_CONFIG
 
 SourceKind = Literal["path", "preset", "shipped", "hf-cache", "hf-download"]

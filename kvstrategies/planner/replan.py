@@ -12,10 +12,10 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ..errors import InsufficientMemoryError
+from ..sglang.run_command import gpu_count
 from .deployment import DeploymentPlan, plan_deployment, replan_deployment
 from .model_reading import ModelReading
 from .request import DeploymentRequest
-from .run_command import gpu_count
 
 if TYPE_CHECKING:
     from .fixes import Fix

@@ -1,7 +1,7 @@
 """The planner's output: the ``"planner"`` JSON section and the human-readable sections
 (defaults applied, budget and its assumptions, the breakdown table, the fit and its fixes).
 
-The ``plan --json`` document of :mod:`kvstrategies.report` is left as is; everything here
+The ``plan --json`` document of :mod:`kvstrategies.document` is left as is; everything here
 goes under its own ``"planner"`` key.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from ..sglang.run_command import SGLangCommand, sglang_command
 from .deployment import DeploymentPlan
 from .request import DeploymentRequest
-from .run_command import SGLangCommand, sglang_command
 
 if TYPE_CHECKING:
     from .fixes import Fix

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..context import MAX_PARALLEL_SIZE
-from ..errors import KVCacheConfigError, UnsupportedConfigurationError
-from ..releases import NEWEST_SGLANG, EngineRelease, parse_release
-from ..validate import (
+from ..core.releases import NEWEST_SGLANG, EngineRelease, parse_release
+from ..core.validate import (
     MAX_LAYERS,
     MAX_PAGE_SIZE,
     MAX_SETTING_INT,
@@ -28,6 +27,7 @@ from ..validate import (
     check_sane_ints,
     finite_float,
 )
+from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from .gpus import Accelerator
 
 GIB = 2**30
@@ -51,7 +51,7 @@ class DeploymentRequest:
     ``model_description`` says where the config came from (preset, path, HF cache, download).
     ``dp_replicas`` is SGLang's ``--dp-size`` without attention DP: independent replicas, each
     planned as this one. ``launch_extras`` are further
-    :class:`~kvstrategies.planner.launch_defaults.LaunchSettings` fields the user gave.
+    :class:`~kvstrategies.sglang.launch.defaults.LaunchSettings` fields the user gave.
     ``ep_size``: SGLang's ``--ep-size`` (routed experts split over ``ep`` ranks, each over
     ``tp / ep``); ``moe_runner_backend``: ``--moe-runner-backend`` (``None``: SGLang's choice);
     ``rocm_aiter``: ``SGLANG_USE_AITER=1`` on ROCm, as SGLang's ROCm images set it.
@@ -168,7 +168,7 @@ def check_types(req: DeploymentRequest) -> None:
     """Every field has its declared type (a Python caller may pass anything): text settings are
     strings or None, switches booleans, ``source`` a ``preset`` name or an ``hf_config`` object
     (plus an optional ``checkpoint`` folder), ``launch_extras`` known
-    :class:`~kvstrategies.planner.launch_defaults.LaunchSettings` fields of their types."""
+    :class:`~kvstrategies.sglang.launch.defaults.LaunchSettings` fields of their types."""
     check_sane_ints({name: getattr(req, name) for name in _scanned_fields()}, "request")
     if not isinstance(req.model, str):
         raise KVCacheConfigError(f"model must be a string (a name for the report), got {req.model!r:.60}")
@@ -205,7 +205,7 @@ def _check_sglang_choices(req: DeploymentRequest) -> None:
             given[flag] = value
     if not given:
         return  # the flag table loads only when there is a value to check
-    from .launch_values import check_flag_value
+    from ..sglang.flag_values import check_flag_value
 
     for flag, value in given.items():
         check_flag_value(flag, flag, value)
@@ -234,7 +234,7 @@ def _scanned_fields() -> tuple[str, ...]:
 @functools.cache
 def _extra_kinds() -> tuple[frozenset[str], dict[str, str]]:
     """The request's own field names (never an extra) and each LaunchSettings field an extra may set, with its type."""
-    from .launch_defaults import LaunchSettings
+    from ..sglang.launch.defaults import LaunchSettings
 
     own = frozenset({f.name for f in fields(DeploymentRequest)} | {"speculative_dflash_block_size"})
     return own, {f.name: str(f.type) for f in fields(LaunchSettings) if f.name not in own}

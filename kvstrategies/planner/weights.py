@@ -44,11 +44,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
-from ..dtypes import DType
+from ..core.dtypes import DType
+from ..core.validate import MAX_LAYERS, TrackedConfig, reading_config
 from ..errors import KVCacheConfigError
 from ..models.architectures import Attention, LinearAttention, ModelType, any_row, model_type_row, rows_for
 from ..models.hf import as_int
-from ..validate import MAX_LAYERS, TrackedConfig, reading_config
 
 
 class ParamKind(enum.Enum):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..dtypes import DType
+from ..core.dtypes import DType
 from ..errors import KVCacheConfigError
 from .layout import BufferSpec, PoolLayout, ViewOf, combine
 

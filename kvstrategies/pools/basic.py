@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from ..dtypes import DType
-from ..releases import ReleaseRule, span
-from ..sizing import ceil_align
+from ..core.dtypes import DType
+from ..core.releases import ReleaseRule, span
+from ..core.sizing import ceil_align
 from .layout import BufferRole, BufferSpec, PoolLayout, ViewOf, layer_names
 
 #: the request pool keeps a per-row reuse counter, ``req_generation`` (int64, on the CPU)

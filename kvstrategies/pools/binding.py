@@ -13,10 +13,10 @@ import enum
 from dataclasses import dataclass
 
 from ..context import DeviceKind, DisaggregationMode, KVCacheContext, is_hybrid_swa, stage_layer_range
-from ..dtypes import DType
+from ..core.dtypes import DType
+from ..core.sizing import PoolSizes
 from ..errors import KVCacheConfigError
 from ..models.minimax import MiniMaxLocalLayers
-from ..sizing import PoolSizes
 
 
 class AllocatorKind(enum.Enum):

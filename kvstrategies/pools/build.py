@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._torch import import_torch
+from ..core.torch_import import import_torch
 from .layout import BufferSpec, KVPoolsLayout, PoolLayout
 
 

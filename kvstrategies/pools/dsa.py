@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..dtypes import DType
+from ..core.dtypes import DType
+from ..core.releases import ReleaseRule, span
 from ..errors import KVCacheConfigError
-from ..releases import ReleaseRule, span
 from .basic import mla_layout
 from .layout import BufferRole, BufferSpec, PoolLayout
 

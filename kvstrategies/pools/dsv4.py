@@ -21,9 +21,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 
-from ..dtypes import DType
-from ..releases import ReleaseRule, span
-from ..sizing import ceil_align, ceil_div
+from ..core.dtypes import DType
+from ..core.releases import ReleaseRule, span
+from ..core.sizing import ceil_align, ceil_div
 from .layout import BufferRole, BufferSpec, PoolLayout
 
 #: SGLang's ``c4_logical_size = c128_size * 32`` (sizes the indexer, DeepSeekV4TokenToKVPool)

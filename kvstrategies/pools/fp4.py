@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..dtypes import DType, KVRecipe
+from ..core.dtypes import DType, KVRecipe
+from ..core.releases import ReleaseRule, span
 from ..errors import KVCacheConfigError
-from ..releases import ReleaseRule, span
 from .layout import BufferRole, BufferSpec, PoolLayout
 
 #: values per block scale (both recipes)

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
-from ..dtypes import DType
+from ..core.dtypes import DType
 from ..errors import KVCacheConfigError
 
 

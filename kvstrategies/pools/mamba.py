@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from ..dtypes import DType
+from ..core.dtypes import DType
 from .basic import req_to_token_layout
 from .layout import BufferRole, BufferSpec, PoolLayout, ViewOf, combine
 

@@ -16,7 +16,7 @@ Bytes per token slot (the sizing cell, DefaultPoolConfigurator._compute_cell_siz
 
 from __future__ import annotations
 
-from ..dtypes import DType
+from ..core.dtypes import DType
 from ..models.minimax import MiniMaxLocalLayers
 from .basic import mha_layout
 from .layout import BufferSpec, PoolLayout, combine

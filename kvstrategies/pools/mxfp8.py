@@ -11,7 +11,7 @@ Bytes per token and layer: ``H * (D + Dv) + H * (D + Dv) / 32``.
 
 from __future__ import annotations
 
-from ..dtypes import DType
+from ..core.dtypes import DType
 from ..errors import KVCacheConfigError
 from .layout import BufferSpec, PoolLayout
 

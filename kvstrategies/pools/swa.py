@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..dtypes import DType
+from ..core.dtypes import DType
 from .basic import mha_layout
 from .layout import BufferRole, BufferSpec, PoolLayout, combine
 from .mxfp8 import mxfp8_layout

@@ -10,8 +10,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..core.jsonio import parse_json_text, require_object
 from ..errors import KVCacheConfigError
-from ..jsonio import parse_json_text, require_object
 
 #: the package folder (the files ship beside this module, as the checkpoints' do)
 _HERE = Path(__file__).resolve().parent

@@ -30,11 +30,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..context import KVCacheContext, is_hybrid_swa
-from ..dtypes import DType, KVRecipe
+from ..core.dtypes import DType, KVRecipe
+from ..core.sizing import PoolSizes
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..pools.ascend import NPUIndexer, npu_mha_layout, npu_minimax_sparse_layout, npu_mla_layout
 from ..pools.layout import PoolLayout
-from ..sizing import PoolSizes
 from .checks import is_ascend_device
 from .default import DefaultPoolConfigurator
 

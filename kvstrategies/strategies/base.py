@@ -3,10 +3,10 @@
 A :class:`Strategy` is one engine's sizing of one architecture family for one
 :class:`~kvstrategies.context.KVCacheContext`, the only thing it reads. SGLang's strategies are
 :class:`PoolConfigurator`: each turns a byte budget into token counts through its cost, a
-:class:`~kvstrategies.cost.CacheCost` (``bytes = T * slope + intercept``, the draft's cost added
+:class:`~kvstrategies.core.cost.CacheCost` (``bytes = T * slope + intercept``, the draft's cost added
 to the target's) and its inverse, finalises them with the request count, describes the pools as
 pure data (``layout``) and allocates exactly that (``build``). The vLLM strategies have an
-interface of their own (:class:`kvstrategies.strategies.vllm.strategies.VLLMStrategy`).
+interface of their own (:class:`kvstrategies.vllm.strategies.strategies.VLLMStrategy`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from ..context import DisaggregationMode, KVCacheContext, context_len, draft_loc_space_scale
+from ..core.releases import SGLANG, ByRelease
+from ..core.sizing import PoolSizes
 from ..pools.basic import REQ_GENERATION_COUNTER, req_to_token_layout
 from ..pools.layout import KVPoolsLayout, PoolLayout
-from ..releases import SGLANG, ByRelease
-from ..request_math import req_to_token_max_context_len, req_to_token_pre_alloc
-from ..sizing import PoolSizes
+from .request_math import req_to_token_max_context_len, req_to_token_pre_alloc
 
 if TYPE_CHECKING:
     from ..pools.build import KVPools
@@ -67,7 +67,7 @@ class PoolConfigurator(Strategy):
 
     #: the SGLang class whose numbers this strategy reproduces: SGLang has four concrete
     #: configurators, so Mamba hybrids and Ascend layouts (Default numbers) say
-    #: ``DefaultPoolConfigurator``; a :class:`~kvstrategies.releases.ByRelease` where SGLang renamed
+    #: ``DefaultPoolConfigurator``; a :class:`~kvstrategies.core.releases.ByRelease` where SGLang renamed
     #: it; empty means the same name as this class (plugins)
     sglang_configurator: ClassVar[str | ByRelease[str]] = ""
 
@@ -196,6 +196,6 @@ def _require_requests(sizes: PoolSizes) -> int:
     if sizes.max_running_requests is None:
         raise KVCacheConfigError(
             "sizes have no max_running_requests yet; finalise them first "
-            "(kvstrategies.resolve.finalize or plan())"
+            "(kvstrategies.strategies.resolve.finalize or plan())"
         )
     return sizes.max_running_requests

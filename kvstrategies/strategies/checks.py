@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..context import DeviceKind, KVCacheContext, is_hybrid_swa
+from ..core.releases import VLLM
 from ..errors import UnsupportedConfigurationError
-from ..releases import VLLM
 
 
 def is_vllm(ctx: KVCacheContext) -> bool:

@@ -1,6 +1,6 @@
 """``DefaultPoolConfigurator``: MHA / GQA / MQA, MLA, DSA, MiniMax sparse; FP8, FP4, MXFP8 KV (DefaultPoolConfigurator).
 
-Cost model (:class:`~kvstrategies.cost.CacheCost`, affine): ``available_bytes = max_total_num_tokens * cell``
+Cost model (:class:`~kvstrategies.core.cost.CacheCost`, affine): ``available_bytes = max_total_num_tokens * cell``
 with an int ``cell`` (bytes per token slot over this rank's layers) and no fixed part (logical-page KV
 sharding, the only fixed term in SGLang, is out of scope). Inverse:
 ``T = align(max(available, 0) // cell, page_size)``.
@@ -32,17 +32,17 @@ from ..context import (
     num_kv_heads_per_rank,
     stage_layer_range,
 )
-from ..cost import CacheCost, Rounding
-from ..dtypes import DType, KVRecipe
+from ..core.cost import CacheCost, Rounding
+from ..core.dtypes import DType, KVRecipe
+from ..core.releases import ReleaseRule, span
+from ..core.sizing import PoolSizes, align_down, ceil_div, require_positive_tokens
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
-from ..mla_dims import calculate_mla_kv_cache_dim
 from ..pools.basic import FUSED_KV_STORAGE, mha_layout, mla_layout
 from ..pools.layout import PoolLayout
-from ..releases import ReleaseRule, span
-from ..request_math import req_to_token_pre_alloc
-from ..sizing import PoolSizes, align_down, ceil_div, require_positive_tokens
 from .base import PoolConfigurator
 from .checks import reject_fp4, require_fp4_device
+from .mla_dims import calculate_mla_kv_cache_dim
+from .request_math import req_to_token_pre_alloc
 
 if TYPE_CHECKING:  # the DSA, FP4, MXFP8 and MiniMax pool modules load with the first model that uses one
     from ..pools.fp4 import FP4KVRecipe

@@ -15,7 +15,7 @@ sized from ``max_running_requests`` instead of the ratio). Inverse:
 ``c128 = full // 128`` and ``c4_state = swa // P * ring4`` follow; ``finalize`` sets
 ``c128_state = (R + 1) * ring128`` for the resolved request count ``R``.
 
-Both slopes are :class:`~kvstrategies.cost.CacheCost` values, the draft's cost added to the
+Both slopes are :class:`~kvstrategies.core.cost.CacheCost` values, the draft's cost added to the
 target's. Every float is evaluated in SGLang's order. Modelled: the CUDA ``v4`` page
 layout, the trtllm uniform-fp8 pool, NPU sizing (no page padding; the NPU pool layout itself is
 another module's), an EAGLE/MTP draft priced as one more average layer (``(T + 1) / T``), the
@@ -47,8 +47,10 @@ from ..context import (
     context_len,
     num_effective_layers,
 )
-from ..cost import CacheCost, Rounding
-from ..dtypes import DType
+from ..core.cost import CacheCost, Rounding
+from ..core.dtypes import DType
+from ..core.releases import ByRelease, ReleaseRule, span
+from ..core.sizing import PoolSizes, align_down, ceil_align, ceil_div, require_positive_tokens
 from ..errors import (
     InsufficientMemoryError,
     KVCacheConfigError,
@@ -65,11 +67,9 @@ from ..pools.dsv4 import (
 )
 from ..pools.layout import PoolLayout
 from ..pools.swa import full_to_swa_mapping_length
-from ..releases import ByRelease, ReleaseRule, span
-from ..request_math import req_to_token_pre_alloc, swa_request_cap
-from ..sizing import PoolSizes, align_down, ceil_align, ceil_div, require_positive_tokens
 from .base import PoolConfigurator
 from .checks import uses_dsv4_pools
+from .request_math import req_to_token_pre_alloc, swa_request_cap
 
 #: ``DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO``: SWA tokens per full token when the ratio is not given
 DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO = 0.1

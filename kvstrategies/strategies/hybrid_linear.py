@@ -47,19 +47,19 @@ from functools import cached_property
 from typing import ClassVar
 
 from ..context import DeviceKind, DisaggregationMode, KVCacheContext
-from ..dtypes import DType, KVRecipe
+from ..core.dtypes import DType, KVRecipe
+from ..core.releases import ReleaseRule, span
+from ..core.sizing import PoolSizes
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from ..models.mamba import STATE_DTYPES, MambaGeometry, MambaStateShapes
 from ..pools.ascend import npu_mha_layout, npu_mla_layout
 from ..pools.basic import FUSED_KV_STORAGE, REQ_GENERATION_COUNTER, mha_layout
 from ..pools.layout import PoolLayout
 from ..pools.mamba import hybrid_linear_kv_layout, hybrid_req_to_token_layout, mamba_pool_layout
-from ..releases import ReleaseRule, span
-from ..request_math import req_to_token_max_context_len, req_to_token_pre_alloc
-from ..sizing import PoolSizes
 from .base import StateReservation
 from .checks import uses_mamba_pools
 from .default import ZERO_KV_STAGE_TOKENS, DefaultPoolConfigurator
+from .request_math import req_to_token_max_context_len, req_to_token_pre_alloc
 
 GIB = 1 << 30
 

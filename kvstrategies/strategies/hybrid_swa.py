@@ -3,7 +3,7 @@
 Two sub-pools: ``full`` tokens for the full-attention layers and ``swa`` tokens for the
 sliding-window layers (HybridSWAPoolConfigurator, SWARequestCapPoolConfigurator).
 
-**HybridSWA** (:class:`~kvstrategies.cost.CacheCost`, float slope): with per-layer bytes
+**HybridSWA** (:class:`~kvstrategies.core.cost.CacheCost`, float slope): with per-layer bytes
 ``full_pt`` / ``swa_pt`` (ints, no DCP), local layer counts ``full_layers`` / ``swa_layers`` and
 an EAGLE draft's layers (:class:`DraftLayers`: ``draft.full``, ``draft.swa``, ``draft.swa_full``)::
 
@@ -60,21 +60,21 @@ from ..context import (
     num_kv_heads_per_rank,
     stage_layer_range,
 )
-from ..cost import CacheCost, Rounding
-from ..dtypes import KVRecipe
+from ..core.cost import CacheCost, Rounding
+from ..core.dtypes import KVRecipe
+from ..core.releases import ByRelease, ReleaseRule, span
+from ..core.sizing import PoolSizes, align_down, ceil_align, require_positive_tokens, validate_swa_pool_size
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
-from ..mla_dims import calculate_mla_kv_cache_dim
 from ..models.hybrid_swa import HybridSWAGeometry
 from ..pools.ascend import npu_mha_layout
 from ..pools.basic import FUSED_KV_STORAGE, mla_layout
 from ..pools.dsa import DSAIndexGeometry, dsa_layout
 from ..pools.layout import PoolLayout
 from ..pools.swa import mha_sub_pool, swa_kv_pool_layout
-from ..releases import ByRelease, ReleaseRule, span
-from ..request_math import swa_request_cap
-from ..sizing import PoolSizes, align_down, ceil_align, require_positive_tokens, validate_swa_pool_size
 from .base import PoolConfigurator
 from .checks import reject_fp4
+from .mla_dims import calculate_mla_kv_cache_dim
+from .request_math import swa_request_cap
 
 _GIB = 2**30
 

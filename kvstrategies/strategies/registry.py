@@ -41,9 +41,9 @@ class _Builtin:
 #: the strategies in selection order; a built-in is imported (and replaced by its class) the first
 #: time its family predicate holds, or when the whole list is read
 _REGISTRY: list[type[Strategy] | _Builtin] = [
-    _Builtin("kvstrategies.strategies.vllm.strategies", "VLLMUnmodelledStrategy", is_vllm),  # VLLM_STRATEGIES order
-    _Builtin("kvstrategies.strategies.vllm.strategies", "VLLMMambaHybridStrategy", is_vllm),
-    _Builtin("kvstrategies.strategies.vllm.strategies", "VLLMAttentionStrategy", is_vllm),
+    _Builtin("kvstrategies.vllm.strategies.strategies", "VLLMUnmodelledStrategy", is_vllm),  # VLLM_STRATEGIES order
+    _Builtin("kvstrategies.vllm.strategies.strategies", "VLLMMambaHybridStrategy", is_vllm),
+    _Builtin("kvstrategies.vllm.strategies.strategies", "VLLMAttentionStrategy", is_vllm),
     _Builtin("kvstrategies.strategies.dsv4", "DSV4PoolConfigurator", uses_dsv4_pools),
     _Builtin("kvstrategies.strategies.dsv4", "RatioOnlyDSV4PoolConfigurator", uses_dsv4_pools),
     _Builtin("kvstrategies.strategies.hybrid_swa", "SWAChunkCapPoolConfigurator", is_hybrid_swa),

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ...dtypes import DType
+from ...core.dtypes import DType
+from ...core.validate import MAX_LAYERS
 from ...errors import KVCacheConfigError
-from ...validate import MAX_LAYERS
 from ..architectures import (
     LinearAttention,
     model_type_row,

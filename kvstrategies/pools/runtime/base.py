@@ -54,7 +54,7 @@ def plain_loc(loc: Loc) -> torch.Tensor:
 
 
 def torch_dtype(dtype: Any) -> torch.dtype:
-    """A ``torch.dtype`` from a torch dtype or a :class:`~kvstrategies.dtypes.DType`."""
+    """A ``torch.dtype`` from a torch dtype or a :class:`~kvstrategies.core.dtypes.DType`."""
     return dtype if isinstance(dtype, torch.dtype) else dtype.to_torch()
 
 

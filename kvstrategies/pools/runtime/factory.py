@@ -18,7 +18,7 @@ from ...allocators import (
     SWATokenToKVPoolAllocator,
     TokenToKVPoolAllocator,
 )
-from ...dtypes import DType
+from ...core.dtypes import DType
 from ...errors import KVCacheConfigError
 from ..binding import AllocatorKind, AllocatorSpec, PoolBinding
 from ..build import BuiltPool, KVPools, build_pool

@@ -1,0 +1,5 @@
+"""The ``kvstrategies`` command line (``kvstrategies.cli.app:main``)."""
+
+from .app import main
+
+__all__ = ["main"]

@@ -1,0 +1,130 @@
+"""What differs between SGLang releases for the bridge: one row of facts per release line.
+
+Every place where the bridge must drive one release differently from another reads a field of
+:class:`BridgeRelease` here; nothing in the bridge compares version strings. Two kinds of fact:
+
+* the CPU environment a release's import chain needs (``tools/sglang_env.py`` installs it): the
+  transformers release SGLang pins, and the light packages beyond :data:`COMMON_PACKAGES`;
+* how the release exposes the objects the bridge drives (its private API moves between
+  releases): where the KV-cache builders live (the ModelRunner mixin up to 0.5.15, the extracted
+  ``KVCacheConfigurator`` from 0.5.16), how parallel widths and platform facts are stated, where
+  the Mamba slot count is kept, and whether launch resolution runs as ``resolve_once``.
+
+:func:`bridge_release` answers for the installed SGLang (``.postN`` builds are their line).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.releases import EngineRelease, parse_release
+from ...errors import MissingDependencyError
+
+#: light packages every supported release's sizing import chain needs, at versions tried together
+#: on CPU torch 2.13.0 (Python 3.11). Why each is needed: docs/sglang-bridge.md.
+COMMON_PACKAGES: tuple[str, ...] = (
+    "msgspec==0.23.0",
+    "numpy==2.4.6",
+    "packaging==26.4",
+    "psutil==7.2.2",
+    "pydantic==2.14.4",
+    "orjson==3.13.0",
+    "requests==2.34.2",
+    "tqdm==4.70.1",
+    "einops==0.8.2",
+    "pybase64==1.5.1",
+    "triton==3.9.0",
+    "pillow==13.0.0",
+    "starlette==1.10.0",
+    "pyzmq==27.3.0",
+    "ipython==9.18.1",
+    "aiohttp==3.14.5",
+    "dill==0.4.1",
+    "sentencepiece==0.2.3",
+    "apache-tvm-ffi==0.1.11",
+    "compressed-tensors==0.18.0",
+    "gguf==0.19.0",
+    "openai==2.8.0",
+    "partial-json-parser==0.2.1.1.post7",
+    "uvicorn==0.38.0",
+    "setproctitle==1.3.7",
+)
+
+
+@dataclass(frozen=True)
+class BridgeRelease:
+    """How the bridge installs and drives one SGLang release line."""
+
+    line: str
+    #: the transformers release SGLang pins (``requirements`` of its wheel); configs parse with it
+    transformers: str
+    #: packages beyond COMMON_PACKAGES the import chain needs, installed with ``--no-deps``
+    extra_no_deps: tuple[str, ...] = ()
+    #: ``sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator`` exists (0.5.16, PR #31163);
+    #: before it the builders are methods of ``ModelRunnerKVCacheMixin`` on a ``ModelRunner``
+    configurator: bool = True
+    #: ``runtime_context.override_platform`` states platform facts (else: probes are rebound)
+    platform_override: bool = True
+    #: ``runtime_context.get_schedule()`` holds ``max_mamba_cache_size`` (else ``ServerArgs`` does)
+    schedule_bag: bool = True
+    #: ``ServerArgs.resolve_once()`` runs launch resolution (else ``ServerArgs.__post_init__`` does);
+    #: with it come ``resolved_dict``, ``arg_groups.overrides.resolution_result`` and
+    #: ``arg_groups.model_override_base.model_config_of`` (0.5.19, ``arg_groups/pipeline.py``)
+    resolve_once: bool = True
+    #: ``ServerArgs`` takes ``attn_dp_size`` (0.5.22); before, attention DP is spelled
+    #: ``dp_size=N, enable_dp_attention=True``
+    attn_dp_field: bool = True
+    #: ``kv_cache_configurator.mm_runtime_reservation_gb`` reserves multimodal memory out of the
+    #: KV budget (0.5.18); before, nothing is reserved for it
+    mm_kv_reserve: bool = True
+
+    @property
+    def release(self) -> EngineRelease:
+        return parse_release(self.line)
+
+
+_OLD_XGRAMMAR = ("xgrammar==0.2.1",)
+_NEW_XGRAMMAR = ("xgrammar==0.2.7",)
+
+BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
+    BridgeRelease("0.5.15", "5.12.1", _OLD_XGRAMMAR, configurator=False, platform_override=False,
+                  schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False),  # fmt: skip
+    BridgeRelease("0.5.16", "5.12.1", _OLD_XGRAMMAR, platform_override=False, schedule_bag=False, resolve_once=False,
+                  attn_dp_field=False, mm_kv_reserve=False),  # fmt: skip
+    BridgeRelease("0.5.17", "5.12.1", _OLD_XGRAMMAR, platform_override=False, resolve_once=False,
+                  attn_dp_field=False, mm_kv_reserve=False),  # fmt: skip
+    BridgeRelease("0.5.18", "5.12.1", _OLD_XGRAMMAR, platform_override=False, resolve_once=False,
+                  attn_dp_field=False),  # fmt: skip
+    BridgeRelease("0.5.19", "5.12.1", _OLD_XGRAMMAR, attn_dp_field=False),
+    BridgeRelease("0.5.20", "5.12.1", _OLD_XGRAMMAR, attn_dp_field=False),
+    BridgeRelease("0.5.21", "5.12.1", _NEW_XGRAMMAR, attn_dp_field=False),
+    BridgeRelease("0.5.22", "5.19.0", _NEW_XGRAMMAR),
+    BridgeRelease("0.5.23", "5.19.0", _NEW_XGRAMMAR),
+)
+_BY_LINE = {row.line: row for row in BRIDGE_RELEASES}
+
+
+def bridge_release(version: str) -> BridgeRelease:
+    """The row for an installed SGLang ``version`` (``0.5.15.post1`` -> the 0.5.15 row).
+
+    An unsupported release is a :class:`MissingDependencyError` naming the supported ones.
+    """
+    try:
+        release = parse_release(version, field="the installed SGLang")
+    except Exception as exc:
+        raise MissingDependencyError(
+            f"SGLang {version} is installed; the bridge supports {', '.join(_BY_LINE)} "
+            f"(python tools/sglang_env.py VERSION DIR makes an environment for one; docs/sglang-releases.md)"
+        ) from exc
+    return _BY_LINE[release.text]
+
+
+def install_requirements(row: BridgeRelease, version: str | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(with_deps, no_deps)``: what ``pip install`` gets for this release (``version``, default
+    the line itself, e.g. ``0.5.15.post1``), after CPU torch.
+
+    ``with_deps`` installs under the CPU-torch constraint; ``no_deps`` (SGLang itself and packages
+    whose requirements would pull a CUDA build) with ``--no-deps``.
+    """
+    with_deps = (*COMMON_PACKAGES, f"transformers=={row.transformers}")
+    return with_deps, (*row.extra_no_deps, f"sglang=={version or row.line}")

@@ -1,0 +1,186 @@
+"""DSA (DeepSeek-V3-style with ``index_topk``) and DeepSeek-V4: backends, KV dtype, page.
+
+Mirrors ``sglang.srt.arg_groups.model_overrides.deepseek_v2._deepseek_family_overrides`` and
+``deepseek_v2._dsa_dcp_overrides`` (the ``dsa`` backend, its split prefill/decode backends, the
+DSA KV dtype, the forced page ``64 * index_kpool``, DCP) and
+``arg_groups.deepseek_v4_hook.apply_deepseek_v4_defaults`` (``dsv4``, page 256, fp8_e4m3, the
+0.1 SWA ratio, 256 requests, the speculative check).
+"""
+
+from __future__ import annotations
+
+from ....core.releases import ReleaseRule, span
+from ....errors import KVCacheConfigError
+from ....models.architectures import model_type_row
+from .core import (
+    DSA_BACKENDS_HOOK,
+    KV_DTYPE_HOOK,
+    MODEL_OVERRIDES_HOOK,
+    OVERRIDES_HOOK,
+    PAGE_SIZE_HOOK,
+    SPECULATIVE_HOOK,
+    LaunchInputs,
+    LaunchResolution,
+    _declare,
+    _no_backend_flags,
+    _refuse,
+)
+
+#: DSA with --dcp-size > 1: both DSA backends trtllm, and the DCP refusals (PD, topk, index_kpool)
+DSA_DCP_OVERRIDES = ReleaseRule(
+    "launch-dsa-dcp-overrides",
+    span("0.5.22"),
+    "DSA with --dcp-size > 1 forces the trtllm DSA backends and refuses PD, topk > 1 and a pooled index key",
+    "sglang.srt.arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides",
+    topic="launch",
+)
+#: the DSA page owns a whole pooled index group: ``64 * index_kpool`` (before: 64, no pooling)
+DSA_INDEX_KPOOL_PAGE = ReleaseRule(
+    "launch-dsa-index-kpool-page",
+    span("0.5.22"),
+    "the forced DSA page is 64 * index_kpool (before: 64)",
+    "sglang.srt.arg_groups.model_overrides.deepseek_v2._deepseek_family_overrides (get_dsa_index_kpool)",
+    topic="launch",
+)
+#: ``ServerArgs.dsv4_attn_backend`` exists (default ``auto``); before, there is no such setting
+DSV4_ATTN_BACKEND_FIELD = ReleaseRule(
+    "launch-dsv4-attn-backend-field",
+    span("0.5.20"),
+    "the --dsv4-attn-backend server argument exists (default auto)",
+    "sglang.srt.arg_groups.fields (dsv4_attn_backend)",
+    topic="launch",
+)
+#: the DeepSeek-V4 hook resolves ``dsv4_attn_backend=auto`` to flashmla (flashmla_mega for V4.1);
+#: before, ``auto`` stays and the backend picks at model load
+DSV4_AUTO_ATTN_BACKEND = ReleaseRule(
+    "launch-dsv4-auto-attn-backend",
+    span("0.5.23"),
+    "DeepSeek-V4 resolves dsv4_attn_backend auto -> flashmla at launch (before: auto stays)",
+    "sglang.srt.arg_groups.deepseek_v4_hook._default_dsv4_attention_backend",
+    topic="launch",
+)
+
+
+def _dsa_kv_dtype(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """arg_groups.overrides kv_cache_dtype defaults: DSA ``auto`` -> fp8_e4m3 on CUDA major >= 10, bfloat16 on older
+    CUDA; only bfloat16/fp8_e4m3 accepted. HIP keeps ``auto`` (not specified; library decision)."""
+    kv, gpu = res.kv_cache_dtype.lower(), inp.gpu
+    if kv == "bf16":
+        kv = "bfloat16"
+        res = _declare(res, "kv_cache_dtype", kv, f"DSA normalises bf16 ({KV_DTYPE_HOOK.at(inp.release)})")
+    if kv == "auto" and gpu.is_cuda:
+        major = gpu.sm_major or 0
+        value = "fp8_e4m3" if major >= 10 else "bfloat16"
+        return _declare(res, "kv_cache_dtype", value, f"DSA on CUDA SM major {major} ({KV_DTYPE_HOOK.at(inp.release)})")
+    if kv not in ("auto", "bfloat16", "fp8_e4m3"):
+        raise KVCacheConfigError(f"DSA models accept kv_cache_dtype bfloat16 or fp8_e4m3, got {kv!r}")
+    return res
+
+
+def _dsa_backends(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """arg_groups.overrides: DSA split (prefill, decode) backends by KV dtype and SM major."""
+    gpu = inp.gpu
+    if gpu.is_hip:
+        pair = ("triton", "triton")
+    elif not gpu.is_cuda:
+        return res
+    else:
+        fp8, sm10 = res.kv_cache_dtype == "fp8_e4m3", (gpu.sm_major or 0) >= 10
+        pair = {(True, True): ("trtllm", "trtllm"), (True, False): ("flashmla_kv", "flashmla_kv"),
+                (False, True): ("flashmla_sparse", "trtllm"),
+                (False, False): ("flashmla_sparse", "fa3")}[(fp8, sm10)]  # fmt: skip
+    why = f"DSA split backends for {res.kv_cache_dtype} ({DSA_BACKENDS_HOOK.at(inp.release)})"
+    if res.dsa_prefill_backend is None:  # one set earlier (DCP) stays
+        res = _declare(res, "dsa_prefill_backend", pair[0], why)
+    if res.dsa_decode_backend is None:
+        res = _declare(res, "dsa_decode_backend", pair[1], why)
+    return res
+
+
+def _dsa_dcp(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """DSA with ``--dcp-size > 1``: both DSA backends ``trtllm`` on any CUDA GPU (Hopper too);
+    refused with PD disaggregation, a user topk other than 1, or a pooled index key
+    (``index_kpool > 1``) (SGLang: ``arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides``
+    and ``_deepseek_family_overrides``)."""
+    if inp.dcp_size <= 1 or not DSA_DCP_OVERRIDES.holds(inp.release):
+        return res
+    s, check = inp.settings, "sglang.srt.arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides"
+    if s.disaggregation_mode != "null":
+        raise _refuse(check, "DSA DCP does not support PD disaggregation")
+    if s.speculative_eagle_topk not in (None, 1):
+        raise _refuse(check, "DSA DCP requires --speculative-eagle-topk 1")
+    if inp.gpu.is_cuda and inp.model.index_kpool > 1:
+        raise _refuse("sglang.srt.arg_groups.model_overrides.deepseek_v2._deepseek_family_overrides",
+                      f"--dcp-size > 1 is not supported for DSA with index_kpool={inp.model.index_kpool}")  # fmt: skip
+    why = f"DSA with dcp_size {inp.dcp_size} forces trtllm"
+    res = _declare(res, "dsa_prefill_backend", "trtllm", why)
+    return _declare(res, "dsa_decode_backend", "trtllm", why)
+
+
+def dsa_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """DSA model override (DeepSeek family with ``index_topk``): backend ``dsa``, KV dtype, page
+    ``64 * index_kpool`` **forced** on CUDA (1 on ROCm without the preshuffle path)."""
+    if not inp.model.is_dsa:
+        return res
+    res = _dsa_dcp(inp, res)
+    if _no_backend_flags(inp.settings) and not inp.gpu.is_npu:
+        res = _declare(res, "attention_backend", "dsa", f"DSA model override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")
+    if not inp.gpu.is_npu:
+        res = _dsa_kv_dtype(inp, res)
+    if res.attention_backend == "dsa":
+        res = _dsa_backends(inp, res)
+    if inp.gpu.is_cuda:
+        kpool = inp.model.index_kpool if DSA_INDEX_KPOOL_PAGE.holds(inp.release) else 1
+        res = _declare(res, "page_size", 64 * kpool, f"DSA forces 64 * index_kpool ({PAGE_SIZE_HOOK.at(inp.release)})")
+    elif inp.gpu.is_hip:
+        res = _declare(res, "page_size", 1,
+                       f"DSA on ROCm without preshuffle paged-MQA ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
+    return res
+
+
+def dsv4_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """DeepSeek-V4 model override: backend ``dsv4`` and page 256 (NPU 128) **forced**, KV fp8_e4m3
+    (NPU forced bfloat16), ``swa_full_tokens_ratio`` 0.1 (not V4.1) and 256 requests."""
+    if not inp.model.is_dsv4:
+        return res
+    npu = inp.gpu.is_npu
+    res = _declare(res, "attention_backend", "dsv4",
+                   f"DeepSeek-V4 forces dsv4 ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
+    if npu:
+        res = _declare(res, "prefill_attention_backend", "dsv4",
+                       f"DeepSeek-V4 on NPU ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
+        res = _declare(res, "decode_attention_backend", "dsv4",
+                       f"DeepSeek-V4 on NPU ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
+    elif DSV4_AUTO_ATTN_BACKEND.holds(inp.release):
+        res = _declare(res, "dsv4_attn_backend", "flashmla", "DeepSeek-V4 (flashmla_mega only V4.1)")
+    res = _declare(res, "page_size", 128 if npu else 256,
+                   f"DeepSeek-V4 forces the page ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
+    kv = res.kv_cache_dtype.lower()
+    if npu:
+        res = _declare(res, "kv_cache_dtype", "bfloat16",
+                       f"DeepSeek-V4 on NPU forces bfloat16 ({KV_DTYPE_HOOK.at(inp.release)})")  # fmt: skip
+    elif kv == "auto":
+        res = _declare(res, "kv_cache_dtype", "fp8_e4m3",
+                       f"DeepSeek-V4 auto -> fp8_e4m3 ({KV_DTYPE_HOOK.at(inp.release)})")  # fmt: skip
+    elif kv not in ("bfloat16", "bf16", "fp8_e4m3"):
+        raise KVCacheConfigError(f"DeepSeek-V4 accepts kv_cache_dtype fp8_e4m3 or bfloat16, got {kv!r}")
+    if res.swa_full_tokens_ratio is None and model_type_row(inp.model.model_type).dsv4_swa_ratio_override:
+        res = _declare(res, "swa_full_tokens_ratio", 0.1,
+                       f"DeepSeek-V4 model override ({OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
+    if res.max_running_requests is None:
+        res = _declare(res, "max_running_requests", 256,
+                       f"DeepSeek-V4 model override ({SPECULATIVE_HOOK.at(inp.release)})")  # fmt: skip
+    _dsv4_speculative_check(inp)
+    return res
+
+
+def _dsv4_speculative_check(inp: LaunchInputs) -> None:
+    """DeepSeek-V4 takes EAGLE with an explicit ``--speculative-eagle-topk 1`` or DSPARK, checked
+    on the raw flags before any speculative default (SGLang:
+    ``arg_groups.deepseek_v4_hook.apply_deepseek_v4_defaults``)."""
+    algo, topk = inp.settings.speculative_algorithm, inp.settings.speculative_eagle_topk
+    check = "sglang.srt.arg_groups.deepseek_v4_hook.apply_deepseek_v4_defaults"
+    if algo is not None and algo not in ("EAGLE", "DSPARK"):
+        raise _refuse(check, f"DeepSeek-V4 supports only the EAGLE and DSPARK speculative algorithms, got {algo}")
+    if algo == "EAGLE" and topk != 1:
+        raise _refuse(check, f"DeepSeek-V4 with EAGLE needs an explicit --speculative-eagle-topk 1 (got {topk})")

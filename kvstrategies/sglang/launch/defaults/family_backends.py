@@ -1,0 +1,159 @@
+"""Per-architecture attention backends and pages, and the backend checks after them.
+
+Mirrors the family hooks of ``sglang.srt.arg_groups.model_overrides``: DeepSeek (trtllm_mla on
+SM100), GPT-OSS, Llama-4, MiMo-V2, ``qwen3_5._qwen3_5_hybrid_overrides`` (Qwen3-Next / Qwen3.5),
+``gemma4._gemma4_overrides``, ``nemotron_h._nemotron_h_overrides``, Falcon-H1, Granite hybrid,
+``qwen3_vl._qwen3vl_hopper_serving_overrides``; then
+``arg_groups.model_hook.handle_model_specific_adjustments`` (Llama-4 and Gemma-4 backends).
+"""
+
+from __future__ import annotations
+
+from ....core.releases import ReleaseRule, span
+from ....models.architectures import LaunchBackendCheck, LaunchBackendRule, names_where, row_for
+from .backends import generic_attention_backend
+from .core import (
+    MODEL_OVERRIDES_HOOK,
+    PAGE_SIZE_HOOK,
+    LaunchInputs,
+    LaunchResolution,
+    _declare,
+    _no_backend_flags,
+    _refuse,
+    large_hopper_qwen3_vl,
+)
+from .facts import _DEEPSEEK_FAMILY
+
+
+def _backend_rule_names(rule: LaunchBackendRule) -> frozenset[str]:
+    return names_where(lambda row: row.launch_backend_rule is rule)
+
+
+# arg_groups.model_overrides: one name set per architecture backend rule
+_BACKEND_RULE = {rule: _backend_rule_names(rule) for rule in LaunchBackendRule}
+
+#: Nemotron-H on Blackwell: trtllm_mha on SM100 (page 64 and extra_buffer with a topk-1
+#: speculation), triton for other speculation; before, flashinfer on SM100 whatever the speculation
+NEMOTRON_H_BLACKWELL_BACKENDS = ReleaseRule(
+    "launch-nemotron-h-blackwell-backends",
+    span("0.5.19"),
+    "Nemotron-H on Blackwell takes trtllm_mha / triton by speculation (before: flashinfer on SM100)",
+    "sglang.srt.arg_groups.model_overrides.nemotron_h._nemotron_h_overrides (0.5.18: arg_groups.overrides)",
+    topic="launch",
+)
+
+
+def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | None, int | None]:
+    """arg_groups.model_overrides per-architecture backend (and page) when the family's flag condition holds."""
+    m, g, s = inp.model, inp.gpu, inp.settings
+    free, unset = _no_backend_flags(s), s.attention_backend is None
+    spec, topk = s.speculative_algorithm is not None, s.speculative_eagle_topk
+    if m.has_arch(_DEEPSEEK_FAMILY) and not m.is_dsa and g.is_sm100 and free:
+        return "trtllm_mla", None
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.GPT_OSS]) and free:
+        return ("trtllm_mha" if g.is_sm100 else "fa3" if g.is_sm90 else "aiter" if g.is_hip
+                else "triton"), None  # fmt: skip
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.LLAMA4]) and unset:
+        return ("trtllm_mha" if g.is_sm100 else "fa3" if g.is_sm90 else "aiter" if g.is_hip
+                else "triton"), None  # fmt: skip
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.MIMO_V2]) and g.is_sm100 and free:
+        return "fa4", None
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.QWEN3_NEXT]) and g.is_sm100 and unset:
+        return _qwen3_5_hybrid_backend(inp, res)
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.GEMMA4]) and unset:
+        return _gemma4_backend(inp), None
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and not NEMOTRON_H_BLACKWELL_BACKENDS.holds(inp.release):
+        return ("flashinfer" if g.is_sm100 and unset else None), None
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and g.is_blackwell and free:
+        if g.is_sm100 and (not spec or (topk or 1) <= 1):
+            return "trtllm_mha", 64 if spec else None
+        # model_overrides.nemotron_h._nemotron_h_overrides: any other speculative launch -> triton
+        return ("triton", None) if spec else (None, None)
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.FALCON_H1]) and g.is_sm100 and unset:
+        return "triton", None
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.GRANITE_HYBRID]) and m.is_mamba_radix and g.is_sm100 and unset:
+        return "flashinfer", None
+    return None, None
+
+
+def _gemma4_backend(inp: LaunchInputs) -> str:
+    """Gemma-4 without ``--attention-backend``: ``trtllm_mha`` on SM100, ``triton`` elsewhere
+    (Hopper and Ampere included) and for the diffusion variant (SGLang:
+    ``arg_groups.model_overrides.gemma4._gemma4_overrides``)."""
+    first = row_for(inp.model.architectures[0])
+    diffusion = first is not None and first.block_diffusion
+    return "trtllm_mha" if inp.gpu.is_sm100 and not diffusion else "triton"
+
+
+def _qwen3_vl_hopper_decode_backend(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """Qwen3-VL on a large Hopper GPU decodes with ``flashinfer`` when no attention or decode
+    backend was given (SGLang: ``arg_groups.model_overrides.qwen3_vl.
+    _qwen3vl_hopper_serving_overrides``)."""
+    if not large_hopper_qwen3_vl(inp) or res.attention_backend is not None or res.decode_attention_backend:
+        return res
+    return _declare(res, "decode_attention_backend", "flashinfer", "Qwen3-VL on a large Hopper GPU "
+                    "(qwen3_vl._qwen3vl_hopper_serving_overrides)")  # fmt: skip
+
+
+def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str, int]:
+    """Qwen3-Next / Qwen3.5 on SM100 without ``--attention-backend``: ``trtllm_mha`` with page 64
+    when the generic default is trtllm_mha and page 1 is not required (it is with the radix cache
+    on, no extra buffer and no speculation), else ``triton`` with page 1; the page is **forced**
+    over a user's ``--page-size`` (SGLang:
+    ``arg_groups.model_overrides.qwen3_5._qwen3_5_hybrid_overrides``).
+
+    As in SGLang's attention_hook.handle_attention_backend_compatibility, the Mamba strategy is still "auto" here, which
+    is not extra-buffer, so a default launch gets triton / page 1 although extra_buffer is chosen right after.
+    """
+    generic = generic_attention_backend(inp, res)
+    extra = res.mamba_radix_cache_strategy.startswith("extra_buffer")
+    page_one_needed = not extra and not res.disable_radix_cache and inp.settings.speculative_algorithm is None
+    if generic == "trtllm_mha" and not page_one_needed:
+        return "trtllm_mha", 64
+    return "triton", 1
+
+
+def attention_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """Model override (arg_groups.model_overrides, overrides._page_size_default): per-architecture attention backend
+    and page size (fill-only page)."""
+    if inp.model.is_dsv4 or inp.model.is_dsa or inp.gpu.is_npu:
+        return res
+    res = _qwen3_vl_hopper_decode_backend(inp, res)
+    backend, page = _family_backend(inp, res)
+    if backend is not None:
+        res = _declare(res, "attention_backend", backend,
+                       f"{inp.model.architectures[0]} override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
+    # qwen3_5._qwen3_5_hybrid_overrides forces the page over a user's
+    forced = inp.model.has_arch(_BACKEND_RULE[LaunchBackendRule.QWEN3_NEXT])
+    if page is not None and (res.page_size is None or (forced and res.page_size != page)):
+        res = _declare(res, "page_size", page,
+                       f"{inp.model.architectures[0]} override ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
+    nemotron_spec = inp.model.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and inp.gpu.is_sm100
+    spec = inp.settings.speculative_algorithm is not None
+    if nemotron_spec and backend == "trtllm_mha" and spec and res.mamba_radix_cache_strategy == "auto":
+        res = _declare(res, "mamba_radix_cache_strategy", "extra_buffer",
+                       f"Nemotron-H SM100 with speculation ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
+    return res
+
+
+_MODEL_HOOK = "sglang.srt.arg_groups.model_hook.handle_model_specific_adjustments"
+_LLAMA4_BACKENDS = frozenset({"fa3", "aiter", "triton", "ascend", "trtllm_mha", "intel_xpu"})
+_GEMMA4_BACKENDS = frozenset({"trtllm_mha", "triton", "fa4", "ascend", "intel_xpu", "intel_amx", "aiter"})
+
+
+def model_backend_check(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """After the model overrides: Llama-4 needs fa3/aiter/triton/ascend/trtllm_mha/intel_xpu as the
+    attention backend; Gemma-4 needs trtllm_mha/triton/fa4/ascend/intel_xpu/intel_amx/aiter for
+    prefill and decode (SGLang: ``arg_groups.model_hook.handle_model_specific_adjustments``)."""
+    first = row_for(inp.model.architectures[0])
+    check = first.launch_backend_check if first is not None else None
+    if check is LaunchBackendCheck.LLAMA4 and res.attention_backend not in _LLAMA4_BACKENDS:
+        raise _refuse(_MODEL_HOOK, f"Llama-4 needs one of {sorted(_LLAMA4_BACKENDS)} as the attention backend, got "
+                      f"{res.attention_backend}")  # fmt: skip
+    if check is LaunchBackendCheck.GEMMA4:
+        prefill = res.prefill_attention_backend or res.attention_backend
+        decode = res.decode_attention_backend or res.attention_backend
+        if prefill not in _GEMMA4_BACKENDS or decode not in _GEMMA4_BACKENDS:
+            raise _refuse(_MODEL_HOOK, f"Gemma-4 needs one of {sorted(_GEMMA4_BACKENDS)} for prefill and decode, got "
+                          f"prefill={prefill}, decode={decode}")  # fmt: skip
+    return res

@@ -1,0 +1,70 @@
+"""Which launches lose the prefill CUDA graph, per SGLang release: the rules and allow-lists.
+
+Data for :func:`.graphs.cuda_graph_step`. SGLang evaluates one list of incompatibilities for the
+breakable prefill graph (``arg_groups.cuda_graph_hook.apply_cuda_graph_compatibility``; up to
+0.5.18 ``ServerArgs._disable_breakable_cudagraph_if_incompatible``) and another for a multimodal
+model moved to ``tc_piecewise`` (``ServerArgs._disable_tc_piecewise_cudagraph_if_incompatible``);
+entries came and went between releases, so each is a :class:`~kvstrategies.core.releases.ReleaseRule`
+or a :class:`~kvstrategies.core.releases.ByRelease`. The allow-lists themselves
+(``configs.model_config.multimodal_breakable_cuda_graph_supported_model_archs`` and its piecewise
+twin) are the architecture rows' ``breakable_multimodal`` / ``piecewise_multimodal`` with the
+releases each row's ``releases`` gives (:func:`kvstrategies.models.architectures.names_holding`).
+"""
+
+from __future__ import annotations
+
+from ....core.releases import ByRelease, ReleaseRule, span
+
+_BREAKABLE = "sglang.srt.server_args.ServerArgs._disable_breakable_cudagraph_if_incompatible"
+_HOOK = "sglang.srt.arg_groups.cuda_graph_hook.apply_cuda_graph_compatibility"
+
+#: MLA attention turns the breakable prefill graph off (0.5.17: DSA exempt; 0.5.18: no MLA rule)
+BREAKABLE_OFF_FOR_MLA = ReleaseRule(
+    "launch-breakable-off-for-mla", span(last="0.5.17"),
+    "MLA attention disables the breakable prefill cuda graph", _BREAKABLE, topic="launch",
+)  # fmt: skip
+BREAKABLE_OFF_FOR_DSA = ReleaseRule(
+    "launch-breakable-off-for-dsa", span(last="0.5.16"),
+    "the MLA rule also disables the breakable prefill graph of DSA models (0.5.17 exempts them)", _BREAKABLE,
+    topic="launch",
+)  # fmt: skip
+#: Nemotron-H's hybrid Mamba2 prefill is not breakable-safe (0.5.17 only)
+BREAKABLE_OFF_FOR_NEMOTRON_H = ReleaseRule(
+    "launch-breakable-off-for-nemotron-h", span("0.5.17", "0.5.17"),
+    "Nemotron-H (hybrid Mamba2 prefill) disables the breakable prefill cuda graph", _BREAKABLE, topic="launch",
+)  # fmt: skip
+BREAKABLE_OFF_FOR_DP_ATTENTION = ReleaseRule(
+    "launch-breakable-off-for-dp-attention", span(last="0.5.16"),
+    "DP attention disables the breakable prefill cuda graph", _BREAKABLE, topic="launch",
+)  # fmt: skip
+#: decode context parallel turns both prefill graphs off (no rule in 0.5.15)
+PREFILL_GRAPH_OFF_FOR_DCP = ReleaseRule(
+    "launch-prefill-graph-off-for-dcp", span("0.5.16"),
+    "decode context parallel (dcp_size > 1) disables the prefill cuda graph", _HOOK, topic="launch",
+)  # fmt: skip
+#: the MoE all-to-all backends the breakable graph tolerates
+BREAKABLE_A2A_BACKENDS: ByRelease[tuple[str, ...]] = ByRelease(
+    "launch-breakable-a2a-backends",
+    (("0.5.15", ("none",)), ("0.5.17", ("deepep", "flashinfer", "megamoe", "none"))),
+    "the --moe-a2a-backend values that keep the breakable prefill cuda graph",
+    _HOOK,
+)
+#: up to 0.5.15 every multimodal model loses the breakable graph (no allow-list yet)
+BREAKABLE_MULTIMODAL_ALLOW_LIST = ReleaseRule(
+    "launch-breakable-multimodal-allow-list", span("0.5.16"),
+    "allow-listed multimodal models keep the breakable prefill cuda graph", _HOOK, topic="launch",
+)  # fmt: skip
+
+#: a multimodal model on the piecewise allow-list (its rows' ``piecewise_multimodal``) moves from
+#: the breakable prefill graph to ``tc_piecewise`` (its decoder prefill validated there), from 0.5.18
+#: only when it is not on the breakable allow-list too (:data:`BREAKABLE_LIST_KEEPS_BREAKABLE`)
+_COMPAT = "sglang.srt.server_args.ServerArgs._apply_cuda_graph_compatibility (0.5.19: arg_groups.cuda_graph_hook)"
+TC_PIECEWISE_MOVE = ReleaseRule(
+    "launch-tc-piecewise-move", span("0.5.16"),
+    "piecewise-allow-listed multimodal models take the tc_piecewise prefill graph instead of breakable", _COMPAT,
+    topic="launch",
+)  # fmt: skip
+BREAKABLE_LIST_KEEPS_BREAKABLE = ReleaseRule(
+    "launch-breakable-list-keeps-breakable", span("0.5.18"),
+    "a multimodal model on both allow-lists keeps the breakable prefill graph", _COMPAT, topic="launch",
+)  # fmt: skip

@@ -1,0 +1,168 @@
+"""The capacity tier, the NPU platform table and ``mem_fraction_static`` (the reserve ``R``).
+
+Mirrors ``sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings`` (capacity tier,
+reserved memory, the default fraction), ``memory_hook.adjust_mem_fraction_for_vlm`` (the VLM
+cut) and ``arg_groups.platform_hook.handle_platform_defaults`` (NPU backends, page and table).
+The fraction is computed before the model overrides, so it never sees their request caps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ....core.releases import ReleaseRule, span
+from .core import (
+    GPU_MEMORY_HOOK,
+    MODEL_OVERRIDES_HOOK,
+    NPU_PLATFORM_HOOK,
+    PAGE_SIZE_HOOK,
+    VLM_MEMORY_HOOK,
+    LaunchInputs,
+    LaunchResolution,
+    _declare,
+    _multimodal_active,
+    large_hopper_qwen3_vl,
+)
+
+#: a capacity-tier decode-graph max_bs above a user --max-running-requests is cut to it
+DECODE_GRAPH_CAPPED_BY_REQUESTS = ReleaseRule(
+    "launch-decode-graph-capped-by-requests",
+    span("0.5.22"),
+    "the capacity tier's decode cuda-graph max_bs is capped by a user --max-running-requests",
+    "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings (decode_max_bs_is_default)",
+    topic="launch",
+)
+
+
+def capacity_tier(gpu_mem_mib: float | None, tp_size: int) -> tuple[int, int]:
+    """memory_hook.handle_gpu_memory_settings: ``(chunked_prefill_size, decode graph max_bs)`` from the capacity (MiB)
+    and TP size."""
+    if gpu_mem_mib is None:
+        return 4096, 160
+    if gpu_mem_mib < 20480:
+        return 2048, 8
+    if gpu_mem_mib < 35840:
+        return 4096, 48 if tp_size < 4 else 160
+    if gpu_mem_mib < 61440:
+        return 4096, 32 if tp_size < 4 else 160
+    if gpu_mem_mib < 163840:
+        return 8192, 256 if tp_size < 4 else 512
+    return 16384, 512
+
+
+def mem_fraction_from_reserve(gpu_mem_mib: float, reserved_mib: float) -> float:
+    """memory_hook.handle_gpu_memory_settings: ``round((gpu_mem - R) / gpu_mem, 3)`` (Python's correctly rounded
+    ``round``)."""
+    return round((gpu_mem_mib - reserved_mib) / gpu_mem_mib, 3)
+
+
+def vlm_fraction_factor(vision_layers: int | None, vision_hidden: int | None) -> float:
+    """memory_hook.adjust_mem_fraction_for_vlm: ``0.95 * clamp(1 - 0.1 * (c - 1), 0.8, 1.05)``,
+    ``c = L * H**2 / (24 * 1024**2)``.
+
+    ``L`` defaults to 24 and ``H`` to 1024 when the vision config lacks them (configs
+    that call the depth ``depth`` get 24: SGLang reads ``num_hidden_layers`` only).
+    """
+    layers = 24 if vision_layers is None else vision_layers
+    hidden = 1024 if vision_hidden is None else vision_hidden
+    c = layers * hidden**2 / (24 * 1024**2)
+    return 0.95 * min(max(1 - 0.1 * (c - 1), 0.8), 1.05)
+
+
+def platform_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """Platform defaults (platform_hook.handle_platform_defaults): NPU uses ``ascend`` backends, page 128 and its own
+    chunk/max_bs table."""
+    if not inp.gpu.is_npu:
+        return res
+    for name in ("attention_backend", "prefill_attention_backend", "decode_attention_backend"):
+        if getattr(res, name) is None:
+            res = _declare(res, name, "ascend", f"NPU platform hook ({MODEL_OVERRIDES_HOOK.at(inp.release)})")
+    if res.page_size is None:
+        res = _declare(res, "page_size", 128, f"NPU platform default ({PAGE_SIZE_HOOK.at(inp.release)})")
+    mem, small = res.gpu_mem_mib, inp.tp_size < 4
+    if mem is not None and mem <= 65536:
+        chunk, dmb = (4096, 16 if small else 64) if mem <= 32768 else (8192, 64 if small else 256)
+        why = f"NPU table for {mem:g} MiB, tp {inp.tp_size} ({NPU_PLATFORM_HOOK.at(inp.release)})"
+        if res.chunked_prefill_size is None:
+            res = _declare(res, "chunked_prefill_size", chunk, why)
+        if res.cuda_graph_max_bs is None:
+            res = _declare(res, "cuda_graph_max_bs", dmb, why)
+    return res
+
+
+def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """Capacity tier (memory_hook.handle_gpu_memory_settings): fill chunk and decode max_bs from the capacity; a table
+    max_bs is capped by a *user* ``--max-running-requests`` (the only request cap visible this early,
+    ServerArgs.resolve_once order)."""
+    chunk, dmb = capacity_tier(res.gpu_mem_mib, inp.tp_size)
+    mem = "unknown" if res.gpu_mem_mib is None else f"{res.gpu_mem_mib:g} MiB"
+    source = GPU_MEMORY_HOOK.at(inp.release)
+    why = f"capacity tier: gpu_mem {mem}, tp {inp.tp_size} ({source})"
+    if res.chunked_prefill_size is None:
+        res = _declare(res, "chunked_prefill_size", chunk, why)
+    if res.cuda_graph_max_bs is None:
+        mrr = inp.settings.max_running_requests
+        if mrr is not None and dmb > mrr and DECODE_GRAPH_CAPPED_BY_REQUESTS.holds(inp.release):
+            dmb, why = mrr, f"capacity tier {dmb} capped by --max-running-requests {mrr} ({source})"
+        if large_hopper_qwen3_vl(inp) and mrr is not None and dmb < mrr <= 512:
+            why = "Qwen3-VL, large Hopper: --max-running-requests (qwen3_vl.expand_multimodal_decode_graph...)"
+            dmb = mrr
+        res = _declare(res, "cuda_graph_max_bs", dmb, why)
+    return res
+
+
+def reserved_memory_mib(inp: LaunchInputs, res: LaunchResolution) -> float:
+    """memory_hook.handle_gpu_memory_settings-4.3: ``R = 512 + 1.5 * tokens + tp * pp / 8 * 1024 + G`` MiB, floored at
+    10240 on GPUs > 60 GiB, plus 2048 for DeepEP with decode graphs.
+
+    ``G``: ``2 * dmb`` (decode graph), ``3 * dmb * dp`` (+``1.5 * dmb * dp`` if dmb > 300) for DP
+    attention, ``8 * len(prefill bs)`` (non-MLA) or 1536 (MLA) for the prefill graph, +1024 for
+    breakable prefill with DeepEP.
+    """
+    s, m = inp.settings, inp.model
+    pd_prefill, pd_decode = s.disaggregation_mode == "prefill", s.disaggregation_mode == "decode"
+    dmb = res.cuda_graph_max_bs or 0
+    chunk = res.chunked_prefill_size
+    if pd_decode:
+        reqs = s.max_running_requests or res.cuda_graph_max_bs or 1
+        tokens = max(reqs * (s.speculative_num_draft_tokens or 1), 2048)
+    elif chunk is not None and chunk > 0:
+        tokens = max(chunk, 2048)
+    else:
+        tokens = max(res.max_prefill_tokens, 2048)
+    reserve = 512 + 1.5 * tokens + (inp.tp_size * inp.pp_size / 8) * 1024
+    decode_on = res.decode_cuda_graph != "disabled" and not pd_prefill
+    if decode_on:
+        reserve += 2 * dmb
+    if inp.attn_dp_size > 1 and not pd_prefill:
+        reserve += 3 * dmb * inp.attn_dp_size + (1.5 * dmb * inp.attn_dp_size if dmb > 300 else 0)
+    if res.prefill_cuda_graph != "disabled" and not pd_decode:
+        reserve += 1536 if m.is_mla else 8 * res.prefill_graph_bs_count
+        if res.prefill_cuda_graph == "breakable" and s.moe_a2a_backend == "deepep":
+            reserve += 1024
+    if res.gpu_mem_mib is not None and res.gpu_mem_mib > 61440:
+        reserve = max(reserve, 10240)
+    if decode_on and s.moe_a2a_backend == "deepep":
+        reserve += 2048
+    return reserve
+
+
+def mem_fraction_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+    """Memory fraction (memory_hook.handle_gpu_memory_settings): the default fraction, then the VLM cut
+    (memory_hook.adjust_mem_fraction_for_vlm, not re-rounded)."""
+    if res.mem_fraction_static is not None:
+        return res
+    source = GPU_MEMORY_HOOK.at(inp.release)
+    if res.gpu_mem_mib is None:
+        return _declare(res, "mem_fraction_static", 0.95, f"capacity unknown ({source})")
+    reserve = reserved_memory_mib(inp, res)
+    mfs = mem_fraction_from_reserve(res.gpu_mem_mib, reserve)
+    res = replace(res, reserved_mib=reserve)
+    res = _declare(res, "mem_fraction_static", mfs,
+                   f"round(({res.gpu_mem_mib:g} - R {reserve:g}) / {res.gpu_mem_mib:g}, 3) ({source})")  # fmt: skip
+    m = inp.model
+    if _multimodal_active(inp) and inp.settings.disaggregation_mode != "decode" and m.has_vision_config:
+        factor = vlm_fraction_factor(m.vision_layers, m.vision_hidden)
+        res = _declare(res, "mem_fraction_static", mfs * factor,
+                       f"VLM cut x{factor:.4f} ({VLM_MEMORY_HOOK.at(inp.release)})")  # fmt: skip
+    return res

@@ -1,0 +1,173 @@
+"""Per-request token arithmetic shared by sizing and the request table (compute_swa_request_cap,
+KVCacheConfigurator.resolve_max_num_reqs, KVCacheConfigurator._build_req_to_token_pool)."""
+
+from __future__ import annotations
+
+from ..context import DisaggregationMode, KVCacheContext, SpecAlgorithm, context_len
+from ..core.releases import ReleaseRule, span
+from ..core.sizing import ceil_align
+from ..errors import KVCacheConfigError
+
+#: the allocator's page under DCP spans the DCP group: ``Pa = page * dcp`` (before: ``page``)
+ALLOC_PAGE_SPANS_DCP = ReleaseRule(
+    "alloc-page-spans-dcp",
+    span("0.5.19"),
+    "decode allocation and request-row headroom use page x attn_dcp (before: page)",
+    "sglang.srt.mem_cache.allocation_sizing.get_alloc_page_size",
+)
+#: with speculative decoding and ``Pa > 1`` the request row keeps ``reserve + Pa - 1`` columns of
+#: headroom (the page-aligned reserve can overshoot); before, ``reserve`` and only when top-k > 1
+REQ_ROW_PAGE_HEADROOM = ReleaseRule(
+    "req-row-page-headroom",
+    span("0.5.16"),
+    "request-row headroom max(4 + D, 2 * alloc + Pa - 1) with speculation and Pa > 1 (before: max(4 + D, "
+    "2 * alloc) only with top-k > 1)",
+    "sglang.srt.mem_cache.allocation_sizing.get_req_to_token_extra_context_len (before: mem_cache.common)",
+)
+
+
+def alloc_page_span(ctx: KVCacheContext) -> int:
+    """``Pa``: the page the allocator hands out, ``page * dcp`` (:data:`ALLOC_PAGE_SPANS_DCP`)."""
+    dcp = ctx.parallel.dcp_size if ALLOC_PAGE_SPANS_DCP.holds(ctx.release) else 1
+    return ctx.page_size * dcp
+
+
+def alloc_len_per_decode(ctx: KVCacheContext) -> int:
+    """Tokens one decode step allocates per request (SGLang ``alloc_len_per_decode``).
+
+    No speculation: 1. UNO: ``t + 1``. With ``Pa = page * dcp``, ``s`` steps, ``k`` top-k and
+    ``t`` draft tokens: ``max(s * k, t)`` when ``Pa == 1`` or ``k == 1`` or NGRAM, else
+    ``max(pages * Pa * k, t)`` with ``pages = ((Pa - 1) + s + Pa - 1) // Pa``.
+    """
+    spec = ctx.speculative
+    if not spec.enabled:
+        return 1
+    draft_tokens = spec.max_num_draft_tokens
+    if spec.algorithm is SpecAlgorithm.UNO:
+        if draft_tokens is None:
+            raise KVCacheConfigError("speculative_algorithm UNO needs speculative_num_draft_tokens")
+        return draft_tokens + 1
+    page_span = alloc_page_span(ctx)
+    steps = spec.num_steps or 1
+    topk = spec.eagle_topk or 1
+    t = draft_tokens or 0
+    if page_span == 1 or topk == 1 or spec.algorithm is SpecAlgorithm.NGRAM:
+        return max(steps * topk, t)
+    pages = ((page_span - 1) + steps + page_span - 1) // page_span
+    return max(pages * page_span * topk, t)
+
+
+def spec_v1_alloc(ctx: KVCacheContext) -> int:
+    """Decode allocation without the overlap scheduler (SGLang ``spec_v1_alloc``, compute_swa_request_cap)."""
+    spec = ctx.speculative
+    page = ctx.page_size
+    steps = spec.num_steps or 1
+    topk = spec.eagle_topk or 1
+    tokens = spec.num_draft_tokens or 1
+    if page > 1 and topk > 1:
+        steps = ceil_align(steps + page, page)
+        tokens = ceil_align(tokens, page)
+    elif page > 1:
+        steps = ceil_align(steps, page)
+        tokens = ceil_align(tokens, page)
+    return max(steps * topk, tokens)
+
+
+def decode_extra_slots(ctx: KVCacheContext) -> int:
+    """``disaggregation_decode_extra_slots`` as the launch resolves it (compute_swa_request_cap).
+
+    An explicit value is kept. Otherwise, in the decode role with ``--max-running-requests``:
+    ``2 * w`` when ``w = max(1, mrr // attn_dp) <= 32``, else 0; 0 outside the decode role.
+    """
+    sched = ctx.scheduling
+    if sched.disaggregation_decode_extra_slots is not None:
+        return sched.disaggregation_decode_extra_slots
+    if sched.disaggregation_mode is not DisaggregationMode.DECODE or sched.max_running_requests is None:
+        return 0
+    per_worker = max(1, sched.max_running_requests // ctx.parallel.attn_dp_size)
+    return 2 * per_worker if per_worker <= 32 else 0
+
+
+def swa_tokens_per_request(ctx: KVCacheContext, window: int) -> int:
+    """SWA slots one running request holds at worst: ``W + ev * Dt + P + decode_alloc`` (compute_swa_request_cap).
+
+    ``Dt`` draft tokens or 1, ``ev`` the eviction interval, ``decode_alloc`` = P without
+    speculation, ``spec_v1_alloc`` without the overlap scheduler, else ``2 * alloc_len_per_decode``.
+    E.g. W 128, P 256, no speculation: ``128 + 128 + 256 + 256 = 768``.
+    """
+    page = ctx.page_size
+    draft_tokens = ctx.speculative.max_num_draft_tokens or 1
+    trailing = window + max(1, ctx.knobs.swa_eviction_interval) * draft_tokens + page
+    if not ctx.speculative.enabled:
+        decode_alloc = page
+    elif ctx.scheduling.disable_overlap_schedule:
+        decode_alloc = spec_v1_alloc(ctx)
+    else:
+        decode_alloc = 2 * alloc_len_per_decode(ctx)
+    return trailing + decode_alloc
+
+
+def swa_request_cap(ctx: KVCacheContext, window: int, max_running_requests: int) -> int:
+    """SWA tokens the worst case of ``max_running_requests`` needs (``compute_swa_request_cap``, 7.2).
+
+    ``per_request = W + ev * Dt + P + decode_alloc`` (``Dt`` draft tokens or 1, ``ev`` the
+    eviction interval, ``decode_alloc`` = P, ``spec_v1_alloc`` without the overlap scheduler,
+    else ``2 * alloc_len_per_decode``); ``n = max(1, mrr // attn_dp)``. Decode role:
+    ``per_request * n + (W + P) * extra_slots``; otherwise ``per_request * n + chunks *
+    chunked_prefill_size + P`` with 2 chunks in flight (1 without the overlap scheduler).
+    E.g. W 128, P 256, 64 requests, chunk 8192: ``768 * 64 + 2 * 8192 + 256 = 65,792``.
+    """
+    page = ctx.page_size
+    sched = ctx.scheduling
+    per_request = swa_tokens_per_request(ctx, window)
+    requests = max(1, max_running_requests // ctx.parallel.attn_dp_size)
+    if sched.disaggregation_mode is DisaggregationMode.DECODE:
+        return per_request * requests + (window + page) * decode_extra_slots(ctx)
+    chunks = 1 if sched.disable_overlap_schedule else 2
+    return per_request * requests + chunks * (sched.chunked_prefill_size or 0) + page
+
+
+def req_to_token_extra_context_len(ctx: KVCacheContext) -> int:
+    """Columns beyond ``context_len`` in the request table (KVCacheConfigurator._build_req_to_token_pool).
+
+    ``extra = 4 + Dmax``; with speculation and (``Pa > 1`` or UNO):
+    ``max(extra, 2 * alloc_len_per_decode + Pa - 1)``. E.g. EAGLE top-1, 3 steps, 4 drafts,
+    P = 64: ``max(8, 2*4 + 63) = 71``.
+    """
+    spec = ctx.speculative
+    extra = 4 + (spec.max_num_draft_tokens or 0)
+    page_span = alloc_page_span(ctx)
+    if not REQ_ROW_PAGE_HEADROOM.holds(ctx.release):
+        if spec.enabled and page_span > 1 and (spec.eagle_topk or 1) > 1:
+            extra = max(extra, 2 * alloc_len_per_decode(ctx))
+        return extra
+    if spec.enabled and (page_span > 1 or spec.algorithm is SpecAlgorithm.UNO):
+        extra = max(extra, 2 * alloc_len_per_decode(ctx) + page_span - 1)
+    return extra
+
+
+def req_to_token_max_context_len(ctx: KVCacheContext) -> int:
+    return context_len(ctx) + req_to_token_extra_context_len(ctx)
+
+
+def req_to_token_pre_alloc(ctx: KVCacheContext) -> int:
+    """Extra request rows of the decode-role table (``DecodeReqToTokenPool``)."""
+    if ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE:
+        return decode_extra_slots(ctx)
+    return 0
+
+
+def estimated_max_running_requests(total_tokens: int, ctx: KVCacheContext) -> int:
+    """``resolve_max_num_reqs`` before any Mamba cap (KVCacheConfigurator.resolve_max_num_reqs).
+
+    ``est = clamp(int(T / C * 512), 2048, 4096)`` (float, truncated); an explicit
+    ``--max-running-requests`` bypasses the clamp and is divided by attention DP;
+    either way at most ``T // 2``.
+    """
+    estimate = int(total_tokens / context_len(ctx) * 512)
+    estimate = max(min(estimate, 4096), 2048)
+    requested = ctx.scheduling.max_running_requests
+    if requested is not None:
+        per_worker = max(1, requested // ctx.parallel.attn_dp_size)
+        return min(per_worker, total_tokens // 2)
+    return min(estimate, total_tokens // 2)

@@ -1,0 +1,130 @@
+"""From a KV byte budget to final sizes: a pipeline of small named steps
+(KVCacheConfigurator._resolve_memory_pool_config, KVCacheConfigurator._profile_available_bytes,
+KVCacheConfigurator._handle_max_mamba_cache, KVCacheConfigurator.config_from_budget,
+KVCacheConfigurator.resolve_max_num_reqs).
+
+``available bytes -> state reservation -> configurator sizes -> user cap -> PP minimum ->
+re-derivation -> max_running_requests -> finalise``. Each step is a function of the previous
+result; :func:`resolve` runs them and records what each did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..context import KVCacheContext
+from ..core.sizing import PoolSizes
+from ..errors import KVCacheConfigError
+from .base import PoolConfigurator, StateReservation, Strategy
+from .layer_setup import check_layer_setup
+from .registry import select_pool_configurator
+from .request_math import estimated_max_running_requests
+
+
+def reserve_state(configurator: PoolConfigurator, available_bytes: int) -> StateReservation:
+    """Step 1: request-scoped state (Mamba) comes out of the budget first
+    (KVCacheConfigurator._handle_max_mamba_cache)."""
+    if available_bytes <= 0:
+        raise KVCacheConfigError(
+            f"available_bytes must be positive, got {available_bytes}; pass the KV budget in bytes "
+            "(e.g. 40GiB on the command line)"
+        )
+    return configurator.reserve_state_bytes(available_bytes)
+
+
+def profiled_sizes(configurator: PoolConfigurator, reservation: StateReservation) -> PoolSizes:
+    """Step 2: ``calculate_pool_sizes`` on what the reservation left, plus the state sizes."""
+    sizes = configurator.calculate_pool_sizes(reservation.kv_available_bytes, configurator.ctx.page_size)
+    return sizes.replace(**dict(reservation.size_fields))
+
+
+def sizes_for_max_tokens(
+    configurator: PoolConfigurator, max_total_num_tokens: int, reservation: StateReservation | None = None
+) -> PoolSizes:
+    """``calculate_pool_sizes_from_max_tokens`` plus the reservation's state sizes."""
+    if max_total_num_tokens <= 0:
+        raise KVCacheConfigError(f"max_tokens must be positive, got {max_total_num_tokens}")
+    sizes = configurator.calculate_pool_sizes_from_max_tokens(max_total_num_tokens, configurator.ctx.page_size)
+    if reservation is not None:
+        sizes = sizes.replace(**dict(reservation.size_fields))
+    return sizes
+
+
+def pp_min_tokens(ctx: KVCacheContext, available_bytes: int) -> int:
+    """The PP-wide MIN of every stage's profiled ``max_total_num_tokens`` (KVCacheConfigurator.config_from_budget).
+
+    Assumes every stage has the same budget. A zero-KV stage reports ``2**63 - 1`` and never
+    wins; as in SGLang, the value compared is whatever ``max_total_num_tokens`` means on that stage.
+    """
+    counts = []
+    for rank in range(ctx.parallel.pp_size):
+        stage = select_pool_configurator(ctx.at_pp_rank(rank))
+        counts.append(profiled_sizes(stage, reserve_state(stage, available_bytes)).max_total_num_tokens)
+    return min(counts)
+
+
+def apply_token_constraints(
+    configurator: PoolConfigurator,
+    sizes: PoolSizes,
+    reservation: StateReservation,
+    *,
+    max_total_tokens: int | None,
+    pp_min: int | None,
+) -> PoolSizes:
+    """Steps 3-4: ``M = min(profiled, user cap, PP min)``; re-derive when it changed
+    (KVCacheConfigurator.config_from_budget)."""
+    target = sizes.max_total_num_tokens
+    if max_total_tokens is not None:
+        target = min(target, max_total_tokens)
+    if pp_min is not None:
+        target = min(target, pp_min)
+    if target == sizes.max_total_num_tokens:
+        return sizes
+    return sizes_for_max_tokens(configurator, target, reservation)
+
+
+def finalize(configurator: PoolConfigurator, sizes: PoolSizes, max_running_requests: int | None = None) -> PoolSizes:
+    """Steps 5-6: ``max_running_requests`` (KVCacheConfigurator.resolve_max_num_reqs), strategy caps, then finalise.
+
+    An explicit ``max_running_requests`` (what-if layouts) is used as the per-worker count.
+    """
+    if max_running_requests is None:
+        requests = estimated_max_running_requests(sizes.max_total_num_tokens, configurator.ctx)
+    else:
+        requests = max_running_requests
+    requests = configurator.cap_max_running_requests(requests, sizes)
+    if requests <= 0:
+        raise KVCacheConfigError(
+            f"the plan serves {requests} requests; raise the budget or lower max_running_requests"
+        )
+    return configurator.finalize_with_max_running_requests(sizes.replace(max_running_requests=requests))
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What :func:`resolve` produced and how (a vLLM plan's: its strategy and its sizes as they are)."""
+
+    configurator: Strategy
+    available_bytes: int
+    reservation: StateReservation
+    profiled: PoolSizes
+    sizes: PoolSizes
+    pp_min_tokens: int | None
+
+
+def resolve(ctx: KVCacheContext, available_bytes: int, *, pp_sync: bool = True) -> Resolution:
+    """The whole resolve pipeline for one rank (KVCacheConfigurator._resolve_memory_pool_config, steps 2-6)."""
+    check_layer_setup(ctx)
+    configurator = select_pool_configurator(ctx)
+    reservation = reserve_state(configurator, available_bytes)
+    profiled = profiled_sizes(configurator, reservation)
+    pp_min = pp_min_tokens(ctx, available_bytes) if pp_sync and ctx.parallel.pp_size > 1 else None
+    constrained = apply_token_constraints(
+        configurator,
+        profiled,
+        reservation,
+        max_total_tokens=ctx.scheduling.max_total_tokens,
+        pp_min=pp_min,
+    )
+    final = finalize(configurator, constrained)
+    return Resolution(configurator, available_bytes, reservation, profiled, final, pp_min)

@@ -1,0 +1,366 @@
+"""Run one case through vLLM's own config, layer specs, grouping and sizing; return a vLLM plan document.
+
+The sequence is the one a ``vllm serve`` start-up runs, minus the GPU (vLLM module paths):
+
+1. ``engine/arg_utils.py EngineArgs(...).create_engine_config(UsageContext.OPENAI_API_SERVER)``
+   from a folder holding only the case's config.json (``load_format="dummy"``), with the
+   arguments of :func:`kvstrategies.vllm.strategies.deployment.vllm_deployment`;
+2. per pipeline stage (what ``Worker.init_device`` / ``load_model`` do): the stage's parallel
+   groups, ``model_executor/model_loader/utils.py initialize_model`` on ``meta`` under the
+   model dtype, ``Platform.update_block_size_for_backend`` (backend block size, hybrid Mamba
+   alignment), ``v1/worker/gpu/attn_utils.py get_kv_cache_spec`` (each layer's spec after its
+   backend's customisation) and the stage's supported KV cache layouts;
+3. ``v1/engine/core.py EngineCore._initialize_kv_caches`` unchanged, with a stand-in executor
+   that hands it those specs and, as ``Worker.determine_available_memory`` does when
+   ``--kv-cache-memory-bytes`` is set, ``multimodal/gpu_ipc_memory.py reserve_mm_ipc_gpu_memory``
+   of the budget; it groups the layers, sizes ``num_gpu_blocks``, builds each worker's
+   ``KVCacheConfig`` and logs the capacity (``v1/core/kv_cache_utils.py update_kv_cache_capacity``).
+
+The document (:func:`kvstrategies.vllm.strategies.document.vllm_plan_document` writes the same
+keys from the project's own strategies) holds vLLM's resolved settings, the attention backends,
+the block size, the stage's layer specs, the KV cache groups with their blocks per request,
+``num_gpu_blocks``, the stage's ``kv_cache_tensors``, the capacity and concurrency and vLLM's log
+line. Layers are named by their global layer index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib
+import json
+import re
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ...case import parse_case
+from ...core.releases import VLLM
+from ...errors import KVCacheConfigError, UnsupportedConfigurationError
+from ...sglang.bridge.bridge import case_hf_config
+from ..strategies.deployment import VLLMDeployment, vllm_deployment
+from ..strategies.document import capacity_log_line, layer_key
+from .runtime import cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu
+
+#: vLLM refused the case (its own exception is named in the message)
+VLLMCaseError = UnsupportedConfigurationError
+#: vLLM's failures while building its config or sizing the cache (its own checks and asserts)
+_VLLM_FAILURES = (ValueError, AssertionError, NotImplementedError, RuntimeError, TypeError, KeyError, ImportError,
+                  AttributeError, ZeroDivisionError, IndexError)  # fmt: skip
+
+
+# ---- the model folder vLLM reads ---------------------------------------------------------------
+
+
+def sanitized_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What vLLM can load offline: ``auto_map`` would make transformers fetch remote code."""
+    out = {k: v for k, v in config.items() if k != "auto_map"}
+    for key in ("text_config", "language_config"):
+        sub = out.get(key)
+        if isinstance(sub, Mapping):
+            out[key] = {k: v for k, v in sub.items() if k != "auto_map"}
+    return out
+
+
+@contextlib.contextmanager
+def model_folder(config: Mapping[str, Any]) -> Iterator[str]:
+    with tempfile.TemporaryDirectory(prefix="kvs-vllm-model-") as folder:
+        Path(folder, "config.json").write_text(json.dumps(sanitized_config(config)), encoding="utf-8")
+        yield folder
+
+
+def case_deployment(case: Mapping[str, Any], base_dir: Path | None) -> VLLMDeployment:
+    """The vLLM launch a case stands for (the project's mapping; refusals as :class:`KVCacheConfigError`)."""
+    data = {k: v for k, v in case.items() if not k.startswith("_")}
+    parsed = parse_case(data, base_dir=base_dir, engine=VLLM)
+    return vllm_deployment(parsed.settings, parsed.available_bytes)
+
+
+# ---- process state ------------------------------------------------------------------------------
+
+
+def _clear_caches() -> None:
+    """vLLM's per-process caches that would carry one case's answers into the next."""
+    logger = importlib.import_module("vllm.logger")
+    for name in ("_print_debug_once", "_print_info_once", "_print_warning_once", "_print_error_once"):
+        clear = getattr(getattr(logger, name, None), "cache_clear", None)
+        if callable(clear):
+            clear()
+    selector = importlib.import_module("vllm.v1.attention.selector")
+    for value in vars(selector).values():
+        if callable(value) and hasattr(value, "cache_clear"):
+            value.cache_clear()
+
+
+def _ensure_world(vllm_config: Any) -> Any:
+    """A one-process gloo world (created once) and vLLM's parallel groups for this case's model.
+
+    The groups are rebuilt per case: which exist depends on the model (an expert-parallel group
+    only for MoE models).
+    """
+    ps = importlib.import_module("vllm.distributed.parallel_state")
+    dist = importlib.import_module("torch.distributed")
+    network = importlib.import_module("vllm.utils.network_utils")
+    config = importlib.import_module("vllm.config")
+    with config.set_current_vllm_config(vllm_config):
+        if not dist.is_initialized():
+            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{network.get_open_port()}",
+                                    world_size=1, rank=0)  # fmt: skip
+        ps.init_distributed_environment(1, 0, "env://", 0, "gloo")
+        if ps.model_parallel_is_initialized():
+            ps.destroy_model_parallel()
+        ps.ensure_model_parallel_initialized(1, 1)
+    return ps
+
+
+def _state(group: Any, world: int, rank_in_group: int, ranks: list[int], rank: int) -> None:
+    group.world_size, group.rank_in_group, group.ranks, group.rank = world, rank_in_group, ranks, rank
+
+
+def _stage_groups(ps: Any, tp: int, pp: int, stage: int) -> None:
+    """The TP and PP groups as TP rank 0 of ``stage`` sees them (every TP rank's specs are the same)."""
+    first = stage * tp
+    _state(ps._TP, tp, 0, list(range(first, first + tp)), first)
+    _state(ps._PP, pp, stage, [s * tp for s in range(pp)], first)
+
+
+# ---- the run --------------------------------------------------------------------------------------
+
+
+class _Executor:
+    """What ``EngineCore._initialize_kv_caches`` asks of an executor, answered from the built stages."""
+
+    def __init__(self, specs: list[dict[str, Any]], layouts: list[list[str]], available: int) -> None:
+        self.specs, self.layouts, self.available = specs, layouts, available
+        self.configs: list[Any] = []
+
+    def get_kv_cache_specs(self) -> list[dict[str, Any]]:
+        return self.specs
+
+    def get_supported_kv_cache_layouts(self) -> list[list[str]]:
+        return self.layouts
+
+    def set_kv_cache_layout(self, *args: Any) -> None:
+        return None
+
+    def determine_available_memory(self) -> list[int]:
+        return [self.available] * len(self.specs)
+
+    def collective_rpc(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def initialize_from_config(self, configs: list[Any]) -> None:
+        self.configs = list(configs)
+
+    def compile_or_warm_up_model(self) -> None:
+        return None
+
+
+def _engine_config(folder: str, deployment: VLLMDeployment) -> Any:
+    arg_utils = importlib.import_module("vllm.engine.arg_utils")
+    usage = importlib.import_module("vllm.usage.usage_lib")
+    arguments = deployment.engine_arguments()
+    engine_args = arg_utils.EngineArgs(model=folder, skip_tokenizer_init=True, load_format="dummy", **arguments)
+    return engine_args.create_engine_config(usage.UsageContext.OPENAI_API_SERVER)
+
+
+def _build_stage(vllm_config: Any) -> tuple[dict[str, Any], list[str], dict[str, str]]:
+    """One stage's layer specs, supported layouts and attention backend per layer."""
+    torch = importlib.import_module("torch")
+    config = importlib.import_module("vllm.config")
+    loader = importlib.import_module("vllm.model_executor.model_loader.utils")
+    torch_utils = importlib.import_module("vllm.utils.torch_utils")
+    platforms = importlib.import_module("vllm.platforms")
+    attn_utils = importlib.import_module("vllm.v1.worker.gpu.attn_utils")
+    worker_base = importlib.import_module("vllm.v1.worker.worker_base")
+    layer_base = importlib.import_module("vllm.model_executor.layers.attention_layer_base")
+    with config.set_current_vllm_config(vllm_config):
+        with torch_utils.set_default_torch_dtype(vllm_config.model_config.dtype), torch.device("meta"), cuda_to_meta():
+            loader.initialize_model(vllm_config=vllm_config)
+        platforms.current_platform.update_block_size_for_backend(vllm_config)
+        specs = attn_utils.get_kv_cache_spec(vllm_config)
+        worker = object.__new__(worker_base.WorkerBase)
+        worker.vllm_config = vllm_config
+        layouts = worker.get_supported_kv_cache_layouts()
+        layers = config.get_layers_from_vllm_config(vllm_config, layer_base.AttentionLayerBase)
+        backends = {name: layer.get_attn_backend().get_name() for name, layer in layers.items()}
+    return specs, layouts, backends
+
+
+def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, Any]:
+    """vLLM's document for one case (vLLM's refusal: :class:`VLLMCaseError`; not a vLLM deployment:
+    :class:`KVCacheConfigError` from :func:`case_deployment`)."""
+    deployment = case_deployment(case, base_dir)
+    version = import_vllm()
+    config = importlib.import_module("vllm.config")
+    core = importlib.import_module("vllm.v1.engine.core")
+    ipc = importlib.import_module("vllm.multimodal.gpu_ipc_memory")
+    facts = gpu_facts(deployment.gpu)
+    hf_config = case_hf_config(case, base_dir)
+    with model_folder(hf_config) as folder, use_gpu(facts), quiet() as log:
+        _clear_caches()
+        try:
+            vllm_config = _engine_config(folder, deployment)
+            tp, pp = deployment.tensor_parallel_size, deployment.pipeline_parallel_size
+            ps = _ensure_world(vllm_config)
+            specs: list[dict[str, Any]] = []
+            layouts: list[list[str]] = []
+            backends: dict[str, str] = {}
+            stage_configs = []
+            for stage in range(pp):
+                worker_config = vllm_config if tp * pp == 1 else copy.deepcopy(vllm_config)
+                _stage_groups(ps, tp, pp, stage)
+                stage_specs, stage_layouts, stage_backends = _build_stage(worker_config)
+                specs.extend([stage_specs] * tp)
+                layouts.extend([stage_layouts] * tp)
+                backends.update(stage_backends)
+                stage_configs.append(worker_config)
+            available = ipc.reserve_mm_ipc_gpu_memory(
+                deployment.kv_cache_memory_bytes, vllm_config.model_config.multimodal_config, 1
+            )
+            executor = _Executor(specs, layouts, available)
+            engine = object.__new__(core.EngineCore)
+            engine.model_executor = executor
+            engine.vllm_config = vllm_config
+            with config.set_current_vllm_config(vllm_config):
+                core.EngineCore._initialize_kv_caches(engine, vllm_config)
+        except Exception as exc:  # vLLM's own checks, asserts, and pydantic's ValidationError of its configs
+            if not isinstance(exc, _VLLM_FAILURES) and type(exc).__name__ != "ValidationError":
+                raise
+            text = _first_lines(exc).replace(folder, "<model folder>")
+            raise VLLMCaseError(f"vLLM {version} refused: {type(exc).__name__}: {text}") from exc
+        worker = deployment.pp_rank * tp
+        document = _document(version, facts.name, deployment, vllm_config, stage_configs[deployment.pp_rank],
+                             executor.configs[worker], specs[worker], backends)  # fmt: skip
+    document["vllm_log"] = _log_lines(log.getvalue())
+    return document
+
+
+def _first_lines(exc: BaseException, limit: int = 400) -> str:
+    text = " ".join(str(exc).split())
+    return text[:limit] + ("..." if len(text) > limit else "")
+
+
+_LOG_KEEP = re.compile(r"KV cache|padding layers|block size|Mamba cache mode|page size|Using .* backend|FlashAttention")
+
+
+def _log_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if _LOG_KEEP.search(line)]
+
+
+# ---- vLLM's objects as plain data -----------------------------------------------------------
+
+
+def _dtype(value: Any) -> str:
+    return str(value).removeprefix("torch.")
+
+
+def spec_document(spec: Any) -> dict[str, Any]:
+    """One KV cache spec: its class, block size, page bytes and the fields that decide them."""
+    out: dict[str, Any] = {"kind": type(spec).__name__, "block_size": spec.block_size,
+                           "page_size_bytes": spec.page_size_bytes}  # fmt: skip
+    inner = getattr(spec, "kv_cache_specs", None)
+    if inner is not None:  # UniformTypeKVCacheSpecs: the distinct layer specs it holds
+        distinct: list[dict[str, Any]] = []
+        for layer_spec in inner.values():
+            entry = spec_document(layer_spec)
+            if entry not in distinct:
+                distinct.append(entry)
+        out["specs"] = distinct
+        return out
+    for name in ("num_kv_heads", "head_size", "head_size_v", "sliding_window", "attention_chunk_size",
+                 "page_size_padded", "cache_dtype_str", "mamba_cache_mode", "num_speculative_blocks",
+                 "num_prefill_checkpoint_blocks", "prefill_checkpoint_alignment"):  # fmt: skip
+        value = getattr(spec, name, None)
+        if value is not None:
+            out[name] = value
+    if hasattr(spec, "dtype"):
+        out["dtype"] = _dtype(spec.dtype)
+    if hasattr(spec, "shapes"):
+        out["shapes"] = [list(shape) for shape in spec.shapes]
+        out["dtypes"] = [_dtype(d) for d in spec.dtypes]
+        out["mamba_type"] = str(getattr(spec.mamba_type, "value", spec.mamba_type))
+    quant = getattr(spec, "kv_quant_mode", None)
+    if quant is not None and int(quant) != 0:
+        out["kv_quant_mode"] = str(getattr(quant, "name", quant))
+    return out
+
+
+def _layer_specs(specs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = []
+    for name, spec in specs.items():
+        document = spec_document(spec)
+        for entry in entries:
+            if entry["spec"] == document:
+                entry["layers"].append(layer_key(name))
+                break
+        else:
+            entries.append({"layers": [layer_key(name)], "spec": document})
+    return entries
+
+
+def _document(
+    version: str,
+    gpu_name: str,
+    deployment: VLLMDeployment,
+    vllm_config: Any,
+    stage_config: Any,
+    worker_config: Any,
+    stage_specs: Mapping[str, Any],
+    backends: Mapping[str, str],
+) -> dict[str, Any]:
+    cache, scheduler, model = vllm_config.cache_config, vllm_config.scheduler_config, vllm_config.model_config
+    groups = []
+    for group in worker_config.kv_cache_groups:
+        spec = group.kv_cache_spec
+        per_request = -(-spec.max_memory_usage_bytes(vllm_config) // spec.page_size_bytes)
+        groups.append({"layers": [layer_key(n) for n in group.layer_names], "spec": spec_document(spec),
+                       "blocks_per_request": per_request})  # fmt: skip
+    tensors = [
+        {"size": t.size, "layers": [layer_key(n) for n in t.layers], "layer_stride": t.layer_stride,
+         "block_stride": t.block_stride, "offset": t.offset}
+        for t in worker_config.kv_cache_tensors
+    ]  # fmt: skip
+    distinct_backends: list[str] = []
+    for name in backends.values():
+        if name not in distinct_backends:
+            distinct_backends.append(name)
+    tokens, concurrency = int(cache.kv_cache_size_tokens), float(cache.kv_cache_max_concurrency)
+    return {
+        "engine": f"vllm {version}",
+        "gpu": gpu_name,
+        "vllm_settings": {
+            "tensor_parallel_size": deployment.tensor_parallel_size,
+            "pipeline_parallel_size": deployment.pipeline_parallel_size,
+            "pp_rank": deployment.pp_rank,
+            "kv_cache_dtype": str(cache.cache_dtype),
+            "dtype": _dtype(model.dtype),
+            "requested_block_size": deployment.block_size,
+            "max_model_len": int(model.max_model_len),
+            "max_num_batched_tokens": int(scheduler.max_num_batched_tokens),
+            "max_num_seqs": int(scheduler.max_num_seqs),
+            "max_in_flight_tokens": int(vllm_config.max_in_flight_tokens),
+            "enable_prefix_caching": bool(cache.enable_prefix_caching),
+            "async_scheduling": bool(scheduler.async_scheduling),
+            "max_concurrent_batches": int(vllm_config.max_concurrent_batches),
+            "mamba_cache_mode": str(cache.mamba_cache_mode),
+            "disable_hybrid_kv_cache_manager": bool(scheduler.disable_hybrid_kv_cache_manager),
+            "kv_cache_memory_bytes": deployment.kv_cache_memory_bytes,
+        },
+        "attention_backends": distinct_backends,
+        "block_size": int(stage_config.cache_config.block_size),
+        "kv_cache_layout": str(cache.kv_cache_layout),
+        "layer_specs": _layer_specs(stage_specs),
+        "kv_cache_groups": groups,
+        "num_gpu_blocks": int(cache.num_gpu_blocks),
+        "kv_cache_tensors": tensors,
+        "kv_cache_size_tokens": tokens,
+        "max_concurrency": concurrency,
+        "capacity_log": capacity_log_line(tokens, int(model.max_model_len), concurrency),
+    }
+
+
+def refusal_is_vllms(error: KVCacheConfigError) -> bool:
+    """Whether a bridge error is vLLM's own refusal (else: the case is not a vLLM deployment)."""
+    return str(error).startswith("vLLM ") and " refused: " in str(error)

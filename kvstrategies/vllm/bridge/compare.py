@@ -1,0 +1,158 @@
+"""Compare the project's vLLM plan document with vLLM's own for one case; explain known differences.
+
+:func:`comparable` keeps what both answer (:data:`COMPARED_KEYS`: resolved settings, backends,
+block size, layer specs, groups, blocks, tensors, capacity, concurrency and the log line), in the
+golden form (floats as ``repr`` strings); vLLM's log excerpt and the stubbed ops it touched are
+the bridge's notes, not answers. :func:`difference_lines` names each field that differs
+(:mod:`kvstrategies.golden.diff`); :func:`explain` matches them against
+:data:`KNOWN_DIFFERENCES`, each with its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ...golden.diff import diff_documents
+from ...golden.document import stable
+from ...models.architectures import vllm_model_rule
+from ...sglang.bridge.compare import KnownDifference
+
+COMPARED_KEYS: tuple[str, ...] = (
+    "gpu",
+    "vllm_settings",
+    "attention_backends",
+    "block_size",
+    "kv_cache_layout",
+    "layer_specs",
+    "kv_cache_groups",
+    "num_gpu_blocks",
+    "kv_cache_tensors",
+    "kv_cache_size_tokens",
+    "max_concurrency",
+    "capacity_log",
+)
+
+
+def comparable(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a vLLM plan document both sides answer, floats as their ``repr`` strings."""
+    return {key: stable(document.get(key)) for key in COMPARED_KEYS}
+
+
+def difference_lines(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> list[str]:
+    """Readable lines naming every field where vLLM (``theirs``) differs from the project."""
+    return diff_documents(comparable(ours), comparable(theirs))
+
+
+def _architectures(case: Mapping[str, Any]) -> list[str]:
+    config = case.get("_hf_config") or {}
+    return [str(a) for a in (config.get("architectures") or [])] if isinstance(config, Mapping) else []
+
+
+def _model_type(case: Mapping[str, Any]) -> str:
+    config = case.get("_hf_config") or {}
+    return str(config.get("model_type", "")) if isinstance(config, Mapping) else ""
+
+
+_REFUSED = (r"^kvstrategies: refused: ",)
+_VLLM_REFUSED = (r"^vllm: refused: ",)
+
+
+def _case_value(case: Mapping[str, Any], key: str) -> str:
+    return str(case.get(key) or "")
+
+
+def _unmodelled(words: str) -> Callable[[Mapping[str, Any]], bool]:
+    """A case the vLLM strategies refuse with ``words`` in their reason (read from the project side)."""
+
+    def applies(case: Mapping[str, Any]) -> bool:
+        return words in str(case.get("_our_error") or "")
+
+    return applies
+
+
+#: The known differences: layouts vLLM runs that the strategies refuse (naming vLLM's layout), and
+#: cases this CPU host's vLLM cannot build though a GPU host would
+KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
+    KnownDifference(
+        "dsa-not-modelled",
+        "DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): vLLM keeps each layer's MLA latent and indexer key caches "
+        "in one UniformTypeKVCacheSpecs group on a sparse-MLA backend; the strategies refuse it",
+        _unmodelled("DeepSeek sparse attention"),
+        _REFUSED,
+    ),
+    KnownDifference(
+        "dsv4-not-modelled",
+        "DeepSeek-V4's compressed attention: five cache groups of mixed page sizes in a block-outermost (BLHNC) "
+        "layout; the strategies refuse it (and this host's vLLM cannot build it: its mHC kernels need TileLang)",
+        _unmodelled("DeepSeek-V4"),
+        (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek-V4"),
+    ),
+    KnownDifference(
+        "nvfp4-not-modelled",
+        "an nvfp4 KV cache: vLLM packs FP4 values and their FP8 block scales per page through its backend "
+        "(customize_spec); the strategies size auto, 16-bit and fp8 caches",
+        _unmodelled("kv_cache_dtype 'nvfp4'"),
+        _REFUSED,
+    ),
+    KnownDifference(
+        "diffkv-not-modelled",
+        "different K/V head sizes or KV heads per layer type (MiMo-V2-Flash): vLLM's FLASH_ATTN_DIFFKV backend and "
+        "padded pages; the strategies refuse it",
+        _unmodelled("different head sizes or KV heads per layer type"),
+        _REFUSED,
+    ),
+    KnownDifference(
+        "state-layout-not-modelled",
+        "Kimi-Linear's KDA state and Falcon-H1's parallel attention + Mamba layers: vLLM's own spec layouts; the "
+        "strategies refuse them",
+        lambda case: any(w in str(case.get("_our_error") or "") for w in ("KDA layers", "parallel hybrid")),
+        (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: Kimi-Linear"),
+    ),
+    KnownDifference(
+        "chunked-local-not-modelled",
+        "Llama-4's chunked local attention (ChunkedLocalAttentionSpec); the strategies refuse it",
+        _unmodelled("chunked local attention"),
+        (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: Llama-4"),
+    ),
+    KnownDifference(
+        "vision-tower-tp",
+        "a multimodal model at a TP its vision encoder's heads do not divide: vLLM asserts while building the "
+        "encoder (the strategies plan the language model's KV cache only)",
+        lambda case: bool(_hf_get(case, "vision_config")),
+        (r"^vllm: refused: .*AssertionError: \d+ is not divisible by \d+",),
+    ),
+    KnownDifference(
+        "unregistered-config",
+        "a config whose model type transformers 5.20 (vLLM's pin) does not register (minimax_m3, muse_glimmer): "
+        "vLLM refuses to load it or reads it with the generic defaults (another max_model_len)",
+        lambda case: vllm_model_rule(_model_type(case)).unregistered,
+        (r"^refusals differ: .*minimax_m3", r"^vllm: refused: .*minimax_m3", r"^capacity_log: ", r"^kv_cache_",
+         r"^max_concurrency: ", r"^num_gpu_blocks: ", r"^vllm_settings\.max_model_len: ", r"^layer_specs"),
+    ),
+    KnownDifference(
+        "synthetic-config-unloadable",
+        "a synthetic config vLLM's model class cannot build (no tokenizer vocabulary for its OCR head)",
+        lambda case: "synthetic" in _case_value(case, "name"),
+        (r"^vllm: refused: .*AttributeError: 'NoneType' object has no attribute 'vocab'",),
+    ),
+)
+
+
+def _hf_get(case: Mapping[str, Any], key: str) -> Any:
+    config = case.get("_hf_config") or {}
+    return config.get(key) if isinstance(config, Mapping) else None
+
+
+def explain(case: Mapping[str, Any], lines: list[str]) -> tuple[list[KnownDifference], list[str]]:
+    """(the known differences that cover some of ``lines``, the lines none covers)."""
+    used: list[KnownDifference] = []
+    left: list[str] = []
+    applicable = [k for k in KNOWN_DIFFERENCES if k.applies(case)]
+    for line in lines:
+        match = next((k for k in applicable if k.covers_line(line)), None)
+        if match is None:
+            left.append(line)
+        elif match not in used:
+            used.append(match)
+    return used, left

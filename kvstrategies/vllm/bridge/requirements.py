@@ -1,0 +1,72 @@
+"""What a CPU environment for the vLLM bridge installs, per vLLM release line (data only).
+
+``tools/vllm_env.py VERSION DIR`` installs, in order: CPU torch (pinned for every later install),
+this checkout of kvstrategies, :data:`LIGHT_PACKAGES` with their dependencies, then
+:data:`NO_DEPS` with ``--no-deps`` (vLLM itself: its requirements pull a CUDA torch, FlashInfer's
+CUDA stack, tilelang...). Each light package is one that vLLM's import chain (``import vllm``,
+``vllm.config``, ``vllm.v1.core.kv_cache_utils``, the model registry) or a model's construction
+needs on CPU; the version is vLLM's pin where vLLM pins one, else what was tried together with
+torch 2.13.0 on Python 3.11.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: the vLLM release lines the bridge drives (``kvstrategies.core.releases.VLLM_RELEASE_LINES``)
+VLLM_LINES: tuple[str, ...] = ("0.33.0",)
+
+
+@dataclass(frozen=True)
+class VLLMEnvironment:
+    """One release line's CPU environment: packages with their dependencies, then ``--no-deps`` ones."""
+
+    line: str
+    light_packages: tuple[str, ...]
+    no_deps: tuple[str, ...]
+
+
+_V0330 = VLLMEnvironment(
+    "0.33.0",
+    light_packages=(
+        "packaging==26.4",  # vllm/utils/torch_version.py
+        "pydantic==2.14.4",  # vllm.config
+        "numpy==2.4.6",
+        "regex==2026.11.19",
+        "cbor2==6.3.0",  # vllm/utils/hashing.py
+        "psutil==7.2.2",  # vllm/utils/network_utils.py
+        "pyzmq==27.3.0",
+        "urllib3==2.8.0",
+        "transformers==5.20.2",  # vLLM pins >=5.16.1,<5.21.0; ModelConfig reads config.json with it
+        "aiohttp==3.14.5",  # vllm/connections.py
+        "requests==2.34.2",
+        "oss-harmony==0.0.11",  # vllm/entrypoints/mcp/tool_server.py (vLLM's pin)
+        "openai==3.57.0",  # vllm/entrypoints/mcp/tool.py
+        "pillow==13.0.0",  # vllm/multimodal/hasher.py
+        "pybase64==1.5.1",  # vllm/multimodal/media/audio.py
+        "cachetools==8.0.2",  # vllm/utils/cache.py
+        "msgspec==0.23.0",  # vllm/pooling_params.py
+        "cloudpickle==3.1.3",  # vllm/v1/serial_utils.py
+        "uvloop==0.23.0",  # vllm/v1/utils.py
+        "py-cpuinfo==9.0.0",  # vllm/usage/usage_lib.py
+        "prometheus_client==0.26.0",  # vllm/v1/metrics/perf.py
+        "xgrammar==0.2.8",  # vllm/parser/abstract_parser.py (vLLM's pin; brings triton)
+        "apache-tvm-ffi==0.1.11",  # xgrammar's FFI, reset to vLLM's pin
+        "fastapi==0.136.3",  # vllm/entrypoints/serve (vLLM pins <0.137)
+        "partial-json-parser==0.2.1.1.post7",  # vllm/tool_parsers/utils.py
+        "llguidance==1.7.6",  # vllm/utils/import_utils.py (vLLM pins <1.8)
+        "einops==0.8.2",  # vllm/v1/attention/ops/vit_attn_wrappers.py
+        "compressed-tensors==0.17.0",  # the quantization registry (vLLM's pin)
+        "nvidia-ml-py==13.615.71",  # pynvml, imported by vllm/platforms/cuda.py
+        # bindings only (no CUDA libraries): MiniMax-M2 at TP > 1 imports them; its workspace set-up then
+        # fails inside vLLM's own try/except and falls back, as on a GPU without peer access
+        "cuda-python==13.4.4",
+    ),
+    no_deps=(
+        # FlashInfer's Python package imports on CPU; without it vLLM's selector drops FLASHINFER
+        "flashinfer-python==0.7.2.post1",
+        "vllm==0.33.0",
+    ),
+)
+
+ENVIRONMENTS: dict[str, VLLMEnvironment] = {_V0330.line: _V0330}

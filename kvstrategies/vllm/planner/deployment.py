@@ -1,0 +1,180 @@
+"""``kvstrategies plan MODEL --engine vllm``: request -> vLLM's launch defaults -> budget -> the vLLM strategies.
+
+1. the vLLM launch the request stands for, read by the vLLM strategies
+   (:mod:`kvstrategies.vllm.strategies.deployment` / ``launch``): ``max_model_len``,
+   ``max_num_batched_tokens`` / ``max_num_seqs`` from vLLM's batch defaults for the GPU;
+2. the budget (:mod:`.budget`): ``--kv-cache-memory-bytes`` as given, else vLLM's utilization rule
+   with the weights of :mod:`.weights` and the profile overhead of :mod:`.overhead`;
+3. :func:`kvstrategies.api.plan` with that budget: blocks, groups, tensors, "GPU KV cache size"
+   and "Maximum concurrency" exactly as vLLM computes them from that budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...api import Plan, plan
+from ...case import parse_case
+from ...core.dtypes import DType
+from ...core.releases import VLLM
+from ...errors import KVCacheConfigError
+from ...models.hf import text_config
+from ...models.parse import model_dtype_of
+from ..strategies.deployment import vllm_deployment
+from ..strategies.launch import VLLMLaunch, resolve_launch
+from ..strategies.sizing import blocks_per_request
+from ..strategies.specs import CacheLimits
+from ..strategies.strategies import VLLMKVCachePlan
+from .budget import VLLMBudget, given_budget, vllm_budget
+from .gpu_memory import cuda_total
+from .overhead import ProfileSettings, ProfileShape, profile_overhead
+from .request import VLLMPlanRequest
+from .weights import VLLMWeights, vllm_weights
+
+
+@dataclass(frozen=True)
+class LengthConcurrency:
+    """vLLM's concurrency formula at a request length: ``num_blocks / blocks_per_request(L)``."""
+
+    request_length: int
+    blocks_per_request: int
+    concurrency: float
+
+    @property
+    def tokens(self) -> int:
+        return int(self.concurrency * self.request_length)
+
+
+@dataclass(frozen=True)
+class VLLMDeploymentPlan:
+    """A planned vLLM deployment: the launch, the budget, the weights and vLLM's sizing from them."""
+
+    request: VLLMPlanRequest
+    launch: VLLMLaunch
+    budget: VLLMBudget
+    weights: VLLMWeights | None
+    planned: Plan
+    lengths: tuple[LengthConcurrency, ...]
+
+    @property
+    def answer(self) -> VLLMKVCachePlan:
+        answer = self.planned.vllm
+        assert answer is not None  # planned for a vLLM release
+        return answer
+
+
+def serving_dtype(req: VLLMPlanRequest) -> DType:
+    """``--dtype``, else ``auto``: the config's dtype, float32 checkpoints served in bfloat16
+    (``vllm/config/model.py _resolve_auto_dtype``)."""
+    name = req.dtype
+    if name in (None, "auto"):
+        return model_dtype_of(req.config, text_config(req.config))
+    aliases = {"half": "float16", "float": "float32"}
+    return DType.from_name(aliases.get(name, name))
+
+
+#: ``--kv-cache-dtype`` as vLLM spells it -> the case's name (vLLM's ``fp8`` is e4m3 on CUDA,
+#: ``vllm/config/cache.py CacheDType``); the names the vLLM strategies size
+CASE_KV_DTYPE: dict[str, str] = {
+    "auto": "auto", "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
+    "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
+}  # fmt: skip
+
+
+def case_kv_dtype(name: str, release: str) -> str:
+    """The case's KV dtype for vLLM's ``--kv-cache-dtype name``; other names refused, saying why."""
+    from ..strategies.layers import VLLM_KV_CACHE_DTYPES
+
+    if name in CASE_KV_DTYPE:
+        return CASE_KV_DTYPE[name]
+    if name not in VLLM_KV_CACHE_DTYPES:
+        raise KVCacheConfigError(
+            f"vLLM {release} refuses: Invalid kv_cache_dtype: {name!r:.40}. Valid values are: "
+            f"{list(VLLM_KV_CACHE_DTYPES)} (vllm/config/cache.py CacheConfig)"
+        )
+    raise KVCacheConfigError(
+        f"--kv-cache-dtype {name}: vLLM packs it its own way (its backend's customize_spec), which the vLLM plan does "
+        f"not model; it sizes {', '.join(sorted(set(CASE_KV_DTYPE) - {'bf16', 'fp16'}))}"
+    )
+
+
+def case_fields(req: VLLMPlanRequest, budget_bytes: int) -> dict[str, Any]:
+    """The case the vLLM strategies read (:mod:`kvstrategies.vllm.strategies.deployment`'s mapping)."""
+    kv = case_kv_dtype(req.kv_cache_dtype, req.release.text)
+    return {
+        **req.source,
+        "engine": VLLM,
+        "vllm_version": req.release.text,
+        "gpu": req.gpu,
+        "tp_size": req.tensor_parallel_size,
+        "pp_size": req.pipeline_parallel_size,
+        "kv_cache_dtype": kv,
+        "model_dtype": serving_dtype(req).torch_name,
+        "page_size": req.block_size or 1,
+        "context_length": req.max_model_len,
+        "max_running_requests": req.max_num_seqs,
+        "chunked_prefill_size": req.max_num_batched_tokens,
+        "disable_radix_cache": req.enable_prefix_caching is False,
+        "disable_overlap_schedule": req.async_scheduling is False,
+        "disable_hybrid_swa_memory": req.disable_hybrid_kv_cache_manager,
+        "available_bytes": budget_bytes,
+    }
+
+
+def resolved_launch(req: VLLMPlanRequest) -> VLLMLaunch:
+    """vLLM's launch after its defaults (the budget does not change them)."""
+    settings = parse_case(case_fields(req, 1)).settings
+    geometry = settings.geometry
+    hybrid = geometry.mamba is not None
+    return resolve_launch(vllm_deployment(settings, 1), geometry.context_len, is_mamba_hybrid=hybrid)
+
+
+def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VLLMWeights | None]:
+    """The KV budget (module doc, step 2) and the weights it subtracted (``None`` when given)."""
+    if req.kv_cache_memory_bytes is not None:
+        return given_budget(req.kv_cache_memory_bytes), None
+    if req.gpu is None and req.gpu_memory_mib is None:
+        raise KVCacheConfigError("name a GPU (--gpu) or give --kv-cache-memory-bytes")
+    dtype = serving_dtype(req)
+    tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
+    checkpoint = None if req.model_folder is None else str(req.model_folder)
+    weights = vllm_weights(req.config, tp=tp, pp=pp, dtype=dtype, quantization=req.weight_quantization,
+                           weight_bytes=req.weight_bytes, checkpoint=checkpoint)  # fmt: skip
+    shape = ProfileShape.from_config(req.config, activation_bytes=dtype.itemsize if dtype.itemsize <= 2 else 2)
+    stages = []
+    for rank in range(pp):
+        settings = ProfileSettings(
+            max_num_batched_tokens=launch.max_num_batched_tokens,
+            max_num_seqs=launch.max_num_seqs,
+            tp_size=tp,
+            world_size=req.world_size,
+            cuda_graphs=not req.enforce_eager,
+            graphs_deducted=req.estimate_cudagraphs,
+            last_stage=rank == pp - 1,
+        )
+        stages.append((weights.per_stage[rank], profile_overhead(shape, settings)))
+    total = cuda_total(req.gpu or "GPU", req.gpu_memory_mib)
+    budget = vllm_budget(total.total_bytes, req.utilization, stages, total_source=total.source,
+                         release=req.release.text)  # fmt: skip
+    return budget, weights
+
+
+def concurrency_at(answer: VLLMKVCachePlan, length: int) -> LengthConcurrency:
+    """vLLM's ``get_max_concurrency_for_kv_cache_config`` with ``L`` in place of ``max_model_len``."""
+    launch = answer.launch
+    limits = CacheLimits(length, launch.max_in_flight_tokens, launch.mamba_cache_mode)
+    per_request = blocks_per_request(answer.stage_groups, limits)
+    return LengthConcurrency(length, per_request, answer.num_gpu_blocks / per_request)
+
+
+def plan_vllm(req: VLLMPlanRequest) -> VLLMDeploymentPlan:
+    """Plan ``req`` end to end (module doc)."""
+    launch = resolved_launch(req)
+    budget, weights = budget_for(req, launch)
+    case = parse_case(case_fields(req, budget.available_bytes))
+    planned = plan(case.settings, case.available_bytes)
+    answer = planned.vllm
+    assert answer is not None
+    lengths = tuple(concurrency_at(answer, length) for length in dict.fromkeys(req.request_lengths))
+    return VLLMDeploymentPlan(req, answer.launch, budget, weights, planned, lengths)

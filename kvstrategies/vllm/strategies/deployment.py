@@ -1,0 +1,137 @@
+"""A :class:`~kvstrategies.context.KVCacheContext` read as a vLLM launch: the engine arguments it stands for.
+
+The same context that plans an SGLang rank plans a vLLM deployment when ``ctx.release.engine``
+is ``"vllm"``. :func:`vllm_deployment` maps it onto vLLM's own arguments
+(``vllm/engine/arg_utils.py EngineArgs``) -- the only mapping the vLLM strategies and the vLLM
+bridge (``kvstrategies.vllm.bridge``) both read, so they answer the same question:
+
+=============================  ==============================================================
+context                        vLLM argument
+=============================  ==============================================================
+``parallel.tp_size / pp_size`` ``--tensor-parallel-size / --pipeline-parallel-size``
+``parallel.pp_rank``           the stage whose layers and tensors a plan describes
+``kv_cache_dtype.name``        ``--kv-cache-dtype`` (``bf16`` is vLLM's ``bfloat16``)
+``geometry.model_dtype``       ``--dtype``
+``page_size``                  ``--block-size`` (1: not given, the attention backend picks)
+``scheduling.context_length``  ``--max-model-len`` (None: vLLM derives it from the config)
+``scheduling.max_running_requests``  ``--max-num-seqs``
+``scheduling.chunked_prefill_size``  ``--max-num-batched-tokens`` (positive values)
+``scheduling.disable_radix_cache``   ``--no-enable-prefix-caching``
+``scheduling.disable_overlap_schedule``  ``--no-async-scheduling``
+``scheduling.disable_hybrid_swa_memory`` ``--disable-hybrid-kv-cache-manager``
+``platform.gpu``               the GPU whose facts vLLM reads (else B200 for ``is_sm100``, else
+                               :data:`DEFAULT_VLLM_GPU`)
+=============================  ==============================================================
+
+SGLang's own pool knobs (``swa_full_tokens_ratio``, the Mamba slot settings, its attention
+backend names, its environment knobs) have no vLLM counterpart and do not change a vLLM plan;
+settings that change *what* is deployed and that these strategies do not model (speculative
+decoding, decode-context / attention data / context parallelism, PD disaggregation, a draft
+worker, a token cap, a non-CUDA device) are refused with :class:`UnsupportedConfigurationError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...context import DeviceKind, DisaggregationMode, KVCacheContext
+from ...errors import UnsupportedConfigurationError
+
+#: the GPU a vLLM plan is for when the context names none (the bridge's default too)
+DEFAULT_VLLM_GPU = "H200"
+VLLM_KV_DTYPE_NAMES: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16"}
+
+
+@dataclass(frozen=True)
+class VLLMDeployment:
+    """vLLM's engine arguments for one deployment (``None``: not given, vLLM's default)."""
+
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    pp_rank: int
+    kv_cache_dtype: str
+    dtype: str
+    kv_cache_memory_bytes: int
+    gpu: str = DEFAULT_VLLM_GPU
+    block_size: int | None = None
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    #: ``False`` turns it off; ``None`` leaves vLLM's own default (which may turn it off itself)
+    enable_prefix_caching: bool | None = None
+    async_scheduling: bool | None = None
+    disable_hybrid_kv_cache_manager: bool | None = None
+
+    def engine_arguments(self) -> dict[str, object]:
+        """Keyword arguments of ``EngineArgs`` (the bridge adds the model folder and ``load_format``)."""
+        arguments: dict[str, object] = {
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "pipeline_parallel_size": self.pipeline_parallel_size,
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "dtype": self.dtype,
+            "kv_cache_memory_bytes": self.kv_cache_memory_bytes,
+        }
+        for name in ("block_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching",
+                     "async_scheduling", "disable_hybrid_kv_cache_manager"):  # fmt: skip
+            value = getattr(self, name)
+            if value is not None:
+                arguments[name] = value
+        return arguments
+
+
+def _refuse(field: str, why: str) -> UnsupportedConfigurationError:
+    return UnsupportedConfigurationError(
+        f"{field}: {why}; the vLLM strategies (and the vLLM bridge) do not model it -- plan it for SGLang, "
+        "or drop the setting"
+    )
+
+
+def check_vllm_scope(ctx: KVCacheContext) -> None:
+    """Refuse the settings that change what a vLLM deployment is but are not modelled (see module doc)."""
+    parallel, scheduling = ctx.parallel, ctx.scheduling
+    if ctx.device is not DeviceKind.CUDA:
+        raise _refuse(f"device {ctx.device.value}", "the vLLM plans are for vLLM's CUDA platform")
+    if ctx.is_draft_worker:
+        raise _refuse("is_draft_worker", "vLLM plans draft layers inside the target's KV cache groups")
+    if ctx.speculative.enabled:
+        raise _refuse(f"speculative_algorithm {ctx.speculative.algorithm.value}",
+                      "vLLM's speculative decoding adds draft layers and lookahead slots")  # fmt: skip
+    for name, value in (("dcp_size", parallel.dcp_size), ("attn_dp_size", parallel.attn_dp_size),
+                        ("attn_cp_size", parallel.attn_cp_size)):  # fmt: skip
+        if value != 1:
+            raise _refuse(f"{name} {value}", "context / attention data parallelism")
+    if scheduling.disaggregation_mode is not DisaggregationMode.NULL:
+        raise _refuse(f"disaggregation_mode {scheduling.disaggregation_mode.value}", "PD disaggregation")
+    if scheduling.max_total_tokens is not None:
+        raise _refuse("max_tokens", "SGLang's --max-total-tokens has no vLLM counterpart (vLLM has "
+                      "--num-gpu-blocks-override, a block count)")  # fmt: skip
+    if parallel.pp_layer_partition is not None:
+        raise _refuse("pp_layer_partition", "SGLANG_PP_LAYER_PARTITION is SGLang's (vLLM: VLLM_PP_LAYER_PARTITION)")
+    chunk = scheduling.chunked_prefill_size
+    if chunk is not None and chunk <= 0:
+        raise _refuse(f"chunked_prefill_size {chunk}", "vLLM's V1 engine always chunks prefills")
+
+
+def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDeployment:
+    """The vLLM launch ``ctx`` stands for, with ``--kv-cache-memory-bytes kv_cache_memory_bytes``."""
+    check_vllm_scope(ctx)
+    scheduling = ctx.scheduling
+    name = ctx.kv_cache_dtype.name
+    platform = ctx.platform
+    gpu = getattr(platform, "gpu", None) or ("B200" if platform.is_sm100 else DEFAULT_VLLM_GPU)
+    return VLLMDeployment(
+        tensor_parallel_size=ctx.parallel.tp_size,
+        pipeline_parallel_size=ctx.parallel.pp_size,
+        pp_rank=ctx.parallel.pp_rank,
+        kv_cache_dtype=VLLM_KV_DTYPE_NAMES.get(name, name),
+        dtype=ctx.geometry.model_dtype.torch_name,
+        kv_cache_memory_bytes=kv_cache_memory_bytes,
+        gpu=gpu,
+        block_size=ctx.page_size if ctx.page_size > 1 else None,
+        max_model_len=scheduling.context_length,
+        max_num_seqs=scheduling.max_running_requests,
+        max_num_batched_tokens=scheduling.chunked_prefill_size,
+        enable_prefix_caching=False if scheduling.disable_radix_cache else None,
+        async_scheduling=False if scheduling.disable_overlap_schedule else None,
+        disable_hybrid_kv_cache_manager=True if scheduling.disable_hybrid_swa_memory else None,
+    )

@@ -1,0 +1,99 @@
+"""KV cache groups: which layers share one block table (``vllm/v1/core/kv_cache_planning.py get_kv_cache_groups``).
+
+1. With the hybrid allocator off (``--disable-hybrid-kv-cache-manager``) and full and
+   sliding-window layers both present, every sliding-window layer is kept as full attention
+   (``unify_hybrid_kv_cache_specs``).
+2. Every layer the same spec: one group (``_get_kv_cache_groups_uniform_spec``).
+3. Otherwise (hybrid): pages are unified -- a smaller attention page takes a proportionally
+   larger block (``unify_kv_cache_spec_page_size``) -- then layers are bucketed by spec, and each
+   bucket is split into groups of ``group_size`` layers, ``group_size`` being the smallest
+   bucket (or the largest, when the largest is under 1.5 x the smallest); bucket ``b`` of ``n``
+   layers becomes ``cdiv(n, group_size)`` groups ``layers[i::num_groups]``. A group with fewer than
+   ``group_size`` layers is padded (vLLM: "Add N padding layers"): its missing layers still cost
+   page bytes in every block (``_get_kv_cache_groups_uniform_page_size``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from ...core.sizing import ceil_div
+from ...errors import UnsupportedConfigurationError
+from .specs import FullAttentionSpec, KVCacheSpec, MambaSpec, SlidingWindowSpec
+
+
+@dataclass(frozen=True)
+class KVCacheGroup:
+    """Layers (global indices) that share one block table, with their (merged) spec."""
+
+    layers: tuple[int, ...]
+    spec: KVCacheSpec
+
+
+def _promote(specs: Mapping[int, KVCacheSpec]) -> dict[int, KVCacheSpec]:
+    kinds = {type(s) for s in specs.values()}
+    if FullAttentionSpec in kinds and SlidingWindowSpec in kinds:
+        return {k: s.as_full_attention() if isinstance(s, SlidingWindowSpec) else s for k, s in specs.items()}
+    return dict(specs)
+
+
+def _merge_key(spec: KVCacheSpec) -> KVCacheSpec:
+    """Full-attention specs that differ only in their recorded window merge (``FullAttentionSpec.merge``)."""
+    if type(spec) is FullAttentionSpec and spec.sliding_window is not None:
+        return replace(spec, sliding_window=None)
+    return spec
+
+
+def _unify_pages(specs: Mapping[int, KVCacheSpec]) -> dict[int, KVCacheSpec]:
+    pages = {s.page_size_bytes for s in specs.values()}
+    if len(pages) <= 1:
+        return dict(specs)
+    largest = max(pages)
+    out: dict[int, KVCacheSpec] = {}
+    for layer, spec in specs.items():
+        page = spec.page_size_bytes
+        if page == largest:
+            out[layer] = spec
+        elif isinstance(spec, MambaSpec) or largest % page:
+            raise UnsupportedConfigurationError(
+                f"layer {layer}: a page of {page} bytes next to {largest}-byte pages; vLLM pads such pages "
+                "(unify_kv_cache_spec_page_size), which the vLLM strategies do not model"
+            )
+        else:
+            out[layer] = spec.with_block_size(spec.block_size * (largest // page))
+    return out
+
+
+def kv_cache_groups(specs: Mapping[int, KVCacheSpec], *, disable_hybrid: bool) -> list[KVCacheGroup]:
+    """The groups of the whole model's layers (every stage's), in vLLM's order."""
+    if disable_hybrid:
+        specs = _promote(specs)
+    merged = {k: _merge_key(s) for k, s in specs.items()}
+    if len(set(merged.values())) == 1:
+        layers = tuple(specs)
+        first = specs[layers[0]]
+        windows = {s.sliding_window for s in specs.values() if isinstance(s, FullAttentionSpec) and s.sliding_window}
+        spec = merged[layers[0]]
+        if isinstance(first, FullAttentionSpec) and len(windows) == 1 and isinstance(spec, FullAttentionSpec):
+            spec = replace(spec, sliding_window=windows.pop())
+        return [KVCacheGroup(layers, spec)]
+    unified = _unify_pages(merged)
+    buckets: dict[KVCacheSpec, list[int]] = {}
+    for layer, spec in unified.items():
+        buckets.setdefault(spec, []).append(layer)
+    sizes = [len(v) for v in buckets.values()]
+    group_size = min(sizes)
+    if max(sizes) < group_size * 1.5:
+        group_size = max(sizes)
+    groups: list[KVCacheGroup] = []
+    for spec, members in buckets.items():
+        count = ceil_div(len(members), group_size)
+        groups.extend(KVCacheGroup(tuple(members[i::count]), spec) for i in range(count))
+    return groups
+
+
+def padding_layers(groups: list[KVCacheGroup]) -> int:
+    """Layer slots a block holds for no layer (vLLM's "Add N padding layers")."""
+    width = max(len(g.layers) for g in groups)
+    return sum(width - len(g.layers) for g in groups)

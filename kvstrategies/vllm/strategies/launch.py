@@ -1,0 +1,104 @@
+"""vLLM's resolved launch settings that sizing reads: max model length, batch defaults, in-flight tokens.
+
+* ``max_model_len``: ``--max-model-len``, else the model's own (``config/model.py
+  _get_and_verify_max_len``; the project's :attr:`ModelGeometry.context_len` reads the same keys);
+* ``max_num_batched_tokens`` / ``max_num_seqs`` for the OpenAI server
+  (``engine/arg_utils.py EngineArgs.get_batch_defaults``): >= 160 GiB of device memory 16384 / 1024;
+  >= 70 GiB and not an A100 8192 / 1024; otherwise 2048 / 256;
+* ``max_concurrent_batches`` (``config/vllm.py VllmConfig.max_concurrent_batches``, Model Runner V2):
+  ``pp + 1`` with async scheduling (the default), else ``pp``;
+* ``max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens`` (``VllmConfig.max_in_flight_tokens``);
+* ``mamba_cache_mode``: ``"align"`` for a Mamba hybrid with prefix caching on
+  (``model_executor/models/config.py``), else ``"none"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.releases import EngineRelease
+from .deployment import VLLMDeployment
+from .devices import VLLMDevice, vllm_device
+
+_GIB = 2**30
+
+
+def nvml_name(gpu: VLLMDevice) -> str:
+    """The device name vLLM reads from NVML for a GPU of ``kvstrategies gpus`` (its A100 check reads it)."""
+    return gpu.nvml_name
+
+
+@dataclass(frozen=True)
+class VLLMLaunch:
+    """The settings of one vLLM launch after vLLM's defaults (the plan document's ``vllm_settings``)."""
+
+    deployment: VLLMDeployment
+    gpu: VLLMDevice
+    max_model_len: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    async_scheduling: bool
+    enable_prefix_caching: bool
+    mamba_cache_mode: str
+    disable_hybrid_kv_cache_manager: bool
+    kv_cache_dtype: str
+    release: EngineRelease | None = None
+
+    @property
+    def max_concurrent_batches(self) -> int:
+        pp = self.deployment.pipeline_parallel_size
+        return pp + 1 if self.async_scheduling else pp
+
+    @property
+    def max_in_flight_tokens(self) -> int:
+        return self.max_concurrent_batches * self.max_num_batched_tokens
+
+    def settings_document(self) -> dict[str, object]:
+        d = self.deployment
+        return {
+            "tensor_parallel_size": d.tensor_parallel_size,
+            "pipeline_parallel_size": d.pipeline_parallel_size,
+            "pp_rank": d.pp_rank,
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "dtype": d.dtype,
+            "requested_block_size": d.block_size,
+            "max_model_len": self.max_model_len,
+            "max_num_batched_tokens": self.max_num_batched_tokens,
+            "max_num_seqs": self.max_num_seqs,
+            "max_in_flight_tokens": self.max_in_flight_tokens,
+            "enable_prefix_caching": self.enable_prefix_caching,
+            "async_scheduling": self.async_scheduling,
+            "max_concurrent_batches": self.max_concurrent_batches,
+            "mamba_cache_mode": self.mamba_cache_mode,
+            "disable_hybrid_kv_cache_manager": self.disable_hybrid_kv_cache_manager,
+            "kv_cache_memory_bytes": d.kv_cache_memory_bytes,
+        }
+
+
+def batch_defaults(gpu: VLLMDevice) -> tuple[int, int]:
+    """``(max_num_batched_tokens, max_num_seqs)`` of vLLM's OpenAI server on ``gpu`` (see module doc)."""
+    memory = gpu.memory_bytes
+    if memory >= 160 * _GIB:
+        return 16384, 1024
+    if memory >= 70 * _GIB and "a100" not in nvml_name(gpu).lower() and gpu.capability != (12, 1):
+        return 8192, 1024
+    return 2048, 256
+
+
+def resolve_launch(deployment: VLLMDeployment, model_max_len: int, *, is_mamba_hybrid: bool) -> VLLMLaunch:
+    """The launch after vLLM's defaults for a model whose own maximum length is ``model_max_len``."""
+    gpu = vllm_device(deployment.gpu)
+    tokens, seqs = batch_defaults(gpu)
+    prefix = deployment.enable_prefix_caching is not False
+    return VLLMLaunch(
+        deployment=deployment,
+        gpu=gpu,
+        max_model_len=deployment.max_model_len or model_max_len,
+        max_num_batched_tokens=deployment.max_num_batched_tokens or tokens,
+        max_num_seqs=deployment.max_num_seqs or seqs,
+        async_scheduling=deployment.async_scheduling is not False,
+        enable_prefix_caching=prefix,
+        mamba_cache_mode="align" if is_mamba_hybrid and prefix else "none",
+        disable_hybrid_kv_cache_manager=bool(deployment.disable_hybrid_kv_cache_manager),
+        kv_cache_dtype=deployment.kv_cache_dtype,
+    )

@@ -1,0 +1,194 @@
+"""A model's layers as vLLM's per-layer KV cache specs (global layer index -> spec), before grouping.
+
+What each layer is follows the model code vLLM runs (``vllm/model_executor/models``):
+
+* softmax attention with ``max(1, H_kv // tp)`` heads per rank (``ModelConfig.get_num_kv_heads``),
+  ``head_dim`` for K and ``v_head_dim`` for V; MLA layers one latent row of
+  ``kv_lora_rank + qk_rope_head_dim``;
+* sliding-window layers: the hybrid split of the config (``layer_types``: GPT-OSS), Gemma-2's even
+  layers, Gemma-3's ``(i + 1) % 6 != 0`` layers, or every layer of a model whose config sets
+  ``sliding_window`` (Mistral, Phi-3), each with the config's window as given;
+* Mamba hybrids: the state layers of :class:`~kvstrategies.models.mamba.MambaGeometry` with vLLM's
+  state shapes (the conv window first: ``(K - 1, conv_dim / tp)``; Mamba-1's SSM state
+  ``(intermediate / tp, state)``) and dtypes (conv: the model dtype; SSM: NemotronH float32,
+  Qwen3.5 its config's ``mamba_ssm_dtype``, else the conv dtype: ``model_executor/models/config.py``);
+* the KV dtype: ``auto`` the model dtype, ``bfloat16``/``float16`` as named, fp8 names one byte
+  (``uint8`` storage).
+
+Layers are split over pipeline stages by vLLM's ``distributed/utils.py get_pp_indices``: the
+remainder of ``layers / pp`` goes to the stages before the last, from the last but one down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ...core.dtypes import DType
+from ...errors import UnsupportedConfigurationError
+from ...models import ModelGeometry
+from ...models.architectures import vllm_model_rule
+from ...models.mamba import Mamba1Mixer, Mamba2Mixer, MixerKind
+from .specs import FullAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec, SlidingWindowSpec
+
+#: vLLM's ``--kv-cache-dtype`` names and their storage dtype (``vllm/utils/torch_utils.py``)
+KV_STORAGE: dict[str, DType | None] = {
+    "auto": None,
+    "bfloat16": DType.BFLOAT16,
+    "float16": DType.FLOAT16,
+    "fp8": DType.UINT8,
+    "fp8_e4m3": DType.UINT8,
+    "fp8_e5m2": DType.UINT8,
+}
+#: names vLLM validates (``config/cache.py CacheDType``) but these strategies do not size
+VLLM_ONLY_KV_DTYPES = ("fp8_inc", "fp8_ds_mla", "nvfp4", "nvfp4_ds_mla", "nvfp4_4over6", "int8_per_token_head",
+                       "fp8_per_token_head", "int4_per_token_head", "ultraquant_4bit")  # fmt: skip
+
+
+def pp_indices(num_layers: int, pp_rank: int, pp_size: int) -> tuple[int, int]:
+    """``[start, end)`` of a stage's layers (vLLM's ``get_pp_indices``)."""
+    base = num_layers // pp_size
+    parts = [base] * pp_size
+    for i in range(2, num_layers % pp_size + 2):
+        parts[-i] += 1
+    start = sum(parts[:pp_rank])
+    return start, start + parts[pp_rank]
+
+
+def layer_kv_dtype(geometry: ModelGeometry, kv_cache_dtype: str) -> str:
+    """The cache dtype name a model's layers are built with: ``auto`` where vLLM builds its attention
+    without the cache config (``VLLMModelRule.kv_in_model_dtype``: Falcon's rotary attention)."""
+    return "auto" if vllm_model_rule(geometry.model_type).kv_in_model_dtype else kv_cache_dtype
+
+
+def kv_storage_dtype(kv_cache_dtype: str, model_dtype: DType) -> DType:
+    """The dtype a layer's page is stored in (one byte for fp8)."""
+    if kv_cache_dtype in VLLM_ONLY_KV_DTYPES:
+        raise UnsupportedConfigurationError(
+            f"kv_cache_dtype {kv_cache_dtype!r}: vLLM packs it its own way (its backend's customize_spec); "
+            "the vLLM strategies size auto, bfloat16, float16 and fp8 caches"
+        )
+    return KV_STORAGE[kv_cache_dtype] or model_dtype
+
+
+#: vLLM 0.33.0's ``--kv-cache-dtype`` names, in its order (``config/cache.py CacheDType``)
+VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
+    "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "nvfp4_ds_mla",
+    "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc", "octave_k3v4",
+    "octave_k3v3", "octave_k3v3_compact", "ultraquant_4bit", "int4_per_token_head", "int8_per_token_head",
+    "fp8_per_token_head", "nvfp4", "nvfp4_4over6",
+)  # fmt: skip
+
+
+def check_kv_cache_dtype(kv_cache_dtype: str, geometry: ModelGeometry, version: str) -> None:
+    """vLLM's launch refusals of a cache dtype (``CacheConfig`` validation, then ``VllmConfig``'s MLA check)."""
+    if kv_cache_dtype not in VLLM_KV_CACHE_DTYPES:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refuses: Invalid kv_cache_dtype: {kv_cache_dtype!r}. Valid values are: "
+            f"{list(VLLM_KV_CACHE_DTYPES)} (vllm/config/cache.py CacheConfig)"
+        )
+    if kv_cache_dtype.startswith("nvfp4") and kv_cache_dtype != "nvfp4_ds_mla" and geometry.use_mla:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refuses: nvfp4 KV cache is not supported with MLA (Multi-head Latent Attention) "
+            "backends. Use a different --kv-cache-dtype (vllm/config/vllm.py VllmConfig)"
+        )
+
+
+def sliding_layers(geometry: ModelGeometry) -> tuple[int, ...]:
+    """The layers vLLM builds with a sliding window (see module doc)."""
+    n = geometry.num_hidden_layers
+    if geometry.config_sliding_window is None:
+        return ()
+    if geometry.hybrid_swa is not None and geometry.hybrid_swa.swa_attention_layer_ids:
+        return geometry.hybrid_swa.swa_attention_layer_ids
+    rule = vllm_model_rule(geometry.model_type).sliding_layers
+    if rule == "even":
+        return tuple(i for i in range(n) if i % 2 == 0)
+    if rule == "not_every_sixth":
+        return tuple(i for i in range(n) if (i + 1) % 6 != 0)
+    return tuple(range(n))
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """One Mamba layer's state as vLLM shapes it, with its backend."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[DType, ...]
+    backend: str
+
+
+def mamba_state(geometry: ModelGeometry, tp: int) -> StateLayout:
+    """vLLM's state shapes and dtypes of one Mamba layer on a TP rank."""
+    mamba = geometry.mamba
+    if mamba is None:  # pragma: no cover - callers check
+        raise UnsupportedConfigurationError("not a Mamba hybrid")
+    shapes = mamba.state_shapes(tp)
+    conv = tuple((window, channels) for channels, window in shapes.conv)
+    conv_dtype = geometry.model_dtype
+    rule = vllm_model_rule(geometry.model_type).ssm_dtype
+    ssm_dtype = DType.FLOAT32 if rule == "float32" else mamba.ssm_dtype if rule == "config" else conv_dtype
+    if isinstance(mamba.mixer, Mamba1Mixer):
+        channels, _, state = shapes.temporal
+        return StateLayout((*conv, (channels, state)), (conv_dtype, ssm_dtype), "MAMBA1_ATTN")
+    if not isinstance(mamba.mixer, Mamba2Mixer) or mamba.kind is not MixerKind.MAMBA2:
+        raise UnsupportedConfigurationError(
+            f"{mamba.family}: vLLM's {mamba.kind.value} state layers are not modelled by the vLLM strategies"
+        )
+    backend = "GDN_ATTN" if mamba.family == "gdn" else "MAMBA2_ATTN"
+    return StateLayout((*conv, shapes.temporal), (conv_dtype, ssm_dtype), backend)
+
+
+def attention_specs(
+    geometry: ModelGeometry, tp: int, kv_dtype: DType, block_size: int, kv_cache_dtype: str
+) -> Mapping[int, KVCacheSpec]:
+    """Every softmax-attention layer's spec (global index -> spec), sliding-window ones included."""
+    heads = geometry.num_kv_heads(tp)
+    if geometry.mamba is not None:
+        layers: tuple[int, ...] = geometry.mamba.full_attention_layer_ids
+    else:
+        layers = tuple(range(geometry.num_hidden_layers))
+    out: dict[int, KVCacheSpec] = {}
+    quant = "FP8_PER_TENSOR" if kv_cache_dtype.startswith("fp8") else None
+    if geometry.use_mla:
+        assert geometry.mla is not None
+        for layer in layers:
+            out[layer] = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=geometry.mla.latent_dim,
+                                          dtype=kv_dtype, cache_dtype_str=_cache_dtype_str(kv_cache_dtype, geometry),
+                                          kv_quant_mode=quant)  # fmt: skip
+        return out
+    window = geometry.config_sliding_window
+    sliding = set(sliding_layers(geometry))
+    for layer in layers:
+        common = dict(block_size=block_size, num_kv_heads=heads, head_size=geometry.head_dim,
+                      head_size_v=geometry.v_head_dim, dtype=kv_dtype, kv_quant_mode=quant)  # fmt: skip
+        if layer in sliding and window is not None:
+            out[layer] = SlidingWindowSpec(sliding_window=window, **common)  # type: ignore[arg-type]
+        else:
+            out[layer] = FullAttentionSpec(**common)  # type: ignore[arg-type]
+    return out
+
+
+def _cache_dtype_str(kv_cache_dtype: str, geometry: ModelGeometry) -> str:
+    return geometry.model_dtype.torch_name if kv_cache_dtype == "auto" else kv_cache_dtype
+
+
+def state_specs(
+    geometry: ModelGeometry, tp: int, block_size: int, mode: str, padded: int | None, alignment: int | None
+) -> Mapping[int, KVCacheSpec]:
+    """Every Mamba layer's spec (global index -> spec) for the block size and padded page.
+
+    ``alignment``: the layers' prefill checkpoint alignment (None: they take no checkpoints); one
+    checkpoint block is held per request when there is one.
+    """
+    if geometry.mamba is None:
+        return {}
+    state = mamba_state(geometry, tp)
+    from .backends import STATE_BACKEND_CLASSES
+
+    checkpoints = 1 if alignment is not None else 0
+    spec = MambaSpec(block_size=block_size, shapes=state.shapes, dtypes=state.dtypes,
+                     mamba_type=STATE_BACKEND_CLASSES[state.backend], mamba_cache_mode=mode, page_size_padded=padded,
+                     num_prefill_checkpoint_blocks=checkpoints,
+                     prefill_checkpoint_alignment=alignment if checkpoints else None)  # fmt: skip
+    return {layer: spec for layer in geometry.mamba.mamba_layer_ids}

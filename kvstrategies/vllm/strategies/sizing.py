@@ -1,0 +1,141 @@
+"""From the KV budget to vLLM's blocks, tensors, capacity and concurrency (``vllm/v1/core/kv_cache_planning.py``).
+
+Per pipeline stage (every TP rank of a stage holds the same layers):
+
+* the groups projected to the stage (``_project_kv_cache_groups_to_worker``: a group keeps only
+  the stage's layers, and stays when it has none);
+* ``bytes_per_block`` = the widest projected group's ``layers x page`` (``_get_kv_cache_bytes_per_block``,
+  layer-outermost layouts): every group's blocks come from one pool, so a padded group still
+  takes a whole block slot per layer;
+* one block is vLLM's null block: a request at ``max_model_len`` must fit in the budget minus one
+  block, ``bytes_per_block x sum(blocks_per_request) <= budget - bytes_per_block``, or vLLM refuses
+  (``_check_enough_kv_cache_memory``) naming the longest length that fits;
+* ``num_blocks = budget // bytes_per_block``, then the smallest over the stages for all of them
+  (``get_kv_cache_configs``); each projected group with layers gets one ``KVCacheTensor`` of
+  ``num_blocks x bytes_per_block`` bytes (groups alias from byte 0; a layer's region is
+  ``num_blocks`` pages, one page a block).
+
+Capacity (``v1/core/kv_cache_utils.py get_kv_cache_capacity``): ``concurrency = num_blocks /
+sum over groups of blocks_per_request`` and "GPU KV cache size" ``= int(concurrency x max_model_len)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.sizing import ceil_div
+from ...errors import InsufficientMemoryError
+from .document import capacity_log_line
+from .grouping import KVCacheGroup
+from .specs import CacheLimits
+
+_GIB = 2**30
+
+
+@dataclass(frozen=True)
+class KVCacheTensor:
+    """One backing allocation: ``size`` bytes for ``layers``, layer ``l`` at ``offset + l x layer_stride``."""
+
+    size: int
+    layers: tuple[int, ...]
+    layer_stride: int
+    block_stride: int
+    offset: int = 0
+
+    def document(self) -> dict[str, object]:
+        return {"size": self.size, "layers": list(self.layers), "layer_stride": self.layer_stride,
+                "block_stride": self.block_stride, "offset": self.offset}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StageSizing:
+    """One stage's projected groups, bytes per block and tensors (at the deployment's block count)."""
+
+    groups: tuple[KVCacheGroup, ...]
+    bytes_per_block: int
+    tensors: tuple[KVCacheTensor, ...]
+
+
+def project(groups: list[KVCacheGroup], layers: range) -> tuple[KVCacheGroup, ...]:
+    return tuple(KVCacheGroup(tuple(i for i in g.layers if i in layers), g.spec) for g in groups)
+
+
+def bytes_per_block(groups: tuple[KVCacheGroup, ...]) -> int:
+    return max((len(g.layers) * g.spec.page_size_bytes for g in groups), default=0)
+
+
+def blocks_per_request(groups: tuple[KVCacheGroup, ...] | list[KVCacheGroup], limits: CacheLimits) -> int:
+    return sum(g.spec.blocks_per_request(limits) for g in groups)
+
+
+def _gib(value: int) -> str:
+    """vLLM's ``format_gib``: ``round(bytes / GiB, 2)`` as Python prints it."""
+    return f"{round(value / _GIB, 2)}"
+
+
+def check_enough_memory(groups: tuple[KVCacheGroup, ...], budget: int, limits: CacheLimits, version: str) -> None:
+    """vLLM's refusal of a budget that cannot hold one request at ``max_model_len`` (null block reserved)."""
+    per_block = bytes_per_block(groups)
+    if not per_block:
+        return
+    available = budget - per_block
+    if available <= 0:
+        raise InsufficientMemoryError(
+            f"vLLM {version} refuses: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` (vllm/v1/core/kv_cache_planning.py _check_enough_kv_cache_memory)"
+        )
+    needed = per_block * blocks_per_request(groups, limits)
+    if needed <= available:
+        return
+    low, high, best = 1, limits.max_model_len, 0
+    while low <= high:
+        mid = (low + high) // 2
+        fits = per_block * blocks_per_request(groups, CacheLimits(mid, limits.max_in_flight_tokens,
+                                                                 limits.mamba_cache_mode)) <= available  # fmt: skip
+        if fits:
+            best, low = mid, mid + 1
+        else:
+            high = mid - 1
+    estimate = (f"Based on the available memory, the estimated maximum model length is {best}. "
+                if best > 0 else "")  # fmt: skip
+    raise InsufficientMemoryError(
+        f"vLLM {version} refuses: To serve at least one request with the model's max seq len "
+        f"({limits.max_model_len}), ({_gib(needed)} GiB KV cache is needed, which is larger than the available "
+        f"KV cache memory ({_gib(available)} GiB). {estimate}Try increasing `gpu_memory_utilization` or "
+        "decreasing `max_model_len` (vllm/v1/core/kv_cache_planning.py _check_enough_kv_cache_memory)"
+    )
+
+
+def stage_tensors(groups: tuple[KVCacheGroup, ...], num_blocks: int) -> tuple[KVCacheTensor, ...]:
+    per_block = bytes_per_block(groups)
+    return tuple(
+        KVCacheTensor(per_block * num_blocks, g.layers, g.spec.page_size_bytes * num_blocks, g.spec.page_size_bytes)
+        for g in groups
+        if g.layers
+    )
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """``num_blocks`` and what vLLM logs for it."""
+
+    num_blocks: int
+    blocks_per_request: int
+    max_model_len: int
+
+    @property
+    def max_concurrency(self) -> float:
+        return self.num_blocks / self.blocks_per_request
+
+    @property
+    def tokens(self) -> int:
+        """"GPU KV cache size": ``int(concurrency x max_model_len)``."""
+        return int(self.max_concurrency * self.max_model_len)
+
+    @property
+    def log_line(self) -> str:
+        return capacity_log_line(self.tokens, self.max_model_len, self.max_concurrency)
+
+
+def ceil_pages(bytes_: int, page: int) -> int:
+    return ceil_div(bytes_, page)

@@ -1,0 +1,191 @@
+"""Per-layer KV cache specs that own their page bytes, as vLLM states them (``vllm/v1/kv_cache_interface.py``).
+
+A spec says how one layer stores its cache in a block of ``block_size`` tokens (its page) and how
+many bytes one request can hold at most (what sizes the pool per request):
+
+* :class:`FullAttentionSpec` -- ``page = block x H x (D + Dv) x es``; a request holds
+  ``cdiv(L, block)`` pages (``FullAttentionSpec.max_memory_usage_bytes``);
+* :class:`SlidingWindowSpec` -- the same page; a request holds
+  ``cdiv(min(W - 1 + in_flight, L), block) + 1`` pages (``SlidingWindowSpec.max_admission_blocks_per_request``:
+  the window, the tokens scheduled but not yet freed, and one page the window may straddle);
+* :class:`MLAAttentionSpec` -- one latent row per token: ``page = block x 1 x (kv_lora_rank + rope) x es``;
+* :class:`MambaSpec` -- a fixed state per request, ``page = sum(prod(shape) x es)`` (or padded to the
+  attention page); a request holds ``2 + speculative + checkpoint`` pages with prefix caching
+  ("align" mode), else ``1 + speculative`` (``MambaSpec.max_memory_usage_bytes``).
+
+``L`` is vLLM's ``max_model_len``, ``in_flight`` its ``max_in_flight_tokens``, ``es`` the bytes of the
+cache dtype (fp8: 1). Every spec is a frozen value; equal specs group together.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ...core.dtypes import DType
+from ...core.sizing import ceil_div
+
+
+@dataclass(frozen=True)
+class CacheLimits:
+    """What a request's cache can grow to: ``max_model_len`` and ``max_in_flight_tokens`` (vLLM's names)."""
+
+    max_model_len: int
+    max_in_flight_tokens: int
+    mamba_cache_mode: str = "none"
+
+
+@dataclass(frozen=True, kw_only=True)
+class KVCacheSpec:
+    """One layer's cache format in blocks of ``block_size`` tokens."""
+
+    block_size: int
+
+    @property
+    def kind(self) -> str:
+        """vLLM's class name for this spec."""
+        return type(self).__name__
+
+    @property
+    def page_size_bytes(self) -> int:
+        raise NotImplementedError
+
+    def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
+        raise NotImplementedError
+
+    def blocks_per_request(self, limits: CacheLimits) -> int:
+        """``cdiv(max_memory_usage_bytes, page_size_bytes)``: pages one request takes at most."""
+        return ceil_div(self.max_memory_usage_bytes(limits), self.page_size_bytes)
+
+    def with_block_size(self, block_size: int) -> KVCacheSpec:
+        return replace(self, block_size=block_size)
+
+    def document(self) -> dict[str, Any]:
+        """The spec as the vLLM plan document lists it (vLLM's field names)."""
+        return {"kind": self.kind, "block_size": self.block_size, "page_size_bytes": self.page_size_bytes}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttentionSpec(KVCacheSpec):
+    """Per-head K and V rows: ``page = block x H x (D + Dv) x es`` (or ``page_size_padded``)."""
+
+    num_kv_heads: int
+    head_size: int
+    head_size_v: int
+    dtype: DType
+    page_size_padded: int | None = None
+    #: vLLM's ``KVQuantMode`` name of a quantized cache (``FP8_PER_TENSOR`` for the fp8 names)
+    kv_quant_mode: str | None = None
+
+    @property
+    def unpadded_page_size_bytes(self) -> int:
+        return self.block_size * self.num_kv_heads * (self.head_size + self.head_size_v) * self.dtype.itemsize
+
+    @property
+    def page_size_bytes(self) -> int:
+        return self.page_size_padded if self.page_size_padded is not None else self.unpadded_page_size_bytes
+
+    def document(self) -> dict[str, Any]:
+        out = super().document()
+        out.update(num_kv_heads=self.num_kv_heads, head_size=self.head_size, head_size_v=self.head_size_v,
+                   dtype=self.dtype.torch_name)  # fmt: skip
+        if self.page_size_padded is not None:
+            out["page_size_padded"] = self.page_size_padded
+        if self.kv_quant_mode is not None:
+            out["kv_quant_mode"] = self.kv_quant_mode
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class FullAttentionSpec(AttentionSpec):
+    """Every token's K/V kept: ``cdiv(L, block)`` pages a request. ``sliding_window`` is set when
+    the hybrid allocator is off and a sliding-window layer is kept as full attention."""
+
+    sliding_window: int | None = None
+
+    def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
+        return ceil_div(limits.max_model_len, self.block_size) * self.page_size_bytes
+
+    def document(self) -> dict[str, Any]:
+        out = super().document()
+        if self.sliding_window is not None:
+            out["sliding_window"] = self.sliding_window
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class MLAAttentionSpec(FullAttentionSpec):
+    """One latent row per token (``head_size`` = kv_lora_rank + rope dims, no separate V)."""
+
+    head_size_v: int = 0
+    cache_dtype_str: str = "auto"
+
+    def document(self) -> dict[str, Any]:
+        out = super().document()
+        out["cache_dtype_str"] = self.cache_dtype_str
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlidingWindowSpec(AttentionSpec):
+    """A window of ``sliding_window`` tokens kept; ``cdiv(min(W - 1 + in_flight, L), block) + 1`` pages."""
+
+    sliding_window: int
+
+    def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
+        tokens = min(self.sliding_window - 1 + limits.max_in_flight_tokens, limits.max_model_len)
+        return (ceil_div(tokens, self.block_size) + 1) * self.page_size_bytes
+
+    def as_full_attention(self) -> FullAttentionSpec:
+        """vLLM's promotion when the hybrid allocator is off (``_promote_local_kv_cache_specs``)."""
+        return FullAttentionSpec(block_size=self.block_size, num_kv_heads=self.num_kv_heads,
+                                 head_size=self.head_size, head_size_v=self.head_size_v, dtype=self.dtype,
+                                 page_size_padded=self.page_size_padded, kv_quant_mode=self.kv_quant_mode,
+                                 sliding_window=self.sliding_window)  # fmt: skip
+
+    def document(self) -> dict[str, Any]:
+        out = super().document()
+        out["sliding_window"] = self.sliding_window
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class MambaSpec(KVCacheSpec):
+    """A recurrent state per request: conv and SSM tensors (``shapes`` with their ``dtypes``)."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[DType, ...]
+    mamba_type: str = "mamba2"
+    mamba_cache_mode: str = "none"
+    page_size_padded: int | None = None
+    num_speculative_blocks: int = 0
+    num_prefill_checkpoint_blocks: int = 0
+    prefill_checkpoint_alignment: int | None = None
+
+    @property
+    def state_bytes(self) -> int:
+        return sum(math.prod(shape) * dtype.itemsize for shape, dtype in zip(self.shapes, self.dtypes, strict=True))
+
+    @property
+    def page_size_bytes(self) -> int:
+        return self.page_size_padded if self.page_size_padded is not None else self.state_bytes
+
+    def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
+        if limits.mamba_cache_mode == "align":
+            pages = 2 + self.num_speculative_blocks + self.num_prefill_checkpoint_blocks
+        else:
+            pages = 1 + self.num_speculative_blocks
+        return self.page_size_bytes * pages
+
+    def document(self) -> dict[str, Any]:
+        out = super().document()
+        out.update(shapes=[list(s) for s in self.shapes], dtypes=[d.torch_name for d in self.dtypes],
+                   mamba_type=self.mamba_type, mamba_cache_mode=self.mamba_cache_mode,
+                   num_speculative_blocks=self.num_speculative_blocks,
+                   num_prefill_checkpoint_blocks=self.num_prefill_checkpoint_blocks)  # fmt: skip
+        if self.page_size_padded is not None:
+            out["page_size_padded"] = self.page_size_padded
+        if self.prefill_checkpoint_alignment is not None:
+            out["prefill_checkpoint_alignment"] = self.prefill_checkpoint_alignment
+        return out

@@ -1,0 +1,336 @@
+"""The vLLM strategies: one deployment's specs, groups, blocks, tensors and capacity, as vLLM 0.33.0 sizes them.
+
+Selected like the SGLang strategies (first applicable in the registry), for contexts whose
+``release.engine`` is ``"vllm"``:
+
+* :class:`VLLMAttentionStrategy` -- full attention and MLA, sliding-window layers included
+  (uniform models, hybrid sliding window with the hybrid allocator's groups and padding);
+* :class:`VLLMMambaHybridStrategy` -- Mamba2 / GDN / Mamba-1 hybrids: the attention block is
+  enlarged until one attention page holds a Mamba state (``Platform._align_hybrid_block_size``),
+  the state page padded to it, states and KV blocks drawn from one pool;
+* :class:`VLLMUnmodelledStrategy` -- the families vLLM runs with layouts these strategies do not
+  model (DeepSeek sparse attention, DeepSeek-V4, MiniMax sparse, chunked local attention,
+  different K/V head sizes per layer type, KDA and Falcon-H1's parallel hybrid): refused, naming
+  vLLM's layout.
+
+:class:`VLLMStrategy` is a :class:`~kvstrategies.strategies.base.Strategy` of its own, not SGLang's
+``PoolConfigurator``: vLLM sizes whole blocks from ``--kv-cache-memory-bytes`` in one step, with no
+cell, state reservation or what-if pool of SGLang's. :meth:`VLLMStrategy.vllm_plan` is the whole
+answer (:class:`VLLMKVCachePlan`, which also holds its ``cell_size_bytes``); :meth:`~VLLMStrategy.sizes`
+and :meth:`~VLLMStrategy.layout` read a plan (``max_total_num_tokens`` is vLLM's "GPU KV cache
+size", the layout lists the ``kv_cache_tensors`` as the int8 buffers vLLM allocates).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ...context import KVCacheContext
+from ...core.dtypes import DType
+from ...core.releases import VLLM
+from ...core.sizing import PoolSizes, ceil_div
+from ...errors import UnsupportedConfigurationError
+from ...models import ModelGeometry
+from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
+from ...strategies.base import Strategy
+from ...strategies.checks import is_vllm
+from .backends import BackendChoice, attention_backend, check_block_size
+from .deployment import vllm_deployment
+from .grouping import KVCacheGroup, kv_cache_groups, padding_layers
+from .launch import VLLMLaunch, resolve_launch
+from .layers import (
+    attention_specs,
+    check_kv_cache_dtype,
+    kv_storage_dtype,
+    layer_kv_dtype,
+    mamba_state,
+    pp_indices,
+    state_specs,
+)
+from .sizing import (
+    Capacity,
+    KVCacheTensor,
+    blocks_per_request,
+    bytes_per_block,
+    check_enough_memory,
+    project,
+    stage_tensors,
+)
+from .specs import CacheLimits, KVCacheSpec, MambaSpec
+
+#: the chunk a GDN layer's prefill checkpoints align to (its FLA kernels' chunk size)
+GDN_CHECKPOINT_ALIGNMENT = 64
+
+
+@dataclass(frozen=True)
+class VLLMKVCachePlan:
+    """Everything a vLLM plan answers, for the stage ``pp_rank`` of the deployment."""
+
+    launch: VLLMLaunch
+    backends: tuple[str, ...]
+    block_size: int
+    layer_specs: tuple[tuple[tuple[int, ...], KVCacheSpec], ...]
+    groups: tuple[KVCacheGroup, ...]
+    stage_groups: tuple[KVCacheGroup, ...]
+    bytes_per_block: int
+    capacity: Capacity
+    tensors: tuple[KVCacheTensor, ...]
+    padding_layers: int = 0
+
+    @property
+    def num_gpu_blocks(self) -> int:
+        return self.capacity.num_blocks
+
+    @property
+    def cell_size_bytes(self) -> float:
+        """Bytes per token of one block across this stage's layers: ``bytes_per_block / block_size``."""
+        return self.bytes_per_block / self.block_size
+
+
+class VLLMStrategy(Strategy):
+    """The shared vLLM sizing; subclasses say which models they take."""
+
+    family: ClassVar[str] = "vllm"
+    engine: ClassVar[str] = VLLM
+    vllm_builder: ClassVar[str] = "vllm/v1/core/kv_cache_planning.py get_kv_cache_configs"
+
+    @classmethod
+    def is_applicable(cls, ctx: KVCacheContext) -> bool:
+        return is_vllm(ctx) and cls.takes(ctx.geometry)
+
+    @classmethod
+    def takes(cls, geometry: ModelGeometry) -> bool:
+        raise NotImplementedError
+
+    # ---- the vLLM answer -------------------------------------------------------------------
+    def vllm_plan(self, available_bytes: int) -> VLLMKVCachePlan:
+        """vLLM's sizing of the deployment with ``--kv-cache-memory-bytes available_bytes``."""
+        return self._plan(available_bytes)
+
+    def _plan(self, available: int) -> VLLMKVCachePlan:
+        ctx, geometry = self.ctx, self.ctx.geometry
+        version = ctx.release.text
+        deployment = vllm_deployment(ctx, available)
+        check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
+        _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
+        launch = resolve_launch(deployment, geometry.context_len, is_mamba_hybrid=geometry.mamba is not None)
+        kv_dtype = kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype)
+        layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype)
+        if layer_dtype != launch.kv_cache_dtype:
+            kv_dtype = kv_storage_dtype(layer_dtype, geometry.model_dtype)
+        backend = attention_backend(geometry, launch.gpu, layer_dtype)
+        block = deployment.block_size or backend.preferred_block_size
+        specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
+        if any(not isinstance(s, MambaSpec) for s in specs.values()):  # attention layers pick a backend
+            check_block_size(deployment.block_size, version)
+        block = min(s.block_size for s in specs.values() if not isinstance(s, MambaSpec)) if any(
+            not isinstance(s, MambaSpec) for s in specs.values()) else block  # fmt: skip
+        groups = kv_cache_groups(specs, disable_hybrid=launch.disable_hybrid_kv_cache_manager)
+        limits = CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode)
+        pp = deployment.pipeline_parallel_size
+        stages = [project(groups, range(*pp_indices(geometry.num_hidden_layers, s, pp))) for s in range(pp)]
+        counts = []
+        for stage in stages:
+            check_enough_memory(stage, available, limits, version)
+            per_block = bytes_per_block(stage)
+            counts.append(available // per_block if per_block else 1)
+        num_blocks = min(counts)
+        mine = stages[deployment.pp_rank]
+        start, end = pp_indices(geometry.num_hidden_layers, deployment.pp_rank, pp)
+        stage_specs = {k: v for k, v in specs.items() if start <= k < end}
+        return VLLMKVCachePlan(
+            launch=launch,
+            backends=self._backends(specs, backend),
+            block_size=block,
+            layer_specs=_distinct(stage_specs),
+            groups=tuple(groups),
+            stage_groups=mine,
+            bytes_per_block=bytes_per_block(mine),
+            capacity=Capacity(num_blocks, blocks_per_request(mine, limits), launch.max_model_len),
+            tensors=stage_tensors(mine, num_blocks),
+            padding_layers=padding_layers(list(groups)),
+        )
+
+    def _layer_specs(
+        self, launch: VLLMLaunch, backend: BackendChoice, kv_dtype: DType, block: int, cache_dtype: str
+    ) -> dict[int, Any]:
+        geometry, tp = self.ctx.geometry, launch.deployment.tensor_parallel_size
+        specs = dict(attention_specs(geometry, tp, kv_dtype, block, cache_dtype))
+        return dict(sorted(specs.items()))
+
+    def _backends(self, specs: dict[int, KVCacheSpec], backend: BackendChoice) -> tuple[str, ...]:
+        return (backend.name,)
+
+    # ---- what a plan reports, read from the vLLM answer -------------------------------------
+    def sizes(self, planned: VLLMKVCachePlan) -> PoolSizes:
+        """``max_total_num_tokens``: vLLM's "GPU KV cache size"; ``max_running_requests``: ``max_num_seqs``."""
+        return PoolSizes(max_total_num_tokens=planned.capacity.tokens,
+                         max_running_requests=planned.launch.max_num_seqs)  # fmt: skip
+
+    def refuse_max_tokens(self) -> None:
+        """A token cap: SGLang's ``--max-total-tokens`` has no vLLM counterpart."""
+        raise UnsupportedConfigurationError(
+            "max_tokens: SGLang's --max-total-tokens has no vLLM counterpart (vLLM caps blocks with "
+            "--num-gpu-blocks-override)"
+        )
+
+    def layout(self, planned: VLLMKVCachePlan) -> KVPoolsLayout:
+        """The ``kv_cache_tensors`` as the int8 buffers vLLM allocates; the block tables are not charged."""
+        buffers = tuple(
+            BufferSpec(f"kv_cache_tensor[{i}]", (t.size,), DType.INT8, BufferRole.KV)
+            for i, t in enumerate(planned.tensors)
+        )
+        return KVPoolsLayout(
+            req_to_token=PoolLayout("vLLM block tables (not charged to the KV budget)", ()),
+            token_to_kv=PoolLayout("vLLM KVCacheTensors", buffers, (("num_gpu_blocks", planned.num_gpu_blocks),)),
+        )
+
+
+def _distinct(specs: dict[int, KVCacheSpec]) -> tuple[tuple[tuple[int, ...], KVCacheSpec], ...]:
+    entries: list[tuple[list[int], KVCacheSpec]] = []
+    for layer, spec in specs.items():
+        for layers, known in entries:
+            if known == spec:
+                layers.append(layer)
+                break
+        else:
+            entries.append(([layer], spec))
+    return tuple((tuple(layers), spec) for layers, spec in entries)
+
+
+def _check_model(geometry: ModelGeometry, tp: int, max_model_len: int | None, version: str) -> None:
+    """vLLM's launch checks that refuse a model/layout before sizing (``config/vllm.py``, ``config/model.py``)."""
+    heads = geometry.num_attention_heads
+    if heads % tp:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refuses: Total number of attention heads ({heads}) must be divisible by tensor "
+            f"parallel size ({tp}) (vllm/config/model.py ModelConfig.verify_with_parallel_config)"
+        )
+    if max_model_len is not None and max_model_len > geometry.context_len:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refuses: User-specified max_model_len ({max_model_len}) is greater than the derived "
+            f"max_model_len (max_position_embeddings={geometry.context_len} or model_max_length=None in model's "
+            "config.json) (vllm/config/model.py _get_and_verify_max_len; VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 allows it)"
+        )
+
+
+class VLLMAttentionStrategy(VLLMStrategy):
+    """Full attention, MLA and sliding-window layers (one group, or hybrid groups with padding)."""
+
+    family: ClassVar[str] = "vllm-attention"
+
+    @classmethod
+    def takes(cls, geometry: ModelGeometry) -> bool:
+        return geometry.mamba is None and _unmodelled(geometry) is None
+
+
+class VLLMMambaHybridStrategy(VLLMStrategy):
+    """Mamba2 / GDN / Mamba-1 hybrids: states and KV blocks in one pool, the block aligned to a state."""
+
+    family: ClassVar[str] = "vllm-mamba-hybrid"
+
+    @classmethod
+    def takes(cls, geometry: ModelGeometry) -> bool:
+        return geometry.mamba is not None and _unmodelled(geometry) is None
+
+    def _layer_specs(
+        self, launch: VLLMLaunch, backend: BackendChoice, kv_dtype: DType, block: int, cache_dtype: str
+    ) -> dict[int, Any]:
+        """``_align_hybrid_block_size``: the smallest block (a multiple of the kernel alignment) whose
+        attention page holds one Mamba state; the state page is padded to that attention page."""
+        geometry, tp = self.ctx.geometry, launch.deployment.tensor_parallel_size
+        mode = launch.mamba_cache_mode
+        state = mamba_state(geometry, tp)
+        state_bytes = sum(math.prod(s) * d.itemsize for s, d in zip(state.shapes, state.dtypes, strict=True))
+        per_token = geometry.num_kv_heads(tp) * (geometry.head_dim + geometry.v_head_dim) * kv_dtype.itemsize
+        checkpoint = _checkpoint_alignment(state.backend, mode)
+        kernel = max(backend.kernel_block, block)
+        if mode == "align":
+            kernel = math.lcm(kernel, checkpoint or 1)
+        aligned = kernel * ceil_div(state_bytes, kernel * per_token)
+        aligned = backend.kernel_block * ceil_div(aligned, backend.kernel_block)
+        block = max(block, aligned)
+        page = block * per_token
+        padded = page if page != state_bytes else None
+        # the state's own block: the attention block when aligned, else a whole request (max_model_len)
+        state_block = block if mode == "align" else launch.max_model_len
+        alignment = checkpoint if checkpoint is None or checkpoint == 1 else math.lcm(checkpoint, block)
+        specs = dict(attention_specs(geometry, tp, kv_dtype, block, cache_dtype))
+        specs.update(state_specs(geometry, tp, state_block, mode, padded, alignment))
+        return dict(sorted(specs.items()))
+
+    def _backends(self, specs: dict[int, KVCacheSpec], backend: BackendChoice) -> tuple[str, ...]:
+        """The backends in layer order (vLLM lists each the first time a layer uses it)."""
+        geometry = self.ctx.geometry
+        assert geometry.mamba is not None
+        state, states = mamba_state(geometry, 1).backend, set(geometry.mamba.mamba_layer_ids)
+        names: list[str] = []
+        for layer in sorted(specs):
+            name = state if layer in states else backend.name
+            if name not in names:
+                names.append(name)
+        return tuple(names)
+
+
+def _checkpoint_alignment(backend: str, mode: str) -> int | None:
+    """The Mamba layers' prefill checkpoint alignment (``get_prefill_checkpoint_alignment``): GDN its
+    kernels' chunk with prefix caching ("align"), Mamba2 one token always, Mamba-1 none."""
+    if backend == "GDN_ATTN":
+        return GDN_CHECKPOINT_ALIGNMENT if mode == "align" else None
+    return 1 if backend == "MAMBA2_ATTN" else None
+
+
+def _unmodelled(geometry: ModelGeometry) -> str | None:
+    """Why vLLM's layout of this model is not modelled (None: it is)."""
+    if geometry.dsv4 is not None:
+        return ("DeepSeek-V4: vLLM plans five cache groups of mixed page sizes in a block-outermost (BLHNC) "
+                "layout (kv_cache_planning.py _get_packed_kv_cache_groups)")  # fmt: skip
+    if geometry.dsa is not None:
+        return ("DeepSeek sparse attention: vLLM keeps each layer's MLA latent and indexer key caches in one "
+                "UniformTypeKVCacheSpecs group on a sparse-MLA backend")  # fmt: skip
+    if geometry.minimax_sparse is not None:
+        return "MiniMax sparse attention: vLLM's sparse layers carry their own cache specs"
+    swa = geometry.hybrid_swa
+    if swa is not None and geometry.model_type.startswith("llama4"):
+        return "Llama-4's chunked local attention: vLLM's ChunkedLocalAttentionSpec"
+    if geometry.swa_head_dim is not None or geometry.swa_total_num_kv_heads is not None:
+        return ("different head sizes or KV heads per layer type: vLLM runs them on its DIFFKV backend and pads "
+                "pages (unify_kv_cache_spec_page_size)")  # fmt: skip
+    if swa is not None and geometry.config_sliding_window is None:
+        return "a hybrid sliding-window model without a config sliding_window"
+    mamba = geometry.mamba
+    if mamba is not None:
+        if mamba.is_kda:
+            return "Kimi-Linear's KDA layers: vLLM's KDA state spec with MLA attention"
+        if set(mamba.full_attention_layer_ids) & set(mamba.mamba_layer_ids):
+            return "Falcon-H1's parallel hybrid (attention and Mamba in every layer)"
+        if geometry.use_mla:
+            return "a Mamba hybrid with MLA attention (a 128-token kernel alignment)"
+    return None
+
+
+class VLLMUnmodelledStrategy(VLLMStrategy):
+    """Refuses the families whose vLLM layout the strategies do not model, naming that layout."""
+
+    family: ClassVar[str] = "vllm-unmodelled"
+
+    @classmethod
+    def takes(cls, geometry: ModelGeometry) -> bool:
+        return _unmodelled(geometry) is not None
+
+    def _plan(self, available: int) -> VLLMKVCachePlan:
+        deployment = vllm_deployment(self.ctx, available)  # the deployment's own refusals first
+        check_kv_cache_dtype(deployment.kv_cache_dtype, self.ctx.geometry, self.ctx.release.text)
+        raise UnsupportedConfigurationError(
+            f"vLLM {self.ctx.release.text}: {_unmodelled(self.ctx.geometry)}; the vLLM strategies do not model "
+            "it yet (kvstrategies verify --against vllm runs vLLM's own sizing)"
+        )
+
+
+VLLM_STRATEGIES: tuple[type[VLLMStrategy], ...] = (
+    VLLMUnmodelledStrategy,
+    VLLMMambaHybridStrategy,
+    VLLMAttentionStrategy,
+)
