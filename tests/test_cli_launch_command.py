@@ -111,7 +111,7 @@ def test_quantization_maps_to_the_weight_estimate() -> None:
 
 def test_classes_are_real_sglang_flags() -> None:
     """Every classified flag is a canonical flag of some supported release (the newest's table, or
-    an older release's own flags in ``kvstrategies/sglang/tables/flag_releases.json``)."""
+    an older release's own flags in ``kvstrategies/sglang/tables/flag_releases.py``)."""
     from kvstrategies.core.releases import supported_releases
     from kvstrategies.sglang.pasted_command import GRAPH_RESERVE_FLAGS, release_flags
 

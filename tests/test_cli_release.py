@@ -88,7 +88,7 @@ def test_verify_launch_recorded_per_release(capsys: pytest.CaptureFixture[str], 
 
 
 def test_every_older_release_flag_is_classified() -> None:
-    """Each flag only an older release has (``kvstrategies/sglang/tables/flag_releases.json``) is planned, refused or
+    """Each flag only an older release has (``kvstrategies/sglang/tables/flag_releases.py``) is planned, refused or
     reviewed as not changing memory, in exactly one class (``launch_flag_classes.OLDER_*``)."""
     from kvstrategies.core.releases import supported_releases
     from kvstrategies.sglang.flag_classes import (

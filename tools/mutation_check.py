@@ -220,6 +220,7 @@ EXCLUDED: dict[str, str] = {
                                "modules",
     "kvstrategies/__main__.py": "python -m entry: calls cli.main, no formula",
     "kvstrategies/core/quantization_names.py": "a name table, no formula",
+    "kvstrategies/sglang/tables/flag_releases.py": "a generated table of option strings, no formula",
     "kvstrategies/allocators/__init__.py": "re-exports only",
     "kvstrategies/pools/runtime/__init__.py": "re-exports only",
     "kvstrategies/models/__init__.py": "re-exports only",

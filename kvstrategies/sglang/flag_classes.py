@@ -331,7 +331,7 @@ NO_EFFECT = _names(
     """
 )
 
-# ---- flags only older SGLang releases have (``tables/flag_releases.json``), in the same classes ----
+# ---- flags only older SGLang releases have (``tables/flag_releases.py``), in the same classes ----
 
 #: refused by name: they change what a GPU holds in a way the planner does not model
 OLDER_NOT_MODELLED: dict[str, str] = {

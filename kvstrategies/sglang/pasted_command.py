@@ -5,7 +5,7 @@
 or the whole command as one quoted string, split as a POSIX shell splits it). Every server flag of
 the SGLang release planned for (``--sglang-version`` before the ``--``; default the newest) is in
 exactly one class of :mod:`.launch_flag_classes` (flag names from :mod:`.sglang_flags` for the
-newest release and ``kvstrategies/sglang/tables/flag_releases.json`` for what each older release lacks or has on top;
+newest release and ``kvstrategies/sglang/tables/flag_releases.py`` for what each older release lacks or has on top;
 abbreviations resolved as SGLang's argparse does): planned (passed on to ``plan``), refused by
 name (it changes memory in a way not modelled; ``--config FILE`` too, as the planner does not read
 the YAML file it names), or reviewed as not changing memory (listed as ignored). Every value is
@@ -25,13 +25,11 @@ quote, a trailing backslash) are errors too.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 from ..core.quantization_names import QUANTIZATION, quantization_for
 from ..core.releases import NEWEST_SGLANG, EngineRelease, supported_releases
@@ -114,27 +112,17 @@ def _strip_launcher(tokens: list[str]) -> tuple[list[str], list[str]]:
 
 
 @cache
-def _release_deltas() -> Mapping[str, Mapping[str, object]]:
-    """``kvstrategies/sglang/tables/flag_releases.json``: per older release, the newest release's flags it lacks
-    (``missing``) and its own flags (``extra``: option -> [canonical, arity]); written by
-    ``tools/list_sglang_flags.py --release-delta`` from each release's ``ServerArgs.add_cli_args``."""
-    text = resources.files("kvstrategies.sglang.tables").joinpath("flag_releases.json").read_text(encoding="utf-8")
-    data: Mapping[str, Mapping[str, object]] = json.loads(text)
-    return data
-
-
-@cache
 def release_flags(release: EngineRelease = NEWEST_SGLANG) -> Mapping[str, tuple[str, str]]:
     """Every server flag of ``release``: option string -> ``(canonical option, arity)``."""
     if release == NEWEST_SGLANG:
         return SGLANG_SERVER_FLAGS
-    delta = _release_deltas().get(release.text)
-    if delta is None:  # pragma: no cover - the file covers every supported release
+    from .tables.flag_releases import FLAGS_EXTRA, FLAGS_MISSING  # older releases only: loaded on first use
+
+    if release.text not in FLAGS_MISSING:  # pragma: no cover - the table covers every supported release
         raise KVCacheConfigError(f"no flag list for {release.label}; run tools/list_sglang_flags.py --release-delta")
-    missing = frozenset(str(name) for name in delta["missing"])  # type: ignore[attr-defined]
-    extra: Mapping[str, list[str]] = delta["extra"]  # type: ignore[assignment]
+    missing = frozenset(FLAGS_MISSING[release.text])
     flags = {k: v for k, v in SGLANG_SERVER_FLAGS.items() if k not in missing}
-    flags.update({k: (v[0], v[1]) for k, v in extra.items()})
+    flags.update(FLAGS_EXTRA[release.text])
     return flags
 
 
