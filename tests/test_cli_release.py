@@ -119,3 +119,20 @@ def test_run_command_is_in_the_releases_flags(capsys: pytest.CaptureFixture[str]
     assert code == 0 and again.splitlines()[2] == lines[2]
     code, out, _ = run(capsys, *argv)
     assert code == 0 and "--tp-size 8 --attn-dp-size 8" in out
+
+
+def test_the_flag_release_table_is_as_its_tool_writes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``kvstrategies/sglang/tables/flag_releases.py`` is generated: read back and written again by
+    ``tools/list_sglang_flags.py`` it is the same text, and it has a line for every older release."""
+    from kvstrategies.core.releases import supported_releases
+    from kvstrategies.sglang.tables.flag_releases import FLAGS_EXTRA, FLAGS_MISSING
+    from tests.helpers import TOOLS, tool_module
+
+    monkeypatch.syspath_prepend(str(TOOLS))  # the tool imports its sibling tools/generated_file.py
+    tool = tool_module("list_sglang_flags")
+    assert tool.render_deltas(tool.read_deltas()) == tool.DELTAS.read_text(encoding="utf-8")
+    older = {r.text for r in supported_releases("sglang") if r != NEWEST_SGLANG}
+    assert set(FLAGS_MISSING) == set(FLAGS_EXTRA) == older
+    # 0.5.15 lacks --attn-dp-size and has its own --dsa-prefill-cp-mode (one value)
+    assert "--attn-dp-size" in FLAGS_MISSING["0.5.15"]
+    assert FLAGS_EXTRA["0.5.15"]["--dsa-prefill-cp-mode"] == ("--dsa-prefill-cp-mode", "1")
