@@ -1,4 +1,4 @@
-"""The syrupy extension behind ``tests/test_golden.py``: one ``golden/<case>.json`` per case.
+"""The syrupy extension behind ``tests/golden/test_golden.py``: one ``golden/<case>.json`` per case.
 
 A subclass of syrupy's JSON extension whose snapshot folder is ``golden/`` at the repository
 root (``KVSTRATEGIES_GOLDEN_DIR`` overrides it, for tests of the harness itself), whose file is

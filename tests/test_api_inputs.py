@@ -17,8 +17,8 @@ from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
 from kvstrategies.planner import DeploymentRequest
 from kvstrategies.planner.gpus import lookup_gpu
 
-from . import test_write_path as W
 from .helpers import case_settings
+from .pools import test_write_path as W
 
 H100 = lookup_gpu("H100")
 

@@ -13,7 +13,7 @@ presets x 4 TP x 2 KV dtypes x 4 GPUs = 1,088 cells; the target is at most 5 s.
 
 ``--against DIR`` sweeps the same grid with a second checkout (a folder holding ``kvstrategies/``)
 in a worker process right after, and prints ``DIR cpu / this cpu`` (one run, same load).
-``tests/test_sweep_grid.py`` checks (untimed) that a sweep's cells equal one plan each.
+``tests/planner/test_sweep_grid.py`` checks (untimed) that a sweep's cells equal one plan each.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Usage: ``python tools/error_table.py > docs/errors.md``. Each row runs a real bad input through
 the library and records the exception's class and message, so the table cannot drift from
-the code (tests/test_robustness.py checks every subclass is listed).
+the code (tests/package/test_robustness.py checks every subclass is listed).
 """
 
 from __future__ import annotations
@@ -144,8 +144,8 @@ def main() -> None:
     print("Every public entry point (`plan`, `build`, `parse_hf_config`, `parse_case` / `load_case`, the")
     print("context dataclasses, the CLI) either returns a plan that satisfies the invariants or raises")
     print("`KVCacheConfigError` (a `ValueError`) or one of its subclasses; nothing else escapes (fuzzed by")
-    print("`tests/test_fuzz.py` and, for the CLI, the `--gpu` planner and the files read,")
-    print("`tests/test_fuzz_cli.py`). Messages name the field, what was given, what is allowed, and the fix.")
+    print("`tests/package/test_fuzz.py` and, for the CLI, the `--gpu` planner and the files read,")
+    print("`tests/package/test_fuzz_cli.py`). Messages name the field, what was given, what is allowed, and the fix.")
     print("The CLI prints the message as one line, `kvstrategies: error: ...`, and exits with code 2")
     print("(argparse usage errors too); with `--json` it also prints one JSON object on stdout,")
     print('`{"error", "flag", "fix"}` (plus `"options"` for a deployment that does not fit, whose options')

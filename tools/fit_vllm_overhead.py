@@ -6,7 +6,7 @@
 
 Reads every ``tests/fixtures/vllm_logs/*.json`` start-up log (``gpu_totals.json`` aside). Each
 constant is a median over several logs; a log enters a fit only when it prints the figures that fit
-needs (module doc of ``overhead.py``). ``tests/test_vllm_budget.py`` runs ``--check``'s comparison.
+needs (module doc of ``overhead.py``). ``tests/vllm/test_vllm_budget.py`` runs ``--check``'s comparison.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ off by one (``f(x, p) + 1`` and ``f(x + 1, p)``), comparison boundaries ``<`` <-
     python tools/mutation_check.py --sample 40 --seed 1             # 40 random mutants per group
     python tools/mutation_check.py --groups allocators planner --sample 15 -j 2
     python tools/mutation_check.py --files kvstrategies/strategies/default.py --list
-    python tools/mutation_check.py --tests tests/test_default.py -j 8 --timeout 60
+    python tools/mutation_check.py --tests tests/strategies/test_default.py -j 8 --timeout 60
     python tools/mutation_check.py --files kvstrategies/strategies/dsv4.py --match 'dsv4.py:4[0-9][0-9] '
 
 Tests that already fail before any mutation (work in progress) are deselected and named.
@@ -54,24 +54,24 @@ DEFAULT_FILES = ("kvstrategies/strategies/*.py", "kvstrategies/pools/*.py")
 # the allocator choice and the request table (KVCacheConfigurator._build_token_to_kv_pool_allocator,
 # ReqToTokenPool), pinned by hand among the write-path tests
 ALLOCATOR_CHOICE_TESTS = (
-    "tests/test_write_path.py::test_fresh_allocator_rows",
-    "tests/test_write_path.py::test_a_draft_worker_reuses_the_target_allocator",
-    "tests/test_write_path.py::test_request_table_has_one_padding_row_by_default",
+    "tests/pools/test_write_path.py::test_fresh_allocator_rows",
+    "tests/pools/test_write_path.py::test_a_draft_worker_reuses_the_target_allocator",
+    "tests/pools/test_write_path.py::test_request_table_has_one_padding_row_by_default",
 )
 # the golden snapshots plus the hand-computed strategy tests (whichever exist)
 SIZING_TESTS = (
-    "tests/test_golden.py::test_golden_snapshot",
-    "tests/test_golden.py::test_meta_build",
-    "tests/test_default*.py",
-    "tests/test_foundation.py",
-    "tests/test_hybrid*.py",
-    "tests/test_swa*.py",
-    "tests/test_dsv4*.py",
-    "tests/test_ascend*.py",
-    "tests/test_npu*.py",
-    "tests/test_mamba*.py",
-    "tests/test_layout*.py",
-    "tests/test_examples*.py",
+    "tests/golden/test_golden.py::test_golden_snapshot",
+    "tests/golden/test_golden.py::test_meta_build",
+    "tests/strategies/test_default*.py",
+    "tests/package/test_basics.py",
+    "tests/strategies/test_hybrid*.py",
+    "tests/strategies/test_swa*.py",
+    "tests/strategies/test_dsv4*.py",
+    "tests/strategies/test_ascend*.py",
+    "tests/strategies/test_npu*.py",
+    "tests/strategies/test_mamba*.py",
+    "tests/pools/test_layout*.py",
+    "tests/package/test_examples*.py",
     *ALLOCATOR_CHOICE_TESTS,
 )
 DEFAULT_TESTS = SIZING_TESTS
@@ -94,15 +94,15 @@ class Group:
 # SGLang's recorded answers, read by the project for the newest and the oldest release (every
 # catalog case; the other releases add time, rarely a kill: their differences are release rules)
 SGLANG_GOLDENS = (
-    "tests/test_sglang_golden.py::test_project_matches_sglang[0.5.23-*]",
-    "tests/test_sglang_golden.py::test_project_matches_sglang[0.5.15-*]",
+    "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.23-*]",
+    "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.15-*]",
 )
 # the 2,005 recorded launch resolutions of the newest and the oldest release
 LAUNCH_GOLDENS = (
-    "tests/test_launch_sglang_golden.py::*[0.5.23]",
-    "tests/test_launch_sglang_golden.py::*[0.5.15]",
+    "tests/sglang/test_launch_sglang_golden.py::*[0.5.23]",
+    "tests/sglang/test_launch_sglang_golden.py::*[0.5.15]",
 )
-CATALOG_GOLDENS = ("tests/test_golden.py::test_golden_snapshot",)
+CATALOG_GOLDENS = ("tests/golden/test_golden.py::test_golden_snapshot",)
 
 #: the sizing steps every strategy shares (``kvstrategies/strategies/``), mutated with the sizing group
 SIZING_STEPS = (
@@ -117,99 +117,109 @@ GROUPS: dict[str, Group] = {
     "sizing": Group(
         ("kvstrategies/context.py", "kvstrategies/api.py", *SIZING_STEPS, "kvstrategies/core/sizing.py",
          "kvstrategies/core/dtypes.py", "kvstrategies/core/host_memory.py", "kvstrategies/core/cost.py"),
-        ("tests/test_cost.py", "tests/test_context.py", "tests/test_request_math.py",
-         "tests/test_foundation.py", "tests/test_default.py",
-         "tests/test_release_rules.py", "tests/test_rounding_rules.py", "tests/test_api_inputs.py",
-         "tests/test_bounded_inputs.py", "tests/test_dsv4.py", "tests/test_default_advanced.py",
-         "tests/test_hybrid_linear.py", "tests/test_hybrid_swa.py", "tests/test_ascend.py", *ALLOCATOR_CHOICE_TESTS,
+        ("tests/core/test_cost.py", "tests/test_context.py", "tests/strategies/test_request_math.py",
+         "tests/package/test_basics.py", "tests/strategies/test_default.py",
+         "tests/strategies/test_release_rules.py", "tests/strategies/test_rounding_rules.py",
+         "tests/test_api_inputs.py",
+         "tests/package/test_bounded_inputs.py", "tests/strategies/test_dsv4.py",
+         "tests/strategies/test_default_advanced.py",
+         "tests/strategies/test_hybrid_linear.py", "tests/strategies/test_hybrid_swa.py",
+         "tests/strategies/test_ascend.py", *ALLOCATOR_CHOICE_TESTS,
          *CATALOG_GOLDENS, *SGLANG_GOLDENS),
     ),
     "strategies": Group(
         ("kvstrategies/strategies/*.py",),
-        (*SIZING_TESTS[2:], "tests/test_release_rules.py", "tests/test_rounding_rules.py",
-         "tests/test_strategy_registry.py", *SIZING_TESTS[:2], *SGLANG_GOLDENS),
+        (*SIZING_TESTS[2:], "tests/strategies/test_release_rules.py", "tests/strategies/test_rounding_rules.py",
+         "tests/strategies/test_strategy_registry.py", *SIZING_TESTS[:2], *SGLANG_GOLDENS),
         exclude=SIZING_STEPS,
     ),
     "pools": Group(
         ("kvstrategies/pools/*.py", "kvstrategies/pools/runtime/*.py"),
-        (*SIZING_TESTS[2:], "tests/test_rounding_rules.py", "tests/test_allocators.py",
-         "tests/test_write_path.py", *SIZING_TESTS[:2], *SGLANG_GOLDENS),
+        (*SIZING_TESTS[2:], "tests/strategies/test_rounding_rules.py", "tests/allocators/test_allocators.py",
+         "tests/pools/test_write_path.py", *SIZING_TESTS[:2], *SGLANG_GOLDENS),
     ),
     "allocators": Group(
         ("kvstrategies/allocators/*.py",),
-        ("tests/test_allocators.py", "tests/test_fuzz_allocators.py",
-         "tests/test_write_path.py"),
+        ("tests/allocators/test_allocators.py", "tests/allocators/test_fuzz_allocators.py",
+         "tests/pools/test_write_path.py"),
     ),
     "models": Group(
         ("kvstrategies/models/*.py", "kvstrategies/models/parsers/*.py", "kvstrategies/presets/__init__.py",
          "kvstrategies/checkpoints/__init__.py"),
-        ("tests/test_architectures.py", "tests/test_weights.py", "tests/test_foundation.py",
-         "tests/test_robustness.py", "tests/test_hybrid*.py", "tests/test_dsv4*.py", "tests/test_default*.py",
-         "tests/test_ascend.py", *ALLOCATOR_CHOICE_TESTS, "tests/test_shipped_checkpoints.py", *CATALOG_GOLDENS,
+        ("tests/models/test_architectures.py", "tests/planner/test_weights.py", "tests/package/test_basics.py",
+         "tests/package/test_robustness.py", "tests/strategies/test_hybrid*.py", "tests/strategies/test_dsv4*.py",
+         "tests/strategies/test_default*.py",
+         "tests/strategies/test_ascend.py", *ALLOCATOR_CHOICE_TESTS, "tests/checkpoints/test_shipped_checkpoints.py",
+         *CATALOG_GOLDENS,
          *SGLANG_GOLDENS),
     ),
     "planner": Group(
         ("kvstrategies/planner/*.py", "kvstrategies/sglang/*.py", "kvstrategies/sglang/launch/apply.py",
          "kvstrategies/sglang/tables/flags.py"),
-        ("tests/test_checkpoint.py", "tests/test_weights_quant.py",
-         "tests/test_preload.py", "tests/test_planner.py",
-         "tests/test_fix_search.py", "tests/test_cli_launch_command.py", "tests/test_sweep_grid.py",
-         "tests/test_refusals.py", "tests/test_load_refusals.py", "tests/test_run_command.py",
-         "tests/test_draft_and_partial_plans.py", "tests/test_gpus.py", "tests/test_model_source.py",
-         "tests/test_launch_defaults.py", "tests/test_cli_planner.py", "tests/test_robustness.py",
-         "tests/test_published_logs.py", *LAUNCH_GOLDENS),
+        ("tests/planner/test_checkpoint.py", "tests/planner/test_weights_quant.py",
+         "tests/sglang/test_preload.py", "tests/planner/test_planner.py",
+         "tests/planner/test_fix_search.py", "tests/sglang/test_pasted_command.py", "tests/planner/test_sweep_grid.py",
+         "tests/sglang/test_refusals.py", "tests/sglang/test_load_refusals.py", "tests/sglang/test_run_command.py",
+         "tests/strategies/test_draft_and_partial_plans.py", "tests/planner/test_gpus.py",
+         "tests/planner/test_model_source.py",
+         "tests/sglang/test_launch_defaults.py", "tests/cli/test_cli_planner.py", "tests/package/test_robustness.py",
+         "tests/sglang/test_published_logs.py", *LAUNCH_GOLDENS),
         # the weight estimate is a group of its own; the knobs are the releases group's
         exclude=("kvstrategies/planner/weights.py", "kvstrategies/sglang/knobs.py"),
     ),
     "weights": Group(
         ("kvstrategies/planner/weights.py",),
-        ("tests/test_weights.py", "tests/test_weights_quant.py",
-         "tests/test_weights_published.py", "tests/test_load_refusals.py", "tests/test_planner.py",
-         "tests/test_published_logs.py", "tests/test_robustness.py"),
+        ("tests/planner/test_weights.py", "tests/planner/test_weights_quant.py",
+         "tests/planner/test_weights_published.py", "tests/sglang/test_load_refusals.py",
+         "tests/planner/test_planner.py",
+         "tests/sglang/test_published_logs.py", "tests/package/test_robustness.py"),
     ),
     "launch_defaults": Group(
         ("kvstrategies/sglang/launch/defaults/*.py",),
-        ("tests/test_launch_defaults.py", "tests/test_launch_release_rules.py",
-         "tests/test_launch_sglang_rules.py", "tests/test_planner.py", "tests/test_published_logs.py", *LAUNCH_GOLDENS,
-         "tests/test_cli_planner.py", "tests/test_robustness.py"),
+        ("tests/sglang/test_launch_defaults.py", "tests/sglang/test_launch_release_rules.py",
+         "tests/sglang/test_launch_sglang_rules.py", "tests/planner/test_planner.py",
+         "tests/sglang/test_published_logs.py", *LAUNCH_GOLDENS,
+         "tests/cli/test_cli_planner.py", "tests/package/test_robustness.py"),
     ),
     "sglang_compare": Group(
         ("kvstrategies/sglang/bridge/compare.py", "kvstrategies/sglang/bridge/snapshots.py",
          "kvstrategies/sglang/bridge/verify.py", "kvstrategies/sglang/bridge/launch.py",
          "kvstrategies/sglang/bridge/launch_grid.py", "kvstrategies/sglang/bridge/bridge_releases.py"),
-        ("tests/test_sglang_bridge.py", "tests/test_launch_sglang_verify.py",
+        ("tests/sglang/test_sglang_bridge.py", "tests/sglang/test_launch_sglang_verify.py",
          *SGLANG_GOLDENS, *LAUNCH_GOLDENS),
     ),
     "case": Group(
         ("kvstrategies/case.py", "kvstrategies/case_validation.py", "kvstrategies/core/validate.py"),
-        ("tests/test_validation_bounds.py", "tests/test_case_validation.py", "tests/test_api_inputs.py",
-         "tests/test_bounded_inputs.py", "tests/test_robustness.py", *CATALOG_GOLDENS),
+        ("tests/core/test_validation_bounds.py", "tests/test_case_validation.py", "tests/test_api_inputs.py",
+         "tests/package/test_bounded_inputs.py", "tests/package/test_robustness.py", *CATALOG_GOLDENS),
     ),
     "golden": Group(
         ("kvstrategies/golden/document.py", "kvstrategies/golden/diff.py", "kvstrategies/document.py",
          "kvstrategies/core/jsonio.py"),
-        ("tests/test_golden_diff_lines.py", "tests/test_golden_tools_inputs.py", "tests/test_golden.py"),
+        ("tests/golden/test_golden_diff_lines.py", "tests/golden/test_golden_tools_inputs.py",
+         "tests/golden/test_golden.py"),
     ),
     "releases": Group(
         ("kvstrategies/core/releases.py", "kvstrategies/cli/releases.py", "kvstrategies/sglang/knobs.py",
          "kvstrategies/sglang/tables/knobs.py"),
-        ("tests/test_validation_bounds.py", "tests/test_release_rules.py", "tests/test_launch_release_rules.py",
-         "tests/test_knobs.py", "tests/test_cli_release.py", *SGLANG_GOLDENS),
+        ("tests/core/test_validation_bounds.py", "tests/strategies/test_release_rules.py",
+         "tests/sglang/test_launch_release_rules.py",
+         "tests/sglang/test_knobs.py", "tests/cli/test_cli_release.py", *SGLANG_GOLDENS),
     ),
     "kernels": Group(
         ("kvstrategies/kernels/reference.py", "kvstrategies/kernels/dispatch.py"),
-        ("tests/test_kernels.py", "tests/test_write_path.py"),
+        ("tests/kernels/test_kernels.py", "tests/pools/test_write_path.py"),
     ),
     "vllm": Group(
         ("kvstrategies/vllm/strategies/*.py", "kvstrategies/vllm/bridge/compare.py",
          "kvstrategies/vllm/bridge/snapshots.py", "kvstrategies/vllm/bridge/verify.py",
          "kvstrategies/vllm/planner/*.py", "kvstrategies/vllm/tables/flags.py", "kvstrategies/vllm/arguments.py"),
-        ("tests/test_vllm_strategies.py", "tests/test_vllm_budget.py",
-         "tests/test_vllm_command.py", "tests/test_vllm_published_logs.py", "tests/test_vllm_golden.py"),
+        ("tests/vllm/test_vllm_strategies.py", "tests/vllm/test_vllm_budget.py",
+         "tests/vllm/test_vllm_command.py", "tests/vllm/test_vllm_published_logs.py", "tests/vllm/test_vllm_golden.py"),
     ),
 }
 
-#: modules no group mutates, each with the reason (``tests/test_mutation_groups.py`` checks that
+#: modules no group mutates, each with the reason (``tests/package/test_mutation_groups.py`` checks that
 #: every module of the package is in a group or here)
 EXCLUDED: dict[str, str] = {
     "kvstrategies/__init__.py": "re-exports only (lazy names), no formula",
@@ -337,7 +347,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         "kvstrategies/planner/fixes.py", r"key=lambda g: g\.capacity_mib or 0\)", "c -> c+1", "0",
         "the sort key's `or 0` is never taken: the filter keeps only GPUS entries with capacity_mib not None and "
-        "> the current one, and no GPUS entry has capacity 0 (tests/test_gpus.py checks every one is > 0)",
+        "> the current one, and no GPUS entry has capacity 0 (tests/planner/test_gpus.py checks every one is > 0)",
         scope="_larger_gpu",
     ),
     *(

@@ -17,7 +17,7 @@ rule (before vLLM 0.21 no CUDA-graph deduction). Per log:
   (two decimals, so the plans at -+0.005 GiB bracket vLLM's figure): ``exact`` when the logged tokens
   lie in that bracket, and the error at the logged figure itself.
 
-``tests/test_vllm_published_logs.py`` checks the same numbers; ``docs/vllm-bridge.md`` reports them.
+``tests/vllm/test_vllm_published_logs.py`` checks the same numbers; ``docs/vllm-bridge.md`` reports them.
 """
 
 from __future__ import annotations

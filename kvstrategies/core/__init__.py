@@ -2,5 +2,5 @@
 
 Dtypes, pool sizes, the cost value, request arithmetic, release rules, input checks and JSON
 reading. It imports nothing of the package but the context protocol and the errors
-(``tests/test_import_graph.py``).
+(``tests/package/test_import_graph.py``).
 """

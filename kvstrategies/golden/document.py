@@ -26,7 +26,7 @@ newline. Numbers: integers stay JSON integers; **every float is written as the s
 Python ``repr``** (the shortest text that round-trips, identical on every IEEE-754 platform), so
 a hybrid-SWA cell of 66355.2 is ``"66355.2"`` and ``float("66355.2") == 66355.2`` exactly; a
 float that happens to be integral keeps its type (``"8192.0"``). ``tools/record_golden.py`` and
-the syrupy extension of ``tests/test_golden.py`` both write :func:`golden_text`, so their bytes
+the syrupy extension of ``tests/golden/test_golden.py`` both write :func:`golden_text`, so their bytes
 are identical.
 """
 

@@ -15,7 +15,7 @@ Conventions shared by all stores:
 * Buffers are written through byte views, so fp8 / e8m0 / uint8 storage is all the same here.
 * NaN inputs give unspecified bytes (torch's own NaN encodings differ between code paths).
 
-fp8 overflow (pinned by ``tests/test_kernels.py`` for the installed
+fp8 overflow (pinned by ``tests/kernels/test_kernels.py`` for the installed
 torch): torch 2.13 casts fp32 to ``float8_e4m3fn`` **saturating** to +-448 (inf included) and to
 ``float8_e5m2`` rounding to nearest even with overflow to inf.
 """

@@ -10,7 +10,7 @@ Two kinds of rows, keyed the way SGLang and transformers branch:
 * :class:`ModelType`: one row per HF ``model_type`` whose config conventions a module reads
   (transformers config-class defaults, KV-head conventions, weight-layout quirks).
 
-Every module asks here instead of comparing names; ``tests/test_architectures.py`` fails on an
+Every module asks here instead of comparing names; ``tests/models/test_architectures.py`` fails on an
 architecture name or model type written as a string literal anywhere else in the package.
 Adding a model is one :class:`Architecture` row (``docs/adding-a-model.md``).
 

@@ -7,7 +7,7 @@ out) -> ``budget`` (GPU, fraction, weights -> KV bytes) -> :func:`kvstrategies.a
 ``sweep`` runs a grid, ``plot`` draws the breakdown, ``report`` prints it. ``launch_defaults``
 (SGLang's launch rules), ``gpus`` (the accelerator table) and ``weights`` / ``weight_quant`` (the
 weight estimate) serve these steps only. Torch-free. The core library never imports this package
-(``tests/test_import_graph.py``); the CLI and ``kvstrategies.integrations`` do.
+(``tests/package/test_import_graph.py``); the CLI and ``kvstrategies.integrations`` do.
 """
 
 from __future__ import annotations

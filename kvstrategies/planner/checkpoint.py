@@ -69,7 +69,7 @@ MAX_TENSORS = 2_000_000
 MAX_DIMS = 16
 #: a checkpoint whose stored bytes differ from the config's estimate by more than this factor is
 #: another model (or part of one): the estimate of a served config is within a few percent of its
-#: checkpoint (tests/test_checkpoint.py: six published totals equal it), float32 storage or an
+#: checkpoint (tests/planner/test_checkpoint.py: six published totals equal it), float32 storage or an
 #: unpriced vision tower move it by at most 2x, while an 8B checkpoint for a 70B config is 8.8x
 TOTAL_FACTOR = 4.0
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.safetensors$")

@@ -14,7 +14,7 @@ launch command (:mod:`.launch_command`).
   that a refused flag switches on (``--hicache-ratio`` does nothing without
   ``--enable-hierarchical-cache``). They are listed as ignored.
 
-``tests/test_cli_launch_command.py`` checks that every canonical flag of
+``tests/sglang/test_pasted_command.py`` checks that every canonical flag of
 :data:`~kvstrategies.sglang.tables.flags.SGLANG_FLAG_VALUES` is in exactly one class.
 """
 

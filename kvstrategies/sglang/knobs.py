@@ -17,7 +17,7 @@ generated from ``sglang.srt.environ.Envs`` and the server code by
   schedulers, samplers, servers, loggers, tests or debug paths (their readers are listed in
   :data:`~kvstrategies.sglang.tables.knobs.SGLANG_KNOBS`).
 
-``tests/test_knobs.py`` checks that every knob is in exactly one class, so a new SGLang release's
+``tests/sglang/test_knobs.py`` checks that every knob is in exactly one class, so a new SGLang release's
 knobs fail the test until reviewed. :func:`check_case_env` is the one check of a case file's
 ``env``: every entry point (``plan --case``, ``verify --against sglang``, the bridge's child
 processes) calls it before anything runs.

@@ -304,7 +304,7 @@ def translate(command: Sequence[str], release: EngineRelease = NEWEST_SGLANG) ->
         if canon in _NO_EFFECT or canon in REFUSED_UNLESS or canon in _GRAPH_RESERVE:  # harmless as given
             ignored.append(option)
             continue
-        if canon not in MODELLED:  # every flag is classified (tests/test_cli_launch_command.py); never planned blind
+        if canon not in MODELLED:  # every flag is classified (tests/sglang/test_pasted_command.py); never planned blind
             raise KVCacheConfigError(f"{option} is not reviewed for its effect on memory; plan without it")
         if canon == "--quantization":
             out += ["--weight-quantization", quantization_for(values[0] if values else "")]

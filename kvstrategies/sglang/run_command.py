@@ -5,7 +5,7 @@ from a :class:`~.request.DeploymentRequest`: every setting the user gave (or a f
 SGLang's own spelling, and nothing SGLang would choose the same way itself on that GPU (its
 launch defaults are what the plan already applied). Pasting the command back
 (``kvstrategies plan --gpu G -- <command>``) plans the same deployment
-(``tests/test_run_command.py``). What a launch command cannot say -- the GPU itself, a KV
+(``tests/sglang/test_run_command.py``). What a launch command cannot say -- the GPU itself, a KV
 budget or weights given by hand, a draft's layer count -- is listed in :attr:`SGLangCommand.notes`.
 """
 

@@ -11,7 +11,7 @@ the case. :func:`kvstrategies.golden.diff.diff_documents` diffs two of them
 (``tools/diff_golden.py --dirs A B``).
 
 ``_known.json`` in the same folder records, per case, the known differences between the project
-and these snapshots (``verify``'s verdicts); ``tests/test_sglang_golden.py`` recomputes them from
+and these snapshots (``verify``'s verdicts); ``tests/sglang/test_sglang_golden.py`` recomputes them from
 the committed snapshots without SGLang and asserts they are exactly these.
 """
 

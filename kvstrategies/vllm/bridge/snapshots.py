@@ -6,7 +6,7 @@ A snapshot is the bridge's document for one case in the golden format
 ``"vllm"`` (vLLM's own refusal, its exception named) or ``"kvstrategies"`` (the case is not a
 vLLM deployment: a setting with no vLLM counterpart, named). ``_known.json`` records the known
 differences between the project's vLLM strategies and these snapshots, per case;
-``tests/test_vllm_golden.py`` recomputes them from the committed snapshots without vLLM.
+``tests/vllm/test_vllm_golden.py`` recomputes them from the committed snapshots without vLLM.
 """
 
 from __future__ import annotations

@@ -160,7 +160,7 @@ def translate_vllm(command: Sequence[str]) -> LaunchCommand:
         if canon in NO_EFFECT or canon in REFUSED_UNLESS:  # harmless as given
             ignored.append(option)
             continue
-        target = PLANNED[canon]  # every flag is classified (tests/test_vllm_command.py)
+        target = PLANNED[canon]  # every flag is classified (tests/vllm/test_vllm_command.py)
         if target == "MODEL":
             if model is not None and values and values[0] != model:
                 raise KVCacheConfigError(f"two models in the pasted command: {model!r} and --model {values[0]!r}")

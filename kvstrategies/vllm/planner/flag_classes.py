@@ -11,7 +11,7 @@
   ignored. The multimodal encoder's options are here too: the vLLM plan sizes the language model
   and does not model the encoder's profile (docs/vllm-bridge.md).
 
-``tests/test_vllm_command.py`` checks that every canonical flag is in exactly one class.
+``tests/vllm/test_vllm_command.py`` checks that every canonical flag is in exactly one class.
 """
 
 from __future__ import annotations

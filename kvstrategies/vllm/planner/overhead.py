@@ -22,9 +22,9 @@ GPU, so the planner models each part (bytes per rank):
   custom all-reduce buffers).
 
 Every constant is the median over the public logs in ``tests/fixtures/vllm_logs/`` named beside
-it (``tools/fit_vllm_overhead.py`` recomputes them; ``tests/test_vllm_budget.py`` checks they are
+it (``tools/fit_vllm_overhead.py`` recomputes them; ``tests/vllm/test_vllm_budget.py`` checks they are
 the medians). The spread of those logs around the model is the tolerance
-``tests/test_vllm_published_logs.py`` states.
+``tests/vllm/test_vllm_published_logs.py`` states.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 vLLM picks attention backends by compute capability (``platforms/cuda.py _get_backend_priorities``)
 and batch defaults by total memory and name (``engine/arg_utils.py get_batch_defaults``). The
 figures are those of ``kvstrategies gpus`` (the planner's table, each with the nvidia-smi listing it
-was checked against); ``tests/test_vllm_strategies.py`` asserts they stay equal to it, so the core
+was checked against); ``tests/vllm/test_vllm_strategies.py`` asserts they stay equal to it, so the core
 strategies read them without importing the planner.
 """
 

@@ -1,0 +1,332 @@
+"""The SGLang bridge: comparison rules without SGLang; a few live cases when SGLang 0.5.23 is installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+import pytest
+
+from kvstrategies.errors import MissingDependencyError
+from kvstrategies.sglang.bridge import engine, runtime
+from kvstrategies.sglang.bridge import verify as verify_module
+from kvstrategies.sglang.bridge.bridge import (
+    decode_extra_slots,
+    project_name,
+    sanitized_config,
+    view_bases,
+    walk_tensors,
+)
+from kvstrategies.sglang.bridge.compare import difference_lines, explain
+from kvstrategies.sglang.bridge.runtime import SUPPORTED_VERSIONS, check_version
+from kvstrategies.sglang.bridge.verify import CaseVerdict, VerifyReport, format_report, verdict_for
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "cases"
+SIZES = {"max_total_num_tokens": 1024, "max_running_requests": 8}
+
+
+def _doc(**changes: object) -> dict[str, object]:
+    doc: dict[str, object] = {
+        "configurator": "DefaultPoolConfigurator",
+        "cell_size": 131072,
+        "sizes": dict(SIZES),
+        "sizes_from_max_tokens": None,
+        "pool_sizes": dict(SIZES),
+        "token_to_kv_pool_class": "MHATokenToKVPool",
+        "pools": [{"name": "k_buffer[0]", "shape": [1025, 8, 128], "dtype": "torch.bfloat16", "view_of": "kv[0]"},
+                  {"name": "v_buffer[0]", "shape": [1025, 8, 128], "dtype": "torch.bfloat16"}],
+        "req_to_token_pool": {"pool_class": "ReqToTokenPool",
+                              "buffers": [{"name": "req_to_token", "shape": [9, 4100], "dtype": "torch.int32"}]},
+    }
+    doc.update(changes)
+    return doc
+
+
+def test_version_check_names_the_supported_versions() -> None:
+    assert SUPPORTED_VERSIONS[0] == "0.5.15" and SUPPORTED_VERSIONS[-1] == "0.5.23"
+    assert check_version("0.5.15.post1").line == "0.5.15"  # a .postN build is its release line
+    assert check_version("0.5.20").line == "0.5.20"
+    for unsupported in ("0.5.14", "0.5.24", "garbage"):
+        with pytest.raises(MissingDependencyError, match=r"supports 0\.5\.15, 0\.5\.16, .*0\.5\.23"):
+            check_version(unsupported)
+
+
+def test_sglang_attribute_paths_map_to_the_project_names() -> None:
+    assert project_name("full_kv_pool.k_buffer[3]") == "full.k_buffer[3]"
+    assert project_name("mamba_pool.mamba_cache.conv[0]") == "mamba.conv[0]"
+    assert project_name("index_key_cache.buffer[7]") == "index_k_with_scale_buffer[7]"
+    assert project_name("kv_buffer[1]") == "kv_buffer[1]"
+
+
+def test_config_is_loadable_offline() -> None:
+    config = {"auto_map": {"AutoConfig": "x.Y"}, "quantization_config": {"quant_method": "mxfp4"}, "a": 1}
+    assert sanitized_config(config) == {"a": 1}
+    assert sanitized_config({"quantization_config": {"quant_method": "fp8"}})["quantization_config"]
+
+
+def test_decode_extra_slots_follow_the_resolution_hook() -> None:
+    base = {"disaggregation_mode": "decode", "disaggregation_decode_extra_slots": None, "attn_dp_size": 1}
+    assert decode_extra_slots({**base, "max_running_requests": 16}) == 32
+    assert decode_extra_slots({**base, "max_running_requests": 64}) == 0
+    assert decode_extra_slots({**base, "disaggregation_mode": "null", "max_running_requests": 16}) is None
+
+
+def test_equal_documents_have_no_difference_and_order_and_pointer_tables_do_not_count() -> None:
+    theirs = _doc(pools=[{"name": "v_buffer[0]", "shape": [1025, 8, 128], "dtype": "torch.bfloat16"},
+                         {"name": "k_buffer[0]", "shape": [1025, 8, 128], "dtype": "torch.bfloat16"},
+                         {"name": "k_data_ptrs", "shape": [1], "dtype": "torch.uint64"},
+                         {"name": "full.data_strides", "shape": [2], "dtype": "torch.int64"}])
+    assert difference_lines(_doc(), theirs) == []
+
+
+def test_differences_name_the_field_and_the_buffer() -> None:
+    theirs = _doc(sizes={**SIZES, "max_total_num_tokens": 2048},
+                  pools=[{"name": "k_buffer[0]", "shape": [1025, 8, 128], "dtype": "torch.float8_e4m3fn"},
+                         {"name": "v_buffer[0]", "shape": [1025, 8, 128], "dtype": "torch.bfloat16"}])
+    lines = difference_lines(_doc(), theirs)
+    assert lines[0].startswith("sizes.max_total_num_tokens: 1024 -> 2048")
+    assert lines[1] == "pools.token_to_kv: k_buffer[0]: dtype torch.bfloat16 -> torch.float8_e4m3fn"
+
+
+def test_storage_behind_views_is_compared_by_shape_and_dtype() -> None:
+    """A deduplicated conv window is a view: its bytes live in a private backing tensor, which
+    SGLang's document lists as a pool attribute and ours as an allocation (names differ)."""
+    phys = {"name": "mamba._intermediate_conv_window_phys[0]", "shape": [20, 9, 3, 3075], "dtype": "torch.bfloat16"}
+    plain = [{k: v for k, v in e.items() if k != "view_of"} for e in _doc()["pools"]]  # type: ignore[attr-defined]
+    kv = {"name": "kv[0]", "shape": [2], "dtype": "torch.bfloat16"}  # no buffer is a view of it: not backing
+    ours = {**_doc(pools=plain), "allocations": [{**phys, "nbytes": 2}, kv]}
+    theirs = _doc(pools=[*plain, {**phys, "name": "mamba_pool._intermediate_conv_window_phys[0]"}])
+    assert difference_lines(ours, theirs) == []
+    assert difference_lines(_doc(pools=plain, allocations=[]), theirs) == [
+        "backing: [] -> [[20, 9, 3, 3075] torch.bfloat16]"
+    ]
+
+
+def test_the_fused_kv_tensor_behind_k_and_v_is_compared() -> None:
+    """K and V as views of one ``(2, ceil_align(T + P, P), H, D)`` tensor (MHATokenToKVPool.
+    _create_buffers_normal): SGLang's document names it after its first view (``k_buffer[0]._base``),
+    ours lists the allocation the views name; T = 1024, P = 16: 1040 rows, K and V address 1040."""
+    views = [{"name": f"{kv}_buffer[0]", "shape": [1040, 8, 128], "dtype": "torch.bfloat16", "view_of": "kv_storage[0]"}
+             for kv in "kv"]  # fmt: skip
+    storage = {"name": "kv_storage[0]", "shape": [2, 1040, 8, 128], "dtype": "torch.bfloat16"}
+    ours = _doc(pools=views, allocations=[storage])
+    theirs = _doc(pools=[*views, {**storage, "name": "k_buffer[0]._base"}])
+    assert difference_lines(ours, theirs) == []
+    other_rows = _doc(pools=[*views, {**storage, "name": "k_buffer[0]._base", "shape": [2, 1025, 8, 128]}])
+    assert difference_lines(ours, other_rows) == [
+        "backing: [[2, 1040, 8, 128] torch.bfloat16] -> [[2, 1025, 8, 128] torch.bfloat16]"
+    ]
+    separate = _doc(pools=[{k: v for k, v in e.items() if k != "view_of"} for e in views])
+    assert difference_lines(ours, separate) == ["backing: [[2, 1040, 8, 128] torch.bfloat16] -> []"]
+    # a pool SGLang did not build has no storage to compare: "not built" says it once
+    assert difference_lines(ours, _doc(pools=None)) == ["pools.token_to_kv: not built by SGLang"]
+
+
+def test_the_walk_lists_each_base_of_views_once_unless_an_attribute_holds_it() -> None:
+    """``walk_tensors`` + ``view_bases``: one fused base for K and V, named after the first view;
+    a private attribute's views (a conv window's ``_phys``) add nothing, the base is listed already."""
+    import torch
+
+    class Pool:
+        def __init__(self) -> None:
+            fused = torch.zeros((2, 32, 2, 4), device="meta")
+            self.k_buffer = [fused[0, :20]]
+            self.v_buffer = [fused[1, :20]]
+            self._phys = torch.zeros((3, 5), device="meta")
+            self.conv = [self._phys[1:]]
+            self.req = torch.zeros((4,), device="meta")
+
+    seen: set[int] = set()
+    views: dict[int, tuple[str, object]] = {}
+    listed = walk_tensors(Pool(), seen=seen, views=views)
+    assert [e["name"] for e in listed] == ["k_buffer[0]", "v_buffer[0]", "conv[0]", "req", "_phys"]
+    assert view_bases(views, seen) == [{"name": "k_buffer[0]._base", "shape": [2, 32, 2, 4], "dtype": "torch.float32"}]
+
+
+def test_a_strategy_is_compared_by_the_sglang_class_it_reproduces() -> None:
+    ours = {**_doc(), "configurator": "HybridLinearPoolConfigurator", "sglang_configurator": "DefaultPoolConfigurator"}
+    theirs = {**_doc(), "configurator": "DefaultPoolConfigurator"}
+    assert difference_lines(ours, theirs) == []
+    wrong = {**ours, "sglang_configurator": "HybridSWAPoolConfigurator"}
+    assert difference_lines(wrong, theirs) == ["configurator: HybridSWAPoolConfigurator -> DefaultPoolConfigurator"]
+
+
+def test_known_differences_cover_only_their_cases_and_lines() -> None:
+    line = "configurator: HybridLinearPoolConfigurator -> DefaultPoolConfigurator"
+    assert explain({"_hf_config": {}}, [line])[1] == [line]  # names are compared as SGLang's classes
+    jamba = {"_hf_config": {"architectures": ["JambaForCausalLM"]}}
+    assert explain(jamba, ["sizes.max_total_num_tokens: 1 -> 2"])[1] == []
+    npu_line = "pools.token_to_kv: not built by SGLang"
+    assert explain({"device": "npu", "_hf_config": {}}, [npu_line])[1] == []
+    assert explain({"device": "cuda", "_hf_config": {}}, [npu_line])[1] == [npu_line]
+
+
+# ---- live: SGLang 0.5.23 itself ---------------------------------------------------------------
+
+LIVE_CASES = (
+    "default-llama-3.1-8b-tp1-bf16-p64-max-tokens",
+    "hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64",
+    "swa-gpt-oss-120b-tp1-bf16-p64-chunkcap",
+    "dsa-deepseek-v3.2-tp8-fp8-mtp-draft-p64",
+)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="SGLang is not installed")
+@pytest.mark.parametrize("name", LIVE_CASES)
+def test_live_sglang_agrees(name: str) -> None:
+    from kvstrategies.sglang.bridge.engine import run_one
+    from kvstrategies.sglang.bridge.verify import verdict_for
+
+    path = CASES / f"{name}.json"
+    verdict = verdict_for(path, run_one(path))
+    assert verdict.unexplained == (), "\n".join(verdict.unexplained)
+
+
+def test_missing_sglang_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from kvstrategies.cli.app import main
+    from kvstrategies.sglang.bridge import runtime
+
+    monkeypatch.setattr(runtime, "_IMPORTED", None)
+    monkeypatch.setitem(sys.modules, "sglang", None)  # import sglang -> ImportError
+    with pytest.raises(MissingDependencyError, match=r"pip install --no-deps 'sglang==0\.5\.23'"):
+        runtime.import_sglang()
+    assert main(["verify", "--against", "sglang", str(CASES / "default-llama-3.1-8b-tp1-bf16-p1.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kvstrategies: error: SGLang is not installed")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="SGLang is not installed")
+def test_verify_cli_one_line_per_case_and_a_total(capsys: pytest.CaptureFixture[str]) -> None:
+    from kvstrategies.cli.app import main
+
+    names = ("default-llama-3.1-8b-tp1-bf16-p1", "hybrid-linear-jamba-v0.1-tp2-bf16-p1")
+    cases = [str(CASES / f"{name}.json") for name in names]
+    assert main(["verify", "--against", "sglang", *cases]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[:2] == ["default-llama-3.1-8b-tp1-bf16-p1", "match"]
+    assert out[2].split()[:2] == ["hybrid-linear-jamba-v0.1-tp2-bf16-p1", "known"]
+    assert "jamba-generic-fallback" in out[2]
+    assert out[-1].startswith("total: 2 cases: 1 match, 1 known, 0 unexplained")
+
+
+# ---- the comparison's edges, by hand: which known difference applies where, the report lines, the timings ----
+
+
+ALL_SWA = {"model_type": "gemma3_text", "layer_types": ["sliding_attention"] * 4}
+
+
+ZERO_KV_REFUSAL = (
+    "kvstrategies: refused: SGLang 0.5.15 cannot size a rank without attention layers of its own (layers [2, 3])"
+)
+
+
+@pytest.mark.parametrize(("page", "known"), [(None, False), (1, False), (2, True), (64, True)])
+def test_all_swa_page_difference_starts_at_page_2(page: int | None, known: bool) -> None:
+    # sglang.srt.mem_cache.allocator.swa.PureSWATokenToKVPoolAllocator.__init__ asserts page_size == 1:
+    # page 2 is the smallest page SGLang cannot lay out for an all-SWA model, page 1 (SGLang's default when
+    # the case names none) it can (no excuse)
+    line = "layout_error: added (kvstrategies refuses the layout)"
+    case = {"_hf_config": ALL_SWA} | ({} if page is None else {"page_size": page})
+    used, left = explain(case, [line])
+    assert ([k.kind for k in used], left) == ((["all-swa-page-size"], []) if known else ([], [line]))
+
+
+@pytest.mark.parametrize(
+    ("case", "known"),
+    [
+        ({"sglang_version": "0.5.15"}, False),  # no pp_size: one stage, nothing on another stage to excuse
+        ({"pp_size": 1, "sglang_version": "0.5.15"}, False),
+        ({"pp_size": 2, "sglang_version": "0.5.15"}, True),  # before the zero-KV rule (0.5.17)
+        ({"pp_size": 2, "sglang_version": "0.5.16"}, True),
+        ({"pp_size": 2, "sglang_version": "0.5.17"}, False),  # the rule holds: SGLang sizes the zero-cell stage
+    ],
+)
+def test_zero_cell_stage_difference_needs_two_stages_before_the_zero_kv_rule(
+    case: dict[str, object], known: bool
+) -> None:
+    # sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator.calculate_pool_sizes divides by the
+    # zero cell before 0.5.17; only with pp_size >= 2 can another stage be the one without attention layers
+    used, left = explain(case, [ZERO_KV_REFUSAL])
+    assert ([k.kind for k in used], left) == ((["pp-zero-cell-stage"], []) if known else ([], [ZERO_KV_REFUSAL]))
+
+
+def _report() -> VerifyReport:
+    diff = ("cell_size: 36864 -> 73728", "sizes.max_total_num_tokens: 1000 -> 500", "pools.token_to_kv: removed")
+    return VerifyReport(
+        verdicts=[
+            CaseVerdict("a", "match"),
+            CaseVerdict("b", "match"),
+            CaseVerdict("bb", "known", kinds=("npu-pools-not-buildable",), lines=("x",)),
+            CaseVerdict("c", "DIFF", lines=diff, unexplained=diff),
+        ],
+        timings={"import": 2.0, "total": 8.0},
+        version="0.5.23",
+    )
+
+
+def test_format_report_lines_by_hand() -> None:
+    from kvstrategies.sglang.bridge.compare import KNOWN_DIFFERENCES
+
+    npu = next(k.reason for k in KNOWN_DIFFERENCES if k.kind == "npu-pools-not-buildable")
+    # names padded to the longest (2), statuses to 5; a DIFF shows its first line and "+N more", then every
+    # unexplained line indented by 2 + 4; per case = (8.0 - 2.0) / 4 cases = 1.50 s
+    assert format_report(_report()) == [
+        "kvstrategies vs SGLang 0.5.23: 4 cases",
+        "a   match",
+        "b   match",
+        "bb  known  npu-pools-not-buildable",
+        "c   DIFF   cell_size: 36864 -> 73728; +2 more",
+        "      cell_size: 36864 -> 73728",
+        "      sizes.max_total_num_tokens: 1000 -> 500",
+        "      pools.token_to_kv: removed",
+        "known differences:",
+        f"  npu-pools-not-buildable (1 cases): {npu}",
+        "total: 4 cases: 2 match, 1 known, 1 unexplained (SGLang import 2.0 s, 1.50 s per case, 8.0 s in all)",
+    ]
+
+
+def test_format_report_cuts_a_long_detail_to_the_width() -> None:
+    # "cell_size: 36864 -> 73728; +2 more" is 25 + 9 = 34 characters; at width 20 it keeps the first
+    # 20 - 3 = 17 ("cell_size: 36864 ") and adds "..."; at width 34 it fits whole
+    assert format_report(_report(), width=20)[4] == "c   DIFF   cell_size: 36864 ..."
+    assert format_report(_report(), width=33)[4] == "c   DIFF   cell_size: 36864 -> 73728; +2 ..."  # 30 kept
+    assert format_report(_report(), width=34)[4] == "c   DIFF   cell_size: 36864 -> 73728; +2 more"
+
+
+def test_verify_total_time_adds_the_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [10.0]
+
+    def import_sglang() -> str:
+        clock[0] = 13.5  # the import takes 3.5 s
+        return "0.5.23"
+
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(runtime, "import_sglang", import_sglang)
+    monkeypatch.setattr(engine, "run_cases", lambda paths: ({}, {"total": 2.0}))
+    report = verify_module.verify([])
+    assert report.timings == {"import": 3.5, "total": 5.5}  # 3.5 s import + 2.0 s of cases
+    assert report.version == "0.5.23" and report.verdicts == []
+
+
+@pytest.mark.parametrize(("lines", "detail"), [(1, "l0"), (2, "l0; +1 more"), (3, "l0; +2 more")])
+def test_a_diff_counts_the_lines_after_its_first(lines: int, detail: str) -> None:
+    diff = tuple(f"l{i}" for i in range(lines))
+    report = VerifyReport(verdicts=[CaseVerdict("c", "DIFF", lines=diff, unexplained=diff)], version="0.5.23")
+    assert format_report(report)[1] == f"c  DIFF   {detail}"
+
+
+def test_recorded_report_times_the_whole_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
+    ticks = iter([10.0, 12.5])
+    monkeypatch.setattr(time, "perf_counter", lambda: next(ticks))
+    report = verify_module.recorded_report([], Path("golden/sglang-0.5.23"), "SGLang", "0.5.23", dict, verdict_for)
+    assert report.timings == {"import": 0.0, "total": 2.5}  # no import: 12.5 - 10.0 s reading the recording
+    assert report.version == "0.5.23 (recorded in golden/sglang-0.5.23)"
+
+
+def test_kind_counts_count_each_case_using_a_kind() -> None:
+    known = [CaseVerdict(n, "known", kinds=("a", "b") if n == "x" else ("a",)) for n in ("x", "y", "z")]
+    assert VerifyReport(verdicts=[*known, CaseVerdict("m", "match")]).kind_counts() == {"a": 3, "b": 1}

@@ -1,0 +1,479 @@
+"""Every rule that differs between SGLang releases, with a hand-computed number on each side.
+
+Each test plans the same deployment for the last release without the rule and the first with it
+and checks both against arithmetic written out here, citing the SGLang function that changed.
+The recorded answers of every release (``tests/sglang/test_sglang_golden.py``) check the same rules
+against SGLang itself; these tests say which rule moves which number, and by how much.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvstrategies.case import load_case, parse_case
+from kvstrategies.cli.releases import RULE_MODULES, load_rule_modules
+from kvstrategies.context import (
+    stage_layer_range,
+)
+from kvstrategies.core.releases import (
+    NEWEST_SGLANG,
+    ByRelease,
+    all_rules,
+    parse_release,
+    rules_differing,
+)
+from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
+from kvstrategies.golden.document import plan_case
+from kvstrategies.pools.dsv4 import c4_indexer_pages, physical_pages
+from kvstrategies.pools.fp4 import fixed_fp4_cell_bytes
+from kvstrategies.strategies import select_configurator
+from kvstrategies.strategies.layer_setup import check_layer_setup
+from kvstrategies.strategies.request_math import req_to_token_extra_context_len
+
+from ..helpers import case_settings
+
+CASES = Path(__file__).resolve().parents[2] / "cases"
+ROOT = CASES.parent
+GIB = 2**30
+
+
+def _case(name: str, version: str) -> Any:
+    return load_case(CASES / f"{name}.json", sglang_version=version)
+
+
+def _configurator(case: dict[str, Any], version: str) -> Any:
+    return select_configurator(parse_case({"available_bytes": 40 * GIB, **case}, sglang_version=version).settings)
+
+
+def _buffer_names(plan: Any) -> set[str]:
+    return {b.name.split("[")[0] for layout in plan.layout.pools for b in layout.buffers}
+
+
+def _shapes(plan: Any) -> dict[str, tuple[int, ...]]:
+    return {b.name: tuple(b.shape) for layout in plan.layout.pools for b in layout.buffers}
+
+
+# ---- the rule registry itself ---------------------------------------------------------------------------------------
+
+
+def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> None:
+    """``kvstrategies releases A B`` must see every rule: each defining module is in RULE_MODULES."""
+    defining = set()
+    for path in (ROOT / "kvstrategies").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if path.name != "releases.py" and ("ReleaseRule(" in text or "ByRelease(" in text):
+            defining.add(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    assert defining <= set(RULE_MODULES), sorted(defining - set(RULE_MODULES))
+    assert len(load_rule_modules()) == len(all_rules()) > 25
+
+
+def test_by_release_values_and_their_rules() -> None:
+    value = ByRelease("test-step-value", (("0.5.15", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
+    keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
+    assert {"test-step-value=1", "test-step-value=2"} <= keys
+    assert not {"test-step-value=1"} & {r.key for r in rules_differing(parse_release("0.5.19"), NEWEST_SGLANG)}
+    with pytest.raises(ValueError, match="ascend"):
+        ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
+
+
+@pytest.mark.parametrize("text", ["0.5.14", "0.6.0", "0.5.x", "", "0.5.23.1"])
+def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.15, 0\.5\.16.*0\.5\.23"):
+        parse_release(text)
+
+
+def test_a_post_build_is_its_release_line() -> None:
+    assert parse_release("0.5.15.post1") == parse_release("0.5.15") == parse_release("v0.5.15")
+
+
+# ---- sizing rules ---------------------------------------------------------------------------------------------------
+
+
+def test_dsa_indexer_dcp_factor_from_0_5_22() -> None:
+    """``DefaultPoolConfigurator._compute_dsa_indexer_cell_size`` (0.5.22: ``indexer_cell_size *=
+    dcp_size``): DeepSeek-V3.2 TP 8 DCP 2 fp8, 61 layers: latent 656 x 61 = 40,016 B plus the
+    indexer 132 x 61 = 8,052 B (0.5.21) or x 2 = 16,104 B (0.5.22)."""
+    old = plan_case(_case("dsa-deepseek-v3.2-tp8-dcp2-fp8-p64", "0.5.21"))
+    new = plan_case(_case("dsa-deepseek-v3.2-tp8-dcp2-fp8-p64", "0.5.22"))
+    assert (old.cell_size_bytes, new.cell_size_bytes) == (40_016 + 8_052, 40_016 + 16_104)
+
+
+def test_dsa_index_keys_by_layer_from_0_5_18() -> None:
+    """0.5.18 prices (and allocates) index keys only on the layers that run the indexer
+    (``_compute_dsa_indexer_cell_size``): index_topk_freq 4 over 61 layers keeps 16 (layers 0, 1,
+    5, 9, ... 57); before, all 61. fp8 latent 656 x 61 = 40,016 B."""
+    old = plan_case(_case("dsa-deepseek-v3.2-freq4-fp8-p64", "0.5.17"))
+    new = plan_case(_case("dsa-deepseek-v3.2-freq4-fp8-p64", "0.5.18"))
+    assert old.cell_size_bytes == 40_016 + 132 * 61
+    assert new.cell_size_bytes == 40_016 + 132 * 16
+    rows = [b.shape[0] for b in old.layout.token_to_kv.buffers if b.name.startswith("index_k_with_scale")]
+    assert 0 not in rows  # every layer holds its keys before 0.5.18
+    rows = [b.shape[0] for b in new.layout.token_to_kv.buffers if b.name.startswith("index_k_with_scale")]
+    assert rows.count(0) == 45
+
+
+def test_dsa_index_keys_by_layer_with_a_draft_and_a_stage() -> None:
+    """0.5.18's EAGLE draft adds one latent row and one indexer row (656 + 132 B) to the 16-indexer-layer
+    target (40,016 + 132 x 16 = 42,128 B): 42,916 B; 0.5.17 scales the all-layer cell,
+    ``int(48,068 x (1 + 1/61))`` = 48,856 B. PP 2 rank 1 (layers 30-60, bf16 latent 1,152 B) holds 7
+    indexer layers (33, 37, ... 57) from 0.5.18: 31 x 1,152 + 7 x 132 = 36,636 B against 31 x 1,284."""
+    name = "release-dsa-layers-deepseek-v3.2-freq4-tp8-fp8-p64-mtp"
+    assert plan_case(_case(name, "0.5.17")).cell_size_bytes == 48_856
+    assert plan_case(_case(name, "0.5.18")).cell_size_bytes == 40_016 + 132 * 16 + 656 + 132
+    stage = "release-dsa-layers-deepseek-v3.2-freq4-tp4-pp2-rank1-bf16-p64"
+    assert plan_case(_case(stage, "0.5.17")).cell_size_bytes == 31 * (1_152 + 132)
+    assert plan_case(_case(stage, "0.5.18")).cell_size_bytes == 31 * 1_152 + 7 * 132
+
+
+def test_mla_cell_row_from_0_5_17() -> None:
+    """0.5.17's ``_compute_cell_size`` prices ``calculate_mla_kv_cache_dim`` (656 for the packed fp8
+    DSA row); 0.5.16 the raw ``kv_lora_rank + qk_rope_head_dim`` = 576: (656 - 576) x 61 = 4,880 B less."""
+    old = plan_case(_case("dsa-deepseek-v3.2-tp8-fp8-p64", "0.5.16"))
+    new = plan_case(_case("dsa-deepseek-v3.2-tp8-fp8-p64", "0.5.17"))
+    assert new.cell_size_bytes - old.cell_size_bytes == 4_880
+    assert old.cell_size_bytes == 576 * 61 + 132 * 61
+
+
+def test_npu_dsa_indexer_in_the_cache_dtype_from_0_5_20() -> None:
+    """0.5.20: a non-fp8 Ascend cache prices the indexer at ``index_head_dim x es(kv)`` = 128 x 2 =
+    256 B per layer instead of 132: (256 - 132) x 61 = 7,564 B more on DeepSeek-V3.2 bf16."""
+    old = plan_case(_case("npu-deepseek-v3.2-tp8-bf16-p64-t1024", "0.5.19"))
+    new = plan_case(_case("npu-deepseek-v3.2-tp8-bf16-p64-t1024", "0.5.20"))
+    assert new.cell_size_bytes - old.cell_size_bytes == 7_564
+
+
+def test_eagle_draft_cell_added_from_0_5_22() -> None:
+    """``DefaultPoolConfigurator.__init__``: 0.5.22 adds ``int(cell * D / L)``; before,
+    ``int(cell * (1 + D / L))``, one float product: cell 1,457 B, D 1, L 47 gives 1,487 before and
+    1,488 after (1,457 / 47 = 31 exactly; 1 + 1/47 rounds down)."""
+    from kvstrategies.core.releases import parse_release as release
+    from kvstrategies.strategies.default import DefaultPoolConfigurator
+
+    class _Fixed(DefaultPoolConfigurator):
+        def __init__(self, version: str) -> None:
+            settings = parse_case({"preset": "llama-3.1-8b", "available_bytes": 1, "speculative_algorithm": "EAGLE",
+                                   "eagle_draft_num_layers": 1, "speculative_num_draft_tokens": 2},
+                                  sglang_version=version).settings  # fmt: skip
+            super().__init__(settings)
+            self.__dict__["num_layers"] = 47
+
+    assert release("0.5.21") < release("0.5.22")
+    assert 1_457 + _Fixed("0.5.21").draft_cell_bytes(1_457) == 1_487
+    assert 1_457 + _Fixed("0.5.22").draft_cell_bytes(1_457) == 1_488
+
+
+@pytest.mark.parametrize(
+    ("name", "layers", "per_layer", "draft_layers"),
+    [
+        # Qwen3-235B-A22B TP 4: 94 layers x 1 KV head x 128 x 2 (K, V) x 2 B
+        ("release-eagle-cell-qwen3-235b-a22b-tp4-bf16-p64-d2", 94, 512, 2),
+        # Falcon-H1-7B: 44 attention layers x 2 KV heads x 128 x 2 x 2 B
+        ("release-eagle-cell-falcon-h1-7b-tp1-bf16-p16-d5", 44, 1_024, 5),
+        # Kimi-Linear: 7 MLA layers x (512 + 64) x 1 B (fp8)
+        ("release-eagle-cell-kimi-linear-48b-a3b-tp2-fp8-p64-d2", 7, 576, 2),
+    ],
+)
+def test_eagle_draft_cell_added_on_real_models(name: str, layers: int, per_layer: int, draft_layers: int) -> None:
+    """``DefaultPoolConfigurator.__init__`` on targets whose draft adds whole layers: 0.5.22 gives
+    ``L x b + D x b``; 0.5.21's ``int(L x b x (1 + D / L))`` rounds one byte below it. Qwen3-235B at
+    49,151 x 873,856 B: 873,856 tokens (0.5.21) against 873,792 (0.5.22, page 64)."""
+    cell = layers * per_layer
+    old, new = plan_case(_case(name, "0.5.21")), plan_case(_case(name, "0.5.22"))
+    assert new.cell_size_bytes == cell + draft_layers * per_layer
+    assert old.cell_size_bytes == int(cell * (1 + draft_layers / layers)) == new.cell_size_bytes - 1
+    if name.startswith("release-eagle-cell-qwen3"):
+        assert (old.sizes.max_total_num_tokens, new.sizes.max_total_num_tokens) == (873_856, 873_792)
+
+
+def test_fixed_fp4_cell_before_0_5_21() -> None:
+    """Before 0.5.21 every FP4 MHA cell is ``H (D + Dv) L // 2 + (H D L 2) // 16 + H D 2``: Llama-3.1-8B,
+    8 heads of 128, 32 layers: 32,768 + 4,096 + 2,048 = 38,912 B for nvfp4 and fp4_mx_block16 alike;
+    0.5.21's nvfp4 with no backend is the packed 32,768 B alone."""
+    assert fixed_fp4_cell_bytes(8, 128, 128, 32) == 32_768 + 4_096 + 2_048
+    assert plan_case(_case("fp4-llama-3.1-8b-tp1-nvfp4-p16", "0.5.20")).cell_size_bytes == 38_912
+    assert plan_case(_case("fp4-llama-3.1-8b-tp1-fp4-mx-block16-p16", "0.5.20")).cell_size_bytes == 38_912
+    assert plan_case(_case("fp4-llama-3.1-8b-tp1-nvfp4-p16", "0.5.21")).cell_size_bytes == 32_768
+    # nvfp4 pools before 0.5.21 always hold the linear scales and the fp8 dequant workspace
+    nvfp4_pools = _buffer_names(plan_case(_case("fp4-llama-3.1-8b-tp1-nvfp4-p16", "0.5.20")))
+    assert {"k_scale_buffer", "dq_k_buffer"} <= nvfp4_pools
+
+
+def test_dsv4_ratio_only_sizing_up_to_0_5_20() -> None:
+    """``DSV4PoolConfigurator._get_bytes_per_full_token`` (0.5.20): V4-Flash TP 8, 43 stage layers
+    (21 of ratio 4, 20 of ratio 128), no ratio given so the fallback 0.8, kv 448 + 2 x 64 + 8 = 584:
+    0.8 x 584 x 43 + 584 x 21 / 4 + 584 x 20 / 128 + 132 x 21 / 4 + 0.8 x (8 / 128) x (8,192 + 2,048) x 21
+    = 20,089.6 + 3,066 + 91.25 + 693 + 10,752 = 34,691.85 B per full token."""
+    expected = 0.8 * 584 * 43 + 584 * 21 / 4 + 584 * 20 / 128 + 132 * 21 / 4 + 0.8 * (8 / 128) * (8_192 + 2_048) * 21
+    old = plan_case(_case("dsv4-deepseek-v4-flash-tp8-p256", "0.5.20"))
+    assert type(old.configurator).__name__ == "RatioOnlyDSV4PoolConfigurator"
+    assert old.cell_size_bytes == pytest.approx(expected) and round(expected, 2) == 34_691.85
+    new = plan_case(_case("dsv4-deepseek-v4-flash-tp8-p256", "0.5.21"))
+    assert type(new.configurator).__name__ == "DSV4PoolConfigurator" and new.cell_size_bytes < old.cell_size_bytes
+
+
+def test_dsv4_page_counts() -> None:
+    """``_num_dsv4_physical_kv_pages`` (0.5.21 for the KV pools, 0.5.22 for the c4 indexer):
+    ``ceil((size + P) / p)``; before, ``(size + p + 1) // p``. 256 c4 tokens at P 256 (p 64):
+    8 rows against 5; 2,048 indexer tokens: 36 against 33."""
+    assert physical_pages(256, 256, 64, at_global_page=True) == 8
+    assert physical_pages(256, 256, 64, at_global_page=False) == 5
+    assert c4_indexer_pages(2_048, 256, at_global_page=True) == 36
+    assert c4_indexer_pages(2_048, 256, at_global_page=False) == 33
+
+
+def test_hybrid_swa_stage_layers_before_0_5_21() -> None:
+    """``layer_setup.adjust_hybrid_swa_layer_ids`` (up to 0.5.20) trims the model's layer lists to
+    ``range(start, end + 1)``: gpt-oss-120b PP 2 rank 0 holds layers [0, 18) but prices 19 (layer 18
+    is rank 1's first)."""
+    old = _configurator({"preset": "gpt-oss-120b", "tp_size": 2, "pp_size": 2, "pp_rank": 0}, "0.5.20")
+    new = _configurator({"preset": "gpt-oss-120b", "tp_size": 2, "pp_size": 2, "pp_rank": 0}, "0.5.21")
+    assert (new.full_layers + new.swa_layers, old.full_layers + old.swa_layers) == (18, 19)
+    assert max(old.full_layer_ids + old.swa_layer_ids) == 18
+    # Llama-4-Scout PP 2 rank 0: layers [0, 24) (18 chunked, 6 full); 0.5.20 adds layer 24, a chunked one
+    scout = {"preset": "llama-4-scout", "tp_size": 4, "pp_size": 2, "pp_rank": 0, "context_length": 131_072}
+    old, new = _configurator(scout, "0.5.20"), _configurator(scout, "0.5.21")
+    assert (new.full_layers, new.swa_layers, old.full_layers, old.swa_layers) == (6, 18, 6, 19)
+
+
+@pytest.mark.parametrize(
+    ("name", "before", "after"),
+    [
+        ("swa-gpt-oss-120b-tp8-dcp2-bf16-p64", 1, 2),  # 8 // 8; max(1, 8 // (8 / 2))
+        ("release-swa-dcp-heads-gpt-oss-20b-tp4-dcp2-fp8-p64", 2, 4),  # 8 // 4; 8 // (4 / 2)
+        ("release-swa-dcp-heads-gpt-oss-120b-tp2-dcp2-bf16-p1", 4, 8),  # 8 // 2; 8 // (2 / 2)
+        ("release-swa-dcp-heads-llama-4-scout-tp8-dcp4-bf16-p16", 1, 4),  # 8 // 8; 8 // (8 / 4)
+    ],
+)
+def test_swa_pool_dcp_heads_from_0_5_18(name: str, before: int, after: int) -> None:
+    """``_build_hybrid_swa_kv_pool`` (0.5.18) passes ``attn_dcp_size`` to ``get_num_kv_heads``: the
+    full and SWA sub-pools (8 KV heads in each model) hold ``max(1, H // (attn_tp / dcp))`` heads;
+    0.5.17 holds ``H // attn_tp``."""
+    heads = {}
+    for version in ("0.5.17", "0.5.18"):
+        plan = plan_case(_case(name, version))
+        heads[version] = {b.shape[1] for b in plan.layout.token_to_kv.buffers
+                          if b.name.startswith(("full.k_buffer", "swa.k_buffer"))}  # fmt: skip
+    assert heads == {"0.5.17": {before}, "0.5.18": {after}}
+
+
+def test_swa_request_cap_applicability_from_0_5_22() -> None:
+    """``SWARequestCapPoolConfigurator.is_applicable`` (0.5.22): the PD decode role needs no chunked
+    prefill, and a chunk of -1 no longer qualifies; 0.5.21's SWAChunkCap asked only that the chunk is
+    not None. Its class name changed with it."""
+    decode = {"preset": "gpt-oss-120b", "max_running_requests": 64, "disable_radix_cache": True,
+              "disaggregation_mode": "decode"}  # fmt: skip
+    off = {"preset": "gpt-oss-120b", "max_running_requests": 64, "disable_radix_cache": True,
+           "chunked_prefill_size": -1}  # fmt: skip
+    assert type(_configurator(decode, "0.5.21")).__name__ == "HybridSWAPoolConfigurator"
+    assert type(_configurator(decode, "0.5.22")).__name__ == "SWAChunkCapPoolConfigurator"
+    assert type(_configurator(off, "0.5.21")).__name__ == "SWAChunkCapPoolConfigurator"
+    assert type(_configurator(off, "0.5.22")).__name__ == "HybridSWAPoolConfigurator"
+    assert _configurator(off, "0.5.21").sglang_class_name() == "SWAChunkCapPoolConfigurator"
+    assert _configurator(decode, "0.5.22").sglang_class_name() == "SWARequestCapPoolConfigurator"
+
+
+def test_mamba_reservation_padding_slot_and_stage_share_from_0_5_17() -> None:
+    """``_handle_max_mamba_cache``: 0.5.17 prices the pool's padding slot, ``K = int((B - per) // per)``
+    and ``(K + 1) x per`` reserved; 0.5.16 ``K = int(B // per)`` and ``K x per``."""
+    case = {"preset": "qwen3-next-80b-a3b", "tp_size": 4}
+    for version, pad in (("0.5.16", 0), ("0.5.17", 1)):
+        configurator = _configurator(case, version)
+        per = configurator.stage_mamba_cache_per_req
+        budget = (40 * GIB / GIB) * 0.9 / 1.9 * GIB
+        slots = int((budget - per * pad) // per)
+        assert configurator.mamba_budget(40 * GIB).max_mamba_cache_size == slots
+    # PP: 0.5.17 scales the per-request bytes to the largest stage's share; 0.5.16 charges all layers
+    pp = {"preset": "qwen3-next-80b-a3b", "tp_size": 2, "pp_size": 2, "pp_rank": 1}
+    assert _configurator(pp, "0.5.16").stage_mamba_cache_per_req == _configurator(pp, "0.5.16").mamba_cache_per_req
+    assert _configurator(pp, "0.5.17").stage_mamba_cache_per_req == _configurator(pp, "0.5.17").mamba_cache_per_req // 2
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bridge-pd-prefill-mtp-qwen3-next-80b-a3b-tp4-bf16-p64-mrr32",
+        "release-pd-prefill-qwen3.5-35b-a3b-tp2-bf16-p64-mtp",
+        "release-pd-prefill-kimi-linear-48b-a3b-tp4-fp8-p64-mtp",
+        "release-pd-prefill-nemotron-h-8b-tp1-bf16-p1-eagle",
+    ],
+)
+def test_mamba_pd_prefill_speculative_state(name: str) -> None:
+    """A PD prefill role never verifies: 0.5.18 drops the pool's per-draft-token state
+    (``_build_req_to_token_pool``), 0.5.22 also its reservation (``_pd_prefill_skips_mamba_spec_state``):
+    ``K = int((B - per) // per)`` against 0.5.21's ``int((B - per (1 + D)) // (per (1 + D / ratio)))``, D = 4."""
+    assert "mamba.intermediate_ssm" in _buffer_names(plan_case(_case(name, "0.5.17")))
+    assert "mamba.intermediate_ssm" not in _buffer_names(plan_case(_case(name, "0.5.18")))
+    reserved = {}
+    for version in ("0.5.21", "0.5.22"):
+        configurator = plan_case(_case(name, version)).configurator
+        reserved[version] = configurator.mamba_budget(40 * GIB).max_mamba_cache_size
+    per, ratio = configurator.stage_mamba_cache_per_req, configurator.mamba_ratio
+    budget = 40 * GIB / GIB * 0.9 / 1.9 * GIB
+    assert reserved["0.5.22"] == int((budget - per) // per)
+    assert reserved["0.5.21"] == int((budget - per * (1 + 4)) // (per * (1 + 4 / ratio)))
+
+
+def test_kda_conv_window_dense_from_0_5_16() -> None:
+    """``conv_window_dedup_enabled``: 0.5.16 keeps KDA's speculative conv window dense; 0.5.15
+    deduplicated it like any CUDA linear chain, widening the tuple's second axis.
+
+    Kimi-Linear at TP 4: conv tuple ``(K - 1, c) = (3, 3072)``, 20 KDA layers, 8 running requests
+    (the case's 1,024-token pool) + 1 = 9 speculative slots, D = 4 draft tokens.
+    0.5.15 backing: ``(20, 9, 3, D + 3072 - 1) = (20, 9, 3, 3075)``; 0.5.16: none, window ``(20, 9, 4, 3, 3072)``.
+    """
+    for name, channels, drafts in (
+        ("bridge-spec-mtp-kimi-linear-48b-a3b-tp4-bf16-p64-mrr32", 3072, 4),
+        ("release-kda-window-kimi-linear-48b-a3b-tp1-bf16-p1-eagle", 4 * 3072, 4),  # TP 1: every channel
+        ("release-kda-window-kimi-linear-48b-a3b-tp2-fp8-p64-eagle-d6", 2 * 3072, 6),
+    ):
+        old, new = (_shapes(plan_case(_case(name, v))) for v in ("0.5.15", "0.5.16"))
+        assert old["mamba._intermediate_conv_window_phys[0]"] == (20, 9, 3, drafts + channels - 1)
+        window = (20, 9, drafts, 3, channels)
+        assert old["mamba.intermediate_conv_window[0]"] == new["mamba.intermediate_conv_window[0]"] == window
+        assert not any("._intermediate" in key for key in new)
+
+
+def test_zero_kv_rule_from_0_5_17() -> None:
+    """A PP stage without attention layers: 0.5.17 answers ``2**63 - 1`` tokens (page-aligned); 0.5.16's
+    DefaultPoolConfigurator divides by the zero cell (refused here, naming it)."""
+    for name, page in (
+        ("hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64-pp2-rank0", 64),
+        ("release-zero-kv-nemotron-h-8b-tp1-pp2-rank0-bf16-p1", 1),  # layers [0, 7): Mamba only
+        ("release-zero-kv-kimi-linear-48b-a3b-tp2-pp2-rank0-fp8-p64", 64),  # layers [0, 3): KDA only
+    ):
+        plan = plan_case(_case(name, "0.5.17"))
+        assert (plan.cell_size_bytes, plan.sizes.max_total_num_tokens) == (0, (2**63 - 1) // page * page)
+        with pytest.raises(UnsupportedConfigurationError, match="ZeroDivisionError"):
+            plan_case(_case(name, "0.5.16"))
+
+
+def test_draft_dcp_location_space_from_0_5_17() -> None:
+    """``KVCacheConfigurator.loc_space_scale`` (0.5.17): a DCP 2 draft pool spans 2 x the target's
+    tokens (the what-if 4,096 -> 8,192 slots); 0.5.16 builds the target's 4,096."""
+    for name, tokens, dcp in (
+        ("bridge-dcp2-deepseek-v3-tp8-bf16-p64-eagle-draft", 4_096, 2),
+        ("release-draft-dcp-kimi-k2-tp8-dcp4-bf16-p32-eagle-draft", 4_096, 4),
+        ("release-draft-dcp-gpt-oss-20b-tp2-dcp2-bf16-p16-eagle3-draft", 8_192, 2),
+    ):
+        assert plan_case(_case(name, "0.5.16")).pool_sizes.max_total_num_tokens == tokens
+        assert plan_case(_case(name, "0.5.17")).pool_sizes.max_total_num_tokens == tokens * dcp
+
+
+def test_pp_with_an_mtp_model_refused_up_to_0_5_20() -> None:
+    """``layer_setup._assert_pp_mtp_compat`` (up to 0.5.20): GLM-4.5 (1 MTP layer) PP 2 rank 1 with a
+    STANDALONE draft holds 46 of 92 layers: "PP is not compatible with MTP models"."""
+    for name in (
+        "bridge-standalone-glm-4.5-tp8-pp2r1-p64-mtp-default",
+        "release-pp-mtp-deepseek-v3-tp8-pp2-rank0-fp8-p64-eagle",  # layers [0, 30) of 61
+        "release-pp-mtp-glm-4.5-tp4-pp2-rank1-bf16-p16-eagle",
+    ):
+        with pytest.raises(UnsupportedConfigurationError, match="PP is not compatible with MTP models"):
+            plan_case(_case(name, "0.5.20"))
+        assert plan_case(_case(name, "0.5.21")).sizes.max_total_num_tokens > 0
+    # DeepSeek-V3 fp8 rank 0: 30 layers x 576 B plus the MTP layer at the stage's per-layer bytes,
+    # 17,280 + int(17,280 x 1 / 30) (DefaultPoolConfigurator.__init__ scales by the stage's layer count)
+    cell = plan_case(_case("release-pp-mtp-deepseek-v3-tp8-pp2-rank0-fp8-p64-eagle", "0.5.21")).cell_size_bytes
+    assert cell == 30 * 576 + 576
+
+
+# ---- request table rules --------------------------------------------------------------------------------------------
+
+
+def test_request_row_headroom_and_generation_counter() -> None:
+    """``get_req_to_token_extra_context_len``: EAGLE top-1, 3 steps, 4 drafts, page 16. 0.5.15 adds
+    4 + 4 = 8 columns (its reserve needs top-k > 1); 0.5.16 ``max(8, 2 x max(3, 4) + 16 - 1)`` = 23.
+    ``req_generation`` joins the request pool in 0.5.16."""
+    case = {"preset": "llama-3.1-8b", "available_bytes": 1, "speculative_algorithm": "EAGLE", "page_size": 16,
+            "speculative_num_steps": 3, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4,
+            "eagle_draft_num_layers": 1}  # fmt: skip
+    assert req_to_token_extra_context_len(parse_case(case, sglang_version="0.5.15").settings) == 8
+    assert req_to_token_extra_context_len(parse_case(case, sglang_version="0.5.16").settings) == 23
+    assert "req_generation" not in _buffer_names(plan_case(_case("default-llama-3.1-8b-tp1-bf16-p64", "0.5.15")))
+    assert "req_generation" in _buffer_names(plan_case(_case("default-llama-3.1-8b-tp1-bf16-p64", "0.5.16")))
+
+
+def test_alloc_page_spans_dcp_from_0_5_19() -> None:
+    """``get_alloc_page_size`` (0.5.19) = page x attn_dcp: DeepSeek-V3 TP 8 DCP 2, EAGLE top-1,
+    4 drafts, page 64: headroom ``max(8, 2 x 4 + 128 - 1)`` = 135 against 0.5.18's 2 x 4 + 64 - 1 = 71."""
+    case = {"preset": "deepseek-v3", "available_bytes": 1, "tp_size": 8, "dcp_size": 2, "page_size": 64,
+            "speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
+            "speculative_num_draft_tokens": 4}  # fmt: skip
+    assert req_to_token_extra_context_len(parse_case(case, sglang_version="0.5.18").settings) == 71
+    assert req_to_token_extra_context_len(parse_case(case, sglang_version="0.5.19").settings) == 135
+    name = "release-alloc-dcp-deepseek-v3-tp8-dcp2-bf16-p64-eagle"
+    widths = [_shapes(plan_case(_case(name, v)))["req_to_token"] for v in ("0.5.18", "0.5.19")]
+    assert widths == [(9, 163_840 + 71), (9, 163_840 + 135)]
+
+
+def test_alloc_page_spans_dcp_in_the_swa_request_cap() -> None:
+    """``compute_swa_request_cap`` prices ``2 x get_alloc_len_per_decode()`` per request: gpt-oss-120b
+    TP 4 DCP 2, EAGLE top-2, 3 steps, page 16. 0.5.19 pages at 32: ``((31 + 3 + 31) // 32) x 32 x 2`` = 128
+    tokens a step, 0.5.18 at 16: ``((15 + 3 + 15) // 16) x 16 x 2`` = 64; 32 requests: 32 x 2 x 64 = 4,096
+    more SWA slots (page-aligned either way)."""
+    name = "release-alloc-dcp-gpt-oss-120b-tp4-dcp2-bf16-p16-eagle-topk2-reqcap"
+    old, new = (plan_case(_case(name, v)).sizes.swa_max_total_num_tokens for v in ("0.5.18", "0.5.19"))
+    assert new - old == 32 * 2 * (128 - 64)
+
+
+# ---- what a release accepts -----------------------------------------------------------------------------------------
+
+
+def test_kv_recipe_names_from_0_5_16() -> None:
+    for name in ("nvfp4", "fp4_mx_block16", "mxfp8"):
+        with pytest.raises(UnsupportedConfigurationError, match="has no such KV cache dtype"):
+            parse_case({"preset": "llama-3.1-8b", "available_bytes": 1, "kv_cache_dtype": name},
+                       sglang_version="0.5.15")  # fmt: skip
+        parse_case({"preset": "llama-3.1-8b", "available_bytes": 1, "kv_cache_dtype": name}, sglang_version="0.5.16")
+
+
+def test_server_arguments_a_release_lacks_are_refused() -> None:
+    """``ServerArgs`` has ``dsv4_attn_backend`` from 0.5.20 and ``swa_prefix_tails`` from 0.5.21 (the
+    field ``sglang.srt.arg_groups.fields.schedule.swa_prefix_tails``, read by
+    ``DSV4PoolConfigurator._resolve_swa_prefix_tails``, both new in 0.5.21)."""
+    tails = {"preset": "deepseek-v4-flash", "available_bytes": 1, "page_size": 256, "swa_prefix_tails": 0}
+    for version in ("0.5.19", "0.5.20"):
+        with pytest.raises(UnsupportedConfigurationError, match="has no --swa-prefix-tails"):
+            parse_case(tails, sglang_version=version)
+    parse_case(tails, sglang_version="0.5.21")
+    backend = {"preset": "deepseek-v4-flash", "available_bytes": 1, "page_size": 256, "kv_cache_dtype": "fp8_e4m3",
+               "dsv4_attn_backend": "trtllm"}  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError, match="has no --dsv4-attn-backend"):
+        parse_case(backend, sglang_version="0.5.19")
+    parse_case(backend, sglang_version="0.5.20")
+
+
+def test_config_loadability_follows_the_pinned_transformers() -> None:
+    """transformers 5.12.1 (SGLang 0.5.15-0.5.21) has no mimo_v2_flash config class; 5.19.0 does."""
+    with pytest.raises(UnsupportedConfigurationError, match="transformers 5.12.1 does not know it"):
+        parse_case({"preset": "mimo-v2-flash", "available_bytes": 1}, sglang_version="0.5.21")
+    parse_case({"preset": "mimo-v2-flash", "available_bytes": 1}, sglang_version="0.5.22")
+
+
+def test_the_plan_document_names_its_release() -> None:
+    from kvstrategies.document import plan_document
+
+    document = plan_document(plan_case(_case("default-llama-3.1-8b-tp1-bf16-p64", "0.5.18")))
+    assert document["release"] == {"engine": "sglang", "version": "0.5.18", "label": "SGLang 0.5.18"}
+    assert json.dumps(document)
+
+
+# ---- PP with MTP up to SGLang 0.5.20 (kvstrategies/strategies/layer_setup.py), by hand ------------------------------
+
+
+EAGLE: dict[str, Any] = {"speculative_algorithm": "EAGLE", "eagle_draft_num_layers": 1,
+                         "speculative_num_draft_tokens": 4, "speculative_num_steps": 3}  # fmt: skip
+
+
+def test_a_middle_pp_stage_of_an_mtp_model_is_refused_up_to_0_5_20() -> None:
+    # layer_setup._assert_pp_mtp_compat (0.5.20): DeepSeek-V3, 61 layers, SGLANG_PP_LAYER_PARTITION 20,21,20: rank 1
+    # holds [20, 41), 41 - 20 = 21 of 61 layers: "PP is not compatible with MTP models"
+    ctx = case_settings("deepseek-v3", tp_size=8, pp_size=3, pp_rank=1, env={"SGLANG_PP_LAYER_PARTITION": "20,21,20"},
+                        sglang_version="0.5.20", speculative_eagle_topk=1, **EAGLE)  # fmt: skip
+    assert stage_layer_range(ctx) == (20, 41)
+    with pytest.raises(UnsupportedConfigurationError, match="PP is not compatible with MTP models"):
+        check_layer_setup(ctx)

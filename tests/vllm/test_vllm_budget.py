@@ -1,0 +1,199 @@
+"""vLLM 0.33.0's budget rule, hand-computed (``vllm/v1/worker/gpu_worker.py Worker.determine_available_memory``,
+``vllm/v1/worker/utils.py request_memory``, ``vllm/utils/mem_utils.py memory_profiling``) and the pieces it
+takes: the CUDA total, the weights, the modelled profile overhead."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kvstrategies.cli.app import main
+from kvstrategies.core.dtypes import DType
+from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
+from kvstrategies.presets import load_preset_config
+from kvstrategies.vllm.planner import overhead
+from kvstrategies.vllm.planner.budget import format_gib, given_budget, requested_memory
+from kvstrategies.vllm.planner.deployment import plan_vllm
+from kvstrategies.vllm.planner.gpu_memory import MEDIAN_RESERVED_MIB, cuda_total
+from kvstrategies.vllm.planner.overhead import ProfileSettings, ProfileShape, profile_overhead
+from kvstrategies.vllm.planner.request import VLLMPlanRequest
+from kvstrategies.vllm.planner.weights import rope_buffer_bytes, vllm_weights
+from tests.planner.test_checkpoint import write_safetensors
+
+GIB = 2**30
+LLAMA_8B = load_preset_config("llama-3.1-8b")
+#: Llama-3.1-8B: 8,030,261,248 parameters in bf16, and its RoPE cache 131,072 positions x 128 x 2 B
+LLAMA_8B_WEIGHTS = 8_030_261_248 * 2 + 131_072 * 128 * 2
+
+
+def req(**kw: object) -> VLLMPlanRequest:
+    fields: dict[str, object] = {"model": "llama-3.1-8b", "source": {"preset": "llama-3.1-8b"}, "config": LLAMA_8B,
+                                 "gpu": "H100-80GB"}  # fmt: skip
+    fields.update(kw)
+    return VLLMPlanRequest(**fields)  # type: ignore[arg-type]
+
+
+def test_requested_memory_is_the_ceiling_of_total_times_utilization() -> None:
+    """``math.ceil(init_snapshot.total_memory * gpu_memory_utilization)``: 85,094,039,552 B (79.25 GiB) x 0.92."""
+    assert requested_memory(85_094_039_552, 0.92) == 78_286_516_388
+    with pytest.raises(KVCacheConfigError, match="gpu-memory-utilization must be in"):
+        requested_memory(85_094_039_552, 1.5)
+
+
+def test_the_cuda_total_is_the_logged_one_else_nvidia_smi_minus_the_median_reservation() -> None:
+    assert cuda_total("H100-80GB").total_bytes == round(79.18 * GIB) == 85_018_877_624
+    assert cuda_total("H200").total_bytes == round(139.8 * GIB)
+    h20 = cuda_total("H20")  # no vLLM log of its total: 97,871 MiB (nvidia-smi) less the median reservation
+    assert h20.total_bytes == int((97_871 - MEDIAN_RESERVED_MIB) * 2**20)
+    assert "median driver reservation" in h20.source
+    assert 450 < MEDIAN_RESERVED_MIB < 650  # H100 479, A100-40GB 522, L40S 582 MiB ...
+
+
+def test_weights_are_the_estimate_plus_the_rope_buffer() -> None:
+    """``RotaryEmbedding`` registers ``cos_sin_cache``: max_position x rotary_dim in the model dtype."""
+    assert rope_buffer_bytes(LLAMA_8B, DType.BFLOAT16) == 131_072 * 128 * 2
+    weights = vllm_weights(LLAMA_8B, tp=1, pp=1, dtype=DType.BFLOAT16)
+    assert weights.per_stage == (LLAMA_8B_WEIGHTS,)
+    assert format_gib(weights.fullest) == "14.99"  # what vLLM logs as "Model loading took 14.99 GiB"
+    assert vllm_weights(LLAMA_8B, tp=1, pp=2, dtype=DType.BFLOAT16, weight_bytes=7).per_stage == (7, 7)
+
+
+def test_profile_shape_reads_dense_and_moe_widths() -> None:
+    assert ProfileShape.from_config(LLAMA_8B, 2) == ProfileShape(128_256, 4096, 14_336, 2)
+    qwen_moe = ProfileShape.from_config(load_preset_config("qwen3-30b-a3b"), 2)
+    assert (qwen_moe.vocab_size, qwen_moe.mlp_width) == (151_936, 8 * 768)  # top-8 of 768-wide experts
+    assert ProfileShape.from_config(load_preset_config("gpt-oss-120b"), 2).mlp_width == 4 * 2880
+
+
+def test_profile_overhead_llama_8b_h100_defaults() -> None:
+    """8,192 batched tokens and 1,024 requests (an H100's server defaults): hidden states 8,192 x 4,096 x 2 B,
+    sampler 38.32 B x 1,024 x 128,256, forward MLP 8,192 x 3 x 14,336 x 2 B (smaller, so not counted)."""
+    shape = ProfileShape(128_256, 4096, 14_336, 2)
+    got = profile_overhead(shape, ProfileSettings(8192, 1024))
+    assert (got.hidden_states, got.sampler, got.forward) == (67_108_864, 5_032_724_398, 704_643_072)
+    assert got.transient == 67_108_864 + 5_032_724_398
+    assert got.resident == overhead.RESIDENT_WITH_GRAPHS_BYTES and got.multi_gpu == 0
+    assert got.total == 5_099_833_262 + 483_910_537
+    eager = profile_overhead(shape, ProfileSettings(8192, 1024, cuda_graphs=False))
+    assert eager.resident == overhead.RESIDENT_NO_GRAPHS_BYTES
+    old = profile_overhead(shape, ProfileSettings(8192, 1024, graphs_deducted=False))  # before vLLM 0.21
+    assert old.resident == overhead.RESIDENT_NO_GRAPHS_BYTES
+    tp2 = profile_overhead(shape, ProfileSettings(8192, 1024, tp_size=2, world_size=2))
+    assert tp2.multi_gpu == overhead.MULTI_GPU_EXTRA_BYTES and tp2.forward == 8192 * 3 * 7168 * 2
+    first_stage = profile_overhead(shape, ProfileSettings(8192, 1024, world_size=2, last_stage=False))
+    assert (first_stage.sampler, first_stage.hidden_states) == (0, 0)  # the last stage samples
+    few = profile_overhead(shape, ProfileSettings(8192, 8))  # 8 requests: the forward pass is the peak
+    assert few.transient == 67_108_864 + 704_643_072
+
+
+def test_the_budget_llama_8b_h100_by_hand() -> None:
+    """requested ceil(85,018,877,624 x 0.92) = 78,217,367,415; minus the weights 16,094,076,928 and the
+    overhead 5,583,743,799 (above) leaves 56,539,546,688 B: 26,960 blocks of 32 layers x 16 tokens x 8 heads
+    x 256 B, 26,960 x 16 = 431,360 tokens at 131,072."""
+    plan = plan_vllm(req())
+    assert plan.budget.requested_bytes == 78_217_367_415
+    assert plan.budget.available_bytes == 78_217_367_415 - LLAMA_8B_WEIGHTS - 5_583_743_799 == 56_539_546_688
+    assert plan.answer.bytes_per_block == 2_097_152
+    assert plan.answer.num_gpu_blocks == 56_539_546_688 // 2_097_152 == 26_960
+    assert plan.answer.capacity.tokens == 431_360
+    assert plan.answer.capacity.log_line.endswith("Maximum concurrency for 131,072 tokens per request: 3.29x")
+
+
+def test_kv_cache_memory_bytes_is_exact_and_skips_the_profile() -> None:
+    """40 GiB / 2,097,152 B a block = 20,480 blocks, 327,680 tokens; no weights or overhead enter."""
+    plan = plan_vllm(req(kv_cache_memory_bytes=40 * GIB))
+    assert plan.budget == given_budget(40 * GIB) and plan.weights is None
+    assert (plan.answer.num_gpu_blocks, plan.answer.capacity.tokens) == (20_480, 327_680)
+
+
+def test_pipeline_stages_size_by_the_smallest_budget() -> None:
+    plan = plan_vllm(req(pipeline_parallel_size=2))
+    stages = plan.budget.stages
+    assert len(stages) == 2 and plan.budget.available_bytes == min(s.available for s in stages)
+    assert stages[0].overhead.sampler == 0 < stages[1].overhead.sampler
+
+
+def test_vllm_refuses_a_request_above_the_free_memory() -> None:
+    with pytest.raises(InsufficientMemoryError, match=r"Free memory on device \(78\.57/79\.18 GiB\)"):
+        plan_vllm(req(gpu_memory_utilization=0.995))
+
+
+def test_vllm_refuses_weights_that_leave_no_cache() -> None:
+    with pytest.raises(InsufficientMemoryError, match="No available memory for the cache blocks"):
+        plan_vllm(req(model="llama-3.1-70b", source={"preset": "llama-3.1-70b"},
+                      config=load_preset_config("llama-3.1-70b")))  # fmt: skip
+
+
+def test_bad_requests_are_named() -> None:
+    with pytest.raises(KVCacheConfigError, match="gpu-memory-utilization"):
+        req(gpu_memory_utilization=0.0)
+    with pytest.raises(KVCacheConfigError, match="name a GPU"):
+        req(gpu=None)
+    with pytest.raises(KVCacheConfigError, match="--max-num-seqs"):
+        req(max_num_seqs=0)
+
+
+def test_given_budget_refuses_zero() -> None:
+    with pytest.raises(KVCacheConfigError, match="kv-cache-memory-bytes must be positive"):
+        given_budget(0)
+
+
+# ---- the weights' rope cache and the own-budget table, by hand ---------------------------------------------
+
+
+def test_checkpoint_headers_add_the_rope_cache(tmp_path: Path) -> None:
+    # a replicated norm of 16 bf16 = 32 B; RoPE cos_sin_cache: max_position 32 x rotary (16 / 2 heads = 8) x 2 B
+    # = 512 B on every stage (vllm/model_executor/layers/rotary_embedding: a buffer beside the weights)
+    write_safetensors(tmp_path / "model.safetensors", {"model.norm.weight": ("BF16", (16,))})
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16,
+              "num_attention_heads": 2, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 64,
+              "intermediate_size": 32, "max_position_embeddings": 32}  # fmt: skip
+    weights = vllm_weights(config, tp=1, pp=1, dtype=DType.BFLOAT16, checkpoint=str(tmp_path))
+    assert weights.per_stage == (32 + 512,) and "RoPE" in weights.source
+
+
+def _own_budget_lines(argv: list[str], capsys: pytest.CaptureFixture[str], model: str = "llama-3.1-8b") -> list[str]:
+    assert main(["compare", model, "--gpu", "H100", "--request-length", "8192", *argv]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    return lines[next(i for i, line in enumerate(lines) if line.startswith("each engine on its own budget")) :]
+
+
+def test_own_budget_row_starts_with_sglangs_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    # Llama-3.1-8B bf16: 131,072 B a token; 10 GiB given to SGLang: 81,920 tokens, 81,920 // 8,192 = 10 requests
+    lines = _own_budget_lines(["--available-bytes", "10GiB", "--own-budgets"], capsys)
+    assert lines[2].split()[:5] == ["8,192", "81,920", "10", lines[2].split()[3], "GiB"]
+    assert lines[2].startswith(f"{8192:>14,}  {81920:>13,}  {10:>15,}  ")
+
+
+def _gib_terms(line: str) -> list[float]:
+    return [float(x) for x in re.findall(r"([\d.]+) GiB", line)]
+
+
+def test_why_the_budgets_differ_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
+    # Qwen3.5-35B-A3B (vision tower) at TP 2: SGLang subtracts its multimodal reservation, vLLM adds a multi-GPU term
+    lines = _own_budget_lines(["--tp", "2"], capsys, "qwen3.5-35b-a3b")
+    why = next(i for i, line in enumerate(lines) if line.startswith("why the budgets differ"))
+    sglang, vllm = lines[why + 1], lines[why + 2]
+    assert sglang.startswith("  - SGLang: ") and sglang.endswith("(the planner's SGLang budget, docs/validation.md)")
+    assert " multimodal = " in sglang
+    # capacity - held - weights - slack - multimodal = budget, each printed to 0.01 GiB
+    capacity, held, weights, slack, multimodal, budget = _gib_terms(sglang)
+    assert abs(capacity - held - weights - slack - multimodal - budget) <= 0.03
+    assert vllm.startswith("  - vLLM: ceil(") and vllm.endswith(
+        "(vllm/v1/worker/gpu_worker.py Worker.determine_available_memory)"
+    )
+    # total, requested, weights, profile (= peak + resident + multi-GPU), budget = requested - weights - profile
+    _, requested, weights, profile, peak, resident, multi_gpu, available = _gib_terms(vllm)
+    assert multi_gpu > 0 and abs(peak + resident + multi_gpu - profile) <= 0.02
+    assert abs(requested - weights - profile - available) <= 0.02
+
+
+def test_rope_cache_of_a_partial_rotary_model() -> None:
+    # vllm/model_executor/layers/rotary_embedding get_rope: rotary_dim = head_size x partial_rotary_factor;
+    # cos_sin_cache is (max_position, rotary_dim): 4096 x (128 x 0.5 = 64) x 2 B = 524,288 B
+    config = {"num_attention_heads": 32, "hidden_size": 4096, "max_position_embeddings": 4096,
+              "partial_rotary_factor": 0.5}  # fmt: skip
+    assert rope_buffer_bytes(config, DType.BFLOAT16) == 4096 * 64 * 2
+    assert rope_buffer_bytes({**config, "partial_rotary_factor": 1.0}, DType.BFLOAT16) == 4096 * 128 * 2
