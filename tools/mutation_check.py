@@ -226,8 +226,20 @@ EXCLUDED: dict[str, str] = {
     "kvstrategies/core/lazy_exports.py": "PEP 562 import glue, no formula",
     "kvstrategies/core/torch_import.py": "the lazy torch import, no formula",
     "kvstrategies/errors.py": "the error class, no formula",
-    "kvstrategies/cli/app.py": "CLI glue (argument parsing, printing): the formulas it prints are mutated in their "
-                               "modules",
+    "kvstrategies/cli/app.py": "CLI entry: the top-level parser, dispatch to a command's module and the one-line "
+                               "error report, no formula",
+    "kvstrategies/cli/arguments.py": "CLI glue: the flags plan, sweep and compare share, read into a DeploymentRequest "
+                                     "that kvstrategies/planner/request.py checks (mutated there)",
+    "kvstrategies/cli/plan.py": "CLI glue (the plan subparser, printing): the formulas it prints are mutated in "
+                                "their modules",
+    "kvstrategies/cli/sweep.py": "CLI glue (the sweep subparser, comma lists, the grid-size refusal): each cell is "
+                                 "a plan, mutated in kvstrategies/planner/",
+    "kvstrategies/cli/compare.py": "CLI glue (the compare subparser): the comparison is mutated in "
+                                   "kvstrategies/planner/compare.py",
+    "kvstrategies/cli/verify.py": "CLI glue (the verify subparser, the case files): the checks are the bridges', "
+                                  "mutated in the sglang_compare and vllm groups",
+    "kvstrategies/cli/listings.py": "CLI glue: prints the shipped tables (presets, checkpoints, architectures, "
+                                    "GPUs), no formula",
     "kvstrategies/__main__.py": "python -m entry: calls cli.main, no formula",
     "kvstrategies/core/quantization_names.py": "a name table, no formula",
     "kvstrategies/sglang/tables/flag_releases.py": "a generated table of option strings, no formula",

@@ -1,16 +1,49 @@
-"""The release report: which rules and model-table rows differ between two releases.
+"""``kvstrategies releases [A B]``: the releases modelled, or which rules and model-table rows
+differ between two releases.
 
-What ``kvstrategies releases A B`` prints and ``tools/release_changes.py`` groups moved cases by.
-The rules themselves live beside the code they change (``ReleaseRule`` in
+The release report (:func:`rule_lines`) is also what ``tools/release_changes.py`` groups moved
+cases by. The rules themselves live beside the code they change (``ReleaseRule`` in
 :mod:`kvstrategies.core.releases`); this module imports those modules to see every one.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
+from typing import Any
 
-from ..core.releases import EngineRelease, ReleaseRule, all_rules, parse_release, rules_differing
-from ..models.architectures import MODEL_TYPES
+from ..core.releases import (
+    ENGINE_NAMES,
+    EngineRelease,
+    ReleaseRule,
+    all_rules,
+    parse_release,
+    rules_differing,
+    supported_releases,
+)
+from ..errors import KVCacheConfigError
+
+
+def add_parser(sub: Any, command: str) -> None:
+    """The ``releases`` subparser, added to ``sub`` as ``command``."""
+    rels = sub.add_parser(
+        command, help="the engine releases modelled; with two releases, every rule that differs between them"
+    )
+    rels.add_argument("pair", nargs="*", metavar="RELEASE", help="two SGLang releases, e.g. 0.5.18 0.5.23")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``releases [A B]``: the supported releases, or the rules that differ between two of them."""
+    if not args.pair:
+        for engine, name in ENGINE_NAMES.items():
+            print(f"{name}: {', '.join(r.text for r in supported_releases(engine))}")
+        return 0
+    if len(args.pair) != 2:
+        raise KVCacheConfigError("releases: give two SGLang releases to compare, e.g. 'releases 0.5.18 0.5.23'")
+    first, second = (parse_release(text, field="RELEASE") for text in args.pair)
+    print("\n".join(rule_lines(first, second)))
+    return 0
+
 
 #: the modules that define release rules (importing them registers their rules); a test checks
 #: that every module defining a ReleaseRule or ByRelease is listed here
@@ -64,6 +97,8 @@ def rule_lines(a: EngineRelease, b: EngineRelease) -> list[str]:
 
 def table_rows_between(a: EngineRelease, b: EngineRelease) -> list[str]:
     """Model-table rows (``models.architectures``) whose first release lies in ``(min, max]``."""
+    from ..models.architectures import MODEL_TYPES
+
     low, high = min(a, b), max(a, b)
     out = []
     for row in MODEL_TYPES:

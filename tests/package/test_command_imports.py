@@ -70,7 +70,7 @@ def test_gpus_loads_the_gpu_table_only() -> None:
     modules = _under(loaded("gpus"), "kvstrategies")
     assert modules == {
         "kvstrategies", "kvstrategies.core", "kvstrategies.core.lazy_exports", "kvstrategies.cli",
-        "kvstrategies.cli.app", "kvstrategies.errors", "kvstrategies.core.quantization_names", "kvstrategies.planner",
+        "kvstrategies.cli.app", "kvstrategies.cli.listings", "kvstrategies.errors", "kvstrategies.planner",
         "kvstrategies.planner.gpus",
     }  # fmt: skip
 
