@@ -259,7 +259,7 @@ def _plan_vllm(ctx: KVCacheContext, available_bytes: int, max_tokens: int | None
     (vLLM allocates its ``kv_cache_tensors`` whole). ``sizes.max_total_num_tokens`` is vLLM's "GPU
     KV cache size", ``sizes.max_running_requests`` its ``max_num_seqs``.
     """
-    from .vllm.strategies.deployment import check_vllm_scope
+    from .vllm.strategies.engine_args import check_vllm_scope
     from .vllm.strategies.strategies import VLLMStrategy
 
     check_vllm_scope(ctx)  # the settings a vLLM plan cannot answer, before anything else

@@ -300,7 +300,7 @@ def parse_case(
     ``sglang_version`` (``--sglang-version``) overrides the case's own ``sglang_version``;
     ``engine`` (``"sglang"``, ``"vllm"``) the case's ``engine``, ``vllm_version`` its
     ``vllm_version``. A vLLM case is read as the vLLM launch it stands for
-    (:mod:`kvstrategies.vllm.strategies.deployment`): SGLang's launch checks do not apply and
+    (:mod:`kvstrategies.vllm.strategies.engine_args`): SGLang's launch checks do not apply and
     ``kv_cache_dtype`` keeps the string given (vLLM resolves ``auto`` itself).
     """
     if not isinstance(data, Mapping):

@@ -3,7 +3,7 @@
 A subclass of syrupy's JSON extension whose snapshot folder is ``golden/`` at the repository
 root (``KVSTRATEGIES_GOLDEN_DIR`` overrides it, for tests of the harness itself), whose file is
 named after the case (``snapshot(name=<case>)``), and whose bytes are
-:func:`kvstrategies.golden.document.dumps`: exactly what ``tools/record_golden.py`` writes. On a mismatch
+:func:`kvstrategies.golden.snapshot.dumps`: exactly what ``tools/record_golden.py`` writes. On a mismatch
 the structural diff of :mod:`kvstrategies.golden.diff` comes first, then syrupy's line diff.
 """
 
@@ -19,7 +19,7 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from kvstrategies.golden.diff import diff_documents
-from kvstrategies.golden.document import dumps
+from kvstrategies.golden.snapshot import dumps
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN_DIR_ENV = "KVSTRATEGIES_GOLDEN_DIR"
@@ -32,7 +32,7 @@ def golden_dir() -> Path:
 
 
 class GoldenSnapshotExtension(JSONSnapshotExtension):
-    """``golden/<case>.json`` holding :func:`kvstrategies.golden.document.dumps` of the case's document."""
+    """``golden/<case>.json`` holding :func:`kvstrategies.golden.snapshot.dumps` of the case's document."""
 
     file_extension = "json"
 

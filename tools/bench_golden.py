@@ -34,7 +34,7 @@ META_CHECK = """
 import sys
 from pathlib import Path
 from kvstrategies.api import build
-from kvstrategies.golden.document import case_files, load_catalog_case, plan_case
+from kvstrategies.golden.snapshot import case_files, load_catalog_case, plan_case
 ok = bad = 0
 for path in case_files(Path(sys.argv[1])):
     try:

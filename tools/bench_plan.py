@@ -3,7 +3,7 @@
 
     python tools/bench_plan.py [--gpu H200] [--tp 8] [--repeat 7] [--against DIR] [--process]
 
-Per preset, ``kvstrategies.cli.app.main(["plan", preset, "--gpu", GPU, "--tp", TP, "--json"])`` in one
+Per preset, ``kvstrategies.cli.main(["plan", preset, "--gpu", GPU, "--tp", TP, "--json"])`` in one
 long-lived process (launch defaults, GPU budget, weight estimate, sizing, layout, breakdown,
 fit, the fix search and the JSON document; output discarded):
 
@@ -14,7 +14,7 @@ fit, the fix search and the JSON document; output discarded):
 ``--against DIR`` times a second checkout (a folder holding ``kvstrategies/``, e.g. ``git
 worktree add /tmp/base main``) the same way, preset by preset, interleaved with this one in
 the same run, and prints ``DIR cpu / this cpu`` per preset. Each side runs in its own worker
-process. ``--process`` adds one fresh ``python -m kvstrategies.cli.app plan ...`` per preset
+process. ``--process`` adds one fresh ``python -m kvstrategies plan ...`` per preset
 (interpreter start-up included: :mod:`tools.bench_cli` measures that properly).
 
 Target: at most 10 ms of CPU per preset, fix search included; ``torch`` must not be in
@@ -51,7 +51,7 @@ def _one(main: object, args: list[str]) -> tuple[float, float, int]:
 
 def worker() -> int:
     """Read ``[args, repeat]`` lines on stdin, answer ``[first, best cpu, best wall, code]`` lines."""
-    from kvstrategies.cli.app import main
+    from kvstrategies.cli import main  # the entry point in every layout of the package
 
     for line in sys.stdin:
         args, repeat = json.loads(line)
@@ -91,7 +91,7 @@ class Side:
 
 def fresh_process(args: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "kvstrategies.cli.app", *args], cwd=ROOT, capture_output=True, check=False)
+    subprocess.run([sys.executable, "-m", "kvstrategies", *args], cwd=ROOT, capture_output=True, check=False)
     return time.perf_counter() - start
 
 

@@ -8,7 +8,7 @@
 Each revision is checked out into a temporary ``git worktree`` (``WORKTREE`` means this
 working tree as it is, uncommitted edits included) and its catalog is planned by this venv's
 python with ``PYTHONPATH`` pointing at that checkout, so each side runs its own library code.
-Both sides are serialised by *this* tree's :mod:`kvstrategies.golden.document` (like is compared with
+Both sides are serialised by *this* tree's :mod:`kvstrategies.golden.snapshot` (like is compared with
 like even when the serialiser changed between the revisions). By default each side plans its
 own ``cases/`` (a revision from before the catalog moved: the ``cases`` folder under ``tests``);
 ``--cases DIR`` plans one catalog on both sides. The table lists every case
@@ -43,16 +43,18 @@ def emit(cases_dir: Path, out: Path, substrings: list[str]) -> int:
     import kvstrategies  # the checkout's package (PYTHONPATH)
 
     golden: Any
-    if not (Path(kvstrategies.__file__).parent / "golden" / "document.py").is_file():
+    if not (Path(kvstrategies.__file__).parent / "golden" / "snapshot.py").is_file():
         # a checkout from before the package was sorted by engine: its own serialiser (``kvstrategies.golden``),
         # which writes the same documents over the library it was written for
         golden = importlib.import_module("kvstrategies.golden")
+        if not hasattr(golden, "golden_text"):  # the package's first sorted layout named it golden.document
+            golden = importlib.import_module("kvstrategies.golden.document")
     else:
-        serialiser = ROOT / "kvstrategies" / "golden" / "document.py"
-        spec = importlib.util.spec_from_file_location("kvstrategies.golden.document", serialiser)
+        serialiser = ROOT / "kvstrategies" / "golden" / "snapshot.py"
+        spec = importlib.util.spec_from_file_location("kvstrategies.golden.snapshot", serialiser)
         assert spec is not None and spec.loader is not None
         golden = importlib.util.module_from_spec(spec)
-        sys.modules["kvstrategies.golden.document"] = golden  # this tree's serialiser over the checkout's library
+        sys.modules["kvstrategies.golden.snapshot"] = golden  # this tree's serialiser over the checkout's library
         spec.loader.exec_module(golden)
     results: dict[str, Any] = {"_package": str(Path(kvstrategies.__file__).parent)}
     for path in sorted(cases_dir.glob("*.json")) if cases_dir.is_dir() else []:
@@ -169,7 +171,7 @@ def compare_dirs(argv: list[str]) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="print every difference of every case")
     args = parser.parse_args(argv)
     from kvstrategies.errors import KVCacheConfigError
-    from kvstrategies.golden.document import read_snapshot
+    from kvstrategies.golden.snapshot import read_snapshot
 
     sides = []
     for folder in (args.dir_a, args.dir_b):

@@ -183,7 +183,7 @@ GROUPS: dict[str, Group] = {
     ),
     "sglang_compare": Group(
         ("kvstrategies/sglang/bridge/compare.py", "kvstrategies/sglang/bridge/snapshots.py",
-         "kvstrategies/sglang/bridge/verify.py", "kvstrategies/sglang/bridge/launch.py",
+         "kvstrategies/sglang/bridge/verify.py", "kvstrategies/sglang/bridge/launch_check.py",
          "kvstrategies/sglang/bridge/launch_grid.py", "kvstrategies/sglang/bridge/bridge_releases.py"),
         ("tests/sglang/test_sglang_bridge.py", "tests/sglang/test_launch_sglang_verify.py",
          *SGLANG_GOLDENS, *LAUNCH_GOLDENS),
@@ -194,7 +194,7 @@ GROUPS: dict[str, Group] = {
          "tests/package/test_bounded_inputs.py", "tests/package/test_robustness.py", *CATALOG_GOLDENS),
     ),
     "golden": Group(
-        ("kvstrategies/golden/document.py", "kvstrategies/golden/diff.py", "kvstrategies/document.py",
+        ("kvstrategies/golden/snapshot.py", "kvstrategies/golden/diff.py", "kvstrategies/document.py",
          "kvstrategies/core/jsonio.py"),
         ("tests/golden/test_golden_diff_lines.py", "tests/golden/test_golden_tools_inputs.py",
          "tests/golden/test_golden.py"),

@@ -9,7 +9,7 @@
     python tools/record_golden.py --engine sglang --check     # exit 1 if golden/sglang-<version> is stale
     python tools/record_golden.py --engine vllm               # vLLM's answers (live vLLM) -> golden/vllm-<version>
 
-The bytes written are :func:`kvstrategies.golden.document.golden_text`, exactly what
+The bytes written are :func:`kvstrategies.golden.snapshot.golden_text`, exactly what
 ``pytest --snapshot-update`` writes. A case that fails to plan is reported and not recorded
 (exit 1). ``--check`` prints, per drifted case, which size moved and by how much and which
 buffer changed shape or dtype, appeared or disappeared; it also lists snapshots without a case
@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
 
 from kvstrategies.errors import KVCacheConfigError  # noqa: E402
 from kvstrategies.golden.diff import diff_documents  # noqa: E402
-from kvstrategies.golden.document import (  # noqa: E402
+from kvstrategies.golden.snapshot import (  # noqa: E402
     case_files,
     catalog_mismatch,
     golden_text,

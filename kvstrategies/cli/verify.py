@@ -49,13 +49,13 @@ def add_parser(sub: Any, command: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """``verify --against sglang``: the catalog's cases through SGLang's own sizing and pool
     builders (:mod:`kvstrategies.sglang.bridge.verify`), or with ``--launch [GRID]`` the
-    launch defaults against SGLang's own resolution (:mod:`kvstrategies.sglang.bridge.launch`)."""
+    launch defaults against SGLang's own resolution (:mod:`kvstrategies.sglang.bridge.launch_check`)."""
     if args.launch is not None and args.against == "vllm":
         raise KVCacheConfigError("verify: --launch compares SGLang's launch defaults; use --against sglang")
     if args.launch is not None:
         if args.cases:
             raise KVCacheConfigError("verify: case files and --launch are separate checks; run them one at a time")
-        from ..sglang.bridge.launch import run_verify_launch
+        from ..sglang.bridge.launch_check import run_verify_launch
 
         grid = Path(args.launch) if args.launch else None
         return run_verify_launch(

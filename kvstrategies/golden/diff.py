@@ -1,7 +1,7 @@
 """A readable diff of two golden documents: which size moved and by how much, which buffer changed.
 
 Works on documents as they are stored (JSON data; floats as ``repr`` strings, see
-:mod:`kvstrategies.golden.document`). Buffers are matched by name; per-layer buffers that change the same
+:mod:`kvstrategies.golden.snapshot`). Buffers are matched by name; per-layer buffers that change the same
 way are reported once (``v_buffer[0..31] (32 buffers): shape [..] -> [..]``). Output order:
 strategy and cell first, then sizes, then pools, then totals, then anything else.
 """

@@ -17,7 +17,7 @@ from ..sglang.budget import KVBudget
 from ..vllm.planner.budget import VLLMBudget
 from ..vllm.planner.deployment import plan_vllm
 from ..vllm.planner.request import VLLMPlanRequest
-from ..vllm.strategies.deployment import VLLM_KV_DTYPE_NAMES
+from ..vllm.strategies.engine_args import VLLM_KV_DTYPE_NAMES
 from .deployment import DeploymentPlan
 
 GIB = 2**30

@@ -74,7 +74,7 @@ def test_pasted_command_uses_the_releases_flags(capsys: pytest.CaptureFixture[st
 def test_verify_launch_recorded_per_release(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
     from pathlib import Path
 
-    from kvstrategies.sglang.bridge.launch import load_golden
+    from kvstrategies.sglang.bridge.launch_check import load_golden
 
     specs, _ = load_golden(release=parse_release("0.5.21"))
     grid = Path(str(tmp_path)) / "grid.json"

@@ -24,7 +24,7 @@ from kvstrategies.api import Plan, build
 from kvstrategies.case import Case, parse_case
 from kvstrategies.core.sizing import PoolSizes
 from kvstrategies.golden.diff import diff_documents
-from kvstrategies.golden.document import (
+from kvstrategies.golden.snapshot import (
     case_files,
     catalog_mismatch,
     dumps,

@@ -71,7 +71,7 @@ def test_record_with_recorded_says_it_would_be_ignored(tmp_path: Path) -> None:
 
 def test_recorded_answers_match_launches_by_their_whole_content(tmp_path: Path) -> None:
     """A changed launch under an old name passed before: its recorded answer is another launch's."""
-    from kvstrategies.sglang.bridge.launch import load_golden
+    from kvstrategies.sglang.bridge.launch_check import load_golden
 
     specs, _ = load_golden()
     first = specs[0].to_dict()

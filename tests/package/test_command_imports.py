@@ -110,7 +110,7 @@ def test_verify_recorded_launch_defaults_loads_no_engine() -> None:
     """``verify --launch --recorded`` compares with SGLang's recorded answers: no SGLang, no torch,
     and no sizing (the launch defaults only)."""
     modules = loaded("verify", "--against", "sglang", "--launch", "--recorded")
-    assert "kvstrategies.sglang.bridge.launch" in modules
+    assert "kvstrategies.sglang.bridge.launch_check" in modules
     assert "kvstrategies.sglang.bridge.bridge" not in modules
     assert "kvstrategies.api" not in modules and "kvstrategies.planner.weights" not in modules
     assert _heavy(modules) == set()

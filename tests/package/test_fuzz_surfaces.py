@@ -166,7 +166,7 @@ def test_fuzz_verify_cases_are_checked_before_any_process(scratch: Path, case: A
 
 @pytest.fixture(scope="module")
 def recorded() -> tuple[Any, ...]:
-    from kvstrategies.sglang.bridge.launch import load_golden
+    from kvstrategies.sglang.bridge.launch_check import load_golden
 
     return load_golden()[0][:400]
 
@@ -181,7 +181,7 @@ GRID_FLAGS = ("kv_cache_dtype", "page_size", "chunked_prefill_size", "attention_
 @given(data=st.data())
 def test_fuzz_launch_grids_match_recordings_by_content(scratch: Path, recorded: tuple[Any, ...],
                                                        data: st.DataObject) -> None:  # fmt: skip
-    from kvstrategies.sglang.bridge.launch import load_golden, load_grid, run_verify_launch
+    from kvstrategies.sglang.bridge.launch_check import load_golden, load_grid, run_verify_launch
 
     items: list[Any] = []
     for _ in range(data.draw(st.integers(0, 3))):

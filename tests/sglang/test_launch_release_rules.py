@@ -59,7 +59,7 @@ def test_dsv4_auto_backend_resolves_from_0_5_23() -> None:
     """DeepSeek-V4: 0.5.23's ``deepseek_v4_hook.apply_deepseek_v4_defaults`` declares
     ``dsv4_attn_backend`` from ``_default_dsv4_attention_backend`` (flashmla unless V4.1 on SM100);
     0.5.20-0.5.22 leave the field at ``auto``; before 0.5.20 there is no such field."""
-    from kvstrategies.sglang.bridge.launch import planner_fields
+    from kvstrategies.sglang.bridge.launch_check import planner_fields
 
     for release, expected in (("0.5.23", "flashmla"), ("0.5.22", "auto"), ("0.5.20", "auto"), ("0.5.19", None)):
         res = resolve("deepseek-v4-flash", H200, release, 8)
@@ -123,7 +123,7 @@ def test_swa_ratio_explicit_record_from_0_5_21() -> None:
     ``kv_cache_hook._handle_cache_compatibility`` records it as explicitly set (non-None before
     the 0.8 fallback); 0.5.20 keeps no such record (the field does not exist there), so SGLang
     reports False. The resolved ratio is 0.1 in both."""
-    from kvstrategies.sglang.bridge.launch import planner_fields
+    from kvstrategies.sglang.bridge.launch_check import planner_fields
 
     for release, explicit in (("0.5.21", True), ("0.5.20", False)):
         res = resolve("deepseek-v4-flash", H200, release, 8)

@@ -14,8 +14,8 @@ import os
 
 import pytest
 
+import kvstrategies.sglang.bridge.launch_check as bridge
 from kvstrategies.core.releases import EngineRelease, supported_releases
-from kvstrategies.sglang.bridge import launch as bridge
 from kvstrategies.sglang.bridge.launch_grid import default_grid
 
 RECORDED = bridge.recorded_releases()

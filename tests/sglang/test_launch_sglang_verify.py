@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+import kvstrategies.sglang.bridge.launch_check as bridge
 from kvstrategies.cli.app import main
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.presets import load_preset_config, preset_names
-from kvstrategies.sglang.bridge import launch as bridge
 from kvstrategies.sglang.bridge.launch_grid import (
     DFLASH_DRAFT,
     SYNTHETIC_PREFIX,

@@ -27,7 +27,7 @@ from kvstrategies.core.releases import (
     rules_differing,
 )
 from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
-from kvstrategies.golden.document import plan_case
+from kvstrategies.golden.snapshot import plan_case
 from kvstrategies.pools.dsv4 import c4_indexer_pages, physical_pages
 from kvstrategies.pools.fp4 import fixed_fp4_cell_bytes
 from kvstrategies.strategies import select_configurator

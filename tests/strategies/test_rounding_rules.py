@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kvstrategies.case import load_case
-from kvstrategies.golden.document import plan_case
+from kvstrategies.golden.snapshot import plan_case
 from kvstrategies.strategies.budget_check import kv_allowance
 
 CASES = Path(__file__).resolve().parents[2] / "cases"

@@ -19,8 +19,8 @@ from kvstrategies.core.releases import NEWEST_VLLM, VLLM, parse_release
 from kvstrategies.errors import InsufficientMemoryError, UnsupportedConfigurationError
 from kvstrategies.planner.gpus import GPUS
 from kvstrategies.strategies.registry import select_configurator_class
-from kvstrategies.vllm.strategies.deployment import vllm_deployment
 from kvstrategies.vllm.strategies.devices import DEVICES, VLLMDevice, vllm_device
+from kvstrategies.vllm.strategies.engine_args import vllm_deployment
 from kvstrategies.vllm.strategies.grouping import KVCacheGroup, kv_cache_groups, padding_layers
 from kvstrategies.vllm.strategies.launch import batch_defaults
 from kvstrategies.vllm.strategies.layers import pp_indices

@@ -1,7 +1,7 @@
 """SGLang's answers as golden snapshots (``golden/sglang-<version>/<case>.json``), and back.
 
 A snapshot holds what the bridge reads from a live SGLang for one case, in the golden format
-(:func:`kvstrategies.golden.document.dumps`: sorted keys, floats as ``repr`` strings):
+(:func:`kvstrategies.golden.snapshot.dumps`: sorted keys, floats as ``repr`` strings):
 ``case``, ``golden_format``, ``engine``, ``configurator``, ``cell_size``, ``sizes``,
 ``sizes_from_max_tokens``, ``pool_sizes`` (``adopted_sizes`` for a draft worker), and
 ``pools``: ``token_to_kv`` / ``req_to_token``, each ``{"pool_class", "buffers": [{"name",
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import KVCacheConfigError
-from ...golden.document import GOLDEN_FORMAT, SNAPSHOT_SUFFIX, dumps
+from ...golden.snapshot import GOLDEN_FORMAT, SNAPSHOT_SUFFIX, dumps
 
 KNOWN_FILE = "_known.json"
 _SIZE_KEYS = ("sizes", "sizes_from_max_tokens", "pool_sizes", "adopted_sizes")

@@ -24,7 +24,7 @@ def project_document(path: Path, sglang_version: str | None = None) -> dict[str,
     from ...api import LayoutError
     from ...case import load_case
     from ...document import partial_plan_document, plan_document
-    from ...golden.document import plan_case
+    from ...golden.snapshot import plan_case
 
     try:
         return plan_document(plan_case(load_case(path, sglang_version=sglang_version)))

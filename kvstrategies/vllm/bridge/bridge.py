@@ -4,7 +4,7 @@ The sequence is the one a ``vllm serve`` start-up runs, minus the GPU (vLLM modu
 
 1. ``engine/arg_utils.py EngineArgs(...).create_engine_config(UsageContext.OPENAI_API_SERVER)``
    from a folder holding only the case's config.json (``load_format="dummy"``), with the
-   arguments of :func:`kvstrategies.vllm.strategies.deployment.vllm_deployment`;
+   arguments of :func:`kvstrategies.vllm.strategies.engine_args.vllm_deployment`;
 2. per pipeline stage (what ``Worker.init_device`` / ``load_model`` do): the stage's parallel
    groups, ``model_executor/model_loader/utils.py initialize_model`` on ``meta`` under the
    model dtype, ``Platform.update_block_size_for_backend`` (backend block size, hybrid Mamba
@@ -39,8 +39,8 @@ from ...case import parse_case
 from ...core.releases import VLLM
 from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...sglang.bridge.bridge import case_hf_config
-from ..strategies.deployment import VLLMDeployment, vllm_deployment
 from ..strategies.document import capacity_log_line, layer_key
+from ..strategies.engine_args import VLLMDeployment, vllm_deployment
 from .runtime import cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu
 
 #: vLLM refused the case (its own exception is named in the message)

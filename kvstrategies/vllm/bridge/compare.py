@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...golden.diff import diff_documents
-from ...golden.document import stable
+from ...golden.snapshot import stable
 from ...models.architectures import vllm_model_rule
 from ...sglang.bridge.compare import KnownDifference
 

@@ -2,7 +2,7 @@
 
 A result is ``{"document": {...}}``, or ``{"error": "...", "refused_by": "vllm"}`` (vLLM's own
 refusal) or ``{"error": "...", "refused_by": "kvstrategies"}`` (the case is not a vLLM deployment
-the strategies model: :func:`kvstrategies.vllm.strategies.deployment.check_vllm_scope`), plus
+the strategies model: :func:`kvstrategies.vllm.strategies.engine_args.check_vllm_scope`), plus
 ``"seconds"`` spent on the case.
 """
 

@@ -125,8 +125,8 @@ def current_gpu() -> GpuFacts:
 
 def gpu_facts(name: str | None) -> GpuFacts:
     """The facts a CUDA GPU of ``kvstrategies gpus`` answers (``None``: the vLLM plans' default GPU)."""
-    from ..strategies.deployment import DEFAULT_VLLM_GPU
     from ..strategies.devices import vllm_device
+    from ..strategies.engine_args import DEFAULT_VLLM_GPU
 
     device = vllm_device(name or DEFAULT_VLLM_GPU)
     return GpuFacts(device.nvml_name, device.capability, device.memory_bytes)

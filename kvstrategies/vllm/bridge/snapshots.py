@@ -1,7 +1,7 @@
 """vLLM's answers as golden snapshots (``golden/vllm-<version>/<case>.json``), and back.
 
 A snapshot is the bridge's document for one case in the golden format
-(:func:`kvstrategies.golden.document.dumps`: sorted keys, floats as ``repr`` strings) under ``case``,
+(:func:`kvstrategies.golden.snapshot.dumps`: sorted keys, floats as ``repr`` strings) under ``case``,
 ``golden_format`` and ``engine``; or, for a case vLLM cannot run, ``error`` with ``refused_by``:
 ``"vllm"`` (vLLM's own refusal, its exception named) or ``"kvstrategies"`` (the case is not a
 vLLM deployment: a setting with no vLLM counterpart, named). ``_known.json`` records the known
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...golden.document import GOLDEN_FORMAT, dumps
+from ...golden.snapshot import GOLDEN_FORMAT, dumps
 from ...sglang.bridge.snapshots import read_snapshot, recorded_snapshot, snapshot_files
 
 __all__ = ["KNOWN_FILE", "read_snapshot", "recorded_snapshot", "result_from_snapshot", "snapshot_files",

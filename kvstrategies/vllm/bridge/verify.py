@@ -24,7 +24,7 @@ from .compare import KNOWN_DIFFERENCES, difference_lines, explain
 def project_document(path: Path, vllm_version: str | None = None) -> dict[str, Any]:
     """``plan --case PATH --engine vllm --json``'s document (the project's vLLM strategies)."""
     from ...case import load_case
-    from ...golden.document import plan_case
+    from ...golden.snapshot import plan_case
     from ..strategies.document import vllm_plan_document
 
     return vllm_plan_document(plan_case(load_case(path, engine=VLLM, vllm_version=vllm_version)))

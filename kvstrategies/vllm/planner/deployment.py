@@ -1,7 +1,7 @@
 """``kvstrategies plan MODEL --engine vllm``: request -> vLLM's launch defaults -> budget -> the vLLM strategies.
 
 1. the vLLM launch the request stands for, read by the vLLM strategies
-   (:mod:`kvstrategies.vllm.strategies.deployment` / ``launch``): ``max_model_len``,
+   (:mod:`kvstrategies.vllm.strategies.engine_args` / ``launch``): ``max_model_len``,
    ``max_num_batched_tokens`` / ``max_num_seqs`` from vLLM's batch defaults for the GPU;
 2. the budget (:mod:`.budget`): ``--kv-cache-memory-bytes`` as given, else vLLM's utilization rule
    with the weights of :mod:`.weights` and the profile overhead of :mod:`.overhead`;
@@ -21,7 +21,7 @@ from ...core.releases import VLLM
 from ...errors import KVCacheConfigError
 from ...models.hf import text_config
 from ...models.parse import model_dtype_of
-from ..strategies.deployment import vllm_deployment
+from ..strategies.engine_args import vllm_deployment
 from ..strategies.launch import VLLMLaunch, resolve_launch
 from ..strategies.sizing import blocks_per_request
 from ..strategies.specs import CacheLimits
@@ -100,7 +100,7 @@ def case_kv_dtype(name: str, release: str) -> str:
 
 
 def case_fields(req: VLLMPlanRequest, budget_bytes: int) -> dict[str, Any]:
-    """The case the vLLM strategies read (:mod:`kvstrategies.vllm.strategies.deployment`'s mapping)."""
+    """The case the vLLM strategies read (:mod:`kvstrategies.vllm.strategies.engine_args`'s mapping)."""
     kv = case_kv_dtype(req.kv_cache_dtype, req.release.text)
     return {
         **req.source,

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.releases import EngineRelease
-from .deployment import VLLMDeployment
 from .devices import VLLMDevice, vllm_device
+from .engine_args import VLLMDeployment
 
 _GIB = 2**30
 

@@ -37,7 +37,7 @@ from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
 from ...strategies.base import Strategy
 from ...strategies.checks import is_vllm
 from .backends import BackendChoice, attention_backend, check_block_size
-from .deployment import vllm_deployment
+from .engine_args import vllm_deployment
 from .grouping import KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_launch
 from .layers import (

@@ -26,7 +26,7 @@ deterministic inference, HiSparse, ``--enable-mis``, embedding-only heads and th
 rule. DCP enters through its prefill-graph and DSA-backend rules only.
 
 Every rule is checked against SGLang's own resolution, launch by launch, by
-``kvstrategies verify --against sglang --launch`` (:mod:`kvstrategies.sglang.bridge.launch`).
+``kvstrategies verify --against sglang --launch`` (:mod:`kvstrategies.sglang.bridge.launch_check`).
 
 The steps live in one module per topic (each names the SGLang functions it mirrors):
 
