@@ -53,7 +53,13 @@ def _heavy(modules: set[str]) -> set[str]:
 def test_plan_case_loads_the_core_library_only() -> None:
     modules = loaded("plan", "--case", CASE, "--json")
     assert _under(modules, PLANNER) == set()
-    assert _under(modules, "kvstrategies.integrations") == set()
+    # no bridge, no SGLang launch rule, no vLLM planning, and of the CLI only the plan command's modules
+    for package in ("kvstrategies.sglang.bridge", "kvstrategies.vllm.bridge", "kvstrategies.sglang.launch",
+                    "kvstrategies.vllm.planner"):  # fmt: skip
+        assert _under(modules, package) == set(), package
+    assert _under(modules, "kvstrategies.cli") == {
+        "kvstrategies.cli", "kvstrategies.cli.app", "kvstrategies.cli.plan", "kvstrategies.cli.arguments"
+    }
     assert {"kvstrategies.case", "kvstrategies.api", "kvstrategies.document"} <= modules
     assert "kvstrategies.pools.build" not in modules and "kvstrategies.pools.binding" not in modules  # building only
     other_families = {  # a dense model's plan: no other family's strategy, pools or geometry
