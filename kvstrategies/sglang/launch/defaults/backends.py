@@ -17,7 +17,7 @@ from .core import (
     GPU_MEMORY_HOOK,
     PAGE_SIZE_HOOK,
     LaunchInputs,
-    LaunchResolution,
+    ResolutionDraft,
     _declare,
     _refuse,
 )
@@ -35,7 +35,7 @@ DFLASH_SM100_TOPK_ONE = ReleaseRule(
 )
 
 
-def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
+def generic_attention_backend(inp: LaunchInputs, res: ResolutionDraft) -> str:
     """SGLang's ``get_default_attn_backend`` with the *user* speculative topk (auto topk comes
     later)."""
     m, g, s = inp.model, inp.gpu, inp.settings
@@ -64,7 +64,7 @@ def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
     return "triton" if m.has_attention_sinks else "flashinfer"  # flashinfer assumed installed
 
 
-def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def generic_backend_step(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """The generic backend (get_default_attn_backend): fill the backend, snap the page per backend
     (overrides._page_size_default), fa3+fp8_e5m2 fallback, HIP aiter x0.85 (memory_hook.handle_gpu_memory_settings
     (HIP aiter cut)), late prefill-graph disables (arg_groups.cuda_graph_hook)."""
@@ -101,7 +101,7 @@ def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchReso
     return res
 
 
-def _trtllm_mla_check(inp: LaunchInputs, res: LaunchResolution) -> None:
+def _trtllm_mla_check(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """``trtllm_mla`` (as the backend or decode backend) needs Blackwell and an fp8_e4m3 / bf16 /
     auto KV cache (SGLang: ``arg_groups.overrides._mla_kv_cache_dtype_checks``)."""
     if "trtllm_mla" not in (res.attention_backend, res.decode_attention_backend):
@@ -114,7 +114,7 @@ def _trtllm_mla_check(inp: LaunchInputs, res: LaunchResolution) -> None:
                       f"{res.kv_cache_dtype}")  # fmt: skip
 
 
-def _page_snap(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _page_snap(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """overrides._page_size_default backend page rules; they compare the current value, set or not."""
     main, pre, dec = res.attention_backend, res.prefill_attention_backend, res.decode_attention_backend
     any_phase, attn_or_decode = {main, pre, dec}, {main, dec}

@@ -20,7 +20,7 @@ from .core import (
     PAGE_SIZE_HOOK,
     SPECULATIVE_HOOK,
     LaunchInputs,
-    LaunchResolution,
+    ResolutionDraft,
     _declare,
     _no_backend_flags,
     _refuse,
@@ -61,7 +61,7 @@ DSV4_AUTO_ATTN_BACKEND = ReleaseRule(
 )
 
 
-def _dsa_kv_dtype(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _dsa_kv_dtype(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """arg_groups.overrides kv_cache_dtype defaults: DSA ``auto`` -> fp8_e4m3 on CUDA major >= 10, bfloat16 on older
     CUDA; only bfloat16/fp8_e4m3 accepted. HIP keeps ``auto`` (not specified; library decision)."""
     kv, gpu = res.kv_cache_dtype.lower(), inp.gpu
@@ -77,7 +77,7 @@ def _dsa_kv_dtype(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     return res
 
 
-def _dsa_backends(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _dsa_backends(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """arg_groups.overrides: DSA split (prefill, decode) backends by KV dtype and SM major."""
     gpu = inp.gpu
     if gpu.is_hip:
@@ -97,7 +97,7 @@ def _dsa_backends(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     return res
 
 
-def _dsa_dcp(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _dsa_dcp(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """DSA with ``--dcp-size > 1``: both DSA backends ``trtllm`` on any CUDA GPU (Hopper too);
     refused with PD disaggregation, a user topk other than 1, or a pooled index key
     (``index_kpool > 1``) (SGLang: ``arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides``
@@ -117,7 +117,7 @@ def _dsa_dcp(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     return _declare(res, "dsa_decode_backend", "trtllm", why)
 
 
-def dsa_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def dsa_override(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """DSA model override (DeepSeek family with ``index_topk``): backend ``dsa``, KV dtype, page
     ``64 * index_kpool`` **forced** on CUDA (1 on ROCm without the preshuffle path)."""
     if not inp.model.is_dsa:
@@ -138,7 +138,7 @@ def dsa_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     return res
 
 
-def dsv4_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def dsv4_override(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """DeepSeek-V4 model override: backend ``dsv4`` and page 256 (NPU 128) **forced**, KV fp8_e4m3
     (NPU forced bfloat16), ``swa_full_tokens_ratio`` 0.1 (not V4.1) and 256 requests."""
     if not inp.model.is_dsv4:

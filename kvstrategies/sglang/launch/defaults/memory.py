@@ -8,8 +8,6 @@ The fraction is computed before the model overrides, so it never sees their requ
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ....core.releases import ReleaseRule, span
 from .core import (
     GPU_MEMORY_HOOK,
@@ -19,6 +17,7 @@ from .core import (
     VLM_MEMORY_HOOK,
     LaunchInputs,
     LaunchResolution,
+    ResolutionDraft,
     _declare,
     _multimodal_active,
     large_hopper_qwen3_vl,
@@ -69,7 +68,7 @@ def vlm_fraction_factor(vision_layers: int | None, vision_hidden: int | None) ->
     return 0.95 * min(max(1 - 0.1 * (c - 1), 0.8), 1.05)
 
 
-def platform_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def platform_step(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """Platform defaults (platform_hook.handle_platform_defaults): NPU uses ``ascend`` backends, page 128 and its own
     chunk/max_bs table."""
     if not inp.gpu.is_npu:
@@ -90,7 +89,7 @@ def platform_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     return res
 
 
-def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def capacity_tier_step(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """Capacity tier (memory_hook.handle_gpu_memory_settings): fill chunk and decode max_bs from the capacity; a table
     max_bs is capped by a *user* ``--max-running-requests`` (the only request cap visible this early,
     ServerArgs.resolve_once order)."""
@@ -111,7 +110,7 @@ def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
     return res
 
 
-def reserved_memory_mib(inp: LaunchInputs, res: LaunchResolution) -> float:
+def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResolution) -> float:
     """memory_hook.handle_gpu_memory_settings-4.3: ``R = 512 + 1.5 * tokens + tp * pp / 8 * 1024 + G`` MiB, floored at
     10240 on GPUs > 60 GiB, plus 2048 for DeepEP with decode graphs.
 
@@ -147,7 +146,7 @@ def reserved_memory_mib(inp: LaunchInputs, res: LaunchResolution) -> float:
     return reserve
 
 
-def mem_fraction_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def mem_fraction_step(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """Memory fraction (memory_hook.handle_gpu_memory_settings): the default fraction, then the VLM cut
     (memory_hook.adjust_mem_fraction_for_vlm, not re-rounded)."""
     if res.mem_fraction_static is not None:
@@ -157,7 +156,7 @@ def mem_fraction_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolut
         return _declare(res, "mem_fraction_static", 0.95, f"capacity unknown ({source})")
     reserve = reserved_memory_mib(inp, res)
     mfs = mem_fraction_from_reserve(res.gpu_mem_mib, reserve)
-    res = replace(res, reserved_mib=reserve)
+    res.reserved_mib = reserve
     res = _declare(res, "mem_fraction_static", mfs,
                    f"round(({res.gpu_mem_mib:g} - R {reserve:g}) / {res.gpu_mem_mib:g}, 3) ({source})")  # fmt: skip
     m = inp.model

@@ -10,8 +10,6 @@ Mirrors ``sglang.srt.arg_groups.overrides`` (``_mamba_radix_cache_resolution``, 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ....core.releases import ReleaseRule, span
 from ....errors import KVCacheConfigError
 from ....models.architectures import names_holding
@@ -19,7 +17,7 @@ from .core import (
     MAMBA_RADIX_HOOK,
     OVERRIDES_HOOK,
     LaunchInputs,
-    LaunchResolution,
+    ResolutionDraft,
     _declare,
     _multimodal_active,
     _refuse,
@@ -28,7 +26,7 @@ from .core import (
 from .facts import _AUDIO_ENCODER_DECODER
 
 
-def hybrid_swa_memory_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def hybrid_swa_memory_override(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """Model override (arg_groups.overrides): Gemma-2/3, Exaone-4 (with pattern), Olmo2/3 force hybrid-SWA memory
     off."""
     if inp.model.forces_disable_hybrid_swa_memory and not res.disable_hybrid_swa_memory:
@@ -36,7 +34,7 @@ def hybrid_swa_memory_override(inp: LaunchInputs, res: LaunchResolution) -> Laun
     return res
 
 
-def mamba_strategy_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def mamba_strategy_override(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """Mamba radix cache (overrides._mamba_radix_cache_resolution): ``auto`` -> ``extra_buffer`` when (overlap on or
     page > 1) and supported in the release (the rows' ``mamba_extra_buffer`` with their ``releases``), else
     ``no_buffer`` with the overlap scheduler forced off; ``no_buffer`` takes page 1 only (SGLang:
@@ -60,7 +58,7 @@ def mamba_strategy_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
                     f"no_buffer Mamba radix cache ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
 
 
-def pipeline_overlap_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def pipeline_overlap_step(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """PP > 1 turns the overlap scheduler off, after the Mamba strategy was chosen with it on
     (SGLang: ``arg_groups.overrides._pipeline_parallel_overlap_disable``, run just before the
     speculative hook); the Mamba state slots per request follow the final value."""
@@ -80,12 +78,12 @@ SWA_RATIO_EXPLICIT_FLAG = ReleaseRule(
 )
 
 
-def swa_ratio_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def swa_ratio_step(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """SWA ratio (arg_groups.overrides): "explicit" = non-None at this point, so DSV4's model-declared 0.1
     counts as explicit (SGLang's order: its model override ran earlier) and V4/V4-Pro size in ratio mode;
     the effective value falls back to 0.8."""
     ratio = res.swa_full_tokens_ratio
-    res = replace(res, swa_full_tokens_ratio_explicit=ratio is not None)
+    res.swa_full_tokens_ratio_explicit = ratio is not None
     if ratio is None:
         res = _declare(res, "swa_full_tokens_ratio", 0.8, f"field fallback ({OVERRIDES_HOOK.at(inp.release)})")
     value = res.swa_full_tokens_ratio
@@ -106,7 +104,7 @@ VLM_CACHE_MIB = 100  # SGLANG_VLM_CACHE_SIZE_MB default
 MM_FEATURE_CACHE_MIB = 1024  # SGLANG_MM_FEATURE_CACHE_MB default
 
 
-def multimodal_reserve_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def multimodal_reserve_step(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """The KV-budget share held for multimodal allocations made after sizing (MiB): the embedding
     cache (100) for an active multimodal part; Qwen3-VL on a large Hopper GPU turns that cache
     off and moves features over CUDA IPC, whose pool is reserved instead (1024 MiB, 3072 with a
@@ -116,14 +114,15 @@ def multimodal_reserve_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
     if not _multimodal_active(inp) or not MULTIMODAL_KV_RESERVE.holds(inp.release):
         return res
     if not large_hopper_qwen3_vl(inp):
-        return replace(res, multimodal_reserve_mib=float(VLM_CACHE_MIB))
+        res.multimodal_reserve_mib = float(VLM_CACHE_MIB)
+        return res
     mrr = inp.settings.max_running_requests
     feature = 3 * 1024 if mrr is not None and mrr >= 400 else MM_FEATURE_CACHE_MIB
     return _declare(res, "multimodal_reserve_mib", float(feature), "Qwen3-VL on a large Hopper GPU: CUDA-IPC "
                     "feature pool, no embedding cache (qwen3_vl._qwen3vl_hopper_serving_overrides)")  # fmt: skip
 
 
-def capability_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def capability_step(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """Capability (arg_groups.overrides): PD decode and Whisper run without the radix cache."""
     if res.disable_radix_cache:
         return res

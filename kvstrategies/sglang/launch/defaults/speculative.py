@@ -7,10 +7,8 @@ Mirrors ``sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding`` a
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ....models.architectures import names_where
-from .core import SPECULATIVE_HOOK, LaunchInputs, LaunchResolution, _declare, _refuse
+from .core import SPECULATIVE_HOOK, LaunchInputs, ResolutionDraft, _declare, _refuse
 
 _SPEC_ALGORITHMS = frozenset({
     "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "DFLASH", "DSPARK", "FROZEN_KV_MTP", "NGRAM",
@@ -24,7 +22,7 @@ NGRAM_MAX_BFS_BREADTH = 10  # SGLang's --speculative-ngram-max-bfs-breadth defau
 DFLASH_DEFAULT_BLOCK_SIZE = 16  # used when the draft config names no block_size
 
 
-def _eagle_family(inp: LaunchInputs, res: LaunchResolution, algo: str) -> LaunchResolution:
+def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> ResolutionDraft:
     """EAGLE/EAGLE3/STANDALONE (``speculative_hook._handle_eagle_family``): auto (steps, topk,
     draft) only when steps are unset, and then topk/draft must be unset too; topk 1 forces
     draft = steps + 1; topk > 1 needs no trtllm_mha and, at page > 1, flashinfer/fa3/triton."""
@@ -60,7 +58,7 @@ def _eagle_family(inp: LaunchInputs, res: LaunchResolution, algo: str) -> Launch
     return res
 
 
-def _ngram(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _ngram(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """NGRAM (``speculative_hook._handle_ngram``): topk = the BFS breadth (10), draft tokens 12,
     steps = draft // topk; topk > 1 at page > 1 needs flashinfer; no DP attention."""
     why = "NGRAM default (speculative_hook._handle_ngram)"
@@ -78,7 +76,7 @@ def _ngram(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     return res
 
 
-def _dflash(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _dflash(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """DFLASH (``speculative_hook._handle_dflash``): PP 1, a draft model, no DP attention (it
     needs --enable-dp-lm-head); steps 1, topk 1; draft tokens = the draft's block size (16)."""
     s, check = inp.settings, f"{_SPEC_HOOK}._handle_dflash"
@@ -96,14 +94,14 @@ def _dflash(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     return res
 
 
-def speculative_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def speculative_step(inp: LaunchInputs, res: ResolutionDraft) -> ResolutionDraft:
     """Speculative defaults (speculative_hook.handle_speculative_decoding):
     upper-case, NEXTN -> EAGLE, 48 requests, then the algorithm's own defaults and checks."""
     algo = res.speculative_algorithm
     if algo is None:
         return res
     algo = algo.upper()
-    res = replace(res, speculative_algorithm=algo)  # SGLang's enum is upper case
+    res.speculative_algorithm = algo  # SGLang's enum is upper case
     if algo == "NEXTN":
         why = "NEXTN is EAGLE (speculative_hook.handle_speculative_decoding)"
         res = _declare(res, "speculative_algorithm", "EAGLE", why)
