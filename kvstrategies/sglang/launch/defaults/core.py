@@ -301,13 +301,12 @@ NPU_PLATFORM_HOOK = SglangHook(
 )
 
 
-def _declare(res: ResolutionDraft, setting: str, value: SettingValue, reason: str) -> ResolutionDraft:
+def _declare(res: ResolutionDraft, setting: str, value: SettingValue, reason: str) -> None:
     """Set ``setting`` (a LaunchResolution field) on the draft and record why (a reason names the
     SGLang source it mirrors, :meth:`SglangHook.at`); last declaration wins (ServerArgs.resolve_once
-    order). Returns the same draft, changed in place."""
+    order)."""
     setattr(res, setting, value)
     res.applied.append(AppliedDefault(setting, value, reason))
-    return res
 
 
 def _refuse(check: str, message: str) -> KVCacheConfigError:
@@ -322,8 +321,8 @@ def check_release_serves(model_type: str, release: EngineRelease) -> None:
     require_loadable(model_type, release)
 
 
-#: a launch step: reads the inputs and the draft, writes its decisions into the draft (and returns it)
-Step = Callable[[LaunchInputs, ResolutionDraft], ResolutionDraft]
+#: a launch step: reads the inputs and the values decided so far, writes its decisions into the draft
+Step = Callable[[LaunchInputs, ResolutionDraft], None]
 
 
 def _no_backend_flags(s: LaunchSettings) -> bool:

@@ -112,5 +112,5 @@ def resolve_launch_defaults(
     inp = LaunchInputs(model, gpu, tp_size, pp_size, attn_dp_size, settings or LaunchSettings(), dcp_size, release)
     draft = _initial(inp)
     for step in PIPELINE:
-        draft = step(inp, draft)
+        step(inp, draft)
     return draft.freeze()
