@@ -2,8 +2,9 @@
 
 :class:`LaunchSettings` are the user's server arguments (SGLang: ``server_args.ServerArgs``
 fields; ``None`` = not given), :class:`LaunchModelFacts` the model facts the rules read,
-:class:`LaunchResolution` every resolved setting with one :class:`AppliedDefault` per default.
-:func:`_declare` sets a field and records why, the last declaration winning as in
+:class:`LaunchResolution` every resolved setting with one :class:`AppliedDefault` per default;
+the steps write into one :class:`ResolutionDraft`, frozen once at the end.
+:func:`_declare` sets a field of the draft and records why, the last declaration winning as in
 ``ServerArgs.resolve_once``; each reason names the SGLang source that takes the decision in the
 release (:class:`SglangHook`); :func:`_refuse` is the error for a launch SGLang rejects.
 The shared predicates (:func:`_multimodal_active`, :func:`large_hopper_qwen3_vl`) mirror
