@@ -646,7 +646,7 @@ def test_speculative_step_reads_an_unset_page_as_page_1() -> None:
     from dataclasses import replace
 
     from kvstrategies.sglang.launch.defaults import speculative_step
-    from kvstrategies.sglang.launch.defaults.core import LaunchInputs
+    from kvstrategies.sglang.launch.defaults.core import LaunchInputs, ResolutionDraft
 
     h100 = lookup_gpu("H100")
     settings = LaunchSettings(
@@ -656,5 +656,6 @@ def test_speculative_step_reads_an_unset_page_as_page_1() -> None:
         speculative_num_draft_tokens=6,
         attention_backend="torch_native",
     )
-    res = replace(resolve_launch_defaults(LLAMA_KV8, h100, settings=settings), page_size=None)
-    assert speculative_step(LaunchInputs(LLAMA_KV8, h100, settings=settings), res).page_size is None
+    res = ResolutionDraft.of(replace(resolve_launch_defaults(LLAMA_KV8, h100, settings=settings), page_size=None))
+    speculative_step(LaunchInputs(LLAMA_KV8, h100, settings=settings), res)
+    assert res.page_size is None

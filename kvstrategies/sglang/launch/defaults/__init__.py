@@ -1,6 +1,8 @@
 """What SGLang 0.5.23 resolves at launch before any KV sizing (ServerArgs.resolve_once).
 
-A pipeline of small pure steps over frozen dataclasses, in SGLang's order (ServerArgs.resolve_once order)::
+A pipeline of small steps in SGLang's order (ServerArgs.resolve_once order); each reads the frozen
+inputs and writes its decisions into one :class:`ResolutionDraft` (the ``ServerArgs`` object the
+hooks change in place), frozen into the :class:`LaunchResolution` once after the last step::
 
     LaunchModelFacts + Accelerator + tp/pp/attn-dp + LaunchSettings (None = not given)
       -> cuda graphs (arg_groups.cuda_graph_hook) -> platform (platform_hook.handle_platform_defaults, NPU) -> capacity
@@ -31,7 +33,7 @@ Every rule is checked against SGLang's own resolution, launch by launch, by
 The steps live in one module per topic (each names the SGLang functions it mirrors):
 
 * :mod:`.core`: the values (:class:`LaunchSettings`, :class:`LaunchModelFacts`,
-  :class:`LaunchInputs`, :class:`LaunchResolution`, :class:`AppliedDefault`), ``_declare``,
+  :class:`LaunchInputs`, :class:`ResolutionDraft`, :class:`LaunchResolution`, :class:`AppliedDefault`), ``_declare``,
   ``_refuse``, :class:`SglangHook` (the SGLang source a reason cites);
 * :mod:`.facts`: :func:`model_facts_from_hf_config` and the architecture name sets;
 * :mod:`.memory`: capacity tier, NPU platform table, reserved memory, ``mem_fraction_static``;
@@ -59,6 +61,7 @@ from .core import (
     LaunchModelFacts,
     LaunchResolution,
     LaunchSettings,
+    ResolutionDraft,
     SettingValue,
     SglangHook,
     Step,
@@ -127,6 +130,7 @@ __all__ = [
     "LaunchModelFacts",
     "LaunchResolution",
     "LaunchSettings",
+    "ResolutionDraft",
     "MM_FEATURE_CACHE_MIB",
     "NGRAM_MAX_BFS_BREADTH",
     "PIPELINE",

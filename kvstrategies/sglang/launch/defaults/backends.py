@@ -17,7 +17,7 @@ from .core import (
     GPU_MEMORY_HOOK,
     PAGE_SIZE_HOOK,
     LaunchInputs,
-    LaunchResolution,
+    ResolutionDraft,
     _declare,
     _refuse,
 )
@@ -35,7 +35,7 @@ DFLASH_SM100_TOPK_ONE = ReleaseRule(
 )
 
 
-def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
+def generic_attention_backend(inp: LaunchInputs, res: ResolutionDraft) -> str:
     """SGLang's ``get_default_attn_backend`` with the *user* speculative topk (auto topk comes
     later)."""
     m, g, s = inp.model, inp.gpu, inp.settings
@@ -64,7 +64,7 @@ def generic_attention_backend(inp: LaunchInputs, res: LaunchResolution) -> str:
     return "triton" if m.has_attention_sinks else "flashinfer"  # flashinfer assumed installed
 
 
-def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def generic_backend_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """The generic backend (get_default_attn_backend): fill the backend, snap the page per backend
     (overrides._page_size_default), fa3+fp8_e5m2 fallback, HIP aiter x0.85 (memory_hook.handle_gpu_memory_settings
     (HIP aiter cut)), late prefill-graph disables (arg_groups.cuda_graph_hook)."""
@@ -72,23 +72,23 @@ def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchReso
     if res.attention_backend is None:
         pre, dec = res.prefill_attention_backend, res.decode_attention_backend
         if pre is not None and pre == dec:
-            res = _declare(res, "attention_backend", pre,
-                           f"prefill == decode backend ({DEFAULT_BACKEND_HOOK.at(inp.release)})")  # fmt: skip
+            _declare(res, "attention_backend", pre,
+                     f"prefill == decode backend ({DEFAULT_BACKEND_HOOK.at(inp.release)})")  # fmt: skip
         else:
-            res = _declare(res, "attention_backend", generic_attention_backend(inp, res),
-                           f"generic default ({DEFAULT_BACKEND_HOOK.at(inp.release)})")  # fmt: skip
+            _declare(res, "attention_backend", generic_attention_backend(inp, res),
+                     f"generic default ({DEFAULT_BACKEND_HOOK.at(inp.release)})")  # fmt: skip
     if res.attention_backend == "fa3" and res.kv_cache_dtype == "fp8_e5m2":
-        res = _declare(res, "attention_backend", "triton",
-                       f"fa3 does not take fp8_e5m2 KV ({DEFAULT_BACKEND_HOOK.at(inp.release)})")  # fmt: skip
-    res = _page_snap(inp, res)
+        _declare(res, "attention_backend", "triton",
+                 f"fa3 does not take fp8_e5m2 KV ({DEFAULT_BACKEND_HOOK.at(inp.release)})")  # fmt: skip
+    _page_snap(inp, res)
     _trtllm_mla_check(inp, res)
     ctx = s.context_length or inp.model.context_length
     if res.attention_backend == "aiter" and ctx > 8192 and res.mem_fraction_static is not None:
         honored = s.mem_fraction_static is not None and s.aiter_honor_explicit_mem_fraction
         # as SGLang's memory_hook.handle_gpu_memory_settings (HIP aiter cut) does: it also scales a user-given fraction
         if not honored:
-            res = _declare(res, "mem_fraction_static", res.mem_fraction_static * 0.85,
-                           f"HIP aiter with context {ctx} > 8192 ({GPU_MEMORY_HOOK.at(inp.release)})")  # fmt: skip
+            _declare(res, "mem_fraction_static", res.mem_fraction_static * 0.85,
+                     f"HIP aiter with context {ctx} > 8192 ({GPU_MEMORY_HOOK.at(inp.release)})")  # fmt: skip
     prefill = res.prefill_attention_backend or res.attention_backend
     late = (inp.model.has_arch(_LATE_TRTLLM_MLA_PREFILL) and prefill == "trtllm_mla") or prefill in (
         "torch_native",
@@ -96,12 +96,11 @@ def generic_backend_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchReso
     )
     if late and res.prefill_cuda_graph != "disabled":
         # SGLang's order (ServerArgs.resolve_once): the reserve already counted this graph (1536 MiB for MLA).
-        res = _declare(res, "prefill_cuda_graph", "disabled",
-                       f"{prefill} prefill backend ({CUDA_GRAPH_HOOK.at(inp.release)})")  # fmt: skip
-    return res
+        _declare(res, "prefill_cuda_graph", "disabled",
+                 f"{prefill} prefill backend ({CUDA_GRAPH_HOOK.at(inp.release)})")  # fmt: skip
 
 
-def _trtllm_mla_check(inp: LaunchInputs, res: LaunchResolution) -> None:
+def _trtllm_mla_check(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """``trtllm_mla`` (as the backend or decode backend) needs Blackwell and an fp8_e4m3 / bf16 /
     auto KV cache (SGLang: ``arg_groups.overrides._mla_kv_cache_dtype_checks``)."""
     if "trtllm_mla" not in (res.attention_backend, res.decode_attention_backend):
@@ -114,7 +113,7 @@ def _trtllm_mla_check(inp: LaunchInputs, res: LaunchResolution) -> None:
                       f"{res.kv_cache_dtype}")  # fmt: skip
 
 
-def _page_snap(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _page_snap(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """overrides._page_size_default backend page rules; they compare the current value, set or not."""
     main, pre, dec = res.attention_backend, res.prefill_attention_backend, res.decode_attention_backend
     any_phase, attn_or_decode = {main, pre, dec}, {main, dec}
@@ -129,5 +128,4 @@ def _page_snap(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
     elif "fa4" in any_phase and not inp.model.is_mla and inp.gpu.is_sm100 and (topk or 1) <= 1:
         new = 128
     if new is not None and new != page:
-        res = _declare(res, "page_size", new, f"page rule of the {main} backend ({PAGE_SIZE_HOOK.at(inp.release)})")
-    return res
+        _declare(res, "page_size", new, f"page rule of the {main} backend ({PAGE_SIZE_HOOK.at(inp.release)})")

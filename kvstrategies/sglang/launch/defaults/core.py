@@ -2,8 +2,9 @@
 
 :class:`LaunchSettings` are the user's server arguments (SGLang: ``server_args.ServerArgs``
 fields; ``None`` = not given), :class:`LaunchModelFacts` the model facts the rules read,
-:class:`LaunchResolution` every resolved setting with one :class:`AppliedDefault` per default.
-:func:`_declare` sets a field and records why, the last declaration winning as in
+:class:`LaunchResolution` every resolved setting with one :class:`AppliedDefault` per default;
+the steps write into one :class:`ResolutionDraft`, frozen once at the end.
+:func:`_declare` sets a field of the draft and records why, the last declaration winning as in
 ``ServerArgs.resolve_once``; each reason names the SGLang source that takes the decision in the
 release (:class:`SglangHook`); :func:`_refuse` is the error for a launch SGLang rejects.
 The shared predicates (:func:`_multimodal_active`, :func:`large_hopper_qwen3_vl`) mirror
@@ -13,8 +14,8 @@ The shared predicates (:func:`_multimodal_active`, :func:`large_hopper_qwen3_vl`
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NamedTuple
+from dataclasses import dataclass, field, fields
+from typing import Literal, NamedTuple
 
 from ....core.releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, span
 from ....errors import KVCacheConfigError
@@ -181,6 +182,57 @@ class LaunchResolution:
         return "\n".join(f"{a.setting} = {a.value!r}  # {a.reason}" for a in self.applied)
 
 
+@dataclass
+class ResolutionDraft:
+    """The launch resolution while the pipeline builds it: one mutable record that every step
+    reads and writes (the ``ServerArgs`` fields ``resolve_once`` assigns in place), the same fields
+    as :class:`LaunchResolution` plus the defaults applied so far; :meth:`freeze` builds the
+    frozen :class:`LaunchResolution` once, after the last step."""
+
+    gpu_mem_mib: float | None
+    mem_fraction_static: float | None = None
+    reserved_mib: float | None = None
+    chunked_prefill_size: int | None = None
+    max_prefill_tokens: int = 16384
+    cuda_graph_max_bs: int | None = None
+    decode_cuda_graph: str = "full"
+    prefill_cuda_graph: str = "breakable"
+    prefill_graph_max_bs: int | None = None
+    prefill_graph_bs_count: int = 0
+    kv_cache_dtype: str = "auto"
+    page_size: int | None = None
+    attention_backend: str | None = None
+    prefill_attention_backend: str | None = None
+    decode_attention_backend: str | None = None
+    dsa_prefill_backend: str | None = None
+    dsa_decode_backend: str | None = None
+    dsv4_attn_backend: str | None = None
+    swa_full_tokens_ratio: float | None = None
+    swa_full_tokens_ratio_explicit: bool = False
+    disable_hybrid_swa_memory: bool = False
+    mamba_radix_cache_strategy: str = "auto"
+    disable_overlap_schedule: bool = False
+    disable_radix_cache: bool = False
+    max_running_requests: int | None = None
+    speculative_algorithm: str | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_num_draft_tokens: int | None = None
+    multimodal_reserve_mib: float = 0.0
+    applied: list[AppliedDefault] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, res: LaunchResolution) -> ResolutionDraft:
+        """A draft holding ``res`` (to run one step on a finished resolution)."""
+        values = {f.name: getattr(res, f.name) for f in fields(LaunchResolution)}
+        return cls(**{**values, "applied": list(res.applied)})
+
+    def freeze(self) -> LaunchResolution:
+        """The frozen resolution: every field as decided, the applied defaults in order."""
+        values = {f.name: getattr(self, f.name) for f in fields(LaunchResolution)}
+        return LaunchResolution(**{**values, "applied": tuple(self.applied)})
+
+
 #: the launch hooks are ``arg_groups`` modules run by ``ServerArgs.resolve_once`` (before:
 #: ``ServerArgs`` methods run by ``__post_init__``); only the cited source changes
 LAUNCH_HOOKS_IN_ARG_GROUPS = ReleaseRule(
@@ -250,12 +302,12 @@ NPU_PLATFORM_HOOK = SglangHook(
 )
 
 
-def _declare(res: LaunchResolution, setting: str, value: SettingValue, reason: str) -> LaunchResolution:
-    """Set ``setting`` (a LaunchResolution field) and record why (a reason names the SGLang source
-    it mirrors, :meth:`SglangHook.at`); last declaration wins (ServerArgs.resolve_once order)."""
-    applied = AppliedDefault(setting, value, reason)
-    changes: dict[str, Any] = {setting: value, "applied": (*res.applied, applied)}
-    return replace(res, **changes)
+def _declare(res: ResolutionDraft, setting: str, value: SettingValue, reason: str) -> None:
+    """Set ``setting`` (a LaunchResolution field) on the draft and record why (a reason names the
+    SGLang source it mirrors, :meth:`SglangHook.at`); last declaration wins (ServerArgs.resolve_once
+    order)."""
+    setattr(res, setting, value)
+    res.applied.append(AppliedDefault(setting, value, reason))
 
 
 def _refuse(check: str, message: str) -> KVCacheConfigError:
@@ -270,7 +322,8 @@ def check_release_serves(model_type: str, release: EngineRelease) -> None:
     require_loadable(model_type, release)
 
 
-Step = Callable[[LaunchInputs, LaunchResolution], LaunchResolution]
+#: a launch step: reads the inputs and the values decided so far, writes its decisions into the draft
+Step = Callable[[LaunchInputs, ResolutionDraft], None]
 
 
 def _no_backend_flags(s: LaunchSettings) -> bool:

@@ -20,7 +20,7 @@ from .core import (
     PAGE_SIZE_HOOK,
     SPECULATIVE_HOOK,
     LaunchInputs,
-    LaunchResolution,
+    ResolutionDraft,
     _declare,
     _no_backend_flags,
     _refuse,
@@ -61,29 +61,29 @@ DSV4_AUTO_ATTN_BACKEND = ReleaseRule(
 )
 
 
-def _dsa_kv_dtype(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _dsa_kv_dtype(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """arg_groups.overrides kv_cache_dtype defaults: DSA ``auto`` -> fp8_e4m3 on CUDA major >= 10, bfloat16 on older
     CUDA; only bfloat16/fp8_e4m3 accepted. HIP keeps ``auto`` (not specified; library decision)."""
     kv, gpu = res.kv_cache_dtype.lower(), inp.gpu
     if kv == "bf16":
         kv = "bfloat16"
-        res = _declare(res, "kv_cache_dtype", kv, f"DSA normalises bf16 ({KV_DTYPE_HOOK.at(inp.release)})")
+        _declare(res, "kv_cache_dtype", kv, f"DSA normalises bf16 ({KV_DTYPE_HOOK.at(inp.release)})")
     if kv == "auto" and gpu.is_cuda:
         major = gpu.sm_major or 0
         value = "fp8_e4m3" if major >= 10 else "bfloat16"
-        return _declare(res, "kv_cache_dtype", value, f"DSA on CUDA SM major {major} ({KV_DTYPE_HOOK.at(inp.release)})")
+        _declare(res, "kv_cache_dtype", value, f"DSA on CUDA SM major {major} ({KV_DTYPE_HOOK.at(inp.release)})")
+        return
     if kv not in ("auto", "bfloat16", "fp8_e4m3"):
         raise KVCacheConfigError(f"DSA models accept kv_cache_dtype bfloat16 or fp8_e4m3, got {kv!r}")
-    return res
 
 
-def _dsa_backends(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _dsa_backends(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """arg_groups.overrides: DSA split (prefill, decode) backends by KV dtype and SM major."""
     gpu = inp.gpu
     if gpu.is_hip:
         pair = ("triton", "triton")
     elif not gpu.is_cuda:
-        return res
+        return
     else:
         fp8, sm10 = res.kv_cache_dtype == "fp8_e4m3", (gpu.sm_major or 0) >= 10
         pair = {(True, True): ("trtllm", "trtllm"), (True, False): ("flashmla_kv", "flashmla_kv"),
@@ -91,19 +91,18 @@ def _dsa_backends(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
                 (False, False): ("flashmla_sparse", "fa3")}[(fp8, sm10)]  # fmt: skip
     why = f"DSA split backends for {res.kv_cache_dtype} ({DSA_BACKENDS_HOOK.at(inp.release)})"
     if res.dsa_prefill_backend is None:  # one set earlier (DCP) stays
-        res = _declare(res, "dsa_prefill_backend", pair[0], why)
+        _declare(res, "dsa_prefill_backend", pair[0], why)
     if res.dsa_decode_backend is None:
-        res = _declare(res, "dsa_decode_backend", pair[1], why)
-    return res
+        _declare(res, "dsa_decode_backend", pair[1], why)
 
 
-def _dsa_dcp(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _dsa_dcp(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """DSA with ``--dcp-size > 1``: both DSA backends ``trtllm`` on any CUDA GPU (Hopper too);
     refused with PD disaggregation, a user topk other than 1, or a pooled index key
     (``index_kpool > 1``) (SGLang: ``arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides``
     and ``_deepseek_family_overrides``)."""
     if inp.dcp_size <= 1 or not DSA_DCP_OVERRIDES.holds(inp.release):
-        return res
+        return
     s, check = inp.settings, "sglang.srt.arg_groups.model_overrides.deepseek_v2._dsa_dcp_overrides"
     if s.disaggregation_mode != "null":
         raise _refuse(check, "DSA DCP does not support PD disaggregation")
@@ -113,65 +112,63 @@ def _dsa_dcp(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
         raise _refuse("sglang.srt.arg_groups.model_overrides.deepseek_v2._deepseek_family_overrides",
                       f"--dcp-size > 1 is not supported for DSA with index_kpool={inp.model.index_kpool}")  # fmt: skip
     why = f"DSA with dcp_size {inp.dcp_size} forces trtllm"
-    res = _declare(res, "dsa_prefill_backend", "trtllm", why)
-    return _declare(res, "dsa_decode_backend", "trtllm", why)
+    _declare(res, "dsa_prefill_backend", "trtllm", why)
+    _declare(res, "dsa_decode_backend", "trtllm", why)
 
 
-def dsa_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def dsa_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """DSA model override (DeepSeek family with ``index_topk``): backend ``dsa``, KV dtype, page
     ``64 * index_kpool`` **forced** on CUDA (1 on ROCm without the preshuffle path)."""
     if not inp.model.is_dsa:
-        return res
-    res = _dsa_dcp(inp, res)
+        return
+    _dsa_dcp(inp, res)
     if _no_backend_flags(inp.settings) and not inp.gpu.is_npu:
-        res = _declare(res, "attention_backend", "dsa", f"DSA model override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")
+        _declare(res, "attention_backend", "dsa", f"DSA model override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")
     if not inp.gpu.is_npu:
-        res = _dsa_kv_dtype(inp, res)
+        _dsa_kv_dtype(inp, res)
     if res.attention_backend == "dsa":
-        res = _dsa_backends(inp, res)
+        _dsa_backends(inp, res)
     if inp.gpu.is_cuda:
         kpool = inp.model.index_kpool if DSA_INDEX_KPOOL_PAGE.holds(inp.release) else 1
-        res = _declare(res, "page_size", 64 * kpool, f"DSA forces 64 * index_kpool ({PAGE_SIZE_HOOK.at(inp.release)})")
+        _declare(res, "page_size", 64 * kpool, f"DSA forces 64 * index_kpool ({PAGE_SIZE_HOOK.at(inp.release)})")
     elif inp.gpu.is_hip:
-        res = _declare(res, "page_size", 1,
-                       f"DSA on ROCm without preshuffle paged-MQA ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
-    return res
+        _declare(res, "page_size", 1,
+                 f"DSA on ROCm without preshuffle paged-MQA ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
 
 
-def dsv4_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def dsv4_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """DeepSeek-V4 model override: backend ``dsv4`` and page 256 (NPU 128) **forced**, KV fp8_e4m3
     (NPU forced bfloat16), ``swa_full_tokens_ratio`` 0.1 (not V4.1) and 256 requests."""
     if not inp.model.is_dsv4:
-        return res
+        return
     npu = inp.gpu.is_npu
-    res = _declare(res, "attention_backend", "dsv4",
-                   f"DeepSeek-V4 forces dsv4 ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
+    _declare(res, "attention_backend", "dsv4",
+             f"DeepSeek-V4 forces dsv4 ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     if npu:
-        res = _declare(res, "prefill_attention_backend", "dsv4",
-                       f"DeepSeek-V4 on NPU ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
-        res = _declare(res, "decode_attention_backend", "dsv4",
-                       f"DeepSeek-V4 on NPU ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
+        _declare(res, "prefill_attention_backend", "dsv4",
+                 f"DeepSeek-V4 on NPU ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
+        _declare(res, "decode_attention_backend", "dsv4",
+                 f"DeepSeek-V4 on NPU ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     elif DSV4_AUTO_ATTN_BACKEND.holds(inp.release):
-        res = _declare(res, "dsv4_attn_backend", "flashmla", "DeepSeek-V4 (flashmla_mega only V4.1)")
-    res = _declare(res, "page_size", 128 if npu else 256,
-                   f"DeepSeek-V4 forces the page ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
+        _declare(res, "dsv4_attn_backend", "flashmla", "DeepSeek-V4 (flashmla_mega only V4.1)")
+    _declare(res, "page_size", 128 if npu else 256,
+             f"DeepSeek-V4 forces the page ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
     kv = res.kv_cache_dtype.lower()
     if npu:
-        res = _declare(res, "kv_cache_dtype", "bfloat16",
-                       f"DeepSeek-V4 on NPU forces bfloat16 ({KV_DTYPE_HOOK.at(inp.release)})")  # fmt: skip
+        _declare(res, "kv_cache_dtype", "bfloat16",
+                 f"DeepSeek-V4 on NPU forces bfloat16 ({KV_DTYPE_HOOK.at(inp.release)})")  # fmt: skip
     elif kv == "auto":
-        res = _declare(res, "kv_cache_dtype", "fp8_e4m3",
-                       f"DeepSeek-V4 auto -> fp8_e4m3 ({KV_DTYPE_HOOK.at(inp.release)})")  # fmt: skip
+        _declare(res, "kv_cache_dtype", "fp8_e4m3",
+                 f"DeepSeek-V4 auto -> fp8_e4m3 ({KV_DTYPE_HOOK.at(inp.release)})")  # fmt: skip
     elif kv not in ("bfloat16", "bf16", "fp8_e4m3"):
         raise KVCacheConfigError(f"DeepSeek-V4 accepts kv_cache_dtype fp8_e4m3 or bfloat16, got {kv!r}")
     if res.swa_full_tokens_ratio is None and model_type_row(inp.model.model_type).dsv4_swa_ratio_override:
-        res = _declare(res, "swa_full_tokens_ratio", 0.1,
-                       f"DeepSeek-V4 model override ({OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
+        _declare(res, "swa_full_tokens_ratio", 0.1,
+                 f"DeepSeek-V4 model override ({OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     if res.max_running_requests is None:
-        res = _declare(res, "max_running_requests", 256,
-                       f"DeepSeek-V4 model override ({SPECULATIVE_HOOK.at(inp.release)})")  # fmt: skip
+        _declare(res, "max_running_requests", 256,
+                 f"DeepSeek-V4 model override ({SPECULATIVE_HOOK.at(inp.release)})")  # fmt: skip
     _dsv4_speculative_check(inp)
-    return res
 
 
 def _dsv4_speculative_check(inp: LaunchInputs) -> None:

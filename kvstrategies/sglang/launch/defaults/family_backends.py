@@ -16,7 +16,7 @@ from .core import (
     MODEL_OVERRIDES_HOOK,
     PAGE_SIZE_HOOK,
     LaunchInputs,
-    LaunchResolution,
+    ResolutionDraft,
     _declare,
     _no_backend_flags,
     _refuse,
@@ -43,7 +43,7 @@ NEMOTRON_H_BLACKWELL_BACKENDS = ReleaseRule(
 )
 
 
-def _family_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str | None, int | None]:
+def _family_backend(inp: LaunchInputs, res: ResolutionDraft) -> tuple[str | None, int | None]:
     """arg_groups.model_overrides per-architecture backend (and page) when the family's flag condition holds."""
     m, g, s = inp.model, inp.gpu, inp.settings
     free, unset = _no_backend_flags(s), s.attention_backend is None
@@ -85,17 +85,17 @@ def _gemma4_backend(inp: LaunchInputs) -> str:
     return "trtllm_mha" if inp.gpu.is_sm100 and not diffusion else "triton"
 
 
-def _qwen3_vl_hopper_decode_backend(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _qwen3_vl_hopper_decode_backend(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Qwen3-VL on a large Hopper GPU decodes with ``flashinfer`` when no attention or decode
     backend was given (SGLang: ``arg_groups.model_overrides.qwen3_vl.
     _qwen3vl_hopper_serving_overrides``)."""
     if not large_hopper_qwen3_vl(inp) or res.attention_backend is not None or res.decode_attention_backend:
-        return res
-    return _declare(res, "decode_attention_backend", "flashinfer", "Qwen3-VL on a large Hopper GPU "
-                    "(qwen3_vl._qwen3vl_hopper_serving_overrides)")  # fmt: skip
+        return
+    _declare(res, "decode_attention_backend", "flashinfer", "Qwen3-VL on a large Hopper GPU "
+             "(qwen3_vl._qwen3vl_hopper_serving_overrides)")  # fmt: skip
 
 
-def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[str, int]:
+def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: ResolutionDraft) -> tuple[str, int]:
     """Qwen3-Next / Qwen3.5 on SM100 without ``--attention-backend``: ``trtllm_mha`` with page 64
     when the generic default is trtllm_mha and page 1 is not required (it is with the radix cache
     on, no extra buffer and no speculation), else ``triton`` with page 1; the page is **forced**
@@ -113,27 +113,26 @@ def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: LaunchResolution) -> tuple[s
     return "triton", 1
 
 
-def attention_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def attention_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Model override (arg_groups.model_overrides, overrides._page_size_default): per-architecture attention backend
     and page size (fill-only page)."""
     if inp.model.is_dsv4 or inp.model.is_dsa or inp.gpu.is_npu:
-        return res
-    res = _qwen3_vl_hopper_decode_backend(inp, res)
+        return
+    _qwen3_vl_hopper_decode_backend(inp, res)
     backend, page = _family_backend(inp, res)
     if backend is not None:
-        res = _declare(res, "attention_backend", backend,
-                       f"{inp.model.architectures[0]} override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
+        _declare(res, "attention_backend", backend,
+                 f"{inp.model.architectures[0]} override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     # qwen3_5._qwen3_5_hybrid_overrides forces the page over a user's
     forced = inp.model.has_arch(_BACKEND_RULE[LaunchBackendRule.QWEN3_NEXT])
     if page is not None and (res.page_size is None or (forced and res.page_size != page)):
-        res = _declare(res, "page_size", page,
-                       f"{inp.model.architectures[0]} override ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
+        _declare(res, "page_size", page,
+                 f"{inp.model.architectures[0]} override ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip
     nemotron_spec = inp.model.has_arch(_BACKEND_RULE[LaunchBackendRule.NEMOTRON_H]) and inp.gpu.is_sm100
     spec = inp.settings.speculative_algorithm is not None
     if nemotron_spec and backend == "trtllm_mha" and spec and res.mamba_radix_cache_strategy == "auto":
-        res = _declare(res, "mamba_radix_cache_strategy", "extra_buffer",
-                       f"Nemotron-H SM100 with speculation ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
-    return res
+        _declare(res, "mamba_radix_cache_strategy", "extra_buffer",
+                 f"Nemotron-H SM100 with speculation ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
 
 
 _MODEL_HOOK = "sglang.srt.arg_groups.model_hook.handle_model_specific_adjustments"
@@ -141,7 +140,7 @@ _LLAMA4_BACKENDS = frozenset({"fa3", "aiter", "triton", "ascend", "trtllm_mha", 
 _GEMMA4_BACKENDS = frozenset({"trtllm_mha", "triton", "fa4", "ascend", "intel_xpu", "intel_amx", "aiter"})
 
 
-def model_backend_check(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def model_backend_check(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """After the model overrides: Llama-4 needs fa3/aiter/triton/ascend/trtllm_mha/intel_xpu as the
     attention backend; Gemma-4 needs trtllm_mha/triton/fa4/ascend/intel_xpu/intel_amx/aiter for
     prefill and decode (SGLang: ``arg_groups.model_hook.handle_model_specific_adjustments``)."""
@@ -156,4 +155,3 @@ def model_backend_check(inp: LaunchInputs, res: LaunchResolution) -> LaunchResol
         if prefill not in _GEMMA4_BACKENDS or decode not in _GEMMA4_BACKENDS:
             raise _refuse(_MODEL_HOOK, f"Gemma-4 needs one of {sorted(_GEMMA4_BACKENDS)} for prefill and decode, got "
                           f"prefill={prefill}, decode={decode}")  # fmt: skip
-    return res

@@ -8,8 +8,6 @@ prefill-graph batch sizes), ``arg_groups.parallel_hook.handle_data_parallelism``
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ....core.releases import ReleaseRule, span
 from ....models.architectures import LaunchBackendRule, names_holding, names_where
 from . import graph_rules as rules
@@ -18,7 +16,7 @@ from .core import (
     DATA_PARALLEL_HOOK,
     PAGE_SIZE_HOOK,
     LaunchInputs,
-    LaunchResolution,
+    ResolutionDraft,
     _declare,
     _multimodal_active,
 )
@@ -71,7 +69,7 @@ def prefill_graph_bs_count(max_bs: int) -> int:
     return fixed + len(range(4608, max_bs + 1, 512))
 
 
-def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def cuda_graph_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """CUDA graphs (arg_groups.cuda_graph_hook): decode graph ``full``; prefill ``breakable`` on CUDA, disabled
     elsewhere, and disabled by the rules evaluated before the memory step. A multimodal model on the
     release's piecewise allow-list goes to ``tc_piecewise`` and meets that backend's rules instead
@@ -79,7 +77,7 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
     s, m, r = inp.settings, inp.model, inp.release
     if s.disable_cuda_graph or s.disaggregation_mode == "prefill":
         why = "--disable-cuda-graph" if s.disable_cuda_graph else f"PD prefill role ({DATA_PARALLEL_HOOK.at(r)})"
-        res = _declare(res, "decode_cuda_graph", "disabled", why)
+        _declare(res, "decode_cuda_graph", "disabled", why)
     multimodal = _multimodal_active(inp)
     flag_off = s.disable_cuda_graph or s.disable_prefill_cuda_graph
     dcp = inp.dcp_size > 1 and rules.PREFILL_GRAPH_OFF_FOR_DCP.holds(r)
@@ -88,8 +86,8 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
     moved = multimodal and rules.TC_PIECEWISE_MOVE.holds(r) and m.has_arch(names_holding("piecewise_multimodal", r))
     moved = moved and not kept
     if res.prefill_cuda_graph == "breakable" and not flag_off and moved:
-        res = _declare(res, "prefill_cuda_graph", "tc_piecewise",
-                       f"validated multimodal decoder prefill ({CUDA_GRAPH_HOOK.at(r)})")  # fmt: skip
+        _declare(res, "prefill_cuda_graph", "tc_piecewise",
+                 f"validated multimodal decoder prefill ({CUDA_GRAPH_HOOK.at(r)})")  # fmt: skip
         prefill_off = [
             (inp.attn_dp_size > 1, "DP attention"),
             (inp.pp_size > 1, "pipeline parallelism (pp_size > 1)"),
@@ -117,11 +115,11 @@ def cuda_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolutio
         ]
     for cond, why in prefill_off:
         if cond:
-            return _declare(res, "prefill_cuda_graph", "disabled", f"{why} ({CUDA_GRAPH_HOOK.at(r)})")
-    return res
+            _declare(res, "prefill_cuda_graph", "disabled", f"{why} ({CUDA_GRAPH_HOOK.at(r)})")
+            return
 
 
-def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def prefill_graph_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Prefill graph sizes (arg_groups.cuda_graph_hook): prefill graph ``max_bs`` (tokens) and its batch list length.
 
     ``max_bs = chunk`` (non-MLA) or ``min(8192, chunk)`` (MLA; a flat 2048 where
@@ -135,7 +133,8 @@ def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
         # cuda_graph_hook.apply_deepep_adjustments (before the memory step): the buckets of the 2048
         # default aligned up to multiples of 8 fix the list and its max_bs, whatever the chunk
         aligned = sorted({(b + 7) // 8 * 8 for b in prefill_graph_batch_sizes(2048)})
-        return replace(res, prefill_graph_max_bs=aligned[-1], prefill_graph_bs_count=len(aligned))
+        res.prefill_graph_max_bs, res.prefill_graph_bs_count = aligned[-1], len(aligned)
+        return
     chunk = res.chunked_prefill_size
     max_bs = chunk if chunk is not None else res.max_prefill_tokens
     if inp.model.is_mla:
@@ -144,29 +143,26 @@ def prefill_graph_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
         max_bs = min(max_bs, 8192)
     if inp.settings.max_total_tokens is not None:
         max_bs = min(max_bs, inp.settings.max_total_tokens)
-    res = replace(res, prefill_graph_max_bs=max_bs)
-    return replace(res, prefill_graph_bs_count=prefill_graph_bs_count(max_bs))
+    res.prefill_graph_max_bs, res.prefill_graph_bs_count = max_bs, prefill_graph_bs_count(max_bs)
 
 
-def page_default_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def page_default_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Page default (overrides._page_size_default): page 1 if still unset."""
     if res.page_size is not None:
-        return res
-    return _declare(res, "page_size", 1, f"default ({PAGE_SIZE_HOOK.at(inp.release)})")
+        return
+    _declare(res, "page_size", 1, f"default ({PAGE_SIZE_HOOK.at(inp.release)})")
 
 
-def dp_attention_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def dp_attention_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """DP attention (parallel_hook.handle_data_parallelism): ``chunked_prefill_size //= attn_dp_size``; prefill graph
     re-clamped."""
     dp, chunk = inp.attn_dp_size, res.chunked_prefill_size
     if dp <= 1 or chunk is None or chunk <= 0:
-        return res
-    res = _declare(res, "chunked_prefill_size", chunk // dp,
-                   f"DP attention: {chunk} // {dp} ({DATA_PARALLEL_HOOK.at(inp.release)})")  # fmt: skip
+        return
+    _declare(res, "chunked_prefill_size", chunk // dp,
+             f"DP attention: {chunk} // {dp} ({DATA_PARALLEL_HOOK.at(inp.release)})")  # fmt: skip
     # parallel_hook.handle_data_parallelism re-clamps only a prefill graph still enabled.
     graph_on = res.prefill_cuda_graph != "disabled"
     if graph_on and res.prefill_graph_max_bs is not None and res.prefill_graph_max_bs > chunk // dp:
         max_bs = chunk // dp
-        res = replace(res, prefill_graph_max_bs=max_bs,
-                      prefill_graph_bs_count=prefill_graph_bs_count(max_bs))  # fmt: skip
-    return res
+        res.prefill_graph_max_bs, res.prefill_graph_bs_count = max_bs, prefill_graph_bs_count(max_bs)

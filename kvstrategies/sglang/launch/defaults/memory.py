@@ -8,8 +8,6 @@ The fraction is computed before the model overrides, so it never sees their requ
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ....core.releases import ReleaseRule, span
 from .core import (
     GPU_MEMORY_HOOK,
@@ -19,6 +17,7 @@ from .core import (
     VLM_MEMORY_HOOK,
     LaunchInputs,
     LaunchResolution,
+    ResolutionDraft,
     _declare,
     _multimodal_active,
     large_hopper_qwen3_vl,
@@ -69,28 +68,27 @@ def vlm_fraction_factor(vision_layers: int | None, vision_hidden: int | None) ->
     return 0.95 * min(max(1 - 0.1 * (c - 1), 0.8), 1.05)
 
 
-def platform_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def platform_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Platform defaults (platform_hook.handle_platform_defaults): NPU uses ``ascend`` backends, page 128 and its own
     chunk/max_bs table."""
     if not inp.gpu.is_npu:
-        return res
+        return
     for name in ("attention_backend", "prefill_attention_backend", "decode_attention_backend"):
         if getattr(res, name) is None:
-            res = _declare(res, name, "ascend", f"NPU platform hook ({MODEL_OVERRIDES_HOOK.at(inp.release)})")
+            _declare(res, name, "ascend", f"NPU platform hook ({MODEL_OVERRIDES_HOOK.at(inp.release)})")
     if res.page_size is None:
-        res = _declare(res, "page_size", 128, f"NPU platform default ({PAGE_SIZE_HOOK.at(inp.release)})")
+        _declare(res, "page_size", 128, f"NPU platform default ({PAGE_SIZE_HOOK.at(inp.release)})")
     mem, small = res.gpu_mem_mib, inp.tp_size < 4
     if mem is not None and mem <= 65536:
         chunk, dmb = (4096, 16 if small else 64) if mem <= 32768 else (8192, 64 if small else 256)
         why = f"NPU table for {mem:g} MiB, tp {inp.tp_size} ({NPU_PLATFORM_HOOK.at(inp.release)})"
         if res.chunked_prefill_size is None:
-            res = _declare(res, "chunked_prefill_size", chunk, why)
+            _declare(res, "chunked_prefill_size", chunk, why)
         if res.cuda_graph_max_bs is None:
-            res = _declare(res, "cuda_graph_max_bs", dmb, why)
-    return res
+            _declare(res, "cuda_graph_max_bs", dmb, why)
 
 
-def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def capacity_tier_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Capacity tier (memory_hook.handle_gpu_memory_settings): fill chunk and decode max_bs from the capacity; a table
     max_bs is capped by a *user* ``--max-running-requests`` (the only request cap visible this early,
     ServerArgs.resolve_once order)."""
@@ -99,7 +97,7 @@ def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
     source = GPU_MEMORY_HOOK.at(inp.release)
     why = f"capacity tier: gpu_mem {mem}, tp {inp.tp_size} ({source})"
     if res.chunked_prefill_size is None:
-        res = _declare(res, "chunked_prefill_size", chunk, why)
+        _declare(res, "chunked_prefill_size", chunk, why)
     if res.cuda_graph_max_bs is None:
         mrr = inp.settings.max_running_requests
         if mrr is not None and dmb > mrr and DECODE_GRAPH_CAPPED_BY_REQUESTS.holds(inp.release):
@@ -107,11 +105,10 @@ def capacity_tier_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolu
         if large_hopper_qwen3_vl(inp) and mrr is not None and dmb < mrr <= 512:
             why = "Qwen3-VL, large Hopper: --max-running-requests (qwen3_vl.expand_multimodal_decode_graph...)"
             dmb = mrr
-        res = _declare(res, "cuda_graph_max_bs", dmb, why)
-    return res
+        _declare(res, "cuda_graph_max_bs", dmb, why)
 
 
-def reserved_memory_mib(inp: LaunchInputs, res: LaunchResolution) -> float:
+def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResolution) -> float:
     """memory_hook.handle_gpu_memory_settings-4.3: ``R = 512 + 1.5 * tokens + tp * pp / 8 * 1024 + G`` MiB, floored at
     10240 on GPUs > 60 GiB, plus 2048 for DeepEP with decode graphs.
 
@@ -147,22 +144,22 @@ def reserved_memory_mib(inp: LaunchInputs, res: LaunchResolution) -> float:
     return reserve
 
 
-def mem_fraction_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def mem_fraction_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Memory fraction (memory_hook.handle_gpu_memory_settings): the default fraction, then the VLM cut
     (memory_hook.adjust_mem_fraction_for_vlm, not re-rounded)."""
     if res.mem_fraction_static is not None:
-        return res
+        return
     source = GPU_MEMORY_HOOK.at(inp.release)
     if res.gpu_mem_mib is None:
-        return _declare(res, "mem_fraction_static", 0.95, f"capacity unknown ({source})")
+        _declare(res, "mem_fraction_static", 0.95, f"capacity unknown ({source})")
+        return
     reserve = reserved_memory_mib(inp, res)
     mfs = mem_fraction_from_reserve(res.gpu_mem_mib, reserve)
-    res = replace(res, reserved_mib=reserve)
-    res = _declare(res, "mem_fraction_static", mfs,
-                   f"round(({res.gpu_mem_mib:g} - R {reserve:g}) / {res.gpu_mem_mib:g}, 3) ({source})")  # fmt: skip
+    res.reserved_mib = reserve
+    _declare(res, "mem_fraction_static", mfs,
+             f"round(({res.gpu_mem_mib:g} - R {reserve:g}) / {res.gpu_mem_mib:g}, 3) ({source})")  # fmt: skip
     m = inp.model
     if _multimodal_active(inp) and inp.settings.disaggregation_mode != "decode" and m.has_vision_config:
         factor = vlm_fraction_factor(m.vision_layers, m.vision_hidden)
-        res = _declare(res, "mem_fraction_static", mfs * factor,
-                       f"VLM cut x{factor:.4f} ({VLM_MEMORY_HOOK.at(inp.release)})")  # fmt: skip
-    return res
+        _declare(res, "mem_fraction_static", mfs * factor,
+                 f"VLM cut x{factor:.4f} ({VLM_MEMORY_HOOK.at(inp.release)})")  # fmt: skip

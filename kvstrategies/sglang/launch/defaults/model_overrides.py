@@ -10,8 +10,6 @@ Mirrors ``sglang.srt.arg_groups.overrides`` (``_mamba_radix_cache_resolution``, 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ....core.releases import ReleaseRule, span
 from ....errors import KVCacheConfigError
 from ....models.architectures import names_holding
@@ -19,7 +17,7 @@ from .core import (
     MAMBA_RADIX_HOOK,
     OVERRIDES_HOOK,
     LaunchInputs,
-    LaunchResolution,
+    ResolutionDraft,
     _declare,
     _multimodal_active,
     _refuse,
@@ -28,15 +26,14 @@ from .core import (
 from .facts import _AUDIO_ENCODER_DECODER
 
 
-def hybrid_swa_memory_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def hybrid_swa_memory_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Model override (arg_groups.overrides): Gemma-2/3, Exaone-4 (with pattern), Olmo2/3 force hybrid-SWA memory
     off."""
     if inp.model.forces_disable_hybrid_swa_memory and not res.disable_hybrid_swa_memory:
-        return _declare(res, "disable_hybrid_swa_memory", True, f"model override ({OVERRIDES_HOOK.at(inp.release)})")
-    return res
+        _declare(res, "disable_hybrid_swa_memory", True, f"model override ({OVERRIDES_HOOK.at(inp.release)})")
 
 
-def mamba_strategy_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def mamba_strategy_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Mamba radix cache (overrides._mamba_radix_cache_resolution): ``auto`` -> ``extra_buffer`` when (overlap on or
     page > 1) and supported in the release (the rows' ``mamba_extra_buffer`` with their ``releases``), else
     ``no_buffer`` with the overlap scheduler forced off; ``no_buffer`` takes page 1 only (SGLang:
@@ -44,29 +41,29 @@ def mamba_strategy_override(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
     default ``linear_attn_backend`` triton."""
     m = inp.model
     if not m.is_mamba_radix or res.disable_radix_cache or res.mamba_radix_cache_strategy != "auto":
-        return res
+        return
     overlap = not res.disable_overlap_schedule
     extra = m.mamba_extra_buffer and m.has_arch(names_holding("mamba_extra_buffer", inp.release))
     if (overlap or (res.page_size or 1) > 1) and extra:
-        return _declare(res, "mamba_radix_cache_strategy", "extra_buffer",
-                        f"Mamba radix auto ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
+        _declare(res, "mamba_radix_cache_strategy", "extra_buffer",
+                 f"Mamba radix auto ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
+        return
     if (res.page_size or 1) > 1:
         raise _refuse("sglang.srt.arg_groups.mamba_hook.validate_mamba_no_buffer",
                       f"no_buffer only supports page_size=1 (the {m.architectures[0]} Mamba radix cache has no "
                       f"extra_buffer strategy in {inp.release.label}), got --page-size {res.page_size}")  # fmt: skip
-    res = _declare(res, "mamba_radix_cache_strategy", "no_buffer",
-                   f"Mamba radix auto ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
-    return _declare(res, "disable_overlap_schedule", True,
-                    f"no_buffer Mamba radix cache ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
+    _declare(res, "mamba_radix_cache_strategy", "no_buffer",
+             f"Mamba radix auto ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
+    _declare(res, "disable_overlap_schedule", True,
+             f"no_buffer Mamba radix cache ({MAMBA_RADIX_HOOK.at(inp.release)})")  # fmt: skip
 
 
-def pipeline_overlap_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def pipeline_overlap_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """PP > 1 turns the overlap scheduler off, after the Mamba strategy was chosen with it on
     (SGLang: ``arg_groups.overrides._pipeline_parallel_overlap_disable``, run just before the
     speculative hook); the Mamba state slots per request follow the final value."""
     if inp.pp_size > 1 and not res.disable_overlap_schedule:
-        return _declare(res, "disable_overlap_schedule", True, "pipeline parallelism disables the overlap scheduler")
-    return res
+        _declare(res, "disable_overlap_schedule", True, "pipeline parallelism disables the overlap scheduler")
 
 
 #: the cache hook records whether --swa-full-tokens-ratio counts as explicitly set
@@ -80,18 +77,17 @@ SWA_RATIO_EXPLICIT_FLAG = ReleaseRule(
 )
 
 
-def swa_ratio_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def swa_ratio_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """SWA ratio (arg_groups.overrides): "explicit" = non-None at this point, so DSV4's model-declared 0.1
     counts as explicit (SGLang's order: its model override ran earlier) and V4/V4-Pro size in ratio mode;
     the effective value falls back to 0.8."""
     ratio = res.swa_full_tokens_ratio
-    res = replace(res, swa_full_tokens_ratio_explicit=ratio is not None)
+    res.swa_full_tokens_ratio_explicit = ratio is not None
     if ratio is None:
-        res = _declare(res, "swa_full_tokens_ratio", 0.8, f"field fallback ({OVERRIDES_HOOK.at(inp.release)})")
+        _declare(res, "swa_full_tokens_ratio", 0.8, f"field fallback ({OVERRIDES_HOOK.at(inp.release)})")
     value = res.swa_full_tokens_ratio
     if value is None or not 0 < value <= 1:
         raise KVCacheConfigError(f"swa_full_tokens_ratio must be in (0, 1], got {value!r}")
-    return res
 
 
 #: the KV budget holds back the multimodal memory allocated after sizing; before, nothing
@@ -106,7 +102,7 @@ VLM_CACHE_MIB = 100  # SGLANG_VLM_CACHE_SIZE_MB default
 MM_FEATURE_CACHE_MIB = 1024  # SGLANG_MM_FEATURE_CACHE_MB default
 
 
-def multimodal_reserve_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def multimodal_reserve_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """The KV-budget share held for multimodal allocations made after sizing (MiB): the embedding
     cache (100) for an active multimodal part; Qwen3-VL on a large Hopper GPU turns that cache
     off and moves features over CUDA IPC, whose pool is reserved instead (1024 MiB, 3072 with a
@@ -114,21 +110,22 @@ def multimodal_reserve_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchR
     mm_runtime_reservation_gb`` with the environment ``qwen3_vl._qwen3vl_hopper_serving_overrides``
     sets. Nothing before :data:`MULTIMODAL_KV_RESERVE`."""
     if not _multimodal_active(inp) or not MULTIMODAL_KV_RESERVE.holds(inp.release):
-        return res
+        return
     if not large_hopper_qwen3_vl(inp):
-        return replace(res, multimodal_reserve_mib=float(VLM_CACHE_MIB))
+        res.multimodal_reserve_mib = float(VLM_CACHE_MIB)
+        return
     mrr = inp.settings.max_running_requests
     feature = 3 * 1024 if mrr is not None and mrr >= 400 else MM_FEATURE_CACHE_MIB
-    return _declare(res, "multimodal_reserve_mib", float(feature), "Qwen3-VL on a large Hopper GPU: CUDA-IPC "
-                    "feature pool, no embedding cache (qwen3_vl._qwen3vl_hopper_serving_overrides)")  # fmt: skip
+    _declare(res, "multimodal_reserve_mib", float(feature), "Qwen3-VL on a large Hopper GPU: CUDA-IPC "
+             "feature pool, no embedding cache (qwen3_vl._qwen3vl_hopper_serving_overrides)")  # fmt: skip
 
 
-def capability_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def capability_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Capability (arg_groups.overrides): PD decode and Whisper run without the radix cache."""
     if res.disable_radix_cache:
-        return res
+        return
     if inp.settings.disaggregation_mode == "decode":
-        return _declare(res, "disable_radix_cache", True, f"PD decode role ({OVERRIDES_HOOK.at(inp.release)})")
+        _declare(res, "disable_radix_cache", True, f"PD decode role ({OVERRIDES_HOOK.at(inp.release)})")
+        return
     if inp.model.has_arch(_AUDIO_ENCODER_DECODER):
-        return _declare(res, "disable_radix_cache", True, f"Whisper encoder-decoder ({OVERRIDES_HOOK.at(inp.release)})")
-    return res
+        _declare(res, "disable_radix_cache", True, f"Whisper encoder-decoder ({OVERRIDES_HOOK.at(inp.release)})")

@@ -18,6 +18,7 @@ from .core import (
     LaunchModelFacts,
     LaunchResolution,
     LaunchSettings,
+    ResolutionDraft,
     Step,
     check_release_serves,
 )
@@ -46,11 +47,11 @@ PIPELINE: tuple[Step, ...] = (
 )
 
 
-def _initial(inp: LaunchInputs) -> LaunchResolution:
+def _initial(inp: LaunchInputs) -> ResolutionDraft:
     """The raw user input before any step (ServerArgs.resolve_once order: kept separately, last declaration wins)."""
     s, gpu = inp.settings, inp.gpu
     _validate(inp)
-    return LaunchResolution(
+    return ResolutionDraft(
         gpu_mem_mib=gpu.capacity_mib,
         mem_fraction_static=s.mem_fraction_static,
         chunked_prefill_size=s.chunked_prefill_size,
@@ -104,9 +105,12 @@ def resolve_launch_defaults(
     dcp_size: int = 1,
     release: EngineRelease = NEWEST_SGLANG,
 ) -> LaunchResolution:
-    """Run :data:`PIPELINE` for ``release`` and return every resolved setting with the defaults applied."""
+    """Run :data:`PIPELINE` for ``release`` and return every resolved setting with the defaults applied.
+
+    The steps write into one :class:`ResolutionDraft` (the ``ServerArgs`` object that
+    ``resolve_once`` changes in place); the frozen :class:`LaunchResolution` is built once at the end."""
     inp = LaunchInputs(model, gpu, tp_size, pp_size, attn_dp_size, settings or LaunchSettings(), dcp_size, release)
-    res = _initial(inp)
+    draft = _initial(inp)
     for step in PIPELINE:
-        res = step(inp, res)
-    return res
+        step(inp, draft)
+    return draft.freeze()

@@ -7,10 +7,8 @@ Mirrors ``sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding`` a
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ....models.architectures import names_where
-from .core import SPECULATIVE_HOOK, LaunchInputs, LaunchResolution, _declare, _refuse
+from .core import SPECULATIVE_HOOK, LaunchInputs, ResolutionDraft, _declare, _refuse
 
 _SPEC_ALGORITHMS = frozenset({
     "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "DFLASH", "DSPARK", "FROZEN_KV_MTP", "NGRAM",
@@ -24,7 +22,7 @@ NGRAM_MAX_BFS_BREADTH = 10  # SGLang's --speculative-ngram-max-bfs-breadth defau
 DFLASH_DEFAULT_BLOCK_SIZE = 16  # used when the draft config names no block_size
 
 
-def _eagle_family(inp: LaunchInputs, res: LaunchResolution, algo: str) -> LaunchResolution:
+def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
     """EAGLE/EAGLE3/STANDALONE (``speculative_hook._handle_eagle_family``): auto (steps, topk,
     draft) only when steps are unset, and then topk/draft must be unset too; topk 1 forces
     draft = steps + 1; topk > 1 needs no trtllm_mha and, at page > 1, flashinfer/fa3/triton."""
@@ -41,9 +39,9 @@ def _eagle_family(inp: LaunchInputs, res: LaunchResolution, algo: str) -> Launch
         wide = algo != "STANDALONE" and inp.model.architectures[0] in _WIDE_SPEC_ARCHS
         auto = (5, 4, 8) if wide else (3, 1, 4)
         why = f"auto params for {inp.model.architectures[0]} (speculative_hook._auto_choose_speculative_params)"
-        res = _declare(res, "speculative_num_steps", auto[0], why)
-        res = _declare(res, "speculative_eagle_topk", auto[1], why)
-        res = _declare(res, "speculative_num_draft_tokens", auto[2], why)
+        _declare(res, "speculative_num_steps", auto[0], why)
+        _declare(res, "speculative_eagle_topk", auto[1], why)
+        _declare(res, "speculative_num_draft_tokens", auto[2], why)
     topk = res.speculative_eagle_topk
     if topk is None:  # SGLang compares None > 1 and fails with a TypeError
         raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", "--speculative-num-steps needs --speculative-eagle-topk")
@@ -53,32 +51,30 @@ def _eagle_family(inp: LaunchInputs, res: LaunchResolution, algo: str) -> Launch
         draft = res.speculative_num_steps + 1
         if res.speculative_num_draft_tokens != draft:
             why = "topk 1: steps + 1 (speculative_hook._handle_eagle_family)"
-            res = _declare(res, "speculative_num_draft_tokens", draft, why)
+            _declare(res, "speculative_num_draft_tokens", draft, why)
     if topk > 1 and (res.page_size or 1) > 1 and res.attention_backend not in ("flashinfer", "fa3", "triton"):
         raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", f"speculative_eagle_topk > 1 with page_size > 1 needs "
                       f"flashinfer, fa3 or triton, got {res.attention_backend}")  # fmt: skip
-    return res
 
 
-def _ngram(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _ngram(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """NGRAM (``speculative_hook._handle_ngram``): topk = the BFS breadth (10), draft tokens 12,
     steps = draft // topk; topk > 1 at page > 1 needs flashinfer; no DP attention."""
     why = "NGRAM default (speculative_hook._handle_ngram)"
-    res = _declare(res, "speculative_eagle_topk", NGRAM_MAX_BFS_BREADTH, why)
+    _declare(res, "speculative_eagle_topk", NGRAM_MAX_BFS_BREADTH, why)
     if res.speculative_num_draft_tokens is None:
-        res = _declare(res, "speculative_num_draft_tokens", 12, why)
+        _declare(res, "speculative_num_draft_tokens", 12, why)
     if res.speculative_num_steps is None:
         draft = res.speculative_num_draft_tokens or 12
-        res = _declare(res, "speculative_num_steps", draft // NGRAM_MAX_BFS_BREADTH, why)
+        _declare(res, "speculative_num_steps", draft // NGRAM_MAX_BFS_BREADTH, why)
     if (res.page_size or 1) > 1 and res.attention_backend != "flashinfer":
         raise _refuse(f"{_SPEC_HOOK}._handle_ngram", f"NGRAM's topk {NGRAM_MAX_BFS_BREADTH} with page_size "
                       f"{res.page_size} > 1 is only supported on the flashinfer backend, got {res.attention_backend}")
     if inp.attn_dp_size > 1:
         raise _refuse(f"{_SPEC_HOOK}._handle_ngram", "ngram speculative decoding does not support DP attention")
-    return res
 
 
-def _dflash(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def _dflash(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """DFLASH (``speculative_hook._handle_dflash``): PP 1, a draft model, no DP attention (it
     needs --enable-dp-lm-head); steps 1, topk 1; draft tokens = the draft's block size (16)."""
     s, check = inp.settings, f"{_SPEC_HOOK}._handle_dflash"
@@ -88,35 +84,33 @@ def _dflash(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
         raise _refuse(check, "DFLASH speculative decoding only supports pp_size == 1")
     if s.speculative_draft_model_path is None:
         raise _refuse(check, "DFLASH speculative decoding requires --speculative-draft-model-path")
-    res = _declare(res, "speculative_num_steps", 1, "DFLASH: one step (speculative_hook._handle_dflash)")
-    res = _declare(res, "speculative_eagle_topk", 1, "DFLASH: topk 1 (speculative_hook._handle_dflash)")
+    _declare(res, "speculative_num_steps", 1, "DFLASH: one step (speculative_hook._handle_dflash)")
+    _declare(res, "speculative_eagle_topk", 1, "DFLASH: topk 1 (speculative_hook._handle_dflash)")
     if res.speculative_num_draft_tokens is None:
         block = s.speculative_dflash_block_size or DFLASH_DEFAULT_BLOCK_SIZE
-        res = _declare(res, "speculative_num_draft_tokens", block, "DFLASH: the draft model's block size")
-    return res
+        _declare(res, "speculative_num_draft_tokens", block, "DFLASH: the draft model's block size")
 
 
-def speculative_step(inp: LaunchInputs, res: LaunchResolution) -> LaunchResolution:
+def speculative_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Speculative defaults (speculative_hook.handle_speculative_decoding):
     upper-case, NEXTN -> EAGLE, 48 requests, then the algorithm's own defaults and checks."""
     algo = res.speculative_algorithm
     if algo is None:
-        return res
+        return
     algo = algo.upper()
-    res = replace(res, speculative_algorithm=algo)  # SGLang's enum is upper case
+    res.speculative_algorithm = algo  # SGLang's enum is upper case
     if algo == "NEXTN":
         why = "NEXTN is EAGLE (speculative_hook.handle_speculative_decoding)"
-        res = _declare(res, "speculative_algorithm", "EAGLE", why)
+        _declare(res, "speculative_algorithm", "EAGLE", why)
         algo = "EAGLE"
     if algo == "DFLASH":
-        res = _dflash(inp, res)
+        _dflash(inp, res)
     if res.max_running_requests is None:
-        res = _declare(res, "max_running_requests", 48, f"{algo} default (speculative_hook)")
+        _declare(res, "max_running_requests", 48, f"{algo} default (speculative_hook)")
     if algo in _EAGLE_FAMILY:
-        res = _eagle_family(inp, res, algo)
+        _eagle_family(inp, res, algo)
     elif algo == "NGRAM":
-        res = _ngram(inp, res)
+        _ngram(inp, res)
     elif algo == "DSPARK":
-        res = _declare(res, "speculative_num_steps", 1, f"{algo} forces one step ({SPECULATIVE_HOOK.at(inp.release)})")
-        res = _declare(res, "speculative_eagle_topk", 1, f"{algo} forces topk 1 ({SPECULATIVE_HOOK.at(inp.release)})")
-    return res
+        _declare(res, "speculative_num_steps", 1, f"{algo} forces one step ({SPECULATIVE_HOOK.at(inp.release)})")
+        _declare(res, "speculative_eagle_topk", 1, f"{algo} forces topk 1 ({SPECULATIVE_HOOK.at(inp.release)})")
