@@ -3,20 +3,21 @@
 ``parse_hybrid_swa`` is a family parser (``(root, text, geometry) -> geometry``). It does two
 independent things:
 
-* **Gemma-4 config rewrite** (ModelConfig._derive_model_shapes, KVCacheConfigurator.__init__): a Gemma-4-family HF
-config states
-  the *sliding* layers' shape in its base attributes and the full-attention shape as overrides;
-  SGLang flips that so the base fields are the full-attention shape and ``swa_*`` the sliding
-  one. Applied whether or not hybrid-SWA memory is enabled (it is a config rewrite).
-* **Hybrid-SWA detection** (model_config.is_hybrid_swa_model, get_hybrid_layer_ids): for an architecture in SGLang's
-hybrid-SWA set, or a
-  text config with ``is_hybrid_swa: true``, attach a :class:`HybridSWAGeometry` with the global
-  full / SWA layer ids (get_hybrid_layer_ids) and the engine's sliding window.
+* **Gemma-4 config rewrite** (ModelConfig._derive_model_shapes, KVCacheConfigurator.__init__): a
+  Gemma-4-family HF config states the *sliding* layers' shape in its base attributes and the
+  full-attention shape as overrides; SGLang flips that so the base fields are the full-attention
+  shape and ``swa_*`` the sliding one. Applied whether or not hybrid-SWA memory is enabled (it is
+  a config rewrite).
+* **Hybrid-SWA detection** (model_config.is_hybrid_swa_model, get_hybrid_layer_ids): for an
+  architecture in SGLang's hybrid-SWA set, or a text config with ``is_hybrid_swa: true``, attach
+  a :class:`HybridSWAGeometry` with the global full / SWA layer ids (get_hybrid_layer_ids) and the
+  engine's sliding window.
 
 Gemma-2 and Gemma-3 are **not** in SGLang 0.5.23's set: they keep the Default strategy over all
 their layers although their configs carry a ``sliding_window``.
 
-Decisions of this library (SGLang's hybrid-SWA list names some families without their architecture strings):
+Decisions of this library (SGLang's hybrid-SWA list names some families without their
+architecture strings):
 
 * Architecture names for Granite SWA (``GraniteSWAForCausalLM``, ``GraniteMoeSWAForCausalLM``),
   IQuest-Q1 (``IQuestQ1ForCausalLM``), MuseGlimmer (``MuseGlimmerForCausalLM``), Beam
@@ -28,8 +29,8 @@ Decisions of this library (SGLang's hybrid-SWA list names some families without 
   ``gemma4`` gate, although SGLang lists only the wrapper model types.
 * A generic ``is_hybrid_swa`` config without ``hybrid_layer_pattern`` falls back to
   ``layer_types``; with neither it is a :class:`KVCacheConfigError`.
-* MXFP8 scale bytes of an MLA hybrid-SWA model (HybridSWAPoolConfigurator._full_cell_bytes) use SGLang's per-layer
-  head dims of the MHA formula, which for MLA models are SGLang's forced dummy ``head_dim``
+* MXFP8 scale bytes of an MLA hybrid-SWA model (HybridSWAPoolConfigurator._full_cell_bytes) use
+  SGLang's per-layer head dims of the MHA formula, which for MLA models are SGLang's forced dummy ``head_dim``
   (256 for the DeepSeek-style list, 128 MiniCPM3, 72 Kimi-Linear, the config's for Bailing,
   else the config's / ``hidden // heads``) and the config's ``v_head_dim``; the SWA side uses
   the config's ``swa_head_dim`` (default: the raw head dim) and ``swa_v_head_dim``.
