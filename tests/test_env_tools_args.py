@@ -30,8 +30,6 @@ def _tool(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return module
 
 
-
-
 def _release(module: ModuleType, name: str) -> str:
     if name == "vllm_env":
         return next(iter(module.ENVIRONMENTS))
