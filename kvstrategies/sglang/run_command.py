@@ -5,7 +5,9 @@ from a :class:`~.request.DeploymentRequest`: every setting the user gave (or a f
 SGLang's own spelling, and nothing SGLang would choose the same way itself on that GPU (its
 launch defaults are what the plan already applied). Pasting the command back
 (``kvstrategies plan --gpu G -- <command>``) plans the same deployment
-(``tests/test_run_command.py``). What a launch command cannot say -- the GPU itself, a KV
+(``tests/test_run_command.py``, ``tests/test_printed_command.py``); for a release other than the
+newest a note says how (``plan it again: kvstrategies plan --gpu G --sglang-version V -- <this
+command>``), as a launch command cannot name its release. What a launch command cannot say -- the GPU itself, a KV
 budget or weights given by hand, a draft's layer count -- is listed in :attr:`SGLangCommand.notes`.
 """
 
