@@ -108,13 +108,14 @@ def test_a_config_json_path_prints_its_folder(tmp_path: Path, capsys: pytest.Cap
 
 
 PRESETS = ["llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3", "minimax-m2.5", "gpt-oss-20b", "llama-3.1-70b"]
-COUNTS = {"planned": 0, "refused": 0, "fixes": 0}
+COUNTS = {"planned": 0, "refused": 0, "fixes": 0, "planned with EP": 0, "planned with DCP": 0,
+          "planned with drafts": 0, "planned for an older release": 0}  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(
     model=st.sampled_from(PRESETS),
-    gpu=st.sampled_from(["H100", "H200", "B200", "L40S"]),
+    gpu=st.sampled_from(["H100", "H200", "B200", "L40S", "L4", "A100-40GB"]),
     tp=st.sampled_from([1, 2, 4, 8]),
     ep=st.sampled_from([1, 2, 4]),
     dcp=st.sampled_from([1, 2]),
@@ -131,6 +132,7 @@ def test_random_deployments_pasted_back_plan_the_same(
     page: int | None, release: str | None, draft: bool, context: int | None,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
+    ep, dcp, attn_dp = min(ep, tp), min(dcp, tp), min(attn_dp, tp)  # fewer deployments refused for their widths
     argv = ["plan", model, "--gpu", gpu, "--tp", str(tp)]
     for flag, value, default in (("--ep-size", ep, 1), ("--dcp-size", dcp, 1), ("--pp-size", pp, 1),
                                  ("--attn-dp", attn_dp, 1), ("--kv-cache-dtype", kv, None),
@@ -148,6 +150,9 @@ def test_random_deployments_pasted_back_plan_the_same(
         COUNTS["refused"] += 1
         return
     COUNTS["planned"] += 1
+    for key, present in (("EP", ep > 1), ("DCP", dcp > 1), ("drafts", draft)):
+        COUNTS[f"planned with {key}"] += present
+    COUNTS["planned for an older release"] += release is not None
     command = out["planner"]["sglang_command"]
     again = _json(_pasted(command)[:1] + ["--gpu", gpu] + _pasted(command)[1:], capsys)
     assert _tokens(again) == _tokens(out), (argv, command["text"])
