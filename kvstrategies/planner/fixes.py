@@ -45,11 +45,6 @@ class PlannedDeployment(Protocol):
     def budget(self) -> KVBudget: ...
 
     @property
-    def answer_tokens(self) -> int:
-        """The token capacity its answer prints (SGLang's ``max_total_num_tokens``)."""
-        ...
-
-    @property
     def planned(self) -> Plan: ...
 
 
@@ -62,6 +57,11 @@ class SizedCandidate(Protocol):
 
     @property
     def budget(self) -> KVBudget: ...
+
+    @property
+    def answer_tokens(self) -> int:
+        """The token capacity its answer prints (SGLang's ``max_total_num_tokens``)."""
+        ...
 
     def laid_out(self) -> object:
         """The planned deployment; raises :class:`KVCacheConfigError` when its pools cannot be laid out."""

@@ -59,7 +59,7 @@ def check_layer_id(layer_id: object, pool_class: str) -> int:
     tensor), never a bool, a float or a string (SGLang's pools index per-layer lists with it)."""
     if not isinstance(layer_id, bool):
         try:
-            return operator.index(layer_id)  # type: ignore[call-overload]
+            return operator.index(layer_id)  # type: ignore[arg-type]
         except (TypeError, RuntimeError):
             pass
     raise KVCacheConfigError(
