@@ -148,12 +148,6 @@ class SizedDeployment:
     fit: FitReport
     config_defaults: tuple[AppliedDefault, ...] = ()
 
-    @property
-    def answer_tokens(self) -> int:
-        """SGLang's ``max_total_num_tokens``, what the plan's answer prints (under DCP the fit
-        counts the logical tokens of the whole DCP group, ``x dcp``; the answer does not)."""
-        return self.sized.sizes.max_total_num_tokens
-
     def laid_out(self) -> DeploymentPlan:
         planned = self.sized.laid_out()
         return _assemble(self.request, self.launch, self.budget, self.case, planned, self.fit, self.config_defaults)

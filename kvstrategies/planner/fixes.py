@@ -58,11 +58,6 @@ class SizedCandidate(Protocol):
     @property
     def budget(self) -> KVBudget: ...
 
-    @property
-    def answer_tokens(self) -> int:
-        """The token capacity its answer prints (SGLang's ``max_total_num_tokens``)."""
-        ...
-
     def laid_out(self) -> object:
         """The planned deployment; raises :class:`KVCacheConfigError` when its pools cannot be laid out."""
         ...
@@ -139,7 +134,7 @@ def _lays_out(candidate: SizedCandidate) -> bool:
 def _fix(setting: str, value: str | int | float, flag: str, plan: SizedCandidate, cost: str,
          changes: Mapping[str, Any], note: str = "") -> Fix:  # fmt: skip
     fit = plan.fit
-    return Fix(setting, value, flag, plan.answer_tokens, fit.max_fitting_length, note, cost, fit.context_fits,
+    return Fix(setting, value, flag, fit.answer_tokens, fit.max_fitting_length, note, cost, fit.context_fits,
                tuple(changes.items()))  # fmt: skip
 
 
