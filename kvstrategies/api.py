@@ -424,6 +424,14 @@ def _plan_draft_worker(
     )
 
 
+def _device_reachable(torch: Any, kind: str) -> bool:
+    """Whether this torch can allocate on a ``kind`` device (``torch.<kind>.is_available()``;
+    MPS under ``torch.backends.mps``); a backend with no such check is tried as it is."""
+    module = torch.backends.mps if kind == "mps" else getattr(torch, kind, None)
+    check = getattr(module, "is_available", None)
+    return True if not callable(check) else bool(check())
+
+
 def build(
     planned: Plan,
     device: str = "meta",
@@ -464,6 +472,11 @@ def build(
         raise UnsupportedConfigurationError(
             f"device {device!r}: this torch sees no CUDA device; build on 'meta' to check a plan without one"
         )
+    if target.type not in ("cpu", "meta", "cuda") and not _device_reachable(torch, target.type):
+        raise UnsupportedConfigurationError(
+            f"device {device!r}: this torch cannot reach a {target.type} device (not built for it, or none "
+            "attached); build on 'meta' to check a plan without one"
+        )
     if target.type == "cpu":  # refuse what the host cannot hold instead of meeting the OOM killer
         from .core.host_memory import available_host_bytes
 
@@ -483,4 +496,9 @@ def build(
         raise InsufficientMemoryError(
             f"allocating the planned {planned.planned_bytes:,} bytes on {device!r} ran out of memory; "
             "plan with a smaller available_bytes"
+        ) from exc
+    except (AssertionError, NotImplementedError) as exc:  # torch's lazy init of a backend it was not built with
+        raise UnsupportedConfigurationError(
+            f"device {device!r}: this torch cannot allocate there ({type(exc).__name__}: {str(exc)[:200]}); "
+            "build on 'meta' to check a plan without one"
         ) from exc

@@ -32,8 +32,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from env_args import ArgumentError, venv_dir  # noqa: E402
+
 from kvstrategies.errors import KVCacheConfigError  # noqa: E402
 from kvstrategies.sglang.bridge.bridge_releases import (  # noqa: E402
+    BRIDGE_RELEASES,
+    BridgeRelease,
     bridge_release,
     install_requirements,
 )
@@ -47,6 +53,16 @@ def _pip(python: Path, *args: str) -> None:
     command = [str(python), "-m", "pip", "install", "--quiet", *args]
     print("+ pip install " + " ".join(args), file=sys.stderr, flush=True)
     subprocess.run(command, check=True, env=env)
+
+
+def check_version(version: str) -> BridgeRelease:
+    """VERSION's bridge row (``0.5.15.post1`` -> 0.5.15); an unsupported release is an :class:`ArgumentError`."""
+    try:
+        return bridge_release(version)
+    except KVCacheConfigError as exc:
+        supported = ", ".join(row.line for row in BRIDGE_RELEASES)
+        raise ArgumentError(f"VERSION {version!r} is not an SGLang release the bridge supports; "
+                            f"supported: {supported}") from exc  # fmt: skip
 
 
 def make_env(version: str, target: Path) -> Path:
@@ -66,12 +82,18 @@ def make_env(version: str, target: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("version", help="an SGLang release, e.g. 0.5.18 or 0.5.15.post1")
-    parser.add_argument("dir", type=Path, help="where the venv goes")
+    parser.add_argument("dir", help="where the venv goes: a new folder, or an existing venv to complete")
     parser.add_argument("--check", action="store_true",
                         help="then re-record the catalog live and compare with golden/sglang-<version>/")
     args = parser.parse_args(argv)
     try:
-        python = make_env(args.version, args.dir.resolve())
+        check_version(args.version)
+        target = venv_dir(args.dir)
+    except ArgumentError as exc:
+        print(f"sglang_env: {exc}", file=sys.stderr)
+        return 2
+    try:
+        python = make_env(args.version, target)
     except KVCacheConfigError as exc:
         print(f"sglang_env: {exc}", file=sys.stderr)
         return 2

@@ -25,6 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from env_args import ArgumentError, venv_dir  # noqa: E402
+
 from kvstrategies.vllm.bridge.requirements import ENVIRONMENTS  # noqa: E402
 
 TORCH = "torch==2.13.0"
@@ -53,14 +57,18 @@ def make_env(version: str, target: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("version", help=f"a vLLM release: {', '.join(ENVIRONMENTS)}")
-    parser.add_argument("dir", type=Path, help="where the venv goes")
+    parser.add_argument("dir", help="where the venv goes: a new folder, or an existing venv to complete")
     args = parser.parse_args(argv)
-    if args.version not in ENVIRONMENTS:
-        print(f"vllm_env: vLLM {args.version!r} is not driven by the bridge; supported: {', '.join(ENVIRONMENTS)}",
-              file=sys.stderr)  # fmt: skip
+    try:
+        if args.version not in ENVIRONMENTS:
+            raise ArgumentError(f"VERSION {args.version!r} is not a vLLM release the bridge drives; "
+                                f"supported: {', '.join(ENVIRONMENTS)}")  # fmt: skip
+        target = venv_dir(args.dir)
+    except ArgumentError as exc:
+        print(f"vllm_env: {exc}", file=sys.stderr)
         return 2
     try:
-        python = make_env(args.version, args.dir.resolve())
+        python = make_env(args.version, target)
     except subprocess.CalledProcessError as exc:
         print(f"vllm_env: pip failed ({exc.returncode}): {' '.join(exc.cmd)}", file=sys.stderr)
         return 1

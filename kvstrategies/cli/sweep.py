@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
         from ..planner.sweep_plot import plot_sweep
 
         written = plot_sweep(rows, args.plot, base.model)
-        print(f"kvstrategies: wrote the sweep plot to {written}", file=sys.stderr)
+        print(f"kvstrategies: wrote the sweep plot to {written}" if written else f"kvstrategies: --plot {args.plot}: "
+              "no cell of the sweep could be planned, nothing to plot (no file written)", file=sys.stderr)  # fmt: skip
     if args.csv:
         print(sweep_csv(rows), end="")
     elif args.json:

@@ -153,7 +153,9 @@ class FitReport:
     """The fit of one plan: capacity, concurrency per length, the longest request that fits.
 
     ``max_fitting_length`` is the longest request that fits the pools, at most ``context_len``;
-    ``sglang_max_req_len`` is what the engine itself would admit.
+    ``sglang_max_req_len`` is what the engine itself would admit. ``capacity_tokens`` counts the
+    first pool's logical tokens (under DCP those of the whole DCP group, ``x dcp``);
+    ``answer_tokens`` is SGLang's ``max_total_num_tokens``, what the answer prints and a fix promises.
     """
 
     capacity_tokens: int
@@ -165,6 +167,7 @@ class FitReport:
     sglang_max_req_len: int
     attn_dp_size: int
     lengths: tuple[LengthFit, ...]
+    answer_tokens: int
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -207,4 +210,5 @@ def fit_report(ctx: KVCacheContext, sizes: PoolSizes, lengths: tuple[int, ...] =
         sglang_max_req_len=min(context - 1, model.capacity - 1),
         attn_dp_size=ctx.parallel.attn_dp_size,
         lengths=tuple(items),
+        answer_tokens=sizes.max_total_num_tokens,
     )

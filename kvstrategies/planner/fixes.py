@@ -84,7 +84,8 @@ class Fix:
 
     ``changes`` are the :class:`~.request.DeploymentRequest` fields to replace (``gpu`` holds an
     :class:`~.gpus.Accelerator`); ``context_fits`` says whether one request of the model's whole
-    context fits after the change.
+    context fits after the change. ``capacity_tokens`` is the token capacity the changed plan's
+    answer prints (SGLang's ``max_total_num_tokens``: what the fix's command plans).
     """
 
     setting: str
@@ -133,7 +134,7 @@ def _lays_out(candidate: SizedCandidate) -> bool:
 def _fix(setting: str, value: str | int | float, flag: str, plan: SizedCandidate, cost: str,
          changes: Mapping[str, Any], note: str = "") -> Fix:  # fmt: skip
     fit = plan.fit
-    return Fix(setting, value, flag, fit.capacity_tokens, fit.max_fitting_length, note, cost, fit.context_fits,
+    return Fix(setting, value, flag, fit.answer_tokens, fit.max_fitting_length, note, cost, fit.context_fits,
                tuple(changes.items()))  # fmt: skip
 
 

@@ -40,8 +40,10 @@ def _pyplot() -> Any:
 
 def _plain(text: str) -> str:
     """``text`` shown as written: matplotlib reads ``$...$`` as mathtext (a model named
-    ``my$model`` broke the plot), so every ``$`` is escaped."""
-    return text.replace("$", r"\$")
+    ``my$model`` broke the plot), so every ``$`` is escaped; a file name that is not UTF-8 (its
+    bytes kept as surrogates by ``os.fsdecode``, which matplotlib cannot draw) shows U+FFFD."""
+    drawable = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return drawable.replace("$", r"\$")
 
 
 def _title(plan: DeploymentPlan) -> str:

@@ -171,7 +171,7 @@ def fixes_text(plan: DeploymentPlan, indent: str = "  ") -> list[str]:
         return []
     lines = [f"{indent}fixes, each planned again (cheapest first):"]
     for fix in plan.fixes:
-        lines += fix_lines(fix, plan.request, plan.fit.capacity_tokens, indent + "  ")
+        lines += fix_lines(fix, plan.request, plan.fit.answer_tokens, indent + "  ")
     return lines
 
 

@@ -1,7 +1,8 @@
 """``sweep --plot FILE.png``: the sweep as two line charts against the TP size, one line per GPU
 (and KV dtype / page size when several are swept): the KV tokens per worker (log scale) and the
 concurrency at the sweep's request length. Cells that could not be planned are left out of
-their line and counted in the title. matplotlib comes from the ``plot`` extra (:mod:`.plot`).
+their line and counted in the title; when no cell could be planned there is nothing to draw and
+no file is written. matplotlib comes from the ``plot`` extra (:mod:`.plot`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .plot import _pyplot, check_plot_path
+from .plot import _plain, _pyplot, check_plot_path
 from .sweep import SweepRow
 
 #: one colour per line, in order (matplotlib's "tab10", colour-blind friendly)
@@ -37,9 +38,12 @@ def sweep_series(rows: Sequence[SweepRow]) -> dict[str, list[SweepRow]]:
     return {label: sorted(cells, key=lambda r: r.tp) for label, cells in lines.items()}
 
 
-def plot_sweep(rows: Sequence[SweepRow], path: str | Path, model: str) -> Path:
-    """Write the sweep chart to ``path`` (see the module doc); returns the path."""
+def plot_sweep(rows: Sequence[SweepRow], path: str | Path, model: str) -> Path | None:
+    """Write the sweep chart to ``path`` (see the module doc); returns the path, or None (nothing
+    written) when no cell could be planned."""
     out = check_plot_path(path)
+    if not any(row.error is None and row.tokens is not None for row in rows):
+        return None
     plt = _pyplot()
     lines = sweep_series(rows)
     tps = sorted({row.tp for row in rows})
@@ -48,8 +52,9 @@ def plot_sweep(rows: Sequence[SweepRow], path: str | Path, model: str) -> Path:
         planned = [cell for cell in cells if cell.error is None and cell.tokens is not None]
         colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
         xs = [tps.index(cell.tp) for cell in planned]
-        tokens_ax.plot(xs, [cell.tokens for cell in planned], marker="o", color=colour, label=label, linewidth=2)
-        conc_ax.plot(xs, [cell.concurrency for cell in planned], marker="o", color=colour, label=label, linewidth=2)
+        name = _plain(label)
+        tokens_ax.plot(xs, [cell.tokens for cell in planned], marker="o", color=colour, label=name, linewidth=2)
+        conc_ax.plot(xs, [cell.concurrency for cell in planned], marker="o", color=colour, label=name, linewidth=2)
     length = next((row.request_length for row in rows if row.request_length is not None), None)
     for ax, title in ((tokens_ax, "KV cache tokens per worker"),
                       (conc_ax, f"{length:,}-token requests at once" if length else "requests at once")):  # fmt: skip
@@ -60,7 +65,7 @@ def plot_sweep(rows: Sequence[SweepRow], path: str | Path, model: str) -> Path:
     conc_ax.legend(loc="best", fontsize=8, frameon=False)
     failed = sum(1 for row in rows if row.error is not None)
     note = f" ({failed} cell{'s' if failed > 1 else ''} could not be planned)" if failed else ""
-    fig.suptitle(f"{model}: sweep over TP and GPU{note}", fontsize=11)
+    fig.suptitle(_plain(f"{model}: sweep over TP and GPU{note}"), fontsize=11)
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)

@@ -5,8 +5,11 @@ from a :class:`~.request.DeploymentRequest`: every setting the user gave (or a f
 SGLang's own spelling, and nothing SGLang would choose the same way itself on that GPU (its
 launch defaults are what the plan already applied). Pasting the command back
 (``kvstrategies plan --gpu G -- <command>``) plans the same deployment
-(``tests/sglang/test_run_command.py``). What a launch command cannot say -- the GPU itself, a KV
-budget or weights given by hand, a draft's layer count -- is listed in :attr:`SGLangCommand.notes`.
+(``tests/sglang/test_run_command.py``, ``tests/sglang/test_printed_command.py``); for a release
+other than the newest a note says how (``plan it again: kvstrategies plan --gpu G --sglang-version V
+-- <this command>``), as a launch command cannot name its release. What a launch command cannot
+say -- the GPU itself, a KV budget or weights given by hand, a draft's layer count -- is listed in
+:attr:`SGLangCommand.notes`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ _FLAGS: tuple[tuple[str, str], ...] = (
     ("pp_size", "--pp-size"),
     ("dcp_size", "--dcp-size"),
     ("attn_dp_size", "--attn-dp-size"),
+    ("ep_size", "--ep-size"),
+    ("moe_runner_backend", "--moe-runner-backend"),
     ("dp_replicas", "--dp-size"),
     ("model_dtype", "--dtype"),
     ("kv_cache_dtype", "--kv-cache-dtype"),
@@ -44,7 +49,9 @@ _FLAGS: tuple[tuple[str, str], ...] = (
     ("disable_radix_cache", "--disable-radix-cache"),
 )
 #: fields whose default is 1 (printed only above it)
-_ONE_DEFAULT = frozenset({"pp_size", "dcp_size", "attn_dp_size", "dp_replicas"})
+_ONE_DEFAULT = frozenset({"pp_size", "dcp_size", "attn_dp_size", "dp_replicas", "ep_size"})
+#: fields whose SGLang default is a word (printed only when another one was planned)
+_WORD_DEFAULT = {"moe_runner_backend": "auto"}
 #: launch-extras fields whose flag is not ``--`` + the field name
 _EXTRA_FLAG = {"cuda_graph_max_bs": "--cuda-graph-max-bs-decode"}
 #: ``--weight-quantization`` -> SGLang's ``--quantization`` (the reverse of launch_command.QUANTIZATION)
@@ -69,7 +76,10 @@ class SGLangCommand:
 
 
 def model_path(req: DeploymentRequest) -> str:
-    """What SGLang's ``--model-path`` takes: a preset's or shipped checkpoint's HF id, else MODEL as given."""
+    """What SGLang's ``--model-path`` takes: a preset's or shipped checkpoint's HF id, a
+    ``config.json`` file's folder (SGLang loads a folder or an HF id), else MODEL as given."""
+    from pathlib import Path
+
     from ..checkpoints import find_shipped
     from ..presets import preset_index
 
@@ -77,7 +87,12 @@ def model_path(req: DeploymentRequest) -> str:
     if preset is not None:
         return preset_index()[str(preset)]
     shipped = find_shipped(req.model)
-    return shipped.hf_id if shipped is not None else req.model
+    if shipped is not None:
+        return shipped.hf_id
+    given = Path(req.model)
+    if given.name == "config.json" and given.is_file():
+        return str(given.parent)
+    return req.model
 
 
 def gpu_count(count: int, name: str) -> str:
@@ -132,6 +147,8 @@ def sglang_command(req: DeploymentRequest) -> SGLangCommand:
         value = getattr(req, field)
         if value is None or value is False or (field in _ONE_DEFAULT and value == 1):
             continue
+        if _WORD_DEFAULT.get(field) == value:
+            continue
         argv += [flag] if value is True else [flag, _value(value)]
     if req.device != "cuda":
         argv += ["--device", req.device]
@@ -143,7 +160,18 @@ def sglang_command(req: DeploymentRequest) -> SGLangCommand:
     notes = _notes(req)
     if missing:
         notes.append(f"{req.release.label} has no {', '.join(missing)} (a later release's flag)")
+    if req.release != NEWEST_SGLANG:
+        notes.append(plan_again(req))
     return SGLangCommand(env, tuple(argv), tuple(notes))
+
+
+def plan_again(req: DeploymentRequest) -> str:
+    """How to plan the command again for the request's release (not the newest, whose launch
+    rules a bare ``kvstrategies plan -- <command>`` applies): ``plan it again: kvstrategies plan
+    --gpu G --sglang-version V -- <this command>``."""
+    gpu = [] if req.gpu is None else ["--gpu", req.gpu.name]
+    words = ["plan", *gpu, "--sglang-version", req.release.text, "--"]
+    return f"plan it again: kvstrategies {' '.join(shlex.quote(word) for word in words)} <this command>"
 
 
 def _release_spelling(req: DeploymentRequest, argv: list[str]) -> tuple[list[str], list[str]]:

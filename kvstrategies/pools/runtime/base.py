@@ -8,6 +8,7 @@ pool maps ids through its layout attributes.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
@@ -51,6 +52,20 @@ def plain_loc(loc: Loc) -> torch.Tensor:
             f"loc must be a location tensor (from this pool's allocator), got {type(bare).__name__} {bare!r:.40}"
         )
     return bare
+
+
+def check_layer_id(layer_id: object, pool_class: str) -> int:
+    """``layer_id`` as an int: any integer (``int``, ``numpy.int64``, a one-element integer
+    tensor), never a bool, a float or a string (SGLang's pools index per-layer lists with it)."""
+    if not isinstance(layer_id, bool):
+        try:
+            return operator.index(layer_id)  # type: ignore[arg-type]
+        except (TypeError, RuntimeError):
+            pass
+    raise KVCacheConfigError(
+        f"layer_id must be an integer layer id of this {pool_class} (a global model layer id), got "
+        f"{type(layer_id).__name__} {layer_id!r:.40}"
+    )
 
 
 def torch_dtype(dtype: Any) -> torch.dtype:
@@ -150,8 +165,9 @@ class TypedPool(BuiltPool):
 
     # ---- layer ids -----------------------------------------------------------------------------
     def local_layer(self, layer_id: int) -> int:
-        """``layer_id - start_layer``; a layer outside ``[start_layer, end_layer)`` raises."""
-        index = layer_id - self.start_layer
+        """``layer_id - start_layer``; a layer id that is not an integer, or outside
+        ``[start_layer, end_layer)``, raises."""
+        index = check_layer_id(layer_id, self.layout.pool_class) - self.start_layer
         if not 0 <= index < self.layer_num:
             raise KVCacheConfigError(
                 f"layer_id {layer_id} is not held by this {self.layout.pool_class} (layers "
@@ -248,10 +264,10 @@ class ReadOnlyKVPool(TypedPool):
 
     def get_key_buffer(self, layer_id: int) -> torch.Tensor:
         """``k_buffer[layer_id - start_layer]`` where the pool has one (NPU pools)."""
-        return self.buffer(f"k_buffer[{layer_id - self.start_layer}]")
+        return self.buffer(f"k_buffer[{check_layer_id(layer_id, self.layout.pool_class) - self.start_layer}]")
 
     def get_value_buffer(self, layer_id: int) -> torch.Tensor:
-        return self.buffer(f"v_buffer[{layer_id - self.start_layer}]")
+        return self.buffer(f"v_buffer[{check_layer_id(layer_id, self.layout.pool_class) - self.start_layer}]")
 
     def register_mapping(self, mapping: torch.Tensor) -> None:
         """Keep the allocator's full-to-SWA mapping (DSV4 uses the SWA allocator)."""

@@ -20,7 +20,7 @@ from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...kernels.reference import Scale
 from ...models.minimax import MiniMaxLocalLayers
 from ..build import BuiltPool
-from .base import KVWriteLoc, Loc, TypedPool, plain_loc
+from .base import KVWriteLoc, Loc, TypedPool, check_layer_id, plain_loc
 from .mamba import MambaPool
 from .mha import MHATokenToKOnlyPool, MHATokenToKVPool
 from .mla import MLATokenToKVPool
@@ -84,6 +84,7 @@ class SWAKVPool(TypedPool):
 
     def route(self, layer_id: int) -> tuple[Any, int, bool]:
         """``(sub-pool, dense index, is_swa)`` of a global layer id."""
+        layer_id = check_layer_id(layer_id, "SWAKVPool")
         if layer_id not in self.layers_mapping:
             raise KVCacheConfigError(
                 f"layer_id {layer_id} is neither a full nor an SWA layer of this SWAKVPool "
