@@ -659,3 +659,21 @@ def test_speculative_step_reads_an_unset_page_as_page_1() -> None:
     res = ResolutionDraft.of(replace(resolve_launch_defaults(LLAMA_KV8, h100, settings=settings), page_size=None))
     speculative_step(LaunchInputs(LLAMA_KV8, h100, settings=settings), res)
     assert res.page_size is None
+
+
+def test_the_draft_and_the_resolution_hold_the_same_settings() -> None:
+    """``ResolutionDraft`` repeats :class:`LaunchResolution`'s fields (a frozen dataclass cannot
+    share them with a mutable one): the same names, types and defaults, in the same order, so a
+    setting added to one and not the other fails here, not in a plan."""
+    from dataclasses import MISSING, fields
+
+    from kvstrategies.sglang.launch.defaults.core import LaunchResolution, ResolutionDraft
+
+    def settings(cls: type) -> list[tuple[str, object, object]]:
+        return [(f.name, f.type, f.default) for f in fields(cls) if f.name != "applied"]
+
+    assert settings(ResolutionDraft) == settings(LaunchResolution)
+    assert [f.name for f in fields(ResolutionDraft)][-1] == "applied" and len(settings(LaunchResolution)) == 30
+    assert fields(LaunchResolution)[0].default is MISSING  # the GPU's memory is always given
+    draft = ResolutionDraft(gpu_mem_mib=80_000.0, page_size=64)
+    assert ResolutionDraft.of(draft.freeze()) == draft
