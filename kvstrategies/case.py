@@ -320,8 +320,12 @@ def parse_case(
     is_vllm = _engine(merged) == VLLM
     if is_vllm:
         release = parse_release(merged["vllm_version"], VLLM, field="case field 'vllm_version'")
+        if merged["sglang_version"] is not None:  # not the engine planned, but never a silent bogus value
+            parse_release(merged["sglang_version"], field="case field 'sglang_version'")
     else:
         release = parse_release(merged["sglang_version"], field="case field 'sglang_version'")
+        if merged["vllm_version"] is not None:
+            parse_release(merged["vllm_version"], VLLM, field="case field 'vllm_version'")
         require_loadable(geometry.model_type, release)
         _require_server_arguments(merged, release)
         require_release_kv_cache_dtype(str(merged["kv_cache_dtype"]), release)

@@ -106,19 +106,12 @@ def split_launch_command(argv: Sequence[str]) -> tuple[list[str], LaunchCommand 
     if is_vllm_command(pasted):
         command = translate_vllm(pasted)
     else:
-        command = translate(pasted, parse_release(_option_value(args[1:cut], "--sglang-version")))
+        # the release as argparse reads it (a unique prefix such as --sglang-ver counts), so the pasted
+        # command is read with the flags of the release that is planned
+        release = _parser("plan").parse_known_args(["plan", *args[1:cut]])[0].sglang_version
+        command = translate(pasted, parse_release(release))
     return ["plan", *command.plan_args, *args[1:cut]], command
 
-
-def _option_value(args: Sequence[str], option: str) -> str | None:
-    """The last value given to ``option`` (``--opt X`` or ``--opt=X``) among ``args``, else None."""
-    value = None
-    for index, token in enumerate(args):
-        if token == option and index + 1 < len(args):
-            value = args[index + 1]
-        elif token.startswith(option + "="):
-            value = token.partition("=")[2]
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

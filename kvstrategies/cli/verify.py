@@ -62,6 +62,11 @@ def run(args: argparse.Namespace) -> int:
             grid, recorded=args.recorded, record=args.record, workers=args.jobs, as_json=args.json,
             show_equal=args.show_equal, sglang_version=args.sglang_version,
         )
+    other = {"vllm": ("sglang_version", "--sglang-version", "sglang"),
+             "sglang": ("vllm_version", "--vllm-version", "vllm")}  # fmt: skip
+    dest, flag, engine = other[args.against]
+    if getattr(args, dest, None) is not None:  # the other engine's release would be ignored
+        raise KVCacheConfigError(f"verify: {flag} goes with --against {engine}; drop it or verify against {engine}")
     if args.record is not None or args.json or args.show_equal or args.jobs is not None:
         raise KVCacheConfigError("verify: --record, --jobs, --show-equal and --json go with --launch")
     if args.against == "vllm":

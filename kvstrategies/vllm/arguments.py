@@ -38,6 +38,7 @@ SGLANG_ONLY: dict[str, tuple[str, str]] = {
     "speculative_algorithm": ("--speculative-algorithm", "speculative decoding is not modelled for vLLM"),
     "swa_full_tokens_ratio": ("--swa-full-tokens-ratio", "vLLM's hybrid allocator shares one block pool"),
     "checkpoint": ("--checkpoint", "give the checkpoint folder as MODEL"),
+    "sglang_version": ("--sglang-version", "use --vllm-version"),
 }
 _DEFAULTS: dict[str, Any] = {"dcp": 1, "dp_size": 1, "attn_dp": None, "ep_size": None, "pp_rank": 0,
                              "enable_dp_attention": False, "device": "cuda"}  # fmt: skip
@@ -65,14 +66,15 @@ def add_vllm_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def is_vllm_plan(args: argparse.Namespace) -> bool:
-    """``plan`` asked for vLLM (``--engine vllm`` or ``--vllm-version``)."""
-    return getattr(args, "engine", None) == VLLM or getattr(args, "vllm_version", None) is not None
+    """``plan`` asked for vLLM (``--engine vllm``, or ``--vllm-version`` without ``--engine sglang``)."""
+    engine = getattr(args, "engine", None)
+    return engine == VLLM or (engine is None and getattr(args, "vllm_version", None) is not None)
 
 
 def check_engine_flags(args: argparse.Namespace) -> None:
     """vLLM's flags need ``--engine vllm``; with it, SGLang's spellings are refused naming vLLM's."""
     if not is_vllm_plan(args):
-        given = [d for d in VLLM_DESTS if getattr(args, d, None) not in (None, False)]
+        given = [d for d in (*VLLM_DESTS, "vllm_version") if getattr(args, d, None) not in (None, False)]
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise KVCacheConfigError(f"{flag} is a vLLM engine argument; add --engine vllm to plan for vLLM")

@@ -136,3 +136,54 @@ def test_the_flag_release_table_is_as_its_tool_writes_it(monkeypatch: pytest.Mon
     # 0.5.15 lacks --attn-dp-size and has its own --dsa-prefill-cp-mode (one value)
     assert "--attn-dp-size" in FLAGS_MISSING["0.5.15"]
     assert FLAGS_EXTRA["0.5.15"]["--dsa-prefill-cp-mode"] == ("--dsa-prefill-cp-mode", "1")
+
+
+@pytest.mark.parametrize("spelling", ["--sglang-version", "--sglang-ver", "--sglang-v"])
+def test_an_abbreviated_release_flag_reads_the_pasted_command_with_that_release(
+    spelling: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """argparse accepts a unique prefix of ``--sglang-version``; the pasted command must then be read
+    with that release's flags too (0.5.18 has no ``--attn-dp-size``), as with the full spelling."""
+    code, _, err = run(capsys, "plan", "--gpu", "H100", spelling, "0.5.18", "--", "python", "-m",
+                       "sglang.launch_server", "--model-path", "llama-3.1-8b", "--attn-dp-size", "1")  # fmt: skip
+    assert code == 2 and "not an SGLang 0.5.18 server flag" in err
+    code, _, err = run(capsys, "plan", "--gpu", "H100", f"{spelling}=0.5.18", "--", "python", "-m",
+                       "sglang.launch_server", "--model-path", "llama-3.1-8b", "--attn-dp-size", "1")  # fmt: skip
+    assert code == 2 and "not an SGLang 0.5.18 server flag" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["plan", "llama-3.1-8b", "--gpu", "H100", "--engine", "vllm", "--sglang-version", "9.9.9"],
+         "--sglang-version is SGLang's; with --engine vllm use --vllm-version"),
+        (["plan", "llama-3.1-8b", "--gpu", "H100", "--engine", "sglang", "--vllm-version", "0.33.0"],
+         "--vllm-version is a vLLM engine argument; add --engine vllm"),
+        (["verify", "--against", "vllm", "--recorded", "--sglang-version", "9.9"],
+         "--sglang-version goes with --against sglang"),
+        (["verify", "--against", "sglang", "--recorded", "--vllm-version", "0.33.0"],
+         "--vllm-version goes with --against vllm"),
+    ],
+    ids=["plan-vllm-sglang-version", "plan-sglang-vllm-version", "verify-vllm-sglang-version",
+         "verify-sglang-vllm-version"],
+)
+def test_a_release_flag_of_the_engine_not_planned_is_refused(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A release flag of the other engine would be silently ignored: it is refused, naming the flag
+    that goes with the engine planned."""
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and message in err
+
+
+@pytest.mark.parametrize(("field", "value"), [("vllm_version", "bogus"), ("sglang_version", "9.9")])
+def test_a_case_checks_both_release_fields(field: str, value: str) -> None:
+    """A case for SGLang with a bogus ``vllm_version`` (or for vLLM with a bogus ``sglang_version``)
+    is refused naming the field, though that engine is not the one planned."""
+    from kvstrategies.case import parse_case
+
+    case: dict[str, object] = {"preset": "llama-3.1-8b", "available_bytes": 10 * 2**30, field: value}
+    if field == "sglang_version":
+        case["engine"] = "vllm"
+    with pytest.raises(KVCacheConfigError, match=f"case field '{field}'"):
+        parse_case(case)
