@@ -67,8 +67,10 @@ def run(args: argparse.Namespace) -> int:
     dest, flag, engine = other[args.against]
     if getattr(args, dest, None) is not None:  # the other engine's release would be ignored
         raise KVCacheConfigError(f"verify: {flag} goes with --against {engine}; drop it or verify against {engine}")
-    if args.record is not None or args.json or args.show_equal or args.jobs is not None:
-        raise KVCacheConfigError("verify: --record, --jobs, --show-equal and --json go with --launch")
+    given = [flag for flag, value in (("--record", args.record), ("--jobs", args.jobs)) if value is not None]
+    given += [flag for flag, value in (("--show-equal", args.show_equal), ("--json", args.json)) if value]
+    if given:
+        raise KVCacheConfigError(f"verify: {' and '.join(given)} go{'es' if len(given) == 1 else ''} with --launch")
     if args.against == "vllm":
         from ..vllm.bridge.verify import format_report as format_vllm
         from ..vllm.bridge.verify import verify as verify_vllm

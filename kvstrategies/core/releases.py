@@ -30,6 +30,8 @@ SGLANG = "sglang"
 VLLM = "vllm"
 #: the engines a release can name (the engine axis); display names for messages
 ENGINE_NAMES: Mapping[str, str] = {SGLANG: "SGLang", VLLM: "vLLM"}
+#: the article each name takes when read aloud ("an ess-GLang release", "a vee-LLM release")
+_ARTICLES: Mapping[str, str] = {SGLANG: "an", VLLM: "a"}
 #: every SGLang release line the project models, oldest first. 0.5.15 is the last release with
 #: the ModelRunner KV-cache mixin; 0.5.16 the first with ``KVCacheConfigurator``.
 SGLANG_RELEASE_LINES: tuple[str, ...] = (
@@ -125,7 +127,8 @@ def parse_release(value: object, engine: str = SGLANG, *, field: str = "--sglang
     names = ", ".join(r.text for r in known)
     display = ENGINE_NAMES.get(engine, engine)
     raise KVCacheConfigError(
-        f"{field} {text!r:.40} is not an {display} release kvstrategies models; supported: {names} "
+        f"{field} {text!r:.40} is not {_ARTICLES.get(engine, 'a')} {display} release kvstrategies models; "
+        f"supported: {names} "
         f"(a .postN build is its release line)"
     )
 

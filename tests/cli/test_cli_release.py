@@ -187,3 +187,13 @@ def test_a_case_checks_both_release_fields(field: str, value: str) -> None:
         case["engine"] = "vllm"
     with pytest.raises(KVCacheConfigError, match=f"case field '{field}'"):
         parse_case(case)
+
+
+def test_the_release_messages_read_right(capsys: pytest.CaptureFixture[str]) -> None:
+    """"not a vLLM release" (not "an vLLM"); verify names only the --launch flags that were given."""
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--engine", "vllm", "--vllm-version", "0.1")
+    assert code == 2 and "--vllm-version '0.1' is not a vLLM release" in err
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.1")
+    assert code == 2 and "--sglang-version '0.1' is not an SGLang release" in err
+    code, _, err = run(capsys, "verify", "--against", "vllm", "--recorded", "--json")
+    assert code == 2 and "verify: --json goes with --launch" in err and "--record" not in err.replace("--recorded", "")
