@@ -36,7 +36,7 @@ def add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
         help="plan a config whose architecture SGLang does not serve as the served architecture NAME",
     )  # fmt: skip
     par = parser.add_argument_group("parallelism (SGLang names accepted)")
-    par.add_argument("--pp-size", "--pipeline-parallel-size", dest="pp_size", type=int, default=1)
+    par.add_argument("--pp", "--pp-size", "--pipeline-parallel-size", dest="pp_size", type=int, default=1)
     par.add_argument("--dcp", "--dcp-size", "--decode-context-parallel-size", dest="dcp", type=int, default=1,
                      help="decode-context-parallel size")  # fmt: skip
     par.add_argument("--attn-dp", "--attn-dp-size", "--attention-data-parallel-size", dest="attn_dp", type=int,

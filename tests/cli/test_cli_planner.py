@@ -220,3 +220,15 @@ def test_a_bad_byte_size_names_its_flag(flag: str, value: str, says: str, capsys
     assert main(["plan", "llama-3.1-8b", "--gpu", "H100", flag, value]) == 2
     err = capsys.readouterr().err
     assert f"{flag}: " in err and says in err and len(err.strip().splitlines()) == 1
+
+
+def test_pp_is_the_pipeline_size_as_tp_is_the_tensor_size(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--pp 3`` was ambiguous (a prefix of --pp-size and --pp-rank) while ``--tp`` worked: it is
+    the pipeline-parallel size now, as ``--pp-size`` is."""
+    from kvstrategies.cli.app import main as run_cli
+
+    answers = []
+    for flag in ("--pp", "--pp-size"):
+        assert run_cli(["plan", "llama-3.1-70b", "--gpu", "H100", "--tp", "2", flag, "2", "--json"]) == 0
+        answers.append(json.loads(capsys.readouterr().out)["sizes"]["max_total_num_tokens"])
+    assert answers[0] == answers[1] > 0
