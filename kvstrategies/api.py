@@ -12,7 +12,7 @@ from .core.torch_import import import_torch
 from .core.validate import MAX_INT64, check_bool, check_instance, check_int, check_opt_int
 from .errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from .pools.layout import KVPoolsLayout
-from .strategies.base import PoolConfigurator, StateReservation, Strategy
+from .strategies.base import PoolConfigurator, StateReservation, Strategy, require_pool_configurator
 from .strategies.budget_check import check_layout_within_budget
 from .strategies.registry import select_configurator, select_pool_configurator
 from .strategies.resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
@@ -67,15 +67,6 @@ def _layout(
         raise LayoutError(str(exc), configurator, sizes, capped, pool_sizes, adopted) from exc
 
 
-def _pool_configurator(strategy: Strategy) -> PoolConfigurator:
-    """``strategy`` where SGLang's steps need a :class:`PoolConfigurator` (a vLLM plan never reaches them)."""
-    if not isinstance(strategy, PoolConfigurator):
-        raise UnsupportedConfigurationError(
-            f"{type(strategy).__name__} is not an SGLang PoolConfigurator: its plan has no SGLang sizing steps"
-        )
-    return strategy
-
-
 @dataclass(frozen=True)
 class Plan:
     """A planned deployment (torch-free).
@@ -109,7 +100,7 @@ class Plan:
         """The SGLang strategy's cell (its cost's slope), or the vLLM plan's bytes per block token."""
         if self.vllm is not None:
             return self.vllm.cell_size_bytes
-        return _pool_configurator(self.configurator).cell_size_bytes
+        return require_pool_configurator(self.configurator).cell_size_bytes
 
     @property
     def planned_bytes(self) -> int:
@@ -204,7 +195,7 @@ class SizedPlan:
         target = self.target
         if target is None:
             return self._whole
-        configurator = _pool_configurator(target.resolution.configurator)
+        configurator = require_pool_configurator(target.resolution.configurator)
         layout = _layout(configurator, target.pool_sizes, target.sizes, target.capped)
         if target.pool_sizes is target.sizes:  # a layout at an asked size (max_tokens, what-if) follows that size
             check_layout_within_budget(type(configurator).__name__, layout, self.available_bytes, self.ctx.page_size,
@@ -298,7 +289,7 @@ def _size_target(
 ) -> _TargetSizes:
     """Resolve, size and finalise a (non-draft) rank; the pools are not laid out here."""
     resolution = resolve(ctx, available_bytes)
-    configurator = _pool_configurator(resolution.configurator)
+    configurator = require_pool_configurator(resolution.configurator)
     reservation = reserve_state(configurator, available_bytes)
     sizes = finalize(configurator, profiled_sizes(configurator, reservation))
     capped = None

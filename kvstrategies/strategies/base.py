@@ -190,6 +190,19 @@ class PoolConfigurator(Strategy):
         return f"{type(self).__name__}(cell_size_bytes={self.cell_size_bytes!r})"
 
 
+def require_pool_configurator(strategy: Strategy) -> PoolConfigurator:
+    """``strategy`` where SGLang's sizing steps need a :class:`PoolConfigurator`; a strategy of another
+    engine (the vLLM ones) has none of those steps, and is refused."""
+    if not isinstance(strategy, PoolConfigurator):
+        from ..errors import UnsupportedConfigurationError
+
+        raise UnsupportedConfigurationError(
+            f"{type(strategy).__name__} sizes {strategy.engine} contexts, not through SGLang's pool "
+            "configurator steps; plan it with kvstrategies.plan"
+        )
+    return strategy
+
+
 def _require_requests(sizes: PoolSizes) -> int:
     from ..errors import KVCacheConfigError
 

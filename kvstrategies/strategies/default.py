@@ -158,9 +158,14 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return CacheCost(self.base_cell_size_bytes, rounding=Rounding.FLOOR_AT_ZERO)
 
     @cached_property
+    def draft_cell(self) -> int:
+        """The bytes per token a speculative target's draft adds: ``draft_cell_bytes(base_cell)`` (0 without one)."""
+        return self.draft_cell_bytes(self.base_cell_size_bytes)
+
+    @cached_property
     def draft_cost(self) -> CacheCost:
-        """A speculative target's draft: ``T * draft_cell_bytes(base_cell)`` bytes (0 without one)."""
-        return CacheCost(self.draft_cell_bytes(self.base_cell_size_bytes), rounding=Rounding.FLOOR_AT_ZERO)
+        """A speculative target's draft: ``T * draft_cell`` bytes."""
+        return CacheCost(self.draft_cell, rounding=Rounding.FLOOR_AT_ZERO)
 
     @cached_property
     def cost(self) -> CacheCost:
@@ -169,10 +174,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     @cached_property
     def cell_size_bytes(self) -> int:
-        """Final int bytes per token slot: the base cell plus the draft's."""
-        cell = self.cost.slope
-        assert isinstance(cell, int)  # both terms are ints
-        return cell
+        """Final int bytes per token slot: the base cell plus the draft's (:attr:`cost`'s slope)."""
+        return self.base_cell_size_bytes + self.draft_cell
 
     # MLA ------------------------------------------------------------------------------
     def mla_kv_cache_dim(self) -> int:

@@ -255,14 +255,19 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         return DraftLayers(full=depth - swa - swa_full, swa=swa, swa_full=swa_full)
 
     @cached_property
-    def draft_cost(self) -> CacheCost:
-        """A DFLASH-family target's draft: its known cell times DCP per full token (as
+    def draft_cell(self) -> int:
+        """A DFLASH-family target's draft bytes per full token: its known cell times DCP (as
         DefaultPoolConfigurator.__init__ draft scaling), else 0. EAGLE drafts are pool layers (:attr:`draft_layers`)."""
         spec = self.ctx.speculative
         value = spec.dflash_draft_cell_size_per_token
         if not self.ctx.is_draft_worker and spec.algorithm.is_dflash_family and value is not None and value > 0:
-            return CacheCost(value * self.ctx.parallel.dcp_size, rounding=Rounding.FLOOR)
-        return CacheCost(0, rounding=Rounding.FLOOR)
+            return value * self.ctx.parallel.dcp_size
+        return 0
+
+    @cached_property
+    def draft_cost(self) -> CacheCost:
+        """The draft's cost: ``T * draft_cell`` bytes."""
+        return CacheCost(self.draft_cell, rounding=Rounding.FLOOR)
 
     @property
     def full_cell(self) -> int:
@@ -543,16 +548,18 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
 
     @property
     def full_token_cost(self) -> CacheCost:
-        """Per full token once the SWA pool is fixed: ``full_cell + swa_pt*draft.swa_full`` plus the draft's."""
-        pools = self.full_cell + self.swa_bytes_per_layer * self.draft_layers.swa_full
-        return CacheCost(pools, rounding=Rounding.FLOOR) + self.draft_cost
+        """Per full token once the SWA pool is fixed: the pools' bytes plus the draft's."""
+        return CacheCost(self.full_pools_cell, rounding=Rounding.FLOOR) + self.draft_cost
+
+    @property
+    def full_pools_cell(self) -> int:
+        """``full_cell + swa_pt*draft.swa_full``: the pools' bytes per full token once the SWA pool is fixed."""
+        return self.full_cell + self.swa_bytes_per_layer * self.draft_layers.swa_full
 
     @property
     def full_token_cell(self) -> int:
         """Int bytes per full token once the SWA pool is fixed (:attr:`full_token_cost`'s slope)."""
-        cell = self.full_token_cost.slope
-        assert isinstance(cell, int)  # every term is an int
-        return cell
+        return self.full_pools_cell + self.draft_cell
 
     def capped_cost(self, page_size: int) -> CacheCost:
         """:attr:`full_token_cost` with the SWA pool as its intercept: ``ceil_align(cap, P) * swa_cell`` bytes."""

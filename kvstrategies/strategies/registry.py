@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from ..context import KVCacheContext, is_hybrid_swa
 from ..errors import UnsupportedConfigurationError
-from .base import PoolConfigurator, Strategy
+from .base import PoolConfigurator, Strategy, require_pool_configurator
 from .checks import is_ascend_device, is_vllm, uses_dsv4_pools, uses_mamba_pools
 
 
@@ -115,10 +115,4 @@ def select_configurator(ctx: KVCacheContext) -> Strategy:
 
 def select_pool_configurator(ctx: KVCacheContext) -> PoolConfigurator:
     """The first applicable strategy for an SGLang-shaped ``ctx``: a :class:`PoolConfigurator`, else refused."""
-    strategy = select_configurator(ctx)
-    if not isinstance(strategy, PoolConfigurator):
-        raise UnsupportedConfigurationError(
-            f"{type(strategy).__name__} sizes {ctx.release.engine} contexts, not through SGLang's pool "
-            "configurator steps; plan it with kvstrategies.plan"
-        )
-    return strategy
+    return require_pool_configurator(select_configurator(ctx))
