@@ -11,7 +11,6 @@ config; a step that plans another config (``--assume-architecture``) makes a new
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -20,14 +19,12 @@ from ..models import ModelGeometry, parse_hf_config
 from .weights import WeightEstimate, estimate_weights
 
 
-@dataclass(frozen=True, eq=False)
 class ModelReading:
     """``config`` and, worked out at first use, its geometry and its weight estimates."""
 
-    config: Mapping[str, Any]
-    _estimates: dict[tuple[str | DType | None, str | None], WeightEstimate] = field(
-        default_factory=dict, init=False, repr=False
-    )
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = config
+        self._estimates: dict[tuple[str | DType | None, str | None], WeightEstimate] = {}
 
     @cached_property
     def geometry(self) -> ModelGeometry:

@@ -264,10 +264,10 @@ class ReadOnlyKVPool(TypedPool):
 
     def get_key_buffer(self, layer_id: int) -> torch.Tensor:
         """``k_buffer[layer_id - start_layer]`` where the pool has one (NPU pools)."""
-        return self.buffer(f"k_buffer[{check_layer_id(layer_id, self.layout.pool_class) - self.start_layer}]")
+        return self.buffer(f"k_buffer[{self.local_layer(layer_id)}]")
 
     def get_value_buffer(self, layer_id: int) -> torch.Tensor:
-        return self.buffer(f"v_buffer[{check_layer_id(layer_id, self.layout.pool_class) - self.start_layer}]")
+        return self.buffer(f"v_buffer[{self.local_layer(layer_id)}]")
 
     def register_mapping(self, mapping: torch.Tensor) -> None:
         """Keep the allocator's full-to-SWA mapping (DSV4 uses the SWA allocator)."""
