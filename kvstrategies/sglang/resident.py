@@ -18,7 +18,17 @@ rank):
   kernel (``CompressedTensorsWNA16TritonMoE``), which keeps the ``w13/w2_weight_g_idx`` and
   ``*_g_idx_sort_indices`` int32 buffers its parent creates (``compressed_tensors_wNa16_moe.py``,
   ``CompressedTensorsWNA16MoE.create_weights``); the CUDA Marlin path empties them:
-  ``2 x local experts x (hidden + columns) x 4`` bytes per MoE layer.
+  ``2 x local experts x (hidden + columns) x 4`` bytes per MoE layer;
+* **a self-draft's own embedding and LM head**: an MTP / NextN draft (the target checkpoint's
+  own MTP layers, no ``--speculative-draft-model-path`` of another model) builds a
+  ``VocabParallelEmbedding`` and a ``ParallelLMHead`` of its own (``Qwen3_5ForCausalLMMTP``,
+  ``DeepseekModelNextN``, ``Glm4MoeModelNextN``, ``MiMoV2MTP`` ...). They are swapped for the
+  target's tensors only in ``EAGLEWorkerV2.alloc_memory_pool`` (``init_lm_head`` ->
+  ``set_embed_and_head``), which ``Scheduler.init_memory_pools`` calls after
+  ``init_target_memory_pool`` has sized the KV cache from the free memory: while the pool is
+  sized both copies are resident (sgl-project/sglang#36452). ``rows x hidden x bytes`` each,
+  ``rows = pad(vocab, 64) / tp`` (padded to ``64 x tp`` when that does not divide:
+  ``VocabParallelEmbedding.__init__``); no head of its own when the embeddings are tied.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from typing import Any
 from ..models.hf import text_config
 from ..planner.moe_layout import MoELayout
 from ..planner.request import DeploymentRequest
-from ..planner.weights import ParamKind, WeightEstimate
+from ..planner.weights import ParamGroup, ParamKind, WeightEstimate
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ def resident_extras(
             _expert_padding(req, estimate, layout, share),
             _mla_copies(req, config, estimate, share),
             _rocm_wna16_indices(req, config, estimate, layout, share),
+            _self_draft_copies(req, config, estimate),
         )
         if extra is not None and extra.nbytes > 0
     ]
@@ -161,4 +172,49 @@ def _rocm_wna16_indices(
         int(per_layer * moe_layers * share),
         "g_idx and sort-index int32 buffers the Triton W4A16 MoE keeps (compressed_tensors_wNa16_moe.py, "
         "CompressedTensorsWNA16MoE.create_weights; the Marlin path on CUDA empties them)",
+    )
+
+
+#: the speculative algorithms whose draft worker is an ``EAGLEWorkerV2`` (NEXTN resolves to EAGLE)
+_EAGLE_FAMILY = frozenset({"EAGLE", "NEXTN", "MTP"})
+
+
+def vocab_rows_per_rank(vocab: int, tp: int) -> int:
+    """Rows of a vocab-parallel table one rank holds: ``pad(vocab, 64) / tp``, padding to
+    ``64 x tp`` when ``tp`` does not divide (``VocabParallelEmbedding.__init__``)."""
+    padded = -(-vocab // 64) * 64
+    if padded % tp:
+        padded = -(-vocab // (64 * tp)) * (64 * tp)
+    return padded // tp
+
+
+def is_self_draft(req: DeploymentRequest, estimate: WeightEstimate) -> bool:
+    """The draft is the target checkpoint's own MTP layers (EAGLE / NEXTN without another model)."""
+    algorithm = (req.speculative_algorithm or "").upper()
+    other = req.speculative_draft_model_path not in (None, "", req.model)
+    return algorithm in _EAGLE_FAMILY and estimate.mtp_params > 0 and not other
+
+
+def _self_draft_copies(
+    req: DeploymentRequest, config: Mapping[str, Any], estimate: WeightEstimate
+) -> ResidentExtra | None:
+    if not is_self_draft(req, estimate):
+        return None
+    t = text_config(config)
+    vocab, hidden = int(t["vocab_size"]), int(t["hidden_size"])
+    tied = bool(t.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
+    attn_tp = max(1, req.tp_size // max(1, req.attn_dp_size))
+    embed = ParamGroup("draft embed_tokens", vocab * hidden, ParamKind.EMBEDDING, 0, "embed_tokens")
+    head = ParamGroup("draft lm_head", vocab * hidden, ParamKind.LM_HEAD, 0, "lm_head")
+    embed_bytes = vocab_rows_per_rank(vocab, attn_tp) * hidden * estimate.fmt.bytes_for(embed)
+    head_bytes = 0.0 if tied else vocab_rows_per_rank(vocab, req.tp_size) * hidden * estimate.fmt.bytes_for(head)
+    # under PP the embedding sits on the first stage, the head on the last: the fullest rank has one
+    nbytes = embed_bytes + head_bytes if req.pp_size == 1 else max(embed_bytes, head_bytes)
+    what = "embedding" if tied else "embedding and LM head"
+    return ResidentExtra(
+        "draft embedding / head copies",
+        int(nbytes),
+        f"the MTP draft builds its own {what} and gives them back for the target's only after the KV "
+        "pool is sized (EAGLEWorkerV2.init_lm_head -> set_embed_and_head, called from alloc_memory_pool "
+        "after Scheduler.init_target_memory_pool)",
     )

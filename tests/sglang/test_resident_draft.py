@@ -1,0 +1,77 @@
+"""The MTP self-draft's own embedding and LM head, resident while the target's KV pool is sized.
+
+SGLang builds the draft model (``Qwen3_5ForCausalLMMTP``, ``DeepseekV3ForCausalLMNextN`` ...) with a
+``VocabParallelEmbedding`` and a ``ParallelLMHead`` of its own and swaps them for the target's only
+in ``EAGLEWorkerV2.alloc_memory_pool`` (``init_lm_head``), after ``Scheduler.init_target_memory_pool``
+has read the free memory: kvstrategies/sglang/resident.py, ``_self_draft_copies``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvstrategies.planner.gpus import lookup_gpu
+from kvstrategies.planner.request import DeploymentRequest
+from kvstrategies.planner.weights import estimate_weights
+from kvstrategies.sglang.load_refusals import request_layout
+from kvstrategies.sglang.resident import resident_extras, vocab_rows_per_rank
+
+PACKAGE = Path(__file__).resolve().parents[2] / "kvstrategies"
+QWEN35_27B: dict[str, Any] = json.loads((PACKAGE / "checkpoints" / "Qwen--Qwen3.5-27B" / "config.json").read_text())
+DEEPSEEK_V3: dict[str, Any] = json.loads((PACKAGE / "presets" / "deepseek-v3.json").read_text())
+NAME = "draft embedding / head copies"
+
+
+def _extras(config: dict[str, Any], **fields: Any) -> dict[str, int]:
+    req = DeploymentRequest("m", {"hf_config": config}, gpu=lookup_gpu("H200"), **fields)
+    extras = resident_extras(req, config, estimate_weights(config), request_layout(req, config))
+    return {e.name: e.nbytes for e in extras}
+
+
+def test_vocab_rows_pad_to_64_then_to_64_tp_when_tp_does_not_divide() -> None:
+    """248,320 = 3,880 x 64 rows: 124,160 a rank at TP 2; TP 3 does not divide it, so the table pads to
+    a multiple of 192: ceil(248,320 / 192) x 192 = 248,448, 82,816 a rank; 129,280 at TP 8: 16,160."""
+    assert vocab_rows_per_rank(248_320, 1) == 248_320
+    assert vocab_rows_per_rank(248_320, 2) == 124_160
+    assert vocab_rows_per_rank(248_320, 3) == 82_816
+    assert vocab_rows_per_rank(129_280, 8) == 16_160
+    assert vocab_rows_per_rank(100, 1) == 128
+
+
+def test_qwen35_mtp_draft_holds_a_bf16_embedding_and_head_while_the_pool_is_sized() -> None:
+    """Qwen3.5-27B (vocab 248,320, hidden 5,120, untied, bf16) at TP 1 with EAGLE: 2 x 248,320 x
+    5,120 x 2 B = 5,085,593,600 B (4.74 GiB, the figure of sgl-project/sglang#36452); at TP 2 half."""
+    assert _extras(QWEN35_27B, speculative_algorithm="EAGLE")[NAME] == 2 * 248_320 * 5_120 * 2 == 5_085_593_600
+    assert _extras(QWEN35_27B, speculative_algorithm="NEXTN", tp_size=2)[NAME] == 2 * 124_160 * 5_120 * 2
+
+
+def test_deepseek_nextn_draft_copies_at_tp8() -> None:
+    """DeepSeek-V3 (vocab 129,280, hidden 7,168) at TP 8: 2 x 16,160 x 7,168 x 2 B = 463,339,520 B."""
+    assert _extras(DEEPSEEK_V3, speculative_algorithm="EAGLE", tp_size=8)[NAME] == 463_339_520
+
+
+def test_tied_embeddings_leave_no_head_of_its_own() -> None:
+    """``tie_word_embeddings``: ``Qwen3_5ForCausalLMMTP`` points its head at its embedding."""
+    tied = {**QWEN35_27B, "tie_word_embeddings": True}
+    assert _extras(tied, speculative_algorithm="EAGLE")[NAME] == 248_320 * 5_120 * 2
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},  # no speculative decoding
+        {"speculative_algorithm": "NGRAM"},  # no draft model
+        {"speculative_algorithm": "EAGLE", "speculative_draft_model_path": "/some/eagle-draft"},  # another model
+    ],
+)
+def test_no_copies_without_a_self_draft(fields: dict[str, Any]) -> None:
+    assert NAME not in _extras(QWEN35_27B, **fields)
+
+
+def test_a_model_without_mtp_layers_has_no_self_draft() -> None:
+    llama = json.loads((PACKAGE / "presets" / "llama-3.1-8b.json").read_text())
+    assert NAME not in _extras(llama, speculative_algorithm="EAGLE")
