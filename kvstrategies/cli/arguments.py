@@ -75,6 +75,8 @@ def add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     srv.add_argument("--no-rocm-aiter", action="store_true",
                      help="ROCm without aiter (SGLANG_USE_AITER=0; SGLang's ROCm images set it to 1)")  # fmt: skip
     srv.add_argument("--attention-backend", default=None)
+    srv.add_argument("--mamba-ssm-dtype", default=None, choices=("float32", "bfloat16", "float16"),
+                     help="Mamba / linear-attention SSM state dtype (default: the config's, else float32)")  # fmt: skip
     srv.add_argument("--speculative-algorithm", default=None)
     srv.add_argument("--speculative-draft-layers", type=int, default=None, help="draft model layers (kvstrategies)")
     srv.add_argument("--speculative-num-draft-tokens", type=int, default=None)
@@ -264,5 +266,6 @@ def request_from_arguments(args: argparse.Namespace, gpu: Accelerator | None) ->
         ep_size=args.ep_size if isinstance(args.ep_size, int) else 1,
         moe_runner_backend=getattr(args, "moe_runner_backend", None),
         rocm_aiter=not getattr(args, "no_rocm_aiter", False),
+        mamba_ssm_dtype=getattr(args, "mamba_ssm_dtype", None),
         release=parse_release(getattr(args, "sglang_version", None)),
     )

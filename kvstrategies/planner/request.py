@@ -33,6 +33,9 @@ from .gpus import Accelerator
 GIB = 2**30
 
 
+#: SGLang's ``--mamba-ssm-dtype`` choices (the Mamba SSM state dtype; ``ServerArgs`` field help)
+MAMBA_SSM_DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16")
+
 @dataclass(frozen=True)
 class DeploymentRequest:
     """One deployment to plan, one rank's view.
@@ -55,6 +58,8 @@ class DeploymentRequest:
     ``ep_size``: SGLang's ``--ep-size`` (routed experts split over ``ep`` ranks, each over
     ``tp / ep``); ``moe_runner_backend``: ``--moe-runner-backend`` (``None``: SGLang's choice);
     ``rocm_aiter``: ``SGLANG_USE_AITER=1`` on ROCm, as SGLang's ROCm images set it.
+    ``mamba_ssm_dtype``: ``--mamba-ssm-dtype`` (``None``: the config's ``mamba_ssm_dtype``, else
+    float32; ``sglang.srt.configs.mamba_utils.mamba2_state_dtype``).
     ``release`` is the SGLang release planned for (``--sglang-version``; a release string such as
     ``"0.5.20"`` is accepted; default the newest supported): its launch defaults and sizing.
     """
@@ -100,6 +105,7 @@ class DeploymentRequest:
     ep_size: int = 1
     moe_runner_backend: str | None = None
     rocm_aiter: bool = True
+    mamba_ssm_dtype: str | None = None
     release: EngineRelease = NEWEST_SGLANG
 
     def __post_init__(self) -> None:
@@ -286,6 +292,11 @@ def validate_request(req: DeploymentRequest) -> None:
     check_int(req.ep_size, "--ep-size", minimum=1, maximum=MAX_PARALLEL_SIZE)
     if req.moe_runner_backend is not None and not isinstance(req.moe_runner_backend, str):
         raise KVCacheConfigError(f"--moe-runner-backend must be a backend name, got {req.moe_runner_backend!r:.80}")
+    if req.mamba_ssm_dtype is not None and req.mamba_ssm_dtype not in MAMBA_SSM_DTYPES:
+        raise KVCacheConfigError(
+            f"--mamba-ssm-dtype must be one of {', '.join(MAMBA_SSM_DTYPES)} (SGLang's choices), got "
+            f"{req.mamba_ssm_dtype!r:.80}"
+        )
     chunk = req.chunked_prefill_size
     if chunk is not None and chunk != -1:
         check_int(chunk, "--chunked-prefill-size", minimum=1, maximum=MAX_SETTING_INT,

@@ -41,6 +41,7 @@ _FLAGS: tuple[tuple[str, str], ...] = (
     ("max_running_requests", "--max-running-requests"),
     ("chunked_prefill_size", "--chunked-prefill-size"),
     ("attention_backend", "--attention-backend"),
+    ("mamba_ssm_dtype", "--mamba-ssm-dtype"),
     ("swa_full_tokens_ratio", "--swa-full-tokens-ratio"),
     ("speculative_algorithm", "--speculative-algorithm"),
     ("speculative_num_steps", "--speculative-num-steps"),

@@ -149,8 +149,13 @@ def case_fields(req: DeploymentRequest, model_dtype: str, launch: LaunchResoluti
         "disable_radix_cache": req.disable_radix_cache,
         "sglang_version": req.release.text,
     }
+    env: dict[str, str] = {}
     if req.allow_context_length_override:  # --allow-context-length-override is SGLang's env knob
-        case["env"] = {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}
+        env["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"] = "1"
+    if req.mamba_ssm_dtype is not None:  # ServerArgs sets the env knob (arg_groups/serving_hook.py)
+        env["SGLANG_MAMBA_SSM_DTYPE"] = req.mamba_ssm_dtype
+    if env:
+        case["env"] = env
     if launch is None:
         case.update(
             kv_cache_dtype=req.kv_cache_dtype or "auto",

@@ -75,3 +75,56 @@ def test_no_copies_without_a_self_draft(fields: dict[str, Any]) -> None:
 def test_a_model_without_mtp_layers_has_no_self_draft() -> None:
     llama = json.loads((PACKAGE / "presets" / "llama-3.1-8b.json").read_text())
     assert NAME not in _extras(llama, speculative_algorithm="EAGLE")
+
+
+# --- --mamba-ssm-dtype: ServerArgs sets SGLANG_MAMBA_SSM_DTYPE (arg_groups/serving_hook.py), which
+# sglang.srt.configs.mamba_utils.mamba2_state_dtype reads before the config's mamba_ssm_dtype ---------
+
+
+def _mamba_plan(capsys: pytest.CaptureFixture[str], *flags: str) -> dict[str, Any]:
+    from kvstrategies.cli.app import main
+
+    config = str(PACKAGE / "checkpoints" / "Qwen--Qwen3.5-27B" / "config.json")
+    assert main(["plan", config, "--available-bytes", "40GiB", "--json", *flags]) == 0
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return doc
+
+
+def test_mamba_ssm_dtype_bfloat16_halves_the_temporal_state(capsys: pytest.CaptureFixture[str]) -> None:
+    """Qwen3.5-27B's 48 GDN layers hold a temporal state of 48 heads x 128 x 128 and a conv state of
+    (2 x 16 x 128 + 48 x 128) x 3 = 30,720 bf16 values a slot: float32 (the config's) 48 x (786,432 x 4
+    + 30,720 x 2) = 153,944,064 B; bfloat16 48 x (786,432 x 2 + 61,440) = 78,446,592 B a slot, so the
+    40 GiB budget buys about twice the slots."""
+    default = _mamba_plan(capsys)
+    bf16 = _mamba_plan(capsys, "--mamba-ssm-dtype", "bfloat16")
+    temporal = {
+        doc["pool_sizes"]["max_mamba_cache_size"]: next(p for p in doc["pools"] if p["name"] == "mamba.temporal")
+        for doc in (default, bf16)
+    }
+    slots_default, slots_bf16 = sorted(temporal)
+    assert temporal[slots_default]["dtype"] == "torch.float32"
+    assert temporal[slots_bf16]["dtype"] == "torch.bfloat16"
+    assert temporal[slots_bf16]["shape"] == [48, slots_bf16 + 1, 48, 128, 128]
+    assert 48 * (786_432 * 4 + 30_720 * 2) == 153_944_064 and 48 * (786_432 * 2 + 30_720 * 2) == 78_446_592
+    assert slots_bf16 > 1.9 * slots_default
+
+
+def test_mamba_ssm_dtype_is_printed_and_read_back(capsys: pytest.CaptureFixture[str]) -> None:
+    """The printed command carries the flag, and a pasted command with it plans the same pools."""
+    from kvstrategies.cli.app import main
+
+    config = str(PACKAGE / "checkpoints" / "Qwen--Qwen3.5-27B" / "config.json")
+    assert main(["plan", config, "--gpu", "H200", "--mamba-ssm-dtype", "float16", "--brief"]) == 0
+    assert "--mamba-ssm-dtype float16" in capsys.readouterr().out
+    pasted = ["plan", "--available-bytes", "40GiB", "--json", "--", "python", "-m", "sglang.launch_server",
+              "--model-path", config, "--mamba-ssm-dtype", "bfloat16"]  # fmt: skip
+    assert main(pasted) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["pool_sizes"] == _mamba_plan(capsys, "--mamba-ssm-dtype", "bfloat16")["pool_sizes"]
+
+
+def test_a_mamba_ssm_dtype_outside_sglangs_choices_is_refused() -> None:
+    from kvstrategies.errors import KVCacheConfigError
+
+    with pytest.raises(KVCacheConfigError, match="--mamba-ssm-dtype must be one of float32, bfloat16, float16"):
+        DeploymentRequest("m", {"hf_config": QWEN35_27B}, available_bytes=2**30, mamba_ssm_dtype="fp8")
