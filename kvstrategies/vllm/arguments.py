@@ -39,6 +39,7 @@ SGLANG_ONLY: dict[str, tuple[str, str]] = {
     "swa_full_tokens_ratio": ("--swa-full-tokens-ratio", "vLLM's hybrid allocator shares one block pool"),
     "checkpoint": ("--checkpoint", "give the checkpoint folder as MODEL"),
     "sglang_version": ("--sglang-version", "use --vllm-version"),
+    "mamba_ssm_dtype": ("--mamba-ssm-dtype", "the vLLM plan keeps the SSM state dtype its model rule reads"),
 }
 _DEFAULTS: dict[str, Any] = {"dcp": 1, "dp_size": 1, "attn_dp": None, "ep_size": None, "pp_rank": 0,
                              "enable_dp_attention": False, "device": "cuda"}  # fmt: skip
