@@ -54,7 +54,37 @@ class _OneLineErrors(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         from ..planner.error_report import UsageError
 
-        raise UsageError(f"{message} (see {self.prog} --help)")
+        raise UsageError(f"{message}{_did_you_mean(self, message)} (see {self.prog} --help)")
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    """Every ``--`` option string of ``parser`` and of the subcommands built into it."""
+    found: set[str] = set()
+    stack = [parser]
+    while stack:
+        current = stack.pop()
+        found.update(o for o in current._option_string_actions if o.startswith("--"))
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+    return found
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    """``; did you mean --kv-cache-dtype?`` for each unrecognized option close to a known one."""
+    prefix = "unrecognized arguments: "
+    if not message.startswith(prefix):
+        return ""
+    import difflib
+
+    options = sorted(_options(parser))
+    guesses = []
+    for word in message[len(prefix) :].split():
+        name = word.split("=", 1)[0]
+        if name.startswith("--"):
+            close = difflib.get_close_matches(name, options, n=1, cutoff=0.8)
+            guesses += [f"{close[0]} for {name}"] if close else []
+    return f"; did you mean {', '.join(guesses)}?" if guesses else ""
 
 
 class _VersionAction(argparse.Action):

@@ -145,9 +145,14 @@ def canonical_flag(option: str, release: EngineRelease = NEWEST_SGLANG) -> tuple
         )
     having = releases_with_flag(option)
     elsewhere = f" (SGLang {', '.join(r.text for r in having)} {'has' if len(having) == 1 else 'have'} it)"
+    import difflib  # only on this error path
+
+    close = [] if having else difflib.get_close_matches(option, list(flags), n=1, cutoff=0.8)
+    guess = f" (did you mean {close[0]}?)" if close else ""
     raise KVCacheConfigError(
         f"{option} is not an {release.label} server flag{elsewhere if having else ''}, so SGLang would refuse the "
-        "command; kvstrategies' own flags (--gpu, --sglang-version, --request-length, --json, ...) go before the `--`"
+        f"command{guess}; kvstrategies' own flags (--gpu, --sglang-version, --request-length, --json, ...) go "
+        "before the `--`"
     )
 
 

@@ -81,9 +81,13 @@ def canonical_flag(option: str) -> tuple[str, str]:
     if matches:
         shown = ", ".join(sorted(m[0] for m in matches)[:5])
         raise KVCacheConfigError(f"{option} is ambiguous among vLLM's flags ({shown}); spell it out")
+    import difflib
+
+    close = difflib.get_close_matches(name, [f for f in VLLM_SERVE_FLAGS if f.startswith("--")], n=1, cutoff=0.8)
+    guess = f" (did you mean {close[0]}?)" if close else ""
     raise KVCacheConfigError(
-        f"{option} is not a {NEWEST_VLLM.label} `vllm serve` flag, so vLLM would refuse the command; kvstrategies' own "
-        "flags (--gpu, --request-length, --json, ...) go before the `--`"
+        f"{option} is not a {NEWEST_VLLM.label} `vllm serve` flag, so vLLM would refuse the command{guess}; "
+        "kvstrategies' own flags (--gpu, --request-length, --json, ...) go before the `--`"
     )
 
 
