@@ -270,8 +270,9 @@ def kv_budget(req: DeploymentRequest, model: ModelReading, launch: LaunchResolut
             f"DP attention: attention projections and the embedding sharded over attention-TP "
             f"{max(1, req.tp_size // req.attn_dp_size)}, the rest over TP {req.tp_size}"
         )
-    if req.speculative_algorithm is not None and "MTP" not in weight_source and req.weight_bytes is None:
-        assumptions.append("speculative draft: an external draft model's weights are not counted")
+    drafted = "MTP" in weight_source or "draft model weights" in weight_source
+    if req.speculative_algorithm is not None and not drafted and req.weight_bytes is None:
+        assumptions.append("speculative draft: no draft model's weights counted (no MTP layers, no draft config read)")
     return KVBudget(
         available_bytes=estimate.available_bytes,
         source="gpu",

@@ -28,7 +28,9 @@ rank):
   ``init_target_memory_pool`` has sized the KV cache from the free memory: while the pool is
   sized both copies are resident (sgl-project/sglang#36452). ``rows x hidden x bytes`` each,
   ``rows = pad(vocab, 64) / tp`` (padded to ``64 x tp`` when that does not divide:
-  ``VocabParallelEmbedding.__init__``); no head of its own when the embeddings are tied.
+  ``VocabParallelEmbedding.__init__``); no head of its own when the embeddings are tied;
+* **a separate draft model** (``--speculative-draft-model-path`` naming another model): loaded by
+  the draft worker before the pool is sized, all of it (:mod:`.draft_model`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from ..models.hf import text_config
 from ..planner.moe_layout import MoELayout
 from ..planner.request import DeploymentRequest
 from ..planner.weights import ParamGroup, ParamKind, WeightEstimate
+from .draft_model import draft_model_bytes, vocab_rows_per_rank
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ def resident_extras(
             _mla_copies(req, config, estimate, share),
             _rocm_wna16_indices(req, config, estimate, layout, share),
             _self_draft_copies(req, config, estimate),
+            _draft_model(req, estimate),
         )
         if extra is not None and extra.nbytes > 0
     ]
@@ -179,15 +183,6 @@ def _rocm_wna16_indices(
 _EAGLE_FAMILY = frozenset({"EAGLE", "NEXTN", "MTP"})
 
 
-def vocab_rows_per_rank(vocab: int, tp: int) -> int:
-    """Rows of a vocab-parallel table one rank holds: ``pad(vocab, 64) / tp``, padding to
-    ``64 x tp`` when ``tp`` does not divide (``VocabParallelEmbedding.__init__``)."""
-    padded = -(-vocab // 64) * 64
-    if padded % tp:
-        padded = -(-vocab // (64 * tp)) * (64 * tp)
-    return padded // tp
-
-
 def is_self_draft(req: DeploymentRequest, estimate: WeightEstimate) -> bool:
     """The draft is the target checkpoint's own MTP layers (EAGLE / NEXTN without another model)."""
     algorithm = (req.speculative_algorithm or "").upper()
@@ -217,4 +212,23 @@ def _self_draft_copies(
         f"the MTP draft builds its own {what} and gives them back for the target's only after the KV "
         "pool is sized (EAGLEWorkerV2.init_lm_head -> set_embed_and_head, called from alloc_memory_pool "
         "after Scheduler.init_target_memory_pool)",
+    )
+
+
+def _draft_model(req: DeploymentRequest, estimate: WeightEstimate) -> ResidentExtra | None:
+    path = req.speculative_draft_model_path
+    if path in (None, "", req.model) or is_self_draft(req, estimate) or req.speculative_algorithm is None:
+        return None
+    from .launch.apply import draft_config
+
+    config = draft_config(path)
+    if config is None:
+        return None
+    attn_tp = max(1, req.tp_size // max(1, req.attn_dp_size))
+    nbytes, how = draft_model_bytes(config, tp=req.tp_size, attn_tp=attn_tp)
+    return ResidentExtra(
+        "draft model weights",
+        nbytes,
+        f"the draft model ({how}), loaded by the draft worker before Scheduler.init_memory_pools sizes the "
+        "target's KV cache",
     )

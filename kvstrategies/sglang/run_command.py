@@ -44,6 +44,7 @@ _FLAGS: tuple[tuple[str, str], ...] = (
     ("mamba_ssm_dtype", "--mamba-ssm-dtype"),
     ("swa_full_tokens_ratio", "--swa-full-tokens-ratio"),
     ("speculative_algorithm", "--speculative-algorithm"),
+    ("speculative_draft_model_path", "--speculative-draft-model-path"),
     ("speculative_num_steps", "--speculative-num-steps"),
     ("speculative_eagle_topk", "--speculative-eagle-topk"),
     ("speculative_num_draft_tokens", "--speculative-num-draft-tokens"),

@@ -43,13 +43,15 @@ def test_plan_flags_sglang_refuses_are_refused_with_its_choices(capsys: pytest.C
     assert main(["plan", "llama-3.1-8b", "--gpu", "H100", "--kv-cache-dtype", "fp8_e4m3", "--json"]) == 0
 
 
-def test_the_fix_in_a_refusal_is_a_command_that_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    """The pasted command's draft refusal says to plan with --speculative-draft-layers before `--`:
-    that command plans."""
+def test_a_pasted_draft_path_that_does_not_exist_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A pasted ``--speculative-draft-model-path`` is planned (its weights: sglang/draft_model.py); one
+    that does not exist is named with what SGLang would do, and the draft's own folder plans."""
     launch = ["sglang", "serve", "--model-path", "llama-3.1-8b", "--speculative-algorithm", "EAGLE"]
     line = _error(capsys, "plan", "--gpu", "H100", "--", *launch, "--speculative-draft-model-path", "d")
-    assert "--speculative-draft-layers, before `--`" in line
-    assert main(["plan", "--gpu", "H100", "--speculative-draft-layers", "1", "--", *launch]) == 0
+    assert "--speculative-draft-model-path 'd': no such file or folder; SGLang could not load the draft model" in line
+    draft = tmp_path / "config.json"
+    draft.write_text((Path(__file__).parents[2] / "kvstrategies" / "presets" / "llama-3.1-8b.json").read_text())
+    assert main(["plan", "--gpu", "H100", "--", *launch, "--speculative-draft-model-path", str(tmp_path)]) == 0
 
 
 @pytest.mark.parametrize("argv", [["sweep", "deepseek-v2-lite", "--gpu", "H100", "--pp-rank", "\r"],

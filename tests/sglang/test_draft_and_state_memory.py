@@ -17,12 +17,14 @@ import pytest
 from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.planner.request import DeploymentRequest
 from kvstrategies.planner.weights import estimate_weights
+from kvstrategies.sglang.draft_model import vocab_rows_per_rank
 from kvstrategies.sglang.load_refusals import request_layout
-from kvstrategies.sglang.resident import resident_extras, vocab_rows_per_rank
+from kvstrategies.sglang.resident import resident_extras
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kvstrategies"
 QWEN35_27B: dict[str, Any] = json.loads((PACKAGE / "checkpoints" / "Qwen--Qwen3.5-27B" / "config.json").read_text())
 DEEPSEEK_V3: dict[str, Any] = json.loads((PACKAGE / "presets" / "deepseek-v3.json").read_text())
+LLAMA_8B = PACKAGE / "presets" / "llama-3.1-8b.json"
 NAME = "draft embedding / head copies"
 
 
@@ -65,7 +67,7 @@ def test_tied_embeddings_leave_no_head_of_its_own() -> None:
     [
         {},  # no speculative decoding
         {"speculative_algorithm": "NGRAM"},  # no draft model
-        {"speculative_algorithm": "EAGLE", "speculative_draft_model_path": "/some/eagle-draft"},  # another model
+        {"speculative_algorithm": "EAGLE", "speculative_draft_model_path": str(LLAMA_8B)},  # another model
     ],
 )
 def test_no_copies_without_a_self_draft(fields: dict[str, Any]) -> None:
@@ -128,3 +130,50 @@ def test_a_mamba_ssm_dtype_outside_sglangs_choices_is_refused() -> None:
 
     with pytest.raises(KVCacheConfigError, match="--mamba-ssm-dtype must be one of float32, bfloat16, float16"):
         DeploymentRequest("m", {"hf_config": QWEN35_27B}, available_bytes=2**30, mamba_ssm_dtype="fp8")
+
+
+# --- a separate draft model (--speculative-draft-model-path): kvstrategies/sglang/draft_model.py ------
+
+EAGLE3_LLAMA_8B: dict[str, Any] = {
+    "architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 14336,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 1, "vocab_size": 128256,
+    "draft_vocab_size": 32000, "torch_dtype": "bfloat16", "rms_norm_eps": 1e-05, "tie_word_embeddings": False,
+    "max_position_embeddings": 2048, "model_type": "llama",
+}  # fmt: skip
+
+
+def test_eagle3_head_bytes_by_hand() -> None:
+    """``LlamaForCausalLMEagle3`` for Llama-3.1-8B, bf16. TP 1: embedding 128,256 x 4,096 = 525,336,576;
+    fc 4,096 x 3 x 4,096 = 50,331,648; qkv 2 x 4,096 x (32 + 2 x 8) x 128 = 50,331,648; o 4,096 x 4,096 =
+    16,777,216; MLP 3 x 4,096 x 14,336 = 176,160,768; norms 3 x 4,096 + 4,096; head 32,000 x 4,096 =
+    131,072,000: 950,026,240 parameters, 1,900,052,480 B. TP 8: embedding 16,032 rows (65,667,072), fc
+    replicated, qkv 2 x 4,096 x (4 + 2 x 1) x 128 = 6,291,456, o 2,097,152, MLP 3 x 4,096 x 1,792 =
+    22,020,096, head 4,000 rows (16,384,000): 162,807,808 parameters, 325,615,616 B."""
+    from kvstrategies.sglang.draft_model import draft_model_bytes, eagle3_draft_bytes
+
+    assert eagle3_draft_bytes(EAGLE3_LLAMA_8B, tp=1) == 2 * 950_026_240 == 1_900_052_480
+    assert eagle3_draft_bytes(EAGLE3_LLAMA_8B, tp=8) == 2 * 162_807_808 == 325_615_616
+    tied = {**EAGLE3_LLAMA_8B, "tie_word_embeddings": True}
+    assert eagle3_draft_bytes(tied, tp=1) == 2 * (950_026_240 - 131_072_000)
+    assert draft_model_bytes(EAGLE3_LLAMA_8B, tp=1, attn_tp=1)[0] == 1_900_052_480
+
+
+def test_a_draft_model_path_charges_the_draft_and_is_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The draft's weights are resident while the target's pool is sized; the command that realizes the
+    plan names the draft, and pasted back it plans the same tokens."""
+    from kvstrategies.cli.app import main
+
+    (tmp_path / "config.json").write_text(json.dumps(EAGLE3_LLAMA_8B))
+    llama = json.loads((PACKAGE / "presets" / "llama-3.1-8b.json").read_text())
+    fields = {"speculative_algorithm": "EAGLE3", "speculative_draft_model_path": str(tmp_path)}
+    assert _extras(llama, **fields)["draft model weights"] == 1_900_052_480
+    argv = ["plan", "llama-3.1-8b", "--gpu", "H100", "--speculative-algorithm", "EAGLE3",
+            "--speculative-draft-model-path", str(tmp_path), "--json"]  # fmt: skip
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    command = doc["planner"]["sglang_command"]["argv"]
+    assert command[command.index("--speculative-draft-model-path") + 1] == str(tmp_path)
+    assert main(["plan", "--gpu", "H100", "--json", "--", *command]) == 0
+    assert json.loads(capsys.readouterr().out)["sizes"] == doc["sizes"]
