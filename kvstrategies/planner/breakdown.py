@@ -6,16 +6,19 @@ its sub-pool (the name's ``prefix.``, e.g. ``full.`` / ``swa.`` / ``c4.`` / ``ma
 buffer's name without its layer index) and its :class:`~kvstrategies.pools.layout.BufferRole`.
 The token-to-KV pool and the extra (state) pools are charged to the KV budget; the request
 table lives in the slack ``P0 * (1 - mfs)`` (KVCacheConfigurator._build_req_to_token_pool), not in the budget.
+A speculative draft worker's own pools (:mod:`.draft_pool`) are charged to the budget when the
+target priced them into its cell, else to the slack.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..pools.layout import KVPoolsLayout, PoolLayout
 from ..sglang.budget import KVBudget
+from .draft_pool import DraftPools
 
 Area = Literal["gpu", "kv-budget", "slack"]
 _INDEX = re.compile(r"\[\d+\]")
@@ -95,13 +98,25 @@ def _pool_rows(layout: PoolLayout, area: Area) -> list[BreakdownRow]:
     return rows
 
 
-def build_breakdown(budget: KVBudget, layout: KVPoolsLayout) -> Breakdown:
-    """Segments of one rank for the final pools ``layout`` under ``budget``."""
+def _draft_rows(draft: DraftPools, area: Area) -> list[BreakdownRow]:
+    where = "priced into the target's cell" if draft.in_budget else "allocated after the pool is sized"
+    head = f"draft worker ({draft.layers} layer{'s' if draft.layers != 1 else ''}, {where})"
+    return [replace(row, label=f"{head} {row.label}") for pool in draft.pools for row in _pool_rows(pool, area)]
+
+
+def build_breakdown(budget: KVBudget, layout: KVPoolsLayout, draft: DraftPools | None = None) -> Breakdown:
+    """Segments of one rank for the final pools ``layout`` under ``budget`` (and the draft worker's)."""
     charged = (layout.token_to_kv, *layout.extra)
-    pools_bytes = sum(pool.planned_bytes for pool in charged)
+    in_budget = draft is not None and draft.in_budget
+    pools_bytes = sum(pool.planned_bytes for pool in charged) + (draft.planned_bytes if in_budget and draft else 0)
     pool_rows = [row for pool in charged for row in _pool_rows(pool, "kv-budget")]
+    if draft is not None and draft.in_budget:
+        pool_rows += _draft_rows(draft, "kv-budget")
     table_rows = _pool_rows(layout.req_to_token, "slack")
     table_bytes = layout.req_to_token.planned_bytes
+    if draft is not None and not draft.in_budget:
+        table_rows += _draft_rows(draft, "slack")
+        table_bytes += draft.planned_bytes
     left = budget.available_bytes - pools_bytes
     unused = [BreakdownRow("KV budget left unused", left, "unused", "kv-budget")] if left > 0 else []
     warnings: list[str] = []

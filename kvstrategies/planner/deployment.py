@@ -55,8 +55,12 @@ class DeploymentPlan:
 
     @cached_property
     def breakdown(self) -> Breakdown:
-        """Where one rank's memory goes (:func:`~kvstrategies.planner.breakdown.build_breakdown`)."""
-        return build_breakdown(self.budget, self.layout)
+        """Where one rank's memory goes (:func:`~kvstrategies.planner.breakdown.build_breakdown`),
+        the draft worker's pools included (:mod:`.draft_pool`)."""
+        from .draft_pool import draft_pools
+
+        draft = draft_pools(self.case) if self.request is not None else None
+        return build_breakdown(self.budget, self.layout, draft)
 
     def laid_out(self) -> DeploymentPlan:
         """Itself: its pools are laid out (so a whole plan is a fix-search candidate too, :class:`SizedDeployment`)."""
