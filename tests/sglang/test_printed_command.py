@@ -107,13 +107,28 @@ def test_a_config_json_path_prints_its_folder(tmp_path: Path, capsys: pytest.Cap
     assert _tokens(again) == _tokens(plan)
 
 
-PRESETS = ["llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3", "minimax-m2.5", "gpt-oss-20b", "llama-3.1-70b"]
+PRESETS = ["llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3", "minimax-m2.5", "gpt-oss-20b", "llama-3.1-70b",
+           "qwen3-next-80b-a3b"]  # fmt: skip
+#: an EAGLE3 head's config.json (the draft model a --speculative-draft-model-path names)
+EAGLE3_DRAFT = {
+    "architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 14336,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 1, "vocab_size": 128256,
+    "draft_vocab_size": 32000, "torch_dtype": "bfloat16", "rms_norm_eps": 1e-05, "tie_word_embeddings": False,
+    "max_position_embeddings": 2048, "model_type": "llama",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def eagle3_draft(tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder = tmp_path_factory.mktemp("eagle3-draft")
+    (folder / "config.json").write_text(json.dumps(EAGLE3_DRAFT))
+    return str(folder)
 
 
 def _pasted_back_plans_the_same(
     capsys: pytest.CaptureFixture[str], model: str, gpu: str, tp: int, ep: int = 1, dcp: int = 1, pp: int = 1,
     attn_dp: int = 1, kv: str | None = None, page: int | None = None, release: str | None = None,
-    draft: bool = False, context: int | None = None,
+    draft: bool | str = False, context: int | None = None, ssm: str | None = None,
 ) -> bool:  # fmt: skip
     """Plan the deployment; if it plans, its printed command pasted back must plan the same and every
     fix's command what the fix promised. False when the planner refuses the deployment."""
@@ -121,14 +136,16 @@ def _pasted_back_plans_the_same(
     for flag, value, default in (("--ep-size", ep, 1), ("--dcp-size", dcp, 1), ("--pp-size", pp, 1),
                                  ("--attn-dp", attn_dp, 1), ("--kv-cache-dtype", kv, None),
                                  ("--page-size", page, None), ("--sglang-version", release, None),
-                                 ("--context-length", context, None)):  # fmt: skip
+                                 ("--context-length", context, None), ("--mamba-ssm-dtype", ssm, None)):  # fmt: skip
         if value != default:
             argv += [flag, str(value)]
     if context is not None:
         argv.append("--allow-context-length-override")
-    if draft:
+    if draft is True:
         argv += ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "2",
                  "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "3"]  # fmt: skip
+    elif draft:  # the folder of a separate EAGLE3 draft model
+        argv += ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", draft]
     code, out = _run(argv, capsys)
     if out is None:
         return False
@@ -157,16 +174,19 @@ def _pasted_back_plans_the_same(
     kv=st.sampled_from([None, "fp8_e4m3"]),
     page=st.sampled_from([None, 16, 64]),
     release=st.sampled_from([None, "0.5.15", "0.5.18", "0.5.21"]),
-    draft=st.booleans(),
+    draft=st.sampled_from([None, "mtp", "eagle3"]),
     context=st.sampled_from([None, 262144]),
+    ssm=st.sampled_from([None, "bfloat16"]),
 )
 def test_random_deployments_pasted_back_plan_the_same(
     model: str, gpu: str, tp: int, ep: int, dcp: int, pp: int, attn_dp: int, kv: str | None,
-    page: int | None, release: str | None, draft: bool, context: int | None,
-    capsys: pytest.CaptureFixture[str],
+    page: int | None, release: str | None, draft: str | None, context: int | None, ssm: str | None,
+    capsys: pytest.CaptureFixture[str], eagle3_draft: str,
 ) -> None:  # fmt: skip
     ep, dcp, attn_dp = min(ep, tp), min(dcp, tp), min(attn_dp, tp)  # fewer deployments refused for their widths
-    _pasted_back_plans_the_same(capsys, model, gpu, tp, ep, dcp, pp, attn_dp, kv, page, release, draft, context)
+    drafted: bool | str = {None: False, "mtp": True, "eagle3": eagle3_draft}[draft]
+    _pasted_back_plans_the_same(capsys, model, gpu, tp, ep, dcp, pp, attn_dp, kv, page, release, drafted, context,
+                                ssm)  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -177,12 +197,16 @@ def test_random_deployments_pasted_back_plan_the_same(
         {"model": "llama-3.1-70b", "gpu": "H100", "tp": 4, "draft": True},
         {"model": "deepseek-v3", "gpu": "H200", "tp": 8, "release": "0.5.15"},
         {"model": "qwen3-30b-a3b", "gpu": "H100", "tp": 2, "kv": "fp8_e4m3", "page": 64, "attn_dp": 2},
+        {"model": "qwen3-next-80b-a3b", "gpu": "H200", "tp": 4, "ssm": "bfloat16", "draft": True},
+        {"model": "llama-3.1-8b", "gpu": "H100", "tp": 1, "draft": "eagle3"},
     ],
-    ids=["ep", "dcp", "draft", "older-release", "fp8-attn-dp"],
+    ids=["ep", "dcp", "draft", "older-release", "fp8-attn-dp", "mamba-bf16-state-mtp", "eagle3-draft-model"],
 )
 def test_the_property_s_kinds_of_deployment_plan_and_paste_back(
-    deployment: dict[str, Any], capsys: pytest.CaptureFixture[str]
+    deployment: dict[str, Any], capsys: pytest.CaptureFixture[str], eagle3_draft: str
 ) -> None:
-    """The kinds the property test draws (EP, DCP, drafts, an older release, attention DP) each
-    plan, so the property is never met by refusals alone."""
+    """The kinds the property test draws (EP, DCP, drafts, an older release, attention DP, a bf16
+    Mamba state, a separate EAGLE3 draft) each plan, so the property is never met by refusals alone."""
+    if deployment.get("draft") == "eagle3":
+        deployment = {**deployment, "draft": eagle3_draft}
     assert _pasted_back_plans_the_same(capsys, **deployment)
