@@ -31,7 +31,8 @@ from ..planner.weights import estimate_weights, weight_format_from_config
 
 
 def _int(t: Mapping[str, Any], key: str, default: int | None = None) -> int:
-    value = t.get(key, default)
+    value = t.get(key)
+    value = default if value is None else value
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise KVCacheConfigError(
             f"the draft model's config.json: {key} must be a positive integer, got {value!r:.40}; give the draft's "
@@ -51,7 +52,8 @@ def vocab_rows_per_rank(vocab: int, tp: int) -> int:
 
 def is_eagle3(config: Mapping[str, Any]) -> bool:
     """An EAGLE3 draft head (its architecture name says so)."""
-    return any("eagle3" in str(a).lower() for a in config.get("architectures") or ())
+    names = config.get("architectures") or ()
+    return any("eagle3" in str(a).lower() for a in ([names] if isinstance(names, str) else names))
 
 
 def eagle3_draft_bytes(config: Mapping[str, Any], *, tp: int) -> int:
@@ -62,11 +64,12 @@ def eagle3_draft_bytes(config: Mapping[str, Any], *, tp: int) -> int:
     kv_heads = _int(t, "num_key_value_heads", heads)
     head_dim = _int(t, "head_dim", h // heads)
     vocab = _int(t, "vocab_size")
-    draft_vocab = _int(t, "draft_vocab_size", vocab) if t.get("draft_vocab_size") is not None else vocab
+    draft_vocab = _int(t, "draft_vocab_size", vocab)
     hidden_in = _int(t, "target_hidden_size", h)
     eagle = t.get("eagle_config") if isinstance(t.get("eagle_config"), Mapping) else {}
     capture = eagle.get("eagle_aux_hidden_state_layer_ids") if isinstance(eagle, Mapping) else None
-    aux = t.get("num_aux_hidden_states") or (len(capture) if isinstance(capture, list) and capture else 3)
+    default_aux = len(capture) if isinstance(capture, list) and capture else 3
+    aux = _int(t, "num_aux_hidden_states") if t.get("num_aux_hidden_states") is not None else default_aux
     tied = bool(t.get("tie_word_embeddings", False))
 
     q_rank = max(1, heads // tp) * head_dim
@@ -74,7 +77,7 @@ def eagle3_draft_bytes(config: Mapping[str, Any], *, tp: int) -> int:
     per_layer = 2 * h * (q_rank + 2 * kv_rank) + q_rank * h + 3 * h * (-(-inter // tp)) + 3 * h
     params = (
         vocab_rows_per_rank(vocab, tp) * h
-        + hidden_in * int(aux) * h
+        + hidden_in * aux * h
         + layers * per_layer
         + h
         + (0 if tied else vocab_rows_per_rank(draft_vocab, tp) * h)
