@@ -260,7 +260,9 @@ class ModelType:
     Weights: ``norms_per_layer`` (hidden-size vectors), ``layernorm_bias`` (final norm has a
     bias), ``gated_mlp``, ``attn_output_gate``, ``qkv_bias``, ``o_proj_bias`` (with the qkv bias),
     ``qk_norm`` (per-head-dim q/k norms), ``qk_norm_weightless`` (``use_qk_norm`` without weights),
-    ``attention_sinks``, ``moe_expert_bias``, ``moe_router_bias``, ``moe_shared_expert``.
+    ``attention_sinks``, ``moe_expert_bias``, ``moe_router_bias``, ``moe_shared_expert``,
+    ``replicated_embedding`` (the embedding is a plain ``nn.Embedding``: every rank holds the
+    whole vocabulary, e.g. ``sglang/srt/models/gemma3_causal.py``, ``Gemma3TextScaledWordEmbedding``).
     ``dsv4_swa_ratio_override``: DeepSeek-V4's launch override of the SWA ratio applies.
     ``rope_per_layer_type``: transformers 5.19 (SGLang 0.5.23's pin) keeps this type's rope
     parameters per attention type, so SGLang's context length sees no top-level rope factor.
@@ -291,6 +293,7 @@ class ModelType:
     moe_expert_bias: bool = False
     moe_router_bias: bool = False
     moe_shared_expert: bool = False
+    replicated_embedding: bool = False
     dsv4_swa_ratio_override: bool = True
     rope_per_layer_type: bool = False
     large_hopper_vl_overrides: bool = False
@@ -805,10 +808,11 @@ MODEL_TYPES: tuple[ModelType, ...] = (
         weight_defaults=(("tie_word_embeddings", True),),
         norms_per_layer=4,
     ),
-    _M("gemma3", norms_per_layer=4, qk_norm=True, rope_per_layer_type=True),
+    _M("gemma3", norms_per_layer=4, qk_norm=True, rope_per_layer_type=True, replicated_embedding=True),
     _M(
         "gemma3_text",
         rope_per_layer_type=True,
+        replicated_embedding=True,
         geometry_defaults=(("max_position_embeddings", 131072), ("sliding_window_pattern", 6)),
         weight_defaults=(("vocab_size", 262208), ("tie_word_embeddings", True)),
         launch_context_default=131072,

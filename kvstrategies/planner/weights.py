@@ -232,6 +232,8 @@ class WeightEstimate:
     module rules name modules prices layer by layer: an exclusion list may name one layer).
     ``layers`` rebuilds the old per-layer view (every group with its full module name).
     ``tied``: lm_head shares the embedding (counted once when one stage holds both).
+    ``lm_head_every_stage``: the model class builds its (untied) lm_head on every pipeline
+    stage, not only the last (:data:`LM_HEAD_ON_EVERY_STAGE`).
     """
 
     model_type: str
@@ -242,6 +244,7 @@ class WeightEstimate:
     mtp: _Groups
     tied: bool
     fmt: WeightFormat
+    lm_head_every_stage: bool = False
     _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -375,6 +378,8 @@ class WeightEstimate:
             terms += self._terms(self.embedding, tp, attn_tp)
         for layer in range(start, end):
             terms += self.layer_terms(layer, tp, attn_tp)
+        if not last and self.lm_head_every_stage and not self.tied:
+            terms += self._terms(tuple(g for g in self.head if g.kind is ParamKind.LM_HEAD), tp, attn_tp)
         if last:
             terms += self._terms(self._head(with_embedding=first), tp, attn_tp)
             if include_mtp:
@@ -388,6 +393,15 @@ class WeightEstimate:
         """Resident weight bytes of the fullest rank (max over PP stages) at ``tp`` x ``pp``."""
         return max(self.stage_bytes(tp, pp, r, include_mtp=include_mtp, attn_tp=attn_tp) for r in range(pp))
 
+
+#: model classes that build an untied ``lm_head`` (``ParallelLMHead``) on every pipeline stage,
+#: not only the last (their ``__init__`` does not test ``pp_group.is_last_rank``):
+#: ``sglang/srt/models/llama.py`` (``LlamaForCausalLM.__init__``, also ``mistral.py``'s subclass),
+#: ``qwen3_moe.py``, ``glm4_moe.py``, ``mixtral.py``, ``gpt_oss.py``, ``gemma3_causal.py``
+LM_HEAD_ON_EVERY_STAGE = frozenset({
+    "LlamaForCausalLM", "MistralForCausalLM", "Qwen3MoeForCausalLM", "Glm4MoeForCausalLM",
+    "MixtralForCausalLM", "GptOssForCausalLM", "Gemma3ForCausalLM",
+})  # fmt: skip
 
 #: group kinds sharded over the attention-TP group under DP attention (:meth:`WeightEstimate._bytes`)
 _ATTN_TP_KINDS = (ParamKind.ATTENTION, ParamKind.EMBEDDING)
@@ -422,10 +436,14 @@ def _count(t: TrackedConfig) -> tuple[dict[str, Any], Any]:
     tied = bool(t.get("tie_word_embeddings", False))
     norm = 2 * h if model_type_row(t.get("model_type")).layernorm_bias else h  # LayerNorm with bias
     hc = _hc_head(t, h)
+    # a plain nn.Embedding (Gemma-3) is whole on every rank; SGLang's VocabParallelEmbedding splits the vocabulary
+    embedding_units = 0 if model_type_row(t.get("model_type")).replicated_embedding else vocab
     kinds, kind_of = _layer_kinds(t, n)
     counted = {
         "model_type": str(t.get("model_type", "")),
-        "embedding": (ParamGroup("embed_tokens", vocab * h, ParamKind.EMBEDDING, vocab, "model.embed_tokens"),),
+        "embedding": (
+            ParamGroup("embed_tokens", vocab * h, ParamKind.EMBEDDING, embedding_units, "model.embed_tokens"),
+        ),
         "kinds": kinds,
         "kind_of": kind_of,
         "head": (
@@ -435,6 +453,7 @@ def _count(t: TrackedConfig) -> tuple[dict[str, Any], Any]:
         ),
         "mtp": _mtp(t, h, vocab, n),
         "tied": tied,
+        "lm_head_every_stage": any(a in LM_HEAD_ON_EVERY_STAGE for a in _arch(t)),
     }
     return counted, t.last_key
 
@@ -794,6 +813,12 @@ def _mamba1(t: Mapping[str, Any]) -> list[ParamGroup]:
     ]
 
 
+def gated_mlp(cfg: Mapping[str, Any]) -> bool:
+    """Whether the model's MLPs and experts are gated (gate and up fused: ``2 I`` outputs), as
+    SGLang builds them; a ``relu2`` MLP (Nemotron-H) is not."""
+    return _gated(_text(cfg))
+
+
 def _gated(t: Mapping[str, Any]) -> bool:
     act = str(t.get("mlp_hidden_act") or "")
     return model_type_row(t.get("model_type")).gated_mlp and act != "relu2"
@@ -822,7 +847,10 @@ def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
     im = int(t.get("moe_intermediate_size") or t["intermediate_size"])
     conventions = model_type_row(t.get("model_type", ""))
     block = next((row.moe_block for row in rows_for(_arch(t))), "mlp")
-    groups = [ParamGroup("experts", e * 3 * h * im, ParamKind.EXPERT, e * im, f"{block}.experts")]
+    # gated experts hold gate, up and down (3 h I); a relu2 MLP (Nemotron-H) only up and down
+    # (sglang/srt/models/nemotron_h.py, NemotronHMoE: FusedMoE with is_gated=False)
+    per_expert = (3 if _gated(t) else 2) * h * im
+    groups = [ParamGroup("experts", e * per_expert, ParamKind.EXPERT, e * im, f"{block}.experts")]
     router = h * e
     if conventions.moe_expert_bias:
         groups.append(ParamGroup("expert_bias", e * (2 * im + h), ParamKind.SMALL, e))

@@ -25,7 +25,8 @@ the one SGLang runs (module and function named in the message, with the fix):
 * MXFP4 checkpoints on ROCm parts older than gfx950 (MI300X, MI325X)
   (``mxfp4.py``, ``Mxfp4Config.from_config``).
 
-Modules an exclusion list leaves in 16 bits are not checked (they load unquantized).
+Modules an exclusion list leaves in 16 bits are not checked (they load unquantized), nor the
+linear layers a model builds with ``skip_block_quant_check=True`` (:data:`SKIPS_BLOCK_CHECK`).
 """
 
 from __future__ import annotations
@@ -35,11 +36,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
-from ..models.hf import text_config
+from ..models.hf import architectures, text_config
 from ..planner.model_reading import ModelReading
 from ..planner.moe_layout import MoELayout, moe_layout, override_quantization, quantization_method
 from ..planner.request import DeploymentRequest
 from ..planner.weights import UNQUANTIZED, ParamGroup, ParamKind, WeightEstimate
+
+#: linear layers (the module's last name) that a model class builds with
+#: ``skip_block_quant_check=True``, so ``Fp8LinearMethod.create_weights`` does not validate their
+#: block shapes: MiMo-V2-Flash's ``qkv_proj`` (``sglang/srt/models/mimo_v2.py``,
+#: ``MiMoV2Attention.__init__``), whose 192-wide heads split into partitions of 192 at TP 8
+SKIPS_BLOCK_CHECK: dict[str, frozenset[str]] = {
+    "MiMoV2FlashForCausalLM": frozenset({"qkv_proj"}),
+}
 
 
 @dataclass(frozen=True)
@@ -223,7 +232,10 @@ def _check_block_linears(
     tp = req.tp_size
     attn_tp = max(1, tp // max(1, req.attn_dp_size))
     merged_last_free = block.loader == "compressed-tensors"  # validate_fp8_block_shape's exemption
+    unchecked = frozenset().union(*(SKIPS_BLOCK_CHECK.get(a, frozenset()) for a in architectures(config)))
     for group in _quantized_linears(est):
+        if group.module.rsplit(".", 1)[-1] in unchecked:
+            continue
         shape = _linear_shape(t, group.name, group.module, tp, attn_tp)
         if shape is None:
             continue
