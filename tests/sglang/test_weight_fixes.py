@@ -1,0 +1,158 @@
+"""The planner fixes the weight recordings showed (golden/sglang-0.5.23-weights/), each computed by
+hand from the config and the SGLang 0.5.23 function named in the test's docstring."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kvstrategies.errors import UnsupportedConfigurationError
+from kvstrategies.planner import DeploymentRequest, plan_deployment
+from kvstrategies.planner.gpus import lookup_gpu
+from kvstrategies.planner.known_models import shipped_model
+from kvstrategies.planner.model_reading import ModelReading
+from kvstrategies.planner.weights import estimate_weights
+from kvstrategies.presets import load_preset_config
+from kvstrategies.sglang.launch_refusals import check_architecture, registry_serves
+from kvstrategies.sglang.load_refusals import SKIPS_BLOCK_CHECK, check_weight_load, request_layout
+from kvstrategies.sglang.resident import resident_extras
+from kvstrategies.sglang.tables.served import SERVED_ARCHITECTURES
+from kvstrategies.sglang.weight_catalog import ROOT
+
+GIB = 2**30
+
+
+def _req(source: dict[str, Any], gpu: str, tp: int, **kw: Any) -> DeploymentRequest:
+    return DeploymentRequest("m", source, tp_size=tp, gpu=lookup_gpu(gpu), **kw)
+
+
+# --- MiMo-V2-Flash: qkv_proj is built without the block-shape check -------------------------
+
+
+@pytest.mark.parametrize("tp", [4, 8])
+def test_mimo_v2_flash_block_fp8_qkv_loads_at_tp_4_and_8(tp: int) -> None:
+    """MiMo-V2-Flash's full-attention layers have 64 q heads of 192 and 4 KV heads: at TP 8 the
+    q partition is 64 / 8 x 192 = 1536 and each KV partition 192, not a multiple of block_n 128.
+    SGLang builds that QKVParallelLinear with ``skip_block_quant_check=True``
+    (``sglang/srt/models/mimo_v2.py``, ``MiMoV2Attention.__init__``), so
+    ``Fp8LinearMethod.validate_block_quant_shapes`` never runs for it and the model loads."""
+    config = load_preset_config("mimo-v2-flash")
+    assert 192 % 128 == 64 and SKIPS_BLOCK_CHECK["MiMoV2FlashForCausalLM"] == {"qkv_proj"}
+    req = _req({"preset": "mimo-v2-flash"}, "H200", tp)
+    check_weight_load(req, ModelReading(config))  # no refusal
+
+
+def test_the_block_check_still_refuses_the_layers_no_model_exempts() -> None:
+    """Qwen3-235B-A22B-FP8 at TP 8: its experts' 1536 / 8 = 192 columns are still refused
+    (``Fp8MoEMethod.create_fp8_moe_weight_``), as SGLang 0.5.23 refuses them (the recording's
+    ``ValueError: The output_size of gate's and up's weight = 192 is not divisible by weight
+    quantization block_n = 128``)."""
+    model = shipped_model("Qwen/Qwen3-235B-A22B-FP8")
+    assert model is not None
+    with pytest.raises(UnsupportedConfigurationError, match=r"1536 / 8 = 192 columns"):
+        check_weight_load(_req({"hf_config": model.config}, "H200", 8), ModelReading(model.config))
+
+
+# --- served architectures: SGLang's registry, not a guess -----------------------------------
+
+
+def test_qwen3_vl_is_served_from_the_registry_table() -> None:
+    """``sglang/srt/models/qwen3_vl.py`` has ``EntryClass = Qwen3VLForConditionalGeneration``, so
+    SGLang's ``ModelRegistry`` resolves it natively; the generated table says so and the planner
+    admits the config."""
+    assert "Qwen3VLForConditionalGeneration" in SERVED_ARCHITECTURES["0.5.23"]
+    assert registry_serves("Qwen3VLForConditionalGeneration")
+    config = {"architectures": ["Qwen3VLForConditionalGeneration"]}
+    assert check_architecture(config, None) == (config, None)
+
+
+def test_an_architecture_outside_the_registry_is_still_refused() -> None:
+    assert not registry_serves("NoSuchModelForCausalLM")
+    with pytest.raises(UnsupportedConfigurationError, match="does not serve"):
+        check_architecture({"architectures": ["NoSuchModelForCausalLM"]}, None)
+
+
+def test_qwen3_vl_8b_plans_at_tp1() -> None:
+    folder = ROOT / "cases" / "weights" / "configs" / "Qwen--Qwen3-VL-8B-Instruct"
+    from kvstrategies.planner.model_lookup import resolve_for_planning
+
+    source = resolve_for_planning(str(folder))
+    plan = plan_deployment(_req(source.request_source(), "H100", 1), suggest=False)
+    recorded = 17_535_427_040  # golden/sglang-0.5.23-weights/qwen3-vl-8b-h100-tp1.json, weights of rank 0
+    assert plan.budget.weight_bytes is not None
+    assert abs(plan.budget.weight_bytes / recorded - 1) < 0.02  # the tower is estimated (WEIGHT_DIFFERENCES)
+    assert plan.sizes.max_total_num_tokens > 0
+
+
+# --- NVFP4 MoE on Hopper: the swizzled copy of the expert scales ----------------------------
+
+
+def test_nvfp4_moe_on_hopper_keeps_a_swizzled_copy_of_the_expert_scales() -> None:
+    """Qwen3-235B-A22B-NVFP4 at TP 2 on H100 (MoE runner auto): 128 experts, hidden 4096,
+    ``moe_intermediate_size`` 1536 -> 768 columns per rank, 94 MoE layers.
+    ``ModelOptNvFp4FusedMoEMethod.create_weights`` keeps ``w13_blockscale_swizzled`` =
+    ``swizzle_blockscale(w13_weight_scale)``: rows 2 x 768 = 1536 (rounded up to 128: 1536),
+    scale columns 4096 / 16 = 256 (rounded up to 4: 256) -> 393,216 fp8 bytes per expert; and
+    ``w2_blockscale_swizzled``: rows 4096, columns 768 / 16 = 48 -> 196,608 bytes. Per layer
+    128 x 589,824 = 75,497,472 B; over 94 layers 7,096,762,368 B."""
+    model = shipped_model("nvidia/Qwen3-235B-A22B-NVFP4")
+    assert model is not None
+    config = model.config
+    req = _req({"hf_config": config}, "H100", 2)
+    estimate = estimate_weights(config)
+    extras = {e.name: e.nbytes for e in resident_extras(req, config, estimate, request_layout(req, config))}
+    assert extras["NVFP4 swizzled expert scales"] == 128 * (1536 * 256 + 4096 * 48) * 94 == 7_096_762_368
+
+
+def test_nvfp4_moe_under_the_trtllm_runner_shares_the_scales() -> None:
+    """On B200 SGLang resolves the FlashInfer TRT-LLM MoE runner for this checkpoint, and
+    ``create_weights`` sets ``w13_blockscale_swizzled = None`` (aliased after loading): no copy."""
+    model = shipped_model("nvidia/Qwen3-235B-A22B-NVFP4")
+    assert model is not None
+    req = _req({"hf_config": model.config}, "B200", 2)
+    extras = resident_extras(req, model.config, estimate_weights(model.config), request_layout(req, model.config))
+    assert "NVFP4 swizzled expert scales" not in {e.name for e in extras}
+
+
+# --- Gemma-3: a plain nn.Embedding ----------------------------------------------------------
+
+
+def test_gemma3_embedding_is_the_whole_vocabulary_on_every_rank() -> None:
+    """``Gemma3TextScaledWordEmbedding`` (``sglang/srt/models/gemma3_causal.py``) is a plain
+    ``nn.Embedding``: at TP 4 each rank holds all 262,208 x 5,376 bf16 values = 2,819,260,416 B
+    (the recording's ``embedding`` group), and the tied lm_head adds nothing."""
+    estimate = estimate_weights(load_preset_config("gemma-3-27b"))
+    (embedding,) = estimate.embedding
+    assert embedding.per_rank(4) * 2 == 262208 * 5376 * 2 == 2_819_260_416
+
+
+# --- Nemotron-H: relu2 experts are ungated --------------------------------------------------
+
+
+def test_nemotron_h_experts_hold_up_and_down_only() -> None:
+    """Nemotron-3-Nano's experts use relu2: ``NemotronHMoE`` builds its FusedMoE with
+    ``is_gated=False`` (``sglang/srt/models/nemotron_h.py``), so an expert holds up (h x I) and
+    down (I x h): 2 x 2688 x 1856 values, 128 experts per MoE layer."""
+    model = shipped_model("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    assert model is not None
+    estimate = estimate_weights(model.config)
+    experts = [g for layer in range(estimate.num_layers) for g in estimate.groups_of(layer) if g.name == "experts"]
+    assert experts and {g.count for g in experts} == {128 * 2 * 2688 * 1856}
+
+
+# --- Llama: the lm_head on every pipeline stage ---------------------------------------------
+
+
+def test_llama_builds_its_lm_head_on_every_pipeline_stage() -> None:
+    """``LlamaForCausalLM.__init__`` (``sglang/srt/models/llama.py``) builds an untied
+    ``ParallelLMHead`` whatever the stage: stage 0 of Llama-3.1-70B at TP 4 x PP 2 holds the
+    embedding, 40 layers and the lm_head (128,256 x 8,192 / 4 x 2 B = 525,336,576 B each).
+    Stage 0 and the last stage then differ only by the embedding against the final norm."""
+    estimate = estimate_weights(load_preset_config("llama-3.1-70b"))
+    first, last = estimate.stage_bytes(4, 2, 0), estimate.stage_bytes(4, 2, 1)
+    vocab_share = 128256 * 8192 // 4 * 2
+    assert vocab_share == 525_336_576
+    assert first - last == vocab_share - 8192 * 2
+    assert first == 18_164_744_192  # golden/sglang-0.5.23-weights/llama-3.1-70b-h100-tp4-pp2.json, stage 0
+    assert GIB < first
