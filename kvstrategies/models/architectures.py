@@ -177,7 +177,15 @@ class Architecture:
     ``sm100_trtllm_moe``: the ``--quantization`` values (``none``: a 16-bit checkpoint;
     ``kimi-int4``: the Kimi INT4 recipe) for which SGLang picks the FlashInfer TRT-LLM MoE runner on
     SM100 by itself (``arg_groups/overrides.py`` ``_deepseek_moe_quant_resolution``;
-    ``arg_groups/model_overrides/qwen3_moe.py`` and ``glm4_moe.py``).
+    ``arg_groups/model_overrides/qwen3_moe.py`` and ``glm4_moe.py``);
+    ``sm100_trtllm_routed_moe``: the same for its routed variant (``flashinfer_trtllm_routed``:
+    ``arg_groups/model_overrides/minimax_m2.py`` for MiniMax-M2 with ``modelopt_fp4``).
+    ``lm_head_every_stage``: the model class builds its untied ``lm_head`` on every pipeline stage,
+    not only the last (its ``__init__`` does not test ``pp_group.is_last_rank``: ``llama.py``'s
+    ``LlamaForCausalLM`` and its subclasses, ``qwen3_moe.py``, ``glm4_moe.py``, ``mixtral.py``,
+    ``gpt_oss.py``, ``gemma3_causal.py``). ``skips_block_check``: linear layers (the module's last
+    name) the class builds with ``skip_block_quant_check=True``, so block-FP8 shapes are not
+    validated for them (``mimo_v2.py``, ``MiMoV2Attention.__init__``: ``qkv_proj``).
 
     Releases: ``releases``: the facts of this row that hold for some SGLang releases only, as
     ``(fact, first, last)`` (``None``: unbounded); a fact is a boolean field of the row
@@ -229,6 +237,9 @@ class Architecture:
     moe_block: str = "mlp"
     router_fp32: bool = False
     sm100_trtllm_moe: frozenset[str] = frozenset()
+    sm100_trtllm_routed_moe: frozenset[str] = frozenset()
+    lm_head_every_stage: bool = False
+    skips_block_check: frozenset[str] = frozenset()
     releases: tuple[tuple[str, str | None, str | None], ...] = ()
 
     @property
@@ -445,7 +456,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_backend_rule=LaunchBackendRule.FALCON_H1,
     ),
     _A("Gemma2ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
-    _A("Gemma3ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
+    _A("Gemma3ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS, lm_head_every_stage=True),
     _A("Gemma3ForConditionalGeneration", multimodal_opt_in=True, hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
     _A("Gemma3nForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
     _A("Gemma3nForConditionalGeneration", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
@@ -481,7 +492,12 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("GigaChat35ForCausalLM", attention=_MLA, launch_mla=True),
     _A("GigaChat35ForCausalLMNextN", attention=_MLA, is_draft=True),
-    _A("Glm4MoeForCausalLM", router_fp32=True, sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"})),
+    _A(
+        "Glm4MoeForCausalLM",
+        router_fp32=True,
+        sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"}),
+        lm_head_every_stage=True,
+    ),
     _A("Glm4MoeLiteForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A("Glm4MoeLiteForCausalLMNextN", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
     _A(
@@ -515,6 +531,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_hybrid_swa=True,
         attention_sinks=True,
         launch_backend_rule=LaunchBackendRule.GPT_OSS,
+        lm_head_every_stage=True,
     ),
     _A("GraniteMoeHybridForCausalLM", mamba_radix=True, launch_backend_rule=LaunchBackendRule.GRANITE_HYBRID),
     _A("GraniteMoeSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
@@ -609,7 +626,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_backend_rule=LaunchBackendRule.LLAMA4,
         launch_backend_check=LaunchBackendCheck.LLAMA4,
     ),
-    _A("LlamaForCausalLM", wide_speculative_defaults=True),
+    _A("LlamaForCausalLM", wide_speculative_defaults=True, lm_head_every_stage=True),
     _A(
         "LongcatFlashForCausalLM",
         attention=_MLA,
@@ -644,6 +661,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_compress=True,
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
+        skips_block_check=frozenset({"qkv_proj"}),
     ),
     _A(
         "MiMoV2ForCausalLM",
@@ -654,17 +672,23 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_compress=True,
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
+        skips_block_check=frozenset({"qkv_proj"}),
     ),
     _A("MiMoV2MTP", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA, swa_compress=True, is_draft=True),
     _A("MiniCPM3ForCausalLM", attention=_MLA, mla_forced_head_dim=128, launch_mla=True),
-    _A("MiniMaxM2ForCausalLM", moe_block="block_sparse_moe", router_fp32=True),
+    _A(
+        "MiniMaxM2ForCausalLM",
+        moe_block="block_sparse_moe",
+        router_fp32=True,
+        sm100_trtllm_routed_moe=frozenset({"modelopt_fp4"}),
+    ),
     _A("MiniMaxM3SparseForCausalLM", minimax_sparse=True, releases=(("piecewise_multimodal", "0.5.16", "0.5.21"),)),
     _A(
         "MiniMaxM3SparseForConditionalGeneration",
         minimax_sparse=True,
         releases=(("piecewise_multimodal", "0.5.16", "0.5.21"),),
     ),
-    _A("MistralForCausalLM"),
+    _A("MistralForCausalLM", lm_head_every_stage=True),
     _A(
         "MistralLarge3ForCausalLM",
         sm100_trtllm_moe=_DS_TRTLLM,
@@ -675,7 +699,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_deepseek_family=True,
     ),
     _A("MistralLarge3ForCausalLMEagle", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
-    _A("MixtralForCausalLM", moe_block="block_sparse_moe"),
+    _A("MixtralForCausalLM", moe_block="block_sparse_moe", lm_head_every_stage=True),
     _A(
         "MuseGlimmerForCausalLM",
         hybrid_swa=_SWA,
@@ -717,7 +741,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("Qwen2ForCausalLM"),
     _A("Qwen3ForCausalLM"),
-    _A("Qwen3MoeForCausalLM", draft_num_layers=1, sm100_trtllm_moe=_QWEN_TRTLLM),
+    _A("Qwen3MoeForCausalLM", draft_num_layers=1, sm100_trtllm_moe=_QWEN_TRTLLM, lm_head_every_stage=True),
     _A(
         "Qwen3NextForCausalLM",
         sm100_trtllm_moe=_QWEN_TRTLLM,

@@ -233,7 +233,7 @@ class WeightEstimate:
     ``layers`` rebuilds the old per-layer view (every group with its full module name).
     ``tied``: lm_head shares the embedding (counted once when one stage holds both).
     ``lm_head_every_stage``: the model class builds its (untied) lm_head on every pipeline
-    stage, not only the last (:data:`LM_HEAD_ON_EVERY_STAGE`).
+    stage, not only the last (the architecture row's ``lm_head_every_stage``).
     """
 
     model_type: str
@@ -394,15 +394,6 @@ class WeightEstimate:
         return max(self.stage_bytes(tp, pp, r, include_mtp=include_mtp, attn_tp=attn_tp) for r in range(pp))
 
 
-#: model classes that build an untied ``lm_head`` (``ParallelLMHead``) on every pipeline stage,
-#: not only the last (their ``__init__`` does not test ``pp_group.is_last_rank``):
-#: ``sglang/srt/models/llama.py`` (``LlamaForCausalLM.__init__``, also ``mistral.py``'s subclass),
-#: ``qwen3_moe.py``, ``glm4_moe.py``, ``mixtral.py``, ``gpt_oss.py``, ``gemma3_causal.py``
-LM_HEAD_ON_EVERY_STAGE = frozenset({
-    "LlamaForCausalLM", "MistralForCausalLM", "Qwen3MoeForCausalLM", "Glm4MoeForCausalLM",
-    "MixtralForCausalLM", "GptOssForCausalLM", "Gemma3ForCausalLM",
-})  # fmt: skip
-
 #: group kinds sharded over the attention-TP group under DP attention (:meth:`WeightEstimate._bytes`)
 _ATTN_TP_KINDS = (ParamKind.ATTENTION, ParamKind.EMBEDDING)
 
@@ -453,7 +444,7 @@ def _count(t: TrackedConfig) -> tuple[dict[str, Any], Any]:
         ),
         "mtp": _mtp(t, h, vocab, n),
         "tied": tied,
-        "lm_head_every_stage": any(a in LM_HEAD_ON_EVERY_STAGE for a in _arch(t)),
+        "lm_head_every_stage": any_row(_arch(t), lambda r: r.lm_head_every_stage),
     }
     return counted, t.last_key
 

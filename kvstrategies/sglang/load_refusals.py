@@ -26,7 +26,7 @@ the one SGLang runs (module and function named in the message, with the fix):
   (``mxfp4.py``, ``Mxfp4Config.from_config``).
 
 Modules an exclusion list leaves in 16 bits are not checked (they load unquantized), nor the
-linear layers a model builds with ``skip_block_quant_check=True`` (:data:`SKIPS_BLOCK_CHECK`).
+linear layers a model builds with ``skip_block_quant_check=True`` (:func:`skipped_block_checks`).
 """
 
 from __future__ import annotations
@@ -36,19 +36,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
+from ..models.architectures import rows_for
 from ..models.hf import architectures, text_config
 from ..planner.model_reading import ModelReading
 from ..planner.moe_layout import MoELayout, moe_layout, override_quantization, quantization_method
 from ..planner.request import DeploymentRequest
 from ..planner.weights import UNQUANTIZED, ParamGroup, ParamKind, WeightEstimate
-
-#: linear layers (the module's last name) that a model class builds with
-#: ``skip_block_quant_check=True``, so ``Fp8LinearMethod.create_weights`` does not validate their
-#: block shapes: MiMo-V2-Flash's ``qkv_proj`` (``sglang/srt/models/mimo_v2.py``,
-#: ``MiMoV2Attention.__init__``), whose 192-wide heads split into partitions of 192 at TP 8
-SKIPS_BLOCK_CHECK: dict[str, frozenset[str]] = {
-    "MiMoV2FlashForCausalLM": frozenset({"qkv_proj"}),
-}
 
 
 @dataclass(frozen=True)
@@ -58,6 +51,13 @@ class BlockFP8:
     block_n: int
     block_k: int
     loader: str  # "fp8" or "compressed-tensors"
+
+
+def skipped_block_checks(config: Mapping[str, Any]) -> frozenset[str]:
+    """The linear layers (last module name) the config's model class builds with
+    ``skip_block_quant_check=True``: the architecture rows' ``skips_block_check`` (MiMo-V2-Flash's
+    ``qkv_proj``, ``sglang/srt/models/mimo_v2.py``, ``MiMoV2Attention.__init__``)."""
+    return frozenset().union(*(row.skips_block_check for row in rows_for(architectures(config))))
 
 
 def block_fp8(config: Mapping[str, Any], override: str | None) -> BlockFP8 | None:
@@ -232,7 +232,7 @@ def _check_block_linears(
     tp = req.tp_size
     attn_tp = max(1, tp // max(1, req.attn_dp_size))
     merged_last_free = block.loader == "compressed-tensors"  # validate_fp8_block_shape's exemption
-    unchecked = frozenset().union(*(SKIPS_BLOCK_CHECK.get(a, frozenset()) for a in architectures(config)))
+    unchecked = skipped_block_checks(config)
     for group in _quantized_linears(est):
         if group.module.rsplit(".", 1)[-1] in unchecked:
             continue

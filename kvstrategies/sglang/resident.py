@@ -173,6 +173,10 @@ def _rocm_wna16_indices(
     )
 
 
+#: the MoE runners that alias the expert scales instead of copying them (``is_flashinfer_trtllm``
+#: or ``is_flashinfer_trtllm_routed`` in ``ModelOptNvFp4FusedMoEMethod.__init__``)
+TRTLLM_RUNNERS = frozenset({"flashinfer_trtllm", "flashinfer_trtllm_routed"})
+
 #: NVFP4's scale block: one fp8 scale per 16 values (``ModelOptFp4Config.group_size``)
 NVFP4_GROUP = 16
 
@@ -194,7 +198,7 @@ def _nvfp4_moe_layers(estimate: WeightEstimate) -> int:
 def _nvfp4_swizzled_scales(
     config: Mapping[str, Any], estimate: WeightEstimate, layout: MoELayout | None, share: float
 ) -> ResidentExtra | None:
-    if layout is None or estimate.fmt.name != "nvfp4" or layout.runner == "flashinfer_trtllm":
+    if layout is None or estimate.fmt.name != "nvfp4" or layout.runner in TRTLLM_RUNNERS:
         return None
     layers = _nvfp4_moe_layers(estimate)
     if not layers:

@@ -15,7 +15,7 @@ from kvstrategies.planner.model_reading import ModelReading
 from kvstrategies.planner.weights import estimate_weights
 from kvstrategies.presets import load_preset_config
 from kvstrategies.sglang.launch_refusals import check_architecture, registry_serves
-from kvstrategies.sglang.load_refusals import SKIPS_BLOCK_CHECK, check_weight_load, request_layout
+from kvstrategies.sglang.load_refusals import check_weight_load, request_layout, skipped_block_checks
 from kvstrategies.sglang.resident import resident_extras
 from kvstrategies.sglang.tables.served import SERVED_ARCHITECTURES
 from kvstrategies.sglang.weight_catalog import ROOT
@@ -38,7 +38,7 @@ def test_mimo_v2_flash_block_fp8_qkv_loads_at_tp_4_and_8(tp: int) -> None:
     (``sglang/srt/models/mimo_v2.py``, ``MiMoV2Attention.__init__``), so
     ``Fp8LinearMethod.validate_block_quant_shapes`` never runs for it and the model loads."""
     config = load_preset_config("mimo-v2-flash")
-    assert 192 % 128 == 64 and SKIPS_BLOCK_CHECK["MiMoV2FlashForCausalLM"] == {"qkv_proj"}
+    assert 192 % 128 == 64 and skipped_block_checks(config) == {"qkv_proj"}
     req = _req({"preset": "mimo-v2-flash"}, "H200", tp)
     check_weight_load(req, ModelReading(config))  # no refusal
 
@@ -115,6 +115,25 @@ def test_nvfp4_moe_under_the_trtllm_runner_shares_the_scales() -> None:
     assert "NVFP4 swizzled expert scales" not in {e.name for e in extras}
 
 
+def test_minimax_m2_nvfp4_on_sm100_takes_the_routed_trtllm_runner_and_shares_the_scales() -> None:
+    """``arg_groups/model_overrides/minimax_m2.py``: on SM100, with the runner auto and
+    ModelConfig's resolved quantization ``modelopt_fp4`` (a ModelOpt NVFP4 export's "modelopt"),
+    SGLang sets ``--moe-runner-backend flashinfer_trtllm_routed``; ``ModelOptNvFp4FusedMoEMethod``
+    then aliases the expert scales (no swizzled copy). On H100 the runner stays auto and the copy
+    is kept: 256 experts x (r128(2 x 768) x r4(3072 / 16) + r128(3072) x r4(768 / 16)) =
+    256 x (1536 x 192 + 3072 x 48) = 113,246,208 B per layer, 62 layers."""
+    model = shipped_model("nvidia/MiniMax-M2.5-NVFP4")
+    assert model is not None
+    config = model.config
+    b200 = _req({"hf_config": config}, "B200", 2)
+    assert request_layout(b200, config).runner == "flashinfer_trtllm_routed"  # type: ignore[union-attr]
+    assert not resident_extras(b200, config, estimate_weights(config), request_layout(b200, config))
+    h100 = _req({"hf_config": config}, "H100", 2)
+    layout = request_layout(h100, config)
+    extras = {e.name: e.nbytes for e in resident_extras(h100, config, estimate_weights(config), layout)}
+    assert extras["NVFP4 swizzled expert scales"] == 256 * (1536 * 192 + 3072 * 48) * 62
+
+
 # --- Gemma-3: a plain nn.Embedding ----------------------------------------------------------
 
 
@@ -155,4 +174,4 @@ def test_llama_builds_its_lm_head_on_every_pipeline_stage() -> None:
     assert vocab_share == 525_336_576
     assert first - last == vocab_share - 8192 * 2
     assert first == 18_164_744_192  # golden/sglang-0.5.23-weights/llama-3.1-70b-h100-tp4-pp2.json, stage 0
-    assert GIB < first
+    assert first > GIB

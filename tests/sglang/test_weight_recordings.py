@@ -49,6 +49,7 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
     "deepseek-v3.1-nvfp4-b200-tp8": (1e-4, "NVFP4 per-tensor fp32 global scales of every linear and expert"),
     "kimi-k2.5-nvfp4-h200-tp8": (1e-4, "NVFP4 per-tensor fp32 global scales"),
     "minimax-m2.5-nvfp4-h100-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
+    "minimax-m2.5-nvfp4-b200-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
     "qwen3-235b-a22b-nvfp4-b200-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
     "qwen3-235b-a22b-nvfp4-h100-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
     "deepseek-v3.1-nvfp4-h200-tp8": (5e-4, "NVFP4 global scales; the swizzled copies' padding of the MTP-less layers"),
@@ -74,9 +75,6 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
                               "768 (triton_kernels alignment 64); the planner does not pad"),
     "gpt-oss-20b-b200-tp1": (0.07, "MXFP4 experts on SM100 (flashinfer_mxfp4): hidden and columns padded to 128 "
                              "(Mxfp4MoEMethod.create_weights); the planner does not pad"),
-    "minimax-m2.5-nvfp4-b200-tp2": (0.11, "SGLang picks flashinfer_trtllm_routed for MiniMax-M2 NVFP4 on SM100 "
-                                    "(arg_groups/model_overrides/minimax_m2.py), which shares the expert scales; "
-                                    "the planner's MoE runner stays auto and prices the swizzled copy"),
     "qwen3-30b-a3b-online-fp8-h100-tp1": (0.49, "recorded before Fp8MoEMethod.process_weights_after_loading, "
                                           "which quantizes the bf16 experts to fp8 with CUDA kernels (not run on "
                                           "meta); the planner prices them after it, as fp8"),
