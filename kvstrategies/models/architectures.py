@@ -273,7 +273,9 @@ class ModelType:
     ``qk_norm`` (per-head-dim q/k norms), ``qk_norm_weightless`` (``use_qk_norm`` without weights),
     ``attention_sinks``, ``moe_expert_bias``, ``moe_router_bias``, ``moe_shared_expert``,
     ``replicated_embedding`` (the embedding is a plain ``nn.Embedding``: every rank holds the
-    whole vocabulary, e.g. ``sglang/srt/models/gemma3_causal.py``, ``Gemma3TextScaledWordEmbedding``).
+    whole vocabulary, e.g. ``sglang/srt/models/gemma3_causal.py``, ``Gemma3TextScaledWordEmbedding``),
+    ``vision_gated_mlp`` (the vision blocks' MLP is gated: ``gate_up_proj`` + ``down_proj``, e.g.
+    ``sglang/srt/models/qwen2_5_vl.py``, ``Qwen2_5_VLMLP``).
     ``dsv4_swa_ratio_override``: DeepSeek-V4's launch override of the SWA ratio applies.
     ``rope_per_layer_type``: transformers 5.19 (SGLang 0.5.23's pin) keeps this type's rope
     parameters per attention type, so SGLang's context length sees no top-level rope factor.
@@ -305,6 +307,7 @@ class ModelType:
     moe_router_bias: bool = False
     moe_shared_expert: bool = False
     replicated_embedding: bool = False
+    vision_gated_mlp: bool = False
     dsv4_swa_ratio_override: bool = True
     rope_per_layer_type: bool = False
     large_hopper_vl_overrides: bool = False
@@ -873,6 +876,7 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("qwen3_5_text", linear_attention=_GDN, qk_norm=True),
     _M("qwen3_moe", qk_norm=True),
     _M("qwen3_next", linear_attention=_GDN, attn_output_gate=True, qk_norm=True),
+    _M("qwen2_5_vl", vision_gated_mlp=True),
     _M("qwen3_vl", qk_norm=True, large_hopper_vl_overrides=True),
     _M("qwen3_vl_moe", qk_norm=True, large_hopper_vl_overrides=True),
 )

@@ -928,11 +928,13 @@ def moonvit_groups(cfg: Mapping[str, Any]) -> _Groups:
 def vision_tower_params(cfg: Mapping[str, Any]) -> int:
     """Approximate parameters of a ViT-style vision tower and its projector (0 without one).
 
-    ``layers * (4 h^2 + 2 h i)`` (attention q/k/v/o and a two-matrix MLP of ``vision_config``)
+    ``layers * (4 h^2 + 2 h i)`` (attention q/k/v/o and a two-matrix MLP of ``vision_config``;
+    ``3 h i`` for a gated one, the model-type row's ``vision_gated_mlp``)
     + the patch embedding (``channels * temporal * patch^2 * h``) + a merger/projector of
     ``(h m^2)^2 + h m^2 * out`` (``spatial_merge_size`` m, ``out_hidden_size``; Gemma-3's
-    ``mm_input_projection`` when the text hidden size is given). Norms, biases and position
-    tables are left out (under 1% of a tower). An estimate: pass a checkpoint for exact bytes.
+    ``mm_input_projection`` when the text hidden size is given), once more per Qwen3-VL deepstack
+    layer, + a learned position table of ``num_position_embeddings x h``. Norms and biases are
+    left out (under 1% of a tower). An estimate: pass a checkpoint for exact bytes.
     """
     v = cfg.get("vision_config")
     if not isinstance(v, Mapping):
@@ -952,4 +954,11 @@ def vision_tower_params(cfg: Mapping[str, Any]) -> int:
     text_h = int(_text(cfg).get("hidden_size") or 0)
     out = num("out_hidden_size") or text_h
     projector = (h * merge * merge) ** 2 + h * merge * merge * out if merge else h * out
-    return layers * (4 * h * h + 2 * h * inter) + embed + projector
+    # Qwen3-VL: one more merger per deepstack layer (sglang/srt/models/qwen3_vl.py,
+    # Qwen3VLMoeVisionModel.deepstack_merger_list) and a learned position table
+    # (num_position_embeddings x h, Qwen3VLMoeVisionModel.pos_embed)
+    deepstack = v.get("deepstack_visual_indexes")
+    mergers = 1 + (len(deepstack) if isinstance(deepstack, list) else 0)
+    positions = num("num_position_embeddings") * h
+    mlp = (3 if model_type_row(cfg.get("model_type")).vision_gated_mlp else 2) * h * inter
+    return layers * (4 * h * h + mlp) + embed + mergers * projector + positions

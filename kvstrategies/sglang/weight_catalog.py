@@ -65,10 +65,9 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
     "mimo-v2-flash-h200-tp4": (2e-3, "98.6 MB, the same at TP 4 and TP 8 (so replicated tensors): not traced yet"),
     "mimo-v2-flash-h200-tp8": (3e-3, "as mimo-v2-flash-h200-tp4"),
     # larger: what the estimate does not model yet
-    "qwen3-vl-8b-h100-tp1": (0.02, "the vision tower is approximated (vision_tower_params: ViT blocks and merger, "
-                             "without deepstack mergers, norms and the position table)"),
-    "qwen3-vl-8b-h100-tp2": (0.02, "as qwen3-vl-8b-h100-tp1"),
-    "qwen2.5-vl-7b-h100-tp1": (0.02, "as qwen3-vl-8b-h100-tp1 (window-attention ViT)"),
+    "qwen3-vl-8b-h100-tp1": (5e-4, "the tower's norms and biases (left out of vision_tower_params)"),
+    "qwen3-vl-8b-h100-tp2": (5e-4, "as qwen3-vl-8b-h100-tp1, and tower parts whole on every rank"),
+    "qwen2.5-vl-7b-h100-tp1": (5e-4, "as qwen3-vl-8b-h100-tp1"),
     "deepseek-v4-flash-h200-tp4": (0.02, "DeepSeek-V4 is estimated approximately (weights.py, _dsv4_attention)"),
     "nemotron-3-nano-nvfp4-h100-tp1": (0.04, "665 MB: the NVFP4 exclusion list (backbone.* names) against the "
                                        "Mamba2 / attention layers, priced per kind (not traced further)"),
