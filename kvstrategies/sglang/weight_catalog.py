@@ -74,7 +74,9 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
     "qwen3.5-397b-a17b-nvfp4-h100-tp4": (0.04, "the exclusion list keeps linear_attn, shared experts and "
                                          "attention in bf16 (model.language_model.* names); the estimate prices NVFP4"),
     "gpt-oss-120b-h100-tp4": (0.07, "MXFP4 experts: Mxfp4MoEMethod.create_weights pads each rank's 720 columns to "
-                              "768 (triton_kernels alignment 64); the planner does not pad"),
+                              "768 (triton_kernels alignment 64: the recorder's triton_kernels "
+                              "stand-in is found; a GPU install without triton_kernels would not pad); the planner "
+                              "does not pad"),
     "gpt-oss-20b-b200-tp1": (0.07, "MXFP4 experts on SM100 (flashinfer_mxfp4): hidden and columns padded to 128 "
                              "(Mxfp4MoEMethod.create_weights); the planner does not pad"),
     "qwen3-30b-a3b-online-fp8-h100-tp1": (0.49, "recorded before Fp8MoEMethod.process_weights_after_loading, "
