@@ -217,7 +217,7 @@ def install_cuda(gpu: GpuModel) -> None:
     cuda.stream = lambda *a, **k: contextlib.nullcontext()
     cuda.memory_allocated = lambda *a, **k: 0
     cuda.max_memory_allocated = lambda *a, **k: 0
-    torch.version.cuda = "12.8"  # type: ignore[misc]
+    setattr(torch.version, "cuda", "12.8")  # noqa: B010 (a module constant CUDA builds set)
 
 
 class CudaToMeta:
@@ -371,9 +371,9 @@ def count_model(model: Any) -> dict[str, Any]:
             buffer_names.add(name)
     buffers: dict[str, int] = {}
     for name in buffer_names:
-        dtype, _, nbytes = tensors[name]
-        key = f"{name.rsplit('.', 1)[-1]} ({dtype})"
-        buffers[key] = buffers.get(key, 0) + nbytes
+        held = tensors[name]
+        label = f"{name.rsplit('.', 1)[-1]} ({held[0]})"
+        buffers[label] = buffers.get(label, 0) + int(held[2])
     return {"groups": {k: v for k, v in groups.items() if v}, "total": sum(groups.values()),
             "buffers": buffers, "tensors": tensors}  # fmt: skip
 
