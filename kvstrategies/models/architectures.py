@@ -172,8 +172,9 @@ class Architecture:
     Weights: ``moe_block`` names the module that holds a decoder layer's MoE in SGLang's model
     (``block_sparse_moe`` for Mixtral, MiniMax-M2 and Grok), which quantization exclusion lists
     are matched against; ``router_fp32``: the router is built in float32 (``Grok1MoE.gate``,
-    ``MiniMaxM2MoE.gate``, ``Glm4MoeGate``: ``sglang/srt/models/grok.py``, ``minimax_m2.py``,
-    ``glm4_moe.py``).
+    ``MiniMaxM2MoE.gate``, ``Glm4MoeGate``, MiMo-V2's ``MoEGate`` unless the config names another
+    ``moe_router_dtype``: ``sglang/srt/models/grok.py``, ``minimax_m2.py``, ``glm4_moe.py``,
+    ``mimo_v2.py``).
     ``sm100_trtllm_moe``: the ``--quantization`` values (``none``: a 16-bit checkpoint;
     ``kimi-int4``: the Kimi INT4 recipe) for which SGLang picks the FlashInfer TRT-LLM MoE runner on
     SM100 by itself (``arg_groups/overrides.py`` ``_deepseek_moe_quant_resolution``;
@@ -665,6 +666,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
         skips_block_check=frozenset({"qkv_proj"}),
+        router_fp32=True,
     ),
     _A(
         "MiMoV2ForCausalLM",
@@ -676,6 +678,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
         skips_block_check=frozenset({"qkv_proj"}),
+        router_fp32=True,
     ),
     _A("MiMoV2MTP", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA, swa_compress=True, is_draft=True),
     _A("MiniCPM3ForCausalLM", attention=_MLA, mla_forced_head_dim=128, launch_mla=True),

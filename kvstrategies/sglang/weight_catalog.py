@@ -62,8 +62,8 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
     "llama-3.1-8b-ct-fp8-h100-tp1": (1e-3, "compressed-tensors per-channel FP8: one fp32 scale per output channel, "
                                      "43,008 a layer x 32 layers x 4 B = 5,505,024 B, priced as none"),
     "qwen2.5-7b-gptq-h100-tp1": (1e-3, "3.3 MB of GPTQ side tensors (g_idx, qzeros) priced per parameter"),
-    "mimo-v2-flash-h200-tp4": (2e-3, "98.6 MB, the same at TP 4 and TP 8 (so replicated tensors): not traced yet"),
-    "mimo-v2-flash-h200-tp8": (3e-3, "as mimo-v2-flash-h200-tp4"),
+    "mimo-v2-flash-h200-tp4": (1e-6, "960 B: attention-sink biases and fp32 k/v scales (not traced further)"),
+    "mimo-v2-flash-h200-tp8": (1e-6, "3,456 B: as mimo-v2-flash-h200-tp4"),
     # larger: what the estimate does not model yet
     "qwen3-vl-8b-h100-tp1": (5e-4, "the tower's norms and biases (left out of vision_tower_params)"),
     "qwen3-vl-8b-h100-tp2": (5e-4, "as qwen3-vl-8b-h100-tp1, and tower parts whole on every rank"),

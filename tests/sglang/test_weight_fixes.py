@@ -43,6 +43,21 @@ def test_mimo_v2_flash_block_fp8_qkv_loads_at_tp_4_and_8(tp: int) -> None:
     check_weight_load(req, ModelReading(config))  # no refusal
 
 
+def test_mimo_v2_flash_router_is_float32() -> None:
+    """MiMo-V2's ``MoEGate`` (``sglang/srt/models/mimo_v2.py``) builds its weight in the config's
+    ``moe_router_dtype``, float32 when absent: 256 experts x 4096 x 4 B in each of the 47 MoE
+    layers = 197,132,288 B on every rank (the recording's ``mlp.gate.weight``)."""
+    estimate = estimate_weights(load_preset_config("mimo-v2-flash"))
+    routers = [
+        (layer, pos) for layer in range(estimate.num_layers)
+        for pos, g in enumerate(estimate.groups_of(layer)) if g.name == "router"
+    ]  # fmt: skip
+    assert len(routers) == 47
+    assert sum(estimate.groups_of(layer)[pos].count * estimate.price(layer, pos) for layer, pos in routers) == (
+        256 * 4096 * 4 * 47
+    )
+
+
 def test_the_block_check_still_refuses_the_layers_no_model_exempts() -> None:
     """Qwen3-235B-A22B-FP8 at TP 8: its experts' 1536 / 8 = 192 columns are still refused
     (``Fp8MoEMethod.create_fp8_moe_weight_``), as SGLang 0.5.23 refuses them (the recording's
