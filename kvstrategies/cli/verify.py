@@ -31,6 +31,9 @@ def add_parser(sub: Any, command: str) -> None:
         help="launch defaults: resolve each launch of GRID (a JSON list; default: the shipped grid) with "
         "SGLang's ServerArgs.resolve_once and with the planner, and diff every field",
     )  # fmt: skip
+    verify.add_argument("--weights", action="store_true",
+                        help="the weight catalog (cases/weights/): the planner's weights per rank and load refusals "
+                        "against SGLang's recorded model builds (golden/sglang-<v>-weights; docs/weights.md)")
     verify.add_argument("--recorded", action="store_true",
                         help="use the engine's recorded answers (golden/sglang-*, golden/vllm-*; no engine needed)")
     verify.add_argument("--vllm-version", default=None, metavar="X",
@@ -50,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     """``verify --against sglang``: the catalog's cases through SGLang's own sizing and pool
     builders (:mod:`kvstrategies.sglang.bridge.verify`), or with ``--launch [GRID]`` the
     launch defaults against SGLang's own resolution (:mod:`kvstrategies.sglang.bridge.launch_check`)."""
+    if args.weights:
+        return _verify_weights(args)
     if args.launch is not None and args.against == "vllm":
         raise KVCacheConfigError("verify: --launch compares SGLang's launch defaults; use --against sglang")
     if args.launch is not None:
@@ -101,6 +106,23 @@ def run(args: argparse.Namespace) -> int:
     for line in format_report(report, verbose=args.verbose):
         print(line)
     return 0 if report.ok else 1
+
+
+def _verify_weights(args: argparse.Namespace) -> int:
+    """``verify --against sglang --weights``: the planner against the recorded weights (no engine)."""
+    if args.against != "sglang" or args.launch is not None or args.cases or args.record is not None:
+        raise KVCacheConfigError(
+            "verify: --weights compares the weight catalog with SGLang's recordings; give only --against sglang "
+            "(and --sglang-version); record them with tools/record_weights.py (docs/weights.md)"
+        )
+    from ..core.releases import parse_release
+    from ..sglang.weight_catalog import verify_lines
+
+    release = parse_release(args.sglang_version)  # recorded for SGLang 0.5.23 (the newest)
+    ok, lines = verify_lines(release.text)
+    for line in lines:
+        print(line)
+    return 0 if ok else 1
 
 
 def _case_paths(given_paths: Sequence[Path]) -> list[Path]:

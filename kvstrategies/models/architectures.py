@@ -172,12 +172,21 @@ class Architecture:
     Weights: ``moe_block`` names the module that holds a decoder layer's MoE in SGLang's model
     (``block_sparse_moe`` for Mixtral, MiniMax-M2 and Grok), which quantization exclusion lists
     are matched against; ``router_fp32``: the router is built in float32 (``Grok1MoE.gate``,
-    ``MiniMaxM2MoE.gate``, ``Glm4MoeGate``: ``sglang/srt/models/grok.py``, ``minimax_m2.py``,
-    ``glm4_moe.py``).
+    ``MiniMaxM2MoE.gate``, ``Glm4MoeGate``, MiMo-V2's ``MoEGate`` unless the config names another
+    ``moe_router_dtype``: ``sglang/srt/models/grok.py``, ``minimax_m2.py``, ``glm4_moe.py``,
+    ``mimo_v2.py``).
     ``sm100_trtllm_moe``: the ``--quantization`` values (``none``: a 16-bit checkpoint;
     ``kimi-int4``: the Kimi INT4 recipe) for which SGLang picks the FlashInfer TRT-LLM MoE runner on
     SM100 by itself (``arg_groups/overrides.py`` ``_deepseek_moe_quant_resolution``;
-    ``arg_groups/model_overrides/qwen3_moe.py`` and ``glm4_moe.py``).
+    ``arg_groups/model_overrides/qwen3_moe.py`` and ``glm4_moe.py``);
+    ``sm100_trtllm_routed_moe``: the same for its routed variant (``flashinfer_trtllm_routed``:
+    ``arg_groups/model_overrides/minimax_m2.py`` for MiniMax-M2 with ``modelopt_fp4``).
+    ``lm_head_every_stage``: the model class builds its untied ``lm_head`` on every pipeline stage,
+    not only the last (its ``__init__`` does not test ``pp_group.is_last_rank``: ``llama.py``'s
+    ``LlamaForCausalLM`` and its subclasses, ``qwen3_moe.py``, ``glm4_moe.py``, ``mixtral.py``,
+    ``gpt_oss.py``, ``gemma3_causal.py``). ``skips_block_check``: linear layers (the module's last
+    name) the class builds with ``skip_block_quant_check=True``, so block-FP8 shapes are not
+    validated for them (``mimo_v2.py``, ``MiMoV2Attention.__init__``: ``qkv_proj``).
 
     Releases: ``releases``: the facts of this row that hold for some SGLang releases only, as
     ``(fact, first, last)`` (``None``: unbounded); a fact is a boolean field of the row
@@ -229,6 +238,9 @@ class Architecture:
     moe_block: str = "mlp"
     router_fp32: bool = False
     sm100_trtllm_moe: frozenset[str] = frozenset()
+    sm100_trtllm_routed_moe: frozenset[str] = frozenset()
+    lm_head_every_stage: bool = False
+    skips_block_check: frozenset[str] = frozenset()
     releases: tuple[tuple[str, str | None, str | None], ...] = ()
 
     @property
@@ -260,7 +272,11 @@ class ModelType:
     Weights: ``norms_per_layer`` (hidden-size vectors), ``layernorm_bias`` (final norm has a
     bias), ``gated_mlp``, ``attn_output_gate``, ``qkv_bias``, ``o_proj_bias`` (with the qkv bias),
     ``qk_norm`` (per-head-dim q/k norms), ``qk_norm_weightless`` (``use_qk_norm`` without weights),
-    ``attention_sinks``, ``moe_expert_bias``, ``moe_router_bias``, ``moe_shared_expert``.
+    ``attention_sinks``, ``moe_expert_bias``, ``moe_router_bias``, ``moe_shared_expert``,
+    ``replicated_embedding`` (the embedding is a plain ``nn.Embedding``: every rank holds the
+    whole vocabulary, e.g. ``sglang/srt/models/gemma3_causal.py``, ``Gemma3TextScaledWordEmbedding``),
+    ``vision_gated_mlp`` (the vision blocks' MLP is gated: ``gate_up_proj`` + ``down_proj``, e.g.
+    ``sglang/srt/models/qwen2_5_vl.py``, ``Qwen2_5_VLMLP``).
     ``dsv4_swa_ratio_override``: DeepSeek-V4's launch override of the SWA ratio applies.
     ``rope_per_layer_type``: transformers 5.19 (SGLang 0.5.23's pin) keeps this type's rope
     parameters per attention type, so SGLang's context length sees no top-level rope factor.
@@ -291,6 +307,8 @@ class ModelType:
     moe_expert_bias: bool = False
     moe_router_bias: bool = False
     moe_shared_expert: bool = False
+    replicated_embedding: bool = False
+    vision_gated_mlp: bool = False
     dsv4_swa_ratio_override: bool = True
     rope_per_layer_type: bool = False
     large_hopper_vl_overrides: bool = False
@@ -442,7 +460,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_backend_rule=LaunchBackendRule.FALCON_H1,
     ),
     _A("Gemma2ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
-    _A("Gemma3ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
+    _A("Gemma3ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS, lm_head_every_stage=True),
     _A("Gemma3ForConditionalGeneration", multimodal_opt_in=True, hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
     _A("Gemma3nForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
     _A("Gemma3nForConditionalGeneration", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
@@ -478,7 +496,12 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("GigaChat35ForCausalLM", attention=_MLA, launch_mla=True),
     _A("GigaChat35ForCausalLMNextN", attention=_MLA, is_draft=True),
-    _A("Glm4MoeForCausalLM", router_fp32=True, sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"})),
+    _A(
+        "Glm4MoeForCausalLM",
+        router_fp32=True,
+        sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"}),
+        lm_head_every_stage=True,
+    ),
     _A("Glm4MoeLiteForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A("Glm4MoeLiteForCausalLMNextN", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
     _A(
@@ -512,6 +535,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_hybrid_swa=True,
         attention_sinks=True,
         launch_backend_rule=LaunchBackendRule.GPT_OSS,
+        lm_head_every_stage=True,
     ),
     _A("GraniteMoeHybridForCausalLM", mamba_radix=True, launch_backend_rule=LaunchBackendRule.GRANITE_HYBRID),
     _A("GraniteMoeSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
@@ -606,7 +630,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_backend_rule=LaunchBackendRule.LLAMA4,
         launch_backend_check=LaunchBackendCheck.LLAMA4,
     ),
-    _A("LlamaForCausalLM", wide_speculative_defaults=True),
+    _A("LlamaForCausalLM", wide_speculative_defaults=True, lm_head_every_stage=True),
     _A(
         "LongcatFlashForCausalLM",
         attention=_MLA,
@@ -641,6 +665,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_compress=True,
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
+        skips_block_check=frozenset({"qkv_proj"}),
+        router_fp32=True,
     ),
     _A(
         "MiMoV2ForCausalLM",
@@ -651,17 +677,24 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_compress=True,
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
+        skips_block_check=frozenset({"qkv_proj"}),
+        router_fp32=True,
     ),
     _A("MiMoV2MTP", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA, swa_compress=True, is_draft=True),
     _A("MiniCPM3ForCausalLM", attention=_MLA, mla_forced_head_dim=128, launch_mla=True),
-    _A("MiniMaxM2ForCausalLM", moe_block="block_sparse_moe", router_fp32=True),
+    _A(
+        "MiniMaxM2ForCausalLM",
+        moe_block="block_sparse_moe",
+        router_fp32=True,
+        sm100_trtllm_routed_moe=frozenset({"modelopt_fp4"}),
+    ),
     _A("MiniMaxM3SparseForCausalLM", minimax_sparse=True, releases=(("piecewise_multimodal", "0.5.16", "0.5.21"),)),
     _A(
         "MiniMaxM3SparseForConditionalGeneration",
         minimax_sparse=True,
         releases=(("piecewise_multimodal", "0.5.16", "0.5.21"),),
     ),
-    _A("MistralForCausalLM"),
+    _A("MistralForCausalLM", lm_head_every_stage=True),
     _A(
         "MistralLarge3ForCausalLM",
         sm100_trtllm_moe=_DS_TRTLLM,
@@ -672,7 +705,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_deepseek_family=True,
     ),
     _A("MistralLarge3ForCausalLMEagle", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
-    _A("MixtralForCausalLM", moe_block="block_sparse_moe"),
+    _A("MixtralForCausalLM", moe_block="block_sparse_moe", lm_head_every_stage=True),
     _A(
         "MuseGlimmerForCausalLM",
         hybrid_swa=_SWA,
@@ -714,7 +747,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("Qwen2ForCausalLM"),
     _A("Qwen3ForCausalLM"),
-    _A("Qwen3MoeForCausalLM", draft_num_layers=1, sm100_trtllm_moe=_QWEN_TRTLLM),
+    _A("Qwen3MoeForCausalLM", draft_num_layers=1, sm100_trtllm_moe=_QWEN_TRTLLM, lm_head_every_stage=True),
     _A(
         "Qwen3NextForCausalLM",
         sm100_trtllm_moe=_QWEN_TRTLLM,
@@ -805,10 +838,11 @@ MODEL_TYPES: tuple[ModelType, ...] = (
         weight_defaults=(("tie_word_embeddings", True),),
         norms_per_layer=4,
     ),
-    _M("gemma3", norms_per_layer=4, qk_norm=True, rope_per_layer_type=True),
+    _M("gemma3", norms_per_layer=4, qk_norm=True, rope_per_layer_type=True, replicated_embedding=True),
     _M(
         "gemma3_text",
         rope_per_layer_type=True,
+        replicated_embedding=True,
         geometry_defaults=(("max_position_embeddings", 131072), ("sliding_window_pattern", 6)),
         weight_defaults=(("vocab_size", 262208), ("tie_word_embeddings", True)),
         launch_context_default=131072,
@@ -845,6 +879,7 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("qwen3_5_text", linear_attention=_GDN, qk_norm=True),
     _M("qwen3_moe", qk_norm=True),
     _M("qwen3_next", linear_attention=_GDN, attn_output_gate=True, qk_norm=True),
+    _M("qwen2_5_vl", vision_gated_mlp=True),
     _M("qwen3_vl", qk_norm=True, large_hopper_vl_overrides=True),
     _M("qwen3_vl_moe", qk_norm=True, large_hopper_vl_overrides=True),
 )

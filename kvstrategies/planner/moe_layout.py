@@ -114,6 +114,12 @@ def moe_runner_backend(
     kimi = "kimi-int4" in wanted and quantization == "compressed-tensors" and _kimi_int4(config)
     if quantization in wanted or kimi:
         return "flashinfer_trtllm"
+    # MiniMax-M2's override reads ModelConfig's resolved method ("modelopt" NVFP4 -> "modelopt_fp4"),
+    # not the raw quant_method (arg_groups/model_overrides/minimax_m2.py, model_config_of(...).quantization)
+    routed = rows[0].sm100_trtllm_routed_moe
+    if quantization in routed or (quantization == override_quantization(config, None)
+                                  and quantization_method(config, None) in routed):  # fmt: skip
+        return "flashinfer_trtllm_routed"
     return "auto"
 
 

@@ -232,6 +232,8 @@ class WeightEstimate:
     module rules name modules prices layer by layer: an exclusion list may name one layer).
     ``layers`` rebuilds the old per-layer view (every group with its full module name).
     ``tied``: lm_head shares the embedding (counted once when one stage holds both).
+    ``lm_head_every_stage``: the model class builds its (untied) lm_head on every pipeline
+    stage, not only the last (the architecture row's ``lm_head_every_stage``).
     """
 
     model_type: str
@@ -242,6 +244,7 @@ class WeightEstimate:
     mtp: _Groups
     tied: bool
     fmt: WeightFormat
+    lm_head_every_stage: bool = False
     _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -375,6 +378,8 @@ class WeightEstimate:
             terms += self._terms(self.embedding, tp, attn_tp)
         for layer in range(start, end):
             terms += self.layer_terms(layer, tp, attn_tp)
+        if not last and self.lm_head_every_stage and not self.tied:
+            terms += self._terms(tuple(g for g in self.head if g.kind is ParamKind.LM_HEAD), tp, attn_tp)
         if last:
             terms += self._terms(self._head(with_embedding=first), tp, attn_tp)
             if include_mtp:
@@ -422,10 +427,14 @@ def _count(t: TrackedConfig) -> tuple[dict[str, Any], Any]:
     tied = bool(t.get("tie_word_embeddings", False))
     norm = 2 * h if model_type_row(t.get("model_type")).layernorm_bias else h  # LayerNorm with bias
     hc = _hc_head(t, h)
+    # a plain nn.Embedding (Gemma-3) is whole on every rank; SGLang's VocabParallelEmbedding splits the vocabulary
+    embedding_units = 0 if model_type_row(t.get("model_type")).replicated_embedding else vocab
     kinds, kind_of = _layer_kinds(t, n)
     counted = {
         "model_type": str(t.get("model_type", "")),
-        "embedding": (ParamGroup("embed_tokens", vocab * h, ParamKind.EMBEDDING, vocab, "model.embed_tokens"),),
+        "embedding": (
+            ParamGroup("embed_tokens", vocab * h, ParamKind.EMBEDDING, embedding_units, "model.embed_tokens"),
+        ),
         "kinds": kinds,
         "kind_of": kind_of,
         "head": (
@@ -435,6 +444,7 @@ def _count(t: TrackedConfig) -> tuple[dict[str, Any], Any]:
         ),
         "mtp": _mtp(t, h, vocab, n),
         "tied": tied,
+        "lm_head_every_stage": any_row(_arch(t), lambda r: r.lm_head_every_stage),
     }
     return counted, t.last_key
 
@@ -794,6 +804,12 @@ def _mamba1(t: Mapping[str, Any]) -> list[ParamGroup]:
     ]
 
 
+def gated_mlp(cfg: Mapping[str, Any]) -> bool:
+    """Whether the model's MLPs and experts are gated (gate and up fused: ``2 I`` outputs), as
+    SGLang builds them; a ``relu2`` MLP (Nemotron-H) is not."""
+    return _gated(_text(cfg))
+
+
 def _gated(t: Mapping[str, Any]) -> bool:
     act = str(t.get("mlp_hidden_act") or "")
     return model_type_row(t.get("model_type")).gated_mlp and act != "relu2"
@@ -822,7 +838,10 @@ def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
     im = int(t.get("moe_intermediate_size") or t["intermediate_size"])
     conventions = model_type_row(t.get("model_type", ""))
     block = next((row.moe_block for row in rows_for(_arch(t))), "mlp")
-    groups = [ParamGroup("experts", e * 3 * h * im, ParamKind.EXPERT, e * im, f"{block}.experts")]
+    # gated experts hold gate, up and down (3 h I); a relu2 MLP (Nemotron-H) only up and down
+    # (sglang/srt/models/nemotron_h.py, NemotronHMoE: FusedMoE with is_gated=False)
+    per_expert = (3 if _gated(t) else 2) * h * im
+    groups = [ParamGroup("experts", e * per_expert, ParamKind.EXPERT, e * im, f"{block}.experts")]
     router = h * e
     if conventions.moe_expert_bias:
         groups.append(ParamGroup("expert_bias", e * (2 * im + h), ParamKind.SMALL, e))
@@ -909,11 +928,13 @@ def moonvit_groups(cfg: Mapping[str, Any]) -> _Groups:
 def vision_tower_params(cfg: Mapping[str, Any]) -> int:
     """Approximate parameters of a ViT-style vision tower and its projector (0 without one).
 
-    ``layers * (4 h^2 + 2 h i)`` (attention q/k/v/o and a two-matrix MLP of ``vision_config``)
+    ``layers * (4 h^2 + 2 h i)`` (attention q/k/v/o and a two-matrix MLP of ``vision_config``;
+    ``3 h i`` for a gated one, the model-type row's ``vision_gated_mlp``)
     + the patch embedding (``channels * temporal * patch^2 * h``) + a merger/projector of
     ``(h m^2)^2 + h m^2 * out`` (``spatial_merge_size`` m, ``out_hidden_size``; Gemma-3's
-    ``mm_input_projection`` when the text hidden size is given). Norms, biases and position
-    tables are left out (under 1% of a tower). An estimate: pass a checkpoint for exact bytes.
+    ``mm_input_projection`` when the text hidden size is given), once more per Qwen3-VL deepstack
+    layer, + a learned position table of ``num_position_embeddings x h``. Norms and biases are
+    left out (under 1% of a tower). An estimate: pass a checkpoint for exact bytes.
     """
     v = cfg.get("vision_config")
     if not isinstance(v, Mapping):
@@ -933,4 +954,11 @@ def vision_tower_params(cfg: Mapping[str, Any]) -> int:
     text_h = int(_text(cfg).get("hidden_size") or 0)
     out = num("out_hidden_size") or text_h
     projector = (h * merge * merge) ** 2 + h * merge * merge * out if merge else h * out
-    return layers * (4 * h * h + 2 * h * inter) + embed + projector
+    # Qwen3-VL: one more merger per deepstack layer (sglang/srt/models/qwen3_vl.py,
+    # Qwen3VLMoeVisionModel.deepstack_merger_list) and a learned position table
+    # (num_position_embeddings x h, Qwen3VLMoeVisionModel.pos_embed)
+    deepstack = v.get("deepstack_visual_indexes")
+    mergers = 1 + (len(deepstack) if isinstance(deepstack, list) else 0)
+    positions = num("num_position_embeddings") * h
+    mlp = (3 if model_type_row(cfg.get("model_type")).vision_gated_mlp else 2) * h * inter
+    return layers * (4 * h * h + mlp) + embed + mergers * projector + positions

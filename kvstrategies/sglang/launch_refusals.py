@@ -5,8 +5,10 @@ Each refusal is a :class:`~kvstrategies.errors.UnsupportedConfigurationError` na
 flag, the value, the fix and the SGLang check (module and function) that would stop the server:
 
 * architecture not served: ``sglang.srt.models.registry._ModelRegistry.resolve_model_cls``
-  (via ``sglang.srt.model_loader.utils.get_model_architecture``); ``--assume-architecture``
-  plans the config as a named served architecture and says so;
+  (via ``sglang.srt.model_loader.utils.get_model_architecture``); served natively means in that
+  release's registry (:mod:`.tables.served`, generated from SGLang by
+  ``tools/list_sglang_models.py``), or a Transformers-backend row of the architecture table;
+  ``--assume-architecture`` plans the config as a named served architecture and says so;
 * attention heads not divisible by the attention-TP size, and the KV-head rule (KV heads a
   multiple of the KV-TP size, or the KV-TP size a multiple of the KV heads):
   ``sglang.srt.layers.linear.QKVParallelLinear.__init__`` (``divide`` ->
@@ -32,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ..core.releases import NEWEST_SGLANG, EngineRelease
 from ..errors import UnsupportedConfigurationError
 from ..models import ModelGeometry
 from ..models.architectures import is_served, model_type_row, names_where, require_loadable
@@ -41,6 +44,7 @@ from ..planner.model_reading import ModelReading
 from ..planner.request import DeploymentRequest, check_page_size
 from .launch.defaults import AppliedDefault
 from .load_refusals import check_weight_load
+from .tables.served import SERVED_ARCHITECTURES
 
 _KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups")
 _CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
@@ -51,8 +55,20 @@ def served_architectures() -> frozenset[str]:
     return names_where(lambda row: is_served(row.name))
 
 
+def registry_serves(name: str, release: EngineRelease = NEWEST_SGLANG) -> bool:
+    """Whether ``name`` is in ``release``'s model registry (:data:`.tables.served.SERVED_ARCHITECTURES`;
+    a release without an entry reads the newest recorded one), or a row of the architecture table
+    SGLang serves (natively or through its Transformers backend)."""
+    if is_served(name):
+        return True
+    by_line = SERVED_ARCHITECTURES.get(release.text)
+    if by_line is None:
+        by_line = SERVED_ARCHITECTURES[max(SERVED_ARCHITECTURES, key=lambda v: tuple(int(p) for p in v.split(".")))]
+    return name in by_line
+
+
 def check_architecture(
-    config: Mapping[str, Any], assume: str | None
+    config: Mapping[str, Any], assume: str | None, release: EngineRelease = NEWEST_SGLANG
 ) -> tuple[Mapping[str, Any], AppliedDefault | None]:
     """The config to plan and, with ``--assume-architecture``, the note saying what was assumed.
 
@@ -75,7 +91,7 @@ def check_architecture(
             "the plan is only as right as that assumption",
         )
         return {**config, "architectures": [assume]}, note
-    if any(is_served(arch) for arch in archs):
+    if any(registry_serves(arch, release) for arch in archs):
         return config, None
     given = f"architectures {list(archs)}" if archs else "no 'architectures' field"
     raise UnsupportedConfigurationError(
@@ -202,7 +218,7 @@ def admit(
     architecture was assumed) and the defaults applied to the config."""
     check_sizes(req)
     check_page_size(req.page_size)
-    config, assumed = check_architecture(model.config, req.assume_architecture)
+    config, assumed = check_architecture(model.config, req.assume_architecture, req.release)
     if assumed is not None:
         req = replace(req, source={"hf_config": config})
         model = ModelReading(config)

@@ -25,7 +25,8 @@ the one SGLang runs (module and function named in the message, with the fix):
 * MXFP4 checkpoints on ROCm parts older than gfx950 (MI300X, MI325X)
   (``mxfp4.py``, ``Mxfp4Config.from_config``).
 
-Modules an exclusion list leaves in 16 bits are not checked (they load unquantized).
+Modules an exclusion list leaves in 16 bits are not checked (they load unquantized), nor the
+linear layers a model builds with ``skip_block_quant_check=True`` (:func:`skipped_block_checks`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import UnsupportedConfigurationError
-from ..models.hf import text_config
+from ..models.architectures import rows_for
+from ..models.hf import architectures, text_config
 from ..planner.model_reading import ModelReading
 from ..planner.moe_layout import MoELayout, moe_layout, override_quantization, quantization_method
 from ..planner.request import DeploymentRequest
@@ -49,6 +51,13 @@ class BlockFP8:
     block_n: int
     block_k: int
     loader: str  # "fp8" or "compressed-tensors"
+
+
+def skipped_block_checks(config: Mapping[str, Any]) -> frozenset[str]:
+    """The linear layers (last module name) the config's model class builds with
+    ``skip_block_quant_check=True``: the architecture rows' ``skips_block_check`` (MiMo-V2-Flash's
+    ``qkv_proj``, ``sglang/srt/models/mimo_v2.py``, ``MiMoV2Attention.__init__``)."""
+    return frozenset().union(*(row.skips_block_check for row in rows_for(architectures(config))))
 
 
 def block_fp8(config: Mapping[str, Any], override: str | None) -> BlockFP8 | None:
@@ -223,7 +232,10 @@ def _check_block_linears(
     tp = req.tp_size
     attn_tp = max(1, tp // max(1, req.attn_dp_size))
     merged_last_free = block.loader == "compressed-tensors"  # validate_fp8_block_shape's exemption
+    unchecked = skipped_block_checks(config)
     for group in _quantized_linears(est):
+        if group.module.rsplit(".", 1)[-1] in unchecked:
+            continue
         shape = _linear_shape(t, group.name, group.module, tp, attn_tp)
         if shape is None:
             continue

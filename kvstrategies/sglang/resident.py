@@ -14,6 +14,14 @@ rank):
   (qk_nope + v_head)`` values per layer, in bf16 (2 bytes) from a 16-bit ``kv_b_proj`` or a
   128 x 128 block-FP8 one on CUDA (``block_quant_dequant``), in fp8 (1 byte) from an fp8 one on
   ROCm (``block_quant_to_tensor_quant``);
+* **NVFP4 experts' swizzled scales**: ModelOpt NVFP4 MoE keeps a second fp8 copy of every
+  expert block-scale tensor, swizzled and padded (``modelopt_quant.py``,
+  ``ModelOptNvFp4FusedMoEMethod.create_weights``: ``w13_blockscale_swizzled`` and
+  ``w2_blockscale_swizzled`` from ``quantization/utils.py``, ``swizzle_blockscale``, rows rounded
+  up to 128 and scale columns to 4), unless the MoE runner is FlashInfer TRT-LLM, which aliases
+  the originals: ``local experts x (r128(2 c) x r4(h / 16) + r128(h) x r4(c / 16))`` bytes per
+  NVFP4 MoE layer (``c`` columns per rank, ``h`` hidden; ``c`` instead of ``2 c`` for ungated
+  experts);
 * **ROCm INT4 experts' index buffers**: compressed-tensors W4A16 experts on ROCm run on the Triton
   kernel (``CompressedTensorsWNA16TritonMoE``), which keeps the ``w13/w2_weight_g_idx`` and
   ``*_g_idx_sort_indices`` int32 buffers its parent creates (``compressed_tensors_wNa16_moe.py``,
@@ -42,7 +50,7 @@ from typing import Any
 from ..models.hf import text_config
 from ..planner.moe_layout import MoELayout
 from ..planner.request import DeploymentRequest
-from ..planner.weights import ParamGroup, ParamKind, WeightEstimate
+from ..planner.weights import ParamGroup, ParamKind, WeightEstimate, gated_mlp
 from .draft_model import draft_model_bytes, vocab_rows_per_rank
 
 
@@ -66,6 +74,7 @@ def resident_extras(
             _expert_padding(req, estimate, layout, share),
             _mla_copies(req, config, estimate, share),
             _rocm_wna16_indices(req, config, estimate, layout, share),
+            _nvfp4_swizzled_scales(config, estimate, layout, share),
             _self_draft_copies(req, config, estimate),
             _draft_model(req, estimate),
         )
@@ -176,6 +185,49 @@ def _rocm_wna16_indices(
         int(per_layer * moe_layers * share),
         "g_idx and sort-index int32 buffers the Triton W4A16 MoE keeps (compressed_tensors_wNa16_moe.py, "
         "CompressedTensorsWNA16MoE.create_weights; the Marlin path on CUDA empties them)",
+    )
+
+
+#: the MoE runners that alias the expert scales instead of copying them (``is_flashinfer_trtllm``
+#: or ``is_flashinfer_trtllm_routed`` in ``ModelOptNvFp4FusedMoEMethod.__init__``)
+TRTLLM_RUNNERS = frozenset({"flashinfer_trtllm", "flashinfer_trtllm_routed"})
+
+#: NVFP4's scale block: one fp8 scale per 16 values (``ModelOptFp4Config.group_size``)
+NVFP4_GROUP = 16
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def _nvfp4_moe_layers(estimate: WeightEstimate) -> int:
+    """Decoder layers whose routed experts are priced as NVFP4 (under a byte per parameter)."""
+    count = 0
+    for layer in range(estimate.num_layers):
+        groups = estimate.groups_of(layer)
+        if any(g.kind is ParamKind.EXPERT and estimate.price(layer, pos) < 1 for pos, g in enumerate(groups)):
+            count += 1
+    return count
+
+
+def _nvfp4_swizzled_scales(
+    config: Mapping[str, Any], estimate: WeightEstimate, layout: MoELayout | None, share: float
+) -> ResidentExtra | None:
+    if layout is None or estimate.fmt.name != "nvfp4" or layout.runner in TRTLLM_RUNNERS:
+        return None
+    layers = _nvfp4_moe_layers(estimate)
+    if not layers:
+        return None
+    hidden, columns = int(text_config(config)["hidden_size"]), layout.columns
+    shards = 2 if gated_mlp(config) else 1  # w13 holds gate and up, or up alone (is_gated=False)
+    w13 = _round_up(shards * columns, 128) * _round_up(hidden // NVFP4_GROUP, 4)
+    w2 = _round_up(hidden, 128) * _round_up(columns // NVFP4_GROUP, 4)
+    return ResidentExtra(
+        "NVFP4 swizzled expert scales",
+        int(layout.local_experts * (w13 + w2) * layers * share),
+        "a second, swizzled fp8 copy of the expert block scales (modelopt_quant.py, "
+        "ModelOptNvFp4FusedMoEMethod.create_weights: w13/w2_blockscale_swizzled; the FlashInfer TRT-LLM "
+        "MoE runner shares the originals instead)",
     )
 
 

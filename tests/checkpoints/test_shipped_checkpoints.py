@@ -30,11 +30,11 @@ LAYOUTS = [
     ("nvidia/Gemma-4-31B-IT-NVFP4", "H100", 1),
     ("nvidia/Kimi-K2.5-NVFP4", "H200", 8),
     ("nvidia/Llama-3.1-70B-Instruct-FP8", "H100", 2),
-    ("nvidia/MiniMax-M2.5-NVFP4", "H100", 2),
+    ("nvidia/MiniMax-M2.5-NVFP4", "H100", 4),  # TP 2 no longer fits: the swizzled scale copy
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "H100", 2),
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", "H100", 1),
-    ("nvidia/Qwen3-235B-A22B-NVFP4", "H100", 2),
-    ("nvidia/Qwen3.5-397B-A17B-NVFP4", "H100", 4),
+    ("nvidia/Qwen3-235B-A22B-NVFP4", "H100", 4),  # as above (ModelOptNvFp4FusedMoEMethod)
+    ("nvidia/Qwen3.5-397B-A17B-NVFP4", "H200", 4),  # as above
     ("Qwen/Qwen3-0.6B", "H100", 1),
     ("Qwen/Qwen3-1.7B", "H100", 1),
     ("Qwen/Qwen3-235B-A22B-FP8", "H100", 4),

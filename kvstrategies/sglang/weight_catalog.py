@@ -1,0 +1,257 @@
+"""The weight catalog: real checkpoint deployments whose per-rank weights SGLang itself recorded.
+
+Each ``cases/weights/<name>.json`` names a model (a preset, a shipped checkpoint's HF id, or a
+config folder under ``cases/weights/configs/``), the GPU planned and the layout (``tp``, ``ep``,
+``pp``, ``attn_dp``, ``quantization``: SGLang's ``--quantization``). ``tools/record_weights.py``
+builds SGLang's own model for it on ``meta`` (:mod:`kvstrategies.sglang.bridge.model_on_meta`) and
+writes ``golden/sglang-<v>-weights/<name>.json``: the bytes of every group of parameters and
+buffers per recorded rank, or SGLang's refusal. :func:`planned` answers the same case with the
+torch-free planner (:func:`kvstrategies.sglang.budget.weights_per_rank` and the launch / load
+refusals), so a test holds the planner to the recording (docs/weights.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.jsonio import read_json_object
+from ..errors import KVCacheConfigError, UnsupportedConfigurationError
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = ROOT / "cases" / "weights"
+RECORDINGS = ROOT / "golden"
+
+#: recorded groups that are not weights: buffers the planner counts apart (the RoPE cache) or not at all
+BUFFER_GROUPS = ("other_buffers",)
+
+
+#: case -> (bound on |planned / recorded - 1|, why the planner differs), for SGLang 0.5.23.
+#: Every other case SGLang builds is planned exact to the byte.
+WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
+    # small, bounded: scales and buffers the estimate prices by the parameter, not by the tensor
+    "deepseek-r1-b200-tp8": (1e-6, "7,808 B = 128 B in each of the 61 layers: small tensors the estimate "
+                             "does not itemize (not traced further)"),
+    "deepseek-v3-h200-tp8": (1e-6, "7,808 B: as deepseek-r1-b200-tp8"),
+    "deepseek-v3-h200-tp8-ep8": (1e-6, "7,808 B: as deepseek-r1-b200-tp8"),
+    "deepseek-v3-h200-tp8-dp8-ep8": (1e-6, "7,808 B: as deepseek-r1-b200-tp8"),
+    "kimi-k2-h200-tp8": (1e-6, "7,808 B: as deepseek-r1-b200-tp8"),
+    "llama-3.1-70b-fp8-modelopt-b200-tp1": (1e-6, "5,120 B = 64 B a layer: ModelOpt's per-tensor fp32 scales"),
+    "llama-3.1-70b-fp8-modelopt-h100-tp2": (1e-6, "5,120 B = 64 B a layer: ModelOpt's per-tensor fp32 scales"),
+    "llama-3.1-8b-online-fp8-h100-tp1": (1e-6, "768 B = 24 B a layer: the per-tensor fp32 scales online FP8 makes"),
+    "llama-3.1-8b-ct-w4a16-h100-tp1": (1e-6, "2,048 B = 64 B a layer: compressed-tensors' int64 weight_shape tensors"),
+    "minimax-m2.5-h200-tp4": (1e-6, "496 B = 8 B in each of the 62 layers (not traced further)"),
+    "minimax-m2.7-h100-tp4": (1e-6, "496 B: as minimax-m2.5-h200-tp4"),
+    "nemotron-h-8b-h100-tp1": (1e-6, "6,144 B of small Mamba2 tensors (not traced further)"),
+    "qwen3-next-80b-a3b-h100-tp4": (1e-6, "7,488 B of small GDN tensors (not traced further)"),
+    "deepseek-v3.1-nvfp4-b200-tp8": (1e-4, "NVFP4 per-tensor fp32 global scales of every linear and expert"),
+    "kimi-k2.5-nvfp4-h200-tp8": (1e-4, "NVFP4 per-tensor fp32 global scales"),
+    "minimax-m2.5-nvfp4-h100-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
+    "minimax-m2.5-nvfp4-b200-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
+    "qwen3-235b-a22b-nvfp4-b200-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
+    "qwen3-235b-a22b-nvfp4-h100-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
+    "deepseek-v3.1-nvfp4-h200-tp8": (5e-4, "20 MB: NVFP4 global scales and scale padding (not traced further)"),
+    "deepseek-v3.2-h200-tp8": (5e-4, "28 MB in the DSA indexer (the estimate approximates it; not traced further)"),
+    "glm-5-fp8-h200-tp8": (1e-3, "77 MB in the DSA indexer (as deepseek-v3.2-h200-tp8)"),
+    "qwen3.5-27b-h100-tp1": (5e-4, "the tower's norms, biases and position table (left out of vision_tower_params)"),
+    "qwen3.5-35b-a3b-h100-tp2": (5e-4, "as qwen3.5-27b-h100-tp1"),
+    "gemma-3-27b-h100-tp1": (5e-4, "the SigLIP tower's biases, norms and position table (left out of the estimate)"),
+    "gemma-3-27b-h100-tp4": (1e-3, "as gemma-3-27b-h100-tp1, and the tower parts that stay whole on every rank"),
+    "llama-3.1-8b-ct-fp8-h100-tp1": (1e-3, "compressed-tensors per-channel FP8: one fp32 scale per output channel, "
+                                     "43,008 a layer x 32 layers x 4 B = 5,505,024 B, priced as none"),
+    "qwen2.5-7b-gptq-h100-tp1": (1e-3, "3.3 MB of GPTQ side tensors (g_idx, qzeros) priced per parameter"),
+    "mimo-v2-flash-h200-tp4": (1e-6, "960 B: attention-sink biases and fp32 k/v scales (not traced further)"),
+    "mimo-v2-flash-h200-tp8": (1e-6, "3,456 B: as mimo-v2-flash-h200-tp4"),
+    # larger: what the estimate does not model yet
+    "qwen3-vl-8b-h100-tp1": (5e-4, "the tower's norms and biases (left out of vision_tower_params)"),
+    "qwen3-vl-8b-h100-tp2": (5e-4, "as qwen3-vl-8b-h100-tp1, and tower parts whole on every rank"),
+    "qwen2.5-vl-7b-h100-tp1": (5e-4, "as qwen3-vl-8b-h100-tp1"),
+    "deepseek-v4-flash-h200-tp4": (0.02, "DeepSeek-V4 is estimated approximately (weights.py, _dsv4_attention)"),
+    "nemotron-3-nano-nvfp4-h100-tp1": (0.04, "665 MB: the NVFP4 exclusion list (backbone.* names) against the "
+                                       "Mamba2 / attention layers, priced per kind (not traced further)"),
+    "qwen3.5-397b-a17b-nvfp4-h100-tp4": (0.04, "the exclusion list keeps linear_attn, shared experts and "
+                                         "attention in bf16 (model.language_model.* names); the estimate prices NVFP4"),
+    "gpt-oss-120b-h100-tp4": (0.07, "MXFP4 experts: Mxfp4MoEMethod.create_weights pads each rank's 720 columns to "
+                              "768 (triton_kernels alignment 64: the recorder's triton_kernels "
+                              "stand-in is found; a GPU install without triton_kernels would not pad); the planner "
+                              "does not pad"),
+    "gpt-oss-20b-b200-tp1": (0.07, "MXFP4 experts on SM100 (flashinfer_mxfp4): hidden and columns padded to 128 "
+                             "(Mxfp4MoEMethod.create_weights); the planner does not pad"),
+    "qwen3-30b-a3b-online-fp8-h100-tp1": (0.49, "recorded before Fp8MoEMethod.process_weights_after_loading, "
+                                          "which quantizes the bf16 experts to fp8 with CUDA kernels (not run on "
+                                          "meta); the planner prices them after it, as fp8"),
+}
+
+#: case -> why the planner's refusal differs from SGLang's
+REFUSAL_DIFFERENCES: dict[str, str] = {
+    "falcon-7b-h100-tp1": "SGLang 0.5.23 has no native Falcon and refuses transformers 5.19's FalconForCausalLM for "
+    "its Transformers backend (model_loader/utils.py, resolve_transformers_arch); the architecture table still "
+    "lists it as served through that backend",
+}
+
+
+@dataclass(frozen=True)
+class WeightCase:
+    """One catalog deployment."""
+
+    name: str
+    model: str
+    gpu: str
+    tp: int = 1
+    ep: int = 1
+    pp: int = 1
+    attn_dp: int = 1
+    quantization: str | None = None
+    why: str = ""
+
+    @classmethod
+    def read(cls, path: Path) -> WeightCase:
+        raw = read_json_object(path, "a weight case")
+        known = {"model", "gpu", "tp", "ep", "pp", "attn_dp", "quantization", "why"}
+        unknown = set(raw) - known
+        if unknown:
+            raise KVCacheConfigError(
+                f"{path.name}: unknown field(s) {sorted(unknown)}; a weight case has {sorted(known)}"
+            )
+        return cls(name=path.stem, **raw)
+
+    def model_ref(self) -> str:
+        """The model argument the planner resolves (a catalog config folder as an absolute path)."""
+        if self.model.startswith("cases/"):
+            return str(ROOT / self.model)
+        return self.model
+
+
+def catalog(folder: Path = CATALOG) -> tuple[WeightCase, ...]:
+    """Every weight case, by name."""
+    return tuple(WeightCase.read(p) for p in sorted(folder.glob("*.json")))
+
+
+def recording_dir(version: str) -> Path:
+    """``golden/sglang-<version>-weights``."""
+    return RECORDINGS / f"sglang-{version}-weights"
+
+
+def recorded(case: WeightCase, version: str) -> dict[str, Any]:
+    """The recording of ``case`` under SGLang ``version``."""
+    return read_json_object(recording_dir(version) / f"{case.name}.json", f"the weight recording of {case.name}")
+
+
+def recorded_weight_bytes(rank: Mapping[str, Any]) -> int:
+    """The weight bytes of one recorded rank: every group but the buffers the planner counts apart."""
+    groups: Mapping[str, int] = rank["groups"]
+    return sum(int(v) for k, v in groups.items() if k not in BUFFER_GROUPS)
+
+
+@dataclass(frozen=True)
+class PlannedWeights:
+    """The planner's answer for a case: bytes of the fullest rank, or its refusal."""
+
+    weight_bytes: int | None
+    refusal: str | None
+    source: str = ""
+
+
+def planned(case: WeightCase) -> PlannedWeights:
+    """The torch-free planner's weights per rank (the fullest) for ``case``, or its refusal
+    (the launch and weight-load refusals it runs before planning)."""
+    from ..planner.gpus import lookup_gpu
+    from ..planner.model_lookup import resolve_for_planning
+    from ..planner.model_reading import ModelReading
+    from ..planner.request import DeploymentRequest
+    from .budget import weights_per_rank
+    from .launch_refusals import admit
+
+    source = resolve_for_planning(case.model_ref())
+    req = DeploymentRequest(
+        model=case.model,
+        source=source.request_source(),
+        tp_size=case.tp,
+        pp_size=case.pp,
+        ep_size=case.ep,
+        attn_dp_size=case.attn_dp,
+        gpu=lookup_gpu(case.gpu),
+        weight_quantization=case.quantization,
+        model_folder=source.folder,
+    )
+    model = ModelReading(req.hf_config())
+    try:
+        req, model, _ = admit(req, model)
+    except UnsupportedConfigurationError as exc:
+        return PlannedWeights(None, str(exc))
+    nbytes, text = weights_per_rank(req, model)
+    return PlannedWeights(nbytes, None, text)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One case: SGLang's recorded weights of the fullest rank (or refusal) beside the planner's."""
+
+    case: WeightCase
+    recorded_bytes: int | None
+    recorded_refusal: str | None
+    planned: PlannedWeights
+    environment: str | None = None  # why the recording is not SGLang's answer on a GPU (then skipped)
+
+    @property
+    def error(self) -> float | None:
+        """``planned / recorded - 1`` (None unless both planned)."""
+        if self.recorded_bytes is None or self.planned.weight_bytes is None:
+            return None
+        return self.planned.weight_bytes / self.recorded_bytes - 1
+
+    @property
+    def refusals_agree(self) -> bool:
+        return (self.recorded_refusal is None) == (self.planned.refusal is None)
+
+
+def compare(case: WeightCase, version: str) -> Comparison:
+    """The recording of ``case`` beside the planner's answer."""
+    document = recorded(case, version)
+    ranks = document["ranks"]
+    refusal = next((r["refusal"] for r in ranks if "refusal" in r), None)
+    environment = document.get("environment")
+    plan = planned(case)
+    if refusal is not None:
+        return Comparison(case, None, f"{refusal['type']}: {refusal['message']}", plan, environment)
+    return Comparison(case, max(recorded_weight_bytes(r) for r in ranks), None, plan, environment)
+
+
+def verdict(comparison: Comparison) -> tuple[bool, str]:
+    """``(as expected, what it says)`` for one case: refusals agree (or differ as
+    :data:`REFUSAL_DIFFERENCES` says), weights byte-exact or within :data:`WEIGHT_DIFFERENCES`' bound."""
+    name = comparison.case.name
+    if not comparison.refusals_agree:
+        known = REFUSAL_DIFFERENCES.get(name)
+        side = "SGLang refuses, the planner plans" if comparison.recorded_refusal else "the planner refuses"
+        return known is not None, f"refusal differs ({side}){': known: ' + known if known else ''}"
+    if comparison.error is None:
+        return True, "both refuse"
+    bound, why = WEIGHT_DIFFERENCES.get(name, (0.0, ""))
+    if comparison.planned.weight_bytes == comparison.recorded_bytes:
+        return True, "equal"
+    text = f"{comparison.error:+.3%}" + (f" (known: {why})" if why else "")
+    return abs(comparison.error) <= bound and bool(why), text
+
+
+def verify_lines(version: str) -> tuple[bool, list[str]]:
+    """``kvstrategies verify --against sglang --weights``: every catalog case against its recording."""
+    lines, ok = [], True
+    for case in catalog():
+        comparison = compare(case, version)
+        good, text = verdict(comparison)
+        ok &= good
+        recorded, planned_bytes = comparison.recorded_bytes, comparison.planned.weight_bytes
+        lines.append(
+            f"{'ok  ' if good else 'FAIL'} {case.name:44s} SGLang {_gib(recorded):>12s}  "
+            f"planner {_gib(planned_bytes):>12s}  {text}"
+        )
+    where = recording_dir(version).relative_to(ROOT)
+    lines.append(f"{'all' if ok else 'NOT all'} {len(lines)} weight cases as SGLang {version} records them ({where})")
+    return ok, lines
+
+
+def _gib(nbytes: int | None) -> str:
+    return "refused" if nbytes is None else f"{nbytes / 2**30:.3f} GiB"

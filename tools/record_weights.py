@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Record the weights each rank holds, from SGLang's own model built on ``meta``.
+
+    /work/envs/sglang-0.5.23/bin/python tools/record_weights.py            # write golden/sglang-0.5.23-weights/
+    /work/envs/sglang-0.5.23/bin/python tools/record_weights.py --check    # the live SGLang answers as recorded?
+    /work/envs/sglang-0.5.23/bin/python tools/record_weights.py --case qwen3-8b-h100-tp1   # one case
+
+For every case of ``cases/weights/`` (:mod:`kvstrategies.sglang.weight_catalog`) the bridge
+(:mod:`kvstrategies.sglang.bridge.model_on_meta`) builds SGLang's model class on ``meta`` for
+TP rank 0 of each pipeline stage, in a forked process, and this writes one JSON per case: the
+bytes per group, the total per rank, the model class and quantization method SGLang chose, which
+``process_weights_after_loading`` ran, or SGLang's refusal (exception type and message). Run it
+in an SGLang environment (``python tools/sglang_env.py 0.5.23 DIR``); docs/weights.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from kvstrategies.sglang.weight_catalog import WeightCase, catalog, recording_dir  # noqa: E402
+
+#: what a recording keeps of a built rank (the per-tensor list stays out: it is SGLang's naming)
+KEPT = ("groups", "total", "buffers", "environment", "launch", "model_class", "quantization", "dtype", "after_loading",
+        "refusal")
+
+
+def case_files(case: WeightCase) -> dict[str, Any]:
+    """The checkpoint files SGLang reads for ``case`` (config.json, hf_quant_config.json), as
+    published; only ``auto_map`` is dropped (it would make transformers fetch remote code)."""
+    from kvstrategies.planner.model_source import resolve_model
+    from kvstrategies.presets import load_preset_config
+
+    source = resolve_model(case.model_ref())
+    files: dict[str, Any] = {}
+    if source.preset is not None:
+        files["config.json"] = load_preset_config(source.preset)
+    else:
+        assert source.folder is not None, f"{case.name}: a weight case names a preset or a checkpoint folder"
+        for name in ("config.json", "hf_quant_config.json"):
+            path = Path(source.folder) / name
+            if path.is_file():
+                files[name] = json.loads(path.read_text(encoding="utf-8"))
+    config = dict(files["config.json"])
+    config.pop("auto_map", None)
+    files["config.json"] = config
+    return files
+
+
+def record_case(case: WeightCase, version: str) -> dict[str, Any]:
+    """The recording of one case under the installed SGLang."""
+    from kvstrategies.sglang.bridge import model_on_meta as meta
+
+    files = case_files(case)
+    with meta.config_folder(files) as folder:
+        dep = meta.Deployment(folder=folder, gpu=case.gpu, tp=case.tp, ep=case.ep, pp=case.pp,
+                              attn_dp=case.attn_dp, quantization=case.quantization)  # fmt: skip
+        built = meta.build_deployment(dep)
+    ranks = []
+    for rank in built["ranks"]:
+        kept = {k: rank[k] for k in ("world_rank", "pp_rank")}
+        kept.update({k: rank[k] for k in KEPT if k in rank})
+        ranks.append(kept)
+    return {
+        "sglang": version,
+        "case": {k: v for k, v in vars(case).items() if k != "name"},
+        "ranks": ranks,
+    }
+
+
+def _dump(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="compare with the committed recordings, write nothing")
+    parser.add_argument("--case", action="append", default=[], help="only this case (repeatable)")
+    args = parser.parse_args(argv)
+
+    from kvstrategies.sglang.bridge import model_on_meta as meta
+    from kvstrategies.sglang.bridge.runtime import import_sglang
+
+    meta.install_package_stubs()
+    version = import_sglang()
+    out = recording_dir(version)
+    out.mkdir(parents=True, exist_ok=True)
+    cases = [c for c in catalog() if not args.case or c.name in args.case]
+    differing = 0
+    for case in cases:
+        text = _dump(record_case(case, version))
+        path = out / f"{case.name}.json"
+        if args.check:
+            same = path.is_file() and path.read_text(encoding="utf-8") == text
+            differing += not same
+            print(f"{'same     ' if same else 'DIFFERENT'} {case.name}", flush=True)
+            continue
+        path.write_text(text, encoding="utf-8")
+        ranks = json.loads(text)["ranks"]
+        summary = ", ".join(
+            f"{r['refusal']['type']}" if "refusal" in r else f"{r['total'] / 2**30:.2f} GiB" for r in ranks
+        )
+        print(f"{case.name}: {summary}", flush=True)
+    if args.check:
+        print(f"{len(cases) - differing} of {len(cases)} cases as recorded")
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
