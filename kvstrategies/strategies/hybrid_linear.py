@@ -99,6 +99,15 @@ MAMBA_PRICES_PADDING_SLOT = ReleaseRule(
     "Mamba reservation: (K + 1) slots and (capped + 1) draft rows (before: K and capped)",
     "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache",
 )
+#: the per-replica request count of the Mamba reservation is at least 1 (``max(1, mrr // dp)``): fewer
+#: requests than attention-DP replicas still leave one slot; before, ``mrr // dp`` (0 slots: SGLang refuses
+#: "state cache is too small to serve any requests")
+MAMBA_REQUESTS_AT_LEAST_ONE = ReleaseRule(
+    "mamba-requests-at-least-one",
+    span("0.5.23"),
+    "Mamba reservation: max(1, max_running_requests // attn_dp) requests a replica (before: mrr // attn_dp)",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache",
+)
 #: under PP each stage reserves the largest stage's share of the Mamba layers (before: all of them)
 MAMBA_STAGE_SHARE = ReleaseRule(
     "mamba-stage-share",
@@ -326,16 +335,17 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         # state is reserved (PD prefill role): _handle_max_mamba_cache checks before branching
         spec_inputs = self._spec_inputs() if self.ctx.speculative.enabled else (0, 0)
         draft_tokens, spec_mrr = spec_inputs if self.budget_reserves_spec else (0, 0)
+        floor = 1 if MAMBA_REQUESTS_AT_LEAST_ONE.holds(self.ctx.release) else 0  # max(floor, mrr // dp)
         if sched.max_mamba_cache_size is not None:
             branch = "A"
             slots = sched.max_mamba_cache_size // dp
             if self.budget_reserves_spec:
-                capped = min(max(1, spec_mrr // dp), slots // ratio)
+                capped = min(max(floor, spec_mrr // dp), slots // ratio)
                 spec_gib = per * (capped + pad) * draft_tokens / GIB
                 rest -= spec_gib
         elif sched.disable_radix_cache and mrr is not None:
             branch = "B"
-            slots = max(1, mrr // dp)
+            slots = max(floor, mrr // dp)
             if self.budget_reserves_spec:
                 spec_gib = per * (slots + pad) * draft_tokens / GIB
                 rest -= spec_gib
@@ -346,7 +356,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             budget_bytes = budget * GIB
             if self.budget_reserves_spec:
                 slots = int((budget_bytes - per * (1 + draft_tokens) * pad) // (per * (1 + draft_tokens / ratio)))
-                capped = min(max(1, spec_mrr // dp), slots // ratio)
+                capped = min(max(floor, spec_mrr // dp), slots // ratio)
                 spec_gib = per * (capped + pad) * draft_tokens / GIB
                 rest -= spec_gib
             else:
