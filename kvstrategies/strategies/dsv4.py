@@ -585,8 +585,10 @@ class DSV4PoolConfigurator(PoolConfigurator):
         Raised only when the SWA pool misses its floor *and* would clear it without the
         request-scoped state; otherwise the plain window-floor error follows.
         """
+        if not DSV4_SWA_ADMISSION_FLOOR.holds(self.ctx.release):
+            return
         swa = align_down(int(full * self.swa_ratio), page)
-        if fixed <= 0 or self.window + page < swa or not DSV4_SWA_ADMISSION_FLOOR.holds(self.ctx.release):
+        if fixed <= 0 or self.window + page < swa:
             return
         without_state = align_down(int(available / self.bytes_per_full_token), page)
         if self.window + page >= align_down(int(without_state * self.swa_ratio), page):

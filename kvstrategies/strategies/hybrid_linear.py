@@ -27,8 +27,9 @@ found by ``R += available - left(R)`` from ``R = available``: ``left`` grows at 
 pre-reservation ``rest`` (``--gpu``) runs the forward direction, :meth:`reserve_before_kv`.
 
 Other decisions, where SGLang offers nothing to follow:
-* Jamba: SGLang 0.5.23 serves it through its generic fallback (every layer priced as MHA, no
-  Mamba state); we size it as the hybrid it is and say so in the plan's notes.
+* Jamba: SGLang serves it only through its generic path (no Mamba-ish config: every layer priced and
+  built as attention KV, no state); it is not sized here but by the default strategy, as SGLang does
+  (``strategies.checks.uses_mamba_pools``).
 * Draft workers (MTP over a hybrid target): the KV pool holds one layer (``[0]``,
   KVCacheConfigurator._build_token_to_kv_pool), no state is reserved and no Mamba pool is described:
   the draft shares the target's request pool and its Mamba state.
@@ -388,21 +389,19 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     def reserve_before_kv(self, budget_bytes: int) -> StateReservation:
         """KVCacheConfigurator._handle_max_mamba_cache forward: from the budget *before* the reservation to SGLang's KV
         budget."""
-        notes = self.sglang_notes()
         if self.ctx.is_draft_worker:
-            return StateReservation(budget_bytes, notes=notes)
+            return StateReservation(budget_bytes)
         budget = self.mamba_budget(budget_bytes)
         return StateReservation(
             kv_available_bytes=budget.kv_available_bytes,
             size_fields={"max_mamba_cache_size": budget.max_mamba_cache_size},
-            notes=(*notes, self._reservation_note(budget)),
+            notes=(self._reservation_note(budget),),
         )
 
     def reserve_state_bytes(self, available_bytes: int) -> StateReservation:
         """The slot count for SGLang's KV budget ``available_bytes`` (reservation already out of it)."""
-        notes = self.sglang_notes()
         if self.ctx.is_draft_worker:
-            return StateReservation(available_bytes, notes=notes)
+            return StateReservation(available_bytes)
         budget = self.budget_leaving(available_bytes)
         note = self._reservation_note(budget)
         if budget.branch == "C":
@@ -414,7 +413,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         return StateReservation(
             kv_available_bytes=available_bytes,
             size_fields={"max_mamba_cache_size": budget.max_mamba_cache_size},
-            notes=(*notes, note),
+            notes=(note,),
         )
 
     def budget_leaving(self, available_bytes: int) -> MambaBudget:
@@ -452,18 +451,6 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         if budget.spec_scratch_gib:
             note += f", speculative scratch {int(budget.spec_scratch_gib * GIB):,} B"
         return note
-
-    def sglang_notes(self) -> tuple[str, ...]:
-        """Where this plan knowingly differs from what SGLang 0.5.23 itself would do."""
-        if not self.mamba.sglang_generic_fallback:
-            return ()
-        layers = self.ctx.geometry.num_hidden_layers
-        return (
-            f"SGLang 0.5.23 serves {', '.join(self.ctx.geometry.architectures)} only through its generic "
-            f"fallback, which prices all {layers} layers as attention KV and reserves no Mamba state; "
-            f"this plan sizes it as a Mamba hybrid ({len(self.mamba.full_attention_layer_ids)} attention + "
-            f"{len(self.mamba.mamba_layer_ids)} Mamba layers)",
-        )
 
     def cap_max_running_requests(self, requests: int, sizes: PoolSizes) -> int:
         """``min(R, max_mamba_cache_size // mamba_ratio)`` (KVCacheConfigurator.resolve_max_num_reqs)."""

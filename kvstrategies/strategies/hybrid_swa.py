@@ -250,9 +250,10 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         swa = swa_full = 0
         release = self.ctx.release
         if self.hybrid.mtp_local_layer_ids is not None:
-            if DRAFT_MTP_LOCAL_LAYERS.holds(release):
+            inkling = "InklingForConditionalGeneration" in self.ctx.geometry.architectures[:1]
+            if DRAFT_LAYER_KINDS.holds(release) or (inkling and DRAFT_MTP_LOCAL_INKLING.holds(release)):
                 swa_full = sum(1 for d in range(depth) if d in self.hybrid.mtp_local_layer_ids)
-        elif spec.eagle_draft_swa_num_layers is not None and DRAFT_SWA_LAYERS.holds(release):
+        elif spec.eagle_draft_swa_num_layers is not None and DRAFT_LAYER_KINDS.holds(release):
             swa = min(max(spec.eagle_draft_swa_num_layers, 0), depth)
         return DraftLayers(full=depth - swa - swa_full, swa=swa, swa_full=swa_full)
 
@@ -470,21 +471,24 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         return full_pool, swa_pool
 
 
-#: an EAGLE draft's layers that the model names local (``mtp_local_layer_ids``, Inkling / MiMo MTP) are
-#: SWA-geometry rings of full length (``swa_full``: SWA bytes per full token); before, every draft layer
-#: was a full-attention layer
-DRAFT_MTP_LOCAL_LAYERS = ReleaseRule(
-    "hybrid-swa-draft-mtp-local-layers",
+#: Inkling's EAGLE draft layers named local (``mtp_local_layer_ids``) are SWA-geometry rings of full
+#: length (``swa_full``: SWA bytes per full token); before, every draft layer was a full-attention layer
+DRAFT_MTP_LOCAL_INKLING = ReleaseRule(
+    "hybrid-swa-draft-mtp-local-inkling",
     span("0.5.16"),
-    "hybrid-SWA EAGLE draft: layers in mtp_local_layer_ids priced at SWA bytes per full token (before: full)",
-    "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator.__init__ (_draft_swa_full_layers_num)",
+    "hybrid-SWA EAGLE draft of InklingForConditionalGeneration: layers in mtp_local_layer_ids priced at SWA bytes "
+    "per full token (before: full)",
+    "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator.__init__ (_draft_swa_full_layers_num, "
+    "banded_depths for the Inkling architecture)",
 )
-#: an EAGLE draft's ``eagle_draft_swa_num_layers`` sliding-window layers go to the SWA pool (before:
-#: the count does not exist and every draft layer is full attention)
-DRAFT_SWA_LAYERS = ReleaseRule(
-    "hybrid-swa-draft-swa-layers",
+#: every model's ``mtp_local_layer_ids`` (not only Inkling's) make ``swa_full`` draft layers, and an EAGLE draft's
+#: ``eagle_draft_swa_num_layers`` sliding-window layers go to the SWA pool (before: that count does not exist and
+#: the other draft layers are full attention)
+DRAFT_LAYER_KINDS = ReleaseRule(
+    "hybrid-swa-draft-layer-kinds",
     span("0.5.19"),
-    "hybrid-SWA EAGLE draft: eagle_draft_swa_num_layers layers priced in the SWA pool (before: all draft layers full)",
+    "hybrid-SWA EAGLE draft: any model's mtp_local_layer_ids are swa_full layers and eagle_draft_swa_num_layers go "
+    "to the SWA pool (before: Inkling's local layers only; the rest full)",
     "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator.__init__ (_draft_swa_layers_num; "
     "spec_aux_hidden_state.SpecAuxHiddenStateConfig.eagle_draft_swa_num_layers)",
 )

@@ -563,14 +563,29 @@ def test_hybrid_swa_draft_swa_layers_from_0_5_19(version: str, full: int, swa: i
     assert plan.cell_size_bytes == pytest.approx(2_048 * (18 + full) + 0.8 * 2_048 * (18 + swa))
 
 
-def test_hybrid_swa_draft_mtp_local_layers_from_0_5_16() -> None:
-    """0.5.16: draft layers named in ``mtp_local_layer_ids`` are SWA-geometry rings of full length. GPT-OSS-120B with
-    4 SWA heads (1,024 B an SWA layer), local ids [1], 2 draft layers: 0.5.16 2,048 x 19 + 1,024 x 1 + 0.8 x 1,024 x 18
-    = 54,681.6; 0.5.15 2,048 x 20 + 0.8 x 1,024 x 18 = 55,705.6."""
+def test_hybrid_swa_draft_mtp_local_layers_for_any_model_from_0_5_19() -> None:
+    """0.5.19: draft layers named in any model's ``mtp_local_layer_ids`` are SWA-geometry rings of full length (0.5.16
+    to 0.5.18: only Inkling's). GPT-OSS-120B with 4 SWA heads (1,024 B an SWA layer), local ids [1], 2 draft layers:
+    0.5.19 2,048 x 19 + 1,024 x 1 + 0.8 x 1,024 x 18 = 54,681.6; 0.5.18 2,048 x 20 + 0.8 x 1,024 x 18 = 55,705.6."""
     name = "release-swa-draft-local-gpt-oss-120b-mtp-local-tp1-bf16-p64-eagle-d2"
-    old, new = plan_case(_case(name, "0.5.15")), plan_case(_case(name, "0.5.16"))
+    old, new = plan_case(_case(name, "0.5.18")), plan_case(_case(name, "0.5.19"))
     assert old.cell_size_bytes == pytest.approx(2_048 * 20 + 0.8 * 1_024 * 18)
     assert new.cell_size_bytes == pytest.approx(2_048 * 19 + 1_024 + 0.8 * 1_024 * 18)
+
+
+def test_hybrid_swa_draft_mtp_local_layers_of_inkling_from_0_5_16() -> None:
+    """0.5.16 (``banded_depths`` for ``InklingForConditionalGeneration``): a 4-layer Inkling shape (local layers
+    [0, 1, 2], full layer 3), MTP local ids [0], 2 draft layers: (full, swa_full) = (1, 1); 0.5.15 (2, 0)."""
+    inkling = {
+        "architectures": ["InklingForConditionalGeneration"], "num_hidden_layers": 4, "hidden_size": 1024,
+        "num_attention_heads": 8, "num_key_value_heads": 2, "swa_num_key_value_heads": 4, "head_dim": 128,
+        "sliding_window": 512, "local_layer_ids": [0, 1, 2], "mtp_local_layer_ids": [0],
+    }  # fmt: skip
+    draft = {"hf_config": inkling, "page_size": 16, "speculative_algorithm": "EAGLE", "eagle_draft_num_layers": 2,
+             "speculative_num_draft_tokens": 4, "speculative_num_steps": 3, "speculative_eagle_topk": 1}  # fmt: skip
+    layers = {v: _configurator(draft, v).draft_layers for v in ("0.5.15", "0.5.16")}
+    assert (layers["0.5.15"].full, layers["0.5.15"].swa_full) == (2, 0)
+    assert (layers["0.5.16"].full, layers["0.5.16"].swa_full) == (1, 1)
 
 
 def test_mamba_requests_at_least_one_from_0_5_23() -> None:
