@@ -95,8 +95,9 @@ def _pool_rows(layout: PoolLayout, area: Area) -> list[BreakdownRow]:
     return rows
 
 
-def build_breakdown(budget: KVBudget, layout: KVPoolsLayout) -> Breakdown:
-    """Segments of one rank for the final pools ``layout`` under ``budget``."""
+def build_breakdown(budget: KVBudget, layout: KVPoolsLayout, *, undercounted: bool = False) -> Breakdown:
+    """Segments of one rank for the final pools ``layout`` under ``budget`` (``undercounted``: the release's
+    own sizing prices less than its pools store, ``PoolConfigurator.engine_undercounts``)."""
     charged = (layout.token_to_kv, *layout.extra)
     pools_bytes = sum(pool.planned_bytes for pool in charged)
     pool_rows = [row for pool in charged for row in _pool_rows(pool, "kv-budget")]
@@ -107,10 +108,12 @@ def build_breakdown(budget: KVBudget, layout: KVPoolsLayout) -> Breakdown:
     warnings: list[str] = []
     notes: list[str] = []
     if left < 0:
-        notes.append(
-            f"the pools exceed the KV budget by {-left:,} B: the padding slots/pages SGLang allocates "
-            "beyond the budgeted tokens, which its sizing does not charge"
+        why = (
+            "this release's own sizing prices less than its pools store"
+            if undercounted
+            else "the padding slots/pages SGLang allocates beyond the budgeted tokens, which its sizing does not charge"
         )
+        notes.append(f"the pools exceed the KV budget by {-left:,} B: {why}")
     if budget.source == "given" or budget.capacity_bytes is None:
         rows = (*pool_rows, *unused, *table_rows)
         return Breakdown(

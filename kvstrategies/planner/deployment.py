@@ -56,7 +56,8 @@ class DeploymentPlan:
     @cached_property
     def breakdown(self) -> Breakdown:
         """Where one rank's memory goes (:func:`~kvstrategies.planner.breakdown.build_breakdown`)."""
-        return build_breakdown(self.budget, self.layout)
+        undercounted = bool(self.planned.notes)  # the release's own sizing prices less than its pools store
+        return build_breakdown(self.budget, self.layout, undercounted=undercounted)
 
     def laid_out(self) -> DeploymentPlan:
         """Itself: its pools are laid out (so a whole plan is a fix-search candidate too, :class:`SizedDeployment`)."""

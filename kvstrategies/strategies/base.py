@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from ..context import DisaggregationMode, KVCacheContext, context_len, draft_loc_space_scale
-from ..core.releases import ByRelease, ReleaseRule, SGLANG
+from ..core.releases import SGLANG, ByRelease, ReleaseRule
 from ..core.sizing import PoolSizes
 from ..pools.basic import REQ_GENERATION_COUNTER, req_to_token_layout
 from ..pools.layout import KVPoolsLayout, PoolLayout

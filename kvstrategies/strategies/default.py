@@ -193,9 +193,9 @@ class DefaultPoolConfigurator(PoolConfigurator):
         store more than its cell prices (module rules; GLM-5 fp8 under 0.5.15: 656 - 576 = 80 B a layer)."""
         geometry, release = self.ctx.geometry, self.ctx.release
         lacking: list[ReleaseRule] = []
-        if geometry.mla is not None and not MLA_CELL_PRICES_POOL_ROW.holds(release):
-            if self.mla_kv_cache_dim() != geometry.mla.latent_dim:
-                lacking.append(MLA_CELL_PRICES_POOL_ROW)
+        packed_row = geometry.mla is not None and self.mla_kv_cache_dim() != geometry.mla.latent_dim
+        if packed_row and not MLA_CELL_PRICES_POOL_ROW.holds(release):
+            lacking.append(MLA_CELL_PRICES_POOL_ROW)
         npu_cache_dtype_indexer = (
             geometry.dsa is not None
             and self.ctx.device is DeviceKind.NPU

@@ -540,8 +540,9 @@ def test_swa_admission_floor_from_0_5_16() -> None:
 def test_dsv4_swa_admission_floor_from_0_5_20() -> None:
     """``DSV4PoolConfigurator._compute_dsv4_sizes`` (0.5.20) checks the SWA floor ``W + P`` (128 + 256); 0.5.19 plans
     an SWA pool below it. V4-Flash TP 8, ratio 0.05, 8 requests, 160 MiB: bpft = 0.05 x (584 x 43 + 0.0625 x
-    10,240 x 21) + 3,066 + 91.25 + 693 = 5,777.85; c128 state ceil((9 x 128 + 129) / 128) x 128 = 1,408 rows x 2 x 512
-    x 4 B x 20 layers = 115,343,360 B; full align(int(52,428,800 / 5,777.85), 256) = 8,960, SWA align(448, 256) = 256."""
+    10,240 x 21) + 3,066 + 91.25 + 693 = 5,777.85; c128 state ceil((9 x 128 + 129) / 128) x 128 = 1,408 rows
+    x 2 x 512 x 4 B x 20 layers = 115,343,360 B; full align(int(52,428,800 / 5,777.85), 256) = 8,960, SWA
+    align(448, 256) = 256."""
     case = {"preset": "deepseek-v4-flash", "tp_size": 8, "page_size": 256, "kv_cache_dtype": "fp8_e4m3",
             "swa_full_tokens_ratio": 0.05, "max_running_requests": 8, "available_bytes": 160 * 2**20}  # fmt: skip
     old = plan_case(parse_case(case, sglang_version="0.5.19"))
