@@ -65,6 +65,7 @@ from ..core.dtypes import KVRecipe
 from ..core.releases import ByRelease, ReleaseRule, span
 from ..core.sizing import PoolSizes, align_down, ceil_align, require_positive_tokens, validate_swa_pool_size
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
+from ..models.architectures import row_for
 from ..models.hybrid_swa import HybridSWAGeometry
 from ..pools.ascend import npu_mha_layout
 from ..pools.basic import FUSED_KV_STORAGE, mla_layout
@@ -250,8 +251,9 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         swa = swa_full = 0
         release = self.ctx.release
         if self.hybrid.mtp_local_layer_ids is not None:
-            inkling = "InklingForConditionalGeneration" in self.ctx.geometry.architectures[:1]
-            if DRAFT_LAYER_KINDS.holds(release) or (inkling and DRAFT_MTP_LOCAL_INKLING.holds(release)):
+            first = row_for(self.ctx.geometry.architectures[0]) if self.ctx.geometry.architectures else None
+            by_name = first is not None and first.mtp_local_draft_by_name  # Inkling
+            if DRAFT_LAYER_KINDS.holds(release) or (by_name and DRAFT_MTP_LOCAL_INKLING.holds(release)):
                 swa_full = sum(1 for d in range(depth) if d in self.hybrid.mtp_local_layer_ids)
         elif spec.eagle_draft_swa_num_layers is not None and DRAFT_LAYER_KINDS.holds(release):
             swa = min(max(spec.eagle_draft_swa_num_layers, 0), depth)

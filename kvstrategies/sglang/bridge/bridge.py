@@ -563,7 +563,8 @@ def launch_set_swa_ratio(row: BridgeRelease, case: Mapping[str, Any], folder: st
     if architectures is None:
         config = json.loads(Path(folder, "config.json").read_text(encoding="utf-8"))
         architectures = config.get("architectures")
-    is_dsv4 = isinstance(architectures, list) and "DeepseekV4ForCausalLM" in architectures
+    rows = [architecture_row(str(name)) for name in architectures] if isinstance(architectures, list) else []
+    is_dsv4 = any(row is not None and row.dsv4 for row in rows)
     if case["swa_full_tokens_ratio"] is not None or not is_dsv4 or not DSV4_LAUNCH_SETS_SWA_RATIO.holds(row.release):
         return None
     from . import _launch_probe
