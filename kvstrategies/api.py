@@ -13,7 +13,7 @@ from .core.validate import MAX_INT64, check_bool, check_instance, check_int, che
 from .errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from .pools.layout import KVPoolsLayout
 from .strategies.base import PoolConfigurator, StateReservation, Strategy, require_pool_configurator
-from .strategies.budget_check import check_layout_within_budget
+from .strategies.budget_check import check_layout_within_budget, overshoot_note
 from .strategies.registry import select_configurator, select_pool_configurator
 from .strategies.resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
 
@@ -90,6 +90,9 @@ class Plan:
     adopted_sizes: PoolSizes | None = None
     #: a vLLM plan's whole answer (specs, groups, blocks, tensors, capacity); ``None`` for SGLang
     vllm: VLLMKVCachePlan | None = None
+    #: what the plan wants an operator to know beyond the reservation's notes (pools the release's own sizing
+    #: undercounts: by how much they exceed the budget)
+    notes: tuple[str, ...] = ()
 
     @property
     def ctx(self) -> KVCacheContext:
@@ -197,7 +200,13 @@ class SizedPlan:
             return self._whole
         configurator = require_pool_configurator(target.resolution.configurator)
         layout = _layout(configurator, target.pool_sizes, target.sizes, target.capped)
-        if target.pool_sizes is target.sizes:  # a layout at an asked size (max_tokens, what-if) follows that size
+        notes: tuple[str, ...] = ()
+        undercounts = configurator.engine_undercounts()
+        if target.pool_sizes is target.sizes and undercounts:  # the engine plans pools its sizing undercounts
+            note = overshoot_note(layout, self.available_bytes, self.ctx.parallel.dcp_size, self.ctx.release,
+                                  undercounts)  # fmt: skip
+            notes = () if note is None else (note,)
+        elif target.pool_sizes is target.sizes:  # a layout at an asked size (max_tokens, what-if) follows that size
             check_layout_within_budget(type(configurator).__name__, layout, self.available_bytes, self.ctx.page_size,
                                        self.ctx.parallel.dcp_size, float(configurator.cell_size_bytes))  # fmt: skip
         return Plan(
@@ -208,6 +217,7 @@ class SizedPlan:
             pool_sizes=target.pool_sizes,
             layout=layout,
             resolution=target.resolution,
+            notes=notes,
         )
 
 

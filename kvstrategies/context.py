@@ -470,9 +470,24 @@ def num_effective_layers(ctx: KVCacheContext) -> int:
     return (end - start) * ctx.geometry.loop_num
 
 
+#: DCP ranks replicate KV: a rank holds ``H_total // (attn_tp // dcp)`` KV heads (before: the heads
+#: are split over attention TP alone, ``H_total // attn_tp``, whatever the DCP size)
+KV_HEADS_DCP_REPLICATED = ReleaseRule(
+    "kv-heads-dcp-replicated",
+    span("0.5.18"),
+    "KV heads per rank max(1, H // (attn_tp // dcp)), a draft ignoring DCP (before: max(1, H // attn_tp))",
+    "sglang.srt.configs.model_config.ModelConfig.get_num_kv_heads (dcp_size argument, 0.5.18)",
+)
+
+
 def num_kv_heads_per_rank(ctx: KVCacheContext) -> int:
-    """``max(1, H_total // (attn_tp // dcp))``; a draft worker ignores DCP (ModelConfig.get_num_kv_heads)."""
-    dcp = 1 if ctx.is_draft_worker else ctx.parallel.dcp_size
+    """``max(1, H_total // (attn_tp // dcp))``; a draft worker ignores DCP (ModelConfig.get_num_kv_heads).
+
+    Before :data:`KV_HEADS_DCP_REPLICATED`: ``max(1, H_total // attn_tp)`` (Llama-3.1-70B, 8 KV heads,
+    TP 8, DCP 2: 1 head, not 2).
+    """
+    replicated = not ctx.is_draft_worker and KV_HEADS_DCP_REPLICATED.holds(ctx.release)
+    dcp = ctx.parallel.dcp_size if replicated else 1
     return ctx.geometry.num_kv_heads(ctx.parallel.attn_tp_size, dcp)
 
 

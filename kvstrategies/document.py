@@ -85,7 +85,7 @@ def plan_document(planned: Plan, *, measure: bool = False) -> dict[str, Any]:
             "buffers": [allocation_entry(b) for b in req.allocations],
             "nbytes": req.planned_bytes,
         },
-        "notes": list(planned.resolution.reservation.notes),
+        "notes": [*planned.resolution.reservation.notes, *planned.notes],
     }
     if planned.adopted_sizes is not None:  # a draft worker: the target sizes its pools are built for
         document["adopted_sizes"] = planned.adopted_sizes.to_dict()

@@ -170,6 +170,14 @@ def _plan_vllm_case(args: argparse.Namespace) -> int:
     return 0
 
 
+def _strategy_name(document: dict[str, Any]) -> str:
+    """SGLang's configurator class in the plan's release; the project's own class in parentheses where it is
+    another (DeepSeek-V4 up to 0.5.20: ``DSV4PoolConfigurator (kvstrategies: RatioOnlyDSV4PoolConfigurator)``)."""
+    ours = str(document["configurator"])
+    engine = str(document.get("sglang_configurator") or ours)
+    return engine if engine == ours else f"{engine} (kvstrategies: {ours})"
+
+
 def _human(document: dict[str, Any], planned: Any) -> str:
     from ..pools.layout import BufferRole
 
@@ -177,7 +185,7 @@ def _human(document: dict[str, Any], planned: Any) -> str:
     ctx = planned.ctx
     lines = [
         f"model          {', '.join(ctx.geometry.architectures) or ctx.geometry.model_type} ({ctx.geometry.family})",
-        f"strategy       {document['configurator']}",
+        f"strategy       {_strategy_name(document)}",
         f"kv dtype       {ctx.kv_cache_dtype.name} ({ctx.kv_cache_dtype.dtype}, "
         f"stored as {ctx.kv_cache_dtype.store_dtype})",
         f"layout         tp={ctx.parallel.tp_size} pp={ctx.parallel.pp_size} (rank {ctx.parallel.pp_rank}) "

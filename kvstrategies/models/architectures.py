@@ -155,6 +155,8 @@ class Architecture:
     for a draft worker, where that changes the hybrid-SWA layer split (MiMo-V2, Step-3.5).
     ``draft_num_layers``: the layers that renamed draft holds whatever the config says (its
     ``num_nextn_predict_layers`` set to 1, or a one-layer MTP head: ``_compute_model_num_layers``).
+    ``mtp_local_draft_by_name``: SGLang 0.5.16 to 0.5.18 price this architecture's ``mtp_local_layer_ids``
+    draft layers as SWA rings (``HybridSWAPoolConfigurator.__init__`` names it; from 0.5.19 any model).
 
     Launch defaults:
     ``launch_mla`` / ``launch_deepseek_family`` (DSA with ``index_topk``, trtllm_mla rule) /
@@ -218,6 +220,7 @@ class Architecture:
     is_draft: bool = False
     draft_architecture: str | None = None
     draft_num_layers: int | None = None
+    mtp_local_draft_by_name: bool = False
     launch_mla: bool = False
     launch_deepseek_family: bool = False
     launch_dsv4: bool = False
@@ -566,6 +569,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         swa_layer_split=SWALayerSplit.LOCAL_LAYER_IDS,
         swa_compress=True,
         swa_full_tokens_ratio=0.1,
+        mtp_local_draft_by_name=True,
     ),
     _A(
         "InklingForConditionalGenerationMTP",

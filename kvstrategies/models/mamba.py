@@ -16,8 +16,9 @@ Families (parsed by :func:`kvstrategies.models.parsers.mamba.parse_mamba`):
 | Jamba | ``l % attn_layer_period == attn_layer_offset`` | the others | Mamba-1 full rank |
 | Kimi-Linear (KDA) | layers whose 1-based index is not in ``kda_layers`` | the others | KDA (transposed conv) |
 
-Jamba is not Mamba-ish in SGLang 0.5.23 (served through the generic fallback, every layer
-priced as attention); :attr:`MambaGeometry.sglang_generic_fallback` marks it so plans can say so.
+Jamba is not Mamba-ish in any SGLang release (served through the generic path, every layer
+priced and built as attention KV); :attr:`MambaGeometry.sglang_generic_fallback` marks it, and the
+SGLang strategies size it as SGLang does (``strategies.checks.uses_mamba_pools``).
 """
 
 from __future__ import annotations

@@ -104,8 +104,12 @@ def _draft_rows(draft: DraftPools, area: Area) -> list[BreakdownRow]:
     return [replace(row, label=f"{head} {row.label}") for pool in draft.pools for row in _pool_rows(pool, area)]
 
 
-def build_breakdown(budget: KVBudget, layout: KVPoolsLayout, draft: DraftPools | None = None) -> Breakdown:
-    """Segments of one rank for the final pools ``layout`` under ``budget`` (and the draft worker's)."""
+def build_breakdown(
+    budget: KVBudget, layout: KVPoolsLayout, draft: DraftPools | None = None, *, undercounted: bool = False
+) -> Breakdown:
+    """Segments of one rank for the final pools ``layout`` under ``budget``, the draft worker's pools
+    included (``draft``); ``undercounted``: the release's own sizing prices less than its pools
+    store, ``PoolConfigurator.engine_undercounts``."""
     charged = (layout.token_to_kv, *layout.extra)
     in_budget = draft is not None and draft.in_budget
     pools_bytes = sum(pool.planned_bytes for pool in charged) + (draft.planned_bytes if in_budget and draft else 0)
@@ -122,10 +126,12 @@ def build_breakdown(budget: KVBudget, layout: KVPoolsLayout, draft: DraftPools |
     warnings: list[str] = []
     notes: list[str] = []
     if left < 0:
-        notes.append(
-            f"the pools exceed the KV budget by {-left:,} B: the padding slots/pages SGLang allocates "
-            "beyond the budgeted tokens, which its sizing does not charge"
+        why = (
+            "this release's own sizing prices less than its pools store"
+            if undercounted
+            else "the padding slots/pages SGLang allocates beyond the budgeted tokens, which its sizing does not charge"
         )
+        notes.append(f"the pools exceed the KV budget by {-left:,} B: {why}")
     if budget.source == "given" or budget.capacity_bytes is None:
         rows = (*pool_rows, *unused, *table_rows)
         return Breakdown(

@@ -60,7 +60,8 @@ class DeploymentPlan:
         from .draft_pool import draft_pools
 
         draft = draft_pools(self.case) if self.request is not None else None
-        return build_breakdown(self.budget, self.layout, draft)
+        undercounted = bool(self.planned.notes)  # the release's own sizing prices less than its pools store
+        return build_breakdown(self.budget, self.layout, draft, undercounted=undercounted)
 
     def laid_out(self) -> DeploymentPlan:
         """Itself: its pools are laid out (so a whole plan is a fix-search candidate too, :class:`SizedDeployment`)."""

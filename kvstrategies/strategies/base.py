@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from ..context import DisaggregationMode, KVCacheContext, context_len, draft_loc_space_scale
-from ..core.releases import SGLANG, ByRelease
+from ..core.releases import SGLANG, ByRelease, ReleaseRule
 from ..core.sizing import PoolSizes
 from ..pools.basic import REQ_GENERATION_COUNTER, req_to_token_layout
 from ..pools.layout import KVPoolsLayout, PoolLayout
@@ -81,6 +81,11 @@ class PoolConfigurator(Strategy):
     def engine_class_name(self) -> str:
         """:meth:`sglang_class_name`."""
         return self.sglang_class_name()
+
+    def engine_undercounts(self) -> tuple[ReleaseRule, ...]:
+        """The release rules this plan's release lacks whose absence makes the engine's own sizing price less
+        than its pools store (its pools then exceed the budget, and the engine still plans them); empty here."""
+        return ()
 
     # ---- selection ---------------------------------------------------------------------
     @classmethod

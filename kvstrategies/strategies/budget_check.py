@@ -14,13 +14,16 @@ logical tokens of all ``dcp`` ranks, as SGLang's hybrid-SWA pool does) plus two 
 padding (SGLang allocates ``size + page_size`` slots, and FP4/FP8 scale rows round up). Layouts
 at an asked size -- ``max_tokens`` (``calculate_pool_sizes_from_max_tokens``, an entry point of its
 own), a ``pool_max_tokens`` what-if -- and draft workers, whose pools follow other sizes, are not
-checked.
+checked. Where the release's own sizing prices less than its pools store (a rule the release lacks,
+:meth:`~kvstrategies.strategies.base.PoolConfigurator.engine_undercounts`), the engine plans those
+pools anyway: :func:`overshoot_note` says by how much they exceed the budget, and nothing is refused.
 """
 
 from __future__ import annotations
 
 import math
 
+from ..core.releases import EngineRelease, ReleaseRule
 from ..errors import InsufficientMemoryError
 from ..pools.layout import BufferRole, KVPoolsLayout
 
@@ -46,3 +49,19 @@ def check_layout_within_budget(
             f"(at most {allowed:,} B with two pages of padding): its sizing gives more tokens than the budget "
             "holds; fix the strategy's calculate_pool_sizes (SGLang would run out of memory allocating these pools)"
         )
+
+
+def overshoot_note(
+    layout: KVPoolsLayout, available_bytes: int, dcp_size: int, release: EngineRelease, rules: tuple[ReleaseRule, ...]
+) -> str | None:
+    """A plan note when the K/V buffers exceed ``available_bytes x dcp`` because ``release`` lacks ``rules``
+    (its own sizing undercounts its pools; it plans them): by how many bytes; None when they fit."""
+    nbytes, budget = kv_bytes(layout), available_bytes * dcp_size
+    if not rules or nbytes <= budget:
+        return None
+    lacking = ", ".join(f"{rule.key} ({rule.span.describe()})" for rule in rules)
+    return (
+        f"{release.label} plans these pools although its own sizing prices less than they store (it lacks {lacking}): "
+        f"the K/V buffers take {nbytes:,} B, {nbytes - budget:,} B ({(nbytes - budget) / 2**30:.2f} GiB) more than the "
+        f"KV budget of {budget:,} B; the deployment may run out of memory allocating them"
+    )

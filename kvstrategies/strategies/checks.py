@@ -21,8 +21,10 @@ def uses_mamba_pools(ctx: KVCacheContext) -> bool:
     """A Mamba-ish model sized by HybridLinearPoolConfigurator (create_memory_pool_configurator)."""
     # a Mamba-ish model that is also hybrid SWA (Inkling) goes to HybridSWA (create_memory_pool_configurator)
     # a draft without Mamba layers (Nemotron-H's MTP head) is a plain attention model to SGLang
+    # a model SGLang serves only through its generic fallback (Jamba) is not Mamba-ish to SGLang: every
+    # layer gets attention KV, no state (DefaultPoolConfigurator, ModelConfig.mambaish_config None)
     mamba = ctx.geometry.mamba
-    if mamba is None or (ctx.is_draft_worker and mamba.draft_without_state):
+    if mamba is None or mamba.sglang_generic_fallback or (ctx.is_draft_worker and mamba.draft_without_state):
         return False
     return not is_hybrid_swa(ctx)
 

@@ -95,6 +95,16 @@ NPU_DSA_CACHE_DTYPE_INDEXER = ReleaseRule(
     "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator._compute_dsa_indexer_cell_size",
 )
 
+#: a DFLASH-family target prices its draft's layers once per DCP rank (``D * dcp`` layers; the
+#: draft does not replicate over the DCP group); before, ``D`` layers whatever the DCP size
+DFLASH_DRAFT_LAYERS_DCP = ReleaseRule(
+    "dflash-draft-layers-dcp",
+    span("0.5.17"),
+    "DFLASH draft cell: ceil(cell * (L + D * dcp) / L) - cell (before: ceil(cell * (L + D) / L) - cell)",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator.__init__ "
+    "(draft_num_layers * dcp_size into dflash_utils.scale_kv_cell_size_per_token_for_dflash)",
+)
+
 
 class DefaultPoolConfigurator(PoolConfigurator):
     """Everything that is not hybrid SWA or DeepSeek-V4 (DefaultPoolConfigurator)."""
@@ -176,6 +186,24 @@ class DefaultPoolConfigurator(PoolConfigurator):
     def cell_size_bytes(self) -> int:
         """Final int bytes per token slot: the base cell plus the draft's (:attr:`cost`'s slope)."""
         return self.base_cell_size_bytes + self.draft_cell
+
+    def engine_undercounts(self) -> tuple[ReleaseRule, ...]:
+        """Before :data:`MLA_CELL_PRICES_POOL_ROW` a packed fp8 DSA row (656 B) is priced at ``rank + rope`` (576);
+        before :data:`NPU_DSA_CACHE_DTYPE_INDEXER` an Ascend bf16 DSA indexer at the fp8 132 B: SGLang's pools then
+        store more than its cell prices (module rules; GLM-5 fp8 under 0.5.15: 656 - 576 = 80 B a layer)."""
+        geometry, release = self.ctx.geometry, self.ctx.release
+        lacking: list[ReleaseRule] = []
+        packed_row = geometry.mla is not None and self.mla_kv_cache_dim() != geometry.mla.latent_dim
+        if packed_row and not MLA_CELL_PRICES_POOL_ROW.holds(release):
+            lacking.append(MLA_CELL_PRICES_POOL_ROW)
+        npu_cache_dtype_indexer = (
+            geometry.dsa is not None
+            and self.ctx.device is DeviceKind.NPU
+            and self.ctx.kv_cache_dtype.dtype is not DType.FLOAT8_E4M3FN
+        )
+        if npu_cache_dtype_indexer and not NPU_DSA_CACHE_DTYPE_INDEXER.holds(release):
+            lacking.append(NPU_DSA_CACHE_DTYPE_INDEXER)
+        return tuple(lacking)
 
     # MLA ------------------------------------------------------------------------------
     def mla_kv_cache_dim(self) -> int:
@@ -396,7 +424,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
 
     def dflash_draft_cell_bytes(self, cell: int) -> int:
         """DFLASH/DSPARK: the draft's own cell times DCP, else the target cell scaled by layers and
-        rounded up, ``ceil_div(cell * (L + D * dcp), L) - cell`` (DefaultPoolConfigurator.__init__ draft scaling)."""
+        rounded up, ``ceil_div(cell * (L + D * dcp), L) - cell`` (DefaultPoolConfigurator.__init__ draft scaling;
+        ``dcp`` is 1 before :data:`DFLASH_DRAFT_LAYERS_DCP`)."""
         spec = self.ctx.speculative
         draft_layers = spec.dflash_draft_num_layers
         if draft_layers is None or draft_layers <= 0:
@@ -404,7 +433,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         draft_cell = spec.dflash_draft_cell_size_per_token
         if draft_cell is not None and draft_cell > 0:
             return draft_cell * self.dcp
-        return ceil_div(cell * (self.num_layers + draft_layers * self.dcp), self.num_layers) - cell
+        dcp = self.dcp if DFLASH_DRAFT_LAYERS_DCP.holds(self.ctx.release) else 1
+        return ceil_div(cell * (self.num_layers + draft_layers * dcp), self.num_layers) - cell
 
     # ---- token counts (DefaultPoolConfigurator.calculate_pool_sizes) -------------------------------------------------
     def zero_kv_tokens(self) -> int:

@@ -86,12 +86,33 @@ _STATE_DTYPES = (DType.FLOAT32, DType.BFLOAT16)
 DSV4_RATIO_ONLY_SIZING = ReleaseRule(
     "dsv4-ratio-only-sizing",
     span(last="0.5.20"),
-    "DeepSeek-V4 sizing without cap mode: SWA ratio from --swa-full-tokens-ratio (else its fallback 0.8), "
+    "DeepSeek-V4 sizing without cap mode: SWA ratio from --swa-full-tokens-ratio (as the launch resolved it), "
     "unpadded 584-byte latent rows, c4 compression state per sliding window",
     "sglang.srt.model_executor.pool_configurator.DSV4PoolConfigurator._get_bytes_per_full_token",
 )
 #: ``--swa-full-tokens-ratio``'s fallback when not given (``arg_groups.fields.schedule``)
 SERVER_ARGS_SWA_FULL_TOKENS_RATIO = 0.8
+#: the SWA ratio of a DeepSeek-V4 deployment that does not give ``--swa-full-tokens-ratio`` is the
+#: launch's 0.1 (its model override writes the field the configurator reads); from 0.5.21 the
+#: configurator itself takes 0.1 when the ratio was not explicitly set
+DSV4_LAUNCH_SETS_SWA_RATIO = ReleaseRule(
+    "dsv4-launch-sets-swa-ratio",
+    span(last="0.5.20"),
+    "DeepSeek-V4 without --swa-full-tokens-ratio: the launch's model override sets swa_full_tokens_ratio 0.1, "
+    "which the configurator reads (0.5.21: the configurator's own default for a ratio not explicitly set)",
+    "sglang.srt.arg_groups.overrides._deepseek_v4_overrides (0.5.19: "
+    "arg_groups.model_overrides.deepseek_v4._deepseek_v4_overrides)",
+    topic="launch",
+)
+#: ratio-mode DeepSeek-V4 refuses an SWA pool of ``W + P`` tokens or fewer (before: planned)
+DSV4_SWA_ADMISSION_FLOOR = ReleaseRule(
+    "dsv4-swa-admission-floor",
+    span("0.5.20"),
+    "DeepSeek-V4 ratio mode: an SWA pool of sliding_window_size + page_size tokens or fewer is refused "
+    "(before: planned)",
+    "sglang.srt.model_executor.pool_configurator.DSV4PoolConfigurator._compute_dsv4_sizes "
+    "(validate_swa_pool_size)",
+)
 
 
 class DSV4StateReservationError(SWAPoolTooSmallError):
@@ -537,7 +558,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
         # SGLang (DSV4PoolConfigurator._compute_dsv4_sizes): the cap-mode SWA size is neither re-aligned nor limited by
         # full/M.
         swa = cap if cap is not None else align_down(int(full * self.swa_ratio), page_size)
-        if cap is None and self.window + page_size >= swa:
+        floor = DSV4_SWA_ADMISSION_FLOOR.holds(self.ctx.release)
+        if cap is None and floor and self.window + page_size >= swa:
             raise SWAPoolTooSmallError(
                 f"SWA pool ({swa} tokens) cannot hold even one request: the prefill admission floor is "
                 f"sliding_window_size ({self.window}) + page_size ({page_size}). Increase swa_full_tokens_ratio "
@@ -563,6 +585,8 @@ class DSV4PoolConfigurator(PoolConfigurator):
         Raised only when the SWA pool misses its floor *and* would clear it without the
         request-scoped state; otherwise the plain window-floor error follows.
         """
+        if not DSV4_SWA_ADMISSION_FLOOR.holds(self.ctx.release):
+            return
         swa = align_down(int(full * self.swa_ratio), page)
         if fixed <= 0 or self.window + page < swa:
             return
@@ -675,7 +699,7 @@ class RatioOnlyDSV4PoolConfigurator(DSV4PoolConfigurator):
         bpft = r * kv * T + kv * n4 / 4 + kv * n128 / 128 + idx * n4 / 4 + r * (ring4 / W) * (st4 + sti4) * n4
 
     with ``kv = nope + 2 * rope + 8`` bytes a latent row (no page padding, also under trtllm),
-    ``r`` the given ``swa_full_tokens_ratio`` else 0.8, ``W`` the model's window and
+    ``r`` the given ``swa_full_tokens_ratio`` else the launch's 0.1, ``W`` the model's window and
     ``st4 = 4 * hd * es``, ``sti4 = 4 * idx * es`` the c4 compression-state rows; times
     ``(T + 1) / T`` with speculative decoding. ``c4_state = swa // W * ring4``.
     """
@@ -689,9 +713,13 @@ class RatioOnlyDSV4PoolConfigurator(DSV4PoolConfigurator):
 
     @property
     def swa_ratio(self) -> float:
-        """The operator's ``swa_full_tokens_ratio``, else the server argument's fallback 0.8."""
+        """The operator's ``swa_full_tokens_ratio``, else the launch's 0.1 (:data:`DSV4_LAUNCH_SETS_SWA_RATIO`;
+        without that launch, the server argument's fallback 0.8 would be read)."""
         given = self.ctx.scheduling.swa_full_tokens_ratio
-        return SERVER_ARGS_SWA_FULL_TOKENS_RATIO if given is None else given
+        if given is not None:
+            return given
+        launch_set = DSV4_LAUNCH_SETS_SWA_RATIO.holds(self.ctx.release)
+        return DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO if launch_set else SERVER_ARGS_SWA_FULL_TOKENS_RATIO
 
     @cached_property
     def swa_cap_tokens(self) -> int | None:

@@ -27,8 +27,9 @@ found by ``R += available - left(R)`` from ``R = available``: ``left`` grows at 
 pre-reservation ``rest`` (``--gpu``) runs the forward direction, :meth:`reserve_before_kv`.
 
 Other decisions, where SGLang offers nothing to follow:
-* Jamba: SGLang 0.5.23 serves it through its generic fallback (every layer priced as MHA, no
-  Mamba state); we size it as the hybrid it is and say so in the plan's notes.
+* Jamba: SGLang serves it only through its generic path (no Mamba-ish config: every layer priced and
+  built as attention KV, no state); it is not sized here but by the default strategy, as SGLang does
+  (``strategies.checks.uses_mamba_pools``).
 * Draft workers (MTP over a hybrid target): the KV pool holds one layer (``[0]``,
   KVCacheConfigurator._build_token_to_kv_pool), no state is reserved and no Mamba pool is described:
   the draft shares the target's request pool and its Mamba state.
@@ -97,6 +98,15 @@ MAMBA_PRICES_PADDING_SLOT = ReleaseRule(
     "mamba-prices-padding-slot",
     span("0.5.17"),
     "Mamba reservation: (K + 1) slots and (capped + 1) draft rows (before: K and capped)",
+    "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache",
+)
+#: the per-replica request count of the Mamba reservation is at least 1 (``max(1, mrr // dp)``): fewer
+#: requests than attention-DP replicas still leave one slot; before, ``mrr // dp`` (0 slots: SGLang refuses
+#: "state cache is too small to serve any requests")
+MAMBA_REQUESTS_AT_LEAST_ONE = ReleaseRule(
+    "mamba-requests-at-least-one",
+    span("0.5.23"),
+    "Mamba reservation: max(1, max_running_requests // attn_dp) requests a replica (before: mrr // attn_dp)",
     "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache",
 )
 #: under PP each stage reserves the largest stage's share of the Mamba layers (before: all of them)
@@ -326,16 +336,17 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         # state is reserved (PD prefill role): _handle_max_mamba_cache checks before branching
         spec_inputs = self._spec_inputs() if self.ctx.speculative.enabled else (0, 0)
         draft_tokens, spec_mrr = spec_inputs if self.budget_reserves_spec else (0, 0)
+        floor = 1 if MAMBA_REQUESTS_AT_LEAST_ONE.holds(self.ctx.release) else 0  # max(floor, mrr // dp)
         if sched.max_mamba_cache_size is not None:
             branch = "A"
             slots = sched.max_mamba_cache_size // dp
             if self.budget_reserves_spec:
-                capped = min(max(1, spec_mrr // dp), slots // ratio)
+                capped = min(max(floor, spec_mrr // dp), slots // ratio)
                 spec_gib = per * (capped + pad) * draft_tokens / GIB
                 rest -= spec_gib
         elif sched.disable_radix_cache and mrr is not None:
             branch = "B"
-            slots = max(1, mrr // dp)
+            slots = max(floor, mrr // dp)
             if self.budget_reserves_spec:
                 spec_gib = per * (slots + pad) * draft_tokens / GIB
                 rest -= spec_gib
@@ -346,7 +357,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             budget_bytes = budget * GIB
             if self.budget_reserves_spec:
                 slots = int((budget_bytes - per * (1 + draft_tokens) * pad) // (per * (1 + draft_tokens / ratio)))
-                capped = min(max(1, spec_mrr // dp), slots // ratio)
+                capped = min(max(floor, spec_mrr // dp), slots // ratio)
                 spec_gib = per * (capped + pad) * draft_tokens / GIB
                 rest -= spec_gib
             else:
@@ -378,21 +389,19 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     def reserve_before_kv(self, budget_bytes: int) -> StateReservation:
         """KVCacheConfigurator._handle_max_mamba_cache forward: from the budget *before* the reservation to SGLang's KV
         budget."""
-        notes = self.sglang_notes()
         if self.ctx.is_draft_worker:
-            return StateReservation(budget_bytes, notes=notes)
+            return StateReservation(budget_bytes)
         budget = self.mamba_budget(budget_bytes)
         return StateReservation(
             kv_available_bytes=budget.kv_available_bytes,
             size_fields={"max_mamba_cache_size": budget.max_mamba_cache_size},
-            notes=(*notes, self._reservation_note(budget)),
+            notes=(self._reservation_note(budget),),
         )
 
     def reserve_state_bytes(self, available_bytes: int) -> StateReservation:
         """The slot count for SGLang's KV budget ``available_bytes`` (reservation already out of it)."""
-        notes = self.sglang_notes()
         if self.ctx.is_draft_worker:
-            return StateReservation(available_bytes, notes=notes)
+            return StateReservation(available_bytes)
         budget = self.budget_leaving(available_bytes)
         note = self._reservation_note(budget)
         if budget.branch == "C":
@@ -404,7 +413,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         return StateReservation(
             kv_available_bytes=available_bytes,
             size_fields={"max_mamba_cache_size": budget.max_mamba_cache_size},
-            notes=(*notes, note),
+            notes=(note,),
         )
 
     def budget_leaving(self, available_bytes: int) -> MambaBudget:
@@ -442,18 +451,6 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         if budget.spec_scratch_gib:
             note += f", speculative scratch {int(budget.spec_scratch_gib * GIB):,} B"
         return note
-
-    def sglang_notes(self) -> tuple[str, ...]:
-        """Where this plan knowingly differs from what SGLang 0.5.23 itself would do."""
-        if not self.mamba.sglang_generic_fallback:
-            return ()
-        layers = self.ctx.geometry.num_hidden_layers
-        return (
-            f"SGLang 0.5.23 serves {', '.join(self.ctx.geometry.architectures)} only through its generic "
-            f"fallback, which prices all {layers} layers as attention KV and reserves no Mamba state; "
-            f"this plan sizes it as a Mamba hybrid ({len(self.mamba.full_attention_layer_ids)} attention + "
-            f"{len(self.mamba.mamba_layer_ids)} Mamba layers)",
-        )
 
     def cap_max_running_requests(self, requests: int, sizes: PoolSizes) -> int:
         """``min(R, max_mamba_cache_size // mamba_ratio)`` (KVCacheConfigurator.resolve_max_num_reqs)."""

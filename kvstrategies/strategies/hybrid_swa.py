@@ -65,6 +65,7 @@ from ..core.dtypes import KVRecipe
 from ..core.releases import ByRelease, ReleaseRule, span
 from ..core.sizing import PoolSizes, align_down, ceil_align, require_positive_tokens, validate_swa_pool_size
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
+from ..models.architectures import row_for
 from ..models.hybrid_swa import HybridSWAGeometry
 from ..pools.ascend import npu_mha_layout
 from ..pools.basic import FUSED_KV_STORAGE, mla_layout
@@ -248,9 +249,13 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         if self.ctx.is_draft_worker or not spec.algorithm.is_eagle_family or depth is None or depth <= 0:
             return DraftLayers()
         swa = swa_full = 0
+        release = self.ctx.release
         if self.hybrid.mtp_local_layer_ids is not None:
-            swa_full = sum(1 for d in range(depth) if d in self.hybrid.mtp_local_layer_ids)
-        elif spec.eagle_draft_swa_num_layers is not None:
+            first = row_for(self.ctx.geometry.architectures[0]) if self.ctx.geometry.architectures else None
+            by_name = first is not None and first.mtp_local_draft_by_name  # Inkling
+            if DRAFT_LAYER_KINDS.holds(release) or (by_name and DRAFT_MTP_LOCAL_INKLING.holds(release)):
+                swa_full = sum(1 for d in range(depth) if d in self.hybrid.mtp_local_layer_ids)
+        elif spec.eagle_draft_swa_num_layers is not None and DRAFT_LAYER_KINDS.holds(release):
             swa = min(max(spec.eagle_draft_swa_num_layers, 0), depth)
         return DraftLayers(full=depth - swa - swa_full, swa=swa, swa_full=swa_full)
 
@@ -320,8 +325,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """Split ``tokens`` (full tokens; SWA tokens when all-SWA) into the two pools.
 
         Hybrid: ``full = align(M, P)``, ``swa = align(int(full * ratio), P)``; the window-floor
-        error comes before the generic "not enough memory" one, as in SGLang's
-        HybridSWAPoolConfigurator.
+        error (:data:`SWA_ADMISSION_FLOOR`) comes before the generic "not enough memory" one, as in
+        SGLang's HybridSWAPoolConfigurator.
         """
         if self.is_all_swa:
             swa = align_down(tokens, page_size)
@@ -329,7 +334,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             return PoolSizes(max_total_num_tokens=swa, full_max_total_num_tokens=0, swa_max_total_num_tokens=swa)
         full = align_down(tokens, page_size)
         swa = align_down(int(full * self.ratio), page_size)
-        validate_swa_pool_size(swa, self.sliding_window_size, page_size)
+        if SWA_ADMISSION_FLOOR.holds(self.ctx.release):
+            validate_swa_pool_size(swa, self.sliding_window_size, page_size)
         require_positive_tokens(full)
         return PoolSizes(max_total_num_tokens=full, full_max_total_num_tokens=full, swa_max_total_num_tokens=swa)
 
@@ -466,6 +472,37 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         )
         return full_pool, swa_pool
 
+
+#: Inkling's EAGLE draft layers named local (``mtp_local_layer_ids``) are SWA-geometry rings of full
+#: length (``swa_full``: SWA bytes per full token); before, every draft layer was a full-attention layer
+DRAFT_MTP_LOCAL_INKLING = ReleaseRule(
+    "hybrid-swa-draft-mtp-local-inkling",
+    span("0.5.16"),
+    "hybrid-SWA EAGLE draft of InklingForConditionalGeneration: layers in mtp_local_layer_ids priced at SWA bytes "
+    "per full token (before: full)",
+    "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator.__init__ (_draft_swa_full_layers_num, "
+    "banded_depths for the Inkling architecture)",
+)
+#: every model's ``mtp_local_layer_ids`` (not only Inkling's) make ``swa_full`` draft layers, and an EAGLE draft's
+#: ``eagle_draft_swa_num_layers`` sliding-window layers go to the SWA pool (before: that count does not exist and
+#: the other draft layers are full attention)
+DRAFT_LAYER_KINDS = ReleaseRule(
+    "hybrid-swa-draft-layer-kinds",
+    span("0.5.19"),
+    "hybrid-SWA EAGLE draft: any model's mtp_local_layer_ids are swa_full layers and eagle_draft_swa_num_layers go "
+    "to the SWA pool (before: Inkling's local layers only; the rest full)",
+    "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator.__init__ (_draft_swa_layers_num; "
+    "spec_aux_hidden_state.SpecAuxHiddenStateConfig.eagle_draft_swa_num_layers)",
+)
+#: the hybrid SWA split refuses an SWA pool of ``W + P`` tokens or fewer, which could never admit a
+#: request (before: no check; the split is planned and the server cannot admit a prefill)
+SWA_ADMISSION_FLOOR = ReleaseRule(
+    "swa-admission-floor",
+    span("0.5.16"),
+    "hybrid SWA: an SWA pool of sliding_window_size + page_size tokens or fewer is refused (before: planned)",
+    "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator.calculate_pool_sizes_from_max_tokens "
+    "(0.5.21: MemoryPoolConfigurator.validate_swa_pool_size)",
+)
 
 #: the MHA sub-pools take the DCP-replicated KV head count (before: attention TP alone)
 SWA_POOL_DCP_HEADS = ReleaseRule(

@@ -197,3 +197,27 @@ def test_the_release_messages_read_right(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 2 and "--sglang-version '0.1' is not an SGLang release" in err
     code, _, err = run(capsys, "verify", "--against", "vllm", "--recorded", "--json")
     assert code == 2 and "verify: --json goes with --launch" in err and "--record" not in err.replace("--recorded", "")
+
+
+def test_plan_prints_the_configurator_sglang_has_in_the_release(capsys: pytest.CaptureFixture[str]) -> None:
+    """SGLang's DeepSeek-V4 class is ``DSV4PoolConfigurator`` in every release; up to 0.5.20 the project sizes it with
+    its own ``RatioOnlyDSV4PoolConfigurator``, named only beside SGLang's."""
+    case = "cases/release-launch-ratio-deepseek-v4-flash-tp1-fp8-p256-no-ratio.json"
+    lines = {}
+    for version in ("0.5.20", "0.5.21"):
+        code, out, _ = run(capsys, "plan", "--case", case, "--sglang-version", version)
+        assert code == 0
+        lines[version] = next(line for line in out.splitlines() if line.startswith("strategy "))
+    assert lines["0.5.20"].split(None, 1)[1] == "DSV4PoolConfigurator (kvstrategies: RatioOnlyDSV4PoolConfigurator)"
+    assert lines["0.5.21"].split(None, 1)[1] == "DSV4PoolConfigurator"
+
+
+def test_undercounted_pools_are_planned_and_the_overshoot_is_said(capsys: pytest.CaptureFixture[str]) -> None:
+    """GLM-5 fp8 under 0.5.15: SGLang plans 777,728 tokens (576 B a layer priced, 656 stored); the plan does too and
+    says the pools exceed the 40 GiB budget by 4,856,534,528 B, and why (not the padding explanation)."""
+    case = "cases/release-undercount-glm-5-tp8-fp8-p64.json"
+    code, out, _ = run(capsys, "plan", "--case", case, "--sglang-version", "0.5.15")
+    assert code == 0 and "tokens         777,728" in out
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert any("lacks mla-cell-prices-pool-row" in n and "4,856,534,528 B (4.52 GiB) more" in n for n in notes)
+    assert "note: the pools exceed the KV budget by 4,856,534,528 B: this release's own sizing prices less" in out

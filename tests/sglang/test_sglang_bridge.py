@@ -13,6 +13,7 @@ from kvstrategies.sglang.bridge import engine, runtime
 from kvstrategies.sglang.bridge import verify as verify_module
 from kvstrategies.sglang.bridge.bridge import (
     decode_extra_slots,
+    launch_set_swa_ratio,
     project_name,
     sanitized_config,
     view_bases,
@@ -71,6 +72,17 @@ def test_decode_extra_slots_follow_the_resolution_hook() -> None:
     assert decode_extra_slots({**base, "max_running_requests": 16}) == 32
     assert decode_extra_slots({**base, "max_running_requests": 64}) == 0
     assert decode_extra_slots({**base, "disaggregation_mode": "null", "max_running_requests": 16}) is None
+
+
+def test_the_launch_ratio_is_asked_only_where_the_configurator_reads_the_launchs_value() -> None:
+    """DeepSeek-V4 without a ratio up to 0.5.20 runs the release's own launch (needs SGLang); an explicit ratio,
+    another model or 0.5.21 (the configurator's own default) never do: None, without importing SGLang."""
+    from kvstrategies.sglang.bridge.bridge_releases import bridge_release
+
+    dsv4 = {"preset": "deepseek-v4-flash", "swa_full_tokens_ratio": None, "tp_size": 1, "pp_size": 1, "platform": {}}
+    assert launch_set_swa_ratio(bridge_release("0.5.21"), dsv4, "unused") is None
+    assert launch_set_swa_ratio(bridge_release("0.5.15"), {**dsv4, "swa_full_tokens_ratio": 0.5}, "unused") is None
+    assert launch_set_swa_ratio(bridge_release("0.5.15"), {**dsv4, "preset": "gpt-oss-20b"}, "unused") is None
 
 
 def test_equal_documents_have_no_difference_and_order_and_pointer_tables_do_not_count() -> None:
@@ -156,8 +168,8 @@ def test_a_strategy_is_compared_by_the_sglang_class_it_reproduces() -> None:
 def test_known_differences_cover_only_their_cases_and_lines() -> None:
     line = "configurator: HybridLinearPoolConfigurator -> DefaultPoolConfigurator"
     assert explain({"_hf_config": {}}, [line])[1] == [line]  # names are compared as SGLang's classes
-    jamba = {"_hf_config": {"architectures": ["JambaForCausalLM"]}}
-    assert explain(jamba, ["sizes.max_total_num_tokens: 1 -> 2"])[1] == []
+    jamba = {"_hf_config": {"architectures": ["JambaForCausalLM"]}}  # planned as SGLang's generic path plans it
+    assert explain(jamba, ["sizes.max_total_num_tokens: 1 -> 2"])[1] == ["sizes.max_total_num_tokens: 1 -> 2"]
     npu_line = "pools.token_to_kv: not built by SGLang"
     assert explain({"device": "npu", "_hf_config": {}}, [npu_line])[1] == []
     assert explain({"device": "cuda", "_hf_config": {}}, [npu_line])[1] == [npu_line]
@@ -203,13 +215,13 @@ def test_missing_sglang_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, caps
 def test_verify_cli_one_line_per_case_and_a_total(capsys: pytest.CaptureFixture[str]) -> None:
     from kvstrategies.cli.app import main
 
-    names = ("default-llama-3.1-8b-tp1-bf16-p1", "hybrid-linear-jamba-v0.1-tp2-bf16-p1")
+    names = ("default-llama-3.1-8b-tp1-bf16-p1", "npu-llama-3.1-8b-tp1-bf16-p128-t1024")
     cases = [str(CASES / f"{name}.json") for name in names]
     assert main(["verify", "--against", "sglang", *cases]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].split()[:2] == ["default-llama-3.1-8b-tp1-bf16-p1", "match"]
-    assert out[2].split()[:2] == ["hybrid-linear-jamba-v0.1-tp2-bf16-p1", "known"]
-    assert "jamba-generic-fallback" in out[2]
+    assert out[2].split()[:2] == ["npu-llama-3.1-8b-tp1-bf16-p128-t1024", "known"]
+    assert "npu-pools-not-buildable" in out[2]
     assert out[-1].startswith("total: 2 cases: 1 match, 1 known, 0 unexplained")
 
 

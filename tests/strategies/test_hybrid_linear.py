@@ -39,7 +39,8 @@ from ..helpers import GIB, case_settings
 QWEN3_NEXT = "qwen3-next-80b-a3b"
 QWEN35 = "qwen3.5-35b-a3b"
 CASES = Path(__file__).parents[2] / "cases"
-HYBRID_CASES = sorted(CASES.glob("hybrid-linear-*.json"))
+# Jamba's case is named for its architecture; SGLang (and so the project) sizes it through the generic path
+HYBRID_CASES = sorted(p for p in CASES.glob("hybrid-linear-*.json") if "jamba" not in p.stem)
 # worked example Qwen3-Next GDN: rest = 60.0 - 140.0 * (1 - 0.9) = 46.0 GiB before the Mamba step
 REST_46 = 46 * GIB
 
@@ -61,7 +62,6 @@ def configurator(preset: str | dict[str, Any], **fields: Any) -> HybridLinearPoo
         ("nemotron-h-8b", (7, 18, 29, 40), 24),
         ("nemotron-h-56b", (7, 18, 29, 40, 51, 62, 73, 84, 95, 106), 54),
         ("falcon-h1-7b", tuple(range(44)), 44),
-        ("jamba-v0.1", (4, 12, 20, 28), 28),
         # kda_layers is 1-based: [1, 2, 3, 5, ...] -> full layers are the 1-based 4, 8, ..., 24, 27
         ("kimi-linear-48b-a3b", (3, 7, 11, 15, 19, 23, 26), 20),
     ],
@@ -107,9 +107,6 @@ def test_qwen35_uses_the_interval_rule_not_layer_types() -> None:
         ("falcon-h1-7b", 1, (3584, 3), (24, 128, 256)),
         ("falcon-h1-7b", 2, (2048, 3), (12, 128, 256)),  # (3072 + 2*2*256) / 2
         ("falcon-h1-7b", 4, (1280, 3), (6, 128, 256)),  # (3072 + 2*4*256) / 4
-        # Jamba (Mamba-1): intermediate 2 * 4096 = 8192, state 16
-        ("jamba-v0.1", 1, (8192, 3), (8192, 1, 16)),
-        ("jamba-v0.1", 2, (4096, 3), (4096, 1, 16)),
         # KDA: conv (K-1, 32*128/tp + 2 * 32*128/tp), window axis first
         ("kimi-linear-48b-a3b", 1, (3, 12288), (32, 128, 128)),
         ("kimi-linear-48b-a3b", 4, (3, 3072), (8, 128, 128)),
@@ -127,7 +124,6 @@ def test_state_shapes(preset: str, tp: int, conv: tuple[int, int], temporal: tup
         (QWEN3_NEXT, 4, 19_316_736),  # (6144 * 2 + 131072 * 4) * 36
         ("nemotron-h-8b", 1, 102_137_856),  # (30720 * 2 + 1048576 * 4) * 24
         ("falcon-h1-7b", 1, 139_358_208),  # (10752 * 2 + 786432 * 4) * 44
-        ("jamba-v0.1", 2, 8_028_160),  # (12288 * 2 + 65536 * 4) * 28
         ("kimi-linear-48b-a3b", 1, 43_417_600),  # (36864 * 2 + 524288 * 4) * 20
     ],
 )
@@ -483,14 +479,29 @@ def test_mtp_draft_prices_the_target_pattern_in_its_own_range() -> None:
 # ---- Jamba, reporting, CLI ---------------------------------------------------------------------------
 
 
-def test_jamba_is_sized_as_a_hybrid_with_a_note() -> None:
+def test_jamba_geometry_is_its_mamba_hybrid() -> None:
+    """The parsed geometry keeps Jamba's hybrid (read by the weights and by vLLM): attention layers 4, 12, 20, 28,
+    28 Mamba-1 layers; at TP 2 the conv state is (2 x 4096 / 2, 3) = (4096, 3), the SSM state (4096, 1, 16), and one
+    request holds (12,288 x 2 + 65,536 x 4) x 28 = 8,028,160 B (as a hybrid-linear strategy would price it)."""
+    ctx = case_settings("jamba-v0.1", tp_size=2)
+    mamba = ctx.geometry.mamba
+    assert mamba is not None and mamba.sglang_generic_fallback
+    assert mamba.full_attention_layer_ids == (4, 12, 20, 28) and len(mamba.mamba_layer_ids) == 28
+    direct = HybridLinearPoolConfigurator(ctx)
+    assert direct.state_shapes.conv == ((4096, 3),) and direct.state_shapes.temporal == (4096, 1, 16)
+    assert direct.mamba_cache_per_req == (12_288 * 2 + 65_536 * 4) * 28 == 8_028_160
+
+
+def test_jamba_is_sized_through_sglangs_generic_path() -> None:
+    """SGLang has no Mamba-ish config for JambaForCausalLM: every one of its 32 layers holds attention KV and no state
+    is reserved (DefaultPoolConfigurator): 4 heads x (128 + 128) x 32 layers x 2 B = 65,536 B a token."""
     ctx = case_settings("jamba-v0.1", tp_size=2)
     planned = plan(ctx, 40 * GIB, pool_max_tokens=1024)
-    assert isinstance(planned.configurator, HybridLinearPoolConfigurator)
-    assert planned.cell_size_bytes == 4 * 256 * 4 * 2  # 4 heads * (128 + 128) * 4 attention layers * 2 B
-    notes = plan_document(planned)["notes"]
-    assert any("generic fallback" in note and "all 32 layers" in note for note in notes)
-    assert len(planned.layout.token_to_kv.allocations) == 4
+    assert not isinstance(planned.configurator, HybridLinearPoolConfigurator)
+    assert planned.configurator.sglang_class_name() == "DefaultPoolConfigurator"
+    assert planned.cell_size_bytes == 4 * 256 * 32 * 2
+    assert planned.sizes.max_mamba_cache_size is None and plan_document(planned)["notes"] == []
+    assert len(planned.layout.token_to_kv.allocations) == 32
 
 
 def test_cli_reports_state_pool_and_request_cap(capsys: pytest.CaptureFixture[str]) -> None:

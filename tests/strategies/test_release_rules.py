@@ -205,15 +205,35 @@ def test_fixed_fp4_cell_before_0_5_21() -> None:
 
 def test_dsv4_ratio_only_sizing_up_to_0_5_20() -> None:
     """``DSV4PoolConfigurator._get_bytes_per_full_token`` (0.5.20): V4-Flash TP 8, 43 stage layers
-    (21 of ratio 4, 20 of ratio 128), no ratio given so the fallback 0.8, kv 448 + 2 x 64 + 8 = 584:
-    0.8 x 584 x 43 + 584 x 21 / 4 + 584 x 20 / 128 + 132 x 21 / 4 + 0.8 x (8 / 128) x (8,192 + 2,048) x 21
-    = 20,089.6 + 3,066 + 91.25 + 693 + 10,752 = 34,691.85 B per full token."""
-    expected = 0.8 * 584 * 43 + 584 * 21 / 4 + 584 * 20 / 128 + 132 * 21 / 4 + 0.8 * (8 / 128) * (8_192 + 2_048) * 21
+    (21 of ratio 4, 20 of ratio 128), kv 448 + 2 x 64 + 8 = 584. No ratio given: the launch's model
+    override (``_deepseek_v4_overrides``) sets 0.1 (``dsv4-launch-sets-swa-ratio``):
+    0.1 x 584 x 43 + 584 x 21 / 4 + 584 x 20 / 128 + 132 x 21 / 4 + 0.1 x (8 / 128) x (8,192 + 2,048) x 21
+    = 2,511.2 + 3,066 + 91.25 + 693 + 1,344 = 7,705.45 B per full token (at the field's fallback 0.8,
+    which no launch leaves there: 34,691.85)."""
+
+    def bpft(ratio: float) -> float:
+        return ratio * 584 * 43 + 584 * 21 / 4 + 584 * 20 / 128 + 132 * 21 / 4 + ratio * (8 / 128) * 10_240 * 21
+
     old = plan_case(_case("dsv4-deepseek-v4-flash-tp8-p256", "0.5.20"))
     assert type(old.configurator).__name__ == "RatioOnlyDSV4PoolConfigurator"
-    assert old.cell_size_bytes == pytest.approx(expected) and round(expected, 2) == 34_691.85
+    assert old.configurator.sglang_class_name() == "DSV4PoolConfigurator"
+    assert old.cell_size_bytes == pytest.approx(bpft(0.1)) and round(bpft(0.1), 2) == 7_705.45
+    assert round(bpft(0.8), 2) == 34_691.85
+    data = json.loads((CASES / "dsv4-deepseek-v4-flash-tp8-p256.json").read_text(encoding="utf-8"))
+    given = plan_case(parse_case({**data, "swa_full_tokens_ratio": 0.8}, sglang_version="0.5.20"))
+    assert given.cell_size_bytes == pytest.approx(bpft(0.8))
     new = plan_case(_case("dsv4-deepseek-v4-flash-tp8-p256", "0.5.21"))
     assert type(new.configurator).__name__ == "DSV4PoolConfigurator" and new.cell_size_bytes < old.cell_size_bytes
+
+
+def test_dsv4_unset_ratio_is_the_launchs_0_1_at_tp1() -> None:
+    """#38's deployment: V4-Flash TP 1 (43 layers: 21 ratio-4, 20 ratio-128, 2 window-only), page 256,
+    no ratio, 60 GiB + 12,345,678 B under 0.5.15: 7,705.45 B a full token and 2,802,176 tokens
+    (SGLang 0.5.15's own launch and sizing, golden/sglang-0.5.15)."""
+    plan = plan_case(_case("release-launch-ratio-deepseek-v4-flash-tp1-fp8-p256-no-ratio", "0.5.15"))
+    assert round(plan.cell_size_bytes, 2) == 7_705.45
+    assert plan.sizes.max_total_num_tokens == 2_802_176
+    assert plan.sizes.swa_max_total_num_tokens == (int(2_802_176 * 0.1) // 256) * 256
 
 
 def test_dsv4_page_counts() -> None:
@@ -477,3 +497,124 @@ def test_a_middle_pp_stage_of_an_mtp_model_is_refused_up_to_0_5_20() -> None:
     assert stage_layer_range(ctx) == (20, 41)
     with pytest.raises(UnsupportedConfigurationError, match="PP is not compatible with MTP models"):
         check_layer_setup(ctx)
+
+
+# ---- #38: older releases answered as they answer ----------------------------------------------------------------
+
+
+def test_kv_heads_dcp_replicated_from_0_5_18() -> None:
+    """``ModelConfig.get_num_kv_heads(tp, dcp)`` (0.5.18): Llama-3.1-70B (8 KV heads, 80 layers, head 128) at TP 8,
+    DCP 2 holds 8 // (8 / 2) = 2 heads, 2 x 256 x 80 x 2 = 81,920 B a token; 0.5.17 splits over TP alone:
+    8 // 8 = 1 head, 40,960 B."""
+    name = "release-dcp-heads-llama-3.1-70b-tp8-dcp2-bf16-p64"
+    old, new = plan_case(_case(name, "0.5.17")), plan_case(_case(name, "0.5.18"))
+    assert (old.cell_size_bytes, new.cell_size_bytes) == (1 * 256 * 80 * 2, 2 * 256 * 80 * 2) == (40_960, 81_920)
+    assert old.sizes.max_total_num_tokens == (40 * GIB // 40_960) // 64 * 64 == 1_048_576
+    heads = {b.shape[1] for b in old.layout.token_to_kv.buffers if b.name.startswith("k_buffer")}
+    assert heads == {1}
+
+
+def test_dflash_draft_layers_dcp_from_0_5_17() -> None:
+    """``DefaultPoolConfigurator.__init__`` (0.5.17) hands ``draft_num_layers * dcp_size`` to
+    ``scale_kv_cell_size_per_token_for_dflash``: Llama-3.1-8B TP 2, DCP 2 (4 heads before 0.5.18: 4 x 256 x 32 x 2
+    = 65,536 B), 5 draft layers: ceil(65,536 x (32 + 5 x 2) / 32) = 86,016; 0.5.16 ceil(65,536 x 37 / 32) = 75,776."""
+    name = "release-dflash-dcp-llama-3.1-8b-tp2-dcp2-bf16-d5-p1"
+    assert plan_case(_case(name, "0.5.16")).cell_size_bytes == 65_536 * 37 // 32 == 75_776
+    assert plan_case(_case(name, "0.5.17")).cell_size_bytes == 65_536 * 42 // 32 == 86_016
+    # 0.5.18 also doubles the heads (kv-heads-dcp-replicated): 131,072 x 42 / 32
+    assert plan_case(_case(name, "0.5.18")).cell_size_bytes == 131_072 * 42 // 32 == 172_032
+
+
+def test_swa_admission_floor_from_0_5_16() -> None:
+    """``HybridSWAPoolConfigurator`` (0.5.16) refuses an SWA pool of ``W + P`` tokens or fewer. GPT-OSS-20B (12 full +
+    12 SWA layers, 8 heads of 64: 2,048 B a layer), ratio 0.01, 384 MiB: cell 2,048 x 12 x 1.01 = 24,821.76,
+    M = int(402,653,184 / 24,821.76) = 16,221 -> 16,192 full tokens, SWA align(161, 64) = 128 <= 127 + 64."""
+    name = "release-swa-floor-gpt-oss-20b-tp1-bf16-p64-ratio0.01"
+    old = plan_case(_case(name, "0.5.15"))
+    assert old.cell_size_bytes == pytest.approx(2_048 * 12 * 1.01)
+    assert (old.sizes.full_max_total_num_tokens, old.sizes.swa_max_total_num_tokens) == (16_192, 128)
+    with pytest.raises(KVCacheConfigError, match=r"SWA pool \(128 tokens\) cannot hold even one request"):
+        plan_case(_case(name, "0.5.16"))
+
+
+def test_dsv4_swa_admission_floor_from_0_5_20() -> None:
+    """``DSV4PoolConfigurator._compute_dsv4_sizes`` (0.5.20) checks the SWA floor ``W + P`` (128 + 256); 0.5.19 plans
+    an SWA pool below it. V4-Flash TP 8, ratio 0.05, 8 requests, 160 MiB: bpft = 0.05 x (584 x 43 + 0.0625 x
+    10,240 x 21) + 3,066 + 91.25 + 693 = 5,777.85; c128 state ceil((9 x 128 + 129) / 128) x 128 = 1,408 rows
+    x 2 x 512 x 4 B x 20 layers = 115,343,360 B; full align(int(52,428,800 / 5,777.85), 256) = 8,960, SWA
+    align(448, 256) = 256."""
+    case = {"preset": "deepseek-v4-flash", "tp_size": 8, "page_size": 256, "kv_cache_dtype": "fp8_e4m3",
+            "swa_full_tokens_ratio": 0.05, "max_running_requests": 8, "available_bytes": 160 * 2**20}  # fmt: skip
+    old = plan_case(parse_case(case, sglang_version="0.5.19"))
+    assert old.cell_size_bytes == pytest.approx(0.05 * (584 * 43 + 0.0625 * 10_240 * 21) + 3_066 + 91.25 + 693)
+    assert old.configurator.fixed_bytes(8) == 1_408 * 2 * 512 * 4 * 20 == 115_343_360
+    assert (old.sizes.max_total_num_tokens, old.sizes.swa_max_total_num_tokens) == (8_960, 256)
+    with pytest.raises(KVCacheConfigError, match="leaves the SWA pool 256 tokens, at or below its floor"):
+        plan_case(parse_case(case, sglang_version="0.5.20"))
+
+
+@pytest.mark.parametrize(("version", "full", "swa"), [("0.5.18", 3, 0), ("0.5.19", 2, 1)])
+def test_hybrid_swa_draft_swa_layers_from_0_5_19(version: str, full: int, swa: int) -> None:
+    """``HybridSWAPoolConfigurator.__init__`` (0.5.19) puts ``eagle_draft_swa_num_layers`` draft layers in the SWA
+    pool. GPT-OSS-120B (18 + 18 layers, 2,048 B each), ratio 0.8, 3 draft layers, 1 of them SWA:
+    0.5.19 2,048 x 20 + 0.8 x 2,048 x 19 = 72,089.6; 0.5.18 2,048 x 21 + 0.8 x 2,048 x 18 = 72,499.2."""
+    plan = plan_case(_case("release-swa-draft-split-gpt-oss-120b-tp1-bf16-p64-eagle-d3-swa1", version))
+    layers = plan.configurator.draft_layers
+    assert (layers.full, layers.swa, layers.swa_full) == (full, swa, 0)
+    assert plan.cell_size_bytes == pytest.approx(2_048 * (18 + full) + 0.8 * 2_048 * (18 + swa))
+
+
+def test_hybrid_swa_draft_mtp_local_layers_for_any_model_from_0_5_19() -> None:
+    """0.5.19: draft layers named in any model's ``mtp_local_layer_ids`` are SWA-geometry rings of full length (0.5.16
+    to 0.5.18: only Inkling's). GPT-OSS-120B with 4 SWA heads (1,024 B an SWA layer), local ids [1], 2 draft layers:
+    0.5.19 2,048 x 19 + 1,024 x 1 + 0.8 x 1,024 x 18 = 54,681.6; 0.5.18 2,048 x 20 + 0.8 x 1,024 x 18 = 55,705.6."""
+    name = "release-swa-draft-local-gpt-oss-120b-mtp-local-tp1-bf16-p64-eagle-d2"
+    old, new = plan_case(_case(name, "0.5.18")), plan_case(_case(name, "0.5.19"))
+    assert old.cell_size_bytes == pytest.approx(2_048 * 20 + 0.8 * 1_024 * 18)
+    assert new.cell_size_bytes == pytest.approx(2_048 * 19 + 1_024 + 0.8 * 1_024 * 18)
+
+
+def test_hybrid_swa_draft_mtp_local_layers_of_inkling_from_0_5_16() -> None:
+    """0.5.16 (``banded_depths`` for ``InklingForConditionalGeneration``): a 4-layer Inkling shape (local layers
+    [0, 1, 2], full layer 3), MTP local ids [0], 2 draft layers: (full, swa_full) = (1, 1); 0.5.15 (2, 0)."""
+    inkling = {
+        "architectures": ["InklingForConditionalGeneration"], "num_hidden_layers": 4, "hidden_size": 1024,
+        "num_attention_heads": 8, "num_key_value_heads": 2, "swa_num_key_value_heads": 4, "head_dim": 128,
+        "sliding_window": 512, "local_layer_ids": [0, 1, 2], "mtp_local_layer_ids": [0],
+    }  # fmt: skip
+    draft = {"hf_config": inkling, "page_size": 16, "speculative_algorithm": "EAGLE", "eagle_draft_num_layers": 2,
+             "speculative_num_draft_tokens": 4, "speculative_num_steps": 3, "speculative_eagle_topk": 1}  # fmt: skip
+    layers = {v: _configurator(draft, v).draft_layers for v in ("0.5.15", "0.5.16")}
+    assert (layers["0.5.15"].full, layers["0.5.15"].swa_full) == (2, 0)
+    assert (layers["0.5.16"].full, layers["0.5.16"].swa_full) == (1, 1)
+
+
+def test_mamba_requests_at_least_one_from_0_5_23() -> None:
+    """``_handle_max_mamba_cache`` (0.5.23): without radix cache the state slots are ``max(1, mrr // attn_dp)``;
+    1 request over 2 replicas gave 0 slots before, which SGLang refuses ("state cache is too small")."""
+    name = "release-mamba-dp-qwen3-next-80b-a3b-tp4-dp2-bf16-p64-noradix-mrr1"
+    assert plan_case(_case(name, "0.5.23")).sizes.max_mamba_cache_size == max(1, 1 // 2) == 1
+    with pytest.raises(KVCacheConfigError, match="max_mamba_cache_size=0"):
+        plan_case(_case(name, "0.5.22"))
+
+
+def test_undercounted_pools_are_planned_with_their_overshoot() -> None:
+    """Before 0.5.17 SGLang prices GLM-5's packed fp8 DSA row at 576 + 132 = 708 B a layer (78 layers: 55,224 B a
+    token) and stores 656 + 132 = 788 (61,464 B): 40 GiB // 55,224 -> 777,728 tokens, whose pools (777,728 + 64 rows)
+    take 47,806,207,488 B, 4,856,534,528 B over the budget. SGLang plans them; so does the plan, with a note."""
+    old = plan_case(_case("release-undercount-glm-5-tp8-fp8-p64", "0.5.16"))
+    assert old.cell_size_bytes == 708 * 78 == 55_224
+    assert old.sizes.max_total_num_tokens == (40 * GIB // 55_224) // 64 * 64 == 777_728
+    assert 777_792 * 788 * 78 - 40 * GIB == 4_856_534_528
+    assert len(old.notes) == 1 and "4,856,534,528 B" in old.notes[0] and "mla-cell-prices-pool-row" in old.notes[0]
+    new = plan_case(_case("release-undercount-glm-5-tp8-fp8-p64", "0.5.17"))
+    assert new.cell_size_bytes == 788 * 78 and new.notes == ()
+
+
+def test_jamba_is_served_through_sglangs_generic_path() -> None:
+    """SGLang has no native JambaForCausalLM: ``ModelConfig`` sees no Mamba-ish config and its generic path prices
+    every layer as attention: 8 KV heads / TP 2 = 4, head 128, 32 layers, bf16: 4 x 256 x 32 x 2 = 65,536 B."""
+    for version in ("0.5.15", "0.5.23"):
+        plan = plan_case(_case("hybrid-linear-jamba-v0.1-tp2-bf16-p1", version))
+        assert plan.configurator.sglang_class_name() == "DefaultPoolConfigurator"
+        assert plan.cell_size_bytes == 4 * 256 * 32 * 2 == 65_536

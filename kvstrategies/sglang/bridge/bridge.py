@@ -503,7 +503,11 @@ def _sized(
     runtime_context = importlib.import_module("sglang.srt.runtime_context")
     pool_mod = importlib.import_module("sglang.srt.model_executor.pool_configurator")
 
-    sa = compat.make_server_args(row, server_args.ServerArgs, server_args_fields(case, folder))
+    fields = server_args_fields(case, folder)
+    launch_ratio = launch_set_swa_ratio(row, case, folder)
+    if launch_ratio is not None:
+        fields["swa_full_tokens_ratio"] = launch_ratio
+    sa = compat.make_server_args(row, server_args.ServerArgs, fields)
     sa._swa_full_tokens_ratio_explicitly_set = case["swa_full_tokens_ratio"] is not None
     runtime_context.get_context().set_server_args(sa)
     is_draft = bool(case["is_draft_worker"])
@@ -543,6 +547,36 @@ def _sized(
             pool_slots = case["pool_max_mamba_cache_size"] or 3 * int(case["pool_max_running_requests"])
     document["pool_sizes"] = _sizes_dict(pool_config, host, pool_slots)
     return _Sized(document, row, sa, host, hf, capped or sizes, pool_config, pool_slots, mamba_slots)
+
+
+def launch_set_swa_ratio(row: BridgeRelease, case: Mapping[str, Any], folder: str) -> float | None:
+    """The ``swa_full_tokens_ratio`` the release's own launch writes for a DeepSeek-V4 case that does not give one,
+    where that launch value is what the configurator reads (``DSV4_LAUNCH_SETS_SWA_RATIO``: up to 0.5.20); else None.
+
+    The launch runs as ``verify --against sglang --launch`` runs it (:mod:`._launch_probe`: a forked child that
+    believes it is on the case's GPU generation), on the case's model and parallel widths; SGLang's own model
+    override (``_deepseek_v4_overrides``) decides. A launch SGLang refuses is the case's refusal.
+    """
+    from ...strategies.dsv4 import DSV4_LAUNCH_SETS_SWA_RATIO
+
+    architectures = case_hf_config(case, None).get("architectures") if case.get("preset") else None
+    if architectures is None:
+        config = json.loads(Path(folder, "config.json").read_text(encoding="utf-8"))
+        architectures = config.get("architectures")
+    rows = [architecture_row(str(name)) for name in architectures] if isinstance(architectures, list) else []
+    is_dsv4 = any(row is not None and row.dsv4 for row in rows)
+    if case["swa_full_tokens_ratio"] is not None or not is_dsv4 or not DSV4_LAUNCH_SETS_SWA_RATIO.holds(row.release):
+        return None
+    from . import _launch_probe
+
+    _launch_probe.preload_resolution_modules()
+    major = 10 if (case["platform"] or {}).get("is_sm100") else 9
+    fields = {"model_path": folder, "tokenizer_path": folder, "skip_tokenizer_init": True,
+              "tp_size": int(case["tp_size"]), "pp_size": int(case["pp_size"])}  # fmt: skip
+    answer = _launch_probe.resolve_forked(row, _launch_probe.GpuFacts(major, 0, 81559.0), fields)
+    if "refused" in answer:
+        raise SGLangCaseError(f"SGLang's launch refused the case: {answer['refused']}")
+    return float(answer["ok"]["swa_full_tokens_ratio"])
 
 
 def _model_objects(case: Mapping[str, Any], folder: str) -> tuple[Any, Any, Any, Any]:

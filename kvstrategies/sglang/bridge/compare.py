@@ -169,19 +169,11 @@ def _all_swa(case: Mapping[str, Any]) -> bool:
 #: the first release with the zero-KV rule (earlier ones divide by a zero cell)
 _ZERO_KV_FIRST = ZERO_KV_RULE.span.first.text if ZERO_KV_RULE.span.first is not None else "the zero-KV rule"
 
-_ANY = (r".",)
 _NOT_BUILT = (r"^token_to_kv_pool_class: \S+ -> null$", r"^pools\.token_to_kv: not built by SGLang$",
               r"^layout_error: added ")
 
 #: The known differences (the project's decisions, each with its reason, and this host's limits).
 KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
-    KnownDifference(
-        "jamba-generic-fallback",
-        "SGLang 0.5.23 serves Jamba only through its generic fallback, which prices every layer as attention "
-        "KV; kvstrategies sizes it as the Mamba hybrid it is (the plan's notes say so)",
-        lambda case: any("Jamba" in a for a in _architectures(case)),
-        _ANY,
-    ),
     KnownDifference(
         "npu-pools-not-buildable",
         "SGLang's Ascend pool classes need torch_npu: on a host without it only SGLang's NPU sizing runs "
