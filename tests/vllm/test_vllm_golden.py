@@ -21,13 +21,16 @@ from kvstrategies.vllm.bridge.verify import format_report, verdict_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "cases"
+#: the vLLM-only deployments (GPU families, vLLM's refusals), recorded beside the catalog
+VLLM_CASES = CASES / "vllm"
+CASE_PATHS = {p.stem: p for folder in (CASES, VLLM_CASES) for p in folder.glob("*.json")}
 VLLM_GOLDEN = ROOT / "golden" / "vllm-0.33.0"
 KNOWN = json.loads((VLLM_GOLDEN / KNOWN_FILE).read_text(encoding="utf-8"))
 SNAPSHOTS = snapshot_files(VLLM_GOLDEN)
 
 
 def test_every_catalog_case_has_a_vllm_snapshot() -> None:
-    assert {p.stem for p in SNAPSHOTS} == {p.stem for p in CASES.glob("*.json")}
+    assert {p.stem for p in SNAPSHOTS} == set(CASE_PATHS)
 
 
 def test_known_kinds_are_all_defined() -> None:
@@ -45,7 +48,7 @@ def test_most_cases_are_planned_by_vllm() -> None:
 
 @pytest.mark.parametrize("snapshot", SNAPSHOTS, ids=lambda p: p.stem)
 def test_project_matches_vllm(snapshot: Path) -> None:
-    verdict = verdict_for(CASES / snapshot.name, result_from_snapshot(read_snapshot(snapshot)))
+    verdict = verdict_for(CASE_PATHS[snapshot.stem], result_from_snapshot(read_snapshot(snapshot)))
     assert verdict.unexplained == (), "\n".join(verdict.unexplained)
     expected = KNOWN.get(snapshot.stem, {"status": "match", "kinds": []})
     assert (verdict.status, list(verdict.kinds)) == (expected["status"], expected["kinds"]), "\n".join(verdict.lines)

@@ -36,7 +36,7 @@ from ...models import ModelGeometry
 from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
 from ...strategies.base import Strategy
 from ...strategies.checks import is_vllm
-from .backends import BackendChoice, attention_backend, check_block_size
+from .backends import BackendChoice, attention_backend
 from .engine_args import vllm_deployment
 from .grouping import KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_launch
@@ -78,6 +78,8 @@ class VLLMKVCachePlan:
     capacity: Capacity
     tensors: tuple[KVCacheTensor, ...]
     padding_layers: int = 0
+    #: ``vllm/v1/attention/backends/utils.py get_supported_kv_cache_layouts``: the backend's first layout
+    kv_cache_layout: str = "LBNHC"
 
     @property
     def num_gpu_blocks(self) -> int:
@@ -120,11 +122,9 @@ class VLLMStrategy(Strategy):
         layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype)
         if layer_dtype != launch.kv_cache_dtype:
             kv_dtype = kv_storage_dtype(layer_dtype, geometry.model_dtype)
-        backend = attention_backend(geometry, launch.gpu, layer_dtype)
+        backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, deployment.block_size)
         block = deployment.block_size or backend.preferred_block_size
         specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
-        if any(not isinstance(s, MambaSpec) for s in specs.values()):  # attention layers pick a backend
-            check_block_size(deployment.block_size, version)
         block = min(s.block_size for s in specs.values() if not isinstance(s, MambaSpec)) if any(
             not isinstance(s, MambaSpec) for s in specs.values()) else block  # fmt: skip
         groups = kv_cache_groups(specs, disable_hybrid=launch.disable_hybrid_kv_cache_manager)
@@ -144,6 +144,7 @@ class VLLMStrategy(Strategy):
             launch=launch,
             backends=self._backends(specs, backend),
             block_size=block,
+            kv_cache_layout=backend.layout,
             layer_specs=_distinct(stage_specs),
             groups=tuple(groups),
             stage_groups=mine,
