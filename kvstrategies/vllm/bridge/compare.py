@@ -71,6 +71,15 @@ def _unmodelled(words: str) -> Callable[[Mapping[str, Any]], bool]:
     return applies
 
 
+def _load_refusal(case: Mapping[str, Any]) -> bool:
+    """The vLLM planner refuses this case's checkpoint at its TP (``load_refusals.load_refusal``)."""
+    from ..planner.load_refusals import load_refusal
+
+    config = case.get("_hf_config") or {}
+    tp = case.get("tp_size") or 1
+    return isinstance(config, Mapping) and isinstance(tp, int) and bool(config) and load_refusal(config, tp) is not None
+
+
 #: The known differences: layouts vLLM runs that the strategies refuse (naming vLLM's layout), and
 #: cases this CPU host's vLLM cannot build though a GPU host would
 KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
@@ -129,6 +138,14 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         lambda case: vllm_model_rule(_model_type(case)).unregistered,
         (r"^refusals differ: .*minimax_m3", r"^vllm: refused: .*minimax_m3", r"^capacity_log: ", r"^kv_cache_",
          r"^max_concurrency: ", r"^num_gpu_blocks: ", r"^vllm_settings\.max_model_len: ", r"^layer_specs"),
+    ),
+    KnownDifference(
+        "weight-load-refusal",
+        "a block-FP8 checkpoint whose split over --tensor-parallel-size is not whole blocks: vLLM refuses while it "
+        "creates the weights (fp8_utils.py validate_fp8_block_shape[_moe]); the case path sizes the KV cache only, "
+        "plan MODEL --engine vllm refuses it with vLLM's words (kvstrategies/vllm/planner/load_refusals.py)",
+        _load_refusal,
+        (r"^vllm: refused: vLLM [\d.]+ refused: ValueError: .*is not divisible by weight quantization block_[nk]",),
     ),
     KnownDifference(
         "synthetic-config-unloadable",

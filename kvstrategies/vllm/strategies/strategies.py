@@ -117,7 +117,8 @@ class VLLMStrategy(Strategy):
         deployment = vllm_deployment(ctx, available)
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
-        launch = resolve_launch(deployment, geometry.context_len, is_mamba_hybrid=geometry.mamba is not None)
+        launch = resolve_launch(deployment, geometry.context_len, is_mamba_hybrid=geometry.mamba is not None,
+                                version=version)  # fmt: skip
         kv_dtype = kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype)
         layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype)
         if layer_dtype != launch.kv_cache_dtype:
