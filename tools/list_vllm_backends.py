@@ -9,7 +9,7 @@ table holds what vLLM's own classes answer:
 * the backends ``vllm/platforms/cuda.py CudaPlatformBase.get_valid_backends`` accepts with no
   ``--block-size``, in ``_get_backend_priorities`` order (the first is the one vLLM uses);
 * per backend and family: ``get_supported_kernel_block_sizes()`` (an int is a fixed size, ``-n`` is
-  ``MultipleOf(n)``), ``get_preferred_block_size(16)`` (``CacheConfig.DEFAULT_BLOCK_SIZE``) and
+  ``MultipleOf(n)``), ``get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)`` (16 in 0.33.0, 64 in 0.34.0) and
   ``supported_kv_cache_layouts()`` (``None``: any).
 """
 
@@ -68,7 +68,7 @@ def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int
 
     version = import_vllm()
     import torch
-    from vllm.config import VllmConfig, set_current_vllm_config
+    from vllm.config import CacheConfig, VllmConfig, set_current_vllm_config
     from vllm.platforms import current_platform
     from vllm.v1.attention.selector import AttentionSelectorConfig
 
@@ -96,7 +96,7 @@ def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int
                         layouts = cls.supported_kv_cache_layouts()
                         backends[bkey] = (
                             _blocks(cls.get_supported_kernel_block_sizes()),
-                            int(cls.get_preferred_block_size(16)),
+                            int(cls.get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)),
                             None if layouts is None else tuple(layout.name for layout in layouts),
                         )
     return version, selections, backends
@@ -120,7 +120,7 @@ CudaPlatformBase.get_valid_backends`` (with ``_get_backend_priorities``) and eac
 ``k`` attention sinks, ``w`` a sliding window, ``m`` a multimodal prefix, ``-`` none) -> the valid
 backends with no ``--block-size``, highest priority first (empty: vLLM finds none).
 ``BACKENDS``: ``"<major>.<minor>|backend"`` -> (``get_supported_kernel_block_sizes()``, a negative
-number ``-n`` meaning ``MultipleOf(n)``; ``get_preferred_block_size(16)``;
+number ``-n`` meaning ``MultipleOf(n)``; ``get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)``;
 ``supported_kv_cache_layouts()``, ``None`` for any).
 """
 

@@ -34,6 +34,7 @@ ODD = 40 * GIB + 12_345_000
 
 
 def _vllm(preset: str, **fields: object) -> Any:
+    fields = {"vllm_version": "0.33.0", **fields}  # the numbers below are 0.33.0's unless a test names 0.34.0
     case = parse_case({"preset": preset, "engine": "vllm", "available_bytes": 40 * GIB, **fields})
     return plan(case.settings, case.available_bytes).vllm
 
@@ -160,6 +161,33 @@ def test_turing_has_no_flash_attention() -> None:
     assert planned.backends == ("TRITON_ATTN",)
 
 
+# ---- vLLM 0.34.0: CacheConfig.DEFAULT_BLOCK_SIZE 64 ---------------------------------------------------------
+
+
+def test_0_34_0_keeps_the_64_default_where_the_kernels_take_it() -> None:
+    # FLASHINFER_MLA [32, 64] takes 64; FLASH_ATTN_MLA MultipleOf(16) takes 64; FLASHMLA 64
+    b200 = _vllm("deepseek-v3", tp_size=8, gpu="B200", vllm_version="0.34.0")
+    h200 = _vllm("deepseek-v3", tp_size=8, gpu="H200", vllm_version="0.34.0")
+    assert (b200.backends[0], b200.block_size, h200.backends[0], h200.block_size) == (
+        "FLASHINFER_MLA", 64, "FLASH_ATTN_MLA", 64)  # fmt: skip
+    # 40 GiB // (61 x 64 x 576 x 2 B = 4,497,408 B) = 9,549 blocks (the recording says the same)
+    assert b200.num_gpu_blocks == 40 * GIB // (61 * 64 * MLA_ROW * 2) == 9_549
+    recorded = json.loads((ROOT / "golden" / "vllm-0.34.0" / "vllm-gpu-b200-deepseek-v3-tp8-bf16.json").read_text())
+    assert (recorded["block_size"], recorded["num_gpu_blocks"]) == (64, 9_549)
+
+
+def test_preferred_block_size_is_vllms_rule_over_the_recorded_kernels() -> None:
+    from kvstrategies.vllm.strategies.backends import preferred_block_size
+
+    for release_text, table in TABLES.items():
+        release = parse_release(release_text, "vllm")
+        for key, (kernel_blocks, recorded, _layouts) in table.BACKENDS.items():
+            assert preferred_block_size(kernel_blocks, release) == recorded, (release_text, key)
+    assert preferred_block_size((32, 64), parse_release("0.33.0", "vllm")) == 32  # 16 % 32, 16 % 64 != 0
+    assert preferred_block_size((32, 64), parse_release("0.34.0", "vllm")) == 64
+    assert preferred_block_size((128,), parse_release("0.34.0", "vllm")) == 128  # CUTLASS_MLA
+
+
 # ---- the table itself ------------------------------------------------------------------------------------
 
 
@@ -179,6 +207,7 @@ def test_a_block_size_no_kernel_takes_is_refused_naming_vllms_selector() -> None
     geometry = _geometry("deepseek-v3")
     with pytest.raises(UnsupportedConfigurationError, match="No valid attention backend.*get_attn_backend_cls"):
         attention_backend(geometry, vllm_device("B200"), "fp8_e5m2", NEWEST_VLLM)
+    assert NEWEST_VLLM.text == VLLM_RELEASE_LINES[-1]
 
 
 def test_recorded_gpu_family_cases_are_the_strategies_answers() -> None:
@@ -194,4 +223,3 @@ def test_recorded_gpu_family_cases_are_the_strategies_answers() -> None:
         snapshot = read_snapshot(ROOT / "golden" / "vllm-0.33.0" / path.name)
         assert verdict_for(path, result_from_snapshot(snapshot), "0.33.0").status == "match", path.stem
     assert {"B200", "B300", "H100", "A100-80GB", "A100-40GB", "A10", "L40S", "RTX-5090", "T4"} <= gpus
-    assert parse_release("0.33.0", "vllm") in (NEWEST_VLLM, parse_release(VLLM_RELEASE_LINES[0], "vllm"))

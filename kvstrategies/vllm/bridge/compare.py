@@ -86,9 +86,11 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
     KnownDifference(
         "dsa-not-modelled",
         "DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): vLLM keeps each layer's MLA latent and indexer key caches "
-        "in one UniformTypeKVCacheSpecs group on a sparse-MLA backend; the strategies refuse it",
+        "in one UniformTypeKVCacheSpecs group on a sparse-MLA backend; the strategies refuse it (and this host's vLLM "
+        "0.34.0 cannot build it on B200: symmetric memory needs a CUDA device)",
         _unmodelled("DeepSeek sparse attention"),
-        _REFUSED,
+        # vLLM 0.34.0 on this host: the B200 sparse-MLA path sets up symmetric memory, which needs a CUDA device
+        (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek sparse attention.*SymmetricMemory"),
     ),
     KnownDifference(
         "dsv4-not-modelled",
@@ -109,7 +111,9 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         "different K/V head sizes or KV heads per layer type (MiMo-V2-Flash): vLLM's FLASH_ATTN_DIFFKV backend and "
         "padded pages; the strategies refuse it",
         _unmodelled("different head sizes or KV heads per layer type"),
-        _REFUSED,
+        # vLLM 0.34.0 refuses MiMo-V2-Flash's fp8 cache on H200 (FlashAttentionDiffKVImpl.__init__: its FlashAttention
+        # build reads no fp8 for K 192 / V 128 with sinks); the strategies refuse the layout itself
+        (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: different head sizes.*Unsupported FP8 Diff-KV"),
     ),
     KnownDifference(
         "state-layout-not-modelled",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.releases import EngineRelease
+from ...core.releases import VLLM, ByRelease, EngineRelease
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import model_type_row, vllm_model_rule
@@ -58,6 +58,29 @@ class BackendChoice:
     preferred_block_size: int = 16
     kernel_block: int = 16
     layout: str = "LBNHC"
+
+
+#: the block size vLLM starts from without ``--block-size`` (``vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE``);
+#: a backend keeps it when its kernels take it, else its smallest kernel block
+#: (``AttentionBackend.get_preferred_block_size``)
+DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
+    "vllm-default-block-size",
+    (("0.33.0", 16), ("0.34.0", 64)),
+    "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
+    "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
+    "AttentionBackend.get_preferred_block_size",
+    topic="sizing",
+    engine=VLLM,
+)
+
+
+def preferred_block_size(kernel_blocks: tuple[int, ...], release: EngineRelease) -> int:
+    """``get_preferred_block_size(DEFAULT_BLOCK_SIZE)``: the default when a kernel block divides it, else the
+    smallest kernel block (``-n``: a multiple of n, whose smallest is n)."""
+    default = DEFAULT_BLOCK_SIZE.at(release)
+    if not kernel_blocks or _accepts(kernel_blocks, default):
+        return default
+    return min(abs(size) for size in kernel_blocks)
 
 
 #: the head sizes the tables record for softmax attention; another size answers as ``OTHER_HEAD_SIZE``
@@ -112,9 +135,10 @@ def attention_backend(
         if name == "FLASHINFER_MLA" and geometry.mla is not None and geometry.mla.qk_nope_head_dim not in (
                 FLASHINFER_MLA_QK_NOPE):  # fmt: skip
             continue  # FlashInferMLABackend.supports_combination: qk_nope_head_dim in [64, 128, 192]
-        kernel_blocks, preferred, layouts = table.BACKENDS[f"{family}|{name}"]
+        kernel_blocks, _recorded, layouts = table.BACKENDS[f"{family}|{name}"]
         if block_size is not None and not _accepts(kernel_blocks, block_size):
             continue
+        preferred = preferred_block_size(kernel_blocks, release)
         choice = BackendChoice(name, preferred, min(abs(size) for size in kernel_blocks),
                                layouts[0] if layouts else "LBNHC")  # fmt: skip
         _check_impl(choice, gpu, kv_cache_dtype, release.text)

@@ -10,7 +10,7 @@ CudaPlatformBase.get_valid_backends`` (with ``_get_backend_priorities``) and eac
 ``k`` attention sinks, ``w`` a sliding window, ``m`` a multimodal prefix, ``-`` none) -> the valid
 backends with no ``--block-size``, highest priority first (empty: vLLM finds none).
 ``BACKENDS``: ``"<major>.<minor>|backend"`` -> (``get_supported_kernel_block_sizes()``, a negative
-number ``-n`` meaning ``MultipleOf(n)``; ``get_preferred_block_size(16)``;
+number ``-n`` meaning ``MultipleOf(n)``; ``get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)``;
 ``supported_kv_cache_layouts()``, ``None`` for any).
 """
 
