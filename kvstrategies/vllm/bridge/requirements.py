@@ -81,7 +81,9 @@ _V0340 = VLLMEnvironment(
 #: 0.32.0 pins torch 2.13.0, FlashInfer 0.7.0.post1 and transformers < 5.20 (5.19.0, as SGLang 0.5.22 pins)
 _V0320 = VLLMEnvironment(
     "0.32.0",
-    light_packages=tuple("transformers==5.19.0" if p.startswith("transformers==") else p for p in _V0330.light_packages),
+    light_packages=tuple(
+        "transformers==5.19.0" if p.startswith("transformers==") else p for p in _V0330.light_packages
+    ),
     no_deps=("flashinfer-python==0.7.0.post1", "vllm==0.32.0"),
 )
 
