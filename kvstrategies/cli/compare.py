@@ -42,11 +42,12 @@ def add_parser(sub: Any, command: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``compare``: the SGLang plan beside vLLM's sizing on the same budget (:mod:`kvstrategies.planner.compare`)."""
-    from ..core.releases import VLLM, parse_release
     from ..planner.compare import compare_engines, comparison_text
     from ..planner.replan import plan_or_replan
+    from ..vllm.planner.budget import planning_release
 
-    release = parse_release(args.vllm_version, VLLM, field="--vllm-version")
+    release = planning_release(args.vllm_version, budget_given=True)  # the same-budget table: the budget is given
+    own_release = planning_release(args.vllm_version, budget_given=False)  # vLLM's own budget rule
 
     lengths = tuple(args.request_lengths or ())
     deployment = plan_or_replan(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
@@ -65,5 +66,6 @@ def run(args: argparse.Namespace) -> int:
     if own:
         from ..planner.compare_budgets import own_budget_rows, own_budget_text
 
-        print("\n".join(own_budget_text(deployment, own_budget_rows(deployment, lengths, gpu, release), release)))
+        rows = own_budget_rows(deployment, lengths, gpu, own_release)
+        print("\n".join(own_budget_text(deployment, rows, own_release)))
     return 0

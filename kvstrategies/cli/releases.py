@@ -88,6 +88,7 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.strategies.hybrid_linear",
     "kvstrategies.strategies.hybrid_swa",
     "kvstrategies.vllm.strategies.backends",
+    "kvstrategies.vllm.planner.budget",
 )
 
 

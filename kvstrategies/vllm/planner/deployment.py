@@ -26,7 +26,7 @@ from ..strategies.launch import VLLMLaunch, resolve_launch
 from ..strategies.sizing import blocks_per_request
 from ..strategies.specs import CacheLimits
 from ..strategies.strategies import VLLMKVCachePlan
-from .budget import VLLMBudget, given_budget, vllm_budget
+from .budget import VLLMBudget, check_budget_rule, given_budget, vllm_budget
 from .gpu_memory import cuda_total
 from .load_refusals import check_weight_load
 from .overhead import ProfileSettings, ProfileShape, profile_overhead
@@ -138,6 +138,7 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
         return given_budget(req.kv_cache_memory_bytes), None
     if req.gpu is None and req.gpu_memory_mib is None:
         raise KVCacheConfigError("name a GPU (--gpu) or give --kv-cache-memory-bytes")
+    check_budget_rule(req.release)
     dtype = serving_dtype(req)
     tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
     checkpoint = None if req.model_folder is None else str(req.model_folder)
