@@ -89,6 +89,8 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.strategies.hybrid_swa",
     "kvstrategies.vllm.strategies.backends",
     "kvstrategies.vllm.planner.budget",
+    "kvstrategies.vllm.strategies.strategies",
+    "kvstrategies.vllm.strategies.layers",
 )
 
 

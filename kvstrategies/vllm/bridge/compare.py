@@ -87,10 +87,12 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         "dsa-not-modelled",
         "DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): vLLM keeps each layer's MLA latent and indexer key caches "
         "in one UniformTypeKVCacheSpecs group on a sparse-MLA backend; the strategies refuse it (and this host's vLLM "
-        "0.34.0 cannot build it on B200: symmetric memory needs a CUDA device)",
+        "0.34.0 cannot build it on B200: symmetric memory needs a CUDA device; nor can 0.32.0's: its indexer "
+        "wants DeepGEMM)",
         _unmodelled("DeepSeek sparse attention"),
         # vLLM 0.34.0 on this host: the B200 sparse-MLA path sets up symmetric memory, which needs a CUDA device
-        (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek sparse attention.*SymmetricMemory"),
+        (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek sparse attention.*SymmetricMemory",
+         r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek sparse attention.*requires DeepGEMM support"),
     ),
     KnownDifference(
         "dsv4-not-modelled",

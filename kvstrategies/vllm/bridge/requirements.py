@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: the vLLM release lines the bridge drives (``kvstrategies.core.releases.VLLM_RELEASE_LINES``)
-VLLM_LINES: tuple[str, ...] = ("0.33.0", "0.34.0")
+VLLM_LINES: tuple[str, ...] = ("0.32.0", "0.33.0", "0.34.0")
 
 
 @dataclass(frozen=True)

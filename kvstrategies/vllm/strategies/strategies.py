@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from ...context import KVCacheContext
 from ...core.dtypes import DType
-from ...core.releases import VLLM
+from ...core.releases import VLLM, EngineRelease, ReleaseRule, span
 from ...core.sizing import PoolSizes, ceil_div
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
@@ -247,7 +247,7 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         state = mamba_state(geometry, tp)
         state_bytes = sum(math.prod(s) * d.itemsize for s, d in zip(state.shapes, state.dtypes, strict=True))
         per_token = geometry.num_kv_heads(tp) * (geometry.head_dim + geometry.v_head_dim) * kv_dtype.itemsize
-        checkpoint = _checkpoint_alignment(state.backend, mode)
+        checkpoint = _checkpoint_alignment(state.backend, mode, self.ctx.release)
         kernel = max(backend.kernel_block, block)
         if mode == "align":
             kernel = math.lcm(kernel, checkpoint or 1)
@@ -276,11 +276,26 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         return tuple(names)
 
 
-def _checkpoint_alignment(backend: str, mode: str) -> int | None:
+#: GDN layers take prefill checkpoints on their kernels' chunk from vLLM 0.33.0 on
+#: (``vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py get_prefill_checkpoint_alignment``), and
+#: ``Platform._align_hybrid_block_size`` aligns the block to it (``get_mamba_prefill_checkpoint_alignment``);
+#: 0.32.0's GDN layers declare none (Qwen3-Next / Qwen3.5 blocks 1,056 instead of 1,088 tokens)
+GDN_PREFILL_CHECKPOINTS = ReleaseRule(
+    "vllm-gdn-prefill-checkpoints",
+    span("0.33.0", engine=VLLM),
+    "GDN layers take prefill checkpoints every 64 tokens with prefix caching (align mode); the hybrid block is "
+    "aligned to them and each request holds one checkpoint block",
+    "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py get_prefill_checkpoint_alignment; "
+    "vllm/platforms/interface.py Platform._align_hybrid_block_size",
+)
+
+
+def _checkpoint_alignment(backend: str, mode: str, release: EngineRelease) -> int | None:
     """The Mamba layers' prefill checkpoint alignment (``get_prefill_checkpoint_alignment``): GDN its
-    kernels' chunk with prefix caching ("align"), Mamba2 one token always, Mamba-1 none."""
+    kernels' chunk with prefix caching ("align", :data:`GDN_PREFILL_CHECKPOINTS`), Mamba2 one token always,
+    Mamba-1 none."""
     if backend == "GDN_ATTN":
-        return GDN_CHECKPOINT_ALIGNMENT if mode == "align" else None
+        return GDN_CHECKPOINT_ALIGNMENT if mode == "align" and GDN_PREFILL_CHECKPOINTS.holds(release) else None
     return 1 if backend == "MAMBA2_ATTN" else None
 
 
