@@ -30,7 +30,14 @@ from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import vllm_model_rule
 from ...models.mamba import Mamba1Mixer, Mamba2Mixer, MixerKind
-from .specs import FullAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec, SlidingWindowSpec
+from .specs import (
+    ChunkedLocalAttentionSpec,
+    FullAttentionSpec,
+    KVCacheSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    SlidingWindowSpec,
+)
 
 #: vLLM's ``--kv-cache-dtype`` names and their storage dtype (``vllm/utils/torch_utils.py``)
 KV_STORAGE: dict[str, DType | None] = {
@@ -114,6 +121,16 @@ def check_kv_cache_dtype(kv_cache_dtype: str, geometry: ModelGeometry, version: 
         )
 
 
+def chunked_local_layers(geometry: ModelGeometry) -> tuple[int, frozenset[int]]:
+    """Llama-4's chunked local attention: ``(attention_chunk_size, the layers that use it)`` -- the RoPE
+    layers (``vllm/model_executor/models/llama4.py Llama4Attention``: ``no_rope_layers`` marks the
+    global NoPE layers, every fourth); ``(0, empty)`` for other models."""
+    swa = geometry.hybrid_swa
+    if swa is None or not geometry.model_type.startswith("llama4"):
+        return 0, frozenset()
+    return swa.sliding_window_size, frozenset(swa.swa_attention_layer_ids)
+
+
 def sliding_layers(geometry: ModelGeometry) -> tuple[int, ...]:
     """The layers vLLM builds with a sliding window (see module doc)."""
     n = geometry.num_hidden_layers
@@ -179,10 +196,13 @@ def attention_specs(
         return out
     window = geometry.config_sliding_window
     sliding = set(sliding_layers(geometry))
+    chunk, chunked = chunked_local_layers(geometry)
     for layer in layers:
         common = dict(block_size=block_size, num_kv_heads=heads, head_size=geometry.head_dim,
                       head_size_v=geometry.v_head_dim, dtype=kv_dtype, kv_quant_mode=quant)  # fmt: skip
-        if layer in sliding and window is not None:
+        if layer in chunked:
+            out[layer] = ChunkedLocalAttentionSpec(attention_chunk_size=chunk, **common)  # type: ignore[arg-type]
+        elif layer in sliding and window is not None:
             out[layer] = SlidingWindowSpec(sliding_window=window, **common)  # type: ignore[arg-type]
         else:
             out[layer] = FullAttentionSpec(**common)  # type: ignore[arg-type]

@@ -3,14 +3,14 @@
 Selected like the SGLang strategies (first applicable in the registry), for contexts whose
 ``release.engine`` is ``"vllm"``:
 
-* :class:`VLLMAttentionStrategy` -- full attention and MLA, sliding-window layers included
-  (uniform models, hybrid sliding window with the hybrid allocator's groups and padding);
+* :class:`VLLMAttentionStrategy` -- full attention and MLA, sliding-window and Llama-4's chunked local
+  layers included (uniform models, hybrid local attention with the hybrid allocator's groups and padding);
 * :class:`VLLMMambaHybridStrategy` -- Mamba2 / GDN / Mamba-1 hybrids: the attention block is
   enlarged until one attention page holds a Mamba state (``Platform._align_hybrid_block_size``),
   the state page padded to it, states and KV blocks drawn from one pool;
 * :class:`VLLMUnmodelledStrategy` -- the families vLLM runs with layouts these strategies do not
-  model (DeepSeek sparse attention, DeepSeek-V4, MiniMax sparse, chunked local attention,
-  different K/V head sizes per layer type, KDA and Falcon-H1's parallel hybrid): refused, naming
+  model (DeepSeek sparse attention, DeepSeek-V4, MiniMax sparse, different K/V head sizes per
+  layer type, KDA and Falcon-H1's parallel hybrid): refused, naming
   vLLM's layout.
 
 :class:`VLLMStrategy` is a :class:`~kvstrategies.strategies.base.Strategy` of its own, not SGLang's
@@ -310,12 +310,10 @@ def _unmodelled(geometry: ModelGeometry) -> str | None:
     if geometry.minimax_sparse is not None:
         return "MiniMax sparse attention: vLLM's sparse layers carry their own cache specs"
     swa = geometry.hybrid_swa
-    if swa is not None and geometry.model_type.startswith("llama4"):
-        return "Llama-4's chunked local attention: vLLM's ChunkedLocalAttentionSpec"
     if geometry.swa_head_dim is not None or geometry.swa_total_num_kv_heads is not None:
         return ("different head sizes or KV heads per layer type: vLLM runs them on its DIFFKV backend and pads "
                 "pages (unify_kv_cache_spec_page_size)")  # fmt: skip
-    if swa is not None and geometry.config_sliding_window is None:
+    if swa is not None and geometry.config_sliding_window is None and not geometry.model_type.startswith("llama4"):
         return "a hybrid sliding-window model without a config sliding_window"
     mamba = geometry.mamba
     if mamba is not None:
