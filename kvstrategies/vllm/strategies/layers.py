@@ -126,7 +126,7 @@ def chunked_local_layers(geometry: ModelGeometry) -> tuple[int, frozenset[int]]:
     layers (``vllm/model_executor/models/llama4.py Llama4Attention``: ``no_rope_layers`` marks the
     global NoPE layers, every fourth); ``(0, empty)`` for other models."""
     swa = geometry.hybrid_swa
-    if swa is None or not geometry.model_type.startswith("llama4"):
+    if swa is None or swa.sliding_window_size is None or not geometry.model_type.startswith("llama4"):
         return 0, frozenset()
     return swa.sliding_window_size, frozenset(swa.swa_attention_layer_ids)
 
