@@ -213,11 +213,13 @@ GROUPS: dict[str, Group] = {
         ("tests/kernels/test_kernels.py", "tests/pools/test_write_path.py"),
     ),
     "vllm": Group(
-        ("kvstrategies/vllm/strategies/*.py", "kvstrategies/vllm/bridge/compare.py",
+        ("kvstrategies/vllm/strategies/*.py", "kvstrategies/vllm/strategies/backend_tables/*.py",
+         "kvstrategies/vllm/bridge/compare.py",
          "kvstrategies/vllm/bridge/snapshots.py", "kvstrategies/vllm/bridge/verify.py",
          "kvstrategies/vllm/planner/*.py", "kvstrategies/vllm/tables/flags.py", "kvstrategies/vllm/arguments.py"),
         ("tests/vllm/test_vllm_strategies.py", "tests/vllm/test_vllm_budget.py",
-         "tests/vllm/test_vllm_command.py", "tests/vllm/test_vllm_published_logs.py", "tests/vllm/test_vllm_golden.py"),
+         "tests/vllm/test_vllm_command.py", "tests/vllm/test_vllm_published_logs.py", "tests/vllm/test_vllm_golden.py",
+         "tests/vllm/test_vllm_backends.py", "tests/vllm/test_vllm_refusals.py", "tests/vllm/test_vllm_releases.py"),
     ),
 }
 

@@ -195,6 +195,10 @@ def record_sglang(cases_dir: Path, out: Path | None, names: list[str], *, check_
 # ---- vLLM as the engine (kvstrategies.vllm.bridge; needs a live vLLM) ------------------------
 
 
+#: the folder of vLLM-only cases inside the catalog (recorded into golden/vllm-<version>/ with the rest)
+VLLM_CASES = "vllm"
+
+
 def record_vllm(cases_dir: Path, out: Path | None, names: list[str], *, check_only: bool, quiet: bool) -> int:
     """Record vLLM's snapshots of ``names`` into ``out`` (default ``golden/vllm-<version>``), with
     ``_known.json`` (the known differences between the vLLM strategies and them); ``check_only``:
@@ -210,7 +214,9 @@ def record_vllm(cases_dir: Path, out: Path | None, names: list[str], *, check_on
     version = import_vllm()
     imported = time.perf_counter() - started
     committed = out or snapshot_folder(ROOT / "golden", version)
-    paths = [cases_dir / f"{name}.json" for name in names]
+    # the catalog's vLLM-only deployments (cases/vllm/: GPU families, vLLM's refusals) beside the catalog
+    folders = [cases_dir, cases_dir / VLLM_CASES] if (cases_dir / VLLM_CASES).is_dir() else [cases_dir]
+    paths = [folder / f"{name}.json" for name in names for folder in folders if (folder / f"{name}.json").is_file()]
     results, timings = run_cases(paths)
     texts = {path.stem: snapshot_text(path.stem, version, results[path.stem]) for path in paths}
     known: dict[str, Any] = {}
@@ -272,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"record_golden: no catalog folder {args.cases}", file=sys.stderr)
         return 2
     all_names = [p.stem for p in case_files(args.cases)]
+    if args.engine == "vllm" and (args.cases / VLLM_CASES).is_dir():
+        all_names += [p.stem for p in case_files(args.cases / VLLM_CASES)]
     names = select_names(all_names, args.substrings)
     if args.substrings and not names:
         print(f"record_golden: no case name contains any of {args.substrings}", file=sys.stderr)

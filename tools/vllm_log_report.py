@@ -37,6 +37,7 @@ for path in (ROOT, ROOT / "tools"):
 
 import fit_vllm_overhead as fit  # noqa: E402
 
+from kvstrategies.core.releases import VLLM, EngineRelease, supported_releases  # noqa: E402
 from kvstrategies.planner.model_lookup import resolve_for_planning  # noqa: E402
 from kvstrategies.presets import load_preset_config  # noqa: E402
 from kvstrategies.vllm.planner import overhead  # noqa: E402
@@ -46,6 +47,17 @@ from kvstrategies.vllm.planner.request import VLLMPlanRequest  # noqa: E402
 GIB = 2**30
 #: the logs the statistics run over: every loaded log with a model (``in_stats: false`` ones are shown beside)
 LOGS = {log.key: log for log in fit.load_logs() if log.doc.get("model") is not None}
+
+
+def planning_release(version: str | None) -> EngineRelease:
+    """The modelled release a log is planned under: its own line when modelled, else the newest modelled
+    line not after it (every public log predates 0.34.0, whose 64-token default block differs: 0.33.0)."""
+    modelled = supported_releases(VLLM)
+    if version is None:
+        return modelled[0]
+    logged = tuple(int(part) for part in version.split(".")[:3])
+    older = [r for r in modelled if r.version <= logged]
+    return older[-1] if older else modelled[0]
 
 
 def request(log: fit.Log, *, kv_bytes: int | None = None, logged_weights: bool = False) -> VLLMPlanRequest:
@@ -67,7 +79,7 @@ def request(log: fit.Log, *, kv_bytes: int | None = None, logged_weights: bool =
         max_model_len=s["max_model_len"], max_num_seqs=s["max_num_seqs"],
         max_num_batched_tokens=s["max_num_batched_tokens"], enforce_eager=s["enforce_eager"],
         estimate_cudagraphs=bool(doc["cuda_graph_deducted"]), weight_quantization=doc.get("weight_quantization"),
-        weight_bytes=weights,
+        weight_bytes=weights, release=planning_release(doc.get("vllm_version")),
     )  # fmt: skip
 
 

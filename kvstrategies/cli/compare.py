@@ -34,6 +34,8 @@ def add_parser(sub: Any, command: str) -> None:
     compare.add_argument("--own-budgets", dest="own_budgets", action="store_const", const=True, default=None,
                          help="also plan vLLM on its own budget (its gpu_memory_utilization rule); the default "
                          "with --gpu, unless the KV budget is given")  # fmt: skip
+    compare.add_argument("--vllm-version", default=None, metavar="X",
+                         help=f"the vLLM release of the vLLM column (default {NEWEST_VLLM.text})")  # fmt: skip
     compare.add_argument("--no-own-budgets", dest="own_budgets", action="store_const", const=False,
                          help="only the same-budget table")  # fmt: skip
 
@@ -42,6 +44,10 @@ def run(args: argparse.Namespace) -> int:
     """``compare``: the SGLang plan beside vLLM's sizing on the same budget (:mod:`kvstrategies.planner.compare`)."""
     from ..planner.compare import compare_engines, comparison_text
     from ..planner.replan import plan_or_replan
+    from ..vllm.planner.budget import planning_release
+
+    release = planning_release(args.vllm_version, budget_given=True)  # the same-budget table: the budget is given
+    own_release = planning_release(args.vllm_version, budget_given=False)  # vLLM's own budget rule
 
     lengths = tuple(args.request_lengths or ())
     deployment = plan_or_replan(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
@@ -53,12 +59,13 @@ def run(args: argparse.Namespace) -> int:
                                    accelerator(args.gpu, args.gpu_memory))  # fmt: skip
         )
     gpu = deployment.request.gpu.name if deployment.request is not None and deployment.request.gpu else None
-    print("\n".join(comparison_text(compare_engines(deployment, lengths, gpu))))
+    print("\n".join(comparison_text(compare_engines(deployment, lengths, gpu, release))))
     own = args.own_budgets
     if own is None:  # each engine's own rule when both have one: a GPU named, SGLang's budget not given
         own = gpu is not None and deployment.request is not None and deployment.budget.source == "gpu"
     if own:
         from ..planner.compare_budgets import own_budget_rows, own_budget_text
 
-        print("\n".join(own_budget_text(deployment, own_budget_rows(deployment, lengths, gpu))))
+        rows = own_budget_rows(deployment, lengths, gpu, own_release)
+        print("\n".join(own_budget_text(deployment, rows, own_release)))
     return 0

@@ -29,7 +29,8 @@ def add_parser(sub: Any, command: str) -> None:
     rels = sub.add_parser(
         command, help="the engine releases modelled; with two releases, every rule that differs between them"
     )
-    rels.add_argument("pair", nargs="*", metavar="RELEASE", help="two SGLang releases, e.g. 0.5.18 0.5.23")
+    rels.add_argument("pair", nargs="*", metavar="RELEASE",
+                      help="two releases of one engine: 0.5.18 0.5.23 (SGLang), 0.33.0 0.34.0 (vLLM)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,10 +40,26 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name}: {', '.join(r.text for r in supported_releases(engine))}")
         return 0
     if len(args.pair) != 2:
-        raise KVCacheConfigError("releases: give two SGLang releases to compare, e.g. 'releases 0.5.18 0.5.23'")
-    first, second = (parse_release(text, field="RELEASE") for text in args.pair)
+        raise KVCacheConfigError("releases: give two releases of one engine to compare, e.g. 'releases 0.5.18 0.5.23' "
+                                 "(SGLang) or 'releases 0.33.0 0.34.0' (vLLM)")  # fmt: skip
+    first, second = (_release(text) for text in args.pair)
+    if first.engine != second.engine:
+        raise KVCacheConfigError(f"releases: {first.label} and {second.label} are releases of different engines; "
+                                 "compare two releases of one engine")  # fmt: skip
     print("\n".join(rule_lines(first, second)))
     return 0
+
+
+def _release(text: str) -> EngineRelease:
+    """An SGLang release line, else a vLLM one (their version numbers do not overlap); else the error naming both."""
+    try:
+        return parse_release(text, field="RELEASE")
+    except KVCacheConfigError as sglang_error:
+        try:
+            return parse_release(text, "vllm", field="RELEASE")
+        except KVCacheConfigError:
+            vllm = ", ".join(r.text for r in supported_releases("vllm"))
+            raise KVCacheConfigError(f"{sglang_error}; vLLM releases: {vllm}") from None
 
 
 #: the modules that define release rules (importing them registers their rules); a test checks
@@ -70,6 +87,10 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.strategies.dsv4",
     "kvstrategies.strategies.hybrid_linear",
     "kvstrategies.strategies.hybrid_swa",
+    "kvstrategies.vllm.strategies.backends",
+    "kvstrategies.vllm.planner.budget",
+    "kvstrategies.vllm.strategies.strategies",
+    "kvstrategies.vllm.strategies.layers",
 )
 
 
@@ -100,7 +121,9 @@ def table_rows_between(a: EngineRelease, b: EngineRelease) -> list[str]:
     from ..models.architectures import MODEL_TYPES
 
     low, high = min(a, b), max(a, b)
-    out = []
+    out: list[str] = []
+    if a.engine != "sglang":
+        return out  # the table's first releases are SGLang's
     for row in MODEL_TYPES:
         if row.first_release is not None and low < parse_release(row.first_release) <= high:
             out.append(f"model_type {row.name!r} loads from {row.first_release} on")

@@ -86,9 +86,9 @@ def run(args: argparse.Namespace) -> int:
 
             release = parse_release(args.vllm_version or NEWEST_VLLM.text, "vllm", field="--vllm-version")
             recorded = Path(__file__).resolve().parents[2] / "golden" / f"vllm-{release.text}"
-            vllm_report = verify_vllm_recorded(_case_paths(args.cases), recorded, release.text)
+            vllm_report = verify_vllm_recorded(_case_paths(args.cases, vllm=True), recorded, release.text)
         else:
-            vllm_report = verify_vllm(_case_paths(args.cases))
+            vllm_report = verify_vllm(_case_paths(args.cases, vllm=True))
         for line in format_vllm(vllm_report, verbose=args.verbose):
             print(line)
         return 0 if vllm_report.ok else 1
@@ -125,10 +125,12 @@ def _verify_weights(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _case_paths(given_paths: Sequence[Path]) -> list[Path]:
-    """The case files of ``verify``'s arguments (default: the catalog, cases/)."""
+def _case_paths(given_paths: Sequence[Path], *, vllm: bool = False) -> list[Path]:
+    """The case files of ``verify``'s arguments (default: the catalog, cases/; for vLLM also its
+    vLLM-only deployments, cases/vllm/)."""
     paths: list[Path] = []
-    for given in given_paths or [Path("cases")]:
+    default = [Path("cases"), Path("cases", "vllm")] if vllm and Path("cases", "vllm").is_dir() else [Path("cases")]
+    for given in given_paths or default:
         if given.is_dir():
             paths.extend(sorted(given.glob("*.json")))
         elif given.is_file():

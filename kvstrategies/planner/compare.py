@@ -15,7 +15,7 @@ from typing import Any
 
 from ..api import plan
 from ..case import parse_case
-from ..core.releases import VLLM
+from ..core.releases import VLLM, EngineRelease
 from ..errors import KVCacheConfigError
 from ..models import ModelGeometry
 from .deployment import DeploymentPlan
@@ -70,15 +70,19 @@ def why_they_differ(geometry: ModelGeometry) -> tuple[str, ...]:
     )
 
 
-def compare_engines(sglang: DeploymentPlan, lengths: tuple[int, ...], gpu: str | None) -> EngineComparison:
-    """vLLM's answer beside SGLang's planned deployment, at each of ``lengths`` (the same KV budget)."""
+def compare_engines(
+    sglang: DeploymentPlan, lengths: tuple[int, ...], gpu: str | None, vllm_release: EngineRelease | None = None
+) -> EngineComparison:
+    """vLLM's answer (``vllm_release``, default the newest) beside SGLang's planned deployment, at each of
+    ``lengths`` (the same KV budget)."""
     case = sglang.case
     # SGLang's whole KV budget: for a Mamba hybrid its case holds only what is left after the Mamba slot
     # pool, while vLLM draws the states from the same block pool, so vLLM gets the whole budget
     budget = sglang.budget.available_bytes
     fields: dict[str, Any] = {k: v for k, v in case.raw.items() if k not in ("name", "description")}
     fields.update(engine=VLLM, available_bytes=budget, gpu=gpu, page_size=1, max_tokens=None,
-                  max_running_requests=None, chunked_prefill_size=None)  # fmt: skip
+                  max_running_requests=None, chunked_prefill_size=None,
+                  vllm_version=None if vllm_release is None else vllm_release.text)  # fmt: skip
     by_length = {fit.request_length: fit for fit in sglang.fit.lengths}
     rows = []
     block_size = None

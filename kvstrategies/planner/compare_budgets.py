@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.releases import NEWEST_VLLM
+from ..core.releases import NEWEST_VLLM, EngineRelease
 from ..errors import KVCacheConfigError
 from ..sglang.budget import KVBudget
 from ..vllm.planner.budget import VLLMBudget
@@ -35,7 +35,9 @@ class OwnBudgetRow:
     vllm_budget: VLLMBudget | None = None
 
 
-def vllm_request_for(sglang: DeploymentPlan, length: int, gpu: str | None) -> VLLMPlanRequest:
+def vllm_request_for(
+    sglang: DeploymentPlan, length: int, gpu: str | None, release: EngineRelease = NEWEST_VLLM
+) -> VLLMPlanRequest:
     """The vLLM launch of the same model, GPU, TP/PP and KV dtype at ``--max-model-len length``."""
     req = sglang.request
     if req is None or gpu is None:
@@ -53,15 +55,17 @@ def vllm_request_for(sglang: DeploymentPlan, length: int, gpu: str | None) -> VL
         max_model_len=length,
         weight_quantization=req.weight_quantization,
         weight_bytes=req.weight_bytes,
-        release=NEWEST_VLLM,
+        release=release,
     )
 
 
-def own_budget_rows(sglang: DeploymentPlan, lengths: tuple[int, ...], gpu: str | None) -> tuple[OwnBudgetRow, ...]:
+def own_budget_rows(
+    sglang: DeploymentPlan, lengths: tuple[int, ...], gpu: str | None, release: EngineRelease = NEWEST_VLLM
+) -> tuple[OwnBudgetRow, ...]:
     rows = []
     for length in lengths:
         try:
-            planned = plan_vllm(vllm_request_for(sglang, length, gpu))
+            planned = plan_vllm(vllm_request_for(sglang, length, gpu, release))
         except KVCacheConfigError as exc:
             rows.append(OwnBudgetRow(length, None, None, None, str(exc)))
             continue
@@ -71,7 +75,9 @@ def own_budget_rows(sglang: DeploymentPlan, lengths: tuple[int, ...], gpu: str |
     return tuple(rows)
 
 
-def own_budget_text(sglang: DeploymentPlan, rows: tuple[OwnBudgetRow, ...]) -> list[str]:
+def own_budget_text(
+    sglang: DeploymentPlan, rows: tuple[OwnBudgetRow, ...], release: EngineRelease = NEWEST_VLLM
+) -> list[str]:
     """The second table of ``compare`` (module doc)."""
     budget = sglang.budget
     mfs = "" if budget.mem_fraction_static is None else f" (mem_fraction_static {budget.mem_fraction_static:g})"
@@ -79,7 +85,7 @@ def own_budget_text(sglang: DeploymentPlan, rows: tuple[OwnBudgetRow, ...]) -> l
         "",
         f"each engine on its own budget: SGLang {budget.available_bytes / GIB:.2f} GiB "
         f"{'given (--available-bytes)' if budget.source == 'given' else 'by its rule'}{mfs}; "
-        f"{NEWEST_VLLM.label} by gpu_memory_utilization 0.92 minus its weights and profile "
+        f"{release.label} by gpu_memory_utilization 0.92 minus its weights and profile "
         "(a model fitted to public vLLM logs, docs/vllm-bridge.md), planned at --max-model-len L",
         f"{'request length':>14}  {'SGLang tokens':>13}  {'SGLang requests':>15}  {'vLLM KV budget':>14}  "
         f"{'vLLM KV cache size':>18}  {'vLLM concurrency':>16}",

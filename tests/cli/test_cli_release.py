@@ -221,3 +221,28 @@ def test_undercounted_pools_are_planned_and_the_overshoot_is_said(capsys: pytest
     notes = [line for line in out.splitlines() if line.startswith("note: ")]
     assert any("lacks mla-cell-prices-pool-row" in n and "4,856,534,528 B (4.52 GiB) more" in n for n in notes)
     assert "note: the pools exceed the KV budget by 4,856,534,528 B: this release's own sizing prices less" in out
+
+
+def test_releases_lists_vllms_lines_and_the_rules_between_two(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["releases"]) == 0
+    assert "vLLM: 0.32.0, 0.33.0, 0.34.0" in capsys.readouterr().out
+    assert main(["releases", "0.33.0", "0.34.0"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3 rules and 0 model-table rows differ between vLLM 0.33.0 and vLLM 0.34.0:")
+    assert "[budget] vllm-extensible-kv-cache (0.34.0 and later; holds in 0.34.0)" in out
+    assert "vllm-default-block-size=64 (0.34.0 and later; holds in 0.34.0)" in out
+    assert "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE" in out
+    assert main(["releases", "0.5.23", "0.34.0"]) == 2
+    assert "releases of different engines" in capsys.readouterr().err
+
+
+def test_compare_takes_the_vllm_release(capsys: pytest.CaptureFixture[str]) -> None:
+    # DeepSeek-V2-Lite bf16 on 10 GiB: 27 layers x 576 x 2 B = 31,104 B a token; vLLM 0.33.0 blocks of 16
+    # (497,664 B): 21,575 blocks; 0.34.0 blocks of 64 (1,990,656 B): 5,393 blocks
+    argv = ["compare", "deepseek-v2-lite", "--available-bytes", "10GiB", "--request-length", "8192"]
+    assert main([*argv, "--vllm-version", "0.33.0"]) == 0
+    old = capsys.readouterr().out
+    assert main([*argv, "--vllm-version", "0.34.0"]) == 0
+    new = capsys.readouterr().out
+    assert "vLLM block size: 16 tokens" in old and "21,575" in old
+    assert "vLLM block size: 64 tokens" in new and "5,393" in new

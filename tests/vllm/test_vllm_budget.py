@@ -11,6 +11,7 @@ import pytest
 
 from kvstrategies.cli.app import main
 from kvstrategies.core.dtypes import DType
+from kvstrategies.core.releases import parse_release
 from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError
 from kvstrategies.presets import load_preset_config
 from kvstrategies.vllm.planner import overhead
@@ -32,6 +33,7 @@ def req(**kw: object) -> VLLMPlanRequest:
     fields: dict[str, object] = {"model": "llama-3.1-8b", "source": {"preset": "llama-3.1-8b"}, "config": LLAMA_8B,
                                  "gpu": "H100-80GB"}  # fmt: skip
     fields.update(kw)
+    fields.setdefault("release", parse_release("0.33.0", "vllm"))  # the hand-computed numbers are 0.33.0's
     return VLLMPlanRequest(**fields)  # type: ignore[arg-type]
 
 
@@ -197,3 +199,19 @@ def test_rope_cache_of_a_partial_rotary_model() -> None:
               "partial_rotary_factor": 0.5}  # fmt: skip
     assert rope_buffer_bytes(config, DType.BFLOAT16) == 4096 * 64 * 2
     assert rope_buffer_bytes({**config, "partial_rotary_factor": 1.0}, DType.BFLOAT16) == 4096 * 128 * 2
+
+
+def test_0_34_0s_extensible_kv_cache_budget_is_refused_not_guessed() -> None:
+    """vLLM 0.34.0: gpu_memory_utilization unset is 1.0 with the extensible KV cache
+    (vllm/config/cache.py CacheConfig.resolved_gpu_memory_utilization); the planner estimates 0.33.0's rule only."""
+    from kvstrategies.vllm.planner.budget import planning_release
+    from kvstrategies.vllm.planner.deployment import plan_vllm
+
+    with pytest.raises(KVCacheConfigError, match=r"vLLM 0\.34\.0 sizes its KV cache with the extensible KV cache"):
+        plan_vllm(req(release=parse_release("0.34.0", "vllm")))
+    given = plan_vllm(req(release=parse_release("0.34.0", "vllm"), kv_cache_memory_bytes=20 * GIB, max_model_len=8192))
+    # 20 GiB // (32 layers x 64 tokens x 8 heads x 256 x 2 B = 8 MiB) = 2,560 blocks of 64 tokens
+    assert (given.answer.block_size, given.answer.num_gpu_blocks) == (64, 2_560)
+    assert planning_release(None, budget_given=False).text == "0.33.0"
+    assert planning_release(None, budget_given=True).text == "0.34.0"
+    assert planning_release("0.34.0", budget_given=False).text == "0.34.0"

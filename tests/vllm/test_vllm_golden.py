@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from kvstrategies.core.releases import VLLM_RELEASE_LINES
 from kvstrategies.sglang.bridge.verify import CaseVerdict, VerifyReport
 from kvstrategies.vllm.bridge.compare import KNOWN_DIFFERENCES
 from kvstrategies.vllm.bridge.snapshots import KNOWN_FILE, read_snapshot, result_from_snapshot, snapshot_files
@@ -21,34 +22,54 @@ from kvstrategies.vllm.bridge.verify import format_report, verdict_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "cases"
-VLLM_GOLDEN = ROOT / "golden" / "vllm-0.33.0"
-KNOWN = json.loads((VLLM_GOLDEN / KNOWN_FILE).read_text(encoding="utf-8"))
-SNAPSHOTS = snapshot_files(VLLM_GOLDEN)
+#: the vLLM-only deployments (GPU families, vLLM's refusals), recorded beside the catalog
+VLLM_CASES = CASES / "vllm"
+CASE_PATHS = {p.stem: p for folder in (CASES, VLLM_CASES) for p in folder.glob("*.json")}
+#: every vLLM release the project models has its recordings (``golden/vllm-<release>/``)
+RELEASES = VLLM_RELEASE_LINES
+FOLDERS = {release: ROOT / "golden" / f"vllm-{release}" for release in RELEASES}
+KNOWN = {release: json.loads((FOLDERS[release] / KNOWN_FILE).read_text(encoding="utf-8")) for release in RELEASES}
+SNAPSHOTS = [(release, path) for release in RELEASES for path in snapshot_files(FOLDERS[release])]
 
 
-def test_every_catalog_case_has_a_vllm_snapshot() -> None:
-    assert {p.stem for p in SNAPSHOTS} == {p.stem for p in CASES.glob("*.json")}
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_catalog_case_has_a_vllm_snapshot(release: str) -> None:
+    assert {p.stem for p in snapshot_files(FOLDERS[release])} == set(CASE_PATHS)
 
 
-def test_known_kinds_are_all_defined() -> None:
+@pytest.mark.parametrize("release", RELEASES)
+def test_known_kinds_are_all_defined(release: str) -> None:
     kinds = {k.kind for k in KNOWN_DIFFERENCES}
-    for name, entry in KNOWN.items():
+    for name, entry in KNOWN[release].items():
         assert entry["status"] == "known", f"{name}: recorded with an unexplained difference"
         assert set(entry["kinds"]) <= kinds, name
 
 
-def test_most_cases_are_planned_by_vllm() -> None:
+@pytest.mark.parametrize("release", RELEASES)
+def test_most_cases_are_planned_by_vllm(release: str) -> None:
     """The catalog exercises vLLM's sizing, not only its refusals."""
-    planned = [p for p in SNAPSHOTS if "error" not in read_snapshot(p)]
-    assert len(planned) >= len(SNAPSHOTS) // 2
+    files = snapshot_files(FOLDERS[release])
+    planned = [p for p in files if "error" not in read_snapshot(p)]
+    assert len(planned) >= len(files) // 2
 
 
-@pytest.mark.parametrize("snapshot", SNAPSHOTS, ids=lambda p: p.stem)
-def test_project_matches_vllm(snapshot: Path) -> None:
-    verdict = verdict_for(CASES / snapshot.name, result_from_snapshot(read_snapshot(snapshot)))
+@pytest.mark.parametrize(("release", "snapshot"), SNAPSHOTS, ids=lambda v: v if isinstance(v, str) else v.stem)
+def test_project_matches_vllm(release: str, snapshot: Path) -> None:
+    verdict = verdict_for(CASE_PATHS[snapshot.stem], result_from_snapshot(read_snapshot(snapshot)), release)
     assert verdict.unexplained == (), "\n".join(verdict.unexplained)
-    expected = KNOWN.get(snapshot.stem, {"status": "match", "kinds": []})
+    expected = KNOWN[release].get(snapshot.stem, {"status": "match", "kinds": []})
     assert (verdict.status, list(verdict.kinds)) == (expected["status"], expected["kinds"]), "\n".join(verdict.lines)
+
+
+def test_the_default_block_moves_from_16_to_64_in_0_34_0() -> None:
+    """``CacheConfig.DEFAULT_BLOCK_SIZE`` 16 -> 64: DeepSeek-V3 TP 8 bf16 on H200 without --block-size,
+    FLASH_ATTN_MLA (MultipleOf 16) keeps the default: 0.33.0 16-token pages of 16 x 576 x 2 = 18,432 B,
+    40 GiB // (61 x 18,432) = 38,199 blocks; 0.34.0 64-token pages, 40 GiB // (61 x 73,728) = 9,549."""
+    old = read_snapshot(FOLDERS["0.33.0"] / "default-deepseek-v3-tp8-bf16-p1.json")
+    new = read_snapshot(FOLDERS["0.34.0"] / "default-deepseek-v3-tp8-bf16-p1.json")
+    assert (old["block_size"], old["num_gpu_blocks"]) == (16, 38_199)
+    assert (new["block_size"], new["num_gpu_blocks"]) == (64, 9_549)
+    assert 40 * 2**30 // (61 * 64 * 576 * 2) == 9_549
 
 
 # ---- the verify report's lines, by hand --------------------------------------------------------------------

@@ -31,13 +31,16 @@ GIB = 2**30
 
 
 def _vllm(preset: str, **fields: object) -> object:
-    case = parse_case({"preset": preset, "engine": "vllm", "available_bytes": 40 * GIB, **fields})
+    # the hand-computed numbers here are vLLM 0.33.0's (16-token default block; 0.34.0: tests/vllm/test_vllm_golden.py)
+    case = parse_case({"preset": preset, "engine": "vllm", "vllm_version": "0.33.0", "available_bytes": 40 * GIB,
+                       **fields})  # fmt: skip
     return plan(case.settings, case.available_bytes)
 
 
 def test_the_engine_axis_names_vllm() -> None:
-    assert parse_release("0.33.0", VLLM) == NEWEST_VLLM
-    assert NEWEST_VLLM.label == "vLLM 0.33.0"
+    assert parse_release("0.34.0", VLLM) == NEWEST_VLLM
+    assert NEWEST_VLLM.label == "vLLM 0.34.0"
+    assert parse_release("0.33.0", VLLM) < NEWEST_VLLM
 
 
 def test_full_attention_page_and_blocks() -> None:
@@ -245,3 +248,26 @@ def test_a_smaller_page_grows_its_block_to_the_largest_page() -> None:
     groups = kv_cache_groups({0: eight, 1: four}, disable_hybrid=False)
     assert {g.layers: g.spec.block_size for g in groups} == {(0,): 16, (1,): 32}
     assert {g.spec.page_size_bytes for g in groups} == {65_536}
+
+
+def test_llama4_chunked_local_attention_holds_one_chunk_plus_in_flight() -> None:
+    """Llama-4-Scout TP 4 bf16 at 128K (vLLM 0.33.0): 2 KV heads x (128 + 128) x 2 B x 16 tokens = 16,384 B a page;
+    36 chunked + 12 NoPE full layers -> 4 groups of 12, 12 x 16,384 = 196,608 B a block, 40 GiB // that =
+    218,453 blocks. A chunked group holds cdiv(min(8,192 + 2 x 8,192 in flight, 131,072), 16) = 1,536 blocks
+    (ChunkedLocalAttentionSpec.max_admission_blocks_per_request), the full one 8,192: 12,800 a request,
+    218,453 / 12,800 = 17.07x, int(17.0666 x 131,072) = 2,236,958 tokens (the recording says the same)."""
+    planned = _vllm("llama-4-scout", tp_size=4, context_length=131072).vllm
+    assert planned.num_gpu_blocks == 40 * GIB // (12 * 16_384) == 218_453
+    limits = CacheLimits(131072, 16384, "none")
+    assert [g.spec.blocks_per_request(limits) for g in planned.groups] == [1536, 1536, 1536, 8192]
+    assert planned.capacity.tokens == int(218_453 / 12_800 * 131072) == 2_236_958
+    assert type(planned.groups[0].spec).__name__ == "ChunkedLocalAttentionSpec"
+    assert planned.groups[0].spec.document()["attention_chunk_size"] == 8192
+
+
+def test_llama4_without_the_hybrid_manager_promotes_chunked_layers_to_full() -> None:
+    planned = _vllm("llama-4-scout", tp_size=4, context_length=131072, disable_hybrid_swa_memory=True).vllm
+    (group,) = planned.groups
+    # _promote_local_kv_cache_specs: one FullAttentionSpec group; FullAttentionSpec.merge keeps the chunk size
+    assert type(group.spec).__name__ == "FullAttentionSpec" and group.spec.document()["attention_chunk_size"] == 8192
+    assert planned.num_gpu_blocks == 40 * GIB // (48 * 16_384) == 54_613

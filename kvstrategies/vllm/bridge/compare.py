@@ -71,15 +71,28 @@ def _unmodelled(words: str) -> Callable[[Mapping[str, Any]], bool]:
     return applies
 
 
+def _load_refusal(case: Mapping[str, Any]) -> bool:
+    """The vLLM planner refuses this case's checkpoint at its TP (``load_refusals.load_refusal``)."""
+    from ..planner.load_refusals import load_refusal
+
+    config = case.get("_hf_config") or {}
+    tp = case.get("tp_size") or 1
+    return isinstance(config, Mapping) and isinstance(tp, int) and bool(config) and load_refusal(config, tp) is not None
+
+
 #: The known differences: layouts vLLM runs that the strategies refuse (naming vLLM's layout), and
 #: cases this CPU host's vLLM cannot build though a GPU host would
 KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
     KnownDifference(
         "dsa-not-modelled",
         "DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): vLLM keeps each layer's MLA latent and indexer key caches "
-        "in one UniformTypeKVCacheSpecs group on a sparse-MLA backend; the strategies refuse it",
+        "in one UniformTypeKVCacheSpecs group on a sparse-MLA backend; the strategies refuse it (and this host's vLLM "
+        "0.34.0 cannot build it on B200: symmetric memory needs a CUDA device; nor can 0.32.0's: its indexer "
+        "wants DeepGEMM)",
         _unmodelled("DeepSeek sparse attention"),
-        _REFUSED,
+        # vLLM 0.34.0 on this host: the B200 sparse-MLA path sets up symmetric memory, which needs a CUDA device
+        (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek sparse attention.*SymmetricMemory",
+         r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek sparse attention.*requires DeepGEMM support"),
     ),
     KnownDifference(
         "dsv4-not-modelled",
@@ -100,7 +113,9 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         "different K/V head sizes or KV heads per layer type (MiMo-V2-Flash): vLLM's FLASH_ATTN_DIFFKV backend and "
         "padded pages; the strategies refuse it",
         _unmodelled("different head sizes or KV heads per layer type"),
-        _REFUSED,
+        # vLLM 0.34.0 refuses MiMo-V2-Flash's fp8 cache on H200 (FlashAttentionDiffKVImpl.__init__: its FlashAttention
+        # build reads no fp8 for K 192 / V 128 with sinks); the strategies refuse the layout itself
+        (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: different head sizes.*Unsupported FP8 Diff-KV"),
     ),
     KnownDifference(
         "state-layout-not-modelled",
@@ -129,6 +144,14 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         lambda case: vllm_model_rule(_model_type(case)).unregistered,
         (r"^refusals differ: .*minimax_m3", r"^vllm: refused: .*minimax_m3", r"^capacity_log: ", r"^kv_cache_",
          r"^max_concurrency: ", r"^num_gpu_blocks: ", r"^vllm_settings\.max_model_len: ", r"^layer_specs"),
+    ),
+    KnownDifference(
+        "weight-load-refusal",
+        "a block-FP8 checkpoint whose split over --tensor-parallel-size is not whole blocks: vLLM refuses while it "
+        "creates the weights (fp8_utils.py validate_fp8_block_shape[_moe]); the case path sizes the KV cache only, "
+        "plan MODEL --engine vllm refuses it with vLLM's words (kvstrategies/vllm/planner/load_refusals.py)",
+        _load_refusal,
+        (r"^vllm: refused: vLLM [\d.]+ refused: ValueError: .*is not divisible by weight quantization block_[nk]",),
     ),
     KnownDifference(
         "synthetic-config-unloadable",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: the vLLM release lines the bridge drives (``kvstrategies.core.releases.VLLM_RELEASE_LINES``)
-VLLM_LINES: tuple[str, ...] = ("0.33.0",)
+VLLM_LINES: tuple[str, ...] = ("0.32.0", "0.33.0", "0.34.0")
 
 
 @dataclass(frozen=True)
@@ -69,4 +69,22 @@ _V0330 = VLLMEnvironment(
     ),
 )
 
-ENVIRONMENTS: dict[str, VLLMEnvironment] = {_V0330.line: _V0330}
+#: 0.34.0 pins torch 2.14.0 (CUDA); the bridge keeps CPU torch 2.13.0 (its compiled extensions are stand-ins
+#: anyway). It pins FlashInfer 0.7.3, which the package index does not serve; 0.7.2.post1 (0.33.0's) answers
+#: the same backend probes. The light packages are 0.33.0's (vLLM 0.34.0's pins admit them)
+_V0340 = VLLMEnvironment(
+    "0.34.0",
+    light_packages=_V0330.light_packages,
+    no_deps=("flashinfer-python==0.7.2.post1", "vllm==0.34.0"),
+)
+
+#: 0.32.0 pins torch 2.13.0, FlashInfer 0.7.0.post1 and transformers < 5.20 (5.19.0, as SGLang 0.5.22 pins)
+_V0320 = VLLMEnvironment(
+    "0.32.0",
+    light_packages=tuple(
+        "transformers==5.19.0" if p.startswith("transformers==") else p for p in _V0330.light_packages
+    ),
+    no_deps=("flashinfer-python==0.7.0.post1", "vllm==0.32.0"),
+)
+
+ENVIRONMENTS: dict[str, VLLMEnvironment] = {env.line: env for env in (_V0320, _V0330, _V0340)}

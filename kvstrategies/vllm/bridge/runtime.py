@@ -69,6 +69,10 @@ EXTENSION_MODULES: frozenset[str] = frozenset(
         "vllm.third_party.deep_gemm._C_extension",
     }
 )
+#: modules that only set up a GPU kernel's JIT warm-up (CuTe DSL, which vLLM 0.34.0's router gate imports on
+#: Hopper: ``vllm/model_executor/layers/fused_moe/router/gate_linear.py GateLinear._register_sm90_bf16x3_warmup``);
+#: they import as modules whose every name is an inert object (nothing they do changes a KV cache number)
+WARMUP_MODULES: frozenset[str] = frozenset({"vllm.model_executor.layers.fused_moe.router.bf16x3_router_gemm_sm90"})
 #: ``torch.ops`` namespaces those extensions register
 OP_NAMESPACES: tuple[str, ...] = (
     "_C",
@@ -158,6 +162,40 @@ class _ExtensionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         return types.ModuleType(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+class _Inert:
+    """Answers every attribute and call with itself: a kernel object whose warm-up registration does nothing."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> _Inert:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+
+class _InertModule(types.ModuleType):
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Inert()
+
+
+class _WarmupFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Answers ``import`` of a :data:`WARMUP_MODULES` module with an inert module."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname in WARMUP_MODULES:
+            return importlib.machinery.ModuleSpec(fullname, self)
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return _InertModule(spec.name)
 
     def exec_module(self, module: types.ModuleType) -> None:
         return None
@@ -264,6 +302,9 @@ def _install_cuda_facts(torch: Any) -> None:
     cuda.synchronize = lambda *args, **kwargs: None
     cuda.empty_cache = lambda *args, **kwargs: None
     cuda.device_count = lambda: STATED_DEVICE_COUNT
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None:  # vLLM 0.34.0's sparse-MLA backends read the device index through it
+        accelerator.current_device_index = lambda: 0
 
 
 class _TritonDriver:
@@ -445,6 +486,7 @@ def import_vllm(*, require_supported: bool = True) -> str:
     if require_supported:
         check_version(version)
     sys.meta_path.insert(0, _ExtensionFinder())
+    sys.meta_path.insert(0, _WarmupFinder())
     _install_op_stubs(torch)
     _install_cuda_facts(torch)
     _install_triton_driver()

@@ -24,10 +24,54 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ...errors import InsufficientMemoryError, KVCacheConfigError
+from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span, supported_releases
+from ...errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from .overhead import STARTUP_HELD_BYTES, ProfileOverhead
 
 GIB = 2**30
+
+#: vLLM 0.34.0 sizes the KV cache with its extensible KV cache by default on CUDA: utilization 1.0 and a cache
+#: sized from measured memory. The utilization rule below (and its fitted constants) is 0.33.0's and older logs'
+EXTENSIBLE_KV_CACHE = ReleaseRule(
+    "vllm-extensible-kv-cache",
+    span("0.34.0", engine=VLLM),
+    "the extensible KV cache is the CUDA default: gpu_memory_utilization unset means 1.0, the cache sized from "
+    "measured memory (the 0.92 utilization rule no longer gives the budget)",
+    "vllm/config/cache.py CacheConfig.resolved_gpu_memory_utilization, CacheConfig.enable_extensible_kv_cache",
+    topic="budget",
+)
+
+
+def planning_release(version: str | None, *, budget_given: bool) -> EngineRelease:
+    """The release a plan is for: ``--vllm-version`` when given; else the newest, unless the budget is to be
+    estimated, when it is the newest release whose budget rule is modelled (0.33.0; the report names it)."""
+    if version is not None:
+        return parse_release(version, VLLM, field="--vllm-version")
+    releases = supported_releases(VLLM)
+    if budget_given:
+        return releases[-1]
+    return [r for r in releases if not EXTENSIBLE_KV_CACHE.holds(r)][-1]
+
+
+def budget_release_note(release: EngineRelease, version: str | None) -> str | None:
+    """The report's note when :func:`planning_release` chose an older release than the newest (else ``None``)."""
+    newest = supported_releases(VLLM)[-1]
+    if version is not None or release == newest:
+        return None
+    return (f"planned for {release.label}: {newest.label} sizes its KV cache with the extensible KV cache "
+            f"({EXTENSIBLE_KV_CACHE.source}), whose budget the planner does not model; --kv-cache-memory-bytes "
+            f"plans {newest.label} exactly")  # fmt: skip
+
+
+def check_budget_rule(release: EngineRelease) -> None:
+    """Refuse to estimate a budget for a release whose rule the planner does not model (:data:`EXTENSIBLE_KV_CACHE`)."""
+    if EXTENSIBLE_KV_CACHE.holds(release):
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text} sizes its KV cache with the extensible KV cache by default (gpu_memory_utilization "
+            f"1.0, the cache sized from measured memory: {EXTENSIBLE_KV_CACHE.source}); the planner's budget rule "
+            "is vLLM 0.33.0's. Give --kv-cache-memory-bytes (vLLM's sizing from it is exact), or plan "
+            "--vllm-version 0.33.0"
+        )
 
 
 def format_gib(nbytes: int) -> str:

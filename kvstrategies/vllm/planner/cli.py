@@ -11,9 +11,9 @@ import argparse
 import json
 from typing import Any
 
-from ...core.releases import NEWEST_VLLM, VLLM, parse_release
 from ...errors import KVCacheConfigError
 from ..arguments import check_engine_flags
+from .budget import budget_release_note, planning_release
 from .values import human_readable_int, max_model_len, utilization
 
 
@@ -69,7 +69,7 @@ def vllm_request(args: argparse.Namespace) -> Any:
         weight_quantization=quant,
         weight_bytes=None if args.weight_bytes is None else parse_bytes(args.weight_bytes),
         request_lengths=tuple(args.request_lengths or ()),
-        release=parse_release(args.vllm_version or NEWEST_VLLM.text, VLLM, field="--vllm-version"),
+        release=planning_release(args.vllm_version, budget_given=kv_bytes is not None),
     )
 
 
@@ -89,13 +89,16 @@ def run_vllm_plan(args: argparse.Namespace, notes: tuple[str, ...] = ()) -> int:
     from .report import plan_json, plan_text
 
     planned = plan_vllm(vllm_request(args))
+    release_note = budget_release_note(planned.request.release, args.vllm_version)
     if args.json:
         document = plan_json(planned)
         if notes:
             document["launch_command_notes"] = list(notes)
+        if release_note:
+            document["release_note"] = release_note
         print(json.dumps(document, indent=2))
         return 0
     print(plan_text(planned))
-    for note in notes:
+    for note in (*notes, release_note) if release_note else notes:
         print(f"note: {note}")
     return 0

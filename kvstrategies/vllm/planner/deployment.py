@@ -26,8 +26,9 @@ from ..strategies.launch import VLLMLaunch, resolve_launch
 from ..strategies.sizing import blocks_per_request
 from ..strategies.specs import CacheLimits
 from ..strategies.strategies import VLLMKVCachePlan
-from .budget import VLLMBudget, given_budget, vllm_budget
+from .budget import VLLMBudget, check_budget_rule, given_budget, vllm_budget
 from .gpu_memory import cuda_total
+from .load_refusals import check_weight_load
 from .overhead import ProfileSettings, ProfileShape, profile_overhead
 from .request import VLLMPlanRequest
 from .weights import VLLMWeights, vllm_weights
@@ -127,7 +128,8 @@ def resolved_launch(req: VLLMPlanRequest) -> VLLMLaunch:
     settings = parse_case(case_fields(req, 1)).settings
     geometry = settings.geometry
     hybrid = geometry.mamba is not None
-    return resolve_launch(vllm_deployment(settings, 1), geometry.context_len, is_mamba_hybrid=hybrid)
+    return resolve_launch(vllm_deployment(settings, 1), geometry.context_len, is_mamba_hybrid=hybrid,
+                          version=req.release.text)  # fmt: skip
 
 
 def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VLLMWeights | None]:
@@ -136,6 +138,7 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
         return given_budget(req.kv_cache_memory_bytes), None
     if req.gpu is None and req.gpu_memory_mib is None:
         raise KVCacheConfigError("name a GPU (--gpu) or give --kv-cache-memory-bytes")
+    check_budget_rule(req.release)
     dtype = serving_dtype(req)
     tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
     checkpoint = None if req.model_folder is None else str(req.model_folder)
@@ -171,6 +174,7 @@ def concurrency_at(answer: VLLMKVCachePlan, length: int) -> LengthConcurrency:
 def plan_vllm(req: VLLMPlanRequest) -> VLLMDeploymentPlan:
     """Plan ``req`` end to end (module doc)."""
     launch = resolved_launch(req)
+    check_weight_load(req.config, req.tensor_parallel_size, req.release.text, req.weight_quantization)
     budget, weights = budget_for(req, launch)
     case = parse_case(case_fields(req, budget.available_bytes))
     planned = plan(case.settings, case.available_bytes)

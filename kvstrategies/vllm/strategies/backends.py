@@ -1,34 +1,32 @@
-"""The attention backend vLLM picks per GPU, and the block size it leads to.
+"""The attention backend vLLM picks per GPU family, and the block size it leads to.
 
-vLLM walks a priority list per compute capability (``platforms/cuda.py _get_backend_priorities``)
-and takes the first backend whose ``validate_configuration`` accepts the layer; with no
+vLLM walks a priority list per compute capability (``vllm/platforms/cuda.py
+_get_backend_priorities``) and takes the first backend whose ``validate_configuration`` accepts
+the layer (``CudaPlatformBase.get_attn_backend_cls`` / ``get_valid_backends``); with no
 ``--block-size`` the block size is that backend's preferred one
-(``platforms/interface.py Platform.update_block_size_for_backend``). Modelled here for the cases
-that cover most deployments, on vLLM 0.33.0's CUDA wheel (FlashAttention 2/3, FlashMLA and
-FlashInfer present):
+(``vllm/platforms/interface.py Platform.update_block_size_for_backend`` ->
+``vllm/v1/attention/backend.py AttentionBackend.get_preferred_block_size``: 16 when the backend's
+``get_supported_kernel_block_sizes`` takes it, else the smallest size it lists). Both answers are
+read from vLLM's own classes per GPU family: ``backend_tables/v<release>.py``, written by
+``tools/list_vllm_backends.py`` through the bridge's stated platform (every compute capability of
+``kvstrategies gpus``). Here the model's attention profile (MLA or not, model dtype, head size, KV
+cache dtype, sinks, sliding window, multimodal prefix) picks a row; a ``--block-size`` skips the
+backends whose kernel blocks do not divide it, as ``validate_configuration`` does.
 
-===========================  =========================================  ==============
-layer                        backend (SM 9.x / SM 10.x / other)         preferred block
-===========================  =========================================  ==============
-MHA / GQA                    FLASH_ATTN / FLASHINFER / FLASH_ATTN       16
-MHA / GQA, fp8_e5m2 KV       FLASHINFER (FlashAttention's fp8 is e4m3)  16
-multimodal Gemma-3 (mm prefix) TRITON_ATTN (FlashAttention and FlashInfer reject partial-mm prefixes)  16
-MLA, 16-bit KV               FLASH_ATTN_MLA / FLASHINFER_MLA / TRITON_MLA  16 / 64 / 16
-MLA, fp8 KV                  FLASHMLA / FLASHINFER_MLA / TRITON_MLA     64 / 64 / 16
-Mamba2 / GDN / Mamba-1 state  MAMBA2_ATTN / GDN_ATTN / MAMBA1_ATTN       (none)
-===========================  =========================================  ==============
-
-Every attention backend here accepts any multiple of 16 tokens (``MultipleOf(16)`` kernel
-blocks); FlashMLA takes multiples of 64.
+Examples (vLLM 0.33.0): MLA on B200 / B300 is ``FLASHINFER_MLA``, kernel blocks 32 and 64, so the
+block is 32; on H100 / H200 ``FLASH_ATTN_MLA`` (16) with a 16-bit cache and ``FLASHMLA`` (64) with
+fp8; ``TRITON_MLA`` (16) on Ampere, Ada, SM 12.x and Turing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...core.releases import VLLM, ByRelease, EngineRelease
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
-from ...models.architectures import vllm_model_rule
+from ...models.architectures import model_type_row, vllm_model_rule
+from .backend_tables import TABLES
 from .devices import VLLMDevice
 
 #: every CUDA attention backend's kernel blocks are multiples of 16 tokens (FLASH_ATTN, TRITON_ATTN,
@@ -52,32 +50,130 @@ def check_block_size(block_size: int | None, version: str) -> None:
 
 @dataclass(frozen=True)
 class BackendChoice:
-    """One backend: vLLM's name, its preferred block size and the smallest kernel block it accepts."""
+    """One backend: vLLM's name, its preferred block size, the smallest kernel block it accepts and
+    the KV cache layout it puts first (``supported_kv_cache_layouts``; vLLM's default ``LBNHC`` when
+    it declares none)."""
 
     name: str
     preferred_block_size: int = 16
     kernel_block: int = 16
+    layout: str = "LBNHC"
 
 
-def _major(gpu: VLLMDevice) -> int:
-    return gpu.capability[0]
+#: the block size vLLM starts from without ``--block-size`` (``vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE``);
+#: a backend keeps it when its kernels take it, else its smallest kernel block
+#: (``AttentionBackend.get_preferred_block_size``)
+DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
+    "vllm-default-block-size",
+    (("0.32.0", 16), ("0.34.0", 64)),
+    "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
+    "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
+    "AttentionBackend.get_preferred_block_size",
+    topic="sizing",
+    engine=VLLM,
+)
 
 
-def attention_backend(geometry: ModelGeometry, gpu: VLLMDevice, kv_cache_dtype: str) -> BackendChoice:
-    """The backend of the model's softmax-attention layers."""
-    major = _major(gpu)
-    fp8 = kv_cache_dtype.startswith("fp8")
+def preferred_block_size(kernel_blocks: tuple[int, ...], release: EngineRelease) -> int:
+    """``get_preferred_block_size(DEFAULT_BLOCK_SIZE)``: the default when a kernel block divides it, else the
+    smallest kernel block (``-n``: a multiple of n, whose smallest is n)."""
+    default = DEFAULT_BLOCK_SIZE.at(release)
+    if not kernel_blocks or _accepts(kernel_blocks, default):
+        return default
+    return min(abs(size) for size in kernel_blocks)
+
+
+#: the head sizes the tables record for softmax attention; another size answers as ``OTHER_HEAD_SIZE``
+#: (FlashInfer takes only 64, 128 and 256; FlashAttention any multiple of 8 up to 256)
+RECORDED_HEAD_SIZES = (64, 128, 256, 512)
+OTHER_HEAD_SIZE = 80
+#: the MLA latent head size the tables record (``kv_lora_rank + qk_rope_head_dim``)
+MLA_HEAD_SIZE = 576
+#: ``vllm/v1/attention/backends/mla/flashinfer_mla.py FlashInferMLABackend.supports_combination``
+FLASHINFER_MLA_QK_NOPE = (64, 128, 192)
+
+
+def profile_key(geometry: ModelGeometry, gpu: VLLMDevice, kv_cache_dtype: str) -> str:
+    """The table row of a model's softmax-attention layers on ``gpu`` (``tools/list_vllm_backends.py profile_key``)."""
+    major, minor = gpu.capability
+    dtype = geometry.model_dtype.torch_name
+    kv = {"fp8": "fp8_e4m3", "bfloat16": "auto", "float16": "auto", "bf16": "auto"}.get(kv_cache_dtype, kv_cache_dtype)
     if geometry.use_mla:
-        if major == 10:
-            return BackendChoice("FLASHINFER_MLA", 64, 32)
-        if major == 9:
-            return BackendChoice("FLASHMLA", 64, 64) if fp8 else BackendChoice("FLASH_ATTN_MLA")
-        return BackendChoice("TRITON_MLA")
-    if vllm_model_rule(geometry.model_type).mm_prefix and geometry.is_multimodal:
-        return BackendChoice("TRITON_ATTN")
-    if major == 10 or kv_cache_dtype == "fp8_e5m2":  # FlashAttention's fp8 is e4m3 only
-        return BackendChoice("FLASHINFER")
-    return BackendChoice("FLASH_ATTN")
+        return f"{major}.{minor}|mla|{dtype}|{MLA_HEAD_SIZE}|{kv}|-"
+    head = geometry.head_dim if geometry.head_dim in RECORDED_HEAD_SIZES else OTHER_HEAD_SIZE
+    sink = model_type_row(geometry.model_type).attention_sinks
+    sliding = geometry.config_sliding_window is not None or geometry.hybrid_swa is not None
+    mm = vllm_model_rule(geometry.model_type).mm_prefix and geometry.is_multimodal
+    flags = "".join(c for c, on in (("k", sink), ("w", sliding), ("m", mm)) if on) or "-"
+    return f"{major}.{minor}|mha|{dtype}|{head}|{kv}|{flags}"
+
+
+def _accepts(kernel_blocks: tuple[int, ...], block_size: int) -> bool:
+    """``AttentionBackend.supports_block_size``: some kernel block (``-n``: a multiple of n) divides it."""
+    return any(block_size % abs(size) == 0 for size in kernel_blocks)
+
+
+def attention_backend(
+    geometry: ModelGeometry,
+    gpu: VLLMDevice,
+    kv_cache_dtype: str,
+    release: EngineRelease,
+    block_size: int | None = None,
+) -> BackendChoice:
+    """The backend of the model's softmax-attention layers, as vLLM ``release`` picks it on ``gpu``."""
+    check_block_size(block_size, release.text)
+    table = TABLES[release.text]
+    key = profile_key(geometry, gpu, kv_cache_dtype)
+    valid = table.SELECTIONS.get(key)
+    if valid is None:
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text}: no recorded attention backend choice for {key} (model dtype, KV cache dtype "
+            "or GPU outside tools/list_vllm_backends.py's grid); plan it on a listed GPU with a bf16/fp16 model"
+        )
+    family = key.split("|", 1)[0]
+    for name in valid:
+        if name == "FLASHINFER_MLA" and geometry.mla is not None and geometry.mla.qk_nope_head_dim not in (
+                FLASHINFER_MLA_QK_NOPE):  # fmt: skip
+            continue  # FlashInferMLABackend.supports_combination: qk_nope_head_dim in [64, 128, 192]
+        kernel_blocks, _recorded, layouts = table.BACKENDS[f"{family}|{name}"]
+        if block_size is not None and not _accepts(kernel_blocks, block_size):
+            continue
+        preferred = preferred_block_size(kernel_blocks, release)
+        choice = BackendChoice(name, preferred, min(abs(size) for size in kernel_blocks),
+                               layouts[0] if layouts else "LBNHC")  # fmt: skip
+        _check_impl(choice, gpu, kv_cache_dtype, release.text)
+        return choice
+    given = "" if block_size is None else f", block_size={block_size}"
+    raise UnsupportedConfigurationError(
+        f"vLLM {release.text} refuses: No valid attention backend found for cuda with AttentionSelectorConfig("
+        f"head_size=..., kv_cache_dtype={kv_cache_dtype}{given}, ...) on {gpu.name} (compute capability "
+        f"{family}; vllm/platforms/cuda.py CudaPlatformBase.get_attn_backend_cls); "
+        + ("give --block-size 16 or a multiple of it, or leave it to the backend" if block_size is not None
+           else "choose another --kv-cache-dtype or GPU")
+    )  # fmt: skip
+
+
+def _check_impl(choice: BackendChoice, gpu: VLLMDevice, kv_cache_dtype: str, version: str) -> None:
+    """What a backend's implementation refuses when its layers are built, after the selector took it:
+    ``vllm/v1/attention/backends/mla/triton_mla.py TritonMLAImpl.__init__`` (an fp8 cache needs SM 8.9,
+    a bf16 one SM 8.0)."""
+    if choice.name != "TRITON_MLA":
+        return
+    major, minor = gpu.capability
+    capability = major * 10 + minor
+    suggested = "float16" if capability < 80 else "bfloat16"
+    if kv_cache_dtype.startswith("fp8") and capability < 89:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refuses: FP8 KV cache is not supported by the Triton MLA backend on NVIDIA {gpu.name} "
+            f"(compute capability {major}.{minor}); native FP8 (fp8e4nv) requires SM89+. Re-run with "
+            f"--kv-cache-dtype {suggested} (vllm/v1/attention/backends/mla/triton_mla.py TritonMLAImpl.__init__)"
+        )
+    if kv_cache_dtype == "bfloat16" and capability < 80:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refuses: bfloat16 KV cache is not supported by the Triton MLA backend on NVIDIA "
+            f"{gpu.name} (compute capability {major}.{minor}); bfloat16 requires SM80+. Re-run with --kv-cache-dtype "
+            "float16 (vllm/v1/attention/backends/mla/triton_mla.py TritonMLAImpl.__init__)"
+        )
 
 
 #: the state backends of the Mamba families (``vllm/v1/attention/backends``), by mixer kind

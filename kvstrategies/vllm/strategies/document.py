@@ -39,7 +39,7 @@ def vllm_plan_document(planned: Any) -> dict[str, Any]:
         "vllm_settings": launch.settings_document(),
         "attention_backends": list(answer.backends),
         "block_size": answer.block_size,
-        "kv_cache_layout": "LBNHC",
+        "kv_cache_layout": answer.kv_cache_layout,
         "layer_specs": [{"layers": list(layers), "spec": spec.document()} for layers, spec in answer.layer_specs],
         "kv_cache_groups": [
             {"layers": list(g.layers), "spec": g.spec.document(), "blocks_per_request": g.spec.blocks_per_request(

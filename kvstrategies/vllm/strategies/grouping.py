@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from ...core.sizing import ceil_div
 from ...errors import UnsupportedConfigurationError
-from .specs import FullAttentionSpec, KVCacheSpec, MambaSpec, SlidingWindowSpec
+from .specs import ChunkedLocalAttentionSpec, FullAttentionSpec, KVCacheSpec, MambaSpec, SlidingWindowSpec
 
 
 @dataclass(frozen=True)
@@ -33,15 +33,16 @@ class KVCacheGroup:
 
 def _promote(specs: Mapping[int, KVCacheSpec]) -> dict[int, KVCacheSpec]:
     kinds = {type(s) for s in specs.values()}
-    if FullAttentionSpec in kinds and SlidingWindowSpec in kinds:
-        return {k: s.as_full_attention() if isinstance(s, SlidingWindowSpec) else s for k, s in specs.items()}
+    if FullAttentionSpec in kinds and (SlidingWindowSpec in kinds or ChunkedLocalAttentionSpec in kinds):
+        local = (SlidingWindowSpec, ChunkedLocalAttentionSpec)
+        return {k: s.as_full_attention() if isinstance(s, local) else s for k, s in specs.items()}
     return dict(specs)
 
 
 def _merge_key(spec: KVCacheSpec) -> KVCacheSpec:
     """Full-attention specs that differ only in their recorded window merge (``FullAttentionSpec.merge``)."""
-    if type(spec) is FullAttentionSpec and spec.sliding_window is not None:
-        return replace(spec, sliding_window=None)
+    if type(spec) is FullAttentionSpec and (spec.sliding_window is not None or spec.attention_chunk_size is not None):
+        return replace(spec, sliding_window=None, attention_chunk_size=None)
     return spec
 
 
@@ -74,9 +75,14 @@ def kv_cache_groups(specs: Mapping[int, KVCacheSpec], *, disable_hybrid: bool) -
         layers = tuple(specs)
         first = specs[layers[0]]
         windows = {s.sliding_window for s in specs.values() if isinstance(s, FullAttentionSpec) and s.sliding_window}
+        chunks = {s.attention_chunk_size for s in specs.values()
+                  if isinstance(s, FullAttentionSpec) and s.attention_chunk_size}  # fmt: skip
         spec = merged[layers[0]]
         if isinstance(first, FullAttentionSpec) and len(windows) == 1 and isinstance(spec, FullAttentionSpec):
             spec = replace(spec, sliding_window=windows.pop())
+        # FullAttentionSpec.merge keeps the one chunk size the promoted chunked-local layers carry
+        if isinstance(first, FullAttentionSpec) and len(chunks) == 1 and isinstance(spec, FullAttentionSpec):
+            spec = replace(spec, attention_chunk_size=chunks.pop())
         return [KVCacheGroup(layers, spec)]
     unified = _unify_pages(merged)
     buckets: dict[KVCacheSpec, list[int]] = {}

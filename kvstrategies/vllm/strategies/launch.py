@@ -10,6 +10,10 @@
 * ``max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens`` (``VllmConfig.max_in_flight_tokens``);
 * ``mamba_cache_mode``: ``"align"`` for a Mamba hybrid with prefix caching on
   (``model_executor/models/config.py``), else ``"none"``.
+
+vLLM refuses a launch whose resolved batch budget is below its request cap
+(``config/scheduler.py SchedulerConfig.verify_max_model_len``, run by ``__post_init__``:
+``max_num_batched_tokens >= max_num_seqs``); so does :func:`resolve_launch`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.releases import EngineRelease
+from ...errors import UnsupportedConfigurationError
 from .devices import VLLMDevice, vllm_device
 from .engine_args import VLLMDeployment
 
@@ -85,11 +90,15 @@ def batch_defaults(gpu: VLLMDevice) -> tuple[int, int]:
     return 2048, 256
 
 
-def resolve_launch(deployment: VLLMDeployment, model_max_len: int, *, is_mamba_hybrid: bool) -> VLLMLaunch:
+def resolve_launch(
+    deployment: VLLMDeployment, model_max_len: int, *, is_mamba_hybrid: bool, version: str = ""
+) -> VLLMLaunch:
     """The launch after vLLM's defaults for a model whose own maximum length is ``model_max_len``."""
     gpu = vllm_device(deployment.gpu)
     tokens, seqs = batch_defaults(gpu)
     prefix = deployment.enable_prefix_caching is not False
+    check_batch_budget(deployment.max_num_batched_tokens or tokens, deployment.max_num_seqs or seqs, deployment,
+                       version)  # fmt: skip
     return VLLMLaunch(
         deployment=deployment,
         gpu=gpu,
@@ -101,4 +110,23 @@ def resolve_launch(deployment: VLLMDeployment, model_max_len: int, *, is_mamba_h
         mamba_cache_mode="align" if is_mamba_hybrid and prefix else "none",
         disable_hybrid_kv_cache_manager=bool(deployment.disable_hybrid_kv_cache_manager),
         kv_cache_dtype=deployment.kv_cache_dtype,
+    )
+
+
+def check_batch_budget(
+    max_num_batched_tokens: int, max_num_seqs: int, deployment: VLLMDeployment, version: str = ""
+) -> None:
+    """``SchedulerConfig.verify_max_model_len``: a step schedules at least one token per running request,
+    so ``max_num_batched_tokens >= max_num_seqs`` (the resolved values, defaults included)."""
+    if max_num_batched_tokens >= max_num_seqs:
+        return
+    given = [f"--{name.replace('_', '-')}" for name in ("max_num_batched_tokens", "max_num_seqs")
+             if getattr(deployment, name) is not None]  # fmt: skip
+    origin = " and ".join(given) if given else "vLLM's batch defaults"
+    engine = f"vLLM {version}" if version else "vLLM"
+    raise UnsupportedConfigurationError(
+        f"{engine} refuses: max_num_batched_tokens ({max_num_batched_tokens}) must be greater than or equal to "
+        f"max_num_seqs ({max_num_seqs}). (vllm/config/scheduler.py SchedulerConfig.verify_max_model_len, "
+        f"from {origin} on {deployment.gpu}); give --max-num-batched-tokens {max_num_seqs} or more, "
+        f"or --max-num-seqs {max_num_batched_tokens} or fewer"
     )

@@ -25,11 +25,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...core.dtypes import DType
+from ...core.releases import VLLM, ByRelease, parse_release
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import vllm_model_rule
 from ...models.mamba import Mamba1Mixer, Mamba2Mixer, MixerKind
-from .specs import FullAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec, SlidingWindowSpec
+from .specs import (
+    ChunkedLocalAttentionSpec,
+    FullAttentionSpec,
+    KVCacheSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    SlidingWindowSpec,
+)
 
 #: vLLM's ``--kv-cache-dtype`` names and their storage dtype (``vllm/utils/torch_utils.py``)
 KV_STORAGE: dict[str, DType | None] = {
@@ -78,20 +86,49 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
     "octave_k3v3", "octave_k3v3_compact", "ultraquant_4bit", "int4_per_token_head", "int8_per_token_head",
     "fp8_per_token_head", "nvfp4", "nvfp4_4over6",
 )  # fmt: skip
+#: the names each release takes (0.32.0 has no octave_*), and how it refuses another: 0.32.0's ``CacheDType``
+#: is a pydantic ``Literal`` ("Input should be ..."), 0.33.0's ``CacheConfig._validate_cache_dtype`` says
+#: "Invalid kv_cache_dtype"
+KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
+    "vllm-kv-cache-dtypes",
+    (("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
+     ("0.33.0", (VLLM_KV_CACHE_DTYPES, "validator"))),
+    "the --kv-cache-dtype names and how another is refused (a pydantic Literal, then a validator)",
+    "vllm/config/cache.py CacheDType, CacheConfig._validate_cache_dtype",
+    topic="launch",
+    engine=VLLM,
+)  # fmt: skip
 
 
 def check_kv_cache_dtype(kv_cache_dtype: str, geometry: ModelGeometry, version: str) -> None:
     """vLLM's launch refusals of a cache dtype (``CacheConfig`` validation, then ``VllmConfig``'s MLA check)."""
-    if kv_cache_dtype not in VLLM_KV_CACHE_DTYPES:
+    names, style = KV_CACHE_DTYPE_NAMES.at(parse_release(version, VLLM))
+    if kv_cache_dtype not in names:
+        if style == "literal":
+            listed = ", ".join(repr(n) for n in names[:-1]) + f" or {names[-1]!r}"
+            raise UnsupportedConfigurationError(
+                f"vLLM {version} refuses: 1 validation error for CacheConfig cache_dtype Input should be {listed} "
+                "(vllm/config/cache.py CacheDType)"
+            )
         raise UnsupportedConfigurationError(
             f"vLLM {version} refuses: Invalid kv_cache_dtype: {kv_cache_dtype!r}. Valid values are: "
-            f"{list(VLLM_KV_CACHE_DTYPES)} (vllm/config/cache.py CacheConfig)"
+            f"{list(names)} (vllm/config/cache.py CacheConfig._validate_cache_dtype)"
         )
     if kv_cache_dtype.startswith("nvfp4") and kv_cache_dtype != "nvfp4_ds_mla" and geometry.use_mla:
         raise UnsupportedConfigurationError(
             f"vLLM {version} refuses: nvfp4 KV cache is not supported with MLA (Multi-head Latent Attention) "
             "backends. Use a different --kv-cache-dtype (vllm/config/vllm.py VllmConfig)"
         )
+
+
+def chunked_local_layers(geometry: ModelGeometry) -> tuple[int, frozenset[int]]:
+    """Llama-4's chunked local attention: ``(attention_chunk_size, the layers that use it)`` -- the RoPE
+    layers (``vllm/model_executor/models/llama4.py Llama4Attention``: ``no_rope_layers`` marks the
+    global NoPE layers, every fourth); ``(0, empty)`` for other models."""
+    swa = geometry.hybrid_swa
+    if swa is None or swa.sliding_window_size is None or not geometry.model_type.startswith("llama4"):
+        return 0, frozenset()
+    return swa.sliding_window_size, frozenset(swa.swa_attention_layer_ids)
 
 
 def sliding_layers(geometry: ModelGeometry) -> tuple[int, ...]:
@@ -159,10 +196,13 @@ def attention_specs(
         return out
     window = geometry.config_sliding_window
     sliding = set(sliding_layers(geometry))
+    chunk, chunked = chunked_local_layers(geometry)
     for layer in layers:
         common = dict(block_size=block_size, num_kv_heads=heads, head_size=geometry.head_dim,
                       head_size_v=geometry.v_head_dim, dtype=kv_dtype, kv_quant_mode=quant)  # fmt: skip
-        if layer in sliding and window is not None:
+        if layer in chunked:
+            out[layer] = ChunkedLocalAttentionSpec(attention_chunk_size=chunk, **common)  # type: ignore[arg-type]
+        elif layer in sliding and window is not None:
             out[layer] = SlidingWindowSpec(sliding_window=window, **common)  # type: ignore[arg-type]
         else:
             out[layer] = FullAttentionSpec(**common)  # type: ignore[arg-type]

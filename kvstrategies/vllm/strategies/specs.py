@@ -103,6 +103,8 @@ class FullAttentionSpec(AttentionSpec):
     the hybrid allocator is off and a sliding-window layer is kept as full attention."""
 
     sliding_window: int | None = None
+    #: set when a chunked-local layer is kept as full attention (the hybrid allocator off)
+    attention_chunk_size: int | None = None
 
     def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
         return ceil_div(limits.max_model_len, self.block_size) * self.page_size_bytes
@@ -111,6 +113,8 @@ class FullAttentionSpec(AttentionSpec):
         out = super().document()
         if self.sliding_window is not None:
             out["sliding_window"] = self.sliding_window
+        if self.attention_chunk_size is not None:
+            out["attention_chunk_size"] = self.attention_chunk_size
         return out
 
 
@@ -147,6 +151,31 @@ class SlidingWindowSpec(AttentionSpec):
     def document(self) -> dict[str, Any]:
         out = super().document()
         out["sliding_window"] = self.sliding_window
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChunkedLocalAttentionSpec(AttentionSpec):
+    """Llama-4's chunked local attention: a request holds ``cdiv(min(C + in_flight, L), block)`` pages
+    (``vllm/v1/kv_cache_interface.py ChunkedLocalAttentionSpec.max_admission_blocks_per_request``: one
+    chunk of ``C = attention_chunk_size`` tokens plus the tokens in flight, no extra block)."""
+
+    attention_chunk_size: int
+
+    def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
+        tokens = min(self.attention_chunk_size + limits.max_in_flight_tokens, limits.max_model_len)
+        return ceil_div(tokens, self.block_size) * self.page_size_bytes
+
+    def as_full_attention(self) -> FullAttentionSpec:
+        """vLLM's promotion when the hybrid allocator is off (``_promote_local_kv_cache_specs``)."""
+        return FullAttentionSpec(block_size=self.block_size, num_kv_heads=self.num_kv_heads,
+                                 head_size=self.head_size, head_size_v=self.head_size_v, dtype=self.dtype,
+                                 page_size_padded=self.page_size_padded, kv_quant_mode=self.kv_quant_mode,
+                                 attention_chunk_size=self.attention_chunk_size)  # fmt: skip
+
+    def document(self) -> dict[str, Any]:
+        out = super().document()
+        out["attention_chunk_size"] = self.attention_chunk_size
         return out
 
 

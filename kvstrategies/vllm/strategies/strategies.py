@@ -3,14 +3,14 @@
 Selected like the SGLang strategies (first applicable in the registry), for contexts whose
 ``release.engine`` is ``"vllm"``:
 
-* :class:`VLLMAttentionStrategy` -- full attention and MLA, sliding-window layers included
-  (uniform models, hybrid sliding window with the hybrid allocator's groups and padding);
+* :class:`VLLMAttentionStrategy` -- full attention and MLA, sliding-window and Llama-4's chunked local
+  layers included (uniform models, hybrid local attention with the hybrid allocator's groups and padding);
 * :class:`VLLMMambaHybridStrategy` -- Mamba2 / GDN / Mamba-1 hybrids: the attention block is
   enlarged until one attention page holds a Mamba state (``Platform._align_hybrid_block_size``),
   the state page padded to it, states and KV blocks drawn from one pool;
 * :class:`VLLMUnmodelledStrategy` -- the families vLLM runs with layouts these strategies do not
-  model (DeepSeek sparse attention, DeepSeek-V4, MiniMax sparse, chunked local attention,
-  different K/V head sizes per layer type, KDA and Falcon-H1's parallel hybrid): refused, naming
+  model (DeepSeek sparse attention, DeepSeek-V4, MiniMax sparse, different K/V head sizes per
+  layer type, KDA and Falcon-H1's parallel hybrid): refused, naming
   vLLM's layout.
 
 :class:`VLLMStrategy` is a :class:`~kvstrategies.strategies.base.Strategy` of its own, not SGLang's
@@ -29,14 +29,14 @@ from typing import Any, ClassVar
 
 from ...context import KVCacheContext
 from ...core.dtypes import DType
-from ...core.releases import VLLM
+from ...core.releases import VLLM, EngineRelease, ReleaseRule, span
 from ...core.sizing import PoolSizes, ceil_div
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
 from ...strategies.base import Strategy
 from ...strategies.checks import is_vllm
-from .backends import BackendChoice, attention_backend, check_block_size
+from .backends import BackendChoice, attention_backend
 from .engine_args import vllm_deployment
 from .grouping import KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_launch
@@ -78,6 +78,8 @@ class VLLMKVCachePlan:
     capacity: Capacity
     tensors: tuple[KVCacheTensor, ...]
     padding_layers: int = 0
+    #: ``vllm/v1/attention/backends/utils.py get_supported_kv_cache_layouts``: the backend's first layout
+    kv_cache_layout: str = "LBNHC"
 
     @property
     def num_gpu_blocks(self) -> int:
@@ -115,16 +117,15 @@ class VLLMStrategy(Strategy):
         deployment = vllm_deployment(ctx, available)
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
-        launch = resolve_launch(deployment, geometry.context_len, is_mamba_hybrid=geometry.mamba is not None)
+        launch = resolve_launch(deployment, geometry.context_len, is_mamba_hybrid=geometry.mamba is not None,
+                                version=version)  # fmt: skip
         kv_dtype = kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype)
         layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype)
         if layer_dtype != launch.kv_cache_dtype:
             kv_dtype = kv_storage_dtype(layer_dtype, geometry.model_dtype)
-        backend = attention_backend(geometry, launch.gpu, layer_dtype)
+        backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, deployment.block_size)
         block = deployment.block_size or backend.preferred_block_size
         specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
-        if any(not isinstance(s, MambaSpec) for s in specs.values()):  # attention layers pick a backend
-            check_block_size(deployment.block_size, version)
         block = min(s.block_size for s in specs.values() if not isinstance(s, MambaSpec)) if any(
             not isinstance(s, MambaSpec) for s in specs.values()) else block  # fmt: skip
         groups = kv_cache_groups(specs, disable_hybrid=launch.disable_hybrid_kv_cache_manager)
@@ -144,6 +145,7 @@ class VLLMStrategy(Strategy):
             launch=launch,
             backends=self._backends(specs, backend),
             block_size=block,
+            kv_cache_layout=backend.layout,
             layer_specs=_distinct(stage_specs),
             groups=tuple(groups),
             stage_groups=mine,
@@ -245,7 +247,7 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         state = mamba_state(geometry, tp)
         state_bytes = sum(math.prod(s) * d.itemsize for s, d in zip(state.shapes, state.dtypes, strict=True))
         per_token = geometry.num_kv_heads(tp) * (geometry.head_dim + geometry.v_head_dim) * kv_dtype.itemsize
-        checkpoint = _checkpoint_alignment(state.backend, mode)
+        checkpoint = _checkpoint_alignment(state.backend, mode, self.ctx.release)
         kernel = max(backend.kernel_block, block)
         if mode == "align":
             kernel = math.lcm(kernel, checkpoint or 1)
@@ -274,11 +276,26 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         return tuple(names)
 
 
-def _checkpoint_alignment(backend: str, mode: str) -> int | None:
+#: GDN layers take prefill checkpoints on their kernels' chunk from vLLM 0.33.0 on
+#: (``vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py get_prefill_checkpoint_alignment``), and
+#: ``Platform._align_hybrid_block_size`` aligns the block to it (``get_mamba_prefill_checkpoint_alignment``);
+#: 0.32.0's GDN layers declare none (Qwen3-Next / Qwen3.5 blocks 1,056 instead of 1,088 tokens)
+GDN_PREFILL_CHECKPOINTS = ReleaseRule(
+    "vllm-gdn-prefill-checkpoints",
+    span("0.33.0", engine=VLLM),
+    "GDN layers take prefill checkpoints every 64 tokens with prefix caching (align mode); the hybrid block is "
+    "aligned to them and each request holds one checkpoint block",
+    "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py get_prefill_checkpoint_alignment; "
+    "vllm/platforms/interface.py Platform._align_hybrid_block_size",
+)
+
+
+def _checkpoint_alignment(backend: str, mode: str, release: EngineRelease) -> int | None:
     """The Mamba layers' prefill checkpoint alignment (``get_prefill_checkpoint_alignment``): GDN its
-    kernels' chunk with prefix caching ("align"), Mamba2 one token always, Mamba-1 none."""
+    kernels' chunk with prefix caching ("align", :data:`GDN_PREFILL_CHECKPOINTS`), Mamba2 one token always,
+    Mamba-1 none."""
     if backend == "GDN_ATTN":
-        return GDN_CHECKPOINT_ALIGNMENT if mode == "align" else None
+        return GDN_CHECKPOINT_ALIGNMENT if mode == "align" and GDN_PREFILL_CHECKPOINTS.holds(release) else None
     return 1 if backend == "MAMBA2_ATTN" else None
 
 
@@ -293,12 +310,10 @@ def _unmodelled(geometry: ModelGeometry) -> str | None:
     if geometry.minimax_sparse is not None:
         return "MiniMax sparse attention: vLLM's sparse layers carry their own cache specs"
     swa = geometry.hybrid_swa
-    if swa is not None and geometry.model_type.startswith("llama4"):
-        return "Llama-4's chunked local attention: vLLM's ChunkedLocalAttentionSpec"
     if geometry.swa_head_dim is not None or geometry.swa_total_num_kv_heads is not None:
         return ("different head sizes or KV heads per layer type: vLLM runs them on its DIFFKV backend and pads "
                 "pages (unify_kv_cache_spec_page_size)")  # fmt: skip
-    if swa is not None and geometry.config_sliding_window is None:
+    if swa is not None and geometry.config_sliding_window is None and not geometry.model_type.startswith("llama4"):
         return "a hybrid sliding-window model without a config sliding_window"
     mamba = geometry.mamba
     if mamba is not None:

@@ -1,0 +1,162 @@
+"""What vLLM refuses while it creates the weights of a block-FP8 checkpoint, refused here before planning.
+
+A ``quant_method: fp8`` checkpoint with ``weight_block_size [block_n, block_k]`` stores one scale
+per block, so each tensor-parallel rank must hold whole blocks. vLLM checks it when the layers are
+built (``vllm/model_executor/layers/quantization/utils/fp8_utils.py``), before any weight is read:
+
+* routed experts (``Fp8MoEMethod.create_weights`` -> ``validate_fp8_block_shape_moe``): the
+  per-rank intermediate size ``ispp = moe_intermediate_size / tp`` a multiple of ``block_n``, and
+  of ``block_k`` when ``tp > 1``. Before refusing, vLLM refines the scale grid
+  (``vllm/model_executor/layers/fused_moe/oracle/fp8.py refine_fp8_moe_block_shape``): with
+  ``g = gcd(block_n, block_k, ispp, hidden_size) >= 32`` the experts load with ``[g, g]`` blocks
+  (Qwen3-235B-A22B-FP8 at TP 8: ``ispp`` 192, ``g`` 64, loaded); below 32 it refuses (TP 32: 48,
+  ``g`` 16);
+* linear layers (``Fp8LinearMethod.create_weights`` -> ``validate_fp8_block_shape``): a
+  row-parallel layer's (``o_proj``, ``down_proj``) input per rank a multiple of ``block_k`` when
+  ``tp > 1``; a column-parallel one's (MLA ``q_b_proj``, ``kv_b_proj``) output per rank a multiple
+  of ``block_n``. Merged layers (``qkv_proj``, ``gate_up_proj``) with a partition that is not whole
+  blocks are let through (``vllm/model_executor/layers/linear.py
+  ColumnParallelLinear._maybe_allow_fp8_block_shape_mismatch``).
+
+Checked against vLLM 0.33.0 through the bridge (``kvstrategies.vllm.bridge``, which builds the model):
+Qwen3-30B-A3B-FP8 refused at TP 16 and 32, planned at TP 8; Qwen3-32B-FP8 refused at TP 16
+(``down_proj`` input 1,600), planned at TP 8; Qwen3-235B-A22B-FP8 planned at TP 8 and 16, refused
+at TP 32.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import UnsupportedConfigurationError
+from ...models.hf import text_config
+
+#: ``refine_fp8_moe_block_shape``: the smallest refined block vLLM's Triton MoE kernels take
+MIN_REFINED_BLOCK = 32
+_FP8_UTILS = "vllm/model_executor/layers/quantization/utils/fp8_utils.py"
+
+
+@dataclass(frozen=True)
+class BlockFP8:
+    """``weight_block_size`` of a ``quant_method: fp8`` checkpoint."""
+
+    block_n: int
+    block_k: int
+
+
+def block_fp8(config: Mapping[str, Any], quantization: str | None = None) -> BlockFP8 | None:
+    """The checkpoint's FP8 blocks (``None``: not block-FP8, or ``--quantization`` names another method)."""
+    if quantization not in (None, "fp8"):
+        return None
+    qcfg = text_config(config).get("quantization_config") or config.get("quantization_config")
+    if not isinstance(qcfg, Mapping) or str(qcfg.get("quant_method") or "").lower() != "fp8":
+        return None
+    block = qcfg.get("weight_block_size")
+    if not (isinstance(block, (list, tuple)) and len(block) == 2
+            and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)):  # fmt: skip
+        return None
+    return BlockFP8(int(block[0]), int(block[1]))
+
+
+def expert_refusal(moe_intermediate: int, hidden: int, tp: int, block: BlockFP8) -> str | None:
+    """vLLM's words when the routed experts do not load at ``tp`` (``None``: they load)."""
+    ispp = moe_intermediate // tp
+    if ispp % block.block_n == 0 and (tp == 1 or ispp % block.block_k == 0):
+        return None
+    if math.gcd(block.block_n, block.block_k, ispp, hidden) >= MIN_REFINED_BLOCK:
+        return None  # refine_fp8_moe_block_shape: loaded with [g, g] blocks
+    if ispp % block.block_n:
+        return (f"The output_size of gate's and up's weight = {ispp} is not divisible by weight quantization "
+                f"block_n = {block.block_n}.")  # fmt: skip
+    return (f"The input_size of down's weight = {ispp} is not divisible by weight quantization block_k = "
+            f"{block.block_k}.")  # fmt: skip
+
+
+def linear_refusal(config: Mapping[str, Any], tp: int, block: BlockFP8) -> tuple[str, str] | None:
+    """``(module, vLLM's words)`` of the first linear layer that does not load at ``tp`` (``None``: all load)."""
+    if tp == 1:
+        return None
+    t = text_config(config)
+    hidden = int(t["hidden_size"])
+    heads = int(t.get("num_attention_heads") or 1)
+    head_dim = int(t.get("head_dim") or hidden // heads)
+    rows: list[tuple[str, int]] = []  # row-parallel inputs per rank
+    columns: list[tuple[str, int]] = []  # column-parallel (not merged) outputs per rank
+    if t.get("kv_lora_rank"):
+        nope, rope, v_dim = int(t["qk_nope_head_dim"]), int(t["qk_rope_head_dim"]), int(t["v_head_dim"])
+        if t.get("q_lora_rank"):
+            columns.append(("self_attn.q_b_proj", heads * (nope + rope) // tp))
+        columns.append(("self_attn.kv_b_proj", heads * (nope + v_dim) // tp))
+        rows.append(("self_attn.o_proj", heads * v_dim // tp))
+    else:
+        rows.append(("self_attn.o_proj", heads * head_dim // tp))
+    if _has_dense_mlp(t):
+        rows.append(("mlp.down_proj", int(t["intermediate_size"]) // tp))
+    shared = int(t.get("n_shared_experts") or 0) * int(t.get("moe_intermediate_size") or 0)
+    shared = shared or int(t.get("shared_expert_intermediate_size") or 0)
+    if shared:
+        rows.append(("mlp.shared_experts.down_proj", shared // tp))
+    for module, size in rows:
+        if size % block.block_k:
+            return module, (f"Weight input_size_per_partition = {size} is not divisible by weight quantization "
+                            f"block_k = {block.block_k}.")  # fmt: skip
+    for module, size in columns:
+        if size % block.block_n:
+            return module, (f"Weight output_partition_size = {size} is not divisible by weight quantization "
+                            f"block_n = {block.block_n}.")  # fmt: skip
+    return None
+
+
+def _has_dense_mlp(t: Mapping[str, Any]) -> bool:
+    """Whether some layer has a dense MLP of ``intermediate_size`` (every layer of a dense model; DeepSeek's
+    first ``first_k_dense_replace``; Qwen-MoE's ``mlp_only_layers`` or a ``decoder_sparse_step`` above 1)."""
+    if not _routed_experts(t):
+        return t.get("intermediate_size") is not None
+    if int(t.get("first_k_dense_replace") or 0) > 0:
+        return True
+    return bool(t.get("mlp_only_layers")) or int(t.get("decoder_sparse_step") or 1) > 1
+
+
+def _routed_experts(t: Mapping[str, Any]) -> int:
+    return int(t.get("n_routed_experts") or t.get("num_experts") or t.get("num_local_experts") or 0)
+
+
+def load_refusal(config: Mapping[str, Any], tp: int, quantization: str | None = None) -> tuple[str, str] | None:
+    """``(vLLM's check, its words)`` of the first weight-creation refusal at ``tp`` (``None``: the weights load)."""
+    block = block_fp8(config, quantization)
+    if block is None:
+        return None
+    t = text_config(config)
+    moe = t.get("moe_intermediate_size")
+    if _routed_experts(t) and moe:
+        words = expert_refusal(int(moe), int(t["hidden_size"]), tp, block)
+        if words is not None:
+            return (f"{_FP8_UTILS} validate_fp8_block_shape_moe, from Fp8MoEMethod.create_weights; "
+                    "vllm/model_executor/layers/fused_moe/oracle/fp8.py refine_fp8_moe_block_shape finds no block "
+                    f"of {MIN_REFINED_BLOCK} or more"), words  # fmt: skip
+    linear = linear_refusal(config, tp, block)
+    if linear is not None:
+        module, words = linear
+        return f"{_FP8_UTILS} validate_fp8_block_shape, from Fp8LinearMethod.create_weights ({module})", words
+    return None
+
+
+def check_weight_load(config: Mapping[str, Any], tp: int, version: str, quantization: str | None = None) -> None:
+    """Refuse, as vLLM ``version`` does while building the model, a block-FP8 checkpoint that ``tp`` splits
+    into partial blocks; the message names vLLM's check and the tensor-parallel sizes that load."""
+    refusal = load_refusal(config, tp, quantization)
+    if refusal is None:
+        return
+    check, words = refusal
+    t = text_config(config)
+    heads = int(t.get("num_attention_heads") or 1)
+    loads = [size for size in (1, 2, 4, 8, 16, 32, 64) if heads % size == 0
+             and load_refusal(config, size, quantization) is None]  # fmt: skip
+    fix = ", ".join(map(str, loads)) if loads else "none of 1-64"
+    raise UnsupportedConfigurationError(
+        f"vLLM {version} refuses at weight load: {words} ({check}; block-FP8 weights split over "
+        f"--tensor-parallel-size {tp}). Use a --tensor-parallel-size whose split loads: {fix}"
+    )

@@ -1,0 +1,152 @@
+"""Write ``kvstrategies/vllm/strategies/backend_tables/v<release>.py``: vLLM's attention backend choice per GPU family.
+
+Run with a vLLM CPU environment (``python tools/vllm_env.py 0.33.0 .venv-vllm``, then
+``.venv-vllm/bin/python tools/list_vllm_backends.py``); ``--check`` compares the shipped table with
+the installed vLLM instead of writing it. For every compute capability of ``kvstrategies gpus``
+(the bridge's stated platform answering it) and every attention profile of :data:`PROFILES`, the
+table holds what vLLM's own classes answer:
+
+* the backends ``vllm/platforms/cuda.py CudaPlatformBase.get_valid_backends`` accepts with no
+  ``--block-size``, in ``_get_backend_priorities`` order (the first is the one vLLM uses);
+* per backend and family: ``get_supported_kernel_block_sizes()`` (an int is a fixed size, ``-n`` is
+  ``MultipleOf(n)``), ``get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)`` (16 in 0.33.0, 64 in 0.34.0) and
+  ``supported_kv_cache_layouts()`` (``None``: any).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from generated_file import write_or_check  # tools/generated_file.py (tools/ is on sys.path when run)
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+TABLES = ROOT / "kvstrategies" / "vllm" / "strategies" / "backend_tables"
+
+#: head sizes recorded for softmax attention (others answer as :data:`OTHER_HEAD_SIZE` does)
+HEAD_SIZES = (64, 80, 128, 256, 512)
+KV_DTYPES = ("auto", "fp8_e4m3", "fp8_e5m2")
+MODEL_DTYPES = ("bfloat16", "float16")
+#: (has_sink, has_sliding_window, use_mm_prefix) combinations the catalog's models have
+FLAGS = ((False, False, False), (False, True, False), (True, True, False), (False, False, True), (False, True, True))
+MLA_HEAD_SIZE = 576
+
+
+def profiles() -> list[tuple[bool, str, int, str, bool, bool, bool]]:
+    """``(use_mla, model dtype, head size, kv cache dtype, sink, sliding window, mm prefix)``."""
+    out = []
+    for dtype in MODEL_DTYPES:
+        for kv in KV_DTYPES:
+            out.append((True, dtype, MLA_HEAD_SIZE, kv, False, False, False))
+            for head in HEAD_SIZES:
+                for sink, sliding, mm in FLAGS:
+                    out.append((False, dtype, head, kv, sink, sliding, mm))
+    return out
+
+
+def _families() -> list[tuple[tuple[int, int], str]]:
+    from kvstrategies.vllm.strategies.devices import DEVICES
+
+    seen: dict[tuple[int, int], str] = {}
+    for device in DEVICES:
+        seen.setdefault(device.capability, device.name)
+    return sorted(seen.items())
+
+
+def _blocks(sizes: list[Any]) -> tuple[int, ...]:
+    multiple = __import__("vllm.v1.attention.backend", fromlist=["MultipleOf"]).MultipleOf
+    return tuple(-s.base if isinstance(s, multiple) else int(s) for s in sizes)
+
+
+def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]]]:
+    from kvstrategies.vllm.bridge.runtime import cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu
+
+    version = import_vllm()
+    import torch
+    from vllm.config import CacheConfig, VllmConfig, set_current_vllm_config
+    from vllm.platforms import current_platform
+    from vllm.v1.attention.selector import AttentionSelectorConfig
+
+    selections: dict[str, tuple[str, ...]] = {}
+    backends: dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]] = {}
+    # a backend module may allocate a CUDA workspace at import (cutlass_mla.py): on meta, as the bridge builds models
+    with quiet(), set_current_vllm_config(VllmConfig()), torch.device("meta"), cuda_to_meta():
+        for capability, name in _families():
+            with use_gpu(gpu_facts(name)):
+                cap = current_platform.get_device_capability()
+                for mla, dtype, head, kv, sink, sliding, mm in profiles():
+                    config = AttentionSelectorConfig(
+                        head_size=head, dtype=getattr(torch, dtype), kv_cache_dtype=kv, block_size=None,
+                        use_mla=mla, has_sink=sink, use_mm_prefix=mm, has_sliding_window=sliding,
+                    )  # fmt: skip
+                    valid, _ = current_platform.get_valid_backends(cap, config, num_heads=None)
+                    ordered = sorted(valid, key=lambda c: c.priority)
+                    key = profile_key(capability, mla, dtype, head, kv, sink, sliding, mm)
+                    selections[key] = tuple(c.backend.name for c in ordered)
+                    for candidate in ordered:
+                        bkey = f"{capability[0]}.{capability[1]}|{candidate.backend.name}"
+                        if bkey in backends:
+                            continue
+                        cls = candidate.backend_class
+                        layouts = cls.supported_kv_cache_layouts()
+                        backends[bkey] = (
+                            _blocks(cls.get_supported_kernel_block_sizes()),
+                            int(cls.get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)),
+                            None if layouts is None else tuple(layout.name for layout in layouts),
+                        )
+    return version, selections, backends
+
+
+def profile_key(capability: tuple[int, int], mla: bool, dtype: str, head: int, kv: str, sink: bool, sliding: bool,
+                mm: bool) -> str:  # fmt: skip
+    flags = "".join(c for c, on in (("k", sink), ("w", sliding), ("m", mm)) if on) or "-"
+    return f"{capability[0]}.{capability[1]}|{'mla' if mla else 'mha'}|{dtype}|{head}|{kv}|{flags}"
+
+
+HEADER = '''# ruff: noqa: E501
+"""vLLM {version}'s attention backend choice per GPU family, read from its own classes (data only).
+
+Generated by ``tools/list_vllm_backends.py`` from ``vllm/platforms/cuda.py
+CudaPlatformBase.get_valid_backends`` (with ``_get_backend_priorities``) and each backend class of
+``vllm/v1/attention/backends/``, the bridge's stated platform answering each compute capability of
+``kvstrategies gpus``; do not edit by hand.
+
+``SELECTIONS``: ``"<major>.<minor>|mla or mha|model dtype|head size|kv cache dtype|flags"`` (flags:
+``k`` attention sinks, ``w`` a sliding window, ``m`` a multimodal prefix, ``-`` none) -> the valid
+backends with no ``--block-size``, highest priority first (empty: vLLM finds none).
+``BACKENDS``: ``"<major>.<minor>|backend"`` -> (``get_supported_kernel_block_sizes()``, a negative
+number ``-n`` meaning ``MultipleOf(n)``; ``get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)``;
+``supported_kv_cache_layouts()``, ``None`` for any).
+"""
+
+VERSION = "{version}"
+
+SELECTIONS: dict[str, tuple[str, ...]] = {{
+'''
+
+
+def render(version: str, selections: dict[str, tuple[str, ...]],
+           backends: dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]]) -> str:  # fmt: skip
+    body = "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(selections.items()))
+    rows = "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(backends.items()))
+    tail = ("}\n\nBACKENDS: dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]] = {\n" + rows + "}\n")
+    return HEADER.format(version=version) + body + tail
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    args = parser.parse_args()
+    version, selections, backends = record()
+    target = TABLES / f"v{version.replace('.', '_')}.py"
+    return write_or_check(target, render(version, selections, backends), "tools/list_vllm_backends.py",
+                          check=args.check)  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main())
