@@ -8,7 +8,9 @@ a ``file://`` page cannot fetch the wheel) and holds:
   planning needs none), unpacked by Pyodide in the browser; ``wheel.json`` names it;
 * ``pyodide/``: Pyodide's runtime files from its npm package, at the version ``web/package.json``
   and ``web/package-lock.json`` pin, installed with ``npm ci`` into a build cache
-  (``--cache``, default ``.web-cache/``); nothing is downloaded from anywhere but the npm registry.
+  (``--cache``, default ``.web-cache/``), or taken from an installed ``node_modules``
+  (``--node-modules web/node_modules`` after ``npm ci`` in ``web/``); nothing is downloaded from
+  anywhere but the npm registry.
 """
 
 from __future__ import annotations
@@ -56,11 +58,16 @@ def build_wheel(out: Path) -> Path:
     return target
 
 
-def build(out: Path, cache: Path) -> None:
+def build(out: Path, cache: Path, node_modules: Path | None = None) -> None:
+    """Write the page into ``out`` (replaced); Pyodide from ``node_modules`` when given, else
+    from :func:`npm_install` into ``cache``."""
+    modules = npm_install(cache) if node_modules is None else node_modules.resolve()
+    if not (modules / "pyodide" / "pyodide.mjs").is_file():
+        raise SystemExit(f"build_web: {modules} has no pyodide package; run `npm ci` in web/, or leave out "
+                         "--node-modules")
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    modules = npm_install(cache)
     (out / "pyodide").mkdir()
     for name in PYODIDE_FILES:
         shutil.copyfile(modules / "pyodide" / name, out / "pyodide" / name)
@@ -77,8 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="the folder to write (replaced)")
     parser.add_argument("--cache", type=Path, default=ROOT / ".web-cache", help="npm build cache (default .web-cache/)")
+    parser.add_argument("--node-modules", type=Path, default=None,
+                        help="use this installed node_modules (e.g. web/node_modules after `npm ci` in web/) "
+                        "instead of installing into the cache")  # fmt: skip
     args = parser.parse_args(argv)
-    build(args.out.resolve(), args.cache.resolve())
+    build(args.out.resolve(), args.cache.resolve(), args.node_modules)
     return 0
 
 
