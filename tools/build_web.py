@@ -47,12 +47,26 @@ def npm_install(cache: Path) -> Path:
     return modules
 
 
+#: what the wheel is built from (pyproject.toml's package-data names the data files inside)
+WHEEL_SOURCES = ("pyproject.toml", "README.md", "kvstrategies")
+
+
 def build_wheel(out: Path) -> Path:
-    """The project's wheel (no dependencies bundled), built from the working tree into ``out``."""
+    """The project's wheel (no dependencies bundled), built from a copy of the working tree's
+    sources in a scratch folder, so setuptools' ``build/`` and ``*.egg-info`` never land in the
+    tree and two builds at once (parallel test workers) do not share them."""
     with tempfile.TemporaryDirectory() as tmp:
+        source, wheels = Path(tmp) / "source", Path(tmp) / "wheels"
+        source.mkdir()
+        for name in WHEEL_SOURCES:
+            path = ROOT / name
+            if path.is_dir():
+                shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                shutil.copyfile(path, source / name)
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                        "--wheel-dir", tmp, str(ROOT)], check=True)  # fmt: skip
-        (wheel,) = Path(tmp).glob("kvstrategies-*.whl")
+                        "--wheel-dir", str(wheels), str(source)], check=True)  # fmt: skip
+        (wheel,) = wheels.glob("kvstrategies-*.whl")
         target = out / wheel.name
         shutil.copyfile(wheel, target)
     return target

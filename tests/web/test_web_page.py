@@ -92,8 +92,9 @@ def shown(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert modules is not None
     work = tmp_path_factory.mktemp("web")
     site = work / "site"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "build_web.py"), str(site), "--node-modules", str(modules)],
-                   check=True, capture_output=True)  # fmt: skip
+    built = subprocess.run([sys.executable, str(ROOT / "tools" / "build_web.py"), str(site), "--node-modules",
+                            str(modules)], capture_output=True, text=True)  # fmt: skip
+    assert built.returncode == 0, built.stderr[-3000:]
     artifacts = Path(os.environ.get("KVSTRATEGIES_WEB_ARTIFACTS", work / "shots"))
     artifacts.mkdir(parents=True, exist_ok=True)
     cases = work / "cases.json"
