@@ -161,7 +161,7 @@ GROUPS: dict[str, Group] = {
          "tests/planner/test_fix_search.py", "tests/sglang/test_pasted_command.py", "tests/planner/test_sweep_grid.py",
          "tests/sglang/test_refusals.py", "tests/sglang/test_load_refusals.py", "tests/sglang/test_run_command.py",
          "tests/strategies/test_draft_and_partial_plans.py", "tests/planner/test_gpus.py",
-         "tests/planner/test_model_source.py",
+         "tests/planner/test_model_source.py", "tests/planner/test_machine_fit.py",
          "tests/sglang/test_launch_defaults.py", "tests/cli/test_cli_planner.py", "tests/package/test_robustness.py",
          "tests/sglang/test_published_logs.py", "tests/sglang/test_weight_recordings.py",
          "tests/sglang/test_weight_fixes.py", *LAUNCH_GOLDENS),
@@ -242,6 +242,10 @@ EXCLUDED: dict[str, str] = {
                                    "kvstrategies/planner/compare.py",
     "kvstrategies/cli/verify.py": "CLI glue (the verify subparser, the case files): the checks are the bridges', "
                                   "mutated in the sglang_compare and vllm groups",
+    "kvstrategies/cli/fit.py": "CLI glue (the fit subparser, the KV dtype list, printing): the ranking is mutated in "
+                               "kvstrategies/planner/machine_fit.py",
+    "kvstrategies/cli/web.py": "the web page's entry: runs a command line in-process and returns its output (the "
+                               "browser test, tests/web, compares it with the CLI), no formula",
     "kvstrategies/cli/listings.py": "CLI glue: prints the shipped tables (presets, checkpoints, architectures, "
                                     "GPUs), no formula",
     "kvstrategies/__main__.py": "python -m entry: calls cli.main, no formula",

@@ -5,7 +5,7 @@ parser, a pasted launch command (``plan [flags] -- python -m sglang.launch_serve
 dispatch to the command and the error report. Every user error is one line on stderr and exit
 code 2 (no traceback). Each command is one module of this package that owns its subparser
 (``add_parser``) and its handler (``run``), imported only when the command line names it (or
-``--help`` lists every command): :mod:`.plan`, :mod:`.sweep`, :mod:`.compare`, :mod:`.verify`,
+``--help`` lists every command): :mod:`.plan`, :mod:`.sweep`, :mod:`.compare`, :mod:`.fit`, :mod:`.verify`,
 :mod:`.listings` (``presets``, ``checkpoints``, ``architectures``, ``gpus``) and :mod:`.releases`;
 the flags ``plan``, ``sweep`` and ``compare`` share are :mod:`.arguments`.
 """
@@ -31,6 +31,7 @@ COMMAND_MODULES: dict[str, str] = {
     "plan": "plan",
     "sweep": "sweep",
     "compare": "compare",
+    "fit": "fit",
     "verify": "verify",
     "presets": "listings",
     "checkpoints": "listings",

@@ -47,6 +47,7 @@ leaves it out. Methods this module cannot price (bitsandbytes, GGUF, ...) raise
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -149,6 +150,21 @@ def _ct_ignored(name: str, ignore: tuple[str, ...], fused: Mapping[str, tuple[st
     return any(ct_name_match(name, t) for t in ignore)
 
 
+#: characters that make a ModelOpt exclusion pattern more than a literal name
+_PATTERN_SPECIAL = frozenset("*?+[](){}|^$\\")
+
+
+@functools.cache
+def _modelopt_index(patterns: tuple[str, ...]) -> tuple[frozenset[str], tuple[re.Pattern[str], ...], tuple[str, ...]]:
+    """ModelOpt's exclusion list split for matching: the literal names, the compiled globs
+    (:func:`_glob`), and the last parts that are fused tails (``_MODELOPT_FUSED_TAILS``)."""
+    literal = frozenset(p for p in patterns if not _PATTERN_SPECIAL.intersection(p))
+    globs = tuple(_glob(p) for p in patterns if p not in literal)
+    tails = tuple(dict.fromkeys(last for p in patterns if (last := p.rsplit(".", 1)[-1]) in _MODELOPT_FUSED_TAILS))
+    return literal, globs, tails
+
+
+@functools.cache
 def _glob(pattern: str) -> re.Pattern[str]:
     """ModelOpt's ``_compile_exclusion_pattern``: ``.`` literal, ``*`` any text."""
     return re.compile(pattern.replace(".", r"\.").replace("*", r".*"))
@@ -160,13 +176,31 @@ def module_path_match(ignored: str, prefix: str) -> bool:
     return ignored == prefix or prefix.startswith(ignored + ".") or ("." + ignored + ".") in ("." + prefix + ".")
 
 
+def dotted_runs(prefix: str) -> frozenset[str]:
+    """Every run of consecutive dotted parts of ``prefix`` (``a.b.c``: a, b, c, a.b, b.c, a.b.c)."""
+    parts = prefix.rstrip(".").split(".")
+    return frozenset(".".join(parts[a:b]) for a in range(len(parts)) for b in range(a + 1, len(parts) + 1))
+
+
+@functools.cache
+def _normalised(ignored: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(i.rstrip(".") for i in ignored)
+
+
+def any_path_match(ignored: tuple[str, ...], prefix: str) -> bool:
+    """``any(module_path_match(i, prefix) for i in ignored)`` in one set lookup: each of
+    :func:`module_path_match`'s three tests holds exactly when ``i`` (without trailing dots) is
+    a run of consecutive dotted parts of ``prefix`` (``".i."`` inside ``".prefix."``)."""
+    return not _normalised(ignored).isdisjoint(dotted_runs(prefix))
+
+
 def is_layer_skipped(prefix: str, ignored: tuple[str, ...], fused: Mapping[str, tuple[str, ...]]) -> bool:
     """``quantization/utils.py`` ``is_layer_skipped``: shards of a fused layer (the config's
     mapping, else qkv/gate_up) must agree; an expert module also matches listed expert names."""
     proj = prefix.rsplit(".", 1)[-1]
     shards = fused if proj in fused else dict(DEFAULT_FUSED)
     if proj in shards:
-        verdicts = {any(module_path_match(i, prefix.replace(proj, s)) for i in ignored) for s in shards[proj]}
+        verdicts = {any_path_match(ignored, prefix.replace(proj, s)) for s in shards[proj]}
         if len(verdicts) > 1:
             raise UnsupportedConfigurationError(
                 f"the exclusion list skips some but not all shards of {prefix}; SGLang refuses it at weight load "
@@ -174,7 +208,7 @@ def is_layer_skipped(prefix: str, ignored: tuple[str, ...], fused: Mapping[str, 
                 "have the same precision). List every shard or none of them"
             )
         return verdicts.pop()
-    skipped = any(module_path_match(i, prefix) for i in ignored)
+    skipped = any_path_match(ignored, prefix)
     if "gate_up_proj" in prefix:
         gate, up = prefix.replace("gate_up_proj", "gate_proj"), prefix.replace("gate_up_proj", "up_proj")
         skipped = skipped or (gate in ignored and up in ignored)
@@ -221,17 +255,18 @@ class ModuleRules:
         return excluded if kind == "expert" else excluded or is_layer_skipped(module, self.patterns, fused)
 
     def _modelopt_excluded(self, prefix: str) -> bool:
-        """``ModelOptQuantConfig.is_layer_excluded``."""
+        """``ModelOptQuantConfig.is_layer_excluded``: a pattern (a glob) matches the whole name or
+        one dotted part of it, or names a fused tail the last part contains. A pattern without
+        wildcards or regex characters matches exactly when it equals a name or part (one set lookup)."""
         variants = [prefix] + ([prefix.removeprefix("language_model.")] if prefix.startswith("language_model.") else [])
-        for pattern in self.patterns:
-            compiled = _glob(pattern)
-            for name in variants:
-                if compiled.fullmatch(name) or any(compiled.fullmatch(part) for part in name.split(".")):
-                    return True
-            last = pattern.rsplit(".", 1)[-1]
-            if last in _MODELOPT_FUSED_TAILS and any(last in v.rsplit(".", 1)[-1] for v in variants):
-                return True
-        return False
+        literal, globs, tails = _modelopt_index(self.patterns)
+        pieces = {*variants, *(part for name in variants for part in name.split("."))}
+        if not literal.isdisjoint(pieces):
+            return True
+        if any(compiled.fullmatch(piece) for compiled in globs for piece in pieces):
+            return True
+        lasts = [name.rsplit(".", 1)[-1] for name in variants]
+        return any(tail in last for tail in tails for last in lasts)
 
     def _compressed_tensors(self, module: str, kind: str) -> float | None:
         fused = dict(self.fused)

@@ -287,6 +287,15 @@ class WeightEstimate:
             return tuple(sorted(kind.layers[0] for kind in self.kinds if kind.layers))
         return tuple(range(self.num_layers))
 
+    def remember(self, key: str, make: Callable[[], _A]) -> _A:
+        """``make()``, worked out once per estimate and kept under ``key`` (a fact of the
+        estimate alone, such as its quantized linears, that every plan of the model reads)."""
+        memo_key = ("remember", key)
+        if memo_key not in self._memo:
+            self._memo[memo_key] = make()
+        value: _A = self._memo[memo_key]
+        return value
+
     def price(self, layer: int, position: int) -> float:
         """Bytes per parameter of group ``position`` of decoder layer ``layer`` (:meth:`WeightFormat.bytes_for`
         of the group at its full module name); priced once per kind, or once per layer under module rules."""

@@ -249,8 +249,9 @@ def _check_block_linears(
 
 
 def _quantized_linears(est: WeightEstimate) -> list[ParamGroup]:
-    """One quantized linear group per distinct shape (the first layer that has it)."""
-    return _find_quantized_linears(est)
+    """One quantized linear group per distinct shape (the first layer that has it); found once
+    per estimate (every TP of a sweep or ``fit`` reads the same list)."""
+    return est.remember("quantized_linears", lambda: _find_quantized_linears(est))
 
 
 def _find_quantized_linears(est: WeightEstimate) -> list[ParamGroup]:

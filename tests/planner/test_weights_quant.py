@@ -320,3 +320,17 @@ def test_compressed_tensors_exempts_only_the_last_merged_output() -> None:
     exempt, K's 64 % 128 != 0 is refused."""
     with pytest.raises(UnsupportedConfigurationError, match=r"qkv_proj .* its output partition 64 is not a multiple"):
         plan_deployment(planner_request(block_fp8_llama(32, 1, CT_BLOCK_FP8)), suggest=False)
+
+
+def test_any_path_match_equals_module_path_match_over_every_ignored_name() -> None:
+    """The set lookup answers exactly what the three tests of ``_module_path_match`` answer."""
+    import itertools
+
+    from kvstrategies.planner.weight_quant import any_path_match, module_path_match
+
+    parts = ["model", "layers", "0", "mlp", "gate_proj", "layers.0", "", "mlp."]
+    names = {".".join(p) for n in (1, 2, 3) for p in itertools.product(parts, repeat=n)}
+    prefixes = ["model.layers.0.mlp.gate_proj", "model.layers.0.mlp.", "lm_head", "model..layers"]
+    for prefix in prefixes:
+        for ignored in names:
+            assert any_path_match((ignored,), prefix) == module_path_match(ignored, prefix), (ignored, prefix)
