@@ -122,7 +122,6 @@ def model_folder(config: Mapping[str, Any]) -> Iterator[str]:
 _SERVER_ARG_KEYS = (
     "tp_size",
     "pp_size",
-    "dcp_size",
     "kv_cache_dtype",
     "page_size",
     "disable_radix_cache",
@@ -182,6 +181,8 @@ def server_args_fields(case: Mapping[str, Any], folder: str) -> dict[str, Any]:
         fields["max_total_tokens"] = int(case["max_tokens"])
     if int(case["attn_cp_size"]) != 1:
         fields["attn_cp_size"] = int(case["attn_cp_size"])
+    if int(case["dcp_size"]) != 1:  # ServerArgs' default is 1; SGLang 0.5.14 has no dcp_size at all
+        fields["dcp_size"] = int(case["dcp_size"])
     extra = decode_extra_slots(case)
     if extra is not None:
         fields["disaggregation_decode_extra_slots"] = extra
@@ -500,7 +501,6 @@ def _sized(
     inherited_slots: int | None = None,
 ) -> _Sized:
     server_args = importlib.import_module("sglang.srt.server_args")
-    runtime_context = importlib.import_module("sglang.srt.runtime_context")
     pool_mod = importlib.import_module("sglang.srt.model_executor.pool_configurator")
 
     fields = server_args_fields(case, folder)
@@ -509,7 +509,7 @@ def _sized(
         fields["swa_full_tokens_ratio"] = launch_ratio
     sa = compat.make_server_args(row, server_args.ServerArgs, fields)
     sa._swa_full_tokens_ratio_explicitly_set = case["swa_full_tokens_ratio"] is not None
-    runtime_context.get_context().set_server_args(sa)
+    compat.publish_server_args(row, sa)
     is_draft = bool(case["is_draft_worker"])
     host, hf = (_configurator_host if row.configurator else _runner_host)(case, folder, sa)
     configurator = pool_mod.create_memory_pool_configurator(host.source)
@@ -523,13 +523,13 @@ def _sized(
         compat.set_mamba_slots(row, sa, inherited_slots)
     try:
         sizes = configurator.calculate_pool_sizes(int(case["available_bytes"]), page)
-        sizes = _finalised(configurator, host, sizes)
+        sizes = _finalised(row, configurator, host, sizes)
         document["sizes"] = _sizes_dict(sizes, host, mamba_slots)
         capped = None
         document["sizes_from_max_tokens"] = None
         if case["max_tokens"] is not None:
             capped = configurator.calculate_pool_sizes_from_max_tokens(int(case["max_tokens"]), page)
-            capped = _finalised(configurator, host, capped)
+            capped = _finalised(row, configurator, host, capped)
             document["sizes_from_max_tokens"] = _sizes_dict(capped, host, mamba_slots)
     except Exception as exc:  # a draft's own sizing is never used by SGLang; report its refusal
         if not tolerate_sizing_error:
@@ -542,7 +542,7 @@ def _sized(
     if case["pool_max_tokens"] is not None:
         pool_config = configurator.calculate_pool_sizes_from_max_tokens(int(case["pool_max_tokens"]), page)
         pool_config.max_running_requests = int(case["pool_max_running_requests"])
-        pool_config = configurator.finalize_with_max_running_requests(pool_config)
+        pool_config = compat.finalize_pool_config(row, configurator, pool_config)
         if mamba_slots is not None:
             pool_slots = case["pool_max_mamba_cache_size"] or 3 * int(case["pool_max_running_requests"])
     document["pool_sizes"] = _sizes_dict(pool_config, host, pool_slots)
@@ -779,9 +779,9 @@ def _cell(configurator: Any) -> int | float:
     return cell
 
 
-def _finalised(configurator: Any, host: ConfiguratorHost | RunnerHost, config: Any) -> Any:
+def _finalised(row: BridgeRelease, configurator: Any, host: ConfiguratorHost | RunnerHost, config: Any) -> Any:
     config.max_running_requests = host.resolve_max_num_reqs(config.max_total_num_tokens)
-    return configurator.finalize_with_max_running_requests(config)
+    return compat.finalize_pool_config(row, configurator, config)
 
 
 def _mamba_slots(

@@ -77,6 +77,12 @@ class BridgeRelease:
     #: ``kv_cache_configurator.mm_runtime_reservation_gb`` reserves multimodal memory out of the
     #: KV budget (0.5.18); before, nothing is reserved for it
     mm_kv_reserve: bool = True
+    #: ``runtime_context.get_context().set_server_args`` publishes the process ``ServerArgs``
+    #: (0.5.15); before, ``server_args.set_global_server_args_for_scheduler`` does
+    context_server_args: bool = True
+    #: the pool configurator has ``finalize_with_max_running_requests`` (0.5.15: sizes request-scoped
+    #: pools once the request cap is known); before, the sizes are final when calculated
+    finalize_step: bool = True
 
     @property
     def release(self) -> EngineRelease:

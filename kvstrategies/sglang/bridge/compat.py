@@ -179,6 +179,19 @@ def mamba_slot_count(row: BridgeRelease, server_args: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def publish_server_args(row: BridgeRelease, server_args: Any) -> None:
+    """Make ``server_args`` the process-wide ``ServerArgs`` the builders read."""
+    if row.context_server_args:
+        importlib.import_module("sglang.srt.runtime_context").get_context().set_server_args(server_args)
+    else:
+        importlib.import_module("sglang.srt.server_args").set_global_server_args_for_scheduler(server_args)
+
+
+def finalize_pool_config(row: BridgeRelease, configurator: Any, config: Any) -> Any:
+    """The pool configurator's last step once ``config.max_running_requests`` is set (or ``config``)."""
+    return configurator.finalize_with_max_running_requests(config) if row.finalize_step else config
+
+
 def reset_mamba_slots(row: BridgeRelease, server_args: Any, given: int | None) -> None:
     """Undo a previous ``_handle_max_mamba_cache`` call before the next one."""
     if row.schedule_bag:
