@@ -181,7 +181,7 @@ def test_preferred_block_size_is_vllms_rule_over_the_recorded_kernels() -> None:
 
     for release_text, table in TABLES.items():
         release = parse_release(release_text, "vllm")
-        for key, (kernel_blocks, recorded, _layouts) in table.BACKENDS.items():
+        for key, (kernel_blocks, recorded, _layouts) in table.backends.items():
             assert preferred_block_size(kernel_blocks, release) == recorded, (release_text, key)
     assert preferred_block_size((32, 64), parse_release("0.33.0", "vllm")) == 32  # 16 % 32, 16 % 64 != 0
     assert preferred_block_size((32, 64), parse_release("0.34.0", "vllm")) == 64
@@ -194,7 +194,7 @@ def test_preferred_block_size_is_vllms_rule_over_the_recorded_kernels() -> None:
 def test_every_release_has_a_table_and_every_gpu_family_a_row() -> None:
     assert set(TABLES) == set(VLLM_RELEASE_LINES)
     for table in TABLES.values():
-        families = {key.split("|", 1)[0] for key in table.SELECTIONS}
+        families = {key.split("|", 1)[0] for key in table.selections}
         assert families == {f"{d.capability[0]}.{d.capability[1]}" for d in DEVICES}
 
 

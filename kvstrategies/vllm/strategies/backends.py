@@ -124,7 +124,7 @@ def attention_backend(
     check_block_size(block_size, release.text)
     table = TABLES[release.text]
     key = profile_key(geometry, gpu, kv_cache_dtype)
-    valid = table.SELECTIONS.get(key)
+    valid = table.selections.get(key)
     if valid is None:
         raise UnsupportedConfigurationError(
             f"vLLM {release.text}: no recorded attention backend choice for {key} (model dtype, KV cache dtype "
@@ -135,7 +135,7 @@ def attention_backend(
         if name == "FLASHINFER_MLA" and geometry.mla is not None and geometry.mla.qk_nope_head_dim not in (
                 FLASHINFER_MLA_QK_NOPE):  # fmt: skip
             continue  # FlashInferMLABackend.supports_combination: qk_nope_head_dim in [64, 128, 192]
-        kernel_blocks, _recorded, layouts = table.BACKENDS[f"{family}|{name}"]
+        kernel_blocks, _recorded, layouts = table.backends[f"{family}|{name}"]
         if block_size is not None and not _accepts(kernel_blocks, block_size):
             continue
         preferred = preferred_block_size(kernel_blocks, release)
