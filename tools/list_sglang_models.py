@@ -3,8 +3,8 @@
 
 Run in a release's environment (``tools/sglang_env.py``):
 
-    /work/envs/sglang-0.5.23/bin/python tools/list_sglang_models.py          # write that release's entry
-    /work/envs/sglang-0.5.23/bin/python tools/list_sglang_models.py --check  # is its entry current?
+    .venv-sglang-0.5.23/bin/python tools/list_sglang_models.py          # write that release's entry
+    .venv-sglang-0.5.23/bin/python tools/list_sglang_models.py --check  # is its entry current?
 
 The list is SGLang's own registry (``sglang.srt.models.registry.ModelRegistry``: every
 ``EntryClass`` of ``sglang/srt/models``, what ``get_model_architecture`` resolves natively). A

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Record the weights each rank holds, from SGLang's own model built on ``meta``.
 
-    /work/envs/sglang-0.5.23/bin/python tools/record_weights.py            # write golden/sglang-0.5.23-weights/
-    /work/envs/sglang-0.5.23/bin/python tools/record_weights.py --check    # the live SGLang answers as recorded?
-    /work/envs/sglang-0.5.23/bin/python tools/record_weights.py --case qwen3-8b-h100-tp1   # one case
+    .venv-sglang-0.5.23/bin/python tools/record_weights.py            # write golden/sglang-0.5.23-weights/
+    .venv-sglang-0.5.23/bin/python tools/record_weights.py --check    # the live SGLang answers as recorded?
+    .venv-sglang-0.5.23/bin/python tools/record_weights.py --case qwen3-8b-h100-tp1   # one case
 
 For every case of ``cases/weights/`` (:mod:`kvstrategies.sglang.weight_catalog`) the bridge
 (:mod:`kvstrategies.sglang.bridge.model_on_meta`) builds SGLang's model class on ``meta`` for
