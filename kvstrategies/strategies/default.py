@@ -105,6 +105,16 @@ DFLASH_DRAFT_LAYERS_DCP = ReleaseRule(
     "(draft_num_layers * dcp_size into dflash_utils.scale_kv_cell_size_per_token_for_dflash)",
 )
 
+#: a DFLASH draft's own cell (``dflash_draft_cell_size_per_token``) is added, times DCP; before, SGLang
+#: ignored it and scaled the target cell by the draft's layers
+DFLASH_DRAFT_CELL_ADDED = ReleaseRule(
+    "dflash-draft-cell-added",
+    span("0.5.18"),
+    "DFLASH draft with a known draft cell: cell + draft_cell * dcp (before: the cell scaled by the draft layers)",
+    "sglang.srt.model_executor.pool_configurator._dflash_draft_cell_size (0.5.17: DefaultPoolConfigurator.__init__ "
+    "hands scale_kv_cell_size_per_token_for_dflash no draft_cell_size_per_token)",
+)
+
 
 class DefaultPoolConfigurator(PoolConfigurator):
     """Everything that is not hybrid SWA or DeepSeek-V4 (DefaultPoolConfigurator)."""
@@ -423,15 +433,15 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return 0
 
     def dflash_draft_cell_bytes(self, cell: int) -> int:
-        """DFLASH/DSPARK: the draft's own cell times DCP, else the target cell scaled by layers and
-        rounded up, ``ceil_div(cell * (L + D * dcp), L) - cell`` (DefaultPoolConfigurator.__init__ draft scaling;
-        ``dcp`` is 1 before :data:`DFLASH_DRAFT_LAYERS_DCP`)."""
+        """DFLASH/DSPARK: the draft's own cell times DCP (from :data:`DFLASH_DRAFT_CELL_ADDED`), else the
+        target cell scaled by layers and rounded up, ``ceil_div(cell * (L + D * dcp), L) - cell``
+        (DefaultPoolConfigurator.__init__ draft scaling; ``dcp`` is 1 before :data:`DFLASH_DRAFT_LAYERS_DCP`)."""
         spec = self.ctx.speculative
         draft_layers = spec.dflash_draft_num_layers
         if draft_layers is None or draft_layers <= 0:
             return 0
         draft_cell = spec.dflash_draft_cell_size_per_token
-        if draft_cell is not None and draft_cell > 0:
+        if draft_cell is not None and draft_cell > 0 and DFLASH_DRAFT_CELL_ADDED.holds(self.ctx.release):
             return draft_cell * self.dcp
         dcp = self.dcp if DFLASH_DRAFT_LAYERS_DCP.holds(self.ctx.release) else 1
         return ceil_div(cell * (self.num_layers + draft_layers * dcp), self.num_layers) - cell

@@ -525,6 +525,26 @@ def test_dflash_draft_layers_dcp_from_0_5_17() -> None:
     assert plan_case(_case(name, "0.5.18")).cell_size_bytes == 131_072 * 42 // 32 == 172_032
 
 
+def test_dflash_draft_cell_added_from_0_5_18() -> None:
+    """``pool_configurator._dflash_draft_cell_size`` (0.5.18) adds a DFLASH draft's own cell times DCP; 0.5.17's
+    ``DefaultPoolConfigurator.__init__`` gives ``scale_kv_cell_size_per_token_for_dflash`` no draft cell, so the
+    layer scaling holds. Llama-3.1-8B TP 2, DCP 2, 5 draft layers, draft cell 16,384: 0.5.17 ceil(65,536 x (32 + 5 x
+    2) / 32) = 86,016; 0.5.18 (8 heads under DCP: 131,072 B) 131,072 + 16,384 x 2 = 163,840, not the layer scaling's
+    131,072 x 42 / 32 = 172,032."""
+    name = "edge-dflash-cell-dcp-llama-3.1-8b-tp2-dcp2-bf16-d5-p1"
+    assert plan_case(_case(name, "0.5.17")).cell_size_bytes == 65_536 * 42 // 32 == 86_016
+    assert plan_case(_case(name, "0.5.18")).cell_size_bytes == 131_072 + 16_384 * 2 == 163_840
+
+
+def test_hybrid_swa_dflash_draft_cell_from_0_5_18() -> None:
+    """0.5.17's ``HybridSWAPoolConfigurator`` prices no DFLASH draft; 0.5.18 adds its cell (``_draft_cell_size``).
+    GPT-OSS-20B (12 full + 12 SWA layers, 2,048 B a layer), ratio 0.8: 24,576 + 0.8 x 24,576 = 44,236.8, + 1,000."""
+    case = {"preset": "gpt-oss-20b", "page_size": 64, "kv_cache_dtype": "bf16", "speculative_algorithm": "DFLASH",
+            "eagle_draft_num_layers": 2, "dflash_draft_cell_size_per_token": 1_000, "speculative_num_draft_tokens": 16}
+    assert _configurator(case, "0.5.17").cell_size_bytes == pytest.approx(2_048 * 12 * 1.8)
+    assert _configurator(case, "0.5.18").cell_size_bytes == pytest.approx(2_048 * 12 * 1.8 + 1_000)
+
+
 def test_swa_admission_floor_from_0_5_16() -> None:
     """``HybridSWAPoolConfigurator`` (0.5.16) refuses an SWA pool of ``W + P`` tokens or fewer. GPT-OSS-20B (12 full +
     12 SWA layers, 8 heads of 64: 2,048 B a layer), ratio 0.01, 384 MiB: cell 2,048 x 12 x 1.01 = 24,821.76,

@@ -663,6 +663,8 @@ def _configurator_host(case: Mapping[str, Any], folder: str, sa: Any) -> tuple[C
         eagle_draft_swa_num_layers=case["eagle_draft_swa_num_layers"],
         dflash_draft_num_layers=draft_layers if spec_algorithm.is_dflash_family() else None,
         is_dspark=spec_algorithm.is_dspark(),
+        # 0.5.18-0.5.22 read a DFLASH draft's own cell here (resolved from its model config at launch)
+        dflash_draft_cell_size_per_token=case.get("dflash_draft_cell_size_per_token"),
     )
     pp_size, pp_rank = int(case["pp_size"]), int(case["pp_rank"])
     pp_group = types.SimpleNamespace(
@@ -699,6 +701,10 @@ def _configurator_host(case: Mapping[str, Any], folder: str, sa: Any) -> tuple[C
         memory_pool_config=None,
         draft_model_idx=None,
     )
+    if hasattr(kvc, "dflash_draft_cell_size_per_token") and not is_draft and spec_algorithm.is_dflash_family():
+        # 0.5.23's KVCacheConfigurator.__post_init__ resolves it from the draft model config (draft_kv_budget);
+        # the case gives the value that draft would resolve to
+        kvc.dflash_draft_cell_size_per_token = case.get("dflash_draft_cell_size_per_token")
     return ConfiguratorHost(kvc), hf
 
 
