@@ -552,6 +552,16 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "kvstrategies/pools/dsv4.py", r"compress_state_last_dim\(128, head_dim\)", "c -> c+1", "128",
         "compress_state_last_dim only tests ratio == 4: 128 and 129 both take the no-overlap branch",
     ),
+    Equivalent(
+        "kvstrategies/pools/dsv4.py", r'^V4 = \("v4", 576, 8, 576\)', "c -> c+1", "8",
+        "V4's scale bytes reach only page_bytes(p) = ceil_align(p * 584, 576), built at page 256 alone (the CUDA "
+        "pool asserts it; the NPU pool is not this layout) for p = 256, 64, 2: no multiple of 576 lies in "
+        "[p * 584, p * 585) (256 x 585 = 260 x 576, 64 x 585 = 65 x 576; 1,168 and 1,170 both round to 1,728)",
+    ),
+    Equivalent(
+        "kvstrategies/pools/layout.py", r"^@lru_cache\(maxsize=512\)", "c -> c+1", "512",
+        "a cache's capacity: layer_names returns the same tuples whether 512 or 513 entries are kept",
+    ),
     *(
         Equivalent(
             "kvstrategies/core/validate.py", r"return math.inf if value > 0 else -math.inf", kind, before,

@@ -47,10 +47,13 @@ def test_known_kinds_are_all_defined(release: str) -> None:
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_most_cases_are_planned_by_vllm(release: str) -> None:
-    """The catalog exercises vLLM's sizing, not only its refusals."""
-    files = snapshot_files(FOLDERS[release])
-    planned = [p for p in files if "error" not in read_snapshot(p)]
-    assert len(planned) >= len(files) // 2
+    """The catalog exercises vLLM's sizing, not only its refusals: of the cases handed to vLLM (not declined
+    before it as a layout the vLLM bridge does not drive: speculative decoding, NPU, ...), most are planned,
+    and at least 200 in all."""
+    documents = [read_snapshot(p) for p in snapshot_files(FOLDERS[release])]
+    handed = [d for d in documents if "do not model" not in str(d.get("error", ""))]
+    planned = [d for d in handed if "error" not in d]
+    assert len(planned) >= max(len(handed) // 2, 200), (len(planned), len(handed))
 
 
 @pytest.mark.parametrize(("release", "snapshot"), SNAPSHOTS, ids=lambda v: v if isinstance(v, str) else v.stem)
