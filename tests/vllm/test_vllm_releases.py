@@ -1,8 +1,8 @@
 """vLLM's release rules, each against a hand computation and the recordings of both releases.
 
-``kvstrategies releases 0.32.0 0.34.0`` lists them; each is data beside the code it changes
+``kvstrategies releases 0.31.0 0.34.0`` lists them; each is data beside the code it changes
 (``kvstrategies.core.releases``): the default block (``backends.py``), GDN prefill checkpoints
-(``strategies.py``), the KV cache dtype names (``layers.py``), the extensible KV cache budget
+(``strategies.py``), Mamba2 prefill checkpoints (``strategies.py``), the KV cache dtype names (``layers.py``), the extensible KV cache budget
 (``vllm/planner/budget.py``).
 """
 
@@ -66,3 +66,30 @@ def test_octave_names_are_0_33_0s() -> None:
     new, _ = KV_CACHE_DTYPE_NAMES.at(parse_release("0.34.0", "vllm"))
     assert set(new) - set(old) == {"octave_k3v4", "octave_k3v3", "octave_k3v3_compact"}
     assert len(old) == 19
+
+
+@pytest.mark.parametrize(("release", "per_request"), [("0.31.0", 6 * 2 + 8), ("0.32.0", 6 * 3 + 8)])
+def test_mamba2_prefill_checkpoints_from_0_32_0(release: str, per_request: int) -> None:
+    """``MambaMixer2.get_kv_cache_spec`` (0.32.0) adds one prefill checkpoint block to each Mamba2 group.
+    Nemotron-H-8B TP 1 bf16, 2,520 blocks of 1,040 tokens (the recorded case): six Mamba groups of 2 blocks a
+    request (3 from 0.32.0) and the attention group's 8 at 8,192 tokens: 2,520 / 20 = 126.0 requests, 1,032,192
+    tokens in 0.31.0; 2,520 / 26 = 96.92, int(96.92 x 8,192) = 793,993 tokens from 0.32.0."""
+    recorded = _recorded(release, "hybrid-linear-nemotron-h-8b-tp1-bf16-p1")
+    assert sum(group["blocks_per_request"] for group in recorded["kv_cache_groups"]) == per_request
+    assert recorded["kv_cache_size_tokens"] == int(2_520 / per_request * 8_192)
+    case = parse_case(json.loads((ROOT / "cases" / "hybrid-linear-nemotron-h-8b-tp1-bf16-p1.json").read_text("utf-8")),
+                      engine="vllm", vllm_version=release)  # fmt: skip
+    planned = plan(case.settings, case.available_bytes).vllm
+    spec = next(s for _layers, s in planned.layer_specs if type(s).__name__ == "MambaSpec")
+    assert spec.num_prefill_checkpoint_blocks == (0 if release == "0.31.0" else 1)
+    assert (planned.num_gpu_blocks, planned.capacity.tokens) == (2_520, int(2_520 / per_request * 8_192))
+
+
+def test_ultraquant_is_0_32_0s() -> None:
+    """0.31.0's ``CacheDType`` Literal has neither the octave_* names nor ``ultraquant_4bit``."""
+    from kvstrategies.core.releases import parse_release
+    from kvstrategies.vllm.strategies.layers import KV_CACHE_DTYPE_NAMES
+
+    old, kind = KV_CACHE_DTYPE_NAMES.at(parse_release("0.31.0", "vllm"))
+    new, _ = KV_CACHE_DTYPE_NAMES.at(parse_release("0.32.0", "vllm"))
+    assert (set(new) - set(old), kind, len(old)) == ({"ultraquant_4bit"}, "literal", 18)

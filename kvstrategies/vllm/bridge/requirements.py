@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: the vLLM release lines the bridge drives (``kvstrategies.core.releases.VLLM_RELEASE_LINES``)
-VLLM_LINES: tuple[str, ...] = ("0.32.0", "0.33.0", "0.34.0")
+VLLM_LINES: tuple[str, ...] = ("0.31.0", "0.32.0", "0.33.0", "0.34.0")
 
 
 @dataclass(frozen=True)
@@ -87,4 +87,15 @@ _V0320 = VLLMEnvironment(
     no_deps=("flashinfer-python==0.7.0.post1", "vllm==0.32.0"),
 )
 
-ENVIRONMENTS: dict[str, VLLMEnvironment] = {env.line: env for env in (_V0320, _V0330, _V0340)}
+#: 0.31.0 pins torch 2.13.0, FlashInfer 0.7.0.post1, transformers < 5.18 and xgrammar 0.2.7
+_V0310 = VLLMEnvironment(
+    "0.31.0",
+    light_packages=tuple(
+        "transformers==5.17.0" if p.startswith("transformers==") else "xgrammar==0.2.7" if p.startswith("xgrammar==")
+        else p
+        for p in _V0330.light_packages
+    ),
+    no_deps=("flashinfer-python==0.7.0.post1", "vllm==0.31.0"),
+)
+
+ENVIRONMENTS: dict[str, VLLMEnvironment] = {env.line: env for env in (_V0310, _V0320, _V0330, _V0340)}

@@ -450,7 +450,7 @@ def check_version(version: str) -> EngineRelease:
 @contextlib.contextmanager
 def quiet() -> Iterator[io.StringIO]:
     """vLLM's log lines and anything printed on stdout go into a buffer."""
-    buffer = io.StringIO()
+    buffer = _LogBuffer()
     handler = logging.StreamHandler(buffer)
     root = logging.getLogger("vllm")
     saved = list(root.handlers)
@@ -460,6 +460,24 @@ def quiet() -> Iterator[io.StringIO]:
             yield buffer
     finally:
         root.handlers = saved
+        buffer.close_devnull()
+
+
+class _LogBuffer(io.StringIO):
+    """A text buffer with a file descriptor: vLLM 0.31.0's ``utils.system_utils.suppress_stdout`` (around
+    each ``GroupCoordinator``) points ``sys.stdout.fileno()`` at /dev/null and back, so it gets one of its own."""
+
+    _devnull: int | None = None
+
+    def fileno(self) -> int:
+        if self._devnull is None:
+            self._devnull = os.open(os.devnull, os.O_WRONLY)
+        return self._devnull
+
+    def close_devnull(self) -> None:
+        if self._devnull is not None:
+            os.close(self._devnull)
+            self._devnull = None
 
 
 def import_vllm(*, require_supported: bool = True) -> str:

@@ -65,7 +65,7 @@ class BackendChoice:
 #: (``AttentionBackend.get_preferred_block_size``)
 DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
     "vllm-default-block-size",
-    (("0.32.0", 16), ("0.34.0", 64)),
+    (("0.31.0", 16), ("0.34.0", 64)),
     "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
     "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
     "AttentionBackend.get_preferred_block_size",

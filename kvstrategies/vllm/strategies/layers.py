@@ -86,12 +86,15 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
     "octave_k3v3", "octave_k3v3_compact", "ultraquant_4bit", "int4_per_token_head", "int8_per_token_head",
     "fp8_per_token_head", "nvfp4", "nvfp4_4over6",
 )  # fmt: skip
-#: the names each release takes (0.32.0 has no octave_*), and how it refuses another: 0.32.0's ``CacheDType``
+#: the names each release takes (0.32.0 has no octave_*, 0.31.0 no ultraquant_4bit either), and how it refuses
+#: another: 0.31.0's and 0.32.0's ``CacheDType``
 #: is a pydantic ``Literal`` ("Input should be ..."), 0.33.0's ``CacheConfig._validate_cache_dtype`` says
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
+    (("0.31.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
+                 "literal")),
+     ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
      ("0.33.0", (VLLM_KV_CACHE_DTYPES, "validator"))),
     "the --kv-cache-dtype names and how another is refused (a pydantic Literal, then a validator)",
     "vllm/config/cache.py CacheDType, CacheConfig._validate_cache_dtype",

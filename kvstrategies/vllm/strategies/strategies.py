@@ -290,13 +290,23 @@ GDN_PREFILL_CHECKPOINTS = ReleaseRule(
 )
 
 
+#: Mamba2 layers declare one prefill checkpoint block, at any token, from vLLM 0.32.0 on; 0.31.0's declare none
+#: (Nemotron-H: two blocks a request instead of three)
+MAMBA2_PREFILL_CHECKPOINTS = ReleaseRule(
+    "vllm-mamba2-prefill-checkpoints",
+    span("0.32.0", engine=VLLM),
+    "Mamba2 layers hold one prefill checkpoint block per request (alignment 1 token)",
+    "vllm/model_executor/layers/mamba/mamba_mixer2.py MambaMixer2.get_kv_cache_spec",
+)
+
+
 def _checkpoint_alignment(backend: str, mode: str, release: EngineRelease) -> int | None:
     """The Mamba layers' prefill checkpoint alignment (``get_prefill_checkpoint_alignment``): GDN its
-    kernels' chunk with prefix caching ("align", :data:`GDN_PREFILL_CHECKPOINTS`), Mamba2 one token always,
-    Mamba-1 none."""
+    kernels' chunk with prefix caching ("align", :data:`GDN_PREFILL_CHECKPOINTS`), Mamba2 one token
+    (:data:`MAMBA2_PREFILL_CHECKPOINTS`), Mamba-1 none."""
     if backend == "GDN_ATTN":
         return GDN_CHECKPOINT_ALIGNMENT if mode == "align" and GDN_PREFILL_CHECKPOINTS.holds(release) else None
-    return 1 if backend == "MAMBA2_ATTN" else None
+    return 1 if backend == "MAMBA2_ATTN" and MAMBA2_PREFILL_CHECKPOINTS.holds(release) else None
 
 
 def _unmodelled(geometry: ModelGeometry) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
-from . import v0_32_0, v0_33_0, v0_34_0
+from . import v0_31_0, v0_32_0, v0_33_0, v0_34_0
 
 Backend = tuple[tuple[int, ...], int, tuple[str, ...] | None]
 
@@ -31,4 +31,4 @@ def _table(module: ModuleType, newest: ModuleType) -> BackendTable:
 
 
 #: release line -> its table
-TABLES: dict[str, BackendTable] = {m.VERSION: _table(m, v0_34_0) for m in (v0_32_0, v0_33_0, v0_34_0)}
+TABLES: dict[str, BackendTable] = {m.VERSION: _table(m, v0_34_0) for m in (v0_31_0, v0_32_0, v0_33_0, v0_34_0)}
