@@ -124,7 +124,7 @@ GROUPS: dict[str, Group] = {
          "tests/package/test_bounded_inputs.py", "tests/strategies/test_dsv4.py",
          "tests/strategies/test_default_advanced.py",
          "tests/strategies/test_hybrid_linear.py", "tests/strategies/test_hybrid_swa.py",
-         "tests/strategies/test_ascend.py", *ALLOCATOR_CHOICE_TESTS,
+         "tests/strategies/test_ascend.py", "tests/strategies/test_engine_edges.py", *ALLOCATOR_CHOICE_TESTS,
          *CATALOG_GOLDENS, *SGLANG_GOLDENS),
     ),
     "strategies": Group(

@@ -89,3 +89,24 @@ def test_readme_kv_write_has_the_right_head_count_when_tp_exceeds_kv_heads(tp: i
     cache_k = torch.randn(64, heads, ctx.geometry.head_dim, dtype=torch.bfloat16)
     kv.set_kv_buffer(0, loc, cache_k, cache_k)
     assert tuple(kv.get_key_buffer(0)[loc].shape) == (64, 1, 128)
+
+
+def test_kv_bytes_counts_only_kv_buffers_and_nothing_for_a_pool_without_them() -> None:
+    """``budget_check.kv_bytes``: what SGLang's ``get_kv_size_bytes`` counts, the KV-role buffers of the
+    token-to-KV pool and the extra pools; a pool with none (a Mamba state pool) adds 0 B, the request table
+    is not counted. K and V of 10 x 2 x 64 bf16 = 2,560 B each; the state and the table are left out."""
+    from kvstrategies.core.dtypes import DType
+    from kvstrategies.pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
+    from kvstrategies.strategies.budget_check import kv_bytes, overshoot_note
+
+    kv = PoolLayout("MHATokenToKVPool", (BufferSpec("k_buffer[0]", (10, 2, 64), DType.BFLOAT16),
+                                         BufferSpec("v_buffer[0]", (10, 2, 64), DType.BFLOAT16)))  # fmt: skip
+    state = PoolLayout("MambaPool", (BufferSpec("temporal", (1, 3, 8), DType.FLOAT32, role=BufferRole.STATE),))
+    table = PoolLayout("ReqToTokenPool", (BufferSpec("req_to_token", (9, 100), DType.INT32),))
+    layout = KVPoolsLayout(req_to_token=table, token_to_kv=kv, extra=(state,))
+    assert kv_bytes(layout) == 2 * 10 * 2 * 64 * 2 == 5_120
+    from kvstrategies.core.releases import NEWEST_SGLANG as NEWEST
+    from kvstrategies.strategies.default import DFLASH_DRAFT_CELL_ADDED as RULE
+
+    assert overshoot_note(layout, 5_120, 1, NEWEST, (RULE,)) is None  # exactly the budget: no note
+    assert "more than the KV budget" in str(overshoot_note(layout, 5_119, 1, NEWEST, (RULE,)))

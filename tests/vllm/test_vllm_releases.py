@@ -1,8 +1,8 @@
 """vLLM's release rules, each against a hand computation and the recordings of both releases.
 
 ``kvstrategies releases 0.31.0 0.34.0`` lists them; each is data beside the code it changes
-(``kvstrategies.core.releases``): the default block (``backends.py``), GDN prefill checkpoints
-(``strategies.py``), Mamba2 prefill checkpoints (``strategies.py``), the KV cache dtype names (``layers.py``), the extensible KV cache budget
+(``kvstrategies.core.releases``): the default block (``backends.py``), GDN and Mamba2 prefill checkpoints
+(``strategies.py``), the KV cache dtype names (``layers.py``), the extensible KV cache budget
 (``vllm/planner/budget.py``).
 """
 
