@@ -160,15 +160,14 @@ BACKENDS_REMOVED: tuple[str, ...] = ({brem})
 '''
 
 
-def render_delta(version: str, selections: dict[str, tuple[str, ...]],
+def render_delta(version: str, base: str, selections: dict[str, tuple[str, ...]],
                  backends: dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]]) -> str:  # fmt: skip
-    """An older release line's table as its changes to the newest line's full table."""
-    from kvstrategies.core.releases import NEWEST_VLLM
+    """An older release line's table as its changes to the next newer line's (``base``) resolved table."""
+    from kvstrategies.vllm.strategies.backend_tables import TABLES as SHIPPED
 
-    base_mod = NEWEST_VLLM.text.replace(".", "_")
-    newest = importlib.import_module(f"kvstrategies.vllm.strategies.backend_tables.v{base_mod}")
-    changed_sel = {k: v for k, v in selections.items() if newest.SELECTIONS.get(k) != v}
-    changed_back = {k: v for k, v in backends.items() if newest.BACKENDS.get(k) != v}
+    newer = SHIPPED[base]
+    changed_sel = {k: v for k, v in selections.items() if newer.selections.get(k) != v}
+    changed_back = {k: v for k, v in backends.items() if newer.backends.get(k) != v}
 
     def rows(d: dict[str, Any]) -> str:
         return "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(d.items()))
@@ -176,9 +175,9 @@ def render_delta(version: str, selections: dict[str, tuple[str, ...]],
     def keys(gone: set[str]) -> str:
         return "".join(f"{k!r}, " for k in sorted(gone)).rstrip()
 
-    return DELTA.format(version=version, base=NEWEST_VLLM.text, base_mod=base_mod, sel=rows(changed_sel),
-                        srem=keys(set(newest.SELECTIONS) - set(selections)), back=rows(changed_back),
-                        brem=keys(set(newest.BACKENDS) - set(backends)))  # fmt: skip
+    return DELTA.format(version=version, base=base, base_mod=base.replace(".", "_"), sel=rows(changed_sel),
+                        srem=keys(set(newer.selections) - set(selections)), back=rows(changed_back),
+                        brem=keys(set(newer.backends) - set(backends)))  # fmt: skip
 
 
 def main() -> int:
@@ -186,11 +185,16 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     args = parser.parse_args()
     version, selections, backends = record()
-    from kvstrategies.core.releases import NEWEST_VLLM
+    from kvstrategies.core.releases import VLLM_RELEASE_LINES
 
     target = TABLES / f"v{version.replace('.', '_')}.py"
-    newest = version == NEWEST_VLLM.text  # the newest line in full, the others as changes to it
-    text = render(version, selections, backends) if newest else render_delta(version, selections, backends)
+    if version not in VLLM_RELEASE_LINES:
+        print(f"list_vllm_backends: vLLM {version} is not a modelled release line (kvstrategies.core.releases)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    newer = VLLM_RELEASE_LINES[VLLM_RELEASE_LINES.index(version) + 1:]  # the newest in full, the others as changes
+    text = (render(version, selections, backends) if not newer
+            else render_delta(version, newer[0], selections, backends))  # fmt: skip
     return write_or_check(target, text, "tools/list_vllm_backends.py", check=args.check)
 
 

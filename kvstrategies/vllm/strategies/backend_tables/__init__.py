@@ -1,5 +1,5 @@
 """vLLM's attention backend tables (``tools/list_vllm_backends.py``): the newest release line in full,
-each older line as its changes to it, so a table is written once."""
+each older line as its changes to the next newer line, so an entry is written once."""
 
 from __future__ import annotations
 
@@ -22,13 +22,21 @@ class BackendTable:
     backends: dict[str, Backend]
 
 
-def _table(module: ModuleType, newest: ModuleType) -> BackendTable:
-    if not hasattr(module, "BASE"):  # the newest line, in full
-        return BackendTable(module.VERSION, dict(module.SELECTIONS), dict(module.BACKENDS))
-    selections = {k: v for k, v in newest.SELECTIONS.items() if k not in module.SELECTIONS_REMOVED}
-    backends = {k: v for k, v in newest.BACKENDS.items() if k not in module.BACKENDS_REMOVED}
-    return BackendTable(module.VERSION, {**selections, **module.SELECTIONS}, {**backends, **module.BACKENDS})
+def _tables(modules: tuple[ModuleType, ...]) -> dict[str, BackendTable]:
+    """Each line's full table, oldest first: the newest as written, each older one as its changes
+    applied to the next newer line's resolved table (``BASE``)."""
+    tables: dict[str, BackendTable] = {}
+    for module in reversed(modules):
+        if not hasattr(module, "BASE"):  # the newest line, in full
+            tables[module.VERSION] = BackendTable(module.VERSION, dict(module.SELECTIONS), dict(module.BACKENDS))
+            continue
+        base = tables[module.BASE]
+        selections = {k: v for k, v in base.selections.items() if k not in module.SELECTIONS_REMOVED}
+        backends = {k: v for k, v in base.backends.items() if k not in module.BACKENDS_REMOVED}
+        tables[module.VERSION] = BackendTable(module.VERSION, {**selections, **module.SELECTIONS},
+                                              {**backends, **module.BACKENDS})  # fmt: skip
+    return {module.VERSION: tables[module.VERSION] for module in modules}
 
 
 #: release line -> its table
-TABLES: dict[str, BackendTable] = {m.VERSION: _table(m, v0_34_0) for m in (v0_31_0, v0_32_0, v0_33_0, v0_34_0)}
+TABLES: dict[str, BackendTable] = _tables((v0_31_0, v0_32_0, v0_33_0, v0_34_0))
