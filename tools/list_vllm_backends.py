@@ -16,7 +16,6 @@ table holds what vLLM's own classes answer:
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
 from typing import Any
