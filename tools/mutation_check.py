@@ -506,7 +506,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         )
     ),
     Equivalent(
-        "kvstrategies/strategies/hybrid_swa.py", r"and value is not None and value > 0:", "> -> >=", "value > 0",
+        "kvstrategies/strategies/request_math.py", r"or cell is None or cell <= 0:", "<= -> <", "cell <= 0",
         "a draft cell of 0 adds 0 * dcp = 0, the same as no draft cell",
     ),
     Equivalent(

@@ -42,7 +42,7 @@ from ..pools.layout import PoolLayout
 from .base import PoolConfigurator
 from .checks import reject_fp4, require_fp4_device
 from .mla_dims import calculate_mla_kv_cache_dim
-from .request_math import req_to_token_pre_alloc
+from .request_math import known_dflash_draft_cell, req_to_token_pre_alloc
 
 if TYPE_CHECKING:  # the DSA, FP4, MXFP8 and MiniMax pool modules load with the first model that uses one
     from ..pools.fp4 import FP4KVRecipe
@@ -104,17 +104,6 @@ DFLASH_DRAFT_LAYERS_DCP = ReleaseRule(
     "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator.__init__ "
     "(draft_num_layers * dcp_size into dflash_utils.scale_kv_cell_size_per_token_for_dflash)",
 )
-
-#: a DFLASH draft's own cell (``dflash_draft_cell_size_per_token``) is added, times DCP; before, SGLang
-#: ignored it and scaled the target cell by the draft's layers
-DFLASH_DRAFT_CELL_ADDED = ReleaseRule(
-    "dflash-draft-cell-added",
-    span("0.5.18"),
-    "DFLASH draft with a known draft cell: cell + draft_cell * dcp (before: the cell scaled by the draft layers)",
-    "sglang.srt.model_executor.pool_configurator._dflash_draft_cell_size (0.5.17: DefaultPoolConfigurator.__init__ "
-    "hands scale_kv_cell_size_per_token_for_dflash no draft_cell_size_per_token)",
-)
-
 
 class DefaultPoolConfigurator(PoolConfigurator):
     """Everything that is not hybrid SWA or DeepSeek-V4 (DefaultPoolConfigurator)."""
@@ -433,16 +422,16 @@ class DefaultPoolConfigurator(PoolConfigurator):
         return 0
 
     def dflash_draft_cell_bytes(self, cell: int) -> int:
-        """DFLASH/DSPARK: the draft's own cell times DCP (from :data:`DFLASH_DRAFT_CELL_ADDED`), else the
+        """DFLASH/DSPARK: the draft's own cell times DCP (:func:`.request_math.known_dflash_draft_cell`), else the
         target cell scaled by layers and rounded up, ``ceil_div(cell * (L + D * dcp), L) - cell``
         (DefaultPoolConfigurator.__init__ draft scaling; ``dcp`` is 1 before :data:`DFLASH_DRAFT_LAYERS_DCP`)."""
         spec = self.ctx.speculative
         draft_layers = spec.dflash_draft_num_layers
         if draft_layers is None or draft_layers <= 0:
             return 0
-        draft_cell = spec.dflash_draft_cell_size_per_token
-        if draft_cell is not None and draft_cell > 0 and DFLASH_DRAFT_CELL_ADDED.holds(self.ctx.release):
-            return draft_cell * self.dcp
+        known = known_dflash_draft_cell(self.ctx)
+        if known:
+            return known
         dcp = self.dcp if DFLASH_DRAFT_LAYERS_DCP.holds(self.ctx.release) else 1
         return ceil_div(cell * (self.num_layers + draft_layers * dcp), self.num_layers) - cell
 

@@ -74,9 +74,8 @@ from ..pools.layout import PoolLayout
 from ..pools.swa import mha_sub_pool, swa_kv_pool_layout
 from .base import PoolConfigurator
 from .checks import reject_fp4
-from .default import DFLASH_DRAFT_CELL_ADDED
 from .mla_dims import calculate_mla_kv_cache_dim
-from .request_math import swa_request_cap
+from .request_math import known_dflash_draft_cell, swa_request_cap
 
 _GIB = 2**30
 
@@ -262,16 +261,10 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
 
     @cached_property
     def draft_cell(self) -> int:
-        """A DFLASH-family target's draft bytes per full token: its known cell times DCP (as
-        DefaultPoolConfigurator.__init__ draft scaling), else 0; before :data:`DFLASH_DRAFT_CELL_ADDED` SGLang's
-        HybridSWAPoolConfigurator priced none. EAGLE drafts are pool layers (:attr:`draft_layers`)."""
-        spec = self.ctx.speculative
-        value = spec.dflash_draft_cell_size_per_token
-        if self.ctx.is_draft_worker or not DFLASH_DRAFT_CELL_ADDED.holds(self.ctx.release):
-            return 0
-        if spec.algorithm.is_dflash_family and value is not None and value > 0:
-            return value * self.ctx.parallel.dcp_size
-        return 0
+        """A DFLASH-family target's draft bytes per full token: its known cell times DCP
+        (:func:`.request_math.known_dflash_draft_cell`), else 0 (before 0.5.18 SGLang's
+        HybridSWAPoolConfigurator priced none). EAGLE drafts are pool layers (:attr:`draft_layers`)."""
+        return known_dflash_draft_cell(self.ctx)
 
     @cached_property
     def draft_cost(self) -> CacheCost:

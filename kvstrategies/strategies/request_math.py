@@ -26,6 +26,28 @@ REQ_ROW_PAGE_HEADROOM = ReleaseRule(
 )
 
 
+#: a DFLASH draft's own cell (``dflash_draft_cell_size_per_token``) is added, times DCP; before, SGLang
+#: ignored it (Default scaled the target cell by the draft's layers, hybrid SWA priced no draft)
+DFLASH_DRAFT_CELL_ADDED = ReleaseRule(
+    "dflash-draft-cell-added",
+    span("0.5.18"),
+    "DFLASH draft with a known draft cell: cell + draft_cell * dcp (before: the cell scaled by the draft layers)",
+    "sglang.srt.model_executor.pool_configurator._dflash_draft_cell_size (0.5.17: DefaultPoolConfigurator.__init__ "
+    "hands scale_kv_cell_size_per_token_for_dflash no draft_cell_size_per_token)",
+)
+
+
+def known_dflash_draft_cell(ctx: KVCacheContext) -> int:
+    """``draft_cell * dcp`` B per token: a DFLASH-family target's known draft cell, replicated over the DCP
+    group (``pool_configurator._dflash_draft_cell_size``); 0 for a draft worker, another algorithm, no
+    positive cell, or a release before :data:`DFLASH_DRAFT_CELL_ADDED`."""
+    spec = ctx.speculative
+    cell = spec.dflash_draft_cell_size_per_token
+    if ctx.is_draft_worker or not spec.algorithm.is_dflash_family or cell is None or cell <= 0:
+        return 0
+    return cell * ctx.parallel.dcp_size if DFLASH_DRAFT_CELL_ADDED.holds(ctx.release) else 0
+
+
 def alloc_page_span(ctx: KVCacheContext) -> int:
     """``Pa``: the page the allocator hands out, ``page * dcp`` (:data:`ALLOC_PAGE_SPANS_DCP`)."""
     dcp = ctx.parallel.dcp_size if ALLOC_PAGE_SPANS_DCP.holds(ctx.release) else 1

@@ -106,7 +106,7 @@ def test_kv_bytes_counts_only_kv_buffers_and_nothing_for_a_pool_without_them() -
     layout = KVPoolsLayout(req_to_token=table, token_to_kv=kv, extra=(state,))
     assert kv_bytes(layout) == 2 * 10 * 2 * 64 * 2 == 5_120
     from kvstrategies.core.releases import NEWEST_SGLANG as NEWEST
-    from kvstrategies.strategies.default import DFLASH_DRAFT_CELL_ADDED as RULE
+    from kvstrategies.strategies.request_math import DFLASH_DRAFT_CELL_ADDED as RULE
 
     assert overshoot_note(layout, 5_120, 1, NEWEST, (RULE,)) is None  # exactly the budget: no note
     assert "more than the KV budget" in str(overshoot_note(layout, 5_119, 1, NEWEST, (RULE,)))
