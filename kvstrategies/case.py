@@ -27,26 +27,13 @@ from .context import (
 )
 from .core import jsonio
 from .core.dtypes import DType, require_release_kv_cache_dtype, resolve_kv_cache_dtype
-from .core.releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, ReleaseRule, parse_release, span
+from .core.releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, parse_release
 from .core.validate import MAX_INT64, MAX_SETTING_INT, check_float, check_sane_ints
-from .errors import KVCacheConfigError, UnsupportedConfigurationError
+from .errors import KVCacheConfigError
 from .models import ModelGeometry, parse_hf_config
 from .models.architectures import require_loadable
 from .sglang.knobs import check_case_env
-
-#: case fields that are SGLang server arguments only from some release on (a release without the
-#: flag cannot be launched with it: its argparse refuses it)
-SERVER_ARGUMENT_RULES: dict[str, ReleaseRule] = {
-    # 0.5.21 added it with DeepSeek-V4's cap mode (ServerArgs field from sglang.srt.arg_groups.fields.schedule,
-    # read by pool_configurator.DSV4PoolConfigurator._resolve_swa_prefix_tails); 0.5.20 has no such field
-    "swa_prefix_tails": ReleaseRule(
-        "server-arg-swa-prefix-tails", span("0.5.21"), "--swa-prefix-tails exists", "sglang.srt.server_args.ServerArgs"
-    ),
-    "dsv4_attn_backend": ReleaseRule(
-        "server-arg-dsv4-attn-backend", span("0.5.20"), "--dsv4-attn-backend exists",
-        "sglang.srt.server_args.ServerArgs",
-    ),
-}
+from .sglang.server_arguments import SERVER_ARGUMENT_RULES, require_server_argument
 
 CASE_DEFAULTS: dict[str, Any] = {
     "name": None,
@@ -277,13 +264,8 @@ def _ratio(data: Mapping[str, Any]) -> float | None:
 
 def _require_server_arguments(data: Mapping[str, Any], release: EngineRelease) -> None:
     """Refuse a case setting that ``release`` has no server argument for."""
-    for key, rule in SERVER_ARGUMENT_RULES.items():
-        if data.get(key) is not None and not rule.holds(release):
-            raise UnsupportedConfigurationError(
-                f"case field {key!r}: {release.label} has no --{key.replace('_', '-')} server argument "
-                f"(sglang.srt.server_args.ServerArgs; it exists in {rule.span.describe()}); drop it or "
-                "pick a later sglang_version"
-            )
+    for key in SERVER_ARGUMENT_RULES:
+        require_server_argument(key, data.get(key), release, what=f"case field {key!r}")
 
 
 def parse_case(

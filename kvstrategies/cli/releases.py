@@ -66,6 +66,7 @@ def _release(text: str) -> EngineRelease:
 #: that every module defining a ReleaseRule or ByRelease is listed here
 RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.case",
+    "kvstrategies.sglang.server_arguments",
     "kvstrategies.context",
     "kvstrategies.core.dtypes",
     "kvstrategies.strategies.layer_setup",

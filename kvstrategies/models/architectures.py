@@ -167,7 +167,9 @@ class Architecture:
     forced ``--disable-hybrid-swa-memory``. ``attention_sinks``. ``audio_encoder_decoder``: Whisper.
     ``launch_backend_rule``: its attention-backend override. ``block_diffusion``: a block-diffusion
     variant (the Gemma-4 rule then keeps ``triton`` on SM100 too). ``launch_backend_check``: the
-    model hook's check of the resolved backend. ``late_trtllm_mla_prefill_graph``: the
+    model hook's check of the resolved backend. ``piecewise_graph_off``: on SGLang's
+    ``configs.model_config.piecewise_cuda_graph_disabled_model_archs`` (no ``tc_piecewise`` prefill
+    graph). ``late_trtllm_mla_prefill_graph``: the
     prefill graph is disabled after the trtllm_mla prefill choice. ``wide_speculative_defaults``:
     the wider EAGLE auto steps.
 
@@ -237,6 +239,7 @@ class Architecture:
     block_diffusion: bool = False
     launch_backend_check: LaunchBackendCheck | None = None
     late_trtllm_mla_prefill_graph: bool = False
+    piecewise_graph_off: bool = False
     wide_speculative_defaults: bool = False
     moe_block: str = "mlp"
     router_fp32: bool = False
@@ -286,7 +289,8 @@ class ModelType:
     ``large_hopper_vl_overrides``: Qwen3-VL's large-Hopper serving rules apply (decode graph up to
     the request cap, flashinfer decode). ``vision_config_defaults``: the vision-config class
     defaults SGLang fills in when the raw ``vision_config`` omits a field. ``first_release``: the
-    first SGLang release that loads the config (``ModelConfig`` -> ``AutoConfig``).
+    first SGLang release that loads the config (``ModelConfig`` -> ``AutoConfig``). ``all_sliding``:
+    every attention layer is sliding-window (DeepSeek-OCR's ``unlimited-ocr`` text model).
     """
 
     name: str
@@ -319,6 +323,7 @@ class ModelType:
     #: the first SGLang release that can load this ``config.json`` (its pinned transformers or its
     #: own config classes know the model type); None: every supported release
     first_release: str | None = None
+    all_sliding: bool = False
 
     @property
     def gemma4_family(self) -> bool:
@@ -340,7 +345,7 @@ _GDN = LinearAttention.GDN
 # ---- the architecture rows ------------------------------------------------------------------
 ARCHITECTURES: tuple[Architecture, ...] = (
     _A("BailingMoeForCausalLMNextN", attention=Attention.MLA_IF_LORA, is_draft=True),
-    _A("BailingMoeV2_5ForCausalLM", attention=_MLA, launch_mla=True, mamba_radix=True),
+    _A("BailingMoeV2_5ForCausalLM", attention=_MLA, launch_mla=True, mamba_radix=True, piecewise_graph_off=True),
     _A(
         "BailingMoeV3ForCausalLM",
         attention=_MLA,
@@ -359,7 +364,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A(
         "Cohere2VisionForConditionalGeneration",
         breakable_multimodal=True,
-        releases=(("breakable_multimodal", "0.5.19", None), ("piecewise_multimodal", "0.5.15", "0.5.18")),
+        releases=(("breakable_multimodal", "0.5.19", None), ("piecewise_multimodal", "0.5.14", "0.5.18")),
     ),
     _A("DeepseekV2ForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A(
@@ -392,6 +397,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "DeepseekV4ForCausalLM",
+        piecewise_graph_off=True,
         dsv4=True,
         hybrid_swa=_SWA,
         swa_window=SWAWindow.CONFIG_VALUE,
@@ -409,6 +415,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A(
         "DeepseekV4ForCausalLMNextN",
+        piecewise_graph_off=True,
         dsv4=True,
         hybrid_swa=_SWA,
         swa_window=SWAWindow.CONFIG_VALUE,
@@ -754,6 +761,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     _A("Qwen3MoeForCausalLM", draft_num_layers=1, sm100_trtllm_moe=_QWEN_TRTLLM, lm_head_every_stage=True),
     _A(
         "Qwen3NextForCausalLM",
+        piecewise_graph_off=True,
         sm100_trtllm_moe=_QWEN_TRTLLM,
         draft_num_layers=1,
         linear_attention=LinearAttention.GDN,
@@ -819,12 +827,14 @@ ARCHITECTURES: tuple[Architecture, ...] = (
 # ---- the model-type rows --------------------------------------------------------------------
 MODEL_TYPES: tuple[ModelType, ...] = (
     # config classes transformers 5.12.1 (SGLang's pin up to 0.5.21) does not have; SGLang's own
-    # sglang/srt/configs/muse_glimmer.py registers muse_glimmer from 0.5.18
+    # sglang/srt/configs/muse_glimmer.py registers muse_glimmer from 0.5.18; transformers 5.8.1
+    # (0.5.14's pin) lacks diffusion_gemma, gemma4_unified(_assistant) and unlimited-ocr too
     _M("mimo_v2_flash", first_release="0.5.22"),
     _M("muse_glimmer", first_release="0.5.18"),
+    _M("unlimited-ocr", first_release="0.5.15", all_sliding=True),
     _M("dbrx", kv_heads_in_attn_config=True),
     _M("deepseek_v41", dsv4_swa_ratio_override=False, first_release="0.5.21"),
-    _M("diffusion_gemma", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_SLIDING),
+    _M("diffusion_gemma", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_SLIDING, first_release="0.5.15"),
     _M("embedding_gemma2", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_ONE, max_context_len=8192, first_release="0.5.22"),
     _M(
         "falcon",
@@ -858,8 +868,8 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("gemma4", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_IF_K_EQ_V),
     _M("gemma4_assistant", gemma4_kv_heads=Gemma4KVHeads.SLIDING),
     _M("gemma4_text", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_IF_K_EQ_V),
-    _M("gemma4_unified", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_IF_K_EQ_V),
-    _M("gemma4_unified_assistant", gemma4_kv_heads=Gemma4KVHeads.SLIDING),
+    _M("gemma4_unified", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_IF_K_EQ_V, first_release="0.5.15"),
+    _M("gemma4_unified_assistant", gemma4_kv_heads=Gemma4KVHeads.SLIDING, first_release="0.5.15"),
     _M("glm4_moe", o_proj_bias=False, moe_router_bias=True),
     _M("glm4_moe_lite", moe_router_bias=True),
     _M("gpt_oss", attention_sinks=True, moe_expert_bias=True),

@@ -28,6 +28,7 @@ from ..core.validate import (
     finite_float,
 )
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
+from ..sglang.server_arguments import require_server_argument
 from .gpus import Accelerator
 
 GIB = 2**30
@@ -282,6 +283,7 @@ def validate_request(req: DeploymentRequest) -> None:
             f"--pp-rank {req.pp_rank} is out of range for --pp-size {req.pp_size}: ranks are 0..{req.pp_size - 1}"
         )
     check_int(req.dcp_size, "--dcp", minimum=1, maximum=MAX_PARALLEL_SIZE)
+    require_server_argument("dcp_size", req.dcp_size, req.release, what=f"--dcp {req.dcp_size}")
     check_int(req.attn_dp_size, "--attn-dp", minimum=1, maximum=MAX_PARALLEL_SIZE)
     check_page_size(req.page_size)
     check_opt_int(req.page_size, "--page-size", minimum=1, maximum=MAX_PAGE_SIZE)

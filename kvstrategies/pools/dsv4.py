@@ -103,6 +103,17 @@ DSV4_KV_PAGES_AT_GLOBAL_PAGE = ReleaseRule(
 )
 
 
+#: the ratio-128 state buffer holds at least one ring per request slot: ``max(size, slots * ring128)`` rows
+#: before rounding; before, exactly the configurator's ``c128_state_pool_size`` (which then follows the SWA pool)
+DSV4_C128_STATE_REQUEST_FLOOR = ReleaseRule(
+    "dsv4-c128-state-request-floor",
+    span("0.5.15"),
+    "DeepSeek-V4 ratio-128 state buffer: max(c128_state_pool_size, num_req_slots * ring128) rows before rounding "
+    "(before: c128_state_pool_size)",
+    "sglang.srt.mem_cache.deepseek_v4_memory_pool.DeepSeekV4TokenToKVPool.__init__",
+)
+
+
 def physical_pages(size: int, logical_page: int, physical_page: int, *, at_global_page: bool) -> int:
     """Rows of a paged DSV4 buffer of ``size`` tokens (:data:`DSV4_KV_PAGES_AT_GLOBAL_PAGE`)."""
     if at_global_page:
@@ -139,6 +150,7 @@ def dsv4_layout(
     mapping_length: int | None = None,
     indexer_pages_at_global_page: bool = True,
     kv_pages_at_global_page: bool = True,
+    c128_state_request_floor: bool = True,
 ) -> PoolLayout:
     """Every buffer of ``DeepSeekV4TokenToKVPool``.
 
@@ -147,14 +159,17 @@ def dsv4_layout(
 
     ``stage_ratios[i]`` is the ratio of global layer ``stage_start + i`` (a draft worker passes
     all zeros: it holds only SWA buffers); ``ring_sizes = (ring4, ring128)``; the ratio-128
-    state holds ``max(c128_state_pool_size, num_req_slots * ring128)`` rows before rounding.
+    state holds ``max(c128_state_pool_size, num_req_slots * ring128)`` rows before rounding
+    (``c128_state_pool_size`` alone without ``c128_state_request_floor``, :data:`DSV4_C128_STATE_REQUEST_FLOOR`).
     """
     ring4, ring128 = ring_sizes
     head_dim = qk_nope_head_dim + qk_rope_head_dim
     c4_layers = [stage_start + i for i, r in enumerate(stage_ratios) if r == 4]
     c128_layers = [stage_start + i for i, r in enumerate(stage_ratios) if r == 128]
     c4_logical = C4_LOGICAL_PER_C128 * c128_size
-    c128_state_size = max(c128_state_pool_size, num_req_slots * ring128)
+    c128_state_size = (
+        max(c128_state_pool_size, num_req_slots * ring128) if c128_state_request_floor else c128_state_pool_size
+    )
 
     buffers: list[BufferSpec] = [
         _paged(f"swa.kv_buffer[{layer}]", swa_size, page_size, page_size, kv_layout)

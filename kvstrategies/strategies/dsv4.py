@@ -59,6 +59,7 @@ from ..errors import (
 )
 from ..models.dsv4 import DSV4Geometry
 from ..pools.dsv4 import (
+    DSV4_C128_STATE_REQUEST_FLOOR,
     DSV4_INDEXER_PAGES_AT_GLOBAL_PAGE,
     DSV4_KV_PAGES_AT_GLOBAL_PAGE,
     KVPageLayout,
@@ -89,6 +90,17 @@ DSV4_RATIO_ONLY_SIZING = ReleaseRule(
     "DeepSeek-V4 sizing without cap mode: SWA ratio from --swa-full-tokens-ratio (as the launch resolved it), "
     "unpadded 584-byte latent rows, c4 compression state per sliding window",
     "sglang.srt.model_executor.pool_configurator.DSV4PoolConfigurator._get_bytes_per_full_token",
+)
+#: the ratio-128 compression state is priced per SWA token (``ring128 / window`` rows of ``2 * hd`` states per
+#: ratio-128 layer) and its pool sized from the SWA pool; from 0.5.15 it is request-scoped (fixed bytes for the
+#: estimated request count, sized once the request count is resolved)
+DSV4_C128_STATE_PER_SWA_TOKEN = ReleaseRule(
+    "dsv4-c128-state-per-swa-token",
+    span(last="0.5.14"),
+    "DeepSeek-V4: the ratio-128 compression state priced per SWA token (swa_ratio * ring128 / window rows a full "
+    "token) and c128_state_pool_size = swa // window * ring128 (0.5.15: request-scoped, (R + 1) * ring128 rows)",
+    "sglang.srt.model_executor.pool_configurator.DSV4PoolConfigurator._get_bytes_per_full_token and "
+    "_compute_dsv4_sizes (0.5.15: _get_c128_state_fixed_bytes, finalize_with_max_running_requests)",
 )
 #: ``--swa-full-tokens-ratio``'s fallback when not given (``arg_groups.fields.schedule``)
 SERVER_ARGS_SWA_FULL_TOKENS_RATIO = 0.8
@@ -675,6 +687,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
             kv_layout=self.kv_layout,
             indexer_pages_at_global_page=DSV4_INDEXER_PAGES_AT_GLOBAL_PAGE.holds(self.ctx.release),
             kv_pages_at_global_page=DSV4_KV_PAGES_AT_GLOBAL_PAGE.holds(self.ctx.release),
+            c128_state_request_floor=DSV4_C128_STATE_REQUEST_FLOOR.holds(self.ctx.release),
             # the target's SWA allocator registers its full -> SWA mapping on the pool (SGLang's
             # SWATokenToKVPoolAllocator: full + page + 1 int64 entries)
             mapping_length=None if self.ctx.is_draft_worker else full_to_swa_mapping_length(
@@ -740,8 +753,60 @@ class RatioOnlyDSV4PoolConfigurator(DSV4PoolConfigurator):
         """``ring4 / W``: the c4 compression state is kept per sliding window of SWA tokens."""
         return self.ring_sizes.get(4, 0) / self.window
 
+    @property
+    def c128_state_per_swa_token(self) -> bool:
+        """Whether the ratio-128 state lives per SWA window (:data:`DSV4_C128_STATE_PER_SWA_TOKEN`), not per request."""
+        return DSV4_C128_STATE_PER_SWA_TOKEN.holds(self.ctx.release)
+
+    @cached_property
+    def base_bytes_per_swa_token(self) -> float:
+        """As the current sizing, plus (0.5.14) ``(ring128 / W) * 2 * hd * es * n(128)``: the ratio-128 state per SWA
+        token. Flash, no speculative decoding, fp32 state: ``128/128 * 2,048 * 20 = 40,960`` B more."""
+        base = super().base_bytes_per_swa_token
+        if not self.c128_state_per_swa_token:
+            return base
+        c128_state_bytes = 2 * self.head_dim * self.state_dtype.itemsize
+        return base + self.ring_sizes.get(128, 0) / self.window * c128_state_bytes * self.n(128)
+
+    @cached_property
+    def base_bytes_per_full_token(self) -> float:
+        """0.5.14: SGLang's seven terms in its own order (float for float)::
+
+            r*kv*T + kv*n4/4 + kv*n128/128 + idx*n4/4 + r*(ring4/W)*st4*n4 + r*(ring128/W)*st128*n128
+            + r*(ring4/W)*sti4*n4
+
+        with ``st4 = 4 * hd * es``, ``st128 = 2 * hd * es``, ``sti4 = 4 * idx_hd * es``; later releases as today.
+        """
+        if not self.c128_state_per_swa_token:
+            return super().base_bytes_per_full_token
+        r, kv, es, hd = self.swa_ratio, self.kv_bytes, self.state_dtype.itemsize, self.head_dim
+        n4, n128 = self.n(4), self.n(128)
+        c4_rows, c128_rows = self.ring_sizes.get(4, 0) / self.window, self.ring_sizes.get(128, 0) / self.window
+        return (
+            r * kv * self.num_layers_total
+            + 1 / (4 * 1) * kv * n4
+            + 1 / 128 * kv * n128
+            + 1 / 4 * self.indexer_bytes_per_token * n4
+            + r * c4_rows * (2 * 2 * hd * es) * n4
+            + r * c128_rows * (2 * hd * es) * n128
+            + r * c4_rows * (2 * 2 * self.dsv4.index_head_dim * es) * n4
+        )
+
+    def c128_state_fixed_bytes(self, requests: int) -> int:
+        """0 where the ratio-128 state is priced per SWA token (0.5.14), else request-scoped as today."""
+        return 0 if self.c128_state_per_swa_token else super().c128_state_fixed_bytes(requests)
+
     def sizes_for_full_tokens(self, full_tokens: int, page_size: int) -> PoolSizes:
-        """As the current sizing, with ``c4_state = swa // W * ring4``."""
+        """As the current sizing, with ``c4_state = swa // W * ring4`` (0.5.14: ``c128_state = swa // W * ring128``)."""
         sizes = super().sizes_for_full_tokens(full_tokens, page_size)
         swa = sizes.swa_max_total_num_tokens or 0
-        return sizes.replace(c4_state_pool_size=swa // self.window * self.ring_sizes.get(4, 0))
+        sizes = sizes.replace(c4_state_pool_size=swa // self.window * self.ring_sizes.get(4, 0))
+        if self.c128_state_per_swa_token:
+            sizes = sizes.replace(c128_state_pool_size=swa // self.window * self.ring_sizes.get(128, 0))
+        return sizes
+
+    def finalize_with_max_running_requests(self, sizes: PoolSizes) -> PoolSizes:
+        """The request-scoped ratio-128 state (0.5.15 on); 0.5.14 has no such step: its sizes are final."""
+        if self.c128_state_per_swa_token and not self.ctx.is_draft_worker:
+            return sizes
+        return super().finalize_with_max_running_requests(sizes)

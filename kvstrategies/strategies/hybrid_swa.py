@@ -246,10 +246,12 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """EAGLE-family / STANDALONE target with ``D`` draft layers: ``full = D - swa - swa_full``."""
         spec = self.ctx.speculative
         depth = spec.eagle_draft_num_layers
+        release = self.ctx.release
         if self.ctx.is_draft_worker or not spec.algorithm.is_eagle_family or depth is None or depth <= 0:
             return DraftLayers()
+        if not DRAFT_LAYERS_PRICED.holds(release):
+            return DraftLayers()
         swa = swa_full = 0
-        release = self.ctx.release
         if self.hybrid.mtp_local_layer_ids is not None:
             first = row_for(self.ctx.geometry.architectures[0]) if self.ctx.geometry.architectures else None
             by_name = first is not None and first.mtp_local_draft_by_name  # Inkling
@@ -470,6 +472,15 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         return full_pool, swa_pool
 
 
+#: an EAGLE / STANDALONE target's draft layers are priced in the hybrid-SWA cell (its draft pool takes
+#: the target's full-pool size); before, the hybrid-SWA cell holds the target's own layers only
+DRAFT_LAYERS_PRICED = ReleaseRule(
+    "hybrid-swa-draft-layers-priced",
+    span("0.5.15"),
+    "hybrid-SWA EAGLE / STANDALONE target: the draft's layers are priced in the cell (full_pt * D per full token) "
+    "(before: the target's own layers only)",
+    "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator.__init__ (_draft_full_layers_num)",
+)
 #: Inkling's EAGLE draft layers named local (``mtp_local_layer_ids``) are SWA-geometry rings of full
 #: length (``swa_full``: SWA bytes per full token); before, every draft layer was a full-attention layer
 DRAFT_MTP_LOCAL_INKLING = ReleaseRule(
@@ -537,7 +548,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
     family: ClassVar[str] = "hybrid-swa-chunk-cap"
     sglang_configurator: ClassVar[str | ByRelease[str]] = ByRelease(
         "sglang-class-swa-request-cap",
-        (("0.5.15", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
+        (("0.5.14", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
         "SGLang's name for the request-capped hybrid-SWA configurator",
         "sglang.srt.model_executor.pool_configurator.SWARequestCapPoolConfigurator (SWAChunkCap... to 0.5.21)",
         topic="sizing",

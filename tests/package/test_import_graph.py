@@ -110,7 +110,9 @@ PLANNER_LAYER = (
 BRIDGES = ("kvstrategies.sglang.bridge", "kvstrategies.vllm.bridge")
 CLI = ("kvstrategies.cli", "kvstrategies.__main__")
 #: what the library may read of the SGLang folder: a case file may set SGLang's environment knobs
-LIBRARY_MAY_READ = ("kvstrategies.sglang.knobs", "kvstrategies.sglang.tables.knobs")
+LIBRARY_MAY_READ = (
+    "kvstrategies.sglang.knobs", "kvstrategies.sglang.tables.knobs", "kvstrategies.sglang.server_arguments"
+)
 
 
 def _within(module: str, packages: tuple[str, ...]) -> bool:

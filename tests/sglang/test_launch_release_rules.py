@@ -14,8 +14,9 @@ from kvstrategies.sglang.launch.defaults import LaunchSettings, model_facts_from
 from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchResolution
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
-R = {v: parse_release(v) for v in ("0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22",
-                                    "0.5.23")}  # fmt: skip
+RTX4090 = lookup_gpu("RTX-4090")
+R = {v: parse_release(v) for v in ("0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
+                                    "0.5.22", "0.5.23")}  # fmt: skip
 
 
 def facts(preset: str) -> LaunchModelFacts:
@@ -306,3 +307,56 @@ def test_row_facts_hold_for_their_releases() -> None:
     assert "KimiLinearForCausalLM" not in names_holding("mamba_extra_buffer", R["0.5.15"])
     assert "KimiLinearForCausalLM" in names_holding("mamba_extra_buffer", R["0.5.16"])
     assert "mamba_extra_buffer:KimiLinearForCausalLM" in {r.key for r in all_rules()}
+
+
+def test_workstation_tier_from_0_5_20() -> None:
+    """The 20-35 GiB capacity tier (RTX 4090: 24,564 MiB): 0.5.19's ``memory_hook.handle_gpu_memory_settings`` sets
+    chunk 2048 and decode max_bs 24 (80 at TP >= 4), 0.5.20's chunk 4096 and 48 (160). Llama-3.1-8B at TP 1, breakable
+    prefill graph at the chunk: 0.5.19 R = 512 + 1.5 x 2048 + 1024 / 8 + 2 x 24 + 8 x 42 = 4,096 MiB -> 0.833;
+    0.5.20 R = 512 + 1.5 x 4096 + 128 + 2 x 48 + 8 x 50 = 7,280 MiB -> 0.704."""
+    old, new = resolve("llama-3.1-8b", RTX4090, "0.5.19"), resolve("llama-3.1-8b", RTX4090, "0.5.20")
+    assert (old.chunked_prefill_size, old.cuda_graph_max_bs, old.prefill_graph_bs_count) == (2048, 24, 42)
+    assert (new.chunked_prefill_size, new.cuda_graph_max_bs, new.prefill_graph_bs_count) == (4096, 48, 50)
+    assert (old.reserved_mib, old.mem_fraction_static) == (4_096, round((24_564 - 4_096) / 24_564, 3)) == (4_096, 0.833)
+    assert (new.reserved_mib, new.mem_fraction_static) == (7_280, round((24_564 - 7_280) / 24_564, 3)) == (7_280, 0.704)
+    assert resolve("llama-3.1-8b", RTX4090, "0.5.14", 4).cuda_graph_max_bs == 80
+    assert resolve("llama-3.1-8b", RTX4090, "0.5.23", 4).cuda_graph_max_bs == 160
+
+
+def test_prefill_graph_defaults_to_tc_piecewise_up_to_0_5_14() -> None:
+    """0.5.14's ``CudaGraphConfig`` defaults the prefill graph to ``tc_piecewise``, checked by
+    ``ServerArgs._disable_tc_piecewise_cudagraph_if_incompatible`` (its arch blacklist
+    ``piecewise_cuda_graph_disabled_model_archs`` has Qwen3-Next; DP attention is on its list); 0.5.15's default is
+    ``breakable``. DeepSeek-V2-Lite (MLA) on H100: 0.5.14 keeps tc_piecewise and reserves 1,536 MiB for it,
+    R = 512 + 1.5 x 8192 + 128 + 2 x 256 + 1536 = 14,976 -> 0.816; 0.5.15 drops the breakable graph for MLA,
+    R = 13,440 -> 0.835."""
+    assert resolve("llama-3.1-8b", H100, "0.5.14").prefill_cuda_graph == "tc_piecewise"
+    assert resolve("llama-3.1-8b", H100, "0.5.15").prefill_cuda_graph == "breakable"
+    dp = resolve_launch_defaults(facts("llama-3.1-8b"), H100, tp_size=2, attn_dp_size=2, release=R["0.5.14"])
+    assert dp.prefill_cuda_graph == "disabled"
+    assert resolve("qwen3-next-80b-a3b", H200, "0.5.14", 4).prefill_cuda_graph == "disabled"
+    assert resolve("qwen3-next-80b-a3b", H200, "0.5.15", 4).prefill_cuda_graph == "breakable"
+    old, new = resolve("deepseek-v2-lite", H100, "0.5.14"), resolve("deepseek-v2-lite", H100, "0.5.15")
+    assert (old.prefill_cuda_graph, old.reserved_mib, old.mem_fraction_static) == ("tc_piecewise", 14_976, 0.816)
+    assert (new.prefill_cuda_graph, new.reserved_mib, new.mem_fraction_static) == ("disabled", 13_440, 0.835)
+
+
+def test_deepseek_v3_keeps_the_prefill_graph_on_trtllm_mla_in_0_5_14() -> None:
+    """``ServerArgs._disable_prefill_cuda_graph_for_deepseek_trtllm_mla`` (from 0.5.15) turns DeepSeek-V3's prefill
+    graph off on the trtllm_mla prefill backend (B200); 0.5.14 has no such step and keeps tc_piecewise. 0.5.18 (no MLA
+    rule left for the breakable graph) shows the step alone."""
+    old, new = resolve("deepseek-v3", B200, "0.5.14", 8), resolve("deepseek-v3", B200, "0.5.18", 8)
+    assert old.attention_backend == new.attention_backend == "trtllm_mla"
+    assert (old.prefill_cuda_graph, new.prefill_cuda_graph) == ("tc_piecewise", "disabled")
+
+
+def test_reserve_by_pd_role_from_0_5_15() -> None:
+    """``ServerArgs._handle_gpu_memory_settings``: 0.5.15 sizes a PD decode node's activations to its decode batch,
+    ``max(256 x 1, 2048) x 1.5``; 0.5.14 to the chunk, ``8192 x 1.5``. Llama-3.1-8B on H100, decode role (the
+    prefill graph is off for PD in both): 0.5.14 R = 512 + 12,288 + 128 + 512 = 13,440 -> 0.835; 0.5.15
+    R = 512 + 3,072 + 128 + 512 = 4,224, floored at 10,240 on a GPU over 60 GiB -> 0.874."""
+    old = resolve("llama-3.1-8b", H100, "0.5.14", disaggregation_mode="decode")
+    new = resolve("llama-3.1-8b", H100, "0.5.15", disaggregation_mode="decode")
+    assert (old.reserved_mib, old.mem_fraction_static) == (13_440, 0.835)
+    assert (new.reserved_mib, new.mem_fraction_static) == (10_240, round((81_559 - 10_240) / 81_559, 3))
+    assert new.mem_fraction_static == 0.874

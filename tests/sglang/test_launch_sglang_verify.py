@@ -31,7 +31,11 @@ def test_default_grid_covers_every_preset_gpu_and_feature() -> None:
     grid = default_grid()
     assert len(grid) >= 500 and len({s.name for s in grid}) == len(grid)
     assert {s.preset for s in grid} == set(preset_names()) | {SYNTHETIC_PREFIX + n for n in synthetic_config_names()}
-    assert {s.gpu for s in grid} == {"H100-80GB", "H200", "B200", "A100-80GB"}
+    # every capacity tier of the launch's memory defaults: < 20, 20-35 (changed in 0.5.20), 35-60, 60-90, 90-160 and
+    # >= 160 GiB
+    assert {s.gpu for s in grid} == {"H100-80GB", "H200", "B200", "A100-80GB", "RTX-4090", "RTX-5090", "L4", "T4",
+                                     "A100-40GB", "L40S", "H20", "RTX-PRO-6000", "B300"}  # fmt: skip
+    assert {s.preset for s in grid if s.gpu == "RTX-4090" and s.flags.get("kv_cache_dtype") == "fp8_e4m3"}
     flags = [s.flags for s in grid]
     for algo in ("EAGLE", "NGRAM", "DFLASH"):
         assert any(f.get("speculative_algorithm") == algo for f in flags)
@@ -132,8 +136,8 @@ def test_cli_verify_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["verify", "--against", "sglang", "--launch", str(grid), "--recorded"]) == 2
     assert "not recorded" in capsys.readouterr().err
     # without --launch, --recorded compares the catalog with a release's recorded answers
-    assert main(["verify", "--against", "sglang", "--recorded", "--sglang-version", "0.5.14"]) == 2
-    assert "supported: 0.5.15" in capsys.readouterr().err
+    assert main(["verify", "--against", "sglang", "--recorded", "--sglang-version", "0.5.13"]) == 2
+    assert "supported: 0.5.14" in capsys.readouterr().err
     assert main(["verify", "--against", "sglang", "--recorded", "--show-equal"]) == 2  # launch-only flag
     assert "--launch" in capsys.readouterr().err
 

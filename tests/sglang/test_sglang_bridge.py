@@ -46,11 +46,11 @@ def _doc(**changes: object) -> dict[str, object]:
 
 
 def test_version_check_names_the_supported_versions() -> None:
-    assert SUPPORTED_VERSIONS[0] == "0.5.15" and SUPPORTED_VERSIONS[-1] == "0.5.23"
+    assert SUPPORTED_VERSIONS[0] == "0.5.14" and SUPPORTED_VERSIONS[-1] == "0.5.23"
     assert check_version("0.5.15.post1").line == "0.5.15"  # a .postN build is its release line
     assert check_version("0.5.20").line == "0.5.20"
-    for unsupported in ("0.5.14", "0.5.24", "garbage"):
-        with pytest.raises(MissingDependencyError, match=r"supports 0\.5\.15, 0\.5\.16, .*0\.5\.23"):
+    for unsupported in ("0.5.13", "0.5.24", "garbage"):
+        with pytest.raises(MissingDependencyError, match=r"supports 0\.5\.14, 0\.5\.15, .*0\.5\.23"):
             check_version(unsupported)
 
 
@@ -342,3 +342,29 @@ def test_recorded_report_times_the_whole_comparison(monkeypatch: pytest.MonkeyPa
 def test_kind_counts_count_each_case_using_a_kind() -> None:
     known = [CaseVerdict(n, "known", kinds=("a", "b") if n == "x" else ("a",)) for n in ("x", "y", "z")]
     assert VerifyReport(verdicts=[*known, CaseVerdict("m", "match")]).kind_counts() == {"a": 3, "b": 1}
+
+
+def test_server_args_keep_the_case_values_a_post_init_hook_rewrote() -> None:
+    """0.5.14's ``ServerArgs.__post_init__`` runs ``handle_pd_disaggregation`` before its dummy-model return, turning a
+    decode role's radix cache off; the bridge hands SGLang a case's values as resolved, so it puts them back (the
+    pools then see the case's ``disable_radix_cache``, as every later release's bridge run does)."""
+    from dataclasses import dataclass
+
+    from kvstrategies.sglang.bridge.bridge_releases import bridge_release
+    from kvstrategies.sglang.bridge.compat import make_server_args
+
+    @dataclass
+    class FakeServerArgs:
+        model_path: str = ""
+        dp_size: int = 1
+        enable_dp_attention: bool = False
+        disaggregation_mode: str = "null"
+        disable_radix_cache: bool = False
+
+        def __post_init__(self) -> None:
+            if self.disaggregation_mode == "decode":
+                self.disable_radix_cache = True
+
+    args = make_server_args(bridge_release("0.5.14"), FakeServerArgs,
+                            {"disaggregation_mode": "decode", "disable_radix_cache": False})  # fmt: skip
+    assert (args.model_path, args.disaggregation_mode, args.disable_radix_cache) == ("dummy", "decode", False)

@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.15", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.14", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.14", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.13", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.15, 0\.5\.16.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.14, 0\.5\.15.*0\.5\.23"):
         parse_release(text)
 
 
@@ -638,3 +638,60 @@ def test_jamba_is_served_through_sglangs_generic_path() -> None:
         plan = plan_case(_case("hybrid-linear-jamba-v0.1-tp2-bf16-p1", version))
         assert plan.configurator.sglang_class_name() == "DefaultPoolConfigurator"
         assert plan.cell_size_bytes == 4 * 256 * 32 * 2 == 65_536
+
+
+def test_dsv4_c128_state_per_swa_token_up_to_0_5_14() -> None:
+    """``DSV4PoolConfigurator._get_bytes_per_full_token`` (0.5.14) prices the ratio-128 compression state per SWA
+    token: ``0.1 x (128 / 128) x (2 x 512 x 4) x 20 = 8,192`` B more a full token than 0.5.15's 7,705.45, so
+    15,897.45; ``_compute_dsv4_sizes`` sizes its pool ``swa // 128 x 128`` and the pool builder
+    (``DeepSeekV4TokenToKVPool.__init__``) takes it as given (0.5.15: at least ``(R + 1) x 128`` rows, from
+    ``_get_c128_state_fixed_bytes`` and ``finalize_with_max_running_requests``). V4-Flash TP 4, 1 request."""
+    name = "release-dsv4-state-rows-deepseek-v4-flash-tp4-fp8-p256-mrr1"
+    old, new = plan_case(_case(name, "0.5.14")), plan_case(_case(name, "0.5.15"))
+    assert round(old.cell_size_bytes, 2) == round(7_705.45 + 0.1 * 1 * 4_096 * 20, 2) == 15_897.45
+    assert round(new.cell_size_bytes, 2) == 7_705.45
+    # 0.5.15's request-scoped state: ceil((1 + 1) x 128 + 128 + 1, 128) = 512 rows of 2 x 512 fp32 per layer
+    assert old.configurator.fixed_bytes(1) == 0 and new.configurator.fixed_bytes(1) == 512 * 4_096 * 20
+    swa = old.sizes.swa_max_total_num_tokens
+    assert swa is not None and old.sizes.c128_state_pool_size == swa // 128 * 128
+    assert new.sizes.c128_state_pool_size == (1 + 1) * 128
+    rows = {b.shape[0] for layout in old.layout.pools for b in layout.buffers if b.name == "state[3].kv_score"}
+    pool = old.pool_sizes.c128_state_pool_size if old.pool_sizes is not None else old.sizes.c128_state_pool_size
+    assert rows == {-(-(pool + 128 + 1) // 128) * 128}
+
+
+def test_hybrid_swa_draft_layers_priced_from_0_5_15() -> None:
+    """``HybridSWAPoolConfigurator.__init__`` (0.5.15, ``_draft_full_layers_num``) prices an EAGLE draft's layers at
+    full-layer bytes per full token. GPT-OSS-120B (18 full + 18 SWA layers, 2,048 B each), ratio 0.8, 1 draft layer:
+    0.5.15 2,048 x 19 + 0.8 x 2,048 x 18 = 68,403.2; 0.5.14 2,048 x 18 + 0.8 x 2,048 x 18 = 66,355.2."""
+    name = "swa-gpt-oss-120b-tp1-bf16-p64-eagle3"
+    old, new = plan_case(_case(name, "0.5.14")), plan_case(_case(name, "0.5.15"))
+    assert old.cell_size_bytes == pytest.approx(2_048 * 18 + 0.8 * 2_048 * 18) == 66_355.2
+    assert new.cell_size_bytes == pytest.approx(2_048 * 19 + 0.8 * 2_048 * 18) == 68_403.2
+
+
+def test_dcp_is_refused_before_0_5_15() -> None:
+    """0.5.14's ``ServerArgs`` has no ``dcp_size`` (decode context parallelism arrived in 0.5.15): a case or a
+    planned deployment with DCP > 1 is refused naming the flag; DCP 1 is the default and plans."""
+    from kvstrategies.planner import DeploymentRequest
+    from kvstrategies.planner.gpus import lookup_gpu
+
+    case = {"preset": "llama-3.1-70b", "available_bytes": GIB, "tp_size": 8, "dcp_size": 2}
+    with pytest.raises(UnsupportedConfigurationError, match=r"SGLang 0\.5\.14 has no --dcp-size server argument"):
+        parse_case(case, sglang_version="0.5.14")
+    parse_case(case, sglang_version="0.5.15")
+    parse_case({**case, "dcp_size": 1}, sglang_version="0.5.14")
+    with pytest.raises(UnsupportedConfigurationError, match=r"--dcp 2: SGLang 0\.5\.14 has no --dcp-size"):
+        DeploymentRequest(model="llama-3.1-70b", source={"preset": "llama-3.1-70b"}, tp_size=8, dcp_size=2,
+                          gpu=lookup_gpu("H100"), release="0.5.14")  # fmt: skip
+
+
+def test_model_types_transformers_5_8_1_does_not_know_are_refused_by_0_5_14() -> None:
+    """SGLang 0.5.14 pins transformers 5.8.1, whose ``AutoConfig`` has no ``unlimited-ocr``, ``diffusion_gemma`` or
+    ``gemma4_unified`` (0.5.15 pins 5.12.1, which has them)."""
+    from kvstrategies.models.architectures import require_loadable
+
+    for model_type in ("unlimited-ocr", "diffusion_gemma", "gemma4_unified", "gemma4_unified_assistant"):
+        with pytest.raises(UnsupportedConfigurationError, match=r"transformers 5\.8\.1 does not know it"):
+            require_loadable(model_type, parse_release("0.5.14"))
+        require_loadable(model_type, parse_release("0.5.15"))

@@ -93,6 +93,9 @@ _OLD_XGRAMMAR = ("xgrammar==0.2.1",)
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
 BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
+    BridgeRelease("0.5.14", "5.8.1", _OLD_XGRAMMAR, configurator=False, platform_override=False,
+                  schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
+                  context_server_args=False, finalize_step=False),  # fmt: skip
     BridgeRelease("0.5.15", "5.12.1", _OLD_XGRAMMAR, configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False),  # fmt: skip
     BridgeRelease("0.5.16", "5.12.1", _OLD_XGRAMMAR, platform_override=False, schedule_bag=False, resolve_once=False,

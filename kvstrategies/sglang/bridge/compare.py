@@ -16,6 +16,7 @@ from typing import Any
 
 from ...core.releases import parse_release
 from ...golden.diff import diff_buffers, diff_documents
+from ...models.architectures import model_type_row
 from ...strategies.default import ZERO_KV_RULE
 
 #: SGLang pools also hold tables of raw data pointers and strides for their kernels
@@ -160,7 +161,7 @@ def _is_dsv4(case: Mapping[str, Any]) -> bool:
 def _all_swa(case: Mapping[str, Any]) -> bool:
     config = _hf(case)
     text = config.get("language_config") or config.get("text_config") or config
-    return str(text.get("model_type", config.get("model_type", ""))) == "unlimited-ocr" or (
+    return model_type_row(text.get("model_type", config.get("model_type"))).all_sliding or (
         isinstance(text.get("layer_types"), list)
         and all(str(t) == "sliding_attention" for t in text["layer_types"])
     )

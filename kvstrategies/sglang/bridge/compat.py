@@ -62,7 +62,13 @@ def make_server_args(row: BridgeRelease, server_args_cls: Any, fields: Mapping[s
         )
     if not row.resolve_once:
         given["model_path"] = "dummy"
-    return server_args_cls(**given)
+    server_args = server_args_cls(**given)
+    # 0.5.14's __post_init__ runs handle_pd_disaggregation before the dummy-model return (a decode role's
+    # radix cache goes off): the case's values are the resolved ones, so they are put back
+    for key, value in given.items():
+        if getattr(server_args, key, value) != value:
+            setattr(server_args, key, value)
+    return server_args
 
 
 def parallel_values(case: Mapping[str, Any]) -> dict[str, Any]:

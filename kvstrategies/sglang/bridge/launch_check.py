@@ -210,8 +210,10 @@ def _server_fields(spec: LaunchSpec, model_dir: Path, draft_dir: Path) -> dict[s
     fields: dict[str, Any] = {
         "model_path": str(model_dir), "tokenizer_path": str(model_dir), "skip_tokenizer_init": True,
         "device": "cuda", "tp_size": spec.tp_size, "pp_size": spec.pp_size,
-        "attn_dp_size": spec.attn_dp_size, "dcp_size": spec.dcp_size,
+        "attn_dp_size": spec.attn_dp_size,
     }  # fmt: skip
+    if spec.dcp_size != 1:  # 0.5.14's ServerArgs has no dcp_size; later releases default it to 1
+        fields["dcp_size"] = spec.dcp_size
     fields.update({k: _flag_value(v, draft_dir) for k, v in spec.flags.items()})
     return fields
 

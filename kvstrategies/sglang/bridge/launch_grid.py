@@ -2,8 +2,9 @@
 
 A launch is a preset model, a GPU, the parallel layout and the server flags a user would pass
 (SGLang's server-argument names). :func:`default_grid` is the shipped grid: every preset on
-H100-80GB, H200, B200 and A100-80GB at every TP in 1, 2, 4, 8 that divides the attention heads,
-then, per preset at its largest such TP, variants with fp8 KV, page 64, EAGLE (auto, explicit
+H100-80GB, H200, B200 and A100-80GB at every TP in 1, 2, 4, 8 that divides the attention heads
+(small models also on the other capacity tiers: RTX 4090 / 5090, L4, T4, A100-40GB, L40S, H20, RTX PRO 6000,
+B300), then, per preset at its largest such TP, variants with fp8 KV, page 64, EAGLE (auto, explicit
 chain and tree parameters, with page 64, with DP attention), NGRAM, DFLASH (with a draft model),
 DP attention, DCP 2, PP 2, ``--chunked-prefill-size -1``, fp8_e5m2 KV, radix cache off and a
 request cap, plus launches SGLang refuses (to check the planner refuses them too) and
@@ -252,6 +253,27 @@ _RELEASE_DIFFERENCES: tuple[tuple[str, str, int, dict[str, Any]], ...] = (
 )  # fmt: skip
 
 
+# Smaller and other data-centre GPUs, each capacity tier of the launch's memory defaults (16, 23-32, 40-46,
+# 96-98 and 275 GiB: the workstation tier changed in 0.5.20), on the models that fit them, at TP 1 and a
+# wider TP, and fp8 KV on an RTX 4090.
+_OTHER_GPUS: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("RTX-4090", (1, 2)), ("RTX-5090", (1,)), ("L4", (1,)), ("T4", (1,)), ("A100-40GB", (1, 4)),
+    ("L40S", (1, 2)), ("H20", (1, 8)), ("RTX-PRO-6000", (1,)), ("B300", (8,)),
+)  # fmt: skip
+_OTHER_GPU_PRESETS = (
+    "llama-3.1-8b", "qwen3-8b", "qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v2-lite", "gemma-3-27b", "mistral-7b",
+    "qwen2.5-7b",
+)  # fmt: skip
+
+
+def other_gpu_grid(presets: Iterable[str]) -> tuple[LaunchSpec, ...]:
+    """:data:`_OTHER_GPUS` for the presets of :data:`_OTHER_GPU_PRESETS` among ``presets``."""
+    chosen = [p for p in _OTHER_GPU_PRESETS if p in set(presets)]
+    out = [_spec(p, gpu, tp) for p in chosen for gpu, tps in _OTHER_GPUS for tp in tps]
+    out += [_spec(p, "RTX-4090", 1, flags={"kv_cache_dtype": "fp8_e4m3"}) for p in chosen]
+    return tuple(out)
+
+
 def default_grid(presets: Iterable[str] | None = None) -> tuple[LaunchSpec, ...]:
     """The shipped grid (see the module doc); ``presets`` restricts it to some models."""
     names = tuple(presets) if presets is not None else preset_names()
@@ -272,6 +294,7 @@ def default_grid(presets: Iterable[str] | None = None) -> tuple[LaunchSpec, ...]
     for preset, gpu, tp, flags in _REFUSED:
         if preset in names:
             out.append(_spec(preset, gpu, tp, flags=flags))
+    out.extend(other_gpu_grid(names))
     if presets is None:
         out.extend(synthetic_grid())
         out.extend(_spec(preset, gpu, tp, **kw) for preset, gpu, tp, kw in _RELEASE_DIFFERENCES)

@@ -25,6 +25,15 @@ from .facts import _AUDIO_ENCODER_DECODER
 
 _LATE_TRTLLM_MLA_PREFILL = names_where(lambda r: r.late_trtllm_mla_prefill_graph)
 
+#: DeepSeek-V3 on the trtllm_mla prefill backend loses the prefill graph after the reserve was counted
+LATE_TRTLLM_MLA_PREFILL_GRAPH_OFF = ReleaseRule(
+    "launch-late-trtllm-mla-prefill-graph-off",
+    span("0.5.15"),
+    "DeepSeek-V3 with the trtllm_mla prefill backend disables the prefill cuda graph (after the memory reserve)",
+    "sglang.srt.server_args.ServerArgs._disable_prefill_cuda_graph_for_deepseek_trtllm_mla "
+    "(0.5.19: arg_groups.cuda_graph_hook)",
+    topic="launch",
+)
 #: DFLASH counts as an explicit topk for the SM100 MHA default (its topk 1 is declared later)
 DFLASH_SM100_TOPK_ONE = ReleaseRule(
     "launch-dflash-sm100-mha-default",
@@ -90,7 +99,8 @@ def generic_backend_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
             _declare(res, "mem_fraction_static", res.mem_fraction_static * 0.85,
                      f"HIP aiter with context {ctx} > 8192 ({GPU_MEMORY_HOOK.at(inp.release)})")  # fmt: skip
     prefill = res.prefill_attention_backend or res.attention_backend
-    late = (inp.model.has_arch(_LATE_TRTLLM_MLA_PREFILL) and prefill == "trtllm_mla") or prefill in (
+    late_mla = LATE_TRTLLM_MLA_PREFILL_GRAPH_OFF.holds(inp.release) and inp.model.has_arch(_LATE_TRTLLM_MLA_PREFILL)
+    late = (late_mla and prefill == "trtllm_mla") or prefill in (
         "torch_native",
         "flex_attention",
     )

@@ -45,7 +45,7 @@ PREFILL_GRAPH_OFF_FOR_DCP = ReleaseRule(
 #: the MoE all-to-all backends the breakable graph tolerates
 BREAKABLE_A2A_BACKENDS: ByRelease[tuple[str, ...]] = ByRelease(
     "launch-breakable-a2a-backends",
-    (("0.5.15", ("none",)), ("0.5.17", ("deepep", "flashinfer", "megamoe", "none"))),
+    (("0.5.14", ("none",)), ("0.5.17", ("deepep", "flashinfer", "megamoe", "none"))),
     "the --moe-a2a-backend values that keep the breakable prefill cuda graph",
     _HOOK,
 )
@@ -67,4 +67,13 @@ TC_PIECEWISE_MOVE = ReleaseRule(
 BREAKABLE_LIST_KEEPS_BREAKABLE = ReleaseRule(
     "launch-breakable-list-keeps-breakable", span("0.5.18"),
     "a multimodal model on both allow-lists keeps the breakable prefill graph", _COMPAT, topic="launch",
+)  # fmt: skip
+
+#: up to 0.5.14 the prefill graph defaults to ``tc_piecewise`` (torch.compile, piecewise) and meets that
+#: backend's incompatibility list; 0.5.15 makes ``breakable`` the CUDA default
+PREFILL_DEFAULT_TC_PIECEWISE = ReleaseRule(
+    "launch-prefill-default-tc-piecewise", span(last="0.5.14"),
+    "the prefill cuda graph defaults to tc_piecewise (0.5.15: breakable on CUDA)",
+    "sglang.srt.model_executor.cuda_graph_config.CudaGraphConfig (prefill default; 0.5.15: default_prefill_backend) "
+    "and ServerArgs._disable_tc_piecewise_cudagraph_if_incompatible", topic="launch",
 )  # fmt: skip

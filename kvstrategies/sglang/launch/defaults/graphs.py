@@ -22,6 +22,7 @@ from .core import (
 )
 
 _NEMOTRON_H = names_where(lambda row: row.launch_backend_rule is LaunchBackendRule.NEMOTRON_H)
+_PIECEWISE_OFF = names_where(lambda row: row.piecewise_graph_off)
 
 #: under PP > 1 the breakable prefill graph is opt-in (off by default; opted in, capped at 8192
 #: tokens); before, PP keeps the breakable graph at the chunk size
@@ -85,7 +86,18 @@ def cuda_graph_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     kept = breakable_listed and rules.BREAKABLE_LIST_KEEPS_BREAKABLE.holds(r)
     moved = multimodal and rules.TC_PIECEWISE_MOVE.holds(r) and m.has_arch(names_holding("piecewise_multimodal", r))
     moved = moved and not kept
-    if res.prefill_cuda_graph == "breakable" and not flag_off and moved:
+    if res.prefill_cuda_graph == "tc_piecewise":  # the release's default (graph_rules.PREFILL_DEFAULT_TC_PIECEWISE)
+        piecewise_listed = m.has_arch(names_holding("piecewise_multimodal", r))
+        prefill_off = [
+            (flag_off, "prefill graph disabled by flag"),
+            (m.has_arch(_PIECEWISE_OFF), "model-arch blacklist"),
+            (multimodal and not piecewise_listed, "multimodal model"),
+            (inp.attn_dp_size > 1, "DP attention"),
+            (inp.pp_size > 1, "pipeline parallelism (pp_size > 1)"),
+            (s.moe_a2a_backend != "none", "MoE A2A backend"),
+            (s.disaggregation_mode != "null", "PD disaggregation"),
+        ]
+    elif res.prefill_cuda_graph == "breakable" and not flag_off and moved:
         _declare(res, "prefill_cuda_graph", "tc_piecewise",
                  f"validated multimodal decoder prefill ({CUDA_GRAPH_HOOK.at(r)})")  # fmt: skip
         prefill_off = [

@@ -8,7 +8,7 @@ The fraction is computed before the model overrides, so it never sees their requ
 
 from __future__ import annotations
 
-from ....core.releases import ReleaseRule, span
+from ....core.releases import NEWEST_SGLANG, ByRelease, EngineRelease, ReleaseRule, span
 from .core import (
     GPU_MEMORY_HOOK,
     MODEL_OVERRIDES_HOOK,
@@ -33,15 +33,26 @@ DECODE_GRAPH_CAPPED_BY_REQUESTS = ReleaseRule(
 )
 
 
-def capacity_tier(gpu_mem_mib: float | None, tp_size: int) -> tuple[int, int]:
+#: the 20-35 GiB tier (A10, L4, RTX 4090 / 5090): ``(chunk, decode max_bs below TP 4, at TP >= 4)``
+WORKSTATION_TIER: ByRelease[tuple[int, int, int]] = ByRelease(
+    "launch-workstation-tier",
+    (("0.5.14", (2048, 24, 80)), ("0.5.20", (4096, 48, 160))),
+    "capacity tier of a 20-35 GiB GPU: (chunked_prefill_size, decode cuda-graph max_bs at TP < 4, at TP >= 4)",
+    "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings (before 0.5.19: "
+    "ServerArgs._handle_gpu_memory_settings)",
+)
+
+
+def capacity_tier(gpu_mem_mib: float | None, tp_size: int, release: EngineRelease = NEWEST_SGLANG) -> tuple[int, int]:
     """memory_hook.handle_gpu_memory_settings: ``(chunked_prefill_size, decode graph max_bs)`` from the capacity (MiB)
-    and TP size."""
+    and TP size (the 20-35 GiB tier per release: :data:`WORKSTATION_TIER`)."""
     if gpu_mem_mib is None:
         return 4096, 160
     if gpu_mem_mib < 20480:
         return 2048, 8
     if gpu_mem_mib < 35840:
-        return 4096, 48 if tp_size < 4 else 160
+        chunk, small, large = WORKSTATION_TIER.at(release)
+        return chunk, small if tp_size < 4 else large
     if gpu_mem_mib < 61440:
         return 4096, 32 if tp_size < 4 else 160
     if gpu_mem_mib < 163840:
@@ -92,7 +103,7 @@ def capacity_tier_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Capacity tier (memory_hook.handle_gpu_memory_settings): fill chunk and decode max_bs from the capacity; a table
     max_bs is capped by a *user* ``--max-running-requests`` (the only request cap visible this early,
     ServerArgs.resolve_once order)."""
-    chunk, dmb = capacity_tier(res.gpu_mem_mib, inp.tp_size)
+    chunk, dmb = capacity_tier(res.gpu_mem_mib, inp.tp_size, inp.release)
     mem = "unknown" if res.gpu_mem_mib is None else f"{res.gpu_mem_mib:g} MiB"
     source = GPU_MEMORY_HOOK.at(inp.release)
     why = f"capacity tier: gpu_mem {mem}, tp {inp.tp_size} ({source})"
@@ -108,6 +119,19 @@ def capacity_tier_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
         _declare(res, "cuda_graph_max_bs", dmb, why)
 
 
+#: the reserve follows the PD role: a decode node sizes activations to its decode batch and skips the
+#: prefill graph, a prefill node skips the decode graph and the DP padding, a disabled decode graph and
+#: DeepEP's decode-graph buffers count; before, every role reserves as a mixed node
+RESERVE_BY_PD_ROLE = ReleaseRule(
+    "launch-reserve-by-pd-role",
+    span("0.5.15"),
+    "mem_fraction_static reserve per PD role (decode: decode-batch activations, no prefill graph; prefill: no decode "
+    "graph or DP padding), none for a disabled decode graph, +2048 MiB for DeepEP decode graphs (before: one reserve)",
+    "sglang.srt.server_args.ServerArgs._handle_gpu_memory_settings (0.5.19: arg_groups.memory_hook)",
+    topic="launch",
+)
+
+
 def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResolution) -> float:
     """memory_hook.handle_gpu_memory_settings-4.3: ``R = 512 + 1.5 * tokens + tp * pp / 8 * 1024 + G`` MiB, floored at
     10240 on GPUs > 60 GiB, plus 2048 for DeepEP with decode graphs.
@@ -117,7 +141,9 @@ def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResoluti
     breakable prefill with DeepEP.
     """
     s, m = inp.settings, inp.model
-    pd_prefill, pd_decode = s.disaggregation_mode == "prefill", s.disaggregation_mode == "decode"
+    by_role = RESERVE_BY_PD_ROLE.holds(inp.release)
+    pd_prefill = by_role and s.disaggregation_mode == "prefill"
+    pd_decode = by_role and s.disaggregation_mode == "decode"
     dmb = res.cuda_graph_max_bs or 0
     chunk = res.chunked_prefill_size
     if pd_decode:
@@ -128,7 +154,7 @@ def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResoluti
     else:
         tokens = max(res.max_prefill_tokens, 2048)
     reserve = 512 + 1.5 * tokens + (inp.tp_size * inp.pp_size / 8) * 1024
-    decode_on = res.decode_cuda_graph != "disabled" and not pd_prefill
+    decode_on = (res.decode_cuda_graph != "disabled" or not by_role) and not pd_prefill
     if decode_on:
         reserve += 2 * dmb
     if inp.attn_dp_size > 1 and not pd_prefill:
@@ -139,7 +165,7 @@ def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResoluti
             reserve += 1024
     if res.gpu_mem_mib is not None and res.gpu_mem_mib > 61440:
         reserve = max(reserve, 10240)
-    if decode_on and s.moe_a2a_backend == "deepep":
+    if by_role and decode_on and s.moe_a2a_backend == "deepep":
         reserve += 2048
     return reserve
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ....core.releases import NEWEST_SGLANG, EngineRelease
 from ....errors import KVCacheConfigError
 from ....planner.gpus import Accelerator
-from . import backends, deepseek, family_backends, graphs, memory, model_overrides, speculative
+from . import backends, deepseek, family_backends, graph_rules, graphs, memory, model_overrides, speculative
 from .core import (
     LaunchInputs,
     LaunchModelFacts,
@@ -57,7 +57,7 @@ def _initial(inp: LaunchInputs) -> ResolutionDraft:
         chunked_prefill_size=s.chunked_prefill_size,
         max_prefill_tokens=16384 if s.max_prefill_tokens is None else s.max_prefill_tokens,
         cuda_graph_max_bs=s.cuda_graph_max_bs,
-        prefill_cuda_graph="breakable" if gpu.is_cuda else "disabled",
+        prefill_cuda_graph=_default_prefill_graph(inp),
         kv_cache_dtype=s.kv_cache_dtype or "auto",
         page_size=s.page_size,
         attention_backend=s.attention_backend,
@@ -74,6 +74,14 @@ def _initial(inp: LaunchInputs) -> ResolutionDraft:
         speculative_eagle_topk=s.speculative_eagle_topk,
         speculative_num_draft_tokens=s.speculative_num_draft_tokens,
     )
+
+
+def _default_prefill_graph(inp: LaunchInputs) -> str:
+    """``breakable`` on CUDA (``tc_piecewise`` where :data:`.graph_rules.PREFILL_DEFAULT_TC_PIECEWISE` holds; its
+    rules turn it off elsewhere), ``disabled`` off CUDA."""
+    if not inp.gpu.is_cuda:
+        return "disabled"
+    return "tc_piecewise" if graph_rules.PREFILL_DEFAULT_TC_PIECEWISE.holds(inp.release) else "breakable"
 
 
 def _validate(inp: LaunchInputs) -> None:

@@ -1,0 +1,43 @@
+"""Server arguments that exist only from some SGLang release on.
+
+A release without the flag cannot be launched with it (its argparse refuses it), so a case field or
+planner setting naming it is refused for that release. Each entry is a
+:class:`~kvstrategies.core.releases.ReleaseRule` keyed by the ``ServerArgs`` field; the value that
+means "not set" is the field's default (``None``, or ``1`` for ``dcp_size``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..core.releases import EngineRelease, ReleaseRule, span
+from ..errors import UnsupportedConfigurationError
+
+_SOURCE = "sglang.srt.server_args.ServerArgs"
+
+#: ``ServerArgs`` field -> the releases that have it
+SERVER_ARGUMENT_RULES: Mapping[str, ReleaseRule] = {
+    # 0.5.21 added it with DeepSeek-V4's cap mode (field from sglang.srt.arg_groups.fields.schedule, read by
+    # pool_configurator.DSV4PoolConfigurator._resolve_swa_prefix_tails)
+    "swa_prefix_tails": ReleaseRule(
+        "server-arg-swa-prefix-tails", span("0.5.21"), "--swa-prefix-tails exists", _SOURCE
+    ),
+    "dsv4_attn_backend": ReleaseRule(
+        "server-arg-dsv4-attn-backend", span("0.5.20"), "--dsv4-attn-backend exists", _SOURCE
+    ),
+    # decode context parallelism arrived in 0.5.15; 0.5.14's argparse has no --dcp-size
+    "dcp_size": ReleaseRule("server-arg-dcp-size", span("0.5.15"), "--dcp-size exists", _SOURCE),
+}
+#: the value of a field that means "not given"
+_UNSET: Mapping[str, object] = {"dcp_size": 1}
+
+
+def require_server_argument(key: str, value: object, release: EngineRelease, *, what: str) -> None:
+    """Refuse ``value`` of ServerArgs field ``key`` if ``release`` has no such argument (``what``: the input)."""
+    rule = SERVER_ARGUMENT_RULES.get(key)
+    if rule is None or value is None or value == _UNSET.get(key) or rule.holds(release):
+        return
+    raise UnsupportedConfigurationError(
+        f"{what}: {release.label} has no --{key.replace('_', '-')} server argument ({_SOURCE}; it exists in "
+        f"{rule.span.describe()}); drop it or pick a later release (--sglang-version)"
+    )
