@@ -31,7 +31,7 @@ from .core.releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, parse_rele
 from .core.validate import MAX_INT64, MAX_SETTING_INT, check_float, check_sane_ints
 from .errors import KVCacheConfigError
 from .models import ModelGeometry, parse_hf_config
-from .models.architectures import require_loadable
+from .models.architectures import require_head_dim, require_loadable
 from .sglang.knobs import check_case_env
 from .sglang.server_arguments import SERVER_ARGUMENT_RULES, require_server_argument
 
@@ -201,24 +201,24 @@ def knobs_from_env(env: Any) -> tuple[EngineKnobs, tuple[int, ...] | None]:
     return EngineKnobs(**knobs), partition
 
 
-def _geometry(data: Mapping[str, Any], base_dir: Path | None) -> ModelGeometry:
+def _raw_config(data: Mapping[str, Any], base_dir: Path | None) -> Mapping[str, Any]:
     hf_config, preset = data["hf_config"], data["preset"]
     if (hf_config is None) == (preset is None):
         raise KVCacheConfigError("a case needs exactly one of 'hf_config' (a config.json object or path) or 'preset'")
     if preset is not None:
         from .presets import shared_preset_config  # a preset case only
 
-        return parse_hf_config(shared_preset_config(str(preset)))
+        return shared_preset_config(str(preset))
     if isinstance(hf_config, str):
         path = Path(hf_config)
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
         if path.is_dir():
             path = path / "config.json"
-        return parse_hf_config(jsonio.read_json_object(path, "a model config (config.json)"))
+        return jsonio.read_json_object(path, "a model config (config.json)")
     if not isinstance(hf_config, Mapping):
         raise KVCacheConfigError("case field 'hf_config' must be a config.json object or a path to one")
-    return parse_hf_config(hf_config)
+    return hf_config
 
 
 def _speculative(data: Mapping[str, Any], geometry: ModelGeometry) -> SpeculativeConfig:
@@ -298,7 +298,8 @@ def parse_case(
         merged["engine"] = engine
     if vllm_version is not None:
         merged["vllm_version"] = vllm_version
-    geometry = _geometry(merged, base_dir)
+    raw_config = _raw_config(merged, base_dir)
+    geometry = parse_hf_config(raw_config)
     is_vllm = _engine(merged) == VLLM
     if is_vllm:
         release = parse_release(merged["vllm_version"], VLLM, field="case field 'vllm_version'")
@@ -309,6 +310,7 @@ def parse_case(
         if merged["vllm_version"] is not None:
             parse_release(merged["vllm_version"], VLLM, field="case field 'vllm_version'")
         require_loadable(geometry.model_type, release)
+        require_head_dim(raw_config, release)
         _require_server_arguments(merged, release)
         require_release_kv_cache_dtype(str(merged["kv_cache_dtype"]), release)
     platform, is_hip = _platform(merged)

@@ -79,6 +79,7 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.sglang.launch.defaults.graphs",
     "kvstrategies.sglang.launch.defaults.memory",
     "kvstrategies.sglang.launch.defaults.model_overrides",
+    "kvstrategies.sglang.launch.defaults.speculative",
     "kvstrategies.pools.basic",
     "kvstrategies.pools.dsa",
     "kvstrategies.pools.dsv4",

@@ -22,7 +22,7 @@ two lists in different places (``server_args.py`` vs ``configs/model_config.py``
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -161,7 +161,9 @@ class Architecture:
     Launch defaults:
     ``launch_mla`` / ``launch_deepseek_family`` (DSA with ``index_topk``, trtllm_mla rule) /
     ``launch_dsv4`` / ``launch_hybrid_swa``: the launch rules' own lists. ``mamba_radix``: SGLang's
-    Mamba radix cache serves it; ``mamba_extra_buffer``: with the extra-buffer strategy.
+    Mamba radix cache serves it; ``mamba_extra_buffer``: with the extra-buffer strategy;
+    ``mamba_cache``: the radix cache holds its state (SGLang turns the radix cache off otherwise:
+    ``support_mamba_cache=False`` in ``ServerArgs._handle_mamba_radix_cache``).
     ``kda_from_linear_attn_config``: ``linear_attn_config.kda_layers`` means KDA layers.
     ``multimodal_opt_in`` / ``breakable_multimodal``: multimodal handling. ``hybrid_swa_memory_off``:
     forced ``--disable-hybrid-swa-memory``. ``attention_sinks``. ``audio_encoder_decoder``: Whisper.
@@ -194,7 +196,7 @@ class Architecture:
 
     Releases: ``releases``: the facts of this row that hold for some SGLang releases only, as
     ``(fact, first, last)`` (``None``: unbounded); a fact is a boolean field of the row
-    (``breakable_multimodal``, ``mamba_extra_buffer``: on SGLang's allow-list from ``first``) or
+    (``breakable_multimodal``, ``mamba_extra_buffer``, ``mamba_cache``: on SGLang's allow-list from ``first``) or
     ``piecewise_multimodal`` (on SGLang's
     ``configs.model_config.multimodal_piecewise_cuda_graph_supported_model_archs``; MiniMax-M3's
     span ends where SGLang's breakable list takes it, 0.5.22, so it never moves after). The
@@ -229,6 +231,7 @@ class Architecture:
     launch_hybrid_swa: bool = False
     mamba_radix: bool = False
     mamba_extra_buffer: bool = True
+    mamba_cache: bool = True
     kda_from_linear_attn_config: bool = True
     multimodal_opt_in: bool = False
     breakable_multimodal: bool = False
@@ -291,6 +294,8 @@ class ModelType:
     defaults SGLang fills in when the raw ``vision_config`` omits a field. ``first_release``: the
     first SGLang release that loads the config (``ModelConfig`` -> ``AutoConfig``). ``all_sliding``:
     every attention layer is sliding-window (DeepSeek-OCR's ``unlimited-ocr`` text model).
+    ``head_dim_none_default``: the transformers config class leaves ``head_dim`` None when config.json
+    omits it (5.6-5.8: Mixtral, Ministral, MiniMax, Hunyuan v1).
     """
 
     name: str
@@ -324,6 +329,7 @@ class ModelType:
     #: own config classes know the model type); None: every supported release
     first_release: str | None = None
     all_sliding: bool = False
+    head_dim_none_default: bool = False
 
     @property
     def gemma4_family(self) -> bool:
@@ -620,7 +626,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         linear_attention=LinearAttention.KIMI_LINEAR,
         launch_mla=True,
         mamba_radix=True,
-        releases=(("mamba_extra_buffer", "0.5.16", None),),
+        releases=(("mamba_extra_buffer", "0.5.16", None), ("mamba_cache", "0.5.14", None)),
     ),
     _A("KimiVLForConditionalGeneration", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A("LagunaForCausalLM", hybrid_swa=_SWA_IF_WINDOW, swa_layer_split=SWALayerSplit.LAYER_TYPES),
@@ -832,6 +838,12 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("mimo_v2_flash", first_release="0.5.22"),
     _M("muse_glimmer", first_release="0.5.18"),
     _M("unlimited-ocr", first_release="0.5.15", all_sliding=True),
+    # transformers 5.8.1's config classes whose head_dim defaults to None (MixtralConfig().head_dim)
+    _M("mixtral", head_dim_none_default=True),
+    _M("ministral", head_dim_none_default=True),
+    _M("minimax", head_dim_none_default=True),
+    _M("hunyuan_v1_dense", head_dim_none_default=True),
+    _M("hunyuan_v1_moe", head_dim_none_default=True),
     _M("dbrx", kv_heads_in_attn_config=True),
     _M("deepseek_v41", dsv4_swa_ratio_override=False, first_release="0.5.21"),
     _M("diffusion_gemma", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_SLIDING, first_release="0.5.15"),
@@ -974,6 +986,38 @@ def require_loadable(model_type: str, release: EngineRelease) -> None:
         f"{release.label} cannot load a config.json of model_type {model_type!r}: its transformers "
         f"{SGLANG_TRANSFORMERS.at(release)} does not know it (sglang.srt.configs.model_config.ModelConfig -> "
         f"AutoConfig); SGLang loads it from {first} on (--sglang-version {first})"
+    )
+
+
+#: a config whose class leaves ``head_dim`` None gets ``v_head_dim = head_dim`` once head_dim is derived; before,
+#: ``v_head_dim`` stays None and sizing fails (``head_dim + v_head_dim``)
+V_HEAD_DIM_AFTER_HEAD_DIM = ReleaseRule(
+    "v-head-dim-after-head-dim",
+    span("0.5.14"),
+    "a config without head_dim whose transformers class defaults it to None (Mixtral) is sized "
+    "(before: v_head_dim stays None and SGLang raises TypeError)",
+    "sglang.srt.configs.model_config.ModelConfig._derive_model_shapes; "
+    "model_executor.pool_configurator.DefaultPoolConfigurator._compute_cell_size",
+    topic="models",
+)
+
+
+def require_head_dim(config: Mapping[str, Any], release: EngineRelease) -> None:
+    """Refuse a config that ``release`` cannot size because its ``v_head_dim`` stays None
+    (:data:`V_HEAD_DIM_AFTER_HEAD_DIM`)."""
+    nested = config.get("text_config")
+    text: Mapping[str, Any] = nested if isinstance(nested, Mapping) else config
+    if V_HEAD_DIM_AFTER_HEAD_DIM.holds(release) or text.get("head_dim") is not None:
+        return
+    model_type = text.get("model_type", config.get("model_type"))
+    if not model_type_row(model_type).head_dim_none_default:
+        return
+    raise UnsupportedConfigurationError(
+        f"{release.label} cannot size a {model_type!r} config.json without head_dim: its transformers "
+        f"{SGLANG_TRANSFORMERS.at(release)} leaves head_dim None, so ModelConfig._derive_model_shapes sets "
+        "v_head_dim None and DefaultPoolConfigurator._compute_cell_size raises TypeError "
+        f"(sglang.srt.configs.model_config); SGLang sizes it from {V_HEAD_DIM_AFTER_HEAD_DIM.span.describe()}: "
+        "add head_dim (hidden_size // num_attention_heads) to the config or pick a later --sglang-version"
     )
 
 

@@ -25,10 +25,10 @@ if TYPE_CHECKING:  # the family geometries load with the first model of their fa
 
 #: family field -> (module, class) of its geometry, checked only when the field is set
 _FAMILY_GEOMETRY = {
-    "hybrid_swa": ("hybrid_swa", "HybridSWAGeometry"),
-    "mamba": ("mamba", "MambaGeometry"),
-    "minimax_sparse": ("minimax", "MiniMaxSparseGeometry"),
-    "dsv4": ("dsv4", "DSV4Geometry"),
+    "hybrid_swa": (".hybrid_swa", "HybridSWAGeometry"),
+    "mamba": (".mamba", "MambaGeometry"),
+    "minimax_sparse": (".minimax", "MiniMaxSparseGeometry"),
+    "dsv4": (".dsv4", "DSV4Geometry"),
 }
 
 
@@ -122,7 +122,7 @@ def _geometry_class(name: str) -> type:
     if name == "dsa":
         return DSAGeometry
     module, cls = _FAMILY_GEOMETRY[name]
-    found: type = getattr(importlib.import_module(f"{__package__}.{module}"), cls)
+    found: type = getattr(importlib.import_module(module, __package__), cls)
     return found
 
 

@@ -337,7 +337,6 @@ NO_EFFECT = _names(
 OLDER_NOT_MODELLED: dict[str, str] = {
     "--nsa-prefill-backend": "DSA backend-specific KV buffers",
     "--nsa-decode-backend": "DSA backend-specific KV buffers",
-    "--mamba-scheduler-strategy": "the Mamba state slots per request",
     "--enable-prefill-context-parallel": "context-parallel KV sharding",
     "--enable-nsa-prefill-context-parallel": "context-parallel KV sharding",
     "--enable-dsa-prefill-context-parallel": "context-parallel KV sharding",
@@ -367,5 +366,9 @@ OLDER_NO_EFFECT = _names(
     --collect-tokens-histogram --cuda-graph-tc-compiler --elastic-ep-rejoin --enable-deepep-waterfill
     --enable-expert-distribution-metrics --optimistic-prefill-retries --piecewise-cuda-graph-compiler
     --prefill-round-robin-balance --speculative-skip-dp-mlp-sync --stream-output
+    --custom-sigquit-handler --debug-tensor-dump-inject --enable-piecewise-cuda-graph --hybrid-kvcache-ratio
     """
 )
+#: an older release's spelling of a planned flag -> its planned spelling (``--mamba-scheduler-strategy``: 0.5.13's
+#: flag for ``ServerArgs.mamba_scheduler_strategy``, a deprecated alias of ``--mamba-radix-cache-strategy`` in 0.5.14)
+OLDER_RENAMED: dict[str, str] = {"--mamba-scheduler-strategy": "--mamba-radix-cache-strategy"}

@@ -43,6 +43,7 @@ from .flag_classes import (
     OLDER_GRAPH_RESERVE_FLAGS,
     OLDER_NO_EFFECT,
     OLDER_NOT_MODELLED,
+    OLDER_RENAMED,
     REFUSED_UNLESS,
 )
 from .flag_values import check_flag_value
@@ -298,6 +299,7 @@ def translate(command: Sequence[str], release: EngineRelease = NEWEST_SGLANG) ->
     while i < len(rest):
         option, inline, i = next_option(rest, i)
         canon, arity = canonical_flag(option, release)
+        canon = OLDER_RENAMED.get(canon, canon)
         values, i = flag_values(rest, i, option, arity, inline)
         values = [check_flag_value(canon, option, value) for value in values]
         _check_refusals(canon, option, values, given)

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.releases import NEWEST_SGLANG
 from ..planner.request import DeploymentRequest
+from .server_arguments import RENAMED_SERVER_ARGUMENTS
 
 LAUNCHER = ("python", "-m", "sglang.launch_server")
 OVERRIDE_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -187,6 +188,10 @@ def _release_spelling(req: DeploymentRequest, argv: list[str]) -> tuple[list[str
 
     flags = release_flags(req.release)
     out = list(argv)
+    for new, (old, _first) in RENAMED_SERVER_ARGUMENTS.items():  # a release before a rename spells the old flag
+        new_flag, old_flag = "--" + new.replace("_", "-"), "--" + old.replace("_", "-")
+        if new_flag in out and new_flag not in flags and old_flag in flags:
+            out[out.index(new_flag)] = old_flag
     if "--attn-dp-size" in out and "--attn-dp-size" not in flags and req.dp_replicas == 1:
         at = out.index("--attn-dp-size")
         out[at : at + 2] = ["--dp-size", out[at + 1], "--enable-dp-attention"]

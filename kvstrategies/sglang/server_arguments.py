@@ -25,8 +25,16 @@ SERVER_ARGUMENT_RULES: Mapping[str, ReleaseRule] = {
     "dsv4_attn_backend": ReleaseRule(
         "server-arg-dsv4-attn-backend", span("0.5.20"), "--dsv4-attn-backend exists", _SOURCE
     ),
+    # 0.5.14 added the flag (and the launch default ServerArgs fills in); 0.5.13 sizes the rows itself
+    "disaggregation_decode_extra_slots": ReleaseRule(
+        "server-arg-decode-extra-slots", span("0.5.14"), "--disaggregation-decode-extra-slots exists", _SOURCE
+    ),
     # decode context parallelism arrived in 0.5.15; 0.5.14's argparse has no --dcp-size
     "dcp_size": ReleaseRule("server-arg-dcp-size", span("0.5.15"), "--dcp-size exists", _SOURCE),
+}
+#: ServerArgs fields renamed in a release: new name -> (old name, the first release with the new one)
+RENAMED_SERVER_ARGUMENTS: Mapping[str, tuple[str, str]] = {
+    "mamba_radix_cache_strategy": ("mamba_scheduler_strategy", "0.5.14"),
 }
 #: the value of a field that means "not given"
 _UNSET: Mapping[str, object] = {"dcp_size": 1}

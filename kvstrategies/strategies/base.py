@@ -155,7 +155,7 @@ class PoolConfigurator(Strategy):
         """The request table: ``(R + 1 [+ pre_alloc], context_len + extra)`` int32
         (KVCacheConfigurator._build_req_to_token_pool)."""
         requests = _require_requests(sizes)
-        pre_alloc = req_to_token_pre_alloc(self.ctx)
+        pre_alloc = req_to_token_pre_alloc(self.ctx, requests)
         return req_to_token_layout(
             max_running_requests=requests,
             max_context_len=req_to_token_max_context_len(self.ctx),

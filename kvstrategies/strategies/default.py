@@ -80,6 +80,12 @@ DSA_INDEXER_BY_LAYER = ReleaseRule(
 )
 #: an EAGLE-family draft adds ``int(cell * D / L)`` to the cell; before, the cell became
 #: ``int(cell * (1 + D / L))`` (one float product; it can round one byte lower)
+EAGLE_DRAFT_CELL_PRICED = ReleaseRule(
+    "eagle-draft-cell-priced",
+    span("0.5.14"),
+    "EAGLE / STANDALONE target: the draft's layers are priced in the cell (before: the target's own layers only)",
+    "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator.__init__ (EAGLE/STANDALONE cell scaling)",
+)
 EAGLE_DRAFT_CELL_ADDED = ReleaseRule(
     "eagle-draft-cell-added",
     span("0.5.22"),
@@ -395,7 +401,8 @@ class DefaultPoolConfigurator(PoolConfigurator):
         """Bytes per token a speculative target adds for its draft's KV, given its own ``cell``
         (DefaultPoolConfigurator.__init__ draft scaling); 0 without a draft.
 
-        EAGLE family: ``int(cell * D / num_layers)`` (float, truncated): every draft layer is priced
+        EAGLE family (from :data:`EAGLE_DRAFT_CELL_PRICED`; before, 0): ``int(cell * D / num_layers)`` (float,
+        truncated): every draft layer is priced
         at the target's per-layer bytes; before :data:`EAGLE_DRAFT_CELL_ADDED`, SGLang scaled the
         whole cell, ``int(cell * (1 + D / num_layers)) - cell``. DSA splits the latent and indexer
         parts. DFLASH: :meth:`dflash_draft_cell_bytes`.
@@ -405,7 +412,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
             return 0
         if spec.algorithm.is_eagle_family:
             draft_layers = spec.eagle_draft_num_layers
-            if draft_layers is None or draft_layers <= 0:
+            if draft_layers is None or draft_layers <= 0 or not EAGLE_DRAFT_CELL_PRICED.holds(self.ctx.release):
                 return 0
             if self.ctx.geometry.dsa is None or not DSA_INDEXER_BY_LAYER.holds(self.ctx.release):
                 if EAGLE_DRAFT_CELL_ADDED.holds(self.ctx.release):
@@ -567,7 +574,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
             requests = sizes.max_running_requests
             if requests is None:
                 raise KVCacheConfigError("DSA compress tails need max_running_requests; finalise the sizes first")
-            req_rows = requests + req_to_token_pre_alloc(ctx) + 1
+            req_rows = requests + req_to_token_pre_alloc(ctx, requests) + 1
             tails = (req_rows + 1, dsa.index_kpool + (ctx.speculative.max_num_draft_tokens or 0))
         return dsa_pool_layout(
             size=self.pool_tokens(sizes),

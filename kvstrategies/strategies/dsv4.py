@@ -102,6 +102,13 @@ DSV4_C128_STATE_PER_SWA_TOKEN = ReleaseRule(
     "sglang.srt.model_executor.pool_configurator.DSV4PoolConfigurator._get_bytes_per_full_token and "
     "_compute_dsv4_sizes (0.5.15: _get_c128_state_fixed_bytes, finalize_with_max_running_requests)",
 )
+#: ``SGLANG_DSV4_COMPRESS_STATE_DTYPE`` picks the compression-state dtype; before, it is float32
+DSV4_STATE_DTYPE_KNOB = ReleaseRule(
+    "dsv4-state-dtype-knob",
+    span("0.5.14"),
+    "DeepSeek-V4 compression-state dtype from SGLANG_DSV4_COMPRESS_STATE_DTYPE (before: float32 always)",
+    "sglang.srt.model_executor.pool_configurator._get_dsv4_compress_state_dtype_sizes",
+)
 #: ``--swa-full-tokens-ratio``'s fallback when not given (``arg_groups.fields.schedule``)
 SERVER_ARGS_SWA_FULL_TOKENS_RATIO = 0.8
 #: the SWA ratio of a DeepSeek-V4 deployment that does not give ``--swa-full-tokens-ratio`` is the
@@ -321,7 +328,10 @@ class DSV4PoolConfigurator(PoolConfigurator):
 
     @cached_property
     def state_dtype(self) -> DType:
-        """``SGLANG_DSV4_COMPRESS_STATE_DTYPE``: float32 (default) or bfloat16, for c4 and c128 alike."""
+        """``SGLANG_DSV4_COMPRESS_STATE_DTYPE``: float32 (default) or bfloat16, for c4 and c128 alike (float32 where
+        :data:`DSV4_STATE_DTYPE_KNOB` does not hold)."""
+        if not DSV4_STATE_DTYPE_KNOB.holds(self.ctx.release):
+            return DType.FLOAT32
         dtype = self.ctx.knobs.dsv4_compress_state_dtype
         if dtype not in _STATE_DTYPES:
             raise KVCacheConfigError(
@@ -494,7 +504,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
 
     def request_slots(self, requests: int) -> int:
         """Request-table rows: ``m + 1`` (+ the decode role's pre-allocated slots)."""
-        return requests + req_to_token_pre_alloc(self.ctx) + 1
+        return requests + req_to_token_pre_alloc(self.ctx, requests) + 1
 
     def c128_state_fixed_bytes(self, requests: int) -> int:
         """``ceil_div(slots * ring128 + ring128 + 1, 128) * 128`` rows of ``2 * hd`` states per ratio-128 layer."""

@@ -116,6 +116,16 @@ MAMBA_STAGE_SHARE = ReleaseRule(
     "Mamba reservation under PP: per-request bytes scaled to the largest stage's Mamba layers",
     "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache (pp_layer_scale)",
 )
+#: the speculative conv-intermediate buffer of a linear draft chain on CUDA shares the window between
+#: consecutive draft tokens (one allocation of ``K - 1 + D`` columns viewed per token); before, every
+#: draft token holds its own dense window
+CONV_WINDOW_DEDUP = ReleaseRule(
+    "mamba-conv-window-dedup",
+    span("0.5.14"),
+    "speculative Mamba conv window: one shared K - 1 + D column buffer viewed per draft token on CUDA with "
+    "topk <= 1 (before: a dense window per draft token)",
+    "sglang.srt.mem_cache.memory_pool.conv_window_dedup_enabled, MambaPool.__init__",
+)
 #: KDA (Kimi-Linear) keeps the dense per-draft-token conv window: its conv tuples read
 #: ``(K - 1, channels)``, so the shared-window view would alias the channel axis (before: deduplicated
 #: like every CUDA linear chain, over the tuple's second axis, which is KDA's channel axis)
@@ -498,7 +508,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             max_running_requests=requests,
             max_context_len=req_to_token_max_context_len(self.ctx),
             mamba_size=slots,
-            pre_alloc_size=req_to_token_pre_alloc(self.ctx),
+            pre_alloc_size=req_to_token_pre_alloc(self.ctx, requests),
             ping_pong_track_buffer_size=(2 if self.overlap_schedule else 1) if self.extra_buffer else None,
             pool_class="HybridMambaDecodeReqToTokenPool" if decode else "HybridReqToTokenPool",
             generation_counter=REQ_GENERATION_COUNTER.holds(self.ctx.release),
@@ -516,7 +526,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         shapes = self.state_shapes
         spec = self.ctx.speculative
         cuda = self.ctx.device in (DeviceKind.CUDA, DeviceKind.META)
-        dedup = cuda and (spec.eagle_topk or 1) <= 1
+        dedup = cuda and (spec.eagle_topk or 1) <= 1 and CONV_WINDOW_DEDUP.holds(self.ctx.release)
         window_axis = shapes.conv_window_axis
         if dedup and self.mamba.is_kda:
             if KDA_DENSE_CONV_WINDOW.holds(self.ctx.release):
@@ -527,7 +537,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         if self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE:
             # HybridMambaDecodeReqToTokenPool (SGLang disaggregation.decode): the pre-allocated rows
             # get state too; slots = max(K, (R + pre_alloc) * (1 + tracking slots))
-            rows = requests + req_to_token_pre_alloc(self.ctx)
+            rows = requests + req_to_token_pre_alloc(self.ctx, requests)
             tracking = (2 if self.overlap_schedule else 1) if self.extra_buffer else 0
             slots = max(slots, rows * (1 + tracking))
             spec_state_size = rows

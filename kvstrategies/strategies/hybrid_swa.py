@@ -542,13 +542,24 @@ SWA_REQUEST_CAP_DECODE_ROLE = ReleaseRule(
 )
 
 
+#: the request-capped hybrid-SWA configurator exists (SGLang's SWAChunkCapPoolConfigurator); before, every hybrid-SWA
+#: model sizes its SWA pool at the ratio
+SWA_REQUEST_CAP_EXISTS = ReleaseRule(
+    "swa-request-cap",
+    span("0.5.14"),
+    "hybrid SWA with requests capped and the radix cache off: the SWA pool holds the request cap "
+    "(SWAChunkCapPoolConfigurator; before: the ratio split)",
+    "sglang.srt.model_executor.pool_configurator.create_memory_pool_configurator (SWAChunkCapPoolConfigurator)",
+)
+
+
 class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
     """SGLang's ``SWARequestCapPoolConfigurator``: the SWA pool holds exactly the request cap."""
 
     family: ClassVar[str] = "hybrid-swa-chunk-cap"
     sglang_configurator: ClassVar[str | ByRelease[str]] = ByRelease(
         "sglang-class-swa-request-cap",
-        (("0.5.14", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
+        (("0.5.13", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
         "SGLang's name for the request-capped hybrid-SWA configurator",
         "sglang.srt.model_executor.pool_configurator.SWARequestCapPoolConfigurator (SWAChunkCap... to 0.5.21)",
         topic="sizing",
@@ -558,7 +569,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
     def is_applicable(cls, ctx: KVCacheContext) -> bool:
         """All of SWARequestCapPoolConfigurator.is_applicable: requests capped, radix cache off, decode
         role or chunked prefill on, a sliding window, and a local full-attention layer."""
-        if not HybridSWAPoolConfigurator.is_applicable(ctx):
+        if not HybridSWAPoolConfigurator.is_applicable(ctx) or not SWA_REQUEST_CAP_EXISTS.holds(ctx.release):
             return False
         hybrid = ctx.geometry.hybrid_swa
         sched = ctx.scheduling

@@ -172,11 +172,34 @@ def req_to_token_max_context_len(ctx: KVCacheContext) -> int:
     return context_len(ctx) + req_to_token_extra_context_len(ctx)
 
 
-def req_to_token_pre_alloc(ctx: KVCacheContext) -> int:
-    """Extra request rows of the decode-role table (``DecodeReqToTokenPool``)."""
-    if ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE:
-        return decode_extra_slots(ctx)
-    return 0
+#: the decode role's extra request rows are ``--disaggregation-decode-extra-slots`` (defaulted by the launch); before,
+#: ``2 R`` for a resolved ``R <= 32`` requests, else ``SGLANG_DISAGGREGATION_NUM_PRE_ALLOCATE_REQS`` (0)
+DECODE_EXTRA_SLOTS_FLAG = ReleaseRule(
+    "decode-extra-slots-flag",
+    span("0.5.14"),
+    "PD decode extra request rows from --disaggregation-decode-extra-slots (before: 2 x the resolved request count "
+    "when it is at most 32, else 0)",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.init_memory_pool (pre_alloc_size)",
+)
+
+
+def req_to_token_pre_alloc(ctx: KVCacheContext, requests: int) -> int:
+    """Extra request rows of the decode-role table (``DecodeReqToTokenPool``) for ``requests`` resolved requests."""
+    if ctx.scheduling.disaggregation_mode is not DisaggregationMode.DECODE:
+        return 0
+    if not DECODE_EXTRA_SLOTS_FLAG.holds(ctx.release):
+        return 2 * requests if requests <= 32 else 0
+    return decode_extra_slots(ctx)
+
+
+#: an explicit ``--max-running-requests`` is capped at ``T // 2``; before, at the clamped estimate
+USER_REQUESTS_CAPPED_AT_HALF_TOKENS = ReleaseRule(
+    "user-requests-capped-at-half-tokens",
+    span("0.5.14"),
+    "an explicit --max-running-requests is capped at max_total_num_tokens // 2 (before: at the clamped estimate "
+    "clamp(int(T / C * 512), 2048, 4096))",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._resolve_max_num_reqs",
+)
 
 
 def estimated_max_running_requests(total_tokens: int, ctx: KVCacheContext) -> int:
@@ -184,12 +207,15 @@ def estimated_max_running_requests(total_tokens: int, ctx: KVCacheContext) -> in
 
     ``est = clamp(int(T / C * 512), 2048, 4096)`` (float, truncated); an explicit
     ``--max-running-requests`` bypasses the clamp and is divided by attention DP;
-    either way at most ``T // 2``.
+    either way at most ``T // 2`` (before :data:`USER_REQUESTS_CAPPED_AT_HALF_TOKENS`, an explicit count is capped at
+    the estimate instead).
     """
     estimate = int(total_tokens / context_len(ctx) * 512)
     estimate = max(min(estimate, 4096), 2048)
     requested = ctx.scheduling.max_running_requests
     if requested is not None:
         per_worker = max(1, requested // ctx.parallel.attn_dp_size)
+        if not USER_REQUESTS_CAPPED_AT_HALF_TOKENS.holds(ctx.release):
+            return min(per_worker, estimate)
         return min(per_worker, total_tokens // 2)
     return min(estimate, total_tokens // 2)

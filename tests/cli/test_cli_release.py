@@ -30,9 +30,9 @@ def test_plan_names_the_release_in_text_and_json(capsys: pytest.CaptureFixture[s
 
 
 def test_an_unsupported_release_is_one_line_naming_the_supported(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.13")
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.12")
     assert code == 2 and err.count("\n") == 1
-    assert "--sglang-version '0.5.13' is not an SGLang release" in err and "0.5.14, 0.5.15" in err
+    assert "--sglang-version '0.5.12' is not an SGLang release" in err and "0.5.13, 0.5.14" in err
 
 
 def test_sweep_plans_for_the_release(capsys: pytest.CaptureFixture[str]) -> None:
@@ -96,11 +96,14 @@ def test_every_older_release_flag_is_classified() -> None:
         OLDER_GRAPH_RESERVE_FLAGS,
         OLDER_NO_EFFECT,
         OLDER_NOT_MODELLED,
+        OLDER_RENAMED,
     )
 
     newest = set(release_flags())
     extra = {canon for r in supported_releases() for opt, (canon, _) in release_flags(r).items() if opt not in newest}
-    classes = (set(MODELLED), set(OLDER_NOT_MODELLED), set(OLDER_GRAPH_RESERVE_FLAGS), set(OLDER_NO_EFFECT))
+    classes = (set(MODELLED), set(OLDER_NOT_MODELLED), set(OLDER_GRAPH_RESERVE_FLAGS), set(OLDER_NO_EFFECT),
+               set(OLDER_RENAMED))  # fmt: skip
+    assert set(OLDER_RENAMED.values()) <= MODELLED
     for flag in extra:
         assert sum(flag in c for c in classes) == 1, flag
     assert set().union(*classes[1:]) == extra
@@ -246,3 +249,21 @@ def test_compare_takes_the_vllm_release(capsys: pytest.CaptureFixture[str]) -> N
     new = capsys.readouterr().out
     assert "vLLM block size: 16 tokens" in old and "21,575" in old
     assert "vLLM block size: 64 tokens" in new and "5,393" in new
+
+
+def test_the_mamba_strategy_flag_in_its_0_5_13_spelling(capsys: pytest.CaptureFixture[str]) -> None:
+    """0.5.13 spells the Mamba radix strategy ``--mamba-scheduler-strategy`` (``ServerArgs.mamba_scheduler_strategy``;
+    0.5.14 renamed it ``--mamba-radix-cache-strategy`` and kept the old one as a deprecated alias): a pasted command
+    with it plans that strategy, and the printed command spells it the release's way."""
+    code, out, _ = run(capsys, "plan", "--gpu", "H100", "--sglang-version", "0.5.13", "--json", "--",
+                       "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct",
+                       "--tp", "4", "--mamba-scheduler-strategy", "extra_buffer")  # fmt: skip
+    assert code == 0
+    doc = json.loads(out)["planner"]
+    assert "--mamba-scheduler-strategy extra_buffer" in doc["sglang_command"]["text"]
+    assert "--mamba-radix-cache-strategy" not in doc["sglang_command"]["text"]
+    code, out, _ = run(capsys, "plan", "qwen3-next-80b-a3b", "--gpu", "H100", "--tp", "4", "--sglang-version", "0.5.13",
+                       "--json", "--mamba-radix-cache-strategy", "extra_buffer")  # fmt: skip
+    same = json.loads(out)["planner"]
+    assert code == 0 and (same["tokens"], same["max_running_requests"]) == (doc["tokens"], doc["max_running_requests"])
+    assert same["launch"]["mamba_radix_cache_strategy"] == "extra_buffer"

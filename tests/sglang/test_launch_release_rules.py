@@ -15,8 +15,8 @@ from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchRes
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 RTX4090 = lookup_gpu("RTX-4090")
-R = {v: parse_release(v) for v in ("0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
-                                    "0.5.22", "0.5.23")}  # fmt: skip
+R = {v: parse_release(v) for v in ("0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20",
+                                    "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
 
 
 def facts(preset: str) -> LaunchModelFacts:
@@ -360,3 +360,77 @@ def test_reserve_by_pd_role_from_0_5_15() -> None:
     assert (old.reserved_mib, old.mem_fraction_static) == (13_440, 0.835)
     assert (new.reserved_mib, new.mem_fraction_static) == (10_240, round((81_559 - 10_240) / 81_559, 3))
     assert new.mem_fraction_static == 0.874
+
+
+def test_speculative_reserve_before_0_5_14() -> None:
+    """``mem_fraction_static`` with a draft: 0.5.13's ``ServerArgs._handle_gpu_memory_settings`` adds
+    6144 MiB for STANDALONE and 4096 MiB for any other algorithm but NGRAM after the 10 GiB floor;
+    0.5.14's adds nothing. Llama-3.1-8B on H200 (143,771 MiB), TP 1: R = 512 + 1.5 * 8192 + 2 * 256
+    + 1/8 * 1024 + 8 * 58 = 13904 -> round(129867 / 143771, 3) = 0.903; EAGLE 18000 ->
+    round(125771 / 143771, 3) = 0.875; STANDALONE 20048 -> round(123723 / 143771, 3) = 0.861."""
+    cases = (({}, 13904, 0.903), ({"speculative_algorithm": "EAGLE"}, 18000, 0.875),
+             ({"speculative_algorithm": "STANDALONE", "speculative_draft_model_path": "d"}, 20048, 0.861),
+             ({"speculative_algorithm": "NGRAM"}, 13904, 0.903))  # fmt: skip
+    for settings, reserve, fraction in cases:
+        old = resolve("llama-3.1-8b", H200, "0.5.13", **settings)
+        new = resolve("llama-3.1-8b", H200, "0.5.14", **settings)
+        assert (old.reserved_mib, old.mem_fraction_static) == (reserve, fraction), settings
+        assert (new.reserved_mib, new.mem_fraction_static) == (13904, 0.903), settings
+
+
+def test_ngram_and_dflash_turn_overlap_off_before_0_5_14() -> None:
+    """0.5.13's ``speculative_hook._handle_ngram`` and ``_handle_dflash`` set
+    ``disable_overlap_schedule`` (spec v2 not supported yet), and ``_handle_ngram`` leaves
+    ``speculative_num_steps`` None; 0.5.14 keeps the overlap scheduler and sets steps = 12 // 10 = 1."""
+    ngram = {"speculative_algorithm": "NGRAM"}
+    old, new = resolve("llama-3.1-8b", H200, "0.5.13", **ngram), resolve("llama-3.1-8b", H200, "0.5.14", **ngram)
+    assert (old.disable_overlap_schedule, old.speculative_num_steps) == (True, None)
+    assert (new.disable_overlap_schedule, new.speculative_num_steps) == (False, 1)
+    dflash = {"speculative_algorithm": "DFLASH", "speculative_draft_model_path": "draft"}
+    assert resolve("llama-3.1-8b", H200, "0.5.13", **dflash).disable_overlap_schedule is True
+    assert resolve("llama-3.1-8b", H200, "0.5.14", **dflash).disable_overlap_schedule is False
+    # EAGLE keeps the overlap scheduler in both (SGLANG_ENABLE_SPEC_V2 defaults to true in 0.5.13)
+    assert resolve("llama-3.1-8b", H200, "0.5.13", speculative_algorithm="EAGLE").disable_overlap_schedule is False
+
+
+def test_mamba_auto_is_no_buffer_before_0_5_14() -> None:
+    """0.5.13's ``ServerArgs._handle_missing_default_values`` turns ``auto`` into ``no_buffer`` for
+    every model; its ``_handle_mamba_radix_cache`` then forces page 1 (a warning), turns the overlap
+    scheduler off without speculation, and refuses speculation on CUDA. 0.5.14's
+    ``_handle_mamba_radix_cache`` picks ``extra_buffer`` for Falcon-H1 (overlap on)."""
+    import pytest
+
+    from kvstrategies.errors import KVCacheConfigError
+
+    old = resolve("falcon-h1-7b", H200, "0.5.13", 4, page_size=64)
+    assert (old.mamba_radix_cache_strategy, old.page_size, old.disable_overlap_schedule) == ("no_buffer", 1, True)
+    new = resolve("falcon-h1-7b", H200, "0.5.14", 4, page_size=64)
+    assert (new.mamba_radix_cache_strategy, new.page_size, new.disable_overlap_schedule) == ("extra_buffer", 64, False)
+    # a model without a Mamba radix cache gets the field too (SGLang sets it for every model)
+    assert resolve("llama-3.1-8b", H200, "0.5.13").mamba_radix_cache_strategy == "no_buffer"
+    assert resolve("llama-3.1-8b", H200, "0.5.14").mamba_radix_cache_strategy == "auto"
+    with pytest.raises(KVCacheConfigError, match="_handle_mamba_radix_cache.*--disable-radix-cache"):
+        resolve("falcon-h1-7b", H200, "0.5.13", 4, speculative_algorithm="EAGLE")
+    ok = resolve("falcon-h1-7b", H200, "0.5.13", 4, speculative_algorithm="EAGLE", disable_radix_cache=True)
+    assert ok.disable_overlap_schedule is False
+    # ROCm turns the radix cache off instead of refusing
+    assert resolve("falcon-h1-7b", lookup_gpu("MI300X"), "0.5.13", 4, speculative_algorithm="EAGLE").disable_radix_cache
+    # trtllm_mha cannot run page 1: the radix cache goes off and the overlap scheduler stays on
+    trt = resolve("falcon-h1-7b", H200, "0.5.13", 4, attention_backend="trtllm_mha")
+    assert (trt.disable_radix_cache, trt.disable_overlap_schedule) == (True, False)
+
+
+def test_kimi_linear_runs_without_radix_cache_before_0_5_14() -> None:
+    """Kimi-Linear: 0.5.13's ``_handle_model_specific_adjustments`` calls ``_handle_mamba_radix_cache``
+    with ``support_mamba_cache=False`` -> the radix cache is turned off (overlap stays on, any page);
+    0.5.14 serves it with the no_buffer radix cache -> overlap off, page 64 refused."""
+    import pytest
+
+    from kvstrategies.errors import KVCacheConfigError
+
+    old = resolve("kimi-linear-48b-a3b", H200, "0.5.13", 4, page_size=64)
+    assert (old.disable_radix_cache, old.disable_overlap_schedule, old.page_size) == (True, False, 64)
+    new = resolve("kimi-linear-48b-a3b", H200, "0.5.14", 4)
+    assert (new.disable_radix_cache, new.disable_overlap_schedule) == (False, True)
+    with pytest.raises(KVCacheConfigError, match="validate_mamba_no_buffer"):
+        resolve("kimi-linear-48b-a3b", H200, "0.5.14", 4, page_size=64)

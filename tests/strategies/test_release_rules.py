@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.14", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.13", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.13", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.12", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.14, 0\.5\.15.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.13, 0\.5\.14.*0\.5\.23"):
         parse_release(text)
 
 
@@ -695,3 +695,86 @@ def test_model_types_transformers_5_8_1_does_not_know_are_refused_by_0_5_14() ->
         with pytest.raises(UnsupportedConfigurationError, match=r"transformers 5\.8\.1 does not know it"):
             require_loadable(model_type, parse_release("0.5.14"))
         require_loadable(model_type, parse_release("0.5.15"))
+
+
+# ---- SGLang 0.5.13 -> 0.5.14 ----------------------------------------------------------------------------------------
+
+
+def test_eagle_draft_cell_priced_from_0_5_14() -> None:
+    """``DefaultPoolConfigurator.__init__`` (0.5.14) adds an EAGLE-family draft's layers to the cell:
+    Llama-3.1-8B bf16 (32 layers x 8 KV heads x 128 x 2 x 2 B = 131,072) with one EAGLE3 draft layer gets
+    ``int(131072 x 1 / 32) = 4,096`` more, 135,168; 0.5.13 prices the target's own layers only."""
+    name = "bridge-spec-eagle3-llama-3.1-8b-tp1-bf16-p16"
+    old, new = plan_case(_case(name, "0.5.13")), plan_case(_case(name, "0.5.14"))
+    assert old.cell_size_bytes == 32 * 8 * 128 * 2 * 2 == 131_072
+    assert new.cell_size_bytes == 131_072 + 131_072 // 32 == 135_168
+
+
+def test_conv_window_dedup_from_0_5_14() -> None:
+    """``MambaPool.__init__`` (0.5.14, ``memory_pool.conv_window_dedup_enabled``) gives a CUDA linear draft chain with
+    top-k <= 1 one shared conv buffer of ``K - 1 + D = 3 + 4 - 1 = 6`` columns per slot, viewed per draft token;
+    0.5.13 holds a dense ``(D, channels, K - 1)`` window per slot. Qwen3-Next TP 4, 4 draft tokens, 9 slots:
+    channels 8,192 / 4 = 2,048."""
+    name = "edge-mamba-topk-unset-qwen3-next-80b-a3b-tp4-bf16-p64-mtp"
+    old, new = _shapes(plan_case(_case(name, "0.5.13"))), _shapes(plan_case(_case(name, "0.5.14")))
+    assert "mamba._intermediate_conv_window_phys[0]" not in old
+    assert old["mamba.intermediate_conv_window[0]"] == (36, 9, 4, 2_048, 3)
+    assert new["mamba._intermediate_conv_window_phys[0]"] == (36, 9, 2_048, 3 + 4 - 1)
+
+
+def test_user_requests_capped_at_half_tokens_from_0_5_14() -> None:
+    """An explicit ``--max-running-requests 4096`` on a 6,000-token pool: 0.5.14's ``KVCacheConfigurator``
+    caps it at ``6000 // 2 = 3,000``; 0.5.13 at the clamped estimate ``max(min(int(6000 / 131072 x 512), 4096),
+    2048) = 2,048``."""
+    name = "edge-mrr-cap-llama-3.1-8b-tp1-bf16-p1-mrr4096"
+    old, new = plan_case(_case(name, "0.5.13")), plan_case(_case(name, "0.5.14"))
+    assert old.sizes.max_total_num_tokens == new.sizes.max_total_num_tokens == 6_000
+    assert (old.sizes.max_running_requests, new.sizes.max_running_requests) == (2_048, 3_000)
+
+
+def test_decode_extra_slots_from_the_flag_from_0_5_14() -> None:
+    """PD decode, no ``--max-running-requests``, a 60-token pool (60 x 131,072 B + 1,000): ``R = min(2048, 60 // 2)
+    = 30``. 0.5.13's ``init_memory_pool`` pre-allocates ``2 R = 60`` rows for ``R <= 32`` -> 30 + 1 + 60 = 91 rows;
+    0.5.14 takes ``--disaggregation-decode-extra-slots``, which the launch leaves 0 without a request cap -> 31."""
+    case = {"preset": "llama-3.1-8b", "available_bytes": 60 * 131_072 + 1_000, "disaggregation_mode": "decode",
+            "page_size": 1}  # fmt: skip
+    old = plan_case(parse_case(case, sglang_version="0.5.13"))
+    new = plan_case(parse_case(case, sglang_version="0.5.14"))
+    assert old.sizes.max_running_requests == new.sizes.max_running_requests == 30
+    assert _shapes(old)["req_to_token"][0] == 30 + 1 + 2 * 30 == 91
+    assert _shapes(new)["req_to_token"][0] == 30 + 1
+
+
+def test_swa_request_cap_from_0_5_14() -> None:
+    """GPT-OSS-120B, 64 requests, radix cache off, chunk 8192: 0.5.14's ``create_memory_pool_configurator`` picks
+    ``SWAChunkCapPoolConfigurator`` (the SWA pool holds the request cap); 0.5.13 has no such class and splits at the
+    ratio: 66,355.2 B a full token (2,048 x 18 + 0.8 x 2,048 x 18) -> 53,687,091,200 / 66,355.2 = 809,081 -> 809,024
+    (page 64); SWA 0.8 x 809,024 = 647,219 -> 647,168."""
+    name = "swa-gpt-oss-120b-tp1-bf16-p64-chunkcap"
+    old, new = plan_case(_case(name, "0.5.13")), plan_case(_case(name, "0.5.14"))
+    assert type(old.configurator).__name__ == "HybridSWAPoolConfigurator"
+    assert type(new.configurator).__name__ == "SWAChunkCapPoolConfigurator"
+    assert (old.sizes.max_total_num_tokens, old.sizes.swa_max_total_num_tokens) == (809_024, 647_168)
+    swa = new.sizes.swa_max_total_num_tokens
+    assert swa is not None and swa < 647_168
+
+
+def test_dsv4_state_dtype_knob_from_0_5_14() -> None:
+    """``SGLANG_DSV4_COMPRESS_STATE_DTYPE=bfloat16``: 0.5.14's ``_get_dsv4_compress_state_dtype_sizes`` reads it
+    (11,129.45 B a full token on V4-Flash TP 8); 0.5.13 keeps the states float32, the default's 15,897.45."""
+    name = "dsv4-deepseek-v4-flash-tp8-p256-state-bf16"
+    old, new = plan_case(_case(name, "0.5.13")), plan_case(_case(name, "0.5.14"))
+    assert str(old.configurator.state_dtype) == "torch.float32"
+    assert str(new.configurator.state_dtype) == "torch.bfloat16"
+    assert round(old.cell_size_bytes, 2) == 15_897.45 and round(new.cell_size_bytes, 2) == 11_129.45
+
+
+def test_config_without_head_dim_is_refused_before_0_5_14() -> None:
+    """Mixtral's config.json has no ``head_dim`` and transformers 5.8.1's ``MixtralConfig`` leaves it None: 0.5.13's
+    ``ModelConfig._derive_model_shapes`` derives head_dim but leaves ``v_head_dim`` None and
+    ``DefaultPoolConfigurator._compute_cell_size`` raises TypeError; 0.5.14 sets ``v_head_dim = head_dim`` (4,096 /
+    32 = 128): 32 layers x 8 KV heads x 128 x 2 x 2 B = 131,072."""
+    name = "default-mixtral-8x7b-tp1-bf16-p1"
+    with pytest.raises(UnsupportedConfigurationError, match=r"SGLang 0\.5\.13 cannot size a 'mixtral' config"):
+        _case(name, "0.5.13")
+    assert plan_case(_case(name, "0.5.14")).cell_size_bytes == 32 * 8 * 128 * 2 * 2 == 131_072

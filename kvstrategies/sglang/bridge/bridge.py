@@ -38,6 +38,7 @@ from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...models.architectures import SWALayerSplit
 from ...models.architectures import row_for as architecture_row
 from ...presets import load_preset_config
+from ..server_arguments import RENAMED_SERVER_ARGUMENTS
 from . import compat, hosts
 from .bridge_releases import BridgeRelease
 from .hosts import ConfiguratorHost, RunnerHost
@@ -187,6 +188,11 @@ def server_args_fields(case: Mapping[str, Any], folder: str) -> dict[str, Any]:
     if extra is not None:
         fields["disaggregation_decode_extra_slots"] = extra
     return fields
+
+
+#: fields the bridge fills in itself (as a release's launch would), dropped for a release whose ServerArgs lacks
+#: them (0.5.13: no disaggregation_decode_extra_slots; its decode pool sizes the extra rows itself)
+_LAUNCH_FILLED = frozenset({"disaggregation_decode_extra_slots"})
 
 
 def _platform_facts(case: Mapping[str, Any]) -> dict[str, Any]:
@@ -507,6 +513,13 @@ def _sized(
     launch_ratio = launch_set_swa_ratio(row, case, folder)
     if launch_ratio is not None:
         fields["swa_full_tokens_ratio"] = launch_ratio
+    known = compat.accepted_keywords(server_args.ServerArgs)
+    if known is not None and case["disaggregation_decode_extra_slots"] is None:
+        fields = {k: v for k, v in fields.items() if k in known or k not in _LAUNCH_FILLED}
+    if known is not None:  # a release before a rename takes the field under its old name
+        for new, (old, _first) in RENAMED_SERVER_ARGUMENTS.items():
+            if new in fields and new not in known and old in known:
+                fields[old] = fields.pop(new)
     sa = compat.make_server_args(row, server_args.ServerArgs, fields)
     sa._swa_full_tokens_ratio_explicitly_set = case["swa_full_tokens_ratio"] is not None
     compat.publish_server_args(row, sa)

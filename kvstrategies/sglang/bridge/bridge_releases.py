@@ -80,6 +80,9 @@ class BridgeRelease:
     #: ``runtime_context.get_context().set_server_args`` publishes the process ``ServerArgs``
     #: (0.5.15); before, ``server_args.set_global_server_args_for_scheduler`` does
     context_server_args: bool = True
+    #: ``sglang.srt.runtime_context`` exists (0.5.14: parallel widths, schedule and platform facts in one
+    #: place); before, the parallel-state getters alone answer for the rank
+    runtime_context: bool = True
     #: the pool configurator has ``finalize_with_max_running_requests`` (0.5.15: sizes request-scoped
     #: pools once the request cap is known); before, the sizes are final when calculated
     finalize_step: bool = True
@@ -93,6 +96,9 @@ _OLD_XGRAMMAR = ("xgrammar==0.2.1",)
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
 BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
+    BridgeRelease("0.5.13", "5.8.1", _OLD_XGRAMMAR, configurator=False, platform_override=False,
+                  schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
+                  context_server_args=False, finalize_step=False, runtime_context=False),  # fmt: skip
     BridgeRelease("0.5.14", "5.8.1", _OLD_XGRAMMAR, configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
                   context_server_args=False, finalize_step=False),  # fmt: skip

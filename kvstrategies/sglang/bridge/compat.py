@@ -147,10 +147,17 @@ def parallel_scope(case: Mapping[str, Any]) -> Iterator[None]:
     """
     import sys
 
-    runtime_context = importlib.import_module("sglang.srt.runtime_context")
-    parallel = runtime_context.get_parallel()
-    known = _parallel_field_names(runtime_context)
-    values = {k: v for k, v in parallel_values(case).items() if k in known}
+    try:
+        runtime_context = importlib.import_module("sglang.srt.runtime_context")
+    except ImportError:  # before 0.5.14: the getters below are all there is
+        runtime_context = None
+    if runtime_context is not None:
+        parallel = runtime_context.get_parallel()
+        known = _parallel_field_names(runtime_context)
+        values = {k: v for k, v in parallel_values(case).items() if k in known}
+        override = parallel.override(**values)
+    else:
+        override = contextlib.nullcontext()
     saved: list[tuple[Any, str, Any]] = []
     answers = _probe_answers(case)
     try:
@@ -162,7 +169,7 @@ def parallel_scope(case: Mapping[str, Any]) -> Iterator[None]:
                 if callable(namespace.get(probe)) and not isinstance(namespace.get(probe), type):
                     saved.append((module, probe, namespace[probe]))
                     setattr(module, probe, _constant(answer))
-        with parallel.override(**values):
+        with override:
             yield
     finally:
         for module, probe, original in reversed(saved):

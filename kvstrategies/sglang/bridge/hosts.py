@@ -105,7 +105,9 @@ class RunnerHost:
             out.c4_max_total_num_tokens = out.c128_max_total_num_tokens = 0
             out.c4_state_pool_size = out.c128_state_pool_size = 0
         if model_config_mod.is_deepseek_v4(self.runner.model_config.hf_config):
-            out.c4_state_dtype, out.c128_state_dtype = mixin._get_dsv4_compress_state_dtypes()
+            getter = getattr(mixin, "_get_dsv4_compress_state_dtypes", None)  # 0.5.13: float32, no knob
+            float32 = importlib.import_module("torch").float32
+            out.c4_state_dtype, out.c128_state_dtype = getter() if getter is not None else (float32, float32)
         return out
 
     def shared_pools(self, config: Any) -> tuple[Any, Any]:

@@ -26,6 +26,7 @@ from ...core.releases import NEWEST_SGLANG, EngineRelease, parse_release, suppor
 from ...errors import KVCacheConfigError
 from ...planner.gpus import lookup_gpu
 from ..launch.defaults import LaunchResolution
+from ..server_arguments import RENAMED_SERVER_ARGUMENTS
 from .launch_grid import DFLASH_DRAFT, DFLASH_DRAFT_CONFIG, LaunchSpec, launch_config, spec_from_dict
 
 GOLDEN_ROOT = Path(__file__).resolve().parents[3] / "golden"
@@ -128,9 +129,12 @@ def sglang_fields(resolved: Mapping[str, Any]) -> dict[str, Any]:
     ``backend``/``max_bs``/``len(bs)``); ``multimodal_reserve_mib`` is
     ``kv_cache_configurator.mm_runtime_reservation_gb`` (in MiB) after the resolution.
     """
-    graphs = resolved.get("cuda_graph_config") or {}
+    graphs = resolved.get("cuda_graph_config") or _flat_graph_config(resolved)
     decode, prefill = graphs.get("decode") or {}, graphs.get("prefill") or {}
     out = {name: resolved.get(name) for name in COMPARED_FIELDS}
+    for new, (old, _first) in RENAMED_SERVER_ARGUMENTS.items():  # a release before a rename: its old field
+        if new not in resolved and old in resolved:
+            out[new] = resolved[old]
     out.update(
         cuda_graph_max_bs=decode.get("max_bs"),
         decode_cuda_graph=decode.get("backend"),
@@ -141,6 +145,23 @@ def sglang_fields(resolved: Mapping[str, Any]) -> dict[str, Any]:
         multimodal_reserve_mib=resolved.get("_multimodal_reserve_mib"),
     )
     return out
+
+
+def _flat_graph_config(resolved: Mapping[str, Any]) -> dict[str, Any]:
+    """Before ``cuda_graph_config`` (0.5.14), the graphs are flat fields: the decode graph ``cuda_graph_max_bs`` /
+    ``cuda_graph_bs`` (off with ``disable_cuda_graph``), the piecewise prefill graph (``tc_piecewise``)
+    ``piecewise_cuda_graph_max_tokens`` / ``piecewise_cuda_graph_tokens`` (off with
+    ``disable_piecewise_cuda_graph``)."""
+    if "cuda_graph_max_bs" not in resolved:
+        return {}
+    off = bool(resolved.get("disable_cuda_graph"))
+    prefill_off = off or bool(resolved.get("disable_piecewise_cuda_graph"))
+    return {
+        "decode": {"max_bs": resolved.get("cuda_graph_max_bs"), "backend": "disabled" if off else "full"},
+        "prefill": {"backend": "disabled" if prefill_off else "tc_piecewise",
+                    "max_bs": resolved.get("piecewise_cuda_graph_max_tokens"),
+                    "bs": resolved.get("piecewise_cuda_graph_tokens")},
+    }  # fmt: skip
 
 
 def planner_fields(res: LaunchResolution, release: EngineRelease = NEWEST_SGLANG) -> dict[str, Any]:

@@ -161,14 +161,16 @@ def import_sglang(*, require_supported: bool = True) -> str:
             "(docs/sglang-bridge.md)"
         ) from exc
     version = str(getattr(sglang, "__version__", "unknown"))
-    configurator = True
+    configurator, has_context = True, True
     if require_supported:
-        configurator = check_version(version).configurator
+        row = check_version(version)
+        configurator, has_context = row.configurator, row.runtime_context
     os.environ.setdefault("SGLANG_DISABLE_REQUEST_LOGGING", "1")
     try:
         with quiet_stdout():
             install_torchvision_stub()
-            for name in (*SIZING_MODULES, BUILDER_MODULES[configurator]):
+            modules = [m for m in SIZING_MODULES if has_context or not m.endswith(".runtime_context")]
+            for name in (*modules, BUILDER_MODULES[configurator]):
                 importlib.import_module(name)
     except ImportError as exc:
         raise SGLangUnavailableError(

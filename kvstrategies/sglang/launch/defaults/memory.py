@@ -36,7 +36,7 @@ DECODE_GRAPH_CAPPED_BY_REQUESTS = ReleaseRule(
 #: the 20-35 GiB tier (A10, L4, RTX 4090 / 5090): ``(chunk, decode max_bs below TP 4, at TP >= 4)``
 WORKSTATION_TIER: ByRelease[tuple[int, int, int]] = ByRelease(
     "launch-workstation-tier",
-    (("0.5.14", (2048, 24, 80)), ("0.5.20", (4096, 48, 160))),
+    (("0.5.13", (2048, 24, 80)), ("0.5.20", (4096, 48, 160))),
     "capacity tier of a 20-35 GiB GPU: (chunked_prefill_size, decode cuda-graph max_bs at TP < 4, at TP >= 4)",
     "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings (before 0.5.19: "
     "ServerArgs._handle_gpu_memory_settings)",
@@ -132,9 +132,31 @@ RESERVE_BY_PD_ROLE = ReleaseRule(
 )
 
 
+#: no reserve for a speculative draft; before, +6 GiB for STANDALONE and +4 GiB for any other algorithm but NGRAM,
+#: added after the 10 GiB floor
+NO_SPECULATIVE_RESERVE = ReleaseRule(
+    "launch-no-speculative-reserve",
+    span("0.5.14"),
+    "mem_fraction_static reserves nothing for speculative decoding (before: +6144 MiB STANDALONE, +4096 MiB other "
+    "algorithms except NGRAM, after the 10240 MiB floor)",
+    "sglang.srt.server_args.ServerArgs._handle_gpu_memory_settings",
+    topic="launch",
+)
+
+
+def speculative_reserve_mib(algorithm: str | None, release: EngineRelease) -> float:
+    """The draft's share of ``R`` before :data:`NO_SPECULATIVE_RESERVE` (MiB): 6144 for STANDALONE,
+    0 for NGRAM, 4096 for the others; 0 without speculation or from 0.5.14."""
+    if algorithm is None or NO_SPECULATIVE_RESERVE.holds(release):
+        return 0.0
+    algo = algorithm.upper()
+    return 6144.0 if algo == "STANDALONE" else 0.0 if algo == "NGRAM" else 4096.0
+
+
 def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResolution) -> float:
     """memory_hook.handle_gpu_memory_settings-4.3: ``R = 512 + 1.5 * tokens + tp * pp / 8 * 1024 + G`` MiB, floored at
-    10240 on GPUs > 60 GiB, plus 2048 for DeepEP with decode graphs.
+    10240 on GPUs > 60 GiB, plus 2048 for DeepEP with decode graphs, plus the draft's share before 0.5.14
+    (:func:`speculative_reserve_mib`).
 
     ``G``: ``2 * dmb`` (decode graph), ``3 * dmb * dp`` (+``1.5 * dmb * dp`` if dmb > 300) for DP
     attention, ``8 * len(prefill bs)`` (non-MLA) or 1536 (MLA) for the prefill graph, +1024 for
@@ -167,7 +189,7 @@ def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResoluti
         reserve = max(reserve, 10240)
     if by_role and decode_on and s.moe_a2a_backend == "deepep":
         reserve += 2048
-    return reserve
+    return reserve + speculative_reserve_mib(s.speculative_algorithm, inp.release)
 
 
 def mem_fraction_step(inp: LaunchInputs, res: ResolutionDraft) -> None:

@@ -33,13 +33,73 @@ def hybrid_swa_memory_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
         _declare(res, "disable_hybrid_swa_memory", True, f"model override ({OVERRIDES_HOOK.at(inp.release)})")
 
 
+#: ``auto`` is resolved per model by the Mamba radix hook; before, ``auto`` becomes ``no_buffer`` for every model while
+#: the missing defaults are filled, and the no_buffer radix cache forces page 1 and refuses speculation
+MAMBA_AUTO_PER_MODEL = ReleaseRule(
+    "launch-mamba-auto-per-model",
+    span("0.5.14"),
+    "the Mamba radix strategy 'auto' is chosen per model (extra_buffer when overlap or paging wants it); before: "
+    "'no_buffer' for every model, whose radix cache forces page 1, turns overlap off without speculation, keeps it "
+    "with trtllm_mha by turning the radix cache off, and refuses speculation on CUDA",
+    "sglang.srt.server_args.ServerArgs._handle_missing_default_values and _handle_mamba_radix_cache",
+    topic="launch",
+)
+_OLD_MAMBA_HOOK = "sglang.srt.server_args.ServerArgs._handle_mamba_radix_cache"
+
+
+def mamba_auto_default_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
+    """Before :data:`MAMBA_AUTO_PER_MODEL`: ``auto`` -> ``no_buffer`` for every model, first thing
+    (``ServerArgs._handle_missing_default_values``); declared for Mamba-radix models, set silently for
+    the others (their value is never read)."""
+    if MAMBA_AUTO_PER_MODEL.holds(inp.release) or res.mamba_radix_cache_strategy != "auto":
+        return
+    if inp.model.is_mamba_radix:
+        _declare(res, "mamba_radix_cache_strategy", "no_buffer",
+                 "'auto' is no_buffer (sglang.srt.server_args.ServerArgs._handle_missing_default_values)")  # fmt: skip
+    else:
+        res.mamba_radix_cache_strategy = "no_buffer"
+
+
+def _no_buffer_radix_cache(inp: LaunchInputs, res: ResolutionDraft) -> None:
+    """Before :data:`MAMBA_AUTO_PER_MODEL` (``ServerArgs._handle_mamba_radix_cache``): a model whose
+    state the radix cache cannot hold (row fact ``mamba_cache``) runs without it; with the no_buffer
+    strategy the page is forced to 1 (a warning, not a refusal); without speculation the overlap
+    scheduler goes off, unless the backend is trtllm_mha, which turns the radix cache off instead;
+    with speculation ROCm turns the radix cache off and CUDA refuses."""
+    m = inp.model
+    if res.disable_radix_cache:
+        return
+    if not m.has_arch(names_holding("mamba_cache", inp.release)):
+        _declare(res, "disable_radix_cache", True, f"{m.architectures[0]}: no Mamba radix cache ({_OLD_MAMBA_HOOK})")
+        return
+    if res.mamba_radix_cache_strategy != "no_buffer":
+        return
+    if (res.page_size or 1) > 1:
+        _declare(res, "page_size", 1, f"no_buffer Mamba radix cache needs page 1 ({_OLD_MAMBA_HOOK})")
+    if inp.settings.speculative_algorithm is None:
+        _declare(res, "disable_overlap_schedule", True, f"no_buffer Mamba radix cache ({_OLD_MAMBA_HOOK})")
+        if res.attention_backend == "trtllm_mha":
+            why = f"trtllm_mha cannot run page 1 ({_OLD_MAMBA_HOOK})"
+            _declare(res, "disable_radix_cache", True, why)
+            _declare(res, "disable_overlap_schedule", False, why)
+        return
+    if inp.gpu.is_hip:
+        _declare(res, "disable_radix_cache", True, f"speculation on ROCm ({_OLD_MAMBA_HOOK})")
+        return
+    raise _refuse(_OLD_MAMBA_HOOK, f"speculative decoding for {m.architectures[0]} is not compatible with the radix "
+                  f"cache under the no_buffer Mamba strategy of {inp.release.label} (add --disable-radix-cache)")
+
+
 def mamba_strategy_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Mamba radix cache (overrides._mamba_radix_cache_resolution): ``auto`` -> ``extra_buffer`` when (overlap on or
     page > 1) and supported in the release (the rows' ``mamba_extra_buffer`` with their ``releases``), else
     ``no_buffer`` with the overlap scheduler forced off; ``no_buffer`` takes page 1 only (SGLang:
     ``arg_groups.mamba_hook.validate_mamba_no_buffer``). Radix off -> no strategy. Assumes the
-    default ``linear_attn_backend`` triton."""
+    default ``linear_attn_backend`` triton. Older releases: :func:`_no_buffer_radix_cache`."""
     m = inp.model
+    if m.is_mamba_radix and not MAMBA_AUTO_PER_MODEL.holds(inp.release):
+        _no_buffer_radix_cache(inp, res)
+        return
     if not m.is_mamba_radix or res.disable_radix_cache or res.mamba_radix_cache_strategy != "auto":
         return
     overlap = not res.disable_overlap_schedule

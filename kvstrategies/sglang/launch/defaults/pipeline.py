@@ -25,6 +25,7 @@ from .core import (
 from .speculative import _SPEC_ALGORITHMS
 
 PIPELINE: tuple[Step, ...] = (
+    model_overrides.mamba_auto_default_step,
     graphs.cuda_graph_step,
     memory.platform_step,
     memory.capacity_tier_step,

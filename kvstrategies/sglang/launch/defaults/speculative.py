@@ -7,6 +7,7 @@ Mirrors ``sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding`` a
 
 from __future__ import annotations
 
+from ....core.releases import ReleaseRule, span
 from ....models.architectures import names_where
 from .core import SPECULATIVE_HOOK, LaunchInputs, ResolutionDraft, _declare, _refuse
 
@@ -18,6 +19,18 @@ _WIDE_SPEC_ARCHS = names_where(lambda r: r.wide_speculative_defaults)
 
 
 _SPEC_HOOK = "sglang.srt.arg_groups.speculative_hook"
+
+#: the overlap scheduler stays on under NGRAM, DFLASH and FROZEN_KV_MTP (the spec-v2 worker), and NGRAM's steps are
+#: derived from its draft tokens; before, those three turn the overlap scheduler off and NGRAM leaves the steps unset
+SPEC_V2_OVERLAP = ReleaseRule(
+    "launch-spec-v2-overlap",
+    span("0.5.14"),
+    "NGRAM / DFLASH / FROZEN_KV_MTP keep the overlap scheduler and NGRAM sets steps = draft tokens // topk; before: "
+    "those three disable the overlap scheduler and NGRAM's speculative_num_steps stays None",
+    "sglang.srt.arg_groups.speculative_hook (_handle_ngram, _handle_dflash, _handle_frozen_kv_mtp)",
+    topic="launch",
+)
+_OVERLAP_OFF_BEFORE_V2 = frozenset({"NGRAM", "DFLASH", "FROZEN_KV_MTP"})
 NGRAM_MAX_BFS_BREADTH = 10  # SGLang's --speculative-ngram-max-bfs-breadth default
 DFLASH_DEFAULT_BLOCK_SIZE = 16  # used when the draft config names no block_size
 
@@ -64,7 +77,7 @@ def _ngram(inp: LaunchInputs, res: ResolutionDraft) -> None:
     _declare(res, "speculative_eagle_topk", NGRAM_MAX_BFS_BREADTH, why)
     if res.speculative_num_draft_tokens is None:
         _declare(res, "speculative_num_draft_tokens", 12, why)
-    if res.speculative_num_steps is None:
+    if res.speculative_num_steps is None and SPEC_V2_OVERLAP.holds(inp.release):
         draft = res.speculative_num_draft_tokens or 12
         _declare(res, "speculative_num_steps", draft // NGRAM_MAX_BFS_BREADTH, why)
     if (res.page_size or 1) > 1 and res.attention_backend != "flashinfer":
@@ -107,6 +120,9 @@ def speculative_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
         _dflash(inp, res)
     if res.max_running_requests is None:
         _declare(res, "max_running_requests", 48, f"{algo} default (speculative_hook)")
+    if algo in _OVERLAP_OFF_BEFORE_V2 and not SPEC_V2_OVERLAP.holds(inp.release) and not res.disable_overlap_schedule:
+        _declare(res, "disable_overlap_schedule", True, f"{algo} runs without the overlap scheduler "
+                 f"({SPECULATIVE_HOOK.at(inp.release)})")  # fmt: skip
     if algo in _EAGLE_FAMILY:
         _eagle_family(inp, res, algo)
     elif algo == "NGRAM":
