@@ -33,7 +33,7 @@ from .errors import KVCacheConfigError
 from .models import ModelGeometry, parse_hf_config
 from .models.architectures import require_head_dim, require_loadable
 from .sglang.knobs import check_case_env
-from .sglang.server_arguments import SERVER_ARGUMENT_RULES, require_server_argument
+from .sglang.server_arguments import SERVER_ARGUMENT_RULES, SERVER_ARGUMENT_VALUE_RULES, require_server_argument
 
 CASE_DEFAULTS: dict[str, Any] = {
     "name": None,
@@ -264,7 +264,7 @@ def _ratio(data: Mapping[str, Any]) -> float | None:
 
 def _require_server_arguments(data: Mapping[str, Any], release: EngineRelease) -> None:
     """Refuse a case setting that ``release`` has no server argument for."""
-    for key in SERVER_ARGUMENT_RULES:
+    for key in {*SERVER_ARGUMENT_RULES, *(field for field, _ in SERVER_ARGUMENT_VALUE_RULES)}:
         require_server_argument(key, data.get(key), release, what=f"case field {key!r}")
 
 

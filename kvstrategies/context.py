@@ -450,12 +450,17 @@ def draft_num_layers(ctx: KVCacheContext) -> int:
     SGLang's ``layer_setup._compute_model_num_layers`` takes ``num_nextn_predict_layers`` first
     for a draft whose config has MTP layers (sglang.srt.distributed.utils.get_pp_indices), whatever the draft count
     says, after ``ModelConfig._config_draft_model`` renamed some architectures to one-layer MTP heads
-    (``geometry.draft_num_layers``); a draft with no count of its own is the target checkpoint
+    (``geometry.draft_num_layers``, where the release renames it: row fact ``draft_renamed``); a draft with no count
+    of its own is the target checkpoint
     itself (``num_pp_layers`` layers).
     """
+    from .models.architectures import holds_in, row_for  # the row's release facts
+
     spec = ctx.speculative
     geometry = ctx.geometry
-    counts = (geometry.draft_num_layers, geometry.num_nextn_predict_layers, spec.eagle_draft_num_layers,
+    row = row_for(geometry.architectures[0]) if geometry.architectures else None
+    renamed = geometry.draft_num_layers if row is None or holds_in(row, "draft_renamed", ctx.release) else None
+    counts = (renamed, geometry.num_nextn_predict_layers, spec.eagle_draft_num_layers,
               spec.dflash_draft_num_layers)  # fmt: skip
     for count in counts:
         if count:

@@ -154,7 +154,8 @@ class Architecture:
     ``draft_architecture``: the row SGLang's ``ModelConfig._config_draft_model`` renames this one to
     for a draft worker, where that changes the hybrid-SWA layer split (MiMo-V2, Step-3.5).
     ``draft_num_layers``: the layers that renamed draft holds whatever the config says (its
-    ``num_nextn_predict_layers`` set to 1, or a one-layer MTP head: ``_compute_model_num_layers``).
+    ``num_nextn_predict_layers`` set to 1, or a one-layer MTP head: ``_compute_model_num_layers``);
+    ``draft_renamed``: the release renames the draft (Qwen3-MoE's ``Qwen3MoeForCausalLMMTP`` from 0.5.13).
     ``mtp_local_draft_by_name``: SGLang 0.5.16 to 0.5.18 price this architecture's ``mtp_local_layer_ids``
     draft layers as SWA rings (``HybridSWAPoolConfigurator.__init__`` names it; from 0.5.19 any model).
 
@@ -185,6 +186,8 @@ class Architecture:
     ``kimi-int4``: the Kimi INT4 recipe) for which SGLang picks the FlashInfer TRT-LLM MoE runner on
     SM100 by itself (``arg_groups/overrides.py`` ``_deepseek_moe_quant_resolution``;
     ``arg_groups/model_overrides/qwen3_moe.py`` and ``glm4_moe.py``);
+    ``sm100_trtllm_moe_unquantized``: the release's rule takes a 16-bit checkpoint too (GLM-4.5's
+    ``_glm4_moe_overrides`` from 0.5.15; ``modelopt_fp4`` only before).
     ``sm100_trtllm_routed_moe``: the same for its routed variant (``flashinfer_trtllm_routed``:
     ``arg_groups/model_overrides/minimax_m2.py`` for MiniMax-M2 with ``modelopt_fp4``).
     ``lm_head_every_stage``: the model class builds its untied ``lm_head`` on every pipeline stage,
@@ -224,6 +227,7 @@ class Architecture:
     is_draft: bool = False
     draft_architecture: str | None = None
     draft_num_layers: int | None = None
+    draft_renamed: bool = True
     mtp_local_draft_by_name: bool = False
     launch_mla: bool = False
     launch_deepseek_family: bool = False
@@ -248,6 +252,7 @@ class Architecture:
     router_fp32: bool = False
     sm100_trtllm_moe: frozenset[str] = frozenset()
     sm100_trtllm_routed_moe: frozenset[str] = frozenset()
+    sm100_trtllm_moe_unquantized: bool = True
     lm_head_every_stage: bool = False
     skips_block_check: frozenset[str] = frozenset()
     releases: tuple[tuple[str, str | None, str | None], ...] = ()
@@ -381,6 +386,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         mla_forced_head_dim=256,
         launch_mla=True,
         launch_deepseek_family=True,
+        releases=(("piecewise_graph_off", None, "0.5.12"),),
     ),
     _A(
         "DeepseekV3ForCausalLM",
@@ -517,6 +523,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         router_fp32=True,
         sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"}),
         lm_head_every_stage=True,
+        releases=(("sm100_trtllm_moe_unquantized", "0.5.15", None),),
     ),
     _A("Glm4MoeLiteForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A("Glm4MoeLiteForCausalLMNextN", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
@@ -541,6 +548,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         mla_forced_head_dim=256,
         launch_mla=True,
         launch_deepseek_family=True,
+        releases=(("piecewise_graph_off", None, "0.5.12"),),
     ),
     _A("GlmMoeDsaForCausalLMNextN", attention=_MLA, dsa_if_index_topk=True, is_draft=True),
     _A(
@@ -764,7 +772,13 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     ),
     _A("Qwen2ForCausalLM"),
     _A("Qwen3ForCausalLM"),
-    _A("Qwen3MoeForCausalLM", draft_num_layers=1, sm100_trtllm_moe=_QWEN_TRTLLM, lm_head_every_stage=True),
+    _A(
+        "Qwen3MoeForCausalLM",
+        draft_num_layers=1,
+        sm100_trtllm_moe=_QWEN_TRTLLM,
+        lm_head_every_stage=True,
+        releases=(("draft_renamed", "0.5.13", None),),
+    ),
     _A(
         "Qwen3NextForCausalLM",
         piecewise_graph_off=True,
@@ -836,6 +850,9 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     # sglang/srt/configs/muse_glimmer.py registers muse_glimmer from 0.5.18; transformers 5.8.1
     # (0.5.14's pin) lacks diffusion_gemma, gemma4_unified(_assistant) and unlimited-ocr too
     _M("mimo_v2_flash", first_release="0.5.22"),
+    # SGLang 0.5.12 registers these as DeepseekV3Config aliases (utils/hf_transformers/common.py _CONFIG_REGISTRY)
+    _M("deepseek_v4", first_release="0.5.12"),
+    _M("kimi_k2", first_release="0.5.12"),
     _M("muse_glimmer", first_release="0.5.18"),
     _M("unlimited-ocr", first_release="0.5.15", all_sliding=True),
     # transformers 5.8.1's config classes whose head_dim defaults to None (MixtralConfig().head_dim)
@@ -983,9 +1000,10 @@ def require_loadable(model_type: str, release: EngineRelease) -> None:
     if first is None or parse_release(first) <= release:
         return
     raise UnsupportedConfigurationError(
-        f"{release.label} cannot load a config.json of model_type {model_type!r}: its transformers "
-        f"{SGLANG_TRANSFORMERS.at(release)} does not know it (sglang.srt.configs.model_config.ModelConfig -> "
-        f"AutoConfig); SGLang loads it from {first} on (--sglang-version {first})"
+        f"{release.label} cannot load a config.json of model_type {model_type!r}: neither its transformers "
+        f"{SGLANG_TRANSFORMERS.at(release)} nor SGLang's own config registry knows it "
+        f"(sglang.srt.configs.model_config.ModelConfig -> AutoConfig); SGLang loads it from {first} on "
+        f"(--sglang-version {first})"
     )
 
 

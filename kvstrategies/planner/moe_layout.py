@@ -98,6 +98,17 @@ def _kimi_int4(config: Mapping[str, Any]) -> bool:
     return recipe == (4, 32, "group", "int")
 
 
+def sm100_trtllm_quantization(config: Mapping[str, Any], quantization: str) -> str | None:
+    """``quantization`` when the model's SM100 override picks the FlashInfer TRT-LLM MoE runner for it
+    (the row's ``sm100_trtllm_moe``, or the Kimi INT4 recipe), else None."""
+    rows = rows_for(architectures(config))
+    if not rows:
+        return None
+    wanted = rows[0].sm100_trtllm_moe
+    kimi = "kimi-int4" in wanted and quantization == "compressed-tensors" and _kimi_int4(config)
+    return quantization if quantization in wanted or kimi else None
+
+
 def moe_runner_backend(
     config: Mapping[str, Any], gpu: Accelerator | None, quantization: str, given: str | None, a2a: str
 ) -> str:
@@ -110,9 +121,7 @@ def moe_runner_backend(
     rows = rows_for(architectures(config))
     if not rows:
         return "auto"
-    wanted = rows[0].sm100_trtllm_moe
-    kimi = "kimi-int4" in wanted and quantization == "compressed-tensors" and _kimi_int4(config)
-    if quantization in wanted or kimi:
+    if sm100_trtllm_quantization(config, quantization) is not None:
         return "flashinfer_trtllm"
     # MiniMax-M2's override reads ModelConfig's resolved method ("modelopt" NVFP4 -> "modelopt_fp4"),
     # not the raw quant_method (arg_groups/model_overrides/minimax_m2.py, model_config_of(...).quantization)

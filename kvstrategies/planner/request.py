@@ -216,6 +216,9 @@ def _check_sglang_choices(req: DeploymentRequest) -> None:
 
     for flag, value in given.items():
         check_flag_value(flag, flag, value)
+    strategy = req.launch_extras.get("mamba_radix_cache_strategy", getattr(req, "mamba_radix_cache_strategy", None))
+    require_server_argument("mamba_radix_cache_strategy", strategy, req.release,
+                            what=f"--mamba-radix-cache-strategy {strategy}")  # fmt: skip
 
 
 def _check_source(source: Any) -> None:

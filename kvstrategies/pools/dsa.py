@@ -127,8 +127,10 @@ def dsa_layout(
     skip_topk_layers: Sequence[bool] | None = None,
     compress_tails: tuple[int, int] | None = None,
     is_hip: bool = False,
+    pool_class: str = "DSATokenToKVPool",
 ) -> PoolLayout:
-    """``DSATokenToKVPool``: ``kv_buffer[l]`` then ``index_k_with_scale_buffer[l]`` per layer.
+    """``DSATokenToKVPool``: ``kv_buffer[l]`` then ``index_k_with_scale_buffer[l]`` per layer (``pool_class``: the
+    name SGLang gives the class in the release, ``NSATokenToKVPool`` up to 0.5.12).
 
     ``skip_topk_layers[l]`` (pool-local) gives layer ``l`` a ``(0, page_bytes)`` placeholder.
     ``compress_tails = (rows, slots)`` adds the kpool-compression tails ``_compress_tail_k[l]`` /
@@ -168,4 +170,4 @@ def dsa_layout(
         ("num_index_pages", index.num_index_pages),
         ("indexer_layers", sum(1 for s in skips if not s)),
     )
-    return PoolLayout("DSATokenToKVPool", tuple(buffers), attributes)
+    return PoolLayout(pool_class, tuple(buffers), attributes)

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..core.dtypes import DType
 from .basic import req_to_token_layout
 from .layout import BufferRole, BufferSpec, PoolLayout, ViewOf, combine
@@ -30,6 +32,7 @@ def mamba_pool_layout(
     conv_window_dedup: bool = False,
     conv_window_axis: int = 1,
     npu_conv: bool = False,
+    device_free_slots: bool = False,
 ) -> PoolLayout:
     """``MambaPool(size, spec_state_size, ...)`` named ``mamba.*`` (MambaPool).
 
@@ -42,6 +45,9 @@ def mamba_pool_layout(
     ``npu_conv`` (Ascend, mamba_utils state shapes): each conv tensor is ``(Lm, size + 1, window + extra,
     channels)`` (window axis first, ``extra = Dd - 1`` with speculative decoding, else 0) and a
     KDA dense conv window has its two conv axes swapped.
+
+    ``device_free_slots``: the free-slot list is a device tensor ``mamba_pool.free_slots`` ``(size,)`` int64
+    (``torch.arange(1, size + 1)``; SGLang up to 0.5.12), not a host list.
     """
     layers = len(mamba_layer_ids)
     slots = size + 1
@@ -94,7 +100,11 @@ def mamba_pool_layout(
         ("conv_window_dedup", int(conv_window_dedup and num_draft_tokens is not None)),
         *((("npu_conv", 1),) if npu_conv else ()),
     )
-    return PoolLayout("MambaPool", tuple(buffers), attributes).prefixed("mamba")
+    layout = PoolLayout("MambaPool", tuple(buffers), attributes).prefixed("mamba")
+    if not device_free_slots:
+        return layout
+    free = BufferSpec("mamba_pool.free_slots", (size,), DType.INT64, role=BufferRole.INDEX)
+    return replace(layout, buffers=(*layout.buffers, free))
 
 
 def hybrid_req_to_token_layout(
@@ -106,12 +116,14 @@ def hybrid_req_to_token_layout(
     ping_pong_track_buffer_size: int | None = None,
     pool_class: str = "HybridReqToTokenPool",
     generation_counter: bool = True,
+    ping_pong_dtype: DType = DType.INT64,
 ) -> PoolLayout:
     """``HybridReqToTokenPool``: the request table plus the row -> Mamba-slot mapping (HybridReqToTokenPool).
 
     ``req_index_to_mamba_index_mapping`` has one int32 entry per request row
     (``R + pre_alloc + 1``); with the Mamba extra buffer the ping-pong mapping adds
-    ``(rows, S)`` int64 with ``S = 2`` under the overlap scheduler, else 1.
+    ``(rows, S)`` ``ping_pong_dtype`` (int64; int32 up to 0.5.12) with ``S = 2`` under the overlap scheduler,
+    else 1.
     """
     table = req_to_token_layout(
         max_running_requests=max_running_requests,
@@ -130,7 +142,7 @@ def hybrid_req_to_token_layout(
             BufferSpec(
                 "req_index_to_mamba_ping_pong_track_buffer_mapping",
                 (rows, ping_pong_track_buffer_size),
-                DType.INT64,
+                ping_pong_dtype,
                 role=BufferRole.INDEX,
             )
         )

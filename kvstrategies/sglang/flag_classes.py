@@ -347,6 +347,7 @@ OLDER_NOT_MODELLED: dict[str, str] = {
     "--torchao-config": "weights quantized at load",
     "--enable-gdn-replayssm-spec": "replay state buffers for speculative GDN layers",
     "--speculative-dflash-draft-window-size": "the DFLASH draft's KV window",
+    "--speculative-draft-window-size": "the DFLASH draft's KV window",
 }
 #: the older releases' CUDA-graph sizing flags (legacy and piecewise spellings)
 OLDER_GRAPH_RESERVE_FLAGS = frozenset(
@@ -367,6 +368,7 @@ OLDER_NO_EFFECT = _names(
     --enable-expert-distribution-metrics --optimistic-prefill-retries --piecewise-cuda-graph-compiler
     --prefill-round-robin-balance --speculative-skip-dp-mlp-sync --stream-output
     --custom-sigquit-handler --debug-tensor-dump-inject --enable-piecewise-cuda-graph --hybrid-kvcache-ratio
+    --enable-nan-detection --record-nolora-graph
     """
 )
 #: an older release's spelling of a planned flag -> its planned spelling (``--mamba-scheduler-strategy``: 0.5.13's

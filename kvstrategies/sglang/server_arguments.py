@@ -32,9 +32,19 @@ SERVER_ARGUMENT_RULES: Mapping[str, ReleaseRule] = {
     # decode context parallelism arrived in 0.5.15; 0.5.14's argparse has no --dcp-size
     "dcp_size": ReleaseRule("server-arg-dcp-size", span("0.5.15"), "--dcp-size exists", _SOURCE),
 }
+#: ``(ServerArgs field, value)`` -> the releases whose argparse ``choices`` hold the value
+SERVER_ARGUMENT_VALUE_RULES: Mapping[tuple[str, str], ReleaseRule] = {
+    # 0.5.13 added the lazy extra buffer to MAMBA_SCHEDULER_STRATEGY_CHOICES
+    ("mamba_radix_cache_strategy", "extra_buffer_lazy"): ReleaseRule(
+        "server-arg-extra-buffer-lazy", span("0.5.13"), "--mamba-radix-cache-strategy extra_buffer_lazy exists",
+        _SOURCE + " (MAMBA_SCHEDULER_STRATEGY_CHOICES)",
+    ),
+}
 #: ServerArgs fields renamed in a release: new name -> (old name, the first release with the new one)
 RENAMED_SERVER_ARGUMENTS: Mapping[str, tuple[str, str]] = {
     "mamba_radix_cache_strategy": ("mamba_scheduler_strategy", "0.5.14"),
+    "dsa_prefill_backend": ("nsa_prefill_backend", "0.5.13"),
+    "dsa_decode_backend": ("nsa_decode_backend", "0.5.13"),
 }
 #: the value of a field that means "not given"
 _UNSET: Mapping[str, object] = {"dcp_size": 1}
@@ -42,6 +52,12 @@ _UNSET: Mapping[str, object] = {"dcp_size": 1}
 
 def require_server_argument(key: str, value: object, release: EngineRelease, *, what: str) -> None:
     """Refuse ``value`` of ServerArgs field ``key`` if ``release`` has no such argument (``what``: the input)."""
+    valued = SERVER_ARGUMENT_VALUE_RULES.get((key, value)) if isinstance(value, str) else None
+    if valued is not None and not valued.holds(release):
+        raise UnsupportedConfigurationError(
+            f"{what}: {release.label}'s --{key.replace('_', '-')} has no choice {value!r} ({valued.source}; it exists "
+            f"in {valued.span.describe()}); pick another value or a later release (--sglang-version)"
+        )
     rule = SERVER_ARGUMENT_RULES.get(key)
     if rule is None or value is None or value == _UNSET.get(key) or rule.holds(release):
         return

@@ -34,7 +34,7 @@ from ..context import (
 )
 from ..core.cost import CacheCost, Rounding
 from ..core.dtypes import DType, KVRecipe
-from ..core.releases import ReleaseRule, span
+from ..core.releases import ByRelease, ReleaseRule, span
 from ..core.sizing import PoolSizes, align_down, ceil_div, require_positive_tokens
 from ..errors import KVCacheConfigError, UnsupportedConfigurationError
 from ..pools.basic import FUSED_KV_STORAGE, mha_layout, mla_layout
@@ -77,6 +77,14 @@ DSA_INDEXER_BY_LAYER = ReleaseRule(
     "DSA index keys only where the indexer runs (pool and sizing); EAGLE drafts split latent and indexer",
     "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator._compute_dsa_indexer_cell_size; "
     "sglang.srt.mem_cache.memory_pool.DSATokenToKVPool (skip_topk_layers)",
+)
+#: SGLang's name for the DSA (sparse MLA) KV pool class
+DSA_POOL_CLASS: ByRelease[str] = ByRelease(
+    "sglang-class-dsa-pool",
+    (("0.5.11", "NSATokenToKVPool"), ("0.5.13", "DSATokenToKVPool")),
+    "SGLang's name for the DSA KV pool class",
+    "sglang.srt.mem_cache.memory_pool.DSATokenToKVPool (NSATokenToKVPool to 0.5.12)",
+    topic="sizing",
 )
 #: an EAGLE-family draft adds ``int(cell * D / L)`` to the cell; before, the cell became
 #: ``int(cell * (1 + D / L))`` (one float product; it can round one byte lower)
@@ -594,6 +602,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
             skip_topk_layers=self.dsa_skip_topk_layers(),
             compress_tails=tails,
             is_hip=ctx.device is DeviceKind.HIP,
+            pool_class=DSA_POOL_CLASS.at(ctx.release),
         )
 
     def minimax_sparse_layout(self, sizes: PoolSizes) -> PoolLayout:

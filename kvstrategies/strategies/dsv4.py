@@ -102,6 +102,15 @@ DSV4_C128_STATE_PER_SWA_TOKEN = ReleaseRule(
     "sglang.srt.model_executor.pool_configurator.DSV4PoolConfigurator._get_bytes_per_full_token and "
     "_compute_dsv4_sizes (0.5.15: _get_c128_state_fixed_bytes, finalize_with_max_running_requests)",
 )
+#: the cost model prices this stage's layers, ``compress_ratios[start:end]``; before, every entry of the list (all
+#: pipeline stages, and the trailing entry of the MTP layer)
+DSV4_PRICES_STAGE_LAYERS = ReleaseRule(
+    "dsv4-prices-stage-layers",
+    span("0.5.13"),
+    "DeepSeek-V4 bytes per full token count this PP stage's layers (before: every compress_ratios entry, the MTP "
+    "layer's included, on every stage)",
+    "sglang.srt.model_executor.pool_configurator.DSV4PoolConfigurator.__init__ (compression_ratios)",
+)
 #: ``SGLANG_DSV4_COMPRESS_STATE_DTYPE`` picks the compression-state dtype; before, it is float32
 DSV4_STATE_DTYPE_KNOB = ReleaseRule(
     "dsv4-state-dtype-knob",
@@ -763,6 +772,21 @@ class RatioOnlyDSV4PoolConfigurator(DSV4PoolConfigurator):
         """``ring4 / W``: the c4 compression state is kept per sliding window of SWA tokens."""
         return self.ring_sizes.get(4, 0) / self.window
 
+    @cached_property
+    def priced_layers(self) -> tuple[int, int, int]:
+        """``(T, n4, n128)`` the cost model counts: this stage's layers (:data:`DSV4_PRICES_STAGE_LAYERS`); up to
+        0.5.12 every entry of ``compress_ratios`` (all stages, and the MTP layer's trailing entry: V4-Flash 44)."""
+        if DSV4_PRICES_STAGE_LAYERS.holds(self.ctx.release):
+            return self.num_layers_total, self.n(4), self.n(128)
+        ratios = self.dsv4.compress_ratios
+        return len(ratios), ratios.count(4), ratios.count(128)
+
+    @property
+    def draft_inflation(self) -> float:
+        """``(T + 1) / T`` over :attr:`priced_layers`' ``T``."""
+        total = self.priced_layers[0]
+        return (total + 1) / total
+
     @property
     def c128_state_per_swa_token(self) -> bool:
         """Whether the ratio-128 state lives per SWA window (:data:`DSV4_C128_STATE_PER_SWA_TOKEN`), not per request."""
@@ -790,10 +814,10 @@ class RatioOnlyDSV4PoolConfigurator(DSV4PoolConfigurator):
         if not self.c128_state_per_swa_token:
             return super().base_bytes_per_full_token
         r, kv, es, hd = self.swa_ratio, self.kv_bytes, self.state_dtype.itemsize, self.head_dim
-        n4, n128 = self.n(4), self.n(128)
+        total, n4, n128 = self.priced_layers
         c4_rows, c128_rows = self.ring_sizes.get(4, 0) / self.window, self.ring_sizes.get(128, 0) / self.window
         return (
-            r * kv * self.num_layers_total
+            r * kv * total
             + 1 / (4 * 1) * kv * n4
             + 1 / 128 * kv * n128
             + 1 / 4 * self.indexer_bytes_per_token * n4

@@ -109,6 +109,16 @@ MAMBA_REQUESTS_AT_LEAST_ONE = ReleaseRule(
     "Mamba reservation: max(1, max_running_requests // attn_dp) requests a replica (before: mrr // attn_dp)",
     "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache",
 )
+#: the speculative per-draft-token state is solved jointly with the slots it serves (``min(mrr // dp, K // ratio)``
+#: rows); before, ``mrr // dp`` rows of it come off the budget first, then the slots are split from the rest
+MAMBA_SPEC_STATE_JOINT = ReleaseRule(
+    "mamba-spec-state-joint",
+    span("0.5.13"),
+    "Mamba reservation with speculation: the draft-token state is solved with the slots (K * per * (1 + D / ratio) "
+    "= budget; min(mrr // dp, K // ratio) draft rows); before: mrr // dp draft rows reserved first, then K from the "
+    "ratio split of what is left",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.handle_max_mamba_cache",
+)
 #: under PP each stage reserves the largest stage's share of the Mamba layers (before: all of them)
 MAMBA_STAGE_SHARE = ReleaseRule(
     "mamba-stage-share",
@@ -125,6 +135,20 @@ CONV_WINDOW_DEDUP = ReleaseRule(
     "speculative Mamba conv window: one shared K - 1 + D column buffer viewed per draft token on CUDA with "
     "topk <= 1 (before: a dense window per draft token)",
     "sglang.srt.mem_cache.memory_pool.conv_window_dedup_enabled, MambaPool.__init__",
+)
+#: the extra buffer's row -> ping-pong slot mapping is int64; before, int32
+MAMBA_PING_PONG_INT64 = ReleaseRule(
+    "mamba-ping-pong-int64",
+    span("0.5.13"),
+    "req_index_to_mamba_ping_pong_track_buffer_mapping is int64 (before: int32)",
+    "sglang.srt.mem_cache.memory_pool.HybridReqToTokenPool.__init__",
+)
+#: the Mamba pool's free-slot list lives on the host; before, it is a device tensor of ``size`` int64 slot indices
+MAMBA_FREE_SLOTS_ON_HOST = ReleaseRule(
+    "mamba-free-slots-on-host",
+    span("0.5.13"),
+    "MambaPool's free slots are a host list (before: a device int64 tensor torch.arange(1, size + 1))",
+    "sglang.srt.mem_cache.memory_pool.MambaPool.__init__ (free_slots)",
 )
 #: KDA (Kimi-Linear) keeps the dense per-draft-token conv window: its conv tuples read
 #: ``(K - 1, channels)``, so the shared-window view would alias the channel axis (before: deduplicated
@@ -347,17 +371,22 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         spec_inputs = self._spec_inputs() if self.ctx.speculative.enabled else (0, 0)
         draft_tokens, spec_mrr = spec_inputs if self.budget_reserves_spec else (0, 0)
         floor = 1 if MAMBA_REQUESTS_AT_LEAST_ONE.holds(self.ctx.release) else 0  # max(floor, mrr // dp)
+        joint = self.budget_reserves_spec and MAMBA_SPEC_STATE_JOINT.holds(self.ctx.release)
+        if self.budget_reserves_spec and not joint:
+            # up to 0.5.12: mrr // dp draft rows first, then the branches below see only the rest
+            spec_gib = per * (spec_mrr // dp) * draft_tokens / GIB
+            rest -= spec_gib
         if sched.max_mamba_cache_size is not None:
             branch = "A"
             slots = sched.max_mamba_cache_size // dp
-            if self.budget_reserves_spec:
+            if joint:
                 capped = min(max(floor, spec_mrr // dp), slots // ratio)
                 spec_gib = per * (capped + pad) * draft_tokens / GIB
                 rest -= spec_gib
         elif sched.disable_radix_cache and mrr is not None:
             branch = "B"
             slots = max(floor, mrr // dp)
-            if self.budget_reserves_spec:
+            if joint:
                 spec_gib = per * (slots + pad) * draft_tokens / GIB
                 rest -= spec_gib
         else:
@@ -365,7 +394,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             share = sched.mamba_full_memory_ratio
             budget = rest * share / (1 + share)
             budget_bytes = budget * GIB
-            if self.budget_reserves_spec:
+            if joint:
                 slots = int((budget_bytes - per * (1 + draft_tokens) * pad) // (per * (1 + draft_tokens / ratio)))
                 capped = min(max(floor, spec_mrr // dp), slots // ratio)
                 spec_gib = per * (capped + pad) * draft_tokens / GIB
@@ -512,6 +541,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             ping_pong_track_buffer_size=(2 if self.overlap_schedule else 1) if self.extra_buffer else None,
             pool_class="HybridMambaDecodeReqToTokenPool" if decode else "HybridReqToTokenPool",
             generation_counter=REQ_GENERATION_COUNTER.holds(self.ctx.release),
+            ping_pong_dtype=DType.INT64 if MAMBA_PING_PONG_INT64.holds(self.ctx.release) else DType.INT32,
         )
 
     def extra_layouts(self, sizes: PoolSizes) -> tuple[PoolLayout, ...]:
@@ -554,6 +584,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
                 conv_window_dedup=dedup,
                 conv_window_axis=window_axis,
                 npu_conv=self.npu,
+                device_free_slots=not MAMBA_FREE_SLOTS_ON_HOST.holds(self.ctx.release),
             ),
         )
 

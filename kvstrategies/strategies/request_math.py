@@ -149,10 +149,22 @@ def swa_request_cap(ctx: KVCacheContext, window: int, max_running_requests: int)
     return per_request * requests + chunks * (sched.chunked_prefill_size or 0) + page
 
 
+#: the top-k > 1 paged headroom ``max(4 + D, 2 * alloc)`` exists
+#: (``mem_cache.common.get_req_to_token_extra_context_len``); before, the request table always gets ``4 + D`` extra
+#: columns
+REQ_ROW_TREE_HEADROOM = ReleaseRule(
+    "req-row-tree-headroom",
+    span("0.5.13"),
+    "request-row headroom max(4 + D, 2 * alloc) for EAGLE top-k > 1 at page > 1 (before: 4 + D always)",
+    "sglang.srt.mem_cache.common.get_req_to_token_extra_context_len (before: ModelRunnerKVCacheMixin.init_memory_pool)",
+)
+
+
 def req_to_token_extra_context_len(ctx: KVCacheContext) -> int:
     """Columns beyond ``context_len`` in the request table (KVCacheConfigurator._build_req_to_token_pool).
 
-    ``extra = 4 + Dmax``; with speculation and (``Pa > 1`` or UNO):
+    ``extra = 4 + Dmax`` (only that up to 0.5.12: :data:`REQ_ROW_TREE_HEADROOM`); with speculation and (``Pa > 1``
+    or UNO):
     ``max(extra, 2 * alloc_len_per_decode + Pa - 1)``. E.g. EAGLE top-1, 3 steps, 4 drafts,
     P = 64: ``max(8, 2*4 + 63) = 71``.
     """
@@ -160,7 +172,8 @@ def req_to_token_extra_context_len(ctx: KVCacheContext) -> int:
     extra = 4 + (spec.max_num_draft_tokens or 0)
     page_span = alloc_page_span(ctx)
     if not REQ_ROW_PAGE_HEADROOM.holds(ctx.release):
-        if spec.enabled and page_span > 1 and (spec.eagle_topk or 1) > 1:
+        tree = REQ_ROW_TREE_HEADROOM.holds(ctx.release)
+        if tree and spec.enabled and page_span > 1 and (spec.eagle_topk or 1) > 1:
             extra = max(extra, 2 * alloc_len_per_decode(ctx))
         return extra
     if spec.enabled and (page_span > 1 or spec.algorithm is SpecAlgorithm.UNO):

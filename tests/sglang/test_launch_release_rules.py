@@ -7,6 +7,8 @@ that release. The planner follows the release named by ``release=`` (``--sglang-
 
 from __future__ import annotations
 
+import pytest
+
 from kvstrategies.core.releases import parse_release
 from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.presets import load_preset_config
@@ -15,8 +17,8 @@ from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchRes
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 RTX4090 = lookup_gpu("RTX-4090")
-R = {v: parse_release(v) for v in ("0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20",
-                                    "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
+R = {v: parse_release(v) for v in ("0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18",
+                                    "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
 
 
 def facts(preset: str) -> LaunchModelFacts:
@@ -434,3 +436,60 @@ def test_kimi_linear_runs_without_radix_cache_before_0_5_14() -> None:
     assert (new.disable_radix_cache, new.disable_overlap_schedule) == (False, True)
     with pytest.raises(KVCacheConfigError, match="validate_mamba_no_buffer"):
         resolve("kimi-linear-48b-a3b", H200, "0.5.14", 4, page_size=64)
+
+
+# ---- SGLang 0.5.12 -> 0.5.13 (0.5.11 launches as 0.5.12) ---------------------------------------------------------
+
+
+def test_trtllm_moe_runner_disables_the_prefill_graph_up_to_0_5_12() -> None:
+    """Qwen3-30B-A3B (bf16) on B200: the SM100 model override picks the flashinfer_trtllm MoE runner, and 0.5.12's
+    ``ServerArgs._handle_moe_kernel_config`` then turns the tc_piecewise prefill graph off (bypassed top-k), after
+    ``_handle_gpu_memory_settings`` counted it: both releases reserve R = 512 + 1.5 x 16384 + 2 x 512 + 1/8 x 1024
+    + 8 x 74 = 26,832 MiB -> round(156,527 / 183,359, 3) = 0.854. GLM-4.5 bf16 keeps the graph in 0.5.12 (its
+    override takes modelopt_fp4 only before 0.5.15)."""
+    old, new = resolve("qwen3-30b-a3b", B200, "0.5.12"), resolve("qwen3-30b-a3b", B200, "0.5.13")
+    assert (old.prefill_cuda_graph, new.prefill_cuda_graph) == ("disabled", "tc_piecewise")
+    assert old.reserved_mib == new.reserved_mib == 26_832 and old.mem_fraction_static == 0.854
+    assert resolve("glm-4.5", B200, "0.5.12", 8).prefill_cuda_graph == "tc_piecewise"
+    assert resolve("qwen3-30b-a3b", H200, "0.5.12").prefill_cuda_graph == "tc_piecewise"  # not SM100
+
+
+def test_dsa_launch_up_to_0_5_12() -> None:
+    """DeepSeek-V3.2 on H200, TP 8: 0.5.12 calls the DSA backend ``nsa`` and keeps DeepseekV32 on
+    ``piecewise_cuda_graph_disabled_model_archs``, so the prefill graph is off before the reserve: R = 512 + 1.5 x
+    8192 + 2 x 512 + 8/8 x 1024 = 14,848 MiB -> 0.897; 0.5.13 adds the MLA prefill graph's 1,536 -> 16,384, 0.886."""
+    old, new = resolve("deepseek-v3.2", H200, "0.5.12", 8), resolve("deepseek-v3.2", H200, "0.5.13", 8)
+    assert (old.attention_backend, new.attention_backend) == ("nsa", "dsa")
+    assert (old.prefill_cuda_graph, new.prefill_cuda_graph) == ("disabled", "tc_piecewise")
+    assert (old.reserved_mib, old.mem_fraction_static) == (14_848, 0.897)
+    assert (new.reserved_mib, new.mem_fraction_static) == (16_384, 0.886)
+
+
+def test_eagle_tree_turns_overlap_off_up_to_0_5_12() -> None:
+    """EAGLE with ``--speculative-eagle-topk 4``: 0.5.12's ``_handle_speculative_decoding`` disables the overlap
+    scheduler (spec v2 supports topk 1 only); 0.5.13 keeps it. Top-k 1 keeps it in both."""
+    tree = {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 4,
+            "speculative_num_draft_tokens": 8}  # fmt: skip
+    assert resolve("llama-3.1-8b", H200, "0.5.12", **tree).disable_overlap_schedule is True
+    assert resolve("llama-3.1-8b", H200, "0.5.13", **tree).disable_overlap_schedule is False
+    chain = {**tree, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4}
+    assert resolve("llama-3.1-8b", H200, "0.5.12", **chain).disable_overlap_schedule is False
+
+
+def test_gemma4_is_triton_everywhere_up_to_0_5_12() -> None:
+    """Gemma-4 on B200 without a backend: 0.5.13 takes trtllm_mha (page 64), 0.5.12 triton (page 1); 0.5.12 has no
+    Gemma-4 backend check, so ``--attention-backend flashinfer`` plans there and is refused from 0.5.13."""
+    from kvstrategies.errors import KVCacheConfigError
+    from kvstrategies.sglang.bridge.launch_grid import synthetic_config
+
+    facts_ = model_facts_from_hf_config(synthetic_config("gemma4"))
+
+    def run(release: str, gpu: object, **settings: object) -> LaunchResolution:
+        return resolve_launch_defaults(facts_, gpu, settings=LaunchSettings(**settings),  # type: ignore[arg-type]
+                                       release=R[release])  # fmt: skip
+
+    assert (run("0.5.12", B200).attention_backend, run("0.5.12", B200).page_size) == ("triton", 1)
+    assert (run("0.5.13", B200).attention_backend, run("0.5.13", B200).page_size) == ("trtllm_mha", 64)
+    assert run("0.5.12", H100, attention_backend="flashinfer").attention_backend == "flashinfer"
+    with pytest.raises(KVCacheConfigError, match="Gemma-4 needs one of"):
+        run("0.5.13", H100, attention_backend="flashinfer")

@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.13", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.11", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.12", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.10", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.13, 0\.5\.14.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.11, 0\.5\.12.*0\.5\.23"):
         parse_release(text)
 
 
@@ -469,7 +469,7 @@ def test_server_arguments_a_release_lacks_are_refused() -> None:
 
 def test_config_loadability_follows_the_pinned_transformers() -> None:
     """transformers 5.12.1 (SGLang 0.5.15-0.5.21) has no mimo_v2_flash config class; 5.19.0 does."""
-    with pytest.raises(UnsupportedConfigurationError, match="transformers 5.12.1 does not know it"):
+    with pytest.raises(UnsupportedConfigurationError, match="neither its transformers 5.12.1 nor"):
         parse_case({"preset": "mimo-v2-flash", "available_bytes": 1}, sglang_version="0.5.21")
     parse_case({"preset": "mimo-v2-flash", "available_bytes": 1}, sglang_version="0.5.22")
 
@@ -692,7 +692,7 @@ def test_model_types_transformers_5_8_1_does_not_know_are_refused_by_0_5_14() ->
     from kvstrategies.models.architectures import require_loadable
 
     for model_type in ("unlimited-ocr", "diffusion_gemma", "gemma4_unified", "gemma4_unified_assistant"):
-        with pytest.raises(UnsupportedConfigurationError, match=r"transformers 5\.8\.1 does not know it"):
+        with pytest.raises(UnsupportedConfigurationError, match=r"neither its transformers 5\.8\.1 nor"):
             require_loadable(model_type, parse_release("0.5.14"))
         require_loadable(model_type, parse_release("0.5.15"))
 
@@ -778,3 +778,98 @@ def test_config_without_head_dim_is_refused_before_0_5_14() -> None:
     with pytest.raises(UnsupportedConfigurationError, match=r"SGLang 0\.5\.13 cannot size a 'mixtral' config"):
         _case(name, "0.5.13")
     assert plan_case(_case(name, "0.5.14")).cell_size_bytes == 32 * 8 * 128 * 2 * 2 == 131_072
+
+
+# ---- SGLang 0.5.12 -> 0.5.13 (0.5.11 sizes as 0.5.12) ----------------------------------------------------------------
+
+
+def test_mamba_spec_state_reserved_first_up_to_0_5_12() -> None:
+    """Qwen3-Next TP 4 with MTP (4 draft tokens, 64 requests, ratio 3, 19,316,736 B a slot), a 46 GiB budget:
+    0.5.12's ``handle_max_mamba_cache`` takes ``per x 64 x 4`` (4,945,084,416 B) off first, then splits the rest
+    0.9 : 1 -> ``int((rest - spec) x 0.9 / 1.9 x 2**30 // per) = 1,089`` slots; 0.5.13 solves
+    ``K x per x (1 + 4 / 3) = rest x 0.9 / 1.9`` -> 519 slots, then takes ``min(64, 519 // 3) = 64`` draft rows."""
+    name, gib, per, budget = "hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64-mtp", 2**30, 19_316_736, 49_392_123_904
+    old = plan_case(_case(name, "0.5.12")).configurator.mamba_budget(budget)
+    new = plan_case(_case(name, "0.5.13")).configurator.mamba_budget(budget)
+    rest = budget / gib
+    assert old.stage_mamba_cache_per_req == per
+    assert old.max_mamba_cache_size == int((rest - per * 64 * 4 / gib) * 0.9 / 1.9 * gib // per) == 1_089
+    assert new.max_mamba_cache_size == int(rest * 0.9 / 1.9 * gib // (per * (1 + 4 / 3))) == 519
+    assert round(old.spec_scratch_gib * gib) == round(new.spec_scratch_gib * gib) == per * 64 * 4
+
+
+def test_mamba_free_slots_on_the_device_up_to_0_5_12() -> None:
+    """0.5.12's ``MambaPool.__init__`` keeps ``free_slots = torch.arange(1, size + 1)`` int64 on the device; 0.5.13 a
+    host list. The what-if pool of 8 requests x 3 slots has 24 slots."""
+    name = "hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64-mtp"
+    old, new = _shapes(plan_case(_case(name, "0.5.12"))), _shapes(plan_case(_case(name, "0.5.13")))
+    assert old["mamba_pool.free_slots"] == (8 * 3,) and "mamba_pool.free_slots" not in new
+
+
+def test_ping_pong_mapping_is_int32_up_to_0_5_12() -> None:
+    """``HybridReqToTokenPool.__init__``: the extra buffer's ping-pong mapping is int32 in 0.5.12, int64 from
+    0.5.13 (``(rows, 2)`` with the overlap scheduler)."""
+    name = "hybrid-linear-nemotron-h-8b-tp2-bf16-p64-extra-buffer"
+    dtypes = {v: {b.name: str(b.dtype) for layout in plan_case(_case(name, v)).layout.pools for b in layout.buffers}
+              for v in ("0.5.12", "0.5.13")}  # fmt: skip
+    key = "req_index_to_mamba_ping_pong_track_buffer_mapping"
+    assert (dtypes["0.5.12"][key], dtypes["0.5.13"][key]) == ("torch.int32", "torch.int64")
+
+
+def test_request_row_tree_headroom_from_0_5_13() -> None:
+    """EAGLE top-k 2 at page 16, 6 draft tokens: 0.5.12's ``init_memory_pool`` gives the request table ``4 + 6 = 10``
+    extra columns (131,082); 0.5.13's ``get_req_to_token_extra_context_len`` ``max(10, 2 x alloc_len)`` = 128
+    (131,200)."""
+    name = "rounding-alloc-pages-llama-3.1-8b-tp1-bf16-p16-eagle-topk2"
+    old, new = _shapes(plan_case(_case(name, "0.5.12"))), _shapes(plan_case(_case(name, "0.5.13")))
+    assert old["req_to_token"][1] == 131_072 + 4 + 6
+    assert new["req_to_token"][1] == 131_072 + 128
+
+
+def test_dsv4_prices_every_compress_ratio_entry_up_to_0_5_12() -> None:
+    """V4-Flash (43 layers, 44 ``compress_ratios`` entries, the MTP layer's a 0): 0.5.12's
+    ``DSV4PoolConfigurator.__init__`` counts all 44 (``r x kv x T`` one layer more: 0.1 x 584 = 58.4 B a full
+    token), 0.5.13 this stage's 43."""
+    name = "dsv4-deepseek-v4-flash-tp8-p256"
+    old, new = plan_case(_case(name, "0.5.12")), plan_case(_case(name, "0.5.13"))
+    assert old.configurator.priced_layers == (44, 21, 20) and new.configurator.priced_layers == (43, 21, 20)
+    assert round(old.cell_size_bytes - new.cell_size_bytes, 6) == round(0.1 * 584, 6)
+
+
+def test_dsa_pool_is_nsa_up_to_0_5_12() -> None:
+    """SGLang 0.5.12 names the DSA pool class ``NSATokenToKVPool`` (0.5.13: ``DSATokenToKVPool``), same layout."""
+    name = "dsa-deepseek-v3.2-tp8-fp8-p64"
+    old, new = plan_case(_case(name, "0.5.12")), plan_case(_case(name, "0.5.13"))
+    assert (old.layout.token_to_kv.pool_class, new.layout.token_to_kv.pool_class) == ("NSATokenToKVPool",
+                                                                                      "DSATokenToKVPool")
+    assert _shapes(old) == _shapes(new)
+
+
+def test_qwen3_moe_draft_is_not_renamed_up_to_0_5_12() -> None:
+    """A Qwen3-MoE draft worker with 3 EAGLE draft layers: 0.5.13's ``ModelConfig._config_draft_model`` renames it
+    ``Qwen3MoeForCausalLMMTP`` (one layer); 0.5.12 does not, so the draft holds its 3 layers."""
+    name = "bridge-draft-eagle-qwen3-235b-a22b-tp4-p16-d3-mtp-head"
+    old, new = _shapes(plan_case(_case(name, "0.5.12"))), _shapes(plan_case(_case(name, "0.5.13")))
+    assert sorted(k for k in old if k.startswith("k_buffer")) == ["k_buffer[0]", "k_buffer[1]", "k_buffer[2]"]
+    assert sorted(k for k in new if k.startswith("k_buffer")) == ["k_buffer[0]"]
+
+
+def test_configs_0_5_11_cannot_load() -> None:
+    """0.5.12 registers ``deepseek_v4`` and ``kimi_k2`` as DeepseekV3Config aliases (its hf_transformers config
+    registry); 0.5.11 with the same transformers 5.6.0 cannot load them."""
+    from kvstrategies.models.architectures import require_loadable
+
+    for model_type in ("deepseek_v4", "kimi_k2"):
+        with pytest.raises(UnsupportedConfigurationError, match=r"neither its transformers 5\.6\.0 nor"):
+            require_loadable(model_type, parse_release("0.5.11"))
+        require_loadable(model_type, parse_release("0.5.12"))
+
+
+def test_extra_buffer_lazy_is_refused_before_0_5_13() -> None:
+    """``--mamba-radix-cache-strategy extra_buffer_lazy`` is not among 0.5.12's argparse choices
+    (``MAMBA_SCHEDULER_STRATEGY_CHOICES``): a case or a deployment naming it is refused for 0.5.12."""
+    case = {"preset": "qwen3-next-80b-a3b", "available_bytes": 40 * GIB, "tp_size": 4,
+            "mamba_radix_cache_strategy": "extra_buffer_lazy"}  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError, match="has no choice 'extra_buffer_lazy'"):
+        parse_case(case, sglang_version="0.5.12")
+    parse_case(case, sglang_version="0.5.13")

@@ -16,6 +16,7 @@ import pytest
 from kvstrategies.case import load_case, parse_case
 from kvstrategies.context import KVCacheSettings
 from kvstrategies.core.releases import supported_releases
+from kvstrategies.errors import UnsupportedConfigurationError
 from kvstrategies.presets import preset_names
 from kvstrategies.strategies import registry
 from kvstrategies.strategies.registry import registered, select_configurator_class
@@ -35,7 +36,10 @@ def _contexts() -> list[KVCacheSettings]:
     for release in supported_releases()[:: max(1, len(supported_releases()) // 4)]:
         for preset in ("deepseek-v4-flash", "gemma-3-27b", "qwen3-next-80b-a3b"):
             case = {"preset": preset, "available_bytes": 2**34, "sglang_version": release.text}
-            out.append(parse_case(case).settings)
+            try:
+                out.append(parse_case(case).settings)
+            except UnsupportedConfigurationError:  # the release cannot load the model (0.5.11: DeepSeek-V4)
+                continue
     for preset in ("llama-3.1-8b", "gpt-oss-120b", "qwen3-next-80b-a3b", "deepseek-v3.2", "deepseek-v4-flash"):
         out.append(parse_case({"preset": preset, "available_bytes": 2**34}, engine="vllm").settings)  # vLLM's own
     return out

@@ -70,14 +70,14 @@ def typed_pool(
         return MHATokenToKOnlyPool(built, kv_dtype=kv, **common)
     if cls == "MHATokenToKVPoolMXFP8":
         return MHATokenToKVPoolMXFP8(built, kv_dtype=kv, **common)
-    if cls in ("MLATokenToKVPool", "MLATokenToKVPoolFP4", "DSATokenToKVPool"):
+    if cls in ("MLATokenToKVPool", "MLATokenToKVPoolFP4", "DSATokenToKVPool", "NSATokenToKVPool"):
         rank, rope = binding.kv_lora_rank, binding.qk_rope_head_dim
         if swa_side:
             rank, rope = binding.swa_kv_lora_rank, binding.swa_qk_rope_head_dim
         if rank is None or rope is None:
             raise KVCacheConfigError(f"{cls} needs kv_lora_rank and qk_rope_head_dim (an MLA model)")
         mla_cls = {"MLATokenToKVPool": MLATokenToKVPool, "MLATokenToKVPoolFP4": MLATokenToKVPoolFP4,
-                   "DSATokenToKVPool": DSATokenToKVPool}[cls]
+                   "DSATokenToKVPool": DSATokenToKVPool, "NSATokenToKVPool": DSATokenToKVPool}[cls]
         return mla_cls(built, kv_dtype=kv, kv_lora_rank=rank, qk_rope_head_dim=rope, **common)
     if cls == "SWAKVPool":
         full = typed_pool(sub_pool(built, "full"), binding, start_layer=0, **options)

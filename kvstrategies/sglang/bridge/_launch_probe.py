@@ -70,8 +70,11 @@ def preload_resolution_modules() -> BridgeRelease:
     row = import_for_launch()
     with _quiet_stdout():
         importlib.import_module("sglang.srt.server_args")
-        groups = importlib.import_module("sglang.srt.arg_groups")
-        for info in pkgutil.walk_packages(groups.__path__, groups.__name__ + "."):
+        try:
+            groups = importlib.import_module("sglang.srt.arg_groups")
+        except ModuleNotFoundError:  # 0.5.11: every launch rule is in server_args
+            groups = None
+        for info in pkgutil.walk_packages(groups.__path__, groups.__name__ + ".") if groups is not None else ():
             with contextlib.suppress(Exception):  # a platform-only module may not import here
                 importlib.import_module(info.name)
         for name in ("sglang.srt.model_loader", "sglang.srt.speculative.dflash_utils",
@@ -165,9 +168,14 @@ def install_gpu(facts: GpuFacts, row: BridgeRelease) -> None:
 
 
 def _install_cuda_platform() -> None:
-    """``sglang.srt.platforms.current_platform`` is the CUDA platform object on a GPU host."""
+    """``sglang.srt.platforms.current_platform`` is the CUDA platform object on a GPU host (before 0.5.13 there is
+    none: a CUDA host keeps the base ``SRTPlatform``, which ``sglang.srt.platforms._resolve_platform`` returns when
+    no plugin activates)."""
     platforms: Any = importlib.import_module("sglang.srt.platforms")
-    cuda: Any = importlib.import_module("sglang.srt.platforms.cuda")
+    try:
+        cuda: Any = importlib.import_module("sglang.srt.platforms.cuda")
+    except ModuleNotFoundError:
+        return
     previous = platforms.current_platform
     platform = cuda.CudaSRTPlatform()
     platforms._current_platform = platform  # what later `from ... import current_platform` reads

@@ -67,6 +67,9 @@ SIZE_FIELDS: tuple[str, ...] = (
     "c128_state_dtype",
     "max_mamba_cache_size",
 )
+#: DeepSeek-V4 pool sizes; a release without DeepSeek-V4 (0.5.11) has no such field: no pool, 0
+_DSV4_SIZE_FIELDS = frozenset({"c4_max_total_num_tokens", "c128_max_total_num_tokens", "c4_state_pool_size",
+                               "c128_state_pool_size"})  # fmt: skip
 _DTYPE_NAMES = {"torch.float32": "float32", "torch.bfloat16": "bfloat16", "torch.float16": "float16"}
 
 
@@ -416,7 +419,7 @@ def _sizes_dict(config: Any, host: ConfiguratorHost | RunnerHost, mamba_slots: i
     """A ``MemoryPoolConfig`` under our ``PoolSizes`` names (DSV4 dtypes as plain names)."""
     out: dict[str, Any] = {}
     for key in SIZE_FIELDS:
-        out[key] = getattr(config, key, None)
+        out[key] = getattr(config, key, 0 if key in _DSV4_SIZE_FIELDS else None)
     for key in ("c4_state_dtype", "c128_state_dtype"):
         out[key] = None
     derived = host.derive_pool_sizes(config) if config.max_running_requests is not None else None
@@ -754,7 +757,7 @@ def _runner_host(case: Mapping[str, Any], folder: str, sa: Any) -> tuple[RunnerH
 
 def _derived_dict(derived: Any, slots: int | None) -> dict[str, Any]:
     """SGLang's ``_PoolSizes`` (what a pool is built for) under our ``PoolSizes`` names."""
-    out = {key: getattr(derived, key, None) for key in SIZE_FIELDS}
+    out = {key: getattr(derived, key, 0 if key in _DSV4_SIZE_FIELDS else None) for key in SIZE_FIELDS}
     for key in ("c4_state_dtype", "c128_state_dtype"):
         if out[key] is not None:
             out[key] = _DTYPE_NAMES.get(str(out[key]), str(out[key]))

@@ -96,6 +96,12 @@ _OLD_XGRAMMAR = ("xgrammar==0.2.1",)
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
 BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
+    BridgeRelease("0.5.11", "5.6.0", ("xgrammar==0.1.32",), configurator=False, platform_override=False,
+                  schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
+                  context_server_args=False, finalize_step=False, runtime_context=False),  # fmt: skip
+    BridgeRelease("0.5.12", "5.6.0", ("xgrammar==0.2.0",), configurator=False, platform_override=False,
+                  schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
+                  context_server_args=False, finalize_step=False, runtime_context=False),  # fmt: skip
     BridgeRelease("0.5.13", "5.8.1", _OLD_XGRAMMAR, configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
                   context_server_args=False, finalize_step=False, runtime_context=False),  # fmt: skip

@@ -18,6 +18,7 @@ from ...core.releases import parse_release
 from ...golden.diff import diff_buffers, diff_documents
 from ...models.architectures import model_type_row
 from ...strategies.default import ZERO_KV_RULE
+from ...strategies.hybrid_linear import MAMBA_SPEC_STATE_JOINT  # the same change added SGLang's zero-slot check
 
 #: SGLang pools also hold tables of raw data pointers and strides for their kernels
 #: (``k_data_ptrs``, ``data_ptrs``, ``data_strides``, ...): addresses, not KV storage.
@@ -223,6 +224,14 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         lambda case: int(case.get("pp_size", 1)) > 1
         and not ZERO_KV_RULE.holds(parse_release(case.get("sglang_version"))),
         (r"^kvstrategies: refused: .*cannot size a rank without attention layers",),
+    ),
+    KnownDifference(
+        "mamba-zero-slots-unchecked",
+        "SGLang up to 0.5.12 sizes a hybrid linear model whose Mamba reservation leaves 0 state slots without a "
+        "word (max_running_requests 0: the server can admit no request; 0.5.13 raises 'state cache is too small "
+        "to serve any requests' in ModelRunnerKVCacheMixin.handle_max_mamba_cache); kvstrategies refuses it",
+        lambda case: not MAMBA_SPEC_STATE_JOINT.holds(parse_release(case.get("sglang_version"))),
+        (r"^kvstrategies: refused: .*(Mamba state reservation|state cache is too small|max_mamba_cache_size=0)",),
     ),
     KnownDifference(
         "minimax-m3-config-unloadable",

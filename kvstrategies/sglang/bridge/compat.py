@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
 import inspect
 from collections.abc import Callable, Iterator, Mapping
@@ -42,6 +43,21 @@ def call(target: Callable[..., Any], /, **kwargs: Any) -> Any:
     return target(**kwargs)
 
 
+@functools.cache
+def argparse_choices(server_args_cls: Any) -> Mapping[str, tuple[str, ...]]:
+    """``ServerArgs`` field -> the string ``choices`` of its flag in the release's own parser
+    (``ServerArgs.add_cli_args``); empty when the class has no parser."""
+    import argparse
+
+    add = getattr(server_args_cls, "add_cli_args", None)
+    if add is None:
+        return {}
+    parser = argparse.ArgumentParser(add_help=False)
+    add(parser)
+    return {a.dest: tuple(str(c) for c in a.choices) for a in parser._actions
+            if a.choices is not None and all(isinstance(c, str) for c in a.choices)}  # fmt: skip
+
+
 def make_server_args(row: BridgeRelease, server_args_cls: Any, fields: Mapping[str, Any]) -> Any:
     """``ServerArgs`` holding ``fields`` as already-resolved values (no launch resolution runs).
 
@@ -59,6 +75,14 @@ def make_server_args(row: BridgeRelease, server_args_cls: Any, fields: Mapping[s
     if missing:  # SGLang's own argparse would reject the flag: the case cannot be launched
         raise UnsupportedConfigurationError(
             f"SGLang {row.line} has no server argument {', '.join(missing)} (sglang.srt.server_args.ServerArgs)"
+        )
+    choices = argparse_choices(server_args_cls)
+    refused = sorted(k for k, v in given.items() if isinstance(v, str) and k in choices and v not in choices[k])
+    if refused:  # SGLang's own argparse would reject the value (ServerArgs itself does not check choices)
+        key = refused[0]
+        raise UnsupportedConfigurationError(
+            f"SGLang {row.line}'s argparse has no choice {given[key]!r} for {key} (choices {list(choices[key])}; "
+            "sglang.srt.server_args.ServerArgs.add_cli_args)"
         )
     if not row.resolve_once:
         given["model_path"] = "dummy"

@@ -104,7 +104,8 @@ class RunnerHost:
         if self.runner.is_draft_worker:
             out.c4_max_total_num_tokens = out.c128_max_total_num_tokens = 0
             out.c4_state_pool_size = out.c128_state_pool_size = 0
-        if model_config_mod.is_deepseek_v4(self.runner.model_config.hf_config):
+        is_v4 = getattr(model_config_mod, "is_deepseek_v4", None)  # 0.5.11 has no DeepSeek-V4
+        if is_v4 is not None and is_v4(self.runner.model_config.hf_config):
             getter = getattr(mixin, "_get_dsv4_compress_state_dtypes", None)  # 0.5.13: float32, no knob
             float32 = importlib.import_module("torch").float32
             out.c4_state_dtype, out.c128_state_dtype = getter() if getter is not None else (float32, float32)
@@ -211,10 +212,25 @@ def model_runner(
     unset = getattr(model_runner_mod, "_UNSET", None)
     if unset is not None:
         object.__setattr__(runner, "_linear_attn_registry_cache", unset)
-    runner.adjust_hybrid_swa_layers_for_pp()  # initialize(): the stage's hybrid-SWA layer lists
+    if hasattr(runner, "adjust_hybrid_swa_layers_for_pp"):
+        runner.adjust_hybrid_swa_layers_for_pp()  # initialize(): the stage's hybrid-SWA layer lists
+    else:
+        _stage_layer_lists(runner)
     runner.sliding_window_size = _sliding_window(runner)
     runner.configure_kv_cache_dtype()
     return runner
+
+
+def _stage_layer_lists(runner: Any) -> None:
+    """0.5.11 keeps this step inline in ``ModelRunner.load_model`` (0.5.12 made it
+    ``adjust_hybrid_swa_layers_for_pp``): for every model, the full / SWA attention layer ids of
+    ``[start_layer, end_layer]`` go back into the model config."""
+    config = runner.model_config
+    stage = range(runner.start_layer, runner.end_layer + 1)
+    full = [i for i in stage if hasattr(config, "full_attention_layer_ids") and i in config.full_attention_layer_ids]
+    swa = [i for i in stage if hasattr(config, "swa_attention_layer_ids") and i in config.swa_attention_layer_ids]
+    config.swa_attention_layer_ids = swa
+    config.full_attention_layer_ids = full
 
 
 def _sliding_window(runner: Any) -> int | None:

@@ -10,7 +10,7 @@ per GPU and attention kind), ``arg_groups.attention_hook.handle_attention_backen
 from __future__ import annotations
 
 from ....core.releases import ReleaseRule, span
-from ....models.architectures import names_where
+from ....models.architectures import names_holding, names_where
 from .core import (
     CUDA_GRAPH_HOOK,
     DEFAULT_BACKEND_HOOK,
@@ -22,6 +22,7 @@ from .core import (
     _refuse,
 )
 from .facts import _AUDIO_ENCODER_DECODER
+from .graph_rules import PIECEWISE_OFF_FOR_TRTLLM_MOE
 
 _LATE_TRTLLM_MLA_PREFILL = names_where(lambda r: r.late_trtllm_mla_prefill_graph)
 
@@ -104,10 +105,24 @@ def generic_backend_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
         "torch_native",
         "flex_attention",
     )
+    late_moe = res.prefill_cuda_graph == "tc_piecewise" and _trtllm_moe_runner(inp)
+    if late_moe and PIECEWISE_OFF_FOR_TRTLLM_MOE.holds(inp.release):
+        # ServerArgs._handle_moe_kernel_config runs after _handle_gpu_memory_settings: the reserve counted the graph
+        _declare(res, "prefill_cuda_graph", "disabled", "flashinfer_trtllm MoE runner (bypassed top-k) "
+                 "(sglang.srt.server_args.ServerArgs._handle_moe_kernel_config)")  # fmt: skip
     if late and res.prefill_cuda_graph != "disabled":
         # SGLang's order (ServerArgs.resolve_once): the reserve already counted this graph (1536 MiB for MLA).
         _declare(res, "prefill_cuda_graph", "disabled",
                  f"{prefill} prefill backend ({CUDA_GRAPH_HOOK.at(inp.release)})")  # fmt: skip
+
+
+def _trtllm_moe_runner(inp: LaunchInputs) -> bool:
+    """SGLang's SM100 model override picks the FlashInfer TRT-LLM MoE runner (no all-to-all backend; a 16-bit
+    checkpoint only where the release's rule takes one: row fact ``sm100_trtllm_moe_unquantized``)."""
+    quant = inp.model.sm100_trtllm_moe_quantization
+    if not inp.gpu.is_sm100 or inp.settings.moe_a2a_backend != "none" or quant is None:
+        return False
+    return quant != "none" or inp.model.has_arch(names_holding("sm100_trtllm_moe_unquantized", inp.release))
 
 
 def _trtllm_mla_check(inp: LaunchInputs, res: ResolutionDraft) -> None:

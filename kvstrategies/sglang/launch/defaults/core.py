@@ -37,7 +37,9 @@ class LaunchModelFacts:
     memory_hook.handle_gpu_memory_settings (HIP aiter cut)). ``num_kv_heads``: total KV heads (read only by the HIP MLA
     backend rule, get_default_attn_backend). ``vision_layers``/``vision_hidden``: ``vision_config`` values, ``None``
     when absent there (the VLM cut then uses 24 / 1024, memory_hook.adjust_mem_fraction_for_vlm); ``has_vision_config``
-    False = no cut.
+    False = no cut. ``sm100_trtllm_moe_quantization``: the checkpoint's quantization (``"none"`` for 16-bit) when the
+    model's SM100 override picks the FlashInfer TRT-LLM MoE runner for it, else None
+    (:func:`kvstrategies.planner.moe_layout.sm100_trtllm_quantization`).
     """
 
     architectures: tuple[str, ...]
@@ -62,6 +64,7 @@ class LaunchModelFacts:
     has_attention_sinks: bool = False
     kv_head_dims_differ: bool = False
     forces_disable_hybrid_swa_memory: bool = False
+    sm100_trtllm_moe_quantization: str | None = None
 
     def has_arch(self, names: frozenset[str]) -> bool:
         return any(a in names for a in self.architectures)

@@ -9,7 +9,7 @@ DSA KV dtype, the forced page ``64 * index_kpool``, DCP) and
 
 from __future__ import annotations
 
-from ....core.releases import ReleaseRule, span
+from ....core.releases import ByRelease, ReleaseRule, span
 from ....errors import KVCacheConfigError
 from ....models.architectures import model_type_row
 from .core import (
@@ -116,17 +116,27 @@ def _dsa_dcp(inp: LaunchInputs, res: ResolutionDraft) -> None:
     _declare(res, "dsa_decode_backend", "trtllm", why)
 
 
+#: the attention backend a DSA model gets (SGLang's native sparse attention, ``nsa`` up to 0.5.12)
+DSA_BACKEND_NAME: ByRelease[str] = ByRelease(
+    "launch-dsa-backend-name",
+    (("0.5.11", "nsa"), ("0.5.13", "dsa")),
+    "the attention backend SGLang picks for a DSA model",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepSeek family)",
+)
+
+
 def dsa_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """DSA model override (DeepSeek family with ``index_topk``): backend ``dsa``, KV dtype, page
     ``64 * index_kpool`` **forced** on CUDA (1 on ROCm without the preshuffle path)."""
     if not inp.model.is_dsa:
         return
     _dsa_dcp(inp, res)
+    backend = DSA_BACKEND_NAME.at(inp.release)
     if _no_backend_flags(inp.settings) and not inp.gpu.is_npu:
-        _declare(res, "attention_backend", "dsa", f"DSA model override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")
+        _declare(res, "attention_backend", backend, f"DSA model override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")
     if not inp.gpu.is_npu:
         _dsa_kv_dtype(inp, res)
-    if res.attention_backend == "dsa":
+    if res.attention_backend == backend:
         _dsa_backends(inp, res)
     if inp.gpu.is_cuda:
         kpool = inp.model.index_kpool if DSA_INDEX_KPOOL_PAGE.holds(inp.release) else 1

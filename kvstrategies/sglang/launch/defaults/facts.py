@@ -16,6 +16,7 @@ from typing import Any
 from ....core.validate import TrackedConfig, reading_config
 from ....errors import KVCacheConfigError
 from ....models.architectures import Attention, SWAMemoryOff, model_type_row, names_where
+from ....planner.moe_layout import override_quantization, sm100_trtllm_quantization
 from .core import LaunchModelFacts
 
 # --- architecture sets (arg_groups.cuda_graph_hook, attention_hook.handle_attention_backend_compatibility,
@@ -121,6 +122,7 @@ def _model_facts(cfg: Mapping[str, Any], t: Mapping[str, Any]) -> LaunchModelFac
         kv_head_dims_differ=not is_mla and v_head_dim is not None and v_head_dim != head_dim,
         forces_disable_hybrid_swa_memory=bool(names & _NO_HYBRID_SWA_MEMORY)
         or (bool(names & _NO_HYBRID_SWA_MEMORY_WITH_PATTERN) and "sliding_window_pattern" in t),
+        sm100_trtllm_moe_quantization=sm100_trtllm_quantization(cfg, override_quantization(cfg, None)),
     )
 
 

@@ -76,13 +76,26 @@ def _family_backend(inp: LaunchInputs, res: ResolutionDraft) -> tuple[str | None
     return None, None
 
 
+#: Gemma-4 takes trtllm_mha on SM100 and its backends are checked; before, triton everywhere and no check
+GEMMA4_SM100_TRTLLM = ReleaseRule(
+    "launch-gemma4-sm100-trtllm",
+    span("0.5.13"),
+    "Gemma-4 defaults to trtllm_mha on SM100 and needs a Gemma-4 backend for prefill and decode (before: triton "
+    "on every GPU, no backend check)",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (Gemma4ForConditionalGeneration)",
+    topic="launch",
+)
+
+
 def _gemma4_backend(inp: LaunchInputs) -> str:
     """Gemma-4 without ``--attention-backend``: ``trtllm_mha`` on SM100, ``triton`` elsewhere
     (Hopper and Ampere included) and for the diffusion variant (SGLang:
-    ``arg_groups.model_overrides.gemma4._gemma4_overrides``)."""
+    ``arg_groups.model_overrides.gemma4._gemma4_overrides``); ``triton`` everywhere up to 0.5.12
+    (:data:`GEMMA4_SM100_TRTLLM`)."""
     first = row_for(inp.model.architectures[0])
     diffusion = first is not None and first.block_diffusion
-    return "trtllm_mha" if inp.gpu.is_sm100 and not diffusion else "triton"
+    sm100 = inp.gpu.is_sm100 and GEMMA4_SM100_TRTLLM.holds(inp.release)
+    return "trtllm_mha" if sm100 and not diffusion else "triton"
 
 
 def _qwen3_vl_hopper_decode_backend(inp: LaunchInputs, res: ResolutionDraft) -> None:
@@ -149,7 +162,7 @@ def model_backend_check(inp: LaunchInputs, res: ResolutionDraft) -> None:
     if check is LaunchBackendCheck.LLAMA4 and res.attention_backend not in _LLAMA4_BACKENDS:
         raise _refuse(_MODEL_HOOK, f"Llama-4 needs one of {sorted(_LLAMA4_BACKENDS)} as the attention backend, got "
                       f"{res.attention_backend}")  # fmt: skip
-    if check is LaunchBackendCheck.GEMMA4:
+    if check is LaunchBackendCheck.GEMMA4 and GEMMA4_SM100_TRTLLM.holds(inp.release):
         prefill = res.prefill_attention_backend or res.attention_backend
         decode = res.decode_attention_backend or res.attention_backend
         if prefill not in _GEMMA4_BACKENDS or decode not in _GEMMA4_BACKENDS:

@@ -45,7 +45,7 @@ PREFILL_GRAPH_OFF_FOR_DCP = ReleaseRule(
 #: the MoE all-to-all backends the breakable graph tolerates
 BREAKABLE_A2A_BACKENDS: ByRelease[tuple[str, ...]] = ByRelease(
     "launch-breakable-a2a-backends",
-    (("0.5.13", ("none",)), ("0.5.17", ("deepep", "flashinfer", "megamoe", "none"))),
+    (("0.5.11", ("none",)), ("0.5.17", ("deepep", "flashinfer", "megamoe", "none"))),
     "the --moe-a2a-backend values that keep the breakable prefill cuda graph",
     _HOOK,
 )
@@ -76,4 +76,12 @@ PREFILL_DEFAULT_TC_PIECEWISE = ReleaseRule(
     "the prefill cuda graph defaults to tc_piecewise (0.5.15: breakable on CUDA)",
     "sglang.srt.model_executor.cuda_graph_config.CudaGraphConfig (prefill default; 0.5.15: default_prefill_backend) "
     "and ServerArgs._disable_tc_piecewise_cudagraph_if_incompatible", topic="launch",
+)  # fmt: skip
+
+#: up to 0.5.12 the FlashInfer TRT-LLM / MXFP4 MoE runners (bypassed top-k) turn the tc_piecewise prefill graph off,
+#: GPT-OSS excepted (its MoE block is one custom op)
+PIECEWISE_OFF_FOR_TRTLLM_MOE = ReleaseRule(
+    "launch-piecewise-off-for-trtllm-moe", span(last="0.5.12"),
+    "the flashinfer_trtllm MoE runner disables the tc_piecewise prefill cuda graph (GPT-OSS excepted)",
+    "sglang.srt.server_args.ServerArgs._handle_moe_kernel_config (bypassed top-k)", topic="launch",
 )  # fmt: skip

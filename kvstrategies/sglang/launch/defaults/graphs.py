@@ -22,7 +22,6 @@ from .core import (
 )
 
 _NEMOTRON_H = names_where(lambda row: row.launch_backend_rule is LaunchBackendRule.NEMOTRON_H)
-_PIECEWISE_OFF = names_where(lambda row: row.piecewise_graph_off)
 
 #: under PP > 1 the breakable prefill graph is opt-in (off by default; opted in, capped at 8192
 #: tokens); before, PP keeps the breakable graph at the chunk size
@@ -90,7 +89,7 @@ def cuda_graph_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
         piecewise_listed = m.has_arch(names_holding("piecewise_multimodal", r))
         prefill_off = [
             (flag_off, "prefill graph disabled by flag"),
-            (m.has_arch(_PIECEWISE_OFF), "model-arch blacklist"),
+            (m.has_arch(names_holding("piecewise_graph_off", r)), "model-arch blacklist"),
             (multimodal and not piecewise_listed, "multimodal model"),
             (inp.attn_dp_size > 1, "DP attention"),
             (inp.pp_size > 1, "pipeline parallelism (pp_size > 1)"),

@@ -30,6 +30,15 @@ SPEC_V2_OVERLAP = ReleaseRule(
     "sglang.srt.arg_groups.speculative_hook (_handle_ngram, _handle_dflash, _handle_frozen_kv_mtp)",
     topic="launch",
 )
+#: EAGLE tree decoding (top-k > 1) runs on the overlap scheduler (spec v2); before, a given top-k > 1 turns it off
+SPEC_V2_TREE = ReleaseRule(
+    "launch-spec-v2-tree",
+    span("0.5.13"),
+    "EAGLE / EAGLE3 / STANDALONE with --speculative-eagle-topk > 1 keep the overlap scheduler (before: spec v2 "
+    "supports topk 1 only, so a given topk > 1 disables it)",
+    "sglang.srt.arg_groups.speculative_hook._handle_eagle_family (before: ServerArgs._handle_speculative_decoding)",
+    topic="launch",
+)
 _OVERLAP_OFF_BEFORE_V2 = frozenset({"NGRAM", "DFLASH", "FROZEN_KV_MTP"})
 NGRAM_MAX_BFS_BREADTH = 10  # SGLang's --speculative-ngram-max-bfs-breadth default
 DFLASH_DEFAULT_BLOCK_SIZE = 16  # used when the draft config names no block_size
@@ -42,6 +51,12 @@ def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
     if algo == "STANDALONE" and inp.attn_dp_size > 1:
         raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", "STANDALONE speculative decoding does not support "
                       "DP attention")  # fmt: skip
+    given_topk = res.speculative_eagle_topk
+    if given_topk is not None and given_topk > 1 and not res.disable_overlap_schedule and not SPEC_V2_TREE.holds(
+        inp.release
+    ):
+        _declare(res, "disable_overlap_schedule", True, "spec v2 supports topk 1 only "
+                 "(sglang.srt.server_args.ServerArgs._handle_speculative_decoding)")  # fmt: skip
     if res.speculative_num_steps is None:
         if res.speculative_eagle_topk is not None or res.speculative_num_draft_tokens is not None:
             raise _refuse(
