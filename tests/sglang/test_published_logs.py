@@ -230,7 +230,7 @@ E2E = {
         "RTX-5090",
         tp=4,
         mfs=0.88,
-        options={"context_length": 40960, "attention_backend": "triton"},
+        options={"context_length": 40960, "attention_backend": "triton", "release": "0.5.13"},  # 0.5.13.post1
         tokens=187_069,
         weights_gib=15.50,
     ),
