@@ -406,6 +406,10 @@ def test_mamba_auto_is_no_buffer_before_0_5_14() -> None:
 
     old = resolve("falcon-h1-7b", H200, "0.5.13", 4, page_size=64)
     assert (old.mamba_radix_cache_strategy, old.page_size, old.disable_overlap_schedule) == ("no_buffer", 1, True)
+    assert resolve("falcon-h1-7b", H200, "0.5.13", 4, page_size=2).page_size == 1
+    # no page given: nothing to force (the page default fills 1 later, not this rule)
+    unset = resolve("falcon-h1-7b", H200, "0.5.13", 4)
+    assert not [a for a in unset.applied if a.setting == "page_size" and "no_buffer" in a.reason]
     new = resolve("falcon-h1-7b", H200, "0.5.14", 4, page_size=64)
     assert (new.mamba_radix_cache_strategy, new.page_size, new.disable_overlap_schedule) == ("extra_buffer", 64, False)
     # a model without a Mamba radix cache gets the field too (SGLang sets it for every model)
@@ -474,6 +478,8 @@ def test_eagle_tree_turns_overlap_off_up_to_0_5_12() -> None:
     assert resolve("llama-3.1-8b", H200, "0.5.13", **tree).disable_overlap_schedule is False
     chain = {**tree, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4}
     assert resolve("llama-3.1-8b", H200, "0.5.12", **chain).disable_overlap_schedule is False
+    pair = {**tree, "speculative_eagle_topk": 2}
+    assert resolve("llama-3.1-8b", H200, "0.5.12", **pair).disable_overlap_schedule is True
 
 
 def test_gemma4_is_triton_everywhere_up_to_0_5_12() -> None:

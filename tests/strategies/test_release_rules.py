@@ -796,6 +796,10 @@ def test_mamba_spec_state_reserved_first_up_to_0_5_12() -> None:
     assert old.max_mamba_cache_size == int((rest - per * 64 * 4 / gib) * 0.9 / 1.9 * gib // per) == 1_089
     assert new.max_mamba_cache_size == int(rest * 0.9 / 1.9 * gib // (per * (1 + 4 / 3))) == 519
     assert round(old.spec_scratch_gib * gib) == round(new.spec_scratch_gib * gib) == per * 64 * 4
+    # attention DP 2 (38,633,472 B a slot on its TP-2 attention group), 5 requests: 5 // 2 = 2 draft rows a replica
+    dp_case = "release-mamba-dp-qwen3-next-80b-a3b-tp4-dp2-bf16-p64-mrr5-mtp"
+    dp_old = plan_case(_case(dp_case, "0.5.12")).configurator.mamba_budget(40 * gib)
+    assert round(dp_old.spec_scratch_gib * gib) == 38_633_472 * (5 // 2) * 4
 
 
 def test_mamba_free_slots_on_the_device_up_to_0_5_12() -> None:
