@@ -475,15 +475,24 @@ def _run(row: BridgeRelease, case: Mapping[str, Any], folder: str, draft_folder:
     if not case["is_draft_worker"]:
         sized = _sized(row, case, folder)
         sized.document.update(_build(case, sized, sized.pool_config, sized.pool_slots))
+        _require_argparse(sized)
         return sized.document
     target = _sized(row, {**case, "is_draft_worker": False}, folder)
+    _require_argparse(target)
     sized = _sized(row, case, draft_folder, tolerate_sizing_error=True, inherited_slots=target.mamba_slots)
     document = sized.document
     host = sized.host
     document["adopted_sizes"] = _derived_dict(host.derive_pool_sizes(target.final_config), target.mamba_slots)
     document["pool_sizes"] = _derived_dict(host.derive_pool_sizes(target.pool_config), target.pool_slots)
     document.update(_build(case, sized, target.pool_config, target.pool_slots, shared_from=target))
+    _require_argparse(sized)
     return document
+
+
+def _require_argparse(sized: _Sized) -> None:
+    """The release's argparse refusal of a value its sizing accepted (:func:`compat.argparse_refusal`)."""
+    if sized.argparse_refusal is not None:
+        raise UnsupportedConfigurationError(sized.argparse_refusal)
 
 
 @dataclasses.dataclass
@@ -499,6 +508,7 @@ class _Sized:
     pool_config: Any
     pool_slots: int | None
     mamba_slots: int | None
+    argparse_refusal: str | None = None
 
 
 def _sized(
@@ -510,7 +520,6 @@ def _sized(
     inherited_slots: int | None = None,
 ) -> _Sized:
     server_args = importlib.import_module("sglang.srt.server_args")
-    pool_mod = importlib.import_module("sglang.srt.model_executor.pool_configurator")
 
     fields = server_args_fields(case, folder)
     launch_ratio = launch_set_swa_ratio(row, case, folder)
@@ -524,10 +533,12 @@ def _sized(
             if new in fields and new not in known and old in known:
                 fields[old] = fields.pop(new)
     sa = compat.make_server_args(row, server_args.ServerArgs, fields)
+    refusal = compat.argparse_refusal(row, server_args.ServerArgs, fields)
     sa._swa_full_tokens_ratio_explicitly_set = case["swa_full_tokens_ratio"] is not None
     compat.publish_server_args(row, sa)
     is_draft = bool(case["is_draft_worker"])
     host, hf = (_configurator_host if row.configurator else _runner_host)(case, folder, sa)
+    pool_mod = importlib.import_module("sglang.srt.model_executor.pool_configurator")
     configurator = pool_mod.create_memory_pool_configurator(host.source)
     page = int(case["page_size"])
     document: dict[str, Any] = {
@@ -552,7 +563,7 @@ def _sized(
             raise
         document.update(sizes=None, sizes_from_max_tokens=None,
                         sizing_error=f"SGLang's {type(configurator).__name__} raised {type(exc).__name__}: {exc}")
-        return _Sized(document, row, sa, host, hf, None, None, None, mamba_slots)
+        return _Sized(document, row, sa, host, hf, None, None, None, mamba_slots, refusal)
     pool_config = capped or sizes
     pool_slots = mamba_slots
     if case["pool_max_tokens"] is not None:
@@ -562,7 +573,7 @@ def _sized(
         if mamba_slots is not None:
             pool_slots = case["pool_max_mamba_cache_size"] or 3 * int(case["pool_max_running_requests"])
     document["pool_sizes"] = _sizes_dict(pool_config, host, pool_slots)
-    return _Sized(document, row, sa, host, hf, capped or sizes, pool_config, pool_slots, mamba_slots)
+    return _Sized(document, row, sa, host, hf, capped or sizes, pool_config, pool_slots, mamba_slots, refusal)
 
 
 def launch_set_swa_ratio(row: BridgeRelease, case: Mapping[str, Any], folder: str) -> float | None:

@@ -58,6 +58,20 @@ def argparse_choices(server_args_cls: Any) -> Mapping[str, tuple[str, ...]]:
             if a.choices is not None and all(isinstance(c, str) for c in a.choices)}  # fmt: skip
 
 
+def argparse_refusal(row: BridgeRelease, server_args_cls: Any, fields: Mapping[str, Any]) -> str | None:
+    """What the release's own argparse says of a string value outside a flag's ``choices`` (None: nothing).
+
+    ``ServerArgs`` itself does not check choices, so a case the release's sizing accepts may still be
+    one its launch refuses; the bridge reports that refusal once SGLang's own code has had its say."""
+    choices = argparse_choices(server_args_cls)
+    refused = sorted(k for k, v in fields.items() if isinstance(v, str) and k in choices and v not in choices[k])
+    if not refused:
+        return None
+    key = refused[0]
+    return (f"SGLang {row.line}'s argparse has no choice {fields[key]!r} for {key} (choices {list(choices[key])}; "
+            "sglang.srt.server_args.ServerArgs.add_cli_args)")  # fmt: skip
+
+
 def make_server_args(row: BridgeRelease, server_args_cls: Any, fields: Mapping[str, Any]) -> Any:
     """``ServerArgs`` holding ``fields`` as already-resolved values (no launch resolution runs).
 
@@ -75,14 +89,6 @@ def make_server_args(row: BridgeRelease, server_args_cls: Any, fields: Mapping[s
     if missing:  # SGLang's own argparse would reject the flag: the case cannot be launched
         raise UnsupportedConfigurationError(
             f"SGLang {row.line} has no server argument {', '.join(missing)} (sglang.srt.server_args.ServerArgs)"
-        )
-    choices = argparse_choices(server_args_cls)
-    refused = sorted(k for k, v in given.items() if isinstance(v, str) and k in choices and v not in choices[k])
-    if refused:  # SGLang's own argparse would reject the value (ServerArgs itself does not check choices)
-        key = refused[0]
-        raise UnsupportedConfigurationError(
-            f"SGLang {row.line}'s argparse has no choice {given[key]!r} for {key} (choices {list(choices[key])}; "
-            "sglang.srt.server_args.ServerArgs.add_cli_args)"
         )
     if not row.resolve_once:
         given["model_path"] = "dummy"
