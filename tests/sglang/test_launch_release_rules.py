@@ -499,3 +499,17 @@ def test_gemma4_is_triton_everywhere_up_to_0_5_12() -> None:
     assert run("0.5.12", H100, attention_backend="flashinfer").attention_backend == "flashinfer"
     with pytest.raises(KVCacheConfigError, match="Gemma-4 needs one of"):
         run("0.5.13", H100, attention_backend="flashinfer")
+
+
+def test_unknown_capacity_fraction_per_release() -> None:
+    """SGLang cannot read the GPU's capacity (``gpu_mem is None``): ``handle_gpu_memory_settings`` takes 0.88 up to
+    0.5.19 (``ServerArgs._handle_gpu_memory_settings``) and 0.95 from 0.5.20 (``arg_groups.memory_hook``); the VLM cut
+    (``adjust_mem_fraction_for_vlm``) still applies: Gemma-3-27B with ``--enable-multimodal`` (27 vision layers,
+    hidden 1152) -> ``x 0.95 * (1 - 0.1 * (27 * 1152**2 / (24 * 1024**2) - 1))``."""
+    unknown = H100.with_capacity(None)
+    assert resolve("llama-3.1-8b", unknown, "0.5.19").mem_fraction_static == 0.88
+    assert resolve("llama-3.1-8b", unknown, "0.5.20").mem_fraction_static == 0.95
+    assert resolve("llama-3.1-8b", unknown, "0.5.11").mem_fraction_static == 0.88
+    cut = 0.95 * (1 - 0.1 * (27 * 1152**2 / (24 * 1024**2) - 1))
+    gemma = resolve("gemma-3-27b", unknown, "0.5.20", enable_multimodal=True)
+    assert gemma.mem_fraction_static == pytest.approx(0.95 * cut) and gemma.reserved_mib is None

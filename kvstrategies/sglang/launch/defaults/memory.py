@@ -192,20 +192,32 @@ def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResoluti
     return reserve + speculative_reserve_mib(s.speculative_algorithm, inp.release)
 
 
+#: ``mem_fraction_static`` when SGLang cannot read the GPU's capacity (``gpu_mem is None``)
+UNKNOWN_CAPACITY_FRACTION: ByRelease[float] = ByRelease(
+    "launch-unknown-capacity-fraction",
+    (("0.5.11", 0.88), ("0.5.20", 0.95)),
+    "mem_fraction_static when the GPU capacity is unknown (the VLM cut still applies)",
+    "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings (before 0.5.19: "
+    "ServerArgs._handle_gpu_memory_settings)",
+)
+
+
 def mem_fraction_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
-    """Memory fraction (memory_hook.handle_gpu_memory_settings): the default fraction, then the VLM cut
-    (memory_hook.adjust_mem_fraction_for_vlm, not re-rounded)."""
+    """Memory fraction (memory_hook.handle_gpu_memory_settings): the default fraction (unknown capacity:
+    :data:`UNKNOWN_CAPACITY_FRACTION`), then the VLM cut (memory_hook.adjust_mem_fraction_for_vlm, not
+    re-rounded)."""
     if res.mem_fraction_static is not None:
         return
     source = GPU_MEMORY_HOOK.at(inp.release)
     if res.gpu_mem_mib is None:
-        _declare(res, "mem_fraction_static", 0.95, f"capacity unknown ({source})")
-        return
-    reserve = reserved_memory_mib(inp, res)
-    mfs = mem_fraction_from_reserve(res.gpu_mem_mib, reserve)
-    res.reserved_mib = reserve
-    _declare(res, "mem_fraction_static", mfs,
-             f"round(({res.gpu_mem_mib:g} - R {reserve:g}) / {res.gpu_mem_mib:g}, 3) ({source})")  # fmt: skip
+        mfs = UNKNOWN_CAPACITY_FRACTION.at(inp.release)
+        _declare(res, "mem_fraction_static", mfs, f"capacity unknown ({source})")
+    else:
+        reserve = reserved_memory_mib(inp, res)
+        mfs = mem_fraction_from_reserve(res.gpu_mem_mib, reserve)
+        res.reserved_mib = reserve
+        _declare(res, "mem_fraction_static", mfs,
+                 f"round(({res.gpu_mem_mib:g} - R {reserve:g}) / {res.gpu_mem_mib:g}, 3) ({source})")  # fmt: skip
     m = inp.model
     if _multimodal_active(inp) and inp.settings.disaggregation_mode != "decode" and m.has_vision_config:
         factor = vlm_fraction_factor(m.vision_layers, m.vision_hidden)
