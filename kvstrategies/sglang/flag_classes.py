@@ -20,6 +20,8 @@ launch command (:mod:`.launch_command`).
 
 from __future__ import annotations
 
+from .server_arguments import RENAMED_SERVER_ARGUMENTS
+
 #: SGLang flags ``plan`` understands (canonical SGLang spelling; ``plan`` accepts them verbatim)
 MODELLED = frozenset(
     {
@@ -371,6 +373,11 @@ OLDER_NO_EFFECT = _names(
     --enable-nan-detection --record-nolora-graph
     """
 )
-#: an older release's spelling of a planned flag -> its planned spelling (``--mamba-scheduler-strategy``: 0.5.13's
-#: flag for ``ServerArgs.mamba_scheduler_strategy``, a deprecated alias of ``--mamba-radix-cache-strategy`` in 0.5.14)
-OLDER_RENAMED: dict[str, str] = {"--mamba-scheduler-strategy": "--mamba-radix-cache-strategy"}
+#: an older release's spelling of a planned flag -> its planned spelling, from the ``ServerArgs`` renames
+#: (``--mamba-scheduler-strategy``: 0.5.13's flag, a deprecated alias of ``--mamba-radix-cache-strategy`` in 0.5.14;
+#: the renamed DSA backend flags are refused either way)
+OLDER_RENAMED: dict[str, str] = {
+    "--" + old.replace("_", "-"): "--" + new.replace("_", "-")
+    for new, (old, _first) in RENAMED_SERVER_ARGUMENTS.items()
+    if "--" + new.replace("_", "-") in MODELLED
+}

@@ -877,3 +877,14 @@ def test_extra_buffer_lazy_is_refused_before_0_5_13() -> None:
     with pytest.raises(UnsupportedConfigurationError, match="has no choice 'extra_buffer_lazy'"):
         parse_case(case, sglang_version="0.5.12")
     parse_case(case, sglang_version="0.5.13")
+
+
+def test_decode_extra_slots_flag_is_refused_before_0_5_14() -> None:
+    """0.5.14 added ``--disaggregation-decode-extra-slots``; 0.5.13's argparse has no such flag (its decode pool sizes
+    the extra rows itself), so a case that gives it is refused for 0.5.13 naming the flag, and plans for 0.5.14."""
+    case = {"preset": "llama-3.1-8b", "available_bytes": GIB, "disaggregation_mode": "decode",
+            "disaggregation_decode_extra_slots": 8}  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError, match=r"SGLang 0\.5\.13 has no --disaggregation-decode-extra"):
+        parse_case(case, sglang_version="0.5.13")
+    parse_case(case, sglang_version="0.5.14")
+    parse_case({**case, "disaggregation_decode_extra_slots": None}, sglang_version="0.5.13")

@@ -51,10 +51,8 @@ def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
     if algo == "STANDALONE" and inp.attn_dp_size > 1:
         raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", "STANDALONE speculative decoding does not support "
                       "DP attention")  # fmt: skip
-    given_topk = res.speculative_eagle_topk
-    if given_topk is not None and given_topk > 1 and not res.disable_overlap_schedule and not SPEC_V2_TREE.holds(
-        inp.release
-    ):
+    tree = res.speculative_eagle_topk is not None and res.speculative_eagle_topk > 1
+    if tree and not res.disable_overlap_schedule and not SPEC_V2_TREE.holds(inp.release):
         _declare(res, "disable_overlap_schedule", True, "spec v2 supports topk 1 only "
                  "(sglang.srt.server_args.ServerArgs._handle_speculative_decoding)")  # fmt: skip
     if res.speculative_num_steps is None:
