@@ -27,14 +27,18 @@ for (const [index, c] of cases.entries()) {
   } else {
     // a re-plan in the loaded page: the state from the case's query, then the button
     await page.evaluate((query) => { history.replaceState(null, "", "?" + query); }, c.query);
-    await page.evaluate((query) => {
+    const before = await page.evaluate((query) => {
       const params = new URLSearchParams(query);
       for (const el of document.querySelectorAll("#form [name]")) el.value = params.get(el.name) ?? {
         model: "llama-3.1-8b", gpu: "H100-80GB", count: "8", tp: "1", pp: "1", ep: "1", attn_dp: "1", engine: "sglang",
       }[el.name] ?? "";
       if (!params.get("release")) document.getElementById("release").selectedIndex = 0;
+      const done = window.kvTiming.done;
       document.getElementById(params.get("view") === "fit" ? "fit" : "plan").click();
+      return done;
     }, c.query);
+    // the answer is shown when the page counts it done (a Hub fetch finishes after the click)
+    await page.waitForFunction((n) => window.kvTiming.done > n, before, { timeout: 120000 });
   }
   const shown = await page.evaluate(() => {
     const num = (t) => (t === undefined || t === null ? null : Number(String(t).replace(/,/g, "")));

@@ -3,14 +3,22 @@
 import { loadPyodide } from "./pyodide/pyodide.mjs";
 
 const $ = (id) => document.getElementById(id);
-const FIELDS = ["model", "config", "gpu", "gpu_memory", "count", "tp", "pp", "ep", "attn_dp", "kv", "page",
+const FIELDS = ["model", "hf", "config", "gpu", "gpu_memory", "count", "tp", "pp", "ep", "attn_dp", "kv", "page",
   "lengths", "engine", "release"];
 const DEFAULTS = { model: "llama-3.1-8b", gpu: "H100-80GB", count: "8", tp: "1", pp: "1", ep: "1", attn_dp: "1",
   engine: "sglang" };
 const COLORS = { overhead: "#8c959f", weights: "#0969da", kv: "#1a7f37", state: "#bf8700", index: "#8250df",
   slack: "#d0d7de", activations: "#cf222e", unused: "#ffffff" };
-// what the browser test reads: load time and the last command's time, in milliseconds
-const timing = (window.kvTiming = { load_ms: null, last_ms: null, runs: 0 });
+// what the browser test reads: load time and the last command's time, in milliseconds; `done`
+// counts finished answers (a plan that fetches from the Hub finishes after its click)
+const timing = (window.kvTiming = { load_ms: null, last_ms: null, runs: 0, done: 0 });
+// the Hub the page fetches a HF id's files from (`?hub=` points it elsewhere, e.g. a mirror)
+const hubBase = () => (new URLSearchParams(location.search).get("hub") || "https://huggingface.co").replace(/\/+$/, "");
+// where fetched files go in Pyodide's file system: a Hugging Face cache, which the planner reads
+// as it reads ~/.cache/huggingface/hub (kvstrategies/planner/model_source.py, cached_snapshot)
+const HF_CACHE = "/hf-cache";
+const HUB_FILES = ["config.json", "hf_quant_config.json", "model.safetensors.index.json"];
+const fetched = new Set();
 let pyodide = null;
 let web = null;
 
@@ -41,6 +49,8 @@ function saveState(view) {
   const params = new URLSearchParams();
   const s = state();
   for (const f of FIELDS) if (s[f] !== "" && s[f] !== (DEFAULTS[f] ?? "")) params.set(f, s[f]);
+  const hub = new URLSearchParams(location.search).get("hub");
+  if (hub) params.set("hub", hub);
   params.set("view", view);
   history.replaceState(null, "", "?" + params.toString());
 }
@@ -54,9 +64,41 @@ function run(argv) {
 }
 
 function modelArg(s) {
-  if (!s.config) return s.model;
-  pyodide.FS.writeFile("/tmp/config.json", s.config);
-  return "/tmp/config.json";
+  if (s.config) {
+    pyodide.FS.writeFile("/tmp/config.json", s.config);
+    return "/tmp/config.json";
+  }
+  return s.hf || s.model;
+}
+
+// A HF id's config.json (and, where the repository has them, hf_quant_config.json and the
+// safetensors index) fetched by the browser into the page's HF cache, in the hub's layout
+// models--ORG--NAME/snapshots/COMMIT/ with refs/main naming COMMIT (the X-Repo-Commit header).
+async function fetchHub(id) {
+  const HUB = hubBase();
+  if (fetched.has(`${HUB} ${id}`)) return;
+  if (!/^[A-Za-z0-9][\w.-]*\/[\w.-]+$/.test(id)) throw new Error(`${id} is not a HF id (org/name)`);
+  const files = {};
+  let commit = null;
+  for (const name of HUB_FILES) {
+    let response;
+    try { response = await fetch(`${HUB}/${id}/resolve/main/${name}`); }
+    catch (error) { if (name === "config.json") throw new Error(`could not reach ${HUB} for ${id} (${error})`); continue; }
+    if (!response.ok) {
+      if (name !== "config.json") continue;
+      throw new Error(`${HUB} answered ${response.status} for ${id}/config.json: check the id; a gated model ` +
+        "needs its config pasted below");
+    }
+    files[name] = await response.text();
+    commit ??= response.headers.get("x-repo-commit");
+  }
+  if (!/^[0-9a-f]{40}$/.test(commit ?? "")) commit = "0".repeat(40);  // the hub did not say: one fixed name
+  const repo = `${HF_CACHE}/models--${id.replace("/", "--")}`;
+  pyodide.FS.mkdirTree(`${repo}/snapshots/${commit}`);
+  pyodide.FS.mkdirTree(`${repo}/refs`);
+  for (const [name, text] of Object.entries(files)) pyodide.FS.writeFile(`${repo}/snapshots/${commit}/${name}`, text);
+  pyodide.FS.writeFile(`${repo}/refs/main`, commit);
+  fetched.add(`${HUB} ${id}`);
 }
 
 function machine(s, memoryOnly = false) {
@@ -243,13 +285,17 @@ function renderVllm(s) {
   return card;
 }
 
-function plan() {
+async function plan() {
   const s = state();
   saveState("plan");
   const out = $("answers");
   out.replaceChildren();
   $("fits").replaceChildren();
   const t = performance.now();
+  if (s.hf && !s.config) {
+    $("status").textContent = `Fetching ${s.hf} from ${hubBase()}...`;
+    await fetchHub(s.hf);
+  }
   if (s.engine !== "vllm") out.append(renderSglang(s));
   if (s.engine !== "sglang") out.append(renderVllm(s));
   timing.plan_ms = performance.now() - t;
@@ -297,10 +343,12 @@ function fits() {
 }
 
 function guarded(action) {
-  return (event) => {
+  return async (event) => {
     event?.preventDefault();
-    try { action(); }
-    catch (error) { $("status").textContent = `Error: ${error}`; $("status").classList.add("error"); }
+    $("status").classList.remove("error");
+    try { await action(); }
+    catch (error) { $("status").textContent = `Error: ${error.message ?? error}`; $("status").classList.add("error"); }
+    finally { timing.done += 1; }
   };
 }
 
@@ -313,6 +361,7 @@ async function boot() {
   const wheel = await fetch(meta.wheel).then((r) => r.arrayBuffer());
   py.unpackArchive(new Uint8Array(wheel), "wheel");
   pyodide = py;
+  py.runPython(`import os; os.environ.update(HF_HUB_CACHE="${HF_CACHE}", HF_HUB_OFFLINE="1")`);
   web = py.pyimport("kvstrategies.cli.web");
   const catalog = JSON.parse(web.catalog());
   const models = $("model");
@@ -336,8 +385,8 @@ async function boot() {
   $("form").addEventListener("submit", guarded(plan));
   $("fit").addEventListener("click", guarded(fits));
   const view = params.get("view");
-  if (view === "fit") guarded(fits)();
-  else if (view === "plan") guarded(plan)();
+  if (view === "fit") await guarded(fits)();
+  else if (view === "plan") await guarded(plan)();
   timing.first_answer_ms = performance.now() - t0;
   document.body.dataset.ready = "true";
 }

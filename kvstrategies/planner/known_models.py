@@ -43,6 +43,45 @@ def quantization_label(tags: frozenset[str]) -> str:
     return "/".join(sorted(tag.upper() for tag in tags)) if tags else "16-bit (unquantized)"
 
 
+#: name parts that mark a tuning of a base model that keeps the base's architecture (``-Instruct``,
+#: ``-Chat``, Gemma's ``-it``)
+TUNING_TAGS = frozenset({"instruct", "chat", "it"})
+
+
+@dataclass(frozen=True)
+class TunedBase:
+    """The shipped base of a tuned id: ``hf_id`` (the base's HF id), ``preset`` (its short name,
+    when it is a preset) and ``tag`` (the part of the asked name that was dropped)."""
+
+    hf_id: str
+    preset: str | None
+    tag: str
+
+
+def tuned_base(model: str) -> TunedBase | None:
+    """The shipped base of an ``-Instruct`` / ``-Chat`` / ``-it`` id: the asked name with that one
+    dash-separated part dropped (``meta-llama/Llama-3.1-70B-Instruct`` -> ``meta-llama/Llama-3.1-70B``,
+    ``mistralai/Mistral-7B-Instruct-v0.1`` -> ``mistralai/Mistral-7B-v0.1``), when that is a preset's
+    HF id or a shipped checkpoint's (the organisation, when given, must match; any case). ``None``
+    otherwise: a name whose other parts differ (``-Instruct-2507``, a quantization tag the base
+    lacks) is another checkpoint, never its base."""
+    from ..presets import preset_index
+
+    org, _, name = model.strip().rpartition("/")
+    parts = name.split("-")
+    ids: dict[str, tuple[str, str | None]] = {hf_id.lower(): (hf_id, short) for short, hf_id in preset_index().items()}
+    ids |= {hf_id.lower(): (hf_id, None) for hf_id in shipped_checkpoints()}
+    for at, part in enumerate(parts):
+        if part.lower() not in TUNING_TAGS or len(parts) == 1:
+            continue
+        base = "-".join(parts[:at] + parts[at + 1 :]).lower()
+        for key, (hf_id, short) in ids.items():
+            key_org, _, key_name = key.rpartition("/")
+            if key_name == base and (not org or key_org == org.lower()):
+                return TunedBase(hf_id, short, part)
+    return None
+
+
 def known_names() -> dict[str, str]:
     """``{lower-case name: name}`` of every preset short name, preset HF id and shipped checkpoint id."""
     from ..presets import preset_index

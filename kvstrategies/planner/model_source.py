@@ -12,7 +12,10 @@ Resolution order for the ``MODEL`` argument of ``kvstrategies plan``:
 3. a preset short name or the HF id of a preset (``kvstrategies presets``);
 3b. a shipped checkpoint's HF id (:mod:`kvstrategies.checkpoints`, :mod:`.known_models`);
 4. a HF id downloaded with ``huggingface_hub`` (``config.json``, and
-   ``model.safetensors.index.json`` when the repository has one) unless ``HF_HUB_OFFLINE`` is set.
+   ``model.safetensors.index.json`` when the repository has one) unless ``HF_HUB_OFFLINE`` is set;
+5. an ``-Instruct`` / ``-Chat`` / ``-it`` id whose base is a preset or a shipped checkpoint
+   (:func:`.known_models.tuned_base`), when its own config cannot be read (offline, no
+   ``huggingface_hub``, the hub unreachable): planned from the base, and the description says so.
 
 Anything else is an error: "no such file or folder" for what looks like a path, "did you mean"
 (difflib) for a near-miss of a preset name or id. :attr:`ModelSource.folder` is the local
@@ -251,13 +254,20 @@ def resolve_model(model: str, environ: Mapping[str, str] | None = None) -> Model
     if _looks_like_path(model):
         raise KVCacheConfigError(f"no such file or folder: {model!r} (give a config.json path, a model folder, "
                                  "a preset name or a HF id)")  # fmt: skip
+    from .known_models import tuned_base
+
+    base = tuned_base(model)
     hint = near_miss_hint(model)  # issue 24: another quantization of the asked model is named, never substituted
     near = bool(hint)
+    if not is_hf_id and base is not None:
+        return _from_base(model, base, "no organisation was given, so nothing can be downloaded")
     if not is_hf_id:
         raise KVCacheConfigError(
             f"{model!r} is not a preset, a HF id (org/name) or a path; {hint}`kvstrategies presets` lists the presets"
         )
     if hub_offline(environ):
+        if base is not None:
+            return _from_base(model, base, "HF_HUB_OFFLINE is set")
         raise KVCacheConfigError(
             f"{model!r} is not in the local HF cache ({cache}) and HF_HUB_OFFLINE is set, so it cannot be "
             f"downloaded; {hint}unset HF_HUB_OFFLINE, point HF_HUB_CACHE at a cache that has it, or pass a "
@@ -266,6 +276,24 @@ def resolve_model(model: str, environ: Mapping[str, str] | None = None) -> Model
     try:
         return _download(model)
     except KVCacheConfigError as exc:
+        if base is not None:
+            return _from_base(model, base, "its config.json could not be downloaded")
         if not near:
             raise
         raise type(exc)(f"{exc}; {hint.strip()}") from exc
+
+
+def _from_base(model: str, base: Any, why: str) -> ModelSource:
+    """``model`` planned from its shipped base (:class:`.known_models.TunedBase`), saying so."""
+    from .known_models import shipped_model
+
+    note = (
+        f"{model} planned from its base {base.hf_id} ({why}): a -{base.tag} tuning keeps the base's architecture; "
+        f"pass {model.rsplit('/', 1)[-1]}'s own config.json or checkpoint folder for its exact file"
+    )
+    if base.preset is not None:
+        return ModelSource(model, "preset", f"{note}; preset {base.preset}", preset=base.preset)
+    shipped = shipped_model(base.hf_id)
+    assert shipped is not None  # tuned_base names only shipped checkpoints and presets
+    return ModelSource(model, "shipped", f"{note}; {shipped.description}", config=shipped.config,
+                       folder=shipped.folder)  # fmt: skip

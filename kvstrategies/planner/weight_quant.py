@@ -155,13 +155,15 @@ _PATTERN_SPECIAL = frozenset("*?+[](){}|^$\\")
 
 
 @functools.cache
-def _modelopt_index(patterns: tuple[str, ...]) -> tuple[frozenset[str], tuple[re.Pattern[str], ...], tuple[str, ...]]:
-    """ModelOpt's exclusion list split for matching: the literal names, the compiled globs
-    (:func:`_glob`), and the last parts that are fused tails (``_MODELOPT_FUSED_TAILS``)."""
+def _modelopt_index(patterns: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[str] | None, tuple[str, ...]]:
+    """ModelOpt's exclusion list split for matching: the literal names, the globs (:func:`_glob`)
+    as one alternation (a name matches it whole when it matches one glob whole), and the last
+    parts that are fused tails (``_MODELOPT_FUSED_TAILS``)."""
     literal = frozenset(p for p in patterns if not _PATTERN_SPECIAL.intersection(p))
-    globs = tuple(_glob(p) for p in patterns if p not in literal)
+    globs = [_glob(p).pattern for p in patterns if p not in literal]
+    any_glob = re.compile("|".join(f"(?:{glob})" for glob in globs)) if globs else None
     tails = tuple(dict.fromkeys(last for p in patterns if (last := p.rsplit(".", 1)[-1]) in _MODELOPT_FUSED_TAILS))
-    return literal, globs, tails
+    return literal, any_glob, tails
 
 
 @functools.cache
@@ -259,11 +261,11 @@ class ModuleRules:
         one dotted part of it, or names a fused tail the last part contains. A pattern without
         wildcards or regex characters matches exactly when it equals a name or part (one set lookup)."""
         variants = [prefix] + ([prefix.removeprefix("language_model.")] if prefix.startswith("language_model.") else [])
-        literal, globs, tails = _modelopt_index(self.patterns)
+        literal, any_glob, tails = _modelopt_index(self.patterns)
         pieces = {*variants, *(part for name in variants for part in name.split("."))}
         if not literal.isdisjoint(pieces):
             return True
-        if any(compiled.fullmatch(piece) for compiled in globs for piece in pieces):
+        if any_glob is not None and any(any_glob.fullmatch(piece) for piece in pieces):
             return True
         lasts = [name.rsplit(".", 1)[-1] for name in variants]
         return any(tail in last for tail in tails for last in lasts)

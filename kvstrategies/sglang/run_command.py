@@ -80,18 +80,25 @@ class SGLangCommand:
 
 def model_path(req: DeploymentRequest) -> str:
     """What SGLang's ``--model-path`` takes: a preset's or shipped checkpoint's HF id, a
-    ``config.json`` file's folder (SGLang loads a folder or an HF id), else MODEL as given."""
+    ``config.json`` file's folder (SGLang loads a folder or an HF id), else MODEL as given. An
+    ``-Instruct`` id planned from its shipped base (:func:`~kvstrategies.planner.known_models.tuned_base`)
+    is the id asked, with the base's organisation when none was given: it is what the user serves."""
     from pathlib import Path
 
     from ..checkpoints import find_shipped
+    from ..planner.known_models import tuned_base
     from ..presets import preset_index
 
-    preset = req.source.get("preset") if "hf_config" not in req.source else None
-    if preset is not None:
-        return preset_index()[str(preset)]
     shipped = find_shipped(req.model)
     if shipped is not None:
         return shipped.hf_id
+    base = tuned_base(req.model)
+    if base is not None and not Path(req.model).exists():
+        asked = req.model.strip()
+        return asked if "/" in asked else f"{base.hf_id.split('/', 1)[0]}/{asked}"
+    preset = req.source.get("preset") if "hf_config" not in req.source else None
+    if preset is not None:
+        return preset_index()[str(preset)]
     given = Path(req.model)
     if given.name == "config.json" and given.is_file():
         return str(given.parent)

@@ -14,12 +14,13 @@ from kvstrategies.checkpoints import ROOT, find_shipped, shipped_checkpoints
 from kvstrategies.cli.app import main
 from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.planner.hf_quant import modelopt_method, with_hf_quant_config
-from kvstrategies.planner.known_models import base_name, near_miss_hint, quant_tags
+from kvstrategies.planner.known_models import base_name, near_miss_hint, quant_tags, tuned_base
 from kvstrategies.planner.model_lookup import resolve_for_planning
 from kvstrategies.planner.model_source import resolve_model
 
-#: one layout each checkpoint's weights fit (the GPU and TP only; the answers are the planner's)
-LAYOUTS = [
+#: one layout each checkpoint's weights fit (the GPU, TP and, where one node is not enough, PP; the answers
+#: are the planner's)
+LAYOUTS: list[tuple[str, str, int] | tuple[str, str, int, int]] = [
     ("deepseek-ai/DeepSeek-R1", "H200", 8),
     ("google/gemma-4-26B-A4B", "H100", 1),
     ("meta-llama/Llama-3.1-8B-Instruct", "H100", 1),
@@ -48,6 +49,36 @@ LAYOUTS = [
     ("RedHatAI/DeepSeek-V4-Flash-NVFP4-FP8", "H200", 8),
     ("sgl-project/DeepSeek-V4-Flash-FP8", "H100", 8),
     ("zai-org/GLM-5-FP8", "H200", 8),
+    ("moonshotai/Kimi-K2.5", "H200", 8),
+    ("moonshotai/Kimi-K3", "H200", 8, 4),
+    ("nvidia/DeepSeek-V3.2-NVFP4", "H100", 8),
+    ("nvidia/DeepSeek-V4-Flash-NVFP4", "H100", 4),
+    ("nvidia/DeepSeek-V4-Pro-NVFP4", "H200", 8),
+    ("nvidia/Gemma-4-26B-A4B-NVFP4", "H100", 1),
+    ("nvidia/GLM-5-NVFP4", "H100", 8),
+    ("nvidia/GLM-5.1-NVFP4", "H100", 8),
+    ("nvidia/GLM-5.2-NVFP4", "H200", 8),
+    ("nvidia/Kimi-K2.6-NVFP4", "H200", 8),
+    ("nvidia/Kimi-K2.7-Code-NVFP4", "H200", 8),
+    ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", "H100", 4),
+    ("nvidia/MiniMax-M2.7-NVFP4", "H100", 4),
+    ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "H100", 8),
+    ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "H100", 8),
+    ("nvidia/Qwen3.5-122B-A10B-NVFP4", "H100", 2),
+    ("Qwen/Qwen3-32B-FP8-Static-PerTensor", "H100", 1),
+    ("Qwen/Qwen3-VL-235B-A22B-Instruct", "H100", 8),
+    ("Qwen/Qwen3-VL-2B-Instruct", "H100", 1),
+    ("Qwen/Qwen3-VL-30B-A3B-Instruct", "H100", 1),
+    ("Qwen/Qwen3-VL-32B-Instruct", "H100", 2),
+    ("Qwen/Qwen3-VL-32B-Thinking", "H100", 2),
+    ("Qwen/Qwen3-VL-4B-Instruct", "H100", 1),
+    ("Qwen/Qwen3-VL-8B-Instruct", "H100", 1),
+    ("sgl-project/DeepSeek-V4-Pro-FP8", "H200", 8, 2),
+    ("XiaomiMiMo/MiMo-7B-Base", "H100", 1),
+    ("zai-org/GLM-5.1", "H200", 8, 2),
+    ("zai-org/GLM-5.1-FP8", "H200", 8),
+    ("zai-org/GLM-5.2", "H200", 8, 2),
+    ("zai-org/GLM-5.2-FP8", "H200", 8),
 ]
 AIC_SOURCE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}:\S+$")
 
@@ -65,15 +96,17 @@ def _plan_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
 
 
 def test_every_shipped_checkpoint_has_a_layout_here() -> None:
-    assert {hf_id for hf_id, _, _ in LAYOUTS} == set(shipped_checkpoints())
-    assert len(LAYOUTS) >= 20
+    assert {row[0] for row in LAYOUTS} == set(shipped_checkpoints())
+    assert len(LAYOUTS) >= 55
 
 
-@pytest.mark.parametrize(("hf_id", "gpu", "tp"), LAYOUTS, ids=[row[0] for row in LAYOUTS])
+@pytest.mark.parametrize("row", LAYOUTS, ids=[row[0] for row in LAYOUTS])
 def test_shipped_checkpoint_plans_offline_with_its_weight_origin(
-    hf_id: str, gpu: str, tp: int, offline: None, capsys: pytest.CaptureFixture[str]
+    row: tuple, offline: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    planner = _plan_json(["plan", hf_id, "--gpu", gpu, "--tp", str(tp)], capsys)["planner"]
+    hf_id, gpu, tp, pp = (*row, 1)[:4]
+    argv = ["plan", hf_id, "--gpu", gpu, "--tp", str(tp), "--pp-size", str(pp)]
+    planner = _plan_json(argv, capsys)["planner"]
     ckpt = shipped_checkpoints()[hf_id]
     assert planner["tokens"] > 0 and planner["model_source"].startswith(hf_id)
     has_index = (ckpt.folder / "model.safetensors.index.json").is_file()
@@ -221,3 +254,71 @@ def test_an_nvfp4_checkpoint_with_an_fp8_kv_scheme_plans_an_fp8_cache(capsys: py
     planner = _plan_json(["plan", "nvidia/Qwen3.5-397B-A17B-NVFP4", "--gpu", "B200", "--tp", "4"], capsys)["planner"]
     kv = {item["setting"]: item for item in planner["defaults"]}["kv_cache_dtype"]
     assert kv["value"] == "torch.float8_e4m3fn" and "checkpoint's FP8 KV" in kv["reason"]
+
+
+# --- an -Instruct / -Chat / -it id planned from its shipped base (known_models.tuned_base) ---------
+
+
+@pytest.mark.parametrize(
+    ("asked", "base"),
+    [
+        ("meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B"),
+        ("mistralai/Mistral-7B-Instruct-v0.1", "mistralai/Mistral-7B-v0.1"),  # the tag inside the name
+        ("deepseek-ai/DeepSeek-V2-Lite-Chat", "deepseek-ai/DeepSeek-V2-Lite"),
+        ("Llama-3.1-405B-Instruct", "meta-llama/Llama-3.1-405B"),  # no organisation: the name part
+        ("META-LLAMA/llama-3.1-8b-INSTRUCT", "meta-llama/Llama-3.1-8B"),  # any case
+    ],
+)
+def test_a_tuned_id_names_its_shipped_base(asked: str, base: str) -> None:
+    found = tuned_base(asked)
+    assert found is not None and found.hf_id == base
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "Qwen/Qwen3-30B-A3B-Instruct-2507",  # another part differs: another checkpoint, never its base
+        "meta-llama/Llama-3.1-70B-Instruct-FP8",  # a quantization the base lacks
+        "someorg/Llama-3.1-70B-Instruct",  # another organisation
+        "meta-llama/Llama-3.1-70B",  # no tuning tag
+        "instruct",
+    ],
+)
+def test_a_name_that_is_not_a_tuning_of_a_shipped_base_has_none(asked: str) -> None:
+    assert tuned_base(asked) is None
+
+
+def test_an_instruct_id_offline_is_planned_from_its_base_and_served_as_asked(
+    offline: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asked = "meta-llama/Llama-3.1-70B-Instruct"
+    tuned = _plan_json(["plan", asked, "--gpu", "H100", "--tp", "4"], capsys)
+    base = _plan_json(["plan", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4"], capsys)
+    source = tuned["planner"]["model_source"]
+    assert source.startswith(f"{asked} planned from its base meta-llama/Llama-3.1-70B (HF_HUB_OFFLINE is set)")
+    assert tuned["planner"]["tokens"] == base["planner"]["tokens"] > 0
+    command = tuned["planner"]["sglang_command"]["text"] + " "
+    assert f"--model-path {asked} " in command  # what the user serves, not the base
+    no_org = _plan_json(["plan", "Llama-3.1-70B-Instruct", "--gpu", "H100", "--tp", "4"], capsys)
+    assert f"--model-path {asked} " in no_org["planner"]["sglang_command"]["text"] + " "
+
+
+def test_an_instruct_id_whose_download_fails_is_planned_from_its_base(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:  # fmt: skip
+    from kvstrategies.planner import model_source
+
+    def refuse(repo_id: str, filename: str) -> Path:
+        raise KVCacheConfigError(f"{repo_id!r}: the hub cannot be reached")
+
+    monkeypatch.setattr(model_source, "download_file", refuse)
+    env = {"HF_HUB_CACHE": str(tmp_path)}
+    source = resolve_model("mistralai/Mistral-7B-Instruct-v0.1", env)
+    assert source.kind == "preset" and source.preset == "mistral-7b"
+    assert "its config.json could not be downloaded" in source.description
+    with pytest.raises(KVCacheConfigError, match="the hub cannot be reached"):
+        resolve_model("mistralai/Mistral-7B-Instruct-v0.2", env)  # no shipped base: the download's error
+
+
+def test_a_shipped_instruct_checkpoint_is_its_own_file_not_its_base(offline: None) -> None:
+    source = resolve_model("Qwen/Qwen3-VL-8B-Instruct")
+    assert source.kind == "shipped" and "planned from its base" not in source.description

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from kvstrategies.checkpoints import shipped_checkpoints
 from kvstrategies.cli.web import run_command
 
 pytestmark = pytest.mark.browser
@@ -49,6 +50,11 @@ def _skip_reason() -> str | None:
     return None
 
 
+#: a HF id no shipped file has: the page can answer it only by fetching it from the (local) Hub,
+#: which serves the shipped Qwen/Qwen3-32B config.json under that id
+HUB_ID = "kvstrategies-test/Qwen3-32B-mirror"
+HUB_SOURCE = "Qwen/Qwen3-32B"
+
 #: (name, page query, the engines' command lines the page must answer as the CLI does)
 CASES: list[tuple[str, str, dict[str, list[str]]]] = [
     ("llama-3.1-70b-8xH100-both", "model=llama-3.1-70b&tp=8&engine=both&lengths=8192,32768&view=plan", {
@@ -73,6 +79,9 @@ CASES: list[tuple[str, str, dict[str, list[str]]]] = [
     ("refusal-llama-3.1-70b-tp1", "model=llama-3.1-70b&view=plan", {
         "sglang": ["plan", "llama-3.1-70b", "--gpu", "H100-80GB", "--tp", "1", "--sglang-version", "0.5.23",
                    "--json"]}),
+    ("hub-fetched-config", f"hf={HUB_ID}&hub=/hub&tp=2&engine=both&view=plan", {
+        "sglang": ["plan", HUB_ID, "--gpu", "H100-80GB", "--tp", "2", "--sglang-version", "0.5.23", "--json"],
+        "vllm": ["plan", HUB_ID, "--engine", "vllm", "--gpu", "H100-80GB", "--tp", "2", "--json"]}),
     ("fit-2xRTX-4090", "gpu=RTX-4090&count=2&view=fit",
      {"fit": ["fit", "--gpu", "RTX-4090", "--count", "2", "--json"]}),
 ]
@@ -95,6 +104,9 @@ def shown(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     built = subprocess.run([sys.executable, str(ROOT / "tools" / "build_web.py"), str(site), "--node-modules",
                             str(modules)], capture_output=True, text=True)  # fmt: skip
     assert built.returncode == 0, built.stderr[-3000:]
+    hub_file = site / "hub" / HUB_ID / "resolve" / "main" / "config.json"  # the Hub's URL layout
+    hub_file.parent.mkdir(parents=True)
+    shutil.copy(shipped_checkpoints()[HUB_SOURCE].folder / "config.json", hub_file)
     artifacts = Path(os.environ.get("KVSTRATEGIES_WEB_ARTIFACTS", work / "shots"))
     artifacts.mkdir(parents=True, exist_ok=True)
     cases = work / "cases.json"
@@ -128,8 +140,15 @@ PLANS = [case for case in CASES if "fit" not in case[2]]
 
 @pytest.mark.parametrize(("name", "query", "commands"), PLANS, ids=[case[0] for case in PLANS])
 def test_plan_numbers_equal_the_cli(
-    shown: dict[str, Any], name: str, query: str, commands: dict[str, list[str]]
+    shown: dict[str, Any], name: str, query: str, commands: dict[str, list[str]], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    if "hf=" in query:  # the CLI reads the same file from a HF cache, as the page does (never the network)
+        snapshot = tmp_path / f"models--{HUB_ID.replace('/', '--')}" / "snapshots" / ("0" * 40)
+        snapshot.mkdir(parents=True)
+        shutil.copy(shipped_checkpoints()[HUB_SOURCE].folder / "config.json", snapshot / "config.json")
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     cards = {card["engine"]: card for card in shown[name]["cards"]}
     assert set(cards) == set(commands)
     for engine, argv in commands.items():
@@ -173,3 +192,5 @@ def test_state_is_in_the_url(shown: dict[str, Any]) -> None:
     url = shown["mamba-qwen3-next-tp4-h200"]["url"]
     for part in ("model=qwen3-next-80b-a3b", "gpu=H200", "tp=4", "release=0.5.20", "view=plan"):
         assert part in url
+    hub = shown["hub-fetched-config"]["url"]
+    assert f"hf={HUB_ID.replace('/', '%2F')}" in hub and "hub=%2Fhub" in hub  # the fetched id and its Hub
