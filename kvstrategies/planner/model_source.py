@@ -288,8 +288,9 @@ def _from_base(model: str, base: Any, why: str) -> ModelSource:
     from .known_models import shipped_model
 
     note = (
-        f"{model} planned from its base {base.hf_id} ({why}): a -{base.tag} tuning keeps the base's architecture; "
-        f"pass {model.rsplit('/', 1)[-1]}'s own config.json or checkpoint folder for its exact file"
+        f"{model} planned from its base {base.hf_id} ({why}): a -{base.tag} tuning keeps the base's architecture, "
+        "though its context length may differ (--context-length sets it); pass "
+        f"{model.rsplit('/', 1)[-1]}'s own config.json or checkpoint folder for its exact file"
     )
     if base.preset is not None:
         return ModelSource(model, "preset", f"{note}; preset {base.preset}", preset=base.preset)

@@ -79,6 +79,12 @@ LAYOUTS: list[tuple[str, str, int] | tuple[str, str, int, int]] = [
     ("zai-org/GLM-5.1-FP8", "H200", 8),
     ("zai-org/GLM-5.2", "H200", 8, 2),
     ("zai-org/GLM-5.2-FP8", "H200", 8),
+    ("meta-llama/Llama-3.2-3B", "H100", 1),
+    ("Qwen/Qwen2.5-14B", "H100", 1),
+    ("Qwen/Qwen2.5-32B", "H100", 1),
+    ("Qwen/Qwen2.5-3B", "H100", 1),
+    ("Qwen/Qwen3-14B", "H100", 1),
+    ("Qwen/Qwen3-4B", "H100", 1),
 ]
 AIC_SOURCE = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}:\S+$")
 
