@@ -1093,11 +1093,15 @@ class VLLMModelRule:
     keeps the model dtype (Falcon's rotary attention); ``ssm_dtype``: the model's config hook for the
     Mamba SSM state (``"float32"``: NemotronH's default, ``"config"``: Qwen3.5's ``mamba_ssm_dtype``);
     ``mm_prefix``: multimodal prefix attention, which only Triton attention accepts (Gemma-3);
-    ``unregistered``: transformers 5.20 (vLLM's pin) registers no config class for it.
+    ``unregistered``: transformers 5.20 (vLLM's pin) registers no config class for it;
+    ``cache_config_from``: the first vLLM release whose model code hands its attention the cache
+    config; before it the KV keeps the model dtype whatever ``--kv-cache-dtype`` says (MiMo-V2:
+    ``vllm/model_executor/models/mimo_v2.py MiMoV2DecoderLayer.__init__`` from 0.32.0).
     """
 
     sliding_layers: str | None = None
     kv_in_model_dtype: bool = False
+    cache_config_from: str | None = None
     ssm_dtype: str | None = None
     mm_prefix: bool = False
     unregistered: bool = False
@@ -1110,6 +1114,7 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "gemma3": _GEMMA3_VLLM,
     "gemma3_text": _GEMMA3_VLLM,
     "falcon": VLLMModelRule(kv_in_model_dtype=True),
+    "mimo_v2_flash": VLLMModelRule(cache_config_from="0.32.0"),
     "nemotron_h": VLLMModelRule(ssm_dtype="float32"),
     "qwen3_5": _QWEN35_VLLM,
     "qwen3_5_moe": _QWEN35_VLLM,

@@ -271,3 +271,49 @@ def test_llama4_without_the_hybrid_manager_promotes_chunked_layers_to_full() -> 
     # _promote_local_kv_cache_specs: one FullAttentionSpec group; FullAttentionSpec.merge keeps the chunk size
     assert type(group.spec).__name__ == "FullAttentionSpec" and group.spec.document()["attention_chunk_size"] == 8192
     assert planned.num_gpu_blocks == 40 * GIB // (48 * 16_384) == 54_613
+
+
+# --- different K / V head sizes and heads per layer type (MiMo-V2-Flash, Gemma-4) -----------------
+
+
+def test_mimo_v2_layer_types_keep_their_own_heads_and_share_one_page() -> None:
+    """MiMo-V2-Flash TP 4 bf16, --block-size 64, 8K context (vllm/model_executor/models/mimo_v2.py: full layers
+    4 KV heads, sliding ones 8, K 192 / V 128). Full: 64 x 1 x (192 + 128) x 2 B = 40,960 B a page; sliding:
+    64 x 2 x 320 x 2 B = 81,920 B, so the full block grows to 128 tokens (unify_kv_cache_spec_page_size).
+    9 full + 39 sliding layers: groups of 9 -> 1 + cdiv(39, 9) = 6 groups sharing 9 tensors (one layer of each
+    group per tensor, a block id belongs to one group), so a block is 9 x 81,920 B = 737,280 B and 40 GiB // that
+    = 58,254 blocks."""
+    planned = _vllm("mimo-v2-flash", tp_size=4, page_size=64, context_length=8192).vllm
+    assert planned.backends == ("FLASH_ATTN_DIFFKV",)  # MiMoV2Attention.__init__: v_head_dim != head_dim
+    full, *sliding = planned.groups
+    assert (full.spec.block_size, full.spec.num_kv_heads, full.spec.page_size_bytes) == (128, 1, 81_920)
+    assert {(g.spec.block_size, g.spec.num_kv_heads, g.spec.page_size_bytes) for g in sliding} == {(64, 2, 81_920)}
+    assert [len(g.layers) for g in planned.groups] == [9, 8, 8, 8, 8, 7]
+    assert planned.bytes_per_block == 9 * 81_920 == 737_280
+    assert planned.num_gpu_blocks == 40 * GIB // 737_280 == 58_254
+
+
+@pytest.mark.parametrize(("release", "page"), [("0.31.0", 81_920), ("0.33.0", 40_960)])
+def test_mimo_v2_fp8_cache_by_release(release: str, page: int) -> None:
+    """vLLM 0.31.0 builds MiMo-V2's attention without the cache config (MiMoV2DecoderLayer.__init__), so an fp8
+    request still stores bf16 (81,920 B pages as above); 0.32.0 on store one byte: half."""
+    case = parse_case({"preset": "mimo-v2-flash", "engine": "vllm", "vllm_version": release, "tp_size": 4,
+                       "page_size": 64, "context_length": 8192, "kv_cache_dtype": "fp8_e4m3",
+                       "available_bytes": 40 * GIB})  # fmt: skip
+    planned = plan(case.settings, case.available_bytes).vllm
+    assert {g.spec.page_size_bytes for g in planned.groups} == {page}
+
+
+def test_mimo_v2_fp8_cache_is_refused_by_vllm_0_34() -> None:
+    case = parse_case({"preset": "mimo-v2-flash", "engine": "vllm", "vllm_version": "0.34.0", "tp_size": 4,
+                       "page_size": 64, "kv_cache_dtype": "fp8_e4m3", "available_bytes": 40 * GIB})  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError, match="Unsupported FP8 Diff-KV configuration.*"
+                       "FlashAttentionDiffKVImpl"):  # fmt: skip
+        plan(case.settings, case.available_bytes)
+
+
+def test_mimo_v2_off_hopper_and_without_the_hybrid_manager_are_refused() -> None:
+    with pytest.raises(UnsupportedConfigurationError, match="TRITON_ATTN_DIFFKV.*Hopper"):
+        _vllm("mimo-v2-flash", tp_size=4, page_size=64, gpu="B200")
+    with pytest.raises(UnsupportedConfigurationError, match="unify_hybrid_kv_cache_specs"):
+        _vllm("mimo-v2-flash", tp_size=4, page_size=64, disable_hybrid_swa_memory=True)

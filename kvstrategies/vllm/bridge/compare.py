@@ -111,15 +111,6 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         (*_REFUSED, r"^refusals differ: kvstrategies: kv_cache_dtype 'nvfp4'.*No valid attention backend found"),
     ),
     KnownDifference(
-        "diffkv-not-modelled",
-        "different K/V head sizes or KV heads per layer type (MiMo-V2-Flash): vLLM's FLASH_ATTN_DIFFKV backend and "
-        "padded pages; the strategies refuse it",
-        _unmodelled("different head sizes or KV heads per layer type"),
-        # vLLM 0.34.0 refuses MiMo-V2-Flash's fp8 cache on H200 (FlashAttentionDiffKVImpl.__init__: its FlashAttention
-        # build reads no fp8 for K 192 / V 128 with sinks); the strategies refuse the layout itself
-        (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: different head sizes.*Unsupported FP8 Diff-KV"),
-    ),
-    KnownDifference(
         "state-layout-not-modelled",
         "Kimi-Linear's KDA state and Falcon-H1's parallel attention + Mamba layers: vLLM's own spec layouts; the "
         "strategies refuse them",

@@ -153,6 +153,48 @@ def attention_backend(
     )  # fmt: skip
 
 
+#: an fp8 cache on MiMo-V2's DIFFKV layers, per release: vLLM 0.31.0 builds them without the cache
+#: config (so at the model dtype: :data:`~.layers.MIMO_V2_CACHE_CONFIG`), 0.32.0 and 0.33.0 store one
+#: byte, 0.34.0's ``FlashAttentionDiffKVImpl.__init__`` refuses it
+DIFFKV_FP8: ByRelease[bool] = ByRelease(
+    "vllm-diffkv-fp8",
+    (("0.31.0", True), ("0.34.0", False)),
+    "FLASH_ATTN_DIFFKV takes an fp8 KV cache (0.34.0 refuses it: Unsupported FP8 Diff-KV configuration)",
+    "vllm/v1/attention/backends/flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__",
+    topic="launch",
+    engine=VLLM,
+)
+
+
+def is_diffkv(geometry: ModelGeometry) -> bool:
+    """MiMo-V2's attention: V narrower than K, so vLLM's model code asks for a DIFFKV backend
+    (``vllm/model_executor/models/mimo_v2.py MiMoV2Attention.__init__``: ``v_head_dim != head_dim``)."""
+    return not geometry.use_mla and geometry.v_head_dim != geometry.head_dim
+
+
+def diffkv_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease,
+                   block_size: int | None) -> BackendChoice:  # fmt: skip
+    """``FLASH_ATTN_DIFFKV``, which ``MiMoV2Attention`` takes where FlashAttention 3 runs (Hopper,
+    ``FlashAttentionDiffKVBackend.is_supported_on_current_device``); its kernels are
+    FlashAttention's (``MultipleOf(16)``), so the block is the release's default. Elsewhere vLLM
+    picks FA4 or ``TRITON_ATTN_DIFFKV`` by the FlashAttention build it finds, which is not modelled."""
+    check_block_size(block_size, release.text)
+    if gpu.capability != (9, 0):
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text}: different K and V head sizes (MiMo-V2) on {gpu.name}: vLLM takes FLASH_ATTN_DIFFKV "
+            "where FlashAttention 3 or 4 runs, else TRITON_ATTN_DIFFKV (vllm/model_executor/models/mimo_v2.py "
+            "MiMoV2Attention.__init__); the vLLM strategies model it on Hopper (H100, H200, H20) only"
+        )
+    if kv_cache_dtype.startswith("fp8") and not DIFFKV_FP8.at(release):
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text} refuses: Unsupported FP8 Diff-KV configuration; use an unquantized KV cache "
+            "(vllm/v1/attention/backends/flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__); drop "
+            "--kv-cache-dtype or give auto"
+        )
+    return BackendChoice("FLASH_ATTN_DIFFKV", preferred_block_size((-KERNEL_BLOCK_MULTIPLE,), release),
+                         KERNEL_BLOCK_MULTIPLE)  # fmt: skip
+
+
 def _check_impl(choice: BackendChoice, gpu: VLLMDevice, kv_cache_dtype: str, version: str) -> None:
     """What a backend's implementation refuses when its layers are built, after the selector took it:
     ``vllm/v1/attention/backends/mla/triton_mla.py TritonMLAImpl.__init__`` (an fp8 cache needs SM 8.9,

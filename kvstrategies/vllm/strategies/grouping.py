@@ -71,6 +71,12 @@ def kv_cache_groups(specs: Mapping[int, KVCacheSpec], *, disable_hybrid: bool) -
     if disable_hybrid:
         specs = _promote(specs)
     merged = {k: _merge_key(s) for k, s in specs.items()}
+    if disable_hybrid and len(set(merged.values())) > 1 and not any(isinstance(s, MambaSpec) for s in specs.values()):
+        raise UnsupportedConfigurationError(
+            "vLLM refuses: Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one "
+            "unified type: the layer types keep different heads or head sizes (vllm/v1/core/kv_cache_planning.py "
+            "unify_hybrid_kv_cache_specs); leave the hybrid KV cache manager on"
+        )
     if len(set(merged.values())) == 1:
         layers = tuple(specs)
         first = specs[layers[0]]

@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...core.dtypes import DType
-from ...core.releases import VLLM, ByRelease, parse_release
+from ...core.releases import VLLM, ByRelease, EngineRelease, ReleaseRule, parse_release, span
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
-from ...models.architectures import vllm_model_rule
+from ...models.architectures import VLLM_MODEL_RULES, vllm_model_rule
 from ...models.mamba import Mamba1Mixer, Mamba2Mixer, MixerKind
 from .specs import (
     ChunkedLocalAttentionSpec,
@@ -63,10 +63,34 @@ def pp_indices(num_layers: int, pp_rank: int, pp_size: int) -> tuple[int, int]:
     return start, start + parts[pp_rank]
 
 
-def layer_kv_dtype(geometry: ModelGeometry, kv_cache_dtype: str) -> str:
+#: the model types whose attention vLLM builds without the cache config before a release
+#: (``VLLMModelRule.cache_config_from``), and that release, one rule per release for the listings
+CACHE_CONFIG_FROM: dict[str, EngineRelease] = {
+    model_type: parse_release(rule.cache_config_from, VLLM)
+    for model_type, rule in VLLM_MODEL_RULES.items() if rule.cache_config_from is not None
+}  # fmt: skip
+CACHE_CONFIG_RULES = tuple(
+    ReleaseRule(
+        f"vllm-attention-cache-config-{first.text}",
+        span(first.text, engine=VLLM),
+        f"{', '.join(sorted(t for t, r in CACHE_CONFIG_FROM.items() if r == first))}: the attention takes "
+        "--kv-cache-dtype (before this release vLLM builds it without the cache config: the model dtype)",
+        "VLLMModelRule.cache_config_from; vllm/model_executor/models (the model's decoder layer __init__)",
+    )
+    for first in sorted(set(CACHE_CONFIG_FROM.values()))
+)
+
+
+def layer_kv_dtype(geometry: ModelGeometry, kv_cache_dtype: str, release: EngineRelease | None = None) -> str:
     """The cache dtype name a model's layers are built with: ``auto`` where vLLM builds its attention
-    without the cache config (``VLLMModelRule.kv_in_model_dtype``: Falcon's rotary attention)."""
-    return "auto" if vllm_model_rule(geometry.model_type).kv_in_model_dtype else kv_cache_dtype
+    without the cache config (``VLLMModelRule.kv_in_model_dtype``: Falcon's rotary attention; before
+    ``cache_config_from``: MiMo-V2 on vLLM 0.31.0)."""
+    if vllm_model_rule(geometry.model_type).kv_in_model_dtype:
+        return "auto"
+    first = CACHE_CONFIG_FROM.get(geometry.model_type)
+    if first is not None and release is not None and release < first:
+        return "auto"
+    return kv_cache_dtype
 
 
 def kv_storage_dtype(kv_cache_dtype: str, model_dtype: DType) -> DType:
@@ -200,12 +224,18 @@ def attention_specs(
     window = geometry.config_sliding_window
     sliding = set(sliding_layers(geometry))
     chunk, chunked = chunked_local_layers(geometry)
+    # the sliding layers' own heads and dims where the config gives them (MiMo-V2's swa_*, Gemma-4's
+    # global layers' wider head): vLLM builds each layer type's Attention with its own
+    swa_heads = geometry.num_swa_kv_heads(tp)
+    swa_dims = (geometry.swa_head_dim or geometry.head_dim, geometry.swa_v_head_dim or geometry.v_head_dim)
     for layer in layers:
-        common = dict(block_size=block_size, num_kv_heads=heads, head_size=geometry.head_dim,
-                      head_size_v=geometry.v_head_dim, dtype=kv_dtype, kv_quant_mode=quant)  # fmt: skip
+        local = layer in sliding and window is not None
+        head, head_v = swa_dims if local else (geometry.head_dim, geometry.v_head_dim)
+        common = dict(block_size=block_size, num_kv_heads=swa_heads if local else heads, head_size=head,
+                      head_size_v=head_v, dtype=kv_dtype, kv_quant_mode=quant)  # fmt: skip
         if layer in chunked:
             out[layer] = ChunkedLocalAttentionSpec(attention_chunk_size=chunk, **common)  # type: ignore[arg-type]
-        elif layer in sliding and window is not None:
+        elif local:
             out[layer] = SlidingWindowSpec(sliding_window=window, **common)  # type: ignore[arg-type]
         else:
             out[layer] = FullAttentionSpec(**common)  # type: ignore[arg-type]

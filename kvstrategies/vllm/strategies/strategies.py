@@ -9,9 +9,9 @@ Selected like the SGLang strategies (first applicable in the registry), for cont
   enlarged until one attention page holds a Mamba state (``Platform._align_hybrid_block_size``),
   the state page padded to it, states and KV blocks drawn from one pool;
 * :class:`VLLMUnmodelledStrategy` -- the families vLLM runs with layouts these strategies do not
-  model (DeepSeek sparse attention, DeepSeek-V4, MiniMax sparse, different K/V head sizes per
-  layer type, KDA and Falcon-H1's parallel hybrid): refused, naming
-  vLLM's layout.
+  model (DeepSeek sparse attention, DeepSeek-V4, MiniMax sparse, KDA and Falcon-H1's parallel
+  hybrid): refused, naming vLLM's layout. Different K/V head sizes and heads per layer type (MiMo-V2,
+  Gemma-4) are :class:`VLLMAttentionStrategy`'s, on ``FLASH_ATTN_DIFFKV`` where K and V differ.
 
 :class:`VLLMStrategy` is a :class:`~kvstrategies.strategies.base.Strategy` of its own, not SGLang's
 ``PoolConfigurator``: vLLM sizes whole blocks from ``--kv-cache-memory-bytes`` in one step, with no
@@ -36,7 +36,7 @@ from ...models import ModelGeometry
 from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
 from ...strategies.base import Strategy
 from ...strategies.checks import is_vllm
-from .backends import BackendChoice, attention_backend
+from .backends import BackendChoice, attention_backend, diffkv_backend, is_diffkv
 from .engine_args import vllm_deployment
 from .grouping import KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_launch
@@ -120,10 +120,13 @@ class VLLMStrategy(Strategy):
         launch = resolve_launch(deployment, geometry.context_len, is_mamba_hybrid=geometry.mamba is not None,
                                 version=version)  # fmt: skip
         kv_dtype = kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype)
-        layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype)
+        layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype, ctx.release)
         if layer_dtype != launch.kv_cache_dtype:
             kv_dtype = kv_storage_dtype(layer_dtype, geometry.model_dtype)
-        backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, deployment.block_size)
+        if is_diffkv(geometry):
+            backend = diffkv_backend(launch.gpu, layer_dtype, ctx.release, deployment.block_size)
+        else:
+            backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, deployment.block_size)
         block = deployment.block_size or backend.preferred_block_size
         specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
         block = min(s.block_size for s in specs.values() if not isinstance(s, MambaSpec)) if any(
@@ -320,9 +323,6 @@ def _unmodelled(geometry: ModelGeometry) -> str | None:
     if geometry.minimax_sparse is not None:
         return "MiniMax sparse attention: vLLM's sparse layers carry their own cache specs"
     swa = geometry.hybrid_swa
-    if geometry.swa_head_dim is not None or geometry.swa_total_num_kv_heads is not None:
-        return ("different head sizes or KV heads per layer type: vLLM runs them on its DIFFKV backend and pads "
-                "pages (unify_kv_cache_spec_page_size)")  # fmt: skip
     if swa is not None and geometry.config_sliding_window is None and not geometry.model_type.startswith("llama4"):
         return "a hybrid sliding-window model without a config sliding_window"
     mamba = geometry.mamba
