@@ -317,3 +317,38 @@ def test_mimo_v2_off_hopper_and_without_the_hybrid_manager_are_refused() -> None
         _vllm("mimo-v2-flash", tp_size=4, page_size=64, gpu="B200")
     with pytest.raises(UnsupportedConfigurationError, match="unify_hybrid_kv_cache_specs"):
         _vllm("mimo-v2-flash", tp_size=4, page_size=64, disable_hybrid_swa_memory=True)
+
+
+# --- Falcon-H1's parallel hybrid and Kimi-Linear's KDA with MLA -------------------------------------
+
+
+def test_falcon_h1_numbers_each_layers_mamba_mixer_after_the_attention_layers() -> None:
+    """Falcon-H1-7B TP 1 bf16 at 256K (falcon_h1.py FalconH1ParallelHybrid.__init__: the Mamba mixer of layer i is
+    layer num_hidden_layers + i). Attention 2 KV heads x (128 + 128) x 2 B = 1,024 B a token; a Mamba2 state
+    3 x 3,584 x 2 + 24 x 128 x 256 x 2 = 1,594,368 B, so the block is 16 x cdiv(1,594,368, 16 x 1,024) = 1,568
+    tokens (_align_hybrid_block_size) and a page 1,605,632 B. 44 attention + 44 Mamba layers: 2 groups of 44,
+    a block 44 x 1,605,632 B, 40 GiB // that = 607 blocks."""
+    planned = _vllm("falcon-h1-7b").vllm
+    attention, mamba = planned.groups
+    assert attention.layers == tuple(range(44)) and mamba.layers == tuple(range(44, 88))
+    assert planned.block_size == 1_568 and attention.spec.page_size_bytes == mamba.spec.page_size_bytes == 1_605_632
+    assert planned.backends == ("FLASH_ATTN", "MAMBA2_ATTN")
+    assert planned.num_gpu_blocks == 40 * GIB // (44 * 1_605_632) == 607
+
+
+def test_kimi_linear_kda_state_beside_mla_aligns_the_block_to_128() -> None:
+    """Kimi-Linear-48B-A3B TP 1 bf16 at 1M: a KDA state is one conv of 3 x (3 x 32 x 128) bf16 and a float32
+    32 x 128 x 128 recurrent state (mamba_utils.py kda_state_shape / kda_state_dtype): 73,728 + 2,097,152 =
+    2,170,880 B. MLA pages 576 x 2 = 1,152 B a token, and a Mamba hybrid with MLA keeps its block a multiple of
+    128: 128 x cdiv(2,170,880, 128 x 1,152) = 1,920 tokens, 2,211,840 B a page. KDA layers take no prefill
+    checkpoints (2 pages a request in align mode). 20 KDA + 7 MLA layers: groups of 7 -> 3 + 1, 40 GiB //
+    (7 x 2,211,840 B) = 2,774 blocks."""
+    planned = _vllm("kimi-linear-48b-a3b").vllm
+    assert planned.block_size == 1_920
+    assert {g.spec.page_size_bytes for g in planned.groups} == {2_211_840}
+    assert [len(g.layers) for g in planned.groups] == [7, 7, 6, 7]
+    kda = planned.groups[0].spec
+    assert isinstance(kda, MambaSpec) and kda.num_prefill_checkpoint_blocks == 0
+    assert kda.dtypes == (DType.BFLOAT16, DType.FLOAT32) and kda.shapes == ((3, 12_288), (32, 128, 128))
+    assert planned.backends == ("GDN_ATTN", "FLASH_ATTN_MLA")
+    assert planned.num_gpu_blocks == 40 * GIB // (7 * 2_211_840) == 2_774

@@ -111,13 +111,6 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         (*_REFUSED, r"^refusals differ: kvstrategies: kv_cache_dtype 'nvfp4'.*No valid attention backend found"),
     ),
     KnownDifference(
-        "state-layout-not-modelled",
-        "Kimi-Linear's KDA state and Falcon-H1's parallel attention + Mamba layers: vLLM's own spec layouts; the "
-        "strategies refuse them",
-        lambda case: any(w in str(case.get("_our_error") or "") for w in ("KDA layers", "parallel hybrid")),
-        (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: Kimi-Linear"),
-    ),
-    KnownDifference(
         "chunked-local-not-modelled",
         "Llama-4's chunked local attention (ChunkedLocalAttentionSpec); the strategies refuse it",
         _unmodelled("chunked local attention"),

@@ -188,8 +188,11 @@ def mamba_state(geometry: ModelGeometry, tp: int) -> StateLayout:
     if mamba is None:  # pragma: no cover - callers check
         raise UnsupportedConfigurationError("not a Mamba hybrid")
     shapes = mamba.state_shapes(tp)
-    conv = tuple((window, channels) for channels, window in shapes.conv)
+    conv = shapes.conv if shapes.conv_window_axis == 0 else tuple((w, c) for c, w in shapes.conv)
     conv_dtype = geometry.model_dtype
+    if mamba.is_kda:  # KimiGatedDeltaNetAttention: one conv over q, k, v; a float32 recurrent state
+        # (mamba_utils.py MambaStateShapeCalculator.kda_state_shape, MambaStateDtypeCalculator.kda_state_dtype)
+        return StateLayout((*conv, shapes.temporal), (conv_dtype, DType.FLOAT32), "GDN_ATTN")
     rule = vllm_model_rule(geometry.model_type).ssm_dtype
     ssm_dtype = DType.FLOAT32 if rule == "float32" else mamba.ssm_dtype if rule == "config" else conv_dtype
     if isinstance(mamba.mixer, Mamba1Mixer):

@@ -21,6 +21,7 @@ sum over groups of blocks_per_request`` and "GPU KV cache size" ``= int(concurre
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 
 from ...core.sizing import ceil_div
@@ -56,7 +57,7 @@ class StageSizing:
     tensors: tuple[KVCacheTensor, ...]
 
 
-def project(groups: list[KVCacheGroup], layers: range) -> tuple[KVCacheGroup, ...]:
+def project(groups: list[KVCacheGroup], layers: Container[int]) -> tuple[KVCacheGroup, ...]:
     return tuple(KVCacheGroup(tuple(i for i in g.layers if i in layers), g.spec) for g in groups)
 
 

@@ -5,13 +5,14 @@ Selected like the SGLang strategies (first applicable in the registry), for cont
 
 * :class:`VLLMAttentionStrategy` -- full attention and MLA, sliding-window and Llama-4's chunked local
   layers included (uniform models, hybrid local attention with the hybrid allocator's groups and padding);
-* :class:`VLLMMambaHybridStrategy` -- Mamba2 / GDN / Mamba-1 hybrids: the attention block is
+* :class:`VLLMMambaHybridStrategy` -- Mamba2 / GDN / KDA / Mamba-1 hybrids (MLA attention beside them,
+  as in Kimi-Linear, and Falcon-H1's attention and Mamba in every layer included): the attention block is
   enlarged until one attention page holds a Mamba state (``Platform._align_hybrid_block_size``),
   the state page padded to it, states and KV blocks drawn from one pool;
 * :class:`VLLMUnmodelledStrategy` -- the families vLLM runs with layouts these strategies do not
-  model (DeepSeek sparse attention, DeepSeek-V4, MiniMax sparse, KDA and Falcon-H1's parallel
-  hybrid): refused, naming vLLM's layout. Different K/V head sizes and heads per layer type (MiMo-V2,
-  Gemma-4) are :class:`VLLMAttentionStrategy`'s, on ``FLASH_ATTN_DIFFKV`` where K and V differ.
+  model (DeepSeek sparse attention, DeepSeek-V4, MiniMax sparse): refused, naming vLLM's layout.
+  Different K/V head sizes and heads per layer type (MiMo-V2, Gemma-4) are
+  :class:`VLLMAttentionStrategy`'s, on ``FLASH_ATTN_DIFFKV`` where K and V differ.
 
 :class:`VLLMStrategy` is a :class:`~kvstrategies.strategies.base.Strategy` of its own, not SGLang's
 ``PoolConfigurator``: vLLM sizes whole blocks from ``--kv-cache-memory-bytes`` in one step, with no
@@ -24,6 +25,7 @@ size", the layout lists the ``kv_cache_tensors`` as the int8 buffers vLLM alloca
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -62,6 +64,9 @@ from .specs import CacheLimits, KVCacheSpec, MambaSpec
 
 #: the chunk a GDN layer's prefill checkpoints align to (its FLA kernels' chunk size)
 GDN_CHECKPOINT_ALIGNMENT = 64
+#: a Mamba hybrid with MLA attention keeps its block a multiple of 128 tokens: the TRTLLM / FlashInfer MLA decode
+#: kernels want the kernel blocks a block splits into aligned to 128 (``Platform._align_hybrid_block_size``)
+MLA_HYBRID_BLOCK_ALIGNMENT = 128
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,8 @@ class VLLMStrategy(Strategy):
         groups = kv_cache_groups(specs, disable_hybrid=launch.disable_hybrid_kv_cache_manager)
         limits = CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode)
         pp = deployment.pipeline_parallel_size
-        stages = [project(groups, range(*pp_indices(geometry.num_hidden_layers, s, pp))) for s in range(pp)]
+        n = geometry.num_hidden_layers
+        stages = [project(groups, self._stage_layers(*pp_indices(n, s, pp))) for s in range(pp)]
         counts = []
         for stage in stages:
             check_enough_memory(stage, available, limits, version)
@@ -143,7 +149,8 @@ class VLLMStrategy(Strategy):
         num_blocks = min(counts)
         mine = stages[deployment.pp_rank]
         start, end = pp_indices(geometry.num_hidden_layers, deployment.pp_rank, pp)
-        stage_specs = {k: v for k, v in specs.items() if start <= k < end}
+        stage_layers = self._stage_layers(start, end)
+        stage_specs = {k: v for k, v in specs.items() if k in stage_layers}
         return VLLMKVCachePlan(
             launch=launch,
             backends=self._backends(specs, backend),
@@ -167,6 +174,10 @@ class VLLMStrategy(Strategy):
 
     def _backends(self, specs: dict[int, KVCacheSpec], backend: BackendChoice) -> tuple[str, ...]:
         return (backend.name,)
+
+    def _stage_layers(self, start: int, end: int) -> Collection[int]:
+        """The spec keys of the decoder layers ``[start, end)`` (one key per layer here)."""
+        return range(start, end)
 
     # ---- what a plan reports, read from the vLLM answer -------------------------------------
     def sizes(self, planned: VLLMKVCachePlan) -> PoolSizes:
@@ -232,7 +243,7 @@ class VLLMAttentionStrategy(VLLMStrategy):
 
 
 class VLLMMambaHybridStrategy(VLLMStrategy):
-    """Mamba2 / GDN / Mamba-1 hybrids: states and KV blocks in one pool, the block aligned to a state."""
+    """Mamba2 / GDN / KDA / Mamba-1 hybrids: states and KV blocks in one pool, the block aligned to a state."""
 
     family: ClassVar[str] = "vllm-mamba-hybrid"
 
@@ -249,9 +260,16 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         mode = launch.mamba_cache_mode
         state = mamba_state(geometry, tp)
         state_bytes = sum(math.prod(s) * d.itemsize for s, d in zip(state.shapes, state.dtypes, strict=True))
-        per_token = geometry.num_kv_heads(tp) * (geometry.head_dim + geometry.v_head_dim) * kv_dtype.itemsize
-        checkpoint = _checkpoint_alignment(state.backend, mode, self.ctx.release)
+        if geometry.mla is not None:  # one latent row a token (MLAAttentionSpec)
+            per_token = geometry.mla.latent_dim * kv_dtype.itemsize
+        else:
+            per_token = geometry.num_kv_heads(tp) * (geometry.head_dim + geometry.v_head_dim) * kv_dtype.itemsize
+        # KDA layers (KimiGatedDeltaNetAttention) export no prefill checkpoints
+        assert geometry.mamba is not None
+        checkpoint = None if geometry.mamba.is_kda else _checkpoint_alignment(state.backend, mode, self.ctx.release)
         kernel = max(backend.kernel_block, block)
+        if geometry.use_mla:  # the MLA decode kernels want the block a multiple of 128 (_align_hybrid_block_size)
+            kernel = max(kernel, MLA_HYBRID_BLOCK_ALIGNMENT)
         if mode == "align":
             kernel = math.lcm(kernel, checkpoint or 1)
         aligned = kernel * ceil_div(state_bytes, kernel * per_token)
@@ -263,14 +281,32 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         state_block = block if mode == "align" else launch.max_model_len
         alignment = checkpoint if checkpoint is None or checkpoint == 1 else math.lcm(checkpoint, block)
         specs = dict(attention_specs(geometry, tp, kv_dtype, block, cache_dtype))
-        specs.update(state_specs(geometry, tp, state_block, mode, padded, alignment))
+        offset = self._state_offset()
+        states = state_specs(geometry, tp, state_block, mode, padded, alignment)
+        specs.update({k + offset: v for k, v in states.items()})
         return dict(sorted(specs.items()))
+
+    def _state_offset(self) -> int:
+        """Where a parallel hybrid's Mamba mixers are numbered: Falcon-H1 builds attention and Mamba in
+        every layer, and vLLM numbers the mixer of layer ``i`` as ``i + num_hidden_layers``
+        (``vllm/model_executor/models/falcon_h1.py FalconH1ParallelHybrid.__init__``: ``ssm_layer_idx``);
+        0 otherwise."""
+        mamba = self.ctx.geometry.mamba
+        assert mamba is not None
+        parallel = set(mamba.full_attention_layer_ids) & set(mamba.mamba_layer_ids)
+        return self.ctx.geometry.num_hidden_layers if parallel else 0
+
+    def _stage_layers(self, start: int, end: int) -> Collection[int]:
+        """A parallel hybrid's stage holds both specs of its layers (the mixers' keys offset)."""
+        offset = self._state_offset()
+        return frozenset(range(start, end)) | frozenset(range(start + offset, end + offset))
 
     def _backends(self, specs: dict[int, KVCacheSpec], backend: BackendChoice) -> tuple[str, ...]:
         """The backends in layer order (vLLM lists each the first time a layer uses it)."""
         geometry = self.ctx.geometry
         assert geometry.mamba is not None
-        state, states = mamba_state(geometry, 1).backend, set(geometry.mamba.mamba_layer_ids)
+        offset = self._state_offset()
+        state, states = mamba_state(geometry, 1).backend, {k + offset for k in geometry.mamba.mamba_layer_ids}
         names: list[str] = []
         for layer in sorted(specs):
             name = state if layer in states else backend.name
@@ -325,14 +361,6 @@ def _unmodelled(geometry: ModelGeometry) -> str | None:
     swa = geometry.hybrid_swa
     if swa is not None and geometry.config_sliding_window is None and not geometry.model_type.startswith("llama4"):
         return "a hybrid sliding-window model without a config sliding_window"
-    mamba = geometry.mamba
-    if mamba is not None:
-        if mamba.is_kda:
-            return "Kimi-Linear's KDA layers: vLLM's KDA state spec with MLA attention"
-        if set(mamba.full_attention_layer_ids) & set(mamba.mamba_layer_ids):
-            return "Falcon-H1's parallel hybrid (attention and Mamba in every layer)"
-        if geometry.use_mla:
-            return "a Mamba hybrid with MLA attention (a 128-token kernel alignment)"
     return None
 
 
