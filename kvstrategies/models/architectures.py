@@ -1096,12 +1096,18 @@ class VLLMModelRule:
     ``unregistered``: transformers 5.20 (vLLM's pin) registers no config class for it;
     ``cache_config_from``: the first vLLM release whose model code hands its attention the cache
     config; before it the KV keeps the model dtype whatever ``--kv-cache-dtype`` says (MiMo-V2:
-    ``vllm/model_executor/models/mimo_v2.py MiMoV2DecoderLayer.__init__`` from 0.32.0).
+    ``vllm/model_executor/models/mimo_v2.py MiMoV2DecoderLayer.__init__`` from 0.32.0);
+    ``bf16_cache_is_auto``: ``--kv-cache-dtype bfloat16`` becomes ``auto`` (DeepSeek-V3.2:
+    ``vllm/model_executor/models/config.py DeepseekV32ForCausalLM.verify_and_update_config``);
+    ``sm100_fp8_cache_from``: from this vLLM release ``auto`` becomes ``fp8_e4m3`` on SM 10.x (GLM-5:
+    ``GlmMoeDsaForCausalLM.verify_and_update_config``).
     """
 
     sliding_layers: str | None = None
     kv_in_model_dtype: bool = False
     cache_config_from: str | None = None
+    bf16_cache_is_auto: bool = False
+    sm100_fp8_cache_from: str | None = None
     ssm_dtype: str | None = None
     mm_prefix: bool = False
     unregistered: bool = False
@@ -1115,6 +1121,8 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "gemma3_text": _GEMMA3_VLLM,
     "falcon": VLLMModelRule(kv_in_model_dtype=True),
     "mimo_v2_flash": VLLMModelRule(cache_config_from="0.32.0"),
+    "deepseek_v32": VLLMModelRule(bf16_cache_is_auto=True),
+    "glm_moe_dsa": VLLMModelRule(sm100_fp8_cache_from="0.32.0"),
     "nemotron_h": VLLMModelRule(ssm_dtype="float32"),
     "qwen3_5": _QWEN35_VLLM,
     "qwen3_5_moe": _QWEN35_VLLM,

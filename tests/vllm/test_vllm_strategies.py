@@ -18,6 +18,7 @@ from kvstrategies.core.dtypes import DType
 from kvstrategies.core.releases import NEWEST_VLLM, VLLM, parse_release
 from kvstrategies.errors import InsufficientMemoryError, UnsupportedConfigurationError
 from kvstrategies.planner.gpus import GPUS
+from kvstrategies.presets import load_preset_config
 from kvstrategies.strategies.registry import select_configurator_class
 from kvstrategies.vllm.strategies.devices import DEVICES, VLLMDevice, vllm_device
 from kvstrategies.vllm.strategies.engine_args import vllm_deployment
@@ -352,3 +353,66 @@ def test_kimi_linear_kda_state_beside_mla_aligns_the_block_to_128() -> None:
     assert kda.dtypes == (DType.BFLOAT16, DType.FLOAT32) and kda.shapes == ((3, 12_288), (32, 128, 128))
     assert planned.backends == ("GDN_ATTN", "FLASH_ATTN_MLA")
     assert planned.num_gpu_blocks == 40 * GIB // (7 * 2_211_840) == 2_774
+
+
+# --- DeepSeek sparse attention: the latent and the indexer's keys in one uniform-type group ---------
+
+
+def test_dsa_layers_hold_latent_and_indexer_pages_in_one_group() -> None:
+    """DeepSeek-V3.2 TP 8 fp8_e4m3, block 64, H200 (vLLM 0.33.0): a latent page 64 x 576 x 1 B = 36,864 B, an
+    indexer page 64 x (128 + 128 // 128 x 4) = 8,448 B (deepseek_v2.py DeepseekV32IndexerCache, Indexer), both on
+    every one of the 61 layers: one UniformTypeKVCacheSpecs group, 61 x 45,312 = 2,764,032 B a block, 40 GiB //
+    that = 15,538 blocks; at 163,840 tokens a request holds 2,560 blocks."""
+    planned = _vllm("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="fp8_e4m3").vllm
+    (group,) = planned.groups
+    assert type(group.spec).__name__ == "UniformTypeKVCacheSpecs" and group.layers[:4] == (0, 0, 1, 1)
+    assert group.spec.page_size_bytes == 61 * (36_864 + 8_448) == 2_764_032
+    assert planned.num_gpu_blocks == 40 * GIB // 2_764_032 == 15_538
+    assert planned.capacity.blocks_per_request == 163_840 // 64 == 2_560
+    assert planned.backends == ("DEEPSEEK_V32_INDEXER", "FLASHINFER_MLA_SPARSE_SM90")
+    # one buffer in two sections: every layer's indexer pages, then every layer's latent pages
+    indexer, latent = planned.tensors
+    assert (indexer.offset, latent.offset) == (0, 61 * 15_538 * 8_448)
+    assert indexer.size == latent.size == 15_538 * 2_764_032
+
+
+def test_dsa_bf16_runs_on_flash_attn_mla_sparse_as_auto() -> None:
+    """DeepseekV32ForCausalLM.verify_and_update_config reads bfloat16 as auto; FLASH_ATTN_MLA_SPARSE takes it
+    (a 16-bit latent: 64 x 576 x 2 B = 73,728 B a page)."""
+    planned = _vllm("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="bf16").vllm
+    assert planned.launch.kv_cache_dtype == "auto"
+    assert planned.backends == ("DEEPSEEK_V32_INDEXER", "FLASH_ATTN_MLA_SPARSE")
+    assert planned.groups[0].spec.page_size_bytes == 61 * (73_728 + 8_448)
+
+
+def test_dsa_layers_that_reuse_the_top_k_hold_no_indexer_pages() -> None:
+    """A GLM-style index_topk_freq 4: layers 0, 1, 5, 9, ..., 57 keep their own top-k (16 layers; the rule of
+    deepseek_v2.py DeepseekV2DecoderLayer: max(i - 2 + 1, 0) % 4), so a block is 61 x 36,864 + 16 x 8,448 B."""
+    config = load_preset_config("deepseek-v3.2") | {"index_topk_freq": 4}
+    case = parse_case({"hf_config": config, "engine": "vllm", "vllm_version": "0.33.0", "tp_size": 8,
+                       "page_size": 64, "kv_cache_dtype": "fp8_e4m3", "available_bytes": 40 * GIB})  # fmt: skip
+    planned = plan(case.settings, case.available_bytes).vllm
+    assert planned.bytes_per_block == 61 * 36_864 + 16 * 8_448 == 2_383_872
+    assert len(planned.tensors) == 3  # the 16 indexer layers' two sections, then the 45 others' latents
+
+
+def test_dsa_choices_left_unmodelled_are_refused_with_the_fix() -> None:
+    with pytest.raises(UnsupportedConfigurationError, match="SM 10.x"):  # a 16-bit cache on B200: FA4 or FlashMLA
+        _vllm("deepseek-v3.2", tp_size=8, page_size=64, kv_cache_dtype="bf16", gpu="B200")
+    with pytest.raises(UnsupportedConfigurationError, match="--block-size 64"):
+        _vllm("deepseek-v3.2", tp_size=8, kv_cache_dtype="fp8_e4m3", gpu="B200")  # 32-token blocks vs the indexer
+
+
+def test_vllm_fp8_alias_on_a_dsa_model_is_refused_naming_fp8_ds_mla(capsys: pytest.CaptureFixture[str]) -> None:
+    from kvstrategies.cli.app import main
+
+    assert main(["plan", "deepseek-v3.2", "--engine", "vllm", "--gpu", "H200", "--tp", "8", "--kv-cache-dtype",
+                 "fp8"]) == 2  # fmt: skip
+    assert "fp8_ds_mla" in capsys.readouterr().err
+
+
+def test_glm5_on_blackwell_takes_an_fp8_cache_for_auto() -> None:
+    """GlmMoeDsaForCausalLM.verify_and_update_config (vLLM 0.32.0 on): auto -> fp8_e4m3 on SM 10.x."""
+    planned = _vllm("glm-5", tp_size=8, page_size=64, gpu="B200").vllm
+    assert planned.launch.kv_cache_dtype == "fp8_e4m3"
+    assert planned.backends == ("DEEPSEEK_V32_INDEXER", "FLASHINFER_MLA_SPARSE")

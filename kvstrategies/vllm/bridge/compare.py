@@ -84,15 +84,13 @@ def _load_refusal(case: Mapping[str, Any]) -> bool:
 #: cases this CPU host's vLLM cannot build though a GPU host would
 KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
     KnownDifference(
-        "dsa-not-modelled",
-        "DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): vLLM keeps each layer's MLA latent and indexer key caches "
-        "in one UniformTypeKVCacheSpecs group on a sparse-MLA backend; the strategies refuse it (and this host's vLLM "
-        "0.34.0 cannot build it on B200: symmetric memory needs a CUDA device; nor can 0.32.0's: its indexer "
-        "wants DeepGEMM)",
-        _unmodelled("DeepSeek sparse attention"),
-        # vLLM 0.34.0 on this host: the B200 sparse-MLA path sets up symmetric memory, which needs a CUDA device
-        (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek sparse attention.*SymmetricMemory",
-         r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek sparse attention.*requires DeepGEMM support"),
+        "dsa-host-cannot-build",
+        "DeepSeek sparse attention (DeepSeek-V3.2, GLM-5) that this CPU host's vLLM cannot build, though a GPU host "
+        "does: 0.31.0's and 0.32.0's indexer wants DeepGEMM, 0.34.0's B200 sparse-MLA path sets up symmetric memory "
+        "(a CUDA device); the strategies plan it as 0.33.0 records it",
+        lambda case: _hf_get(case, "index_topk") is not None,
+        (r"^vllm: refused: .*Sparse Attention Indexer CUDA op requires DeepGEMM support",
+         r"^vllm: refused: .*SymmetricMemory MemPool did not find backend for device type cuda"),
     ),
     KnownDifference(
         "dsv4-not-modelled",

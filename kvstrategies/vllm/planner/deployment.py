@@ -103,6 +103,13 @@ def case_kv_dtype(name: str, release: str) -> str:
 def case_fields(req: VLLMPlanRequest, budget_bytes: int) -> dict[str, Any]:
     """The case the vLLM strategies read (:mod:`kvstrategies.vllm.strategies.engine_args`'s mapping)."""
     kv = case_kv_dtype(req.kv_cache_dtype, req.release.text)
+    if req.kv_cache_dtype == "fp8" and "index_topk" in text_config(req.config):
+        raise KVCacheConfigError(
+            "--kv-cache-dtype fp8 on a DeepSeek sparse-attention model: vLLM reads the alias as fp8_ds_mla on "
+            "FLASHMLA_SPARSE, a packed 656-byte-a-token layout the vLLM plan does not model "
+            "(vllm/model_executor/layers/attention/mla_attention.py _canonicalize_sparse_mla_kv_cache_dtype); "
+            "give --kv-cache-dtype fp8_e4m3"
+        )
     return {
         **req.source,
         "engine": VLLM,
@@ -129,7 +136,7 @@ def resolved_launch(req: VLLMPlanRequest) -> VLLMLaunch:
     geometry = settings.geometry
     hybrid = geometry.mamba is not None
     return resolve_launch(vllm_deployment(settings, 1), geometry.context_len, is_mamba_hybrid=hybrid,
-                          version=req.release.text)  # fmt: skip
+                          version=req.release.text, model_type=geometry.model_type)  # fmt: skip
 
 
 def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VLLMWeights | None]:

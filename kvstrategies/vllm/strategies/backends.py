@@ -195,6 +195,51 @@ def diffkv_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease,
                          KERNEL_BLOCK_MULTIPLE)  # fmt: skip
 
 
+#: the sparse-MLA backends vLLM tries on Hopper and on Blackwell (SM 10.x) for a DeepSeek sparse-attention
+#: model, in its order, each with the cache dtypes it takes and its smallest kernel block
+#: (``vllm/platforms/cuda.py _get_backend_priorities``: the sparse tail after the dense MLA backends, which
+#: refuse sparse attention; ``supported_kv_cache_dtypes`` / ``supports_combination`` and
+#: ``get_supported_kernel_block_sizes`` of ``vllm/v1/attention/backends/mla/*sparse*.py``). Hopper's tail puts
+#: ``FLASHINFER_MLA_SPARSE_SM90`` last for a 576-wide latent; SM 10.x tries FlashInfer first for an fp8 cache.
+SPARSE_MLA_BACKENDS: dict[int, tuple[tuple[str, tuple[str, ...], int], ...]] = {
+    9: (("FLASH_ATTN_MLA_SPARSE", ("auto", "float16", "bfloat16"), 64),
+        ("FLASHMLA_SPARSE", ("auto", "bfloat16", "fp8_ds_mla", "fp8"), 64),
+        ("FLASHINFER_MLA_SPARSE_SM90", ("auto", "bfloat16", "fp8", "fp8_e4m3"), 64)),
+    10: (("FLASHINFER_MLA_SPARSE", ("fp8", "fp8_e4m3"), 32),),
+}  # fmt: skip
+#: the indexer's own backend, listed first (``DeepseekV32IndexerBackend``: kernel blocks of 64 on CUDA)
+INDEXER_BACKEND = ("DEEPSEEK_V32_INDEXER", 64)
+
+
+def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease,
+                       block_size: int | None) -> BackendChoice:  # fmt: skip
+    """The sparse-MLA backend of a DeepSeek sparse-attention model (:data:`SPARSE_MLA_BACKENDS`). A
+    block must suit the indexer's 64-token kernels too. ``fp8`` (not ``fp8_e4m3``) on Hopper takes
+    FLASHMLA_SPARSE's ``fp8_ds_mla`` layout (656 bytes a token), which is not modelled; on SM 10.x a
+    16-bit cache goes to FA4 or FlashMLA by the head count, not modelled either."""
+    check_block_size(block_size, release.text)
+    major = gpu.capability[0]
+    for name, dtypes, kernel in SPARSE_MLA_BACKENDS.get(major, ()):
+        if kv_cache_dtype not in dtypes or (block_size is not None and block_size % kernel):
+            continue
+        if name == "FLASHMLA_SPARSE":
+            break  # fp8 -> fp8_ds_mla on FlashMLA: its packed 656-byte layout is not modelled
+        preferred = preferred_block_size((-kernel,), release)
+        if block_size is None and preferred % INDEXER_BACKEND[1]:
+            raise UnsupportedConfigurationError(
+                f"vLLM {release.text}: DeepSeek sparse attention on {gpu.name} with {name} prefers {preferred}-token "
+                f"blocks, which the indexer's {INDEXER_BACKEND[1]}-token kernels do not take; the vLLM strategies "
+                f"do not model the block vLLM settles on: give --block-size {INDEXER_BACKEND[1]}"
+            )
+        return BackendChoice(name, preferred, kernel)
+    raise UnsupportedConfigurationError(
+        f"vLLM {release.text}: DeepSeek sparse attention with kv_cache_dtype {kv_cache_dtype!r} on {gpu.name}: the "
+        "vLLM strategies model FLASH_ATTN_MLA_SPARSE / FLASHINFER_MLA_SPARSE_SM90 on Hopper (a 16-bit or fp8_e4m3 "
+        "cache) and FLASHINFER_MLA_SPARSE on SM 10.x (fp8_e4m3) only (vllm/platforms/cuda.py "
+        "_get_backend_priorities)"
+    )
+
+
 def _check_impl(choice: BackendChoice, gpu: VLLMDevice, kv_cache_dtype: str, version: str) -> None:
     """What a backend's implementation refuses when its layers are built, after the selector took it:
     ``vllm/v1/attention/backends/mla/triton_mla.py TritonMLAImpl.__init__`` (an fp8 cache needs SM 8.9,

@@ -11,6 +11,8 @@
    layers becomes ``cdiv(n, group_size)`` groups ``layers[i::num_groups]``. A group with fewer than
    ``group_size`` layers is padded (vLLM: "Add N padding layers"): its missing layers still cost
    page bytes in every block (``_get_kv_cache_groups_uniform_page_size``).
+4. A sparse-MLA model (DeepSeek-V3.2, GLM-5): every layer's MLA latent and indexer key cache in
+   one group whose spec is ``UniformTypeKVCacheSpecs`` (``_get_kv_cache_groups_uniform_type``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ from dataclasses import dataclass, replace
 
 from ...core.sizing import ceil_div
 from ...errors import UnsupportedConfigurationError
-from .specs import ChunkedLocalAttentionSpec, FullAttentionSpec, KVCacheSpec, MambaSpec, SlidingWindowSpec
+from .specs import (
+    ChunkedLocalAttentionSpec,
+    FullAttentionSpec,
+    KVCacheSpec,
+    MambaSpec,
+    SlidingWindowSpec,
+    SparseMLALayerSpec,
+    UniformTypeKVCacheSpecs,
+)
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,8 @@ def _unify_pages(specs: Mapping[int, KVCacheSpec]) -> dict[int, KVCacheSpec]:
 
 def kv_cache_groups(specs: Mapping[int, KVCacheSpec], *, disable_hybrid: bool) -> list[KVCacheGroup]:
     """The groups of the whole model's layers (every stage's), in vLLM's order."""
+    if specs and all(isinstance(s, SparseMLALayerSpec) for s in specs.values()):
+        return [_uniform_type_group(specs)]
     if disable_hybrid:
         specs = _promote(specs)
     merged = {k: _merge_key(s) for k, s in specs.items()}
@@ -103,6 +115,16 @@ def kv_cache_groups(specs: Mapping[int, KVCacheSpec], *, disable_hybrid: bool) -
         count = ceil_div(len(members), group_size)
         groups.extend(KVCacheGroup(tuple(members[i::count]), spec) for i in range(count))
     return groups
+
+
+def _uniform_type_group(specs: Mapping[int, KVCacheSpec]) -> KVCacheGroup:
+    """A sparse-MLA model's one group (``UniformTypeKVCacheSpecs.from_specs``: its latent and indexer
+    caches are all MLA specs of one block size): every layer once per cache it holds, in layer order."""
+    entries = tuple((layer, part) for layer, spec in sorted(specs.items()) if isinstance(spec, SparseMLALayerSpec)
+                    for part in spec.parts)  # fmt: skip
+    block = entries[0][1].block_size
+    spec = UniformTypeKVCacheSpecs(block_size=block, entries=entries)
+    return KVCacheGroup(tuple(layer for layer, _ in entries), spec)
 
 
 def padding_layers(groups: list[KVCacheGroup]) -> int:

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.releases import EngineRelease
+from ...core.releases import VLLM, EngineRelease, parse_release
 from ...errors import UnsupportedConfigurationError
+from ...models.architectures import vllm_model_rule
 from .devices import VLLMDevice, vllm_device
 from .engine_args import VLLMDeployment
 
@@ -91,9 +92,10 @@ def batch_defaults(gpu: VLLMDevice) -> tuple[int, int]:
 
 
 def resolve_launch(
-    deployment: VLLMDeployment, model_max_len: int, *, is_mamba_hybrid: bool, version: str = ""
+    deployment: VLLMDeployment, model_max_len: int, *, is_mamba_hybrid: bool, version: str = "", model_type: str = ""
 ) -> VLLMLaunch:
-    """The launch after vLLM's defaults for a model whose own maximum length is ``model_max_len``."""
+    """The launch after vLLM's defaults for a model whose own maximum length is ``model_max_len``
+    (and the cache dtype its model config hook sets, :func:`model_cache_dtype`)."""
     gpu = vllm_device(deployment.gpu)
     tokens, seqs = batch_defaults(gpu)
     prefix = deployment.enable_prefix_caching is not False
@@ -109,8 +111,22 @@ def resolve_launch(
         enable_prefix_caching=prefix,
         mamba_cache_mode="align" if is_mamba_hybrid and prefix else "none",
         disable_hybrid_kv_cache_manager=bool(deployment.disable_hybrid_kv_cache_manager),
-        kv_cache_dtype=deployment.kv_cache_dtype,
+        kv_cache_dtype=model_cache_dtype(deployment.kv_cache_dtype, model_type, gpu, version),
     )
+
+
+def model_cache_dtype(kv_cache_dtype: str, model_type: str, gpu: VLLMDevice, version: str) -> str:
+    """The cache dtype after the model's ``verify_and_update_config`` (``vllm/model_executor/models/config.py``;
+    :class:`~kvstrategies.models.architectures.VLLMModelRule`): DeepSeek-V3.2 reads ``bfloat16`` as
+    ``auto``; GLM-5 on SM 10.x takes ``fp8_e4m3`` for ``auto`` from vLLM 0.32.0."""
+    rule = vllm_model_rule(model_type)
+    if rule.bf16_cache_is_auto and kv_cache_dtype == "bfloat16":
+        return "auto"
+    first = rule.sm100_fp8_cache_from
+    blackwell_auto = first is not None and kv_cache_dtype == "auto" and gpu.capability[0] == 10
+    if blackwell_auto and version and parse_release(version, VLLM) >= parse_release(str(first), VLLM):
+        return "fp8_e4m3"
+    return kv_cache_dtype
 
 
 def check_batch_budget(

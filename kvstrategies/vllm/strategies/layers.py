@@ -29,6 +29,7 @@ from ...core.releases import VLLM, ByRelease, EngineRelease, ReleaseRule, parse_
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import VLLM_MODEL_RULES, vllm_model_rule
+from ...models.geometry import DSAGeometry
 from ...models.mamba import Mamba1Mixer, Mamba2Mixer, MixerKind
 from .specs import (
     ChunkedLocalAttentionSpec,
@@ -37,6 +38,7 @@ from .specs import (
     MambaSpec,
     MLAAttentionSpec,
     SlidingWindowSpec,
+    SparseMLALayerSpec,
 )
 
 #: vLLM's ``--kv-cache-dtype`` names and their storage dtype (``vllm/utils/torch_utils.py``)
@@ -223,6 +225,15 @@ def attention_specs(
             out[layer] = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=geometry.mla.latent_dim,
                                           dtype=kv_dtype, cache_dtype_str=_cache_dtype_str(kv_cache_dtype, geometry),
                                           kv_quant_mode=quant)  # fmt: skip
+        dsa = geometry.dsa
+        if dsa is not None:  # the indexer's key cache beside each latent, where the layer keeps its own top-k
+            indexer = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=indexer_head_size(dsa),
+                                       dtype=DType.UINT8)  # fmt: skip
+            for layer in layers:
+                latent = out[layer]
+                assert isinstance(latent, MLAAttentionSpec)
+                own = None if dsa.skips_topk(layer) else indexer
+                out[layer] = SparseMLALayerSpec(block_size=block_size, indexer=own, latent=latent)
         return out
     window = geometry.config_sliding_window
     sliding = set(sliding_layers(geometry))
@@ -245,8 +256,20 @@ def attention_specs(
     return out
 
 
+#: the indexer quantizes its keys to fp8 with one float32 scale per 128 values
+#: (``vllm/model_executor/models/deepseek_v2.py Indexer.__init__``: ``quant_block_size``)
+INDEXER_QUANT_BLOCK = 128
+
+
+def indexer_head_size(dsa: DSAGeometry) -> int:
+    """Bytes a token of an indexer's key cache (uint8): ``D + D // 128 x 4`` (``DeepseekV32IndexerCache``)."""
+    return dsa.index_head_dim + dsa.index_head_dim // INDEXER_QUANT_BLOCK * 4
+
+
 def _cache_dtype_str(kv_cache_dtype: str, geometry: ModelGeometry) -> str:
-    return geometry.model_dtype.torch_name if kv_cache_dtype == "auto" else kv_cache_dtype
+    """The MLA layer's ``cache_dtype_str``: the cache dtype as the launch resolved it, ``auto`` included
+    (``vllm/model_executor/layers/attention/mla_attention.py MLAAttention.__init__``)."""
+    return kv_cache_dtype
 
 
 def state_specs(

@@ -28,7 +28,7 @@ from ...core.sizing import ceil_div
 from ...errors import InsufficientMemoryError
 from .document import capacity_log_line
 from .grouping import KVCacheGroup
-from .specs import CacheLimits
+from .specs import CacheLimits, KVCacheSpec, UniformTypeKVCacheSpecs
 
 _GIB = 2**30
 
@@ -58,11 +58,23 @@ class StageSizing:
 
 
 def project(groups: list[KVCacheGroup], layers: Container[int]) -> tuple[KVCacheGroup, ...]:
-    return tuple(KVCacheGroup(tuple(i for i in g.layers if i in layers), g.spec) for g in groups)
+    """The groups with the stage's layers only (a uniform-type group's spec keeps the stage's entries)."""
+    return tuple(
+        KVCacheGroup(tuple(i for i in g.layers if i in layers),
+                     g.spec.restricted(layers) if isinstance(g.spec, UniformTypeKVCacheSpecs) else g.spec)
+        for g in groups
+    )  # fmt: skip
+
+
+def _block_bytes(group: KVCacheGroup) -> int:
+    """A group's bytes in one block: ``layers x page``, or a uniform-type group's page (all its entries)."""
+    if isinstance(group.spec, UniformTypeKVCacheSpecs):
+        return group.spec.page_size_bytes
+    return len(group.layers) * group.spec.page_size_bytes
 
 
 def bytes_per_block(groups: tuple[KVCacheGroup, ...]) -> int:
-    return max((len(g.layers) * g.spec.page_size_bytes for g in groups), default=0)
+    return max((_block_bytes(g) for g in groups), default=0)
 
 
 def blocks_per_request(groups: tuple[KVCacheGroup, ...] | list[KVCacheGroup], limits: CacheLimits) -> int:
@@ -109,11 +121,34 @@ def check_enough_memory(groups: tuple[KVCacheGroup, ...], budget: int, limits: C
 
 def stage_tensors(groups: tuple[KVCacheGroup, ...], num_blocks: int) -> tuple[KVCacheTensor, ...]:
     per_block = bytes_per_block(groups)
+    uniform = [g.spec for g in groups if isinstance(g.spec, UniformTypeKVCacheSpecs) and g.layers]
+    if uniform:
+        return _packed_tensors(uniform[0], num_blocks)
     return tuple(
         KVCacheTensor(per_block * num_blocks, g.layers, g.spec.page_size_bytes * num_blocks, g.spec.page_size_bytes)
         for g in groups
         if g.layers
     )
+
+
+def _packed_tensors(spec: UniformTypeKVCacheSpecs, num_blocks: int) -> tuple[KVCacheTensor, ...]:
+    """A uniform-type group's one buffer of ``num_blocks x page`` bytes, cut into sections
+    (``_get_packed_kv_cache_groups``): the layers that hold the same caches form a bucket (in order of
+    their first layer), each bucket one section per cache (indexer, then latent) of ``num_blocks``
+    pages a layer, sections back to back."""
+    by_layer: dict[int, list[KVCacheSpec]] = {}
+    for layer, entry in spec.entries:
+        by_layer.setdefault(layer, []).append(entry)
+    buckets: dict[tuple[KVCacheSpec, ...], list[int]] = {}
+    for layer, held in by_layer.items():
+        buckets.setdefault(tuple(held), []).append(layer)
+    size, offset, out = num_blocks * spec.page_size_bytes, 0, []
+    for caches, layers in buckets.items():
+        for part in caches:
+            stride = num_blocks * part.page_size_bytes
+            out.append(KVCacheTensor(size, tuple(layers), stride, part.page_size_bytes, offset))
+            offset += stride * len(layers)
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ cache dtype (fp8: 1). Every spec is a frozen value; equal specs group together.
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -120,14 +121,68 @@ class FullAttentionSpec(AttentionSpec):
 
 @dataclass(frozen=True, kw_only=True)
 class MLAAttentionSpec(FullAttentionSpec):
-    """One latent row per token (``head_size`` = kv_lora_rank + rope dims, no separate V)."""
+    """One latent row per token (``head_size`` = kv_lora_rank + rope dims, no separate V); a sparse-MLA
+    indexer's key cache is one too (``cache_dtype_str`` unset: vLLM gives it none)."""
 
     head_size_v: int = 0
-    cache_dtype_str: str = "auto"
+    cache_dtype_str: str | None = None
 
     def document(self) -> dict[str, Any]:
         out = super().document()
-        out["cache_dtype_str"] = self.cache_dtype_str
+        if self.cache_dtype_str is not None:
+            out["cache_dtype_str"] = self.cache_dtype_str
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class SparseMLALayerSpec(KVCacheSpec):
+    """A DeepSeek sparse-attention layer's two caches before grouping: its indexer's key cache
+    (``None`` on a layer that reuses the previous layer's top-k) and its MLA latent, in vLLM's
+    registration order (indexer first). Grouped, they become entries of one
+    :class:`UniformTypeKVCacheSpecs`; ``page`` is both pages."""
+
+    indexer: MLAAttentionSpec | None
+    latent: MLAAttentionSpec
+
+    @property
+    def parts(self) -> tuple[MLAAttentionSpec, ...]:
+        return (self.latent,) if self.indexer is None else (self.indexer, self.latent)
+
+    @property
+    def page_size_bytes(self) -> int:
+        return sum(part.page_size_bytes for part in self.parts)
+
+    def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
+        return ceil_div(limits.max_model_len, self.block_size) * self.page_size_bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class UniformTypeKVCacheSpecs(KVCacheSpec):
+    """One group of layers whose specs differ only in page size (``vllm/v1/kv_cache_interface.py
+    UniformTypeKVCacheSpecs``: every MLA latent and indexer cache of a sparse-MLA model): a block
+    holds one page of every entry, so ``page = sum of the entries' pages`` and a request
+    ``cdiv(L, block)`` blocks. ``entries``: ``(layer, spec)`` in vLLM's layer-name order."""
+
+    entries: tuple[tuple[int, MLAAttentionSpec], ...]
+
+    @property
+    def page_size_bytes(self) -> int:
+        return sum(spec.page_size_bytes for _, spec in self.entries)
+
+    def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
+        return ceil_div(limits.max_model_len, self.block_size) * self.page_size_bytes
+
+    def restricted(self, layers: Container[int]) -> UniformTypeKVCacheSpecs:
+        """The entries of ``layers`` only (one pipeline stage's)."""
+        return replace(self, entries=tuple((layer, spec) for layer, spec in self.entries if layer in layers))
+
+    def document(self) -> dict[str, Any]:
+        out = super().document()
+        distinct: list[MLAAttentionSpec] = []
+        for _, spec in self.entries:
+            if spec not in distinct:
+                distinct.append(spec)
+        out["specs"] = [spec.document() for spec in distinct]
         return out
 
 

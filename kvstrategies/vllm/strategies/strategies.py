@@ -4,13 +4,15 @@ Selected like the SGLang strategies (first applicable in the registry), for cont
 ``release.engine`` is ``"vllm"``:
 
 * :class:`VLLMAttentionStrategy` -- full attention and MLA, sliding-window and Llama-4's chunked local
-  layers included (uniform models, hybrid local attention with the hybrid allocator's groups and padding);
+  layers included (uniform models, hybrid local attention with the hybrid allocator's groups and padding),
+  and DeepSeek sparse attention (DeepSeek-V3.2, GLM-5: each layer's latent and indexer key cache in one
+  ``UniformTypeKVCacheSpecs`` group on a sparse-MLA backend, Hopper and SM 10.x fp8);
 * :class:`VLLMMambaHybridStrategy` -- Mamba2 / GDN / KDA / Mamba-1 hybrids (MLA attention beside them,
   as in Kimi-Linear, and Falcon-H1's attention and Mamba in every layer included): the attention block is
   enlarged until one attention page holds a Mamba state (``Platform._align_hybrid_block_size``),
   the state page padded to it, states and KV blocks drawn from one pool;
 * :class:`VLLMUnmodelledStrategy` -- the families vLLM runs with layouts these strategies do not
-  model (DeepSeek sparse attention, DeepSeek-V4, MiniMax sparse): refused, naming vLLM's layout.
+  model (DeepSeek-V4, MiniMax sparse): refused, naming vLLM's layout.
   Different K/V head sizes and heads per layer type (MiMo-V2, Gemma-4) are
   :class:`VLLMAttentionStrategy`'s, on ``FLASH_ATTN_DIFFKV`` where K and V differ.
 
@@ -38,7 +40,7 @@ from ...models import ModelGeometry
 from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
 from ...strategies.base import Strategy
 from ...strategies.checks import is_vllm
-from .backends import BackendChoice, attention_backend, diffkv_backend, is_diffkv
+from .backends import INDEXER_BACKEND, BackendChoice, attention_backend, diffkv_backend, is_diffkv, sparse_mla_backend
 from .engine_args import vllm_deployment
 from .grouping import KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_launch
@@ -60,7 +62,7 @@ from .sizing import (
     project,
     stage_tensors,
 )
-from .specs import CacheLimits, KVCacheSpec, MambaSpec
+from .specs import CacheLimits, KVCacheSpec, MambaSpec, SparseMLALayerSpec
 
 #: the chunk a GDN layer's prefill checkpoints align to (its FLA kernels' chunk size)
 GDN_CHECKPOINT_ALIGNMENT = 64
@@ -123,13 +125,15 @@ class VLLMStrategy(Strategy):
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
         launch = resolve_launch(deployment, geometry.context_len, is_mamba_hybrid=geometry.mamba is not None,
-                                version=version)  # fmt: skip
+                                version=version, model_type=geometry.model_type)  # fmt: skip
         kv_dtype = kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype)
         layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype, ctx.release)
         if layer_dtype != launch.kv_cache_dtype:
             kv_dtype = kv_storage_dtype(layer_dtype, geometry.model_dtype)
         if is_diffkv(geometry):
             backend = diffkv_backend(launch.gpu, layer_dtype, ctx.release, deployment.block_size)
+        elif geometry.dsa is not None:
+            backend = sparse_mla_backend(launch.gpu, layer_dtype, ctx.release, deployment.block_size)
         else:
             backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, deployment.block_size)
         block = deployment.block_size or backend.preferred_block_size
@@ -173,6 +177,8 @@ class VLLMStrategy(Strategy):
         return dict(sorted(specs.items()))
 
     def _backends(self, specs: dict[int, KVCacheSpec], backend: BackendChoice) -> tuple[str, ...]:
+        if self.ctx.geometry.dsa is not None:  # the indexer's backend, then the sparse-MLA one
+            return (INDEXER_BACKEND[0], backend.name)
         return (backend.name,)
 
     def _stage_layers(self, start: int, end: int) -> Collection[int]:
@@ -205,14 +211,16 @@ class VLLMStrategy(Strategy):
 
 
 def _distinct(specs: dict[int, KVCacheSpec]) -> tuple[tuple[tuple[int, ...], KVCacheSpec], ...]:
+    """The distinct layer specs in order, with their layers (a sparse-MLA layer's two caches apart)."""
     entries: list[tuple[list[int], KVCacheSpec]] = []
-    for layer, spec in specs.items():
-        for layers, known in entries:
-            if known == spec:
-                layers.append(layer)
-                break
-        else:
-            entries.append(([layer], spec))
+    for layer, whole in specs.items():
+        for spec in whole.parts if isinstance(whole, SparseMLALayerSpec) else (whole,):
+            for layers, known in entries:
+                if known == spec:
+                    layers.append(layer)
+                    break
+            else:
+                entries.append(([layer], spec))
     return tuple((tuple(layers), spec) for layers, spec in entries)
 
 
@@ -353,9 +361,10 @@ def _unmodelled(geometry: ModelGeometry) -> str | None:
     if geometry.dsv4 is not None:
         return ("DeepSeek-V4: vLLM plans five cache groups of mixed page sizes in a block-outermost (BLHNC) "
                 "layout (kv_cache_planning.py _get_packed_kv_cache_groups)")  # fmt: skip
-    if geometry.dsa is not None:
-        return ("DeepSeek sparse attention: vLLM keeps each layer's MLA latent and indexer key caches in one "
-                "UniformTypeKVCacheSpecs group on a sparse-MLA backend")  # fmt: skip
+    dsa = geometry.dsa
+    if dsa is not None and (dsa.indexer_types is not None or dsa.cli_factor > 1 or geometry.mamba is not None):
+        return ("DeepSeek sparse attention with per-layer indexer types, a shared-top-k factor or Mamba layers: "
+                "vLLM's indexer layout for them is not modelled")  # fmt: skip
     if geometry.minimax_sparse is not None:
         return "MiniMax sparse attention: vLLM's sparse layers carry their own cache specs"
     swa = geometry.hybrid_swa
