@@ -118,7 +118,7 @@ def _verify_weights(args: argparse.Namespace) -> int:
     from ..core.releases import parse_release
     from ..sglang.weight_catalog import verify_lines
 
-    release = parse_release(args.sglang_version)  # recorded for SGLang 0.5.23 (the newest)
+    release = parse_release(args.sglang_version)  # golden/sglang-<v>-weights: 0.5.21 to 0.5.23 recorded
     ok, lines = verify_lines(release.text)
     for line in lines:
         print(line)

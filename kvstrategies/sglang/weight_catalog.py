@@ -134,6 +134,14 @@ def recording_dir(version: str) -> Path:
     return RECORDINGS / f"sglang-{version}-weights"
 
 
+def weight_releases() -> tuple[str, ...]:
+    """The SGLang releases whose weights are recorded (``golden/sglang-<v>-weights``), oldest first."""
+    from ..core.releases import parse_release
+
+    names = [p.name.removeprefix("sglang-").removesuffix("-weights") for p in RECORDINGS.glob("sglang-*-weights")]
+    return tuple(sorted(names, key=parse_release))
+
+
 def recorded(case: WeightCase, version: str) -> dict[str, Any]:
     """The recording of ``case`` under SGLang ``version``."""
     return read_json_object(recording_dir(version) / f"{case.name}.json", f"the weight recording of {case.name}")
@@ -154,9 +162,10 @@ class PlannedWeights:
     source: str = ""
 
 
-def planned(case: WeightCase) -> PlannedWeights:
-    """The torch-free planner's weights per rank (the fullest) for ``case``, or its refusal
-    (the launch and weight-load refusals it runs before planning)."""
+def planned(case: WeightCase, version: str | None = None) -> PlannedWeights:
+    """The torch-free planner's weights per rank (the fullest) for ``case`` under SGLang ``version``
+    (default the newest), or its refusal (the launch and weight-load refusals it runs before planning)."""
+    from ..core.releases import NEWEST_SGLANG, parse_release
     from ..planner.gpus import lookup_gpu
     from ..planner.model_lookup import resolve_for_planning
     from ..planner.model_reading import ModelReading
@@ -175,6 +184,7 @@ def planned(case: WeightCase) -> PlannedWeights:
         gpu=lookup_gpu(case.gpu),
         weight_quantization=case.quantization,
         model_folder=source.folder,
+        release=NEWEST_SGLANG if version is None else parse_release(version),
     )
     model = ModelReading(req.hf_config())
     try:
@@ -213,7 +223,7 @@ def compare(case: WeightCase, version: str) -> Comparison:
     ranks = document["ranks"]
     refusal = next((r["refusal"] for r in ranks if "refusal" in r), None)
     environment = document.get("environment")
-    plan = planned(case)
+    plan = planned(case, version)
     if refusal is not None:
         return Comparison(case, None, f"{refusal['type']}: {refusal['message']}", plan, environment)
     return Comparison(case, max(recorded_weight_bytes(r) for r in ranks), None, plan, environment)
@@ -238,6 +248,12 @@ def verdict(comparison: Comparison) -> tuple[bool, str]:
 
 def verify_lines(version: str) -> tuple[bool, list[str]]:
     """``kvstrategies verify --against sglang --weights``: every catalog case against its recording."""
+    if not recording_dir(version).is_dir():
+        recorded = ", ".join(weight_releases()) or "none"
+        raise KVCacheConfigError(
+            f"no weight recordings for SGLang {version} (recorded: {recorded}); record them in that release's "
+            "environment with tools/record_weights.py (docs/weights.md), or give --sglang-version one of those"
+        )
     lines, ok = [], True
     for case in catalog():
         comparison = compare(case, version)

@@ -1,6 +1,6 @@
-"""The torch-free planner held to the weights SGLang 0.5.23 itself allocates (no SGLang needed).
+"""The torch-free planner held to the weights SGLang itself allocates, release by release (no SGLang needed).
 
-``golden/sglang-0.5.23-weights/`` holds, per catalog case (``cases/weights/``), what SGLang's own
+``golden/sglang-<v>-weights/`` holds, per catalog case (``cases/weights/``), what SGLang ``v``'s own
 model class allocates on each recorded rank when built on ``meta`` for the GPU planned
 (``tools/record_weights.py``; docs/weights.md). The planner must refuse exactly the cases SGLang
 refuses (0 false, 0 missed: ``REFUSAL_DIFFERENCES`` lists, with the reason, the one the
@@ -11,6 +11,7 @@ exactly, or within the bound ``WEIGHT_DIFFERENCES`` states with its reason
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 
@@ -26,21 +27,46 @@ from kvstrategies.sglang.weight_catalog import (
     compare,
     recorded_weight_bytes,
     recording_dir,
+    weight_releases,
 )
 
 VERSION = "0.5.23"
+RELEASES = weight_releases()
 CASES = catalog()
 BY_NAME = {case.name: case for case in CASES}
+PAIRS = [(release, name) for release in RELEASES for name in sorted(BY_NAME)]
+
+
+@functools.cache
+def _comparisons(release: str) -> dict[str, Comparison]:
+    return {case.name: compare(case, release) for case in CASES}
+
 
 @pytest.fixture(scope="module")
 def comparisons() -> dict[str, Comparison]:
-    return {case.name: compare(case, VERSION) for case in CASES}
+    return _comparisons(VERSION)
 
 
-def test_the_catalog_is_recorded() -> None:
-    recorded = {p.stem for p in recording_dir(VERSION).glob("*.json")}
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_catalog_is_recorded(release: str) -> None:
+    recorded = {p.stem for p in recording_dir(release).glob("*.json")}
     assert recorded == set(BY_NAME), "record the catalog: tools/record_weights.py (docs/weights.md)"
     assert len(CASES) >= 60
+
+
+def test_every_release_the_recorder_drives_is_recorded() -> None:
+    """0.5.21 on (the recorder publishes ranks with ``runtime_context.SpawnRanks``; docs/weights.md)."""
+    from kvstrategies.core.releases import SGLANG_RELEASES, parse_release
+
+    assert VERSION in RELEASES and all(document_release(r) == r for r in RELEASES)
+    assert {r.text for r in SGLANG_RELEASES if r >= parse_release("0.5.21")} <= set(RELEASES)
+
+
+def document_release(release: str) -> str:
+    """The release a recording folder's documents say recorded them (every one the same)."""
+    said = {json.loads(p.read_text(encoding="utf-8"))["sglang"] for p in recording_dir(release).glob("*.json")}
+    assert len(said) == 1, said
+    return said.pop()
 
 
 def test_every_listed_difference_names_a_catalog_case() -> None:
@@ -48,9 +74,9 @@ def test_every_listed_difference_names_a_catalog_case() -> None:
     assert set(REFUSAL_DIFFERENCES) <= set(BY_NAME)
 
 
-@pytest.mark.parametrize("name", sorted(BY_NAME))
-def test_refusals_equal_the_recording(name: str, comparisons: dict[str, Comparison]) -> None:
-    got = comparisons[name]
+@pytest.mark.parametrize(("release", "name"), PAIRS, ids=[f"{r}-{n}" for r, n in PAIRS])
+def test_refusals_equal_the_recording(release: str, name: str) -> None:
+    got = _comparisons(release)[name]
     if name in REFUSAL_DIFFERENCES:
         assert not got.refusals_agree, f"{name} now agrees with SGLang: drop it from REFUSAL_DIFFERENCES"
         return
@@ -61,9 +87,9 @@ def test_refusals_equal_the_recording(name: str, comparisons: dict[str, Comparis
     )
 
 
-@pytest.mark.parametrize("name", sorted(BY_NAME))
-def test_weights_equal_the_recording(name: str, comparisons: dict[str, Comparison]) -> None:
-    got = comparisons[name]
+@pytest.mark.parametrize(("release", "name"), PAIRS, ids=[f"{r}-{n}" for r, n in PAIRS])
+def test_weights_equal_the_recording(release: str, name: str) -> None:
+    got = _comparisons(release)[name]
     if got.error is None:
         return  # refused (the refusal test compares it)
     bound, why = WEIGHT_DIFFERENCES.get(name, (0.0, ""))
@@ -120,3 +146,11 @@ def test_verify_weights_is_sglang_only(capsys: pytest.CaptureFixture[str]) -> No
 
     assert main(["verify", "--against", "vllm", "--weights"]) != 0
     assert "--weights compares the weight catalog" in capsys.readouterr().err
+
+
+def test_verify_weights_of_an_unrecorded_release_names_the_recorded_ones() -> None:
+    from kvstrategies.errors import KVCacheConfigError
+    from kvstrategies.sglang.weight_catalog import verify_lines
+
+    with pytest.raises(KVCacheConfigError, match=r"no weight recordings for SGLang 0\.5\.9 \(recorded: .*0\.5\.23"):
+        verify_lines("0.5.9")
