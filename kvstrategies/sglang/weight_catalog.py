@@ -249,9 +249,9 @@ def verdict(comparison: Comparison) -> tuple[bool, str]:
 def verify_lines(version: str) -> tuple[bool, list[str]]:
     """``kvstrategies verify --against sglang --weights``: every catalog case against its recording."""
     if not recording_dir(version).is_dir():
-        recorded = ", ".join(weight_releases()) or "none"
+        releases = ", ".join(weight_releases()) or "none"
         raise KVCacheConfigError(
-            f"no weight recordings for SGLang {version} (recorded: {recorded}); record them in that release's "
+            f"no weight recordings for SGLang {version} (recorded: {releases}); record them in that release's "
             "environment with tools/record_weights.py (docs/weights.md), or give --sglang-version one of those"
         )
     lines, ok = [], True
