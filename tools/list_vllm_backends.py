@@ -30,7 +30,7 @@ TABLES = ROOT / "kvstrategies" / "vllm" / "strategies" / "backend_tables"
 
 #: head sizes recorded for softmax attention (others answer as :data:`OTHER_HEAD_SIZE` does)
 HEAD_SIZES = (64, 80, 128, 256, 512)
-KV_DTYPES = ("auto", "fp8_e4m3", "fp8_e5m2")
+KV_DTYPES = ("auto", "fp8_e4m3", "fp8_e5m2", "nvfp4")
 MODEL_DTYPES = ("bfloat16", "float16")
 #: (has_sink, has_sliding_window, use_mm_prefix) combinations the catalog's models have
 FLAGS = ((False, False, False), (False, True, False), (True, True, False), (False, False, True), (False, True, True))

@@ -416,3 +416,15 @@ def test_glm5_on_blackwell_takes_an_fp8_cache_for_auto() -> None:
     planned = _vllm("glm-5", tp_size=8, page_size=64, gpu="B200").vllm
     assert planned.launch.kv_cache_dtype == "fp8_e4m3"
     assert planned.backends == ("DEEPSEEK_V32_INDEXER", "FLASHINFER_MLA_SPARSE")
+
+
+def test_an_nvfp4_cache_packs_k_and_v_in_their_own_head_slots() -> None:
+    """Llama-3.1-8B nvfp4 on H200 (vLLM 0.33.0, FLASHINFER): each of the 8 KV heads keeps a K and a V slot of
+    128 / 2 packed fp4 bytes + 128 / 16 fp8 scales = 72 B (torch_utils.py nvfp4_kv_cache_full_dim,
+    FlashInferBackend.customize_spec), so a 16-token page is 16 x 16 x 72 = 18,432 B and a block of 32 layers
+    589,824 B: 40 GiB // that = 72,817 blocks."""
+    planned = _vllm("llama-3.1-8b", kv_cache_dtype="nvfp4", context_length=8192).vllm
+    (group,) = planned.groups
+    assert group.spec.page_size_bytes == 16 * 16 * 72 == 18_432
+    assert group.spec.document()["kv_quant_mode"] == "NVFP4" and planned.backends == ("FLASHINFER",)
+    assert planned.num_gpu_blocks == 40 * GIB // (32 * 18_432) == 72_817

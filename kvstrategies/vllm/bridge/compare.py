@@ -100,15 +100,6 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek-V4"),
     ),
     KnownDifference(
-        "nvfp4-not-modelled",
-        "an nvfp4 KV cache: vLLM packs FP4 values and their FP8 block scales per page through its backend "
-        "(customize_spec); the strategies size auto, 16-bit and fp8 caches (vLLM 0.31.0 has no backend for it off "
-        "SM100 and refuses it too)",
-        _unmodelled("kv_cache_dtype 'nvfp4'"),
-        # vLLM 0.31.0 has no attention backend for an nvfp4 cache off SM100: both refuse, for these two reasons
-        (*_REFUSED, r"^refusals differ: kvstrategies: kv_cache_dtype 'nvfp4'.*No valid attention backend found"),
-    ),
-    KnownDifference(
         "chunked-local-not-modelled",
         "Llama-4's chunked local attention (ChunkedLocalAttentionSpec); the strategies refuse it",
         _unmodelled("chunked local attention"),

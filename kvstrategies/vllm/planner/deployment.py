@@ -79,7 +79,7 @@ def serving_dtype(req: VLLMPlanRequest) -> DType:
 #: ``vllm/config/cache.py CacheDType``); the names the vLLM strategies size
 CASE_KV_DTYPE: dict[str, str] = {
     "auto": "auto", "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
-    "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
+    "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4",
 }  # fmt: skip
 
 

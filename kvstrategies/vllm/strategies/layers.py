@@ -49,9 +49,10 @@ KV_STORAGE: dict[str, DType | None] = {
     "fp8": DType.UINT8,
     "fp8_e4m3": DType.UINT8,
     "fp8_e5m2": DType.UINT8,
+    "nvfp4": DType.UINT8,
 }
 #: names vLLM validates (``config/cache.py CacheDType``) but these strategies do not size
-VLLM_ONLY_KV_DTYPES = ("fp8_inc", "fp8_ds_mla", "nvfp4", "nvfp4_ds_mla", "nvfp4_4over6", "int8_per_token_head",
+VLLM_ONLY_KV_DTYPES = ("fp8_inc", "fp8_ds_mla", "nvfp4_ds_mla", "nvfp4_4over6", "int8_per_token_head",
                        "fp8_per_token_head", "int4_per_token_head", "ultraquant_4bit")  # fmt: skip
 
 
@@ -218,7 +219,7 @@ def attention_specs(
     else:
         layers = tuple(range(geometry.num_hidden_layers))
     out: dict[int, KVCacheSpec] = {}
-    quant = "FP8_PER_TENSOR" if kv_cache_dtype.startswith("fp8") else None
+    quant = "FP8_PER_TENSOR" if kv_cache_dtype.startswith("fp8") else "NVFP4" if kv_cache_dtype == "nvfp4" else None
     if geometry.use_mla:
         assert geometry.mla is not None
         for layer in layers:

@@ -3,7 +3,8 @@
 A spec says how one layer stores its cache in a block of ``block_size`` tokens (its page) and how
 many bytes one request can hold at most (what sizes the pool per request):
 
-* :class:`FullAttentionSpec` -- ``page = block x H x (D + Dv) x es``; a request holds
+* :class:`FullAttentionSpec` -- ``page = block x H x (D + Dv) x es`` (an NVFP4 cache:
+  ``block x 2H x (D / 2 + D / 16)``); a request holds
   ``cdiv(L, block)`` pages (``FullAttentionSpec.max_memory_usage_bytes``);
 * :class:`SlidingWindowSpec` -- the same page; a request holds
   ``cdiv(min(W - 1 + in_flight, L), block) + 1`` pages (``SlidingWindowSpec.max_admission_blocks_per_request``:
@@ -26,6 +27,13 @@ from typing import Any
 
 from ...core.dtypes import DType
 from ...core.sizing import ceil_div
+
+
+def nvfp4_full_dim(head_size: int) -> int:
+    """Bytes of one head's K (or V) row in an NVFP4 cache: ``D / 2`` packed fp4 values and one fp8 scale
+    per 16 (``vllm/utils/torch_utils.py nvfp4_kv_cache_full_dim``; the page as FlashInfer lays it,
+    ``FlashInferBackend.customize_spec``: ``2 x H`` head slots)."""
+    return head_size // 2 + head_size // 16
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,8 @@ class AttentionSpec(KVCacheSpec):
 
     @property
     def unpadded_page_size_bytes(self) -> int:
+        if self.kv_quant_mode == "NVFP4":  # K and V in their own head slots, each packed fp4 plus fp8 scales
+            return self.block_size * 2 * self.num_kv_heads * nvfp4_full_dim(self.head_size)
         return self.block_size * self.num_kv_heads * (self.head_size + self.head_size_v) * self.dtype.itemsize
 
     @property
