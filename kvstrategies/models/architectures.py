@@ -121,6 +121,9 @@ class SGLangModel(enum.Enum):
 
     NATIVE = "native"  # an ``EntryClass`` of ``sglang/srt/models`` (the registry)
     TRANSFORMERS_FALLBACK = "transformers"  # no native class: the generic Transformers backend
+    # no native class, and the transformers class is not backend-compatible: SGLang refuses it with
+    # --model-impl auto (model_loader/utils.py resolve_transformers_arch; recorded: golden/sglang-*-weights)
+    TRANSFORMERS_INCOMPATIBLE = "transformers-incompatible"
     RULE_ONLY = "rule-only"  # named by SGLang's config / launch rules, no model class to load
 
 
@@ -474,7 +477,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         gemma4_family=True,
     ),
     _A("Exaone4ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.WITH_SLIDING_WINDOW_PATTERN),
-    _A("FalconForCausalLM", sglang_model=_FALLBACK),
+    _A("FalconForCausalLM", sglang_model=SGLangModel.TRANSFORMERS_INCOMPATIBLE),
     _A(
         "FalconH1ForCausalLM",
         linear_attention=LinearAttention.FALCON_H1,
@@ -936,7 +939,14 @@ def is_served(name: str) -> bool:
     """True when ``name`` is an architecture SGLang 0.5.23 serves (natively or through its
     Transformers backend) that this table knows."""
     row = _BY_NAME.get(name)
-    return row is not None and row.sglang_model is not SGLangModel.RULE_ONLY
+    return row is not None and row.sglang_model not in (SGLangModel.RULE_ONLY, SGLangModel.TRANSFORMERS_INCOMPATIBLE)
+
+
+def transformers_incompatible(name: str) -> bool:
+    """True when SGLang has no class for ``name`` and refuses its transformers class
+    (:attr:`SGLangModel.TRANSFORMERS_INCOMPATIBLE`)."""
+    row = _BY_NAME.get(name)
+    return row is not None and row.sglang_model is SGLangModel.TRANSFORMERS_INCOMPATIBLE
 
 
 def holds_in(row: Architecture, fact: str, release: EngineRelease) -> bool:

@@ -37,7 +37,7 @@ from typing import Any
 from ..core.releases import NEWEST_SGLANG, EngineRelease
 from ..errors import UnsupportedConfigurationError
 from ..models import ModelGeometry
-from ..models.architectures import is_served, model_type_row, names_where, require_loadable
+from ..models.architectures import is_served, model_type_row, names_where, require_loadable, transformers_incompatible
 from ..models.geometry import AttentionArch
 from ..models.hf import architectures, text_config
 from ..planner.model_reading import ModelReading
@@ -93,6 +93,14 @@ def check_architecture(
         return {**config, "architectures": [assume]}, note
     if any(registry_serves(arch, release) for arch in archs):
         return config, None
+    refused = [arch for arch in archs if transformers_incompatible(arch)]
+    if refused:
+        raise UnsupportedConfigurationError(
+            f"SGLang {release.text} refuses {refused[0]} at launch: \"{refused[0]} has no SGlang implementation and "
+            "the Transformers implementation is not compatible with SGLang.\" (sglang.srt.model_loader.utils."
+            "resolve_transformers_arch with --model-impl auto: its transformers class is not backend-compatible); "
+            "serve it with vLLM (--engine vllm), which has a class for it"
+        )
     given = f"architectures {list(archs)}" if archs else "no 'architectures' field"
     raise UnsupportedConfigurationError(
         f"the config has {given}, which SGLang 0.5.23 does not serve natively (sglang.srt.models.registry."

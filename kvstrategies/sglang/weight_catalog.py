@@ -85,11 +85,7 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
 }
 
 #: case -> why the planner's refusal differs from SGLang's
-REFUSAL_DIFFERENCES: dict[str, str] = {
-    "falcon-7b-h100-tp1": "SGLang 0.5.23 has no native Falcon and refuses transformers 5.19's FalconForCausalLM for "
-    "its Transformers backend (model_loader/utils.py, resolve_transformers_arch); the architecture table still "
-    "lists it as served through that backend",
-}
+REFUSAL_DIFFERENCES: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

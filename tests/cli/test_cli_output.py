@@ -109,8 +109,8 @@ def test_sweep_defaults_to_8k_requests(capsys: pytest.CaptureFixture[str]) -> No
     rows = json.loads(run(capsys, "sweep", "llama-3.1-8b", "--gpu", "H100", "--tp", "1,2", "--json")[1])
     assert [row["request_length"] for row in rows] == [8192, 8192]
     assert all(row["concurrency"] == row["tokens"] // 8192 for row in rows)
-    short = json.loads(run(capsys, "sweep", "falcon-7b", "--gpu", "H100", "--json")[1])
-    assert short[0]["request_length"] == 2048  # the model's whole context when shorter
+    short = json.loads(run(capsys, "sweep", "phi-3-mini", "--gpu", "H100", "--json")[1])
+    assert short[0]["request_length"] == 4096  # the model's whole context when shorter
     asked = json.loads(run(capsys, "sweep", "llama-3.1-8b", "--gpu", "H100", "--request-length", "1000", "--json")[1])
     assert asked[0]["request_length"] == 1000
 
