@@ -132,10 +132,12 @@ def stage_tensors(groups: tuple[KVCacheGroup, ...], num_blocks: int) -> tuple[KV
 
 
 def _packed_tensors(spec: UniformTypeKVCacheSpecs, num_blocks: int) -> tuple[KVCacheTensor, ...]:
-    """A uniform-type group's one buffer of ``num_blocks x page`` bytes, cut into sections
-    (``_get_packed_kv_cache_groups``): the layers that hold the same caches form a bucket (in order of
-    their first layer), each bucket one section per cache (indexer, then latent) of ``num_blocks``
-    pages a layer, sections back to back."""
+    """A uniform-type group's one buffer of ``num_blocks x page`` bytes, cut into one section per
+    distinct spec in order of first appearance, ``num_blocks`` pages a layer, back to back
+    (``kv_cache_planning.py get_kv_cache_config_from_groups``: ``layers_by_spec``). A latent whose layer
+    reuses the previous top-k is a spec of its own there (the recordings show three sections for
+    DeepSeek-V3.2 with ``index_topk_freq`` 4), so the sections follow the layers that hold the same
+    caches: indexer, then latent, per such bucket."""
     by_layer: dict[int, list[KVCacheSpec]] = {}
     for layer, entry in spec.entries:
         by_layer.setdefault(layer, []).append(entry)
