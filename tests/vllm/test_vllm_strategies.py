@@ -244,8 +244,10 @@ def test_mamba_pages_per_request_by_cache_mode() -> None:
 def test_a_smaller_page_grows_its_block_to_the_largest_page() -> None:
     # vllm/v1/core/kv_cache_planning.py unify_kv_cache_spec_page_size: 8 heads at block 16 = 16 x 8 x 256 x 2 B
     # = 65,536 B; 4 heads = 32,768 B, ratio 65,536 // 32,768 = 2: its block becomes 16 x 2 = 32 tokens
+    # (a full layer beside a sliding one: specs of two types, so not one uniform-type group)
     eight = FullAttentionSpec(block_size=16, num_kv_heads=8, head_size=128, head_size_v=128, dtype=DType.BFLOAT16)
-    four = FullAttentionSpec(block_size=16, num_kv_heads=4, head_size=128, head_size_v=128, dtype=DType.BFLOAT16)
+    four = SlidingWindowSpec(block_size=16, num_kv_heads=4, head_size=128, head_size_v=128, dtype=DType.BFLOAT16,
+                             sliding_window=128)  # fmt: skip
     groups = kv_cache_groups({0: eight, 1: four}, disable_hybrid=False)
     assert {g.layers: g.spec.block_size for g in groups} == {(0,): 16, (1,): 32}
     assert {g.spec.page_size_bytes for g in groups} == {65_536}
@@ -313,11 +315,21 @@ def test_mimo_v2_fp8_cache_is_refused_by_vllm_0_34() -> None:
         plan(case.settings, case.available_bytes)
 
 
-def test_mimo_v2_off_hopper_and_without_the_hybrid_manager_are_refused() -> None:
+def test_mimo_v2_off_hopper_is_refused() -> None:
     with pytest.raises(UnsupportedConfigurationError, match="TRITON_ATTN_DIFFKV.*Hopper"):
         _vllm("mimo-v2-flash", tp_size=4, page_size=64, gpu="B200")
-    with pytest.raises(UnsupportedConfigurationError, match="unify_hybrid_kv_cache_specs"):
-        _vllm("mimo-v2-flash", tp_size=4, page_size=64, disable_hybrid_swa_memory=True)
+
+
+def test_mimo_v2_without_the_hybrid_manager_is_one_uniform_type_group() -> None:
+    """--disable-hybrid-kv-cache-manager: the sliding layers become full attention but keep their 2 KV heads
+    (TP 4), so every spec is a FullAttentionSpec of block 64 with one of two pages: UniformTypeKVCacheSpecs.
+    from_specs puts all 48 layers in one group, a block holding 9 x 40,960 + 39 x 81,920 = 3,563,520 B."""
+    planned = _vllm("mimo-v2-flash", tp_size=4, page_size=64, disable_hybrid_swa_memory=True).vllm
+    (group,) = planned.groups
+    assert type(group.spec).__name__ == "UniformTypeKVCacheSpecs" and len(group.layers) == 48
+    assert planned.bytes_per_block == 9 * 40_960 + 39 * 81_920 == 3_563_520
+    full, sliding = planned.tensors  # one section per spec, the full layers' first (layer 0)
+    assert (len(full.layers), len(sliding.layers)) == (9, 39) and sliding.offset == 9 * full.layer_stride
 
 
 # --- Falcon-H1's parallel hybrid and Kimi-Linear's KDA with MLA -------------------------------------

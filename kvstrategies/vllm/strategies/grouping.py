@@ -11,8 +11,10 @@
    layers becomes ``cdiv(n, group_size)`` groups ``layers[i::num_groups]``. A group with fewer than
    ``group_size`` layers is padded (vLLM: "Add N padding layers"): its missing layers still cost
    page bytes in every block (``_get_kv_cache_groups_uniform_page_size``).
-4. A sparse-MLA model (DeepSeek-V3.2, GLM-5): every layer's MLA latent and indexer key cache in
-   one group whose spec is ``UniformTypeKVCacheSpecs`` (``_get_kv_cache_groups_uniform_type``).
+4. Layers of one spec type and block size but different pages (checked before the hybrid split):
+   one group whose spec is ``UniformTypeKVCacheSpecs`` (``_get_kv_cache_groups_uniform_type``) --
+   a sparse-MLA model's MLA latent and indexer key cache of every layer (DeepSeek-V3.2, GLM-5), or
+   full-attention layers of different heads (MiMo-V2 with the hybrid manager off).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass, replace
 from ...core.sizing import ceil_div
 from ...errors import UnsupportedConfigurationError
 from .specs import (
+    AttentionSpec,
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
     KVCacheSpec,
@@ -83,12 +86,8 @@ def kv_cache_groups(specs: Mapping[int, KVCacheSpec], *, disable_hybrid: bool) -
     if disable_hybrid:
         specs = _promote(specs)
     merged = {k: _merge_key(s) for k, s in specs.items()}
-    if disable_hybrid and len(set(merged.values())) > 1 and not any(isinstance(s, MambaSpec) for s in specs.values()):
-        raise UnsupportedConfigurationError(
-            "vLLM refuses: Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one "
-            "unified type: the layer types keep different heads or head sizes (vllm/v1/core/kv_cache_planning.py "
-            "unify_hybrid_kv_cache_specs); leave the hybrid KV cache manager on"
-        )
+    if len(set(merged.values())) > 1 and _uniform_type(merged):
+        return [_uniform_type_group(specs)]
     if len(set(merged.values())) == 1:
         layers = tuple(specs)
         first = specs[layers[0]]
@@ -117,11 +116,20 @@ def kv_cache_groups(specs: Mapping[int, KVCacheSpec], *, disable_hybrid: bool) -
     return groups
 
 
+def _uniform_type(specs: Mapping[int, KVCacheSpec]) -> bool:
+    """``UniformTypeKVCacheSpecs.is_uniform_type``: every layer a full-attention spec of one class and one
+    block size, whatever their heads (MiMo-V2's layers with the hybrid manager off, sliding ones promoted)."""
+    kinds = {type(s) for s in specs.values()}
+    return len(kinds) == 1 and kinds <= {FullAttentionSpec} and len({s.block_size for s in specs.values()}) == 1
+
+
 def _uniform_type_group(specs: Mapping[int, KVCacheSpec]) -> KVCacheGroup:
-    """A sparse-MLA model's one group (``UniformTypeKVCacheSpecs.from_specs``: its latent and indexer
-    caches are all MLA specs of one block size): every layer once per cache it holds, in layer order."""
-    entries = tuple((layer, part) for layer, spec in sorted(specs.items()) if isinstance(spec, SparseMLALayerSpec)
-                    for part in spec.parts)  # fmt: skip
+    """The one group of layers whose specs are of one type (``UniformTypeKVCacheSpecs.from_specs``): a
+    sparse-MLA model's latent and indexer caches, or full-attention layers of different heads; every layer
+    once per cache it holds, in layer order."""
+    entries = tuple((layer, part) for layer, spec in sorted(specs.items())
+                    for part in (spec.parts if isinstance(spec, SparseMLALayerSpec) else (spec,))
+                    if isinstance(part, AttentionSpec))  # fmt: skip
     block = entries[0][1].block_size
     spec = UniformTypeKVCacheSpecs(block_size=block, entries=entries)
     return KVCacheGroup(tuple(layer for layer, _ in entries), spec)

@@ -168,12 +168,12 @@ class SparseMLALayerSpec(KVCacheSpec):
 
 @dataclass(frozen=True, kw_only=True)
 class UniformTypeKVCacheSpecs(KVCacheSpec):
-    """One group of layers whose specs differ only in page size (``vllm/v1/kv_cache_interface.py
+    """One group of layers whose specs are of one type and block size, pages apart (``vllm/v1/kv_cache_interface.py
     UniformTypeKVCacheSpecs``: every MLA latent and indexer cache of a sparse-MLA model): a block
     holds one page of every entry, so ``page = sum of the entries' pages`` and a request
     ``cdiv(L, block)`` blocks. ``entries``: ``(layer, spec)`` in vLLM's layer-name order."""
 
-    entries: tuple[tuple[int, MLAAttentionSpec], ...]
+    entries: tuple[tuple[int, AttentionSpec], ...]
 
     @property
     def page_size_bytes(self) -> int:
@@ -188,7 +188,7 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
 
     def document(self) -> dict[str, Any]:
         out = super().document()
-        distinct: list[MLAAttentionSpec] = []
+        distinct: list[AttentionSpec] = []
         for _, spec in self.entries:
             if spec not in distinct:
                 distinct.append(spec)
