@@ -4,7 +4,10 @@
 An HF id resolves only to the checkpoint it names. A name that is *not* known never resolves
 to a neighbour: :func:`near_miss_hint` offers the close names (difflib), and a close name that
 is the same model in another quantization (``Qwen/Qwen3-8B`` for ``Qwen/Qwen3-8B-AWQ``) is
-named as such, never offered as a substitute: its weights, and so its KV budget, differ.
+named as such, never offered as a substitute: its weights, and so its KV budget, differ. The one
+exception is a tuning of a shipped base (:func:`tuned_base`: ``-Instruct``, ``-Chat``, ``-it``,
+nothing else different), planned from the base when its own config cannot be read, and the
+answer says so (:func:`~.model_source.resolve_model`).
 """
 
 from __future__ import annotations
