@@ -440,3 +440,11 @@ def test_an_nvfp4_cache_packs_k_and_v_in_their_own_head_slots() -> None:
     assert group.spec.page_size_bytes == 16 * 16 * 72 == 18_432
     assert group.spec.document()["kv_quant_mode"] == "NVFP4" and planned.backends == ("FLASHINFER",)
     assert planned.num_gpu_blocks == 40 * GIB // (32 * 18_432) == 72_817
+
+
+def test_falcon_h1_pipeline_stage_holds_both_specs_of_its_layers() -> None:
+    """PP 2 (vllm/distributed/utils.py get_pp_indices): stage 1 holds decoder layers [22, 44), so their
+    attention (22-43) and their Mamba mixers, numbered 44 + i (66-87)."""
+    planned = _vllm("falcon-h1-7b", pp_size=2, pp_rank=1).vllm
+    attention, mamba = planned.stage_groups
+    assert attention.layers == tuple(range(22, 44)) and mamba.layers == tuple(range(66, 88))

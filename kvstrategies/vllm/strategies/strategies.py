@@ -311,13 +311,10 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
 
     def _backends(self, specs: dict[int, KVCacheSpec], backend: BackendChoice) -> tuple[str, ...]:
         """The backends in layer order (vLLM lists each the first time a layer uses it)."""
-        geometry = self.ctx.geometry
-        assert geometry.mamba is not None
-        offset = self._state_offset()
-        state, states = mamba_state(geometry, 1).backend, {k + offset for k in geometry.mamba.mamba_layer_ids}
+        state = mamba_state(self.ctx.geometry, 1).backend
         names: list[str] = []
         for layer in sorted(specs):
-            name = state if layer in states else backend.name
+            name = state if isinstance(specs[layer], MambaSpec) else backend.name
             if name not in names:
                 names.append(name)
         return tuple(names)
