@@ -448,3 +448,19 @@ def test_falcon_h1_pipeline_stage_holds_both_specs_of_its_layers() -> None:
     planned = _vllm("falcon-h1-7b", pp_size=2, pp_rank=1).vllm
     attention, mamba = planned.stage_groups
     assert attention.layers == tuple(range(22, 44)) and mamba.layers == tuple(range(66, 88))
+
+
+def test_a_state_that_fills_whole_kernel_blocks_needs_no_padding() -> None:
+    """A Qwen3-Next-shaped GDN hybrid whose state is an exact number of kernel blocks (synthetic: conv kernel 3,
+    1 KV head x 128): a state is 2 x (2 x 16 x 128 + 32 x 128) x 2 B conv + 32 x 128 x 128 x 2 B = 1,081,344 B,
+    an attention token 1 x (128 + 128) x 2 = 512 B, so _align_hybrid_block_size takes
+    64 x cdiv(1,081,344, 64 x 512) = 64 x 33 = 2,112 tokens exactly, and the state page equals the
+    attention page (no padding)."""
+    config = load_preset_config("qwen3-next-80b-a3b") | {"linear_conv_kernel_dim": 3, "num_key_value_heads": 1,
+                                                         "head_dim": 128}  # fmt: skip
+    case = parse_case({"hf_config": config, "engine": "vllm", "vllm_version": "0.33.0", "context_length": 8192,
+                       "available_bytes": 40 * GIB})  # fmt: skip
+    planned = plan(case.settings, case.available_bytes).vllm
+    assert planned.block_size == 64 * 33 == 2_112
+    state = next(g.spec for g in planned.groups if isinstance(g.spec, MambaSpec))
+    assert state.state_bytes == 1_081_344 == 2_112 * 512 and state.page_size_padded is None
