@@ -1110,7 +1110,8 @@ class VLLMModelRule:
     ``bf16_cache_is_auto``: ``--kv-cache-dtype bfloat16`` becomes ``auto`` (DeepSeek-V3.2:
     ``vllm/model_executor/models/config.py DeepseekV32ForCausalLM.verify_and_update_config``);
     ``sm100_fp8_cache_from``: from this vLLM release ``auto`` becomes ``fp8_e4m3`` on SM 10.x (GLM-5:
-    ``GlmMoeDsaForCausalLM.verify_and_update_config``).
+    ``GlmMoeDsaForCausalLM.verify_and_update_config``); ``diffkv_backend``: the model's attention asks
+    for a DIFFKV backend when V is narrower than K (MiMo-V2: ``mimo_v2.py MiMoV2Attention.__init__``).
     """
 
     sliding_layers: str | None = None
@@ -1118,6 +1119,7 @@ class VLLMModelRule:
     cache_config_from: str | None = None
     bf16_cache_is_auto: bool = False
     sm100_fp8_cache_from: str | None = None
+    diffkv_backend: bool = False
     ssm_dtype: str | None = None
     mm_prefix: bool = False
     unregistered: bool = False
@@ -1130,7 +1132,7 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "gemma3": _GEMMA3_VLLM,
     "gemma3_text": _GEMMA3_VLLM,
     "falcon": VLLMModelRule(kv_in_model_dtype=True),
-    "mimo_v2_flash": VLLMModelRule(cache_config_from="0.32.0"),
+    "mimo_v2_flash": VLLMModelRule(cache_config_from="0.32.0", diffkv_backend=True),
     "deepseek_v32": VLLMModelRule(bf16_cache_is_auto=True),
     "glm_moe_dsa": VLLMModelRule(sm100_fp8_cache_from="0.32.0"),
     "nemotron_h": VLLMModelRule(ssm_dtype="float32"),

@@ -31,12 +31,15 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ..core.jsonio import read_json_object, read_regular_bytes
 from ..errors import KVCacheConfigError, MissingDependencyError
 from .hf_quant import HF_QUANT_CONFIG
+
+if TYPE_CHECKING:
+    from .known_models import TunedBase
 
 SourceKind = Literal["path", "preset", "shipped", "hf-cache", "hf-download"]
 CONFIG = "config.json"
@@ -283,7 +286,7 @@ def resolve_model(model: str, environ: Mapping[str, str] | None = None) -> Model
         raise type(exc)(f"{exc}; {hint.strip()}") from exc
 
 
-def _from_base(model: str, base: Any, why: str) -> ModelSource:
+def _from_base(model: str, base: TunedBase, why: str) -> ModelSource:
     """``model`` planned from its shipped base (:class:`.known_models.TunedBase`), saying so."""
     from .known_models import shipped_model
 

@@ -464,3 +464,11 @@ def test_a_state_that_fills_whole_kernel_blocks_needs_no_padding() -> None:
     assert planned.block_size == 64 * 33 == 2_112
     state = next(g.spec for g in planned.groups if isinstance(g.spec, MambaSpec))
     assert state.state_bytes == 1_081_344 == 2_112 * 512 and state.page_size_padded is None
+
+
+@pytest.mark.parametrize("kv", ["nvfp4", "fp8_e5m2"])
+def test_mimo_v2_cache_dtypes_flash_attention_does_not_take_are_refused(kv: str) -> None:
+    """FLASH_ATTN_DIFFKV inherits FlashAttentionBackend.supported_kv_cache_dtypes: auto, float16, bfloat16, fp8,
+    fp8_e4m3 (vLLM 0.33.0 flash_attn.py); an nvfp4 or fp8_e5m2 cache is refused with them named."""
+    with pytest.raises(UnsupportedConfigurationError, match="supported_kv_cache_dtypes"):
+        _vllm("mimo-v2-flash", tp_size=4, page_size=64, kv_cache_dtype=kv)

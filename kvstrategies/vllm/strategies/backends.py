@@ -154,7 +154,7 @@ def attention_backend(
 
 
 #: an fp8 cache on MiMo-V2's DIFFKV layers, per release: vLLM 0.31.0 builds them without the cache
-#: config (so at the model dtype: :data:`~.layers.MIMO_V2_CACHE_CONFIG`), 0.32.0 and 0.33.0 store one
+#: config (so at the model dtype: ``VLLMModelRule.cache_config_from``), 0.32.0 and 0.33.0 store one
 #: byte, 0.34.0's ``FlashAttentionDiffKVImpl.__init__`` refuses it
 DIFFKV_FP8: ByRelease[bool] = ByRelease(
     "vllm-diffkv-fp8",
@@ -166,10 +166,16 @@ DIFFKV_FP8: ByRelease[bool] = ByRelease(
 )
 
 
+#: the cache dtypes FLASH_ATTN_DIFFKV takes: FlashAttention's (``flash_attn.py
+#: FlashAttentionBackend.supported_kv_cache_dtypes``, which ``FlashAttentionDiffKVBackend`` inherits)
+DIFFKV_KV_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
+
+
 def is_diffkv(geometry: ModelGeometry) -> bool:
-    """MiMo-V2's attention: V narrower than K, so vLLM's model code asks for a DIFFKV backend
-    (``vllm/model_executor/models/mimo_v2.py MiMoV2Attention.__init__``: ``v_head_dim != head_dim``)."""
-    return not geometry.use_mla and geometry.v_head_dim != geometry.head_dim
+    """A model whose attention asks for a DIFFKV backend (``VLLMModelRule.diffkv_backend``) and whose V is
+    narrower than K (``vllm/model_executor/models/mimo_v2.py MiMoV2Attention.__init__``: ``v_head_dim != head_dim``)."""
+    rule = vllm_model_rule(geometry.model_type)
+    return rule.diffkv_backend and not geometry.use_mla and geometry.v_head_dim != geometry.head_dim
 
 
 def diffkv_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease,
@@ -184,6 +190,12 @@ def diffkv_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease,
             f"vLLM {release.text}: different K and V head sizes (MiMo-V2) on {gpu.name}: vLLM takes FLASH_ATTN_DIFFKV "
             "where FlashAttention 3 or 4 runs, else TRITON_ATTN_DIFFKV (vllm/model_executor/models/mimo_v2.py "
             "MiMoV2Attention.__init__); the vLLM strategies model it on Hopper (H100, H200, H20) only"
+        )
+    if kv_cache_dtype not in DIFFKV_KV_DTYPES:
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text}: FLASH_ATTN_DIFFKV takes kv_cache_dtype {' / '.join(DIFFKV_KV_DTYPES)}, not "
+            f"{kv_cache_dtype!r} (vllm/v1/attention/backends/flash_attn.py FlashAttentionBackend."
+            "supported_kv_cache_dtypes); give one of those"
         )
     if kv_cache_dtype.startswith("fp8") and not DIFFKV_FP8.at(release):
         raise UnsupportedConfigurationError(

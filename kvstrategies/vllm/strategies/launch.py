@@ -123,10 +123,9 @@ def model_cache_dtype(kv_cache_dtype: str, model_type: str, gpu: VLLMDevice, ver
     if rule.bf16_cache_is_auto and kv_cache_dtype == "bfloat16":
         return "auto"
     first = rule.sm100_fp8_cache_from
-    blackwell_auto = first is not None and kv_cache_dtype == "auto" and gpu.capability[0] == 10
-    if blackwell_auto and version and parse_release(version, VLLM) >= parse_release(str(first), VLLM):
-        return "fp8_e4m3"
-    return kv_cache_dtype
+    if first is None or kv_cache_dtype != "auto" or gpu.capability[0] != 10 or not version:
+        return kv_cache_dtype
+    return "fp8_e4m3" if parse_release(version, VLLM) >= parse_release(first, VLLM) else kv_cache_dtype
 
 
 def check_batch_budget(

@@ -222,20 +222,18 @@ def attention_specs(
     quant = "FP8_PER_TENSOR" if kv_cache_dtype.startswith("fp8") else "NVFP4" if kv_cache_dtype == "nvfp4" else None
     if geometry.use_mla:
         assert geometry.mla is not None
-        for layer in layers:
-            out[layer] = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=geometry.mla.latent_dim,
-                                          dtype=kv_dtype, cache_dtype_str=_cache_dtype_str(kv_cache_dtype, geometry),
-                                          kv_quant_mode=quant)  # fmt: skip
+        # the cache dtype as the launch resolved it, ``auto`` included (mla_attention.py MLAAttention.__init__)
+        latent = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=geometry.mla.latent_dim,
+                                  dtype=kv_dtype, cache_dtype_str=kv_cache_dtype, kv_quant_mode=quant)  # fmt: skip
         dsa = geometry.dsa
-        if dsa is not None:  # the indexer's key cache beside each latent, where the layer keeps its own top-k
-            indexer = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=indexer_head_size(dsa),
-                                       dtype=DType.UINT8)  # fmt: skip
-            for layer in layers:
-                latent = out[layer]
-                assert isinstance(latent, MLAAttentionSpec)
-                own = None if dsa.skips_topk(layer) else indexer
-                out[layer] = SparseMLALayerSpec(block_size=block_size, indexer=own, latent=latent)
-        return out
+        if dsa is None:
+            return {layer: latent for layer in layers}
+        # the indexer's key cache beside each latent, where the layer keeps its own top-k
+        indexer = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=indexer_head_size(dsa),
+                                   dtype=DType.UINT8)  # fmt: skip
+        return {layer: SparseMLALayerSpec(block_size=block_size, latent=latent,
+                                          indexer=None if dsa.skips_topk(layer) else indexer)
+                for layer in layers}  # fmt: skip
     window = geometry.config_sliding_window
     sliding = set(sliding_layers(geometry))
     chunk, chunked = chunked_local_layers(geometry)
@@ -265,12 +263,6 @@ INDEXER_QUANT_BLOCK = 128
 def indexer_head_size(dsa: DSAGeometry) -> int:
     """Bytes a token of an indexer's key cache (uint8): ``D + D // 128 x 4`` (``DeepseekV32IndexerCache``)."""
     return dsa.index_head_dim + dsa.index_head_dim // INDEXER_QUANT_BLOCK * 4
-
-
-def _cache_dtype_str(kv_cache_dtype: str, geometry: ModelGeometry) -> str:
-    """The MLA layer's ``cache_dtype_str``: the cache dtype as the launch resolved it, ``auto`` included
-    (``vllm/model_executor/layers/attention/mla_attention.py MLAAttention.__init__``)."""
-    return kv_cache_dtype
 
 
 def state_specs(
