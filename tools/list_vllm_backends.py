@@ -93,7 +93,8 @@ def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int
                         if bkey in backends:
                             continue
                         cls = candidate.backend_class
-                        layouts = cls.supported_kv_cache_layouts()
+                        # before 0.29.0 a backend declares no layouts (vLLM lays every cache out one way)
+                        layouts = getattr(cls, "supported_kv_cache_layouts", lambda: None)()
                         backends[bkey] = (
                             _blocks(cls.get_supported_kernel_block_sizes()),
                             int(cls.get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)),

@@ -93,6 +93,9 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.vllm.planner.budget",
     "kvstrategies.vllm.strategies.strategies",
     "kvstrategies.vllm.strategies.layers",
+    "kvstrategies.vllm.strategies.launch",
+    "kvstrategies.vllm.strategies.sizing",
+    "kvstrategies.vllm.planner.load_refusals",
 )
 
 

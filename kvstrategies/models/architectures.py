@@ -1144,6 +1144,15 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
 }
 
 
+#: the architectures vLLM 0.28.0 runs on Model Runner V2 even when MoE or hybrid
+#: (``vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``); from 0.29.0 V2 runs every model
+VLLM_0_28_V2_RUNNER_ARCHITECTURES: frozenset[str] = frozenset({
+    "DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+    "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration", "LongcatFlashNgramForCausalLM",
+    "Qwen2MoeForCausalLM",
+})  # fmt: skip
+
+
 def vllm_model_rule(model_type: str) -> VLLMModelRule:
     """vLLM's rule for ``model_type`` (no rule: the defaults)."""
     return VLLM_MODEL_RULES.get(model_type, VLLMModelRule())

@@ -165,6 +165,9 @@ class ModelGeometry:
     #: the text config's ``sliding_window`` as given (None when absent or ``use_sliding_window`` is
     #: false): vLLM builds its sliding-window layers with it; SGLang's window is ``hybrid_swa``'s
     config_sliding_window: int | None = None
+    #: routed experts as vLLM counts them (``ModelArchConfigConvertor.get_num_experts``: the first of
+    #: ``num_experts``, ``moe_num_experts``, ``n_routed_experts``, ``num_local_experts``); 0 for a dense model
+    num_experts: int = 0
 
     def __post_init__(self) -> None:
         """Types and ranges of the scalar fields (a hand-built geometry fails here, not mid-plan)."""

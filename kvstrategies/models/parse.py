@@ -261,7 +261,23 @@ def parse_base(root: ConfigDict) -> ModelGeometry:
         is_multimodal=any(root.get(k) is not None for k in _MULTIMODAL_KEYS),
         dsa=_dsa(archs, text) if use_mla else None,
         config_sliding_window=_config_sliding_window(text),
+        num_experts=_num_experts(text),
     )
+
+
+#: the keys vLLM reads the expert count from, first present wins (``get_num_experts``)
+_EXPERT_KEYS = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
+
+
+def _num_experts(text: ConfigDict) -> int:
+    """vLLM's ``get_num_experts``: the first expert-count key present (a list: its first entry)."""
+    for key in _EXPERT_KEYS:
+        if key in text:
+            value = text[key]
+            if isinstance(value, list):
+                value = value[0] if value else 0
+            return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return 0
 
 
 def _config_sliding_window(text: ConfigDict) -> int | None:

@@ -46,8 +46,10 @@ from .runtime import cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu
 #: vLLM refused the case (its own exception is named in the message)
 VLLMCaseError = UnsupportedConfigurationError
 #: vLLM's failures while building its config or sizing the cache (its own checks and asserts)
+#: what vLLM raises while it builds a case's configs and model; OSError: a file the case folder lacks that vLLM
+#: reads at launch (0.27.1 loads a Transformers-backend model's image processor)
 _VLLM_FAILURES = (ValueError, AssertionError, NotImplementedError, RuntimeError, TypeError, KeyError, ImportError,
-                  AttributeError, ZeroDivisionError, IndexError)  # fmt: skip
+                  AttributeError, ZeroDivisionError, IndexError, OSError)  # fmt: skip
 
 
 # ---- the model folder vLLM reads ---------------------------------------------------------------
@@ -182,7 +184,9 @@ def _build_stage(vllm_config: Any) -> tuple[dict[str, Any], list[str], dict[str,
         specs = attn_utils.get_kv_cache_spec(vllm_config)
         worker = object.__new__(worker_base.WorkerBase)
         worker.vllm_config = vllm_config
-        layouts = worker.get_supported_kv_cache_layouts()
+        # 0.28.0 and older resolve no KV cache layout (their workers declare none)
+        supported = getattr(worker, "get_supported_kv_cache_layouts", None)
+        layouts = supported() if supported is not None else []
         layers = config.get_layers_from_vllm_config(vllm_config, layer_base.AttentionLayerBase)
         backends = {name: layer.get_attn_backend().get_name() for name, layer in layers.items()}
     return specs, layouts, backends
@@ -300,6 +304,16 @@ def _layer_specs(specs: Mapping[str, Any]) -> list[dict[str, Any]]:
     return entries
 
 
+def _tensor_document(tensor: Any) -> dict[str, Any]:
+    """One ``KVCacheTensor``: layers at a layer stride (0.29.0 on), or 0.28.0's tensor ``shared_by`` one layer
+    of each group."""
+    if hasattr(tensor, "shared_by"):
+        return {"size": tensor.size, "shared_by": [layer_key(n) for n in tensor.shared_by],
+                "offset": tensor.offset, "block_stride": tensor.block_stride}  # fmt: skip
+    return {"size": tensor.size, "layers": [layer_key(n) for n in tensor.layers], "layer_stride": tensor.layer_stride,
+            "block_stride": tensor.block_stride, "offset": tensor.offset}  # fmt: skip
+
+
 def _document(
     version: str,
     gpu_name: str,
@@ -317,11 +331,7 @@ def _document(
         per_request = -(-spec.max_memory_usage_bytes(vllm_config) // spec.page_size_bytes)
         groups.append({"layers": [layer_key(n) for n in group.layer_names], "spec": spec_document(spec),
                        "blocks_per_request": per_request})  # fmt: skip
-    tensors = [
-        {"size": t.size, "layers": [layer_key(n) for n in t.layers], "layer_stride": t.layer_stride,
-         "block_stride": t.block_stride, "offset": t.offset}
-        for t in worker_config.kv_cache_tensors
-    ]  # fmt: skip
+    tensors = [_tensor_document(t) for t in worker_config.kv_cache_tensors]
     distinct_backends: list[str] = []
     for name in backends.values():
         if name not in distinct_backends:
@@ -349,8 +359,9 @@ def _document(
             "kv_cache_memory_bytes": deployment.kv_cache_memory_bytes,
         },
         "attention_backends": distinct_backends,
-        "block_size": int(stage_config.cache_config.block_size),
-        "kv_cache_layout": str(cache.kv_cache_layout),
+        # the engine's block size, as ``EngineCore._initialize_kv_caches`` sets it (the smallest group block)
+        "block_size": int(vllm_config.cache_config.block_size),
+        "kv_cache_layout": None if getattr(cache, "kv_cache_layout", None) is None else str(cache.kv_cache_layout),
         "layer_specs": _layer_specs(stage_specs),
         "kv_cache_groups": groups,
         "num_gpu_blocks": int(cache.num_gpu_blocks),

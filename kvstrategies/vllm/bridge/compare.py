@@ -77,7 +77,10 @@ def _load_refusal(case: Mapping[str, Any]) -> bool:
 
     config = case.get("_hf_config") or {}
     tp = case.get("tp_size") or 1
-    return isinstance(config, Mapping) and isinstance(tp, int) and bool(config) and load_refusal(config, tp) is not None
+    version = case.get("_vllm_version")
+    release = version if isinstance(version, str) else None
+    return (isinstance(config, Mapping) and isinstance(tp, int) and bool(config)
+            and load_refusal(config, tp, version=release) is not None)  # fmt: skip
 
 
 #: The known differences: layouts vLLM runs that the strategies refuse (naming vLLM's layout), and
@@ -117,7 +120,8 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         "a config whose model type transformers 5.20 (vLLM's pin) does not register (minimax_m3, muse_glimmer): "
         "vLLM refuses to load it or reads it with the generic defaults (another max_model_len)",
         lambda case: vllm_model_rule(_model_type(case)).unregistered,
-        (r"^refusals differ: .*minimax_m3", r"^vllm: refused: .*minimax_m3", r"^capacity_log: ", r"^kv_cache_",
+        (r"^refusals differ: .*minimax_m3", r"^vllm: refused: .*minimax_m3",
+         r"^vllm: refused: vLLM [\d.]+ refused: OSError: Can't load image processor", r"^capacity_log: ", r"^kv_cache_",
          r"^max_concurrency: ", r"^num_gpu_blocks: ", r"^vllm_settings\.max_model_len: ", r"^layer_specs"),
     ),
     KnownDifference(
@@ -127,6 +131,20 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         "plan MODEL --engine vllm refuses it with vLLM's words (kvstrategies/vllm/planner/load_refusals.py)",
         _load_refusal,
         (r"^vllm: refused: vLLM [\d.]+ refused: ValueError: .*is not divisible by weight quantization block_[nk]",),
+    ),
+    KnownDifference(
+        "uniform-type-without-hybrid-manager",
+        "vLLM 0.27.1 with the hybrid manager off records the promoted layers as one UniformTypeKVCacheSpecs group "
+        "(the same layers, pages, blocks and tensors as the strategies' one full-attention group)",
+        lambda case: case.get("_vllm_version") == "0.27.1" and bool(case.get("disable_hybrid_swa_memory")),
+        (r"^kv_cache_groups: ",),
+    ),
+    KnownDifference(
+        "per-layer-head-dim",
+        "vLLM 0.27.1 reads head_dim as one value of the config; transformers refuses that read on a Gemma-4 config "
+        "whose head dims differ per layer (AmbiguousGlobalPerLayerAttributeError)",
+        lambda case: case.get("_vllm_version") == "0.27.1" and _text_get(case, "global_head_dim") is not None,
+        (r"^vllm: refused: vLLM [\d.]+ refused: AmbiguousGlobalPerLayerAttributeError: 'head_dim'",),
     ),
     KnownDifference(
         "synthetic-config-unloadable",
@@ -140,6 +158,15 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
 def _hf_get(case: Mapping[str, Any], key: str) -> Any:
     config = case.get("_hf_config") or {}
     return config.get(key) if isinstance(config, Mapping) else None
+
+
+def _text_get(case: Mapping[str, Any], key: str) -> Any:
+    """``key`` of the case's text config (a multimodal config's ``text_config``)."""
+    config = case.get("_hf_config") or {}
+    if not isinstance(config, Mapping):
+        return None
+    text = config.get("text_config")
+    return (text if isinstance(text, Mapping) else config).get(key)
 
 
 def explain(case: Mapping[str, Any], lines: list[str]) -> tuple[list[KnownDifference], list[str]]:

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: the vLLM release lines the bridge drives (``kvstrategies.core.releases.VLLM_RELEASE_LINES``)
-VLLM_LINES: tuple[str, ...] = ("0.31.0", "0.32.0", "0.33.0", "0.34.0")
-
 
 @dataclass(frozen=True)
 class VLLMEnvironment:
@@ -98,4 +95,27 @@ _V0310 = VLLMEnvironment(
     no_deps=("flashinfer-python==0.7.0.post1", "vllm==0.31.0"),
 )
 
-ENVIRONMENTS: dict[str, VLLMEnvironment] = {env.line: env for env in (_V0310, _V0320, _V0330, _V0340)}
+
+
+def _older_line(line: str, flashinfer: str) -> VLLMEnvironment:
+    """An older line's environment: 0.31.0's light packages (transformers 5.17.0, within every older line's
+    ``>=`` pin) with the FlashInfer that line pins."""
+    return VLLMEnvironment(line, _V0310.light_packages, (f"flashinfer-python=={flashinfer}", f"vllm=={line}"))
+
+
+#: each older line and the FlashInfer it pins (all pin torch 2.13.0)
+_OLDER = tuple(
+    _older_line(line, flashinfer)
+    for line, flashinfer in (
+        # 0.27.1 pins FlashInfer 0.6.16.post3, whose flashinfer.comm (imported by 0.27.1's all-reduce fusion pass)
+        # annotates with array.array[int], which Python 3.11 cannot evaluate; 0.6.18 answers the same probes
+        ("0.27.1", "0.6.18"),
+        ("0.28.0", "0.6.16.post3"),
+        ("0.29.0", "0.6.18"),
+        ("0.30.0", "0.6.18.post1"),
+    )
+)
+
+ENVIRONMENTS: dict[str, VLLMEnvironment] = {env.line: env for env in (*_OLDER, _V0310, _V0320, _V0330, _V0340)}
+#: the vLLM release lines the bridge drives, oldest first (``kvstrategies.core.releases.VLLM_RELEASE_LINES``)
+VLLM_LINES: tuple[str, ...] = tuple(ENVIRONMENTS)

@@ -55,9 +55,10 @@ def case_with_config(path: Path) -> dict[str, Any]:
     return case
 
 
-def _case_with_error(path: Path, our_error: str | None) -> dict[str, Any]:
+def _case_with_error(path: Path, our_error: str | None, vllm_version: str | None = None) -> dict[str, Any]:
     case = case_with_config(path)
     case["_our_error"] = our_error
+    case["_vllm_version"] = vllm_version
     return case
 
 
@@ -76,7 +77,7 @@ def verdict_for(path: Path, vllm: dict[str, Any], vllm_version: str | None = Non
         lines = [f"kvstrategies: refused: {our_error}"]
     else:
         lines = difference_lines(ours, theirs)
-    return classified(path, lines, lambda: _case_with_error(path, our_error), seconds, explain)
+    return classified(path, lines, lambda: _case_with_error(path, our_error, vllm_version), seconds, explain)
 
 
 def verify(paths: Sequence[Path]) -> VerifyReport:

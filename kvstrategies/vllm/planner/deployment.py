@@ -22,7 +22,7 @@ from ...errors import KVCacheConfigError
 from ...models.hf import text_config
 from ...models.parse import model_dtype_of
 from ..strategies.engine_args import vllm_deployment
-from ..strategies.launch import VLLMLaunch, resolve_launch
+from ..strategies.launch import VLLMLaunch, resolve_model_launch
 from ..strategies.sizing import blocks_per_request
 from ..strategies.specs import CacheLimits
 from ..strategies.strategies import VLLMKVCachePlan
@@ -133,10 +133,7 @@ def case_fields(req: VLLMPlanRequest, budget_bytes: int) -> dict[str, Any]:
 def resolved_launch(req: VLLMPlanRequest) -> VLLMLaunch:
     """vLLM's launch after its defaults (the budget does not change them)."""
     settings = parse_case(case_fields(req, 1)).settings
-    geometry = settings.geometry
-    hybrid = geometry.mamba is not None
-    return resolve_launch(vllm_deployment(settings, 1), geometry.context_len, is_mamba_hybrid=hybrid,
-                          version=req.release.text, model_type=geometry.model_type)  # fmt: skip
+    return resolve_model_launch(vllm_deployment(settings, 1), settings.geometry, req.release.text)
 
 
 def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VLLMWeights | None]:

@@ -31,12 +31,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.releases import VLLM, ReleaseRule, parse_release, span
 from ...errors import UnsupportedConfigurationError
 from ...models.hf import text_config
 
 #: ``refine_fp8_moe_block_shape``: the smallest refined block vLLM's Triton MoE kernels take
 MIN_REFINED_BLOCK = 32
 _FP8_UTILS = "vllm/model_executor/layers/quantization/utils/fp8_utils.py"
+
+
+#: from vLLM 0.29.0 routed experts whose per-rank width is not whole blocks load on a refined ``[g, g]``
+#: grid when ``g >= 32``; 0.28.0 refuses every such split (``Fp8MoEMethod.create_weights``)
+MOE_BLOCK_REFINEMENT = ReleaseRule(
+    "vllm-fp8-moe-block-refinement",
+    span("0.29.0", engine=VLLM),
+    "block-FP8 experts split into partial blocks load on a refined [g, g] scale grid (g = gcd >= 32)",
+    "vllm/model_executor/layers/fused_moe/oracle/fp8.py refine_fp8_moe_block_shape",
+    topic="weights",
+)
 
 
 @dataclass(frozen=True)
@@ -61,12 +73,13 @@ def block_fp8(config: Mapping[str, Any], quantization: str | None = None) -> Blo
     return BlockFP8(int(block[0]), int(block[1]))
 
 
-def expert_refusal(moe_intermediate: int, hidden: int, tp: int, block: BlockFP8) -> str | None:
-    """vLLM's words when the routed experts do not load at ``tp`` (``None``: they load)."""
+def expert_refusal(moe_intermediate: int, hidden: int, tp: int, block: BlockFP8, *, refine: bool = True) -> str | None:
+    """vLLM's words when the routed experts do not load at ``tp`` (``None``: they load); ``refine``: the
+    release refines the block grid first (:data:`MOE_BLOCK_REFINEMENT`)."""
     ispp = moe_intermediate // tp
     if ispp % block.block_n == 0 and (tp == 1 or ispp % block.block_k == 0):
         return None
-    if math.gcd(block.block_n, block.block_k, ispp, hidden) >= MIN_REFINED_BLOCK:
+    if refine and math.gcd(block.block_n, block.block_k, ispp, hidden) >= MIN_REFINED_BLOCK:
         return None  # refine_fp8_moe_block_shape: loaded with [g, g] blocks
     if ispp % block.block_n:
         return (f"The output_size of gate's and up's weight = {ispp} is not divisible by weight quantization "
@@ -124,16 +137,23 @@ def _routed_experts(t: Mapping[str, Any]) -> int:
     return int(t.get("n_routed_experts") or t.get("num_experts") or t.get("num_local_experts") or 0)
 
 
-def load_refusal(config: Mapping[str, Any], tp: int, quantization: str | None = None) -> tuple[str, str] | None:
-    """``(vLLM's check, its words)`` of the first weight-creation refusal at ``tp`` (``None``: the weights load)."""
+def load_refusal(
+    config: Mapping[str, Any], tp: int, quantization: str | None = None, version: str | None = None
+) -> tuple[str, str] | None:
+    """``(vLLM's check, its words)`` of the first weight-creation refusal at ``tp`` in vLLM ``version`` (the
+    newest when ``None``); ``None``: the weights load."""
     block = block_fp8(config, quantization)
     if block is None:
         return None
     t = text_config(config)
-    moe = t.get("moe_intermediate_size")
+    # an expert's width: ``moe_intermediate_size``, else ``intermediate_size`` (Mixtral, MiniMax-M2: experts only)
+    moe = t.get("moe_intermediate_size") or t.get("intermediate_size")
+    refine = version is None or MOE_BLOCK_REFINEMENT.holds(parse_release(version, VLLM, field="--vllm-version"))
     if _routed_experts(t) and moe:
-        words = expert_refusal(int(moe), int(t["hidden_size"]), tp, block)
+        words = expert_refusal(int(moe), int(t["hidden_size"]), tp, block, refine=refine)
         if words is not None:
+            if not refine:
+                return "vllm/model_executor/layers/quantization/fp8.py Fp8MoEMethod.create_weights", words
             return (f"{_FP8_UTILS} validate_fp8_block_shape_moe, from Fp8MoEMethod.create_weights; "
                     "vllm/model_executor/layers/fused_moe/oracle/fp8.py refine_fp8_moe_block_shape finds no block "
                     f"of {MIN_REFINED_BLOCK} or more"), words  # fmt: skip
@@ -147,14 +167,14 @@ def load_refusal(config: Mapping[str, Any], tp: int, quantization: str | None = 
 def check_weight_load(config: Mapping[str, Any], tp: int, version: str, quantization: str | None = None) -> None:
     """Refuse, as vLLM ``version`` does while building the model, a block-FP8 checkpoint that ``tp`` splits
     into partial blocks; the message names vLLM's check and the tensor-parallel sizes that load."""
-    refusal = load_refusal(config, tp, quantization)
+    refusal = load_refusal(config, tp, quantization, version)
     if refusal is None:
         return
     check, words = refusal
     t = text_config(config)
     heads = int(t.get("num_attention_heads") or 1)
     loads = [size for size in (1, 2, 4, 8, 16, 32, 64) if heads % size == 0
-             and load_refusal(config, size, quantization) is None]  # fmt: skip
+             and load_refusal(config, size, quantization, version) is None]  # fmt: skip
     fix = ", ".join(map(str, loads)) if loads else "none of 1-64"
     raise UnsupportedConfigurationError(
         f"vLLM {version} refuses at weight load: {words} ({check}; block-FP8 weights split over "

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.releases import VLLM, ByRelease, EngineRelease
+from ...core.releases import VLLM, ByRelease, EngineRelease, ReleaseRule, span
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import model_type_row, vllm_model_rule
@@ -60,12 +60,23 @@ class BackendChoice:
     layout: str = "LBNHC"
 
 
+#: from vLLM 0.29.0 the engine resolves one KV cache layout from what every layer's backend supports (the
+#: plan's ``kv_cache_layout``); 0.28.0 resolves none (its backends declare no layouts)
+KV_CACHE_LAYOUTS = ReleaseRule(
+    "vllm-kv-cache-layouts",
+    span("0.29.0", engine=VLLM),
+    "the engine resolves one KV cache layout (LBNHC, BLNHC, ...) from the backends' supported layouts",
+    "vllm/v1/engine/core.py EngineCore._initialize_kv_caches (resolve_kv_cache_layout)",
+    topic="sizing",
+)
+
+
 #: the block size vLLM starts from without ``--block-size`` (``vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE``);
 #: a backend keeps it when its kernels take it, else its smallest kernel block
 #: (``AttentionBackend.get_preferred_block_size``)
 DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
     "vllm-default-block-size",
-    (("0.31.0", 16), ("0.34.0", 64)),
+    (("0.27.1", 16), ("0.34.0", 64)),
     "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
     "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
     "AttentionBackend.get_preferred_block_size",
@@ -158,7 +169,7 @@ def attention_backend(
 #: byte, 0.34.0's ``FlashAttentionDiffKVImpl.__init__`` refuses it
 DIFFKV_FP8: ByRelease[bool] = ByRelease(
     "vllm-diffkv-fp8",
-    (("0.31.0", True), ("0.34.0", False)),
+    (("0.27.1", True), ("0.34.0", False)),
     "FLASH_ATTN_DIFFKV takes an fp8 KV cache (0.34.0 refuses it: Unsupported FP8 Diff-KV configuration)",
     "vllm/v1/attention/backends/flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__",
     topic="launch",

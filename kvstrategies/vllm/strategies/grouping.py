@@ -45,10 +45,15 @@ class KVCacheGroup:
 
 
 def _promote(specs: Mapping[int, KVCacheSpec]) -> dict[int, KVCacheSpec]:
+    """``_promote_local_kv_cache_specs``: local layers kept as full attention, on the full-attention
+    layers' block when they have one block size (else their own)."""
     kinds = {type(s) for s in specs.values()}
     if FullAttentionSpec in kinds and (SlidingWindowSpec in kinds or ChunkedLocalAttentionSpec in kinds):
         local = (SlidingWindowSpec, ChunkedLocalAttentionSpec)
-        return {k: s.as_full_attention() if isinstance(s, local) else s for k, s in specs.items()}
+        full_blocks = {s.block_size for s in specs.values() if isinstance(s, FullAttentionSpec)}
+        block = full_blocks.pop() if len(full_blocks) == 1 else None
+        return {k: s.as_full_attention().with_block_size(block or s.block_size) if isinstance(s, local) else s
+                for k, s in specs.items()}  # fmt: skip
     return dict(specs)
 
 

@@ -5,8 +5,9 @@
 * ``max_num_batched_tokens`` / ``max_num_seqs`` for the OpenAI server
   (``engine/arg_utils.py EngineArgs.get_batch_defaults``): >= 160 GiB of device memory 16384 / 1024;
   >= 70 GiB and not an A100 8192 / 1024; otherwise 2048 / 256;
-* ``max_concurrent_batches`` (``config/vllm.py VllmConfig.max_concurrent_batches``, Model Runner V2):
-  ``pp + 1`` with async scheduling (the default), else ``pp``;
+* ``max_concurrent_batches`` (``config/vllm.py VllmConfig.max_concurrent_batches``): ``pp + 1`` with
+  async scheduling (the default) on Model Runner V2, else ``pp`` (the V1 runner: 2 with async at PP 1);
+  V2 runs every model from 0.29.0, before only those :func:`uses_model_runner_v2` names;
 * ``max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens`` (``VllmConfig.max_in_flight_tokens``);
 * ``mamba_cache_mode``: ``"align"`` for a Mamba hybrid with prefix caching on
   (``model_executor/models/config.py``), else ``"none"``.
@@ -20,9 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.releases import VLLM, EngineRelease, parse_release
+from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span
 from ...errors import UnsupportedConfigurationError
-from ...models.architectures import vllm_model_rule
+from ...models import ModelGeometry
+from ...models.architectures import VLLM_0_28_V2_RUNNER_ARCHITECTURES, vllm_model_rule
 from .devices import VLLMDevice, vllm_device
 from .engine_args import VLLMDeployment
 
@@ -49,11 +51,19 @@ class VLLMLaunch:
     disable_hybrid_kv_cache_manager: bool
     kv_cache_dtype: str
     release: EngineRelease | None = None
+    model_runner_v2: bool = True
 
     @property
     def max_concurrent_batches(self) -> int:
+        """``VllmConfig.max_concurrent_batches``: PP batches, one more with async scheduling on V2 (the V1
+        runner overlaps two batches at PP 1 only)."""
         pp = self.deployment.pipeline_parallel_size
-        return pp + 1 if self.async_scheduling else pp
+        if self.async_scheduling:
+            if self.model_runner_v2:
+                return pp + 1
+            if pp <= 1:
+                return 2
+        return pp
 
     @property
     def max_in_flight_tokens(self) -> int:
@@ -81,24 +91,68 @@ class VLLMLaunch:
         }
 
 
-def batch_defaults(gpu: VLLMDevice) -> tuple[int, int]:
-    """``(max_num_batched_tokens, max_num_seqs)`` of vLLM's OpenAI server on ``gpu`` (see module doc)."""
+#: vLLM 0.28.0 added the batch-default tier of devices with >= 160 GiB (B200 / B300: 16384 tokens); before,
+#: they take the >= 70 GiB tier (8192)
+BATCH_TIER_160_GIB = ReleaseRule(
+    "vllm-batch-defaults-160-gib",
+    span("0.28.0", engine=VLLM),
+    "devices of >= 160 GiB take 16384 batched tokens and 1024 sequences (before: the >= 70 GiB tier, 8192)",
+    "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults",
+    topic="launch",
+)
+#: hybrid (Mamba) models take prefix caching by default from vLLM 0.28.0; up to 0.27.1 it is opt-in for them
+HYBRID_PREFIX_CACHING = ReleaseRule(
+    "vllm-hybrid-prefix-caching-default",
+    span("0.28.0", engine=VLLM),
+    "Mamba hybrids take prefix caching by default (mamba_cache_mode align); before, it is opt-in for them",
+    "vllm/engine/arg_utils.py EngineArgs._set_default_chunked_prefill_and_prefix_caching_args (default_prefix_caching)",
+    topic="launch",
+)
+
+
+def batch_defaults(gpu: VLLMDevice, release: EngineRelease | None = None) -> tuple[int, int]:
+    """``(max_num_batched_tokens, max_num_seqs)`` of vLLM's OpenAI server on ``gpu`` (see module doc) in
+    ``release`` (the newest when ``None``)."""
     memory = gpu.memory_bytes
-    if memory >= 160 * _GIB:
+    if memory >= 160 * _GIB and (release is None or BATCH_TIER_160_GIB.holds(release)):
         return 16384, 1024
     if memory >= 70 * _GIB and "a100" not in nvml_name(gpu).lower() and gpu.capability != (12, 1):
         return 8192, 1024
     return 2048, 256
 
 
+#: Model Runner V2 is every model's default from vLLM 0.29.0; 0.28.0 runs it only for the architectures of
+#: :data:`~kvstrategies.models.architectures.VLLM_0_28_V2_RUNNER_ARCHITECTURES` and for models neither MoE nor hybrid
+MODEL_RUNNER_V2_FOR_ALL = ReleaseRule(
+    "vllm-model-runner-v2-for-all",
+    span("0.29.0", engine=VLLM),
+    "Model Runner V2 by default for every model (before: listed architectures and dense, non-hybrid models; "
+    "with pipeline parallelism and async scheduling V2 runs pp + 1 batches, V1 pp)",
+    "vllm/config/vllm.py VllmConfig.use_v2_model_runner, VllmConfig._is_default_v2_model_runner_model",
+    topic="launch",
+)
+def uses_model_runner_v2(architectures: tuple[str, ...], *, is_moe: bool, is_hybrid: bool, version: str) -> bool:
+    """Whether vLLM runs the model on Model Runner V2 (:data:`MODEL_RUNNER_V2_FOR_ALL`): from 0.29.0 always;
+    in 0.28.0 a listed architecture, or a model that is neither hybrid nor MoE
+    (``_is_default_v2_model_runner_model``)."""
+    if not version or MODEL_RUNNER_V2_FOR_ALL.holds(parse_release(version, VLLM, field="--vllm-version")):
+        return True
+    listed = any(a in VLLM_0_28_V2_RUNNER_ARCHITECTURES for a in architectures)
+    return listed or not (is_hybrid or is_moe)
+
+
 def resolve_launch(
-    deployment: VLLMDeployment, model_max_len: int, *, is_mamba_hybrid: bool, version: str = "", model_type: str = ""
+    deployment: VLLMDeployment, model_max_len: int, *, is_mamba_hybrid: bool, version: str = "", model_type: str = "",
+    model_runner_v2: bool = True,
 ) -> VLLMLaunch:
     """The launch after vLLM's defaults for a model whose own maximum length is ``model_max_len``
     (and the cache dtype its model config hook sets, :func:`model_cache_dtype`)."""
     gpu = vllm_device(deployment.gpu)
-    tokens, seqs = batch_defaults(gpu)
-    prefix = deployment.enable_prefix_caching is not False
+    release = parse_release(version, VLLM, field="--vllm-version") if version else None
+    tokens, seqs = batch_defaults(gpu, release)
+    prefix = deployment.enable_prefix_caching
+    if prefix is None:  # vLLM's default: on, but opt-in for hybrids before HYBRID_PREFIX_CACHING
+        prefix = not (is_mamba_hybrid and release is not None and not HYBRID_PREFIX_CACHING.holds(release))
     check_batch_budget(deployment.max_num_batched_tokens or tokens, deployment.max_num_seqs or seqs, deployment,
                        version)  # fmt: skip
     return VLLMLaunch(
@@ -112,7 +166,18 @@ def resolve_launch(
         mamba_cache_mode="align" if is_mamba_hybrid and prefix else "none",
         disable_hybrid_kv_cache_manager=bool(deployment.disable_hybrid_kv_cache_manager),
         kv_cache_dtype=model_cache_dtype(deployment.kv_cache_dtype, model_type, gpu, version),
+        model_runner_v2=model_runner_v2,
     )
+
+
+def resolve_model_launch(deployment: VLLMDeployment, geometry: ModelGeometry, version: str) -> VLLMLaunch:
+    """:func:`resolve_launch` for a model: its own maximum length, Mamba hybrid or not, cache dtype hook and
+    model runner (:func:`uses_model_runner_v2`)."""
+    hybrid = geometry.mamba is not None
+    runner_v2 = uses_model_runner_v2(geometry.architectures, is_moe=geometry.num_experts > 0, is_hybrid=hybrid,
+                                     version=version)  # fmt: skip
+    return resolve_launch(deployment, geometry.context_len, is_mamba_hybrid=hybrid, version=version,
+                          model_type=geometry.model_type, model_runner_v2=runner_v2)  # fmt: skip
 
 
 def model_cache_dtype(kv_cache_dtype: str, model_type: str, gpu: VLLMDevice, version: str) -> str:

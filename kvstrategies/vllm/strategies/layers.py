@@ -119,7 +119,7 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.31.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
+    (("0.27.1", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
      ("0.33.0", (VLLM_KV_CACHE_DTYPES, "validator"))),
@@ -209,10 +209,48 @@ def mamba_state(geometry: ModelGeometry, tp: int) -> StateLayout:
     return StateLayout((*conv, shapes.temporal), (conv_dtype, ssm_dtype), backend)
 
 
+#: up to vLLM 0.29.0 a sliding-window layer takes its backend's smallest kernel block, whatever
+#: ``--block-size`` (``vllm/model_executor/layers/attention/attention.py Attention.get_kv_cache_spec``,
+#: ``_largest_kernel_block_within`` without a padded page), and ``unify_kv_cache_spec_page_size`` scales it
+#: up to the other layers' page; from 0.30.0 it takes the primary block when its backend runs it
+SLIDING_OWN_BLOCK = ReleaseRule(
+    "vllm-sliding-window-own-block",
+    span(last="0.29.0", engine=VLLM),
+    "sliding-window layers take their backend's smallest kernel block (not --block-size); a model of "
+    "sliding-window layers only runs on that block",
+    "vllm/model_executor/layers/attention/attention.py Attention.get_kv_cache_spec (_largest_kernel_block_within)",
+    topic="sizing",
+)
+
+
+#: up to vLLM 0.27.1 an MLA latent spec records ``head_size_v`` as its ``head_size`` (``AttentionSpec``'s
+#: default); from 0.28.0 ``MLAAttentionSpec`` records 0 (no V row). The page is the latent row either way
+MLA_HEAD_SIZE_V_ZERO = ReleaseRule(
+    "vllm-mla-head-size-v-zero",
+    span("0.28.0", engine=VLLM),
+    "an MLA latent spec records head_size_v 0 (before: its head_size); the page is the latent row either way",
+    "vllm/v1/kv_cache_interface.py MLAAttentionSpec.head_size_v",
+    topic="sizing",
+)
+
+
+#: vLLM 0.28.0's ``ChunkedLocalAttentionSpec`` records its V width (``head_size_v``); 0.27.1's has no such field
+CHUNKED_HEAD_SIZE_V = ReleaseRule(
+    "vllm-chunked-local-head-size-v",
+    span("0.28.0", engine=VLLM),
+    "a chunked-local attention spec records head_size_v (the page is K and V rows either way)",
+    "vllm/v1/kv_cache_interface.py ChunkedLocalAttentionSpec",
+    topic="sizing",
+)
+
+
 def attention_specs(
-    geometry: ModelGeometry, tp: int, kv_dtype: DType, block_size: int, kv_cache_dtype: str
+    geometry: ModelGeometry, tp: int, kv_dtype: DType, block_size: int, kv_cache_dtype: str,
+    sliding_block: int | None = None, release: EngineRelease | None = None,
 ) -> Mapping[int, KVCacheSpec]:
-    """Every softmax-attention layer's spec (global index -> spec), sliding-window ones included."""
+    """Every softmax-attention layer's spec (global index -> spec), sliding-window ones included;
+    ``sliding_block``: the sliding-window layers' own block where it is not ``block_size``
+    (:data:`SLIDING_OWN_BLOCK`)."""
     heads = geometry.num_kv_heads(tp)
     if geometry.mamba is not None:
         layers: tuple[int, ...] = geometry.mamba.full_attention_layer_ids
@@ -223,8 +261,10 @@ def attention_specs(
     if geometry.use_mla:
         assert geometry.mla is not None
         # the cache dtype as the launch resolved it, ``auto`` included (mla_attention.py MLAAttention.__init__)
+        v_recorded = 0 if release is None or MLA_HEAD_SIZE_V_ZERO.holds(release) else geometry.mla.latent_dim
         latent = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=geometry.mla.latent_dim,
-                                  dtype=kv_dtype, cache_dtype_str=kv_cache_dtype, kv_quant_mode=quant)  # fmt: skip
+                                  head_size_v=v_recorded, dtype=kv_dtype, cache_dtype_str=kv_cache_dtype,
+                                  kv_quant_mode=quant)  # fmt: skip
         dsa = geometry.dsa
         if dsa is None:
             return {layer: latent for layer in layers}
@@ -244,10 +284,13 @@ def attention_specs(
     for layer in layers:
         local = layer in sliding and window is not None
         head, head_v = swa_dims if local else (geometry.head_dim, geometry.v_head_dim)
-        common = dict(block_size=block_size, num_kv_heads=swa_heads if local else heads, head_size=head,
+        common = dict(block_size=sliding_block or block_size if local else block_size,
+                      num_kv_heads=swa_heads if local else heads, head_size=head,
                       head_size_v=head_v, dtype=kv_dtype, kv_quant_mode=quant)  # fmt: skip
         if layer in chunked:
-            out[layer] = ChunkedLocalAttentionSpec(attention_chunk_size=chunk, **common)  # type: ignore[arg-type]
+            recorded_v = release is None or CHUNKED_HEAD_SIZE_V.holds(release)
+            out[layer] = ChunkedLocalAttentionSpec(attention_chunk_size=chunk, records_head_size_v=recorded_v,
+                                                   **common)  # type: ignore[arg-type]
         elif local:
             out[layer] = SlidingWindowSpec(sliding_window=window, **common)  # type: ignore[arg-type]
         else:
@@ -265,8 +308,19 @@ def indexer_head_size(dsa: DSAGeometry) -> int:
     return dsa.index_head_dim + dsa.index_head_dim // INDEXER_QUANT_BLOCK * 4
 
 
+#: vLLM's ``MambaSpec`` counts prefill checkpoint blocks from 0.29.0 (``num_prefill_checkpoint_blocks``)
+CHECKPOINT_BLOCKS_FIELD = ReleaseRule(
+    "vllm-mamba-checkpoint-blocks-field",
+    span("0.29.0", engine=VLLM),
+    "a Mamba layer's spec carries its prefill checkpoint block count (0 when it takes none)",
+    "vllm/v1/kv_cache_interface.py MambaSpec",
+    topic="sizing",
+)
+
+
 def state_specs(
-    geometry: ModelGeometry, tp: int, block_size: int, mode: str, padded: int | None, alignment: int | None
+    geometry: ModelGeometry, tp: int, block_size: int, mode: str, padded: int | None, alignment: int | None,
+    release: EngineRelease | None = None,
 ) -> Mapping[int, KVCacheSpec]:
     """Every Mamba layer's spec (global index -> spec) for the block size and padded page.
 
@@ -278,7 +332,9 @@ def state_specs(
     state = mamba_state(geometry, tp)
     from .backends import STATE_BACKEND_CLASSES
 
-    checkpoints = 1 if alignment is not None else 0
+    checkpoints: int | None = 1 if alignment is not None else 0
+    if release is not None and not CHECKPOINT_BLOCKS_FIELD.holds(release):
+        checkpoints = None
     spec = MambaSpec(block_size=block_size, shapes=state.shapes, dtypes=state.dtypes,
                      mamba_type=STATE_BACKEND_CLASSES[state.backend], mamba_cache_mode=mode, page_size_padded=padded,
                      num_prefill_checkpoint_blocks=checkpoints,

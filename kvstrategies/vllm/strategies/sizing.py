@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Container
 from dataclasses import dataclass
 
+from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span
 from ...core.sizing import ceil_div
 from ...errors import InsufficientMemoryError
 from .document import capacity_log_line
@@ -46,6 +47,41 @@ class KVCacheTensor:
     def document(self) -> dict[str, object]:
         return {"size": self.size, "layers": list(self.layers), "layer_stride": self.layer_stride,
                 "block_stride": self.block_stride, "offset": self.offset}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SharedKVCacheTensor:
+    """vLLM 0.28.0's form (:data:`SHARED_TENSORS`): ``size`` bytes shared by one layer of each group
+    (``shared_by``), each group addressing its own blocks of it; no strides."""
+
+    size: int
+    shared_by: tuple[int, ...]
+
+    def document(self) -> dict[str, object]:
+        return {"size": self.size, "shared_by": list(self.shared_by), "offset": 0, "block_stride": 0}
+
+
+#: up to vLLM 0.28.0 every layer position has its own tensor of ``num_blocks`` pages, shared by that
+#: position's layer of each group; from 0.29.0 one backing allocation holds a group's layers at a layer stride
+SHARED_TENSORS = ReleaseRule(
+    "vllm-shared-kv-cache-tensors",
+    span(last="0.28.0", engine=VLLM),
+    "one KV cache tensor of num_blocks pages per layer position, shared by the groups' layers at that position "
+    "(KVCacheTensor.shared_by, no layer or block stride)",
+    "vllm/v1/core/kv_cache_utils.py get_kv_cache_config_from_groups",
+    topic="sizing",
+)
+
+
+#: from vLLM 0.29.0 the memory check holds back the null block the block pool keeps (one block of every
+#: layer) before asking whether a request at ``max_model_len`` fits; 0.28.0 checks the whole budget
+NULL_BLOCK_RESERVED = ReleaseRule(
+    "vllm-null-block-reserved",
+    span("0.29.0", engine=VLLM),
+    "the check that one request at max_model_len fits holds back the null block (budget - bytes_per_block)",
+    "vllm/v1/core/kv_cache_utils.py get_kv_cache_configs (_check_enough_kv_cache_memory)",
+    topic="sizing",
+)
 
 
 @dataclass(frozen=True)
@@ -91,7 +127,8 @@ def check_enough_memory(groups: tuple[KVCacheGroup, ...], budget: int, limits: C
     per_block = bytes_per_block(groups)
     if not per_block:
         return
-    available = budget - per_block
+    null_block = NULL_BLOCK_RESERVED.holds(parse_release(version, VLLM, field="--vllm-version")) if version else True
+    available = budget - per_block if null_block else budget
     if available <= 0:
         raise InsufficientMemoryError(
             f"vLLM {version} refuses: No available memory for the cache blocks. Try increasing "
@@ -119,7 +156,12 @@ def check_enough_memory(groups: tuple[KVCacheGroup, ...], budget: int, limits: C
     )
 
 
-def stage_tensors(groups: tuple[KVCacheGroup, ...], num_blocks: int) -> tuple[KVCacheTensor, ...]:
+def stage_tensors(
+    groups: tuple[KVCacheGroup, ...], num_blocks: int, release: EngineRelease
+) -> tuple[KVCacheTensor | SharedKVCacheTensor, ...]:
+    """The stage's tensors in the release's form (:data:`SHARED_TENSORS`)."""
+    if SHARED_TENSORS.holds(release):
+        return shared_tensors(groups, num_blocks)
     per_block = bytes_per_block(groups)
     uniform = [g.spec for g in groups if isinstance(g.spec, UniformTypeKVCacheSpecs) and g.layers]
     if uniform:
@@ -128,6 +170,22 @@ def stage_tensors(groups: tuple[KVCacheGroup, ...], num_blocks: int) -> tuple[KV
         KVCacheTensor(per_block * num_blocks, g.layers, g.spec.page_size_bytes * num_blocks, g.spec.page_size_bytes)
         for g in groups
         if g.layers
+    )
+
+
+def shared_tensors(groups: tuple[KVCacheGroup, ...], num_blocks: int) -> tuple[SharedKVCacheTensor, ...]:
+    """vLLM 0.28.0's ``get_kv_cache_config_from_groups``: a uniform-type group's layers one tensor each
+    (``page x num_blocks``, the layer's own page); else one tensor of ``page x num_blocks`` per position
+    ``i`` below the largest group's layer count, shared by the ``i``-th layer of each group that has one."""
+    uniform = [g.spec for g in groups if isinstance(g.spec, UniformTypeKVCacheSpecs) and g.layers]
+    if uniform:
+        return tuple(SharedKVCacheTensor(part.page_size_bytes * num_blocks, (layer,))
+                     for layer, part in uniform[0].entries)  # fmt: skip
+    width = max((len(g.layers) for g in groups), default=0)
+    page = max((g.spec.page_size_bytes for g in groups if g.layers), default=0)
+    return tuple(
+        SharedKVCacheTensor(page * num_blocks, tuple(g.layers[i] for g in groups if i < len(g.layers)))
+        for i in range(width)
     )
 
 

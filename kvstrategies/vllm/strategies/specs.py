@@ -137,6 +137,14 @@ class MLAAttentionSpec(FullAttentionSpec):
     head_size_v: int = 0
     cache_dtype_str: str | None = None
 
+    @property
+    def unpadded_page_size_bytes(self) -> int:
+        """``block x H x head_size x es``: the latent row only, whatever ``head_size_v`` records (vLLM 0.27.1
+        records the latent width there: ``MLAAttentionSpec.real_page_size_bytes`` ignores it)."""
+        if self.kv_quant_mode == "NVFP4":
+            return super().unpadded_page_size_bytes
+        return self.block_size * self.num_kv_heads * self.head_size * self.dtype.itemsize
+
     def document(self) -> dict[str, Any]:
         out = super().document()
         if self.cache_dtype_str is not None:
@@ -226,6 +234,8 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
     chunk of ``C = attention_chunk_size`` tokens plus the tokens in flight, no extra block)."""
 
     attention_chunk_size: int
+    #: ``False``: the release's spec records no V width (vLLM 0.27.1's ``ChunkedLocalAttentionSpec``)
+    records_head_size_v: bool = True
 
     def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
         tokens = min(self.attention_chunk_size + limits.max_in_flight_tokens, limits.max_model_len)
@@ -241,6 +251,8 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
     def document(self) -> dict[str, Any]:
         out = super().document()
         out["attention_chunk_size"] = self.attention_chunk_size
+        if not self.records_head_size_v:
+            del out["head_size_v"]
         return out
 
 
@@ -254,7 +266,8 @@ class MambaSpec(KVCacheSpec):
     mamba_cache_mode: str = "none"
     page_size_padded: int | None = None
     num_speculative_blocks: int = 0
-    num_prefill_checkpoint_blocks: int = 0
+    #: ``None``: the release's ``MambaSpec`` has no such field (0.28.0: :data:`~.layers.CHECKPOINT_BLOCKS_FIELD`)
+    num_prefill_checkpoint_blocks: int | None = 0
     prefill_checkpoint_alignment: int | None = None
 
     @property
@@ -267,7 +280,7 @@ class MambaSpec(KVCacheSpec):
 
     def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
         if limits.mamba_cache_mode == "align":
-            pages = 2 + self.num_speculative_blocks + self.num_prefill_checkpoint_blocks
+            pages = 2 + self.num_speculative_blocks + (self.num_prefill_checkpoint_blocks or 0)
         else:
             pages = 1 + self.num_speculative_blocks
         return self.page_size_bytes * pages
@@ -276,8 +289,9 @@ class MambaSpec(KVCacheSpec):
         out = super().document()
         out.update(shapes=[list(s) for s in self.shapes], dtypes=[d.torch_name for d in self.dtypes],
                    mamba_type=self.mamba_type, mamba_cache_mode=self.mamba_cache_mode,
-                   num_speculative_blocks=self.num_speculative_blocks,
-                   num_prefill_checkpoint_blocks=self.num_prefill_checkpoint_blocks)  # fmt: skip
+                   num_speculative_blocks=self.num_speculative_blocks)  # fmt: skip
+        if self.num_prefill_checkpoint_blocks is not None:
+            out["num_prefill_checkpoint_blocks"] = self.num_prefill_checkpoint_blocks
         if self.page_size_padded is not None:
             out["page_size_padded"] = self.page_size_padded
         if self.prefill_checkpoint_alignment is not None:

@@ -40,11 +40,20 @@ from ...models import ModelGeometry
 from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
 from ...strategies.base import Strategy
 from ...strategies.checks import is_vllm
-from .backends import INDEXER_BACKEND, BackendChoice, attention_backend, diffkv_backend, is_diffkv, sparse_mla_backend
+from .backends import (
+    INDEXER_BACKEND,
+    KV_CACHE_LAYOUTS,
+    BackendChoice,
+    attention_backend,
+    diffkv_backend,
+    is_diffkv,
+    sparse_mla_backend,
+)
 from .engine_args import vllm_deployment
 from .grouping import KVCacheGroup, kv_cache_groups, padding_layers
-from .launch import VLLMLaunch, resolve_launch
+from .launch import VLLMLaunch, resolve_model_launch
 from .layers import (
+    SLIDING_OWN_BLOCK,
     attention_specs,
     check_kv_cache_dtype,
     kv_storage_dtype,
@@ -56,6 +65,7 @@ from .layers import (
 from .sizing import (
     Capacity,
     KVCacheTensor,
+    SharedKVCacheTensor,
     blocks_per_request,
     bytes_per_block,
     check_enough_memory,
@@ -83,10 +93,11 @@ class VLLMKVCachePlan:
     stage_groups: tuple[KVCacheGroup, ...]
     bytes_per_block: int
     capacity: Capacity
-    tensors: tuple[KVCacheTensor, ...]
+    tensors: tuple[KVCacheTensor | SharedKVCacheTensor, ...]
     padding_layers: int = 0
     #: ``vllm/v1/attention/backends/utils.py get_supported_kv_cache_layouts``: the backend's first layout
-    kv_cache_layout: str = "LBNHC"
+    #: (``None`` where the release resolves none: :data:`~.backends.KV_CACHE_LAYOUTS`)
+    kv_cache_layout: str | None = "LBNHC"
 
     @property
     def num_gpu_blocks(self) -> int:
@@ -124,8 +135,7 @@ class VLLMStrategy(Strategy):
         deployment = vllm_deployment(ctx, available)
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
-        launch = resolve_launch(deployment, geometry.context_len, is_mamba_hybrid=geometry.mamba is not None,
-                                version=version, model_type=geometry.model_type)  # fmt: skip
+        launch = resolve_model_launch(deployment, geometry, version)  # fmt: skip
         kv_dtype = kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype)
         layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype, ctx.release)
         if layer_dtype != launch.kv_cache_dtype:
@@ -138,9 +148,10 @@ class VLLMStrategy(Strategy):
             backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, deployment.block_size)
         block = deployment.block_size or backend.preferred_block_size
         specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
-        block = min(s.block_size for s in specs.values() if not isinstance(s, MambaSpec)) if any(
-            not isinstance(s, MambaSpec) for s in specs.values()) else block  # fmt: skip
         groups = kv_cache_groups(specs, disable_hybrid=launch.disable_hybrid_kv_cache_manager)
+        # the smallest block of the groups, as ``EngineCore._initialize_kv_caches`` sets ``cache_config.block_size``
+        # (a Mamba group's too: without prefix caching its block is max_model_len, which may be the smaller)
+        block = min((g.spec.block_size for g in groups), default=block)
         limits = CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode)
         pp = deployment.pipeline_parallel_size
         n = geometry.num_hidden_layers
@@ -159,13 +170,13 @@ class VLLMStrategy(Strategy):
             launch=launch,
             backends=self._backends(specs, backend),
             block_size=block,
-            kv_cache_layout=backend.layout,
+            kv_cache_layout=backend.layout if KV_CACHE_LAYOUTS.holds(ctx.release) else None,
             layer_specs=_distinct(stage_specs),
             groups=tuple(groups),
             stage_groups=mine,
             bytes_per_block=bytes_per_block(mine),
             capacity=Capacity(num_blocks, blocks_per_request(mine, limits), launch.max_model_len),
-            tensors=stage_tensors(mine, num_blocks),
+            tensors=stage_tensors(mine, num_blocks, ctx.release),
             padding_layers=padding_layers(list(groups)),
         )
 
@@ -173,8 +184,13 @@ class VLLMStrategy(Strategy):
         self, launch: VLLMLaunch, backend: BackendChoice, kv_dtype: DType, block: int, cache_dtype: str
     ) -> dict[int, Any]:
         geometry, tp = self.ctx.geometry, launch.deployment.tensor_parallel_size
-        specs = dict(attention_specs(geometry, tp, kv_dtype, block, cache_dtype))
+        specs = dict(attention_specs(geometry, tp, kv_dtype, block, cache_dtype, self._sliding_block(backend),
+                                     self.ctx.release))
         return dict(sorted(specs.items()))
+
+    def _sliding_block(self, backend: BackendChoice) -> int | None:
+        """The sliding-window layers' own block (:data:`SLIDING_OWN_BLOCK`), else ``None``: the primary block."""
+        return backend.kernel_block if SLIDING_OWN_BLOCK.holds(self.ctx.release) else None
 
     def _backends(self, specs: dict[int, KVCacheSpec], backend: BackendChoice) -> tuple[str, ...]:
         if self.ctx.geometry.dsa is not None:  # the indexer's backend, then the sparse-MLA one
@@ -288,9 +304,10 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         # the state's own block: the attention block when aligned, else a whole request (max_model_len)
         state_block = block if mode == "align" else launch.max_model_len
         alignment = checkpoint if checkpoint is None or checkpoint == 1 else math.lcm(checkpoint, block)
-        specs = dict(attention_specs(geometry, tp, kv_dtype, block, cache_dtype))
+        specs = dict(attention_specs(geometry, tp, kv_dtype, block, cache_dtype, self._sliding_block(backend),
+                                     self.ctx.release))
         offset = self._state_offset()
-        states = state_specs(geometry, tp, state_block, mode, padded, alignment)
+        states = state_specs(geometry, tp, state_block, mode, padded, alignment, self.ctx.release)
         specs.update({k + offset: v for k, v in states.items()})
         return dict(sorted(specs.items()))
 

@@ -1,0 +1,232 @@
+"""vLLM 0.27.1 to 0.30.0: each release rule that sets them apart, against a hand-computed expectation.
+
+Sources (each release's own code): ``vllm/model_executor/layers/attention/attention.py
+Attention.get_kv_cache_spec`` (0.29.0: ``_largest_kernel_block_within`` with no padded page),
+``vllm/v1/core/kv_cache_utils.py`` (0.28.0: ``get_kv_cache_config_from_groups``, the memory check in
+``get_kv_cache_configs``, ``_promote_local_kv_cache_specs``), ``vllm/v1/engine/core.py
+EngineCore._initialize_kv_caches`` (the engine's block size), ``vllm/config/vllm.py
+VllmConfig.use_v2_model_runner`` / ``max_concurrent_batches``, ``vllm/model_executor/layers/quantization/fp8.py
+Fp8MoEMethod.create_weights`` (0.28.0) and ``fused_moe/oracle/fp8.py refine_fp8_moe_block_shape`` (0.29.0).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kvstrategies import plan
+from kvstrategies.case import parse_case
+from kvstrategies.core.releases import VLLM, parse_release
+from kvstrategies.errors import InsufficientMemoryError
+from kvstrategies.models.parse import parse_hf_config
+from kvstrategies.presets import load_preset_config
+from kvstrategies.vllm.planner.deployment import resolved_launch
+from kvstrategies.vllm.planner.load_refusals import load_refusal
+from kvstrategies.vllm.planner.request import VLLMPlanRequest
+from kvstrategies.vllm.strategies.engine_args import vllm_deployment
+from kvstrategies.vllm.strategies.launch import resolve_model_launch, uses_model_runner_v2
+from kvstrategies.vllm.strategies.sizing import KVCacheTensor, SharedKVCacheTensor, shared_tensors
+
+GIB = 2**30
+
+
+def _vllm(preset: str, release: str, **fields: object) -> object:
+    case = parse_case({"preset": preset, "engine": "vllm", "vllm_version": release, "available_bytes": 40 * GIB,
+                       **fields})  # fmt: skip
+    return plan(case.settings, case.available_bytes)
+
+
+def test_sliding_window_layers_take_the_smallest_kernel_block_up_to_0_29() -> None:
+    # Mistral-7B: every layer slides (W 4,096), FLASH_ATTN takes MultipleOf(16) -> 16 whatever --block-size 64.
+    # page = 16 x 8 heads x (128 + 128) x 2 B = 65,536; a block of 32 layers 2,097,152 B; 40 GiB / that = 20,480
+    old = _vllm("mistral-7b", "0.29.0", page_size=64)
+    assert old.vllm.block_size == 16
+    assert old.vllm.num_gpu_blocks == 20_480
+    # 0.30.0 keeps the primary block: 64 tokens, a block 4 x larger, 5,120 of them
+    new = _vllm("mistral-7b", "0.30.0", page_size=64)
+    assert new.vllm.block_size == 64
+    assert new.vllm.num_gpu_blocks == 5_120
+
+
+def test_a_16_token_sliding_page_is_scaled_to_the_full_layers_page() -> None:
+    # gpt-oss-120b in 0.29.0: sliding layers 16 x 8 x (64 + 64) x 2 = 32,768 B, full layers 64 tokens 131,072 B;
+    # unify_kv_cache_spec_page_size scales the sliding block by 131,072 / 32,768 = 4 to 64: both groups 64 tokens
+    planned = _vllm("gpt-oss-120b", "0.29.0", page_size=64, context_length=8192)
+    specs = dict((layers[0], spec) for layers, spec in planned.vllm.layer_specs)
+    assert specs[0].block_size == 16 and specs[1].block_size == 64  # layer 0 slides, layer 1 is full
+    assert {g.spec.block_size for g in planned.vllm.groups} == {64}
+    assert planned.vllm.block_size == 64  # the smallest group block (EngineCore._initialize_kv_caches)
+
+
+def test_promoted_sliding_layers_take_the_full_layers_block() -> None:
+    # hybrid manager off, 0.29.0: the 16-token sliding specs become full attention on the full layers' 64-token
+    # block (_promote_local_kv_cache_specs), so all 36 layers are one group of 64 x 8 x 128 x 2 = 131,072 B pages
+    planned = _vllm("gpt-oss-120b", "0.29.0", page_size=64, context_length=8192, disable_hybrid_swa_memory=True)
+    assert len(planned.vllm.groups) == 1
+    group = planned.vllm.groups[0]
+    assert len(group.layers) == 36 and group.spec.block_size == 64 and group.spec.page_size_bytes == 131_072
+
+
+def test_0_28_shares_one_tensor_per_layer_position() -> None:
+    # gpt-oss-20b (24 layers: 12 sliding, 12 full, two groups of 12) at 8,192 tokens: a block of the widest
+    # group is 12 x 131,072 B; 40 GiB // 1,572,864 = 27,306 blocks; 12 tensors of 27,306 x 131,072 B, tensor i
+    # shared by the i-th layer of each group (sliding layer 2i, full layer 2i + 1)
+    planned = _vllm("gpt-oss-20b", "0.28.0", page_size=64, context_length=8192)
+    assert planned.vllm.num_gpu_blocks == 27_306
+    tensors = planned.vllm.tensors
+    assert all(isinstance(t, SharedKVCacheTensor) for t in tensors)
+    assert [t.shared_by for t in tensors] == [(2 * i, 2 * i + 1) for i in range(12)]
+    assert {t.size for t in tensors} == {27_306 * 131_072}
+    # vLLM 0.28.0's KVCacheTensor(size, shared_by, offset=0, block_stride=0), as the bridge records it
+    assert tensors[0].document() == {"size": 27_306 * 131_072, "shared_by": [0, 1], "offset": 0, "block_stride": 0}
+    assert planned.vllm.kv_cache_layout is None  # 0.28.0 resolves no KV cache layout
+    # 0.29.0: one allocation per group at a layer stride of num_blocks pages
+    later = _vllm("gpt-oss-20b", "0.29.0", page_size=64, context_length=8192)
+    assert all(isinstance(t, KVCacheTensor) for t in later.vllm.tensors)
+    assert later.vllm.num_gpu_blocks == 27_306 and later.vllm.kv_cache_layout == "LBNHC"
+
+
+def test_0_28_checks_the_whole_budget_without_the_null_block() -> None:
+    # Llama-3.1-70B TP 1 at 131,072 tokens: 80 layers x 8 x 256 x 2 B = 327,680 B a token, 40 GiB exactly.
+    # 0.28.0 asks 40 GiB <= 40 GiB and plans 1 request; 0.29.0 first holds back a block (16 tokens)
+    planned = _vllm("llama-3.1-70b", "0.28.0")
+    assert planned.vllm.capacity.max_concurrency == 1.0
+    with pytest.raises(InsufficientMemoryError, match="estimated maximum model length is 131056"):
+        _vllm("llama-3.1-70b", "0.29.0")
+
+
+@pytest.mark.parametrize(("preset", "pp", "batches"), [
+    ("llama-3.1-70b", 2, 3),  # dense: Model Runner V2 in 0.28.0, pp + 1 with async scheduling
+    ("gpt-oss-120b", 2, 2),  # MoE, not listed: the V1 runner, pp
+    ("deepseek-v2-lite", 1, 2),  # listed (DeepseekV2ForCausalLM): V2, pp + 1
+    ("gpt-oss-120b", 1, 2),  # V1 at PP 1 still overlaps two batches
+])  # fmt: skip
+def test_0_28_runs_model_runner_v2_only_for_listed_or_dense_models(preset: str, pp: int, batches: int) -> None:
+    planned = _vllm(preset, "0.28.0", pp_size=pp, context_length=8192)
+    assert planned.vllm.launch.max_concurrent_batches == batches
+    assert _vllm(preset, "0.29.0", pp_size=pp, context_length=8192).vllm.launch.max_concurrent_batches == pp + 1
+
+
+def test_the_planner_resolves_the_release_s_model_runner() -> None:
+    # plan MODEL --engine vllm: gpt-oss-120b (MoE) at PP 2 runs V1 in 0.28.0 (2 batches of 8,192 in flight),
+    # V2 in 0.29.0 (3)
+    config = load_preset_config("gpt-oss-120b")
+    fields = {"model": "gpt-oss-120b", "source": {"preset": "gpt-oss-120b"}, "config": config, "gpu": "H100-80GB",
+              "pipeline_parallel_size": 2}  # fmt: skip
+    old = resolved_launch(VLLMPlanRequest(**fields, release=parse_release("0.28.0", VLLM)))  # type: ignore[arg-type]
+    new = resolved_launch(VLLMPlanRequest(**fields, release=parse_release("0.29.0", VLLM)))  # type: ignore[arg-type]
+    assert (old.max_concurrent_batches, old.max_in_flight_tokens) == (2, 16_384)
+    assert (new.max_concurrent_batches, new.max_in_flight_tokens) == (3, 24_576)
+
+
+def test_a_single_expert_is_moe() -> None:
+    # vLLM's is_moe is get_num_experts() > 0: one routed expert already takes the V1 runner in 0.28.0
+    config = {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 1024,
+              "num_attention_heads": 8, "num_key_value_heads": 8, "num_hidden_layers": 4, "intermediate_size": 4096,
+              "num_local_experts": 1, "max_position_embeddings": 4096}  # fmt: skip
+    geometry = parse_hf_config(config)
+    assert geometry.num_experts == 1
+    deployment = vllm_deployment(parse_case({"hf_config": config, "engine": "vllm", "vllm_version": "0.28.0",
+                                             "available_bytes": GIB, "pp_size": 2}).settings, GIB)  # fmt: skip
+    assert resolve_model_launch(deployment, geometry, "0.28.0").max_concurrent_batches == 2
+    assert resolve_model_launch(deployment, geometry, "0.29.0").max_concurrent_batches == 3
+
+
+def test_model_runner_v2_choice_by_release() -> None:
+    moe = ("Qwen3MoeForCausalLM",)
+    assert uses_model_runner_v2(moe, is_moe=True, is_hybrid=False, version="0.28.0") is False
+    assert uses_model_runner_v2(moe, is_moe=True, is_hybrid=False, version="0.29.0") is True
+    assert uses_model_runner_v2(("Qwen2MoeForCausalLM",), is_moe=True, is_hybrid=False, version="0.28.0") is True
+    assert uses_model_runner_v2(("NemotronHForCausalLM",), is_moe=False, is_hybrid=True, version="0.28.0") is False
+    assert uses_model_runner_v2(("LlamaForCausalLM",), is_moe=False, is_hybrid=False, version="0.28.0") is True
+
+
+def _fp8_moe(intermediate: int, hidden: int) -> dict[str, object]:
+    return {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": hidden,
+            "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "num_experts": 128,
+            "moe_intermediate_size": intermediate, "num_hidden_layers": 48,
+            "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}  # fmt: skip
+
+
+def test_fp8_experts_split_into_partial_blocks_load_from_0_29_only() -> None:
+    # Qwen3-30B-A3B-FP8 at TP 8: 768 / 8 = 96 per rank, not a multiple of 128; 0.29.0 refines to
+    # gcd(128, 128, 96, 2048) = 32 and loads, 0.28.0 refuses with Fp8MoEMethod.create_weights' words
+    config = _fp8_moe(768, 2048)
+    assert load_refusal(config, 8, version="0.29.0") is None
+    refusal = load_refusal(config, 8, version="0.28.0")
+    assert refusal is not None
+    assert refusal[1] == "The output_size of gate's and up's weight = 96 is not divisible by weight quantization " \
+                         "block_n = 128."
+    assert "Fp8MoEMethod.create_weights" in refusal[0]
+
+
+def test_experts_without_moe_intermediate_size_use_intermediate_size() -> None:
+    # MiniMax-M2.5: experts of intermediate_size 1,536; TP 16 leaves 96 a rank (refused by 0.28.0), TP 32 leaves 48:
+    # gcd(128, 128, 48, 3,072) = 16 < 32, refused by every release
+    config = dict(load_preset_config("minimax-m2.5"))
+    assert "moe_intermediate_size" not in config
+    assert load_refusal(config, 16, version="0.29.0") is None
+    assert load_refusal(config, 16, version="0.28.0") is not None
+    refusal = load_refusal(config, 32, version="0.34.0")
+    assert refusal is not None and "= 48 is not divisible" in refusal[1]
+
+
+def test_0_28_mamba_specs_carry_no_checkpoint_block_count() -> None:
+    old = _vllm("nemotron-h-8b", "0.28.0", context_length=8192)
+    new = _vllm("nemotron-h-8b", "0.29.0", context_length=8192)
+    state = [s for _, s in old.vllm.layer_specs if type(s).__name__ == "MambaSpec"][0]
+    assert "num_prefill_checkpoint_blocks" not in state.document()
+    later = [s for _, s in new.vllm.layer_specs if type(s).__name__ == "MambaSpec"][0]
+    assert later.document()["num_prefill_checkpoint_blocks"] == 0
+
+
+def test_an_attention_free_stage_has_no_shared_tensors() -> None:
+    # get_kv_cache_config_from_groups with no groups: kv_cache_tensors=[]
+    assert shared_tensors((), 10) == ()
+
+
+def test_0_27_b200_takes_the_70_gib_batch_tier() -> None:
+    # EngineArgs.get_batch_defaults: the >= 160 GiB tier (16384 tokens) arrives in 0.28.0; 0.27.1's B200 is >= 70 GiB
+    old = _vllm("llama-3.1-8b", "0.27.1", gpu="B200", context_length=8192).vllm.launch
+    new = _vllm("llama-3.1-8b", "0.28.0", gpu="B200", context_length=8192).vllm.launch
+    assert (old.max_num_batched_tokens, old.max_num_seqs) == (8192, 1024)
+    assert (new.max_num_batched_tokens, new.max_num_seqs) == (16384, 1024)
+
+
+def test_0_27_hybrids_take_no_prefix_caching_by_default() -> None:
+    # default_prefix_caching = supported and not is_hybrid (0.27.1): Nemotron-H runs mamba_cache_mode "none",
+    # a state a request (no checkpoint blocks); 0.28.0 turns prefix caching on ("align": 2 state pages a request)
+    old = _vllm("nemotron-h-8b", "0.27.1", context_length=8192).vllm
+    new = _vllm("nemotron-h-8b", "0.28.0", context_length=8192).vllm
+    assert (old.launch.enable_prefix_caching, old.launch.mamba_cache_mode) == (False, "none")
+    assert (new.launch.enable_prefix_caching, new.launch.mamba_cache_mode) == (True, "align")
+
+
+def test_the_engine_block_is_the_smallest_group_block_mamba_groups_included() -> None:
+    # Nemotron-H-56B TP 4 fp8 at 8,192 tokens in 0.27.1 (no prefix caching): the attention block aligns to
+    # 8,256 tokens, the Mamba groups' block is max_model_len 8,192, and the engine takes min = 8,192
+    planned = _vllm("nemotron-h-56b", "0.27.1", tp_size=4, kv_cache_dtype="fp8_e4m3", page_size=64,
+                    context_length=8192).vllm  # fmt: skip
+    blocks = {type(g.spec).__name__: g.spec.block_size for g in planned.groups}
+    assert blocks == {"MambaSpec": 8192, "FullAttentionSpec": 8256}
+    assert planned.block_size == 8192
+
+
+def test_0_27_mla_specs_record_the_latent_as_head_size_v() -> None:
+    # DeepSeek-V3 fp8 at TP 8: the latent row 512 + 64 = 576 bytes a token either way; 0.27.1 records
+    # head_size_v 576 (AttentionSpec's default), 0.28.0 0 (MLAAttentionSpec)
+    old = _vllm("deepseek-v3", "0.27.1", tp_size=8, kv_cache_dtype="fp8_e4m3", page_size=64).vllm
+    new = _vllm("deepseek-v3", "0.28.0", tp_size=8, kv_cache_dtype="fp8_e4m3", page_size=64).vllm
+    old_spec, new_spec = old.layer_specs[0][1], new.layer_specs[0][1]
+    assert (old_spec.head_size_v, new_spec.head_size_v) == (576, 0)
+    assert old_spec.page_size_bytes == new_spec.page_size_bytes == 64 * 576
+    assert old.num_gpu_blocks == new.num_gpu_blocks
+
+
+def test_0_27_chunked_local_specs_record_no_head_size_v() -> None:
+    old = _vllm("llama-4-scout", "0.27.1", tp_size=4, context_length=8192).vllm
+    new = _vllm("llama-4-scout", "0.28.0", tp_size=4, context_length=8192).vllm
+    chunked = [s for _, s in old.layer_specs if type(s).__name__ == "ChunkedLocalAttentionSpec"][0]
+    assert "head_size_v" not in chunked.document()
+    later = [s for _, s in new.layer_specs if type(s).__name__ == "ChunkedLocalAttentionSpec"][0]
+    assert later.document()["head_size_v"] == 128
+    assert chunked.page_size_bytes == later.page_size_bytes  # 16 x 2 heads x (128 + 128) x 2 B
