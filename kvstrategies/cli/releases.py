@@ -95,6 +95,7 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.vllm.strategies.layers",
     "kvstrategies.vllm.strategies.launch",
     "kvstrategies.vllm.strategies.sizing",
+    "kvstrategies.vllm.strategies.grouping",
     "kvstrategies.vllm.planner.load_refusals",
 )
 

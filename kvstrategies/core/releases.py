@@ -50,7 +50,17 @@ SGLANG_RELEASE_LINES: tuple[str, ...] = (
     "0.5.23",
 )
 #: every vLLM release line the project models, oldest first (its KV-cache sizing: the vllm strategies)
-VLLM_RELEASE_LINES: tuple[str, ...] = ("0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
+VLLM_RELEASE_LINES: tuple[str, ...] = (
+    "0.26.0",
+    "0.27.1",
+    "0.28.0",
+    "0.29.0",
+    "0.30.0",
+    "0.31.0",
+    "0.32.0",
+    "0.33.0",
+    "0.34.0",
+)
 _VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)\.(\d+)(?:\.post\d+)?\s*$")
 
 

@@ -1,4 +1,4 @@
-"""vLLM 0.27.1 to 0.30.0: each release rule that sets them apart, against a hand-computed expectation.
+"""vLLM 0.26.0 to 0.30.0: each release rule that sets them apart, against a hand-computed expectation.
 
 Sources (each release's own code): ``vllm/model_executor/layers/attention/attention.py
 Attention.get_kv_cache_spec`` (0.29.0: ``_largest_kernel_block_within`` with no padded page),
@@ -16,7 +16,7 @@ import pytest
 from kvstrategies import plan
 from kvstrategies.case import parse_case
 from kvstrategies.core.releases import VLLM, parse_release
-from kvstrategies.errors import InsufficientMemoryError
+from kvstrategies.errors import InsufficientMemoryError, UnsupportedConfigurationError
 from kvstrategies.models.parse import parse_hf_config
 from kvstrategies.presets import load_preset_config
 from kvstrategies.vllm.planner.deployment import resolved_launch
@@ -230,3 +230,22 @@ def test_0_27_chunked_local_specs_record_no_head_size_v() -> None:
     later = [s for _, s in new.layer_specs if type(s).__name__ == "ChunkedLocalAttentionSpec"][0]
     assert later.document()["head_size_v"] == 128
     assert chunked.page_size_bytes == later.page_size_bytes  # 16 x 2 heads x (128 + 128) x 2 B
+
+
+def test_0_26_aligns_an_mla_hybrid_to_its_kernel_block_only() -> None:
+    # Kimi-Linear TP 1 bf16: a latent row of (512 + 64) x 2 = 1,152 B a token. 0.26.0 aligns the block to the
+    # 32-token kernel block: 1,888 tokens, a 2,174,976 B page; from 0.27.1 to a multiple of 128: 1,920, 2,211,840 B
+    old = _vllm("kimi-linear-48b-a3b", "0.26.0").vllm
+    new = _vllm("kimi-linear-48b-a3b", "0.27.1").vllm
+    assert (old.block_size, old.block_size % 32, old.block_size % 128) == (1888, 0, 96)
+    assert {s.page_size_bytes for _, s in old.layer_specs} == {1888 * 1152}
+    assert (new.block_size, {s.page_size_bytes for _, s in new.layer_specs}) == (1920, {1920 * 1152})
+
+
+def test_0_26_refuses_promoted_layers_of_different_blocks() -> None:
+    # hybrid manager off, 0.26.0: gpt-oss's sliding layers keep their 16-token block when promoted, next to the
+    # full layers' 64, and unify_hybrid_kv_cache_specs refuses; 0.27.1 promotes them to 64 and plans
+    with pytest.raises(UnsupportedConfigurationError, match="failed to convert the KV cache specs to one unified"):
+        _vllm("gpt-oss-120b", "0.26.0", page_size=64, context_length=8192, disable_hybrid_swa_memory=True)
+    assert len(_vllm("gpt-oss-120b", "0.27.1", page_size=64, context_length=8192,
+                     disable_hybrid_swa_memory=True).vllm.groups) == 1  # fmt: skip

@@ -220,9 +220,7 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
                 layouts.extend([stage_layouts] * tp)
                 backends.update(stage_backends)
                 stage_configs.append(worker_config)
-            available = ipc.reserve_mm_ipc_gpu_memory(
-                deployment.kv_cache_memory_bytes, vllm_config.model_config.multimodal_config, 1
-            )
+            available = _reserve_mm_ipc(ipc, vllm_config, deployment.kv_cache_memory_bytes)
             executor = _Executor(specs, layouts, available)
             engine = object.__new__(core.EngineCore)
             engine.model_executor = executor
@@ -239,6 +237,18 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
                              executor.configs[worker], specs[worker], backends)  # fmt: skip
     document["vllm_log"] = _log_lines(log.getvalue())
     return document
+
+
+def _reserve_mm_ipc(ipc: Any, vllm_config: Any, kv_cache_memory_bytes: int) -> int:
+    """The budget after the frontend's multimodal GPU memory (nothing for a text model): the module function
+    from 0.27.1, the worker's own method before (``Worker._reserve_mm_ipc_gpu_memory``)."""
+    reserve = getattr(ipc, "reserve_mm_ipc_gpu_memory", None)
+    if reserve is not None:
+        return int(reserve(kv_cache_memory_bytes, vllm_config.model_config.multimodal_config, 1))
+    gpu_worker = importlib.import_module("vllm.v1.worker.gpu_worker")
+    worker = object.__new__(gpu_worker.Worker)
+    worker.model_config, worker.parallel_config = vllm_config.model_config, vllm_config.parallel_config
+    return int(gpu_worker.Worker._reserve_mm_ipc_gpu_memory(worker, kv_cache_memory_bytes))
 
 
 def _first_lines(exc: BaseException, limit: int = 400) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ...core.releases import VLLM, parse_release
 from ...golden.diff import diff_documents
 from ...golden.snapshot import stable
 from ...models.architectures import vllm_model_rule
@@ -134,16 +135,17 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
     ),
     KnownDifference(
         "uniform-type-without-hybrid-manager",
-        "vLLM 0.27.1 with the hybrid manager off records the promoted layers as one UniformTypeKVCacheSpecs group "
-        "(the same layers, pages, blocks and tensors as the strategies' one full-attention group)",
-        lambda case: case.get("_vllm_version") == "0.27.1" and bool(case.get("disable_hybrid_swa_memory")),
+        "vLLM 0.27.1 and older with the hybrid manager off record the promoted layers as one "
+        "UniformTypeKVCacheSpecs group (the same layers, pages, blocks and tensors as the strategies' one "
+        "full-attention group)",
+        lambda case: _release_at_most(case, "0.27.1") and bool(case.get("disable_hybrid_swa_memory")),
         (r"^kv_cache_groups: ",),
     ),
     KnownDifference(
         "per-layer-head-dim",
-        "vLLM 0.27.1 reads head_dim as one value of the config; transformers refuses that read on a Gemma-4 config "
-        "whose head dims differ per layer (AmbiguousGlobalPerLayerAttributeError)",
-        lambda case: case.get("_vllm_version") == "0.27.1" and _text_get(case, "global_head_dim") is not None,
+        "vLLM 0.27.1 and older read head_dim as one value of the config; transformers refuses that read on a "
+        "Gemma-4 config whose head dims differ per layer (AmbiguousGlobalPerLayerAttributeError)",
+        lambda case: _release_at_most(case, "0.27.1") and _text_get(case, "global_head_dim") is not None,
         (r"^vllm: refused: vLLM [\d.]+ refused: AmbiguousGlobalPerLayerAttributeError: 'head_dim'",),
     ),
     KnownDifference(
@@ -158,6 +160,14 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
 def _hf_get(case: Mapping[str, Any], key: str) -> Any:
     config = case.get("_hf_config") or {}
     return config.get(key) if isinstance(config, Mapping) else None
+
+
+def _release_at_most(case: Mapping[str, Any], last: str) -> bool:
+    """Whether the case is verified against vLLM ``last`` or an older release."""
+    version = case.get("_vllm_version")
+    if not isinstance(version, str):
+        return False
+    return parse_release(version, VLLM, field="--vllm-version") <= parse_release(last, VLLM)
 
 
 def _text_get(case: Mapping[str, Any], key: str) -> Any:

@@ -103,10 +103,13 @@ def _older_line(line: str, flashinfer: str) -> VLLMEnvironment:
     return VLLMEnvironment(line, _V0310.light_packages, (f"flashinfer-python=={flashinfer}", f"vllm=={line}"))
 
 
-#: each older line and the FlashInfer it pins (all pin torch 2.13.0)
+#: each older line and the FlashInfer its environment takes (0.27.1 on pin torch 2.13.0)
 _OLDER = tuple(
     _older_line(line, flashinfer)
     for line, flashinfer in (
+        # 0.26.0 pins torch 2.11.0 and FlashInfer 0.6.14: the environment keeps CPU torch 2.13.0 (vLLM's compiled
+        # extensions are stand-ins here) and takes 0.6.18 as 0.27.1 does (0.6.14 was not tried)
+        ("0.26.0", "0.6.18"),
         # 0.27.1 pins FlashInfer 0.6.16.post3, whose flashinfer.comm (imported by 0.27.1's all-reduce fusion pass)
         # annotates with array.array[int], which Python 3.11 cannot evaluate; 0.6.18 answers the same probes
         ("0.27.1", "0.6.18"),

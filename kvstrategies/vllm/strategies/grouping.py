@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from ...core.releases import VLLM, ReleaseRule, span
 from ...core.sizing import ceil_div
 from ...errors import UnsupportedConfigurationError
 from .specs import (
@@ -44,14 +45,25 @@ class KVCacheGroup:
     spec: KVCacheSpec
 
 
-def _promote(specs: Mapping[int, KVCacheSpec]) -> dict[int, KVCacheSpec]:
+#: from vLLM 0.27.1 promoted local layers take the full-attention layers' block; 0.26.0 keeps their own
+PROMOTED_TAKE_FULL_BLOCK = ReleaseRule(
+    "vllm-promoted-take-full-block",
+    span("0.27.1", engine=VLLM),
+    "with the hybrid manager off, promoted local layers take the full-attention layers' block (before: their own, "
+    "and vLLM refuses layers of different blocks)",
+    "vllm/v1/core/kv_cache_utils.py _promote_local_kv_cache_specs",
+    topic="sizing",
+)
+
+
+def _promote(specs: Mapping[int, KVCacheSpec], *, to_full_block: bool = True) -> dict[int, KVCacheSpec]:
     """``_promote_local_kv_cache_specs``: local layers kept as full attention, on the full-attention
-    layers' block when they have one block size (else their own)."""
+    layers' block when they have one block size and ``to_full_block`` (else their own)."""
     kinds = {type(s) for s in specs.values()}
     if FullAttentionSpec in kinds and (SlidingWindowSpec in kinds or ChunkedLocalAttentionSpec in kinds):
         local = (SlidingWindowSpec, ChunkedLocalAttentionSpec)
         full_blocks = {s.block_size for s in specs.values() if isinstance(s, FullAttentionSpec)}
-        block = full_blocks.pop() if len(full_blocks) == 1 else None
+        block = full_blocks.pop() if len(full_blocks) == 1 and to_full_block else None
         return {k: s.as_full_attention().with_block_size(block or s.block_size) if isinstance(s, local) else s
                 for k, s in specs.items()}  # fmt: skip
     return dict(specs)
@@ -84,12 +96,21 @@ def _unify_pages(specs: Mapping[int, KVCacheSpec]) -> dict[int, KVCacheSpec]:
     return out
 
 
-def kv_cache_groups(specs: Mapping[int, KVCacheSpec], *, disable_hybrid: bool) -> list[KVCacheGroup]:
+def kv_cache_groups(
+    specs: Mapping[int, KVCacheSpec], *, disable_hybrid: bool, promote_to_full_block: bool = True, version: str = ""
+) -> list[KVCacheGroup]:
     """The groups of the whole model's layers (every stage's), in vLLM's order."""
     if specs and all(isinstance(s, SparseMLALayerSpec) for s in specs.values()):
         return [_uniform_type_group(specs)]
     if disable_hybrid:
-        specs = _promote(specs)
+        specs = _promote(specs, to_full_block=promote_to_full_block)
+        promoted = {k: _merge_key(s) for k, s in specs.items()}
+        if len(set(promoted.values())) > 1 and not _uniform_type(promoted):
+            raise UnsupportedConfigurationError(
+                f"vLLM {version} refuses: Hybrid KV cache manager is disabled but failed to convert the KV cache "
+                "specs to one unified type (vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs: the promoted "
+                "layers keep blocks of different sizes); leave the hybrid KV cache manager on"
+            )
     merged = {k: _merge_key(s) for k, s in specs.items()}
     if len(set(merged.values())) > 1 and _uniform_type(merged):
         return [_uniform_type_group(specs)]

@@ -50,7 +50,7 @@ from .backends import (
     sparse_mla_backend,
 )
 from .engine_args import vllm_deployment
-from .grouping import KVCacheGroup, kv_cache_groups, padding_layers
+from .grouping import PROMOTED_TAKE_FULL_BLOCK, KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_model_launch
 from .layers import (
     SLIDING_OWN_BLOCK,
@@ -79,6 +79,14 @@ GDN_CHECKPOINT_ALIGNMENT = 64
 #: a Mamba hybrid with MLA attention keeps its block a multiple of 128 tokens: the TRTLLM / FlashInfer MLA decode
 #: kernels want the kernel blocks a block splits into aligned to 128 (``Platform._align_hybrid_block_size``)
 MLA_HYBRID_BLOCK_ALIGNMENT = 128
+#: from vLLM 0.27.1 (``Platform._align_hybrid_block_size``); 0.26.0 aligns an MLA hybrid to its kernel block only
+MLA_HYBRID_ALIGNMENT = ReleaseRule(
+    "vllm-mla-hybrid-block-128",
+    span("0.27.1", engine=VLLM),
+    "a Mamba hybrid with MLA keeps its block a multiple of 128 tokens (the MLA decode kernels' alignment)",
+    "vllm/platforms/interface.py Platform._align_hybrid_block_size",
+    topic="sizing",
+)
 
 
 @dataclass(frozen=True)
@@ -148,7 +156,8 @@ class VLLMStrategy(Strategy):
             backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, deployment.block_size)
         block = deployment.block_size or backend.preferred_block_size
         specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
-        groups = kv_cache_groups(specs, disable_hybrid=launch.disable_hybrid_kv_cache_manager)
+        groups = kv_cache_groups(specs, disable_hybrid=launch.disable_hybrid_kv_cache_manager,
+                                 promote_to_full_block=PROMOTED_TAKE_FULL_BLOCK.holds(ctx.release), version=version)
         # the smallest block of the groups, as ``EngineCore._initialize_kv_caches`` sets ``cache_config.block_size``
         # (a Mamba group's too: without prefix caching its block is max_model_len, which may be the smaller)
         block = min((g.spec.block_size for g in groups), default=block)
@@ -292,7 +301,7 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         assert geometry.mamba is not None
         checkpoint = None if geometry.mamba.is_kda else _checkpoint_alignment(state.backend, mode, self.ctx.release)
         kernel = max(backend.kernel_block, block)
-        if geometry.use_mla:  # the MLA decode kernels want the block a multiple of 128 (_align_hybrid_block_size)
+        if geometry.use_mla and MLA_HYBRID_ALIGNMENT.holds(self.ctx.release):  # the MLA decode kernels' 128
             kernel = max(kernel, MLA_HYBRID_BLOCK_ALIGNMENT)
         if mode == "align":
             kernel = math.lcm(kernel, checkpoint or 1)
