@@ -80,10 +80,12 @@ def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int
             with use_gpu(gpu_facts(name)):
                 cap = current_platform.get_device_capability()
                 for mla, dtype, head, kv, sink, sliding, mm in profiles():
+                    fields = dict(head_size=head, dtype=getattr(torch, dtype), kv_cache_dtype=kv, block_size=None,
+                                  use_mla=mla, has_sink=sink, use_mm_prefix=mm, has_sliding_window=sliding)
+                    # 0.25.1's selector takes no sliding-window flag: its answer holds with a window or without
                     config = AttentionSelectorConfig(
-                        head_size=head, dtype=getattr(torch, dtype), kv_cache_dtype=kv, block_size=None,
-                        use_mla=mla, has_sink=sink, use_mm_prefix=mm, has_sliding_window=sliding,
-                    )  # fmt: skip
+                        **{k: v for k, v in fields.items() if k in AttentionSelectorConfig._fields}
+                    )
                     valid, _ = current_platform.get_valid_backends(cap, config, num_heads=None)
                     ordered = sorted(valid, key=lambda c: c.priority)
                     key = profile_key(capability, mla, dtype, head, kv, sink, sliding, mm)

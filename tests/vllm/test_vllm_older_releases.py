@@ -1,4 +1,4 @@
-"""vLLM 0.26.0 to 0.30.0: each release rule that sets them apart, against a hand-computed expectation.
+"""vLLM 0.25.1 to 0.30.0: each release rule that sets them apart, against a hand-computed expectation.
 
 Sources (each release's own code): ``vllm/model_executor/layers/attention/attention.py
 Attention.get_kv_cache_spec`` (0.29.0: ``_largest_kernel_block_within`` with no padded page),
@@ -249,3 +249,28 @@ def test_0_26_refuses_promoted_layers_of_different_blocks() -> None:
         _vllm("gpt-oss-120b", "0.26.0", page_size=64, context_length=8192, disable_hybrid_swa_memory=True)
     assert len(_vllm("gpt-oss-120b", "0.27.1", page_size=64, context_length=8192,
                      disable_hybrid_swa_memory=True).vllm.groups) == 1  # fmt: skip
+
+
+def test_0_25_sliding_windows_hold_one_batch_in_flight() -> None:
+    # gpt-oss-120b, W 128, 64-token blocks, 8,192 batched tokens, 2 batches in flight from 0.26.0:
+    # 0.25.1: cdiv(127 + 8,192, 64) + 1 = 131 blocks a request; 0.26.0: cdiv(127 + 16,384, 64) + 1 = 259.
+    # 40 GiB // (18 x 131,072 B) = 18,204 blocks; tokens = int(18,204 / (131 + 2,048) x 131,072)
+    old = _vllm("gpt-oss-120b", "0.25.1", page_size=64).vllm
+    new = _vllm("gpt-oss-120b", "0.26.0", page_size=64).vllm
+    assert old.capacity.blocks_per_request == 131 + 2048 and new.capacity.blocks_per_request == 259 + 2048
+    assert old.num_gpu_blocks == new.num_gpu_blocks == 18_204
+    assert old.capacity.tokens == int(18_204 / 2179 * 131_072) == 1_095_013
+    assert new.capacity.tokens == 1_034_258
+    assert old.launch.settings_document()["max_in_flight_tokens"] is None  # 0.25.1's VllmConfig has no such bound
+    assert new.launch.settings_document()["max_in_flight_tokens"] == 16_384
+
+
+def test_0_25_mla_specs_record_no_quant_mode_and_triton_mla_takes_fp8_on_ampere() -> None:
+    old = _vllm("deepseek-v3", "0.25.1", tp_size=8, kv_cache_dtype="fp8_e4m3", page_size=64).vllm
+    new = _vllm("deepseek-v3", "0.26.0", tp_size=8, kv_cache_dtype="fp8_e4m3", page_size=64).vllm
+    assert "kv_quant_mode" not in old.layer_specs[0][1].document()
+    assert new.layer_specs[0][1].document()["kv_quant_mode"] == "FP8_PER_TENSOR"
+    # TritonMLAImpl.__init__ refuses an fp8 cache below SM 8.9 from 0.26.0 only
+    assert _vllm("deepseek-v2-lite", "0.25.1", kv_cache_dtype="fp8_e4m3", gpu="A100-80GB").vllm.num_gpu_blocks > 0
+    with pytest.raises(UnsupportedConfigurationError, match="requires SM89"):
+        _vllm("deepseek-v2-lite", "0.26.0", kv_cache_dtype="fp8_e4m3", gpu="A100-80GB")

@@ -314,6 +314,10 @@ def _layer_specs(specs: Mapping[str, Any]) -> list[dict[str, Any]]:
     return entries
 
 
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 def _tensor_document(tensor: Any) -> dict[str, Any]:
     """One ``KVCacheTensor``: layers at a layer stride (0.29.0 on), or 0.28.0's tensor ``shared_by`` one layer
     of each group."""
@@ -360,7 +364,8 @@ def _document(
             "max_model_len": int(model.max_model_len),
             "max_num_batched_tokens": int(scheduler.max_num_batched_tokens),
             "max_num_seqs": int(scheduler.max_num_seqs),
-            "max_in_flight_tokens": int(vllm_config.max_in_flight_tokens),
+            # 0.25.1 has no in-flight bound (its sliding windows count max_num_batched_tokens): None
+            "max_in_flight_tokens": _optional_int(getattr(vllm_config, "max_in_flight_tokens", None)),
             "enable_prefix_caching": bool(cache.enable_prefix_caching),
             "async_scheduling": bool(scheduler.async_scheduling),
             "max_concurrent_batches": int(vllm_config.max_concurrent_batches),

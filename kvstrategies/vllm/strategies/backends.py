@@ -76,7 +76,7 @@ KV_CACHE_LAYOUTS = ReleaseRule(
 #: (``AttentionBackend.get_preferred_block_size``)
 DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
     "vllm-default-block-size",
-    (("0.26.0", 16), ("0.34.0", 64)),
+    (("0.25.1", 16), ("0.34.0", 64)),
     "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
     "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
     "AttentionBackend.get_preferred_block_size",
@@ -152,7 +152,7 @@ def attention_backend(
         preferred = preferred_block_size(kernel_blocks, release)
         choice = BackendChoice(name, preferred, min(abs(size) for size in kernel_blocks),
                                layouts[0] if layouts else "LBNHC")  # fmt: skip
-        _check_impl(choice, gpu, kv_cache_dtype, release.text)
+        _check_impl(choice, gpu, kv_cache_dtype, release)
         return choice
     given = "" if block_size is None else f", block_size={block_size}"
     raise UnsupportedConfigurationError(
@@ -169,7 +169,7 @@ def attention_backend(
 #: byte, 0.34.0's ``FlashAttentionDiffKVImpl.__init__`` refuses it
 DIFFKV_FP8: ByRelease[bool] = ByRelease(
     "vllm-diffkv-fp8",
-    (("0.26.0", True), ("0.34.0", False)),
+    (("0.25.1", True), ("0.34.0", False)),
     "FLASH_ATTN_DIFFKV takes an fp8 KV cache (0.34.0 refuses it: Unsupported FP8 Diff-KV configuration)",
     "vllm/v1/attention/backends/flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__",
     topic="launch",
@@ -263,12 +263,23 @@ def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRele
     )
 
 
-def _check_impl(choice: BackendChoice, gpu: VLLMDevice, kv_cache_dtype: str, version: str) -> None:
+#: from vLLM 0.26.0 ``TritonMLAImpl.__init__`` refuses the cache dtypes the GPU's Triton cannot run; 0.25.1 builds them
+TRITON_MLA_DTYPE_CHECK = ReleaseRule(
+    "vllm-triton-mla-dtype-check",
+    span("0.26.0", engine=VLLM),
+    "Triton MLA refuses an fp8 cache below SM 8.9 and a bfloat16 one below SM 8.0 when its layers are built",
+    "vllm/v1/attention/backends/mla/triton_mla.py TritonMLAImpl.__init__",
+    topic="launch",
+)
+
+
+def _check_impl(choice: BackendChoice, gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease) -> None:
     """What a backend's implementation refuses when its layers are built, after the selector took it:
     ``vllm/v1/attention/backends/mla/triton_mla.py TritonMLAImpl.__init__`` (an fp8 cache needs SM 8.9,
-    a bf16 one SM 8.0)."""
-    if choice.name != "TRITON_MLA":
+    a bf16 one SM 8.0; :data:`TRITON_MLA_DTYPE_CHECK`)."""
+    if choice.name != "TRITON_MLA" or not TRITON_MLA_DTYPE_CHECK.holds(release):
         return
+    version = release.text
     major, minor = gpu.capability
     capability = major * 10 + minor
     suggested = "float16" if capability < 80 else "bfloat16"

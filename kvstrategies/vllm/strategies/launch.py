@@ -52,6 +52,7 @@ class VLLMLaunch:
     kv_cache_dtype: str
     release: EngineRelease | None = None
     model_runner_v2: bool = True
+    in_flight_bound: bool = True
 
     @property
     def max_concurrent_batches(self) -> int:
@@ -67,6 +68,11 @@ class VLLMLaunch:
 
     @property
     def max_in_flight_tokens(self) -> int:
+        """The tokens a sliding window or chunk holds beyond itself: ``max_concurrent_batches x
+        max_num_batched_tokens`` (``VllmConfig.max_in_flight_tokens``), before :data:`IN_FLIGHT_BOUND`
+        ``max_num_batched_tokens``."""
+        if not self.in_flight_bound:
+            return self.max_num_batched_tokens
         return self.max_concurrent_batches * self.max_num_batched_tokens
 
     def settings_document(self) -> dict[str, object]:
@@ -81,7 +87,7 @@ class VLLMLaunch:
             "max_model_len": self.max_model_len,
             "max_num_batched_tokens": self.max_num_batched_tokens,
             "max_num_seqs": self.max_num_seqs,
-            "max_in_flight_tokens": self.max_in_flight_tokens,
+            "max_in_flight_tokens": self.max_in_flight_tokens if self.in_flight_bound else None,
             "enable_prefix_caching": self.enable_prefix_caching,
             "async_scheduling": self.async_scheduling,
             "max_concurrent_batches": self.max_concurrent_batches,
@@ -99,6 +105,17 @@ BATCH_TIER_160_GIB = ReleaseRule(
     "devices of >= 160 GiB take 16384 batched tokens and 1024 sequences (before: the >= 70 GiB tier, 8192)",
     "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults",
     topic="launch",
+)
+#: from vLLM 0.26.0 a sliding window holds the tokens of every batch in flight (``VllmConfig.max_in_flight_tokens``);
+#: 0.25.1 counts one batch, ``max_num_batched_tokens`` (``SlidingWindowSpec.max_memory_usage_bytes``)
+IN_FLIGHT_BOUND = ReleaseRule(
+    "vllm-max-in-flight-tokens",
+    span("0.26.0", engine=VLLM),
+    "sliding-window and chunked-local layers hold max_concurrent_batches x max_num_batched_tokens tokens in flight "
+    "(before: max_num_batched_tokens)",
+    "vllm/config/vllm.py VllmConfig.max_in_flight_tokens; vllm/v1/kv_cache_interface.py "
+    "SlidingWindowSpec.max_memory_usage_bytes",
+    topic="sizing",
 )
 #: hybrid (Mamba) models take prefix caching by default from vLLM 0.28.0; up to 0.27.1 it is opt-in for them
 HYBRID_PREFIX_CACHING = ReleaseRule(
@@ -167,6 +184,7 @@ def resolve_launch(
         disable_hybrid_kv_cache_manager=bool(deployment.disable_hybrid_kv_cache_manager),
         kv_cache_dtype=model_cache_dtype(deployment.kv_cache_dtype, model_type, gpu, version),
         model_runner_v2=model_runner_v2,
+        in_flight_bound=release is None or IN_FLIGHT_BOUND.holds(release),
     )
 
 

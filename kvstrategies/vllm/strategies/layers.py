@@ -119,7 +119,7 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.26.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
+    (("0.25.1", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
      ("0.33.0", (VLLM_KV_CACHE_DTYPES, "validator"))),
@@ -234,6 +234,14 @@ MLA_HEAD_SIZE_V_ZERO = ReleaseRule(
 )
 
 
+#: from vLLM 0.26.0 an MLA latent spec records its cache's quantization (``kv_quant_mode``); 0.25.1's records none
+MLA_KV_QUANT_MODE = ReleaseRule(
+    "vllm-mla-kv-quant-mode",
+    span("0.26.0", engine=VLLM),
+    "an MLA latent spec records kv_quant_mode (FP8_PER_TENSOR for an fp8 cache); the page is the same",
+    "vllm/model_executor/layers/attention/mla_attention.py MLAAttention.get_kv_cache_spec",
+    topic="sizing",
+)
 #: vLLM 0.28.0's ``ChunkedLocalAttentionSpec`` records its V width (``head_size_v``); 0.27.1's has no such field
 CHUNKED_HEAD_SIZE_V = ReleaseRule(
     "vllm-chunked-local-head-size-v",
@@ -262,9 +270,10 @@ def attention_specs(
         assert geometry.mla is not None
         # the cache dtype as the launch resolved it, ``auto`` included (mla_attention.py MLAAttention.__init__)
         v_recorded = 0 if release is None or MLA_HEAD_SIZE_V_ZERO.holds(release) else geometry.mla.latent_dim
+        mla_quant = quant if release is None or MLA_KV_QUANT_MODE.holds(release) else None
         latent = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=geometry.mla.latent_dim,
                                   head_size_v=v_recorded, dtype=kv_dtype, cache_dtype_str=kv_cache_dtype,
-                                  kv_quant_mode=quant)  # fmt: skip
+                                  kv_quant_mode=mla_quant)  # fmt: skip
         dsa = geometry.dsa
         if dsa is None:
             return {layer: latent for layer in layers}
