@@ -38,9 +38,8 @@ class _Builtin:
         return strategy
 
 
-#: the strategies in selection order; a built-in is imported (and replaced by its class) the first
-#: time its family predicate holds, or when the whole list is read
-_REGISTRY: list[type[Strategy] | _Builtin] = [
+#: the built-in strategies in selection order, each with its family predicate
+BUILTINS: tuple[_Builtin, ...] = (
     _Builtin("kvstrategies.vllm.strategies.strategies", "VLLMUnmodelledStrategy", is_vllm),  # VLLM_STRATEGIES order
     _Builtin("kvstrategies.vllm.strategies.strategies", "VLLMMambaHybridStrategy", is_vllm),
     _Builtin("kvstrategies.vllm.strategies.strategies", "VLLMAttentionStrategy", is_vllm),
@@ -51,7 +50,10 @@ _REGISTRY: list[type[Strategy] | _Builtin] = [
     _Builtin("kvstrategies.strategies.hybrid_linear", "HybridLinearPoolConfigurator", uses_mamba_pools),
     _Builtin("kvstrategies.strategies.ascend", "AscendPoolConfigurator", is_ascend_device),
     _Builtin("kvstrategies.strategies.default", "DefaultPoolConfigurator", None),
-]
+)
+#: the strategies in selection order; a built-in is imported (and replaced by its class) the first
+#: time its family predicate holds, or when the whole list is read
+_REGISTRY: list[type[Strategy] | _Builtin] = list(BUILTINS)
 
 
 _S = TypeVar("_S", bound=type[Strategy])

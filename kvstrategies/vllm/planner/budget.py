@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span, supported_releases
 from ...errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
+from ..strategies.sizing import planning_module
 from .overhead import STARTUP_HELD_BYTES, ProfileOverhead
 
 GIB = 2**30
@@ -150,7 +151,7 @@ def vllm_budget(
     if low.available <= 0:
         raise InsufficientMemoryError(
             f"vLLM {release} refuses: No available memory for the cache blocks. Try increasing "
-            f"`gpu_memory_utilization` when initializing the engine (vllm/v1/core/kv_cache_planning.py): "
+            f"`gpu_memory_utilization` when initializing the engine ({planning_module(release)}): "
             f"{format_gib(requested)} GiB requested, {format_gib(low.weights)} GiB of weights and "
             f"{format_gib(low.overhead.total)} GiB of modelled activation, CUDA-graph and non-torch memory leave "
             f"{format_gib(low.available)} GiB; use more GPUs (--tensor-parallel-size), a quantized checkpoint, or a "

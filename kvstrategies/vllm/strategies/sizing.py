@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Container
 from dataclasses import dataclass
 
-from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span
+from ...core.releases import VLLM, ByRelease, EngineRelease, ReleaseRule, parse_release, span
 from ...core.sizing import ceil_div
 from ...errors import InsufficientMemoryError
 from .document import capacity_log_line
@@ -71,6 +71,24 @@ SHARED_TENSORS = ReleaseRule(
     "vllm/v1/core/kv_cache_utils.py get_kv_cache_config_from_groups",
     topic="sizing",
 )
+
+
+#: the module that sizes the KV cache from the groups, which vLLM's refusals name: split out of
+#: ``kv_cache_utils.py`` in vLLM 0.33.0
+PLANNING_MODULE: ByRelease[str] = ByRelease(
+    "vllm-kv-cache-planning-module",
+    (("0.25.1", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
+    "the module of get_kv_cache_configs and _check_enough_kv_cache_memory",
+    "vllm/v1/core/kv_cache_planning.py (0.33.0); vllm/v1/core/kv_cache_utils.py before",
+    topic="sizing",
+    engine=VLLM,
+)
+
+
+def planning_module(version: str) -> str:
+    """:data:`PLANNING_MODULE` of ``version`` (the newest when empty)."""
+    release = parse_release(version or None, VLLM, field="--vllm-version")
+    return PLANNING_MODULE.at(release)
 
 
 #: from vLLM 0.29.0 the memory check holds back the null block the block pool keeps (one block of every
@@ -132,7 +150,7 @@ def check_enough_memory(groups: tuple[KVCacheGroup, ...], budget: int, limits: C
     if available <= 0:
         raise InsufficientMemoryError(
             f"vLLM {version} refuses: No available memory for the cache blocks. Try increasing "
-            "`gpu_memory_utilization` (vllm/v1/core/kv_cache_planning.py _check_enough_kv_cache_memory)"
+            f"`gpu_memory_utilization` ({planning_module(version)} _check_enough_kv_cache_memory)"
         )
     needed = per_block * blocks_per_request(groups, limits)
     if needed <= available:
@@ -152,7 +170,7 @@ def check_enough_memory(groups: tuple[KVCacheGroup, ...], budget: int, limits: C
         f"vLLM {version} refuses: To serve at least one request with the model's max seq len "
         f"({limits.max_model_len}), ({_gib(needed)} GiB KV cache is needed, which is larger than the available "
         f"KV cache memory ({_gib(available)} GiB). {estimate}Try increasing `gpu_memory_utilization` or "
-        "decreasing `max_model_len` (vllm/v1/core/kv_cache_planning.py _check_enough_kv_cache_memory)"
+        f"decreasing `max_model_len` ({planning_module(version)} _check_enough_kv_cache_memory)"
     )
 
 
