@@ -274,3 +274,11 @@ def test_0_25_mla_specs_record_no_quant_mode_and_triton_mla_takes_fp8_on_ampere(
     assert _vllm("deepseek-v2-lite", "0.25.1", kv_cache_dtype="fp8_e4m3", gpu="A100-80GB").vllm.num_gpu_blocks > 0
     with pytest.raises(UnsupportedConfigurationError, match="requires SM89"):
         _vllm("deepseek-v2-lite", "0.26.0", kv_cache_dtype="fp8_e4m3", gpu="A100-80GB")
+
+
+def test_a_model_of_sliding_layers_only_plans_without_the_hybrid_manager() -> None:
+    # Mistral-7B: every layer slides, so the specs are uniform and unify_hybrid_kv_cache_specs leaves them as
+    # they are (no promotion, no refusal), in 0.26.0 as in 0.34.0: one sliding-window group
+    for release in ("0.26.0", "0.34.0"):
+        planned = _vllm("mistral-7b", release, page_size=16, disable_hybrid_swa_memory=True).vllm
+        assert [type(g.spec).__name__ for g in planned.groups] == ["SlidingWindowSpec"]
