@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from ..core.releases import SGLANG_TRANSFORMERS, EngineRelease, ReleaseRule, parse_release, span
+from ..core.releases import SGLANG_TRANSFORMERS, VLLM, ByRelease, EngineRelease, ReleaseRule, parse_release, span
 from ..errors import UnsupportedConfigurationError
 
 
@@ -1144,13 +1144,26 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
 }
 
 
-#: the architectures vLLM 0.28.0 runs on Model Runner V2 even when MoE or hybrid
+#: the architectures vLLM runs on Model Runner V2 even when MoE, per release up to 0.28.0
 #: (``vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``); from 0.29.0 V2 runs every model
-VLLM_0_28_V2_RUNNER_ARCHITECTURES: frozenset[str] = frozenset({
-    "DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
-    "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration", "LongcatFlashNgramForCausalLM",
-    "Qwen2MoeForCausalLM",
-})  # fmt: skip
+VLLM_V2_RUNNER_ARCHITECTURES: ByRelease[tuple[str, ...]] = ByRelease(
+    "vllm-v2-runner-architectures",
+    (
+        ("0.25.1", ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "Qwen2MoeForCausalLM")),
+        ("0.26.0", ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                    "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM")),
+        ("0.27.1", ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                    "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration", "LongcatFlashNgramForCausalLM",
+                    "Qwen2MoeForCausalLM")),
+        ("0.28.0", ("DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                    "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration", "LongcatFlashNgramForCausalLM",
+                    "Qwen2MoeForCausalLM")),
+    ),
+    "the MoE architectures Model Runner V2 runs by default (the others take V1)",
+    "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES",
+    topic="launch",
+    engine=VLLM,
+)  # fmt: skip
 
 
 def vllm_model_rule(model_type: str) -> VLLMModelRule:

@@ -138,6 +138,13 @@ def test_model_runner_v2_choice_by_release() -> None:
     assert uses_model_runner_v2(("Qwen2MoeForCausalLM",), is_moe=True, is_hybrid=False, version="0.28.0") is True
     assert uses_model_runner_v2(("NemotronHForCausalLM",), is_moe=False, is_hybrid=True, version="0.28.0") is False
     assert uses_model_runner_v2(("LlamaForCausalLM",), is_moe=False, is_hybrid=False, version="0.28.0") is True
+    # DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES grew: Kimi-K3 from 0.27.1, DeepSeek-V4 from 0.28.0
+    k3 = ("KimiK3ForConditionalGeneration",)
+    assert [uses_model_runner_v2(k3, is_moe=True, is_hybrid=False, version=v) for v in ("0.26.0", "0.27.1")] == [
+        False, True]
+    v4 = ("DeepseekV4ForCausalLM",)
+    assert [uses_model_runner_v2(v4, is_moe=True, is_hybrid=False, version=v) for v in ("0.27.1", "0.28.0")] == [
+        False, True]
 
 
 def _fp8_moe(intermediate: int, hidden: int) -> dict[str, object]:

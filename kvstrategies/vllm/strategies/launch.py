@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
-from ...models.architectures import VLLM_0_28_V2_RUNNER_ARCHITECTURES, vllm_model_rule
+from ...models.architectures import VLLM_V2_RUNNER_ARCHITECTURES, vllm_model_rule
 from .devices import VLLMDevice, vllm_device
 from .engine_args import VLLMDeployment
 
@@ -138,8 +138,8 @@ def batch_defaults(gpu: VLLMDevice, release: EngineRelease | None = None) -> tup
     return 2048, 256
 
 
-#: Model Runner V2 is every model's default from vLLM 0.29.0; 0.28.0 runs it only for the architectures of
-#: :data:`~kvstrategies.models.architectures.VLLM_0_28_V2_RUNNER_ARCHITECTURES` and for models neither MoE nor hybrid
+#: Model Runner V2 is every model's default from vLLM 0.29.0; before, only for the release's
+#: :data:`~kvstrategies.models.architectures.VLLM_V2_RUNNER_ARCHITECTURES` and for models neither MoE nor hybrid
 MODEL_RUNNER_V2_FOR_ALL = ReleaseRule(
     "vllm-model-runner-v2-for-all",
     span("0.29.0", engine=VLLM),
@@ -148,14 +148,17 @@ MODEL_RUNNER_V2_FOR_ALL = ReleaseRule(
     "vllm/config/vllm.py VllmConfig.use_v2_model_runner, VllmConfig._is_default_v2_model_runner_model",
     topic="launch",
 )
+
+
 def uses_model_runner_v2(architectures: tuple[str, ...], *, is_moe: bool, is_hybrid: bool, version: str) -> bool:
     """Whether vLLM runs the model on Model Runner V2 (:data:`MODEL_RUNNER_V2_FOR_ALL`): from 0.29.0 always;
-    in 0.28.0 a listed architecture, or a model that is neither hybrid nor MoE
-    (``_is_default_v2_model_runner_model``)."""
-    if not version or MODEL_RUNNER_V2_FOR_ALL.holds(parse_release(version, VLLM, field="--vllm-version")):
+    before, a model that is not hybrid and either not MoE or of a listed architecture
+    (``_is_default_v2_model_runner_model``; no listed architecture is a hybrid)."""
+    release = parse_release(version or None, VLLM, field="--vllm-version")
+    if MODEL_RUNNER_V2_FOR_ALL.holds(release):
         return True
-    listed = any(a in VLLM_0_28_V2_RUNNER_ARCHITECTURES for a in architectures)
-    return listed or not (is_hybrid or is_moe)
+    listed = any(a in VLLM_V2_RUNNER_ARCHITECTURES.at(release) for a in architectures)
+    return not is_hybrid and (listed or not is_moe)
 
 
 def resolve_launch(

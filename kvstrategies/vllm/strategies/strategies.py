@@ -143,7 +143,7 @@ class VLLMStrategy(Strategy):
         deployment = vllm_deployment(ctx, available)
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
-        launch = resolve_model_launch(deployment, geometry, version)  # fmt: skip
+        launch = resolve_model_launch(deployment, geometry, version)
         kv_dtype = kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype)
         layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype, ctx.release)
         if layer_dtype != launch.kv_cache_dtype:
