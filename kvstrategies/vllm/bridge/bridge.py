@@ -211,7 +211,6 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
             specs: list[dict[str, Any]] = []
             layouts: list[list[str]] = []
             backends: dict[str, str] = {}
-            stage_configs = []
             for stage in range(pp):
                 worker_config = vllm_config if tp * pp == 1 else copy.deepcopy(vllm_config)
                 _stage_groups(ps, tp, pp, stage)
@@ -219,7 +218,6 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
                 specs.extend([stage_specs] * tp)
                 layouts.extend([stage_layouts] * tp)
                 backends.update(stage_backends)
-                stage_configs.append(worker_config)
             available = _reserve_mm_ipc(ipc, vllm_config, deployment.kv_cache_memory_bytes)
             executor = _Executor(specs, layouts, available)
             engine = object.__new__(core.EngineCore)
@@ -233,8 +231,8 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
             text = _first_lines(exc).replace(folder, "<model folder>")
             raise VLLMCaseError(f"vLLM {version} refused: {type(exc).__name__}: {text}") from exc
         worker = deployment.pp_rank * tp
-        document = _document(version, facts.name, deployment, vllm_config, stage_configs[deployment.pp_rank],
-                             executor.configs[worker], specs[worker], backends)  # fmt: skip
+        document = _document(version, facts.name, deployment, vllm_config, executor.configs[worker], specs[worker],
+                             backends)  # fmt: skip
     document["vllm_log"] = _log_lines(log.getvalue())
     return document
 
@@ -333,7 +331,6 @@ def _document(
     gpu_name: str,
     deployment: VLLMDeployment,
     vllm_config: Any,
-    stage_config: Any,
     worker_config: Any,
     stage_specs: Mapping[str, Any],
     backends: Mapping[str, str],

@@ -99,7 +99,7 @@ _V0310 = VLLMEnvironment(
 
 def _older_line(line: str, flashinfer: str) -> VLLMEnvironment:
     """An older line's environment: 0.31.0's light packages (transformers 5.17.0, within every older line's
-    ``>=`` pin) with the FlashInfer that line pins."""
+    ``>=`` pin) with the FlashInfer given (the line's pin where it runs here, see :data:`_OLDER`)."""
     return VLLMEnvironment(line, _V0310.light_packages, (f"flashinfer-python=={flashinfer}", f"vllm=={line}"))
 
 
