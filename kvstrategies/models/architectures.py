@@ -1144,11 +1144,13 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
 }
 
 
-#: the architectures vLLM runs on Model Runner V2 even when MoE, per release up to 0.28.0
+#: the architectures vLLM runs on Model Runner V2 even when MoE (0.24.0: the only ones), per release up to 0.28.0
 #: (``vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``); from 0.29.0 V2 runs every model
 VLLM_V2_RUNNER_ARCHITECTURES: ByRelease[tuple[str, ...]] = ByRelease(
     "vllm-v2-runner-architectures",
     (
+        ("0.24.0", ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",
+                    "Qwen2MoeForCausalLM", "Qwen3ForCausalLM")),
         ("0.25.1", ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "Qwen2MoeForCausalLM")),
         ("0.26.0", ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
                     "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM")),
@@ -1159,7 +1161,7 @@ VLLM_V2_RUNNER_ARCHITECTURES: ByRelease[tuple[str, ...]] = ByRelease(
                     "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration", "LongcatFlashNgramForCausalLM",
                     "Qwen2MoeForCausalLM")),
     ),
-    "the MoE architectures Model Runner V2 runs by default (the others take V1)",
+    "the architectures Model Runner V2 runs by default although MoE (0.24.0: the only ones it runs)",
     "vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES",
     topic="launch",
     engine=VLLM,

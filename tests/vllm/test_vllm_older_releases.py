@@ -1,4 +1,4 @@
-"""vLLM 0.25.1 to 0.30.0: each release rule that sets them apart, against a hand-computed expectation.
+"""vLLM 0.24.0 to 0.30.0: each release rule that sets them apart, against a hand-computed expectation.
 
 Sources (each release's own code): ``vllm/model_executor/layers/attention/attention.py
 Attention.get_kv_cache_spec`` (0.29.0: ``_largest_kernel_block_within`` with no padded page),
@@ -289,3 +289,25 @@ def test_a_model_of_sliding_layers_only_plans_without_the_hybrid_manager() -> No
     for release in ("0.26.0", "0.34.0"):
         planned = _vllm("mistral-7b", release, page_size=16, disable_hybrid_swa_memory=True).vllm
         assert [type(g.spec).__name__ for g in planned.groups] == ["SlidingWindowSpec"]
+
+
+def test_0_24_runs_model_runner_v2_for_its_listed_architectures_only() -> None:
+    # 0.24.0's _is_default_v2_model_runner_model: a listed architecture (Llama, Mistral, Qwen3, ...) only, so
+    # Gemma-3 (dense, not listed) runs V1 at PP 2: 2 batches; from 0.25.1 every dense model runs V2: 3
+    old = _vllm("gemma-3-27b", "0.24.0", tp_size=2, pp_size=2, context_length=8192).vllm.launch
+    new = _vllm("gemma-3-27b", "0.25.1", tp_size=2, pp_size=2, context_length=8192).vllm.launch
+    assert (old.model_runner_v2, old.max_concurrent_batches) == (False, 2)
+    assert (new.model_runner_v2, new.max_concurrent_batches) == (True, 3)
+    llama = _vllm("llama-3.1-70b", "0.24.0", tp_size=4, pp_size=2, context_length=8192).vllm.launch
+    assert llama.max_concurrent_batches == 3  # LlamaForCausalLM is listed
+
+
+def test_0_24_gemma3_asks_for_no_multimodal_prefix_and_sliding_layers_keep_the_primary_block() -> None:
+    # Gemma-3-27B (multimodal config) on H200: 0.24.0's model asks the selector for no mm prefix, so FLASH_ATTN
+    # leads; 0.25.1's asks for it, and only TRITON_ATTN / FLEX_ATTENTION take it
+    assert _vllm("gemma-3-27b", "0.24.0").vllm.backends == ("FLASH_ATTN",)
+    assert _vllm("gemma-3-27b", "0.25.1").vllm.backends == ("TRITON_ATTN",)
+    # Mistral-7B --block-size 64: 0.24.0's sliding layers keep the 64-token block (5,120 blocks on 40 GiB),
+    # 0.25.1's take the kernel's 16 (20,480)
+    assert _vllm("mistral-7b", "0.24.0", page_size=64).vllm.num_gpu_blocks == 5_120
+    assert _vllm("mistral-7b", "0.25.1", page_size=64).vllm.num_gpu_blocks == 20_480

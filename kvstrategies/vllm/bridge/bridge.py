@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib
+import importlib.util
 import json
 import re
 import tempfile
@@ -199,7 +200,6 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
     version = import_vllm()
     config = importlib.import_module("vllm.config")
     core = importlib.import_module("vllm.v1.engine.core")
-    ipc = importlib.import_module("vllm.multimodal.gpu_ipc_memory")
     facts = gpu_facts(deployment.gpu)
     hf_config = case_hf_config(case, base_dir)
     with model_folder(hf_config) as folder, use_gpu(facts), quiet() as log:
@@ -218,7 +218,7 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
                 specs.extend([stage_specs] * tp)
                 layouts.extend([stage_layouts] * tp)
                 backends.update(stage_backends)
-            available = _reserve_mm_ipc(ipc, vllm_config, deployment.kv_cache_memory_bytes)
+            available = _reserve_mm_ipc(vllm_config, deployment.kv_cache_memory_bytes)
             executor = _Executor(specs, layouts, available)
             engine = object.__new__(core.EngineCore)
             engine.model_executor = executor
@@ -237,9 +237,13 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
     return document
 
 
-def _reserve_mm_ipc(ipc: Any, vllm_config: Any, kv_cache_memory_bytes: int) -> int:
+def _reserve_mm_ipc(vllm_config: Any, kv_cache_memory_bytes: int) -> int:
     """The budget after the frontend's multimodal GPU memory (nothing for a text model): the module function
-    from 0.27.1, the worker's own method before (``Worker._reserve_mm_ipc_gpu_memory``)."""
+    from 0.27.1, the worker's own method in 0.25.1 and 0.26.0 (``Worker._reserve_mm_ipc_gpu_memory``); 0.24.0
+    reserves nothing (the budget as given)."""
+    if importlib.util.find_spec("vllm.multimodal.gpu_ipc_memory") is None:
+        return kv_cache_memory_bytes
+    ipc = importlib.import_module("vllm.multimodal.gpu_ipc_memory")
     reserve = getattr(ipc, "reserve_mm_ipc_gpu_memory", None)
     if reserve is not None:
         return int(reserve(kv_cache_memory_bytes, vllm_config.model_config.multimodal_config, 1))

@@ -107,8 +107,9 @@ def _older_line(line: str, flashinfer: str) -> VLLMEnvironment:
 _OLDER = tuple(
     _older_line(line, flashinfer)
     for line, flashinfer in (
-        # 0.25.1 and 0.26.0 pin torch 2.11.0 and FlashInfer 0.6.13 / 0.6.14: the environment keeps CPU torch 2.13.0
+        # 0.24.0 to 0.26.0 pin torch 2.11.0 and FlashInfer 0.6.12 to 0.6.14: the environment keeps CPU torch 2.13.0
         # (vLLM's compiled extensions are stand-ins here) and takes 0.6.18 as 0.27.1 does (their pins not tried)
+        ("0.24.0", "0.6.18"),
         ("0.25.1", "0.6.18"),
         ("0.26.0", "0.6.18"),
         # 0.27.1 pins FlashInfer 0.6.16.post3, whose flashinfer.comm (imported by 0.27.1's all-reduce fusion pass)

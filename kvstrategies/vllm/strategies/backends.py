@@ -76,7 +76,7 @@ KV_CACHE_LAYOUTS = ReleaseRule(
 #: (``AttentionBackend.get_preferred_block_size``)
 DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
     "vllm-default-block-size",
-    (("0.25.1", 16), ("0.34.0", 64)),
+    (("0.24.0", 16), ("0.34.0", 64)),
     "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
     "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
     "AttentionBackend.get_preferred_block_size",
@@ -104,7 +104,20 @@ MLA_HEAD_SIZE = 576
 FLASHINFER_MLA_QK_NOPE = (64, 128, 192)
 
 
-def profile_key(geometry: ModelGeometry, gpu: VLLMDevice, kv_cache_dtype: str) -> str:
+#: from vLLM 0.25.1 Gemma-3's attention asks the selector for multimodal prefix attention (only Triton takes it);
+#: 0.24.0's asks for none (``vllm/model_executor/models/gemma3_mm.py``)
+MM_PREFIX_ATTENTION = ReleaseRule(
+    "vllm-mm-prefix-attention",
+    span("0.25.1", engine=VLLM),
+    "a multimodal Gemma-3 asks for multimodal prefix attention (the selector then keeps Triton / FlexAttention)",
+    "vllm/v1/attention/selector.py AttentionSelectorConfig.use_mm_prefix; vllm/model_executor/models/gemma3_mm.py",
+    topic="sizing",
+)
+
+
+def profile_key(
+    geometry: ModelGeometry, gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease | None = None
+) -> str:
     """The table row of a model's softmax-attention layers on ``gpu`` (``tools/list_vllm_backends.py profile_key``)."""
     major, minor = gpu.capability
     dtype = geometry.model_dtype.torch_name
@@ -115,6 +128,7 @@ def profile_key(geometry: ModelGeometry, gpu: VLLMDevice, kv_cache_dtype: str) -
     sink = model_type_row(geometry.model_type).attention_sinks
     sliding = geometry.config_sliding_window is not None or geometry.hybrid_swa is not None
     mm = vllm_model_rule(geometry.model_type).mm_prefix and geometry.is_multimodal
+    mm = mm and (release is None or MM_PREFIX_ATTENTION.holds(release))
     flags = "".join(c for c, on in (("k", sink), ("w", sliding), ("m", mm)) if on) or "-"
     return f"{major}.{minor}|mha|{dtype}|{head}|{kv}|{flags}"
 
@@ -134,7 +148,7 @@ def attention_backend(
     """The backend of the model's softmax-attention layers, as vLLM ``release`` picks it on ``gpu``."""
     check_block_size(block_size, release.text)
     table = TABLES[release.text]
-    key = profile_key(geometry, gpu, kv_cache_dtype)
+    key = profile_key(geometry, gpu, kv_cache_dtype, release)
     valid = table.selections.get(key)
     if valid is None:
         raise UnsupportedConfigurationError(
@@ -169,7 +183,7 @@ def attention_backend(
 #: byte, 0.34.0's ``FlashAttentionDiffKVImpl.__init__`` refuses it
 DIFFKV_FP8: ByRelease[bool] = ByRelease(
     "vllm-diffkv-fp8",
-    (("0.25.1", True), ("0.34.0", False)),
+    (("0.24.0", True), ("0.34.0", False)),
     "FLASH_ATTN_DIFFKV takes an fp8 KV cache (0.34.0 refuses it: Unsupported FP8 Diff-KV configuration)",
     "vllm/v1/attention/backends/flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__",
     topic="launch",

@@ -150,14 +150,27 @@ MODEL_RUNNER_V2_FOR_ALL = ReleaseRule(
 )
 
 
+#: from vLLM 0.25.1 Model Runner V2 runs every dense, non-hybrid model; 0.24.0 runs it for its listed
+#: architectures only (Llama, Mistral, Qwen3, ...)
+MODEL_RUNNER_V2_FOR_DENSE = ReleaseRule(
+    "vllm-model-runner-v2-for-dense",
+    span("0.25.1", engine=VLLM),
+    "Model Runner V2 by default for dense, non-hybrid models (before: the listed architectures only)",
+    "vllm/config/vllm.py VllmConfig._is_default_v2_model_runner_model",
+    topic="launch",
+)
+
+
 def uses_model_runner_v2(architectures: tuple[str, ...], *, is_moe: bool, is_hybrid: bool, version: str) -> bool:
     """Whether vLLM runs the model on Model Runner V2 (:data:`MODEL_RUNNER_V2_FOR_ALL`): from 0.29.0 always;
-    before, a model that is not hybrid and either not MoE or of a listed architecture
-    (``_is_default_v2_model_runner_model``; no listed architecture is a hybrid)."""
+    from 0.25.1 a model that is not hybrid and either not MoE or of a listed architecture
+    (``_is_default_v2_model_runner_model``; no listed architecture is a hybrid); 0.24.0 a listed one only."""
     release = parse_release(version or None, VLLM, field="--vllm-version")
     if MODEL_RUNNER_V2_FOR_ALL.holds(release):
         return True
     listed = any(a in VLLM_V2_RUNNER_ARCHITECTURES.at(release) for a in architectures)
+    if not MODEL_RUNNER_V2_FOR_DENSE.holds(release):
+        return listed
     return not is_hybrid and (listed or not is_moe)
 
 

@@ -119,7 +119,7 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.25.1", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
+    (("0.24.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
      ("0.33.0", (VLLM_KV_CACHE_DTYPES, "validator"))),
@@ -209,13 +209,13 @@ def mamba_state(geometry: ModelGeometry, tp: int) -> StateLayout:
     return StateLayout((*conv, shapes.temporal), (conv_dtype, ssm_dtype), backend)
 
 
-#: up to vLLM 0.29.0 a sliding-window layer takes its backend's smallest kernel block, whatever
+#: from vLLM 0.25.1 to 0.29.0 a sliding-window layer takes its backend's smallest kernel block, whatever
 #: ``--block-size`` (``vllm/model_executor/layers/attention/attention.py Attention.get_kv_cache_spec``,
 #: ``_largest_kernel_block_within`` without a padded page), and ``unify_kv_cache_spec_page_size`` scales it
 #: up to the other layers' page; from 0.30.0 it takes the primary block when its backend runs it
 SLIDING_OWN_BLOCK = ReleaseRule(
     "vllm-sliding-window-own-block",
-    span(last="0.29.0", engine=VLLM),
+    span("0.25.1", "0.29.0", engine=VLLM),
     "sliding-window layers take their backend's smallest kernel block (not --block-size); a model of "
     "sliding-window layers only runs on that block",
     "vllm/model_executor/layers/attention/attention.py Attention.get_kv_cache_spec (_largest_kernel_block_within)",
