@@ -90,8 +90,12 @@ def test_0_28_checks_the_whole_budget_without_the_null_block() -> None:
     # 0.28.0 asks 40 GiB <= 40 GiB and plans 1 request; 0.29.0 first holds back a block (16 tokens)
     planned = _vllm("llama-3.1-70b", "0.28.0")
     assert planned.vllm.capacity.max_concurrency == 1.0
-    with pytest.raises(InsufficientMemoryError, match="estimated maximum model length is 131056"):
+    with pytest.raises(InsufficientMemoryError, match="estimated maximum model length is 131056") as refused:
         _vllm("llama-3.1-70b", "0.29.0")
+    # the refusal names the release's module: _check_enough_kv_cache_memory moved to kv_cache_planning.py in 0.33.0
+    assert "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory" in str(refused.value)
+    with pytest.raises(InsufficientMemoryError, match="vllm/v1/core/kv_cache_planning.py _check_enough_kv_cache"):
+        _vllm("llama-3.1-70b", "0.33.0")
 
 
 @pytest.mark.parametrize(("preset", "pp", "batches"), [

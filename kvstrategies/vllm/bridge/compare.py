@@ -17,6 +17,7 @@ from ...core.releases import VLLM, parse_release
 from ...golden.diff import diff_documents
 from ...golden.snapshot import stable
 from ...models.architectures import vllm_model_rule
+from ...models.hf import text_config
 from ...sglang.bridge.compare import KnownDifference
 
 COMPARED_KEYS: tuple[str, ...] = (
@@ -173,12 +174,9 @@ def _release_at_most(case: Mapping[str, Any], last: str) -> bool:
 
 
 def _text_get(case: Mapping[str, Any], key: str) -> Any:
-    """``key`` of the case's text config (a multimodal config's ``text_config``)."""
+    """``key`` of the case's text config (a multimodal config's ``text_config``: :func:`text_config`)."""
     config = case.get("_hf_config") or {}
-    if not isinstance(config, Mapping):
-        return None
-    text = config.get("text_config")
-    return (text if isinstance(text, Mapping) else config).get(key)
+    return text_config(config).get(key) if isinstance(config, Mapping) else None
 
 
 def explain(case: Mapping[str, Any], lines: list[str]) -> tuple[list[KnownDifference], list[str]]:

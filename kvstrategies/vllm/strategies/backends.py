@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.releases import VLLM, ByRelease, EngineRelease, ReleaseRule, span
+from ...core.releases import NEWEST_VLLM, VLLM, ByRelease, EngineRelease, ReleaseRule, span
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import model_type_row, vllm_model_rule
@@ -128,7 +128,7 @@ def profile_key(
     sink = model_type_row(geometry.model_type).attention_sinks
     sliding = geometry.config_sliding_window is not None or geometry.hybrid_swa is not None
     mm = vllm_model_rule(geometry.model_type).mm_prefix and geometry.is_multimodal
-    mm = mm and (release is None or MM_PREFIX_ATTENTION.holds(release))
+    mm = mm and MM_PREFIX_ATTENTION.holds(release or NEWEST_VLLM)
     flags = "".join(c for c, on in (("k", sink), ("w", sliding), ("m", mm)) if on) or "-"
     return f"{major}.{minor}|mha|{dtype}|{head}|{kv}|{flags}"
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span
+from ...core.releases import NEWEST_VLLM, VLLM, EngineRelease, ReleaseRule, parse_release, span
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import VLLM_V2_RUNNER_ARCHITECTURES, vllm_model_rule
@@ -131,7 +131,7 @@ def batch_defaults(gpu: VLLMDevice, release: EngineRelease | None = None) -> tup
     """``(max_num_batched_tokens, max_num_seqs)`` of vLLM's OpenAI server on ``gpu`` (see module doc) in
     ``release`` (the newest when ``None``)."""
     memory = gpu.memory_bytes
-    if memory >= 160 * _GIB and (release is None or BATCH_TIER_160_GIB.holds(release)):
+    if memory >= 160 * _GIB and BATCH_TIER_160_GIB.holds(release or NEWEST_VLLM):
         return 16384, 1024
     if memory >= 70 * _GIB and "a100" not in nvml_name(gpu).lower() and gpu.capability != (12, 1):
         return 8192, 1024
@@ -181,11 +181,11 @@ def resolve_launch(
     """The launch after vLLM's defaults for a model whose own maximum length is ``model_max_len``
     (and the cache dtype its model config hook sets, :func:`model_cache_dtype`)."""
     gpu = vllm_device(deployment.gpu)
-    release = parse_release(version, VLLM, field="--vllm-version") if version else None
+    release = parse_release(version or None, VLLM, field="--vllm-version")
     tokens, seqs = batch_defaults(gpu, release)
     prefix = deployment.enable_prefix_caching
     if prefix is None:  # vLLM's default: on, but opt-in for hybrids before HYBRID_PREFIX_CACHING
-        prefix = not (is_mamba_hybrid and release is not None and not HYBRID_PREFIX_CACHING.holds(release))
+        prefix = not (is_mamba_hybrid and not HYBRID_PREFIX_CACHING.holds(release))
     check_batch_budget(deployment.max_num_batched_tokens or tokens, deployment.max_num_seqs or seqs, deployment,
                        version)  # fmt: skip
     return VLLMLaunch(
@@ -200,7 +200,7 @@ def resolve_launch(
         disable_hybrid_kv_cache_manager=bool(deployment.disable_hybrid_kv_cache_manager),
         kv_cache_dtype=model_cache_dtype(deployment.kv_cache_dtype, model_type, gpu, version),
         model_runner_v2=model_runner_v2,
-        in_flight_bound=release is None or IN_FLIGHT_BOUND.holds(release),
+        in_flight_bound=IN_FLIGHT_BOUND.holds(release),
     )
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...core.dtypes import DType
-from ...core.releases import VLLM, ByRelease, EngineRelease, ReleaseRule, parse_release, span
+from ...core.releases import NEWEST_VLLM, VLLM, ByRelease, EngineRelease, ReleaseRule, parse_release, span
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import VLLM_MODEL_RULES, vllm_model_rule
@@ -258,7 +258,8 @@ def attention_specs(
 ) -> Mapping[int, KVCacheSpec]:
     """Every softmax-attention layer's spec (global index -> spec), sliding-window ones included;
     ``sliding_block``: the sliding-window layers' own block where it is not ``block_size``
-    (:data:`SLIDING_OWN_BLOCK`)."""
+    (:data:`SLIDING_OWN_BLOCK`); ``release``: what the specs record (the newest release when ``None``)."""
+    release = release or NEWEST_VLLM
     heads = geometry.num_kv_heads(tp)
     if geometry.mamba is not None:
         layers: tuple[int, ...] = geometry.mamba.full_attention_layer_ids
@@ -269,8 +270,8 @@ def attention_specs(
     if geometry.use_mla:
         assert geometry.mla is not None
         # the cache dtype as the launch resolved it, ``auto`` included (mla_attention.py MLAAttention.__init__)
-        v_recorded = 0 if release is None or MLA_HEAD_SIZE_V_ZERO.holds(release) else geometry.mla.latent_dim
-        mla_quant = quant if release is None or MLA_KV_QUANT_MODE.holds(release) else None
+        v_recorded = 0 if MLA_HEAD_SIZE_V_ZERO.holds(release) else geometry.mla.latent_dim
+        mla_quant = quant if MLA_KV_QUANT_MODE.holds(release) else None
         latent = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=geometry.mla.latent_dim,
                                   head_size_v=v_recorded, dtype=kv_dtype, cache_dtype_str=kv_cache_dtype,
                                   kv_quant_mode=mla_quant)  # fmt: skip
@@ -297,7 +298,7 @@ def attention_specs(
                       num_kv_heads=swa_heads if local else heads, head_size=head,
                       head_size_v=head_v, dtype=kv_dtype, kv_quant_mode=quant)  # fmt: skip
         if layer in chunked:
-            recorded_v = release is None or CHUNKED_HEAD_SIZE_V.holds(release)
+            recorded_v = CHUNKED_HEAD_SIZE_V.holds(release)
             out[layer] = ChunkedLocalAttentionSpec(attention_chunk_size=chunk, records_head_size_v=recorded_v,
                                                    **common)  # type: ignore[arg-type]
         elif local:
@@ -342,7 +343,7 @@ def state_specs(
     from .backends import STATE_BACKEND_CLASSES
 
     checkpoints: int | None = 1 if alignment is not None else 0
-    if release is not None and not CHECKPOINT_BLOCKS_FIELD.holds(release):
+    if not CHECKPOINT_BLOCKS_FIELD.holds(release or NEWEST_VLLM):
         checkpoints = None
     spec = MambaSpec(block_size=block_size, shapes=state.shapes, dtypes=state.dtypes,
                      mamba_type=STATE_BACKEND_CLASSES[state.backend], mamba_cache_mode=mode, page_size_padded=padded,
