@@ -35,6 +35,10 @@ MODEL_DTYPES = ("bfloat16", "float16")
 #: (has_sink, has_sliding_window, use_mm_prefix) combinations the catalog's models have
 FLAGS = ((False, False, False), (False, True, False), (True, True, False), (False, False, True), (False, True, True))
 MLA_HEAD_SIZE = 576
+#: DeepSeek sparse attention (``use_sparse``): the cache dtypes as given (``fp8`` and ``fp8_e4m3`` take different
+#: backends on Hopper), and the query heads a rank holds, which order SM 10.x's sparse backends (at most 16, more)
+SPARSE_KV_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_ds_mla")
+SPARSE_HEADS = (16, 128)
 
 
 def profiles() -> list[tuple[bool, str, int, str, bool, bool, bool]]:
@@ -47,6 +51,11 @@ def profiles() -> list[tuple[bool, str, int, str, bool, bool, bool]]:
                 for sink, sliding, mm in FLAGS:
                     out.append((False, dtype, head, kv, sink, sliding, mm))
     return out
+
+
+def sparse_profiles() -> list[tuple[str, int]]:
+    """``(kv cache dtype, query heads per rank)`` of a bf16 DeepSeek sparse-attention model's latent."""
+    return [(kv, heads) for kv in SPARSE_KV_DTYPES for heads in SPARSE_HEADS]
 
 
 def _families() -> list[tuple[tuple[int, int], str]]:
@@ -63,14 +72,21 @@ def _blocks(sizes: list[Any]) -> tuple[int, ...]:
     return tuple(-s.base if isinstance(s, multiple) else int(s) for s in sizes)
 
 
+def _backend_and_priority(candidate: Any) -> tuple[Any, int]:
+    """A valid backend and its priority: a candidate object from 0.24.0, a ``(backend, priority)`` pair before."""
+    if hasattr(candidate, "backend"):
+        return candidate.backend, int(candidate.priority)
+    backend, priority = candidate
+    return backend, int(priority)
+
+
 def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]]]:
     from kvstrategies.vllm.bridge.runtime import cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu
 
     version = import_vllm()
     import torch
-    from vllm.config import CacheConfig, VllmConfig, set_current_vllm_config
+    from vllm.config import VllmConfig, set_current_vllm_config
     from vllm.platforms import current_platform
-    from vllm.v1.attention.selector import AttentionSelectorConfig
 
     selections: dict[str, tuple[str, ...]] = {}
     backends: dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]] = {}
@@ -82,27 +98,46 @@ def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int
                 for mla, dtype, head, kv, sink, sliding, mm in profiles():
                     fields = dict(head_size=head, dtype=getattr(torch, dtype), kv_cache_dtype=kv, block_size=None,
                                   use_mla=mla, has_sink=sink, use_mm_prefix=mm, has_sliding_window=sliding)
-                    # 0.25.1's selector takes no sliding-window flag: its answer holds with a window or without
-                    config = AttentionSelectorConfig(
-                        **{k: v for k, v in fields.items() if k in AttentionSelectorConfig._fields}
-                    )
-                    valid, _ = current_platform.get_valid_backends(cap, config, num_heads=None)
-                    ordered = sorted(valid, key=lambda c: c.priority)
                     key = profile_key(capability, mla, dtype, head, kv, sink, sliding, mm)
-                    selections[key] = tuple(c.backend.name for c in ordered)
-                    for candidate in ordered:
-                        bkey = f"{capability[0]}.{capability[1]}|{candidate.backend.name}"
-                        if bkey in backends:
-                            continue
-                        cls = candidate.backend_class
-                        # before 0.29.0 a backend declares no layouts (vLLM lays every cache out one way)
-                        layouts = getattr(cls, "supported_kv_cache_layouts", lambda: None)()
-                        backends[bkey] = (
-                            _blocks(cls.get_supported_kernel_block_sizes()),
-                            int(cls.get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)),
-                            None if layouts is None else tuple(layout.name for layout in layouts),
-                        )
+                    selections[key] = _select(cap, fields, None, backends, capability)
+                for kv, heads in sparse_profiles():
+                    fields = dict(head_size=MLA_HEAD_SIZE, dtype=torch.bfloat16, kv_cache_dtype=kv, block_size=None,
+                                  use_mla=True, has_sink=False, use_sparse=True, use_mm_prefix=False)
+                    key = sparse_profile_key(capability, kv, heads)
+                    selections[key] = _select(cap, fields, heads, backends, capability)
     return version, selections, backends
+
+
+def _select(cap: Any, fields: dict[str, Any], num_heads: int | None,
+            backends: dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]],
+            capability: tuple[int, int]) -> tuple[str, ...]:  # fmt: skip
+    """The valid backends for one selector profile, best first; each new backend's row added to ``backends``."""
+    from vllm.config import CacheConfig
+    from vllm.platforms import current_platform
+    from vllm.v1.attention.selector import AttentionSelectorConfig
+
+    # 0.25.1's selector takes no sliding-window flag: its answer holds with a window or without
+    config = AttentionSelectorConfig(**{k: v for k, v in fields.items() if k in AttentionSelectorConfig._fields})
+    valid, _ = current_platform.get_valid_backends(cap, config, num_heads=num_heads)
+    ordered = sorted((_backend_and_priority(c) for c in valid), key=lambda bp: bp[1])
+    for backend, _ in ordered:
+        bkey = f"{capability[0]}.{capability[1]}|{backend.name}"
+        if bkey in backends:
+            continue
+        cls = backend.get_class()
+        # before 0.29.0 a backend declares no layouts (vLLM lays every cache out one way)
+        layouts = getattr(cls, "supported_kv_cache_layouts", lambda: None)()
+        backends[bkey] = (
+            _blocks(cls.get_supported_kernel_block_sizes()),
+            int(cls.get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)),
+            None if layouts is None else tuple(layout.name for layout in layouts),
+        )
+    return tuple(backend.name for backend, _ in ordered)
+
+
+def sparse_profile_key(capability: tuple[int, int], kv: str, heads: int) -> str:
+    """A sparse profile's row: flag ``s``, and ``h`` when the rank holds at most 16 query heads."""
+    return f"{capability[0]}.{capability[1]}|mla|bfloat16|{MLA_HEAD_SIZE}|{kv}|s{'h' if heads <= 16 else ''}"
 
 
 def profile_key(capability: tuple[int, int], mla: bool, dtype: str, head: int, kv: str, sink: bool, sliding: bool,

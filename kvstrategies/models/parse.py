@@ -269,15 +269,23 @@ def parse_base(root: ConfigDict) -> ModelGeometry:
 _EXPERT_KEYS = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
 
 
+#: routed experts a config class gives a config.json that names none: vLLM reads ``deepseek_v3`` and
+#: ``deepseek_v32`` configs with transformers' ``DeepseekV3Config`` (``vllm/transformers_utils/config.py
+#: _CONFIG_REGISTRY``), whose ``n_routed_experts`` defaults to 256
+_CONFIG_CLASS_EXPERTS = {"deepseek_v3": 256, "deepseek_v32": 256}
+
+
 def _num_experts(text: ConfigDict) -> int:
-    """vLLM's ``get_num_experts``: the first expert-count key present (a list: its first entry)."""
+    """vLLM's ``get_num_experts``: the first expert-count key present (a list: its first entry); with none,
+    the config class's default (:data:`_CONFIG_CLASS_EXPERTS`)."""
     for key in _EXPERT_KEYS:
         if key in text:
             value = text[key]
             if isinstance(value, list):
                 value = value[0] if value else 0
             return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-    return 0
+    model_type = text.get("model_type")
+    return _CONFIG_CLASS_EXPERTS.get(model_type, 0) if isinstance(model_type, str) else 0
 
 
 def _config_sliding_window(text: ConfigDict) -> int | None:

@@ -1,4 +1,4 @@
-"""vLLM 0.24.0 to 0.30.0: each release rule that sets them apart, against a hand-computed expectation.
+"""vLLM 0.23.0 to 0.30.0: each release rule that sets them apart, against a hand-computed expectation.
 
 Sources (each release's own code): ``vllm/model_executor/layers/attention/attention.py
 Attention.get_kv_cache_spec`` (0.29.0: ``_largest_kernel_block_within`` with no padded page),
@@ -6,7 +6,9 @@ Attention.get_kv_cache_spec`` (0.29.0: ``_largest_kernel_block_within`` with no 
 ``get_kv_cache_configs``, ``_promote_local_kv_cache_specs``), ``vllm/v1/engine/core.py
 EngineCore._initialize_kv_caches`` (the engine's block size), ``vllm/config/vllm.py
 VllmConfig.use_v2_model_runner`` / ``max_concurrent_batches``, ``vllm/model_executor/layers/quantization/fp8.py
-Fp8MoEMethod.create_weights`` (0.28.0) and ``fused_moe/oracle/fp8.py refine_fp8_moe_block_shape`` (0.29.0).
+Fp8MoEMethod.create_weights`` (0.28.0), ``fused_moe/oracle/fp8.py refine_fp8_moe_block_shape`` (0.29.0),
+``vllm/model_executor/models/deepseek_v2.py DeepseekV2MLAAttention.__init__`` (0.23.0: an indexer in every layer)
+and ``vllm/v1/kv_cache_interface.py KVCacheTensor`` (0.23.0: no offset).
 """
 
 from __future__ import annotations
@@ -315,3 +317,115 @@ def test_0_24_gemma3_asks_for_no_multimodal_prefix_and_sliding_layers_keep_the_p
     # 0.25.1's take the kernel's 16 (20,480)
     assert _vllm("mistral-7b", "0.24.0", page_size=64).vllm.num_gpu_blocks == 5_120
     assert _vllm("mistral-7b", "0.25.1", page_size=64).vllm.num_gpu_blocks == 20_480
+
+
+def _llama_case(release: str, **config: object) -> object:
+    case = parse_case({"hf_config": load_preset_config("llama-3.1-70b") | config, "engine": "vllm",
+                       "vllm_version": release, "tp_size": 4, "pp_size": 2, "context_length": 8192,
+                       "available_bytes": 40 * GIB})  # fmt: skip
+    return plan(case.settings, case.available_bytes).vllm.launch
+
+
+def test_0_23_runs_model_runner_v2_for_unquantized_dense_listed_models_only() -> None:
+    # 0.23.0's _is_default_v2_model_runner_model: a listed architecture (Llama, Mistral, Qwen3) that is neither MoE
+    # nor quantized; 0.24.0 takes any listed one, DeepSeek-V2 (MoE) included
+    llama = ("LlamaForCausalLM",)
+    assert uses_model_runner_v2(llama, is_moe=False, is_hybrid=False, version="0.23.0") is True
+    assert uses_model_runner_v2(llama, is_moe=False, is_hybrid=False, version="0.23.0", is_quantized=True) is False
+    assert uses_model_runner_v2(llama, is_moe=False, is_hybrid=False, version="0.24.0", is_quantized=True) is True
+    deepseek = ("DeepseekV2ForCausalLM",)
+    assert [uses_model_runner_v2(deepseek, is_moe=True, is_hybrid=False, version=v) for v in ("0.23.0", "0.24.0")] == [
+        False, True]  # fmt: skip
+    # at PP 2 with async scheduling: V2 overlaps pp + 1 = 3 batches, V1 pp = 2 (a quantization_config: quantized)
+    assert _llama_case("0.23.0").max_concurrent_batches == 3
+    assert _llama_case("0.23.0", quantization_config={"quant_method": "fp8"}).max_concurrent_batches == 2
+    assert _llama_case("0.24.0", quantization_config={"quant_method": "fp8"}).max_concurrent_batches == 3
+
+
+def test_0_23_holds_indexer_keys_in_every_sparse_attention_layer() -> None:
+    # DeepSeek-V3.2 with index_topk_freq 4, bf16 cache, TP 8, H200: a latent page 64 x 576 x 2 B = 73,728 B, an
+    # indexer page 64 x (128 + 4) = 8,448 B. 0.24.0 builds an indexer only where a layer keeps its own top-k
+    # (16 of 61 layers): 61 x 73,728 + 16 x 8,448 = 4,632,576 B a block; 0.23.0 in all 61: 61 x 82,176 = 5,012,736
+    config = load_preset_config("deepseek-v3.2") | {"index_topk_freq": 4}
+    blocks = {}
+    for release in ("0.23.0", "0.24.0"):
+        case = parse_case({"hf_config": config, "engine": "vllm", "vllm_version": release, "tp_size": 8,
+                           "page_size": 64, "kv_cache_dtype": "bf16", "available_bytes": 40 * GIB})  # fmt: skip
+        planned = plan(case.settings, case.available_bytes).vllm
+        assert planned.backends == ("DEEPSEEK_V32_INDEXER", "FLASHMLA_SPARSE")  # Hopper's one sparse backend then
+        blocks[release] = planned.bytes_per_block
+    assert blocks == {"0.23.0": 61 * (73_728 + 8_448), "0.24.0": 61 * 73_728 + 16 * 8_448}
+    assert blocks["0.23.0"] == 5_012_736 and blocks["0.24.0"] == 4_632_576
+
+
+@pytest.mark.parametrize(("release", "backend"), [
+    ("0.23.0", None),  # Hopper's sparse tail: FLASHMLA_SPARSE alone, which takes fp8_ds_mla, not fp8_e4m3
+    ("0.29.0", None),  # FLASH_ATTN_MLA_SPARSE (0.25.1 on) takes 16-bit caches only
+    ("0.30.0", "FLASHINFER_MLA_SPARSE_SM90"),  # the first Hopper backend that takes fp8_e4m3
+])  # fmt: skip
+def test_an_fp8_e4m3_sparse_cache_on_hopper_needs_flashinfer_sm90(release: str, backend: str | None) -> None:
+    if backend is None:  # get_attn_backend_cls finds no valid backend
+        with pytest.raises(UnsupportedConfigurationError, match="No valid attention backend found"):
+            _vllm("deepseek-v3.2", release, tp_size=8, page_size=64, kv_cache_dtype="fp8_e4m3")
+        return
+    planned = _vllm("deepseek-v3.2", release, tp_size=8, page_size=64, kv_cache_dtype="fp8_e4m3").vllm
+    assert planned.backends == ("DEEPSEEK_V32_INDEXER", backend)
+
+
+def test_a_16_bit_sparse_cache_on_hopper_takes_flash_attn_mla_sparse_from_0_25() -> None:
+    # DeepSeek-V3.2 bf16 (read as auto), TP 8, H200: 0.24.0 has FLASHMLA_SPARSE alone, 0.25.1 puts
+    # FLASH_ATTN_MLA_SPARSE first; the 16-bit latent page is 64 x 576 x 2 = 73,728 B on both
+    for release, backend in (("0.24.0", "FLASHMLA_SPARSE"), ("0.25.1", "FLASH_ATTN_MLA_SPARSE")):
+        planned = _vllm("deepseek-v3.2", release, tp_size=8, page_size=64, kv_cache_dtype="bf16").vllm
+        assert planned.backends == ("DEEPSEEK_V32_INDEXER", backend)
+        assert planned.bytes_per_block == 61 * (73_728 + 8_448)
+
+
+def test_0_23_tensors_record_no_offset_or_block_stride() -> None:
+    # 0.23.0's KVCacheTensor holds a size and shared_by only; 0.24.0 to 0.28.0 add offset 0 and block_stride 0
+    old = _vllm("llama-3.1-8b", "0.23.0", context_length=8192).vllm.tensors[0]
+    new = _vllm("llama-3.1-8b", "0.24.0", context_length=8192).vllm.tensors[0]
+    assert old.document() == {"size": old.size, "shared_by": [0]}
+    assert new.document() == {"size": new.size, "shared_by": [0], "offset": 0, "block_stride": 0}
+    assert old.size == new.size
+
+
+def test_a_deepseek_v3_config_without_an_expert_count_takes_the_config_class_default() -> None:
+    # vLLM reads deepseek_v3 / deepseek_v32 configs with transformers' DeepseekV3Config: n_routed_experts 256
+    base = load_preset_config("deepseek-v3.2")
+    bare = {k: v for k, v in base.items() if k != "n_routed_experts"}
+    assert parse_hf_config(bare).num_experts == 256
+    assert parse_hf_config(bare | {"n_routed_experts": 8}).num_experts == 8
+    llama = load_preset_config("llama-3.1-8b")
+    assert parse_hf_config(llama).num_experts == 0
+
+
+def test_0_29_packs_one_latent_section_then_the_indexer_s() -> None:
+    # DeepSeek-V3.2 index_topk_freq 4, bf16, TP 8 (61 layers; 16 keep their own top-k, layer 0 first, which
+    # registers its indexer before its latent): 0.29.0 cuts the packed buffer by spec in order of first appearance,
+    # every indexer (16 x N x 8,448 B) then every latent (61 x N x 73,728 B); from 0.30.0 a leader's latent is a
+    # spec of its own, so the sections follow the buckets (3 here)
+    config = load_preset_config("deepseek-v3.2") | {"index_topk_freq": 4}
+    tensors = {}
+    for release in ("0.29.0", "0.30.0"):
+        case = parse_case({"hf_config": config, "engine": "vllm", "vllm_version": release, "tp_size": 8,
+                           "page_size": 64, "kv_cache_dtype": "bf16", "available_bytes": 40 * GIB})  # fmt: skip
+        planned = plan(case.settings, case.available_bytes).vllm
+        tensors[release] = (planned.num_gpu_blocks, planned.tensors)
+    blocks, (indexer, latent) = tensors["0.29.0"]
+    assert blocks == 40 * GIB // (61 * 73_728 + 16 * 8_448)
+    assert (len(indexer.layers), indexer.layer_stride, indexer.offset) == (16, blocks * 8_448, 0)
+    assert (len(latent.layers), latent.layer_stride, latent.offset) == (61, blocks * 73_728, 16 * blocks * 8_448)
+    assert len(tensors["0.30.0"][1]) == 3
+
+
+def test_0_31_rounds_a_flat_sparse_block_up_to_a_latent_row() -> None:
+    # DeepSeek-V3.2 fp8_e4m3, TP 8, B200, block 64 (FLASHINFER_MLA_SPARSE reads the cache as flat rows): a block
+    # is 61 x (36,864 + 8,448) = 2,764,032 B; 0.31.0 aligns it to the 576-byte latent row: 4,799 x 576 =
+    # 2,764,224 B, so 40 GiB holds 15,537 blocks (15,538 in 0.30.0 and 0.32.0)
+    blocks = {r: _vllm("deepseek-v3.2", r, tp_size=8, page_size=64, kv_cache_dtype="fp8_e4m3", gpu="B200").vllm
+              for r in ("0.30.0", "0.31.0", "0.32.0")}  # fmt: skip
+    assert blocks["0.31.0"].bytes_per_block == 4_799 * 576 == 2_764_224
+    assert blocks["0.31.0"].num_gpu_blocks == 40 * GIB // 2_764_224 == 15_537
+    assert [blocks[r].num_gpu_blocks for r in ("0.30.0", "0.32.0")] == [40 * GIB // 2_764_032] * 2 == [15_538] * 2
+    assert blocks["0.31.0"].tensors[0].size == 15_537 * 2_764_224

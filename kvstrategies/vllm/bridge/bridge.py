@@ -6,7 +6,9 @@ The sequence is the one a ``vllm serve`` start-up runs, minus the GPU (vLLM modu
    from a folder holding only the case's config.json (``load_format="dummy"``), with the
    arguments of :func:`kvstrategies.vllm.strategies.engine_args.vllm_deployment`;
 2. per pipeline stage (what ``Worker.init_device`` / ``load_model`` do): the stage's parallel
-   groups, ``model_executor/model_loader/utils.py initialize_model`` on ``meta`` under the
+   groups, the worker's workspace manager on ``meta`` (``v1/worker/workspace.py
+   init_workspace_manager``; 0.23.0's sparse-MLA backend takes its buffers while it is built),
+   ``model_executor/model_loader/utils.py initialize_model`` on ``meta`` under the
    model dtype, ``Platform.update_block_size_for_backend`` (backend block size, hybrid Mamba
    alignment), ``v1/worker/gpu/attn_utils.py get_kv_cache_spec`` (each layer's spec after its
    backend's customisation) and the stage's supported KV cache layouts;
@@ -178,6 +180,8 @@ def _build_stage(vllm_config: Any) -> tuple[dict[str, Any], list[str], dict[str,
     attn_utils = importlib.import_module("vllm.v1.worker.gpu.attn_utils")
     worker_base = importlib.import_module("vllm.v1.worker.worker_base")
     layer_base = importlib.import_module("vllm.model_executor.layers.attention_layer_base")
+    workspace = importlib.import_module("vllm.v1.worker.workspace")
+    workspace.init_workspace_manager(torch.device("meta"), 2 if vllm_config.parallel_config.enable_dbo else 1)
     with config.set_current_vllm_config(vllm_config):
         with torch_utils.set_default_torch_dtype(vllm_config.model_config.dtype), torch.device("meta"), cuda_to_meta():
             loader.initialize_model(vllm_config=vllm_config)
@@ -322,12 +326,27 @@ def _optional_int(value: Any) -> int | None:
 
 def _tensor_document(tensor: Any) -> dict[str, Any]:
     """One ``KVCacheTensor``: layers at a layer stride (0.29.0 on), or 0.28.0's tensor ``shared_by`` one layer
-    of each group."""
+    of each group (with an offset and a block stride from 0.24.0; 0.23.0's has neither)."""
     if hasattr(tensor, "shared_by"):
-        return {"size": tensor.size, "shared_by": [layer_key(n) for n in tensor.shared_by],
-                "offset": tensor.offset, "block_stride": tensor.block_stride}  # fmt: skip
+        document = {"size": tensor.size, "shared_by": [layer_key(n) for n in tensor.shared_by]}
+        if hasattr(tensor, "offset"):
+            document |= {"offset": tensor.offset, "block_stride": tensor.block_stride}
+        return document
     return {"size": tensor.size, "layers": [layer_key(n) for n in tensor.layers], "layer_stride": tensor.layer_stride,
             "block_stride": tensor.block_stride, "offset": tensor.offset}  # fmt: skip
+
+
+def _capacity(vllm_config: Any, worker_config: Any) -> tuple[int, float]:
+    """The tokens and concurrency vLLM logs: stored on the cache config from 0.24.0; 0.23.0 logs each
+    worker's from ``kv_cache_utils.py _report_kv_cache_config`` without keeping them, so they are computed
+    by its own ``get_max_concurrency_for_kv_cache_config`` for the recorded worker."""
+    cache = vllm_config.cache_config
+    if hasattr(cache, "kv_cache_size_tokens"):
+        return int(cache.kv_cache_size_tokens), float(cache.kv_cache_max_concurrency)
+    from vllm.v1.core.kv_cache_utils import get_max_concurrency_for_kv_cache_config
+
+    concurrency = float(get_max_concurrency_for_kv_cache_config(vllm_config, worker_config))
+    return int(concurrency * vllm_config.model_config.max_model_len), concurrency
 
 
 def _document(
@@ -351,7 +370,7 @@ def _document(
     for name in backends.values():
         if name not in distinct_backends:
             distinct_backends.append(name)
-    tokens, concurrency = int(cache.kv_cache_size_tokens), float(cache.kv_cache_max_concurrency)
+    tokens, concurrency = _capacity(vllm_config, worker_config)
     return {
         "engine": f"vllm {version}",
         "gpu": gpu_name,

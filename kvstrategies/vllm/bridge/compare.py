@@ -91,11 +91,10 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
     KnownDifference(
         "dsa-host-cannot-build",
         "DeepSeek sparse attention (DeepSeek-V3.2, GLM-5) that this CPU host's vLLM cannot build, though a GPU host "
-        "does: 0.31.0's and 0.32.0's indexer wants DeepGEMM, 0.34.0's B200 sparse-MLA path sets up symmetric memory "
-        "(a CUDA device); the strategies plan it as 0.33.0 records it",
+        "does: 0.34.0's B200 sparse-MLA path sets up symmetric memory (a CUDA device); the strategies plan it as "
+        "0.33.0 records it",
         lambda case: _hf_get(case, "index_topk") is not None,
-        (r"^vllm: refused: .*Sparse Attention Indexer CUDA op requires DeepGEMM support",
-         r"^vllm: refused: .*SymmetricMemory MemPool did not find backend for device type cuda"),
+        (r"^vllm: refused: .*SymmetricMemory MemPool did not find backend for device type cuda",),
     ),
     KnownDifference(
         "dsv4-not-modelled",

@@ -97,18 +97,31 @@ _V0310 = VLLMEnvironment(
 
 
 
-def _older_line(line: str, flashinfer: str) -> VLLMEnvironment:
+def _older_line(
+    line: str, flashinfer: str, light: tuple[str, ...] = (), no_deps: tuple[str, ...] = ()
+) -> VLLMEnvironment:
     """An older line's environment: 0.31.0's light packages (transformers 5.17.0, within every older line's
-    ``>=`` pin) with the FlashInfer given (the line's pin where it runs here, see :data:`_OLDER`)."""
-    return VLLMEnvironment(line, _V0310.light_packages, (f"flashinfer-python=={flashinfer}", f"vllm=={line}"))
+    ``>=`` pin) and ``light``, with the FlashInfer given (the line's pin where it runs here, see :data:`_OLDER`)
+    and ``no_deps`` beside vLLM."""
+    return VLLMEnvironment(
+        line, (*_V0310.light_packages, *light), (f"flashinfer-python=={flashinfer}", *no_deps, f"vllm=={line}")
+    )
+
+
+#: 0.23.0 imports GGUF's reader with its quantization registry, and the Humming kernels' Python package
+#: (``vllm/model_executor/kernels/linear/__init__.py``; vLLM pins ``humming-kernels[cu13]==0.1.4``, whose extra
+#: is CUDA's toolkit: installed without it, with the two pure-Python packages its import needs)
+_HUMMING = ("gguf==0.19.0", "pyelftools==0.33", "tabulate==0.10.0")
 
 
 #: each older line and the FlashInfer its environment takes (0.27.1 on pin torch 2.13.0)
-_OLDER = tuple(
+_OLDER = (
+    # 0.23.0 to 0.26.0 pin torch 2.11.0 and FlashInfer 0.6.12 to 0.6.14: the environment keeps CPU torch 2.13.0
+    # (vLLM's compiled extensions are stand-ins here) and takes 0.6.18 as 0.27.1 does (their pins not tried)
+    _older_line("0.23.0", "0.6.18", _HUMMING, ("humming-kernels==0.1.4",)),
+) + tuple(
     _older_line(line, flashinfer)
     for line, flashinfer in (
-        # 0.24.0 to 0.26.0 pin torch 2.11.0 and FlashInfer 0.6.12 to 0.6.14: the environment keeps CPU torch 2.13.0
-        # (vLLM's compiled extensions are stand-ins here) and takes 0.6.18 as 0.27.1 does (their pins not tried)
         ("0.24.0", "0.6.18"),
         ("0.25.1", "0.6.18"),
         ("0.26.0", "0.6.18"),

@@ -6,9 +6,10 @@ CUDA streams created while a model is constructed. :func:`import_vllm` puts stan
 of exactly those (never in front of a sizing function) and imports vLLM once:
 
 * the wheel's compiled extensions (``vllm/_C_stable_libtorch.abi3.so`` and the others) import as
-  empty modules, and the ``torch.ops`` namespaces they would register answer every op name with
-  a stub that raises when called, except the few capability probes vLLM calls while building a
-  model (:data:`OP_ANSWERS`: what an SM90 build answers);
+  empty modules (some, :data:`STUB_OP_MODULES`, as their stub ops), and the ``torch.ops``
+  namespaces they would register answer every op name with a stub that raises when called, except
+  the few capability probes vLLM calls while building a model (:data:`OP_ANSWERS`: what an SM90
+  build answers) and the ops reported absent (:data:`ABSENT_OPS`);
 * :class:`GpuFacts` (name, compute capability, memory) is the platform vLLM reads through
   ``vllm.platforms.current_platform``: a ``CudaPlatformBase`` subclass whose device probes
   answer those facts (:func:`use_gpu` switches them per case);
@@ -69,6 +70,13 @@ EXTENSION_MODULES: frozenset[str] = frozenset(
         "vllm.third_party.deep_gemm._C_extension",
     }
 )
+#: modules that stand in whole as stub ops (each with the namespace its ops answer in, :data:`OP_ANSWERS`) up to
+#: the release given: vLLM's vendored DeepGEMM ``_C``, a pybind extension up to 0.31.0 and in 0.32.0 a facade
+#: over ``torch.ops`` that also needs a ``torch.classes`` runtime; 0.33.0's facade imports over the op stubs
+STUB_OP_MODULES: dict[str, tuple[str, str]] = {"vllm.third_party.deep_gemm._C": ("deep_gemm", "0.32.0")}
+#: where the vendored DeepGEMM (up to 0.32.0) is told CUDA is when it initialises at import
+#: (``deep_gemm/__init__.py _find_cuda_home`` asserts one exists); its stubbed ``init`` never reads it
+STATED_CUDA_HOME = "/usr/local/cuda"
 #: modules that only set up a GPU kernel's JIT warm-up (CuTe DSL, which vLLM 0.34.0's router gate imports on
 #: Hopper: ``vllm/model_executor/layers/fused_moe/router/gate_linear.py GateLinear._register_sm90_bf16x3_warmup``);
 #: they import as modules whose every name is an inert object (nothing they do changes a KV cache number)
@@ -100,6 +108,12 @@ OP_ANSWERS: dict[str, Callable[..., Any]] = {
     # DeepGEMM's set-up (vLLM's vendored copy runs it when the sparse-attention indexer is built)
     "init": lambda *args: None,
 }
+#: ops the stand-in namespaces report as unregistered (``getattr(torch.ops._C, name, None)`` is ``None``):
+#: MiniMax-M2's fused all-reduce norm at TP > 1 allocates a CUDA IPC workspace while the model is built
+#: (``model_executor/layers/minimax_rms_norm/lamport_workspace.py``), which a CPU host cannot; vLLM 0.24.0
+#: and later fall back to the unfused norm when that set-up fails, 0.23.0 when the op is absent. The
+#: workspace is communication memory, not KV cache
+ABSENT_OPS: frozenset[str] = frozenset({"minimax_allreduce_rms_qk"})
 #: GPUs the stated host has: as many as any planned layout needs (a TP 16 plan spans two hosts
 #: on a real cluster; vLLM's per-host check is not a sizing rule)
 STATED_DEVICE_COUNT = 1024
@@ -153,14 +167,20 @@ def use_gpu(facts: GpuFacts) -> Iterator[GpuFacts]:
 
 
 class _ExtensionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Answers ``import`` of a compiled extension with an empty module."""
+    """Answers ``import`` of a compiled extension with an empty module, and of a :data:`STUB_OP_MODULES` module
+    (``stubbed``: those of the installed release, with their namespaces) with its stub ops."""
+
+    def __init__(self, stubbed: dict[str, str]) -> None:
+        self._stubbed = stubbed
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname in EXTENSION_MODULES:
+        if fullname in EXTENSION_MODULES or fullname in self._stubbed:
             return importlib.machinery.ModuleSpec(fullname, self)
         return None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        if spec.name in self._stubbed:
+            return _StubNamespace(self._stubbed[spec.name])
         return types.ModuleType(spec.name)
 
     def exec_module(self, module: types.ModuleType) -> None:
@@ -229,7 +249,7 @@ class _StubNamespace(types.ModuleType):
         self._name = name
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
+        if name.startswith("__") or name in ABSENT_OPS:
             raise AttributeError(name)
         op = _StubOp(self._name, name)
         setattr(self, name, op)
@@ -305,6 +325,8 @@ def _install_cuda_facts(torch: Any) -> None:
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None:  # vLLM 0.34.0's sparse-MLA backends read the device index through it
         accelerator.current_device_index = lambda: 0
+        # 0.23.0's workspace manager frees the cache before it grows a (meta) workspace
+        accelerator.empty_cache = lambda: None
 
 
 class _TritonDriver:
@@ -501,9 +523,11 @@ def import_vllm(*, require_supported: bool = True) -> str:
             f"vLLM is not installed ({exc}); make its CPU environment with "
             f"python tools/vllm_env.py {SUPPORTED_VERSIONS[-1]} DIR (docs/vllm-bridge.md)"
         ) from exc
-    if require_supported:
-        check_version(version)
-    sys.meta_path.insert(0, _ExtensionFinder())
+    release = check_version(version) if require_supported else None
+    stubbed = {name: namespace for name, (namespace, last) in STUB_OP_MODULES.items()
+               if release is not None and release <= parse_release(last, "vllm")}  # fmt: skip
+    sys.meta_path.insert(0, _ExtensionFinder(stubbed))
+    os.environ.setdefault("CUDA_HOME", STATED_CUDA_HOME)
     sys.meta_path.insert(0, _WarmupFinder())
     _install_op_stubs(torch)
     _install_cuda_facts(torch)

@@ -76,7 +76,7 @@ KV_CACHE_LAYOUTS = ReleaseRule(
 #: (``AttentionBackend.get_preferred_block_size``)
 DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
     "vllm-default-block-size",
-    (("0.24.0", 16), ("0.34.0", 64)),
+    (("0.23.0", 16), ("0.34.0", 64)),
     "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
     "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
     "AttentionBackend.get_preferred_block_size",
@@ -183,7 +183,7 @@ def attention_backend(
 #: byte, 0.34.0's ``FlashAttentionDiffKVImpl.__init__`` refuses it
 DIFFKV_FP8: ByRelease[bool] = ByRelease(
     "vllm-diffkv-fp8",
-    (("0.24.0", True), ("0.34.0", False)),
+    (("0.23.0", True), ("0.34.0", False)),
     "FLASH_ATTN_DIFFKV takes an fp8 KV cache (0.34.0 refuses it: Unsupported FP8 Diff-KV configuration)",
     "vllm/v1/attention/backends/flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__",
     topic="launch",
@@ -232,48 +232,75 @@ def diffkv_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease,
                          KERNEL_BLOCK_MULTIPLE)  # fmt: skip
 
 
-#: the sparse-MLA backends vLLM tries on Hopper and on Blackwell (SM 10.x) for a DeepSeek sparse-attention
-#: model, in its order, each with the cache dtypes it takes and its smallest kernel block
-#: (``vllm/platforms/cuda.py _get_backend_priorities``: the sparse tail after the dense MLA backends, which
-#: refuse sparse attention; ``supported_kv_cache_dtypes`` / ``supports_combination`` and
-#: ``get_supported_kernel_block_sizes`` of ``vllm/v1/attention/backends/mla/*sparse*.py``). Hopper's tail puts
-#: ``FLASHINFER_MLA_SPARSE_SM90`` last for a 576-wide latent; SM 10.x tries FlashInfer first for an fp8 cache.
-SPARSE_MLA_BACKENDS: dict[int, tuple[tuple[str, tuple[str, ...], int], ...]] = {
-    9: (("FLASH_ATTN_MLA_SPARSE", ("auto", "float16", "bfloat16"), 64),
-        ("FLASHMLA_SPARSE", ("auto", "bfloat16", "fp8_ds_mla", "fp8"), 64),
-        ("FLASHINFER_MLA_SPARSE_SM90", ("auto", "bfloat16", "fp8", "fp8_e4m3"), 64)),
-    10: (("FLASHINFER_MLA_SPARSE", ("fp8", "fp8_e4m3"), 32),),
-}  # fmt: skip
+#: the sparse-MLA backends whose pages the strategies model: a latent of ``kv_lora_rank + qk_rope_head_dim``
+#: values at the cache dtype. FLASHMLA_SPARSE's ``fp8_ds_mla`` layout (656 bytes a token, what ``fp8`` takes on
+#: Hopper) is not modelled, nor SM 12.x's backend; on SM 10.x vLLM puts FA4 first for a 16-bit cache at most 16
+#: heads a rank (``_get_backend_priorities``), which the recorded tables cannot show (this host cannot import
+#: FA4's CuTe DSL), so a 16-bit cache there is refused too
+MODELLED_SPARSE_BACKENDS = ("FLASH_ATTN_MLA_SPARSE", "FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM90",
+                            "FLASHINFER_MLA_SPARSE")  # fmt: skip
+_SIXTEEN_BIT = ("auto", "bfloat16", "float16", "bf16")
 #: the indexer's own backend, listed first (``DeepseekV32IndexerBackend``: kernel blocks of 64 on CUDA)
 INDEXER_BACKEND = ("DEEPSEEK_V32_INDEXER", 64)
 
 
-def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease,
-                       block_size: int | None) -> BackendChoice:  # fmt: skip
-    """The sparse-MLA backend of a DeepSeek sparse-attention model (:data:`SPARSE_MLA_BACKENDS`). A
-    block must suit the indexer's 64-token kernels too. ``fp8`` (not ``fp8_e4m3``) on Hopper takes
-    FLASHMLA_SPARSE's ``fp8_ds_mla`` layout (656 bytes a token), which is not modelled; on SM 10.x a
-    16-bit cache goes to FA4 or FlashMLA by the head count, not modelled either."""
+def sparse_profile_key(gpu: VLLMDevice, kv_cache_dtype: str, heads_per_rank: int) -> str:
+    """The table row of a DeepSeek sparse-attention latent (``tools/list_vllm_backends.py sparse_profile_key``):
+    the cache dtype as given (a 16-bit one as ``auto``), ``h`` when a rank holds at most 16 query heads."""
+    major, minor = gpu.capability
+    kv = "auto" if kv_cache_dtype in _SIXTEEN_BIT else kv_cache_dtype
+    return f"{major}.{minor}|mla|bfloat16|{MLA_HEAD_SIZE}|{kv}|s{'h' if heads_per_rank <= 16 else ''}"
+
+
+def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease, block_size: int | None,
+                       heads_per_rank: int) -> BackendChoice:  # fmt: skip
+    """The sparse-MLA backend of a DeepSeek sparse-attention model: the first of the release's recorded valid
+    backends (``vllm/platforms/cuda.py _get_backend_priorities``, the sparse tail after the dense MLA backends)
+    whose kernels take the block; a block must suit the indexer's 64-token kernels too
+    (:data:`MODELLED_SPARSE_BACKENDS` says which pages are modelled)."""
     check_block_size(block_size, release.text)
-    major = gpu.capability[0]
-    for name, dtypes, kernel in SPARSE_MLA_BACKENDS.get(major, ()):
-        if kv_cache_dtype not in dtypes or (block_size is not None and block_size % kernel):
+    sixteen_bit = kv_cache_dtype in _SIXTEEN_BIT
+    if gpu.capability[0] == 10 and sixteen_bit:
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text}: DeepSeek sparse attention with a 16-bit cache on {gpu.name} (SM 10.x) goes to FA4 "
+            "or FlashMLA by the heads a rank holds (vllm/platforms/cuda.py _get_backend_priorities), which the vLLM "
+            "strategies do not model: give --kv-cache-dtype fp8_e4m3"
+        )
+    table = TABLES[release.text]
+    key = sparse_profile_key(gpu, kv_cache_dtype, heads_per_rank)
+    valid = table.selections.get(key)
+    if valid is None:
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text}: no recorded sparse-MLA backend choice for {key} (a cache dtype outside "
+            "tools/list_vllm_backends.py's grid): give --kv-cache-dtype auto or fp8_e4m3"
+        )
+    family = key.split("|", 1)[0]
+    for name in valid:
+        kernel_blocks, _recorded, layouts = table.backends[f"{family}|{name}"]
+        if block_size is not None and not _accepts(kernel_blocks, block_size):
             continue
-        if name == "FLASHMLA_SPARSE":
-            break  # fp8 -> fp8_ds_mla on FlashMLA: its packed 656-byte layout is not modelled
-        preferred = preferred_block_size((-kernel,), release)
+        if name not in MODELLED_SPARSE_BACKENDS or (name == "FLASHMLA_SPARSE" and not sixteen_bit):
+            raise UnsupportedConfigurationError(
+                f"vLLM {release.text}: DeepSeek sparse attention with kv_cache_dtype {kv_cache_dtype!r} on {gpu.name} "
+                f"takes {name}" + (" and its fp8_ds_mla layout (656 bytes a token)" if name == "FLASHMLA_SPARSE"
+                                   else "") + ", which the vLLM strategies do not model (vllm/platforms/cuda.py "
+                "_get_backend_priorities): give --kv-cache-dtype fp8_e4m3 or auto on a Hopper or SM 10.x GPU"
+            )  # fmt: skip
+        preferred = preferred_block_size(kernel_blocks, release)
         if block_size is None and preferred % INDEXER_BACKEND[1]:
             raise UnsupportedConfigurationError(
                 f"vLLM {release.text}: DeepSeek sparse attention on {gpu.name} with {name} prefers {preferred}-token "
                 f"blocks, which the indexer's {INDEXER_BACKEND[1]}-token kernels do not take; the vLLM strategies "
                 f"do not model the block vLLM settles on: give --block-size {INDEXER_BACKEND[1]}"
             )
-        return BackendChoice(name, preferred, kernel)
+        return BackendChoice(name, preferred, min(abs(size) for size in kernel_blocks),
+                             layouts[0] if layouts else "LBNHC")  # fmt: skip
+    given = "" if block_size is None else f", block_size={block_size}"
     raise UnsupportedConfigurationError(
-        f"vLLM {release.text}: DeepSeek sparse attention with kv_cache_dtype {kv_cache_dtype!r} on {gpu.name}: the "
-        "vLLM strategies model FLASH_ATTN_MLA_SPARSE / FLASHINFER_MLA_SPARSE_SM90 on Hopper (a 16-bit or fp8_e4m3 "
-        "cache) and FLASHINFER_MLA_SPARSE on SM 10.x (fp8_e4m3) only (vllm/platforms/cuda.py "
-        "_get_backend_priorities)"
+        f"vLLM {release.text} refuses: No valid attention backend found for cuda with AttentionSelectorConfig("
+        f"head_size={MLA_HEAD_SIZE}, kv_cache_dtype={kv_cache_dtype}{given}, use_mla=True, use_sparse=True, ...) on "
+        f"{gpu.name} (compute capability {family}; vllm/platforms/cuda.py CudaPlatformBase.get_attn_backend_cls); "
+        "choose another --kv-cache-dtype or GPU"
     )
 
 

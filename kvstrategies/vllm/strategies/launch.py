@@ -161,14 +161,29 @@ MODEL_RUNNER_V2_FOR_DENSE = ReleaseRule(
 )
 
 
-def uses_model_runner_v2(architectures: tuple[str, ...], *, is_moe: bool, is_hybrid: bool, version: str) -> bool:
+#: from vLLM 0.24.0 a listed architecture runs Model Runner V2 whatever its experts and quantization; 0.23.0 runs
+#: it for a listed one (Llama, Mistral, Qwen3) only when the model is neither MoE nor quantized
+MODEL_RUNNER_V2_FOR_LISTED = ReleaseRule(
+    "vllm-model-runner-v2-for-listed",
+    span("0.24.0", engine=VLLM),
+    "Model Runner V2 for every listed architecture (0.23.0: a listed one that is neither MoE nor quantized)",
+    "vllm/config/vllm.py VllmConfig._is_default_v2_model_runner_model",
+    topic="launch",
+)
+
+
+def uses_model_runner_v2(architectures: tuple[str, ...], *, is_moe: bool, is_hybrid: bool, version: str,
+                         is_quantized: bool = False) -> bool:  # fmt: skip
     """Whether vLLM runs the model on Model Runner V2 (:data:`MODEL_RUNNER_V2_FOR_ALL`): from 0.29.0 always;
     from 0.25.1 a model that is not hybrid and either not MoE or of a listed architecture
-    (``_is_default_v2_model_runner_model``; no listed architecture is a hybrid); 0.24.0 a listed one only."""
+    (``_is_default_v2_model_runner_model``; no listed architecture is a hybrid); 0.24.0 a listed one only;
+    0.23.0 a listed one neither MoE nor quantized (``quantization_config`` in its config)."""
     release = parse_release(version or None, VLLM, field="--vllm-version")
     if MODEL_RUNNER_V2_FOR_ALL.holds(release):
         return True
     listed = any(a in VLLM_V2_RUNNER_ARCHITECTURES.at(release) for a in architectures)
+    if not MODEL_RUNNER_V2_FOR_LISTED.holds(release):
+        return listed and not is_moe and not is_quantized
     if not MODEL_RUNNER_V2_FOR_DENSE.holds(release):
         return listed
     return not is_hybrid and (listed or not is_moe)
@@ -209,7 +224,7 @@ def resolve_model_launch(deployment: VLLMDeployment, geometry: ModelGeometry, ve
     model runner (:func:`uses_model_runner_v2`)."""
     hybrid = geometry.mamba is not None
     runner_v2 = uses_model_runner_v2(geometry.architectures, is_moe=geometry.num_experts > 0, is_hybrid=hybrid,
-                                     version=version)  # fmt: skip
+                                     version=version, is_quantized=geometry.quantization is not None)  # fmt: skip
     return resolve_launch(deployment, geometry.context_len, is_mamba_hybrid=hybrid, version=version,
                           model_type=geometry.model_type, model_runner_v2=runner_v2)  # fmt: skip
 

@@ -119,7 +119,7 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.24.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
+    (("0.23.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
      ("0.33.0", (VLLM_KV_CACHE_DTYPES, "validator"))),
@@ -223,8 +223,9 @@ SLIDING_OWN_BLOCK = ReleaseRule(
 )
 
 
-#: up to vLLM 0.27.1 an MLA latent spec records ``head_size_v`` as its ``head_size`` (``AttentionSpec``'s
-#: default); from 0.28.0 ``MLAAttentionSpec`` records 0 (no V row). The page is the latent row either way
+#: up to vLLM 0.27.1 an MLA spec (a latent, or a DeepSeek sparse-attention indexer's keys) records ``head_size_v``
+#: as its ``head_size`` (``AttentionSpec``'s default); from 0.28.0 ``MLAAttentionSpec`` records 0 (no V row). The
+#: page is the row either way
 MLA_HEAD_SIZE_V_ZERO = ReleaseRule(
     "vllm-mla-head-size-v-zero",
     span("0.28.0", engine=VLLM),
@@ -232,6 +233,39 @@ MLA_HEAD_SIZE_V_ZERO = ReleaseRule(
     "vllm/v1/kv_cache_interface.py MLAAttentionSpec.head_size_v",
     topic="sizing",
 )
+
+
+#: from vLLM 0.24.0 a DeepSeek sparse-attention layer that reuses the previous layer's top-k (``index_topk_freq``,
+#: ``index_topk_pattern``) builds no indexer, so it holds no index keys; 0.23.0 builds one in every layer
+DSA_INDEXER_BY_LAYER = ReleaseRule(
+    "vllm-dsa-indexer-by-layer",
+    span("0.24.0", engine=VLLM),
+    "a sparse-attention layer that reuses the previous top-k holds no indexer keys (0.23.0: every layer holds them)",
+    "vllm/model_executor/models/deepseek_v2.py DeepseekV2MLAAttention.__init__ (_skip_topk)",
+    topic="sizing",
+)
+
+
+#: vLLM 0.31.0 has the sparse backends that read the cache as flat rows (FLASHINFER_MLA_SPARSE, and FLASHMLA_SPARSE
+#: off its fp8_ds_mla layout) align a block's bytes to one latent row (``MLAAttention.get_kv_cache_spec``:
+#: ``block_stride_alignment = state_content_size_bytes``); 0.32.0 moved the alignment into the backends'
+#: ``customize_spec``, where it does not round the block this way, and 0.30.0 has none
+FLAT_SPARSE_ALIGNMENT = ReleaseRule(
+    "vllm-flat-sparse-block-alignment",
+    span("0.31.0", "0.31.0", engine=VLLM),
+    "a flat sparse-MLA cache rounds a block's bytes up to a multiple of one latent row",
+    "vllm/model_executor/layers/attention/mla_attention.py MLAAttention.get_kv_cache_spec (_uses_flat_kv_cache); "
+    "vllm/v1/core/kv_cache_utils.py _get_kv_cache_bytes_per_block",
+    topic="sizing",
+)
+#: the backends ``MLAAttention._uses_flat_kv_cache`` names (FLASHMLA_SPARSE only off ``fp8_ds_mla``)
+FLAT_SPARSE_BACKENDS = ("FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE")
+
+
+def flat_sparse_alignment(backend: str, kv_cache_dtype: str, latent_row_bytes: int, release: EngineRelease) -> int:
+    """The latent's ``block_stride_alignment`` in bytes (:data:`FLAT_SPARSE_ALIGNMENT`; 1: none)."""
+    flat = backend in FLAT_SPARSE_BACKENDS and kv_cache_dtype != "fp8_ds_mla"
+    return latent_row_bytes if flat and FLAT_SPARSE_ALIGNMENT.holds(release) else 1
 
 
 #: from vLLM 0.26.0 an MLA latent spec records its cache's quantization (``kv_quant_mode``); 0.25.1's records none
@@ -279,10 +313,13 @@ def attention_specs(
         if dsa is None:
             return {layer: latent for layer in layers}
         # the indexer's key cache beside each latent, where the layer keeps its own top-k
-        indexer = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=indexer_head_size(dsa),
+        indexer_width = indexer_head_size(dsa)
+        indexer = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=indexer_width,
+                                   head_size_v=0 if MLA_HEAD_SIZE_V_ZERO.holds(release) else indexer_width,
                                    dtype=DType.UINT8)  # fmt: skip
+        by_layer = DSA_INDEXER_BY_LAYER.holds(release)
         return {layer: SparseMLALayerSpec(block_size=block_size, latent=latent,
-                                          indexer=None if dsa.skips_topk(layer) else indexer)
+                                          indexer=None if by_layer and dsa.skips_topk(layer) else indexer)
                 for layer in layers}  # fmt: skip
     window = geometry.config_sliding_window
     sliding = set(sliding_layers(geometry))

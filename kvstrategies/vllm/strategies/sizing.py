@@ -52,13 +52,18 @@ class KVCacheTensor:
 @dataclass(frozen=True)
 class SharedKVCacheTensor:
     """vLLM 0.28.0's form (:data:`SHARED_TENSORS`): ``size`` bytes shared by one layer of each group
-    (``shared_by``), each group addressing its own blocks of it; no strides."""
+    (``shared_by``), each group addressing its own blocks of it; its offset and block stride are 0 and
+    recorded from 0.24.0 (:data:`TENSOR_OFFSET_FIELDS`)."""
 
     size: int
     shared_by: tuple[int, ...]
+    offset_fields: bool = True
 
     def document(self) -> dict[str, object]:
-        return {"size": self.size, "shared_by": list(self.shared_by), "offset": 0, "block_stride": 0}
+        document: dict[str, object] = {"size": self.size, "shared_by": list(self.shared_by)}
+        if self.offset_fields:
+            document |= {"offset": 0, "block_stride": 0}
+        return document
 
 
 #: up to vLLM 0.28.0 every layer position has its own tensor of ``num_blocks`` pages, shared by that
@@ -73,11 +78,36 @@ SHARED_TENSORS = ReleaseRule(
 )
 
 
+#: vLLM 0.24.0 gave ``KVCacheTensor`` an ``offset`` and a ``block_stride`` (0 for a shared tensor); 0.23.0's
+#: tensor has its size and ``shared_by`` only. It moves no byte: the documents show the fields or not
+TENSOR_OFFSET_FIELDS = ReleaseRule(
+    "vllm-kv-cache-tensor-offset",
+    span("0.24.0", engine=VLLM),
+    "a KV cache tensor records an offset and a block stride (0.23.0: its size and shared_by only)",
+    "vllm/v1/kv_cache_interface.py KVCacheTensor",
+    topic="sizing",
+)
+
+
+#: from vLLM 0.30.0 a sparse-attention layer that computes its own top-k holds a latent spec of its own
+#: (``MLAAttentionSpec.is_index_group_leader``), so a packed buffer has one section per bucket of layers holding
+#: the same caches; 0.29.0 (the first packed release) has one section per spec: every latent, then every indexer
+LEADER_LATENT_SPEC = ReleaseRule(
+    "vllm-dsa-leader-latent-spec",
+    span("0.30.0", engine=VLLM),
+    "a sparse-attention layer that computes its own top-k has a latent spec of its own: the packed buffer's "
+    "sections follow the layers holding the same caches (0.29.0: one latent section, then the indexer's)",
+    "vllm/v1/kv_cache_interface.py MLAAttentionSpec.is_index_group_leader; vllm/v1/core/kv_cache_utils.py "
+    "get_kv_cache_config_from_groups (layers_by_spec)",
+    topic="sizing",
+)
+
+
 #: the module that sizes the KV cache from the groups, which vLLM's refusals name: split out of
 #: ``kv_cache_utils.py`` in vLLM 0.33.0
 PLANNING_MODULE: ByRelease[str] = ByRelease(
     "vllm-kv-cache-planning-module",
-    (("0.24.0", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
+    (("0.23.0", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
     "the module of get_kv_cache_configs and _check_enough_kv_cache_memory",
     "vllm/v1/core/kv_cache_planning.py (0.33.0); vllm/v1/core/kv_cache_utils.py before",
     topic="sizing",
@@ -121,9 +151,10 @@ def project(groups: list[KVCacheGroup], layers: Container[int]) -> tuple[KVCache
 
 
 def _block_bytes(group: KVCacheGroup) -> int:
-    """A group's bytes in one block: ``layers x page``, or a uniform-type group's page (all its entries)."""
+    """A group's bytes in one block: ``layers x page``, or a uniform-type group's page (all its entries,
+    rounded up to their block stride alignment)."""
     if isinstance(group.spec, UniformTypeKVCacheSpecs):
-        return group.spec.page_size_bytes
+        return group.spec.block_bytes
     return len(group.layers) * group.spec.page_size_bytes
 
 
@@ -179,11 +210,11 @@ def stage_tensors(
 ) -> tuple[KVCacheTensor | SharedKVCacheTensor, ...]:
     """The stage's tensors in the release's form (:data:`SHARED_TENSORS`)."""
     if SHARED_TENSORS.holds(release):
-        return shared_tensors(groups, num_blocks)
+        return shared_tensors(groups, num_blocks, offset_fields=TENSOR_OFFSET_FIELDS.holds(release))
     per_block = bytes_per_block(groups)
     uniform = [g.spec for g in groups if isinstance(g.spec, UniformTypeKVCacheSpecs) and g.layers]
     if uniform:
-        return _packed_tensors(uniform[0], num_blocks)
+        return _packed_tensors(uniform[0], num_blocks, by_held_caches=LEADER_LATENT_SPEC.holds(release))
     return tuple(
         KVCacheTensor(per_block * num_blocks, g.layers, g.spec.page_size_bytes * num_blocks, g.spec.page_size_bytes)
         for g in groups
@@ -191,36 +222,44 @@ def stage_tensors(
     )
 
 
-def shared_tensors(groups: tuple[KVCacheGroup, ...], num_blocks: int) -> tuple[SharedKVCacheTensor, ...]:
+def shared_tensors(
+    groups: tuple[KVCacheGroup, ...], num_blocks: int, *, offset_fields: bool = True
+) -> tuple[SharedKVCacheTensor, ...]:
     """vLLM 0.28.0's ``get_kv_cache_config_from_groups``: a uniform-type group's layers one tensor each
     (``page x num_blocks``, the layer's own page); else one tensor of ``page x num_blocks`` per position
     ``i`` below the largest group's layer count, shared by the ``i``-th layer of each group that has one."""
     uniform = [g.spec for g in groups if isinstance(g.spec, UniformTypeKVCacheSpecs) and g.layers]
     if uniform:
-        return tuple(SharedKVCacheTensor(part.page_size_bytes * num_blocks, (layer,))
+        return tuple(SharedKVCacheTensor(part.page_size_bytes * num_blocks, (layer,), offset_fields)
                      for layer, part in uniform[0].entries)  # fmt: skip
     width = max((len(g.layers) for g in groups), default=0)
     page = max((g.spec.page_size_bytes for g in groups if g.layers), default=0)
     return tuple(
-        SharedKVCacheTensor(page * num_blocks, tuple(g.layers[i] for g in groups if i < len(g.layers)))
+        SharedKVCacheTensor(page * num_blocks, tuple(g.layers[i] for g in groups if i < len(g.layers)), offset_fields)
         for i in range(width)
     )
 
 
-def _packed_tensors(spec: UniformTypeKVCacheSpecs, num_blocks: int) -> tuple[KVCacheTensor, ...]:
+def _packed_tensors(
+    spec: UniformTypeKVCacheSpecs, num_blocks: int, *, by_held_caches: bool = True
+) -> tuple[KVCacheTensor, ...]:
     """A uniform-type group's one buffer of ``num_blocks x page`` bytes, cut into one section per
     distinct spec in order of first appearance, ``num_blocks`` pages a layer, back to back
-    (``kv_cache_planning.py get_kv_cache_config_from_groups``: ``layers_by_spec``). A latent whose layer
-    reuses the previous top-k is a spec of its own there (the recordings show three sections for
-    DeepSeek-V3.2 with ``index_topk_freq`` 4), so the sections follow the layers that hold the same
-    caches: indexer, then latent, per such bucket."""
+    (``kv_cache_planning.py get_kv_cache_config_from_groups``: ``layers_by_spec``). From vLLM 0.30.0 a latent
+    whose layer computes its own top-k is a spec of its own (:data:`LEADER_LATENT_SPEC`: three sections for
+    DeepSeek-V3.2 with ``index_topk_freq`` 4), so ``by_held_caches`` the sections follow the layers that hold
+    the same caches: indexer, then latent, per such bucket; 0.29.0 has one latent section, then the indexer's."""
     by_layer: dict[int, list[KVCacheSpec]] = {}
     for layer, entry in spec.entries:
         by_layer.setdefault(layer, []).append(entry)
     buckets: dict[tuple[KVCacheSpec, ...], list[int]] = {}
-    for layer, held in by_layer.items():
-        buckets.setdefault(tuple(held), []).append(layer)
-    size, offset, out = num_blocks * spec.page_size_bytes, 0, []
+    if by_held_caches:
+        for layer, held in by_layer.items():
+            buckets.setdefault(tuple(held), []).append(layer)
+    else:
+        for layer, entry in spec.entries:
+            buckets.setdefault((entry,), []).append(layer)
+    size, offset, out = num_blocks * spec.block_bytes, 0, []
     for caches, layers in buckets.items():
         for part in caches:
             stride = num_blocks * part.page_size_bytes

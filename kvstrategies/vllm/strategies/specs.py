@@ -136,6 +136,10 @@ class MLAAttentionSpec(FullAttentionSpec):
 
     head_size_v: int = 0
     cache_dtype_str: str | None = None
+    #: a block's bytes are a multiple of this (``AttentionSpec.block_stride_alignment``; 1: none), which vLLM
+    #: 0.31.0 sets to the latent row on the flat sparse caches (``vllm.strategies.layers.FLAT_SPARSE_ALIGNMENT``);
+    #: vLLM records no such field in a document
+    block_stride_alignment: int = 1
 
     @property
     def unpadded_page_size_bytes(self) -> int:
@@ -186,6 +190,13 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
     @property
     def page_size_bytes(self) -> int:
         return sum(spec.page_size_bytes for _, spec in self.entries)
+
+    @property
+    def block_bytes(self) -> int:
+        """A block's bytes: the page rounded up to the lcm of the entries' ``block_stride_alignment``
+        (``kv_cache_utils.py _get_kv_cache_bytes_per_block``; the page itself where none is set)."""
+        alignment = math.lcm(1, *(getattr(spec, "block_stride_alignment", 1) for _, spec in self.entries))
+        return ceil_div(self.page_size_bytes, alignment) * alignment
 
     def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
         return ceil_div(limits.max_model_len, self.block_size) * self.page_size_bytes

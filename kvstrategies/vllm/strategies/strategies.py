@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from ...context import KVCacheContext
@@ -56,6 +56,7 @@ from .layers import (
     SLIDING_OWN_BLOCK,
     attention_specs,
     check_kv_cache_dtype,
+    flat_sparse_alignment,
     kv_storage_dtype,
     layer_kv_dtype,
     mamba_state,
@@ -151,7 +152,13 @@ class VLLMStrategy(Strategy):
         if is_diffkv(geometry):
             backend = diffkv_backend(launch.gpu, layer_dtype, ctx.release, deployment.block_size)
         elif geometry.dsa is not None:
-            backend = sparse_mla_backend(launch.gpu, layer_dtype, ctx.release, deployment.block_size)
+            backend = sparse_mla_backend(
+                launch.gpu,
+                layer_dtype,
+                ctx.release,
+                deployment.block_size,
+                geometry.num_attention_heads // deployment.tensor_parallel_size,
+            )
         else:
             backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, deployment.block_size)
         block = deployment.block_size or backend.preferred_block_size
@@ -195,6 +202,13 @@ class VLLMStrategy(Strategy):
         geometry, tp = self.ctx.geometry, launch.deployment.tensor_parallel_size
         specs = dict(attention_specs(geometry, tp, kv_dtype, block, cache_dtype, self._sliding_block(backend),
                                      self.ctx.release))
+        if geometry.mla is not None and geometry.dsa is not None:  # a flat sparse cache's row alignment (0.31.0)
+            row = geometry.mla.latent_dim * kv_dtype.itemsize
+            alignment = flat_sparse_alignment(backend.name, cache_dtype, row, self.ctx.release)
+            if alignment > 1:
+                specs = {layer: replace(spec, latent=replace(spec.latent, block_stride_alignment=alignment))
+                         if isinstance(spec, SparseMLALayerSpec) else spec
+                         for layer, spec in specs.items()}  # fmt: skip
         return dict(sorted(specs.items()))
 
     def _sliding_block(self, backend: BackendChoice) -> int | None:

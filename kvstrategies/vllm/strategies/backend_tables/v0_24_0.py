@@ -154,9 +154,11 @@ SELECTIONS: dict[str, tuple[str, ...]] = {
     '9.0|mha|float16|512|nvfp4|w': ('FLASHINFER',),
     '9.0|mha|float16|64|nvfp4|-': ('FLASHINFER',),
     '9.0|mha|float16|64|nvfp4|w': ('FLASHINFER',),
+    '9.0|mla|bfloat16|576|auto|s': ('FLASHMLA_SPARSE',),
+    '9.0|mla|bfloat16|576|auto|sh': ('FLASHMLA_SPARSE',),
 }
 SELECTIONS_REMOVED: tuple[str, ...] = ()
 
 BACKENDS: dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]] = {
 }
-BACKENDS_REMOVED: tuple[str, ...] = ()
+BACKENDS_REMOVED: tuple[str, ...] = ('9.0|FLASH_ATTN_MLA_SPARSE',)

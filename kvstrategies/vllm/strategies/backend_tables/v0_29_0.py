@@ -86,9 +86,15 @@ SELECTIONS: dict[str, tuple[str, ...]] = {
     '9.0|mha|float16|64|auto|kw': ('FLASH_ATTN', 'TRITON_ATTN'),
     '9.0|mha|float16|64|fp8_e4m3|kw': ('FLASH_ATTN', 'TRITON_ATTN'),
     '9.0|mha|float16|64|fp8_e5m2|kw': ('TRITON_ATTN',),
+    '9.0|mla|bfloat16|576|auto|s': ('FLASH_ATTN_MLA_SPARSE', 'FLASHMLA_SPARSE'),
+    '9.0|mla|bfloat16|576|auto|sh': ('FLASH_ATTN_MLA_SPARSE', 'FLASHMLA_SPARSE'),
+    '9.0|mla|bfloat16|576|fp8_e4m3|s': (),
+    '9.0|mla|bfloat16|576|fp8_e4m3|sh': (),
+    '9.0|mla|bfloat16|576|fp8|s': ('FLASHMLA_SPARSE',),
+    '9.0|mla|bfloat16|576|fp8|sh': ('FLASHMLA_SPARSE',),
 }
 SELECTIONS_REMOVED: tuple[str, ...] = ()
 
 BACKENDS: dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]] = {
 }
-BACKENDS_REMOVED: tuple[str, ...] = ('10.0|TRITON_FLASHINFER', '10.3|TRITON_FLASHINFER', '9.0|TRITON_FLASH_ATTN',)
+BACKENDS_REMOVED: tuple[str, ...] = ('10.0|TRITON_FLASHINFER', '10.3|TRITON_FLASHINFER', '9.0|FLASHINFER_MLA_SPARSE_SM90', '9.0|TRITON_FLASH_ATTN',)

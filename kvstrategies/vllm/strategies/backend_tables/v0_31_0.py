@@ -74,5 +74,13 @@ SELECTIONS: dict[str, tuple[str, ...]] = {
 SELECTIONS_REMOVED: tuple[str, ...] = ()
 
 BACKENDS: dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]] = {
+    '10.0|FLASHINFER_MLA_SPARSE': ((32, 64), 32, None),
+    '10.0|FLASHMLA_SPARSE': ((64,), 64, None),
+    '10.3|FLASHINFER_MLA_SPARSE': ((32, 64), 32, None),
+    '10.3|FLASHMLA_SPARSE': ((64,), 64, None),
+    '12.0|FLASHINFER_MLA_SPARSE_SM120': ((64, 256), 64, None),
+    '9.0|FLASHINFER_MLA_SPARSE_SM90': ((-64,), 64, ('LBHNC',)),
+    '9.0|FLASHMLA_SPARSE': ((64,), 64, None),
+    '9.0|FLASH_ATTN_MLA_SPARSE': ((64,), 64, None),
 }
 BACKENDS_REMOVED: tuple[str, ...] = ()
