@@ -1,4 +1,4 @@
-"""vLLM 0.23.0 to 0.30.0: each release rule that sets them apart, against a hand-computed expectation.
+"""vLLM 0.22.1 to 0.31.0: each release rule that sets them apart, against a hand-computed expectation.
 
 Sources (each release's own code): ``vllm/model_executor/layers/attention/attention.py
 Attention.get_kv_cache_spec`` (0.29.0: ``_largest_kernel_block_within`` with no padded page),
@@ -17,6 +17,7 @@ import pytest
 
 from kvstrategies import plan
 from kvstrategies.case import parse_case
+from kvstrategies.core.dtypes import DType
 from kvstrategies.core.releases import VLLM, parse_release
 from kvstrategies.errors import InsufficientMemoryError, UnsupportedConfigurationError
 from kvstrategies.models.parse import parse_hf_config
@@ -26,6 +27,7 @@ from kvstrategies.vllm.planner.load_refusals import load_refusal
 from kvstrategies.vllm.planner.request import VLLMPlanRequest
 from kvstrategies.vllm.strategies.engine_args import vllm_deployment
 from kvstrategies.vllm.strategies.launch import resolve_model_launch, uses_model_runner_v2
+from kvstrategies.vllm.strategies.layers import mamba_state
 from kvstrategies.vllm.strategies.sizing import KVCacheTensor, SharedKVCacheTensor, shared_tensors
 
 GIB = 2**30
@@ -429,3 +431,29 @@ def test_0_31_rounds_a_flat_sparse_block_up_to_a_latent_row() -> None:
     assert blocks["0.31.0"].num_gpu_blocks == 40 * GIB // 2_764_224 == 15_537
     assert [blocks[r].num_gpu_blocks for r in ("0.30.0", "0.32.0")] == [40 * GIB // 2_764_032] * 2 == [15_538] * 2
     assert blocks["0.31.0"].tensors[0].size == 15_537 * 2_764_224
+
+
+def test_0_22_overlaps_the_executor_s_batches_whatever_the_runner() -> None:
+    # Qwen3-8B (Qwen3ForCausalLM, the one architecture 0.22.1 runs on Model Runner V2) at PP 2 with async
+    # scheduling: 0.22.1's MultiprocExecutor.max_concurrent_batches is pp = 2; 0.23.0's VllmConfig gives V2
+    # pp + 1 = 3. At PP 1 both overlap 2
+    def batches(release: str, pp: int) -> int:
+        launch = _vllm("qwen3-8b", release, pp_size=pp, context_length=8192).vllm.launch
+        assert launch.model_runner_v2 is True
+        return launch.max_concurrent_batches
+
+    assert [batches("0.22.1", 2), batches("0.23.0", 2)] == [2, 3]
+    assert [batches("0.22.1", 1), batches("0.23.0", 1)] == [2, 2]
+    assert uses_model_runner_v2(("LlamaForCausalLM",), is_moe=False, is_hybrid=False, version="0.22.1") is False
+
+
+def test_0_22_keeps_three_kda_conv_states() -> None:
+    # Kimi-Linear TP 1: KDA's q, k and v convs over 32 heads x 128 = 4,096 channels each, a 3-token window:
+    # 0.22.1 keeps three (3, 4,096) bf16 states, 0.23.0 one (3, 12,288); both 3 x 12,288 x 2 = 73,728 B beside
+    # the (32, 128, 128) float32 recurrent state
+    old = mamba_state(parse_hf_config(load_preset_config("kimi-linear-48b-a3b")), 1, parse_release("0.22.1", VLLM))
+    new = mamba_state(parse_hf_config(load_preset_config("kimi-linear-48b-a3b")), 1, parse_release("0.23.0", VLLM))
+    assert old.shapes == ((3, 4_096), (3, 4_096), (3, 4_096), (32, 128, 128))
+    assert new.shapes == ((3, 12_288), (32, 128, 128))
+    assert old.dtypes == (DType.BFLOAT16,) * 3 + (DType.FLOAT32,) and new.dtypes == (DType.BFLOAT16, DType.FLOAT32)
+    assert 3 * 3 * 4_096 * 2 == 3 * 12_288 * 2 == 73_728

@@ -336,6 +336,21 @@ def _tensor_document(tensor: Any) -> dict[str, Any]:
             "block_stride": tensor.block_stride, "offset": tensor.offset}  # fmt: skip
 
 
+def _max_concurrent_batches(vllm_config: Any) -> int:
+    """The batches the engine overlaps: ``VllmConfig.max_concurrent_batches`` from 0.23.0; 0.22.1 asks its
+    executor class (``v1/executor/abstract.py Executor.get_class``: ``MultiprocExecutor`` / ``UniProcExecutor``
+    ``.max_concurrent_batches``), whose property reads the parallel and scheduler configs only."""
+    if hasattr(vllm_config, "max_concurrent_batches"):
+        return int(vllm_config.max_concurrent_batches)
+    abstract = importlib.import_module("vllm.v1.executor.abstract")
+    cls = abstract.Executor.get_class(vllm_config)
+    executor = object.__new__(cls)
+    executor.vllm_config = vllm_config
+    executor.parallel_config = vllm_config.parallel_config
+    executor.scheduler_config = vllm_config.scheduler_config
+    return int(executor.max_concurrent_batches)
+
+
 def _capacity(vllm_config: Any, worker_config: Any) -> tuple[int, float]:
     """The tokens and concurrency vLLM logs: stored on the cache config from 0.24.0; 0.23.0 logs each
     worker's from ``kv_cache_utils.py _report_kv_cache_config`` without keeping them, so they are computed
@@ -388,7 +403,7 @@ def _document(
             "max_in_flight_tokens": _optional_int(getattr(vllm_config, "max_in_flight_tokens", None)),
             "enable_prefix_caching": bool(cache.enable_prefix_caching),
             "async_scheduling": bool(scheduler.async_scheduling),
-            "max_concurrent_batches": int(vllm_config.max_concurrent_batches),
+            "max_concurrent_batches": _max_concurrent_batches(vllm_config),
             "mamba_cache_mode": str(cache.mamba_cache_mode),
             "disable_hybrid_kv_cache_manager": bool(scheduler.disable_hybrid_kv_cache_manager),
             "kv_cache_memory_bytes": deployment.kv_cache_memory_bytes,

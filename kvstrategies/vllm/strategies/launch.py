@@ -53,14 +53,16 @@ class VLLMLaunch:
     release: EngineRelease | None = None
     model_runner_v2: bool = True
     in_flight_bound: bool = True
+    #: :data:`V2_EXTRA_BATCH` holds in the release
+    v2_extra_batch: bool = True
 
     @property
     def max_concurrent_batches(self) -> int:
         """``VllmConfig.max_concurrent_batches``: PP batches, one more with async scheduling on V2 (the V1
-        runner overlaps two batches at PP 1 only)."""
+        runner overlaps two batches at PP 1 only; so does every runner before :data:`V2_EXTRA_BATCH`)."""
         pp = self.deployment.pipeline_parallel_size
         if self.async_scheduling:
-            if self.model_runner_v2:
+            if self.model_runner_v2 and self.v2_extra_batch:
                 return pp + 1
             if pp <= 1:
                 return 2
@@ -136,6 +138,19 @@ def batch_defaults(gpu: VLLMDevice, release: EngineRelease | None = None) -> tup
     if memory >= 70 * _GIB and "a100" not in nvml_name(gpu).lower() and gpu.capability != (12, 1):
         return 8192, 1024
     return 2048, 256
+
+
+#: from vLLM 0.23.0 ``VllmConfig.max_concurrent_batches`` gives Model Runner V2 one batch more than the pipeline
+#: stages with async scheduling; 0.22.1 asks its executor (``MultiprocExecutor`` / ``UniProcExecutor``), which
+#: overlaps two batches at PP 1 with async scheduling and ``pp`` otherwise, whatever the runner
+V2_EXTRA_BATCH = ReleaseRule(
+    "vllm-v2-runner-extra-batch",
+    span("0.23.0", engine=VLLM),
+    "Model Runner V2 with async scheduling overlaps pp + 1 batches (0.22.1: the executor's pp, 2 at PP 1)",
+    "vllm/config/vllm.py VllmConfig.max_concurrent_batches; vllm/v1/executor/multiproc_executor.py "
+    "MultiprocExecutor.max_concurrent_batches (0.22.1)",
+    topic="launch",
+)
 
 
 #: Model Runner V2 is every model's default from vLLM 0.29.0; before, only for the release's
@@ -216,6 +231,7 @@ def resolve_launch(
         kv_cache_dtype=model_cache_dtype(deployment.kv_cache_dtype, model_type, gpu, version),
         model_runner_v2=model_runner_v2,
         in_flight_bound=IN_FLIGHT_BOUND.holds(release),
+        v2_extra_batch=V2_EXTRA_BATCH.holds(release),
     )
 
 

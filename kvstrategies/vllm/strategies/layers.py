@@ -30,7 +30,7 @@ from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import VLLM_MODEL_RULES, vllm_model_rule
 from ...models.geometry import DSAGeometry
-from ...models.mamba import Mamba1Mixer, Mamba2Mixer, MixerKind
+from ...models.mamba import KDAMixer, Mamba1Mixer, Mamba2Mixer, MixerKind
 from .specs import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
@@ -119,7 +119,7 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.23.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
+    (("0.22.1", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
      ("0.33.0", (VLLM_KV_CACHE_DTYPES, "validator"))),
@@ -185,8 +185,19 @@ class StateLayout:
     backend: str
 
 
-def mamba_state(geometry: ModelGeometry, tp: int) -> StateLayout:
-    """vLLM's state shapes and dtypes of one Mamba layer on a TP rank."""
+#: from vLLM 0.23.0 a KDA layer keeps one conv state over q, k and v; 0.22.1 keeps three (v's ``proj / tp`` wide,
+#: then k's and q's ``proj_k / tp``). The bytes are the same
+KDA_FUSED_CONV = ReleaseRule(
+    "vllm-kda-fused-conv-state",
+    span("0.23.0", engine=VLLM),
+    "a KDA layer's q, k and v conv states are one tensor (0.22.1: three); the page is the same",
+    "vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator.kda_state_shape",
+    topic="sizing",
+)
+
+
+def mamba_state(geometry: ModelGeometry, tp: int, release: EngineRelease | None = None) -> StateLayout:
+    """vLLM's state shapes and dtypes of one Mamba layer on a TP rank in ``release`` (the newest when ``None``)."""
     mamba = geometry.mamba
     if mamba is None:  # pragma: no cover - callers check
         raise UnsupportedConfigurationError("not a Mamba hybrid")
@@ -195,6 +206,11 @@ def mamba_state(geometry: ModelGeometry, tp: int) -> StateLayout:
     conv_dtype = geometry.model_dtype
     if mamba.is_kda:  # KimiGatedDeltaNetAttention: one conv over q, k, v; a float32 recurrent state
         # (mamba_utils.py MambaStateShapeCalculator.kda_state_shape, MambaStateDtypeCalculator.kda_state_dtype)
+        if isinstance(mamba.mixer, KDAMixer) and not KDA_FUSED_CONV.holds(release or NEWEST_VLLM):
+            (window, _), = conv
+            v, k = mamba.mixer.num_heads * mamba.mixer.head_dim, mamba.mixer.num_k_heads * mamba.mixer.head_k_dim
+            split = ((window, v // tp), (window, k // tp), (window, k // tp))
+            return StateLayout((*split, shapes.temporal), (conv_dtype,) * 3 + (DType.FLOAT32,), "GDN_ATTN")
         return StateLayout((*conv, shapes.temporal), (conv_dtype, DType.FLOAT32), "GDN_ATTN")
     rule = vllm_model_rule(geometry.model_type).ssm_dtype
     ssm_dtype = DType.FLOAT32 if rule == "float32" else mamba.ssm_dtype if rule == "config" else conv_dtype
@@ -376,7 +392,7 @@ def state_specs(
     """
     if geometry.mamba is None:
         return {}
-    state = mamba_state(geometry, tp)
+    state = mamba_state(geometry, tp, release)
     from .backends import STATE_BACKEND_CLASSES
 
     checkpoints: int | None = 1 if alignment is not None else 0

@@ -107,7 +107,7 @@ LEADER_LATENT_SPEC = ReleaseRule(
 #: ``kv_cache_utils.py`` in vLLM 0.33.0
 PLANNING_MODULE: ByRelease[str] = ByRelease(
     "vllm-kv-cache-planning-module",
-    (("0.23.0", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
+    (("0.22.1", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
     "the module of get_kv_cache_configs and _check_enough_kv_cache_memory",
     "vllm/v1/core/kv_cache_planning.py (0.33.0); vllm/v1/core/kv_cache_utils.py before",
     topic="sizing",

@@ -305,7 +305,7 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         attention page holds one Mamba state; the state page is padded to that attention page."""
         geometry, tp = self.ctx.geometry, launch.deployment.tensor_parallel_size
         mode = launch.mamba_cache_mode
-        state = mamba_state(geometry, tp)
+        state = mamba_state(geometry, tp, self.ctx.release)
         state_bytes = sum(math.prod(s) * d.itemsize for s, d in zip(state.shapes, state.dtypes, strict=True))
         if geometry.mla is not None:  # one latent row a token (MLAAttentionSpec)
             per_token = geometry.mla.latent_dim * kv_dtype.itemsize
