@@ -457,3 +457,19 @@ def test_0_22_keeps_three_kda_conv_states() -> None:
     assert new.shapes == ((3, 12_288), (32, 128, 128))
     assert old.dtypes == (DType.BFLOAT16,) * 3 + (DType.FLOAT32,) and new.dtypes == (DType.BFLOAT16, DType.FLOAT32)
     assert 3 * 3 * 4_096 * 2 == 3 * 12_288 * 2 == 73_728
+
+
+def test_0_21_runs_no_model_on_model_runner_v2_by_default() -> None:
+    # 0.21.0 takes Model Runner V2 only with VLLM_USE_V2_MODEL_RUNNER=1 (vllm/envs.py, default 0); 0.22.1 runs it
+    # for Qwen3ForCausalLM by default
+    qwen3 = ("Qwen3ForCausalLM",)
+    assert uses_model_runner_v2(qwen3, is_moe=False, is_hybrid=False, version="0.21.0") is False
+    assert uses_model_runner_v2(qwen3, is_moe=False, is_hybrid=False, version="0.22.1") is True
+
+
+def test_0_21_names_the_model_models_s_in_its_memory_refusal() -> None:
+    # Llama-3.1-8B bf16 at 131,072 tokens: 32 layers x 8 heads x 256 x 2 B x 131,072 = 16 GiB for one request;
+    # 0.21.0's _check_enough_kv_cache_memory writes "the models's max seq len", 0.22.1 "the model's"
+    for release, word in (("0.21.0", "models's"), ("0.22.1", "model's")):
+        with pytest.raises(InsufficientMemoryError, match=f"with the {word} max seq len \\(131072\\), \\(16.0 GiB"):
+            _vllm("llama-3.1-8b", release, available_bytes=8 * GIB)

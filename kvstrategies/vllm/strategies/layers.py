@@ -119,7 +119,7 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.22.1", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
+    (("0.21.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
      ("0.33.0", (VLLM_KV_CACHE_DTYPES, "validator"))),

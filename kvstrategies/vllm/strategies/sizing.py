@@ -107,7 +107,7 @@ LEADER_LATENT_SPEC = ReleaseRule(
 #: ``kv_cache_utils.py`` in vLLM 0.33.0
 PLANNING_MODULE: ByRelease[str] = ByRelease(
     "vllm-kv-cache-planning-module",
-    (("0.22.1", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
+    (("0.21.0", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
     "the module of get_kv_cache_configs and _check_enough_kv_cache_memory",
     "vllm/v1/core/kv_cache_planning.py (0.33.0); vllm/v1/core/kv_cache_utils.py before",
     topic="sizing",
@@ -119,6 +119,17 @@ def planning_module(version: str) -> str:
     """:data:`PLANNING_MODULE` of ``version`` (the newest when empty)."""
     release = parse_release(version or None, VLLM, field="--vllm-version")
     return PLANNING_MODULE.at(release)
+
+
+#: the word vLLM's "one request fits" refusal names the model with: 0.21.0 writes "models's"
+REFUSAL_MODEL_WORD: ByRelease[str] = ByRelease(
+    "vllm-memory-refusal-wording",
+    (("0.21.0", "models's"), ("0.22.1", "model's")),
+    "the word the refusal of a budget below one request at max_model_len names the model with",
+    "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory",
+    topic="sizing",
+    engine=VLLM,
+)
 
 
 #: from vLLM 0.29.0 the memory check holds back the null block the block pool keeps (one block of every
@@ -197,8 +208,9 @@ def check_enough_memory(groups: tuple[KVCacheGroup, ...], budget: int, limits: C
             high = mid - 1
     estimate = (f"Based on the available memory, the estimated maximum model length is {best}. "
                 if best > 0 else "")  # fmt: skip
+    model = REFUSAL_MODEL_WORD.at(parse_release(version, VLLM, field="--vllm-version")) if version else "model's"
     raise InsufficientMemoryError(
-        f"vLLM {version} refuses: To serve at least one request with the model's max seq len "
+        f"vLLM {version} refuses: To serve at least one request with the {model} max seq len "
         f"({limits.max_model_len}), ({_gib(needed)} GiB KV cache is needed, which is larger than the available "
         f"KV cache memory ({_gib(available)} GiB). {estimate}Try increasing `gpu_memory_utilization` or "
         f"decreasing `max_model_len` ({planning_module(version)} _check_enough_kv_cache_memory)"
