@@ -473,3 +473,37 @@ def test_0_21_names_the_model_models_s_in_its_memory_refusal() -> None:
     for release, word in (("0.21.0", "models's"), ("0.22.1", "model's")):
         with pytest.raises(InsufficientMemoryError, match=f"with the {word} max seq len \\(131072\\), \\(16.0 GiB"):
             _vllm("llama-3.1-8b", release, available_bytes=8 * GIB)
+
+
+def test_0_20_records_the_mamba_layer_type_not_its_backend_class() -> None:
+    # MambaSpec.mamba_type: 0.20.2 the layer's own name (MambaMixer2.mamba_type: "mamba2"), 0.21.0 the backend's
+    # class path; the pages are the same
+    old = _vllm("nemotron-h-8b", "0.20.2", context_length=8192).vllm
+    new = _vllm("nemotron-h-8b", "0.21.0", context_length=8192).vllm
+    old_mamba = next(g.spec for g in old.groups if type(g.spec).__name__ == "MambaSpec")
+    new_mamba = next(g.spec for g in new.groups if type(g.spec).__name__ == "MambaSpec")
+    assert old_mamba.mamba_type == "mamba2"
+    assert new_mamba.mamba_type == "vllm.v1.attention.backends.mamba2_attn.Mamba2AttentionBackend"
+    assert old_mamba.page_size_bytes == new_mamba.page_size_bytes and old.num_gpu_blocks == new.num_gpu_blocks
+
+
+def test_0_20_promotes_a_sliding_layer_with_v_as_wide_as_k() -> None:
+    # MiMo-V2-Flash TP 4 without the hybrid manager, block 64: its sliding layers (8 KV heads, 2 per rank; K 192,
+    # V 128) become full attention; 0.20.2's unify_hybrid_kv_cache_specs drops head_size_v, so V takes K's 192:
+    # a page of 64 x 2 x (192 + 192) x 2 = 98,304 B instead of 64 x 2 x (192 + 128) x 2 = 81,920 B
+    fields = {"tp_size": 4, "page_size": 64, "disable_hybrid_swa_memory": True, "context_length": 8192}
+    pages = {}
+    for release in ("0.20.2", "0.21.0"):
+        (group,) = _vllm("mimo-v2-flash", release, **fields).vllm.groups
+        pages[release] = sorted({spec.page_size_bytes for _, spec in group.spec.entries})
+    assert pages["0.20.2"][-1] == 64 * 2 * (192 + 192) * 2 == 98_304
+    assert 64 * 2 * (192 + 128) * 2 == 81_920 in pages["0.21.0"]
+
+
+def test_0_20_leaves_an_nvfp4_mla_cache_to_the_selector() -> None:
+    # DeepSeek-V2-Lite nvfp4 on B200: 0.21.0's VllmConfig refuses nvfp4 with MLA; 0.20.2 has no such check and its
+    # selector finds no MLA backend that takes nvfp4
+    with pytest.raises(UnsupportedConfigurationError, match="nvfp4 KV cache is not supported with MLA"):
+        _vllm("deepseek-v2-lite", "0.21.0", kv_cache_dtype="nvfp4", gpu="B200")
+    with pytest.raises(UnsupportedConfigurationError, match="No valid attention backend found"):
+        _vllm("deepseek-v2-lite", "0.20.2", kv_cache_dtype="nvfp4", gpu="B200")

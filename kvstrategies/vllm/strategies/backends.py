@@ -76,7 +76,7 @@ KV_CACHE_LAYOUTS = ReleaseRule(
 #: (``AttentionBackend.get_preferred_block_size``)
 DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
     "vllm-default-block-size",
-    (("0.21.0", 16), ("0.34.0", 64)),
+    (("0.20.2", 16), ("0.34.0", 64)),
     "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
     "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
     "AttentionBackend.get_preferred_block_size",
@@ -183,7 +183,7 @@ def attention_backend(
 #: byte, 0.34.0's ``FlashAttentionDiffKVImpl.__init__`` refuses it
 DIFFKV_FP8: ByRelease[bool] = ByRelease(
     "vllm-diffkv-fp8",
-    (("0.21.0", True), ("0.34.0", False)),
+    (("0.20.2", True), ("0.34.0", False)),
     "FLASH_ATTN_DIFFKV takes an fp8 KV cache (0.34.0 refuses it: Unsupported FP8 Diff-KV configuration)",
     "vllm/v1/attention/backends/flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__",
     topic="launch",
@@ -346,3 +346,20 @@ STATE_BACKEND_CLASSES: dict[str, str] = {
     "MAMBA2_ATTN": "vllm.v1.attention.backends.mamba2_attn.Mamba2AttentionBackend",
     "MAMBA1_ATTN": "vllm.v1.attention.backends.mamba1_attn.Mamba1AttentionBackend",
 }
+#: what vLLM 0.20.2's MambaSpec records as ``mamba_type``: the layer's own ``mamba_type`` string
+#: (``mamba_mixer.py``, ``mamba_mixer2.py``, ``gdn_linear_attn.py``; ``kda.py`` answers ``gdn_attention`` too)
+STATE_LAYER_TYPES: dict[str, str] = {"GDN_ATTN": "gdn_attention", "MAMBA2_ATTN": "mamba2", "MAMBA1_ATTN": "mamba1"}
+#: from vLLM 0.21.0 a MambaSpec records its backend's class path as ``mamba_type``; 0.20.2 the layer's type name
+MAMBA_TYPE_CLASS_PATH = ReleaseRule(
+    "vllm-mamba-type-class-path",
+    span("0.21.0", engine=VLLM),
+    "a Mamba spec records its state backend's class path as mamba_type (0.20.2: the layer's type, e.g. mamba2)",
+    "vllm/v1/kv_cache_interface.py MambaSpec.mamba_type; vllm/model_executor/layers/mamba/mamba_mixer2.py "
+    "MambaMixer2.mamba_type (0.20.2)",
+    topic="sizing",
+)
+
+
+def mamba_type(backend: str, release: EngineRelease) -> str:
+    """What a Mamba spec records as ``mamba_type`` in ``release`` (:data:`MAMBA_TYPE_CLASS_PATH`)."""
+    return (STATE_BACKEND_CLASSES if MAMBA_TYPE_CLASS_PATH.holds(release) else STATE_LAYER_TYPES)[backend]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from ...core.releases import VLLM, ReleaseRule, span
+from ...core.releases import VLLM, ReleaseRule, parse_release, span
 from ...core.sizing import ceil_div
 from ...errors import UnsupportedConfigurationError
 from .specs import (
@@ -56,7 +56,19 @@ PROMOTED_TAKE_FULL_BLOCK = ReleaseRule(
 )
 
 
-def _promote(specs: Mapping[int, KVCacheSpec], *, to_full_block: bool = True) -> dict[int, KVCacheSpec]:
+#: from vLLM 0.21.0 a promoted local layer keeps its own V width; 0.20.2 builds the full-attention spec without
+#: ``head_size_v``, so V takes K's width (MiMo-V2's sliding layers: K 192, V 128 -> 192)
+PROMOTED_KEEP_HEAD_SIZE_V = ReleaseRule(
+    "vllm-promoted-keep-head-size-v",
+    span("0.21.0", engine=VLLM),
+    "with the hybrid manager off, a promoted local layer keeps its V width (0.20.2: V as wide as K)",
+    "vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs",
+    topic="sizing",
+)
+
+
+def _promote(specs: Mapping[int, KVCacheSpec], *, to_full_block: bool = True,
+             keep_head_size_v: bool = True) -> dict[int, KVCacheSpec]:  # fmt: skip
     """``_promote_local_kv_cache_specs``: local layers kept as full attention, on the full-attention
     layers' block when they have one block size and ``to_full_block`` (else their own)."""
     kinds = {type(s) for s in specs.values()}
@@ -64,8 +76,8 @@ def _promote(specs: Mapping[int, KVCacheSpec], *, to_full_block: bool = True) ->
         local = (SlidingWindowSpec, ChunkedLocalAttentionSpec)
         full_blocks = {s.block_size for s in specs.values() if isinstance(s, FullAttentionSpec)}
         block = full_blocks.pop() if len(full_blocks) == 1 and to_full_block else None
-        return {k: s.as_full_attention().with_block_size(block or s.block_size) if isinstance(s, local) else s
-                for k, s in specs.items()}  # fmt: skip
+        return {k: s.as_full_attention(keep_head_size_v).with_block_size(block or s.block_size)
+                if isinstance(s, local) else s for k, s in specs.items()}  # fmt: skip
     return dict(specs)
 
 
@@ -103,7 +115,8 @@ def kv_cache_groups(
     if specs and all(isinstance(s, SparseMLALayerSpec) for s in specs.values()):
         return [_uniform_type_group(specs)]
     if disable_hybrid:
-        specs = _promote(specs, to_full_block=promote_to_full_block)
+        keep_v = PROMOTED_KEEP_HEAD_SIZE_V.holds(parse_release(version or None, VLLM, field="--vllm-version"))
+        specs = _promote(specs, to_full_block=promote_to_full_block, keep_head_size_v=keep_v)
         promoted = {k: _merge_key(s) for k, s in specs.items()}
         if len(set(promoted.values())) > 1 and not _uniform_type(promoted):
             raise UnsupportedConfigurationError(

@@ -119,7 +119,7 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.21.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
+    (("0.20.2", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
      ("0.33.0", (VLLM_KV_CACHE_DTYPES, "validator"))),
@@ -128,6 +128,17 @@ KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     topic="launch",
     engine=VLLM,
 )  # fmt: skip
+
+
+#: from vLLM 0.21.0 ``VllmConfig`` refuses an nvfp4 cache for an MLA model; 0.20.2 has no such check, and its
+#: attention selector finds no MLA backend for it
+NVFP4_MLA_CONFIG_CHECK = ReleaseRule(
+    "vllm-nvfp4-mla-config-check",
+    span("0.21.0", engine=VLLM),
+    "VllmConfig refuses an nvfp4 KV cache for an MLA model (0.20.2: the selector finds no backend for it)",
+    "vllm/config/vllm.py VllmConfig.__post_init__",
+    topic="launch",
+)
 
 
 def check_kv_cache_dtype(kv_cache_dtype: str, geometry: ModelGeometry, version: str) -> None:
@@ -144,7 +155,8 @@ def check_kv_cache_dtype(kv_cache_dtype: str, geometry: ModelGeometry, version: 
             f"vLLM {version} refuses: Invalid kv_cache_dtype: {kv_cache_dtype!r}. Valid values are: "
             f"{list(names)} (vllm/config/cache.py CacheConfig._validate_cache_dtype)"
         )
-    if kv_cache_dtype.startswith("nvfp4") and kv_cache_dtype != "nvfp4_ds_mla" and geometry.use_mla:
+    mla_check = NVFP4_MLA_CONFIG_CHECK.holds(parse_release(version, VLLM))
+    if kv_cache_dtype.startswith("nvfp4") and kv_cache_dtype != "nvfp4_ds_mla" and geometry.use_mla and mla_check:
         raise UnsupportedConfigurationError(
             f"vLLM {version} refuses: nvfp4 KV cache is not supported with MLA (Multi-head Latent Attention) "
             "backends. Use a different --kv-cache-dtype (vllm/config/vllm.py VllmConfig)"
@@ -393,13 +405,14 @@ def state_specs(
     if geometry.mamba is None:
         return {}
     state = mamba_state(geometry, tp, release)
-    from .backends import STATE_BACKEND_CLASSES
+    from .backends import mamba_type
 
     checkpoints: int | None = 1 if alignment is not None else 0
     if not CHECKPOINT_BLOCKS_FIELD.holds(release or NEWEST_VLLM):
         checkpoints = None
     spec = MambaSpec(block_size=block_size, shapes=state.shapes, dtypes=state.dtypes,
-                     mamba_type=STATE_BACKEND_CLASSES[state.backend], mamba_cache_mode=mode, page_size_padded=padded,
+                     mamba_type=mamba_type(state.backend, release or NEWEST_VLLM), mamba_cache_mode=mode,
+                     page_size_padded=padded,
                      num_prefill_checkpoint_blocks=checkpoints,
                      prefill_checkpoint_alignment=alignment if checkpoints else None)  # fmt: skip
     return {layer: spec for layer in geometry.mamba.mamba_layer_ids}

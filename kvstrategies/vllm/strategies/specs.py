@@ -225,10 +225,11 @@ class SlidingWindowSpec(AttentionSpec):
         tokens = min(self.sliding_window - 1 + limits.max_in_flight_tokens, limits.max_model_len)
         return (ceil_div(tokens, self.block_size) + 1) * self.page_size_bytes
 
-    def as_full_attention(self) -> FullAttentionSpec:
-        """vLLM's promotion when the hybrid allocator is off (``_promote_local_kv_cache_specs``)."""
-        return FullAttentionSpec(block_size=self.block_size, num_kv_heads=self.num_kv_heads,
-                                 head_size=self.head_size, head_size_v=self.head_size_v, dtype=self.dtype,
+    def as_full_attention(self, keep_head_size_v: bool = True) -> FullAttentionSpec:
+        """vLLM's promotion when the hybrid allocator is off (``_promote_local_kv_cache_specs``); without
+        ``keep_head_size_v`` V takes K's width (vLLM 0.20.2's ``unify_hybrid_kv_cache_specs``)."""
+        return FullAttentionSpec(block_size=self.block_size, num_kv_heads=self.num_kv_heads, head_size=self.head_size,
+                                 head_size_v=self.head_size_v if keep_head_size_v else self.head_size, dtype=self.dtype,
                                  page_size_padded=self.page_size_padded, kv_quant_mode=self.kv_quant_mode,
                                  sliding_window=self.sliding_window)  # fmt: skip
 
@@ -252,10 +253,11 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
         tokens = min(self.attention_chunk_size + limits.max_in_flight_tokens, limits.max_model_len)
         return ceil_div(tokens, self.block_size) * self.page_size_bytes
 
-    def as_full_attention(self) -> FullAttentionSpec:
-        """vLLM's promotion when the hybrid allocator is off (``_promote_local_kv_cache_specs``)."""
-        return FullAttentionSpec(block_size=self.block_size, num_kv_heads=self.num_kv_heads,
-                                 head_size=self.head_size, head_size_v=self.head_size_v, dtype=self.dtype,
+    def as_full_attention(self, keep_head_size_v: bool = True) -> FullAttentionSpec:
+        """vLLM's promotion when the hybrid allocator is off (``_promote_local_kv_cache_specs``); without
+        ``keep_head_size_v`` V takes K's width (vLLM 0.20.2's ``unify_hybrid_kv_cache_specs``)."""
+        return FullAttentionSpec(block_size=self.block_size, num_kv_heads=self.num_kv_heads, head_size=self.head_size,
+                                 head_size_v=self.head_size_v if keep_head_size_v else self.head_size, dtype=self.dtype,
                                  page_size_padded=self.page_size_padded, kv_quant_mode=self.kv_quant_mode,
                                  attention_chunk_size=self.attention_chunk_size)  # fmt: skip
 
