@@ -138,6 +138,35 @@ def _accepts(kernel_blocks: tuple[int, ...], block_size: int) -> bool:
     return any(block_size % abs(size) == 0 for size in kernel_blocks)
 
 
+def _recorded_choices(release: EngineRelease, key: str, what: str, fix: str) -> tuple[str, tuple[str, ...]]:
+    """``(GPU family, valid backends best first)`` of a table row of ``release``, refused when not recorded."""
+    valid = TABLES[release.text].selections.get(key)
+    if valid is None:
+        raise UnsupportedConfigurationError(f"vLLM {release.text}: no recorded {what} for {key} ({fix}")
+    return key.split("|", 1)[0], valid
+
+
+def _choice(name: str, family: str, release: EngineRelease) -> BackendChoice:
+    """A recorded backend with the block it prefers, its smallest kernel block and its first layout."""
+    kernel_blocks, _recorded, layouts = TABLES[release.text].backends[f"{family}|{name}"]
+    return BackendChoice(name, preferred_block_size(kernel_blocks, release), min(abs(size) for size in kernel_blocks),
+                         layouts[0] if layouts else "LBNHC")  # fmt: skip
+
+
+def _takes_block(name: str, family: str, release: EngineRelease, block_size: int | None) -> bool:
+    """``supports_block_size`` of a recorded backend: any block when none is given."""
+    return block_size is None or _accepts(TABLES[release.text].backends[f"{family}|{name}"][0], block_size)
+
+
+def _no_valid_backend(release: EngineRelease, gpu: VLLMDevice, family: str, selector: str, fix: str) -> Exception:
+    """vLLM's refusal when no backend of the row takes the configuration (``get_attn_backend_cls``)."""
+    return UnsupportedConfigurationError(
+        f"vLLM {release.text} refuses: No valid attention backend found for cuda with AttentionSelectorConfig("
+        f"{selector}, ...) on {gpu.name} (compute capability {family}; vllm/platforms/cuda.py "
+        f"CudaPlatformBase.get_attn_backend_cls); {fix}"
+    )
+
+
 def attention_backend(
     geometry: ModelGeometry,
     gpu: VLLMDevice,
@@ -147,35 +176,23 @@ def attention_backend(
 ) -> BackendChoice:
     """The backend of the model's softmax-attention layers, as vLLM ``release`` picks it on ``gpu``."""
     check_block_size(block_size, release.text)
-    table = TABLES[release.text]
     key = profile_key(geometry, gpu, kv_cache_dtype, release)
-    valid = table.selections.get(key)
-    if valid is None:
-        raise UnsupportedConfigurationError(
-            f"vLLM {release.text}: no recorded attention backend choice for {key} (model dtype, KV cache dtype "
-            "or GPU outside tools/list_vllm_backends.py's grid); plan it on a listed GPU with a bf16/fp16 model"
-        )
-    family = key.split("|", 1)[0]
+    family, valid = _recorded_choices(release, key, "attention backend choice", "model dtype, KV cache dtype or GPU "
+                                      "outside tools/list_vllm_backends.py's grid); plan it on a listed GPU with a "
+                                      "bf16/fp16 model")  # fmt: skip
     for name in valid:
         if name == "FLASHINFER_MLA" and geometry.mla is not None and geometry.mla.qk_nope_head_dim not in (
                 FLASHINFER_MLA_QK_NOPE):  # fmt: skip
             continue  # FlashInferMLABackend.supports_combination: qk_nope_head_dim in [64, 128, 192]
-        kernel_blocks, _recorded, layouts = table.backends[f"{family}|{name}"]
-        if block_size is not None and not _accepts(kernel_blocks, block_size):
+        if not _takes_block(name, family, release, block_size):
             continue
-        preferred = preferred_block_size(kernel_blocks, release)
-        choice = BackendChoice(name, preferred, min(abs(size) for size in kernel_blocks),
-                               layouts[0] if layouts else "LBNHC")  # fmt: skip
+        choice = _choice(name, family, release)
         _check_impl(choice, gpu, kv_cache_dtype, release)
         return choice
     given = "" if block_size is None else f", block_size={block_size}"
-    raise UnsupportedConfigurationError(
-        f"vLLM {release.text} refuses: No valid attention backend found for cuda with AttentionSelectorConfig("
-        f"head_size=..., kv_cache_dtype={kv_cache_dtype}{given}, ...) on {gpu.name} (compute capability "
-        f"{family}; vllm/platforms/cuda.py CudaPlatformBase.get_attn_backend_cls); "
-        + ("give --block-size 16 or a multiple of it, or leave it to the backend" if block_size is not None
-           else "choose another --kv-cache-dtype or GPU")
-    )  # fmt: skip
+    raise _no_valid_backend(release, gpu, family, f"head_size=..., kv_cache_dtype={kv_cache_dtype}{given}",
+                            "give --block-size 16 or a multiple of it, or leave it to the backend"
+                            if block_size is not None else "choose another --kv-cache-dtype or GPU")  # fmt: skip
 
 
 #: an fp8 cache on MiMo-V2's DIFFKV layers, per release: vLLM 0.31.0 builds them without the cache
@@ -266,18 +283,11 @@ def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRele
             "or FlashMLA by the heads a rank holds (vllm/platforms/cuda.py _get_backend_priorities), which the vLLM "
             "strategies do not model: give --kv-cache-dtype fp8_e4m3"
         )
-    table = TABLES[release.text]
     key = sparse_profile_key(gpu, kv_cache_dtype, heads_per_rank)
-    valid = table.selections.get(key)
-    if valid is None:
-        raise UnsupportedConfigurationError(
-            f"vLLM {release.text}: no recorded sparse-MLA backend choice for {key} (a cache dtype outside "
-            "tools/list_vllm_backends.py's grid): give --kv-cache-dtype auto or fp8_e4m3"
-        )
-    family = key.split("|", 1)[0]
+    family, valid = _recorded_choices(release, key, "sparse-MLA backend choice", "a cache dtype outside "
+                                      "tools/list_vllm_backends.py's grid): give --kv-cache-dtype auto or fp8_e4m3")
     for name in valid:
-        kernel_blocks, _recorded, layouts = table.backends[f"{family}|{name}"]
-        if block_size is not None and not _accepts(kernel_blocks, block_size):
+        if not _takes_block(name, family, release, block_size):
             continue
         if name not in MODELLED_SPARSE_BACKENDS or (name == "FLASHMLA_SPARSE" and not sixteen_bit):
             raise UnsupportedConfigurationError(
@@ -286,22 +296,18 @@ def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRele
                                    else "") + ", which the vLLM strategies do not model (vllm/platforms/cuda.py "
                 "_get_backend_priorities): give --kv-cache-dtype fp8_e4m3 or auto on a Hopper or SM 10.x GPU"
             )  # fmt: skip
-        preferred = preferred_block_size(kernel_blocks, release)
-        if block_size is None and preferred % INDEXER_BACKEND[1]:
+        choice = _choice(name, family, release)
+        if block_size is None and choice.preferred_block_size % INDEXER_BACKEND[1]:
             raise UnsupportedConfigurationError(
-                f"vLLM {release.text}: DeepSeek sparse attention on {gpu.name} with {name} prefers {preferred}-token "
-                f"blocks, which the indexer's {INDEXER_BACKEND[1]}-token kernels do not take; the vLLM strategies "
-                f"do not model the block vLLM settles on: give --block-size {INDEXER_BACKEND[1]}"
+                f"vLLM {release.text}: DeepSeek sparse attention on {gpu.name} with {name} prefers "
+                f"{choice.preferred_block_size}-token blocks, which the indexer's {INDEXER_BACKEND[1]}-token kernels "
+                f"do not take; the vLLM strategies do not model the block vLLM settles on: give --block-size "
+                f"{INDEXER_BACKEND[1]}"
             )
-        return BackendChoice(name, preferred, min(abs(size) for size in kernel_blocks),
-                             layouts[0] if layouts else "LBNHC")  # fmt: skip
+        return choice
     given = "" if block_size is None else f", block_size={block_size}"
-    raise UnsupportedConfigurationError(
-        f"vLLM {release.text} refuses: No valid attention backend found for cuda with AttentionSelectorConfig("
-        f"head_size={MLA_HEAD_SIZE}, kv_cache_dtype={kv_cache_dtype}{given}, use_mla=True, use_sparse=True, ...) on "
-        f"{gpu.name} (compute capability {family}; vllm/platforms/cuda.py CudaPlatformBase.get_attn_backend_cls); "
-        "choose another --kv-cache-dtype or GPU"
-    )
+    raise _no_valid_backend(release, gpu, family, f"head_size={MLA_HEAD_SIZE}, kv_cache_dtype={kv_cache_dtype}{given}, "
+                            "use_mla=True, use_sparse=True", "choose another --kv-cache-dtype or GPU")
 
 
 #: from vLLM 0.26.0 ``TritonMLAImpl.__init__`` refuses the cache dtypes the GPU's Triton cannot run; 0.25.1 builds them
