@@ -13,6 +13,8 @@ and ``vllm/v1/kv_cache_interface.py KVCacheTensor`` (0.23.0: no offset).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kvstrategies import plan
@@ -344,16 +346,21 @@ def test_0_23_runs_model_runner_v2_for_unquantized_dense_listed_models_only() ->
     assert _llama_case("0.24.0", quantization_config={"quant_method": "fp8"}).max_concurrent_batches == 3
 
 
+def _freq4_dsa(release: str) -> Any:
+    """DeepSeek-V3.2 with ``index_topk_freq`` 4, a bf16 cache, TP 8, 64-token blocks, 40 GiB on H200."""
+    config = load_preset_config("deepseek-v3.2") | {"index_topk_freq": 4}
+    case = parse_case({"hf_config": config, "engine": "vllm", "vllm_version": release, "tp_size": 8,
+                       "page_size": 64, "kv_cache_dtype": "bf16", "available_bytes": 40 * GIB})  # fmt: skip
+    return plan(case.settings, case.available_bytes).vllm
+
+
 def test_0_23_holds_indexer_keys_in_every_sparse_attention_layer() -> None:
     # DeepSeek-V3.2 with index_topk_freq 4, bf16 cache, TP 8, H200: a latent page 64 x 576 x 2 B = 73,728 B, an
     # indexer page 64 x (128 + 4) = 8,448 B. 0.24.0 builds an indexer only where a layer keeps its own top-k
     # (16 of 61 layers): 61 x 73,728 + 16 x 8,448 = 4,632,576 B a block; 0.23.0 in all 61: 61 x 82,176 = 5,012,736
-    config = load_preset_config("deepseek-v3.2") | {"index_topk_freq": 4}
     blocks = {}
     for release in ("0.23.0", "0.24.0"):
-        case = parse_case({"hf_config": config, "engine": "vllm", "vllm_version": release, "tp_size": 8,
-                           "page_size": 64, "kv_cache_dtype": "bf16", "available_bytes": 40 * GIB})  # fmt: skip
-        planned = plan(case.settings, case.available_bytes).vllm
+        planned = _freq4_dsa(release)
         assert planned.backends == ("DEEPSEEK_V32_INDEXER", "FLASHMLA_SPARSE")  # Hopper's one sparse backend then
         blocks[release] = planned.bytes_per_block
     assert blocks == {"0.23.0": 61 * (73_728 + 8_448), "0.24.0": 61 * 73_728 + 16 * 8_448}
@@ -407,12 +414,9 @@ def test_0_29_packs_one_latent_section_then_the_indexer_s() -> None:
     # registers its indexer before its latent): 0.29.0 cuts the packed buffer by spec in order of first appearance,
     # every indexer (16 x N x 8,448 B) then every latent (61 x N x 73,728 B); from 0.30.0 a leader's latent is a
     # spec of its own, so the sections follow the buckets (3 here)
-    config = load_preset_config("deepseek-v3.2") | {"index_topk_freq": 4}
     tensors = {}
     for release in ("0.29.0", "0.30.0"):
-        case = parse_case({"hf_config": config, "engine": "vllm", "vllm_version": release, "tp_size": 8,
-                           "page_size": 64, "kv_cache_dtype": "bf16", "available_bytes": 40 * GIB})  # fmt: skip
-        planned = plan(case.settings, case.available_bytes).vllm
+        planned = _freq4_dsa(release)
         tensors[release] = (planned.num_gpu_blocks, planned.tensors)
     blocks, (indexer, latent) = tensors["0.29.0"]
     assert blocks == 40 * GIB // (61 * 73_728 + 16 * 8_448)
