@@ -594,6 +594,11 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "only the first part of the split is kept, and it is the same for any maxsplit >= 1",
     ),
     Equivalent(
+        "kvstrategies/vllm/strategies/backends.py", r'return key.split\("\|", 1\)\[0\], valid', "c -> c+1", "1",
+        "only the first part of the split (the GPU family) is kept, and it is the same for any maxsplit >= 1",
+        scope="_recorded_choices",
+    ),
+    Equivalent(
         "kvstrategies/core/jsonio.py", r'getattr\(os, "O_NONBLOCK", 0\)', "c -> c+1", "0",
         "the default applies only where os has no O_NONBLOCK (Windows); POSIX, where the tests run, always has it",
     ),

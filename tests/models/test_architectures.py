@@ -456,3 +456,13 @@ def test_longcat_cli_factor_default_and_minimum() -> None:
 
     assert (factor(), factor(cli_factor=1), factor(cli_factor=2)) == (1, 1, 2)
     assert _parsed("deepseek-v3.2", cli_factor=2).dsa.cli_factor == 1  # type: ignore[attr-defined]
+
+
+def test_an_expert_count_missing_from_a_deepseek_v3_config_is_its_config_class_default() -> None:
+    # vLLM reads deepseek_v3 / deepseek_v32 configs with transformers' DeepseekV3Config, whose n_routed_experts is
+    # 256 when config.json names none; a model type without such a class default has no experts
+    bare = {k: v for k, v in load_preset_config("deepseek-v3.2").items() if k != "n_routed_experts"}
+    assert parse_hf_config(bare).num_experts == 256
+    assert parse_hf_config(bare | {"model_type": "deepseek_v3"}).num_experts == 256
+    assert parse_hf_config(bare | {"n_routed_experts": 8}).num_experts == 8
+    assert parse_hf_config(load_preset_config("llama-3.1-8b")).num_experts == 0

@@ -13,6 +13,7 @@ and ``vllm/v1/kv_cache_interface.py KVCacheTensor`` (0.23.0: no offset).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -511,3 +512,28 @@ def test_0_20_leaves_an_nvfp4_mla_cache_to_the_selector() -> None:
         _vllm("deepseek-v2-lite", "0.21.0", kv_cache_dtype="nvfp4", gpu="B200")
     with pytest.raises(UnsupportedConfigurationError, match="No valid attention backend found"):
         _vllm("deepseek-v2-lite", "0.20.2", kv_cache_dtype="nvfp4", gpu="B200")
+
+
+def test_a_flat_sparse_latent_aligns_a_block_to_its_row() -> None:
+    # MLAAttentionSpec.state_content_size_bytes: (head_size + head_size_v) x es; a 64-token block of an fp8 latent
+    # (36,864 B) and an indexer (8,448 B) is 45,312 B, which a 576-byte row alignment rounds up to 79 x 576 = 45,504
+    from kvstrategies.vllm.strategies.specs import MLAAttentionSpec, UniformTypeKVCacheSpecs
+
+    latent = MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=576, dtype=DType.UINT8)
+    indexer = MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=132, dtype=DType.UINT8)
+    assert latent.state_content_size_bytes == 576
+    assert MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=576, head_size_v=576,
+                            dtype=DType.BFLOAT16).state_content_size_bytes == 2_304  # fmt: skip
+    plain = UniformTypeKVCacheSpecs(block_size=64, entries=((0, indexer), (0, latent)))
+    aligned_latent = replace(latent, block_stride_alignment=576)
+    aligned = UniformTypeKVCacheSpecs(block_size=64, entries=((0, indexer), (0, aligned_latent)))
+    assert plain.block_bytes == plain.page_size_bytes == 8_448 + 36_864 == 45_312
+    assert aligned.block_bytes == 79 * 576 == 45_504
+
+
+@pytest.mark.parametrize(("tp", "row"), [(8, "|sh"), (4, "|s")])
+def test_the_sparse_backend_row_counts_the_heads_a_rank_holds(tp: int, row: str) -> None:
+    # DeepSeek-V3.2's 128 query heads: 16 a rank at TP 8 (row flag h: at most 16, which orders SM 10.x's 16-bit
+    # backends), 32 at TP 4; a cache dtype the tables do not record names the row it looked for
+    with pytest.raises(UnsupportedConfigurationError, match=f"576\\|fp8_e5m2\\{row} \\("):
+        _vllm("deepseek-v3.2", "0.33.0", tp_size=tp, page_size=64, kv_cache_dtype="fp8_e5m2")

@@ -290,10 +290,11 @@ FLAT_SPARSE_ALIGNMENT = ReleaseRule(
 FLAT_SPARSE_BACKENDS = ("FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE")
 
 
-def flat_sparse_alignment(backend: str, kv_cache_dtype: str, latent_row_bytes: int, release: EngineRelease) -> int:
-    """The latent's ``block_stride_alignment`` in bytes (:data:`FLAT_SPARSE_ALIGNMENT`; 1: none)."""
-    flat = backend in FLAT_SPARSE_BACKENDS and kv_cache_dtype != "fp8_ds_mla"
-    return latent_row_bytes if flat and FLAT_SPARSE_ALIGNMENT.holds(release) else 1
+def flat_sparse_alignment(backend: str, latent: MLAAttentionSpec, release: EngineRelease) -> int | None:
+    """The latent's ``block_stride_alignment`` in bytes, one token's row (:data:`FLAT_SPARSE_ALIGNMENT`;
+    ``None``: none)."""
+    flat = backend in FLAT_SPARSE_BACKENDS and latent.cache_dtype_str != "fp8_ds_mla"
+    return latent.state_content_size_bytes if flat and FLAT_SPARSE_ALIGNMENT.holds(release) else None
 
 
 #: from vLLM 0.26.0 an MLA latent spec records its cache's quantization (``kv_quant_mode``); 0.25.1's records none

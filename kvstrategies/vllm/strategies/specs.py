@@ -136,10 +136,16 @@ class MLAAttentionSpec(FullAttentionSpec):
 
     head_size_v: int = 0
     cache_dtype_str: str | None = None
-    #: a block's bytes are a multiple of this (``AttentionSpec.block_stride_alignment``; 1: none), which vLLM
-    #: 0.31.0 sets to the latent row on the flat sparse caches (``vllm.strategies.layers.FLAT_SPARSE_ALIGNMENT``);
-    #: vLLM records no such field in a document
-    block_stride_alignment: int = 1
+    #: a block's bytes are a multiple of this (``AttentionSpec.block_stride_alignment``; ``None``: none), which
+    #: vLLM 0.31.0 sets to :attr:`state_content_size_bytes` on the flat sparse caches
+    #: (``vllm.strategies.layers.FLAT_SPARSE_ALIGNMENT``); vLLM records no such field in a document
+    block_stride_alignment: int | None = None
+
+    @property
+    def state_content_size_bytes(self) -> int:
+        """One token's row: ``(head_size + head_size_v) x es`` bytes (``AttentionSpec.state_content_size_bytes``;
+        an MLA latent records ``head_size_v`` 0 from vLLM 0.28.0, so the row is the latent)."""
+        return (self.head_size + self.head_size_v) * self.dtype.itemsize
 
     @property
     def unpadded_page_size_bytes(self) -> int:
@@ -195,7 +201,10 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
     def block_bytes(self) -> int:
         """A block's bytes: the page rounded up to the lcm of the entries' ``block_stride_alignment``
         (``kv_cache_utils.py _get_kv_cache_bytes_per_block``; the page itself where none is set)."""
-        alignment = math.lcm(1, *(getattr(spec, "block_stride_alignment", 1) for _, spec in self.entries))
+        alignments = [a for _, spec in self.entries if (a := getattr(spec, "block_stride_alignment", None))]
+        if not alignments:
+            return self.page_size_bytes
+        alignment = math.lcm(*alignments)
         return ceil_div(self.page_size_bytes, alignment) * alignment
 
     def max_memory_usage_bytes(self, limits: CacheLimits) -> int:

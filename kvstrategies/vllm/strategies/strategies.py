@@ -202,13 +202,10 @@ class VLLMStrategy(Strategy):
         geometry, tp = self.ctx.geometry, launch.deployment.tensor_parallel_size
         specs = dict(attention_specs(geometry, tp, kv_dtype, block, cache_dtype, self._sliding_block(backend),
                                      self.ctx.release))
-        if geometry.mla is not None and geometry.dsa is not None:  # a flat sparse cache's row alignment (0.31.0)
-            row = geometry.mla.latent_dim * kv_dtype.itemsize
-            alignment = flat_sparse_alignment(backend.name, cache_dtype, row, self.ctx.release)
-            if alignment > 1:
-                specs = {layer: replace(spec, latent=replace(spec.latent, block_stride_alignment=alignment))
-                         if isinstance(spec, SparseMLALayerSpec) else spec
-                         for layer, spec in specs.items()}  # fmt: skip
+        for layer, spec in specs.items():  # a flat sparse cache's row alignment (0.31.0)
+            if isinstance(spec, SparseMLALayerSpec):
+                alignment = flat_sparse_alignment(backend.name, spec.latent, self.ctx.release)
+                specs[layer] = replace(spec, latent=replace(spec.latent, block_stride_alignment=alignment))
         return dict(sorted(specs.items()))
 
     def _sliding_block(self, backend: BackendChoice) -> int | None:
