@@ -431,6 +431,10 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "dcp > 1", "at dcp 1 both branches give 1",
     ),
     Equivalent(
+        "kvstrategies/models/parse.py", r"and not isinstance\(value, bool\) and value > 0 else 0$", "> -> >=",
+        "value > 0", "at a count of 0 both branches give 0", scope="_num_experts",
+    ),
+    Equivalent(
         "kvstrategies/strategies/base.py", r"return None if value is None else value \* scale", "* -> //",
         "value * scale", "only hybrid-SWA sizes carry full/swa counts and no hybrid-SWA draft runs with "
         "dcp > 1 (HybridSWA rejects draft workers, DSV4 rejects DCP drafts): scale is 1 there",

@@ -284,8 +284,7 @@ def _num_experts(text: ConfigDict) -> int:
             if isinstance(value, list):
                 value = value[0] if value else 0
             return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-    model_type = text.get("model_type")
-    return _CONFIG_CLASS_EXPERTS.get(model_type, 0) if isinstance(model_type, str) else 0
+    return _CONFIG_CLASS_EXPERTS.get(str(text.get("model_type")), 0)
 
 
 def _config_sliding_window(text: ConfigDict) -> int | None:

@@ -466,3 +466,8 @@ def test_an_expert_count_missing_from_a_deepseek_v3_config_is_its_config_class_d
     assert parse_hf_config(bare | {"model_type": "deepseek_v3"}).num_experts == 256
     assert parse_hf_config(bare | {"n_routed_experts": 8}).num_experts == 8
     assert parse_hf_config(load_preset_config("llama-3.1-8b")).num_experts == 0
+    # vLLM's get_num_experts: a list's first entry (an empty list: none); a count that is not a positive int: none
+    assert parse_hf_config(bare | {"n_routed_experts": [4, 8]}).num_experts == 4
+    assert parse_hf_config(bare | {"n_routed_experts": 1}).num_experts == 1
+    assert parse_hf_config(bare | {"n_routed_experts": []}).num_experts == 0
+    assert parse_hf_config(bare | {"n_routed_experts": True}).num_experts == 0

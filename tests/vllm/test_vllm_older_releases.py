@@ -529,6 +529,10 @@ def test_a_flat_sparse_latent_aligns_a_block_to_its_row() -> None:
     aligned = UniformTypeKVCacheSpecs(block_size=64, entries=((0, indexer), (0, aligned_latent)))
     assert plain.block_bytes == plain.page_size_bytes == 8_448 + 36_864 == 45_312
     assert aligned.block_bytes == 79 * 576 == 45_504
+    # a block already a multiple of the alignment keeps its bytes: 45,312 = 708 x 64
+    exact_latent = replace(latent, block_stride_alignment=64)
+    exact = UniformTypeKVCacheSpecs(block_size=64, entries=((0, indexer), (0, exact_latent)))
+    assert exact.block_bytes == 708 * 64 == 45_312
 
 
 @pytest.mark.parametrize(("tp", "row"), [(8, "|sh"), (4, "|s")])
