@@ -541,3 +541,65 @@ def test_the_sparse_backend_row_counts_the_heads_a_rank_holds(tp: int, row: str)
     # backends), 32 at TP 4; a cache dtype the tables do not record names the row it looked for
     with pytest.raises(UnsupportedConfigurationError, match=f"576\\|fp8_e5m2\\{row} \\("):
         _vllm("deepseek-v3.2", "0.33.0", tp_size=tp, page_size=64, kv_cache_dtype="fp8_e5m2")
+
+
+def test_0_19_sizes_a_hybrid_block_in_16_token_steps() -> None:
+    # Qwen3-Next-80B TP 4 --block-size 64: a GDN state of (3, 2,048) bf16 conv = 12,288 B plus (8, 128, 128) bf16
+    # = 262,144 B, 274,432 B; an attention token 1 KV head x (256 + 256) x 2 B = 1,024 B. 0.19.1's
+    # HybridAttentionMambaModelConfig: 16 x cdiv(274,432, 16 x 1,024) = 16 x 17 = 272 tokens (larger than 64);
+    # 0.20.2's _align_hybrid_block_size steps by the 64-token block: 64 x cdiv(274,432, 65,536) = 320
+    old = _vllm("qwen3-next-80b-a3b", "0.19.1", tp_size=4, page_size=64, context_length=8192).vllm
+    new = _vllm("qwen3-next-80b-a3b", "0.20.2", tp_size=4, page_size=64, context_length=8192).vllm
+    assert (old.block_size, new.block_size) == (272, 320)
+    assert {g.spec.page_size_bytes for g in old.groups} == {272 * 1_024}
+    assert {g.spec.page_size_bytes for g in new.groups} == {320 * 1_024}
+
+
+def test_0_19_keeps_a_hybrid_s_attention_layers_at_the_default_block() -> None:
+    # Nemotron-H-8B TP 1, no --block-size: a Mamba2 state of (3, 10,240) bf16 + (128, 64, 128) float32 =
+    # 61,440 + 4,194,304 = 4,255,744 B; an attention token 8 heads x 256 x 2 B = 4,096 B: 16 x cdiv(4,255,744,
+    # 65,536) = 1,040 tokens, the state page padded to 1,040 x 4,096 = 4,259,840 B. 0.19.1's executor then sets the
+    # attention layers back to 16 tokens (update_block_size_for_backend, a hybrid), and unify scales the group to
+    # 1,040; 0.20.2's layers are built at 1,040
+    old = _vllm("nemotron-h-8b", "0.19.1", context_length=8192).vllm
+    new = _vllm("nemotron-h-8b", "0.20.2", context_length=8192).vllm
+    attention = [s for _, s in old.layer_specs if type(s).__name__ == "FullAttentionSpec"]
+    assert [(s.block_size, s.page_size_bytes) for s in attention] == [(16, 65_536)]
+    later = [s for _, s in new.layer_specs if type(s).__name__ == "FullAttentionSpec"]
+    assert [(s.block_size, s.page_size_bytes) for s in later] == [(1_040, 4_259_840)]
+    assert old.block_size == new.block_size == 1_040 and old.num_gpu_blocks == new.num_gpu_blocks
+    assert {g.spec.page_size_bytes for g in old.groups} == {4_259_840}
+
+
+def test_0_19_pads_mimo_v2_s_values_to_the_key_width() -> None:
+    # MiMo-V2-Flash TP 8 --block-size 128 on H200 (1 KV head a rank, K 192, V 128): 0.19.1 pads V to 192 and runs
+    # FLASH_ATTN, a page of 128 x 1 x (192 + 192) x 2 = 98,304 B; 0.20.2's FLASH_ATTN_DIFFKV keeps V at 128:
+    # 128 x (192 + 128) x 2 = 81,920 B
+    old = _vllm("mimo-v2-flash", "0.19.1", tp_size=8, page_size=128, context_length=8192).vllm
+    new = _vllm("mimo-v2-flash", "0.20.2", tp_size=8, page_size=128, context_length=8192).vllm
+    assert (old.backends, new.backends) == (("FLASH_ATTN",), ("FLASH_ATTN_DIFFKV",))
+    assert {g.spec.page_size_bytes for g in old.groups} == {98_304}
+    assert {g.spec.page_size_bytes for g in new.groups} == {81_920}
+
+
+def test_0_19_sliding_and_fp8_specs_record_fewer_fields() -> None:
+    # gpt-oss-20b fp8 on H200: 0.19.1's SlidingWindowSpec has no head_size_v and no attention spec a
+    # kv_quant_mode; 0.20.2 records both. The pages are the same: 16 x 8 x (64 + 64) x 1 B = 16,384
+    old = _vllm("gpt-oss-20b", "0.19.1", kv_cache_dtype="fp8_e4m3", context_length=8192).vllm
+    new = _vllm("gpt-oss-20b", "0.20.2", kv_cache_dtype="fp8_e4m3", context_length=8192).vllm
+    kinds = {type(s).__name__: s.document() for _, s in old.layer_specs}
+    assert "head_size_v" not in kinds["SlidingWindowSpec"] and kinds["FullAttentionSpec"]["head_size_v"] == 64
+    assert not any("kv_quant_mode" in d for d in kinds.values())
+    later = {type(s).__name__: s.document() for _, s in new.layer_specs}
+    assert later["SlidingWindowSpec"]["head_size_v"] == 64
+    assert {d["kv_quant_mode"] for d in later.values()} == {"FP8_PER_TENSOR"}
+    assert {s.page_size_bytes for _, s in old.layer_specs} == {s.page_size_bytes for _, s in new.layer_specs}
+
+
+def test_0_19_gemma3_asks_for_multimodal_prefix_by_model_type_and_takes_no_nvfp4() -> None:
+    # ModelConfig.is_mm_prefix_lm lists gemma3 in 0.19.1: TRITON_ATTN on H200; 0.20.2 asks for no mm prefix
+    assert _vllm("gemma-3-27b", "0.19.1").vllm.backends == ("TRITON_ATTN",)
+    assert _vllm("gemma-3-27b", "0.20.2").vllm.backends == ("FLASH_ATTN",)
+    # 0.19.1's CacheDType Literal ends at fp8_ds_mla
+    with pytest.raises(UnsupportedConfigurationError, match="'fp8_inc' or 'fp8_ds_mla'"):
+        _vllm("llama-3.1-8b", "0.19.1", kv_cache_dtype="nvfp4", gpu="B200")

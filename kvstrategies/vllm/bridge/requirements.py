@@ -112,13 +112,16 @@ def _older_line(
 #: Python package too (``vllm/model_executor/kernels/linear/__init__.py``; they pin ``humming-kernels[cu13]`` 0.1.2
 #: and 0.1.4, whose extra is CUDA's toolkit: installed without it, with the two pure-Python packages its import needs)
 _GGUF = ("gguf==0.19.0",)
+#: 0.19.1 imports diskcache with its structured-output package (``vllm/v1/structured_output/__init__.py``; its pin)
+_DISKCACHE = (*_GGUF, "diskcache==5.6.3")
 _HUMMING = (*_GGUF, "pyelftools==0.33", "tabulate==0.10.0")
 
 
 #: each older line and the FlashInfer its environment takes (0.27.1 on pin torch 2.13.0)
 _OLDER = (
-    # 0.20.2 to 0.26.0 pin torch 2.11.0 and FlashInfer 0.6.8.post1 to 0.6.14: the environment keeps CPU torch 2.13.0
+    # 0.19.1 to 0.26.0 pin torch 2.10.0 or 2.11.0 and FlashInfer 0.6.6 to 0.6.14: the environment keeps CPU torch 2.13.0
     # (vLLM's compiled extensions are stand-ins here) and takes 0.6.18 as 0.27.1 does (their pins not tried)
+    _older_line("0.19.1", "0.6.18", _DISKCACHE),
     _older_line("0.20.2", "0.6.18", _GGUF),
     _older_line("0.21.0", "0.6.18", _GGUF),
     _older_line("0.22.1", "0.6.18", _HUMMING, ("humming-kernels==0.1.2",)),

@@ -70,10 +70,15 @@ EXTENSION_MODULES: frozenset[str] = frozenset(
         "vllm.third_party.deep_gemm._C_extension",
     }
 )
-#: modules that stand in whole as stub ops (each with the namespace its ops answer in, :data:`OP_ANSWERS`) up to
-#: the release given: vLLM's vendored DeepGEMM ``_C``, a pybind extension up to 0.31.0 and in 0.32.0 a facade
-#: over ``torch.ops`` that also needs a ``torch.classes`` runtime; 0.33.0's facade imports over the op stubs
-STUB_OP_MODULES: dict[str, tuple[str, str]] = {"vllm.third_party.deep_gemm._C": ("deep_gemm", "0.32.0")}
+#: modules that stand in whole as stub ops (each with the namespace its ops answer in, :data:`OP_ANSWERS`) in the
+#: releases given (first, last): DeepGEMM itself up to 0.19.1, a package of its own that vLLM's GPU images install
+#: (``vllm/utils/import_utils.py has_deep_gemm``; the sparse-attention indexer refuses to build without it), then
+#: vLLM's vendored DeepGEMM ``_C``, a pybind extension up to 0.31.0 and in 0.32.0 a facade over ``torch.ops`` that
+#: also needs a ``torch.classes`` runtime; 0.33.0's facade imports over the op stubs
+STUB_OP_MODULES: dict[str, tuple[str, str, str]] = {
+    "deep_gemm": ("deep_gemm", "0.19.1", "0.19.1"),
+    "vllm.third_party.deep_gemm._C": ("deep_gemm", "0.20.2", "0.32.0"),
+}
 #: where the vendored DeepGEMM (up to 0.32.0) is told CUDA is when it initialises at import
 #: (``deep_gemm/__init__.py _find_cuda_home`` asserts one exists); its stubbed ``init`` never reads it
 STATED_CUDA_HOME = "/usr/local/cuda"
@@ -524,8 +529,8 @@ def import_vllm(*, require_supported: bool = True) -> str:
             f"python tools/vllm_env.py {SUPPORTED_VERSIONS[-1]} DIR (docs/vllm-bridge.md)"
         ) from exc
     release = check_version(version) if require_supported else None
-    stubbed = {name: namespace for name, (namespace, last) in STUB_OP_MODULES.items()
-               if release is not None and release <= parse_release(last, "vllm")}  # fmt: skip
+    stubbed = {name: namespace for name, (namespace, first, last) in STUB_OP_MODULES.items()
+               if release is not None and parse_release(first, "vllm") <= release <= parse_release(last, "vllm")}
     sys.meta_path.insert(0, _ExtensionFinder(stubbed))
     os.environ.setdefault("CUDA_HOME", STATED_CUDA_HOME)
     sys.meta_path.insert(0, _WarmupFinder())
@@ -556,6 +561,9 @@ def _after_import() -> None:
     registry: Any = importlib.import_module("vllm.model_executor.models.registry")
 
     registry._run_in_subprocess = lambda fn: fn()
+    torch_utils: Any = importlib.import_module("vllm.utils.torch_utils")
+    if hasattr(torch_utils, "_cuda_device_count_stateless"):  # 0.19.1 counts devices through NVML, not torch.cuda
+        torch_utils._cuda_device_count_stateless = lambda *args: STATED_DEVICE_COUNT
     flashinfer: Any = importlib.import_module("vllm.utils.flashinfer")
     flashinfer.has_nvidia_artifactory = lambda: True
     with contextlib.suppress(AttributeError):

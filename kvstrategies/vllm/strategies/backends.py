@@ -76,7 +76,7 @@ KV_CACHE_LAYOUTS = ReleaseRule(
 #: (``AttentionBackend.get_preferred_block_size``)
 DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
     "vllm-default-block-size",
-    (("0.20.2", 16), ("0.34.0", 64)),
+    (("0.19.1", 16), ("0.34.0", 64)),
     "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
     "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
     "AttentionBackend.get_preferred_block_size",
@@ -113,6 +113,16 @@ MM_PREFIX_ATTENTION = ReleaseRule(
     "vllm/v1/attention/selector.py AttentionSelectorConfig.use_mm_prefix; vllm/model_executor/models/gemma3_mm.py",
     topic="sizing",
 )
+#: vLLM 0.19.1 asks for it too, by model type: ``ModelConfig.is_mm_prefix_lm`` lists gemma3 (with bagel, molmo2 and
+#: paligemma) and ``Attention.__init__`` passes it to the selector; 0.20.2 to 0.24.0 ask for none
+MM_PREFIX_LM_LIST = ReleaseRule(
+    "vllm-mm-prefix-lm-list",
+    span(last="0.19.1", engine=VLLM),
+    "a multimodal Gemma-3 asks for multimodal prefix attention, by the model-type list of ModelConfig.is_mm_prefix_lm",
+    "vllm/config/model.py ModelConfig.is_mm_prefix_lm; vllm/model_executor/layers/attention/attention.py "
+    "Attention.__init__",
+    topic="sizing",
+)
 
 
 def profile_key(
@@ -128,7 +138,8 @@ def profile_key(
     sink = model_type_row(geometry.model_type).attention_sinks
     sliding = geometry.config_sliding_window is not None or geometry.hybrid_swa is not None
     mm = vllm_model_rule(geometry.model_type).mm_prefix and geometry.is_multimodal
-    mm = mm and MM_PREFIX_ATTENTION.holds(release or NEWEST_VLLM)
+    asks = (MM_PREFIX_ATTENTION, MM_PREFIX_LM_LIST)
+    mm = mm and any(rule.holds(release or NEWEST_VLLM) for rule in asks)
     flags = "".join(c for c, on in (("k", sink), ("w", sliding), ("m", mm)) if on) or "-"
     return f"{major}.{minor}|mha|{dtype}|{head}|{kv}|{flags}"
 
@@ -200,11 +211,24 @@ def attention_backend(
 #: byte, 0.34.0's ``FlashAttentionDiffKVImpl.__init__`` refuses it
 DIFFKV_FP8: ByRelease[bool] = ByRelease(
     "vllm-diffkv-fp8",
-    (("0.20.2", True), ("0.34.0", False)),
+    (("0.19.1", True), ("0.34.0", False)),
     "FLASH_ATTN_DIFFKV takes an fp8 KV cache (0.34.0 refuses it: Unsupported FP8 Diff-KV configuration)",
     "vllm/v1/attention/backends/flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__",
     topic="launch",
     engine=VLLM,
+)
+
+
+#: from vLLM 0.20.2 MiMo-V2 keeps V at its own width (``FLASH_ATTN_DIFFKV``, :func:`is_diffkv`); 0.19.1's
+#: ``MiMoV2Attention.forward`` pads V with zeros to K's width and builds a plain ``Attention`` of one head size, so
+#: a page holds ``2 x head_dim`` a head (``vllm/model_executor/models/mimo_v2_flash.py``)
+DIFFKV_ATTENTION = ReleaseRule(
+    "vllm-diffkv-attention",
+    span("0.20.2", engine=VLLM),
+    "a model whose V is narrower than K keeps V at its own width (FLASH_ATTN_DIFFKV); before, V is padded to K's "
+    "width and the usual backends run it",
+    "vllm/model_executor/models/mimo_v2_flash.py MiMoV2Attention.forward (0.19.1: v padded to head_dim)",
+    topic="sizing",
 )
 
 
@@ -213,11 +237,13 @@ DIFFKV_FP8: ByRelease[bool] = ByRelease(
 DIFFKV_KV_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
 
 
-def is_diffkv(geometry: ModelGeometry) -> bool:
+def is_diffkv(geometry: ModelGeometry, release: EngineRelease) -> bool:
     """A model whose attention asks for a DIFFKV backend (``VLLMModelRule.diffkv_backend``) and whose V is
-    narrower than K (``vllm/model_executor/models/mimo_v2.py MiMoV2Attention.__init__``: ``v_head_dim != head_dim``)."""
+    narrower than K (``vllm/model_executor/models/mimo_v2.py MiMoV2Attention.__init__``: ``v_head_dim != head_dim``),
+    in a release that keeps V at its own width (:data:`DIFFKV_ATTENTION`)."""
     rule = vllm_model_rule(geometry.model_type)
-    return rule.diffkv_backend and not geometry.use_mla and geometry.v_head_dim != geometry.head_dim
+    diffkv = rule.diffkv_backend and not geometry.use_mla and geometry.v_head_dim != geometry.head_dim
+    return diffkv and DIFFKV_ATTENTION.holds(release)
 
 
 def diffkv_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease,

@@ -31,6 +31,7 @@ from ...models import ModelGeometry
 from ...models.architectures import VLLM_MODEL_RULES, vllm_model_rule
 from ...models.geometry import DSAGeometry
 from ...models.mamba import KDAMixer, Mamba1Mixer, Mamba2Mixer, MixerKind
+from .backends import DIFFKV_ATTENTION
 from .specs import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
@@ -113,13 +114,15 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
     "octave_k3v3", "octave_k3v3_compact", "ultraquant_4bit", "int4_per_token_head", "int8_per_token_head",
     "fp8_per_token_head", "nvfp4", "nvfp4_4over6",
 )  # fmt: skip
-#: the names each release takes (0.32.0 has no octave_*, 0.31.0 no ultraquant_4bit either), and how it refuses
+#: the names each release takes (0.32.0 has no octave_*, 0.31.0 no ultraquant_4bit either, 0.19.1 none after
+#: fp8_ds_mla), and how it refuses
 #: another: 0.31.0's and 0.32.0's ``CacheDType``
 #: is a pydantic ``Literal`` ("Input should be ..."), 0.33.0's ``CacheConfig._validate_cache_dtype`` says
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.20.2", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
+    (("0.19.1", (VLLM_KV_CACHE_DTYPES[:VLLM_KV_CACHE_DTYPES.index("fp8_ds_mla") + 1], "literal")),
+     ("0.20.2", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
      ("0.33.0", (VLLM_KV_CACHE_DTYPES, "validator"))),
@@ -315,6 +318,23 @@ CHUNKED_HEAD_SIZE_V = ReleaseRule(
 )
 
 
+#: from vLLM 0.20.2 a ``SlidingWindowSpec`` records its V width (``head_size_v``); 0.19.1's has no such field
+SLIDING_HEAD_SIZE_V = ReleaseRule(
+    "vllm-sliding-window-head-size-v",
+    span("0.20.2", engine=VLLM),
+    "a sliding-window attention spec records head_size_v (the page is K and V rows either way)",
+    "vllm/v1/kv_cache_interface.py SlidingWindowSpec",
+    topic="sizing",
+)
+#: from vLLM 0.20.2 a softmax-attention spec records its cache's quantization (``kv_quant_mode``: FP8_PER_TENSOR
+#: for an fp8 cache); 0.19.1's records none (its caches are 16-bit or fp8, the page one byte an element)
+ATTENTION_KV_QUANT_MODE = ReleaseRule(
+    "vllm-attention-kv-quant-mode",
+    span("0.20.2", engine=VLLM),
+    "a softmax-attention spec records kv_quant_mode (FP8_PER_TENSOR for an fp8 cache); the page is the same",
+    "vllm/model_executor/layers/attention/attention.py Attention.get_kv_cache_spec",
+    topic="sizing",
+)
 def attention_specs(
     geometry: ModelGeometry, tp: int, kv_dtype: DType, block_size: int, kv_cache_dtype: str,
     sliding_block: int | None = None, release: EngineRelease | None = None,
@@ -330,6 +350,7 @@ def attention_specs(
         layers = tuple(range(geometry.num_hidden_layers))
     out: dict[int, KVCacheSpec] = {}
     quant = "FP8_PER_TENSOR" if kv_cache_dtype.startswith("fp8") else "NVFP4" if kv_cache_dtype == "nvfp4" else None
+    attention_quant = quant if ATTENTION_KV_QUANT_MODE.holds(release) else None
     if geometry.use_mla:
         assert geometry.mla is not None
         # the cache dtype as the launch resolved it, ``auto`` included (mla_attention.py MLAAttention.__init__)
@@ -357,18 +378,21 @@ def attention_specs(
     # global layers' wider head): vLLM builds each layer type's Attention with its own
     swa_heads = geometry.num_swa_kv_heads(tp)
     swa_dims = (geometry.swa_head_dim or geometry.head_dim, geometry.swa_v_head_dim or geometry.v_head_dim)
+    pad_v = vllm_model_rule(geometry.model_type).diffkv_backend and not DIFFKV_ATTENTION.holds(release)
     for layer in layers:
         local = layer in sliding and window is not None
         head, head_v = swa_dims if local else (geometry.head_dim, geometry.v_head_dim)
         common = dict(block_size=sliding_block or block_size if local else block_size,
                       num_kv_heads=swa_heads if local else heads, head_size=head,
-                      head_size_v=head_v, dtype=kv_dtype, kv_quant_mode=quant)  # fmt: skip
+                      head_size_v=head if pad_v else head_v, dtype=kv_dtype, kv_quant_mode=attention_quant)  # fmt: skip
         if layer in chunked:
             recorded_v = CHUNKED_HEAD_SIZE_V.holds(release)
             out[layer] = ChunkedLocalAttentionSpec(attention_chunk_size=chunk, records_head_size_v=recorded_v,
                                                    **common)  # type: ignore[arg-type]
         elif local:
-            out[layer] = SlidingWindowSpec(sliding_window=window, **common)  # type: ignore[arg-type]
+            recorded_v = SLIDING_HEAD_SIZE_V.holds(release)
+            out[layer] = SlidingWindowSpec(sliding_window=window,  # type: ignore[arg-type]
+                                           records_head_size_v=recorded_v, **common)  # type: ignore[arg-type]
         else:
             out[layer] = FullAttentionSpec(**common)  # type: ignore[arg-type]
     return out

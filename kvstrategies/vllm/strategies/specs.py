@@ -86,6 +86,9 @@ class AttentionSpec(KVCacheSpec):
     page_size_padded: int | None = None
     #: vLLM's ``KVQuantMode`` name of a quantized cache (``FP8_PER_TENSOR`` for the fp8 names)
     kv_quant_mode: str | None = None
+    #: ``False``: the release's spec records no V width (vLLM 0.19.1's ``SlidingWindowSpec``, 0.27.1's
+    #: ``ChunkedLocalAttentionSpec``); the page is K and V rows either way
+    records_head_size_v: bool = True
 
     @property
     def unpadded_page_size_bytes(self) -> int:
@@ -105,6 +108,8 @@ class AttentionSpec(KVCacheSpec):
             out["page_size_padded"] = self.page_size_padded
         if self.kv_quant_mode is not None:
             out["kv_quant_mode"] = self.kv_quant_mode
+        if not self.records_head_size_v:
+            del out["head_size_v"]
         return out
 
 
@@ -255,8 +260,6 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
     chunk of ``C = attention_chunk_size`` tokens plus the tokens in flight, no extra block)."""
 
     attention_chunk_size: int
-    #: ``False``: the release's spec records no V width (vLLM 0.27.1's ``ChunkedLocalAttentionSpec``)
-    records_head_size_v: bool = True
 
     def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
         tokens = min(self.attention_chunk_size + limits.max_in_flight_tokens, limits.max_model_len)
@@ -273,8 +276,6 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
     def document(self) -> dict[str, Any]:
         out = super().document()
         out["attention_chunk_size"] = self.attention_chunk_size
-        if not self.records_head_size_v:
-            del out["head_size_v"]
         return out
 
 

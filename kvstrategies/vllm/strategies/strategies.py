@@ -41,6 +41,7 @@ from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
 from ...strategies.base import Strategy
 from ...strategies.checks import is_vllm
 from .backends import (
+    DEFAULT_BLOCK_SIZE,
     INDEXER_BACKEND,
     KV_CACHE_LAYOUTS,
     BackendChoice,
@@ -88,6 +89,23 @@ MLA_HYBRID_ALIGNMENT = ReleaseRule(
     "vllm/platforms/interface.py Platform._align_hybrid_block_size",
     topic="sizing",
 )
+
+#: vLLM 0.19.1 sizes a Mamba hybrid's block in ``HybridAttentionMambaModelConfig.verify_and_update_config``: the
+#: smallest multiple of 16 (an MLA model: 64) whose attention page holds one state, never rounded to the backend's
+#: kernel block; then, without ``--block-size``, the executor's ``update_block_size_for_backend`` sets the
+#: layers' block back to 16, and ``unify_kv_cache_spec_page_size`` scales it up to the padded state page
+HYBRID_MODEL_CONFIG_BLOCK = ReleaseRule(
+    "vllm-hybrid-model-config-block",
+    span(last="0.19.1", engine=VLLM),
+    "a Mamba hybrid's block is the smallest multiple of 16 (MLA: 64) tokens whose page holds a state, and the "
+    "attention layers keep the default block without --block-size (unify scales them to the state page)",
+    "vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config; "
+    "vllm/platforms/interface.py Platform.update_block_size_for_backend",
+    topic="sizing",
+)
+#: ``HybridAttentionMambaModelConfig``'s ``kernel_block_alignment_size``: FlashAttention's 16, the MLA backends' 64
+HYBRID_MODEL_CONFIG_ALIGNMENT = 16
+HYBRID_MODEL_CONFIG_MLA_ALIGNMENT = 64
 
 
 @dataclass(frozen=True)
@@ -149,7 +167,7 @@ class VLLMStrategy(Strategy):
         layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype, ctx.release)
         if layer_dtype != launch.kv_cache_dtype:
             kv_dtype = kv_storage_dtype(layer_dtype, geometry.model_dtype)
-        if is_diffkv(geometry):
+        if is_diffkv(geometry, ctx.release):
             backend = diffkv_backend(launch.gpu, layer_dtype, ctx.release, deployment.block_size)
         elif geometry.dsa is not None:
             backend = sparse_mla_backend(
@@ -311,6 +329,8 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         # KDA layers (KimiGatedDeltaNetAttention) export no prefill checkpoints
         assert geometry.mamba is not None
         checkpoint = None if geometry.mamba.is_kda else _checkpoint_alignment(state.backend, mode, self.ctx.release)
+        if HYBRID_MODEL_CONFIG_BLOCK.holds(self.ctx.release):
+            return self._model_config_specs(launch, kv_dtype, cache_dtype, state_bytes, per_token)
         kernel = max(backend.kernel_block, block)
         if geometry.use_mla and MLA_HYBRID_ALIGNMENT.holds(self.ctx.release):  # the MLA decode kernels' 128
             kernel = max(kernel, MLA_HYBRID_BLOCK_ALIGNMENT)
@@ -328,6 +348,27 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
                                      self.ctx.release))
         offset = self._state_offset()
         states = state_specs(geometry, tp, state_block, mode, padded, alignment, self.ctx.release)
+        specs.update({k + offset: v for k, v in states.items()})
+        return dict(sorted(specs.items()))
+
+    def _model_config_specs(
+        self, launch: VLLMLaunch, kv_dtype: DType, cache_dtype: str, state_bytes: int, per_token: int
+    ) -> dict[int, Any]:
+        """:data:`HYBRID_MODEL_CONFIG_BLOCK`: ``block = a x cdiv(state, a x per_token)`` tokens (``a`` 16, MLA 64),
+        or ``--block-size`` where larger; the state page padded to ``block x per_token`` bytes; the attention
+        layers' own block the default 16 when no ``--block-size`` was given."""
+        geometry, tp = self.ctx.geometry, launch.deployment.tensor_parallel_size
+        given = launch.deployment.block_size
+        alignment = HYBRID_MODEL_CONFIG_MLA_ALIGNMENT if geometry.use_mla else HYBRID_MODEL_CONFIG_ALIGNMENT
+        default = DEFAULT_BLOCK_SIZE.at(self.ctx.release)
+        block = max(given or default, alignment * ceil_div(state_bytes, alignment * per_token))
+        page = block * per_token
+        state_block = block if launch.mamba_cache_mode == "align" else launch.max_model_len
+        specs = dict(attention_specs(geometry, tp, kv_dtype, block if given else default, cache_dtype, None,
+                                     self.ctx.release))
+        states = state_specs(geometry, tp, state_block, launch.mamba_cache_mode, page if page != state_bytes else None,
+                             None, self.ctx.release)
+        offset = self._state_offset()
         specs.update({k + offset: v for k, v in states.items()})
         return dict(sorted(specs.items()))
 
