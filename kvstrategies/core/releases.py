@@ -122,12 +122,14 @@ def newest_release(engine: str = SGLANG) -> EngineRelease:
     return supported_releases(engine)[-1]
 
 
-def parse_release(value: object, engine: str = SGLANG, *, field: str = "--sglang-version") -> EngineRelease:
+def parse_release(value: object, engine: str = SGLANG, *, field: str | None = None) -> EngineRelease:
     """A supported release from ``"0.5.20"``, ``"0.5.15.post1"``, ``"v0.5.20"`` or an :class:`EngineRelease`.
 
     ``None`` is the newest supported release. Anything else -- an unknown release, a malformed
-    string, another type -- is a :class:`KVCacheConfigError` naming the supported releases.
+    string, another type -- is a :class:`KVCacheConfigError` naming the supported releases and
+    ``field`` (default: the engine's flag, ``--sglang-version`` or ``--vllm-version``).
     """
+    field = field or f"--{engine}-version"
     if value is None:
         return newest_release(engine)
     if isinstance(value, EngineRelease):

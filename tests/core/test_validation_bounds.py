@@ -75,6 +75,16 @@ def test_release_string_length_bound() -> None:
         parse_release("0.5.20".ljust(41))
 
 
+def test_an_unknown_release_names_its_engine_s_flag() -> None:
+    """A vLLM release the project does not model names --vllm-version (not SGLang's flag); a field given wins."""
+    with pytest.raises(KVCacheConfigError, match=r"^--vllm-version '0.27.0' is not a vLLM release"):
+        parse_release("0.27.0", "vllm")
+    with pytest.raises(KVCacheConfigError, match=r"^--sglang-version '0.4.0' is not an SGLang release"):
+        parse_release("0.4.0")
+    with pytest.raises(KVCacheConfigError, match=r"^vllm_version '0.27.0' is not"):
+        parse_release("0.27.0", "vllm", field="vllm_version")
+
+
 def test_a_three_step_value_takes_each_step_over_its_own_releases() -> None:
     """Steps at 0.5.11, 0.5.17 and 0.5.21: the rule of each step ends the release before the next."""
     value = ByRelease("test-three-steps", (("0.5.11", "a"), ("0.5.17", "b"), ("0.5.21", "c")), "a test value",
