@@ -260,6 +260,27 @@ def record_vllm(cases_dir: Path, out: Path | None, names: list[str], *, check_on
     return 1 if unexplained else 0
 
 
+def rebuild_vllm_known(cases_dir: Path, folder: Path) -> int:
+    """Write ``folder/_known.json`` from the committed vLLM snapshots in ``folder`` alone (no vLLM needed): the
+    verdict of every case that does not match, as :func:`record_vllm` writes it from a live recording. For a
+    change to the project's rules after the snapshots were recorded; ``--check`` in the release confirms it."""
+    from kvstrategies.vllm.bridge.snapshots import KNOWN_FILE, read_snapshot, result_from_snapshot, snapshot_files
+    from kvstrategies.vllm.bridge.verify import verdict_for
+
+    version = folder.name.removeprefix("vllm-")
+    folders = [cases_dir, cases_dir / VLLM_CASES] if (cases_dir / VLLM_CASES).is_dir() else [cases_dir]
+    cases = {p.stem: p for f in folders for p in case_files(f)}
+    known: dict[str, Any] = {}
+    for snapshot in snapshot_files(folder):
+        verdict = verdict_for(cases[snapshot.stem], result_from_snapshot(read_snapshot(snapshot)), version)
+        if verdict.status != "match":
+            known[snapshot.stem] = {"status": verdict.status, "kinds": list(verdict.kinds)}
+    (folder / KNOWN_FILE).write_text(json.dumps(known, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    unexplained = sorted(n for n, v in known.items() if v["status"] == "DIFF")
+    print(f"{folder / KNOWN_FILE}: {len(known)} known, {len(unexplained)} unexplained")
+    return 1 if unexplained else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Record or check the golden snapshots of the case catalog.")
     parser.add_argument("-k", dest="substrings", action="append", metavar="SUBSTRING",
@@ -273,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="whose answers to record: this library (default), a live SGLang or a live vLLM")
     parser.add_argument("--out", type=Path, default=None,
                         help="--engine sglang / vllm: snapshot folder (default golden/<engine>-<version>)")
+    parser.add_argument("--known-only", type=Path, default=None, metavar="FOLDER",
+                        help="--engine vllm: rebuild FOLDER/_known.json from its committed snapshots (no vLLM)")
     args = parser.parse_args(argv)
     if not args.cases.is_dir():
         print(f"record_golden: no catalog folder {args.cases}", file=sys.stderr)
@@ -286,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.engine == "sglang":
         return record_sglang(args.cases, args.out, names, check_only=args.check, quiet=args.quiet)
+    if args.engine == "vllm" and args.known_only is not None:
+        return rebuild_vllm_known(args.cases, args.known_only)
     if args.engine == "vllm":
         return record_vllm(args.cases, args.out, names, check_only=args.check, quiet=args.quiet)
     if args.check:

@@ -118,3 +118,17 @@ def test_vllm_format_report_cuts_a_long_detail_to_the_width() -> None:
     assert format_report(_report(), width=20)[4] == "d   DIFF   num_gpu_blocks: 5..."
     assert format_report(_report(), width=36)[4] == "d   DIFF   num_gpu_blocks: 5120 -> 5119; +2 ..."
     assert format_report(_report(), width=37)[4] == "d   DIFF   num_gpu_blocks: 5120 -> 5119; +2 more"
+
+
+@pytest.mark.parametrize("release", ["0.19.1", "0.34.0"])
+def test_known_rebuilt_from_the_snapshots_equals_the_live_recording(release: str, tmp_path: Path) -> None:
+    """``tools/record_golden.py --engine vllm --known-only FOLDER`` writes, from the committed snapshots alone,
+    the ``_known.json`` the live recorder wrote (0.19.1 and 0.34.0 were recorded live at this code)."""
+    from ..helpers import tool_module
+
+    folder = tmp_path / f"vllm-{release}"
+    folder.mkdir()
+    for snapshot in snapshot_files(FOLDERS[release]):
+        (folder / snapshot.name).write_bytes(snapshot.read_bytes())
+    assert tool_module("record_golden").main(["--engine", "vllm", "--known-only", str(folder)]) == 0
+    assert (folder / KNOWN_FILE).read_text(encoding="utf-8") == (FOLDERS[release] / KNOWN_FILE).read_text("utf-8")
