@@ -96,6 +96,7 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.vllm.strategies.launch",
     "kvstrategies.vllm.strategies.sizing",
     "kvstrategies.vllm.strategies.grouping",
+    "kvstrategies.vllm.strategies.drafts",
     "kvstrategies.vllm.planner.load_refusals",
 )
 

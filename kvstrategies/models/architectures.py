@@ -1111,7 +1111,10 @@ class VLLMModelRule:
     ``vllm/model_executor/models/config.py DeepseekV32ForCausalLM.verify_and_update_config``);
     ``sm100_fp8_cache_from``: from this vLLM release ``auto`` becomes ``fp8_e4m3`` on SM 10.x (GLM-5:
     ``GlmMoeDsaForCausalLM.verify_and_update_config``); ``diffkv_backend``: the model's attention asks
-    for a DIFFKV backend when V is narrower than K (MiMo-V2: ``mimo_v2.py MiMoV2Attention.__init__``).
+    for a DIFFKV backend when V is narrower than K (MiMo-V2: ``mimo_v2.py MiMoV2Attention.__init__``);
+    ``mtp_draft``: ``--speculative-config`` method ``mtp`` builds the model's MTP layers as ``n_predict``
+    layers of its full-attention kind (``vllm/config/speculative.py SpeculativeConfig.hf_config_override``:
+    DeepSeekMTPModel, Glm4MoeMTPModel, Qwen3NextMTP, Qwen3_5MTP), which the vLLM strategies model.
     """
 
     sliding_layers: str | None = None
@@ -1123,20 +1126,25 @@ class VLLMModelRule:
     ssm_dtype: str | None = None
     mm_prefix: bool = False
     unregistered: bool = False
+    mtp_draft: bool = False
 
 
 _GEMMA3_VLLM = VLLMModelRule(sliding_layers="not_every_sixth", mm_prefix=True)
-_QWEN35_VLLM = VLLMModelRule(ssm_dtype="config")
+_QWEN35_VLLM = VLLMModelRule(ssm_dtype="config", mtp_draft=True)
 VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "gemma2": VLLMModelRule(sliding_layers="even"),
     "gemma3": _GEMMA3_VLLM,
     "gemma3_text": _GEMMA3_VLLM,
     "falcon": VLLMModelRule(kv_in_model_dtype=True),
     "mimo_v2_flash": VLLMModelRule(cache_config_from="0.32.0", diffkv_backend=True),
-    "deepseek_v32": VLLMModelRule(bf16_cache_is_auto=True),
-    "glm_moe_dsa": VLLMModelRule(sm100_fp8_cache_from="0.32.0"),
+    "deepseek_v3": VLLMModelRule(mtp_draft=True),
+    "deepseek_v32": VLLMModelRule(bf16_cache_is_auto=True, mtp_draft=True),
+    "glm4_moe": VLLMModelRule(mtp_draft=True),
+    "glm_moe_dsa": VLLMModelRule(sm100_fp8_cache_from="0.32.0", mtp_draft=True),
+    "qwen3_next": VLLMModelRule(mtp_draft=True),
     "nemotron_h": VLLMModelRule(ssm_dtype="float32"),
     "qwen3_5": _QWEN35_VLLM,
+    "qwen3_5_text": _QWEN35_VLLM,
     "qwen3_5_moe": _QWEN35_VLLM,
     "qwen3_5_moe_text": _QWEN35_VLLM,
     "muse_glimmer": VLLMModelRule(unregistered=True),

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..api import plan
 from ..case import parse_case
+from ..context import KVCacheSettings
 from ..core.releases import VLLM, EngineRelease
 from ..errors import KVCacheConfigError
 from ..models import ModelGeometry
@@ -101,8 +102,20 @@ def compare_engines(
         rows.append(EngineRow(length, tokens, requests, limit, answer.capacity.tokens,
                               answer.capacity.max_concurrency, answer.num_gpu_blocks))  # fmt: skip
     tokens_share = case.available_bytes if case.available_bytes != budget else None
-    return EngineComparison(budget, gpu or "H200", tuple(rows), why_they_differ(case.settings.geometry), block_size,
-                            tokens_share)  # fmt: skip
+    reasons = why_they_differ(case.settings.geometry) + _draft_reason(case.settings)
+    return EngineComparison(budget, gpu or "H200", tuple(rows), reasons, block_size, tokens_share)
+
+
+def _draft_reason(settings: KVCacheSettings) -> tuple[str, ...]:
+    """Why a speculative draft changes the two answers differently (none without one)."""
+    spec = settings.speculative
+    if not spec.enabled:
+        return ()
+    return (
+        f"speculative decoding ({spec.algorithm.value}): vLLM's MTP draft layers join its KV cache groups "
+        "(one more page a block each) and each Mamba group holds one more state block a request per speculative "
+        "token (kvstrategies/vllm/strategies/drafts.py); kvstrategies plan shows how SGLang prices its draft.",
+    )
 
 
 def comparison_text(comparison: EngineComparison) -> list[str]:

@@ -3,10 +3,11 @@
 :func:`add_vllm_arguments` adds vLLM's own spellings of the settings that change the KV answer
 (``--gpu-memory-utilization``, ``--kv-cache-memory-bytes``, ``--max-model-len``, ``--max-num-seqs``,
 ``--max-num-batched-tokens``, ``--block-size``, ``--enforce-eager``, prefix caching, async
-scheduling, the hybrid KV cache manager); ``--tensor-parallel-size``, ``--pipeline-parallel-size``,
-``--kv-cache-dtype``, ``--dtype``, ``--gpu``, ``--gpu-memory``, ``--weight-bytes`` and
-``--weight-quantization`` / ``--quantization`` are the ``plan`` flags of the same name. SGLang's
-spellings of those settings are refused with ``--engine vllm``, naming vLLM's. Kept apart from the
+scheduling, the hybrid KV cache manager, ``--speculative-config`` with the model's MTP layers);
+``--tensor-parallel-size``, ``--pipeline-parallel-size``, ``--kv-cache-dtype``, ``--dtype``, ``--gpu``,
+``--gpu-memory``, ``--weight-bytes`` and ``--weight-quantization`` / ``--quantization`` are the
+``plan`` flags of the same name. SGLang's spellings of those settings are refused with
+``--engine vllm``, naming vLLM's. Kept apart from the
 planner so that building the command line (and ``plan --case``) reads no planner module.
 """
 
@@ -21,7 +22,7 @@ from ..errors import KVCacheConfigError
 #: the vLLM flags of :func:`add_vllm_arguments` (their argparse dests): given without ``--engine vllm`` they are refused
 VLLM_DESTS = ("gpu_memory_utilization", "kv_cache_memory_bytes", "max_model_len", "max_num_seqs",
               "max_num_batched_tokens", "block_size", "enforce_eager", "enable_prefix_caching", "async_scheduling",
-              "disable_hybrid_kv_cache_manager")  # fmt: skip
+              "disable_hybrid_kv_cache_manager", "speculative_config")  # fmt: skip
 
 #: ``plan`` dests of SGLang's settings -> (SGLang's flag, vLLM's flag for the same setting, or why there is none)
 SGLANG_ONLY: dict[str, tuple[str, str]] = {
@@ -35,7 +36,8 @@ SGLANG_ONLY: dict[str, tuple[str, str]] = {
     "max_total_tokens": ("--max-total-tokens", "vLLM has no token cap (--num-gpu-blocks-override is a block count)"),
     "gpu_overhead": ("--gpu-overhead", "vLLM's overhead is its own profile, modelled per launch"),
     "attention_backend": ("--attention-backend", "the vLLM plan models vLLM's own backend choice per GPU"),
-    "speculative_algorithm": ("--speculative-algorithm", "speculative decoding is not modelled for vLLM"),
+    "speculative_algorithm": ("--speculative-algorithm", "use --speculative-config '{\"method\": \"mtp\", "
+                              "\"num_speculative_tokens\": N}' (the model's own MTP layers)"),
     "swa_full_tokens_ratio": ("--swa-full-tokens-ratio", "vLLM's hybrid allocator shares one block pool"),
     "checkpoint": ("--checkpoint", "give the checkpoint folder as MODEL"),
     "sglang_version": ("--sglang-version", "use --vllm-version"),
@@ -64,6 +66,9 @@ def add_vllm_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--async-scheduling", dest="async_scheduling", action="store_const", const=True, default=None)
     group.add_argument("--no-async-scheduling", dest="async_scheduling", action="store_const", const=False)
     group.add_argument("--disable-hybrid-kv-cache-manager", action="store_true")
+    group.add_argument("--speculative-config", default=None, metavar="JSON",
+                       help='speculative decoding with the model\'s own MTP layers: \'{"method": "mtp", '
+                            '"num_speculative_tokens": 3}\'')  # fmt: skip
 
 
 def is_vllm_plan(args: argparse.Namespace) -> bool:

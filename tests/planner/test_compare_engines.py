@@ -84,3 +84,18 @@ def test_each_engine_on_its_own_budget_is_the_default_with_a_gpu(
     if "--available-bytes" in extra and shown:
         assert any(line.startswith("each engine on its own budget: SGLang 20.00 GiB given (--available-bytes)")
                    for line in lines)  # fmt: skip
+
+
+def test_an_mtp_draft_is_in_both_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    """DeepSeek-V3 TP 8 bf16 with its MTP layer (EAGLE, 3 steps, top-k 1) on 10 GiB: vLLM 0.33.0's 16-token
+    latent pages of 16 x 576 x 2 = 18,432 B for 61 + 1 layers, 1,142,784 B a block: 10 GiB // that = 9,395
+    blocks; 8,192-token requests take 512: 18.35x. The reasons name the draft; without one they do not."""
+    spec = ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+            "--speculative-num-draft-tokens", "4"]  # fmt: skip
+    lines = compare(["deepseek-v3", "--tp", "8", "--available-bytes", "10GiB", "--request-length", "8192", *spec],
+                    capsys)  # fmt: skip
+    assert row(lines, 8192)[-2:] == ["18.35x", f"{10 * GIB // (62 * 18_432):,}"] == ["18.35x", "9,395"]
+    assert any("speculative decoding (EAGLE): vLLM's MTP draft layers join its KV cache groups" in line
+               for line in lines)  # fmt: skip
+    plain = compare(["deepseek-v3", "--tp", "8", "--available-bytes", "10GiB", "--request-length", "8192"], capsys)
+    assert not any("speculative decoding" in line for line in plain)

@@ -51,7 +51,7 @@ def test_vllms_own_spellings_are_read_as_vllm_reads_them() -> None:
     ("command", "message"),
     [
         ("vllm serve m --swap-space 0", f"--swap-space is not a {NEWEST_VLLM.label} `vllm serve` flag"),
-        ("vllm serve m --speculative-config {}", "speculative decoding"),
+        ("vllm serve m --spec-method mtp", "speculative decoding"),
         ("vllm serve m --compilation-config.mode 3", "CUDA-graph capture"),
         ("vllm serve m -O0", "--optimization-level 0 changes"),
         ("vllm serve m --data-parallel-size 2", "data-parallel replicas"),

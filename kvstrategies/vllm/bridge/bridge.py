@@ -34,7 +34,8 @@ import importlib.util
 import json
 import re
 import tempfile
-from collections.abc import Iterator, Mapping
+import types
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...sglang.bridge.bridge import case_hf_config
 from ..strategies.document import capacity_log_line, layer_key
 from ..strategies.engine_args import VLLMDeployment, vllm_deployment
-from .runtime import cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu
+from .runtime import check_version, cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu
 
 #: vLLM refused the case (its own exception is named in the message)
 VLLMCaseError = UnsupportedConfigurationError
@@ -75,10 +76,11 @@ def model_folder(config: Mapping[str, Any]) -> Iterator[str]:
         yield folder
 
 
-def case_deployment(case: Mapping[str, Any], base_dir: Path | None) -> VLLMDeployment:
-    """The vLLM launch a case stands for (the project's mapping; refusals as :class:`KVCacheConfigError`)."""
+def case_deployment(case: Mapping[str, Any], base_dir: Path | None, vllm_version: str | None = None) -> VLLMDeployment:
+    """The vLLM launch a case stands for in ``vllm_version`` (the release running it; the project's mapping,
+    whose scope follows the release; refusals as :class:`KVCacheConfigError`)."""
     data = {k: v for k, v in case.items() if not k.startswith("_")}
-    parsed = parse_case(data, base_dir=base_dir, engine=VLLM)
+    parsed = parse_case(data, base_dir=base_dir, engine=VLLM, vllm_version=vllm_version)
     return vllm_deployment(parsed.settings, parsed.available_bytes)
 
 
@@ -170,8 +172,9 @@ def _engine_config(folder: str, deployment: VLLMDeployment) -> Any:
     return engine_args.create_engine_config(usage.UsageContext.OPENAI_API_SERVER)
 
 
-def _build_stage(vllm_config: Any) -> tuple[dict[str, Any], list[str], dict[str, str]]:
-    """One stage's layer specs, supported layouts and attention backend per layer."""
+def _build_stage(vllm_config: Any, last_stage: bool = True) -> tuple[dict[str, Any], list[str], dict[str, str]]:
+    """One stage's layer specs, supported layouts and attention backend per layer (the last stage's with the
+    speculative draft's: the model runners build it on the last PP rank only)."""
     torch = importlib.import_module("torch")
     config = importlib.import_module("vllm.config")
     loader = importlib.import_module("vllm.model_executor.model_loader.utils")
@@ -185,8 +188,12 @@ def _build_stage(vllm_config: Any) -> tuple[dict[str, Any], list[str], dict[str,
     with config.set_current_vllm_config(vllm_config):
         with torch_utils.set_default_torch_dtype(vllm_config.model_config.dtype), torch.device("meta"), cuda_to_meta():
             loader.initialize_model(vllm_config=vllm_config)
+            target_layers = set(config.get_layers_from_vllm_config(vllm_config, layer_base.AttentionLayerBase))
+            if last_stage:
+                _build_draft(vllm_config)
         platforms.current_platform.update_block_size_for_backend(vllm_config)
         specs = attn_utils.get_kv_cache_spec(vllm_config)
+        _number_draft_layers(specs, target_layers, vllm_config)
         worker = object.__new__(worker_base.WorkerBase)
         worker.vllm_config = vllm_config
         # 0.28.0 and older resolve no KV cache layout (their workers declare none)
@@ -197,17 +204,60 @@ def _build_stage(vllm_config: Any) -> tuple[dict[str, Any], list[str], dict[str,
     return specs, layouts, backends
 
 
+def _build_draft(vllm_config: Any) -> None:
+    """The speculative draft beside the target, as the worker's proposer builds it (0.20.2 to 0.33.0:
+    ``vllm/v1/spec_decode/llm_base_proposer.py SpecDecodeBaseProposer._get_model``; 0.34.0:
+    ``vllm/v1/worker/gpu/spec_decode/eagle/utils.py load_eagle_model``): the draft's own ``VllmConfig`` view,
+    under the ``eagle_head`` model tag; its attention layers register in the same forward context, so they
+    join the target's KV cache specs. Nothing without a speculative config."""
+    speculative = vllm_config.speculative_config
+    if speculative is None or speculative.draft_model_config is None:
+        return
+    config = importlib.import_module("vllm.config")
+    loader = importlib.import_module("vllm.model_executor.model_loader.utils")
+    backends = importlib.import_module("vllm.compilation.backends")
+    if hasattr(speculative, "apply_draft_overrides"):  # 0.34.0: v1/worker/gpu/spec_decode/eagle/utils.py
+        draft_config = speculative.apply_draft_overrides(vllm_config)
+    else:
+        proposer = importlib.import_module("vllm.v1.spec_decode.llm_base_proposer")
+        view = types.SimpleNamespace(speculative_config=speculative, vllm_config=vllm_config)
+        draft_config = proposer.SpecDecodeBaseProposer._create_draft_vllm_config(view)
+    with backends.set_model_tag("eagle_head"), config.set_current_vllm_config(draft_config):
+        loader.initialize_model(vllm_config=draft_config, model_config=speculative.draft_model_config)
+
+
+#: the draft layers of the case being recorded, by vLLM's name -> the index the documents give them
+_DRAFT_KEYS: dict[str, int] = {}
+
+
+def _number_draft_layers(names: Iterable[str], target_layers: set[str], vllm_config: Any) -> None:
+    """Give each draft layer the index after the target's: ``num_hidden_layers + i`` for the draft's layer ``i``
+    (DeepSeek's MTP layer is ``model.layers.61`` already, Qwen3-Next's ``mtp.layers.0``); vLLM keeps its own
+    names, which its grouping orders by, and only the documents read these."""
+    layers = vllm_config.model_config.get_total_num_hidden_layers()
+    for name in names:
+        index = layer_key(name)
+        if name not in target_layers and isinstance(index, int):
+            _DRAFT_KEYS[name] = index if index >= layers else layers + index
+
+
+def _key(name: str) -> int | str:
+    """A layer's index in the documents: a draft layer's from :func:`_number_draft_layers`, else vLLM's."""
+    return _DRAFT_KEYS.get(name, layer_key(name))
+
+
 def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, Any]:
     """vLLM's document for one case (vLLM's refusal: :class:`VLLMCaseError`; not a vLLM deployment:
     :class:`KVCacheConfigError` from :func:`case_deployment`)."""
-    deployment = case_deployment(case, base_dir)
     version = import_vllm()
+    deployment = case_deployment(case, base_dir, check_version(version).text)
     config = importlib.import_module("vllm.config")
     core = importlib.import_module("vllm.v1.engine.core")
     facts = gpu_facts(deployment.gpu)
     hf_config = case_hf_config(case, base_dir)
     with model_folder(hf_config) as folder, use_gpu(facts), quiet() as log:
         _clear_caches()
+        _DRAFT_KEYS.clear()
         try:
             vllm_config = _engine_config(folder, deployment)
             tp, pp = deployment.tensor_parallel_size, deployment.pipeline_parallel_size
@@ -218,7 +268,7 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
             for stage in range(pp):
                 worker_config = vllm_config if tp * pp == 1 else copy.deepcopy(vllm_config)
                 _stage_groups(ps, tp, pp, stage)
-                stage_specs, stage_layouts, stage_backends = _build_stage(worker_config)
+                stage_specs, stage_layouts, stage_backends = _build_stage(worker_config, stage == pp - 1)
                 specs.extend([stage_specs] * tp)
                 layouts.extend([stage_layouts] * tp)
                 backends.update(stage_backends)
@@ -313,10 +363,10 @@ def _layer_specs(specs: Mapping[str, Any]) -> list[dict[str, Any]]:
         document = spec_document(spec)
         for entry in entries:
             if entry["spec"] == document:
-                entry["layers"].append(layer_key(name))
+                entry["layers"].append(_key(name))
                 break
         else:
-            entries.append({"layers": [layer_key(name)], "spec": document})
+            entries.append({"layers": [_key(name)], "spec": document})
     return entries
 
 
@@ -328,11 +378,11 @@ def _tensor_document(tensor: Any) -> dict[str, Any]:
     """One ``KVCacheTensor``: layers at a layer stride (0.29.0 on), or 0.28.0's tensor ``shared_by`` one layer
     of each group (with an offset and a block stride from 0.24.0; 0.23.0's has neither)."""
     if hasattr(tensor, "shared_by"):
-        document = {"size": tensor.size, "shared_by": [layer_key(n) for n in tensor.shared_by]}
+        document = {"size": tensor.size, "shared_by": [_key(n) for n in tensor.shared_by]}
         if hasattr(tensor, "offset"):
             document |= {"offset": tensor.offset, "block_stride": tensor.block_stride}
         return document
-    return {"size": tensor.size, "layers": [layer_key(n) for n in tensor.layers], "layer_stride": tensor.layer_stride,
+    return {"size": tensor.size, "layers": [_key(n) for n in tensor.layers], "layer_stride": tensor.layer_stride,
             "block_stride": tensor.block_stride, "offset": tensor.offset}  # fmt: skip
 
 
@@ -378,7 +428,7 @@ def _document(
     for group in worker_config.kv_cache_groups:
         spec = group.kv_cache_spec
         per_request = -(-spec.max_memory_usage_bytes(vllm_config) // spec.page_size_bytes)
-        groups.append({"layers": [layer_key(n) for n in group.layer_names], "spec": spec_document(spec),
+        groups.append({"layers": [_key(n) for n in group.layer_names], "spec": spec_document(spec),
                        "blocks_per_request": per_request})  # fmt: skip
     tensors = [_tensor_document(t) for t in worker_config.kv_cache_tensors]
     distinct_backends: list[str] = []
@@ -386,6 +436,8 @@ def _document(
         if name not in distinct_backends:
             distinct_backends.append(name)
     tokens, concurrency = _capacity(vllm_config, worker_config)
+    speculative = {} if vllm_config.speculative_config is None else {
+        "num_speculative_tokens": int(vllm_config.speculative_config.num_speculative_tokens)}
     return {
         "engine": f"vllm {version}",
         "gpu": gpu_name,
@@ -407,6 +459,7 @@ def _document(
             "mamba_cache_mode": str(cache.mamba_cache_mode),
             "disable_hybrid_kv_cache_manager": bool(scheduler.disable_hybrid_kv_cache_manager),
             "kv_cache_memory_bytes": deployment.kv_cache_memory_bytes,
+            **speculative,
         },
         "attention_backends": distinct_backends,
         # the engine's block size, as ``EngineCore._initialize_kv_caches`` sets it (the smallest group block)

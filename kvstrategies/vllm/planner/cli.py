@@ -70,7 +70,22 @@ def vllm_request(args: argparse.Namespace) -> Any:
         weight_bytes=None if args.weight_bytes is None else parse_bytes(args.weight_bytes),
         request_lengths=tuple(args.request_lengths or ()),
         release=planning_release(args.vllm_version, budget_given=kv_bytes is not None),
+        num_speculative_tokens=_speculative_tokens(args.speculative_config),
     )
+
+
+def _speculative_tokens(text: str | None) -> int | None:
+    """``num_speculative_tokens`` of ``--speculative-config`` (``None`` when not given)."""
+    from ..strategies.drafts import mtp_tokens
+
+    if text is None:
+        return None
+    try:
+        return mtp_tokens(json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise KVCacheConfigError(f"--speculative-config is not JSON ({exc.msg} at character {exc.pos})") from None
+    except ValueError as exc:
+        raise KVCacheConfigError(str(exc)) from None
 
 
 def _kv_bytes(text: str) -> int:

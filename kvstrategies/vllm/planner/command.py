@@ -157,6 +157,9 @@ def translate_vllm(command: Sequence[str]) -> LaunchCommand:
         option, inline, i = next_option(rest, i)
         base = option.split(".", 1)[0] if option.startswith("--") else option  # --compilation-config.mode 3
         canon, arity = canonical_flag(base)
+        if base != option and canon == "--speculative-config":
+            raise KVCacheConfigError(f"{option}: give --speculative-config as one JSON object (method, "
+                                     "num_speculative_tokens) to plan it")  # fmt: skip
         if base != option:
             arity = "1"
         values, i = flag_values(rest, i, option, arity, inline, engine="vLLM")

@@ -127,7 +127,17 @@ def case_fields(req: VLLMPlanRequest, budget_bytes: int) -> dict[str, Any]:
         "disable_overlap_schedule": req.async_scheduling is False,
         "disable_hybrid_swa_memory": req.disable_hybrid_kv_cache_manager,
         "available_bytes": budget_bytes,
+        **_speculative_fields(req.num_speculative_tokens),
     }
+
+
+def _speculative_fields(tokens: int | None) -> dict[str, Any]:
+    """vLLM's MTP speculation as the case reads it: a chain (top-k 1) of ``tokens`` steps
+    (:mod:`kvstrategies.vllm.strategies.drafts`)."""
+    if tokens is None:
+        return {}
+    return {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1, "speculative_num_steps": tokens,
+            "speculative_num_draft_tokens": tokens + 1}  # fmt: skip
 
 
 def resolved_launch(req: VLLMPlanRequest) -> VLLMLaunch:
@@ -147,7 +157,8 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
     tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
     checkpoint = None if req.model_folder is None else str(req.model_folder)
     weights = vllm_weights(req.config, tp=tp, pp=pp, dtype=dtype, quantization=req.weight_quantization,
-                           weight_bytes=req.weight_bytes, checkpoint=checkpoint)  # fmt: skip
+                           weight_bytes=req.weight_bytes, checkpoint=checkpoint,
+                           mtp=req.num_speculative_tokens is not None)  # fmt: skip
     shape = ProfileShape.from_config(req.config, activation_bytes=dtype.itemsize if dtype.itemsize <= 2 else 2)
     stages = []
     for rank in range(pp):

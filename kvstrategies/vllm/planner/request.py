@@ -54,6 +54,8 @@ class VLLMPlanRequest:
     weight_bytes: int | None = None
     request_lengths: tuple[int, ...] = ()
     release: EngineRelease = NEWEST_VLLM
+    #: ``--speculative-config '{"method": "mtp", "num_speculative_tokens": N}'``: N (``None``: no speculation)
+    num_speculative_tokens: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("tensor_parallel_size", "pipeline_parallel_size"):
@@ -75,6 +77,9 @@ class VLLMPlanRequest:
                 f"--gpu-memory-utilization must be in (0, 1], got {utilization!r} (vllm/config/cache.py CacheConfig: "
                 "gt=0, le=1)"
             )
+        if self.num_speculative_tokens is not None:
+            _check_int(self.num_speculative_tokens, "--speculative-config num_speculative_tokens", minimum=1,
+                       maximum=64)  # fmt: skip
         for length in self.request_lengths:
             _check_int(length, "--request-length", minimum=1, maximum=2**31 - 1)
         if self.gpu is None and self.gpu_memory_mib is None and self.kv_cache_memory_bytes is None:

@@ -62,20 +62,26 @@ def vllm_weights(
     quantization: str | None = None,
     weight_bytes: int | None = None,
     checkpoint: str | None = None,
+    mtp: bool = False,
 ) -> VLLMWeights:
-    """Each stage's resident weight bytes (see the module doc)."""
+    """Each stage's resident weight bytes (see the module doc); ``mtp``: the last stage also holds the MTP
+    draft's layers (its embedding and head are the target's: ``maybe_share_target_embed``,
+    ``share_target_lm_head`` in ``vllm/v1/worker/gpu/spec_decode/eagle/utils.py``)."""
     rope = rope_buffer_bytes(config, dtype)
     rope_text = f" + {rope / 2**20:.1f} MiB RoPE cos_sin_cache" if rope else ""
     if weight_bytes is not None:
         return VLLMWeights((weight_bytes,) * pp, "given per rank (--weight-bytes)")
     ckpt = read_checkpoint(checkpoint) if checkpoint is not None and quantization is None else None
-    if ckpt is not None and ckpt.source == "headers":
+    if ckpt is not None and ckpt.source == "headers" and not mtp:
         facts = ShardingFacts.from_config(config, serve_bytes=dtype.itemsize)
         stages = tuple(rank_bytes(ckpt, facts, tp=tp, pp=pp, pp_rank=r) + rope for r in range(pp))
         return VLLMWeights(stages, f"from the {ckpt.label}, split over TP {tp} x PP {pp}{rope_text}")
     estimate = estimate_weights(config, dtype=dtype.torch_name, quantization=quantization)
-    stages = tuple(estimate.stage_bytes(tp, pp, r) + rope for r in range(pp))
+    stages = tuple(estimate.stage_bytes(tp, pp, r, include_mtp=mtp) + rope for r in range(pp))
     notes = "".join(f"; note: {n}" for n in estimate.fmt.notes)
+    if mtp:
+        draft = estimate.stage_bytes(tp, pp, pp - 1, include_mtp=True) - estimate.stage_bytes(tp, pp, pp - 1)
+        notes += f"; + {draft / GIB:.2f} GiB of MTP draft layers on the last stage"
     return VLLMWeights(
         stages,
         f"estimated from the config: {estimate.main_params / 1e9:.2f}B parameters, {estimate.fmt.name}, "

@@ -26,8 +26,9 @@ context                        vLLM argument
 SGLang's own pool knobs (``swa_full_tokens_ratio``, the Mamba slot settings, its attention
 backend names, its environment knobs) have no vLLM counterpart and do not change a vLLM plan;
 settings that change *what* is deployed and that these strategies do not model (speculative
-decoding, decode-context / attention data / context parallelism, PD disaggregation, a draft
-worker, a token cap, a non-CUDA device) are refused with :class:`UnsupportedConfigurationError`.
+decoding other than with the model's own MTP layers, :mod:`.drafts`; decode-context / attention data /
+context parallelism, PD disaggregation, a draft worker, a token cap, a non-CUDA device) are refused with
+:class:`UnsupportedConfigurationError`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 
 from ...context import DeviceKind, DisaggregationMode, KVCacheContext
 from ...errors import UnsupportedConfigurationError
+from .drafts import MTP_DRAFTS, MTPDraft, mtp_draft
 
 #: the GPU a vLLM plan is for when the context names none (the bridge's default too)
 DEFAULT_VLLM_GPU = "H200"
@@ -61,6 +63,8 @@ class VLLMDeployment:
     enable_prefix_caching: bool | None = None
     async_scheduling: bool | None = None
     disable_hybrid_kv_cache_manager: bool | None = None
+    #: speculative decoding with the model's MTP layers (``None``: none)
+    mtp: MTPDraft | None = None
 
     def engine_arguments(self) -> dict[str, object]:
         """Keyword arguments of ``EngineArgs`` (the bridge adds the model folder and ``load_format``)."""
@@ -76,6 +80,8 @@ class VLLMDeployment:
             value = getattr(self, name)
             if value is not None:
                 arguments[name] = value
+        if self.mtp is not None:
+            arguments["speculative_config"] = self.mtp.speculative_config()
         return arguments
 
 
@@ -94,8 +100,12 @@ def check_vllm_scope(ctx: KVCacheContext) -> None:
     if ctx.is_draft_worker:
         raise _refuse("is_draft_worker", "vLLM plans draft layers inside the target's KV cache groups")
     if ctx.speculative.enabled:
-        raise _refuse(f"speculative_algorithm {ctx.speculative.algorithm.value}",
-                      "vLLM's speculative decoding adds draft layers and lookahead slots")  # fmt: skip
+        try:
+            mtp_draft(ctx)
+        except ValueError as exc:
+            why = "vLLM's speculative decoding adds draft layers and lookahead slots"
+            raise _refuse(f"speculative_algorithm {ctx.speculative.algorithm.value}",
+                          f"{why} ({exc})" if MTP_DRAFTS.holds(ctx.release) else why) from None  # fmt: skip
     for name, value in (("dcp_size", parallel.dcp_size), ("attn_dp_size", parallel.attn_dp_size),
                         ("attn_cp_size", parallel.attn_cp_size)):  # fmt: skip
         if value != 1:
@@ -134,4 +144,5 @@ def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDepl
         enable_prefix_caching=False if scheduling.disable_radix_cache else None,
         async_scheduling=False if scheduling.disable_overlap_schedule else None,
         disable_hybrid_kv_cache_manager=True if scheduling.disable_hybrid_swa_memory else None,
+        mtp=mtp_draft(ctx),
     )

@@ -211,13 +211,18 @@ KDA_FUSED_CONV = ReleaseRule(
 )
 
 
-def mamba_state(geometry: ModelGeometry, tp: int, release: EngineRelease | None = None) -> StateLayout:
-    """vLLM's state shapes and dtypes of one Mamba layer on a TP rank in ``release`` (the newest when ``None``)."""
+def mamba_state(geometry: ModelGeometry, tp: int, release: EngineRelease | None = None,
+                lookahead: int = 0) -> StateLayout:  # fmt: skip
+    """vLLM's state shapes and dtypes of one Mamba layer on a TP rank in ``release`` (the newest when ``None``);
+    ``lookahead``: the speculative tokens a conv window also holds (``conv_kernel - 1 + num_spec``,
+    ``vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator``; Mamba-1 takes none)."""
     mamba = geometry.mamba
     if mamba is None:  # pragma: no cover - callers check
         raise UnsupportedConfigurationError("not a Mamba hybrid")
     shapes = mamba.state_shapes(tp)
     conv = shapes.conv if shapes.conv_window_axis == 0 else tuple((w, c) for c, w in shapes.conv)
+    if not isinstance(mamba.mixer, Mamba1Mixer):
+        conv = tuple((w + lookahead, c) for w, c in conv)
     conv_dtype = geometry.model_dtype
     if mamba.is_kda:  # KimiGatedDeltaNetAttention: one conv over q, k, v; a float32 recurrent state
         # (mamba_utils.py MambaStateShapeCalculator.kda_state_shape, MambaStateDtypeCalculator.kda_state_dtype)
@@ -420,16 +425,18 @@ CHECKPOINT_BLOCKS_FIELD = ReleaseRule(
 
 def state_specs(
     geometry: ModelGeometry, tp: int, block_size: int, mode: str, padded: int | None, alignment: int | None,
-    release: EngineRelease | None = None,
+    release: EngineRelease | None = None, lookahead: int = 0,
 ) -> Mapping[int, KVCacheSpec]:
     """Every Mamba layer's spec (global index -> spec) for the block size and padded page.
 
     ``alignment``: the layers' prefill checkpoint alignment (None: they take no checkpoints); one
-    checkpoint block is held per request when there is one.
+    checkpoint block is held per request when there is one. ``lookahead``: the speculative tokens, which
+    lengthen the conv window and are held as that many more state blocks a request
+    (``vllm/model_executor/layers/mamba/abstract.py MambaBase.get_kv_cache_spec``: ``num_speculative_blocks``).
     """
     if geometry.mamba is None:
         return {}
-    state = mamba_state(geometry, tp, release)
+    state = mamba_state(geometry, tp, release, lookahead)
     from .backends import mamba_type
 
     checkpoints: int | None = 1 if alignment is not None else 0
@@ -437,7 +444,7 @@ def state_specs(
         checkpoints = None
     spec = MambaSpec(block_size=block_size, shapes=state.shapes, dtypes=state.dtypes,
                      mamba_type=mamba_type(state.backend, release or NEWEST_VLLM), mamba_cache_mode=mode,
-                     page_size_padded=padded,
+                     page_size_padded=padded, num_speculative_blocks=lookahead,
                      num_prefill_checkpoint_blocks=checkpoints,
                      prefill_checkpoint_alignment=alignment if checkpoints else None)  # fmt: skip
     return {layer: spec for layer in geometry.mamba.mamba_layer_ids}

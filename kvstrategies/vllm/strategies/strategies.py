@@ -50,6 +50,7 @@ from .backends import (
     is_diffkv,
     sparse_mla_backend,
 )
+from .drafts import check_draft_pipeline, draft_layer_specs
 from .engine_args import vllm_deployment
 from .grouping import PROMOTED_TAKE_FULL_BLOCK, KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_model_launch
@@ -160,6 +161,7 @@ class VLLMStrategy(Strategy):
         ctx, geometry = self.ctx, self.ctx.geometry
         version = ctx.release.text
         deployment = vllm_deployment(ctx, available)
+        check_draft_pipeline(deployment.mtp, deployment.pipeline_parallel_size, ctx.release)
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
         launch = resolve_model_launch(deployment, geometry, version)
@@ -181,6 +183,8 @@ class VLLMStrategy(Strategy):
             backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, deployment.block_size)
         block = deployment.block_size or backend.preferred_block_size
         specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
+        drafts = draft_layer_specs(geometry, specs, deployment.mtp)
+        specs.update(drafts)
         groups = kv_cache_groups(specs, disable_hybrid=launch.disable_hybrid_kv_cache_manager,
                                  promote_to_full_block=PROMOTED_TAKE_FULL_BLOCK.holds(ctx.release), version=version)
         # the smallest block of the groups, as ``EngineCore._initialize_kv_caches`` sets ``cache_config.block_size``
@@ -189,7 +193,10 @@ class VLLMStrategy(Strategy):
         limits = CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode)
         pp = deployment.pipeline_parallel_size
         n = geometry.num_hidden_layers
-        stages = [project(groups, self._stage_layers(*pp_indices(n, s, pp))) for s in range(pp)]
+        # the draft's layers are the last stage's (the model runners build the drafter on the last PP rank only)
+        last = frozenset(drafts)
+        stages = [project(groups, self._with_drafts(self._stage_layers(*pp_indices(n, s, pp)), last, s == pp - 1))
+                  for s in range(pp)]  # fmt: skip
         counts = []
         for stage in stages:
             check_enough_memory(stage, available, limits, version)
@@ -198,7 +205,7 @@ class VLLMStrategy(Strategy):
         num_blocks = min(counts)
         mine = stages[deployment.pp_rank]
         start, end = pp_indices(geometry.num_hidden_layers, deployment.pp_rank, pp)
-        stage_layers = self._stage_layers(start, end)
+        stage_layers = self._with_drafts(self._stage_layers(start, end), last, deployment.pp_rank == pp - 1)
         stage_specs = {k: v for k, v in specs.items() if k in stage_layers}
         return VLLMKVCachePlan(
             launch=launch,
@@ -234,6 +241,11 @@ class VLLMStrategy(Strategy):
         if self.ctx.geometry.dsa is not None:  # the indexer's backend, then the sparse-MLA one
             return (INDEXER_BACKEND[0], backend.name)
         return (backend.name,)
+
+    @staticmethod
+    def _with_drafts(layers: Collection[int], drafts: frozenset[int], last_stage: bool) -> Collection[int]:
+        """A stage's layers, the draft's too on the last stage."""
+        return frozenset(layers) | drafts if last_stage else layers
 
     def _stage_layers(self, start: int, end: int) -> Collection[int]:
         """The spec keys of the decoder layers ``[start, end)`` (one key per layer here)."""
@@ -320,7 +332,8 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         attention page holds one Mamba state; the state page is padded to that attention page."""
         geometry, tp = self.ctx.geometry, launch.deployment.tensor_parallel_size
         mode = launch.mamba_cache_mode
-        state = mamba_state(geometry, tp, self.ctx.release)
+        lookahead = launch.deployment.mtp.num_speculative_tokens if launch.deployment.mtp is not None else 0
+        state = mamba_state(geometry, tp, self.ctx.release, lookahead)
         state_bytes = sum(math.prod(s) * d.itemsize for s, d in zip(state.shapes, state.dtypes, strict=True))
         if geometry.mla is not None:  # one latent row a token (MLAAttentionSpec)
             per_token = geometry.mla.latent_dim * kv_dtype.itemsize
@@ -347,7 +360,7 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         specs = dict(attention_specs(geometry, tp, kv_dtype, block, cache_dtype, self._sliding_block(backend),
                                      self.ctx.release))
         offset = self._state_offset()
-        states = state_specs(geometry, tp, state_block, mode, padded, alignment, self.ctx.release)
+        states = state_specs(geometry, tp, state_block, mode, padded, alignment, self.ctx.release, lookahead)
         specs.update({k + offset: v for k, v in states.items()})
         return dict(sorted(specs.items()))
 

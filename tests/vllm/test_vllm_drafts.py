@@ -1,0 +1,173 @@
+"""vLLM's speculative decoding with a model's own MTP layers, each rule against a hand-computed expectation.
+
+Sources (vLLM 0.33.0 and 0.34.0): ``vllm/config/speculative.py SpeculativeConfig.hf_config_override`` (the
+MTP draft's architecture and ``n_predict``), ``vllm/v1/worker/gpu/spec_decode/eagle/utils.py
+load_eagle_model`` (the drafter's layers in the same forward context, its embedding and head shared),
+``vllm/v1/worker/gpu/model_runner.py`` (the drafter on the last PP rank only),
+``vllm/model_executor/layers/mamba/mamba_utils.py`` (``conv_kernel - 1 + num_spec``) and
+``vllm/model_executor/layers/mamba/abstract.py MambaBase.get_kv_cache_spec`` (``num_speculative_blocks``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvstrategies import plan
+from kvstrategies.case import parse_case
+from kvstrategies.core.dtypes import DType
+from kvstrategies.errors import UnsupportedConfigurationError
+from kvstrategies.vllm.planner.weights import vllm_weights
+from kvstrategies.vllm.strategies.drafts import mtp_tokens
+from kvstrategies.vllm.strategies.specs import MambaSpec
+
+GIB = 2**30
+#: an MTP chain of ``steps`` tokens, in the case's (SGLang's) words
+MTP = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1}
+
+
+def _vllm(preset: str, release: str = "0.33.0", steps: int | None = 3, **fields: object) -> object:
+    spec = {} if steps is None else {**MTP, "speculative_num_steps": steps, "speculative_num_draft_tokens": steps + 1}
+    case = parse_case({"preset": preset, "engine": "vllm", "vllm_version": release, "available_bytes": 40 * GIB,
+                       **spec, **fields})  # fmt: skip
+    return plan(case.settings, case.available_bytes).vllm
+
+
+def test_the_mtp_layer_joins_the_target_s_mla_group() -> None:
+    # DeepSeek-V3 TP 8, fp8_e4m3, --block-size 64: a latent page of 64 x 576 x 1 B = 36,864; 61 layers + the MTP
+    # layer (model.layers.61) = 62 pages a block, 2,285,568 B; 40 GiB // that = 18,791 blocks (61 layers: 19,099)
+    fields = {"tp_size": 8, "kv_cache_dtype": "fp8_e4m3", "page_size": 64}
+    drafted, plain = _vllm("deepseek-v3", **fields), _vllm("deepseek-v3", steps=None, **fields)
+    assert drafted.bytes_per_block == 62 * 36_864 == 2_285_568
+    assert drafted.num_gpu_blocks == 40 * GIB // 2_285_568 == 18_791
+    assert plain.num_gpu_blocks == 40 * GIB // (61 * 36_864) == 19_099
+    assert drafted.groups[0].layers[-1] == 61
+    assert drafted.launch.settings_document()["num_speculative_tokens"] == 3
+    assert "num_speculative_tokens" not in plain.launch.settings_document()
+
+
+def test_the_draft_layer_is_the_last_stage_s() -> None:
+    # PP 2: the model runners build the drafter on the last PP rank only; stage 0 holds layers 0-30 (31 pages a
+    # block), stage 1 layers 31-60 and the MTP layer (31 pages)
+    fields = {"tp_size": 8, "kv_cache_dtype": "fp8_e4m3", "page_size": 64, "pp_size": 2}
+    first, last = _vllm("deepseek-v3", **fields), _vllm("deepseek-v3", pp_rank=1, **fields)
+    assert 61 not in {layer for g in first.stage_groups for layer in g.layers}
+    assert 61 in {layer for g in last.stage_groups for layer in g.layers}
+    assert first.bytes_per_block == last.bytes_per_block == 31 * 36_864
+
+
+def test_gdn_conv_windows_and_state_blocks_hold_the_lookahead() -> None:
+    # Qwen3-Next TP 4, 3 speculative tokens: the GDN conv window is 4 - 1 + 3 = 6 tokens of 2,048 channels
+    # (24,576 B in bf16) beside the (8, 128, 128) bf16 state (262,144 B): 286,720 B, which the 64-token kernel
+    # block aligns to 64 x cdiv(286,720, 64 x 1,024) = 320 tokens; without prefix caching a request holds
+    # 1 + 3 state blocks (num_speculative_blocks); the MTP layer is one more full-attention layer (48)
+    planned = _vllm("qwen3-next-80b-a3b", tp_size=4, page_size=64, disable_radix_cache=True)
+    state = next(s for _, s in planned.layer_specs if isinstance(s, MambaSpec))
+    assert state.shapes == ((6, 2_048), (8, 128, 128))
+    assert state.state_bytes == 6 * 2_048 * 2 + 8 * 128 * 128 * 2 == 286_720
+    assert (state.num_speculative_blocks, planned.block_size) == (3, 320)
+    assert state.max_memory_usage_bytes(_limits(planned)) == 4 * 327_680
+    attention = [g for g in planned.groups if not isinstance(g.spec, MambaSpec)]
+    assert [g.layers[-1] for g in attention] == [48]
+
+
+def _limits(planned: object) -> object:
+    from kvstrategies.vllm.strategies.specs import CacheLimits
+
+    launch = planned.launch  # type: ignore[attr-defined]
+    return CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode)
+
+
+def test_a_sparse_attention_draft_layer_computes_its_own_top_k() -> None:
+    # DeepSeek-V3.2: the MTP layer is a sparse-attention layer with its own indexer keys (132 B a token beside
+    # the 576-entry latent): one more (indexer, latent) pair in the one UniformTypeKVCacheSpecs group
+    planned = _vllm("deepseek-v3.2", tp_size=8, page_size=64)
+    by_width = {spec.head_size: layers for layers, spec in planned.layer_specs}  # type: ignore[attr-defined]
+    assert 61 in by_width[132] and 61 in by_width[576]
+    (group,) = planned.groups
+    assert [layer for layer, _ in group.spec.entries].count(61) == 2
+
+
+@pytest.mark.parametrize(("fields", "words"), [
+    ({"speculative_eagle_topk": 4}, "speculative_eagle_topk 4: vLLM's MTP proposes a chain (top-k 1)"),
+    ({"speculative_algorithm": "EAGLE3"}, "only the model's own MTP layers are modelled"),
+    ({"preset": "llama-3.1-8b", "tp_size": 1}, "model type 'llama': its vLLM MTP draft is not modelled"),
+])  # fmt: skip
+def test_other_speculation_is_refused_with_its_reason(fields: dict[str, object], words: str) -> None:
+    case = {"preset": "deepseek-v3", "tp_size": 8, **fields}
+    preset = str(case.pop("preset"))
+    with pytest.raises(UnsupportedConfigurationError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        _vllm(preset, **case)
+
+
+def test_0_19_refuses_mtp_in_its_old_words() -> None:
+    # 0.19.1's drafter is not driven by the bridge: MTP is modelled from 0.20.2, and 0.19.1 keeps the plain refusal
+    with pytest.raises(UnsupportedConfigurationError) as raised:
+        _vllm("deepseek-v3", "0.19.1", tp_size=8)
+    assert str(raised.value).startswith("speculative_algorithm EAGLE: vLLM's speculative decoding adds draft "
+                                        "layers and lookahead slots; the vLLM strategies")  # fmt: skip
+
+
+@pytest.mark.parametrize(("config", "tokens"), [
+    ({"method": "mtp", "num_speculative_tokens": 3}, 3),
+    ({"method": "deepseek_mtp", "num_speculative_tokens": 1}, 1),
+])  # fmt: skip
+def test_speculative_config_takes_mtp(config: dict[str, object], tokens: int) -> None:
+    assert mtp_tokens(config) == tokens
+
+
+@pytest.mark.parametrize(("config", "words"), [
+    ({"method": "eagle3", "num_speculative_tokens": 3}, "method 'eagle3'"),
+    ({"method": "mtp", "num_speculative_tokens": 0}, "num_speculative_tokens must be an integer in"),
+    ({"method": "mtp", "num_speculative_tokens": True}, "num_speculative_tokens must be an integer in"),
+    ({"method": "mtp", "num_speculative_tokens": 2, "model": "x"}, "key 'model' is not modelled"),
+    (["mtp"], "must be a JSON object"),
+])  # fmt: skip
+def test_speculative_config_refuses_what_is_not_mtp(config: object, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        mtp_tokens(config)
+
+
+def test_the_weights_hold_the_draft_layers_on_the_last_stage() -> None:
+    # a dense 2-layer model with one MTP layer, bf16 over TP 2: the draft adds a decoder layer split over TP
+    # (attention 4 x 1,024^2 and MLP 3 x 1,024 x 4,096 parameters, / 2 ranks x 2 B = 16,777,216 B) and what each
+    # rank keeps whole: the layer's two norms and the draft's enorm / hnorm / final norm (5 x 1,024) and eh_proj
+    # (2 x 1,024^2, a plain nn.Linear in vLLM's MTP layer), x 2 B = 4,204,544 B; its embedding and head are the
+    # target's (shared), so they add nothing; stage 0 holds no draft
+    config = {"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "hidden_size": 1024,
+              "intermediate_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 8,
+              "head_dim": 128, "vocab_size": 1000, "num_nextn_predict_layers": 1, "torch_dtype": "bfloat16",
+              "max_position_embeddings": 4096, "first_k_dense_replace": 2}  # fmt: skip
+    plain = vllm_weights(config, tp=2, pp=2, dtype=DType.BFLOAT16)
+    drafted = vllm_weights(config, tp=2, pp=2, dtype=DType.BFLOAT16, mtp=True)
+    sharded = (4 * 1024 * 1024 + 3 * 1024 * 4096) // 2 * 2
+    whole = (5 * 1024 + 2 * 1024 * 1024) * 2
+    assert drafted.per_stage[0] == plain.per_stage[0]
+    assert drafted.per_stage[1] - plain.per_stage[1] == sharded + whole == 20_981_760
+    assert "MTP draft layers on the last stage" in drafted.source
+
+
+def test_plan_prints_the_draft(capsys: pytest.CaptureFixture[str]) -> None:
+    from kvstrategies.cli import main
+
+    spec = json.dumps({"method": "mtp", "num_speculative_tokens": 2})
+    assert main(["plan", "deepseek-v3", "--engine", "vllm", "--gpu", "H200", "--tp", "8", "--speculative-config",
+                 spec]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "speculative: 2 tokens a step from the model's 1 MTP layer(s)" in out
+    assert "of MTP draft layers on the last stage" in out
+    assert main(["plan", "--gpu", "H200", "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "--tensor-parallel-size",
+                 "8", "--speculative-config.method", "mtp"]) == 2  # fmt: skip
+    assert "give --speculative-config as one JSON object" in capsys.readouterr().err
+
+
+def test_mtp_at_pp_2_runs_from_0_30() -> None:
+    # vLLM 0.30.0's create_draft_parallel_config gives the draft PP 1; 0.29.0's gives it the target's PP 2, and
+    # ModelConfig.verify_with_parallel_config refuses DeepSeekMTP, which does not implement SupportsPP
+    fields = {"tp_size": 8, "kv_cache_dtype": "fp8_e4m3", "page_size": 64, "pp_size": 2}
+    with pytest.raises(UnsupportedConfigurationError, match="vLLM 0.29.0 refuses: Pipeline parallelism is not "
+                       "supported for this model"):  # fmt: skip
+        _vllm("deepseek-v3", "0.29.0", **fields)
+    assert _vllm("deepseek-v3", "0.30.0", pp_rank=1, **fields).bytes_per_block == 31 * 36_864
+    assert _vllm("deepseek-v3", "0.29.0", steps=None, **fields).bytes_per_block == 31 * 36_864
