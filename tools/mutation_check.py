@@ -220,7 +220,7 @@ GROUPS: dict[str, Group] = {
         ("tests/vllm/test_vllm_strategies.py", "tests/vllm/test_vllm_budget.py",
          "tests/vllm/test_vllm_command.py", "tests/vllm/test_vllm_published_logs.py", "tests/vllm/test_vllm_golden.py",
          "tests/vllm/test_vllm_backends.py", "tests/vllm/test_vllm_refusals.py", "tests/vllm/test_vllm_releases.py",
-         "tests/vllm/test_vllm_older_releases.py"),
+         "tests/vllm/test_vllm_older_releases.py", "tests/vllm/test_vllm_drafts.py"),
     ),
 }
 

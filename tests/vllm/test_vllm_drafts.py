@@ -18,6 +18,7 @@ from kvstrategies import plan
 from kvstrategies.case import parse_case
 from kvstrategies.core.dtypes import DType
 from kvstrategies.errors import UnsupportedConfigurationError
+from kvstrategies.presets import load_preset_config
 from kvstrategies.vllm.planner.weights import vllm_weights
 from kvstrategies.vllm.strategies.drafts import mtp_tokens
 from kvstrategies.vllm.strategies.specs import MambaSpec
@@ -112,6 +113,7 @@ def test_0_19_refuses_mtp_in_its_old_words() -> None:
 @pytest.mark.parametrize(("config", "tokens"), [
     ({"method": "mtp", "num_speculative_tokens": 3}, 3),
     ({"method": "deepseek_mtp", "num_speculative_tokens": 1}, 1),
+    ({"method": "mtp", "num_speculative_tokens": 64}, 64),
 ])  # fmt: skip
 def test_speculative_config_takes_mtp(config: dict[str, object], tokens: int) -> None:
     assert mtp_tokens(config) == tokens
@@ -120,6 +122,8 @@ def test_speculative_config_takes_mtp(config: dict[str, object], tokens: int) ->
 @pytest.mark.parametrize(("config", "words"), [
     ({"method": "eagle3", "num_speculative_tokens": 3}, "method 'eagle3'"),
     ({"method": "mtp", "num_speculative_tokens": 0}, "num_speculative_tokens must be an integer in"),
+    ({"method": "mtp", "num_speculative_tokens": 65}, "num_speculative_tokens must be an integer in"),
+    ({"num_speculative_tokens": 2}, "method None"),
     ({"method": "mtp", "num_speculative_tokens": True}, "num_speculative_tokens must be an integer in"),
     ({"method": "mtp", "num_speculative_tokens": 2, "model": "x"}, "key 'model' is not modelled"),
     (["mtp"], "must be a JSON object"),
@@ -145,7 +149,7 @@ def test_the_weights_hold_the_draft_layers_on_the_last_stage() -> None:
     whole = (5 * 1024 + 2 * 1024 * 1024) * 2
     assert drafted.per_stage[0] == plain.per_stage[0]
     assert drafted.per_stage[1] - plain.per_stage[1] == sharded + whole == 20_981_760
-    assert "MTP draft layers on the last stage" in drafted.source
+    assert "; + 0.02 GiB of MTP draft layers on the last stage" in drafted.source  # 20,981,760 B
 
 
 def test_plan_prints_the_draft(capsys: pytest.CaptureFixture[str]) -> None:
@@ -171,3 +175,41 @@ def test_mtp_at_pp_2_runs_from_0_30() -> None:
         _vllm("deepseek-v3", "0.29.0", **fields)
     assert _vllm("deepseek-v3", "0.30.0", pp_rank=1, **fields).bytes_per_block == 31 * 36_864
     assert _vllm("deepseek-v3", "0.29.0", steps=None, **fields).bytes_per_block == 31 * 36_864
+
+
+def test_two_mtp_layers_follow_the_target_s() -> None:
+    # a DeepSeek-V3 config with num_nextn_predict_layers 2: DeepSeekMTP builds model.layers.61 and 62, each one
+    # more latent page of 64 x 576 x 1 B: 63 x 36,864 = 2,322,432 B a block
+    config = {**load_preset_config("deepseek-v3"), "num_nextn_predict_layers": 2}
+    case = parse_case({"hf_config": config, "engine": "vllm", "vllm_version": "0.33.0", "available_bytes": 40 * GIB,
+                       "tp_size": 8, "kv_cache_dtype": "fp8_e4m3", "page_size": 64, **MTP,
+                       "speculative_num_steps": 2})  # fmt: skip
+    planned = plan(case.settings, case.available_bytes).vllm
+    assert planned.groups[0].layers[-2:] == (61, 62)
+    assert planned.bytes_per_block == 63 * 36_864
+
+
+def test_the_draft_tokens_stand_for_the_steps_when_none_are_given() -> None:
+    # SGLang's chain of top-k 1 proposes num_draft_tokens - 1 tokens a step: 4 draft tokens are 3 speculative tokens
+    planned = _vllm("deepseek-v3", steps=None, tp_size=8, speculative_algorithm="EAGLE", speculative_eagle_topk=1,
+                    speculative_num_draft_tokens=4)  # fmt: skip
+    assert planned.launch.settings_document()["num_speculative_tokens"] == 3
+    for draft_tokens in ({"speculative_num_draft_tokens": 1}, {}):  # one draft token, or none given: no lookahead
+        with pytest.raises(UnsupportedConfigurationError, match="give speculative_num_steps"):
+            _vllm("deepseek-v3", steps=None, tp_size=8, speculative_algorithm="EAGLE", speculative_eagle_topk=1,
+                  **draft_tokens)  # fmt: skip
+
+
+def test_the_planner_spells_vllm_s_mtp_as_a_chain() -> None:
+    from kvstrategies.vllm.planner.deployment import case_fields
+    from kvstrategies.vllm.planner.request import VLLMPlanRequest
+
+    config = load_preset_config("deepseek-v3")
+    request = VLLMPlanRequest(model="deepseek-v3", source={"preset": "deepseek-v3"}, config=config, gpu="H200",
+                              tensor_parallel_size=8, num_speculative_tokens=3)  # fmt: skip
+    fields = case_fields(request, 1)
+    assert {k: fields[k] for k in fields if k.startswith("speculative")} == {
+        "speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1, "speculative_num_steps": 3,
+        "speculative_num_draft_tokens": 4}  # fmt: skip
+    assert not any(k.startswith("speculative") for k in case_fields(VLLMPlanRequest(
+        model="deepseek-v3", source={"preset": "deepseek-v3"}, config=config, gpu="H200"), 1))  # fmt: skip

@@ -121,9 +121,8 @@ def draft_layer_specs(
         return {}
     full = [spec for spec in specs.values()
             if isinstance(spec, (FullAttentionSpec, SparseMLALayerSpec)) and not isinstance(spec, SlidingWindowSpec)]
-    template = full[-1]
-    if isinstance(template, SparseMLALayerSpec) and template.indexer is None:
-        template = next(s for s in reversed(full) if isinstance(s, SparseMLALayerSpec) and s.indexer is not None)
+    template = next(spec for spec in reversed(full)
+                    if not isinstance(spec, SparseMLALayerSpec) or spec.indexer is not None)  # fmt: skip
     first = geometry.num_hidden_layers
     return {first + i: template for i in range(draft.num_layers)}
 
