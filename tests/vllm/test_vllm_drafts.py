@@ -11,6 +11,7 @@ load_eagle_model`` (the drafter's layers in the same forward context, its embedd
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -213,3 +214,22 @@ def test_the_planner_spells_vllm_s_mtp_as_a_chain() -> None:
         "speculative_num_draft_tokens": 4}  # fmt: skip
     assert not any(k.startswith("speculative") for k in case_fields(VLLMPlanRequest(
         model="deepseek-v3", source={"preset": "deepseek-v3"}, config=config, gpu="H200"), 1))  # fmt: skip
+
+
+def test_a_checkpoint_s_own_mtp_tensors_are_the_draft_s_weights(tmp_path: Path) -> None:
+    # a Llama-shaped checkpoint of 3 layers for a 2-layer config: layer 2 is its MTP layer. With the draft, the
+    # last stage of PP 2 holds it too, from the headers: 2 x (2 x 64 + 2 x 64^2 + 2 x 16 x 64 + 3 x 128 x 64)
+    # = 69,888 B in bf16 (embedding and head shared with the target)
+    from ..planner.test_checkpoint import _llama_like, write_safetensors
+
+    write_safetensors(tmp_path / "model.safetensors", _llama_like(layers=3))
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+              "num_attention_heads": 8, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 1000,
+              "max_position_embeddings": 128, "torch_dtype": "bfloat16"}  # fmt: skip
+    plain = vllm_weights(config, tp=1, pp=2, dtype=DType.BFLOAT16, checkpoint=str(tmp_path))
+    drafted = vllm_weights(config, tp=1, pp=2, dtype=DType.BFLOAT16, checkpoint=str(tmp_path), mtp=True)
+    layer = 2 * (2 * 64 + 2 * 64 * 64 + 2 * 16 * 64 + 3 * 128 * 64)
+    assert drafted.per_stage[0] == plain.per_stage[0]
+    assert drafted.per_stage[1] - plain.per_stage[1] == layer == 69_888
+    assert drafted.source.startswith("from the checkpoint headers")
+    assert "+ 0.00 GiB of MTP draft layers" in drafted.source

@@ -72,10 +72,14 @@ def vllm_weights(
     if weight_bytes is not None:
         return VLLMWeights((weight_bytes,) * pp, "given per rank (--weight-bytes)")
     ckpt = read_checkpoint(checkpoint) if checkpoint is not None and quantization is None else None
-    if ckpt is not None and ckpt.source == "headers" and not mtp:
+    if ckpt is not None and ckpt.source == "headers":
         facts = ShardingFacts.from_config(config, serve_bytes=dtype.itemsize)
-        stages = tuple(rank_bytes(ckpt, facts, tp=tp, pp=pp, pp_rank=r) + rope for r in range(pp))
-        return VLLMWeights(stages, f"from the {ckpt.label}, split over TP {tp} x PP {pp}{rope_text}")
+        stages = tuple(rank_bytes(ckpt, facts, tp=tp, pp=pp, pp_rank=r, include_mtp=mtp) + rope for r in range(pp))
+        draft_text = ""
+        if mtp:
+            draft = stages[-1] - rope - rank_bytes(ckpt, facts, tp=tp, pp=pp, pp_rank=pp - 1)
+            draft_text = f"; + {draft / GIB:.2f} GiB of MTP draft layers on the last stage"
+        return VLLMWeights(stages, f"from the {ckpt.label}, split over TP {tp} x PP {pp}{rope_text}{draft_text}")
     estimate = estimate_weights(config, dtype=dtype.torch_name, quantization=quantization)
     stages = tuple(estimate.stage_bytes(tp, pp, r, include_mtp=mtp) + rope for r in range(pp))
     notes = "".join(f"; note: {n}" for n in estimate.fmt.notes)
