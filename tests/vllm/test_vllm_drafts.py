@@ -233,3 +233,19 @@ def test_a_checkpoint_s_own_mtp_tensors_are_the_draft_s_weights(tmp_path: Path) 
     assert drafted.per_stage[1] - plain.per_stage[1] == layer == 69_888
     assert drafted.source.startswith("from the checkpoint headers")
     assert "+ 0.00 GiB of MTP draft layers" in drafted.source
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("[" * 100_000, "JSON nested too deeply"),
+    ('{"method": "mtp", "method": "mtp", "num_speculative_tokens": 1}', "key 'method' appears twice"),
+    ("not json", "invalid JSON at line 1 column 1"),
+    ('{"method": "mtp", "num_speculative_tokens": 1e999}', "must be an integer in [1, 64], got inf"),
+])  # fmt: skip
+def test_a_hostile_speculative_config_is_one_clean_error(text: str, words: str, capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:  # fmt: skip
+    from kvstrategies.cli import main
+
+    assert main(["plan", "deepseek-v3", "--engine", "vllm", "--gpu", "H200", "--tp", "8", "--speculative-config",
+                 text]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err

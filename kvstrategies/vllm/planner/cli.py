@@ -76,14 +76,14 @@ def vllm_request(args: argparse.Namespace) -> Any:
 
 def _speculative_tokens(text: str | None) -> int | None:
     """``num_speculative_tokens`` of ``--speculative-config`` (``None`` when not given)."""
+    from ...core.jsonio import parse_json_text
     from ..strategies.drafts import mtp_tokens
 
     if text is None:
         return None
+    value = parse_json_text(text, "--speculative-config")  # depth, duplicate keys and bad escapes refused
     try:
-        return mtp_tokens(json.loads(text))
-    except json.JSONDecodeError as exc:
-        raise KVCacheConfigError(f"--speculative-config is not JSON ({exc.msg} at character {exc.pos})") from None
+        return mtp_tokens(value)
     except ValueError as exc:
         raise KVCacheConfigError(str(exc)) from None
 
