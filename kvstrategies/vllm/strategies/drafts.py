@@ -10,7 +10,8 @@ window by ``num_speculative_tokens`` and holds that many more state blocks a req
 
 SGLang's ``--speculative-algorithm EAGLE`` (or ``NEXTN``) with top-k 1 and no draft checkpoint is that
 deployment: ``speculative_num_steps`` draft tokens a step. A tree (top-k > 1), a separate draft checkpoint
-(EAGLE3, STANDALONE) and the other algorithms are refused.
+(EAGLE3, STANDALONE), the other algorithms and the model types whose MTP draft is not modelled
+(``VLLMModelRule.mtp_draft``) are refused.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from ...models import ModelGeometry
 from ...models.architectures import vllm_model_rule
 from .specs import FullAttentionSpec, KVCacheSpec, SlidingWindowSpec, SparseMLALayerSpec
 
-#: the releases whose MTP drafts the strategies model (recorded by vLLM 0.33.0 and 0.34.0)
+#: the releases whose MTP drafts the strategies model (recorded by each of them; 0.19.1's drafter is not driven by
+#: the bridge: it has no ``llm_base_proposer``)
 MTP_DRAFTS = ReleaseRule(
     "vllm-mtp-drafts",
     span("0.20.2", engine=VLLM),
@@ -50,6 +52,7 @@ DRAFT_PIPELINE_ONE = ReleaseRule(
     "ModelConfig.verify_with_parallel_config",
     topic="launch",
 )
+
 
 @dataclass(frozen=True)
 class MTPDraft:
