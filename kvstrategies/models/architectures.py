@@ -1114,7 +1114,10 @@ class VLLMModelRule:
     for a DIFFKV backend when V is narrower than K (MiMo-V2: ``mimo_v2.py MiMoV2Attention.__init__``);
     ``mtp_draft``: ``--speculative-config`` method ``mtp`` builds the model's MTP layers as ``n_predict``
     layers of its full-attention kind (``vllm/config/speculative.py SpeculativeConfig.hf_config_override``:
-    DeepSeekMTPModel, Glm4MoeMTPModel, Qwen3NextMTP, Qwen3_5MTP), which the vLLM strategies model.
+    DeepSeekMTPModel, Glm4MoeMTPModel, Qwen3NextMTP, Qwen3_5MTP), or of its sliding-window kind
+    (``"sliding"``: MiMoV2MTPModel, ``vllm/model_executor/models/mimo_v2_mtp.py``), which the vLLM strategies
+    model; ``mtp_draft_from``: the first vLLM release that maps the model type to its MTP draft (before it,
+    ``SpeculativeConfig`` raises "Unsupported speculative method: 'mtp'").
     """
 
     sliding_layers: str | None = None
@@ -1126,7 +1129,8 @@ class VLLMModelRule:
     ssm_dtype: str | None = None
     mm_prefix: bool = False
     unregistered: bool = False
-    mtp_draft: bool = False
+    mtp_draft: bool | str = False
+    mtp_draft_from: str | None = None
 
 
 _GEMMA3_VLLM = VLLMModelRule(sliding_layers="not_every_sixth", mm_prefix=True)
@@ -1136,7 +1140,8 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "gemma3": _GEMMA3_VLLM,
     "gemma3_text": _GEMMA3_VLLM,
     "falcon": VLLMModelRule(kv_in_model_dtype=True),
-    "mimo_v2_flash": VLLMModelRule(cache_config_from="0.32.0", diffkv_backend=True),
+    "mimo_v2_flash": VLLMModelRule(cache_config_from="0.32.0", diffkv_backend=True, mtp_draft="sliding",
+                                   mtp_draft_from="0.21.0"),
     "deepseek_v3": VLLMModelRule(mtp_draft=True),
     "deepseek_v32": VLLMModelRule(bf16_cache_is_auto=True, mtp_draft=True),
     "glm4_moe": VLLMModelRule(mtp_draft=True),

@@ -4,9 +4,10 @@ vLLM builds the draft (``vllm/config/speculative.py SpeculativeConfig.hf_config_
 MTP architecture with ``n_predict`` layers) beside the target, in the same worker, and its attention layers
 join the target's KV cache groups (``vllm/v1/spec_decode/llm_base_proposer.py
 SpecDecodeBaseProposer.load_model``): a draft layer is one more layer of the kind the target's full layers
-are, numbered after them (``num_hidden_layers + i``). The lookahead also lengthens each Mamba layer's conv
-window by ``num_speculative_tokens`` and holds that many more state blocks a request
-(``vllm/model_executor/layers/mamba/abstract.py MambaBase.get_kv_cache_spec``: ``num_speculative_blocks``).
+are (MiMo-V2's: its sliding-window kind), numbered after them (``num_hidden_layers + i``). The lookahead
+also lengthens each Mamba layer's conv window by ``num_speculative_tokens`` and holds that many more state
+blocks a request (``vllm/model_executor/layers/mamba/abstract.py MambaBase.get_kv_cache_spec``:
+``num_speculative_blocks``).
 
 SGLang's ``--speculative-algorithm EAGLE`` (or ``NEXTN``) with top-k 1 and no draft checkpoint is that
 deployment: ``speculative_num_steps`` draft tokens a step. A tree (top-k > 1), a separate draft checkpoint
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...context import KVCacheContext, SpecAlgorithm
-from ...core.releases import VLLM, EngineRelease, ReleaseRule, span
+from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import vllm_model_rule
@@ -122,10 +123,12 @@ def draft_layer_specs(
     indexer keys, which an MTP layer always computes: ``DeepseekV32IndexerCache`` in ``deepseek_mtp.py``)."""
     if draft is None:
         return {}
-    full = [spec for spec in specs.values()
-            if isinstance(spec, (FullAttentionSpec, SparseMLALayerSpec)) and not isinstance(spec, SlidingWindowSpec)]
-    template = next(spec for spec in reversed(full)
-                    if not isinstance(spec, SparseMLALayerSpec) or spec.indexer is not None)  # fmt: skip
+    if vllm_model_rule(geometry.model_type).mtp_draft == "sliding":  # MiMo-V2's MTP layers are local attention
+        kinds: tuple[type, ...] = (SlidingWindowSpec,)
+    else:
+        kinds = (FullAttentionSpec, SparseMLALayerSpec)
+    template = next(spec for spec in reversed(list(specs.values())) if isinstance(spec, kinds)
+                    and (not isinstance(spec, SparseMLALayerSpec) or spec.indexer is not None))  # fmt: skip
     first = geometry.num_hidden_layers
     return {first + i: template for i in range(draft.num_layers)}
 
@@ -139,4 +142,16 @@ def check_draft_pipeline(draft: MTPDraft | None, pp: int, release: EngineRelease
             "vllm/config/model.py, with the target's pipeline_parallel_size: "
             f"SpeculativeConfig.create_draft_parallel_config before {DRAFT_PIPELINE_ONE.span.describe()}); "
             "plan PP 1, or a later vLLM"
+        )
+
+
+def check_draft_model(geometry: ModelGeometry, draft: MTPDraft | None, release: EngineRelease) -> None:
+    """vLLM's refusal of an MTP draft its release does not map the model type to (``VLLMModelRule.mtp_draft_from``:
+    ``SpeculativeConfig.hf_config_override`` names no MTP architecture for it, so the method stays unknown)."""
+    first = vllm_model_rule(geometry.model_type).mtp_draft_from
+    if draft is not None and first is not None and release < parse_release(first, VLLM, field="mtp_draft_from"):
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text} refuses: Unsupported speculative method: 'mtp' (vllm/config/speculative.py "
+            f"SpeculativeConfig: no MTP draft of {geometry.model_type} before vLLM {first}); plan it for vLLM {first} "
+            "or later, or without --speculative-config"
         )

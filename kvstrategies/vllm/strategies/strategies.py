@@ -50,7 +50,7 @@ from .backends import (
     is_diffkv,
     sparse_mla_backend,
 )
-from .drafts import check_draft_pipeline, draft_layer_specs
+from .drafts import check_draft_model, check_draft_pipeline, draft_layer_specs
 from .engine_args import vllm_deployment
 from .grouping import PROMOTED_TAKE_FULL_BLOCK, KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_model_launch
@@ -161,6 +161,7 @@ class VLLMStrategy(Strategy):
         ctx, geometry = self.ctx, self.ctx.geometry
         version = ctx.release.text
         deployment = vllm_deployment(ctx, available)
+        check_draft_model(geometry, deployment.mtp, ctx.release)
         check_draft_pipeline(deployment.mtp, deployment.pipeline_parallel_size, ctx.release)
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
