@@ -272,3 +272,16 @@ def test_mimo_v2_s_mtp_draft_exists_from_0_21() -> None:
                        "method: 'mtp'"):  # fmt: skip
         _vllm("mimo-v2-flash", "0.20.2", tp_size=4, steps=2)
     assert _vllm("mimo-v2-flash", "0.21.0", tp_size=4, steps=2).groups[-1].layers[-1] == 48
+
+
+def test_a_draft_kind_the_layers_lack_is_a_clean_refusal() -> None:
+    # MiMo-V2's MTP layer is local attention; given only a full-attention layer to copy, the draft is refused
+    # with the reason (not a bare StopIteration)
+    from kvstrategies.models.parse import parse_hf_config
+    from kvstrategies.vllm.strategies.drafts import MTPDraft, draft_layer_specs
+    from kvstrategies.vllm.strategies.specs import FullAttentionSpec
+
+    geometry = parse_hf_config(load_preset_config("mimo-v2-flash"))
+    full = FullAttentionSpec(block_size=16, num_kv_heads=1, head_size=192, head_size_v=128, dtype=DType.BFLOAT16)
+    with pytest.raises(UnsupportedConfigurationError, match="MTP layer is of the SlidingWindowSpec kind"):
+        draft_layer_specs(geometry, {0: full}, MTPDraft(num_speculative_tokens=2, num_layers=1))

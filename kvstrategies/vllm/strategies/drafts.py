@@ -127,8 +127,13 @@ def draft_layer_specs(
         kinds: tuple[type, ...] = (SlidingWindowSpec,)
     else:
         kinds = (FullAttentionSpec, SparseMLALayerSpec)
-    template = next(spec for spec in reversed(list(specs.values())) if isinstance(spec, kinds)
-                    and (not isinstance(spec, SparseMLALayerSpec) or spec.indexer is not None))  # fmt: skip
+    template = next((spec for spec in reversed(list(specs.values())) if isinstance(spec, kinds)
+                     and (not isinstance(spec, SparseMLALayerSpec) or spec.indexer is not None)), None)  # fmt: skip
+    if template is None:
+        raise UnsupportedConfigurationError(
+            f"speculative decoding: {geometry.model_type}'s MTP layer is of the {kinds[0].__name__} kind, which this "
+            "config has no layer of to model it on; plan it without the draft"
+        )
     first = geometry.num_hidden_layers
     return {first + i: template for i in range(draft.num_layers)}
 
