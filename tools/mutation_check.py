@@ -277,6 +277,7 @@ EXCLUDED: dict[str, str] = {
     "kvstrategies/sglang/bridge/compat.py": "adapters over a live SGLang's internals",
     "kvstrategies/sglang/bridge/engine.py": "runs cases through a live SGLang",
     "kvstrategies/sglang/bridge/hosts.py": "builds a live SGLang's configurator hosts",
+    "kvstrategies/sglang/bridge/profiled.py": "drives a live SGLang 0.5.10 ModelRunner's sizing",
     "kvstrategies/sglang/bridge/runtime.py": "imports a live SGLang",
     "kvstrategies/vllm/bridge/__init__.py": "re-exports only",
     "kvstrategies/vllm/bridge/bridge.py": "drives a live vLLM (CPU tests have none)",

@@ -1,4 +1,5 @@
-"""Rows of the request-to-token table (ReqToTokenPool): rows ``1..size``, row 0 padding."""
+"""Rows of the request-to-token table (ReqToTokenPool): rows ``1..size``, row 0 padding (up to SGLang 0.5.10:
+rows ``0..size - 1``, no padding row)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,17 @@ class RequestSlotAllocator:
     materialises the list for inspection. Freeing row 0, a row out of range, a row not handed
     out, or one row twice raises :class:`~.common.AllocatorMisuseError` unless
     ``check_misuse=False`` (the held rows are a set: memory grows with rows in use only).
+    ``first`` is the first row handed out: 1, or 0 for a table without the padding row (SGLang up to
+    0.5.10, :data:`kvstrategies.pools.basic.REQ_PADDING_ROW`: free list ``[0..size - 1]``).
     ``ReqToTokenPool`` delegates its ``alloc_rows`` / ``free_rows`` here and keeps the generation
     counters, the aux cache and the on-alloc hook itself.
     """
 
-    def __init__(self, size: int, *, check_misuse: bool = True) -> None:
+    def __init__(self, size: int, *, check_misuse: bool = True, first: int = 1) -> None:
         require(isinstance(size, int) and size >= 0, f"size must be a non-negative int, got {size!r}")
+        require(first in (0, 1), f"first must be 0 or 1 (the padding row), got {first!r}")
         self.size = size
+        self.first = first
         self.check_misuse = bool(check_misuse)
         self._fresh = 0  # rows 1..fresh are free, in order, before the tail
         self._tail: list[int] = []
@@ -37,7 +42,7 @@ class RequestSlotAllocator:
     @property
     def free_slots(self) -> list[int]:
         """The free list as SGLang holds it (a copy)."""
-        return [*range(1, self._fresh + 1), *self._tail]
+        return [*range(self.first, self.first + self._fresh), *self._tail]
 
     def available_size(self) -> int:
         return self._fresh + len(self._tail)
@@ -53,7 +58,7 @@ class RequestSlotAllocator:
         if n == 0:
             return []
         from_range = max(0, n - len(self._tail))
-        out = list(range(self._fresh - from_range + 1, self._fresh + 1))
+        out = list(range(self.first + self._fresh - from_range, self.first + self._fresh))
         self._fresh -= from_range
         take = n - from_range
         if take:
@@ -70,9 +75,12 @@ class RequestSlotAllocator:
         self._tail.extend(rows)
 
     def _check_free(self, rows: list[int]) -> None:
-        bad = [r for r in rows if not 1 <= r <= self.size]
+        last = self.first + self.size - 1
+        bad = [r for r in rows if not self.first <= r <= last]
         if bad:
-            raise AllocatorMisuseError(f"RequestSlotAllocator: freeing rows out of range [1, {self.size}]: {bad[:8]}")
+            raise AllocatorMisuseError(
+                f"RequestSlotAllocator: freeing rows out of range [{self.first}, {last}]: {bad[:8]}"
+            )
         free = [r for r in rows if r not in self._held]
         if free:
             raise AllocatorMisuseError(

@@ -85,6 +85,7 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.pools.dsv4",
     "kvstrategies.pools.fp4",
     "kvstrategies.strategies.request_math",
+    "kvstrategies.strategies.base",
     "kvstrategies.strategies.default",
     "kvstrategies.strategies.dsv4",
     "kvstrategies.strategies.hybrid_linear",

@@ -177,7 +177,8 @@ class Architecture:
     ``configs.model_config.piecewise_cuda_graph_disabled_model_archs`` (no ``tc_piecewise`` prefill
     graph). ``late_trtllm_mla_prefill_graph``: the
     prefill graph is disabled after the trtllm_mla prefill choice. ``wide_speculative_defaults``:
-    the wider EAGLE auto steps.
+    the wider EAGLE auto steps. ``eagle_spec_v2``: the model's launch override turns spec v2 on
+    for EAGLE (multi-layer EAGLE; what matters where spec v2 is off by default, up to 0.5.10).
 
     Weights: ``moe_block`` names the module that holds a decoder layer's MoE in SGLang's model
     (``block_sparse_moe`` for Mixtral, MiniMax-M2 and Grok), which quantization exclusion lists
@@ -251,6 +252,7 @@ class Architecture:
     late_trtllm_mla_prefill_graph: bool = False
     piecewise_graph_off: bool = False
     wide_speculative_defaults: bool = False
+    eagle_spec_v2: bool = False
     moe_block: str = "mlp"
     router_fp32: bool = False
     sm100_trtllm_moe: frozenset[str] = frozenset()
@@ -695,6 +697,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_backend_rule=LaunchBackendRule.MIMO_V2,
         skips_block_check=frozenset({"qkv_proj"}),
         router_fp32=True,
+        eagle_spec_v2=True,
     ),
     _A(
         "MiMoV2ForCausalLM",
@@ -833,6 +836,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         hybrid_swa=_SWA,
         swa_layer_split=SWALayerSplit.LAYER_TYPES_CAPPED,
         draft_architecture="Step3p5MTP",
+        eagle_spec_v2=True,
     ),
     _A("Step3p5MTP", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.DRAFT_ONE_SWA, is_draft=True),
     _A(
@@ -851,7 +855,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
 MODEL_TYPES: tuple[ModelType, ...] = (
     # config classes transformers 5.12.1 (SGLang's pin up to 0.5.21) does not have; SGLang's own
     # sglang/srt/configs/muse_glimmer.py registers muse_glimmer from 0.5.18; transformers 5.8.1
-    # (0.5.14's pin) lacks diffusion_gemma, gemma4_unified(_assistant) and unlimited-ocr too
+    # (0.5.14's pin) lacks diffusion_gemma, gemma4_unified(_assistant) and unlimited-ocr too; transformers 5.3.0
+    # (0.5.10's pin) lacks gemma4, gemma4_text and gemma4_assistant
     _M("mimo_v2_flash", first_release="0.5.22"),
     # SGLang 0.5.12 registers these as DeepseekV3Config aliases (utils/hf_transformers/common.py _CONFIG_REGISTRY)
     _M("deepseek_v4", first_release="0.5.12"),
@@ -897,9 +902,9 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     ),
     _M("gemma3n", norms_per_layer=4, qk_norm=True),
     _M("gemma3n_text", norms_per_layer=4, qk_norm=True),
-    _M("gemma4", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_IF_K_EQ_V),
-    _M("gemma4_assistant", gemma4_kv_heads=Gemma4KVHeads.SLIDING),
-    _M("gemma4_text", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_IF_K_EQ_V),
+    _M("gemma4", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_IF_K_EQ_V, first_release="0.5.11"),
+    _M("gemma4_assistant", gemma4_kv_heads=Gemma4KVHeads.SLIDING, first_release="0.5.11"),
+    _M("gemma4_text", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_IF_K_EQ_V, first_release="0.5.11"),
     _M("gemma4_unified", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_IF_K_EQ_V, first_release="0.5.15"),
     _M("gemma4_unified_assistant", gemma4_kv_heads=Gemma4KVHeads.SLIDING, first_release="0.5.15"),
     _M("glm4_moe", o_proj_bias=False, moe_router_bias=True),

@@ -205,6 +205,8 @@ _CHOICE_FLAGS = {"kv_cache_dtype": "--kv-cache-dtype", "attention_backend": "--a
 def _check_sglang_choices(req: DeploymentRequest) -> None:
     """A value SGLang's own argparse refuses is refused here too (``--attention-backend bogus``
     was planned), with SGLang's choices named (:func:`.launch_values.check_flag_value`)."""
+    require_server_argument("speculative_algorithm", req.speculative_algorithm, req.release,
+                            what=f"--speculative-algorithm {req.speculative_algorithm}")  # fmt: skip
     given = {}
     for name, flag in _CHOICE_FLAGS.items():
         value = req.launch_extras.get(name) if name in req.launch_extras else getattr(req, name, None)

@@ -15,6 +15,14 @@ REQ_GENERATION_COUNTER = ReleaseRule(
     "ReqToTokenPool holds req_generation, a per-row int64 reuse counter on the CPU",
     "sglang.srt.mem_cache.memory_pool.ReqToTokenPool.__init__",
 )
+#: the request table keeps row 0 for cuda-graph padding: ``R + 1 (+ pre_alloc)`` rows, free rows from 1
+#: (before: ``R (+ pre_alloc)`` rows from 0)
+REQ_PADDING_ROW = ReleaseRule(
+    "req-padding-row",
+    span("0.5.11"),
+    "ReqToTokenPool keeps row 0 for padded batches: R + 1 (+ pre_alloc) rows (before: R (+ pre_alloc))",
+    "sglang.srt.mem_cache.memory_pool.ReqToTokenPool.__init__ (disaggregation.decode.DecodeReqToTokenPool)",
+)
 #: with ``D == Dv`` K and V are the halves of one fused ``(2, ceil_align(N, P), H, D)`` tensor per
 #: layer (before: two tensors of ``N`` rows each, nothing padded)
 FUSED_KV_STORAGE = ReleaseRule(
@@ -109,13 +117,15 @@ def req_to_token_layout(
     pre_alloc_size: int = 0,
     pool_class: str = "ReqToTokenPool",
     generation_counter: bool = True,
+    padding_row: bool = True,
 ) -> PoolLayout:
-    """``ReqToTokenPool``: ``req_to_token (R + 1 + pre_alloc, max_context_len)`` int32 (row 0 pads).
+    """``ReqToTokenPool``: ``req_to_token (R + 1 + pre_alloc, max_context_len)`` int32 (row 0 pads;
+    ``padding_row``, :data:`REQ_PADDING_ROW`; without it ``R + pre_alloc`` rows).
 
     ``req_generation`` (``generation_counter``, :data:`REQ_GENERATION_COUNTER`) is a per-row reuse
     counter that SGLang keeps on the CPU.
     """
-    rows = max_running_requests + pre_alloc_size + 1
+    rows = max_running_requests + pre_alloc_size + int(padding_row)
     buffers: tuple[BufferSpec, ...] = (
         BufferSpec("req_to_token", (rows, max_context_len), DType.INT32, role=BufferRole.INDEX),
     )

@@ -117,13 +117,16 @@ def hybrid_req_to_token_layout(
     pool_class: str = "HybridReqToTokenPool",
     generation_counter: bool = True,
     ping_pong_dtype: DType = DType.INT64,
+    padding_row: bool = True,
+    mapping_rows: int | None = None,
 ) -> PoolLayout:
     """``HybridReqToTokenPool``: the request table plus the row -> Mamba-slot mapping (HybridReqToTokenPool).
 
     ``req_index_to_mamba_index_mapping`` has one int32 entry per request row
     (``R + pre_alloc + 1``); with the Mamba extra buffer the ping-pong mapping adds
     ``(rows, S)`` ``ping_pong_dtype`` (int64; int32 up to 0.5.12) with ``S = 2`` under the overlap scheduler,
-    else 1.
+    else 1. ``mapping_rows`` sizes both mappings where they are not indexed by request row (up to
+    0.5.10: the Mamba slot count); ``padding_row`` as :func:`.basic.req_to_token_layout`.
     """
     table = req_to_token_layout(
         max_running_requests=max_running_requests,
@@ -131,8 +134,9 @@ def hybrid_req_to_token_layout(
         pre_alloc_size=pre_alloc_size,
         pool_class=pool_class,
         generation_counter=generation_counter,
+        padding_row=padding_row,
     )
-    rows = max_running_requests + pre_alloc_size + 1
+    rows = max_running_requests + pre_alloc_size + int(padding_row) if mapping_rows is None else mapping_rows
     buffers = [
         *table.buffers,
         BufferSpec("req_index_to_mamba_index_mapping", (rows,), DType.INT32, role=BufferRole.INDEX),

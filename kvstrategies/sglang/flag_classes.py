@@ -350,6 +350,11 @@ OLDER_NOT_MODELLED: dict[str, str] = {
     "--enable-gdn-replayssm-spec": "replay state buffers for speculative GDN layers",
     "--speculative-dflash-draft-window-size": "the DFLASH draft's KV window",
     "--speculative-draft-window-size": "the DFLASH draft's KV window",
+    # 0.5.10 (DoubleSparseTokenToKVPool keeps per-layer label buffers of the heavy channels)
+    "--enable-double-sparsity": "double-sparsity label buffers in the KV pool",
+    "--ds-channel-config-path": "double-sparsity label buffers in the KV pool",
+    "--ds-heavy-channel-num": "double-sparsity label buffers in the KV pool",
+    "--ds-heavy-channel-type": "double-sparsity label buffers in the KV pool",
 }
 #: the older releases' CUDA-graph sizing flags (legacy and piecewise spellings)
 OLDER_GRAPH_RESERVE_FLAGS = frozenset(
@@ -371,6 +376,7 @@ OLDER_NO_EFFECT = _names(
     --prefill-round-robin-balance --speculative-skip-dp-mlp-sync --stream-output
     --custom-sigquit-handler --debug-tensor-dump-inject --enable-piecewise-cuda-graph --hybrid-kvcache-ratio
     --enable-nan-detection --record-nolora-graph
+    --ds-heavy-token-num --ds-sparse-decode-threshold --multi-item-scoring-delimiter
     """
 )
 #: an older release's spelling of a planned flag -> its planned spelling, from the ``ServerArgs`` renames

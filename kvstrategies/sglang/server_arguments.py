@@ -39,6 +39,11 @@ SERVER_ARGUMENT_VALUE_RULES: Mapping[tuple[str, str], ReleaseRule] = {
         "server-arg-extra-buffer-lazy", span("0.5.13"), "--mamba-radix-cache-strategy extra_buffer_lazy exists",
         _SOURCE + " (MAMBA_SCHEDULER_STRATEGY_CHOICES)",
     ),
+    # 0.5.11 added DFLASH to SpeculativeAlgorithm; 0.5.10's from_string raises "Unknown speculative algorithm name"
+    ("speculative_algorithm", "DFLASH"): ReleaseRule(
+        "server-arg-speculative-dflash", span("0.5.11"), "--speculative-algorithm DFLASH exists",
+        "sglang.srt.speculative.spec_info.SpeculativeAlgorithm.from_string",
+    ),
 }
 #: ServerArgs fields renamed in a release: new name -> (old name, the first release with the new one)
 RENAMED_SERVER_ARGUMENTS: Mapping[str, tuple[str, str]] = {
@@ -46,13 +51,19 @@ RENAMED_SERVER_ARGUMENTS: Mapping[str, tuple[str, str]] = {
     "dsa_prefill_backend": ("nsa_prefill_backend", "0.5.13"),
     "dsa_decode_backend": ("nsa_decode_backend", "0.5.13"),
 }
+#: fields whose value SGLang reads case-blind (``SpeculativeAlgorithm.from_string`` upper-cases the name)
+_UPPER_CASED = frozenset({"speculative_algorithm"})
 #: the value of a field that means "not given"
 _UNSET: Mapping[str, object] = {"dcp_size": 1}
 
 
+def _choice(key: str, value: str) -> str:
+    return value.strip().upper() if key in _UPPER_CASED else value
+
+
 def require_server_argument(key: str, value: object, release: EngineRelease, *, what: str) -> None:
     """Refuse ``value`` of ServerArgs field ``key`` if ``release`` has no such argument (``what``: the input)."""
-    valued = SERVER_ARGUMENT_VALUE_RULES.get((key, value)) if isinstance(value, str) else None
+    valued = SERVER_ARGUMENT_VALUE_RULES.get((key, _choice(key, value))) if isinstance(value, str) else None
     if valued is not None and not valued.holds(release):
         raise UnsupportedConfigurationError(
             f"{what}: {release.label}'s --{key.replace('_', '-')} has no choice {value!r} ({valued.source}; it exists "

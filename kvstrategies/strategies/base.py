@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from ..context import DisaggregationMode, KVCacheContext, context_len, draft_loc_space_scale
-from ..core.releases import SGLANG, ByRelease, ReleaseRule
+from ..core.releases import SGLANG, ByRelease, ReleaseRule, span
 from ..core.sizing import PoolSizes
-from ..pools.basic import REQ_GENERATION_COUNTER, req_to_token_layout
+from ..pools.basic import REQ_GENERATION_COUNTER, REQ_PADDING_ROW, req_to_token_layout
 from ..pools.layout import KVPoolsLayout, PoolLayout
 from .request_math import req_to_token_max_context_len, req_to_token_pre_alloc
 
@@ -62,6 +62,19 @@ class Strategy(ABC):
         return type(self).__name__
 
 
+#: SGLang sizes through one configurator class per family (``model_executor/pool_configurator.py``); before,
+#: ``ModelRunnerKVCacheMixin`` profiles and sizes inline, so a plan names that class
+POOL_CONFIGURATOR_CLASSES = ReleaseRule(
+    "pool-configurator-classes",
+    span("0.5.11"),
+    "the pools are sized by a configurator class per family (before: ModelRunnerKVCacheMixin sizes them inline)",
+    "sglang.srt.model_executor.pool_configurator.create_memory_pool_configurator "
+    "(before: model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._resolve_memory_pool_config)",
+)
+#: the class a plan names for SGLang's sizing where :data:`POOL_CONFIGURATOR_CLASSES` does not hold
+RUNNER_SIZING_CLASS = "ModelRunnerKVCacheMixin"
+
+
 class PoolConfigurator(Strategy):
     """One architecture family's SGLang sizing and pool layout (docs/maintainers.md, "Sizing flow")."""
 
@@ -74,6 +87,8 @@ class PoolConfigurator(Strategy):
     def sglang_class_name(self) -> str:
         """SGLang's class for these numbers in this plan's release (else this class's name)."""
         name = self.sglang_configurator
+        if self.ctx.release.engine == SGLANG and not POOL_CONFIGURATOR_CLASSES.holds(self.ctx.release):
+            return RUNNER_SIZING_CLASS
         if isinstance(name, ByRelease):
             return name.at(self.ctx.release)
         return name or type(self).__name__
@@ -164,6 +179,7 @@ class PoolConfigurator(Strategy):
             pool_class="DecodeReqToTokenPool" if self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE
             else "ReqToTokenPool",
             generation_counter=REQ_GENERATION_COUNTER.holds(self.ctx.release),
+            padding_row=REQ_PADDING_ROW.holds(self.ctx.release),
         )
 
     def extra_layouts(self, sizes: PoolSizes) -> tuple[PoolLayout, ...]:

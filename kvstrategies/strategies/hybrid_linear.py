@@ -54,7 +54,7 @@ from ..core.sizing import PoolSizes
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from ..models.mamba import STATE_DTYPES, MambaGeometry, MambaStateShapes
 from ..pools.ascend import npu_mha_layout, npu_mla_layout
-from ..pools.basic import FUSED_KV_STORAGE, REQ_GENERATION_COUNTER, mha_layout
+from ..pools.basic import FUSED_KV_STORAGE, REQ_GENERATION_COUNTER, REQ_PADDING_ROW, mha_layout
 from ..pools.layout import PoolLayout
 from ..pools.mamba import hybrid_linear_kv_layout, hybrid_req_to_token_layout, mamba_pool_layout
 from .base import StateReservation
@@ -175,6 +175,23 @@ MAMBA_PD_PREFILL_BUDGET_SKIPS_SPEC = ReleaseRule(
     "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._handle_max_mamba_cache "
     "(_pd_prefill_skips_mamba_spec_state)",
 )
+#: the row -> Mamba-slot mappings have one entry per request row; before, one per Mamba slot
+MAMBA_MAPPING_BY_REQUEST_ROWS = ReleaseRule(
+    "mamba-mapping-by-request-rows",
+    span("0.5.11"),
+    "HybridReqToTokenPool sizes req_index_to_mamba_index_mapping (and the ping-pong mapping) by the request "
+    "rows (before: by the Mamba slot count it is handed)",
+    "sglang.srt.mem_cache.memory_pool.HybridReqToTokenPool._init_mamba_pool",
+)
+#: the PD decode role's Mamba pool covers every request row with its tracking slots,
+#: ``max(K, (R + pre_alloc) * (1 + tracking))``; before, it is capped at the rows, ``min(K, R + pre_alloc)``
+MAMBA_DECODE_SLOTS_COVER_ROWS = ReleaseRule(
+    "mamba-decode-slots-cover-rows",
+    span("0.5.11"),
+    "PD decode Mamba slots: max(K, (R + pre_alloc) * (1 + tracking slots)) (before: min(K, R + pre_alloc))",
+    "sglang.srt.disaggregation.decode.HybridMambaDecodeReqToTokenPool.__init__",
+)
+
 
 class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     """Default's numbers over the local full-attention layers, plus the Mamba state.
@@ -533,11 +550,16 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
                 "first (kvstrategies.plan / resolve)"
             )
         decode = self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE
+        release = self.ctx.release
+        pre_alloc = req_to_token_pre_alloc(self.ctx, requests)
         return hybrid_req_to_token_layout(
             max_running_requests=requests,
             max_context_len=req_to_token_max_context_len(self.ctx),
             mamba_size=slots,
-            pre_alloc_size=req_to_token_pre_alloc(self.ctx, requests),
+            pre_alloc_size=pre_alloc,
+            padding_row=REQ_PADDING_ROW.holds(release),
+            mapping_rows=None if MAMBA_MAPPING_BY_REQUEST_ROWS.holds(release)
+            else self.decode_mamba_slots(requests + pre_alloc, slots) if decode else slots,
             ping_pong_track_buffer_size=(2 if self.overlap_schedule else 1) if self.extra_buffer else None,
             pool_class="HybridMambaDecodeReqToTokenPool" if decode else "HybridReqToTokenPool",
             generation_counter=REQ_GENERATION_COUNTER.holds(self.ctx.release),
@@ -568,8 +590,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             # HybridMambaDecodeReqToTokenPool (SGLang disaggregation.decode): the pre-allocated rows
             # get state too; slots = max(K, (R + pre_alloc) * (1 + tracking slots))
             rows = requests + req_to_token_pre_alloc(self.ctx, requests)
-            tracking = (2 if self.overlap_schedule else 1) if self.extra_buffer else 0
-            slots = max(slots, rows * (1 + tracking))
+            slots = self.decode_mamba_slots(rows, slots)
             spec_state_size = rows
         return (
             mamba_pool_layout(
@@ -587,6 +608,16 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
                 device_free_slots=not MAMBA_FREE_SLOTS_ON_HOST.holds(self.ctx.release),
             ),
         )
+
+    def decode_mamba_slots(self, rows: int, slots: int) -> int:
+        """The PD decode role's Mamba slots for ``rows`` request rows (pre-allocated ones included) and
+        ``slots`` reserved (HybridMambaDecodeReqToTokenPool): ``max(K, rows * (1 + tracking))``, where
+        tracking is the extra buffer's 2 (overlap) or 1 slots; before 0.5.11 ``min(K, rows)``
+        (:data:`MAMBA_DECODE_SLOTS_COVER_ROWS`)."""
+        if not MAMBA_DECODE_SLOTS_COVER_ROWS.holds(self.ctx.release):
+            return min(slots, rows)
+        tracking = (2 if self.overlap_schedule else 1) if self.extra_buffer else 0
+        return max(slots, rows * (1 + tracking))
 
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
         """``HybridLinearKVPool``: Default's MHA / MLA pool over the full-attention layers, as ``full.``."""

@@ -298,6 +298,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
                 swa_pt * self.swa_layers + full_pt * draft.full + swa_pt * draft.swa + swa_pt * draft.swa_full
             )
             return CacheCost(all_swa, rounding=Rounding.FLOOR)
+        if not HYBRID_SWA_RATIO_CELL.holds(self.ctx.release):
+            return CacheCost(self.full_cell + self.swa_cell, rounding=Rounding.FLOOR)
         return CacheCost(self.full_cell + swa_pt * draft.swa_full + self.ratio * self.swa_cell, rounding=Rounding.FLOOR)
 
     @cached_property
@@ -332,11 +334,21 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             require_positive_tokens(swa)
             return PoolSizes(max_total_num_tokens=swa, full_max_total_num_tokens=0, swa_max_total_num_tokens=swa)
         full = align_down(tokens, page_size)
+        if not HYBRID_SWA_RATIO_CELL.holds(self.ctx.release):
+            full = align_down(self.resplit_full_tokens(full), page_size)
         swa = align_down(int(full * self.ratio), page_size)
         if SWA_ADMISSION_FLOOR.holds(self.ctx.release):
             validate_swa_pool_size(swa, self.sliding_window_size, page_size)
         require_positive_tokens(full)
         return PoolSizes(max_total_num_tokens=full, full_max_total_num_tokens=full, swa_max_total_num_tokens=swa)
+
+    def resplit_full_tokens(self, capacity: int) -> int:
+        """Up to 0.5.10 (:data:`HYBRID_SWA_RATIO_CELL`): the full tokens of a page-aligned ``capacity``
+        priced at ``F*n_full + S*n_swa`` bytes a token, ``int(capacity * (F*n_full + S*n_swa) /
+        (F*n_full + r*S*n_swa))`` (ModelRunnerKVCacheMixin._resolve_hybrid_swa_tokens; float division)."""
+        full_pt, swa_pt = self.full_bytes_per_layer, self.swa_bytes_per_layer
+        total = capacity * (full_pt * self.full_layers + swa_pt * self.swa_layers)
+        return int(total / (full_pt * self.full_layers + self.ratio * swa_pt * self.swa_layers))
 
     # ---- pools (KVCacheConfigurator._build_token_to_kv_pool, _build_hybrid_mla_swa_kv_pool, _build_hybrid_swa_kv_pool)
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
@@ -504,6 +516,15 @@ DRAFT_LAYER_KINDS = ReleaseRule(
 )
 #: the hybrid SWA split refuses an SWA pool of ``W + P`` tokens or fewer, which could never admit a
 #: request (before: no check; the split is planned and the server cannot admit a prefill)
+HYBRID_SWA_RATIO_CELL = ReleaseRule(
+    "hybrid-swa-ratio-cell",
+    span("0.5.11"),
+    "hybrid SWA prices a full token at F*n_full + r*S*n_swa and the full pool is the page-aligned token count "
+    "(before: the count is priced at F*n_full + S*n_swa and re-split, full = count*(F*n_full + S*n_swa) / "
+    "(F*n_full + r*S*n_swa), so a --max-total-tokens cap yields more full tokens than asked when r < 1)",
+    "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator "
+    "(before: model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._resolve_hybrid_swa_tokens)",
+)
 SWA_ADMISSION_FLOOR = ReleaseRule(
     "swa-admission-floor",
     span("0.5.16"),
@@ -559,7 +580,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
     family: ClassVar[str] = "hybrid-swa-chunk-cap"
     sglang_configurator: ClassVar[str | ByRelease[str]] = ByRelease(
         "sglang-class-swa-request-cap",
-        (("0.5.11", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
+        (("0.5.10", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
         "SGLang's name for the request-capped hybrid-SWA configurator",
         "sglang.srt.model_executor.pool_configurator.SWARequestCapPoolConfigurator (SWAChunkCap... to 0.5.21)",
         topic="sizing",

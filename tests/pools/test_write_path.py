@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from kvstrategies import build, plan
+from kvstrategies.allocators.common import AllocatorMisuseError
 from kvstrategies.context import DeviceKind, DisaggregationMode
 from kvstrategies.core.dtypes import DType, KVRecipe
 from kvstrategies.core.sizing import PoolSizes
@@ -495,6 +496,20 @@ def test_req_to_token_pool_contract() -> None:
     assert pool.free_slots == [1, 2, 3, 4] and pool.req_generation.tolist() == [0, 1, 1, 1, 1]
     with pytest.raises(KVCacheConfigError, match="holds no row"):
         pool.free(Req())
+
+
+def test_req_to_token_pool_without_the_padding_row_hands_out_row_zero() -> None:
+    """SGLang up to 0.5.10 (``ReqToTokenPool.__init__``): ``R`` rows and the free list ``list(range(size))``,
+    so row 0 is a request's; freeing a row past ``R - 1`` is misuse."""
+    layout = req_to_token_layout(max_running_requests=4, max_context_len=6, padding_row=False)
+    pool = ReqToTokenPool(build_pool(layout, "cpu"))
+    assert tuple(pool.req_to_token.shape) == (4, 6)
+    assert pool.available_size() == 4 and pool.free_slots == [0, 1, 2, 3]
+    assert pool.alloc_rows(4) == [0, 1, 2, 3] and pool.alloc_rows(1) is None
+    pool.free_rows([0])
+    assert pool.free_slots == [0]
+    with pytest.raises(AllocatorMisuseError, match=r"out of range \[0, 3\]"):
+        pool.free_rows([4])
 
 
 def test_hybrid_req_pool_binds_mamba_slots_and_rolls_back() -> None:

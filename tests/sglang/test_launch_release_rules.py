@@ -7,9 +7,12 @@ that release. The planner follows the release named by ``release=`` (``--sglang-
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kvstrategies.core.releases import parse_release
+from kvstrategies.errors import KVCacheConfigError
 from kvstrategies.planner.gpus import lookup_gpu
 from kvstrategies.presets import load_preset_config
 from kvstrategies.sglang.launch.defaults import LaunchSettings, model_facts_from_hf_config, resolve_launch_defaults
@@ -17,8 +20,8 @@ from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchRes
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 RTX4090 = lookup_gpu("RTX-4090")
-R = {v: parse_release(v) for v in ("0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18",
-                                    "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
+R = {v: parse_release(v) for v in ("0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17",
+                                    "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
 
 
 def facts(preset: str) -> LaunchModelFacts:
@@ -499,6 +502,88 @@ def test_gemma4_is_triton_everywhere_up_to_0_5_12() -> None:
     assert run("0.5.12", H100, attention_backend="flashinfer").attention_backend == "flashinfer"
     with pytest.raises(KVCacheConfigError, match="Gemma-4 needs one of"):
         run("0.5.13", H100, attention_backend="flashinfer")
+
+
+# ---- SGLang 0.5.10 -> 0.5.11 -----------------------------------------------------------------------------------------
+
+
+def test_speculative_decoding_turns_the_piecewise_graph_off_up_to_0_5_10() -> None:
+    """Llama-3.1-8B EAGLE on H200: 0.5.10's ``ServerArgs._handle_piecewise_cuda_graph`` (condition 2) disables the
+    tc_piecewise prefill graph before ``_handle_gpu_memory_settings``, so its ``8 x 58`` MiB are not reserved:
+    R = 512 + 1.5 x 8192 + 2 x 256 + 1/8 x 1024 + 4096 (speculative) = 17,536 MiB -> round(126,235 / 143,771, 3) =
+    0.878; 0.5.11 keeps the graph: 17,536 + 464 = 18,000 -> 0.875. Without speculation both reserve 13,904."""
+    old, new = resolve("llama-3.1-8b", H200, "0.5.10", speculative_algorithm="EAGLE"), resolve(
+        "llama-3.1-8b", H200, "0.5.11", speculative_algorithm="EAGLE"
+    )
+    assert (old.prefill_cuda_graph, new.prefill_cuda_graph) == ("disabled", "tc_piecewise")
+    assert (old.reserved_mib, old.mem_fraction_static) == (512 + 12_288 + 512 + 128 + 4096, 0.878)
+    assert (new.reserved_mib, new.mem_fraction_static) == (17_536 + 8 * 58, 0.875)
+    assert resolve("llama-3.1-8b", H200, "0.5.10").reserved_mib == resolve("llama-3.1-8b", H200, "0.5.11").reserved_mib
+    assert resolve("llama-3.1-8b", H200, "0.5.10").prefill_cuda_graph == "tc_piecewise"
+
+
+def test_spec_v2_is_off_by_default_up_to_0_5_10() -> None:
+    """``SGLANG_ENABLE_SPEC_V2`` defaults to False in 0.5.10 (``sglang.srt.environ``), so
+    ``ServerArgs._handle_speculative_decoding`` turns the overlap scheduler off for EAGLE / EAGLE3 / STANDALONE;
+    0.5.11 defaults it to True and keeps it. MiMo-V2-Flash's EAGLE override turns spec v2 on in 0.5.10 too, and
+    then a given top-k > 1 is refused."""
+    for algo in ("EAGLE", "EAGLE3", "STANDALONE"):
+        assert resolve("llama-3.1-8b", H200, "0.5.10", speculative_algorithm=algo).disable_overlap_schedule is True
+        assert resolve("llama-3.1-8b", H200, "0.5.11", speculative_algorithm=algo).disable_overlap_schedule is False
+    # the override keys on the architecture (0.5.10's transformers cannot load a mimo_v2_flash config.json, so the
+    # architecture is put on a Llama config here)
+    mimo = dataclasses.replace(facts("llama-3.1-8b"), architectures=("MiMoV2FlashForCausalLM",))
+
+    def run(**settings: object) -> LaunchResolution:
+        return resolve_launch_defaults(mimo, H200, settings=LaunchSettings(**settings),  # type: ignore[arg-type]
+                                       release=R["0.5.10"])  # fmt: skip
+
+    assert run(speculative_algorithm="EAGLE", disable_overlap_schedule=True).disable_overlap_schedule is False
+    assert run(speculative_algorithm="EAGLE3").disable_overlap_schedule is True
+    tree = {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 4,
+            "speculative_num_draft_tokens": 8}  # fmt: skip
+    with pytest.raises(KVCacheConfigError, match="Spec v2 currently only supports topk = 1"):
+        run(**tree)
+    assert resolve("llama-3.1-8b", H200, "0.5.10", **tree).disable_overlap_schedule is True
+
+
+def test_no_buffer_mamba_keeps_the_page_up_to_0_5_10() -> None:
+    """Nemotron-H 8B ``--page-size 64`` (no_buffer Mamba radix cache): 0.5.11's ``_handle_mamba_radix_cache`` sets
+    the page to 1 with a warning, 0.5.10 keeps 64; both turn the overlap scheduler off."""
+    old, new = resolve("nemotron-h-8b", H200, "0.5.10", 8, page_size=64), resolve(
+        "nemotron-h-8b", H200, "0.5.11", 8, page_size=64
+    )
+    assert (old.page_size, new.page_size) == (64, 1)
+    assert old.disable_overlap_schedule is new.disable_overlap_schedule is True
+
+
+def test_qwen3_next_keeps_a_given_page_on_sm100_up_to_0_5_10() -> None:
+    """Qwen3-Next TP 8 on B200 with ``--page-size 64`` (no_buffer radix cache, no speculation: page 1 needed, so
+    the SM100 override picks triton): 0.5.11 forces triton's page 1 over the user's, 0.5.10's
+    ``_handle_model_specific_adjustments`` sets only the backend and the 64 stays."""
+    old = resolve("qwen3-next-80b-a3b", B200, "0.5.10", 8, page_size=64)
+    new = resolve("qwen3-next-80b-a3b", B200, "0.5.11", 8, page_size=64)
+    assert (old.attention_backend, new.attention_backend) == ("triton", "triton")
+    assert (old.page_size, new.page_size) == (64, 1)
+    assert resolve("qwen3-next-80b-a3b", B200, "0.5.10", 8).page_size == 1  # no page given: the default 1
+
+
+def test_dsa_hopper_fp8_prefill_backend_is_flashmla_auto_up_to_0_5_10() -> None:
+    """DeepSeek-V3.2 fp8 KV on H200: 0.5.10's ``ServerArgs._set_default_nsa_backends`` picks ``flashmla_auto`` for
+    prefill (it dispatches at run time), 0.5.11 ``flashmla_kv``; decode is ``flashmla_kv`` in both."""
+    old = resolve("deepseek-v3.2", H200, "0.5.10", 8, kv_cache_dtype="fp8_e4m3")
+    new = resolve("deepseek-v3.2", H200, "0.5.11", 8, kv_cache_dtype="fp8_e4m3")
+    assert (old.dsa_prefill_backend, new.dsa_prefill_backend) == ("flashmla_auto", "flashmla_kv")
+    assert old.dsa_decode_backend == new.dsa_decode_backend == "flashmla_kv"
+
+
+def test_dflash_is_left_unresolved_by_0_5_10() -> None:
+    """0.5.10's ``_handle_speculative_decoding`` knows no DFLASH: no request cap, no steps (its scheduler then
+    refuses the name in ``SpeculativeAlgorithm.from_string``, as the planner's request check does)."""
+    dflash = {"speculative_algorithm": "DFLASH", "speculative_draft_model_path": "draft"}
+    old, new = resolve("llama-3.1-8b", H200, "0.5.10", **dflash), resolve("llama-3.1-8b", H200, "0.5.11", **dflash)
+    assert (old.max_running_requests, old.speculative_num_steps) == (None, None)
+    assert (new.max_running_requests, new.speculative_num_steps) == (48, 1)
 
 
 def test_unknown_capacity_fraction_per_release() -> None:

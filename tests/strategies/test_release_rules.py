@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.11", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.10", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.10", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.9", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.11, 0\.5\.12.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.10, 0\.5\.11.*0\.5\.23"):
         parse_release(text)
 
 
@@ -888,3 +888,101 @@ def test_decode_extra_slots_flag_is_refused_before_0_5_14() -> None:
         parse_case(case, sglang_version="0.5.13")
     parse_case(case, sglang_version="0.5.14")
     parse_case({**case, "disaggregation_decode_extra_slots": None}, sglang_version="0.5.13")
+
+
+# ---- SGLang 0.5.10 -> 0.5.11 (the sizing moved into pool_configurator.py) --------------------------------------------
+
+
+def _overridden(name: str, version: str, **fields: Any) -> Any:
+    data = json.loads((CASES / f"{name}.json").read_text(encoding="utf-8"))
+    return plan_case(parse_case({**data, **fields}, sglang_version=version, base_dir=CASES))
+
+
+def test_plans_name_the_model_runner_mixin_up_to_0_5_10() -> None:
+    """0.5.11's ``create_memory_pool_configurator`` picks a configurator class; 0.5.10 sizes inline in
+    ``ModelRunnerKVCacheMixin._resolve_memory_pool_config``, the class a 0.5.10 plan names (every family)."""
+    for name in ("default-llama-3.1-8b-tp1-bf16-p64", "swa-gpt-oss-120b-tp1-bf16-p64",
+                 "hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64"):  # fmt: skip
+        assert plan_case(_case(name, "0.5.10")).configurator.engine_class_name() == "ModelRunnerKVCacheMixin"
+    assert plan_case(_case("default-llama-3.1-8b-tp1-bf16-p64", "0.5.11")).configurator.engine_class_name() == (
+        "DefaultPoolConfigurator"
+    )
+    assert plan_case(_case("swa-gpt-oss-120b-tp1-bf16-p64", "0.5.11")).configurator.engine_class_name() == (
+        "HybridSWAPoolConfigurator"
+    )
+
+
+def test_request_table_has_no_padding_row_up_to_0_5_10() -> None:
+    """``ReqToTokenPool.__init__``: 0.5.10 allocates ``(R, context + 4)`` rows, 0.5.11 one more for the padding
+    row 0. Llama-3.1-8B at 2,048 requests: 2,048 rows, then 2,049 (131,072 + 4 columns each)."""
+    name = "default-llama-3.1-8b-tp1-bf16-p64"
+    old, new = plan_case(_case(name, "0.5.10")), plan_case(_case(name, "0.5.11"))
+    assert old.sizes.max_running_requests == new.sizes.max_running_requests == 2048
+    assert _shapes(old)["req_to_token"] == (2048, 131_072 + 4)
+    assert _shapes(new)["req_to_token"] == (2049, 131_072 + 4)
+
+
+def test_mamba_mappings_are_sized_by_the_slots_up_to_0_5_10() -> None:
+    """``HybridReqToTokenPool._init_mamba_pool``: 0.5.10 sizes ``req_index_to_mamba_index_mapping`` by the Mamba
+    slot count it is handed, 0.5.11 by the request rows. Qwen3-Next TP 4 attention DP 2, the what-if pool of
+    8 requests and 24 slots: 24 entries in 0.5.10 (8 table rows), 8 + 1 = 9 in 0.5.11."""
+    name = "bridge-attn-dp2-qwen3-next-80b-a3b-tp4-bf16-p64"
+    old, new = _shapes(plan_case(_case(name, "0.5.10"))), _shapes(plan_case(_case(name, "0.5.11")))
+    assert old["req_index_to_mamba_index_mapping"] == (24,) and old["req_to_token"][0] == 8
+    assert new["req_index_to_mamba_index_mapping"] == (9,) and new["req_to_token"][0] == 9
+    assert old["mamba_pool.free_slots"] == new["mamba_pool.free_slots"] == (24,)
+
+
+def test_decode_mamba_slots_are_capped_at_the_rows_up_to_0_5_10() -> None:
+    """``HybridMambaDecodeReqToTokenPool.__init__``: 16 requests + 32 pre-allocated rows (16 <= 32: twice the
+    requests) = 48 rows, 100 slots reserved. 0.5.10: ``min(100, 48) = 48`` slots (49 with the padding slot in
+    the state tensors), mappings of 48; 0.5.11: ``max(100, 48 x 1) = 100`` (101), mappings of 48 + 1 rows."""
+    name = "bridge-pd-decode-qwen3-next-80b-a3b-tp4-bf16-p64-mrr16"
+    old = _shapes(_overridden(name, "0.5.10", pool_max_mamba_cache_size=100))
+    new = _shapes(_overridden(name, "0.5.11", pool_max_mamba_cache_size=100))
+    assert old["mamba_pool.free_slots"] == (48,) and old["mamba.temporal"][1] == 49
+    assert old["req_index_to_mamba_index_mapping"] == (48,) and old["req_to_token"][0] == 48
+    assert new["mamba_pool.free_slots"] == (100,) and new["mamba.temporal"][1] == 101
+    assert new["req_index_to_mamba_index_mapping"] == (49,) and new["req_to_token"][0] == 49
+
+
+def test_hybrid_swa_resplits_the_capacity_up_to_0_5_10() -> None:
+    """gpt-oss-120b TP 2 bf16 (18 full + 18 SWA layers, 4 KV heads x 128 B: F = S = 1,024 B a layer), ratio 0.8,
+    page 64, 40 GiB. 0.5.10 (``get_cell_size_per_token``, ``_resolve_hybrid_swa_tokens``): cell ``F*18 + S*18 =
+    36,864``; capacity ``align(40 GiB // 36,864) = 1,165,056``, full ``align(int(1,165,056 x 36,864 / (18,432 + 0.8
+    x 1,024 x 18))) = 1,294,464``, SWA ``align(int(full x 0.8)) = 1,035,520``. 0.5.11 (HybridSWAPoolConfigurator):
+    cell 33,177.6, full ``align(int(40 GiB // 33,177.6)) = 1,294,528``. ``--max-total-tokens 200,001``: 0.5.10
+    re-splits the 200,000 aligned tokens into ``align(int(200,000 x 36,864 / 33,177.6)) = 222,208`` full tokens,
+    more than asked; 0.5.11 keeps 200,000."""
+    name = "rounding-swa-split-gpt-oss-120b-tp2-bf16-p64-max-tokens"
+    old, new = plan_case(_case(name, "0.5.10")), plan_case(_case(name, "0.5.11"))
+    assert old.cell_size_bytes == 1024 * 18 + 1024 * 18 == 36_864
+    capacity = 40 * GIB // 36_864 // 64 * 64
+    full = int(capacity * 36_864 / (18_432 + 0.8 * 1024 * 18)) // 64 * 64
+    assert (old.sizes.full_max_total_num_tokens, old.sizes.swa_max_total_num_tokens) == (full, 1_035_520)
+    assert full == 1_294_464 and capacity == 1_165_056
+    assert new.sizes.full_max_total_num_tokens == 1_294_528
+    old_cap = old.configurator.calculate_pool_sizes_from_max_tokens(200_001, 64)
+    new_cap = new.configurator.calculate_pool_sizes_from_max_tokens(200_001, 64)
+    assert old_cap.full_max_total_num_tokens == int(200_000 * 36_864 / 33_177.6) // 64 * 64 == 222_208
+    assert (new_cap.full_max_total_num_tokens, new_cap.swa_max_total_num_tokens) == (200_000, 160_000)
+
+
+def test_dflash_is_refused_up_to_0_5_10() -> None:
+    """0.5.10's ``SpeculativeAlgorithm`` has no DFLASH (``from_string`` raises "Unknown speculative algorithm
+    name"); 0.5.11 added it. The refusal names SGLang's function and the flag."""
+    name = "dflash-llama-3.1-8b-tp1-bf16-d5-p1"
+    with pytest.raises(UnsupportedConfigurationError, match=r"algorithm has no choice .DFLASH.*from_string"):
+        _case(name, "0.5.10")
+    data = json.loads((CASES / f"{name}.json").read_text(encoding="utf-8"))
+    with pytest.raises(UnsupportedConfigurationError, match="no choice 'dflash'"):
+        parse_case({**data, "speculative_algorithm": "dflash"}, sglang_version="0.5.10", base_dir=CASES)
+    assert plan_case(_case(name, "0.5.11")).sizes.max_total_num_tokens > 0
+
+
+def test_gemma4_configs_load_from_0_5_11() -> None:
+    """transformers 5.3.0 (0.5.10's pin) has no ``gemma4`` config class; 5.6.0 (0.5.11's) has it."""
+    name = "swa-gemma4-synthetic-tp2-bf16-p16"
+    with pytest.raises(UnsupportedConfigurationError, match=r"model_type 'gemma4'.*transformers 5\.3\.0"):
+        _case(name, "0.5.10")
+    assert plan_case(_case(name, "0.5.11")).sizes.max_total_num_tokens > 0

@@ -45,7 +45,12 @@ class ReqToTokenPool(TypedPool):
         #: None for releases whose pool keeps no reuse counter
         self.req_generation: torch.Tensor | None = self.tensors.get("req_generation")
         self.max_context_len = int(self.req_to_token.shape[1])
-        self.allocator = RequestSlotAllocator(int(self.req_to_token.shape[0]) - 1)
+        rows = int(self.req_to_token.shape[0])
+        requests = self.attribute("size", None, required=False)
+        pre_alloc = self.attribute("pre_alloc_size", 0, required=False)
+        # a table without the padding row 0 (SGLang up to 0.5.10) hands out rows from 0
+        first = 0 if isinstance(requests, int) and isinstance(pre_alloc, int) and rows == requests + pre_alloc else 1
+        self.allocator = RequestSlotAllocator(rows - first, first=first)
         self.on_alloc = on_alloc
 
     @property

@@ -170,9 +170,9 @@ def install_gpu(facts: GpuFacts, row: BridgeRelease) -> None:
 def _install_cuda_platform() -> None:
     """``sglang.srt.platforms.current_platform`` is the CUDA platform object on a GPU host (before 0.5.13 there is
     none: a CUDA host keeps the base ``SRTPlatform``, which ``sglang.srt.platforms._resolve_platform`` returns when
-    no plugin activates)."""
-    platforms: Any = importlib.import_module("sglang.srt.platforms")
+    no plugin activates; before 0.5.11 there is no ``sglang.srt.platforms`` at all)."""
     try:
+        platforms: Any = importlib.import_module("sglang.srt.platforms")
         cuda: Any = importlib.import_module("sglang.srt.platforms.cuda")
     except ModuleNotFoundError:
         return
@@ -247,6 +247,10 @@ def resolve_in_this_process(row: BridgeRelease, fields: Mapping[str, Any]) -> di
             mm_feature_transport=resolved.get("mm_feature_transport"),
         )
     resolved["_multimodal_reserve_mib"] = float(reserve_gb) * 1024
+    # The scheduler's first step reads the algorithm (ServerArgs resolution leaves a name the release does not know
+    # alone: DFLASH in 0.5.10): a name the release refuses there is its refusal of the launch.
+    spec_info = importlib.import_module("sglang.srt.speculative.spec_info")
+    spec_info.SpeculativeAlgorithm.from_string(resolved.get("speculative_algorithm"))
     return resolved
 
 

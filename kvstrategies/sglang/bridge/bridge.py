@@ -42,6 +42,7 @@ from ..server_arguments import RENAMED_SERVER_ARGUMENTS
 from . import compat, hosts
 from .bridge_releases import BridgeRelease
 from .hosts import ConfiguratorHost, RunnerHost
+from .profiled import RunnerProfile
 from .runtime import cuda_platform_facts, installed_release, platform_override, quiet_stdout
 
 COMPARED_KEYS: tuple[str, ...] = (
@@ -538,11 +539,10 @@ def _sized(
     compat.publish_server_args(row, sa)
     is_draft = bool(case["is_draft_worker"])
     host, hf = (_configurator_host if row.configurator else _runner_host)(case, folder, sa)
-    pool_mod = importlib.import_module("sglang.srt.model_executor.pool_configurator")
-    configurator = pool_mod.create_memory_pool_configurator(host.source)
+    configurator = _configurator(row, host)
     page = int(case["page_size"])
     document: dict[str, Any] = {
-        "configurator": type(configurator).__name__,
+        "configurator": getattr(configurator, "name", type(configurator).__name__),
         "cell_size": _cell(configurator),
     }
     mamba_slots = None if is_draft else _mamba_slots(row, case, host, sa)
@@ -574,6 +574,15 @@ def _sized(
             pool_slots = case["pool_max_mamba_cache_size"] or 3 * int(case["pool_max_running_requests"])
     document["pool_sizes"] = _sizes_dict(pool_config, host, pool_slots)
     return _Sized(document, row, sa, host, hf, capped or sizes, pool_config, pool_slots, mamba_slots, refusal)
+
+
+def _configurator(row: BridgeRelease, host: ConfiguratorHost | RunnerHost) -> Any:
+    """SGLang's pool configurator for the host (``create_memory_pool_configurator``); up to 0.5.10, the
+    ModelRunner's inline sizing behind the same two entry points (:class:`.profiled.RunnerProfile`)."""
+    if not row.pool_configurator:
+        return RunnerProfile(host.source)
+    pool_mod = importlib.import_module("sglang.srt.model_executor.pool_configurator")
+    return pool_mod.create_memory_pool_configurator(host.source)
 
 
 def launch_set_swa_ratio(row: BridgeRelease, case: Mapping[str, Any], folder: str) -> float | None:
@@ -757,11 +766,12 @@ def _runner_host(case: Mapping[str, Any], folder: str, sa: Any) -> tuple[RunnerH
     if has_mtp and not spec_algorithm.is_none() and effective != layers:
         raise SGLangCaseError("SGLang raised AssertionError: PP is not compatible with MTP models.")
     draft_layers = _draft_layers(case, hf, spec_algorithm)
+    dflash = bool(getattr(spec_algorithm, "is_dflash", lambda: False)())  # 0.5.10 has no DFLASH
     runner = hosts.model_runner(
         server_args=sa, model_config=model_config, model=model, case=case, model_dtype=model_dtype,
         spec_algorithm=spec_algorithm, layer_range=(start, end), num_effective_layers=effective,
-        eagle_draft_num_layers=None if spec_algorithm.is_dflash() else draft_layers,
-        dflash_draft_num_layers=draft_layers if spec_algorithm.is_dflash() else None,
+        eagle_draft_num_layers=None if dflash else draft_layers,
+        dflash_draft_num_layers=draft_layers if dflash else None,
     )  # fmt: skip
     return RunnerHost(runner), hf
 

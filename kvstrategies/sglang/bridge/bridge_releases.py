@@ -86,6 +86,13 @@ class BridgeRelease:
     #: the pool configurator has ``finalize_with_max_running_requests`` (0.5.15: sizes request-scoped
     #: pools once the request cap is known); before, the sizes are final when calculated
     finalize_step: bool = True
+    #: ``model_executor/pool_configurator.py`` sizes the pools (0.5.11: ``calculate_pool_sizes`` and
+    #: ``calculate_pool_sizes_from_max_tokens``); before, ``ModelRunnerKVCacheMixin`` profiles and
+    #: sizes inline (``profile_max_num_token``, ``_resolve_token_capacity``, ``_resolve_hybrid_swa_tokens``)
+    pool_configurator: bool = True
+    #: CUDA kernel modules the release imports at module load on every platform, given stand-ins
+    #: (0.5.10: ``mem_cache/memory_pool_host`` imports ``sgl_kernel.kvcacheio``; 0.5.11 guards it)
+    kernel_stubs: tuple[str, ...] = ()
 
     @property
     def release(self) -> EngineRelease:
@@ -96,6 +103,10 @@ _OLD_XGRAMMAR = ("xgrammar==0.2.1",)
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
 BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
+    BridgeRelease("0.5.10", "5.3.0", ("xgrammar==0.1.32",), configurator=False, platform_override=False,
+                  schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
+                  context_server_args=False, finalize_step=False, runtime_context=False,
+                  pool_configurator=False, kernel_stubs=("sgl_kernel.kvcacheio",)),  # fmt: skip
     BridgeRelease("0.5.11", "5.6.0", ("xgrammar==0.1.32",), configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
                   context_server_args=False, finalize_step=False, runtime_context=False),  # fmt: skip

@@ -20,6 +20,7 @@ import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import io
 import os
 import sys
@@ -110,6 +111,24 @@ def install_torchvision_stub() -> None:
     _unplaceholder_auto_image_processor()
 
 
+def install_kernel_stubs(names: tuple[str, ...]) -> None:
+    """Stand-ins for kernel modules (``sgl_kernel.kvcacheio``) a release imports at module load even
+    where the kernels cannot run; nothing the bridge sizes calls them. Only the named module answers
+    every name; its package holds nothing else, so ``from sgl_kernel import x`` still fails as it
+    does without the package. Nothing is stubbed where the package is installed."""
+    for name in names:
+        parent, _, child = name.rpartition(".")
+        if parent in sys.modules or importlib.util.find_spec(parent) is not None:
+            continue
+        package = types.ModuleType(parent)
+        package.__path__ = []
+        package.__spec__ = importlib.machinery.ModuleSpec(parent, None, is_package=True)
+        module = _StubModule(name)
+        module.__spec__ = importlib.machinery.ModuleSpec(name, None)
+        setattr(package, child, module)
+        sys.modules[parent], sys.modules[name] = package, module
+
+
 def _unplaceholder_auto_image_processor() -> None:
     """Give ``transformers.AutoImageProcessor`` its real class where transformers hides it.
 
@@ -161,15 +180,19 @@ def import_sglang(*, require_supported: bool = True) -> str:
             "(docs/sglang-bridge.md)"
         ) from exc
     version = str(getattr(sglang, "__version__", "unknown"))
-    configurator, has_context = True, True
+    configurator, has_context, has_pool_configurator = True, True, True
+    stubs: tuple[str, ...] = ()
     if require_supported:
         row = check_version(version)
-        configurator, has_context = row.configurator, row.runtime_context
+        configurator, has_context, has_pool_configurator = row.configurator, row.runtime_context, row.pool_configurator
+        stubs = row.kernel_stubs
     os.environ.setdefault("SGLANG_DISABLE_REQUEST_LOGGING", "1")
     try:
         with quiet_stdout():
             install_torchvision_stub()
-            modules = [m for m in SIZING_MODULES if has_context or not m.endswith(".runtime_context")]
+            install_kernel_stubs(stubs)
+            modules = [m for m in SIZING_MODULES if (has_context or not m.endswith(".runtime_context"))
+                       and (has_pool_configurator or not m.endswith(".pool_configurator"))]  # fmt: skip
             for name in (*modules, BUILDER_MODULES[configurator]):
                 importlib.import_module(name)
     except ImportError as exc:

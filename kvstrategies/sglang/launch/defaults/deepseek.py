@@ -77,6 +77,15 @@ def _dsa_kv_dtype(inp: LaunchInputs, res: ResolutionDraft) -> None:
         raise KVCacheConfigError(f"DSA models accept kv_cache_dtype bfloat16 or fp8_e4m3, got {kv!r}")
 
 
+#: the DSA prefill backend for an fp8 KV cache below SM 10 (0.5.10: ``flashmla_auto``, which dispatches at run time)
+DSA_HOPPER_FP8_PREFILL: ByRelease[str] = ByRelease(
+    "launch-dsa-hopper-fp8-prefill",
+    (("0.5.10", "flashmla_auto"), ("0.5.11", "flashmla_kv")),
+    "the DSA prefill backend for an fp8_e4m3 KV cache below SM 10",
+    "sglang.srt.server_args.ServerArgs._set_default_nsa_backends",
+)
+
+
 def _dsa_backends(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """arg_groups.overrides: DSA split (prefill, decode) backends by KV dtype and SM major."""
     gpu = inp.gpu
@@ -86,7 +95,8 @@ def _dsa_backends(inp: LaunchInputs, res: ResolutionDraft) -> None:
         return
     else:
         fp8, sm10 = res.kv_cache_dtype == "fp8_e4m3", (gpu.sm_major or 0) >= 10
-        pair = {(True, True): ("trtllm", "trtllm"), (True, False): ("flashmla_kv", "flashmla_kv"),
+        hopper_fp8 = (DSA_HOPPER_FP8_PREFILL.at(inp.release), "flashmla_kv")
+        pair = {(True, True): ("trtllm", "trtllm"), (True, False): hopper_fp8,
                 (False, True): ("flashmla_sparse", "trtllm"),
                 (False, False): ("flashmla_sparse", "fa3")}[(fp8, sm10)]  # fmt: skip
     why = f"DSA split backends for {res.kv_cache_dtype} ({DSA_BACKENDS_HOOK.at(inp.release)})"
@@ -119,7 +129,7 @@ def _dsa_dcp(inp: LaunchInputs, res: ResolutionDraft) -> None:
 #: the attention backend a DSA model gets (SGLang's native sparse attention, ``nsa`` up to 0.5.12)
 DSA_BACKEND_NAME: ByRelease[str] = ByRelease(
     "launch-dsa-backend-name",
-    (("0.5.11", "nsa"), ("0.5.13", "dsa")),
+    (("0.5.10", "nsa"), ("0.5.13", "dsa")),
     "the attention backend SGLang picks for a DSA model",
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepSeek family)",
 )

@@ -77,6 +77,17 @@ def _family_backend(inp: LaunchInputs, res: ResolutionDraft) -> tuple[str | None
 
 
 #: Gemma-4 takes trtllm_mha on SM100 and its backends are checked; before, triton everywhere and no check
+#: Qwen3-Next / Qwen3.5 on SM100 force their page over a user's ``--page-size``; before, the model override picks
+#: the attention backend only and a given page stays
+QWEN3_NEXT_PAGE_FORCED = ReleaseRule(
+    "launch-qwen3-next-page-forced",
+    span("0.5.11"),
+    "Qwen3-Next / Qwen3.5 on SM100 force the page of their backend (trtllm_mha 64, triton 1) over --page-size "
+    "(before: only the backend is chosen; a given page stays)",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (Qwen3-Next family; 0.5.19: "
+    "arg_groups.model_overrides.qwen3_5._qwen3_5_hybrid_overrides)",
+    topic="launch",
+)
 GEMMA4_SM100_TRTLLM = ReleaseRule(
     "launch-gemma4-sm100-trtllm",
     span("0.5.13"),
@@ -138,6 +149,7 @@ def attention_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
                  f"{inp.model.architectures[0]} override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     # qwen3_5._qwen3_5_hybrid_overrides forces the page over a user's
     forced = inp.model.has_arch(_BACKEND_RULE[LaunchBackendRule.QWEN3_NEXT])
+    forced = forced and QWEN3_NEXT_PAGE_FORCED.holds(inp.release)
     if page is not None and (res.page_size is None or (forced and res.page_size != page)):
         _declare(res, "page_size", page,
                  f"{inp.model.architectures[0]} override ({PAGE_SIZE_HOOK.at(inp.release)})")  # fmt: skip

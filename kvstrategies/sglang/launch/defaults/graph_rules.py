@@ -45,7 +45,7 @@ PREFILL_GRAPH_OFF_FOR_DCP = ReleaseRule(
 #: the MoE all-to-all backends the breakable graph tolerates
 BREAKABLE_A2A_BACKENDS: ByRelease[tuple[str, ...]] = ByRelease(
     "launch-breakable-a2a-backends",
-    (("0.5.11", ("none",)), ("0.5.17", ("deepep", "flashinfer", "megamoe", "none"))),
+    (("0.5.10", ("none",)), ("0.5.17", ("deepep", "flashinfer", "megamoe", "none"))),
     "the --moe-a2a-backend values that keep the breakable prefill cuda graph",
     _HOOK,
 )
@@ -84,4 +84,11 @@ PIECEWISE_OFF_FOR_TRTLLM_MOE = ReleaseRule(
     "launch-piecewise-off-for-trtllm-moe", span(last="0.5.12"),
     "the flashinfer_trtllm MoE runner disables the tc_piecewise prefill cuda graph (GPT-OSS excepted)",
     "sglang.srt.server_args.ServerArgs._handle_moe_kernel_config (bypassed top-k)", topic="launch",
+)  # fmt: skip
+
+#: up to 0.5.10 any speculative algorithm turns the tc_piecewise prefill graph off (before the memory reserve)
+PIECEWISE_OFF_FOR_SPECULATIVE = ReleaseRule(
+    "launch-piecewise-off-for-speculative", span(last="0.5.10"),
+    "speculative decoding disables the tc_piecewise prefill cuda graph",
+    "sglang.srt.server_args.ServerArgs._handle_piecewise_cuda_graph (condition 2, removed in 0.5.11)", topic="launch",
 )  # fmt: skip

@@ -90,6 +90,8 @@ def cuda_graph_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
         prefill_off = [
             (flag_off, "prefill graph disabled by flag"),
             (m.has_arch(names_holding("piecewise_graph_off", r)), "model-arch blacklist"),
+            (res.speculative_algorithm is not None and rules.PIECEWISE_OFF_FOR_SPECULATIVE.holds(r),
+             "speculative decoding"),
             (multimodal and not piecewise_listed, "multimodal model"),
             (inp.attn_dp_size > 1, "DP attention"),
             (inp.pp_size > 1, "pipeline parallelism (pp_size > 1)"),

@@ -45,6 +45,23 @@ MAMBA_AUTO_PER_MODEL = ReleaseRule(
     topic="launch",
 )
 _OLD_MAMBA_HOOK = "sglang.srt.server_args.ServerArgs._handle_mamba_radix_cache"
+#: the no_buffer Mamba radix cache sets the page to 1 (with a warning); before, the page given is kept
+NO_BUFFER_FORCES_PAGE_ONE = ReleaseRule(
+    "launch-no-buffer-forces-page-one",
+    span("0.5.11"),
+    "the no_buffer Mamba radix cache sets page_size to 1 (before: the --page-size given is kept)",
+    _OLD_MAMBA_HOOK,
+    topic="launch",
+)
+#: speculation with the no_buffer radix cache on ROCm turns the radix cache off; before, it is refused there too
+NO_BUFFER_SPEC_ROCM_FALLBACK = ReleaseRule(
+    "launch-no-buffer-spec-rocm-fallback",
+    span("0.5.11"),
+    "speculative decoding with the no_buffer Mamba radix cache on ROCm turns the radix cache off (before: refused as "
+    "on CUDA)",
+    _OLD_MAMBA_HOOK,
+    topic="launch",
+)
 
 
 def mamba_auto_default_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
@@ -65,7 +82,8 @@ def _no_buffer_radix_cache(inp: LaunchInputs, res: ResolutionDraft) -> None:
     state the radix cache cannot hold (row fact ``mamba_cache``) runs without it; with the no_buffer
     strategy the page is forced to 1 (a warning, not a refusal); without speculation the overlap
     scheduler goes off, unless the backend is trtllm_mha, which turns the radix cache off instead;
-    with speculation ROCm turns the radix cache off and CUDA refuses."""
+    with speculation ROCm turns the radix cache off and CUDA refuses. Up to 0.5.10 the page is kept
+    (:data:`NO_BUFFER_FORCES_PAGE_ONE`) and ROCm refuses too (:data:`NO_BUFFER_SPEC_ROCM_FALLBACK`)."""
     m = inp.model
     if res.disable_radix_cache:
         return
@@ -74,7 +92,7 @@ def _no_buffer_radix_cache(inp: LaunchInputs, res: ResolutionDraft) -> None:
         return
     if res.mamba_radix_cache_strategy != "no_buffer":
         return
-    if (res.page_size or 1) > 1:
+    if (res.page_size or 1) > 1 and NO_BUFFER_FORCES_PAGE_ONE.holds(inp.release):
         _declare(res, "page_size", 1, f"no_buffer Mamba radix cache needs page 1 ({_OLD_MAMBA_HOOK})")
     if inp.settings.speculative_algorithm is None:
         _declare(res, "disable_overlap_schedule", True, f"no_buffer Mamba radix cache ({_OLD_MAMBA_HOOK})")
@@ -83,7 +101,7 @@ def _no_buffer_radix_cache(inp: LaunchInputs, res: ResolutionDraft) -> None:
             _declare(res, "disable_radix_cache", True, why)
             _declare(res, "disable_overlap_schedule", False, why)
         return
-    if inp.gpu.is_hip:
+    if inp.gpu.is_hip and NO_BUFFER_SPEC_ROCM_FALLBACK.holds(inp.release):
         _declare(res, "disable_radix_cache", True, f"speculation on ROCm ({_OLD_MAMBA_HOOK})")
         return
     raise _refuse(_OLD_MAMBA_HOOK, f"speculative decoding for {m.architectures[0]} is not compatible with the radix "

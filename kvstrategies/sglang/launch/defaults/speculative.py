@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ....core.releases import ReleaseRule, span
 from ....models.architectures import names_where
+from ...server_arguments import SERVER_ARGUMENT_VALUE_RULES
 from .core import SPECULATIVE_HOOK, LaunchInputs, ResolutionDraft, _declare, _refuse
 
 _SPEC_ALGORITHMS = frozenset({
@@ -16,6 +17,7 @@ _SPEC_ALGORITHMS = frozenset({
 })  # fmt: skip
 _EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
 _WIDE_SPEC_ARCHS = names_where(lambda r: r.wide_speculative_defaults)
+_SPEC_V2_EAGLE_ARCHS = names_where(lambda r: r.eagle_spec_v2)
 
 
 _SPEC_HOOK = "sglang.srt.arg_groups.speculative_hook"
@@ -39,6 +41,17 @@ SPEC_V2_TREE = ReleaseRule(
     "sglang.srt.arg_groups.speculative_hook._handle_eagle_family (before: ServerArgs._handle_speculative_decoding)",
     topic="launch",
 )
+#: ``SGLANG_ENABLE_SPEC_V2`` defaults to on; before, off: EAGLE / EAGLE3 / STANDALONE run without the overlap
+#: scheduler, except EAGLE on a model whose override turns spec v2 on (MiMo-V2-Flash, Step-3.5), where a given
+#: top-k > 1 is refused
+SPEC_V2_DEFAULT_ON = ReleaseRule(
+    "launch-spec-v2-default-on",
+    span("0.5.11"),
+    "SGLANG_ENABLE_SPEC_V2 is on by default (before: off, so EAGLE / EAGLE3 / STANDALONE disable the overlap "
+    "scheduler unless the model's override turns spec v2 on for EAGLE, which then refuses a given topk > 1)",
+    "sglang.srt.environ.Envs.SGLANG_ENABLE_SPEC_V2; sglang.srt.server_args.ServerArgs._handle_speculative_decoding",
+    topic="launch",
+)
 _OVERLAP_OFF_BEFORE_V2 = frozenset({"NGRAM", "DFLASH", "FROZEN_KV_MTP"})
 NGRAM_MAX_BFS_BREADTH = 10  # SGLang's --speculative-ngram-max-bfs-breadth default
 DFLASH_DEFAULT_BLOCK_SIZE = 16  # used when the draft config names no block_size
@@ -51,6 +64,8 @@ def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
     if algo == "STANDALONE" and inp.attn_dp_size > 1:
         raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", "STANDALONE speculative decoding does not support "
                       "DP attention")  # fmt: skip
+    if not SPEC_V2_DEFAULT_ON.holds(inp.release):
+        _spec_v1_overlap(inp, res, algo)
     tree = res.speculative_eagle_topk is not None and res.speculative_eagle_topk > 1
     if tree and not res.disable_overlap_schedule and not SPEC_V2_TREE.holds(inp.release):
         _declare(res, "disable_overlap_schedule", True, "spec v2 supports topk 1 only "
@@ -81,6 +96,20 @@ def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
     if topk > 1 and (res.page_size or 1) > 1 and res.attention_backend not in ("flashinfer", "fa3", "triton"):
         raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", f"speculative_eagle_topk > 1 with page_size > 1 needs "
                       f"flashinfer, fa3 or triton, got {res.attention_backend}")  # fmt: skip
+
+
+def _spec_v1_overlap(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
+    """Up to 0.5.10 (:data:`SPEC_V2_DEFAULT_ON`), ``ServerArgs._handle_speculative_decoding``: spec v2 is off
+    unless the model's override turned it on for EAGLE; with it the overlap scheduler is on and a given
+    top-k > 1 refused, without it the overlap scheduler is off."""
+    check = "sglang.srt.server_args.ServerArgs._handle_speculative_decoding"
+    if algo == "EAGLE" and inp.model.has_arch(_SPEC_V2_EAGLE_ARCHS):
+        if res.speculative_eagle_topk is not None and res.speculative_eagle_topk > 1:
+            raise _refuse(check, "Spec v2 currently only supports topk = 1 for speculative decoding.")
+        if res.disable_overlap_schedule:
+            _declare(res, "disable_overlap_schedule", False, f"spec v2 is on for {algo} ({check})")
+    elif not res.disable_overlap_schedule:
+        _declare(res, "disable_overlap_schedule", True, f"spec v2 is off by default ({check})")
 
 
 def _ngram(inp: LaunchInputs, res: ResolutionDraft) -> None:
@@ -117,6 +146,13 @@ def _dflash(inp: LaunchInputs, res: ResolutionDraft) -> None:
         _declare(res, "speculative_num_draft_tokens", block, "DFLASH: the draft model's block size")
 
 
+def _known_to_release(algo: str, inp: LaunchInputs) -> bool:
+    """Whether the release's ``SpeculativeAlgorithm`` has ``algo``
+    (:data:`kvstrategies.sglang.server_arguments.SERVER_ARGUMENT_VALUE_RULES`)."""
+    rule = SERVER_ARGUMENT_VALUE_RULES.get(("speculative_algorithm", algo))
+    return rule is None or rule.holds(inp.release)
+
+
 def speculative_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Speculative defaults (speculative_hook.handle_speculative_decoding):
     upper-case, NEXTN -> EAGLE, 48 requests, then the algorithm's own defaults and checks."""
@@ -129,6 +165,8 @@ def speculative_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
         why = "NEXTN is EAGLE (speculative_hook.handle_speculative_decoding)"
         _declare(res, "speculative_algorithm", "EAGLE", why)
         algo = "EAGLE"
+    if not _known_to_release(algo, inp):
+        return  # ServerArgs leaves it alone; the scheduler's SpeculativeAlgorithm.from_string refuses it
     if algo == "DFLASH":
         _dflash(inp, res)
     if res.max_running_requests is None:
