@@ -15,7 +15,16 @@ from .pools.layout import KVPoolsLayout
 from .strategies.base import PoolConfigurator, StateReservation, Strategy, require_pool_configurator
 from .strategies.budget_check import check_layout_within_budget, overshoot_note
 from .strategies.registry import select_configurator, select_pool_configurator
-from .strategies.resolve import Resolution, finalize, profiled_sizes, reserve_state, resolve, sizes_for_max_tokens
+from .strategies.request_math import REQUESTS_FROM_RESOLVED_TOKENS
+from .strategies.resolve import (
+    Resolution,
+    finalize,
+    profiled_sizes,
+    profiled_token_count,
+    reserve_state,
+    resolve,
+    sizes_for_max_tokens,
+)
 
 if TYPE_CHECKING:  # what building needs: loaded by build() and Plan.binding only
     from .pools.binding import AllocatorSpec, PoolBinding
@@ -301,10 +310,12 @@ def _size_target(
     resolution = resolve(ctx, available_bytes)
     configurator = require_pool_configurator(resolution.configurator)
     reservation = reserve_state(configurator, available_bytes)
-    sizes = finalize(configurator, profiled_sizes(configurator, reservation))
+    profiled = profiled_token_count(configurator, reservation)
+    sizes = finalize(configurator, profiled_sizes(configurator, reservation), profiled_tokens=profiled)
     capped = None
     if max_tokens is not None:
-        capped = finalize(configurator, sizes_for_max_tokens(configurator, max_tokens, reservation))
+        capped = finalize(configurator, sizes_for_max_tokens(configurator, max_tokens, reservation),
+                          profiled_tokens=profiled)  # fmt: skip
     pool_sizes = capped or sizes
     if pool_max_tokens is not None:
         if pool_max_running_requests <= 0:
@@ -313,9 +324,10 @@ def _size_target(
         if sizes.max_mamba_cache_size is not None:
             slots = pool_max_mamba_cache_size or 3 * pool_max_running_requests
             what_if = what_if.replace(max_mamba_cache_size=slots)
-        pool_sizes = configurator.finalize_with_max_running_requests(
-            what_if.replace(max_running_requests=pool_max_running_requests)
-        )
+        requests = pool_max_running_requests
+        if not REQUESTS_FROM_RESOLVED_TOKENS.holds(ctx.release):  # init_memory_pool caps a given count too
+            requests = configurator.cap_max_running_requests(requests, what_if, user_requests=requests)
+        pool_sizes = configurator.finalize_with_max_running_requests(what_if.replace(max_running_requests=requests))
     return _TargetSizes(resolution, sizes, capped, pool_sizes)
 
 
@@ -405,10 +417,12 @@ def _plan_draft_worker(
                           pool_max_running_requests, pool_max_mamba_cache_size)  # fmt: skip
     configurator = select_pool_configurator(ctx)
     reservation = reserve_state(configurator, available_bytes)
-    sizes = finalize(configurator, profiled_sizes(configurator, reservation))
+    profiled = profiled_token_count(configurator, reservation)
+    sizes = finalize(configurator, profiled_sizes(configurator, reservation), profiled_tokens=profiled)
     capped = None
     if max_tokens is not None:
-        capped = finalize(configurator, sizes_for_max_tokens(configurator, max_tokens, reservation))
+        capped = finalize(configurator, sizes_for_max_tokens(configurator, max_tokens, reservation),
+                          profiled_tokens=profiled)  # fmt: skip
     adopted = configurator.derive_draft_sizes(target.capped or target.sizes)
     final = configurator.derive_draft_sizes(target.resolution.sizes)
     resolution = Resolution(configurator, available_bytes, target.resolution.reservation, sizes, final, None)

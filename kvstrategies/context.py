@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Protocol, runtime_checkable
 
 from .core.dtypes import DType, KVCacheDtype
-from .core.releases import NEWEST_SGLANG, EngineRelease, ReleaseRule, parse_release, span
+from .core.releases import NEWEST_SGLANG, SGLANG, SGLANG_TRANSFORMERS, EngineRelease, ReleaseRule, parse_release, span
 from .core.validate import (
     MAX_INT64,
     MAX_LAYERS,
@@ -434,7 +434,12 @@ def context_len(ctx: KVCacheContext) -> int:
     """The engine's context length: the user's override, else the model's
     (hf_transformers.common.get_context_length)."""
     override = ctx.scheduling.context_length
-    return override if override is not None else ctx.geometry.context_len
+    if override is not None:
+        return override
+    old = ctx.geometry.context_len_transformers4
+    if old is not None and ctx.release.engine == SGLANG and SGLANG_TRANSFORMERS.at(ctx.release).startswith("4."):
+        return old  # transformers 4 (SGLang up to 0.5.9) keeps the top-level rope factor
+    return ctx.geometry.context_len
 
 
 def stage_layer_range(ctx: KVCacheContext) -> tuple[int, int]:

@@ -86,6 +86,7 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.pools.fp4",
     "kvstrategies.strategies.request_math",
     "kvstrategies.strategies.base",
+    "kvstrategies.strategies.checks",
     "kvstrategies.strategies.default",
     "kvstrategies.strategies.dsv4",
     "kvstrategies.strategies.hybrid_linear",

@@ -179,6 +179,8 @@ class Architecture:
     prefill graph is disabled after the trtllm_mla prefill choice. ``wide_speculative_defaults``:
     the wider EAGLE auto steps. ``eagle_spec_v2``: the model's launch override turns spec v2 on
     for EAGLE (multi-layer EAGLE; what matters where spec v2 is off by default, up to 0.5.10).
+    ``trtllm_disables_hybrid_swa``: the model's override turns hybrid-SWA memory off with the trtllm_mha backend
+    (GPT-OSS up to 0.5.9).
 
     Weights: ``moe_block`` names the module that holds a decoder layer's MoE in SGLang's model
     (``block_sparse_moe`` for Mixtral, MiniMax-M2 and Grok), which quantization exclusion lists
@@ -253,6 +255,7 @@ class Architecture:
     piecewise_graph_off: bool = False
     wide_speculative_defaults: bool = False
     eagle_spec_v2: bool = False
+    trtllm_disables_hybrid_swa: bool = False
     moe_block: str = "mlp"
     router_fp32: bool = False
     sm100_trtllm_moe: frozenset[str] = frozenset()
@@ -305,7 +308,8 @@ class ModelType:
     first SGLang release that loads the config (``ModelConfig`` -> ``AutoConfig``). ``all_sliding``:
     every attention layer is sliding-window (DeepSeek-OCR's ``unlimited-ocr`` text model).
     ``head_dim_none_default``: the transformers config class leaves ``head_dim`` None when config.json
-    omits it (5.6-5.8: Mixtral, Ministral, MiniMax, Hunyuan v1).
+    omits it (5.6-5.8: Mixtral, Ministral, MiniMax, Hunyuan v1); ``head_dim_none_transformers4``: only
+    transformers 4.x's class does (4.57.1, SGLang 0.5.9's pin: Mistral).
     """
 
     name: str
@@ -340,6 +344,7 @@ class ModelType:
     first_release: str | None = None
     all_sliding: bool = False
     head_dim_none_default: bool = False
+    head_dim_none_transformers4: bool = False
 
     @property
     def gemma4_family(self) -> bool:
@@ -565,6 +570,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         attention_sinks=True,
         launch_backend_rule=LaunchBackendRule.GPT_OSS,
         lm_head_every_stage=True,
+        trtllm_disables_hybrid_swa=True,
     ),
     _A("GraniteMoeHybridForCausalLM", mamba_radix=True, launch_backend_rule=LaunchBackendRule.GRANITE_HYBRID),
     _A("GraniteMoeSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
@@ -860,11 +866,15 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("mimo_v2_flash", first_release="0.5.22"),
     # SGLang 0.5.12 registers these as DeepseekV3Config aliases (utils/hf_transformers/common.py _CONFIG_REGISTRY)
     _M("deepseek_v4", first_release="0.5.12"),
+    # transformers 4.57.1 (0.5.9's pin) has neither, and SGLang 0.5.9 registers no config class for them
+    _M("minimax_m2", first_release="0.5.10"),
+    _M("glm_moe_dsa", first_release="0.5.10"),
     _M("kimi_k2", first_release="0.5.12"),
     _M("muse_glimmer", first_release="0.5.18"),
     _M("unlimited-ocr", first_release="0.5.15", all_sliding=True),
     # transformers 5.8.1's config classes whose head_dim defaults to None (MixtralConfig().head_dim)
     _M("mixtral", head_dim_none_default=True),
+    _M("mistral", head_dim_none_transformers4=True),
     _M("ministral", head_dim_none_default=True),
     _M("minimax", head_dim_none_default=True),
     _M("hunyuan_v1_dense", head_dim_none_default=True),
@@ -1043,7 +1053,9 @@ def require_head_dim(config: Mapping[str, Any], release: EngineRelease) -> None:
     if V_HEAD_DIM_AFTER_HEAD_DIM.holds(release) or text.get("head_dim") is not None:
         return
     model_type = text.get("model_type", config.get("model_type"))
-    if not model_type_row(model_type).head_dim_none_default:
+    row = model_type_row(model_type)
+    transformers4 = SGLANG_TRANSFORMERS.at(release).startswith("4.")
+    if not (row.head_dim_none_default or (row.head_dim_none_transformers4 and transformers4)):
         return
     raise UnsupportedConfigurationError(
         f"{release.label} cannot size a {model_type!r} config.json without head_dim: its transformers "

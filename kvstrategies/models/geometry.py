@@ -168,6 +168,9 @@ class ModelGeometry:
     #: routed experts as vLLM counts them (``ModelArchConfigConvertor.get_num_experts``: the first of
     #: ``num_experts``, ``moe_num_experts``, ``n_routed_experts``, ``num_local_experts``); 0 for a dense model
     num_experts: int = 0
+    #: the context length under transformers 4 where it differs (a config whose rope parameters transformers 5
+    #: keeps per attention type keeps its top-level factor there: Gemma 3 131,072 -> 1,048,576); None: the same
+    context_len_transformers4: int | None = None
 
     def __post_init__(self) -> None:
         """Types and ranges of the scalar fields (a hand-built geometry fails here, not mid-plan)."""
@@ -189,6 +192,8 @@ class ModelGeometry:
             check_opt_int(getattr(self, name), f"geometry.{name}", minimum=1, maximum=MAX_CONFIG_INT, fix=fix)
         check_opt_int(self.num_nextn_predict_layers, "geometry.num_nextn_predict_layers", maximum=MAX_LAYERS, fix=fix)
         check_opt_int(self.config_sliding_window, "geometry.config_sliding_window", minimum=1, maximum=MAX_CONFIG_INT)
+        check_opt_int(self.context_len_transformers4, "geometry.context_len_transformers4", minimum=1,
+                      maximum=MAX_CONFIG_INT, fix=fix)  # fmt: skip
         check_opt_int(self.draft_num_layers, "geometry.draft_num_layers", minimum=1, maximum=MAX_LAYERS, fix=fix)
         check_instance(self.model_dtype, DType, "geometry.model_dtype", "use DType.from_name(name)")
         check_instance(self.attention_arch, AttentionArch, "geometry.attention_arch", fix)

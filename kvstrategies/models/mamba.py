@@ -148,12 +148,15 @@ class KDAMixer:
     def __post_init__(self) -> None:
         _check_dims(self)
 
-    def state_shapes(self, tp: int) -> MambaStateShapes:
+    def state_shapes(self, tp: int, *, fused_conv: bool = True) -> MambaStateShapes:
+        """``fused_conv``: q, k and v conv states in one tensor (SGLang 0.5.10 on); else three,
+        ``(K - 1, proj/tp)``, ``(K - 1, proj_k/tp)`` twice (same bytes)."""
         proj = _divide(self.num_heads * self.head_dim, tp, "KDA num_heads * head_dim")
         proj_k = _divide(self.num_k_heads * self.head_k_dim, tp, "KDA num_k_heads * head_k_dim")
-        conv = (self.conv_kernel - 1, proj + 2 * proj_k)
+        window = self.conv_kernel - 1
+        conv = ((window, proj + 2 * proj_k),) if fused_conv else ((window, proj), (window, proj_k), (window, proj_k))
         temporal = (_divide(self.num_heads, tp, "KDA num_heads"), self.head_dim, self.head_dim)
-        return MambaStateShapes((conv,), temporal, conv_window_axis=0)
+        return MambaStateShapes(conv, temporal, conv_window_axis=0)
 
 
 MambaMixer = Mamba2Mixer | Mamba1Mixer | KDAMixer
@@ -202,8 +205,11 @@ class MambaGeometry:
     def is_kda(self) -> bool:
         return self.mixer.kind is MixerKind.KDA
 
-    def state_shapes(self, tp: int) -> MambaStateShapes:
-        """Per-layer, per-slot shapes on a rank of linear-attention TP size ``tp``."""
+    def state_shapes(self, tp: int, *, fused_kda_conv: bool = True) -> MambaStateShapes:
+        """Per-layer, per-slot shapes on a rank of linear-attention TP size ``tp`` (``fused_kda_conv``:
+        :meth:`KDAMixer.state_shapes`)."""
+        if isinstance(self.mixer, KDAMixer):
+            return self.mixer.state_shapes(tp, fused_conv=fused_kda_conv)
         return self.mixer.state_shapes(tp)
 
     def mamba_cache_per_req(self, tp: int, conv_dtype: DType, ssm_dtype: DType) -> int:

@@ -48,12 +48,13 @@ def _with_defaults(cfg: ConfigDict) -> dict[str, Any]:
     return merged
 
 
-def derive_context_len(text: ConfigDict) -> int:
+def derive_context_len(text: ConfigDict, *, transformers4: bool = False) -> int:
     """First context key, times the rope factor unless the scaling is llama3-style
-    (hf_transformers.common.get_context_length)."""
+    (hf_transformers.common.get_context_length); ``transformers4``: as transformers 4 reads the config (SGLang up
+    to 0.5.9), which keeps a per-layer-type model's top-level rope factor."""
     factor: float = 1.0
     rope = text.get("rope_scaling")
-    if model_type_row(text.get("model_type")).rope_per_layer_type:
+    if model_type_row(text.get("model_type")).rope_per_layer_type and not transformers4:
         # transformers 5.19 keeps these rope parameters per attention type ({"sliding_attention":
         # ..., "full_attention": ...}): SGLang's get_context_length finds no top-level factor and
         # uses 1 (Gemma 3: 131072, not 8x; checked with the SGLang bridge)
@@ -74,6 +75,14 @@ def derive_context_len(text: ConfigDict) -> int:
             f"[1, {MAX_CONFIG_INT}]; fix {key} or rope_scaling.factor in config.json"
         )
     return context
+
+
+def _context_len_transformers4(text: ConfigDict) -> int | None:
+    """:attr:`ModelGeometry.context_len_transformers4`: set only where it differs."""
+    if not model_type_row(text.get("model_type")).rope_per_layer_type:
+        return None
+    old = derive_context_len(text, transformers4=True)
+    return old if old != derive_context_len(text) else None
 
 
 def total_num_kv_heads(text: ConfigDict, num_attention_heads: int) -> int:
@@ -250,6 +259,7 @@ def parse_base(root: ConfigDict) -> ModelGeometry:
         swa_v_head_dim=swa_v_head_dim,
         swa_total_num_kv_heads=swa_kv_heads,
         context_len=derive_context_len(text),
+        context_len_transformers4=_context_len_transformers4(text),
         model_dtype=model_dtype_of(root, text),
         attention_arch=AttentionArch.MLA if use_mla else AttentionArch.MHA,
         mla=_mla_dims(archs, text) if use_mla else None,

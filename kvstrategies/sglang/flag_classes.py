@@ -377,6 +377,9 @@ OLDER_NO_EFFECT = _names(
     --custom-sigquit-handler --debug-tensor-dump-inject --enable-piecewise-cuda-graph --hybrid-kvcache-ratio
     --enable-nan-detection --record-nolora-graph
     --ds-heavy-token-num --ds-sparse-decode-threshold --multi-item-scoring-delimiter
+    --disable-hicache-numa-detect --disaggregation-decode-dp --disaggregation-decode-tp --disaggregation-prefill-pp
+    --mm-max-concurrent-calls --mm-per-request-timeout --speculative-ngram-branch-length
+    --speculative-ngram-max-match-window-size --speculative-ngram-min-match-window-size
     """
 )
 #: an older release's spelling of a planned flag -> its planned spelling, from the ``ServerArgs`` renames

@@ -157,8 +157,9 @@ class PoolConfigurator(Strategy):
             swa_max_total_num_tokens=scaled(target_sizes.swa_max_total_num_tokens),
         )
 
-    def cap_max_running_requests(self, requests: int, sizes: PoolSizes) -> int:
-        """Further caps on ``max_running_requests`` (Mamba slots); none by default."""
+    def cap_max_running_requests(self, requests: int, sizes: PoolSizes, *, user_requests: int | None = None) -> int:
+        """Further caps on ``max_running_requests`` (Mamba slots); none by default. ``user_requests``: the
+        ``--max-running-requests`` a cap reads (default: the context's)."""
         return requests
 
     # ---- layout and build --------------------------------------------------------------

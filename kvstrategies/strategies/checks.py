@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from ..context import DeviceKind, KVCacheContext, is_hybrid_swa
-from ..core.releases import VLLM
+from ..core.releases import VLLM, ReleaseRule, span
 from ..errors import UnsupportedConfigurationError
+
+#: a draft model without Mamba layers (Nemotron-H's MTP head) is plain attention to SGLang; before, its config still
+#: made it Mamba-ish, so its attention KV sat in a HybridLinearKVPool
+DRAFT_WITHOUT_STATE_PLAIN = ReleaseRule(
+    "draft-without-state-plain",
+    span("0.5.10"),
+    "a Nemotron-H MTP draft without Mamba layers gets a plain MHA pool (before: a HybridLinearKVPool over the same "
+    "buffers)",
+    "sglang.srt.model_executor.model_runner.ModelRunner.mamba2_config (mtp_hybrid_override_pattern)",
+)
 
 
 def is_vllm(ctx: KVCacheContext) -> bool:
@@ -24,7 +34,8 @@ def uses_mamba_pools(ctx: KVCacheContext) -> bool:
     # a model SGLang serves only through its generic fallback (Jamba) is not Mamba-ish to SGLang: every
     # layer gets attention KV, no state (DefaultPoolConfigurator, ModelConfig.mambaish_config None)
     mamba = ctx.geometry.mamba
-    if mamba is None or mamba.sglang_generic_fallback or (ctx.is_draft_worker and mamba.draft_without_state):
+    plain_draft = ctx.is_draft_worker and mamba is not None and mamba.draft_without_state
+    if mamba is None or mamba.sglang_generic_fallback or (plain_draft and DRAFT_WITHOUT_STATE_PLAIN.holds(ctx.release)):
         return False
     return not is_hybrid_swa(ctx)
 

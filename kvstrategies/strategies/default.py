@@ -81,13 +81,20 @@ DSA_INDEXER_BY_LAYER = ReleaseRule(
 #: SGLang's name for the DSA (sparse MLA) KV pool class
 DSA_POOL_CLASS: ByRelease[str] = ByRelease(
     "sglang-class-dsa-pool",
-    (("0.5.10", "NSATokenToKVPool"), ("0.5.13", "DSATokenToKVPool")),
+    (("0.5.9", "NSATokenToKVPool"), ("0.5.13", "DSATokenToKVPool")),
     "SGLang's name for the DSA KV pool class",
     "sglang.srt.mem_cache.memory_pool.DSATokenToKVPool (NSATokenToKVPool to 0.5.12)",
     topic="sizing",
 )
 #: an EAGLE-family draft adds ``int(cell * D / L)`` to the cell; before, the cell became
 #: ``int(cell * (1 + D / L))`` (one float product; it can round one byte lower)
+#: the DSA pool takes any page size; before, ``NSATokenToKVPool`` asserts page 64 (and 0.5.9 builds it while sizing)
+DSA_POOL_ANY_PAGE = ReleaseRule(
+    "dsa-pool-any-page",
+    span("0.5.10"),
+    "the DSA pool takes the page size given (before: NSATokenToKVPool asserts page_size == 64)",
+    "sglang.srt.mem_cache.memory_pool.NSATokenToKVPool.__init__",
+)
 EAGLE_DRAFT_CELL_PRICED = ReleaseRule(
     "eagle-draft-cell-priced",
     span("0.5.14"),
@@ -235,6 +242,12 @@ class DefaultPoolConfigurator(PoolConfigurator):
                 f"kv_cache_dtype {self.ctx.kv_cache_dtype.name!r} (FP4) with DSA sparse attention "
                 f"({', '.join(geometry.architectures)}) is not supported: SGLang has no FP4 DSA pool; "
                 "use 'fp8_e4m3' or 'bf16'"
+            )
+        if geometry.dsa is not None and self.ctx.page_size != 64 and not DSA_POOL_ANY_PAGE.holds(self.ctx.release):
+            raise UnsupportedConfigurationError(
+                f"{self.ctx.release.label}'s NSATokenToKVPool asserts page_size == 64 "
+                f"(sglang.srt.mem_cache.memory_pool.NSATokenToKVPool.__init__), and init_memory_pool builds it "
+                f"while sizing: page {self.ctx.page_size} is refused; use --page-size 64 or a later --sglang-version"
             )
         layers = self.effective_num_layers
         row = self.mla_kv_cache_dim() if MLA_CELL_PRICES_POOL_ROW.holds(self.ctx.release) else geometry.mla.latent_dim

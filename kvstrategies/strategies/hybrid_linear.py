@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
 
-from ..context import DeviceKind, DisaggregationMode, KVCacheContext
+from ..context import DeviceKind, DisaggregationMode, KVCacheContext, SpecAlgorithm
 from ..core.dtypes import DType, KVRecipe
 from ..core.releases import ReleaseRule, span
 from ..core.sizing import PoolSizes
@@ -183,6 +183,44 @@ MAMBA_MAPPING_BY_REQUEST_ROWS = ReleaseRule(
     "rows (before: by the Mamba slot count it is handed)",
     "sglang.srt.mem_cache.memory_pool.HybridReqToTokenPool._init_mamba_pool",
 )
+#: the Mamba pool holds this pipeline stage's Mamba layers; before, every Mamba layer of the model
+MAMBA_POOL_STAGE_LAYERS = ReleaseRule(
+    "mamba-pool-stage-layers",
+    span("0.5.10"),
+    "the Mamba pool holds the stage's Mamba layers (before: every Mamba layer of the model, whatever the stage)",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._init_pools (mamba_layer_ids; "
+    "before: init_memory_pool, HybridReqToTokenPool without mamba_layer_ids)",
+)
+#: the PD decode role's Mamba pool is capped at its rows; before, the reserved slots plus the pre-allocated rows
+MAMBA_DECODE_SLOTS_CAPPED = ReleaseRule(
+    "mamba-decode-slots-capped",
+    span("0.5.10"),
+    "PD decode Mamba slots: min(K, R + pre_alloc) (before: K + pre_alloc)",
+    "sglang.srt.disaggregation.decode.HybridMambaDecodeReqToTokenPool.__init__",
+)
+#: the extra buffer's ping-pong slots follow the overlap scheduler; before, speculative decoding
+MAMBA_TRACKING_BY_OVERLAP = ReleaseRule(
+    "mamba-tracking-by-overlap",
+    span("0.5.10"),
+    "the Mamba extra buffer keeps 2 ping-pong slots a request under the overlap scheduler, else 1 (before: 2 "
+    "without speculative decoding, else 1)",
+    "sglang.srt.mem_cache.memory_pool.HybridReqToTokenPool.__init__; "
+    "model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._calculate_mamba_ratio (before: init_memory_pool)",
+)
+#: a KDA layer's q, k and v conv states are one tensor; before, three (the same bytes)
+KDA_FUSED_CONV_STATE = ReleaseRule(
+    "kda-fused-conv-state",
+    span("0.5.10"),
+    "a KDA layer's q / k / v conv states are one (K - 1, proj + 2 proj_k) tensor (before: three tensors)",
+    "sglang.srt.configs.mamba_utils.KimiLinearStateShape.create",
+)
+#: with speculation and attention DP the request pool is also capped at ``--max-running-requests // dp``
+MAMBA_SPEC_DP_REQUEST_CAP = ReleaseRule(
+    "mamba-spec-dp-request-cap",
+    span(last="0.5.9"),
+    "a Mamba hybrid with speculative decoding and attention DP caps its request pool at max_running_requests // dp",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.init_memory_pool",
+)
 #: the PD decode role's Mamba pool covers every request row with its tracking slots,
 #: ``max(K, (R + pre_alloc) * (1 + tracking))``; before, it is capped at the rows, ``min(K, R + pre_alloc)``
 MAMBA_DECODE_SLOTS_COVER_ROWS = ReleaseRule(
@@ -239,7 +277,10 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     @cached_property
     def local_mamba_layer_ids(self) -> tuple[int, ...]:
-        """Global ids of this stage's Mamba layers (the Mamba pool's layers)."""
+        """Global ids of this stage's Mamba layers (the Mamba pool's layers; every Mamba layer before
+        :data:`MAMBA_POOL_STAGE_LAYERS`)."""
+        if not MAMBA_POOL_STAGE_LAYERS.holds(self.ctx.release):
+            return tuple(self.mamba.mamba_layer_ids)
         start, end = self.layer_range
         return tuple(i for i in self.mamba.mamba_layer_ids if start <= i < end)
 
@@ -255,7 +296,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     @cached_property
     def state_shapes(self) -> MambaStateShapes:
         """Per-layer, per-slot shapes at the linear-attention TP size (= attention TP)."""
-        return self.mamba.state_shapes(self.ctx.parallel.attn_tp_size)
+        fused = KDA_FUSED_CONV_STATE.holds(self.ctx.release)
+        return self.mamba.state_shapes(self.ctx.parallel.attn_tp_size, fused_kda_conv=fused)
 
     @property
     def conv_dtype(self) -> DType:
@@ -320,6 +362,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             return 1
         skip_lock = self.ctx.knobs.mamba_skip_decode_lock
         base = 2 if skip_lock else 3
+        if self.extra_buffer and not MAMBA_TRACKING_BY_OVERLAP.holds(self.ctx.release):
+            return base + self.tracking_slots  # 0.5.9: the ping-pong slots, keyed on speculation
         if self.extra_buffer:
             lazy = self.radix_strategy == "extra_buffer_lazy"
             if not self.overlap_schedule:
@@ -508,12 +552,16 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             note += f", speculative scratch {int(budget.spec_scratch_gib * GIB):,} B"
         return note
 
-    def cap_max_running_requests(self, requests: int, sizes: PoolSizes) -> int:
+    def cap_max_running_requests(self, requests: int, sizes: PoolSizes, *, user_requests: int | None = None) -> int:
         """``min(R, max_mamba_cache_size // mamba_ratio)`` (KVCacheConfigurator.resolve_max_num_reqs)."""
         slots = sizes.max_mamba_cache_size
         if slots is None:
             return requests
         capped = min(requests, slots // self.mamba_ratio)
+        spec_dp = self.ctx.speculative.algorithm is not SpecAlgorithm.NONE and self.ctx.parallel.attn_dp_size > 1
+        user = self.ctx.scheduling.max_running_requests if user_requests is None else user_requests
+        if spec_dp and user is not None and MAMBA_SPEC_DP_REQUEST_CAP.holds(self.ctx.release):
+            capped = min(capped, user // self.ctx.parallel.attn_dp_size)
         if capped <= 0:
             raise InsufficientMemoryError(
                 "the hybrid (Mamba / linear-attention) state cache is too small to serve any request: "
@@ -559,8 +607,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             pre_alloc_size=pre_alloc,
             padding_row=REQ_PADDING_ROW.holds(release),
             mapping_rows=None if MAMBA_MAPPING_BY_REQUEST_ROWS.holds(release)
-            else self.decode_mamba_slots(requests + pre_alloc, slots) if decode else slots,
-            ping_pong_track_buffer_size=(2 if self.overlap_schedule else 1) if self.extra_buffer else None,
+            else self.decode_mamba_slots(requests, pre_alloc, slots) if decode else slots,
+            ping_pong_track_buffer_size=self.tracking_slots if self.extra_buffer else None,
             pool_class="HybridMambaDecodeReqToTokenPool" if decode else "HybridReqToTokenPool",
             generation_counter=REQ_GENERATION_COUNTER.holds(self.ctx.release),
             ping_pong_dtype=DType.INT64 if MAMBA_PING_PONG_INT64.holds(self.ctx.release) else DType.INT32,
@@ -589,9 +637,9 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         if self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE:
             # HybridMambaDecodeReqToTokenPool (SGLang disaggregation.decode): the pre-allocated rows
             # get state too; slots = max(K, (R + pre_alloc) * (1 + tracking slots))
-            rows = requests + req_to_token_pre_alloc(self.ctx, requests)
-            slots = self.decode_mamba_slots(rows, slots)
-            spec_state_size = rows
+            pre_alloc = req_to_token_pre_alloc(self.ctx, requests)
+            slots = self.decode_mamba_slots(requests, pre_alloc, slots)
+            spec_state_size = requests + pre_alloc
         return (
             mamba_pool_layout(
                 size=slots,
@@ -609,14 +657,25 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             ),
         )
 
-    def decode_mamba_slots(self, rows: int, slots: int) -> int:
-        """The PD decode role's Mamba slots for ``rows`` request rows (pre-allocated ones included) and
-        ``slots`` reserved (HybridMambaDecodeReqToTokenPool): ``max(K, rows * (1 + tracking))``, where
-        tracking is the extra buffer's 2 (overlap) or 1 slots; before 0.5.11 ``min(K, rows)``
-        (:data:`MAMBA_DECODE_SLOTS_COVER_ROWS`)."""
+    @property
+    def tracking_slots(self) -> int:
+        """The extra buffer's ping-pong slots a request: 2 under the overlap scheduler, else 1; up to 0.5.9 2
+        without speculative decoding, else 1 (:data:`MAMBA_TRACKING_BY_OVERLAP`)."""
+        if not MAMBA_TRACKING_BY_OVERLAP.holds(self.ctx.release):
+            return 1 if self.ctx.speculative.algorithm is not SpecAlgorithm.NONE else 2
+        return 2 if self.overlap_schedule else 1
+
+    def decode_mamba_slots(self, requests: int, pre_alloc: int, slots: int) -> int:
+        """The PD decode role's Mamba slots for ``requests`` plus ``pre_alloc`` pre-allocated rows and ``slots``
+        reserved (HybridMambaDecodeReqToTokenPool): ``max(K, rows * (1 + tracking))`` with the extra buffer's
+        tracking slots; 0.5.10 ``min(K, rows)`` (:data:`MAMBA_DECODE_SLOTS_COVER_ROWS`); up to 0.5.9 ``K +
+        pre_alloc`` (:data:`MAMBA_DECODE_SLOTS_CAPPED`)."""
+        rows = requests + pre_alloc
+        if not MAMBA_DECODE_SLOTS_CAPPED.holds(self.ctx.release):
+            return slots + pre_alloc
         if not MAMBA_DECODE_SLOTS_COVER_ROWS.holds(self.ctx.release):
             return min(slots, rows)
-        tracking = (2 if self.overlap_schedule else 1) if self.extra_buffer else 0
+        tracking = self.tracking_slots if self.extra_buffer else 0
         return max(slots, rows * (1 + tracking))
 
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:

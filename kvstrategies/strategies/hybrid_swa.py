@@ -322,6 +322,19 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         (``calculate_pool_sizes_from_max_tokens``)."""
         return self.solve(max_total_num_tokens, page_size)
 
+    def derive_draft_sizes(self, target_sizes: PoolSizes) -> PoolSizes:
+        """The target's sizes; before :data:`DRAFT_ADOPTS_TARGET_SPLIT` (0.5.9) the draft re-splits the target's full
+        count with its own layers (:meth:`solve`)."""
+        adopted = super().derive_draft_sizes(target_sizes)
+        if DRAFT_ADOPTS_TARGET_SPLIT.holds(self.ctx.release) or not self.ctx.is_draft_worker:
+            return adopted
+        split = self.solve(adopted.max_total_num_tokens, self.ctx.page_size)
+        return adopted.replace(
+            max_total_num_tokens=split.max_total_num_tokens,
+            full_max_total_num_tokens=split.full_max_total_num_tokens,
+            swa_max_total_num_tokens=split.swa_max_total_num_tokens,
+        )
+
     def solve(self, tokens: int, page_size: int) -> PoolSizes:
         """Split ``tokens`` (full tokens; SWA tokens when all-SWA) into the two pools.
 
@@ -334,9 +347,12 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
             require_positive_tokens(swa)
             return PoolSizes(max_total_num_tokens=swa, full_max_total_num_tokens=0, swa_max_total_num_tokens=swa)
         full = align_down(tokens, page_size)
+        swa_of = full
         if not HYBRID_SWA_RATIO_CELL.holds(self.ctx.release):
-            full = align_down(self.resplit_full_tokens(full), page_size)
-        swa = align_down(int(full * self.ratio), page_size)
+            resplit = self.resplit_full_tokens(full)
+            full = align_down(resplit, page_size)
+            swa_of = full if SWA_FROM_ALIGNED_FULL.holds(self.ctx.release) else resplit
+        swa = align_down(int(swa_of * self.ratio), page_size)
         if SWA_ADMISSION_FLOOR.holds(self.ctx.release):
             validate_swa_pool_size(swa, self.sliding_window_size, page_size)
         require_positive_tokens(full)
@@ -364,9 +380,10 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
                 "hybrid SWA on an Ascend NPU is built only for MHA models without Mamba layers "
                 "(as SGLang 0.5.23 builds it); this model is MLA or Mamba-hybrid"
             )
-        if full == 0 and self.ctx.page_size != 1:
+        if full == 0 and self.ctx.page_size != 1 and not self.ctx.is_draft_worker:
             # KVCacheConfigurator._build_token_to_kv_pool_allocator: an all-SWA pool gets PureSWATokenToKVPoolAllocator,
-            # which SGLang asserts to page 1; the sizes stand, the pool cannot be served.
+            # which SGLang asserts to page 1; the sizes stand, the pool cannot be served. A draft worker builds no
+            # allocator (it registers with the target's): an all-SWA draft split (up to 0.5.9) is built.
             raise UnsupportedConfigurationError(
                 f"an all-SWA model is served by SGLang's PureSWATokenToKVPoolAllocator, which needs "
                 f"page_size 1 (got {self.ctx.page_size}); set page_size to 1"
@@ -525,6 +542,24 @@ HYBRID_SWA_RATIO_CELL = ReleaseRule(
     "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator "
     "(before: model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._resolve_hybrid_swa_tokens)",
 )
+SWA_FROM_ALIGNED_FULL = ReleaseRule(
+    "swa-from-aligned-full",
+    span("0.5.10"),
+    "the SWA pool is the ratio of the page-aligned full pool (before: of the unaligned full count, "
+    "swa = align(int(int(total / denominator) * r)))",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._resolve_hybrid_swa_tokens "
+    "(before: set_num_tokens_hybrid_swa)",
+)
+#: a hybrid-SWA draft worker takes the target's full and SWA counts; before, it re-splits the target's full count
+#: with its own layers (``set_num_tokens_hybrid_swa`` on ``draft_runner_cache_size``)
+DRAFT_ADOPTS_TARGET_SPLIT = ReleaseRule(
+    "draft-adopts-target-split",
+    span("0.5.10"),
+    "a hybrid-SWA draft worker adopts the target's full / SWA pool sizes (before: it re-splits the target's full "
+    "count with its own layers)",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.init_memory_pool "
+    "(draft_runner_cache_size, set_num_tokens_hybrid_swa)",
+)
 SWA_ADMISSION_FLOOR = ReleaseRule(
     "swa-admission-floor",
     span("0.5.16"),
@@ -580,7 +615,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
     family: ClassVar[str] = "hybrid-swa-chunk-cap"
     sglang_configurator: ClassVar[str | ByRelease[str]] = ByRelease(
         "sglang-class-swa-request-cap",
-        (("0.5.10", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
+        (("0.5.9", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
         "SGLang's name for the request-capped hybrid-SWA configurator",
         "sglang.srt.model_executor.pool_configurator.SWARequestCapPoolConfigurator (SWAChunkCap... to 0.5.21)",
         topic="sizing",

@@ -215,14 +215,34 @@ USER_REQUESTS_CAPPED_AT_HALF_TOKENS = ReleaseRule(
 )
 
 
-def estimated_max_running_requests(total_tokens: int, ctx: KVCacheContext) -> int:
+#: the request pool is sized from the resolved token count; before, ``init_memory_pool`` sized it from the profiled
+#: count (before the user cap, the page alignment and the hybrid-SWA split), without the ``T // 2`` cap, and took an
+#: explicit ``--max-running-requests`` as it is
+REQUESTS_FROM_RESOLVED_TOKENS = ReleaseRule(
+    "requests-from-resolved-tokens",
+    span("0.5.10"),
+    "the request pool is sized from the resolved tokens: min(clamp(int(T / C * 512), 2048, 4096), T // 2), an explicit "
+    "count divided by attention DP (before: clamp(int(P / C * 512), 2048, 4096) of the profiled count P, an explicit "
+    "count as given)",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._resolve_max_num_reqs "
+    "(before: init_memory_pool)",
+)
+
+
+def estimated_max_running_requests(total_tokens: int, ctx: KVCacheContext, profiled_tokens: int | None = None) -> int:
     """``resolve_max_num_reqs`` before any Mamba cap (KVCacheConfigurator.resolve_max_num_reqs).
 
     ``est = clamp(int(T / C * 512), 2048, 4096)`` (float, truncated); an explicit
     ``--max-running-requests`` bypasses the clamp and is divided by attention DP;
     either way at most ``T // 2`` (before :data:`USER_REQUESTS_CAPPED_AT_HALF_TOKENS`, an explicit count is capped at
-    the estimate instead).
+    the estimate instead). Before :data:`REQUESTS_FROM_RESOLVED_TOKENS` (0.5.9): ``clamp(int(P / C * 512), 2048,
+    4096)`` of the profiled count ``P`` (``profiled_tokens``; ``T`` when not given), an explicit count as it is.
     """
+    if not REQUESTS_FROM_RESOLVED_TOKENS.holds(ctx.release):
+        if ctx.scheduling.max_running_requests is not None:
+            return ctx.scheduling.max_running_requests
+        tokens = total_tokens if profiled_tokens is None else profiled_tokens
+        return max(min(int(tokens / context_len(ctx) * 512), 4096), 2048)
     estimate = int(total_tokens / context_len(ctx) * 512)
     estimate = max(min(estimate, 4096), 2048)
     requested = ctx.scheduling.max_running_requests

@@ -83,13 +83,28 @@ def apply_token_constraints(
     return sizes_for_max_tokens(configurator, target, reservation)
 
 
-def finalize(configurator: PoolConfigurator, sizes: PoolSizes, max_running_requests: int | None = None) -> PoolSizes:
+def profiled_token_count(configurator: PoolConfigurator, reservation: StateReservation) -> int:
+    """The count ``profile_max_num_token`` measures: ``kv_available_bytes // cell`` (before any cap, alignment or
+    split); up to SGLang 0.5.9 the request pool is sized from it
+    (:data:`.request_math.REQUESTS_FROM_RESOLVED_TOKENS`)."""
+    cell = configurator.cell_size_bytes
+    return int(reservation.kv_available_bytes // cell) if cell else 0
+
+
+def finalize(
+    configurator: PoolConfigurator,
+    sizes: PoolSizes,
+    max_running_requests: int | None = None,
+    *,
+    profiled_tokens: int | None = None,
+) -> PoolSizes:
     """Steps 5-6: ``max_running_requests`` (KVCacheConfigurator.resolve_max_num_reqs), strategy caps, then finalise.
 
-    An explicit ``max_running_requests`` (what-if layouts) is used as the per-worker count.
+    An explicit ``max_running_requests`` (what-if layouts) is used as the per-worker count; ``profiled_tokens`` is
+    what the requests are sized from up to SGLang 0.5.9 (:func:`profiled_token_count`).
     """
     if max_running_requests is None:
-        requests = estimated_max_running_requests(sizes.max_total_num_tokens, configurator.ctx)
+        requests = estimated_max_running_requests(sizes.max_total_num_tokens, configurator.ctx, profiled_tokens)
     else:
         requests = max_running_requests
     requests = configurator.cap_max_running_requests(requests, sizes)
@@ -126,5 +141,5 @@ def resolve(ctx: KVCacheContext, available_bytes: int, *, pp_sync: bool = True) 
         max_total_tokens=ctx.scheduling.max_total_tokens,
         pp_min=pp_min,
     )
-    final = finalize(configurator, constrained)
+    final = finalize(configurator, constrained, profiled_tokens=profiled_token_count(configurator, reservation))
     return Resolution(configurator, available_bytes, reservation, profiled, final, pp_min)

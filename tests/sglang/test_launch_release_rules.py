@@ -20,8 +20,8 @@ from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchRes
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 RTX4090 = lookup_gpu("RTX-4090")
-R = {v: parse_release(v) for v in ("0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17",
-                                    "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
+R = {v: parse_release(v) for v in ("0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16",
+                                    "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
 
 
 def facts(preset: str) -> LaunchModelFacts:
@@ -584,6 +584,60 @@ def test_dflash_is_left_unresolved_by_0_5_10() -> None:
     old, new = resolve("llama-3.1-8b", H200, "0.5.10", **dflash), resolve("llama-3.1-8b", H200, "0.5.11", **dflash)
     assert (old.max_running_requests, old.speculative_num_steps) == (None, None)
     assert (new.max_running_requests, new.speculative_num_steps) == (48, 1)
+
+
+# ---- SGLang 0.5.9 -> 0.5.10 -----------------------------------------------------------------------------------------
+
+
+def test_piecewise_graph_is_opt_in_up_to_0_5_9() -> None:
+    """Llama-3.1-8B on H200: 0.5.9's piecewise prefill graph needs ``--enable-piecewise-cuda-graph``, so
+    ``_handle_gpu_memory_settings`` reserves no ``8 x 58`` MiB for it: R = 512 + 1.5 x 8192 + 2 x 256 + 1/8 x 1024
+    = 13,440 MiB -> round(130,331 / 143,771, 3) = 0.907; 0.5.10 keeps the graph: 13,904 -> 0.903. With EAGLE 0.5.9
+    adds a 2,048 MiB draft reserve (15,488 -> 0.892), 0.5.10 4,096 (and turns the graph off: 17,536 -> 0.878)."""
+    old, new = resolve("llama-3.1-8b", H200, "0.5.9"), resolve("llama-3.1-8b", H200, "0.5.10")
+    assert (old.prefill_cuda_graph, new.prefill_cuda_graph) == ("disabled", "tc_piecewise")
+    assert (old.reserved_mib, old.mem_fraction_static) == (512 + 12_288 + 512 + 128, 0.907)
+    assert (new.reserved_mib, new.mem_fraction_static) == (13_440 + 8 * 58, 0.903)
+    eagle = {"speculative_algorithm": "EAGLE"}
+    old_e, new_e = resolve("llama-3.1-8b", H200, "0.5.9", **eagle), resolve("llama-3.1-8b", H200, "0.5.10", **eagle)
+    assert (old_e.reserved_mib, old_e.mem_fraction_static) == (13_440 + 2048, 0.892)
+    assert (new_e.reserved_mib, new_e.mem_fraction_static) == (13_440 + 4096, 0.878)
+
+
+def test_gpt_oss_on_trtllm_turns_hybrid_swa_memory_off_up_to_0_5_9() -> None:
+    """GPT-OSS-120B on B200 takes trtllm_mha; 0.5.9's ``_handle_model_specific_adjustments`` then disables hybrid-SWA
+    memory (no SWA index translation in that backend yet); 0.5.10 keeps it."""
+    old, new = resolve("gpt-oss-120b", B200, "0.5.9"), resolve("gpt-oss-120b", B200, "0.5.10")
+    assert old.attention_backend == new.attention_backend == "trtllm_mha"
+    assert (old.disable_hybrid_swa_memory, new.disable_hybrid_swa_memory) == (True, False)
+    assert resolve("gpt-oss-120b", H200, "0.5.9").disable_hybrid_swa_memory is False  # fa3 on Hopper
+
+
+def test_dsa_fp8_keeps_the_hopper_backends_on_sm100_up_to_0_5_9() -> None:
+    """DeepSeek-V3.2 fp8 KV on B200: 0.5.9's ``_set_default_nsa_backends`` has no SM 10 branch for fp8
+    (flashmla_auto / flashmla_kv); 0.5.10 takes trtllm for both."""
+    old = resolve("deepseek-v3.2", B200, "0.5.9", 8, kv_cache_dtype="fp8_e4m3")
+    new = resolve("deepseek-v3.2", B200, "0.5.10", 8, kv_cache_dtype="fp8_e4m3")
+    assert (old.dsa_prefill_backend, old.dsa_decode_backend) == ("flashmla_auto", "flashmla_kv")
+    assert (new.dsa_prefill_backend, new.dsa_decode_backend) == ("trtllm", "trtllm")
+
+
+def test_no_buffer_mamba_speculation_turns_the_radix_cache_off_up_to_0_5_9() -> None:
+    """Falcon-H1 with EAGLE (no_buffer Mamba radix cache): 0.5.9's ``_handle_mamba_radix_cache`` turns the radix
+    cache off; 0.5.10 refuses the launch on CUDA."""
+    assert resolve("falcon-h1-7b", H200, "0.5.9", 4, speculative_algorithm="EAGLE").disable_radix_cache is True
+    with pytest.raises(KVCacheConfigError, match="not compatible with the radix cache"):
+        resolve("falcon-h1-7b", H200, "0.5.10", 4, speculative_algorithm="EAGLE")
+
+
+def test_qwen3_next_is_triton_on_sm100_up_to_0_5_9() -> None:
+    """Qwen3-Next TP 8 on B200 with the extra-buffer Mamba strategy (page 1 not needed): 0.5.10 takes trtllm_mha
+    (page 64); 0.5.9's override names triton whatever the launch."""
+    extra = {"mamba_radix_cache_strategy": "extra_buffer"}
+    old = resolve("qwen3-next-80b-a3b", B200, "0.5.9", 8, **extra)
+    new = resolve("qwen3-next-80b-a3b", B200, "0.5.10", 8, **extra)
+    assert (old.attention_backend, new.attention_backend) == ("triton", "trtllm_mha")
+    assert new.page_size == 64
 
 
 def test_unknown_capacity_fraction_per_release() -> None:

@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.10", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.9", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.9", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.8", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.10, 0\.5\.11.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.9, 0\.5\.10.*0\.5\.23"):
         parse_release(text)
 
 
@@ -986,3 +986,137 @@ def test_gemma4_configs_load_from_0_5_11() -> None:
     with pytest.raises(UnsupportedConfigurationError, match=r"model_type 'gemma4'.*transformers 5\.3\.0"):
         _case(name, "0.5.10")
     assert plan_case(_case(name, "0.5.11")).sizes.max_total_num_tokens > 0
+
+
+# ---- SGLang 0.5.9 -> 0.5.10 (init_memory_pool sizes and builds in one method) ----------------------------------------
+
+
+def test_swa_pool_from_the_unaligned_full_count_up_to_0_5_9() -> None:
+    """gpt-oss-20b bf16, page 16, 1 GiB + 1 B (12 full + 12 SWA layers, 2,048 B a layer each): capacity
+    ``align(1,073,741,825 // 49,152) = 21,840``, full count ``int(21,840 x 49,152 / (24,576 + 0.8 x 2,048 x 12)) =
+    24,266``. 0.5.9's ``set_num_tokens_hybrid_swa`` takes the SWA pool from that count, ``align(int(24,266 x 0.8)) =
+    19,408``; 0.5.10's ``_resolve_hybrid_swa_tokens`` from the aligned full pool, ``align(int(24,256 x 0.8)) =
+    19,392``. Both keep ``align(24,266) = 24,256`` full tokens."""
+    name = "bridge-small-budget-gpt-oss-20b-tp1-bf16-p16"
+    old, new = plan_case(_case(name, "0.5.9")), plan_case(_case(name, "0.5.10"))
+    capacity = 1_073_741_825 // 49_152 // 16 * 16
+    count = int(capacity * 49_152 / (24_576 + 0.8 * 2048 * 12))
+    assert (capacity, count) == (21_840, 24_266)
+    assert old.sizes.full_max_total_num_tokens == new.sizes.full_max_total_num_tokens == count // 16 * 16
+    assert old.sizes.swa_max_total_num_tokens == int(count * 0.8) // 16 * 16 == 19_408
+    assert new.sizes.swa_max_total_num_tokens == int(24_256 * 0.8) // 16 * 16 == 19_392
+
+
+def test_requests_from_the_profiled_count_up_to_0_5_9() -> None:
+    """0.5.9's ``init_memory_pool`` sizes the request pool from the profiled count, before the hybrid split:
+    gpt-oss-120b TP 1, 50 GiB, cell 73,728 (0.5.9: ``F*18 + S*18``, 2,048 B each): ``50 GiB // 73,728 = 728,177``
+    -> ``int(728,177 / 131,072 x 512) = 2,844`` (within [2048, 4096]); 0.5.10 from the split full pool
+    (809,024 tokens): ``int(809,024 / 131,072 x 512) = 3,160``. An explicit 4,096 with 6,000 tokens (Llama-3.1-8B):
+    0.5.9 takes it as it is, 0.5.10 caps it at the clamped estimate 2,048."""
+    name = "swa-gpt-oss-120b-tp1-bf16-p64"
+    old, new = plan_case(_case(name, "0.5.9")), plan_case(_case(name, "0.5.10"))
+    profiled = 50 * GIB // 73_728
+    assert old.cell_size_bytes == new.cell_size_bytes == 73_728
+    assert old.sizes.max_running_requests == int(profiled / 131_072 * 512) == 2_844
+    assert new.sizes.max_running_requests == int(809_024 / 131_072 * 512) == 3_160
+    capped = "edge-mrr-cap-llama-3.1-8b-tp1-bf16-p1-mrr4096"
+    assert plan_case(_case(capped, "0.5.9")).sizes.max_running_requests == 4096
+    assert plan_case(_case(capped, "0.5.10")).sizes.max_running_requests == 2048
+
+
+def test_mamba_pool_holds_every_mamba_layer_up_to_0_5_9() -> None:
+    """Qwen3-Next (36 linear-attention layers of 48) PP 2, rank 1: 0.5.9's ``HybridReqToTokenPool`` gets no
+    ``mamba_layer_ids`` and holds all 36; 0.5.10 this stage's 18."""
+    name = "bridge-pp2-rank1-qwen3-next-80b-a3b-tp2-bf16-p64"
+    old, new = _shapes(plan_case(_case(name, "0.5.9"))), _shapes(plan_case(_case(name, "0.5.10")))
+    assert old["mamba.conv[0]"][0] == 36 and new["mamba.conv[0]"][0] == 18
+    assert old["mamba.temporal"][0] == 36 and new["mamba.temporal"][0] == 18
+
+
+def test_speculative_attention_dp_caps_the_request_pool_up_to_0_5_9() -> None:
+    """Qwen3-Next TP 4, attention DP 2, MTP: 0.5.9's ``init_memory_pool`` also caps the request pool at
+    ``--max-running-requests // dp``. The what-if pool of 8 requests: ``min(8, 24 // 3, 8 // 2) = 4`` in 0.5.9, 8 in
+    0.5.10 (which sizes a given count as it is)."""
+    name = "release-mamba-dp-qwen3-next-80b-a3b-tp4-dp2-bf16-p64-mrr5-mtp"
+    assert plan_case(_case(name, "0.5.9")).pool_sizes.max_running_requests == 4
+    assert plan_case(_case(name, "0.5.10")).pool_sizes.max_running_requests == 8
+
+
+def test_hybrid_swa_draft_resplits_the_target_count_up_to_0_5_9() -> None:
+    """gpt-oss-20b EAGLE draft (one full, one SWA layer, fp8 TP 4: 4 x 128 x 1 B = 512 B a layer each), the target's
+    what-if full pool 4,544 tokens: 0.5.9's draft takes it as ``draft_runner_cache_size`` and re-splits it with its
+    own layers, ``int(4,544 x 1,024 / (512 + 0.8 x 512)) = 5,048`` -> 4,992 full (page 64) and ``int(5,048 x 0.8) =
+    4,038`` -> 4,032 SWA; 0.5.10 adopts the target's 4,544 / 3,584."""
+    name = "bridge-swa-draft-eagle-gpt-oss-20b-tp4-fp8-p64-d2"
+    old, new = plan_case(_case(name, "0.5.9")), plan_case(_case(name, "0.5.10"))
+    count = int(4544 * 1024 / (512 + 0.8 * 512))
+    assert count == 5048
+    assert (old.pool_sizes.full_max_total_num_tokens, old.pool_sizes.swa_max_total_num_tokens) == (
+        count // 64 * 64, int(count * 0.8) // 64 * 64)
+    assert (new.pool_sizes.full_max_total_num_tokens, new.pool_sizes.swa_max_total_num_tokens) == (4544, 3584)
+
+
+def test_kda_conv_state_is_three_tensors_up_to_0_5_9() -> None:
+    """Kimi-Linear TP 4 (32 heads x 128 for q, k and v): 0.5.9's ``KimiLinearStateShape.create`` keeps three conv
+    states of ``(K - 1, 4,096 / 4)`` = (3, 1,024) a layer; 0.5.10 one of (3, 3 x 1,024). The bytes are the same."""
+    name = "hybrid-linear-kimi-linear-48b-a3b-tp4-fp8-p64"
+    old, new = _shapes(plan_case(_case(name, "0.5.9"))), _shapes(plan_case(_case(name, "0.5.10")))
+    assert [old[f"mamba.conv[{i}]"][2:] for i in range(3)] == [(3, 1024)] * 3
+    assert new["mamba.conv[0]"][2:] == (3, 3072) and "mamba.conv[1]" not in new
+
+
+def test_decode_mamba_pool_adds_the_pre_allocated_rows_up_to_0_5_9() -> None:
+    """PD decode, 16 requests, 48 slots reserved: 0.5.9's ``HybridMambaDecodeReqToTokenPool`` holds ``48 + 32``
+    pre-allocated rows = 80 slots (81 with the padding slot), its mapping sized by them; 0.5.10 ``min(48, 48) = 48``."""
+    name = "bridge-pd-decode-qwen3-next-80b-a3b-tp4-bf16-p64-mrr16"
+    old, new = _shapes(plan_case(_case(name, "0.5.9"))), _shapes(plan_case(_case(name, "0.5.10")))
+    assert old["mamba.temporal"][1] == 48 + 32 + 1 and old["req_index_to_mamba_index_mapping"] == (80,)
+    assert new["mamba.temporal"][1] == 48 + 1 and new["req_index_to_mamba_index_mapping"] == (48,)
+
+
+def test_extra_buffer_tracking_follows_speculation_up_to_0_5_9() -> None:
+    """Nemotron-H 8B with the Mamba extra buffer and the overlap scheduler off: 0.5.10 keeps 1 ping-pong slot a
+    request (overlap off), ratio ``3 + 1 = 4``; 0.5.9 keys the slots on speculation (none: 2), ratio ``3 + 2 = 5``,
+    so its what-if pool of 8 requests and 24 slots serves ``24 // 5 = 4``."""
+    name = "hybrid-linear-nemotron-h-8b-tp2-bf16-p64-extra-buffer"
+    old = _overridden(name, "0.5.9", disable_overlap_schedule=True)
+    new = _overridden(name, "0.5.10", disable_overlap_schedule=True)
+    assert (old.configurator.tracking_slots, old.configurator.mamba_ratio) == (2, 5)
+    assert (new.configurator.tracking_slots, new.configurator.mamba_ratio) == (1, 4)
+    assert _shapes(old)["req_index_to_mamba_ping_pong_track_buffer_mapping"][1] == 2
+    assert old.pool_sizes.max_running_requests == 24 // 5
+
+
+def test_dsa_pool_asserts_page_64_up_to_0_5_9() -> None:
+    """0.5.9's ``NSATokenToKVPool.__init__`` asserts ``page_size == 64`` (built while sizing): page 128 is refused in
+    the sizing; 0.5.10 sizes it (its layout then needs the index page SGLang's launch forces)."""
+    from kvstrategies.api import size_plan
+
+    case = _case("edge-dsa-kpool-compress-deepseek-v3.2-tp8-fp8-p128", "0.5.9")
+    with pytest.raises(UnsupportedConfigurationError, match=r"NSATokenToKVPool asserts page_size == 64"):
+        size_plan(case.settings, case.available_bytes)
+    newer = _case("edge-dsa-kpool-compress-deepseek-v3.2-tp8-fp8-p128", "0.5.10")
+    assert size_plan(newer.settings, newer.available_bytes).sizes.max_total_num_tokens > 0
+
+
+def test_nemotron_h_mtp_draft_is_mamba_ish_up_to_0_5_9() -> None:
+    """Nemotron-H's MTP draft has no Mamba layers: 0.5.10's ``ModelRunner.mamba2_config`` returns None for it (plain
+    ``MHATokenToKVPool``); 0.5.9 still builds a ``HybridLinearKVPool`` over the same buffers."""
+    name = "bridge-draft-eagle-nemotron-h-56b-tp2-pp3-fp8-p256-mtp-attention"
+    old, new = plan_case(_case(name, "0.5.9")), plan_case(_case(name, "0.5.10"))
+    assert old.layout.pools[-1].pool_class == "HybridLinearKVPool"
+    assert new.layout.pools[-1].pool_class == "MHATokenToKVPool"
+
+
+def test_transformers_4_configs_up_to_0_5_9() -> None:
+    """transformers 4.57.1 (0.5.9's pin): Gemma 3 keeps its top-level rope factor 8, so the context is 131,072 x 8
+    (request rows of 1,048,576 + 4); Mistral's config class leaves head_dim None (refused as SGLang's TypeError);
+    MiniMax-M2 configs do not load."""
+    gemma = "default-gemma-3-27b-tp1-bf16-p1"
+    assert _shapes(plan_case(_case(gemma, "0.5.9")))["req_to_token"][1] == 131_072 * 8 + 4
+    assert _shapes(plan_case(_case(gemma, "0.5.10")))["req_to_token"][1] == 131_072 + 4
+    with pytest.raises(UnsupportedConfigurationError, match=r"'mistral' config.json without head_dim.*4\.57\.1"):
+        _case("default-mistral-7b-tp1-bf16-p1", "0.5.9")
+    with pytest.raises(UnsupportedConfigurationError, match=r"model_type 'minimax_m2'"):
+        _case("default-minimax-m2.5-tp1-bf16-p1", "0.5.9")
+    assert plan_case(_case("default-mistral-7b-tp1-bf16-p1", "0.5.10")).sizes.max_total_num_tokens > 0

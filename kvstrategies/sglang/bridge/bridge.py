@@ -42,7 +42,7 @@ from ..server_arguments import RENAMED_SERVER_ARGUMENTS
 from . import compat, hosts
 from .bridge_releases import BridgeRelease
 from .hosts import ConfiguratorHost, RunnerHost
-from .profiled import RunnerProfile
+from .profiled import InitRunnerHost, RunnerProfile
 from .runtime import cuda_platform_facts, installed_release, platform_override, quiet_stdout
 
 COMPARED_KEYS: tuple[str, ...] = (
@@ -579,6 +579,8 @@ def _sized(
 def _configurator(row: BridgeRelease, host: ConfiguratorHost | RunnerHost) -> Any:
     """SGLang's pool configurator for the host (``create_memory_pool_configurator``); up to 0.5.10, the
     ModelRunner's inline sizing behind the same two entry points (:class:`.profiled.RunnerProfile`)."""
+    if isinstance(host, InitRunnerHost):
+        return host.profile
     if not row.pool_configurator:
         return RunnerProfile(host.source)
     pool_mod = importlib.import_module("sglang.srt.model_executor.pool_configurator")
@@ -773,7 +775,7 @@ def _runner_host(case: Mapping[str, Any], folder: str, sa: Any) -> tuple[RunnerH
         eagle_draft_num_layers=None if dflash else draft_layers,
         dflash_draft_num_layers=draft_layers if dflash else None,
     )  # fmt: skip
-    return RunnerHost(runner), hf
+    return (RunnerHost if installed_release().resolution_steps else InitRunnerHost)(runner), hf
 
 
 def _derived_dict(derived: Any, slots: int | None) -> dict[str, Any]:
@@ -823,6 +825,8 @@ def _cell(configurator: Any) -> int | float:
 
 
 def _finalised(row: BridgeRelease, configurator: Any, host: ConfiguratorHost | RunnerHost, config: Any) -> Any:
+    if isinstance(host, InitRunnerHost):  # 0.5.9 sizes its request pool with the tokens
+        return config
     config.max_running_requests = host.resolve_max_num_reqs(config.max_total_num_tokens)
     return compat.finalize_pool_config(row, configurator, config)
 
@@ -897,7 +901,10 @@ def _build(
     seen.update(pool_views)
     req = None if req_buffers is None else {
         "pool_class": type(req_pool).__name__, "buffers": req_buffers + view_bases(req_views, seen)}
-    return {"token_to_kv_pool_class": type(pool).__name__, "pools": pools, "req_to_token_pool": req}
+    out = {"token_to_kv_pool_class": type(pool).__name__, "pools": pools, "req_to_token_pool": req}
+    if isinstance(sized.host, InitRunnerHost):  # 0.5.9 re-derives the sizes it builds for (caps, a draft's split)
+        out["pool_sizes"] = _sizes_dict(sized.host.built_sizes(), sized.host, mamba_slots)
+    return out
 
 
 def env_of(case: Mapping[str, Any]) -> dict[str, str]:

@@ -93,6 +93,9 @@ class BridgeRelease:
     #: CUDA kernel modules the release imports at module load on every platform, given stand-ins
     #: (0.5.10: ``mem_cache/memory_pool_host`` imports ``sgl_kernel.kvcacheio``; 0.5.11 guards it)
     kernel_stubs: tuple[str, ...] = ()
+    #: ``ModelRunnerKVCacheMixin`` resolves the pool sizes in steps (0.5.10: ``_resolve_memory_pool_config``,
+    #: then ``_apply_memory_pool_config`` builds); before, ``init_memory_pool`` sizes and builds in one method
+    resolution_steps: bool = True
 
     @property
     def release(self) -> EngineRelease:
@@ -103,6 +106,10 @@ _OLD_XGRAMMAR = ("xgrammar==0.2.1",)
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
 BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
+    BridgeRelease("0.5.9", "4.57.1", ("xgrammar==0.1.27",), configurator=False, platform_override=False,
+                  schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
+                  context_server_args=False, finalize_step=False, runtime_context=False,
+                  pool_configurator=False, kernel_stubs=("sgl_kernel.kvcacheio",), resolution_steps=False),  # fmt: skip
     BridgeRelease("0.5.10", "5.3.0", ("xgrammar==0.1.32",), configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
                   context_server_args=False, finalize_step=False, runtime_context=False,

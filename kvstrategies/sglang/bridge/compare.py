@@ -19,6 +19,7 @@ from ...golden.diff import diff_buffers, diff_documents
 from ...models.architectures import model_type_row
 from ...strategies.default import ZERO_KV_RULE
 from ...strategies.hybrid_linear import MAMBA_SPEC_STATE_JOINT  # the same change added SGLang's zero-slot check
+from ...strategies.request_math import REQUESTS_FROM_RESOLVED_TOKENS
 
 #: SGLang pools also hold tables of raw data pointers and strides for their kernels
 #: (``k_data_ptrs``, ``data_ptrs``, ``data_strides``, ...): addresses, not KV storage.
@@ -184,6 +185,14 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         _NOT_BUILT,
     ),
     KnownDifference(
+        "npu-sizing-needs-torch-npu",
+        "SGLang up to 0.5.9 sizes and builds the pools in one ModelRunnerKVCacheMixin.init_memory_pool, and its "
+        "Ascend pools import torch_npu: on a host without it no NPU answer is recorded (the project's NPU sizing is "
+        "held to the later releases' recordings and to its own layout tests)",
+        lambda case: str(case.get("device", "cuda")) == "npu",
+        (r"^sglang: refused: SGLang raised ModuleNotFoundError: No module named 'torch_npu'$",),
+    ),
+    KnownDifference(
         "all-swa-page-size",
         "all-SWA models at page > 1: SGLang sizes and builds the pool but its PureSWATokenToKVPoolAllocator "
         "needs page 1; kvstrategies reports the sizes and refuses the layout",
@@ -205,6 +214,16 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         "kvstrategies reports the draft layer's own sizing",
         lambda case: _is_dsv4(case) and bool(case.get("is_draft_worker")),
         (r"^cell_size: ", r"^sizes(_from_max_tokens)?[.:]", r"^sizing_error: "),
+    ),
+    KnownDifference(
+        "draft-no-sizing-of-its-own",
+        "SGLang up to 0.5.9 gives a draft worker no sizing of its own: init_memory_pool takes the target's "
+        "draft_runner_cache_size, so SGLang's side has no draft sizes (and no draft request pool, which is the "
+        "target's); kvstrategies reports the draft's own sizing as for the later releases",
+        lambda case: bool(case.get("is_draft_worker"))
+        and not REQUESTS_FROM_RESOLVED_TOKENS.holds(parse_release(case.get("sglang_version"))),
+        (r"^sizes(_from_max_tokens)?[.:]", r"^sizing_error: added \(SGLang's RunnerInitProfile raised AttributeError: "
+         r"'ServerArgs' object has no attribute 'draft_runner_cache_size'\)$"),
     ),
     KnownDifference(
         "draft-zero-cell-divides",

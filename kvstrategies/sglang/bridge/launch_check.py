@@ -155,7 +155,10 @@ def _flat_graph_config(resolved: Mapping[str, Any]) -> dict[str, Any]:
     if "cuda_graph_max_bs" not in resolved:
         return {}
     off = bool(resolved.get("disable_cuda_graph"))
-    prefill_off = off or bool(resolved.get("disable_piecewise_cuda_graph"))
+    if "disable_piecewise_cuda_graph" not in resolved and "enable_piecewise_cuda_graph" in resolved:
+        prefill_off = off or not resolved["enable_piecewise_cuda_graph"]  # opt-in up to 0.5.9
+    else:
+        prefill_off = off or bool(resolved.get("disable_piecewise_cuda_graph"))
     return {
         "decode": {"max_bs": resolved.get("cuda_graph_max_bs"), "backend": "disabled" if off else "full"},
         "prefill": {"backend": "disabled" if prefill_off else "tc_piecewise",

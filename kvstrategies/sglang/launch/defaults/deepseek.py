@@ -80,9 +80,20 @@ def _dsa_kv_dtype(inp: LaunchInputs, res: ResolutionDraft) -> None:
 #: the DSA prefill backend for an fp8 KV cache below SM 10 (0.5.10: ``flashmla_auto``, which dispatches at run time)
 DSA_HOPPER_FP8_PREFILL: ByRelease[str] = ByRelease(
     "launch-dsa-hopper-fp8-prefill",
-    (("0.5.10", "flashmla_auto"), ("0.5.11", "flashmla_kv")),
+    (("0.5.9", "flashmla_auto"), ("0.5.11", "flashmla_kv")),
     "the DSA prefill backend for an fp8_e4m3 KV cache below SM 10",
     "sglang.srt.server_args.ServerArgs._set_default_nsa_backends",
+)
+
+
+#: an fp8 DSA KV cache on SM 10+ takes trtllm for both; before, the Hopper pair on every SM
+DSA_FP8_TRTLLM_ON_SM100 = ReleaseRule(
+    "launch-dsa-fp8-trtllm-on-sm100",
+    span("0.5.10"),
+    "an fp8_e4m3 DSA KV cache on SM 10+ takes trtllm prefill and decode (before: flashmla_auto / flashmla_kv on "
+    "every SM)",
+    "sglang.srt.server_args.ServerArgs._set_default_nsa_backends",
+    topic="launch",
 )
 
 
@@ -96,7 +107,8 @@ def _dsa_backends(inp: LaunchInputs, res: ResolutionDraft) -> None:
     else:
         fp8, sm10 = res.kv_cache_dtype == "fp8_e4m3", (gpu.sm_major or 0) >= 10
         hopper_fp8 = (DSA_HOPPER_FP8_PREFILL.at(inp.release), "flashmla_kv")
-        pair = {(True, True): ("trtllm", "trtllm"), (True, False): hopper_fp8,
+        sm100_fp8 = ("trtllm", "trtllm") if DSA_FP8_TRTLLM_ON_SM100.holds(inp.release) else hopper_fp8
+        pair = {(True, True): sm100_fp8, (True, False): hopper_fp8,
                 (False, True): ("flashmla_sparse", "trtllm"),
                 (False, False): ("flashmla_sparse", "fa3")}[(fp8, sm10)]  # fmt: skip
     why = f"DSA split backends for {res.kv_cache_dtype} ({DSA_BACKENDS_HOOK.at(inp.release)})"
@@ -129,7 +141,7 @@ def _dsa_dcp(inp: LaunchInputs, res: ResolutionDraft) -> None:
 #: the attention backend a DSA model gets (SGLang's native sparse attention, ``nsa`` up to 0.5.12)
 DSA_BACKEND_NAME: ByRelease[str] = ByRelease(
     "launch-dsa-backend-name",
-    (("0.5.10", "nsa"), ("0.5.13", "dsa")),
+    (("0.5.9", "nsa"), ("0.5.13", "dsa")),
     "the attention backend SGLang picks for a DSA model",
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepSeek family)",
 )

@@ -77,6 +77,16 @@ def _family_backend(inp: LaunchInputs, res: ResolutionDraft) -> tuple[str | None
 
 
 #: Gemma-4 takes trtllm_mha on SM100 and its backends are checked; before, triton everywhere and no check
+#: Qwen3-Next / Qwen3.5 on SM100 take trtllm_mha when the generic default is trtllm_mha and page 1 is not needed;
+#: before, triton always
+QWEN3_NEXT_SM100_TRTLLM = ReleaseRule(
+    "launch-qwen3-next-sm100-trtllm",
+    span("0.5.10"),
+    "Qwen3-Next / Qwen3.5 on SM100 take trtllm_mha (page 64) when the generic default is trtllm_mha and page 1 is not "
+    "needed (before: triton always)",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (Qwen3-Next family)",
+    topic="launch",
+)
 #: Qwen3-Next / Qwen3.5 on SM100 force their page over a user's ``--page-size``; before, the model override picks
 #: the attention backend only and a given page stays
 QWEN3_NEXT_PAGE_FORCED = ReleaseRule(
@@ -129,6 +139,8 @@ def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: ResolutionDraft) -> tuple[st
     As in SGLang's attention_hook.handle_attention_backend_compatibility, the Mamba strategy is still "auto" here, which
     is not extra-buffer, so a default launch gets triton / page 1 although extra_buffer is chosen right after.
     """
+    if not QWEN3_NEXT_SM100_TRTLLM.holds(inp.release):
+        return "triton", 1
     generic = generic_attention_backend(inp, res)
     extra = res.mamba_radix_cache_strategy.startswith("extra_buffer")
     page_one_needed = not extra and not res.disable_radix_cache and inp.settings.speculative_algorithm is None

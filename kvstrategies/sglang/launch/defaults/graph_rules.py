@@ -45,7 +45,7 @@ PREFILL_GRAPH_OFF_FOR_DCP = ReleaseRule(
 #: the MoE all-to-all backends the breakable graph tolerates
 BREAKABLE_A2A_BACKENDS: ByRelease[tuple[str, ...]] = ByRelease(
     "launch-breakable-a2a-backends",
-    (("0.5.10", ("none",)), ("0.5.17", ("deepep", "flashinfer", "megamoe", "none"))),
+    (("0.5.9", ("none",)), ("0.5.17", ("deepep", "flashinfer", "megamoe", "none"))),
     "the --moe-a2a-backend values that keep the breakable prefill cuda graph",
     _HOOK,
 )
@@ -86,9 +86,18 @@ PIECEWISE_OFF_FOR_TRTLLM_MOE = ReleaseRule(
     "sglang.srt.server_args.ServerArgs._handle_moe_kernel_config (bypassed top-k)", topic="launch",
 )  # fmt: skip
 
-#: up to 0.5.10 any speculative algorithm turns the tc_piecewise prefill graph off (before the memory reserve)
+#: in 0.5.10 any speculative algorithm turns the tc_piecewise prefill graph off (before the memory reserve)
 PIECEWISE_OFF_FOR_SPECULATIVE = ReleaseRule(
-    "launch-piecewise-off-for-speculative", span(last="0.5.10"),
+    "launch-piecewise-off-for-speculative", span("0.5.10", "0.5.10"),
     "speculative decoding disables the tc_piecewise prefill cuda graph",
     "sglang.srt.server_args.ServerArgs._handle_piecewise_cuda_graph (condition 2, removed in 0.5.11)", topic="launch",
+)  # fmt: skip
+
+#: up to 0.5.9 the piecewise prefill graph is opt-in (``--enable-piecewise-cuda-graph``): off, and not reserved for,
+#: by default
+PIECEWISE_GRAPH_OPT_IN = ReleaseRule(
+    "launch-piecewise-graph-opt-in", span(last="0.5.9"),
+    "the tc_piecewise prefill cuda graph is opt-in (--enable-piecewise-cuda-graph): off by default, nothing reserved",
+    "sglang.srt.server_args.ServerArgs.enable_piecewise_cuda_graph and _handle_gpu_memory_settings "
+    "(0.5.10: disable_piecewise_cuda_graph, on by default)", topic="launch",
 )  # fmt: skip

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ....core.releases import ReleaseRule, span
 from ....errors import KVCacheConfigError
-from ....models.architectures import names_holding
+from ....models.architectures import names_holding, names_where
 from .core import (
     MAMBA_RADIX_HOOK,
     OVERRIDES_HOOK,
@@ -25,12 +25,27 @@ from .core import (
 )
 from .facts import _AUDIO_ENCODER_DECODER
 
+#: GPT-OSS with the trtllm_mha backend turns hybrid-SWA memory off (no SWA index translation in that backend yet)
+GPT_OSS_TRTLLM_NO_HYBRID_SWA = ReleaseRule(
+    "launch-gpt-oss-trtllm-no-hybrid-swa",
+    span(last="0.5.9"),
+    "GPT-OSS with the trtllm_mha attention backend disables hybrid-SWA memory",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (GptOssForCausalLM)",
+    topic="launch",
+)
+_TRTLLM_NO_HYBRID_SWA = names_where(lambda r: r.trtllm_disables_hybrid_swa)
+
 
 def hybrid_swa_memory_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Model override (arg_groups.overrides): Gemma-2/3, Exaone-4 (with pattern), Olmo2/3 force hybrid-SWA memory
-    off."""
+    off; up to 0.5.9 GPT-OSS on trtllm_mha too (:data:`GPT_OSS_TRTLLM_NO_HYBRID_SWA`)."""
     if inp.model.forces_disable_hybrid_swa_memory and not res.disable_hybrid_swa_memory:
         _declare(res, "disable_hybrid_swa_memory", True, f"model override ({OVERRIDES_HOOK.at(inp.release)})")
+    backends = (res.attention_backend, res.prefill_attention_backend, res.decode_attention_backend)
+    trtllm = "trtllm_mha" in backends and inp.model.has_arch(_TRTLLM_NO_HYBRID_SWA)
+    if trtllm and GPT_OSS_TRTLLM_NO_HYBRID_SWA.holds(inp.release) and not res.disable_hybrid_swa_memory:
+        _declare(res, "disable_hybrid_swa_memory", True, "GPT-OSS with trtllm_mha (sglang.srt.server_args."
+                 "ServerArgs._handle_model_specific_adjustments)")  # fmt: skip
 
 
 #: ``auto`` is resolved per model by the Mamba radix hook; before, ``auto`` becomes ``no_buffer`` for every model while
@@ -50,6 +65,14 @@ NO_BUFFER_FORCES_PAGE_ONE = ReleaseRule(
     "launch-no-buffer-forces-page-one",
     span("0.5.11"),
     "the no_buffer Mamba radix cache sets page_size to 1 (before: the --page-size given is kept)",
+    _OLD_MAMBA_HOOK,
+    topic="launch",
+)
+#: speculation with the no_buffer radix cache turns the radix cache off on every device (0.5.10: refused on CUDA)
+NO_BUFFER_SPEC_DISABLES_RADIX = ReleaseRule(
+    "launch-no-buffer-spec-disables-radix",
+    span(last="0.5.9"),
+    "speculative decoding with the no_buffer Mamba radix cache turns the radix cache off (0.5.10 refuses it on CUDA)",
     _OLD_MAMBA_HOOK,
     topic="launch",
 )
@@ -100,6 +123,9 @@ def _no_buffer_radix_cache(inp: LaunchInputs, res: ResolutionDraft) -> None:
             why = f"trtllm_mha cannot run page 1 ({_OLD_MAMBA_HOOK})"
             _declare(res, "disable_radix_cache", True, why)
             _declare(res, "disable_overlap_schedule", False, why)
+        return
+    if NO_BUFFER_SPEC_DISABLES_RADIX.holds(inp.release):
+        _declare(res, "disable_radix_cache", True, f"speculation with the no_buffer radix cache ({_OLD_MAMBA_HOOK})")
         return
     if inp.gpu.is_hip and NO_BUFFER_SPEC_ROCM_FALLBACK.holds(inp.release):
         _declare(res, "disable_radix_cache", True, f"speculation on ROCm ({_OLD_MAMBA_HOOK})")

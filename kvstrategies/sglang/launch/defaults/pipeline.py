@@ -79,8 +79,9 @@ def _initial(inp: LaunchInputs) -> ResolutionDraft:
 
 def _default_prefill_graph(inp: LaunchInputs) -> str:
     """``breakable`` on CUDA (``tc_piecewise`` where :data:`.graph_rules.PREFILL_DEFAULT_TC_PIECEWISE` holds; its
-    rules turn it off elsewhere), ``disabled`` off CUDA."""
-    if not inp.gpu.is_cuda:
+    rules turn it off elsewhere), ``disabled`` off CUDA and where the piecewise graph is opt-in
+    (:data:`.graph_rules.PIECEWISE_GRAPH_OPT_IN`, up to 0.5.9)."""
+    if not inp.gpu.is_cuda or graph_rules.PIECEWISE_GRAPH_OPT_IN.holds(inp.release):
         return "disabled"
     return "tc_piecewise" if graph_rules.PREFILL_DEFAULT_TC_PIECEWISE.holds(inp.release) else "breakable"
 
