@@ -423,10 +423,18 @@ def _plan_draft_worker(
     if max_tokens is not None:
         capped = finalize(configurator, sizes_for_max_tokens(configurator, max_tokens, reservation),
                           profiled_tokens=profiled)  # fmt: skip
-    adopted = configurator.derive_draft_sizes(target.capped or target.sizes)
-    final = configurator.derive_draft_sizes(target.resolution.sizes)
+    # up to 0.5.8 the target hands its profiled count and the draft applies the user's cap (a what-if's too)
+    target_profiled = profiled_token_count(require_pool_configurator(target.resolution.configurator),
+                                           target.resolution.reservation)  # fmt: skip
+
+    def handed(cap: int | None) -> int:
+        return target_profiled if cap is None else min(target_profiled, cap)
+
+    adopted = configurator.derive_draft_sizes(target.capped or target.sizes, handed_tokens=handed(max_tokens))
+    final = configurator.derive_draft_sizes(target.resolution.sizes,
+                                            handed_tokens=handed(ctx.scheduling.max_total_tokens))  # fmt: skip
     resolution = Resolution(configurator, available_bytes, target.resolution.reservation, sizes, final, None)
-    pool_sizes = configurator.derive_draft_sizes(target.pool_sizes)
+    pool_sizes = configurator.derive_draft_sizes(target.pool_sizes, handed_tokens=handed(pool_max_tokens or max_tokens))
     return Plan(
         configurator=configurator,
         available_bytes=available_bytes,

@@ -180,7 +180,8 @@ class Architecture:
     the wider EAGLE auto steps. ``eagle_spec_v2``: the model's launch override turns spec v2 on
     for EAGLE (multi-layer EAGLE; what matters where spec v2 is off by default, up to 0.5.10).
     ``trtllm_disables_hybrid_swa``: the model's override turns hybrid-SWA memory off with the trtllm_mha backend
-    (GPT-OSS up to 0.5.9).
+    (GPT-OSS up to 0.5.9). ``legacy_mamba_block``: SGLang 0.5.8 attaches its Mamba radix-cache block to this
+    model's override (GLM-4 MoE: the no_buffer block turns the overlap scheduler off).
 
     Weights: ``moe_block`` names the module that holds a decoder layer's MoE in SGLang's model
     (``block_sparse_moe`` for Mixtral, MiniMax-M2 and Grok), which quantization exclusion lists
@@ -256,6 +257,7 @@ class Architecture:
     wide_speculative_defaults: bool = False
     eagle_spec_v2: bool = False
     trtllm_disables_hybrid_swa: bool = False
+    legacy_mamba_block: bool = False
     moe_block: str = "mlp"
     router_fp32: bool = False
     sm100_trtllm_moe: frozenset[str] = frozenset()
@@ -534,6 +536,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"}),
         lm_head_every_stage=True,
         releases=(("sm100_trtllm_moe_unquantized", "0.5.15", None),),
+        legacy_mamba_block=True,
     ),
     _A("Glm4MoeLiteForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
     _A("Glm4MoeLiteForCausalLMNextN", attention=_MLA, mla_forced_head_dim=256, is_draft=True),
@@ -925,7 +928,7 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     # (pre/post attention, pre/post MoE: sglang/srt/models/grok.py)
     _M("git", norms_per_layer=4),
     # configs.kimi_k25.KimiK25VisionConfig
-    _M("kimi_k25", vision_config_defaults=(("num_hidden_layers", 27), ("hidden_size", 1152))),
+    _M("kimi_k25", vision_config_defaults=(("num_hidden_layers", 27), ("hidden_size", 1152)), first_release="0.5.9"),
     _M("kimi_linear", linear_attention=LinearAttention.KIMI_LINEAR),
     _M("llama4_text", qk_norm_weightless=True, moe_shared_expert=True),
     _M("mpt", kv_heads_in_attn_config=True),
@@ -934,8 +937,9 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("qwen2", qkv_bias=True, o_proj_bias=False),
     _M("qwen2_moe", qkv_bias=True, o_proj_bias=False),
     _M("qwen3", qk_norm=True),
-    _M("qwen3_5", linear_attention=_GDN, qk_norm=True),
-    _M("qwen3_5_moe", linear_attention=_GDN, qk_norm=True),
+    # SGLang 0.5.9 registers the Qwen3.5 and Kimi-K2.5 config classes (transformers 4.57.1 has none)
+    _M("qwen3_5", linear_attention=_GDN, qk_norm=True, first_release="0.5.9"),
+    _M("qwen3_5_moe", linear_attention=_GDN, qk_norm=True, first_release="0.5.9"),
     _M("qwen3_5_moe_text", linear_attention=_GDN, qk_norm=True),
     _M("qwen3_5_text", linear_attention=_GDN, qk_norm=True),
     _M("qwen3_moe", qk_norm=True),

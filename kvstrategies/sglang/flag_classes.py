@@ -380,6 +380,7 @@ OLDER_NO_EFFECT = _names(
     --disable-hicache-numa-detect --disaggregation-decode-dp --disaggregation-decode-tp --disaggregation-prefill-pp
     --mm-max-concurrent-calls --mm-per-request-timeout --speculative-ngram-branch-length
     --speculative-ngram-max-match-window-size --speculative-ngram-min-match-window-size
+    --disaggregation-decode-enable-fake-auto
     """
 )
 #: an older release's spelling of a planned flag -> its planned spelling, from the ``ServerArgs`` renames

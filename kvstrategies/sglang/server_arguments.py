@@ -39,6 +39,14 @@ SERVER_ARGUMENT_VALUE_RULES: Mapping[tuple[str, str], ReleaseRule] = {
         "server-arg-extra-buffer-lazy", span("0.5.13"), "--mamba-radix-cache-strategy extra_buffer_lazy exists",
         _SOURCE + " (MAMBA_SCHEDULER_STRATEGY_CHOICES)",
     ),
+    # 0.5.9 added trtllm to the NSA (DSA) backend choices (NSA_CHOICES)
+    ("dsa_prefill_backend", "trtllm"): ReleaseRule(
+        "server-arg-dsa-prefill-trtllm", span("0.5.9"), "--nsa-prefill-backend trtllm exists",
+        _SOURCE + " (NSA_CHOICES)",
+    ),
+    ("dsa_decode_backend", "trtllm"): ReleaseRule(
+        "server-arg-dsa-decode-trtllm", span("0.5.9"), "--nsa-decode-backend trtllm exists", _SOURCE + " (NSA_CHOICES)",
+    ),
     # 0.5.11 added DFLASH to SpeculativeAlgorithm; 0.5.10's from_string raises "Unknown speculative algorithm name"
     ("speculative_algorithm", "DFLASH"): ReleaseRule(
         "server-arg-speculative-dflash", span("0.5.11"), "--speculative-algorithm DFLASH exists",

@@ -139,12 +139,13 @@ class PoolConfigurator(Strategy):
         """From a budget *before* state reservations (a planner's ``rest``) to SGLang's KV budget."""
         return StateReservation(budget_bytes)
 
-    def derive_draft_sizes(self, target_sizes: PoolSizes) -> PoolSizes:
+    def derive_draft_sizes(self, target_sizes: PoolSizes, *, handed_tokens: int | None = None) -> PoolSizes:
         """A draft worker's sizes from the target's finished ones (KVCacheConfigurator._derive_pool_sizes,
         KVCacheConfigurator._resolve_memory_pool_config draft branch).
 
         Token counts are multiplied by ``loc_space_scale`` (the DCP size for a draft under DCP:
         it indexes the target allocator's DCP-widened ids); the hybrid counts only for hybrid SWA.
+        ``handed_tokens``: the count an older target hands its draft (hybrid SWA re-splits it; unused here).
         """
         scale = draft_loc_space_scale(self.ctx)
 

@@ -650,7 +650,7 @@ class DSV4PoolConfigurator(PoolConfigurator):
         slots = self.request_slots(sizes.max_running_requests)
         return sizes.replace(c128_state_pool_size=slots * self.ring_sizes.get(128, 0))
 
-    def derive_draft_sizes(self, target_sizes: PoolSizes) -> PoolSizes:
+    def derive_draft_sizes(self, target_sizes: PoolSizes, *, handed_tokens: int | None = None) -> PoolSizes:
         """The target's sizes with c4/c128 and both state pools 0: they live on the target
         (KVCacheConfigurator._derive_pool_sizes)."""
         if self.ctx.parallel.dcp_size > 1:

@@ -191,6 +191,21 @@ MAMBA_POOL_STAGE_LAYERS = ReleaseRule(
     "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._init_pools (mamba_layer_ids; "
     "before: init_memory_pool, HybridReqToTokenPool without mamba_layer_ids)",
 )
+#: the PD decode role's Mamba pool is sized from the reserved slots; before, it is its request rows
+MAMBA_DECODE_SLOTS_FROM_RESERVE = ReleaseRule(
+    "mamba-decode-slots-from-reserve",
+    span("0.5.9"),
+    "PD decode Mamba slots follow the reserved slots K (before: the request rows R + pre_alloc, K ignored)",
+    "sglang.srt.disaggregation.decode.HybridMambaDecodeReqToTokenPool.__init__",
+)
+#: the hybrid linear KV pool holds this stage's full-attention layers; before, every one of the model
+HYBRID_LINEAR_KV_STAGE_LAYERS = ReleaseRule(
+    "hybrid-linear-kv-stage-layers",
+    span("0.5.9"),
+    "HybridLinearKVPool holds the stage's full-attention layers (before: every full-attention layer of the model)",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.init_memory_pool "
+    "(full_attention_layer_ids)",
+)
 #: the PD decode role's Mamba pool is capped at its rows; before, the reserved slots plus the pre-allocated rows
 MAMBA_DECODE_SLOTS_CAPPED = ReleaseRule(
     "mamba-decode-slots-capped",
@@ -206,6 +221,15 @@ MAMBA_TRACKING_BY_OVERLAP = ReleaseRule(
     "without speculative decoding, else 1)",
     "sglang.srt.mem_cache.memory_pool.HybridReqToTokenPool.__init__; "
     "model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._calculate_mamba_ratio (before: init_memory_pool)",
+)
+#: the SSM state dtype is the variable's, else the config's; before, ``--mamba-ssm-dtype`` (default float32) is written
+#: over the variable at launch and the config is not read
+MAMBA_SSM_DTYPE_FROM_CONFIG = ReleaseRule(
+    "mamba-ssm-dtype-from-config",
+    span("0.5.9"),
+    "the Mamba SSM state dtype is SGLANG_MAMBA_SSM_DTYPE, else the config's mamba_ssm_dtype, else float32 (before: "
+    "--mamba-ssm-dtype, default float32, written over the variable; the config is not read)",
+    "sglang.srt.configs.mamba_utils.mamba2_state_dtype; server_args.ServerArgs._handle_environment_variables",
 )
 #: a KDA layer's q, k and v conv states are one tensor; before, three (the same bytes)
 KDA_FUSED_CONV_STATE = ReleaseRule(
@@ -258,6 +282,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         """Global ids of this rank's softmax-attention layers; a draft worker's pool holds ``[0]``."""
         if self.ctx.is_draft_worker:
             return (0,)
+        if not HYBRID_LINEAR_KV_STAGE_LAYERS.holds(self.ctx.release):
+            return tuple(self.mamba.full_attention_layer_ids)
         start, end = self.layer_range
         return tuple(i for i in self.mamba.full_attention_layer_ids if start <= i < end)
 
@@ -307,7 +333,10 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     @property
     def ssm_dtype(self) -> DType:
-        """``SGLANG_MAMBA_SSM_DTYPE`` when valid, else the config's ``mamba_ssm_dtype``, else float32."""
+        """``SGLANG_MAMBA_SSM_DTYPE`` when valid, else the config's ``mamba_ssm_dtype``, else float32; up to 0.5.8
+        float32 always (:data:`MAMBA_SSM_DTYPE_FROM_CONFIG`: the server argument's default overwrites the variable)."""
+        if not MAMBA_SSM_DTYPE_FROM_CONFIG.holds(self.ctx.release):
+            return DType.FLOAT32
         knob = self.ctx.knobs.mamba_ssm_dtype
         return knob if knob in STATE_DTYPES else self.mamba.ssm_dtype
 
@@ -668,9 +697,11 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     def decode_mamba_slots(self, requests: int, pre_alloc: int, slots: int) -> int:
         """The PD decode role's Mamba slots for ``requests`` plus ``pre_alloc`` pre-allocated rows and ``slots``
         reserved (HybridMambaDecodeReqToTokenPool): ``max(K, rows * (1 + tracking))`` with the extra buffer's
-        tracking slots; 0.5.10 ``min(K, rows)`` (:data:`MAMBA_DECODE_SLOTS_COVER_ROWS`); up to 0.5.9 ``K +
-        pre_alloc`` (:data:`MAMBA_DECODE_SLOTS_CAPPED`)."""
+        tracking slots; 0.5.10 ``min(K, rows)`` (:data:`MAMBA_DECODE_SLOTS_COVER_ROWS`); 0.5.9 ``K + pre_alloc``
+        (:data:`MAMBA_DECODE_SLOTS_CAPPED`); 0.5.8 the rows (:data:`MAMBA_DECODE_SLOTS_FROM_RESERVE`)."""
         rows = requests + pre_alloc
+        if not MAMBA_DECODE_SLOTS_FROM_RESERVE.holds(self.ctx.release):
+            return rows
         if not MAMBA_DECODE_SLOTS_CAPPED.holds(self.ctx.release):
             return slots + pre_alloc
         if not MAMBA_DECODE_SLOTS_COVER_ROWS.holds(self.ctx.release):

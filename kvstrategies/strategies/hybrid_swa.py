@@ -293,6 +293,8 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """
         full_pt, swa_pt = self.full_bytes_per_layer, self.swa_bytes_per_layer
         draft = self.draft_layers
+        if not HYBRID_SWA_BYTE_SPLIT.holds(self.ctx.release):  # 0.5.8: every stage layer priced as full attention
+            return CacheCost(full_pt * self.stage_layer_count, rounding=Rounding.FLOOR)
         if self.is_all_swa:
             all_swa: int = (
                 swa_pt * self.swa_layers + full_pt * draft.full + swa_pt * draft.swa + swa_pt * draft.swa_full
@@ -322,13 +324,18 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         (``calculate_pool_sizes_from_max_tokens``)."""
         return self.solve(max_total_num_tokens, page_size)
 
-    def derive_draft_sizes(self, target_sizes: PoolSizes) -> PoolSizes:
-        """The target's sizes; before :data:`DRAFT_ADOPTS_TARGET_SPLIT` (0.5.9) the draft re-splits the target's full
-        count with its own layers (:meth:`solve`)."""
+    def derive_draft_sizes(self, target_sizes: PoolSizes, *, handed_tokens: int | None = None) -> PoolSizes:
+        """The target's sizes; up to 0.5.9 (:data:`DRAFT_ADOPTS_TARGET_SPLIT`) the draft re-splits the count the
+        target hands it with its own layers (:meth:`solve`): 0.5.9 hands its full count; 0.5.8 its profiled count,
+        which the draft caps by the user's token cap first (``handed_tokens``: that capped count; default the
+        target's full count)."""
         adopted = super().derive_draft_sizes(target_sizes)
         if DRAFT_ADOPTS_TARGET_SPLIT.holds(self.ctx.release) or not self.ctx.is_draft_worker:
             return adopted
-        split = self.solve(adopted.max_total_num_tokens, self.ctx.page_size)
+        handed = adopted.max_total_num_tokens
+        if handed_tokens is not None and not DRAFT_HANDED_RESOLVED_COUNT.holds(self.ctx.release):
+            handed = handed_tokens
+        split = self.solve(handed, self.ctx.page_size)
         return adopted.replace(
             max_total_num_tokens=split.max_total_num_tokens,
             full_max_total_num_tokens=split.full_max_total_num_tokens,
@@ -342,7 +349,7 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         error (:data:`SWA_ADMISSION_FLOOR`) comes before the generic "not enough memory" one, as in
         SGLang's HybridSWAPoolConfigurator.
         """
-        if self.is_all_swa:
+        if self.is_all_swa and HYBRID_SWA_BYTE_SPLIT.holds(self.ctx.release):  # 0.5.8 splits all-SWA alike
             swa = align_down(tokens, page_size)
             require_positive_tokens(swa)
             return PoolSizes(max_total_num_tokens=swa, full_max_total_num_tokens=0, swa_max_total_num_tokens=swa)
@@ -362,9 +369,19 @@ class HybridSWAPoolConfigurator(PoolConfigurator):
         """Up to 0.5.10 (:data:`HYBRID_SWA_RATIO_CELL`): the full tokens of a page-aligned ``capacity``
         priced at ``F*n_full + S*n_swa`` bytes a token, ``int(capacity * (F*n_full + S*n_swa) /
         (F*n_full + r*S*n_swa))`` (ModelRunnerKVCacheMixin._resolve_hybrid_swa_tokens; float division)."""
+        if not HYBRID_SWA_BYTE_SPLIT.holds(self.ctx.release):
+            # 0.5.8: the capacity counts tokens of every layer alike; re-split by layer counts
+            model_layers = self.stage_layer_count if self.ctx.is_draft_worker else self.ctx.geometry.num_hidden_layers
+            return int(capacity * model_layers / (self.ratio * self.swa_layers + self.full_layers))
         full_pt, swa_pt = self.full_bytes_per_layer, self.swa_bytes_per_layer
         total = capacity * (full_pt * self.full_layers + swa_pt * self.swa_layers)
         return int(total / (full_pt * self.full_layers + self.ratio * swa_pt * self.swa_layers))
+
+    @property
+    def stage_layer_count(self) -> int:
+        """The layers ``profile_max_num_token`` prices (``num_effective_layers``: the stage's, or the draft's)."""
+        start, end = stage_layer_range(self.ctx)
+        return end - start
 
     # ---- pools (KVCacheConfigurator._build_token_to_kv_pool, _build_hybrid_mla_swa_kv_pool, _build_hybrid_swa_kv_pool)
     def token_to_kv_layout(self, sizes: PoolSizes) -> PoolLayout:
@@ -542,6 +559,15 @@ HYBRID_SWA_RATIO_CELL = ReleaseRule(
     "sglang.srt.model_executor.pool_configurator.HybridSWAPoolConfigurator "
     "(before: model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._resolve_hybrid_swa_tokens)",
 )
+HYBRID_SWA_BYTE_SPLIT = ReleaseRule(
+    "hybrid-swa-byte-split",
+    span("0.5.9"),
+    "hybrid SWA prices the capacity by its full and SWA layers' bytes (F*n_full + S*n_swa) before the split "
+    "(before: every stage layer priced as a full-attention layer, and the count re-split by layer counts: "
+    "full = int(T * num_hidden_layers / (r * n_swa + n_full)))",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.set_num_tokens_hybrid_swa, "
+    "get_cell_size_per_token",
+)
 SWA_FROM_ALIGNED_FULL = ReleaseRule(
     "swa-from-aligned-full",
     span("0.5.10"),
@@ -550,13 +576,22 @@ SWA_FROM_ALIGNED_FULL = ReleaseRule(
     "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._resolve_hybrid_swa_tokens "
     "(before: set_num_tokens_hybrid_swa)",
 )
-#: a hybrid-SWA draft worker takes the target's full and SWA counts; before, it re-splits the target's full count
-#: with its own layers (``set_num_tokens_hybrid_swa`` on ``draft_runner_cache_size``)
+#: a hybrid-SWA draft worker takes the target's full and SWA counts; before, it re-splits the count the target hands
+#: it (``draft_runner_cache_size``) with its own layers (``set_num_tokens_hybrid_swa``)
 DRAFT_ADOPTS_TARGET_SPLIT = ReleaseRule(
     "draft-adopts-target-split",
     span("0.5.10"),
-    "a hybrid-SWA draft worker adopts the target's full / SWA pool sizes (before: it re-splits the target's full "
-    "count with its own layers)",
+    "a hybrid-SWA draft worker adopts the target's full / SWA pool sizes (before: it re-splits the count the "
+    "target hands it with its own layers)",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.init_memory_pool "
+    "(draft_runner_cache_size, set_num_tokens_hybrid_swa)",
+)
+#: the count a target hands its draft is its resolved count (after cap, alignment and split); before, the profiled
+#: count, which the draft caps by the user's token cap itself
+DRAFT_HANDED_RESOLVED_COUNT = ReleaseRule(
+    "draft-handed-resolved-count",
+    span("0.5.9"),
+    "the target hands its draft its resolved token count (before: the profiled count, capped by the draft)",
     "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.init_memory_pool "
     "(draft_runner_cache_size, set_num_tokens_hybrid_swa)",
 )
@@ -615,7 +650,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
     family: ClassVar[str] = "hybrid-swa-chunk-cap"
     sglang_configurator: ClassVar[str | ByRelease[str]] = ByRelease(
         "sglang-class-swa-request-cap",
-        (("0.5.9", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
+        (("0.5.8", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
         "SGLang's name for the request-capped hybrid-SWA configurator",
         "sglang.srt.model_executor.pool_configurator.SWARequestCapPoolConfigurator (SWAChunkCap... to 0.5.21)",
         topic="sizing",

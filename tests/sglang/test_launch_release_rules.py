@@ -20,8 +20,9 @@ from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchRes
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 RTX4090 = lookup_gpu("RTX-4090")
-R = {v: parse_release(v) for v in ("0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16",
-                                    "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
+R = {v: parse_release(v) for v in ("0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15",
+                                    "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22",
+                                    "0.5.23")}  # fmt: skip
 
 
 def facts(preset: str) -> LaunchModelFacts:
@@ -638,6 +639,60 @@ def test_qwen3_next_is_triton_on_sm100_up_to_0_5_9() -> None:
     new = resolve("qwen3-next-80b-a3b", B200, "0.5.10", 8, **extra)
     assert (old.attention_backend, new.attention_backend) == ("triton", "trtllm_mha")
     assert new.page_size == 64
+
+
+# ---- SGLang 0.5.8 -> 0.5.9 -----------------------------------------------------------------------------------------
+
+
+def test_piecewise_token_list_starts_its_64_steps_at_640_up_to_0_5_8() -> None:
+    """``_generate_piecewise_cuda_graph_tokens``: 0.5.8's step-64 range is 640..1024 (0.5.9: 576..1024), one size
+    fewer at a chunk of 8192 (57, 58). The graph is opt-in in both, so the reserve does not move."""
+    old, new = resolve("llama-3.1-8b", H200, "0.5.8"), resolve("llama-3.1-8b", H200, "0.5.9")
+    assert (old.prefill_graph_bs_count, new.prefill_graph_bs_count) == (57, 58)
+    assert old.mem_fraction_static == new.mem_fraction_static == 0.907
+
+
+def test_dsa_backend_fields_default_to_flashmla_sparse_and_fa3_up_to_0_5_8() -> None:
+    """0.5.8's ``nsa_prefill_backend`` / ``nsa_decode_backend`` default to flashmla_sparse / fa3 for every model (0.5.9:
+    unset, filled for DSA models); a DSA model keeps them with bf16 below SM 10, takes flashmla_sparse for both on
+    SM 10+ (0.5.9: flashmla_sparse / trtllm)."""
+    old, new = resolve("llama-3.1-8b", H200, "0.5.8"), resolve("llama-3.1-8b", H200, "0.5.9")
+    assert (old.dsa_prefill_backend, old.dsa_decode_backend) == ("flashmla_sparse", "fa3")
+    assert (new.dsa_prefill_backend, new.dsa_decode_backend) == (None, None)
+    sm100 = {"kv_cache_dtype": "bfloat16"}
+    old_b = resolve("deepseek-v3.2", B200, "0.5.8", 8, **sm100)
+    new_b = resolve("deepseek-v3.2", B200, "0.5.9", 8, **sm100)
+    assert (old_b.dsa_prefill_backend, old_b.dsa_decode_backend) == ("flashmla_sparse", "flashmla_sparse")
+    assert (new_b.dsa_prefill_backend, new_b.dsa_decode_backend) == ("flashmla_sparse", "trtllm")
+
+
+def test_mamba_radix_cache_is_handled_per_model_up_to_0_5_8() -> None:
+    """0.5.8's ``_handle_model_specific_adjustments`` keeps the no_buffer block in GLM-4 MoE's branch: GLM-4.5 loses the
+    overlap scheduler and Qwen3-Next keeps it (0.5.9: the reverse); Falcon-H1 keeps the radix cache under EAGLE
+    (0.5.9 turns it off); with the radix cache off Falcon-H1 on B200 takes the generic trtllm_mha (page 64, 0.5.9:
+    triton page 1); Nemotron-H with EAGLE on B200 turns the radix cache off before choosing a backend
+    (trtllm_mha; 0.5.9: flashinfer)."""
+    assert resolve("glm-4.5", H100, "0.5.8", 8).disable_overlap_schedule is True
+    assert resolve("glm-4.5", H100, "0.5.9", 8).disable_overlap_schedule is False
+    assert resolve("qwen3-next-80b-a3b", H100, "0.5.8", 8).disable_overlap_schedule is False
+    assert resolve("qwen3-next-80b-a3b", H100, "0.5.9", 8).disable_overlap_schedule is True
+    eagle = {"speculative_algorithm": "EAGLE"}
+    assert resolve("falcon-h1-7b", H100, "0.5.8", 4, **eagle).disable_radix_cache is False
+    assert resolve("falcon-h1-7b", H100, "0.5.9", 4, **eagle).disable_radix_cache is True
+    off = resolve("falcon-h1-7b", B200, "0.5.8", 4, disable_radix_cache=True)
+    assert (off.attention_backend, off.page_size) == ("trtllm_mha", 64)
+    chain = {**eagle, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4, "speculative_num_steps": 3}
+    old_n = resolve("nemotron-h-56b", B200, "0.5.8", 8, **chain)
+    new_n = resolve("nemotron-h-56b", B200, "0.5.9", 8, **chain)
+    assert (old_n.attention_backend, new_n.attention_backend) == ("trtllm_mha", "flashinfer")
+    assert old_n.disable_radix_cache is new_n.disable_radix_cache is True
+
+
+def test_gpt_oss_speculation_turns_hybrid_swa_memory_off_up_to_0_5_8() -> None:
+    """GPT-OSS-120B with EAGLE on H100 (fa3): 0.5.8 disables hybrid-SWA memory for speculation; 0.5.9 keeps it."""
+    eagle = {"speculative_algorithm": "EAGLE"}
+    assert resolve("gpt-oss-120b", H100, "0.5.8", 8, **eagle).disable_hybrid_swa_memory is True
+    assert resolve("gpt-oss-120b", H100, "0.5.9", 8, **eagle).disable_hybrid_swa_memory is False
 
 
 def test_unknown_capacity_fraction_per_release() -> None:

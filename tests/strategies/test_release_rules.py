@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.9", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.8", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.8", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.7", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.9, 0\.5\.10.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.8, 0\.5\.9.*0\.5\.23"):
         parse_release(text)
 
 
@@ -1120,3 +1120,70 @@ def test_transformers_4_configs_up_to_0_5_9() -> None:
     with pytest.raises(UnsupportedConfigurationError, match=r"model_type 'minimax_m2'"):
         _case("default-minimax-m2.5-tp1-bf16-p1", "0.5.9")
     assert plan_case(_case("default-mistral-7b-tp1-bf16-p1", "0.5.10")).sizes.max_total_num_tokens > 0
+
+
+# ---- SGLang 0.5.8 -> 0.5.9 -------------------------------------------------------------------------------------------
+
+
+def test_hybrid_swa_prices_every_layer_as_full_up_to_0_5_8() -> None:
+    """gpt-oss-20b PP 2, rank 1 (layers [12, 24); the trimmed lists hold 6 full + 6 SWA layers), 40 GiB, page 64:
+    0.5.8's ``get_cell_size_per_token`` prices the stage's 12 layers as full attention, 12 x 2,048 = 24,576 B, and
+    ``set_num_tokens_hybrid_swa`` re-splits the aligned capacity by the model's 24 layers,
+    ``int(1,747,584 x 24 / (0.8 x 6 + 6))`` -> 3,883,456 full tokens; 0.5.9 prices full and SWA layers by their
+    bytes (the same 24,576 here) and re-splits by bytes: 1,941,696. An all-SWA draft (gpt-oss-120b EAGLE3, one SWA
+    layer) goes the same way in 0.5.8: ``int(1,024 x 1 / 0.8) = 1,280`` full, 1,024 SWA."""
+    name = "swa-gpt-oss-20b-pp2-bf16-p64"
+    old, new = plan_case(_case(name, "0.5.8")), plan_case(_case(name, "0.5.9"))
+    assert old.cell_size_bytes == 12 * 2048 == new.cell_size_bytes
+    capacity = 40 * GIB // 24_576 // 64 * 64
+    assert old.sizes.full_max_total_num_tokens == int(capacity * 24 / (0.8 * 6 + 6)) // 64 * 64 == 3_883_456
+    assert new.sizes.full_max_total_num_tokens == 1_941_696
+    draft = plan_case(_case("bridge-swa-draft-eagle3-gpt-oss-120b-tp2-bf16-p16-d1", "0.5.8")).pool_sizes
+    assert (draft.full_max_total_num_tokens, draft.swa_max_total_num_tokens) == (int(1024 / 0.8), 1024)
+
+
+def test_draft_caps_the_profiled_count_it_is_handed_up_to_0_5_8() -> None:
+    """0.5.8's target hands its draft the profiled count (``draft_runner_cache_size`` before the cap), and the draft
+    applies the what-if cap 4,096 itself before re-splitting with its own two layers: ``int(4,096 x 2 / 1.8) =
+    4,551`` -> 4,544 full, ``int(4,551 x 0.8) = 3,640`` -> 3,584 SWA; 0.5.9 hands the target's full pool 4,544:
+    ``int(4,544 x 1,024 / 921.6) = 5,048`` -> 4,992."""
+    name = "bridge-swa-draft-eagle-gpt-oss-20b-tp4-fp8-p64-d2"
+    old = plan_case(_case(name, "0.5.8")).pool_sizes
+    assert (old.full_max_total_num_tokens, old.swa_max_total_num_tokens) == (
+        int(4096 * 2 / 1.8) // 64 * 64, int(int(4096 * 2 / 1.8) * 0.8) // 64 * 64)
+    assert plan_case(_case(name, "0.5.9")).pool_sizes.full_max_total_num_tokens == 4992
+
+
+def test_mamba_ssm_dtype_is_the_server_argument_up_to_0_5_8() -> None:
+    """0.5.8's ``ServerArgs._handle_environment_variables`` writes ``--mamba-ssm-dtype`` (default float32) over
+    ``SGLANG_MAMBA_SSM_DTYPE``: a bfloat16 variable is not read (0.5.9 reads it)."""
+    name = "hybrid-linear-nemotron-h-8b-tp1-bf16-p1"
+    env = {"SGLANG_MAMBA_SSM_DTYPE": "bfloat16"}
+    assert _overridden(name, "0.5.8", env=env).configurator.ssm_dtype.torch_name == "float32"
+    assert _overridden(name, "0.5.9", env=env).configurator.ssm_dtype.torch_name == "bfloat16"
+
+
+def test_hybrid_linear_kv_pool_holds_every_attention_layer_up_to_0_5_8() -> None:
+    """Qwen3-Next (12 full-attention layers) PP 2, rank 1: 0.5.8's ``HybridLinearKVPool`` holds all 12, 0.5.9 this
+    stage's 6."""
+    name = "bridge-pp2-rank1-qwen3-next-80b-a3b-tp2-bf16-p64"
+    count = {v: sum(1 for k in _shapes(plan_case(_case(name, v))) if k.startswith("full.k_buffer")) for v in
+             ("0.5.8", "0.5.9")}  # fmt: skip
+    assert count == {"0.5.8": 12, "0.5.9": 6}
+
+
+def test_decode_mamba_pool_is_the_request_rows_up_to_0_5_8() -> None:
+    """PD decode, 16 requests + 32 pre-allocated rows: 0.5.8's ``HybridMambaDecodeReqToTokenPool`` sizes its Mamba pool
+    by the 48 rows (the 48 reserved slots are not read; 49 with the padding slot); 0.5.9 ``48 + 32 = 80``."""
+    name = "bridge-pd-decode-qwen3-next-80b-a3b-tp4-bf16-p64-mrr16"
+    assert _shapes(plan_case(_case(name, "0.5.8")))["mamba.temporal"][1] == 16 + 32 + 1
+    assert _shapes(plan_case(_case(name, "0.5.9")))["mamba.temporal"][1] == 48 + 32 + 1
+
+
+def test_configs_and_choices_0_5_8_lacks() -> None:
+    """0.5.8 registers no Qwen3.5 config class (0.5.9 does) and its NSA backend choices have no trtllm."""
+    with pytest.raises(UnsupportedConfigurationError, match=r"model_type 'qwen3_5_moe'"):
+        _case("hybrid-linear-qwen3.5-35b-a3b-tp1-bf16-p1", "0.5.8")
+    with pytest.raises(UnsupportedConfigurationError, match=r"no choice 'trtllm'"):
+        _case("dsa-deepseek-v3.2-tp8-fp8-trtllm-p64", "0.5.8")
+    assert plan_case(_case("dsa-deepseek-v3.2-tp8-fp8-trtllm-p64", "0.5.9")).sizes.max_total_num_tokens > 0

@@ -27,7 +27,14 @@ from typing import Any
 
 from .bridge_releases import BridgeRelease
 from .compat import accepted_keywords
-from .runtime import SGLangUnavailableError, check_version, cuda_platform_facts, install_torchvision_stub, quiet_stdout
+from .runtime import (
+    SGLangUnavailableError,
+    check_version,
+    cuda_platform_facts,
+    install_kernel_stubs,
+    install_torchvision_stub,
+    quiet_stdout,
+)
 
 # --- launch-specific: preload the resolution modules, answer the probes, resolve -------------
 
@@ -59,6 +66,9 @@ def import_for_launch() -> BridgeRelease:
     except ImportError as exc:
         raise SGLangUnavailableError(f"SGLang is not installed ({exc}); see docs/sglang-bridge.md") from exc
     row = check_version(str(getattr(sglang, "__version__", "unknown")))
+    # a release whose launch path imports its kernels unguarded (0.5.8) gets the whole-package stand-in; the
+    # module stand-ins of the sizing path are not needed here
+    install_kernel_stubs(tuple(name for name in row.kernel_stubs if "." not in name))
     os.environ.setdefault("SGLANG_DISABLE_REQUEST_LOGGING", "1")
     return row
 

@@ -106,6 +106,10 @@ _OLD_XGRAMMAR = ("xgrammar==0.2.1",)
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
 BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
+    BridgeRelease("0.5.8", "4.57.1", ("xgrammar==0.1.27",), configurator=False, platform_override=False,
+                  schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
+                  context_server_args=False, finalize_step=False, runtime_context=False,
+                  pool_configurator=False, kernel_stubs=("sgl_kernel",), resolution_steps=False),  # fmt: skip
     BridgeRelease("0.5.9", "4.57.1", ("xgrammar==0.1.27",), configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
                   context_server_args=False, finalize_step=False, runtime_context=False,

@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -98,6 +99,12 @@ def make_server_args(row: BridgeRelease, server_args_cls: Any, fields: Mapping[s
     for key, value in given.items():
         if getattr(server_args, key, value) != value:
             setattr(server_args, key, value)
+    # the environment step the dummy model path returns before (_handle_environment_variables): a set
+    # --mamba-ssm-dtype becomes SGLANG_MAMBA_SSM_DTYPE, which the Mamba state dtype reads (0.5.8: always, its
+    # default float32; mamba_utils.mamba2_state_dtype reads the variable unguarded)
+    ssm_dtype = getattr(server_args, "mamba_ssm_dtype", None)
+    if ssm_dtype is not None:
+        os.environ["SGLANG_MAMBA_SSM_DTYPE"] = str(ssm_dtype)
     return server_args
 
 

@@ -157,10 +157,12 @@ class InitRunnerHost(RunnerHost):
         it was set from outside (the bridge's what-if pool); a draft gets the target's pools handed over."""
         runner = self.runner
         given = config.max_running_requests if config.max_running_requests != config.resolved_requests else None
-        if shared is not None:
-            runner.server_args.draft_runner_cache_size = config.max_total_num_tokens
-            runner.server_args.max_num_reqs = config.max_running_requests
+        if shared is not None:  # what the target's init_memory_pool left on its (the shared) ServerArgs
+            runner.server_args.draft_runner_cache_size, runner.server_args.max_num_reqs = config.handover
         self.profile.run(config.profiled, config.user_tokens, given, shared=shared)
+        if shared is None:
+            args = runner.server_args
+            config.handover = (getattr(args, "draft_runner_cache_size", None), getattr(args, "max_num_reqs", None))
         return runner.req_to_token_pool, runner.token_to_kv_pool
 
 

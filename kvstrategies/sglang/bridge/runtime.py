@@ -79,10 +79,13 @@ class _StubModule(types.ModuleType):
 
 
 class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Answers ``import torchvision[.x.y]`` with permissive modules (no code runs)."""
+    """Answers ``import torchvision[.x.y]`` (or another ``package``) with permissive modules (no code runs)."""
+
+    def __init__(self, package: str = _STUBBED) -> None:
+        self.package = package
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname == _STUBBED or fullname.startswith(_STUBBED + "."):
+        if fullname == self.package or fullname.startswith(self.package + "."):
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         return None
 
@@ -115,9 +118,14 @@ def install_kernel_stubs(names: tuple[str, ...]) -> None:
     """Stand-ins for kernel modules (``sgl_kernel.kvcacheio``) a release imports at module load even
     where the kernels cannot run; nothing the bridge sizes calls them. Only the named module answers
     every name; its package holds nothing else, so ``from sgl_kernel import x`` still fails as it
-    does without the package. Nothing is stubbed where the package is installed."""
+    does without the package. A name without a dot stubs the whole package (every name answers).
+    Nothing is stubbed where the package is installed."""
     for name in names:
         parent, _, child = name.rpartition(".")
+        if not parent:  # a whole package (0.5.8 imports its kernels unguarded): every module and name answers
+            if name not in sys.modules and importlib.util.find_spec(name) is None:
+                sys.meta_path.insert(0, _StubFinder(name))
+            continue
         if parent in sys.modules or importlib.util.find_spec(parent) is not None:
             continue
         package = types.ModuleType(parent)

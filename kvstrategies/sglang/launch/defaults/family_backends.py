@@ -23,6 +23,7 @@ from .core import (
     large_hopper_qwen3_vl,
 )
 from .facts import _DEEPSEEK_FAMILY
+from .model_overrides import uses_legacy_mamba_hooks
 
 
 def _backend_rule_names(rule: LaunchBackendRule) -> frozenset[str]:
@@ -152,8 +153,8 @@ def _qwen3_5_hybrid_backend(inp: LaunchInputs, res: ResolutionDraft) -> tuple[st
 def attention_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Model override (arg_groups.model_overrides, overrides._page_size_default): per-architecture attention backend
     and page size (fill-only page)."""
-    if inp.model.is_dsv4 or inp.model.is_dsa or inp.gpu.is_npu:
-        return
+    if inp.model.is_dsv4 or inp.model.is_dsa or inp.gpu.is_npu or uses_legacy_mamba_hooks(inp):
+        return  # 0.5.8's Mamba models choose their backend in their own override (model_overrides)
     _qwen3_vl_hopper_decode_backend(inp, res)
     backend, page = _family_backend(inp, res)
     if backend is not None:

@@ -51,21 +51,22 @@ MLA_PREFILL_GRAPH_FOLLOWS_CHUNK = ReleaseRule(
 )
 
 
-def prefill_graph_batch_sizes(max_bs: int) -> tuple[int, ...]:
+def prefill_graph_batch_sizes(max_bs: int, sixty_four_from: int = 576) -> tuple[int, ...]:
     """arg_groups.cuda_graph_hook: 4..32/4, 48..256/16, 288..512/32, 576..1024/64, 1280..4096/256, 4608../512, <=
-    max_bs.
+    max_bs (``sixty_four_from``: where the step-64 range starts, 640 up to 0.5.8:
+    :data:`.graph_rules.PIECEWISE_TOKENS_64_FROM`).
 
     Lengths: 42 (2048), 50 (4096), 58 (8192), 74 (16384).
     """
-    ranges = ((4, 32, 4), (48, 256, 16), (288, 512, 32), (576, 1024, 64), (1280, 4096, 256))
+    ranges = ((4, 32, 4), (48, 256, 16), (288, 512, 32), (sixty_four_from, 1024, 64), (1280, 4096, 256))
     sizes = [b for lo, hi, step in ranges for b in range(lo, hi + 1, step)]
     sizes += range(4608, max_bs + 1, 512)
     return tuple(b for b in sizes if b <= max_bs)
 
 
-def prefill_graph_bs_count(max_bs: int) -> int:
+def prefill_graph_bs_count(max_bs: int, sixty_four_from: int = 576) -> int:
     """``prefill_graph_bs_count(max_bs)`` without building the list (any ``max_bs``)."""
-    fixed = sum(1 for b in prefill_graph_batch_sizes(min(max_bs, 4096)) if b <= max_bs)
+    fixed = sum(1 for b in prefill_graph_batch_sizes(min(max_bs, 4096), sixty_four_from) if b <= max_bs)
     return fixed + len(range(4608, max_bs + 1, 512))
 
 
@@ -156,7 +157,8 @@ def prefill_graph_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
         max_bs = min(max_bs, 8192)
     if inp.settings.max_total_tokens is not None:
         max_bs = min(max_bs, inp.settings.max_total_tokens)
-    res.prefill_graph_max_bs, res.prefill_graph_bs_count = max_bs, prefill_graph_bs_count(max_bs)
+    start = rules.PIECEWISE_TOKENS_64_FROM.at(inp.release)
+    res.prefill_graph_max_bs, res.prefill_graph_bs_count = max_bs, prefill_graph_bs_count(max_bs, start)
 
 
 def page_default_step(inp: LaunchInputs, res: ResolutionDraft) -> None:

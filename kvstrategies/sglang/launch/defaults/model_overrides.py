@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ....core.releases import ReleaseRule, span
 from ....errors import KVCacheConfigError
-from ....models.architectures import names_holding, names_where
+from ....models.architectures import LaunchBackendRule, names_holding, names_where
 from .core import (
     MAMBA_RADIX_HOOK,
     OVERRIDES_HOOK,
@@ -33,6 +33,14 @@ GPT_OSS_TRTLLM_NO_HYBRID_SWA = ReleaseRule(
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (GptOssForCausalLM)",
     topic="launch",
 )
+#: GPT-OSS with speculative decoding turns hybrid-SWA memory off (the SWA cache did not serve speculation yet)
+GPT_OSS_SPEC_NO_HYBRID_SWA = ReleaseRule(
+    "launch-gpt-oss-spec-no-hybrid-swa",
+    span(last="0.5.8"),
+    "GPT-OSS with speculative decoding disables hybrid-SWA memory",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (GptOssForCausalLM)",
+    topic="launch",
+)
 _TRTLLM_NO_HYBRID_SWA = names_where(lambda r: r.trtllm_disables_hybrid_swa)
 
 
@@ -43,6 +51,10 @@ def hybrid_swa_memory_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
         _declare(res, "disable_hybrid_swa_memory", True, f"model override ({OVERRIDES_HOOK.at(inp.release)})")
     backends = (res.attention_backend, res.prefill_attention_backend, res.decode_attention_backend)
     trtllm = "trtllm_mha" in backends and inp.model.has_arch(_TRTLLM_NO_HYBRID_SWA)
+    spec = inp.settings.speculative_algorithm is not None and GPT_OSS_SPEC_NO_HYBRID_SWA.holds(inp.release)
+    if (spec and inp.model.has_arch(_TRTLLM_NO_HYBRID_SWA)) and not res.disable_hybrid_swa_memory:
+        _declare(res, "disable_hybrid_swa_memory", True, "GPT-OSS with speculative decoding (sglang.srt.server_args."
+                 "ServerArgs._handle_model_specific_adjustments)")  # fmt: skip
     if trtllm and GPT_OSS_TRTLLM_NO_HYBRID_SWA.holds(inp.release) and not res.disable_hybrid_swa_memory:
         _declare(res, "disable_hybrid_swa_memory", True, "GPT-OSS with trtllm_mha (sglang.srt.server_args."
                  "ServerArgs._handle_model_specific_adjustments)")  # fmt: skip
@@ -134,13 +146,78 @@ def _no_buffer_radix_cache(inp: LaunchInputs, res: ResolutionDraft) -> None:
                   f"cache under the no_buffer Mamba strategy of {inp.release.label} (add --disable-radix-cache)")
 
 
+#: the Mamba radix-cache handling is one shared hook; before, each model's override had its own (and the no_buffer
+#: block sat in GLM-4 MoE's): Nemotron-H, Falcon-H1 and Qwen3-Next keep a given page, Qwen3-Next keeps the overlap
+#: scheduler, Falcon-H1 keeps the radix cache under speculation
+MAMBA_SHARED_RADIX_HOOK = ReleaseRule(
+    "launch-mamba-shared-radix-hook",
+    span("0.5.9"),
+    "one Mamba radix-cache hook for every Mamba model (before: per-model overrides; the no_buffer block sits in "
+    "GLM-4 MoE's, so GLM-4.5 loses the overlap scheduler and Qwen3-Next keeps it)",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (0.5.9: _handle_mamba_radix_cache)",
+    topic="launch",
+)
+_LEGACY_MAMBA_BLOCK = names_where(lambda r: r.legacy_mamba_block)
+_NEMOTRON_H = names_where(lambda r: r.launch_backend_rule is LaunchBackendRule.NEMOTRON_H)
+_FALCON_H1 = names_where(lambda r: r.launch_backend_rule is LaunchBackendRule.FALCON_H1)
+_QWEN3_NEXT = names_where(lambda r: r.launch_backend_rule is LaunchBackendRule.QWEN3_NEXT)
+
+
+def uses_legacy_mamba_hooks(inp: LaunchInputs) -> bool:
+    """Whether 0.5.8's per-model Mamba overrides apply (:data:`MAMBA_SHARED_RADIX_HOOK`)."""
+    m = inp.model
+    return not MAMBA_SHARED_RADIX_HOOK.holds(inp.release) and (
+        m.has_arch(_NEMOTRON_H | _FALCON_H1 | _QWEN3_NEXT | _LEGACY_MAMBA_BLOCK)
+    )
+
+
+def _legacy_mamba_hooks(inp: LaunchInputs, res: ResolutionDraft) -> None:
+    """0.5.8's per-model overrides (``ServerArgs._handle_model_specific_adjustments``): Nemotron-H turns the radix cache
+    off under speculation, else the overlap scheduler off (SM100: flashinfer unless a backend is given; trtllm_mha
+    turns the radix cache off and the overlap scheduler back on); Falcon-H1 the same without the speculation branch
+    (SM100: triton); Qwen3-Next only its SM100 backend (triton; trtllm_mha turns the radix cache off); GLM-4 MoE runs
+    the no_buffer block (overlap off with the radix cache on)."""
+    m, g, s = inp.model, inp.gpu, inp.settings
+    hook = "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments"
+    radix = not res.disable_radix_cache
+    if m.has_arch(_LEGACY_MAMBA_BLOCK):
+        if radix and not res.mamba_radix_cache_strategy.startswith("extra_buffer"):
+            _declare(res, "disable_overlap_schedule", True, f"the no_buffer block in GLM-4 MoE's override ({hook})")
+        return
+    if m.has_arch(_QWEN3_NEXT):
+        if g.is_sm100 and res.attention_backend is None:
+            _declare(res, "attention_backend", "triton", f"Qwen3-Next on SM100 ({hook})")
+        if g.is_sm100 and radix and res.attention_backend == "trtllm_mha":
+            _declare(res, "disable_radix_cache", True, f"trtllm_mha cannot run page 1 ({hook})")
+            _declare(res, "disable_overlap_schedule", False, f"trtllm_mha cannot run page 1 ({hook})")
+        return
+    nemotron = m.has_arch(_NEMOTRON_H)
+    if nemotron and radix and s.speculative_algorithm is not None:
+        _declare(res, "disable_radix_cache", True, f"Nemotron-H speculation ({hook})")
+        return
+    if not radix:
+        return
+    _declare(res, "disable_overlap_schedule", True, f"Mamba radix cache ({hook})")
+    if g.is_sm100:
+        if res.attention_backend is None:
+            backend = "flashinfer" if nemotron else "triton"
+            _declare(res, "attention_backend", backend, f"{m.architectures[0]} on SM100 ({hook})")
+        if res.attention_backend == "trtllm_mha":
+            _declare(res, "disable_radix_cache", True, f"trtllm_mha cannot run page 1 ({hook})")
+            _declare(res, "disable_overlap_schedule", False, f"trtllm_mha cannot run page 1 ({hook})")
+
+
 def mamba_strategy_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Mamba radix cache (overrides._mamba_radix_cache_resolution): ``auto`` -> ``extra_buffer`` when (overlap on or
     page > 1) and supported in the release (the rows' ``mamba_extra_buffer`` with their ``releases``), else
     ``no_buffer`` with the overlap scheduler forced off; ``no_buffer`` takes page 1 only (SGLang:
     ``arg_groups.mamba_hook.validate_mamba_no_buffer``). Radix off -> no strategy. Assumes the
-    default ``linear_attn_backend`` triton. Older releases: :func:`_no_buffer_radix_cache`."""
+    default ``linear_attn_backend`` triton. Older releases: :func:`_no_buffer_radix_cache`; 0.5.8:
+    :func:`_legacy_mamba_hooks`."""
     m = inp.model
+    if uses_legacy_mamba_hooks(inp):
+        _legacy_mamba_hooks(inp, res)
+        return
     if m.is_mamba_radix and not MAMBA_AUTO_PER_MODEL.holds(inp.release):
         _no_buffer_radix_cache(inp, res)
         return
