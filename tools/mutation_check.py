@@ -91,11 +91,15 @@ class Group:
                 and f not in EXCLUDED]
 
 
-# SGLang's recorded answers, read by the project for the newest and the oldest release (every
-# catalog case; the other releases add time, rarely a kill: their differences are release rules)
+# SGLang's recorded answers, read by the project for the newest release, the last ModelRunner-mixin release, and the
+# releases that size through the ModelRunner's own methods (0.5.10, 0.5.9, 0.5.8); every catalog case. The other
+# releases add time, rarely a kill: their differences are release rules with hand tests
 SGLANG_GOLDENS = (
     "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.23-*]",
     "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.15-*]",
+    "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.10-*]",
+    "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.9-*]",
+    "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.8-*]",
 )
 # the 2,005 recorded launch resolutions of the newest and the oldest release
 LAUNCH_GOLDENS = (
@@ -352,6 +356,13 @@ class Equivalent:
 #: Keep this list short and every reason checkable by reading the lines it names.
 EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
+        "kvstrategies/strategies/hybrid_linear.py", r"attn_dp_size > 1", "> -> >=",
+        "self.ctx.parallel.attn_dp_size > 1",
+        "at attention DP 1 the cap is min(capped, user // 1): capped is at most the request count, which up to 0.5.9 "
+        "is the user's count itself (requests-from-resolved-tokens), so the cap never binds",
+        scope="HybridLinearPoolConfigurator.cap_max_running_requests",
+    ),
+    Equivalent(
         "kvstrategies/strategies/default.py", r"draft_layers is None or draft_layers <= 0", "<= -> <",
         "draft_layers <= 0",
         "an EAGLE draft of 0 layers adds int(cell * 0 / L) = 0 (DSA: draft_kv 0, indexer over 0 layers 0)",
@@ -420,6 +431,22 @@ EQUIVALENT: tuple[Equivalent, ...] = (
             "the defaults are never read", scope="LaunchInputs",
         )
         for name in ("tp_size", "pp_size", "attn_dp_size", "dcp_size")
+    ),
+    *(
+        Equivalent(
+            "kvstrategies/sglang/launch/defaults/graphs.py", r"ranges = \(\(4, 32, 4\), \(48, 256, 16\)", "c -> c+1",
+            top,
+            f"range(lo, {top} + 2, step) and range(lo, {top} + 1, step) hold the same sizes: {top} + 1 is no step "
+            "from the range's start (576 and 640 both reach 1024 in steps of 64)",
+            after=str(int(top) + 1), within=within,
+        )
+        for top, within in (("32", r"^\(4, 32, 4\)$"), ("512", r"^\(288, 512, 32\)$"),
+                            ("1024", r"^\(sixty_four_from, 1024, 64\)$"), ("4096", r"^\(1280, 4096, 256\)$"))
+    ),
+    Equivalent(
+        "kvstrategies/sglang/launch/defaults/graphs.py", r"prefill_graph_batch_sizes\(min\(max_bs, 4096\)", "c -> c+1",
+        "4096", "the fixed list ends at 4096 and the next size is 4608: capping at 4097 keeps the same sizes",
+        after="4097", scope="prefill_graph_bs_count",
     ),
     Equivalent(
         "kvstrategies/sglang/launch/defaults/graphs.py",

@@ -545,6 +545,10 @@ def test_spec_v2_is_off_by_default_up_to_0_5_10() -> None:
             "speculative_num_draft_tokens": 8}  # fmt: skip
     with pytest.raises(KVCacheConfigError, match="Spec v2 currently only supports topk = 1"):
         run(**tree)
+    with pytest.raises(KVCacheConfigError, match="Spec v2 currently only supports topk = 1"):
+        run(**{**tree, "speculative_eagle_topk": 2})
+    chain = {**tree, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4}
+    assert run(**chain).disable_overlap_schedule is False  # a given top-k of 1 is accepted
     assert resolve("llama-3.1-8b", H200, "0.5.10", **tree).disable_overlap_schedule is True
 
 
@@ -638,7 +642,7 @@ def test_qwen3_next_is_triton_on_sm100_up_to_0_5_9() -> None:
     old = resolve("qwen3-next-80b-a3b", B200, "0.5.9", 8, **extra)
     new = resolve("qwen3-next-80b-a3b", B200, "0.5.10", 8, **extra)
     assert (old.attention_backend, new.attention_backend) == ("triton", "trtllm_mha")
-    assert new.page_size == 64
+    assert (old.page_size, new.page_size) == (1, 64)
 
 
 # ---- SGLang 0.5.8 -> 0.5.9 -----------------------------------------------------------------------------------------
@@ -664,6 +668,8 @@ def test_dsa_backend_fields_default_to_flashmla_sparse_and_fa3_up_to_0_5_8() -> 
     new_b = resolve("deepseek-v3.2", B200, "0.5.9", 8, **sm100)
     assert (old_b.dsa_prefill_backend, old_b.dsa_decode_backend) == ("flashmla_sparse", "flashmla_sparse")
     assert (new_b.dsa_prefill_backend, new_b.dsa_decode_backend) == ("flashmla_sparse", "trtllm")
+    fp8 = resolve("deepseek-v3.2", H200, "0.5.8", 8, kv_cache_dtype="fp8_e4m3")  # forced over the defaults
+    assert (fp8.dsa_prefill_backend, fp8.dsa_decode_backend) == ("flashmla_auto", "flashmla_kv")
 
 
 def test_mamba_radix_cache_is_handled_per_model_up_to_0_5_8() -> None:

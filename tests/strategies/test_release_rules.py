@@ -1085,6 +1085,13 @@ def test_extra_buffer_tracking_follows_speculation_up_to_0_5_9() -> None:
     assert (new.configurator.tracking_slots, new.configurator.mamba_ratio) == (1, 4)
     assert _shapes(old)["req_index_to_mamba_ping_pong_track_buffer_mapping"][1] == 2
     assert old.pool_sizes.max_running_requests == 24 // 5
+    # with speculation (Qwen3-Next MTP, overlap on) it goes the other way: 0.5.9 keeps 1 slot (ratio 4), 0.5.10 2 (5)
+    mtp = "hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64-mtp"
+    old_s = _overridden(mtp, "0.5.9", mamba_radix_cache_strategy="extra_buffer")
+    new_s = _overridden(mtp, "0.5.10", mamba_radix_cache_strategy="extra_buffer")
+    assert (old_s.configurator.tracking_slots, old_s.configurator.mamba_ratio) == (1, 4)
+    assert (new_s.configurator.tracking_slots, new_s.configurator.mamba_ratio) == (2, 5)
+    assert _shapes(old_s)["req_index_to_mamba_ping_pong_track_buffer_mapping"] == (24, 1)
 
 
 def test_dsa_pool_asserts_page_64_up_to_0_5_9() -> None:

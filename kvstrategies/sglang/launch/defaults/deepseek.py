@@ -112,20 +112,20 @@ def _dsa_backends(inp: LaunchInputs, res: ResolutionDraft) -> None:
     fields keep their defaults (:data:`DSA_BACKEND_FIELD_DEFAULTS`) except that fp8 forces flashmla_auto /
     flashmla_kv and bf16 on SM 10+ flashmla_sparse for both (``_handle_model_specific_adjustments``)."""
     gpu = inp.gpu
-    if DSA_BACKEND_FIELD_DEFAULTS.at(inp.release)[0] is not None and gpu.is_cuda:
-        fp8, sm10 = res.kv_cache_dtype == "fp8_e4m3", (gpu.sm_major or 0) >= 10
+    fp8, sm10 = res.kv_cache_dtype == "fp8_e4m3", (gpu.sm_major or 0) >= 10
+    if DSA_BACKEND_FIELD_DEFAULTS.at(inp.release) != (None, None) and gpu.is_cuda:
         forced = ("flashmla_auto", "flashmla_kv") if fp8 else ("flashmla_sparse", "flashmla_sparse") if sm10 else None
         if forced is not None:
             why = f"DSA {res.kv_cache_dtype} (sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments)"
-            _declare(res, "dsa_prefill_backend", forced[0], why)
-            _declare(res, "dsa_decode_backend", forced[1], why)
+            prefill, decode = forced
+            _declare(res, "dsa_prefill_backend", prefill, why)
+            _declare(res, "dsa_decode_backend", decode, why)
         return
     if gpu.is_hip:
         pair = ("triton", "triton")
     elif not gpu.is_cuda:
         return
     else:
-        fp8, sm10 = res.kv_cache_dtype == "fp8_e4m3", (gpu.sm_major or 0) >= 10
         hopper_fp8 = (DSA_HOPPER_FP8_PREFILL.at(inp.release), "flashmla_kv")
         sm100_fp8 = ("trtllm", "trtllm") if DSA_FP8_TRTLLM_ON_SM100.holds(inp.release) else hopper_fp8
         pair = {(True, True): sm100_fp8, (True, False): hopper_fp8,
