@@ -57,6 +57,7 @@ ALLOCATOR_CHOICE_TESTS = (
     "tests/pools/test_write_path.py::test_fresh_allocator_rows",
     "tests/pools/test_write_path.py::test_a_draft_worker_reuses_the_target_allocator",
     "tests/pools/test_write_path.py::test_request_table_has_one_padding_row_by_default",
+    "tests/pools/test_write_path.py::test_req_to_token_pool_without_the_padding_row_hands_out_row_zero",
 )
 # the golden snapshots plus the hand-computed strategy tests (whichever exist)
 SIZING_TESTS = (

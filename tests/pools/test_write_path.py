@@ -510,6 +510,13 @@ def test_req_to_token_pool_without_the_padding_row_hands_out_row_zero() -> None:
     assert pool.free_slots == [0]
     with pytest.raises(AllocatorMisuseError, match=r"out of range \[0, 3\]"):
         pool.free_rows([4])
+    # the PD decode role's table (DecodeReqToTokenPool): R + pre_alloc rows, all handed out from 0
+    decode = req_to_token_layout(max_running_requests=4, max_context_len=6, pre_alloc_size=2, padding_row=False)
+    decode_pool = ReqToTokenPool(build_pool(decode, "cpu"))
+    assert tuple(decode_pool.req_to_token.shape) == (6, 6) and decode_pool.free_slots == [0, 1, 2, 3, 4, 5]
+    padded = ReqToTokenPool(build_pool(req_to_token_layout(max_running_requests=4, max_context_len=6,
+                                                           pre_alloc_size=2), "cpu"))  # fmt: skip
+    assert padded.free_slots == [1, 2, 3, 4, 5, 6]
 
 
 def test_hybrid_req_pool_binds_mamba_slots_and_rolls_back() -> None:

@@ -47,7 +47,7 @@ class ReqToTokenPool(TypedPool):
         self.max_context_len = int(self.req_to_token.shape[1])
         rows = int(self.req_to_token.shape[0])
         requests = self.attribute("size", None, required=False)
-        pre_alloc = self.attribute("pre_alloc_size", 0, required=False)
+        pre_alloc = self.attribute("pre_alloc_size", None, required=False)
         # a table without the padding row 0 (SGLang up to 0.5.10) hands out rows from 0
         first = 0 if isinstance(requests, int) and isinstance(pre_alloc, int) and rows == requests + pre_alloc else 1
         self.allocator = RequestSlotAllocator(rows - first, first=first)
