@@ -80,7 +80,7 @@ def _profiled_layers(runner: Any) -> int:
     return int(runner.num_effective_layers)
 
 
-class RunnerInitProfile:
+class RunnerInitProfile(RunnerProfile):
     """Up to 0.5.9: ``init_memory_pool`` sizes and builds in one method; it is run with the profiled token count
     stated (``profile_max_num_token`` answers it), and its own steps do the rest.
 
@@ -92,11 +92,8 @@ class RunnerInitProfile:
     last run are the ones built: :meth:`build` runs it again for the config it is given.
     """
 
-    name = RunnerProfile.name
-
     def __init__(self, runner: Any) -> None:
-        self.runner = runner
-        self._cell_size = int(runner.get_cell_size_per_token(_profiled_layers(runner)))
+        super().__init__(runner)
         self._profiled: int | None = None
 
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> Any:
