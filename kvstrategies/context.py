@@ -502,9 +502,15 @@ def num_kv_heads_per_rank(ctx: KVCacheContext) -> int:
 
 
 def is_hybrid_swa(ctx: KVCacheContext) -> bool:
-    """SGLang's ``is_hybrid_swa``: a hybrid-SWA model and ``--disable-hybrid-swa-memory`` off
-    (model_config.is_hybrid_swa_model)."""
-    return ctx.geometry.hybrid_swa is not None and not ctx.scheduling.disable_hybrid_swa_memory
+    """SGLang's ``is_hybrid_swa``: a hybrid-SWA model in the release's set (row fact ``hybrid_swa_listed``)
+    and ``--disable-hybrid-swa-memory`` off (model_config.is_hybrid_swa_model; 0.5.7: is_hybrid_model)."""
+    from .models.architectures import holds_in, row_for  # the row's release facts
+
+    geometry = ctx.geometry
+    if geometry.hybrid_swa is None or ctx.scheduling.disable_hybrid_swa_memory:
+        return False
+    row = row_for(geometry.architectures[0]) if geometry.architectures else None
+    return row is None or holds_in(row, "hybrid_swa_listed", ctx.release)
 
 
 #: a draft worker under DCP indexes the target allocator's DCP-widened token ids: its pools hold

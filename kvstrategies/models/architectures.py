@@ -150,8 +150,11 @@ class Architecture:
     ``mla_nope_flag``: ``use_mla_nope`` zeroes the rope dim. ``mla_forced_head_dim``: SGLang's
     dummy ``head_dim`` of an MLA model (read only by the MXFP8 scale quirk). ``dsv4``: DeepSeek-V4
     compressed attention. ``minimax_sparse``: MiniMax-M3 sparse layers. ``hybrid_swa``: in SGLang's
-    hybrid-SWA set (with its gate); ``swa_layer_split`` / ``swa_window``: its layer and window
-    rules. ``swa_compress``: SWA layers keep their own KV heads / head dims (first entry only).
+    hybrid-SWA set (with its gate); ``hybrid_swa_listed``: the release's set names it (GPT-OSS and Llama-4
+    from 0.5.8: 0.5.7's ``is_hybrid_model`` names MiMo-V2 alone, and Llama-4 under
+    ``--hybrid-kvcache-ratio``, which the planner does not take); ``swa_layer_split`` /
+    ``swa_window``: its layer and window rules. ``swa_compress``: SWA layers keep their own KV heads /
+    head dims (first entry only).
     ``swa_full_tokens_ratio``: the model's default ratio. ``gemma4_family``: Gemma-4 config rewrite.
     ``linear_attention``: the Mamba-ish family. ``is_draft``: an MTP / NextN / EAGLE draft head.
     ``draft_architecture``: the row SGLang's ``ModelConfig._config_draft_model`` renames this one to
@@ -265,6 +268,7 @@ class Architecture:
     sm100_trtllm_moe_unquantized: bool = True
     lm_head_every_stage: bool = False
     skips_block_check: frozenset[str] = frozenset()
+    hybrid_swa_listed: bool = True
     releases: tuple[tuple[str, str | None, str | None], ...] = ()
 
     @property
@@ -574,6 +578,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_backend_rule=LaunchBackendRule.GPT_OSS,
         lm_head_every_stage=True,
         trtllm_disables_hybrid_swa=True,
+        releases=(("hybrid_swa_listed", "0.5.8", None),),
     ),
     _A("GraniteMoeHybridForCausalLM", mamba_radix=True, launch_backend_rule=LaunchBackendRule.GRANITE_HYBRID),
     _A("GraniteMoeSWAForCausalLM", hybrid_swa=_SWA, swa_layer_split=SWALayerSplit.LAYER_TYPES),
@@ -659,6 +664,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_hybrid_swa=True,
         launch_backend_rule=LaunchBackendRule.LLAMA4,
         launch_backend_check=LaunchBackendCheck.LLAMA4,
+        releases=(("hybrid_swa_listed", "0.5.8", None),),
     ),
     _A(
         "Llama4ForConditionalGeneration",
@@ -668,6 +674,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         multimodal_opt_in=True,
         launch_backend_rule=LaunchBackendRule.LLAMA4,
         launch_backend_check=LaunchBackendCheck.LLAMA4,
+        releases=(("hybrid_swa_listed", "0.5.8", None),),
     ),
     _A("LlamaForCausalLM", wide_speculative_defaults=True, lm_head_every_stage=True),
     _A(
@@ -949,6 +956,22 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("qwen3_vl_moe", qk_norm=True, large_hopper_vl_overrides=True),
 )
 
+#: SGLang 0.5.7's ``utils.common.is_fa3_default_architecture``: the MHA models that default to fa3 on Hopper (from 0.5.8
+#: every MHA model does)
+FA3_DEFAULT_ARCHITECTURES_0_5_7: frozenset[str] = frozenset({
+    "Llama4ForConditionalGeneration", "LlamaForCausalLM", "Olmo2ForCausalLM", "Gemma2ForCausalLM",
+    "Gemma3ForConditionalGeneration", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
+    "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration", "Glm4MoeForCausalLM",
+    "Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration", "Step3VLForConditionalGeneration",
+})  # fmt: skip
+#: SGLang 0.5.7's ``server_args.auto_choose_speculative_params``: the models taking the narrow EAGLE auto parameters
+#: (3, 1, 4), every other the wide (5, 4, 8); from 0.5.8 the narrow ones are the default
+NARROW_SPECULATIVE_ARCHITECTURES_0_5_7: frozenset[str] = frozenset({
+    "DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM", "GptOssForCausalLM",
+    "Glm4MoeForCausalLM", "BailingMoeForCausalLM", "BailingMoeV2ForCausalLM", "MistralLarge3ForCausalLM",
+    "PixtralForConditionalGeneration", "MiMoV2FlashForCausalLM",
+})  # fmt: skip
+
 _BY_NAME: dict[str, Architecture] = {row.name: row for row in ARCHITECTURES}
 _BY_MODEL_TYPE: dict[str, ModelType] = {row.name: row for row in MODEL_TYPES}
 _PLAIN_MODEL_TYPE = ModelType("")
@@ -1100,6 +1123,8 @@ __all__ = [
     "SGLangModel",
     "any_row",
     "first_row",
+    "FA3_DEFAULT_ARCHITECTURES_0_5_7",
+    "NARROW_SPECULATIVE_ARCHITECTURES_0_5_7",
     "holds_in",
     "is_served",
     "known_model_types",

@@ -337,6 +337,7 @@ NO_EFFECT = _names(
 
 #: refused by name: they change what a GPU holds in a way the planner does not model
 OLDER_NOT_MODELLED: dict[str, str] = {
+    "--hybrid-kvcache-ratio": "SGLang 0.5.7's Llama-4 chunked-attention pool split (is_hybrid_model; no-op from 0.5.8)",
     "--nsa-prefill-backend": "DSA backend-specific KV buffers",
     "--nsa-decode-backend": "DSA backend-specific KV buffers",
     "--enable-prefill-context-parallel": "context-parallel KV sharding",
@@ -374,7 +375,7 @@ OLDER_NO_EFFECT = _names(
     --collect-tokens-histogram --cuda-graph-tc-compiler --elastic-ep-rejoin --enable-deepep-waterfill
     --enable-expert-distribution-metrics --optimistic-prefill-retries --piecewise-cuda-graph-compiler
     --prefill-round-robin-balance --speculative-skip-dp-mlp-sync --stream-output
-    --custom-sigquit-handler --debug-tensor-dump-inject --enable-piecewise-cuda-graph --hybrid-kvcache-ratio
+    --custom-sigquit-handler --debug-tensor-dump-inject --enable-piecewise-cuda-graph
     --enable-nan-detection --record-nolora-graph
     --ds-heavy-token-num --ds-sparse-decode-threshold --multi-item-scoring-delimiter
     --disable-hicache-numa-detect --disaggregation-decode-dp --disaggregation-decode-tp --disaggregation-prefill-pp

@@ -231,6 +231,25 @@ MAMBA_SSM_DTYPE_FROM_CONFIG = ReleaseRule(
     "--mamba-ssm-dtype, default float32, written over the variable; the config is not read)",
     "sglang.srt.configs.mamba_utils.mamba2_state_dtype; server_args.ServerArgs._handle_environment_variables",
 )
+#: the request cap counts the extra buffer's slots only where the extra buffer is on; before, every radix-cache
+#: request also counts 2 (1 with the extra buffer under speculative decoding), whatever the strategy
+MAMBA_RATIO_EXTRA_WITH_BUFFER = ReleaseRule(
+    "mamba-ratio-extra-with-buffer",
+    span("0.5.8"),
+    "a Mamba request counts the extra buffer's slots only with the extra buffer on (before: 3 + 2 a request, 3 + 1 "
+    "with the extra buffer under speculative decoding, whatever the strategy)",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.init_memory_pool (additional_ratio)",
+)
+#: the per-draft-token Mamba state is reserved whatever sets the slot count, for ``max_running_requests // dp`` rows;
+#: before, only where the slots follow from the memory ratio (radix cache on, no --max-mamba-cache-size), for
+#: ``max_running_requests`` rows
+MAMBA_SPEC_RESERVE_EVERY_BRANCH = ReleaseRule(
+    "mamba-spec-reserve-every-branch",
+    span("0.5.8"),
+    "the Mamba speculative state is reserved on every branch, for max_running_requests // dp rows (before: only on "
+    "the memory-ratio branch, for max_running_requests rows)",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.handle_max_mamba_cache",
+)
 #: a KDA layer's q, k and v conv states are one tensor; before, three (the same bytes)
 KDA_FUSED_CONV_STATE = ReleaseRule(
     "kda-fused-conv-state",
@@ -241,7 +260,7 @@ KDA_FUSED_CONV_STATE = ReleaseRule(
 #: with speculation and attention DP the request pool is also capped at ``--max-running-requests // dp``
 MAMBA_SPEC_DP_REQUEST_CAP = ReleaseRule(
     "mamba-spec-dp-request-cap",
-    span(last="0.5.9"),
+    span("0.5.8", "0.5.9"),
     "a Mamba hybrid with speculative decoding and attention DP caps its request pool at max_running_requests // dp",
     "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.init_memory_pool",
 )
@@ -385,10 +404,14 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
 
     @cached_property
     def mamba_ratio(self) -> int:
-        """State slots per running request: 1 without radix cache, else 3 (2 with skip-lock) + extras."""
+        """State slots per running request: 1 without radix cache, else 3 (2 with skip-lock) + extras
+        (0.5.7: + 2 whatever the strategy, :data:`MAMBA_RATIO_EXTRA_WITH_BUFFER`)."""
         sched = self.ctx.scheduling
         if sched.disable_radix_cache:
             return 1
+        if not MAMBA_RATIO_EXTRA_WITH_BUFFER.holds(self.ctx.release):  # 0.5.7: no skip-lock; + 2 but one case
+            speculative = self.ctx.speculative.algorithm is not SpecAlgorithm.NONE
+            return 3 + (1 if self.extra_buffer and speculative else 2)
         skip_lock = self.ctx.knobs.mamba_skip_decode_lock
         base = 2 if skip_lock else 3
         if self.extra_buffer and not MAMBA_TRACKING_BY_OVERLAP.holds(self.ctx.release):
@@ -462,8 +485,9 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         draft_tokens, spec_mrr = spec_inputs if self.budget_reserves_spec else (0, 0)
         floor = 1 if MAMBA_REQUESTS_AT_LEAST_ONE.holds(self.ctx.release) else 0  # max(floor, mrr // dp)
         joint = self.budget_reserves_spec and MAMBA_SPEC_STATE_JOINT.holds(self.ctx.release)
-        if self.budget_reserves_spec and not joint:
-            # up to 0.5.12: mrr // dp draft rows first, then the branches below see only the rest
+        every_branch = MAMBA_SPEC_RESERVE_EVERY_BRANCH.holds(self.ctx.release)
+        if self.budget_reserves_spec and not joint and every_branch:
+            # 0.5.8 to 0.5.12: mrr // dp draft rows first, then the branches below see only the rest
             spec_gib = per * (spec_mrr // dp) * draft_tokens / GIB
             rest -= spec_gib
         if sched.max_mamba_cache_size is not None:
@@ -481,6 +505,9 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
                 rest -= spec_gib
         else:
             branch = "C"
+            if self.budget_reserves_spec and not every_branch:  # 0.5.7: on this branch only, mrr rows (no // dp)
+                spec_gib = per * spec_mrr * draft_tokens / GIB
+                rest -= spec_gib
             share = sched.mamba_full_memory_ratio
             budget = rest * share / (1 + share)
             budget_bytes = budget * GIB

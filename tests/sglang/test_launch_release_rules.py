@@ -20,8 +20,8 @@ from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchRes
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 RTX4090 = lookup_gpu("RTX-4090")
-R = {v: parse_release(v) for v in ("0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15",
-                                    "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22",
+R = {v: parse_release(v) for v in ("0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14",
+                                    "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22",
                                     "0.5.23")}  # fmt: skip
 
 
@@ -713,3 +713,88 @@ def test_unknown_capacity_fraction_per_release() -> None:
     cut = 0.95 * (1 - 0.1 * (27 * 1152**2 / (24 * 1024**2) - 1))
     gemma = resolve("gemma-3-27b", unknown, "0.5.20", enable_multimodal=True)
     assert gemma.mem_fraction_static == pytest.approx(0.95 * cut) and gemma.reserved_mib is None
+
+
+# ---- SGLang 0.5.7 -> 0.5.8 -----------------------------------------------------------------------------------------
+
+
+def test_fa3_is_the_hopper_default_for_listed_models_only_up_to_0_5_7() -> None:
+    """0.5.7's ``_handle_attention_backend`` picks fa3 on Hopper only for ``is_fa3_default_architecture`` (Llama, Qwen,
+    Gemma-2/3, GLM-4 MoE ...): Falcon-7B gets flashinfer, Llama-3.1-8B fa3; 0.5.8 takes fa3 for every MHA model."""
+    assert resolve("falcon-7b", H100, "0.5.7").attention_backend == "flashinfer"
+    assert resolve("falcon-7b", H100, "0.5.8").attention_backend == "fa3"
+    assert resolve("llama-3.1-8b", H100, "0.5.7").attention_backend == "fa3"
+    assert resolve("qwen2.5-7b", H200, "0.5.7").attention_backend == "fa3"
+
+
+def test_eagle_auto_parameters_default_to_the_wide_set_up_to_0_5_7() -> None:
+    """``auto_choose_speculative_params``: 0.5.7 gives every model but its narrow list (DeepSeek, GPT-OSS, GLM-4
+    MoE ...) ``(5, 4, 8)``; 0.5.8 gives every model but Llama and Grok ``(3, 1, 4)``."""
+    eagle = {"speculative_algorithm": "EAGLE"}
+    old, new = resolve("falcon-7b", H100, "0.5.7", **eagle), resolve("falcon-7b", H100, "0.5.8", **eagle)
+    auto = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+    assert tuple(getattr(old, f) for f in auto) == (5, 4, 8)
+    assert tuple(getattr(new, f) for f in auto) == (3, 1, 4)
+    assert tuple(getattr(resolve("deepseek-v3", H200, "0.5.7", 8, **eagle), f) for f in auto) == (3, 1, 4)
+    assert tuple(getattr(resolve("llama-3.1-8b", H100, "0.5.8", **eagle), f) for f in auto) == (5, 4, 8)
+
+
+def test_gpt_oss_always_turns_hybrid_swa_memory_off_up_to_0_5_7() -> None:
+    """0.5.7's GPT-OSS override sets ``disable_hybrid_swa_memory = True`` whatever the launch; 0.5.8 only with
+    trtllm_mha or speculative decoding (H100: fa3, no speculation -> kept)."""
+    assert resolve("gpt-oss-120b", H100, "0.5.7", 8).disable_hybrid_swa_memory is True
+    assert resolve("gpt-oss-120b", H100, "0.5.8", 8).disable_hybrid_swa_memory is False
+
+
+def test_no_buffer_block_is_in_qwen3_next_override_up_to_0_5_7() -> None:
+    """0.5.7's ``_handle_model_specific_adjustments`` keeps the no_buffer block in Qwen3-Next's branch (overlap off with
+    the radix cache on), GLM-4 MoE's has none; 0.5.8 moved it into GLM-4 MoE's (the reverse)."""
+    assert resolve("qwen3-next-80b-a3b", H100, "0.5.7", 8).disable_overlap_schedule is True
+    assert resolve("qwen3-next-80b-a3b", H100, "0.5.8", 8).disable_overlap_schedule is False
+    assert resolve("glm-4.5", H100, "0.5.7", 8).disable_overlap_schedule is False
+    assert resolve("glm-4.5", H100, "0.5.8", 8).disable_overlap_schedule is True
+    noradix = resolve("qwen3-next-80b-a3b", H100, "0.5.7", 8, disable_radix_cache=True)
+    assert noradix.disable_overlap_schedule is False
+
+
+def test_nemotron_h_keeps_the_radix_cache_under_speculation_up_to_0_5_7() -> None:
+    """Nemotron-H-56B with an EAGLE chain (top-k 1): 0.5.7 keeps the radix cache, so its override turns the overlap
+    scheduler off and, on B200, names flashinfer (page 1); 0.5.8 turns the radix cache off first (B200: trtllm_mha,
+    page 64)."""
+    chain = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4,
+             "speculative_num_steps": 3}  # fmt: skip
+    old, new = (resolve("nemotron-h-56b", H100, v, 8, **chain) for v in ("0.5.7", "0.5.8"))
+    assert (old.disable_radix_cache, new.disable_radix_cache) == (False, True)
+    assert old.disable_overlap_schedule is True
+    old_b, new_b = (resolve("nemotron-h-56b", B200, v, 8, **chain) for v in ("0.5.7", "0.5.8"))
+    assert (old_b.attention_backend, old_b.page_size) == ("flashinfer", 1)
+    assert (new_b.attention_backend, new_b.page_size) == ("trtllm_mha", 64)
+
+
+def test_eagle_tree_at_page_above_one_needs_flashinfer_or_fa3_up_to_0_5_12() -> None:
+    """``speculative_eagle_topk > 1`` with ``page_size > 1``: up to 0.5.12 ``_handle_speculative_decoding`` accepts
+    flashinfer and fa3 only; 0.5.13's ``speculative_hook._handle_eagle_family`` adds triton. Llama-3.1-8B on H100
+    with triton, page 64, top-k 4."""
+    tree = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 4, "speculative_num_draft_tokens": 8,
+            "speculative_num_steps": 5, "attention_backend": "triton", "page_size": 64}  # fmt: skip
+    with pytest.raises(KVCacheConfigError, match="flashinfer or fa3, got triton"):
+        resolve("llama-3.1-8b", H100, "0.5.12", **tree)
+    assert resolve("llama-3.1-8b", H100, "0.5.13", **tree).page_size == 64
+    # 0.5.7's wide auto parameters (top-k 4) meet the same check: Falcon-H1 on B200 (triton) at page 64
+    with pytest.raises(KVCacheConfigError, match="flashinfer or fa3, got triton"):
+        resolve("falcon-h1-7b", B200, "0.5.7", 4, speculative_algorithm="EAGLE", page_size=64)
+
+
+def test_prefill_graph_follows_the_chunk_on_coarse_sizes_up_to_0_5_7() -> None:
+    """``_generate_piecewise_cuda_graph_tokens`` of 0.5.7: 4..32/4 (8), 48..256/16 (14), 288..512/32 (8), 640..4096/128
+    (28), 4352../256; its max tokens is the chunk for MLA too. DeepSeek-V3 on H200 (chunk 8192): 0.5.7 8192 tokens,
+    ``8 + 14 + 8 + 28 + 16 = 74`` sizes; 0.5.8 the flat MLA 2048, ``8 + 14 + 8 + 7 + 4 = 41``. Llama-3.1-8B on an
+    RTX 4090 (chunk 2048): 0.5.7 ``8 + 14 + 8 + 12 = 42``, 0.5.8 41."""
+    old, new = resolve("deepseek-v3", H200, "0.5.7", 8), resolve("deepseek-v3", H200, "0.5.8", 8)
+    assert (old.prefill_graph_max_bs, old.prefill_graph_bs_count) == (8192, 8 + 14 + 8 + 28 + 16)
+    assert (new.prefill_graph_max_bs, new.prefill_graph_bs_count) == (2048, 8 + 14 + 8 + 7 + 4)
+    small_old, small_new = resolve("llama-3.1-8b", RTX4090, "0.5.7"), resolve("llama-3.1-8b", RTX4090, "0.5.8")
+    assert (small_old.prefill_graph_max_bs, small_old.prefill_graph_bs_count) == (2048, 8 + 14 + 8 + 12)
+    assert small_new.prefill_graph_bs_count == 41
+    off = resolve("deepseek-v3", H200, "0.5.7", 8, chunked_prefill_size=-1)
+    assert (off.prefill_graph_max_bs, off.prefill_graph_bs_count) == (-1, 0)

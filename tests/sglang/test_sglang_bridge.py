@@ -46,11 +46,11 @@ def _doc(**changes: object) -> dict[str, object]:
 
 
 def test_version_check_names_the_supported_versions() -> None:
-    assert SUPPORTED_VERSIONS[0] == "0.5.8" and SUPPORTED_VERSIONS[-1] == "0.5.23"
+    assert SUPPORTED_VERSIONS[0] == "0.5.7" and SUPPORTED_VERSIONS[-1] == "0.5.23"
     assert check_version("0.5.15.post1").line == "0.5.15"  # a .postN build is its release line
     assert check_version("0.5.20").line == "0.5.20"
-    for unsupported in ("0.5.7", "0.5.24", "garbage"):
-        with pytest.raises(MissingDependencyError, match=r"supports 0\.5\.8, 0\.5\.9, .*0\.5\.23"):
+    for unsupported in ("0.5.6", "0.5.24", "garbage"):
+        with pytest.raises(MissingDependencyError, match=r"supports 0\.5\.7, 0\.5\.8, .*0\.5\.23"):
             check_version(unsupported)
 
 
@@ -368,3 +368,26 @@ def test_server_args_keep_the_case_values_a_post_init_hook_rewrote() -> None:
     args = make_server_args(bridge_release("0.5.14"), FakeServerArgs,
                             {"disaggregation_mode": "decode", "disable_radix_cache": False})  # fmt: skip
     assert (args.model_path, args.disaggregation_mode, args.disable_radix_cache) == ("dummy", "decode", False)
+
+
+def test_kernel_stubs_answer_the_named_module_only() -> None:
+    """``install_kernel_stubs``: a dotted name (0.5.7's vLLM CPU fallbacks) gets a module that answers every name,
+    its parent packages stay empty, so a sibling import fails as it does without the package; a package that is
+    installed is never stubbed."""
+    import importlib
+    import sys
+
+    from kvstrategies.sglang.bridge.runtime import install_kernel_stubs
+
+    name = "kvs_test_absent_pkg.model_executor.layers.activation"
+    try:
+        install_kernel_stubs((name, "kvs_test_absent_pkg.model_executor.layers.layernorm", "json.kvs_not_stubbed"))
+        stub = importlib.import_module(name)
+        assert stub.SiluAndMul is not None and sys.modules["kvs_test_absent_pkg"].model_executor.layers.activation is stub
+        assert importlib.import_module("kvs_test_absent_pkg.model_executor.layers.layernorm").RMSNorm is not None
+        with pytest.raises(ImportError):
+            importlib.import_module("kvs_test_absent_pkg._custom_ops")
+        assert "json.kvs_not_stubbed" not in sys.modules  # json is installed: nothing stubbed under it
+    finally:
+        for key in [k for k in sys.modules if k.startswith("kvs_test_absent_pkg")]:
+            del sys.modules[key]

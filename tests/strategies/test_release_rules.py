@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.8", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.7", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.7", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.6", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.8, 0\.5\.9.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.7, 0\.5\.8.*0\.5\.23"):
         parse_release(text)
 
 
@@ -1194,3 +1194,64 @@ def test_configs_and_choices_0_5_8_lacks() -> None:
     with pytest.raises(UnsupportedConfigurationError, match=r"no choice 'trtllm'"):
         _case("dsa-deepseek-v3.2-tp8-fp8-trtllm-p64", "0.5.8")
     assert plan_case(_case("dsa-deepseek-v3.2-tp8-fp8-trtllm-p64", "0.5.9")).sizes.max_total_num_tokens > 0
+
+
+# ---- SGLang 0.5.7 -> 0.5.8 -------------------------------------------------------------------------------------------
+
+
+def test_gpt_oss_is_not_hybrid_swa_up_to_0_5_7() -> None:
+    """0.5.7's ``is_hybrid_model`` names MiMo-V2 alone (Llama-4 only under ``--hybrid-kvcache-ratio``), so GPT-OSS-120B
+    gets one MHA pool over its 36 layers: ``36 x 8 heads x (64 + 64) x 2 B = 73,728`` B a token, and 50 GiB hold
+    ``53,687,091,200 // 73,728 = 728,177`` tokens, 728,128 at page 64. 0.5.8's ``is_hybrid_swa_model`` lists it."""
+    name = "swa-gpt-oss-120b-tp1-bf16-p64"
+    old, new = plan_case(_case(name, "0.5.7")), plan_case(_case(name, "0.5.8"))
+    assert old.configurator.family == "default" and new.configurator.family == "hybrid-swa"
+    assert old.configurator.cell_size_bytes == 36 * 8 * (64 + 64) * 2 == 73_728
+    assert old.sizes.max_total_num_tokens == 53_687_091_200 // 73_728 // 64 * 64 == 728_128
+    assert old.sizes.full_max_total_num_tokens is None
+    scout = "swa-llama-4-scout-tp4-bf16-p16"
+    assert plan_case(_case(scout, "0.5.7")).sizes.swa_max_total_num_tokens is None
+    assert plan_case(_case(scout, "0.5.8")).sizes.swa_max_total_num_tokens is not None
+
+
+def test_mamba_requests_count_two_extra_slots_up_to_0_5_7() -> None:
+    """0.5.7's ``init_memory_pool`` adds ``MAMBA_CACHE_V2_ADDITIONAL_RATIO_OVERLAP = 2`` to every radix-cache request
+    (``NO_OVERLAP = 1`` only with the extra buffer under speculation): Qwen3-Next's 2,300 slots serve ``2,300 // 5 =
+    460`` requests, 0.5.8's ``2,300 // 3 = 766``; the what-if pool's 24 slots ``24 // 5 = 4`` (0.5.8: 8)."""
+    name = "hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64"
+    old, new = plan_case(_case(name, "0.5.7")), plan_case(_case(name, "0.5.8"))
+    assert (old.configurator.mamba_ratio, new.configurator.mamba_ratio) == (3 + 2, 3)
+    assert old.sizes.max_mamba_cache_size == new.sizes.max_mamba_cache_size == 2_300
+    assert (old.sizes.max_running_requests, new.sizes.max_running_requests) == (2_300 // 5, 2_300 // 3)
+    assert (old.pool_sizes.max_running_requests, new.pool_sizes.max_running_requests) == (24 // 5, 24 // 3)
+    mtp = "hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64-mtp"
+    assert _overridden(mtp, "0.5.7", mamba_radix_cache_strategy="extra_buffer").configurator.mamba_ratio == 3 + 1
+    assert plan_case(_case(mtp, "0.5.7")).configurator.mamba_ratio == 3 + 2
+    skip = "bridge-skip-lock-qwen3-next-80b-a3b-tp4-bf16-p64"  # 0.5.7 has no SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK
+    assert plan_case(_case(skip, "0.5.7")).configurator.mamba_ratio == 3 + 2
+
+
+def test_mamba_speculative_state_reserved_on_the_ratio_branch_only_up_to_0_5_7() -> None:
+    """0.5.7's ``handle_max_mamba_cache`` reserves the per-draft-token state only where the slots follow from the
+    memory ratio, for ``max_running_requests`` rows; 0.5.8 on every branch, for ``mrr // dp`` rows.
+    Given 300 slots (48 requests, 4 draft tokens, 19,316,736 B a slot): 0.5.7 nothing, 0.5.8 ``per x 48 x 4``.
+    Attention DP 2 (38,633,472 B a slot, 5 requests): 0.5.7 ``per x 5 x 4`` = 772,669,440 B, 0.5.8 ``per x 2 x 4``."""
+    given = "bridge-spec-mtp-qwen3-next-80b-a3b-tp4-fp8-p64-mamba300"
+    old, new = (plan_case(_case(given, v)).configurator.mamba_budget(40 * GIB) for v in ("0.5.7", "0.5.8"))
+    assert (old.branch, old.spec_scratch_gib) == ("A", 0.0)
+    assert round(new.spec_scratch_gib * GIB) == 19_316_736 * 48 * 4
+    dp = "release-mamba-dp-qwen3-next-80b-a3b-tp4-dp2-bf16-p64-mrr5-mtp"
+    old, new = (plan_case(_case(dp, v)).configurator.mamba_budget(40 * GIB) for v in ("0.5.7", "0.5.8"))
+    assert round(old.spec_scratch_gib * GIB) == 38_633_472 * 5 * 4 == 772_669_440
+    assert round(new.spec_scratch_gib * GIB) == 38_633_472 * (5 // 2) * 4
+    assert old.max_mamba_cache_size == int((40 * GIB - 772_669_440) * 0.9 / 1.9 // 38_633_472) == 517
+
+
+def test_speculative_attention_dp_request_cap_from_0_5_8() -> None:
+    """The ``max_running_requests // dp`` cap of a Mamba hybrid under speculation and attention DP came in 0.5.8:
+    0.5.7's what-if pool of 8 requests is ``min(8, 24 // 5) = 4`` (its ratio), 0.5.8's ``min(8, 24 // 3, 8 // 2) = 4``,
+    and with 5 requests given (``5 // 2 = 2``) the sizes differ: 0.5.7 keeps the Mamba cap."""
+    name = "release-mamba-dp-qwen3-next-80b-a3b-tp4-dp2-bf16-p64-mrr5-mtp"
+    old, new = plan_case(_case(name, "0.5.7")), plan_case(_case(name, "0.5.8"))
+    assert new.sizes.max_running_requests == 5 // 2
+    assert old.sizes.max_running_requests == min(5, old.sizes.max_mamba_cache_size // 5) == 5

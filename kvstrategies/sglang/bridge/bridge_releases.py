@@ -91,11 +91,16 @@ class BridgeRelease:
     #: sizes inline (``profile_max_num_token``, ``_resolve_token_capacity``, ``_resolve_hybrid_swa_tokens``)
     pool_configurator: bool = True
     #: CUDA kernel modules the release imports at module load on every platform, given stand-ins
-    #: (0.5.10: ``mem_cache/memory_pool_host`` imports ``sgl_kernel.kvcacheio``; 0.5.11 guards it)
+    #: (0.5.10: ``mem_cache/memory_pool_host`` imports ``sgl_kernel.kvcacheio``; 0.5.11 guards it; up to
+    #: 0.5.7, ``layers/activation.py`` and ``layers/layernorm.py`` import vLLM's layers where sgl-kernel
+    #: has no build: a CPU without AMX)
     kernel_stubs: tuple[str, ...] = ()
     #: ``ModelRunnerKVCacheMixin`` resolves the pool sizes in steps (0.5.10: ``_resolve_memory_pool_config``,
     #: then ``_apply_memory_pool_config`` builds); before, ``init_memory_pool`` sizes and builds in one method
     resolution_steps: bool = True
+    #: ``init_memory_pool`` is handed the ``ServerArgs`` beside the GPU memory (0.5.7:
+    #: ``init_memory_pool(total_gpu_memory, server_args)``); from 0.5.8 it reads ``self.server_args``
+    init_pool_takes_server_args: bool = False
 
     @property
     def release(self) -> EngineRelease:
@@ -103,9 +108,16 @@ class BridgeRelease:
 
 
 _OLD_XGRAMMAR = ("xgrammar==0.2.1",)
+#: what 0.5.7 imports from vLLM at module load on a CPU without AMX (the fallback kernels; never called to size)
+_VLLM_CPU_FALLBACKS = ("vllm.model_executor.layers.activation", "vllm.model_executor.layers.layernorm")
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
 BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
+    BridgeRelease("0.5.7", "4.57.1", ("xgrammar==0.1.27", "fastapi==0.124.4", "annotated-doc==0.0.7"),
+                  configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
+                  attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
+                  runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
+                  resolution_steps=False, init_pool_takes_server_args=True),  # fmt: skip
     BridgeRelease("0.5.8", "4.57.1", ("xgrammar==0.1.27",), configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
                   context_server_args=False, finalize_step=False, runtime_context=False,

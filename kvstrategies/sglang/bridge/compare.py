@@ -219,11 +219,12 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         "draft-no-sizing-of-its-own",
         "SGLang up to 0.5.9 gives a draft worker no sizing of its own: init_memory_pool takes the target's "
         "draft_runner_cache_size, so SGLang's side has no draft sizes (and no draft request pool, which is the "
-        "target's); kvstrategies reports the draft's own sizing as for the later releases",
+        "target's: its rows are what the target left, which the bridge's lone draft has not got); kvstrategies "
+        "reports the draft's own sizing as for the later releases",
         lambda case: bool(case.get("is_draft_worker"))
         and not REQUESTS_FROM_RESOLVED_TOKENS.holds(parse_release(case.get("sglang_version"))),
         (r"^sizes(_from_max_tokens)?[.:]", r"^sizing_error: added \(SGLang's RunnerInitProfile raised AttributeError: "
-         r"'ServerArgs' object has no attribute 'draft_runner_cache_size'\)$"),
+         r"'ServerArgs' object has no attribute 'draft_runner_cache_size'\)$", r"^pool_sizes\.max_running_requests: "),
     ),
     KnownDifference(
         "draft-zero-cell-divides",

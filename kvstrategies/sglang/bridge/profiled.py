@@ -25,6 +25,7 @@ import types
 from typing import Any
 
 from .hosts import RunnerHost
+from .runtime import installed_release
 
 
 class RunnerProfile:
@@ -126,7 +127,10 @@ class RunnerInitProfile(RunnerProfile):
         probe = mixin.get_available_gpu_memory
         mixin.get_available_gpu_memory = lambda *args, **kwargs: 0.0  # read only for the closing log line
         try:
-            runner.init_memory_pool(0)
+            if installed_release().init_pool_takes_server_args:
+                runner.init_memory_pool(0, args)
+            else:
+                runner.init_memory_pool(0)
         finally:
             del runner.profile_max_num_token
             mixin.get_available_gpu_memory = probe

@@ -117,24 +117,33 @@ def install_torchvision_stub() -> None:
 def install_kernel_stubs(names: tuple[str, ...]) -> None:
     """Stand-ins for kernel modules (``sgl_kernel.kvcacheio``) a release imports at module load even
     where the kernels cannot run; nothing the bridge sizes calls them. Only the named module answers
-    every name; its package holds nothing else, so ``from sgl_kernel import x`` still fails as it
-    does without the package. A name without a dot stubs the whole package (every name answers).
-    Nothing is stubbed where the package is installed."""
+    every name; the packages above it hold nothing else, so ``from sgl_kernel import x`` (or
+    ``from vllm import _custom_ops``) still fails as it does without the package. A name without a
+    dot stubs the whole package (every name answers). Nothing is stubbed where the package is installed."""
     for name in names:
         parent, _, child = name.rpartition(".")
         if not parent:  # a whole package (0.5.8 imports its kernels unguarded): every module and name answers
             if name not in sys.modules and importlib.util.find_spec(name) is None:
                 sys.meta_path.insert(0, _StubFinder(name))
             continue
-        if parent in sys.modules or importlib.util.find_spec(parent) is not None:
+        top = name.partition(".")[0]
+        if name in sys.modules or (top not in sys.modules and importlib.util.find_spec(top) is not None):
             continue
-        package = types.ModuleType(parent)
-        package.__path__ = []
-        package.__spec__ = importlib.machinery.ModuleSpec(parent, None, is_package=True)
-        module = _StubModule(name)
+        if top in sys.modules and not getattr(sys.modules[top], "__kvstrategies_stub__", False):
+            continue  # the real package is imported
+        module: types.ModuleType = _StubModule(name)
         module.__spec__ = importlib.machinery.ModuleSpec(name, None)
-        setattr(package, child, module)
-        sys.modules[parent], sys.modules[name] = package, module
+        sys.modules[name] = module
+        while parent:  # empty packages up to the top: a sibling module still fails to import
+            package = sys.modules.get(parent)
+            if package is None:
+                package = types.ModuleType(parent)
+                package.__path__ = []
+                package.__spec__ = importlib.machinery.ModuleSpec(parent, None, is_package=True)
+                package.__kvstrategies_stub__ = True  # type: ignore[attr-defined]
+                sys.modules[parent] = package
+            setattr(package, child, module)
+            module, (parent, _, child) = package, parent.rpartition(".")
 
 
 def _unplaceholder_auto_image_processor() -> None:

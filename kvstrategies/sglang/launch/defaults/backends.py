@@ -10,7 +10,7 @@ per GPU and attention kind), ``arg_groups.attention_hook.handle_attention_backen
 from __future__ import annotations
 
 from ....core.releases import ReleaseRule, span
-from ....models.architectures import names_holding, names_where
+from ....models.architectures import FA3_DEFAULT_ARCHITECTURES_0_5_7, names_holding, names_where
 from .core import (
     CUDA_GRAPH_HOOK,
     DEFAULT_BACKEND_HOOK,
@@ -45,6 +45,17 @@ DFLASH_SM100_TOPK_ONE = ReleaseRule(
 )
 
 
+#: fa3 is the Hopper default for every MHA model; before, for the models on a list (others take flashinfer)
+FA3_DEFAULT_ANY_MODEL = ReleaseRule(
+    "launch-fa3-default-any-model",
+    span("0.5.8"),
+    "an MHA model on Hopper defaults to fa3 (before: only the architectures of is_fa3_default_architecture, "
+    "the others flashinfer)",
+    "sglang.srt.server_args.ServerArgs._get_default_attn_backend (0.5.7: utils.common.is_fa3_default_architecture)",
+    topic="launch",
+)
+
+
 def generic_attention_backend(inp: LaunchInputs, res: ResolutionDraft) -> str:
     """SGLang's ``get_default_attn_backend`` with the *user* speculative topk (auto topk comes
     later)."""
@@ -64,7 +75,8 @@ def generic_attention_backend(inp: LaunchInputs, res: ResolutionDraft) -> str:
             attn_tp = max(1, inp.tp_size // inp.attn_dp_size)
             return "aiter" if max(1, m.num_kv_heads // attn_tp) in (16, 128) else "triton"
         return "triton"
-    if g.is_sm90 and spec_ok:
+    listed = FA3_DEFAULT_ANY_MODEL.holds(inp.release) or inp.model.architectures[0] in FA3_DEFAULT_ARCHITECTURES_0_5_7
+    if g.is_sm90 and spec_ok and listed:
         return "fa3"
     dflash = (s.speculative_algorithm or "").upper() == "DFLASH" and DFLASH_SM100_TOPK_ONE.holds(inp.release)
     if g.is_sm100 and spec_ok and (not spec or topk is not None or dflash):

@@ -51,6 +51,34 @@ MLA_PREFILL_GRAPH_FOLLOWS_CHUNK = ReleaseRule(
 )
 
 
+#: the MLA prefill graph is a flat 2048 tokens (until :data:`MLA_PREFILL_GRAPH_FOLLOWS_CHUNK`); before, the chunk
+#: like every model
+MLA_PREFILL_GRAPH_FLAT = ReleaseRule(
+    "launch-mla-prefill-graph-flat",
+    span("0.5.8"),
+    "MLA prefill-graph max_bs = 2048 (before: chunked_prefill_size, as for every model)",
+    "sglang.srt.server_args.ServerArgs._handle_piecewise_cuda_graph (piecewise_cuda_graph_max_tokens)",
+    topic="launch",
+)
+#: the prefill graph's token list is 640..1024/64, 1280..4096/256, 4608../512 past 512; before, 640..4096/128,
+#: 4352../256
+PREFILL_GRAPH_FINE_SIZES = ReleaseRule(
+    "launch-prefill-graph-fine-sizes",
+    span("0.5.8"),
+    "the prefill graph's sizes past 512 are 640..1024/64, 1280..4096/256, 4608../512 (before: 640..4096/128, "
+    "4352../256)",
+    "sglang.srt.server_args.ServerArgs._generate_piecewise_cuda_graph_tokens",
+    topic="launch",
+)
+
+
+def coarse_prefill_graph_bs_count(max_bs: int) -> int:
+    """Up to 0.5.7 (:data:`PREFILL_GRAPH_FINE_SIZES`): the sizes 4..32/4, 48..256/16, 288..512/32, 640..4096/128,
+    4352../256 that are <= max_bs. Lengths: 42 (2048), 74 (8192), 106 (16384)."""
+    fixed = (range(4, 33, 4), range(48, 257, 16), range(288, 513, 32), range(640, 4097, 128))
+    return sum(1 for sizes in fixed for b in sizes if b <= max_bs) + len(range(4352, max_bs + 1, 256))
+
+
 def prefill_graph_batch_sizes(max_bs: int, sixty_four_from: int = 576) -> tuple[int, ...]:
     """arg_groups.cuda_graph_hook: 4..32/4, 48..256/16, 288..512/32, 576..1024/64, 1280..4096/256, 4608../512, <=
     max_bs (``sixty_four_from``: where the step-64 range starts, 640 up to 0.5.8:
@@ -137,7 +165,7 @@ def prefill_graph_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Prefill graph sizes (arg_groups.cuda_graph_hook): prefill graph ``max_bs`` (tokens) and its batch list length.
 
     ``max_bs = chunk`` (non-MLA) or ``min(8192, chunk)`` (MLA; a flat 2048 where
-    :data:`MLA_PREFILL_GRAPH_FOLLOWS_CHUNK` does not hold), then the PP cap 8192 (only while the
+    :data:`MLA_PREFILL_GRAPH_FOLLOWS_CHUNK` does not hold, the chunk up to 0.5.7), then the PP cap 8192 (only while the
     prefill graph is still breakable) and ``min(., max_total_tokens)``. With chunked prefill off
     (``-1``) ``max_bs`` is ``-1`` and the batch list is empty: no prefill graph is captured and
     none is reserved for (SGLang: ``memory_hook.handle_gpu_memory_settings``). With DeepEP the
@@ -151,14 +179,22 @@ def prefill_graph_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
         return
     chunk = res.chunked_prefill_size
     max_bs = chunk if chunk is not None else res.max_prefill_tokens
-    if inp.model.is_mla:
-        max_bs = min(8192, max_bs) if MLA_PREFILL_GRAPH_FOLLOWS_CHUNK.holds(inp.release) else 2048
+    if inp.model.is_mla and MLA_PREFILL_GRAPH_FOLLOWS_CHUNK.holds(inp.release):
+        max_bs = min(8192, max_bs)
+    elif inp.model.is_mla and MLA_PREFILL_GRAPH_FLAT.holds(inp.release):
+        max_bs = 2048
     if inp.pp_size > 1 and res.prefill_cuda_graph == "breakable" and PP_PREFILL_GRAPH_OPT_IN.holds(inp.release):
         max_bs = min(max_bs, 8192)
     if inp.settings.max_total_tokens is not None:
         max_bs = min(max_bs, inp.settings.max_total_tokens)
-    start = rules.PIECEWISE_TOKENS_64_FROM.at(inp.release)
-    res.prefill_graph_max_bs, res.prefill_graph_bs_count = max_bs, prefill_graph_bs_count(max_bs, start)
+    res.prefill_graph_max_bs, res.prefill_graph_bs_count = max_bs, _bs_count(inp, max_bs)
+
+
+def _bs_count(inp: LaunchInputs, max_bs: int) -> int:
+    """The release's prefill-graph list length for ``max_bs`` tokens."""
+    if not PREFILL_GRAPH_FINE_SIZES.holds(inp.release):
+        return coarse_prefill_graph_bs_count(max_bs)
+    return prefill_graph_bs_count(max_bs, rules.PIECEWISE_TOKENS_64_FROM.at(inp.release))
 
 
 def page_default_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
@@ -180,4 +216,4 @@ def dp_attention_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     graph_on = res.prefill_cuda_graph != "disabled"
     if graph_on and res.prefill_graph_max_bs is not None and res.prefill_graph_max_bs > chunk // dp:
         max_bs = chunk // dp
-        res.prefill_graph_max_bs, res.prefill_graph_bs_count = max_bs, prefill_graph_bs_count(max_bs)
+        res.prefill_graph_max_bs, res.prefill_graph_bs_count = max_bs, _bs_count(inp, max_bs)

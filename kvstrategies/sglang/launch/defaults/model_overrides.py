@@ -28,7 +28,7 @@ from .facts import _AUDIO_ENCODER_DECODER
 #: GPT-OSS with the trtllm_mha backend turns hybrid-SWA memory off (no SWA index translation in that backend yet)
 GPT_OSS_TRTLLM_NO_HYBRID_SWA = ReleaseRule(
     "launch-gpt-oss-trtllm-no-hybrid-swa",
-    span(last="0.5.9"),
+    span("0.5.8", "0.5.9"),
     "GPT-OSS with the trtllm_mha attention backend disables hybrid-SWA memory",
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (GptOssForCausalLM)",
     topic="launch",
@@ -36,8 +36,16 @@ GPT_OSS_TRTLLM_NO_HYBRID_SWA = ReleaseRule(
 #: GPT-OSS with speculative decoding turns hybrid-SWA memory off (the SWA cache did not serve speculation yet)
 GPT_OSS_SPEC_NO_HYBRID_SWA = ReleaseRule(
     "launch-gpt-oss-spec-no-hybrid-swa",
-    span(last="0.5.8"),
+    span("0.5.8", "0.5.8"),
     "GPT-OSS with speculative decoding disables hybrid-SWA memory",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (GptOssForCausalLM)",
+    topic="launch",
+)
+#: GPT-OSS always turns hybrid-SWA memory off (the two conditions above came with 0.5.8)
+GPT_OSS_NO_HYBRID_SWA = ReleaseRule(
+    "launch-gpt-oss-no-hybrid-swa",
+    span(last="0.5.7"),
+    "GPT-OSS disables hybrid-SWA memory whatever the backend and speculation",
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (GptOssForCausalLM)",
     topic="launch",
 )
@@ -46,12 +54,17 @@ _TRTLLM_NO_HYBRID_SWA = names_where(lambda r: r.trtllm_disables_hybrid_swa)
 
 def hybrid_swa_memory_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """Model override (arg_groups.overrides): Gemma-2/3, Exaone-4 (with pattern), Olmo2/3 force hybrid-SWA memory
-    off; up to 0.5.9 GPT-OSS on trtllm_mha too (:data:`GPT_OSS_TRTLLM_NO_HYBRID_SWA`)."""
+    off; up to 0.5.9 GPT-OSS on trtllm_mha too (:data:`GPT_OSS_TRTLLM_NO_HYBRID_SWA`), 0.5.7 always."""
     if inp.model.forces_disable_hybrid_swa_memory and not res.disable_hybrid_swa_memory:
         _declare(res, "disable_hybrid_swa_memory", True, f"model override ({OVERRIDES_HOOK.at(inp.release)})")
     backends = (res.attention_backend, res.prefill_attention_backend, res.decode_attention_backend)
     trtllm = "trtllm_mha" in backends and inp.model.has_arch(_TRTLLM_NO_HYBRID_SWA)
     spec = inp.settings.speculative_algorithm is not None and GPT_OSS_SPEC_NO_HYBRID_SWA.holds(inp.release)
+    if inp.model.has_arch(_TRTLLM_NO_HYBRID_SWA) and GPT_OSS_NO_HYBRID_SWA.holds(inp.release):
+        if not res.disable_hybrid_swa_memory:
+            _declare(res, "disable_hybrid_swa_memory", True, "GPT-OSS (sglang.srt.server_args.ServerArgs."
+                     "_handle_model_specific_adjustments)")  # fmt: skip
+        return
     if (spec and inp.model.has_arch(_TRTLLM_NO_HYBRID_SWA)) and not res.disable_hybrid_swa_memory:
         _declare(res, "disable_hybrid_swa_memory", True, "GPT-OSS with speculative decoding (sglang.srt.server_args."
                  "ServerArgs._handle_model_specific_adjustments)")  # fmt: skip
@@ -157,6 +170,24 @@ MAMBA_SHARED_RADIX_HOOK = ReleaseRule(
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (0.5.9: _handle_mamba_radix_cache)",
     topic="launch",
 )
+#: 0.5.8's misplaced no_buffer block: in GLM-4 MoE's override; before, in Qwen3-Next's own (overlap off there)
+NO_BUFFER_BLOCK_IN_GLM4_MOE = ReleaseRule(
+    "launch-no-buffer-block-in-glm4-moe",
+    span("0.5.8", "0.5.8"),
+    "the no_buffer Mamba radix block sits in GLM-4 MoE's override (before: in Qwen3-Next's, which turns the overlap "
+    "scheduler off with the radix cache on and no extra buffer)",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments",
+    topic="launch",
+)
+#: Nemotron-H under speculative decoding turns the radix cache off; before, it keeps it (and its SM100 backend rule)
+NEMOTRON_H_SPEC_NO_RADIX = ReleaseRule(
+    "launch-nemotron-h-spec-no-radix",
+    span("0.5.8"),
+    "Nemotron-H with speculative decoding disables the radix cache (before: the radix cache stays, with the overlap "
+    "scheduler off and flashinfer on SM100)",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (NemotronHForCausalLM)",
+    topic="launch",
+)
 _LEGACY_MAMBA_BLOCK = names_where(lambda r: r.legacy_mamba_block)
 _NEMOTRON_H = names_where(lambda r: r.launch_backend_rule is LaunchBackendRule.NEMOTRON_H)
 _FALCON_H1 = names_where(lambda r: r.launch_backend_rule is LaunchBackendRule.FALCON_H1)
@@ -180,8 +211,10 @@ def _legacy_mamba_hooks(inp: LaunchInputs, res: ResolutionDraft) -> None:
     m, g, s = inp.model, inp.gpu, inp.settings
     hook = "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments"
     radix = not res.disable_radix_cache
+    no_buffer = not res.mamba_radix_cache_strategy.startswith("extra_buffer")
+    block_in_glm = NO_BUFFER_BLOCK_IN_GLM4_MOE.holds(inp.release)
     if m.has_arch(_LEGACY_MAMBA_BLOCK):
-        if radix and not res.mamba_radix_cache_strategy.startswith("extra_buffer"):
+        if radix and no_buffer and block_in_glm:
             _declare(res, "disable_overlap_schedule", True, f"the no_buffer block in GLM-4 MoE's override ({hook})")
         return
     if m.has_arch(_QWEN3_NEXT):
@@ -190,9 +223,12 @@ def _legacy_mamba_hooks(inp: LaunchInputs, res: ResolutionDraft) -> None:
         if g.is_sm100 and radix and res.attention_backend == "trtllm_mha":
             _declare(res, "disable_radix_cache", True, f"trtllm_mha cannot run page 1 ({hook})")
             _declare(res, "disable_overlap_schedule", False, f"trtllm_mha cannot run page 1 ({hook})")
+        if not block_in_glm and no_buffer and not res.disable_radix_cache:
+            why = f"no_buffer Mamba radix cache in Qwen3-Next's override ({hook})"
+            _declare(res, "disable_overlap_schedule", True, why)
         return
     nemotron = m.has_arch(_NEMOTRON_H)
-    if nemotron and radix and s.speculative_algorithm is not None:
+    if nemotron and radix and s.speculative_algorithm is not None and NEMOTRON_H_SPEC_NO_RADIX.holds(inp.release):
         _declare(res, "disable_radix_cache", True, f"Nemotron-H speculation ({hook})")
         return
     if not radix:

@@ -8,7 +8,7 @@ Mirrors ``sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding`` a
 from __future__ import annotations
 
 from ....core.releases import ReleaseRule, span
-from ....models.architectures import names_where
+from ....models.architectures import NARROW_SPECULATIVE_ARCHITECTURES_0_5_7, names_where
 from ...server_arguments import SERVER_ARGUMENT_VALUE_RULES
 from .core import SPECULATIVE_HOOK, LaunchInputs, ResolutionDraft, _declare, _refuse
 
@@ -52,6 +52,24 @@ SPEC_V2_DEFAULT_ON = ReleaseRule(
     "sglang.srt.environ.Envs.SGLANG_ENABLE_SPEC_V2; sglang.srt.server_args.ServerArgs._handle_speculative_decoding",
     topic="launch",
 )
+#: the EAGLE auto parameters default to (3, 1, 4) with a list of models taking (5, 4, 8); before, the other way round
+SPEC_AUTO_NARROW_DEFAULT = ReleaseRule(
+    "launch-spec-auto-narrow-default",
+    span("0.5.8"),
+    "EAGLE auto parameters: (3, 1, 4) unless the model is on the wide list (Llama, Grok); before: (5, 4, 8) unless "
+    "it is on the narrow list (DeepSeek-V2 / V3 / V3.2, GPT-OSS, GLM-4 MoE, Mistral-Large-3, Pixtral, MiMo-V2-Flash)",
+    "sglang.srt.server_args.auto_choose_speculative_params",
+    topic="launch",
+)
+#: EAGLE tree decoding (top-k > 1) at page > 1 also runs on triton (the two-pass cascade draft decode); before,
+#: flashinfer and fa3 only
+SPEC_TREE_PAGED_TRITON = ReleaseRule(
+    "launch-spec-tree-paged-triton",
+    span("0.5.13"),
+    "speculative_eagle_topk > 1 with page_size > 1 runs on flashinfer, fa3 or triton (before: flashinfer or fa3)",
+    "sglang.srt.arg_groups.speculative_hook._handle_eagle_family (before: ServerArgs._handle_speculative_decoding)",
+    topic="launch",
+)
 _OVERLAP_OFF_BEFORE_V2 = frozenset({"NGRAM", "DFLASH", "FROZEN_KV_MTP"})
 NGRAM_MAX_BFS_BREADTH = 10  # SGLang's --speculative-ngram-max-bfs-breadth default
 DFLASH_DEFAULT_BLOCK_SIZE = 16  # used when the draft config names no block_size
@@ -60,7 +78,8 @@ DFLASH_DEFAULT_BLOCK_SIZE = 16  # used when the draft config names no block_size
 def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
     """EAGLE/EAGLE3/STANDALONE (``speculative_hook._handle_eagle_family``): auto (steps, topk,
     draft) only when steps are unset, and then topk/draft must be unset too; topk 1 forces
-    draft = steps + 1; topk > 1 needs no trtllm_mha and, at page > 1, flashinfer/fa3/triton."""
+    draft = steps + 1; topk > 1 needs no trtllm_mha and, at page > 1, flashinfer/fa3/triton (triton from 0.5.13:
+    :data:`SPEC_TREE_PAGED_TRITON`)."""
     if algo == "STANDALONE" and inp.attn_dp_size > 1:
         raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", "STANDALONE speculative decoding does not support "
                       "DP attention")  # fmt: skip
@@ -77,7 +96,12 @@ def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
                 "--speculative-eagle-topk / --speculative-num-draft-tokens need --speculative-num-steps "
                 "(SGLang chooses all three only when none is given)",
             )
-        wide = algo != "STANDALONE" and inp.model.architectures[0] in _WIDE_SPEC_ARCHS
+        arch = inp.model.architectures[0]
+        if SPEC_AUTO_NARROW_DEFAULT.holds(inp.release):
+            listed = arch in _WIDE_SPEC_ARCHS
+        else:  # 0.5.7: the wide set unless on the narrow list
+            listed = arch not in NARROW_SPECULATIVE_ARCHITECTURES_0_5_7
+        wide = algo != "STANDALONE" and listed
         auto = (5, 4, 8) if wide else (3, 1, 4)
         why = f"auto params for {inp.model.architectures[0]} (speculative_hook._auto_choose_speculative_params)"
         _declare(res, "speculative_num_steps", auto[0], why)
@@ -93,9 +117,10 @@ def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
         if res.speculative_num_draft_tokens != draft:
             why = "topk 1: steps + 1 (speculative_hook._handle_eagle_family)"
             _declare(res, "speculative_num_draft_tokens", draft, why)
-    if topk > 1 and (res.page_size or 1) > 1 and res.attention_backend not in ("flashinfer", "fa3", "triton"):
+    paged = ("flashinfer", "fa3", "triton") if SPEC_TREE_PAGED_TRITON.holds(inp.release) else ("flashinfer", "fa3")
+    if topk > 1 and (res.page_size or 1) > 1 and res.attention_backend not in paged:
         raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", f"speculative_eagle_topk > 1 with page_size > 1 needs "
-                      f"flashinfer, fa3 or triton, got {res.attention_backend}")  # fmt: skip
+                      f"{' or '.join(paged)}, got {res.attention_backend}")  # fmt: skip
 
 
 def _spec_v1_overlap(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
