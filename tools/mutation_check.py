@@ -445,6 +445,15 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         for top, within in (("32", r"^\(4, 32, 4\)$"), ("512", r"^\(288, 512, 32\)$"),
                             ("1024", r"^\(sixty_four_from, 1024, 64\)$"), ("4096", r"^\(1280, 4096, 256\)$"))
     ),
+    *(
+        Equivalent(
+            "kvstrategies/sglang/launch/defaults/graphs.py", r"^fixed = \(range\(4, 33, 4\)", "c -> c+1", stop,
+            f"range(lo, {stop} + 1, step) and range(lo, {stop}, step) hold the same sizes: {stop} is no step from the "
+            "range's start (the coarse list of 0.5.7, coarse_prefill_graph_bs_count)",
+            after=str(int(stop) + 1), scope="coarse_prefill_graph_bs_count",
+        )
+        for stop in ("33", "257", "513", "4097")
+    ),
     Equivalent(
         "kvstrategies/sglang/launch/defaults/graphs.py", r"prefill_graph_batch_sizes\(min\(max_bs, 4096\)", "c -> c+1",
         "4096", "the fixed list ends at 4096 and the next size is 4608: capping at 4097 keeps the same sizes",

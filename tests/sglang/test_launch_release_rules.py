@@ -798,3 +798,6 @@ def test_prefill_graph_follows_the_chunk_on_coarse_sizes_up_to_0_5_7() -> None:
     assert small_new.prefill_graph_bs_count == 41
     off = resolve("deepseek-v3", H200, "0.5.7", 8, chunked_prefill_size=-1)
     assert (off.prefill_graph_max_bs, off.prefill_graph_bs_count) == (-1, 0)
+    # a chunk one short of the tail's second size: 4352 fits, 4608 does not (8 + 14 + 8 + 28 + 1)
+    odd = resolve("llama-3.1-8b", H200, "0.5.7", chunked_prefill_size=4607)
+    assert (odd.prefill_graph_max_bs, odd.prefill_graph_bs_count) == (4607, 8 + 14 + 8 + 28 + 1)

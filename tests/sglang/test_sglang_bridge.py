@@ -383,7 +383,8 @@ def test_kernel_stubs_answer_the_named_module_only() -> None:
     try:
         install_kernel_stubs((name, "kvs_test_absent_pkg.model_executor.layers.layernorm", "json.kvs_not_stubbed"))
         stub = importlib.import_module(name)
-        assert stub.SiluAndMul is not None and sys.modules["kvs_test_absent_pkg"].model_executor.layers.activation is stub
+        assert stub.SiluAndMul is not None
+        assert sys.modules["kvs_test_absent_pkg"].model_executor.layers.activation is stub
         assert importlib.import_module("kvs_test_absent_pkg.model_executor.layers.layernorm").RMSNorm is not None
         with pytest.raises(ImportError):
             importlib.import_module("kvs_test_absent_pkg._custom_ops")
