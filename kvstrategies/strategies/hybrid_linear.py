@@ -191,6 +191,14 @@ MAMBA_POOL_STAGE_LAYERS = ReleaseRule(
     "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin._init_pools (mamba_layer_ids; "
     "before: init_memory_pool, HybridReqToTokenPool without mamba_layer_ids)",
 )
+#: the profiled cell prices the stage's full-attention layers; before, every full-attention layer of the model
+MAMBA_PROFILE_STAGE_LAYERS = ReleaseRule(
+    "mamba-profile-stage-layers",
+    span("0.5.8"),
+    "a Mamba hybrid's KV cell prices the stage's full-attention layers (before: every full-attention layer of the "
+    "model, whatever the pipeline stage)",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.profile_max_num_token",
+)
 #: the PD decode role's Mamba pool is sized from the reserved slots; before, it is its request rows
 MAMBA_DECODE_SLOTS_FROM_RESERVE = ReleaseRule(
     "mamba-decode-slots-from-reserve",
@@ -312,7 +320,10 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         pattern's ids inside ``[start, end)``. A draft worker's range is ``[0, n)`` of the same
         pattern (SGLang looks its MTP layers up there), so a Qwen3-Next MTP draft, whose layer 0
         is linear attention, prices none and takes the zero-KV rule (DefaultPoolConfigurator.calculate_pool_sizes),
-        while its pool holds one attention layer (:attr:`cache_layer_ids`, built for the adopted target sizes)."""
+        while its pool holds one attention layer (:attr:`cache_layer_ids`, built for the adopted target sizes).
+        Up to 0.5.7 a target prices every full-attention layer of the model (:data:`MAMBA_PROFILE_STAGE_LAYERS`)."""
+        if not self.ctx.is_draft_worker and not MAMBA_PROFILE_STAGE_LAYERS.holds(self.ctx.release):
+            return len(self.mamba.full_attention_layer_ids)
         start, end = self.layer_range
         return sum(1 for i in self.mamba.full_attention_layer_ids if start <= i < end)
 

@@ -1255,3 +1255,17 @@ def test_speculative_attention_dp_request_cap_from_0_5_8() -> None:
     old, new = plan_case(_case(name, "0.5.7")), plan_case(_case(name, "0.5.8"))
     assert new.sizes.max_running_requests == 5 // 2
     assert old.sizes.max_running_requests == min(5, old.sizes.max_mamba_cache_size // 5) == 5
+
+
+def test_mamba_profile_prices_every_attention_layer_up_to_0_5_7() -> None:
+    """0.5.7's ``profile_max_num_token`` counts ``len(mambaish.full_attention_layer_ids)``, every full-attention layer
+    of the model; 0.5.8 those of the stage. Qwen3-Next (12 full-attention layers, 1,024 B each at TP 2) PP 2, rank 1:
+    0.5.7 ``12 x 1,024 = 12,288`` B a token, 0.5.8 ``6 x 1,024 = 6,144``. A stage without attention layers
+    (Nemotron-H-8B PP 2, rank 0) still has a cell in 0.5.7, so it plans where 0.5.8 divides by zero."""
+    name = "bridge-pp2-rank1-qwen3-next-80b-a3b-tp2-bf16-p64"
+    old, new = plan_case(_case(name, "0.5.7")), plan_case(_case(name, "0.5.8"))
+    assert (old.configurator.cell_size_bytes, new.configurator.cell_size_bytes) == (12 * 1_024, 6 * 1_024)
+    zero = "release-zero-kv-nemotron-h-8b-tp1-pp2-rank0-bf16-p1"
+    assert plan_case(_case(zero, "0.5.7")).sizes.max_total_num_tokens > 0
+    with pytest.raises(UnsupportedConfigurationError, match="cannot size a rank without attention layers"):
+        plan_case(_case(zero, "0.5.8"))

@@ -98,9 +98,19 @@ class BridgeRelease:
     #: ``ModelRunnerKVCacheMixin`` resolves the pool sizes in steps (0.5.10: ``_resolve_memory_pool_config``,
     #: then ``_apply_memory_pool_config`` builds); before, ``init_memory_pool`` sizes and builds in one method
     resolution_steps: bool = True
-    #: ``init_memory_pool`` is handed the ``ServerArgs`` beside the GPU memory (0.5.7:
-    #: ``init_memory_pool(total_gpu_memory, server_args)``); from 0.5.8 it reads ``self.server_args``
-    init_pool_takes_server_args: bool = False
+    #: what ``init_memory_pool`` is handed beside the GPU memory: ``"none"`` (0.5.8: it reads ``self.server_args``),
+    #: ``"server_args"`` (0.5.7: ``init_memory_pool(total_gpu_memory, server_args)``) or ``"caps"`` (up to 0.5.6:
+    #: ``init_memory_pool(total_gpu_memory, max_num_reqs, max_total_tokens)``)
+    init_pool_call: str = "none"
+    #: the ModelRunner sizes in ``model_runner.py`` itself (up to 0.5.6): no ``ModelRunnerKVCacheMixin``, no
+    #: ``get_cell_size_per_token`` (``profile_max_num_token`` computes the cell inline) and no
+    #: ``configure_kv_cache_dtype`` (``init_memory_pool`` resolves the KV dtype first)
+    inline_sizing: bool = False
+
+    @property
+    def sizing_module(self) -> str:
+        """The module holding the runner's memory-pool methods and the ``get_available_gpu_memory`` they call."""
+        return "sglang.srt.model_executor." + ("model_runner" if self.inline_sizing else "model_runner_kv_cache_mixin")
 
     @property
     def release(self) -> EngineRelease:
@@ -117,7 +127,7 @@ BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
                   configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
                   attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
                   runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
-                  resolution_steps=False, init_pool_takes_server_args=True),  # fmt: skip
+                  resolution_steps=False, init_pool_call="server_args"),  # fmt: skip
     BridgeRelease("0.5.8", "4.57.1", ("xgrammar==0.1.27",), configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
                   context_server_args=False, finalize_step=False, runtime_context=False,

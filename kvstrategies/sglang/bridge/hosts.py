@@ -98,7 +98,6 @@ class RunnerHost:
 
     def derive_pool_sizes(self, config: Any) -> Any:
         """The sizes ``_apply_memory_pool_config`` gives the runner (a draft keeps no c4/c128 pools)."""
-        mixin = importlib.import_module("sglang.srt.model_executor.model_runner_kv_cache_mixin")
         model_config_mod = importlib.import_module("sglang.srt.configs.model_config")
         out = types.SimpleNamespace(**{k: getattr(config, k, None) for k in _POOL_SIZE_FIELDS})
         if self.runner.is_draft_worker:
@@ -106,6 +105,7 @@ class RunnerHost:
             out.c4_state_pool_size = out.c128_state_pool_size = 0
         is_v4 = getattr(model_config_mod, "is_deepseek_v4", None)  # 0.5.11 has no DeepSeek-V4
         if is_v4 is not None and is_v4(self.runner.model_config.hf_config):
+            mixin = importlib.import_module("sglang.srt.model_executor.model_runner_kv_cache_mixin")
             getter = getattr(mixin, "_get_dsv4_compress_state_dtypes", None)  # 0.5.13: float32, no knob
             float32 = importlib.import_module("torch").float32
             out.c4_state_dtype, out.c128_state_dtype = getter() if getter is not None else (float32, float32)
@@ -217,7 +217,8 @@ def model_runner(
     else:
         _stage_layer_lists(runner)
     runner.sliding_window_size = _sliding_window(runner)
-    runner.configure_kv_cache_dtype()
+    if hasattr(runner, "configure_kv_cache_dtype"):  # up to 0.5.6 init_memory_pool resolves it (bridge.profiled)
+        runner.configure_kv_cache_dtype()
     return runner
 
 

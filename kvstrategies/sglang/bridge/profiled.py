@@ -36,8 +36,8 @@ class RunnerProfile:
 
     def __init__(self, runner: Any) -> None:
         self.runner = runner
-        #: ``get_cell_size_per_token`` for the layers ``profile_max_num_token`` counts
-        self._cell_size = int(runner.get_cell_size_per_token(_profiled_layers(runner)))
+        #: the cell ``profile_max_num_token`` divides by, for the layers it counts (:func:`profiled_cell_size`)
+        self._cell_size = profiled_cell_size(runner)
 
     def calculate_pool_sizes(self, available_bytes: int, page_size: int) -> Any:
         """The profiling path: ``available_bytes // cell`` (``profile_max_num_token``), then the runner's resolution."""
@@ -70,15 +70,58 @@ class RunnerProfile:
         )
 
 
-def _profiled_layers(runner: Any) -> int:
-    """The layer count ``profile_max_num_token`` prices: a draft's ``num_nextn_predict_layers`` (else its
-    effective layers), a Mamba hybrid's full-attention layers of the stage, else the stage's layers."""
-    if runner.is_draft_worker:
-        return int(getattr(runner.model_config.hf_config, "num_nextn_predict_layers", runner.num_effective_layers))
-    mambaish = runner.mambaish_config
-    if mambaish is not None:
-        return sum(1 for i in mambaish.full_attention_layer_ids if runner.start_layer <= i < runner.end_layer)
-    return int(runner.num_effective_layers)
+#: the bytes the inline profile is run on: ``2**52 // cell`` has one cell per quotient for any cell under 2**24 B
+_PROBE_BYTES = 2**52
+
+
+def profiled_cell_size(runner: Any) -> int:
+    """The cell of the release's own ``profile_max_num_token``: ``int(rest_gib * 2**30) // cell`` (the layers it
+    counts are the release's: every full-attention layer of a Mamba hybrid up to 0.5.7, the stage's from 0.5.8; up to
+    0.5.6 the cell is computed inline). It is run on ``rest = 2**52`` bytes (the memory probe answers it; the Mamba
+    reservation is taken out here as the bridge takes it elsewhere), and the cell is ``2**52 // q`` for its answer
+    ``q``: unique, as ``2**52 / q - 2**52 / (q + 1)`` is below 1 for a cell under 2**24 B. A zero cell (a draft
+    with no attention layer of its own) is 0. Up to 0.5.6 the KV dtype it reads is resolved first
+    (:func:`resolve_inline_kv_dtype`)."""
+    row = installed_release()
+    if row.inline_sizing:
+        resolve_inline_kv_dtype(runner)
+    module: Any = importlib.import_module(row.sizing_module)
+    saved = (module.get_available_gpu_memory, module.get_world_group, runner.mem_fraction_static)
+    module.get_available_gpu_memory = lambda *args, **kwargs: _PROBE_BYTES / 2**30
+    module.get_world_group = lambda: types.SimpleNamespace(world_size=1, cpu_group=None)
+    runner.handle_max_mamba_cache = lambda rest: rest
+    runner.mem_fraction_static = 1.0  # rest = available - total x (1 - fraction), total 0
+    try:
+        quotient = int(runner.profile_max_num_token(0))
+    except ZeroDivisionError:
+        return 0
+    finally:
+        module.get_available_gpu_memory, module.get_world_group, runner.mem_fraction_static = saved
+        del runner.handle_max_mamba_cache
+    cell = _PROBE_BYTES // quotient
+    if _PROBE_BYTES // cell != quotient:  # a cell past 2**24 B: the probe cannot tell it
+        raise RuntimeError(f"profile_max_num_token answered {quotient} for 2**52 B: no single cell size")
+    return cell
+
+
+class _KVDtypeResolved(Exception):
+    """Raised by the stated profile to stop ``init_memory_pool`` right after its KV-dtype step."""
+
+
+def resolve_inline_kv_dtype(runner: Any) -> None:
+    """Up to 0.5.6 ``init_memory_pool`` resolves ``kv_cache_dtype`` first, then profiles: it is run until the profile
+    (which raises), so the runner holds the dtype SGLang's own step chose."""
+
+    def stop(total_gpu_memory: int) -> int:
+        raise _KVDtypeResolved
+
+    runner.profile_max_num_token = stop
+    try:
+        runner.init_memory_pool(0, None, None)
+    except _KVDtypeResolved:
+        pass
+    finally:
+        del runner.profile_max_num_token
 
 
 class RunnerInitProfile(RunnerProfile):
@@ -123,12 +166,15 @@ class RunnerInitProfile(RunnerProfile):
             args.max_running_requests = user_requests
         runner.req_to_token_pool, runner.token_to_kv_pool_allocator = shared if shared is not None else (None, None)
         runner.profile_max_num_token = lambda total_gpu_memory: profiled  # stated: what it would measure
-        mixin: Any = importlib.import_module("sglang.srt.model_executor.model_runner_kv_cache_mixin")
+        row = installed_release()
+        mixin: Any = importlib.import_module(row.sizing_module)
         probe = mixin.get_available_gpu_memory
         mixin.get_available_gpu_memory = lambda *args, **kwargs: 0.0  # read only for the closing log line
         try:
-            if installed_release().init_pool_takes_server_args:
+            if row.init_pool_call == "server_args":  # 0.5.7
                 runner.init_memory_pool(0, args)
+            elif row.init_pool_call == "caps":  # up to 0.5.6: the caps as ModelRunner.initialize hands them
+                runner.init_memory_pool(0, args.max_running_requests, args.max_total_tokens)
             else:
                 runner.init_memory_pool(0)
         finally:

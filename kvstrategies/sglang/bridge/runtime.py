@@ -43,8 +43,7 @@ SIZING_MODULES: tuple[str, ...] = (
     "sglang.srt.configs.model_config",
     "sglang.srt.model_executor.pool_configurator",
 )
-BUILDER_MODULES = {True: "sglang.srt.mem_cache.kv_cache_configurator",
-                   False: "sglang.srt.model_executor.model_runner_kv_cache_mixin"}  # fmt: skip
+CONFIGURATOR_MODULE = "sglang.srt.mem_cache.kv_cache_configurator"
 
 
 #: SGLang is not installed, cannot be imported here, or is a version the bridge does not know
@@ -197,11 +196,12 @@ def import_sglang(*, require_supported: bool = True) -> str:
             "(docs/sglang-bridge.md)"
         ) from exc
     version = str(getattr(sglang, "__version__", "unknown"))
-    configurator, has_context, has_pool_configurator = True, True, True
+    builders, has_context, has_pool_configurator = CONFIGURATOR_MODULE, True, True
     stubs: tuple[str, ...] = ()
     if require_supported:
         row = check_version(version)
-        configurator, has_context, has_pool_configurator = row.configurator, row.runtime_context, row.pool_configurator
+        has_context, has_pool_configurator = row.runtime_context, row.pool_configurator
+        builders = CONFIGURATOR_MODULE if row.configurator else row.sizing_module
         stubs = row.kernel_stubs
     os.environ.setdefault("SGLANG_DISABLE_REQUEST_LOGGING", "1")
     try:
@@ -210,7 +210,7 @@ def import_sglang(*, require_supported: bool = True) -> str:
             install_kernel_stubs(stubs)
             modules = [m for m in SIZING_MODULES if (has_context or not m.endswith(".runtime_context"))
                        and (has_pool_configurator or not m.endswith(".pool_configurator"))]  # fmt: skip
-            for name in (*modules, BUILDER_MODULES[configurator]):
+            for name in (*modules, builders):
                 importlib.import_module(name)
     except ImportError as exc:
         raise SGLangUnavailableError(
