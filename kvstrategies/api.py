@@ -15,7 +15,11 @@ from .pools.layout import KVPoolsLayout
 from .strategies.base import PoolConfigurator, StateReservation, Strategy, require_pool_configurator
 from .strategies.budget_check import check_layout_within_budget, overshoot_note
 from .strategies.registry import select_configurator, select_pool_configurator
-from .strategies.request_math import REQUESTS_FROM_RESOLVED_TOKENS
+from .strategies.request_math import (
+    REQUESTS_FROM_RESOLVED_TOKENS,
+    SPEC_TARGET_POOL_HEADROOM,
+    speculative_pool_headroom,
+)
 from .strategies.resolve import (
     Resolution,
     finalize,
@@ -24,6 +28,7 @@ from .strategies.resolve import (
     reserve_state,
     resolve,
     sizes_for_max_tokens,
+    with_speculative_headroom,
 )
 
 if TYPE_CHECKING:  # what building needs: loaded by build() and Plan.binding only
@@ -211,9 +216,10 @@ class SizedPlan:
         layout = _layout(configurator, target.pool_sizes, target.sizes, target.capped)
         notes: tuple[str, ...] = ()
         undercounts = configurator.engine_undercounts()
-        if target.pool_sizes is target.sizes and undercounts:  # the engine plans pools its sizing undercounts
+        headroom = (SPEC_TARGET_POOL_HEADROOM,) if speculative_pool_headroom(configurator.ctx, 1) else ()
+        if target.pool_sizes is target.sizes and (undercounts or headroom):  # the engine plans them anyway
             note = overshoot_note(layout, self.available_bytes, self.ctx.parallel.dcp_size, self.ctx.release,
-                                  undercounts)  # fmt: skip
+                                  undercounts, adding=headroom)  # fmt: skip
             notes = () if note is None else (note,)
         elif target.pool_sizes is target.sizes:  # a layout at an asked size (max_tokens, what-if) follows that size
             check_layout_within_budget(type(configurator).__name__, layout, self.available_bytes, self.ctx.page_size,
@@ -311,11 +317,15 @@ def _size_target(
     configurator = require_pool_configurator(resolution.configurator)
     reservation = reserve_state(configurator, available_bytes)
     profiled = profiled_token_count(configurator, reservation)
-    sizes = finalize(configurator, profiled_sizes(configurator, reservation), profiled_tokens=profiled)
+    first = profiled_sizes(configurator, reservation)
+    own_sizes = with_speculative_headroom(configurator, first, reservation)
+    sizes = finalize(configurator, own_sizes, profiled_tokens=profiled)
     capped = None
     if max_tokens is not None:
-        capped = finalize(configurator, sizes_for_max_tokens(configurator, max_tokens, reservation),
-                          profiled_tokens=profiled)  # fmt: skip
+        own = sizes_for_max_tokens(configurator, max_tokens, reservation)
+        if speculative_pool_headroom(ctx, 1):  # up to 0.5.6: min(profiled + headroom, cap)
+            own = with_speculative_headroom(configurator, first, reservation, cap=max_tokens)
+        capped = finalize(configurator, own, profiled_tokens=profiled)
     pool_sizes = capped or sizes
     if pool_max_tokens is not None:
         if pool_max_running_requests <= 0:

@@ -964,12 +964,20 @@ FA3_DEFAULT_ARCHITECTURES_0_5_7: frozenset[str] = frozenset({
     "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration", "Glm4MoeForCausalLM",
     "Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration", "Step3VLForConditionalGeneration",
 })  # fmt: skip
+#: the ones 0.5.7 added to that list (0.5.6's has no Qwen3-VL and no dense GLM-4V)
+FA3_DEFAULT_ADDED_0_5_7: frozenset[str] = frozenset({
+    "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration", "Glm4vForConditionalGeneration",
+})  # fmt: skip
 #: SGLang 0.5.7's ``server_args.auto_choose_speculative_params``: the models taking the narrow EAGLE auto parameters
 #: (3, 1, 4), every other the wide (5, 4, 8); from 0.5.8 the narrow ones are the default
 NARROW_SPECULATIVE_ARCHITECTURES_0_5_7: frozenset[str] = frozenset({
     "DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM", "GptOssForCausalLM",
     "Glm4MoeForCausalLM", "BailingMoeForCausalLM", "BailingMoeV2ForCausalLM", "MistralLarge3ForCausalLM",
     "PixtralForConditionalGeneration", "MiMoV2FlashForCausalLM",
+})  # fmt: skip
+#: the ones 0.5.7 added to that list (0.5.6's holds DeepSeek-V2 / V3 / V3.2, GPT-OSS and Bailing only)
+NARROW_SPECULATIVE_ADDED_0_5_7: frozenset[str] = frozenset({
+    "Glm4MoeForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration", "MiMoV2FlashForCausalLM",
 })  # fmt: skip
 
 _BY_NAME: dict[str, Architecture] = {row.name: row for row in ARCHITECTURES}
@@ -1061,6 +1069,17 @@ def require_loadable(model_type: str, release: EngineRelease) -> None:
 
 #: a config whose class leaves ``head_dim`` None gets ``v_head_dim = head_dim`` once head_dim is derived; before,
 #: ``v_head_dim`` stays None and sizing fails (``head_dim + v_head_dim``)
+#: the MHA cell prices ``head_dim + v_head_dim`` (``v_head_dim`` defaulting to ``head_dim``); before, ``2 x head_dim``,
+#: so a config whose ``v_head_dim`` stays None is sized
+CELL_READS_V_HEAD_DIM = ReleaseRule(
+    "cell-reads-v-head-dim",
+    span("0.5.7"),
+    "the MHA cell prices head_dim + v_head_dim (before: 2 x head_dim; v_head_dim is not read, so a config whose "
+    "v_head_dim stays None is sized)",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.get_cell_size_per_token "
+    "(0.5.6: ModelRunner.profile_max_num_token)",
+    topic="models",
+)
 V_HEAD_DIM_AFTER_HEAD_DIM = ReleaseRule(
     "v-head-dim-after-head-dim",
     span("0.5.14"),
@@ -1074,10 +1093,12 @@ V_HEAD_DIM_AFTER_HEAD_DIM = ReleaseRule(
 
 def require_head_dim(config: Mapping[str, Any], release: EngineRelease) -> None:
     """Refuse a config that ``release`` cannot size because its ``v_head_dim`` stays None
-    (:data:`V_HEAD_DIM_AFTER_HEAD_DIM`)."""
+    (:data:`V_HEAD_DIM_AFTER_HEAD_DIM`; 0.5.6 does not read it: :data:`CELL_READS_V_HEAD_DIM`)."""
     nested = config.get("text_config")
     text: Mapping[str, Any] = nested if isinstance(nested, Mapping) else config
     if V_HEAD_DIM_AFTER_HEAD_DIM.holds(release) or text.get("head_dim") is not None:
+        return
+    if not CELL_READS_V_HEAD_DIM.holds(release):  # 0.5.6 prices 2 x head_dim and never reads v_head_dim
         return
     model_type = text.get("model_type", config.get("model_type"))
     row = model_type_row(model_type)
@@ -1123,7 +1144,9 @@ __all__ = [
     "SGLangModel",
     "any_row",
     "first_row",
+    "FA3_DEFAULT_ADDED_0_5_7",
     "FA3_DEFAULT_ARCHITECTURES_0_5_7",
+    "NARROW_SPECULATIVE_ADDED_0_5_7",
     "NARROW_SPECULATIVE_ARCHITECTURES_0_5_7",
     "holds_in",
     "is_served",

@@ -382,6 +382,7 @@ OLDER_NO_EFFECT = _names(
     --mm-max-concurrent-calls --mm-per-request-timeout --speculative-ngram-branch-length
     --speculative-ngram-max-match-window-size --speculative-ngram-min-match-window-size
     --disaggregation-decode-enable-fake-auto
+    --dllm-block-size --enable-flashinfer-autotune --load-watch-interval
     """
 )
 #: an older release's spelling of a planned flag -> its planned spelling, from the ``ServerArgs`` renames

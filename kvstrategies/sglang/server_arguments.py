@@ -31,6 +31,10 @@ SERVER_ARGUMENT_RULES: Mapping[str, ReleaseRule] = {
     ),
     # decode context parallelism arrived in 0.5.15; 0.5.14's argparse has no --dcp-size
     "dcp_size": ReleaseRule("server-arg-dcp-size", span("0.5.15"), "--dcp-size exists", _SOURCE),
+    # 0.5.7 added the Mamba radix strategies (--mamba-scheduler-strategy, renamed in 0.5.14); 0.5.6 has no extra buffer
+    "mamba_radix_cache_strategy": ReleaseRule(
+        "server-arg-mamba-strategy", span("0.5.7"), "--mamba-scheduler-strategy exists", _SOURCE
+    ),
 }
 #: ``(ServerArgs field, value)`` -> the releases whose argparse ``choices`` hold the value
 SERVER_ARGUMENT_VALUE_RULES: Mapping[tuple[str, str], ReleaseRule] = {
@@ -62,7 +66,7 @@ RENAMED_SERVER_ARGUMENTS: Mapping[str, tuple[str, str]] = {
 #: fields whose value SGLang reads case-blind (``SpeculativeAlgorithm.from_string`` upper-cases the name)
 _UPPER_CASED = frozenset({"speculative_algorithm"})
 #: the value of a field that means "not given"
-_UNSET: Mapping[str, object] = {"dcp_size": 1}
+_UNSET: Mapping[str, object] = {"dcp_size": 1, "mamba_radix_cache_strategy": "auto"}
 
 
 def _choice(key: str, value: str) -> str:

@@ -52,16 +52,24 @@ def check_layout_within_budget(
 
 
 def overshoot_note(
-    layout: KVPoolsLayout, available_bytes: int, dcp_size: int, release: EngineRelease, rules: tuple[ReleaseRule, ...]
+    layout: KVPoolsLayout,
+    available_bytes: int,
+    dcp_size: int,
+    release: EngineRelease,
+    rules: tuple[ReleaseRule, ...],
+    *,
+    adding: tuple[ReleaseRule, ...] = (),
 ) -> str | None:
-    """A plan note when the K/V buffers exceed ``available_bytes x dcp`` because ``release`` lacks ``rules``
-    (its own sizing undercounts its pools; it plans them): by how many bytes; None when they fit."""
+    """A plan note when the K/V buffers exceed ``available_bytes x dcp`` because ``release`` lacks ``rules`` (its own
+    sizing undercounts its pools) or has ``adding`` (its pools take more than the profiled count): by how many bytes;
+    None when they fit. The engine plans them either way."""
     nbytes, budget = kv_bytes(layout), available_bytes * dcp_size
-    if not rules or nbytes <= budget:
+    if not (rules or adding) or nbytes <= budget:
         return None
-    lacking = ", ".join(f"{rule.key} ({rule.span.describe()})" for rule in rules)
+    why = [f"it lacks {', '.join(f'{rule.key} ({rule.span.describe()})' for rule in rules)}"] if rules else []
+    why += [f"it has {', '.join(f'{rule.key} ({rule.span.describe()})' for rule in adding)}"] if adding else []
     return (
-        f"{release.label} plans these pools although its own sizing prices less than they store (it lacks {lacking}): "
+        f"{release.label} plans these pools although they store more than its KV budget ({'; '.join(why)}): "
         f"the K/V buffers take {nbytes:,} B, {nbytes - budget:,} B ({(nbytes - budget) / 2**30:.2f} GiB) more than the "
         f"KV budget of {budget:,} B; the deployment may run out of memory allocating them"
     )

@@ -52,6 +52,7 @@ from ..core.dtypes import DType, KVRecipe
 from ..core.releases import ReleaseRule, span
 from ..core.sizing import PoolSizes
 from ..errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
+from ..models.architectures import LinearAttention
 from ..models.mamba import STATE_DTYPES, MambaGeometry, MambaStateShapes
 from ..pools.ascend import npu_mha_layout, npu_mla_layout
 from ..pools.basic import FUSED_KV_STORAGE, REQ_GENERATION_COUNTER, REQ_PADDING_ROW, mha_layout
@@ -239,6 +240,35 @@ MAMBA_SSM_DTYPE_FROM_CONFIG = ReleaseRule(
     "--mamba-ssm-dtype, default float32, written over the variable; the config is not read)",
     "sglang.srt.configs.mamba_utils.mamba2_state_dtype; server_args.ServerArgs._handle_environment_variables",
 )
+#: a radix-cache request counts extra Mamba slots (0.5.7: 2, 1 with the extra buffer under speculation); before, 3
+MAMBA_RATIO_EXTRA_SLOTS = ReleaseRule(
+    "mamba-ratio-extra-slots",
+    span("0.5.7"),
+    "a radix-cache Mamba request counts extra slots beyond MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3 (before: 3)",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.init_memory_pool (additional_ratio; "
+    "0.5.6: ModelRunner.init_memory_pool)",
+)
+#: the per-draft-token state is reserved apart from the slots; before, every slot carries ``1 + D`` states: the slots
+#: are ``raw // per // (1 + D)``, the reservation ``slots x per x (1 + D)``, and a given --max-mamba-cache-size counts
+#: only without the radix cache (the ratio branch overwrites it); only a GDN model divides its slots by attention DP
+MAMBA_SPEC_STATE_APART = ReleaseRule(
+    "mamba-spec-state-apart",
+    span("0.5.7"),
+    "the Mamba speculative state is reserved apart from the slots, and --max-mamba-cache-size is honoured with the "
+    "radix cache on (before: slots = raw // per // (1 + D) x per x (1 + D) reserved, the given size only without the "
+    "radix cache, attention DP divides the slots of GDN models only)",
+    "sglang.srt.model_executor.model_runner_kv_cache_mixin.ModelRunnerKVCacheMixin.handle_max_mamba_cache "
+    "(0.5.6: ModelRunner.handle_max_mamba_cache)",
+)
+#: the per-draft-token Mamba state has a row per request; before, a row per Mamba slot (MambaPool without
+#: ``spec_state_size``)
+MAMBA_SPEC_STATE_BY_REQUESTS = ReleaseRule(
+    "mamba-spec-state-by-requests",
+    span("0.5.7"),
+    "the Mamba pool's per-draft-token state (intermediate_ssm / intermediate_conv_window) has R + 1 rows (before: "
+    "one per Mamba slot, K + 1)",
+    "sglang.srt.mem_cache.memory_pool.MambaPool.__init__ (mamba_spec_state_size; 0.5.6: size)",
+)
 #: the request cap counts the extra buffer's slots only where the extra buffer is on; before, every radix-cache
 #: request also counts 2 (1 with the extra buffer under speculative decoding), whatever the strategy
 MAMBA_RATIO_EXTRA_WITH_BUFFER = ReleaseRule(
@@ -420,6 +450,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         sched = self.ctx.scheduling
         if sched.disable_radix_cache:
             return 1
+        if not MAMBA_RATIO_EXTRA_SLOTS.holds(self.ctx.release):  # 0.5.6: MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
+            return 3
         if not MAMBA_RATIO_EXTRA_WITH_BUFFER.holds(self.ctx.release):  # 0.5.7: no skip-lock; + 2 but one case
             speculative = self.ctx.speculative.algorithm is not SpecAlgorithm.NONE
             return 3 + (1 if self.extra_buffer and speculative else 2)
@@ -481,6 +513,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     # ---- the budget (KVCacheConfigurator._handle_max_mamba_cache) ----------------------------------------------------
     def mamba_budget(self, available_bytes: int) -> MambaBudget:
         """``_handle_max_mamba_cache`` on ``rest = available_bytes / 2**30`` (float order kept)."""
+        if not MAMBA_SPEC_STATE_APART.holds(self.ctx.release):
+            return self._slot_carried_budget(available_bytes)
         sched = self.ctx.scheduling
         rest = available_bytes / GIB
         rest_before = rest
@@ -551,6 +585,51 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             spec_scratch_gib=spec_gib,
             rest_gib_before=rest_before,
             rest_gib_after=rest,
+        )
+
+    def _slot_carried_budget(self, available_bytes: int) -> MambaBudget:
+        """0.5.6's ``handle_max_mamba_cache`` (:data:`MAMBA_SPEC_STATE_APART`): every slot carries ``1 + D`` states
+        (``D = --speculative-num-draft-tokens``, 0 unset). Without the radix cache (or a stateless config) the slots
+        are the given size, else ``max_running_requests``, else 512; with it ``int(rest x share / (1 + share) x 2**30
+        // per // (1 + D))``. A GDN model divides them by attention DP. The rest loses ``slots x per x (1 + D)``."""
+        sched = self.ctx.scheduling
+        rest = available_bytes / GIB
+        per = self.stage_mamba_cache_per_req
+        draft = self.ctx.speculative.num_draft_tokens or 0
+        if sched.disable_radix_cache or per == 0:
+            given = sched.max_mamba_cache_size
+            branch = "A" if given is not None else "B"
+            if given is not None:
+                slots = given
+            else:
+                slots = sched.max_running_requests if sched.max_running_requests is not None else 512
+        else:
+            branch = "C"
+            share = sched.mamba_full_memory_ratio
+            slots = int(rest * share / (1 + share) * GIB // per // (1 + draft))
+        if self.mamba.family == LinearAttention.GDN.value:
+            slots //= self.ctx.parallel.attn_dp_size
+        if slots <= 0:
+            raise InsufficientMemoryError(
+                "not enough memory for the hybrid (Mamba / linear-attention) state cache: "
+                f"max_mamba_cache_size={slots} (rest {rest:.3f} GiB, {per / 2**20:.2f} MiB per slot x {1 + draft} "
+                "states). Raise available_bytes (--mem-fraction-static) or reduce speculative_num_draft_tokens"
+            )
+        state = slots * per * (1 + draft) / GIB
+        if rest - state <= 0:
+            raise InsufficientMemoryError(
+                f"the Mamba state ({slots * per * (1 + draft):,} B for {slots} slots) leaves no memory for the KV "
+                "cache; lower max_mamba_cache_size / max_running_requests or raise available_bytes"
+            )
+        return MambaBudget(
+            branch=branch,
+            max_mamba_cache_size=slots,
+            mamba_ratio=self.mamba_ratio,
+            mamba_cache_per_req=self.mamba_cache_per_req,
+            stage_mamba_cache_per_req=per,
+            spec_scratch_gib=slots * per * draft / GIB,
+            rest_gib_before=rest,
+            rest_gib_after=rest - state,
         )
 
     def reserve_before_kv(self, budget_bytes: int) -> StateReservation:
@@ -700,7 +779,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
                 dedup = False
             else:
                 window_axis = 1  # SGLang read every conv tuple as (channels, K - 1)
-        spec_state_size = requests
+        spec_state_size = requests if MAMBA_SPEC_STATE_BY_REQUESTS.holds(self.ctx.release) else slots
         if self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE:
             # HybridMambaDecodeReqToTokenPool (SGLang disaggregation.decode): the pre-allocated rows
             # get state too; slots = max(K, (R + pre_alloc) * (1 + tracking slots))

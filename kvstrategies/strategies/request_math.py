@@ -252,3 +252,31 @@ def estimated_max_running_requests(total_tokens: int, ctx: KVCacheContext, profi
             return min(per_worker, estimate)
         return min(per_worker, total_tokens // 2)
     return min(estimate, total_tokens // 2)
+
+
+#: the target's token pool holds the profiled count; before, EAGLE / EAGLE3 / STANDALONE targets add room for the
+#: draft's allocations beside their own (they share the pool): ``R x steps x topk + R x draft tokens + 100``
+SPEC_TARGET_POOL_HEADROOM = ReleaseRule(
+    "spec-target-pool-headroom",
+    span(last="0.5.6"),
+    "an EAGLE / EAGLE3 / STANDALONE target's token pool is the profiled count plus R x steps x topk + R x draft "
+    "tokens + 100 (the draft's share of the pool; from 0.5.7 the profiled count alone)",
+    "sglang.srt.model_executor.model_runner.ModelRunner.init_memory_pool (draft_runner_cache_size)",
+)
+
+
+def speculative_pool_headroom(ctx: KVCacheContext, requests: int) -> int:
+    """Tokens an EAGLE-family target adds to its profiled count up to 0.5.6 (:data:`SPEC_TARGET_POOL_HEADROOM`):
+    ``R x steps x topk + R x draft + 100`` for ``R`` requests (the request pool's size); 0 elsewhere."""
+    spec = ctx.speculative
+    eagle = spec.algorithm in (SpecAlgorithm.EAGLE, SpecAlgorithm.EAGLE3, SpecAlgorithm.STANDALONE)
+    if not eagle or ctx.is_draft_worker or not SPEC_TARGET_POOL_HEADROOM.holds(ctx.release):
+        return 0
+    steps, topk, draft = spec.num_steps, spec.eagle_topk, spec.num_draft_tokens
+    if steps is None or topk is None or draft is None:
+        raise KVCacheConfigError(
+            f"SGLang {ctx.release.text}'s {spec.algorithm.value} target sizes its pool with speculative_num_steps, "
+            f"speculative_eagle_topk and speculative_num_draft_tokens (given {steps}, {topk}, {draft}); set all three"
+        )
+    return requests * steps * topk + requests * draft + 100
+

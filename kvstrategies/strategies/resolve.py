@@ -18,7 +18,7 @@ from ..errors import KVCacheConfigError
 from .base import PoolConfigurator, StateReservation, Strategy
 from .layer_setup import check_layer_setup
 from .registry import select_pool_configurator
-from .request_math import estimated_max_running_requests
+from .request_math import estimated_max_running_requests, speculative_pool_headroom
 
 
 def reserve_state(configurator: PoolConfigurator, available_bytes: int) -> StateReservation:
@@ -83,6 +83,28 @@ def apply_token_constraints(
     return sizes_for_max_tokens(configurator, target, reservation)
 
 
+def with_speculative_headroom(
+    configurator: PoolConfigurator,
+    profiled: PoolSizes,
+    reservation: StateReservation,
+    *,
+    cap: int | None = None,
+    requests: int | None = None,
+) -> PoolSizes:
+    """Step 2b, up to SGLang 0.5.6: an EAGLE-family target's pool is its profiled count plus the draft's share
+    (:func:`.request_math.speculative_pool_headroom`), at most ``cap``, aligned down to the page
+    (ModelRunner.init_memory_pool); ``profiled`` as it is elsewhere. The share is priced with the request pool's
+    size: ``requests`` (capped by the Mamba slots) or the estimate from the profiled count."""
+    profiled_count = profiled_token_count(configurator, reservation)
+    if requests is None:
+        requests = estimated_max_running_requests(profiled.max_total_num_tokens, configurator.ctx, profiled_count)
+    headroom = speculative_pool_headroom(configurator.ctx, configurator.cap_max_running_requests(requests, profiled))
+    if not headroom:
+        return profiled
+    tokens = profiled_count + headroom if cap is None else min(profiled_count + headroom, cap)
+    return sizes_for_max_tokens(configurator, tokens, reservation)
+
+
 def profiled_token_count(configurator: PoolConfigurator, reservation: StateReservation) -> int:
     """The count ``profile_max_num_token`` measures: ``kv_available_bytes // cell`` (before any cap, alignment or
     split); up to SGLang 0.5.9 the request pool is sized from it
@@ -132,7 +154,7 @@ def resolve(ctx: KVCacheContext, available_bytes: int, *, pp_sync: bool = True) 
     check_layer_setup(ctx)
     configurator = select_pool_configurator(ctx)
     reservation = reserve_state(configurator, available_bytes)
-    profiled = profiled_sizes(configurator, reservation)
+    profiled = with_speculative_headroom(configurator, profiled_sizes(configurator, reservation), reservation)
     pp_min = pp_min_tokens(ctx, available_bytes) if pp_sync and ctx.parallel.pp_size > 1 else None
     constrained = apply_token_constraints(
         configurator,

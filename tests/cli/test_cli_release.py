@@ -30,9 +30,9 @@ def test_plan_names_the_release_in_text_and_json(capsys: pytest.CaptureFixture[s
 
 
 def test_an_unsupported_release_is_one_line_naming_the_supported(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.6")
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.5")
     assert code == 2 and err.count("\n") == 1
-    assert "--sglang-version '0.5.6' is not an SGLang release" in err and "0.5.7, 0.5.8" in err
+    assert "--sglang-version '0.5.5' is not an SGLang release" in err and "0.5.6, 0.5.7" in err
 
 
 def test_sweep_plans_for_the_release(capsys: pytest.CaptureFixture[str]) -> None:
@@ -270,3 +270,14 @@ def test_the_mamba_strategy_flag_in_its_0_5_13_spelling(capsys: pytest.CaptureFi
     same = json.loads(out)["planner"]
     assert code == 0 and (same["tokens"], same["max_running_requests"]) == (doc["tokens"], doc["max_running_requests"])
     assert same["launch"]["mamba_radix_cache_strategy"] == "extra_buffer"
+
+
+def test_a_mamba_model_plans_for_a_release_without_the_strategy_argument(capsys: pytest.CaptureFixture[str]) -> None:
+    """0.5.6 has no ``--mamba-scheduler-strategy``: the launch's no_buffer radix cache reaches the plan as unset, so a
+    Mamba model plans (its request cap: the slots // 3) instead of being refused for the argument it never got."""
+    code, out, err = run(capsys, "plan", "qwen3-next-80b-a3b", "--gpu", "H100", "--tp", "4",
+                         "--sglang-version", "0.5.6", "--json")  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    sizes = doc["sizes"]
+    assert sizes["max_running_requests"] <= sizes["max_mamba_cache_size"] // 3

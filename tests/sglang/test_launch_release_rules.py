@@ -20,9 +20,9 @@ from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchRes
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 RTX4090 = lookup_gpu("RTX-4090")
-R = {v: parse_release(v) for v in ("0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14",
-                                    "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22",
-                                    "0.5.23")}  # fmt: skip
+R = {v: parse_release(v) for v in ("0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13",
+                                    "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
+                                    "0.5.22", "0.5.23")}  # fmt: skip
 
 
 def facts(preset: str) -> LaunchModelFacts:
@@ -801,3 +801,62 @@ def test_prefill_graph_follows_the_chunk_on_coarse_sizes_up_to_0_5_7() -> None:
     # a chunk one short of the tail's second size: 4352 fits, 4608 does not (8 + 14 + 8 + 28 + 1)
     odd = resolve("llama-3.1-8b", H200, "0.5.7", chunked_prefill_size=4607)
     assert (odd.prefill_graph_max_bs, odd.prefill_graph_bs_count) == (4607, 8 + 14 + 8 + 28 + 1)
+
+
+# ---- SGLang 0.5.6 -> 0.5.7 -----------------------------------------------------------------------------------------
+
+
+def test_mha_on_sm100_defaults_to_flashinfer_up_to_0_5_6() -> None:
+    """0.5.6's ``_handle_attention_backend_compatibility`` has no SM100 rule for MHA models: flashinfer on B200 (page
+    1); 0.5.7 takes trtllm_mha (page 64). MLA keeps flashinfer on SM100 in both."""
+    old, new = resolve("falcon-7b", B200, "0.5.6"), resolve("falcon-7b", B200, "0.5.7")
+    assert (old.attention_backend, old.page_size) == ("flashinfer", 1)
+    assert (new.attention_backend, new.page_size) == ("trtllm_mha", 64)
+
+
+def test_fa3_list_without_qwen3_vl_up_to_0_5_6() -> None:
+    """0.5.6's ``is_fa3_default_architecture`` has no Qwen3-VL: flashinfer on H100 for a Qwen3-VL config; 0.5.7 fa3.
+    Qwen2 is on both lists."""
+    vl = model_facts_from_hf_config(
+        {"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl", "num_hidden_layers": 36,
+         "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096, "head_dim": 128,
+         "max_position_embeddings": 262144, "torch_dtype": "bfloat16"}
+    )  # fmt: skip
+    old = resolve_launch_defaults(vl, H100, tp_size=1, settings=LaunchSettings(), release=R["0.5.6"])
+    new = resolve_launch_defaults(vl, H100, tp_size=1, settings=LaunchSettings(), release=R["0.5.7"])
+    assert (old.attention_backend, new.attention_backend) == ("flashinfer", "fa3")
+    assert resolve("qwen2.5-7b", H100, "0.5.6").attention_backend == "fa3"
+
+
+def test_eagle_auto_parameters_of_glm_up_to_0_5_6() -> None:
+    """``auto_choose_speculative_params``: 0.5.6's narrow list has DeepSeek, GPT-OSS and Bailing, not GLM-4 MoE
+    (``(5, 4, 8)``); 0.5.7 lists it (``(3, 1, 4)``). DeepSeek-V3 is narrow in both."""
+    auto = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+    eagle = {"speculative_algorithm": "EAGLE"}
+    assert tuple(getattr(resolve("glm-4.5", H100, "0.5.6", 8, **eagle), f) for f in auto) == (5, 4, 8)
+    assert tuple(getattr(resolve("glm-4.5", H100, "0.5.7", 8, **eagle), f) for f in auto) == (3, 1, 4)
+    assert tuple(getattr(resolve("deepseek-v3", H200, "0.5.6", 8, **eagle), f) for f in auto) == (3, 1, 4)
+
+
+def test_prefill_graph_is_a_flat_4096_up_to_0_5_6() -> None:
+    """0.5.6's ``piecewise_cuda_graph_max_tokens`` keeps its field default 4096 whatever the chunk (0.5.7: the chunk):
+    the coarse list up to 4096 has ``8 + 14 + 8 + 28 = 58`` sizes. DeepSeek-V3 on H200: 4096 / 58 (0.5.7: 8192 / 74);
+    with chunked prefill off too."""
+    old, new = resolve("deepseek-v3", H200, "0.5.6", 8), resolve("deepseek-v3", H200, "0.5.7", 8)
+    assert (old.prefill_graph_max_bs, old.prefill_graph_bs_count) == (4096, 8 + 14 + 8 + 28)
+    assert (new.prefill_graph_max_bs, new.prefill_graph_bs_count) == (8192, 74)
+    off = resolve("deepseek-v3", H200, "0.5.6", 8, chunked_prefill_size=-1)
+    assert (off.prefill_graph_max_bs, off.prefill_graph_bs_count) == (4096, 58)
+
+
+def test_mamba_overrides_of_0_5_6() -> None:
+    """0.5.6's ``_handle_model_specific_adjustments``: Falcon-H1 and Nemotron-H have no Mamba override (the overlap
+    scheduler stays on with the radix cache; 0.5.7 turns it off); Qwen3-Next turns it off with the radix cache on,
+    and on SM100 takes triton even over a given backend (0.5.7: only when none is given)."""
+    assert resolve("falcon-h1-7b", H100, "0.5.6", 4).disable_overlap_schedule is False
+    assert resolve("falcon-h1-7b", H100, "0.5.7", 4).disable_overlap_schedule is True
+    assert resolve("nemotron-h-56b", H100, "0.5.6", 8).disable_overlap_schedule is False
+    assert resolve("qwen3-next-80b-a3b", H100, "0.5.6", 8).disable_overlap_schedule is True
+    given = {"attention_backend": "flashinfer"}
+    assert resolve("qwen3-next-80b-a3b", B200, "0.5.6", 8, **given).attention_backend == "triton"
+    assert resolve("qwen3-next-80b-a3b", B200, "0.5.7", 8, **given).attention_backend == "flashinfer"

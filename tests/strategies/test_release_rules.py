@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.7", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.6", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.6", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.5", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.7, 0\.5\.8.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.6, 0\.5\.7.*0\.5\.23"):
         parse_release(text)
 
 
@@ -1269,3 +1269,65 @@ def test_mamba_profile_prices_every_attention_layer_up_to_0_5_7() -> None:
     assert plan_case(_case(zero, "0.5.7")).sizes.max_total_num_tokens > 0
     with pytest.raises(UnsupportedConfigurationError, match="cannot size a rank without attention layers"):
         plan_case(_case(zero, "0.5.8"))
+
+
+# ---- SGLang 0.5.6 -> 0.5.7 -------------------------------------------------------------------------------------------
+
+
+def test_cell_prices_two_head_dims_up_to_0_5_6() -> None:
+    """0.5.6's ``profile_max_num_token`` prices ``heads x head_dim x 2`` and never reads ``v_head_dim``, so a Mistral
+    config without ``head_dim`` (its transformers 4.57.1 class leaves ``v_head_dim`` None for 0.5.7 to 0.5.13) is
+    sized: 32 layers x 8 heads x 128 x 2 x 2 B = 131,072 B a token; 0.5.7 raises TypeError (refused)."""
+    name = "default-mistral-7b-tp1-bf16-p1"
+    assert plan_case(_case(name, "0.5.6")).configurator.cell_size_bytes == 32 * 8 * 128 * 2 * 2 == 131_072
+    with pytest.raises(UnsupportedConfigurationError, match="without head_dim"):
+        _case(name, "0.5.7")
+
+
+def test_mamba_requests_count_three_slots_up_to_0_5_6() -> None:
+    """0.5.6's ``init_memory_pool`` caps the requests at ``max_mamba_cache_size // 3`` (no extra slots): Qwen3-Next's
+    2,300 slots serve 766 (0.5.7: ``2,300 // 5 = 460``)."""
+    name = "hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64"
+    old, new = plan_case(_case(name, "0.5.6")), plan_case(_case(name, "0.5.7"))
+    assert (old.configurator.mamba_ratio, new.configurator.mamba_ratio) == (3, 5)
+    assert (old.sizes.max_running_requests, new.sizes.max_running_requests) == (2_300 // 3, 2_300 // 5)
+
+
+def test_mamba_slots_carry_their_draft_states_up_to_0_5_6() -> None:
+    """0.5.6's ``handle_max_mamba_cache``: each slot carries ``1 + D`` states. Qwen3-Next TP 4 MTP (D = 4, 19,316,736 B
+    a slot), 46 GiB: ``int(46 x 0.9 / 1.9 x 2**30 // per // 5) = 242`` slots, ``242 x per x 5`` B reserved (0.5.7: 1,089
+    slots and ``per x 64 x 4`` for the draft rows). A given ``--max-mamba-cache-size 300`` with the radix cache on is
+    overwritten (0.5.7 keeps it); attention DP 2 divides a GDN model's slots: ``int(...// 38,633,472 // 5) // 2 = 60``.
+    The per-draft-token state has a row per slot: ``K + 1`` (0.5.7: ``R + 1``)."""
+    rest, per = 46 * GIB, 19_316_736
+    mtp = "hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64-mtp"
+    old = plan_case(_case(mtp, "0.5.6")).configurator.mamba_budget(rest)
+    assert old.max_mamba_cache_size == int(46 * 0.9 / 1.9 * GIB // per // 5) == 242
+    assert round((old.rest_gib_before - old.rest_gib_after) * GIB) == 242 * per * 5
+    assert round(old.spec_scratch_gib * GIB) == 242 * per * 4
+    given = plan_case(_case("bridge-spec-mtp-qwen3-next-80b-a3b-tp4-fp8-p64-mamba300", "0.5.6")).configurator
+    assert given.mamba_budget(rest).max_mamba_cache_size == 242
+    dp = plan_case(_case("release-mamba-dp-qwen3-next-80b-a3b-tp4-dp2-bf16-p64-mrr5-mtp", "0.5.6")).configurator
+    assert dp.mamba_budget(rest).max_mamba_cache_size == int(46 * 0.9 / 1.9 * GIB // 38_633_472 // 5) // 2 == 60
+    pools_old, pools_new = _shapes(plan_case(_case(mtp, "0.5.6"))), _shapes(plan_case(_case(mtp, "0.5.7")))
+    # the what-if pool: 24 slots; 0.5.7 serves min(8, 24 // 5) = 4 requests
+    assert pools_old["mamba.intermediate_ssm"][1] == 24 + 1 and pools_new["mamba.intermediate_ssm"][1] == 4 + 1
+
+
+def test_eagle_target_pool_adds_the_drafts_share_up_to_0_5_6() -> None:
+    """0.5.6's ``init_memory_pool`` (``draft_runner_cache_size``): an EAGLE3 target's pool is the profiled count plus
+    ``R x steps x topk + R x draft + 100``. Llama-3.1-8B, 40 GiB, 131,072 B a token: P = 327,680, R = 2,048
+    (``clamp(int(P / 131,072 x 512), 2048, 4096)``), steps 3, top-k 1, 4 draft tokens: ``327,680 + 6,144 + 8,192 +
+    100 = 342,116``, 342,080 at page 64; 0.5.7 keeps 327,680. The pools exceed the budget: the plan says so."""
+    name = "rounding-row-headroom-llama-3.1-8b-tp1-bf16-p64-eagle3-s3"
+    old, new = plan_case(_case(name, "0.5.6")), plan_case(_case(name, "0.5.7"))
+    assert old.sizes.max_total_num_tokens == (327_680 + 2_048 * 3 * 1 + 2_048 * 4 + 100) // 64 * 64 == 342_080
+    assert new.sizes.max_total_num_tokens == 327_680
+    whole = _overridden(name, "0.5.6", pool_max_tokens=None)  # the pools at the plan's own sizes
+    assert any("spec-target-pool-headroom" in note and "more than the KV budget" in note for note in whole.notes)
+
+
+def test_mamba_strategy_argument_from_0_5_7() -> None:
+    """0.5.6 has no ``--mamba-scheduler-strategy`` (its Mamba radix cache has no extra buffer): refused."""
+    with pytest.raises(UnsupportedConfigurationError, match="no --mamba-radix-cache-strategy server argument"):
+        _case("hybrid-linear-nemotron-h-8b-tp2-bf16-p64-extra-buffer", "0.5.6")

@@ -170,15 +170,19 @@ def _flat_graph_config(resolved: Mapping[str, Any]) -> dict[str, Any]:
 def planner_fields(res: LaunchResolution, release: EngineRelease = NEWEST_SGLANG) -> dict[str, Any]:
     """The compared fields of a planner resolution, in SGLang's spelling for ``release``:
     ``dsv4_attn_backend`` left unset is the field default ``auto`` where the release has the
-    field; the explicit-ratio record is False where the release keeps none."""
+    field; the explicit-ratio record is False where the release keeps none; the Mamba strategy is None where the
+    release has no such field."""
     from ..launch.defaults.deepseek import DSV4_ATTN_BACKEND_FIELD
     from ..launch.defaults.model_overrides import SWA_RATIO_EXPLICIT_FLAG
+    from ..server_arguments import SERVER_ARGUMENT_RULES
 
     out = {name: getattr(res, name) for name in COMPARED_FIELDS}
     if out["dsv4_attn_backend"] is None and DSV4_ATTN_BACKEND_FIELD.holds(release):
         out["dsv4_attn_backend"] = "auto"
     if not SWA_RATIO_EXPLICIT_FLAG.holds(release):
         out["swa_full_tokens_ratio_explicit"] = False
+    if not SERVER_ARGUMENT_RULES["mamba_radix_cache_strategy"].holds(release):
+        out["mamba_radix_cache_strategy"] = None  # 0.5.6 has no such field: its radix cache is the no_buffer one
     return out
 
 

@@ -17,6 +17,7 @@ from ...core.jsonio import read_json_object
 from ...errors import KVCacheConfigError
 from ...planner.gpus import Accelerator
 from ...planner.request import DeploymentRequest
+from ..server_arguments import SERVER_ARGUMENT_RULES
 from .defaults import (
     LaunchModelFacts,
     LaunchResolution,
@@ -192,6 +193,8 @@ def case_fields(req: DeploymentRequest, model_dtype: str, launch: LaunchResoluti
         mamba_radix_cache_strategy=launch.mamba_radix_cache_strategy,
         platform=platform_fields(gpu),
     )
+    if not SERVER_ARGUMENT_RULES["mamba_radix_cache_strategy"].holds(req.release):
+        case["mamba_radix_cache_strategy"] = "auto"  # 0.5.6 has no such argument (its radix cache is no_buffer's)
     if gpu.is_npu:
         case["device"] = "npu"
     return case

@@ -10,7 +10,12 @@ per GPU and attention kind), ``arg_groups.attention_hook.handle_attention_backen
 from __future__ import annotations
 
 from ....core.releases import ReleaseRule, span
-from ....models.architectures import FA3_DEFAULT_ARCHITECTURES_0_5_7, names_holding, names_where
+from ....models.architectures import (
+    FA3_DEFAULT_ADDED_0_5_7,
+    FA3_DEFAULT_ARCHITECTURES_0_5_7,
+    names_holding,
+    names_where,
+)
 from .core import (
     CUDA_GRAPH_HOOK,
     DEFAULT_BACKEND_HOOK,
@@ -56,6 +61,24 @@ FA3_DEFAULT_ANY_MODEL = ReleaseRule(
 )
 
 
+#: Qwen3-VL and the dense GLM-4V join the fa3-by-default list (0.5.6's has neither)
+FA3_LIST_GROWN = ReleaseRule(
+    "launch-fa3-list-grown",
+    span("0.5.7"),
+    "Qwen3-VL (dense and MoE) and GLM-4V are on is_fa3_default_architecture (before: flashinfer on Hopper)",
+    "sglang.srt.utils.common.is_fa3_default_architecture",
+    topic="launch",
+)
+#: an MHA model on SM100 defaults to trtllm_mha (fa4 where K and V head sizes differ); before, flashinfer
+SM100_MHA_TRTLLM_DEFAULT = ReleaseRule(
+    "launch-sm100-mha-trtllm-default",
+    span("0.5.7"),
+    "an MHA model on SM100 (no speculation, or top-k 1 given) defaults to trtllm_mha (before: flashinfer)",
+    "sglang.srt.server_args.ServerArgs._handle_attention_backend_compatibility",
+    topic="launch",
+)
+
+
 def generic_attention_backend(inp: LaunchInputs, res: ResolutionDraft) -> str:
     """SGLang's ``get_default_attn_backend`` with the *user* speculative topk (auto topk comes
     later)."""
@@ -75,11 +98,15 @@ def generic_attention_backend(inp: LaunchInputs, res: ResolutionDraft) -> str:
             attn_tp = max(1, inp.tp_size // inp.attn_dp_size)
             return "aiter" if max(1, m.num_kv_heads // attn_tp) in (16, 128) else "triton"
         return "triton"
-    listed = FA3_DEFAULT_ANY_MODEL.holds(inp.release) or inp.model.architectures[0] in FA3_DEFAULT_ARCHITECTURES_0_5_7
+    fa3_list = FA3_DEFAULT_ARCHITECTURES_0_5_7
+    if not FA3_LIST_GROWN.holds(inp.release):
+        fa3_list = fa3_list - FA3_DEFAULT_ADDED_0_5_7
+    listed = FA3_DEFAULT_ANY_MODEL.holds(inp.release) or inp.model.architectures[0] in fa3_list
     if g.is_sm90 and spec_ok and listed:
         return "fa3"
     dflash = (s.speculative_algorithm or "").upper() == "DFLASH" and DFLASH_SM100_TOPK_ONE.holds(inp.release)
-    if g.is_sm100 and spec_ok and (not spec or topk is not None or dflash):
+    sm100_mha = SM100_MHA_TRTLLM_DEFAULT.holds(inp.release)
+    if g.is_sm100 and sm100_mha and spec_ok and (not spec or topk is not None or dflash):
         return "fa4" if m.kv_head_dims_differ else "trtllm_mha"
     if g.is_hip:
         return "aiter"

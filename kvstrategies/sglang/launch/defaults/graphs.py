@@ -60,6 +60,14 @@ MLA_PREFILL_GRAPH_FLAT = ReleaseRule(
     "sglang.srt.server_args.ServerArgs._handle_piecewise_cuda_graph (piecewise_cuda_graph_max_tokens)",
     topic="launch",
 )
+#: the prefill graph's max tokens follows the chunked prefill size; before, a flat 4096 whatever the chunk
+PREFILL_GRAPH_FOLLOWS_CHUNK = ReleaseRule(
+    "launch-prefill-graph-follows-chunk",
+    span("0.5.7"),
+    "the prefill graph's max tokens is chunked_prefill_size (before: the field default 4096, whatever the chunk)",
+    "sglang.srt.server_args.ServerArgs._handle_piecewise_cuda_graph (piecewise_cuda_graph_max_tokens)",
+    topic="launch",
+)
 #: the prefill graph's token list is 640..1024/64, 1280..4096/256, 4608../512 past 512; before, 640..4096/128,
 #: 4352../256
 PREFILL_GRAPH_FINE_SIZES = ReleaseRule(
@@ -179,6 +187,9 @@ def prefill_graph_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
         return
     chunk = res.chunked_prefill_size
     max_bs = chunk if chunk is not None else res.max_prefill_tokens
+    if not PREFILL_GRAPH_FOLLOWS_CHUNK.holds(inp.release):  # 0.5.6: the field default
+        res.prefill_graph_max_bs, res.prefill_graph_bs_count = 4096, coarse_prefill_graph_bs_count(4096)
+        return
     if inp.model.is_mla and MLA_PREFILL_GRAPH_FOLLOWS_CHUNK.holds(inp.release):
         max_bs = min(8192, max_bs)
     elif inp.model.is_mla and MLA_PREFILL_GRAPH_FLAT.holds(inp.release):

@@ -188,6 +188,18 @@ NEMOTRON_H_SPEC_NO_RADIX = ReleaseRule(
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (NemotronHForCausalLM)",
     topic="launch",
 )
+#: Nemotron-H and Falcon-H1 handle the Mamba radix cache in their overrides (overlap off, their SM100 backend), and
+#: Qwen3-Next's SM100 triton is a default; before, those two have no such override and Qwen3-Next takes triton on
+#: SM100 over any given backend
+MAMBA_HOOKS_NEMOTRON_FALCON = ReleaseRule(
+    "launch-mamba-hooks-nemotron-falcon",
+    span("0.5.7"),
+    "Nemotron-H and Falcon-H1 turn the overlap scheduler off with the radix cache on (and pick their SM100 backend); "
+    "Qwen3-Next's SM100 triton applies only when no backend is given (before: no such Nemotron-H / Falcon-H1 "
+    "override, and Qwen3-Next takes triton on SM100 whatever the launch)",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments",
+    topic="launch",
+)
 _LEGACY_MAMBA_BLOCK = names_where(lambda r: r.legacy_mamba_block)
 _NEMOTRON_H = names_where(lambda r: r.launch_backend_rule is LaunchBackendRule.NEMOTRON_H)
 _FALCON_H1 = names_where(lambda r: r.launch_backend_rule is LaunchBackendRule.FALCON_H1)
@@ -213,19 +225,24 @@ def _legacy_mamba_hooks(inp: LaunchInputs, res: ResolutionDraft) -> None:
     radix = not res.disable_radix_cache
     no_buffer = not res.mamba_radix_cache_strategy.startswith("extra_buffer")
     block_in_glm = NO_BUFFER_BLOCK_IN_GLM4_MOE.holds(inp.release)
+    own_hooks = MAMBA_HOOKS_NEMOTRON_FALCON.holds(inp.release)
     if m.has_arch(_LEGACY_MAMBA_BLOCK):
         if radix and no_buffer and block_in_glm:
             _declare(res, "disable_overlap_schedule", True, f"the no_buffer block in GLM-4 MoE's override ({hook})")
         return
     if m.has_arch(_QWEN3_NEXT):
-        if g.is_sm100 and res.attention_backend is None:
+        if not own_hooks and radix:  # 0.5.6: overlap off first, then triton on SM100 over any backend
+            _declare(res, "disable_overlap_schedule", True, f"Mamba radix cache in Qwen3-Next's override ({hook})")
+        if g.is_sm100 and (res.attention_backend is None or not own_hooks):
             _declare(res, "attention_backend", "triton", f"Qwen3-Next on SM100 ({hook})")
         if g.is_sm100 and radix and res.attention_backend == "trtllm_mha":
             _declare(res, "disable_radix_cache", True, f"trtllm_mha cannot run page 1 ({hook})")
             _declare(res, "disable_overlap_schedule", False, f"trtllm_mha cannot run page 1 ({hook})")
-        if not block_in_glm and no_buffer and not res.disable_radix_cache:
+        if own_hooks and not block_in_glm and no_buffer and not res.disable_radix_cache:
             why = f"no_buffer Mamba radix cache in Qwen3-Next's override ({hook})"
             _declare(res, "disable_overlap_schedule", True, why)
+        return
+    if not own_hooks:  # 0.5.6: Nemotron-H and Falcon-H1 have no Mamba override
         return
     nemotron = m.has_arch(_NEMOTRON_H)
     if nemotron and radix and s.speculative_algorithm is not None and NEMOTRON_H_SPEC_NO_RADIX.holds(inp.release):

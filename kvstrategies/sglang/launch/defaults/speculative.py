@@ -8,7 +8,11 @@ Mirrors ``sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding`` a
 from __future__ import annotations
 
 from ....core.releases import ReleaseRule, span
-from ....models.architectures import NARROW_SPECULATIVE_ARCHITECTURES_0_5_7, names_where
+from ....models.architectures import (
+    NARROW_SPECULATIVE_ADDED_0_5_7,
+    NARROW_SPECULATIVE_ARCHITECTURES_0_5_7,
+    names_where,
+)
 from ...server_arguments import SERVER_ARGUMENT_VALUE_RULES
 from .core import SPECULATIVE_HOOK, LaunchInputs, ResolutionDraft, _declare, _refuse
 
@@ -61,6 +65,15 @@ SPEC_AUTO_NARROW_DEFAULT = ReleaseRule(
     "sglang.srt.server_args.auto_choose_speculative_params",
     topic="launch",
 )
+#: GLM-4 MoE, Mistral-Large-3, Pixtral and MiMo-V2-Flash take the narrow EAGLE auto parameters; before, the wide
+SPEC_AUTO_NARROW_LIST_GROWN = ReleaseRule(
+    "launch-spec-auto-narrow-list-grown",
+    span("0.5.7"),
+    "GLM-4 MoE, Mistral-Large-3, Pixtral and MiMo-V2-Flash are on the narrow EAGLE auto-parameter list (before: "
+    "DeepSeek-V2 / V3 / V3.2, GPT-OSS and Bailing only)",
+    "sglang.srt.server_args.auto_choose_speculative_params",
+    topic="launch",
+)
 #: EAGLE tree decoding (top-k > 1) at page > 1 also runs on triton (the two-pass cascade draft decode); before,
 #: flashinfer and fa3 only
 SPEC_TREE_PAGED_TRITON = ReleaseRule(
@@ -99,8 +112,11 @@ def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
         arch = inp.model.architectures[0]
         if SPEC_AUTO_NARROW_DEFAULT.holds(inp.release):
             listed = arch in _WIDE_SPEC_ARCHS
-        else:  # 0.5.7: the wide set unless on the narrow list
-            listed = arch not in NARROW_SPECULATIVE_ARCHITECTURES_0_5_7
+        else:  # up to 0.5.7: the wide set unless on the narrow list
+            narrow = NARROW_SPECULATIVE_ARCHITECTURES_0_5_7
+            if not SPEC_AUTO_NARROW_LIST_GROWN.holds(inp.release):
+                narrow = narrow - NARROW_SPECULATIVE_ADDED_0_5_7
+            listed = arch not in narrow
         wide = algo != "STANDALONE" and listed
         auto = (5, 4, 8) if wide else (3, 1, 4)
         why = f"auto params for {inp.model.architectures[0]} (speculative_hook._auto_choose_speculative_params)"
