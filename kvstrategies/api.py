@@ -18,7 +18,7 @@ from .strategies.registry import select_configurator, select_pool_configurator
 from .strategies.request_math import (
     REQUESTS_FROM_RESOLVED_TOKENS,
     SPEC_TARGET_POOL_HEADROOM,
-    speculative_pool_headroom,
+    has_speculative_headroom,
 )
 from .strategies.resolve import (
     Resolution,
@@ -216,7 +216,7 @@ class SizedPlan:
         layout = _layout(configurator, target.pool_sizes, target.sizes, target.capped)
         notes: tuple[str, ...] = ()
         undercounts = configurator.engine_undercounts()
-        headroom = (SPEC_TARGET_POOL_HEADROOM,) if speculative_pool_headroom(configurator.ctx, 1) else ()
+        headroom = (SPEC_TARGET_POOL_HEADROOM,) if has_speculative_headroom(configurator.ctx) else ()
         if target.pool_sizes is target.sizes and (undercounts or headroom):  # the engine plans them anyway
             note = overshoot_note(layout, self.available_bytes, self.ctx.parallel.dcp_size, self.ctx.release,
                                   undercounts, adding=headroom)  # fmt: skip
@@ -323,7 +323,7 @@ def _size_target(
     capped = None
     if max_tokens is not None:
         own = sizes_for_max_tokens(configurator, max_tokens, reservation)
-        if speculative_pool_headroom(ctx, 1):  # up to 0.5.6: min(profiled + headroom, cap)
+        if has_speculative_headroom(ctx):  # up to 0.5.6: min(profiled + headroom, cap)
             own = with_speculative_headroom(configurator, first, reservation, cap=max_tokens)
         capped = finalize(configurator, own, profiled_tokens=profiled)
     pool_sizes = capped or sizes

@@ -149,8 +149,12 @@ class ParallelLayout:
         """Attention tensor-parallel size: ``tp // attn_dp // attn_cp``."""
         return self.tp_size // self.attn_dp_size // self.attn_cp_size
 
-    def layer_range(self, num_layers: int, pp_rank: int | None = None) -> tuple[int, int]:
-        """``[start, end)`` of the stage's global layers (SGLang ``get_pp_indices``)."""
+    def layer_range(
+        self, num_layers: int, pp_rank: int | None = None, *, last_takes_rest: bool = False
+    ) -> tuple[int, int]:
+        """``[start, end)`` of the stage's global layers (SGLang ``get_pp_indices``): the last ``num_layers % pp``
+        stages take one more layer; with ``last_takes_rest`` (up to SGLang 0.5.5) every stage takes
+        ``num_layers // pp`` and the last one the rest."""
         rank = self.pp_rank if pp_rank is None else pp_rank
         pp = self.pp_size
         if self.pp_layer_partition is not None and pp > 1:
@@ -167,6 +171,8 @@ class ParallelLayout:
                 f"pp_size {pp} exceeds the model's {num_layers} layers; use pp_size <= {num_layers}"
             )
         base, rem = divmod(num_layers, pp)
+        if last_takes_rest:
+            return rank * base, num_layers if rank == pp - 1 else rank * base + base
         if rank >= pp - rem:
             start = rank * (base + 1) - (pp - rem)
             return start, start + base + 1
@@ -442,11 +448,23 @@ def context_len(ctx: KVCacheContext) -> int:
     return ctx.geometry.context_len
 
 
+#: the pipeline stages spread the rest of ``num_layers / pp`` over the last stages, one layer each; before, the last
+#: stage takes it all
+PP_REST_SPREAD = ReleaseRule(
+    "pp-rest-spread",
+    span("0.5.6"),
+    "the last num_layers % pp pipeline stages take one more layer each (before: every stage takes num_layers // pp "
+    "and the last one the rest)",
+    "sglang.srt.distributed.utils.get_pp_indices",
+)
+
+
 def stage_layer_range(ctx: KVCacheContext) -> tuple[int, int]:
-    """``[start, end)`` of this rank's global layers (draft worker: its own draft layers)."""
+    """``[start, end)`` of this rank's global layers (draft worker: its own draft layers; :data:`PP_REST_SPREAD`)."""
     if ctx.is_draft_worker:
         return 0, draft_num_layers(ctx)
-    return ctx.parallel.layer_range(ctx.geometry.num_pp_layers)
+    rest = ctx.release.engine == SGLANG and not PP_REST_SPREAD.holds(ctx.release)
+    return ctx.parallel.layer_range(ctx.geometry.num_pp_layers, last_takes_rest=rest)
 
 
 def draft_num_layers(ctx: KVCacheContext) -> int:

@@ -33,6 +33,7 @@ def mamba_pool_layout(
     conv_window_axis: int = 1,
     npu_conv: bool = False,
     device_free_slots: bool = False,
+    single_conv: bool = False,
 ) -> PoolLayout:
     """``MambaPool(size, spec_state_size, ...)`` named ``mamba.*`` (MambaPool).
 
@@ -46,18 +47,27 @@ def mamba_pool_layout(
     channels)`` (window axis first, ``extra = Dd - 1`` with speculative decoding, else 0) and a
     KDA dense conv window has its two conv axes swapped.
 
+    ``single_conv``: one conv shape kept as one tensor, ``conv`` / ``intermediate_conv_window`` (no list index;
+    SGLang up to 0.5.5 for every family but KDA).
+
     ``device_free_slots``: the free-slot list is a device tensor ``mamba_pool.free_slots`` ``(size,)`` int64
     (``torch.arange(1, size + 1)``; SGLang up to 0.5.12), not a host list.
     """
     layers = len(mamba_layer_ids)
     slots = size + 1
     buffers: list[BufferSpec] = []
+    if single_conv and len(conv_shapes) != 1:
+        raise ValueError(f"single_conv needs one conv shape, got {len(conv_shapes)}")
+
+    def conv_name(base: str, index: int) -> str:
+        return base if single_conv else f"{base}[{index}]"
+
     for index, shape in enumerate(conv_shapes):
         state: tuple[int, ...] = shape
         if npu_conv:
             extra = num_draft_tokens - 1 if num_draft_tokens is not None else 0
             state = (shape[conv_window_axis] + extra, shape[1 - conv_window_axis])
-        buffers.append(BufferSpec(f"conv[{index}]", (layers, slots, *state), conv_dtype, role=BufferRole.STATE))
+        buffers.append(BufferSpec(conv_name("conv", index), (layers, slots, *state), conv_dtype, role=BufferRole.STATE))
     buffers.append(BufferSpec("temporal", (layers, slots, *temporal_shape), ssm_dtype, role=BufferRole.STATE))
     if num_draft_tokens is not None:
         spec_slots = spec_state_size + 1
@@ -80,7 +90,8 @@ def mamba_pool_layout(
                 buffers.append(BufferSpec(phys, (layers, spec_slots, *widened), conv_dtype, role=BufferRole.STATE,
                                           engine_facing=False))  # fmt: skip
                 buffers.append(BufferSpec(
-                    f"intermediate_conv_window[{index}]", (layers, spec_slots, num_draft_tokens, *shape), conv_dtype,
+                    conv_name("intermediate_conv_window", index), (layers, spec_slots, num_draft_tokens, *shape),
+                    conv_dtype,
                     role=BufferRole.STATE, view=ViewOf(phys, window_axis=2 + conv_window_axis),
                 ))  # fmt: skip
                 continue
@@ -89,7 +100,7 @@ def mamba_pool_layout(
             else:
                 window = (layers, spec_slots, num_draft_tokens, *shape)
             buffers.append(
-                BufferSpec(f"intermediate_conv_window[{index}]", window, conv_dtype, role=BufferRole.STATE)
+                BufferSpec(conv_name("intermediate_conv_window", index), window, conv_dtype, role=BufferRole.STATE)
             )
     attributes: tuple[tuple[str, int | str | None], ...] = (
         ("size", size),

@@ -337,7 +337,9 @@ NO_EFFECT = _names(
 
 #: refused by name: they change what a GPU holds in a way the planner does not model
 OLDER_NOT_MODELLED: dict[str, str] = {
-    "--hybrid-kvcache-ratio": "SGLang 0.5.7's Llama-4 chunked-attention pool split (is_hybrid_model; no-op from 0.5.8)",
+    "--kt-amx-weight-path": "CPU-offloaded experts (ktransformers; SGLang 0.5.5's spelling of --kt-weight-path)",
+    "--kt-amx-method": "CPU-offloaded experts (ktransformers; SGLang 0.5.5's spelling of --kt-method)",
+    "--hybrid-kvcache-ratio": "the Llama-4 chunked-attention pool split up to SGLang 0.5.7 (is_hybrid_model)",
     "--nsa-prefill-backend": "DSA backend-specific KV buffers",
     "--nsa-decode-backend": "DSA backend-specific KV buffers",
     "--enable-prefill-context-parallel": "context-parallel KV sharding",

@@ -269,6 +269,13 @@ MAMBA_SPEC_STATE_BY_REQUESTS = ReleaseRule(
     "one per Mamba slot, K + 1)",
     "sglang.srt.mem_cache.memory_pool.MambaPool.__init__ (mamba_spec_state_size; 0.5.6: size)",
 )
+#: every Mamba family keeps its conv states as a list (``conv[i]``); before, one tensor but for KDA
+MAMBA_CONV_STATE_LIST = ReleaseRule(
+    "mamba-conv-state-list",
+    span("0.5.6"),
+    "MambaPool keeps the conv states as a list for every family (before: one conv tensor, a list for KDA only)",
+    "sglang.srt.mem_cache.memory_pool.MambaPool.__init__ (conv_state)",
+)
 #: the request cap counts the extra buffer's slots only where the extra buffer is on; before, every radix-cache
 #: request also counts 2 (1 with the extra buffer under speculative decoding), whatever the strategy
 MAMBA_RATIO_EXTRA_WITH_BUFFER = ReleaseRule(
@@ -800,6 +807,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
                 conv_window_axis=window_axis,
                 npu_conv=self.npu,
                 device_free_slots=not MAMBA_FREE_SLOTS_ON_HOST.holds(self.ctx.release),
+                single_conv=not self.mamba.is_kda and not MAMBA_CONV_STATE_LIST.holds(self.ctx.release),
             ),
         )
 

@@ -265,12 +265,18 @@ SPEC_TARGET_POOL_HEADROOM = ReleaseRule(
 )
 
 
+def has_speculative_headroom(ctx: KVCacheContext) -> bool:
+    """Whether ``ctx``'s pool takes the draft's share (:data:`SPEC_TARGET_POOL_HEADROOM`): an EAGLE / EAGLE3 /
+    STANDALONE target up to 0.5.6."""
+    eagle = ctx.speculative.algorithm in (SpecAlgorithm.EAGLE, SpecAlgorithm.EAGLE3, SpecAlgorithm.STANDALONE)
+    return eagle and not ctx.is_draft_worker and SPEC_TARGET_POOL_HEADROOM.holds(ctx.release)
+
+
 def speculative_pool_headroom(ctx: KVCacheContext, requests: int) -> int:
     """Tokens an EAGLE-family target adds to its profiled count up to 0.5.6 (:data:`SPEC_TARGET_POOL_HEADROOM`):
     ``R x steps x topk + R x draft + 100`` for ``R`` requests (the request pool's size); 0 elsewhere."""
     spec = ctx.speculative
-    eagle = spec.algorithm in (SpecAlgorithm.EAGLE, SpecAlgorithm.EAGLE3, SpecAlgorithm.STANDALONE)
-    if not eagle or ctx.is_draft_worker or not SPEC_TARGET_POOL_HEADROOM.holds(ctx.release):
+    if not has_speculative_headroom(ctx):
         return 0
     steps, topk, draft = spec.num_steps, spec.eagle_topk, spec.num_draft_tokens
     if steps is None or topk is None or draft is None:

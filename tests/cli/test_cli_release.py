@@ -30,9 +30,9 @@ def test_plan_names_the_release_in_text_and_json(capsys: pytest.CaptureFixture[s
 
 
 def test_an_unsupported_release_is_one_line_naming_the_supported(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.5")
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.4")
     assert code == 2 and err.count("\n") == 1
-    assert "--sglang-version '0.5.5' is not an SGLang release" in err and "0.5.6, 0.5.7" in err
+    assert "--sglang-version '0.5.4' is not an SGLang release" in err and "0.5.5, 0.5.6" in err
 
 
 def test_sweep_plans_for_the_release(capsys: pytest.CaptureFixture[str]) -> None:
@@ -281,3 +281,13 @@ def test_a_mamba_model_plans_for_a_release_without_the_strategy_argument(capsys:
     doc = json.loads(out)
     sizes = doc["sizes"]
     assert sizes["max_running_requests"] <= sizes["max_mamba_cache_size"] // 3
+
+
+def test_a_dsa_model_runs_full_attention_dp_under_0_5_5(capsys: pytest.CaptureFixture[str]) -> None:
+    """0.5.5's DeepSeek NSA override sets dp_size = tp_size: the plan is per attention-DP worker, 8 of them at TP 8
+    (0.5.6 keeps the given DP size: one worker)."""
+    code, out, err = run(capsys, "plan", "deepseek-v3.2", "--gpu", "H200", "--tp", "8", "--sglang-version", "0.5.5")
+    assert code == 0, err
+    assert "over 8 attention-DP workers" in out
+    code, out, _ = run(capsys, "plan", "deepseek-v3.2", "--gpu", "H200", "--tp", "8", "--sglang-version", "0.5.6")
+    assert code == 0 and "attention-DP" not in out

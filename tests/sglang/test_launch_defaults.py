@@ -673,7 +673,7 @@ def test_the_draft_and_the_resolution_hold_the_same_settings() -> None:
         return [(f.name, f.type, f.default) for f in fields(cls) if f.name != "applied"]
 
     assert settings(ResolutionDraft) == settings(LaunchResolution)
-    assert [f.name for f in fields(ResolutionDraft)][-1] == "applied" and len(settings(LaunchResolution)) == 30
+    assert [f.name for f in fields(ResolutionDraft)][-1] == "applied" and len(settings(LaunchResolution)) == 31
     assert fields(LaunchResolution)[0].default is MISSING  # the GPU's memory is always given
     draft = ResolutionDraft(gpu_mem_mib=80_000.0, page_size=64)
     assert ResolutionDraft.of(draft.freeze()) == draft

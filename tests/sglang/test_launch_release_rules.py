@@ -20,7 +20,7 @@ from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchRes
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 RTX4090 = lookup_gpu("RTX-4090")
-R = {v: parse_release(v) for v in ("0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13",
+R = {v: parse_release(v) for v in ("0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13",
                                     "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
                                     "0.5.22", "0.5.23")}  # fmt: skip
 
@@ -860,3 +860,44 @@ def test_mamba_overrides_of_0_5_6() -> None:
     given = {"attention_backend": "flashinfer"}
     assert resolve("qwen3-next-80b-a3b", B200, "0.5.6", 8, **given).attention_backend == "triton"
     assert resolve("qwen3-next-80b-a3b", B200, "0.5.7", 8, **given).attention_backend == "flashinfer"
+
+
+# ---- SGLang 0.5.5 -> 0.5.6 -----------------------------------------------------------------------------------------
+
+
+def test_dsa_attention_dp_is_the_tp_size_up_to_0_5_5() -> None:
+    """0.5.5's DeepSeek NSA override sets ``enable_dp_attention`` and ``dp_size = tp_size`` (0.5.6 keeps the given
+    dp_size): DeepSeek-V3.2 at TP 8 on H100 runs DP attention 8, so the chunk is ``8192 // 8 = 1024`` (0.5.6: 8192).
+    The memory fraction is resolved before the override, at the given DP size, so it does not move."""
+    old, new = resolve("deepseek-v3.2", H100, "0.5.5", 8), resolve("deepseek-v3.2", H100, "0.5.6", 8)
+    assert (old.attn_dp_size, new.attn_dp_size) == (8, None)
+    assert (old.chunked_prefill_size, new.chunked_prefill_size) == (8192 // 8, 8192)
+    assert old.mem_fraction_static == new.mem_fraction_static
+
+
+def test_llama4_needs_a_given_backend_up_to_0_5_5() -> None:
+    """0.5.5's Llama-4 override asserts the backend is fa3 / aiter / triton / trtllm_mha before any default is picked:
+    a launch without ``--attention-backend`` is refused; 0.5.6 picks one per GPU (H100: fa3)."""
+    with pytest.raises(KVCacheConfigError, match="Llama-4 needs one of"):
+        resolve("llama-4-scout", H100, "0.5.5", 4)
+    assert resolve("llama-4-scout", H100, "0.5.6", 4).attention_backend == "fa3"
+    assert resolve("llama-4-scout", H100, "0.5.5", 4, attention_backend="fa3").attention_backend == "fa3"
+
+
+def test_eagle_tree_at_page_above_one_needs_flashinfer_up_to_0_5_5() -> None:
+    """``_handle_speculative_decoding``: top-k > 1 at page > 1 runs on flashinfer only in 0.5.5 (0.5.6 adds fa3, 0.5.13
+    triton). Llama-3.1-8B on H100 with fa3 and page 64, top-k 4."""
+    tree = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 4, "speculative_num_draft_tokens": 8,
+            "speculative_num_steps": 5, "attention_backend": "fa3", "page_size": 64}  # fmt: skip
+    with pytest.raises(KVCacheConfigError, match="needs flashinfer, got fa3"):
+        resolve("llama-3.1-8b", H100, "0.5.5", **tree)
+    assert resolve("llama-3.1-8b", H100, "0.5.6", **tree).page_size == 64
+
+
+def test_qwen3_next_has_no_mamba_override_up_to_0_5_5() -> None:
+    """0.5.5 has no Qwen3-Next override: the overlap scheduler stays on with the radix cache, and B200 takes the generic
+    flashinfer (0.5.6: overlap off, triton)."""
+    assert resolve("qwen3-next-80b-a3b", H100, "0.5.5", 8).disable_overlap_schedule is False
+    assert resolve("qwen3-next-80b-a3b", H100, "0.5.6", 8).disable_overlap_schedule is True
+    assert resolve("qwen3-next-80b-a3b", B200, "0.5.5", 8).attention_backend == "flashinfer"
+    assert resolve("qwen3-next-80b-a3b", B200, "0.5.6", 8).attention_backend == "triton"

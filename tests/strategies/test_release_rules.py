@@ -26,7 +26,7 @@ from kvstrategies.core.releases import (
     parse_release,
     rules_differing,
 )
-from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
+from kvstrategies.errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
 from kvstrategies.golden.snapshot import plan_case
 from kvstrategies.pools.dsv4 import c4_indexer_pages, physical_pages
 from kvstrategies.pools.fp4 import fixed_fp4_cell_bytes
@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.6", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.5", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.5", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.4", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.6, 0\.5\.7.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.5, 0\.5\.6.*0\.5\.23"):
         parse_release(text)
 
 
@@ -1309,6 +1309,25 @@ def test_mamba_slots_carry_their_draft_states_up_to_0_5_6() -> None:
     assert given.mamba_budget(rest).max_mamba_cache_size == 242
     dp = plan_case(_case("release-mamba-dp-qwen3-next-80b-a3b-tp4-dp2-bf16-p64-mrr5-mtp", "0.5.6")).configurator
     assert dp.mamba_budget(rest).max_mamba_cache_size == int(46 * 0.9 / 1.9 * GIB // 38_633_472 // 5) // 2 == 60
+    plain = plan_case(_case("hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64", "0.5.6")).configurator
+    assert plain.mamba_budget(rest).max_mamba_cache_size == int(46 * 0.9 / 1.9 * GIB // per) == 1_211  # D = 0
+    noradix = _overridden("hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64-noradix-mrr256", "0.5.6",
+                          max_running_requests=None)  # fmt: skip
+    assert noradix.configurator.mamba_budget(rest).max_mamba_cache_size == 512  # no size, no request count
+    # 0.05 GiB: int(0.05 x 0.9 / 1.9 GiB // per) = 1 slot without speculation, 1 // 5 = 0 with D = 4: refused
+    mtp_cfg = plan_case(_case(mtp, "0.5.6")).configurator
+    with pytest.raises(InsufficientMemoryError, match="not enough memory for the hybrid"):
+        mtp_cfg.mamba_budget(GIB // 20)
+    # without the radix cache the slots are the requests: 80 x per = 1.44 GiB of 2 GiB leaves 0.56 GiB (fits);
+    # 104 x per = 1.87 GiB fits too, 112 x per = 2.01 GiB does not
+    for requests, fits in ((80, True), (104, True), (112, False)):
+        cfg = _overridden("hybrid-linear-qwen3-next-80b-a3b-tp4-bf16-p64-noradix-mrr256", "0.5.6",
+                          max_running_requests=requests).configurator  # fmt: skip
+        if fits:
+            assert cfg.mamba_budget(2 * GIB).rest_gib_after == 2 - requests * per / GIB
+        else:
+            with pytest.raises(InsufficientMemoryError, match="leaves no memory for the KV cache"):
+                cfg.mamba_budget(2 * GIB)
     pools_old, pools_new = _shapes(plan_case(_case(mtp, "0.5.6"))), _shapes(plan_case(_case(mtp, "0.5.7")))
     # the what-if pool: 24 slots; 0.5.7 serves min(8, 24 // 5) = 4 requests
     assert pools_old["mamba.intermediate_ssm"][1] == 24 + 1 and pools_new["mamba.intermediate_ssm"][1] == 4 + 1
@@ -1323,6 +1342,9 @@ def test_eagle_target_pool_adds_the_drafts_share_up_to_0_5_6() -> None:
     old, new = plan_case(_case(name, "0.5.6")), plan_case(_case(name, "0.5.7"))
     assert old.sizes.max_total_num_tokens == (327_680 + 2_048 * 3 * 1 + 2_048 * 4 + 100) // 64 * 64 == 342_080
     assert new.sizes.max_total_num_tokens == 327_680
+    # a cap past the pool: min(P + headroom, cap) = P + headroom (SGLang caps after adding it)
+    roomy = _overridden(name, "0.5.6", max_tokens=1_000_000).sizes_from_max_tokens
+    assert roomy is not None and roomy.max_total_num_tokens == 342_080
     whole = _overridden(name, "0.5.6", pool_max_tokens=None)  # the pools at the plan's own sizes
     assert any("spec-target-pool-headroom" in note and "more than the KV budget" in note for note in whole.notes)
 
@@ -1331,3 +1353,29 @@ def test_mamba_strategy_argument_from_0_5_7() -> None:
     """0.5.6 has no ``--mamba-scheduler-strategy`` (its Mamba radix cache has no extra buffer): refused."""
     with pytest.raises(UnsupportedConfigurationError, match="no --mamba-radix-cache-strategy server argument"):
         _case("hybrid-linear-nemotron-h-8b-tp2-bf16-p64-extra-buffer", "0.5.6")
+
+
+# ---- SGLang 0.5.5 -> 0.5.6 -------------------------------------------------------------------------------------------
+
+
+def test_last_pipeline_stage_takes_the_rest_up_to_0_5_5() -> None:
+    """0.5.5's ``get_pp_indices`` gives every stage ``80 // 3 = 26`` layers and the last one the rest (26, 26, 28);
+    0.5.6 gives the last ``80 % 3 = 2`` stages one more each (26, 27, 27). Llama-3.1-70B TP 1 bf16 (4,096 B a layer)
+    PP 3, rank 2: 0.5.5 ``28 x 4,096 = 114,688`` B a token, 0.5.6 ``27 x 4,096 = 110,592``."""
+    name = "default-llama-3.1-70b-pp3-rank2-tp1-bf16-p1"
+    old, new = plan_case(_case(name, "0.5.5")), plan_case(_case(name, "0.5.6"))
+    assert (old.configurator.cell_size_bytes, new.configurator.cell_size_bytes) == (28 * 4_096, 27 * 4_096)
+    assert old.configurator.layer_range == (52, 80) and new.configurator.layer_range == (53, 80)
+
+
+def test_mamba_conv_state_is_one_tensor_up_to_0_5_5() -> None:
+    """0.5.5's ``MambaPool`` keeps one conv tensor (``conv_state``), a list only for KDA; 0.5.6 a list for every
+    family: Nemotron-H's ``mamba.conv`` becomes ``mamba.conv[0]`` (same shape); Kimi-Linear has ``conv[0..2]`` in
+    both."""
+    name = "hybrid-linear-nemotron-h-8b-tp1-bf16-p1"
+    old, new = _shapes(plan_case(_case(name, "0.5.5"))), _shapes(plan_case(_case(name, "0.5.6")))
+    assert "mamba.conv" in old and "mamba.conv[0]" not in old
+    assert new["mamba.conv[0]"] == old["mamba.conv"]
+    kda = _shapes(plan_case(_case("hybrid-linear-kimi-linear-48b-a3b-tp1-bf16-p1", "0.5.5")))
+    assert {"mamba.conv[0]", "mamba.conv[1]", "mamba.conv[2]"} <= set(kda)
+

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .runtime import installed_release
+
 
 @dataclass
 class ConfiguratorHost:
@@ -188,7 +190,7 @@ def model_runner(
         "req_to_token_pool": None,
         "token_to_kv_pool_allocator": None,
         "memory_pool_config": None,
-        "is_hybrid_swa": model_config.is_hybrid_swa,
+        "is_hybrid_swa": getattr(model_config, installed_release().hybrid_attribute),
         "is_hybrid_swa_compress": getattr(model_config, "is_hybrid_swa_compress", False),
         "use_mla_backend": model_config.attention_arch == arch.MLA,
         "attention_chunk_size": model_config.attention_chunk_size,
@@ -207,6 +209,7 @@ def model_runner(
             is_first_rank=int(case["pp_rank"]) == 0, is_last_rank=int(case["pp_rank"]) == int(case["pp_size"]) - 1,
         ),  # fmt: skip
     }
+    values[installed_release().hybrid_attribute] = values["is_hybrid_swa"]  # 0.5.5 reads it as is_hybrid
     for name, value in values.items():
         object.__setattr__(runner, name, value)
     unset = getattr(model_runner_mod, "_UNSET", None)
@@ -239,7 +242,7 @@ def _sliding_window(runner: Any) -> int | None:
     config = runner.model_config
     if hasattr(runner.model, "get_attention_sliding_window_size"):
         return runner.model.get_attention_sliding_window_size()  # type: ignore[no-any-return]
-    if config.is_hybrid_swa and config.sliding_window_size is not None:
+    if runner.is_hybrid_swa and getattr(config, "sliding_window_size", None) is not None:
         return int(config.sliding_window_size)
     if config.attention_chunk_size is not None:
         return int(config.attention_chunk_size)

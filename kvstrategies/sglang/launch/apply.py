@@ -193,6 +193,8 @@ def case_fields(req: DeploymentRequest, model_dtype: str, launch: LaunchResoluti
         mamba_radix_cache_strategy=launch.mamba_radix_cache_strategy,
         platform=platform_fields(gpu),
     )
+    if launch.attn_dp_size is not None:  # the launch forced its DP attention (DSA up to 0.5.5)
+        case["attn_dp_size"] = launch.attn_dp_size
     if not SERVER_ARGUMENT_RULES["mamba_radix_cache_strategy"].holds(req.release):
         case["mamba_radix_cache_strategy"] = "auto"  # 0.5.6 has no such argument (its radix cache is no_buffer's)
     if gpu.is_npu:

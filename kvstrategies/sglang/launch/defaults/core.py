@@ -174,6 +174,8 @@ class LaunchResolution:
     speculative_eagle_topk: int | None = None
     speculative_num_draft_tokens: int | None = None
     multimodal_reserve_mib: float = 0.0
+    #: the attention-DP size the launch forces (None: as given; 0.5.5 forces DP = TP for DSA models)
+    attn_dp_size: int | None = None
     applied: tuple[AppliedDefault, ...] = ()
 
     def reasons(self, setting: str) -> tuple[AppliedDefault, ...]:
@@ -222,6 +224,7 @@ class ResolutionDraft:
     speculative_eagle_topk: int | None = None
     speculative_num_draft_tokens: int | None = None
     multimodal_reserve_mib: float = 0.0
+    attn_dp_size: int | None = None
     applied: list[AppliedDefault] = field(default_factory=list)
 
     @classmethod

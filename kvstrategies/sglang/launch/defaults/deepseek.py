@@ -80,7 +80,7 @@ def _dsa_kv_dtype(inp: LaunchInputs, res: ResolutionDraft) -> None:
 #: the DSA prefill backend for an fp8 KV cache below SM 10 (0.5.10: ``flashmla_auto``, which dispatches at run time)
 DSA_HOPPER_FP8_PREFILL: ByRelease[str] = ByRelease(
     "launch-dsa-hopper-fp8-prefill",
-    (("0.5.6", "flashmla_auto"), ("0.5.11", "flashmla_kv")),
+    (("0.5.5", "flashmla_auto"), ("0.5.11", "flashmla_kv")),
     "the DSA prefill backend for an fp8_e4m3 KV cache below SM 10",
     "sglang.srt.server_args.ServerArgs._set_default_nsa_backends",
 )
@@ -100,7 +100,7 @@ DSA_FP8_TRTLLM_ON_SM100 = ReleaseRule(
 #: the DSA backend fields default to unset (filled per model); before, to flashmla_sparse / fa3 for every model
 DSA_BACKEND_FIELD_DEFAULTS: ByRelease[tuple[str | None, str | None]] = ByRelease(
     "launch-dsa-backend-field-defaults",
-    (("0.5.6", ("flashmla_sparse", "fa3")), ("0.5.9", (None, None))),
+    (("0.5.5", ("flashmla_sparse", "fa3")), ("0.5.9", (None, None))),
     "the (prefill, decode) DSA backend fields' defaults",
     "sglang.srt.server_args.ServerArgs.nsa_prefill_backend / nsa_decode_backend",
     topic="launch",
@@ -161,9 +161,20 @@ def _dsa_dcp(inp: LaunchInputs, res: ResolutionDraft) -> None:
 #: the attention backend a DSA model gets (SGLang's native sparse attention, ``nsa`` up to 0.5.12)
 DSA_BACKEND_NAME: ByRelease[str] = ByRelease(
     "launch-dsa-backend-name",
-    (("0.5.6", "nsa"), ("0.5.13", "dsa")),
+    (("0.5.5", "nsa"), ("0.5.13", "dsa")),
     "the attention backend SGLang picks for a DSA model",
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepSeek family)",
+)
+
+
+#: a DSA model's forced DP attention keeps the given DP size (1: TP attention); before, it sets dp_size = tp_size
+DSA_DP_AS_GIVEN = ReleaseRule(
+    "launch-dsa-dp-as-given",
+    span("0.5.6"),
+    "a DSA model's forced DP attention keeps the given dp_size (before: dp_size = tp_size, so chunked_prefill_size, "
+    "the request pool and every attention layer are per DP rank)",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepSeek NSA)",
+    topic="launch",
 )
 
 
@@ -173,6 +184,9 @@ def dsa_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
     if not inp.model.is_dsa:
         return
     _dsa_dcp(inp, res)
+    if not inp.gpu.is_npu and not DSA_DP_AS_GIVEN.holds(inp.release) and inp.attn_dp_size != inp.tp_size:
+        _declare(res, "attn_dp_size", inp.tp_size, "DP attention is enabled for DeepSeek NSA with dp_size = tp_size "
+                 f"({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
     backend = DSA_BACKEND_NAME.at(inp.release)
     if _no_backend_flags(inp.settings) and not inp.gpu.is_npu:
         _declare(res, "attention_backend", backend, f"DSA model override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")

@@ -44,6 +44,17 @@ NEMOTRON_H_BLACKWELL_BACKENDS = ReleaseRule(
 )
 
 
+#: Llama-4 without a given backend gets one per GPU; before, the model check refuses the unset backend
+LLAMA4_AUTO_BACKEND = ReleaseRule(
+    "launch-llama4-auto-backend",
+    span("0.5.6"),
+    "Llama-4 without --attention-backend gets trtllm_mha / fa3 / aiter / triton by GPU (before: refused: 'fa3, "
+    "aiter, triton, or trtllm_mha is required for Llama4 model')",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (Llama4)",
+    topic="launch",
+)
+
+
 def _family_backend(inp: LaunchInputs, res: ResolutionDraft) -> tuple[str | None, int | None]:
     """arg_groups.model_overrides per-architecture backend (and page) when the family's flag condition holds."""
     m, g, s = inp.model, inp.gpu, inp.settings
@@ -54,7 +65,7 @@ def _family_backend(inp: LaunchInputs, res: ResolutionDraft) -> tuple[str | None
     if m.has_arch(_BACKEND_RULE[LaunchBackendRule.GPT_OSS]) and free:
         return ("trtllm_mha" if g.is_sm100 else "fa3" if g.is_sm90 else "aiter" if g.is_hip
                 else "triton"), None  # fmt: skip
-    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.LLAMA4]) and unset:
+    if m.has_arch(_BACKEND_RULE[LaunchBackendRule.LLAMA4]) and unset and LLAMA4_AUTO_BACKEND.holds(inp.release):
         return ("trtllm_mha" if g.is_sm100 else "fa3" if g.is_sm90 else "aiter" if g.is_hip
                 else "triton"), None  # fmt: skip
     if m.has_arch(_BACKEND_RULE[LaunchBackendRule.MIMO_V2]) and g.is_sm100 and free:

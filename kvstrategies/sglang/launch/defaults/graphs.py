@@ -68,6 +68,8 @@ PREFILL_GRAPH_FOLLOWS_CHUNK = ReleaseRule(
     "sglang.srt.server_args.ServerArgs._handle_piecewise_cuda_graph (piecewise_cuda_graph_max_tokens)",
     topic="launch",
 )
+#: ``ServerArgs.piecewise_cuda_graph_max_tokens``'s field default (what 0.5.6 keeps)
+PIECEWISE_GRAPH_MAX_TOKENS_DEFAULT = 4096
 #: the prefill graph's token list is 640..1024/64, 1280..4096/256, 4608../512 past 512; before, 640..4096/128,
 #: 4352../256
 PREFILL_GRAPH_FINE_SIZES = ReleaseRule(
@@ -188,7 +190,8 @@ def prefill_graph_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     chunk = res.chunked_prefill_size
     max_bs = chunk if chunk is not None else res.max_prefill_tokens
     if not PREFILL_GRAPH_FOLLOWS_CHUNK.holds(inp.release):  # 0.5.6: the field default
-        res.prefill_graph_max_bs, res.prefill_graph_bs_count = 4096, coarse_prefill_graph_bs_count(4096)
+        flat = PIECEWISE_GRAPH_MAX_TOKENS_DEFAULT
+        res.prefill_graph_max_bs, res.prefill_graph_bs_count = flat, coarse_prefill_graph_bs_count(flat)
         return
     if inp.model.is_mla and MLA_PREFILL_GRAPH_FOLLOWS_CHUNK.holds(inp.release):
         max_bs = min(8192, max_bs)

@@ -200,6 +200,15 @@ MAMBA_HOOKS_NEMOTRON_FALCON = ReleaseRule(
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments",
     topic="launch",
 )
+#: Qwen3-Next has a Mamba override (the overlap scheduler off with the radix cache on, triton on SM100); before, none
+QWEN3_NEXT_MAMBA_OVERRIDE = ReleaseRule(
+    "launch-qwen3-next-mamba-override",
+    span("0.5.6"),
+    "Qwen3-Next turns the overlap scheduler off with the radix cache on and takes triton on SM100 (before: no such "
+    "override; the overlap scheduler stays on, the generic backend applies)",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (Qwen3NextForCausalLM)",
+    topic="launch",
+)
 _LEGACY_MAMBA_BLOCK = names_where(lambda r: r.legacy_mamba_block)
 _NEMOTRON_H = names_where(lambda r: r.launch_backend_rule is LaunchBackendRule.NEMOTRON_H)
 _FALCON_H1 = names_where(lambda r: r.launch_backend_rule is LaunchBackendRule.FALCON_H1)
@@ -231,6 +240,8 @@ def _legacy_mamba_hooks(inp: LaunchInputs, res: ResolutionDraft) -> None:
             _declare(res, "disable_overlap_schedule", True, f"the no_buffer block in GLM-4 MoE's override ({hook})")
         return
     if m.has_arch(_QWEN3_NEXT):
+        if not QWEN3_NEXT_MAMBA_OVERRIDE.holds(inp.release):  # 0.5.5: no Qwen3-Next override
+            return
         if not own_hooks and radix:  # 0.5.6: overlap off first, then triton on SM100 over any backend
             _declare(res, "disable_overlap_schedule", True, f"Mamba radix cache in Qwen3-Next's override ({hook})")
         if g.is_sm100 and (res.attention_backend is None or not own_hooks):

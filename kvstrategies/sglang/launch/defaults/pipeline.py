@@ -9,6 +9,8 @@ parser rejects.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ....core.releases import NEWEST_SGLANG, EngineRelease
 from ....errors import KVCacheConfigError
 from ....planner.gpus import Accelerator
@@ -125,4 +127,6 @@ def resolve_launch_defaults(
     draft = _initial(inp)
     for step in PIPELINE:
         step(inp, draft)
+        if draft.attn_dp_size is not None and draft.attn_dp_size != inp.attn_dp_size:  # a step forced DP attention
+            inp = replace(inp, attn_dp_size=draft.attn_dp_size)
     return draft.freeze()

@@ -7,7 +7,7 @@ Mirrors ``sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding`` a
 
 from __future__ import annotations
 
-from ....core.releases import ReleaseRule, span
+from ....core.releases import ByRelease, ReleaseRule, span
 from ....models.architectures import (
     NARROW_SPECULATIVE_ADDED_0_5_7,
     NARROW_SPECULATIVE_ARCHITECTURES_0_5_7,
@@ -74,14 +74,13 @@ SPEC_AUTO_NARROW_LIST_GROWN = ReleaseRule(
     "sglang.srt.server_args.auto_choose_speculative_params",
     topic="launch",
 )
-#: EAGLE tree decoding (top-k > 1) at page > 1 also runs on triton (the two-pass cascade draft decode); before,
-#: flashinfer and fa3 only
-SPEC_TREE_PAGED_TRITON = ReleaseRule(
-    "launch-spec-tree-paged-triton",
-    span("0.5.13"),
-    "speculative_eagle_topk > 1 with page_size > 1 runs on flashinfer, fa3 or triton (before: flashinfer or fa3)",
+#: the backends an EAGLE tree (top-k > 1) at page > 1 runs on: flashinfer; fa3 from 0.5.6; triton from 0.5.13 (the
+#: two-pass cascade draft decode)
+SPEC_TREE_PAGED_BACKENDS: ByRelease[tuple[str, ...]] = ByRelease(
+    "launch-spec-tree-paged-backends",
+    (("0.5.5", ("flashinfer",)), ("0.5.6", ("flashinfer", "fa3")), ("0.5.13", ("flashinfer", "fa3", "triton"))),
+    "the attention backends speculative_eagle_topk > 1 with page_size > 1 runs on",
     "sglang.srt.arg_groups.speculative_hook._handle_eagle_family (before: ServerArgs._handle_speculative_decoding)",
-    topic="launch",
 )
 _OVERLAP_OFF_BEFORE_V2 = frozenset({"NGRAM", "DFLASH", "FROZEN_KV_MTP"})
 NGRAM_MAX_BFS_BREADTH = 10  # SGLang's --speculative-ngram-max-bfs-breadth default
@@ -91,8 +90,8 @@ DFLASH_DEFAULT_BLOCK_SIZE = 16  # used when the draft config names no block_size
 def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
     """EAGLE/EAGLE3/STANDALONE (``speculative_hook._handle_eagle_family``): auto (steps, topk,
     draft) only when steps are unset, and then topk/draft must be unset too; topk 1 forces
-    draft = steps + 1; topk > 1 needs no trtllm_mha and, at page > 1, flashinfer/fa3/triton (triton from 0.5.13:
-    :data:`SPEC_TREE_PAGED_TRITON`)."""
+    draft = steps + 1; topk > 1 needs no trtllm_mha and, at page > 1, the release's backends
+    (:data:`SPEC_TREE_PAGED_BACKENDS`)."""
     if algo == "STANDALONE" and inp.attn_dp_size > 1:
         raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", "STANDALONE speculative decoding does not support "
                       "DP attention")  # fmt: skip
@@ -133,7 +132,7 @@ def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
         if res.speculative_num_draft_tokens != draft:
             why = "topk 1: steps + 1 (speculative_hook._handle_eagle_family)"
             _declare(res, "speculative_num_draft_tokens", draft, why)
-    paged = ("flashinfer", "fa3", "triton") if SPEC_TREE_PAGED_TRITON.holds(inp.release) else ("flashinfer", "fa3")
+    paged = SPEC_TREE_PAGED_BACKENDS.at(inp.release)
     if topk > 1 and (res.page_size or 1) > 1 and res.attention_backend not in paged:
         raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", f"speculative_eagle_topk > 1 with page_size > 1 needs "
                       f"{' or '.join(paged)}, got {res.attention_backend}")  # fmt: skip
