@@ -936,7 +936,8 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("git", norms_per_layer=4),
     # configs.kimi_k25.KimiK25VisionConfig
     _M("kimi_k25", vision_config_defaults=(("num_hidden_layers", 27), ("hidden_size", 1152)), first_release="0.5.9"),
-    _M("kimi_linear", linear_attention=LinearAttention.KIMI_LINEAR),
+    # SGLang 0.5.5 registers the Kimi-Linear config class (transformers 4.57.1 has none)
+    _M("kimi_linear", linear_attention=LinearAttention.KIMI_LINEAR, first_release="0.5.5"),
     _M("llama4_text", qk_norm_weightless=True, moe_shared_expert=True),
     _M("mpt", kv_heads_in_attn_config=True),
     _M("nemotron_h", linear_attention=LinearAttention.NEMOTRON_H, norms_per_layer=1),

@@ -337,6 +337,14 @@ NO_EFFECT = _names(
 
 #: refused by name: they change what a GPU holds in a way the planner does not model
 OLDER_NOT_MODELLED: dict[str, str] = {
+    "--enable-deepep-moe": "SGLang 0.5.4's spelling of --moe-a2a-backend deepep (the DeepEP prefill graph): use that",
+    "--enable-ep-moe": "SGLang 0.5.4's spelling of expert parallelism (--ep-size): use that",
+    "--enable-flashinfer-cutedsl-moe": "SGLang 0.5.4's spelling of --moe-runner-backend flashinfer_cutedsl: use that",
+    "--enable-flashinfer-cutlass-moe": "SGLang 0.5.4's spelling of --moe-runner-backend flashinfer_cutlass: use that",
+    "--enable-flashinfer-mxfp4-moe": "SGLang 0.5.4's spelling of --moe-runner-backend flashinfer_mxfp4: use that",
+    "--enable-flashinfer-trtllm-moe": "SGLang 0.5.4's spelling of --moe-runner-backend flashinfer_trtllm: use that",
+    "--enable-triton-kernel-moe": "SGLang 0.5.4's spelling of --moe-runner-backend triton_kernel: use that",
+    "--enable-beta-spec": "SGLang 0.5.4's beta speculative worker (overlap scheduler under speculation)",
     "--kt-amx-weight-path": "CPU-offloaded experts (ktransformers; SGLang 0.5.5's spelling of --kt-weight-path)",
     "--kt-amx-method": "CPU-offloaded experts (ktransformers; SGLang 0.5.5's spelling of --kt-method)",
     "--hybrid-kvcache-ratio": "the Llama-4 chunked-attention pool split up to SGLang 0.5.7 (is_hybrid_model)",
@@ -384,7 +392,7 @@ OLDER_NO_EFFECT = _names(
     --mm-max-concurrent-calls --mm-per-request-timeout --speculative-ngram-branch-length
     --speculative-ngram-max-match-window-size --speculative-ngram-min-match-window-size
     --disaggregation-decode-enable-fake-auto
-    --dllm-block-size --enable-flashinfer-autotune --load-watch-interval
+    --dllm-block-size --enable-flashinfer-autotune --load-watch-interval --oltp-traces-endpoint
     """
 )
 #: an older release's spelling of a planned flag -> its planned spelling, from the ``ServerArgs`` renames

@@ -20,9 +20,9 @@ from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchRes
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 RTX4090 = lookup_gpu("RTX-4090")
-R = {v: parse_release(v) for v in ("0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13",
-                                    "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
-                                    "0.5.22", "0.5.23")}  # fmt: skip
+R = {v: parse_release(v) for v in ("0.5.4", "0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11",
+                                    "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19",
+                                    "0.5.20", "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
 
 
 def facts(preset: str) -> LaunchModelFacts:
@@ -901,3 +901,51 @@ def test_qwen3_next_has_no_mamba_override_up_to_0_5_5() -> None:
     assert resolve("qwen3-next-80b-a3b", H100, "0.5.6", 8).disable_overlap_schedule is True
     assert resolve("qwen3-next-80b-a3b", B200, "0.5.5", 8).attention_backend == "flashinfer"
     assert resolve("qwen3-next-80b-a3b", B200, "0.5.6", 8).attention_backend == "triton"
+
+
+# ---- SGLang 0.5.4 -> 0.5.5 -----------------------------------------------------------------------------------------
+
+
+def test_the_default_backend_is_left_to_the_model_runner_up_to_0_5_4() -> None:
+    """0.5.4's ``ServerArgs`` leaves ``attention_backend`` unset (the ModelRunner's ``model_specific_adjustment`` picks
+    one at start-up), so the launch checks see None: a paged EAGLE tree (top-k 4 at page 64) is refused unless
+    flashinfer is given; 0.5.5 picks fa3 on H100 and checks that. A model override still names its backend (GPT-OSS:
+    fa3 on H200)."""
+    assert resolve("falcon-7b", H100, "0.5.4").attention_backend is None
+    assert resolve("llama-3.1-8b", H100, "0.5.5").attention_backend == "fa3"
+    assert resolve("gpt-oss-120b", H200, "0.5.4", 8).attention_backend == "fa3"
+    tree = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 4, "speculative_num_draft_tokens": 8,
+            "speculative_num_steps": 5, "page_size": 64}  # fmt: skip
+    with pytest.raises(KVCacheConfigError, match="needs flashinfer, got None"):
+        resolve("llama-3.1-8b", H100, "0.5.4", **tree)
+    assert resolve("llama-3.1-8b", H100, "0.5.4", attention_backend="flashinfer", **tree).page_size == 64
+
+
+def test_fa3_keeps_an_e5m2_cache_up_to_0_5_4() -> None:
+    """0.5.5's ``_handle_attention_backend_compatibility`` turns fa3 with an fp8_e5m2 KV cache into triton; 0.5.4 keeps
+    fa3 (GPT-OSS-120B on H200, its override's fa3)."""
+    e5m2 = {"kv_cache_dtype": "fp8_e5m2"}
+    assert resolve("gpt-oss-120b", H200, "0.5.4", 8, **e5m2).attention_backend == "fa3"
+    assert resolve("gpt-oss-120b", H200, "0.5.5", 8, **e5m2).attention_backend == "triton"
+
+
+def test_dsa_kv_dtype_up_to_0_5_4() -> None:
+    """0.5.4's DeepSeek NSA override forces fp8_e4m3 on SM 10+ over any value (its prefill and decode backends both
+    flashmla_kv) and leaves the value as given below, ``auto`` included and fp8_e5m2 unchecked; 0.5.5 resolves
+    ``auto`` to bfloat16 on Hopper (fp8_e4m3 on SM 10+, prefill flashmla_auto) and refuses fp8_e5m2."""
+    old_h, new_h = resolve("deepseek-v3.2", H200, "0.5.4", 8), resolve("deepseek-v3.2", H200, "0.5.5", 8)
+    assert (old_h.kv_cache_dtype, new_h.kv_cache_dtype) == ("auto", "bfloat16")
+    old_b, new_b = resolve("deepseek-v3.2", B200, "0.5.4", 8), resolve("deepseek-v3.2", B200, "0.5.5", 8)
+    assert old_b.kv_cache_dtype == new_b.kv_cache_dtype == "fp8_e4m3"
+    assert (old_b.dsa_prefill_backend, old_b.dsa_decode_backend) == ("flashmla_kv", "flashmla_kv")
+    assert (new_b.dsa_prefill_backend, new_b.dsa_decode_backend) == ("flashmla_auto", "flashmla_kv")
+    assert resolve("deepseek-v3.2", H200, "0.5.4", 8, kv_cache_dtype="fp8_e5m2").kv_cache_dtype == "fp8_e5m2"
+    with pytest.raises(KVCacheConfigError, match="DSA models accept"):
+        resolve("deepseek-v3.2", H200, "0.5.5", 8, kv_cache_dtype="fp8_e5m2")
+
+
+def test_workstation_decode_graph_is_16_up_to_0_5_4() -> None:
+    """``_handle_gpu_memory_settings``, the 20-35 GiB tier below TP 4: decode cuda-graph max_bs 16 in 0.5.4, 24 from
+    0.5.5 (Llama-3.1-8B on an RTX 4090)."""
+    assert resolve("llama-3.1-8b", RTX4090, "0.5.4").cuda_graph_max_bs == 16
+    assert resolve("llama-3.1-8b", RTX4090, "0.5.5").cuda_graph_max_bs == 24

@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.5", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.4", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.4", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.3", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.5, 0\.5\.6.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.4, 0\.5\.5.*0\.5\.23"):
         parse_release(text)
 
 
@@ -1378,4 +1378,16 @@ def test_mamba_conv_state_is_one_tensor_up_to_0_5_5() -> None:
     assert new["mamba.conv[0]"] == old["mamba.conv"]
     kda = _shapes(plan_case(_case("hybrid-linear-kimi-linear-48b-a3b-tp1-bf16-p1", "0.5.5")))
     assert {"mamba.conv[0]", "mamba.conv[1]", "mamba.conv[2]"} <= set(kda)
+
+
+# ---- SGLang 0.5.4 -> 0.5.5 -------------------------------------------------------------------------------------------
+
+
+def test_kimi_linear_configs_load_from_0_5_5() -> None:
+    """0.5.5 registers the Kimi-Linear config class (transformers 4.57.1 has none): 0.5.4 cannot load a
+    ``kimi_linear`` config.json (refused as its ValueError), 0.5.5 sizes it."""
+    name = "hybrid-linear-kimi-linear-48b-a3b-tp1-bf16-p1"
+    with pytest.raises(UnsupportedConfigurationError, match="model_type 'kimi_linear'"):
+        _case(name, "0.5.4")
+    assert plan_case(_case(name, "0.5.5")).sizes.max_total_num_tokens > 0
 

@@ -247,10 +247,11 @@ def resolve_in_this_process(row: BridgeRelease, fields: Mapping[str, Any]) -> di
     else:
         resolved = {f.name: _plain(getattr(sa, f.name)) for f in dataclasses.fields(sa)}
         resolved["_swa_full_tokens_ratio_explicitly_set"] = None
-        model_config = sa.get_model_config()
+        model_config = None  # read only for the multimodal reserve (0.5.4's ServerArgs has no get_model_config)
     # The KV-budget share for multimodal allocations, from the environment the hooks just set.
     reserve_gb = 0.0
     if row.mm_kv_reserve:
+        model_config = model_config if model_config is not None else sa.get_model_config()
         kv_configurator = importlib.import_module("sglang.srt.mem_cache.kv_cache_configurator")
         reserve_gb = kv_configurator.mm_runtime_reservation_gb(
             is_multimodal=bool(model_config.is_multimodal),

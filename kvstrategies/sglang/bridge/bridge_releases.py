@@ -126,6 +126,12 @@ _VLLM_CPU_FALLBACKS = ("vllm.model_executor.layers.activation", "vllm.model_exec
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
 BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
+    BridgeRelease("0.5.4", "4.57.1", ("xgrammar==0.1.25", "fastapi==0.124.4", "annotated-doc==0.0.7"),
+                  configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
+                  attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
+                  runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
+                  resolution_steps=False, init_pool_call="caps", inline_sizing=True,
+                  hybrid_attribute="is_hybrid"),  # fmt: skip
     BridgeRelease("0.5.5", "4.57.1", ("xgrammar==0.1.25", "fastapi==0.124.4", "annotated-doc==0.0.7"),
                   configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
                   attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,

@@ -79,6 +79,28 @@ SM100_MHA_TRTLLM_DEFAULT = ReleaseRule(
 )
 
 
+#: ``ServerArgs`` picks the default attention backend; before, it stays unset there and the ModelRunner picks one at
+#: start-up (``model_specific_adjustment``), after the launch checks that read it (a paged EAGLE tree then needs a
+#: given flashinfer)
+BACKEND_DEFAULT_IN_SERVER_ARGS = ReleaseRule(
+    "launch-backend-default-in-server-args",
+    span("0.5.5"),
+    "ServerArgs picks the default attention backend (before: it stays unset until the ModelRunner picks it, after the "
+    "launch checks)",
+    "sglang.srt.server_args.ServerArgs._handle_attention_backend_compatibility (0.5.4: "
+    "model_executor.model_runner.ModelRunner.model_specific_adjustment)",
+    topic="launch",
+)
+#: fa3 with an fp8_e5m2 KV cache falls back to triton; before, fa3 stays
+FA3_E5M2_FALLBACK = ReleaseRule(
+    "launch-fa3-e5m2-fallback",
+    span("0.5.5"),
+    "fa3 with kv_cache_dtype fp8_e5m2 falls back to triton (before: fa3 stays)",
+    "sglang.srt.server_args.ServerArgs._handle_attention_backend_compatibility",
+    topic="launch",
+)
+
+
 def generic_attention_backend(inp: LaunchInputs, res: ResolutionDraft) -> str:
     """SGLang's ``get_default_attn_backend`` with the *user* speculative topk (auto topk comes
     later)."""
@@ -118,7 +140,7 @@ def generic_backend_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     (overrides._page_size_default), fa3+fp8_e5m2 fallback, HIP aiter x0.85 (memory_hook.handle_gpu_memory_settings
     (HIP aiter cut)), late prefill-graph disables (arg_groups.cuda_graph_hook)."""
     s = inp.settings
-    if res.attention_backend is None:
+    if res.attention_backend is None and BACKEND_DEFAULT_IN_SERVER_ARGS.holds(inp.release):
         pre, dec = res.prefill_attention_backend, res.decode_attention_backend
         if pre is not None and pre == dec:
             _declare(res, "attention_backend", pre,
@@ -126,7 +148,7 @@ def generic_backend_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
         else:
             _declare(res, "attention_backend", generic_attention_backend(inp, res),
                      f"generic default ({DEFAULT_BACKEND_HOOK.at(inp.release)})")  # fmt: skip
-    if res.attention_backend == "fa3" and res.kv_cache_dtype == "fp8_e5m2":
+    if res.attention_backend == "fa3" and res.kv_cache_dtype == "fp8_e5m2" and FA3_E5M2_FALLBACK.holds(inp.release):
         _declare(res, "attention_backend", "triton",
                  f"fa3 does not take fp8_e5m2 KV ({DEFAULT_BACKEND_HOOK.at(inp.release)})")  # fmt: skip
     _page_snap(inp, res)

@@ -61,9 +61,28 @@ DSV4_AUTO_ATTN_BACKEND = ReleaseRule(
 )
 
 
+#: a DSA model's ``auto`` KV dtype resolves by SM and only bfloat16 / fp8_e4m3 are accepted; before, SM 10+ forces
+#: fp8_e4m3 over any value and below SM 10 the value stays as given, unchecked
+DSA_KV_DTYPE_RESOLVED = ReleaseRule(
+    "launch-dsa-kv-dtype-resolved",
+    span("0.5.5"),
+    "a DSA model's kv_cache_dtype auto becomes fp8_e4m3 (SM 10+) or bfloat16, and only those two are accepted "
+    "(before: SM 10+ forces fp8_e4m3 over any value; below, the value stays as given, auto included, unchecked; "
+    "fp8 takes flashmla_kv for prefill and decode)",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepSeek NSA)",
+    topic="launch",
+)
+
+
 def _dsa_kv_dtype(inp: LaunchInputs, res: ResolutionDraft) -> None:
     """arg_groups.overrides kv_cache_dtype defaults: DSA ``auto`` -> fp8_e4m3 on CUDA major >= 10, bfloat16 on older
-    CUDA; only bfloat16/fp8_e4m3 accepted. HIP keeps ``auto`` (not specified; library decision)."""
+    CUDA; only bfloat16/fp8_e4m3 accepted. HIP keeps ``auto`` (not specified; library decision). Up to 0.5.4
+    (:data:`DSA_KV_DTYPE_RESOLVED`): CUDA SM 10+ forces fp8_e4m3, otherwise nothing changes."""
+    if not DSA_KV_DTYPE_RESOLVED.holds(inp.release):
+        if inp.gpu.is_cuda and (inp.gpu.sm_major or 0) >= 10:
+            _declare(res, "kv_cache_dtype", "fp8_e4m3", "DSA on SM 10+ (sglang.srt.server_args.ServerArgs."
+                     "_handle_model_specific_adjustments)")  # fmt: skip
+        return
     kv, gpu = res.kv_cache_dtype.lower(), inp.gpu
     if kv == "bf16":
         kv = "bfloat16"
@@ -80,7 +99,7 @@ def _dsa_kv_dtype(inp: LaunchInputs, res: ResolutionDraft) -> None:
 #: the DSA prefill backend for an fp8 KV cache below SM 10 (0.5.10: ``flashmla_auto``, which dispatches at run time)
 DSA_HOPPER_FP8_PREFILL: ByRelease[str] = ByRelease(
     "launch-dsa-hopper-fp8-prefill",
-    (("0.5.5", "flashmla_auto"), ("0.5.11", "flashmla_kv")),
+    (("0.5.4", "flashmla_auto"), ("0.5.11", "flashmla_kv")),
     "the DSA prefill backend for an fp8_e4m3 KV cache below SM 10",
     "sglang.srt.server_args.ServerArgs._set_default_nsa_backends",
 )
@@ -100,7 +119,7 @@ DSA_FP8_TRTLLM_ON_SM100 = ReleaseRule(
 #: the DSA backend fields default to unset (filled per model); before, to flashmla_sparse / fa3 for every model
 DSA_BACKEND_FIELD_DEFAULTS: ByRelease[tuple[str | None, str | None]] = ByRelease(
     "launch-dsa-backend-field-defaults",
-    (("0.5.5", ("flashmla_sparse", "fa3")), ("0.5.9", (None, None))),
+    (("0.5.4", ("flashmla_sparse", "fa3")), ("0.5.9", (None, None))),
     "the (prefill, decode) DSA backend fields' defaults",
     "sglang.srt.server_args.ServerArgs.nsa_prefill_backend / nsa_decode_backend",
     topic="launch",
@@ -114,7 +133,10 @@ def _dsa_backends(inp: LaunchInputs, res: ResolutionDraft) -> None:
     gpu = inp.gpu
     fp8, sm10 = res.kv_cache_dtype == "fp8_e4m3", (gpu.sm_major or 0) >= 10
     if DSA_BACKEND_FIELD_DEFAULTS.at(inp.release) != (None, None) and gpu.is_cuda:
-        forced = ("flashmla_auto", "flashmla_kv") if fp8 else ("flashmla_sparse", "flashmla_sparse") if sm10 else None
+        bf16_sm10 = ("flashmla_sparse", "flashmla_sparse") if DSA_KV_DTYPE_RESOLVED.holds(inp.release) else None
+        resolved = DSA_KV_DTYPE_RESOLVED.holds(inp.release)  # 0.5.4: flashmla_kv for both
+        fp8_pair = (DSA_HOPPER_FP8_PREFILL.at(inp.release) if resolved else "flashmla_kv", "flashmla_kv")
+        forced = fp8_pair if fp8 else bf16_sm10 if sm10 else None
         if forced is not None:
             why = f"DSA {res.kv_cache_dtype} (sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments)"
             prefill, decode = forced
@@ -161,7 +183,7 @@ def _dsa_dcp(inp: LaunchInputs, res: ResolutionDraft) -> None:
 #: the attention backend a DSA model gets (SGLang's native sparse attention, ``nsa`` up to 0.5.12)
 DSA_BACKEND_NAME: ByRelease[str] = ByRelease(
     "launch-dsa-backend-name",
-    (("0.5.5", "nsa"), ("0.5.13", "dsa")),
+    (("0.5.4", "nsa"), ("0.5.13", "dsa")),
     "the attention backend SGLang picks for a DSA model",
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepSeek family)",
 )
