@@ -469,6 +469,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         after="257", within=r"^\(48, 256, 16\)$",
     ),
     Equivalent(
+        "kvstrategies/sglang/launch/defaults/deepseek.py",
+        r"if inp\.gpu\.is_cuda and \(inp\.gpu\.sm_major or 0\) >= 10",
+        "c -> c+1", "0", "an SM major of 0 or 1 (unknown: memory given by hand) is below 10 either way",
+        after="1", scope="_dsa_kv_dtype",
+    ),
+    Equivalent(
         "kvstrategies/context.py", r"return dcp if ctx\.is_draft_worker and dcp > 1 and", "> -> >=",
         "dcp > 1", "at dcp 1 both branches give 1",
     ),

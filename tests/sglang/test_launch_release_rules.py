@@ -945,7 +945,9 @@ def test_dsa_kv_dtype_up_to_0_5_4() -> None:
 
 
 def test_workstation_decode_graph_is_16_up_to_0_5_4() -> None:
-    """``_handle_gpu_memory_settings``, the 20-35 GiB tier below TP 4: decode cuda-graph max_bs 16 in 0.5.4, 24 from
-    0.5.5 (Llama-3.1-8B on an RTX 4090)."""
-    assert resolve("llama-3.1-8b", RTX4090, "0.5.4").cuda_graph_max_bs == 16
+    """``_handle_gpu_memory_settings``, the 20-35 GiB tier (chunk 2048) below TP 4: decode cuda-graph max_bs 16 in
+    0.5.4, 24 from 0.5.5 (Llama-3.1-8B on an RTX 4090); 80 at TP 4 in both."""
+    old = resolve("llama-3.1-8b", RTX4090, "0.5.4")
+    assert (old.chunked_prefill_size, old.cuda_graph_max_bs) == (2048, 16)
     assert resolve("llama-3.1-8b", RTX4090, "0.5.5").cuda_graph_max_bs == 24
+    assert resolve("llama-3.1-8b", RTX4090, "0.5.4", 4).cuda_graph_max_bs == 80  # TP >= 4: the same in both
