@@ -285,4 +285,3 @@ def speculative_pool_headroom(ctx: KVCacheContext, requests: int) -> int:
             f"speculative_eagle_topk and speculative_num_draft_tokens (given {steps}, {topk}, {draft}); set all three"
         )
     return requests * steps * topk + requests * draft + 100
-

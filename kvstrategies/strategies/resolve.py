@@ -89,15 +89,13 @@ def with_speculative_headroom(
     reservation: StateReservation,
     *,
     cap: int | None = None,
-    requests: int | None = None,
 ) -> PoolSizes:
     """Step 2b, up to SGLang 0.5.6: an EAGLE-family target's pool is its profiled count plus the draft's share
     (:func:`.request_math.speculative_pool_headroom`), at most ``cap``, aligned down to the page
     (ModelRunner.init_memory_pool); ``profiled`` as it is elsewhere. The share is priced with the request pool's
-    size: ``requests`` (capped by the Mamba slots) or the estimate from the profiled count."""
+    size: the estimate from the profiled count (or the user's count), capped by the Mamba slots."""
     profiled_count = profiled_token_count(configurator, reservation)
-    if requests is None:
-        requests = estimated_max_running_requests(profiled.max_total_num_tokens, configurator.ctx, profiled_count)
+    requests = estimated_max_running_requests(profiled.max_total_num_tokens, configurator.ctx, profiled_count)
     headroom = speculative_pool_headroom(configurator.ctx, configurator.cap_max_running_requests(requests, profiled))
     if not headroom:
         return profiled

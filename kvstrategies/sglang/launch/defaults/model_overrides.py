@@ -216,7 +216,7 @@ _QWEN3_NEXT = names_where(lambda r: r.launch_backend_rule is LaunchBackendRule.Q
 
 
 def uses_legacy_mamba_hooks(inp: LaunchInputs) -> bool:
-    """Whether 0.5.8's per-model Mamba overrides apply (:data:`MAMBA_SHARED_RADIX_HOOK`)."""
+    """Whether the per-model Mamba overrides of 0.5.8 and older apply (:data:`MAMBA_SHARED_RADIX_HOOK`)."""
     m = inp.model
     return not MAMBA_SHARED_RADIX_HOOK.holds(inp.release) and (
         m.has_arch(_NEMOTRON_H | _FALCON_H1 | _QWEN3_NEXT | _LEGACY_MAMBA_BLOCK)
@@ -228,7 +228,9 @@ def _legacy_mamba_hooks(inp: LaunchInputs, res: ResolutionDraft) -> None:
     off under speculation, else the overlap scheduler off (SM100: flashinfer unless a backend is given; trtllm_mha
     turns the radix cache off and the overlap scheduler back on); Falcon-H1 the same without the speculation branch
     (SM100: triton); Qwen3-Next only its SM100 backend (triton; trtllm_mha turns the radix cache off); GLM-4 MoE runs
-    the no_buffer block (overlap off with the radix cache on)."""
+    the no_buffer block (overlap off with the radix cache on). Older: 0.5.7 keeps that block in Qwen3-Next's override
+    and Nemotron-H keeps its radix cache under speculation; 0.5.6 has no Nemotron-H / Falcon-H1 override and forces
+    Qwen3-Next's SM100 triton; 0.5.5 has no Qwen3-Next override either (the release rules above)."""
     m, g, s = inp.model, inp.gpu, inp.settings
     hook = "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments"
     radix = not res.disable_radix_cache
