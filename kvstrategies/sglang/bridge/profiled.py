@@ -186,7 +186,8 @@ class RunnerInitProfile(RunnerProfile):
 
 
 class InitRunnerHost(RunnerHost):
-    """A 0.5.9 ModelRunner: its sizes come with their request-pool size, and building runs ``init_memory_pool``."""
+    """A 0.5.4 to 0.5.9 ModelRunner: its sizes come with their request-pool size, and building runs
+    ``init_memory_pool``."""
 
     def __init__(self, runner: Any) -> None:
         super().__init__(runner)
@@ -197,7 +198,7 @@ class InitRunnerHost(RunnerHost):
         return runner_sizes(self.runner)
 
     def resolve_max_num_reqs(self, token_capacity: int) -> int:
-        raise NotImplementedError("0.5.9 sizes its request pool inside init_memory_pool (RunnerInitProfile.run)")
+        raise NotImplementedError("up to 0.5.9 init_memory_pool sizes the request pool (RunnerInitProfile.run)")
 
     def build(self, config: Any, *, shared: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
         """``init_memory_pool`` again for ``config``: its profiled count and cap, and the request-pool size when
@@ -214,7 +215,8 @@ class InitRunnerHost(RunnerHost):
 
 
 def runner_sizes(runner: Any, **extra: Any) -> Any:
-    """A 0.5.9 runner's sizes after ``init_memory_pool`` (``max_running_requests``: its request pool's size)."""
+    """A 0.5.4 to 0.5.9 runner's sizes after ``init_memory_pool`` (``max_running_requests``: its request pool's
+    size)."""
     hybrid = bool(runner.is_hybrid_swa)
     return types.SimpleNamespace(
         max_total_num_tokens=int(runner.max_total_num_tokens),
