@@ -475,6 +475,17 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         after="1", scope="_dsa_kv_dtype",
     ),
     Equivalent(
+        "kvstrategies/strategies/hybrid_linear.py", r"if sched\.disable_radix_cache or per == 0:$", "c -> c+1", "0",
+        "a Mamba slot is never 0 or 1 byte (every Mamba layer holds conv and SSM state): per == 1 is as false as "
+        "per == 0", after="1", scope="HybridLinearPoolConfigurator._slot_carried_budget",
+    ),
+    Equivalent(
+        "kvstrategies/strategies/hybrid_linear.py", r"if rest - state <= 0:$", "<= -> <", "rest - state <= 0",
+        "at rest == state exactly the KV budget left is 0 B: no token fits, and the plan is refused downstream "
+        "either way (only the message differs)",
+        scope="HybridLinearPoolConfigurator._slot_carried_budget",
+    ),
+    Equivalent(
         "kvstrategies/context.py", r"return dcp if ctx\.is_draft_worker and dcp > 1 and", "> -> >=",
         "dcp > 1", "at dcp 1 both branches give 1",
     ),
