@@ -226,7 +226,10 @@ def _size_deployment(req: DeploymentRequest, model: ModelReading) -> SizedDeploy
     config = model.config
     launch = resolve_launch(req, config)
     fields = case_fields(req, model_dtype_name(req, config), launch)
-    budget = kv_budget(req, model, launch)
+    # a launch that forces DP attention (DSA up to SGLang 0.5.5) replicates attention weights over its DP ranks
+    forced_dp = None if launch is None else launch.attn_dp_size
+    budget_req = req if forced_dp is None or forced_dp == req.attn_dp_size else req.replace(attn_dp_size=forced_dp)
+    budget = kv_budget(budget_req, model, launch)
     check_budget_sane(budget, None if req.gpu is None else req.gpu.capacity_bytes)
     case = state_reserved_case(fields, budget.available_bytes)
     sized = size_plan(case.settings, case.available_bytes, max_tokens=case.max_tokens)

@@ -289,5 +289,12 @@ def test_a_dsa_model_runs_full_attention_dp_under_0_5_5(capsys: pytest.CaptureFi
     code, out, err = run(capsys, "plan", "deepseek-v3.2", "--gpu", "H200", "--tp", "8", "--sglang-version", "0.5.5")
     assert code == 0, err
     assert "over 8 attention-DP workers" in out
+    weights = next(line for line in out.splitlines() if line.startswith("budget step")).split("weights ")[1]
     code, out, _ = run(capsys, "plan", "deepseek-v3.2", "--gpu", "H200", "--tp", "8", "--sglang-version", "0.5.6")
     assert code == 0 and "attention-DP" not in out
+    # the attention weights are replicated over the 8 DP ranks, as with DP attention asked for in 0.5.6
+    code, out, _ = run(capsys, "plan", "deepseek-v3.2", "--gpu", "H200", "--tp", "8", "--sglang-version", "0.5.6",
+                       "--attn-dp", "8")  # fmt: skip
+    assert code == 0
+    asked = next(line for line in out.splitlines() if line.startswith("budget step")).split("weights ")[1]
+    assert asked.split(" ")[0] == weights.split(" ")[0]
