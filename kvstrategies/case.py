@@ -31,7 +31,7 @@ from .core.releases import ENGINE_NAMES, SGLANG, VLLM, EngineRelease, parse_rele
 from .core.validate import MAX_INT64, MAX_SETTING_INT, check_float, check_sane_ints
 from .errors import KVCacheConfigError
 from .models import ModelGeometry, parse_hf_config
-from .models.architectures import require_head_dim, require_loadable
+from .models.architectures import any_row, holds_in, require_head_dim, require_loadable, rows_for
 from .sglang.knobs import check_case_env
 from .sglang.server_arguments import SERVER_ARGUMENT_RULES, SERVER_ARGUMENT_VALUE_RULES, require_server_argument
 
@@ -310,6 +310,7 @@ def parse_case(
         if merged["vllm_version"] is not None:
             parse_release(merged["vllm_version"], VLLM, field="case field 'vllm_version'")
         require_loadable(geometry.model_type, release)
+        geometry = _served_geometry(geometry, release, is_draft=_bool(merged, "is_draft_worker"))
         require_head_dim(raw_config, release)
         _require_server_arguments(merged, release)
         require_release_kv_cache_dtype(str(merged["kv_cache_dtype"]), release)
@@ -421,6 +422,21 @@ def _check_context_length(settings: KVCacheSettings, env: Mapping[str, Any]) -> 
         "this (sglang.srt.configs.model_config.ModelConfig._derive_context_length). Lower context_length, or set "
         "env SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 to override as SGLang allows"
     )
+
+
+def _served_geometry(geometry: ModelGeometry, release: EngineRelease, *, is_draft: bool) -> ModelGeometry:
+    """``geometry`` as ``release`` serves it: DSA only where the architecture loaded is a DSA model in that release. A
+    draft worker loads the row's draft architecture (``ModelConfig._config_draft_model``: DeepSeek-V3 / V3.2 ->
+    ``DeepseekV3ForCausalLMNextN``), which SGLang 0.5.3's ``sglang.srt.configs.model_config.is_deepseek_nsa`` does not
+    list: that draft's pool is plain MLA."""
+    if geometry.dsa is None:
+        return geometry
+    names = geometry.architectures
+    if is_draft:
+        names = tuple(row.draft_architecture or row.name for row in rows_for(names))
+    if any_row(names, lambda row: holds_in(row, "dsa_if_index_topk", release)):
+        return geometry
+    return replace(geometry, dsa=None)
 
 
 def _with_model_dtype(geometry: ModelGeometry, dtype: DType) -> ModelGeometry:

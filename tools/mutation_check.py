@@ -104,6 +104,7 @@ SGLANG_GOLDENS = (
     "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.7-*]",
     "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.6-*]",
     "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.5-*]",
+    "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.3-*]",
     "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.4-*]",
 )
 # the 2,005 recorded launch resolutions of the newest and the oldest release
@@ -475,7 +476,8 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         after="1", scope="_dsa_kv_dtype",
     ),
     Equivalent(
-        "kvstrategies/strategies/hybrid_linear.py", r"if sched\.disable_radix_cache or per == 0:$", "c -> c+1", "0",
+        "kvstrategies/strategies/hybrid_linear.py", r"if sched\.disable_radix_cache or per == 0 or not split:$",
+        "c -> c+1", "0",
         "a Mamba slot is never 0 or 1 byte (every Mamba layer holds conv and SSM state): per == 1 is as false as "
         "per == 0", after="1", scope="HybridLinearPoolConfigurator._slot_carried_budget",
     ),

@@ -177,9 +177,23 @@ KV_RECIPE_NAMES = ReleaseRule(
 _RECIPE_NAMES = ("mxfp8", "nvfp4", "fp4_mx_block16")
 
 
+#: ``--kv-cache-dtype bf16`` / ``bfloat16`` (0.5.4); before, the choices are ``auto``, ``fp8_e5m2`` and ``fp8_e4m3``
+KV_BF16_NAMES = ReleaseRule(
+    "kv-bf16-names",
+    span("0.5.4"),
+    "--kv-cache-dtype accepts bf16 and bfloat16",
+    "sglang.srt.server_args.ServerArgs.add_cli_args (--kv-cache-dtype choices)",
+)
+
+
 def require_release_kv_cache_dtype(name: str, release: EngineRelease) -> None:
     """Refuse a ``--kv-cache-dtype`` name ``release`` does not accept (or accepts in a pool not modelled)."""
     key = str(name).strip().lower()
+    if key in ("bf16", "bfloat16") and not KV_BF16_NAMES.holds(release):
+        raise UnsupportedConfigurationError(
+            f"kv_cache_dtype {name!r}: {release.label}'s --kv-cache-dtype has no such choice (choices auto, fp8_e5m2, "
+            f"fp8_e4m3; {KV_BF16_NAMES.source}); use auto with a bf16 model, or SGLang {KV_BF16_NAMES.span.describe()}"
+        )
     if KV_RECIPE_NAMES.holds(release):
         return
     if key in _RECIPE_NAMES:

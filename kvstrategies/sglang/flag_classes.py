@@ -20,7 +20,7 @@ launch command (:mod:`.launch_command`).
 
 from __future__ import annotations
 
-from .server_arguments import RENAMED_SERVER_ARGUMENTS
+from .server_arguments import renamed_server_arguments
 
 #: SGLang flags ``plan`` understands (canonical SGLang spelling; ``plan`` accepts them verbatim)
 MODELLED = frozenset(
@@ -350,6 +350,8 @@ OLDER_NOT_MODELLED: dict[str, str] = {
     "--hybrid-kvcache-ratio": "the Llama-4 chunked-attention pool split up to SGLang 0.5.7 (is_hybrid_model)",
     "--nsa-prefill-backend": "DSA backend-specific KV buffers",
     "--nsa-decode-backend": "DSA backend-specific KV buffers",
+    "--nsa-prefill": "DSA backend-specific KV buffers (SGLang 0.5.3's spelling of --dsa-prefill-backend)",
+    "--nsa-decode": "DSA backend-specific KV buffers (SGLang 0.5.3's spelling of --dsa-decode-backend)",
     "--enable-prefill-context-parallel": "context-parallel KV sharding",
     "--enable-nsa-prefill-context-parallel": "context-parallel KV sharding",
     "--enable-dsa-prefill-context-parallel": "context-parallel KV sharding",
@@ -393,6 +395,7 @@ OLDER_NO_EFFECT = _names(
     --speculative-ngram-max-match-window-size --speculative-ngram-min-match-window-size
     --disaggregation-decode-enable-fake-auto
     --dllm-block-size --enable-flashinfer-autotune --load-watch-interval --oltp-traces-endpoint
+    --max-micro-batch-size --debug-tensor-dump-prefill-only
     """
 )
 #: an older release's spelling of a planned flag -> its planned spelling, from the ``ServerArgs`` renames
@@ -400,6 +403,6 @@ OLDER_NO_EFFECT = _names(
 #: the renamed DSA backend flags are refused either way)
 OLDER_RENAMED: dict[str, str] = {
     "--" + old.replace("_", "-"): "--" + new.replace("_", "-")
-    for new, (old, _first) in RENAMED_SERVER_ARGUMENTS.items()
+    for new, old in renamed_server_arguments()
     if "--" + new.replace("_", "-") in MODELLED
 }

@@ -31,6 +31,11 @@ SERVER_ARGUMENT_RULES: Mapping[str, ReleaseRule] = {
     ),
     # decode context parallelism arrived in 0.5.15; 0.5.14's argparse has no --dcp-size
     "dcp_size": ReleaseRule("server-arg-dcp-size", span("0.5.15"), "--dcp-size exists", _SOURCE),
+    # 0.5.4 added the ratio of Mamba state to full KV memory (ModelRunner.handle_max_mamba_cache); 0.5.3 reserves
+    # max_mamba_cache_size slots (default 512) whatever the budget
+    "mamba_full_memory_ratio": ReleaseRule(
+        "server-arg-mamba-full-memory-ratio", span("0.5.4"), "--mamba-full-memory-ratio exists", _SOURCE
+    ),
     # 0.5.7 added the Mamba radix strategies (--mamba-scheduler-strategy, renamed in 0.5.14); 0.5.6 has no extra buffer
     "mamba_radix_cache_strategy": ReleaseRule(
         "server-arg-mamba-strategy", span("0.5.7"), "--mamba-scheduler-strategy exists", _SOURCE
@@ -63,10 +68,31 @@ RENAMED_SERVER_ARGUMENTS: Mapping[str, tuple[str, str]] = {
     "dsa_prefill_backend": ("nsa_prefill_backend", "0.5.13"),
     "dsa_decode_backend": ("nsa_decode_backend", "0.5.13"),
 }
+#: ServerArgs fields renamed twice: new name -> (the oldest name, the first release with the middle one); 0.5.3's
+#: ``nsa_prefill`` / ``nsa_decode`` became ``nsa_prefill_backend`` / ``nsa_decode_backend`` in 0.5.4
+EARLIER_SERVER_ARGUMENT_NAMES: Mapping[str, tuple[str, str]] = {
+    "dsa_prefill_backend": ("nsa_prefill", "0.5.4"),
+    "dsa_decode_backend": ("nsa_decode", "0.5.4"),
+}
+
+
+def renamed_server_arguments() -> tuple[tuple[str, str], ...]:
+    """Every ``(new, old)`` spelling pair of a renamed ServerArgs field, newest rename first; a caller takes the old
+    name only where the release it speaks to has it and lacks the new one."""
+    return (*((new, old) for new, (old, _) in RENAMED_SERVER_ARGUMENTS.items()),
+            *((new, old) for new, (old, _) in EARLIER_SERVER_ARGUMENT_NAMES.items()))  # fmt: skip
+
+
 #: fields whose value SGLang reads case-blind (``SpeculativeAlgorithm.from_string`` upper-cases the name)
 _UPPER_CASED = frozenset({"speculative_algorithm"})
 #: the value of a field that means "not given"
-_UNSET: Mapping[str, object] = {"dcp_size": 1, "mamba_radix_cache_strategy": "auto"}
+_UNSET: Mapping[str, object] = {"dcp_size": 1, "mamba_radix_cache_strategy": "auto", "mamba_full_memory_ratio": 0.9}
+
+
+def is_unset(key: str, value: object) -> bool:
+    """``value`` of ServerArgs field ``key`` means "not given" (its default), so a release without the field takes
+    the launch as well."""
+    return value is None or (key in _UNSET and value == _UNSET[key])
 
 
 def _choice(key: str, value: str) -> str:

@@ -81,7 +81,7 @@ DSA_INDEXER_BY_LAYER = ReleaseRule(
 #: SGLang's name for the DSA (sparse MLA) KV pool class
 DSA_POOL_CLASS: ByRelease[str] = ByRelease(
     "sglang-class-dsa-pool",
-    (("0.5.4", "NSATokenToKVPool"), ("0.5.13", "DSATokenToKVPool")),
+    (("0.5.3", "NSATokenToKVPool"), ("0.5.13", "DSATokenToKVPool")),
     "SGLang's name for the DSA KV pool class",
     "sglang.srt.mem_cache.memory_pool.DSATokenToKVPool (NSATokenToKVPool to 0.5.12)",
     topic="sizing",
@@ -106,6 +106,14 @@ EAGLE_DRAFT_CELL_ADDED = ReleaseRule(
     span("0.5.22"),
     "EAGLE draft cell: cell + int(cell * D / L) (before: int(cell * (1 + D / L)))",
     "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator.__init__",
+)
+#: the cell prices the DSA index keys; before, the latent row only, while the pool still allocates the keys (the
+#: profiled token count overcommits the budget by the indexer's bytes)
+DSA_INDEXER_IN_CELL = ReleaseRule(
+    "dsa-indexer-in-cell",
+    span("0.5.4"),
+    "the cell prices the DSA indexer keys (before: the latent row only; NSATokenToKVPool still allocates them)",
+    "sglang.srt.model_executor.model_runner.ModelRunner.profile_max_num_token",
 )
 #: an Ascend NPU with a non-fp8 KV cache prices the DSA indexer in the cache dtype (``index_head_dim``
 #: values of ``es(kv)`` bytes); before, as the fp8 key plus scales of CUDA (132 bytes per layer)
@@ -259,7 +267,7 @@ class DefaultPoolConfigurator(PoolConfigurator):
             from ..pools.fp4 import mla_fp4_cell_bytes
 
             cell = mla_fp4_cell_bytes(self.mla_kv_cache_dim(), layers)
-        if geometry.dsa is not None:
+        if geometry.dsa is not None and DSA_INDEXER_IN_CELL.holds(self.ctx.release):
             cell += self.indexer_bytes(self.num_layers) * (1 if self.ctx.is_draft_worker else self.indexer_dcp)
         return cell
 

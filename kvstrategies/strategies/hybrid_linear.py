@@ -43,7 +43,7 @@ Other decisions, where SGLang offers nothing to follow:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import ClassVar
 
@@ -319,6 +319,30 @@ MAMBA_DECODE_SLOTS_COVER_ROWS = ReleaseRule(
 )
 
 
+#: the Mamba slots follow the memory ratio with the radix cache on (0.5.4: ``handle_max_mamba_cache``, Mamba2 cache
+#: params); before, ``ModelRunner.__init__`` turns the radix cache off for every hybrid it serves (Qwen3-Next,
+#: Falcon-H1) and fixes the slots at --max-mamba-cache-size, else --max-running-requests, else 512, divided by the
+#: DP width under DP attention; ``profile_max_num_token`` reserves ``slots x per`` (no speculative state), the
+#: request pool is ``min(R, slots)`` and the Mamba pool (single conv tensor) has a slot per request row
+MAMBA_RATIO_SPLIT = ReleaseRule(
+    "mamba-ratio-split",
+    span("0.5.4"),
+    "Mamba slots from --mamba-full-memory-ratio with the radix cache on (before: radix cache off for every Mamba "
+    "hybrid; slots = --max-mamba-cache-size, else --max-running-requests, else 512, over the DP width; slots x per "
+    "reserved, no speculative state; the request pool min(R, slots) and the Mamba pool a slot per request row)",
+    "sglang.srt.model_executor.model_runner.ModelRunner.handle_max_mamba_cache (before: ModelRunner.__init__, "
+    "profile_max_num_token, init_memory_pool)",
+)
+#: Falcon-H1's SSM state is ``(heads / tp, head_dim, d_state)`` (0.5.4: Mamba2StateShape); before,
+#: ``(d_state, head_dim, heads / tp)`` (``FalconH1Config.hybrid_gdn_params``), the same bytes
+FALCON_H1_TEMPORAL_HEADS_FIRST = ReleaseRule(
+    "falcon-h1-temporal-heads-first",
+    span("0.5.4"),
+    "Falcon-H1's SSM state is (heads / tp, head_dim, d_state) (before: (d_state, head_dim, heads / tp))",
+    "sglang.srt.configs.mamba_utils.Mamba2StateShape.create (before: FalconH1Config.hybrid_gdn_params)",
+)
+
+
 class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     """Default's numbers over the local full-attention layers, plus the Mamba state.
 
@@ -390,7 +414,12 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     def state_shapes(self) -> MambaStateShapes:
         """Per-layer, per-slot shapes at the linear-attention TP size (= attention TP)."""
         fused = KDA_FUSED_CONV_STATE.holds(self.ctx.release)
-        return self.mamba.state_shapes(self.ctx.parallel.attn_tp_size, fused_kda_conv=fused)
+        shapes = self.mamba.state_shapes(self.ctx.parallel.attn_tp_size, fused_kda_conv=fused)
+        falcon = self.mamba.family == LinearAttention.FALCON_H1.value
+        if falcon and not FALCON_H1_TEMPORAL_HEADS_FIRST.holds(self.ctx.release):
+            heads, head_dim, state = shapes.temporal
+            return replace(shapes, temporal=(state, head_dim, heads))
+        return shapes
 
     @property
     def conv_dtype(self) -> DType:
@@ -455,7 +484,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         """State slots per running request: 1 without radix cache, else 3 (2 with skip-lock) + extras
         (0.5.7: + 2 whatever the strategy, :data:`MAMBA_RATIO_EXTRA_WITH_BUFFER`)."""
         sched = self.ctx.scheduling
-        if sched.disable_radix_cache:
+        if sched.disable_radix_cache or not MAMBA_RATIO_SPLIT.holds(self.ctx.release):  # 0.5.3: radix cache off
             return 1
         if not MAMBA_RATIO_EXTRA_SLOTS.holds(self.ctx.release):  # 0.5.6: MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
             return 3
@@ -602,8 +631,9 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
         sched = self.ctx.scheduling
         rest = available_bytes / GIB
         per = self.stage_mamba_cache_per_req
-        draft = self.ctx.speculative.num_draft_tokens or 0
-        if sched.disable_radix_cache or per == 0:
+        split = MAMBA_RATIO_SPLIT.holds(self.ctx.release)  # 0.5.3: no ratio, no speculative state, radix cache off
+        draft = (self.ctx.speculative.num_draft_tokens or 0) if split else 0
+        if sched.disable_radix_cache or per == 0 or not split:
             given = sched.max_mamba_cache_size
             branch = "A" if given is not None else "B"
             if given is not None:
@@ -614,7 +644,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             branch = "C"
             share = sched.mamba_full_memory_ratio
             slots = int(rest * share / (1 + share) * GIB // per // (1 + draft))
-        if self.mamba.family == LinearAttention.GDN.value:
+        if self.mamba.family == LinearAttention.GDN.value or not split:
             slots //= self.ctx.parallel.attn_dp_size
         if slots <= 0:
             raise InsufficientMemoryError(
@@ -752,6 +782,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             )
         decode = self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE
         release = self.ctx.release
+        if decode and not MAMBA_RATIO_SPLIT.holds(release):  # 0.5.3: the decode role's plain request pool
+            return super().req_to_token_layout(sizes)
         pre_alloc = req_to_token_pre_alloc(self.ctx, requests)
         return hybrid_req_to_token_layout(
             max_running_requests=requests,
@@ -760,6 +792,7 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             pre_alloc_size=pre_alloc,
             padding_row=REQ_PADDING_ROW.holds(release),
             mapping_rows=None if MAMBA_MAPPING_BY_REQUEST_ROWS.holds(release)
+            else requests if not MAMBA_RATIO_SPLIT.holds(release)
             else self.decode_mamba_slots(requests, pre_alloc, slots) if decode else slots,
             ping_pong_track_buffer_size=self.tracking_slots if self.extra_buffer else None,
             pool_class="HybridMambaDecodeReqToTokenPool" if decode else "HybridReqToTokenPool",
@@ -770,6 +803,9 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
     def extra_layouts(self, sizes: PoolSizes) -> tuple[PoolLayout, ...]:
         """The ``MambaPool`` of this stage's Mamba layers (owned by the request pool in SGLang)."""
         if self.ctx.is_draft_worker:
+            return ()
+        decode = self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE
+        if decode and not MAMBA_RATIO_SPLIT.holds(self.ctx.release):  # 0.5.3: DecodeReqToTokenPool holds no state
             return ()
         self._require_supported_device()
         requests = sizes.max_running_requests
@@ -787,6 +823,8 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             else:
                 window_axis = 1  # SGLang read every conv tuple as (channels, K - 1)
         spec_state_size = requests if MAMBA_SPEC_STATE_BY_REQUESTS.holds(self.ctx.release) else slots
+        if not MAMBA_RATIO_SPLIT.holds(self.ctx.release):  # 0.5.3: MambaPool(max_num_reqs), a slot per request row
+            slots = spec_state_size = requests
         if self.ctx.scheduling.disaggregation_mode is DisaggregationMode.DECODE:
             # HybridMambaDecodeReqToTokenPool (SGLang disaggregation.decode): the pre-allocated rows
             # get state too; slots = max(K, (R + pre_alloc) * (1 + tracking slots))
@@ -806,10 +844,17 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
                 conv_window_dedup=dedup,
                 conv_window_axis=window_axis,
                 npu_conv=self.npu,
-                device_free_slots=not MAMBA_FREE_SLOTS_ON_HOST.holds(self.ctx.release),
+                device_free_slots=self.device_free_slots,
                 single_conv=not self.mamba.is_kda and not MAMBA_CONV_STATE_LIST.holds(self.ctx.release),
             ),
         )
+
+    @property
+    def device_free_slots(self) -> bool:
+        """MambaPool's free slots are a device tensor: 0.5.4 to 0.5.12 (:data:`MAMBA_FREE_SLOTS_ON_HOST`); 0.5.3 keeps a
+        host list too (:data:`MAMBA_RATIO_SPLIT`)."""
+        release = self.ctx.release
+        return MAMBA_RATIO_SPLIT.holds(release) and not MAMBA_FREE_SLOTS_ON_HOST.holds(release)
 
     @property
     def tracking_slots(self) -> int:

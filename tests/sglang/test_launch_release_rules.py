@@ -20,7 +20,7 @@ from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchRes
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 RTX4090 = lookup_gpu("RTX-4090")
-R = {v: parse_release(v) for v in ("0.5.4", "0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11",
+R = {v: parse_release(v) for v in ("0.5.3", "0.5.4", "0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11",
                                     "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19",
                                     "0.5.20", "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
 
@@ -951,3 +951,57 @@ def test_workstation_decode_graph_is_16_up_to_0_5_4() -> None:
     assert (old.chunked_prefill_size, old.cuda_graph_max_bs) == (2048, 16)
     assert resolve("llama-3.1-8b", RTX4090, "0.5.5").cuda_graph_max_bs == 24
     assert resolve("llama-3.1-8b", RTX4090, "0.5.4", 4).cuda_graph_max_bs == 80  # TP >= 4: the same in both
+
+
+# ---- SGLang 0.5.3 -> 0.5.4 -----------------------------------------------------------------------------------------
+
+
+def test_no_prefill_graph_up_to_0_5_3() -> None:
+    """0.5.3's ``ServerArgs`` has no piecewise prefill graph (no ``piecewise_cuda_graph_max_tokens``): no sizes;
+    0.5.4 keeps the opt-in graph's field default, 4096 tokens in 58 sizes (4..32/4 = 8, 48..256/16 = 14, 288..512/32
+    = 8, 640..4096/128 = 28), off unless asked for."""
+    old, new = resolve("llama-3.1-8b", H100, "0.5.3"), resolve("llama-3.1-8b", H100, "0.5.4")
+    assert (old.prefill_cuda_graph, old.prefill_graph_max_bs, old.prefill_graph_bs_count) == ("disabled", None, 0)
+    assert (new.prefill_cuda_graph, new.prefill_graph_max_bs, new.prefill_graph_bs_count) == ("disabled", 4096, 58)
+
+
+def test_deepseek_v3_on_sm100_has_no_launch_backend_up_to_0_5_3() -> None:
+    """0.5.4's ``_handle_model_specific_adjustments`` gives DeepSeek-V3 on SM100 trtllm_mla (and its page 64); 0.5.3
+    has no such branch: the field stays unset, the page 1."""
+    old, new = resolve("deepseek-v3", B200, "0.5.3", 8), resolve("deepseek-v3", B200, "0.5.4", 8)
+    assert (old.attention_backend, old.page_size) == (None, 1)
+    assert (new.attention_backend, new.page_size) == ("trtllm_mla", 64)
+
+
+def test_dsa_launch_of_0_5_3() -> None:
+    """0.5.3's DeepSeek NSA override also forces ``mem_fraction_static = 0.8`` (over a given value too), and an fp8
+    cache sets ``nsa_prefill`` / ``nsa_decode`` to flashmla_decode (0.5.4: ``nsa_*_backend`` flashmla_kv); the
+    fields default to flashmla_prefill / fa3 (0.5.4: flashmla_sparse / fa3)."""
+    old_b, new_b = resolve("deepseek-v3.2", B200, "0.5.3", 8), resolve("deepseek-v3.2", B200, "0.5.4", 8)
+    assert old_b.mem_fraction_static == 0.8 != new_b.mem_fraction_static
+    assert resolve("deepseek-v3.2", B200, "0.5.3", 8, mem_fraction_static=0.7).mem_fraction_static == 0.8
+    assert (old_b.dsa_prefill_backend, old_b.dsa_decode_backend) == ("flashmla_decode", "flashmla_decode")
+    assert (new_b.dsa_prefill_backend, new_b.dsa_decode_backend) == ("flashmla_kv", "flashmla_kv")
+    old_h = resolve("deepseek-v3.2", H200, "0.5.3", 8)  # bf16 ("auto") on Hopper: the field defaults stay
+    assert (old_h.dsa_prefill_backend, old_h.dsa_decode_backend) == ("flashmla_prefill", "fa3")
+    assert resolve("llama-3.1-8b", H100, "0.5.3").dsa_prefill_backend == "flashmla_prefill"
+
+
+def test_sglang_fields_of_a_release_without_a_prefill_graph() -> None:
+    """The bridge reads the graphs of a release before ``cuda_graph_config`` from flat fields: 0.5.3 has neither
+    ``enable_piecewise_cuda_graph`` nor ``disable_piecewise_cuda_graph`` (no prefill graph: disabled, no sizes); 0.5.4
+    the opt-in flag (off: disabled, its field default 4096 kept); and its DSA fields are ``nsa_prefill`` /
+    ``nsa_decode``."""
+    from kvstrategies.sglang.bridge.launch_check import sglang_fields
+
+    oldest = sglang_fields({"cuda_graph_max_bs": 256, "disable_cuda_graph": False, "nsa_prefill": "flashmla_prefill",
+                            "nsa_decode": "fa3"})  # fmt: skip
+    assert (oldest["decode_cuda_graph"], oldest["cuda_graph_max_bs"]) == ("full", 256)
+    assert (oldest["prefill_cuda_graph"], oldest["prefill_graph_max_bs"], oldest["prefill_graph_bs_count"]) == (
+        "disabled", None, 0)  # fmt: skip
+    assert (oldest["dsa_prefill_backend"], oldest["dsa_decode_backend"]) == ("flashmla_prefill", "fa3")
+    opt_in = sglang_fields({"cuda_graph_max_bs": 256, "enable_piecewise_cuda_graph": False,
+                            "piecewise_cuda_graph_max_tokens": 4096,
+                            "piecewise_cuda_graph_tokens": [4, 8]})  # fmt: skip
+    assert (opt_in["prefill_cuda_graph"], opt_in["prefill_graph_max_bs"], opt_in["prefill_graph_bs_count"]) == (
+        "disabled", 4096, 2)  # fmt: skip

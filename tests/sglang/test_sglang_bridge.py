@@ -46,11 +46,11 @@ def _doc(**changes: object) -> dict[str, object]:
 
 
 def test_version_check_names_the_supported_versions() -> None:
-    assert SUPPORTED_VERSIONS[0] == "0.5.4" and SUPPORTED_VERSIONS[-1] == "0.5.23"
+    assert SUPPORTED_VERSIONS[0] == "0.5.3" and SUPPORTED_VERSIONS[-1] == "0.5.23"
     assert check_version("0.5.15.post1").line == "0.5.15"  # a .postN build is its release line
     assert check_version("0.5.20").line == "0.5.20"
-    for unsupported in ("0.5.3", "0.5.24", "garbage"):
-        with pytest.raises(MissingDependencyError, match=r"supports 0\.5\.4, 0\.5\.5, .*0\.5\.23"):
+    for unsupported in ("0.5.2", "0.5.24", "garbage"):
+        with pytest.raises(MissingDependencyError, match=r"supports 0\.5\.3, 0\.5\.4, .*0\.5\.23"):
             check_version(unsupported)
 
 
@@ -368,6 +368,89 @@ def test_server_args_keep_the_case_values_a_post_init_hook_rewrote() -> None:
     args = make_server_args(bridge_release("0.5.14"), FakeServerArgs,
                             {"disaggregation_mode": "decode", "disable_radix_cache": False})  # fmt: skip
     assert (args.model_path, args.disaggregation_mode, args.disable_radix_cache) == ("dummy", "decode", False)
+
+
+def test_server_args_of_0_5_3_skip_post_init() -> None:
+    """0.5.3's ``ServerArgs.__post_init__`` has no dummy-model return (it would resolve the launch, reading the model's
+    config): the bridge builds the resolved values without running it, and restores the class after."""
+    from dataclasses import dataclass
+
+    from kvstrategies.sglang.bridge.bridge_releases import bridge_release
+    from kvstrategies.sglang.bridge.compat import make_server_args
+
+    @dataclass
+    class FakeServerArgs:
+        model_path: str = ""
+        dp_size: int = 1
+        enable_dp_attention: bool = False
+        page_size: int = 1
+
+        def __post_init__(self) -> None:
+            raise AssertionError("__post_init__ ran")
+
+    post_init = FakeServerArgs.__post_init__
+    args = make_server_args(bridge_release("0.5.3"), FakeServerArgs, {"page_size": 64, "attn_dp_size": 2})
+    assert (args.model_path, args.page_size, args.dp_size, args.enable_dp_attention) == ("dummy", 64, 2, True)
+    assert FakeServerArgs.__post_init__ is post_init
+    with pytest.raises(AssertionError, match="__post_init__ ran"):
+        make_server_args(bridge_release("0.5.4"), FakeServerArgs, {"page_size": 64})
+
+
+def test_a_field_at_its_default_is_not_given() -> None:
+    """A release without a ServerArgs field launches as if its default were given (0.5.3 has no
+    ``--mamba-full-memory-ratio``; 0.9 is the default), so the bridge drops it there; another value is a refusal."""
+    from kvstrategies.sglang.server_arguments import is_unset, renamed_server_arguments
+
+    assert is_unset("mamba_full_memory_ratio", 0.9) and is_unset("dcp_size", 1) and is_unset("page_size", None)
+    assert not is_unset("mamba_full_memory_ratio", 0.5) and not is_unset("page_size", 64)
+    pairs = renamed_server_arguments()
+    assert ("dsa_prefill_backend", "nsa_prefill_backend") in pairs and ("dsa_prefill_backend", "nsa_prefill") in pairs
+    assert pairs.index(("dsa_prefill_backend", "nsa_prefill_backend")) < pairs.index(("dsa_prefill_backend",
+                                                                                         "nsa_prefill"))  # fmt: skip
+
+
+def test_the_mamba_reservation_of_0_5_3() -> None:
+    """0.5.3 has no ``handle_max_mamba_cache``: ``ModelRunner.__init__`` fixes the slots (given, else the request
+    cap, else 512; over the DP width under DP attention) and ``profile_max_num_token`` takes ``slots x per`` off.
+    Per 38,633,472 B, 10 GiB: 512 slots leave ``10 - 512 x per / 2**30`` GiB; a cap of 48 at DP 2 leaves 24 slots."""
+    import types
+
+    from kvstrategies.sglang.bridge.hosts import RunnerHost, hybrid_gdn_reservation
+
+    per = 38_633_472
+
+    class Runner:  # 0.5.3's ModelRunner: is_hybrid_gdn, no mambaish_config, no handle_max_mamba_cache
+        is_hybrid_gdn = True
+
+        def __init__(self, **args: object) -> None:
+            self.server_args = types.SimpleNamespace(**args)
+            self.model_config = types.SimpleNamespace(hf_config=types.SimpleNamespace(mamba_cache_per_req=per))
+
+    runner = Runner(max_mamba_cache_size=None, max_running_requests=None, dp_size=1, enable_dp_attention=False)
+    assert hybrid_gdn_reservation(runner, 10.0) == 10.0 - 512 * per / 2**30
+    assert runner.server_args.max_mamba_cache_size == 512
+    capped = Runner(max_mamba_cache_size=None, max_running_requests=48, dp_size=2, enable_dp_attention=True)
+    host = RunnerHost(capped)
+    assert host.mambaish_config is capped.model_config.hf_config
+    assert host.handle_max_mamba_cache(10.0) == 10.0 - 24 * per / 2**30
+    assert capped.server_args.max_mamba_cache_size == 24
+
+
+def test_the_mamba_state_of_0_5_3_is_listed_with_the_kv_side() -> None:
+    """0.5.3 holds its Mamba state in the request pool only, as a tuple (conv, temporal[, intermediate ssm, conv
+    window]): the bridge lists it beside the KV pool under the names the later releases give the same tensors."""
+    import types
+
+    from kvstrategies.sglang.bridge.bridge import req_buffers_hold_state
+
+    assert project_name("mamba_pool.mamba_cache[0]") == "mamba.conv"
+    assert project_name("mamba_pool.mamba_cache[1]") == "mamba.temporal"
+    assert project_name("mamba_pool.mamba_cache[2]") == "mamba.intermediate_ssm"
+    assert project_name("mamba_pool.mamba_cache[3]") == "mamba.intermediate_conv_window"
+    req, kv = types.SimpleNamespace(mamba_pool=object()), types.SimpleNamespace()
+    assert req_buffers_hold_state(req, kv)
+    assert not req_buffers_hold_state(req, types.SimpleNamespace(mamba_pool=req.mamba_pool))  # 0.5.4 on: both hold it
+    assert not req_buffers_hold_state(types.SimpleNamespace(), kv)
 
 
 def test_kernel_stubs_answer_the_named_module_only() -> None:

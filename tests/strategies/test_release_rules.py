@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.4", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.3", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.3", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.2", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.4, 0\.5\.5.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.3, 0\.5\.4.*0\.5\.23"):
         parse_release(text)
 
 
@@ -1378,6 +1378,88 @@ def test_mamba_conv_state_is_one_tensor_up_to_0_5_5() -> None:
     assert new["mamba.conv[0]"] == old["mamba.conv"]
     kda = _shapes(plan_case(_case("hybrid-linear-kimi-linear-48b-a3b-tp1-bf16-p1", "0.5.5")))
     assert {"mamba.conv[0]", "mamba.conv[1]", "mamba.conv[2]"} <= set(kda)
+
+
+# ---- SGLang 0.5.3 -> 0.5.4 -------------------------------------------------------------------------------------------
+
+
+def test_kv_cache_dtype_bf16_is_a_choice_from_0_5_4() -> None:
+    """0.5.3's ``--kv-cache-dtype`` choices are auto, fp8_e5m2 and fp8_e4m3 (``ServerArgs.add_cli_args``): ``bf16`` is
+    refused; ``auto`` on the bf16 Llama-3.1-8B is the same cache (32 layers x 8 heads x 128 x 2 x 2 B = 131,072 B)."""
+    name = "default-llama-3.1-8b-tp1-bf16-p1"
+    with pytest.raises(UnsupportedConfigurationError, match="has no such choice"):
+        _case(name, "0.5.3")
+    auto = _overridden(name, "0.5.3", kv_cache_dtype="auto")
+    assert auto.configurator.cell_size_bytes == plan_case(_case(name, "0.5.4")).configurator.cell_size_bytes == 131_072
+    assert auto.sizes.max_total_num_tokens == 40 * GIB // 131_072
+
+
+def test_nemotron_h_configs_load_from_0_5_4() -> None:
+    """0.5.4 registers the Nemotron-H config class (transformers 4.57.0 has none): 0.5.3 refuses the config.json."""
+    name = "hybrid-linear-nemotron-h-56b-tp4-fp8-p64"
+    with pytest.raises(UnsupportedConfigurationError, match="model_type 'nemotron_h'"):
+        _case(name, "0.5.3")
+    assert plan_case(_case(name, "0.5.4")).sizes.max_total_num_tokens > 0
+
+
+def test_dsa_indexer_is_priced_from_0_5_4() -> None:
+    """0.5.3's ``profile_max_num_token`` prices the 576-wide fp8 latent only; 0.5.4 adds the index keys (128 uint8 + one
+    fp32 scale = 132 B a layer). DeepSeek-V3.2 TP 8 fp8, 61 layers, 40 GiB, page 64: 0.5.3 ``576 x 61 = 35,136`` B a
+    token, ``40 GiB // 35,136 = 1,222,383`` -> 1,222,336; 0.5.4 ``(576 + 132) x 61 = 43,188`` B. 0.5.3's pool still
+    allocates the index keys, which the profile did not price."""
+    name = "dsa-deepseek-v3.2-tp8-fp8-p64"
+    old, new = plan_case(_case(name, "0.5.3")), plan_case(_case(name, "0.5.4"))
+    assert (old.configurator.cell_size_bytes, new.configurator.cell_size_bytes) == (576 * 61, (576 + 132) * 61)
+    assert old.sizes.max_total_num_tokens == 40 * GIB // (576 * 61) // 64 * 64 == 1_222_336
+    assert "index_k_with_scale_buffer" in _buffer_names(old)
+
+
+def test_dsa_mtp_draft_is_plain_mla_up_to_0_5_3() -> None:
+    """SGLang loads DeepSeek-V3.2 as ``DeepseekV3ForCausalLM`` and its draft as ``DeepseekV3ForCausalLMNextN``, which
+    0.5.3's ``is_deepseek_nsa`` does not list: the draft's pool is ``MLATokenToKVPool`` with 576-wide fp8 rows and
+    no index keys; 0.5.4 lists it (``NSATokenToKVPool``, 656-wide rows)."""
+    name = "dsa-deepseek-v3.2-tp8-fp8-mtp-draft-p64"
+    old, new = plan_case(_case(name, "0.5.3")), plan_case(_case(name, "0.5.4"))
+    assert (old.layout.token_to_kv.pool_class, new.layout.token_to_kv.pool_class) == (
+        "MLATokenToKVPool", "NSATokenToKVPool")  # fmt: skip
+    assert _shapes(old)["kv_buffer[0]"][-1] == 576 and _shapes(new)["kv_buffer[0]"][-1] == 656
+    assert "index_k_with_scale_buffer" not in _buffer_names(old)
+
+
+def test_mamba_slots_are_fixed_without_radix_cache_up_to_0_5_3() -> None:
+    """0.5.3's ``ModelRunner.__init__`` turns the radix cache off for Qwen3-Next and Falcon-H1 and fixes the slots:
+    ``--max-mamba-cache-size``, else ``--max-running-requests``, else 512, over the DP width; ``profile_max_num_token``
+    reserves ``slots x per`` (no padding slot, no draft state). Qwen3-Next TP 2 fp8: a slot is 36 layers x (4,096 x 3
+    bf16 + 16 x 128 x 128 fp32) = 38,633,472 B; 512 slots take ``512 x 38,633,472`` B of 46 GiB (0.5.4 splits the
+    rest by the 0.9 ratio: 1,089 slots). Requests: ``min(R, 512)`` (ratio 1). The Mamba pool has a slot per request
+    row (the what-if pool: 8 requests -> 9 slots, an 8-row int32 mapping, free slots a host list)."""
+    per = 36 * (4_096 * 3 * 2 + 16 * 128 * 128 * 4)
+    assert per == 38_633_472
+    name = "hybrid-linear-qwen3-next-80b-a3b-tp2-fp8-p64"
+    old, new = plan_case(_case(name, "0.5.3")), plan_case(_case(name, "0.5.4"))
+    budget = old.configurator.mamba_budget(46 * GIB)
+    assert budget.max_mamba_cache_size == 512 and old.configurator.mamba_ratio == 1
+    assert budget.rest_gib_after == 46 - 512 * per / GIB
+    assert new.configurator.mamba_budget(46 * GIB).max_mamba_cache_size == int(46 * 0.9 / 1.9 * GIB // per)
+    assert old.sizes.max_running_requests == min(512, old.sizes.max_running_requests) == 512
+    shapes = _shapes(old)
+    assert shapes["mamba.conv"] == (36, 9, 4_096, 3) and shapes["mamba.temporal"] == (36, 9, 16, 128, 128)
+    assert shapes["req_index_to_mamba_index_mapping"] == (8,)
+    assert "mamba_pool.free_slots" not in shapes and "mamba_pool.free_slots" in _shapes(new)
+    given = plan_case(_case("bridge-spec-mtp-qwen3-next-80b-a3b-tp4-fp8-p64-mamba300", "0.5.3")).configurator
+    assert given.mamba_budget(46 * GIB).max_mamba_cache_size == 300  # given, honoured; no draft state priced
+    assert given.mamba_budget(46 * GIB).spec_scratch_gib == 0.0
+    capped = _overridden(name, "0.5.3", max_running_requests=48, attn_dp_size=2)
+    assert capped.configurator.mamba_budget(46 * GIB).max_mamba_cache_size == 48 // 2
+
+
+def test_falcon_h1_ssm_state_is_state_major_up_to_0_5_3() -> None:
+    """0.5.3's ``FalconH1Config.hybrid_gdn_params`` lays the SSM state ``(d_state, head_dim, heads / tp)``; 0.5.4's
+    ``Mamba2StateShape`` ``(heads / tp, head_dim, d_state)``: Falcon-H1-7B TP 2 (24 heads of 128, d_state 256) holds
+    ``(256, 128, 12)`` and ``(12, 128, 256)``, the same bytes."""
+    name = "hybrid-linear-falcon-h1-7b-tp2-fp8-p64-mamba512"
+    old, new = _shapes(plan_case(_case(name, "0.5.3"))), _shapes(plan_case(_case(name, "0.5.4")))
+    assert old["mamba.temporal"][2:] == (256, 128, 12) and new["mamba.temporal"][2:] == (12, 128, 256)
 
 
 # ---- SGLang 0.5.4 -> 0.5.5 -------------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...models.architectures import SWALayerSplit
 from ...models.architectures import row_for as architecture_row
 from ...presets import load_preset_config
-from ..server_arguments import RENAMED_SERVER_ARGUMENTS
+from ..server_arguments import is_unset, renamed_server_arguments
 from . import compat, hosts
 from .bridge_releases import BridgeRelease
 from .hosts import ConfiguratorHost, RunnerHost
@@ -319,6 +319,11 @@ NAME_ALIASES: tuple[tuple[str, str], ...] = (
     ("full_kv_pool.", "full."),
     ("swa_kv_pool.", "swa."),
     ("mamba_pool.mamba_cache.", "mamba."),
+    # 0.5.3 keeps the Mamba state as a tuple, in the order the later releases name
+    ("mamba_pool.mamba_cache[0]", "mamba.conv"),
+    ("mamba_pool.mamba_cache[1]", "mamba.temporal"),
+    ("mamba_pool.mamba_cache[2]", "mamba.intermediate_ssm"),
+    ("mamba_pool.mamba_cache[3]", "mamba.intermediate_conv_window"),
     ("index_key_cache.buffer", "index_k_with_scale_buffer"),
     # DeepSeek-V4: SGLang's ratio-keyed dicts and per-layer state pools -> role names
     ("kv_pools[4].", "c4."),
@@ -529,8 +534,10 @@ def _sized(
     known = compat.accepted_keywords(server_args.ServerArgs)
     if known is not None and case["disaggregation_decode_extra_slots"] is None:
         fields = {k: v for k, v in fields.items() if k in known or k not in _LAUNCH_FILLED}
+    if known is not None:  # a field at its default is not given: a release without it launches the same
+        fields = {k: v for k, v in fields.items() if k in known or not is_unset(k, v)}
     if known is not None:  # a release before a rename takes the field under its old name
-        for new, (old, _first) in RENAMED_SERVER_ARGUMENTS.items():
+        for new, old in renamed_server_arguments():
             if new in fields and new not in known and old in known:
                 fields[old] = fields.pop(new)
     sa = compat.make_server_args(row, server_args.ServerArgs, fields)
@@ -894,6 +901,8 @@ def _build(
     pool_views: dict[int, tuple[str, Any]] = {}
     req_views: dict[int, tuple[str, Any]] = {}
     pools = walk_tensors(pool, seen=seen, views=pool_views)
+    if req_buffers_hold_state(req_pool, pool) and shared_from is None:  # 0.5.3: the state is the request pool's only
+        pools += walk_tensors(req_pool.mamba_pool, "mamba_pool.", seen=seen, views=pool_views)
     # state the token-to-KV pool already listed (SGLang's Mamba pool hangs off both) is not repeated
     req_buffers = None if shared_from is not None else walk_tensors(req_pool, seen=seen, views=req_views)
     # storage behind views, once every attribute is walked (a private base is listed under its own name)
@@ -905,6 +914,12 @@ def _build(
     if isinstance(sized.host, InitRunnerHost):  # 0.5.9 re-derives the sizes it builds for (caps, a draft's split)
         out["pool_sizes"] = _sizes_dict(sized.host.built_sizes(), sized.host, mamba_slots)
     return out
+
+
+def req_buffers_hold_state(req_pool: Any, pool: Any) -> bool:
+    """SGLang 0.5.3's Mamba pool hangs off the request pool only (later, ``HybridLinearKVPool`` holds it too); the
+    bridge lists it with the KV side either way, as the project's plan does."""
+    return hasattr(req_pool, "mamba_pool") and not hasattr(pool, "mamba_pool")
 
 
 def env_of(case: Mapping[str, Any]) -> dict[str, str]:

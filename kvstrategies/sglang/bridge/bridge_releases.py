@@ -109,6 +109,12 @@ class BridgeRelease:
     #: the ``ModelConfig`` / ``ModelRunner`` attribute that says hybrid SWA: ``is_hybrid_swa`` (0.5.6 on), ``is_hybrid``
     #: before
     hybrid_attribute: str = "is_hybrid_swa"
+    #: ``ServerArgs.__post_init__`` returns at once for the model path ``"dummy"`` (0.5.4); before, it resolves the
+    #: launch for any path (reading the model's config), so the bridge builds the resolved values without it
+    dummy_model_skip: bool = True
+    #: ``server_args.set_global_server_args_for_scheduler`` publishes the process ``ServerArgs`` (0.5.4); before,
+    #: the ModelRunner copies ``GLOBAL_SERVER_ARGS_KEYS`` into ``managers.schedule_batch.global_server_args_dict``
+    global_server_args: bool = True
 
     @property
     def sizing_module(self) -> str:
@@ -126,6 +132,12 @@ _VLLM_CPU_FALLBACKS = ("vllm.model_executor.layers.activation", "vllm.model_exec
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
 BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
+    BridgeRelease("0.5.3", "4.57.0", ("xgrammar==0.1.24", "fastapi==0.124.4", "annotated-doc==0.0.7"),
+                  configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
+                  attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
+                  runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
+                  resolution_steps=False, init_pool_call="caps", inline_sizing=True,
+                  hybrid_attribute="is_hybrid", dummy_model_skip=False, global_server_args=False),  # fmt: skip
     BridgeRelease("0.5.4", "4.57.1", ("xgrammar==0.1.25", "fastapi==0.124.4", "annotated-doc==0.0.7"),
                   configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
                   attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,

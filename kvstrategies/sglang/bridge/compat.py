@@ -93,7 +93,15 @@ def make_server_args(row: BridgeRelease, server_args_cls: Any, fields: Mapping[s
         )
     if not row.resolve_once:
         given["model_path"] = "dummy"
-    server_args = server_args_cls(**given)
+    if row.dummy_model_skip:
+        server_args = server_args_cls(**given)
+    else:  # 0.5.3: no dummy-model return; the values are the resolved ones, so __post_init__ is not run
+        post_init = server_args_cls.__post_init__
+        server_args_cls.__post_init__ = lambda self: None
+        try:
+            server_args = server_args_cls(**given)
+        finally:
+            server_args_cls.__post_init__ = post_init
     # 0.5.14's __post_init__ runs handle_pd_disaggregation before the dummy-model return (a decode role's
     # radix cache goes off): the case's values are the resolved ones, so they are put back
     for key, value in given.items():
@@ -233,8 +241,11 @@ def publish_server_args(row: BridgeRelease, server_args: Any) -> None:
     """Make ``server_args`` the process-wide ``ServerArgs`` the builders read."""
     if row.context_server_args:
         importlib.import_module("sglang.srt.runtime_context").get_context().set_server_args(server_args)
-    else:
+    elif row.global_server_args:
         importlib.import_module("sglang.srt.server_args").set_global_server_args_for_scheduler(server_args)
+    else:  # 0.5.3: ModelRunner.__init__ copies the keys the layers read into a module-level dict
+        batch = importlib.import_module("sglang.srt.managers.schedule_batch")
+        batch.global_server_args_dict.update({k: getattr(server_args, k) for k in batch.GLOBAL_SERVER_ARGS_KEYS})
 
 
 def finalize_pool_config(row: BridgeRelease, configurator: Any, config: Any) -> Any:

@@ -90,13 +90,18 @@ class RunnerHost:
 
     @property
     def mambaish_config(self) -> Any:
-        return self.runner.mambaish_config
+        runner = self.runner
+        if hasattr(type(runner), "mambaish_config"):
+            return runner.mambaish_config
+        return runner.model_config.hf_config if runner.is_hybrid_gdn else None  # 0.5.3: ModelRunner.is_hybrid_gdn
 
     def resolve_max_num_reqs(self, token_capacity: int) -> int:
         return int(self.runner._resolve_max_num_reqs(token_capacity))
 
     def handle_max_mamba_cache(self, rest_gib: float) -> float:
-        return float(self.runner.handle_max_mamba_cache(rest_gib))
+        if hasattr(type(self.runner), "handle_max_mamba_cache"):
+            return float(self.runner.handle_max_mamba_cache(rest_gib))
+        return hybrid_gdn_reservation(self.runner, rest_gib)
 
     def derive_pool_sizes(self, config: Any) -> Any:
         """The sizes ``_apply_memory_pool_config`` gives the runner (a draft keeps no c4/c128 pools)."""
@@ -125,6 +130,19 @@ class RunnerHost:
         runner.req_to_token_pool, runner.token_to_kv_pool_allocator = shared if shared is not None else (None, None)
         runner._apply_memory_pool_config(config)
         return runner.req_to_token_pool, runner.token_to_kv_pool
+
+
+def hybrid_gdn_reservation(runner: Any, rest_gib: float) -> float:
+    """SGLang 0.5.3's Mamba reservation, which has no method of its own: ``ModelRunner.__init__`` fixes the slots
+    (``--max-mamba-cache-size``, else ``--max-running-requests``, else 512; divided by the DP width under DP
+    attention) and ``profile_max_num_token`` takes ``slots x hf_config.mamba_cache_per_req`` bytes out of the rest
+    (GiB in, GiB out; the slot count is left on ``server_args.max_mamba_cache_size``, as SGLang leaves it)."""
+    args = runner.server_args
+    if args.max_mamba_cache_size is None:
+        args.max_mamba_cache_size = args.max_running_requests if args.max_running_requests is not None else 512
+    args.max_mamba_cache_size //= args.dp_size if args.enable_dp_attention else 1
+    per_request = int(runner.model_config.hf_config.mamba_cache_per_req)
+    return float(rest_gib - args.max_mamba_cache_size * per_request / (1 << 30))
 
 
 _POOL_SIZE_FIELDS = (

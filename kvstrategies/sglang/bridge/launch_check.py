@@ -26,7 +26,7 @@ from ...core.releases import NEWEST_SGLANG, EngineRelease, parse_release, suppor
 from ...errors import KVCacheConfigError
 from ...planner.gpus import lookup_gpu
 from ..launch.defaults import LaunchResolution
-from ..server_arguments import RENAMED_SERVER_ARGUMENTS
+from ..server_arguments import renamed_server_arguments
 from .launch_grid import DFLASH_DRAFT, DFLASH_DRAFT_CONFIG, LaunchSpec, launch_config, spec_from_dict
 
 GOLDEN_ROOT = Path(__file__).resolve().parents[3] / "golden"
@@ -132,7 +132,7 @@ def sglang_fields(resolved: Mapping[str, Any]) -> dict[str, Any]:
     graphs = resolved.get("cuda_graph_config") or _flat_graph_config(resolved)
     decode, prefill = graphs.get("decode") or {}, graphs.get("prefill") or {}
     out = {name: resolved.get(name) for name in COMPARED_FIELDS}
-    for new, (old, _first) in RENAMED_SERVER_ARGUMENTS.items():  # a release before a rename: its old field
+    for new, old in renamed_server_arguments():  # a release before a rename: its old field
         if new not in resolved and old in resolved:
             out[new] = resolved[old]
     out.update(
@@ -155,12 +155,15 @@ def _flat_graph_config(resolved: Mapping[str, Any]) -> dict[str, Any]:
     if "cuda_graph_max_bs" not in resolved:
         return {}
     off = bool(resolved.get("disable_cuda_graph"))
-    if "disable_piecewise_cuda_graph" not in resolved and "enable_piecewise_cuda_graph" in resolved:
+    decode = {"max_bs": resolved.get("cuda_graph_max_bs"), "backend": "disabled" if off else "full"}
+    if "disable_piecewise_cuda_graph" not in resolved and "enable_piecewise_cuda_graph" not in resolved:
+        return {"decode": decode, "prefill": {"backend": "disabled", "max_bs": None, "bs": None}}  # 0.5.3: none
+    if "disable_piecewise_cuda_graph" not in resolved:
         prefill_off = off or not resolved["enable_piecewise_cuda_graph"]  # opt-in up to 0.5.9
     else:
         prefill_off = off or bool(resolved.get("disable_piecewise_cuda_graph"))
     return {
-        "decode": {"max_bs": resolved.get("cuda_graph_max_bs"), "backend": "disabled" if off else "full"},
+        "decode": decode,
         "prefill": {"backend": "disabled" if prefill_off else "tc_piecewise",
                     "max_bs": resolved.get("piecewise_cuda_graph_max_tokens"),
                     "bs": resolved.get("piecewise_cuda_graph_tokens")},

@@ -99,7 +99,7 @@ def _dsa_kv_dtype(inp: LaunchInputs, res: ResolutionDraft) -> None:
 #: the DSA prefill backend for an fp8 KV cache below SM 10 (0.5.10: ``flashmla_auto``, which dispatches at run time)
 DSA_HOPPER_FP8_PREFILL: ByRelease[str] = ByRelease(
     "launch-dsa-hopper-fp8-prefill",
-    (("0.5.4", "flashmla_auto"), ("0.5.11", "flashmla_kv")),
+    (("0.5.3", "flashmla_auto"), ("0.5.11", "flashmla_kv")),
     "the DSA prefill backend for an fp8_e4m3 KV cache below SM 10",
     "sglang.srt.server_args.ServerArgs._set_default_nsa_backends",
 )
@@ -117,11 +117,30 @@ DSA_FP8_TRTLLM_ON_SM100 = ReleaseRule(
 
 
 #: the DSA backend fields default to unset (filled per model); before, to flashmla_sparse / fa3 for every model
+#: (0.5.3: ``nsa_prefill`` / ``nsa_decode``, flashmla_prefill / fa3)
 DSA_BACKEND_FIELD_DEFAULTS: ByRelease[tuple[str | None, str | None]] = ByRelease(
     "launch-dsa-backend-field-defaults",
-    (("0.5.4", ("flashmla_sparse", "fa3")), ("0.5.9", (None, None))),
+    (("0.5.3", ("flashmla_prefill", "fa3")), ("0.5.4", ("flashmla_sparse", "fa3")), ("0.5.9", (None, None))),
     "the (prefill, decode) DSA backend fields' defaults",
     "sglang.srt.server_args.ServerArgs.nsa_prefill_backend / nsa_decode_backend",
+    topic="launch",
+)
+
+
+#: the backend an fp8 DSA KV cache forces on both DSA fields before they are resolved per GPU
+DSA_FP8_FORCED_BACKEND: ByRelease[str] = ByRelease(
+    "launch-dsa-fp8-forced-backend",
+    (("0.5.3", "flashmla_decode"), ("0.5.4", "flashmla_kv")),
+    "the (prefill and decode) DSA backend an fp8_e4m3 KV cache forces",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepSeek NSA)",
+    topic="launch",
+)
+#: a DSA model keeps the memory fraction of the memory step; before, it is forced to 0.8 (a given one too)
+DSA_KEEPS_MEM_FRACTION = ReleaseRule(
+    "launch-dsa-keeps-mem-fraction",
+    span("0.5.4"),
+    "a DSA model keeps mem_fraction_static (before: forced to 0.8, over a given --mem-fraction-static too)",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepSeek NSA)",
     topic="launch",
 )
 
@@ -134,8 +153,9 @@ def _dsa_backends(inp: LaunchInputs, res: ResolutionDraft) -> None:
     fp8, sm10 = res.kv_cache_dtype == "fp8_e4m3", (gpu.sm_major or 0) >= 10
     if DSA_BACKEND_FIELD_DEFAULTS.at(inp.release) != (None, None) and gpu.is_cuda:
         bf16_sm10 = ("flashmla_sparse", "flashmla_sparse") if DSA_KV_DTYPE_RESOLVED.holds(inp.release) else None
-        resolved = DSA_KV_DTYPE_RESOLVED.holds(inp.release)  # 0.5.4: flashmla_kv for both
-        fp8_pair = (DSA_HOPPER_FP8_PREFILL.at(inp.release) if resolved else "flashmla_kv", "flashmla_kv")
+        resolved = DSA_KV_DTYPE_RESOLVED.holds(inp.release)  # 0.5.4: flashmla_kv for both (0.5.3: flashmla_decode)
+        forced_fp8 = DSA_FP8_FORCED_BACKEND.at(inp.release)
+        fp8_pair = (DSA_HOPPER_FP8_PREFILL.at(inp.release) if resolved else forced_fp8, forced_fp8)
         forced = fp8_pair if fp8 else bf16_sm10 if sm10 else None
         if forced is not None:
             why = f"DSA {res.kv_cache_dtype} (sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments)"
@@ -183,7 +203,7 @@ def _dsa_dcp(inp: LaunchInputs, res: ResolutionDraft) -> None:
 #: the attention backend a DSA model gets (SGLang's native sparse attention, ``nsa`` up to 0.5.12)
 DSA_BACKEND_NAME: ByRelease[str] = ByRelease(
     "launch-dsa-backend-name",
-    (("0.5.4", "nsa"), ("0.5.13", "dsa")),
+    (("0.5.3", "nsa"), ("0.5.13", "dsa")),
     "the attention backend SGLang picks for a DSA model",
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepSeek family)",
 )
@@ -214,6 +234,8 @@ def dsa_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
         _declare(res, "attention_backend", backend, f"DSA model override ({MODEL_OVERRIDES_HOOK.at(inp.release)})")
     if not inp.gpu.is_npu:
         _dsa_kv_dtype(inp, res)
+    if not inp.gpu.is_npu and not DSA_KEEPS_MEM_FRACTION.holds(inp.release):
+        _declare(res, "mem_fraction_static", 0.8, f"DSA forces 0.8 ({MODEL_OVERRIDES_HOOK.at(inp.release)})")
     if res.attention_backend == backend:
         _dsa_backends(inp, res)
     if inp.gpu.is_cuda:

@@ -44,6 +44,15 @@ NEMOTRON_H_BLACKWELL_BACKENDS = ReleaseRule(
 )
 
 
+#: DeepSeek-V3 (not DSA) on SM100 takes trtllm_mla when no backend is given; before, the field stays unset (the
+#: ModelRunner picks the backend at load)
+DEEPSEEK_SM100_TRTLLM_MLA = ReleaseRule(
+    "launch-deepseek-sm100-trtllm-mla",
+    span("0.5.4"),
+    "DeepSeek-V3 on SM100 defaults to trtllm_mla (page 64) (before: no launch default; the ModelRunner picks)",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepseekV3ForCausalLM)",
+    topic="launch",
+)
 #: Llama-4 without a given backend gets one per GPU; before, the model check refuses the unset backend
 LLAMA4_AUTO_BACKEND = ReleaseRule(
     "launch-llama4-auto-backend",
@@ -61,7 +70,7 @@ def _family_backend(inp: LaunchInputs, res: ResolutionDraft) -> tuple[str | None
     free, unset = _no_backend_flags(s), s.attention_backend is None
     spec, topk = s.speculative_algorithm is not None, s.speculative_eagle_topk
     if m.has_arch(_DEEPSEEK_FAMILY) and not m.is_dsa and g.is_sm100 and free:
-        return "trtllm_mla", None
+        return ("trtllm_mla" if DEEPSEEK_SM100_TRTLLM_MLA.holds(inp.release) else None), None
     if m.has_arch(_BACKEND_RULE[LaunchBackendRule.GPT_OSS]) and free:
         return ("trtllm_mha" if g.is_sm100 else "fa3" if g.is_sm90 else "aiter" if g.is_hip
                 else "triton"), None  # fmt: skip

@@ -181,6 +181,9 @@ def prefill_graph_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     none is reserved for (SGLang: ``memory_hook.handle_gpu_memory_settings``). With DeepEP the
     list is the 2048 default's, aligned to multiples of 8: 38 sizes up to 2048.
     """
+    if not rules.PIECEWISE_GRAPH_FIELDS.holds(inp.release):  # 0.5.3: no prefill graph, no sizes
+        res.prefill_graph_max_bs, res.prefill_graph_bs_count = None, 0
+        return
     if res.prefill_cuda_graph == "breakable" and inp.settings.moe_a2a_backend == "deepep":
         # cuda_graph_hook.apply_deepep_adjustments (before the memory step): the buckets of the 2048
         # default aligned up to multiples of 8 fix the list and its max_bs, whatever the chunk
