@@ -351,6 +351,9 @@ class ModelType:
     all_sliding: bool = False
     head_dim_none_default: bool = False
     head_dim_none_transformers4: bool = False
+    #: the routed experts vLLM's config class gives a config.json that names none (``get_num_experts``: vLLM reads
+    #: ``deepseek_v3`` and ``deepseek_v32`` with transformers' ``DeepseekV3Config``, ``n_routed_experts`` 256)
+    vllm_default_experts: int = 0
 
     @property
     def gemma4_family(self) -> bool:
@@ -879,6 +882,9 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("mimo_v2_flash", first_release="0.5.22"),
     # SGLang 0.5.12 registers these as DeepseekV3Config aliases (utils/hf_transformers/common.py _CONFIG_REGISTRY)
     _M("deepseek_v4", first_release="0.5.12"),
+    # SGLang 0.5.3 loads deepseek_v32 as deepseek_v3 (hf_transformers_utils._load_deepseek_v32_model); 0.5.2 does not
+    _M("deepseek_v32", first_release="0.5.3", vllm_default_experts=256),
+    _M("deepseek_v3", vllm_default_experts=256),
     # transformers 4.57.1 (0.5.9's pin) has neither, and SGLang 0.5.9 registers no config class for them
     _M("minimax_m2", first_release="0.5.10"),
     _M("glm_moe_dsa", first_release="0.5.10"),
@@ -956,8 +962,9 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("qwen3_moe", qk_norm=True),
     _M("qwen3_next", linear_attention=_GDN, attn_output_gate=True, qk_norm=True),
     _M("qwen2_5_vl", vision_gated_mlp=True),
-    _M("qwen3_vl", qk_norm=True, large_hopper_vl_overrides=True),
-    _M("qwen3_vl_moe", qk_norm=True, large_hopper_vl_overrides=True),
+    # transformers 4.57.0 (SGLang 0.5.3's pin) has the Qwen3-VL config classes; 4.56.1 (0.5.2's) does not
+    _M("qwen3_vl", qk_norm=True, large_hopper_vl_overrides=True, first_release="0.5.3"),
+    _M("qwen3_vl_moe", qk_norm=True, large_hopper_vl_overrides=True, first_release="0.5.3"),
 )
 
 #: SGLang 0.5.7's ``utils.common.is_fa3_default_architecture``: the MHA models that default to fa3 on Hopper (from 0.5.8

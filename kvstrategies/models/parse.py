@@ -279,22 +279,17 @@ def parse_base(root: ConfigDict) -> ModelGeometry:
 _EXPERT_KEYS = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
 
 
-#: routed experts a config class gives a config.json that names none: vLLM reads ``deepseek_v3`` and
-#: ``deepseek_v32`` configs with transformers' ``DeepseekV3Config`` (``vllm/transformers_utils/config.py
-#: _CONFIG_REGISTRY``), whose ``n_routed_experts`` defaults to 256
-_CONFIG_CLASS_EXPERTS = {"deepseek_v3": 256, "deepseek_v32": 256}
-
-
 def _num_experts(text: ConfigDict) -> int:
     """vLLM's ``get_num_experts``: the first expert-count key present (a list: its first entry); with none,
-    the config class's default (:data:`_CONFIG_CLASS_EXPERTS`)."""
+    the config class's default (``ModelType.vllm_default_experts``: vLLM reads DeepSeek-V3 / V3.2 configs with
+    transformers' ``DeepseekV3Config``, ``vllm/transformers_utils/config.py _CONFIG_REGISTRY``)."""
     for key in _EXPERT_KEYS:
         if key in text:
             value = text[key]
             if isinstance(value, list):
                 value = value[0] if value else 0
             return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-    return _CONFIG_CLASS_EXPERTS.get(str(text.get("model_type")), 0)
+    return model_type_row(text.get("model_type")).vllm_default_experts
 
 
 def _config_sliding_window(text: ConfigDict) -> int | None:

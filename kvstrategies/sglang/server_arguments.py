@@ -56,6 +56,11 @@ SERVER_ARGUMENT_VALUE_RULES: Mapping[tuple[str, str], ReleaseRule] = {
     ("dsa_decode_backend", "trtllm"): ReleaseRule(
         "server-arg-dsa-decode-trtllm", span("0.5.9"), "--nsa-decode-backend trtllm exists", _SOURCE + " (NSA_CHOICES)",
     ),
+    # 0.5.3 added NGRAM to SpeculativeAlgorithm; 0.5.2's from_string has no such name (KeyError: 'NGRAM')
+    ("speculative_algorithm", "NGRAM"): ReleaseRule(
+        "server-arg-speculative-ngram", span("0.5.3"), "--speculative-algorithm NGRAM exists",
+        "sglang.srt.speculative.spec_info.SpeculativeAlgorithm.from_string",
+    ),
     # 0.5.11 added DFLASH to SpeculativeAlgorithm; 0.5.10's from_string raises "Unknown speculative algorithm name"
     ("speculative_algorithm", "DFLASH"): ReleaseRule(
         "server-arg-speculative-dflash", span("0.5.11"), "--speculative-algorithm DFLASH exists",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..context import DeviceKind, KVCacheContext, is_hybrid_swa
 from ..core.releases import VLLM, ReleaseRule, span
 from ..errors import UnsupportedConfigurationError
+from ..models.architectures import LinearAttention
 
 #: a draft model without Mamba layers (Nemotron-H's MTP head) is plain attention to SGLang; before, its config still
 #: made it Mamba-ish, so its attention KV sat in a HybridLinearKVPool
@@ -14,6 +15,16 @@ DRAFT_WITHOUT_STATE_PLAIN = ReleaseRule(
     "a Nemotron-H MTP draft without Mamba layers gets a plain MHA pool (before: a HybridLinearKVPool over the same "
     "buffers)",
     "sglang.srt.model_executor.model_runner.ModelRunner.mamba2_config (mtp_hybrid_override_pattern)",
+)
+
+#: Falcon-H1 is served with its Mamba state (0.5.3: ``FalconH1Config``, ``ModelRunner.is_hybrid_gdn``); before, SGLang
+#: has no Falcon-H1 class and serves it through the Transformers backend: every layer attention KV, no state
+FALCON_H1_MAMBA_POOLS = ReleaseRule(
+    "falcon-h1-mamba-pools",
+    span("0.5.3"),
+    "Falcon-H1 keeps its Mamba state beside the attention KV (before: no Falcon-H1 class; the Transformers backend "
+    "prices and builds every layer as attention KV, no state)",
+    "sglang.srt.model_executor.model_runner.ModelRunner.is_hybrid_gdn (FalconH1ForCausalLM)",
 )
 
 
@@ -37,6 +48,8 @@ def uses_mamba_pools(ctx: KVCacheContext) -> bool:
     plain_draft = ctx.is_draft_worker and mamba is not None and mamba.draft_without_state
     if mamba is None or mamba.sglang_generic_fallback or (plain_draft and DRAFT_WITHOUT_STATE_PLAIN.holds(ctx.release)):
         return False
+    if mamba.family == LinearAttention.FALCON_H1.value and not FALCON_H1_MAMBA_POOLS.holds(ctx.release):
+        return False  # 0.5.2: the Transformers backend, as Jamba
     return not is_hybrid_swa(ctx)
 
 

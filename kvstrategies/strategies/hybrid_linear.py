@@ -333,6 +333,14 @@ MAMBA_RATIO_SPLIT = ReleaseRule(
     "sglang.srt.model_executor.model_runner.ModelRunner.handle_max_mamba_cache (before: ModelRunner.__init__, "
     "profile_max_num_token, init_memory_pool)",
 )
+#: the full-attention sub-pool of ``HybridLinearKVPool`` is built with the KV page (``size + page`` rows); before, with
+#: page 1 (``size + 1`` rows, the page being the allocator's only)
+HYBRID_LINEAR_KV_PAGED = ReleaseRule(
+    "hybrid-linear-kv-paged",
+    span("0.5.3"),
+    "HybridLinearKVPool builds its full-attention pool with the KV page (before: page 1, so size + 1 rows)",
+    "sglang.srt.mem_cache.memory_pool.HybridLinearKVPool.__init__ (page_size)",
+)
 #: Falcon-H1's SSM state is ``(heads / tp, head_dim, d_state)`` (0.5.4: Mamba2StateShape); before,
 #: ``(d_state, head_dim, heads / tp)`` (``FalconH1Config.hybrid_gdn_params``), the same bytes
 FALCON_H1_TEMPORAL_HEADS_FIRST = ReleaseRule(
@@ -400,6 +408,11 @@ class HybridLinearPoolConfigurator(DefaultPoolConfigurator):
             return tuple(self.mamba.mamba_layer_ids)
         start, end = self.layer_range
         return tuple(i for i in self.mamba.mamba_layer_ids if start <= i < end)
+
+    @property
+    def pool_page_size(self) -> int:
+        """The full-attention sub-pool's page: the KV page, 1 up to 0.5.2 (:data:`HYBRID_LINEAR_KV_PAGED`)."""
+        return super().pool_page_size if HYBRID_LINEAR_KV_PAGED.holds(self.ctx.release) else 1
 
     def zero_kv_tokens(self) -> int:
         """No local attention layer: ``2**63 - 1`` when the KV lives on another PP stage

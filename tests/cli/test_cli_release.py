@@ -30,9 +30,9 @@ def test_plan_names_the_release_in_text_and_json(capsys: pytest.CaptureFixture[s
 
 
 def test_an_unsupported_release_is_one_line_naming_the_supported(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.2")
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.1")
     assert code == 2 and err.count("\n") == 1
-    assert "--sglang-version '0.5.2' is not an SGLang release" in err and "0.5.3, 0.5.4" in err
+    assert "--sglang-version '0.5.1' is not an SGLang release" in err and "0.5.2, 0.5.3" in err
 
 
 def test_sweep_plans_for_the_release(capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,9 +20,9 @@ from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchRes
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 RTX4090 = lookup_gpu("RTX-4090")
-R = {v: parse_release(v) for v in ("0.5.3", "0.5.4", "0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11",
-                                    "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19",
-                                    "0.5.20", "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
+R = {v: parse_release(v) for v in ("0.5.2", "0.5.3", "0.5.4", "0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10",
+                                    "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18",
+                                    "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
 
 
 def facts(preset: str) -> LaunchModelFacts:
@@ -1005,3 +1005,42 @@ def test_sglang_fields_of_a_release_without_a_prefill_graph() -> None:
                             "piecewise_cuda_graph_tokens": [4, 8]})  # fmt: skip
     assert (opt_in["prefill_cuda_graph"], opt_in["prefill_graph_max_bs"], opt_in["prefill_graph_bs_count"]) == (
         "disabled", 4096, 2)  # fmt: skip
+
+
+# ---- SGLang 0.5.2 -> 0.5.3 -----------------------------------------------------------------------------------------
+
+
+def test_flat_reserve_per_capacity_tier_up_to_0_5_2() -> None:
+    """0.5.2's ``ServerArgs.__post_init__`` reserves a flat amount per tier (``p = tp x pp``): below 35 GiB ``(2.8 + p /
+    10)`` GiB, below 90 ``(9.5 + p / 2)``, below 160 ``(12 + p / 2)``, else 32 GiB; + 2 GiB for a draft (6 for
+    STANDALONE), + 4 GiB under DP attention. Chunk 2048 / 8192 / 16384; the decode graph's max_bs only below 35 GiB
+    (8 below TP 4, 80 from it). H100 (81,559 MiB) TP 1: ``round((81,559 - 10,240) / 81,559, 3) = 0.874``; 0.5.3
+    reserves from the sizes (10,240 MiB floor here too, but max_bs 256)."""
+    old, new = resolve("llama-3.1-8b", H100, "0.5.2"), resolve("llama-3.1-8b", H100, "0.5.3")
+    assert old.mem_fraction_static == round((81_559 - 10_240) / 81_559, 3) == 0.874
+    assert (old.chunked_prefill_size, old.cuda_graph_max_bs) == (8192, None)
+    assert (new.chunked_prefill_size, new.cuda_graph_max_bs) == (8192, 256)
+    h200 = resolve("llama-3.1-70b", H200, "0.5.2", 8)
+    assert h200.mem_fraction_static == round((143_771 - (12 + 8 / 2) * 1024) / 143_771, 3)
+    b200 = resolve("llama-3.1-70b", B200, "0.5.2", 8)
+    assert (b200.chunked_prefill_size, b200.mem_fraction_static) == (16384, round((183_359 - 32_768) / 183_359, 3))
+    rtx = resolve("llama-3.1-8b", RTX4090, "0.5.2")
+    assert (rtx.chunked_prefill_size, rtx.cuda_graph_max_bs) == (2048, 8)
+    assert rtx.mem_fraction_static == round((24_564 - 2.9 * 1024) / 24_564, 3)
+    assert resolve("llama-3.1-8b", RTX4090, "0.5.2", 4).cuda_graph_max_bs == 80
+    eagle = resolve("llama-3.1-8b", H100, "0.5.2", speculative_algorithm="EAGLE", speculative_draft_model_path="d")
+    assert eagle.mem_fraction_static == round((81_559 - 12_288) / 81_559, 3)
+    dp = resolve_launch_defaults(facts("qwen3-235b-a22b"), H200, tp_size=8, attn_dp_size=8, release=R["0.5.2"])
+    assert dp.mem_fraction_static == round((143_771 - (12 + 8 / 2 + 4) * 1024) / 143_771, 3)
+
+
+def test_no_dsa_fields_up_to_0_5_2() -> None:
+    """0.5.2's ``ServerArgs`` has no DSA backend fields (no DSA model loads: ``deepseek_v32`` arrives with 0.5.3); its
+    decisions are all ``__post_init__``'s own body."""
+    old = resolve("llama-3.1-8b", H100, "0.5.2")
+    assert (old.dsa_prefill_backend, old.dsa_decode_backend) == (None, None)
+    assert resolve("llama-3.1-8b", H100, "0.5.3").dsa_prefill_backend == "flashmla_prefill"
+    (fraction,) = old.reasons("mem_fraction_static")
+    assert fraction.reason.endswith("(sglang.srt.server_args.ServerArgs.__post_init__)")
+    assert resolve("llama-3.1-8b", H100, "0.5.3").reasons("mem_fraction_static")[0].reason.endswith(
+        "(sglang.srt.server_args.ServerArgs._handle_gpu_memory_settings)")  # fmt: skip

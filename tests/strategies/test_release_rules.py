@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.3", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.2", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.2", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.1", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.3, 0\.5\.4.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.2, 0\.5\.3.*0\.5\.23"):
         parse_release(text)
 
 
@@ -1378,6 +1378,53 @@ def test_mamba_conv_state_is_one_tensor_up_to_0_5_5() -> None:
     assert new["mamba.conv[0]"] == old["mamba.conv"]
     kda = _shapes(plan_case(_case("hybrid-linear-kimi-linear-48b-a3b-tp1-bf16-p1", "0.5.5")))
     assert {"mamba.conv[0]", "mamba.conv[1]", "mamba.conv[2]"} <= set(kda)
+
+
+# ---- SGLang 0.5.2 -> 0.5.3 -------------------------------------------------------------------------------------------
+
+
+def test_hybrid_linear_full_pool_has_page_one_up_to_0_5_2() -> None:
+    """0.5.2's ``HybridLinearKVPool`` builds its full-attention ``MHATokenToKVPool`` with ``page_size = 1``: the what-if
+    pool of 1,024 tokens at page 64 has ``1,024 + 1`` rows (0.5.3: ``1,024 + 64``). Sizing does not move."""
+    name = "hybrid-linear-qwen3-next-80b-a3b-tp2-fp8-p64"
+    old, new = plan_case(_case(name, "0.5.2")), plan_case(_case(name, "0.5.3"))
+    assert _shapes(old)["full.k_buffer[0]"][0] == 1_024 + 1 and _shapes(new)["full.k_buffer[0]"][0] == 1_024 + 64
+    assert old.sizes == new.sizes
+
+
+def test_falcon_h1_is_plain_attention_up_to_0_5_2() -> None:
+    """0.5.2 has no Falcon-H1 class: the Transformers backend serves it, every one of its 44 layers priced and built as
+    attention KV, no Mamba state and no request cap from slots (as Jamba); 0.5.3 keeps the state
+    (``is_hybrid_gdn``). Falcon-H1-7B TP 2 fp8 (2 KV heads, one a rank): ``44 x (K + V) x 1 x 128 x 1 B = 11,264`` B
+    a token either way."""
+    name = "hybrid-linear-falcon-h1-7b-tp2-fp8-p64-mamba512"
+    old, new = plan_case(_case(name, "0.5.2")), plan_case(_case(name, "0.5.3"))
+    assert old.layout.token_to_kv.pool_class == "MHATokenToKVPool"
+    assert new.layout.token_to_kv.pool_class == "HybridLinearKVPool"
+    assert old.configurator.cell_size_bytes == new.configurator.cell_size_bytes == 44 * 2 * 1 * 128
+    assert old.sizes.max_mamba_cache_size is None and new.sizes.max_mamba_cache_size == 512
+    assert not {"mamba.conv", "mamba.temporal"} & set(_shapes(old))
+
+
+def test_deepseek_v32_and_qwen3_vl_configs_load_from_0_5_3() -> None:
+    """0.5.3 loads ``deepseek_v32`` as DeepSeek-V3 (``_load_deepseek_v32_model``) and its transformers 4.57.0 has the
+    Qwen3-VL config classes; 0.5.2 (transformers 4.56.1) refuses both config.json files."""
+    with pytest.raises(UnsupportedConfigurationError, match="model_type 'deepseek_v32'"):
+        _case("dsa-deepseek-v3.2-tp8-fp8-p64", "0.5.2")
+    vl = {"hf_config": str(ROOT / "kvstrategies/checkpoints/Qwen--Qwen3-VL-4B-Instruct/config.json"),
+          "available_bytes": 40 * GIB, "kv_cache_dtype": "auto"}  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError, match="model_type 'qwen3_vl'"):
+        parse_case(vl, sglang_version="0.5.2")
+    assert plan_case(parse_case(vl, sglang_version="0.5.3")).sizes.max_total_num_tokens > 0
+
+
+def test_ngram_is_refused_up_to_0_5_2() -> None:
+    """0.5.2's ``SpeculativeAlgorithm.from_string`` has no NGRAM (KeyError); 0.5.3 added it."""
+    ngram = {"preset": "qwen3-8b", "available_bytes": 40 * GIB, "kv_cache_dtype": "auto",
+             "speculative_algorithm": "NGRAM", "speculative_num_draft_tokens": 8}  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError, match="no choice 'NGRAM'.*from_string"):
+        parse_case(ngram, sglang_version="0.5.2")
+    assert plan_case(parse_case(ngram, sglang_version="0.5.3")).sizes.max_total_num_tokens > 0
 
 
 # ---- SGLang 0.5.3 -> 0.5.4 -------------------------------------------------------------------------------------------

@@ -154,7 +154,7 @@ def install_gpu(facts: GpuFacts, row: BridgeRelease) -> None:
     """
     import torch
 
-    common = importlib.import_module("sglang.srt.utils.common")
+    common = importlib.import_module(row.probes_module)
     if row.platform_override:
         rc = importlib.import_module("sglang.srt.runtime_context")
         known = {*getattr(rc, "_PLATFORM_PROBES", ()), *getattr(rc, "_PLATFORM_VALUES", ())}

@@ -249,17 +249,31 @@ LAUNCH_HOOKS_IN_ARG_GROUPS = ReleaseRule(
     topic="launch",
 )
 
+#: ``ServerArgs.__post_init__`` runs the launch in named ``_handle_*`` steps; before, in its own body
+LAUNCH_STEPS_NAMED = ReleaseRule(
+    "launch-steps-named",
+    span("0.5.3"),
+    "ServerArgs.__post_init__ resolves the launch in named _handle_* steps (before: in its own body)",
+    "sglang.srt.server_args.ServerArgs.__post_init__",
+    topic="launch",
+)
+
 
 class SglangHook(NamedTuple):
     """Where SGLang takes one launch decision, as the reason users read cites it: an ``arg_groups``
-    hook from 0.5.19 on, a ``ServerArgs`` method up to 0.5.18 (:data:`LAUNCH_HOOKS_IN_ARG_GROUPS`)."""
+    hook from 0.5.19 on, a ``ServerArgs`` method up to 0.5.18 (:data:`LAUNCH_HOOKS_IN_ARG_GROUPS`), ``ServerArgs``'s
+    ``__post_init__`` itself up to 0.5.2 (:data:`LAUNCH_STEPS_NAMED`)."""
 
     arg_groups: str
     server_args: str
 
     def at(self, release: EngineRelease) -> str:
         """The SGLang source that takes this decision in ``release``."""
-        return self.arg_groups if LAUNCH_HOOKS_IN_ARG_GROUPS.holds(release) else self.server_args
+        if LAUNCH_HOOKS_IN_ARG_GROUPS.holds(release):
+            return self.arg_groups
+        if not LAUNCH_STEPS_NAMED.holds(release) and self.server_args.startswith(_SERVER_ARGS):
+            return _SERVER_ARGS + "__post_init__"
+        return self.server_args
 
 
 _SERVER_ARGS = "sglang.srt.server_args.ServerArgs."

@@ -36,16 +36,39 @@ DECODE_GRAPH_CAPPED_BY_REQUESTS = ReleaseRule(
 #: the 20-35 GiB tier (A10, L4, RTX 4090 / 5090): ``(chunk, decode max_bs below TP 4, at TP >= 4)``
 WORKSTATION_TIER: ByRelease[tuple[int, int, int]] = ByRelease(
     "launch-workstation-tier",
-    (("0.5.3", (2048, 16, 80)), ("0.5.5", (2048, 24, 80)), ("0.5.20", (4096, 48, 160))),
+    (("0.5.2", (2048, 16, 80)), ("0.5.5", (2048, 24, 80)), ("0.5.20", (4096, 48, 160))),
     "capacity tier of a 20-35 GiB GPU: (chunked_prefill_size, decode cuda-graph max_bs at TP < 4, at TP >= 4)",
     "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings (before 0.5.19: "
     "ServerArgs._handle_gpu_memory_settings)",
 )
 
 
-def capacity_tier(gpu_mem_mib: float | None, tp_size: int, release: EngineRelease = NEWEST_SGLANG) -> tuple[int, int]:
+#: the reserve behind ``mem_fraction_static`` follows the chunk and graph sizes, and every capacity tier fills the
+#: decode graph's max_bs; before, a flat reserve per capacity tier (plus 2 GiB for a draft, 6 GiB for STANDALONE, 4 GiB
+#: under DP attention), the chunk 2048 / 8192 / 16384 and the decode graph's max_bs only below 35 GiB (8, 80 at TP 4)
+RESERVE_FROM_SIZES = ReleaseRule(
+    "launch-reserve-from-sizes",
+    span("0.5.3"),
+    "mem_fraction_static's reserve follows the chunk and graph sizes, every capacity tier sets the decode graph "
+    "max_bs (before: a flat reserve per tier, (2.8 + tp x pp / 10) GiB below 35 GiB, (9.5 + tp x pp / 2) below 90, "
+    "(12 + tp x pp / 2) below 160, 32 GiB above; chunk 2048 / 8192 / 16384; max_bs 8 / 80 below 35 GiB only)",
+    "sglang.srt.server_args.ServerArgs._handle_gpu_memory_settings (before: ServerArgs.__post_init__)",
+    topic="launch",
+)
+
+
+def capacity_tier(
+    gpu_mem_mib: float | None, tp_size: int, release: EngineRelease = NEWEST_SGLANG
+) -> tuple[int, int | None]:
     """memory_hook.handle_gpu_memory_settings: ``(chunked_prefill_size, decode graph max_bs)`` from the capacity (MiB)
-    and TP size (the 20-35 GiB tier per release: :data:`WORKSTATION_TIER`)."""
+    and TP size (the 20-35 GiB tier per release: :data:`WORKSTATION_TIER`; up to 0.5.2 three tiers and no max_bs
+    from 35 GiB up, :data:`RESERVE_FROM_SIZES`)."""
+    if not RESERVE_FROM_SIZES.holds(release):
+        if gpu_mem_mib is None:
+            return 4096, None
+        if gpu_mem_mib < 35840:
+            return 2048, 8 if tp_size < 4 else 80
+        return (8192 if gpu_mem_mib < 163840 else 16384), None
     if gpu_mem_mib is None:
         return 4096, 160
     if gpu_mem_mib < 20480:
@@ -109,7 +132,7 @@ def capacity_tier_step(inp: LaunchInputs, res: ResolutionDraft) -> None:
     why = f"capacity tier: gpu_mem {mem}, tp {inp.tp_size} ({source})"
     if res.chunked_prefill_size is None:
         _declare(res, "chunked_prefill_size", chunk, why)
-    if res.cuda_graph_max_bs is None:
+    if res.cuda_graph_max_bs is None and dmb is not None:
         mrr = inp.settings.max_running_requests
         if mrr is not None and dmb > mrr and DECODE_GRAPH_CAPPED_BY_REQUESTS.holds(inp.release):
             dmb, why = mrr, f"capacity tier {dmb} capped by --max-running-requests {mrr} ({source})"
@@ -147,7 +170,7 @@ NO_SPECULATIVE_RESERVE = ReleaseRule(
 #: the reserve for an EAGLE-family draft (every algorithm but STANDALONE and NGRAM) before the reserve was dropped
 EAGLE_DRAFT_RESERVE_MIB: ByRelease[float] = ByRelease(
     "launch-eagle-draft-reserve-mib",
-    (("0.5.3", 2048.0), ("0.5.10", 4096.0)),
+    (("0.5.2", 2048.0), ("0.5.10", 4096.0)),
     "the mem_fraction_static reserve (MiB) for an EAGLE-family draft model and its graphs",
     "sglang.srt.server_args.ServerArgs._handle_gpu_memory_settings",
     topic="launch",
@@ -164,6 +187,27 @@ def speculative_reserve_mib(algorithm: str | None, release: EngineRelease) -> fl
     return 6144.0 if algo == "STANDALONE" else 0.0 if algo == "NGRAM" else EAGLE_DRAFT_RESERVE_MIB.at(release)
 
 
+def flat_reserve_mib(inp: LaunchInputs, gpu_mem_mib: float) -> float:
+    """Up to 0.5.2 (:data:`RESERVE_FROM_SIZES`, ``ServerArgs.__post_init__``): ``(2.8 + p / 10)`` GiB below 35 GiB,
+    ``(9.5 + p / 2)`` below 90, ``(12 + p / 2)`` below 160, 32 GiB above (``p = tp x pp``), plus 6 GiB for STANDALONE
+    or 2 GiB for any other draft (NGRAM too), plus 4 GiB under DP attention (MiB)."""
+    parallel = inp.tp_size * inp.pp_size
+    if gpu_mem_mib < 35840:
+        reserve = (2.8 + parallel / 10) * 1024
+    elif gpu_mem_mib < 92160:
+        reserve = (9.5 + parallel / 2) * 1024
+    elif gpu_mem_mib < 163840:
+        reserve = (12 + parallel / 2) * 1024
+    else:
+        reserve = 32 * 1024
+    algorithm = inp.settings.speculative_algorithm
+    if algorithm is not None:
+        reserve += 6 * 1024 if algorithm.upper() == "STANDALONE" else 2 * 1024
+    if inp.attn_dp_size > 1:
+        reserve += 4 * 1024
+    return reserve
+
+
 def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResolution) -> float:
     """memory_hook.handle_gpu_memory_settings-4.3: ``R = 512 + 1.5 * tokens + tp * pp / 8 * 1024 + G`` MiB, floored at
     10240 on GPUs > 60 GiB, plus 2048 for DeepEP with decode graphs, plus the draft's share before 0.5.14
@@ -174,6 +218,8 @@ def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResoluti
     breakable prefill with DeepEP.
     """
     s, m = inp.settings, inp.model
+    if not RESERVE_FROM_SIZES.holds(inp.release) and res.gpu_mem_mib is not None:
+        return flat_reserve_mib(inp, res.gpu_mem_mib)
     by_role = RESERVE_BY_PD_ROLE.holds(inp.release)
     pd_prefill = by_role and s.disaggregation_mode == "prefill"
     pd_decode = by_role and s.disaggregation_mode == "decode"
@@ -206,7 +252,7 @@ def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResoluti
 #: ``mem_fraction_static`` when SGLang cannot read the GPU's capacity (``gpu_mem is None``)
 UNKNOWN_CAPACITY_FRACTION: ByRelease[float] = ByRelease(
     "launch-unknown-capacity-fraction",
-    (("0.5.3", 0.88), ("0.5.20", 0.95)),
+    (("0.5.2", 0.88), ("0.5.20", 0.95)),
     "mem_fraction_static when the GPU capacity is unknown (the VLM cut still applies)",
     "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings (before 0.5.19: "
     "ServerArgs._handle_gpu_memory_settings)",

@@ -76,8 +76,8 @@ def _initial(inp: LaunchInputs) -> ResolutionDraft:
         speculative_num_steps=s.speculative_num_steps,
         speculative_eagle_topk=s.speculative_eagle_topk,
         speculative_num_draft_tokens=s.speculative_num_draft_tokens,
-        dsa_prefill_backend=deepseek.DSA_BACKEND_FIELD_DEFAULTS.at(inp.release)[0],
-        dsa_decode_backend=deepseek.DSA_BACKEND_FIELD_DEFAULTS.at(inp.release)[1],
+        dsa_prefill_backend=deepseek.dsa_backend_field_defaults(inp.release)[0],
+        dsa_decode_backend=deepseek.dsa_backend_field_defaults(inp.release)[1],
     )
 
 

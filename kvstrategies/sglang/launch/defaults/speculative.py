@@ -78,7 +78,7 @@ SPEC_AUTO_NARROW_LIST_GROWN = ReleaseRule(
 #: two-pass cascade draft decode)
 SPEC_TREE_PAGED_BACKENDS: ByRelease[tuple[str, ...]] = ByRelease(
     "launch-spec-tree-paged-backends",
-    (("0.5.3", ("flashinfer",)), ("0.5.6", ("flashinfer", "fa3")), ("0.5.13", ("flashinfer", "fa3", "triton"))),
+    (("0.5.2", ("flashinfer",)), ("0.5.6", ("flashinfer", "fa3")), ("0.5.13", ("flashinfer", "fa3", "triton"))),
     "the attention backends speculative_eagle_topk > 1 with page_size > 1 runs on",
     "sglang.srt.arg_groups.speculative_hook._handle_eagle_family (before: ServerArgs._handle_speculative_decoding)",
 )
