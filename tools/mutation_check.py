@@ -106,6 +106,7 @@ SGLANG_GOLDENS = (
     "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.5-*]",
     "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.3-*]",
     "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.2-*]",
+    "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.1-*]",
     "tests/sglang/test_sglang_golden.py::test_project_matches_sglang[0.5.4-*]",
 )
 # the 2,005 recorded launch resolutions of the newest and the oldest release

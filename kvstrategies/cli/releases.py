@@ -85,6 +85,7 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.pools.dsv4",
     "kvstrategies.pools.fp4",
     "kvstrategies.strategies.request_math",
+    "kvstrategies.strategies.resolve",
     "kvstrategies.strategies.base",
     "kvstrategies.strategies.checks",
     "kvstrategies.strategies.default",

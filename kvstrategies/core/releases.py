@@ -35,6 +35,7 @@ _ARTICLES: Mapping[str, str] = {SGLANG: "an", VLLM: "a"}
 #: every SGLang release line the project models, oldest first. 0.5.15 is the last release with
 #: the ModelRunner KV-cache mixin; 0.5.16 the first with ``KVCacheConfigurator``.
 SGLANG_RELEASE_LINES: tuple[str, ...] = (
+    "0.5.1",
     "0.5.2",
     "0.5.3",
     "0.5.4",
@@ -277,8 +278,8 @@ def _previous(release: EngineRelease) -> EngineRelease:
 #: the transformers release each SGLang release pins (its wheel's requirements): configs parse with it
 SGLANG_TRANSFORMERS: ByRelease[str] = ByRelease(
     "transformers-pin",
-    (("0.5.2", "4.56.1"), ("0.5.3", "4.57.0"), ("0.5.4", "4.57.1"), ("0.5.10", "5.3.0"), ("0.5.11", "5.6.0"),
-     ("0.5.13", "5.8.1"), ("0.5.15", "5.12.1"), ("0.5.22", "5.19.0")),
+    (("0.5.1", "4.55.2"), ("0.5.2", "4.56.1"), ("0.5.3", "4.57.0"), ("0.5.4", "4.57.1"), ("0.5.10", "5.3.0"),
+     ("0.5.11", "5.6.0"), ("0.5.13", "5.8.1"), ("0.5.15", "5.12.1"), ("0.5.22", "5.19.0")),
     "the transformers release SGLang pins",
     "SGLang's package requirements (transformers==...)",
     topic="environment",

@@ -418,6 +418,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_mla=True,
         launch_deepseek_family=True,
         late_trtllm_mla_prefill_graph=True,
+        releases=(("mtp_paged_flashinfer_refused", None, "0.5.1"),),
     ),
     _A(
         "DeepseekV3ForCausalLMNextN",
@@ -545,7 +546,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         router_fp32=True,
         sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"}),
         lm_head_every_stage=True,
-        releases=(("sm100_trtllm_moe_unquantized", "0.5.15", None),),
+        releases=(("sm100_trtllm_moe_unquantized", "0.5.15", None), ("mtp_paged_flashinfer_refused", None, "0.5.1")),
         legacy_mamba_block=True,
     ),
     _A("Glm4MoeLiteForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),
@@ -960,7 +961,8 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("qwen3_5_moe_text", linear_attention=_GDN, qk_norm=True),
     _M("qwen3_5_text", linear_attention=_GDN, qk_norm=True),
     _M("qwen3_moe", qk_norm=True),
-    _M("qwen3_next", linear_attention=_GDN, attn_output_gate=True, qk_norm=True),
+    # SGLang 0.5.2 registers its Qwen3NextConfig (transformers 4.55.2, 0.5.1's pin, has none)
+    _M("qwen3_next", linear_attention=_GDN, attn_output_gate=True, qk_norm=True, first_release="0.5.2"),
     _M("qwen2_5_vl", vision_gated_mlp=True),
     # transformers 4.57.0 (SGLang 0.5.3's pin) has the Qwen3-VL config classes; 4.56.1 (0.5.2's) does not
     _M("qwen3_vl", qk_norm=True, large_hopper_vl_overrides=True, first_release="0.5.3"),

@@ -304,6 +304,8 @@ def validate_request(req: DeploymentRequest) -> None:
             f"--mamba-ssm-dtype must be one of {', '.join(MAMBA_SSM_DTYPES)} (SGLang's choices), got "
             f"{req.mamba_ssm_dtype!r:.80}"
         )
+    require_server_argument("mamba_ssm_dtype", req.mamba_ssm_dtype, req.release,
+                            what=f"--mamba-ssm-dtype {req.mamba_ssm_dtype}")  # fmt: skip
     chunk = req.chunked_prefill_size
     if chunk is not None and chunk != -1:
         check_int(chunk, "--chunked-prefill-size", minimum=1, maximum=MAX_SETTING_INT,

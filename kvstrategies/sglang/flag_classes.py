@@ -395,7 +395,7 @@ OLDER_NO_EFFECT = _names(
     --speculative-ngram-max-match-window-size --speculative-ngram-min-match-window-size
     --disaggregation-decode-enable-fake-auto
     --dllm-block-size --enable-flashinfer-autotune --load-watch-interval --oltp-traces-endpoint
-    --max-micro-batch-size --debug-tensor-dump-prefill-only
+    --max-micro-batch-size --debug-tensor-dump-prefill-only --pdlb-url
     """
 )
 #: an older release's spelling of a planned flag -> its planned spelling, from the ``ServerArgs`` renames

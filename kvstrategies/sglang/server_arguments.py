@@ -31,6 +31,11 @@ SERVER_ARGUMENT_RULES: Mapping[str, ReleaseRule] = {
     ),
     # decode context parallelism arrived in 0.5.15; 0.5.14's argparse has no --dcp-size
     "dcp_size": ReleaseRule("server-arg-dcp-size", span("0.5.15"), "--dcp-size exists", _SOURCE),
+    # 0.5.2 added Qwen3-Next and with it the Mamba slot count and state dtype
+    "max_mamba_cache_size": ReleaseRule(
+        "server-arg-max-mamba-cache-size", span("0.5.2"), "--max-mamba-cache-size exists", _SOURCE
+    ),
+    "mamba_ssm_dtype": ReleaseRule("server-arg-mamba-ssm-dtype", span("0.5.2"), "--mamba-ssm-dtype exists", _SOURCE),
     # 0.5.4 added the ratio of Mamba state to full KV memory (ModelRunner.handle_max_mamba_cache); 0.5.3 reserves
     # max_mamba_cache_size slots (default 512) whatever the budget
     "mamba_full_memory_ratio": ReleaseRule(
@@ -55,6 +60,11 @@ SERVER_ARGUMENT_VALUE_RULES: Mapping[tuple[str, str], ReleaseRule] = {
     ),
     ("dsa_decode_backend", "trtllm"): ReleaseRule(
         "server-arg-dsa-decode-trtllm", span("0.5.9"), "--nsa-decode-backend trtllm exists", _SOURCE + " (NSA_CHOICES)",
+    ),
+    # 0.5.2 added STANDALONE to SpeculativeAlgorithm; 0.5.1's from_string has no such name (KeyError: 'STANDALONE')
+    ("speculative_algorithm", "STANDALONE"): ReleaseRule(
+        "server-arg-speculative-standalone", span("0.5.2"), "--speculative-algorithm STANDALONE exists",
+        "sglang.srt.speculative.spec_info.SpeculativeAlgorithm.from_string",
     ),
     # 0.5.3 added NGRAM to SpeculativeAlgorithm; 0.5.2's from_string has no such name (KeyError: 'NGRAM')
     ("speculative_algorithm", "NGRAM"): ReleaseRule(

@@ -81,7 +81,7 @@ DSA_INDEXER_BY_LAYER = ReleaseRule(
 #: SGLang's name for the DSA (sparse MLA) KV pool class
 DSA_POOL_CLASS: ByRelease[str] = ByRelease(
     "sglang-class-dsa-pool",
-    (("0.5.2", "NSATokenToKVPool"), ("0.5.13", "DSATokenToKVPool")),
+    (("0.5.1", "NSATokenToKVPool"), ("0.5.13", "DSATokenToKVPool")),
     "SGLang's name for the DSA KV pool class",
     "sglang.srt.mem_cache.memory_pool.DSATokenToKVPool (NSATokenToKVPool to 0.5.12)",
     topic="sizing",

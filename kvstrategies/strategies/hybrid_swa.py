@@ -650,7 +650,7 @@ class SWAChunkCapPoolConfigurator(HybridSWAPoolConfigurator):
     family: ClassVar[str] = "hybrid-swa-chunk-cap"
     sglang_configurator: ClassVar[str | ByRelease[str]] = ByRelease(
         "sglang-class-swa-request-cap",
-        (("0.5.2", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
+        (("0.5.1", "SWAChunkCapPoolConfigurator"), ("0.5.22", "SWARequestCapPoolConfigurator")),
         "SGLang's name for the request-capped hybrid-SWA configurator",
         "sglang.srt.model_executor.pool_configurator.SWARequestCapPoolConfigurator (SWAChunkCap... to 0.5.21)",
         topic="sizing",

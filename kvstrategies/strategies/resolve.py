@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..context import KVCacheContext
+from ..core.releases import ReleaseRule, span
 from ..core.sizing import PoolSizes
 from ..errors import KVCacheConfigError
 from .base import PoolConfigurator, StateReservation, Strategy
@@ -48,6 +49,16 @@ def sizes_for_max_tokens(
     if reservation is not None:
         sizes = sizes.replace(**dict(reservation.size_fields))
     return sizes
+
+
+#: the pipeline stages agree on the smallest profiled token count (an ``all_reduce`` MIN over the world group); before,
+#: each stage keeps its own
+PP_STAGES_TAKE_THE_MIN = ReleaseRule(
+    "pp-stages-take-the-min",
+    span("0.5.2"),
+    "every pipeline stage takes the smallest stage's profiled max_total_num_tokens (before: each stage its own)",
+    "sglang.srt.model_executor.model_runner.ModelRunner.init_memory_pool (all_reduce MIN over the world group)",
+)
 
 
 def pp_min_tokens(ctx: KVCacheContext, available_bytes: int) -> int:
@@ -153,7 +164,8 @@ def resolve(ctx: KVCacheContext, available_bytes: int, *, pp_sync: bool = True) 
     configurator = select_pool_configurator(ctx)
     reservation = reserve_state(configurator, available_bytes)
     profiled = with_speculative_headroom(configurator, profiled_sizes(configurator, reservation), reservation)
-    pp_min = pp_min_tokens(ctx, available_bytes) if pp_sync and ctx.parallel.pp_size > 1 else None
+    pp_sync = pp_sync and ctx.parallel.pp_size > 1 and PP_STAGES_TAKE_THE_MIN.holds(ctx.release)
+    pp_min = pp_min_tokens(ctx, available_bytes) if pp_sync else None
     constrained = apply_token_constraints(
         configurator,
         profiled,

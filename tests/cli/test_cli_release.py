@@ -30,9 +30,9 @@ def test_plan_names_the_release_in_text_and_json(capsys: pytest.CaptureFixture[s
 
 
 def test_an_unsupported_release_is_one_line_naming_the_supported(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.1")
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "H100", "--sglang-version", "0.5.0")
     assert code == 2 and err.count("\n") == 1
-    assert "--sglang-version '0.5.1' is not an SGLang release" in err and "0.5.2, 0.5.3" in err
+    assert "--sglang-version '0.5.0' is not an SGLang release" in err and "0.5.1, 0.5.2" in err
 
 
 def test_sweep_plans_for_the_release(capsys: pytest.CaptureFixture[str]) -> None:
@@ -298,3 +298,14 @@ def test_a_dsa_model_runs_full_attention_dp_under_0_5_5(capsys: pytest.CaptureFi
     assert code == 0
     asked = next(line for line in out.splitlines() if line.startswith("budget step")).split("weights ")[1]
     assert asked.split(" ")[0] == weights.split(" ")[0]
+
+
+def test_mamba_ssm_dtype_is_refused_up_to_0_5_1(capsys: pytest.CaptureFixture[str]) -> None:
+    """0.5.1's argparse has no ``--mamba-ssm-dtype`` (0.5.2 added it with Qwen3-Next): the plan is refused in one
+    line naming the flag and the release that has it."""
+    code, _, err = run(capsys, "plan", "gpt-oss-20b", "--gpu", "H100", "--sglang-version", "0.5.1",
+                       "--mamba-ssm-dtype", "bfloat16")  # fmt: skip
+    assert code == 2 and "SGLang 0.5.1 has no --mamba-ssm-dtype server argument" in err and "0.5.2 and later" in err
+    code, _, _ = run(capsys, "plan", "gpt-oss-20b", "--gpu", "H100", "--sglang-version", "0.5.2",
+                     "--mamba-ssm-dtype", "bfloat16")  # fmt: skip
+    assert code == 0

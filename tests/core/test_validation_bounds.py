@@ -19,7 +19,7 @@ BASE: dict[str, Any] = {"preset": "llama-3.1-8b", "available_bytes": 2**34}
 
 def test_the_bounds_are_the_documented_numbers() -> None:
     assert (MAX_KNOB_VALUE_CHARS, MAX_CASE_KNOBS) == (4096, 64)
-    assert OLDEST_SGLANG.text == "0.5.2" == SGLANG_RELEASES[0].text
+    assert OLDEST_SGLANG.text == "0.5.1" == SGLANG_RELEASES[0].text
 
 
 @pytest.mark.parametrize(
@@ -87,10 +87,10 @@ def test_an_unknown_release_names_its_engine_s_flag() -> None:
 
 def test_a_three_step_value_takes_each_step_over_its_own_releases() -> None:
     """Steps at 0.5.11, 0.5.17 and 0.5.21: the rule of each step ends the release before the next."""
-    value = ByRelease("test-three-steps", (("0.5.2", "a"), ("0.5.17", "b"), ("0.5.21", "c")), "a test value",
+    value = ByRelease("test-three-steps", (("0.5.1", "a"), ("0.5.17", "b"), ("0.5.21", "c")), "a test value",
                       "nowhere", topic="test")  # fmt: skip
     seen = {release.text: value.at(release) for release in SGLANG_RELEASES}
-    assert seen == {"0.5.2": "a", "0.5.3": "a",
+    assert seen == {"0.5.1": "a", "0.5.2": "a", "0.5.3": "a",
                     "0.5.4": "a", "0.5.5": "a", "0.5.6": "a", "0.5.7": "a", "0.5.8": "a", "0.5.9": "a",
                     "0.5.10": "a", "0.5.11": "a", "0.5.12": "a", "0.5.13": "a", "0.5.14": "a", "0.5.15": "a",
                     "0.5.16": "a",
@@ -99,7 +99,7 @@ def test_a_three_step_value_takes_each_step_over_its_own_releases() -> None:
     with pytest.raises(KVCacheConfigError, match="test-three-steps is a value of sglang releases"):
         value.at(NEWEST_VLLM)
     spans = {rule.key: rule.span.describe() for rule in all_rules() if rule.key.startswith("test-three-steps=")}
-    assert spans == {"test-three-steps='a'": "0.5.2 to 0.5.16", "test-three-steps='b'": "0.5.17 to 0.5.20",
+    assert spans == {"test-three-steps='a'": "0.5.1 to 0.5.16", "test-three-steps='b'": "0.5.17 to 0.5.20",
                      "test-three-steps='c'": "0.5.21 and later"}  # fmt: skip
 
 

@@ -20,9 +20,9 @@ from kvstrategies.sglang.launch.defaults.core import LaunchModelFacts, LaunchRes
 
 H100, H200, B200, A100 = lookup_gpu("H100-80GB"), lookup_gpu("H200"), lookup_gpu("B200"), lookup_gpu("A100-80GB")
 RTX4090 = lookup_gpu("RTX-4090")
-R = {v: parse_release(v) for v in ("0.5.2", "0.5.3", "0.5.4", "0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10",
-                                    "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18",
-                                    "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
+R = {v: parse_release(v) for v in ("0.5.1", "0.5.2", "0.5.3", "0.5.4", "0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.9",
+                                    "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17",
+                                    "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")}  # fmt: skip
 
 
 def facts(preset: str) -> LaunchModelFacts:
@@ -1044,3 +1044,24 @@ def test_no_dsa_fields_up_to_0_5_2() -> None:
     assert fraction.reason.endswith("(sglang.srt.server_args.ServerArgs.__post_init__)")
     assert resolve("llama-3.1-8b", H100, "0.5.3").reasons("mem_fraction_static")[0].reason.endswith(
         "(sglang.srt.server_args.ServerArgs._handle_gpu_memory_settings)")  # fmt: skip
+
+
+# ---- SGLang 0.5.1 -> 0.5.2 -----------------------------------------------------------------------------------------
+
+
+def test_paged_eagle_tree_is_not_checked_up_to_0_5_1() -> None:
+    """0.5.2's ``__post_init__`` refuses a top-k > 1 tree at page > 1 off flashinfer; 0.5.1 has no such check (the
+    backend stays unset until the ModelRunner picks it), but refuses DeepSeek-V3 / GLM-4.5 MTP at page != 1 on
+    flashinfer."""
+    tree = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 4, "speculative_num_draft_tokens": 8,
+            "speculative_num_steps": 5, "page_size": 64}  # fmt: skip
+    assert resolve("llama-3.1-8b", H200, "0.5.1", 8, **tree).page_size == 64
+    with pytest.raises(KVCacheConfigError, match="needs flashinfer, got None"):
+        resolve("llama-3.1-8b", H200, "0.5.2", 8, **tree)
+    mtp = {"speculative_algorithm": "EAGLE", "page_size": 64, "attention_backend": "flashinfer"}
+    with pytest.raises(KVCacheConfigError, match="page_size != 1 is not supported on flashinfer"):
+        resolve("deepseek-v3", H200, "0.5.1", 8, **mtp)
+    with pytest.raises(KVCacheConfigError, match="page_size != 1 is not supported on flashinfer"):
+        resolve("glm-4.5", H200, "0.5.1", 8, **mtp)
+    assert resolve("deepseek-v3", H200, "0.5.2", 8, **mtp).page_size == 64
+    assert resolve("llama-3.1-8b", H200, "0.5.1", 8, **mtp).page_size == 64  # not an MTP model: no such check

@@ -136,8 +136,8 @@ def test_cli_verify_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["verify", "--against", "sglang", "--launch", str(grid), "--recorded"]) == 2
     assert "not recorded" in capsys.readouterr().err
     # without --launch, --recorded compares the catalog with a release's recorded answers
-    assert main(["verify", "--against", "sglang", "--recorded", "--sglang-version", "0.5.1"]) == 2
-    assert "supported: 0.5.2" in capsys.readouterr().err
+    assert main(["verify", "--against", "sglang", "--recorded", "--sglang-version", "0.5.0"]) == 2
+    assert "supported: 0.5.1" in capsys.readouterr().err
     assert main(["verify", "--against", "sglang", "--recorded", "--show-equal"]) == 2  # launch-only flag
     assert "--launch" in capsys.readouterr().err
 

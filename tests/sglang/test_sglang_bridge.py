@@ -46,11 +46,11 @@ def _doc(**changes: object) -> dict[str, object]:
 
 
 def test_version_check_names_the_supported_versions() -> None:
-    assert SUPPORTED_VERSIONS[0] == "0.5.2" and SUPPORTED_VERSIONS[-1] == "0.5.23"
+    assert SUPPORTED_VERSIONS[0] == "0.5.1" and SUPPORTED_VERSIONS[-1] == "0.5.23"
     assert check_version("0.5.15.post1").line == "0.5.15"  # a .postN build is its release line
     assert check_version("0.5.20").line == "0.5.20"
-    for unsupported in ("0.5.1", "0.5.24", "garbage"):
-        with pytest.raises(MissingDependencyError, match=r"supports 0\.5\.2, 0\.5\.3, .*0\.5\.23"):
+    for unsupported in ("0.5.0", "0.5.24", "garbage"):
+        with pytest.raises(MissingDependencyError, match=r"supports 0\.5\.1, 0\.5\.2, .*0\.5\.23"):
             check_version(unsupported)
 
 

@@ -72,7 +72,7 @@ def test_every_module_that_defines_a_release_rule_is_loaded_by_the_listing() -> 
 
 
 def test_by_release_values_and_their_rules() -> None:
-    value = ByRelease("test-step-value", (("0.5.2", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
+    value = ByRelease("test-step-value", (("0.5.1", 1), ("0.5.19", 2)), "a test value", "nowhere", topic="test")
     assert [value.at(parse_release(v)) for v in ("0.5.15", "0.5.18", "0.5.19", "0.5.23")] == [1, 1, 2, 2]
     keys = {r.key for r in rules_differing(parse_release("0.5.18"), parse_release("0.5.19"))}
     assert {"test-step-value=1", "test-step-value=2"} <= keys
@@ -81,9 +81,9 @@ def test_by_release_values_and_their_rules() -> None:
         ByRelease("test-bad-steps", (("0.5.19", 1), ("0.5.15", 2)), "x", "y")
 
 
-@pytest.mark.parametrize("text", ["0.5.1", "0.6.0", "0.5.x", "", "0.5.23.1"])
+@pytest.mark.parametrize("text", ["0.5.0", "0.6.0", "0.5.x", "", "0.5.23.1"])
 def test_an_unsupported_release_names_the_supported_ones(text: str) -> None:
-    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.2, 0\.5\.3.*0\.5\.23"):
+    with pytest.raises(KVCacheConfigError, match=r"supported: 0\.5\.1, 0\.5\.2.*0\.5\.23"):
         parse_release(text)
 
 
@@ -1378,6 +1378,37 @@ def test_mamba_conv_state_is_one_tensor_up_to_0_5_5() -> None:
     assert new["mamba.conv[0]"] == old["mamba.conv"]
     kda = _shapes(plan_case(_case("hybrid-linear-kimi-linear-48b-a3b-tp1-bf16-p1", "0.5.5")))
     assert {"mamba.conv[0]", "mamba.conv[1]", "mamba.conv[2]"} <= set(kda)
+
+
+# ---- SGLang 0.5.1 -> 0.5.2 -------------------------------------------------------------------------------------------
+
+
+def test_pipeline_stages_keep_their_own_tokens_up_to_0_5_1() -> None:
+    """0.5.2's ``init_memory_pool`` takes the MIN of every stage's profiled tokens (an ``all_reduce`` over the world
+    group); 0.5.1 keeps each stage's own. Llama-3.1-70B TP 1 bf16 PP 3, page 1, 40 GiB: the stages hold 26, 26 and
+    28 layers (4,096 B each; 0.5.5's split), so stage 0 profiles ``40 GiB // (26 x 4,096) = 403,298`` tokens and
+    stage 2 ``40 GiB // (28 x 4,096) = 374,491``: from 0.5.2 stage 0 resolves to 374,491 too (its profile, ``sizes``,
+    is the same in both)."""
+    name = "default-llama-3.1-70b-pp3-rank0-tp1-bf16-p1"  # bf16 spelled auto: 0.5.1's --kv-cache-dtype has no bf16
+    old, new = (_overridden(name, version, kv_cache_dtype="auto") for version in ("0.5.1", "0.5.2"))
+    assert old.configurator.cell_size_bytes == new.configurator.cell_size_bytes == 26 * 4_096
+    assert old.sizes.max_total_num_tokens == new.sizes.max_total_num_tokens == 40 * GIB // (26 * 4_096) == 403_298
+    assert old.resolution.sizes.max_total_num_tokens == 403_298  # the stage's own profile
+    assert new.resolution.sizes.max_total_num_tokens == 40 * GIB // (28 * 4_096) == 374_491
+    assert old.resolution.pp_min_tokens is None and new.resolution.pp_min_tokens == 374_491
+
+
+def test_qwen3_next_and_standalone_arrive_in_0_5_2() -> None:
+    """0.5.2 registers Qwen3-Next (its config class and ``--max-mamba-cache-size``) and STANDALONE speculative
+    decoding; 0.5.1 refuses the config.json, the flag and the algorithm name (``SpeculativeAlgorithm.from_string``:
+    KeyError)."""
+    with pytest.raises(UnsupportedConfigurationError, match="model_type 'qwen3_next'"):
+        _case("hybrid-linear-qwen3-next-80b-a3b-tp2-fp8-p64", "0.5.1")
+    with pytest.raises(UnsupportedConfigurationError, match="no --max-mamba-cache-size server argument"):
+        _case("hybrid-linear-falcon-h1-7b-tp2-fp8-p64-mamba512", "0.5.1")
+    with pytest.raises(UnsupportedConfigurationError, match="no choice 'STANDALONE'"):
+        _case("bridge-draft-standalone-mistral-7b-tp1-fp8-p256-no-draft-count", "0.5.1")
+    assert plan_case(_case("hybrid-linear-qwen3-next-80b-a3b-tp2-fp8-p64", "0.5.2")).sizes.max_total_num_tokens > 0
 
 
 # ---- SGLang 0.5.2 -> 0.5.3 -------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from .runtime import (
     SGLangUnavailableError,
     check_version,
     cuda_platform_facts,
+    install_cpu_amx_probe,
     install_kernel_stubs,
     install_torchvision_stub,
     quiet_stdout,
@@ -62,6 +63,7 @@ def import_for_launch() -> BridgeRelease:
     try:
         with quiet_stdout():
             install_torchvision_stub()  # releases up to 0.5.21 import torchvision from `import sglang`
+            install_cpu_amx_probe()
             sglang = importlib.import_module("sglang")
     except ImportError as exc:
         raise SGLangUnavailableError(f"SGLang is not installed ({exc}); see docs/sglang-bridge.md") from exc
@@ -154,18 +156,18 @@ def install_gpu(facts: GpuFacts, row: BridgeRelease) -> None:
     """
     import torch
 
-    common = importlib.import_module(row.probes_module)
     if row.platform_override:
         rc = importlib.import_module("sglang.srt.runtime_context")
         known = {*getattr(rc, "_PLATFORM_PROBES", ()), *getattr(rc, "_PLATFORM_VALUES", ())}
         stated = {k: v for k, v in facts.platform_facts().items() if not known or k in known}
         rc.override_platform(**stated).install()
     probes = facts.probes()
-    originals = {name: getattr(common, name) for name in probes if hasattr(common, name)}
+    originals = [(name, getattr(defining, name)) for defining in map(importlib.import_module, row.probes_modules)
+                 for name in probes if hasattr(defining, name)]  # fmt: skip
     for module in list(sys.modules.values()):
         if module is None or not getattr(module, "__name__", "").startswith("sglang"):
             continue
-        for name, original in originals.items():
+        for name, original in originals:
             if getattr(module, name, None) is original:
                 setattr(module, name, probes[name])
     cuda: Any = torch.cuda

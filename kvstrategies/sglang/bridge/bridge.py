@@ -661,11 +661,17 @@ def _model_objects(case: Mapping[str, Any], folder: str) -> tuple[Any, Any, Any,
     return model_config, model, spec_algorithm, getattr(torch, str(case["model_dtype"]))
 
 
+def _is_standalone(spec_algorithm: Any) -> bool:
+    """``SpeculativeAlgorithm.is_standalone()``; 0.5.1 has no STANDALONE algorithm (nor the method)."""
+    method = getattr(spec_algorithm, "is_standalone", None)
+    return bool(method()) if method is not None else False
+
+
 def _draft_layers(case: Mapping[str, Any], hf: Any, spec_algorithm: Any) -> int | None:
     """The draft model's layers: the case's, else the target's MTP layers for EAGLE / STANDALONE
     (``spec_aux_hidden_state._resolve_eagle_aux_hidden_state``: a path-less draft reads them)."""
     draft_layers = case["eagle_draft_num_layers"]
-    if draft_layers is None and (spec_algorithm.is_eagle() or spec_algorithm.is_standalone()):
+    if draft_layers is None and (spec_algorithm.is_eagle() or _is_standalone(spec_algorithm)):
         draft_layers = getattr(hf, "num_nextn_predict_layers", None)
     return None if draft_layers is None else int(draft_layers)
 
@@ -766,7 +772,9 @@ def _runner_host(case: Mapping[str, Any], folder: str, sa: Any) -> tuple[RunnerH
     is_draft = bool(case["is_draft_worker"])
     mtp = model_config.num_nextn_predict_layers
     has_mtp = mtp is not None and mtp > 0
-    layers = mtp if is_draft and has_mtp else max(model_config.num_hidden_layers, model_config.num_attention_layers)
+    # 0.5.1's ModelConfig has no num_attention_layers (its initialize takes num_hidden_layers)
+    attention_layers = getattr(model_config, "num_attention_layers", 0)
+    layers = mtp if is_draft and has_mtp else max(model_config.num_hidden_layers, attention_layers)
     row = architecture_row(str(hf.architectures[0]))
     if row is not None and row.swa_layer_split is SWALayerSplit.DRAFT_ONE_SWA:  # the one-layer MTP heads
         layers = 1

@@ -115,9 +115,10 @@ class BridgeRelease:
     #: ``server_args.set_global_server_args_for_scheduler`` publishes the process ``ServerArgs`` (0.5.4); before,
     #: the ModelRunner copies ``GLOBAL_SERVER_ARGS_KEYS`` into ``managers.schedule_batch.global_server_args_dict``
     global_server_args: bool = True
-    #: the module holding the platform probes modules import by name (``get_device_memory_capacity``, ``is_cuda``...):
-    #: ``sglang.srt.utils.common`` (0.5.3: ``utils`` is a package); before, the module ``sglang.srt.utils``
-    probes_module: str = "sglang.srt.utils.common"
+    #: the modules defining the platform probes other modules import by name (``get_device_memory_capacity``,
+    #: ``is_cuda``...): ``sglang.srt.utils.common`` (0.5.3: ``utils`` is a package); before, the module
+    #: ``sglang.srt.utils``, and up to 0.5.1 ``layers.utils`` too (``is_sm90_supported``, ``is_sm100_supported``)
+    probes_modules: tuple[str, ...] = ("sglang.srt.utils.common",)
 
     @property
     def sizing_module(self) -> str:
@@ -135,13 +136,20 @@ _VLLM_CPU_FALLBACKS = ("vllm.model_executor.layers.activation", "vllm.model_exec
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
 BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
+    BridgeRelease("0.5.1", "4.55.2", ("xgrammar==0.1.23", "fastapi==0.124.4", "annotated-doc==0.0.7"),
+                  configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
+                  attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
+                  runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
+                  resolution_steps=False, init_pool_call="caps", inline_sizing=True,
+                  hybrid_attribute="is_hybrid", dummy_model_skip=False, global_server_args=False,
+                  probes_modules=("sglang.srt.utils", "sglang.srt.layers.utils")),  # fmt: skip
     BridgeRelease("0.5.2", "4.56.1", ("xgrammar==0.1.24", "fastapi==0.124.4", "annotated-doc==0.0.7"),
                   configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
                   attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
                   runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
                   resolution_steps=False, init_pool_call="caps", inline_sizing=True,
                   hybrid_attribute="is_hybrid", dummy_model_skip=False, global_server_args=False,
-                  probes_module="sglang.srt.utils"),  # fmt: skip
+                  probes_modules=("sglang.srt.utils",)),  # fmt: skip
     BridgeRelease("0.5.3", "4.57.0", ("xgrammar==0.1.24", "fastapi==0.124.4", "annotated-doc==0.0.7"),
                   configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
                   attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,

@@ -93,7 +93,8 @@ class RunnerHost:
         runner = self.runner
         if hasattr(type(runner), "mambaish_config"):
             return runner.mambaish_config
-        return runner.model_config.hf_config if runner.is_hybrid_gdn else None  # 0.5.3: ModelRunner.is_hybrid_gdn
+        # 0.5.2 / 0.5.3: ModelRunner.is_hybrid_gdn; 0.5.1 serves no Mamba hybrid
+        return runner.model_config.hf_config if getattr(runner, "is_hybrid_gdn", False) else None
 
     def resolve_max_num_reqs(self, token_capacity: int) -> int:
         return int(self.runner._resolve_max_num_reqs(token_capacity))

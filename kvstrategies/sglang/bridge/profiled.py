@@ -92,15 +92,17 @@ def profiled_cell_size(runner: Any) -> int:
     runner.handle_max_mamba_cache = lambda rest: rest
     runner.mem_fraction_static = 1.0  # rest = available - total x (1 - fraction), total 0
     args = runner.server_args
-    slots = args.max_mamba_cache_size
-    args.max_mamba_cache_size = 0  # 0.5.3 takes its reservation inline: slots x per-request bytes
+    slots = getattr(args, "max_mamba_cache_size", None)  # 0.5.1 has no Mamba hybrid (nor the field)
+    if hasattr(args, "max_mamba_cache_size"):
+        args.max_mamba_cache_size = 0  # 0.5.3 takes its reservation inline: slots x per-request bytes
     try:
         quotient = int(runner.profile_max_num_token(0))
     except ZeroDivisionError:
         return 0
     finally:
         module.get_available_gpu_memory, module.get_world_group, runner.mem_fraction_static = saved
-        args.max_mamba_cache_size = slots
+        if hasattr(args, "max_mamba_cache_size"):
+            args.max_mamba_cache_size = slots
         del runner.handle_max_mamba_cache
     cell = _PROBE_BYTES // quotient
     if _PROBE_BYTES // cell != quotient:  # a cell past 2**24 B: the probe cannot tell it

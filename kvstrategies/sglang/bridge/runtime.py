@@ -113,6 +113,17 @@ def install_torchvision_stub() -> None:
     _unplaceholder_auto_image_processor()
 
 
+def install_cpu_amx_probe() -> None:
+    """SGLang up to 0.5.1 asks ``torch._C._cpu._is_amx_tile_supported()`` at import (``utils.cpu_has_amx_support``),
+    which CPU torch 2.13 no longer has: where it is missing it answers False, the CPU without AMX that the kernel
+    stand-ins assume (nothing the bridge sizes runs a CPU kernel)."""
+    import torch
+
+    cpu: Any = torch._C._cpu
+    if not hasattr(cpu, "_is_amx_tile_supported"):
+        cpu._is_amx_tile_supported = lambda: False
+
+
 def install_kernel_stubs(names: tuple[str, ...]) -> None:
     """Stand-ins for kernel modules (``sgl_kernel.kvcacheio``) a release imports at module load even
     where the kernels cannot run; nothing the bridge sizes calls them. Only the named module answers
@@ -207,6 +218,7 @@ def import_sglang(*, require_supported: bool = True) -> str:
     try:
         with quiet_stdout():
             install_torchvision_stub()
+            install_cpu_amx_probe()
             install_kernel_stubs(stubs)
             modules = [m for m in SIZING_MODULES if (has_context or not m.endswith(".runtime_context"))
                        and (has_pool_configurator or not m.endswith(".pool_configurator"))]  # fmt: skip

@@ -99,7 +99,7 @@ def _dsa_kv_dtype(inp: LaunchInputs, res: ResolutionDraft) -> None:
 #: the DSA prefill backend for an fp8 KV cache below SM 10 (0.5.10: ``flashmla_auto``, which dispatches at run time)
 DSA_HOPPER_FP8_PREFILL: ByRelease[str] = ByRelease(
     "launch-dsa-hopper-fp8-prefill",
-    (("0.5.2", "flashmla_auto"), ("0.5.11", "flashmla_kv")),
+    (("0.5.1", "flashmla_auto"), ("0.5.11", "flashmla_kv")),
     "the DSA prefill backend for an fp8_e4m3 KV cache below SM 10",
     "sglang.srt.server_args.ServerArgs._set_default_nsa_backends",
 )
@@ -120,7 +120,7 @@ DSA_FP8_TRTLLM_ON_SM100 = ReleaseRule(
 #: (0.5.3: ``nsa_prefill`` / ``nsa_decode``, flashmla_prefill / fa3)
 DSA_BACKEND_FIELD_DEFAULTS: ByRelease[tuple[str | None, str | None]] = ByRelease(
     "launch-dsa-backend-field-defaults",
-    (("0.5.2", ("flashmla_prefill", "fa3")), ("0.5.4", ("flashmla_sparse", "fa3")), ("0.5.9", (None, None))),
+    (("0.5.1", ("flashmla_prefill", "fa3")), ("0.5.4", ("flashmla_sparse", "fa3")), ("0.5.9", (None, None))),
     "the (prefill, decode) DSA backend fields' defaults",
     "sglang.srt.server_args.ServerArgs.nsa_prefill_backend / nsa_decode_backend",
     topic="launch",
@@ -130,7 +130,7 @@ DSA_BACKEND_FIELD_DEFAULTS: ByRelease[tuple[str | None, str | None]] = ByRelease
 #: the backend an fp8 DSA KV cache forces on both DSA fields before they are resolved per GPU
 DSA_FP8_FORCED_BACKEND: ByRelease[str] = ByRelease(
     "launch-dsa-fp8-forced-backend",
-    (("0.5.2", "flashmla_decode"), ("0.5.4", "flashmla_kv")),
+    (("0.5.1", "flashmla_decode"), ("0.5.4", "flashmla_kv")),
     "the (prefill and decode) DSA backend an fp8_e4m3 KV cache forces",
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepSeek NSA)",
     topic="launch",
@@ -219,7 +219,7 @@ def _dsa_dcp(inp: LaunchInputs, res: ResolutionDraft) -> None:
 #: the attention backend a DSA model gets (SGLang's native sparse attention, ``nsa`` up to 0.5.12)
 DSA_BACKEND_NAME: ByRelease[str] = ByRelease(
     "launch-dsa-backend-name",
-    (("0.5.2", "nsa"), ("0.5.13", "dsa")),
+    (("0.5.1", "nsa"), ("0.5.13", "dsa")),
     "the attention backend SGLang picks for a DSA model",
     "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments (DeepSeek family)",
 )

@@ -45,7 +45,7 @@ PREFILL_GRAPH_OFF_FOR_DCP = ReleaseRule(
 #: the MoE all-to-all backends the breakable graph tolerates
 BREAKABLE_A2A_BACKENDS: ByRelease[tuple[str, ...]] = ByRelease(
     "launch-breakable-a2a-backends",
-    (("0.5.2", ("none",)), ("0.5.17", ("deepep", "flashinfer", "megamoe", "none"))),
+    (("0.5.1", ("none",)), ("0.5.17", ("deepep", "flashinfer", "megamoe", "none"))),
     "the --moe-a2a-backend values that keep the breakable prefill cuda graph",
     _HOOK,
 )
@@ -113,7 +113,7 @@ PIECEWISE_GRAPH_OPT_IN = ReleaseRule(
 #: where the step-64 range of the piecewise prefill graph's token list starts (0.5.8: 640, so one size fewer)
 PIECEWISE_TOKENS_64_FROM: ByRelease[int] = ByRelease(
     "launch-piecewise-tokens-64-from",
-    (("0.5.2", 640), ("0.5.9", 576)),
+    (("0.5.1", 640), ("0.5.9", 576)),
     "the first size of the piecewise prefill graph's step-64 token range",
     "sglang.srt.server_args.ServerArgs._generate_piecewise_cuda_graph_tokens",
     topic="launch",

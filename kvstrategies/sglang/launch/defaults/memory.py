@@ -36,7 +36,7 @@ DECODE_GRAPH_CAPPED_BY_REQUESTS = ReleaseRule(
 #: the 20-35 GiB tier (A10, L4, RTX 4090 / 5090): ``(chunk, decode max_bs below TP 4, at TP >= 4)``
 WORKSTATION_TIER: ByRelease[tuple[int, int, int]] = ByRelease(
     "launch-workstation-tier",
-    (("0.5.2", (2048, 16, 80)), ("0.5.5", (2048, 24, 80)), ("0.5.20", (4096, 48, 160))),
+    (("0.5.1", (2048, 16, 80)), ("0.5.5", (2048, 24, 80)), ("0.5.20", (4096, 48, 160))),
     "capacity tier of a 20-35 GiB GPU: (chunked_prefill_size, decode cuda-graph max_bs at TP < 4, at TP >= 4)",
     "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings (before 0.5.19: "
     "ServerArgs._handle_gpu_memory_settings)",
@@ -170,7 +170,7 @@ NO_SPECULATIVE_RESERVE = ReleaseRule(
 #: the reserve for an EAGLE-family draft (every algorithm but STANDALONE and NGRAM) before the reserve was dropped
 EAGLE_DRAFT_RESERVE_MIB: ByRelease[float] = ByRelease(
     "launch-eagle-draft-reserve-mib",
-    (("0.5.2", 2048.0), ("0.5.10", 4096.0)),
+    (("0.5.1", 2048.0), ("0.5.10", 4096.0)),
     "the mem_fraction_static reserve (MiB) for an EAGLE-family draft model and its graphs",
     "sglang.srt.server_args.ServerArgs._handle_gpu_memory_settings",
     topic="launch",
@@ -252,7 +252,7 @@ def reserved_memory_mib(inp: LaunchInputs, res: ResolutionDraft | LaunchResoluti
 #: ``mem_fraction_static`` when SGLang cannot read the GPU's capacity (``gpu_mem is None``)
 UNKNOWN_CAPACITY_FRACTION: ByRelease[float] = ByRelease(
     "launch-unknown-capacity-fraction",
-    (("0.5.2", 0.88), ("0.5.20", 0.95)),
+    (("0.5.1", 0.88), ("0.5.20", 0.95)),
     "mem_fraction_static when the GPU capacity is unknown (the VLM cut still applies)",
     "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings (before 0.5.19: "
     "ServerArgs._handle_gpu_memory_settings)",

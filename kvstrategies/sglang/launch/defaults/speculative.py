@@ -11,6 +11,7 @@ from ....core.releases import ByRelease, ReleaseRule, span
 from ....models.architectures import (
     NARROW_SPECULATIVE_ADDED_0_5_7,
     NARROW_SPECULATIVE_ARCHITECTURES_0_5_7,
+    names_holding,
     names_where,
 )
 from ...server_arguments import SERVER_ARGUMENT_VALUE_RULES
@@ -78,9 +79,17 @@ SPEC_AUTO_NARROW_LIST_GROWN = ReleaseRule(
 #: two-pass cascade draft decode)
 SPEC_TREE_PAGED_BACKENDS: ByRelease[tuple[str, ...]] = ByRelease(
     "launch-spec-tree-paged-backends",
-    (("0.5.2", ("flashinfer",)), ("0.5.6", ("flashinfer", "fa3")), ("0.5.13", ("flashinfer", "fa3", "triton"))),
+    (("0.5.1", ("flashinfer",)), ("0.5.6", ("flashinfer", "fa3")), ("0.5.13", ("flashinfer", "fa3", "triton"))),
     "the attention backends speculative_eagle_topk > 1 with page_size > 1 runs on",
     "sglang.srt.arg_groups.speculative_hook._handle_eagle_family (before: ServerArgs._handle_speculative_decoding)",
+)
+#: a top-k > 1 tree at page > 1 is checked against the backends it runs on; before, not checked at launch
+SPEC_TREE_PAGED_CHECK = ReleaseRule(
+    "launch-spec-tree-paged-check",
+    span("0.5.2"),
+    "speculative_eagle_topk > 1 with page_size > 1 is refused off its backends (before: not checked at launch)",
+    "sglang.srt.server_args.ServerArgs.__post_init__",
+    topic="launch",
 )
 _OVERLAP_OFF_BEFORE_V2 = frozenset({"NGRAM", "DFLASH", "FROZEN_KV_MTP"})
 NGRAM_MAX_BFS_BREADTH = 10  # SGLang's --speculative-ngram-max-bfs-breadth default
@@ -101,6 +110,10 @@ def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
     if tree and not res.disable_overlap_schedule and not SPEC_V2_TREE.holds(inp.release):
         _declare(res, "disable_overlap_schedule", True, "spec v2 supports topk 1 only "
                  "(sglang.srt.server_args.ServerArgs._handle_speculative_decoding)")  # fmt: skip
+    mtp_paged = inp.model.has_arch(names_holding("mtp_paged_flashinfer_refused", inp.release))
+    if mtp_paged and (res.page_size or 1) != 1 and res.attention_backend == "flashinfer":  # up to 0.5.1
+        raise _refuse("sglang.srt.server_args.ServerArgs.__post_init__",
+                      "DeepSeek / GLM MTP speculative decoding with page_size != 1 is not supported on flashinfer")
     if res.speculative_num_steps is None:
         if res.speculative_eagle_topk is not None or res.speculative_num_draft_tokens is not None:
             raise _refuse(
@@ -133,7 +146,8 @@ def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
             why = "topk 1: steps + 1 (speculative_hook._handle_eagle_family)"
             _declare(res, "speculative_num_draft_tokens", draft, why)
     paged = SPEC_TREE_PAGED_BACKENDS.at(inp.release)
-    if topk > 1 and (res.page_size or 1) > 1 and res.attention_backend not in paged:
+    checked = SPEC_TREE_PAGED_CHECK.holds(inp.release)
+    if checked and topk > 1 and (res.page_size or 1) > 1 and res.attention_backend not in paged:
         raise _refuse(f"{_SPEC_HOOK}._handle_eagle_family", f"speculative_eagle_topk > 1 with page_size > 1 needs "
                       f"{' or '.join(paged)}, got {res.attention_backend}")  # fmt: skip
 
