@@ -93,6 +93,8 @@ def test_hybrid_linear_families() -> None:
     nemotron = estimate_weights(load("nvidia--Nemotron-H-8B-Base-8K"))  # file holds Infinity
     assert nemotron.main_params == pytest.approx(8.1e9, rel=0.02)
     assert sum(1 for layer in nemotron.layers if any(g.name == "in_proj" for g in layer)) == 24
+    # one RMSNorm of hidden_size (4,096) before each single-mixer layer (sglang.srt.models.nemotron_h: ``norm``)
+    assert all(g.count == 4_096 for layer in nemotron.layers for g in layer if g.name == "layer_norms")
     falcon_h1 = estimate_weights(load("tiiuae--Falcon-H1-7B-Instruct"))
     assert all({"q_proj", "in_proj", "mlp.gate_up_proj"} <= {g.name for g in layer} for layer in falcon_h1.layers)
     qwen_next = estimate_weights(load("Qwen--Qwen3-Next-80B-A3B-Instruct"))

@@ -1065,3 +1065,40 @@ def test_paged_eagle_tree_is_not_checked_up_to_0_5_1() -> None:
         resolve("glm-4.5", H200, "0.5.1", 8, **mtp)
     assert resolve("deepseek-v3", H200, "0.5.2", 8, **mtp).page_size == 64
     assert resolve("llama-3.1-8b", H200, "0.5.1", 8, **mtp).page_size == 64  # not an MTP model: no such check
+
+
+def test_flat_reserve_tiers_at_their_edges_up_to_0_5_2() -> None:
+    """0.5.2's reserve ``R`` (MiB) and tiers on both sides of each capacity edge (``gpu_mem < 35,840 / 92,160 /
+    163,840``), ``p = tp x pp``: below 35 GiB ``(2.8 + p / 10) x 1024`` with chunk 2048 and max_bs 8 (80 from TP 4);
+    below 90 GiB ``(9.5 + p / 2) x 1024``; below 160 GiB ``(12 + p / 2) x 1024``; else 32 GiB, chunk 16,384; a
+    capacity SGLang cannot read keeps chunk 4096 and no max_bs. + 6 GiB for STANDALONE, 2 GiB for EAGLE."""
+
+    def at(capacity: float | None, tp: int = 1, pp: int = 1, **settings: object) -> LaunchResolution:
+        gpu = dataclasses.replace(H100, capacity_mib=capacity)
+        return resolve_launch_defaults(facts("llama-3.1-8b"), gpu, tp_size=tp, pp_size=pp,
+                                       settings=LaunchSettings(**settings), release=R["0.5.2"])  # type: ignore[arg-type]
+
+    below, edge = at(35_839), at(35_840)
+    assert (below.reserved_mib, below.chunked_prefill_size, below.cuda_graph_max_bs) == (2.9 * 1024, 2048, 8)
+    assert (edge.reserved_mib, edge.chunked_prefill_size, edge.cuda_graph_max_bs) == (10 * 1024, 8192, None)
+    assert at(35_839, tp=4).reserved_mib == (2.8 + 4 / 10) * 1024 and at(35_839, tp=4).cuda_graph_max_bs == 80
+    assert at(92_159).reserved_mib == 10 * 1024 and at(92_160).reserved_mib == 12.5 * 1024
+    assert at(163_839).chunked_prefill_size == 8192 and at(163_839).reserved_mib == 12.5 * 1024
+    assert (at(163_840).chunked_prefill_size, at(163_840).reserved_mib) == (16_384, 32 * 1024)
+    assert at(81_559, tp=2, pp=2).reserved_mib == (9.5 + 4 / 2) * 1024
+    unknown = at(None)
+    assert (unknown.chunked_prefill_size, unknown.cuda_graph_max_bs, unknown.mem_fraction_static) == (4096, None, 0.88)
+    standalone = at(81_559, speculative_algorithm="STANDALONE", speculative_draft_model_path="d")
+    assert standalone.reserved_mib == (10 + 6) * 1024
+    assert at(81_559, speculative_algorithm="EAGLE", speculative_draft_model_path="d").reserved_mib == 12 * 1024
+    dp2 = resolve_launch_defaults(facts("qwen3-235b-a22b"), H100, tp_size=2, attn_dp_size=2, release=R["0.5.2"])
+    assert dp2.reserved_mib == (9.5 + 2 / 2 + 4) * 1024
+
+
+def test_mtp_page_check_reads_the_given_page_up_to_0_5_1() -> None:
+    """0.5.1 refuses DeepSeek-V3 MTP on flashinfer at any page but 1 (2 included); an unset page is 1 there."""
+    mtp = {"speculative_algorithm": "EAGLE", "attention_backend": "flashinfer"}
+    with pytest.raises(KVCacheConfigError, match="page_size != 1"):
+        resolve("deepseek-v3", H200, "0.5.1", 8, page_size=2, **mtp)
+    assert resolve("deepseek-v3", H200, "0.5.1", 8, **mtp).page_size in (None, 1)
+    assert resolve("deepseek-v3", H200, "0.5.1", 8, page_size=1, **mtp).page_size == 1

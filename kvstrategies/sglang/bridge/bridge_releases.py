@@ -16,6 +16,7 @@ Every place where the bridge must drive one release differently from another rea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ...core.releases import EngineRelease, parse_release
 from ...errors import MissingDependencyError
@@ -135,49 +136,32 @@ _OLD_XGRAMMAR = ("xgrammar==0.2.1",)
 _VLLM_CPU_FALLBACKS = ("vllm.model_executor.layers.activation", "vllm.model_executor.layers.layernorm")
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
+
+def _before_0_5_8(line: str, transformers: str, xgrammar: str, **facts: Any) -> BridgeRelease:
+    """A release up to 0.5.7: the ModelRunner sizes in ``init_memory_pool`` (no configurator, no runtime context, no
+    launch pipeline); where sgl-kernel has no build (a CPU without AMX) its layers import vLLM's fallbacks, and its
+    ``utils`` import fastapi. ``facts`` are the row's own."""
+    return BridgeRelease(line, transformers, (f"xgrammar=={xgrammar}", "fastapi==0.124.4", "annotated-doc==0.0.7"),
+                         configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
+                         attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
+                         runtime_context=False, pool_configurator=False,
+                         kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS), resolution_steps=False, **facts)
+
+
+#: up to 0.5.3: ``ServerArgs.__post_init__`` has no dummy-model return and the layers read the module-level dict
+_BEFORE_0_5_4 = {"dummy_model_skip": False, "global_server_args": False}
+
 BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
-    BridgeRelease("0.5.1", "4.55.2", ("xgrammar==0.1.23", "fastapi==0.124.4", "annotated-doc==0.0.7"),
-                  configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
-                  attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
-                  runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
-                  resolution_steps=False, init_pool_call="caps", inline_sizing=True,
-                  hybrid_attribute="is_hybrid", dummy_model_skip=False, global_server_args=False,
-                  probes_modules=("sglang.srt.utils", "sglang.srt.layers.utils")),  # fmt: skip
-    BridgeRelease("0.5.2", "4.56.1", ("xgrammar==0.1.24", "fastapi==0.124.4", "annotated-doc==0.0.7"),
-                  configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
-                  attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
-                  runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
-                  resolution_steps=False, init_pool_call="caps", inline_sizing=True,
-                  hybrid_attribute="is_hybrid", dummy_model_skip=False, global_server_args=False,
-                  probes_modules=("sglang.srt.utils",)),  # fmt: skip
-    BridgeRelease("0.5.3", "4.57.0", ("xgrammar==0.1.24", "fastapi==0.124.4", "annotated-doc==0.0.7"),
-                  configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
-                  attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
-                  runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
-                  resolution_steps=False, init_pool_call="caps", inline_sizing=True,
-                  hybrid_attribute="is_hybrid", dummy_model_skip=False, global_server_args=False),  # fmt: skip
-    BridgeRelease("0.5.4", "4.57.1", ("xgrammar==0.1.25", "fastapi==0.124.4", "annotated-doc==0.0.7"),
-                  configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
-                  attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
-                  runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
-                  resolution_steps=False, init_pool_call="caps", inline_sizing=True,
-                  hybrid_attribute="is_hybrid"),  # fmt: skip
-    BridgeRelease("0.5.5", "4.57.1", ("xgrammar==0.1.25", "fastapi==0.124.4", "annotated-doc==0.0.7"),
-                  configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
-                  attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
-                  runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
-                  resolution_steps=False, init_pool_call="caps", inline_sizing=True,
-                  hybrid_attribute="is_hybrid"),  # fmt: skip
-    BridgeRelease("0.5.6", "4.57.1", ("xgrammar==0.1.27", "fastapi==0.124.4", "annotated-doc==0.0.7"),
-                  configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
-                  attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
-                  runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
-                  resolution_steps=False, init_pool_call="caps", inline_sizing=True),  # fmt: skip
-    BridgeRelease("0.5.7", "4.57.1", ("xgrammar==0.1.27", "fastapi==0.124.4", "annotated-doc==0.0.7"),
-                  configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
-                  attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
-                  runtime_context=False, pool_configurator=False, kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS),
-                  resolution_steps=False, init_pool_call="server_args"),  # fmt: skip
+    _before_0_5_8("0.5.1", "4.55.2", "0.1.23", init_pool_call="caps", inline_sizing=True, hybrid_attribute="is_hybrid",
+                  probes_modules=("sglang.srt.utils", "sglang.srt.layers.utils"), **_BEFORE_0_5_4),
+    _before_0_5_8("0.5.2", "4.56.1", "0.1.24", init_pool_call="caps", inline_sizing=True, hybrid_attribute="is_hybrid",
+                  probes_modules=("sglang.srt.utils",), **_BEFORE_0_5_4),
+    _before_0_5_8("0.5.3", "4.57.0", "0.1.24", init_pool_call="caps", inline_sizing=True, hybrid_attribute="is_hybrid",
+                  **_BEFORE_0_5_4),
+    _before_0_5_8("0.5.4", "4.57.1", "0.1.25", init_pool_call="caps", inline_sizing=True, hybrid_attribute="is_hybrid"),
+    _before_0_5_8("0.5.5", "4.57.1", "0.1.25", init_pool_call="caps", inline_sizing=True, hybrid_attribute="is_hybrid"),
+    _before_0_5_8("0.5.6", "4.57.1", "0.1.27", init_pool_call="caps", inline_sizing=True),
+    _before_0_5_8("0.5.7", "4.57.1", "0.1.27", init_pool_call="server_args"),
     BridgeRelease("0.5.8", "4.57.1", ("xgrammar==0.1.27",), configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
                   context_server_args=False, finalize_step=False, runtime_context=False,

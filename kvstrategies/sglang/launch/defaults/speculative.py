@@ -111,7 +111,8 @@ def _eagle_family(inp: LaunchInputs, res: ResolutionDraft, algo: str) -> None:
         _declare(res, "disable_overlap_schedule", True, "spec v2 supports topk 1 only "
                  "(sglang.srt.server_args.ServerArgs._handle_speculative_decoding)")  # fmt: skip
     mtp_paged = inp.model.has_arch(names_holding("mtp_paged_flashinfer_refused", inp.release))
-    if mtp_paged and (res.page_size or 1) != 1 and res.attention_backend == "flashinfer":  # up to 0.5.1
+    # up to 0.5.1 (the page is set by now: page_default_step)
+    if mtp_paged and res.page_size != 1 and res.attention_backend == "flashinfer":
         raise _refuse("sglang.srt.server_args.ServerArgs.__post_init__",
                       "DeepSeek / GLM MTP speculative decoding with page_size != 1 is not supported on flashinfer")
     if res.speculative_num_steps is None:
