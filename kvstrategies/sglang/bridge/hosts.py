@@ -134,10 +134,10 @@ class RunnerHost:
 
 
 def hybrid_gdn_reservation(runner: Any, rest_gib: float) -> float:
-    """SGLang 0.5.3's Mamba reservation, which has no method of its own: ``ModelRunner.__init__`` fixes the slots
-    (``--max-mamba-cache-size``, else ``--max-running-requests``, else 512; divided by the DP width under DP
-    attention) and ``profile_max_num_token`` takes ``slots x hf_config.mamba_cache_per_req`` bytes out of the rest
-    (GiB in, GiB out; the slot count is left on ``server_args.max_mamba_cache_size``, as SGLang leaves it)."""
+    """The Mamba reservation of SGLang 0.5.2 and 0.5.3, which has no method of its own: ``ModelRunner.__init__``
+    fixes the slots (``--max-mamba-cache-size``, else ``--max-running-requests``, else 512; divided by the DP width
+    under DP attention) and ``profile_max_num_token`` takes ``slots x hf_config.mamba_cache_per_req`` bytes out of the
+    rest (GiB in, GiB out; the slot count is left on ``server_args.max_mamba_cache_size``, as SGLang leaves it)."""
     args = runner.server_args
     if args.max_mamba_cache_size is None:
         args.max_mamba_cache_size = args.max_running_requests if args.max_running_requests is not None else 512
