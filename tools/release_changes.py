@@ -261,7 +261,9 @@ def page() -> str:
         "(`golden/sglang-<version>/`, `golden/sglang-<version>-launch/`); do not edit by hand. A case is",
         "listed under the project's release rules that explain it: each rule, set back to the older",
         "release on its own, moves the project's answer of the case (`(alone)`: all the way back to the",
-        "older answer). `kvstrategies releases A B` lists the rules of any two releases.",
+        "older answer). `kvstrategies releases A B` lists the rules of any two releases. The oldest line",
+        f"is {SGLANG_RELEASES[0].text}, the first 0.5 release on the package registry (0.5.0 is not there: it cannot "
+        "be installed, so it is not modelled).",
         "",
     ]
     for older, newer in zip(SGLANG_RELEASES, SGLANG_RELEASES[1:], strict=False):
