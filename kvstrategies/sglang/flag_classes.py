@@ -20,7 +20,7 @@ launch command (:mod:`.launch_command`).
 
 from __future__ import annotations
 
-from .server_arguments import renamed_server_arguments
+from .server_arguments import RENAMED_SERVER_ARGUMENTS
 
 #: SGLang flags ``plan`` understands (canonical SGLang spelling; ``plan`` accepts them verbatim)
 MODELLED = frozenset(
@@ -403,6 +403,6 @@ OLDER_NO_EFFECT = _names(
 #: the renamed DSA backend flags are refused either way)
 OLDER_RENAMED: dict[str, str] = {
     "--" + old.replace("_", "-"): "--" + new.replace("_", "-")
-    for new, old in renamed_server_arguments()
+    for new, old in RENAMED_SERVER_ARGUMENTS
     if "--" + new.replace("_", "-") in MODELLED
 }

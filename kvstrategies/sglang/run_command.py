@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core.releases import NEWEST_SGLANG
 from ..planner.request import DeploymentRequest
-from .server_arguments import renamed_server_arguments
+from .server_arguments import RENAMED_SERVER_ARGUMENTS
 
 LAUNCHER = ("python", "-m", "sglang.launch_server")
 OVERRIDE_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -195,7 +195,7 @@ def _release_spelling(req: DeploymentRequest, argv: list[str]) -> tuple[list[str
 
     flags = release_flags(req.release)
     out = list(argv)
-    for new, old in renamed_server_arguments():  # a release before a rename spells the old flag
+    for new, old in RENAMED_SERVER_ARGUMENTS:  # a release before a rename spells the old flag
         new_flag, old_flag = "--" + new.replace("_", "-"), "--" + old.replace("_", "-")
         if new_flag in out and new_flag not in flags and old_flag in flags:
             out[out.index(new_flag)] = old_flag

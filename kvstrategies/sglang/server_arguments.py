@@ -77,27 +77,16 @@ SERVER_ARGUMENT_VALUE_RULES: Mapping[tuple[str, str], ReleaseRule] = {
         "sglang.srt.speculative.spec_info.SpeculativeAlgorithm.from_string",
     ),
 }
-#: ServerArgs fields renamed in a release: new name -> (old name, the first release with the new one)
-RENAMED_SERVER_ARGUMENTS: Mapping[str, tuple[str, str]] = {
-    "mamba_radix_cache_strategy": ("mamba_scheduler_strategy", "0.5.14"),
-    "dsa_prefill_backend": ("nsa_prefill_backend", "0.5.13"),
-    "dsa_decode_backend": ("nsa_decode_backend", "0.5.13"),
-}
-#: ServerArgs fields renamed twice: new name -> (the oldest name, the first release with the middle one); 0.5.3's
-#: ``nsa_prefill`` / ``nsa_decode`` became ``nsa_prefill_backend`` / ``nsa_decode_backend`` in 0.5.4
-EARLIER_SERVER_ARGUMENT_NAMES: Mapping[str, tuple[str, str]] = {
-    "dsa_prefill_backend": ("nsa_prefill", "0.5.4"),
-    "dsa_decode_backend": ("nsa_decode", "0.5.4"),
-}
-
-
-def renamed_server_arguments() -> tuple[tuple[str, str], ...]:
-    """Every ``(new, old)`` spelling pair of a renamed ServerArgs field, newest rename first; a caller takes the old
-    name only where the release it speaks to has it and lacks the new one."""
-    return (*((new, old) for new, (old, _) in RENAMED_SERVER_ARGUMENTS.items()),
-            *((new, old) for new, (old, _) in EARLIER_SERVER_ARGUMENT_NAMES.items()))  # fmt: skip
-
-
+#: ServerArgs fields renamed between releases, as ``(new name, old name)``, newest rename first: a caller takes the old
+#: name only where the release it speaks to has it and lacks the new one (``mamba_scheduler_strategy`` until 0.5.13;
+#: ``nsa_*_backend`` until 0.5.12, ``nsa_prefill`` / ``nsa_decode`` in 0.5.3)
+RENAMED_SERVER_ARGUMENTS: tuple[tuple[str, str], ...] = (
+    ("mamba_radix_cache_strategy", "mamba_scheduler_strategy"),
+    ("dsa_prefill_backend", "nsa_prefill_backend"),
+    ("dsa_decode_backend", "nsa_decode_backend"),
+    ("dsa_prefill_backend", "nsa_prefill"),
+    ("dsa_decode_backend", "nsa_decode"),
+)
 #: fields whose value SGLang reads case-blind (``SpeculativeAlgorithm.from_string`` upper-cases the name)
 _UPPER_CASED = frozenset({"speculative_algorithm"})
 #: the value of a field that means "not given"

@@ -399,11 +399,11 @@ def test_server_args_of_0_5_3_skip_post_init() -> None:
 def test_a_field_at_its_default_is_not_given() -> None:
     """A release without a ServerArgs field launches as if its default were given (0.5.3 has no
     ``--mamba-full-memory-ratio``; 0.9 is the default), so the bridge drops it there; another value is a refusal."""
-    from kvstrategies.sglang.server_arguments import is_unset, renamed_server_arguments
+    from kvstrategies.sglang.server_arguments import RENAMED_SERVER_ARGUMENTS, is_unset
 
     assert is_unset("mamba_full_memory_ratio", 0.9) and is_unset("dcp_size", 1) and is_unset("page_size", None)
     assert not is_unset("mamba_full_memory_ratio", 0.5) and not is_unset("page_size", 64)
-    pairs = renamed_server_arguments()
+    pairs = RENAMED_SERVER_ARGUMENTS
     assert ("dsa_prefill_backend", "nsa_prefill_backend") in pairs and ("dsa_prefill_backend", "nsa_prefill") in pairs
     assert pairs.index(("dsa_prefill_backend", "nsa_prefill_backend")) < pairs.index(("dsa_prefill_backend",
                                                                                          "nsa_prefill"))  # fmt: skip

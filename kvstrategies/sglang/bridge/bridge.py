@@ -38,7 +38,7 @@ from ...errors import KVCacheConfigError, UnsupportedConfigurationError
 from ...models.architectures import SWALayerSplit
 from ...models.architectures import row_for as architecture_row
 from ...presets import load_preset_config
-from ..server_arguments import is_unset, renamed_server_arguments
+from ..server_arguments import RENAMED_SERVER_ARGUMENTS, is_unset
 from . import compat, hosts
 from .bridge_releases import BridgeRelease
 from .hosts import ConfiguratorHost, RunnerHost
@@ -537,7 +537,7 @@ def _sized(
     if known is not None:  # a field at its default is not given: a release without it launches the same
         fields = {k: v for k, v in fields.items() if k in known or not is_unset(k, v)}
     if known is not None:  # a release before a rename takes the field under its old name
-        for new, old in renamed_server_arguments():
+        for new, old in RENAMED_SERVER_ARGUMENTS:
             if new in fields and new not in known and old in known:
                 fields[old] = fields.pop(new)
     sa = compat.make_server_args(row, server_args.ServerArgs, fields)

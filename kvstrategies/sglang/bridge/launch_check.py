@@ -26,7 +26,7 @@ from ...core.releases import NEWEST_SGLANG, EngineRelease, parse_release, suppor
 from ...errors import KVCacheConfigError
 from ...planner.gpus import lookup_gpu
 from ..launch.defaults import LaunchResolution
-from ..server_arguments import renamed_server_arguments
+from ..server_arguments import RENAMED_SERVER_ARGUMENTS
 from .launch_grid import DFLASH_DRAFT, DFLASH_DRAFT_CONFIG, LaunchSpec, launch_config, spec_from_dict
 
 GOLDEN_ROOT = Path(__file__).resolve().parents[3] / "golden"
@@ -132,7 +132,7 @@ def sglang_fields(resolved: Mapping[str, Any]) -> dict[str, Any]:
     graphs = resolved.get("cuda_graph_config") or _flat_graph_config(resolved)
     decode, prefill = graphs.get("decode") or {}, graphs.get("prefill") or {}
     out = {name: resolved.get(name) for name in COMPARED_FIELDS}
-    for new, old in renamed_server_arguments():  # a release before a rename: its old field
+    for new, old in RENAMED_SERVER_ARGUMENTS:  # a release before a rename: its old field
         if new not in resolved and old in resolved:
             out[new] = resolved[old]
     out.update(
