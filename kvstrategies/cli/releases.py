@@ -80,6 +80,7 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.sglang.launch.defaults.memory",
     "kvstrategies.sglang.launch.defaults.model_overrides",
     "kvstrategies.sglang.launch.defaults.speculative",
+    "kvstrategies.sglang.load_refusals",
     "kvstrategies.pools.basic",
     "kvstrategies.pools.dsa",
     "kvstrategies.pools.dsv4",

@@ -546,7 +546,11 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         router_fp32=True,
         sm100_trtllm_moe=frozenset({"modelopt_fp4", "none"}),
         lm_head_every_stage=True,
-        releases=(("sm100_trtllm_moe_unquantized", "0.5.15", None), ("mtp_paged_flashinfer_refused", None, "0.5.1")),
+        releases=(
+            ("sm100_trtllm_moe_unquantized", "0.5.15", None),
+            ("mtp_paged_flashinfer_refused", None, "0.5.1"),
+            ("router_fp32", "0.5.19", None),  # before: Glm4MoeGate.weight in the model dtype
+        ),
         legacy_mamba_block=True,
     ),
     _A("Glm4MoeLiteForCausalLM", attention=_MLA, mla_forced_head_dim=256, launch_mla=True),

@@ -226,15 +226,19 @@ def _size_deployment(req: DeploymentRequest, model: ModelReading) -> SizedDeploy
     config = model.config
     launch = resolve_launch(req, config)
     fields = case_fields(req, model_dtype_name(req, config), launch)
-    # a launch that forces DP attention (DSA up to SGLang 0.5.5) replicates attention weights over its DP ranks
-    forced_dp = None if launch is None else launch.attn_dp_size
-    budget_req = req if forced_dp is None or forced_dp == req.attn_dp_size else req.replace(attn_dp_size=forced_dp)
-    budget = kv_budget(budget_req, model, launch)
+    budget = kv_budget(launched_request(req, launch), model, launch)
     check_budget_sane(budget, None if req.gpu is None else req.gpu.capacity_bytes)
     case = state_reserved_case(fields, budget.available_bytes)
     sized = size_plan(case.settings, case.available_bytes, max_tokens=case.max_tokens)
     fit = fit_report(sized.resolution.configurator.ctx, sized.sizes, req.request_lengths)
     return SizedDeployment(req, launch, budget, case, sized, fit, config_defaults)
+
+
+def launched_request(req: DeploymentRequest, launch: LaunchResolution | None) -> DeploymentRequest:
+    """``req`` as its launch resolved it, for the budget: a launch that forces DP attention (DSA up to
+    SGLang 0.5.5) replicates the attention weights over its DP ranks."""
+    forced_dp = None if launch is None else launch.attn_dp_size
+    return req if forced_dp is None or forced_dp == req.attn_dp_size else req.replace(attn_dp_size=forced_dp)
 
 
 def deployment_from_case(case: Case, planned: Plan, lengths: tuple[int, ...] = ()) -> DeploymentPlan:

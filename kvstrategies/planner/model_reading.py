@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from ..core.dtypes import DType
+from ..core.releases import EngineRelease
 from ..models import ModelGeometry, parse_hf_config
 from .weights import WeightEstimate, estimate_weights
 
@@ -24,20 +25,24 @@ class ModelReading:
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.config = config
-        self._estimates: dict[tuple[str | DType | None, str | None], WeightEstimate] = {}
+        self._estimates: dict[tuple[str | DType | None, str | None, EngineRelease | None], WeightEstimate] = {}
 
     @cached_property
     def geometry(self) -> ModelGeometry:
         """:func:`~kvstrategies.models.parse_hf_config` of the config."""
         return parse_hf_config(self.config)
 
-    def weights(self, dtype: str | DType | None, quantization: str | None) -> WeightEstimate:
+    def weights(
+        self, dtype: str | DType | None, quantization: str | None, release: EngineRelease | None = None
+    ) -> WeightEstimate:
         """:func:`~kvstrategies.planner.weights.estimate_weights` of the config in ``dtype`` and
-        ``quantization`` (an estimate that fails raises again at the next call)."""
-        key = (dtype, quantization)
+        ``quantization``, as SGLang ``release`` builds it (default the newest; an estimate that fails
+        raises again at the next call)."""
+        key = (dtype, quantization, release)
         estimate = self._estimates.get(key)
         if estimate is None:
-            estimate = self._estimates[key] = estimate_weights(self.config, dtype=dtype, quantization=quantization)
+            estimate = estimate_weights(self.config, dtype=dtype, quantization=quantization, release=release)
+            self._estimates[key] = estimate
         return estimate
 
 

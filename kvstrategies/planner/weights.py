@@ -45,9 +45,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from ..core.dtypes import DType
+from ..core.releases import NEWEST_SGLANG, EngineRelease
 from ..core.validate import MAX_LAYERS, TrackedConfig, reading_config
 from ..errors import KVCacheConfigError
-from ..models.architectures import Attention, LinearAttention, ModelType, any_row, model_type_row, rows_for
+from ..models.architectures import (
+    Attention,
+    LinearAttention,
+    ModelType,
+    any_row,
+    holds_in,
+    model_type_row,
+    rows_for,
+)
 from ..models.hf import as_int
 
 
@@ -412,16 +421,21 @@ def _total(groups: _Groups) -> int:
 
 
 def estimate_weights(
-    cfg: Mapping[str, Any], *, dtype: str | DType | None = None, quantization: str | None = None
+    cfg: Mapping[str, Any],
+    *,
+    dtype: str | DType | None = None,
+    quantization: str | None = None,
+    release: EngineRelease | None = None,
 ) -> WeightEstimate:
-    """Count a model's parameters from its raw HF config dict and attach its weight format.
+    """Count a model's parameters from its raw HF config dict and attach its weight format, as SGLang
+    ``release`` builds the model (default: the newest).
 
     A field the estimator needs but cannot read raises :class:`KVCacheConfigError` naming it.
     """
     if not isinstance(cfg, Mapping):
         raise KVCacheConfigError(f"a model config must be a JSON object, got {type(cfg).__name__}")
 
-    t = _TextConfig()
+    t = _TextConfig(NEWEST_SGLANG if release is None else release)
     with reading_config(t, "estimating the weights", "pass the resident weight bytes (--weight-bytes)"):
         t.update(_text(cfg))
         counted, t.last_key = _count(t)
@@ -498,9 +512,10 @@ class _TextConfig(TrackedConfig):
     """The text config an estimate reads, remembering the per-model answers (MLA? DeepSeek-V4?)
     that the per-layer readers would otherwise work out again for every layer."""
 
-    def __init__(self) -> None:
+    def __init__(self, release: EngineRelease) -> None:
         super().__init__()
         self.answers: dict[str, Any] = {}
+        self.release = release  # the SGLang release whose model classes are counted
 
 
 def _remembered(t: Mapping[str, Any], name: str, compute: Callable[[], _A]) -> _A:
@@ -858,7 +873,9 @@ def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
     elif t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias") or conventions.moe_router_bias:
         # e_score_correction_bias: float32 (deepseek_v2.MoEGate, minimax_m2.MiniMaxM2MoE, glm4_moe.Glm4MoeGate)
         groups.append(ParamGroup("e_score_correction_bias", e, ParamKind.ROUTER, 0, "", 4.0))
-    fp32 = 4.0 if any_row(_arch(t), lambda r: r.router_fp32) else None
+    # a float32 router where the release builds it so (row fact router_fp32: GLM-4.5's Glm4MoeGate from 0.5.19)
+    release = getattr(t, "release", NEWEST_SGLANG)
+    fp32 = 4.0 if any_row(_arch(t), lambda r: holds_in(r, "router_fp32", release)) else None
     groups.append(ParamGroup("router", router, ParamKind.ROUTER, 0, f"{block}.gate", fp32))
     n_shared = int(t.get("n_shared_experts") or t.get("num_shared_experts") or 0)
     shared_size = int(t.get("shared_expert_intermediate_size") or 0)

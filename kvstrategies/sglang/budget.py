@@ -76,7 +76,7 @@ def weights_per_rank(req: DeploymentRequest, model: ModelReading | Mapping[str, 
     model = as_reading(model)
     config = model.config
     dtype = req.weight_dtype or req.model_dtype
-    estimate = model.weights(dtype, req.weight_quantization)
+    estimate = model.weights(dtype, req.weight_quantization, req.release)
     extras = resident_extras(req, config, estimate, request_layout(req, config))
     extra_bytes = sum(e.nbytes for e in extras)
     extra_text = "".join(f"; + {e.nbytes / GIB:.2f} GiB {e.name}: {e.reason}" for e in extras)

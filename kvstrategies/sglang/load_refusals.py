@@ -23,7 +23,10 @@ the one SGLang runs (module and function named in the message, with the fix):
 * NVFP4 linear layers: each rank's input width a multiple of 16
   (``modelopt_quant.py``, ``ModelOptFp4LinearMethod.create_weights``);
 * MXFP4 checkpoints on ROCm parts older than gfx950 (MI300X, MI325X)
-  (``mxfp4.py``, ``Mxfp4Config.from_config``).
+  (``mxfp4.py``, ``Mxfp4Config.from_config``);
+* a quantization method on a CUDA GPU below the method's minimum compute capability
+  (``model_loader/loader.py``, ``_get_quantization_config``: each config class's
+  ``get_min_capability``; NVFP4 needs SM100 up to SGLang 0.5.12).
 
 Modules an exclusion list leaves in 16 bits are not checked (they load unquantized), nor the
 linear layers a model builds with ``skip_block_quant_check=True`` (:func:`skipped_block_checks`).
@@ -35,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..core.releases import ByRelease
 from ..errors import UnsupportedConfigurationError
 from ..models.architectures import rows_for
 from ..models.hf import architectures, text_config
@@ -112,7 +116,7 @@ def check_weight_load(req: DeploymentRequest, model: ModelReading) -> None:
     layout = request_layout(req, config)
     if layout is not None:
         _check_expert_split(req, layout)
-    estimate = model.weights(req.weight_dtype or req.model_dtype, req.weight_quantization)
+    estimate = model.weights(req.weight_dtype or req.model_dtype, req.weight_quantization, req.release)
     block = block_fp8(config, req.weight_quantization)
     if block is not None and layout is not None and _quantized(estimate, ParamKind.EXPERT):
         _check_block_experts(req, config, layout, block)
@@ -121,6 +125,7 @@ def check_weight_load(req: DeploymentRequest, model: ModelReading) -> None:
     if estimate.fmt.name == "nvfp4":
         _check_nvfp4_linears(req, config, estimate)
     _check_mxfp4_platform(req, config)
+    _check_min_capability(req, config)
 
 
 def _check_ep_divides_tp(req: DeploymentRequest) -> None:
@@ -344,4 +349,45 @@ def _check_mxfp4_platform(req: DeploymentRequest, config: Mapping[str, Any]) -> 
         f"an MXFP4 checkpoint does not load on {gpu.name} ({gpu.gfx_arch}): {req.release} supports MXFP4 on ROCm only "
         "from gfx950 (MI350/MI355X) and raises at weight load (sglang/srt/layers/quantization/mxfp4.py, "
         "Mxfp4Config.from_config: 'Current platform ... not support mxfp4 computation'). Use an MI355X or a CUDA GPU"
+    )
+
+
+#: the minimum CUDA compute capability (major x 10 + minor) of the quantization methods SGLang resolves
+#: for a checkpoint or ``--quantization``, as each config class's ``get_min_capability`` answers
+#: (``layers/quantization/``: ``Fp8Config``, ``ModelOptFp8Config``, ``W8A8Fp8Config``, ``AWQConfig``,
+#: ``GPTQConfig``, ``CompressedTensorsConfig``, ``W8A8Int8Config``, ``W4AFp8Config``)
+MIN_CAPABILITY: dict[str, int] = {
+    "fp8": 80, "modelopt_fp8": 89, "w8a8_fp8": 89, "awq": 75, "gptq": 60, "compressed_tensors": 70,
+    "w8a8_int8": 75, "w4afp8": 90,
+}  # fmt: skip
+
+#: ``ModelOptFp4Config.get_min_capability``: Blackwell only up to 0.5.12; from 0.5.13 NVFP4 loads from SM80
+#: (``layers/quantization/modelopt_quant.py``)
+NVFP4_MIN_CAPABILITY: ByRelease[int] = ByRelease(
+    "load-nvfp4-min-capability",
+    (("0.5.1", 100), ("0.5.13", 80)),
+    "the minimum CUDA compute capability of an NVFP4 (ModelOpt FP4) checkpoint",
+    "sglang.srt.layers.quantization.modelopt_quant.ModelOptFp4Config.get_min_capability "
+    "(checked by sglang.srt.model_loader.loader._get_quantization_config)",
+    topic="weights",
+)
+
+
+def _check_min_capability(req: DeploymentRequest, config: Mapping[str, Any]) -> None:
+    gpu = req.gpu
+    if gpu is None or not gpu.is_cuda or gpu.compute_capability is None:
+        return
+    method = quantization_method(config, req.weight_quantization)
+    if method is None:
+        return
+    needed = NVFP4_MIN_CAPABILITY.at(req.release) if method == "modelopt_fp4" else MIN_CAPABILITY.get(method)
+    major, minor = gpu.compute_capability
+    capability = major * 10 + minor
+    if needed is None or capability >= needed:
+        return
+    raise UnsupportedConfigurationError(
+        f"SGLang {req.release} does not load {method} weights on {gpu.name}: the method needs compute capability "
+        f"{needed}, the GPU has {capability} (sglang/srt/model_loader/loader.py, _get_quantization_config: 'The "
+        f"quantization method ... is not supported for the current GPU'). Use a GPU of capability {needed} or more"
+        + (", or SGLang 0.5.13 or later (NVFP4 from SM80)" if method == "modelopt_fp4" and needed > 80 else "")
     )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.jsonio import read_json_object
-from ..errors import KVCacheConfigError, UnsupportedConfigurationError
+from ..errors import KVCacheConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "cases" / "weights"
@@ -86,6 +86,22 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
 
 #: case -> why the planner's refusal differs from SGLang's
 REFUSAL_DIFFERENCES: dict[str, str] = {}
+
+#: (case, first release, last release) -> (bound, why): how an older release's recording differs from the
+#: planner, where that release differs from the entry of :data:`WEIGHT_DIFFERENCES` (which holds otherwise)
+RELEASE_WEIGHT_DIFFERENCES: dict[tuple[str, str, str], tuple[float, str]] = {}
+
+
+def weight_difference(name: str, release: str) -> tuple[float, str]:
+    """The bound on ``|planned / recorded - 1|`` for case ``name`` under SGLang ``release``, and why
+    (``(0.0, "")``: exact to the byte)."""
+    from ..core.releases import parse_release
+
+    version = parse_release(release)
+    for (case, first, last), known in RELEASE_WEIGHT_DIFFERENCES.items():
+        if case == name and parse_release(first) <= version <= parse_release(last):
+            return known
+    return WEIGHT_DIFFERENCES.get(name, (0.0, ""))
 
 
 @dataclass(frozen=True)
@@ -160,13 +176,16 @@ class PlannedWeights:
 
 def planned(case: WeightCase, version: str | None = None) -> PlannedWeights:
     """The torch-free planner's weights per rank (the fullest) for ``case`` under SGLang ``version``
-    (default the newest), or its refusal (the launch and weight-load refusals it runs before planning)."""
+    (default the newest), or its refusal: the steps ``plan --gpu`` takes before the budget (launch
+    refusals, launch resolution, weight-load refusals), as SGLang builds the model after ``ServerArgs``."""
     from ..core.releases import NEWEST_SGLANG, parse_release
+    from ..planner.deployment import launched_request
     from ..planner.gpus import lookup_gpu
     from ..planner.model_lookup import resolve_for_planning
     from ..planner.model_reading import ModelReading
     from ..planner.request import DeploymentRequest
     from .budget import weights_per_rank
+    from .launch.apply import resolve_launch
     from .launch_refusals import admit
 
     source = resolve_for_planning(case.model_ref())
@@ -183,9 +202,10 @@ def planned(case: WeightCase, version: str | None = None) -> PlannedWeights:
         release=NEWEST_SGLANG if version is None else parse_release(version),
     )
     model = ModelReading(req.hf_config())
-    try:
+    try:  # the launch refusals, the launch resolution (and its refusals), then the weight-load refusals
         req, model, _ = admit(req, model)
-    except UnsupportedConfigurationError as exc:
+        req = launched_request(req, resolve_launch(req, model.config))
+    except KVCacheConfigError as exc:  # UnsupportedConfigurationError, or a launch refusal
         return PlannedWeights(None, str(exc))
     nbytes, text = weights_per_rank(req, model)
     return PlannedWeights(nbytes, None, text)
@@ -196,6 +216,7 @@ class Comparison:
     """One case: SGLang's recorded weights of the fullest rank (or refusal) beside the planner's."""
 
     case: WeightCase
+    release: str
     recorded_bytes: int | None
     recorded_refusal: str | None
     planned: PlannedWeights
@@ -221,8 +242,8 @@ def compare(case: WeightCase, version: str) -> Comparison:
     environment = document.get("environment")
     plan = planned(case, version)
     if refusal is not None:
-        return Comparison(case, None, f"{refusal['type']}: {refusal['message']}", plan, environment)
-    return Comparison(case, max(recorded_weight_bytes(r) for r in ranks), None, plan, environment)
+        return Comparison(case, version, None, f"{refusal['type']}: {refusal['message']}", plan, environment)
+    return Comparison(case, version, max(recorded_weight_bytes(r) for r in ranks), None, plan, environment)
 
 
 def verdict(comparison: Comparison) -> tuple[bool, str]:
@@ -235,7 +256,7 @@ def verdict(comparison: Comparison) -> tuple[bool, str]:
         return known is not None, f"refusal differs ({side}){': known: ' + known if known else ''}"
     if comparison.error is None:
         return True, "both refuse"
-    bound, why = WEIGHT_DIFFERENCES.get(name, (0.0, ""))
+    bound, why = weight_difference(name, comparison.release)
     if comparison.planned.weight_bytes == comparison.recorded_bytes:
         return True, "equal"
     text = f"{comparison.error:+.3%}" + (f" (known: {why})" if why else "")

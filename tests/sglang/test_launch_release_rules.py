@@ -1102,3 +1102,23 @@ def test_mtp_page_check_reads_the_given_page_up_to_0_5_1() -> None:
         resolve("deepseek-v3", H200, "0.5.1", 8, page_size=2, **mtp)
     assert resolve("deepseek-v3", H200, "0.5.1", 8, **mtp).page_size in (None, 1)
     assert resolve("deepseek-v3", H200, "0.5.1", 8, page_size=1, **mtp).page_size == 1
+
+
+@pytest.mark.parametrize(
+    ("release", "backend", "takes"),
+    [("0.5.1", "triton", False), ("0.5.2", "triton", True), ("0.5.4", "trtllm_mha", False),
+     ("0.5.5", "trtllm_mha", True), ("0.5.5", "intel_xpu", False), ("0.5.6", "intel_xpu", True),
+     ("0.5.9", "ascend", False), ("0.5.10", "ascend", True)],
+)  # fmt: skip
+def test_llama4_backends_grow_by_release(release: str, backend: str, takes: bool) -> None:
+    """The set Llama-4's check takes (``ServerArgs._handle_model_specific_adjustments``, 0.5.19 on:
+    ``arg_groups.model_hook.handle_model_specific_adjustments``): {fa3, aiter} in 0.5.1 ('fa3 or aiter is
+    required for Llama4 model'), + triton in 0.5.2, + trtllm_mha in 0.5.5, + intel_xpu in 0.5.6, + ascend in
+    0.5.10. A refusal cites the release's function (up to 0.5.2 the steps of ``ServerArgs.__post_init__`` have no
+    names)."""
+    if takes:
+        assert resolve("llama-4-scout", H100, release, 4, attention_backend=backend).attention_backend == backend
+        return
+    hook = "ServerArgs.__post_init__" if release == "0.5.1" else "ServerArgs._handle_model_specific_adjustments"
+    with pytest.raises(KVCacheConfigError, match=f"{hook}.*Llama-4 needs one of .*got {backend}"):
+        resolve("llama-4-scout", H100, release, 4, attention_backend=backend)

@@ -475,3 +475,30 @@ def test_kernel_stubs_answer_the_named_module_only() -> None:
     finally:
         for key in [k for k in sys.modules if k.startswith("kvs_test_absent_pkg")]:
             del sys.modules[key]
+
+
+def test_the_weight_recorder_places_a_rank_as_initialize_model_parallel_does() -> None:
+    """Up to 0.5.20 the recorder states the rank's place in ``parallel_state``'s group globals
+    (``distributed/parallel_state.py``, ``initialize_model_parallel``: TP groups of ``tp`` consecutive
+    ranks, one per pipeline stage; ``moe_tp = tp / ep``; attention TP ``tp / attn_dp``). TP 8, EP 4,
+    PP 2, attention DP 4, world rank 13: stage 1, TP rank 5, attention-TP rank 5 % 2 = 1, expert-parallel
+    rank 5 // 2 = 2, expert-TP rank 5 % 2 = 1."""
+    from kvstrategies.sglang.bridge.model_on_meta import Deployment, rank_places
+
+    places = rank_places(Deployment("unused", tp=8, ep=4, pp=2, attn_dp=4), 13)
+    assert places["_WORLD"] == (16, 13) and places["_TP"] == (8, 5) and places["_PP"] == (2, 1)
+    assert places["_ATTN_TP"] == (2, 1) and places["_MOE_EP"] == (4, 2) and places["_MOE_TP"] == (2, 1)
+    assert places["_ATTN_CP"] == places["_DCP"] == places["_MOE_DP"] == (1, 0)
+
+
+def test_the_releases_that_publish_the_process_and_its_ranks() -> None:
+    """``runtime_context.publish(server_args, role=...)`` appears in 0.5.17 and takes ``ranks=SpawnRanks``
+    in 0.5.21 (``sglang/srt/runtime_context.py`` of each release); before 0.5.17 the ``ServerArgs`` setter
+    publishes the process (``context_server_args`` / ``global_server_args``)."""
+    from kvstrategies.sglang.bridge.bridge_releases import BRIDGE_RELEASES
+
+    publish = [row.line for row in BRIDGE_RELEASES if row.publish]
+    ranks = [row.line for row in BRIDGE_RELEASES if row.spawn_ranks]
+    assert publish[0] == "0.5.17" and ranks[0] == "0.5.21"
+    assert set(ranks) <= set(publish) and publish[-1] == ranks[-1] == "0.5.23"
+    assert len(publish) == 7 and len(ranks) == 3

@@ -27,6 +27,7 @@ from kvstrategies.sglang.weight_catalog import (
     compare,
     recorded_weight_bytes,
     recording_dir,
+    weight_difference,
     weight_releases,
 )
 
@@ -92,14 +93,14 @@ def test_weights_equal_the_recording(release: str, name: str) -> None:
     got = _comparisons(release)[name]
     if got.error is None:
         return  # refused (the refusal test compares it)
-    bound, why = WEIGHT_DIFFERENCES.get(name, (0.0, ""))
+    bound, why = weight_difference(name, release)
     assert got.planned.weight_bytes is not None and got.recorded_bytes is not None
     if not why:
         assert got.planned.weight_bytes == got.recorded_bytes, (
             f"{name}: planned {got.planned.weight_bytes:,} B, SGLang allocates {got.recorded_bytes:,} B per rank"
         )
         return
-    assert got.planned.weight_bytes != got.recorded_bytes, f"{name} is now exact: drop it from WEIGHT_DIFFERENCES"
+    assert got.planned.weight_bytes != got.recorded_bytes, f"{name} is now exact under {release}: drop its difference"
     assert abs(got.error) <= bound, f"{name}: {got.error:+.4%} beyond the stated {bound:.2%} ({why})"
 
 

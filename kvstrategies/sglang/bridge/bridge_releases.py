@@ -120,6 +120,12 @@ class BridgeRelease:
     #: ``is_cuda``...): ``sglang.srt.utils.common`` (0.5.3: ``utils`` is a package); before, the module
     #: ``sglang.srt.utils``, and up to 0.5.1 ``layers.utils`` too (``is_sm90_supported``, ``is_sm100_supported``)
     probes_modules: tuple[str, ...] = ("sglang.srt.utils.common",)
+    #: ``runtime_context.publish`` takes the process's ``SpawnRanks`` and derives every group place from it
+    #: (0.5.21); before, the ranks live in ``distributed.parallel_state``'s group globals alone
+    spawn_ranks: bool = True
+    #: ``runtime_context.publish(server_args, role=...)`` publishes the process configuration (0.5.17); before,
+    #: the ``ServerArgs`` setter of :attr:`context_server_args` / :attr:`global_server_args` does
+    publish: bool = True
 
     @property
     def sizing_module(self) -> str:
@@ -132,6 +138,8 @@ class BridgeRelease:
 
 
 _OLD_XGRAMMAR = ("xgrammar==0.2.1",)
+#: up to 0.5.16: no ``runtime_context.publish`` (and so no ``SpawnRanks``)
+_BEFORE_0_5_17: dict[str, Any] = {"publish": False, "spawn_ranks": False}
 #: what 0.5.7 imports from vLLM at module load on a CPU without AMX (the fallback kernels; never called to size)
 _VLLM_CPU_FALLBACKS = ("vllm.model_executor.layers.activation", "vllm.model_executor.layers.layernorm")
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
@@ -145,7 +153,8 @@ def _before_0_5_8(line: str, transformers: str, xgrammar: str, **facts: Any) -> 
                          configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
                          attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
                          runtime_context=False, pool_configurator=False,
-                         kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS), resolution_steps=False, **facts)
+                         kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS), resolution_steps=False,
+                         **_BEFORE_0_5_17, **facts)
 
 
 #: up to 0.5.3: ``ServerArgs.__post_init__`` has no dummy-model return and the layers read the module-level dict
@@ -165,37 +174,44 @@ BRIDGE_RELEASES: tuple[BridgeRelease, ...] = (
     BridgeRelease("0.5.8", "4.57.1", ("xgrammar==0.1.27",), configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
                   context_server_args=False, finalize_step=False, runtime_context=False,
-                  pool_configurator=False, kernel_stubs=("sgl_kernel",), resolution_steps=False),  # fmt: skip
+                  pool_configurator=False, kernel_stubs=("sgl_kernel",), resolution_steps=False,
+                  publish=False, spawn_ranks=False),  # fmt: skip
     BridgeRelease("0.5.9", "4.57.1", ("xgrammar==0.1.27",), configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
                   context_server_args=False, finalize_step=False, runtime_context=False,
-                  pool_configurator=False, kernel_stubs=("sgl_kernel.kvcacheio",), resolution_steps=False),  # fmt: skip
+                  pool_configurator=False, kernel_stubs=("sgl_kernel.kvcacheio",), resolution_steps=False,
+                  publish=False, spawn_ranks=False),  # fmt: skip
     BridgeRelease("0.5.10", "5.3.0", ("xgrammar==0.1.32",), configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
                   context_server_args=False, finalize_step=False, runtime_context=False,
-                  pool_configurator=False, kernel_stubs=("sgl_kernel.kvcacheio",)),  # fmt: skip
+                  pool_configurator=False, kernel_stubs=("sgl_kernel.kvcacheio",),
+                  publish=False, spawn_ranks=False),  # fmt: skip
     BridgeRelease("0.5.11", "5.6.0", ("xgrammar==0.1.32",), configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
-                  context_server_args=False, finalize_step=False, runtime_context=False),  # fmt: skip
+                  context_server_args=False, finalize_step=False, runtime_context=False,
+                  publish=False, spawn_ranks=False),  # fmt: skip
     BridgeRelease("0.5.12", "5.6.0", ("xgrammar==0.2.0",), configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
-                  context_server_args=False, finalize_step=False, runtime_context=False),  # fmt: skip
+                  context_server_args=False, finalize_step=False, runtime_context=False,
+                  publish=False, spawn_ranks=False),  # fmt: skip
     BridgeRelease("0.5.13", "5.8.1", _OLD_XGRAMMAR, configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
-                  context_server_args=False, finalize_step=False, runtime_context=False),  # fmt: skip
+                  context_server_args=False, finalize_step=False, runtime_context=False,
+                  publish=False, spawn_ranks=False),  # fmt: skip
     BridgeRelease("0.5.14", "5.8.1", _OLD_XGRAMMAR, configurator=False, platform_override=False,
                   schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
-                  context_server_args=False, finalize_step=False),  # fmt: skip
+                  context_server_args=False, finalize_step=False, publish=False, spawn_ranks=False),  # fmt: skip
     BridgeRelease("0.5.15", "5.12.1", _OLD_XGRAMMAR, configurator=False, platform_override=False,
-                  schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False),  # fmt: skip
+                  schedule_bag=False, resolve_once=False, attn_dp_field=False, mm_kv_reserve=False,
+                  publish=False, spawn_ranks=False),  # fmt: skip
     BridgeRelease("0.5.16", "5.12.1", _OLD_XGRAMMAR, platform_override=False, schedule_bag=False, resolve_once=False,
-                  attn_dp_field=False, mm_kv_reserve=False),  # fmt: skip
+                  attn_dp_field=False, mm_kv_reserve=False, publish=False, spawn_ranks=False),  # fmt: skip
     BridgeRelease("0.5.17", "5.12.1", _OLD_XGRAMMAR, platform_override=False, resolve_once=False,
-                  attn_dp_field=False, mm_kv_reserve=False),  # fmt: skip
+                  attn_dp_field=False, mm_kv_reserve=False, spawn_ranks=False),  # fmt: skip
     BridgeRelease("0.5.18", "5.12.1", _OLD_XGRAMMAR, platform_override=False, resolve_once=False,
-                  attn_dp_field=False),  # fmt: skip
-    BridgeRelease("0.5.19", "5.12.1", _OLD_XGRAMMAR, attn_dp_field=False),
-    BridgeRelease("0.5.20", "5.12.1", _OLD_XGRAMMAR, attn_dp_field=False),
+                  attn_dp_field=False, spawn_ranks=False),  # fmt: skip
+    BridgeRelease("0.5.19", "5.12.1", _OLD_XGRAMMAR, attn_dp_field=False, spawn_ranks=False),
+    BridgeRelease("0.5.20", "5.12.1", _OLD_XGRAMMAR, attn_dp_field=False, spawn_ranks=False),
     BridgeRelease("0.5.21", "5.12.1", _NEW_XGRAMMAR, attn_dp_field=False),
     BridgeRelease("0.5.22", "5.19.0", _NEW_XGRAMMAR),
     BridgeRelease("0.5.23", "5.19.0", _NEW_XGRAMMAR),

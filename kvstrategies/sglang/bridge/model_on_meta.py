@@ -2,9 +2,10 @@
 
 For one deployment (a config folder, the GPU planned, TP / EP / PP / attention DP, an optional
 ``--quantization``), SGLang's own pipeline runs unchanged up to a built model:
-``ServerArgs(...).resolve_once()`` (its launch resolution for that GPU),
-``runtime_context.publish`` with the rank's ``SpawnRanks`` (SGLang derives the rank's TP,
-attention and MoE ranks itself), ``ModelConfig.from_server_args``, the loader's
+``ServerArgs(...)`` (its launch resolution for that GPU), the process published with the rank's
+place (:func:`_publish_rank`: from 0.5.21 ``runtime_context.publish`` with the rank's ``SpawnRanks``,
+SGLang deriving the rank's TP, attention and MoE ranks itself; before, the group globals
+``initialize_model_parallel`` would leave), ``ModelConfig.from_server_args``, the loader's
 ``_get_quantization_config`` (config.json, ``hf_quant_config.json`` or ``--quantization``) and
 ``_initialize_model`` (the class SGLang's registry resolves), under
 ``set_default_torch_dtype(model dtype)`` and ``torch.device("meta")``. Then the quantization
@@ -45,6 +46,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .bridge_releases import BridgeRelease
 
 #: compiled packages SGLang's import chain names; construction on ``meta`` never calls them
 STUBBED_PACKAGES: tuple[str, ...] = (
@@ -152,10 +155,20 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
 
+#: transformers' cached probes of packages the stand-ins name (answered before the stand-ins exist)
+_TRANSFORMERS_PROBES = ("is_flash_attn_2_available", "is_flash_attn_3_available", "is_flash_attn_4_available")
+
+
 def install_package_stubs() -> None:
     """Stand-ins for the compiled packages that do not import on this host; installed after
-    transformers has recorded which optional packages exist (it must keep seeing them absent)."""
-    importlib.import_module("transformers.utils.import_utils")
+    transformers has recorded which optional packages exist (it must keep seeing them absent):
+    its cached flash-attention probes are asked first (transformers 5.6 asks at its first model
+    import, and a stand-in ``flash_attn`` it found then has no distribution to name)."""
+    import_utils = importlib.import_module("transformers.utils.import_utils")
+    for probe in _TRANSFORMERS_PROBES:
+        answer = getattr(import_utils, probe, None)
+        if callable(answer):
+            answer()
     missing = set()
     for name in STUBBED_PACKAGES:
         if name in sys.modules:
@@ -218,6 +231,30 @@ def install_cuda(gpu: GpuModel) -> None:
     cuda.memory_allocated = lambda *a, **k: 0
     cuda.max_memory_allocated = lambda *a, **k: 0
     setattr(torch.version, "cuda", "12.8")  # noqa: B010 (a module constant CUDA builds set)
+    _fakes_of_stubbed_kernels(torch)
+
+
+def _fakes_of_stubbed_kernels(torch: Any) -> None:
+    """On CUDA, SGLang registers ``torch.compile`` fakes of ``sgl_kernel`` operators at import (0.5.12:
+    ``layers/moe/topk.py``); the compiled package defines those operators, its stand-in does not, so
+    a fake for an operator that does not exist is dropped (nothing here compiles or calls it)."""
+    register = torch.library.register_fake
+    stubbed = frozenset(STUBBED_PACKAGES)
+
+    def exists(qualname: str) -> bool:
+        namespace, _, name = qualname.partition("::")
+        try:
+            getattr(getattr(torch.ops, namespace), name.split(".")[0])
+        except (AttributeError, RuntimeError):
+            return False
+        return True
+
+    def register_fake(op: Any, func: Any = None, /, **kwargs: Any) -> Any:
+        if isinstance(op, str) and op.partition("::")[0] in stubbed and not exists(op):
+            return (lambda f: f) if func is None else func
+        return register(op, func, **kwargs)
+
+    torch.library.register_fake = register_fake
 
 
 class CudaToMeta:
@@ -441,8 +478,8 @@ def world_ranks(dep: Deployment) -> list[int]:
 
 def build_rank(dep: Deployment, world_rank: int) -> dict[str, Any]:
     """Build SGLang's model for ``world_rank`` of ``dep`` on ``meta`` (in this process) and count it."""
-    import torch
 
+    from . import compat
     from ._launch_probe import GpuFacts, install_gpu
     from .runtime import installed_release, quiet_stdout
 
@@ -454,25 +491,28 @@ def build_rank(dep: Deployment, world_rank: int) -> dict[str, Any]:
     _platform_flags_as_cuda()
     install_gpu(GpuFacts(gpu.major, gpu.minor, gpu.total_memory / 2**20), row)
     server_args_mod = importlib.import_module("sglang.srt.server_args")
-    rc = importlib.import_module("sglang.srt.runtime_context")
     with quiet_stdout():
         sa = server_args_mod.ServerArgs(**dep.server_fields())
-        rc.publish(sa, role="test", ranks=rc.SpawnRanks(world_rank=world_rank, dp_rank=None, gpu_id=0))
-        _stand_in_groups(rc)
-        # the DP-attention flag layers read (ModelRunner's distributed init sets it the same way)
-        importlib.import_module("sglang.srt.layers.dp_attention").initialize_dp_attention(sa)
+        _publish_rank(row, sa, dep, world_rank)
         model_config_mod = importlib.import_module("sglang.srt.configs.model_config")
         load_config_mod = importlib.import_module("sglang.srt.configs.load_config")
         loader = importlib.import_module("sglang.srt.model_loader.loader")
         utils = importlib.import_module("sglang.srt.model_loader.utils")
         model_config = model_config_mod.ModelConfig.from_server_args(sa)
+        if not row.global_server_args:
+            _runner_globals(model_config, sa)
+        # the DP-attention state layers read, as ModelRunner's distributed init sets it (up to 0.5.20 it
+        # takes the model config too)
+        dp_attention = importlib.import_module("sglang.srt.layers.dp_attention")
+        compat.call(dp_attention.initialize_dp_attention, server_args=sa, model_config=model_config)
         notes = _as_remote_config(model_config, dep.folder)
-        _scheduler_configs(model_config)
+        _scheduler_configs(model_config, sa)
         load_config = load_config_mod.LoadConfig(load_format="dummy")
+        # the registry imports every model module (up to 0.5.4 lazily, at the first lookup): outside the
+        # meta device, as on a server, where import-time tensors are real
+        importlib.import_module("sglang.srt.models.registry").ModelRegistry.get_supported_archs()
         with CudaToMeta():
-            quant_config = loader._get_quantization_config(model_config, load_config)
-            with utils.set_default_torch_dtype(model_config.dtype), torch.device("meta"):
-                model = loader._initialize_model(model_config, load_config, quant_config)
+            model, quant_config = _initialize_model(loader, utils, model_config, load_config)
             post = _process_after_loading(model, model_config)
     counted = count_model(model)
     counted["quantization"] = None if quant_config is None else str(quant_config.get_name())
@@ -483,6 +523,48 @@ def build_rank(dep: Deployment, world_rank: int) -> dict[str, Any]:
     if notes:
         counted["environment"] = notes
     return counted
+
+
+def _runner_globals(model_config: Any, server_args: Any) -> None:
+    """Up to 0.5.3 the layers read ``managers.schedule_batch.global_server_args_dict``, which
+    ``ModelRunner.__init__`` fills with the server arguments and two facts of its own: whether the
+    model is MLA (``use_mla_backend``) and the speculative algorithm (the arguments themselves are
+    copied in by :func:`_publish_rank`)."""
+    batch = importlib.import_module("sglang.srt.managers.schedule_batch")
+    algorithm = importlib.import_module("sglang.srt.speculative.spec_info").SpeculativeAlgorithm
+    arch = importlib.import_module("sglang.srt.configs.model_config").AttentionArch
+    batch.global_server_args_dict.update(
+        use_mla_backend=model_config.attention_arch == arch.MLA,
+        speculative_algorithm=algorithm.from_string(server_args.speculative_algorithm),
+    )
+
+
+def _initialize_model(loader: Any, utils: Any, model_config: Any, load_config: Any) -> tuple[Any, Any]:
+    """The model SGLang's loader builds on ``meta``, and the quantization config it built it with.
+
+    From 0.5.5 the loader reads the quantization config (``_get_quantization_config``) and hands it
+    to ``_initialize_model``; up to 0.5.4 ``_initialize_model`` reads it itself (with the model
+    class's packed-module mapping), and the config is the one that call returned."""
+    import torch
+
+    from . import compat
+
+    read = loader._get_quantization_config
+    seen: list[Any] = []
+
+    def reading(*args: Any, **kwargs: Any) -> Any:
+        seen.append(read(*args, **kwargs))
+        return seen[-1]
+
+    takes_config = "quant_config" in (compat.accepted_keywords(loader._initialize_model) or ())
+    loader._get_quantization_config = reading
+    try:
+        given = (reading(model_config, load_config),) if takes_config else ()
+        with utils.set_default_torch_dtype(model_config.dtype), torch.device("meta"):
+            model = loader._initialize_model(model_config, load_config, *given)
+    finally:
+        loader._get_quantization_config = read
+    return model, seen[-1] if seen else None
 
 
 def _as_remote_config(model_config: Any, folder: str) -> list[str]:
@@ -525,17 +607,30 @@ def _platform_flags_as_cuda() -> None:
 _MOE_TOPK_FIELDS = ("num_experts_per_tok", "num_experts_per_token", "top_k_experts", "moe_top_k", "moe_topk")
 
 
-def _scheduler_configs(model_config: Any) -> None:
+#: the kernel-choice seeds ``Scheduler.init_moe_gemm_config`` calls, by module (a release without one
+#: of them has no such choice: up to 0.5.4 only the MoE config, handed the ``ServerArgs``)
+_SCHEDULER_SEEDS: tuple[tuple[str, str], ...] = (
+    ("sglang.srt.layers.quantization.fp8_utils", "initialize_fp8_gemm_config"),
+    ("sglang.srt.layers.quantization.fp4_utils", "initialize_fp4_gemm_config"),
+    ("sglang.srt.layers.quantization.unquant", "initialize_bf16_gemm_config"),
+)
+
+
+def _scheduler_configs(model_config: Any, server_args: Any) -> None:
     """The process-wide kernel choices the scheduler seeds before the model is built
     (``sglang/srt/managers/scheduler.py``, ``Scheduler.init_moe_gemm_config``): the MoE runner and
     all-to-all backends for a MoE model, then the FP8 / FP4 / bf16 GEMM configs. Weight layouts
     read them (the NVFP4 MoE keeps a swizzled scale copy unless the runner is TRT-LLM)."""
+    from . import compat
+
     text = model_config.hf_text_config
     if any(hasattr(text, name) for name in _MOE_TOPK_FIELDS):
-        importlib.import_module("sglang.srt.layers.moe").initialize_moe_config()
-    importlib.import_module("sglang.srt.layers.quantization.fp8_utils").initialize_fp8_gemm_config()
-    importlib.import_module("sglang.srt.layers.quantization.fp4_utils").initialize_fp4_gemm_config()
-    importlib.import_module("sglang.srt.layers.quantization.unquant").initialize_bf16_gemm_config()
+        compat.call(importlib.import_module("sglang.srt.layers.moe").initialize_moe_config, server_args=server_args)
+    for module_name, seed in _SCHEDULER_SEEDS:
+        with contextlib.suppress(ImportError):
+            function = getattr(importlib.import_module(module_name), seed, None)
+            if function is not None:  # up to 0.5.12 handed the ServerArgs
+                compat.call(function, server_args=server_args)
 
 
 def _launch_answers() -> dict[str, str]:
@@ -554,6 +649,61 @@ def _answer_sm_count(gpu: GpuModel) -> None:
     deep_gemm = sys.modules.get("deep_gemm") or importlib.import_module("deep_gemm")
     if isinstance(deep_gemm, _StubModule):
         deep_gemm.get_num_sms = lambda: gpu.sm_count  # type: ignore[attr-defined]
+
+
+def _publish_rank(row: BridgeRelease, server_args: Any, dep: Deployment, world_rank: int) -> None:
+    """Make ``server_args`` the process's configuration and place this process at ``world_rank``.
+
+    From 0.5.21 ``runtime_context.publish`` takes the rank's ``SpawnRanks`` and derives every group
+    place itself; the stand-in groups then take SGLang's widths and ranks. Before, the process is
+    published without ranks (``publish`` from 0.5.17, the ``ServerArgs`` setter before) and the rank's
+    place is what ``initialize_model_parallel`` would leave in ``parallel_state``'s group globals:
+    :func:`_stand_in_parallel_state`.
+    """
+    from . import compat
+
+    if row.spawn_ranks:
+        rc = importlib.import_module("sglang.srt.runtime_context")
+        rc.publish(server_args, role="test", ranks=rc.SpawnRanks(world_rank=world_rank, dp_rank=None, gpu_id=0))
+        _stand_in_groups(rc)
+        return
+    if row.publish:
+        importlib.import_module("sglang.srt.runtime_context").publish(server_args, role="test")
+    else:
+        compat.publish_server_args(row, server_args)
+    _stand_in_parallel_state(dep, world_rank)
+
+
+def rank_places(dep: Deployment, world_rank: int) -> dict[str, tuple[int, int]]:
+    """``parallel_state`` group global -> (width, this rank's place), as ``initialize_model_parallel``
+    builds them for ``dep``: TP groups of ``tp`` consecutive ranks, one pipeline stage each; attention
+    TP ``tp / attn_dp`` wide; the experts split ``ep`` ways and each expert ``tp / ep`` ways."""
+    tp_rank, pp_rank = world_rank % dep.tp, world_rank // dep.tp
+    attn_tp = dep.tp // dep.attn_dp
+    moe_tp = dep.tp // dep.ep
+    return {
+        "_WORLD": (dep.tp * dep.pp, world_rank), "_TP": (dep.tp, tp_rank), "_PP": (dep.pp, pp_rank),
+        "_ATTN_TP": (attn_tp, tp_rank % attn_tp), "_ATTN_CP": (1, 0), "_DCP": (1, 0),
+        "_MOE_EP": (dep.ep, tp_rank // moe_tp), "_MOE_TP": (moe_tp, tp_rank % moe_tp), "_MOE_DP": (1, 0),
+    }  # fmt: skip
+
+
+def _stand_in_parallel_state(dep: Deployment, world_rank: int) -> None:
+    """Stand-in coordinators in ``parallel_state``'s group globals (those the release has), and in
+    place of the attention-TP coordinator ``initialize_dp_attention`` builds itself (up to 0.5.4:
+    ``dp_attention._ATTN_TP_GROUP``): each answers its width and this rank's place."""
+    import torch
+
+    parallel_state = importlib.import_module("sglang.srt.distributed.parallel_state")
+    for name, (width, place) in rank_places(dep, world_rank).items():
+        if name in vars(parallel_state):
+            setattr(parallel_state, name, StandInGroup(name.strip("_").lower(), width, place))
+    dp_attention: Any = importlib.import_module("sglang.srt.layers.dp_attention")
+    if "GroupCoordinator" in vars(dp_attention):
+        width, place = rank_places(dep, world_rank)["_ATTN_TP"]
+        dp_attention.GroupCoordinator = lambda *a, **k: StandInGroup("attention_tp", width, place)
+        distributed: Any = torch.distributed
+        distributed.get_backend = lambda *a, **k: "nccl"  # this forked process only
 
 
 def _stand_in_groups(rc: Any) -> None:

@@ -9,7 +9,7 @@ SM100), GPT-OSS, Llama-4, MiMo-V2, ``qwen3_5._qwen3_5_hybrid_overrides`` (Qwen3-
 
 from __future__ import annotations
 
-from ....core.releases import ReleaseRule, span
+from ....core.releases import ByRelease, ReleaseRule, span
 from ....models.architectures import LaunchBackendCheck, LaunchBackendRule, names_where, row_for
 from .backends import generic_attention_backend
 from .core import (
@@ -17,6 +17,7 @@ from .core import (
     PAGE_SIZE_HOOK,
     LaunchInputs,
     ResolutionDraft,
+    SglangHook,
     _declare,
     _no_backend_flags,
     _refuse,
@@ -193,23 +194,42 @@ def attention_override(inp: LaunchInputs, res: ResolutionDraft) -> None:
                  f"Nemotron-H SM100 with speculation ({MODEL_OVERRIDES_HOOK.at(inp.release)})")  # fmt: skip
 
 
-_MODEL_HOOK = "sglang.srt.arg_groups.model_hook.handle_model_specific_adjustments"
-_LLAMA4_BACKENDS = frozenset({"fa3", "aiter", "triton", "ascend", "trtllm_mha", "intel_xpu"})
+#: where the Llama-4 / Gemma-4 backend checks run (a ServerArgs method up to 0.5.18)
+MODEL_CHECK_HOOK = SglangHook(
+    "sglang.srt.arg_groups.model_hook.handle_model_specific_adjustments",
+    "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments",
+)
+#: the attention backends SGLang's Llama-4 check takes
+LLAMA4_BACKENDS: ByRelease[tuple[str, ...]] = ByRelease(
+    "launch-llama4-backends",
+    (
+        ("0.5.1", ("aiter", "fa3")),
+        ("0.5.2", ("aiter", "fa3", "triton")),
+        ("0.5.5", ("aiter", "fa3", "triton", "trtllm_mha")),
+        ("0.5.6", ("aiter", "fa3", "intel_xpu", "triton", "trtllm_mha")),
+        ("0.5.10", ("aiter", "ascend", "fa3", "intel_xpu", "triton", "trtllm_mha")),
+    ),
+    "the attention backends Llama-4 takes (else the launch is refused: '... is required for Llama4 model')",
+    "sglang.srt.arg_groups.model_hook.handle_model_specific_adjustments (up to 0.5.18: "
+    "ServerArgs._handle_model_specific_adjustments)",
+)
 _GEMMA4_BACKENDS = frozenset({"trtllm_mha", "triton", "fa4", "ascend", "intel_xpu", "intel_amx", "aiter"})
 
 
 def model_backend_check(inp: LaunchInputs, res: ResolutionDraft) -> None:
-    """After the model overrides: Llama-4 needs fa3/aiter/triton/ascend/trtllm_mha/intel_xpu as the
+    """After the model overrides: Llama-4 needs one of the release's :data:`LLAMA4_BACKENDS` as the
     attention backend; Gemma-4 needs trtllm_mha/triton/fa4/ascend/intel_xpu/intel_amx/aiter for
     prefill and decode (SGLang: ``arg_groups.model_hook.handle_model_specific_adjustments``)."""
     first = row_for(inp.model.architectures[0])
     check = first.launch_backend_check if first is not None else None
-    if check is LaunchBackendCheck.LLAMA4 and res.attention_backend not in _LLAMA4_BACKENDS:
-        raise _refuse(_MODEL_HOOK, f"Llama-4 needs one of {sorted(_LLAMA4_BACKENDS)} as the attention backend, got "
+    hook = MODEL_CHECK_HOOK.at(inp.release)
+    llama4 = LLAMA4_BACKENDS.at(inp.release)
+    if check is LaunchBackendCheck.LLAMA4 and res.attention_backend not in llama4:
+        raise _refuse(hook, f"Llama-4 needs one of {sorted(llama4)} as the attention backend, got "
                       f"{res.attention_backend}")  # fmt: skip
     if check is LaunchBackendCheck.GEMMA4 and GEMMA4_SM100_TRTLLM.holds(inp.release):
         prefill = res.prefill_attention_backend or res.attention_backend
         decode = res.decode_attention_backend or res.attention_backend
         if prefill not in _GEMMA4_BACKENDS or decode not in _GEMMA4_BACKENDS:
-            raise _refuse(_MODEL_HOOK, f"Gemma-4 needs one of {sorted(_GEMMA4_BACKENDS)} for prefill and decode, got "
+            raise _refuse(hook, f"Gemma-4 needs one of {sorted(_GEMMA4_BACKENDS)} for prefill and decode, got "
                           f"prefill={prefill}, decode={decode}")  # fmt: skip
