@@ -162,7 +162,7 @@ GROUPS: dict[str, Group] = {
          "tests/package/test_robustness.py", "tests/strategies/test_hybrid*.py", "tests/strategies/test_dsv4*.py",
          "tests/strategies/test_default*.py",
          "tests/strategies/test_ascend.py", *ALLOCATOR_CHOICE_TESTS, "tests/checkpoints/test_shipped_checkpoints.py",
-         *CATALOG_GOLDENS,
+         "tests/sglang/test_weight_release_rules.py", *CATALOG_GOLDENS,
          *SGLANG_GOLDENS),
     ),
     "planner": Group(
@@ -176,14 +176,14 @@ GROUPS: dict[str, Group] = {
          "tests/planner/test_model_source.py", "tests/planner/test_machine_fit.py",
          "tests/sglang/test_launch_defaults.py", "tests/cli/test_cli_planner.py", "tests/package/test_robustness.py",
          "tests/sglang/test_published_logs.py", "tests/sglang/test_weight_recordings.py",
-         "tests/sglang/test_weight_fixes.py", *LAUNCH_GOLDENS),
+         "tests/sglang/test_weight_fixes.py", "tests/sglang/test_weight_release_rules.py", *LAUNCH_GOLDENS),
         # the weight estimate is a group of its own; the knobs are the releases group's
         exclude=("kvstrategies/planner/weights.py", "kvstrategies/sglang/knobs.py"),
     ),
     "weights": Group(
         ("kvstrategies/planner/weights.py",),
         ("tests/planner/test_weights.py", "tests/sglang/test_weight_recordings.py", "tests/sglang/test_weight_fixes.py",
-         "tests/planner/test_weights_quant.py",
+         "tests/sglang/test_weight_release_rules.py", "tests/planner/test_weights_quant.py",
          "tests/planner/test_weights_published.py", "tests/sglang/test_load_refusals.py",
          "tests/planner/test_planner.py",
          "tests/sglang/test_published_logs.py", "tests/package/test_robustness.py"),

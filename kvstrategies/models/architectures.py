@@ -198,6 +198,13 @@ class Architecture:
     ``arg_groups/model_overrides/qwen3_moe.py`` and ``glm4_moe.py``);
     ``sm100_trtllm_moe_unquantized``: the release's rule takes a 16-bit checkpoint too (GLM-4.5's
     ``_glm4_moe_overrides`` from 0.5.15; ``modelopt_fp4`` only before).
+    ``lm_head_fp32``: the model class casts its LM head to float32 (Qwen3-Next up to 0.5.5,
+    ``qwen3_next.py``, ``Qwen3NextForCausalLM.__init__``).
+    ``sm100_moe_override``: the release has the model's SM100 MoE-runner override at all (Qwen3-MoE's
+    and Qwen3-Next's from 0.5.6, GLM-4.5's from 0.5.8, MiniMax-M2's routed one from 0.5.18; before, the
+    runner stays ``auto``); ``sm100_moe_flag_only``: the override reads only a given ``--quantization
+    modelopt_fp4``, never the checkpoint (DeepSeek-V3 up to 0.5.4,
+    ``ServerArgs._handle_model_specific_adjustments``).
     ``sm100_trtllm_routed_moe``: the same for its routed variant (``flashinfer_trtllm_routed``:
     ``arg_groups/model_overrides/minimax_m2.py`` for MiniMax-M2 with ``modelopt_fp4``).
     ``lm_head_every_stage``: the model class builds its untied ``lm_head`` on every pipeline stage,
@@ -266,6 +273,9 @@ class Architecture:
     sm100_trtllm_moe: frozenset[str] = frozenset()
     sm100_trtllm_routed_moe: frozenset[str] = frozenset()
     sm100_trtllm_moe_unquantized: bool = True
+    sm100_moe_override: bool = True
+    sm100_moe_flag_only: bool = False
+    lm_head_fp32: bool = False
     lm_head_every_stage: bool = False
     skips_block_check: frozenset[str] = frozenset()
     hybrid_swa_listed: bool = True
@@ -418,7 +428,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         launch_mla=True,
         launch_deepseek_family=True,
         late_trtllm_mla_prefill_graph=True,
-        releases=(("mtp_paged_flashinfer_refused", None, "0.5.1"),),
+        releases=(("mtp_paged_flashinfer_refused", None, "0.5.1"), ("sm100_moe_flag_only", None, "0.5.4")),
     ),
     _A(
         "DeepseekV3ForCausalLMNextN",
@@ -550,6 +560,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
             ("sm100_trtllm_moe_unquantized", "0.5.15", None),
             ("mtp_paged_flashinfer_refused", None, "0.5.1"),
             ("router_fp32", "0.5.19", None),  # before: Glm4MoeGate.weight in the model dtype
+            ("sm100_moe_override", "0.5.8", None),
         ),
         legacy_mamba_block=True,
     ),
@@ -745,6 +756,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         moe_block="block_sparse_moe",
         router_fp32=True,
         sm100_trtllm_routed_moe=frozenset({"modelopt_fp4"}),
+        releases=(("sm100_moe_override", "0.5.18", None),),
     ),
     _A("MiniMaxM3SparseForCausalLM", minimax_sparse=True, releases=(("piecewise_multimodal", "0.5.16", "0.5.21"),)),
     _A(
@@ -810,7 +822,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         draft_num_layers=1,
         sm100_trtllm_moe=_QWEN_TRTLLM,
         lm_head_every_stage=True,
-        releases=(("draft_renamed", "0.5.13", None),),
+        releases=(("draft_renamed", "0.5.13", None), ("sm100_moe_override", "0.5.6", None)),
     ),
     _A(
         "Qwen3NextForCausalLM",
@@ -820,6 +832,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         linear_attention=LinearAttention.GDN,
         mamba_radix=True,
         launch_backend_rule=LaunchBackendRule.QWEN3_NEXT,
+        releases=(("sm100_moe_override", "0.5.6", None), ("lm_head_fp32", None, "0.5.5")),
     ),
     _A(
         "Qwen3_5ForCausalLM",

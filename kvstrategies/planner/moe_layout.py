@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..models.architectures import rows_for
+from ..core.releases import EngineRelease
+from ..models.architectures import holds_in, rows_for
 from ..models.hf import architectures, text_config
 from .gpus import Accelerator
 
@@ -110,16 +111,28 @@ def sm100_trtllm_quantization(config: Mapping[str, Any], quantization: str) -> s
 
 
 def moe_runner_backend(
-    config: Mapping[str, Any], gpu: Accelerator | None, quantization: str, given: str | None, a2a: str
+    config: Mapping[str, Any],
+    gpu: Accelerator | None,
+    quantization: str,
+    given: str | None,
+    a2a: str,
+    release: EngineRelease | None = None,
+    flag: str | None = None,
 ) -> str:
-    """The MoE runner SGLang resolves (module doc); ``quantization`` from :func:`override_quantization`,
-    ``given`` is ``--moe-runner-backend``."""
+    """The MoE runner SGLang ``release`` resolves (module doc; default the newest); ``quantization``
+    from :func:`override_quantization`, ``flag`` the ``--quantization`` given, ``given`` is
+    ``--moe-runner-backend``. A release without the model's SM100 override keeps ``auto`` (row facts
+    ``sm100_moe_override`` / ``sm100_moe_flag_only``)."""
     if given not in (None, "auto"):
         return str(given)
     if gpu is None or not gpu.is_sm100 or a2a != "none":
         return "auto"
     rows = rows_for(architectures(config))
     if not rows:
+        return "auto"
+    if release is not None and holds_in(rows[0], "sm100_moe_flag_only", release):
+        return "flashinfer_trtllm" if flag in ("modelopt_fp4", "nvfp4") else "auto"
+    if release is not None and not holds_in(rows[0], "sm100_moe_override", release):
         return "auto"
     if sm100_trtllm_quantization(config, quantization) is not None:
         return "flashinfer_trtllm"
@@ -178,6 +191,8 @@ def moe_layout(
     runner: str | None = None,
     a2a: str = "none",
     aiter: bool | None = None,
+    release: EngineRelease | None = None,
+    flag: str | None = None,
 ) -> MoELayout | None:
     """The layout of ``config``'s routed experts, ``None`` for a dense model."""
     experts, inter = num_routed_experts(config), expert_intermediate(config)
@@ -190,6 +205,6 @@ def moe_layout(
         ep=effective_ep,
         experts=experts,
         intermediate=inter,
-        runner=moe_runner_backend(config, gpu, quantization, runner, a2a),
+        runner=moe_runner_backend(config, gpu, quantization, runner, a2a, release, flag),
         aiter=use_aiter,
     )

@@ -463,13 +463,20 @@ def _count(t: TrackedConfig) -> tuple[dict[str, Any], Any]:
         "head": (
             ParamGroup("norm", norm, ParamKind.SMALL),
             *hc,
-            ParamGroup("lm_head", vocab * h, ParamKind.LM_HEAD, vocab, "lm_head"),
+            ParamGroup("lm_head", vocab * h, ParamKind.LM_HEAD, vocab, "lm_head", _lm_head_bytes(t)),
         ),
         "mtp": _mtp(t, h, vocab, n),
         "tied": tied,
         "lm_head_every_stage": any_row(_arch(t), lambda r: r.lm_head_every_stage),
     }
     return counted, t.last_key
+
+
+def _lm_head_bytes(t: Mapping[str, Any]) -> float | None:
+    """4.0 where the release builds the LM head in float32 (row fact ``lm_head_fp32``: Qwen3-Next's
+    ``self.lm_head = self.lm_head.float()`` in ``Qwen3NextForCausalLM.__init__`` up to 0.5.5)."""
+    release = getattr(t, "release", NEWEST_SGLANG)
+    return 4.0 if any_row(_arch(t), lambda r: holds_in(r, "lm_head_fp32", release)) else None
 
 
 def _layer_kinds(t: Mapping[str, Any], n: int) -> tuple[tuple[LayerKind, ...], tuple[int, ...]]:

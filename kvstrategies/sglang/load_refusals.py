@@ -24,6 +24,12 @@ the one SGLang runs (module and function named in the message, with the fix):
   (``modelopt_quant.py``, ``ModelOptFp4LinearMethod.create_weights``);
 * MXFP4 checkpoints on ROCm parts older than gfx950 (MI300X, MI325X)
   (``mxfp4.py``, ``Mxfp4Config.from_config``);
+* compressed-tensors weight-only INT (W4A16 / W8A16) up to SGLang 0.5.3, which builds it from vLLM's scheme and
+  refuses without vLLM, not a dependency of SGLang (``compressed_tensors.py``,
+  ``CompressedTensorsConfig._get_scheme_from_parts``);
+* on CUDA, a rotary head size other than 64, 128, 256 or 512 up to SGLang 0.5.6, whose ``RotaryEmbedding``
+  takes its kernel from vLLM for those (``layers/rotary_embedding.py``, ``RotaryEmbedding.__init__``:
+  ``from vllm._custom_ops import rotary_embedding``; sgl-kernel's from 0.5.7);
 * a quantization method on a CUDA GPU below the method's minimum compute capability
   (``model_loader/loader.py``, ``_get_quantization_config``: each config class's
   ``get_min_capability``; NVFP4 needs SM100 up to SGLang 0.5.12).
@@ -38,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.releases import ByRelease
+from ..core.releases import ByRelease, ReleaseRule, span
 from ..errors import UnsupportedConfigurationError
 from ..models.architectures import rows_for
 from ..models.hf import architectures, text_config
@@ -104,6 +110,8 @@ def request_layout(req: DeploymentRequest, config: Mapping[str, Any]) -> MoELayo
         runner=req.moe_runner_backend,
         a2a=str(req.launch_extras.get("moe_a2a_backend") or "none"),
         aiter=req.rocm_aiter,
+        release=req.release,
+        flag=req.weight_quantization,
     )
 
 
@@ -126,6 +134,8 @@ def check_weight_load(req: DeploymentRequest, model: ModelReading) -> None:
         _check_nvfp4_linears(req, config, estimate)
     _check_mxfp4_platform(req, config)
     _check_min_capability(req, config)
+    _check_wna16_needs_vllm(req, estimate)
+    _check_rotary_needs_vllm(req, model)
 
 
 def _check_ep_divides_tp(req: DeploymentRequest) -> None:
@@ -386,8 +396,59 @@ def _check_min_capability(req: DeploymentRequest, config: Mapping[str, Any]) -> 
     if needed is None or capability >= needed:
         return
     raise UnsupportedConfigurationError(
-        f"SGLang {req.release} does not load {method} weights on {gpu.name}: the method needs compute capability "
+        f"{req.release} does not load {method} weights on {gpu.name}: the method needs compute capability "
         f"{needed}, the GPU has {capability} (sglang/srt/model_loader/loader.py, _get_quantization_config: 'The "
         f"quantization method ... is not supported for the current GPU'). Use a GPU of capability {needed} or more"
         + (", or SGLang 0.5.13 or later (NVFP4 from SM80)" if method == "modelopt_fp4" and needed > 80 else "")
+    )
+
+
+#: compressed-tensors weight-only INT layers come from vLLM's ``CompressedTensorsWNA16`` up to 0.5.3 (refused without
+#: vLLM); from 0.5.4 SGLang has its own scheme
+WNA16_NEEDS_VLLM = ReleaseRule(
+    "load-wna16-needs-vllm",
+    span(None, "0.5.3"),
+    "compressed-tensors W4A16 / W8A16 needs vLLM installed (not an SGLang dependency): refused at weight load",
+    "sglang.srt.layers.quantization.compressed_tensors.compressed_tensors.CompressedTensorsConfig."
+    "_get_scheme_from_parts ('vllm is not installed, to use ... CompressedTensorsWNA16, please install vllm')",
+    topic="weights",
+)
+
+
+def _check_wna16_needs_vllm(req: DeploymentRequest, estimate: WeightEstimate) -> None:
+    if not WNA16_NEEDS_VLLM.holds(req.release) or not estimate.fmt.name.startswith("compressed-tensors int"):
+        return
+    raise UnsupportedConfigurationError(
+        f"{req.release} builds compressed-tensors weight-only INT layers ({estimate.fmt.name}) from vLLM's "
+        "CompressedTensorsWNA16 and refuses without vLLM, which SGLang does not install "
+        "(sglang/srt/layers/quantization/compressed_tensors/compressed_tensors.py, "
+        "CompressedTensorsConfig._get_scheme_from_parts: 'vllm is not installed'). Use SGLang 0.5.4 or later"
+    )
+
+
+#: up to 0.5.6 ``RotaryEmbedding`` on CUDA imports vLLM's kernel for a head size its own kernel lacks
+ROTARY_HEAD_NEEDS_VLLM = ReleaseRule(
+    "load-rotary-head-needs-vllm",
+    span(None, "0.5.6"),
+    "on CUDA, a rotary head size other than 64 / 128 / 256 / 512 takes vLLM's kernel (not an SGLang dependency): "
+    "refused at model build without vLLM (from 0.5.7: sgl-kernel's)",
+    "sglang.srt.layers.rotary_embedding.RotaryEmbedding.__init__ (from vllm._custom_ops import rotary_embedding)",
+    topic="weights",
+)
+#: the rotary head sizes SGLang's own CUDA kernel takes (``RotaryEmbedding.__init__``)
+ROTARY_HEAD_SIZES = (64, 128, 256, 512)
+
+
+def _check_rotary_needs_vllm(req: DeploymentRequest, model: ModelReading) -> None:
+    gpu = req.gpu
+    if gpu is None or not gpu.is_cuda or not ROTARY_HEAD_NEEDS_VLLM.holds(req.release):
+        return
+    head = model.geometry.head_dim  # 0 for MLA (its rotary part is qk_rope_head_dim, 64)
+    if head in (0, *ROTARY_HEAD_SIZES):
+        return
+    raise UnsupportedConfigurationError(
+        f"{req.release} builds the rotary embedding of head size {head} with vLLM's kernel on CUDA and fails "
+        "without vLLM, which SGLang does not install (sglang/srt/layers/rotary_embedding.py, "
+        "RotaryEmbedding.__init__: 'from vllm._custom_ops import rotary_embedding' for head sizes other than "
+        f"{', '.join(map(str, ROTARY_HEAD_SIZES))}). Use SGLang 0.5.7 or later"
     )

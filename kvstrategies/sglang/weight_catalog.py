@@ -89,7 +89,38 @@ REFUSAL_DIFFERENCES: dict[str, str] = {}
 
 #: (case, first release, last release) -> (bound, why): how an older release's recording differs from the
 #: planner, where that release differs from the entry of :data:`WEIGHT_DIFFERENCES` (which holds otherwise)
-RELEASE_WEIGHT_DIFFERENCES: dict[tuple[str, str, str], tuple[float, str]] = {}
+_ALIASED = ("recorded before ModelOptNvFp4FusedMoEMethod.process_weights_after_loading (not plain torch: not run "
+            "on meta), which under the TRT-LLM runner aliases the swizzled scale copies create_weights built to the "
+            "weight scales and frees them; from 0.5.13 create_weights does not build them. The planner prices the "
+            "rank after loading")
+_ONLINE_FP8 = ("recorded before Fp8LinearMethod.process_weights_after_loading, which quantizes the bf16 linears to fp8 "
+               "with a Triton kernel up to 0.5.7 (not run on meta: 'libcuda.so cannot found'); the planner prices them "
+               "as fp8, as SGLang serves them")
+RELEASE_WEIGHT_DIFFERENCES: dict[tuple[str, str, str], tuple[float, str]] = {
+    ("deepseek-v3.1-nvfp4-b200-tp8", "0.5.1", "0.5.1"): (
+        0.03, "0.5.1's ModelOptFp4Config.is_layer_excluded matches the exclusion list against the full name only, so "
+        "MLA's fused_qkv_a_proj_with_mqa, which the list keeps in bf16 as q_a_proj / kv_a_proj_with_mqa, is "
+        "quantized to NVFP4 (1.39 GB less a rank); 0.5.2 matches the fused names, as the planner does"),
+    ("deepseek-v3.1-nvfp4-b200-tp8", "0.5.2", "0.5.4"): (
+        5e-4, "the auto MoE runner keeps the swizzled scale copy (planned); 20 MB of its padding and the global "
+        "scales as these releases build them (not traced further)"),
+    ("deepseek-v3.1-nvfp4-b200-tp8", "0.5.5", "0.5.12"): (0.1, _ALIASED),
+    ("qwen3-235b-a22b-nvfp4-b200-tp2", "0.5.6", "0.5.12"): (0.1, _ALIASED),
+    ("llama-3.1-8b-online-fp8-h100-tp1", "0.5.1", "0.5.7"): (0.5, _ONLINE_FP8),
+    ("deepseek-v4-flash-h200-tp4", "0.5.12", "0.5.18"): (
+        0.16, "these releases build DeepSeek-V4's routed experts with Fp8MoEMethod, whose float32 block scales hold "
+        "6.49 GB more a rank at TP 4 than the MXFP4 method of later releases (Mxfp4FlashinferCutlassMoEMethod); the "
+        "planner prices the later layout, approximately"),
+    ("gpt-oss-20b-b200-tp1", "0.5.10", "0.5.16"): (
+        0.1, "MXFP4 experts on SM100 (flashinfer_mxfp4): Mxfp4MoEMethod.create_weights pads the hidden size and "
+        "each rank's columns to 256 in these releases (128 later); the planner does not pad"),
+    ("llama-4-scout-h100-tp8", "0.5.6", "0.5.8"): (
+        1e-6, "9,216 B: a norm these releases register as a parameter (later: a buffer the estimate leaves out)"),
+    ("qwen3-vl-8b-h100-tp2", "0.5.3", "0.5.7"): (
+        1e-3, "as qwen3-vl-8b-h100-tp1, and more of the tower whole on every rank in these releases"),
+    ("deepseek-v3.2-h200-tp8", "0.5.6", "0.5.7"): (
+        1e-3, "the DSA indexer as 0.5.6 and 0.5.7 build it (the estimate approximates it; not traced further)"),
+}
 
 
 def weight_difference(name: str, release: str) -> tuple[float, str]:

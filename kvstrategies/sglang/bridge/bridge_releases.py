@@ -141,7 +141,7 @@ _OLD_XGRAMMAR = ("xgrammar==0.2.1",)
 #: up to 0.5.16: no ``runtime_context.publish`` (and so no ``SpawnRanks``)
 _BEFORE_0_5_17: dict[str, Any] = {"publish": False, "spawn_ranks": False}
 #: what 0.5.7 imports from vLLM at module load on a CPU without AMX (the fallback kernels; never called to size)
-_VLLM_CPU_FALLBACKS = ("vllm.model_executor.layers.activation", "vllm.model_executor.layers.layernorm")
+VLLM_CPU_FALLBACKS = ("vllm.model_executor.layers.activation", "vllm.model_executor.layers.layernorm")
 _NEW_XGRAMMAR = ("xgrammar==0.2.7",)
 
 
@@ -153,7 +153,7 @@ def _before_0_5_8(line: str, transformers: str, xgrammar: str, **facts: Any) -> 
                          configurator=False, platform_override=False, schedule_bag=False, resolve_once=False,
                          attn_dp_field=False, mm_kv_reserve=False, context_server_args=False, finalize_step=False,
                          runtime_context=False, pool_configurator=False,
-                         kernel_stubs=("sgl_kernel", *_VLLM_CPU_FALLBACKS), resolution_steps=False,
+                         kernel_stubs=("sgl_kernel", *VLLM_CPU_FALLBACKS), resolution_steps=False,
                          **_BEFORE_0_5_17, **facts)
 
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .bridge_releases import BridgeRelease
+from .bridge_releases import VLLM_CPU_FALLBACKS, BridgeRelease
 
 #: compiled packages SGLang's import chain names; construction on ``meta`` never calls them
 STUBBED_PACKAGES: tuple[str, ...] = (
@@ -56,6 +56,13 @@ STUBBED_PACKAGES: tuple[str, ...] = (
     "triton_kernels", "kernels", "cutlass_library", "flash_attn", "sgl_fa", "tvm_ffi",
     "fastapi", "uvicorn", "torchaudio",
 )  # fmt: skip
+
+
+#: packages a CUDA install of SGLang does not have, of which only some modules are stood in for: vLLM's
+#: activation and norm layers, which SGLang up to 0.5.7 imports where sgl-kernel has no build (this CPU host).
+#: Anything else of vLLM stays absent: up to 0.5.3 compressed-tensors W4A16 then refuses, as SGLang does
+#: without vLLM ('vllm is not installed, to use ... CompressedTensorsWNA16, please install vllm').
+PARTIAL_STUBS: dict[str, tuple[str, ...]] = {"vllm": VLLM_CPU_FALLBACKS}
 
 
 @dataclass(frozen=True)
@@ -141,9 +148,13 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.names = names
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname.split(".")[0] in self.names:
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-        return None
+        top = fullname.split(".")[0]
+        if top not in self.names:
+            return None
+        only = PARTIAL_STUBS.get(top)
+        if only is not None and not any(m == fullname or m.startswith(fullname + ".") for m in only):
+            return None  # absent, as on a CUDA host
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         module = _StubModule(spec.name)
@@ -478,7 +489,6 @@ def world_ranks(dep: Deployment) -> list[int]:
 
 def build_rank(dep: Deployment, world_rank: int) -> dict[str, Any]:
     """Build SGLang's model for ``world_rank`` of ``dep`` on ``meta`` (in this process) and count it."""
-
     from . import compat
     from ._launch_probe import GpuFacts, install_gpu
     from .runtime import installed_release, quiet_stdout
@@ -690,7 +700,7 @@ def rank_places(dep: Deployment, world_rank: int) -> dict[str, tuple[int, int]]:
 
 def _stand_in_parallel_state(dep: Deployment, world_rank: int) -> None:
     """Stand-in coordinators in ``parallel_state``'s group globals (those the release has), and in
-    place of the attention-TP coordinator ``initialize_dp_attention`` builds itself (up to 0.5.4:
+    place of the attention-TP coordinator ``initialize_dp_attention`` builds itself (up to 0.5.8:
     ``dp_attention._ATTN_TP_GROUP``): each answers its width and this rank's place."""
     import torch
 

@@ -183,6 +183,12 @@ def _trtllm_moe_runner(inp: LaunchInputs) -> bool:
     quant = inp.model.sm100_trtllm_moe_quantization
     if not inp.gpu.is_sm100 or inp.settings.moe_a2a_backend != "none" or quant is None:
         return False
+    # a release without the model's override, or whose override reads only a given --quantization (row facts
+    # sm100_moe_override / sm100_moe_flag_only; the flag is not a launch input here)
+    if inp.model.has_arch(names_holding("sm100_moe_flag_only", inp.release)):
+        return False
+    if not inp.model.has_arch(names_holding("sm100_moe_override", inp.release)):
+        return False
     return quant != "none" or inp.model.has_arch(names_holding("sm100_trtllm_moe_unquantized", inp.release))
 
 
