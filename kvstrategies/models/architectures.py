@@ -1044,10 +1044,20 @@ def names_holding(fact: str, release: EngineRelease) -> frozenset[str]:
     return names_where(lambda row: holds_in(row, fact, release))
 
 
+#: where SGLang holds a row fact that changed between releases, where it is not an allow-list
+_FACT_SOURCES = {
+    "router_fp32": "the model class's router (sglang.srt.models.glm4_moe.Glm4MoeGate: float32 from 0.5.19)",
+    "lm_head_fp32": "sglang.srt.models.qwen3_next.Qwen3NextForCausalLM.__init__ (lm_head.float() up to 0.5.5)",
+    "sm100_moe_override": "the model's SM100 MoE-runner override (ServerArgs._handle_model_specific_adjustments; "
+    "arg_groups.overrides from 0.5.15)",
+    "sm100_moe_flag_only": "ServerArgs._handle_model_specific_adjustments (DeepseekV3ForCausalLM: the given "
+    "--quantization only, up to 0.5.4)",
+}
 #: one release rule per row fact limited to some releases, so release listings name them
 _ROW_RULES = tuple(
     ReleaseRule(f"{fact}:{row.name}", span(first, last), f"{row.name} has {fact}",
-                "sglang.srt.configs.model_config / arg_groups.overrides allow-lists", topic="models")
+                _FACT_SOURCES.get(fact, "sglang.srt.configs.model_config / arg_groups.overrides allow-lists"),
+                topic="models")
     for row in ARCHITECTURES
     for fact, first, last in row.releases
 )  # fmt: skip

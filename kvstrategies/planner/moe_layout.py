@@ -71,7 +71,10 @@ def quantization_method(config: Mapping[str, Any], override: str | None) -> str 
         return None
     method = str(qcfg.get("quant_method") or "").lower().replace("-", "_")
     if method == "modelopt" or "quant_algo" in qcfg:
-        return "modelopt_fp4" if "FP4" in str(qcfg.get("quant_algo", "")).upper() else "modelopt_fp8"
+        algo = str(qcfg.get("quant_algo", "")).upper()
+        if algo == "MIXED_PRECISION":  # ModelConfig._parse_modelopt_quant_config (0.5.10 on)
+            return "modelopt_mixed"
+        return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8"
     return method or None
 
 

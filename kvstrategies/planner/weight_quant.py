@@ -234,6 +234,7 @@ class ModuleRules:
     fused: tuple[tuple[str, tuple[str, ...]], ...] = DEFAULT_FUSED
     targets: tuple[tuple[tuple[str, ...], float], ...] = ()
     quantized: tuple[tuple[str, float], ...] = ()
+    layers: tuple[tuple[str, float], ...] = ()
 
     def bytes_for(self, module: str, kind: str) -> float | None:
         """See :class:`~kvstrategies.planner.weights.ModulePricer`."""
@@ -241,6 +242,8 @@ class ModuleRules:
             return None
         if self.rule == "compressed-tensors":
             return self._compressed_tensors(module, kind)
+        if self.rule == "modelopt-mixed":
+            return self._modelopt_mixed(module, kind)
         if kind == "lm_head" and self.rule != "modelopt":
             return None  # only ModelOpt quantizes a head its list leaves out
         if self._skipped(module, kind):
@@ -269,6 +272,46 @@ class ModuleRules:
             return True
         lasts = [name.rsplit(".", 1)[-1] for name in variants]
         return any(tail in last for tail in tails for last in lasts)
+
+    def _modelopt_mixed(self, module: str, kind: str) -> float:
+        """``ModelOptMixedPrecisionConfig.get_quant_method``: the exclusion list first (a routed-expert
+        layer by ``is_layer_excluded`` only), then the module's own ``quant_algo``; a module the map
+        does not name stays in the model dtype."""
+        excluded = self._modelopt_excluded(module)
+        if kind != "expert":
+            excluded = excluded or is_layer_skipped(module, self.patterns, dict(self.fused))
+        if excluded:
+            return UNQUANTIZED
+        per = self._mixed_layer(module)
+        return UNQUANTIZED if per is None else per
+
+    def _mixed_layer(self, prefix: str) -> float | None:
+        """``ModelOptMixedPrecisionConfig._resolve_quant_algo``: the name (or its other spellings), then
+        the shards of a fused layer (all alike), then the first entry under the name."""
+        table = dict(self.layers)
+        candidates = mixed_candidates(prefix)
+        for candidate in candidates:
+            if candidate in table:
+                return table[candidate]
+        proj = prefix.rsplit(".", 1)[-1]
+        shards = dict(self.fused).get(proj)
+        if shards:
+            base = prefix.rsplit(".", 1)[0]
+            found = {table[f"{b}.{s}"] for b in mixed_candidates(base) for s in shards if f"{b}.{s}" in table}
+            if len(found) > 1:
+                raise UnsupportedConfigurationError(
+                    f"the MIXED_PRECISION map quantizes the shards of {prefix} differently; SGLang refuses it at "
+                    "weight load (modelopt_quant.py, ModelOptMixedPrecisionConfig._resolve_quant_algo: 'Mixed "
+                    "quant_algo within fused layer'). Give every shard the same quant_algo"
+                )
+            if found:
+                return found.pop()
+        for candidate in candidates:
+            under = candidate + "."
+            match = next((per for name, per in self.layers if name.startswith(under)), None)
+            if match is not None:
+                return match
+        return None
 
     def _compressed_tensors(self, module: str, kind: str) -> float | None:
         fused = dict(self.fused)
@@ -341,7 +384,7 @@ def quant_bytes(
     q: Mapping[str, Any] = {} if override is not None else qcfg
     method = _method(qcfg, override)
     result = _scheme(method, q, expert_dtype, online=override is not None, fused=fused)
-    if method == "compressed_tensors":
+    if method == "compressed_tensors" or result.modules is not None:
         return result
     rules, notes = _exclusions(method, q, result, fused)
     return QuantBytes(result.name, result.attention, result.dense, result.expert, result.notes + notes, rules)
@@ -409,6 +452,8 @@ def _scheme(
         return QuantBytes("mxfp4-experts", None, None, MXFP4)  # gpt-oss: only the routed experts
     if method in ("nvfp4", "modelopt_fp4") or (method == "modelopt" and "FP4" in str(q.get("quant_algo", "")).upper()):
         return QuantBytes("nvfp4", NVFP4, NVFP4, NVFP4)
+    if method == "modelopt" and str(q.get("quant_algo", "")).upper() == "MIXED_PRECISION":
+        return _modelopt_mixed(q, fused)
     if method == "modelopt":
         algo = str(q.get("quant_algo", "FP8")).upper()
         if algo != "FP8":
@@ -428,6 +473,69 @@ def _scheme(
         f"unsupported quantization {method!r} for the weight estimate; pass a checkpoint folder (its safetensors "
         "headers give exact bytes), --weight-bytes, or --weight-quantization one of none, fp8, mxfp4, nvfp4, w4a16"
     )
+
+
+#: ModelOpt MIXED_PRECISION algorithms and their bytes per parameter (``group``: the entry's ``group_size``):
+#: per-tensor FP8, block FP8 (``FP8_PB_WO`` / ``FP8_BLOCK_SCALES``, ``group`` x ``group`` blocks, default 128),
+#: MXFP8 (a scale per 32), NVFP4 with or without FP4 activations (a scale per ``group``, default 16)
+_MIXED_ALGOS = ("FP8", "FP8_PB_WO", "FP8_BLOCK_SCALES", "MXFP8", "NVFP4", "W4A16_NVFP4")
+#: the planner's one ``in_proj`` group of a Gated-DeltaNet layer holds SGLang's ``in_proj_qkvz`` (the map's
+#: ``in_proj_qkv`` / ``in_proj_z``) and its small ``in_proj_ba``
+MIXED_FUSED = (("in_proj", ("in_proj_qkv", "in_proj_z")),)
+#: the weight-format name of a MIXED_PRECISION checkpoint (its algorithms follow)
+MIXED_PRECISION_LABEL = "modelopt mixed"
+
+
+def _mixed_bytes(name: str, info: Any) -> float:
+    algo = str(info.get("quant_algo", "")).upper() if isinstance(info, Mapping) else ""
+    if algo not in _MIXED_ALGOS:
+        raise KVCacheConfigError(
+            f"quantization_config.quantized_layers[{name!r}]: unsupported MIXED_PRECISION quant_algo {algo!r} "
+            f"(SGLang's ModelOptMixedPrecisionConfig takes {', '.join(_MIXED_ALGOS)}); give --weight-bytes"
+        )
+    if algo == "FP8":
+        return 1.0
+    if algo == "MXFP8":
+        return 1.0 + 1.0 / 32
+    default = 16 if "NVFP4" in algo else 128
+    group = int(info.get("group_size") or default)
+    if group <= 0:
+        raise KVCacheConfigError(f"quantization_config.quantized_layers[{name!r}]: group_size {group} is not a size")
+    return 0.5 + 1.0 / group if "NVFP4" in algo else _fp8([group, group])
+
+
+def _modelopt_mixed(q: Mapping[str, Any], fused: tuple[tuple[str, tuple[str, ...]], ...]) -> QuantBytes:
+    """ModelOpt ``MIXED_PRECISION``: each module's ``quant_algo`` from ``quantized_layers``
+    (``modelopt_quant.py``, ``ModelOptMixedPrecisionConfig``); modules it does not name stay 16-bit."""
+    layers = q.get("quantized_layers")
+    if not isinstance(layers, Mapping) or not layers:
+        raise KVCacheConfigError(
+            "quantization_config: MIXED_PRECISION needs a non-empty quantized_layers map (SGLang refuses it: "
+            "ModelOptMixedPrecisionConfig.from_config); fix the checkpoint's quantization config"
+        )
+    priced = tuple((str(name), _mixed_bytes(str(name), info)) for name, info in layers.items())
+    patterns = _strings(q.get("ignore", q.get("exclude_modules")) or ())
+    expanded = tuple(dict.fromkeys(v for p in patterns for v in (p, p.removeprefix("language_model."))))
+    algos = sorted({str(info.get("quant_algo", "")).lower() for info in layers.values() if isinstance(info, Mapping)})
+    rules = ModuleRules("modelopt-mixed", expanded, (*fused, *MIXED_FUSED), layers=priced)
+    return QuantBytes(f"{MIXED_PRECISION_LABEL} " + "+".join(algos), None, None, None, (), rules)
+
+
+def mixed_candidates(prefix: str) -> tuple[str, ...]:
+    """``ModelOptMixedPrecisionConfig._quantized_layer_prefix_candidates``: the name, ``lm_head`` for a
+    head, and the text stack's other spellings (``model.`` / ``model.language_model.`` /
+    ``language_model.model.``)."""
+    candidates = [prefix]
+    if prefix.endswith(".lm_head"):
+        candidates.append("lm_head")
+    if prefix.startswith("language_model.model."):
+        candidates.append("model.language_model." + prefix.removeprefix("language_model.model."))
+    elif prefix.startswith("model.language_model."):
+        rest = prefix.removeprefix("model.language_model.")
+        candidates += ["language_model.model." + rest, "model." + rest]
+    elif prefix.startswith("model."):
+        candidates.append("model.language_model." + prefix.removeprefix("model."))
+    return tuple(dict.fromkeys(candidates))
 
 
 def _ct_group_bytes(weights: Mapping[str, Any], fmt: str) -> tuple[str, float]:

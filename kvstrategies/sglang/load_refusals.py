@@ -30,6 +30,9 @@ the one SGLang runs (module and function named in the message, with the fix):
 * on CUDA, a rotary head size other than 64, 128, 256 or 512 up to SGLang 0.5.6, whose ``RotaryEmbedding``
   takes its kernel from vLLM for those (``layers/rotary_embedding.py``, ``RotaryEmbedding.__init__``:
   ``from vllm._custom_ops import rotary_embedding``; sgl-kernel's from 0.5.7);
+* ModelOpt MIXED_PRECISION checkpoints before SGLang 0.5.15 (0.5.9 reads them as FP8 and refuses; 0.5.10 to
+  0.5.14 build the layers the map does not name as 128 x 128 block FP8, which a Gated-DeltaNet ``in_proj_ba``
+  does not split into: ``modelopt_quant.py``, ``ModelOptMixedPrecisionConfig``);
 * a quantization method on a CUDA GPU below the method's minimum compute capability
   (``model_loader/loader.py``, ``_get_quantization_config``: each config class's
   ``get_min_capability``; NVFP4 needs SM100 up to SGLang 0.5.12).
@@ -135,6 +138,7 @@ def check_weight_load(req: DeploymentRequest, model: ModelReading) -> None:
     _check_mxfp4_platform(req, config)
     _check_min_capability(req, config)
     _check_wna16_needs_vllm(req, estimate)
+    _check_modelopt_mixed(req, config)
     _check_rotary_needs_vllm(req, model)
 
 
@@ -390,7 +394,9 @@ def _check_min_capability(req: DeploymentRequest, config: Mapping[str, Any]) -> 
     method = quantization_method(config, req.weight_quantization)
     if method is None:
         return
-    needed = NVFP4_MIN_CAPABILITY.at(req.release) if method == "modelopt_fp4" else MIN_CAPABILITY.get(method)
+    # ModelOptMixedPrecisionConfig.get_min_capability is ModelOptFp4Config's
+    nvfp4 = method in ("modelopt_fp4", "modelopt_mixed")
+    needed = NVFP4_MIN_CAPABILITY.at(req.release) if nvfp4 else MIN_CAPABILITY.get(method)
     major, minor = gpu.compute_capability
     capability = major * 10 + minor
     if needed is None or capability >= needed:
@@ -399,7 +405,7 @@ def _check_min_capability(req: DeploymentRequest, config: Mapping[str, Any]) -> 
         f"{req.release} does not load {method} weights on {gpu.name}: the method needs compute capability "
         f"{needed}, the GPU has {capability} (sglang/srt/model_loader/loader.py, _get_quantization_config: 'The "
         f"quantization method ... is not supported for the current GPU'). Use a GPU of capability {needed} or more"
-        + (", or SGLang 0.5.13 or later (NVFP4 from SM80)" if method == "modelopt_fp4" and needed > 80 else "")
+        + (", or SGLang 0.5.13 or later (NVFP4 from SM80)" if nvfp4 and needed > 80 else "")
     )
 
 
@@ -422,7 +428,8 @@ def _check_wna16_needs_vllm(req: DeploymentRequest, estimate: WeightEstimate) ->
         f"{req.release} builds compressed-tensors weight-only INT layers ({estimate.fmt.name}) from vLLM's "
         "CompressedTensorsWNA16 and refuses without vLLM, which SGLang does not install "
         "(sglang/srt/layers/quantization/compressed_tensors/compressed_tensors.py, "
-        "CompressedTensorsConfig._get_scheme_from_parts: 'vllm is not installed'). Use SGLang 0.5.4 or later"
+        "CompressedTensorsConfig._get_scheme_from_parts: 'vllm is not installed'). Use SGLang 0.5.4 or later, or "
+        "install vLLM beside SGLang"
     )
 
 
@@ -450,5 +457,33 @@ def _check_rotary_needs_vllm(req: DeploymentRequest, model: ModelReading) -> Non
         f"{req.release} builds the rotary embedding of head size {head} with vLLM's kernel on CUDA and fails "
         "without vLLM, which SGLang does not install (sglang/srt/layers/rotary_embedding.py, "
         "RotaryEmbedding.__init__: 'from vllm._custom_ops import rotary_embedding' for head sizes other than "
-        f"{', '.join(map(str, ROTARY_HEAD_SIZES))}). Use SGLang 0.5.7 or later"
+        f"{', '.join(map(str, ROTARY_HEAD_SIZES))}). Use SGLang 0.5.7 or later, or install vLLM beside SGLang"
+    )
+
+
+#: ModelOpt MIXED_PRECISION checkpoints load from 0.5.15 (the recordings of nvidia/Qwen3.6-27B-NVFP4 and
+#: -35B-A3B-NVFP4: refused by every release before)
+MODELOPT_MIXED_LOADS = ReleaseRule(
+    "load-modelopt-mixed",
+    span("0.5.15"),
+    "a ModelOpt MIXED_PRECISION checkpoint loads, each module in its map's algorithm, the others 16-bit (before: "
+    "0.5.9 reads it as FP8 and refuses it; 0.5.10 to 0.5.14 build the unnamed layers as 128 x 128 block FP8, "
+    "refusing a Gated-DeltaNet in_proj_ba)",
+    "sglang.srt.layers.quantization.modelopt_quant.ModelOptMixedPrecisionConfig.get_quant_method "
+    "(0.5.9: sglang.srt.configs.model_config.ModelConfig._parse_modelopt_quant_config)",
+    topic="weights",
+)
+
+
+def _check_modelopt_mixed(req: DeploymentRequest, config: Mapping[str, Any]) -> None:
+    if MODELOPT_MIXED_LOADS.holds(req.release) or quantization_method(config, req.weight_quantization) != (
+        "modelopt_mixed"
+    ):
+        return
+    raise UnsupportedConfigurationError(
+        f"{req.release} does not load a ModelOpt MIXED_PRECISION checkpoint: 0.5.9 and older read it as FP8 "
+        "(ModelOptFp8Config: 'only supports static FP8 quantization'), 0.5.10 to 0.5.14 build the layers its "
+        "quantized_layers map does not name as 128 x 128 block FP8 and refuse one whose outputs are not whole "
+        "blocks (sglang/srt/layers/quantization/modelopt_quant.py, ModelOptMixedPrecisionConfig; fp8.py, "
+        "Fp8LinearMethod.validate_block_quant_shapes). Use SGLang 0.5.15 or later"
     )

@@ -50,6 +50,7 @@ from typing import Any
 from ..models.hf import text_config
 from ..planner.moe_layout import MoELayout
 from ..planner.request import DeploymentRequest
+from ..planner.weight_quant import MIXED_PRECISION_LABEL
 from ..planner.weights import ParamGroup, ParamKind, WeightEstimate, gated_mlp
 from .draft_model import draft_model_bytes, vocab_rows_per_rank
 
@@ -213,7 +214,8 @@ def _nvfp4_moe_layers(estimate: WeightEstimate) -> int:
 def _nvfp4_swizzled_scales(
     config: Mapping[str, Any], estimate: WeightEstimate, layout: MoELayout | None, share: float
 ) -> ResidentExtra | None:
-    if layout is None or estimate.fmt.name != "nvfp4" or layout.runner in TRTLLM_RUNNERS:
+    nvfp4 = estimate.fmt.name == "nvfp4" or estimate.fmt.name.startswith(MIXED_PRECISION_LABEL)  # NVFP4 experts
+    if layout is None or not nvfp4 or layout.runner in TRTLLM_RUNNERS:
         return None
     layers = _nvfp4_moe_layers(estimate)
     if not layers:

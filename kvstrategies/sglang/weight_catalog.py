@@ -64,6 +64,10 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
     "qwen2.5-7b-gptq-h100-tp1": (1e-3, "3.3 MB of GPTQ side tensors (g_idx, qzeros) priced per parameter"),
     "mimo-v2-flash-h200-tp4": (1e-6, "960 B: attention-sink biases and fp32 k/v scales (not traced further)"),
     "mimo-v2-flash-h200-tp8": (1e-6, "3,456 B: as mimo-v2-flash-h200-tp4"),
+    "qwen3.6-27b-nvfp4-b200-tp1": (2e-3, "24 MB: the estimate holds a GDN layer's in_proj_ba (2 x 48 heads x 5120, "
+                                   "48 layers) in its one in_proj group, priced as the map's in_proj_qkv (FP8); "
+                                   "SGLang keeps it in bf16 (the map does not name it)"),
+    "qwen3.6-35b-a3b-nvfp4-b200-tp2": (1e-3, "as qwen3.6-27b-nvfp4-b200-tp1 (in_proj_ba), and the tower's norms"),
     # larger: what the estimate does not model yet
     "qwen3-vl-8b-h100-tp1": (5e-4, "the tower's norms and biases (left out of vision_tower_params)"),
     "qwen3-vl-8b-h100-tp2": (5e-4, "as qwen3-vl-8b-h100-tp1, and tower parts whole on every rank"),
@@ -87,15 +91,17 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
 #: case -> why the planner's refusal differs from SGLang's
 REFUSAL_DIFFERENCES: dict[str, str] = {}
 
-#: (case, first release, last release) -> (bound, why): how an older release's recording differs from the
-#: planner, where that release differs from the entry of :data:`WEIGHT_DIFFERENCES` (which holds otherwise)
+#: why the NVFP4 B200 recordings of 0.5.5-0.5.12 hold the swizzled scale copies the served rank frees
 _ALIASED = ("recorded before ModelOptNvFp4FusedMoEMethod.process_weights_after_loading (not plain torch: not run "
             "on meta), which under the TRT-LLM runner aliases the swizzled scale copies create_weights built to the "
             "weight scales and frees them; from 0.5.13 create_weights does not build them. The planner prices the "
             "rank after loading")
+#: why the online-FP8 recordings up to 0.5.7 hold bf16 linears
 _ONLINE_FP8 = ("recorded before Fp8LinearMethod.process_weights_after_loading, which quantizes the bf16 linears to fp8 "
                "with a Triton kernel up to 0.5.7 (not run on meta: 'libcuda.so cannot found'); the planner prices them "
                "as fp8, as SGLang serves them")
+#: (case, first release, last release) -> (bound, why): how an older release's recording differs from the
+#: planner, where that release differs from the entry of :data:`WEIGHT_DIFFERENCES` (which holds otherwise)
 RELEASE_WEIGHT_DIFFERENCES: dict[tuple[str, str, str], tuple[float, str]] = {
     ("deepseek-v3.1-nvfp4-b200-tp8", "0.5.1", "0.5.1"): (
         0.03, "0.5.1's ModelOptFp4Config.is_layer_excluded matches the exclusion list against the full name only, so "

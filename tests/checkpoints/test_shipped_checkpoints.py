@@ -65,6 +65,8 @@ LAYOUTS: list[tuple[str, str, int] | tuple[str, str, int, int]] = [
     ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "H100", 8),
     ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "H100", 8),
     ("nvidia/Qwen3.5-122B-A10B-NVFP4", "H100", 2),
+    ("nvidia/Qwen3.6-27B-NVFP4", "B200", 1),
+    ("nvidia/Qwen3.6-35B-A3B-NVFP4", "H100", 1),
     ("Qwen/Qwen3-32B-FP8-Static-PerTensor", "H100", 1),
     ("Qwen/Qwen3-VL-235B-A22B-Instruct", "H100", 8),
     ("Qwen/Qwen3-VL-2B-Instruct", "H100", 1),

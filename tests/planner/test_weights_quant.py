@@ -334,3 +334,71 @@ def test_any_path_match_equals_module_path_match_over_every_ignored_name() -> No
     for prefix in prefixes:
         for ignored in names:
             assert any_path_match((ignored,), prefix) == module_path_match(ignored, prefix), (ignored, prefix)
+
+
+# --- ModelOpt MIXED_PRECISION ------------------------------------------------------------------
+
+_MIXED = {
+    "quant_method": "modelopt",
+    "quant_algo": "MIXED_PRECISION",
+    "ignore": ["mtp*"],
+    "quantized_layers": {
+        "model.language_model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"},
+        "model.language_model.layers.0.self_attn.k_proj": {"quant_algo": "FP8"},
+        "model.language_model.layers.0.self_attn.v_proj": {"quant_algo": "FP8"},
+        "model.language_model.layers.0.mlp.gate_proj": {"quant_algo": "W4A16_NVFP4", "group_size": 16},
+        "model.language_model.layers.0.mlp.up_proj": {"quant_algo": "W4A16_NVFP4", "group_size": 16},
+        "model.language_model.layers.0.mlp.down_proj": {"quant_algo": "FP8_PB_WO", "group_size": 128},
+        "model.language_model.layers.1.mlp.experts.0.gate_proj": {"quant_algo": "NVFP4", "group_size": 32},
+        "model.language_model.layers.1.linear_attn.in_proj_qkv": {"quant_algo": "MXFP8"},
+        "model.language_model.layers.1.linear_attn.in_proj_z": {"quant_algo": "MXFP8"},
+        "lm_head": {"quant_algo": "W4A16_NVFP4", "group_size": 16},
+    },
+}
+
+
+def test_modelopt_mixed_precision_prices_each_module_by_its_own_algorithm() -> None:
+    """``ModelOptMixedPrecisionConfig`` (``modelopt_quant.py``): ``_resolve_quant_algo`` finds a module under
+    its other spellings (``model.`` -> ``model.language_model.``), a fused layer through its shards (q/k/v ->
+    qkv_proj), a routed-expert layer through the first entry under it; ``get_quant_method`` leaves unnamed
+    modules 16-bit and the ``ignore`` list's unquantized. Bytes a parameter: FP8 1; W4A16 NVFP4 at group 16
+    0.5 + 1/16; block FP8 at 128 1 + 4 / 128^2; NVFP4 at group 32 0.5 + 1/32; MXFP8 1 + 1/32."""
+    from kvstrategies.planner.weight_quant import UNQUANTIZED, quant_bytes
+
+    rules = quant_bytes(_MIXED).modules
+    assert rules is not None and quant_bytes(_MIXED).name == "modelopt mixed fp8+fp8_pb_wo+mxfp8+nvfp4+w4a16_nvfp4"
+    assert rules.bytes_for("model.layers.0.self_attn.qkv_proj", "attention") == 1.0
+    assert rules.bytes_for("model.layers.0.self_attn.o_proj", "attention") == UNQUANTIZED
+    assert rules.bytes_for("model.layers.0.mlp.gate_up_proj", "dense") == 0.5 + 1 / 16
+    assert rules.bytes_for("model.layers.0.mlp.down_proj", "dense") == 1 + 4 / 128**2
+    assert rules.bytes_for("model.layers.1.mlp.experts", "expert") == 0.5 + 1 / 32
+    assert rules.bytes_for("model.layers.1.linear_attn.in_proj", "attention") == 1 + 1 / 32
+    assert rules.bytes_for("lm_head", "lm_head") == 0.5 + 1 / 16
+    assert rules.bytes_for("mtp.layers.0.mlp.gate_up_proj", "dense") == UNQUANTIZED
+
+
+def test_modelopt_mixed_precision_refuses_what_sglang_refuses() -> None:
+    """Shards of one fused layer with different algorithms ('Mixed quant_algo within fused layer'), an
+    algorithm the config class does not take, and an empty map (``from_config``)."""
+    from kvstrategies.errors import KVCacheConfigError, UnsupportedConfigurationError
+    from kvstrategies.planner.weight_quant import quant_bytes
+
+    layers = dict(_MIXED["quantized_layers"])  # type: ignore[call-overload]
+    split = {**_MIXED, "quantized_layers": {**layers, "model.language_model.layers.0.self_attn.k_proj": {
+        "quant_algo": "NVFP4"}}}  # fmt: skip
+    rules = quant_bytes(split).modules
+    assert rules is not None
+    with pytest.raises(UnsupportedConfigurationError, match="Mixed quant_algo within fused layer"):
+        rules.bytes_for("model.layers.0.self_attn.qkv_proj", "attention")
+    with pytest.raises(KVCacheConfigError, match="unsupported MIXED_PRECISION quant_algo 'INT4_AWQ'"):
+        quant_bytes({**_MIXED, "quantized_layers": {"lm_head": {"quant_algo": "INT4_AWQ"}}})
+    with pytest.raises(KVCacheConfigError, match="non-empty quantized_layers"):
+        quant_bytes({**_MIXED, "quantized_layers": {}})
+
+
+def test_modelopt_mixed_needs_nvfp4s_capability() -> None:
+    """``ModelOptMixedPrecisionConfig.get_min_capability`` is ``ModelOptFp4Config``'s: the mixed checkpoint
+    resolves to ``modelopt_mixed`` (``ModelConfig._parse_modelopt_quant_config``)."""
+    from kvstrategies.planner.moe_layout import quantization_method
+
+    assert quantization_method({"quantization_config": _MIXED}, None) == "modelopt_mixed"

@@ -193,3 +193,16 @@ def test_the_rotary_head_sizes_sglang_0_5_6_builds_itself(head: int, refused: bo
     with pytest.raises(UnsupportedConfigurationError, match=f"head size {head}"):
         _check_rotary_needs_vllm(req, ModelReading(config))
     _check_rotary_needs_vllm(req.replace(release=parse_release("0.5.7")), ModelReading(config))
+
+
+@pytest.mark.parametrize(("release", "refused"), [("0.5.9", True), ("0.5.14", True), ("0.5.15", False)])
+def test_modelopt_mixed_precision_loads_from_0_5_15(release: str, refused: bool) -> None:
+    """0.5.9's ``ModelConfig._parse_modelopt_quant_config`` reads MIXED_PRECISION as FP8 and
+    ``ModelOptFp8Config`` refuses it; 0.5.10 to 0.5.14's ``ModelOptMixedPrecisionConfig`` builds the layers its
+    map does not name as 128 x 128 block FP8, and Qwen3.6's ``in_proj_ba`` (48 outputs) is not whole blocks
+    (the recordings: 'Weight output_partition_size = 48 is not divisible by weight quantization block_n =
+    128'); 0.5.15 builds it."""
+    got = planned(CASES["qwen3.6-27b-nvfp4-b200-tp1"], release)
+    assert (got.refusal is not None) is refused
+    if refused:
+        assert got.refusal is not None and "MIXED_PRECISION" in got.refusal and "0.5.15" in got.refusal
