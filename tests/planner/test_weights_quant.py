@@ -402,3 +402,39 @@ def test_modelopt_mixed_needs_nvfp4s_capability() -> None:
     from kvstrategies.planner.moe_layout import quantization_method
 
     assert quantization_method({"quantization_config": _MIXED}, None) == "modelopt_mixed"
+
+
+def test_modelopt_mixed_candidates_are_sglangs_spellings() -> None:
+    """``ModelOptMixedPrecisionConfig._quantized_layer_prefix_candidates``: a head also as ``lm_head``; the
+    text stack as ``model.language_model.`` / ``language_model.model.`` / ``model.``."""
+    from kvstrategies.planner.weight_quant import mixed_candidates
+
+    assert mixed_candidates("language_model.model.layers.0.mlp") == (
+        "language_model.model.layers.0.mlp", "model.language_model.layers.0.mlp")
+    assert mixed_candidates("model.language_model.layers.0.mlp") == (
+        "model.language_model.layers.0.mlp", "language_model.model.layers.0.mlp", "model.layers.0.mlp")
+    assert mixed_candidates("model.layers.0.mlp") == ("model.layers.0.mlp", "model.language_model.layers.0.mlp")
+    assert mixed_candidates("language_model.lm_head") == ("language_model.lm_head", "lm_head")
+    assert mixed_candidates("vision.blocks.0") == ("vision.blocks.0",)
+
+
+def test_modelopt_mixed_defaults_and_prefix_rule() -> None:
+    """Without ``group_size``: NVFP4 groups of 16, block FP8 blocks of 128 (``from_config``); a negative size is
+    refused, a size of 1 taken; the fallback looks under the name *and a dot* (``key.startswith(prefix + '.')``),
+    so ``experts_shared`` does not price ``experts``."""
+    from kvstrategies.planner.weight_quant import UNQUANTIZED, quant_bytes
+
+    mixed = {**_MIXED, "quantized_layers": {
+        "model.layers.0.mlp.gate_up_proj": {"quant_algo": "W4A16_NVFP4"},
+        "model.layers.0.mlp.down_proj": {"quant_algo": "FP8_BLOCK_SCALES"},
+        "model.layers.1.mlp.experts_shared.gate_proj": {"quant_algo": "FP8"},
+        "model.layers.2.mlp.down_proj": {"quant_algo": "NVFP4", "group_size": 1},
+    }}  # fmt: skip
+    rules = quant_bytes(mixed).modules
+    assert rules is not None
+    assert rules.bytes_for("model.layers.0.mlp.gate_up_proj", "dense") == 0.5 + 1 / 16
+    assert rules.bytes_for("model.layers.0.mlp.down_proj", "dense") == 1 + 4 / 128**2
+    assert rules.bytes_for("model.layers.1.mlp.experts", "expert") == UNQUANTIZED
+    assert rules.bytes_for("model.layers.2.mlp.down_proj", "dense") == 0.5 + 1
+    with pytest.raises(KVCacheConfigError, match="group_size -16 is not a size"):
+        quant_bytes({**_MIXED, "quantized_layers": {"lm_head": {"quant_algo": "NVFP4", "group_size": -16}}})
