@@ -498,9 +498,13 @@ def _mixed_bytes(name: str, info: Any) -> float:
     if algo == "MXFP8":
         return 1.0 + 1.0 / 32
     default = 16 if "NVFP4" in algo else 128
-    group = int(info.get("group_size") or default)
-    if group <= 0:
-        raise KVCacheConfigError(f"quantization_config.quantized_layers[{name!r}]: group_size {group} is not a size")
+    raw = info.get("group_size") or default
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
+        raise KVCacheConfigError(
+            f"quantization_config.quantized_layers[{name!r}]: group_size {raw!r} is not a size (a positive integer); "
+            "fix the checkpoint's quantization config"
+        )
+    group = raw
     return 0.5 + 1.0 / group if "NVFP4" in algo else _fp8([group, group])
 
 

@@ -438,3 +438,6 @@ def test_modelopt_mixed_defaults_and_prefix_rule() -> None:
     assert rules.bytes_for("model.layers.2.mlp.down_proj", "dense") == 0.5 + 1
     with pytest.raises(KVCacheConfigError, match="group_size -16 is not a size"):
         quant_bytes({**_MIXED, "quantized_layers": {"lm_head": {"quant_algo": "NVFP4", "group_size": -16}}})
+    for bad in ("x", 1e400, [16], True):  # named as the map's field, not as whatever was read last
+        with pytest.raises(KVCacheConfigError, match=r"quantized_layers\['lm_head'\]: group_size .* is not a size"):
+            quant_bytes({**_MIXED, "quantized_layers": {"lm_head": {"quant_algo": "NVFP4", "group_size": bad}}})
