@@ -232,7 +232,8 @@ GROUPS: dict[str, Group] = {
         ("tests/vllm/test_vllm_strategies.py", "tests/vllm/test_vllm_budget.py",
          "tests/vllm/test_vllm_command.py", "tests/vllm/test_vllm_published_logs.py", "tests/vllm/test_vllm_golden.py",
          "tests/vllm/test_vllm_backends.py", "tests/vllm/test_vllm_refusals.py", "tests/vllm/test_vllm_releases.py",
-         "tests/vllm/test_vllm_older_releases.py", "tests/vllm/test_vllm_drafts.py"),
+         "tests/vllm/test_vllm_older_releases.py", "tests/vllm/test_vllm_drafts.py",
+         "tests/vllm/test_vllm_weight_recordings.py"),
     ),
 }
 
@@ -294,6 +295,7 @@ EXCLUDED: dict[str, str] = {
     "kvstrategies/vllm/bridge/__init__.py": "re-exports only",
     "kvstrategies/vllm/bridge/bridge.py": "drives a live vLLM (CPU tests have none)",
     "kvstrategies/vllm/bridge/engine.py": "runs cases through a live vLLM",
+    "kvstrategies/vllm/bridge/model_weights.py": "builds a live vLLM's model on meta (CPU tests have none)",
     "kvstrategies/vllm/bridge/requirements.py": "the vLLM install pin check",
     "kvstrategies/vllm/bridge/runtime.py": "imports a live vLLM",
 }

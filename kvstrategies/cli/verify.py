@@ -33,7 +33,8 @@ def add_parser(sub: Any, command: str) -> None:
     )  # fmt: skip
     verify.add_argument("--weights", action="store_true",
                         help="the weight catalog (cases/weights/): the planner's weights per rank and load refusals "
-                        "against SGLang's recorded model builds (golden/sglang-<v>-weights; docs/weights.md)")
+                        "against the engine's recorded model builds (golden/sglang-<v>-weights, "
+                        "golden/vllm-<v>-weights; docs/weights.md)")
     verify.add_argument("--recorded", action="store_true",
                         help="use the engine's recorded answers (golden/sglang-*, golden/vllm-*; no engine needed)")
     verify.add_argument("--vllm-version", default=None, metavar="X",
@@ -109,17 +110,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _verify_weights(args: argparse.Namespace) -> int:
-    """``verify --against sglang --weights``: the planner against the recorded weights (no engine)."""
-    if args.against != "sglang" or args.launch is not None or args.cases or args.record is not None:
+    """``verify --against ENGINE --weights``: the planner against the recorded weights (no engine)."""
+    if args.launch is not None or args.cases or args.record is not None:
         raise KVCacheConfigError(
-            "verify: --weights compares the weight catalog with SGLang's recordings; give only --against sglang "
-            "(and --sglang-version); record them with tools/record_weights.py (docs/weights.md)"
+            "verify: --weights compares the weight catalog with the engine's recordings; give only --against and "
+            "the release (--sglang-version or --vllm-version); record them with tools/record_weights.py "
+            "(docs/weights.md)"
         )
-    from ..core.releases import parse_release
-    from ..sglang.weight_catalog import verify_lines
+    from ..core.releases import NEWEST_VLLM, parse_release
 
-    release = parse_release(args.sglang_version)  # golden/sglang-<v>-weights: 0.5.21 to 0.5.23 recorded
-    ok, lines = verify_lines(release.text)
+    if args.against == "vllm":
+        if args.sglang_version is not None:
+            raise KVCacheConfigError("verify: --sglang-version goes with --against sglang; give --vllm-version")
+        from ..vllm.planner.weight_catalog import verify_lines as verify_vllm_lines
+
+        release = parse_release(args.vllm_version or NEWEST_VLLM.text, "vllm", field="--vllm-version")
+        ok, lines = verify_vllm_lines(release.text)
+    else:
+        if args.vllm_version is not None:
+            raise KVCacheConfigError("verify: --vllm-version goes with --against vllm; give --sglang-version")
+        from ..sglang.weight_catalog import verify_lines
+
+        ok, lines = verify_lines(parse_release(args.sglang_version).text)  # golden/sglang-<v>-weights
     for line in lines:
         print(line)
     return 0 if ok else 1

@@ -125,19 +125,25 @@ def _split_text(req: DeploymentRequest) -> str:
 
 def _vision_tower_bytes(req: DeploymentRequest, config: Mapping[str, Any], base: float) -> tuple[int, str]:
     """Bytes per rank of the vision tower SGLang loads with the language model, and the note."""
+    return vision_tower_bytes(config, req.tp_size, max(1, req.tp_size // max(1, req.attn_dp_size)), base)
+
+
+def vision_tower_bytes(config: Mapping[str, Any], tp: int, attn_tp: int, base: float) -> tuple[int, str]:
+    """Bytes one rank holds of the vision tower a multimodal model class builds beside the language model
+    (``base`` bytes a parameter), and the note: MoonViT's groups split over the attention TP, a ViT tower's
+    approximate parameters over ``tp`` (TP-sharded like the language model's linears; vLLM's default
+    ``mm_encoder_tp_mode`` ``weights`` shards it the same way)."""
     if not launch_facts(config).is_multimodal:
         return 0, ""
     groups = moonvit_groups(config)
     if groups:
-        attn_tp = max(1, req.tp_size // max(1, req.attn_dp_size))
         params = sum(g.count for g in groups)
         nbytes = math.ceil(sum(g.per_rank(attn_tp) for g in groups) * base)
         return nbytes, f"; + MoonViT vision tower and projector {params / 1e9:.3f}B parameters (from vision_config)"
     tower = _vision_tower(config)
     if not tower:
         return 0, ""
-    # SGLang loads the tower with the language model; TP-sharded like its linears
-    nbytes = math.ceil(tower * base / max(1, req.tp_size))
+    nbytes = math.ceil(tower * base / max(1, tp))
     return nbytes, f"; + vision tower ~{tower / 1e9:.2f}B parameters (approximate, from vision_config)"
 
 

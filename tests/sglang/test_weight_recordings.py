@@ -143,11 +143,13 @@ def test_verify_weights_compares_the_recordings_without_sglang(capsys: pytest.Ca
     assert mimo.startswith("ok") and "planner" in mimo and "refused" not in mimo
 
 
-def test_verify_weights_is_sglang_only(capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_weights_takes_no_case_files(capsys: pytest.CaptureFixture[str]) -> None:
     from kvstrategies.cli.app import main
 
-    assert main(["verify", "--against", "vllm", "--weights"]) != 0
+    assert main(["verify", "--against", "sglang", "--weights", "cases"]) != 0
     assert "--weights compares the weight catalog" in capsys.readouterr().err
+    assert main(["verify", "--against", "sglang", "--weights", "--vllm-version", "0.34.0"]) != 0
+    assert "--vllm-version goes with --against vllm" in capsys.readouterr().err
 
 
 def test_verify_weights_of_an_unrecorded_release_names_the_recorded_ones() -> None:

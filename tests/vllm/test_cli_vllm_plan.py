@@ -44,7 +44,7 @@ def test_json_report_keys(capsys: pytest.CaptureFixture[str]) -> None:
     doc = plan_json(["llama-3.1-8b", "--gpu", "H100", "--request-length", "8192", "--vllm-version", "0.33.0"], capsys)
     assert doc["engine"] == "vLLM 0.33.0" != NEWEST_VLLM.label
     log = doc["vllm_log"]
-    assert (log["gpu_kv_cache_size_tokens"], log["available_kv_cache_memory_bytes"]) == (431_360, 56_539_546_688)
+    assert (log["gpu_kv_cache_size_tokens"], log["available_kv_cache_memory_bytes"]) == (431_360, 56_539_546_176)
     assert doc["budget"]["source"] == "gpu_memory_utilization" and doc["budget"]["stages"][0]["weights_bytes"] > 0
     expected = {"request_length": 8192, "blocks_per_request": 512, "max_concurrency": 26_960 / 512,
                 "tokens": int(26_960 / 512 * 8192)}  # 26,960 blocks / (8,192 / 16) a request

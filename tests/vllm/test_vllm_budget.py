@@ -25,8 +25,9 @@ from tests.planner.test_checkpoint import write_safetensors
 
 GIB = 2**30
 LLAMA_8B = load_preset_config("llama-3.1-8b")
-#: Llama-3.1-8B: 8,030,261,248 parameters in bf16, and its RoPE cache 131,072 positions x 128 x 2 B
-LLAMA_8B_WEIGHTS = 8_030_261_248 * 2 + 131_072 * 128 * 2
+#: Llama-3.1-8B: 8,030,261,248 parameters in bf16, its RoPE cache 131,072 positions x 128 x 2 B, and each of the
+#: 32 attention layers' four float32 scales (16 B; recorded: golden/vllm-0.34.0-weights/llama-3.1-8b-h100-tp1.json)
+LLAMA_8B_WEIGHTS = 8_030_261_248 * 2 + 131_072 * 128 * 2 + 32 * 16
 
 
 def req(**kw: object) -> VLLMPlanRequest:
@@ -54,7 +55,8 @@ def test_the_cuda_total_is_the_logged_one_else_nvidia_smi_minus_the_median_reser
 
 
 def test_weights_are_the_estimate_plus_the_rope_buffer() -> None:
-    """``RotaryEmbedding`` registers ``cos_sin_cache``: max_position x rotary_dim in the model dtype."""
+    """``RotaryEmbedding`` registers ``cos_sin_cache``: max_position x rotary_dim in the model dtype; every
+    attention layer its four float32 scales."""
     assert rope_buffer_bytes(LLAMA_8B, DType.BFLOAT16) == 131_072 * 128 * 2
     weights = vllm_weights(LLAMA_8B, tp=1, pp=1, dtype=DType.BFLOAT16)
     assert weights.per_stage == (LLAMA_8B_WEIGHTS,)
@@ -96,9 +98,9 @@ def test_the_budget_llama_8b_h100_by_hand() -> None:
     x 256 B, 26,960 x 16 = 431,360 tokens at 131,072."""
     plan = plan_vllm(req())
     assert plan.budget.requested_bytes == 78_217_367_415
-    assert plan.budget.available_bytes == 78_217_367_415 - LLAMA_8B_WEIGHTS - 5_583_743_799 == 56_539_546_688
+    assert plan.budget.available_bytes == 78_217_367_415 - LLAMA_8B_WEIGHTS - 5_583_743_799 == 56_539_546_176
     assert plan.answer.bytes_per_block == 2_097_152
-    assert plan.answer.num_gpu_blocks == 56_539_546_688 // 2_097_152 == 26_960
+    assert plan.answer.num_gpu_blocks == 56_539_546_176 // 2_097_152 == 26_960
     assert plan.answer.capacity.tokens == 431_360
     assert plan.answer.capacity.log_line.endswith("Maximum concurrency for 131,072 tokens per request: 3.29x")
 

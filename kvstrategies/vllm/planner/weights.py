@@ -5,25 +5,33 @@ took") is the torch memory after ``load_model``: the stage's parameters at their
 its buffers. The parameters come from the project's weight estimate
 (:mod:`kvstrategies.planner.weights`, which prices FP8 / MXFP4 / NVFP4 / AWQ / GPTQ checkpoints),
 or the checkpoint's safetensors headers when a folder is given (:mod:`kvstrategies.planner.checkpoint`),
-or ``--weight-bytes``. The buffer added here is the rotary embedding's ``cos_sin_cache``
-(``vllm/model_executor/layers/rotary_embedding/base.py RotaryEmbedding.__init__``: ``max_position x
-rotary_dim`` in the model dtype, one per process as ``get_rope`` caches it). Not modelled: a
-kernel's repacking at load (Marlin, MXFP4 MoE padding, ``mxfp4_round_up_hidden_size_and_intermediate_size``
-in ``vllm/model_executor/layers/fused_moe/oracle/mxfp4.py``) and MLA's absorbed projections.
+or ``--weight-bytes``. The estimate counts the groups as SGLang's model classes hold them; where
+vLLM's classes hold them otherwise, :func:`vllm_layout` says so (each step citing vLLM's code), and a
+multimodal model's vision tower is added to the first stage (:func:`tower_bytes`). The buffer added
+here is the rotary embedding's ``cos_sin_cache`` (``vllm/model_executor/layers/rotary_embedding/base.py
+RotaryEmbedding.__init__``: ``max_position x rotary_dim`` in the model dtype, one per process as
+``get_rope`` caches it). Held to vLLM's own model built on ``meta`` by the weight recordings
+(``golden/vllm-<v>-weights``, :mod:`kvstrategies.vllm.planner.weight_catalog`), whose listed differences say
+what is not modelled: a kernel's repacking at load (MXFP4 MoE padding,
+``mxfp4_round_up_hidden_size_and_intermediate_size`` in
+``vllm/model_executor/layers/fused_moe/oracle/mxfp4.py``), MLA's absorbed projections.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...core.dtypes import DType
 from ...models.hf import text_config
 from ...planner.checkpoint import ShardingFacts, rank_bytes, read_checkpoint
-from ...planner.weights import estimate_weights
+from ...planner.weights import ParamKind, WeightEstimate, estimate_weights
 
 GIB = 2**30
+#: the four float32 scalars every attention layer registers as buffers (``_k_scale``, ``_v_scale``, ``_q_scale``,
+#: ``_prob_scale``: ``vllm/model_executor/layers/attention/attention.py set_default_quant_scales``), in bytes
+ATTENTION_SCALE_BYTES = 4 * 4
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,54 @@ def rope_buffer_bytes(config: Mapping[str, Any], dtype: DType) -> int:
     return int(int(num("max_position_embeddings")) * int(rotary) * dtype.itemsize)
 
 
+def vllm_layout(estimate: WeightEstimate) -> WeightEstimate:
+    """The estimate's groups as vLLM's model classes hold them, where SGLang's differ:
+
+    * every token embedding is a ``VocabParallelEmbedding``, its vocabulary split over TP (SGLang's
+      Gemma-3 keeps a plain ``nn.Embedding`` whole on every rank; ``vllm/model_executor/models/gemma3.py
+      Gemma3Model.__init__``);
+    * an untied ``lm_head`` lives on the last pipeline stage only (``PPMissingLayer`` on the others; e.g.
+      ``vllm/model_executor/models/llama.py LlamaForCausalLM.__init__``), where some SGLang classes build
+      it on every stage.
+    """
+    vocab = next((g.tp_units for g in estimate.head if g.kind is ParamKind.LM_HEAD), 0)
+    embedding = tuple(replace(g, tp_units=vocab) if g.kind is ParamKind.EMBEDDING and not g.tp_units else g
+                      for g in estimate.embedding)  # fmt: skip
+    return replace(estimate, embedding=embedding, lm_head_every_stage=False)
+
+
+def attention_scale_bytes(estimate: WeightEstimate, pp: int, pp_rank: int, per_layer: int) -> int:
+    """``per_layer`` bytes for each attention layer of stage ``pp_rank`` (a layer whose groups live under
+    ``self_attn``; linear-attention and Mamba mixers register no attention scales)."""
+    from ...planner.weights import get_pp_indices
+
+    start, end = get_pp_indices(estimate.num_layers, pp_rank, pp)
+    attention = [any(g.module.startswith("self_attn.") for g in kind.groups) for kind in estimate.kinds]
+    return per_layer * sum(attention[estimate.kind_of[layer]] for layer in range(start, end))
+
+
+def attention_layer_scale_bytes(config: Mapping[str, Any], dtype: DType, quantization: str | None) -> int:
+    """The scale bytes one attention layer holds: :data:`ATTENTION_SCALE_BYTES`, and under an FP8 method (a
+    ``quant_method: fp8`` checkpoint or ``--quantization fp8``) on a non-MLA layer the four KV-cache scale
+    parameters in the model dtype (``q_scale``, ``k_scale``, ``v_scale``, ``prob_scale``: ``Fp8Config.get_quant_method``
+    gives the layer ``Fp8KVCacheMethod``, ``vllm/model_executor/layers/quantization/kv_cache.py
+    BaseKVCacheMethod.create_weights``; kept after loading)."""
+    t = text_config(config)
+    qcfg = t.get("quantization_config") or config.get("quantization_config")
+    method = quantization or (str(qcfg.get("quant_method") or "").lower() if isinstance(qcfg, Mapping) else "")
+    fp8_kv = method == "fp8" and not t.get("kv_lora_rank")
+    return ATTENTION_SCALE_BYTES + (4 * dtype.itemsize if fp8_kv else 0)
+
+
+def tower_bytes(config: Mapping[str, Any], tp: int, base: float) -> tuple[int, str]:
+    """The vision tower of a multimodal model on the first stage: split over TP as vLLM's default
+    ``mm_encoder_tp_mode`` (``weights``) shards it, absent from later stages ("encoders run on the first
+    stage only": ``vllm/model_executor/models/interfaces.py SupportsMultiModal._mark_tower_model``)."""
+    from ...sglang.budget import vision_tower_bytes
+
+    return vision_tower_bytes(config, tp, tp, base)
+
+
 def vllm_weights(
     config: Mapping[str, Any],
     *,
@@ -80,9 +136,12 @@ def vllm_weights(
             draft = stages[-1] - rope - rank_bytes(ckpt, facts, tp=tp, pp=pp, pp_rank=pp - 1)
             draft_text = f"; + {draft / GIB:.2f} GiB of MTP draft layers on the last stage"
         return VLLMWeights(stages, f"from the {ckpt.label}, split over TP {tp} x PP {pp}{rope_text}{draft_text}")
-    estimate = estimate_weights(config, dtype=dtype.torch_name, quantization=quantization)
-    stages = tuple(estimate.stage_bytes(tp, pp, r, include_mtp=mtp) + rope for r in range(pp))
-    notes = "".join(f"; note: {n}" for n in estimate.fmt.notes)
+    estimate = vllm_layout(estimate_weights(config, dtype=dtype.torch_name, quantization=quantization))
+    tower, tower_text = tower_bytes(config, tp, estimate.fmt.base_bytes)
+    per_layer = attention_layer_scale_bytes(config, dtype, quantization)
+    stages = tuple(estimate.stage_bytes(tp, pp, r, include_mtp=mtp) + attention_scale_bytes(estimate, pp, r, per_layer)
+                   + rope + (tower if r == 0 else 0) for r in range(pp))  # fmt: skip
+    notes = "".join(f"; note: {n}" for n in estimate.fmt.notes) + tower_text
     if mtp:
         draft = estimate.stage_bytes(tp, pp, pp - 1, include_mtp=True) - estimate.stage_bytes(tp, pp, pp - 1)
         notes += f"; + {draft / GIB:.2f} GiB of MTP draft layers on the last stage"

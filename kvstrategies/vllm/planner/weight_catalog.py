@@ -1,0 +1,250 @@
+"""The weight catalog under vLLM: what each worker holds after ``load_model``, recorded from vLLM's own model.
+
+The cases are SGLang's weight catalog (``cases/weights/``, :mod:`kvstrategies.sglang.weight_catalog`),
+less the layouts the vLLM planner does not take (attention data parallelism, expert parallelism:
+:func:`vllm_scope`). ``tools/record_weights.py --engine vllm`` builds vLLM's model for each on
+``meta`` (:mod:`kvstrategies.vllm.bridge.model_weights`) and writes
+``golden/vllm-<v>-weights/<name>.json``: the bytes of every group of parameters and buffers per
+pipeline stage, or vLLM's refusal. :func:`planned` answers the same case with the torch-free vLLM
+planner (:func:`kvstrategies.vllm.planner.weights.vllm_weights`, with the launch and weight-load
+refusals of ``plan --engine vllm``), and a test holds it to the recording (docs/weights.md).
+
+Compared is the whole stage, buffers included (vLLM's ``model_memory_usage``, logged as "Model loading
+took", is the torch memory after loading, so the RoPE ``cos_sin_cache`` counts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...core.jsonio import read_json_object
+from ...errors import KVCacheConfigError
+from ...sglang.weight_catalog import RECORDINGS, ROOT, Comparison, PlannedWeights, WeightCase, catalog
+
+#: case -> (bound on |planned / recorded - 1|, why the planner differs), for every vLLM release recorded.
+#: Every other case vLLM builds is planned exact to the byte.
+WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
+    # small, bounded: tensors the estimate prices by the parameter, not by the tensor
+    "deepseek-r1-b200-tp8": (1e-6, "6,832 B = 112 B in each of the 61 layers: small tensors (not traced further)"),
+    "deepseek-v3-h200-tp8": (1e-6, "6,832 B: as deepseek-r1-b200-tp8"),
+    "kimi-k2-h200-tp8": (1e-6, "6,832 B: as deepseek-r1-b200-tp8"),
+    "gemma-2-9b-h100-tp1": (1e-6, "2 B: Gemma's bfloat16 embedding normalizer buffer"),
+    "llama-3.1-70b-fp8-modelopt-b200-tp1": (1e-6, "5,120 B = 64 B a layer: ModelOpt's per-tensor fp32 scales"),
+    "llama-3.1-70b-fp8-modelopt-h100-tp2": (1e-6, "5,120 B = 64 B a layer: ModelOpt's per-tensor fp32 scales"),
+    "llama-3.1-8b-ct-w4a16-h100-tp1": (1e-6, "2,624 B: compressed-tensors' int64 weight_shape tensors"),
+    "qwen3-next-80b-a3b-h100-tp4": (1e-6, "7,488 B of small GDN tensors (not traced further)"),
+    "nemotron-h-8b-h100-tp1": (1e-5, "125 kB of small Mamba2 tensors (the estimate prices 125 kB more)"),
+    "falcon-7b-h100-tp1": (1e-4, "262,144 B: the RoPE cache of 2,048 x 64 positions: the config names no "
+                           "max_position_embeddings, transformers' FalconConfig defaults it to 2,048, and the planner "
+                           "reads none (no cache)"),
+    "deepseek-v3.1-nvfp4-b200-tp8": (1e-4, "NVFP4 per-tensor fp32 global scales of every linear and expert"),
+    "deepseek-v3.1-nvfp4-h200-tp8": (1e-4, "NVFP4 per-tensor fp32 global scales"),
+    "minimax-m2.5-nvfp4-b200-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
+    "minimax-m2.5-nvfp4-h100-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
+    "qwen3-235b-a22b-nvfp4-b200-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
+    "qwen3-235b-a22b-nvfp4-h100-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
+    "llama-3.1-8b-ct-fp8-h100-tp1": (1e-3, "compressed-tensors per-channel FP8: one fp32 scale per output channel "
+                                     "(5.5 MB), priced as none"),
+    "qwen3-235b-a22b-fp8-h200-tp8": (1e-3, "20.8 MB: the routed experts' block scales on the [64, 64] grid vLLM "
+                                     "refines to at TP 8 (refine_fp8_moe_block_shape; 192 columns a rank), priced on "
+                                     "the checkpoint's [128, 128]"),
+    # the RoPE caches vLLM's get_rope builds beside the one the planner prices
+    "mimo-v2-flash-h200-tp4": (1e-3, "33.5 MB: a second RoPE cache (the sliding-window layers' own rope theta)"),
+    "mimo-v2-flash-h200-tp8": (1e-3, "33.5 MB: as mimo-v2-flash-h200-tp4"),
+    "gpt-oss-120b-h100-tp1": (1e-3, "16 MiB: gpt-oss asks get_rope for a float32 YaRN cache "
+                              "(vllm/model_executor/models/gpt_oss.py OAIAttention.__init__)"),
+    "gpt-oss-20b-h100-tp1": (2e-3, "16 MiB: as gpt-oss-120b-h100-tp1"),
+    "gemma-3-27b-h100-tp1": (0.01, "268 MB: the global layers' linear-scaling RoPE cache holds max_position x "
+                             "factor 8 rows, beside the local layers' own cache; 44 MB of the SigLIP tower's "
+                             "norms, biases and position table (left out of vision_tower_params)"),
+    "gemma-3-27b-h100-tp4": (0.03, "as gemma-3-27b-h100-tp1 (the RoPE caches are whole on every rank)"),
+    # the vision towers, approximated (vision_tower_params leaves norms and biases out)
+    "qwen3-vl-8b-h100-tp1": (5e-4, "the tower's norms and biases (left out of vision_tower_params)"),
+    "qwen3-vl-8b-h100-tp2": (1e-3, "as qwen3-vl-8b-h100-tp1, and tower parts whole on every rank"),
+    "qwen2.5-vl-7b-h100-tp1": (0.01, "100 MB: the tower's norms and biases, and vLLM's Qwen2.5-VL builds its tower's "
+                               "MLP otherwise than vision_tower_params counts it (not traced further)"),
+    "qwen3.5-27b-h100-tp1": (5e-3, "the tower as vision_tower_params approximates it (99 MB more)"),
+    "qwen3.5-35b-a3b-h100-tp2": (5e-3, "as qwen3.5-27b-h100-tp1"),
+    "qwen3.6-27b-nvfp4-b200-tp1": (2e-3, "25 MB: the GDN in_proj_ba the estimate prices as the map's in_proj_qkv, "
+                                   "and the tower's norms"),
+    "qwen3.6-35b-a3b-nvfp4-b200-tp2": (1e-3, "as qwen3.6-27b-nvfp4-b200-tp1"),
+    "kimi-k2.5-nvfp4-h200-tp8": (0.01, "468 MB: the MoonViT tower's parts vLLM does not split over TP, priced "
+                                 "split (not traced further)"),
+    "llama-4-scout-h100-tp8": (5e-3, "116 MB: the tower and projector (vLLM's Llama-4 vision model), approximated"),
+    "llama-4-maverick-h200-tp8": (2e-3, "116 MB: as llama-4-scout-h100-tp8"),
+    "minimax-m2.5-h200-tp4": (1e-3, "25 MB the estimate prices more (not traced further)"),
+    "minimax-m2.5-h200-tp8": (1e-3, "4.6 MB: as minimax-m2.5-h200-tp4"),
+    "minimax-m2.7-h100-tp4": (1e-3, "26 MB: as minimax-m2.5-h200-tp4"),
+    "deepseek-v3.2-h200-tp8": (5e-3, "193 MB in the DSA indexer (the estimate approximates it; not traced further)"),
+    "glm-5-fp8-h200-tp8": (5e-3, "144 MB in the DSA indexer (as deepseek-v3.2-h200-tp8)"),
+    # larger: what the estimate does not model
+    "nemotron-3-nano-nvfp4-h100-tp1": (0.04, "599 MB: the NVFP4 exclusion list (backbone.* names) against the "
+                                       "Mamba2 / attention layers, priced per kind (not traced further)"),
+    "qwen3.5-397b-a17b-nvfp4-h100-tp4": (0.05, "2.5 GB: the exclusion list keeps linear_attn, shared experts and "
+                                         "attention in bf16 (model.language_model.* names); the estimate prices NVFP4"),
+    "gpt-oss-120b-h100-tp4": (0.07, "MXFP4 experts padded for the MoE backend vLLM picks "
+                              "(mxfp4_round_up_hidden_size_and_intermediate_size: each rank's 720 columns to 768); "
+                              "the planner does not pad"),
+    "gpt-oss-20b-b200-tp1": (0.07, "MXFP4 experts on SM100: hidden and columns padded for the backend "
+                             "(mxfp4_round_up_hidden_size_and_intermediate_size); the planner does not pad"),
+    "llama-3.1-8b-online-fp8-h100-tp1": (0.5, "recorded before process_weights_after_loading, which quantizes the "
+                                         "bf16 linears to fp8 (a CUDA kernel, not run on meta); the planner prices "
+                                         "them as fp8, as vLLM serves them"),
+    "qwen3-30b-a3b-online-fp8-h100-tp1": (0.5, "as llama-3.1-8b-online-fp8-h100-tp1, the experts too"),
+}
+
+#: (case, first release, last release) -> (bound, why): how an older release's recording differs from the planner,
+#: where that release differs from the entry of :data:`WEIGHT_DIFFERENCES` (which holds otherwise)
+RELEASE_WEIGHT_DIFFERENCES: dict[tuple[str, str, str], tuple[float, str]] = {
+    ("kimi-k2-h200-tp8", "0.33.0", "0.33.0"): (
+        2e-4, "16 MiB: vLLM 0.33.0 holds Kimi-K2's YaRN RoPE cache in float32 (0.34.0 in the model dtype, as "
+        "planned); and 6,832 B as deepseek-r1-b200-tp8"),
+    ("kimi-k2.5-nvfp4-h200-tp8", "0.33.0", "0.33.0"): (
+        0.01, "as kimi-k2.5-nvfp4-h200-tp8 under 0.34.0, less 32 MiB: 0.33.0's float32 YaRN RoPE cache "
+        "(as kimi-k2-h200-tp8)"),
+}
+
+#: case -> why the planner's refusal differs from vLLM's
+REFUSAL_DIFFERENCES: dict[str, str] = {}
+
+
+def weight_difference(name: str, release: str) -> tuple[float, str]:
+    """The bound on ``|planned / recorded - 1|`` for case ``name`` under vLLM ``release``, and why
+    (``(0.0, "")``: exact to the byte)."""
+    from ...core.releases import parse_release
+
+    version = parse_release(release, "vllm")
+    for (case, first, last), known in RELEASE_WEIGHT_DIFFERENCES.items():
+        if case == name and parse_release(first, "vllm") <= version <= parse_release(last, "vllm"):
+            return known
+    return WEIGHT_DIFFERENCES.get(name, (0.0, ""))
+
+
+def vllm_scope(case: WeightCase) -> str | None:
+    """Why ``case`` is not a launch ``plan --engine vllm`` takes (``None``: it is)."""
+    if case.attn_dp != 1:
+        return f"attention DP {case.attn_dp}: the vLLM planner takes no --data-parallel-size"
+    if case.ep != 1:
+        return f"EP {case.ep}: the vLLM planner takes no --enable-expert-parallel (experts split by TP)"
+    return None
+
+
+def vllm_catalog() -> tuple[WeightCase, ...]:
+    """The weight cases recorded under vLLM."""
+    return tuple(case for case in catalog() if vllm_scope(case) is None)
+
+
+def recording_dir(version: str) -> Path:
+    """``golden/vllm-<version>-weights``."""
+    return RECORDINGS / f"vllm-{version}-weights"
+
+
+def weight_releases() -> tuple[str, ...]:
+    """The vLLM releases whose weights are recorded, oldest first."""
+    from ...core.releases import parse_release
+
+    names = [p.name.removeprefix("vllm-").removesuffix("-weights") for p in RECORDINGS.glob("vllm-*-weights")]
+    return tuple(sorted(names, key=lambda name: parse_release(name, "vllm")))
+
+
+def recorded(case: WeightCase, version: str) -> dict[str, Any]:
+    """The recording of ``case`` under vLLM ``version``."""
+    return read_json_object(recording_dir(version) / f"{case.name}.json", f"the vLLM weight recording of {case.name}")
+
+
+def recorded_stage_bytes(rank: Mapping[str, Any]) -> int:
+    """The bytes one recorded stage holds: every group, buffers included (module doc)."""
+    return int(rank["total"])
+
+
+def planned(case: WeightCase, version: str) -> PlannedWeights:
+    """The vLLM planner's bytes of the fullest stage for ``case`` under vLLM ``version``, or its refusal: the
+    steps ``plan --engine vllm --gpu`` takes before the budget (the launch, the weight-load refusals)."""
+    from ...core.releases import parse_release
+    from ...planner.model_lookup import resolve_for_planning
+    from ...presets import load_preset_config
+    from .deployment import resolved_launch, serving_dtype
+    from .load_refusals import check_weight_load
+    from .request import VLLMPlanRequest
+    from .weights import vllm_weights
+
+    source = resolve_for_planning(case.model_ref())
+    config = source.config if source.config is not None else load_preset_config(str(source.preset))
+    req = VLLMPlanRequest(
+        model=case.model,
+        source=source.request_source(),
+        config=config,
+        model_folder=None if source.folder is None else str(source.folder),
+        gpu=case.gpu,
+        tensor_parallel_size=case.tp,
+        pipeline_parallel_size=case.pp,
+        weight_quantization=case.quantization,
+        release=parse_release(version, "vllm", field="--vllm-version"),
+    )
+    try:
+        resolved_launch(req)
+        check_weight_load(req.config, req.tensor_parallel_size, req.release.text, req.weight_quantization)
+    except KVCacheConfigError as exc:
+        return PlannedWeights(None, str(exc))
+    weights = vllm_weights(req.config, tp=case.tp, pp=case.pp, dtype=serving_dtype(req),
+                           quantization=case.quantization, checkpoint=req.model_folder)  # fmt: skip
+    return PlannedWeights(weights.fullest, None, weights.source)
+
+
+def compare(case: WeightCase, version: str) -> Comparison:
+    """The vLLM recording of ``case`` beside the planner's answer."""
+    ranks = recorded(case, version)["ranks"]
+    refusal = next((r["refusal"] for r in ranks if "refusal" in r), None)
+    plan = planned(case, version)
+    host = next((r["environment"] for r in ranks if "environment" in r), None)
+    if host is not None:
+        return Comparison(case, version, None, None, plan, f"{host['type']}: {host['message']}")
+    if refusal is not None:
+        return Comparison(case, version, None, f"{refusal['type']}: {refusal['message']}", plan)
+    return Comparison(case, version, max(recorded_stage_bytes(r) for r in ranks), None, plan)
+
+
+def verdict(comparison: Comparison) -> tuple[bool, str]:
+    """``(as expected, what it says)``: refusals agree (or differ as :data:`REFUSAL_DIFFERENCES` says), the
+    bytes equal, or within :data:`WEIGHT_DIFFERENCES`' bound for the reason it gives."""
+    name = comparison.case.name
+    if comparison.environment is not None:
+        return True, f"not built on this host, not compared ({comparison.environment})"
+    if not comparison.refusals_agree:
+        known = REFUSAL_DIFFERENCES.get(name)
+        side = "vLLM refuses, the planner plans" if comparison.recorded_refusal else "the planner refuses"
+        return known is not None, f"refusal differs ({side}){': known: ' + known if known else ''}"
+    if comparison.error is None:
+        return True, "both refuse"
+    if comparison.planned.weight_bytes == comparison.recorded_bytes:
+        return True, "equal"
+    bound, why = weight_difference(name, comparison.release)
+    text = f"{comparison.error:+.3%}" + (f" (known: {why})" if why else "")
+    return abs(comparison.error) <= bound and bool(why), text
+
+
+def verify_lines(version: str) -> tuple[bool, list[str]]:
+    """``kvstrategies verify --against vllm --weights``: every vLLM weight case against its recording."""
+    if not recording_dir(version).is_dir():
+        releases = ", ".join(weight_releases()) or "none"
+        raise KVCacheConfigError(
+            f"no weight recordings for vLLM {version} (recorded: {releases}); record them in that release's "
+            "environment with tools/record_weights.py --engine vllm (docs/weights.md), or give --vllm-version one "
+            "of those"
+        )
+    lines, ok = [], True
+    for case in vllm_catalog():
+        comparison = compare(case, version)
+        good, text = verdict(comparison)
+        ok &= good
+        lines.append(f"{'ok  ' if good else 'FAIL'} {case.name:44s} vLLM {_gib(comparison.recorded_bytes):>12s}  "
+                     f"planner {_gib(comparison.planned.weight_bytes):>12s}  {text}")  # fmt: skip
+    where = recording_dir(version).relative_to(ROOT)
+    lines.append(f"{'all' if ok else 'NOT all'} {len(lines)} weight cases as vLLM {version} records them ({where})")
+    return ok, lines
+
+
+def _gib(nbytes: int | None) -> str:
+    return "refused" if nbytes is None else f"{nbytes / 2**30:.3f} GiB"
