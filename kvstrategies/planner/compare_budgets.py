@@ -79,14 +79,18 @@ def own_budget_text(
     sglang: DeploymentPlan, rows: tuple[OwnBudgetRow, ...], release: EngineRelease = NEWEST_VLLM
 ) -> list[str]:
     """The second table of ``compare`` (module doc)."""
+    from ..vllm.planner.budget import EXTENSIBLE_KV_CACHE
+
     budget = sglang.budget
     mfs = "" if budget.mem_fraction_static is None else f" (mem_fraction_static {budget.mem_fraction_static:g})"
+    rule = ("by its extensible KV cache: the memory measured after warmup less a margin and the activation peak"
+            if EXTENSIBLE_KV_CACHE.holds(release) else "by gpu_memory_utilization 0.92 minus its weights and profile")
     out = [
         "",
         f"each engine on its own budget: SGLang {budget.available_bytes / GIB:.2f} GiB "
         f"{'given (--available-bytes)' if budget.source == 'given' else 'by its rule'}{mfs}; "
-        f"{release.label} by gpu_memory_utilization 0.92 minus its weights and profile "
-        "(a model fitted to public vLLM logs, docs/vllm-bridge.md), planned at --max-model-len L",
+        f"{release.label} {rule} (a model fitted to public vLLM logs, docs/vllm-bridge.md), planned at "
+        "--max-model-len L",
         f"{'request length':>14}  {'SGLang tokens':>13}  {'SGLang requests':>15}  {'vLLM KV budget':>14}  "
         f"{'vLLM KV cache size':>18}  {'vLLM concurrency':>16}",
     ]
@@ -121,18 +125,33 @@ def budget_reasons(sglang: KVBudget, vllm: VLLMBudget | None) -> list[str]:
     mfs = sglang.mem_fraction_static
     diff = vllm.available_bytes - sglang.available_bytes
     unrequested = vllm.total_bytes - vllm.requested_bytes
-    return [
-        f"why the budgets differ ({'+' if diff >= 0 else '-'}{_g(abs(diff))} for vLLM):",
+    sglang_line = (
         f"  - SGLang: {_g(sglang.capacity_bytes)} - {_g(held)} held before loading - {_g(weights)} weights - "
         f"{_g(slack)} kept free by (1 - mem_fraction_static {mfs:g}) for activations and CUDA graphs"
         + (f" - {_g(sglang.multimodal_bytes)} multimodal" if sglang.multimodal_bytes else "")
-        + f" = {_g(sglang.available_bytes)} (the planner's SGLang budget, docs/validation.md)",
+        + f" = {_g(sglang.available_bytes)} (the planner's SGLang budget, docs/validation.md)"
+    )
+    head = f"why the budgets differ ({'+' if diff >= 0 else '-'}{_g(abs(diff))} for vLLM):"
+    weights_text = f"weights: SGLang {_g(weights)}, vLLM {_g(stage.weights)}" + (
+        "" if weights == stage.weights else " (each engine's resident extras: RoPE cache, padding, copies)")
+    measured = stage.measured
+    if measured is not None:  # vLLM 0.34.0's extensible KV cache: sized from the memory measured after warmup
+        outside = vllm.total_bytes - stage.weights - vllm.available_bytes
+        return [head, sglang_line,
+                f"  - vLLM: free after warmup {_g(measured.headroom)} - margin {_g(measured.margin)} - activation and "
+                f"CUDA-graph peak {_g(measured.peak)} = {_g(vllm.available_bytes)} (the extensible KV cache: "
+                "vllm/v1/worker/extensible_kv_cache.py measure_kv_cache_bytes; free = total - held at start - "
+                f"weights {_g(stage.weights)} - resident {_g(stage.overhead.resident + stage.overhead.multi_gpu)})",
+                f"  - outside weights and KV: SGLang {_g(held + slack)}, vLLM {_g(outside)}; "
+                f"{weights_text}"]  # fmt: skip
+    return [
+        head,
+        sglang_line,
         f"  - vLLM: ceil({_g(vllm.total_bytes)} x gpu_memory_utilization {vllm.gpu_memory_utilization:g}) = "
         f"{_g(vllm.requested_bytes)} - {_g(stage.weights)} weights - {_g(stage.overhead.total)} modelled profile "
         f"(activation peak {_g(stage.overhead.transient)}, resident {_g(stage.overhead.resident)}"
         + (f", multi-GPU {_g(stage.overhead.multi_gpu)}" if stage.overhead.multi_gpu else "")
         + f") = {_g(vllm.available_bytes)} (vllm/v1/worker/gpu_worker.py Worker.determine_available_memory)",
         f"  - outside weights and KV: SGLang {_g(held + slack)}, vLLM {_g(unrequested + stage.overhead.total)} "
-        f"({_g(unrequested)} never requested + the profile); weights: SGLang {_g(weights)}, vLLM {_g(stage.weights)}"
-        + ("" if weights == stage.weights else " (each engine's resident extras: RoPE cache, padding, copies)"),
+        f"({_g(unrequested)} never requested + the profile); {weights_text}",
     ]

@@ -27,17 +27,29 @@ def plan_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, 
 
 
 def test_the_text_report_prints_what_vllm_would_log(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["plan", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100"], capsys)
+    code, out, _ = run(["plan", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100", "--vllm-version", "0.33.0"],
+                       capsys)  # fmt: skip
     assert code == 0
     lines = out.splitlines()
-    # no --vllm-version and a budget to estimate: the newest release whose budget rule is modelled, said so
     assert lines[0] == "vLLM 0.33.0 on H100-80GB, TP 1 x PP 1: llama-3.1-8b"
-    assert lines[-1].startswith(f"note: planned for vLLM 0.33.0: {NEWEST_VLLM.label} sizes its KV cache with the "
-                                "extensible KV cache")  # fmt: skip
     assert "  Model loading took 14.99 GiB memory" in lines
     assert "  Available KV cache memory: 52.66 GiB" in lines
     assert "  GPU KV cache size: 431,360 tokens, Maximum concurrency for 131,072 tokens per request: 3.29x" in lines
     assert any(line.startswith("  requested = ceil(total x gpu_memory_utilization 0.92)") for line in lines)
+
+
+def test_the_newest_release_reports_its_extensible_kv_cache(capsys: pytest.CaptureFixture[str]) -> None:
+    """No --vllm-version: 0.34.0, whose log shows the profiled figure at utilization 1.0 (58.99 GiB: it reserves the
+    capacity) and the KV cache size the measured bytes hold (6,936 blocks of 64 tokens: 443,904 tokens)."""
+    code, out, _ = run(["plan", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100"], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"{NEWEST_VLLM.label} on H100-80GB, TP 1 x PP 1: llama-3.1-8b" == "vLLM 0.34.0 on H100-80GB, " \
+        "TP 1 x PP 1: llama-3.1-8b"
+    assert "  Available KV cache memory: 58.99 GiB" in lines
+    assert "  GPU KV cache size: 443,904 tokens, Maximum concurrency for 131,072 tokens per request: 3.39x" in lines
+    assert any(line.startswith("  after warmup: free 63.13 GiB") for line in lines)
+    assert not any(line.startswith("note: planned for") for line in lines)
 
 
 def test_json_report_keys(capsys: pytest.CaptureFixture[str]) -> None:
@@ -117,8 +129,8 @@ def test_a_model_that_does_not_fit_is_refused_as_vllm_refuses(capsys: pytest.Cap
 
 
 def test_compare_own_budgets_adds_vllms_rule(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["compare", "llama-3.1-8b", "--gpu", "H100", "--own-budgets", "--request-length", "8192"],
-                         capsys)  # fmt: skip
+    code, out, err = run(["compare", "llama-3.1-8b", "--gpu", "H100", "--own-budgets", "--request-length", "8192",
+                          "--vllm-version", "0.33.0"], capsys)  # fmt: skip
     assert code == 0, err
     assert "the same for both engines" in out
     assert "each engine on its own budget" in out and "vLLM 0.33.0 by gpu_memory_utilization 0.92" in out
@@ -135,8 +147,8 @@ def _gib_terms(line: str) -> list[float]:
 def test_compare_own_budgets_says_why_the_budgets_differ(capsys: pytest.CaptureFixture[str]) -> None:
     """Each rule's terms add up to its budget (two-decimal GiB, so to 0.02), and the vLLM request is
     ceil(79.18 GiB x 0.92) = 72.85 GiB (vllm/v1/worker/utils.py request_memory on the H100's logged total)."""
-    code, out, err = run(["compare", "llama-3.1-8b", "--gpu", "H100", "--own-budgets", "--request-length", "8192"],
-                         capsys)  # fmt: skip
+    code, out, err = run(["compare", "llama-3.1-8b", "--gpu", "H100", "--own-budgets", "--request-length", "8192",
+                          "--vllm-version", "0.33.0"], capsys)  # fmt: skip
     assert code == 0, err
     lines = out.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("why the budgets differ"))
@@ -162,6 +174,6 @@ def test_verify_against_vllm_recorded_needs_no_vllm(capsys: pytest.CaptureFixtur
 def test_a_block_size_of_sixteens_is_taken_as_given(capsys: pytest.CaptureFixture[str]) -> None:
     """48 = 3 x 16 is a multiple of every CUDA backend's kernel block (vLLM 0.33.0 runs FLASH_ATTN with it, as
     verify --against vllm shows): Llama-3.1-8B's block is 48 x 131,072 B = 6,291,456 B."""
-    doc = plan_json(["llama-3.1-8b", "--gpu", "H100", "--block-size", "48"], capsys)
+    doc = plan_json(["llama-3.1-8b", "--gpu", "H100", "--block-size", "48", "--vllm-version", "0.33.0"], capsys)
     assert doc["plan"]["block_size"] == 48 and doc["plan"]["attention_backends"] == ["FLASH_ATTN"]
     assert doc["plan"]["num_gpu_blocks"] == doc["vllm_log"]["available_kv_cache_memory_bytes"] // 6_291_456

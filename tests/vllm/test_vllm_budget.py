@@ -177,7 +177,7 @@ def _gib_terms(line: str) -> list[float]:
 
 def test_why_the_budgets_differ_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
     # Qwen3.5-35B-A3B (vision tower) at TP 2: SGLang subtracts its multimodal reservation, vLLM adds a multi-GPU term
-    lines = _own_budget_lines(["--tp", "2"], capsys, "qwen3.5-35b-a3b")
+    lines = _own_budget_lines(["--tp", "2", "--vllm-version", "0.33.0"], capsys, "qwen3.5-35b-a3b")
     why = next(i for i, line in enumerate(lines) if line.startswith("why the budgets differ"))
     sglang, vllm = lines[why + 1], lines[why + 2]
     assert sglang.startswith("  - SGLang: ") and sglang.endswith("(the planner's SGLang budget, docs/validation.md)")
@@ -194,6 +194,16 @@ def test_why_the_budgets_differ_adds_up(capsys: pytest.CaptureFixture[str]) -> N
     assert abs(requested - weights - profile - available) <= 0.02
 
 
+def test_why_the_budgets_differ_under_the_extensible_kv_cache(capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM 0.34.0: free after warmup - margin - peak = the measured KV bytes, each printed to 0.01 GiB."""
+    lines = _own_budget_lines(["--tp", "2"], capsys, "qwen3.5-35b-a3b")
+    why = next(i for i, line in enumerate(lines) if line.startswith("why the budgets differ"))
+    vllm = lines[why + 2]
+    assert vllm.startswith("  - vLLM: free after warmup ") and "measure_kv_cache_bytes" in vllm
+    free, margin, peak, available, _weights, _resident = _gib_terms(vllm)
+    assert abs(free - margin - peak - available) <= 0.02 and margin >= 1.0
+
+
 def test_rope_cache_of_a_partial_rotary_model() -> None:
     # vllm/model_executor/layers/rotary_embedding get_rope: rotary_dim = head_size x partial_rotary_factor;
     # cos_sin_cache is (max_position, rotary_dim): 4096 x (128 x 0.5 = 64) x 2 B = 524,288 B
@@ -203,17 +213,63 @@ def test_rope_cache_of_a_partial_rotary_model() -> None:
     assert rope_buffer_bytes({**config, "partial_rotary_factor": 1.0}, DType.BFLOAT16) == 4096 * 128 * 2
 
 
-def test_0_34_0s_extensible_kv_cache_budget_is_refused_not_guessed() -> None:
-    """vLLM 0.34.0: gpu_memory_utilization unset is 1.0 with the extensible KV cache
-    (vllm/config/cache.py CacheConfig.resolved_gpu_memory_utilization); the planner estimates 0.33.0's rule only."""
+def test_0_34_0s_extensible_kv_cache_measures_after_warmup() -> None:
+    """``measure_kv_cache_bytes`` by hand, 100 GiB total, utilization unset (1.0), 20 GiB of weights, a 4 GiB
+    profile peak (1 GiB hidden states + 3 GiB sampler), graphs on:
+    non_kv = 20 GiB + 483,910,537 resident = 21,958,747,017; headroom = 107,374,182,400 - 654,982,513 held at start
+    - non_kv = 84,760,452,870; peak = 4 GiB + the graph estimate 350,869,311 (483,910,537 - 133,041,226) =
+    4,645,836,607; margin = int(0.75 x peak) = 3,484,377,455 (above the 1 GiB floor);
+    kv = min(107,374,182,400 - non_kv, headroom - margin) - peak = 81,276,075,415 - 4,645,836,607."""
+    from kvstrategies.vllm.planner.extensible import measure
+    from kvstrategies.vllm.planner.overhead import ProfileOverhead
+
+    profile = ProfileOverhead(GIB, 3 * GIB, GIB // 2, 483_910_537, 0)
+    got = measure(100 * GIB, 100 * GIB, 20 * GIB, profile)
+    assert (got.non_kv_used, got.headroom, got.peak, got.margin) == (
+        21_958_747_017, 84_760_452_870, 4_645_836_607, 3_484_377_455)
+    assert got.kv_bytes == 76_630_238_808
+    # --gpu-memory-utilization 0.5: the request binds, 53,687,091,200 - non_kv - peak
+    assert measure(100 * GIB, 53_687_091_200, 20 * GIB, profile).kv_bytes == 27_082_507_576
+    # a small eager peak (no graph estimate): the 1 GiB floor is the margin
+    eager = measure(100 * GIB, 100 * GIB, 20 * GIB, ProfileOverhead(GIB // 16, GIB // 32, GIB // 64, 133_041_226, 0))
+    assert (eager.peak, eager.margin) == (GIB // 16 + GIB // 32, GIB)
+
+
+def test_the_extensible_cache_commits_whole_granules_per_segment() -> None:
+    """``ExtensibleKVCache.blocks_within``: 3 segments of 1,000,000 B a block in 10 MiB: 3 blocks would map 2
+    granules of 2 MiB per segment (12 MiB), 2 blocks map one each (6 MiB): 2; never above the capacity."""
+    from kvstrategies.vllm.planner.extensible import blocks_within, physical_bytes, segment_strides
+    from kvstrategies.vllm.strategies.sizing import KVCacheTensor
+
+    assert physical_bytes(3, (1_000_000,) * 3) == 12 * 2**20
+    assert blocks_within(10 * 2**20, (1_000_000,) * 3, 100) == 2
+    assert blocks_within(10 * 2**20, (1_000_000,) * 3, 1) == 1
+    # layer-outermost, block-compact: one segment per distinct layer region (two groups alias from byte 0)
+    a = KVCacheTensor(size=4_000, layers=(0, 2), layer_stride=1_000, block_stride=100)
+    b = KVCacheTensor(size=4_000, layers=(1, 3), layer_stride=1_000, block_stride=100)
+    assert segment_strides((a, b), "LBNHC", 10) == (100, 100)
+    # block-outermost: one stride, size // (capacity x stride) segments
+    c = KVCacheTensor(size=6_000, layers=(0, 1, 2), layer_stride=200, block_stride=600)
+    assert segment_strides((c,), "BLHNC", 10) == (600,)
+
+
+def test_0_34_0_plans_the_extensible_kv_cache_end_to_end() -> None:
+    """Llama-3.1-8B on an H100 under 0.34.0: the profiled figure (utilization 1.0) is logged and reserves the
+    capacity; the measured 58,247,177,632 B hold 6,943 blocks of 8 MiB, but each of the 32 layer segments commits
+    whole 2 MiB granules (8 blocks of 256 KiB): 6,936 blocks."""
     from kvstrategies.vllm.planner.budget import planning_release
     from kvstrategies.vllm.planner.deployment import plan_vllm
 
-    with pytest.raises(KVCacheConfigError, match=r"vLLM 0\.34\.0 sizes its KV cache with the extensible KV cache"):
-        plan_vllm(req(release=parse_release("0.34.0", "vllm")))
+    plan = plan_vllm(req(release=parse_release("0.34.0", "vllm")))
+    stage = plan.budget.limiting
+    assert stage is not None and stage.measured is not None and stage.profiled is not None
+    assert plan.budget.source == "extensible_kv_cache" and plan.budget.gpu_memory_utilization == 1.0
+    assert stage.measured.kv_bytes == 58_247_177_632 and stage.measured.kv_bytes // 8_388_608 == 6_943
+    assert plan.answer.num_gpu_blocks == 6_936
+    assert plan.budget.logged_available_bytes == stage.profiled > stage.available
     given = plan_vllm(req(release=parse_release("0.34.0", "vllm"), kv_cache_memory_bytes=20 * GIB, max_model_len=8192))
     # 20 GiB // (32 layers x 64 tokens x 8 heads x 256 x 2 B = 8 MiB) = 2,560 blocks of 64 tokens
     assert (given.answer.block_size, given.answer.num_gpu_blocks) == (64, 2_560)
-    assert planning_release(None, budget_given=False).text == "0.33.0"
-    assert planning_release(None, budget_given=True).text == "0.34.0"
-    assert planning_release("0.34.0", budget_given=False).text == "0.34.0"
+    assert planning_release(None, budget_given=False).text == "0.34.0"
+    assert planning_release("0.33.0", budget_given=False).text == "0.33.0"
+

@@ -85,7 +85,7 @@ def test_a_pasted_vllm_command_plans_for_vllm(capsys: pytest.CaptureFixture[str]
                  "--port", "8000"])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0
-    assert out.startswith("vLLM 0.33.0 on H100-80GB")  # the budget is estimated: 0.33.0's rule (budget.py)
+    assert out.startswith("vLLM 0.34.0 on H100-80GB")  # the newest release: its extensible KV cache (budget.py)
     assert "Maximum concurrency for 8,192 tokens per request" in out
     assert "note: ignored from the vLLM command (no effect on the KV answer): --port" in out
 

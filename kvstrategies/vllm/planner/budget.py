@@ -17,6 +17,10 @@
 Every worker sizes from its own figure and vLLM takes the smallest number of blocks over them
 (``vllm/v1/core/kv_cache_planning.py get_kv_cache_configs``); with pipeline stages of equal layer
 counts that is the smallest budget, which is what :func:`vllm_budget` returns.
+
+From vLLM 0.34.0 (:data:`EXTENSIBLE_KV_CACHE`) that figure, at the resolved utilization (1.0 when unset),
+only reserves the cache's capacity; the cache is sized from the memory measured after warmup
+(:func:`extensible_budget`, :mod:`.extensible`).
 """
 
 from __future__ import annotations
@@ -25,54 +29,33 @@ import math
 from dataclasses import dataclass
 
 from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span, supported_releases
-from ...errors import InsufficientMemoryError, KVCacheConfigError, UnsupportedConfigurationError
+from ...errors import InsufficientMemoryError, KVCacheConfigError
 from ..strategies.sizing import planning_module
+from .extensible import MeasuredStage, measure
 from .overhead import STARTUP_HELD_BYTES, ProfileOverhead
 
 GIB = 2**30
 
 #: vLLM 0.34.0 sizes the KV cache with its extensible KV cache by default on CUDA: utilization 1.0 and a cache
-#: sized from measured memory. The utilization rule below (and its fitted constants) is 0.33.0's and older logs'
+#: sized from measured memory (:func:`extensible_budget`); 0.33.0 and older take the utilization rule
 EXTENSIBLE_KV_CACHE = ReleaseRule(
     "vllm-extensible-kv-cache",
     span("0.34.0", engine=VLLM),
-    "the extensible KV cache is the CUDA default: gpu_memory_utilization unset means 1.0, the cache sized from "
-    "measured memory (the 0.92 utilization rule no longer gives the budget)",
-    "vllm/config/cache.py CacheConfig.resolved_gpu_memory_utilization, CacheConfig.enable_extensible_kv_cache",
+    "the extensible KV cache is the CUDA default: gpu_memory_utilization unset means 1.0, the profiled figure "
+    "reserves capacity and the cache is sized from the memory measured after warmup and CUDA-graph capture, "
+    "less a margin and the activation peak",
+    "vllm/config/cache.py CacheConfig.resolved_gpu_memory_utilization; vllm/v1/worker/extensible_kv_cache.py "
+    "measure_kv_cache_bytes",
     topic="budget",
 )
 
 
 def planning_release(version: str | None, *, budget_given: bool) -> EngineRelease:
-    """The release a plan is for: ``--vllm-version`` when given; else the newest, unless the budget is to be
-    estimated, when it is the newest release whose budget rule is modelled (0.33.0; the report names it)."""
+    """The release a plan is for: ``--vllm-version`` when given, else the newest (``budget_given`` is kept for the
+    callers' symmetry: every release's budget rule is modelled)."""
     if version is not None:
         return parse_release(version, VLLM, field="--vllm-version")
-    releases = supported_releases(VLLM)
-    if budget_given:
-        return releases[-1]
-    return [r for r in releases if not EXTENSIBLE_KV_CACHE.holds(r)][-1]
-
-
-def budget_release_note(release: EngineRelease, version: str | None) -> str | None:
-    """The report's note when :func:`planning_release` chose an older release than the newest (else ``None``)."""
-    newest = supported_releases(VLLM)[-1]
-    if version is not None or release == newest:
-        return None
-    return (f"planned for {release.label}: {newest.label} sizes its KV cache with the extensible KV cache "
-            f"({EXTENSIBLE_KV_CACHE.source}), whose budget the planner does not model; --kv-cache-memory-bytes "
-            f"plans {newest.label} exactly")  # fmt: skip
-
-
-def check_budget_rule(release: EngineRelease) -> None:
-    """Refuse to estimate a budget for a release whose rule the planner does not model (:data:`EXTENSIBLE_KV_CACHE`)."""
-    if EXTENSIBLE_KV_CACHE.holds(release):
-        raise UnsupportedConfigurationError(
-            f"vLLM {release.text} sizes its KV cache with the extensible KV cache by default (gpu_memory_utilization "
-            f"1.0, the cache sized from measured memory: {EXTENSIBLE_KV_CACHE.source}); the planner's budget rule "
-            "is vLLM 0.33.0's. Give --kv-cache-memory-bytes (vLLM's sizing from it is exact), or plan "
-            "--vllm-version 0.33.0"
-        )
+    return supported_releases(VLLM)[-1]
 
 
 def format_gib(nbytes: int) -> str:
@@ -82,19 +65,24 @@ def format_gib(nbytes: int) -> str:
 
 @dataclass(frozen=True)
 class StageBudget:
-    """One pipeline stage's worker: weights, the modelled overhead, and its KV bytes."""
+    """One pipeline stage's worker: weights, the modelled overhead, and its KV bytes (``measured``: the
+    extensible KV cache's measurement, whose ``kv_bytes`` is ``available``; ``profiled`` is then the figure
+    logged as "Available KV cache memory", which reserves the capacity)."""
 
     weights: int
     overhead: ProfileOverhead
     available: int
+    measured: MeasuredStage | None = None
+    profiled: int | None = None
 
 
 @dataclass(frozen=True)
 class VLLMBudget:
     """The KV budget vLLM sizes the cache from (bytes per worker) and how it came about.
 
-    ``source``: ``"kv_cache_memory_bytes"`` (given, exact) or ``"gpu_memory_utilization"`` (vLLM's rule
-    with the modelled profile). ``stages`` is empty for a given budget.
+    ``source``: ``"kv_cache_memory_bytes"`` (given, exact), ``"gpu_memory_utilization"`` (vLLM's rule
+    with the modelled profile) or ``"extensible_kv_cache"`` (0.34.0's measured sizing, :func:`extensible_budget`).
+    ``stages`` is empty for a given budget.
     """
 
     available_bytes: int
@@ -109,6 +97,13 @@ class VLLMBudget:
     def limiting(self) -> StageBudget | None:
         """The stage whose budget is the smallest (the one vLLM's block count follows)."""
         return min(self.stages, key=lambda s: s.available) if self.stages else None
+
+    @property
+    def logged_available_bytes(self) -> int:
+        """What vLLM logs as "Available KV cache memory": the budget, or under the extensible KV cache the
+        profiled figure that reserves its capacity (the smallest over the stages)."""
+        profiled = [s.profiled for s in self.stages if s.profiled is not None]
+        return min(profiled) if profiled else self.available_bytes
 
 
 def requested_memory(total_bytes: int, utilization: float) -> int:
@@ -159,3 +154,37 @@ def vllm_budget(
         )
     return VLLMBudget(low.available, "gpu_memory_utilization", total_bytes, total_source, utilization, requested,
                       planned)  # fmt: skip
+
+
+def extensible_budget(
+    total_bytes: int,
+    utilization: float | None,
+    stages: list[tuple[int, ProfileOverhead]],
+    *,
+    total_source: str,
+    release: str,
+) -> VLLMBudget:
+    """0.34.0's extensible KV cache (:mod:`.extensible`) for each stage's ``(weights, overhead)``: the profiled
+    figure at the resolved utilization reserves the capacity, the measurement after warmup gives the bytes the
+    cache may take; the smallest stage is the budget. No free-memory refusal: "with the extensible KV cache
+    the budget is only a cap" (``vllm/v1/worker/utils.py request_memory``)."""
+    resolved = 1.0 if utilization is None else utilization
+    requested = requested_memory(total_bytes, resolved)
+    planned = []
+    for weights, overhead in stages:
+        measured = measure(total_bytes, requested, weights, overhead)
+        planned.append(StageBudget(weights, overhead, measured.kv_bytes, measured,
+                                   requested - weights - overhead.total))  # fmt: skip
+    low = min(planned, key=lambda s: min(s.available, s.profiled or 0))
+    if low.available <= 0 or (low.profiled or 0) <= 0:
+        raise InsufficientMemoryError(
+            f"vLLM {release} refuses: No available memory for the cache blocks ({planning_module(release)}): "
+            f"{format_gib(requested)} GiB requested, {format_gib(low.weights)} GiB of weights, "
+            f"{format_gib(low.overhead.total)} GiB of modelled activation, CUDA-graph and non-torch memory, and the "
+            "margin the extensible KV cache keeps free leave none (vllm/v1/worker/extensible_kv_cache.py "
+            "measure_kv_cache_bytes); use more GPUs (--tensor-parallel-size), a quantized checkpoint, or a larger "
+            "GPU"
+        )
+    low = min(planned, key=lambda s: s.available)
+    return VLLMBudget(low.available, "extensible_kv_cache", total_bytes, total_source, resolved, requested,
+                      tuple(planned))  # fmt: skip

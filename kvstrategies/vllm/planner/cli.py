@@ -13,7 +13,7 @@ from typing import Any
 
 from ...errors import KVCacheConfigError
 from ..arguments import check_engine_flags
-from .budget import budget_release_note, planning_release
+from .budget import planning_release
 from .values import human_readable_int, max_model_len, utilization
 
 
@@ -104,16 +104,13 @@ def run_vllm_plan(args: argparse.Namespace, notes: tuple[str, ...] = ()) -> int:
     from .report import plan_json, plan_text
 
     planned = plan_vllm(vllm_request(args))
-    release_note = budget_release_note(planned.request.release, args.vllm_version)
     if args.json:
         document = plan_json(planned)
         if notes:
             document["launch_command_notes"] = list(notes)
-        if release_note:
-            document["release_note"] = release_note
         print(json.dumps(document, indent=2))
         return 0
     print(plan_text(planned))
-    for note in (*notes, release_note) if release_note else notes:
+    for note in notes:
         print(f"note: {note}")
     return 0

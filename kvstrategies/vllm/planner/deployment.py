@@ -4,7 +4,9 @@
    (:mod:`kvstrategies.vllm.strategies.engine_args` / ``launch``): ``max_model_len``,
    ``max_num_batched_tokens`` / ``max_num_seqs`` from vLLM's batch defaults for the GPU;
 2. the budget (:mod:`.budget`): ``--kv-cache-memory-bytes`` as given, else vLLM's utilization rule
-   with the weights of :mod:`.weights` and the profile overhead of :mod:`.overhead`;
+   with the weights of :mod:`.weights` and the profile overhead of :mod:`.overhead` (from 0.34.0 the
+   extensible KV cache: the profiled figure reserves the capacity, the measured bytes give the blocks
+   that fit, :mod:`.extensible`);
 3. :func:`kvstrategies.api.plan` with that budget: blocks, groups, tensors, "GPU KV cache size"
    and "Maximum concurrency" exactly as vLLM computes them from that budget.
 """
@@ -26,7 +28,8 @@ from ..strategies.launch import VLLMLaunch, resolve_model_launch
 from ..strategies.sizing import blocks_per_request
 from ..strategies.specs import CacheLimits
 from ..strategies.strategies import VLLMKVCachePlan
-from .budget import VLLMBudget, check_budget_rule, given_budget, vllm_budget
+from .budget import EXTENSIBLE_KV_CACHE, VLLMBudget, extensible_budget, given_budget, vllm_budget
+from .extensible import blocks_within, segment_strides
 from .gpu_memory import cuda_total
 from .load_refusals import check_weight_load
 from .overhead import ProfileSettings, ProfileShape, profile_overhead
@@ -152,7 +155,6 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
         return given_budget(req.kv_cache_memory_bytes), None
     if req.gpu is None and req.gpu_memory_mib is None:
         raise KVCacheConfigError("name a GPU (--gpu) or give --kv-cache-memory-bytes")
-    check_budget_rule(req.release)
     dtype = serving_dtype(req)
     tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
     checkpoint = None if req.model_folder is None else str(req.model_folder)
@@ -173,6 +175,10 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
         )
         stages.append((weights.per_stage[rank], profile_overhead(shape, settings)))
     total = cuda_total(req.gpu or "GPU", req.gpu_memory_mib)
+    if EXTENSIBLE_KV_CACHE.holds(req.release):
+        budget = extensible_budget(total.total_bytes, req.gpu_memory_utilization, stages, total_source=total.source,
+                                   release=req.release.text)  # fmt: skip
+        return budget, weights
     budget = vllm_budget(total.total_bytes, req.utilization, stages, total_source=total.source,
                          release=req.release.text)  # fmt: skip
     return budget, weights
@@ -186,13 +192,28 @@ def concurrency_at(answer: VLLMKVCachePlan, length: int) -> LengthConcurrency:
     return LengthConcurrency(length, per_request, answer.num_gpu_blocks / per_request)
 
 
+def _planned(req: VLLMPlanRequest, budget: VLLMBudget) -> Plan:
+    """The vLLM strategies' plan from the budget; under the extensible KV cache, the blocks whose pages fit in
+    the measured bytes (``ExtensibleKVCache.blocks_within``), within the capacity the profiled figure reserved."""
+    stage = budget.limiting
+    if budget.source != "extensible_kv_cache" or stage is None or stage.profiled is None:
+        case = parse_case(case_fields(req, budget.available_bytes))
+        return plan(case.settings, case.available_bytes)
+    reserved = parse_case(case_fields(req, budget.logged_available_bytes))
+    capacity = plan(reserved.settings, reserved.available_bytes).vllm
+    assert capacity is not None
+    strides = segment_strides(capacity.tensors, capacity.kv_cache_layout, capacity.num_gpu_blocks)
+    blocks = blocks_within(budget.available_bytes, strides, capacity.num_gpu_blocks)
+    case = parse_case(case_fields(req, blocks * capacity.bytes_per_block))
+    return plan(case.settings, case.available_bytes)
+
+
 def plan_vllm(req: VLLMPlanRequest) -> VLLMDeploymentPlan:
     """Plan ``req`` end to end (module doc)."""
     launch = resolved_launch(req)
     check_weight_load(req.config, req.tensor_parallel_size, req.release.text, req.weight_quantization)
     budget, weights = budget_for(req, launch)
-    case = parse_case(case_fields(req, budget.available_bytes))
-    planned = plan(case.settings, case.available_bytes)
+    planned = _planned(req, budget)
     answer = planned.vllm
     assert answer is not None
     lengths = tuple(concurrency_at(answer, length) for length in dict.fromkeys(req.request_lengths))

@@ -14,7 +14,7 @@ from typing import Any
 from ..strategies.document import vllm_plan_document
 from .budget import format_gib
 from .deployment import VLLMDeploymentPlan
-from .overhead import SAMPLER_BYTES_PER_LOGIT
+from .overhead import SAMPLER_BYTES_PER_LOGIT, STARTUP_HELD_BYTES
 
 GIB = 2**30
 
@@ -29,7 +29,7 @@ def log_lines(plan: VLLMDeploymentPlan) -> list[str]:
     lines = []
     if plan.weights is not None:
         lines.append(f"Model loading took {format_gib(plan.weights.fullest)} GiB memory")
-    lines.append(f"Available KV cache memory: {format_gib(plan.budget.available_bytes)} GiB")
+    lines.append(f"Available KV cache memory: {format_gib(plan.budget.logged_available_bytes)} GiB")
     lines.append(answer.capacity.log_line)
     return lines
 
@@ -59,10 +59,22 @@ def budget_lines(plan: VLLMDeploymentPlan) -> list[str]:
         f"{_gib(o.sampler)} ({SAMPLER_BYTES_PER_LOGIT:g} B x min(max_num_seqs, max_num_batched_tokens) x vocab) and "
         f"the forward MLP {_gib(o.forward)}",
         f"- resident after load {graphs} {_gib(o.resident)}{tp_text}",
-        f"= Available KV cache memory {_gib(stage.available)} (vllm/v1/worker/gpu_worker.py "
-        "Worker.determine_available_memory); the profile overhead is a model fitted to public vLLM start-up logs "
-        "(kvstrategies/vllm/planner/overhead.py, docs/vllm-bridge.md)",
     ]
+    measured = stage.measured
+    if measured is not None and stage.profiled is not None:
+        return [*lines,
+                f"= {_gib(stage.profiled)} profiled (logged as Available KV cache memory): it reserves the extensible "
+                "KV cache's capacity (vllm/v1/worker/gpu_worker.py Worker.determine_available_memory)",
+                f"after warmup: free {_gib(measured.headroom)} (total - {_gib(STARTUP_HELD_BYTES)} held at start - "
+                f"weights, resident and non-torch {_gib(measured.non_kv_used)}), less the margin "
+                f"{_gib(measured.margin)} = max(1 GiB, 0.75 x the peak) and the peak {_gib(measured.peak)} (the "
+                f"profile-run peak and the CUDA-graph estimate) = {_gib(measured.kv_bytes)} for the KV cache, its "
+                "blocks whose pages fit in it (vllm/v1/worker/extensible_kv_cache.py measure_kv_cache_bytes, "
+                "ExtensibleKVCache.blocks_within); the profile overhead is a model fitted to public vLLM start-up "
+                "logs (kvstrategies/vllm/planner/overhead.py, extensible.py)"]  # fmt: skip
+    lines.append(f"= Available KV cache memory {_gib(stage.available)} (vllm/v1/worker/gpu_worker.py "
+                 "Worker.determine_available_memory); the profile overhead is a model fitted to public vLLM start-up "
+                 "logs (kvstrategies/vllm/planner/overhead.py, docs/vllm-bridge.md)")  # fmt: skip
     if len(budget.stages) > 1:
         shown = ", ".join(_gib(s.available) for s in budget.stages)
         lines.append(f"pipeline stages' budgets {shown}: vLLM sizes every stage by the smallest block count")
@@ -113,7 +125,7 @@ def plan_json(plan: VLLMDeploymentPlan) -> dict[str, Any]:
         "vllm_log": {
             "lines": log_lines(plan),
             "model_loading_bytes": None if plan.weights is None else plan.weights.fullest,
-            "available_kv_cache_memory_bytes": budget.available_bytes,
+            "available_kv_cache_memory_bytes": budget.logged_available_bytes,
             "gpu_kv_cache_size_tokens": answer.capacity.tokens,
             "max_model_len": answer.capacity.max_model_len,
             "max_concurrency": answer.capacity.max_concurrency,
@@ -129,7 +141,10 @@ def plan_json(plan: VLLMDeploymentPlan) -> dict[str, Any]:
                 {"weights_bytes": s.weights, "hidden_states_bytes": s.overhead.hidden_states,
                  "sampler_bytes": s.overhead.sampler, "forward_bytes": s.overhead.forward,
                  "resident_bytes": s.overhead.resident, "multi_gpu_bytes": s.overhead.multi_gpu,
-                 "available_bytes": s.available}
+                 "available_bytes": s.available, "profiled_bytes": s.profiled,
+                 "measured": None if s.measured is None else {
+                     "non_kv_used_bytes": s.measured.non_kv_used, "headroom_bytes": s.measured.headroom,
+                     "peak_bytes": s.measured.peak, "margin_bytes": s.measured.margin}}
                 for s in budget.stages
             ],  # fmt: skip
             "limiting_stage": None if stage is None else budget.stages.index(stage),
