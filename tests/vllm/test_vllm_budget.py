@@ -233,6 +233,8 @@ def test_0_34_0s_extensible_kv_cache_measures_after_warmup() -> None:
     # a small eager peak (no graph estimate): the 1 GiB floor is the margin
     eager = measure(100 * GIB, 100 * GIB, 20 * GIB, ProfileOverhead(GIB // 16, GIB // 32, GIB // 64, 133_041_226, 0))
     assert (eager.peak, eager.margin) == (GIB // 16 + GIB // 32, GIB)
+    # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0: the graphs are still captured and measured, not kept in the peak
+    assert measure(100 * GIB, 100 * GIB, 20 * GIB, profile, graph_estimate=False).peak == 4 * GIB
 
 
 def test_the_extensible_cache_commits_whole_granules_per_segment() -> None:

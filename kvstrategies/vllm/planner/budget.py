@@ -163,16 +163,18 @@ def extensible_budget(
     *,
     total_source: str,
     release: str,
+    graph_estimate: bool = True,
 ) -> VLLMBudget:
     """0.34.0's extensible KV cache (:mod:`.extensible`) for each stage's ``(weights, overhead)``: the profiled
     figure at the resolved utilization reserves the capacity, the measurement after warmup gives the bytes the
     cache may take; the smallest stage is the budget. No free-memory refusal: "with the extensible KV cache
-    the budget is only a cap" (``vllm/v1/worker/utils.py request_memory``)."""
+    the budget is only a cap" (``vllm/v1/worker/utils.py request_memory``). ``graph_estimate``
+    (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, default on): the CUDA-graph estimate joins the peak kept free."""
     resolved = 1.0 if utilization is None else utilization
     requested = requested_memory(total_bytes, resolved)
     planned = []
     for weights, overhead in stages:
-        measured = measure(total_bytes, requested, weights, overhead)
+        measured = measure(total_bytes, requested, weights, overhead, graph_estimate=graph_estimate)
         planned.append(StageBudget(weights, overhead, measured.kv_bytes, measured,
                                    requested - weights - overhead.total))  # fmt: skip
     low = min(planned, key=lambda s: min(s.available, s.profiled or 0))

@@ -170,14 +170,15 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
             tp_size=tp,
             world_size=req.world_size,
             cuda_graphs=not req.enforce_eager,
-            graphs_deducted=req.estimate_cudagraphs,
+            # the extensible KV cache (0.34.0) measures the captured graphs whatever the estimate flag says
+            graphs_deducted=req.estimate_cudagraphs or EXTENSIBLE_KV_CACHE.holds(req.release),
             last_stage=rank == pp - 1,
         )
         stages.append((weights.per_stage[rank], profile_overhead(shape, settings)))
     total = cuda_total(req.gpu or "GPU", req.gpu_memory_mib)
     if EXTENSIBLE_KV_CACHE.holds(req.release):
         budget = extensible_budget(total.total_bytes, req.gpu_memory_utilization, stages, total_source=total.source,
-                                   release=req.release.text)  # fmt: skip
+                                   release=req.release.text, graph_estimate=req.estimate_cudagraphs)  # fmt: skip
         return budget, weights
     budget = vllm_budget(total.total_bytes, req.utilization, stages, total_source=total.source,
                          release=req.release.text)  # fmt: skip

@@ -50,16 +50,18 @@ class MeasuredStage:
     kv_bytes: int
 
 
-def graph_estimate(overhead: ProfileOverhead) -> int:
+def graph_estimate_bytes(overhead: ProfileOverhead) -> int:
     """The CUDA-graph estimate inside the fitted resident figure (0 when graphs are not deducted)."""
     return overhead.resident - RESIDENT_NO_GRAPHS_BYTES if overhead.resident == RESIDENT_WITH_GRAPHS_BYTES else 0
 
 
-def measure(total_bytes: int, requested_bytes: int, weights: int, overhead: ProfileOverhead) -> MeasuredStage:
-    """``measure_kv_cache_bytes`` for one worker of the model (module doc)."""
+def measure(total_bytes: int, requested_bytes: int, weights: int, overhead: ProfileOverhead, *,
+            graph_estimate: bool = True) -> MeasuredStage:  # fmt: skip
+    """``measure_kv_cache_bytes`` for one worker of the model (module doc); ``graph_estimate``: the profiled
+    CUDA-graph estimate is part of the peak (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, on by default)."""
     non_kv_used = weights + overhead.resident + overhead.multi_gpu
     headroom = total_bytes - STARTUP_HELD_BYTES - non_kv_used
-    peak = overhead.transient + graph_estimate(overhead)
+    peak = overhead.transient + (graph_estimate_bytes(overhead) if graph_estimate else 0)
     margin = max(MARGIN_FLOOR_BYTES, int(peak * MARGIN_FRACTION))
     kv_bytes = max(min(requested_bytes - non_kv_used, headroom - margin) - peak, 0)
     return MeasuredStage(non_kv_used, headroom, peak, margin, kv_bytes)
