@@ -139,6 +139,7 @@ def check_weight_load(req: DeploymentRequest, model: ModelReading) -> None:
     _check_min_capability(req, config)
     _check_wna16_needs_vllm(req, estimate)
     _check_modelopt_mixed(req, config)
+    _check_fbgemm_fp8(req, config)
     _check_rotary_needs_vllm(req, model)
 
 
@@ -486,4 +487,30 @@ def _check_modelopt_mixed(req: DeploymentRequest, config: Mapping[str, Any]) -> 
         "quantized_layers map does not name as 128 x 128 block FP8 and refuse one whose outputs are not whole "
         "blocks (sglang/srt/layers/quantization/modelopt_quant.py, ModelOptMixedPrecisionConfig; fp8.py, "
         "Fp8LinearMethod.validate_block_quant_shapes). Use SGLang 0.5.15 or later"
+    )
+
+
+#: SGLang's quantization registry holds ``fbgemm_fp8`` up to 0.5.15; from 0.5.16 a checkpoint of that method
+#: (Meta's Llama-3.1-405B-Instruct-FP8) is an unknown method (vLLM serves it)
+FBGEMM_FP8_REMOVED = ReleaseRule(
+    "load-fbgemm-fp8-removed",
+    span("0.5.16"),
+    "a quant_method fbgemm_fp8 checkpoint is refused as an unknown quantization method (FBGEMMFp8Config left "
+    "QUANTIZATION_METHODS)",
+    "sglang.srt.configs.model_config.ModelConfig._verify_quantization; sglang.srt.layers.quantization "
+    "QUANTIZATION_METHODS",
+    topic="weights",
+)
+
+
+def _check_fbgemm_fp8(req: DeploymentRequest, config: Mapping[str, Any]) -> None:
+    if not FBGEMM_FP8_REMOVED.holds(req.release) or quantization_method(config, req.weight_quantization) != (
+        "fbgemm_fp8"
+    ):
+        return
+    raise UnsupportedConfigurationError(
+        f"{req.release} refuses: Unknown quantization method: fbgemm_fp8 (sglang/srt/configs/model_config.py, "
+        "ModelConfig._verify_quantization: FBGEMMFp8Config is no longer in QUANTIZATION_METHODS from 0.5.16). "
+        "Use SGLang 0.5.15 or older (--sglang-version 0.5.15), the checkpoint's bf16 base with --quantization fp8, "
+        "or plan it for vLLM (--engine vllm), which serves fbgemm_fp8"
     )

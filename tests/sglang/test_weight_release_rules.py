@@ -206,3 +206,21 @@ def test_modelopt_mixed_precision_loads_from_0_5_15(release: str, refused: bool)
     assert (got.refusal is not None) is refused
     if refused:
         assert got.refusal is not None and "MIXED_PRECISION" in got.refusal and "0.5.15" in got.refusal
+
+
+@pytest.mark.parametrize(("release", "refused"), [("0.5.1", False), ("0.5.15", False), ("0.5.16", True),
+                                                  ("0.5.23", True)])  # fmt: skip
+def test_fbgemm_fp8_is_an_unknown_method_from_0_5_16(release: str, refused: bool) -> None:
+    """``QUANTIZATION_METHODS`` holds ``fbgemm_fp8`` (``FBGEMMFp8Config``) up to 0.5.15; from 0.5.16
+    ``ModelConfig._verify_quantization`` raises "Unknown quantization method: fbgemm_fp8" (checked live on
+    Meta's Llama-3.1-405B-Instruct-FP8 config: 0.5.15 sizes it, 0.5.16 refuses it)."""
+    from kvstrategies.sglang.load_refusals import _check_fbgemm_fp8
+
+    config = {**load_preset_config("llama-3.1-8b"), "quantization_config": {"quant_method": "fbgemm_fp8"}}
+    req = DeploymentRequest("m", {"hf_config": config}, gpu=lookup_gpu("H100-80GB"), release=parse_release(release))
+    if not refused:
+        _check_fbgemm_fp8(req, config)
+        return
+    with pytest.raises(UnsupportedConfigurationError, match="Unknown quantization method: fbgemm_fp8"):
+        _check_fbgemm_fp8(req, config)
+    _check_fbgemm_fp8(req, load_preset_config("llama-3.1-8b"))  # unquantized: nothing to refuse
