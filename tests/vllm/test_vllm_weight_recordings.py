@@ -170,6 +170,23 @@ def test_every_attention_layer_holds_four_float32_scales() -> None:
     assert attention_scale_bytes(llama, 2, 1, 16) == 256  # PP 2: 16 layers a stage
 
 
+def test_older_releases_hold_three_range_constants_per_attention_layer() -> None:
+    """Up to 0.27.1 an attention layer also holds ``q_range``, ``k_range``, ``v_range`` (3 x 4 B): Llama-3.1-8B's
+    32 layers hold 32 x 28 = 896 B of them and the scales under 0.25.1 (recorded: 512 B of scales and 3 x 128 B
+    of ranges), 512 B under 0.28.0 on."""
+    from kvstrategies.core.releases import parse_release
+    from kvstrategies.planner.weights import estimate_weights
+
+    llama = estimate_weights(load_preset_config("llama-3.1-8b"))
+    old = attention_layer_scale_bytes({}, BF16, None, parse_release("0.25.1", "vllm"))
+    new = attention_layer_scale_bytes({}, BF16, None, parse_release("0.28.0", "vllm"))
+    assert (old, new) == (28, 16)
+    assert attention_scale_bytes(llama, 1, 0, old) == 896
+    document = json.loads((recording_dir("0.25.1") / "llama-3.1-8b-h100-tp1.json").read_text(encoding="utf-8"))
+    buffers = document["ranks"][0]["buffers"]
+    assert [buffers[f"{x}_range (float32)"] for x in "qkv"] == [128, 128, 128]
+
+
 def test_an_fp8_checkpoint_adds_the_kv_cache_scale_parameters() -> None:
     """``Fp8KVCacheMethod`` gives a non-MLA attention layer ``q_scale``, ``k_scale``, ``v_scale``, ``prob_scale``
     in the model dtype (4 x 2 B); an MLA layer (DeepSeek) and an unquantized one get none."""
@@ -210,5 +227,5 @@ def test_verify_weights_refuses_the_other_engines_release(capsys: pytest.Capture
 
     assert main(["verify", "--against", "vllm", "--weights", "--sglang-version", "0.5.23"]) != 0
     assert "--sglang-version goes with --against sglang" in capsys.readouterr().err
-    assert main(["verify", "--against", "vllm", "--weights", "--vllm-version", "0.19.1"]) != 0
-    assert "no weight recordings for vLLM 0.19.1" in capsys.readouterr().err
+    assert main(["verify", "--against", "vllm", "--weights", "--vllm-version", "0.20.2"]) != 0
+    assert "no weight recordings for vLLM 0.20.2 (recorded: 0.19.1, 0.22.1," in capsys.readouterr().err

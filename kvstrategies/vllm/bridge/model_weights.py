@@ -15,7 +15,9 @@ no byte. That step is not run here (its kernels need a GPU): a repacking that ch
 When vLLM refuses while it builds its config or the model (a block-FP8 split, an unsupported
 quantization on that GPU), the refusal is recorded instead: vLLM's exception type and message. An
 ``ImportError`` is not vLLM's answer but this host's (a kernel package a GPU image installs, such as
-DeepSeek-V4's ``tilelang``): it is recorded as ``environment``, and the comparison skips the case.
+DeepSeek-V4's ``tilelang``), nor is an ``OSError`` (a file of the checkpoint the case folder lacks, such
+as 0.29.0's image-processor read for Qwen2.5-VL): it is recorded as ``environment``, and the comparison
+skips the case.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ def build_weights(folder: str, gpu: str, tp: int, pp: int, quantization: str | N
             if not isinstance(exc, _VLLM_FAILURES) and type(exc).__name__ != "ValidationError":
                 raise
             message = _first_lines(exc).replace(folder, "<model folder>")
-            key = "environment" if isinstance(exc, ImportError) else "refusal"
+            key = "environment" if isinstance(exc, (ImportError, OSError)) else "refusal"
             ranks = [{"world_rank": 0, "pp_rank": 0, key: {"type": type(exc).__name__, "message": message}}]
     return version, ranks
 

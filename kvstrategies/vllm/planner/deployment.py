@@ -160,7 +160,7 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
     checkpoint = None if req.model_folder is None else str(req.model_folder)
     weights = vllm_weights(req.config, tp=tp, pp=pp, dtype=dtype, quantization=req.weight_quantization,
                            weight_bytes=req.weight_bytes, checkpoint=checkpoint,
-                           mtp=req.num_speculative_tokens is not None)  # fmt: skip
+                           mtp=req.num_speculative_tokens is not None, release=req.release)  # fmt: skip
     shape = ProfileShape.from_config(req.config, activation_bytes=dtype.itemsize if dtype.itemsize <= 2 else 2)
     stages = []
     for rank in range(pp):

@@ -98,16 +98,48 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
 #: (case, first release, last release) -> (bound, why): how an older release's recording differs from the planner,
 #: where that release differs from the entry of :data:`WEIGHT_DIFFERENCES` (which holds otherwise)
 RELEASE_WEIGHT_DIFFERENCES: dict[tuple[str, str, str], tuple[float, str]] = {
-    ("kimi-k2-h200-tp8", "0.33.0", "0.33.0"): (
-        2e-4, "16 MiB: vLLM 0.33.0 holds Kimi-K2's YaRN RoPE cache in float32 (0.34.0 in the model dtype, as "
-        "planned); and 6,832 B as deepseek-r1-b200-tp8"),
-    ("kimi-k2.5-nvfp4-h200-tp8", "0.33.0", "0.33.0"): (
-        0.01, "as kimi-k2.5-nvfp4-h200-tp8 under 0.34.0, less 32 MiB: 0.33.0's float32 YaRN RoPE cache "
-        "(as kimi-k2-h200-tp8)"),
+    ("kimi-k2-h200-tp8", "0.25.1", "0.33.0"): (
+        2e-4, "16 MiB: these releases hold Kimi-K2's YaRN RoPE cache in float32 (0.19.1, 0.22.1 and 0.34.0 in the "
+        "model dtype, as planned); and 6,832 B as deepseek-r1-b200-tp8"),
+    ("kimi-k2.5-nvfp4-h200-tp8", "0.25.1", "0.33.0"): (
+        0.01, "as kimi-k2.5-nvfp4-h200-tp8 under 0.34.0, less 32 MiB: the float32 YaRN RoPE cache (as "
+        "kimi-k2-h200-tp8)"),
+    ("qwen2.5-7b-gptq-h100-tp1", "0.19.1", "0.29.0"): (
+        0.65, "recorded without the checkpoint's safetensors: when a GPTQ config names no modules_in_block_to_quantize "
+        "these releases find the quantized layers in the safetensors metadata (AutoGPTQConfig.maybe_update_config "
+        "in 0.29.0, read in its source; 0.19.1 to 0.25.1 record the same bf16 bytes), and a folder of config.json "
+        "alone has none, so every layer is built bf16; a real checkpoint's packed layers are 4-bit, as planned "
+        "(0.32.0 on: recorded 4-bit)"),
+    ("gpt-oss-20b-b200-tp1", "0.19.1", "0.25.1"): (
+        0.1, "MXFP4 experts on SM100 padded further for the backend these releases pick "
+        "(mxfp4_round_up_hidden_size_and_intermediate_size): 1.3 GB; the planner does not pad"),
+    ("qwen3-vl-8b-h100-tp1", "0.19.1", "0.29.0"): (
+        0.015, "190 MB: these releases build Qwen3-VL's tower with more than vision_tower_params counts (not traced "
+        "further; 0.32.0 on: 1.5 MB)"),
+    ("qwen3-vl-8b-h100-tp2", "0.19.1", "0.29.0"): (
+        0.03, "as qwen3-vl-8b-h100-tp1, and the tower whole on every rank (0.32.0 on: split over TP)"),
+    ("qwen3.6-27b-nvfp4-b200-tp1", "0.25.1", "0.29.0"): (
+        0.01, "as under 0.34.0, and 94 MB more of the tower or the GDN layers these releases build (not traced "
+        "further)"),
+    ("qwen3.6-35b-a3b-nvfp4-b200-tp2", "0.25.1", "0.29.0"): (0.015, "as qwen3.6-27b-nvfp4-b200-tp1 under 0.25.1"),
+    ("qwen3.6-27b-nvfp4-b200-tp1", "0.22.1", "0.22.1"): (
+        0.09, "1.8 GB: 0.22.1's ModelOpt MIXED_PRECISION map leaves more of the layers in bf16 than the planner's "
+        "(not traced further)"),
+    ("qwen3.6-35b-a3b-nvfp4-b200-tp2", "0.22.1", "0.22.1"): (0.05, "as qwen3.6-27b-nvfp4-b200-tp1 under 0.22.1"),
+    ("qwen3.6-27b-nvfp4-b200-tp1", "0.19.1", "0.19.1"): (
+        0.6, "0.19.1 reads no MIXED_PRECISION map: every layer is built in bf16 (44 GB), which the checkpoint's "
+        "packed NVFP4 tensors would not load into; the planner prices the map"),
+    ("qwen3.6-35b-a3b-nvfp4-b200-tp2", "0.19.1", "0.19.1"): (0.7, "as qwen3.6-27b-nvfp4-b200-tp1 under 0.19.1"),
 }
 
 #: case -> why the planner's refusal differs from vLLM's
-REFUSAL_DIFFERENCES: dict[str, str] = {}
+REFUSAL_DIFFERENCES: dict[str, str] = {
+    "deepseek-v4-flash-h200-tp4": (
+        "vLLM 0.19.1 refuses DeepSeek-V4's config (its ModelConfig: 'rope_parameters should have a rope_type key'); "
+        "0.22.1 to 0.29.0 refuse to build it with the default --kv-cache-dtype auto ('DeepseekV4 only supports fp8 "
+        "kv-cache'); the planner's weight step prices it (its KV step refuses DeepSeek-V4 for vLLM as not "
+        "modelled); 0.32.0 on: not built on this host (tilelang)"),
+}
 
 
 def weight_difference(name: str, release: str) -> tuple[float, str]:
@@ -189,7 +221,8 @@ def planned(case: WeightCase, version: str) -> PlannedWeights:
     except KVCacheConfigError as exc:
         return PlannedWeights(None, str(exc))
     weights = vllm_weights(req.config, tp=case.tp, pp=case.pp, dtype=serving_dtype(req),
-                           quantization=case.quantization, checkpoint=req.model_folder)  # fmt: skip
+                           quantization=case.quantization, checkpoint=req.model_folder,
+                           release=req.release)  # fmt: skip
     return PlannedWeights(weights.fullest, None, weights.source)
 
 

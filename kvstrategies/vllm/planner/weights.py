@@ -24,11 +24,23 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...core.dtypes import DType
+from ...core.releases import VLLM, EngineRelease, ReleaseRule, span
 from ...models.hf import text_config
 from ...planner.checkpoint import ShardingFacts, rank_bytes, read_checkpoint
 from ...planner.weights import ParamKind, WeightEstimate, estimate_weights
 
 GIB = 2**30
+#: up to vLLM 0.27.1 every attention layer also holds ``q_range``, ``k_range``, ``v_range`` (float32 scalars, the
+#: constants of ``calc_kv_scales``: ``vllm/model_executor/layers/attention/attention.py set_default_quant_scales``)
+ATTENTION_RANGE_CONSTANTS = ReleaseRule(
+    "vllm-attention-range-constants",
+    span(last="0.27.1", engine=VLLM),
+    "every attention layer holds three float32 range constants (q_range, k_range, v_range: 12 B) beside its four "
+    "scales",
+    "vllm/model_executor/layers/attention/attention.py set_default_quant_scales (vllm/attention/layer.py in the "
+    "older releases)",
+    topic="weights",
+)
 #: the four float32 scalars every attention layer registers as buffers (``_k_scale``, ``_v_scale``, ``_q_scale``,
 #: ``_prob_scale``: ``vllm/model_executor/layers/attention/attention.py set_default_quant_scales``), in bytes
 ATTENTION_SCALE_BYTES = 4 * 4
@@ -87,7 +99,8 @@ def attention_scale_bytes(estimate: WeightEstimate, pp: int, pp_rank: int, per_l
     return per_layer * sum(attention[estimate.kind_of[layer]] for layer in range(start, end))
 
 
-def attention_layer_scale_bytes(config: Mapping[str, Any], dtype: DType, quantization: str | None) -> int:
+def attention_layer_scale_bytes(config: Mapping[str, Any], dtype: DType, quantization: str | None,
+                                release: EngineRelease | None = None) -> int:  # fmt: skip
     """The scale bytes one attention layer holds: :data:`ATTENTION_SCALE_BYTES`, and under an FP8 method (a
     ``quant_method: fp8`` checkpoint or ``--quantization fp8``) on a non-MLA layer the four KV-cache scale
     parameters in the model dtype (``q_scale``, ``k_scale``, ``v_scale``, ``prob_scale``: ``Fp8Config.get_quant_method``
@@ -97,7 +110,8 @@ def attention_layer_scale_bytes(config: Mapping[str, Any], dtype: DType, quantiz
     qcfg = t.get("quantization_config") or config.get("quantization_config")
     method = quantization or (str(qcfg.get("quant_method") or "").lower() if isinstance(qcfg, Mapping) else "")
     fp8_kv = method == "fp8" and not t.get("kv_lora_rank")
-    return ATTENTION_SCALE_BYTES + (4 * dtype.itemsize if fp8_kv else 0)
+    ranges = 3 * 4 if release is not None and ATTENTION_RANGE_CONSTANTS.holds(release) else 0
+    return ATTENTION_SCALE_BYTES + ranges + (4 * dtype.itemsize if fp8_kv else 0)
 
 
 def tower_bytes(config: Mapping[str, Any], tp: int, base: float) -> tuple[int, str]:
@@ -119,6 +133,7 @@ def vllm_weights(
     weight_bytes: int | None = None,
     checkpoint: str | None = None,
     mtp: bool = False,
+    release: EngineRelease | None = None,
 ) -> VLLMWeights:
     """Each stage's resident weight bytes (see the module doc); ``mtp``: the last stage also holds the MTP
     draft's layers (its embedding and head are the target's: ``maybe_share_target_embed``,
@@ -138,7 +153,7 @@ def vllm_weights(
         return VLLMWeights(stages, f"from the {ckpt.label}, split over TP {tp} x PP {pp}{rope_text}{draft_text}")
     estimate = vllm_layout(estimate_weights(config, dtype=dtype.torch_name, quantization=quantization))
     tower, tower_text = tower_bytes(config, tp, estimate.fmt.base_bytes)
-    per_layer = attention_layer_scale_bytes(config, dtype, quantization)
+    per_layer = attention_layer_scale_bytes(config, dtype, quantization, release)
     stages = tuple(estimate.stage_bytes(tp, pp, r, include_mtp=mtp) + attention_scale_bytes(estimate, pp, r, per_layer)
                    + rope + (tower if r == 0 else 0) for r in range(pp))  # fmt: skip
     notes = "".join(f"; note: {n}" for n in estimate.fmt.notes) + tower_text
