@@ -12,7 +12,7 @@ refusals), so a test holds the planner to the recording (docs/weights.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -283,21 +283,50 @@ def compare(case: WeightCase, version: str) -> Comparison:
     return Comparison(case, version, max(recorded_weight_bytes(r) for r in ranks), None, plan, environment)
 
 
-def verdict(comparison: Comparison) -> tuple[bool, str]:
-    """``(as expected, what it says)`` for one case: refusals agree (or differ as
-    :data:`REFUSAL_DIFFERENCES` says), weights byte-exact or within :data:`WEIGHT_DIFFERENCES`' bound."""
+#: ``(case name, release) -> (bound, why)``: an engine's listed weight differences
+DifferenceOf = Callable[[str, str], tuple[float, str]]
+
+
+def judge(comparison: Comparison, difference: DifferenceOf, refusals: Mapping[str, str],
+          engine: str) -> tuple[bool, str]:  # fmt: skip
+    """``(as expected, what it says)`` for one case against ``engine``'s recording: a recording of the host's
+    answer is not compared; refusals agree (or differ as ``refusals`` says); weights byte-exact or within the
+    bound ``difference`` states for the case and release, with its reason."""
     name = comparison.case.name
+    if comparison.environment is not None and comparison.recorded_bytes is None:
+        return True, f"not built on this host, not compared ({comparison.environment})"
     if not comparison.refusals_agree:
-        known = REFUSAL_DIFFERENCES.get(name)
-        side = "SGLang refuses, the planner plans" if comparison.recorded_refusal else "the planner refuses"
+        known = refusals.get(name)
+        side = f"{engine} refuses, the planner plans" if comparison.recorded_refusal else "the planner refuses"
         return known is not None, f"refusal differs ({side}){': known: ' + known if known else ''}"
     if comparison.error is None:
         return True, "both refuse"
-    bound, why = weight_difference(name, comparison.release)
+    bound, why = difference(name, comparison.release)
     if comparison.planned.weight_bytes == comparison.recorded_bytes:
         return True, "equal"
     text = f"{comparison.error:+.3%}" + (f" (known: {why})" if why else "")
     return abs(comparison.error) <= bound and bool(why), text
+
+
+def verdict(comparison: Comparison) -> tuple[bool, str]:
+    """:func:`judge` with SGLang's lists (:data:`REFUSAL_DIFFERENCES`, :func:`weight_difference`)."""
+    return judge(comparison, weight_difference, REFUSAL_DIFFERENCES, "SGLang")
+
+
+def report_lines(comparisons: Iterable[Comparison], judged: Callable[[Comparison], tuple[bool, str]], engine: str,
+                 folder: Path) -> tuple[bool, list[str]]:  # fmt: skip
+    """One line a case (recorded and planned bytes of the fullest rank, the verdict) and the summary."""
+    lines, ok = [], True
+    for comparison in comparisons:
+        good, text = judged(comparison)
+        ok &= good
+        lines.append(f"{'ok  ' if good else 'FAIL'} {comparison.case.name:44s} {engine} "
+                     f"{_gib(comparison.recorded_bytes):>12s}  planner {_gib(comparison.planned.weight_bytes):>12s}  "
+                     f"{text}")  # fmt: skip
+    release = folder.name.split("-")[1]  # golden/<engine>-<release>-weights
+    lines.append(f"{'all' if ok else 'NOT all'} {len(lines)} weight cases as {engine} {release} records them "
+                 f"({folder.relative_to(ROOT)})")  # fmt: skip
+    return ok, lines
 
 
 def verify_lines(version: str) -> tuple[bool, list[str]]:
@@ -308,19 +337,7 @@ def verify_lines(version: str) -> tuple[bool, list[str]]:
             f"no weight recordings for SGLang {version} (recorded: {releases}); record them in that release's "
             "environment with tools/record_weights.py (docs/weights.md), or give --sglang-version one of those"
         )
-    lines, ok = [], True
-    for case in catalog():
-        comparison = compare(case, version)
-        good, text = verdict(comparison)
-        ok &= good
-        recorded, planned_bytes = comparison.recorded_bytes, comparison.planned.weight_bytes
-        lines.append(
-            f"{'ok  ' if good else 'FAIL'} {case.name:44s} SGLang {_gib(recorded):>12s}  "
-            f"planner {_gib(planned_bytes):>12s}  {text}"
-        )
-    where = recording_dir(version).relative_to(ROOT)
-    lines.append(f"{'all' if ok else 'NOT all'} {len(lines)} weight cases as SGLang {version} records them ({where})")
-    return ok, lines
+    return report_lines((compare(case, version) for case in catalog()), verdict, "SGLang", recording_dir(version))
 
 
 def _gib(nbytes: int | None) -> str:

@@ -172,25 +172,37 @@ def _engine_config(folder: str, deployment: VLLMDeployment) -> Any:
     return engine_args.create_engine_config(usage.UsageContext.OPENAI_API_SERVER)
 
 
+@contextlib.contextmanager
+def meta_construction(vllm_config: Any) -> Iterator[None]:
+    """What a worker sets around its model's construction (``Worker.load_model``), on ``meta``: the worker's
+    workspace manager (``v1/worker/workspace.py init_workspace_manager``), the current config, the model dtype,
+    the meta device, and explicit CUDA allocations sent to meta."""
+    torch = importlib.import_module("torch")
+    config = importlib.import_module("vllm.config")
+    torch_utils = importlib.import_module("vllm.utils.torch_utils")
+    workspace = importlib.import_module("vllm.v1.worker.workspace")
+    workspace.init_workspace_manager(torch.device("meta"), 2 if vllm_config.parallel_config.enable_dbo else 1)
+    dtype = vllm_config.model_config.dtype
+    with config.set_current_vllm_config(vllm_config), torch_utils.set_default_torch_dtype(dtype), \
+            torch.device("meta"), cuda_to_meta():  # fmt: skip
+        yield
+
+
 def _build_stage(vllm_config: Any, last_stage: bool = True) -> tuple[dict[str, Any], list[str], dict[str, str]]:
     """One stage's layer specs, supported layouts and attention backend per layer (the last stage's with the
     speculative draft's: the model runners build it on the last PP rank only)."""
-    torch = importlib.import_module("torch")
     config = importlib.import_module("vllm.config")
     loader = importlib.import_module("vllm.model_executor.model_loader.utils")
-    torch_utils = importlib.import_module("vllm.utils.torch_utils")
     platforms = importlib.import_module("vllm.platforms")
     attn_utils = importlib.import_module("vllm.v1.worker.gpu.attn_utils")
     worker_base = importlib.import_module("vllm.v1.worker.worker_base")
     layer_base = importlib.import_module("vllm.model_executor.layers.attention_layer_base")
-    workspace = importlib.import_module("vllm.v1.worker.workspace")
-    workspace.init_workspace_manager(torch.device("meta"), 2 if vllm_config.parallel_config.enable_dbo else 1)
+    with meta_construction(vllm_config):
+        loader.initialize_model(vllm_config=vllm_config)
+        target_layers = set(config.get_layers_from_vllm_config(vllm_config, layer_base.AttentionLayerBase))
+        if last_stage:
+            _build_draft(vllm_config)
     with config.set_current_vllm_config(vllm_config):
-        with torch_utils.set_default_torch_dtype(vllm_config.model_config.dtype), torch.device("meta"), cuda_to_meta():
-            loader.initialize_model(vllm_config=vllm_config)
-            target_layers = set(config.get_layers_from_vllm_config(vllm_config, layer_base.AttentionLayerBase))
-            if last_stage:
-                _build_draft(vllm_config)
         platforms.current_platform.update_block_size_for_backend(vllm_config)
         specs = attn_utils.get_kv_cache_spec(vllm_config)
         _number_draft_layers(specs, target_layers, vllm_config)

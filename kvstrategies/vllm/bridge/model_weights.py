@@ -27,8 +27,8 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from .bridge import _VLLM_FAILURES, _clear_caches, _ensure_world, _first_lines, _stage_groups
-from .runtime import check_version, cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu
+from .bridge import _VLLM_FAILURES, _clear_caches, _ensure_world, _first_lines, _stage_groups, meta_construction
+from .runtime import check_version, gpu_facts, import_vllm, quiet, use_gpu
 
 #: the recording's keys for a built rank (the per-tensor list stays out: it is vLLM's naming)
 RANK_KEYS = ("groups", "total", "buffers", "model_class", "quantization", "dtype")
@@ -46,15 +46,8 @@ def engine_arguments(tp: int, pp: int, quantization: str | None, expert_parallel
 
 def _built_stage(vllm_config: Any) -> Any:
     """One stage's model on ``meta``, as ``Worker.load_model`` constructs it before loading."""
-    torch = importlib.import_module("torch")
-    config = importlib.import_module("vllm.config")
     loader = importlib.import_module("vllm.model_executor.model_loader.utils")
-    torch_utils = importlib.import_module("vllm.utils.torch_utils")
-    workspace = importlib.import_module("vllm.v1.worker.workspace")
-    workspace.init_workspace_manager(torch.device("meta"), 2 if vllm_config.parallel_config.enable_dbo else 1)
-    dtype = vllm_config.model_config.dtype
-    with config.set_current_vllm_config(vllm_config), torch_utils.set_default_torch_dtype(dtype), \
-            torch.device("meta"), cuda_to_meta():  # fmt: skip
+    with meta_construction(vllm_config):
         return loader.initialize_model(vllm_config=vllm_config)
 
 

@@ -21,7 +21,15 @@ from typing import Any
 
 from ...core.jsonio import read_json_object
 from ...errors import KVCacheConfigError
-from ...sglang.weight_catalog import RECORDINGS, ROOT, Comparison, PlannedWeights, WeightCase, catalog
+from ...sglang.weight_catalog import (
+    RECORDINGS,
+    Comparison,
+    PlannedWeights,
+    WeightCase,
+    catalog,
+    judge,
+    report_lines,
+)
 
 #: case -> (bound on |planned / recorded - 1|, why the planner differs), for every vLLM release recorded.
 #: Every other case vLLM builds is planned exact to the byte.
@@ -240,22 +248,9 @@ def compare(case: WeightCase, version: str) -> Comparison:
 
 
 def verdict(comparison: Comparison) -> tuple[bool, str]:
-    """``(as expected, what it says)``: refusals agree (or differ as :data:`REFUSAL_DIFFERENCES` says), the
-    bytes equal, or within :data:`WEIGHT_DIFFERENCES`' bound for the reason it gives."""
-    name = comparison.case.name
-    if comparison.environment is not None:
-        return True, f"not built on this host, not compared ({comparison.environment})"
-    if not comparison.refusals_agree:
-        known = REFUSAL_DIFFERENCES.get(name)
-        side = "vLLM refuses, the planner plans" if comparison.recorded_refusal else "the planner refuses"
-        return known is not None, f"refusal differs ({side}){': known: ' + known if known else ''}"
-    if comparison.error is None:
-        return True, "both refuse"
-    if comparison.planned.weight_bytes == comparison.recorded_bytes:
-        return True, "equal"
-    bound, why = weight_difference(name, comparison.release)
-    text = f"{comparison.error:+.3%}" + (f" (known: {why})" if why else "")
-    return abs(comparison.error) <= bound and bool(why), text
+    """:func:`~kvstrategies.sglang.weight_catalog.judge` with vLLM's lists (:data:`REFUSAL_DIFFERENCES`,
+    :func:`weight_difference`)."""
+    return judge(comparison, weight_difference, REFUSAL_DIFFERENCES, "vLLM")
 
 
 def verify_lines(version: str) -> tuple[bool, list[str]]:
@@ -267,17 +262,4 @@ def verify_lines(version: str) -> tuple[bool, list[str]]:
             "environment with tools/record_weights.py --engine vllm (docs/weights.md), or give --vllm-version one "
             "of those"
         )
-    lines, ok = [], True
-    for case in vllm_catalog():
-        comparison = compare(case, version)
-        good, text = verdict(comparison)
-        ok &= good
-        lines.append(f"{'ok  ' if good else 'FAIL'} {case.name:44s} vLLM {_gib(comparison.recorded_bytes):>12s}  "
-                     f"planner {_gib(comparison.planned.weight_bytes):>12s}  {text}")  # fmt: skip
-    where = recording_dir(version).relative_to(ROOT)
-    lines.append(f"{'all' if ok else 'NOT all'} {len(lines)} weight cases as vLLM {version} records them ({where})")
-    return ok, lines
-
-
-def _gib(nbytes: int | None) -> str:
-    return "refused" if nbytes is None else f"{nbytes / 2**30:.3f} GiB"
+    return report_lines((compare(case, version) for case in vllm_catalog()), verdict, "vLLM", recording_dir(version))
