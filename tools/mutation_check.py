@@ -162,8 +162,8 @@ GROUPS: dict[str, Group] = {
          "tests/package/test_robustness.py", "tests/strategies/test_hybrid*.py", "tests/strategies/test_dsv4*.py",
          "tests/strategies/test_default*.py",
          "tests/strategies/test_ascend.py", *ALLOCATOR_CHOICE_TESTS, "tests/checkpoints/test_shipped_checkpoints.py",
-         "tests/sglang/test_weight_release_rules.py", *CATALOG_GOLDENS,
-         *SGLANG_GOLDENS),
+         "tests/sglang/test_weight_release_rules.py", "tests/planner/test_weights_vision_and_glm.py",
+         *CATALOG_GOLDENS, *SGLANG_GOLDENS),
     ),
     "planner": Group(
         ("kvstrategies/planner/*.py", "kvstrategies/sglang/*.py", "kvstrategies/sglang/launch/apply.py",
@@ -185,7 +185,7 @@ GROUPS: dict[str, Group] = {
         ("tests/planner/test_weights.py", "tests/sglang/test_weight_recordings.py", "tests/sglang/test_weight_fixes.py",
          "tests/sglang/test_weight_release_rules.py", "tests/planner/test_weights_quant.py",
          "tests/planner/test_weights_published.py", "tests/sglang/test_load_refusals.py",
-         "tests/planner/test_planner.py",
+         "tests/planner/test_planner.py", "tests/planner/test_weights_vision_and_glm.py",
          "tests/sglang/test_published_logs.py", "tests/package/test_robustness.py"),
     ),
     "launch_defaults": Group(

@@ -326,6 +326,10 @@ class ModelType:
     ``head_dim_none_default``: the transformers config class leaves ``head_dim`` None when config.json
     omits it (5.6-5.8: Mixtral, Ministral, MiniMax, Hunyuan v1); ``head_dim_none_transformers4``: only
     transformers 4.x's class does (4.57.1, SGLang 0.5.9's pin: Mistral).
+    ``config_aliases``: ``(field, name)`` pairs: the config class SGLang loads gives ``field`` the value
+    config.json stores under ``name`` (its ``attribute_map`` or ``__init__``), read by
+    :func:`with_config_aliases`. ``mlp_bias``: the dense MLP's linears carry biases (``2 I`` on the
+    fused gate/up projection, ``h`` on the down projection).
     """
 
     name: str
@@ -361,6 +365,8 @@ class ModelType:
     all_sliding: bool = False
     head_dim_none_default: bool = False
     head_dim_none_transformers4: bool = False
+    config_aliases: tuple[tuple[str, str], ...] = ()
+    mlp_bias: bool = False
     #: the routed experts vLLM's config class gives a config.json that names none (``get_num_experts``: vLLM reads
     #: ``deepseek_v3`` and ``deepseek_v32`` with transformers' ``DeepseekV3Config``, ``n_routed_experts`` 256)
     vllm_default_experts: int = 0
@@ -917,6 +923,17 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("hunyuan_v1_dense", head_dim_none_default=True),
     _M("hunyuan_v1_moe", head_dim_none_default=True),
     _M("dbrx", kv_heads_in_attn_config=True),
+    # SGLang's own ChatGLMConfig (sglang/srt/configs/chatglm.py): attribute_map num_hidden_layers -> num_layers and
+    # n_head_kv -> multi_query_group_num, vocab_size = padded_vocab_size, max_position_embeddings = seq_length;
+    # sglang/srt/models/chatglm.py GLMAttention: query_key_value bias = add_bias_linear or add_qkv_bias, dense bias =
+    # add_bias_linear (false in every published ChatGLM2/3 and GLM-4 config)
+    _M(
+        "chatglm",
+        config_aliases=(("num_hidden_layers", "num_layers"), ("n_head_kv", "multi_query_group_num"),
+                        ("vocab_size", "padded_vocab_size"), ("max_position_embeddings", "seq_length"),
+                        ("attention_bias", "add_qkv_bias")),
+        o_proj_bias=False,
+    ),  # fmt: skip
     _M("deepseek_v41", dsv4_swa_ratio_override=False, first_release="0.5.21"),
     _M("diffusion_gemma", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_SLIDING, first_release="0.5.15"),
     _M("embedding_gemma2", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_ONE, max_context_len=8192, first_release="0.5.22"),
@@ -969,6 +986,19 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("mpt", kv_heads_in_attn_config=True),
     _M("nemotron_h", linear_attention=LinearAttention.NEMOTRON_H, norms_per_layer=1, first_release="0.5.4"),
     _M("olmo2", qk_norm=True),
+    # Phi-3-small (remote-code Phi3SmallConfig: intermediate_size is ff_intermediate_size, tie_word_embeddings the
+    # PretrainedConfig default True); sglang/srt/models/phi3_small.py: two LayerNorms with bias per layer and a final
+    # one, query_key_value and dense with bias, the gegelu MLP's up_proj (2 I) and down_proj with bias, lm_head tied
+    # unless tie_word_embeddings is false
+    _M(
+        "phi3small",
+        weight_defaults=(("tie_word_embeddings", True),),
+        config_aliases=(("intermediate_size", "ff_intermediate_size"),),
+        norms_per_layer=4,
+        layernorm_bias=True,
+        qkv_bias=True,
+        mlp_bias=True,
+    ),
     _M("qwen2", qkv_bias=True, o_proj_bias=False),
     _M("qwen2_moe", qkv_bias=True, o_proj_bias=False),
     _M("qwen3", qk_norm=True),
@@ -1092,6 +1122,15 @@ def names_where(predicate: Callable[[Architecture], bool]) -> frozenset[str]:
 def model_type_row(name: object) -> ModelType:
     """The row of an HF ``model_type``; a row of defaults when the table does not know it."""
     return _BY_MODEL_TYPE.get(str(name), _PLAIN_MODEL_TYPE) if name is not None else _PLAIN_MODEL_TYPE
+
+
+def with_config_aliases(text: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``text`` with the fields its model type's config class fills from other config.json names
+    (:attr:`ModelType.config_aliases`, e.g. ChatGLM's ``num_layers``) set where absent; ``text`` itself
+    when none applies."""
+    aliases = model_type_row(text.get("model_type")).config_aliases
+    found = {field: text[name] for field, name in aliases if text.get(field) is None and text.get(name) is not None}
+    return {**text, **found} if found else text
 
 
 def require_loadable(model_type: str, release: EngineRelease) -> None:

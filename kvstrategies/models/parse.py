@@ -14,7 +14,7 @@ from typing import Any
 from ..core.dtypes import DType
 from ..core.validate import MAX_LAYERS, check_sane_ints
 from ..errors import KVCacheConfigError
-from .architectures import Attention, any_row, model_type_row, rows_for
+from .architectures import Attention, any_row, model_type_row, rows_for, with_config_aliases
 from .geometry import AttentionArch, DSAGeometry, MLADims, ModelGeometry
 from .hf import (
     MAX_CONFIG_INT,
@@ -42,9 +42,10 @@ _MULTIMODAL_KEYS = ("vision_config", "audio_config", "vision_tower", "mm_vision_
 
 
 def _with_defaults(cfg: ConfigDict) -> dict[str, Any]:
-    """The config over its model type's transformers defaults (``ModelType.geometry_defaults``)."""
+    """The config over its model type's transformers defaults (``ModelType.geometry_defaults``), with the
+    fields its config class reads under other names (``ModelType.config_aliases``: ChatGLM's ``num_layers``)."""
     merged = dict(model_type_row(cfg.get("model_type", "")).geometry_defaults)
-    merged.update({k: v for k, v in cfg.items() if v is not None})
+    merged.update({k: v for k, v in with_config_aliases(cfg).items() if v is not None})
     return merged
 
 

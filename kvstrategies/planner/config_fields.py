@@ -80,11 +80,12 @@ INT_FIELDS: dict[str, FieldRule] = {
         "conv_kernel expand time_step_rank max_position_embeddings original_max_position_embeddings "
         "max_sequence_length seq_length max_seq_len model_max_length "
         "attention_chunk_size out_hidden_size patch_size image_size spatial_merge_size temporal_patch_size "
-        "in_channels num_channels mamba_chunk_size chunk_size rotary_dim",
+        "in_channels num_channels mamba_chunk_size chunk_size rotary_dim padded_vocab_size ff_intermediate_size "
+        "embed_dim in_chans",
         1,
         MAX_CONFIG_INT,
     ),
-    **_rules("num_key_value_heads q_lora_rank", 1, MAX_CONFIG_INT),
+    **_rules("num_key_value_heads q_lora_rank multi_query_group_num", 1, MAX_CONFIG_INT),
     # a window, or -1 / 0 for "no window" (xai-org/grok-2's config.json: ``"sliding_window_size": -1``)
     **_rules("sliding_window sliding_window_size", -1, MAX_CONFIG_INT),
     **_rules("qk_nope_head_dim qk_rope_head_dim shared_expert_intermediate_size shared_intermediate_size",

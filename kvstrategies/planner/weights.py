@@ -56,6 +56,7 @@ from ..models.architectures import (
     holds_in,
     model_type_row,
     rows_for,
+    with_config_aliases,
 )
 from ..models.hf import as_int
 
@@ -157,10 +158,12 @@ QUANTIZATIONS = ("none", "fp8", "mxfp4", "nvfp4", "w4a16")
 
 
 def _text(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The text-model config: ``text_config`` over the top level (tolerant of wrappers)."""
+    """The text-model config: ``text_config`` over the top level (tolerant of wrappers), with the fields
+    its config class reads under other names (``ModelType.config_aliases``)."""
     merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}
     text = cfg.get("text_config") or cfg.get("language_config") or {}
     merged.update(text)
+    merged = dict(with_config_aliases(merged))
     for key, value in model_type_row(merged.get("model_type")).weight_defaults:
         merged.setdefault(key, value)
     return merged
@@ -850,7 +853,13 @@ def _dense_mlp(t: Mapping[str, Any], i: int) -> list[ParamGroup]:
     h = int(t["hidden_size"])
     size = t.get("intermediate_size_mlp") or t.get("ffn_hidden_size") or t.get("intermediate_size")
     inter = int(size) if size else 4 * h  # Falcon-7B: 4h, no gate
-    return _mlp_pair(t, "mlp", "mlp", h, inter)
+    groups = _mlp_pair(t, "mlp", "mlp", h, inter)
+    if model_type_row(t.get("model_type")).mlp_bias:  # Phi-3-small: up_proj (column) and down_proj (row) biases
+        groups += [
+            ParamGroup("mlp.gate_up_bias", (2 if _gated(t) else 1) * inter, ParamKind.SMALL, inter),
+            ParamGroup("mlp.down_bias", h, ParamKind.SMALL),
+        ]
+    return groups
 
 
 def _mlp_pair(t: Mapping[str, Any], name: str, module: str, h: int, inter: int, copies: int = 1) -> list[ParamGroup]:
@@ -968,6 +977,11 @@ def vision_tower_params(cfg: Mapping[str, Any]) -> int:
     ``mm_input_projection`` when the text hidden size is given), once more per Qwen3-VL deepstack
     layer, + a learned position table of ``num_position_embeddings x h``. Norms and biases are
     left out (under 1% of a tower). An estimate: pass a checkpoint for exact bytes.
+
+    Qwen2-VL's ``vision_config`` names the width ``embed_dim``, the MLP ``mlp_ratio x embed_dim``, the
+    channels ``in_chans`` and the merger's output ``hidden_size`` (``sglang/srt/models/qwen2_vl.py``,
+    ``Qwen2VisionTransformer``: ``Qwen2VisionBlock`` of ``VisionAttention`` qkv/proj and
+    ``Qwen2VisionMLP`` fc1/fc2, ``Qwen2VisionPatchEmbed``, ``Qwen2VisionPatchMerger``).
     """
     v = cfg.get("vision_config")
     if not isinstance(v, Mapping):
@@ -977,15 +991,20 @@ def vision_tower_params(cfg: Mapping[str, Any]) -> int:
         value = v.get(key, default)
         return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 
-    h, inter = num("hidden_size"), num("intermediate_size")
+    h, inter, merger_out = num("hidden_size"), num("intermediate_size"), 0
+    if num("embed_dim") and not inter:  # Qwen2-VL: hidden_size is the merger's output
+        h, merger_out = num("embed_dim"), h
+        ratio = v.get("mlp_ratio", 4)
+        inter = int(h * ratio) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else 0
     layers = num("num_hidden_layers") or num("depth")
     if not (h and inter and layers):
         return 0
     patch = num("patch_size", 14)
-    embed = (num("num_channels") or num("in_channels") or 3) * max(1, num("temporal_patch_size", 1)) * patch * patch * h
+    channels = num("num_channels") or num("in_channels") or num("in_chans") or 3
+    embed = channels * max(1, num("temporal_patch_size", 1)) * patch * patch * h
     merge = num("spatial_merge_size")
     text_h = int(_text(cfg).get("hidden_size") or 0)
-    out = num("out_hidden_size") or text_h
+    out = num("out_hidden_size") or merger_out or text_h
     projector = (h * merge * merge) ** 2 + h * merge * merge * out if merge else h * out
     # Qwen3-VL: one more merger per deepstack layer (sglang/srt/models/qwen3_vl.py,
     # Qwen3VLMoeVisionModel.deepstack_merger_list) and a learned position table

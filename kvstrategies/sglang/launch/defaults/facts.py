@@ -15,7 +15,7 @@ from typing import Any
 
 from ....core.validate import TrackedConfig, reading_config
 from ....errors import KVCacheConfigError
-from ....models.architectures import Attention, SWAMemoryOff, model_type_row, names_where
+from ....models.architectures import Attention, SWAMemoryOff, model_type_row, names_where, with_config_aliases
 from ....planner.moe_layout import override_quantization, sm100_trtllm_quantization
 from .core import LaunchModelFacts
 
@@ -78,7 +78,7 @@ def model_facts_from_hf_config(cfg: Mapping[str, Any]) -> LaunchModelFacts:
         raise KVCacheConfigError(f"a model config must be a JSON object, got {type(cfg).__name__}")
     t = TrackedConfig()
     with reading_config(t, "reading the launch facts", "pass the settings explicitly (--available-bytes)"):
-        t.update(_text_config(cfg))
+        t.update(with_config_aliases(_text_config(cfg)))
         return _model_facts(cfg, t)
 
 
