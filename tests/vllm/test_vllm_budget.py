@@ -198,10 +198,15 @@ def test_why_the_budgets_differ_under_the_extensible_kv_cache(capsys: pytest.Cap
     """vLLM 0.34.0: free after warmup - margin - peak = the measured KV bytes, each printed to 0.01 GiB."""
     lines = _own_budget_lines(["--tp", "2"], capsys, "qwen3.5-35b-a3b")
     why = next(i for i, line in enumerate(lines) if line.startswith("why the budgets differ"))
-    vllm = lines[why + 2]
+    vllm, outside = lines[why + 2], lines[why + 3]
     assert vllm.startswith("  - vLLM: free after warmup ") and "measure_kv_cache_bytes" in vllm
-    free, margin, peak, available, _weights, _resident = _gib_terms(vllm)
+    free, margin, peak, available, weights, _resident = _gib_terms(vllm)
     assert abs(free - margin - peak - available) <= 0.02 and margin >= 1.0
+    # outside weights and KV for vLLM: total - weights - the KV bytes; the weights differ by each engine's extras
+    total = 79.18  # the H100's total vLLM logs (tests/fixtures/vllm_logs/gpu_totals.json)
+    _, v_outside, s_weights, v_weights = _gib_terms(outside)
+    assert abs(v_outside - (total - weights - available)) <= 0.03 and v_weights == weights != s_weights
+    assert outside.endswith("(each engine's resident extras: RoPE cache, padding, copies)")
 
 
 def test_rope_cache_of_a_partial_rotary_model() -> None:
@@ -235,6 +240,24 @@ def test_0_34_0s_extensible_kv_cache_measures_after_warmup() -> None:
     assert (eager.peak, eager.margin) == (GIB // 16 + GIB // 32, GIB)
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0: the graphs are still captured and measured, not kept in the peak
     assert measure(100 * GIB, 100 * GIB, 20 * GIB, profile, graph_estimate=False).peak == 4 * GIB
+    # more than one GPU: the multi-GPU extra is used memory too (non_kv 21,958,747,017 + 1 GiB)
+    multi = ProfileOverhead(GIB, 3 * GIB, GIB // 2, 483_910_537, GIB)
+    assert measure(100 * GIB, 100 * GIB, 20 * GIB, multi).non_kv_used == 21_958_747_017 + GIB
+    # weights that leave nothing: no negative cache
+    assert measure(100 * GIB, 100 * GIB, 99 * GIB, profile).kv_bytes == 0
+
+
+def test_the_extensible_budget_refuses_when_nothing_is_left() -> None:
+    """95 GiB of weights on a 100 GiB GPU: the measured bytes are 0 (the floor), and vLLM has no cache blocks."""
+    from kvstrategies.errors import InsufficientMemoryError
+    from kvstrategies.vllm.planner.budget import extensible_budget
+    from kvstrategies.vllm.planner.overhead import ProfileOverhead
+
+    profile = ProfileOverhead(GIB, 3 * GIB, GIB // 2, 483_910_537, 0)
+    with pytest.raises(InsufficientMemoryError, match="No available memory for the cache blocks"):
+        extensible_budget(100 * GIB, None, [(95 * GIB, profile)], total_source="t", release="0.34.0")
+    fits = extensible_budget(100 * GIB, None, [(20 * GIB, profile)], total_source="t", release="0.34.0")
+    assert fits.available_bytes == 76_630_238_808 and fits.gpu_memory_utilization == 1.0
 
 
 def test_the_extensible_cache_commits_whole_granules_per_segment() -> None:
@@ -246,13 +269,22 @@ def test_the_extensible_cache_commits_whole_granules_per_segment() -> None:
     assert physical_bytes(3, (1_000_000,) * 3) == 12 * 2**20
     assert blocks_within(10 * 2**20, (1_000_000,) * 3, 100) == 2
     assert blocks_within(10 * 2**20, (1_000_000,) * 3, 1) == 1
+    assert blocks_within(6 * 2**20, (1_000_000,) * 3, 100) == 2  # an exact fit is kept
+    assert blocks_within(3, (1, 1, 1), 100) == 0  # one block would map 3 granules
+    assert blocks_within(4 * 2**20, (1,), 10) == 10  # 1-byte blocks: the capacity bounds them
+    assert blocks_within(2**20, (), 10) == 0  # no segment, no block
     # layer-outermost, block-compact: one segment per distinct layer region (two groups alias from byte 0)
     a = KVCacheTensor(size=4_000, layers=(0, 2), layer_stride=1_000, block_stride=100)
     b = KVCacheTensor(size=4_000, layers=(1, 3), layer_stride=1_000, block_stride=100)
     assert segment_strides((a, b), "LBNHC", 10) == (100, 100)
+    # a tensor's layers start at its offset: a region another tensor already holds keeps the first stride
+    c = KVCacheTensor(size=2_000, layers=(0, 1), layer_stride=1_000, block_stride=100)
+    d = KVCacheTensor(size=2_000, layers=(4,), layer_stride=1_000, block_stride=50, offset=1_000)
+    e = KVCacheTensor(size=3_000, layers=(5,), layer_stride=1_000, block_stride=50, offset=2_000)
+    assert segment_strides((c, d, e), "LBNHC", 10) == (100, 100, 50)
     # block-outermost: one stride, size // (capacity x stride) segments
-    c = KVCacheTensor(size=6_000, layers=(0, 1, 2), layer_stride=200, block_stride=600)
-    assert segment_strides((c,), "BLHNC", 10) == (600,)
+    f = KVCacheTensor(size=6_000, layers=(0, 1, 2), layer_stride=200, block_stride=600)
+    assert segment_strides((f,), "BLHNC", 10) == (600,)
 
 
 def test_0_34_0_plans_the_extensible_kv_cache_end_to_end() -> None:

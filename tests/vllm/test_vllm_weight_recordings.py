@@ -207,7 +207,9 @@ def test_the_vision_tower_is_on_the_first_stage_only() -> None:
     config = source.config
     tower, note = tower_bytes(config, 2, 2.0)
     assert tower > 0 and "vision tower" in note
-    one, two = vllm_weights(config, tp=2, pp=2, dtype=BF16).per_stage
+    planned = vllm_weights(config, tp=2, pp=2, dtype=BF16)
+    one, two = planned.per_stage
+    assert "vision tower" in planned.source and planned.source.startswith("estimated from the config")
     text_only = vllm_weights({k: v for k, v in config.items() if k != "vision_config"}, tp=2, pp=2, dtype=BF16)
     assert one - text_only.per_stage[0] == tower and two == text_only.per_stage[1]
 
