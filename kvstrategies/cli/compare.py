@@ -46,8 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from ..planner.replan import plan_or_replan
     from ..vllm.planner.budget import planning_release
 
-    release = planning_release(args.vllm_version, budget_given=True)  # the same-budget table: the budget is given
-    own_release = planning_release(args.vllm_version, budget_given=False)  # vLLM's own budget rule
+    release = planning_release(args.vllm_version)  # both tables: the same-budget one and vLLM's own budget rule
 
     lengths = tuple(args.request_lengths or ())
     deployment = plan_or_replan(request_from_arguments(args, accelerator(args.gpu, args.gpu_memory)))
@@ -66,6 +65,6 @@ def run(args: argparse.Namespace) -> int:
     if own:
         from ..planner.compare_budgets import own_budget_rows, own_budget_text
 
-        rows = own_budget_rows(deployment, lengths, gpu, own_release)
-        print("\n".join(own_budget_text(deployment, rows, own_release)))
+        rows = own_budget_rows(deployment, lengths, gpu, release)
+        print("\n".join(own_budget_text(deployment, rows, release)))
     return 0

@@ -304,6 +304,6 @@ def test_0_34_0_plans_the_extensible_kv_cache_end_to_end() -> None:
     given = plan_vllm(req(release=parse_release("0.34.0", "vllm"), kv_cache_memory_bytes=20 * GIB, max_model_len=8192))
     # 20 GiB // (32 layers x 64 tokens x 8 heads x 256 x 2 B = 8 MiB) = 2,560 blocks of 64 tokens
     assert (given.answer.block_size, given.answer.num_gpu_blocks) == (64, 2_560)
-    assert planning_release(None, budget_given=False).text == "0.34.0"
-    assert planning_release("0.33.0", budget_given=False).text == "0.33.0"
+    assert planning_release(None).text == "0.34.0"
+    assert planning_release("0.33.0").text == "0.33.0"
 

@@ -50,9 +50,9 @@ EXTENSIBLE_KV_CACHE = ReleaseRule(
 )
 
 
-def planning_release(version: str | None, *, budget_given: bool) -> EngineRelease:
-    """The release a plan is for: ``--vllm-version`` when given, else the newest (``budget_given`` is kept for the
-    callers' symmetry: every release's budget rule is modelled)."""
+def planning_release(version: str | None) -> EngineRelease:
+    """The release a plan is for: ``--vllm-version`` when given, else the newest (every release's budget rule is
+    modelled: :data:`EXTENSIBLE_KV_CACHE` from 0.34.0, the utilization rule before)."""
     if version is not None:
         return parse_release(version, VLLM, field="--vllm-version")
     return supported_releases(VLLM)[-1]

@@ -69,7 +69,7 @@ def vllm_request(args: argparse.Namespace) -> Any:
         weight_quantization=quant,
         weight_bytes=None if args.weight_bytes is None else parse_bytes(args.weight_bytes),
         request_lengths=tuple(args.request_lengths or ()),
-        release=planning_release(args.vllm_version, budget_given=kv_bytes is not None),
+        release=planning_release(args.vllm_version),
         num_speculative_tokens=_speculative_tokens(args.speculative_config),
     )
 
