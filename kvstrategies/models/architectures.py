@@ -367,6 +367,9 @@ class ModelType:
     head_dim_none_transformers4: bool = False
     config_aliases: tuple[tuple[str, str], ...] = ()
     mlp_bias: bool = False
+    #: vLLM's model class asks ``get_rope`` for a float32 cache whatever the model dtype
+    #: (``vllm/model_executor/models/gpt_oss.py OAIAttention.__init__``: ``dtype=torch.float32``)
+    vllm_rope_float32: bool = False
     #: the routed experts vLLM's config class gives a config.json that names none (``get_num_experts``: vLLM reads
     #: ``deepseek_v3`` and ``deepseek_v32`` with transformers' ``DeepseekV3Config``, ``n_routed_experts`` 256)
     vllm_default_experts: int = 0
@@ -973,7 +976,7 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     _M("gemma4_unified_assistant", gemma4_kv_heads=Gemma4KVHeads.SLIDING, first_release="0.5.15"),
     _M("glm4_moe", o_proj_bias=False, moe_router_bias=True),
     _M("glm4_moe_lite", moe_router_bias=True),
-    _M("gpt_oss", attention_sinks=True, moe_expert_bias=True),
+    _M("gpt_oss", attention_sinks=True, moe_expert_bias=True, vllm_rope_float32=True),
     _M("jamba", linear_attention=LinearAttention.JAMBA),
     # Grok-2's config.json names model_type "git"; Grok1DecoderLayer has four RMSNorms
     # (pre/post attention, pre/post MoE: sglang/srt/models/grok.py)

@@ -194,6 +194,23 @@ def test_why_the_budgets_differ_adds_up(capsys: pytest.CaptureFixture[str]) -> N
     assert abs(requested - weights - profile - available) <= 0.02
 
 
+def test_the_rope_caches_get_rope_builds() -> None:
+    """Each as vLLM 0.34.0's model on meta holds it (golden/vllm-0.34.0-weights): Gemma-3-27B a linear-scaling global
+    cache of 131,072 x 8 rows and an unscaled local one, 128 wide, bf16: (1,048,576 + 131,072) x 128 x 2 =
+    301,989,888 B; MiMo-V2-Flash two caches (its sliding-window layers' swa_rope_theta), 262,144 x 64 x 2 B each;
+    gpt-oss a float32 cache, 131,072 x 64 x 4 B; Falcon-7B the config class's 2,048 rows x 64 x 2 B; YaRN's rows
+    are original x factor (32,768 x 4 = 131,072 rows, not max_position_embeddings' 40,960)."""
+    assert rope_buffer_bytes(load_preset_config("gemma-3-27b"), DType.BFLOAT16) == 301_989_888
+    assert rope_buffer_bytes(load_preset_config("mimo-v2-flash"), DType.BFLOAT16) == 2 * 262_144 * 64 * 2
+    assert rope_buffer_bytes(load_preset_config("gpt-oss-20b"), DType.BFLOAT16) == 131_072 * 64 * 4
+    assert rope_buffer_bytes(load_preset_config("falcon-7b"), DType.BFLOAT16) == 2_048 * 64 * 2
+    yarn = {**LLAMA_8B, "max_position_embeddings": 40_960,
+            "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32_768}}
+    assert rope_buffer_bytes(yarn, DType.BFLOAT16) == 131_072 * 128 * 2
+    dynamic = {**LLAMA_8B, "max_position_embeddings": 4_096, "rope_scaling": {"type": "dynamic", "factor": 2.0}}
+    assert rope_buffer_bytes(dynamic, DType.BFLOAT16) == 8_192 * 128 * 2
+
+
 def test_why_the_budgets_differ_under_the_extensible_kv_cache(capsys: pytest.CaptureFixture[str]) -> None:
     """vLLM 0.34.0: free after warmup - margin - peak = the measured KV bytes, each printed to 0.01 GiB."""
     lines = _own_budget_lines(["--tp", "2"], capsys, "qwen3.5-35b-a3b")

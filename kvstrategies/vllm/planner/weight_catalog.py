@@ -44,9 +44,6 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
     "llama-3.1-8b-ct-w4a16-h100-tp1": (1e-6, "2,624 B: compressed-tensors' int64 weight_shape tensors"),
     "qwen3-next-80b-a3b-h100-tp4": (1e-6, "7,488 B of small GDN tensors (not traced further)"),
     "nemotron-h-8b-h100-tp1": (1e-5, "125 kB of small Mamba2 tensors (the estimate prices 125 kB more)"),
-    "falcon-7b-h100-tp1": (1e-4, "262,144 B: the RoPE cache of 2,048 x 64 positions: the config names no "
-                           "max_position_embeddings, transformers' FalconConfig defaults it to 2,048, and the planner "
-                           "reads none (no cache)"),
     "deepseek-v3.1-nvfp4-b200-tp8": (1e-4, "NVFP4 per-tensor fp32 global scales of every linear and expert"),
     "deepseek-v3.1-nvfp4-h200-tp8": (1e-4, "NVFP4 per-tensor fp32 global scales"),
     "minimax-m2.5-nvfp4-b200-tp2": (1e-4, "NVFP4 per-tensor fp32 global scales"),
@@ -58,16 +55,12 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
     "qwen3-235b-a22b-fp8-h200-tp8": (1e-3, "20.8 MB: the routed experts' block scales on the [64, 64] grid vLLM "
                                      "refines to at TP 8 (refine_fp8_moe_block_shape; 192 columns a rank), priced on "
                                      "the checkpoint's [128, 128]"),
-    # the RoPE caches vLLM's get_rope builds beside the one the planner prices
-    "mimo-v2-flash-h200-tp4": (1e-3, "33.5 MB: a second RoPE cache (the sliding-window layers' own rope theta)"),
-    "mimo-v2-flash-h200-tp8": (1e-3, "33.5 MB: as mimo-v2-flash-h200-tp4"),
-    "gpt-oss-120b-h100-tp1": (1e-3, "16 MiB: gpt-oss asks get_rope for a float32 YaRN cache "
-                              "(vllm/model_executor/models/gpt_oss.py OAIAttention.__init__)"),
-    "gpt-oss-20b-h100-tp1": (2e-3, "16 MiB: as gpt-oss-120b-h100-tp1"),
-    "gemma-3-27b-h100-tp1": (0.01, "268 MB: the global layers' linear-scaling RoPE cache holds max_position x "
-                             "factor 8 rows, beside the local layers' own cache; 44 MB of the SigLIP tower's "
-                             "norms, biases and position table (left out of vision_tower_params)"),
-    "gemma-3-27b-h100-tp4": (0.03, "as gemma-3-27b-h100-tp1 (the RoPE caches are whole on every rank)"),
+    "mimo-v2-flash-h200-tp4": (1e-6, "576 B: small attention tensors (sink biases, fp8 KV scales) priced by the "
+                               "parameter (not traced further)"),
+    "mimo-v2-flash-h200-tp8": (1e-6, "3,072 B: as mimo-v2-flash-h200-tp4"),
+    "gemma-3-27b-h100-tp1": (5e-4, "10 MB of the SigLIP tower's norms, biases and position table (left out of "
+                             "vision_tower_params)"),
+    "gemma-3-27b-h100-tp4": (2e-3, "as gemma-3-27b-h100-tp1, and the tower parts that stay whole on every rank"),
     # the vision towers, approximated (vision_tower_params leaves norms and biases out)
     "qwen3-vl-8b-h100-tp1": (5e-4, "the tower's norms and biases (left out of vision_tower_params)"),
     "qwen3-vl-8b-h100-tp2": (1e-3, "as qwen3-vl-8b-h100-tp1, and tower parts whole on every rank"),

@@ -25,6 +25,7 @@ from typing import Any
 
 from ...core.dtypes import DType
 from ...core.releases import VLLM, EngineRelease, ReleaseRule, span
+from ...models.architectures import model_type_row
 from ...models.hf import text_config
 from ...planner.checkpoint import ShardingFacts, rank_bytes, read_checkpoint
 from ...planner.weights import ParamKind, WeightEstimate, estimate_weights
@@ -58,19 +59,47 @@ class VLLMWeights:
         return max(self.per_stage)
 
 
-def rope_buffer_bytes(config: Mapping[str, Any], dtype: DType) -> int:
-    """``max_position_embeddings x rotary_dim x dtype`` bytes of the shared ``cos_sin_cache``."""
-    t = text_config(config)
+#: the rope types whose cache holds ``max_position x factor`` rows (``LinearScalingRotaryEmbedding``,
+#: ``DynamicNTKScalingRotaryEmbedding``) and ``original_max_position_embeddings x factor`` (YaRN), in
+#: ``vllm/model_executor/layers/rotary_embedding/__init__.py get_rope``
+_SCALED_ROWS = ("linear", "dynamic")
+_YARN_ROWS = ("yarn", "deepseek_yarn")
 
-    def num(key: str) -> float:
-        value = t.get(key, config.get(key))
+
+def rope_buffer_bytes(config: Mapping[str, Any], dtype: DType) -> int:
+    """Bytes of the ``cos_sin_cache`` buffers ``get_rope`` builds (one per distinct rotary setting, shared by the
+    layers that ask for it): ``rows x rotary_dim x dtype``, ``rotary_dim`` = ``qk_rope_head_dim`` or ``head_dim x
+    partial_rotary_factor``; ``rows`` = ``max_position_embeddings`` (the model type's config-class default when
+    config.json has none: Gemma-3 131,072, Falcon 2,048), times the factor for linear and dynamic-NTK scaling, or
+    ``original_max_position_embeddings x factor`` for YaRN. A second, unscaled cache where some layers have a rope
+    base of their own (Gemma-3's local layers, MiMo-V2's sliding-window layers: ``swa_rope_theta``); float32 where
+    the model class asks for it (the model type's ``vllm_rope_float32``: gpt-oss)."""
+    t = text_config(config)
+    row = model_type_row(t.get("model_type") or config.get("model_type"))
+    defaults = dict(row.geometry_defaults)
+
+    def num(key: str, where: Mapping[str, Any] = t) -> float:
+        value = where.get(key, config.get(key, defaults.get(key)))
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
     heads, hidden = num("num_attention_heads"), num("hidden_size")
     if not heads or not hidden:
         return 0
-    rotary = num("qk_rope_head_dim") or (num("head_dim") or hidden / heads) * (num("partial_rotary_factor") or 1.0)
-    return int(int(num("max_position_embeddings")) * int(rotary) * dtype.itemsize)
+    rotary = int(num("qk_rope_head_dim") or (num("head_dim") or hidden / heads) * (num("partial_rotary_factor") or 1.0))
+    rows = int(num("max_position_embeddings"))
+    scaling = t.get("rope_scaling") or t.get("rope_parameters")
+    scaled = rows
+    if isinstance(scaling, Mapping):
+        kind = str(scaling.get("rope_type") or scaling.get("type") or "")
+        factor = num("factor", scaling)
+        if kind in _SCALED_ROWS and factor:
+            scaled = int(rows * factor)
+        elif kind in _YARN_ROWS and factor and num("original_max_position_embeddings", scaling):
+            scaled = int(num("original_max_position_embeddings", scaling) * factor)
+    swa_theta = t.get("swa_rope_theta")
+    second = rows if row.rope_per_layer_type or (swa_theta is not None and swa_theta != t.get("rope_theta")) else 0
+    itemsize = 4 if row.vllm_rope_float32 else dtype.itemsize
+    return (scaled + second) * rotary * itemsize
 
 
 def vllm_layout(estimate: WeightEstimate) -> WeightEstimate:
