@@ -219,7 +219,8 @@ def test_verify_weights_against_vllm(capsys: pytest.CaptureFixture[str]) -> None
 
     assert main(["verify", "--against", "vllm", "--weights"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == len(CASES) + 1 and out[-1].startswith(f"all {len(CASES)} weight cases as vLLM")
+    assert len(out) == len(CASES) + 1
+    assert out[-1] == f"all {len(CASES)} weight cases as vLLM 0.34.0 records them (golden/vllm-0.34.0-weights)"
     line = next(line for line in out if " llama-3.1-70b-h100-tp4-pp2 " in line)
     assert line.startswith("ok") and line.endswith("equal")
 
