@@ -7,10 +7,10 @@ its buffers. The parameters come from the project's weight estimate
 or the checkpoint's safetensors headers when a folder is given (:mod:`kvstrategies.planner.checkpoint`),
 or ``--weight-bytes``. The estimate counts the groups as SGLang's model classes hold them; where
 vLLM's classes hold them otherwise, :func:`vllm_layout` says so (each step citing vLLM's code), and a
-multimodal model's vision tower is added to the first stage (:func:`tower_bytes`). The buffer added
-here is the rotary embedding's ``cos_sin_cache`` (``vllm/model_executor/layers/rotary_embedding/base.py
-RotaryEmbedding.__init__``: ``max_position x rotary_dim`` in the model dtype, one per process as
-``get_rope`` caches it). Held to vLLM's own model built on ``meta`` by the weight recordings
+multimodal model's vision tower is added to the first stage (:func:`tower_bytes`). The buffers added
+here are the rotary embeddings' ``cos_sin_cache`` tensors as ``get_rope`` builds and shares them
+(:func:`rope_buffer_bytes`) and each attention layer's scales (:func:`attention_layer_scale_bytes`).
+Held to vLLM's own model built on ``meta`` by the weight recordings
 (``golden/vllm-<v>-weights``, :mod:`kvstrategies.vllm.planner.weight_catalog`), whose listed differences say
 what is not modelled: a kernel's repacking at load (MXFP4 MoE padding,
 ``mxfp4_round_up_hidden_size_and_intermediate_size`` in
