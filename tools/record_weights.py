@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,8 @@ def _main_vllm(args: argparse.Namespace) -> int:
     return _write_or_check(cases, out, record_vllm_case, rank_summary, check=args.check)
 
 
-def _write_or_check(cases: list[WeightCase], out: Path, record: Any, summary: Any, *, check: bool) -> int:
+def _write_or_check(cases: list[WeightCase], out: Path, record: Callable[[WeightCase], dict[str, Any]],
+                    summary: Callable[[dict[str, Any]], str], *, check: bool) -> int:  # fmt: skip
     """Record every case into ``out`` (or, with ``check``, compare with what ``out`` holds); the exit status."""
     differing = 0
     for case in cases:
