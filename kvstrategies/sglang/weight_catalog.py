@@ -129,16 +129,28 @@ RELEASE_WEIGHT_DIFFERENCES: dict[tuple[str, str, str], tuple[float, str]] = {
 }
 
 
-def weight_difference(name: str, release: str) -> tuple[float, str]:
-    """The bound on ``|planned / recorded - 1|`` for case ``name`` under SGLang ``release``, and why
-    (``(0.0, "")``: exact to the byte)."""
+def listed_difference(
+    name: str,
+    release: str,
+    by_release: Mapping[tuple[str, str, str], tuple[float, str]],
+    by_case: Mapping[str, tuple[float, str]],
+    engine: str = "sglang",
+) -> tuple[float, str]:
+    """The bound on ``|planned / recorded - 1|`` for case ``name`` under ``engine``'s ``release``, and why: the
+    ``by_release`` entry whose release range holds it, else ``by_case``'s (``(0.0, "")``: exact to the byte)."""
     from ..core.releases import parse_release
 
-    version = parse_release(release)
-    for (case, first, last), known in RELEASE_WEIGHT_DIFFERENCES.items():
-        if case == name and parse_release(first) <= version <= parse_release(last):
+    version = parse_release(release, engine)
+    for (case, first, last), known in by_release.items():
+        if case == name and parse_release(first, engine) <= version <= parse_release(last, engine):
             return known
-    return WEIGHT_DIFFERENCES.get(name, (0.0, ""))
+    return by_case.get(name, (0.0, ""))
+
+
+def weight_difference(name: str, release: str) -> tuple[float, str]:
+    """:func:`listed_difference` with SGLang's lists (:data:`RELEASE_WEIGHT_DIFFERENCES`,
+    :data:`WEIGHT_DIFFERENCES`)."""
+    return listed_difference(name, release, RELEASE_WEIGHT_DIFFERENCES, WEIGHT_DIFFERENCES)
 
 
 @dataclass(frozen=True)

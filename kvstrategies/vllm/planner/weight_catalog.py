@@ -28,6 +28,7 @@ from ...sglang.weight_catalog import (
     WeightCase,
     catalog,
     judge,
+    listed_difference,
     report_lines,
 )
 
@@ -144,15 +145,9 @@ REFUSAL_DIFFERENCES: dict[str, str] = {
 
 
 def weight_difference(name: str, release: str) -> tuple[float, str]:
-    """The bound on ``|planned / recorded - 1|`` for case ``name`` under vLLM ``release``, and why
-    (``(0.0, "")``: exact to the byte)."""
-    from ...core.releases import parse_release
-
-    version = parse_release(release, "vllm")
-    for (case, first, last), known in RELEASE_WEIGHT_DIFFERENCES.items():
-        if case == name and parse_release(first, "vllm") <= version <= parse_release(last, "vllm"):
-            return known
-    return WEIGHT_DIFFERENCES.get(name, (0.0, ""))
+    """:func:`~kvstrategies.sglang.weight_catalog.listed_difference` with vLLM's lists
+    (:data:`RELEASE_WEIGHT_DIFFERENCES`, :data:`WEIGHT_DIFFERENCES`)."""
+    return listed_difference(name, release, RELEASE_WEIGHT_DIFFERENCES, WEIGHT_DIFFERENCES, "vllm")
 
 
 def vllm_scope(case: WeightCase) -> str | None:
