@@ -290,6 +290,9 @@ def test_the_extensible_cache_commits_whole_granules_per_segment() -> None:
     assert blocks_within(3, (1, 1, 1), 100) == 0  # one block would map 3 granules
     assert blocks_within(4 * 2**20, (1,), 10) == 10  # 1-byte blocks: the capacity bounds them
     assert blocks_within(2**20, (), 10) == 0  # no segment, no block
+    # 1,000 segments of 2-byte blocks in 1 TiB: each may map 2**40 / 1,000 / 2 MiB = 524.29 -> 524 granules, so
+    # 524 x 2 MiB / 2 B = 549,453,824 blocks (of the 549,755,813 the bytes alone would hold)
+    assert blocks_within(2**40, (2,) * 1_000, 10**12) == 549_453_824
     # layer-outermost, block-compact: one segment per distinct layer region (two groups alias from byte 0)
     a = KVCacheTensor(size=4_000, layers=(0, 2), layer_stride=1_000, block_stride=100)
     b = KVCacheTensor(size=4_000, layers=(1, 3), layer_stride=1_000, block_stride=100)

@@ -91,11 +91,19 @@ def physical_bytes(num_blocks: int, strides: tuple[int, ...], granule: int = GRA
 
 
 def blocks_within(nbytes: int, strides: tuple[int, ...], capacity_blocks: int) -> int:
-    """``ExtensibleKVCache.blocks_within``: the most blocks, at most the capacity, whose pages fit in ``nbytes``."""
+    """``ExtensibleKVCache.blocks_within``: the most blocks, at most the capacity, whose pages fit in ``nbytes``.
+
+    vLLM steps down one block at a time from ``min(nbytes // bytes_per_block, capacity)``; the footprint grows
+    with the block count, so a bisection finds the same count in ``log`` steps (a layout of tiny blocks would
+    otherwise take up to a granule's worth of steps)."""
     per_block = sum(strides)
     if per_block <= 0:
         return 0
-    blocks = min(nbytes // per_block, capacity_blocks)
-    while blocks > 0 and physical_bytes(blocks, strides) > nbytes:
-        blocks -= 1
-    return blocks
+    low, high = 0, max(0, min(nbytes // per_block, capacity_blocks))
+    while low < high:  # the largest count in [low, high] whose footprint fits
+        middle = (low + high + 1) // 2
+        if physical_bytes(middle, strides) <= nbytes:
+            low = middle
+        else:
+            high = middle - 1
+    return low
