@@ -5,8 +5,9 @@
     python tools/vllm_log_report.py --json     # the same as one JSON document
 
 Reads ``tests/fixtures/vllm_logs/*.json`` (each file: source, vLLM release, GPU, TP / PP, flags and the
-logged lines) through ``tools/fit_vllm_overhead.py``'s loader and plans each launch under its release's
-rule (before vLLM 0.21 no CUDA-graph deduction). Per log:
+logged lines) through ``tools/fit_vllm_overhead.py``'s loader, and ``tests/fixtures/vllm_logs/held_out/*.json``
+(logs found after the fit, which the fit never reads: their statistics are reported on their own), and
+plans each launch under its release's rule (before vLLM 0.21 no CUDA-graph deduction). Per log:
 
 * **end to end**: the planned "GPU KV cache size" / the logged one - 1 (the logged "Available KV
   cache memory" where no tokens are logged): the project's weight estimate, the fitted profile;
@@ -45,8 +46,22 @@ from kvstrategies.vllm.planner.deployment import VLLMDeploymentPlan, plan_vllm  
 from kvstrategies.vllm.planner.request import VLLMPlanRequest  # noqa: E402
 
 GIB = 2**30
+#: logs found after the constants were fitted (``tests/fixtures/vllm_logs/held_out/``): the fits glob the parent
+#: folder only, so these are planned and never fitted to; their statistics are reported on their own
+HELD_OUT = fit.LOGS / "held_out"
+
+
+def load_held_out() -> list[fit.Log]:
+    docs = [(p.stem, json.loads(p.read_text(encoding="utf-8"))) for p in sorted(HELD_OUT.glob("*.json"))]
+    return [fit.Log(key, doc) for key, doc in docs if "excluded" not in doc]
+
+
 #: the logs the statistics run over: every loaded log with a model (``in_stats: false`` ones are shown beside)
-LOGS = {log.key: log for log in fit.load_logs() if log.doc.get("model") is not None}
+LOGS = {log.key: log for log in [*fit.load_logs(), *load_held_out()] if log.doc.get("model") is not None}
+
+
+def is_held_out(log: fit.Log) -> bool:
+    return bool(log.doc.get("held_out", False))
 
 
 def planning_release(version: str | None) -> EngineRelease:
@@ -126,6 +141,7 @@ class LogRow:
 
     key: str
     in_stats: bool
+    held_out: bool
     logged: str
     planned: str
     end_to_end: float
@@ -147,7 +163,7 @@ def row(log: fit.Log) -> LogRow:
         given_error = at / log.logged["kv_cache_tokens"] - 1
         low, high = given_kv_bracket(log)
         given_exact = low <= log.logged["kv_cache_tokens"] <= high
-    return LogRow(log.key, bool(log.doc.get("in_stats", True)), logged, shown, _error(plan, log),
+    return LogRow(log.key, bool(log.doc.get("in_stats", True)), is_held_out(log), logged, shown, _error(plan, log),
                   leave_one_out_error(log), weights, given_error, given_exact)  # fmt: skip
 
 
@@ -158,7 +174,9 @@ def _stats(values: list[float]) -> dict[str, float]:
 
 def statistics_of(rows: list[LogRow]) -> dict[str, dict[str, float]]:
     """Median and worst absolute error over the in-statistics logs: tokens (end to end, with the logged
-    weights, given the logged KV memory) and the KV-memory-only logs."""
+    weights, given the logged KV memory) and the KV-memory-only logs; the held-out logs on their own."""
+    held = [r for r in rows if r.held_out and r.in_stats and r.given_kv_error is not None]
+    rows = [r for r in rows if not r.held_out]
     tok = [r for r in rows if r.in_stats and r.given_kv_error is not None]
     mem = [r for r in rows if r.in_stats and r.given_kv_error is None]
     return {
@@ -171,6 +189,9 @@ def statistics_of(rows: list[LogRow]) -> dict[str, dict[str, float]]:
         "gpu_kv_cache_size_end_to_end_with_the_logs_beside": _stats([r.end_to_end for r in rows
                                                                      if r.given_kv_error is not None]),  # fmt: skip
         "available_kv_memory_end_to_end": _stats([r.end_to_end for r in mem]),
+        "held_out_gpu_kv_cache_size_end_to_end": _stats([r.end_to_end for r in held]),
+        "held_out_gpu_kv_cache_size_with_logged_weights": _stats([r.with_logged_weights for r in held
+                                                                  if r.with_logged_weights is not None]),  # fmt: skip
     }  # fmt: skip
 
 
@@ -191,10 +212,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{'given KV':>9}  bracket")  # fmt: skip
     for r in rows:
         exact = "" if r.given_kv_exact is None else ("exact" if r.given_kv_exact else "outside")
-        name = r.key if r.in_stats else f"({r.key})"
+        name = (r.key if r.in_stats else f"({r.key})") + (" [held out]" if r.held_out else "")
         print(f"{name:<38} {r.logged:>16} {r.planned:>11} {_pct(r.end_to_end):>10} {_pct(r.leave_one_out):>9} "
               f"{_pct(r.with_logged_weights):>9} {_pct(r.given_kv_error):>9}  {exact}")  # fmt: skip
-    print("(in parentheses: beside the statistics, the log file says why)")
+    print("(in parentheses: beside the statistics, the log file says why; [held out]: never fitted to, own statistics)")
     for name, s in stats.items():
         if s:
             print(f"{name}: median {s['median']:.2%}, worst {s['worst']:.2%} over {s['n']} logs")

@@ -15,6 +15,11 @@ deducted ("CUDA graph memory profiling is enabled (default since v0.21.0)", the 
 ``vllm/v1/worker/gpu_worker.py Worker.determine_available_memory``), which
 ``VLLMPlanRequest.estimate_cudagraphs=False`` reproduces. Logs marked ``in_stats: false`` are
 checked and reported beside the statistics (the file says why); ``excluded`` logs enter nothing.
+
+Logs in ``tests/fixtures/vllm_logs/held_out/`` were found after the constants were fitted: the fit never
+reads them (``tools/fit_vllm_overhead.py`` globs the parent folder only), every per-log check above runs on
+them, and their statistics are reported on their own (:func:`test_held_out_logs_statistics`), apart from
+the statistics of the logs the constants come from.
 """
 
 from __future__ import annotations
@@ -122,10 +127,15 @@ def test_end_to_end_within_the_spreads(key: str) -> None:
     assert abs(error) <= relative, f"{key}: {error:+.2%} (tolerance {relative:.2%})"
 
 
+def fitted_set(key: str) -> bool:
+    """An in-statistics log of the fitted folder (not held out)."""
+    return bool(LOGS[key].doc.get("in_stats", True)) and not REPORT.is_held_out(LOGS[key])
+
+
 def test_statistics_of_the_logged_gpu_kv_cache_size() -> None:
     """Median and worst end-to-end error over the in-statistics logs that print "GPU KV cache size"
     (``docs/vllm-bridge.md`` reports them): a change that moves them fails here."""
-    rows = [k for k in with_tokens() if LOGS[k].doc.get("in_stats", True)]
+    rows = [k for k in with_tokens() if fitted_set(k)]
     errors = [abs(end_to_end_error(LOGS[k])) for k in rows]
     assert len(rows) >= 5
     assert statistics.median(errors) <= 0.0075
@@ -138,11 +148,34 @@ def test_the_report_tool_states_the_same_statistics() -> None:
     in-statistics log is within 0.5% (the TP8 run's log prints another worker's figure; the rest exact)."""
     rows = [REPORT.row(LOGS[k]) for k in sorted(LOGS)]
     stats = REPORT.statistics_of(rows)
-    errors = [abs(end_to_end_error(LOGS[k])) for k in with_tokens() if LOGS[k].doc.get("in_stats", True)]
+    errors = [abs(end_to_end_error(LOGS[k])) for k in with_tokens() if fitted_set(k)]
     assert stats["gpu_kv_cache_size_end_to_end"] == {"n": len(errors), "median": statistics.median(errors),
                                                      "worst": max(errors)}  # fmt: skip
     assert stats["gpu_kv_cache_size_given_logged_kv_memory"]["worst"] <= 0.005
-    exact = [r.key for r in rows if r.in_stats and r.given_kv_exact]
+    exact = [r.key for r in rows if r.in_stats and not r.held_out and r.given_kv_exact]
     known = [r.key for r in rows if r.given_kv_exact is False]
     assert known == [k for k in sorted(LOGS) if "exact_known_difference" in LOGS[k].doc]
     assert len(exact) >= 5
+
+
+def test_held_out_logs_never_enter_a_fit() -> None:
+    held = {k for k, log in LOGS.items() if REPORT.is_held_out(log)}
+    assert held, "tests/fixtures/vllm_logs/held_out/ is empty"
+    assert not held & {log.key for log in FIT.load_logs()}
+    for _name, (_value, samples) in FITTED.items():
+        assert not held & set(samples)
+
+
+def test_held_out_logs_statistics() -> None:
+    """The held-out logs (4x RTX PRO 6000, vLLM 0.27.1, Qwen3-235B-A22B FP8, TP4 and PP4), planned by constants
+    fitted without them: end to end +5.37% (TP4) and +7.29% (PP4), median 6.33%; TP4 with its logged weights
+    +5.12%. docs/vllm-bridge.md reports these and where the gap comes from (the MoE profile-run workspace and
+    non-torch memory on four PCIe sm_120 cards). The bounds are the reached figures rounded up to the next
+    quarter percent, so a change that moves them shows here; they are reported figures, not targets."""
+    rows = [REPORT.row(LOGS[k]) for k in sorted(LOGS) if REPORT.is_held_out(LOGS[k])]
+    stats = REPORT.statistics_of(rows)
+    held = stats["held_out_gpu_kv_cache_size_end_to_end"]
+    assert held["n"] == 2
+    assert held["median"] <= 0.065 and held["worst"] <= 0.075
+    assert stats["held_out_gpu_kv_cache_size_with_logged_weights"]["worst"] <= 0.0525
+    assert all(r.end_to_end > 0 for r in rows)  # both plan more tokens than the log: the budget is over-estimated
