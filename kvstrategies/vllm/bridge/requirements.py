@@ -117,9 +117,27 @@ _DISKCACHE = (*_GGUF, "diskcache==5.6.3")
 _HUMMING = (*_GGUF, "pyelftools==0.33", "tabulate==0.10.0")
 
 
+#: 0.18.1 pins transformers below 5 (``transformers<5,>=4.56.0``; 4.57.6, the last 4.x), compressed-tensors 0.13.0,
+#: llguidance below 1.4 and openai below 2.25: its environment is 0.19.1's with those four at 0.18.1's pins
+_V0181_PINS = {
+    "transformers": "transformers==4.57.6",
+    "compressed-tensors": "compressed-tensors==0.13.0",
+    "llguidance": "llguidance==1.3.0",
+    "openai": "openai==2.24.0",
+}
+
+
+def _v0181() -> VLLMEnvironment:
+    """vLLM 0.18.1's environment: 0.19.1's with 0.18.1's own pins of the packages it holds below theirs."""
+    line = _older_line("0.18.1", "0.6.18", _DISKCACHE)
+    light = tuple(_V0181_PINS.get(p.split("==", 1)[0], p) for p in line.light_packages)
+    return VLLMEnvironment(line.line, light, line.no_deps)
+
+
 #: each older line and the FlashInfer its environment takes (0.27.1 on pin torch 2.13.0)
 _OLDER = (
-    # 0.19.1 to 0.26.0 pin torch 2.10.0 or 2.11.0 and FlashInfer 0.6.6 to 0.6.14: the environment keeps CPU torch 2.13.0
+    _v0181(),
+    # 0.18.1 to 0.26.0 pin torch 2.10.0 or 2.11.0 and FlashInfer 0.6.6 to 0.6.14: the environment keeps CPU torch 2.13.0
     # (vLLM's compiled extensions are stand-ins here) and takes 0.6.18 as 0.27.1 does (their pins not tried)
     _older_line("0.19.1", "0.6.18", _DISKCACHE),
     _older_line("0.20.2", "0.6.18", _GGUF),
