@@ -81,7 +81,7 @@ INT_FIELDS: dict[str, FieldRule] = {
         "max_sequence_length seq_length max_seq_len model_max_length "
         "attention_chunk_size out_hidden_size patch_size image_size spatial_merge_size temporal_patch_size "
         "in_channels num_channels mamba_chunk_size chunk_size rotary_dim padded_vocab_size ff_intermediate_size "
-        "embed_dim in_chans",
+        "embed_dim in_chans num_position_embeddings",
         1,
         MAX_CONFIG_INT,
     ),
@@ -119,6 +119,9 @@ QUANTIZATION_FIELDS: dict[str, FieldRule] = {
 
 #: float fields of ``rope_scaling`` / ``rope_parameters``: ``(low, high]``
 ROPE_FLOAT_FIELDS: dict[str, tuple[float, float]] = {"factor": (0.0, MAX_ROPE_FACTOR)}
+#: float fields read wherever they occur, ``(low, high]``: the share of a head that rotates (the RoPE
+#: cache's width; transformers v5 moves it into ``rope_parameters``), a vision MLP's width ratio (Qwen2-VL: 4)
+FLOAT_FIELDS: dict[str, tuple[float, float]] = {"partial_rotary_factor": (0.0, 1.0), "mlp_ratio": (0.0, 1024.0)}
 
 _SECTION_RULES: dict[str, dict[str, FieldRule]] = {"quantization_config": QUANTIZATION_FIELDS}
 _ROPE_SECTIONS = frozenset({"rope_scaling", "rope_parameters"})
@@ -178,6 +181,9 @@ def validate_config_fields(config: Mapping[str, Any]) -> None:
             rule = rules.get(key) if isinstance(key, str) else None
             if rule is not None and value is not None:
                 _check_int_field(value, path, rule)
+            bounds = FLOAT_FIELDS.get(key) if isinstance(key, str) and rules is INT_FIELDS else None
+            if bounds is not None and value is not None:
+                check_float(value, f"config field {path!r}", low=bounds[0], high=bounds[1], fix="fix config.json")
     _check_totals(config)
 
 

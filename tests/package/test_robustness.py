@@ -721,3 +721,27 @@ def test_byte_counts_of_a_request_stay_below_2_to_the_63(field: str, value: int,
         flag = "--" + field.replace("_", "-")
         with pytest.raises(KVCacheConfigError, match=f"{flag} must be in \\[0, {2**63 - 1}\\]"):
             validate_request(planner_request(SMALL_LLAMA, **{field: value}))
+
+
+# ---- adversarial round: config fields, the vLLM plan, compare, --dtype, fit, pasted vLLM values -------------
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "value"),
+    [(None, "partial_rotary_factor", math.nan), (None, "partial_rotary_factor", 1e308),
+     (None, "partial_rotary_factor", -0.5), (None, "partial_rotary_factor", True),
+     ("vision_config", "num_position_embeddings", math.nan), ("vision_config", "mlp_ratio", 1e308)],
+)  # fmt: skip
+def test_float_fields_of_the_weight_estimate_are_checked(section: str | None, field: str, value: Any) -> None:
+    """The RoPE cache's ``partial_rotary_factor`` and a vision tower's ``mlp_ratio`` / position table
+    went through ``int(...)`` unchecked: NaN and 1e308 were tracebacks on the SGLang path too, a
+    negative factor a negative RoPE cache."""
+    config = json.loads(json.dumps(load_preset_config("qwen3.5-35b-a3b")))
+    (config if section is None else config[section])[field] = value
+    with pytest.raises(KVCacheConfigError, match=rf"config field '[\w.]*{field}' must be a"):
+        plan_deployment(planner_request(config, gpu="H200", tp_size=2))
+
+
+def test_the_shipped_partial_rotary_factors_are_accepted() -> None:
+    for preset in ("glm-4.5", "qwen3.5-35b-a3b"):
+        validate_config_fields(load_preset_config(preset))
