@@ -726,6 +726,40 @@ def test_byte_counts_of_a_request_stay_below_2_to_the_63(field: str, value: int,
 # ---- adversarial round: config fields, the vLLM plan, compare, --dtype, fit, pasted vLLM values -------------
 
 
+def _config_file(tmp_path: Path, preset: str, **changes: Any) -> Path:
+    """``preset``'s config.json in a model folder under ``tmp_path``, with ``changes`` (``None``: the key removed)."""
+    config = json.loads(json.dumps(load_preset_config(preset)))
+    for key, value in changes.items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value
+    folder = tmp_path / "my model"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config, allow_nan=True), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("preset", "changes", "field"),
+    [
+        ("llama-3.1-8b", {"intermediate_size": 1e308}, "intermediate_size"),  # was OverflowError
+        ("deepseek-v3", {"hidden_size": math.nan}, "hidden_size"),  # was ValueError in the FP8 load check
+        ("deepseek-v3", {"hidden_size": None}, "hidden_size"),  # was KeyError
+        ("glm-4.5", {"partial_rotary_factor": math.nan}, "partial_rotary_factor"),  # was ValueError
+    ],
+)
+def test_the_vllm_plan_checks_the_config_fields_it_reads(
+    tmp_path: Path, preset: str, changes: dict[str, Any], field: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``plan --engine vllm`` ran none of the planner's config field rules: a NaN, huge or missing field
+    was a bare ValueError / OverflowError / KeyError traceback."""
+    folder = _config_file(tmp_path, preset, **changes)
+    code, lines = _run_cli(["plan", str(folder), "--engine", "vllm", "--gpu", "H200", "--tp", "8"], capsys)
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("kvstrategies: error: config field") and field in lines[0], lines[0]
+
+
 @pytest.mark.parametrize(
     ("section", "field", "value"),
     [(None, "partial_rotary_factor", math.nan), (None, "partial_rotary_factor", 1e308),

@@ -23,6 +23,7 @@ from ...core.releases import VLLM
 from ...errors import KVCacheConfigError
 from ...models.hf import text_config
 from ...models.parse import model_dtype_of
+from ...planner.config_fields import validate_config_fields
 from ..strategies.engine_args import vllm_deployment
 from ..strategies.launch import VLLMLaunch, resolve_model_launch
 from ..strategies.sizing import blocks_per_request
@@ -211,6 +212,7 @@ def _planned(req: VLLMPlanRequest, budget: VLLMBudget) -> Plan:
 
 def plan_vllm(req: VLLMPlanRequest) -> VLLMDeploymentPlan:
     """Plan ``req`` end to end (module doc)."""
+    validate_config_fields(req.config)  # the SGLang planner's field rules: the weight estimate and profile read them
     launch = resolved_launch(req)
     check_weight_load(req.config, req.tensor_parallel_size, req.release.text, req.weight_quantization)
     budget, weights = budget_for(req, launch)

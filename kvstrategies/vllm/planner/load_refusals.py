@@ -33,7 +33,7 @@ from typing import Any
 
 from ...core.releases import VLLM, ReleaseRule, parse_release, span
 from ...errors import UnsupportedConfigurationError
-from ...models.hf import text_config
+from ...models.hf import get_int, text_config
 
 #: ``refine_fp8_moe_block_shape``: the smallest refined block vLLM's Triton MoE kernels take
 MIN_REFINED_BLOCK = 32
@@ -93,13 +93,13 @@ def linear_refusal(config: Mapping[str, Any], tp: int, block: BlockFP8) -> tuple
     if tp == 1:
         return None
     t = text_config(config)
-    hidden = int(t["hidden_size"])
+    hidden = get_int(t, "hidden_size", minimum=1)
     heads = int(t.get("num_attention_heads") or 1)
     head_dim = int(t.get("head_dim") or hidden // heads)
     rows: list[tuple[str, int]] = []  # row-parallel inputs per rank
     columns: list[tuple[str, int]] = []  # column-parallel (not merged) outputs per rank
     if t.get("kv_lora_rank"):
-        nope, rope, v_dim = int(t["qk_nope_head_dim"]), int(t["qk_rope_head_dim"]), int(t["v_head_dim"])
+        nope, rope, v_dim = (get_int(t, key) for key in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
         if t.get("q_lora_rank"):
             columns.append(("self_attn.q_b_proj", heads * (nope + rope) // tp))
         columns.append(("self_attn.kv_b_proj", heads * (nope + v_dim) // tp))
@@ -107,7 +107,7 @@ def linear_refusal(config: Mapping[str, Any], tp: int, block: BlockFP8) -> tuple
     else:
         rows.append(("self_attn.o_proj", heads * head_dim // tp))
     if _has_dense_mlp(t):
-        rows.append(("mlp.down_proj", int(t["intermediate_size"]) // tp))
+        rows.append(("mlp.down_proj", get_int(t, "intermediate_size", minimum=1) // tp))
     shared = int(t.get("n_shared_experts") or 0) * int(t.get("moe_intermediate_size") or 0)
     shared = shared or int(t.get("shared_expert_intermediate_size") or 0)
     if shared:
@@ -150,7 +150,7 @@ def load_refusal(
     moe = t.get("moe_intermediate_size") or t.get("intermediate_size")
     refine = version is None or MOE_BLOCK_REFINEMENT.holds(parse_release(version, VLLM, field="--vllm-version"))
     if _routed_experts(t) and moe:
-        words = expert_refusal(int(moe), int(t["hidden_size"]), tp, block, refine=refine)
+        words = expert_refusal(int(moe), get_int(t, "hidden_size", minimum=1), tp, block, refine=refine)
         if words is not None:
             if not refine:
                 return "vllm/model_executor/layers/quantization/fp8.py Fp8MoEMethod.create_weights", words
