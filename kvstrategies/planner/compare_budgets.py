@@ -43,11 +43,15 @@ def vllm_request_for(
     if req is None or gpu is None:
         raise KVCacheConfigError("--own-budgets needs a GPU (--gpu) and a model (not a case file)")
     kv = str(sglang.case.raw.get("kv_cache_dtype") or "auto")
+    # the SGLang request carries its checkpoint folder in ``source`` (the weights step reads it); vLLM's
+    # reads it as ``model_folder``, and its case refuses the key
+    source = {key: value for key, value in req.source.items() if key != "checkpoint"}
+    checkpoint = req.source.get("checkpoint", req.model_folder)
     return VLLMPlanRequest(
         model=req.model,
-        source=req.source,
+        source=source,
         config=req.hf_config(),
-        model_folder=None if req.model_folder is None else str(req.model_folder),
+        model_folder=None if checkpoint is None else str(checkpoint),
         gpu=gpu,
         tensor_parallel_size=req.tp_size,
         pipeline_parallel_size=req.pp_size,

@@ -740,6 +740,21 @@ def _config_file(tmp_path: Path, preset: str, **changes: Any) -> Path:
     return folder
 
 
+@pytest.mark.parametrize("as_file", [False, True])
+def test_compare_plans_vllm_on_its_own_budget_for_a_model_folder(
+    tmp_path: Path, as_file: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model folder (or its config.json, or a shipped HF id) carries its checkpoint folder in the SGLang
+    request's ``source``; compare's own-budget table handed it to vLLM's case, which refused every row
+    ("vLLM refuses: unknown case keys ['checkpoint']")."""
+    folder = _config_file(tmp_path, "llama-3.1-8b")
+    model = str(folder / "config.json") if as_file else str(folder)
+    assert cli.main(["compare", model, "--gpu", "H100"]) == 0
+    out = capsys.readouterr().out
+    assert "refuses" not in out and "unknown case keys" not in out
+    assert re.search(r"8,192\s+410,721\s+50\s+54\.25 GiB\s+443,904", out), out
+
+
 @pytest.mark.parametrize(
     ("preset", "changes", "field"),
     [
