@@ -112,6 +112,8 @@ class DeploymentRequest:
     def __post_init__(self) -> None:
         object.__setattr__(self, "release", parse_release(self.release))
         validate_request(self)
+        if self.model_dtype == "auto":  # SGLang's default --dtype: the config's dtype, as when not given
+            object.__setattr__(self, "model_dtype", None)
         if self.available_bytes is None and self.gpu is None:
             raise KVCacheConfigError(
                 "no memory budget: name a GPU (--gpu H100-80GB or --gpu-memory 80GiB) or give the KV "
@@ -195,8 +197,8 @@ def check_types(req: DeploymentRequest) -> None:
 
 
 #: request fields (and launch extras) whose values SGLang's argparse restricts to its ``choices``
-_CHOICE_FLAGS = {"kv_cache_dtype": "--kv-cache-dtype", "attention_backend": "--attention-backend",
-                 "prefill_attention_backend": "--prefill-attention-backend",
+_CHOICE_FLAGS = {"kv_cache_dtype": "--kv-cache-dtype", "model_dtype": "--dtype",
+                 "attention_backend": "--attention-backend", "prefill_attention_backend": "--prefill-attention-backend",
                  "decode_attention_backend": "--decode-attention-backend",
                  "mamba_radix_cache_strategy": "--mamba-radix-cache-strategy", "moe_a2a_backend": "--moe-a2a-backend",
                  "disaggregation_mode": "--disaggregation-mode"}  # fmt: skip

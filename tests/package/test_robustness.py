@@ -794,3 +794,24 @@ def test_float_fields_of_the_weight_estimate_are_checked(section: str | None, fi
 def test_the_shipped_partial_rotary_factors_are_accepted() -> None:
     for preset in ("glm-4.5", "qwen3.5-35b-a3b"):
         validate_config_fields(load_preset_config(preset))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint64", "bf16", "float8_e4m3fn"])
+def test_dtype_outside_sglangs_choices_is_refused(dtype: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``plan --dtype int8`` planned an 8-bit KV cache and printed ``--dtype int8``, which SGLang's argparse
+    refuses (choices: auto, half, float16, bfloat16, float, float32)."""
+    code, lines = _run_cli(["plan", "llama-3.1-8b", "--gpu", "H100", "--dtype", dtype], capsys)
+    assert code == 2 and len(lines) == 1, lines
+    assert f"--dtype '{dtype}' is not one of SGLang's choices" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("pasted", [False, True])
+def test_dtype_auto_is_sglangs_default(pasted: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--dtype auto`` (SGLang's default) was refused, pasted or as a flag: "unknown dtype 'auto'"."""
+    base = ["plan", "llama-3.1-8b", "--gpu", "H100", "--json"]
+    assert cli.main(base) == 0
+    expected = json.loads(capsys.readouterr().out)["sizes"]
+    args = (["plan", "--gpu", "H100", "--json", "--", "python", "-m", "sglang.launch_server", "--model-path",
+             "meta-llama/Llama-3.1-8B", "--dtype", "auto"] if pasted else [*base, "--dtype", "auto"])  # fmt: skip
+    assert cli.main(args) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["sizes"] == expected
