@@ -248,6 +248,11 @@ def fit_machine(
         check_int(request_length, "--request-length", minimum=1, maximum=2**31)
     if not kv_dtypes:
         raise KVCacheConfigError("--kv-cache-dtype is empty; give a comma list, e.g. auto,fp8_e4m3")
+    from ..sglang.flag_values import check_flag_value
+
+    for name in kv_dtypes:  # a name SGLang refuses is the user's one error, not every model's refusal
+        if name is not None:
+            check_flag_value("--kv-cache-dtype", "--kv-cache-dtype", name)
     bases = catalog_requests(gpu) if requests is None else requests
     fits = [fit_model_on(base, count, request_length, kv_dtypes, kind) for base, kind in bases]
     return MachineFit(gpu.name, count, request_length, rank(fits))

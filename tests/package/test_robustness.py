@@ -815,3 +815,11 @@ def test_dtype_auto_is_sglangs_default(pasted: bool, capsys: pytest.CaptureFixtu
              "meta-llama/Llama-3.1-8B", "--dtype", "auto"] if pasted else [*base, "--dtype", "auto"])  # fmt: skip
     assert cli.main(args) == 0, capsys.readouterr().err
     assert json.loads(capsys.readouterr().out)["sizes"] == expected
+
+
+def test_fit_refuses_a_kv_dtype_sglang_refuses_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """``fit --kv-cache-dtype nonsense`` exited 0 with a table of 116 models that "do not fit", each
+    carrying the same argparse refusal."""
+    code, lines = _run_cli(["fit", "--gpu", "H100", "--kv-cache-dtype", "auto,nonsense"], capsys)
+    assert code == 2 and len(lines) == 1, lines
+    assert "--kv-cache-dtype 'nonsense' is not one of SGLang's choices" in lines[0], lines[0]
