@@ -823,3 +823,24 @@ def test_fit_refuses_a_kv_dtype_sglang_refuses_once(capsys: pytest.CaptureFixtur
     code, lines = _run_cli(["fit", "--gpu", "H100", "--kv-cache-dtype", "auto,nonsense"], capsys)
     assert code == 2 and len(lines) == 1, lines
     assert "--kv-cache-dtype 'nonsense' is not one of SGLang's choices" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--kv-cache-memory-bytes", "80GB"), ("--kv-cache-memory-bytes", "80GiB"), ("--max-num-seqs", "1k"),
+     ("--block-size", "1k")],
+)  # fmt: skip
+def test_a_pasted_vllm_value_vllm_refuses_is_refused(flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``vllm serve M --kv-cache-memory-bytes 80GB`` was planned as 80 GB: the pasted value went to the
+    ``plan`` flag, which also reads the planner's spellings; vLLM's argparse refuses it."""
+    pasted = ["vllm", "serve", "meta-llama/Llama-3.1-8B", flag, value]
+    code, lines = _run_cli(["plan", "--gpu", "H100", "--", *pasted], capsys)
+    assert code == 2 and len(lines) == 1, lines
+    assert f"{flag} takes an integer" in lines[0] and repr(value) in lines[0], lines[0]
+
+
+def test_a_pasted_vllm_value_in_vllms_spelling_still_plans(capsys: pytest.CaptureFixture[str]) -> None:
+    for value, tokens in (("80G", "655,360"), ("80g", "610,304"), (str(80 * 2**30), "655,360")):
+        pasted = ["vllm", "serve", "meta-llama/Llama-3.1-8B", "--kv-cache-memory-bytes", value]
+        assert cli.main(["plan", "--gpu", "H100", "--", *pasted]) == 0
+        assert f"GPU KV cache size: {tokens} tokens" in capsys.readouterr().out

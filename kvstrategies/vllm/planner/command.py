@@ -26,6 +26,7 @@ from ...errors import KVCacheConfigError
 from ...sglang.pasted_command import LaunchCommand, flag_values, next_option, split_command, strip_environment
 from ..tables.flags import VLLM_SERVE_FLAGS
 from .flag_classes import NO_EFFECT, PLANNED, REFUSED, REFUSED_UNLESS
+from .values import human_readable_int
 
 _PYTHON = re.compile(r"^(.*/)?python[\d.]*$")
 _VLLM = re.compile(r"^(.*/)?vllm$")
@@ -48,6 +49,28 @@ HARMLESS_ENV = frozenset({
     "VLLM_CONFIG_ROOT", "VLLM_USE_MODELSCOPE", "VLLM_RPC_TIMEOUT", "VLLM_ENGINE_ITERATION_TIMEOUT_S",
     "VLLM_HTTP_TIMEOUT_KEEP_ALIVE", "VLLM_SERVER_DEV_MODE", "VLLM_DISABLE_COMPILE_CACHE", "VLLM_NCCL_SO_PATH",
 })  # fmt: skip
+
+
+#: planned flags whose values vLLM's argparse converts with ``int`` (``vllm/engine/arg_utils.py
+#: EngineArgs.add_cli_args``; ``--kv-cache-memory-bytes`` and ``--max-num-batched-tokens`` take
+#: ``human_readable_int``): the ``plan`` flags read more spellings (``40GiB``, ``1k``), which a pasted
+#: command must not, since vLLM refuses them
+_INT_VALUED = frozenset({"--max-num-seqs", "--block-size"})
+_HUMAN_INT_VALUED = frozenset({"--kv-cache-memory-bytes", "--max-num-batched-tokens"})
+
+
+def _check_value(canon: str, option: str, values: list[str]) -> None:
+    """A planned flag's value as vLLM's argparse reads it: refused, naming the flag, when vLLM refuses it."""
+    for value in values:
+        if canon in _HUMAN_INT_VALUED:
+            human_readable_int(value, option)
+        elif canon in _INT_VALUED:
+            try:
+                int(value)
+            except ValueError:
+                raise KVCacheConfigError(
+                    f"{option} takes an integer (vLLM's argparse: type=int), got {value!r:.40}; fix the value"
+                ) from None
 
 
 def _launcher_end(tokens: list[str]) -> int | None:
@@ -168,6 +191,7 @@ def translate_vllm(command: Sequence[str]) -> LaunchCommand:
             ignored.append(option)
             continue
         target = PLANNED[canon]  # every flag is classified (tests/vllm/test_vllm_command.py)
+        _check_value(canon, option, values)
         if target == "MODEL":
             if model is not None and values and values[0] != model:
                 raise KVCacheConfigError(f"two models in the pasted command: {model!r} and --model {values[0]!r}")
