@@ -908,7 +908,7 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     # (0.5.10's pin) lacks gemma4, gemma4_text and gemma4_assistant
     _M("mimo_v2_flash", first_release="0.5.22"),
     # SGLang 0.5.12 registers these as DeepseekV3Config aliases (utils/hf_transformers/common.py _CONFIG_REGISTRY)
-    _M("deepseek_v4", first_release="0.5.12"),
+    _M("deepseek_v4", first_release="0.5.12", vllm_rope_float32=True),
     # SGLang 0.5.3 loads deepseek_v32 as deepseek_v3 (hf_transformers_utils._load_deepseek_v32_model); 0.5.2 does not
     _M("deepseek_v32", first_release="0.5.3", vllm_default_experts=256),
     _M("deepseek_v3", vllm_default_experts=256),

@@ -198,12 +198,17 @@ def test_the_rope_caches_get_rope_builds() -> None:
     """Each as vLLM 0.34.0's model on meta holds it (golden/vllm-0.34.0-weights): Gemma-3-27B a linear-scaling global
     cache of 131,072 x 8 rows and an unscaled local one, 128 wide, bf16: (1,048,576 + 131,072) x 128 x 2 =
     301,989,888 B; MiMo-V2-Flash two caches (its sliding-window layers' swa_rope_theta), 262,144 x 64 x 2 B each;
-    gpt-oss a float32 cache, 131,072 x 64 x 4 B; Falcon-7B the config class's 2,048 rows x 64 x 2 B; YaRN's rows
-    are original x factor (32,768 x 4 = 131,072 rows, not max_position_embeddings' 40,960)."""
+    gpt-oss a float32 cache, 131,072 x 64 x 4 B; DeepSeek-V4 two float32 caches; Falcon-7B the config class's
+    2,048 rows x 64 x 2 B; YaRN's rows are original x factor (32,768 x 4 = 131,072 rows, not
+    max_position_embeddings' 40,960)."""
     assert rope_buffer_bytes(load_preset_config("gemma-3-27b"), DType.BFLOAT16) == 301_989_888
     assert rope_buffer_bytes(load_preset_config("mimo-v2-flash"), DType.BFLOAT16) == 2 * 262_144 * 64 * 2
     assert rope_buffer_bytes(load_preset_config("gpt-oss-20b"), DType.BFLOAT16) == 131_072 * 64 * 4
     assert rope_buffer_bytes(load_preset_config("falcon-7b"), DType.BFLOAT16) == 2_048 * 64 * 2
+    # DeepSeek-V4-Flash: DeepseekV4ScalingRotaryEmbedding keeps float32 caches, one for the sliding-window layers
+    # (rope_theta, factor 1: 1,048,576 rows) and one for the compressed layers (compress_rope_theta, YaRN:
+    # 65,536 x 16 rows), 64 wide: 536,870,912 B, the cos_sin_cache vLLM 0.34.0's model holds
+    assert rope_buffer_bytes(load_preset_config("deepseek-v4-flash"), DType.BFLOAT16) == 2 * 1_048_576 * 64 * 4
     yarn = {**LLAMA_8B, "max_position_embeddings": 40_960,
             "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32_768}}
     assert rope_buffer_bytes(yarn, DType.BFLOAT16) == 131_072 * 128 * 2

@@ -132,3 +132,32 @@ def test_known_rebuilt_from_the_snapshots_equals_the_live_recording(release: str
         (folder / snapshot.name).write_bytes(snapshot.read_bytes())
     assert tool_module("record_golden").main(["--engine", "vllm", "--known-only", str(folder)]) == 0
     assert (folder / KNOWN_FILE).read_text(encoding="utf-8") == (FOLDERS[release] / KNOWN_FILE).read_text("utf-8")
+
+
+def test_kernel_languages_import_inert_and_only_they() -> None:
+    """DeepSeek-V4's model imports TileLang at import (``vllm/tilelang_utils``) and its CuTe DSL ops to register
+    warm-ups: the bridge answers them with inert modules, so vLLM builds the model on meta and its KV cache specs
+    are recorded. A kernel module's import-time uses work on them: annotations (``T.Tensor[(M, N), dtype] | None``),
+    a class derived from a kernel base (a plain class), decorators (``tilelang.jit(...)(fn)`` is inert). Packages
+    vLLM only probes stay absent: FlashInfer imports its own CuTe DSL kernels when ``cutlass`` is found, and those
+    compare versions at import."""
+    from kvstrategies.vllm.bridge import runtime
+
+    finder = runtime._WarmupFinder()
+    spec = finder.find_spec("tilelang.language")
+    assert spec is not None and finder.find_spec("tilelang") is not None
+    language = finder.create_module(spec)
+    assert language.__path__ == []  # a package: its submodules import too
+    inert = runtime._Inert
+    assert isinstance(language.Tensor[(4, 8), "float32"] | None, inert)
+    assert isinstance(2 * language.Int32 + 1, inert)
+
+    class Kernel(language.KernelBase):  # type: ignore[name-defined,misc]
+        pass
+
+    assert Kernel.__mro__ == (Kernel, object)
+    assert isinstance(language.jit(pass_configs={})(len), inert)
+    dsv4_op = "vllm.models.deepseek_v4.nvidia.ops.sparse_attn_compress_cutedsl"
+    assert dsv4_op in runtime.WARMUP_MODULES and finder.find_spec(dsv4_op) is not None
+    for absent in ("cutlass", "cutlass.cute", "tilelangx", "numpy", "vllm.models.deepseek_v4.attention"):
+        assert finder.find_spec(absent) is None, absent

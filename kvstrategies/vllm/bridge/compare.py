@@ -99,7 +99,8 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
     KnownDifference(
         "dsv4-not-modelled",
         "DeepSeek-V4's compressed attention: five cache groups of mixed page sizes in a block-outermost (BLHNC) "
-        "layout; the strategies refuse it (and this host's vLLM cannot build it: its mHC kernels need TileLang)",
+        "layout; the strategies refuse it (the recordings hold vLLM's answer: the bridge builds it with its "
+        "TileLang and CuTe DSL kernels inert)",
         _unmodelled("DeepSeek-V4"),
         (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek-V4"),
     ),

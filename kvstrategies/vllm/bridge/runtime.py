@@ -85,7 +85,20 @@ STATED_CUDA_HOME = "/usr/local/cuda"
 #: modules that only set up a GPU kernel's JIT warm-up (CuTe DSL, which vLLM 0.34.0's router gate imports on
 #: Hopper: ``vllm/model_executor/layers/fused_moe/router/gate_linear.py GateLinear._register_sm90_bf16x3_warmup``);
 #: they import as modules whose every name is an inert object (nothing they do changes a KV cache number)
-WARMUP_MODULES: frozenset[str] = frozenset({"vllm.model_executor.layers.fused_moe.router.bf16x3_router_gemm_sm90"})
+WARMUP_MODULES: frozenset[str] = frozenset(
+    {
+        "vllm.model_executor.layers.fused_moe.router.bf16x3_router_gemm_sm90",
+        # DeepSeek-V4's CuTe DSL kernels, imported to register their warm-up (``DeepseekCompressor.__init__``)
+        "vllm.models.deepseek_v4.nvidia.ops.sparse_attn_compress_cutedsl",
+        "vllm.models.deepseek_v4.nvidia.ops.fused_indexer_q_cutedsl",
+        "vllm.models.deepseek_v4.nvidia.ops.dequant_gather_k_cutedsl",
+    }
+)
+#: GPU kernel languages (TileLang, NVIDIA's CuTe DSL) whose packages vLLM's DeepSeek-V4 imports at model import
+#: (``vllm/tilelang_utils`` refuses to import without TileLang on CUDA; the model's ``*_cutedsl`` ops import
+#: ``cutlass``); they and every submodule import as inert modules: kernels defined in them are never called
+#: while a model is built on ``meta``, and none allocates memory
+KERNEL_DSL_PACKAGES: frozenset[str] = frozenset({"tilelang"})
 #: ``torch.ops`` namespaces those extensions register
 OP_NAMESPACES: tuple[str, ...] = (
     "_C",
@@ -198,6 +211,19 @@ class _Inert:
     def __call__(self, *args: Any, **kwargs: Any) -> _Inert:
         return self
 
+    def __getitem__(self, key: Any) -> _Inert:
+        return self
+
+    def _same(self, *args: Any) -> _Inert:
+        return self
+
+    # annotations and constants a kernel module computes at import (``cute.Tensor | None``, ``cutlass.Int32 * 2``)
+    __or__ = __ror__ = __and__ = __add__ = __radd__ = __sub__ = __rsub__ = _same
+    __mul__ = __rmul__ = __truediv__ = __floordiv__ = __mod__ = __neg__ = _same
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        return (object,)  # a class derived from an inert name is a plain class
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
@@ -215,12 +241,14 @@ class _WarmupFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Answers ``import`` of a :data:`WARMUP_MODULES` module with an inert module."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname in WARMUP_MODULES:
+        if fullname in WARMUP_MODULES or fullname.partition(".")[0] in KERNEL_DSL_PACKAGES:
             return importlib.machinery.ModuleSpec(fullname, self)
         return None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        return _InertModule(spec.name)
+        module = _InertModule(spec.name)
+        module.__path__ = []  # a package, so that its submodules in WARMUP_MODULES import too
+        return module
 
     def exec_module(self, module: types.ModuleType) -> None:
         return None

@@ -81,6 +81,9 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
     "minimax-m2.7-h100-tp4": (1e-3, "26 MB: as minimax-m2.5-h200-tp4"),
     "deepseek-v3.2-h200-tp8": (5e-3, "193 MB in the DSA indexer (the estimate approximates it; not traced further)"),
     "glm-5-fp8-h200-tp8": (5e-3, "144 MB in the DSA indexer (as deepseek-v3.2-h200-tp8)"),
+    "deepseek-v4-flash-h200-tp4": (0.015, "407 MB: the estimate approximates DeepSeek-V4's compressed attention "
+                                   "(sglang weights.py _dsv4_attention; vLLM's attention holds 361 MB less than "
+                                   "SGLang's) and leaves out vLLM's 16 MiB top-k index buffer"),
     # larger: what the estimate does not model
     "nemotron-3-nano-nvfp4-h100-tp1": (0.04, "599 MB: the NVFP4 exclusion list (backbone.* names) against the "
                                        "Mamba2 / attention layers, priced per kind (not traced further)"),
@@ -140,7 +143,7 @@ REFUSAL_DIFFERENCES: dict[str, str] = {
         "vLLM 0.19.1 refuses DeepSeek-V4's config (its ModelConfig: 'rope_parameters should have a rope_type key'); "
         "0.22.1 to 0.29.0 refuse to build it with the default --kv-cache-dtype auto ('DeepseekV4 only supports fp8 "
         "kv-cache'); the planner's weight step prices it (its KV step refuses DeepSeek-V4 for vLLM as not "
-        "modelled); 0.32.0 on: not built on this host (tilelang)"),
+        "modelled); 0.32.0: not built on this host (TileLang; 0.33.0 on: built with TileLang's kernels inert)"),
 }
 
 

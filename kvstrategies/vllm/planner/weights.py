@@ -72,8 +72,9 @@ def rope_buffer_bytes(config: Mapping[str, Any], dtype: DType) -> int:
     partial_rotary_factor``; ``rows`` = ``max_position_embeddings`` (the model type's config-class default when
     config.json has none: Gemma-3 131,072, Falcon 2,048), times the factor for linear and dynamic-NTK scaling, or
     ``original_max_position_embeddings x factor`` for YaRN. A second, unscaled cache where some layers have a rope
-    base of their own (Gemma-3's local layers, MiMo-V2's sliding-window layers: ``swa_rope_theta``); float32 where
-    the model class asks for it (the model type's ``vllm_rope_float32``: gpt-oss)."""
+    base of their own (Gemma-3's local layers, MiMo-V2's sliding-window layers: ``swa_rope_theta``; DeepSeek-V4's
+    compressed layers: ``compress_rope_theta``); float32 where the model class asks for it (the model type's
+    ``vllm_rope_float32``: gpt-oss; DeepSeek-V4, ``DeepseekV4ScalingRotaryEmbedding``)."""
     t = text_config(config)
     row = model_type_row(t.get("model_type") or config.get("model_type"))
     defaults = dict(row.geometry_defaults)
@@ -96,8 +97,8 @@ def rope_buffer_bytes(config: Mapping[str, Any], dtype: DType) -> int:
             scaled = int(rows * factor)
         elif kind in _YARN_ROWS and factor and num("original_max_position_embeddings", scaling):
             scaled = int(num("original_max_position_embeddings", scaling) * factor)
-    swa_theta = t.get("swa_rope_theta")
-    second = rows if row.rope_per_layer_type or (swa_theta is not None and swa_theta != t.get("rope_theta")) else 0
+    own_theta = t.get("swa_rope_theta", t.get("compress_rope_theta"))
+    second = rows if row.rope_per_layer_type or (own_theta is not None and own_theta != t.get("rope_theta")) else 0
     itemsize = 4 if row.vllm_rope_float32 else dtype.itemsize
     return (scaled + second) * rotary * itemsize
 
