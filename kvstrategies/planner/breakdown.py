@@ -148,10 +148,15 @@ def build_breakdown(
     accounted = overhead + weights + kv_area + budget.multimodal_bytes + table_bytes
     slack_rest = budget.capacity_bytes - accounted
     if slack_rest < 0:
-        warnings.append(
-            f"the request table ({table_bytes / 2**30:.2f} GiB) does not fit the runtime slack "
-            f"({(budget.slack_bytes or 0) / 2**30:.2f} GiB): SGLang would run out of memory at startup; "
+        draft_after = draft is not None and not draft.in_budget
+        what = "the request table and the draft worker's KV pool" if draft_after else "the request table"
+        fix = ("name the draft model (--speculative-draft-model-path, or its layer count with "
+               "--speculative-draft-layers), or lower --mem-fraction-static, --context-length or "
+               "--max-running-requests") if draft_after else \
             "lower --context-length or --max-running-requests, or --mem-fraction-static"
+        warnings.append(
+            f"{what} ({table_bytes / 2**30:.2f} GiB) {'do' if draft_after else 'does'} not fit the runtime slack "
+            f"({(budget.slack_bytes or 0) / 2**30:.2f} GiB): SGLang would run out of memory at startup; {fix}"
         )
     slack = [BreakdownRow("runtime slack (activations, CUDA graphs)", slack_rest, "slack", "slack")]
     rows = (*front, *pool_rows, *unused, *(mm if budget.multimodal_bytes else []), *table_rows, *slack)

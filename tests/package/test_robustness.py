@@ -844,3 +844,15 @@ def test_a_pasted_vllm_value_in_vllms_spelling_still_plans(capsys: pytest.Captur
         pasted = ["vllm", "serve", "meta-llama/Llama-3.1-8B", "--kv-cache-memory-bytes", value]
         assert cli.main(["plan", "--gpu", "H100", "--", *pasted]) == 0
         assert f"GPU KV cache size: {tokens} tokens" in capsys.readouterr().out
+
+
+def test_an_eagle_draft_without_a_model_is_named_when_it_overflows(capsys: pytest.CaptureFixture[str]) -> None:
+    """A pasted EAGLE3 launch without --speculative-draft-model-path plans the draft worker's pool (the
+    target's 32 layers) after the pool is sized: the warning blamed "the request table (50.16 GiB)" (the
+    table is 0.02 GiB) and suggested --context-length; it now names the draft and how to size it."""
+    pasted = ["python", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-8B",
+              "--speculative-algorithm", "EAGLE3"]  # fmt: skip
+    assert cli.main(["plan", "--gpu", "H100", "--", *pasted]) == 0
+    warning = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("WARNING"))
+    assert "the request table and the draft worker's KV pool (50.16 GiB) do not fit" in warning, warning
+    assert "--speculative-draft-model-path" in warning, warning
