@@ -1255,6 +1255,9 @@ class VLLMModelRule:
     Mamba SSM state (``"float32"``: NemotronH's default, ``"config"``: Qwen3.5's ``mamba_ssm_dtype``);
     ``mm_prefix``: multimodal prefix attention, which only Triton attention accepts (Gemma-3);
     ``unregistered``: transformers 5.20 (vLLM's pin) registers no config class for it;
+    ``transformers_4_refuses``: transformers 4 registers no config class for it and vLLM's own registry lists none
+    either, so a release pinning transformers 4 refuses the config (``vllm/transformers_utils/config.py get_config``;
+    the rule ``vllm-transformers-4-configs``: vLLM 0.18.1);
     ``cache_config_from``: the first vLLM release whose model code hands its attention the cache
     config; before it the KV keeps the model dtype whatever ``--kv-cache-dtype`` says (MiMo-V2:
     ``vllm/model_executor/models/mimo_v2.py MiMoV2DecoderLayer.__init__`` from 0.32.0);
@@ -1280,6 +1283,7 @@ class VLLMModelRule:
     ssm_dtype: str | None = None
     mm_prefix: bool = False
     unregistered: bool = False
+    transformers_4_refuses: bool = False
     mtp_draft: bool | str = False
     mtp_draft_from: str | None = None
 
@@ -1292,19 +1296,22 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "gemma3_text": _GEMMA3_VLLM,
     "falcon": VLLMModelRule(kv_in_model_dtype=True),
     "mimo_v2_flash": VLLMModelRule(cache_config_from="0.32.0", diffkv_backend=True, mtp_draft="sliding",
-                                   mtp_draft_from="0.21.0"),
+                                   mtp_draft_from="0.21.0", transformers_4_refuses=True),
     "deepseek_v3": VLLMModelRule(mtp_draft=True),
     "deepseek_v32": VLLMModelRule(bf16_cache_is_auto=True, mtp_draft=True),
     "glm4_moe": VLLMModelRule(mtp_draft=True),
-    "glm_moe_dsa": VLLMModelRule(sm100_fp8_cache_from="0.32.0", mtp_draft=True),
+    "glm_moe_dsa": VLLMModelRule(sm100_fp8_cache_from="0.32.0", mtp_draft=True, transformers_4_refuses=True),
     "qwen3_next": VLLMModelRule(mtp_draft=True),
-    "nemotron_h": VLLMModelRule(ssm_dtype="float32"),
+    "nemotron_h": VLLMModelRule(ssm_dtype="float32", transformers_4_refuses=True),
     "qwen3_5": _QWEN35_VLLM,
     "qwen3_5_text": _QWEN35_VLLM,
     "qwen3_5_moe": _QWEN35_VLLM,
     "qwen3_5_moe_text": _QWEN35_VLLM,
-    "muse_glimmer": VLLMModelRule(unregistered=True),
-    "minimax_m3": VLLMModelRule(unregistered=True),
+    "muse_glimmer": VLLMModelRule(unregistered=True, transformers_4_refuses=True),
+    "minimax_m3": VLLMModelRule(unregistered=True, transformers_4_refuses=True),
+    "minimax_m2": VLLMModelRule(transformers_4_refuses=True),
+    "deepseek_v4": VLLMModelRule(transformers_4_refuses=True),
+    "gemma4": VLLMModelRule(transformers_4_refuses=True),
 }
 
 
@@ -1313,7 +1320,7 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
 VLLM_V2_RUNNER_ARCHITECTURES: ByRelease[tuple[str, ...]] = ByRelease(
     "vllm-v2-runner-architectures",
     (
-        ("0.19.1", ()),  # Model Runner V2 only with VLLM_USE_V2_MODEL_RUNNER=1 (vllm/envs.py)
+        ("0.18.1", ()),  # Model Runner V2 only with VLLM_USE_V2_MODEL_RUNNER=1 (vllm/envs.py)
         ("0.22.1", ("Qwen3ForCausalLM",)),
         ("0.23.0", ("LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM")),
         ("0.24.0", ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",

@@ -1,4 +1,4 @@
-"""vLLM 0.22.1 to 0.31.0: each release rule that sets them apart, against a hand-computed expectation.
+"""vLLM 0.18.1 to 0.31.0: each release rule that sets them apart, against a hand-computed expectation.
 
 Sources (each release's own code): ``vllm/model_executor/layers/attention/attention.py
 Attention.get_kv_cache_spec`` (0.29.0: ``_largest_kernel_block_within`` with no padded page),
@@ -7,8 +7,10 @@ Attention.get_kv_cache_spec`` (0.29.0: ``_largest_kernel_block_within`` with no 
 EngineCore._initialize_kv_caches`` (the engine's block size), ``vllm/config/vllm.py
 VllmConfig.use_v2_model_runner`` / ``max_concurrent_batches``, ``vllm/model_executor/layers/quantization/fp8.py
 Fp8MoEMethod.create_weights`` (0.28.0), ``fused_moe/oracle/fp8.py refine_fp8_moe_block_shape`` (0.29.0),
-``vllm/model_executor/models/deepseek_v2.py DeepseekV2MLAAttention.__init__`` (0.23.0: an indexer in every layer)
-and ``vllm/v1/kv_cache_interface.py KVCacheTensor`` (0.23.0: no offset).
+``vllm/model_executor/models/deepseek_v2.py DeepseekV2MLAAttention.__init__`` (0.23.0: an indexer in every layer),
+``vllm/v1/kv_cache_interface.py KVCacheTensor`` (0.23.0: no offset), ``vllm/v1/core/kv_cache_utils.py
+_max_memory_usage_bytes_from_groups`` (0.18.1: the first group's blocks) and ``vllm/transformers_utils/config.py
+get_config`` (0.18.1: transformers 4's config classes and vLLM's ``_CONFIG_REGISTRY``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from kvstrategies.vllm.strategies.engine_args import vllm_deployment
 from kvstrategies.vllm.strategies.launch import resolve_model_launch, uses_model_runner_v2
 from kvstrategies.vllm.strategies.layers import mamba_state
 from kvstrategies.vllm.strategies.sizing import KVCacheTensor, SharedKVCacheTensor, shared_tensors
+from kvstrategies.vllm.strategies.specs import CacheLimits
 
 GIB = 2**30
 
@@ -603,3 +606,29 @@ def test_0_19_gemma3_asks_for_multimodal_prefix_by_model_type_and_takes_no_nvfp4
     # 0.19.1's CacheDType Literal ends at fp8_ds_mla
     with pytest.raises(UnsupportedConfigurationError, match="'fp8_inc' or 'fp8_ds_mla'"):
         _vllm("llama-3.1-8b", "0.19.1", kv_cache_dtype="nvfp4", gpu="B200")
+
+
+def test_0_18_checks_one_request_against_the_first_group_only() -> None:
+    # gpt-oss-20b TP 1 --block-size 16 with 1 GiB + 1 B at 131,072 tokens: two groups of 12 layers, pages of
+    # 16 x 8 x (64 + 64) x 2 = 32,768 B, a block 12 x 32,768 = 393,216 B. The first group slides (window 128):
+    # cdiv(127 + 8,192, 16) + 1 = 521 blocks a request; the full group 131,072 / 16 = 8,192. 0.18.1's
+    # _max_memory_usage_bytes_from_groups counts the first group's only: 393,216 x 521 = 0.19 GiB fits, and the budget
+    # holds 1,073,741,825 // 393,216 = 2,730 blocks; 0.19.1 sums both, 393,216 x 8,713 = 3.19 GiB, and refuses
+    old = _vllm("gpt-oss-20b", "0.18.1", page_size=16, available_bytes=GIB + 1).vllm
+    limits = CacheLimits(131_072, 8_192)
+    assert [g.spec.blocks_per_request(limits) for g in old.groups] == [521, 8_192]
+    assert old.num_gpu_blocks == 2_730
+    with pytest.raises(InsufficientMemoryError, match=r"\(3\.19 GiB KV cache is needed"):
+        _vllm("gpt-oss-20b", "0.19.1", page_size=16, available_bytes=GIB + 1)
+
+
+def test_0_18_refuses_a_config_transformers_4_cannot_read() -> None:
+    # 0.18.1 pins transformers < 5 (4.57.6): no config class for nemotron_h, and vLLM 0.18.1's _CONFIG_REGISTRY lists
+    # none either, so ModelConfig refuses before any other check (GLM-5 fp8_e4m3 on H200 would otherwise find no
+    # sparse backend); 0.19.1 reads both configs
+    for preset, model_type, fields in (("nemotron-h-8b", "nemotron_h", {}),
+                                       ("glm-5", "glm_moe_dsa", {"tp_size": 8, "kv_cache_dtype": "fp8_e4m3"})):
+        with pytest.raises(UnsupportedConfigurationError,
+                           match=f"has model type `{model_type}` but Transformers does not recognize"):
+            _vllm(preset, "0.18.1", **fields)
+    assert _vllm("nemotron-h-8b", "0.19.1", context_length=8192).vllm.num_gpu_blocks > 0

@@ -107,7 +107,7 @@ LEADER_LATENT_SPEC = ReleaseRule(
 #: ``kv_cache_utils.py`` in vLLM 0.33.0
 PLANNING_MODULE: ByRelease[str] = ByRelease(
     "vllm-kv-cache-planning-module",
-    (("0.19.1", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
+    (("0.18.1", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
     "the module of get_kv_cache_configs and _check_enough_kv_cache_memory",
     "vllm/v1/core/kv_cache_planning.py (0.33.0); vllm/v1/core/kv_cache_utils.py before",
     topic="sizing",
@@ -124,7 +124,7 @@ def planning_module(version: str) -> str:
 #: the word vLLM's "one request fits" refusal names the model with: 0.21.0 writes "models's"
 REFUSAL_MODEL_WORD: ByRelease[str] = ByRelease(
     "vllm-memory-refusal-wording",
-    (("0.19.1", "models's"), ("0.22.1", "model's")),
+    (("0.18.1", "models's"), ("0.22.1", "model's")),
     "the word the refusal of a budget below one request at max_model_len names the model with",
     "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory",
     topic="sizing",
@@ -139,6 +139,19 @@ NULL_BLOCK_RESERVED = ReleaseRule(
     span("0.29.0", engine=VLLM),
     "the check that one request at max_model_len fits holds back the null block (budget - bytes_per_block)",
     "vllm/v1/core/kv_cache_utils.py get_kv_cache_configs (_check_enough_kv_cache_memory)",
+    topic="sizing",
+)
+
+
+#: vLLM 0.18.1's memory check (``_max_memory_usage_bytes_from_groups``) counts the blocks one request at
+#: ``max_model_len`` takes in the first group only, times the widest group's layers; from 0.19.1 it sums the blocks
+#: of every group (a sliding-window or Mamba group then adds its own). A model with one group is checked alike
+FIRST_GROUP_MEMORY_CHECK = ReleaseRule(
+    "vllm-memory-check-first-group",
+    span(last="0.18.1", engine=VLLM),
+    "the check that one request at max_model_len fits counts the first group's blocks only, times the widest "
+    "group's layers (later releases sum every group's): a hybrid whose first group slides passes below a full request",
+    "vllm/v1/core/kv_cache_utils.py _max_memory_usage_bytes_from_groups (0.18.1: any_spec = kv_cache_groups[0])",
     topic="sizing",
 )
 
@@ -182,26 +195,35 @@ def _gib(value: int) -> str:
     return f"{round(value / _GIB, 2)}"
 
 
+def _checked_blocks(groups: tuple[KVCacheGroup, ...], limits: CacheLimits, first_only: bool) -> int:
+    """The blocks the memory check counts for one request (:data:`FIRST_GROUP_MEMORY_CHECK`: the first group's)."""
+    if first_only and groups and not isinstance(groups[0].spec, UniformTypeKVCacheSpecs):
+        return groups[0].spec.blocks_per_request(limits)
+    return blocks_per_request(groups, limits)
+
+
 def check_enough_memory(groups: tuple[KVCacheGroup, ...], budget: int, limits: CacheLimits, version: str) -> None:
     """vLLM's refusal of a budget that cannot hold one request at ``max_model_len`` (null block reserved)."""
     per_block = bytes_per_block(groups)
     if not per_block:
         return
-    null_block = NULL_BLOCK_RESERVED.holds(parse_release(version, VLLM, field="--vllm-version")) if version else True
+    release = parse_release(version, VLLM, field="--vllm-version") if version else None
+    first_only = release is not None and FIRST_GROUP_MEMORY_CHECK.holds(release)
+    null_block = NULL_BLOCK_RESERVED.holds(release) if release is not None else True
     available = budget - per_block if null_block else budget
     if available <= 0:
         raise InsufficientMemoryError(
             f"vLLM {version} refuses: No available memory for the cache blocks. Try increasing "
             f"`gpu_memory_utilization` ({planning_module(version)} _check_enough_kv_cache_memory)"
         )
-    needed = per_block * blocks_per_request(groups, limits)
+    needed = per_block * _checked_blocks(groups, limits, first_only)
     if needed <= available:
         return
     low, high, best = 1, limits.max_model_len, 0
     while low <= high:
         mid = (low + high) // 2
-        fits = per_block * blocks_per_request(groups, CacheLimits(mid, limits.max_in_flight_tokens,
-                                                                 limits.mamba_cache_mode)) <= available  # fmt: skip
+        at_mid = CacheLimits(mid, limits.max_in_flight_tokens, limits.mamba_cache_mode)
+        fits = per_block * _checked_blocks(groups, at_mid, first_only) <= available
         if fits:
             best, low = mid, mid + 1
         else:

@@ -37,6 +37,7 @@ from ...core.releases import VLLM, EngineRelease, ReleaseRule, span
 from ...core.sizing import PoolSizes, ceil_div
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
+from ...models.architectures import vllm_model_rule
 from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
 from ...strategies.base import Strategy
 from ...strategies.checks import is_vllm
@@ -161,6 +162,7 @@ class VLLMStrategy(Strategy):
         ctx, geometry = self.ctx, self.ctx.geometry
         version = ctx.release.text
         deployment = vllm_deployment(ctx, available)
+        check_model_type(geometry.model_type, ctx.release)
         check_draft_model(geometry, deployment.mtp, ctx.release)
         check_draft_pipeline(deployment.mtp, deployment.pipeline_parallel_size, ctx.release)
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
@@ -289,6 +291,31 @@ def _distinct(specs: dict[int, KVCacheSpec]) -> tuple[tuple[tuple[int, ...], KVC
             else:
                 entries.append(([layer], spec))
     return tuple((tuple(layers), spec) for layers, spec in entries)
+
+
+#: vLLM 0.18.1 pins transformers below 5: a config of a model type that transformers 4.x registers no class for,
+#: and that 0.18.1's own registry does not list either (``VLLMModelRule.transformers_4_refuses``), is refused when
+#: ``ModelConfig`` reads it (the checkpoints' remote code aside); from 0.19.1 transformers 5 reads each of these,
+#: or vLLM falls back to the generic config
+TRANSFORMERS_4_CONFIGS = ReleaseRule(
+    "vllm-transformers-4-configs",
+    span(last="0.18.1", engine=VLLM),
+    "transformers 4 (the release's pin) registers no config class for NemotronH, MiniMax-M2/M3, MiMo-V2, GLM-5, "
+    "DeepSeek-V4, Gemma-4 or Muse-Glimmer, nor does vLLM's own registry: ModelConfig refuses the config",
+    "vllm/transformers_utils/config.py _CONFIG_REGISTRY, get_config (transformers AutoConfig)",
+    topic="launch",
+)
+
+
+def check_model_type(model_type: str, release: EngineRelease) -> None:
+    """vLLM's refusal of a config its transformers cannot read (:data:`TRANSFORMERS_4_CONFIGS`), the first check of
+    a launch (``EngineArgs.create_model_config``)."""
+    if vllm_model_rule(model_type).transformers_4_refuses and TRANSFORMERS_4_CONFIGS.holds(release):
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text} refuses: 1 validation error for ModelConfig Value error, The checkpoint you are "
+            f"trying to load has model type `{model_type}` but Transformers does not recognize this architecture "
+            "(vllm/transformers_utils/config.py get_config; transformers 4 registers no config class for it)"
+        )
 
 
 def _check_model(geometry: ModelGeometry, tp: int, max_model_len: int | None, version: str) -> None:
@@ -473,6 +500,7 @@ class VLLMUnmodelledStrategy(VLLMStrategy):
 
     def _plan(self, available: int) -> VLLMKVCachePlan:
         deployment = vllm_deployment(self.ctx, available)  # the deployment's own refusals first
+        check_model_type(self.ctx.geometry.model_type, self.ctx.release)
         check_kv_cache_dtype(deployment.kv_cache_dtype, self.ctx.geometry, self.ctx.release.text)
         raise UnsupportedConfigurationError(
             f"vLLM {self.ctx.release.text}: {_unmodelled(self.ctx.geometry)}; the vLLM strategies do not model "
