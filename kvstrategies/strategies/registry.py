@@ -40,7 +40,8 @@ class _Builtin:
 
 #: the built-in strategies in selection order, each with its family predicate
 BUILTINS: tuple[_Builtin, ...] = (
-    _Builtin("kvstrategies.vllm.strategies.strategies", "VLLMUnmodelledStrategy", is_vllm),  # VLLM_STRATEGIES order
+    _Builtin("kvstrategies.vllm.strategies.strategies", "VLLMDeepSeekV4Strategy", is_vllm),  # VLLM_STRATEGIES order
+    _Builtin("kvstrategies.vllm.strategies.strategies", "VLLMUnmodelledStrategy", is_vllm),
     _Builtin("kvstrategies.vllm.strategies.strategies", "VLLMMambaHybridStrategy", is_vllm),
     _Builtin("kvstrategies.vllm.strategies.strategies", "VLLMAttentionStrategy", is_vllm),
     _Builtin("kvstrategies.strategies.dsv4", "DSV4PoolConfigurator", uses_dsv4_pools),

@@ -98,9 +98,8 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
     ),
     KnownDifference(
         "dsv4-not-modelled",
-        "DeepSeek-V4's compressed attention: five cache groups of mixed page sizes in a block-outermost (BLHNC) "
-        "layout; the strategies refuse it (the recordings hold vLLM's answer: the bridge builds it with its "
-        "TileLang and CuTe DSL kernels inert)",
+        "DeepSeek-V4's compressed attention before vLLM 0.29.0: another layout than the five packed cache groups "
+        "the strategies model from 0.29.0 (kvstrategies/vllm/strategies/dsv4.py); the strategies refuse it",
         _unmodelled("DeepSeek-V4"),
         (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek-V4"),
     ),

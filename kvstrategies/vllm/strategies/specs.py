@@ -213,7 +213,9 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
         return ceil_div(self.page_size_bytes, alignment) * alignment
 
     def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
-        return ceil_div(limits.max_model_len, self.block_size) * self.page_size_bytes
+        """``UniformTypeKVCacheSpecs.max_memory_usage_bytes``: the most pages any entry needs, times the page."""
+        pages = max((spec.blocks_per_request(limits) for _, spec in self.entries), default=0)
+        return pages * self.page_size_bytes
 
     def restricted(self, layers: Container[int]) -> UniformTypeKVCacheSpecs:
         """The entries of ``layers`` only (one pipeline stage's)."""
@@ -250,6 +252,21 @@ class SlidingWindowSpec(AttentionSpec):
     def document(self) -> dict[str, Any]:
         out = super().document()
         out["sliding_window"] = self.sliding_window
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlidingWindowMLASpec(SlidingWindowSpec):
+    """A sliding window of MLA-format rows (DeepSeek-V4's sliding caches and compressor states): one vector a
+    token, no separate V (``head_size_v`` 0); the page is given (``page_size_padded``)."""
+
+    head_size_v: int = 0
+    cache_dtype_str: str | None = None
+
+    def document(self) -> dict[str, Any]:
+        out = super().document()
+        if self.cache_dtype_str is not None:
+            out["cache_dtype_str"] = self.cache_dtype_str
         return out
 
 

@@ -41,6 +41,7 @@ from ...models.architectures import vllm_model_rule
 from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
 from ...strategies.base import Strategy
 from ...strategies.checks import is_vllm
+from . import dsv4 as dsv4_caches
 from .backends import (
     DEFAULT_BLOCK_SIZE,
     INDEXER_BACKEND,
@@ -283,7 +284,7 @@ def _distinct(specs: dict[int, KVCacheSpec]) -> tuple[tuple[tuple[int, ...], KVC
     """The distinct layer specs in order, with their layers (a sparse-MLA layer's two caches apart)."""
     entries: list[tuple[list[int], KVCacheSpec]] = []
     for layer, whole in specs.items():
-        for spec in whole.parts if isinstance(whole, SparseMLALayerSpec) else (whole,):
+        for spec in whole.parts if isinstance(whole, (SparseMLALayerSpec, dsv4_caches.DSV4LayerSpec)) else (whole,):
             for layers, known in entries:
                 if known == spec:
                     layers.append(layer)
@@ -472,11 +473,87 @@ def _checkpoint_alignment(backend: str, mode: str, release: EngineRelease) -> in
     return 1 if backend == "MAMBA2_ATTN" and MAMBA2_PREFILL_CHECKPOINTS.holds(release) else None
 
 
+#: from vLLM 0.29.0 DeepSeek-V4's caches are the ones :mod:`.dsv4` builds (0.28.0 and older lay them out otherwise)
+DSV4_PACKED = ReleaseRule(
+    "vllm-dsv4-packed-caches",
+    span("0.29.0", engine=VLLM),
+    "DeepSeek-V4's sliding, compressed, indexer and compressor-state caches packed block-outermost (BLHNC) in "
+    "groups of mixed page sizes (before: another layout, not modelled)",
+    "vllm/v1/core/kv_cache_planning.py _get_packed_kv_cache_groups; vllm/models/deepseek_v4/attention.py",
+    topic="sizing",
+)
+#: from vLLM 0.30.0 ``--kv-cache-dtype auto`` resolves to DeepSeek-V4's fp8_ds_mla layout; 0.29.0 refuses it
+DSV4_AUTO_KV = ReleaseRule(
+    "vllm-dsv4-auto-kv-dtype",
+    span("0.30.0", engine=VLLM),
+    "DeepSeek-V4 takes --kv-cache-dtype auto as fp8 (its fp8_ds_mla layout; before: refused as bfloat16)",
+    "vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype",
+    topic="sizing",
+)
+#: DeepSeek-V4's block without ``--block-size`` (its backends' preferred block, as vLLM 0.34.0 records it)
+DSV4_DEFAULT_BLOCK = 256
+
+
+class VLLMDeepSeekV4Strategy(VLLMStrategy):
+    """DeepSeek-V4: five kinds of caches a layer (:mod:`.dsv4`), packed block-outermost (``BLHNC``): a block ID
+    addresses one page of every group at a stride of the widest group's page."""
+
+    family: ClassVar[str] = "vllm-dsv4"
+
+    @classmethod
+    def takes(cls, geometry: ModelGeometry) -> bool:
+        return geometry.dsv4 is not None
+
+    def _plan(self, available: int) -> VLLMKVCachePlan:
+        ctx, geometry = self.ctx, self.ctx.geometry
+        version = ctx.release.text
+        deployment = vllm_deployment(ctx, available)
+        check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
+        if not DSV4_PACKED.holds(ctx.release):
+            raise UnsupportedConfigurationError(
+                f"vLLM {version}: DeepSeek-V4's caches are laid out otherwise before vLLM 0.29.0; the vLLM "
+                "strategies do not model it (kvstrategies verify --against vllm runs vLLM's own sizing)"
+            )
+        if deployment.mtp is not None:
+            raise UnsupportedConfigurationError(
+                "speculative_config: DeepSeek-V4's MTP draft with vLLM is not modelled (its layers join the packed "
+                "groups); plan it without --speculative-config"
+            )
+        _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
+        launch = resolve_model_launch(deployment, geometry, version)
+        dsv4_caches.check_kv_cache_dtype(launch.kv_cache_dtype, version, DSV4_AUTO_KV.holds(ctx.release))
+        if deployment.tensor_parallel_size * deployment.pipeline_parallel_size == 1:
+            # one GPU: the model is built in the engine's own process (UniProcExecutor), whose CacheConfig
+            # _resolve_dsv4_kv_cache_dtype rewrites to the layout's name
+            launch = replace(launch, kv_cache_dtype="fp8_ds_mla")
+        specs = dsv4_caches.layer_specs(geometry, deployment.block_size or DSV4_DEFAULT_BLOCK, launch.gpu.capability)
+        groups = dsv4_caches.packed_groups(dsv4_caches.entries(specs))
+        limits = CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode)
+        pp, n = deployment.pipeline_parallel_size, geometry.num_hidden_layers
+        stages = [project(groups, range(*pp_indices(n, s, pp))) for s in range(pp)]
+        counts = []
+        for stage in stages:
+            check_enough_memory(stage, available, limits, version)
+            counts.append(available // bytes_per_block(stage))
+        num_blocks = min(counts)
+        mine = stages[deployment.pp_rank]
+        layers = range(*pp_indices(n, deployment.pp_rank, pp))
+        return VLLMKVCachePlan(
+            launch=launch,
+            backends=dsv4_caches.backends(specs),
+            block_size=min(g.spec.block_size for g in groups),
+            kv_cache_layout=dsv4_caches.LAYOUT if KV_CACHE_LAYOUTS.holds(ctx.release) else None,
+            layer_specs=_distinct({k: v for k, v in specs.items() if k in layers}),
+            groups=tuple(groups),
+            stage_groups=mine,
+            bytes_per_block=bytes_per_block(mine),
+            capacity=Capacity(num_blocks, blocks_per_request(mine, limits), launch.max_model_len),
+            tensors=dsv4_caches.block_outermost_tensors(mine, num_blocks),
+        )
+
+
 def _unmodelled(geometry: ModelGeometry) -> str | None:
     """Why vLLM's layout of this model is not modelled (None: it is)."""
-    if geometry.dsv4 is not None:
-        return ("DeepSeek-V4: vLLM plans five cache groups of mixed page sizes in a block-outermost (BLHNC) "
-                "layout (kv_cache_planning.py _get_packed_kv_cache_groups)")  # fmt: skip
     dsa = geometry.dsa
     if dsa is not None and (dsa.indexer_types is not None or dsa.cli_factor > 1 or geometry.mamba is not None):
         return ("DeepSeek sparse attention with per-layer indexer types, a shared-top-k factor or Mamba layers: "
@@ -509,6 +586,7 @@ class VLLMUnmodelledStrategy(VLLMStrategy):
 
 
 VLLM_STRATEGIES: tuple[type[VLLMStrategy], ...] = (
+    VLLMDeepSeekV4Strategy,
     VLLMUnmodelledStrategy,
     VLLMMambaHybridStrategy,
     VLLMAttentionStrategy,

@@ -1,0 +1,135 @@
+"""DeepSeek-V4 with vLLM by hand (``kvstrategies/vllm/strategies/dsv4.py``), beside the recordings
+(``golden/vllm-0.29.0`` to ``golden/vllm-0.34.0``, 27 DeepSeek-V4 cases each, compared in test_vllm_golden.py).
+
+DeepSeek-V4-Flash: 43 layers, compress ratios 0, 0, then 4 and 128 alternating, the last 0 (21 of ratio 4, 20 of
+ratio 128), a 128-token window, index_head_dim 128, kv_lora_rank 512."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvstrategies import plan
+from kvstrategies.case import parse_case
+from kvstrategies.core.dtypes import DType
+from kvstrategies.errors import UnsupportedConfigurationError
+from kvstrategies.models import ModelGeometry
+from kvstrategies.vllm.strategies import dsv4
+from kvstrategies.vllm.strategies.specs import CacheLimits, MLAAttentionSpec, SlidingWindowMLASpec
+
+GIB = 2**30
+
+
+def _plan(preset: str = "deepseek-v4-flash", version: str = "0.34.0", **fields: object) -> object:
+    case = parse_case({"preset": preset, "engine": "vllm", "vllm_version": version, "available_bytes": 100 * GIB,
+                       "tp_size": 8, "page_size": 256, **fields})  # fmt: skip
+    return plan(case.settings, case.available_bytes).vllm
+
+
+def test_pages_are_states_of_584_or_their_width_rounded_up_to_576_bytes() -> None:
+    """A 256-token block: the sliding cache 64 rows x 584 B = 37,376 -> 37,440; the ratio-4 KV 64 states x 584 B
+    -> 37,440, the ratio-128 KV 2 states -> 1,168 -> 1,728; the indexer 64 states x (128 + 4) B = 8,448 -> 8,640;
+    the ratio-4 compressor states 4 tokens x (2 x 2 x 512) x 4 B = 32,768 -> 32,832 and x (2 x 2 x 128) = 8,192 ->
+    8,640; the ratio-128 state 8 tokens x (2 x 512) x 4 B = 32,768 -> 32,832."""
+    planned = _plan()
+    pages = sorted((type(s).__name__, s.block_size, s.page_size_bytes) for _, s in planned.layer_specs)
+    assert pages == [("MLAAttentionSpec", 256, 1_728), ("MLAAttentionSpec", 256, 8_640),
+                     ("MLAAttentionSpec", 256, 37_440), ("SlidingWindowMLASpec", 4, 8_640),
+                     ("SlidingWindowMLASpec", 4, 32_832), ("SlidingWindowMLASpec", 8, 32_832),
+                     ("SlidingWindowMLASpec", 64, 37_440)]  # fmt: skip
+    assert dsv4.aligned(37_376) == 37_440 and dsv4.aligned(576 * 3) is None
+
+
+def test_a_layers_caches_in_registration_order() -> None:
+    """attention.py DeepseekV4Attention.__init__: the indexer (its key cache, then its compressor's state), the
+    sliding cache, the attention's compressed KV, then its compressor's state."""
+    specs = dsv4.layer_specs(_geometry(), 256, (9, 0))
+    ratio4, ratio128, sliding = specs[2], specs[3], specs[0]
+    assert [(type(p).__name__, p.page_size_bytes) for p in ratio4.parts] == [
+        ("MLAAttentionSpec", 8_640), ("SlidingWindowMLASpec", 8_640), ("SlidingWindowMLASpec", 37_440),
+        ("MLAAttentionSpec", 37_440), ("SlidingWindowMLASpec", 32_832)]  # fmt: skip
+    assert [p.page_size_bytes for p in ratio128.parts] == [37_440, 1_728, 32_832]
+    assert [p.page_size_bytes for p in sliding.parts] == [37_440]
+    assert ratio4.backends == ("DEEPSEEK_V4_INDEXER", "CompressorBackend", "DEEPSEEK_SPARSE_SWA",
+                               "FLASHMLA_SPARSE_DSV4", "CompressorBackend")  # fmt: skip
+    assert dsv4.attention_backend((12, 0)) == "FLASHINFER_MLA_SPARSE_DSV4"
+
+
+def _geometry() -> ModelGeometry:
+    case = parse_case({"preset": "deepseek-v4-flash", "engine": "vllm", "available_bytes": GIB})
+    return case.settings.geometry
+
+
+def test_the_approximate_gcd_pads_least() -> None:
+    """_approximate_gcd([43, 21, 20], 21): d = 21 pads 20 + 0 + 1 = 21, d = 22 pads 1 + 1 + 2 = 4, d = 23 pads
+    3 + 2 + 3 = 8; ties take the larger d."""
+    assert dsv4.approximate_gcd([43, 21, 20], 21) == 22
+    assert dsv4.approximate_gcd([4, 6], 1) == 2  # d = 1 and 2 both pad 0: the larger
+    assert dsv4.approximate_gcd([5], 7) == 7  # a floor above every value is taken as it is
+
+
+def test_flash_packs_into_five_groups() -> None:
+    """Buckets: 43 sliding caches (balanced, one page), 62 block-256 caches (21 + 21 + 20: not balanced, one
+    group), 42 block-4 states (21 of each of two pages: balanced, mixed, so at least 21 repeats a group) and 20
+    block-8 states. Repeats per group: the approximate gcd of 43, 21, 20 from 21 = 22, so the sliding caches split
+    into cdiv(43, 22) = 2 groups, every second layer: 22 and 21."""
+    planned = _plan()
+    assert [(len(g.layers), g.spec.block_size, g.spec.page_size_bytes) for g in planned.groups] == [
+        (22, 64, 22 * 37_440), (21, 64, 21 * 37_440), (62, 256, 21 * 8_640 + 21 * 37_440 + 20 * 1_728),
+        (42, 4, 21 * 8_640 + 21 * 32_832), (20, 8, 20 * 32_832)]  # fmt: skip
+    assert planned.groups[0].layers[:3] == (0, 2, 4) and planned.groups[1].layers[:3] == (1, 3, 5)
+    assert planned.kv_cache_layout == "BLHNC" and planned.block_size == 4
+    assert planned.backends == ("DEEPSEEK_SPARSE_SWA", "FLASHMLA_SPARSE_DSV4", "DEEPSEEK_V4_INDEXER",
+                                "CompressorBackend")  # fmt: skip
+
+
+def test_capacity_is_blocks_of_the_widest_group_over_the_pages_a_request_needs() -> None:
+    """A block strides 1,002,240 B (the block-256 group): 100 GiB // 1,002,240 = 107,134 blocks. A request of
+    1,048,576 tokens with 16,384 in flight: sliding cdiv(127 + 16,384, 64) + 1 = 259 (twice), full 4,096, the
+    window-8 states cdiv(7 + 16,384, 4) + 1 = 4,099, the window-128 states cdiv(127 + 16,384, 8) + 1 = 2,065:
+    10,778 blocks; 107,134 / 10,778 = 9.94x, 10,422,911 tokens."""
+    planned = _plan()
+    assert planned.bytes_per_block == 1_002_240 and planned.num_gpu_blocks == 107_134
+    limits = CacheLimits(1_048_576, 16_384)
+    assert [g.spec.blocks_per_request(limits) for g in planned.stage_groups] == [259, 259, 4_096, 4_099, 2_065]
+    assert planned.capacity.tokens == int(107_134 / 10_778 * 1_048_576) == 10_422_911
+
+
+def test_tensors_share_one_allocation_block_outermost() -> None:
+    """Every tensor is the whole allocation (107,134 x 1,002,240 B); in the block-256 group the indexer pages
+    come first, then the ratio-4 KV at 21 x 8,640 = 181,440, then the ratio-128 KV at 181,440 + 21 x 37,440."""
+    planned = _plan()
+    assert {t.size for t in planned.tensors} == {107_134 * 1_002_240}
+    assert {t.block_stride for t in planned.tensors} == {1_002_240}
+    full = [(t.layer_stride, t.offset, len(t.layers)) for t in planned.tensors[2:5]]
+    assert full == [(8_640, 0, 21), (37_440, 181_440, 21), (1_728, 181_440 + 21 * 37_440, 20)]
+
+
+def test_one_gpu_reports_the_layout_as_its_cache_dtype() -> None:
+    """_resolve_dsv4_kv_cache_dtype writes fp8_ds_mla back into the CacheConfig; on one GPU the model is built in
+    the engine's process, so the launch settings show it; at TP 8 the engine keeps what was asked."""
+    assert _plan(tp_size=1).launch.kv_cache_dtype == "fp8_ds_mla"
+    assert _plan(kv_cache_dtype="fp8_e4m3").launch.kv_cache_dtype == "fp8_e4m3"
+
+
+def test_refusals() -> None:
+    with pytest.raises(UnsupportedConfigurationError, match="only supports fp8 kv-cache, got bfloat16"):
+        _plan(kv_cache_dtype="bf16")
+    with pytest.raises(UnsupportedConfigurationError, match="only supports fp8 kv-cache, got bfloat16"):
+        _plan(version="0.29.0")  # auto is bfloat16 there
+    assert _plan(version="0.29.0", kv_cache_dtype="fp8_e4m3").num_gpu_blocks == 107_134
+    with pytest.raises(UnsupportedConfigurationError, match="before vLLM 0.29.0"):
+        _plan(version="0.28.0", kv_cache_dtype="fp8_e4m3")
+    with pytest.raises(UnsupportedConfigurationError, match="--block-size 128 or a multiple"):
+        _plan(page_size=64)
+
+
+def test_other_blocks_scale_the_compressed_pages() -> None:
+    """--block-size 128 (recorded live on 0.34.0): ratio-128 KV 1 state -> 584 -> 1,152; ratio-4 KV 32 states
+    -> 18,688 -> 19,008; indexer 32 x 132 = 4,224 -> 4,608; the sliding cache and the states keep their blocks."""
+    planned = _plan(page_size=128)
+    assert planned.groups[2].spec.page_size_bytes == 21 * 4_608 + 21 * 19_008 + 20 * 1_152
+    spec = MLAAttentionSpec(block_size=128, num_kv_heads=1, head_size=512, dtype=DType.UINT8, page_size_padded=1_152)
+    assert spec.page_size_bytes == 1_152
+    state = SlidingWindowMLASpec(block_size=8, num_kv_heads=1, head_size=1_024, dtype=DType.FLOAT32,
+                                 sliding_window=128, page_size_padded=32_832)  # fmt: skip
+    assert state.document()["head_size_v"] == 0 and "cache_dtype_str" not in state.document()
