@@ -856,3 +856,15 @@ def test_an_eagle_draft_without_a_model_is_named_when_it_overflows(capsys: pytes
     warning = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("WARNING"))
     assert "the request table and the draft worker's KV pool (50.16 GiB) do not fit" in warning, warning
     assert "--speculative-draft-model-path" in warning, warning
+
+
+@pytest.mark.parametrize("draft", ["8", "9"])
+def test_ngram_with_fewer_than_ten_draft_tokens_plans(draft: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """NGRAM derives speculative_num_steps = draft tokens // 10 (its BFS breadth): 0 for 8 draft tokens,
+    which SGLang accepts (its sizing reads ``steps or 1``); the planner refused the launch naming a flag
+    the user never gave ("--speculative-num-steps must be >= 1, got 0")."""
+    args = ["plan", "llama-3.1-8b", "--gpu", "H100", "--speculative-algorithm", "NGRAM"]
+    assert cli.main([*args, "--json"]) == 0
+    expected = json.loads(capsys.readouterr().out)["sizes"]
+    assert cli.main([*args, "--speculative-num-draft-tokens", draft, "--json"]) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["sizes"] == expected

@@ -182,7 +182,9 @@ def case_fields(req: DeploymentRequest, model_dtype: str, launch: LaunchResoluti
         dsa_decode_backend=launch.dsa_decode_backend,
         dsv4_attn_backend=launch.dsv4_attn_backend,
         speculative_algorithm=launch.speculative_algorithm,
-        speculative_num_steps=launch.speculative_num_steps,
+        # NGRAM derives steps = draft tokens // 10, so 0 below 10 draft tokens; SGLang's sizing reads
+        # ``speculative_num_steps or 1`` (mem_cache/allocation_sizing.py), as the case reads None
+        speculative_num_steps=launch.speculative_num_steps or None,
         speculative_eagle_topk=launch.speculative_eagle_topk,
         speculative_num_draft_tokens=launch.speculative_num_draft_tokens,
         swa_full_tokens_ratio=launch.swa_full_tokens_ratio if launch.swa_full_tokens_ratio_explicit else None,
