@@ -508,6 +508,7 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
         ctx, geometry = self.ctx, self.ctx.geometry
         version = ctx.release.text
         deployment = vllm_deployment(ctx, available)
+        check_model_type(geometry.model_type, ctx.release)
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         if not DSV4_PACKED.holds(ctx.release):
             raise UnsupportedConfigurationError(
