@@ -143,7 +143,7 @@ REFUSAL_DIFFERENCES: dict[str, str] = {
         "vLLM 0.19.1 refuses DeepSeek-V4's config (its ModelConfig: 'rope_parameters should have a rope_type key'); "
         "0.22.1 to 0.29.0 refuse to build it with the default --kv-cache-dtype auto ('DeepseekV4 only supports fp8 "
         "kv-cache'); the planner's weight step prices it (its KV step refuses DeepSeek-V4 for vLLM as not "
-        "modelled); 0.32.0: not built on this host (TileLang; 0.33.0 on: built with TileLang's kernels inert)"),
+        "modelled before 0.29.0); 0.32.0 on: built with TileLang's kernels inert, as planned (a listed difference)"),
 }
 
 
