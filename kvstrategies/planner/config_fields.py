@@ -50,6 +50,8 @@ class FieldRule:
     maximum: int
     is_list: bool = False
     per_channel: bool = False
+    #: a list of exactly this many entries (``None``: any count up to the layer limit)
+    length: int | None = None
 
 
 def _rules(names: str, minimum: int, maximum: int, is_list: bool = False) -> dict[str, FieldRule]:
@@ -103,7 +105,8 @@ INT_FIELDS: dict[str, FieldRule] = {
              is_list=True),  # fmt: skip
     # DeepSeek: a period (``i % moe_layer_freq``); MiMo-V2: one 0/1 flag per layer
     "moe_layer_freq": FieldRule(1, MAX_LAYERS, is_list=True),
-    **_rules("weight_block_size", 1, MAX_CONFIG_INT, is_list=True),
+    # [block_n, block_k]: SGLang's and vLLM's Fp8Config refuse any other count ("must have 2 dimensions")
+    "weight_block_size": FieldRule(1, MAX_CONFIG_INT, is_list=True, length=2),
 }
 
 #: integer fields of ``quantization_config`` at any depth (GPTQ/AWQ ``bits`` / ``group_size``,
@@ -114,7 +117,7 @@ QUANTIZATION_FIELDS: dict[str, FieldRule] = {
     **_rules("bits w_bit num_bits", 1, 64),
     "group_size": FieldRule(1, MAX_CONFIG_INT, per_channel=True),
     "q_group_size": FieldRule(1, MAX_CONFIG_INT, per_channel=True),
-    **_rules("weight_block_size", 1, MAX_CONFIG_INT, is_list=True),
+    "weight_block_size": FieldRule(1, MAX_CONFIG_INT, is_list=True, length=2),
 }
 
 #: float fields of ``rope_scaling`` / ``rope_parameters``: ``(low, high]``
@@ -135,6 +138,11 @@ def _check_int_field(value: Any, path: str, rule: FieldRule) -> None:
                 return
             raise KVCacheConfigError(
                 f"config field {path!r} must be a list of integers, got {value!r:.80}; fix config.json"
+            )
+        if rule.length is not None and len(value) != rule.length:
+            raise KVCacheConfigError(
+                f"config field {path!r} must list {rule.length} integers, got {len(value)}: {value!r:.80}; "
+                "fix config.json"
             )
         if len(value) > MAX_LAYERS + 16:
             raise KVCacheConfigError(

@@ -868,3 +868,17 @@ def test_ngram_with_fewer_than_ten_draft_tokens_plans(draft: str, capsys: pytest
     expected = json.loads(capsys.readouterr().out)["sizes"]
     assert cli.main([*args, "--speculative-num-draft-tokens", draft, "--json"]) == 0, capsys.readouterr().err
     assert json.loads(capsys.readouterr().out)["sizes"] == expected
+
+
+@pytest.mark.parametrize("block", [[128, 128, 128], [128]])
+@pytest.mark.parametrize("engine", [[], ["--engine", "vllm"]])
+def test_a_block_fp8_weight_block_size_lists_two_sizes(
+    tmp_path: Path, block: list[int], engine: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``weight_block_size: [128, 128, 128]`` was planned (the vLLM plan read it as not block-FP8); SGLang's
+    and vLLM's Fp8Config refuse it at load: "The quantization block size of weight must have 2 dimensions"."""
+    qcfg = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": block}
+    folder = _config_file(tmp_path, "llama-3.1-8b", quantization_config=qcfg)
+    code, lines = _run_cli(["plan", str(folder), "--gpu", "H100", *engine], capsys)
+    assert code == 2 and len(lines) == 1, lines
+    assert "config field 'quantization_config.weight_block_size' must list 2 integers" in lines[0], lines[0]
