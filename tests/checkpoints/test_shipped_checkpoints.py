@@ -103,6 +103,16 @@ LAYOUTS: list[tuple[str, str, int] | tuple[str, str, int, int]] = [
     ("Qwen/Qwen2.5-72B", "H100", 4),
     ("Qwen/Qwen2.5-VL-7B-Instruct", "H100", 1),
     ("Qwen/Qwen3-8B-FP8", "H100", 1),
+    ("google/gemma-2-9b", "H100", 1),
+    ("google/gemma-7b", "H100", 1),
+    ("HuggingFaceTB/SmolLM-1.7B", "H100", 1),
+    ("meta-llama/Llama-3.1-70B-Instruct", "H100", 4),
+    ("meta-llama/Meta-Llama-3-70B", "H100", 4),
+    ("microsoft/Phi-3-small-8k-instruct", "H100", 1),
+    ("Qwen/Qwen2-VL-2B-Instruct", "H100", 1),
+    ("Qwen/Qwen2-VL-7B-Instruct", "H100", 1),
+    ("THUDM/chatglm3-6b", "H100", 1),
+    ("THUDM/glm-4-9b", "H100", 1),
 ]
 #: checkpoints the newest SGLang refuses, planned for the newest release that loads them: fbgemm_fp8 left SGLang's
 #: quantization registry in 0.5.16 (load_refusals.FBGEMM_FP8_REMOVED)
@@ -320,15 +330,15 @@ def test_a_name_that_is_not_a_tuning_of_a_shipped_base_has_none(asked: str) -> N
 def test_an_instruct_id_offline_is_planned_from_its_base_and_served_as_asked(
     offline: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    asked = "meta-llama/Llama-3.1-70B-Instruct"
-    tuned = _plan_json(["plan", asked, "--gpu", "H100", "--tp", "4"], capsys)
-    base = _plan_json(["plan", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4"], capsys)
+    asked = "meta-llama/Llama-3.1-405B-Instruct"  # not shipped itself (its -FP8 sibling is)
+    tuned = _plan_json(["plan", asked, "--gpu", "H200", "--tp", "8"], capsys)
+    base = _plan_json(["plan", "meta-llama/Llama-3.1-405B", "--gpu", "H200", "--tp", "8"], capsys)
     source = tuned["planner"]["model_source"]
-    assert source.startswith(f"{asked} planned from its base meta-llama/Llama-3.1-70B (HF_HUB_OFFLINE is set)")
+    assert source.startswith(f"{asked} planned from its base meta-llama/Llama-3.1-405B (HF_HUB_OFFLINE is set)")
     assert tuned["planner"]["tokens"] == base["planner"]["tokens"] > 0
     command = tuned["planner"]["sglang_command"]["text"] + " "
     assert f"--model-path {asked} " in command  # what the user serves, not the base
-    no_org = _plan_json(["plan", "Llama-3.1-70B-Instruct", "--gpu", "H100", "--tp", "4"], capsys)
+    no_org = _plan_json(["plan", "Llama-3.1-405B-Instruct", "--gpu", "H200", "--tp", "8"], capsys)
     assert f"--model-path {asked} " in no_org["planner"]["sglang_command"]["text"] + " "
 
 
