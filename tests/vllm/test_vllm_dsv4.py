@@ -6,6 +6,8 @@ ratio 128), a 128-token window, index_head_dim 128, kv_lora_rank 512."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kvstrategies import plan
@@ -133,3 +135,60 @@ def test_other_blocks_scale_the_compressed_pages() -> None:
     state = SlidingWindowMLASpec(block_size=8, num_kv_heads=1, head_size=1_024, dtype=DType.FLOAT32,
                                  sliding_window=128, page_size_padded=32_832)  # fmt: skip
     assert state.document()["head_size_v"] == 0 and "cache_dtype_str" not in state.document()
+
+
+def test_the_layer_specs_read_as_vllm_records_them() -> None:
+    """Every field of every distinct spec (head sizes, heads, dtypes, windows, padding, cache dtype) as vLLM 0.34.0
+    states it for this deployment (golden/vllm-0.34.0/dsv4-deepseek-v4-flash-tp8-p256.json)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "golden" / "vllm-0.34.0" / "dsv4-deepseek-v4-flash-tp8-p256.json"
+    recorded = json.loads(path.read_text(encoding="utf-8"))["layer_specs"]
+    planned = _plan(kv_cache_dtype="auto")
+    assert [{"layers": list(layers), "spec": spec.document()} for layers, spec in planned.layer_specs] == recorded
+
+
+@pytest.mark.parametrize(("block", "kv", "indexer", "kv128"), [
+    # 48 states: 48 x 584 = 28,032 -> 28,224; 48 x 132 = 6,336 = 11 x 576 (no padding); 1 state -> 1,152
+    (192, (28_032, 28_224), (6_336, None), (584, 1_152)),
+    # 72 states: 72 x 584 = 42,048 = 73 x 576 (no padding); 72 x 132 = 9,504 -> 9,792; 2 states -> 1,728
+    (288, (42_048, None), (9_504, 9_792), (1_168, 1_728)),
+])  # fmt: skip
+def test_padding_is_recorded_only_where_the_page_is_not_a_multiple_of_576(
+    block: int, kv: tuple[int, int | None], indexer: tuple[int, int | None], kv128: tuple[int, int | None]
+) -> None:
+    specs = dsv4.layer_specs(_geometry(), block, (9, 0))
+    for spec, (page, padded) in ((specs[2].parts[3], kv), (specs[2].parts[0], indexer), (specs[3].parts[1], kv128)):
+        assert spec.page_size_bytes == (padded or page)
+        assert spec.document().get("page_size_padded") == (padded or page)  # the project records the page it uses
+    assert dsv4.aligned(42_048) is None and dsv4.aligned(6_336) is None and dsv4.aligned(9_504) == 9_792
+
+
+def test_the_approximate_gcd_searches_from_one_to_the_largest_value() -> None:
+    # [3, 5] from 1: d = 1 pads 0, 2 pads 2, 3 pads 1, 4 pads 4, 5 pads 2 -> 1; [43] from 1: d = 1 and 43 pad 0 -> 43
+    assert dsv4.approximate_gcd([3, 5], 1) == 1
+    assert dsv4.approximate_gcd([43], 1) == 43
+
+
+def test_pro_packs_its_own_pattern() -> None:
+    """DeepSeek-V4-Pro (61 layers; ratios 128, 128, then 4 and 128 alternating: 30 of ratio 4, 31 of ratio 128):
+    the block-4 states (30 + 30) set the floor 30; approximate gcd of 61, 31, 30 from 30 = 31 (pads 1 + 0 + 1),
+    so the sliding caches split cdiv(61, 31) = 2 ways (31 + 30) and the 31 window-128 states stay one group; the
+    first layer is ratio 128, so its state group comes before the ratio-4 one."""
+    planned = _plan("deepseek-v4-pro")
+    assert [(len(g.layers), g.spec.block_size) for g in planned.groups] == [(31, 64), (30, 64), (91, 256), (31, 8),
+                                                                          (60, 4)]  # fmt: skip
+    assert planned.backends == ("DEEPSEEK_SPARSE_SWA", "FLASHMLA_SPARSE_DSV4", "CompressorBackend",
+                                "DEEPSEEK_V4_INDEXER")  # fmt: skip
+
+
+def test_a_ratio_of_one_is_a_sliding_only_layer_and_no_mixed_pattern_is_refused() -> None:
+    """attention.py get_kv_cache_spec: compress_ratio <= 1 is the sliding cache alone. Without a ratio-4 layer no
+    bucket mixes page sizes: vLLM then packs by its state-bucket rule, which is not modelled."""
+    geometry = _geometry()
+    assert geometry.dsv4 is not None
+    ones = replace(geometry, dsv4=replace(geometry.dsv4, compress_ratios=(1,) * 44))
+    assert all(len(spec.parts) == 1 for spec in dsv4.layer_specs(ones, 256, (9, 0)).values())
+    with pytest.raises(UnsupportedConfigurationError, match="no cache pattern mixes page sizes"):
+        dsv4.packed_groups(dsv4.entries(dsv4.layer_specs(ones, 256, (9, 0))))
