@@ -236,6 +236,12 @@ def kv_budget(req: DeploymentRequest, model: ModelReading, launch: LaunchResolut
     mfs = launch.mem_fraction_static
     world = req.tp_size * req.pp_size
     free_before = gpu.capacity_mib * 2**20 - overhead
+    if free_before <= 0:
+        raise InsufficientMemoryError(
+            f"{gpu.name} holds {gpu.capacity_mib * 2**20 / GIB:.2f} GiB, no more than the "
+            f"{overhead / GIB:.2f} GiB held before weights load (CUDA context, communication buffers): nothing is "
+            "free for the weights; give the GPU's whole memory (--gpu-memory, e.g. 80GiB) or a smaller --gpu-overhead"
+        )
     if weights + rope >= free_before:
         raise InsufficientMemoryError(
             f"the weights ({weights / GIB:.2f} GiB per rank) do not fit the {free_before / GIB:.2f} GiB free on "

@@ -483,6 +483,8 @@ def test_duplicate_keys_and_lone_surrogates_are_errors() -> None:
 REPORTED_CLI_INPUTS = [
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--gpu-memory", "0"], "--gpu-memory"),
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--gpu-memory", "9" * 5000], "5000 digits"),
+    # a GPU smaller than what is held before weights load: named as such, not as a negative free memory
+    (["plan", "llama-3.1-8b", "--gpu-memory", "1GiB"], "GiB held before weights load (CUDA context"),
     (["plan", "llama-3.1-8b", "--available-bytes", "9" * 5000], "5000 digits"),
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--pp-size", str(2**63)], "--pp-size"),
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--chunked-prefill-size", str(2**40)], "mem-fraction-static"),
