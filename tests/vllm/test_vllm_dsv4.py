@@ -1,5 +1,5 @@
 """DeepSeek-V4 with vLLM by hand (``kvstrategies/vllm/strategies/dsv4.py``), beside the recordings
-(``golden/vllm-0.29.0`` to ``golden/vllm-0.34.0``, 27 DeepSeek-V4 cases each, compared in test_vllm_golden.py).
+(``golden/vllm-0.28.0`` to ``golden/vllm-0.34.0``, 27 DeepSeek-V4 cases each, compared in test_vllm_golden.py).
 
 DeepSeek-V4-Flash: 43 layers, compress ratios 0, 0, then 4 and 128 alternating, the last 0 (21 of ratio 4, 20 of
 ratio 128), a 128-token window, index_head_dim 128, kv_lora_rank 512."""
@@ -119,8 +119,8 @@ def test_refusals() -> None:
     with pytest.raises(UnsupportedConfigurationError, match="only supports fp8 kv-cache, got bfloat16"):
         _plan(version="0.29.0")  # auto is bfloat16 there
     assert _plan(version="0.29.0", kv_cache_dtype="fp8_e4m3").num_gpu_blocks == 107_134
-    with pytest.raises(UnsupportedConfigurationError, match="before vLLM 0.29.0"):
-        _plan(version="0.28.0", kv_cache_dtype="fp8_e4m3")
+    with pytest.raises(UnsupportedConfigurationError, match="before vLLM 0.28.0"):
+        _plan(version="0.27.1", kv_cache_dtype="fp8_e4m3")
     with pytest.raises(UnsupportedConfigurationError, match="--block-size 128 or a multiple"):
         _plan(page_size=64)
 
@@ -192,3 +192,19 @@ def test_a_ratio_of_one_is_a_sliding_only_layer_and_no_mixed_pattern_is_refused(
     assert all(len(spec.parts) == 1 for spec in dsv4.layer_specs(ones, 256, (9, 0)).values())
     with pytest.raises(UnsupportedConfigurationError, match="no cache pattern mixes page sizes"):
         dsv4.packed_groups(dsv4.entries(dsv4.layer_specs(ones, 256, (9, 0))))
+
+
+def test_0_28_0_puts_the_mla_group_first_and_shares_a_tensor_per_offset() -> None:
+    """vLLM 0.28.0 (_get_kv_cache_groups_uniform_groups): the MLA caches first, then the sliding buckets split by
+    the approximate gcd of every bucket's repeats from the MLA group's (21, 43, 21, 20 from 21 -> 22). Its packed
+    config (_get_kv_cache_config_packed) lays each group's caches back to back and shares one tensor per offset:
+    offset 0 holds the first cache of all five groups; 8,640 the MLA group's second (layer 2's KV, after its
+    8,640-byte indexer page) and the block-4 group's second (layer 2's KV state, after its 8,640-byte indexer
+    state); 32,832 the window-128 states' second (layer 5); 37,440 both sliding groups' second (layers 2 and 3)."""
+    planned = _plan(version="0.28.0", kv_cache_dtype="fp8_e4m3")
+    assert [(len(g.layers), g.spec.block_size) for g in planned.groups] == [(62, 256), (22, 64), (21, 64), (42, 4),
+                                                                          (20, 8)]  # fmt: skip
+    first = [(t.offset, t.shared_by) for t in planned.tensors[:4]]
+    assert first == [(0, (2, 0, 1, 2, 3)), (8_640, (2, 2)), (32_832, (5,)), (37_440, (2, 3))]
+    assert {t.block_stride for t in planned.tensors} == {1_002_240} and planned.num_gpu_blocks == 107_134
+    assert planned.kv_cache_layout is None

@@ -35,7 +35,7 @@ from ...core.sizing import ceil_div
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from .grouping import KVCacheGroup
-from .sizing import KVCacheTensor
+from .sizing import KVCacheTensor, SharedKVCacheTensor
 from .specs import (
     AttentionSpec,
     CacheLimits,
@@ -237,6 +237,56 @@ def packed_groups(entries: Sequence[tuple[int, AttentionSpec]]) -> list[KVCacheG
             spec = UniformTypeKVCacheSpecs(block_size=members[0][1].block_size, entries=members)
             groups.append(KVCacheGroup(tuple(layer for layer, _ in members), spec))
     return groups
+
+
+def layer_tuple_groups(entries: Sequence[tuple[int, AttentionSpec]]) -> list[KVCacheGroup]:
+    """vLLM 0.28.0's ``_get_kv_cache_groups_uniform_groups``: the full-attention (MLA) caches one group, first;
+    each sliding bucket split into ``cdiv(repeats, n)`` groups of every ``n``-th repeat, ``n`` the approximate gcd
+    of every bucket's repeats (``get_num_layer_tuples``) from the MLA group's."""
+    buckets: list[list[tuple[int, AttentionSpec]]] = []
+    for entry in entries:
+        for bucket in buckets:
+            if _same_type(bucket[0][1], entry[1]):
+                bucket.append(entry)
+                break
+        else:
+            buckets.append([entry])
+    kinds = [_Bucket(tuple(b)) for b in buckets]
+    full = [k for k in kinds if not isinstance(k.entries[0][1], SlidingWindowSpec)]
+    sliding = [k for k in kinds if isinstance(k.entries[0][1], SlidingWindowSpec)]
+    if len(full) != 1 or not all(k.balanced for k in sliding):
+        raise UnsupportedConfigurationError(
+            "model: vLLM 0.28.0 groups DeepSeek-V4's caches as one MLA group and balanced sliding ones; this "
+            "config's caches do not fall so (kv_cache_utils.py _get_kv_cache_groups_uniform_groups asserts it)"
+        )
+    per_group = approximate_gcd([k.repeats for k in (*full, *sliding)], full[0].repeats)
+    mla = full[0].entries
+    groups = [KVCacheGroup(tuple(layer for layer, _ in mla),
+                           UniformTypeKVCacheSpecs(block_size=mla[0][1].block_size, entries=mla))]  # fmt: skip
+    for kind in sliding:
+        count = ceil_div(kind.repeats, per_group)
+        repeats = list(zip(*kind.by_page.values(), strict=True))
+        for i in range(count):
+            members = tuple(entry for repeat in repeats[i::count] for entry in repeat)
+            spec = UniformTypeKVCacheSpecs(block_size=members[0][1].block_size, entries=members)
+            groups.append(KVCacheGroup(tuple(layer for layer, _ in members), spec))
+    return groups
+
+
+def offset_tensors(groups: Sequence[KVCacheGroup], num_blocks: int) -> tuple[SharedKVCacheTensor, ...]:
+    """vLLM 0.28.0's ``_get_kv_cache_config_packed``: each group's caches back to back in a block (its own
+    offsets, cache by cache), and one tensor per distinct offset, in ascending order, shared by the cache of each
+    group that starts there; every tensor is the whole ``num_blocks x stride`` allocation."""
+    by_offset: dict[int, list[int]] = {}
+    stride = 0
+    for group in groups:
+        offset = 0
+        for layer, part in group.spec.entries if isinstance(group.spec, UniformTypeKVCacheSpecs) else ():
+            by_offset.setdefault(offset, []).append(layer)
+            offset += part.page_size_bytes
+        stride = max(stride, offset)
+    return tuple(SharedKVCacheTensor(num_blocks * stride, tuple(by_offset[offset]), True, offset, stride)
+                 for offset in sorted(by_offset))  # fmt: skip
 
 
 def block_outermost_tensors(groups: Sequence[KVCacheGroup], num_blocks: int) -> tuple[KVCacheTensor, ...]:

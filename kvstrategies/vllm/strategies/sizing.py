@@ -58,11 +58,14 @@ class SharedKVCacheTensor:
     size: int
     shared_by: tuple[int, ...]
     offset_fields: bool = True
+    #: where the layers' pages start in a block, and the block's bytes (0.28.0's DeepSeek-V4 packing; else 0)
+    offset: int = 0
+    block_stride: int = 0
 
     def document(self) -> dict[str, object]:
         document: dict[str, object] = {"size": self.size, "shared_by": list(self.shared_by)}
         if self.offset_fields:
-            document |= {"offset": 0, "block_stride": 0}
+            document |= {"offset": self.offset, "block_stride": self.block_stride}
         return document
 
 

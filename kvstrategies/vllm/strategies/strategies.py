@@ -473,13 +473,24 @@ def _checkpoint_alignment(backend: str, mode: str, release: EngineRelease) -> in
     return 1 if backend == "MAMBA2_ATTN" and MAMBA2_PREFILL_CHECKPOINTS.holds(release) else None
 
 
-#: from vLLM 0.29.0 DeepSeek-V4's caches are the ones :mod:`.dsv4` builds (0.28.0 and older lay them out otherwise)
+#: from vLLM 0.28.0 DeepSeek-V4's caches are the ones :mod:`.dsv4` builds (0.27.1 and older record them otherwise)
 DSV4_PACKED = ReleaseRule(
     "vllm-dsv4-packed-caches",
+    span("0.28.0", engine=VLLM),
+    "DeepSeek-V4's sliding, compressed, indexer and compressor-state caches packed in one allocation strided by "
+    "the widest group's page (before: other pages, not modelled)",
+    "vllm/models/deepseek_v4/attention.py; vllm/v1/core/kv_cache_utils.py _get_kv_cache_config_packed",
+    topic="sizing",
+)
+#: from vLLM 0.29.0 the generic packer groups DeepSeek-V4's caches in order of first appearance and lays each
+#: group's caches out by page size (BLHNC); 0.28.0 puts the MLA group first and shares a tensor per offset
+DSV4_GENERIC_PACKING = ReleaseRule(
+    "vllm-dsv4-generic-packing",
     span("0.29.0", engine=VLLM),
-    "DeepSeek-V4's sliding, compressed, indexer and compressor-state caches packed block-outermost (BLHNC) in "
-    "groups of mixed page sizes (before: another layout, not modelled)",
-    "vllm/v1/core/kv_cache_planning.py _get_packed_kv_cache_groups; vllm/models/deepseek_v4/attention.py",
+    "DeepSeek-V4's groups in order of first appearance, each group's caches by page size in one tensor per "
+    "section (before: the MLA group first, one tensor per in-block offset)",
+    "vllm/v1/core/kv_cache_planning.py _get_packed_kv_cache_groups; 0.28.0: kv_cache_utils.py "
+    "_get_kv_cache_groups_uniform_groups, _get_kv_cache_config_packed",
     topic="sizing",
 )
 #: from vLLM 0.30.0 ``--kv-cache-dtype auto`` resolves to DeepSeek-V4's fp8_ds_mla layout; 0.29.0 refuses it
@@ -512,7 +523,7 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         if not DSV4_PACKED.holds(ctx.release):
             raise UnsupportedConfigurationError(
-                f"vLLM {version}: DeepSeek-V4's caches are laid out otherwise before vLLM 0.29.0; the vLLM "
+                f"vLLM {version}: DeepSeek-V4's caches are laid out otherwise before vLLM 0.28.0; the vLLM "
                 "strategies do not model it (kvstrategies verify --against vllm runs vLLM's own sizing)"
             )
         if deployment.mtp is not None:
@@ -528,7 +539,9 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
             # _resolve_dsv4_kv_cache_dtype rewrites to the layout's name
             launch = replace(launch, kv_cache_dtype="fp8_ds_mla")
         specs = dsv4_caches.layer_specs(geometry, deployment.block_size or DSV4_DEFAULT_BLOCK, launch.gpu.capability)
-        groups = dsv4_caches.packed_groups(dsv4_caches.entries(specs))
+        generic = DSV4_GENERIC_PACKING.holds(ctx.release)
+        entries = dsv4_caches.entries(specs)
+        groups = dsv4_caches.packed_groups(entries) if generic else dsv4_caches.layer_tuple_groups(entries)
         limits = CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode)
         pp, n = deployment.pipeline_parallel_size, geometry.num_hidden_layers
         stages = [project(groups, range(*pp_indices(n, s, pp))) for s in range(pp)]
@@ -549,7 +562,8 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
             stage_groups=mine,
             bytes_per_block=bytes_per_block(mine),
             capacity=Capacity(num_blocks, blocks_per_request(mine, limits), launch.max_model_len),
-            tensors=dsv4_caches.block_outermost_tensors(mine, num_blocks),
+            tensors=(dsv4_caches.block_outermost_tensors(mine, num_blocks) if generic
+                     else dsv4_caches.offset_tensors(mine, num_blocks)),
         )
 
 
