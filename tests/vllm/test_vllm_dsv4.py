@@ -207,4 +207,10 @@ def test_0_28_0_puts_the_mla_group_first_and_shares_a_tensor_per_offset() -> Non
     first = [(t.offset, t.shared_by) for t in planned.tensors[:4]]
     assert first == [(0, (2, 0, 1, 2, 3)), (8_640, (2, 2)), (32_832, (5,)), (37_440, (2, 3))]
     assert {t.block_stride for t in planned.tensors} == {1_002_240} and planned.num_gpu_blocks == 107_134
+    assert {t.size for t in planned.tensors} == {107_134 * 1_002_240}
     assert planned.kv_cache_layout is None
+    # Pro: 91 MLA caches first (31 repeats: the lower bound), gcd of 31, 61, 31, 30 from 31 = 31: the 31
+    # window-128 states stay one group, the 61 sliding caches split 31 + 30
+    pro = _plan("deepseek-v4-pro", version="0.28.0", kv_cache_dtype="fp8_e4m3")
+    assert [(len(g.layers), g.spec.block_size) for g in pro.groups] == [(91, 256), (31, 64), (30, 64), (31, 8),
+                                                                      (60, 4)]  # fmt: skip
