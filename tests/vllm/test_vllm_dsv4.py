@@ -1,5 +1,5 @@
 """DeepSeek-V4 with vLLM by hand (``kvstrategies/vllm/strategies/dsv4.py``), beside the recordings
-(``golden/vllm-0.28.0`` to ``golden/vllm-0.34.0``, 27 DeepSeek-V4 cases each, compared in test_vllm_golden.py).
+(``golden/vllm-0.27.1`` to ``golden/vllm-0.34.0``, 27 DeepSeek-V4 cases each, compared in test_vllm_golden.py).
 
 DeepSeek-V4-Flash: 43 layers, compress ratios 0, 0, then 4 and 128 alternating, the last 0 (21 of ratio 4, 20 of
 ratio 128), a 128-token window, index_head_dim 128, kv_lora_rank 512."""
@@ -119,8 +119,8 @@ def test_refusals() -> None:
     with pytest.raises(UnsupportedConfigurationError, match="only supports fp8 kv-cache, got bfloat16"):
         _plan(version="0.29.0")  # auto is bfloat16 there
     assert _plan(version="0.29.0", kv_cache_dtype="fp8_e4m3").num_gpu_blocks == 107_134
-    with pytest.raises(UnsupportedConfigurationError, match="before vLLM 0.28.0"):
-        _plan(version="0.27.1", kv_cache_dtype="fp8_e4m3")
+    with pytest.raises(UnsupportedConfigurationError, match="before vLLM 0.27.1"):
+        _plan(version="0.26.0", kv_cache_dtype="fp8_e4m3")
     with pytest.raises(UnsupportedConfigurationError, match="--block-size 128 or a multiple"):
         _plan(page_size=64)
 
@@ -214,3 +214,12 @@ def test_0_28_0_puts_the_mla_group_first_and_shares_a_tensor_per_offset() -> Non
     pro = _plan("deepseek-v4-pro", version="0.28.0", kv_cache_dtype="fp8_e4m3")
     assert [(len(g.layers), g.spec.block_size) for g in pro.groups] == [(91, 256), (31, 64), (30, 64), (31, 8),
                                                                       (60, 4)]  # fmt: skip
+
+
+def test_0_27_1_records_the_mla_rows_v_width_as_its_head_and_the_sliding_ones_none() -> None:
+    """vllm-mla-head-size-v-zero: 0.27.1's MLAAttentionSpec keeps AttentionSpec's default head_size_v (the head),
+    and its SlidingWindowMLASpec has no such field; the pages, groups and blocks are 0.28.0's."""
+    docs = [spec.document() for _, spec in _plan(version="0.27.1", kv_cache_dtype="fp8_e4m3").layer_specs]
+    assert [d.get("head_size_v") for d in docs if d["kind"] == "MLAAttentionSpec"] == [132, 512, 512]
+    assert all("head_size_v" not in d for d in docs if d["kind"] == "SlidingWindowMLASpec")
+    assert _plan(version="0.27.1", kv_cache_dtype="fp8_e4m3").num_gpu_blocks == 107_134

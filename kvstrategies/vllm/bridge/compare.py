@@ -98,8 +98,8 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
     ),
     KnownDifference(
         "dsv4-not-modelled",
-        "DeepSeek-V4's compressed attention before vLLM 0.28.0: other pages than the packed cache groups the "
-        "strategies model from 0.28.0 (kvstrategies/vllm/strategies/dsv4.py); the strategies refuse it",
+        "DeepSeek-V4's compressed attention before vLLM 0.27.1: other pages than the packed cache groups the "
+        "strategies model from 0.27.1 (kvstrategies/vllm/strategies/dsv4.py); the strategies refuse it",
         _unmodelled("DeepSeek-V4"),
         (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: DeepSeek-V4"),
     ),

@@ -87,22 +87,25 @@ def _states(block: int, ratio: int) -> int:
     return states
 
 
-def _compressed(block: int, ratio: int, head: int, row: int, cache_dtype: str | None) -> MLAAttentionSpec:
-    """A cache of one ``row``-byte state per ``ratio`` tokens (uint8 storage)."""
+def _compressed(block: int, ratio: int, head: int, row: int, cache_dtype: str | None, v_zero: bool) -> MLAAttentionSpec:
+    """A cache of one ``row``-byte state per ``ratio`` tokens (uint8 storage); ``v_zero``: the release records
+    ``head_size_v`` 0 (else ``head``: :data:`~.layers.MLA_HEAD_SIZE_V_ZERO`)."""
     unpadded = _states(block, ratio) * row
     return MLAAttentionSpec(block_size=block, num_kv_heads=1, head_size=head, dtype=DType.UINT8,
+                            head_size_v=0 if v_zero else head,
                             page_size_padded=aligned(unpadded) or unpadded, cache_dtype_str=cache_dtype,
                             kv_quant_mode="FP8_PER_TENSOR" if cache_dtype else None)  # fmt: skip
 
 
-def _state(ratio: int, width: int) -> SlidingWindowMLASpec:
+def _state(ratio: int, width: int, v_zero: bool) -> SlidingWindowMLASpec:
     """A compressor's float32 state: ``2 x coff x width`` values a token, window ``coff x ratio``."""
     coff = 2 if ratio == 4 else 1
     block, head = STATE_BLOCK[ratio], 2 * coff * width
     unpadded = block * head * DType.FLOAT32.itemsize
     page = aligned(unpadded) or unpadded
     return SlidingWindowMLASpec(block_size=block, num_kv_heads=1, head_size=head, dtype=DType.FLOAT32,
-                                sliding_window=coff * ratio, page_size_padded=page)  # fmt: skip
+                                sliding_window=coff * ratio, page_size_padded=page,
+                                records_head_size_v=v_zero)  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,8 +124,12 @@ class DSV4LayerSpec(KVCacheSpec):
         return sum(part.max_memory_usage_bytes(limits) for part in self.parts)
 
 
-def layer_specs(geometry: ModelGeometry, block: int, capability: tuple[int, int]) -> dict[int, DSV4LayerSpec]:
-    """Every decoder layer's caches (module doc); ``block``: the compressed caches' block (``--block-size``)."""
+def layer_specs(
+    geometry: ModelGeometry, block: int, capability: tuple[int, int], *, v_zero: bool = True
+) -> dict[int, DSV4LayerSpec]:
+    """Every decoder layer's caches (module doc); ``block``: the compressed caches' block (``--block-size``);
+    ``v_zero``: the release records MLA rows with ``head_size_v`` 0 (vLLM 0.27.1: MLA specs record their
+    ``head_size``, the sliding MLA specs no V width)."""
     dsv4 = geometry.dsv4
     if dsv4 is None:
         raise UnsupportedConfigurationError("model: not a DeepSeek-V4 config (no compress_ratios)")
@@ -130,7 +137,8 @@ def layer_specs(geometry: ModelGeometry, block: int, capability: tuple[int, int]
     row = SWA_BLOCK * FP8_DS_MLA_ROW_BYTES
     swa = SlidingWindowMLASpec(block_size=SWA_BLOCK, num_kv_heads=1, head_size=head, dtype=DType.UINT8,
                                sliding_window=dsv4.window_size, page_size_padded=aligned(row) or row,
-                               cache_dtype_str="fp8_ds_mla", kv_quant_mode="FP8_PER_TENSOR")  # fmt: skip
+                               cache_dtype_str="fp8_ds_mla", kv_quant_mode="FP8_PER_TENSOR",
+                               records_head_size_v=v_zero)  # fmt: skip
     attention = attention_backend(capability)
     out: dict[int, DSV4LayerSpec] = {}
     for layer in range(geometry.num_hidden_layers):
@@ -139,7 +147,8 @@ def layer_specs(geometry: ModelGeometry, block: int, capability: tuple[int, int]
         backends: list[str] = []
         if ratio == 4:
             indexer_row = dsv4.index_head_dim + INDEXER_SCALE_BYTES
-            parts += [_compressed(block, ratio, indexer_row, indexer_row, None), _state(ratio, dsv4.index_head_dim)]
+            parts += [_compressed(block, ratio, indexer_row, indexer_row, None, v_zero),
+                      _state(ratio, dsv4.index_head_dim, v_zero)]
             backends += [INDEXER_BACKEND, COMPRESSOR_BACKEND]
         parts.append(swa)
         backends += [SWA_BACKEND, attention]
@@ -149,7 +158,8 @@ def layer_specs(geometry: ModelGeometry, block: int, capability: tuple[int, int]
                     f"compress_ratios: layer {layer} compresses {ratio} tokens; vLLM's DeepSeek-V4 compressor takes "
                     "4 or 128 (compressor.py CompressorStateCache)"
                 )
-            parts += [_compressed(block, ratio, head, FP8_DS_MLA_ROW_BYTES, "fp8_ds_mla"), _state(ratio, head)]
+            parts += [_compressed(block, ratio, head, FP8_DS_MLA_ROW_BYTES, "fp8_ds_mla", v_zero),
+                      _state(ratio, head, v_zero)]
             backends.append(COMPRESSOR_BACKEND)
         out[layer] = DSV4LayerSpec(block_size=block, parts=tuple(parts), backends=tuple(backends))
     return out

@@ -57,6 +57,7 @@ from .engine_args import vllm_deployment
 from .grouping import PROMOTED_TAKE_FULL_BLOCK, KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_model_launch
 from .layers import (
+    MLA_HEAD_SIZE_V_ZERO,
     SLIDING_OWN_BLOCK,
     attention_specs,
     check_kv_cache_dtype,
@@ -473,10 +474,10 @@ def _checkpoint_alignment(backend: str, mode: str, release: EngineRelease) -> in
     return 1 if backend == "MAMBA2_ATTN" and MAMBA2_PREFILL_CHECKPOINTS.holds(release) else None
 
 
-#: from vLLM 0.28.0 DeepSeek-V4's caches are the ones :mod:`.dsv4` builds (0.27.1 and older record them otherwise)
+#: from vLLM 0.27.1 DeepSeek-V4's caches are the ones :mod:`.dsv4` builds (0.26.0 and older: other state pages)
 DSV4_PACKED = ReleaseRule(
     "vllm-dsv4-packed-caches",
-    span("0.28.0", engine=VLLM),
+    span("0.27.1", engine=VLLM),
     "DeepSeek-V4's sliding, compressed, indexer and compressor-state caches packed in one allocation strided by "
     "the widest group's page (before: other pages, not modelled)",
     "vllm/models/deepseek_v4/attention.py; vllm/v1/core/kv_cache_utils.py _get_kv_cache_config_packed",
@@ -523,7 +524,7 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         if not DSV4_PACKED.holds(ctx.release):
             raise UnsupportedConfigurationError(
-                f"vLLM {version}: DeepSeek-V4's caches are laid out otherwise before vLLM 0.28.0; the vLLM "
+                f"vLLM {version}: DeepSeek-V4's caches are laid out otherwise before vLLM 0.27.1; the vLLM "
                 "strategies do not model it (kvstrategies verify --against vllm runs vLLM's own sizing)"
             )
         if deployment.mtp is not None:
@@ -538,7 +539,8 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
             # one GPU: the model is built in the engine's own process (UniProcExecutor), whose CacheConfig
             # _resolve_dsv4_kv_cache_dtype rewrites to the layout's name
             launch = replace(launch, kv_cache_dtype="fp8_ds_mla")
-        specs = dsv4_caches.layer_specs(geometry, deployment.block_size or DSV4_DEFAULT_BLOCK, launch.gpu.capability)
+        specs = dsv4_caches.layer_specs(geometry, deployment.block_size or DSV4_DEFAULT_BLOCK, launch.gpu.capability,
+                                        v_zero=MLA_HEAD_SIZE_V_ZERO.holds(ctx.release))
         generic = DSV4_GENERIC_PACKING.holds(ctx.release)
         entries = dsv4_caches.entries(specs)
         groups = dsv4_caches.packed_groups(entries) if generic else dsv4_caches.layer_tuple_groups(entries)
