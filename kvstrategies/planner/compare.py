@@ -49,6 +49,16 @@ class EngineComparison:
 
 def why_they_differ(geometry: ModelGeometry) -> tuple[str, ...]:
     """Why SGLang's and vLLM's answers differ for this model family (the same budget given to both)."""
+    if geometry.dsv4 is not None:
+        return (
+            "DeepSeek-V4: vLLM packs every layer's caches (sliding window, compressed KV, indexer keys, compressor "
+            "states) into one block pool whose block strides the widest cache group, and a request takes "
+            "cdiv(L, block) blocks of the compressed group plus each window group's blocks "
+            "(kvstrategies/vllm/strategies/dsv4.py); SGLang sizes its compressed pools in full-attention tokens "
+            "and caps requests by its state rows.",
+            "vLLM's 'GPU KV cache size' is concurrency x L, so it changes with L at the same number of blocks; "
+            "SGLang's token count is its full-attention pool.",
+        )
     if geometry.mamba is not None:
         return (
             "Mamba hybrid: vLLM takes each request's recurrent states from the KV block pool (3 pages a "

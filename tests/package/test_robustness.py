@@ -485,6 +485,9 @@ REPORTED_CLI_INPUTS = [
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--gpu-memory", "9" * 5000], "5000 digits"),
     # a GPU smaller than what is held before weights load: named as such, not as a negative free memory
     (["plan", "llama-3.1-8b", "--gpu-memory", "1GiB"], "GiB held before weights load (CUDA context"),
+    # no weights at all: a budget no GPU has, refused for vLLM as for SGLang (a given KV budget may say 0)
+    (["plan", "llama-3.1-8b", "--gpu", "H100", "--engine", "vllm", "--weight-bytes", "0"],
+     "--weight-bytes with a GPU budget"),
     (["plan", "llama-3.1-8b", "--available-bytes", "9" * 5000], "5000 digits"),
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--pp-size", str(2**63)], "--pp-size"),
     (["plan", "llama-3.1-8b", "--gpu", "H100", "--chunked-prefill-size", str(2**40)], "mem-fraction-static"),

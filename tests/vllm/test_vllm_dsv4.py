@@ -223,3 +223,12 @@ def test_0_27_1_records_the_mla_rows_v_width_as_its_head_and_the_sliding_ones_no
     assert [d.get("head_size_v") for d in docs if d["kind"] == "MLAAttentionSpec"] == [132, 512, 512]
     assert all("head_size_v" not in d for d in docs if d["kind"] == "SlidingWindowMLASpec")
     assert _plan(version="0.27.1", kv_cache_dtype="fp8_e4m3").num_gpu_blocks == 107_134
+
+
+def test_compare_says_why_deepseek_v4_differs() -> None:
+    """compare's reasons name vLLM's packing for DeepSeek-V4 (it is a sliding-window model too, but its window
+    groups are not the whole story)."""
+    from kvstrategies.planner.compare import why_they_differ
+
+    reasons = why_they_differ(_geometry())
+    assert reasons[0].startswith("DeepSeek-V4: vLLM packs every layer's caches") and len(reasons) == 2

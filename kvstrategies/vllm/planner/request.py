@@ -67,7 +67,11 @@ class VLLMPlanRequest:
         if self.kv_cache_memory_bytes is not None:
             _check_int(self.kv_cache_memory_bytes, "--kv-cache-memory-bytes", minimum=1, maximum=MAX_INT64)
         if self.weight_bytes is not None:
-            _check_int(self.weight_bytes, "--weight-bytes", minimum=0, maximum=MAX_INT64)
+            # weights of 0 B are a budget no GPU has (SGLang's path refuses them the same way); with
+            # --kv-cache-memory-bytes the budget is given and the weights only reported
+            least = 0 if self.kv_cache_memory_bytes is not None else 1
+            _check_int(self.weight_bytes, "--weight-bytes" + (" with a GPU budget" if least else ""), minimum=least,
+                       maximum=MAX_INT64)  # fmt: skip
         utilization = self.gpu_memory_utilization
         if utilization is not None and (
             isinstance(utilization, bool) or not isinstance(utilization, (int, float))
