@@ -217,11 +217,8 @@ class _Bucket:
         return Counter(spec.page_size_bytes for _, spec in self.entries).most_common(1)[0][1]
 
 
-def packed_groups(entries: Sequence[tuple[int, AttentionSpec]]) -> list[KVCacheGroup]:
-    """``_get_packed_kv_cache_groups``: the caches bucketed by type in order of first appearance; a bucket of
-    equally many caches of each page size (balanced) is a repeating pattern, split into groups of
-    ``repeats_per_group`` repeats (the approximate gcd of the balanced buckets' repeats, at least the largest
-    mixed-page balanced bucket's), taking every ``n``-th repeat; any other bucket is one group."""
+def _buckets(entries: Sequence[tuple[int, AttentionSpec]]) -> list[_Bucket]:
+    """The caches bucketed by type (:func:`_same_type`) in order of first appearance."""
     buckets: list[list[tuple[int, AttentionSpec]]] = []
     for entry in entries:
         for bucket in buckets:
@@ -230,38 +227,43 @@ def packed_groups(entries: Sequence[tuple[int, AttentionSpec]]) -> list[KVCacheG
                 break
         else:
             buckets.append([entry])
-    packed = [_Bucket(tuple(b)) for b in buckets]
-    floor = max((b.repeats for b in packed if b.balanced and len(b.by_page) > 1), default=0)
+    return [_Bucket(tuple(b)) for b in buckets]
+
+
+def _split(kind: _Bucket, count: int) -> list[KVCacheGroup]:
+    """``kind`` as ``count`` groups, group ``i`` taking every ``count``-th repeat of its page-size pattern from
+    ``i`` (one group: the bucket whole, in its own order)."""
+    repeats = list(zip(*kind.by_page.values(), strict=True)) if count > 1 else [kind.entries]
+    groups = []
+    for i in range(count):
+        members = tuple(entry for repeat in repeats[i::count] for entry in repeat)
+        spec = UniformTypeKVCacheSpecs(block_size=members[0][1].block_size, entries=members)
+        groups.append(KVCacheGroup(tuple(layer for layer, _ in members), spec))
+    return groups
+
+
+def packed_groups(entries: Sequence[tuple[int, AttentionSpec]]) -> list[KVCacheGroup]:
+    """``_get_packed_kv_cache_groups``: the caches bucketed by type in order of first appearance; a bucket of
+    equally many caches of each page size (balanced) is a repeating pattern, split into groups of
+    ``repeats_per_group`` repeats (the approximate gcd of the balanced buckets' repeats, at least the largest
+    mixed-page balanced bucket's), taking every ``n``-th repeat; any other bucket is one group."""
+    kinds = _buckets(entries)
+    floor = max((b.repeats for b in kinds if b.balanced and len(b.by_page) > 1), default=0)
     if not floor:
         raise UnsupportedConfigurationError(
             "model: no cache pattern mixes page sizes; vLLM packs such a model otherwise (state buckets), which the "
             "vLLM strategies do not model"
         )
-    per_group = approximate_gcd([b.repeats for b in packed if b.balanced], floor)
-    groups: list[KVCacheGroup] = []
-    for kind in packed:
-        count = ceil_div(kind.repeats, per_group) if kind.balanced else 1
-        repeats = list(zip(*kind.by_page.values(), strict=True)) if count > 1 else [kind.entries]
-        for i in range(count):
-            members = tuple(entry for repeat in repeats[i::count] for entry in repeat)
-            spec = UniformTypeKVCacheSpecs(block_size=members[0][1].block_size, entries=members)
-            groups.append(KVCacheGroup(tuple(layer for layer, _ in members), spec))
-    return groups
+    per_group = approximate_gcd([b.repeats for b in kinds if b.balanced], floor)
+    return [group for kind in kinds
+            for group in _split(kind, ceil_div(kind.repeats, per_group) if kind.balanced else 1)]  # fmt: skip
 
 
 def layer_tuple_groups(entries: Sequence[tuple[int, AttentionSpec]]) -> list[KVCacheGroup]:
     """vLLM 0.28.0's ``_get_kv_cache_groups_uniform_groups``: the full-attention (MLA) caches one group, first;
     each sliding bucket split into ``cdiv(repeats, n)`` groups of every ``n``-th repeat, ``n`` the approximate gcd
     of every bucket's repeats (``get_num_layer_tuples``) from the MLA group's."""
-    buckets: list[list[tuple[int, AttentionSpec]]] = []
-    for entry in entries:
-        for bucket in buckets:
-            if _same_type(bucket[0][1], entry[1]):
-                bucket.append(entry)
-                break
-        else:
-            buckets.append([entry])
-    kinds = [_Bucket(tuple(b)) for b in buckets]
+    kinds = _buckets(entries)
     full = [k for k in kinds if not isinstance(k.entries[0][1], SlidingWindowSpec)]
     sliding = [k for k in kinds if isinstance(k.entries[0][1], SlidingWindowSpec)]
     if len(full) != 1 or not all(k.balanced for k in sliding):
@@ -270,17 +272,8 @@ def layer_tuple_groups(entries: Sequence[tuple[int, AttentionSpec]]) -> list[KVC
             "config's caches do not fall so (kv_cache_utils.py _get_kv_cache_groups_uniform_groups asserts it)"
         )
     per_group = approximate_gcd([k.repeats for k in (*full, *sliding)], full[0].repeats)
-    mla = full[0].entries
-    groups = [KVCacheGroup(tuple(layer for layer, _ in mla),
-                           UniformTypeKVCacheSpecs(block_size=mla[0][1].block_size, entries=mla))]  # fmt: skip
-    for kind in sliding:
-        count = ceil_div(kind.repeats, per_group)
-        repeats = list(zip(*kind.by_page.values(), strict=True))
-        for i in range(count):
-            members = tuple(entry for repeat in repeats[i::count] for entry in repeat)
-            spec = UniformTypeKVCacheSpecs(block_size=members[0][1].block_size, entries=members)
-            groups.append(KVCacheGroup(tuple(layer for layer, _ in members), spec))
-    return groups
+    split = (group for kind in sliding for group in _split(kind, ceil_div(kind.repeats, per_group)))
+    return [*_split(full[0], 1), *split]
 
 
 def offset_tensors(groups: Sequence[KVCacheGroup], num_blocks: int) -> tuple[SharedKVCacheTensor, ...]:
