@@ -232,3 +232,19 @@ def test_compare_says_why_deepseek_v4_differs() -> None:
 
     reasons = why_they_differ(_geometry())
     assert reasons[0].startswith("DeepSeek-V4: vLLM packs every layer's caches") and len(reasons) == 2
+
+
+def test_a_stage_without_some_groups_keeps_their_whole_spec_and_no_bytes() -> None:
+    """PP 43, the last stage (layer 42, ratio 4): the odd-layer sliding group and the window-128 state group have
+    none of its layers. _project_kv_cache_groups_to_worker keeps their whole spec (so a request still counts their
+    blocks, 5,635 and 45,073 with PP 43's tokens in flight) while the packed layout holds only the stage's caches:
+    a block strides 8,640 + 37,440 = 46,080 B (the MLA group), 2**36 // 46,080 = 1,491,308 blocks. The same
+    numbers as vLLM 0.34.0 answered live for this deployment (tools' bridge, this stop's note)."""
+    planned = _plan(pp_size=43, pp_rank=42, available_bytes=2**36)
+    assert [len(g.layers) for g in planned.stage_groups] == [1, 0, 2, 2, 0]
+    assert planned.stage_groups[1].spec.page_size_bytes == 21 * 37_440  # the whole group's spec
+    assert planned.bytes_per_block == 46_080 and planned.num_gpu_blocks == 2**36 // 46_080 == 1_491_308
+    assert planned.capacity.tokens == 10_386_637
+    assert len(planned.tensors) == 5 and {t.block_stride for t in planned.tensors} == {46_080}
+    old = _plan(version="0.28.0", kv_cache_dtype="fp8_e4m3", pp_size=43, pp_rank=42, available_bytes=2**36)
+    assert {t.block_stride for t in old.tensors} == {46_080}

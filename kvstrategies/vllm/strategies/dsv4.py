@@ -282,9 +282,10 @@ def offset_tensors(groups: Sequence[KVCacheGroup], num_blocks: int) -> tuple[Sha
     group that starts there; every tensor is the whole ``num_blocks x stride`` allocation."""
     by_offset: dict[int, list[int]] = {}
     stride = 0
-    for group in groups:
+    for group in groups:  # a stage's group without its layers keeps the whole spec but holds nothing
+        held = group.spec.entries if isinstance(group.spec, UniformTypeKVCacheSpecs) and group.layers else ()
         offset = 0
-        for layer, part in group.spec.entries if isinstance(group.spec, UniformTypeKVCacheSpecs) else ():
+        for layer, part in held:
             by_offset.setdefault(offset, []).append(layer)
             offset += part.page_size_bytes
         stride = max(stride, offset)
@@ -296,7 +297,7 @@ def block_outermost_tensors(groups: Sequence[KVCacheGroup], num_blocks: int) -> 
     """One allocation of ``num_blocks x stride`` bytes, ``stride`` the widest group's page; each group lays its
     caches of one page size side by side in a block, page sizes in order of first appearance (``offset``), and
     every group addresses the same allocation (a block ID belongs to one group at a time)."""
-    specs = [g.spec for g in groups if isinstance(g.spec, UniformTypeKVCacheSpecs) and g.spec.entries]
+    specs = [g.spec for g in groups if isinstance(g.spec, UniformTypeKVCacheSpecs) and g.layers]
     stride = max((spec.page_size_bytes for spec in specs), default=0)
     out: list[KVCacheTensor] = []
     for spec in specs:

@@ -169,19 +169,21 @@ class StageSizing:
 
 
 def project(groups: list[KVCacheGroup], layers: Container[int]) -> tuple[KVCacheGroup, ...]:
-    """The groups with the stage's layers only (a uniform-type group's spec keeps the stage's entries)."""
-    return tuple(
-        KVCacheGroup(tuple(i for i in g.layers if i in layers),
-                     g.spec.restricted(layers) if isinstance(g.spec, UniformTypeKVCacheSpecs) else g.spec)
-        for g in groups
-    )  # fmt: skip
+    """The groups with the stage's layers only (a uniform-type group's spec keeps the stage's entries; a group
+    with none of them keeps its whole spec, as ``_project_kv_cache_groups_to_worker`` does, and holds no bytes)."""
+    out = []
+    for g in groups:
+        mine = tuple(i for i in g.layers if i in layers)
+        spec = g.spec.restricted(layers) if isinstance(g.spec, UniformTypeKVCacheSpecs) and mine else g.spec
+        out.append(KVCacheGroup(mine, spec))
+    return tuple(out)
 
 
 def _block_bytes(group: KVCacheGroup) -> int:
     """A group's bytes in one block: ``layers x page``, or a uniform-type group's page (all its entries,
     rounded up to their block stride alignment)."""
     if isinstance(group.spec, UniformTypeKVCacheSpecs):
-        return group.spec.block_bytes
+        return group.spec.block_bytes if group.layers else 0
     return len(group.layers) * group.spec.page_size_bytes
 
 
