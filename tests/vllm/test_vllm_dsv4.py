@@ -121,14 +121,22 @@ def test_refusals() -> None:
     assert _plan(version="0.29.0", kv_cache_dtype="fp8_e4m3").num_gpu_blocks == 107_134
     with pytest.raises(UnsupportedConfigurationError, match="before vLLM 0.27.1"):
         _plan(version="0.26.0", kv_cache_dtype="fp8_e4m3")
-    with pytest.raises(UnsupportedConfigurationError, match="--block-size 128 or a multiple"):
-        _plan(page_size=64)
+    with pytest.raises(UnsupportedConfigurationError, match="--block-size 256 .the default. or 128"):
+        _plan(page_size=64)  # no ratio-128 state in a 64-token block
+    # 512 and 384 (recorded live on 0.34.0: 53,109 and 45,191 blocks) pad the block stride to the pages at the
+    # 256-token kernel block, e.g. at 512: 1,992,960 -> 18 x lcm(8,640, 37,440, 1,728) = 18 x 112,320 = 2,021,760 B
+    for block in (512, 384, 300):
+        with pytest.raises(UnsupportedConfigurationError, match="get_block_stride_alignment"):
+            _plan(page_size=block)
+    with pytest.raises(UnsupportedConfigurationError, match="holds no state"):
+        dsv4.layer_specs(_geometry(), 64, (9, 0))
 
 
 def test_other_blocks_scale_the_compressed_pages() -> None:
     """--block-size 128 (recorded live on 0.34.0): ratio-128 KV 1 state -> 584 -> 1,152; ratio-4 KV 32 states
     -> 18,688 -> 19,008; indexer 32 x 132 = 4,224 -> 4,608; the sliding cache and the states keep their blocks."""
     planned = _plan(page_size=128)
+    assert (planned.num_gpu_blocks, planned.capacity.tokens) == (123_289, 8_691_534)  # vLLM 0.34.0 live, 100 GiB
     assert planned.groups[2].spec.page_size_bytes == 21 * 4_608 + 21 * 19_008 + 20 * 1_152
     spec = MLAAttentionSpec(block_size=128, num_kv_heads=1, head_size=512, dtype=DType.UINT8, page_size_padded=1_152)
     assert spec.page_size_bytes == 1_152
@@ -150,6 +158,7 @@ def test_the_layer_specs_read_as_vllm_records_them() -> None:
 
 
 @pytest.mark.parametrize(("block", "kv", "indexer", "kv128"), [
+    # the page formula at blocks the planner refuses (their block stride is padded), still vLLM's page:
     # 48 states: 48 x 584 = 28,032 -> 28,224; 48 x 132 = 6,336 = 11 x 576 (no padding); 1 state -> 1,152
     (192, (28_032, 28_224), (6_336, None), (584, 1_152)),
     # 72 states: 72 x 584 = 42,048 = 73 x 576 (no padding); 72 x 132 = 9,504 -> 9,792; 2 states -> 1,728

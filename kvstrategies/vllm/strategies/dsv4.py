@@ -77,6 +77,22 @@ def aligned(nbytes: int) -> int | None:
     return padded if padded != nbytes else None
 
 
+#: the compressed caches' kernel block (``models/deepseek_v4/sparse_mla.py get_supported_kernel_block_sizes``)
+KERNEL_BLOCK = 256
+
+
+def check_block_size(block: int) -> None:
+    """Blocks the model covers: those the 256-token kernel block divides evenly into (128, 256). For any other
+    block vLLM pads the block stride to the lcm of the compressed caches' pages at ``gcd(256, block)`` tokens
+    (``AttentionSpec.get_block_stride_alignment``), and a block under 128 tokens holds no ratio-128 state."""
+    if KERNEL_BLOCK % block or block < 128:
+        raise UnsupportedConfigurationError(
+            f"block_size: DeepSeek-V4 with --block-size {block}: vLLM pads the block stride to the caches' pages at "
+            f"its {KERNEL_BLOCK}-token kernel block (AttentionSpec.get_block_stride_alignment), which the vLLM "
+            f"strategies do not model; give --block-size 256 (the default) or 128"
+        )
+
+
 def _states(block: int, ratio: int) -> int:
     states = block // ratio
     if states < 1:

@@ -539,7 +539,9 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
             # one GPU: the model is built in the engine's own process (UniProcExecutor), whose CacheConfig
             # _resolve_dsv4_kv_cache_dtype rewrites to the layout's name
             launch = replace(launch, kv_cache_dtype="fp8_ds_mla")
-        specs = dsv4_caches.layer_specs(geometry, deployment.block_size or DSV4_DEFAULT_BLOCK, launch.gpu.capability,
+        block = deployment.block_size or DSV4_DEFAULT_BLOCK
+        dsv4_caches.check_block_size(block)
+        specs = dsv4_caches.layer_specs(geometry, block, launch.gpu.capability,
                                         v_zero=MLA_HEAD_SIZE_V_ZERO.holds(ctx.release))
         generic = DSV4_GENERIC_PACKING.holds(ctx.release)
         entries = dsv4_caches.entries(specs)
