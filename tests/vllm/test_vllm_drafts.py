@@ -92,9 +92,9 @@ def test_a_sparse_attention_draft_layer_computes_its_own_top_k() -> None:
 
 
 @pytest.mark.parametrize(("fields", "words"), [
-    ({"speculative_eagle_topk": 4}, "speculative_eagle_topk 4: vLLM's MTP proposes a chain (top-k 1)"),
-    ({"speculative_algorithm": "EAGLE3"}, "only the model's own MTP layers are modelled"),
-    ({"preset": "llama-3.1-8b", "tp_size": 1}, "model type 'llama': its vLLM MTP draft is not modelled"),
+    ({"speculative_eagle_topk": 4}, "speculative_eagle_topk 4: vLLM's drafts propose a chain (top-k 1)"),
+    ({"speculative_algorithm": "EAGLE3"}, "an EAGLE head beside an MLA model has attention of its own"),
+    ({"speculative_algorithm": "DFLASH"}, "only the model's own MTP layers (EAGLE or NEXTN) and EAGLE / EAGLE3"),
 ])  # fmt: skip
 def test_other_speculation_is_refused_with_its_reason(fields: dict[str, object], words: str) -> None:
     case = {"preset": "deepseek-v3", "tp_size": 8, **fields}
@@ -278,10 +278,10 @@ def test_a_draft_kind_the_layers_lack_is_a_clean_refusal() -> None:
     # MiMo-V2's MTP layer is local attention; given only a full-attention layer to copy, the draft is refused
     # with the reason (not a bare StopIteration)
     from kvstrategies.models.parse import parse_hf_config
-    from kvstrategies.vllm.strategies.drafts import MTPDraft, draft_layer_specs
+    from kvstrategies.vllm.strategies.drafts import VLLMDraft, draft_layer_specs
     from kvstrategies.vllm.strategies.specs import FullAttentionSpec
 
     geometry = parse_hf_config(load_preset_config("mimo-v2-flash"))
     full = FullAttentionSpec(block_size=16, num_kv_heads=1, head_size=192, head_size_v=128, dtype=DType.BFLOAT16)
     with pytest.raises(UnsupportedConfigurationError, match="MTP layer is of the SlidingWindowSpec kind"):
-        draft_layer_specs(geometry, {0: full}, MTPDraft(num_speculative_tokens=2, num_layers=1))
+        draft_layer_specs(geometry, {0: full}, VLLMDraft("mtp", num_speculative_tokens=2, num_layers=1))

@@ -36,14 +36,17 @@ import re
 import tempfile
 import types
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...case import parse_case
 from ...core.releases import VLLM
 from ...errors import KVCacheConfigError, UnsupportedConfigurationError
+from ...models.hf import text_config
 from ...sglang.bridge.bridge import case_hf_config
 from ..strategies.document import capacity_log_line, layer_key
+from ..strategies.drafts import VLLMDraft
 from ..strategies.engine_args import VLLMDeployment, vllm_deployment
 from .runtime import check_version, cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu
 
@@ -74,6 +77,34 @@ def model_folder(config: Mapping[str, Any]) -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="kvs-vllm-model-") as folder:
         Path(folder, "config.json").write_text(json.dumps(sanitized_config(config)), encoding="utf-8")
         yield folder
+
+
+def draft_head_config(config: Mapping[str, Any], draft: VLLMDraft) -> dict[str, Any]:
+    """The config of the draft head a case stands for: a Llama-architecture EAGLE (``LlamaForCausalLM``, which
+    vLLM reads as ``EagleLlamaForCausalLM``) or EAGLE3 head (``LlamaForCausalLMEagle3``) of ``draft.num_layers``
+    layers with the draft's KV heads and head size, the target's width, vocabulary and positions."""
+    text = text_config(config)
+    heads = _positive(text.get("num_attention_heads")) or draft.num_kv_heads or 1
+    hidden = _positive(text.get("hidden_size")) or heads * (draft.head_dim or 128)
+    return {
+        "architectures": ["LlamaForCausalLMEagle3" if draft.method == "eagle3" else "LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_key_value_heads": draft.num_kv_heads,
+        "head_dim": draft.head_dim,
+        "intermediate_size": _positive(text.get("intermediate_size")) or 4 * hidden,
+        "num_hidden_layers": draft.num_layers,
+        "vocab_size": _positive(text.get("vocab_size")) or 32000,
+        "max_position_embeddings": _positive(text.get("max_position_embeddings")) or 8192,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+        "tie_word_embeddings": False,
+    }
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def case_deployment(case: Mapping[str, Any], base_dir: Path | None, vllm_version: str | None = None) -> VLLMDeployment:
@@ -198,7 +229,8 @@ def _build_stage(vllm_config: Any, last_stage: bool = True) -> tuple[dict[str, A
     worker_base = importlib.import_module("vllm.v1.worker.worker_base")
     layer_base = importlib.import_module("vllm.model_executor.layers.attention_layer_base")
     with meta_construction(vllm_config):
-        loader.initialize_model(vllm_config=vllm_config)
+        model = loader.initialize_model(vllm_config=vllm_config)
+        _check_eagle3_target(model, vllm_config)
         target_layers = set(config.get_layers_from_vllm_config(vllm_config, layer_base.AttentionLayerBase))
         if last_stage:
             _build_draft(vllm_config)
@@ -214,6 +246,18 @@ def _build_stage(vllm_config: Any, last_stage: bool = True) -> tuple[dict[str, A
         layers = config.get_layers_from_vllm_config(vllm_config, layer_base.AttentionLayerBase)
         backends = {name: layer.get_attn_backend().get_name() for name, layer in layers.items()}
     return specs, layouts, backends
+
+
+def _check_eagle3_target(model: Any, vllm_config: Any) -> None:
+    """The model runner's refusal of an EAGLE3 draft beside a model without auxiliary hidden states
+    (0.34.0: ``vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py set_eagle3_aux_hidden_state_layers``; 0.33.0:
+    ``GPUModelRunner.load_model``)."""
+    speculative = vllm_config.speculative_config
+    if speculative is None or speculative.method != "eagle3":
+        return
+    interfaces = importlib.import_module("vllm.model_executor.models.interfaces")
+    if not interfaces.supports_eagle3(model):
+        raise RuntimeError("Model does not support EAGLE3 interface")
 
 
 def _build_draft(vllm_config: Any) -> None:
@@ -243,14 +287,18 @@ _DRAFT_KEYS: dict[str, int] = {}
 
 
 def _number_draft_layers(names: Iterable[str], target_layers: set[str], vllm_config: Any) -> None:
-    """Give each draft layer the index after the target's: ``num_hidden_layers + i`` for the draft's layer ``i``
-    (DeepSeek's MTP layer is ``model.layers.61`` already, Qwen3-Next's ``mtp.layers.0``); vLLM keeps its own
-    names, which its grouping orders by, and only the documents read these."""
+    """Give each draft layer the index after the target's: ``n + i`` for the draft's layer ``i``, ``n`` the index
+    after the target's last (``num_hidden_layers``; Falcon-H1's Mamba layers are numbered after its attention ones:
+    ``falcon_h1.py ssm_layer_idx``). DeepSeek's MTP layer is ``model.layers.61`` already, Qwen3-Next's
+    ``mtp.layers.0``, an EAGLE head's ``model.layers.<num_hidden_layers + i>``; vLLM keeps its own names, which its
+    grouping orders by, and only the documents read these."""
     layers = vllm_config.model_config.get_total_num_hidden_layers()
+    keys = [key for key in map(layer_key, target_layers) if isinstance(key, int)]
+    first = max(layers, max(keys, default=-1) + 1)
     for name in names:
         index = layer_key(name)
         if name not in target_layers and isinstance(index, int):
-            _DRAFT_KEYS[name] = index if index >= layers else layers + index
+            _DRAFT_KEYS[name] = first + (index - layers if index >= layers else index)
 
 
 def _key(name: str) -> int | str:
@@ -267,7 +315,12 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
     core = importlib.import_module("vllm.v1.engine.core")
     facts = gpu_facts(deployment.gpu)
     hf_config = case_hf_config(case, base_dir)
-    with model_folder(hf_config) as folder, use_gpu(facts), quiet() as log:
+    head = deployment.draft if deployment.draft is not None and deployment.draft.is_head else None
+    with model_folder(hf_config) as folder, use_gpu(facts), quiet() as log, \
+            contextlib.ExitStack() as stack:  # fmt: skip
+        if head is not None:  # the draft head the case stands for, in a folder of its own
+            deployment = replace(deployment, draft_model=stack.enter_context(
+                model_folder(draft_head_config(hf_config, head))))  # fmt: skip
         _clear_caches()
         _DRAFT_KEYS.clear()
         try:
@@ -295,6 +348,8 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
             if not isinstance(exc, _VLLM_FAILURES) and type(exc).__name__ != "ValidationError":
                 raise
             text = _first_lines(exc).replace(folder, "<model folder>")
+            if deployment.draft_model is not None:
+                text = text.replace(deployment.draft_model, "<draft folder>")
             raise VLLMCaseError(f"vLLM {version} refused: {type(exc).__name__}: {text}") from exc
         worker = deployment.pp_rank * tp
         document = _document(version, facts.name, deployment, vllm_config, executor.configs[worker], specs[worker],

@@ -102,12 +102,13 @@ def plan_text(plan: VLLMDeploymentPlan) -> str:
         f"{answer.capacity.blocks_per_request:,} blocks a request at max_model_len"
         + (f", {answer.padding_layers} padding layers" if answer.padding_layers else "")
     )
-    draft = launch.deployment.mtp
+    draft = launch.deployment.draft
     if draft is not None:
-        out.append(f"speculative: {draft.num_speculative_tokens} tokens a step from the model's {draft.num_layers} "
-                   "MTP layer(s), which join the KV cache groups on the last stage (the drafter's attention layers: "
-                   "vllm/v1/worker/gpu/spec_decode/eagle/utils.py load_eagle_model; Mamba layers hold the "
-                   "lookahead)")  # fmt: skip
+        source = f"the model's {draft.num_layers} MTP layer(s)" if not draft.is_head else \
+            f"an {draft.method.upper()} head of {draft.num_layers} full-attention layer(s)"
+        out.append(f"speculative: {draft.num_speculative_tokens} tokens a step from {source}, which join the KV cache "
+                   "groups on the last stage (the drafter's attention layers: vllm/v1/worker/gpu/spec_decode/eagle/"
+                   "utils.py load_eagle_model; Mamba layers hold the lookahead)")  # fmt: skip
     for row in plan.lengths:
         out.append(f"requests of {row.request_length:,} tokens: {row.concurrency:.2f}x concurrency "
                    f"({row.blocks_per_request:,} blocks each, vLLM's formula at that length)")  # fmt: skip

@@ -1,18 +1,27 @@
-"""vLLM's speculative decoding with a model's own MTP layers (``--speculative-config '{"method": "mtp"}'``).
+"""vLLM's speculative decoding: the model's own MTP layers, or a separate EAGLE / EAGLE3 draft head.
 
-vLLM builds the draft (``vllm/config/speculative.py SpeculativeConfig.hf_config_override``: the model's
-MTP architecture with ``n_predict`` layers) beside the target, in the same worker, and its attention layers
-join the target's KV cache groups (``vllm/v1/spec_decode/llm_base_proposer.py
-SpecDecodeBaseProposer.load_model``): a draft layer is one more layer of the kind the target's full layers
-are (MiMo-V2's: its sliding-window kind), numbered after them (``num_hidden_layers + i``). The lookahead
-also lengthens each Mamba layer's conv window by ``num_speculative_tokens`` and holds that many more state
-blocks a request (``vllm/model_executor/layers/mamba/abstract.py MambaBase.get_kv_cache_spec``:
+``--speculative-config '{"method": "mtp"}'``: vLLM builds the draft (``vllm/config/speculative.py
+SpeculativeConfig.hf_config_override``: the model's MTP architecture with ``n_predict`` layers) beside the target,
+in the same worker, and its attention layers join the target's KV cache groups (``vllm/v1/spec_decode/
+llm_base_proposer.py SpecDecodeBaseProposer.load_model``; 0.34.0: ``vllm/v1/worker/gpu/spec_decode/eagle/utils.py
+load_eagle_model``): a draft layer is one more layer of the kind the target's full layers are (MiMo-V2's: its
+sliding-window kind), numbered after them (``num_hidden_layers + i``).
+
+``{"method": "eagle" | "eagle3", "model": DRAFT}``: a separate draft head (``llama_eagle.py EagleLlamaForCausalLM``,
+``llama_eagle3.py Eagle3LlamaForCausalLM``) whose decoder layers are plain full attention with the head's own KV
+heads and head size, numbered after the target's (``start_layer_id = num_hidden_layers``); they join the target's
+full-attention group, or, where their page differs (an MLA target), one ``UniformTypeKVCacheSpecs`` group. EAGLE3
+reads the target's auxiliary hidden states, which only models implementing ``SupportsEagle3`` give
+(:data:`~kvstrategies.vllm.tables.eagle3_targets.EAGLE3_TARGETS`).
+
+Either way the lookahead lengthens each Mamba layer's conv window by ``num_speculative_tokens`` and holds that many
+more state blocks a request (``vllm/model_executor/layers/mamba/abstract.py MambaBase.get_kv_cache_spec``:
 ``num_speculative_blocks``).
 
-SGLang's ``--speculative-algorithm EAGLE`` (or ``NEXTN``) with top-k 1 and no draft checkpoint is that
-deployment: ``speculative_num_steps`` draft tokens a step. A tree (top-k > 1), a separate draft checkpoint
-(EAGLE3, STANDALONE), the other algorithms and the model types whose MTP draft is not modelled
-(``VLLMModelRule.mtp_draft``) are refused.
+SGLang's ``--speculative-algorithm EAGLE`` (or ``NEXTN``) with top-k 1 is the model's MTP where its config has
+MTP layers (no draft checkpoint), else an EAGLE head of ``eagle_draft_num_layers`` layers (1 when not given);
+``EAGLE3`` is an EAGLE3 head. A draft head whose attention is not given is the target's: its total KV heads and
+head size. A tree (top-k > 1) and the other algorithms (STANDALONE, DFLASH, NGRAM) are refused.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...context import KVCacheContext, SpecAlgorithm
+from ...core.dtypes import DType
 from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
@@ -55,16 +65,45 @@ DRAFT_PIPELINE_ONE = ReleaseRule(
 )
 
 
-@dataclass(frozen=True)
-class MTPDraft:
-    """A vLLM MTP draft: ``num_speculative_tokens`` proposed a step by ``num_layers`` draft layers."""
+#: separate EAGLE / EAGLE3 draft heads are planned from this release (recorded by 0.33.0 and 0.34.0 through the
+#: bridge; older releases' drafters were not recorded with a head)
+EAGLE_HEADS = ReleaseRule(
+    "vllm-eagle-heads",
+    span("0.33.0", engine=VLLM),
+    "speculative decoding with a separate EAGLE / EAGLE3 draft head is planned: its full-attention layers join the "
+    "KV cache groups (older releases: refused, not modelled)",
+    "vllm/model_executor/models/llama_eagle3.py Eagle3LlamaForCausalLM.__init__ (start_layer_id); "
+    "vllm/v1/worker/gpu/spec_decode/eagle/utils.py load_eagle_model",
+    topic="sizing",
+)
 
+#: the draft methods a separate head runs as, by SGLang's algorithm name
+_HEAD_METHODS = {SpecAlgorithm.EAGLE: "eagle", SpecAlgorithm.EAGLE3: "eagle3"}
+
+
+@dataclass(frozen=True)
+class VLLMDraft:
+    """A vLLM draft: ``method`` ``mtp`` (the model's own MTP layers) or ``eagle`` / ``eagle3`` (a separate head of
+    ``num_layers`` full-attention layers with ``num_kv_heads`` KV heads in all and ``head_dim`` a head), proposing
+    ``num_speculative_tokens`` tokens a step."""
+
+    method: str
     num_speculative_tokens: int
     num_layers: int
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
 
-    def speculative_config(self) -> dict[str, object]:
-        """``--speculative-config``'s value."""
-        return {"method": "mtp", "num_speculative_tokens": self.num_speculative_tokens}
+    @property
+    def is_head(self) -> bool:
+        """A separate draft head (EAGLE / EAGLE3), not the model's MTP layers."""
+        return self.method != "mtp"
+
+    def speculative_config(self, model: str | None = None) -> dict[str, object]:
+        """``--speculative-config``'s value; ``model``: the draft head's folder (a head needs one)."""
+        out: dict[str, object] = {"method": self.method, "num_speculative_tokens": self.num_speculative_tokens}
+        if model is not None:
+            out["model"] = model
+        return out
 
 
 def mtp_tokens(speculative_config: object) -> int:
@@ -94,35 +133,68 @@ def mtp_layer_count(geometry: ModelGeometry) -> int:
     return geometry.num_nextn_predict_layers or 1
 
 
-def mtp_draft(ctx: KVCacheContext) -> MTPDraft | None:
-    """The MTP draft ``ctx`` asks for (``None``: no speculative decoding); :class:`ValueError` with the reason
-    when vLLM's MTP is not what ``ctx`` stands for, or the release's is not modelled."""
+def vllm_draft(ctx: KVCacheContext) -> VLLMDraft | None:
+    """The draft ``ctx`` asks for (``None``: no speculative decoding; module doc); :class:`ValueError` with the
+    reason when it is not one vLLM runs as modelled here, or the release's is not modelled."""
     spec = ctx.speculative
     if not spec.enabled:
         return None
-    if spec.algorithm is not SpecAlgorithm.EAGLE:
-        raise ValueError("only the model's own MTP layers are modelled (EAGLE or NEXTN, no draft checkpoint)")
-    if not MTP_DRAFTS.holds(ctx.release):
-        raise ValueError(f"MTP drafts are modelled for vLLM {MTP_DRAFTS.span.describe()}")
-    geometry = ctx.geometry
-    if not vllm_model_rule(geometry.model_type).mtp_draft:
-        raise ValueError(f"model type {geometry.model_type!r}: its vLLM MTP draft is not modelled")
+    method = _HEAD_METHODS.get(spec.algorithm)
+    if method is None:
+        raise ValueError("only the model's own MTP layers (EAGLE or NEXTN) and EAGLE / EAGLE3 draft heads are "
+                         "modelled")  # fmt: skip
     if (spec.eagle_topk or 1) != 1:
-        raise ValueError(f"speculative_eagle_topk {spec.eagle_topk}: vLLM's MTP proposes a chain (top-k 1)")
+        raise ValueError(f"speculative_eagle_topk {spec.eagle_topk}: vLLM's drafts propose a chain (top-k 1)")
     tokens = spec.num_steps or ((spec.num_draft_tokens or 1) - 1)
     if tokens < 1:
         raise ValueError("give speculative_num_steps (the tokens proposed a step)")
-    return MTPDraft(num_speculative_tokens=tokens, num_layers=mtp_layer_count(geometry))
+    geometry = ctx.geometry
+    if method == "eagle" and (geometry.num_nextn_predict_layers or vllm_model_rule(geometry.model_type).mtp_draft):
+        if not MTP_DRAFTS.holds(ctx.release):
+            raise ValueError(f"MTP drafts are modelled for vLLM {MTP_DRAFTS.span.describe()}")
+        if not vllm_model_rule(geometry.model_type).mtp_draft:
+            raise ValueError(f"model type {geometry.model_type!r}: its vLLM MTP draft is not modelled")
+        return VLLMDraft("mtp", tokens, mtp_layer_count(geometry))
+    if not EAGLE_HEADS.holds(ctx.release):
+        raise ValueError(f"EAGLE / EAGLE3 draft heads are modelled for vLLM {EAGLE_HEADS.span.describe()}")
+    if geometry.use_mla or geometry.dsv4 is not None:
+        raise ValueError("an EAGLE head beside an MLA model has attention of its own, which the case does not give "
+                         "(a head modelled on the target's attention needs softmax attention)")  # fmt: skip
+    if ctx.parallel.pp_size > 1:
+        raise ValueError("an EAGLE / EAGLE3 head at pipeline parallel size > 1 is not modelled (its auxiliary hidden "
+                         "states cross the stages)")  # fmt: skip
+    return VLLMDraft(method, tokens, spec.eagle_draft_num_layers or 1, geometry.total_num_kv_heads, geometry.head_dim)
+
+
+def head_layer_spec(
+    draft: VLLMDraft, tp: int, kv_dtype: DType, block_size: int, kv_quant_mode: str | None
+) -> KVCacheSpec:
+    """A draft head's decoder layer: full attention with ``max(1, H / tp)`` of its KV heads, K and V of its head size,
+    in the cache dtype (``llama_eagle3.py LlamaDecoderLayer``: ``LlamaAttention`` with the cache config)."""
+    if draft.num_kv_heads is None or draft.head_dim is None:
+        raise ValueError(f"the {draft.method} draft names no head geometry (a head's KV heads and head size)")
+    return FullAttentionSpec(block_size=block_size, num_kv_heads=max(1, draft.num_kv_heads // tp),
+                             head_size=draft.head_dim, head_size_v=draft.head_dim, dtype=kv_dtype,
+                             kv_quant_mode=kv_quant_mode)  # fmt: skip
 
 
 def draft_layer_specs(
-    geometry: ModelGeometry, specs: Mapping[int, KVCacheSpec], draft: MTPDraft | None
+    geometry: ModelGeometry, specs: Mapping[int, KVCacheSpec], draft: VLLMDraft | None,
+    head: KVCacheSpec | None = None,
 ) -> dict[int, KVCacheSpec]:
-    """The draft's layers (global index -> spec): ``num_hidden_layers + i`` for each of its ``num_layers``, each
-    the spec of the target's last full-attention layer (an MLA latent; a sparse-attention layer with its own
-    indexer keys, which an MTP layer always computes: ``DeepseekV32IndexerCache`` in ``deepseek_mtp.py``)."""
+    """The draft's layers (global index -> spec): ``n + i`` for each of its ``num_layers``, ``n`` the index after the
+    target's last (``num_hidden_layers`` but where Mamba layers are numbered after the attention ones). A head's
+    are ``head`` (:func:`head_layer_spec`); an MTP layer is the spec of the target's last full-attention layer (an
+    MLA latent; a sparse-attention layer with its own indexer keys, which an MTP layer always computes:
+    ``DeepseekV32IndexerCache`` in ``deepseek_mtp.py``)."""
     if draft is None:
         return {}
+    # after every target index: Falcon-H1's Mamba layers take num_hidden_layers + i (falcon_h1.py ssm_layer_idx)
+    first = max((k + 1 for k in specs), default=geometry.num_hidden_layers)
+    if draft.is_head:
+        if head is None:
+            raise ValueError("a draft head's layer spec is required (head_layer_spec)")
+        return {first + i: head for i in range(draft.num_layers)}
     if vllm_model_rule(geometry.model_type).mtp_draft == "sliding":  # MiMo-V2's MTP layers are local attention
         kinds: tuple[type, ...] = (SlidingWindowSpec,)
     else:
@@ -134,11 +206,30 @@ def draft_layer_specs(
             f"speculative decoding: {geometry.model_type}'s MTP layer is of the {kinds[0].__name__} kind, which this "
             "config has no layer of to model it on; plan it without the draft"
         )
-    first = geometry.num_hidden_layers
     return {first + i: template for i in range(draft.num_layers)}
 
 
-def check_draft_pipeline(draft: MTPDraft | None, pp: int, release: EngineRelease) -> None:
+def check_eagle3_target(geometry: ModelGeometry, draft: VLLMDraft | None, release: EngineRelease) -> None:
+    """vLLM's refusal of an EAGLE3 head beside a model that gives no auxiliary hidden states (its class does not
+    implement ``SupportsEagle3``), in its words."""
+    if draft is None or draft.method != "eagle3":
+        return
+    from ..tables.eagle3_targets import EAGLE3_TARGETS
+
+    recorded = [r for r in EAGLE3_TARGETS if parse_release(r, VLLM, field="eagle3 table") <= release]
+    row = EAGLE3_TARGETS[max(recorded, key=lambda r: parse_release(r, VLLM, field="eagle3 table"))] if recorded \
+        else frozenset()
+    architecture = geometry.architectures[0] if geometry.architectures else geometry.model_type
+    if architecture not in row:
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text} refuses: Model does not support EAGLE3 interface ({architecture} does not implement "
+            "SupportsEagle3: vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py "
+            "set_eagle3_aux_hidden_state_layers, GPUModelRunner.load_model before 0.34.0); use an EAGLE head "
+            "(method eagle) or the model's MTP layers"
+        )
+
+
+def check_draft_pipeline(draft: VLLMDraft | None, pp: int, release: EngineRelease) -> None:
     """vLLM's refusal of an MTP draft at PP > 1 before :data:`DRAFT_PIPELINE_ONE`, in its words."""
     if draft is not None and pp > 1 and not DRAFT_PIPELINE_ONE.holds(release):
         raise UnsupportedConfigurationError(
@@ -150,11 +241,13 @@ def check_draft_pipeline(draft: MTPDraft | None, pp: int, release: EngineRelease
         )
 
 
-def check_draft_model(geometry: ModelGeometry, draft: MTPDraft | None, release: EngineRelease) -> None:
+def check_draft_model(geometry: ModelGeometry, draft: VLLMDraft | None, release: EngineRelease) -> None:
     """vLLM's refusal of an MTP draft its release does not map the model type to (``VLLMModelRule.mtp_draft_from``:
     ``SpeculativeConfig.hf_config_override`` names no MTP architecture for it, so the method stays unknown)."""
     first = vllm_model_rule(geometry.model_type).mtp_draft_from
-    if draft is not None and first is not None and release < parse_release(first, VLLM, field="mtp_draft_from"):
+    if draft is None or draft.is_head or first is None:
+        return
+    if release < parse_release(first, VLLM, field="mtp_draft_from"):
         raise UnsupportedConfigurationError(
             f"vLLM {release.text} refuses: Unsupported speculative method: 'mtp' (vllm/config/speculative.py "
             f"SpeculativeConfig: no MTP draft of {geometry.model_type} before vLLM {first}); plan it for vLLM {first} "

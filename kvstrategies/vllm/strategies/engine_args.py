@@ -26,9 +26,9 @@ context                        vLLM argument
 SGLang's own pool knobs (``swa_full_tokens_ratio``, the Mamba slot settings, its attention
 backend names, its environment knobs) have no vLLM counterpart and do not change a vLLM plan;
 settings that change *what* is deployed and that these strategies do not model (speculative
-decoding other than with the model's own MTP layers, :mod:`.drafts`; decode-context / attention data /
-context parallelism, PD disaggregation, a draft worker, a token cap, a non-CUDA device) are refused with
-:class:`UnsupportedConfigurationError`.
+decoding other than with the model's own MTP layers or an EAGLE / EAGLE3 head, :mod:`.drafts`;
+decode-context / attention data / context parallelism, PD disaggregation, a draft worker, a token cap, a
+non-CUDA device) are refused with :class:`UnsupportedConfigurationError`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from ...context import DeviceKind, DisaggregationMode, KVCacheContext
 from ...errors import UnsupportedConfigurationError
-from .drafts import MTP_DRAFTS, MTPDraft, mtp_draft
+from .drafts import MTP_DRAFTS, VLLMDraft, vllm_draft
 
 #: the GPU a vLLM plan is for when the context names none (the bridge's default too)
 DEFAULT_VLLM_GPU = "H200"
@@ -63,8 +63,10 @@ class VLLMDeployment:
     enable_prefix_caching: bool | None = None
     async_scheduling: bool | None = None
     disable_hybrid_kv_cache_manager: bool | None = None
-    #: speculative decoding with the model's MTP layers (``None``: none)
-    mtp: MTPDraft | None = None
+    #: speculative decoding: the model's MTP layers or an EAGLE / EAGLE3 head (``None``: none)
+    draft: VLLMDraft | None = None
+    #: the draft head's folder (``--speculative-config``'s ``model``; the bridge writes one for a case)
+    draft_model: str | None = None
 
     def engine_arguments(self) -> dict[str, object]:
         """Keyword arguments of ``EngineArgs`` (the bridge adds the model folder and ``load_format``)."""
@@ -80,8 +82,8 @@ class VLLMDeployment:
             value = getattr(self, name)
             if value is not None:
                 arguments[name] = value
-        if self.mtp is not None:
-            arguments["speculative_config"] = self.mtp.speculative_config()
+        if self.draft is not None:
+            arguments["speculative_config"] = self.draft.speculative_config(self.draft_model)
         return arguments
 
 
@@ -101,7 +103,7 @@ def check_vllm_scope(ctx: KVCacheContext) -> None:
         raise _refuse("is_draft_worker", "vLLM plans draft layers inside the target's KV cache groups")
     if ctx.speculative.enabled:
         try:
-            mtp_draft(ctx)
+            vllm_draft(ctx)
         except ValueError as exc:
             why = "vLLM's speculative decoding adds draft layers and lookahead slots"
             raise _refuse(f"speculative_algorithm {ctx.speculative.algorithm.value}",
@@ -144,5 +146,5 @@ def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDepl
         enable_prefix_caching=False if scheduling.disable_radix_cache else None,
         async_scheduling=False if scheduling.disable_overlap_schedule else None,
         disable_hybrid_kv_cache_manager=True if scheduling.disable_hybrid_swa_memory else None,
-        mtp=mtp_draft(ctx),
+        draft=vllm_draft(ctx),
     )

@@ -96,7 +96,7 @@ class VLLMLaunch:
             "mamba_cache_mode": self.mamba_cache_mode,
             "disable_hybrid_kv_cache_manager": self.disable_hybrid_kv_cache_manager,
             "kv_cache_memory_bytes": d.kv_cache_memory_bytes,
-            **({} if d.mtp is None else {"num_speculative_tokens": d.mtp.num_speculative_tokens}),
+            **({} if d.draft is None else {"num_speculative_tokens": d.draft.num_speculative_tokens}),
         }
 
 

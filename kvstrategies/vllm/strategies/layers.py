@@ -340,6 +340,23 @@ ATTENTION_KV_QUANT_MODE = ReleaseRule(
     "vllm/model_executor/layers/attention/attention.py Attention.get_kv_cache_spec",
     topic="sizing",
 )
+#: the model types whose vLLM class builds its sliding-window layers with KV heads of their own
+#: (``mimo_v2.py MiMoV2DecoderLayer.__init__``: ``swa_num_key_value_heads``; ``gemma4.py``: the sliding layers'
+#: ``num_key_value_heads`` beside the global ones); any other model's sliding layers take its KV heads, whatever
+#: ``swa_num_key_value_heads`` (which SGLang reads for every model) says
+OWN_SLIDING_KV_HEADS = frozenset({"mimo_v2_flash", "gemma4", "gemma4_text"})
+
+
+def kv_quant_mode(kv_cache_dtype: str) -> str | None:
+    """The quantization mode a quantized cache records (``FP8_PER_TENSOR``, ``NVFP4``; ``None``: none)."""
+    return "FP8_PER_TENSOR" if kv_cache_dtype.startswith("fp8") else "NVFP4" if kv_cache_dtype == "nvfp4" else None
+
+
+def attention_kv_quant_mode(kv_cache_dtype: str, release: EngineRelease) -> str | None:
+    """What a softmax-attention layer's spec records as its cache quantization (:data:`ATTENTION_KV_QUANT_MODE`)."""
+    return kv_quant_mode(kv_cache_dtype) if ATTENTION_KV_QUANT_MODE.holds(release) else None
+
+
 def attention_specs(
     geometry: ModelGeometry, tp: int, kv_dtype: DType, block_size: int, kv_cache_dtype: str,
     sliding_block: int | None = None, release: EngineRelease | None = None,
@@ -354,8 +371,8 @@ def attention_specs(
     else:
         layers = tuple(range(geometry.num_hidden_layers))
     out: dict[int, KVCacheSpec] = {}
-    quant = "FP8_PER_TENSOR" if kv_cache_dtype.startswith("fp8") else "NVFP4" if kv_cache_dtype == "nvfp4" else None
-    attention_quant = quant if ATTENTION_KV_QUANT_MODE.holds(release) else None
+    quant = kv_quant_mode(kv_cache_dtype)
+    attention_quant = attention_kv_quant_mode(kv_cache_dtype, release)
     if geometry.use_mla:
         assert geometry.mla is not None
         # the cache dtype as the launch resolved it, ``auto`` included (mla_attention.py MLAAttention.__init__)
@@ -381,7 +398,7 @@ def attention_specs(
     chunk, chunked = chunked_local_layers(geometry)
     # the sliding layers' own heads and dims where the config gives them (MiMo-V2's swa_*, Gemma-4's
     # global layers' wider head): vLLM builds each layer type's Attention with its own
-    swa_heads = geometry.num_swa_kv_heads(tp)
+    swa_heads = geometry.num_swa_kv_heads(tp) if geometry.model_type in OWN_SLIDING_KV_HEADS else heads
     swa_dims = (geometry.swa_head_dim or geometry.head_dim, geometry.swa_v_head_dim or geometry.v_head_dim)
     pad_v = vllm_model_rule(geometry.model_type).diffkv_backend and not DIFFKV_ATTENTION.holds(release)
     for layer in layers:

@@ -52,13 +52,14 @@ from .backends import (
     is_diffkv,
     sparse_mla_backend,
 )
-from .drafts import check_draft_model, check_draft_pipeline, draft_layer_specs
+from .drafts import check_draft_model, check_draft_pipeline, check_eagle3_target, draft_layer_specs, head_layer_spec
 from .engine_args import vllm_deployment
 from .grouping import PROMOTED_TAKE_FULL_BLOCK, KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_model_launch
 from .layers import (
     MLA_HEAD_SIZE_V_ZERO,
     SLIDING_OWN_BLOCK,
+    attention_kv_quant_mode,
     attention_specs,
     check_kv_cache_dtype,
     flat_sparse_alignment,
@@ -78,7 +79,7 @@ from .sizing import (
     project,
     stage_tensors,
 )
-from .specs import CacheLimits, KVCacheSpec, MambaSpec, SparseMLALayerSpec
+from .specs import CacheLimits, FullAttentionSpec, KVCacheSpec, MambaSpec, SparseMLALayerSpec
 
 #: the chunk a GDN layer's prefill checkpoints align to (its FLA kernels' chunk size)
 GDN_CHECKPOINT_ALIGNMENT = 64
@@ -165,8 +166,9 @@ class VLLMStrategy(Strategy):
         version = ctx.release.text
         deployment = vllm_deployment(ctx, available)
         check_model_type(geometry.model_type, ctx.release)
-        check_draft_model(geometry, deployment.mtp, ctx.release)
-        check_draft_pipeline(deployment.mtp, deployment.pipeline_parallel_size, ctx.release)
+        check_draft_model(geometry, deployment.draft, ctx.release)
+        check_draft_pipeline(deployment.draft, deployment.pipeline_parallel_size, ctx.release)
+        check_eagle3_target(geometry, deployment.draft, ctx.release)
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
         launch = resolve_model_launch(deployment, geometry, version)
@@ -188,7 +190,14 @@ class VLLMStrategy(Strategy):
             backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, deployment.block_size)
         block = deployment.block_size or backend.preferred_block_size
         specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
-        drafts = draft_layer_specs(geometry, specs, deployment.mtp)
+        head = None
+        if deployment.draft is not None and deployment.draft.is_head:
+            # a Llama head: the cache dtype as configured, the cache's block (a Mamba hybrid's aligned one)
+            head_block = next((s.block_size for s in specs.values() if type(s) is FullAttentionSpec), block)
+            head = head_layer_spec(deployment.draft, deployment.tensor_parallel_size,
+                                   kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype), head_block,
+                                   attention_kv_quant_mode(launch.kv_cache_dtype, ctx.release))  # fmt: skip
+        drafts = draft_layer_specs(geometry, specs, deployment.draft, head)
         specs.update(drafts)
         groups = kv_cache_groups(specs, disable_hybrid=launch.disable_hybrid_kv_cache_manager,
                                  promote_to_full_block=PROMOTED_TAKE_FULL_BLOCK.holds(ctx.release), version=version)
@@ -362,7 +371,7 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         attention page holds one Mamba state; the state page is padded to that attention page."""
         geometry, tp = self.ctx.geometry, launch.deployment.tensor_parallel_size
         mode = launch.mamba_cache_mode
-        lookahead = launch.deployment.mtp.num_speculative_tokens if launch.deployment.mtp is not None else 0
+        lookahead = launch.deployment.draft.num_speculative_tokens if launch.deployment.draft is not None else 0
         state = mamba_state(geometry, tp, self.ctx.release, lookahead)
         state_bytes = sum(math.prod(s) * d.itemsize for s, d in zip(state.shapes, state.dtypes, strict=True))
         if geometry.mla is not None:  # one latent row a token (MLAAttentionSpec)
@@ -527,7 +536,7 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
                 f"vLLM {version}: DeepSeek-V4's caches are laid out otherwise before vLLM 0.27.1; the vLLM "
                 "strategies do not model it (kvstrategies verify --against vllm runs vLLM's own sizing)"
             )
-        if deployment.mtp is not None:
+        if deployment.draft is not None:
             raise UnsupportedConfigurationError(
                 "speculative_config: DeepSeek-V4's MTP draft with vLLM is not modelled (its layers join the packed "
                 "groups); plan it without --speculative-config"

@@ -1,0 +1,128 @@
+"""vLLM's speculative decoding with a separate EAGLE / EAGLE3 draft head, each rule against a hand-computed expectation.
+
+Sources (vLLM 0.33.0 and 0.34.0): ``vllm/model_executor/models/llama_eagle3.py Eagle3LlamaForCausalLM.__init__``
+(``start_layer_id = num_hidden_layers``: the head's decoder layers numbered after the target's, each a
+``LlamaAttention`` built with the cache config), ``llama_eagle.py EagleLlamaForCausalLM``,
+``vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py set_eagle3_aux_hidden_state_layers`` (0.34.0) and
+``vllm/v1/worker/gpu_model_runner.py GPUModelRunner.load_model`` (0.33.0): "Model does not support EAGLE3
+interface" beside a model class without ``SupportsEagle3``; ``vllm/model_executor/models/falcon_h1.py`` (its Mamba
+layers named ``num_hidden_layers + i``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kvstrategies import plan
+from kvstrategies.case import parse_case
+from kvstrategies.core.dtypes import DType
+from kvstrategies.core.releases import VLLM, parse_release
+from kvstrategies.errors import UnsupportedConfigurationError
+from kvstrategies.models import parse_hf_config
+from kvstrategies.vllm.bridge.bridge import draft_head_config
+from kvstrategies.vllm.strategies.drafts import VLLMDraft, check_eagle3_target, head_layer_spec
+from kvstrategies.vllm.strategies.specs import FullAttentionSpec, MambaSpec, SlidingWindowSpec
+
+GIB = 2**30
+
+
+def _vllm(preset: str, algorithm: str | None = "EAGLE3", release: str = "0.34.0", **fields: object) -> object:
+    spec = {} if algorithm is None else {"speculative_algorithm": algorithm, "speculative_eagle_topk": 1,
+                                         "speculative_num_steps": 3, "speculative_num_draft_tokens": 4}  # fmt: skip
+    case = parse_case({"preset": preset, "engine": "vllm", "vllm_version": release, "available_bytes": 40 * GIB,
+                       **spec, **fields})  # fmt: skip
+    return plan(case.settings, case.available_bytes).vllm
+
+
+def test_an_eagle3_head_is_one_more_full_attention_layer_of_the_target_s_group() -> None:
+    # Llama-3.1-8B bf16, --block-size 16: a page of 16 x 8 heads x 128 x 2 (K, V) x 2 B = 65,536; the head's layer
+    # (model.layers.32) joins the one group: 33 pages a block, 2,162,688 B; 40 GiB // that = 19,859 blocks
+    # (317,744 tokens; without the head 32 pages: 20,480 blocks)
+    drafted, plain = _vllm("llama-3.1-8b", page_size=16), _vllm("llama-3.1-8b", None, page_size=16)
+    assert drafted.bytes_per_block == 33 * 65_536 == 2_162_688
+    assert drafted.num_gpu_blocks == 40 * GIB // 2_162_688 == 19_859
+    assert plain.num_gpu_blocks == 40 * GIB // (32 * 65_536) == 20_480
+    (group,) = drafted.groups
+    assert group.layers[-1] == 32 and len(group.layers) == 33
+    assert drafted.launch.settings_document()["num_speculative_tokens"] == 3
+
+
+def test_the_head_s_kv_heads_are_split_over_tensor_parallel_ranks() -> None:
+    # Qwen3-8B at TP 4: 8 KV heads, 2 a rank, head size 128; the head's layer is index 36 (after 36 layers)
+    planned = _vllm("qwen3-8b", "EAGLE", tp_size=4, page_size=16)
+    specs = dict((layer, spec) for layers, spec in planned.layer_specs for layer in layers)
+    assert specs[36] == FullAttentionSpec(block_size=16, num_kv_heads=2, head_size=128, head_size_v=128,
+                                          dtype=DType.BFLOAT16)  # fmt: skip
+
+
+def test_head_layer_spec_keeps_one_replicated_head_and_the_cache_quantization() -> None:
+    # 8 KV heads at TP 16: max(1, 8 // 16) = 1 head a rank; an fp8 cache records its quantization mode
+    draft = VLLMDraft("eagle3", 3, 1, num_kv_heads=8, head_dim=64)
+    spec = head_layer_spec(draft, 16, DType.FLOAT8_E4M3FN, 64, "FP8_PER_TENSOR")
+    assert (spec.num_kv_heads, spec.head_size, spec.page_size_bytes) == (1, 64, 64 * 1 * 64 * 2 * 1)
+    assert spec.kv_quant_mode == "FP8_PER_TENSOR"
+    with pytest.raises(ValueError, match="names no head geometry"):
+        head_layer_spec(VLLMDraft("eagle", 3, 1), 1, DType.BFLOAT16, 16, None)
+
+
+def test_a_head_beside_a_sliding_window_model_joins_the_full_attention_group() -> None:
+    # gpt-oss-120b, --block-size 64: 18 sliding and 18 full layers, every page 64 x 8 x 64 x 2 x 2 = 131,072 B; the
+    # head's full layer (36) makes the full group 19 layers, so a block spans 19 pages: 50 GiB // 2,490,368 = 21,557
+    # blocks (without the head 18 pages: 22,755)
+    fields = {"page_size": 64, "available_bytes": 53_687_091_200}
+    drafted, plain = _vllm("gpt-oss-120b", **fields), _vllm("gpt-oss-120b", None, **fields)
+    sliding, full = drafted.groups
+    assert isinstance(sliding.spec, SlidingWindowSpec) and len(sliding.layers) == 18
+    assert list(full.layers[-2:]) == [35, 36] and len(full.layers) == 19
+    assert drafted.num_gpu_blocks == 53_687_091_200 // (19 * 131_072) == 21_557
+    assert plain.num_gpu_blocks == 53_687_091_200 // (18 * 131_072) == 22_755
+
+
+def test_the_head_follows_falcon_h1_s_mamba_layers_and_takes_the_aligned_attention_block() -> None:
+    # Falcon-H1-7B: 44 attention layers (0-43) and 44 Mamba layers named 44-87 (falcon_h1.py ssm_layer_idx), so the
+    # 5-layer head is 88-92; its attention takes the cache's block, which the Mamba state aligns (1,584 tokens:
+    # 1,584 x 2 heads x 128 x 2 x 2 = 1,622,016 B, the padded state page)
+    planned = _vllm("falcon-h1-7b", "EAGLE", eagle_draft_num_layers=5, page_size=16, max_running_requests=32)
+    specs = dict((layer, spec) for layers, spec in planned.layer_specs for layer in layers)
+    head = [specs[layer] for layer in range(88, 93)]
+    assert all(type(spec) is FullAttentionSpec and spec.block_size == 1_584 for spec in head)
+    assert head[0].page_size_bytes == 1_584 * 2 * 128 * 2 * 2 == 1_622_016
+    assert all(isinstance(specs[layer], MambaSpec) for layer in range(44, 88))
+
+
+def test_eagle3_beside_a_model_without_auxiliary_hidden_states_is_refused_in_vllm_s_words() -> None:
+    # MixtralForCausalLM implements SupportsEagle but not SupportsEagle3 in 0.33.0 / 0.34.0; its EAGLE head runs
+    with pytest.raises(UnsupportedConfigurationError, match="Model does not support EAGLE3 interface"):
+        _vllm("mixtral-8x7b", tp_size=2)
+    assert _vllm("mixtral-8x7b", "EAGLE", tp_size=2).num_gpu_blocks > 0
+
+
+def test_the_eagle3_table_takes_the_newest_row_at_or_before_the_release() -> None:
+    # GemmaForCausalLM implements SupportsEagle3 from 0.34.0 (absent from 0.33.0's row)
+    gemma = parse_hf_config({"architectures": ["GemmaForCausalLM"], "model_type": "gemma", "hidden_size": 2048,
+                                "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256,
+                                "num_hidden_layers": 18, "vocab_size": 256000})  # fmt: skip
+    draft = VLLMDraft("eagle3", 3, 1, 1, 256)
+    check_eagle3_target(gemma, draft, parse_release("0.34.0", VLLM))
+    with pytest.raises(UnsupportedConfigurationError, match="GemmaForCausalLM does not implement SupportsEagle3"):
+        check_eagle3_target(gemma, draft, parse_release("0.33.0", VLLM))
+
+
+@pytest.mark.parametrize(("fields", "words"), [
+    ({"release": "0.32.0"}, "EAGLE / EAGLE3 draft heads are modelled for vLLM 0.33.0 and later"),
+    ({"pp_size": 2}, "an EAGLE / EAGLE3 head at pipeline parallel size > 1 is not modelled"),
+])  # fmt: skip
+def test_heads_outside_what_is_recorded_are_refused(fields: dict[str, object], words: str) -> None:
+    with pytest.raises(UnsupportedConfigurationError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        _vllm("llama-3.1-8b", **fields)  # type: ignore[arg-type]
+
+
+def test_the_bridge_s_head_is_a_llama_head_of_the_draft_s_geometry() -> None:
+    # what vLLM loads for a case: the EAGLE3 architecture name, the draft's layers, KV heads and head size
+    config = {"architectures": ["Qwen3ForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32,
+              "num_key_value_heads": 8, "vocab_size": 151936, "intermediate_size": 12288}  # fmt: skip
+    head = draft_head_config(config, VLLMDraft("eagle3", 3, 2, num_kv_heads=8, head_dim=128))
+    assert head["architectures"] == ["LlamaForCausalLMEagle3"]
+    assert (head["num_hidden_layers"], head["num_key_value_heads"], head["head_dim"]) == (2, 8, 128)
+    assert (head["hidden_size"], head["vocab_size"]) == (4096, 151936)
+    assert draft_head_config(config, VLLMDraft("eagle", 3, 1, 8, 128))["architectures"] == ["LlamaForCausalLM"]
