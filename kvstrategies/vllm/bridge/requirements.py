@@ -134,10 +134,22 @@ def _v0181() -> VLLMEnvironment:
     return VLLMEnvironment(line.line, light, line.no_deps)
 
 
+#: 0.17.1 pins xgrammar 0.1.29 (0.18.1: ``>=0.1.32,<1.0.0``); its other pins of the light packages are 0.18.1's
+_V0171_PINS = {"xgrammar": "xgrammar==0.1.29"}
+
+
+def _v0171() -> VLLMEnvironment:
+    """vLLM 0.17.1's environment: 0.18.1's with 0.17.1's own xgrammar pin."""
+    line = _older_line("0.17.1", "0.6.18", _DISKCACHE)
+    light = tuple(_V0171_PINS.get(p.split("==", 1)[0], p) for p in _v0181().light_packages)
+    return VLLMEnvironment(line.line, light, line.no_deps)
+
+
 #: each older line and the FlashInfer its environment takes (0.27.1 on pin torch 2.13.0)
 _OLDER = (
+    _v0171(),
     _v0181(),
-    # 0.18.1 to 0.26.0 pin torch 2.10.0 or 2.11.0 and FlashInfer 0.6.6 to 0.6.14: the environment keeps CPU torch 2.13.0
+    # 0.17.1 to 0.26.0 pin torch 2.10.0 or 2.11.0 and FlashInfer 0.6.4 to 0.6.14: the environment keeps CPU torch 2.13.0
     # (vLLM's compiled extensions are stand-ins here) and takes 0.6.18 as 0.27.1 does (their pins not tried)
     _older_line("0.19.1", "0.6.18", _DISKCACHE),
     _older_line("0.20.2", "0.6.18", _GGUF),
