@@ -39,6 +39,9 @@ MLA_HEAD_SIZE = 576
 #: backends on Hopper), and the query heads a rank holds, which order SM 10.x's sparse backends (at most 16, more)
 SPARSE_KV_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_ds_mla")
 SPARSE_HEADS = (16, 128)
+#: the block a release without ``get_preferred_block_size`` (0.17.1) starts every layer at
+#: (``vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config``: ``block_size`` None -> 16)
+UNPREFERRED_BLOCK_SIZE = 16
 
 
 def profiles() -> list[tuple[bool, str, int, str, bool, bool, bool]]:
@@ -127,9 +130,12 @@ def _select(cap: Any, fields: dict[str, Any], num_heads: int | None,
         cls = backend.get_class()
         # before 0.29.0 a backend declares no layouts (vLLM lays every cache out one way)
         layouts = getattr(cls, "supported_kv_cache_layouts", lambda: None)()
+        # 0.17.1 has no preferred block (nor CacheConfig.DEFAULT_BLOCK_SIZE): the CUDA platform starts every
+        # block at 16 (CudaPlatformBase.check_and_update_config), which the table records as the preferred one
+        preferred = getattr(cls, "get_preferred_block_size", None)
         backends[bkey] = (
             _blocks(cls.get_supported_kernel_block_sizes()),
-            int(cls.get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)),
+            int(preferred(CacheConfig.DEFAULT_BLOCK_SIZE)) if preferred is not None else UNPREFERRED_BLOCK_SIZE,
             None if layouts is None else tuple(layout.name for layout in layouts),
         )
     return tuple(backend.name for backend, _ in ordered)

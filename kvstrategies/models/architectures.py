@@ -1258,11 +1258,16 @@ class VLLMModelRule:
     ``transformers_4_refuses``: transformers 4 registers no config class for it and vLLM's own registry lists none
     either, so a release pinning transformers 4 refuses the config (``vllm/transformers_utils/config.py get_config``;
     the rule ``vllm-transformers-4-configs``: vLLM 0.18.1);
+    ``vllm_registry_from``: the first vLLM release whose own ``_CONFIG_REGISTRY`` reads the config (Kimi-K2 as
+    ``DeepseekV3Config`` from 0.18.1); a release before it pinning transformers 4 refuses the config as for
+    ``transformers_4_refuses`` (``vllm/transformers_utils/config.py _CONFIG_REGISTRY``; vLLM 0.17.1);
     ``cache_config_from``: the first vLLM release whose model code hands its attention the cache
     config; before it the KV keeps the model dtype whatever ``--kv-cache-dtype`` says (MiMo-V2:
     ``vllm/model_executor/models/mimo_v2.py MiMoV2DecoderLayer.__init__`` from 0.32.0);
     ``bf16_cache_is_auto``: ``--kv-cache-dtype bfloat16`` becomes ``auto`` (DeepSeek-V3.2:
     ``vllm/model_executor/models/config.py DeepseekV32ForCausalLM.verify_and_update_config``);
+    ``fp8_cache_is_ds_mla``: there, in the releases of the rule ``vllm-dsa-fp8-ds-mla-cache`` (0.17.1), any fp8
+    cache becomes ``fp8_ds_mla`` (FlashMLA's sparse layout, 656 bytes a token);
     ``sm100_fp8_cache_from``: from this vLLM release ``auto`` becomes ``fp8_e4m3`` on SM 10.x (GLM-5:
     ``GlmMoeDsaForCausalLM.verify_and_update_config``); ``diffkv_backend``: the model's attention asks
     for a DIFFKV backend when V is narrower than K (MiMo-V2: ``mimo_v2.py MiMoV2Attention.__init__``);
@@ -1278,12 +1283,14 @@ class VLLMModelRule:
     kv_in_model_dtype: bool = False
     cache_config_from: str | None = None
     bf16_cache_is_auto: bool = False
+    fp8_cache_is_ds_mla: bool = False
     sm100_fp8_cache_from: str | None = None
     diffkv_backend: bool = False
     ssm_dtype: str | None = None
     mm_prefix: bool = False
     unregistered: bool = False
     transformers_4_refuses: bool = False
+    vllm_registry_from: str | None = None
     mtp_draft: bool | str = False
     mtp_draft_from: str | None = None
 
@@ -1298,7 +1305,8 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "mimo_v2_flash": VLLMModelRule(cache_config_from="0.32.0", diffkv_backend=True, mtp_draft="sliding",
                                    mtp_draft_from="0.21.0", transformers_4_refuses=True),
     "deepseek_v3": VLLMModelRule(mtp_draft=True),
-    "deepseek_v32": VLLMModelRule(bf16_cache_is_auto=True, mtp_draft=True),
+    "kimi_k2": VLLMModelRule(vllm_registry_from="0.18.1"),
+    "deepseek_v32": VLLMModelRule(bf16_cache_is_auto=True, fp8_cache_is_ds_mla=True, mtp_draft=True),
     "glm4_moe": VLLMModelRule(mtp_draft=True),
     "glm_moe_dsa": VLLMModelRule(sm100_fp8_cache_from="0.32.0", mtp_draft=True, transformers_4_refuses=True),
     "qwen3_next": VLLMModelRule(mtp_draft=True),
@@ -1320,7 +1328,7 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
 VLLM_V2_RUNNER_ARCHITECTURES: ByRelease[tuple[str, ...]] = ByRelease(
     "vllm-v2-runner-architectures",
     (
-        ("0.18.1", ()),  # Model Runner V2 only with VLLM_USE_V2_MODEL_RUNNER=1 (vllm/envs.py)
+        ("0.17.1", ()),  # Model Runner V2 only with VLLM_USE_V2_MODEL_RUNNER=1 (vllm/envs.py)
         ("0.22.1", ("Qwen3ForCausalLM",)),
         ("0.23.0", ("LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM")),
         ("0.24.0", ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",

@@ -23,7 +23,7 @@ from kvstrategies.case import load_case, parse_case
 from kvstrategies.core.releases import NEWEST_VLLM, VLLM_RELEASE_LINES, parse_release
 from kvstrategies.errors import UnsupportedConfigurationError
 from kvstrategies.vllm.strategies.backend_tables import TABLES
-from kvstrategies.vllm.strategies.backends import attention_backend, profile_key
+from kvstrategies.vllm.strategies.backends import MLA_CONFIG_BLOCK, attention_backend, profile_key
 from kvstrategies.vllm.strategies.devices import DEVICES, vllm_device
 
 GIB = 2**30
@@ -181,6 +181,11 @@ def test_preferred_block_size_is_vllms_rule_over_the_recorded_kernels() -> None:
 
     for release_text, table in TABLES.items():
         release = parse_release(release_text, "vllm")
+        if MLA_CONFIG_BLOCK.holds(release):
+            # 0.17.1's backends prefer no block (no get_preferred_block_size): the table records the 16 its CUDA
+            # platform starts every layer at (CudaPlatformBase.check_and_update_config), MLA_CONFIG_BLOCK the rest
+            assert {recorded for _blocks, recorded, _layouts in table.backends.values()} == {16}, release_text
+            continue
         for key, (kernel_blocks, recorded, _layouts) in table.backends.items():
             assert preferred_block_size(kernel_blocks, release) == recorded, (release_text, key)
     assert preferred_block_size((32, 64), parse_release("0.33.0", "vllm")) == 32  # 16 % 32, 16 % 64 != 0

@@ -235,7 +235,10 @@ def _build_stage(vllm_config: Any, last_stage: bool = True) -> tuple[dict[str, A
         if last_stage:
             _build_draft(vllm_config)
     with config.set_current_vllm_config(vllm_config):
-        platforms.current_platform.update_block_size_for_backend(vllm_config)
+        # 0.17.1 has no such step: its block size was fixed with the config (CudaPlatformBase.check_and_update_config)
+        update_block_size = getattr(platforms.current_platform, "update_block_size_for_backend", None)
+        if update_block_size is not None:
+            update_block_size(vllm_config)
         specs = attn_utils.get_kv_cache_spec(vllm_config)
         _number_draft_layers(specs, target_layers, vllm_config)
         worker = object.__new__(worker_base.WorkerBase)
@@ -343,7 +346,9 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
             engine.model_executor = executor
             engine.vllm_config = vllm_config
             with config.set_current_vllm_config(vllm_config):
-                core.EngineCore._initialize_kv_caches(engine, vllm_config)
+                initialized = core.EngineCore._initialize_kv_caches(engine, vllm_config)
+            if isinstance(initialized, tuple):  # 0.17.1 returns the blocks; EngineCore.__init__ stores them
+                vllm_config.cache_config.num_gpu_blocks = initialized[0]
         except Exception as exc:  # vLLM's own checks, asserts, and pydantic's ValidationError of its configs
             if not isinstance(exc, _VLLM_FAILURES) and type(exc).__name__ != "ValidationError":
                 raise

@@ -76,7 +76,7 @@ EXTENSION_MODULES: frozenset[str] = frozenset(
 #: vLLM's vendored DeepGEMM ``_C``, a pybind extension up to 0.31.0 and in 0.32.0 a facade over ``torch.ops`` that
 #: also needs a ``torch.classes`` runtime; 0.33.0's facade imports over the op stubs
 STUB_OP_MODULES: dict[str, tuple[str, str, str]] = {
-    "deep_gemm": ("deep_gemm", "0.18.1", "0.19.1"),
+    "deep_gemm": ("deep_gemm", "0.17.1", "0.19.1"),
     "vllm.third_party.deep_gemm._C": ("deep_gemm", "0.20.2", "0.32.0"),
 }
 #: where the vendored DeepGEMM (up to 0.32.0) is told CUDA is when it initialises at import
@@ -135,6 +135,10 @@ ABSENT_OPS: frozenset[str] = frozenset({"minimax_allreduce_rms_qk"})
 #: GPUs the stated host has: as many as any planned layout needs (a TP 16 plan spans two hosts
 #: on a real cluster; vLLM's per-host check is not a sizing rule)
 STATED_DEVICE_COUNT = 1024
+#: the CPU memory the stated host has (a DGX H100's 2 TiB): vLLM 0.17.1 refuses a swap space (4 GiB a TP rank)
+#: above 70% of the host's memory (``vllm/config/cache.py CacheConfig.verify_with_parallel_config``), a check of the
+#: host, not a sizing rule; this CPU host has far less than a GPU server (0.18.1 has no swap space)
+STATED_HOST_MEMORY_BYTES = 2 * 2**40
 
 
 @dataclass(frozen=True)
@@ -592,6 +596,9 @@ def _after_import() -> None:
     torch_utils: Any = importlib.import_module("vllm.utils.torch_utils")
     if hasattr(torch_utils, "_cuda_device_count_stateless"):  # 0.19.1 counts devices through NVML, not torch.cuda
         torch_utils._cuda_device_count_stateless = lambda *args: STATED_DEVICE_COUNT
+    cache_config: Any = importlib.import_module("vllm.config.cache")
+    if hasattr(cache_config, "get_cpu_memory"):  # 0.17.1's swap space check asks the host's memory
+        cache_config.get_cpu_memory = lambda: STATED_HOST_MEMORY_BYTES
     flashinfer: Any = importlib.import_module("vllm.utils.flashinfer")
     flashinfer.has_nvidia_artifactory = lambda: True
     with contextlib.suppress(AttributeError):

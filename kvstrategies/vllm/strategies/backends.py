@@ -76,13 +76,50 @@ KV_CACHE_LAYOUTS = ReleaseRule(
 #: (``AttentionBackend.get_preferred_block_size``)
 DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
     "vllm-default-block-size",
-    (("0.18.1", 16), ("0.34.0", 64)),
+    (("0.17.1", 16), ("0.34.0", 64)),
     "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
     "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
     "AttentionBackend.get_preferred_block_size",
     topic="sizing",
     engine=VLLM,
 )
+
+
+#: vLLM 0.17.1 fixes an MLA model's block with its config, before any backend is chosen and whatever
+#: ``--block-size`` says (``vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config``): the block starts at
+#: the given one or 16; on SM 10.x a dense model with ``qk_nope_head_dim`` 128 takes FLASHINFER_MLA (the backend is
+#: set: a block of 32 or a multiple of 64, else 64), another dense one CUTLASS_MLA's multiple of 128 (else 128); on
+#: Hopper FlashMLA's multiple of 64 (else 64); a sparse model (DeepSeek-V3.2) FLASHMLA_SPARSE's 64 exactly. From
+#: 0.18.1 the block is the chosen backend's preferred one (``update_block_size_for_backend``), a given one kept
+MLA_CONFIG_BLOCK = ReleaseRule(
+    "vllm-mla-config-block",
+    span(last="0.17.1", engine=VLLM),
+    "an MLA model's block is fixed with the config, a given --block-size overridden: SM 10.x FLASHINFER_MLA 32 or a "
+    "multiple of 64 (qk_nope 128; else CUTLASS_MLA's multiple of 128), Hopper a multiple of 64, sparse MLA 64",
+    "vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config (0.17.1)",
+    topic="sizing",
+)
+#: the blocks :data:`MLA_CONFIG_BLOCK` forces: FlashMLA's and FlashInfer MLA's 64, CUTLASS MLA's 128, FlashInfer
+#: MLA's other size 32
+MLA_CONFIG_BLOCK_64, MLA_CONFIG_BLOCK_128, MLA_CONFIG_BLOCK_32 = 64, 128, 32
+#: ``check_and_update_config``: on SM 10.x FLASHINFER_MLA is set for a dense model of this ``qk_nope_head_dim`` only
+MLA_CONFIG_FLASHINFER_QK_NOPE = 128
+
+
+def mla_config_block(geometry: ModelGeometry, gpu: VLLMDevice, block_size: int | None,
+                     release: EngineRelease) -> int | None:  # fmt: skip
+    """The block :data:`MLA_CONFIG_BLOCK` fixes (``None``: not an MLA model, or a release that does not)."""
+    if not geometry.use_mla or geometry.mla is None or not MLA_CONFIG_BLOCK.holds(release):
+        return None
+    block = block_size or DEFAULT_BLOCK_SIZE.at(release)
+    blackwell, hopper, sparse = gpu.capability[0] == 10, gpu.capability[0] == 9, geometry.dsa is not None
+    if blackwell and not sparse and geometry.mla.qk_nope_head_dim == MLA_CONFIG_FLASHINFER_QK_NOPE:
+        return block if block == MLA_CONFIG_BLOCK_32 or block % MLA_CONFIG_BLOCK_64 == 0 else MLA_CONFIG_BLOCK_64
+    if blackwell and not sparse:
+        return block if block % MLA_CONFIG_BLOCK_128 == 0 else MLA_CONFIG_BLOCK_128
+    if hopper and block % MLA_CONFIG_BLOCK_64:
+        block = MLA_CONFIG_BLOCK_64
+    return MLA_CONFIG_BLOCK_64 if sparse else block
 
 
 def preferred_block_size(kernel_blocks: tuple[int, ...], release: EngineRelease) -> int:
@@ -211,7 +248,7 @@ def attention_backend(
 #: byte, 0.34.0's ``FlashAttentionDiffKVImpl.__init__`` refuses it
 DIFFKV_FP8: ByRelease[bool] = ByRelease(
     "vllm-diffkv-fp8",
-    (("0.18.1", True), ("0.34.0", False)),
+    (("0.17.1", True), ("0.34.0", False)),
     "FLASH_ATTN_DIFFKV takes an fp8 KV cache (0.34.0 refuses it: Unsupported FP8 Diff-KV configuration)",
     "vllm/v1/attention/backends/flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__",
     topic="launch",
@@ -283,6 +320,9 @@ def diffkv_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease,
 MODELLED_SPARSE_BACKENDS = ("FLASH_ATTN_MLA_SPARSE", "FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM90",
                             "FLASHINFER_MLA_SPARSE")  # fmt: skip
 _SIXTEEN_BIT = ("auto", "bfloat16", "float16", "bf16")
+#: FLASHMLA_SPARSE's own layout, modelled where the cache dtype names it (vLLM 0.17.1 resolves DeepSeek-V3.2's fp8
+#: to it: ``vllm.strategies.launch.DSA_FP8_DS_MLA``)
+FP8_DS_MLA_LAYOUT = "fp8_ds_mla"
 #: the indexer's own backend, listed first (``DeepseekV32IndexerBackend``: kernel blocks of 64 on CUDA)
 INDEXER_BACKEND = ("DEEPSEEK_V32_INDEXER", 64)
 
@@ -315,7 +355,8 @@ def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRele
     for name in valid:
         if not _takes_block(name, family, release, block_size):
             continue
-        if name not in MODELLED_SPARSE_BACKENDS or (name == "FLASHMLA_SPARSE" and not sixteen_bit):
+        ds_mla = kv_cache_dtype == FP8_DS_MLA_LAYOUT  # the layout as such: its page is modelled (specs.py)
+        if name not in MODELLED_SPARSE_BACKENDS or (name == "FLASHMLA_SPARSE" and not sixteen_bit and not ds_mla):
             raise UnsupportedConfigurationError(
                 f"vLLM {release.text}: DeepSeek sparse attention with kv_cache_dtype {kv_cache_dtype!r} on {gpu.name} "
                 f"takes {name}" + (" and its fp8_ds_mla layout (656 bytes a token)" if name == "FLASHMLA_SPARSE"

@@ -246,13 +246,30 @@ def resolve_model_launch(deployment: VLLMDeployment, geometry: ModelGeometry, ve
                           model_type=geometry.model_type, model_runner_v2=runner_v2)  # fmt: skip
 
 
+#: vLLM 0.17.1's ``DeepseekV32ForCausalLM.verify_and_update_config`` turns any fp8 cache of DeepSeek-V3.2
+#: (``VLLMModelRule.fp8_cache_is_ds_mla``) into ``fp8_ds_mla``, FlashMLA's sparse layout (656 bytes a token, one
+#: FLASHMLA_SPARSE takes on Hopper and SM 10.x); from 0.18.1 ``fp8`` / ``fp8_e4m3`` stay as given
+DSA_FP8_DS_MLA = ReleaseRule(
+    "vllm-dsa-fp8-ds-mla-cache",
+    span(last="0.17.1", engine=VLLM),
+    "DeepSeek-V3.2's fp8 cache (fp8, fp8_e4m3, fp8_e5m2) becomes fp8_ds_mla: 656 bytes a token on FLASHMLA_SPARSE",
+    "vllm/model_executor/models/config.py DeepseekV32ForCausalLM.verify_and_update_config (0.17.1)",
+    topic="launch",
+)
+FP8_DS_MLA = "fp8_ds_mla"
+
+
 def model_cache_dtype(kv_cache_dtype: str, model_type: str, gpu: VLLMDevice, version: str) -> str:
     """The cache dtype after the model's ``verify_and_update_config`` (``vllm/model_executor/models/config.py``;
     :class:`~kvstrategies.models.architectures.VLLMModelRule`): DeepSeek-V3.2 reads ``bfloat16`` as
-    ``auto``; GLM-5 on SM 10.x takes ``fp8_e4m3`` for ``auto`` from vLLM 0.32.0."""
+    ``auto`` (and an fp8 cache as ``fp8_ds_mla`` in vLLM 0.17.1: :data:`DSA_FP8_DS_MLA`); GLM-5 on SM 10.x takes
+    ``fp8_e4m3`` for ``auto`` from vLLM 0.32.0."""
     rule = vllm_model_rule(model_type)
     if rule.bf16_cache_is_auto and kv_cache_dtype == "bfloat16":
         return "auto"
+    if (rule.fp8_cache_is_ds_mla and kv_cache_dtype.startswith("fp8") and version
+            and DSA_FP8_DS_MLA.holds(parse_release(version, VLLM))):  # fmt: skip
+        return FP8_DS_MLA
     first = rule.sm100_fp8_cache_from
     if first is None or kv_cache_dtype != "auto" or gpu.capability[0] != 10 or not version:
         return kv_cache_dtype

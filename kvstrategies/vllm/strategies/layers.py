@@ -97,8 +97,11 @@ def layer_kv_dtype(geometry: ModelGeometry, kv_cache_dtype: str, release: Engine
     return kv_cache_dtype
 
 
-def kv_storage_dtype(kv_cache_dtype: str, model_dtype: DType) -> DType:
-    """The dtype a layer's page is stored in (one byte for fp8)."""
+def kv_storage_dtype(kv_cache_dtype: str, model_dtype: DType, sparse_mla: bool = False) -> DType:
+    """The dtype a layer's page is stored in (one byte for fp8; a sparse-MLA latent's ``fp8_ds_mla`` bytes too,
+    whose page :class:`~.specs.MLAAttentionSpec` sizes)."""
+    if sparse_mla and kv_cache_dtype == "fp8_ds_mla":
+        return DType.UINT8
     if kv_cache_dtype in VLLM_ONLY_KV_DTYPES:
         raise UnsupportedConfigurationError(
             f"kv_cache_dtype {kv_cache_dtype!r}: vLLM packs it its own way (its backend's customize_spec); "
@@ -121,7 +124,7 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.18.1", (VLLM_KV_CACHE_DTYPES[:VLLM_KV_CACHE_DTYPES.index("fp8_ds_mla") + 1], "literal")),
+    (("0.17.1", (VLLM_KV_CACHE_DTYPES[:VLLM_KV_CACHE_DTYPES.index("fp8_ds_mla") + 1], "literal")),
      ("0.20.2", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),

@@ -28,6 +28,10 @@ from typing import Any
 from ...core.dtypes import DType
 from ...core.sizing import ceil_div
 
+#: a token of FlashMLA's sparse ``fp8_ds_mla`` latent: 512 fp8 values, 4 float32 scales, 64 bf16 RoPE values
+#: (``vllm/v1/kv_cache_interface.py MLAAttentionSpec.real_page_size_bytes``)
+FP8_DS_MLA_TOKEN_BYTES = 512 + 4 * 4 + 64 * 2
+
 
 def nvfp4_full_dim(head_size: int) -> int:
     """Bytes of one head's K (or V) row in an NVFP4 cache: ``D / 2`` packed fp4 values and one fp8 scale
@@ -158,6 +162,8 @@ class MLAAttentionSpec(FullAttentionSpec):
         records the latent width there: ``MLAAttentionSpec.real_page_size_bytes`` ignores it)."""
         if self.kv_quant_mode == "NVFP4":
             return super().unpadded_page_size_bytes
+        if self.cache_dtype_str == "fp8_ds_mla":  # MLAAttentionSpec.real_page_size_bytes: 656 bytes a token
+            return self.block_size * FP8_DS_MLA_TOKEN_BYTES
         return self.block_size * self.num_kv_heads * self.head_size * self.dtype.itemsize
 
     def document(self) -> dict[str, Any]:

@@ -33,11 +33,11 @@ from typing import Any, ClassVar
 
 from ...context import KVCacheContext
 from ...core.dtypes import DType
-from ...core.releases import VLLM, EngineRelease, ReleaseRule, span
+from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span
 from ...core.sizing import PoolSizes, ceil_div
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
-from ...models.architectures import vllm_model_rule
+from ...models.architectures import VLLM_MODEL_RULES, vllm_model_rule
 from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
 from ...strategies.base import Strategy
 from ...strategies.checks import is_vllm
@@ -50,6 +50,7 @@ from .backends import (
     attention_backend,
     diffkv_backend,
     is_diffkv,
+    mla_config_block,
     sparse_mla_backend,
 )
 from .drafts import check_draft_model, check_draft_pipeline, check_eagle3_target, draft_layer_specs, head_layer_spec
@@ -111,6 +112,29 @@ HYBRID_MODEL_CONFIG_BLOCK = ReleaseRule(
 #: ``HybridAttentionMambaModelConfig``'s ``kernel_block_alignment_size``: FlashAttention's 16, the MLA backends' 64
 HYBRID_MODEL_CONFIG_ALIGNMENT = 16
 HYBRID_MODEL_CONFIG_MLA_ALIGNMENT = 64
+#: vLLM 0.17.1 has no ``update_block_size_for_backend``: without ``--block-size`` the attention layers keep the block
+#: ``HybridAttentionMambaModelConfig.verify_and_update_config`` sets (``block_size is None`` -> the aligned block),
+#: so one attention page holds a state and nothing is padded; from 0.18.1 the executor sets them back to 16
+HYBRID_BLOCK_KEPT = ReleaseRule(
+    "vllm-hybrid-block-kept",
+    span(last="0.17.1", engine=VLLM),
+    "without --block-size a Mamba hybrid's attention layers keep the hybrid block (no update_block_size_for_backend "
+    "sets them back to the default 16)",
+    "vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config (0.17.1: "
+    "block_size None -> attn_block_size); vllm/platforms/interface.py (0.18.1: update_block_size_for_backend)",
+    topic="sizing",
+)
+#: vLLM 0.17.1 aligns a hybrid's block of 256-wide heads on SM 10.x to 32 tokens (FlashInfer takes no 16-token block
+#: at head size 256 on Blackwell: flashinfer-ai/flashinfer#1993); 0.18.1 drops the case
+HYBRID_BLACKWELL_HEAD_256 = ReleaseRule(
+    "vllm-hybrid-blackwell-head-256-alignment",
+    span(last="0.17.1", engine=VLLM),
+    "a Mamba hybrid whose attention heads are 256 wide aligns its block to 32 tokens on SM 10.x (else 16)",
+    "vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config "
+    "(kernel_block_alignment_size = 32)",
+    topic="sizing",
+)
+HYBRID_BLACKWELL_HEAD_256_ALIGNMENT = 32
 
 
 @dataclass(frozen=True)
@@ -172,23 +196,26 @@ class VLLMStrategy(Strategy):
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
         launch = resolve_model_launch(deployment, geometry, version)
-        kv_dtype = kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype)
+        sparse = geometry.dsa is not None
+        kv_dtype = kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype, sparse)
         layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype, ctx.release)
         if layer_dtype != launch.kv_cache_dtype:
-            kv_dtype = kv_storage_dtype(layer_dtype, geometry.model_dtype)
+            kv_dtype = kv_storage_dtype(layer_dtype, geometry.model_dtype, sparse)
+        # an MLA block fixed with the config (MLA_CONFIG_BLOCK: vLLM 0.17.1) stands for the given one
+        given = mla_config_block(geometry, launch.gpu, deployment.block_size, ctx.release) or deployment.block_size
         if is_diffkv(geometry, ctx.release):
-            backend = diffkv_backend(launch.gpu, layer_dtype, ctx.release, deployment.block_size)
+            backend = diffkv_backend(launch.gpu, layer_dtype, ctx.release, given)
         elif geometry.dsa is not None:
             backend = sparse_mla_backend(
                 launch.gpu,
                 layer_dtype,
                 ctx.release,
-                deployment.block_size,
+                given,
                 geometry.num_attention_heads // deployment.tensor_parallel_size,
             )
         else:
-            backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, deployment.block_size)
-        block = deployment.block_size or backend.preferred_block_size
+            backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, given)
+        block = given or backend.preferred_block_size
         specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
         head = None
         if deployment.draft is not None and deployment.draft.is_head:
@@ -318,10 +345,33 @@ TRANSFORMERS_4_CONFIGS = ReleaseRule(
 )
 
 
+#: the model types vLLM's own ``_CONFIG_REGISTRY`` reads from a release on (``VLLMModelRule.vllm_registry_from``),
+#: and that release, one rule per release for the listings; before it a release pinning transformers 4 refuses the
+#: config (vLLM 0.17.1 lists no ``kimi_k2``, which 0.18.1 reads as ``DeepseekV3Config``)
+CONFIG_REGISTRY_FROM: dict[str, EngineRelease] = {
+    model_type: parse_release(rule.vllm_registry_from, VLLM)
+    for model_type, rule in VLLM_MODEL_RULES.items() if rule.vllm_registry_from is not None
+}  # fmt: skip
+CONFIG_REGISTRY_RULES = tuple(
+    ReleaseRule(
+        f"vllm-config-registry-{first.text}",
+        span(first.text, engine=VLLM),
+        f"{', '.join(sorted(t for t, r in CONFIG_REGISTRY_FROM.items() if r == first))}: vLLM's own config registry "
+        "reads the config (before it, transformers 4 registers no class for it and ModelConfig refuses it)",
+        "vllm/transformers_utils/config.py _CONFIG_REGISTRY (0.18.1: kimi_k2=DeepseekV3Config), get_config",
+        topic="launch",
+    )
+    for first in sorted(set(CONFIG_REGISTRY_FROM.values()))
+)
+
+
 def check_model_type(model_type: str, release: EngineRelease) -> None:
-    """vLLM's refusal of a config its transformers cannot read (:data:`TRANSFORMERS_4_CONFIGS`), the first check of
-    a launch (``EngineArgs.create_model_config``)."""
-    if vllm_model_rule(model_type).transformers_4_refuses and TRANSFORMERS_4_CONFIGS.holds(release):
+    """vLLM's refusal of a config its transformers cannot read (:data:`TRANSFORMERS_4_CONFIGS`; a model type vLLM's
+    own registry reads only from a later release: :data:`CONFIG_REGISTRY_FROM`), the first check of a launch
+    (``EngineArgs.create_model_config``)."""
+    first = CONFIG_REGISTRY_FROM.get(model_type)
+    unread = vllm_model_rule(model_type).transformers_4_refuses or (first is not None and release < first)
+    if unread and TRANSFORMERS_4_CONFIGS.holds(release):
         raise UnsupportedConfigurationError(
             f"vLLM {release.text} refuses: 1 validation error for ModelConfig Value error, The checkpoint you are "
             f"trying to load has model type `{model_type}` but Transformers does not recognize this architecture "
@@ -409,15 +459,19 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         """:data:`HYBRID_MODEL_CONFIG_BLOCK`: ``block = a x cdiv(state, a x per_token)`` tokens (``a`` 16, MLA 64),
         or ``--block-size`` where larger; the state page padded to ``block x per_token`` bytes; the attention
         layers' own block the default 16 when no ``--block-size`` was given."""
-        geometry, tp = self.ctx.geometry, launch.deployment.tensor_parallel_size
+        geometry, tp, release = self.ctx.geometry, launch.deployment.tensor_parallel_size, self.ctx.release
         given = launch.deployment.block_size
         alignment = HYBRID_MODEL_CONFIG_MLA_ALIGNMENT if geometry.use_mla else HYBRID_MODEL_CONFIG_ALIGNMENT
-        default = DEFAULT_BLOCK_SIZE.at(self.ctx.release)
+        if (not geometry.use_mla and geometry.head_dim == 256 and launch.gpu.capability[0] == 10
+                and HYBRID_BLACKWELL_HEAD_256.holds(release)):  # fmt: skip
+            alignment = HYBRID_BLACKWELL_HEAD_256_ALIGNMENT
+        default = DEFAULT_BLOCK_SIZE.at(release)
         block = max(given or default, alignment * ceil_div(state_bytes, alignment * per_token))
+        block = mla_config_block(geometry, launch.gpu, block, release) or block  # after the hybrid's (0.17.1)
         page = block * per_token
         state_block = block if launch.mamba_cache_mode == "align" else launch.max_model_len
-        specs = dict(attention_specs(geometry, tp, kv_dtype, block if given else default, cache_dtype, None,
-                                     self.ctx.release))
+        kept = given or HYBRID_BLOCK_KEPT.holds(release)
+        specs = dict(attention_specs(geometry, tp, kv_dtype, block if kept else default, cache_dtype, None, release))
         states = state_specs(geometry, tp, state_block, launch.mamba_cache_mode, page if page != state_bytes else None,
                              None, self.ctx.release)
         offset = self._state_offset()
