@@ -188,7 +188,11 @@ class Architecture:
 
     Weights: ``moe_block`` names the module that holds a decoder layer's MoE in SGLang's model
     (``block_sparse_moe`` for Mixtral, MiniMax-M2 and Grok), which quantization exclusion lists
-    are matched against; ``router_fp32``: the router is built in float32 (``Grok1MoE.gate``,
+    are matched against; ``single_block``: each decoder layer holds one block under this name, its
+    attention, Mamba mixer, MLP or MoE alike (Nemotron-H's ``mixer``), an ungated MLP's projection named
+    ``up_proj``; ``hf_weight_prefixes``: the model class's ``hf_to_sglang_mapper`` prefixes, which SGLang
+    applies to a ModelOpt config's module lists before matching them (``apply_weight_name_mapper``);
+    ``router_fp32``: the router is built in float32 (``Grok1MoE.gate``,
     ``MiniMaxM2MoE.gate``, ``Glm4MoeGate``, MiMo-V2's ``MoEGate`` unless the config names another
     ``moe_router_dtype``: ``sglang/srt/models/grok.py``, ``minimax_m2.py``, ``glm4_moe.py``,
     ``mimo_v2.py``).
@@ -269,6 +273,8 @@ class Architecture:
     trtllm_disables_hybrid_swa: bool = False
     legacy_mamba_block: bool = False
     moe_block: str = "mlp"
+    single_block: str = ""
+    hf_weight_prefixes: tuple[tuple[str, str], ...] = ()
     router_fp32: bool = False
     sm100_trtllm_moe: frozenset[str] = frozenset()
     sm100_trtllm_routed_moe: frozenset[str] = frozenset()
@@ -328,7 +334,13 @@ class ModelType:
     transformers 4.x's class does (4.57.1, SGLang 0.5.9's pin: Mistral).
     ``config_aliases``: ``(field, name)`` pairs: the config class SGLang loads gives ``field`` the value
     config.json stores under ``name`` (its ``attribute_map`` or ``__init__``), read by
-    :func:`with_config_aliases`. ``mlp_bias``: the dense MLP's linears carry biases (``2 I`` on the
+    :func:`with_config_aliases`. ``derived_fields``: ``(field, rule)`` pairs: the config class (or the model
+    class SGLang builds) computes ``field`` from other fields whatever config.json says; ``rule(text)`` gives
+    that value, or None where the config lacks what it needs (also :func:`with_config_aliases`).
+    ``nested_defaults``: ``(text model_type, defaults)`` pairs of a wrapper type: its config class builds a
+    nested ``text_config`` of that model type with that type's config class
+    (``CONFIG_MAPPING[model_type](**text_config)``), whose defaults fill the fields the nested dict omits;
+    read by :func:`with_nested_defaults`. ``mlp_bias``: the dense MLP's linears carry biases (``2 I`` on the
     fused gate/up projection, ``h`` on the down projection).
     """
 
@@ -366,6 +378,8 @@ class ModelType:
     head_dim_none_default: bool = False
     head_dim_none_transformers4: bool = False
     config_aliases: tuple[tuple[str, str], ...] = ()
+    derived_fields: tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...] = ()
+    nested_defaults: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     mlp_bias: bool = False
     #: vLLM's model class asks ``get_rope`` for a float32 cache whatever the model dtype
     #: (``vllm/model_executor/models/gpt_oss.py OAIAttention.__init__``: ``dtype=torch.float32``)
@@ -378,6 +392,62 @@ class ModelType:
     def gemma4_family(self) -> bool:
         return self.gemma4_kv_heads is not None
 
+
+def _positive_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def minicpm3_v_head_dim(text: Mapping[str, Any]) -> int | None:
+    """MiniCPM3's V head width: ``hidden_size // num_attention_heads``, as SGLang's model builds its attention
+    (``sglang/srt/models/minicpm3.py`` ``MiniCPM3DecoderLayer.__init__``: ``v_head_dim=self.hidden_size //
+    config.num_attention_heads``; the published configs have no ``v_head_dim``, and the model reads none)."""
+    hidden, heads = _positive_int(text.get("hidden_size")), _positive_int(text.get("num_attention_heads"))
+    return hidden // heads if hidden and heads else None
+
+
+#: ``layers_block_type`` entries -> ``hybrid_override_pattern`` characters (SGLang's
+#: ``NemotronHConfig._list_to_pattern``)
+NEMOTRON_H_BLOCK_CODES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+
+
+def _block_types(text: Mapping[str, Any]) -> list[str] | None:
+    blocks = text.get("layers_block_type")
+    return blocks if isinstance(blocks, list) and blocks and all(isinstance(b, str) for b in blocks) else None
+
+
+def nemotron_h_num_layers(text: Mapping[str, Any]) -> int | None:
+    """Nemotron-H's layer count: ``len(layers_block_type)`` when config.json lists the blocks (SGLang's own
+    ``sglang/srt/configs/nemotron_h.py`` ``NemotronHConfig.num_hidden_layers`` property; its ``num_hidden_layers``
+    argument is deprecated and ignored: Nemotron-3-Ultra's config.json has none)."""
+    blocks = _block_types(text)
+    return len(blocks) if blocks is not None else None
+
+
+def nemotron_h_pattern(text: Mapping[str, Any]) -> str | None:
+    """Nemotron-H's ``hybrid_override_pattern`` spelled from ``layers_block_type`` when config.json lists the
+    blocks (``NemotronHConfig.hybrid_override_pattern`` property, ``_list_to_pattern``; Nemotron-3-Ultra and
+    Nemotron-3.5-Lightning publish only the list). None for an entry it does not know (the parser refuses it)."""
+    blocks = _block_types(text)
+    if blocks is None or not set(blocks) <= NEMOTRON_H_BLOCK_CODES.keys():
+        return None
+    return "".join(NEMOTRON_H_BLOCK_CODES[b] for b in blocks)
+
+
+#: transformers 5.19's ``LlamaConfig`` class defaults for the fields that size a model
+#: (``transformers/models/llama/configuration_llama.py``); ``num_key_value_heads`` defaults to None, i.e. the
+#: attention heads, as the readers already take it
+LLAMA_CONFIG_DEFAULTS: tuple[tuple[str, Any], ...] = (
+    ("vocab_size", 32000),
+    ("hidden_size", 4096),
+    ("intermediate_size", 11008),
+    ("num_hidden_layers", 32),
+    ("num_attention_heads", 32),
+    ("hidden_act", "silu"),
+    ("max_position_embeddings", 2048),
+    ("tie_word_embeddings", False),
+    ("attention_bias", False),
+    ("mlp_bias", False),
+)
 
 _A = Architecture
 _DS_TRTLLM = frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed", "none", "kimi-int4"})
@@ -807,6 +877,10 @@ ARCHITECTURES: tuple[Architecture, ...] = (
         linear_attention=LinearAttention.NEMOTRON_H,
         mamba_radix=True,
         launch_backend_rule=LaunchBackendRule.NEMOTRON_H,
+        # sglang/srt/models/nemotron_h.py: every decoder layer's one block is self.mixer (NemotronHAttention,
+        # MambaMixer2, NemotronHMLP with up_proj / down_proj, NemotronHMoE); hf_to_sglang_mapper backbone. -> model.
+        single_block="mixer",
+        hf_weight_prefixes=(("backbone.", "model."),),
     ),
     _A("Olmo2ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS),
     _A("Olmo3ForCausalLM", hybrid_swa_memory_off=SWAMemoryOff.ALWAYS, sglang_model=_FALLBACK),
@@ -938,6 +1012,13 @@ MODEL_TYPES: tuple[ModelType, ...] = (
         o_proj_bias=False,
     ),  # fmt: skip
     _M("deepseek_v41", dsv4_swa_ratio_override=False, first_release="0.5.21"),
+    # EXAONE 3 / 3.5: SGLang's own ExaoneConfig (sglang/srt/configs/exaone.py): attribute_map num_hidden_layers ->
+    # num_layers, tie_word_embeddings defaults to True
+    _M(
+        "exaone",
+        config_aliases=(("num_hidden_layers", "num_layers"),),
+        weight_defaults=(("tie_word_embeddings", True),),
+    ),
     _M("diffusion_gemma", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_SLIDING, first_release="0.5.15"),
     _M("embedding_gemma2", gemma4_kv_heads=Gemma4KVHeads.GLOBAL_OR_ONE, max_context_len=8192, first_release="0.5.22"),
     _M(
@@ -986,8 +1067,26 @@ MODEL_TYPES: tuple[ModelType, ...] = (
     # SGLang 0.5.5 registers the Kimi-Linear config class (transformers 4.57.1 has none)
     _M("kimi_linear", linear_attention=LinearAttention.KIMI_LINEAR, first_release="0.5.5"),
     _M("llama4_text", qk_norm_weightless=True, moe_shared_expert=True),
+    # LLaVA-1.5 (llava-hf): LlavaConfig builds its text_config with CONFIG_MAPPING[model_type](**text_config), its
+    # model_type "llama" by default (transformers/models/llava/configuration_llava.py LlavaConfig.__post_init__);
+    # llava-1.5-7b-hf's text_config names only what differs from LlamaConfig's defaults
+    _M("llava", nested_defaults=(("llama", LLAMA_CONFIG_DEFAULTS),)),
     _M("mpt", kv_heads_in_attn_config=True),
-    _M("nemotron_h", linear_attention=LinearAttention.NEMOTRON_H, norms_per_layer=1, first_release="0.5.4"),
+    _M(
+        "nemotron_h",
+        linear_attention=LinearAttention.NEMOTRON_H,
+        norms_per_layer=1,
+        first_release="0.5.4",
+        derived_fields=(("num_hidden_layers", nemotron_h_num_layers), ("hybrid_override_pattern", nemotron_h_pattern)),
+    ),
+    # MiniCPM3's remote-code config class: tie_word_embeddings is PretrainedConfig's default True (MiniCPM3-4B's
+    # config.json names none; sglang/srt/models/minicpm3.py MiniCPM3ForCausalLM then has no lm_head of its own);
+    # the V width is the model class's own (minicpm3_v_head_dim)
+    _M(
+        "minicpm3",
+        derived_fields=(("v_head_dim", minicpm3_v_head_dim),),
+        weight_defaults=(("tie_word_embeddings", True),),
+    ),
     _M("olmo2", qk_norm=True),
     # Phi-3-small (remote-code Phi3SmallConfig: intermediate_size is ff_intermediate_size, tie_word_embeddings the
     # PretrainedConfig default True); sglang/srt/models/phi3_small.py: two LayerNorms with bias per layer and a final
@@ -1129,11 +1228,25 @@ def model_type_row(name: object) -> ModelType:
 
 def with_config_aliases(text: Mapping[str, Any]) -> Mapping[str, Any]:
     """``text`` with the fields its model type's config class fills from other config.json names
-    (:attr:`ModelType.config_aliases`, e.g. ChatGLM's ``num_layers``) set where absent; ``text`` itself
-    when none applies."""
-    aliases = model_type_row(text.get("model_type")).config_aliases
+    (:attr:`ModelType.config_aliases`, e.g. ChatGLM's ``num_layers``) set where absent, then the fields
+    it computes from others (:attr:`ModelType.derived_fields`, e.g. Nemotron-H's layer count from
+    ``layers_block_type``) set wherever their rule gives a value; ``text`` itself when none applies."""
+    row = model_type_row(text.get("model_type"))
+    aliases = row.config_aliases
     found = {field: text[name] for field, name in aliases if text.get(field) is None and text.get(name) is not None}
-    return {**text, **found} if found else text
+    merged = {**text, **found} if found else text
+    derived = {field: value for field, rule in row.derived_fields if (value := rule(merged)) is not None}
+    return {**merged, **derived} if derived else merged
+
+
+def with_nested_defaults(root: Mapping[str, Any], nested: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``root``'s nested ``text_config`` as the wrapper's config class builds it: the config-class defaults
+    of the nested model type (:attr:`ModelType.nested_defaults` of ``root``'s model type) for the fields it
+    omits; ``nested`` itself when none applies."""
+    by_type = dict(model_type_row(root.get("model_type")).nested_defaults)
+    defaults = by_type.get(str(nested.get("model_type")), ())
+    missing = {field: value for field, value in defaults if nested.get(field) is None}
+    return {**nested, **missing} if missing else nested
 
 
 def require_loadable(model_type: str, release: EngineRelease) -> None:

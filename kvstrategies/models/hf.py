@@ -8,6 +8,7 @@ from typing import Any
 
 from ..core.validate import MAX_LAYERS, finite_float, shown
 from ..errors import KVCacheConfigError
+from .architectures import with_nested_defaults
 
 ConfigDict = Mapping[str, Any]
 
@@ -17,11 +18,13 @@ MAX_CONFIG_INT = 2**40
 
 
 def text_config(config: ConfigDict) -> ConfigDict:
-    """The language model's config: ``text_config`` (or ``llm_config``) when nested, else the root."""
+    """The language model's config: ``text_config`` (or ``llm_config``) when nested, with its config
+    class's defaults for what it omits (:func:`~kvstrategies.models.architectures.with_nested_defaults`),
+    else the root."""
     for key in ("text_config", "llm_config", "language_config"):
         nested = config.get(key)
         if isinstance(nested, Mapping) and nested:
-            return nested
+            return with_nested_defaults(config, nested)
     return config
 
 

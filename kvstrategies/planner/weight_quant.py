@@ -452,7 +452,9 @@ def _scheme(
         return QuantBytes("mxfp4-experts", None, None, MXFP4)  # gpt-oss: only the routed experts
     if method in ("nvfp4", "modelopt_fp4") or (method == "modelopt" and "FP4" in str(q.get("quant_algo", "")).upper()):
         return QuantBytes("nvfp4", NVFP4, NVFP4, NVFP4)
-    if method == "modelopt" and str(q.get("quant_algo", "")).upper() == "MIXED_PRECISION":
+    if method in ("modelopt", "modelopt_mixed") and str(q.get("quant_algo", "")).upper() == "MIXED_PRECISION":
+        # "modelopt_mixed": the method SGLang names a MIXED_PRECISION hf_quant_config.json with NVFP4 layers
+        # (hf_quant.modelopt_method; Nemotron-3.5-Lightning's W4A16_NVFP4 experts)
         return _modelopt_mixed(q, fused)
     if method == "modelopt":
         algo = str(q.get("quant_algo", "FP8")).upper()

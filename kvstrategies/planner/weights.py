@@ -57,6 +57,7 @@ from ..models.architectures import (
     model_type_row,
     rows_for,
     with_config_aliases,
+    with_nested_defaults,
 )
 from ..models.hf import as_int
 
@@ -162,7 +163,7 @@ def _text(cfg: Mapping[str, Any]) -> dict[str, Any]:
     its config class reads under other names (``ModelType.config_aliases``)."""
     merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}
     text = cfg.get("text_config") or cfg.get("language_config") or {}
-    merged.update(text)
+    merged.update(with_nested_defaults(cfg, text) if isinstance(text, Mapping) else text)
     merged = dict(with_config_aliases(merged))
     for key, value in model_type_row(merged.get("model_type")).weight_defaults:
         merged.setdefault(key, value)
@@ -190,7 +191,7 @@ def weight_format_from_config(
         base = float((dtype if isinstance(dtype, DType) else DType.from_name(dtype)).itemsize)
     else:
         base = _config_dtype_bytes(t)
-    qcfg = t.get("quantization_config") or {}
+    qcfg = _hf_weight_names(t, t.get("quantization_config") or {})
     method = quantization if quantization is not None else str(qcfg.get("quant_method") or "none")
     if method.lower() == "none":
         return WeightFormat(f"{_dtype_label(base)}", base, base, base, base)
@@ -203,6 +204,29 @@ def weight_format_from_config(
         return base if value is None else value
 
     return WeightFormat(q.name, base, pick(q.attention), pick(q.dense), pick(q.expert), q.notes, q.modules)
+
+
+def _hf_weight_names(t: Mapping[str, Any], qcfg: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A ModelOpt config's module lists (``exclude_modules`` / ``ignore``, ``quantized_layers``) in SGLang's
+    names: the model class's ``hf_to_sglang_mapper`` prefixes applied, longest first, as
+    ``ModelOptQuantConfig.apply_weight_name_mapper`` (and the mixed-precision config's) applies them
+    (:attr:`Architecture.hf_weight_prefixes`: Nemotron-H's ``backbone.`` -> ``model.``)."""
+    prefixes = next((row.hf_weight_prefixes for row in rows_for(_arch(t)) if row.hf_weight_prefixes), ())
+    if not prefixes or not isinstance(qcfg, Mapping):
+        return qcfg
+    ordered = sorted(prefixes, key=lambda pair: len(pair[0]), reverse=True)
+
+    def mapped(name: str) -> str:
+        old, new = next(((o, n) for o, n in ordered if name.startswith(o)), ("", ""))
+        return new + name[len(old):] if old else name
+
+    out = dict(qcfg)
+    for key in ("exclude_modules", "ignore"):
+        if isinstance(out.get(key), list):
+            out[key] = [mapped(v) if isinstance(v, str) else v for v in out[key]]
+    if isinstance(out.get("quantized_layers"), Mapping):
+        out["quantized_layers"] = {mapped(str(k)): v for k, v in out["quantized_layers"].items()}
+    return out
 
 
 def _dtype_label(nbytes: float) -> str:
@@ -628,6 +652,18 @@ def _layer(t: Mapping[str, Any], i: int, index: int | None = None) -> _Groups:
     return tuple(replace(g, module=prefix + g.module) if g.module else g for g in groups)
 
 
+def _in_block(module: str, block: str) -> str:
+    """``module`` (relative to its layer) as SGLang names it in a model whose layers hold one block ``block``
+    (:attr:`Architecture.single_block`): ``self_attn.o_proj`` -> ``mixer.o_proj``; an ungated MLP's fused
+    ``gate_up_proj`` is its ``up_proj`` (Nemotron-H's ``NemotronHMLP``)."""
+    if not block:
+        return module
+    head, _, rest = module.partition(".")
+    if head in ("self_attn", "mlp", "mixer") and rest:
+        module = f"{block}.{rest}"
+    return module.replace(".gate_up_proj", ".up_proj") if module.endswith(".gate_up_proj") else module
+
+
 def _layer_groups(t: Mapping[str, Any], i: int, mixer: str, ffn: str) -> _Groups:
     """The groups of decoder layer ``i`` (token mixer ``mixer``, feed-forward ``ffn``), modules
     relative to the layer; groups of no parameters left out."""
@@ -655,7 +691,8 @@ def _layer_groups(t: Mapping[str, Any], i: int, mixer: str, ffn: str) -> _Groups
             groups += _dense_mlp(t, i)
     elif ffn == "dense":
         groups += _dense_mlp(t, i)
-    return tuple(g for g in groups if g.count)
+    block = next((row.single_block for row in rows_for(_arch(t)) if row.single_block), "")
+    return tuple(replace(g, module=_in_block(g.module, block)) if g.module else g for g in groups if g.count)
 
 
 def _layer_norms(t: Mapping[str, Any], h: int) -> int:
@@ -880,8 +917,14 @@ def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
     block = next((row.moe_block for row in rows_for(_arch(t))), "mlp")
     # gated experts hold gate, up and down (3 h I); a relu2 MLP (Nemotron-H) only up and down
     # (sglang/srt/models/nemotron_h.py, NemotronHMoE: FusedMoE with is_gated=False)
-    per_expert = (3 if _gated(t) else 2) * h * im
+    latent = _moe_latent_size(t)
+    per_expert = (3 if _gated(t) else 2) * (latent or h) * im
     groups = [ParamGroup("experts", e * per_expert, ParamKind.EXPERT, e * im, f"{block}.experts")]
+    if latent:
+        groups += [
+            ParamGroup("fc1_latent_proj", h * latent, ParamKind.DENSE, 0, f"{block}.fc1_latent_proj"),
+            ParamGroup("fc2_latent_proj", latent * h, ParamKind.DENSE, 0, f"{block}.fc2_latent_proj"),
+        ]
     router = h * e
     if conventions.moe_expert_bias:
         groups.append(ParamGroup("expert_bias", e * (2 * im + h), ParamKind.SMALL, e))
@@ -895,7 +938,11 @@ def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
     groups.append(ParamGroup("router", router, ParamKind.ROUTER, 0, f"{block}.gate", fp32))
     n_shared = int(t.get("n_shared_experts") or t.get("num_shared_experts") or 0)
     shared_size = int(t.get("shared_expert_intermediate_size") or 0)
-    if n_shared:
+    if n_shared and t.get("moe_shared_expert_intermediate_size"):
+        # Nemotron-H: one MLP of moe_shared_expert_intermediate_size x n_shared_experts (NemotronHMoE.shared_experts)
+        wide = int(t["moe_shared_expert_intermediate_size"]) * n_shared
+        groups += _mlp_pair(t, "shared_experts", f"{block}.shared_experts", h, wide)
+    elif n_shared:
         groups += _mlp_pair(t, "shared_experts", f"{block}.shared_experts", h, im, n_shared)
     elif shared_size:
         groups += [
@@ -905,6 +952,17 @@ def _moe(t: Mapping[str, Any]) -> list[ParamGroup]:
     elif conventions.moe_shared_expert:
         groups += _mlp_pair(t, "shared_expert", f"{block}.shared_expert", h, im)
     return groups
+
+
+def _moe_latent_size(t: Mapping[str, Any]) -> int:
+    """Nemotron-H's latent MoE: the routed experts work in ``moe_latent_size`` instead of ``hidden_size``,
+    between two replicated projections ``fc1_latent_proj`` (h -> latent) and ``fc2_latent_proj`` (latent -> h)
+    (``sglang/srt/models/nemotron_h.py`` ``NemotronHMoE.__init__``: ``moe_hidden_size``, ``use_latent_moe``);
+    0 for every other MoE."""
+    if model_type_row(t.get("model_type")).linear_attention is not LinearAttention.NEMOTRON_H:
+        return 0
+    latent = t.get("moe_latent_size")
+    return int(latent) if isinstance(latent, int) and not isinstance(latent, bool) and latent > 0 else 0
 
 
 def _mtp(t: Mapping[str, Any], h: int, vocab: int, n: int) -> _Groups:

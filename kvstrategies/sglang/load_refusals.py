@@ -319,7 +319,9 @@ def _linear_shape(
 
 def _mlp_width(t: Mapping[str, Any], module: str) -> int:
     if "shared_expert" in module:
-        size = t.get("shared_expert_intermediate_size") or t.get("moe_intermediate_size") or 0
+        # Nemotron-H: moe_shared_expert_intermediate_size (NemotronHMoE.shared_experts, as weights._moe)
+        size = (t.get("shared_expert_intermediate_size") or t.get("moe_shared_expert_intermediate_size")
+                or t.get("moe_intermediate_size") or 0)  # fmt: skip
         return int(size) * max(1, int(t.get("n_shared_experts") or 1)) if "shared_experts" in module else int(size)
     size = t.get("intermediate_size_mlp") or t.get("ffn_hidden_size") or t.get("intermediate_size") or 0
     return int(size)

@@ -73,8 +73,9 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
     "qwen3-vl-8b-h100-tp2": (5e-4, "as qwen3-vl-8b-h100-tp1, and tower parts whole on every rank"),
     "qwen2.5-vl-7b-h100-tp1": (5e-4, "as qwen3-vl-8b-h100-tp1"),
     "deepseek-v4-flash-h200-tp4": (0.02, "DeepSeek-V4 is estimated approximately (weights.py, _dsv4_attention)"),
-    "nemotron-3-nano-nvfp4-h100-tp1": (0.04, "665 MB: the NVFP4 exclusion list (backbone.* names) against the "
-                                       "Mamba2 / attention layers, priced per kind (not traced further)"),
+    "nemotron-3-nano-nvfp4-h100-tp1": (1e-5, "63,056 B: small tensors the estimate does not itemize (not traced "
+                                       "further); the NVFP4 exclusion list is matched in SGLang's names (backbone. -> "
+                                       "model., one mixer block per layer; was 665 MB)"),
     "qwen3.5-397b-a17b-nvfp4-h100-tp4": (0.04, "the exclusion list keeps linear_attn, shared experts and "
                                          "attention in bf16 (model.language_model.* names); the estimate prices NVFP4"),
     "gpt-oss-120b-h100-tp4": (0.07, "MXFP4 experts: Mxfp4MoEMethod.create_weights pads each rank's 720 columns to "

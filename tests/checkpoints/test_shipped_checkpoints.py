@@ -113,6 +113,20 @@ LAYOUTS: list[tuple[str, str, int] | tuple[str, str, int, int]] = [
     ("Qwen/Qwen2-VL-7B-Instruct", "H100", 1),
     ("THUDM/chatglm3-6b", "H100", 1),
     ("THUDM/glm-4-9b", "H100", 1),
+    ("allenai/OLMo-2-1124-7B-Instruct", "H100", 1),
+    ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "H100", 1),
+    ("ibm-granite/granite-3.3-8b-instruct", "H100", 1),
+    ("LGAI-EXAONE/EXAONE-3.5-7.8B-Instruct", "H100", 1),
+    ("llava-hf/llava-1.5-7b-hf", "H100", 1),
+    ("microsoft/Phi-4-mini-instruct", "H100", 1),
+    ("mistralai/Mistral-7B-Instruct-v0.3", "H100", 1),
+    ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "H200", 8, 2),
+    ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8", "H200", 8),
+    ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4", "H100", 8),
+    ("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4", "H100", 1),
+    ("openbmb/MiniCPM3-4B", "H100", 1),
+    ("Qwen/Qwen2.5-7B-Instruct", "H100", 1),
+    ("tiiuae/Falcon3-7B-Instruct", "H100", 1),
 ]
 #: checkpoints the newest SGLang refuses, planned for the newest release that loads them: fbgemm_fp8 left SGLang's
 #: quantization registry in 0.5.16 (load_refusals.FBGEMM_FP8_REMOVED)

@@ -10,6 +10,7 @@ from ...core.dtypes import DType
 from ...core.validate import MAX_LAYERS
 from ...errors import KVCacheConfigError
 from ..architectures import (
+    NEMOTRON_H_BLOCK_CODES,
     LinearAttention,
     model_type_row,
     rows_for,
@@ -67,7 +68,7 @@ def _gdn(root: ConfigDict, text: ConfigDict, geometry: ModelGeometry) -> MambaGe
 def _nemotron_pattern(text: ConfigDict) -> str:
     blocks = str_list(text, "layers_block_type")
     if blocks is not None:
-        codes = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+        codes = NEMOTRON_H_BLOCK_CODES
         unknown = sorted(set(blocks) - set(codes))
         if unknown:
             raise KVCacheConfigError(

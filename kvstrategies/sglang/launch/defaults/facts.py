@@ -15,7 +15,14 @@ from typing import Any
 
 from ....core.validate import TrackedConfig, reading_config
 from ....errors import KVCacheConfigError
-from ....models.architectures import Attention, SWAMemoryOff, model_type_row, names_where, with_config_aliases
+from ....models.architectures import (
+    Attention,
+    SWAMemoryOff,
+    model_type_row,
+    names_where,
+    with_config_aliases,
+    with_nested_defaults,
+)
 from ....planner.moe_layout import override_quantization, sm100_trtllm_quantization
 from .core import LaunchModelFacts
 
@@ -47,7 +54,8 @@ _AUDIO_ENCODER_DECODER = names_where(lambda r: r.audio_encoder_decoder)
 
 def _text_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
     merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}
-    merged.update(cfg.get("text_config") or {})
+    text = cfg.get("text_config") or {}
+    merged.update(with_nested_defaults(cfg, text) if isinstance(text, Mapping) else text)
     return merged
 
 
