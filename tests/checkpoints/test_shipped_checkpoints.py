@@ -118,6 +118,7 @@ LAYOUTS: list[tuple[str, str, int] | tuple[str, str, int, int]] = [
     ("ibm-granite/granite-3.3-8b-instruct", "H100", 1),
     ("LGAI-EXAONE/EXAONE-3.5-7.8B-Instruct", "H100", 1),
     ("llava-hf/llava-1.5-7b-hf", "H100", 1),
+    ("liuhaotian/llava-v1.5-7b", "H100", 1),
     ("microsoft/Phi-4-mini-instruct", "H100", 1),
     ("mistralai/Mistral-7B-Instruct-v0.3", "H100", 1),
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "H200", 8, 2),
