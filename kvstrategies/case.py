@@ -66,6 +66,8 @@ CASE_DEFAULTS: dict[str, Any] = {
     "speculative_algorithm": None,
     "eagle_draft_num_layers": None,
     "eagle_draft_swa_num_layers": None,
+    "eagle_draft_num_kv_heads": None,
+    "eagle_draft_head_dim": None,
     "dflash_draft_cell_size_per_token": None,
     "speculative_num_draft_tokens": None,
     "speculative_num_steps": None,
@@ -237,6 +239,8 @@ def _speculative(data: Mapping[str, Any], geometry: ModelGeometry) -> Speculativ
         num_draft_tokens=_int(data, "speculative_num_draft_tokens", minimum=1, optional=True),
         num_steps=_int(data, "speculative_num_steps", minimum=1, optional=True),
         eagle_topk=_int(data, "speculative_eagle_topk", minimum=1, optional=True),
+        draft_num_kv_heads=_int(data, "eagle_draft_num_kv_heads", minimum=1, optional=True),
+        draft_head_dim=_int(data, "eagle_draft_head_dim", minimum=1, optional=True),
     )
 
 

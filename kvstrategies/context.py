@@ -195,9 +195,17 @@ class SpeculativeConfig:
     num_draft_tokens: int | None = None
     num_steps: int | None = None
     eagle_topk: int | None = None
+    #: a separate draft head's attention, total KV heads and head size (vLLM's EAGLE / EAGLE3 heads; ``None``: the
+    #: target's)
+    draft_num_kv_heads: int | None = None
+    draft_head_dim: int | None = None
 
     def __post_init__(self) -> None:
         check_instance(self.algorithm, SpecAlgorithm, "speculative algorithm", "use SpecAlgorithm.parse(name)")
+        check_opt_int(self.draft_num_kv_heads, "eagle_draft_num_kv_heads", minimum=1, maximum=2**16,
+                      fix="give the draft model's num_key_value_heads")  # fmt: skip
+        check_opt_int(self.draft_head_dim, "eagle_draft_head_dim", minimum=1, maximum=2**16,
+                      fix="give the draft model's head_dim")  # fmt: skip
         for name in ("eagle_draft_num_layers", "eagle_draft_swa_num_layers", "dflash_draft_num_layers"):
             check_opt_int(getattr(self, name), name, maximum=MAX_LAYERS, fix="give the draft model's layer count")
         check_opt_int(self.dflash_draft_cell_size_per_token, "dflash_draft_cell_size_per_token")

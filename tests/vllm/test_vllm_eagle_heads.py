@@ -126,3 +126,88 @@ def test_the_bridge_s_head_is_a_llama_head_of_the_draft_s_geometry() -> None:
     assert (head["num_hidden_layers"], head["num_key_value_heads"], head["head_dim"]) == (2, 8, 128)
     assert (head["hidden_size"], head["vocab_size"]) == (4096, 151936)
     assert draft_head_config(config, VLLMDraft("eagle", 3, 1, 8, 128))["architectures"] == ["LlamaForCausalLM"]
+
+
+def test_an_mla_model_and_a_llama_head_share_one_uniform_type_group() -> None:
+    # DeepSeek-V3 TP 8, fp8, --block-size 64, a head of 8 KV heads x 128 (1 a rank): 61 latent pages of
+    # 64 x 576 x 1 B = 36,864 and the head's 64 x 1 x 128 x 2 x 1 = 16,384 in one UniformTypeKVCacheSpecs group:
+    # 2,265,088 B a block, 40 GiB // that = 18,961 blocks; its layer lists its own backend after the latents'
+    planned = _vllm("deepseek-v3", tp_size=8, kv_cache_dtype="fp8_e4m3", page_size=64, eagle_draft_num_layers=1,
+                    eagle_draft_num_kv_heads=8, eagle_draft_head_dim=128, gpu="H100")  # fmt: skip
+    (group,) = planned.groups
+    assert type(group.spec).__name__ == "UniformTypeKVCacheSpecs" and group.layers[-1] == 61
+    assert planned.bytes_per_block == 61 * 36_864 + 16_384 == 2_265_088
+    assert planned.num_gpu_blocks == 40 * GIB // 2_265_088 == 18_961
+    assert planned.backends == ("FLASHMLA", "FLASH_ATTN")
+
+
+def test_a_head_with_its_own_shape_is_not_the_model_s_mtp() -> None:
+    # Qwen3-Next has an MTP layer; EAGLE with a head's shape given is that head (2 layers of 4 KV heads x 256,
+    # 1 a rank at TP 4), not the MTP layer (which would be one layer of the target's 2 x 256)
+    planned = _vllm("qwen3-next-80b-a3b", "EAGLE", tp_size=4, page_size=64, eagle_draft_num_layers=2,
+                    eagle_draft_num_kv_heads=4, eagle_draft_head_dim=256)  # fmt: skip
+    specs = dict((layer, spec) for layers, spec in planned.layer_specs for layer in layers)
+    assert [(specs[i].num_kv_heads, specs[i].head_size) for i in (48, 49)] == [(1, 256), (1, 256)]
+    assert 50 not in specs
+
+
+EAGLE3_LLAMA_8B = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 4096,
+                   "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+                   "num_hidden_layers": 1, "vocab_size": 128256, "draft_vocab_size": 32000,
+                   "max_position_embeddings": 2048, "rms_norm_eps": 1e-05}  # fmt: skip
+
+
+def test_an_eagle3_head_s_resident_bytes() -> None:
+    # layer 0: qkv reads 2h: 8,192 x (4,096 + 2 x 1,024) = 50,331,648, o 16,777,216, MLP 3 x 4,096 x 14,336 =
+    # 176,160,768, three norms 12,288; fc 3 x 4,096 x 4,096 = 50,331,648; final norm 4,096; LM head 32,000 x 4,096 =
+    # 131,072,000: 424,689,664 parameters x 2 B, and the 32,000-row int64 id map (the embedding is the target's)
+    from kvstrategies.vllm.planner.draft_head import draft_head, draft_head_bytes
+
+    params = 50_331_648 + 16_777_216 + 176_160_768 + 12_288 + 50_331_648 + 4_096 + 131_072_000
+    assert params == 424_689_664
+    assert draft_head_bytes(EAGLE3_LLAMA_8B, "eagle3", tp=1, dtype=DType.BFLOAT16) == 2 * params + 8 * 32_000
+    # an EAGLE head: h x (q + 2 kv) = 25,165,824, o, MLP, the first layer's one norm, fc 2h x h = 33,554,432
+    eagle = 25_165_824 + 16_777_216 + 176_160_768 + 4_096 + 33_554_432
+    assert draft_head_bytes(EAGLE3_LLAMA_8B, "eagle", tp=1, dtype=DType.BFLOAT16) == 2 * eagle
+    # TP 2: 16 query and 4 KV heads a rank, half the MLP and the LM head's rows
+    tp2 = 8_192 * (2_048 + 1_024) + 2_048 * 4_096 + 3 * 4_096 * 7_168 + 12_288 + 50_331_648 + 4_096 + 16_000 * 4_096
+    assert draft_head_bytes(EAGLE3_LLAMA_8B, "eagle3", tp=2, dtype=DType.BFLOAT16) == 2 * tp2 + 8 * 32_000
+    assert draft_head(EAGLE3_LLAMA_8B, "eagle3").case_fields() == {
+        "eagle_draft_num_layers": 1, "eagle_draft_num_kv_heads": 8, "eagle_draft_head_dim": 128}
+
+
+def test_plan_reads_the_head_from_speculative_config(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    from pathlib import Path
+
+    from kvstrategies.cli.app import main
+
+    folder = Path(str(tmp_path))
+    (folder / "config.json").write_text(json.dumps(EAGLE3_LLAMA_8B))
+    spec = json.dumps({"method": "eagle3", "model": str(folder), "num_speculative_tokens": 3})
+    code = main(["plan", "llama-3.1-8b", "--engine", "vllm", "--kv-cache-memory-bytes", "40G", "--block-size", "16",
+                 "--speculative-config", spec, "--json"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "317,744 tokens" in out  # 19,859 blocks of 16 (the first test's deployment, the head read from its file)
+    code = main(["plan", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100", "--speculative-config", spec])
+    assert code == 0 and "+ 0.79 GiB of the EAGLE3 draft head on the last stage" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    ('{"method": "eagle3", "num_speculative_tokens": 3}', 'needs the draft head: "model"'),
+    ('{"method": "eagle3", "model": "/no/such/head", "num_speculative_tokens": 3}', "no such file or folder"),
+    ('{"method": "eagle", "model": "/", "num_speculative_tokens": 0}', "num_speculative_tokens must be an integer"),
+])  # fmt: skip
+def test_a_head_without_its_config_is_refused(spec: str, words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from kvstrategies.cli.app import main
+
+    code = main(["plan", "llama-3.1-8b", "--engine", "vllm", "--gpu", "H100", "--speculative-config", spec])
+    assert code != 0 and words in capsys.readouterr().err
+
+
+def test_a_head_s_shape_in_a_case_is_checked() -> None:
+    from kvstrategies.errors import KVCacheConfigError
+
+    with pytest.raises(KVCacheConfigError, match="eagle_draft_num_kv_heads"):
+        _vllm("llama-3.1-8b", eagle_draft_num_kv_heads=0)

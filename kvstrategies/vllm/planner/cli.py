@@ -70,22 +70,45 @@ def vllm_request(args: argparse.Namespace) -> Any:
         weight_bytes=None if args.weight_bytes is None else parse_bytes(args.weight_bytes),
         request_lengths=tuple(args.request_lengths or ()),
         release=planning_release(args.vllm_version),
-        num_speculative_tokens=_speculative_tokens(args.speculative_config),
+        **_speculative(args.speculative_config),
     )
 
 
-def _speculative_tokens(text: str | None) -> int | None:
-    """``num_speculative_tokens`` of ``--speculative-config`` (``None`` when not given)."""
+def _speculative(text: str | None) -> dict[str, Any]:
+    """The request's speculative fields from ``--speculative-config`` (none when not given): the method, the tokens,
+    and a draft head's folder and config.json."""
     from ...core.jsonio import parse_json_text
-    from ..strategies.drafts import mtp_tokens
+    from ..strategies.drafts import speculative_request
 
     if text is None:
-        return None
+        return {}
     value = parse_json_text(text, "--speculative-config")  # depth, duplicate keys and bad escapes refused
     try:
-        return mtp_tokens(value)
+        method, tokens, model = speculative_request(value)
     except ValueError as exc:
         raise KVCacheConfigError(str(exc)) from None
+    fields: dict[str, Any] = {"num_speculative_tokens": tokens, "speculative_method": method}
+    if model is not None:
+        fields.update(draft_model=model, draft_config=_draft_config(model))
+    return fields
+
+
+def _draft_config(model: str) -> dict[str, Any]:
+    """The draft head's config.json: ``model`` is its folder or the file (bounded JSON,
+    :mod:`kvstrategies.core.jsonio`);
+    vLLM could not load a head that is not there."""
+    from pathlib import Path
+
+    from ...core.jsonio import read_json_object
+
+    path = Path(model)
+    if not (path.exists() or path.is_symlink()):
+        raise KVCacheConfigError(f"--speculative-config model {model!r:.120}: no such file or folder; vLLM could not "
+                                 "load the draft head (give its folder or config.json)")  # fmt: skip
+    try:
+        return read_json_object(path / "config.json" if path.is_dir() else path, "the draft head's config.json")
+    except KVCacheConfigError as exc:
+        raise KVCacheConfigError(f"--speculative-config model: {exc}") from exc
 
 
 def _kv_bytes(text: str) -> int:

@@ -30,6 +30,7 @@ from ..strategies.sizing import blocks_per_request
 from ..strategies.specs import CacheLimits
 from ..strategies.strategies import VLLMKVCachePlan
 from .budget import EXTENSIBLE_KV_CACHE, VLLMBudget, extensible_budget, given_budget, vllm_budget
+from .draft_head import draft_head, draft_head_bytes
 from .extensible import blocks_within, segment_strides
 from .gpu_memory import cuda_total
 from .load_refusals import check_weight_load
@@ -131,17 +132,23 @@ def case_fields(req: VLLMPlanRequest, budget_bytes: int) -> dict[str, Any]:
         "disable_overlap_schedule": req.async_scheduling is False,
         "disable_hybrid_swa_memory": req.disable_hybrid_kv_cache_manager,
         "available_bytes": budget_bytes,
-        **_speculative_fields(req.num_speculative_tokens),
+        **_speculative_fields(req),
     }
 
 
-def _speculative_fields(tokens: int | None) -> dict[str, Any]:
-    """vLLM's MTP speculation as the case reads it: a chain (top-k 1) of ``tokens`` steps
-    (:mod:`kvstrategies.vllm.strategies.drafts`)."""
+def _speculative_fields(req: VLLMPlanRequest) -> dict[str, Any]:
+    """vLLM's speculation as the case reads it (:mod:`kvstrategies.vllm.strategies.drafts`): a chain (top-k 1) of
+    ``num_speculative_tokens`` steps from the model's MTP layers (``EAGLE`` without a head's shape) or a draft head
+    (``EAGLE`` / ``EAGLE3`` with its layers, KV heads and head size)."""
+    tokens = req.num_speculative_tokens
     if tokens is None:
         return {}
-    return {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1, "speculative_num_steps": tokens,
-            "speculative_num_draft_tokens": tokens + 1}  # fmt: skip
+    fields: dict[str, Any] = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1,
+                              "speculative_num_steps": tokens, "speculative_num_draft_tokens": tokens + 1}  # fmt: skip
+    if req.speculative_method != "mtp" and req.draft_config is not None:
+        fields["speculative_algorithm"] = req.speculative_method.upper()
+        fields.update(draft_head(req.draft_config, req.speculative_method).case_fields())
+    return fields
 
 
 def resolved_launch(req: VLLMPlanRequest) -> VLLMLaunch:
@@ -161,7 +168,14 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
     checkpoint = None if req.model_folder is None else str(req.model_folder)
     weights = vllm_weights(req.config, tp=tp, pp=pp, dtype=dtype, quantization=req.weight_quantization,
                            weight_bytes=req.weight_bytes, checkpoint=checkpoint,
-                           mtp=req.num_speculative_tokens is not None, release=req.release)  # fmt: skip
+                           mtp=req.num_speculative_tokens is not None and req.speculative_method == "mtp",
+                           release=req.release)  # fmt: skip
+    if req.draft_config is not None and req.num_speculative_tokens is not None and req.weight_bytes is None:
+        head = draft_head_bytes(req.draft_config, req.speculative_method, tp=tp, dtype=dtype)
+        weights = VLLMWeights(weights.per_stage[:-1] + (weights.per_stage[-1] + head,),
+                              f"{weights.source}; + {head / 2**30:.2f} GiB of the {req.speculative_method.upper()} "
+                              "draft head on the last stage (its embedding, and an EAGLE head's LM head, are the "
+                              "target's)")  # fmt: skip
     shape = ProfileShape.from_config(req.config, activation_bytes=dtype.itemsize if dtype.itemsize <= 2 else 2)
     stages = []
     for rank in range(pp):

@@ -56,6 +56,11 @@ class VLLMPlanRequest:
     release: EngineRelease = NEWEST_VLLM
     #: ``--speculative-config '{"method": "mtp", "num_speculative_tokens": N}'``: N (``None``: no speculation)
     num_speculative_tokens: int | None = None
+    #: ``--speculative-config``'s method: ``mtp`` (the model's MTP layers), ``eagle`` or ``eagle3`` (a draft head)
+    speculative_method: str = "mtp"
+    #: a draft head's ``model`` (its folder or config.json, as given) and its config.json
+    draft_model: str | None = None
+    draft_config: Mapping[str, Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("tensor_parallel_size", "pipeline_parallel_size"):
@@ -84,6 +89,13 @@ class VLLMPlanRequest:
         if self.num_speculative_tokens is not None:
             _check_int(self.num_speculative_tokens, "--speculative-config num_speculative_tokens", minimum=1,
                        maximum=64)  # fmt: skip
+        if self.speculative_method not in ("mtp", "eagle", "eagle3"):
+            raise KVCacheConfigError(f"--speculative-config method {self.speculative_method!r:.40}: mtp, eagle and "
+                                     "eagle3 are planned")  # fmt: skip
+        if self.speculative_method != "mtp" and self.num_speculative_tokens is not None \
+                and not isinstance(self.draft_config, Mapping):  # fmt: skip
+            raise KVCacheConfigError(f"--speculative-config method {self.speculative_method}: give the draft head's "
+                                     "\"model\" (its folder or config.json)")  # fmt: skip
         for length in self.request_lengths:
             _check_int(length, "--request-length", minimum=1, maximum=2**31 - 1)
         if self.gpu is None and self.gpu_memory_mib is None and self.kv_cache_memory_bytes is None:

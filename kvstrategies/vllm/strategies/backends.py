@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...core.dtypes import DType
 from ...core.releases import NEWEST_VLLM, VLLM, ByRelease, EngineRelease, ReleaseRule, span
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
@@ -162,13 +163,19 @@ MM_PREFIX_LM_LIST = ReleaseRule(
 )
 
 
+def _kv_key(kv_cache_dtype: str) -> str:
+    """A cache dtype as the backend tables name it (the model-dtype names are ``auto``)."""
+    names = {"fp8": "fp8_e4m3", "bfloat16": "auto", "float16": "auto", "bf16": "auto"}
+    return names.get(kv_cache_dtype, kv_cache_dtype)
+
+
 def profile_key(
     geometry: ModelGeometry, gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease | None = None
 ) -> str:
     """The table row of a model's softmax-attention layers on ``gpu`` (``tools/list_vllm_backends.py profile_key``)."""
     major, minor = gpu.capability
     dtype = geometry.model_dtype.torch_name
-    kv = {"fp8": "fp8_e4m3", "bfloat16": "auto", "float16": "auto", "bf16": "auto"}.get(kv_cache_dtype, kv_cache_dtype)
+    kv = _kv_key(kv_cache_dtype)
     if geometry.use_mla:
         return f"{major}.{minor}|mla|{dtype}|{MLA_HEAD_SIZE}|{kv}|-"
     head = geometry.head_dim if geometry.head_dim in RECORDED_HEAD_SIZES else OTHER_HEAD_SIZE
@@ -223,13 +230,33 @@ def attention_backend(
     block_size: int | None = None,
 ) -> BackendChoice:
     """The backend of the model's softmax-attention layers, as vLLM ``release`` picks it on ``gpu``."""
+    nope = geometry.mla.qk_nope_head_dim if geometry.mla is not None else None
+    return _pick(profile_key(geometry, gpu, kv_cache_dtype, release), gpu, kv_cache_dtype, release, block_size, nope)
+
+
+def head_backend(
+    head_dim: int, model_dtype: DType, gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease,
+    block_size: int | None = None,
+) -> BackendChoice:
+    """The backend of a draft head's layers: plain attention of ``head_dim`` (no sink, window or prefix flags)."""
+    major, minor = gpu.capability
+    kv = _kv_key(kv_cache_dtype)
+    head = head_dim if head_dim in RECORDED_HEAD_SIZES else OTHER_HEAD_SIZE
+    key = f"{major}.{minor}|mha|{model_dtype.torch_name}|{head}|{kv}|-"
+    return _pick(key, gpu, kv_cache_dtype, release, block_size, None)
+
+
+def _pick(
+    key: str, gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease, block_size: int | None,
+    qk_nope_head_dim: int | None,
+) -> BackendChoice:
+    """The first valid backend of table row ``key`` that takes the block (``qk_nope_head_dim``: an MLA model's)."""
     check_block_size(block_size, release.text)
-    key = profile_key(geometry, gpu, kv_cache_dtype, release)
     family, valid = _recorded_choices(release, key, "attention backend choice", "model dtype, KV cache dtype or GPU "
                                       "outside tools/list_vllm_backends.py's grid); plan it on a listed GPU with a "
                                       "bf16/fp16 model")  # fmt: skip
     for name in valid:
-        if name == "FLASHINFER_MLA" and geometry.mla is not None and geometry.mla.qk_nope_head_dim not in (
+        if name == "FLASHINFER_MLA" and qk_nope_head_dim is not None and qk_nope_head_dim not in (
                 FLASHINFER_MLA_QK_NOPE):  # fmt: skip
             continue  # FlashInferMLABackend.supports_combination: qk_nope_head_dim in [64, 128, 192]
         if not _takes_block(name, family, release, block_size):

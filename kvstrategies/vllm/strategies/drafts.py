@@ -12,7 +12,7 @@ sliding-window kind), numbered after them (``num_hidden_layers + i``).
 heads and head size, numbered after the target's (``start_layer_id = num_hidden_layers``); they join the target's
 full-attention group, or, where their page differs (an MLA target), one ``UniformTypeKVCacheSpecs`` group. EAGLE3
 reads the target's auxiliary hidden states, which only models implementing ``SupportsEagle3`` give
-(:data:`~kvstrategies.vllm.tables.eagle3_targets.EAGLE3_TARGETS`).
+(:data:`~kvstrategies.vllm.strategies.eagle3_targets.EAGLE3_TARGETS`).
 
 Either way the lookahead lengthens each Mamba layer's conv window by ``num_speculative_tokens`` and holds that many
 more state blocks a request (``vllm/model_executor/layers/mamba/abstract.py MambaBase.get_kv_cache_spec``:
@@ -20,8 +20,9 @@ more state blocks a request (``vllm/model_executor/layers/mamba/abstract.py Mamb
 
 SGLang's ``--speculative-algorithm EAGLE`` (or ``NEXTN``) with top-k 1 is the model's MTP where its config has
 MTP layers (no draft checkpoint), else an EAGLE head of ``eagle_draft_num_layers`` layers (1 when not given);
-``EAGLE3`` is an EAGLE3 head. A draft head whose attention is not given is the target's: its total KV heads and
-head size. A tree (top-k > 1) and the other algorithms (STANDALONE, DFLASH, NGRAM) are refused.
+``EAGLE3`` is an EAGLE3 head. A draft head whose attention is not given (``eagle_draft_num_kv_heads``,
+``eagle_draft_head_dim``) is the target's: its total KV heads and head size. A tree (top-k > 1) and the other
+algorithms (STANDALONE, DFLASH, NGRAM) are refused.
 """
 
 from __future__ import annotations
@@ -127,6 +128,21 @@ def mtp_tokens(speculative_config: object) -> int:
     return tokens
 
 
+def speculative_request(speculative_config: object) -> tuple[str, int, str | None]:
+    """``(method, num_speculative_tokens, model)`` of vLLM's ``--speculative-config`` JSON: the model's MTP layers
+    (as :func:`mtp_tokens` reads them; ``model`` ``None``) or an ``eagle`` / ``eagle3`` head, whose ``model`` (its
+    folder or config.json) is required; a :class:`ValueError` naming the field otherwise."""
+    if not isinstance(speculative_config, Mapping) or speculative_config.get("method") not in _HEAD_METHODS.values():
+        return "mtp", mtp_tokens(speculative_config), None
+    method = str(speculative_config["method"])
+    model = speculative_config.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError(f"--speculative-config method {method!r} needs the draft head: \"model\": its folder or "
+                         "config.json (vllm/config/speculative.py SpeculativeConfig.model)")  # fmt: skip
+    rest = {k: v for k, v in speculative_config.items() if k != "model"}
+    return method, mtp_tokens({**rest, "method": "mtp"}), model
+
+
 def mtp_layer_count(geometry: ModelGeometry) -> int:
     """``n_predict``: the config's ``num_nextn_predict_layers`` (Qwen3.5's ``mtp_num_hidden_layers``), 1 when
     it names none (Qwen3-Next's ``Qwen3NextMTP`` builds one layer)."""
@@ -149,7 +165,9 @@ def vllm_draft(ctx: KVCacheContext) -> VLLMDraft | None:
     if tokens < 1:
         raise ValueError("give speculative_num_steps (the tokens proposed a step)")
     geometry = ctx.geometry
-    if method == "eagle" and (geometry.num_nextn_predict_layers or vllm_model_rule(geometry.model_type).mtp_draft):
+    heads, head_dim = spec.draft_num_kv_heads, spec.draft_head_dim
+    own_mtp = geometry.num_nextn_predict_layers or vllm_model_rule(geometry.model_type).mtp_draft
+    if method == "eagle" and heads is None and own_mtp:  # no head of its own: the model's MTP layers
         if not MTP_DRAFTS.holds(ctx.release):
             raise ValueError(f"MTP drafts are modelled for vLLM {MTP_DRAFTS.span.describe()}")
         if not vllm_model_rule(geometry.model_type).mtp_draft:
@@ -157,18 +175,20 @@ def vllm_draft(ctx: KVCacheContext) -> VLLMDraft | None:
         return VLLMDraft("mtp", tokens, mtp_layer_count(geometry))
     if not EAGLE_HEADS.holds(ctx.release):
         raise ValueError(f"EAGLE / EAGLE3 draft heads are modelled for vLLM {EAGLE_HEADS.span.describe()}")
-    if geometry.use_mla or geometry.dsv4 is not None:
+    if (heads is None or head_dim is None) and (geometry.use_mla or geometry.dsv4 is not None):
         raise ValueError("an EAGLE head beside an MLA model has attention of its own, which the case does not give "
-                         "(a head modelled on the target's attention needs softmax attention)")  # fmt: skip
+                         "(eagle_draft_num_kv_heads, eagle_draft_head_dim; a head modelled on the target's "
+                         "attention needs softmax attention)")  # fmt: skip
     if ctx.parallel.pp_size > 1:
         raise ValueError("an EAGLE / EAGLE3 head at pipeline parallel size > 1 is not modelled (its auxiliary hidden "
                          "states cross the stages)")  # fmt: skip
-    return VLLMDraft(method, tokens, spec.eagle_draft_num_layers or 1, geometry.total_num_kv_heads, geometry.head_dim)
+    return VLLMDraft(method, tokens, spec.eagle_draft_num_layers or 1, heads or geometry.total_num_kv_heads,
+                     head_dim or geometry.head_dim)  # fmt: skip
 
 
 def head_layer_spec(
     draft: VLLMDraft, tp: int, kv_dtype: DType, block_size: int, kv_quant_mode: str | None
-) -> KVCacheSpec:
+) -> FullAttentionSpec:
     """A draft head's decoder layer: full attention with ``max(1, H / tp)`` of its KV heads, K and V of its head size,
     in the cache dtype (``llama_eagle3.py LlamaDecoderLayer``: ``LlamaAttention`` with the cache config)."""
     if draft.num_kv_heads is None or draft.head_dim is None:
@@ -214,7 +234,7 @@ def check_eagle3_target(geometry: ModelGeometry, draft: VLLMDraft | None, releas
     implement ``SupportsEagle3``), in its words."""
     if draft is None or draft.method != "eagle3":
         return
-    from ..tables.eagle3_targets import EAGLE3_TARGETS
+    from .eagle3_targets import EAGLE3_TARGETS
 
     recorded = [r for r in EAGLE3_TARGETS if parse_release(r, VLLM, field="eagle3 table") <= release]
     row = EAGLE3_TARGETS[max(recorded, key=lambda r: parse_release(r, VLLM, field="eagle3 table"))] if recorded \

@@ -31,6 +31,7 @@ from .specs import (
     FullAttentionSpec,
     KVCacheSpec,
     MambaSpec,
+    MLAAttentionSpec,
     SlidingWindowSpec,
     SparseMLALayerSpec,
     UniformTypeKVCacheSpecs,
@@ -156,10 +157,11 @@ def kv_cache_groups(
 
 
 def _uniform_type(specs: Mapping[int, KVCacheSpec]) -> bool:
-    """``UniformTypeKVCacheSpecs.is_uniform_type``: every layer a full-attention spec of one class and one
-    block size, whatever their heads (MiMo-V2's layers with the hybrid manager off, sliding ones promoted)."""
+    """``UniformTypeKVCacheSpecs.is_uniform_type``: every layer a full-attention spec (an MLA latent is one:
+    ``KVCacheSpecRegistry.get_uniform_type_base_spec``) of one block size, whatever their heads (MiMo-V2's layers
+    with the hybrid manager off, sliding ones promoted; an EAGLE head's layers beside an MLA model's)."""
     kinds = {type(s) for s in specs.values()}
-    return len(kinds) == 1 and kinds <= {FullAttentionSpec} and len({s.block_size for s in specs.values()}) == 1
+    return kinds <= {FullAttentionSpec, MLAAttentionSpec} and len({s.block_size for s in specs.values()}) == 1
 
 
 def _uniform_type_group(specs: Mapping[int, KVCacheSpec]) -> KVCacheGroup:

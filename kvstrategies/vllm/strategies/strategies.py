@@ -49,6 +49,7 @@ from .backends import (
     BackendChoice,
     attention_backend,
     diffkv_backend,
+    head_backend,
     is_diffkv,
     mla_config_block,
     sparse_mla_backend,
@@ -225,6 +226,10 @@ class VLLMStrategy(Strategy):
                                    kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype), head_block,
                                    attention_kv_quant_mode(launch.kv_cache_dtype, ctx.release))  # fmt: skip
         drafts = draft_layer_specs(geometry, specs, deployment.draft, head)
+        head_names: tuple[str, ...] = ()
+        if head is not None:  # the head's layers list their own backend after the target's (a Llama attention)
+            head_names = (head_backend(head.head_size, geometry.model_dtype, launch.gpu, launch.kv_cache_dtype,
+                                       ctx.release, head.block_size).name,)  # fmt: skip
         specs.update(drafts)
         groups = kv_cache_groups(specs, disable_hybrid=launch.disable_hybrid_kv_cache_manager,
                                  promote_to_full_block=PROMOTED_TAKE_FULL_BLOCK.holds(ctx.release), version=version)
@@ -250,7 +255,7 @@ class VLLMStrategy(Strategy):
         stage_specs = {k: v for k, v in specs.items() if k in stage_layers}
         return VLLMKVCachePlan(
             launch=launch,
-            backends=self._backends(specs, backend),
+            backends=tuple(dict.fromkeys(self._backends(specs, backend) + head_names)),
             block_size=block,
             kv_cache_layout=backend.layout if KV_CACHE_LAYOUTS.holds(ctx.release) else None,
             layer_specs=_distinct(stage_specs),
