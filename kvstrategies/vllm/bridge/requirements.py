@@ -145,12 +145,27 @@ def _v0171() -> VLLMEnvironment:
     return VLLMEnvironment(line.line, light, line.no_deps)
 
 
+#: 0.16.0's structured-output package imports its Mistral tokenizer, which imports mistral_common at once
+#: (``vllm/v1/structured_output/backend_xgrammar.py`` -> ``vllm/tokenizers/mistral.py``; vLLM pins
+#: ``mistral_common[image]>=1.9.0``, whose image extra the import does not need)
+_MISTRAL_COMMON = ("mistral_common==1.13.1",)
+
+
+def _v0160() -> VLLMEnvironment:
+    """vLLM 0.16.0's environment: 0.17.1's (its pins of those packages are 0.17.1's; openai unbounded above) and
+    mistral_common."""
+    line = _older_line("0.16.0", "0.6.18", _DISKCACHE)
+    return VLLMEnvironment(line.line, (*_v0171().light_packages, *_MISTRAL_COMMON), line.no_deps)
+
+
 #: each older line and the FlashInfer its environment takes (0.27.1 on pin torch 2.13.0)
 _OLDER = (
+    _v0160(),
     _v0171(),
     _v0181(),
-    # 0.17.1 to 0.26.0 pin torch 2.10.0 or 2.11.0 and FlashInfer 0.6.4 to 0.6.14: the environment keeps CPU torch 2.13.0
-    # (vLLM's compiled extensions are stand-ins here) and takes 0.6.18 as 0.27.1 does (their pins not tried)
+    # 0.16.0 pins torch 2.9.1 and FlashInfer 0.6.3, 0.17.1 to 0.26.0 torch 2.10.0 or 2.11.0 and FlashInfer 0.6.4 to
+    # 0.6.14: the environment keeps CPU torch 2.13.0 (vLLM's compiled extensions are stand-ins here) and takes 0.6.18
+    # as 0.27.1 does (their pins not tried)
     _older_line("0.19.1", "0.6.18", _DISKCACHE),
     _older_line("0.20.2", "0.6.18", _GGUF),
     _older_line("0.21.0", "0.6.18", _GGUF),
