@@ -16,6 +16,7 @@ table holds what vLLM's own classes answer:
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,9 @@ def _select(cap: Any, fields: dict[str, Any], num_heads: int | None,
 
     # 0.25.1's selector takes no sliding-window flag: its answer holds with a window or without
     config = AttentionSelectorConfig(**{k: v for k, v in fields.items() if k in AttentionSelectorConfig._fields})
-    valid, _ = current_platform.get_valid_backends(cap, config, num_heads=num_heads)
+    # 0.16.0's takes no head count (it orders no sparse backends by it)
+    takes_heads = "num_heads" in inspect.signature(current_platform.get_valid_backends).parameters
+    valid, _ = current_platform.get_valid_backends(cap, config, **({"num_heads": num_heads} if takes_heads else {}))
     ordered = sorted((_backend_and_priority(c) for c in valid), key=lambda bp: bp[1])
     for backend, _ in ordered:
         bkey = f"{capability[0]}.{capability[1]}|{backend.name}"

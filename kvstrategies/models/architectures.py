@@ -1410,6 +1410,8 @@ class VLLMModelRule:
 
 _GEMMA3_VLLM = VLLMModelRule(sliding_layers="not_every_sixth", mm_prefix=True)
 _QWEN35_VLLM = VLLMModelRule(ssm_dtype="config", mtp_draft=True)
+#: vLLM's own config registry reads qwen3_5 / qwen3_5_moe from 0.17.1 (``Qwen3_5Config``, ``Qwen3_5MoeConfig``)
+_QWEN35_VLLM_REGISTERED = VLLMModelRule(ssm_dtype="config", mtp_draft=True, vllm_registry_from="0.17.1")
 VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "gemma2": VLLMModelRule(sliding_layers="even"),
     "gemma3": _GEMMA3_VLLM,
@@ -1424,9 +1426,9 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "glm_moe_dsa": VLLMModelRule(sm100_fp8_cache_from="0.32.0", mtp_draft=True, transformers_4_refuses=True),
     "qwen3_next": VLLMModelRule(mtp_draft=True),
     "nemotron_h": VLLMModelRule(ssm_dtype="float32", transformers_4_refuses=True),
-    "qwen3_5": _QWEN35_VLLM,
+    "qwen3_5": _QWEN35_VLLM_REGISTERED,
     "qwen3_5_text": _QWEN35_VLLM,
-    "qwen3_5_moe": _QWEN35_VLLM,
+    "qwen3_5_moe": _QWEN35_VLLM_REGISTERED,
     "qwen3_5_moe_text": _QWEN35_VLLM,
     "muse_glimmer": VLLMModelRule(unregistered=True, transformers_4_refuses=True),
     "minimax_m3": VLLMModelRule(unregistered=True, transformers_4_refuses=True),
@@ -1441,7 +1443,7 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
 VLLM_V2_RUNNER_ARCHITECTURES: ByRelease[tuple[str, ...]] = ByRelease(
     "vllm-v2-runner-architectures",
     (
-        ("0.17.1", ()),  # Model Runner V2 only with VLLM_USE_V2_MODEL_RUNNER=1 (vllm/envs.py)
+        ("0.16.0", ()),  # Model Runner V2 only with VLLM_USE_V2_MODEL_RUNNER=1 (vllm/envs.py)
         ("0.22.1", ("Qwen3ForCausalLM",)),
         ("0.23.0", ("LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM")),
         ("0.24.0", ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",

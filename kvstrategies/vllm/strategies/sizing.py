@@ -110,7 +110,7 @@ LEADER_LATENT_SPEC = ReleaseRule(
 #: ``kv_cache_utils.py`` in vLLM 0.33.0
 PLANNING_MODULE: ByRelease[str] = ByRelease(
     "vllm-kv-cache-planning-module",
-    (("0.17.1", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
+    (("0.16.0", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
     "the module of get_kv_cache_configs and _check_enough_kv_cache_memory",
     "vllm/v1/core/kv_cache_planning.py (0.33.0); vllm/v1/core/kv_cache_utils.py before",
     topic="sizing",
@@ -127,7 +127,7 @@ def planning_module(version: str) -> str:
 #: the word vLLM's "one request fits" refusal names the model with: 0.21.0 writes "models's"
 REFUSAL_MODEL_WORD: ByRelease[str] = ByRelease(
     "vllm-memory-refusal-wording",
-    (("0.17.1", "models's"), ("0.22.1", "model's")),
+    (("0.16.0", "models's"), ("0.22.1", "model's")),
     "the word the refusal of a budget below one request at max_model_len names the model with",
     "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory",
     topic="sizing",
@@ -168,13 +168,31 @@ class StageSizing:
     tensors: tuple[KVCacheTensor, ...]
 
 
-def project(groups: list[KVCacheGroup], layers: Container[int]) -> tuple[KVCacheGroup, ...]:
+#: from vLLM 0.17.1 a pipeline stage sizes its blocks by its own layers' caches (``get_kv_cache_configs`` with
+#: ``_project_kv_cache_groups_to_worker``: a uniform-type group keeps the worker's entries, and the one-request check
+#: reads each worker's groups); 0.16.0 hands every worker the global group spec, so a stage's uniform-type block
+#: holds every stage's caches (its tensors the stage's layers only), and it checks one request against the global
+#: groups
+PP_PROJECTED_GROUPS = ReleaseRule(
+    "vllm-pp-projected-groups",
+    span("0.17.1", engine=VLLM),
+    "each pipeline stage sizes its blocks by its own layers (a uniform-type group keeps the stage's entries, the "
+    "one-request check reads each stage's groups); before, a stage's uniform-type block holds every stage's caches",
+    "vllm/v1/core/kv_cache_utils.py get_kv_cache_configs, _project_kv_cache_groups_to_worker (0.17.1)",
+    topic="sizing",
+)
+
+
+def project(groups: list[KVCacheGroup], layers: Container[int], whole_specs: bool = False) -> tuple[KVCacheGroup, ...]:
     """The groups with the stage's layers only (a uniform-type group's spec keeps the stage's entries; a group
-    with none of them keeps its whole spec, as ``_project_kv_cache_groups_to_worker`` does, and holds no bytes)."""
+    with none of them keeps its whole spec, as ``_project_kv_cache_groups_to_worker`` does, and holds no bytes);
+    ``whole_specs``: every group keeps its whole spec (before :data:`PP_PROJECTED_GROUPS`)."""
     out = []
     for g in groups:
         mine = tuple(i for i in g.layers if i in layers)
-        spec = g.spec.restricted(layers) if isinstance(g.spec, UniformTypeKVCacheSpecs) and mine else g.spec
+        spec = g.spec
+        if isinstance(spec, UniformTypeKVCacheSpecs) and mine and not whole_specs:
+            spec = spec.restricted(layers)
         out.append(KVCacheGroup(mine, spec))
     return tuple(out)
 
@@ -269,8 +287,9 @@ def shared_tensors(
     ``i`` below the largest group's layer count, shared by the ``i``-th layer of each group that has one."""
     uniform = [g.spec for g in groups if isinstance(g.spec, UniformTypeKVCacheSpecs) and g.layers]
     if uniform:
+        held = {layer for g in groups for layer in g.layers}  # the stage's (a whole spec lists every stage's)
         return tuple(SharedKVCacheTensor(part.page_size_bytes * num_blocks, (layer,), offset_fields)
-                     for layer, part in uniform[0].entries)  # fmt: skip
+                     for layer, part in uniform[0].entries if layer in held)  # fmt: skip
     width = max((len(g.layers) for g in groups), default=0)
     page = max((g.spec.page_size_bytes for g in groups if g.layers), default=0)
     return tuple(

@@ -72,6 +72,7 @@ from .layers import (
     state_specs,
 )
 from .sizing import (
+    PP_PROJECTED_GROUPS,
     Capacity,
     KVCacheTensor,
     SharedKVCacheTensor,
@@ -241,11 +242,13 @@ class VLLMStrategy(Strategy):
         n = geometry.num_hidden_layers
         # the draft's layers are the last stage's (the model runners build the drafter on the last PP rank only)
         last = frozenset(drafts)
-        stages = [project(groups, self._with_drafts(self._stage_layers(*pp_indices(n, s, pp)), last, s == pp - 1))
-                  for s in range(pp)]  # fmt: skip
+        projected = PP_PROJECTED_GROUPS.holds(ctx.release)
+        stages = [project(groups, self._with_drafts(self._stage_layers(*pp_indices(n, s, pp)), last, s == pp - 1),
+                          whole_specs=not projected) for s in range(pp)]  # fmt: skip
+        for checked in stages if projected else [tuple(groups)]:  # before 0.17.1 the global groups, once
+            check_enough_memory(checked, available, limits, version)
         counts = []
         for stage in stages:
-            check_enough_memory(stage, available, limits, version)
             per_block = bytes_per_block(stage)
             counts.append(available // per_block if per_block else 1)
         num_blocks = min(counts)
