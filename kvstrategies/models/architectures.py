@@ -1389,7 +1389,11 @@ class VLLMModelRule:
     DeepSeekMTPModel, Glm4MoeMTPModel, Qwen3NextMTP, Qwen3_5MTP), or of its sliding-window kind
     (``"sliding"``: MiMoV2MTPModel, ``vllm/model_executor/models/mimo_v2_mtp.py``), which the vLLM strategies
     model; ``mtp_draft_from``: the first vLLM release that maps the model type to its MTP draft (before it,
-    ``SpeculativeConfig`` raises "Unsupported speculative method: 'mtp'").
+    ``SpeculativeConfig`` raises "Unsupported speculative method: 'mtp'"); ``own_sliding_kv_heads``: the model
+    class builds its sliding-window layers with KV heads of their own (``mimo_v2.py MiMoV2DecoderLayer.__init__``:
+    ``swa_num_key_value_heads``; ``gemma4.py``: the sliding layers' ``num_key_value_heads`` beside the global
+    ones); any other model's sliding layers take its KV heads, whatever ``swa_num_key_value_heads`` says (SGLang
+    reads it for every model).
     """
 
     sliding_layers: str | None = None
@@ -1406,6 +1410,7 @@ class VLLMModelRule:
     vllm_registry_from: str | None = None
     mtp_draft: bool | str = False
     mtp_draft_from: str | None = None
+    own_sliding_kv_heads: bool = False
 
 
 _GEMMA3_VLLM = VLLMModelRule(sliding_layers="not_every_sixth", mm_prefix=True)
@@ -1418,7 +1423,7 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "gemma3_text": _GEMMA3_VLLM,
     "falcon": VLLMModelRule(kv_in_model_dtype=True),
     "mimo_v2_flash": VLLMModelRule(cache_config_from="0.32.0", diffkv_backend=True, mtp_draft="sliding",
-                                   mtp_draft_from="0.21.0", transformers_4_refuses=True),
+                                   mtp_draft_from="0.21.0", transformers_4_refuses=True, own_sliding_kv_heads=True),
     "deepseek_v3": VLLMModelRule(mtp_draft=True),
     "kimi_k2": VLLMModelRule(vllm_registry_from="0.18.1"),
     "deepseek_v32": VLLMModelRule(bf16_cache_is_auto=True, fp8_cache_is_ds_mla=True, mtp_draft=True),
@@ -1434,7 +1439,8 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "minimax_m3": VLLMModelRule(unregistered=True, transformers_4_refuses=True),
     "minimax_m2": VLLMModelRule(transformers_4_refuses=True),
     "deepseek_v4": VLLMModelRule(transformers_4_refuses=True),
-    "gemma4": VLLMModelRule(transformers_4_refuses=True),
+    "gemma4": VLLMModelRule(transformers_4_refuses=True, own_sliding_kv_heads=True),
+    "gemma4_text": VLLMModelRule(own_sliding_kv_heads=True),
 }
 
 

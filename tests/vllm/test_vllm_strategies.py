@@ -472,3 +472,17 @@ def test_mimo_v2_cache_dtypes_flash_attention_does_not_take_are_refused(kv: str)
     fp8_e4m3 (vLLM 0.33.0 flash_attn.py); an nvfp4 or fp8_e5m2 cache is refused with them named."""
     with pytest.raises(UnsupportedConfigurationError, match="supported_kv_cache_dtypes"):
         _vllm("mimo-v2-flash", tp_size=4, page_size=64, kv_cache_dtype=kv)
+
+
+def test_sliding_layers_take_their_own_kv_heads_only_where_the_model_class_reads_them() -> None:
+    # swa_num_key_value_heads 4 on GPT-OSS (which SGLang reads for any model): vLLM's gpt_oss.py builds every
+    # attention layer with num_key_value_heads 8, so a sliding page at --block-size 64 is 64 x 8 x 64 x 2 x 2 =
+    # 131,072 B; MiMo-V2-Flash's class reads its swa_num_key_value_heads (8 beside 4 full-attention heads)
+    config = {**load_preset_config("gpt-oss-120b"), "swa_num_key_value_heads": 4}
+    case = parse_case({"hf_config": config, "engine": "vllm", "available_bytes": 40 * 2**30, "page_size": 64})
+    planned = plan(case.settings, case.available_bytes).vllm
+    sliding = {spec for _, spec in planned.layer_specs if isinstance(spec, SlidingWindowSpec)}
+    assert {(s.num_kv_heads, s.page_size_bytes) for s in sliding} == {(8, 131_072)}
+    mimo = _vllm("mimo-v2-flash", tp_size=4, page_size=64).vllm
+    heads = {type(spec).__name__: spec.num_kv_heads for _, spec in mimo.layer_specs}
+    assert (heads["SlidingWindowSpec"], heads["FullAttentionSpec"]) == (2, 1)

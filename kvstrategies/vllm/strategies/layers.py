@@ -343,13 +343,6 @@ ATTENTION_KV_QUANT_MODE = ReleaseRule(
     "vllm/model_executor/layers/attention/attention.py Attention.get_kv_cache_spec",
     topic="sizing",
 )
-#: the model types whose vLLM class builds its sliding-window layers with KV heads of their own
-#: (``mimo_v2.py MiMoV2DecoderLayer.__init__``: ``swa_num_key_value_heads``; ``gemma4.py``: the sliding layers'
-#: ``num_key_value_heads`` beside the global ones); any other model's sliding layers take its KV heads, whatever
-#: ``swa_num_key_value_heads`` (which SGLang reads for every model) says
-OWN_SLIDING_KV_HEADS = frozenset({"mimo_v2_flash", "gemma4", "gemma4_text"})
-
-
 def kv_quant_mode(kv_cache_dtype: str) -> str | None:
     """The quantization mode a quantized cache records (``FP8_PER_TENSOR``, ``NVFP4``; ``None``: none)."""
     return "FP8_PER_TENSOR" if kv_cache_dtype.startswith("fp8") else "NVFP4" if kv_cache_dtype == "nvfp4" else None
@@ -401,7 +394,9 @@ def attention_specs(
     chunk, chunked = chunked_local_layers(geometry)
     # the sliding layers' own heads and dims where the config gives them (MiMo-V2's swa_*, Gemma-4's
     # global layers' wider head): vLLM builds each layer type's Attention with its own
-    swa_heads = geometry.num_swa_kv_heads(tp) if geometry.model_type in OWN_SLIDING_KV_HEADS else heads
+    # the sliding layers' own heads only where the model class reads them (VLLMModelRule.own_sliding_kv_heads)
+    own = vllm_model_rule(geometry.model_type).own_sliding_kv_heads
+    swa_heads = geometry.num_swa_kv_heads(tp) if own else heads
     swa_dims = (geometry.swa_head_dim or geometry.head_dim, geometry.swa_v_head_dim or geometry.v_head_dim)
     pad_v = vllm_model_rule(geometry.model_type).diffkv_backend and not DIFFKV_ATTENTION.holds(release)
     for layer in layers:
