@@ -68,7 +68,8 @@ def record_vllm_case(case: WeightCase) -> dict[str, Any]:
     from kvstrategies.vllm.bridge.model_weights import build_weights
 
     with config_folder(case_files(case)) as folder:
-        version, ranks = build_weights(folder, case.gpu, case.tp, case.pp, case.quantization)
+        version, ranks = build_weights(folder, case.gpu, case.tp, case.pp, case.quantization,
+                                       expert_parallel=case.ep > 1)  # fmt: skip
     return {"vllm": version, "case": {k: v for k, v in vars(case).items() if k != "name"}, "ranks": ranks}
 
 
@@ -99,9 +100,10 @@ def _main_vllm(args: argparse.Namespace) -> int:
     from kvstrategies.vllm.planner.weight_catalog import recording_dir as vllm_dir
     from kvstrategies.vllm.planner.weight_catalog import vllm_catalog
 
-    out = vllm_dir(import_vllm())
+    version = import_vllm()
+    out = vllm_dir(version)
     out.mkdir(parents=True, exist_ok=True)
-    cases = [c for c in vllm_catalog() if not args.case or c.name in args.case]
+    cases = [c for c in vllm_catalog(version) if not args.case or c.name in args.case]
     return _write_or_check(cases, out, record_vllm_case, rank_summary, check=args.check)
 
 

@@ -3,7 +3,8 @@
 :func:`add_vllm_arguments` adds vLLM's own spellings of the settings that change the KV answer
 (``--gpu-memory-utilization``, ``--kv-cache-memory-bytes``, ``--max-model-len``, ``--max-num-seqs``,
 ``--max-num-batched-tokens``, ``--block-size``, ``--enforce-eager``, prefix caching, async
-scheduling, the hybrid KV cache manager, ``--speculative-config`` with the model's MTP layers);
+scheduling, the hybrid KV cache manager, ``--speculative-config`` (the model's MTP layers or an EAGLE head),
+``--enable-expert-parallel``);
 ``--tensor-parallel-size``, ``--pipeline-parallel-size``, ``--kv-cache-dtype``, ``--dtype``, ``--gpu``,
 ``--gpu-memory``, ``--weight-bytes`` and ``--weight-quantization`` / ``--quantization`` are the
 ``plan`` flags of the same name. SGLang's spellings of those settings are refused with
@@ -22,7 +23,7 @@ from ..errors import KVCacheConfigError
 #: the vLLM flags of :func:`add_vllm_arguments` (their argparse dests): given without ``--engine vllm`` they are refused
 VLLM_DESTS = ("gpu_memory_utilization", "kv_cache_memory_bytes", "max_model_len", "max_num_seqs",
               "max_num_batched_tokens", "block_size", "enforce_eager", "enable_prefix_caching", "async_scheduling",
-              "disable_hybrid_kv_cache_manager", "speculative_config")  # fmt: skip
+              "disable_hybrid_kv_cache_manager", "speculative_config", "enable_expert_parallel")  # fmt: skip
 
 #: ``plan`` dests of SGLang's settings -> (SGLang's flag, vLLM's flag for the same setting, or why there is none)
 SGLANG_ONLY: dict[str, tuple[str, str]] = {
@@ -66,9 +67,12 @@ def add_vllm_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--async-scheduling", dest="async_scheduling", action="store_const", const=True, default=None)
     group.add_argument("--no-async-scheduling", dest="async_scheduling", action="store_const", const=False)
     group.add_argument("--disable-hybrid-kv-cache-manager", action="store_true")
+    group.add_argument("--enable-expert-parallel", action="store_true",
+                       help="routed experts split whole over the TP ranks (EP = TP at DP 1)")  # fmt: skip
     group.add_argument("--speculative-config", default=None, metavar="JSON",
-                       help='speculative decoding with the model\'s own MTP layers: \'{"method": "mtp", '
-                            '"num_speculative_tokens": 3}\'')  # fmt: skip
+                       help='speculative decoding with the model\'s own MTP layers (\'{"method": "mtp", '
+                            '"num_speculative_tokens": 3}\') or an EAGLE / EAGLE3 head (\'{"method": "eagle3", '
+                            '"model": HEAD_FOLDER, "num_speculative_tokens": 3}\')')  # fmt: skip
 
 
 def is_vllm_plan(args: argparse.Namespace) -> bool:

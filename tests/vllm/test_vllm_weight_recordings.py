@@ -40,13 +40,13 @@ from kvstrategies.vllm.planner.weights import (
 RELEASES = weight_releases()
 CASES = vllm_catalog()
 BY_NAME = {case.name: case for case in CASES}
-PAIRS = [(release, name) for release in RELEASES for name in sorted(BY_NAME)]
+PAIRS = [(release, case.name) for release in RELEASES for case in sorted(vllm_catalog(release), key=lambda c: c.name)]
 BF16 = DType.from_name("bfloat16")
 
 
 @functools.cache
 def _comparisons(release: str) -> dict[str, Comparison]:
-    return {case.name: compare(case, release) for case in CASES}
+    return {case.name: compare(case, release) for case in vllm_catalog(release)}
 
 
 def test_the_newest_release_is_recorded() -> None:
@@ -59,7 +59,8 @@ def test_the_newest_release_is_recorded() -> None:
 @pytest.mark.parametrize("release", RELEASES)
 def test_each_recorded_release_holds_the_whole_catalog(release: str) -> None:
     paths = sorted(recording_dir(release).glob("*.json"))
-    assert {p.stem for p in paths} == set(BY_NAME), "record them: tools/record_weights.py --engine vllm"
+    names = {case.name for case in vllm_catalog(release)}
+    assert {p.stem for p in paths} == names, "record them: tools/record_weights.py --engine vllm"
     for path in paths:
         document = json.loads(path.read_text(encoding="utf-8"))
         assert document["vllm"] == release
@@ -67,12 +68,16 @@ def test_each_recorded_release_holds_the_whole_catalog(release: str) -> None:
 
 
 def test_the_cases_outside_the_vllm_planner_are_left_out() -> None:
-    """Attention DP and EP are SGLang layouts the vLLM planner does not take: not recorded, not compared."""
+    """Attention DP, and EP narrower than TP, are SGLang layouts the vLLM planner does not take: not recorded, not
+    compared; EP = TP (--enable-expert-parallel) is, from vLLM 0.33.0."""
     dp = WeightCase("x", "deepseek-v3", "H200", tp=8, ep=8, attn_dp=8)
     ep = WeightCase("y", "deepseek-v3", "H200", tp=8, ep=8)
-    assert "attention DP 8" in str(vllm_scope(dp)) and "EP 8" in str(vllm_scope(ep))
+    narrow = WeightCase("w", "deepseek-v3", "H200", tp=8, ep=4)
+    assert "attention DP 8" in str(vllm_scope(dp)) and "EP 4" in str(vllm_scope(narrow))
+    assert vllm_scope(ep) is None and "planned for vLLM 0.33.0 and later" in str(vllm_scope(ep, "0.32.0"))
     assert vllm_scope(WeightCase("z", "qwen3-8b", "H100", tp=2)) is None
-    assert "deepseek-v3-h200-tp8-ep8" not in BY_NAME and "qwen3-8b-h100-tp2" in BY_NAME
+    assert "deepseek-v3-h200-tp8-ep8" in BY_NAME and "qwen3-8b-h100-tp2" in BY_NAME
+    assert "deepseek-v3-h200-tp8-ep8" not in {case.name for case in vllm_catalog("0.32.0")}
 
 
 def test_every_listed_difference_names_a_vllm_case() -> None:

@@ -66,6 +66,7 @@ def vllm_request(args: argparse.Namespace) -> Any:
         async_scheduling=args.async_scheduling,
         disable_hybrid_kv_cache_manager=args.disable_hybrid_kv_cache_manager,
         enforce_eager=args.enforce_eager,
+        enable_expert_parallel=args.enable_expert_parallel,
         weight_quantization=quant,
         weight_bytes=None if args.weight_bytes is None else parse_bytes(args.weight_bytes),
         request_lengths=tuple(args.request_lengths or ()),

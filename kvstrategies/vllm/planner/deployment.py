@@ -169,7 +169,7 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
     weights = vllm_weights(req.config, tp=tp, pp=pp, dtype=dtype, quantization=req.weight_quantization,
                            weight_bytes=req.weight_bytes, checkpoint=checkpoint,
                            mtp=req.num_speculative_tokens is not None and req.speculative_method == "mtp",
-                           release=req.release)  # fmt: skip
+                           release=req.release, expert_parallel=req.enable_expert_parallel)  # fmt: skip
     if req.draft_config is not None and req.num_speculative_tokens is not None and req.weight_bytes is None:
         head = draft_head_bytes(req.draft_config, req.speculative_method, tp=tp, dtype=dtype)
         weights = VLLMWeights(weights.per_stage[:-1] + (weights.per_stage[-1] + head,),
@@ -228,7 +228,8 @@ def plan_vllm(req: VLLMPlanRequest) -> VLLMDeploymentPlan:
     """Plan ``req`` end to end (module doc)."""
     validate_config_fields(req.config)  # the SGLang planner's field rules: the weight estimate and profile read them
     launch = resolved_launch(req)
-    check_weight_load(req.config, req.tensor_parallel_size, req.release.text, req.weight_quantization)
+    check_weight_load(req.config, req.tensor_parallel_size, req.release.text, req.weight_quantization,
+                      req.enable_expert_parallel)  # fmt: skip
     budget, weights = budget_for(req, launch)
     planned = _planned(req, budget)
     answer = planned.vllm

@@ -37,6 +37,7 @@ PLANNED: dict[str, str] = {
     "--async-scheduling": "--async-scheduling",
     "--no-async-scheduling": "--no-async-scheduling",
     "--disable-hybrid-kv-cache-manager": "--disable-hybrid-kv-cache-manager",
+    "--enable-expert-parallel": "--enable-expert-parallel",
     "--quantization": "--quantization",
 }
 
@@ -65,7 +66,6 @@ REFUSED: dict[str, str] = {
     "--enable-dbo": "dual-batch overlap's micro-batch buffers",
     "--enable-elastic-ep": "elastic expert parallelism",
     "--enable-eplb": "redundant experts (more expert weights per rank)",
-    "--enable-expert-parallel": "the expert weights' split and the all-to-all buffers",
     "--enable-lora": "LoRA adapters' weights and buffers",
     "--enable-mamba-shared-prefix-checkpoint": "the Mamba states a request holds",
     "--enable-return-routed-experts": "a routed-experts buffer on the GPU",

@@ -138,10 +138,12 @@ def _routed_experts(t: Mapping[str, Any]) -> int:
 
 
 def load_refusal(
-    config: Mapping[str, Any], tp: int, quantization: str | None = None, version: str | None = None
+    config: Mapping[str, Any], tp: int, quantization: str | None = None, version: str | None = None,
+    expert_parallel: bool = False,
 ) -> tuple[str, str] | None:
     """``(vLLM's check, its words)`` of the first weight-creation refusal at ``tp`` in vLLM ``version`` (the
-    newest when ``None``); ``None``: the weights load."""
+    newest when ``None``); ``None``: the weights load. Under ``expert_parallel`` each rank holds whole experts
+    (``FusedMoE``'s ``moe_tp_size`` is 1), so only the linear layers' split is checked."""
     block = block_fp8(config, quantization)
     if block is None:
         return None
@@ -149,7 +151,7 @@ def load_refusal(
     # an expert's width: ``moe_intermediate_size``, else ``intermediate_size`` (Mixtral, MiniMax-M2: experts only)
     moe = t.get("moe_intermediate_size") or t.get("intermediate_size")
     refine = version is None or MOE_BLOCK_REFINEMENT.holds(parse_release(version, VLLM, field="--vllm-version"))
-    if _routed_experts(t) and moe:
+    if _routed_experts(t) and moe and not expert_parallel:
         words = expert_refusal(int(moe), get_int(t, "hidden_size", minimum=1), tp, block, refine=refine)
         if words is not None:
             if not refine:
@@ -164,18 +166,22 @@ def load_refusal(
     return None
 
 
-def check_weight_load(config: Mapping[str, Any], tp: int, version: str, quantization: str | None = None) -> None:
+def check_weight_load(
+    config: Mapping[str, Any], tp: int, version: str, quantization: str | None = None, expert_parallel: bool = False
+) -> None:
     """Refuse, as vLLM ``version`` does while building the model, a block-FP8 checkpoint that ``tp`` splits
     into partial blocks; the message names vLLM's check and the tensor-parallel sizes that load."""
-    refusal = load_refusal(config, tp, quantization, version)
+    refusal = load_refusal(config, tp, quantization, version, expert_parallel)
     if refusal is None:
         return
     check, words = refusal
     t = text_config(config)
     heads = int(t.get("num_attention_heads") or 1)
     loads = [size for size in (1, 2, 4, 8, 16, 32, 64) if heads % size == 0
-             and load_refusal(config, size, quantization, version) is None]  # fmt: skip
+             and load_refusal(config, size, quantization, version, expert_parallel) is None]  # fmt: skip
     fix = ", ".join(map(str, loads)) if loads else "none of 1-64"
+    if not expert_parallel and _routed_experts(t) and load_refusal(config, tp, quantization, version, True) is None:
+        fix += ", or --enable-expert-parallel (whole experts a rank)"
     raise UnsupportedConfigurationError(
         f"vLLM {version} refuses at weight load: {words} ({check}; block-FP8 weights split over "
         f"--tensor-parallel-size {tp}). Use a --tensor-parallel-size whose split loads: {fix}"

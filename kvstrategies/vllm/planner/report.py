@@ -86,6 +86,8 @@ def plan_text(plan: VLLMDeploymentPlan) -> str:
     req, answer, launch = plan.request, plan.answer, plan.launch
     where = req.gpu or "the GPU given"
     layout = f"TP {req.tensor_parallel_size} x PP {req.pipeline_parallel_size}"
+    if req.enable_expert_parallel:
+        layout += f", experts over EP {req.tensor_parallel_size}"
     out = [f"{req.release.label} on {where}, {layout}: {req.model}", "what vLLM would log:"]
     out += [f"  {line}" for line in log_lines(plan)]
     out.append("budget:")

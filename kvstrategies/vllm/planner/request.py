@@ -47,6 +47,8 @@ class VLLMPlanRequest:
     async_scheduling: bool | None = None
     disable_hybrid_kv_cache_manager: bool = False
     enforce_eager: bool = False
+    #: ``--enable-expert-parallel``: the routed experts split whole over the TP ranks
+    enable_expert_parallel: bool = False
     #: ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` (default 1): deduct the CUDA-graph estimate from the budget;
     #: ``False`` is also how a release before 0.21 sized its budget
     estimate_cudagraphs: bool = True
@@ -89,6 +91,13 @@ class VLLMPlanRequest:
         if self.num_speculative_tokens is not None:
             _check_int(self.num_speculative_tokens, "--speculative-config num_speculative_tokens", minimum=1,
                        maximum=64)  # fmt: skip
+        if self.enable_expert_parallel:
+            from .weights import EXPERT_PARALLEL
+
+            if not EXPERT_PARALLEL.holds(self.release):
+                raise KVCacheConfigError(f"--enable-expert-parallel is planned for vLLM "
+                                         f"{EXPERT_PARALLEL.span.describe()} (its weights recorded there); plan "
+                                         "without it or for a later --vllm-version")  # fmt: skip
         if self.speculative_method not in ("mtp", "eagle", "eagle3"):
             raise KVCacheConfigError(f"--speculative-config method {self.speculative_method!r:.40}: mtp, eagle and "
                                      "eagle3 are planned")  # fmt: skip

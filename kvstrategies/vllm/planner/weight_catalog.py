@@ -38,6 +38,7 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
     # small, bounded: tensors the estimate prices by the parameter, not by the tensor
     "deepseek-r1-b200-tp8": (1e-6, "6,832 B = 112 B in each of the 61 layers: small tensors (not traced further)"),
     "deepseek-v3-h200-tp8": (1e-6, "6,832 B: as deepseek-r1-b200-tp8"),
+    "deepseek-v3-h200-tp8-ep8": (1e-6, "6,832 B: as deepseek-r1-b200-tp8"),
     "kimi-k2-h200-tp8": (1e-6, "6,832 B: as deepseek-r1-b200-tp8"),
     "gemma-2-9b-h100-tp1": (1e-6, "2 B: Gemma's bfloat16 embedding normalizer buffer"),
     "llama-3.1-70b-fp8-modelopt-b200-tp1": (1e-6, "5,120 B = 64 B a layer: ModelOpt's per-tensor fp32 scales"),
@@ -154,18 +155,24 @@ def weight_difference(name: str, release: str) -> tuple[float, str]:
     return listed_difference(name, release, RELEASE_WEIGHT_DIFFERENCES, WEIGHT_DIFFERENCES, "vllm")
 
 
-def vllm_scope(case: WeightCase) -> str | None:
-    """Why ``case`` is not a launch ``plan --engine vllm`` takes (``None``: it is)."""
+def vllm_scope(case: WeightCase, version: str | None = None) -> str | None:
+    """Why ``case`` is not a launch ``plan --engine vllm`` takes in vLLM ``version`` (the newest when ``None``;
+    ``None``: it is)."""
+    from ...core.releases import parse_release
+    from .weights import EXPERT_PARALLEL
+
     if case.attn_dp != 1:
         return f"attention DP {case.attn_dp}: the vLLM planner takes no --data-parallel-size"
-    if case.ep != 1:
-        return f"EP {case.ep}: the vLLM planner takes no --enable-expert-parallel (experts split by TP)"
+    if case.ep not in (1, case.tp):
+        return f"EP {case.ep}: vLLM's expert parallelism spans TP x DP ({case.tp} here: --enable-expert-parallel)"
+    if case.ep > 1 and not EXPERT_PARALLEL.holds(parse_release(version, "vllm", field="--vllm-version")):
+        return f"EP {case.ep}: --enable-expert-parallel is planned for vLLM {EXPERT_PARALLEL.span.describe()}"
     return None
 
 
-def vllm_catalog() -> tuple[WeightCase, ...]:
-    """The weight cases recorded under vLLM."""
-    return tuple(case for case in catalog() if vllm_scope(case) is None)
+def vllm_catalog(version: str | None = None) -> tuple[WeightCase, ...]:
+    """The weight cases recorded under vLLM ``version`` (the newest when ``None``)."""
+    return tuple(case for case in catalog() if vllm_scope(case, version) is None)
 
 
 def recording_dir(version: str) -> Path:
@@ -214,15 +221,17 @@ def planned(case: WeightCase, version: str) -> PlannedWeights:
         pipeline_parallel_size=case.pp,
         weight_quantization=case.quantization,
         release=parse_release(version, "vllm", field="--vllm-version"),
+        enable_expert_parallel=case.ep > 1,
     )
     try:
         resolved_launch(req)
-        check_weight_load(req.config, req.tensor_parallel_size, req.release.text, req.weight_quantization)
+        check_weight_load(req.config, req.tensor_parallel_size, req.release.text, req.weight_quantization,
+                          req.enable_expert_parallel)  # fmt: skip
     except KVCacheConfigError as exc:
         return PlannedWeights(None, str(exc))
     weights = vllm_weights(req.config, tp=case.tp, pp=case.pp, dtype=serving_dtype(req),
                            quantization=case.quantization, checkpoint=req.model_folder,
-                           release=req.release)  # fmt: skip
+                           release=req.release, expert_parallel=req.enable_expert_parallel)  # fmt: skip
     return PlannedWeights(weights.fullest, None, weights.source)
 
 
@@ -254,4 +263,5 @@ def verify_lines(version: str) -> tuple[bool, list[str]]:
             "environment with tools/record_weights.py --engine vllm (docs/weights.md), or give --vllm-version one "
             "of those"
         )
-    return report_lines((compare(case, version) for case in vllm_catalog()), verdict, "vLLM", recording_dir(version))
+    cases = vllm_catalog(version)
+    return report_lines((compare(case, version) for case in cases), verdict, "vLLM", recording_dir(version))

@@ -129,6 +129,60 @@ def attention_scale_bytes(estimate: WeightEstimate, pp: int, pp_rank: int, per_l
     return per_layer * sum(attention[estimate.kind_of[layer]] for layer in range(start, end))
 
 
+#: ``--enable-expert-parallel`` is planned from this release (its weights recorded by 0.33.0 and 0.34.0 through the
+#: bridge; older releases: refused, not recorded)
+EXPERT_PARALLEL = ReleaseRule(
+    "vllm-expert-parallel",
+    span("0.33.0", engine=VLLM),
+    "--enable-expert-parallel is planned: whole experts a rank and each MoE layer's int32 expert map (older "
+    "releases: refused, not recorded)",
+    "vllm/model_executor/layers/fused_moe/layer.py FusedMoE.__init__ (determine_expert_map)",
+    topic="weights",
+)
+
+
+def num_routed_experts(config: Mapping[str, Any]) -> int:
+    """Routed experts as vLLM counts them (``n_routed_experts``, ``num_experts``, ``num_local_experts``)."""
+    t = text_config(config)
+    for key in ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts"):
+        value = t.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0
+
+
+def expert_parallel_bytes(estimate: WeightEstimate, num_experts: int, tp: int, pp: int, pp_rank: int) -> int:
+    """What ``--enable-expert-parallel`` (EP = TP at DP 1) adds to a rank of stage ``pp_rank``: each MoE layer's
+    ``expert_map`` (int32 a global expert: ``FusedMoE.__init__`` -> ``determine_expert_map``), and where ``E`` is not
+    a multiple of ``tp`` the first ranks' one more whole expert (``ceil(E / tp)`` of ``E``; the experts' bytes are
+    otherwise those of the TP split, a rank holding ``E / tp`` experts whole instead of ``1 / tp`` of each)."""
+    from ...planner.weights import get_pp_indices
+
+    start, end = get_pp_indices(estimate.num_layers, pp_rank, pp)
+    layers = 0
+    expert_bytes = 0.0
+    for layer in range(start, end):
+        kinds = [g.kind for g in estimate.groups_of(layer)]
+        if ParamKind.EXPERT not in kinds:
+            continue
+        layers += 1
+        terms = estimate.layer_terms(layer, tp)
+        expert_bytes += sum(t for t, kind in zip(terms, kinds, strict=True) if kind is ParamKind.EXPERT)
+    local = -(-num_experts // tp)
+    uneven = expert_bytes * (local * tp / num_experts - 1) if num_experts else 0.0
+    return 4 * num_experts * layers + round(uneven)
+
+
+def _with_expert_parallel(
+    stages: tuple[int, ...], estimate: WeightEstimate, config: Mapping[str, Any], tp: int, pp: int
+) -> tuple[tuple[int, ...], str]:
+    """The stages under ``--enable-expert-parallel`` (:func:`expert_parallel_bytes`) and the source's note."""
+    experts = num_routed_experts(config)
+    extra = tuple(expert_parallel_bytes(estimate, experts, tp, pp, r) for r in range(pp))
+    note = f"; experts over EP {tp} ({-(-experts // tp)} of {experts} whole experts a rank, and the expert maps)"
+    return tuple(s + e for s, e in zip(stages, extra, strict=True)), note
+
+
 def attention_layer_scale_bytes(config: Mapping[str, Any], dtype: DType, quantization: str | None,
                                 release: EngineRelease | None = None) -> int:  # fmt: skip
     """The scale bytes one attention layer holds: :data:`ATTENTION_SCALE_BYTES`, and under an FP8 method (a
@@ -164,6 +218,7 @@ def vllm_weights(
     checkpoint: str | None = None,
     mtp: bool = False,
     release: EngineRelease | None = None,
+    expert_parallel: bool = False,
 ) -> VLLMWeights:
     """Each stage's resident weight bytes (see the module doc); ``mtp``: the last stage also holds the MTP
     draft's layers (its embedding and head are the target's: ``maybe_share_target_embed``,
@@ -180,6 +235,10 @@ def vllm_weights(
         if mtp:
             draft = stages[-1] - rope - rank_bytes(ckpt, facts, tp=tp, pp=pp, pp_rank=pp - 1)
             draft_text = f"; + {draft / GIB:.2f} GiB of MTP draft layers on the last stage"
+        if expert_parallel:
+            estimate = vllm_layout(estimate_weights(config, dtype=dtype.torch_name, quantization=quantization))
+            stages, ep_text = _with_expert_parallel(stages, estimate, config, tp, pp)
+            draft_text += ep_text
         return VLLMWeights(stages, f"from the {ckpt.label}, split over TP {tp} x PP {pp}{rope_text}{draft_text}")
     estimate = vllm_layout(estimate_weights(config, dtype=dtype.torch_name, quantization=quantization))
     tower, tower_text = tower_bytes(config, tp, estimate.fmt.base_bytes)
@@ -187,6 +246,9 @@ def vllm_weights(
     stages = tuple(estimate.stage_bytes(tp, pp, r, include_mtp=mtp) + attention_scale_bytes(estimate, pp, r, per_layer)
                    + rope + (tower if r == 0 else 0) for r in range(pp))  # fmt: skip
     notes = "".join(f"; note: {n}" for n in estimate.fmt.notes) + tower_text
+    if expert_parallel:
+        stages, ep_text = _with_expert_parallel(stages, estimate, config, tp, pp)
+        notes += ep_text
     if mtp:
         draft = estimate.stage_bytes(tp, pp, pp - 1, include_mtp=True) - estimate.stage_bytes(tp, pp, pp - 1)
         notes += f"; + {draft / GIB:.2f} GiB of MTP draft layers on the last stage"
