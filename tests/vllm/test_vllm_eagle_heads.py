@@ -211,3 +211,13 @@ def test_a_head_s_shape_in_a_case_is_checked() -> None:
 
     with pytest.raises(KVCacheConfigError, match="eagle_draft_num_kv_heads"):
         _vllm("llama-3.1-8b", eagle_draft_num_kv_heads=0)
+
+
+def test_a_head_s_speculative_config_names_its_keys() -> None:
+    from kvstrategies.vllm.strategies.drafts import speculative_request
+
+    assert speculative_request({"method": "eagle3", "model": "h", "num_speculative_tokens": 2}) == ("eagle3", 2, "h")
+    assert speculative_request({"method": "mtp", "num_speculative_tokens": 1}) == ("mtp", 1, None)
+    with pytest.raises(ValueError, match="key 'draft_tensor_parallel_size' is not modelled .method, model and"):
+        speculative_request({"method": "eagle", "model": "h", "num_speculative_tokens": 2,
+                             "draft_tensor_parallel_size": 1})  # fmt: skip

@@ -139,8 +139,12 @@ def speculative_request(speculative_config: object) -> tuple[str, int, str | Non
     if not isinstance(model, str) or not model.strip():
         raise ValueError(f"--speculative-config method {method!r} needs the draft head: \"model\": its folder or "
                          "config.json (vllm/config/speculative.py SpeculativeConfig.model)")  # fmt: skip
-    rest = {k: v for k, v in speculative_config.items() if k != "model"}
-    return method, mtp_tokens({**rest, "method": "mtp"}), model
+    other = sorted(set(speculative_config) - {"method", "model", "num_speculative_tokens"})
+    if other:
+        raise ValueError(f"--speculative-config key {other[0]!r} is not modelled (method, model and "
+                         "num_speculative_tokens are)")  # fmt: skip
+    tokens = speculative_config.get("num_speculative_tokens")
+    return method, mtp_tokens({"method": "mtp", "num_speculative_tokens": tokens}), model
 
 
 def mtp_layer_count(geometry: ModelGeometry) -> int:
