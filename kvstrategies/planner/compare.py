@@ -121,8 +121,9 @@ def _draft_reason(settings: KVCacheSettings) -> tuple[str, ...]:
     spec = settings.speculative
     if not spec.enabled:
         return ()
+    draft = "EAGLE head's" if spec.draft_num_kv_heads is not None or spec.algorithm.value == "EAGLE3" else "MTP draft"
     return (
-        f"speculative decoding ({spec.algorithm.value}): vLLM's MTP draft layers join its KV cache groups "
+        f"speculative decoding ({spec.algorithm.value}): vLLM's {draft} layers join its KV cache groups "
         "(one more page a block each) and each Mamba group holds one more state block a request per speculative "
         "token (kvstrategies/vllm/strategies/drafts.py); kvstrategies plan shows how SGLang prices its draft.",
     )

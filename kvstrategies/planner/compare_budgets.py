@@ -10,6 +10,7 @@ budgets differ (:func:`budget_reasons`: each rule's terms side by side).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.releases import NEWEST_VLLM, EngineRelease
 from ..errors import KVCacheConfigError
@@ -60,7 +61,26 @@ def vllm_request_for(
         weight_quantization=req.weight_quantization,
         weight_bytes=req.weight_bytes,
         release=release,
+        **_speculative_fields(sglang),
     )
+
+
+def _speculative_fields(sglang: DeploymentPlan) -> dict[str, Any]:
+    """The same speculation in vLLM's terms: the model's MTP layers, or a separate draft as an EAGLE / EAGLE3 head
+    read from its config (none without speculation; the case's vLLM mapping refuses what vLLM does not run)."""
+    spec = sglang.case.settings.speculative
+    req = sglang.request
+    if not spec.enabled or req is None:
+        return {}
+    tokens = spec.num_steps or max(1, (spec.num_draft_tokens or 1) - 1)
+    if spec.draft_num_kv_heads is None:
+        return {"num_speculative_tokens": tokens}
+    from ..sglang.launch.apply import draft_config
+
+    method = "eagle3" if spec.algorithm.value == "EAGLE3" else "eagle"
+    return {"num_speculative_tokens": tokens, "speculative_method": method,
+            "draft_model": req.speculative_draft_model_path,
+            "draft_config": draft_config(req.speculative_draft_model_path)}  # fmt: skip
 
 
 def own_budget_rows(

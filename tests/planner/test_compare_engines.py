@@ -99,3 +99,36 @@ def test_an_mtp_draft_is_in_both_columns(capsys: pytest.CaptureFixture[str]) -> 
                for line in lines)  # fmt: skip
     plain = compare(["deepseek-v3", "--tp", "8", "--available-bytes", "10GiB", "--request-length", "8192"], capsys)
     assert not any("speculative decoding" in line for line in plain)
+
+
+def test_each_engine_s_own_budget_carries_the_draft(tmp_path: object) -> None:
+    """The vLLM column on its own budget plans the same speculation: the model's MTP layers (their weights on the
+    last stage), or a separate draft as an EAGLE3 head read from its config (its layer, KV heads and head size,
+    and its weights)."""
+    import json
+    from pathlib import Path
+
+    from kvstrategies.planner.compare_budgets import vllm_request_for
+    from kvstrategies.planner.deployment import plan_deployment
+    from kvstrategies.planner.gpus import lookup_gpu
+    from kvstrategies.planner.request import DeploymentRequest
+
+    head = Path(str(tmp_path))
+    (head / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 1, "vocab_size": 128256,
+        "draft_vocab_size": 32000}))  # fmt: skip
+    spec = {"speculative_num_steps": 3, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4}
+    h100 = lookup_gpu("H100")
+    eagle3 = plan_deployment(DeploymentRequest("llama-3.1-8b", {"preset": "llama-3.1-8b"}, gpu=h100,
+                                               speculative_algorithm="EAGLE3", speculative_draft_model_path=str(head),
+                                               **spec))  # type: ignore[arg-type]  # fmt: skip
+    req = vllm_request_for(eagle3, 8192, "H100")
+    assert (req.num_speculative_tokens, req.speculative_method, req.draft_model) == (3, "eagle3", str(head))
+    assert req.draft_config is not None and req.draft_config["num_key_value_heads"] == 8
+    mtp = plan_deployment(DeploymentRequest("qwen3.5-35b-a3b", {"preset": "qwen3.5-35b-a3b"}, gpu=h100, tp_size=2,
+                                            speculative_algorithm="EAGLE", **spec))  # type: ignore[arg-type]  # fmt: skip
+    req = vllm_request_for(mtp, 8192, "H100")
+    assert (req.num_speculative_tokens, req.speculative_method, req.draft_config) == (3, "mtp", None)
+    plain = plan_deployment(DeploymentRequest("qwen3.5-35b-a3b", {"preset": "qwen3.5-35b-a3b"}, gpu=h100, tp_size=2))
+    assert vllm_request_for(plain, 8192, "H100").num_speculative_tokens is None

@@ -97,6 +97,23 @@ def draft_layers(req: DeploymentRequest) -> int | None:
     return None if config is None else _positive_int(config.get("num_hidden_layers"))
 
 
+def draft_head_shape(req: DeploymentRequest) -> dict[str, int]:
+    """A separate draft model's attention as a case names it (``eagle_draft_num_kv_heads``, ``eagle_draft_head_dim``:
+    what vLLM's EAGLE heads are sized by; SGLang's target pool reads neither), none for the model's own MTP layers
+    or an unreadable shape."""
+    path = req.speculative_draft_model_path
+    if path in (None, "", req.model) or (req.speculative_algorithm or "").upper() not in ("EAGLE", "EAGLE3"):
+        return {}
+    config = draft_config(path)
+    if config is None:
+        return {}
+    heads = _positive_int(config.get("num_attention_heads"))
+    hidden = _positive_int(config.get("hidden_size"))
+    kv = _positive_int(config.get("num_key_value_heads")) or heads
+    dim = _positive_int(config.get("head_dim")) or (hidden // heads if hidden and heads else None)
+    return {"eagle_draft_num_kv_heads": kv, "eagle_draft_head_dim": dim} if kv and dim else {}
+
+
 def launch_facts(config: Mapping[str, Any]) -> LaunchModelFacts:
     """:func:`~kvstrategies.sglang.launch.defaults.model_facts_from_hf_config`."""
     return model_facts_from_hf_config(config)
@@ -147,6 +164,7 @@ def case_fields(req: DeploymentRequest, model_dtype: str, launch: LaunchResoluti
         "context_length": req.context_length,
         "device": req.device,
         "eagle_draft_num_layers": draft_layers(req),
+        **draft_head_shape(req),
         "disable_radix_cache": req.disable_radix_cache,
         "sglang_version": req.release.text,
     }
