@@ -221,3 +221,46 @@ def test_a_head_s_speculative_config_names_its_keys() -> None:
     with pytest.raises(ValueError, match="key 'draft_tensor_parallel_size' is not modelled .method, model and"):
         speculative_request({"method": "eagle", "model": "h", "num_speculative_tokens": 2,
                              "draft_tensor_parallel_size": 1})  # fmt: skip
+
+
+def test_a_two_layer_head_reads_2h_on_its_first_layer_only() -> None:
+    # EAGLE3, 2 layers at TP 16 (8 KV heads: one replicated a rank, 2 query heads): layer 0's qkv reads 8,192,
+    # layer 1's 4,096, each into 2 x 128 + 2 x 1 x 128 = 512 columns; o 256 x 4,096; MLP 3 x 4,096 x 896; 3 norms
+    from kvstrategies.vllm.planner.draft_head import draft_head_bytes
+
+    config = {**EAGLE3_LLAMA_8B, "num_hidden_layers": 2}
+    mlp = 3 * 4_096 * 896
+    layers = (8_192 + 4_096) * 512 + 2 * (256 * 4_096 + mlp + 3 * 4_096)
+    rest = 3 * 4_096 * 4_096 + 4_096 + 2_000 * 4_096  # fc, final norm, 32,000 rows / 16 (a multiple of 64)
+    assert draft_head_bytes(config, "eagle3", tp=16, dtype=DType.BFLOAT16) == 2 * (layers + rest) + 8 * 32_000
+    # EAGLE, 2 layers at TP 1: h x 6,144 each, the first layer's one norm and the second's two, fc 2h x h
+    eagle = 2 * (4_096 * 6_144 + 4_096 * 4_096 + 3 * 4_096 * 14_336) + 3 * 4_096 + 2 * 4_096 * 4_096
+    assert draft_head_bytes(config, "eagle", tp=1, dtype=DType.BFLOAT16) == 2 * eagle
+
+
+def test_a_head_config_s_defaults_and_bounds() -> None:
+    # no intermediate_size: 4h (LlamaConfig's MLP width is the config's; a head naming none is read as 4h); no
+    # head_dim: hidden / heads; a count past 2**31 is refused
+    from kvstrategies.vllm.planner.draft_head import draft_head, draft_head_bytes
+
+    bare = {k: v for k, v in EAGLE3_LLAMA_8B.items() if k != "intermediate_size"}
+    full = {**bare, "intermediate_size": 4 * 4_096}
+    assert draft_head_bytes(bare, "eagle", tp=1, dtype=DType.BFLOAT16) == \
+        draft_head_bytes(full, "eagle", tp=1, dtype=DType.BFLOAT16)  # fmt: skip
+    assert draft_head({**bare, "hidden_size": 8, "num_attention_heads": 16}, "eagle").head_dim == 1
+    assert draft_head(bare, "eagle").head_dim == 128
+    from kvstrategies.errors import KVCacheConfigError
+
+    with pytest.raises(KVCacheConfigError, match="num_hidden_layers must be a positive integer"):
+        draft_head({**bare, "num_hidden_layers": 2**31 + 1}, "eagle")
+    assert draft_head({**bare, "num_hidden_layers": 2**31}, "eagle").num_layers == 2**31
+
+
+def test_the_lookahead_comes_from_the_draft_tokens_when_no_steps_are_given() -> None:
+    # SGLang's speculative_num_draft_tokens N without steps: N - 1 tokens a step; N = 1 proposes none: refused
+    from kvstrategies.errors import UnsupportedConfigurationError as Refused
+
+    planned = _vllm("llama-3.1-8b", page_size=16, speculative_num_steps=None, speculative_num_draft_tokens=5)
+    assert planned.launch.settings_document()["num_speculative_tokens"] == 4
+    with pytest.raises(Refused, match="give speculative_num_steps"):
+        _vllm("llama-3.1-8b", page_size=16, speculative_num_steps=None, speculative_num_draft_tokens=1)
