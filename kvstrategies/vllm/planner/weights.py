@@ -28,6 +28,7 @@ from ...core.releases import VLLM, EngineRelease, ReleaseRule, span
 from ...models.architectures import model_type_row
 from ...models.hf import text_config
 from ...planner.checkpoint import ShardingFacts, rank_bytes, read_checkpoint
+from ...planner.moe_layout import num_routed_experts
 from ...planner.weights import ParamKind, WeightEstimate, estimate_weights
 
 GIB = 2**30
@@ -139,16 +140,6 @@ EXPERT_PARALLEL = ReleaseRule(
     "vllm/model_executor/layers/fused_moe/layer.py FusedMoE.__init__ (determine_expert_map)",
     topic="weights",
 )
-
-
-def num_routed_experts(config: Mapping[str, Any]) -> int:
-    """Routed experts as vLLM counts them (``n_routed_experts``, ``num_experts``, ``num_local_experts``)."""
-    t = text_config(config)
-    for key in ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts"):
-        value = t.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return 0
 
 
 def expert_parallel_bytes(estimate: WeightEstimate, num_experts: int, tp: int, pp: int, pp_rank: int) -> int:
