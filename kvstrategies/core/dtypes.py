@@ -225,9 +225,14 @@ def resolve_kv_cache_dtype(
     platform fp8 dtype (``float8_e4m3fnuz``). ``fp16``/``fp32`` are accepted as library
     extensions for models served in those dtypes.
     """
-    key = str(name).strip().lower()
+    if not isinstance(name, str):
+        raise KVCacheConfigError(f"kv_cache_dtype must be a string such as 'auto' or 'fp8_e4m3', got {name!r:.40}")
+    key = name.strip().lower()
     if not isinstance(model_dtype, DType):
         raise KVCacheConfigError(f"model_dtype must be a DType (DType.from_name('bfloat16')), got {model_dtype!r:.40}")
+    for flag, value in (("checkpoint_kv_fp8", checkpoint_kv_fp8), ("is_hip", is_hip), ("is_cpu", is_cpu)):
+        if not isinstance(value, bool):
+            raise KVCacheConfigError(f"{flag} must be True or False, got {value!r:.40}")
     fp8 = DType.FLOAT8_E4M3FNUZ if is_hip else DType.FLOAT8_E4M3FN
     if key == "auto":
         if checkpoint_kv_fp8:

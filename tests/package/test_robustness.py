@@ -887,3 +887,15 @@ def test_a_block_fp8_weight_block_size_lists_two_sizes(
     code, lines = _run_cli(["plan", str(folder), "--gpu", "H100", *engine], capsys)
     assert code == 2 and len(lines) == 1, lines
     assert "config field 'quantization_config.weight_block_size' must list 2 integers" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"name": 1}, "kv_cache_dtype must be a string"),
+    ({"name": "auto", "checkpoint_kv_fp8": "yes"}, "checkpoint_kv_fp8 must be True or False"),
+    ({"name": "fp8_e4m3", "is_hip": None}, "is_hip must be True or False"),
+    ({"name": "auto", "is_cpu": 1}, "is_cpu must be True or False"),
+])  # fmt: skip
+def test_resolve_kv_cache_dtype_refuses_other_types_by_name(kwargs: dict[str, object], field: str) -> None:
+    # the Python API: a truthy string or a number passed as a flag quietly picked fp8 or the HIP dtype before
+    with pytest.raises(KVCacheConfigError, match=field):
+        resolve_kv_cache_dtype(model_dtype=DType.BFLOAT16, **kwargs)  # type: ignore[arg-type]
