@@ -264,3 +264,23 @@ def test_the_lookahead_comes_from_the_draft_tokens_when_no_steps_are_given() -> 
     assert planned.launch.settings_document()["num_speculative_tokens"] == 4
     with pytest.raises(Refused, match="give speculative_num_steps"):
         _vllm("llama-3.1-8b", page_size=16, speculative_num_steps=None, speculative_num_draft_tokens=1)
+
+
+def test_one_draft_token_is_one_step_and_none_is_refused() -> None:
+    # speculative_num_draft_tokens 2 without steps: 1 token a step (planned); neither given: none, refused
+    from kvstrategies.errors import UnsupportedConfigurationError as Refused
+
+    planned = _vllm("llama-3.1-8b", page_size=16, speculative_num_steps=None, speculative_num_draft_tokens=2)
+    assert planned.launch.settings_document()["num_speculative_tokens"] == 1
+    with pytest.raises(Refused, match="give speculative_num_steps"):
+        _vllm("llama-3.1-8b", page_size=16, speculative_num_steps=None, speculative_num_draft_tokens=None)
+
+
+def test_a_query_head_is_replicated_past_the_head_count() -> None:
+    # TP 64 over 32 query heads: max(1, 32 // 64) = 1 query head a rank (128 columns), 1 KV head; o 128 x 4,096
+    from kvstrategies.vllm.planner.draft_head import draft_head_bytes
+
+    mlp = 3 * 4_096 * 224
+    layer = 8_192 * (128 + 2 * 128) + 128 * 4_096 + mlp + 3 * 4_096
+    rest = 3 * 4_096 * 4_096 + 4_096 + 500 * 4_096  # 32,000 rows / 64 (a multiple of 64 x 64 is not needed)
+    assert draft_head_bytes(EAGLE3_LLAMA_8B, "eagle3", tp=64, dtype=DType.BFLOAT16) == 2 * (layer + rest) + 256_000
