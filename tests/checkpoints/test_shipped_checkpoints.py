@@ -128,6 +128,23 @@ LAYOUTS: list[tuple[str, str, int] | tuple[str, str, int, int]] = [
     ("openbmb/MiniCPM3-4B", "H100", 1),
     ("Qwen/Qwen2.5-7B-Instruct", "H100", 1),
     ("tiiuae/Falcon3-7B-Instruct", "H100", 1),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "H100", 1),
+    ("deepseek-ai/DeepSeek-V3.1", "H200", 8),
+    ("meta-llama/Llama-2-13b-hf", "H100", 1),
+    ("meta-llama/Llama-2-70b-hf", "H100", 4),
+    ("meta-llama/Llama-2-7b-hf", "H100", 1),
+    ("MiniMaxAI/MiniMax-M2.1", "H100", 4),
+    ("nvidia/DeepSeek-V3-0324-NVFP4", "H100", 8),
+    ("Qwen/Qwen3-0.6B-FP8", "H100", 1),
+    ("Qwen/Qwen3-0.6B-GPTQ-Int8", "H100", 1),
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507", "H200", 8),
+    ("Qwen/Qwen3-30B-A3B-GPTQ-Int4", "H100", 1),
+    ("Qwen/Qwen3-4B-AWQ", "H100", 1),
+    ("Qwen/Qwen3-Coder-Next", "H100", 4),
+    ("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100", 4),
+    ("zai-org/GLM-4.7", "H200", 8),
+    ("zai-org/GLM-4.7-FP8", "H100", 8),
+    ("zai-org/GLM-4.7-Flash", "H100", 1),
 ]
 #: checkpoints the newest SGLang refuses, planned for the newest release that loads them: fbgemm_fp8 left SGLang's
 #: quantization registry in 0.5.16 (load_refusals.FBGEMM_FP8_REMOVED)
