@@ -135,8 +135,10 @@ def ct_name_match(name: str, target: str) -> bool:
     return target == name or name.endswith("." + target)
 
 
-def _ct_ignored(name: str, ignore: tuple[str, ...], fused: Mapping[str, tuple[str, ...]]) -> bool:
+@functools.lru_cache(maxsize=1 << 16)  # the same names recur for every layout a model is planned in (fit, sweep)
+def _ct_ignored(name: str, ignore: tuple[str, ...], fused_pairs: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
     """``should_ignore_layer``: a fused layer is ignored when its shards are, all alike."""
+    fused = dict(fused_pairs)
     proj = name.rsplit(".", 1)[-1]
     if proj in fused and name not in ignore:
         verdicts = {any(ct_name_match(name.replace(proj, shard), t) for t in ignore) for shard in fused[proj]}
@@ -314,10 +316,9 @@ class ModuleRules:
         return None
 
     def _compressed_tensors(self, module: str, kind: str) -> float | None:
-        fused = dict(self.fused)
         if kind == "expert":
             names = [f"{module}.0.{p}" for p in ("gate_proj", "up_proj", "down_proj")]
-            ignored = {_ct_ignored(n, self.patterns, fused) for n in names}
+            ignored = {_ct_ignored(n, self.patterns, self.fused) for n in names}
             if len(ignored) > 1:
                 raise UnsupportedConfigurationError(
                     f"the compressed-tensors 'ignore' list covers some but not all projections of {module}; SGLang "
@@ -327,7 +328,7 @@ class ModuleRules:
             if ignored.pop():
                 return UNQUANTIZED
             return self._target(names[0], moe=True)
-        if _ct_ignored(module, self.patterns, fused):
+        if _ct_ignored(module, self.patterns, self.fused):
             return UNQUANTIZED
         if kind == "lm_head":  # quantized only when a target names the head (get_lm_head_scheme)
             return next((per for targets, per in self.targets if any(ct_name_match(module, t) for t in targets)), None)
