@@ -33,6 +33,7 @@ for (const [index, c] of cases.entries()) {
         model: "llama-3.1-8b", gpu: "H100-80GB", count: "8", tp: "1", pp: "1", ep: "1", attn_dp: "1", engine: "sglang",
       }[el.name] ?? "";
       if (!params.get("release")) document.getElementById("release").selectedIndex = 0;
+      if (!params.get("vllm_release")) document.getElementById("vllm_release").selectedIndex = 0;
       const done = window.kvTiming.done;
       document.getElementById(params.get("view") === "fit" ? "fit" : "plan").click();
       return done;

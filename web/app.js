@@ -4,7 +4,7 @@ import { loadPyodide } from "./pyodide/pyodide.mjs";
 
 const $ = (id) => document.getElementById(id);
 const FIELDS = ["model", "hf", "config", "gpu", "gpu_memory", "count", "tp", "pp", "ep", "attn_dp", "kv", "page",
-  "lengths", "engine", "release"];
+  "lengths", "engine", "release", "vllm_release"];
 const DEFAULTS = { model: "llama-3.1-8b", gpu: "H100-80GB", count: "8", tp: "1", pp: "1", ep: "1", attn_dp: "1",
   engine: "sglang" };
 const COLORS = { overhead: "#8c959f", weights: "#0969da", kv: "#1a7f37", state: "#bf8700", index: "#8250df",
@@ -126,7 +126,11 @@ export function sglangArgv(s) {
 export function vllmArgv(s) {
   const a = ["plan", modelArg(s), "--engine", "vllm", ...machine(s), "--tp", s.tp || "1"];
   if (s.pp && s.pp !== "1") a.push("--pp-size", s.pp);
+  // vLLM's expert parallelism spans the TP ranks (--enable-expert-parallel); another EP size is SGLang's, which
+  // the vLLM plan refuses with its reason
+  if (s.ep && s.ep !== "1") a.push(...(s.ep === (s.tp || "1") ? ["--enable-expert-parallel"] : ["--ep-size", s.ep]));
   if (s.kv) a.push("--kv-cache-dtype", s.kv);
+  if (s.vllm_release) a.push("--vllm-version", s.vllm_release);
   return [...a, ...lengths(s), "--json"];
 }
 
@@ -252,7 +256,7 @@ function renderSglang(s) {
 function renderVllm(s) {
   const argv = vllmArgv(s);
   const result = run(argv);
-  const card = el("article", { class: "answer", "data-engine": "vllm" }, el("h2", {}, "vLLM ", "(its own budget rule)"));
+  const card = el("article", { class: "answer", "data-engine": "vllm" }, el("h2", {}, `vLLM ${s.vllm_release || $("vllm_release").value}`, " (its own budget rule)"));
   card.append(el("p", { class: "same" }, "Same as ", el("code", { "data-field": "argv" }, shell(argv))));
   if (result.rc !== 0) { refusal(card, result); return card; }
   const doc = JSON.parse(result.stdout);
@@ -373,11 +377,13 @@ async function boot() {
   $("gpu").append(el("option", { value: "" }, "(memory by hand)"));
   for (const g of catalog.gpus) $("gpu").append(el("option", { value: g.name }, `${g.name} (${fmt(g.capacity_mib)} MiB)`));
   for (const r of [...catalog.sglang_releases].reverse()) $("release").append(el("option", { value: r }, r));
+  for (const r of [...catalog.vllm_releases].reverse()) $("vllm_release").append(el("option", { value: r }, r));
   $("version").textContent = py.runPython("import kvstrategies; kvstrategies.__version__");
   $("pyodide-version").textContent = meta.pyodide;
   const params = new URLSearchParams(location.search);
   setState(params);
   if (!params.has("release")) $("release").value = catalog.sglang_releases.at(-1);
+  if (!params.has("vllm_release")) $("vllm_release").value = catalog.vllm_releases.at(-1);
   timing.load_ms = performance.now() - t0;
   $("status").textContent = `Ready in ${(timing.load_ms / 1000).toFixed(1)} s.`;
   $("plan").disabled = false;

@@ -26,6 +26,7 @@ import pytest
 
 from kvstrategies.checkpoints import shipped_checkpoints
 from kvstrategies.cli.web import run_command
+from kvstrategies.core.releases import NEWEST_VLLM
 
 pytestmark = pytest.mark.browser
 
@@ -55,24 +56,27 @@ def _skip_reason() -> str | None:
 HUB_ID = "kvstrategies-test/Qwen3-32B-mirror"
 HUB_SOURCE = "Qwen/Qwen3-32B"
 
+#: the vLLM release the page plans for when none is chosen: the newest
+VLLM = ["--vllm-version", NEWEST_VLLM.text]
+
 #: (name, page query, the engines' command lines the page must answer as the CLI does)
 CASES: list[tuple[str, str, dict[str, list[str]]]] = [
     ("llama-3.1-70b-8xH100-both", "model=llama-3.1-70b&tp=8&engine=both&lengths=8192,32768&view=plan", {
         "sglang": ["plan", "llama-3.1-70b", "--gpu", "H100-80GB", "--tp", "8", "--sglang-version", "0.5.23",
                    "--request-length", "8192", "--request-length", "32768", "--json"],
-        "vllm": ["plan", "llama-3.1-70b", "--engine", "vllm", "--gpu", "H100-80GB", "--tp", "8", "--request-length",
-                 "8192", "--request-length", "32768", "--json"]}),
+        "vllm": ["plan", "llama-3.1-70b", "--engine", "vllm", "--gpu", "H100-80GB", "--tp", "8", *VLLM,
+                 "--request-length", "8192", "--request-length", "32768", "--json"]}),
     ("mla-deepseek-v2-lite-both", "model=deepseek-v2-lite&engine=both&lengths=8192&view=plan", {
         "sglang": ["plan", "deepseek-v2-lite", "--gpu", "H100-80GB", "--tp", "1", "--sglang-version", "0.5.23",
                    "--request-length", "8192", "--json"],
-        "vllm": ["plan", "deepseek-v2-lite", "--engine", "vllm", "--gpu", "H100-80GB", "--tp", "1",
+        "vllm": ["plan", "deepseek-v2-lite", "--engine", "vllm", "--gpu", "H100-80GB", "--tp", "1", *VLLM,
                  "--request-length", "8192", "--json"]}),
     ("swa-gpt-oss-20b-fp8", "model=gpt-oss-20b&engine=both&kv=fp8_e4m3&page=64&lengths=4096,65536&view=plan", {
         "sglang": ["plan", "gpt-oss-20b", "--gpu", "H100-80GB", "--tp", "1", "--kv-cache-dtype", "fp8_e4m3",
                    "--page-size", "64", "--sglang-version", "0.5.23", "--request-length", "4096",
                    "--request-length", "65536", "--json"],
         "vllm": ["plan", "gpt-oss-20b", "--engine", "vllm", "--gpu", "H100-80GB", "--tp", "1", "--kv-cache-dtype",
-                 "fp8_e4m3", "--request-length", "4096", "--request-length", "65536", "--json"]}),
+                 "fp8_e4m3", *VLLM, "--request-length", "4096", "--request-length", "65536", "--json"]}),
     ("mamba-qwen3-next-tp4-h200", "model=qwen3-next-80b-a3b&gpu=H200&tp=4&engine=sglang&release=0.5.20&view=plan", {
         "sglang": ["plan", "qwen3-next-80b-a3b", "--gpu", "H200", "--tp", "4", "--sglang-version", "0.5.20",
                    "--json"]}),
@@ -81,7 +85,10 @@ CASES: list[tuple[str, str, dict[str, list[str]]]] = [
                    "--json"]}),
     ("hub-fetched-config", f"hf={HUB_ID}&hub=/hub&tp=2&engine=both&view=plan", {
         "sglang": ["plan", HUB_ID, "--gpu", "H100-80GB", "--tp", "2", "--sglang-version", "0.5.23", "--json"],
-        "vllm": ["plan", HUB_ID, "--engine", "vllm", "--gpu", "H100-80GB", "--tp", "2", "--json"]}),
+        "vllm": ["plan", HUB_ID, "--engine", "vllm", "--gpu", "H100-80GB", "--tp", "2", *VLLM, "--json"]}),
+    ("vllm-release-expert-parallel", "model=qwen3-30b-a3b&tp=2&ep=2&engine=vllm&vllm_release=0.33.0&view=plan", {
+        "vllm": ["plan", "qwen3-30b-a3b", "--engine", "vllm", "--gpu", "H100-80GB", "--tp", "2",
+                 "--enable-expert-parallel", "--vllm-version", "0.33.0", "--json"]}),
     ("fit-2xRTX-4090", "gpu=RTX-4090&count=2&view=fit",
      {"fit": ["fit", "--gpu", "RTX-4090", "--count", "2", "--json"]}),
 ]
