@@ -72,6 +72,11 @@ def _speculative_fields(sglang: DeploymentPlan) -> dict[str, Any]:
     req = sglang.request
     if not spec.enabled or req is None:
         return {}
+    if spec.algorithm.value not in ("EAGLE", "EAGLE3") or (spec.eagle_topk or 1) != 1:
+        raise KVCacheConfigError(
+            f"speculative decoding {spec.algorithm.value} (top-k {spec.eagle_topk or 1}): vLLM's plan takes the "
+            "model's MTP layers or an EAGLE / EAGLE3 head, a chain (top-k 1)"
+        )
     tokens = spec.num_steps or max(1, (spec.num_draft_tokens or 1) - 1)
     if spec.draft_num_kv_heads is None:
         return {"num_speculative_tokens": tokens}

@@ -132,3 +132,11 @@ def test_each_engine_s_own_budget_carries_the_draft(tmp_path: object) -> None:
     assert (req.num_speculative_tokens, req.speculative_method, req.draft_config) == (3, "mtp", None)
     plain = plan_deployment(DeploymentRequest("qwen3.5-35b-a3b", {"preset": "qwen3.5-35b-a3b"}, gpu=h100, tp_size=2))
     assert vllm_request_for(plain, 8192, "H100").num_speculative_tokens is None
+
+
+def test_speculation_vllm_does_not_plan_is_a_row_refusal_on_its_own_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    lines = compare(["llama-3.1-8b", "--gpu", "H100", "--request-length", "8192", "--speculative-algorithm", "EAGLE",
+                     "--speculative-num-steps", "3", "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens",
+                     "8"], capsys)  # fmt: skip
+    assert any("vLLM's plan takes the model's MTP layers or an EAGLE / EAGLE3 head, a chain (top-k 1)" in line
+               for line in lines)  # fmt: skip
