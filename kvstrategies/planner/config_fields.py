@@ -90,8 +90,8 @@ INT_FIELDS: dict[str, FieldRule] = {
     **_rules("num_key_value_heads q_lora_rank multi_query_group_num", 1, MAX_CONFIG_INT),
     # a window, or -1 / 0 for "no window" (xai-org/grok-2's config.json: ``"sliding_window_size": -1``)
     **_rules("sliding_window sliding_window_size", -1, MAX_CONFIG_INT),
-    **_rules("qk_nope_head_dim qk_rope_head_dim shared_expert_intermediate_size shared_intermediate_size",
-             0, MAX_CONFIG_INT),  # fmt: skip
+    **_rules("qk_nope_head_dim qk_rope_head_dim shared_expert_intermediate_size shared_intermediate_size "
+             "moe_shared_expert_intermediate_size moe_latent_size", 0, MAX_CONFIG_INT),  # fmt: skip
     # expert counts (0 = dense)
     **_rules(
         "n_routed_experts moe_num_experts num_experts num_local_experts n_shared_experts num_shared_experts "

@@ -899,3 +899,19 @@ def test_resolve_kv_cache_dtype_refuses_other_types_by_name(kwargs: dict[str, ob
     # the Python API: a truthy string or a number passed as a flag quietly picked fp8 or the HIP dtype before
     with pytest.raises(KVCacheConfigError, match=field):
         resolve_kv_cache_dtype(model_dtype=DType.BFLOAT16, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("moe_shared_expert_intermediate_size", 1e308, "above the largest value accepted"),
+    ("moe_shared_expert_intermediate_size", "x", "must be an integer"),
+    ("moe_latent_size", -5, "must be >= 0"),
+])  # fmt: skip
+def test_nemotron_h_latent_moe_fields_are_checked(key: str, value: object, words: str) -> None:
+    # a float 1e308 raised OverflowError from the weight estimate; a negative latent size was silently ignored
+    from kvstrategies.checkpoints import shipped_checkpoints
+    from kvstrategies.planner.config_fields import validate_config_fields
+
+    config = dict(shipped_checkpoints()["nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"].config())
+    config[key] = value
+    with pytest.raises(KVCacheConfigError, match=f"config field '{key}'.*{words}"):
+        validate_config_fields(config)
