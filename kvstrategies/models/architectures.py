@@ -1393,7 +1393,10 @@ class VLLMModelRule:
     class builds its sliding-window layers with KV heads of their own (``mimo_v2.py MiMoV2DecoderLayer.__init__``:
     ``swa_num_key_value_heads``; ``gemma4.py``: the sliding layers' ``num_key_value_heads`` beside the global
     ones); any other model's sliding layers take its KV heads, whatever ``swa_num_key_value_heads`` says (SGLang
-    reads it for every model).
+    reads it for every model); ``config_state_without_lookahead``: before the rule
+    ``vllm-hybrid-config-state-lookahead`` (0.32.0) the model class's config-level Mamba state leaves out the
+    speculative lookahead (``falcon_h1.py FalconH1ForCausalLM.get_mamba_state_shape_from_config``: no ``num_spec``),
+    so the hybrid block and the state padding are sized without it.
     """
 
     sliding_layers: str | None = None
@@ -1411,6 +1414,7 @@ class VLLMModelRule:
     mtp_draft: bool | str = False
     mtp_draft_from: str | None = None
     own_sliding_kv_heads: bool = False
+    config_state_without_lookahead: bool = False
 
 
 _GEMMA3_VLLM = VLLMModelRule(sliding_layers="not_every_sixth", mm_prefix=True)
@@ -1430,6 +1434,7 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "glm4_moe": VLLMModelRule(mtp_draft=True),
     "glm_moe_dsa": VLLMModelRule(sm100_fp8_cache_from="0.32.0", mtp_draft=True, transformers_4_refuses=True),
     "qwen3_next": VLLMModelRule(mtp_draft=True),
+    "falcon_h1": VLLMModelRule(config_state_without_lookahead=True),
     "nemotron_h": VLLMModelRule(ssm_dtype="float32", transformers_4_refuses=True),
     "qwen3_5": _QWEN35_VLLM_REGISTERED,
     "qwen3_5_text": _QWEN35_VLLM,

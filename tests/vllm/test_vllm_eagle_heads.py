@@ -109,7 +109,7 @@ def test_the_eagle3_table_takes_the_newest_row_at_or_before_the_release() -> Non
 
 
 @pytest.mark.parametrize(("fields", "words"), [
-    ({"release": "0.31.0"}, "EAGLE / EAGLE3 draft heads are modelled for vLLM 0.32.0 and later"),
+    ({"release": "0.30.0"}, "EAGLE / EAGLE3 draft heads are modelled for vLLM 0.31.0 and later"),
     ({"pp_size": 2}, "an EAGLE / EAGLE3 head at pipeline parallel size > 1 is not modelled"),
 ])  # fmt: skip
 def test_heads_outside_what_is_recorded_are_refused(fields: dict[str, object], words: str) -> None:
@@ -284,3 +284,23 @@ def test_a_query_head_is_replicated_past_the_head_count() -> None:
     layer = 8_192 * (128 + 2 * 128) + 128 * 4_096 + mlp + 3 * 4_096
     rest = 3 * 4_096 * 4_096 + 4_096 + 500 * 4_096  # 32,000 rows / 64 (a multiple of 64 x 64 is not needed)
     assert draft_head_bytes(EAGLE3_LLAMA_8B, "eagle3", tp=64, dtype=DType.BFLOAT16) == 2 * (layer + rest) + 256_000
+
+
+def test_before_0_32_0_falcon_h1_sizes_its_block_from_the_state_without_the_lookahead() -> None:
+    # vllm-hybrid-config-state-lookahead: Falcon-H1 7B TP 1, a state of conv (3 + k) x 3,584 x 2 B and SSM
+    # 24 x 128 x 256 x 2 B = 1,572,864; an attention token 2 heads x (128 + 128) x 2 B = 1,024, kernel 16.
+    # 0.31.0 sizes the block from the state without the lookahead: 1,594,368 B -> 16 x cdiv(1,594,368, 16,384) = 1,568
+    # tokens, a page of 1,605,632 B; three draft tokens make the layer's state 1,615,872 B, above it: vLLM 0.31.0
+    # asserts in MambaSpec.page_size_bytes (recorded); 0.32.0 sizes from 1,615,872 B: 1,584 tokens
+    with pytest.raises(UnsupportedConfigurationError, match=r"AssertionError \(MambaSpec.page_size_bytes: "
+                       r"page_size_padded 1,605,632 B < the state's 1,615,872 B"):  # fmt: skip
+        _vllm("falcon-h1-7b", "EAGLE", "0.31.0", eagle_draft_num_layers=5, page_size=16, max_running_requests=32)
+    planned = _vllm("falcon-h1-7b", "EAGLE", "0.32.0", eagle_draft_num_layers=5, page_size=16,
+                    max_running_requests=32)  # fmt: skip
+    assert planned.groups[0].spec.block_size == 1_584
+    # one draft token: 1,601,536 B fits the 1,568-token page, the block the same in both releases (0.31.0 live:
+    # 1,568-token blocks, 594 of them)
+    one = {"speculative_num_steps": 1, "speculative_num_draft_tokens": 2}
+    for release in ("0.31.0", "0.32.0"):
+        planned = _vllm("falcon-h1-7b", "EAGLE", release, page_size=16, max_running_requests=32, **one)
+        assert (planned.groups[0].spec.block_size, planned.num_gpu_blocks) == (1_568, 594)

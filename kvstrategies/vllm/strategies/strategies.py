@@ -98,6 +98,24 @@ MLA_HYBRID_ALIGNMENT = ReleaseRule(
     topic="sizing",
 )
 
+#: from this release every Mamba hybrid's config-level state (``get_mamba_state_shape_from_config``, which
+#: ``Platform._align_hybrid_block_size`` sizes the block and pads the state page from) holds the speculative lookahead;
+#: before it the classes marked ``VLLMModelRule.config_state_without_lookahead`` (Falcon-H1; in vLLM's source also
+#: GraniteMoeHybrid and Zamba2) compute it without ``num_spec``, while their layers' states
+#: (``MambaMixer2.get_state_shape``) hold it: the block and padding come from the shorter state, and where the padded
+#: page is below the layer's state ``MambaSpec.page_size_bytes`` asserts (Falcon-H1 7B + a 5-layer EAGLE head,
+#: 3 tokens: vLLM 0.31.0)
+HYBRID_CONFIG_STATE_LOOKAHEAD = ReleaseRule(
+    "vllm-hybrid-config-state-lookahead",
+    span("0.32.0", engine=VLLM),
+    "a Mamba hybrid's block and state padding are sized from the state with the speculative lookahead (before: "
+    "Falcon-H1's from the state without it, and vLLM asserts where its padded page is below the layer's state)",
+    "vllm/model_executor/models/falcon_h1.py FalconH1ForCausalLM.get_mamba_state_shape_from_config (num_spec); "
+    "vllm/platforms/interface.py Platform._align_hybrid_block_size; vllm/v1/kv_cache_interface.py "
+    "MambaSpec.page_size_bytes",
+    topic="sizing",
+)
+
 #: vLLM 0.19.1 sizes a Mamba hybrid's block in ``HybridAttentionMambaModelConfig.verify_and_update_config``: the
 #: smallest multiple of 16 (an MLA model: 64) whose attention page holds one state, never rounded to the backend's
 #: kernel block; then, without ``--block-size``, the executor's ``update_block_size_for_backend`` sets the
@@ -446,11 +464,26 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
             kernel = max(kernel, MLA_HYBRID_BLOCK_ALIGNMENT)
         if mode == "align":
             kernel = math.lcm(kernel, checkpoint or 1)
-        aligned = kernel * ceil_div(state_bytes, kernel * per_token)
+        sizing_bytes = self._config_state_bytes(tp, lookahead, state_bytes)
+        aligned = kernel * ceil_div(sizing_bytes, kernel * per_token)
         aligned = backend.kernel_block * ceil_div(aligned, backend.kernel_block)
         block = max(block, aligned)
         page = block * per_token
-        padded = page if page != state_bytes else None
+        padded = page if page != sizing_bytes else None
+        if page < state_bytes:  # HYBRID_CONFIG_STATE_LOOKAHEAD: padded below the layer's own state
+            if padded is None:
+                raise UnsupportedConfigurationError(
+                    f"speculative decoding: the {geometry.model_type} state with the lookahead ({state_bytes:,} B) "
+                    f"exceeds the attention page ({page:,} B) in vLLM {self.ctx.release.text}, which is not modelled; "
+                    f"plan it for vLLM {HYBRID_CONFIG_STATE_LOOKAHEAD.span.describe()}"
+                )
+            raise UnsupportedConfigurationError(
+                f"vLLM {self.ctx.release.text} refuses: AssertionError (MambaSpec.page_size_bytes: "
+                f"page_size_padded {page:,} B < the state's {state_bytes:,} B: {geometry.model_type}'s config-level "
+                f"Mamba state, which sizes the block and the padding, leaves out the {lookahead} speculative tokens "
+                f"its layers' conv states hold; vLLM {HYBRID_CONFIG_STATE_LOOKAHEAD.span.describe()} sizes them "
+                "with it); plan fewer speculative tokens, a larger --block-size, or a later vLLM"
+            )
         # the state's own block: the attention block when aligned, else a whole request (max_model_len)
         state_block = block if mode == "align" else launch.max_model_len
         alignment = checkpoint if checkpoint is None or checkpoint == 1 else math.lcm(checkpoint, block)
@@ -460,6 +493,17 @@ class VLLMMambaHybridStrategy(VLLMStrategy):
         states = state_specs(geometry, tp, state_block, mode, padded, alignment, self.ctx.release, lookahead)
         specs.update({k + offset: v for k, v in states.items()})
         return dict(sorted(specs.items()))
+
+    def _config_state_bytes(self, tp: int, lookahead: int, state_bytes: int) -> int:
+        """The state the block and padding are sized from: the layer's own (``state_bytes``), or, before
+        :data:`HYBRID_CONFIG_STATE_LOOKAHEAD` for a class whose config-level state leaves out the lookahead, the
+        state without it."""
+        geometry, release = self.ctx.geometry, self.ctx.release
+        if (not lookahead or HYBRID_CONFIG_STATE_LOOKAHEAD.holds(release)
+                or not vllm_model_rule(geometry.model_type).config_state_without_lookahead):  # fmt: skip
+            return state_bytes
+        state = mamba_state(geometry, tp, release, 0)
+        return sum(math.prod(s) * d.itemsize for s, d in zip(state.shapes, state.dtypes, strict=True))
 
     def _model_config_specs(
         self, launch: VLLMLaunch, kv_dtype: DType, cache_dtype: str, state_bytes: int, per_token: int
