@@ -63,6 +63,29 @@ def _is_huge(item: Any) -> bool:
 _LEAF_TYPES = frozenset({str, float, bool, type(None)})
 
 
+#: containers already scanned whole and held unchanged while a caller plans them many times (``id`` -> the
+#: object, kept alive so that its ``id`` stays its own): :func:`trusted` fills it for the span of a ``with``
+_TRUSTED: dict[int, object] = {}
+
+
+@contextmanager
+def trusted(*values: object) -> Iterator[None]:
+    """Within the ``with``, the scans skip ``values`` (each checked by :func:`check_sane_ints` and the config field
+    rules before): ``fit`` plans one config in every layout, which would otherwise scan it again for each."""
+    added = [v for v in values if id(v) not in _TRUSTED]
+    _TRUSTED.update((id(v), v) for v in added)
+    try:
+        yield
+    finally:
+        for value in added:
+            _TRUSTED.pop(id(value), None)
+
+
+def is_trusted(value: object) -> bool:
+    """``value`` is one :func:`trusted` holds now."""
+    return id(value) in _TRUSTED and _TRUSTED[id(value)] is value
+
+
 def _has_huge_int(value: Any) -> bool:
     stack: list[Any] = [value]
     seen = 0
@@ -75,6 +98,8 @@ def _has_huge_int(value: Any) -> bool:
         if kind is int:
             if item.bit_length() > MAX_INT_BITS:
                 return True
+        elif _TRUSTED and is_trusted(item):
+            continue
         elif isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):

@@ -22,7 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.validate import check_sane_ints, trusted
 from ..errors import InsufficientMemoryError, KVCacheConfigError
+from .config_fields import validate_config_fields
 from .deployment import plan_deployment
 from .fit import rejected_reason
 from .flag_names import flag_wording
@@ -176,8 +178,17 @@ def fit_model_on(
     try:
         model = ModelReading(base.hf_config())
         groups = layouts_of(model.config, count, kv_dtypes)
+        check_sane_ints(model.config, "config")
+        validate_config_fields(model.config)
     except KVCacheConfigError as exc:
         return ModelFit(base.model, kind, None, (("any", one_line_reason(str(exc))),))
+    with trusted(model.config):  # checked once above: each layout's plan skips scanning it again
+        return _best_layout(base, kind, model, groups, length)
+
+
+def _best_layout(
+    base: DeploymentRequest, kind: str, model: ModelReading, groups: tuple[tuple[Layout, ...], ...], length: int | None
+) -> ModelFit:
     best: LayoutFit | None = None
     refusals: list[tuple[str, str]] = []
     for index, group in enumerate(groups):

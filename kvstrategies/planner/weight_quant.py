@@ -135,13 +135,29 @@ def ct_name_match(name: str, target: str) -> bool:
     return target == name or name.endswith("." + target)
 
 
+@functools.cache
+def _ct_index(ignore: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """An ignore list split for matching: its literal names (a set) and its ``re:`` targets."""
+    return frozenset(t for t in ignore if not t.startswith("re:")), tuple(t for t in ignore if t.startswith("re:"))
+
+
+def _ct_any(name: str, ignore: tuple[str, ...]) -> bool:
+    """``any(ct_name_match(name, t) for t in ignore)``: a literal target matches the name or one of its dotted
+    suffixes (one set lookup), a ``re:`` target by :func:`ct_name_match`."""
+    literal, patterns = _ct_index(ignore)
+    parts = name.split(".")
+    if not literal.isdisjoint(".".join(parts[i:]) for i in range(len(parts))):
+        return True
+    return any(ct_name_match(name, t) for t in patterns)
+
+
 @functools.lru_cache(maxsize=1 << 16)  # the same names recur for every layout a model is planned in (fit, sweep)
 def _ct_ignored(name: str, ignore: tuple[str, ...], fused_pairs: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
     """``should_ignore_layer``: a fused layer is ignored when its shards are, all alike."""
     fused = dict(fused_pairs)
     proj = name.rsplit(".", 1)[-1]
     if proj in fused and name not in ignore:
-        verdicts = {any(ct_name_match(name.replace(proj, shard), t) for t in ignore) for shard in fused[proj]}
+        verdicts = {_ct_any(name.replace(proj, shard), ignore) for shard in fused[proj]}
         if len(verdicts) > 1:
             raise UnsupportedConfigurationError(
                 f"the compressed-tensors 'ignore' list ignores some but not all of {list(fused[proj])} in {name}; "
@@ -149,7 +165,7 @@ def _ct_ignored(name: str, ignore: tuple[str, ...], fused_pairs: tuple[tuple[str
                 "of a fused layer must use the same scheme). List every shard or none of them"
             )
         return verdicts.pop()
-    return any(ct_name_match(name, t) for t in ignore)
+    return _ct_any(name, ignore)
 
 
 #: characters that make a ModelOpt exclusion pattern more than a literal name

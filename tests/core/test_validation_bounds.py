@@ -233,3 +233,31 @@ def test_check_float_takes_its_interval_exactly() -> None:
         check_float(-0.5, "x", low=0.0, high=1.0, low_inclusive=True)
     with pytest.raises(KVCacheConfigError, match=r"in \(0.0, 1.0\], got 1.5"):
         check_float(1.5, "x", low=0.0, high=1.0)
+
+
+def test_a_trusted_container_is_skipped_only_inside_the_with() -> None:
+    # fit checks a config once and plans it in every layout: inside trusted(config) the scans skip it (a huge int
+    # put there afterwards goes unseen, which is why only an unchanged, already checked object may be trusted);
+    # outside, every scan reads it again
+    from kvstrategies.core.validate import check_sane_ints, is_trusted, trusted
+    from kvstrategies.errors import KVCacheConfigError
+
+    config = {"a": [1, {"b": 10**5000}]}
+    with trusted(config):
+        assert is_trusted(config) and not is_trusted(dict(config))
+        check_sane_ints({"hf_config": config}, "case")
+    assert not is_trusted(config)
+    with pytest.raises(KVCacheConfigError, match=r"case field 'hf_config.a\[1\].b'"):
+        check_sane_ints({"hf_config": config}, "case")
+
+
+@pytest.mark.parametrize("name", ["model.layers.0.mlp.down_proj", "lm_head", "model.layers.10.self_attn.q_proj", "a."])
+def test_the_ignore_list_index_matches_as_compressed_tensors_does(name: str) -> None:
+    # _ct_any (a set of literal names and dotted suffixes, then the re: targets) equals check_equal_or_regex_match
+    # over the whole list, for literal names, dotted suffixes, regexes and the empty tail
+    from kvstrategies.planner.weight_quant import _ct_any, ct_name_match
+
+    lists = [("lm_head",), ("down_proj",), ("mlp.down_proj",), ("re:.*self_attn.*",), ("re:^model\\.layers\\.1\\.",),
+             ("layers.0",), ("",), ("q_proj", "re:.*gate.*")]  # fmt: skip
+    for ignore in lists:
+        assert _ct_any(name, ignore) == any(ct_name_match(name, t) for t in ignore), ignore
