@@ -1443,7 +1443,7 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
     "muse_glimmer": VLLMModelRule(unregistered=True, transformers_4_refuses=True),
     "minimax_m3": VLLMModelRule(unregistered=True, transformers_4_refuses=True),
     "minimax_m2": VLLMModelRule(transformers_4_refuses=True),
-    "deepseek_v4": VLLMModelRule(transformers_4_refuses=True),
+    "deepseek_v4": VLLMModelRule(transformers_4_refuses=True, mtp_draft=True),
     "gemma4": VLLMModelRule(transformers_4_refuses=True, own_sliding_kv_heads=True),
     "gemma4_text": VLLMModelRule(own_sliding_kv_heads=True),
 }

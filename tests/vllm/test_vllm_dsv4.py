@@ -257,3 +257,25 @@ def test_a_stage_without_some_groups_keeps_their_whole_spec_and_no_bytes() -> No
     assert len(planned.tensors) == 5 and {t.block_stride for t in planned.tensors} == {46_080}
     old = _plan(version="0.28.0", kv_cache_dtype="fp8_e4m3", pp_size=43, pp_rank=42, available_bytes=2**36)
     assert {t.block_stride for t in old.tensors} == {46_080}
+
+
+def test_the_mtp_layer_is_one_more_sliding_cache_in_the_packed_groups() -> None:
+    """vLLM 0.33.0 on: the MTP layer (index 43) compresses as compress_ratios[43] says, 0 in the published config:
+    a sliding cache only. 44 sliding caches split by the approximate gcd (22) into two groups of 22; the widest
+    group (block-256, 1,002,240 B) is unchanged, so the blocks are too: 107,134 (TP 8 here as the other tests)."""
+    drafted = _plan(speculative_algorithm="EAGLE", speculative_eagle_topk=1, speculative_num_steps=1,
+                    speculative_num_draft_tokens=2)  # fmt: skip
+    holding = [spec for layers, spec in drafted.layer_specs if 43 in layers]
+    assert len(holding) == 1 and isinstance(holding[0], SlidingWindowMLASpec)
+    assert [len(g.layers) for g in drafted.groups[:2]] == [22, 22] and drafted.groups[1].layers[-1] == 43
+    assert drafted.bytes_per_block == 1_002_240 and drafted.num_gpu_blocks == 107_134
+    with pytest.raises(UnsupportedConfigurationError, match="DeepSeek-V4's MTP draft is modelled for vLLM 0.33.0"):
+        _plan(version="0.32.0", speculative_algorithm="EAGLE", speculative_eagle_topk=1, speculative_num_steps=1)
+
+
+def test_an_mtp_layer_past_the_ratios_list_is_a_sliding_cache() -> None:
+    geometry = _geometry()
+    trimmed = replace(geometry, dsv4=replace(geometry.dsv4, compress_ratios=geometry.dsv4.compress_ratios[:43]))
+    specs = dsv4.layer_specs(trimmed, 256, (9, 0), draft_layers=2)
+    assert len(specs) == 45 and all(len(specs[i].parts) == 1 for i in (43, 44))
+    assert len(dsv4.layer_specs(geometry, 256, (9, 0))[2].parts) > 1  # a compressing layer holds more

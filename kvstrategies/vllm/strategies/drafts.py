@@ -66,6 +66,18 @@ DRAFT_PIPELINE_ONE = ReleaseRule(
 )
 
 
+#: DeepSeek-V4's MTP draft is planned from this release (recorded by 0.33.0 and 0.34.0 through the bridge): its
+#: layer (``num_hidden_layers + i``, compressing as ``compress_ratios`` says past the decoder layers: 0, a sliding
+#: cache only, in the published configs) joins the packed groups on the last stage
+DSV4_MTP = ReleaseRule(
+    "vllm-dsv4-mtp",
+    span("0.33.0", engine=VLLM),
+    "DeepSeek-V4's MTP layer is planned: one more sliding-window cache in the packed groups (older releases: "
+    "refused, not recorded)",
+    "vllm/models/deepseek_v4 (the MTP layer's attention); vllm/v1/core/kv_cache_planning.py "
+    "_get_packed_kv_cache_groups",
+    topic="sizing",
+)
 #: separate EAGLE / EAGLE3 draft heads are planned from this release (recorded by each release from it to 0.34.0
 #: through the bridge, with no release difference in the head's layers; before 0.32.0 Falcon-H1 sizes its hybrid
 #: block without the lookahead: ``vllm-hybrid-config-state-lookahead`` in strategies.py; older releases' drafters
@@ -178,6 +190,8 @@ def vllm_draft(ctx: KVCacheContext) -> VLLMDraft | None:
             raise ValueError(f"MTP drafts are modelled for vLLM {MTP_DRAFTS.span.describe()}")
         if not vllm_model_rule(geometry.model_type).mtp_draft:
             raise ValueError(f"model type {geometry.model_type!r}: its vLLM MTP draft is not modelled")
+        if geometry.dsv4 is not None and not DSV4_MTP.holds(ctx.release):
+            raise ValueError(f"DeepSeek-V4's MTP draft is modelled for vLLM {DSV4_MTP.span.describe()}")
         return VLLMDraft("mtp", tokens, mtp_layer_count(geometry))
     if not EAGLE_HEADS.holds(ctx.release):
         raise ValueError(f"EAGLE / EAGLE3 draft heads are modelled for vLLM {EAGLE_HEADS.span.describe()}")

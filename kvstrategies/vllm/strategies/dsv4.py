@@ -141,11 +141,13 @@ class DSV4LayerSpec(KVCacheSpec):
 
 
 def layer_specs(
-    geometry: ModelGeometry, block: int, capability: tuple[int, int], *, v_zero: bool = True
+    geometry: ModelGeometry, block: int, capability: tuple[int, int], *, v_zero: bool = True, draft_layers: int = 0
 ) -> dict[int, DSV4LayerSpec]:
     """Every decoder layer's caches (module doc); ``block``: the compressed caches' block (``--block-size``);
     ``v_zero``: the release records MLA rows with ``head_size_v`` 0 (vLLM 0.27.1: MLA specs record their
-    ``head_size``, the sliding MLA specs no V width)."""
+    ``head_size``, the sliding MLA specs no V width); ``draft_layers``: the MTP draft's layers after the target's,
+    each compressing as ``compress_ratios`` says past the decoder layers (0 when it ends: a sliding cache only; the
+    published configs give their one MTP layer 0)."""
     dsv4 = geometry.dsv4
     if dsv4 is None:
         raise UnsupportedConfigurationError("model: not a DeepSeek-V4 config (no compress_ratios)")
@@ -157,8 +159,8 @@ def layer_specs(
                                records_head_size_v=v_zero)  # fmt: skip
     attention = attention_backend(capability)
     out: dict[int, DSV4LayerSpec] = {}
-    for layer in range(geometry.num_hidden_layers):
-        ratio = dsv4.compress_ratios[layer]
+    for layer in range(geometry.num_hidden_layers + draft_layers):
+        ratio = dsv4.compress_ratios[layer] if layer < len(dsv4.compress_ratios) else 0
         parts: list[AttentionSpec] = []
         backends: list[str] = []
         if ratio == 4:

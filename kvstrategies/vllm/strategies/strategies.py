@@ -642,10 +642,11 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
                 f"vLLM {version}: DeepSeek-V4's caches are laid out otherwise before vLLM 0.27.1; the vLLM "
                 "strategies do not model it (kvstrategies verify --against vllm runs vLLM's own sizing)"
             )
-        if deployment.draft is not None:
+        draft = deployment.draft
+        if draft is not None and draft.is_head:
             raise UnsupportedConfigurationError(
-                "speculative_config: DeepSeek-V4's MTP draft with vLLM is not modelled (its layers join the packed "
-                "groups); plan it without --speculative-config"
+                "speculative_config: an EAGLE head beside DeepSeek-V4 is not modelled with vLLM (its MTP layer is); "
+                "plan it with the model's MTP layers or without --speculative-config"
             )
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
         launch = resolve_model_launch(deployment, geometry, version)
@@ -656,21 +657,25 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
             launch = replace(launch, kv_cache_dtype="fp8_ds_mla")
         block = deployment.block_size or DSV4_DEFAULT_BLOCK
         dsv4_caches.check_block_size(block)
+        drafts = draft.num_layers if draft is not None else 0
         specs = dsv4_caches.layer_specs(geometry, block, launch.gpu.capability,
-                                        v_zero=MLA_HEAD_SIZE_V_ZERO.holds(ctx.release))
+                                        v_zero=MLA_HEAD_SIZE_V_ZERO.holds(ctx.release), draft_layers=drafts)
         generic = DSV4_GENERIC_PACKING.holds(ctx.release)
         entries = dsv4_caches.entries(specs)
         groups = dsv4_caches.packed_groups(entries) if generic else dsv4_caches.layer_tuple_groups(entries)
         limits = CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode)
         pp, n = deployment.pipeline_parallel_size, geometry.num_hidden_layers
-        stages = [project(groups, range(*pp_indices(n, s, pp))) for s in range(pp)]
+        # the MTP layers are the last stage's (the model runners build the drafter on the last PP rank only)
+        last = frozenset(range(n, n + drafts))
+        stages = [project(groups, self._with_drafts(range(*pp_indices(n, s, pp)), last, s == pp - 1))
+                  for s in range(pp)]  # fmt: skip
         counts = []
         for stage in stages:
             check_enough_memory(stage, available, limits, version)
             counts.append(available // bytes_per_block(stage))
         num_blocks = min(counts)
         mine = stages[deployment.pp_rank]
-        layers = range(*pp_indices(n, deployment.pp_rank, pp))
+        layers = self._with_drafts(range(*pp_indices(n, deployment.pp_rank, pp)), last, deployment.pp_rank == pp - 1)
         return VLLMKVCachePlan(
             launch=launch,
             backends=dsv4_caches.backends(specs),
