@@ -140,6 +140,7 @@ def check_weight_load(req: DeploymentRequest, model: ModelReading) -> None:
     _check_wna16_needs_vllm(req, estimate)
     _check_modelopt_mixed(req, config)
     _check_fbgemm_fp8(req, config)
+    _check_gptq_needs_marlin(req, config)
     _check_rotary_needs_vllm(req, model)
 
 
@@ -503,6 +504,58 @@ FBGEMM_FP8_REMOVED = ReleaseRule(
     "QUANTIZATION_METHODS",
     topic="weights",
 )
+
+
+#: SGLang's CUDA quantization registry holds plain ``gptq`` up to 0.5.19; from 0.5.20 a GPTQ checkpoint loads only
+#: as ``gptq_marlin`` (``GPTQMarlinConfig.override_quantization_method``), and one Marlin cannot take is an unknown
+#: method
+GPTQ_MARLIN_ONLY = ReleaseRule(
+    "load-gptq-marlin-only",
+    span("0.5.20"),
+    "a quant_method gptq checkpoint on CUDA loads only as gptq_marlin (GPTQConfig left the CUDA QUANTIZATION_METHODS): "
+    "one Marlin cannot take (compute capability below 8.0, bits other than 4 / 8, asymmetric, a group size other "
+    "than -1 / 32 / 64 / 128, or a field missing) is refused as an unknown quantization method",
+    "sglang.srt.layers.quantization.gptq.gptq GPTQMarlinConfig.is_gptq_marlin_compatible; marlin_utils "
+    "_check_marlin_supported; sglang.srt.configs.model_config.ModelConfig._verify_quantization",
+    topic="weights",
+)
+#: ``marlin_utils.py MARLIN_SUPPORTED_GROUP_SIZES`` and ``GPTQMarlinConfig.TYPE_MAP``'s (bits, sym) keys
+MARLIN_GROUP_SIZES = (-1, 32, 64, 128)
+MARLIN_GPTQ_TYPES = ((4, True), (8, True))
+
+
+def gptq_marlin_compatible(qcfg: Mapping[str, Any], capability: int) -> bool:
+    """``GPTQMarlinConfig.is_gptq_marlin_compatible`` on a GPU of ``capability`` (major x 10 + minor): every field
+    given, (bits, sym) one Marlin type, a Marlin group size, capability 8.0 or more."""
+    fields = [qcfg.get(key) for key in ("bits", "group_size", "sym", "desc_act")]
+    if any(value is None for value in fields):
+        return False
+    bits, group, sym, _ = fields
+    return (bits, sym) in MARLIN_GPTQ_TYPES and group in MARLIN_GROUP_SIZES and capability >= 80
+
+
+def _check_gptq_needs_marlin(req: DeploymentRequest, config: Mapping[str, Any]) -> None:
+    gpu = req.gpu
+    if not GPTQ_MARLIN_ONLY.holds(req.release) or gpu is None or not gpu.is_cuda or gpu.compute_capability is None:
+        return
+    if req.weight_quantization not in (None, "marlin", "gptq_marlin", "gptq"):
+        return
+    qcfg = text_config(config).get("quantization_config") or config.get("quantization_config")
+    if not isinstance(qcfg, Mapping) or str(qcfg.get("quant_method") or "").lower() != "gptq":
+        return
+    major, minor = gpu.compute_capability
+    capability = major * 10 + minor
+    if req.weight_quantization != "gptq" and gptq_marlin_compatible(qcfg, capability):
+        return
+    why = "--quantization gptq forces it" if req.weight_quantization == "gptq" else (
+        f"Marlin does not take it on {gpu.name} (capability {capability}; bits {qcfg.get('bits')!r}, sym "
+        f"{qcfg.get('sym')!r}, group_size {qcfg.get('group_size')!r})")
+    raise UnsupportedConfigurationError(
+        f"{req.release} refuses: Unknown quantization method: gptq (sglang/srt/configs/model_config.py, "
+        f"ModelConfig._verify_quantization: from 0.5.20 a GPTQ checkpoint loads on CUDA only as gptq_marlin, "
+        f"GPTQMarlinConfig.is_gptq_marlin_compatible, and {why}). Use a GPU of capability 8.0 or more, "
+        "SGLang 0.5.19 or older (--sglang-version 0.5.19), or plan it for vLLM (--engine vllm)"
+    )
 
 
 def _check_fbgemm_fp8(req: DeploymentRequest, config: Mapping[str, Any]) -> None:

@@ -224,3 +224,37 @@ def test_fbgemm_fp8_is_an_unknown_method_from_0_5_16(release: str, refused: bool
     with pytest.raises(UnsupportedConfigurationError, match="Unknown quantization method: fbgemm_fp8"):
         _check_fbgemm_fp8(req, config)
     _check_fbgemm_fp8(req, load_preset_config("llama-3.1-8b"))  # unquantized: nothing to refuse
+
+
+GPTQ_INT4 = {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": False}
+
+
+@pytest.mark.parametrize(("release", "gpu", "qcfg", "quantization", "refused"), [
+    ("0.5.19", "T4", GPTQ_INT4, None, False),  # plain gptq still in the CUDA registry
+    ("0.5.20", "T4", GPTQ_INT4, None, True),  # capability 75 < 80: no Marlin type at all
+    ("0.5.23", "A100-80GB", GPTQ_INT4, None, False),  # converted to gptq_marlin
+    ("0.5.23", "A100-80GB", {**GPTQ_INT4, "sym": False}, None, True),  # (4, False) is no Marlin type
+    ("0.5.23", "A100-80GB", {**GPTQ_INT4, "bits": 3}, None, True),
+    ("0.5.23", "A100-80GB", {**GPTQ_INT4, "group_size": 256}, None, True),  # not -1 / 32 / 64 / 128
+    ("0.5.23", "A100-80GB", {**GPTQ_INT4, "group_size": -1}, None, False),
+    ("0.5.23", "A100-80GB", {k: v for k, v in GPTQ_INT4.items() if k != "desc_act"}, None, True),  # a field missing
+    ("0.5.23", "A100-80GB", GPTQ_INT4, "gptq", True),  # --quantization gptq forces the removed method
+    ("0.5.23", "A100-80GB", GPTQ_INT4, "gptq_marlin", False),
+])  # fmt: skip
+def test_gptq_loads_only_as_marlin_from_0_5_20(
+    release: str, gpu: str, qcfg: dict[str, object], quantization: str | None, refused: bool
+) -> None:
+    """0.5.20 drops ``GPTQConfig`` from the CUDA ``QUANTIZATION_METHODS``: a GPTQ checkpoint loads when
+    ``GPTQMarlinConfig.override_quantization_method`` converts it (``is_gptq_marlin_compatible``: every field given,
+    (bits, sym) in {(4, True), (8, True)}, group size -1 / 32 / 64 / 128, capability >= 80), else
+    ``ModelConfig._verify_quantization`` raises "Unknown quantization method: gptq"."""
+    from kvstrategies.sglang.load_refusals import _check_gptq_needs_marlin
+
+    config = {**load_preset_config("qwen3-8b"), "quantization_config": qcfg}
+    req = DeploymentRequest("m", {"hf_config": config}, gpu=lookup_gpu(gpu), release=parse_release(release),
+                            weight_quantization=quantization)  # fmt: skip
+    if not refused:
+        _check_gptq_needs_marlin(req, config)
+        return
+    with pytest.raises(UnsupportedConfigurationError, match="Unknown quantization method: gptq"):
+        _check_gptq_needs_marlin(req, config)
