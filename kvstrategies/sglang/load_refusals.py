@@ -547,14 +547,19 @@ def _check_gptq_needs_marlin(req: DeploymentRequest, config: Mapping[str, Any]) 
     capability = major * 10 + minor
     if req.weight_quantization != "gptq" and gptq_marlin_compatible(qcfg, capability):
         return
-    why = "--quantization gptq forces it" if req.weight_quantization == "gptq" else (
-        f"Marlin does not take it on {gpu.name} (capability {capability}; bits {qcfg.get('bits')!r}, sym "
-        f"{qcfg.get('sym')!r}, group_size {qcfg.get('group_size')!r})")
+    if req.weight_quantization == "gptq":
+        why, fix = "--quantization gptq forces it", "drop --quantization gptq, "
+    else:
+        why = (f"Marlin does not take it on {gpu.name} (capability {capability}; bits {qcfg.get('bits')!r}, sym "
+               f"{qcfg.get('sym')!r}, group_size {qcfg.get('group_size')!r}, desc_act {qcfg.get('desc_act')!r})")
+        fix = "use a GPU of capability 8.0 or more, " if capability < 80 else (
+            "use a checkpoint Marlin takes (4 or 8 symmetric bits, group size -1 / 32 / 64 / 128, bits, group_size, "
+            "sym and desc_act all given), ")
     raise UnsupportedConfigurationError(
         f"{req.release} refuses: Unknown quantization method: gptq (sglang/srt/configs/model_config.py, "
         f"ModelConfig._verify_quantization: from 0.5.20 a GPTQ checkpoint loads on CUDA only as gptq_marlin, "
-        f"GPTQMarlinConfig.is_gptq_marlin_compatible, and {why}). Use a GPU of capability 8.0 or more, "
-        "SGLang 0.5.19 or older (--sglang-version 0.5.19), or plan it for vLLM (--engine vllm)"
+        f"GPTQMarlinConfig.is_gptq_marlin_compatible, and {why}). {fix[0].upper()}{fix[1:]}SGLang 0.5.19 or older "
+        "(--sglang-version 0.5.19), or plan it for vLLM (--engine vllm)"
     )
 
 

@@ -204,7 +204,9 @@ def test_per_channel_gptq_is_priced_not_refused() -> None:
     from kvstrategies.planner import plan_deployment
     from kvstrategies.presets import load_preset_config
 
-    qcfg = {"quant_method": "gptq", "bits": 4, "group_size": -1, "desc_act": False}
+    # every field GPTQMarlinConfig.is_gptq_marlin_compatible reads (from SGLang 0.5.20 a GPTQ checkpoint loads only
+    # as gptq_marlin: one without ``sym`` is refused, tests/sglang/test_weight_release_rules.py)
+    qcfg = {"quant_method": "gptq", "bits": 4, "group_size": -1, "desc_act": False, "sym": True}
     config = {**load_preset_config("qwen3-8b"), "quantization_config": qcfg}
     per_channel = plan_deployment(DeploymentRequest("q", {"hf_config": config}, gpu=lookup_gpu("H100")), suggest=False)
     config["quantization_config"]["group_size"] = 128
