@@ -67,22 +67,32 @@ def pp_indices(num_layers: int, pp_rank: int, pp_size: int) -> tuple[int, int]:
     return start, start + parts[pp_rank]
 
 
+def model_rule_releases(field: str) -> dict[str, EngineRelease]:
+    """The model types whose ``VLLMModelRule`` names a release in ``field``, and that release."""
+    return {model_type: parse_release(getattr(rule, field), VLLM, field=field)
+            for model_type, rule in VLLM_MODEL_RULES.items() if getattr(rule, field) is not None}  # fmt: skip
+
+
+def per_release_rules(
+    by_type: dict[str, EngineRelease], name: str, change: str, source: str, topic: str = "sizing"
+) -> tuple[ReleaseRule, ...]:
+    """One rule per release of ``by_type`` for the listings: ``{name}-{release}``, holding from it, that says which
+    model types ``change`` there."""
+    return tuple(
+        ReleaseRule(f"{name}-{first.text}", span(first.text, engine=VLLM),
+                    f"{', '.join(sorted(t for t, r in by_type.items() if r == first))}: {change}", source, topic=topic)
+        for first in sorted(set(by_type.values()))
+    )  # fmt: skip
+
+
 #: the model types whose attention vLLM builds without the cache config before a release
 #: (``VLLMModelRule.cache_config_from``), and that release, one rule per release for the listings
-CACHE_CONFIG_FROM: dict[str, EngineRelease] = {
-    model_type: parse_release(rule.cache_config_from, VLLM)
-    for model_type, rule in VLLM_MODEL_RULES.items() if rule.cache_config_from is not None
-}  # fmt: skip
-CACHE_CONFIG_RULES = tuple(
-    ReleaseRule(
-        f"vllm-attention-cache-config-{first.text}",
-        span(first.text, engine=VLLM),
-        f"{', '.join(sorted(t for t, r in CACHE_CONFIG_FROM.items() if r == first))}: the attention takes "
-        "--kv-cache-dtype (before this release vLLM builds it without the cache config: the model dtype)",
-        "VLLMModelRule.cache_config_from; vllm/model_executor/models (the model's decoder layer __init__)",
-    )
-    for first in sorted(set(CACHE_CONFIG_FROM.values()))
-)
+CACHE_CONFIG_FROM = model_rule_releases("cache_config_from")
+CACHE_CONFIG_RULES = per_release_rules(
+    CACHE_CONFIG_FROM, "vllm-attention-cache-config",
+    "the attention takes --kv-cache-dtype (before this release vLLM builds it without the cache config: the model "
+    "dtype)", "VLLMModelRule.cache_config_from; vllm/model_executor/models (the model's decoder layer __init__)",
+)  # fmt: skip
 
 
 def layer_kv_dtype(geometry: ModelGeometry, kv_cache_dtype: str, release: EngineRelease | None = None) -> str:

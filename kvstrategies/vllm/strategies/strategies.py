@@ -33,11 +33,11 @@ from typing import Any, ClassVar
 
 from ...context import KVCacheContext
 from ...core.dtypes import DType
-from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span
+from ...core.releases import VLLM, EngineRelease, ReleaseRule, span
 from ...core.sizing import PoolSizes, ceil_div
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
-from ...models.architectures import VLLM_MODEL_RULES, vllm_model_rule
+from ...models.architectures import vllm_model_rule
 from ...pools.layout import BufferRole, BufferSpec, KVPoolsLayout, PoolLayout
 from ...strategies.base import Strategy
 from ...strategies.checks import is_vllm
@@ -68,6 +68,8 @@ from .layers import (
     kv_storage_dtype,
     layer_kv_dtype,
     mamba_state,
+    model_rule_releases,
+    per_release_rules,
     pp_indices,
     state_specs,
 )
@@ -374,21 +376,13 @@ TRANSFORMERS_4_CONFIGS = ReleaseRule(
 #: the model types vLLM's own ``_CONFIG_REGISTRY`` reads from a release on (``VLLMModelRule.vllm_registry_from``),
 #: and that release, one rule per release for the listings; before it a release pinning transformers 4 refuses the
 #: config (vLLM 0.17.1 lists no ``kimi_k2``, which 0.18.1 reads as ``DeepseekV3Config``)
-CONFIG_REGISTRY_FROM: dict[str, EngineRelease] = {
-    model_type: parse_release(rule.vllm_registry_from, VLLM)
-    for model_type, rule in VLLM_MODEL_RULES.items() if rule.vllm_registry_from is not None
-}  # fmt: skip
-CONFIG_REGISTRY_RULES = tuple(
-    ReleaseRule(
-        f"vllm-config-registry-{first.text}",
-        span(first.text, engine=VLLM),
-        f"{', '.join(sorted(t for t, r in CONFIG_REGISTRY_FROM.items() if r == first))}: vLLM's own config registry "
-        "reads the config (before it, transformers 4 registers no class for it and ModelConfig refuses it)",
-        "vllm/transformers_utils/config.py _CONFIG_REGISTRY (0.18.1: kimi_k2=DeepseekV3Config), get_config",
-        topic="launch",
-    )
-    for first in sorted(set(CONFIG_REGISTRY_FROM.values()))
-)
+CONFIG_REGISTRY_FROM = model_rule_releases("vllm_registry_from")
+CONFIG_REGISTRY_RULES = per_release_rules(
+    CONFIG_REGISTRY_FROM, "vllm-config-registry",
+    "vLLM's own config registry reads the config (before it, transformers 4 registers no class for it and "
+    "ModelConfig refuses it)", "vllm/transformers_utils/config.py _CONFIG_REGISTRY (0.18.1: kimi_k2=DeepseekV3Config), "
+    "get_config", topic="launch",
+)  # fmt: skip
 
 
 def check_model_type(model_type: str, release: EngineRelease) -> None:
