@@ -84,7 +84,7 @@ DSV4_MTP = ReleaseRule(
 #: were not recorded with a head)
 EAGLE_HEADS = ReleaseRule(
     "vllm-eagle-heads",
-    span("0.22.1", engine=VLLM),
+    span("0.21.0", engine=VLLM),
     "speculative decoding with a separate EAGLE / EAGLE3 draft head is planned: its full-attention layers join the "
     "KV cache groups (older releases: refused, not modelled)",
     "vllm/model_executor/models/llama_eagle3.py Eagle3LlamaForCausalLM.__init__ (start_layer_id); "
