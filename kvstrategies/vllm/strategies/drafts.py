@@ -80,11 +80,11 @@ DSV4_MTP = ReleaseRule(
 )
 #: separate EAGLE / EAGLE3 draft heads are planned from this release (recorded by each release from it to 0.34.0
 #: through the bridge, with no release difference in the head's layers; before 0.32.0 Falcon-H1 sizes its hybrid
-#: block without the lookahead: ``vllm-hybrid-config-state-lookahead`` in strategies.py; older releases' drafters
-#: were not recorded with a head)
+#: block without the lookahead: ``vllm-hybrid-config-state-lookahead`` in strategies.py; 0.19.1's drafter is not
+#: driven by the bridge, as for MTP_DRAFTS, so older releases were not recorded with a head)
 EAGLE_HEADS = ReleaseRule(
     "vllm-eagle-heads",
-    span("0.21.0", engine=VLLM),
+    span("0.20.2", engine=VLLM),
     "speculative decoding with a separate EAGLE / EAGLE3 draft head is planned: its full-attention layers join the "
     "KV cache groups (older releases: refused, not modelled)",
     "vllm/model_executor/models/llama_eagle3.py Eagle3LlamaForCausalLM.__init__ (start_layer_id); "

@@ -106,7 +106,7 @@ MLA_HYBRID_ALIGNMENT = ReleaseRule(
 #: GraniteMoeHybrid and Zamba2) compute it without ``num_spec``, while their layers' states
 #: (``MambaMixer2.get_state_shape``) hold it: the block and padding come from the shorter state, and where the padded
 #: page is below the layer's state ``MambaSpec.page_size_bytes`` asserts (Falcon-H1 7B + a 5-layer EAGLE head,
-#: 3 tokens: vLLM 0.21.0 to 0.31.0)
+#: 3 tokens: vLLM 0.20.2 to 0.31.0)
 HYBRID_CONFIG_STATE_LOOKAHEAD = ReleaseRule(
     "vllm-hybrid-config-state-lookahead",
     span("0.32.0", engine=VLLM),
