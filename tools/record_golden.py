@@ -8,6 +8,7 @@
     python tools/record_golden.py --engine sglang --out DIR   # SGLang's own answers (live SGLang)
     python tools/record_golden.py --engine sglang --check     # exit 1 if golden/sglang-<version> is stale
     python tools/record_golden.py --engine vllm               # vLLM's answers (live vLLM) -> golden/vllm-<version>
+    python tools/record_golden.py --engine vllm --mapping-only golden/vllm-0.16.0   # its mapping refusals, no vLLM
 
 The bytes written are :func:`kvstrategies.golden.snapshot.golden_text`, exactly what
 ``pytest --snapshot-update`` writes. A case that fails to plan is reported and not recorded
@@ -281,6 +282,53 @@ def rebuild_vllm_known(cases_dir: Path, folder: Path) -> int:
     return 1 if unexplained else 0
 
 
+def refresh_vllm_mapping(cases_dir: Path, folder: Path, names: list[str], *, check_only: bool, quiet: bool) -> int:
+    """Rewrite the mapping refusals of ``folder`` (``golden/vllm-<version>``) from the project's case mapping alone,
+    no vLLM needed: a snapshot whose case the mapping refuses (``refused_by: kvstrategies``, written before vLLM is
+    called, as :func:`record_vllm` writes it) gets the mapping's words of today. A case whose kind of snapshot would
+    change (the mapping now refuses a case vLLM answered or refused, or accepts one it refused) is not written: it
+    needs the live release (``--engine vllm`` in that release's venv); exit 1. ``check_only``: write nothing, exit 1
+    on any difference."""
+    from kvstrategies.core.jsonio import read_json_object
+    from kvstrategies.vllm.bridge.bridge import case_deployment
+    from kvstrategies.vllm.bridge.snapshots import snapshot_text
+
+    version = folder.name.removeprefix("vllm-")
+    folders = [cases_dir, cases_dir / VLLM_CASES] if (cases_dir / VLLM_CASES).is_dir() else [cases_dir]
+    paths = [f / f"{name}.json" for name in names for f in folders if (f / f"{name}.json").is_file()]
+    stale: list[str] = []
+    needs_live: list[str] = []
+    for path in paths:
+        file = folder / f"{path.stem}.json"
+        stored = json.loads(file.read_text(encoding="utf-8")) if file.exists() else None
+        stored_mapping = stored is not None and stored.get("refused_by") == "kvstrategies"
+        try:
+            case_deployment(read_json_object(path, "a case file"), path.parent, version)
+        except KVCacheConfigError as exc:
+            if stored is not None and not stored_mapping:
+                needs_live.append(f"{path.stem}: the mapping now refuses a case vLLM {version} ran")
+                continue
+            text = snapshot_text(path.stem, version, {"error": str(exc), "refused_by": "kvstrategies"})
+            if stored is not None and file.read_text(encoding="utf-8") == text:
+                continue
+            stale.append(path.stem)
+            if check_only:
+                print(f"STALE {file}")
+                continue
+            file.write_text(text, encoding="utf-8")
+            if not quiet:
+                print(f"wrote {file}")
+            continue
+        if stored is None or stored_mapping:
+            needs_live.append(f"{path.stem}: the mapping accepts it now; vLLM {version} itself must record it")
+    for line in needs_live:
+        print(f"NEEDS LIVE {line}")
+    verb = "stale" if check_only else "rewritten"
+    print(f"{len(paths)} cases mapped for vLLM {version} ({folder}): {len(stale)} mapping refusals {verb}, "
+          f"{len(needs_live)} need the live release")
+    return 1 if needs_live or (check_only and stale) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Record or check the golden snapshots of the case catalog.")
     parser.add_argument("-k", dest="substrings", action="append", metavar="SUBSTRING",
@@ -296,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="--engine sglang / vllm: snapshot folder (default golden/<engine>-<version>)")
     parser.add_argument("--known-only", type=Path, default=None, metavar="FOLDER",
                         help="--engine vllm: rebuild FOLDER/_known.json from its committed snapshots (no vLLM)")
+    parser.add_argument("--mapping-only", type=Path, default=None, metavar="FOLDER",
+                        help="--engine vllm: rewrite FOLDER's mapping refusals (refused_by kvstrategies) from the "
+                             "project's case mapping, no vLLM; with --check, only compare")
     args = parser.parse_args(argv)
     if not args.cases.is_dir():
         print(f"record_golden: no catalog folder {args.cases}", file=sys.stderr)
@@ -309,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.engine == "sglang":
         return record_sglang(args.cases, args.out, names, check_only=args.check, quiet=args.quiet)
+    if args.engine == "vllm" and args.mapping_only is not None:
+        return refresh_vllm_mapping(args.cases, args.mapping_only, names, check_only=args.check, quiet=args.quiet)
     if args.engine == "vllm" and args.known_only is not None:
         return rebuild_vllm_known(args.cases, args.known_only)
     if args.engine == "vllm":

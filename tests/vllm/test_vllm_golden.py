@@ -161,3 +161,40 @@ def test_kernel_languages_import_inert_and_only_they() -> None:
     assert dsv4_op in runtime.WARMUP_MODULES and finder.find_spec(dsv4_op) is not None
     for absent in ("cutlass", "cutlass.cute", "tilelangx", "numpy", "vllm.models.deepseek_v4.attention"):
         assert finder.find_spec(absent) is None, absent
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_mapping_refusals_are_the_mappings_words_of_today(release: str) -> None:
+    """Every ``refused_by: kvstrategies`` snapshot is what the case mapping says today (``tools/record_golden.py
+    --engine vllm --mapping-only FOLDER --check``), and no case changed kind (refused by the mapping now but run by
+    vLLM when recorded, or the reverse: those need the live release)."""
+    from ..helpers import tool_module
+
+    assert tool_module("record_golden").main(["--engine", "vllm", "--check", "-q", "--mapping-only",
+                                              str(FOLDERS[release])]) == 0  # fmt: skip
+
+
+def test_mapping_only_rewrites_a_reworded_refusal_and_leaves_vllms_answers(tmp_path: Path) -> None:
+    """``--mapping-only`` rewrites a mapping refusal whose words changed, and refuses (exit 1, nothing written) where
+    a snapshot's kind would change: a vLLM answer the mapping would now refuse is evidence only the live release may
+    replace."""
+    from ..helpers import tool_module
+
+    record_golden = tool_module("record_golden")
+    folder = tmp_path / "vllm-0.34.0"
+    folder.mkdir()
+    source = FOLDERS["0.34.0"]
+    refused = next(p for p in snapshot_files(source) if read_snapshot(p).get("refused_by") == "kvstrategies")
+    answered = next(p for p in snapshot_files(source) if "error" not in read_snapshot(p))
+    reworded = json.loads(refused.read_text(encoding="utf-8"))
+    reworded["error"] = "an older wording"
+    (folder / refused.name).write_text(json.dumps(reworded), encoding="utf-8")
+    assert record_golden.main(["--engine", "vllm", "--check", "-q", "--mapping-only", str(folder),
+                               "-k", refused.stem]) == 1  # fmt: skip
+    assert record_golden.main(["--engine", "vllm", "-q", "--mapping-only", str(folder), "-k", refused.stem]) == 0
+    assert (folder / refused.name).read_bytes() == refused.read_bytes()
+    # the mapping accepts this case: a mapping refusal stored for it needs vLLM itself, and is left as it is
+    stand_in = {**reworded, "case": answered.stem}
+    (folder / answered.name).write_text(json.dumps(stand_in), encoding="utf-8")
+    assert record_golden.main(["--engine", "vllm", "-q", "--mapping-only", str(folder), "-k", answered.stem]) == 1
+    assert json.loads((folder / answered.name).read_text(encoding="utf-8")) == stand_in
