@@ -66,10 +66,12 @@ def record_vllm_case(case: WeightCase) -> dict[str, Any]:
     """The recording of one case under the installed vLLM."""
     from kvstrategies.sglang.bridge.model_on_meta import config_folder
     from kvstrategies.vllm.bridge.model_weights import build_weights
+    from kvstrategies.vllm.planner.weight_catalog import vllm_layout
 
+    tp, dp = vllm_layout(case)
     with config_folder(case_files(case)) as folder:
-        version, ranks = build_weights(folder, case.gpu, case.tp, case.pp, case.quantization,
-                                       expert_parallel=case.ep > 1)  # fmt: skip
+        version, ranks = build_weights(folder, case.gpu, tp, case.pp, case.quantization,
+                                       expert_parallel=case.ep > 1, dp=dp)  # fmt: skip
     return {"vllm": version, "case": {k: v for k, v in vars(case).items() if k != "name"}, "ranks": ranks}
 
 

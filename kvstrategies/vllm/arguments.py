@@ -5,7 +5,8 @@
 ``--max-num-batched-tokens``, ``--block-size``, ``--enforce-eager``, prefix caching, async
 scheduling, the hybrid KV cache manager, ``--speculative-config`` (the model's MTP layers or an EAGLE head),
 ``--enable-expert-parallel``);
-``--tensor-parallel-size``, ``--pipeline-parallel-size``, ``--kv-cache-dtype``, ``--dtype``, ``--gpu``,
+``--tensor-parallel-size``, ``--pipeline-parallel-size``, ``--data-parallel-size``,
+``--kv-cache-dtype``, ``--dtype``, ``--gpu``,
 ``--gpu-memory``, ``--weight-bytes`` and ``--weight-quantization`` / ``--quantization`` are the
 ``plan`` flags of the same name. SGLang's spellings of those settings are refused with
 ``--engine vllm``, naming vLLM's. Kept apart from the
@@ -44,7 +45,7 @@ SGLANG_ONLY: dict[str, tuple[str, str]] = {
     "sglang_version": ("--sglang-version", "use --vllm-version"),
     "mamba_ssm_dtype": ("--mamba-ssm-dtype", "the vLLM plan keeps the SSM state dtype its model rule reads"),
 }
-_DEFAULTS: dict[str, Any] = {"dcp": 1, "dp_size": 1, "attn_dp": None, "ep_size": None, "pp_rank": 0,
+_DEFAULTS: dict[str, Any] = {"dcp": 1, "attn_dp": None, "ep_size": None, "pp_rank": 0,
                              "enable_dp_attention": False, "device": "cuda"}  # fmt: skip
 
 

@@ -68,12 +68,13 @@ def test_each_recorded_release_holds_the_whole_catalog(release: str) -> None:
 
 
 def test_the_cases_outside_the_vllm_planner_are_left_out() -> None:
-    """Attention DP, and EP narrower than TP, are SGLang layouts the vLLM planner does not take: not recorded, not
-    compared; EP = TP (--enable-expert-parallel) is, from vLLM 0.33.0."""
+    """EP narrower than TP is an SGLang layout the vLLM planner does not take: not recorded, not compared; EP = TP
+    (--enable-expert-parallel) and attention DP (vLLM's --data-parallel-size) are, from vLLM 0.33.0."""
     dp = WeightCase("x", "deepseek-v3", "H200", tp=8, ep=8, attn_dp=8)
     ep = WeightCase("y", "deepseek-v3", "H200", tp=8, ep=8)
     narrow = WeightCase("w", "deepseek-v3", "H200", tp=8, ep=4)
-    assert "attention DP 8" in str(vllm_scope(dp)) and "EP 4" in str(vllm_scope(narrow))
+    assert vllm_scope(dp) is None and "attention DP 8" in str(vllm_scope(dp, "0.32.0"))
+    assert "EP 4" in str(vllm_scope(narrow))
     assert vllm_scope(ep) is None and "planned for vLLM 0.33.0 and later" in str(vllm_scope(ep, "0.32.0"))
     assert vllm_scope(WeightCase("z", "qwen3-8b", "H100", tp=2)) is None
     assert "deepseek-v3-h200-tp8-ep8" in BY_NAME and "qwen3-8b-h100-tp2" in BY_NAME

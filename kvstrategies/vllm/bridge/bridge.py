@@ -141,14 +141,22 @@ def _ensure_world(vllm_config: Any) -> Any:
     dist = importlib.import_module("torch.distributed")
     network = importlib.import_module("vllm.utils.network_utils")
     config = importlib.import_module("vllm.config")
-    with config.set_current_vllm_config(vllm_config):
-        if not dist.is_initialized():
-            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{network.get_open_port()}",
-                                    world_size=1, rank=0)  # fmt: skip
-        ps.init_distributed_environment(1, 0, "env://", 0, "gloo")
-        if ps.model_parallel_is_initialized():
-            ps.destroy_model_parallel()
-        ps.ensure_model_parallel_initialized(1, 1)
+    parallel = vllm_config.parallel_config
+    dp = parallel.data_parallel_size
+    # the one-process world is one DP replica's rank 0: the groups are made at DP 1, and the DP group's size is
+    # then stated per stage (:func:`_stage_groups`), as a worker's DP group reports it
+    parallel.data_parallel_size = 1
+    try:
+        with config.set_current_vllm_config(vllm_config):
+            if not dist.is_initialized():
+                dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{network.get_open_port()}",
+                                        world_size=1, rank=0)  # fmt: skip
+            ps.init_distributed_environment(1, 0, "env://", 0, "gloo")
+            if ps.model_parallel_is_initialized():
+                ps.destroy_model_parallel()
+            ps.ensure_model_parallel_initialized(1, 1)
+    finally:
+        parallel.data_parallel_size = dp
     return ps
 
 
@@ -156,11 +164,15 @@ def _state(group: Any, world: int, rank_in_group: int, ranks: list[int], rank: i
     group.world_size, group.rank_in_group, group.ranks, group.rank = world, rank_in_group, ranks, rank
 
 
-def _stage_groups(ps: Any, tp: int, pp: int, stage: int) -> None:
-    """The TP and PP groups as TP rank 0 of ``stage`` sees them (every TP rank's specs are the same)."""
+def _stage_groups(ps: Any, tp: int, pp: int, stage: int, dp: int = 1) -> None:
+    """The TP and PP groups as TP rank 0 of ``stage`` sees them (every TP rank's specs are the same), and with
+    ``dp`` > 1 the data-parallel group of DP rank 0 (one rank a DP replica: ``ParallelConfig``'s world order
+    puts DP outside PP x TP)."""
     first = stage * tp
     _state(ps._TP, tp, 0, list(range(first, first + tp)), first)
     _state(ps._PP, pp, stage, [s * tp for s in range(pp)], first)
+    if dp > 1:
+        _state(ps._DP, dp, 0, [r * tp * pp + first for r in range(dp)], first)
 
 
 # ---- the run --------------------------------------------------------------------------------------

@@ -34,9 +34,11 @@ from .runtime import check_version, gpu_facts, import_vllm, quiet, use_gpu
 RANK_KEYS = ("groups", "total", "buffers", "model_class", "quantization", "dtype")
 
 
-def engine_arguments(tp: int, pp: int, quantization: str | None, expert_parallel: bool) -> dict[str, Any]:
+def engine_arguments(tp: int, pp: int, quantization: str | None, expert_parallel: bool, dp: int = 1) -> dict[str, Any]:
     """``EngineArgs`` keywords of a weight case (besides the folder): the layout and ``--quantization``."""
     arguments: dict[str, Any] = {"tensor_parallel_size": tp, "pipeline_parallel_size": pp}
+    if dp > 1:
+        arguments["data_parallel_size"] = dp
     if quantization is not None:
         arguments["quantization"] = quantization
     if expert_parallel:
@@ -52,8 +54,10 @@ def _built_stage(vllm_config: Any) -> Any:
 
 
 def build_weights(folder: str, gpu: str, tp: int, pp: int, quantization: str | None = None,
-                  expert_parallel: bool = False) -> tuple[str, list[dict[str, Any]]]:  # fmt: skip
-    """vLLM's release and, per pipeline stage (TP rank 0), the bytes its model holds or vLLM's refusal."""
+                  expert_parallel: bool = False, dp: int = 1) -> tuple[str, list[dict[str, Any]]]:  # fmt: skip
+    """vLLM's release and, per pipeline stage (TP rank 0 of DP rank 0), the bytes its model holds or vLLM's refusal.
+    With ``dp`` > 1 the data-parallel group has ``dp`` ranks, which a MoE layer's split reads
+    (``FusedMoEParallelConfig.make``: its experts over DP x TP ranks)."""
     from ...sglang.bridge.model_on_meta import count_model
 
     version = import_vllm()
@@ -64,13 +68,13 @@ def build_weights(folder: str, gpu: str, tp: int, pp: int, quantization: str | N
     with use_gpu(gpu_facts(gpu)), quiet():
         _clear_caches()
         try:
-            engine_args = arg_utils.EngineArgs(model=folder, skip_tokenizer_init=True, load_format="dummy",
-                                               **engine_arguments(tp, pp, quantization, expert_parallel))  # fmt: skip
+            arguments = engine_arguments(tp, pp, quantization, expert_parallel, dp)
+            engine_args = arg_utils.EngineArgs(model=folder, skip_tokenizer_init=True, load_format="dummy", **arguments)
             vllm_config = engine_args.create_engine_config(usage.UsageContext.OPENAI_API_SERVER)
             ps = _ensure_world(vllm_config)
             for stage in range(pp):
                 worker_config = vllm_config if tp * pp == 1 else copy.deepcopy(vllm_config)
-                _stage_groups(ps, tp, pp, stage)
+                _stage_groups(ps, tp, pp, stage, dp)
                 model = _built_stage(worker_config)
                 counted = count_model(model)
                 ranks.append({

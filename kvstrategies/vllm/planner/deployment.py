@@ -169,7 +169,8 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
     weights = vllm_weights(req.config, tp=tp, pp=pp, dtype=dtype, quantization=req.weight_quantization,
                            weight_bytes=req.weight_bytes, checkpoint=checkpoint,
                            mtp=req.num_speculative_tokens is not None and req.speculative_method == "mtp",
-                           release=req.release, expert_parallel=req.enable_expert_parallel)  # fmt: skip
+                           release=req.release, expert_parallel=req.enable_expert_parallel,
+                           moe_tp=req.moe_parallel_size)  # fmt: skip
     if req.draft_config is not None and req.num_speculative_tokens is not None and req.weight_bytes is None:
         head = draft_head_bytes(req.draft_config, req.speculative_method, tp=tp, dtype=dtype)
         weights = VLLMWeights(weights.per_stage[:-1] + (weights.per_stage[-1] + head,),
@@ -183,7 +184,7 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
             max_num_batched_tokens=launch.max_num_batched_tokens,
             max_num_seqs=launch.max_num_seqs,
             tp_size=tp,
-            world_size=req.world_size,
+            world_size=req.coupled_gpus,
             cuda_graphs=not req.enforce_eager,
             # the extensible KV cache (0.34.0) measures the captured graphs whatever the estimate flag says
             graphs_deducted=req.estimate_cudagraphs or EXTENSIBLE_KV_CACHE.holds(req.release),
@@ -229,7 +230,7 @@ def plan_vllm(req: VLLMPlanRequest) -> VLLMDeploymentPlan:
     validate_config_fields(req.config)  # the SGLang planner's field rules: the weight estimate and profile read them
     launch = resolved_launch(req)
     check_weight_load(req.config, req.tensor_parallel_size, req.release.text, req.weight_quantization,
-                      req.enable_expert_parallel)  # fmt: skip
+                      req.enable_expert_parallel, req.data_parallel_size)  # fmt: skip
     budget, weights = budget_for(req, launch)
     planned = _planned(req, budget)
     answer = planned.vllm

@@ -139,11 +139,12 @@ def _routed_experts(t: Mapping[str, Any]) -> int:
 
 def load_refusal(
     config: Mapping[str, Any], tp: int, quantization: str | None = None, version: str | None = None,
-    expert_parallel: bool = False,
+    expert_parallel: bool = False, moe_tp: int | None = None,
 ) -> tuple[str, str] | None:
     """``(vLLM's check, its words)`` of the first weight-creation refusal at ``tp`` in vLLM ``version`` (the
-    newest when ``None``); ``None``: the weights load. Under ``expert_parallel`` each rank holds whole experts
-    (``FusedMoE``'s ``moe_tp_size`` is 1), so only the linear layers' split is checked."""
+    newest when ``None``); ``None``: the weights load. The routed experts are split over ``moe_tp`` ranks (DP x TP;
+    ``tp`` when ``None``); under ``expert_parallel`` each rank holds whole experts (``FusedMoE``'s ``moe_tp_size``
+    is 1), so only the linear layers' split is checked."""
     block = block_fp8(config, quantization)
     if block is None:
         return None
@@ -152,7 +153,7 @@ def load_refusal(
     moe = t.get("moe_intermediate_size") or t.get("intermediate_size")
     refine = version is None or MOE_BLOCK_REFINEMENT.holds(parse_release(version, VLLM, field="--vllm-version"))
     if _routed_experts(t) and moe and not expert_parallel:
-        words = expert_refusal(int(moe), get_int(t, "hidden_size", minimum=1), tp, block, refine=refine)
+        words = expert_refusal(int(moe), get_int(t, "hidden_size", minimum=1), moe_tp or tp, block, refine=refine)
         if words is not None:
             if not refine:
                 return "vllm/model_executor/layers/quantization/fp8.py Fp8MoEMethod.create_weights", words
@@ -167,22 +168,27 @@ def load_refusal(
 
 
 def check_weight_load(
-    config: Mapping[str, Any], tp: int, version: str, quantization: str | None = None, expert_parallel: bool = False
+    config: Mapping[str, Any], tp: int, version: str, quantization: str | None = None, expert_parallel: bool = False,
+    dp: int = 1,
 ) -> None:
-    """Refuse, as vLLM ``version`` does while building the model, a block-FP8 checkpoint that ``tp`` splits
-    into partial blocks; the message names vLLM's check and the tensor-parallel sizes that load."""
-    refusal = load_refusal(config, tp, quantization, version, expert_parallel)
+    """Refuse, as vLLM ``version`` does while building the model, a block-FP8 checkpoint that ``tp`` (the routed
+    experts: ``dp`` x ``tp``) splits into partial blocks; the message names vLLM's check and the tensor-parallel
+    sizes that load."""
+    moe_tp = dp * tp if _routed_experts(text_config(config)) else tp
+    refusal = load_refusal(config, tp, quantization, version, expert_parallel, moe_tp)
     if refusal is None:
         return
     check, words = refusal
     t = text_config(config)
     heads = int(t.get("num_attention_heads") or 1)
     loads = [size for size in (1, 2, 4, 8, 16, 32, 64) if heads % size == 0
-             and load_refusal(config, size, quantization, version, expert_parallel) is None]  # fmt: skip
+             and load_refusal(config, size, quantization, version, expert_parallel, dp * size) is None]  # fmt: skip
     fix = ", ".join(map(str, loads)) if loads else "none of 1-64"
-    if not expert_parallel and _routed_experts(t) and load_refusal(config, tp, quantization, version, True) is None:
+    if not expert_parallel and _routed_experts(t) \
+            and load_refusal(config, tp, quantization, version, True, moe_tp) is None:  # fmt: skip
         fix += ", or --enable-expert-parallel (whole experts a rank)"
+    split = f"--tensor-parallel-size {tp}" + (f" (experts: x --data-parallel-size {dp})" if moe_tp != tp else "")
     raise UnsupportedConfigurationError(
         f"vLLM {version} refuses at weight load: {words} ({check}; block-FP8 weights split over "
-        f"--tensor-parallel-size {tp}). Use a --tensor-parallel-size whose split loads: {fix}"
+        f"{split}). Use a --tensor-parallel-size whose split loads: {fix}"
     )

@@ -44,7 +44,7 @@ def budget_lines(plan: VLLMDeploymentPlan) -> list[str]:
     stage = budget.limiting
     assert stage is not None and budget.requested_bytes is not None and budget.total_bytes is not None
     o = stage.overhead
-    tp_text = f", + {_gib(o.multi_gpu)} with {req.world_size} GPUs (NCCL, custom all-reduce)" if o.multi_gpu else ""
+    tp_text = f", + {_gib(o.multi_gpu)} with {req.coupled_gpus} GPUs (NCCL, custom all-reduce)" if o.multi_gpu else ""
     graphs = "and the CUDA-graph estimate"
     if req.enforce_eager:
         graphs = "(--enforce-eager: no CUDA graphs)"
@@ -86,9 +86,17 @@ def plan_text(plan: VLLMDeploymentPlan) -> str:
     req, answer, launch = plan.request, plan.answer, plan.launch
     where = req.gpu or "the GPU given"
     layout = f"TP {req.tensor_parallel_size} x PP {req.pipeline_parallel_size}"
+    if req.data_parallel_size > 1:
+        layout += f", DP {req.data_parallel_size}"
     if req.enable_expert_parallel:
-        layout += f", experts over EP {req.tensor_parallel_size}"
+        layout += f", experts over EP {req.moe_parallel_size}"
+    elif req.moe_parallel_size != req.tensor_parallel_size:
+        layout += f", experts over TP {req.moe_parallel_size}"
     out = [f"{req.release.label} on {where}, {layout}: {req.model}", "what vLLM would log:"]
+    if req.data_parallel_size > 1:
+        kind = "experts split over every DP rank" if req.is_moe else "independent engines (a dense model)"
+        out.insert(1, f"each of the {req.data_parallel_size} DP ranks is one engine core with its own KV cache, "
+                      f"and logs what follows ({kind})")  # fmt: skip
     out += [f"  {line}" for line in log_lines(plan)]
     out.append("budget:")
     out += [f"  {line}" for line in budget_lines(plan)]
@@ -125,6 +133,7 @@ def plan_json(plan: VLLMDeploymentPlan) -> dict[str, Any]:
         "engine": plan.request.release.label,
         "model": plan.request.model,
         "gpu": plan.request.gpu,
+        "data_parallel_size": plan.request.data_parallel_size,
         "vllm_log": {
             "lines": log_lines(plan),
             "model_loading_bytes": None if plan.weights is None else plan.weights.fullest,

@@ -47,8 +47,10 @@ class VLLMPlanRequest:
     async_scheduling: bool | None = None
     disable_hybrid_kv_cache_manager: bool = False
     enforce_eager: bool = False
-    #: ``--enable-expert-parallel``: the routed experts split whole over the TP ranks
+    #: ``--enable-expert-parallel``: the routed experts split whole over the DP x TP ranks
     enable_expert_parallel: bool = False
+    #: ``--data-parallel-size``: engine cores (each its own TP x PP workers and KV cache; the plan is one's)
+    data_parallel_size: int = 1
     #: ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` (default 1): deduct the CUDA-graph estimate from the budget;
     #: ``False`` is also how a release before 0.21 sized its budget
     estimate_cudagraphs: bool = True
@@ -65,7 +67,7 @@ class VLLMPlanRequest:
     draft_config: Mapping[str, Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        for name in ("tensor_parallel_size", "pipeline_parallel_size"):
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
             _check_int(getattr(self, name), f"--{name.replace('_', '-')}", minimum=1, maximum=4096)
         for name in ("block_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens"):
             value = getattr(self, name)
@@ -98,6 +100,21 @@ class VLLMPlanRequest:
                 raise KVCacheConfigError(f"--enable-expert-parallel is planned for vLLM "
                                          f"{EXPERT_PARALLEL.span.describe()} (its weights recorded there); plan "
                                          "without it or for a later --vllm-version")  # fmt: skip
+        if self.data_parallel_size > 1:
+            from .weights import DATA_PARALLEL
+
+            if not DATA_PARALLEL.holds(self.release):
+                raise KVCacheConfigError(f"--data-parallel-size is planned for vLLM {DATA_PARALLEL.span.describe()} "
+                                         "(its weights recorded there); plan one DP rank without it (a dense "
+                                         "model's DP ranks are independent) or for a later --vllm-version")  # fmt: skip
+            if self.enable_expert_parallel and self.tensor_parallel_size > 1 and self.is_moe:
+                raise KVCacheConfigError(
+                    "--data-parallel-size with --enable-expert-parallel at --tensor-parallel-size > 1: vLLM runs the "
+                    "MoE layers sequence-parallel (vllm/config/parallel.py ParallelConfig.use_sequence_parallel_moe, "
+                    "the default all2all backend allgather_reducescatter), and a model class may then replicate its "
+                    "shared experts on every rank, which the vLLM plan does not model; plan --tensor-parallel-size 1 "
+                    "with --data-parallel-size (vLLM's DP + EP layout), or without --enable-expert-parallel"
+                )
         if self.speculative_method not in ("mtp", "eagle", "eagle3"):
             raise KVCacheConfigError(f"--speculative-config method {self.speculative_method!r:.40}: mtp, eagle and "
                                      "eagle3 are planned")  # fmt: skip
@@ -120,7 +137,27 @@ class VLLMPlanRequest:
 
     @property
     def world_size(self) -> int:
+        """The GPUs one engine core drives (TP x PP)."""
         return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def is_moe(self) -> bool:
+        """Whether the model has routed experts (``num_routed_experts`` of its config)."""
+        from ...planner.moe_layout import num_routed_experts
+
+        return num_routed_experts(self.config) > 0
+
+    @property
+    def moe_parallel_size(self) -> int:
+        """The ranks a MoE layer's routed experts span: DP x TP (``FusedMoEParallelConfig.make``:
+        ``flatten_tp_across_dp_and_pcp``); a dense model's DP ranks are independent engines."""
+        return self.data_parallel_size * self.tensor_parallel_size if self.is_moe else self.tensor_parallel_size
+
+    @property
+    def coupled_gpus(self) -> int:
+        """The GPUs whose ranks communicate with one engine core's: TP x PP, and x DP for a MoE model (its
+        experts' all-to-all / all-reduce spans the DP ranks)."""
+        return self.world_size * (self.data_parallel_size if self.is_moe else 1)
 
 
 def _check_int(value: Any, flag: str, *, minimum: int, maximum: int) -> None:

@@ -39,6 +39,7 @@ WEIGHT_DIFFERENCES: dict[str, tuple[float, str]] = {
     "deepseek-r1-b200-tp8": (1e-6, "6,832 B = 112 B in each of the 61 layers: small tensors (not traced further)"),
     "deepseek-v3-h200-tp8": (1e-6, "6,832 B: as deepseek-r1-b200-tp8"),
     "deepseek-v3-h200-tp8-ep8": (1e-6, "6,832 B: as deepseek-r1-b200-tp8"),
+    "deepseek-v3-h200-tp8-dp8-ep8": (1e-6, "6,832 B: as deepseek-r1-b200-tp8"),
     "kimi-k2-h200-tp8": (1e-6, "6,832 B: as deepseek-r1-b200-tp8"),
     "gemma-2-9b-h100-tp1": (1e-6, "2 B: Gemma's bfloat16 embedding normalizer buffer"),
     "llama-3.1-70b-fp8-modelopt-b200-tp1": (1e-6, "5,120 B = 64 B a layer: ModelOpt's per-tensor fp32 scales"),
@@ -159,15 +160,23 @@ def vllm_scope(case: WeightCase, version: str | None = None) -> str | None:
     """Why ``case`` is not a launch ``plan --engine vllm`` takes in vLLM ``version`` (the newest when ``None``;
     ``None``: it is)."""
     from ...core.releases import parse_release
-    from .weights import EXPERT_PARALLEL
+    from .weights import DATA_PARALLEL, EXPERT_PARALLEL
 
-    if case.attn_dp != 1:
-        return f"attention DP {case.attn_dp}: the vLLM planner takes no --data-parallel-size"
+    release = parse_release(version, "vllm", field="--vllm-version")
+    if case.attn_dp != 1 and not DATA_PARALLEL.holds(release):
+        return f"attention DP {case.attn_dp}: --data-parallel-size is planned for vLLM {DATA_PARALLEL.span.describe()}"
     if case.ep not in (1, case.tp):
         return f"EP {case.ep}: vLLM's expert parallelism spans TP x DP ({case.tp} here: --enable-expert-parallel)"
-    if case.ep > 1 and not EXPERT_PARALLEL.holds(parse_release(version, "vllm", field="--vllm-version")):
+    if case.ep > 1 and not EXPERT_PARALLEL.holds(release):
         return f"EP {case.ep}: --enable-expert-parallel is planned for vLLM {EXPERT_PARALLEL.span.describe()}"
     return None
+
+
+def vllm_layout(case: WeightCase) -> tuple[int, int]:
+    """``(--tensor-parallel-size, --data-parallel-size)`` of a weight case's launch: SGLang's attention DP
+    ``A`` over ``tp`` GPUs is vLLM's ``tp / A`` attention TP in each of ``A`` DP ranks (the experts span all
+    ``tp``, whole under EP as SGLang's ``--ep-size tp``)."""
+    return case.tp // case.attn_dp, case.attn_dp
 
 
 def vllm_catalog(version: str | None = None) -> tuple[WeightCase, ...]:
@@ -217,7 +226,8 @@ def planned(case: WeightCase, version: str) -> PlannedWeights:
         config=config,
         model_folder=None if source.folder is None else str(source.folder),
         gpu=case.gpu,
-        tensor_parallel_size=case.tp,
+        tensor_parallel_size=vllm_layout(case)[0],
+        data_parallel_size=vllm_layout(case)[1],
         pipeline_parallel_size=case.pp,
         weight_quantization=case.quantization,
         release=parse_release(version, "vllm", field="--vllm-version"),
@@ -226,12 +236,13 @@ def planned(case: WeightCase, version: str) -> PlannedWeights:
     try:
         resolved_launch(req)
         check_weight_load(req.config, req.tensor_parallel_size, req.release.text, req.weight_quantization,
-                          req.enable_expert_parallel)  # fmt: skip
+                          req.enable_expert_parallel, req.data_parallel_size)  # fmt: skip
     except KVCacheConfigError as exc:
         return PlannedWeights(None, str(exc))
-    weights = vllm_weights(req.config, tp=case.tp, pp=case.pp, dtype=serving_dtype(req),
+    weights = vllm_weights(req.config, tp=req.tensor_parallel_size, pp=case.pp, dtype=serving_dtype(req),
                            quantization=case.quantization, checkpoint=req.model_folder,
-                           release=req.release, expert_parallel=req.enable_expert_parallel)  # fmt: skip
+                           release=req.release, expert_parallel=req.enable_expert_parallel,
+                           moe_tp=req.moe_parallel_size)  # fmt: skip
     return PlannedWeights(weights.fullest, None, weights.source)
 
 

@@ -142,35 +142,74 @@ EXPERT_PARALLEL = ReleaseRule(
 )
 
 
-def expert_parallel_bytes(estimate: WeightEstimate, num_experts: int, tp: int, pp: int, pp_rank: int) -> int:
-    """What ``--enable-expert-parallel`` (EP = TP at DP 1) adds to a rank of stage ``pp_rank``: each MoE layer's
-    ``expert_map`` (int32 a global expert: ``FusedMoE.__init__`` -> ``determine_expert_map``), and where ``E`` is not
-    a multiple of ``tp`` the first ranks' one more whole expert (``ceil(E / tp)`` of ``E``; the experts' bytes are
-    otherwise those of the TP split, a rank holding ``E / tp`` experts whole instead of ``1 / tp`` of each)."""
+#: ``--data-parallel-size`` is planned from this release (its weights recorded by 0.33.0 and 0.34.0 through the
+#: bridge with a DP group; older releases: refused, not recorded)
+DATA_PARALLEL = ReleaseRule(
+    "vllm-data-parallel",
+    span("0.33.0", engine=VLLM),
+    "--data-parallel-size is planned: one engine core a DP rank, each with its own KV cache; a MoE model's routed "
+    "experts split over DP x TP ranks (older releases: refused, not recorded)",
+    "vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make (flatten_tp_across_dp_and_pcp)",
+    topic="weights",
+)
+
+
+def _stage_layers_with_experts(estimate: WeightEstimate, pp: int, pp_rank: int) -> tuple[int, ...]:
+    """The decoder layers of stage ``pp_rank`` that hold routed experts."""
     from ...planner.weights import get_pp_indices
 
     start, end = get_pp_indices(estimate.num_layers, pp_rank, pp)
-    layers = 0
-    expert_bytes = 0.0
-    for layer in range(start, end):
+    return tuple(layer for layer in range(start, end)
+                 if any(g.kind is ParamKind.EXPERT for g in estimate.groups_of(layer)))  # fmt: skip
+
+
+def stage_expert_bytes(estimate: WeightEstimate, split: int, pp: int, pp_rank: int, *, mtp: bool = False) -> float:
+    """Bytes of routed experts one rank of stage ``pp_rank`` holds when each expert is split over ``split`` ranks
+    (``sum over expert layers of per_rank(split) x bytes per parameter``; ``mtp``: the last stage's MTP layers'
+    experts too)."""
+    total = 0.0
+    for layer in _stage_layers_with_experts(estimate, pp, pp_rank):
         kinds = [g.kind for g in estimate.groups_of(layer)]
-        if ParamKind.EXPERT not in kinds:
-            continue
-        layers += 1
-        terms = estimate.layer_terms(layer, tp)
-        expert_bytes += sum(t for t, kind in zip(terms, kinds, strict=True) if kind is ParamKind.EXPERT)
+        terms = estimate.layer_terms(layer, split)
+        total += sum(t for t, kind in zip(terms, kinds, strict=True) if kind is ParamKind.EXPERT)
+    if mtp and pp_rank == pp - 1:
+        total += sum(g.per_rank(split) * estimate.fmt.bytes_for(g) for g in estimate.mtp if g.kind is ParamKind.EXPERT)
+    return total
+
+
+def expert_parallel_bytes(estimate: WeightEstimate, num_experts: int, tp: int, pp: int, pp_rank: int) -> int:
+    """What ``--enable-expert-parallel`` adds to a rank of stage ``pp_rank`` over the TP split of the experts over
+    the ``tp`` ranks they span (EP = TP x DP): each MoE layer's ``expert_map`` (int32 a global expert:
+    ``FusedMoE.__init__`` -> ``determine_expert_map``), and where ``E`` is not a multiple of ``tp`` the first ranks'
+    one more whole expert (``ceil(E / tp)`` of ``E``; the experts' bytes are otherwise those of the TP split, a rank
+    holding ``E / tp`` experts whole instead of ``1 / tp`` of each)."""
+    layers = len(_stage_layers_with_experts(estimate, pp, pp_rank))
+    expert_bytes = stage_expert_bytes(estimate, tp, pp, pp_rank)
     local = -(-num_experts // tp)
     uneven = expert_bytes * (local * tp / num_experts - 1) if num_experts else 0.0
     return 4 * num_experts * layers + round(uneven)
 
 
-def _with_expert_parallel(
-    stages: tuple[int, ...], estimate: WeightEstimate, config: Mapping[str, Any], tp: int, pp: int
+def _with_moe_split(
+    stages: tuple[int, ...], estimate: WeightEstimate, config: Mapping[str, Any], tp: int, pp: int, *,
+    moe_tp: int, expert_parallel: bool, mtp: bool,
 ) -> tuple[tuple[int, ...], str]:
-    """The stages under ``--enable-expert-parallel`` (:func:`expert_parallel_bytes`) and the source's note."""
+    """The stages with the routed experts over ``moe_tp`` ranks (DP x TP) instead of the ``tp`` the stages were
+    split over, whole under ``--enable-expert-parallel`` (:func:`expert_parallel_bytes`), and the source's note."""
     experts = num_routed_experts(config)
-    extra = tuple(expert_parallel_bytes(estimate, experts, tp, pp, r) for r in range(pp))
-    note = f"; experts over EP {tp} ({-(-experts // tp)} of {experts} whole experts a rank, and the expert maps)"
+    extra = [0] * pp
+    note = ""
+    if moe_tp != tp:
+        for r in range(pp):
+            moved = stage_expert_bytes(estimate, moe_tp, pp, r, mtp=mtp) - stage_expert_bytes(estimate, tp, pp, r,
+                                                                                               mtp=mtp)
+            extra[r] += round(moved)
+        note = f"; routed experts over DP x TP = {moe_tp} ranks (FusedMoEParallelConfig.make)"
+    if expert_parallel:
+        for r in range(pp):
+            extra[r] += expert_parallel_bytes(estimate, experts, moe_tp, pp, r)
+        note = (f"; experts over EP {moe_tp} ({-(-experts // moe_tp)} of {experts} whole experts a rank, and the "
+                "expert maps)")  # fmt: skip
     return tuple(s + e for s, e in zip(stages, extra, strict=True)), note
 
 
@@ -210,10 +249,13 @@ def vllm_weights(
     mtp: bool = False,
     release: EngineRelease | None = None,
     expert_parallel: bool = False,
+    moe_tp: int | None = None,
 ) -> VLLMWeights:
     """Each stage's resident weight bytes (see the module doc); ``mtp``: the last stage also holds the MTP
     draft's layers (its embedding and head are the target's: ``maybe_share_target_embed``,
-    ``share_target_lm_head`` in ``vllm/v1/worker/gpu/spec_decode/eagle/utils.py``)."""
+    ``share_target_lm_head`` in ``vllm/v1/worker/gpu/spec_decode/eagle/utils.py``); ``moe_tp``: the ranks a MoE
+    layer's routed experts span (``--data-parallel-size`` x TP; ``tp`` when ``None``)."""
+    moe_split = tp if moe_tp is None else moe_tp
     rope = rope_buffer_bytes(config, dtype)
     rope_text = f" + {rope / 2**20:.1f} MiB RoPE cos_sin_cache" if rope else ""
     if weight_bytes is not None:
@@ -226,9 +268,10 @@ def vllm_weights(
         if mtp:
             draft = stages[-1] - rope - rank_bytes(ckpt, facts, tp=tp, pp=pp, pp_rank=pp - 1)
             draft_text = f"; + {draft / GIB:.2f} GiB of MTP draft layers on the last stage"
-        if expert_parallel:
+        if expert_parallel or moe_split != tp:
             estimate = vllm_layout(estimate_weights(config, dtype=dtype.torch_name, quantization=quantization))
-            stages, ep_text = _with_expert_parallel(stages, estimate, config, tp, pp)
+            stages, ep_text = _with_moe_split(stages, estimate, config, tp, pp, moe_tp=moe_split,
+                                              expert_parallel=expert_parallel, mtp=mtp)  # fmt: skip
             draft_text += ep_text
         return VLLMWeights(stages, f"from the {ckpt.label}, split over TP {tp} x PP {pp}{rope_text}{draft_text}")
     estimate = vllm_layout(estimate_weights(config, dtype=dtype.torch_name, quantization=quantization))
@@ -237,8 +280,9 @@ def vllm_weights(
     stages = tuple(estimate.stage_bytes(tp, pp, r, include_mtp=mtp) + attention_scale_bytes(estimate, pp, r, per_layer)
                    + rope + (tower if r == 0 else 0) for r in range(pp))  # fmt: skip
     notes = "".join(f"; note: {n}" for n in estimate.fmt.notes) + tower_text
-    if expert_parallel:
-        stages, ep_text = _with_expert_parallel(stages, estimate, config, tp, pp)
+    if expert_parallel or moe_split != tp:
+        stages, ep_text = _with_moe_split(stages, estimate, config, tp, pp, moe_tp=moe_split,
+                                          expert_parallel=expert_parallel, mtp=mtp)  # fmt: skip
         notes += ep_text
     if mtp:
         draft = estimate.stage_bytes(tp, pp, pp - 1, include_mtp=True) - estimate.stage_bytes(tp, pp, pp - 1)
