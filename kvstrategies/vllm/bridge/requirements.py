@@ -158,14 +158,28 @@ def _v0160() -> VLLMEnvironment:
     return VLLMEnvironment(line.line, (*_v0171().light_packages, *_MISTRAL_COMMON), line.no_deps)
 
 
+#: mistral_common 1.13.1 takes numpy below 2.4 on Python <= 3.12 (the package index's metadata; 2.4.6 does not resolve
+#: beside it): 2.3.5, the last 2.3
+_NUMPY_FOR_MISTRAL = {"numpy": "numpy==2.3.5"}
+
+
+def _v0151() -> VLLMEnvironment:
+    """vLLM 0.15.1's environment: 0.16.0's (its pins of those packages are 0.16.0's: transformers below 5,
+    xgrammar 0.1.29, compressed-tensors 0.13.0, llguidance below 1.4; mistral_common ``>=1.8.8``) with numpy 2.3.5."""
+    line = _older_line("0.15.1", "0.6.18", _DISKCACHE)
+    light = tuple(_NUMPY_FOR_MISTRAL.get(p.split("==", 1)[0], p) for p in _v0160().light_packages)
+    return VLLMEnvironment(line.line, light, line.no_deps)
+
+
 #: each older line and the FlashInfer its environment takes (0.27.1 on pin torch 2.13.0)
 _OLDER = (
+    _v0151(),
     _v0160(),
     _v0171(),
     _v0181(),
-    # 0.16.0 pins torch 2.9.1 and FlashInfer 0.6.3, 0.17.1 to 0.26.0 torch 2.10.0 or 2.11.0 and FlashInfer 0.6.4 to
-    # 0.6.14: the environment keeps CPU torch 2.13.0 (vLLM's compiled extensions are stand-ins here) and takes 0.6.18
-    # as 0.27.1 does (their pins not tried)
+    # 0.15.1 pins torch 2.9.1 and FlashInfer 0.6.1, 0.16.0 torch 2.9.1 and FlashInfer 0.6.3, 0.17.1 to 0.26.0 torch
+    # 2.10.0 or 2.11.0 and FlashInfer 0.6.4 to 0.6.14: the environment keeps CPU torch 2.13.0 (vLLM's compiled
+    # extensions are stand-ins here) and takes 0.6.18 as 0.27.1 does (their pins not tried)
     _older_line("0.19.1", "0.6.18", _DISKCACHE),
     _older_line("0.20.2", "0.6.18", _GGUF),
     _older_line("0.21.0", "0.6.18", _GGUF),
