@@ -233,7 +233,7 @@ GROUPS: dict[str, Group] = {
          "tests/vllm/test_vllm_command.py", "tests/vllm/test_vllm_published_logs.py", "tests/vllm/test_vllm_golden.py",
          "tests/vllm/test_vllm_backends.py", "tests/vllm/test_vllm_refusals.py", "tests/vllm/test_vllm_releases.py",
          "tests/vllm/test_vllm_older_releases.py", "tests/vllm/test_vllm_0_17_release.py",
-         "tests/vllm/test_vllm_0_16_release.py",
+         "tests/vllm/test_vllm_0_16_release.py", "tests/vllm/test_vllm_0_15_release.py",
          "tests/vllm/test_vllm_drafts.py",
          "tests/vllm/test_vllm_eagle_heads.py", "tests/vllm/test_vllm_expert_parallel.py",
          "tests/vllm/test_vllm_data_parallel.py",

@@ -120,10 +120,10 @@ def test_vllm_format_report_cuts_a_long_detail_to_the_width() -> None:
     assert format_report(_report(), width=37)[4] == "d   DIFF   num_gpu_blocks: 5120 -> 5119; +2 more"
 
 
-@pytest.mark.parametrize("release", ["0.16.0", "0.17.1", "0.18.1", "0.19.1", "0.34.0"])
+@pytest.mark.parametrize("release", ["0.15.1", "0.16.0", "0.17.1", "0.18.1", "0.19.1", "0.34.0"])
 def test_known_rebuilt_from_the_snapshots_equals_the_live_recording(release: str, tmp_path: Path) -> None:
     """``tools/record_golden.py --engine vllm --known-only FOLDER`` writes, from the committed snapshots alone,
-    the ``_known.json`` the live recorder wrote (0.16.0 to 0.19.1 and 0.34.0 were recorded live at this code)."""
+    the ``_known.json`` the live recorder wrote (0.15.1 to 0.19.1 and 0.34.0 were recorded live at this code)."""
     from ..helpers import tool_module
 
     folder = tmp_path / f"vllm-{release}"
