@@ -101,6 +101,7 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.vllm.strategies.sizing",
     "kvstrategies.vllm.strategies.grouping",
     "kvstrategies.vllm.strategies.drafts",
+    "kvstrategies.vllm.strategies.engine_args",
     "kvstrategies.vllm.planner.load_refusals",
     "kvstrategies.vllm.planner.weights",
 )

@@ -137,3 +137,29 @@ def test_a_pasted_dp_ep_command_is_planned(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     assert code == 0 and "TP 1 x PP 1, DP 4, experts over EP 4" in out
     assert "each of the 4 DP ranks is one engine core" in out
+
+
+def test_sglang_attention_dp_is_vllm_data_parallel_in_the_case_mapping() -> None:
+    # a case's TP 8 with attention DP 8 is vLLM's --tensor-parallel-size 1 --data-parallel-size 8: DeepSeek-V3's fp8
+    # latent, 576 B a token in each of 61 layers, blocks of 64: 61 x 64 x 576 = 2,248,704 B a block, and
+    # 40 GiB // 2,248,704 = 19,099 blocks, 1,222,336 tokens (vLLM 0.33.0 and 0.34.0 record the same through the
+    # bridge with data_parallel_size 8: golden/vllm-0.34.0/bridge-attn-dp8-deepseek-v3-tp8-fp8-p64-mrr512.json)
+    from kvstrategies import plan
+    from kvstrategies.case import parse_case
+    from kvstrategies.errors import UnsupportedConfigurationError
+    from kvstrategies.vllm.strategies.engine_args import vllm_deployment
+
+    fields: dict[str, Any] = {"preset": "deepseek-v3", "engine": "vllm", "tp_size": 8, "attn_dp_size": 8,
+                              "kv_cache_dtype": "fp8_e4m3", "page_size": 64, "available_bytes": 40 * 2**30}  # fmt: skip
+    case = parse_case(fields)
+    deployment = vllm_deployment(case.settings, case.available_bytes)
+    assert (deployment.tensor_parallel_size, deployment.data_parallel_size) == (1, 8)
+    assert deployment.engine_arguments()["data_parallel_size"] == 8
+    answer = plan(case.settings, case.available_bytes).vllm
+    assert answer is not None
+    assert answer.bytes_per_block == 61 * 64 * 576 == 2_248_704
+    assert answer.num_gpu_blocks == 40 * 2**30 // 2_248_704 == 19_099
+    assert answer.launch.settings_document()["data_parallel_size"] == 8
+    older = parse_case({**fields, "vllm_version": "0.32.0"})
+    with pytest.raises(UnsupportedConfigurationError, match=r"attn_dp_size 8: .*planned for vLLM 0\.33\.0"):
+        plan(older.settings, older.available_bytes)

@@ -347,7 +347,7 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
             backends: dict[str, str] = {}
             for stage in range(pp):
                 worker_config = vllm_config if tp * pp == 1 else copy.deepcopy(vllm_config)
-                _stage_groups(ps, tp, pp, stage)
+                _stage_groups(ps, tp, pp, stage, deployment.data_parallel_size)
                 stage_specs, stage_layouts, stage_backends = _build_stage(worker_config, stage == pp - 1)
                 specs.extend([stage_specs] * tp)
                 layouts.extend([stage_layouts] * tp)
@@ -522,6 +522,9 @@ def _document(
     tokens, concurrency = _capacity(vllm_config, worker_config)
     speculative = {} if vllm_config.speculative_config is None else {
         "num_speculative_tokens": int(vllm_config.speculative_config.num_speculative_tokens)}
+    dp = int(vllm_config.parallel_config.data_parallel_size)
+    if dp > 1:  # the engine cores vLLM's config holds (each sizes its own KV cache as this one)
+        speculative["data_parallel_size"] = dp
     return {
         "engine": f"vllm {version}",
         "gpu": gpu_name,

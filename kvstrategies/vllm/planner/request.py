@@ -101,7 +101,7 @@ class VLLMPlanRequest:
                                          f"{EXPERT_PARALLEL.span.describe()} (its weights recorded there); plan "
                                          "without it or for a later --vllm-version")  # fmt: skip
         if self.data_parallel_size > 1:
-            from .weights import DATA_PARALLEL
+            from ..strategies.engine_args import DATA_PARALLEL
 
             if not DATA_PARALLEL.holds(self.release):
                 raise KVCacheConfigError(f"--data-parallel-size is planned for vLLM {DATA_PARALLEL.span.describe()} "

@@ -160,7 +160,8 @@ def vllm_scope(case: WeightCase, version: str | None = None) -> str | None:
     """Why ``case`` is not a launch ``plan --engine vllm`` takes in vLLM ``version`` (the newest when ``None``;
     ``None``: it is)."""
     from ...core.releases import parse_release
-    from .weights import DATA_PARALLEL, EXPERT_PARALLEL
+    from ..strategies.engine_args import DATA_PARALLEL
+    from .weights import EXPERT_PARALLEL
 
     release = parse_release(version, "vllm", field="--vllm-version")
     if case.attn_dp != 1 and not DATA_PARALLEL.holds(release):

@@ -25,6 +25,7 @@ from typing import Any
 
 from ...core.dtypes import DType
 from ...core.releases import VLLM, EngineRelease, ReleaseRule, span
+from ..strategies.engine_args import DATA_PARALLEL
 from ...models.architectures import model_type_row
 from ...models.hf import text_config
 from ...planner.checkpoint import ShardingFacts, rank_bytes, read_checkpoint
@@ -138,18 +139,6 @@ EXPERT_PARALLEL = ReleaseRule(
     "--enable-expert-parallel is planned: whole experts a rank and each MoE layer's int32 expert map (older "
     "releases: refused, not recorded)",
     "vllm/model_executor/layers/fused_moe/layer.py FusedMoE.__init__ (determine_expert_map)",
-    topic="weights",
-)
-
-
-#: ``--data-parallel-size`` is planned from this release (its weights recorded by 0.33.0 and 0.34.0 through the
-#: bridge with a DP group; older releases: refused, not recorded)
-DATA_PARALLEL = ReleaseRule(
-    "vllm-data-parallel",
-    span("0.33.0", engine=VLLM),
-    "--data-parallel-size is planned: one engine core a DP rank, each with its own KV cache; a MoE model's routed "
-    "experts split over DP x TP ranks (older releases: refused, not recorded)",
-    "vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make (flatten_tp_across_dp_and_pcp)",
     topic="weights",
 )
 

@@ -9,6 +9,8 @@ bridge (``kvstrategies.vllm.bridge``) both read, so they answer the same questio
 context                        vLLM argument
 =============================  ==============================================================
 ``parallel.tp_size / pp_size`` ``--tensor-parallel-size / --pipeline-parallel-size``
+``parallel.attn_dp_size``      ``--data-parallel-size`` (vLLM 0.33.0 on), with ``--tensor-parallel-size``
+                               ``tp_size / attn_dp_size``: SGLang's attention-TP group is one vLLM engine core
 ``parallel.pp_rank``           the stage whose layers and tensors a plan describes
 ``kv_cache_dtype.name``        ``--kv-cache-dtype`` (``bf16`` is vLLM's ``bfloat16``)
 ``geometry.model_dtype``       ``--dtype``
@@ -27,7 +29,7 @@ SGLang's own pool knobs (``swa_full_tokens_ratio``, the Mamba slot settings, its
 backend names, its environment knobs) have no vLLM counterpart and do not change a vLLM plan;
 settings that change *what* is deployed and that these strategies do not model (speculative
 decoding other than with the model's own MTP layers or an EAGLE / EAGLE3 head, :mod:`.drafts`;
-decode-context / attention data / context parallelism, PD disaggregation, a draft worker, a token cap, a
+decode-context / attention context parallelism, PD disaggregation, a draft worker, a token cap, a
 non-CUDA device) are refused with :class:`UnsupportedConfigurationError`.
 """
 
@@ -36,12 +38,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...context import DeviceKind, DisaggregationMode, KVCacheContext
+from ...core.releases import VLLM, ReleaseRule, span
 from ...errors import UnsupportedConfigurationError
 from .drafts import MTP_DRAFTS, VLLMDraft, vllm_draft
 
 #: the GPU a vLLM plan is for when the context names none (the bridge's default too)
 DEFAULT_VLLM_GPU = "H200"
 VLLM_KV_DTYPE_NAMES: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16"}
+
+#: ``--data-parallel-size`` is planned from this release (recorded by 0.33.0 and 0.34.0 through the bridge: the KV
+#: cache of a DP rank, and the weights with a DP group; older releases: refused, not recorded)
+DATA_PARALLEL = ReleaseRule(
+    "vllm-data-parallel",
+    span("0.33.0", engine=VLLM),
+    "--data-parallel-size is planned: one engine core a DP rank, each with its own KV cache; a MoE model's routed "
+    "experts split over DP x TP ranks (older releases: refused, not recorded)",
+    "vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make (flatten_tp_across_dp_and_pcp)",
+    topic="weights",
+)
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,8 @@ class VLLMDeployment:
     draft: VLLMDraft | None = None
     #: the draft head's folder (``--speculative-config``'s ``model``; the bridge writes one for a case)
     draft_model: str | None = None
+    #: ``--data-parallel-size``: engine cores, each with ``tensor_parallel_size`` x PP workers and its own KV cache
+    data_parallel_size: int = 1
 
     def engine_arguments(self) -> dict[str, object]:
         """Keyword arguments of ``EngineArgs`` (the bridge adds the model folder and ``load_format``)."""
@@ -84,6 +100,8 @@ class VLLMDeployment:
                 arguments[name] = value
         if self.draft is not None:
             arguments["speculative_config"] = self.draft.speculative_config(self.draft_model)
+        if self.data_parallel_size > 1:
+            arguments["data_parallel_size"] = self.data_parallel_size
         return arguments
 
 
@@ -108,10 +126,12 @@ def check_vllm_scope(ctx: KVCacheContext) -> None:
             why = "vLLM's speculative decoding adds draft layers and lookahead slots"
             raise _refuse(f"speculative_algorithm {ctx.speculative.algorithm.value}",
                           f"{why} ({exc})" if MTP_DRAFTS.holds(ctx.release) else why) from None  # fmt: skip
-    for name, value in (("dcp_size", parallel.dcp_size), ("attn_dp_size", parallel.attn_dp_size),
-                        ("attn_cp_size", parallel.attn_cp_size)):  # fmt: skip
+    for name, value in (("dcp_size", parallel.dcp_size), ("attn_cp_size", parallel.attn_cp_size)):
         if value != 1:
-            raise _refuse(f"{name} {value}", "context / attention data parallelism")
+            raise _refuse(f"{name} {value}", "context parallelism")
+    if parallel.attn_dp_size != 1 and not DATA_PARALLEL.holds(ctx.release):
+        raise _refuse(f"attn_dp_size {parallel.attn_dp_size}", "attention data parallelism (vLLM's "
+                      f"--data-parallel-size is planned for vLLM {DATA_PARALLEL.span.describe()})")  # fmt: skip
     if scheduling.disaggregation_mode is not DisaggregationMode.NULL:
         raise _refuse(f"disaggregation_mode {scheduling.disaggregation_mode.value}", "PD disaggregation")
     if scheduling.max_total_tokens is not None:
@@ -132,7 +152,8 @@ def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDepl
     platform = ctx.platform
     gpu = getattr(platform, "gpu", None) or ("B200" if platform.is_sm100 else DEFAULT_VLLM_GPU)
     return VLLMDeployment(
-        tensor_parallel_size=ctx.parallel.tp_size,
+        tensor_parallel_size=ctx.parallel.tp_size // ctx.parallel.attn_dp_size,
+        data_parallel_size=ctx.parallel.attn_dp_size,
         pipeline_parallel_size=ctx.parallel.pp_size,
         pp_rank=ctx.parallel.pp_rank,
         kv_cache_dtype=VLLM_KV_DTYPE_NAMES.get(name, name),
