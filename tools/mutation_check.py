@@ -302,6 +302,8 @@ EXCLUDED: dict[str, str] = {
     "kvstrategies/vllm/bridge/model_weights.py": "builds a live vLLM's model on meta (CPU tests have none)",
     "kvstrategies/vllm/bridge/requirements.py": "the vLLM install pin check",
     "kvstrategies/vllm/bridge/runtime.py": "imports a live vLLM",
+    "kvstrategies/vllm/bridge/runner_specs.py": "calls a live vLLM 0.11.0's model runner (CPU tests have none; "
+                                                "tests/vllm/test_vllm_runner_specs.py checks what it is handed)",
 }
 ROUNDING = {"align_down", "ceil_div", "ceil_align"}
 IGNORE = shutil.ignore_patterns(

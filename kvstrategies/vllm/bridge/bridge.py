@@ -48,7 +48,8 @@ from ...sglang.bridge.bridge import case_hf_config
 from ..strategies.document import capacity_log_line, layer_key
 from ..strategies.drafts import VLLMDraft
 from ..strategies.engine_args import VLLMDeployment, vllm_deployment
-from .runtime import check_version, cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu
+from .runner_specs import runner_kv_cache_spec
+from .runtime import check_version, cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu, vllm_module
 
 #: vLLM refused the case (its own exception is named in the message)
 VLLMCaseError = UnsupportedConfigurationError
@@ -125,7 +126,7 @@ def _clear_caches() -> None:
         clear = getattr(getattr(logger, name, None), "cache_clear", None)
         if callable(clear):
             clear()
-    selector = importlib.import_module("vllm.v1.attention.selector")
+    selector = vllm_module("vllm.v1.attention.selector", "vllm.attention.selector")  # 0.11.0: the latter
     for value in vars(selector).values():
         if callable(value) and hasattr(value, "cache_clear"):
             value.cache_clear()
@@ -139,7 +140,7 @@ def _ensure_world(vllm_config: Any) -> Any:
     """
     ps = importlib.import_module("vllm.distributed.parallel_state")
     dist = importlib.import_module("torch.distributed")
-    network = importlib.import_module("vllm.utils.network_utils")
+    network = vllm_module("vllm.utils.network_utils", "vllm.utils")
     config = importlib.import_module("vllm.config")
     parallel = vllm_config.parallel_config
     dp = parallel.data_parallel_size
@@ -222,9 +223,11 @@ def meta_construction(vllm_config: Any) -> Iterator[None]:
     the meta device, and explicit CUDA allocations sent to meta."""
     torch = importlib.import_module("torch")
     config = importlib.import_module("vllm.config")
-    torch_utils = importlib.import_module("vllm.utils.torch_utils")
-    workspace = importlib.import_module("vllm.v1.worker.workspace")
-    workspace.init_workspace_manager(torch.device("meta"), 2 if vllm_config.parallel_config.enable_dbo else 1)
+    # 0.11.0: set_default_torch_dtype beside initialize_model, and no workspace manager (v1/worker/workspace.py)
+    torch_utils = vllm_module("vllm.utils.torch_utils", "vllm.model_executor.model_loader.utils")
+    if importlib.util.find_spec("vllm.v1.worker.workspace") is not None:
+        workspace = importlib.import_module("vllm.v1.worker.workspace")
+        workspace.init_workspace_manager(torch.device("meta"), 2 if vllm_config.parallel_config.enable_dbo else 1)
     dtype = vllm_config.model_config.dtype
     with config.set_current_vllm_config(vllm_config), torch_utils.set_default_torch_dtype(dtype), \
             torch.device("meta"), cuda_to_meta():  # fmt: skip
@@ -237,7 +240,6 @@ def _build_stage(vllm_config: Any, last_stage: bool = True) -> tuple[dict[str, A
     config = importlib.import_module("vllm.config")
     loader = importlib.import_module("vllm.model_executor.model_loader.utils")
     platforms = importlib.import_module("vllm.platforms")
-    attn_utils = importlib.import_module("vllm.v1.worker.gpu.attn_utils")
     worker_base = importlib.import_module("vllm.v1.worker.worker_base")
     layer_base = importlib.import_module("vllm.model_executor.layers.attention_layer_base")
     with meta_construction(vllm_config):
@@ -251,7 +253,7 @@ def _build_stage(vllm_config: Any, last_stage: bool = True) -> tuple[dict[str, A
         update_block_size = getattr(platforms.current_platform, "update_block_size_for_backend", None)
         if update_block_size is not None:
             update_block_size(vllm_config)
-        specs = attn_utils.get_kv_cache_spec(vllm_config)
+        specs = _kv_cache_spec(vllm_config)
         _number_draft_layers(specs, target_layers, vllm_config)
         worker = object.__new__(worker_base.WorkerBase)
         worker.vllm_config = vllm_config
@@ -259,8 +261,27 @@ def _build_stage(vllm_config: Any, last_stage: bool = True) -> tuple[dict[str, A
         supported = getattr(worker, "get_supported_kv_cache_layouts", None)
         layouts = supported() if supported is not None else []
         layers = config.get_layers_from_vllm_config(vllm_config, layer_base.AttentionLayerBase)
-        backends = {name: layer.get_attn_backend().get_name() for name, layer in layers.items()}
+        backends = {name: backend for name, layer in layers.items() if (backend := _backend_name(layer)) is not None}
     return specs, layouts, backends
+
+
+def _backend_name(layer: Any) -> str | None:
+    """The name vLLM gives a layer's backend; None where it gives none (0.11.0's Mamba backends, such as
+    ``v1/attention/backends/mamba2_attn.py Mamba2AttentionBackend``, keep ``AttentionBackend.get_name``, which
+    raises NotImplementedError)."""
+    try:
+        return str(layer.get_attn_backend().get_name())
+    except NotImplementedError:
+        return None
+
+
+def _kv_cache_spec(vllm_config: Any) -> dict[str, Any]:
+    """Each layer's spec: ``v1/worker/gpu/attn_utils.py get_kv_cache_spec`` where the release has it (0.12.0 on),
+    else its model runner's (0.11.0: :mod:`.runner_specs`)."""
+    if importlib.util.find_spec("vllm.v1.worker.gpu") is None:
+        return runner_kv_cache_spec(vllm_config)
+    attn_utils = importlib.import_module("vllm.v1.worker.gpu.attn_utils")
+    return dict(attn_utils.get_kv_cache_spec(vllm_config))
 
 
 def _check_eagle3_target(model: Any, vllm_config: Any) -> None:
@@ -307,7 +328,10 @@ def _number_draft_layers(names: Iterable[str], target_layers: set[str], vllm_con
     ``falcon_h1.py ssm_layer_idx``). DeepSeek's MTP layer is ``model.layers.61`` already, Qwen3-Next's
     ``mtp.layers.0``, an EAGLE head's ``model.layers.<num_hidden_layers + i>``; vLLM keeps its own names, which its
     grouping orders by, and only the documents read these."""
-    layers = vllm_config.model_config.get_total_num_hidden_layers()
+    model = vllm_config.model_config
+    # 0.11.0 has no get_total_num_hidden_layers: the text config's count its get_layers_start_end_indices reads
+    total = getattr(model, "get_total_num_hidden_layers", None)
+    layers = total() if total is not None else getattr(model.hf_text_config, "num_hidden_layers", 0)
     keys = [key for key in map(layer_key, target_layers) if isinstance(key, int)]
     first = max(layers, max(keys, default=-1) + 1)
     for name in names:
@@ -458,6 +482,10 @@ def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _optional_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 def _tensor_document(tensor: Any) -> dict[str, Any]:
     """One ``KVCacheTensor``: layers at a layer stride (0.29.0 on), or 0.28.0's tensor ``shared_by`` one layer
     of each group (with an offset and a block stride from 0.24.0; 0.23.0's has neither)."""
@@ -543,7 +571,8 @@ def _document(
             "enable_prefix_caching": bool(cache.enable_prefix_caching),
             "async_scheduling": bool(scheduler.async_scheduling),
             "max_concurrent_batches": _max_concurrent_batches(vllm_config),
-            "mamba_cache_mode": str(cache.mamba_cache_mode),
+            # 0.11.0 has no Mamba cache mode (its runner refuses prefix caching beside Mamba layers): None
+            "mamba_cache_mode": _optional_str(getattr(cache, "mamba_cache_mode", None)),
             "disable_hybrid_kv_cache_manager": bool(scheduler.disable_hybrid_kv_cache_manager),
             "kv_cache_memory_bytes": deployment.kv_cache_memory_bytes,
             **speculative,

@@ -30,6 +30,7 @@ import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import io
 import logging
 import os
@@ -588,12 +589,21 @@ def import_vllm(*, require_supported: bool = True) -> str:
     return _IMPORTED[0]
 
 
+def vllm_module(*names: str) -> Any:
+    """The first of the modules ``names`` this vLLM has: 0.11.0 keeps in ``vllm/utils/__init__.py`` what 0.12.0
+    has in ``vllm.utils.torch_utils``, ``vllm.utils.network_utils``..."""
+    for name in names[:-1]:
+        if importlib.util.find_spec(name) is not None:
+            return importlib.import_module(name)
+    return importlib.import_module(names[-1])
+
+
 def _after_import() -> None:
     """Stand-ins that need vLLM's own modules: in-process model inspection, FlashInfer's probe."""
     registry: Any = importlib.import_module("vllm.model_executor.models.registry")
 
     registry._run_in_subprocess = lambda fn: fn()
-    torch_utils: Any = importlib.import_module("vllm.utils.torch_utils")
+    torch_utils: Any = vllm_module("vllm.utils.torch_utils", "vllm.utils")
     if hasattr(torch_utils, "_cuda_device_count_stateless"):  # 0.19.1 counts devices through NVML, not torch.cuda
         torch_utils._cuda_device_count_stateless = lambda *args: STATED_DEVICE_COUNT
     cache_config: Any = importlib.import_module("vllm.config.cache")
