@@ -171,8 +171,32 @@ def _v0151() -> VLLMEnvironment:
     return VLLMEnvironment(line.line, light, line.no_deps)
 
 
+#: 0.11.0 pins compressed-tensors 0.11.0, llguidance below 0.8 (0.7.30, the last 0.7), xgrammar 0.1.25 and numba
+#: 0.61.2 (its model runner imports the n-gram proposer, which imports numba), whose NumPy is below 2.3 (2.2.6, the last
+#: 2.2); its other pins of the light packages admit 0.18.1's
+_V0110_PINS = {
+    "compressed-tensors": "compressed-tensors==0.11.0",
+    "llguidance": "llguidance==0.7.30",
+    "xgrammar": "xgrammar==0.1.25",
+    "numpy": "numpy==2.2.6",
+}
+#: numba, and what 0.11.0's ``vllm/utils/__init__.py`` imports beside it (unpinned there; the index's newest)
+_V0110_UTILS = ("numba==0.61.2", "setproctitle==1.3.8", "blake3==1.0.11")
+
+
+def _v0110() -> VLLMEnvironment:
+    """vLLM 0.11.0's environment: 0.18.1's light packages at 0.11.0's pins, numba and its utilities' imports;
+    FlashInfer 0.6.18 as the newer lines (0.11.0's pin, 0.3.1, asserts that libcudart is loaded when
+    ``flashinfer.comm`` imports, ``flashinfer/comm/cuda_ipc.py``, which vLLM's compilation passes import while a
+    model is built)."""
+    line = _older_line("0.11.0", "0.6.18")
+    light = tuple(_V0110_PINS.get(p.split("==", 1)[0], p) for p in _v0181().light_packages)
+    return VLLMEnvironment(line.line, (*light, *_V0110_UTILS), line.no_deps)
+
+
 #: each older line and the FlashInfer its environment takes (0.27.1 on pin torch 2.13.0)
 _OLDER = (
+    _v0110(),
     _v0151(),
     _v0160(),
     _v0171(),
@@ -201,5 +225,8 @@ _OLDER = (
 )
 
 ENVIRONMENTS: dict[str, VLLMEnvironment] = {env.line: env for env in (*_OLDER, _V0310, _V0320, _V0330, _V0340)}
+#: lines the bridge drives (``tools/vllm_env.py`` makes their environments) that the project does not model yet:
+#: no case mapping or recordings of theirs (``kvstrategies.core.releases`` refuses them)
+NOT_MODELLED: tuple[str, ...] = ("0.11.0",)
 #: the vLLM release lines the bridge drives, oldest first (``kvstrategies.core.releases.VLLM_RELEASE_LINES``)
-VLLM_LINES: tuple[str, ...] = tuple(ENVIRONMENTS)
+VLLM_LINES: tuple[str, ...] = tuple(line for line in ENVIRONMENTS if line not in NOT_MODELLED)
