@@ -32,6 +32,7 @@ import copy
 import importlib
 import importlib.util
 import json
+import os
 import re
 import tempfile
 import types
@@ -130,6 +131,22 @@ def _clear_caches() -> None:
     for value in vars(selector).values():
         if callable(value) and hasattr(value, "cache_clear"):
             value.cache_clear()
+
+
+@contextlib.contextmanager
+def launch_environment(variables: Mapping[str, str]) -> Iterator[None]:
+    """The launch's ``VLLM_*`` variables set in this process while vLLM builds it (``vllm/envs.py`` reads them when
+    asked), and the previous values restored after."""
+    before = {key: os.environ.get(key) for key in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _ensure_world(vllm_config: Any) -> Any:
@@ -362,6 +379,7 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
                 model_folder(draft_head_config(hf_config, head))))  # fmt: skip
         _clear_caches()
         _DRAFT_KEYS.clear()
+        stack.enter_context(launch_environment(deployment.environment()))
         try:
             vllm_config = _engine_config(folder, deployment)
             tp, pp = deployment.tensor_parallel_size, deployment.pipeline_parallel_size
@@ -548,11 +566,13 @@ def _document(
         if name not in distinct_backends:
             distinct_backends.append(name)
     tokens, concurrency = _capacity(vllm_config, worker_config)
-    speculative = {} if vllm_config.speculative_config is None else {
+    extra: dict[str, Any] = {} if vllm_config.speculative_config is None else {
         "num_speculative_tokens": int(vllm_config.speculative_config.num_speculative_tokens)}
     dp = int(vllm_config.parallel_config.data_parallel_size)
     if dp > 1:  # the engine cores vLLM's config holds (each sizes its own KV cache as this one)
-        speculative["data_parallel_size"] = dp
+        extra["data_parallel_size"] = dp
+    for key in deployment.environment():  # the variables vLLM read while it built the stages, as it read them
+        extra[key.lower()] = str(getattr(importlib.import_module("vllm.envs"), key))
     return {
         "engine": f"vllm {version}",
         "gpu": gpu_name,
@@ -571,11 +591,12 @@ def _document(
             "enable_prefix_caching": bool(cache.enable_prefix_caching),
             "async_scheduling": bool(scheduler.async_scheduling),
             "max_concurrent_batches": _max_concurrent_batches(vllm_config),
-            # 0.11.0 has no Mamba cache mode (its runner refuses prefix caching beside Mamba layers): None
+            # 0.14.1 has no mamba_cache_mode (its Mamba state is one block a request, or a block of every block_size
+            # tokens under prefix caching): None
             "mamba_cache_mode": _optional_str(getattr(cache, "mamba_cache_mode", None)),
             "disable_hybrid_kv_cache_manager": bool(scheduler.disable_hybrid_kv_cache_manager),
             "kv_cache_memory_bytes": deployment.kv_cache_memory_bytes,
-            **speculative,
+            **extra,
         },
         "attention_backends": distinct_backends,
         # the engine's block size, as ``EngineCore._initialize_kv_caches`` sets it (the smallest group block)

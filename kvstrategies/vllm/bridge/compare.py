@@ -110,6 +110,14 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         (*_REFUSED, r"^refusals differ: kvstrategies: vLLM [\d.]+: Llama-4"),
     ),
     KnownDifference(
+        "state-only-stage",
+        "a Mamba hybrid's pipeline stage with no attention layer (a layer partition's first three linear layers): "
+        "vLLM keeps that worker's block unaligned (Platform.update_block_size_for_backend finds no attention "
+        "backend); the strategies refuse it",
+        _unmodelled("holds state layers and no attention layer"),
+        _REFUSED,
+    ),
+    KnownDifference(
         "vision-tower-tp",
         "a multimodal model at a TP its vision encoder's heads do not divide: vLLM asserts while building the "
         "encoder (the strategies plan the language model's KV cache only)",

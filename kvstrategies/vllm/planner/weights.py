@@ -25,7 +25,6 @@ from typing import Any
 
 from ...core.dtypes import DType
 from ...core.releases import VLLM, EngineRelease, ReleaseRule, span
-from ..strategies.engine_args import DATA_PARALLEL
 from ...models.architectures import model_type_row
 from ...models.hf import text_config
 from ...planner.checkpoint import ShardingFacts, rank_bytes, read_checkpoint

@@ -12,6 +12,8 @@ context                        vLLM argument
 ``parallel.attn_dp_size``      ``--data-parallel-size`` (vLLM 0.33.0 on), with ``--tensor-parallel-size``
                                ``tp_size / attn_dp_size``: SGLang's attention-TP group is one vLLM engine core
 ``parallel.pp_rank``           the stage whose layers and tensors a plan describes
+``parallel.pp_layer_partition``  ``VLLM_PP_LAYER_PARTITION`` (vLLM 0.33.0 on; SGLang's
+                               ``SGLANG_PP_LAYER_PARTITION``: the same layer counts a stage)
 ``kv_cache_dtype.name``        ``--kv-cache-dtype`` (``bf16`` is vLLM's ``bfloat16``)
 ``geometry.model_dtype``       ``--dtype``
 ``page_size``                  ``--block-size`` (1: not given, the attention backend picks)
@@ -56,6 +58,15 @@ DATA_PARALLEL = ReleaseRule(
     "vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make (flatten_tp_across_dp_and_pcp)",
     topic="weights",
 )
+#: ``VLLM_PP_LAYER_PARTITION`` is mapped from this release (recorded by 0.33.0 and 0.34.0 through the bridge; older
+#: releases: refused, not recorded)
+PP_LAYER_PARTITION = ReleaseRule(
+    "vllm-pp-layer-partition",
+    span("0.33.0", engine=VLLM),
+    "a case's pipeline layer partition is VLLM_PP_LAYER_PARTITION (older releases: refused, not recorded)",
+    "vllm/distributed/utils.py get_pp_indices",
+    topic="launch",
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,13 @@ class VLLMDeployment:
     draft_model: str | None = None
     #: ``--data-parallel-size``: engine cores, each with ``tensor_parallel_size`` x PP workers and its own KV cache
     data_parallel_size: int = 1
+    #: ``VLLM_PP_LAYER_PARTITION``: each stage's layer count (``None``: vLLM's own split)
+    pp_layer_partition: tuple[int, ...] | None = None
+
+    def environment(self) -> dict[str, str]:
+        """The ``VLLM_*`` variables this launch sets (the bridge sets them around vLLM's build)."""
+        parts = self.pp_layer_partition
+        return {} if parts is None else {"VLLM_PP_LAYER_PARTITION": ",".join(map(str, parts))}
 
     def engine_arguments(self) -> dict[str, object]:
         """Keyword arguments of ``EngineArgs`` (the bridge adds the model folder and ``load_format``)."""
@@ -137,8 +155,9 @@ def check_vllm_scope(ctx: KVCacheContext) -> None:
     if scheduling.max_total_tokens is not None:
         raise _refuse("max_tokens", "SGLang's --max-total-tokens has no vLLM counterpart (vLLM has "
                       "--num-gpu-blocks-override, a block count)")  # fmt: skip
-    if parallel.pp_layer_partition is not None:
-        raise _refuse("pp_layer_partition", "SGLANG_PP_LAYER_PARTITION is SGLang's (vLLM: VLLM_PP_LAYER_PARTITION)")
+    if parallel.pp_layer_partition is not None and not PP_LAYER_PARTITION.holds(ctx.release):
+        raise _refuse("pp_layer_partition", "a pipeline layer partition (vLLM's VLLM_PP_LAYER_PARTITION is mapped for "
+                      f"vLLM {PP_LAYER_PARTITION.span.describe()})")  # fmt: skip
     chunk = scheduling.chunked_prefill_size
     if chunk is not None and chunk <= 0:
         raise _refuse(f"chunked_prefill_size {chunk}", "vLLM's V1 engine always chunks prefills")
@@ -155,6 +174,7 @@ def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDepl
         tensor_parallel_size=ctx.parallel.tp_size // ctx.parallel.attn_dp_size,
         data_parallel_size=ctx.parallel.attn_dp_size,
         pipeline_parallel_size=ctx.parallel.pp_size,
+        pp_layer_partition=ctx.parallel.pp_layer_partition if ctx.parallel.pp_size > 1 else None,
         pp_rank=ctx.parallel.pp_rank,
         kv_cache_dtype=VLLM_KV_DTYPE_NAMES.get(name, name),
         dtype=ctx.geometry.model_dtype.torch_name,

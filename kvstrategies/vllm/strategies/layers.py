@@ -57,8 +57,14 @@ VLLM_ONLY_KV_DTYPES = ("fp8_inc", "fp8_ds_mla", "nvfp4_ds_mla", "nvfp4_4over6", 
                        "fp8_per_token_head", "int4_per_token_head", "ultraquant_4bit")  # fmt: skip
 
 
-def pp_indices(num_layers: int, pp_rank: int, pp_size: int) -> tuple[int, int]:
-    """``[start, end)`` of a stage's layers (vLLM's ``get_pp_indices``)."""
+def pp_indices(
+    num_layers: int, pp_rank: int, pp_size: int, partition: tuple[int, ...] | None = None
+) -> tuple[int, int]:
+    """``[start, end)`` of a stage's layers (vLLM's ``get_pp_indices``; ``partition``: ``VLLM_PP_LAYER_PARTITION``'s
+    layer counts, one a stage)."""
+    if partition is not None:
+        start = sum(partition[:pp_rank])
+        return start, start + partition[pp_rank]
     base = num_layers // pp_size
     parts = [base] * pp_size
     for i in range(2, num_layers % pp_size + 2):

@@ -263,7 +263,10 @@ class VLLMStrategy(Strategy):
         # the draft's layers are the last stage's (the model runners build the drafter on the last PP rank only)
         last = frozenset(drafts)
         projected = PP_PROJECTED_GROUPS.holds(ctx.release)
-        stages = [project(groups, self._with_drafts(self._stage_layers(*pp_indices(n, s, pp)), last, s == pp - 1),
+        parts = deployment.pp_layer_partition
+        _check_stages_hold_attention(specs, [self._stage_layers(*pp_indices(n, s, pp, parts)) for s in range(pp)])
+        stages = [project(groups, self._with_drafts(self._stage_layers(*pp_indices(n, s, pp, parts)), last,
+                                                    s == pp - 1),
                           whole_specs=not projected) for s in range(pp)]  # fmt: skip
         for checked in stages if projected else [tuple(groups)]:  # before 0.17.1 the global groups, once
             check_enough_memory(checked, available, limits, version)
@@ -273,7 +276,7 @@ class VLLMStrategy(Strategy):
             counts.append(available // per_block if per_block else 1)
         num_blocks = min(counts)
         mine = stages[deployment.pp_rank]
-        start, end = pp_indices(geometry.num_hidden_layers, deployment.pp_rank, pp)
+        start, end = pp_indices(geometry.num_hidden_layers, deployment.pp_rank, pp, parts)
         stage_layers = self._with_drafts(self._stage_layers(start, end), last, deployment.pp_rank == pp - 1)
         stage_specs = {k: v for k, v in specs.items() if k in stage_layers}
         return VLLMKVCachePlan(
@@ -661,7 +664,8 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
         pp, n = deployment.pipeline_parallel_size, geometry.num_hidden_layers
         # the MTP layers are the last stage's (the model runners build the drafter on the last PP rank only)
         last = frozenset(range(n, n + drafts))
-        stages = [project(groups, self._with_drafts(range(*pp_indices(n, s, pp)), last, s == pp - 1))
+        parts = deployment.pp_layer_partition
+        stages = [project(groups, self._with_drafts(range(*pp_indices(n, s, pp, parts)), last, s == pp - 1))
                   for s in range(pp)]  # fmt: skip
         counts = []
         for stage in stages:
@@ -669,7 +673,8 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
             counts.append(available // bytes_per_block(stage))
         num_blocks = min(counts)
         mine = stages[deployment.pp_rank]
-        layers = self._with_drafts(range(*pp_indices(n, deployment.pp_rank, pp)), last, deployment.pp_rank == pp - 1)
+        layers = self._with_drafts(range(*pp_indices(n, deployment.pp_rank, pp, parts)), last,
+                                   deployment.pp_rank == pp - 1)  # fmt: skip
         return VLLMKVCachePlan(
             launch=launch,
             backends=dsv4_caches.backends(specs),
@@ -724,3 +729,18 @@ VLLM_STRATEGIES: tuple[type[VLLMStrategy], ...] = (
     VLLMMambaHybridStrategy,
     VLLMAttentionStrategy,
 )
+
+
+def _check_stages_hold_attention(specs: dict[int, KVCacheSpec], stages: list[Collection[int]]) -> None:
+    """Refuse a Mamba hybrid's pipeline stage that holds state layers and no attention layer: there vLLM finds no
+    attention backend, so it keeps the cache block unaligned for that worker's state pages
+    (``vllm/platforms/interface.py Platform.update_block_size_for_backend`` returns before
+    ``_align_hybrid_block_size``), which these strategies do not model."""
+    for rank, layers in enumerate(stages):
+        kinds = [isinstance(specs[k], MambaSpec) for k in layers if k in specs]
+        if kinds and all(kinds):
+            raise UnsupportedConfigurationError(
+                f"pipeline stage {rank} holds state layers and no attention layer: vLLM keeps that worker's block "
+                "unaligned (Platform.update_block_size_for_backend finds no attention backend), which the vLLM "
+                "strategies do not model; give a layer partition whose every stage holds an attention layer"
+            )
