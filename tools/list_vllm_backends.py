@@ -43,6 +43,8 @@ SPARSE_HEADS = (16, 128)
 #: the block a release without ``get_preferred_block_size`` (0.17.1) starts every layer at
 #: (``vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config``: ``block_size`` None -> 16)
 UNPREFERRED_BLOCK_SIZE = 16
+#: the selector's decode-context-parallel flag (``AttentionSelectorConfig.use_dcp``): rows with it end in ``d``
+DCP_FIELD = "use_dcp"
 
 
 def profiles() -> list[tuple[bool, str, int, str, bool, bool, bool]]:
@@ -91,6 +93,7 @@ def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int
     import torch
     from vllm.config import VllmConfig, set_current_vllm_config
     from vllm.platforms import current_platform
+    from vllm.v1.attention.selector import AttentionSelectorConfig
 
     selections: dict[str, tuple[str, ...]] = {}
     backends: dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]] = {}
@@ -109,6 +112,19 @@ def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int
                                   use_mla=True, has_sink=False, use_sparse=True, use_mm_prefix=False)
                     key = sparse_profile_key(capability, kv, heads)
                     selections[key] = _select(cap, fields, heads, backends, capability)
+                    if DCP_FIELD in AttentionSelectorConfig._fields:
+                        selections[key + "d"] = _select(cap, {**fields, DCP_FIELD: True}, heads, backends, capability)
+                if DCP_FIELD not in AttentionSelectorConfig._fields:
+                    continue
+                # decode context parallelism: the MLA latents' backends that take it (a release whose selector has
+                # the flag; vLLM refuses it for GQA / MQA below TP > KV heads, which the plan checks by itself)
+                for dtype in MODEL_DTYPES:
+                    for kv in KV_DTYPES:
+                        fields = dict(head_size=MLA_HEAD_SIZE, dtype=getattr(torch, dtype), kv_cache_dtype=kv,
+                                      block_size=None, use_mla=True, has_sink=False, use_mm_prefix=False,
+                                      has_sliding_window=False, **{DCP_FIELD: True})  # fmt: skip
+                        key = profile_key(capability, True, dtype, MLA_HEAD_SIZE, kv, False, False, False)
+                        selections[key.removesuffix("-") + "d"] = _select(cap, fields, None, backends, capability)
     return version, selections, backends
 
 
@@ -164,7 +180,8 @@ CudaPlatformBase.get_valid_backends`` (with ``_get_backend_priorities``) and eac
 ``kvstrategies gpus``; do not edit by hand.
 
 ``SELECTIONS``: ``"<major>.<minor>|mla or mha|model dtype|head size|kv cache dtype|flags"`` (flags:
-``k`` attention sinks, ``w`` a sliding window, ``m`` a multimodal prefix, ``-`` none) -> the valid
+``k`` attention sinks, ``w`` a sliding window, ``m`` a multimodal prefix, ``s`` sparse, ``h`` at most 16
+query heads a rank, ``d`` decode context parallelism, ``-`` none) -> the valid
 backends with no ``--block-size``, highest priority first (empty: vLLM finds none).
 ``BACKENDS``: ``"<major>.<minor>|backend"`` -> (``get_supported_kernel_block_sizes()``, a negative
 number ``-n`` meaning ``MultipleOf(n)``; ``get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)``;

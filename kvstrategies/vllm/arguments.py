@@ -6,6 +6,7 @@
 scheduling, the hybrid KV cache manager, ``--speculative-config`` (the model's MTP layers or an EAGLE head),
 ``--enable-expert-parallel``);
 ``--tensor-parallel-size``, ``--pipeline-parallel-size``, ``--data-parallel-size``,
+``--decode-context-parallel-size``,
 ``--kv-cache-dtype``, ``--dtype``, ``--gpu``,
 ``--gpu-memory``, ``--weight-bytes`` and ``--weight-quantization`` / ``--quantization`` are the
 ``plan`` flags of the same name. SGLang's spellings of those settings are refused with
@@ -45,7 +46,7 @@ SGLANG_ONLY: dict[str, tuple[str, str]] = {
     "sglang_version": ("--sglang-version", "use --vllm-version"),
     "mamba_ssm_dtype": ("--mamba-ssm-dtype", "the vLLM plan keeps the SSM state dtype its model rule reads"),
 }
-_DEFAULTS: dict[str, Any] = {"dcp": 1, "attn_dp": None, "ep_size": None, "pp_rank": 0,
+_DEFAULTS: dict[str, Any] = {"attn_dp": None, "ep_size": None, "pp_rank": 0,
                              "enable_dp_attention": False, "device": "cuda"}  # fmt: skip
 
 

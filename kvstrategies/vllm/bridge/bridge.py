@@ -193,6 +193,13 @@ def _stage_groups(ps: Any, tp: int, pp: int, stage: int, dp: int = 1) -> None:
         _state(ps._DP, dp, 0, [r * tp * pp + first for r in range(dp)], first)
 
 
+def _dcp_group(ps: Any, dcp: int, first: int) -> None:
+    """The decode-context-parallel group of the stage's first TP rank: ``dcp`` consecutive TP ranks (the world is
+    made at DCP 1; the group's size is what the attention layers and specs read)."""
+    if dcp > 1:
+        _state(ps._DCP, dcp, 0, list(range(first, first + dcp)), first)
+
+
 # ---- the run --------------------------------------------------------------------------------------
 
 
@@ -390,6 +397,7 @@ def run_vllm(case: Mapping[str, Any], base_dir: Path | None = None) -> dict[str,
             for stage in range(pp):
                 worker_config = vllm_config if tp * pp == 1 else copy.deepcopy(vllm_config)
                 _stage_groups(ps, tp, pp, stage, deployment.data_parallel_size)
+                _dcp_group(ps, deployment.decode_context_parallel_size, stage * tp)
                 stage_specs, stage_layouts, stage_backends = _build_stage(worker_config, stage == pp - 1)
                 specs.extend([stage_specs] * tp)
                 layouts.extend([stage_layouts] * tp)
@@ -571,6 +579,9 @@ def _document(
     dp = int(vllm_config.parallel_config.data_parallel_size)
     if dp > 1:  # the engine cores vLLM's config holds (each sizes its own KV cache as this one)
         extra["data_parallel_size"] = dp
+    dcp = int(vllm_config.parallel_config.decode_context_parallel_size)
+    if dcp > 1:
+        extra["decode_context_parallel_size"] = dcp
     for key in deployment.environment():  # the variables vLLM read while it built the stages, as it read them
         extra[key.lower()] = str(getattr(importlib.import_module("vllm.envs"), key))
     return {

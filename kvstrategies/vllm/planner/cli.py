@@ -68,6 +68,7 @@ def vllm_request(args: argparse.Namespace) -> Any:
         enforce_eager=args.enforce_eager,
         enable_expert_parallel=args.enable_expert_parallel,
         data_parallel_size=args.dp_size,
+        decode_context_parallel_size=args.dcp,
         weight_quantization=quant,
         weight_bytes=None if args.weight_bytes is None else parse_bytes(args.weight_bytes),
         request_lengths=tuple(args.request_lengths or ()),

@@ -121,6 +121,7 @@ def case_fields(req: VLLMPlanRequest, budget_bytes: int) -> dict[str, Any]:
         "vllm_version": req.release.text,
         "gpu": req.gpu,
         "tp_size": req.tensor_parallel_size,
+        "dcp_size": req.decode_context_parallel_size,
         "pp_size": req.pipeline_parallel_size,
         "kv_cache_dtype": kv,
         "model_dtype": serving_dtype(req).torch_name,
@@ -204,7 +205,8 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
 def concurrency_at(answer: VLLMKVCachePlan, length: int) -> LengthConcurrency:
     """vLLM's ``get_max_concurrency_for_kv_cache_config`` with ``L`` in place of ``max_model_len``."""
     launch = answer.launch
-    limits = CacheLimits(length, launch.max_in_flight_tokens, launch.mamba_cache_mode)
+    limits = CacheLimits(length, launch.max_in_flight_tokens, launch.mamba_cache_mode,
+                         launch.deployment.decode_context_parallel_size)
     per_request = blocks_per_request(answer.stage_groups, limits)
     return LengthConcurrency(length, per_request, answer.num_gpu_blocks / per_request)
 

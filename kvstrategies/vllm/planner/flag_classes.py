@@ -3,7 +3,7 @@
 * **planned** (:data:`PLANNED`): passed on to ``plan --engine vllm`` under the ``plan`` flag named;
 * **refused by name**: :data:`REFUSED` (the flag changes what a GPU holds, or what vLLM sizes, in a
   way the vLLM plan does not model; the reason names what) and :data:`REFUSED_UNLESS` (refused
-  unless its value is one that changes nothing: ``--decode-context-parallel-size 1`` is fine);
+  unless its value is one that changes nothing: ``--prefill-context-parallel-size 1`` is fine);
 * **reviewed as not changing the KV answer** (:data:`NO_EFFECT`): the API server, tokenizer,
   parsers, logging and metrics, kernels chosen after the cache is sized, the defaults spelled out
   (``--enable-chunked-prefill``, ``--no-enforce-eager``), and options of features that a refused
@@ -39,6 +39,7 @@ PLANNED: dict[str, str] = {
     "--disable-hybrid-kv-cache-manager": "--disable-hybrid-kv-cache-manager",
     "--enable-expert-parallel": "--enable-expert-parallel",
     "--data-parallel-size": "--data-parallel-size",
+    "--decode-context-parallel-size": "--decode-context-parallel-size",
     "--quantization": "--quantization",
 }
 
@@ -119,7 +120,6 @@ REFUSED: dict[str, str] = {
 #: vLLM flag -> (what it changes, the values that change nothing)
 REFUSED_UNLESS: dict[str, tuple[str, tuple[str, ...]]] = {
     "--cpu-offload-gb": (_OFFLOAD, ("0",)),
-    "--decode-context-parallel-size": ("decode context parallelism", ("1",)),
     "--prefill-context-parallel-size": ("prefill context parallelism", ("1",)),
     "--load-format": ("how the weights are stored and loaded", ("auto", "hf", "safetensors", "pt", "npcache", "dummy",
                       "fastsafetensors", "instanttensor", "runai_streamer", "runai_streamer_sharded", "mistral")),

@@ -88,6 +88,8 @@ def plan_text(plan: VLLMDeploymentPlan) -> str:
     layout = f"TP {req.tensor_parallel_size} x PP {req.pipeline_parallel_size}"
     if req.data_parallel_size > 1:
         layout += f", DP {req.data_parallel_size}"
+    if req.decode_context_parallel_size > 1:
+        layout += f", DCP {req.decode_context_parallel_size} (a request's tokens spread over its ranks)"
     if req.enable_expert_parallel:
         layout += f", experts over EP {req.moe_parallel_size}"
     elif req.moe_parallel_size != req.tensor_parallel_size:
@@ -134,6 +136,7 @@ def plan_json(plan: VLLMDeploymentPlan) -> dict[str, Any]:
         "model": plan.request.model,
         "gpu": plan.request.gpu,
         "data_parallel_size": plan.request.data_parallel_size,
+        "decode_context_parallel_size": plan.request.decode_context_parallel_size,
         "vllm_log": {
             "lines": log_lines(plan),
             "model_loading_bytes": None if plan.weights is None else plan.weights.fullest,

@@ -51,6 +51,8 @@ class VLLMPlanRequest:
     enable_expert_parallel: bool = False
     #: ``--data-parallel-size``: engine cores (each its own TP x PP workers and KV cache; the plan is one's)
     data_parallel_size: int = 1
+    #: ``--decode-context-parallel-size``: the TP ranks a request's token positions are spread over (MLA models)
+    decode_context_parallel_size: int = 1
     #: ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` (default 1): deduct the CUDA-graph estimate from the budget;
     #: ``False`` is also how a release before 0.21 sized its budget
     estimate_cudagraphs: bool = True
@@ -67,7 +69,8 @@ class VLLMPlanRequest:
     draft_config: Mapping[str, Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                     "decode_context_parallel_size"):
             _check_int(getattr(self, name), f"--{name.replace('_', '-')}", minimum=1, maximum=4096)
         for name in ("block_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens"):
             value = getattr(self, name)

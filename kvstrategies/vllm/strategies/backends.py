@@ -170,14 +170,16 @@ def _kv_key(kv_cache_dtype: str) -> str:
 
 
 def profile_key(
-    geometry: ModelGeometry, gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease | None = None
+    geometry: ModelGeometry, gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease | None = None,
+    dcp: bool = False,
 ) -> str:
-    """The table row of a model's softmax-attention layers on ``gpu`` (``tools/list_vllm_backends.py profile_key``)."""
+    """The table row of a model's softmax-attention layers on ``gpu`` (``tools/list_vllm_backends.py profile_key``;
+    ``dcp``: an MLA latent under decode context parallelism, the selector's ``use_dcp``, flag ``d``)."""
     major, minor = gpu.capability
     dtype = geometry.model_dtype.torch_name
     kv = _kv_key(kv_cache_dtype)
     if geometry.use_mla:
-        return f"{major}.{minor}|mla|{dtype}|{MLA_HEAD_SIZE}|{kv}|-"
+        return f"{major}.{minor}|mla|{dtype}|{MLA_HEAD_SIZE}|{kv}|{'d' if dcp else '-'}"
     head = geometry.head_dim if geometry.head_dim in RECORDED_HEAD_SIZES else OTHER_HEAD_SIZE
     sink = model_type_row(geometry.model_type).attention_sinks
     sliding = geometry.config_sliding_window is not None or geometry.hybrid_swa is not None
@@ -228,10 +230,14 @@ def attention_backend(
     kv_cache_dtype: str,
     release: EngineRelease,
     block_size: int | None = None,
+    *,
+    dcp: bool = False,
 ) -> BackendChoice:
-    """The backend of the model's softmax-attention layers, as vLLM ``release`` picks it on ``gpu``."""
+    """The backend of the model's softmax-attention layers, as vLLM ``release`` picks it on ``gpu`` (``dcp``: among
+    those that take decode context parallelism)."""
     nope = geometry.mla.qk_nope_head_dim if geometry.mla is not None else None
-    return _pick(profile_key(geometry, gpu, kv_cache_dtype, release), gpu, kv_cache_dtype, release, block_size, nope)
+    key = profile_key(geometry, gpu, kv_cache_dtype, release, dcp)
+    return _pick(key, gpu, kv_cache_dtype, release, block_size, nope)
 
 
 def head_backend(
@@ -354,16 +360,28 @@ FP8_DS_MLA_LAYOUT = "fp8_ds_mla"
 INDEXER_BACKEND = ("DEEPSEEK_V32_INDEXER", 64)
 
 
-def sparse_profile_key(gpu: VLLMDevice, kv_cache_dtype: str, heads_per_rank: int) -> str:
+#: from vLLM 0.34.0 FLASHMLA_SPARSE takes a 16-bit cache under decode context parallelism; 0.33.0's implementation
+#: refuses it while the model is built
+DCP_FLASHMLA_SPARSE_16_BIT = ReleaseRule(
+    "vllm-dcp-flashmla-sparse-16-bit",
+    span("0.34.0", engine=VLLM),
+    "FLASHMLA_SPARSE takes a 16-bit cache under decode context parallelism (before: NotImplementedError at build)",
+    "vllm/v1/attention/backends/mla/flashmla_sparse.py FlashMLASparseImpl.__init__",
+)
+
+
+def sparse_profile_key(gpu: VLLMDevice, kv_cache_dtype: str, heads_per_rank: int, dcp: bool = False) -> str:
     """The table row of a DeepSeek sparse-attention latent (``tools/list_vllm_backends.py sparse_profile_key``):
-    the cache dtype as given (a 16-bit one as ``auto``), ``h`` when a rank holds at most 16 query heads."""
+    the cache dtype as given (a 16-bit one as ``auto``), ``h`` when a rank holds at most 16 query heads, ``d`` under
+    decode context parallelism."""
     major, minor = gpu.capability
     kv = "auto" if kv_cache_dtype in _SIXTEEN_BIT else kv_cache_dtype
-    return f"{major}.{minor}|mla|bfloat16|{MLA_HEAD_SIZE}|{kv}|s{'h' if heads_per_rank <= 16 else ''}"
+    flags = "s" + ("h" if heads_per_rank <= 16 else "") + ("d" if dcp else "")
+    return f"{major}.{minor}|mla|bfloat16|{MLA_HEAD_SIZE}|{kv}|{flags}"
 
 
 def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease, block_size: int | None,
-                       heads_per_rank: int) -> BackendChoice:  # fmt: skip
+                       heads_per_rank: int, *, dcp: bool = False) -> BackendChoice:  # fmt: skip
     """The sparse-MLA backend of a DeepSeek sparse-attention model: the first of the release's recorded valid
     backends (``vllm/platforms/cuda.py _get_backend_priorities``, the sparse tail after the dense MLA backends)
     whose kernels take the block; a block must suit the indexer's 64-token kernels too
@@ -376,7 +394,7 @@ def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRele
             "or FlashMLA by the heads a rank holds (vllm/platforms/cuda.py _get_backend_priorities), which the vLLM "
             "strategies do not model: give --kv-cache-dtype fp8_e4m3"
         )
-    key = sparse_profile_key(gpu, kv_cache_dtype, heads_per_rank)
+    key = sparse_profile_key(gpu, kv_cache_dtype, heads_per_rank, dcp)
     family, valid = _recorded_choices(release, key, "sparse-MLA backend choice", "a cache dtype outside "
                                       "tools/list_vllm_backends.py's grid): give --kv-cache-dtype auto or fp8_e4m3")
     for name in valid:
@@ -390,6 +408,12 @@ def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRele
                                    else "") + ", which the vLLM strategies do not model (vllm/platforms/cuda.py "
                 "_get_backend_priorities): give --kv-cache-dtype fp8_e4m3 or auto on a Hopper or SM 10.x GPU"
             )  # fmt: skip
+        if dcp and name == "FLASHMLA_SPARSE" and sixteen_bit and not DCP_FLASHMLA_SPARSE_16_BIT.holds(release):
+            raise UnsupportedConfigurationError(
+                f"vLLM {release.text} refused: NotImplementedError: DCP for FlashMLA sparse requires an fp8_ds_mla "
+                "kv-cache; the bf16 sparse path is not supported under DCP. (vllm/v1/attention/backends/mla/"
+                "flashmla_sparse.py FlashMLASparseImpl.__init__; vLLM 0.34.0 takes it)"
+            )
         choice = _choice(name, family, release)
         if block_size is None and choice.preferred_block_size % INDEXER_BACKEND[1]:
             raise UnsupportedConfigurationError(
@@ -401,7 +425,8 @@ def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRele
         return choice
     given = "" if block_size is None else f", block_size={block_size}"
     raise _no_valid_backend(release, gpu, family, f"head_size={MLA_HEAD_SIZE}, kv_cache_dtype={kv_cache_dtype}{given}, "
-                            "use_mla=True, use_sparse=True", "choose another --kv-cache-dtype or GPU")
+                            "use_mla=True, use_sparse=True" + (", use_dcp=True" if dcp else ""),
+                            "choose another --kv-cache-dtype or GPU")
 
 
 #: from vLLM 0.26.0 ``TritonMLAImpl.__init__`` refuses the cache dtypes the GPU's Triton cannot run; 0.25.1 builds them

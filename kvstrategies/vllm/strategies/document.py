@@ -58,4 +58,5 @@ def vllm_plan_document(planned: Any) -> dict[str, Any]:
 def _limits(launch: Any) -> Any:
     from .specs import CacheLimits
 
-    return CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode)
+    return CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode,
+                       launch.deployment.decode_context_parallel_size)

@@ -12,6 +12,7 @@ context                        vLLM argument
 ``parallel.attn_dp_size``      ``--data-parallel-size`` (vLLM 0.33.0 on), with ``--tensor-parallel-size``
                                ``tp_size / attn_dp_size``: SGLang's attention-TP group is one vLLM engine core
 ``parallel.pp_rank``           the stage whose layers and tensors a plan describes
+``parallel.dcp_size``          ``--decode-context-parallel-size`` (vLLM 0.33.0 on; MLA models)
 ``parallel.pp_layer_partition``  ``VLLM_PP_LAYER_PARTITION`` (vLLM 0.33.0 on; SGLang's
                                ``SGLANG_PP_LAYER_PARTITION``: the same layer counts a stage)
 ``kv_cache_dtype.name``        ``--kv-cache-dtype`` (``bf16`` is vLLM's ``bfloat16``)
@@ -31,7 +32,7 @@ SGLang's own pool knobs (``swa_full_tokens_ratio``, the Mamba slot settings, its
 backend names, its environment knobs) have no vLLM counterpart and do not change a vLLM plan;
 settings that change *what* is deployed and that these strategies do not model (speculative
 decoding other than with the model's own MTP layers or an EAGLE / EAGLE3 head, :mod:`.drafts`;
-decode-context / attention context parallelism, PD disaggregation, a draft worker, a token cap, a
+attention context parallelism, PD disaggregation, a draft worker, a token cap, a
 non-CUDA device) are refused with :class:`UnsupportedConfigurationError`.
 """
 
@@ -57,6 +58,15 @@ DATA_PARALLEL = ReleaseRule(
     "experts split over DP x TP ranks (older releases: refused, not recorded)",
     "vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make (flatten_tp_across_dp_and_pcp)",
     topic="weights",
+)
+#: ``--decode-context-parallel-size`` is mapped from this release (recorded by 0.33.0 and 0.34.0 through the bridge;
+#: older releases: refused, not recorded)
+DECODE_CONTEXT_PARALLEL = ReleaseRule(
+    "vllm-decode-context-parallel",
+    span("0.33.0", engine=VLLM),
+    "--decode-context-parallel-size is planned for MLA models: each rank's latent holds every D-th token, so a "
+    "block spans D x block_size tokens of a request (older releases: refused, not recorded)",
+    "vllm/v1/kv_cache_interface.py FullAttentionSpec.max_memory_usage_bytes (dcp_sharded)",
 )
 #: ``VLLM_PP_LAYER_PARTITION`` is mapped from this release (recorded by 0.33.0 and 0.34.0 through the bridge; older
 #: releases: refused, not recorded)
@@ -94,6 +104,8 @@ class VLLMDeployment:
     draft_model: str | None = None
     #: ``--data-parallel-size``: engine cores, each with ``tensor_parallel_size`` x PP workers and its own KV cache
     data_parallel_size: int = 1
+    #: ``--decode-context-parallel-size``: the TP ranks over which a request's token positions are spread
+    decode_context_parallel_size: int = 1
     #: ``VLLM_PP_LAYER_PARTITION``: each stage's layer count (``None``: vLLM's own split)
     pp_layer_partition: tuple[int, ...] | None = None
 
@@ -120,6 +132,8 @@ class VLLMDeployment:
             arguments["speculative_config"] = self.draft.speculative_config(self.draft_model)
         if self.data_parallel_size > 1:
             arguments["data_parallel_size"] = self.data_parallel_size
+        if self.decode_context_parallel_size > 1:
+            arguments["decode_context_parallel_size"] = self.decode_context_parallel_size
         return arguments
 
 
@@ -144,9 +158,11 @@ def check_vllm_scope(ctx: KVCacheContext) -> None:
             why = "vLLM's speculative decoding adds draft layers and lookahead slots"
             raise _refuse(f"speculative_algorithm {ctx.speculative.algorithm.value}",
                           f"{why} ({exc})" if MTP_DRAFTS.holds(ctx.release) else why) from None  # fmt: skip
-    for name, value in (("dcp_size", parallel.dcp_size), ("attn_cp_size", parallel.attn_cp_size)):
-        if value != 1:
-            raise _refuse(f"{name} {value}", "context parallelism")
+    if parallel.attn_cp_size != 1:
+        raise _refuse(f"attn_cp_size {parallel.attn_cp_size}", "context parallelism")
+    if parallel.dcp_size != 1 and not DECODE_CONTEXT_PARALLEL.holds(ctx.release):
+        raise _refuse(f"dcp_size {parallel.dcp_size}", "context parallelism (vLLM's --decode-context-parallel-size "
+                      f"is planned for vLLM {DECODE_CONTEXT_PARALLEL.span.describe()})")  # fmt: skip
     if parallel.attn_dp_size != 1 and not DATA_PARALLEL.holds(ctx.release):
         raise _refuse(f"attn_dp_size {parallel.attn_dp_size}", "attention data parallelism (vLLM's "
                       f"--data-parallel-size is planned for vLLM {DATA_PARALLEL.span.describe()})")  # fmt: skip
@@ -173,6 +189,7 @@ def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDepl
     return VLLMDeployment(
         tensor_parallel_size=ctx.parallel.tp_size // ctx.parallel.attn_dp_size,
         data_parallel_size=ctx.parallel.attn_dp_size,
+        decode_context_parallel_size=ctx.parallel.dcp_size,
         pipeline_parallel_size=ctx.parallel.pp_size,
         pp_layer_partition=ctx.parallel.pp_layer_partition if ctx.parallel.pp_size > 1 else None,
         pp_rank=ctx.parallel.pp_rank,

@@ -98,6 +98,8 @@ class VLLMLaunch:
             "kv_cache_memory_bytes": d.kv_cache_memory_bytes,
             **({} if d.draft is None else {"num_speculative_tokens": d.draft.num_speculative_tokens}),
             **({} if d.data_parallel_size == 1 else {"data_parallel_size": d.data_parallel_size}),
+            **({} if d.decode_context_parallel_size == 1
+               else {"decode_context_parallel_size": d.decode_context_parallel_size}),
             **{key.lower(): value for key, value in d.environment().items()},
         }
 

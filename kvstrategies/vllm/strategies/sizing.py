@@ -22,7 +22,7 @@ sum over groups of blocks_per_request`` and "GPU KV cache size" ``= int(concurre
 from __future__ import annotations
 
 from collections.abc import Container
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...core.releases import VLLM, ByRelease, EngineRelease, ReleaseRule, parse_release, span
 from ...core.sizing import ceil_div
@@ -245,7 +245,7 @@ def check_enough_memory(groups: tuple[KVCacheGroup, ...], budget: int, limits: C
     low, high, best = 1, limits.max_model_len, 0
     while low <= high:
         mid = (low + high) // 2
-        at_mid = CacheLimits(mid, limits.max_in_flight_tokens, limits.mamba_cache_mode)
+        at_mid = replace(limits, max_model_len=mid)
         fits = per_block * _checked_blocks(groups, at_mid, first_only) <= available
         if fits:
             best, low = mid, mid + 1

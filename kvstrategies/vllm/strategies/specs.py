@@ -42,11 +42,19 @@ def nvfp4_full_dim(head_size: int) -> int:
 
 @dataclass(frozen=True)
 class CacheLimits:
-    """What a request's cache can grow to: ``max_model_len`` and ``max_in_flight_tokens`` (vLLM's names)."""
+    """What a request's cache can grow to: ``max_model_len`` and ``max_in_flight_tokens`` (vLLM's names); ``dcp``:
+    ``--decode-context-parallel-size``, over whose ranks an attention cache's token positions are spread."""
 
     max_model_len: int
     max_in_flight_tokens: int
     mamba_cache_mode: str = "none"
+    dcp: int = 1
+
+    @property
+    def rank_len(self) -> int:
+        """The tokens of a request at ``max_model_len`` one rank's attention cache holds: ``cdiv(L, dcp)``
+        (``vllm/v1/kv_cache_interface.py FullAttentionSpec.max_memory_usage_bytes``, ``dcp_sharded``)."""
+        return ceil_div(self.max_model_len, self.dcp)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,7 +135,7 @@ class FullAttentionSpec(AttentionSpec):
     attention_chunk_size: int | None = None
 
     def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
-        return ceil_div(limits.max_model_len, self.block_size) * self.page_size_bytes
+        return ceil_div(limits.rank_len, self.block_size) * self.page_size_bytes
 
     def document(self) -> dict[str, Any]:
         out = super().document()
@@ -192,7 +200,7 @@ class SparseMLALayerSpec(KVCacheSpec):
         return sum(part.page_size_bytes for part in self.parts)
 
     def max_memory_usage_bytes(self, limits: CacheLimits) -> int:
-        return ceil_div(limits.max_model_len, self.block_size) * self.page_size_bytes
+        return ceil_div(limits.rank_len, self.block_size) * self.page_size_bytes
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -55,7 +55,7 @@ from .backends import (
     sparse_mla_backend,
 )
 from .drafts import check_draft_model, check_draft_pipeline, check_eagle3_target, draft_layer_specs, head_layer_spec
-from .engine_args import vllm_deployment
+from .engine_args import VLLMDeployment, vllm_deployment
 from .grouping import PROMOTED_TAKE_FULL_BLOCK, KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_model_launch
 from .layers import (
@@ -217,8 +217,10 @@ class VLLMStrategy(Strategy):
         check_eagle3_target(geometry, deployment.draft, ctx.release)
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
+        check_decode_context_parallel(geometry, deployment, version)
         launch = resolve_model_launch(deployment, geometry, version)
         sparse = geometry.dsa is not None
+        dcp = deployment.decode_context_parallel_size > 1
         kv_dtype = kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype, sparse)
         layer_dtype = layer_kv_dtype(geometry, launch.kv_cache_dtype, ctx.release)
         if layer_dtype != launch.kv_cache_dtype:
@@ -234,9 +236,10 @@ class VLLMStrategy(Strategy):
                 ctx.release,
                 given,
                 geometry.num_attention_heads // deployment.tensor_parallel_size,
+                dcp=dcp,
             )
         else:
-            backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, given)
+            backend = attention_backend(geometry, launch.gpu, layer_dtype, ctx.release, given, dcp=dcp)
         block = given or backend.preferred_block_size
         specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
         head = None
@@ -257,7 +260,8 @@ class VLLMStrategy(Strategy):
         # the smallest block of the groups, as ``EngineCore._initialize_kv_caches`` sets ``cache_config.block_size``
         # (a Mamba group's too: without prefix caching its block is max_model_len, which may be the smaller)
         block = min((g.spec.block_size for g in groups), default=block)
-        limits = CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode)
+        limits = CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode,
+                             deployment.decode_context_parallel_size)
         pp = deployment.pipeline_parallel_size
         n = geometry.num_hidden_layers
         # the draft's layers are the last stage's (the model runners build the drafter on the last PP rank only)
@@ -660,7 +664,8 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
         generic = DSV4_GENERIC_PACKING.holds(ctx.release)
         entries = dsv4_caches.entries(specs)
         groups = dsv4_caches.packed_groups(entries) if generic else dsv4_caches.layer_tuple_groups(entries)
-        limits = CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode)
+        limits = CacheLimits(launch.max_model_len, launch.max_in_flight_tokens, launch.mamba_cache_mode,
+                             deployment.decode_context_parallel_size)
         pp, n = deployment.pipeline_parallel_size, geometry.num_hidden_layers
         # the MTP layers are the last stage's (the model runners build the drafter on the last PP rank only)
         last = frozenset(range(n, n + drafts))
@@ -744,3 +749,30 @@ def _check_stages_hold_attention(specs: dict[int, KVCacheSpec], stages: list[Col
                 "unaligned (Platform.update_block_size_for_backend finds no attention backend), which the vLLM "
                 "strategies do not model; give a layer partition whose every stage holds an attention layer"
             )
+
+
+def check_decode_context_parallel(geometry: ModelGeometry, deployment: VLLMDeployment, version: str) -> None:
+    """``--decode-context-parallel-size`` D > 1: vLLM's own launch check for GQA / MQA (``vllm/config/model.py
+    ModelConfig.verify_with_parallel_config``: TP must exceed the KV heads), and what the strategies model: the MLA
+    latent's token positions spread over D ranks (a sparse model's indexer too), no sliding-window or state layer."""
+    dcp, tp = deployment.decode_context_parallel_size, deployment.tensor_parallel_size
+    if dcp == 1:
+        return
+    if not geometry.use_mla:
+        heads = geometry.total_num_kv_heads
+        if tp <= heads:
+            raise UnsupportedConfigurationError(
+                f"vLLM {version} refuses: Decode context parallelism for GQA/MQA requires `--tensor-parallel-size` "
+                f"({tp}) to be greater than the model's total number of KV heads ({heads}). Increase "
+                "`--tensor-parallel-size` or set `--decode-context-parallel-size 1`. (vllm/config/model.py "
+                "ModelConfig.verify_with_parallel_config)"
+            )
+        raise UnsupportedConfigurationError(
+            f"--decode-context-parallel-size {dcp} with GQA / MQA attention (TP {tp} over {heads} KV heads): the "
+            "vLLM strategies model decode context parallelism for MLA models only; plan it without, or for SGLang"
+        )
+    if geometry.mamba is not None or geometry.hybrid_swa is not None or geometry.config_sliding_window is not None:
+        raise UnsupportedConfigurationError(
+            f"--decode-context-parallel-size {dcp} beside sliding-window or state layers: vLLM does not spread "
+            "those over the DCP ranks, which the vLLM strategies do not model; plan it without"
+        )
