@@ -194,16 +194,29 @@ def _v0110() -> VLLMEnvironment:
     return VLLMEnvironment(line.line, (*light, *_V0110_UTILS), line.no_deps)
 
 
+#: 0.14.1's multimodal hasher imports blake3 at once (``vllm/multimodal/hasher.py``, through ``vllm/v1/engine``,
+#: which ``ParallelConfig`` imports while the config is built; vLLM pins ``blake3`` unversioned)
+_BLAKE3 = ("blake3==1.0.11",)
+
+
+def _v0141() -> VLLMEnvironment:
+    """vLLM 0.14.1's environment: 0.15.1's (its pins of those packages are 0.15.1's) and blake3."""
+    line = _older_line("0.14.1", "0.6.18", _DISKCACHE)
+    return VLLMEnvironment(line.line, (*_v0151().light_packages, *_BLAKE3), line.no_deps)
+
+
 #: each older line and the FlashInfer its environment takes (0.27.1 on pin torch 2.13.0)
 _OLDER = (
     _v0110(),
+    _v0141(),
     _v0151(),
     _v0160(),
     _v0171(),
     _v0181(),
-    # 0.15.1 pins torch 2.9.1 and FlashInfer 0.6.1, 0.16.0 torch 2.9.1 and FlashInfer 0.6.3, 0.17.1 to 0.26.0 torch
-    # 2.10.0 or 2.11.0 and FlashInfer 0.6.4 to 0.6.14: the environment keeps CPU torch 2.13.0 (vLLM's compiled
-    # extensions are stand-ins here) and takes 0.6.18 as 0.27.1 does (their pins not tried)
+    # 0.14.1 pins torch 2.9.1 and FlashInfer 0.5.3, 0.15.1 torch 2.9.1 and FlashInfer 0.6.1, 0.16.0 torch 2.9.1 and
+    # FlashInfer 0.6.3, 0.17.1 to 0.26.0 torch 2.10.0 or 2.11.0 and FlashInfer 0.6.4 to 0.6.14: the environment keeps
+    # CPU torch 2.13.0 (vLLM's compiled extensions are stand-ins here) and takes 0.6.18 as 0.27.1 does (their pins not
+    # tried)
     _older_line("0.19.1", "0.6.18", _DISKCACHE),
     _older_line("0.20.2", "0.6.18", _GGUF),
     _older_line("0.21.0", "0.6.18", _GGUF),
