@@ -128,6 +128,12 @@ def _clear_caches() -> None:
         if callable(clear):
             clear()
     selector = vllm_module("vllm.v1.attention.selector", "vllm.attention.selector")  # 0.11.0: the latter
+    # 0.11.0 and 0.12.0 force CUTLASS_MLA on SM 10.0 by assigning envs.VLLM_ATTENTION_BACKEND
+    # (CudaPlatformBase.check_and_update_config): a module attribute that vllm/envs.py's __getattr__ no longer
+    # answers for, so every later case of this process would take it (one launch a process in a server)
+    envs = importlib.import_module("vllm.envs")
+    if "VLLM_ATTENTION_BACKEND" in vars(envs):
+        delattr(envs, "VLLM_ATTENTION_BACKEND")
     for value in vars(selector).values():
         if callable(value) and hasattr(value, "cache_clear"):
             value.cache_clear()
