@@ -77,7 +77,7 @@ KV_CACHE_LAYOUTS = ReleaseRule(
 #: (``AttentionBackend.get_preferred_block_size``)
 DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
     "vllm-default-block-size",
-    (("0.15.1", 16), ("0.34.0", 64)),
+    (("0.14.1", 16), ("0.34.0", 64)),
     "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
     "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
     "AttentionBackend.get_preferred_block_size",
@@ -100,6 +100,16 @@ MLA_CONFIG_BLOCK = ReleaseRule(
     "vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config (0.17.1)",
     topic="sizing",
 )
+#: from vLLM 0.15.1 ``check_and_update_config`` sets FLASHINFER_MLA for a dense MLA model with ``qk_nope_head_dim``
+#: 128 on SM 10.x; 0.14.1 sets CUTLASS_MLA for every dense MLA model there (a block of a multiple of 128, else 128)
+MLA_BLACKWELL_FLASHINFER = ReleaseRule(
+    "vllm-mla-blackwell-flashinfer",
+    span("0.15.1", engine=VLLM),
+    "on SM 10.x a dense MLA model with qk_nope_head_dim 128 is set to FLASHINFER_MLA (32 or a multiple of 64); "
+    "before, every dense MLA model to CUTLASS_MLA (a multiple of 128)",
+    "vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config (0.14.1: use_cutlass_mla on family 100)",
+    topic="sizing",
+)
 #: the blocks :data:`MLA_CONFIG_BLOCK` forces: FlashMLA's and FlashInfer MLA's 64, CUTLASS MLA's 128, FlashInfer
 #: MLA's other size 32
 MLA_CONFIG_BLOCK_64, MLA_CONFIG_BLOCK_128, MLA_CONFIG_BLOCK_32 = 64, 128, 32
@@ -114,7 +124,8 @@ def mla_config_block(geometry: ModelGeometry, gpu: VLLMDevice, block_size: int |
         return None
     block = block_size or DEFAULT_BLOCK_SIZE.at(release)
     blackwell, hopper, sparse = gpu.capability[0] == 10, gpu.capability[0] == 9, geometry.dsa is not None
-    if blackwell and not sparse and geometry.mla.qk_nope_head_dim == MLA_CONFIG_FLASHINFER_QK_NOPE:
+    flashinfer = MLA_BLACKWELL_FLASHINFER.holds(release)
+    if blackwell and not sparse and geometry.mla.qk_nope_head_dim == MLA_CONFIG_FLASHINFER_QK_NOPE and flashinfer:
         return block if block == MLA_CONFIG_BLOCK_32 or block % MLA_CONFIG_BLOCK_64 == 0 else MLA_CONFIG_BLOCK_64
     if blackwell and not sparse:
         return block if block % MLA_CONFIG_BLOCK_128 == 0 else MLA_CONFIG_BLOCK_128
@@ -161,6 +172,38 @@ MM_PREFIX_LM_LIST = ReleaseRule(
     "Attention.__init__",
     topic="sizing",
 )
+
+
+#: from vLLM 0.15.1 the attention backends list ``bfloat16`` among their cache dtypes (``supported_kv_cache_dtypes``;
+#: FLASH_ATTN's ``supports_kv_cache_dtype``); 0.14.1's take ``auto`` (and fp8) only, so ``--kv-cache-dtype bfloat16``
+#: leaves no valid backend (``vllm/platforms/cuda.py CudaPlatformBase.get_attn_backend_cls``: "kv_cache_dtype not
+#: supported"), on every GPU and for MLA and sparse MLA alike
+BFLOAT16_CACHE_DTYPE = ReleaseRule(
+    "vllm-bfloat16-cache-dtype",
+    span("0.15.1", engine=VLLM),
+    "the attention backends take --kv-cache-dtype bfloat16 (before: auto or fp8 only; bfloat16 leaves no valid "
+    "backend)",
+    "vllm/v1/attention/backend.py AttentionBackend.supported_kv_cache_dtypes, "
+    "vllm/v1/attention/backends/flash_attn.py FlashAttentionBackend.supports_kv_cache_dtype (0.15.1)",
+    topic="launch",
+)
+
+
+def check_cache_dtype_name(kv_cache_dtype: str, gpu: VLLMDevice, family: str, release: EngineRelease,
+                           selector: str, dense_mla: bool = False) -> None:  # fmt: skip
+    """Refuse ``bfloat16`` where no backend lists it (before :data:`BFLOAT16_CACHE_DTYPE`), as vLLM's selector does;
+    a dense MLA model on SM 10.x names the backend its config set (before :data:`MLA_BLACKWELL_FLASHINFER`:
+    CUTLASS_MLA, ``get_attn_backend_cls``' "Selected backend ... is not valid")."""
+    if kv_cache_dtype != "bfloat16" or BFLOAT16_CACHE_DTYPE.holds(release):
+        return
+    if dense_mla and gpu.capability[0] == 10 and not MLA_BLACKWELL_FLASHINFER.holds(release):
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text} refuses: Selected backend AttentionBackendEnum.CUTLASS_MLA is not valid for this "
+            "configuration. Reason: ['kv_cache_dtype not supported'] (vllm/platforms/cuda.py "
+            "CudaPlatformBase.get_attn_backend_cls; the config set CUTLASS_MLA on SM 10.x): give --kv-cache-dtype auto"
+        )
+    raise _no_valid_backend(release, gpu, family, selector, "Reasons: kv_cache_dtype not supported (its backends take "
+                            "auto, not bfloat16): give --kv-cache-dtype auto")
 
 
 def _kv_key(kv_cache_dtype: str) -> str:
@@ -261,6 +304,8 @@ def _pick(
     family, valid = _recorded_choices(release, key, "attention backend choice", "model dtype, KV cache dtype or GPU "
                                       "outside tools/list_vllm_backends.py's grid); plan it on a listed GPU with a "
                                       "bf16/fp16 model")  # fmt: skip
+    check_cache_dtype_name(kv_cache_dtype, gpu, family, release, f"head_size=..., kv_cache_dtype={kv_cache_dtype}",
+                           dense_mla=qk_nope_head_dim is not None)
     for name in valid:
         if name == "FLASHINFER_MLA" and qk_nope_head_dim is not None and qk_nope_head_dim not in (
                 FLASHINFER_MLA_QK_NOPE):  # fmt: skip
@@ -281,7 +326,7 @@ def _pick(
 #: byte, 0.34.0's ``FlashAttentionDiffKVImpl.__init__`` refuses it
 DIFFKV_FP8: ByRelease[bool] = ByRelease(
     "vllm-diffkv-fp8",
-    (("0.15.1", True), ("0.34.0", False)),
+    (("0.14.1", True), ("0.34.0", False)),
     "FLASH_ATTN_DIFFKV takes an fp8 KV cache (0.34.0 refuses it: Unsupported FP8 Diff-KV configuration)",
     "vllm/v1/attention/backends/flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__",
     topic="launch",
@@ -397,6 +442,8 @@ def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRele
     key = sparse_profile_key(gpu, kv_cache_dtype, heads_per_rank, dcp)
     family, valid = _recorded_choices(release, key, "sparse-MLA backend choice", "a cache dtype outside "
                                       "tools/list_vllm_backends.py's grid): give --kv-cache-dtype auto or fp8_e4m3")
+    check_cache_dtype_name(kv_cache_dtype, gpu, family, release, f"head_size={MLA_HEAD_SIZE}, "
+                           f"kv_cache_dtype={kv_cache_dtype}, use_mla=True, use_sparse=True")
     for name in valid:
         if not _takes_block(name, family, release, block_size):
             continue
@@ -461,6 +508,29 @@ def _check_impl(choice: BackendChoice, gpu: VLLMDevice, kv_cache_dtype: str, rel
             f"{gpu.name} (compute capability {major}.{minor}); bfloat16 requires SM80+. Re-run with --kv-cache-dtype "
             "float16 (vllm/v1/attention/backends/mla/triton_mla.py TritonMLAImpl.__init__)"
         )
+
+
+#: from vLLM 0.15.1 the state and indexer backends have names of their own (``get_name``: GDN_ATTN, MAMBA2_ATTN,
+#: DEEPSEEK_V32_INDEXER, ...); 0.14.1's keep ``AttentionBackend.get_name``, which raises NotImplementedError, so
+#: the layers' backends name the attention backends only
+STATE_BACKEND_NAMES = ReleaseRule(
+    "vllm-state-backend-names",
+    span("0.15.1", engine=VLLM),
+    "the Mamba, linear-attention and sparse-indexer backends have names (get_name); before, only the attention "
+    "backends do",
+    "vllm/v1/attention/backends/mamba2_attn.py, gdn_attn.py, mla/indexer.py get_name (0.15.1)",
+    topic="launch",
+)
+#: the names :data:`STATE_BACKEND_NAMES` gives
+UNNAMED_BEFORE_STATE_NAMES = ("GDN_ATTN", "MAMBA1_ATTN", "MAMBA2_ATTN", "LINEAR_ATTN", "SHORT_CONV_ATTN",
+                              "DEEPSEEK_V32_INDEXER")  # fmt: skip
+
+
+def named_backends(backends: tuple[str, ...], release: EngineRelease) -> list[str]:
+    """The backends as the release names them (:data:`STATE_BACKEND_NAMES`)."""
+    if STATE_BACKEND_NAMES.holds(release):
+        return list(backends)
+    return [name for name in backends if name not in UNNAMED_BEFORE_STATE_NAMES]
 
 
 #: the state backends of the Mamba families (``vllm/v1/attention/backends``), by mixer kind

@@ -26,6 +26,7 @@ def capacity_log_line(tokens: int, max_model_len: int, concurrency: float, devic
 def vllm_plan_document(planned: Any) -> dict[str, Any]:
     """The vLLM plan document of a :class:`~kvstrategies.api.Plan` made for a vLLM release (the bridge's keys)."""
     from ...errors import KVCacheConfigError
+    from .backends import named_backends
     from .launch import nvml_name
 
     answer = getattr(planned, "vllm", None)
@@ -37,7 +38,7 @@ def vllm_plan_document(planned: Any) -> dict[str, Any]:
         "configurator": type(planned.configurator).__name__,
         "gpu": nvml_name(launch.gpu),
         "vllm_settings": launch.settings_document(),
-        "attention_backends": list(answer.backends),
+        "attention_backends": named_backends(answer.backends, planned.ctx.release),
         "block_size": answer.block_size,
         "kv_cache_layout": answer.kv_cache_layout,
         "layer_specs": [{"layers": list(layers), "spec": spec.document()} for layers, spec in answer.layer_specs],

@@ -55,6 +55,8 @@ class VLLMLaunch:
     in_flight_bound: bool = True
     #: :data:`V2_EXTRA_BATCH` holds in the release
     v2_extra_batch: bool = True
+    #: :data:`MAMBA_CACHE_MODE` holds in the release (the settings name the mode)
+    mamba_cache_mode_setting: bool = True
 
     @property
     def max_concurrent_batches(self) -> int:
@@ -93,7 +95,7 @@ class VLLMLaunch:
             "enable_prefix_caching": self.enable_prefix_caching,
             "async_scheduling": self.async_scheduling,
             "max_concurrent_batches": self.max_concurrent_batches,
-            "mamba_cache_mode": self.mamba_cache_mode,
+            "mamba_cache_mode": self.mamba_cache_mode if self.mamba_cache_mode_setting else None,
             "disable_hybrid_kv_cache_manager": self.disable_hybrid_kv_cache_manager,
             "kv_cache_memory_bytes": d.kv_cache_memory_bytes,
             **({} if d.draft is None else {"num_speculative_tokens": d.draft.num_speculative_tokens}),
@@ -130,6 +132,28 @@ HYBRID_PREFIX_CACHING = ReleaseRule(
     span("0.28.0", engine=VLLM),
     "Mamba hybrids take prefix caching by default (mamba_cache_mode align); before, it is opt-in for them",
     "vllm/engine/arg_utils.py EngineArgs._set_default_chunked_prefill_and_prefix_caching_args (default_prefix_caching)",
+    topic="launch",
+)
+
+
+#: from vLLM 0.15.1 async scheduling stays on by default at PP > 1; 0.14.1's ``VllmConfig.__post_init__`` turns the
+#: default off there ("Async scheduling is not yet supported with pipeline_parallel_size > 1 and will be disabled")
+#: and refuses an explicit ``--async-scheduling`` with PP > 1 (the V1 runner overlaps no batch at PP > 1 either way)
+ASYNC_SCHEDULING_WITH_PP = ReleaseRule(
+    "vllm-async-scheduling-with-pp",
+    span("0.15.1", engine=VLLM),
+    "async scheduling is on by default at PP > 1 (before: off there, and an explicit --async-scheduling refused)",
+    "vllm/config/vllm.py VllmConfig.__post_init__ (0.14.1: pipeline_parallel_size > 1 disables it)",
+    topic="launch",
+)
+#: from vLLM 0.15.1 ``CacheConfig`` has ``mamba_cache_mode`` (``none`` / ``align`` / ``all``); 0.14.1 has none
+#: (its Mamba state is one block a request, or under prefix caching a block of every ``block_size`` tokens):
+#: the settings record ``None``
+MAMBA_CACHE_MODE = ReleaseRule(
+    "vllm-mamba-cache-mode",
+    span("0.15.1", engine=VLLM),
+    "CacheConfig.mamba_cache_mode exists (none / align / all); before, no such setting",
+    "vllm/config/cache.py CacheConfig.mamba_cache_mode (0.15.1)",
     topic="launch",
 )
 
@@ -209,6 +233,20 @@ def uses_model_runner_v2(architectures: tuple[str, ...], *, is_moe: bool, is_hyb
     return not is_hybrid and (listed or not is_moe)
 
 
+def _async_scheduling(deployment: VLLMDeployment, release: EngineRelease, version: str) -> bool:
+    """``scheduler_config.async_scheduling`` after ``VllmConfig.__post_init__`` (:data:`ASYNC_SCHEDULING_WITH_PP`)."""
+    if deployment.async_scheduling is False:
+        return False
+    if deployment.pipeline_parallel_size == 1 or ASYNC_SCHEDULING_WITH_PP.holds(release):
+        return True
+    if deployment.async_scheduling:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version or release.text} refuses: Async scheduling is not yet compatible with "
+            "pipeline_parallel_size > 1 (vllm/config/vllm.py VllmConfig.__post_init__): drop --async-scheduling"
+        )
+    return False
+
+
 def resolve_launch(
     deployment: VLLMDeployment, model_max_len: int, *, is_mamba_hybrid: bool, version: str = "", model_type: str = "",
     model_runner_v2: bool = True,
@@ -229,7 +267,7 @@ def resolve_launch(
         max_model_len=deployment.max_model_len or model_max_len,
         max_num_batched_tokens=deployment.max_num_batched_tokens or tokens,
         max_num_seqs=deployment.max_num_seqs or seqs,
-        async_scheduling=deployment.async_scheduling is not False,
+        async_scheduling=_async_scheduling(deployment, release, version),
         enable_prefix_caching=prefix,
         mamba_cache_mode="align" if is_mamba_hybrid and prefix else "none",
         disable_hybrid_kv_cache_manager=bool(deployment.disable_hybrid_kv_cache_manager),
@@ -237,6 +275,7 @@ def resolve_launch(
         model_runner_v2=model_runner_v2,
         in_flight_bound=IN_FLIGHT_BOUND.holds(release),
         v2_extra_batch=V2_EXTRA_BATCH.holds(release),
+        mamba_cache_mode_setting=MAMBA_CACHE_MODE.holds(release),
     )
 
 

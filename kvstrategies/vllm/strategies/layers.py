@@ -32,6 +32,7 @@ from ...models.architectures import VLLM_MODEL_RULES, vllm_model_rule
 from ...models.geometry import DSAGeometry
 from ...models.mamba import KDAMixer, Mamba1Mixer, Mamba2Mixer, MixerKind
 from .backends import DIFFKV_ATTENTION
+from .launch import MAMBA_CACHE_MODE
 from .specs import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
@@ -140,7 +141,7 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.15.1", (VLLM_KV_CACHE_DTYPES[:VLLM_KV_CACHE_DTYPES.index("fp8_ds_mla") + 1], "literal")),
+    (("0.14.1", (VLLM_KV_CACHE_DTYPES[:VLLM_KV_CACHE_DTYPES.index("fp8_ds_mla") + 1], "literal")),
      ("0.20.2", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
@@ -474,7 +475,8 @@ def state_specs(
     if not CHECKPOINT_BLOCKS_FIELD.holds(release or NEWEST_VLLM):
         checkpoints = None
     spec = MambaSpec(block_size=block_size, shapes=state.shapes, dtypes=state.dtypes,
-                     mamba_type=mamba_type(state.backend, release or NEWEST_VLLM), mamba_cache_mode=mode,
+                     mamba_type=mamba_type(state.backend, release or NEWEST_VLLM),
+                     mamba_cache_mode=mode if MAMBA_CACHE_MODE.holds(release or NEWEST_VLLM) else None,
                      page_size_padded=padded, num_speculative_blocks=lookahead,
                      num_prefill_checkpoint_blocks=checkpoints,
                      prefill_checkpoint_alignment=alignment if checkpoints else None)  # fmt: skip

@@ -317,7 +317,8 @@ class MambaSpec(KVCacheSpec):
     shapes: tuple[tuple[int, ...], ...]
     dtypes: tuple[DType, ...]
     mamba_type: str = "mamba2"
-    mamba_cache_mode: str = "none"
+    #: ``None``: the release's ``MambaSpec`` has no such field (0.14.1: :data:`~.launch.MAMBA_CACHE_MODE`)
+    mamba_cache_mode: str | None = "none"
     page_size_padded: int | None = None
     num_speculative_blocks: int = 0
     #: ``None``: the release's ``MambaSpec`` has no such field (0.28.0: :data:`~.layers.CHECKPOINT_BLOCKS_FIELD`)
@@ -342,8 +343,9 @@ class MambaSpec(KVCacheSpec):
     def document(self) -> dict[str, Any]:
         out = super().document()
         out.update(shapes=[list(s) for s in self.shapes], dtypes=[d.torch_name for d in self.dtypes],
-                   mamba_type=self.mamba_type, mamba_cache_mode=self.mamba_cache_mode,
-                   num_speculative_blocks=self.num_speculative_blocks)  # fmt: skip
+                   mamba_type=self.mamba_type, num_speculative_blocks=self.num_speculative_blocks)  # fmt: skip
+        if self.mamba_cache_mode is not None:
+            out["mamba_cache_mode"] = self.mamba_cache_mode
         if self.num_prefill_checkpoint_blocks is not None:
             out["num_prefill_checkpoint_blocks"] = self.num_prefill_checkpoint_blocks
         if self.page_size_padded is not None:
