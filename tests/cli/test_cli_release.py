@@ -233,7 +233,8 @@ def test_releases_lists_vllms_lines_and_the_rules_between_two(capsys: pytest.Cap
     assert lines in capsys.readouterr().out
     assert main(["releases", "0.33.0", "0.34.0"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("5 rules and 0 model-table rows differ between vLLM 0.33.0 and vLLM 0.34.0:")
+    assert out.startswith("6 rules and 0 model-table rows differ between vLLM 0.33.0 and vLLM 0.34.0:")
+    assert "vllm-dcp-flashmla-sparse-16-bit (0.34.0 and later; holds in 0.34.0)" in out
     assert "vllm-diffkv-fp8=False (0.34.0 and later; holds in 0.34.0)" in out  # FlashAttentionDiffKVImpl refuses fp8
     assert "[budget] vllm-extensible-kv-cache (0.34.0 and later; holds in 0.34.0)" in out
     assert "vllm-default-block-size=64 (0.34.0 and later; holds in 0.34.0)" in out

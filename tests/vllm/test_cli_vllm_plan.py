@@ -106,7 +106,7 @@ def test_fewer_requests_leave_more_cache(capsys: pytest.CaptureFixture[str]) -> 
         (["--engine", "vllm", "--mem-fraction-static", "0.8"],
          "--mem-fraction-static is SGLang's; with --engine vllm use --gpu-memory-utilization"),
         (["--engine", "vllm", "--page-size", "64"], "use --block-size"),
-        (["--engine", "vllm", "--dcp-size", "2"], "not modelled for vLLM"),
+        (["--engine", "vllm", "--attn-dp", "2"], "not modelled for vLLM"),
         (["--gpu-memory-utilization", "0.8"], "add --engine vllm"),
         (["--engine", "vllm", "--max-model-len", "auto"], "--max-model-len auto"),
         (["--engine", "vllm", "--gpu-memory-utilization", "1.5"], "must be in \\(0, 1\\]"),

@@ -43,8 +43,8 @@ def test_vllms_own_spellings_are_read_as_vllm_reads_them() -> None:
                              "--max-num-seqs", "64", "--gpu-memory-utilization", "0.8", "--no-enable-prefix-caching",
                              "--weight-quantization", "fp8")  # fmt: skip
     assert got.ignored == ("CUDA_VISIBLE_DEVICES=0,1", "VLLM_USE_V1=1")
-    got = translate_vllm(["vllm serve llama-3.1-8b -O2 --data-parallel-size 4 --decode-context-parallel-size 1"])
-    assert got.ignored == ("--optimization-level", "--decode-context-parallel-size")
+    got = translate_vllm(["vllm serve llama-3.1-8b -O2 --data-parallel-size 4 --prefill-context-parallel-size 1"])
+    assert got.ignored == ("--optimization-level", "--prefill-context-parallel-size")
     assert got.plan_args[-2:] == ("--data-parallel-size", "4")
 
 
@@ -55,7 +55,7 @@ def test_vllms_own_spellings_are_read_as_vllm_reads_them() -> None:
         ("vllm serve m --spec-method mtp", "speculative decoding"),
         ("vllm serve m --compilation-config.mode 3", "CUDA-graph capture"),
         ("vllm serve m -O0", "--optimization-level 0 changes"),
-        ("vllm serve m --decode-context-parallel-size 2", "decode context parallelism"),
+        ("vllm serve m --prefill-context-parallel-size 2", "prefill context parallelism"),
         ("vllm serve m --cpu-offload-gb 4", "offloaded to the CPU"),
         ("vllm serve m --num-gpu-blocks-override 100", "the number of KV blocks"),
         ("vllm serve m --quantization bitsandbytes", "--quantization bitsandbytes is not modelled"),

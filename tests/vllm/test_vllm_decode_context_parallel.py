@@ -56,8 +56,8 @@ def test_dcp_picks_among_the_backends_that_take_it() -> None:
 
 
 def test_gqa_needs_tp_above_its_kv_heads() -> None:
-    with pytest.raises(UnsupportedConfigurationError, match=r"requires `--tensor-parallel-size` \(8\) to be greater "
-                                                            r"than the model's total number of KV heads \(8\)"):  # fmt: skip
+    words = r"requires `--tensor-parallel-size` \(8\) to be greater than the model's total number of KV heads \(8\)"
+    with pytest.raises(UnsupportedConfigurationError, match=words):
         _plan(preset="llama-3.1-70b", page_size=16)
     with pytest.raises(UnsupportedConfigurationError, match="MLA models only"):
         _plan(preset="llama-3.1-8b", tp_size=16, page_size=16)  # 32 heads over TP 16, 8 KV heads: not modelled
