@@ -163,3 +163,17 @@ def test_sglang_attention_dp_is_vllm_data_parallel_in_the_case_mapping() -> None
     older = parse_case({**fields, "vllm_version": "0.32.0"})
     with pytest.raises(UnsupportedConfigurationError, match=r"attn_dp_size 8: .*planned for vLLM 0\.33\.0"):
         plan(older.settings, older.available_bytes)
+
+
+def test_the_mtp_layers_experts_split_over_dp_times_tp_too() -> None:
+    # DeepSeek-V3's MTP layer holds 256 block-FP8 experts of 3 x 7,168 x 2,048 parameters (1 B each) and their
+    # [128, 128] block scales (w13: 2 x 2,048 / 128 x 7,168 / 128 = 1,792, w2: 896; float32): 44,040,192 + 10,752 B an
+    # expert whole; over DP 8 x TP 1 a rank holds 2,048 / 8 = 256 columns: 5,505,024 + (224 + 112) x 4 = 5,506,368 B
+    config = load_preset_config("deepseek-v3")
+
+    def mtp_bytes(moe_tp: int) -> int:
+        with_mtp = vllm_weights(config, tp=1, pp=1, dtype=BF16, mtp=True, moe_tp=moe_tp).fullest
+        return with_mtp - vllm_weights(config, tp=1, pp=1, dtype=BF16, moe_tp=moe_tp).fullest
+
+    whole, split = 256 * (44_040_192 + 10_752), 256 * (5_505_024 + 1_344)
+    assert mtp_bytes(1) - mtp_bytes(8) == whole - split == 9_867_411_456
