@@ -205,18 +205,31 @@ def _v0141() -> VLLMEnvironment:
     return VLLMEnvironment(line.line, (*_v0151().light_packages, *_BLAKE3), line.no_deps)
 
 
+#: 0.13.0 pins xgrammar 0.1.27 and compressed-tensors 0.12.2 (0.14.1: 0.1.29, 0.13.0); its other pins of the light
+#: packages are 0.14.1's
+_V0130_PINS = {"xgrammar": "xgrammar==0.1.27", "compressed-tensors": "compressed-tensors==0.12.2"}
+
+
+def _v0130() -> VLLMEnvironment:
+    """vLLM 0.13.0's environment: 0.14.1's with 0.13.0's own xgrammar and compressed-tensors pins."""
+    line = _older_line("0.13.0", "0.6.18", _DISKCACHE)
+    light = tuple(_V0130_PINS.get(p.split("==", 1)[0], p) for p in _v0141().light_packages)
+    return VLLMEnvironment(line.line, light, line.no_deps)
+
+
 #: each older line and the FlashInfer its environment takes (0.27.1 on pin torch 2.13.0)
 _OLDER = (
     _v0110(),
+    _v0130(),
     _v0141(),
     _v0151(),
     _v0160(),
     _v0171(),
     _v0181(),
-    # 0.14.1 pins torch 2.9.1 and FlashInfer 0.5.3, 0.15.1 torch 2.9.1 and FlashInfer 0.6.1, 0.16.0 torch 2.9.1 and
-    # FlashInfer 0.6.3, 0.17.1 to 0.26.0 torch 2.10.0 or 2.11.0 and FlashInfer 0.6.4 to 0.6.14: the environment keeps
-    # CPU torch 2.13.0 (vLLM's compiled extensions are stand-ins here) and takes 0.6.18 as 0.27.1 does (their pins not
-    # tried)
+    # 0.13.0 pins torch 2.9.0 and FlashInfer 0.5.3, 0.14.1 torch 2.9.1 and FlashInfer 0.5.3, 0.15.1 torch 2.9.1 and
+    # FlashInfer 0.6.1, 0.16.0 torch 2.9.1 and FlashInfer 0.6.3, 0.17.1 to 0.26.0 torch 2.10.0 or 2.11.0 and
+    # FlashInfer 0.6.4 to 0.6.14: the environment keeps CPU torch 2.13.0 (vLLM's compiled extensions are stand-ins
+    # here) and takes 0.6.18 as 0.27.1 does (their pins not tried)
     _older_line("0.19.1", "0.6.18", _DISKCACHE),
     _older_line("0.20.2", "0.6.18", _GGUF),
     _older_line("0.21.0", "0.6.18", _GGUF),
