@@ -74,7 +74,12 @@ def _families() -> list[tuple[tuple[int, int], str]]:
 
 
 def _blocks(sizes: list[Any]) -> tuple[int, ...]:
-    multiple = __import__("vllm.v1.attention.backend", fromlist=["MultipleOf"]).MultipleOf
+    import importlib.util
+
+    # 0.13.0 keeps the backend base classes in vllm/attention/backends/abstract.py
+    module = "vllm.v1.attention.backend" if importlib.util.find_spec("vllm.v1.attention.backend") else \
+        "vllm.attention.backends.abstract"
+    multiple = __import__(module, fromlist=["MultipleOf"]).MultipleOf
     return tuple(-s.base if isinstance(s, multiple) else int(s) for s in sizes)
 
 
@@ -86,6 +91,15 @@ def _backend_and_priority(candidate: Any) -> tuple[Any, int]:
     return backend, int(priority)
 
 
+def _selector_config() -> Any:
+    """``AttentionSelectorConfig``: ``vllm/v1/attention/selector.py``, 0.13.0's ``vllm/attention/selector.py``."""
+    import importlib.util
+
+    module = "vllm.v1.attention.selector" if importlib.util.find_spec("vllm.v1.attention.selector") else \
+        "vllm.attention.selector"
+    return importlib.import_module(module).AttentionSelectorConfig
+
+
 def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]]]:
     from kvstrategies.vllm.bridge.runtime import cuda_to_meta, gpu_facts, import_vllm, quiet, use_gpu
 
@@ -93,7 +107,7 @@ def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int
     import torch
     from vllm.config import VllmConfig, set_current_vllm_config
     from vllm.platforms import current_platform
-    from vllm.v1.attention.selector import AttentionSelectorConfig
+    AttentionSelectorConfig = _selector_config()
 
     selections: dict[str, tuple[str, ...]] = {}
     backends: dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]] = {}
@@ -134,7 +148,7 @@ def _select(cap: Any, fields: dict[str, Any], num_heads: int | None,
     """The valid backends for one selector profile, best first; each new backend's row added to ``backends``."""
     from vllm.config import CacheConfig
     from vllm.platforms import current_platform
-    from vllm.v1.attention.selector import AttentionSelectorConfig
+    AttentionSelectorConfig = _selector_config()
 
     # 0.25.1's selector takes no sliding-window flag: its answer holds with a window or without
     config = AttentionSelectorConfig(**{k: v for k, v in fields.items() if k in AttentionSelectorConfig._fields})

@@ -51,7 +51,7 @@ def test_most_cases_are_planned_by_vllm(release: str) -> None:
     """The catalog exercises vLLM's sizing, not only its refusals: of the cases handed to vLLM (not declined
     before it as a layout the vLLM bridge does not drive: speculative decoding, NPU, ...), most are planned,
     and at least 200 in all. A release whose backends take no ``bfloat16`` cache (before
-    ``vllm-bfloat16-cache-dtype``: 0.14.1) refuses the catalog's bf16 cases: it plans exactly the cases the next
+    ``vllm-bfloat16-cache-dtype``: 0.13.0, 0.14.1) refuses the catalog's bf16 cases: it plans exactly the cases the next
     newer release plans but those."""
     documents = [read_snapshot(p) for p in snapshot_files(FOLDERS[release])]
     handed = [d for d in documents if "do not model" not in str(d.get("error", ""))]
@@ -130,10 +130,10 @@ def test_vllm_format_report_cuts_a_long_detail_to_the_width() -> None:
     assert format_report(_report(), width=37)[4] == "d   DIFF   num_gpu_blocks: 5120 -> 5119; +2 more"
 
 
-@pytest.mark.parametrize("release", ["0.14.1", "0.15.1", "0.16.0", "0.17.1", "0.18.1", "0.19.1", "0.34.0"])
+@pytest.mark.parametrize("release", ["0.13.0", "0.14.1", "0.15.1", "0.16.0", "0.17.1", "0.18.1", "0.19.1", "0.34.0"])
 def test_known_rebuilt_from_the_snapshots_equals_the_live_recording(release: str, tmp_path: Path) -> None:
     """``tools/record_golden.py --engine vllm --known-only FOLDER`` writes, from the committed snapshots alone,
-    the ``_known.json`` the live recorder wrote (0.14.1 to 0.19.1 and 0.34.0 were recorded live at this code)."""
+    the ``_known.json`` the live recorder wrote (0.13.0 to 0.19.1 and 0.34.0 were recorded live at this code)."""
     from ..helpers import tool_module
 
     folder = tmp_path / f"vllm-{release}"

@@ -114,10 +114,21 @@ def test_weight_load_refusals_are_vllms_words(model: str, tp: int, case: str) ->
     refusal = load_refusal(_config(model), tp)
     assert refusal is not None
     check, words = refusal
-    for release in VLLM_RELEASE_LINES:  # vLLM 0.33.0 and 0.34.0 through the bridge said exactly this
+    for release in VLLM_RELEASE_LINES:  # each release through the bridge said its own words (0.13.0: gate_up_proj)
+        own = load_refusal(_config(model), tp, version=release)
+        assert own is not None
         error = json.loads((ROOT / "golden" / f"vllm-{release}" / f"{case}.json").read_text("utf-8"))["error"]
-        assert words in error, release
+        assert own[1] in error, release
     assert check.startswith("vllm/model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape")
+
+
+def test_0_13_refuses_qwen3_32b_at_its_merged_gate_up() -> None:
+    # vLLM 0.13.0 (golden/vllm-0.13.0/vllm-load-qwen3-32b-fp8-tp16.json): gate_up_proj's outputs 25,600 / 16 = 1,600 a
+    # rank, 12.5 blocks of 128, are checked (no mismatch allowance before 0.14.1), and it is built before down_proj
+    refusal = load_refusal(_config("32B-FP8"), 16, version="0.13.0")
+    assert refusal is not None and "(mlp.gate_up_proj)" in refusal[0]
+    assert refusal[1] == "Weight output_partition_size = 1600 is not divisible by weight quantization block_n = 128."
+    assert load_refusal(_config("32B-FP8"), 8, version="0.13.0") is None  # 3,200 = 25 blocks
 
 
 def test_dense_down_proj_input_is_the_first_refusal_of_qwen3_32b() -> None:

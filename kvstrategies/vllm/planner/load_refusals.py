@@ -51,6 +51,19 @@ MOE_BLOCK_REFINEMENT = ReleaseRule(
 )
 
 
+#: from vLLM 0.14.1 a merged column-parallel layer whose per-rank outputs are not whole blocks (a dense MLP's
+#: ``gate_up_proj``) may load (``allow_fp8_block_shape_mismatch``, which ``validate_fp8_block_shape`` skips); 0.13.0's
+#: checks every output partition, so ``gate_up_proj``, built before ``down_proj``, is the first refusal
+FP8_MERGED_MISMATCH_ALLOWED = ReleaseRule(
+    "vllm-fp8-merged-block-mismatch",
+    span("0.14.1", engine=VLLM),
+    "a merged block-FP8 layer (gate_up_proj) whose per-rank outputs are not whole blocks is let through (before: "
+    "refused: Weight output_partition_size ... block_n)",
+    "vllm/model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape (0.13.0: no allowance)",
+    topic="weights",
+)
+
+
 @dataclass(frozen=True)
 class BlockFP8:
     """``weight_block_size`` of a ``quant_method: fp8`` checkpoint."""
@@ -88,8 +101,11 @@ def expert_refusal(moe_intermediate: int, hidden: int, tp: int, block: BlockFP8,
             f"{block.block_k}.")  # fmt: skip
 
 
-def linear_refusal(config: Mapping[str, Any], tp: int, block: BlockFP8) -> tuple[str, str] | None:
-    """``(module, vLLM's words)`` of the first linear layer that does not load at ``tp`` (``None``: all load)."""
+def linear_refusal(config: Mapping[str, Any], tp: int, block: BlockFP8,
+                   merged_allowed: bool = True) -> tuple[str, str] | None:  # fmt: skip
+    """``(module, vLLM's words)`` of the first linear layer that does not load at ``tp`` (``None``: all load);
+    ``merged_allowed``: a dense MLP's merged ``gate_up_proj`` may split into partial blocks
+    (:data:`FP8_MERGED_MISMATCH_ALLOWED`)."""
     if tp == 1:
         return None
     t = text_config(config)
@@ -112,6 +128,15 @@ def linear_refusal(config: Mapping[str, Any], tp: int, block: BlockFP8) -> tuple
     shared = shared or int(t.get("shared_expert_intermediate_size") or 0)
     if shared:
         rows.append(("mlp.shared_experts.down_proj", shared // tp))
+    if not merged_allowed and _has_dense_mlp(t):
+        gate_up = get_int(t, "intermediate_size", minimum=1) // tp
+        if gate_up % block.block_n:  # built after the attention, before down_proj
+            for module, size in rows[:1]:
+                if size % block.block_k:
+                    return module, (f"Weight input_size_per_partition = {size} is not divisible by weight "
+                                    f"quantization block_k = {block.block_k}.")  # fmt: skip
+            return "mlp.gate_up_proj", (f"Weight output_partition_size = {gate_up} is not divisible by weight "
+                                        f"quantization block_n = {block.block_n}.")  # fmt: skip
     for module, size in rows:
         if size % block.block_k:
             return module, (f"Weight input_size_per_partition = {size} is not divisible by weight quantization "
@@ -160,7 +185,8 @@ def load_refusal(
             return (f"{_FP8_UTILS} validate_fp8_block_shape_moe, from Fp8MoEMethod.create_weights; "
                     "vllm/model_executor/layers/fused_moe/oracle/fp8.py refine_fp8_moe_block_shape finds no block "
                     f"of {MIN_REFINED_BLOCK} or more"), words  # fmt: skip
-    linear = linear_refusal(config, tp, block)
+    merged = version is None or FP8_MERGED_MISMATCH_ALLOWED.holds(parse_release(version, VLLM, field="--vllm-version"))
+    linear = linear_refusal(config, tp, block, merged_allowed=merged)
     if linear is not None:
         module, words = linear
         return f"{_FP8_UTILS} validate_fp8_block_shape, from Fp8LinearMethod.create_weights ({module})", words

@@ -136,6 +136,26 @@ HYBRID_PREFIX_CACHING = ReleaseRule(
 )
 
 
+#: from vLLM 0.14.1 async scheduling is on by default (``SchedulerConfig.async_scheduling`` None, resolved by
+#: ``VllmConfig.__post_init__``); 0.13.0's is False, on only with ``--async-scheduling``
+ASYNC_SCHEDULING_DEFAULT = ReleaseRule(
+    "vllm-async-scheduling-default",
+    span("0.14.1", engine=VLLM),
+    "async scheduling is on by default (before: off unless --async-scheduling)",
+    "vllm/config/scheduler.py SchedulerConfig.async_scheduling (0.13.0: False)",
+    topic="launch",
+)
+#: from vLLM 0.14.1 ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE`` defaults to 1 (``vllm/envs.py``); 0.13.0's
+#: defaults to 0, so ``VllmConfig.__post_init__`` turns the hybrid KV cache manager off for a model with chunked
+#: local attention (Llama-4), whose chunked layers are then kept as full attention
+CHUNKED_LOCAL_WITH_HYBRID = ReleaseRule(
+    "vllm-chunked-local-with-hybrid-manager",
+    span("0.14.1", engine=VLLM),
+    "a model with chunked local attention keeps the hybrid KV cache manager by default (before: turned off, "
+    "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0)",
+    "vllm/envs.py VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE; vllm/config/vllm.py VllmConfig.__post_init__",
+    topic="launch",
+)
 #: from vLLM 0.15.1 async scheduling stays on by default at PP > 1; 0.14.1's ``VllmConfig.__post_init__`` turns the
 #: default off there ("Async scheduling is not yet supported with pipeline_parallel_size > 1 and will be disabled")
 #: and refuses an explicit ``--async-scheduling`` with PP > 1 (the V1 runner overlaps no batch at PP > 1 either way)
@@ -237,6 +257,8 @@ def _async_scheduling(deployment: VLLMDeployment, release: EngineRelease, versio
     """``scheduler_config.async_scheduling`` after ``VllmConfig.__post_init__`` (:data:`ASYNC_SCHEDULING_WITH_PP`)."""
     if deployment.async_scheduling is False:
         return False
+    if deployment.async_scheduling is None and not ASYNC_SCHEDULING_DEFAULT.holds(release):
+        return False
     if deployment.pipeline_parallel_size == 1 or ASYNC_SCHEDULING_WITH_PP.holds(release):
         return True
     if deployment.async_scheduling:
@@ -249,7 +271,7 @@ def _async_scheduling(deployment: VLLMDeployment, release: EngineRelease, versio
 
 def resolve_launch(
     deployment: VLLMDeployment, model_max_len: int, *, is_mamba_hybrid: bool, version: str = "", model_type: str = "",
-    model_runner_v2: bool = True,
+    model_runner_v2: bool = True, chunked_local: bool = False,
 ) -> VLLMLaunch:
     """The launch after vLLM's defaults for a model whose own maximum length is ``model_max_len``
     (and the cache dtype its model config hook sets, :func:`model_cache_dtype`)."""
@@ -270,7 +292,8 @@ def resolve_launch(
         async_scheduling=_async_scheduling(deployment, release, version),
         enable_prefix_caching=prefix,
         mamba_cache_mode="align" if is_mamba_hybrid and prefix else "none",
-        disable_hybrid_kv_cache_manager=bool(deployment.disable_hybrid_kv_cache_manager),
+        disable_hybrid_kv_cache_manager=bool(deployment.disable_hybrid_kv_cache_manager)
+        or (chunked_local and not CHUNKED_LOCAL_WITH_HYBRID.holds(release)),
         kv_cache_dtype=model_cache_dtype(deployment.kv_cache_dtype, model_type, gpu, version),
         model_runner_v2=model_runner_v2,
         in_flight_bound=IN_FLIGHT_BOUND.holds(release),
@@ -285,7 +308,11 @@ def resolve_model_launch(deployment: VLLMDeployment, geometry: ModelGeometry, ve
     hybrid = geometry.mamba is not None
     runner_v2 = uses_model_runner_v2(geometry.architectures, is_moe=geometry.num_experts > 0, is_hybrid=hybrid,
                                      version=version, is_quantized=geometry.quantization is not None)  # fmt: skip
+    from .layers import chunked_local_layers
+
+    chunked = bool(chunked_local_layers(geometry)[1])
     return resolve_launch(deployment, geometry.context_len, is_mamba_hybrid=hybrid, version=version,
+                          chunked_local=chunked,
                           model_type=geometry.model_type, model_runner_v2=runner_v2)  # fmt: skip
 
 

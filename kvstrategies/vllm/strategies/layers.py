@@ -141,7 +141,7 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.14.1", (VLLM_KV_CACHE_DTYPES[:VLLM_KV_CACHE_DTYPES.index("fp8_ds_mla") + 1], "literal")),
+    (("0.13.0", (VLLM_KV_CACHE_DTYPES[:VLLM_KV_CACHE_DTYPES.index("fp8_ds_mla") + 1], "literal")),
      ("0.20.2", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),
@@ -333,6 +333,15 @@ MLA_KV_QUANT_MODE = ReleaseRule(
     "vllm/model_executor/layers/attention/mla_attention.py MLAAttention.get_kv_cache_spec",
     topic="sizing",
 )
+#: from vLLM 0.14.1 a full-attention spec (and an MLA one, its subclass) records its V width (``head_size_v``,
+#: ``AttentionSpec.__post_init__`` setting it to ``head_size`` when not given); 0.13.0's has no such field
+ATTENTION_HEAD_SIZE_V = ReleaseRule(
+    "vllm-attention-head-size-v",
+    span("0.14.1", engine=VLLM),
+    "a full-attention and an MLA spec record head_size_v (the page is the same)",
+    "vllm/v1/kv_cache_interface.py FullAttentionSpec.head_size_v (0.14.1)",
+    topic="sizing",
+)
 #: vLLM 0.28.0's ``ChunkedLocalAttentionSpec`` records its V width (``head_size_v``); 0.27.1's has no such field
 CHUNKED_HEAD_SIZE_V = ReleaseRule(
     "vllm-chunked-local-head-size-v",
@@ -391,9 +400,10 @@ def attention_specs(
         # the cache dtype as the launch resolved it, ``auto`` included (mla_attention.py MLAAttention.__init__)
         v_recorded = 0 if MLA_HEAD_SIZE_V_ZERO.holds(release) else geometry.mla.latent_dim
         mla_quant = quant if MLA_KV_QUANT_MODE.holds(release) else None
+        records_v = ATTENTION_HEAD_SIZE_V.holds(release)
         latent = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=geometry.mla.latent_dim,
                                   head_size_v=v_recorded, dtype=kv_dtype, cache_dtype_str=kv_cache_dtype,
-                                  kv_quant_mode=mla_quant)  # fmt: skip
+                                  kv_quant_mode=mla_quant, records_head_size_v=records_v)  # fmt: skip
         dsa = geometry.dsa
         if dsa is None:
             return {layer: latent for layer in layers}
@@ -401,7 +411,7 @@ def attention_specs(
         indexer_width = indexer_head_size(dsa)
         indexer = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=indexer_width,
                                    head_size_v=0 if MLA_HEAD_SIZE_V_ZERO.holds(release) else indexer_width,
-                                   dtype=DType.UINT8)  # fmt: skip
+                                   dtype=DType.UINT8, records_head_size_v=records_v)  # fmt: skip
         by_layer = DSA_INDEXER_BY_LAYER.holds(release)
         return {layer: SparseMLALayerSpec(block_size=block_size, latent=latent,
                                           indexer=None if by_layer and dsa.skips_topk(layer) else indexer)
@@ -431,7 +441,8 @@ def attention_specs(
             out[layer] = SlidingWindowSpec(sliding_window=window,  # type: ignore[arg-type]
                                            records_head_size_v=recorded_v, **common)  # type: ignore[arg-type]
         else:
-            out[layer] = FullAttentionSpec(**common)  # type: ignore[arg-type]
+            out[layer] = FullAttentionSpec(records_head_size_v=ATTENTION_HEAD_SIZE_V.holds(release),
+                                           **common)  # type: ignore[arg-type]
     return out
 
 

@@ -110,7 +110,7 @@ LEADER_LATENT_SPEC = ReleaseRule(
 #: ``kv_cache_utils.py`` in vLLM 0.33.0
 PLANNING_MODULE: ByRelease[str] = ByRelease(
     "vllm-kv-cache-planning-module",
-    (("0.14.1", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
+    (("0.13.0", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
     "the module of get_kv_cache_configs and _check_enough_kv_cache_memory",
     "vllm/v1/core/kv_cache_planning.py (0.33.0); vllm/v1/core/kv_cache_utils.py before",
     topic="sizing",
@@ -127,7 +127,7 @@ def planning_module(version: str) -> str:
 #: the word vLLM's "one request fits" refusal names the model with: 0.21.0 writes "models's"
 REFUSAL_MODEL_WORD: ByRelease[str] = ByRelease(
     "vllm-memory-refusal-wording",
-    (("0.14.1", "models's"), ("0.22.1", "model's")),
+    (("0.13.0", "models's"), ("0.22.1", "model's")),
     "the word the refusal of a budget below one request at max_model_len names the model with",
     "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory",
     topic="sizing",
@@ -186,12 +186,13 @@ PP_PROJECTED_GROUPS = ReleaseRule(
 def project(groups: list[KVCacheGroup], layers: Container[int], whole_specs: bool = False) -> tuple[KVCacheGroup, ...]:
     """The groups with the stage's layers only (a uniform-type group's spec keeps the stage's entries; a group
     with none of them keeps its whole spec, as ``_project_kv_cache_groups_to_worker`` does, and holds no bytes);
-    ``whole_specs``: every group keeps its whole spec (before :data:`PP_PROJECTED_GROUPS`)."""
+    ``whole_specs``: every group keeps its whole spec (before :data:`PP_PROJECTED_GROUPS`), but for entries vLLM
+    merges as one full-attention spec (:attr:`UniformTypeKVCacheSpecs.merges_as_full_attention`: one layer's page)."""
     out = []
     for g in groups:
         mine = tuple(i for i in g.layers if i in layers)
         spec = g.spec
-        if isinstance(spec, UniformTypeKVCacheSpecs) and mine and not whole_specs:
+        if isinstance(spec, UniformTypeKVCacheSpecs) and mine and (not whole_specs or spec.merges_as_full_attention):
             spec = spec.restricted(layers)
         out.append(KVCacheGroup(mine, spec))
     return tuple(out)
@@ -259,6 +260,55 @@ def check_enough_memory(groups: tuple[KVCacheGroup, ...], budget: int, limits: C
         f"({limits.max_model_len}), ({_gib(needed)} GiB KV cache is needed, which is larger than the available "
         f"KV cache memory ({_gib(available)} GiB). {estimate}Try increasing `gpu_memory_utilization` or "
         f"decreasing `max_model_len` ({planning_module(version)} _check_enough_kv_cache_memory)"
+    )
+
+
+#: from vLLM 0.14.1 the one-request check reads the KV cache groups (``_max_memory_usage_bytes_from_groups`` after
+#: ``get_kv_cache_groups``); 0.13.0's ``get_kv_cache_configs`` checks each worker's own layer specs before any
+#: grouping (``check_enough_kv_cache_memory``: the sum of their ``max_memory_usage_bytes``), so a chunked or sliding
+#: layer counts its window even where the hybrid manager is off and the groups keep it as full attention
+MEMORY_CHECK_FROM_GROUPS = ReleaseRule(
+    "vllm-memory-check-from-groups",
+    span("0.14.1", engine=VLLM),
+    "the check that one request at max_model_len fits reads the KV cache groups (before: each worker's own layer "
+    "specs, ungrouped, a local layer counting its window)",
+    "vllm/v1/core/kv_cache_utils.py get_kv_cache_configs, check_enough_kv_cache_memory (0.13.0)",
+    topic="sizing",
+)
+
+
+def check_layer_specs_memory(specs: list[KVCacheSpec], budget: int, limits: CacheLimits, version: str) -> None:
+    """0.13.0's refusal of a worker whose layer specs cannot hold one request at ``max_model_len`` (before
+    :data:`MEMORY_CHECK_FROM_GROUPS`): the specs' own ``max_memory_usage_bytes`` summed, against the budget."""
+    if not specs:
+        return
+    if budget <= 0:
+        raise InsufficientMemoryError(
+            f"vLLM {version} refuses: No available memory for the cache blocks. Try increasing "
+            f"`gpu_memory_utilization` ({planning_module(version)} check_enough_kv_cache_memory)"
+        )
+
+    def needed_at(tokens: int) -> int:
+        at = replace(limits, max_model_len=tokens)
+        return sum(spec.max_memory_usage_bytes(at) for spec in specs)
+
+    needed = needed_at(limits.max_model_len)
+    if needed <= budget:
+        return
+    low, high, best = 1, limits.max_model_len, 0
+    while low <= high:
+        mid = (low + high) // 2
+        if needed_at(mid) <= budget:
+            best, low = mid, mid + 1
+        else:
+            high = mid - 1
+    estimate = (f"Based on the available memory, the estimated maximum model length is {best}. "
+                if best > 0 else "")  # fmt: skip
+    raise InsufficientMemoryError(
+        f"vLLM {version} refuses: To serve at least one request with the models's max seq len "
+        f"({limits.max_model_len}), ({_gib(needed)} GiB KV cache is needed, which is larger than the available "
+        f"KV cache memory ({_gib(budget)} GiB). {estimate}Try increasing `gpu_memory_utilization` or decreasing "
+        f"`max_model_len` ({planning_module(version)} check_enough_kv_cache_memory)"
     )
 
 

@@ -231,6 +231,19 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
         pages = max((spec.blocks_per_request(limits) for _, spec in self.entries), default=0)
         return pages * self.page_size_bytes
 
+    @property
+    def merges_as_full_attention(self) -> bool:
+        """Whether vLLM reads the entries as one full-attention spec (``kv_cache_utils.py get_kv_cache_groups``:
+        ``is_kv_cache_spec_uniform``, ``FullAttentionSpec.merge``): plain full-attention entries, a chunk kept as
+        full attention beside none, of one block, head count, head size and dtype. vLLM then groups them under one
+        layer's spec, whose block is a stage's own layers' pages."""
+        specs = [spec for _, spec in self.entries]
+        if not specs or any(type(spec) is not FullAttentionSpec for spec in specs):
+            return False
+        first = specs[0]
+        key = (first.block_size, first.num_kv_heads, first.head_size, first.dtype)
+        return all((s.block_size, s.num_kv_heads, s.head_size, s.dtype) == key for s in specs)
+
     def restricted(self, layers: Container[int]) -> UniformTypeKVCacheSpecs:
         """The entries of ``layers`` only (one pipeline stage's)."""
         return replace(self, entries=tuple((layer, spec) for layer, spec in self.entries if layer in layers))

@@ -74,6 +74,7 @@ from .layers import (
     state_specs,
 )
 from .sizing import (
+    MEMORY_CHECK_FROM_GROUPS,
     PP_PROJECTED_GROUPS,
     Capacity,
     KVCacheTensor,
@@ -81,6 +82,7 @@ from .sizing import (
     blocks_per_request,
     bytes_per_block,
     check_enough_memory,
+    check_layer_specs_memory,
     project,
     stage_tensors,
 )
@@ -272,8 +274,14 @@ class VLLMStrategy(Strategy):
         stages = [project(groups, self._with_drafts(self._stage_layers(*pp_indices(n, s, pp, parts)), last,
                                                     s == pp - 1),
                           whole_specs=not projected) for s in range(pp)]  # fmt: skip
-        for checked in stages if projected else [tuple(groups)]:  # before 0.17.1 the global groups, once
-            check_enough_memory(checked, available, limits, version)
+        if not MEMORY_CHECK_FROM_GROUPS.holds(ctx.release):  # 0.13.0: each worker's own layer specs, ungrouped
+            for s in range(pp):
+                held = self._with_drafts(self._stage_layers(*pp_indices(n, s, pp, parts)), last, s == pp - 1)
+                check_layer_specs_memory([spec for layer, spec in specs.items() if layer in held], available, limits,
+                                         version)  # fmt: skip
+        else:
+            for checked in stages if projected else [tuple(groups)]:  # before 0.17.1 the global groups, once
+                check_enough_memory(checked, available, limits, version)
         counts = []
         for stage in stages:
             per_block = bytes_per_block(stage)
