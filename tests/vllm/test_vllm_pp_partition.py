@@ -82,3 +82,16 @@ def test_the_bridge_sets_the_variable_only_while_vllm_builds() -> None:
         assert os.environ["VLLM_PP_LAYER_PARTITION"] == "1,2"
     finally:
         del os.environ["VLLM_PP_LAYER_PARTITION"]
+
+
+@pytest.mark.parametrize(("partition", "words"), [
+    ("1,2,77", r"len\(partitions\)=3 does not match pp_size=2\."),
+    ("30,30", r"sum\(partitions\)=60 does not match num_hidden_layers=80\."),
+    ("0,80", "ZeroDivisionError: integer division or modulo by zero"),
+])  # fmt: skip
+def test_vllm_refuses_a_partition_its_get_pp_indices_refuses(partition: str, words: str) -> None:
+    # vLLM 0.34.0's own words through the bridge (one-off cases of DeepSeek-V3, 61 layers: "len(partitions)=3 does not
+    # match pp_size=2.", "sum(partitions)=60 does not match num_hidden_layers=61.", and a ZeroDivisionError for 0,61)
+    case = _case(env={"SGLANG_PP_LAYER_PARTITION": partition})
+    with pytest.raises(UnsupportedConfigurationError, match=words):
+        plan(case.settings, case.available_bytes)

@@ -179,9 +179,31 @@ def check_vllm_scope(ctx: KVCacheContext) -> None:
         raise _refuse(f"chunked_prefill_size {chunk}", "vLLM's V1 engine always chunks prefills")
 
 
+def check_layer_partition(parts: tuple[int, ...], pp: int, num_layers: int, version: str) -> None:
+    """vLLM's own checks of ``VLLM_PP_LAYER_PARTITION`` (``vllm/distributed/utils.py get_pp_indices``), in its words,
+    and a stage of no layer, which vLLM's sizing divides by (a ``ZeroDivisionError`` while it sizes the stage)."""
+    where = "(vllm/distributed/utils.py get_pp_indices)"
+    if len(parts) != pp:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refused: ValueError: len(partitions)={len(parts)} does not match pp_size={pp}. {where}"
+        )
+    if sum(parts) != num_layers:
+        raise UnsupportedConfigurationError(f"vLLM {version} refused: ValueError: sum(partitions)={sum(parts)} does "
+                                            f"not match num_hidden_layers={num_layers}. {where}")  # fmt: skip
+    if 0 in parts:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refused: ZeroDivisionError: integer division or modulo by zero (VLLM_PP_LAYER_PARTITION "
+            f"{','.join(map(str, parts))} leaves pipeline stage {parts.index(0)} without a layer, and vLLM divides by "
+            "its layers while it sizes the stage's KV cache); give every stage a layer"
+        )
+
+
 def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDeployment:
     """The vLLM launch ``ctx`` stands for, with ``--kv-cache-memory-bytes kv_cache_memory_bytes``."""
     check_vllm_scope(ctx)
+    parts = ctx.parallel.pp_layer_partition if ctx.parallel.pp_size > 1 else None
+    if parts is not None:
+        check_layer_partition(parts, ctx.parallel.pp_size, ctx.geometry.num_hidden_layers, ctx.release.text)
     scheduling = ctx.scheduling
     name = ctx.kv_cache_dtype.name
     platform = ctx.platform
@@ -191,7 +213,7 @@ def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDepl
         data_parallel_size=ctx.parallel.attn_dp_size,
         decode_context_parallel_size=ctx.parallel.dcp_size,
         pipeline_parallel_size=ctx.parallel.pp_size,
-        pp_layer_partition=ctx.parallel.pp_layer_partition if ctx.parallel.pp_size > 1 else None,
+        pp_layer_partition=parts,
         pp_rank=ctx.parallel.pp_rank,
         kv_cache_dtype=VLLM_KV_DTYPE_NAMES.get(name, name),
         dtype=ctx.geometry.model_dtype.torch_name,
