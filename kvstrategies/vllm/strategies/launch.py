@@ -27,6 +27,7 @@ from ...models import ModelGeometry
 from ...models.architectures import VLLM_V2_RUNNER_ARCHITECTURES, vllm_model_rule
 from .devices import VLLMDevice, vllm_device
 from .engine_args import VLLMDeployment
+from .specs import MAMBA_CACHE_MODE
 
 _GIB = 2**30
 
@@ -164,16 +165,6 @@ ASYNC_SCHEDULING_WITH_PP = ReleaseRule(
     span("0.15.1", engine=VLLM),
     "async scheduling is on by default at PP > 1 (before: off there, and an explicit --async-scheduling refused)",
     "vllm/config/vllm.py VllmConfig.__post_init__ (0.14.1: pipeline_parallel_size > 1 disables it)",
-    topic="launch",
-)
-#: from vLLM 0.15.1 ``CacheConfig`` has ``mamba_cache_mode`` (``none`` / ``align`` / ``all``); 0.14.1 has none
-#: (its Mamba state is one block a request, or under prefix caching a block of every ``block_size`` tokens):
-#: the settings record ``None``
-MAMBA_CACHE_MODE = ReleaseRule(
-    "vllm-mamba-cache-mode",
-    span("0.15.1", engine=VLLM),
-    "CacheConfig.mamba_cache_mode exists (none / align / all); before, no such setting",
-    "vllm/config/cache.py CacheConfig.mamba_cache_mode (0.15.1)",
     topic="launch",
 )
 

@@ -32,8 +32,8 @@ from ...models.architectures import VLLM_MODEL_RULES, vllm_model_rule
 from ...models.geometry import DSAGeometry
 from ...models.mamba import KDAMixer, Mamba1Mixer, Mamba2Mixer, MixerKind
 from .backends import DIFFKV_ATTENTION
-from .launch import MAMBA_CACHE_MODE
 from .specs import (
+    MAMBA_CACHE_MODE,
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
     KVCacheSpec,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...core.dtypes import DType
+from ...core.releases import VLLM, ReleaseRule, span
 from ...core.sizing import ceil_div
 
 #: a token of FlashMLA's sparse ``fp8_ds_mla`` latent: 512 fp8 values, 4 float32 scales, 64 bf16 RoPE values
@@ -38,6 +39,18 @@ def nvfp4_full_dim(head_size: int) -> int:
     per 16 (``vllm/utils/torch_utils.py nvfp4_kv_cache_full_dim``; the page as FlashInfer lays it,
     ``FlashInferBackend.customize_spec``: ``2 x H`` head slots)."""
     return head_size // 2 + head_size // 16
+
+
+#: from vLLM 0.15.1 ``CacheConfig`` has ``mamba_cache_mode`` (``none`` / ``align`` / ``all``); 0.14.1 has none
+#: (its Mamba state is one block a request, or under prefix caching a block of every ``block_size`` tokens):
+#: the settings record ``None``
+MAMBA_CACHE_MODE = ReleaseRule(
+    "vllm-mamba-cache-mode",
+    span("0.15.1", engine=VLLM),
+    "CacheConfig.mamba_cache_mode exists (none / align / all); before, no such setting",
+    "vllm/config/cache.py CacheConfig.mamba_cache_mode (0.15.1)",
+    topic="launch",
+)
 
 
 @dataclass(frozen=True)
@@ -330,7 +343,7 @@ class MambaSpec(KVCacheSpec):
     shapes: tuple[tuple[int, ...], ...]
     dtypes: tuple[DType, ...]
     mamba_type: str = "mamba2"
-    #: ``None``: the release's ``MambaSpec`` has no such field (0.14.1: :data:`~.launch.MAMBA_CACHE_MODE`)
+    #: ``None``: the release's ``MambaSpec`` has no such field (0.14.1: :data:`MAMBA_CACHE_MODE`)
     mamba_cache_mode: str | None = "none"
     page_size_padded: int | None = None
     num_speculative_blocks: int = 0
