@@ -217,17 +217,24 @@ def _v0130() -> VLLMEnvironment:
     return VLLMEnvironment(line.line, light, line.no_deps)
 
 
+def _v0120() -> VLLMEnvironment:
+    """vLLM 0.12.0's environment: 0.13.0's (its pins of those packages are 0.13.0's)."""
+    line = _older_line("0.12.0", "0.6.18", _DISKCACHE)
+    return VLLMEnvironment(line.line, _v0130().light_packages, line.no_deps)
+
+
 #: each older line and the FlashInfer its environment takes (0.27.1 on pin torch 2.13.0)
 _OLDER = (
     _v0110(),
+    _v0120(),
     _v0130(),
     _v0141(),
     _v0151(),
     _v0160(),
     _v0171(),
     _v0181(),
-    # 0.13.0 pins torch 2.9.0 and FlashInfer 0.5.3, 0.14.1 torch 2.9.1 and FlashInfer 0.5.3, 0.15.1 torch 2.9.1 and
-    # FlashInfer 0.6.1, 0.16.0 torch 2.9.1 and FlashInfer 0.6.3, 0.17.1 to 0.26.0 torch 2.10.0 or 2.11.0 and
+    # 0.12.0 and 0.13.0 pin torch 2.9.0 and FlashInfer 0.5.3, 0.14.1 torch 2.9.1 and FlashInfer 0.5.3, 0.15.1 torch
+    # 2.9.1 and FlashInfer 0.6.1, 0.16.0 torch 2.9.1 and FlashInfer 0.6.3, 0.17.1 to 0.26.0 torch 2.10.0 or 2.11.0 and
     # FlashInfer 0.6.4 to 0.6.14: the environment keeps CPU torch 2.13.0 (vLLM's compiled extensions are stand-ins
     # here) and takes 0.6.18 as 0.27.1 does (their pins not tried)
     _older_line("0.19.1", "0.6.18", _DISKCACHE),
