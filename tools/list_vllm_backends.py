@@ -92,12 +92,20 @@ def _backend_and_priority(candidate: Any) -> tuple[Any, int]:
 
 
 def _selector_config() -> Any:
-    """``AttentionSelectorConfig``: ``vllm/v1/attention/selector.py``, 0.13.0's ``vllm/attention/selector.py``."""
+    """``AttentionSelectorConfig``: ``vllm/v1/attention/selector.py``, 0.13.0's ``vllm/attention/selector.py``;
+    0.12.0 has none (its ``get_valid_backends`` takes the fields one by one): a stand-in without fields."""
     import importlib.util
 
     module = "vllm.v1.attention.selector" if importlib.util.find_spec("vllm.v1.attention.selector") else \
         "vllm.attention.selector"
-    return importlib.import_module(module).AttentionSelectorConfig
+    config = getattr(importlib.import_module(module), "AttentionSelectorConfig", None)
+    return config if config is not None else _NoSelectorConfig
+
+
+class _NoSelectorConfig(tuple):  # noqa: SLOT001
+    """0.12.0: no selector config, so no field of it (no DCP flag)."""
+
+    _fields: tuple[str, ...] = ()
 
 
 def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]]]:
@@ -151,10 +159,20 @@ def _select(cap: Any, fields: dict[str, Any], num_heads: int | None,
     AttentionSelectorConfig = _selector_config()
 
     # 0.25.1's selector takes no sliding-window flag: its answer holds with a window or without
-    config = AttentionSelectorConfig(**{k: v for k, v in fields.items() if k in AttentionSelectorConfig._fields})
-    # 0.16.0's takes no head count (it orders no sparse backends by it)
-    takes_heads = "num_heads" in inspect.signature(current_platform.get_valid_backends).parameters
-    valid, _ = current_platform.get_valid_backends(cap, config, **({"num_heads": num_heads} if takes_heads else {}))
+    parameters = inspect.signature(current_platform.get_valid_backends).parameters
+    if AttentionSelectorConfig is _NoSelectorConfig:  # 0.12.0: the fields as arguments, no multimodal prefix flag
+        from vllm.attention.backends.abstract import AttentionType
+
+        valid, _ = current_platform.get_valid_backends(
+            head_size=fields["head_size"], dtype=fields["dtype"], kv_cache_dtype=fields["kv_cache_dtype"],
+            block_size=None, use_mla=fields["use_mla"], has_sink=fields["has_sink"],
+            use_sparse=fields.get("use_sparse", False), device_capability=cap, attn_type=AttentionType.DECODER)
+    else:
+        config = AttentionSelectorConfig(**{k: v for k, v in fields.items() if k in AttentionSelectorConfig._fields})
+        # 0.16.0's takes no head count (it orders no sparse backends by it)
+        takes_heads = "num_heads" in parameters
+        valid, _ = current_platform.get_valid_backends(cap, config, **({"num_heads": num_heads} if takes_heads
+                                                                       else {}))  # fmt: skip
     ordered = sorted((_backend_and_priority(c) for c in valid), key=lambda bp: bp[1])
     for backend, _ in ordered:
         bkey = f"{capability[0]}.{capability[1]}|{backend.name}"

@@ -1415,6 +1415,11 @@ class VLLMModelRule:
     mtp_draft_from: str | None = None
     own_sliding_kv_heads: bool = False
     config_state_without_lookahead: bool = False
+    #: the first vLLM release whose model class builds the model; before it vLLM fails while building it with
+    #: ``vllm_build_error`` (Kimi-Linear in 0.12.0: its MLA layers' ``MLAModules`` take an ``indexer_rotary_emb``
+    #: its model code does not pass)
+    vllm_builds_from: str | None = None
+    vllm_build_error: str | None = None
 
 
 _GEMMA3_VLLM = VLLMModelRule(sliding_layers="not_every_sixth", mm_prefix=True)
@@ -1430,6 +1435,9 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
                                    mtp_draft_from="0.21.0", transformers_4_refuses=True, own_sliding_kv_heads=True),
     "deepseek_v3": VLLMModelRule(mtp_draft=True),
     "kimi_k2": VLLMModelRule(vllm_registry_from="0.18.1"),
+    "kimi_linear": VLLMModelRule(vllm_builds_from="0.13.0",
+                                 vllm_build_error="TypeError: MLAModules.__init__() missing 1 required positional "
+                                 "argument: 'indexer_rotary_emb'"),
     "deepseek_v32": VLLMModelRule(bf16_cache_is_auto=True, fp8_cache_is_ds_mla=True, mtp_draft=True),
     "glm4_moe": VLLMModelRule(mtp_draft=True),
     "glm_moe_dsa": VLLMModelRule(sm100_fp8_cache_from="0.32.0", mtp_draft=True, transformers_4_refuses=True),
@@ -1454,7 +1462,7 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
 VLLM_V2_RUNNER_ARCHITECTURES: ByRelease[tuple[str, ...]] = ByRelease(
     "vllm-v2-runner-architectures",
     (
-        ("0.13.0", ()),  # Model Runner V2 only with VLLM_USE_V2_MODEL_RUNNER=1 (vllm/envs.py)
+        ("0.12.0", ()),  # Model Runner V2 only with VLLM_USE_V2_MODEL_RUNNER=1 (vllm/envs.py)
         ("0.22.1", ("Qwen3ForCausalLM",)),
         ("0.23.0", ("LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM")),
         ("0.24.0", ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",

@@ -51,8 +51,8 @@ def test_most_cases_are_planned_by_vllm(release: str) -> None:
     """The catalog exercises vLLM's sizing, not only its refusals: of the cases handed to vLLM (not declined
     before it as a layout the vLLM bridge does not drive: speculative decoding, NPU, ...), most are planned,
     and at least 200 in all. A release whose backends take no ``bfloat16`` cache (before
-    ``vllm-bfloat16-cache-dtype``: 0.13.0, 0.14.1) refuses the catalog's bf16 cases: it plans exactly the cases the next
-    newer release plans but those."""
+    ``vllm-bfloat16-cache-dtype``: 0.12.0 to 0.14.1) refuses the catalog's bf16 cases: it plans only cases the
+    next newer release plans but those (0.12.0 refuses two more, by its own rules), at least 90 of them."""
     documents = [read_snapshot(p) for p in snapshot_files(FOLDERS[release])]
     handed = [d for d in documents if "do not model" not in str(d.get("error", ""))]
     planned = [d for d in handed if "error" not in d]
@@ -62,8 +62,10 @@ def test_most_cases_are_planned_by_vllm(release: str) -> None:
     newer = RELEASES[RELEASES.index(release) + 1]
     planned_newer = {p.stem for p in snapshot_files(FOLDERS[newer]) if "error" not in read_snapshot(p)}
     bf16 = {d["case"] for d in documents if "kv_cache_dtype=bfloat16" in str(d.get("error", ""))
+            or "kv_cache_dtype: bfloat16" in str(d.get("error", ""))
             or "CUTLASS_MLA is not valid for this configuration. Reason: ['kv_cache_dtype" in str(d.get("error", ""))}
-    assert {d["case"] for d in planned} == planned_newer - bf16, (len(planned), len(planned_newer), len(bf16))
+    assert {d["case"] for d in planned} <= planned_newer - bf16, (len(planned), len(planned_newer), len(bf16))
+    assert len(planned) >= 90, len(planned)
 
 
 @pytest.mark.parametrize(("release", "snapshot"), SNAPSHOTS, ids=lambda v: v if isinstance(v, str) else v.stem)
@@ -130,10 +132,11 @@ def test_vllm_format_report_cuts_a_long_detail_to_the_width() -> None:
     assert format_report(_report(), width=37)[4] == "d   DIFF   num_gpu_blocks: 5120 -> 5119; +2 more"
 
 
-@pytest.mark.parametrize("release", ["0.13.0", "0.14.1", "0.15.1", "0.16.0", "0.17.1", "0.18.1", "0.19.1", "0.34.0"])
+@pytest.mark.parametrize("release", ["0.12.0", "0.13.0", "0.14.1", "0.15.1", "0.16.0", "0.17.1", "0.18.1", "0.19.1",
+                                     "0.34.0"])
 def test_known_rebuilt_from_the_snapshots_equals_the_live_recording(release: str, tmp_path: Path) -> None:
     """``tools/record_golden.py --engine vllm --known-only FOLDER`` writes, from the committed snapshots alone,
-    the ``_known.json`` the live recorder wrote (0.13.0 to 0.19.1 and 0.34.0 were recorded live at this code)."""
+    the ``_known.json`` the live recorder wrote (0.12.0 to 0.19.1 and 0.34.0 were recorded live at this code)."""
     from ..helpers import tool_module
 
     folder = tmp_path / f"vllm-{release}"

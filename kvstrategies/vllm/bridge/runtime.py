@@ -77,7 +77,7 @@ EXTENSION_MODULES: frozenset[str] = frozenset(
 #: vLLM's vendored DeepGEMM ``_C``, a pybind extension up to 0.31.0 and in 0.32.0 a facade over ``torch.ops`` that
 #: also needs a ``torch.classes`` runtime; 0.33.0's facade imports over the op stubs
 STUB_OP_MODULES: dict[str, tuple[str, str, str]] = {
-    "deep_gemm": ("deep_gemm", "0.13.0", "0.19.1"),
+    "deep_gemm": ("deep_gemm", "0.12.0", "0.19.1"),
     "vllm.third_party.deep_gemm._C": ("deep_gemm", "0.20.2", "0.32.0"),
 }
 #: where the vendored DeepGEMM (up to 0.32.0) is told CUDA is when it initialises at import

@@ -77,7 +77,7 @@ KV_CACHE_LAYOUTS = ReleaseRule(
 #: (``AttentionBackend.get_preferred_block_size``)
 DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
     "vllm-default-block-size",
-    (("0.13.0", 16), ("0.34.0", 64)),
+    (("0.12.0", 16), ("0.34.0", 64)),
     "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
     "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
     "AttentionBackend.get_preferred_block_size",
@@ -124,6 +124,7 @@ def mla_config_block(geometry: ModelGeometry, gpu: VLLMDevice, block_size: int |
         return None
     block = block_size or DEFAULT_BLOCK_SIZE.at(release)
     blackwell, hopper, sparse = gpu.capability[0] == 10, gpu.capability[0] == 9, geometry.dsa is not None
+    blackwell = blackwell and (sparse or cutlass_mla_forced(gpu, release))  # 0.12.0: SM 10.0 only
     flashinfer = MLA_BLACKWELL_FLASHINFER.holds(release)
     if blackwell and not sparse and geometry.mla.qk_nope_head_dim == MLA_CONFIG_FLASHINFER_QK_NOPE and flashinfer:
         return block if block == MLA_CONFIG_BLOCK_32 or block % MLA_CONFIG_BLOCK_64 == 0 else MLA_CONFIG_BLOCK_64
@@ -189,6 +190,35 @@ BFLOAT16_CACHE_DTYPE = ReleaseRule(
 )
 
 
+#: from vLLM 0.13.0 ``check_and_update_config`` sets CUTLASS_MLA on the SM 10.x family for a dense MLA model only
+#: (``attention_config.backend``); 0.12.0 sets it on SM 10.0 alone (``is_device_capability(100)``), sparse models
+#: included (``VLLM_ATTENTION_BACKEND``), and CUTLASS_MLA refuses a sparse model ("sparse not supported")
+CUTLASS_MLA_FAMILY = ReleaseRule(
+    "vllm-cutlass-mla-sm10-family",
+    span("0.13.0", engine=VLLM),
+    "CUTLASS_MLA is set for dense MLA models on the SM 10.x family (before: on SM 10.0 only, sparse models included, "
+    "which it refuses)",
+    "vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config (0.12.0: is_device_capability(100))",
+    topic="sizing",
+)
+#: from vLLM 0.13.0 the selector's refusal names an ``AttentionSelectorConfig(...)``; 0.12.0's lists the fields
+#: (``No valid attention backend found for cuda with head_size: H, dtype: ...``)
+SELECTOR_CONFIG_WORDING = ReleaseRule(
+    "vllm-selector-config-wording",
+    span("0.13.0", engine=VLLM),
+    "the no-valid-backend refusal names an AttentionSelectorConfig (before: head_size: H, dtype: ... listed)",
+    "vllm/platforms/cuda.py CudaPlatformBase.get_attn_backend_cls (0.12.0)",
+    topic="launch",
+)
+
+
+def cutlass_mla_forced(gpu: VLLMDevice, release: EngineRelease, sparse: bool = False) -> bool:
+    """Whether the config sets CUTLASS_MLA for an MLA model on ``gpu`` (:data:`CUTLASS_MLA_FAMILY`)."""
+    if CUTLASS_MLA_FAMILY.holds(release):
+        return gpu.capability[0] == 10 and not sparse
+    return gpu.capability == (10, 0)
+
+
 def check_cache_dtype_name(kv_cache_dtype: str, gpu: VLLMDevice, family: str, release: EngineRelease,
                            selector: str, dense_mla: bool = False) -> None:  # fmt: skip
     """Refuse ``bfloat16`` where no backend lists it (before :data:`BFLOAT16_CACHE_DTYPE`), as vLLM's selector does;
@@ -196,7 +226,7 @@ def check_cache_dtype_name(kv_cache_dtype: str, gpu: VLLMDevice, family: str, re
     CUTLASS_MLA, ``get_attn_backend_cls``' "Selected backend ... is not valid")."""
     if kv_cache_dtype != "bfloat16" or BFLOAT16_CACHE_DTYPE.holds(release):
         return
-    if dense_mla and gpu.capability[0] == 10 and not MLA_BLACKWELL_FLASHINFER.holds(release):
+    if dense_mla and cutlass_mla_forced(gpu, release) and not MLA_BLACKWELL_FLASHINFER.holds(release):
         raise UnsupportedConfigurationError(
             f"vLLM {release.text} refuses: Selected backend AttentionBackendEnum.CUTLASS_MLA is not valid for this "
             "configuration. Reason: ['kv_cache_dtype not supported'] (vllm/platforms/cuda.py "
@@ -259,7 +289,15 @@ def _takes_block(name: str, family: str, release: EngineRelease, block_size: int
 
 
 def _no_valid_backend(release: EngineRelease, gpu: VLLMDevice, family: str, selector: str, fix: str) -> Exception:
-    """vLLM's refusal when no backend of the row takes the configuration (``get_attn_backend_cls``)."""
+    """vLLM's refusal when no backend of the row takes the configuration (``get_attn_backend_cls``; before
+    :data:`SELECTOR_CONFIG_WORDING` the fields are listed, ``head_size`` first)."""
+    if not SELECTOR_CONFIG_WORDING.holds(release):
+        fields = selector.replace("=", ": ")
+        return UnsupportedConfigurationError(
+            f"vLLM {release.text} refuses: No valid attention backend found for cuda with {fields}, ... on "
+            f"{gpu.name} (compute capability {family}; vllm/platforms/cuda.py CudaPlatformBase.get_attn_backend_cls); "
+            f"{fix}"
+        )
     return UnsupportedConfigurationError(
         f"vLLM {release.text} refuses: No valid attention backend found for cuda with AttentionSelectorConfig("
         f"{selector}, ...) on {gpu.name} (compute capability {family}; vllm/platforms/cuda.py "
@@ -280,7 +318,7 @@ def attention_backend(
     those that take decode context parallelism)."""
     nope = geometry.mla.qk_nope_head_dim if geometry.mla is not None else None
     key = profile_key(geometry, gpu, kv_cache_dtype, release, dcp)
-    return _pick(key, gpu, kv_cache_dtype, release, block_size, nope)
+    return _pick(key, gpu, kv_cache_dtype, release, block_size, nope, None if geometry.use_mla else geometry.head_dim)
 
 
 def head_backend(
@@ -292,19 +330,21 @@ def head_backend(
     kv = _kv_key(kv_cache_dtype)
     head = head_dim if head_dim in RECORDED_HEAD_SIZES else OTHER_HEAD_SIZE
     key = f"{major}.{minor}|mha|{model_dtype.torch_name}|{head}|{kv}|-"
-    return _pick(key, gpu, kv_cache_dtype, release, block_size, None)
+    return _pick(key, gpu, kv_cache_dtype, release, block_size, None, head_dim)
 
 
 def _pick(
     key: str, gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease, block_size: int | None,
-    qk_nope_head_dim: int | None,
+    qk_nope_head_dim: int | None, head_size: int | None = None,
 ) -> BackendChoice:
-    """The first valid backend of table row ``key`` that takes the block (``qk_nope_head_dim``: an MLA model's)."""
+    """The first valid backend of table row ``key`` that takes the block (``qk_nope_head_dim``: an MLA model's;
+    ``head_size``: the layers' own, which a refusal names, where the row's is a stand-in)."""
+    head = head_size or key.split("|")[3]
     check_block_size(block_size, release.text)
     family, valid = _recorded_choices(release, key, "attention backend choice", "model dtype, KV cache dtype or GPU "
                                       "outside tools/list_vllm_backends.py's grid); plan it on a listed GPU with a "
                                       "bf16/fp16 model")  # fmt: skip
-    check_cache_dtype_name(kv_cache_dtype, gpu, family, release, f"head_size=..., kv_cache_dtype={kv_cache_dtype}",
+    check_cache_dtype_name(kv_cache_dtype, gpu, family, release, f"head_size={head}, kv_cache_dtype={kv_cache_dtype}",
                            dense_mla=qk_nope_head_dim is not None)
     for name in valid:
         if name == "FLASHINFER_MLA" and qk_nope_head_dim is not None and qk_nope_head_dim not in (
@@ -316,7 +356,7 @@ def _pick(
         _check_impl(choice, gpu, kv_cache_dtype, release)
         return choice
     given = "" if block_size is None else f", block_size={block_size}"
-    raise _no_valid_backend(release, gpu, family, f"head_size=..., kv_cache_dtype={kv_cache_dtype}{given}",
+    raise _no_valid_backend(release, gpu, family, f"head_size={head}, kv_cache_dtype={kv_cache_dtype}{given}",
                             "give --block-size 16 or a multiple of it, or leave it to the backend"
                             if block_size is not None else "choose another --kv-cache-dtype or GPU")  # fmt: skip
 
@@ -326,7 +366,7 @@ def _pick(
 #: byte, 0.34.0's ``FlashAttentionDiffKVImpl.__init__`` refuses it
 DIFFKV_FP8: ByRelease[bool] = ByRelease(
     "vllm-diffkv-fp8",
-    (("0.13.0", True), ("0.34.0", False)),
+    (("0.12.0", True), ("0.34.0", False)),
     "FLASH_ATTN_DIFFKV takes an fp8 KV cache (0.34.0 refuses it: Unsupported FP8 Diff-KV configuration)",
     "vllm/v1/attention/backends/flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__",
     topic="launch",
@@ -432,6 +472,12 @@ def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRele
     whose kernels take the block; a block must suit the indexer's 64-token kernels too
     (:data:`MODELLED_SPARSE_BACKENDS` says which pages are modelled)."""
     check_block_size(block_size, release.text)
+    if cutlass_mla_forced(gpu, release, sparse=True):  # 0.12.0 on SM 10.0: the config set CUTLASS_MLA
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text} refuses: Selected backend AttentionBackendEnum.CUTLASS_MLA is not valid for this "
+            "configuration. Reason: ['kv_cache_dtype not supported', 'sparse not supported'] (vllm/platforms/cuda.py "
+            "CudaPlatformBase.check_and_update_config sets it on SM 10.0, sparse models included)"
+        )
     sixteen_bit = kv_cache_dtype in _SIXTEEN_BIT
     if gpu.capability[0] == 10 and sixteen_bit:
         raise UnsupportedConfigurationError(

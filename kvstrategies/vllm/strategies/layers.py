@@ -141,7 +141,7 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.13.0", (VLLM_KV_CACHE_DTYPES[:VLLM_KV_CACHE_DTYPES.index("fp8_ds_mla") + 1], "literal")),
+    (("0.12.0", (VLLM_KV_CACHE_DTYPES[:VLLM_KV_CACHE_DTYPES.index("fp8_ds_mla") + 1], "literal")),
      ("0.20.2", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),

@@ -110,7 +110,7 @@ LEADER_LATENT_SPEC = ReleaseRule(
 #: ``kv_cache_utils.py`` in vLLM 0.33.0
 PLANNING_MODULE: ByRelease[str] = ByRelease(
     "vllm-kv-cache-planning-module",
-    (("0.13.0", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
+    (("0.12.0", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
     "the module of get_kv_cache_configs and _check_enough_kv_cache_memory",
     "vllm/v1/core/kv_cache_planning.py (0.33.0); vllm/v1/core/kv_cache_utils.py before",
     topic="sizing",
@@ -127,7 +127,7 @@ def planning_module(version: str) -> str:
 #: the word vLLM's "one request fits" refusal names the model with: 0.21.0 writes "models's"
 REFUSAL_MODEL_WORD: ByRelease[str] = ByRelease(
     "vllm-memory-refusal-wording",
-    (("0.13.0", "models's"), ("0.22.1", "model's")),
+    (("0.12.0", "models's"), ("0.22.1", "model's")),
     "the word the refusal of a budget below one request at max_model_len names the model with",
     "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory",
     topic="sizing",

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from ...context import KVCacheContext
 from ...core.dtypes import DType
-from ...core.releases import VLLM, EngineRelease, ReleaseRule, span
+from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span
 from ...core.sizing import PoolSizes, ceil_div
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
@@ -219,6 +219,7 @@ class VLLMStrategy(Strategy):
         check_eagle3_target(geometry, deployment.draft, ctx.release)
         check_kv_cache_dtype(deployment.kv_cache_dtype, geometry, version)
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
+        _check_builds(geometry, version)
         check_decode_context_parallel(geometry, deployment, version)
         launch = resolve_model_launch(deployment, geometry, version)
         sparse = geometry.dsa is not None
@@ -400,6 +401,18 @@ CONFIG_REGISTRY_RULES = per_release_rules(
 )  # fmt: skip
 
 
+#: the model types whose model class vLLM builds from a release on (``VLLMModelRule.vllm_builds_from``), one rule per
+#: release; before it vLLM fails while building the model (0.12.0's Kimi-Linear:
+#: ``vllm/model_executor/models/kimi_linear.py`` builds ``MLAModules`` without its ``indexer_rotary_emb``)
+MODEL_BUILDS_FROM = model_rule_releases("vllm_builds_from")
+MODEL_BUILDS_RULES = per_release_rules(
+    MODEL_BUILDS_FROM, "vllm-model-builds",
+    "vLLM's model class builds the model (before it, building it fails)",
+    "vllm/model_executor/models/kimi_linear.py KimiMLAAttention (0.12.0: MLAModules without indexer_rotary_emb)",
+    topic="launch",
+)  # fmt: skip
+
+
 def check_model_type(model_type: str, release: EngineRelease) -> None:
     """vLLM's refusal of a config its transformers cannot read (:data:`TRANSFORMERS_4_CONFIGS`; a model type vLLM's
     own registry reads only from a later release: :data:`CONFIG_REGISTRY_FROM`), the first check of a launch
@@ -411,6 +424,16 @@ def check_model_type(model_type: str, release: EngineRelease) -> None:
             f"vLLM {release.text} refuses: 1 validation error for ModelConfig Value error, The checkpoint you are "
             f"trying to load has model type `{model_type}` but Transformers does not recognize this architecture "
             "(vllm/transformers_utils/config.py get_config; transformers 4 registers no config class for it)"
+        )
+
+
+def _check_builds(geometry: ModelGeometry, version: str) -> None:
+    """vLLM's failure while building a model its release cannot build (:data:`MODEL_BUILDS_FROM`)."""
+    first = MODEL_BUILDS_FROM.get(geometry.model_type)
+    if first is not None and version and parse_release(version, VLLM, field="--vllm-version") < first:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refuses: {vllm_model_rule(geometry.model_type).vllm_build_error} (its model class "
+            f"fails while the model is built; vLLM {first.text} builds it)"
         )
 
 
