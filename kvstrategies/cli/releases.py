@@ -102,6 +102,7 @@ RULE_MODULES: tuple[str, ...] = (
     "kvstrategies.vllm.strategies.grouping",
     "kvstrategies.vllm.strategies.drafts",
     "kvstrategies.vllm.strategies.engine_args",
+    "kvstrategies.vllm.strategies.specs",
     "kvstrategies.vllm.planner.load_refusals",
     "kvstrategies.vllm.planner.weights",
 )
