@@ -151,24 +151,24 @@ def _v0171() -> VLLMEnvironment:
 _MISTRAL_COMMON = ("mistral_common==1.13.1",)
 
 
-def _v0160() -> VLLMEnvironment:
-    """vLLM 0.16.0's environment: 0.17.1's (its pins of those packages are 0.17.1's; openai unbounded above) and
-    mistral_common."""
-    line = _older_line("0.16.0", "0.6.18", _DISKCACHE)
-    return VLLMEnvironment(line.line, (*_v0171().light_packages, *_MISTRAL_COMMON), line.no_deps)
-
-
 #: mistral_common 1.13.1 takes numpy below 2.4 on Python <= 3.12 (the package index's metadata; 2.4.6 does not resolve
 #: beside it): 2.3.5, the last 2.3
 _NUMPY_FOR_MISTRAL = {"numpy": "numpy==2.3.5"}
+
+
+def _v0160() -> VLLMEnvironment:
+    """vLLM 0.16.0's environment: 0.17.1's (its pins of those packages are 0.17.1's; openai unbounded above) and
+    mistral_common, with numpy 2.3.5 beside it."""
+    line = _older_line("0.16.0", "0.6.18", _DISKCACHE)
+    light = tuple(_NUMPY_FOR_MISTRAL.get(p.split("==", 1)[0], p) for p in _v0171().light_packages)
+    return VLLMEnvironment(line.line, (*light, *_MISTRAL_COMMON), line.no_deps)
 
 
 def _v0151() -> VLLMEnvironment:
     """vLLM 0.15.1's environment: 0.16.0's (its pins of those packages are 0.16.0's: transformers below 5,
     xgrammar 0.1.29, compressed-tensors 0.13.0, llguidance below 1.4; mistral_common ``>=1.8.8``) with numpy 2.3.5."""
     line = _older_line("0.15.1", "0.6.18", _DISKCACHE)
-    light = tuple(_NUMPY_FOR_MISTRAL.get(p.split("==", 1)[0], p) for p in _v0160().light_packages)
-    return VLLMEnvironment(line.line, light, line.no_deps)
+    return VLLMEnvironment(line.line, _v0160().light_packages, line.no_deps)
 
 
 #: 0.11.0 pins compressed-tensors 0.11.0, llguidance below 0.8 (0.7.30, the last 0.7), xgrammar 0.1.25 and numba
