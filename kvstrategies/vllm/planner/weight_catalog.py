@@ -174,10 +174,12 @@ def vllm_scope(case: WeightCase, version: str | None = None) -> str | None:
 
 
 def vllm_layout(case: WeightCase) -> tuple[int, int]:
-    """``(--tensor-parallel-size, --data-parallel-size)`` of a weight case's launch: SGLang's attention DP
-    ``A`` over ``tp`` GPUs is vLLM's ``tp / A`` attention TP in each of ``A`` DP ranks (the experts span all
-    ``tp``, whole under EP as SGLang's ``--ep-size tp``)."""
-    return case.tp // case.attn_dp, case.attn_dp
+    """``(--tensor-parallel-size, --data-parallel-size)`` of a weight case's launch, as the case mapping reads
+    SGLang's attention DP (:func:`~kvstrategies.vllm.strategies.engine_args.attention_dp_layout`; the experts span
+    all ``tp``, whole under EP as SGLang's ``--ep-size tp``)."""
+    from ..strategies.engine_args import attention_dp_layout
+
+    return attention_dp_layout(case.tp, case.attn_dp)
 
 
 def vllm_catalog(version: str | None = None) -> tuple[WeightCase, ...]:

@@ -137,6 +137,12 @@ class VLLMDeployment:
         return arguments
 
 
+def attention_dp_layout(tp_size: int, attn_dp_size: int) -> tuple[int, int]:
+    """``(--tensor-parallel-size, --data-parallel-size)`` of SGLang's attention DP ``A`` over ``tp_size`` GPUs:
+    vLLM's ``tp_size / A`` attention TP in each of ``A`` DP ranks (a MoE model's experts span all of them)."""
+    return tp_size // attn_dp_size, attn_dp_size
+
+
 def _refuse(field: str, why: str) -> UnsupportedConfigurationError:
     return UnsupportedConfigurationError(
         f"{field}: {why}; the vLLM strategies (and the vLLM bridge) do not model it -- plan it for SGLang, "
@@ -202,6 +208,7 @@ def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDepl
     """The vLLM launch ``ctx`` stands for, with ``--kv-cache-memory-bytes kv_cache_memory_bytes``."""
     check_vllm_scope(ctx)
     parts = ctx.parallel.pp_layer_partition if ctx.parallel.pp_size > 1 else None
+    tp, dp = attention_dp_layout(ctx.parallel.tp_size, ctx.parallel.attn_dp_size)
     if parts is not None:
         check_layer_partition(parts, ctx.parallel.pp_size, ctx.geometry.num_hidden_layers, ctx.release.text)
     scheduling = ctx.scheduling
@@ -209,8 +216,8 @@ def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDepl
     platform = ctx.platform
     gpu = getattr(platform, "gpu", None) or ("B200" if platform.is_sm100 else DEFAULT_VLLM_GPU)
     return VLLMDeployment(
-        tensor_parallel_size=ctx.parallel.tp_size // ctx.parallel.attn_dp_size,
-        data_parallel_size=ctx.parallel.attn_dp_size,
+        tensor_parallel_size=tp,
+        data_parallel_size=dp,
         decode_context_parallel_size=ctx.parallel.dcp_size,
         pipeline_parallel_size=ctx.parallel.pp_size,
         pp_layer_partition=parts,
