@@ -197,7 +197,7 @@ def test_plan_reads_the_head_from_speculative_config(tmp_path: object, capsys: p
 
 
 @pytest.mark.parametrize(("spec", "words"), [
-    ('{"method": "eagle3", "num_speculative_tokens": 3}', 'needs the draft head: "model"'),
+    ('{"method": "eagle3", "num_speculative_tokens": 3}', 'needs the draft: "model"'),
     ('{"method": "eagle3", "model": "/no/such/head", "num_speculative_tokens": 3}', "no such file or folder"),
     ('{"method": "eagle", "model": "/", "num_speculative_tokens": 0}', "num_speculative_tokens must be an integer"),
 ])  # fmt: skip

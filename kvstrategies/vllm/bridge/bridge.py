@@ -344,8 +344,27 @@ def _build_draft(vllm_config: Any) -> None:
         proposer = importlib.import_module("vllm.v1.spec_decode.llm_base_proposer")
         view = types.SimpleNamespace(speculative_config=speculative, vllm_config=vllm_config)
         draft_config = proposer.SpecDecodeBaseProposer._create_draft_vllm_config(view)
-    with backends.set_model_tag("eagle_head"), config.set_current_vllm_config(draft_config):
-        loader.initialize_model(vllm_config=draft_config, model_config=speculative.draft_model_config)
+    tag, prefix = "eagle_head", ""
+    if speculative.method == "draft_model":
+        draft_config, tag, prefix = _draft_model_config(draft_config, vllm_config), "draft_model", "draft_model"
+    with backends.set_model_tag(tag), config.set_current_vllm_config(draft_config):
+        loader.initialize_model(vllm_config=draft_config, model_config=speculative.draft_model_config, prefix=prefix)
+
+
+def _draft_model_config(draft_config: Any, vllm_config: Any) -> Any:
+    """A separate draft model's ``VllmConfig``: the proposer's view with the draft's model config, its own
+    quantization and the draft's parallel config at the target's rank (0.34.0: ``standalone_ar/speculator.py
+    StandaloneARSpeculator.load_draft_model``; 0.33.0: ``v1/spec_decode/draft_model.py
+    DraftModelProposer._create_draft_vllm_config``, which keeps the target's decode context parallelism)."""
+    replace_config = importlib.import_module("vllm.config.utils").replace
+    speculative, target = vllm_config.speculative_config, vllm_config.parallel_config
+    fields = {"rank": target.rank}
+    if not hasattr(speculative, "apply_draft_overrides"):  # 0.33.0
+        fields.update({name: getattr(target, name) for name in (
+            "decode_context_parallel_size", "cp_kv_cache_interleave_size", "dcp_comm_backend", "dcp_q_replicate")
+            if hasattr(target, name)})  # fmt: skip
+    return replace_config(draft_config, model_config=speculative.draft_model_config, quant_config=None,
+                          parallel_config=replace_config(speculative.draft_parallel_config, **fields))
 
 
 #: the draft layers of the case being recorded, by vLLM's name -> the index the documents give them

@@ -79,7 +79,7 @@ def vllm_request(args: argparse.Namespace) -> Any:
 
 def _speculative(text: str | None) -> dict[str, Any]:
     """The request's speculative fields from ``--speculative-config`` (none when not given): the method, the tokens,
-    and a draft head's folder and config.json."""
+    and a draft head's or draft model's folder and config.json."""
     from ...core.jsonio import parse_json_text
     from ..strategies.drafts import speculative_request
 
@@ -97,7 +97,7 @@ def _speculative(text: str | None) -> dict[str, Any]:
 
 
 def _draft_config(model: str) -> dict[str, Any]:
-    """The draft head's config.json: ``model`` is its folder or the file (bounded JSON,
+    """The draft's config.json (a head or a draft model): ``model`` is its folder or the file (bounded JSON,
     :mod:`kvstrategies.core.jsonio`);
     vLLM could not load a head that is not there."""
     from pathlib import Path
@@ -107,9 +107,9 @@ def _draft_config(model: str) -> dict[str, Any]:
     path = Path(model)
     if not (path.exists() or path.is_symlink()):
         raise KVCacheConfigError(f"--speculative-config model {model!r:.120}: no such file or folder; vLLM could not "
-                                 "load the draft head (give its folder or config.json)")  # fmt: skip
+                                 "load the draft (give its folder or config.json)")  # fmt: skip
     try:
-        return read_json_object(path / "config.json" if path.is_dir() else path, "the draft head's config.json")
+        return read_json_object(path / "config.json" if path.is_dir() else path, "the draft's config.json")
     except KVCacheConfigError as exc:
         raise KVCacheConfigError(f"--speculative-config model: {exc}") from exc
 

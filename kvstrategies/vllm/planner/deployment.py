@@ -30,7 +30,7 @@ from ..strategies.sizing import blocks_per_request
 from ..strategies.specs import CacheLimits
 from ..strategies.strategies import VLLMKVCachePlan
 from .budget import EXTENSIBLE_KV_CACHE, VLLMBudget, extensible_budget, given_budget, vllm_budget
-from .draft_head import draft_head, draft_head_bytes
+from .draft_head import draft_head, draft_head_bytes, draft_model_shape
 from .extensible import blocks_within, segment_strides
 from .gpu_memory import cuda_total
 from .load_refusals import check_weight_load
@@ -146,10 +146,27 @@ def _speculative_fields(req: VLLMPlanRequest) -> dict[str, Any]:
         return {}
     fields: dict[str, Any] = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1,
                               "speculative_num_steps": tokens, "speculative_num_draft_tokens": tokens + 1}  # fmt: skip
-    if req.speculative_method != "mtp" and req.draft_config is not None:
+    if req.speculative_method == "draft_model" and req.draft_config is not None:  # SGLang's name for it
+        fields["speculative_algorithm"] = "STANDALONE"
+        fields.update(draft_model_shape(req.draft_config).case_fields())
+    elif req.speculative_method != "mtp" and req.draft_config is not None:
         fields["speculative_algorithm"] = req.speculative_method.upper()
         fields.update(draft_head(req.draft_config, req.speculative_method).case_fields())
     return fields
+
+
+def _with_draft_model(weights: VLLMWeights, req: VLLMPlanRequest, tp: int, pp: int, dtype: DType) -> VLLMWeights:
+    """The last stage with the draft model's weights: built on that stage under the target's pipeline group, it
+    holds that stage's share of its layers and its own LM head, no embedding at PP > 1, in its own quantization
+    (``quant_config=None`` in ``StandaloneARSpeculator.load_draft_model``: the draft's config decides)."""
+    from pathlib import Path
+
+    folder = None if req.draft_model is None or not Path(req.draft_model).is_dir() else req.draft_model
+    draft = vllm_weights(req.draft_config or {}, tp=tp, pp=pp, dtype=dtype, checkpoint=folder, release=req.release)
+    last = draft.per_stage[-1]
+    return VLLMWeights(weights.per_stage[:-1] + (weights.per_stage[-1] + last,),
+                       f"{weights.source}; + {last / 2**30:.2f} GiB of the draft model on the last stage "
+                       f"({draft.source})")  # fmt: skip
 
 
 def resolved_launch(req: VLLMPlanRequest) -> VLLMLaunch:
@@ -172,7 +189,10 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
                            mtp=req.num_speculative_tokens is not None and req.speculative_method == "mtp",
                            release=req.release, expert_parallel=req.enable_expert_parallel,
                            moe_tp=req.moe_parallel_size)  # fmt: skip
-    if req.draft_config is not None and req.num_speculative_tokens is not None and req.weight_bytes is None:
+    if req.speculative_method == "draft_model" and req.draft_config is not None \
+            and req.num_speculative_tokens is not None and req.weight_bytes is None:  # fmt: skip
+        weights = _with_draft_model(weights, req, tp, pp, dtype)
+    elif req.draft_config is not None and req.num_speculative_tokens is not None and req.weight_bytes is None:
         head = draft_head_bytes(req.draft_config, req.speculative_method, tp=tp, dtype=dtype)
         weights = VLLMWeights(weights.per_stage[:-1] + (weights.per_stage[-1] + head,),
                               f"{weights.source}; + {head / 2**30:.2f} GiB of the {req.speculative_method.upper()} "

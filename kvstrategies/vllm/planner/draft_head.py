@@ -64,6 +64,24 @@ def draft_head(config: Mapping[str, Any], method: str) -> DraftHead:
                      _int(t, "head_dim", max(1, hidden // heads)))  # fmt: skip
 
 
+def draft_model_shape(config: Mapping[str, Any]) -> DraftHead:
+    """A separate draft model's shape (``method`` ``draft_model``): its layers, KV heads and head size, as for a head;
+    only a model of full-attention layers alone is planned (its layers join the target's groups as a head's do)."""
+    from ...models.parse import parse_hf_config
+
+    geometry = parse_hf_config(config)
+    others = [name for name, value in (("MLA", geometry.use_mla), ("sliding-window", geometry.hybrid_swa is not None
+              or geometry.config_sliding_window is not None), ("state (Mamba / linear)", geometry.mamba is not None),
+              ("sparse", geometry.dsa is not None or geometry.dsv4 is not None
+               or geometry.minimax_sparse is not None)) if value]  # fmt: skip
+    if others:
+        raise KVCacheConfigError(
+            f"the draft model's config.json ({geometry.model_type}) has {others[0]} layers: a draft model of "
+            "full-attention layers alone is planned with vLLM; give such a draft, or plan without --speculative-config"
+        )
+    return draft_head(config, "draft_model")
+
+
 def draft_head_bytes(config: Mapping[str, Any], method: str, *, tp: int, dtype: DType) -> int:
     """Bytes one rank of the head keeps resident (module doc)."""
     t = text_config(config)

@@ -117,10 +117,13 @@ def plan_text(plan: VLLMDeploymentPlan) -> str:
     draft = launch.deployment.draft
     if draft is not None:
         source = f"the model's {draft.num_layers} MTP layer(s)" if not draft.is_head else \
+            f"a draft model of {draft.num_layers} full-attention layer(s)" if draft.method == "draft_model" else \
             f"an {draft.method.upper()} head of {draft.num_layers} full-attention layer(s)"
+        builder = "standalone_ar/speculator.py StandaloneARSpeculator.load_draft_model" \
+            if draft.method == "draft_model" else "eagle/utils.py load_eagle_model"
         out.append(f"speculative: {draft.num_speculative_tokens} tokens a step from {source}, which join the KV cache "
-                   "groups on the last stage (the drafter's attention layers: vllm/v1/worker/gpu/spec_decode/eagle/"
-                   "utils.py load_eagle_model; Mamba layers hold the lookahead)")  # fmt: skip
+                   f"groups on the last stage (the drafter's attention layers: vllm/v1/worker/gpu/spec_decode/{builder}"
+                   "; Mamba layers hold the lookahead)")  # fmt: skip
     for row in plan.lengths:
         out.append(f"requests of {row.request_length:,} tokens: {row.concurrency:.2f}x concurrency "
                    f"({row.blocks_per_request:,} blocks each, vLLM's formula at that length)")  # fmt: skip

@@ -1,4 +1,4 @@
-"""vLLM's speculative decoding: the model's own MTP layers, or a separate EAGLE / EAGLE3 draft head.
+"""vLLM's speculative decoding: the model's own MTP layers, a separate EAGLE / EAGLE3 draft head, or a draft model.
 
 ``--speculative-config '{"method": "mtp"}'``: vLLM builds the draft (``vllm/config/speculative.py
 SpeculativeConfig.hf_config_override``: the model's MTP architecture with ``n_predict`` layers) beside the target,
@@ -14,15 +14,21 @@ full-attention group, or, where their page differs (an MLA target), one ``Unifor
 reads the target's auxiliary hidden states, which only models implementing ``SupportsEagle3`` give
 (:data:`~kvstrategies.vllm.strategies.eagle3_targets.EAGLE3_TARGETS`).
 
+``{"method": "draft_model", "model": DRAFT}``: a separate, smaller language model (0.34.0:
+``vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py StandaloneARSpeculator.load_draft_model``; 0.33.0:
+``vllm/v1/spec_decode/draft_model.py DraftModelProposer._get_model``) built under the ``draft_model`` prefix with the
+target's dtype and cache config and its own decoder layers, which join the KV cache groups as a head's do.
+
 Either way the lookahead lengthens each Mamba layer's conv window by ``num_speculative_tokens`` and holds that many
 more state blocks a request (``vllm/model_executor/layers/mamba/abstract.py MambaBase.get_kv_cache_spec``:
 ``num_speculative_blocks``).
 
 SGLang's ``--speculative-algorithm EAGLE`` (or ``NEXTN``) with top-k 1 is the model's MTP where its config has
 MTP layers (no draft checkpoint), else an EAGLE head of ``eagle_draft_num_layers`` layers (1 when not given);
-``EAGLE3`` is an EAGLE3 head. A draft head whose attention is not given (``eagle_draft_num_kv_heads``,
-``eagle_draft_head_dim``) is the target's: its total KV heads and head size. A tree (top-k > 1) and the other
-algorithms (STANDALONE, DFLASH, NGRAM) are refused.
+``EAGLE3`` is an EAGLE3 head; ``STANDALONE`` is a draft model of ``eagle_draft_num_layers`` full-attention layers
+(else the config's MTP layer count, as SGLang's ``_resolve_eagle_aux_hidden_state`` reads a path-less draft). A draft
+whose attention is not given (``eagle_draft_num_kv_heads``, ``eagle_draft_head_dim``) is the target's: its total KV
+heads and head size. A tree (top-k > 1) and the other algorithms (DFLASH, NGRAM) are refused.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, sp
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import vllm_model_rule
+from .layers import pp_indices
 from .specs import FullAttentionSpec, KVCacheSpec, SlidingWindowSpec, SparseMLALayerSpec
 
 #: the releases whose MTP drafts the strategies model (recorded by each of them; 0.19.1's drafter is not driven by
@@ -92,15 +99,27 @@ EAGLE_HEADS = ReleaseRule(
     topic="sizing",
 )
 
-#: the draft methods a separate head runs as, by SGLang's algorithm name
-_HEAD_METHODS = {SpecAlgorithm.EAGLE: "eagle", SpecAlgorithm.EAGLE3: "eagle3"}
+#: a separate draft model (``method`` ``draft_model``) is planned from this release (recorded by 0.33.0 and 0.34.0
+#: through the bridge; its layers are a head's: full attention numbered after the target's, in the target's groups)
+DRAFT_MODELS = ReleaseRule(
+    "vllm-draft-models",
+    span("0.33.0", engine=VLLM),
+    "speculative decoding with a separate draft model (method draft_model) is planned: its full-attention layers "
+    "join the KV cache groups (older releases: refused, not recorded)",
+    "vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py StandaloneARSpeculator.load_draft_model; "
+    "vllm/v1/spec_decode/draft_model.py DraftModelProposer._get_model (0.33.0)",
+    topic="sizing",
+)
+
+#: the draft methods a separate draft runs as, by SGLang's algorithm name
+_HEAD_METHODS = {SpecAlgorithm.EAGLE: "eagle", SpecAlgorithm.EAGLE3: "eagle3", SpecAlgorithm.STANDALONE: "draft_model"}
 
 
 @dataclass(frozen=True)
 class VLLMDraft:
-    """A vLLM draft: ``method`` ``mtp`` (the model's own MTP layers) or ``eagle`` / ``eagle3`` (a separate head of
-    ``num_layers`` full-attention layers with ``num_kv_heads`` KV heads in all and ``head_dim`` a head), proposing
-    ``num_speculative_tokens`` tokens a step."""
+    """A vLLM draft: ``method`` ``mtp`` (the model's own MTP layers), or ``eagle`` / ``eagle3`` / ``draft_model`` (a
+    separate head or model of ``num_layers`` full-attention layers with ``num_kv_heads`` KV heads in all and
+    ``head_dim`` a head), proposing ``num_speculative_tokens`` tokens a step."""
 
     method: str
     num_speculative_tokens: int
@@ -110,11 +129,11 @@ class VLLMDraft:
 
     @property
     def is_head(self) -> bool:
-        """A separate draft head (EAGLE / EAGLE3), not the model's MTP layers."""
+        """A separate draft (an EAGLE / EAGLE3 head or a draft model), not the model's MTP layers."""
         return self.method != "mtp"
 
     def speculative_config(self, model: str | None = None) -> dict[str, object]:
-        """``--speculative-config``'s value; ``model``: the draft head's folder (a head needs one)."""
+        """``--speculative-config``'s value; ``model``: the draft's folder (a head or draft model needs one)."""
         out: dict[str, object] = {"method": self.method, "num_speculative_tokens": self.num_speculative_tokens}
         if model is not None:
             out["model"] = model
@@ -144,14 +163,14 @@ def mtp_tokens(speculative_config: object) -> int:
 
 def speculative_request(speculative_config: object) -> tuple[str, int, str | None]:
     """``(method, num_speculative_tokens, model)`` of vLLM's ``--speculative-config`` JSON: the model's MTP layers
-    (as :func:`mtp_tokens` reads them; ``model`` ``None``) or an ``eagle`` / ``eagle3`` head, whose ``model`` (its
-    folder or config.json) is required; a :class:`ValueError` naming the field otherwise."""
+    (as :func:`mtp_tokens` reads them; ``model`` ``None``), an ``eagle`` / ``eagle3`` head or a ``draft_model``,
+    whose ``model`` (its folder or config.json) is required; a :class:`ValueError` naming the field otherwise."""
     if not isinstance(speculative_config, Mapping) or speculative_config.get("method") not in _HEAD_METHODS.values():
         return "mtp", mtp_tokens(speculative_config), None
     method = str(speculative_config["method"])
     model = speculative_config.get("model")
     if not isinstance(model, str) or not model.strip():
-        raise ValueError(f"--speculative-config method {method!r} needs the draft head: \"model\": its folder or "
+        raise ValueError(f"--speculative-config method {method!r} needs the draft: \"model\": its folder or "
                          "config.json (vllm/config/speculative.py SpeculativeConfig.model)")  # fmt: skip
     other = sorted(set(speculative_config) - {"method", "model", "num_speculative_tokens"})
     if other:
@@ -175,8 +194,8 @@ def vllm_draft(ctx: KVCacheContext) -> VLLMDraft | None:
         return None
     method = _HEAD_METHODS.get(spec.algorithm)
     if method is None:
-        raise ValueError("only the model's own MTP layers (EAGLE or NEXTN) and EAGLE / EAGLE3 draft heads are "
-                         "modelled")  # fmt: skip
+        raise ValueError("only the model's own MTP layers (EAGLE or NEXTN), EAGLE / EAGLE3 draft heads and "
+                         "STANDALONE draft models are modelled")  # fmt: skip
     if (spec.eagle_topk or 1) != 1:
         raise ValueError(f"speculative_eagle_topk {spec.eagle_topk}: vLLM's drafts propose a chain (top-k 1)")
     tokens = spec.num_steps or ((spec.num_draft_tokens or 1) - 1)
@@ -193,24 +212,31 @@ def vllm_draft(ctx: KVCacheContext) -> VLLMDraft | None:
         if geometry.dsv4 is not None and not DSV4_MTP.holds(ctx.release):
             raise ValueError(f"DeepSeek-V4's MTP draft is modelled for vLLM {DSV4_MTP.span.describe()}")
         return VLLMDraft("mtp", tokens, mtp_layer_count(geometry))
-    if not EAGLE_HEADS.holds(ctx.release):
+    layers = spec.eagle_draft_num_layers or 1
+    if method == "draft_model":
+        if not DRAFT_MODELS.holds(ctx.release):
+            raise ValueError(f"STANDALONE draft models are modelled for vLLM {DRAFT_MODELS.span.describe()}")
+        layers = spec.eagle_draft_num_layers or geometry.num_nextn_predict_layers or 0
+        if layers < 1:
+            raise ValueError("a STANDALONE draft model's layers are not given (eagle_draft_num_layers)")
+    elif not EAGLE_HEADS.holds(ctx.release):
         raise ValueError(f"EAGLE / EAGLE3 draft heads are modelled for vLLM {EAGLE_HEADS.span.describe()}")
     if (heads is None or head_dim is None) and (geometry.use_mla or geometry.dsv4 is not None):
-        raise ValueError("an EAGLE head beside an MLA model has attention of its own, which the case does not give "
-                         "(eagle_draft_num_kv_heads, eagle_draft_head_dim; a head modelled on the target's "
+        raise ValueError("a draft beside an MLA model has attention of its own, which the case does not give "
+                         "(eagle_draft_num_kv_heads, eagle_draft_head_dim; a draft modelled on the target's "
                          "attention needs softmax attention)")  # fmt: skip
-    if ctx.parallel.pp_size > 1:
+    if ctx.parallel.pp_size > 1 and method != "draft_model":
         raise ValueError("an EAGLE / EAGLE3 head at pipeline parallel size > 1 is not modelled (its auxiliary hidden "
                          "states cross the stages)")  # fmt: skip
-    return VLLMDraft(method, tokens, spec.eagle_draft_num_layers or 1, heads or geometry.total_num_kv_heads,
-                     head_dim or geometry.head_dim)  # fmt: skip
+    return VLLMDraft(method, tokens, layers, heads or geometry.total_num_kv_heads, head_dim or geometry.head_dim)
 
 
 def head_layer_spec(
     draft: VLLMDraft, tp: int, kv_dtype: DType, block_size: int, kv_quant_mode: str | None
 ) -> FullAttentionSpec:
-    """A draft head's decoder layer: full attention with ``max(1, H / tp)`` of its KV heads, K and V of its head size,
-    in the cache dtype (``llama_eagle3.py LlamaDecoderLayer``: ``LlamaAttention`` with the cache config)."""
+    """A draft head's (or draft model's) decoder layer: full attention with ``max(1, H / tp)`` of its KV heads, K and
+    V of its head size, in the cache dtype (``llama_eagle3.py LlamaDecoderLayer``: ``LlamaAttention`` with the cache
+    config)."""
     if draft.num_kv_heads is None or draft.head_dim is None:
         raise ValueError(f"the {draft.method} draft names no head geometry (a head's KV heads and head size)")
     return FullAttentionSpec(block_size=block_size, num_kv_heads=max(1, draft.num_kv_heads // tp),
@@ -220,11 +246,14 @@ def head_layer_spec(
 
 def draft_layer_specs(
     geometry: ModelGeometry, specs: Mapping[int, KVCacheSpec], draft: VLLMDraft | None,
-    head: KVCacheSpec | None = None,
+    head: KVCacheSpec | None = None, pp: int = 1,
 ) -> dict[int, KVCacheSpec]:
     """The draft's layers (global index -> spec): ``n + i`` for each of its ``num_layers``, ``n`` the index after the
     target's last (``num_hidden_layers`` but where Mamba layers are numbered after the attention ones). A head's
-    are ``head`` (:func:`head_layer_spec`); an MTP layer is the spec of the target's last full-attention layer (an
+    are ``head`` (:func:`head_layer_spec`). A draft model at ``pp`` stages holds only the last stage's share of its
+    layers, ``get_pp_indices(num_layers, pp - 1, pp)``: its ``make_layers`` splits them over the target's pipeline
+    group, though it runs on the last stage alone (recorded by 0.33.0 and 0.34.0: 2 layers at PP 2 keep layer 1, at
+    PP 3 none). An MTP layer is the spec of the target's last full-attention layer (an
     MLA latent; a sparse-attention layer with its own indexer keys, which an MTP layer always computes:
     ``DeepseekV32IndexerCache`` in ``deepseek_mtp.py``)."""
     if draft is None:
@@ -234,7 +263,9 @@ def draft_layer_specs(
     if draft.is_head:
         if head is None:
             raise ValueError("a draft head's layer spec is required (head_layer_spec)")
-        return {first + i: head for i in range(draft.num_layers)}
+        held = range(*pp_indices(draft.num_layers, pp - 1, pp)) if draft.method == "draft_model" \
+            else range(draft.num_layers)
+        return {first + i: head for i in held}
     if vllm_model_rule(geometry.model_type).mtp_draft == "sliding":  # MiMo-V2's MTP layers are local attention
         kinds: tuple[type, ...] = (SlidingWindowSpec,)
     else:

@@ -55,7 +55,7 @@ from .backends import (
     sparse_mla_backend,
 )
 from .drafts import check_draft_model, check_draft_pipeline, check_eagle3_target, draft_layer_specs, head_layer_spec
-from .engine_args import VLLMDeployment, vllm_deployment
+from .engine_args import VLLMDeployment, check_layer_partition, vllm_deployment
 from .grouping import PROMOTED_TAKE_FULL_BLOCK, KVCacheGroup, kv_cache_groups, padding_layers
 from .launch import VLLMLaunch, resolve_model_launch
 from .layers import (
@@ -221,6 +221,10 @@ class VLLMStrategy(Strategy):
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)
         _check_builds(geometry, version)
         check_decode_context_parallel(geometry, deployment, version)
+        draft, parts = deployment.draft, deployment.pp_layer_partition
+        if parts is not None and draft is not None and draft.method == "draft_model":
+            # the draft model's make_layers splits its own layers by the same VLLM_PP_LAYER_PARTITION
+            check_layer_partition(parts, deployment.pipeline_parallel_size, draft.num_layers, version)
         launch = resolve_model_launch(deployment, geometry, version)
         sparse = geometry.dsa is not None
         dcp = deployment.decode_context_parallel_size > 1
@@ -252,7 +256,7 @@ class VLLMStrategy(Strategy):
             head = head_layer_spec(deployment.draft, deployment.tensor_parallel_size,
                                    kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype), head_block,
                                    attention_kv_quant_mode(launch.kv_cache_dtype, ctx.release))  # fmt: skip
-        drafts = draft_layer_specs(geometry, specs, deployment.draft, head)
+        drafts = draft_layer_specs(geometry, specs, deployment.draft, head, deployment.pipeline_parallel_size)
         head_names: tuple[str, ...] = ()
         if head is not None:  # the head's layers list their own backend after the target's (a Llama attention)
             head_names = (head_backend(head.head_size, geometry.model_dtype, launch.gpu, launch.kv_cache_dtype,
@@ -677,7 +681,8 @@ class VLLMDeepSeekV4Strategy(VLLMStrategy):
         draft = deployment.draft
         if draft is not None and draft.is_head:
             raise UnsupportedConfigurationError(
-                "speculative_config: an EAGLE head beside DeepSeek-V4 is not modelled with vLLM (its MTP layer is); "
+                "speculative_config: a separate draft (an EAGLE head or a draft model) beside DeepSeek-V4 is not "
+                "modelled with vLLM (its MTP layer is); "
                 "plan it with the model's MTP layers or without --speculative-config"
             )
         _check_model(geometry, deployment.tensor_parallel_size, deployment.max_model_len, version)

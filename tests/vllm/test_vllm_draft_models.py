@@ -1,0 +1,157 @@
+"""vLLM's separate draft model (``--speculative-config '{"method": "draft_model", "model": DRAFT}'``, SGLang's
+``--speculative-algorithm STANDALONE``), each rule against a hand-computed expectation.
+
+Sources (vLLM 0.33.0 and 0.34.0): ``vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py
+StandaloneARSpeculator.load_draft_model`` (0.34.0) and ``vllm/v1/spec_decode/draft_model.py DraftModelProposer``
+(0.33.0): the draft is built under the ``draft_model`` prefix with the target's dtype and cache config, so its
+attention layers join the target's KV cache groups; its ``make_layers`` splits them over the target's pipeline group
+(``vllm/distributed/utils.py get_pp_indices``). Each expectation is also vLLM's own answer through the bridge
+(``golden/vllm-0.34.0/vllm-standalone-*.json``, ``tools/record_golden.py --engine vllm``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kvstrategies import plan
+from kvstrategies.case import parse_case
+from kvstrategies.errors import UnsupportedConfigurationError
+from kvstrategies.vllm.strategies.drafts import speculative_request
+from kvstrategies.vllm.strategies.engine_args import vllm_deployment
+
+GIB = 2**30
+
+
+def _case(release: str = "0.34.0", **fields: Any) -> Any:
+    base: dict[str, Any] = {"preset": "qwen3-8b", "engine": "vllm", "vllm_version": release, "page_size": 32,
+                            "kv_cache_dtype": "bf16", "available_bytes": 40 * GIB,
+                            "speculative_algorithm": "STANDALONE", "speculative_eagle_topk": 1,
+                            "speculative_num_steps": 3, "speculative_num_draft_tokens": 4,
+                            "eagle_draft_num_layers": 2}  # fmt: skip
+    return parse_case({**base, **fields})
+
+
+def _answer(case: Any) -> Any:
+    answer = plan(case.settings, case.available_bytes).vllm
+    assert answer is not None
+    return answer
+
+
+def _layers(answer: Any) -> list[int]:
+    """The layers of the stage's groups."""
+    return sorted(layer for group in answer.stage_groups for layer in group.layers)
+
+
+def test_a_standalone_target_launches_a_draft_model() -> None:
+    case = _case()
+    draft = vllm_deployment(case.settings, case.available_bytes).draft
+    assert draft is not None and draft.method == "draft_model" and draft.is_head
+    # the draft is the case's 2 layers with the target's attention: Qwen3-8B's 8 KV heads of 128
+    assert (draft.num_layers, draft.num_kv_heads, draft.head_dim, draft.num_speculative_tokens) == (2, 8, 128, 3)
+    assert draft.speculative_config("<draft>") == {"method": "draft_model", "num_speculative_tokens": 3,
+                                                   "model": "<draft>"}  # fmt: skip
+
+
+def test_the_draft_layers_join_the_targets_group() -> None:
+    # a layer's block: 2 (K, V) x 32 tokens x 8 heads x 128 x 2 B = 131,072 B; 36 target + 2 draft layers =
+    # 4,980,736 B a block; 40 GiB // 4,980,736 = 8,623 blocks (vLLM 0.34.0 and 0.33.0 record 8,623, layers 0-37)
+    answer = _answer(_case())
+    assert answer.bytes_per_block == 38 * 131_072 == 4_980_736
+    assert answer.num_gpu_blocks == 40 * GIB // 4_980_736 == 8_623
+    assert [list(group.layers) for group in answer.groups] == [list(range(38))]
+
+
+def test_a_draft_model_holds_the_last_stages_share_of_its_layers() -> None:
+    # PP 2: the draft's make_layers splits its 2 layers over the target's pipeline group, get_pp_indices(2, 1, 2)
+    # = (1, 2): the last stage holds target layers 18-35 and draft layer 1 (index 36 + 1 = 37), 19 x 131,072 B =
+    # 2,490,368 B a block, 40 GiB // 2,490,368 = 17,246 blocks on both stages (vLLM records layer 37 alone)
+    last = _answer(_case(pp_size=2, pp_rank=1))
+    assert _layers(last) == [*range(18, 36), 37]
+    assert last.num_gpu_blocks == 40 * GIB // (19 * 131_072) == 17_246
+    assert _answer(_case(pp_size=2, pp_rank=0)).num_gpu_blocks == 17_246
+    # PP 3: get_pp_indices(2, 2, 3) = (2, 2): the stage that runs the draft holds none of its layers; Llama-3.1-70B
+    # TP 4, 16-token blocks: 2 heads x 128 x 2 x 2 B x 16 = 16,384 B a layer, 26 layers (54-79) = 425,984 B,
+    # 40 GiB // 425,984 = 100,824 on that stage; stage 0's 27 layers (442,368 B) set 97,090 for all
+    none = _answer(_case(preset="llama-3.1-70b", tp_size=4, pp_size=3, pp_rank=2, page_size=16))
+    assert _layers(none) == list(range(54, 80))
+    assert none.num_gpu_blocks == 40 * GIB // (27 * 16_384) == 97_090
+
+
+def test_a_draft_of_other_attention_makes_one_uniform_type_group() -> None:
+    # Llama-3.1-8B TP 2: 4 KV heads x 128 x 2 x 2 B x 16 = 32,768 B a target layer; the draft's 4 heads of 64 at
+    # TP 2: 2 x 64 x 2 x 2 B x 16 = 8,192 B; the pages differ, so the full-attention layers form one
+    # UniformTypeKVCacheSpecs group of 32 x 32,768 + 4 x 8,192 = 1,081,344 B a block: 40 GiB // that = 39,718
+    answer = _answer(_case(preset="llama-3.1-8b", tp_size=2, page_size=16, eagle_draft_num_layers=4,
+                           eagle_draft_num_kv_heads=4, eagle_draft_head_dim=64))  # fmt: skip
+    assert [type(group.spec).__name__ for group in answer.groups] == ["UniformTypeKVCacheSpecs"]
+    assert answer.bytes_per_block == 32 * 32_768 + 4 * 8_192 == 1_081_344
+    assert answer.num_gpu_blocks == 40 * GIB // 1_081_344 == 39_718
+
+
+def test_a_partition_refuses_a_draft_model_in_vllms_words() -> None:
+    # VLLM_PP_LAYER_PARTITION 30,50: the draft's get_pp_indices checks the same partition against its 2 layers
+    case = _case(preset="llama-3.1-70b", tp_size=4, pp_size=2, pp_rank=1, page_size=16,
+                 env={"SGLANG_PP_LAYER_PARTITION": "30,50"})  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError,
+                       match=r"sum\(partitions\)=80 does not match num_hidden_layers=2"):  # fmt: skip
+        plan(case.settings, case.available_bytes)
+
+
+def test_draft_models_are_planned_from_0_33_0() -> None:
+    case = _case("0.32.0")
+    with pytest.raises(UnsupportedConfigurationError, match=r"STANDALONE draft models are modelled for vLLM 0\.33\.0"):
+        plan(case.settings, case.available_bytes)
+
+
+def test_a_draft_model_needs_its_layers_and_softmax_attention() -> None:
+    bare = _case(eagle_draft_num_layers=None)
+    with pytest.raises(UnsupportedConfigurationError, match="draft model's layers are not given"):
+        plan(bare.settings, bare.available_bytes)
+    # GLM-4.5 names one MTP layer: a path-less STANDALONE draft reads it, as SGLang does
+    glm = _case(preset="glm-4.5", tp_size=8, page_size=64, eagle_draft_num_layers=None)
+    draft = vllm_deployment(glm.settings, glm.available_bytes).draft
+    assert draft is not None and draft.num_layers == 1
+    mla = _case(preset="deepseek-v2-lite", page_size=64)
+    with pytest.raises(UnsupportedConfigurationError, match="a draft beside an MLA model has attention of its own"):
+        plan(mla.settings, mla.available_bytes)
+
+
+def test_a_pasted_speculative_config_takes_a_draft_model() -> None:
+    assert speculative_request({"method": "draft_model", "model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 4}) \
+        == ("draft_model", 4, "Qwen/Qwen3-0.6B")  # fmt: skip
+    with pytest.raises(ValueError, match="needs the draft"):
+        speculative_request({"method": "draft_model", "num_speculative_tokens": 4})
+
+
+def test_the_planner_adds_a_draft_models_layers_and_weights(tmp_path: Any, capsys: Any) -> None:
+    import json
+
+    from kvstrategies.cli import main
+
+    # a 0.6B-shaped draft: 28 layers of 8 KV heads of 128, hidden 1,024, MLP 3,072, tied embeddings
+    config = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 1024,
+              "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+              "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960, "torch_dtype": "bfloat16",
+              "tie_word_embeddings": True, "rope_theta": 1000000}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    spec = json.dumps({"method": "draft_model", "model": str(tmp_path), "num_speculative_tokens": 4})
+    assert main(["plan", "llama-3.1-70b", "--engine", "vllm", "--kv-cache-memory-bytes", "40G", "--tp", "4",
+                 "--speculative-config", spec, "--json"]) == 0  # fmt: skip
+    document = json.loads(capsys.readouterr().out)["plan"]
+    # Llama-3.1-70B TP 4, block 64 (FLASH_ATTN's): 2 heads x 128 x 2 x 2 B x 64 = 65,536 B a layer; the draft's
+    # 8 / 4 = 2 heads of 128 give the same page, so one group of 80 + 28 = 108 layers, 7,077,888 B a block:
+    # 40 GiB // 7,077,888 = 6,068 blocks
+    assert [len(group["layers"]) for group in document["kv_cache_groups"]] == [108]
+    assert document["num_gpu_blocks"] == 40 * GIB // (108 * 65_536) == 6_068
+    # the budget: the last stage's weights hold the draft model's, as vllm_weights sizes that config at TP 4
+    from kvstrategies.core.dtypes import DType
+    from kvstrategies.vllm.planner.weights import vllm_weights
+
+    def weights(*extra: str) -> int:
+        assert main(["plan", "llama-3.1-70b", "--engine", "vllm", "--gpu", "H100", "--tp", "4", *extra, "--json"]) == 0
+        return int(json.loads(capsys.readouterr().out)["budget"]["stages"][-1]["weights_bytes"])
+
+    draft = vllm_weights(config, tp=4, pp=1, dtype=DType.BFLOAT16).per_stage[-1]
+    assert weights("--speculative-config", spec) - weights() == draft > 0
