@@ -7,7 +7,9 @@ the installed vLLM instead of writing it. For every compute capability of ``kvst
 table holds what vLLM's own classes answer:
 
 * the backends ``vllm/platforms/cuda.py CudaPlatformBase.get_valid_backends`` accepts with no
-  ``--block-size``, in ``_get_backend_priorities`` order (the first is the one vLLM uses);
+  ``--block-size``, in ``_get_backend_priorities`` order (the first is the one vLLM uses); 0.11.0 has no such
+  list: its ``get_attn_backend_cls`` picks one backend by an if/else chain, at the block its
+  ``check_and_update_config`` fixes, and that one is the row (:func:`_record_chain`);
 * per backend and family: ``get_supported_kernel_block_sizes()`` (an int is a fixed size, ``-n`` is
   ``MultipleOf(n)``), ``get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)`` (16 in 0.33.0, 64 in 0.34.0) and
   ``supported_kv_cache_layouts()`` (``None``: any).
@@ -36,6 +38,9 @@ MODEL_DTYPES = ("bfloat16", "float16")
 #: (has_sink, has_sliding_window, use_mm_prefix) combinations the catalog's models have
 FLAGS = ((False, False, False), (False, True, False), (True, True, False), (False, False, True), (False, True, True))
 MLA_HEAD_SIZE = 576
+#: the head sizes 0.11.0's table records besides (``kvstrategies.vllm.strategies.backends.CHAIN_HEAD_SIZES``: its
+#: FlashAttention takes 96, not 80)
+CHAIN_HEAD_SIZES = (96,)
 #: DeepSeek sparse attention (``use_sparse``): the cache dtypes as given (``fp8`` and ``fp8_e4m3`` take different
 #: backends on Hopper), and the query heads a rank holds, which order SM 10.x's sparse backends (at most 16, more)
 SPARSE_KV_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_ds_mla")
@@ -47,13 +52,13 @@ UNPREFERRED_BLOCK_SIZE = 16
 DCP_FIELD = "use_dcp"
 
 
-def profiles() -> list[tuple[bool, str, int, str, bool, bool, bool]]:
+def profiles(head_sizes: tuple[int, ...] = HEAD_SIZES) -> list[tuple[bool, str, int, str, bool, bool, bool]]:
     """``(use_mla, model dtype, head size, kv cache dtype, sink, sliding window, mm prefix)``."""
     out = []
     for dtype in MODEL_DTYPES:
         for kv in KV_DTYPES:
             out.append((True, dtype, MLA_HEAD_SIZE, kv, False, False, False))
-            for head in HEAD_SIZES:
+            for head in head_sizes:
                 for sink, sliding, mm in FLAGS:
                     out.append((False, dtype, head, kv, sink, sliding, mm))
     return out
@@ -115,6 +120,9 @@ def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int
     import torch
     from vllm.config import VllmConfig, set_current_vllm_config
     from vllm.platforms import current_platform
+    if not callable(getattr(current_platform, "get_valid_backends", None)):  # 0.11.0: one backend, if/else chain
+        with quiet(), set_current_vllm_config(VllmConfig()), torch.device("meta"), cuda_to_meta():
+            return (version, *_record_chain())
     AttentionSelectorConfig = _selector_config()
 
     selections: dict[str, tuple[str, ...]] = {}
@@ -148,6 +156,76 @@ def record() -> tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[tuple[int
                         key = profile_key(capability, True, dtype, MLA_HEAD_SIZE, kv, False, False, False)
                         selections[key.removesuffix("-") + "d"] = _select(cap, fields, None, backends, capability)
     return version, selections, backends
+
+
+#: what 0.11.0's backends declare of their blocks: nothing (no ``get_supported_kernel_block_sizes``); the table
+#: records a multiple of 16 (the block ``check_and_update_config`` starts at, and the multiple every CUDA kernel
+#: block of the newer lines is) and 16 as the preferred block
+CHAIN_BLOCKS: tuple[tuple[int, ...], int, None] = ((-UNPREFERRED_BLOCK_SIZE,), UNPREFERRED_BLOCK_SIZE, None)
+
+
+def _chain_config(use_mla: bool, sparse: bool) -> Any:
+    """A stand-in of the parts of ``VllmConfig`` that 0.11.0's ``CudaPlatformBase.check_and_update_config`` reads
+    and writes (the worker class, the block, an MLA model and its ``index_topk``, the CUDA graph mode)."""
+    from types import SimpleNamespace
+
+    from vllm.config import CUDAGraphMode
+
+    hf_config = SimpleNamespace(index_topk=2048) if sparse else SimpleNamespace()
+    return SimpleNamespace(
+        parallel_config=SimpleNamespace(worker_cls="auto", data_parallel_size=1), speculative_config=None,
+        model_config=SimpleNamespace(use_mla=use_mla, hf_config=hf_config), cache_config=SimpleNamespace(
+            block_size=None), compilation_config=SimpleNamespace(cudagraph_mode=CUDAGraphMode.NONE))
+
+
+def _chain_backend(fields: dict[str, Any]) -> tuple[str, int]:
+    """0.11.0's backend of one profile and the block it runs on: ``check_and_update_config`` fixes the block (and,
+    for an MLA model on SM 10.0, sets ``VLLM_ATTENTION_BACKEND`` to CUTLASS_MLA), then ``vllm/attention/selector.py
+    get_attn_backend`` asks ``CudaPlatformBase.get_attn_backend_cls`` with that block."""
+    import vllm.envs as envs
+    from vllm.attention import selector
+    from vllm.platforms import current_platform
+
+    config = _chain_config(fields["use_mla"], fields.get("use_sparse", False))
+    try:
+        current_platform.check_and_update_config(config)
+        block = int(config.cache_config.block_size)
+        selector._cached_get_attn_backend.cache_clear()
+        backend = selector.get_attn_backend(fields["head_size"], fields["dtype"], fields["kv_cache_dtype"], block,
+                                            use_mla=fields["use_mla"], has_sink=fields["has_sink"],
+                                            use_sparse=fields.get("use_sparse", False))  # fmt: skip
+    finally:  # the assignment would outlive the profile (as the bridge's _clear_caches says)
+        if "VLLM_ATTENTION_BACKEND" in vars(envs):
+            delattr(envs, "VLLM_ATTENTION_BACKEND")
+    return str(backend.get_name()), block
+
+
+_Rows = dict[str, tuple[tuple[int, ...], int, tuple[str, ...] | None]]
+
+
+def _record_chain() -> tuple[dict[str, tuple[str, ...]], _Rows]:
+    """0.11.0's table: each profile's one backend (the selector has no list of valid ones: the chain's pick is the
+    row), each backend's row :data:`CHAIN_BLOCKS`. The selector takes no sliding-window or multimodal-prefix flag,
+    so those rows answer as the plain ones; the sparse rows do not depend on the heads a rank holds."""
+    import torch
+
+    from kvstrategies.vllm.bridge.runtime import gpu_facts, use_gpu
+
+    selections: dict[str, tuple[str, ...]] = {}
+    backends: _Rows = {}
+    for capability, name in _families():
+        with use_gpu(gpu_facts(name)):
+            rows = [(profile_key(capability, mla, dtype, head, kv, sink, sliding, mm),
+                     dict(head_size=head, dtype=getattr(torch, dtype), kv_cache_dtype=kv, use_mla=mla, has_sink=sink))
+                    for mla, dtype, head, kv, sink, sliding, mm in profiles(HEAD_SIZES + CHAIN_HEAD_SIZES)]
+            rows += [(sparse_profile_key(capability, kv, heads),
+                      dict(head_size=MLA_HEAD_SIZE, dtype=torch.bfloat16, kv_cache_dtype=kv, use_mla=True,
+                           has_sink=False, use_sparse=True)) for kv, heads in sparse_profiles()]
+            for key, fields in rows:
+                backend, _block = _chain_backend(fields)
+                selections[key] = (backend,)
+                backends[f"{capability[0]}.{capability[1]}|{backend}"] = CHAIN_BLOCKS
+    return selections, backends
 
 
 def _select(cap: Any, fields: dict[str, Any], num_heads: int | None,

@@ -235,7 +235,7 @@ GROUPS: dict[str, Group] = {
          "tests/vllm/test_vllm_older_releases.py", "tests/vllm/test_vllm_0_17_release.py",
          "tests/vllm/test_vllm_0_16_release.py", "tests/vllm/test_vllm_0_15_release.py",
          "tests/vllm/test_vllm_0_14_release.py", "tests/vllm/test_vllm_0_13_release.py",
-         "tests/vllm/test_vllm_0_12_release.py",
+         "tests/vllm/test_vllm_0_12_release.py", "tests/vllm/test_vllm_0_11_release.py",
          "tests/vllm/test_vllm_drafts.py",
          "tests/vllm/test_vllm_eagle_heads.py", "tests/vllm/test_vllm_expert_parallel.py",
          "tests/vllm/test_vllm_data_parallel.py", "tests/vllm/test_vllm_pp_partition.py",

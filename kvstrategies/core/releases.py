@@ -61,6 +61,7 @@ SGLANG_RELEASE_LINES: tuple[str, ...] = (
 )
 #: every vLLM release line the project models, oldest first (its KV-cache sizing: the vllm strategies)
 VLLM_RELEASE_LINES: tuple[str, ...] = (
+    "0.11.0",
     "0.12.0",
     "0.13.0",
     "0.14.1",

@@ -1435,7 +1435,8 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
                                    mtp_draft_from="0.21.0", transformers_4_refuses=True, own_sliding_kv_heads=True),
     "deepseek_v3": VLLMModelRule(mtp_draft=True),
     "kimi_k2": VLLMModelRule(vllm_registry_from="0.18.1"),
-    "kimi_linear": VLLMModelRule(vllm_builds_from="0.13.0",
+    # vLLM 0.11.0 lists no kimi_linear config (vllm/transformers_utils/config.py _CONFIG_REGISTRY) nor model class
+    "kimi_linear": VLLMModelRule(vllm_registry_from="0.12.0", vllm_builds_from="0.13.0",
                                  vllm_build_error="TypeError: MLAModules.__init__() missing 1 required positional "
                                  "argument: 'indexer_rotary_emb'"),
     "deepseek_v32": VLLMModelRule(bf16_cache_is_auto=True, fp8_cache_is_ds_mla=True, mtp_draft=True),
@@ -1462,7 +1463,7 @@ VLLM_MODEL_RULES: dict[str, VLLMModelRule] = {
 VLLM_V2_RUNNER_ARCHITECTURES: ByRelease[tuple[str, ...]] = ByRelease(
     "vllm-v2-runner-architectures",
     (
-        ("0.12.0", ()),  # Model Runner V2 only with VLLM_USE_V2_MODEL_RUNNER=1 (vllm/envs.py)
+        ("0.11.0", ()),  # Model Runner V2 only with VLLM_USE_V2_MODEL_RUNNER=1 (vllm/envs.py)
         ("0.22.1", ("Qwen3ForCausalLM",)),
         ("0.23.0", ("LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM")),
         ("0.24.0", ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",

@@ -228,8 +228,8 @@ def test_undercounted_pools_are_planned_and_the_overshoot_is_said(capsys: pytest
 
 def test_releases_lists_vllms_lines_and_the_rules_between_two(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["releases"]) == 0
-    lines = ("vLLM: 0.12.0, 0.13.0, 0.14.1, 0.15.1, 0.16.0, 0.17.1, 0.18.1, 0.19.1, 0.20.2, 0.21.0, 0.22.1, 0.23.0, "
-             "0.24.0, 0.25.1, 0.26.0, 0.27.1, 0.28.0, 0.29.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0, 0.34.0")
+    lines = ("vLLM: 0.11.0, 0.12.0, 0.13.0, 0.14.1, 0.15.1, 0.16.0, 0.17.1, 0.18.1, 0.19.1, 0.20.2, 0.21.0, 0.22.1, "
+             "0.23.0, 0.24.0, 0.25.1, 0.26.0, 0.27.1, 0.28.0, 0.29.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0, 0.34.0")
     assert lines in capsys.readouterr().out
     assert main(["releases", "0.33.0", "0.34.0"]) == 0
     out = capsys.readouterr().out

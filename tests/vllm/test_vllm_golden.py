@@ -19,7 +19,7 @@ from kvstrategies.sglang.bridge.verify import CaseVerdict, VerifyReport
 from kvstrategies.vllm.bridge.compare import KNOWN_DIFFERENCES
 from kvstrategies.vllm.bridge.snapshots import KNOWN_FILE, read_snapshot, result_from_snapshot, snapshot_files
 from kvstrategies.vllm.bridge.verify import format_report, verdict_for
-from kvstrategies.vllm.strategies.backends import BFLOAT16_CACHE_DTYPE
+from kvstrategies.vllm.strategies.backends import BFLOAT16_CACHE_DTYPE, SELECTOR_CHAIN
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "cases"
@@ -52,12 +52,21 @@ def test_most_cases_are_planned_by_vllm(release: str) -> None:
     before it as a layout the vLLM bridge does not drive: speculative decoding, NPU, ...), most are planned,
     and at least 200 in all. A release whose backends take no ``bfloat16`` cache (before
     ``vllm-bfloat16-cache-dtype``: 0.12.0 to 0.14.1) refuses the catalog's bf16 cases: it plans only cases the
-    next newer release plans but those (0.12.0 refuses two more, by its own rules), at least 90 of them."""
+    next newer release plans but those (0.12.0 refuses two more, by its own rules), at least 90 of them. 0.11.0's
+    selector takes bf16 (``vllm-selector-if-else-chain``) but its backends refuse more when built: it plans only cases
+    0.15.1 (the first line whose backends list bf16) plans, at least 180 (188 of 311 handed)."""
     documents = [read_snapshot(p) for p in snapshot_files(FOLDERS[release])]
     handed = [d for d in documents if "do not model" not in str(d.get("error", ""))]
     planned = [d for d in handed if "error" not in d]
     if BFLOAT16_CACHE_DTYPE.holds(parse_release(release, VLLM)):
         assert len(planned) >= max(len(handed) // 2, 200), (len(planned), len(handed))
+        return
+    if SELECTOR_CHAIN.holds(parse_release(release, VLLM)):
+        first = BFLOAT16_CACHE_DTYPE.span.first
+        assert first is not None
+        planned_bf16 = {p.stem for p in snapshot_files(FOLDERS[first.text]) if "error" not in read_snapshot(p)}
+        assert {d["case"] for d in planned} <= planned_bf16, (len(planned), len(planned_bf16))
+        assert len(planned) >= max(len(handed) // 2, 180), (len(planned), len(handed))
         return
     newer = RELEASES[RELEASES.index(release) + 1]
     planned_newer = {p.stem for p in snapshot_files(FOLDERS[newer]) if "error" not in read_snapshot(p)}
@@ -132,11 +141,11 @@ def test_vllm_format_report_cuts_a_long_detail_to_the_width() -> None:
     assert format_report(_report(), width=37)[4] == "d   DIFF   num_gpu_blocks: 5120 -> 5119; +2 more"
 
 
-@pytest.mark.parametrize("release", ["0.12.0", "0.13.0", "0.14.1", "0.15.1", "0.16.0", "0.17.1", "0.18.1", "0.19.1",
-                                     "0.34.0"])
+@pytest.mark.parametrize("release", ["0.11.0", "0.12.0", "0.13.0", "0.14.1", "0.15.1", "0.16.0", "0.17.1", "0.18.1",
+                                     "0.19.1", "0.34.0"])
 def test_known_rebuilt_from_the_snapshots_equals_the_live_recording(release: str, tmp_path: Path) -> None:
     """``tools/record_golden.py --engine vllm --known-only FOLDER`` writes, from the committed snapshots alone,
-    the ``_known.json`` the live recorder wrote (0.12.0 to 0.19.1 and 0.34.0 were recorded live at this code)."""
+    the ``_known.json`` the live recorder wrote (0.11.0 to 0.19.1 and 0.34.0 were recorded live at this code)."""
     from ..helpers import tool_module
 
     folder = tmp_path / f"vllm-{release}"

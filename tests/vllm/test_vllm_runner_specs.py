@@ -51,12 +51,12 @@ def test_the_runner_gets_what_its_constructor_sets(runner_module: types.ModuleTy
                     "kv_cache_dtype": expected, "shared_kv_cache_layers": {}}  # fmt: skip
 
 
-def test_0_11_has_an_environment_and_is_not_a_modelled_line() -> None:
-    # tools/vllm_env.py 0.11.0 DIR makes it; the release table does not list it until its case mapping exists
+def test_0_11_has_an_environment_and_is_the_oldest_modelled_line() -> None:
+    # tools/vllm_env.py 0.11.0 DIR makes it; its recordings (golden/vllm-0.11.0/) make it a modelled line
     from kvstrategies.core.releases import VLLM_RELEASE_LINES
     from kvstrategies.vllm.bridge.requirements import ENVIRONMENTS, VLLM_LINES
 
     environment = ENVIRONMENTS["0.11.0"]
-    assert "0.11.0" not in VLLM_LINES and "0.11.0" not in VLLM_RELEASE_LINES
+    assert VLLM_LINES[0] == "0.11.0" == VLLM_RELEASE_LINES[0]
     assert {"numba==0.61.2", "numpy==2.2.6", "xgrammar==0.1.25"} <= set(environment.light_packages)
     assert environment.no_deps == ("flashinfer-python==0.6.18", "vllm==0.11.0")

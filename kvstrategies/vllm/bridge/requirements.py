@@ -260,6 +260,6 @@ _OLDER = (
 ENVIRONMENTS: dict[str, VLLMEnvironment] = {env.line: env for env in (*_OLDER, _V0310, _V0320, _V0330, _V0340)}
 #: lines the bridge drives (``tools/vllm_env.py`` makes their environments) that the project does not model yet:
 #: no case mapping or recordings of theirs (``kvstrategies.core.releases`` refuses them)
-NOT_MODELLED: tuple[str, ...] = ("0.11.0",)
+NOT_MODELLED: tuple[str, ...] = ()
 #: the vLLM release lines the bridge drives, oldest first (``kvstrategies.core.releases.VLLM_RELEASE_LINES``)
 VLLM_LINES: tuple[str, ...] = tuple(line for line in ENVIRONMENTS if line not in NOT_MODELLED)

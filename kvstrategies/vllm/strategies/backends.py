@@ -77,7 +77,7 @@ KV_CACHE_LAYOUTS = ReleaseRule(
 #: (``AttentionBackend.get_preferred_block_size``)
 DEFAULT_BLOCK_SIZE: ByRelease[int] = ByRelease(
     "vllm-default-block-size",
-    (("0.12.0", 16), ("0.34.0", 64)),
+    (("0.11.0", 16), ("0.34.0", 64)),
     "CacheConfig.DEFAULT_BLOCK_SIZE, the block a backend keeps when its kernels take it",
     "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; vllm/v1/attention/backend.py "
     "AttentionBackend.get_preferred_block_size",
@@ -110,6 +110,17 @@ MLA_BLACKWELL_FLASHINFER = ReleaseRule(
     "vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config (0.14.1: use_cutlass_mla on family 100)",
     topic="sizing",
 )
+#: from vLLM 0.12.0 ``check_and_update_config`` keeps a given MLA block that is a multiple of the one FlashMLA or
+#: CUTLASS MLA needs; 0.11.0 sets that one whenever the block differs (``cache_config.block_size != 64``: 64;
+#: ``!= 128``: 128), so DeepSeek-V3 with ``--block-size 128`` on H200 runs on 64
+MLA_CONFIG_BLOCK_MULTIPLES = ReleaseRule(
+    "vllm-mla-config-block-multiples",
+    span("0.12.0", engine=VLLM),
+    "a given MLA block that is a multiple of FlashMLA's 64 (CUTLASS MLA's 128) is kept (before: set to 64 / 128 "
+    "whenever it differs)",
+    "vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config (0.11.0: block_size != 64 -> 64)",
+    topic="sizing",
+)
 #: the blocks :data:`MLA_CONFIG_BLOCK` forces: FlashMLA's and FlashInfer MLA's 64, CUTLASS MLA's 128, FlashInfer
 #: MLA's other size 32
 MLA_CONFIG_BLOCK_64, MLA_CONFIG_BLOCK_128, MLA_CONFIG_BLOCK_32 = 64, 128, 32
@@ -128,9 +139,10 @@ def mla_config_block(geometry: ModelGeometry, gpu: VLLMDevice, block_size: int |
     flashinfer = MLA_BLACKWELL_FLASHINFER.holds(release)
     if blackwell and not sparse and geometry.mla.qk_nope_head_dim == MLA_CONFIG_FLASHINFER_QK_NOPE and flashinfer:
         return block if block == MLA_CONFIG_BLOCK_32 or block % MLA_CONFIG_BLOCK_64 == 0 else MLA_CONFIG_BLOCK_64
+    exact = not MLA_CONFIG_BLOCK_MULTIPLES.holds(release)  # 0.11.0: the backend's one block, whatever was given
     if blackwell and not sparse:
-        return block if block % MLA_CONFIG_BLOCK_128 == 0 else MLA_CONFIG_BLOCK_128
-    if hopper and block % MLA_CONFIG_BLOCK_64:
+        return block if block % MLA_CONFIG_BLOCK_128 == 0 and not exact else MLA_CONFIG_BLOCK_128
+    if hopper and (block % MLA_CONFIG_BLOCK_64 or exact):
         block = MLA_CONFIG_BLOCK_64
     return MLA_CONFIG_BLOCK_64 if sparse else block
 
@@ -148,6 +160,10 @@ def preferred_block_size(kernel_blocks: tuple[int, ...], release: EngineRelease)
 #: (FlashInfer takes only 64, 128 and 256; FlashAttention any multiple of 8 up to 256)
 RECORDED_HEAD_SIZES = (64, 128, 256, 512)
 OTHER_HEAD_SIZE = 80
+#: the head sizes a release with :data:`SELECTOR_CHAIN` records besides: its FlashAttention takes 96 and not 80
+#: (``vllm/v1/attention/backends/flash_attn.py FlashAttentionBackend.get_supported_head_sizes``, 0.11.0), so 80 does
+#: not answer for it (Phi-3-mini's 96: FLASH_ATTN on H200, where the 80 row says FLEX_ATTENTION)
+CHAIN_HEAD_SIZES = (96,)
 #: the MLA latent head size the tables record (``kv_lora_rank + qk_rope_head_dim``)
 MLA_HEAD_SIZE = 576
 #: ``vllm/v1/attention/backends/mla/flashinfer_mla.py FlashInferMLABackend.supports_combination``
@@ -212,8 +228,26 @@ SELECTOR_CONFIG_WORDING = ReleaseRule(
 )
 
 
+#: from vLLM 0.12.0 the selector keeps the backends whose ``validate_configuration`` takes the layer (cache dtype
+#: included) and picks by priority; 0.11.0's ``get_attn_backend_cls`` picks one backend by an if/else chain on the GPU,
+#: the head size, the model dtype, sinks and an fp8 cache, and checks no other cache dtype: ``--kv-cache-dtype
+#: bfloat16`` runs on the backend the chain picks (its table row holds that one backend)
+SELECTOR_CHAIN = ReleaseRule(
+    "vllm-selector-if-else-chain",
+    span(last="0.11.0", engine=VLLM),
+    "the selector picks one backend by an if/else chain and checks no cache dtype but fp8 (bfloat16 is taken); "
+    "from 0.12.0 it validates each backend (bfloat16 refused until 0.15.1)",
+    "vllm/platforms/cuda.py CudaPlatformBase.get_attn_backend_cls (0.11.0)",
+    topic="launch",
+)
+
+
 def cutlass_mla_forced(gpu: VLLMDevice, release: EngineRelease, sparse: bool = False) -> bool:
-    """Whether the config sets CUTLASS_MLA for an MLA model on ``gpu`` (:data:`CUTLASS_MLA_FAMILY`)."""
+    """Whether the config sets CUTLASS_MLA for an MLA model on ``gpu`` (:data:`CUTLASS_MLA_FAMILY`; 0.11.0's
+    ``get_attn_backend_cls`` takes FlashMLA sparse for a sparse model before it reads the set backend:
+    :data:`SELECTOR_CHAIN`)."""
+    if sparse and SELECTOR_CHAIN.holds(release):
+        return False
     if CUTLASS_MLA_FAMILY.holds(release):
         return gpu.capability[0] == 10 and not sparse
     return gpu.capability == (10, 0)
@@ -224,7 +258,7 @@ def check_cache_dtype_name(kv_cache_dtype: str, gpu: VLLMDevice, family: str, re
     """Refuse ``bfloat16`` where no backend lists it (before :data:`BFLOAT16_CACHE_DTYPE`), as vLLM's selector does;
     a dense MLA model on SM 10.x names the backend its config set (before :data:`MLA_BLACKWELL_FLASHINFER`:
     CUTLASS_MLA, ``get_attn_backend_cls``' "Selected backend ... is not valid")."""
-    if kv_cache_dtype != "bfloat16" or BFLOAT16_CACHE_DTYPE.holds(release):
+    if kv_cache_dtype != "bfloat16" or BFLOAT16_CACHE_DTYPE.holds(release) or SELECTOR_CHAIN.holds(release):
         return
     if dense_mla and cutlass_mla_forced(gpu, release) and not MLA_BLACKWELL_FLASHINFER.holds(release):
         raise UnsupportedConfigurationError(
@@ -253,7 +287,7 @@ def profile_key(
     kv = _kv_key(kv_cache_dtype)
     if geometry.use_mla:
         return f"{major}.{minor}|mla|{dtype}|{MLA_HEAD_SIZE}|{kv}|{'d' if dcp else '-'}"
-    head = geometry.head_dim if geometry.head_dim in RECORDED_HEAD_SIZES else OTHER_HEAD_SIZE
+    head = _head_row(geometry.head_dim, release)
     sink = model_type_row(geometry.model_type).attention_sinks
     sliding = geometry.config_sliding_window is not None or geometry.hybrid_swa is not None
     mm = vllm_model_rule(geometry.model_type).mm_prefix and geometry.is_multimodal
@@ -261,6 +295,16 @@ def profile_key(
     mm = mm and any(rule.holds(release or NEWEST_VLLM) for rule in asks)
     flags = "".join(c for c, on in (("k", sink), ("w", sliding), ("m", mm)) if on) or "-"
     return f"{major}.{minor}|mha|{dtype}|{head}|{kv}|{flags}"
+
+
+def _head_row(head_dim: int, release: EngineRelease | None) -> int:
+    """The head size of a layer's table row: its own where recorded (:data:`RECORDED_HEAD_SIZES`; before
+    :data:`SELECTOR_CHAIN` also :data:`CHAIN_HEAD_SIZES`), else :data:`OTHER_HEAD_SIZE`."""
+    if head_dim in RECORDED_HEAD_SIZES:
+        return head_dim
+    if release is not None and SELECTOR_CHAIN.holds(release) and head_dim in CHAIN_HEAD_SIZES:
+        return head_dim
+    return OTHER_HEAD_SIZE
 
 
 def _accepts(kernel_blocks: tuple[int, ...], block_size: int) -> bool:
@@ -328,7 +372,7 @@ def head_backend(
     """The backend of a draft head's layers: plain attention of ``head_dim`` (no sink, window or prefix flags)."""
     major, minor = gpu.capability
     kv = _kv_key(kv_cache_dtype)
-    head = head_dim if head_dim in RECORDED_HEAD_SIZES else OTHER_HEAD_SIZE
+    head = _head_row(head_dim, release)
     key = f"{major}.{minor}|mha|{model_dtype.torch_name}|{head}|{kv}|-"
     return _pick(key, gpu, kv_cache_dtype, release, block_size, None, head_dim)
 
@@ -366,7 +410,7 @@ def _pick(
 #: byte, 0.34.0's ``FlashAttentionDiffKVImpl.__init__`` refuses it
 DIFFKV_FP8: ByRelease[bool] = ByRelease(
     "vllm-diffkv-fp8",
-    (("0.12.0", True), ("0.34.0", False)),
+    (("0.11.0", True), ("0.34.0", False)),
     "FLASH_ATTN_DIFFKV takes an fp8 KV cache (0.34.0 refuses it: Unsupported FP8 Diff-KV configuration)",
     "vllm/v1/attention/backends/flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__",
     topic="launch",
@@ -441,6 +485,17 @@ _SIXTEEN_BIT = ("auto", "bfloat16", "float16", "bf16")
 #: FLASHMLA_SPARSE's own layout, modelled where the cache dtype names it (vLLM 0.17.1 resolves DeepSeek-V3.2's fp8
 #: to it: ``vllm.strategies.launch.DSA_FP8_DS_MLA``)
 FP8_DS_MLA_LAYOUT = "fp8_ds_mla"
+#: from vLLM 0.12.0 FlashMLA's sparse backend names itself ``FLASHMLA_SPARSE``; 0.11.0's ``get_name`` answers
+#: ``FLASHMLA_SPARSE_VLLM_V1`` (the same backend and pages: DeepSeek-V3.2 fp8 TP 8 on H200, 13,961 blocks in both)
+SPARSE_BACKEND_NAME = ReleaseRule(
+    "vllm-flashmla-sparse-name",
+    span("0.12.0", engine=VLLM),
+    "FlashMLA's sparse backend is named FLASHMLA_SPARSE (before: FLASHMLA_SPARSE_VLLM_V1)",
+    "vllm/v1/attention/backends/mla/flashmla_sparse.py FlashMLASparseBackend.get_name (0.11.0)",
+    topic="launch",
+)
+#: the backends' names before :data:`SPARSE_BACKEND_NAME` (the table of such a release lists them) -> today's
+SPARSE_BACKEND_OLD_NAMES = {"FLASHMLA_SPARSE_VLLM_V1": "FLASHMLA_SPARSE"}
 #: the indexer's own backend, listed first (``DeepseekV32IndexerBackend``: kernel blocks of 64 on CUDA)
 INDEXER_BACKEND = ("DEEPSEEK_V32_INDEXER", 64)
 
@@ -494,14 +549,15 @@ def sparse_mla_backend(gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRele
         if not _takes_block(name, family, release, block_size):
             continue
         ds_mla = kv_cache_dtype == FP8_DS_MLA_LAYOUT  # the layout as such: its page is modelled (specs.py)
-        if name not in MODELLED_SPARSE_BACKENDS or (name == "FLASHMLA_SPARSE" and not sixteen_bit and not ds_mla):
+        kind = SPARSE_BACKEND_OLD_NAMES.get(name, name)
+        if kind not in MODELLED_SPARSE_BACKENDS or (kind == "FLASHMLA_SPARSE" and not sixteen_bit and not ds_mla):
             raise UnsupportedConfigurationError(
                 f"vLLM {release.text}: DeepSeek sparse attention with kv_cache_dtype {kv_cache_dtype!r} on {gpu.name} "
                 f"takes {name}" + (" and its fp8_ds_mla layout (656 bytes a token)" if name == "FLASHMLA_SPARSE"
                                    else "") + ", which the vLLM strategies do not model (vllm/platforms/cuda.py "
                 "_get_backend_priorities): give --kv-cache-dtype fp8_e4m3 or auto on a Hopper or SM 10.x GPU"
             )  # fmt: skip
-        if dcp and name == "FLASHMLA_SPARSE" and sixteen_bit and not DCP_FLASHMLA_SPARSE_16_BIT.holds(release):
+        if dcp and kind == "FLASHMLA_SPARSE" and sixteen_bit and not DCP_FLASHMLA_SPARSE_16_BIT.holds(release):
             raise UnsupportedConfigurationError(
                 f"vLLM {release.text} refused: NotImplementedError: DCP for FlashMLA sparse requires an fp8_ds_mla "
                 "kv-cache; the bf16 sparse path is not supported under DCP. (vllm/v1/attention/backends/mla/"
@@ -532,10 +588,48 @@ TRITON_MLA_DTYPE_CHECK = ReleaseRule(
 )
 
 
+#: vLLM 0.11.0's implementations refuse a cache dtype other than ``auto`` (``is_quantized_kv_cache``: anything but
+#: ``auto``, ``bfloat16`` included) when its layers are built, where its selector did not check it
+#: (:data:`SELECTOR_CHAIN`): Triton MLA always, FlexAttention always, FlashAttention off FlashAttention 3 on Hopper
+#: (``flash_attn_supports_fp8``); from 0.12.0 the selector's ``validate_configuration`` keeps such a backend out
+IMPL_QUANTIZED_CACHE_REFUSALS = ReleaseRule(
+    "vllm-impl-quantized-cache-refusals",
+    span(last="0.11.0", engine=VLLM),
+    "Triton MLA, FlexAttention and (off Hopper) FlashAttention refuse a non-auto cache dtype while their layers are "
+    "built (from 0.12.0 the selector validates the cache dtype per backend)",
+    "vllm/v1/attention/backends/mla/triton_mla.py TritonMLAImpl.__init__, flex_attention.py "
+    "FlexAttentionImpl.__init__, flash_attn.py FlashAttentionImpl.__init__ (0.11.0)",
+    topic="launch",
+)
+#: the backends :data:`IMPL_QUANTIZED_CACHE_REFUSALS` covers and vLLM's words (FlashAttention's: off Hopper only)
+QUANTIZED_CACHE_REFUSALS: dict[str, str] = {
+    "TRITON_MLA": "NotImplementedError: TritonMLA V1 with FP8 KV cache not yet supported",
+    "FLEX_ATTENTION": "NotImplementedError: FlexAttention does not support quantized kv-cache. Yet",
+    "FLASH_ATTN": "NotImplementedError: FlashAttention does not support fp8 kv-cache on this device.",
+}
+
+
+def _check_quantized_cache(choice: BackendChoice, gpu: VLLMDevice, kv_cache_dtype: str,
+                           release: EngineRelease) -> None:  # fmt: skip
+    """:data:`IMPL_QUANTIZED_CACHE_REFUSALS`: the implementation's refusal of a non-auto cache dtype."""
+    words = QUANTIZED_CACHE_REFUSALS.get(choice.name)
+    if kv_cache_dtype == "auto" or words is None or not IMPL_QUANTIZED_CACHE_REFUSALS.holds(release):
+        return
+    if choice.name == "FLASH_ATTN" and gpu.capability[0] == 9:  # FlashAttention 3 stores fp8 on Hopper
+        return
+    raise UnsupportedConfigurationError(
+        f"vLLM {release.text} refuses: {words} ({choice.name} on {gpu.name} with kv_cache_dtype {kv_cache_dtype!r}, "
+        "which it counts as quantized; vllm/v1/attention/backends: the implementation's __init__): give "
+        "--kv-cache-dtype auto"
+    )
+
+
 def _check_impl(choice: BackendChoice, gpu: VLLMDevice, kv_cache_dtype: str, release: EngineRelease) -> None:
     """What a backend's implementation refuses when its layers are built, after the selector took it:
     ``vllm/v1/attention/backends/mla/triton_mla.py TritonMLAImpl.__init__`` (an fp8 cache needs SM 8.9,
-    a bf16 one SM 8.0; :data:`TRITON_MLA_DTYPE_CHECK`)."""
+    a bf16 one SM 8.0; :data:`TRITON_MLA_DTYPE_CHECK`); before 0.12.0 any non-auto cache
+    (:data:`IMPL_QUANTIZED_CACHE_REFUSALS`)."""
+    _check_quantized_cache(choice, gpu, kv_cache_dtype, release)
     if choice.name != "TRITON_MLA" or not TRITON_MLA_DTYPE_CHECK.holds(release):
         return
     version = release.text
@@ -601,6 +695,22 @@ MAMBA_TYPE_CLASS_PATH = ReleaseRule(
 )
 
 
+#: from vLLM 0.12.0 a GDN layer's type is ``gdn_attention``; 0.11.0's ``Qwen3NextGatedDeltaNet.mamba_type`` answers
+#: ``linear_attention`` (the spec records it: Qwen3-Next's GDN groups)
+GDN_LAYER_TYPE = ReleaseRule(
+    "vllm-gdn-layer-type",
+    span("0.12.0", engine=VLLM),
+    "a GDN layer's mamba_type is gdn_attention (before: linear_attention)",
+    "vllm/model_executor/models/qwen3_next.py Qwen3NextGatedDeltaNet.mamba_type (0.11.0)",
+    topic="sizing",
+)
+
+
 def mamba_type(backend: str, release: EngineRelease) -> str:
-    """What a Mamba spec records as ``mamba_type`` in ``release`` (:data:`MAMBA_TYPE_CLASS_PATH`)."""
-    return (STATE_BACKEND_CLASSES if MAMBA_TYPE_CLASS_PATH.holds(release) else STATE_LAYER_TYPES)[backend]
+    """What a Mamba spec records as ``mamba_type`` in ``release`` (:data:`MAMBA_TYPE_CLASS_PATH`,
+    :data:`GDN_LAYER_TYPE`)."""
+    if MAMBA_TYPE_CLASS_PATH.holds(release):
+        return STATE_BACKEND_CLASSES[backend]
+    if backend == "GDN_ATTN" and not GDN_LAYER_TYPE.holds(release):
+        return "linear_attention"
+    return STATE_LAYER_TYPES[backend]

@@ -82,6 +82,33 @@ def _promote(specs: Mapping[int, KVCacheSpec], *, to_full_block: bool = True,
     return dict(specs)
 
 
+#: from vLLM 0.12.0 the layer specs come in the model's layer order (``vllm/v1/worker/gpu/attn_utils.py
+#: get_kv_cache_spec``; a sparse-MLA layer's indexer cache before its latent); 0.11.0's ``GPUModelRunner.
+#: get_kv_cache_spec`` lists every attention layer's spec, then every Mamba layer's, then every sparse indexer
+#: cache's, so the groups, the tensors and the listed specs start with the attention layers (Qwen3-Next: its
+#: full-attention group first; DeepSeek-V3.2: every latent, then every indexer cache)
+RUNNER_SPEC_ORDER = ReleaseRule(
+    "vllm-runner-spec-order",
+    span(last="0.11.0", engine=VLLM),
+    "the layer specs come attention layers first, then Mamba layers, then sparse indexer caches (from 0.12.0: in "
+    "the model's layer order)",
+    "vllm/v1/worker/gpu_model_runner.py GPUModelRunner.get_kv_cache_spec (0.11.0)",
+    topic="sizing",
+)
+
+
+def spec_entries(specs: Mapping[int, KVCacheSpec], version: str = "") -> list[tuple[int, KVCacheSpec]]:
+    """Each layer's caches as ``(layer, spec)`` in vLLM's order (a sparse-MLA layer's two apart, indexer first),
+    reordered by kind before :data:`RUNNER_SPEC_ORDER` ends (attention, then Mamba, then indexer caches)."""
+    entries = [(layer, part, 2 if isinstance(whole, SparseMLALayerSpec) and part is whole.indexer
+                else 1 if isinstance(part, MambaSpec) else 0)
+               for layer, whole in specs.items()
+               for part in (whole.parts if isinstance(whole, SparseMLALayerSpec) else (whole,))]  # fmt: skip
+    if RUNNER_SPEC_ORDER.holds(parse_release(version or None, VLLM, field="--vllm-version")):
+        entries.sort(key=lambda entry: entry[2])  # stable: the layers' order within a kind
+    return [(layer, part) for layer, part, _ in entries]
+
+
 def _merge_key(spec: KVCacheSpec) -> KVCacheSpec:
     """Full-attention specs that differ only in their recorded window merge (``FullAttentionSpec.merge``)."""
     if type(spec) is FullAttentionSpec and (spec.sliding_window is not None or spec.attention_chunk_size is not None):
@@ -114,7 +141,7 @@ def kv_cache_groups(
 ) -> list[KVCacheGroup]:
     """The groups of the whole model's layers (every stage's), in vLLM's order."""
     if specs and all(isinstance(s, SparseMLALayerSpec) for s in specs.values()):
-        return [_uniform_type_group(specs)]
+        return [_uniform_type_group(specs, version)]
     if disable_hybrid:
         keep_v = PROMOTED_KEEP_HEAD_SIZE_V.holds(parse_release(version or None, VLLM, field="--vllm-version"))
         specs = _promote(specs, to_full_block=promote_to_full_block, keep_head_size_v=keep_v)
@@ -127,7 +154,7 @@ def kv_cache_groups(
             )
     merged = {k: _merge_key(s) for k, s in specs.items()}
     if len(set(merged.values())) > 1 and _uniform_type(merged):
-        return [_uniform_type_group(specs)]
+        return [_uniform_type_group(specs, version)]
     if len(set(merged.values())) == 1:
         layers = tuple(specs)
         first = specs[layers[0]]
@@ -143,7 +170,7 @@ def kv_cache_groups(
         return [KVCacheGroup(layers, spec)]
     unified = _unify_pages(merged)
     buckets: dict[KVCacheSpec, list[int]] = {}
-    for layer, spec in unified.items():
+    for layer, spec in spec_entries(unified, version):
         buckets.setdefault(spec, []).append(layer)
     sizes = [len(v) for v in buckets.values()]
     group_size = min(sizes)
@@ -164,12 +191,11 @@ def _uniform_type(specs: Mapping[int, KVCacheSpec]) -> bool:
     return kinds <= {FullAttentionSpec, MLAAttentionSpec} and len({s.block_size for s in specs.values()}) == 1
 
 
-def _uniform_type_group(specs: Mapping[int, KVCacheSpec]) -> KVCacheGroup:
+def _uniform_type_group(specs: Mapping[int, KVCacheSpec], version: str = "") -> KVCacheGroup:
     """The one group of layers whose specs are of one type (``UniformTypeKVCacheSpecs.from_specs``): a
     sparse-MLA model's latent and indexer caches, or full-attention layers of different heads; every layer
-    once per cache it holds, in layer order."""
-    entries = tuple((layer, part) for layer, spec in sorted(specs.items())
-                    for part in (spec.parts if isinstance(spec, SparseMLALayerSpec) else (spec,))
+    once per cache it holds, in layer order (:func:`spec_entries`)."""
+    entries = tuple((layer, part) for layer, part in spec_entries(dict(sorted(specs.items())), version)
                     if isinstance(part, AttentionSpec))  # fmt: skip
     block = entries[0][1].block_size
     spec = UniformTypeKVCacheSpecs(block_size=block, entries=entries)

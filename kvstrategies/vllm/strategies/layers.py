@@ -102,10 +102,27 @@ CACHE_CONFIG_RULES = per_release_rules(
 )  # fmt: skip
 
 
+#: from vLLM 0.12.0 a layer's spec takes its own attention's cache dtype (``vllm/v1/worker/gpu/attn_utils.py
+#: get_kv_cache_spec``: ``attn_module.kv_cache_dtype``); 0.11.0's ``GPUModelRunner.get_kv_cache_spec`` gives every
+#: layer the runner's, from the cache config, so an attention built without the cache config (Falcon's rotary one)
+#: still stores an fp8 cache in one byte (Falcon-7B fp8: 163,840 blocks of 64 where 0.12.0 has 81,920)
+LAYER_OWN_CACHE_DTYPE = ReleaseRule(
+    "vllm-layer-own-cache-dtype",
+    span("0.12.0", engine=VLLM),
+    "a layer's spec takes its own attention's cache dtype (before: the model runner's, from --kv-cache-dtype, for "
+    "every layer)",
+    "vllm/v1/worker/gpu/attn_utils.py get_kv_cache_spec; vllm/v1/worker/gpu_model_runner.py "
+    "GPUModelRunner.get_kv_cache_spec (0.11.0: self.kv_cache_dtype)",
+    topic="sizing",
+)
+
+
 def layer_kv_dtype(geometry: ModelGeometry, kv_cache_dtype: str, release: EngineRelease | None = None) -> str:
     """The cache dtype name a model's layers are built with: ``auto`` where vLLM builds its attention
     without the cache config (``VLLMModelRule.kv_in_model_dtype``: Falcon's rotary attention; before
-    ``cache_config_from``: MiMo-V2 on vLLM 0.31.0)."""
+    ``cache_config_from``: MiMo-V2 on vLLM 0.31.0), from :data:`LAYER_OWN_CACHE_DTYPE` on."""
+    if release is not None and not LAYER_OWN_CACHE_DTYPE.holds(release):
+        return kv_cache_dtype
     if vllm_model_rule(geometry.model_type).kv_in_model_dtype:
         return "auto"
     first = CACHE_CONFIG_FROM.get(geometry.model_type)
@@ -141,7 +158,7 @@ VLLM_KV_CACHE_DTYPES: tuple[str, ...] = (
 #: "Invalid kv_cache_dtype"
 KV_CACHE_DTYPE_NAMES: ByRelease[tuple[tuple[str, ...], str]] = ByRelease(
     "vllm-kv-cache-dtypes",
-    (("0.12.0", (VLLM_KV_CACHE_DTYPES[:VLLM_KV_CACHE_DTYPES.index("fp8_ds_mla") + 1], "literal")),
+    (("0.11.0", (VLLM_KV_CACHE_DTYPES[:VLLM_KV_CACHE_DTYPES.index("fp8_ds_mla") + 1], "literal")),
      ("0.20.2", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_") and n != "ultraquant_4bit"),
                  "literal")),
      ("0.32.0", (tuple(n for n in VLLM_KV_CACHE_DTYPES if not n.startswith("octave_")), "literal")),

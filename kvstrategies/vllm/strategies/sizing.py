@@ -110,7 +110,7 @@ LEADER_LATENT_SPEC = ReleaseRule(
 #: ``kv_cache_utils.py`` in vLLM 0.33.0
 PLANNING_MODULE: ByRelease[str] = ByRelease(
     "vllm-kv-cache-planning-module",
-    (("0.12.0", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
+    (("0.11.0", "vllm/v1/core/kv_cache_utils.py"), ("0.33.0", "vllm/v1/core/kv_cache_planning.py")),
     "the module of get_kv_cache_configs and _check_enough_kv_cache_memory",
     "vllm/v1/core/kv_cache_planning.py (0.33.0); vllm/v1/core/kv_cache_utils.py before",
     topic="sizing",
@@ -127,7 +127,7 @@ def planning_module(version: str) -> str:
 #: the word vLLM's "one request fits" refusal names the model with: 0.21.0 writes "models's"
 REFUSAL_MODEL_WORD: ByRelease[str] = ByRelease(
     "vllm-memory-refusal-wording",
-    (("0.12.0", "models's"), ("0.22.1", "model's")),
+    (("0.11.0", "models's"), ("0.22.1", "model's")),
     "the word the refusal of a budget below one request at max_model_len names the model with",
     "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory",
     topic="sizing",
@@ -310,6 +310,20 @@ def check_layer_specs_memory(specs: list[KVCacheSpec], budget: int, limits: Cach
         f"KV cache memory ({_gib(budget)} GiB). {estimate}Try increasing `gpu_memory_utilization` or decreasing "
         f"`max_model_len` ({planning_module(version)} check_enough_kv_cache_memory)"
     )
+
+
+#: from vLLM 0.12.0 each PP stage's tensors hold the smallest stage's ``num_blocks``; 0.11.0's ``get_kv_cache_configs``
+#: lowers only ``num_blocks`` to the smallest and keeps each stage's tensors at its own blocks ("We do not need to
+#: shrink the tensor size"), so a stage of fewer layers has larger tensors (Llama-3.1-70B PP 3, rank 2's 26 layers:
+#: 1,651,900,416 B a layer against 0.12.0's 1,590,689,792, rank 0's 27 layers' blocks)
+STAGE_TENSORS_AT_MIN_BLOCKS = ReleaseRule(
+    "vllm-pp-tensors-at-min-blocks",
+    span("0.12.0", engine=VLLM),
+    "a PP stage's tensors are sized at the smallest stage's num_blocks (before: at the stage's own blocks; only "
+    "num_blocks is the smallest)",
+    "vllm/v1/core/kv_cache_utils.py get_kv_cache_configs (0.11.0: num_blocks lowered, tensors not shrunk)",
+    topic="sizing",
+)
 
 
 def stage_tensors(

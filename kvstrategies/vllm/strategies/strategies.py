@@ -56,7 +56,7 @@ from .backends import (
 )
 from .drafts import check_draft_model, check_draft_pipeline, check_eagle3_target, draft_layer_specs, head_layer_spec
 from .engine_args import VLLMDeployment, check_layer_partition, vllm_deployment
-from .grouping import PROMOTED_TAKE_FULL_BLOCK, KVCacheGroup, kv_cache_groups, padding_layers
+from .grouping import PROMOTED_TAKE_FULL_BLOCK, KVCacheGroup, kv_cache_groups, padding_layers, spec_entries
 from .launch import VLLMLaunch, resolve_model_launch
 from .layers import (
     MLA_HEAD_SIZE_V_ZERO,
@@ -76,6 +76,7 @@ from .layers import (
 from .sizing import (
     MEMORY_CHECK_FROM_GROUPS,
     PP_PROJECTED_GROUPS,
+    STAGE_TENSORS_AT_MIN_BLOCKS,
     Capacity,
     KVCacheTensor,
     SharedKVCacheTensor,
@@ -301,12 +302,13 @@ class VLLMStrategy(Strategy):
             backends=tuple(dict.fromkeys(self._backends(specs, backend) + head_names)),
             block_size=block,
             kv_cache_layout=backend.layout if KV_CACHE_LAYOUTS.holds(ctx.release) else None,
-            layer_specs=_distinct(stage_specs),
+            layer_specs=_distinct(stage_specs, version),
             groups=tuple(groups),
             stage_groups=mine,
             bytes_per_block=bytes_per_block(mine),
             capacity=Capacity(num_blocks, blocks_per_request(mine, limits), launch.max_model_len),
-            tensors=stage_tensors(mine, num_blocks, ctx.release),
+            tensors=stage_tensors(mine, num_blocks if STAGE_TENSORS_AT_MIN_BLOCKS.holds(ctx.release)
+                                  else counts[deployment.pp_rank], ctx.release),
             padding_layers=padding_layers(list(groups)),
         )
 
@@ -365,17 +367,22 @@ class VLLMStrategy(Strategy):
         )
 
 
-def _distinct(specs: dict[int, KVCacheSpec]) -> tuple[tuple[tuple[int, ...], KVCacheSpec], ...]:
-    """The distinct layer specs in order, with their layers (a sparse-MLA layer's two caches apart)."""
+def _distinct(specs: dict[int, KVCacheSpec], version: str = "") -> tuple[tuple[tuple[int, ...], KVCacheSpec], ...]:
+    """The distinct layer specs in vLLM's order (:func:`.grouping.spec_entries`; a DeepSeek-V4 layer's caches in
+    its own order), with their layers (a sparse-MLA layer's two caches apart)."""
+    if any(isinstance(whole, dsv4_caches.DSV4LayerSpec) for whole in specs.values()):
+        ordered = [(layer, part) for layer, whole in specs.items()
+                   for part in (whole.parts if isinstance(whole, dsv4_caches.DSV4LayerSpec) else (whole,))]
+    else:
+        ordered = spec_entries(specs, version)
     entries: list[tuple[list[int], KVCacheSpec]] = []
-    for layer, whole in specs.items():
-        for spec in whole.parts if isinstance(whole, (SparseMLALayerSpec, dsv4_caches.DSV4LayerSpec)) else (whole,):
-            for layers, known in entries:
-                if known == spec:
-                    layers.append(layer)
-                    break
-            else:
-                entries.append(([layer], spec))
+    for layer, spec in ordered:
+        for layers, known in entries:
+            if known == spec:
+                layers.append(layer)
+                break
+        else:
+            entries.append(([layer], spec))
     return tuple((tuple(layers), spec) for layers, spec in entries)
 
 

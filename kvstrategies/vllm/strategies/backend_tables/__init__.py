@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from . import (  # fmt: skip
+    v0_11_0,
     v0_12_0,
     v0_13_0,
     v0_14_1,
@@ -63,7 +64,7 @@ def _tables(modules: tuple[ModuleType, ...]) -> dict[str, BackendTable]:
 
 
 #: the release lines' modules, oldest first
-_MODULES = (v0_12_0, v0_13_0, v0_14_1, v0_15_1, v0_16_0, v0_17_1, v0_18_1, v0_19_1, v0_20_2, v0_21_0, v0_22_1,
+_MODULES = (v0_11_0, v0_12_0, v0_13_0, v0_14_1, v0_15_1, v0_16_0, v0_17_1, v0_18_1, v0_19_1, v0_20_2, v0_21_0, v0_22_1,
             v0_23_0, v0_24_0, v0_25_1, v0_26_0, v0_27_1, v0_28_0, v0_29_0, v0_30_0, v0_31_0, v0_32_0, v0_33_0,
             v0_34_0)  # fmt: skip
 #: release line -> its table
