@@ -155,3 +155,57 @@ def test_the_planner_adds_a_draft_models_layers_and_weights(tmp_path: Any, capsy
 
     draft = vllm_weights(config, tp=4, pp=1, dtype=DType.BFLOAT16).per_stage[-1]
     assert weights("--speculative-config", spec) - weights() == draft > 0
+
+
+# ---- an EAGLE head of the target's MLA latent (vllm-mla-eagle-heads) --------------------------------------------
+
+
+def _eagle(release: str = "0.34.0", **fields: Any) -> Any:
+    return _case(release, **{"speculative_algorithm": "EAGLE", "preset": "deepseek-v2-lite", "page_size": 64,
+                             **fields})  # fmt: skip
+
+
+def test_an_eagle_head_beside_an_mla_model_keeps_its_latent() -> None:
+    # DeepSeek-V2-Lite has no MTP layers: the head is DeepSeek MTP-style (deepseek_eagle.py), 2 layers of the
+    # target's 512 + 64 = 576-wide latent, bf16, 64 tokens: 576 x 2 B x 64 = 73,728 B a layer, 27 + 2 layers =
+    # 2,138,112 B a block, 40 GiB // that = 20,087 blocks (vLLM 0.34.0 and 0.33.0 record 20,087, layers 0-28)
+    case = _eagle()
+    draft = vllm_deployment(case.settings, case.available_bytes).draft
+    assert draft is not None and draft.latent and draft.num_kv_heads is None and draft.num_layers == 2
+    answer = _answer(case)
+    assert _layers(answer) == list(range(29))
+    assert answer.bytes_per_block == 29 * 73_728 == 2_138_112
+    assert answer.num_gpu_blocks == 40 * GIB // 2_138_112 == 20_087
+    # Kimi-K2 fp8 TP 8, one head layer: 576 x 1 B x 64 = 36,864 B, 62 layers: 40 GiB // 2,285,568 = 18,791
+    kimi = _answer(_eagle(preset="kimi-k2", tp_size=8, kv_cache_dtype="fp8_e4m3", eagle_draft_num_layers=1))
+    assert kimi.num_gpu_blocks == 40 * GIB // (62 * 36_864) == 18_791
+
+
+def test_latent_heads_are_planned_from_0_33_0_and_not_as_eagle3() -> None:
+    older = _eagle("0.32.0")
+    with pytest.raises(UnsupportedConfigurationError, match="a draft beside an MLA model has attention of its own"):
+        plan(older.settings, older.available_bytes)
+    eagle3 = _eagle(speculative_algorithm="EAGLE3")
+    with pytest.raises(UnsupportedConfigurationError, match="a draft beside an MLA model has attention of its own"):
+        plan(eagle3.settings, eagle3.available_bytes)
+    # beside DeepSeek sparse attention the head would need its own indexer: refused too (GLM-5 has MTP layers, so
+    # its EAGLE case is its MTP; a head shape given makes it a Llama head)
+    glm = _eagle(preset="glm-5", tp_size=8, kv_cache_dtype="fp8_e4m3")
+    assert vllm_deployment(glm.settings, glm.available_bytes).draft.method == "mtp"  # type: ignore[union-attr]
+
+
+def test_the_planner_reads_a_latent_head_by_its_layers(tmp_path: Any, capsys: Any) -> None:
+    import json
+
+    from kvstrategies.cli import main
+
+    head = {"architectures": ["DeepSeekMTPModel"], "model_type": "deepseek_v3", "hidden_size": 2048,
+            "num_attention_heads": 16, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "num_hidden_layers": 2,
+            "vocab_size": 102400}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(head))
+    spec = json.dumps({"method": "eagle", "model": str(tmp_path), "num_speculative_tokens": 3})
+    args = ["plan", "deepseek-v2-lite", "--engine", "vllm", "--speculative-config", spec, "--json"]
+    assert main([*args, "--kv-cache-memory-bytes", "40G", "--block-size", "64"]) == 0
+    assert json.loads(capsys.readouterr().out)["plan"]["num_gpu_blocks"] == 20_087  # as the case above
+    assert main([*args, "--gpu", "H100"]) != 0
+    assert "its weights are not modelled; give --weight-bytes" in capsys.readouterr().out

@@ -86,6 +86,8 @@ def draft_head_config(config: Mapping[str, Any], draft: VLLMDraft) -> dict[str, 
     vLLM reads as ``EagleLlamaForCausalLM``) or EAGLE3 head (``LlamaForCausalLMEagle3``) of ``draft.num_layers``
     layers with the draft's KV heads and head size, the target's width, vocabulary and positions."""
     text = text_config(config)
+    if draft.latent:
+        return _latent_head_config(text, draft)
     heads = _positive(text.get("num_attention_heads")) or draft.num_kv_heads or 1
     hidden = _positive(text.get("hidden_size")) or heads * (draft.head_dim or 128)
     return {
@@ -103,6 +105,23 @@ def draft_head_config(config: Mapping[str, Any], draft: VLLMDraft) -> dict[str, 
         "rope_theta": 10000.0,
         "tie_word_embeddings": False,
     }
+
+
+#: the target's fields a latent EAGLE head keeps: its MLA latent and query shape, width, vocabulary and positions
+_LATENT_HEAD_KEYS = ("hidden_size", "num_attention_heads", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
+                     "qk_nope_head_dim", "v_head_dim", "vocab_size", "max_position_embeddings", "rms_norm_eps",
+                     "rope_theta", "intermediate_size")  # fmt: skip
+
+
+def _latent_head_config(text: Mapping[str, Any], draft: VLLMDraft) -> dict[str, Any]:
+    """A DeepSeek MTP-style EAGLE head (``DeepSeekMTPModel``, which vLLM reads as ``EagleDeepSeekMTPModel``:
+    ``deepseek_eagle.py EagleDeepseekV3ForCausalLM``) of ``draft.num_layers`` dense MLA layers with the target's
+    latent (``kv_lora_rank``, ``qk_rope_head_dim``), heads, width, vocabulary and positions."""
+    head = {key: text[key] for key in _LATENT_HEAD_KEYS if key in text}
+    return {**head, "architectures": ["DeepSeekMTPModel"], "model_type": "deepseek_v3",
+            "num_hidden_layers": draft.num_layers, "num_key_value_heads": head.get("num_attention_heads", 1),
+            # dense layers: the head's indices (after the target's) stay below first_k_dense_replace
+            "n_routed_experts": 1, "first_k_dense_replace": 2**20, "tie_word_embeddings": False}  # fmt: skip
 
 
 def _positive(value: Any) -> int | None:

@@ -30,7 +30,7 @@ from ..strategies.sizing import blocks_per_request
 from ..strategies.specs import CacheLimits
 from ..strategies.strategies import VLLMKVCachePlan
 from .budget import EXTENSIBLE_KV_CACHE, VLLMBudget, extensible_budget, given_budget, vllm_budget
-from .draft_head import draft_head, draft_head_bytes, draft_model_shape
+from .draft_head import draft_head, draft_head_bytes, draft_model_shape, is_latent_head
 from .extensible import blocks_within, segment_strides
 from .gpu_memory import cuda_total
 from .load_refusals import check_weight_load
@@ -139,8 +139,9 @@ def case_fields(req: VLLMPlanRequest, budget_bytes: int) -> dict[str, Any]:
 
 def _speculative_fields(req: VLLMPlanRequest) -> dict[str, Any]:
     """vLLM's speculation as the case reads it (:mod:`kvstrategies.vllm.strategies.drafts`): a chain (top-k 1) of
-    ``num_speculative_tokens`` steps from the model's MTP layers (``EAGLE`` without a head's shape) or a draft head
-    (``EAGLE`` / ``EAGLE3`` with its layers, KV heads and head size)."""
+    ``num_speculative_tokens`` steps from the model's MTP layers (``EAGLE`` without a head's shape), an EAGLE head of
+    MLA layers (its layer count alone: the target's latent), a draft head (``EAGLE`` / ``EAGLE3`` with its layers, KV
+    heads and head size) or a draft model (``STANDALONE``)."""
     tokens = req.num_speculative_tokens
     if tokens is None:
         return {}
@@ -149,6 +150,14 @@ def _speculative_fields(req: VLLMPlanRequest) -> dict[str, Any]:
     if req.speculative_method == "draft_model" and req.draft_config is not None:  # SGLang's name for it
         fields["speculative_algorithm"] = "STANDALONE"
         fields.update(draft_model_shape(req.draft_config).case_fields())
+    elif req.draft_config is not None and is_latent_head(req.draft_config, req.speculative_method):
+        # no head shape: the vLLM strategies give it the target's latent (kvstrategies/vllm/strategies/drafts.py)
+        if text_config(req.config).get("num_nextn_predict_layers"):
+            raise KVCacheConfigError(
+                "--speculative-config: an EAGLE head of MLA layers beside a model with MTP layers is planned as the "
+                "model's MTP layers only; give method mtp (the model's own draft), or a Llama EAGLE head"
+            )
+        fields["eagle_draft_num_layers"] = draft_head(req.draft_config, "eagle").num_layers
     elif req.speculative_method != "mtp" and req.draft_config is not None:
         fields["speculative_algorithm"] = req.speculative_method.upper()
         fields.update(draft_head(req.draft_config, req.speculative_method).case_fields())
@@ -192,6 +201,13 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
     if req.speculative_method == "draft_model" and req.draft_config is not None \
             and req.num_speculative_tokens is not None and req.weight_bytes is None:  # fmt: skip
         weights = _with_draft_model(weights, req, tp, pp, dtype)
+    elif req.draft_config is not None and is_latent_head(req.draft_config, req.speculative_method) \
+            and req.num_speculative_tokens is not None and req.weight_bytes is None:  # fmt: skip
+        raise KVCacheConfigError(
+            "--speculative-config model: an EAGLE head of MLA layers (kv_lora_rank in its config: "
+            "deepseek_eagle.py EagleDeepseekV3ForCausalLM) sizes its KV cache as the target's latent, but its weights "
+            "are not modelled; give --weight-bytes (the rank's weights with the head) or --kv-cache-memory-bytes"
+        )
     elif req.draft_config is not None and req.num_speculative_tokens is not None and req.weight_bytes is None:
         head = draft_head_bytes(req.draft_config, req.speculative_method, tp=tp, dtype=dtype)
         weights = VLLMWeights(weights.per_stage[:-1] + (weights.per_stage[-1] + head,),

@@ -64,6 +64,12 @@ def draft_head(config: Mapping[str, Any], method: str) -> DraftHead:
                      _int(t, "head_dim", max(1, hidden // heads)))  # fmt: skip
 
 
+def is_latent_head(config: Mapping[str, Any], method: str) -> bool:
+    """An EAGLE head of MLA layers (a DeepSeek MTP-style head: ``kv_lora_rank`` in its config), whose layers keep
+    the target's latent (``deepseek_eagle.py EagleDeepseekV3ForCausalLM``)."""
+    return method == "eagle" and "kv_lora_rank" in text_config(config)
+
+
 def draft_model_shape(config: Mapping[str, Any]) -> DraftHead:
     """A separate draft model's shape (``method`` ``draft_model``): its layers, KV heads and head size, as for a head;
     only a model of full-attention layers alone is planned (its layers join the target's groups as a head's do)."""

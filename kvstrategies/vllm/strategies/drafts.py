@@ -12,7 +12,9 @@ sliding-window kind), numbered after them (``num_hidden_layers + i``).
 heads and head size, numbered after the target's (``start_layer_id = num_hidden_layers``); they join the target's
 full-attention group, or, where their page differs (an MLA target), one ``UniformTypeKVCacheSpecs`` group. EAGLE3
 reads the target's auxiliary hidden states, which only models implementing ``SupportsEagle3`` give
-(:data:`~kvstrategies.vllm.strategies.eagle3_targets.EAGLE3_TARGETS`).
+(:data:`~kvstrategies.vllm.strategies.eagle3_targets.EAGLE3_TARGETS`). Beside an MLA model without MTP layers, an
+EAGLE head whose shape is not given is a DeepSeek MTP-style head (``deepseek_eagle.py EagleDeepseekV3ForCausalLM``):
+its layers keep the target's latent and join its MLA group.
 
 ``{"method": "draft_model", "model": DRAFT}``: a separate, smaller language model (0.34.0:
 ``vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py StandaloneARSpeculator.load_draft_model``; 0.33.0:
@@ -111,6 +113,19 @@ DRAFT_MODELS = ReleaseRule(
     topic="sizing",
 )
 
+#: an EAGLE head of MLA layers beside an MLA model without MTP layers is planned from this release (recorded by 0.33.0
+#: and 0.34.0 through the bridge with a DeepSeek MTP-style head, ``deepseek_eagle.py EagleDeepseekV3ForCausalLM``):
+#: its decoder layers keep the target's latent (``kv_lora_rank + qk_rope_head_dim``), so they join its MLA group
+MLA_EAGLE_HEADS = ReleaseRule(
+    "vllm-mla-eagle-heads",
+    span("0.33.0", engine=VLLM),
+    "an EAGLE head beside an MLA model whose head shape the case does not give is a DeepSeek MTP-style head of the "
+    "target's latent attention, its layers in the target's MLA group (older releases: refused, not recorded)",
+    "vllm/model_executor/models/deepseek_eagle.py EagleDeepseekV3ForCausalLM.__init__ (start_layer_id); "
+    "vllm/transformers_utils/configs/eagle.py EAGLEConfig (Eagle{architecture})",
+    topic="sizing",
+)
+
 #: the draft methods a separate draft runs as, by SGLang's algorithm name
 _HEAD_METHODS = {SpecAlgorithm.EAGLE: "eagle", SpecAlgorithm.EAGLE3: "eagle3", SpecAlgorithm.STANDALONE: "draft_model"}
 
@@ -119,13 +134,15 @@ _HEAD_METHODS = {SpecAlgorithm.EAGLE: "eagle", SpecAlgorithm.EAGLE3: "eagle3", S
 class VLLMDraft:
     """A vLLM draft: ``method`` ``mtp`` (the model's own MTP layers), or ``eagle`` / ``eagle3`` / ``draft_model`` (a
     separate head or model of ``num_layers`` full-attention layers with ``num_kv_heads`` KV heads in all and
-    ``head_dim`` a head), proposing ``num_speculative_tokens`` tokens a step."""
+    ``head_dim`` a head), proposing ``num_speculative_tokens`` tokens a step. ``latent``: an EAGLE head of the
+    target's MLA latent attention (:data:`MLA_EAGLE_HEADS`; no heads or head size of its own)."""
 
     method: str
     num_speculative_tokens: int
     num_layers: int
     num_kv_heads: int | None = None
     head_dim: int | None = None
+    latent: bool = False
 
     @property
     def is_head(self) -> bool:
@@ -221,13 +238,19 @@ def vllm_draft(ctx: KVCacheContext) -> VLLMDraft | None:
             raise ValueError("a STANDALONE draft model's layers are not given (eagle_draft_num_layers)")
     elif not EAGLE_HEADS.holds(ctx.release):
         raise ValueError(f"EAGLE / EAGLE3 draft heads are modelled for vLLM {EAGLE_HEADS.span.describe()}")
-    if (heads is None or head_dim is None) and (geometry.use_mla or geometry.dsv4 is not None):
+    latent = (heads is None or head_dim is None) and (geometry.use_mla or geometry.dsv4 is not None)
+    # an EAGLE head of the target's own latent attention (MLA_EAGLE_HEADS; not beside DeepSeek sparse attention)
+    mla_head = latent and method == "eagle" and geometry.use_mla and geometry.dsa is None \
+        and MLA_EAGLE_HEADS.holds(ctx.release)  # fmt: skip
+    if latent and not mla_head:
         raise ValueError("a draft beside an MLA model has attention of its own, which the case does not give "
                          "(eagle_draft_num_kv_heads, eagle_draft_head_dim; a draft modelled on the target's "
                          "attention needs softmax attention)")  # fmt: skip
     if ctx.parallel.pp_size > 1 and method != "draft_model":
         raise ValueError("an EAGLE / EAGLE3 head at pipeline parallel size > 1 is not modelled (its auxiliary hidden "
                          "states cross the stages)")  # fmt: skip
+    if mla_head:
+        return VLLMDraft(method, tokens, layers, latent=True)
     return VLLMDraft(method, tokens, layers, heads or geometry.total_num_kv_heads, head_dim or geometry.head_dim)
 
 
@@ -261,6 +284,8 @@ def draft_layer_specs(
     # after every target index: Falcon-H1's Mamba layers take num_hidden_layers + i (falcon_h1.py ssm_layer_idx)
     first = max((k + 1 for k in specs), default=geometry.num_hidden_layers)
     if draft.is_head:
+        if draft.latent:  # the target's MLA latent, as an MTP layer's
+            return _template_layers(geometry, specs, range(first, first + draft.num_layers), (FullAttentionSpec,))
         if head is None:
             raise ValueError("a draft head's layer spec is required (head_layer_spec)")
         held = range(*pp_indices(draft.num_layers, pp - 1, pp)) if draft.method == "draft_model" \
@@ -270,6 +295,13 @@ def draft_layer_specs(
         kinds: tuple[type, ...] = (SlidingWindowSpec,)
     else:
         kinds = (FullAttentionSpec, SparseMLALayerSpec)
+    return _template_layers(geometry, specs, range(first, first + draft.num_layers), kinds)
+
+
+def _template_layers(
+    geometry: ModelGeometry, specs: Mapping[int, KVCacheSpec], layers: range, kinds: tuple[type, ...]
+) -> dict[int, KVCacheSpec]:
+    """``layers``, each the spec of the target's last layer of ``kinds`` (a sparse-attention one with its indexer)."""
     template = next((spec for spec in reversed(list(specs.values())) if isinstance(spec, kinds)
                      and (not isinstance(spec, SparseMLALayerSpec) or spec.indexer is not None)), None)  # fmt: skip
     if template is None:
@@ -277,7 +309,7 @@ def draft_layer_specs(
             f"speculative decoding: {geometry.model_type}'s MTP layer is of the {kinds[0].__name__} kind, which this "
             "config has no layer of to model it on; plan it without the draft"
         )
-    return {first + i: template for i in range(draft.num_layers)}
+    return dict.fromkeys(layers, template)
 
 
 def check_eagle3_target(geometry: ModelGeometry, draft: VLLMDraft | None, release: EngineRelease) -> None:

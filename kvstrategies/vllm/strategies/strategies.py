@@ -251,7 +251,7 @@ class VLLMStrategy(Strategy):
         block = given or backend.preferred_block_size
         specs = self._layer_specs(launch, backend, kv_dtype, block, layer_dtype)
         head = None
-        if deployment.draft is not None and deployment.draft.is_head:
+        if deployment.draft is not None and deployment.draft.is_head and not deployment.draft.latent:
             # a Llama head: the cache dtype as configured, the cache's block (a Mamba hybrid's aligned one)
             head_block = next((s.block_size for s in specs.values() if type(s) is FullAttentionSpec), block)
             head = head_layer_spec(deployment.draft, deployment.tensor_parallel_size,
