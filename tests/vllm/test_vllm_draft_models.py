@@ -208,4 +208,40 @@ def test_the_planner_reads_a_latent_head_by_its_layers(tmp_path: Any, capsys: An
     assert main([*args, "--kv-cache-memory-bytes", "40G", "--block-size", "64"]) == 0
     assert json.loads(capsys.readouterr().out)["plan"]["num_gpu_blocks"] == 20_087  # as the case above
     assert main([*args, "--gpu", "H100"]) != 0
-    assert "its weights are not modelled; give --weight-bytes" in capsys.readouterr().out
+    assert "but its weights are not modelled; give --weight-bytes" in capsys.readouterr().out
+
+
+# ---- a DFlash draft (vllm-dflash-drafts) ---------------------------------------------------------------------------
+
+
+def _dflash(release: str = "0.34.0", **fields: Any) -> Any:
+    return _case(release, **{"speculative_algorithm": "DFLASH", "speculative_num_steps": None,
+                             "speculative_eagle_topk": None, "speculative_num_draft_tokens": 8,
+                             "eagle_draft_num_layers": 4, "page_size": 1, **fields})  # fmt: skip
+
+
+def test_a_dflash_draft_adds_its_layers() -> None:
+    # Qwen3-8B with a 4-layer DFlash draft of its own attention, 8 draft tokens (7 speculative): 36 + 4 = 40 layers
+    # of 2 x 8 x 128 x 2 B = 4,096 B a token; 0.34.0's block 64: 262,144 B a layer, 10,485,760 B a block, 4,096
+    # blocks; 0.33.0's block 16: 16,384 blocks (both recorded by vLLM: bridge-spec-dflash-qwen3-8b-tp1-bf16-p1)
+    case = _dflash()
+    draft = vllm_deployment(case.settings, case.available_bytes).draft
+    assert draft is not None and (draft.method, draft.num_speculative_tokens, draft.num_layers) == ("dflash", 7, 4)
+    assert _answer(case).num_gpu_blocks == 40 * GIB // (40 * 64 * 4_096) == 4_096
+    assert _answer(_dflash("0.33.0")).num_gpu_blocks == 40 * GIB // (40 * 16 * 4_096) == 16_384
+
+
+def test_a_dflash_draft_is_refused_where_vllm_refuses_it() -> None:
+    # the draft reads the target's auxiliary hidden states: Mixtral's class does not implement SupportsEagle3
+    mixtral = _dflash(preset="mixtral-8x7b", tp_size=2)
+    with pytest.raises(UnsupportedConfigurationError, match="Model does not support EAGLE3 interface"):
+        plan(mixtral.settings, mixtral.available_bytes)
+    older = _dflash("0.32.0")
+    with pytest.raises(UnsupportedConfigurationError, match=r"DFLASH drafts are modelled for vLLM 0\.33\.0"):
+        plan(older.settings, older.available_bytes)
+    # a known draft cell must be the draft's shape: 5 layers x 2 x 8 heads x 128 x 2 B = 20,480 B at TP 1
+    fits = _dflash(preset="llama-3.1-8b", eagle_draft_num_layers=5, dflash_draft_cell_size_per_token=20_480)
+    assert vllm_deployment(fits.settings, fits.available_bytes).draft is not None
+    other = _dflash(preset="llama-3.1-8b", eagle_draft_num_layers=5, dflash_draft_cell_size_per_token=16_384)
+    with pytest.raises(UnsupportedConfigurationError, match="dflash_draft_cell_size_per_token 16384 is not the cell"):
+        plan(other.settings, other.available_bytes)

@@ -90,6 +90,16 @@ def draft_head_config(config: Mapping[str, Any], draft: VLLMDraft) -> dict[str, 
         return _latent_head_config(text, draft)
     heads = _positive(text.get("num_attention_heads")) or draft.num_kv_heads or 1
     hidden = _positive(text.get("hidden_size")) or heads * (draft.head_dim or 128)
+    if draft.method == "dflash":  # a Qwen3 DFlash draft (qwen3_dflash.py DFlashQwen3ForCausalLM)
+        layers = _positive(text.get("num_hidden_layers")) or 2
+        return {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": hidden,
+                "num_attention_heads": heads, "num_key_value_heads": draft.num_kv_heads, "head_dim": draft.head_dim,
+                "intermediate_size": _positive(text.get("intermediate_size")) or 4 * hidden,
+                "num_hidden_layers": draft.num_layers, "vocab_size": _positive(text.get("vocab_size")) or 32000,
+                "max_position_embeddings": _positive(text.get("max_position_embeddings")) or 8192,
+                "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": False,
+                "dflash_config": {"mask_token_id": 0, "target_layer_ids": [1, layers // 2, layers - 2],
+                                  "block_size": draft.num_speculative_tokens + 1}}  # fmt: skip
     return {
         "architectures": ["LlamaForCausalLMEagle3" if draft.method == "eagle3" else "LlamaForCausalLM"],
         "model_type": "llama",
@@ -338,7 +348,7 @@ def _check_eagle3_target(model: Any, vllm_config: Any) -> None:
     (0.34.0: ``vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py set_eagle3_aux_hidden_state_layers``; 0.33.0:
     ``GPUModelRunner.load_model``)."""
     speculative = vllm_config.speculative_config
-    if speculative is None or speculative.method != "eagle3":
+    if speculative is None or speculative.method not in ("eagle3", "dflash"):  # the drafts that read aux states
         return
     interfaces = importlib.import_module("vllm.model_executor.models.interfaces")
     if not interfaces.supports_eagle3(model):

@@ -201,12 +201,13 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
     if req.speculative_method == "draft_model" and req.draft_config is not None \
             and req.num_speculative_tokens is not None and req.weight_bytes is None:  # fmt: skip
         weights = _with_draft_model(weights, req, tp, pp, dtype)
-    elif req.draft_config is not None and is_latent_head(req.draft_config, req.speculative_method) \
-            and req.num_speculative_tokens is not None and req.weight_bytes is None:  # fmt: skip
+    elif req.draft_config is not None and req.num_speculative_tokens is not None and req.weight_bytes is None \
+            and (req.speculative_method == "dflash" or is_latent_head(req.draft_config, req.speculative_method)):
+        what = "a DFlash draft (qwen3_dflash.py DFlashQwen3ForCausalLM)" if req.speculative_method == "dflash" else \
+            "an EAGLE head of MLA layers (kv_lora_rank in its config: deepseek_eagle.py EagleDeepseekV3ForCausalLM)"
         raise KVCacheConfigError(
-            "--speculative-config model: an EAGLE head of MLA layers (kv_lora_rank in its config: "
-            "deepseek_eagle.py EagleDeepseekV3ForCausalLM) sizes its KV cache as the target's latent, but its weights "
-            "are not modelled; give --weight-bytes (the rank's weights with the head) or --kv-cache-memory-bytes"
+            f"--speculative-config model: {what} is planned for its KV cache, but its weights are not modelled; give "
+            "--weight-bytes (the rank's weights with the draft) or --kv-cache-memory-bytes"
         )
     elif req.draft_config is not None and req.num_speculative_tokens is not None and req.weight_bytes is None:
         head = draft_head_bytes(req.draft_config, req.speculative_method, tp=tp, dtype=dtype)

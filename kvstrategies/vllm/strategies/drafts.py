@@ -1,4 +1,4 @@
-"""vLLM's speculative decoding: the model's own MTP layers, a separate EAGLE / EAGLE3 draft head, or a draft model.
+"""vLLM's speculative decoding: the model's own MTP layers, an EAGLE / EAGLE3 head, a draft model or a DFlash draft.
 
 ``--speculative-config '{"method": "mtp"}'``: vLLM builds the draft (``vllm/config/speculative.py
 SpeculativeConfig.hf_config_override``: the model's MTP architecture with ``n_predict`` layers) beside the target,
@@ -30,7 +30,9 @@ MTP layers (no draft checkpoint), else an EAGLE head of ``eagle_draft_num_layers
 ``EAGLE3`` is an EAGLE3 head; ``STANDALONE`` is a draft model of ``eagle_draft_num_layers`` full-attention layers
 (else the config's MTP layer count, as SGLang's ``_resolve_eagle_aux_hidden_state`` reads a path-less draft). A draft
 whose attention is not given (``eagle_draft_num_kv_heads``, ``eagle_draft_head_dim``) is the target's: its total KV
-heads and head size. A tree (top-k > 1) and the other algorithms (DFLASH, NGRAM) are refused.
+heads and head size. ``DFLASH`` is a DFlash draft (``method`` ``dflash``: ``qwen3_dflash.py
+DFlashQwen3ForCausalLM``) of such layers, which reads the target's auxiliary hidden states as EAGLE3 does. A tree
+(top-k > 1) and the other algorithms (NGRAM) are refused.
 """
 
 from __future__ import annotations
@@ -126,8 +128,22 @@ MLA_EAGLE_HEADS = ReleaseRule(
     topic="sizing",
 )
 
+#: a DFlash draft (``method`` ``dflash``) is planned from this release (recorded by 0.33.0 and 0.34.0 through the
+#: bridge): its decoder layers are full attention of its own heads, numbered after the target's, which read the
+#: target's auxiliary hidden states as an EAGLE3 head does
+DFLASH_DRAFTS = ReleaseRule(
+    "vllm-dflash-drafts",
+    span("0.33.0", engine=VLLM),
+    "speculative decoding with a DFlash draft (method dflash) is planned: its full-attention layers join the KV cache "
+    "groups (older releases: refused, not recorded)",
+    "vllm/model_executor/models/qwen3_dflash.py DFlashQwen3Model.__init__ (start_layer_id); "
+    "vllm/v1/worker/gpu/spec_decode/dflash/config.py DFlashSpeculatorConfig",
+    topic="sizing",
+)
+
 #: the draft methods a separate draft runs as, by SGLang's algorithm name
-_HEAD_METHODS = {SpecAlgorithm.EAGLE: "eagle", SpecAlgorithm.EAGLE3: "eagle3", SpecAlgorithm.STANDALONE: "draft_model"}
+_HEAD_METHODS = {SpecAlgorithm.EAGLE: "eagle", SpecAlgorithm.EAGLE3: "eagle3", SpecAlgorithm.STANDALONE: "draft_model",
+                 SpecAlgorithm.DFLASH: "dflash"}
 
 
 @dataclass(frozen=True)
@@ -236,6 +252,12 @@ def vllm_draft(ctx: KVCacheContext) -> VLLMDraft | None:
         layers = spec.eagle_draft_num_layers or geometry.num_nextn_predict_layers or 0
         if layers < 1:
             raise ValueError("a STANDALONE draft model's layers are not given (eagle_draft_num_layers)")
+    elif method == "dflash":
+        if not DFLASH_DRAFTS.holds(ctx.release):
+            raise ValueError(f"DFLASH drafts are modelled for vLLM {DFLASH_DRAFTS.span.describe()}")
+        layers = spec.dflash_draft_num_layers or spec.eagle_draft_num_layers or 0
+        if layers < 1:
+            raise ValueError("a DFLASH draft's layers are not given (eagle_draft_num_layers)")
     elif not EAGLE_HEADS.holds(ctx.release):
         raise ValueError(f"EAGLE / EAGLE3 draft heads are modelled for vLLM {EAGLE_HEADS.span.describe()}")
     latent = (heads is None or head_dim is None) and (geometry.use_mla or geometry.dsv4 is not None)
@@ -251,7 +273,19 @@ def vllm_draft(ctx: KVCacheContext) -> VLLMDraft | None:
                          "states cross the stages)")  # fmt: skip
     if mla_head:
         return VLLMDraft(method, tokens, layers, latent=True)
-    return VLLMDraft(method, tokens, layers, heads or geometry.total_num_kv_heads, head_dim or geometry.head_dim)
+    draft = VLLMDraft(method, tokens, layers, heads or geometry.total_num_kv_heads, head_dim or geometry.head_dim)
+    cell = spec.dflash_draft_cell_size_per_token
+    if method == "dflash" and cell is not None and cell != draft_cell_bytes(draft, ctx.parallel.tp_size,
+                                                                          ctx.kv_cache_dtype.itemsize):  # fmt: skip
+        raise ValueError(f"dflash_draft_cell_size_per_token {cell} is not the cell of {layers} layers of "
+                         f"{draft.num_kv_heads} KV heads of {draft.head_dim} (give the draft's "
+                         "eagle_draft_num_kv_heads and eagle_draft_head_dim)")  # fmt: skip
+    return draft
+
+
+def draft_cell_bytes(draft: VLLMDraft, tp: int, itemsize: int) -> int:
+    """A draft's KV bytes a token on one rank: ``layers x 2 x max(1, H / tp) x head_dim x itemsize`` (K and V)."""
+    return draft.num_layers * 2 * max(1, (draft.num_kv_heads or 1) // tp) * (draft.head_dim or 0) * itemsize
 
 
 def head_layer_spec(
@@ -315,7 +349,7 @@ def _template_layers(
 def check_eagle3_target(geometry: ModelGeometry, draft: VLLMDraft | None, release: EngineRelease) -> None:
     """vLLM's refusal of an EAGLE3 head beside a model that gives no auxiliary hidden states (its class does not
     implement ``SupportsEagle3``), in its words."""
-    if draft is None or draft.method != "eagle3":
+    if draft is None or draft.method not in ("eagle3", "dflash"):  # a DFlash draft reads the same hidden states
         return
     from .eagle3_targets import EAGLE3_TARGETS
 
