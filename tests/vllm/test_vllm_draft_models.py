@@ -245,3 +245,26 @@ def test_a_dflash_draft_is_refused_where_vllm_refuses_it() -> None:
     other = _dflash(preset="llama-3.1-8b", eagle_draft_num_layers=5, dflash_draft_cell_size_per_token=16_384)
     with pytest.raises(UnsupportedConfigurationError, match="dflash_draft_cell_size_per_token 16384 is not the cell"):
         plan(other.settings, other.available_bytes)
+
+
+def test_the_planner_adds_a_dflash_drafts_weights(tmp_path: Any, capsys: Any) -> None:
+    import json
+
+    from kvstrategies.cli import main
+
+    # a Qwen3-8B-shaped DFlash draft of 4 layers capturing 3 target layers (vLLM 0.34.0 built it on meta through the
+    # bridge: attention 335,544,320 B, MLP 1,207,959,552 B, norms 83,968 B, fc + mask_embedding 100,671,488 B)
+    config = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 4096,
+              "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288,
+              "num_hidden_layers": 4, "vocab_size": 151936, "max_position_embeddings": 40960,
+              "dflash_config": {"mask_token_id": 0, "target_layer_ids": [1, 18, 34], "block_size": 8}}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    # per layer: qkv 4,096 x (4,096 + 2 x 1,024) + o 4,096 x 4,096 + MLP 3 x 4,096 x 12,288 + 2 norms of 4,096 +
+    # q_norm and k_norm of 128 = 192,946,432 parameters; 4 layers, fc 4,096 x 3 x 4,096, hidden_norm, norm and
+    # mask_embedding 3 x 4,096: 822,129,664 parameters, 1,644,259,328 B in bf16 (the embedding and LM head shared)
+    def weights(*extra: str) -> int:
+        assert main(["plan", "qwen3-8b", "--engine", "vllm", "--gpu", "H100", *extra, "--json"]) == 0
+        return int(json.loads(capsys.readouterr().out)["budget"]["stages"][-1]["weights_bytes"])
+
+    spec = json.dumps({"method": "dflash", "model": str(tmp_path), "num_speculative_tokens": 7})
+    assert weights("--speculative-config", spec) - weights() == 822_129_664 * 2 == 1_644_259_328

@@ -202,19 +202,18 @@ def budget_for(req: VLLMPlanRequest, launch: VLLMLaunch) -> tuple[VLLMBudget, VL
             and req.num_speculative_tokens is not None and req.weight_bytes is None:  # fmt: skip
         weights = _with_draft_model(weights, req, tp, pp, dtype)
     elif req.draft_config is not None and req.num_speculative_tokens is not None and req.weight_bytes is None \
-            and (req.speculative_method == "dflash" or is_latent_head(req.draft_config, req.speculative_method)):
-        what = "a DFlash draft (qwen3_dflash.py DFlashQwen3ForCausalLM)" if req.speculative_method == "dflash" else \
-            "an EAGLE head of MLA layers (kv_lora_rank in its config: deepseek_eagle.py EagleDeepseekV3ForCausalLM)"
+            and is_latent_head(req.draft_config, req.speculative_method):  # fmt: skip
         raise KVCacheConfigError(
-            f"--speculative-config model: {what} is planned for its KV cache, but its weights are not modelled; give "
+            "--speculative-config model: an EAGLE head of MLA layers (kv_lora_rank in its config: deepseek_eagle.py "
+            "EagleDeepseekV3ForCausalLM) is planned for its KV cache, but its weights are not modelled; give "
             "--weight-bytes (the rank's weights with the draft) or --kv-cache-memory-bytes"
         )
     elif req.draft_config is not None and req.num_speculative_tokens is not None and req.weight_bytes is None:
         head = draft_head_bytes(req.draft_config, req.speculative_method, tp=tp, dtype=dtype)
         weights = VLLMWeights(weights.per_stage[:-1] + (weights.per_stage[-1] + head,),
                               f"{weights.source}; + {head / 2**30:.2f} GiB of the {req.speculative_method.upper()} "
-                              "draft head on the last stage (its embedding, and an EAGLE head's LM head, are the "
-                              "target's)")  # fmt: skip
+                              "draft head on the last stage (its embedding, and an EAGLE or DFlash draft's LM head, "
+                              "are the target's)")  # fmt: skip
     shape = ProfileShape.from_config(req.config, activation_bytes=dtype.itemsize if dtype.itemsize <= 2 else 2)
     stages = []
     for rank in range(pp):

@@ -14,7 +14,9 @@ stays, in the model dtype, each tensor-parallel matrix split over TP as the targ
   head of ``draft_vocab_size`` rows (padded as ``ParallelLMHead`` pads them) and, where that vocabulary is not the
   target's, ``draft_id_to_target_id`` (int64 a row);
 * **EAGLE** (``llama_eagle.py EagleLlamaForCausalLM``): Llama decoder layers (the first without its input norm) and
-  ``fc`` (``2h -> h``, replicated).
+  ``fc`` (``2h -> h``, replicated);
+* **DFlash** (``qwen3_dflash.py DFlashQwen3ForCausalLM``): Qwen3 decoder layers, ``fc`` over the captured target
+  layers, ``hidden_norm``, the final norm and ``mask_embedding`` (:func:`_dflash_params`).
 """
 
 from __future__ import annotations
@@ -109,6 +111,25 @@ def draft_head_bytes(config: Mapping[str, Any], method: str, *, tp: int, dtype: 
         params = layers + _int(t, "target_hidden_size", h) * aux * h + h + vocab_rows_per_rank(draft_vocab, tp) * h
         id_map = 8 * draft_vocab if draft_vocab != vocab else 0
         return params * dtype.itemsize + id_map
+    if method == "dflash":
+        return _dflash_params(t, shape, h, q_rank, kv_rank, mlp, tp) * dtype.itemsize
     layers = sum(h * (q_rank + 2 * kv_rank) + q_rank * h + mlp + (h if i == 0 else 2 * h)
                  for i in range(shape.num_layers))  # fmt: skip
     return (layers + 2 * h * h) * dtype.itemsize
+
+
+def _dflash_params(t: Mapping[str, Any], shape: DraftHead, h: int, q_rank: int, kv_rank: int, mlp: int,
+                   tp: int) -> int:  # fmt: skip
+    """A DFlash draft's resident parameters (``qwen3_dflash.py DFlashQwen3Model``): per layer ``qkv_proj``,
+    ``o_proj``, the MLP, two norms and the per-head ``q_norm`` / ``k_norm``; ``fc`` (``target_hidden x aux -> h``,
+    replicated; ``aux`` the capture layers: ``eagle_aux_hidden_state_layer_ids``, else ``dflash_config``'s
+    ``target_layer_ids``, else every draft layer, as ``_get_dflash_fc_input_size`` counts them), ``hidden_norm``,
+    the final norm and ``mask_embedding``; its embedding and LM head are the target's unless the config says the
+    draft has its own (``has_own_embed_tokens``, ``has_own_lm_head``)."""
+    layers = shape.num_layers * (h * (q_rank + 2 * kv_rank) + q_rank * h + mlp + 2 * h + 2 * shape.head_dim)
+    dflash = t.get("dflash_config") if isinstance(t.get("dflash_config"), Mapping) else {}
+    capture = t.get("eagle_aux_hidden_state_layer_ids") or (dflash.get("target_layer_ids") if dflash else None)
+    aux = len(capture) if isinstance(capture, list) and capture else shape.num_layers
+    own = (t.get("has_own_embed_tokens") is True) + (t.get("has_own_lm_head") is True)
+    vocab = _int(t, "draft_vocab_size", _int(t, "vocab_size")) if own else 0
+    return layers + _int(t, "target_hidden_size", h) * aux * h + 3 * h + own * vocab_rows_per_rank(vocab, tp) * h
