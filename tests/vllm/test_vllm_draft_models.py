@@ -268,3 +268,33 @@ def test_the_planner_adds_a_dflash_drafts_weights(tmp_path: Any, capsys: Any) ->
 
     spec = json.dumps({"method": "dflash", "model": str(tmp_path), "num_speculative_tokens": 7})
     assert weights("--speculative-config", spec) - weights() == 822_129_664 * 2 == 1_644_259_328
+
+
+# ---- n-gram lookup (vllm-ngram-drafts) -----------------------------------------------------------------------------
+
+
+def test_ngram_lookup_adds_no_layer_but_its_lookahead() -> None:
+    # SGLang's NGRAM with 6 draft tokens: vLLM's method ngram with 5 speculative tokens, no draft layer; Llama-3.1-8B
+    # keeps its 32 layers of 2 x 8 x 128 x 2 B x 16 = 65,536 B: 40 GiB // 2,097,152 = 20,480 blocks (vLLM 0.34.0
+    # and 0.33.0 record 20,480, the same as without speculation)
+    case = _case(preset="llama-3.1-8b", page_size=16, speculative_algorithm="NGRAM", speculative_num_steps=None,
+                 speculative_eagle_topk=None, speculative_num_draft_tokens=6, eagle_draft_num_layers=None)  # fmt: skip
+    draft = vllm_deployment(case.settings, case.available_bytes).draft
+    assert draft is not None and (draft.method, draft.num_speculative_tokens, draft.num_layers) == ("ngram", 5, 0)
+    assert draft.speculative_config() == {"method": "ngram", "num_speculative_tokens": 5}
+    answer = _answer(case)
+    assert _layers(answer) == list(range(32))
+    assert answer.num_gpu_blocks == 40 * GIB // (32 * 65_536) == 20_480
+    older = _case("0.32.0", preset="llama-3.1-8b", speculative_algorithm="NGRAM", speculative_num_steps=None,
+                  speculative_eagle_topk=None, speculative_num_draft_tokens=6)  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError, match=r"NGRAM drafting is modelled for vLLM 0\.33\.0"):
+        plan(older.settings, older.available_bytes)
+
+
+def test_a_pasted_ngram_config_is_read() -> None:
+    assert speculative_request({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}) \
+        == ("ngram", 5, None)  # fmt: skip
+    with pytest.raises(ValueError, match="prompt_lookup_min must be a positive integer"):
+        speculative_request({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 0})
+    with pytest.raises(ValueError, match="key 'model' is not modelled for method ngram"):
+        speculative_request({"method": "ngram", "num_speculative_tokens": 5, "model": "x"})

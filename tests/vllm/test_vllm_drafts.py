@@ -94,7 +94,7 @@ def test_a_sparse_attention_draft_layer_computes_its_own_top_k() -> None:
 @pytest.mark.parametrize(("fields", "words"), [
     ({"speculative_eagle_topk": 4}, "speculative_eagle_topk 4: vLLM's drafts propose a chain (top-k 1)"),
     ({"speculative_algorithm": "EAGLE3"}, "a draft beside an MLA model has attention of its own"),
-    ({"speculative_algorithm": "NGRAM"}, "only the model's own MTP layers (EAGLE or NEXTN), EAGLE / EAGLE3"),
+    ({"speculative_algorithm": "DSPARK"}, "only the model's own MTP layers (EAGLE or NEXTN), EAGLE / EAGLE3"),
 ])  # fmt: skip
 def test_other_speculation_is_refused_with_its_reason(fields: dict[str, object], words: str) -> None:
     case = {"preset": "deepseek-v3", "tp_size": 8, **fields}

@@ -362,7 +362,8 @@ def _build_draft(vllm_config: Any) -> None:
     under the ``eagle_head`` model tag; its attention layers register in the same forward context, so they
     join the target's KV cache specs. Nothing without a speculative config."""
     speculative = vllm_config.speculative_config
-    if speculative is None or speculative.draft_model_config is None:
+    # n-gram lookup builds no drafter model (its config names the target's model config as the draft's)
+    if speculative is None or speculative.draft_model_config is None or speculative.method == "ngram":
         return
     config = importlib.import_module("vllm.config")
     loader = importlib.import_module("vllm.model_executor.model_loader.utils")

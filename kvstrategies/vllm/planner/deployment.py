@@ -147,7 +147,10 @@ def _speculative_fields(req: VLLMPlanRequest) -> dict[str, Any]:
         return {}
     fields: dict[str, Any] = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1,
                               "speculative_num_steps": tokens, "speculative_num_draft_tokens": tokens + 1}  # fmt: skip
-    if req.speculative_method == "draft_model" and req.draft_config is not None:  # SGLang's name for it
+    if req.speculative_method == "ngram":  # no draft layer: SGLang's NGRAM proposes as many tokens plus one
+        fields["speculative_algorithm"] = "NGRAM"
+        fields.pop("speculative_eagle_topk")
+    elif req.speculative_method == "draft_model" and req.draft_config is not None:  # SGLang's name for it
         fields["speculative_algorithm"] = "STANDALONE"
         fields.update(draft_model_shape(req.draft_config).case_fields())
     elif req.draft_config is not None and is_latent_head(req.draft_config, req.speculative_method):

@@ -116,7 +116,8 @@ def plan_text(plan: VLLMDeploymentPlan) -> str:
     )
     draft = launch.deployment.draft
     if draft is not None:
-        source = f"the model's {draft.num_layers} MTP layer(s)" if not draft.is_head else \
+        source = "n-gram lookup (no draft layer)" if draft.method == "ngram" else \
+            f"the model's {draft.num_layers} MTP layer(s)" if not draft.is_head else \
             f"a draft model of {draft.num_layers} full-attention layer(s)" if draft.method == "draft_model" else \
             f"an {draft.method.upper()} head of {draft.num_layers} full-attention layer(s)"
         builder = "standalone_ar/speculator.py StandaloneARSpeculator.load_draft_model" \

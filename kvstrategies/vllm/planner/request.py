@@ -63,7 +63,7 @@ class VLLMPlanRequest:
     #: ``--speculative-config '{"method": "mtp", "num_speculative_tokens": N}'``: N (``None``: no speculation)
     num_speculative_tokens: int | None = None
     #: ``--speculative-config``'s method: ``mtp`` (the model's MTP layers), ``eagle`` or ``eagle3`` (a draft head),
-    #: ``draft_model`` (a separate draft model), ``dflash`` (a DFlash draft)
+    #: ``draft_model`` (a separate draft model), ``dflash`` (a DFlash draft), ``ngram`` (n-gram lookup, no draft)
     speculative_method: str = "mtp"
     #: a draft head's or draft model's ``model`` (its folder or config.json, as given) and its config.json
     draft_model: str | None = None
@@ -119,10 +119,10 @@ class VLLMPlanRequest:
                     "shared experts on every rank, which the vLLM plan does not model; plan --tensor-parallel-size 1 "
                     "with --data-parallel-size (vLLM's DP + EP layout), or without --enable-expert-parallel"
                 )
-        if self.speculative_method not in ("mtp", "eagle", "eagle3", "draft_model", "dflash"):
-            raise KVCacheConfigError(f"--speculative-config method {self.speculative_method!r:.40}: mtp, eagle, "
-                                     "eagle3, draft_model and dflash are planned")  # fmt: skip
-        if self.speculative_method != "mtp" and self.num_speculative_tokens is not None \
+        if self.speculative_method not in ("mtp", "ngram", "eagle", "eagle3", "draft_model", "dflash"):
+            raise KVCacheConfigError(f"--speculative-config method {self.speculative_method!r:.40}: mtp, ngram, "
+                                     "eagle, eagle3, draft_model and dflash are planned")  # fmt: skip
+        if self.speculative_method not in ("mtp", "ngram") and self.num_speculative_tokens is not None \
                 and not isinstance(self.draft_config, Mapping):  # fmt: skip
             raise KVCacheConfigError(f"--speculative-config method {self.speculative_method}: give the draft's "
                                      "\"model\" (its folder or config.json)")  # fmt: skip

@@ -141,6 +141,18 @@ DFLASH_DRAFTS = ReleaseRule(
     topic="sizing",
 )
 
+#: n-gram drafting (``method`` ``ngram``) is planned from this release (recorded by 0.33.0 and 0.34.0 through the
+#: bridge): no draft layers; its ``num_speculative_tokens`` lookahead is a Mamba layer's state blocks as any draft's
+NGRAM_DRAFTS = ReleaseRule(
+    "vllm-ngram-drafts",
+    span("0.33.0", engine=VLLM),
+    "speculative decoding by n-gram lookup (method ngram) is planned: no draft layer, the lookahead in the Mamba "
+    "layers' state blocks (older releases: refused, not recorded)",
+    "vllm/config/speculative.py SpeculativeConfig (method ngram, prompt_lookup_max); "
+    "vllm/model_executor/layers/mamba/abstract.py MambaBase.get_kv_cache_spec (num_speculative_blocks)",
+    topic="sizing",
+)
+
 #: the draft methods a separate draft runs as, by SGLang's algorithm name
 _HEAD_METHODS = {SpecAlgorithm.EAGLE: "eagle", SpecAlgorithm.EAGLE3: "eagle3", SpecAlgorithm.STANDALONE: "draft_model",
                  SpecAlgorithm.DFLASH: "dflash"}
@@ -162,8 +174,9 @@ class VLLMDraft:
 
     @property
     def is_head(self) -> bool:
-        """A separate draft (an EAGLE / EAGLE3 head or a draft model), not the model's MTP layers."""
-        return self.method != "mtp"
+        """A separate draft of layers of its own (an EAGLE / EAGLE3 head, a draft model or a DFlash draft), not the
+        model's MTP layers nor n-gram lookup."""
+        return self.method not in ("mtp", "ngram")
 
     def speculative_config(self, model: str | None = None) -> dict[str, object]:
         """``--speculative-config``'s value; ``model``: the draft's folder (a head or draft model needs one)."""
@@ -196,8 +209,11 @@ def mtp_tokens(speculative_config: object) -> int:
 
 def speculative_request(speculative_config: object) -> tuple[str, int, str | None]:
     """``(method, num_speculative_tokens, model)`` of vLLM's ``--speculative-config`` JSON: the model's MTP layers
-    (as :func:`mtp_tokens` reads them; ``model`` ``None``), an ``eagle`` / ``eagle3`` head or a ``draft_model``,
-    whose ``model`` (its folder or config.json) is required; a :class:`ValueError` naming the field otherwise."""
+    (as :func:`mtp_tokens` reads them; ``model`` ``None``), n-gram lookup (``ngram``, no model), an ``eagle`` /
+    ``eagle3`` head, a ``draft_model`` or a ``dflash`` draft, whose ``model`` (its folder or config.json) is
+    required; a :class:`ValueError` naming the field otherwise."""
+    if isinstance(speculative_config, Mapping) and speculative_config.get("method") == "ngram":
+        return "ngram", _ngram_tokens(speculative_config), None
     if not isinstance(speculative_config, Mapping) or speculative_config.get("method") not in _HEAD_METHODS.values():
         return "mtp", mtp_tokens(speculative_config), None
     method = str(speculative_config["method"])
@@ -213,6 +229,21 @@ def speculative_request(speculative_config: object) -> tuple[str, int, str | Non
     return method, mtp_tokens({"method": "mtp", "num_speculative_tokens": tokens}), model
 
 
+def _ngram_tokens(speculative_config: Mapping[str, object]) -> int:
+    """``num_speculative_tokens`` of an n-gram ``--speculative-config``; its ``prompt_lookup_max`` /
+    ``prompt_lookup_min`` (the n-gram lengths, positive integers) change no cache."""
+    other = sorted(set(speculative_config) - {"method", "num_speculative_tokens", "prompt_lookup_max",
+                                              "prompt_lookup_min"})  # fmt: skip
+    if other:
+        raise ValueError(f"--speculative-config key {other[0]!r} is not modelled for method ngram "
+                         "(num_speculative_tokens, prompt_lookup_max and prompt_lookup_min are)")  # fmt: skip
+    for key in ("prompt_lookup_max", "prompt_lookup_min"):
+        value = speculative_config.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"--speculative-config {key} must be a positive integer, got {value!r:.40}")
+    return mtp_tokens({"method": "mtp", "num_speculative_tokens": speculative_config.get("num_speculative_tokens")})
+
+
 def mtp_layer_count(geometry: ModelGeometry) -> int:
     """``n_predict``: the config's ``num_nextn_predict_layers`` (Qwen3.5's ``mtp_num_hidden_layers``), 1 when
     it names none (Qwen3-Next's ``Qwen3NextMTP`` builds one layer)."""
@@ -226,9 +257,16 @@ def vllm_draft(ctx: KVCacheContext) -> VLLMDraft | None:
     if not spec.enabled:
         return None
     method = _HEAD_METHODS.get(spec.algorithm)
+    if method is None and spec.algorithm is SpecAlgorithm.NGRAM:  # no draft layer: the lookahead alone
+        if not NGRAM_DRAFTS.holds(ctx.release):
+            raise ValueError(f"NGRAM drafting is modelled for vLLM {NGRAM_DRAFTS.span.describe()}")
+        tokens = spec.num_steps or ((spec.num_draft_tokens or 1) - 1)
+        if tokens < 1:
+            raise ValueError("give speculative_num_draft_tokens (the tokens proposed a step, plus one)")
+        return VLLMDraft("ngram", tokens, 0)
     if method is None:
-        raise ValueError("only the model's own MTP layers (EAGLE or NEXTN), EAGLE / EAGLE3 draft heads and "
-                         "STANDALONE draft models are modelled")  # fmt: skip
+        raise ValueError("only the model's own MTP layers (EAGLE or NEXTN), EAGLE / EAGLE3 draft heads, "
+                         "STANDALONE and DFLASH drafts and NGRAM lookup are modelled")  # fmt: skip
     if (spec.eagle_topk or 1) != 1:
         raise ValueError(f"speculative_eagle_topk {spec.eagle_topk}: vLLM's drafts propose a chain (top-k 1)")
     tokens = spec.num_steps or ((spec.num_draft_tokens or 1) - 1)
@@ -313,7 +351,7 @@ def draft_layer_specs(
     PP 3 none). An MTP layer is the spec of the target's last full-attention layer (an
     MLA latent; a sparse-attention layer with its own indexer keys, which an MTP layer always computes:
     ``DeepseekV32IndexerCache`` in ``deepseek_mtp.py``)."""
-    if draft is None:
+    if draft is None or draft.num_layers == 0:  # n-gram lookup: no draft layer
         return {}
     # after every target index: Falcon-H1's Mamba layers take num_hidden_layers + i (falcon_h1.py ssm_layer_idx)
     first = max((k + 1 for k in specs), default=geometry.num_hidden_layers)
@@ -382,7 +420,7 @@ def check_draft_model(geometry: ModelGeometry, draft: VLLMDraft | None, release:
     """vLLM's refusal of an MTP draft its release does not map the model type to (``VLLMModelRule.mtp_draft_from``:
     ``SpeculativeConfig.hf_config_override`` names no MTP architecture for it, so the method stays unknown)."""
     first = vllm_model_rule(geometry.model_type).mtp_draft_from
-    if draft is None or draft.is_head or first is None:
+    if draft is None or draft.method != "mtp" or first is None:
         return
     if release < parse_release(first, VLLM, field="mtp_draft_from"):
         raise UnsupportedConfigurationError(
