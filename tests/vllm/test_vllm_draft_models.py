@@ -298,3 +298,13 @@ def test_a_pasted_ngram_config_is_read() -> None:
         speculative_request({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 0})
     with pytest.raises(ValueError, match="key 'model' is not modelled for method ngram"):
         speculative_request({"method": "ngram", "num_speculative_tokens": 5, "model": "x"})
+
+
+def test_the_report_names_each_drafts_source(capsys: Any) -> None:
+    from kvstrategies.cli import main
+
+    args = ["plan", "qwen3-8b", "--engine", "vllm", "--kv-cache-memory-bytes", "40G", "--speculative-config"]
+    assert main([*args, '{"method": "ngram", "num_speculative_tokens": 5}']) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("speculative:"))
+    assert line.startswith("speculative: 5 tokens a step from n-gram lookup, no draft layer (Mamba layers hold")
+    assert "join the KV cache groups" not in line

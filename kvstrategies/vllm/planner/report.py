@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..strategies.document import vllm_plan_document
+from ..strategies.drafts import VLLMDraft
 from .budget import format_gib
 from .deployment import VLLMDeploymentPlan
 from .overhead import SAMPLER_BYTES_PER_LOGIT, STARTUP_HELD_BYTES
@@ -116,19 +117,37 @@ def plan_text(plan: VLLMDeploymentPlan) -> str:
     )
     draft = launch.deployment.draft
     if draft is not None:
-        source = "n-gram lookup (no draft layer)" if draft.method == "ngram" else \
-            f"the model's {draft.num_layers} MTP layer(s)" if not draft.is_head else \
-            f"a draft model of {draft.num_layers} full-attention layer(s)" if draft.method == "draft_model" else \
-            f"an {draft.method.upper()} head of {draft.num_layers} full-attention layer(s)"
-        builder = "standalone_ar/speculator.py StandaloneARSpeculator.load_draft_model" \
-            if draft.method == "draft_model" else "eagle/utils.py load_eagle_model"
-        out.append(f"speculative: {draft.num_speculative_tokens} tokens a step from {source}, which join the KV cache "
-                   f"groups on the last stage (the drafter's attention layers: vllm/v1/worker/gpu/spec_decode/{builder}"
-                   "; Mamba layers hold the lookahead)")  # fmt: skip
+        out.append(_speculative_line(draft))
     for row in plan.lengths:
         out.append(f"requests of {row.request_length:,} tokens: {row.concurrency:.2f}x concurrency "
                    f"({row.blocks_per_request:,} blocks each, vLLM's formula at that length)")  # fmt: skip
     return "\n".join(out)
+
+
+#: the vLLM 0.34.0 function that builds each separate draft (``vllm/v1/worker/gpu/spec_decode/``)
+_DRAFT_BUILDERS = {"draft_model": "standalone_ar/speculator.py StandaloneARSpeculator.load_draft_model",
+                   "dflash": "dflash/speculator.py DFlashSpeculator.load_model"}  # fmt: skip
+
+
+def _speculative_line(draft: VLLMDraft) -> str:
+    """The report's line on the draft: where its layers come from and where they go."""
+    lookahead = ("Mamba layers hold the lookahead: vllm/model_executor/layers/mamba/abstract.py "
+                 "MambaBase.get_kv_cache_spec")
+    tokens = draft.num_speculative_tokens
+    if draft.method == "ngram":
+        return f"speculative: {tokens} tokens a step from n-gram lookup, no draft layer ({lookahead})"
+    if not draft.is_head:
+        source = f"the model's {draft.num_layers} MTP layer(s)"
+    elif draft.method == "draft_model":
+        source = f"a draft model of {draft.num_layers} full-attention layer(s)"
+    elif draft.method == "dflash":
+        source = f"a DFlash draft of {draft.num_layers} full-attention layer(s)"
+    else:
+        source = f"an {draft.method.upper()} head of {draft.num_layers} layer(s)"
+    builder = _DRAFT_BUILDERS.get(draft.method, "eagle/utils.py load_eagle_model")
+    return (f"speculative: {tokens} tokens a step from {source}, which join the KV cache groups "
+            f"on the last stage (the drafter's attention layers: vllm/v1/worker/gpu/spec_decode/{builder}; "
+            f"{lookahead})")
 
 
 def plan_json(plan: VLLMDeploymentPlan) -> dict[str, Any]:
