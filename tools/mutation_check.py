@@ -240,6 +240,7 @@ GROUPS: dict[str, Group] = {
          "tests/vllm/test_vllm_eagle_heads.py", "tests/vllm/test_vllm_expert_parallel.py",
          "tests/vllm/test_vllm_data_parallel.py", "tests/vllm/test_vllm_pp_partition.py",
          "tests/vllm/test_vllm_decode_context_parallel.py", "tests/vllm/test_vllm_draft_models.py",
+         "tests/vllm/test_vllm_chunked_prefill_off.py",
          "tests/vllm/test_vllm_weight_recordings.py", "tests/vllm/test_vllm_dsv4.py"),
     ),
 }

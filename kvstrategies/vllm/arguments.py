@@ -2,7 +2,7 @@
 
 :func:`add_vllm_arguments` adds vLLM's own spellings of the settings that change the KV answer
 (``--gpu-memory-utilization``, ``--kv-cache-memory-bytes``, ``--max-model-len``, ``--max-num-seqs``,
-``--max-num-batched-tokens``, ``--block-size``, ``--enforce-eager``, prefix caching, async
+``--max-num-batched-tokens``, ``--block-size``, ``--enforce-eager``, chunked prefill, prefix caching, async
 scheduling, the hybrid KV cache manager, ``--speculative-config`` (the model's MTP layers or an EAGLE head),
 ``--enable-expert-parallel``);
 ``--tensor-parallel-size``, ``--pipeline-parallel-size``, ``--data-parallel-size``,
@@ -25,7 +25,8 @@ from ..errors import KVCacheConfigError
 #: the vLLM flags of :func:`add_vllm_arguments` (their argparse dests): given without ``--engine vllm`` they are refused
 VLLM_DESTS = ("gpu_memory_utilization", "kv_cache_memory_bytes", "max_model_len", "max_num_seqs",
               "max_num_batched_tokens", "block_size", "enforce_eager", "enable_prefix_caching", "async_scheduling",
-              "disable_hybrid_kv_cache_manager", "speculative_config", "enable_expert_parallel")  # fmt: skip
+              "disable_hybrid_kv_cache_manager", "speculative_config", "enable_expert_parallel",
+              "enable_chunked_prefill")  # fmt: skip
 
 #: ``plan`` dests of SGLang's settings -> (SGLang's flag, vLLM's flag for the same setting, or why there is none)
 SGLANG_ONLY: dict[str, tuple[str, str]] = {
@@ -66,6 +67,11 @@ def add_vllm_arguments(parser: argparse.ArgumentParser) -> None:
                        default=None)  # fmt: skip
     group.add_argument("--no-enable-prefix-caching", "--disable-prefix-caching", dest="enable_prefix_caching",
                        action="store_const", const=False)  # fmt: skip
+    group.add_argument("--enable-chunked-prefill", dest="enable_chunked_prefill", action="store_const", const=True,
+                       default=None)  # fmt: skip
+    group.add_argument("--no-enable-chunked-prefill", "--disable-chunked-prefill", dest="enable_chunked_prefill",
+                       action="store_const", const=False,
+                       help="prefill a prompt in one step: max_num_batched_tokens becomes at least max_model_len")
     group.add_argument("--async-scheduling", dest="async_scheduling", action="store_const", const=True, default=None)
     group.add_argument("--no-async-scheduling", dest="async_scheduling", action="store_const", const=False)
     group.add_argument("--disable-hybrid-kv-cache-manager", action="store_true")

@@ -173,12 +173,12 @@ def test_a_page_above_one_token_is_vllms_block_size(page: int, block: int | None
 
 
 def test_chunked_prefill_of_one_token_is_vllms_batch_budget() -> None:
-    # vLLM's V1 engine always chunks: --max-num-batched-tokens 1 is a valid (tiny) budget; 0 and -1 are
-    # SGLang's "no chunking", which vLLM cannot do
+    # --max-num-batched-tokens 1 is a valid (tiny) budget; 0 and -1 are SGLang's "no chunking": vLLM's
+    # --no-enable-chunked-prefill with its own batch count (tests/vllm/test_vllm_chunked_prefill_off.py)
     assert vllm_deployment(_ctx(chunked_prefill_size=1), 10 * GIB).max_num_batched_tokens == 1
     for chunk in (0, -1):
-        with pytest.raises(UnsupportedConfigurationError, match=f"chunked_prefill_size {chunk}: vLLM's V1 engine"):
-            vllm_deployment(_ctx(chunked_prefill_size=chunk), 10 * GIB)
+        off = vllm_deployment(_ctx(chunked_prefill_size=chunk), 10 * GIB)
+        assert off.enable_chunked_prefill is False and off.max_num_batched_tokens is None
 
 
 def test_gb10_stays_on_the_small_batch_tier() -> None:

@@ -90,6 +90,8 @@ def draft_head_config(config: Mapping[str, Any], draft: VLLMDraft) -> dict[str, 
         return _latent_head_config(text, draft)
     heads = _positive(text.get("num_attention_heads")) or draft.num_kv_heads or 1
     hidden = _positive(text.get("hidden_size")) or heads * (draft.head_dim or 128)
+    if draft.method == "draft_model" and hidden % heads:  # a model of its own, whose width transformers checks
+        hidden = heads * (draft.head_dim or 128)  # against its heads (GLM-4.5: 5,120 over 96); no cache reads it
     if draft.method == "dflash":  # a Qwen3 DFlash draft (qwen3_dflash.py DFlashQwen3ForCausalLM)
         layers = _positive(text.get("num_hidden_layers")) or 2
         return {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": hidden,
@@ -631,6 +633,8 @@ def _document(
     tokens, concurrency = _capacity(vllm_config, worker_config)
     extra: dict[str, Any] = {} if vllm_config.speculative_config is None else {
         "num_speculative_tokens": int(vllm_config.speculative_config.num_speculative_tokens)}
+    if not scheduler.enable_chunked_prefill:  # --no-enable-chunked-prefill, as vLLM kept it
+        extra["enable_chunked_prefill"] = False
     dp = int(vllm_config.parallel_config.data_parallel_size)
     if dp > 1:  # the engine cores vLLM's config holds (each sizes its own KV cache as this one)
         extra["data_parallel_size"] = dp

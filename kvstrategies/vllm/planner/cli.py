@@ -63,6 +63,7 @@ def vllm_request(args: argparse.Namespace) -> Any:
         max_num_seqs=_int(args, "max_num_seqs"),
         max_num_batched_tokens=_int(args, "max_num_batched_tokens"),
         enable_prefix_caching=args.enable_prefix_caching,
+        enable_chunked_prefill=args.enable_chunked_prefill,
         async_scheduling=args.async_scheduling,
         disable_hybrid_kv_cache_manager=args.disable_hybrid_kv_cache_manager,
         enforce_eager=args.enforce_eager,

@@ -128,7 +128,8 @@ def case_fields(req: VLLMPlanRequest, budget_bytes: int) -> dict[str, Any]:
         "page_size": req.block_size or 1,
         "context_length": req.max_model_len,
         "max_running_requests": req.max_num_seqs,
-        "chunked_prefill_size": req.max_num_batched_tokens,
+        # SGLang's -1: no chunking, vLLM's --no-enable-chunked-prefill (engine_args.CHUNKED_PREFILL_OFF)
+        "chunked_prefill_size": -1 if req.enable_chunked_prefill is False else req.max_num_batched_tokens,
         "disable_radix_cache": req.enable_prefix_caching is False,
         "disable_overlap_schedule": req.async_scheduling is False,
         "disable_hybrid_swa_memory": req.disable_hybrid_kv_cache_manager,

@@ -44,6 +44,8 @@ class VLLMPlanRequest:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     enable_prefix_caching: bool | None = None
+    #: ``--no-enable-chunked-prefill`` (``False``): ``max_num_batched_tokens`` at least ``max_model_len``
+    enable_chunked_prefill: bool | None = None
     async_scheduling: bool | None = None
     disable_hybrid_kv_cache_manager: bool = False
     enforce_eager: bool = False
@@ -119,6 +121,17 @@ class VLLMPlanRequest:
                     "shared experts on every rank, which the vLLM plan does not model; plan --tensor-parallel-size 1 "
                     "with --data-parallel-size (vLLM's DP + EP layout), or without --enable-expert-parallel"
                 )
+        if self.enable_chunked_prefill is False:
+            from ..strategies.engine_args import CHUNKED_PREFILL_OFF
+
+            if not CHUNKED_PREFILL_OFF.holds(self.release):
+                raise KVCacheConfigError(f"--no-enable-chunked-prefill is planned for vLLM "
+                                         f"{CHUNKED_PREFILL_OFF.span.describe()} (recorded there); plan without it or "
+                                         "for a later --vllm-version")  # fmt: skip
+            if self.max_num_batched_tokens is not None:
+                raise KVCacheConfigError("--no-enable-chunked-prefill with --max-num-batched-tokens is not planned "
+                                         "(vLLM then takes the given count, at least max_model_len); give one of "
+                                         "them")  # fmt: skip
         if self.speculative_method not in ("mtp", "ngram", "eagle", "eagle3", "draft_model", "dflash"):
             raise KVCacheConfigError(f"--speculative-config method {self.speculative_method!r:.40}: mtp, ngram, "
                                      "eagle, eagle3, draft_model and dflash are planned")  # fmt: skip

@@ -78,6 +78,20 @@ PP_LAYER_PARTITION = ReleaseRule(
     topic="launch",
 )
 
+#: SGLang's ``--chunked-prefill-size -1`` (no chunking) is vLLM's ``--no-enable-chunked-prefill`` from this release
+#: (recorded by 0.33.0 and 0.34.0): vLLM warns that the model "does not officially support disabling chunked prefill"
+#: and runs, its ``max_num_batched_tokens`` at least ``max_model_len`` (``EngineArgs._set_default_args``), which the
+#: sliding-window layers' blocks a request and the one-request memory check read
+CHUNKED_PREFILL_OFF = ReleaseRule(
+    "vllm-chunked-prefill-off",
+    span("0.33.0", engine=VLLM),
+    "a case without chunked prefill (chunked_prefill_size -1) is --no-enable-chunked-prefill: max_num_batched_tokens "
+    "= max(max_model_len, the default) (older releases: refused, not recorded)",
+    "vllm/engine/arg_utils.py EngineArgs._set_default_args, _set_default_chunked_prefill_and_prefix_caching_args; "
+    "vllm/config/scheduler.py SchedulerConfig.verify_max_model_len",
+    topic="launch",
+)
+
 
 @dataclass(frozen=True)
 class VLLMDeployment:
@@ -94,6 +108,9 @@ class VLLMDeployment:
     max_model_len: int | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    #: ``--no-enable-chunked-prefill`` (``False``; SGLang's ``--chunked-prefill-size -1``): a prompt is prefilled
+    #: in one step, so ``max_num_batched_tokens`` becomes at least ``max_model_len`` (``None``: vLLM's default, on)
+    enable_chunked_prefill: bool | None = None
     #: ``False`` turns it off; ``None`` leaves vLLM's own default (which may turn it off itself)
     enable_prefix_caching: bool | None = None
     async_scheduling: bool | None = None
@@ -123,8 +140,8 @@ class VLLMDeployment:
             "dtype": self.dtype,
             "kv_cache_memory_bytes": self.kv_cache_memory_bytes,
         }
-        for name in ("block_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching",
-                     "async_scheduling", "disable_hybrid_kv_cache_manager"):  # fmt: skip
+        for name in ("block_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill",
+                     "enable_prefix_caching", "async_scheduling", "disable_hybrid_kv_cache_manager"):  # fmt: skip
             value = getattr(self, name)
             if value is not None:
                 arguments[name] = value
@@ -181,8 +198,9 @@ def check_vllm_scope(ctx: KVCacheContext) -> None:
         raise _refuse("pp_layer_partition", "a pipeline layer partition (vLLM's VLLM_PP_LAYER_PARTITION is mapped for "
                       f"vLLM {PP_LAYER_PARTITION.span.describe()})")  # fmt: skip
     chunk = scheduling.chunked_prefill_size
-    if chunk is not None and chunk <= 0:
-        raise _refuse(f"chunked_prefill_size {chunk}", "vLLM's V1 engine always chunks prefills")
+    if chunk is not None and chunk <= 0 and not CHUNKED_PREFILL_OFF.holds(ctx.release):
+        raise _refuse(f"chunked_prefill_size {chunk}", "chunked prefill off (vLLM's --no-enable-chunked-prefill is "
+                      f"mapped for vLLM {CHUNKED_PREFILL_OFF.span.describe()})")  # fmt: skip
 
 
 def check_layer_partition(parts: tuple[int, ...], pp: int, num_layers: int, version: str) -> None:
@@ -212,6 +230,7 @@ def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDepl
     if parts is not None:
         check_layer_partition(parts, ctx.parallel.pp_size, ctx.geometry.num_hidden_layers, ctx.release.text)
     scheduling = ctx.scheduling
+    chunk = scheduling.chunked_prefill_size  # -1: SGLang's prefill in one step
     name = ctx.kv_cache_dtype.name
     platform = ctx.platform
     gpu = getattr(platform, "gpu", None) or ("B200" if platform.is_sm100 else DEFAULT_VLLM_GPU)
@@ -229,7 +248,8 @@ def vllm_deployment(ctx: KVCacheContext, kv_cache_memory_bytes: int) -> VLLMDepl
         block_size=ctx.page_size if ctx.page_size > 1 else None,
         max_model_len=scheduling.context_length,
         max_num_seqs=scheduling.max_running_requests,
-        max_num_batched_tokens=scheduling.chunked_prefill_size,
+        max_num_batched_tokens=chunk if chunk is not None and chunk > 0 else None,
+        enable_chunked_prefill=False if chunk is not None and chunk <= 0 else None,
         enable_prefix_caching=False if scheduling.disable_radix_cache else None,
         async_scheduling=False if scheduling.disable_overlap_schedule else None,
         disable_hybrid_kv_cache_manager=True if scheduling.disable_hybrid_swa_memory else None,

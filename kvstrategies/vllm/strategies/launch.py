@@ -99,6 +99,7 @@ class VLLMLaunch:
             "mamba_cache_mode": self.mamba_cache_mode if self.mamba_cache_mode_setting else None,
             "disable_hybrid_kv_cache_manager": self.disable_hybrid_kv_cache_manager,
             "kv_cache_memory_bytes": d.kv_cache_memory_bytes,
+            **({} if d.enable_chunked_prefill is not False else {"enable_chunked_prefill": False}),
             **({} if d.draft is None else {"num_speculative_tokens": d.draft.num_speculative_tokens}),
             **({} if d.data_parallel_size == 1 else {"data_parallel_size": d.data_parallel_size}),
             **({} if d.decode_context_parallel_size == 1
@@ -272,12 +273,15 @@ def resolve_launch(
     prefix = deployment.enable_prefix_caching
     if prefix is None:  # vLLM's default: on, but opt-in for hybrids before HYBRID_PREFIX_CACHING
         prefix = not (is_mamba_hybrid and not HYBRID_PREFIX_CACHING.holds(release))
+    max_model_len = deployment.max_model_len or model_max_len
+    if deployment.enable_chunked_prefill is False:  # a prompt in one step: at least max_model_len tokens a batch
+        tokens = chunked_prefill_off_tokens(deployment, max_model_len, tokens, version)
     check_batch_budget(deployment.max_num_batched_tokens or tokens, deployment.max_num_seqs or seqs, deployment,
                        version)  # fmt: skip
     return VLLMLaunch(
         deployment=deployment,
         gpu=gpu,
-        max_model_len=deployment.max_model_len or model_max_len,
+        max_model_len=max_model_len,
         max_num_batched_tokens=deployment.max_num_batched_tokens or tokens,
         max_num_seqs=deployment.max_num_seqs or seqs,
         async_scheduling=_async_scheduling(deployment, release, version),
@@ -335,6 +339,23 @@ def model_cache_dtype(kv_cache_dtype: str, model_type: str, gpu: VLLMDevice, ver
     if first is None or kv_cache_dtype != "auto" or gpu.capability[0] != 10 or not version:
         return kv_cache_dtype
     return "fp8_e4m3" if parse_release(version, VLLM) >= parse_release(first, VLLM) else kv_cache_dtype
+
+
+def chunked_prefill_off_tokens(deployment: VLLMDeployment, max_model_len: int, default: int, version: str) -> int:
+    """``max_num_batched_tokens`` without chunked prefill: ``max(max_model_len, default)`` when not given
+    (``EngineArgs._set_default_args``); a given one below ``max_model_len`` is refused in vLLM's words
+    (``SchedulerConfig.verify_max_model_len``)."""
+    given = deployment.max_num_batched_tokens
+    if given is None:
+        return max(max_model_len, default)
+    if given < max_model_len:
+        raise UnsupportedConfigurationError(
+            f"vLLM {version} refuses: max_num_batched_tokens ({given}) is smaller than max_model_len "
+            f"({max_model_len}). This effectively limits the maximum sequence length to max_num_batched_tokens and "
+            "makes vLLM reject longer sequences. (vllm/config/scheduler.py SchedulerConfig.verify_max_model_len, "
+            "chunked prefill off); give a larger --max-num-batched-tokens or a smaller --max-model-len"
+        )
+    return given
 
 
 def check_batch_budget(
