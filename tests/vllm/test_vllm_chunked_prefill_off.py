@@ -94,3 +94,11 @@ def test_the_planner_takes_no_enable_chunked_prefill(capsys: Any) -> None:
     assert "--no-enable-chunked-prefill is planned for vLLM 0.33.0" in capsys.readouterr().err
     assert main([*base, "--max-num-batched-tokens", "262144"]) != 0
     assert "give one of them" in capsys.readouterr().err
+
+
+def test_a_given_batch_of_exactly_the_length_is_kept() -> None:
+    case = _case(preset="llama-3.1-8b", context_length=8192)
+    deployment = vllm_deployment(case.settings, case.available_bytes)
+    kept = resolve_launch(replace(deployment, max_num_batched_tokens=8192), 8192, is_mamba_hybrid=False,
+                          version="0.34.0")  # fmt: skip
+    assert kept.max_num_batched_tokens == 8_192

@@ -308,3 +308,69 @@ def test_the_report_names_each_drafts_source(capsys: Any) -> None:
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("speculative:"))
     assert line.startswith("speculative: 5 tokens a step from n-gram lookup, no draft layer (Mamba layers hold")
     assert "join the KV cache groups" not in line
+
+
+# ---- the edges of each reading ------------------------------------------------------------------------------------
+
+
+def test_the_smallest_drafts_are_read() -> None:
+    # one token a step from n-gram lookup (2 draft tokens), a 1-layer DFlash draft; none is refused
+    ngram = _case(preset="llama-3.1-8b", speculative_algorithm="NGRAM", speculative_num_steps=None,
+                  speculative_eagle_topk=None, speculative_num_draft_tokens=2, eagle_draft_num_layers=None)  # fmt: skip
+    assert vllm_deployment(ngram.settings, ngram.available_bytes).draft.num_speculative_tokens == 1  # type: ignore[union-attr]
+    lone = _case(preset="llama-3.1-8b", speculative_algorithm="NGRAM", speculative_num_steps=None,
+                 speculative_eagle_topk=None, speculative_num_draft_tokens=1, eagle_draft_num_layers=None)  # fmt: skip
+    with pytest.raises(UnsupportedConfigurationError, match="give speculative_num_draft_tokens"):
+        vllm_deployment(lone.settings, lone.available_bytes)
+    unnamed = _case(preset="llama-3.1-8b", speculative_algorithm="NGRAM", speculative_num_steps=None,
+                    speculative_eagle_topk=None, speculative_num_draft_tokens=None, eagle_draft_num_layers=None)
+    with pytest.raises(UnsupportedConfigurationError, match="give speculative_num_draft_tokens"):
+        vllm_deployment(unnamed.settings, unnamed.available_bytes)
+    one = _dflash(eagle_draft_num_layers=1)
+    assert vllm_deployment(one.settings, one.available_bytes).draft.num_layers == 1  # type: ignore[union-attr]
+    bare = _dflash(eagle_draft_num_layers=None)
+    with pytest.raises(UnsupportedConfigurationError, match="a DFLASH draft's layers are not given"):
+        vllm_deployment(bare.settings, bare.available_bytes)
+    assert speculative_request({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 1,
+                                "prompt_lookup_max": 1}) == ("ngram", 2, None)  # fmt: skip
+
+
+def test_a_draft_cell_is_one_ranks() -> None:
+    from kvstrategies.vllm.strategies.drafts import VLLMDraft, draft_cell_bytes
+
+    # 5 layers x K and V x 8 heads x 128 x 2 B: 20,480 B at TP 1, 10,240 at TP 2, one head (2,560 B) at TP 16
+    draft = VLLMDraft("dflash", 7, 5, 8, 128)
+    assert [draft_cell_bytes(draft, tp, 2) for tp in (1, 2, 16)] == [20_480, 10_240, 2_560]
+    assert draft_cell_bytes(VLLMDraft("dflash", 7, 5, None, 128), 1, 2) == 2_560  # no heads named: one
+    assert draft_cell_bytes(VLLMDraft("dflash", 7, 5, 8, None), 1, 2) == 0
+
+
+def test_a_draft_model_outside_pipelines_keeps_all_its_layers() -> None:
+    from kvstrategies.core.dtypes import DType
+    from kvstrategies.models.parse import parse_hf_config
+    from kvstrategies.presets import load_preset_config
+    from kvstrategies.vllm.strategies.drafts import VLLMDraft, draft_layer_specs
+    from kvstrategies.vllm.strategies.specs import FullAttentionSpec
+
+    spec = FullAttentionSpec(block_size=16, num_kv_heads=8, head_size=128, head_size_v=128, dtype=DType.BFLOAT16)
+    geometry = parse_hf_config(load_preset_config("qwen3-8b"))
+    target = dict.fromkeys(range(36), spec)
+    # no pp given: PP 1, both draft layers (36, 37); at PP 2 the last stage's share, layer 1 (37)
+    assert sorted(draft_layer_specs(geometry, target, VLLMDraft("draft_model", 3, 2, 8, 128), spec)) == [36, 37]
+    assert sorted(draft_layer_specs(geometry, target, VLLMDraft("draft_model", 3, 2, 8, 128), spec, 2)) == [37]
+
+
+def test_a_drafts_own_embedding_and_lm_head_stay() -> None:
+    from kvstrategies.core.dtypes import DType
+    from kvstrategies.sglang.draft_model import vocab_rows_per_rank
+    from kvstrategies.vllm.planner.draft_head import draft_head_bytes
+
+    config: dict[str, Any] = {"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+                              "head_dim": 128, "intermediate_size": 12288, "num_hidden_layers": 4,
+                              "vocab_size": 151936, "dflash_config": {"target_layer_ids": [1, 18, 34]}}  # fmt: skip
+    shared = draft_head_bytes(config, "dflash", tp=2, dtype=DType.BFLOAT16)
+    rows = vocab_rows_per_rank(151936, 2) * 4096 * 2  # a vocabulary-parallel table's rank, bf16
+    assert draft_head_bytes({**config, "has_own_lm_head": True}, "dflash", tp=2, dtype=DType.BFLOAT16) \
+        == shared + rows  # fmt: skip
+    assert draft_head_bytes({**config, "has_own_lm_head": True, "has_own_embed_tokens": True}, "dflash", tp=2,
+                            dtype=DType.BFLOAT16) == shared + 2 * rows  # fmt: skip
