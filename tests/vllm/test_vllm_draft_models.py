@@ -1,9 +1,9 @@
 """vLLM's separate draft model (``--speculative-config '{"method": "draft_model", "model": DRAFT}'``, SGLang's
 ``--speculative-algorithm STANDALONE``), each rule against a hand-computed expectation.
 
-Sources (vLLM 0.33.0 and 0.34.0): ``vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py
+Sources (vLLM 0.20.2 to 0.34.0): ``vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py
 StandaloneARSpeculator.load_draft_model`` (0.34.0) and ``vllm/v1/spec_decode/draft_model.py DraftModelProposer``
-(0.33.0): the draft is built under the ``draft_model`` prefix with the target's dtype and cache config, so its
+(0.20.2 to 0.33.0): the draft is built under the ``draft_model`` prefix with the target's dtype and cache config, so its
 attention layers join the target's KV cache groups; its ``make_layers`` splits them over the target's pipeline group
 (``vllm/distributed/utils.py get_pp_indices``). Each expectation is also vLLM's own answer through the bridge
 (``golden/vllm-0.34.0/vllm-standalone-*.json``, ``tools/record_golden.py --engine vllm``).
@@ -79,6 +79,16 @@ def test_a_draft_model_holds_the_last_stages_share_of_its_layers() -> None:
     assert none.num_gpu_blocks == 40 * GIB // (27 * 16_384) == 97_090
 
 
+def test_a_draft_model_leaves_async_scheduling_off_before_0_28_0() -> None:
+    # 0.27.1's VllmConfig.__post_init__ turns the default async scheduling off for a method not of the EAGLE / MTP
+    # kind (draft_model among them): one batch in flight at PP 1, 8,192 tokens; 0.28.0 keeps it on: 2 batches (the
+    # V1 runner at PP 1). The blocks are the same, 8,623 (both recorded by vLLM)
+    older, newer = _answer(_case("0.27.1")), _answer(_case("0.28.0"))
+    assert (older.launch.async_scheduling, older.launch.max_concurrent_batches) == (False, 1)
+    assert (newer.launch.async_scheduling, newer.launch.max_concurrent_batches) == (True, 2)
+    assert older.num_gpu_blocks == newer.num_gpu_blocks == 8_623
+
+
 def test_a_draft_of_other_attention_makes_one_uniform_type_group() -> None:
     # Llama-3.1-8B TP 2: 4 KV heads x 128 x 2 x 2 B x 16 = 32,768 B a target layer; the draft's 4 heads of 64 at
     # TP 2: 2 x 64 x 2 x 2 B x 16 = 8,192 B; the pages differ, so the full-attention layers form one
@@ -99,10 +109,28 @@ def test_a_partition_refuses_a_draft_model_in_vllms_words() -> None:
         plan(case.settings, case.available_bytes)
 
 
-def test_draft_models_are_planned_from_0_33_0() -> None:
-    case = _case("0.32.0")
-    with pytest.raises(UnsupportedConfigurationError, match=r"STANDALONE draft models are modelled for vLLM 0\.33\.0"):
+def test_draft_models_are_planned_from_0_20_2() -> None:
+    # 0.20.2's DraftModelProposer (v1/spec_decode/draft_model.py) builds the same layers: Qwen3-8B + 2 draft layers,
+    # 32-token blocks, 38 x 131,072 B = 4,980,736 B a block, 40 GiB // 4,980,736 = 8,623 blocks (recorded by 0.20.2)
+    assert _answer(_case("0.20.2")).num_gpu_blocks == 40 * GIB // (38 * 131_072) == 8_623
+    # 0.19.1's drafter has no llm_base_proposer for the bridge to drive: speculative decoding is not modelled there
+    case = _case("0.19.1")
+    with pytest.raises(UnsupportedConfigurationError, match="vLLM's speculative decoding adds draft layers"):
         plan(case.settings, case.available_bytes)
+
+
+def test_a_draft_model_runs_on_the_v1_runner_before_0_31_0() -> None:
+    # Model Runner V2 takes method draft_model from 0.31.0 (VllmConfig._get_v2_model_runner_unsupported_features);
+    # 0.30.0 runs the V1 runner, which overlaps pp = 2 batches at PP 2 with async scheduling (V2: pp + 1 = 3), so
+    # max_in_flight_tokens = 2 x 8,192 = 16,384 (0.31.0: 24,576); the layers and blocks are the same: 17,246
+    older, newer = _answer(_case("0.30.0", pp_size=2, pp_rank=1)), _answer(_case("0.31.0", pp_size=2, pp_rank=1))
+    assert (older.launch.model_runner_v2, older.launch.max_concurrent_batches) == (False, 2)
+    assert (newer.launch.model_runner_v2, newer.launch.max_concurrent_batches) == (True, 3)
+    assert (older.launch.max_in_flight_tokens, newer.launch.max_in_flight_tokens) == (16_384, 24_576)
+    assert older.num_gpu_blocks == newer.num_gpu_blocks == 17_246
+    # before 0.30.0 the draft's parallel config keeps the target's PP, which a draft model's class supports
+    # (SupportsPP), unlike an MTP draft: 0.29.0 plans it, the last stage holding draft layer 1 (index 37)
+    assert _layers(_answer(_case("0.29.0", pp_size=2, pp_rank=1))) == [*range(18, 36), 37]
 
 
 def test_a_draft_model_needs_its_layers_and_softmax_attention() -> None:
@@ -181,9 +209,11 @@ def test_an_eagle_head_beside_an_mla_model_keeps_its_latent() -> None:
     assert kimi.num_gpu_blocks == 40 * GIB // (62 * 36_864) == 18_791
 
 
-def test_latent_heads_are_planned_from_0_33_0_and_not_as_eagle3() -> None:
-    older = _eagle("0.32.0")
-    with pytest.raises(UnsupportedConfigurationError, match="a draft beside an MLA model has attention of its own"):
+def test_latent_heads_are_planned_from_0_20_2_and_not_as_eagle3() -> None:
+    # 0.20.2's EagleDeepseekV3ForCausalLM builds the same 2 layers: 29 x 73,728 B, 20,087 blocks (recorded by 0.20.2)
+    assert _answer(_eagle("0.20.2")).num_gpu_blocks == 40 * GIB // (29 * 73_728) == 20_087
+    older = _eagle("0.19.1")
+    with pytest.raises(UnsupportedConfigurationError, match="vLLM's speculative decoding adds draft layers"):
         plan(older.settings, older.available_bytes)
     eagle3 = _eagle(speculative_algorithm="EAGLE3")
     with pytest.raises(UnsupportedConfigurationError, match="a draft beside an MLA model has attention of its own"):
@@ -192,6 +222,36 @@ def test_latent_heads_are_planned_from_0_33_0_and_not_as_eagle3() -> None:
     # its EAGLE case is its MTP; a head shape given makes it a Llama head)
     glm = _eagle(preset="glm-5", tp_size=8, kv_cache_dtype="fp8_e4m3")
     assert vllm_deployment(glm.settings, glm.available_bytes).draft.method == "mtp"  # type: ignore[union-attr]
+
+
+def test_a_latent_head_beside_kimi_linear_is_a_bucket_of_its_own_in_0_31_0() -> None:
+    # Kimi-Linear TP 1 bf16 + 1 head layer, 60 GiB: 20 KDA layers and 7 MLA layers, pages unified at 2,048 tokens:
+    # 2,048 x 576 x 2 B = 2,359,296 B a layer. 0.32.0: the head's layer joins the MLA bucket (8), group size 8:
+    # 3 KDA groups (7, 7, 6) and 1 MLA group, 8 x 2,359,296 B a block, 60 GiB // 18,874,368 = 3,413 blocks.
+    # 0.31.0: MLAAttention records max_tp_shards 1 and Kimi-Linear's MLA none, so the head is a bucket of 1: group
+    # size 1, 28 groups of one layer, 60 GiB // 2,359,296 = 27,306 blocks (both recorded by vLLM)
+    fields = {"preset": "kimi-linear-48b-a3b", "page_size": 1, "eagle_draft_num_layers": 1,
+              "available_bytes": 60 * GIB}  # fmt: skip
+    newer, older = _answer(_eagle("0.32.0", **fields)), _answer(_eagle("0.31.0", **fields))
+    assert [len(group.layers) for group in newer.groups] == [7, 7, 6, 8]
+    assert newer.num_gpu_blocks == 60 * GIB // (8 * 2_359_296) == 3_413
+    assert [len(group.layers) for group in older.groups] == [1] * 28
+    assert [group.layers for group in older.groups][-1] == (27,)
+    assert older.num_gpu_blocks == 60 * GIB // 2_359_296 == 27_306
+
+
+def test_a_kda_conv_window_holds_the_lookahead_from_0_27_1() -> None:
+    # Kimi-Linear TP 1 bf16 + 1 head layer, 3 tokens, 60 GiB: a KDA conv state of 3 x 32 x 128 = 12,288 channels.
+    # 0.26.0's kda_state_shape leaves the lookahead out: 3 rows (kernel 4 - 1), 3 x 12,288 x 2 B + the float32
+    # 32 x 128 x 128 state (2,097,152 B) = 2,170,880 B; the MLA page is 1,152 B a token, so the block is
+    # 32 x cdiv(2,170,880, 32 x 1,152) = 1,888 tokens, 2,174,976 B, and 60 GiB // (8 x 2,174,976) = 3,702 blocks.
+    # 0.27.1: 6 rows, 2,244,608 B, 128 x cdiv(2,244,608, 128 x 1,152) = 2,048 tokens, 3,413 blocks (both recorded)
+    fields = {"preset": "kimi-linear-48b-a3b", "page_size": 1, "eagle_draft_num_layers": 1,
+              "available_bytes": 60 * GIB}  # fmt: skip
+    older, newer = _answer(_eagle("0.26.0", **fields)), _answer(_eagle("0.27.1", **fields))
+    assert older.groups[0].spec.shapes[0] == (3, 12_288) and newer.groups[0].spec.shapes[0] == (6, 12_288)
+    assert older.num_gpu_blocks == 60 * GIB // (8 * 1_888 * 1_152) == 3_702
+    assert newer.num_gpu_blocks == 60 * GIB // (8 * 2_048 * 1_152) == 3_413
 
 
 def test_the_planner_reads_a_latent_head_by_its_layers(tmp_path: Any, capsys: Any) -> None:
@@ -229,6 +289,8 @@ def test_a_dflash_draft_adds_its_layers() -> None:
     assert draft is not None and (draft.method, draft.num_speculative_tokens, draft.num_layers) == ("dflash", 7, 4)
     assert _answer(case).num_gpu_blocks == 40 * GIB // (40 * 64 * 4_096) == 4_096
     assert _answer(_dflash("0.33.0")).num_gpu_blocks == 40 * GIB // (40 * 16 * 4_096) == 16_384
+    # the first release with DFlash drafts, 0.20.2 (qwen3_dflash.py), builds the same layers: 16,384 16-token blocks
+    assert _answer(_dflash("0.20.2")).num_gpu_blocks == 16_384
 
 
 def test_a_dflash_draft_is_refused_where_vllm_refuses_it() -> None:
@@ -236,9 +298,26 @@ def test_a_dflash_draft_is_refused_where_vllm_refuses_it() -> None:
     mixtral = _dflash(preset="mixtral-8x7b", tp_size=2)
     with pytest.raises(UnsupportedConfigurationError, match="Model does not support EAGLE3 interface"):
         plan(mixtral.settings, mixtral.available_bytes)
-    older = _dflash("0.32.0")
-    with pytest.raises(UnsupportedConfigurationError, match=r"DFLASH drafts are modelled for vLLM 0\.33\.0"):
+    # up to 0.21.0 SpeculativeConfig refuses it first: mixtral contains none of its aux_hidden_states_supported names
+    # (0.22.1 leaves it to the model runner, as above)
+    listed = _dflash("0.21.0", preset="mixtral-8x7b", tp_size=2)
+    with pytest.raises(UnsupportedConfigurationError, match=r"dflash is only supported for \['llama', 'qwen'"):
+        plan(listed.settings, listed.available_bytes)
+    runner = _dflash("0.22.1", preset="mixtral-8x7b", tp_size=2)
+    with pytest.raises(UnsupportedConfigurationError, match="Model does not support EAGLE3 interface"):
+        plan(runner.settings, runner.available_bytes)
+    older = _dflash("0.19.1")
+    with pytest.raises(UnsupportedConfigurationError, match="vLLM's speculative decoding adds draft layers"):
         plan(older.settings, older.available_bytes)
+    # up to 0.27.1 every running request's drafting slots come off the step: a DFlash draft of 15 tokens drafts in
+    # parallel, 14 slots a request; 8,192 batched tokens - 14 x 1,024 sequences = -6,144, which vLLM refuses
+    # (0.28.0 plans it: 17,712 blocks of Llama-3.1-8B + 5 draft layers, as recorded by vLLM)
+    slots = _dflash("0.27.1", preset="llama-3.1-8b", eagle_draft_num_layers=5, speculative_num_draft_tokens=16)
+    with pytest.raises(UnsupportedConfigurationError, match="max_num_scheduled_tokens is set to -6144"):
+        plan(slots.settings, slots.available_bytes)
+    # 32 + 5 layers of 2 x 8 x 128 x 2 B = 4,096 B a token, 16-token blocks: 40 GiB // (37 x 65,536) = 17,712
+    newer = _answer(_dflash("0.28.0", preset="llama-3.1-8b", eagle_draft_num_layers=5, speculative_num_draft_tokens=16))
+    assert newer.num_gpu_blocks == 40 * GIB // (37 * 16 * 4_096) == 17_712
     # a known draft cell must be the draft's shape: 5 layers x 2 x 8 heads x 128 x 2 B = 20,480 B at TP 1
     fits = _dflash(preset="llama-3.1-8b", eagle_draft_num_layers=5, dflash_draft_cell_size_per_token=20_480)
     assert vllm_deployment(fits.settings, fits.available_bytes).draft is not None

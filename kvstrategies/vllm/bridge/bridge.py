@@ -378,25 +378,28 @@ def _build_draft(vllm_config: Any) -> None:
         draft_config = proposer.SpecDecodeBaseProposer._create_draft_vllm_config(view)
     tag, prefix = "eagle_head", ""
     if speculative.method == "draft_model":
-        draft_config, tag, prefix = _draft_model_config(draft_config, vllm_config), "draft_model", "draft_model"
+        draft_config, tag, prefix = _draft_model_config(vllm_config), "draft_model", "draft_model"
     with backends.set_model_tag(tag), config.set_current_vllm_config(draft_config):
         loader.initialize_model(vllm_config=draft_config, model_config=speculative.draft_model_config, prefix=prefix)
 
 
-def _draft_model_config(draft_config: Any, vllm_config: Any) -> Any:
-    """A separate draft model's ``VllmConfig``: the proposer's view with the draft's model config, its own
-    quantization and the draft's parallel config at the target's rank (0.34.0: ``standalone_ar/speculator.py
-    StandaloneARSpeculator.load_draft_model``; 0.33.0: ``v1/spec_decode/draft_model.py
-    DraftModelProposer._create_draft_vllm_config``, which keeps the target's decode context parallelism)."""
-    replace_config = importlib.import_module("vllm.config.utils").replace
-    speculative, target = vllm_config.speculative_config, vllm_config.parallel_config
-    fields = {"rank": target.rank}
-    if not hasattr(speculative, "apply_draft_overrides"):  # 0.33.0
-        fields.update({name: getattr(target, name) for name in (
-            "decode_context_parallel_size", "cp_kv_cache_interleave_size", "dcp_comm_backend", "dcp_q_replicate")
-            if hasattr(target, name)})  # fmt: skip
-    return replace_config(draft_config, model_config=speculative.draft_model_config, quant_config=None,
-                          parallel_config=replace_config(speculative.draft_parallel_config, **fields))
+def _draft_model_config(vllm_config: Any) -> Any:
+    """A separate draft model's ``VllmConfig``, as the release's own code makes it: 0.34.0's
+    ``standalone_ar/speculator.py StandaloneARSpeculator.load_draft_model`` (the draft overrides' view with the
+    draft's model config, no quantization and the draft's parallel config at the target's rank), or, 0.20.2 to 0.33.0,
+    ``v1/spec_decode/draft_model.py DraftModelProposer._create_draft_vllm_config`` itself on a proposer that holds
+    only the two configs it reads (0.31.0 on it also keeps the target's decode context parallelism)."""
+    speculative = vllm_config.speculative_config
+    if hasattr(speculative, "apply_draft_overrides"):  # 0.34.0
+        replace_config = importlib.import_module("vllm.config.utils").replace
+        return replace_config(speculative.apply_draft_overrides(vllm_config), quant_config=None,
+                              model_config=speculative.draft_model_config,
+                              parallel_config=replace_config(speculative.draft_parallel_config,
+                                                             rank=vllm_config.parallel_config.rank))  # fmt: skip
+    proposer = importlib.import_module("vllm.v1.spec_decode.draft_model").DraftModelProposer
+    view = object.__new__(proposer)  # __init__ would allocate the proposer's device buffers
+    view.speculative_config, view.vllm_config = speculative, vllm_config
+    return proposer._create_draft_vllm_config(view)
 
 
 #: the draft layers of the case being recorded, by vLLM's name -> the index the documents give them

@@ -17,9 +17,9 @@ EAGLE head whose shape is not given is a DeepSeek MTP-style head (``deepseek_eag
 its layers keep the target's latent and join its MLA group.
 
 ``{"method": "draft_model", "model": DRAFT}``: a separate, smaller language model (0.34.0:
-``vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py StandaloneARSpeculator.load_draft_model``; 0.33.0:
-``vllm/v1/spec_decode/draft_model.py DraftModelProposer._get_model``) built under the ``draft_model`` prefix with the
-target's dtype and cache config and its own decoder layers, which join the KV cache groups as a head's do.
+``vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py StandaloneARSpeculator.load_draft_model``; 0.20.2 to
+0.33.0: ``vllm/v1/spec_decode/draft_model.py DraftModelProposer._get_model``) built under the ``draft_model`` prefix
+with the target's dtype and cache config and its own decoder layers, which join the KV cache groups as a head's do.
 
 Either way the lookahead lengthens each Mamba layer's conv window by ``num_speculative_tokens`` and holds that many
 more state blocks a request (``vllm/model_executor/layers/mamba/abstract.py MambaBase.get_kv_cache_spec``:
@@ -38,7 +38,7 @@ DFlashQwen3ForCausalLM``) of such layers, which reads the target's auxiliary hid
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...context import KVCacheContext, SpecAlgorithm
 from ...core.dtypes import DType
@@ -47,7 +47,7 @@ from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
 from ...models.architectures import vllm_model_rule
 from .layers import pp_indices
-from .specs import FullAttentionSpec, KVCacheSpec, SlidingWindowSpec, SparseMLALayerSpec
+from .specs import FullAttentionSpec, KVCacheSpec, MLAAttentionSpec, SlidingWindowSpec, SparseMLALayerSpec
 
 #: the releases whose MTP drafts the strategies model (recorded by each of them; 0.19.1's drafter is not driven by
 #: the bridge: it has no ``llm_base_proposer``)
@@ -103,24 +103,27 @@ EAGLE_HEADS = ReleaseRule(
     topic="sizing",
 )
 
-#: a separate draft model (``method`` ``draft_model``) is planned from this release (recorded by 0.33.0 and 0.34.0
-#: through the bridge; its layers are a head's: full attention numbered after the target's, in the target's groups)
+#: a separate draft model (``method`` ``draft_model``) is planned from this release (recorded by each release from it
+#: to 0.34.0 through the bridge; its layers are a head's: full attention numbered after the target's, in the target's
+#: groups; before 0.31.0 it runs on the V1 runner, ``launch.DRAFT_MODEL_RUNNER_V2``; 0.19.1's drafter is not driven
+#: by the bridge, as for MTP_DRAFTS)
 DRAFT_MODELS = ReleaseRule(
     "vllm-draft-models",
-    span("0.33.0", engine=VLLM),
+    span("0.20.2", engine=VLLM),
     "speculative decoding with a separate draft model (method draft_model) is planned: its full-attention layers "
     "join the KV cache groups (older releases: refused, not recorded)",
     "vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py StandaloneARSpeculator.load_draft_model; "
-    "vllm/v1/spec_decode/draft_model.py DraftModelProposer._get_model (0.33.0)",
+    "vllm/v1/spec_decode/draft_model.py DraftModelProposer._get_model (0.20.2 to 0.33.0)",
     topic="sizing",
 )
 
-#: an EAGLE head of MLA layers beside an MLA model without MTP layers is planned from this release (recorded by 0.33.0
-#: and 0.34.0 through the bridge with a DeepSeek MTP-style head, ``deepseek_eagle.py EagleDeepseekV3ForCausalLM``):
-#: its decoder layers keep the target's latent (``kv_lora_rank + qk_rope_head_dim``), so they join its MLA group
+#: an EAGLE head of MLA layers beside an MLA model without MTP layers is planned from this release (recorded by each
+#: release from it to 0.34.0 through the bridge with a DeepSeek MTP-style head, ``deepseek_eagle.py
+#: EagleDeepseekV3ForCausalLM``): its decoder layers keep the target's latent (``kv_lora_rank + qk_rope_head_dim``),
+#: so they join its MLA group (0.31.0 beside Kimi-Linear: a bucket of their own, :data:`LATENT_HEAD_OWN_BUCKET`)
 MLA_EAGLE_HEADS = ReleaseRule(
     "vllm-mla-eagle-heads",
-    span("0.33.0", engine=VLLM),
+    span("0.20.2", engine=VLLM),
     "an EAGLE head beside an MLA model whose head shape the case does not give is a DeepSeek MTP-style head of the "
     "target's latent attention, its layers in the target's MLA group (older releases: refused, not recorded)",
     "vllm/model_executor/models/deepseek_eagle.py EagleDeepseekV3ForCausalLM.__init__ (start_layer_id); "
@@ -128,12 +131,12 @@ MLA_EAGLE_HEADS = ReleaseRule(
     topic="sizing",
 )
 
-#: a DFlash draft (``method`` ``dflash``) is planned from this release (recorded by 0.33.0 and 0.34.0 through the
-#: bridge): its decoder layers are full attention of its own heads, numbered after the target's, which read the
-#: target's auxiliary hidden states as an EAGLE3 head does
+#: a DFlash draft (``method`` ``dflash``) is planned from this release (recorded by each release from it to 0.34.0
+#: through the bridge; 0.19.1 has no ``qwen3_dflash.py``): its decoder layers are full attention of its own heads,
+#: numbered after the target's, which read the target's auxiliary hidden states as an EAGLE3 head does
 DFLASH_DRAFTS = ReleaseRule(
     "vllm-dflash-drafts",
-    span("0.33.0", engine=VLLM),
+    span("0.20.2", engine=VLLM),
     "speculative decoding with a DFlash draft (method dflash) is planned: its full-attention layers join the KV cache "
     "groups (older releases: refused, not recorded)",
     "vllm/model_executor/models/qwen3_dflash.py DFlashQwen3Model.__init__ (start_layer_id); "
@@ -150,6 +153,22 @@ NGRAM_DRAFTS = ReleaseRule(
     "layers' state blocks (older releases: refused, not recorded)",
     "vllm/config/speculative.py SpeculativeConfig (method ngram, prompt_lookup_max); "
     "vllm/model_executor/layers/mamba/abstract.py MambaBase.get_kv_cache_spec (num_speculative_blocks)",
+    topic="sizing",
+)
+
+#: vLLM 0.31.0's ``MLAAttention.get_kv_cache_spec`` (``vllm/model_executor/layers/attention/mla_attention.py``), which
+#: builds a latent EAGLE head's layers, records ``max_tp_shards=1``, while Kimi-Linear's own MLA layers
+#: (``vllm/models/kimi_k3/nvidia/mla.py``) record none; ``MLAAttentionSpec.merge`` asserts every ``AttentionSpec``
+#: field equal, so the head's layers are a bucket of their own and the hybrid split takes the smaller count as the
+#: group size (recorded by 0.31.0: Kimi-Linear + 1 head layer, one layer a group). 0.30.0 has no such field and
+#: 0.32.0's Kimi-Linear layer records 1 too
+LATENT_HEAD_OWN_BUCKET = ReleaseRule(
+    "vllm-latent-head-own-bucket",
+    span("0.31.0", "0.31.0", engine=VLLM),
+    "a latent EAGLE head's layers beside Kimi-Linear form a bucket of their own (max_tp_shards 1 against the "
+    "target's none), which sets the hybrid group size",
+    "vllm/model_executor/layers/attention/mla_attention.py MLAAttention.get_kv_cache_spec; "
+    "vllm/models/kimi_k3/nvidia/mla.py; vllm/v1/kv_cache_interface.py MLAAttentionSpec.merge",
     topic="sizing",
 )
 
@@ -341,13 +360,13 @@ def head_layer_spec(
 
 def draft_layer_specs(
     geometry: ModelGeometry, specs: Mapping[int, KVCacheSpec], draft: VLLMDraft | None,
-    head: KVCacheSpec | None = None, pp: int = 1,
+    head: KVCacheSpec | None = None, pp: int = 1, release: EngineRelease | None = None,
 ) -> dict[int, KVCacheSpec]:
     """The draft's layers (global index -> spec): ``n + i`` for each of its ``num_layers``, ``n`` the index after the
     target's last (``num_hidden_layers`` but where Mamba layers are numbered after the attention ones). A head's
     are ``head`` (:func:`head_layer_spec`). A draft model at ``pp`` stages holds only the last stage's share of its
     layers, ``get_pp_indices(num_layers, pp - 1, pp)``: its ``make_layers`` splits them over the target's pipeline
-    group, though it runs on the last stage alone (recorded by 0.33.0 and 0.34.0: 2 layers at PP 2 keep layer 1, at
+    group, though it runs on the last stage alone (recorded by 0.20.2 to 0.34.0: 2 layers at PP 2 keep layer 1, at
     PP 3 none). An MTP layer is the spec of the target's last full-attention layer (an
     MLA latent; a sparse-attention layer with its own indexer keys, which an MTP layer always computes:
     ``DeepseekV32IndexerCache`` in ``deepseek_mtp.py``)."""
@@ -357,7 +376,11 @@ def draft_layer_specs(
     first = max((k + 1 for k in specs), default=geometry.num_hidden_layers)
     if draft.is_head:
         if draft.latent:  # the target's MLA latent, as an MTP layer's
-            return _template_layers(geometry, specs, range(first, first + draft.num_layers), (FullAttentionSpec,))
+            latent = _template_layers(geometry, specs, range(first, first + draft.num_layers), (FullAttentionSpec,))
+            if release is not None and LATENT_HEAD_OWN_BUCKET.holds(release) and geometry.model_type == "kimi_linear":
+                return {k: replace(s, max_tp_shards=1) if isinstance(s, MLAAttentionSpec) else s
+                        for k, s in latent.items()}  # fmt: skip
+            return latent
         if head is None:
             raise ValueError("a draft head's layer spec is required (head_layer_spec)")
         held = range(*pp_indices(draft.num_layers, pp - 1, pp)) if draft.method == "draft_model" \
@@ -384,11 +407,41 @@ def _template_layers(
     return dict.fromkeys(layers, template)
 
 
+#: up to vLLM 0.21.0 ``SpeculativeConfig`` (its after-validator) takes an EAGLE3 or DFlash draft only beside a target
+#: whose text model type contains one of these names (``aux_hidden_states_supported``; 0.21.0 adds laguna); 0.22.1
+#: leaves the check to the model runner's ``SupportsEagle3`` (recorded by 0.21.0: Mixtral with a DFlash draft; read
+#: from 0.20.2, the first release whose drafts are modelled)
+AUX_HIDDEN_STATES_MODEL_TYPES = ReleaseRule(
+    "vllm-aux-hidden-states-model-types",
+    span("0.20.2", "0.21.0", engine=VLLM),
+    "an EAGLE3 or DFlash draft is refused beside a target whose model type is not on SpeculativeConfig's list of "
+    "those with auxiliary hidden states (llama, qwen, minicpm, gpt_oss, deepseek_v2, ...)",
+    "vllm/config/speculative.py SpeculativeConfig (aux_hidden_states_supported)",
+    topic="launch",
+)
+#: the list, by the release that set it
+_AUX_HIDDEN_STATES_TYPES = {
+    "0.20.2": ("llama", "qwen", "minicpm", "gpt_oss", "hunyuan_vl", "hunyuan_v1_dense", "afmoe", "nemotron_h",
+               "deepseek_v2", "deepseek_v3", "kimi_k2", "kimi_k25", "minimax_m2", "gemma4"),
+    "0.21.0": ("llama", "qwen", "minicpm", "gpt_oss", "hunyuan_vl", "hunyuan_v1_dense", "afmoe", "nemotron_h",
+               "deepseek_v2", "deepseek_v3", "kimi_k2", "kimi_k25", "minimax_m2", "gemma4", "laguna"),
+}
+
+
 def check_eagle3_target(geometry: ModelGeometry, draft: VLLMDraft | None, release: EngineRelease) -> None:
     """vLLM's refusal of an EAGLE3 head beside a model that gives no auxiliary hidden states (its class does not
     implement ``SupportsEagle3``), in its words."""
     if draft is None or draft.method not in ("eagle3", "dflash"):  # a DFlash draft reads the same hidden states
         return
+    set_by = [r for r in _AUX_HIDDEN_STATES_TYPES if parse_release(r, VLLM, field="aux list") <= release]
+    if set_by and AUX_HIDDEN_STATES_MODEL_TYPES.holds(release):
+        listed = _AUX_HIDDEN_STATES_TYPES[max(set_by, key=lambda r: parse_release(r, VLLM, field="aux list"))]
+        if not any(name in geometry.model_type for name in listed):
+            raise UnsupportedConfigurationError(
+                f"vLLM {release.text} refuses: {draft.method} is only supported for {list(listed)} models. Got "
+                f"self.target_model_config.hf_text_config.model_type={geometry.model_type!r} (vllm/config/"
+                "speculative.py SpeculativeConfig); use an EAGLE head (method eagle), or vLLM 0.22.1 or later"
+            )
     from .eagle3_targets import EAGLE3_TARGETS
 
     recorded = [r for r in EAGLE3_TARGETS if parse_release(r, VLLM, field="eagle3 table") <= release]
@@ -405,8 +458,10 @@ def check_eagle3_target(geometry: ModelGeometry, draft: VLLMDraft | None, releas
 
 
 def check_draft_pipeline(draft: VLLMDraft | None, pp: int, release: EngineRelease) -> None:
-    """vLLM's refusal of an MTP draft at PP > 1 before :data:`DRAFT_PIPELINE_ONE`, in its words."""
-    if draft is not None and pp > 1 and not DRAFT_PIPELINE_ONE.holds(release):
+    """vLLM's refusal of an MTP draft at PP > 1 before :data:`DRAFT_PIPELINE_ONE`, in its words. A draft model
+    (a language model's class, which implements ``SupportsPP``) passes the check with the target's PP (recorded by
+    0.29.0: the same layers as 0.30.0 on)."""
+    if draft is not None and draft.method != "draft_model" and pp > 1 and not DRAFT_PIPELINE_ONE.holds(release):
         raise UnsupportedConfigurationError(
             f"vLLM {release.text} refuses: Pipeline parallelism is not supported for this model. Supported models "
             "implement the `SupportsPP` interface. (the MTP draft's ModelConfig.verify_with_parallel_config in "

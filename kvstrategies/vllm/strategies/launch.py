@@ -228,6 +228,63 @@ MODEL_RUNNER_V2_FOR_LISTED = ReleaseRule(
 )
 
 
+#: from vLLM 0.31.0 Model Runner V2 runs a separate draft model (``--speculative-config`` method ``draft_model``);
+#: before, ``VllmConfig._get_v2_model_runner_unsupported_features`` names the method (0.29.0: not among the V2
+#: speculators; 0.30.0: "speculative method 'draft_model'") and ``use_v2_model_runner`` falls back to the V1 runner,
+#: which overlaps ``pp`` batches at PP > 1 (recorded by 0.29.0 and 0.30.0: Qwen3-8B + 2 draft layers at PP 2 runs 2)
+DRAFT_MODEL_RUNNER_V2 = ReleaseRule(
+    "vllm-draft-model-runner-v2",
+    span("0.31.0", engine=VLLM),
+    "Model Runner V2 runs a separate draft model (method draft_model; before: the V1 runner, pp batches at PP > 1)",
+    "vllm/config/vllm.py VllmConfig._get_v2_model_runner_unsupported_features, VllmConfig.use_v2_model_runner",
+    topic="launch",
+)
+
+
+#: from vLLM 0.28.0 async scheduling stays on by default beside a separate draft model; 0.27.1's
+#: ``VllmConfig.__post_init__`` turns the default off for a speculative method not of the EAGLE / MTP / n-gram GPU /
+#: DSpark kind, ``draft_model`` among them (recorded by 0.27.1: Qwen3-8B + 2 draft layers, one batch in flight)
+DRAFT_MODEL_ASYNC_SCHEDULING = ReleaseRule(
+    "vllm-draft-model-async-scheduling",
+    span("0.28.0", engine=VLLM),
+    "async scheduling is on by default beside a separate draft model (before: off, one batch in flight at PP 1)",
+    "vllm/config/vllm.py VllmConfig.__post_init__ (async_scheduling None: the speculative methods it keeps)",
+    topic="launch",
+)
+#: up to vLLM 0.27.1 ``VllmConfig._set_max_num_scheduled_tokens`` takes the drafting slots of every running request
+#: off the step's budget: ``max_num_scheduled_tokens = max_num_batched_tokens - slots x max_num_seqs``, ``slots`` from
+#: ``SpeculativeConfig.max_num_new_slots_for_drafting`` (a DFlash draft drafts in parallel: K - 1; a draft model: 1),
+#: and refuses a budget of no token; 0.28.0 keeps ``max_num_batched_tokens`` and checks the slots of one request (read
+#: from 0.20.2, the first release whose drafts are modelled)
+DRAFT_SLOTS_PER_REQUEST = ReleaseRule(
+    "vllm-draft-slots-per-request",
+    span("0.20.2", "0.27.1", engine=VLLM),
+    "the drafting slots of every running request come off max_num_scheduled_tokens, and a budget of no token is "
+    "refused (a DFlash draft of 15 tokens at 1,024 sequences and 8,192 batched tokens)",
+    "vllm/config/vllm.py VllmConfig._set_max_num_scheduled_tokens; vllm/config/speculative.py "
+    "SpeculativeConfig.max_num_new_slots_for_drafting",
+    topic="launch",
+)
+
+
+def check_draft_slots(launch: VLLMLaunch, release: EngineRelease) -> None:
+    """vLLM's refusal of a step budget the drafting slots leave no token of (:data:`DRAFT_SLOTS_PER_REQUEST`), in
+    its words."""
+    draft = launch.deployment.draft
+    if draft is None or not DRAFT_SLOTS_PER_REQUEST.holds(release):
+        return
+    slots = {"dflash": draft.num_speculative_tokens - 1, "draft_model": 1}.get(draft.method, 0)
+    scheduled = launch.max_num_batched_tokens - slots * launch.max_num_seqs
+    if scheduled <= 0:
+        raise UnsupportedConfigurationError(
+            f"vLLM {release.text} refuses: max_num_scheduled_tokens is set to {scheduled} based on the speculative "
+            "decoding settings, which does not allow any tokens to be scheduled. (vllm/config/vllm.py "
+            f"VllmConfig._set_max_num_scheduled_tokens: {launch.max_num_batched_tokens} batched tokens less {slots} "
+            f"drafting slot(s) x {launch.max_num_seqs} sequences); give --max-num-batched-tokens above "
+            f"{slots * launch.max_num_seqs} or fewer --max-num-seqs, or plan vLLM 0.28.0 or later"
+        )
+
+
 def uses_model_runner_v2(architectures: tuple[str, ...], *, is_moe: bool, is_hybrid: bool, version: str,
                          is_quantized: bool = False) -> bool:  # fmt: skip
     """Whether vLLM runs the model on Model Runner V2 (:data:`MODEL_RUNNER_V2_FOR_ALL`): from 0.29.0 always;
@@ -246,10 +303,15 @@ def uses_model_runner_v2(architectures: tuple[str, ...], *, is_moe: bool, is_hyb
 
 
 def _async_scheduling(deployment: VLLMDeployment, release: EngineRelease, version: str) -> bool:
-    """``scheduler_config.async_scheduling`` after ``VllmConfig.__post_init__`` (:data:`ASYNC_SCHEDULING_WITH_PP`)."""
+    """``scheduler_config.async_scheduling`` after ``VllmConfig.__post_init__`` (:data:`ASYNC_SCHEDULING_WITH_PP`,
+    :data:`DRAFT_MODEL_ASYNC_SCHEDULING`)."""
     if deployment.async_scheduling is False:
         return False
     if deployment.async_scheduling is None and not ASYNC_SCHEDULING_DEFAULT.holds(release):
+        return False
+    draft = deployment.draft
+    if deployment.async_scheduling is None and draft is not None and draft.method == "draft_model" \
+            and not DRAFT_MODEL_ASYNC_SCHEDULING.holds(release):  # fmt: skip
         return False
     if deployment.pipeline_parallel_size == 1 or ASYNC_SCHEDULING_WITH_PP.holds(release):
         return True
@@ -299,10 +361,13 @@ def resolve_launch(
 
 def resolve_model_launch(deployment: VLLMDeployment, geometry: ModelGeometry, version: str) -> VLLMLaunch:
     """:func:`resolve_launch` for a model: its own maximum length, Mamba hybrid or not, cache dtype hook and
-    model runner (:func:`uses_model_runner_v2`)."""
+    model runner (:func:`uses_model_runner_v2`; a draft model's V1 runner before :data:`DRAFT_MODEL_RUNNER_V2`)."""
     hybrid = geometry.mamba is not None
     runner_v2 = uses_model_runner_v2(geometry.architectures, is_moe=geometry.num_experts > 0, is_hybrid=hybrid,
                                      version=version, is_quantized=geometry.quantization is not None)  # fmt: skip
+    draft, release = deployment.draft, parse_release(version or None, VLLM, field="--vllm-version")
+    if draft is not None and draft.method == "draft_model" and not DRAFT_MODEL_RUNNER_V2.holds(release):
+        runner_v2 = False
     from .layers import chunked_local_layers
 
     chunked = bool(chunked_local_layers(geometry)[1])

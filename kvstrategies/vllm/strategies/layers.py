@@ -248,16 +248,32 @@ KDA_FUSED_CONV = ReleaseRule(
 )
 
 
+#: from vLLM 0.27.1 a KDA layer's conv window holds the speculative lookahead (``kda_state_shape``:
+#: ``conv_kernel_size - 1 + num_spec``); 0.26.0's ``kda_state_shape`` takes ``num_spec`` and leaves it out, so the
+#: window is ``conv_kernel_size - 1`` whatever the draft (recorded by 0.25.1: Kimi-Linear + a latent EAGLE head of 3
+#: tokens, conv rows 3 where 0.27.1 has 6)
+KDA_CONV_LOOKAHEAD = ReleaseRule(
+    "vllm-kda-conv-lookahead",
+    span("0.27.1", engine=VLLM),
+    "a KDA layer's conv window holds the speculative lookahead (before: the kernel's window alone)",
+    "vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator.kda_state_shape (num_spec)",
+    topic="sizing",
+)
+
+
 def mamba_state(geometry: ModelGeometry, tp: int, release: EngineRelease | None = None,
                 lookahead: int = 0) -> StateLayout:  # fmt: skip
     """vLLM's state shapes and dtypes of one Mamba layer on a TP rank in ``release`` (the newest when ``None``);
     ``lookahead``: the speculative tokens a conv window also holds (``conv_kernel - 1 + num_spec``,
-    ``vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator``; Mamba-1 takes none)."""
+    ``vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator``; Mamba-1 takes none, KDA none
+    before :data:`KDA_CONV_LOOKAHEAD`)."""
     mamba = geometry.mamba
     if mamba is None:  # pragma: no cover - callers check
         raise UnsupportedConfigurationError("not a Mamba hybrid")
     shapes = mamba.state_shapes(tp)
     conv = shapes.conv if shapes.conv_window_axis == 0 else tuple((w, c) for c, w in shapes.conv)
+    if mamba.is_kda and not KDA_CONV_LOOKAHEAD.holds(release or NEWEST_VLLM):
+        lookahead = 0
     if not isinstance(mamba.mixer, Mamba1Mixer):
         conv = tuple((w + lookahead, c) for w, c in conv)
     conv_dtype = geometry.model_dtype

@@ -170,6 +170,9 @@ class MLAAttentionSpec(FullAttentionSpec):
     #: vLLM 0.31.0 sets to :attr:`state_content_size_bytes` on the flat sparse caches
     #: (``vllm.strategies.layers.FLAT_SPARSE_ALIGNMENT``); vLLM records no such field in a document
     block_stride_alignment: int | None = None
+    #: ``AttentionSpec.max_tp_shards`` (vLLM 0.31.0 on; ``None``: unset): it changes no page, only which specs merge
+    #: into one bucket (``drafts.LATENT_HEAD_OWN_BUCKET``); vLLM records no such field in a document
+    max_tp_shards: int | None = None
 
     @property
     def state_content_size_bytes(self) -> int:

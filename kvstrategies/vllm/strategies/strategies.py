@@ -57,7 +57,7 @@ from .backends import (
 from .drafts import check_draft_model, check_draft_pipeline, check_eagle3_target, draft_layer_specs, head_layer_spec
 from .engine_args import VLLMDeployment, check_layer_partition, vllm_deployment
 from .grouping import PROMOTED_TAKE_FULL_BLOCK, KVCacheGroup, kv_cache_groups, padding_layers, spec_entries
-from .launch import VLLMLaunch, resolve_model_launch
+from .launch import VLLMLaunch, check_draft_slots, resolve_model_launch
 from .layers import (
     MLA_HEAD_SIZE_V_ZERO,
     SLIDING_OWN_BLOCK,
@@ -227,6 +227,7 @@ class VLLMStrategy(Strategy):
             # the draft model's make_layers splits its own layers by the same VLLM_PP_LAYER_PARTITION
             check_layer_partition(parts, deployment.pipeline_parallel_size, draft.num_layers, version)
         launch = resolve_model_launch(deployment, geometry, version)
+        check_draft_slots(launch, ctx.release)
         sparse = geometry.dsa is not None
         dcp = deployment.decode_context_parallel_size > 1
         kv_dtype = kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype, sparse)
@@ -257,7 +258,8 @@ class VLLMStrategy(Strategy):
             head = head_layer_spec(deployment.draft, deployment.tensor_parallel_size,
                                    kv_storage_dtype(launch.kv_cache_dtype, geometry.model_dtype), head_block,
                                    attention_kv_quant_mode(launch.kv_cache_dtype, ctx.release))  # fmt: skip
-        drafts = draft_layer_specs(geometry, specs, deployment.draft, head, deployment.pipeline_parallel_size)
+        drafts = draft_layer_specs(geometry, specs, deployment.draft, head, deployment.pipeline_parallel_size,
+                                   ctx.release)  # fmt: skip
         head_names: tuple[str, ...] = ()
         if head is not None:  # the head's layers list their own backend after the target's (a Llama attention)
             head_names = (head_backend(head.head_size, geometry.model_dtype, launch.gpu, launch.kv_cache_dtype,
@@ -369,7 +371,8 @@ class VLLMStrategy(Strategy):
 
 def _distinct(specs: dict[int, KVCacheSpec], version: str = "") -> tuple[tuple[tuple[int, ...], KVCacheSpec], ...]:
     """The distinct layer specs in vLLM's order (:func:`.grouping.spec_entries`; a DeepSeek-V4 layer's caches in
-    its own order), with their layers (a sparse-MLA layer's two caches apart)."""
+    its own order), with their layers (a sparse-MLA layer's two caches apart); specs whose documents are equal are
+    one entry, as the bridge lists vLLM's (a field no document records, e.g. ``max_tp_shards``, splits none)."""
     if any(isinstance(whole, dsv4_caches.DSV4LayerSpec) for whole in specs.values()):
         ordered = [(layer, part) for layer, whole in specs.items()
                    for part in (whole.parts if isinstance(whole, dsv4_caches.DSV4LayerSpec) else (whole,))]
@@ -378,7 +381,7 @@ def _distinct(specs: dict[int, KVCacheSpec], version: str = "") -> tuple[tuple[t
     entries: list[tuple[list[int], KVCacheSpec]] = []
     for layer, spec in ordered:
         for layers, known in entries:
-            if known == spec:
+            if known == spec or known.document() == spec.document():
                 layers.append(layer)
                 break
         else:
