@@ -172,6 +172,9 @@ LATENT_HEAD_OWN_BUCKET = ReleaseRule(
     topic="sizing",
 )
 
+#: the separate drafts whose layer count the case gives: vLLM method -> (its rule, what SGLang calls it)
+_COUNTED_DRAFTS = {"draft_model": (DRAFT_MODELS, "STANDALONE draft model"), "dflash": (DFLASH_DRAFTS, "DFLASH draft")}
+
 #: the draft methods a separate draft runs as, by SGLang's algorithm name
 _HEAD_METHODS = {SpecAlgorithm.EAGLE: "eagle", SpecAlgorithm.EAGLE3: "eagle3", SpecAlgorithm.STANDALONE: "draft_model",
                  SpecAlgorithm.DFLASH: "dflash"}
@@ -303,18 +306,17 @@ def vllm_draft(ctx: KVCacheContext) -> VLLMDraft | None:
             raise ValueError(f"DeepSeek-V4's MTP draft is modelled for vLLM {DSV4_MTP.span.describe()}")
         return VLLMDraft("mtp", tokens, mtp_layer_count(geometry))
     layers = spec.eagle_draft_num_layers or 1
-    if method == "draft_model":
-        if not DRAFT_MODELS.holds(ctx.release):
-            raise ValueError(f"STANDALONE draft models are modelled for vLLM {DRAFT_MODELS.span.describe()}")
-        layers = spec.eagle_draft_num_layers or geometry.num_nextn_predict_layers or 0
+    if method in _COUNTED_DRAFTS:
+        rule, name = _COUNTED_DRAFTS[method]
+        if not rule.holds(ctx.release):
+            raise ValueError(f"{name}s are modelled for vLLM {rule.span.describe()}")
+        # DFLASH: its own count, else the draft layers; STANDALONE: the draft layers, else (a path-less draft, as
+        # SGLang reads one) the model's MTP layers
+        counts = (spec.dflash_draft_num_layers, spec.eagle_draft_num_layers) if method == "dflash" \
+            else (spec.eagle_draft_num_layers, geometry.num_nextn_predict_layers)
+        layers = next((count for count in counts if count), 0)
         if layers < 1:
-            raise ValueError("a STANDALONE draft model's layers are not given (eagle_draft_num_layers)")
-    elif method == "dflash":
-        if not DFLASH_DRAFTS.holds(ctx.release):
-            raise ValueError(f"DFLASH drafts are modelled for vLLM {DFLASH_DRAFTS.span.describe()}")
-        layers = spec.dflash_draft_num_layers or spec.eagle_draft_num_layers or 0
-        if layers < 1:
-            raise ValueError("a DFLASH draft's layers are not given (eagle_draft_num_layers)")
+            raise ValueError(f"a {name}'s layers are not given (eagle_draft_num_layers)")
     elif not EAGLE_HEADS.holds(ctx.release):
         raise ValueError(f"EAGLE / EAGLE3 draft heads are modelled for vLLM {EAGLE_HEADS.span.describe()}")
     latent = (heads is None or head_dim is None) and (geometry.use_mla or geometry.dsv4 is not None)
