@@ -1485,6 +1485,22 @@ VLLM_V2_RUNNER_ARCHITECTURES: ByRelease[tuple[str, ...]] = ByRelease(
 )  # fmt: skip
 
 
+#: the model types vLLM's ``SpeculativeConfig`` lets an EAGLE3 or DFlash draft run beside
+#: (``aux_hidden_states_supported``, 0.20.2 to 0.21.0: ``vllm-aux-hidden-states-model-types``; later releases ask the
+#: model class, ``SupportsEagle3``), by the release that set the list
+VLLM_AUX_HIDDEN_STATES_MODEL_TYPES: dict[str, tuple[str, ...]] = {
+    "0.20.2": ("llama", "qwen", "minicpm", "gpt_oss", "hunyuan_vl", "hunyuan_v1_dense", "afmoe", "nemotron_h",
+               "deepseek_v2", "deepseek_v3", "kimi_k2", "kimi_k25", "minimax_m2", "gemma4"),
+    "0.21.0": ("llama", "qwen", "minicpm", "gpt_oss", "hunyuan_vl", "hunyuan_v1_dense", "afmoe", "nemotron_h",
+               "deepseek_v2", "deepseek_v3", "kimi_k2", "kimi_k25", "minimax_m2", "gemma4", "laguna"),
+}
+
+#: the model types whose own MLA module records no ``max_tp_shards`` in vLLM 0.31.0
+#: (``vllm/models/kimi_k3/nvidia/mla.py``), so a latent EAGLE head's layers, which record 1, form a bucket of their
+#: own (``vllm-latent-head-own-bucket``)
+VLLM_MLA_WITHOUT_TP_SHARDS = frozenset({"kimi_linear"})
+
+
 def vllm_model_rule(model_type: str) -> VLLMModelRule:
     """vLLM's rule for ``model_type`` (no rule: the defaults)."""
     return VLLM_MODEL_RULES.get(model_type, VLLMModelRule())

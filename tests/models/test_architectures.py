@@ -43,6 +43,9 @@ NOT_A_MODEL: dict[tuple[str, str], str] = {
     ("kvstrategies/vllm/bridge/bridge.py", "LlamaForCausalLM"): "the EAGLE head the bridge writes for a case "
                                                                 "(vLLM reads it as EagleLlamaForCausalLM)",
     ("kvstrategies/vllm/bridge/bridge.py", "llama"): "the model type of the EAGLE / EAGLE3 head the bridge writes",
+    ("kvstrategies/vllm/bridge/bridge.py", "deepseek_v3"): "the model type of the latent (DeepSeek MTP-style) EAGLE "
+                                                           "head the bridge writes",
+    ("kvstrategies/vllm/bridge/bridge.py", "qwen3"): "the model type of the DFlash draft the bridge writes",
 }
 
 

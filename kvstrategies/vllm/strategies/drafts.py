@@ -45,7 +45,7 @@ from ...core.dtypes import DType
 from ...core.releases import VLLM, EngineRelease, ReleaseRule, parse_release, span
 from ...errors import UnsupportedConfigurationError
 from ...models import ModelGeometry
-from ...models.architectures import vllm_model_rule
+from ...models.architectures import VLLM_AUX_HIDDEN_STATES_MODEL_TYPES, VLLM_MLA_WITHOUT_TP_SHARDS, vllm_model_rule
 from .layers import pp_indices
 from .specs import FullAttentionSpec, KVCacheSpec, MLAAttentionSpec, SlidingWindowSpec, SparseMLALayerSpec
 
@@ -379,7 +379,8 @@ def draft_layer_specs(
     if draft.is_head:
         if draft.latent:  # the target's MLA latent, as an MTP layer's
             latent = _template_layers(geometry, specs, range(first, first + draft.num_layers), (FullAttentionSpec,))
-            if release is not None and LATENT_HEAD_OWN_BUCKET.holds(release) and geometry.model_type == "kimi_linear":
+            if release is not None and LATENT_HEAD_OWN_BUCKET.holds(release) \
+                    and geometry.model_type in VLLM_MLA_WITHOUT_TP_SHARDS:  # fmt: skip
                 return {k: replace(s, max_tp_shards=1) if isinstance(s, MLAAttentionSpec) else s
                         for k, s in latent.items()}  # fmt: skip
             return latent
@@ -421,13 +422,6 @@ AUX_HIDDEN_STATES_MODEL_TYPES = ReleaseRule(
     "vllm/config/speculative.py SpeculativeConfig (aux_hidden_states_supported)",
     topic="launch",
 )
-#: the list, by the release that set it
-_AUX_HIDDEN_STATES_TYPES = {
-    "0.20.2": ("llama", "qwen", "minicpm", "gpt_oss", "hunyuan_vl", "hunyuan_v1_dense", "afmoe", "nemotron_h",
-               "deepseek_v2", "deepseek_v3", "kimi_k2", "kimi_k25", "minimax_m2", "gemma4"),
-    "0.21.0": ("llama", "qwen", "minicpm", "gpt_oss", "hunyuan_vl", "hunyuan_v1_dense", "afmoe", "nemotron_h",
-               "deepseek_v2", "deepseek_v3", "kimi_k2", "kimi_k25", "minimax_m2", "gemma4", "laguna"),
-}
 
 
 def check_eagle3_target(geometry: ModelGeometry, draft: VLLMDraft | None, release: EngineRelease) -> None:
@@ -435,9 +429,9 @@ def check_eagle3_target(geometry: ModelGeometry, draft: VLLMDraft | None, releas
     implement ``SupportsEagle3``), in its words."""
     if draft is None or draft.method not in ("eagle3", "dflash"):  # a DFlash draft reads the same hidden states
         return
-    set_by = [r for r in _AUX_HIDDEN_STATES_TYPES if parse_release(r, VLLM, field="aux list") <= release]
+    set_by = [r for r in VLLM_AUX_HIDDEN_STATES_MODEL_TYPES if parse_release(r, VLLM, field="aux list") <= release]
     if set_by and AUX_HIDDEN_STATES_MODEL_TYPES.holds(release):
-        listed = _AUX_HIDDEN_STATES_TYPES[max(set_by, key=lambda r: parse_release(r, VLLM, field="aux list"))]
+        listed = VLLM_AUX_HIDDEN_STATES_MODEL_TYPES[max(set_by, key=lambda r: parse_release(r, VLLM, field="aux list"))]
         if not any(name in geometry.model_type for name in listed):
             raise UnsupportedConfigurationError(
                 f"vLLM {release.text} refuses: {draft.method} is only supported for {list(listed)} models. Got "
